@@ -1,0 +1,115 @@
+package ledger
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+// Memory is an in-process Ledger, safe for concurrent use. Its zero value is
+// not usable; call NewMemory.
+type Memory struct {
+	mu      sync.Mutex
+	entries map[string]Entry
+	ttl     time.Duration
+}
+
+var _ Ledger = (*Memory)(nil)
+
+// NewMemory returns an empty in-memory ledger.
+func NewMemory() *Memory { return &Memory{entries: map[string]Entry{}, ttl: DefaultTTL} }
+
+// Begin implements Ledger.
+func (m *Memory) Begin(_ context.Context, key, owner string, now time.Time, lease time.Duration) (Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[key]
+	before := e
+	if ok {
+		switch {
+		case e.State == StateDone:
+			return e, ErrDone
+		case e.State == StateInProgress && e.Owner != owner && now.Before(e.LeaseUntil):
+			return e, ErrLeased
+		}
+	}
+	e.Key, e.State, e.Owner, e.LeaseUntil = key, StateInProgress, owner, now.Add(lease)
+	m.touch(&e, now)
+	return before, nil
+}
+
+// StartEffect implements Ledger.
+func (m *Memory) StartEffect(_ context.Context, key, owner string, now time.Time) error {
+	return m.update(key, now, func(e *Entry) { e.EffectStarted = true; e.Owner = owner })
+}
+
+// Complete implements Ledger.
+func (m *Memory) Complete(_ context.Context, key, owner, receipt string, now time.Time) error {
+	return m.update(key, now, func(e *Entry) {
+		e.State, e.Receipt, e.Owner, e.LeaseUntil = StateDone, receipt, owner, time.Time{}
+	})
+}
+
+// Release implements Ledger.
+func (m *Memory) Release(_ context.Context, key, owner string, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[key]
+	if !ok || e.State != StateInProgress || e.Owner != owner {
+		return nil
+	}
+	e.LeaseUntil = time.Time{}
+	m.touch(&e, now)
+	return nil
+}
+
+// DeadLettered implements Ledger.
+func (m *Memory) DeadLettered(_ context.Context, key string, reason events.Reason, now time.Time) (Entry, error) {
+	var out Entry
+	err := m.update(key, now, func(e *Entry) {
+		e.State, e.LastReason, e.LeaseUntil = StateDeadLettered, reason, time.Time{}
+		e.DeadLetterCount++
+		out = *e
+	})
+	return out, err
+}
+
+// Redriven implements Ledger.
+func (m *Memory) Redriven(_ context.Context, key string, now time.Time) (Entry, error) {
+	var out Entry
+	err := m.update(key, now, func(e *Entry) { e.RedriveCount++; out = *e })
+	return out, err
+}
+
+// Get implements Ledger.
+func (m *Memory) Get(_ context.Context, key string) (Entry, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.entries[key]
+	return e, ok, nil
+}
+
+// Len returns the number of keys.
+func (m *Memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.entries)
+}
+
+func (m *Memory) update(key string, now time.Time, f func(*Entry)) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[key]
+	e.Key = key
+	f(&e)
+	m.touch(&e, now)
+	return nil
+}
+
+func (m *Memory) touch(e *Entry, now time.Time) {
+	e.UpdatedAt = now
+	e.ExpiresAt = now.Add(m.ttl)
+	m.entries[e.Key] = *e
+}

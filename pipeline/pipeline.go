@@ -1,0 +1,397 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// DefaultFile is the pipeline definition file at the project root. cdk.json
+// names it in its context ("agentdlq:pipelines"), and the local runner reads it
+// too, so that what runs locally is what deploys.
+const DefaultFile = "pipelines.json"
+
+// Version is the only supported version of the pipeline definition file.
+const Version = 1
+
+// Limits that the definition is validated against. maxReceiveCount is kept to
+// 3–5: fewer retries a transient blip cannot survive, more burn invocations on
+// poison that the worker did not recognise.
+const (
+	MinMaxReceiveCount = 3
+	MaxMaxReceiveCount = 5
+	// SQS bounds message retention to 60 s .. 14 days.
+	MaxRetention = 14 * 24 * time.Hour
+	MinRetention = time.Minute
+	// SQS bounds the visibility timeout to 12 hours.
+	MaxVisibilityTimeout = 12 * time.Hour
+	// Lambda's maximum timeout.
+	MaxWorkerTimeout = 15 * time.Minute
+	// Lambda's SQS event source: batch size 1..10 for FIFO, 1..10000 for standard.
+	MaxBatchSizeFIFO     = 10
+	MaxBatchSizeStandard = 10000
+	MaxBatchWindow       = 300 * time.Second
+)
+
+// FIFOPoison says what a FIFO pipeline does with poison in a message group.
+type FIFOPoison string
+
+const (
+	// FIFOPoisonDeadLetter dead-letters the poison message and lets the group
+	// go on with its next message (the default): one bad step does not stall a run.
+	FIFOPoisonDeadLetter FIFOPoison = "dead_letter"
+	// FIFOPoisonHoldGroup dead-letters nothing by itself: the poison message and
+	// every later message of its group are reported as batch item failures, so
+	// the group holds until the broker moves the poison after maxReceiveCount.
+	// Use it when later steps must never run without the earlier ones.
+	FIFOPoisonHoldGroup FIFOPoison = "hold_group"
+)
+
+// File is the whole pipeline definition file.
+type File struct {
+	// Version is required and must be 1.
+	Version int `json:"version"`
+	// Pipelines is required: at least one, names unique.
+	Pipelines []Pipeline `json:"pipelines"`
+}
+
+// Pipeline is one hot queue, its DLQ, its worker and its alarms.
+type Pipeline struct {
+	// Name is required: lower-case letters, digits and dashes, 3–40 characters.
+	// It names the local queues and tags the deployed resources; it is never a
+	// physical name in AWS.
+	Name string `json:"name"`
+	// Owner is required: the team or person who alone may redrive this pipeline.
+	Owner string `json:"owner"`
+	// Description is optional.
+	Description string `json:"description,omitempty"`
+	// FIFO is optional (default false): a FIFO hot queue and a FIFO DLQ.
+	FIFO bool `json:"fifo"`
+	// MaxReceiveCount is required: 3, 4 or 5.
+	MaxReceiveCount int `json:"max_receive_count"`
+	// RetentionHours is optional (default 96, four days): the hot queue's retention.
+	RetentionHours int `json:"retention_hours,omitempty"`
+	// DLQRetentionHours is optional (default 336, fourteen days, the SQS maximum);
+	// it must exceed RetentionHours, because a standard queue keeps the original
+	// enqueue time when the broker moves a message to its DLQ.
+	DLQRetentionHours int `json:"dlq_retention_hours,omitempty"`
+	// WorkerTimeoutSeconds is optional (default 30): the worker Lambda's timeout.
+	WorkerTimeoutSeconds int `json:"worker_timeout_seconds,omitempty"`
+	// VisibilityTimeoutSeconds is optional (default six times the worker timeout);
+	// it must be at least six times the worker timeout, as AWS advises for SQS
+	// event sources.
+	VisibilityTimeoutSeconds int `json:"visibility_timeout_seconds,omitempty"`
+	// BatchSize is optional (default 10): records a worker invocation receives.
+	BatchSize int `json:"batch_size,omitempty"`
+	// BatchWindowSeconds is optional (default 0): how long the event source
+	// gathers records before invoking. FIFO queues accept 0 only.
+	BatchWindowSeconds int `json:"batch_window_seconds,omitempty"`
+	// MaxConcurrency is optional (default 10, at least 2): the event source's
+	// maximum concurrency, and the local poller count.
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// WorkerMemoryMB is optional (default 256).
+	WorkerMemoryMB int `json:"worker_memory_mb,omitempty"`
+	// Backoff is optional: the visibility backoff of transient failures.
+	Backoff Backoff `json:"backoff"`
+	// RedriveLoopAfter is optional (default 2): a key dead-lettered again after
+	// this many redrives becomes redrive_loop.
+	RedriveLoopAfter int `json:"redrive_loop_after,omitempty"`
+	// FIFOPoison is optional (default dead_letter); only read for FIFO pipelines.
+	FIFOPoison FIFOPoison `json:"fifo_poison,omitempty"`
+	// Alarms is optional: thresholds of the alarms (defaults below).
+	Alarms Alarms `json:"alarms"`
+	// Triage is optional: how the triage scans and warns.
+	Triage Triage `json:"triage"`
+	// Eval is optional: the eval dataset export.
+	Eval Eval `json:"eval"`
+}
+
+// Backoff is the exponential backoff with full jitter that the worker applies
+// to transient failures through ChangeMessageVisibility: before receive n+1
+// the message stays hidden for a random time in [0, min(Max, Base*2^(n-1))].
+type Backoff struct {
+	// BaseSeconds is optional (default 2); 0 with MaxSeconds 0 means defaults.
+	BaseSeconds int `json:"base_seconds,omitempty"`
+	// MaxSeconds is optional (default 120); at most the SQS maximum of 12 hours.
+	MaxSeconds int `json:"max_seconds,omitempty"`
+	// Disabled is optional (default false): leave retries to the visibility timeout.
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+// Alarms holds the alarm thresholds. Every field is optional; zero means the default.
+type Alarms struct {
+	DLQDepth            int `json:"dlq_depth,omitempty"`              // default 1 message
+	NewDeadLetters      int `json:"new_dead_letters,omitempty"`       // default 1 in 5 minutes
+	DLQOldestAgeSeconds int `json:"dlq_oldest_age_seconds,omitempty"` // default 86400 (1 day)
+	ExpiryRiskHours     int `json:"expiry_risk_hours,omitempty"`      // default 48: alarm when the soonest expiry is nearer
+	HotOldestAgeSeconds int `json:"hot_oldest_age_seconds,omitempty"` // default 900
+	WorkerErrors        int `json:"worker_errors,omitempty"`          // default 1 in 5 minutes
+	WorkerThrottles     int `json:"worker_throttles,omitempty"`       // default 1 in 5 minutes
+	DLQSendFailures     int `json:"dlq_send_failures,omitempty"`      // default 1 in 5 minutes
+}
+
+// Triage configures the read-only triage.
+type Triage struct {
+	ScheduleMinutes int `json:"schedule_minutes,omitempty"` // default 60
+	WarningHours    int `json:"warning_hours,omitempty"`    // default 48: "expiring soon" window
+	MaxMessages     int `json:"max_messages,omitempty"`     // default 100000 a scan
+	MaxSeconds      int `json:"max_seconds,omitempty"`      // default 240 a scan
+}
+
+// Eval configures the export of recurring poison to eval datasets.
+type Eval struct {
+	// Threshold is optional (default 3): a group recurring at least this often is exported.
+	Threshold int `json:"threshold,omitempty"`
+	// DropFields are dotted paths removed from the exported input ("args.password").
+	DropFields []string `json:"drop_fields,omitempty"`
+	// HashFields are dotted paths replaced by a SHA-256 of their value ("tenant").
+	HashFields []string `json:"hash_fields,omitempty"`
+}
+
+var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{1,38}[a-z0-9]$`)
+
+// Parse decodes a definition file, rejecting unknown fields, applies the
+// defaults and validates it.
+func Parse(data []byte) (*File, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("pipeline definition: %w", err)
+	}
+	if err := f.ApplyDefaultsAndValidate(); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// Load reads and parses a definition file.
+func Load(path string) (*File, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline definition: %w", err)
+	}
+	f, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+// ApplyDefaultsAndValidate fills optional fields and reports every problem at once.
+func (f *File) ApplyDefaultsAndValidate() error {
+	var errs []error
+	if f.Version != Version {
+		errs = append(errs, fmt.Errorf("version %d is not supported (want %d)", f.Version, Version))
+	}
+	if len(f.Pipelines) == 0 {
+		errs = append(errs, errors.New("no pipelines defined"))
+	}
+	seen := map[string]bool{}
+	for i := range f.Pipelines {
+		p := &f.Pipelines[i]
+		p.ApplyDefaults()
+		if err := p.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if seen[p.Name] {
+			errs = append(errs, fmt.Errorf("pipeline %q is defined twice", p.Name))
+		}
+		seen[p.Name] = true
+	}
+	return errors.Join(errs...)
+}
+
+// Get returns the pipeline of that name, or an error that lists the known ones.
+func (f *File) Get(name string) (*Pipeline, error) {
+	names := make([]string, 0, len(f.Pipelines))
+	for i := range f.Pipelines {
+		if f.Pipelines[i].Name == name {
+			return &f.Pipelines[i], nil
+		}
+		names = append(names, f.Pipelines[i].Name)
+	}
+	return nil, fmt.Errorf("unknown pipeline %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// ApplyDefaults fills the optional fields that are zero.
+func (p *Pipeline) ApplyDefaults() {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&p.RetentionHours, 96)
+	def(&p.DLQRetentionHours, 336)
+	def(&p.WorkerTimeoutSeconds, 30)
+	def(&p.VisibilityTimeoutSeconds, 6*p.WorkerTimeoutSeconds)
+	def(&p.BatchSize, 10)
+	def(&p.MaxConcurrency, 10)
+	def(&p.WorkerMemoryMB, 256)
+	if !p.Backoff.Disabled {
+		def(&p.Backoff.BaseSeconds, 2)
+		def(&p.Backoff.MaxSeconds, 120)
+	}
+	def(&p.RedriveLoopAfter, 2)
+	if p.FIFOPoison == "" {
+		p.FIFOPoison = FIFOPoisonDeadLetter
+	}
+	a := &p.Alarms
+	def(&a.DLQDepth, 1)
+	def(&a.NewDeadLetters, 1)
+	def(&a.DLQOldestAgeSeconds, 86400)
+	def(&a.ExpiryRiskHours, 48)
+	def(&a.HotOldestAgeSeconds, 900)
+	def(&a.WorkerErrors, 1)
+	def(&a.WorkerThrottles, 1)
+	def(&a.DLQSendFailures, 1)
+	def(&p.Triage.ScheduleMinutes, 60)
+	def(&p.Triage.WarningHours, 48)
+	def(&p.Triage.MaxMessages, 100000)
+	def(&p.Triage.MaxSeconds, 240)
+	def(&p.Eval.Threshold, 3)
+}
+
+// Validate reports every problem of one pipeline, each naming the field.
+func (p *Pipeline) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("pipeline %q: "+format, append([]any{p.Name}, args...)...))
+	}
+	if !nameRE.MatchString(p.Name) {
+		bad("name must be 3-40 lower-case letters, digits and dashes, starting with a letter")
+	}
+	if strings.TrimSpace(p.Owner) == "" {
+		bad("owner is required: the named owner is the only one who may redrive")
+	}
+	if p.MaxReceiveCount < MinMaxReceiveCount || p.MaxReceiveCount > MaxMaxReceiveCount {
+		bad("max_receive_count %d is outside %d..%d: fewer cannot ride out a transient failure, more burn invocations on poison",
+			p.MaxReceiveCount, MinMaxReceiveCount, MaxMaxReceiveCount)
+	}
+	ret, dlqRet := p.Retention(), p.DLQRetention()
+	if ret < MinRetention || ret > MaxRetention {
+		bad("retention_hours %d is outside SQS's 1 minute..14 days", p.RetentionHours)
+	}
+	if dlqRet < MinRetention || dlqRet > MaxRetention {
+		bad("dlq_retention_hours %d is outside SQS's 1 minute..14 days", p.DLQRetentionHours)
+	}
+	if dlqRet <= ret {
+		bad("dlq_retention_hours %d must exceed retention_hours %d: a standard queue keeps the original enqueue time when a message moves to its DLQ, so a shorter DLQ retention deletes evidence on arrival",
+			p.DLQRetentionHours, p.RetentionHours)
+	}
+	if p.WorkerTimeout() <= 0 || p.WorkerTimeout() > MaxWorkerTimeout {
+		bad("worker_timeout_seconds %d is outside 1..900", p.WorkerTimeoutSeconds)
+	}
+	if p.VisibilityTimeout() < 6*p.WorkerTimeout() {
+		bad("visibility_timeout_seconds %d must be at least six times worker_timeout_seconds (%d)",
+			p.VisibilityTimeoutSeconds, 6*p.WorkerTimeoutSeconds)
+	}
+	if p.VisibilityTimeout() > MaxVisibilityTimeout {
+		bad("visibility_timeout_seconds %d exceeds SQS's 12 hours", p.VisibilityTimeoutSeconds)
+	}
+	maxBatch := MaxBatchSizeStandard
+	if p.FIFO {
+		maxBatch = MaxBatchSizeFIFO
+	}
+	if p.BatchSize < 1 || p.BatchSize > maxBatch {
+		bad("batch_size %d is outside 1..%d", p.BatchSize, maxBatch)
+	}
+	if p.BatchWindowSeconds < 0 || p.BatchWindow() > MaxBatchWindow {
+		bad("batch_window_seconds %d is outside 0..300", p.BatchWindowSeconds)
+	}
+	if p.FIFO && p.BatchWindowSeconds != 0 {
+		bad("batch_window_seconds must be 0 for a FIFO queue")
+	}
+	if !p.FIFO && p.BatchSize > 10 && p.BatchWindowSeconds == 0 {
+		bad("batch_size above 10 needs batch_window_seconds of at least 1 (a Lambda rule)")
+	}
+	if p.MaxConcurrency < 2 || p.MaxConcurrency > 1000 {
+		bad("max_concurrency %d is outside Lambda's 2..1000", p.MaxConcurrency)
+	}
+	if p.WorkerMemoryMB < 128 || p.WorkerMemoryMB > 10240 {
+		bad("worker_memory_mb %d is outside 128..10240", p.WorkerMemoryMB)
+	}
+	if !p.Backoff.Disabled {
+		if p.Backoff.BaseSeconds < 1 || p.Backoff.MaxSeconds < p.Backoff.BaseSeconds || time.Duration(p.Backoff.MaxSeconds)*time.Second > MaxVisibilityTimeout {
+			bad("backoff needs 1 <= base_seconds <= max_seconds <= 43200 (got %d, %d)", p.Backoff.BaseSeconds, p.Backoff.MaxSeconds)
+		}
+	}
+	if p.RedriveLoopAfter < 1 {
+		bad("redrive_loop_after %d must be at least 1", p.RedriveLoopAfter)
+	}
+	if p.FIFOPoison != FIFOPoisonDeadLetter && p.FIFOPoison != FIFOPoisonHoldGroup {
+		bad("fifo_poison %q must be %q or %q", p.FIFOPoison, FIFOPoisonDeadLetter, FIFOPoisonHoldGroup)
+	}
+	a := p.Alarms
+	for name, v := range map[string]int{
+		"alarms.dlq_depth": a.DLQDepth, "alarms.new_dead_letters": a.NewDeadLetters,
+		"alarms.dlq_oldest_age_seconds": a.DLQOldestAgeSeconds, "alarms.expiry_risk_hours": a.ExpiryRiskHours,
+		"alarms.hot_oldest_age_seconds": a.HotOldestAgeSeconds, "alarms.worker_errors": a.WorkerErrors,
+		"alarms.worker_throttles": a.WorkerThrottles, "alarms.dlq_send_failures": a.DLQSendFailures,
+	} {
+		if v < 1 {
+			bad("%s %d must be at least 1", name, v)
+		}
+	}
+	if a.ExpiryRiskHours >= p.DLQRetentionHours {
+		bad("alarms.expiry_risk_hours %d must be below dlq_retention_hours %d", a.ExpiryRiskHours, p.DLQRetentionHours)
+	}
+	if p.Triage.ScheduleMinutes < 1 || p.Triage.WarningHours < 1 || p.Triage.MaxMessages < 1 || p.Triage.MaxSeconds < 1 {
+		bad("triage schedule_minutes, warning_hours, max_messages and max_seconds must be positive")
+	}
+	if p.Eval.Threshold < 1 {
+		bad("eval.threshold %d must be at least 1", p.Eval.Threshold)
+	}
+	return errors.Join(errs...)
+}
+
+// Retention is the hot queue's message retention.
+func (p *Pipeline) Retention() time.Duration { return time.Duration(p.RetentionHours) * time.Hour }
+
+// DLQRetention is the DLQ's message retention.
+func (p *Pipeline) DLQRetention() time.Duration {
+	return time.Duration(p.DLQRetentionHours) * time.Hour
+}
+
+// WorkerTimeout is the worker Lambda's timeout.
+func (p *Pipeline) WorkerTimeout() time.Duration {
+	return time.Duration(p.WorkerTimeoutSeconds) * time.Second
+}
+
+// VisibilityTimeout is the hot queue's visibility timeout.
+func (p *Pipeline) VisibilityTimeout() time.Duration {
+	return time.Duration(p.VisibilityTimeoutSeconds) * time.Second
+}
+
+// BatchWindow is the event source's maximum batching window.
+func (p *Pipeline) BatchWindow() time.Duration {
+	return time.Duration(p.BatchWindowSeconds) * time.Second
+}
+
+// HotQueueName is the hot queue's name where the name is ours to choose
+// (locally). In AWS, CloudFormation names the queues and the resources are
+// found by their tags.
+func (p *Pipeline) HotQueueName() string { return p.queueName("") }
+
+// DLQName is the DLQ's name where the name is ours to choose (locally).
+func (p *Pipeline) DLQName() string { return p.queueName("-dlq") }
+
+func (p *Pipeline) queueName(suffix string) string {
+	if p.FIFO {
+		return p.Name + suffix + ".fifo"
+	}
+	return p.Name + suffix
+}
+
+// Tag keys stamped on every deployed resource of a pipeline (and on the local
+// queues), so that tools find them without physical names.
+const (
+	TagPipeline = "agentdlq:pipeline"
+	TagOwner    = "agentdlq:owner"
+	TagRole     = "agentdlq:role" // "hot" or "dlq"
+)
