@@ -1,0 +1,134 @@
+package pipeline
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func valid() Pipeline {
+	return Pipeline{Name: "agent-tasks", Owner: "platform-oncall", MaxReceiveCount: 4}
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	p := valid()
+	p.ApplyDefaults()
+	require.NoError(t, p.Validate())
+	assert.Equal(t, 96*time.Hour, p.Retention(), "hot queue keeps 4 days by default")
+	assert.Equal(t, 14*24*time.Hour, p.DLQRetention(), "DLQ keeps the SQS maximum of 14 days")
+	assert.Equal(t, 30*time.Second, p.WorkerTimeout())
+	assert.Equal(t, 180*time.Second, p.VisibilityTimeout(), "six times the worker timeout")
+	assert.Equal(t, 10, p.BatchSize)
+	assert.Equal(t, FIFOPoisonDeadLetter, p.FIFOPoison)
+	assert.Equal(t, 3, p.Eval.Threshold)
+	assert.Equal(t, "agent-tasks", p.HotQueueName())
+	assert.Equal(t, "agent-tasks-dlq", p.DLQName())
+	p.FIFO = true
+	assert.Equal(t, "agent-tasks.fifo", p.HotQueueName())
+	assert.Equal(t, "agent-tasks-dlq.fifo", p.DLQName())
+}
+
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		mutate func(*Pipeline)
+		// wantErr is a fragment of the error; "" means valid.
+		wantErr string
+	}{
+		{"defaults are valid", func(*Pipeline) {}, ""},
+		{"max receive 3", func(p *Pipeline) { p.MaxReceiveCount = 3 }, ""},
+		{"max receive 5", func(p *Pipeline) { p.MaxReceiveCount = 5 }, ""},
+		{"max receive 1", func(p *Pipeline) { p.MaxReceiveCount = 1 }, "max_receive_count 1 is outside 3..5"},
+		{"max receive 10", func(p *Pipeline) { p.MaxReceiveCount = 10 }, "max_receive_count 10 is outside 3..5"},
+		{"missing owner", func(p *Pipeline) { p.Owner = " " }, "owner is required"},
+		{"bad name", func(p *Pipeline) { p.Name = "Agent_Tasks" }, "name must be"},
+		{"dlq retention shorter", func(p *Pipeline) { p.RetentionHours, p.DLQRetentionHours = 96, 48 }, "dlq_retention_hours 48 must exceed retention_hours 96"},
+		{"dlq retention equal", func(p *Pipeline) { p.RetentionHours, p.DLQRetentionHours = 96, 96 }, "must exceed"},
+		{"dlq retention above 14 days", func(p *Pipeline) { p.DLQRetentionHours = 400 }, "outside SQS's 1 minute..14 days"},
+		{"visibility below 6x", func(p *Pipeline) { p.WorkerTimeoutSeconds, p.VisibilityTimeoutSeconds = 60, 120 }, "at least six times"},
+		{"fifo batch 11", func(p *Pipeline) { p.FIFO, p.BatchSize = true, 11 }, "batch_size 11 is outside 1..10"},
+		{"fifo window", func(p *Pipeline) { p.FIFO, p.BatchWindowSeconds = true, 1 }, "must be 0 for a FIFO queue"},
+		{"big batch needs window", func(p *Pipeline) { p.BatchSize = 100 }, "needs batch_window_seconds"},
+		{"concurrency 1", func(p *Pipeline) { p.MaxConcurrency = 1 }, "max_concurrency 1"},
+		{"fifo poison unknown", func(p *Pipeline) { p.FIFOPoison = "drop" }, "fifo_poison"},
+		{"backoff inverted", func(p *Pipeline) { p.Backoff = Backoff{BaseSeconds: 10, MaxSeconds: 5} }, "backoff needs"},
+		{"expiry alarm beyond retention", func(p *Pipeline) { p.Alarms.ExpiryRiskHours = 400 }, "expiry_risk_hours"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := valid()
+			tt.mutate(&p)
+			p.ApplyDefaults()
+			err := p.Validate()
+			if tt.wantErr == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+			assert.Contains(t, err.Error(), `pipeline "`+p.Name+`"`, "the error names the pipeline")
+		})
+	}
+}
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		in      string
+		wantErr string
+	}{
+		{"not JSON", `{`, "pipeline definition"},
+		{"unknown field", `{"version":1,"pipelines":[{"name":"abc","owner":"x","max_receive_count":4,"maxReceive":3}]}`, `unknown field "maxReceive"`},
+		{"wrong version", `{"version":2,"pipelines":[{"name":"abc","owner":"x","max_receive_count":4}]}`, "version 2 is not supported"},
+		{"no pipelines", `{"version":1,"pipelines":[]}`, "no pipelines defined"},
+		{"duplicate", `{"version":1,"pipelines":[{"name":"abc","owner":"x","max_receive_count":4},{"name":"abc","owner":"y","max_receive_count":4}]}`, `"abc" is defined twice`},
+		{"all errors at once", `{"version":1,"pipelines":[{"name":"abc","max_receive_count":9}]}`, "owner is required"},
+		{"ok", `{"version":1,"pipelines":[{"name":"abc","owner":"x","max_receive_count":4}]}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f, err := Parse([]byte(tt.in))
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				require.Len(t, f.Pipelines, 1)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+	_, err := Parse([]byte(`{"version":1,"pipelines":[{"name":"abc","max_receive_count":9}]}`))
+	require.Error(t, err)
+	assert.True(t, strings.Contains(err.Error(), "max_receive_count 9") && strings.Contains(err.Error(), "owner is required"),
+		"every problem is reported at once: %v", err)
+}
+
+// The repository's own definition is valid and holds a standard and a FIFO pipeline.
+func TestRepositoryDefinition(t *testing.T) {
+	t.Parallel()
+	f, err := Load("../" + DefaultFile)
+	require.NoError(t, err)
+	var fifo, std int
+	for _, p := range f.Pipelines {
+		if p.FIFO {
+			fifo++
+		} else {
+			std++
+		}
+	}
+	assert.Positive(t, fifo)
+	assert.Positive(t, std)
+	_, err = f.Get("no-such-pipeline")
+	assert.ErrorContains(t, err, `unknown pipeline "no-such-pipeline" (known: agent-tasks, agent-steps)`)
+	_, err = Load("does-not-exist.json")
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
