@@ -3,78 +3,316 @@ package events
 import (
 	"bytes"
 	"encoding/json"
+	"math/big"
+	"unicode/utf8"
 )
 
-// requiredStrings are the non-empty string fields of agent task v1, in schema order.
-var requiredStrings = [...]string{"task_id", "run_id", "tenant", "idempotency_key", "tool", "tool_version", "trace_id", "created_at"}
+// DecoderName names the decoder DecodeTask runs, so that benchmarks and the
+// bench command can say which path they measured.
+const DecoderName = "scan-v1"
+
+// requiredStrings are the non-empty string fields of agent task v1, in schema
+// order, with the maxLength the schema gives each (in characters).
+var requiredStrings = [...]struct {
+	name   string
+	max    int
+	detail string // the "too long" detail
+}{
+	{"task_id", 256, "must be at most 256 characters"},
+	{"run_id", 256, "must be at most 256 characters"},
+	{"tenant", 256, "must be at most 256 characters"},
+	{"idempotency_key", 256, "must be at most 256 characters"},
+	{"tool", 128, "must be at most 128 characters"},
+	{"tool_version", 64, "must be at most 64 characters"},
+	{"trace_id", 256, "must be at most 256 characters"},
+	{"created_at", 64, "must be at most 64 characters"},
+}
+
+// The details of the rules, shared by both decoders so that they name every
+// failure the same way.
+const (
+	detailNotObject = "the body is not a JSON object"
+	detailMissing   = "required field is missing"
+	detailString    = "must be a string"
+	detailEmpty     = "must not be empty"
+	detailInteger   = "must be an integer"
+	detailVersion   = "must be 1"
+	detailArgs      = "must be an object"
+	detailToolUnk   = "not in the catalog"
+	detailToolVer   = "not supported by the tool"
+)
 
 // DecodeTaskStd is the reference decoder built on encoding/json: slow, simple
 // and obviously right. DecodeTask must agree with it on every input; tests
 // and fuzzing hold them together.
+//
+// The rules, checked in this order (the first that fails is reported):
+// the body is a JSON object (json_invalid); then each of task_id, run_id,
+// tenant, idempotency_key, tool, tool_version, trace_id, created_at is
+// present, a string, not empty and within its maxLength; schema_version is
+// present, a number whose value is an integer (1, 1.0 and 1e0 alike, as in
+// JSON Schema), and 1; args is present and an object (schema_invalid with
+// the field); then, with a catalog, the tool is known (tool_unknown) and
+// supports the version (tool_version_unsupported). Duplicate keys: the last
+// one wins, as in encoding/json.
 func DecodeTaskStd(body []byte, catalog Catalog) (Task, error) {
 	var t Task
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
-		return t, invalid(ReasonJSONInvalid, "", "the body is not a JSON object")
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	if !json.Valid(body) || trimmed[0] != '{' {
+		return t, invalid(ReasonJSONInvalid, "", detailNotObject)
 	}
 	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(trimmed, &raw); err != nil {
-		return t, invalid(ReasonJSONInvalid, "", "the body is not a JSON object")
-	}
-	str := func(name string, dst *string) error {
-		v, ok := raw[name]
-		if !ok {
-			return invalid(ReasonSchemaInvalid, name, "required field is missing")
-		}
-		if err := json.Unmarshal(v, dst); err != nil || len(v) == 0 || v[0] != '"' {
-			return invalid(ReasonSchemaInvalid, name, "must be a string")
-		}
-		if *dst == "" {
-			return invalid(ReasonSchemaInvalid, name, "must not be empty")
-		}
-		return nil
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return t, invalid(ReasonJSONInvalid, "", detailNotObject)
 	}
 	dsts := [...]*string{&t.TaskID, &t.RunID, &t.Tenant, &t.IdempotencyKey, &t.Tool, &t.ToolVersion, &t.TraceID, &t.CreatedAt}
-	for i, name := range requiredStrings {
-		if err := str(name, dsts[i]); err != nil {
-			return Task{}, err
+	for i, f := range requiredStrings {
+		v, ok := raw[f.name]
+		switch {
+		case !ok:
+			return Task{}, invalid(ReasonSchemaInvalid, f.name, detailMissing)
+		case v[0] != '"' || json.Unmarshal(v, dsts[i]) != nil:
+			return Task{}, invalid(ReasonSchemaInvalid, f.name, detailString)
+		case *dsts[i] == "":
+			return Task{}, invalid(ReasonSchemaInvalid, f.name, detailEmpty)
+		case utf8.RuneCountInString(*dsts[i]) > f.max:
+			return Task{}, invalid(ReasonSchemaInvalid, f.name, f.detail)
 		}
 	}
 	sv, ok := raw["schema_version"]
 	if !ok {
-		return Task{}, invalid(ReasonSchemaInvalid, "schema_version", "required field is missing")
+		return Task{}, invalid(ReasonSchemaInvalid, "schema_version", detailMissing)
 	}
-	if err := json.Unmarshal(sv, &t.SchemaVersion); err != nil {
-		return Task{}, invalid(ReasonSchemaInvalid, "schema_version", "must be an integer")
+	if sv[0] != '-' && (sv[0] < '0' || sv[0] > '9') {
+		return Task{}, invalid(ReasonSchemaInvalid, "schema_version", detailInteger)
 	}
-	if t.SchemaVersion != SchemaVersion {
-		return Task{}, invalid(ReasonSchemaInvalid, "schema_version", "must be 1")
+	n, ok := new(big.Rat).SetString(string(sv))
+	if !ok || !n.IsInt() {
+		return Task{}, invalid(ReasonSchemaInvalid, "schema_version", detailInteger)
 	}
+	if n.Cmp(big.NewRat(SchemaVersion, 1)) != 0 {
+		return Task{}, invalid(ReasonSchemaInvalid, "schema_version", detailVersion)
+	}
+	t.SchemaVersion = SchemaVersion
 	args, ok := raw["args"]
 	if !ok {
-		return Task{}, invalid(ReasonSchemaInvalid, "args", "required field is missing")
+		return Task{}, invalid(ReasonSchemaInvalid, "args", detailMissing)
 	}
-	if len(args) == 0 || args[0] != '{' {
-		return Task{}, invalid(ReasonSchemaInvalid, "args", "must be an object")
+	if args[0] != '{' {
+		return Task{}, invalid(ReasonSchemaInvalid, "args", detailArgs)
 	}
 	t.Args = args
-	if catalog != nil {
-		tool, ok := catalog[t.Tool]
-		if !ok {
-			return Task{}, invalid(ReasonToolUnknown, "tool", "not in the catalog")
-		}
-		if !tool.SupportsVersion(t.ToolVersion) {
-			return Task{}, invalid(ReasonToolVersionUnsupported, "tool_version", "not supported by the tool")
-		}
+	if err := checkCatalog(t, catalog); err != nil {
+		return Task{}, err
 	}
 	return t, nil
 }
 
-// DecodeTask decodes and validates an agent task v1 body. A failure is a
-// *ValidationError naming the poison reason and the field. With a nil
-// catalog, tools are not checked.
+func checkCatalog(t Task, catalog Catalog) error {
+	if catalog == nil {
+		return nil
+	}
+	tool, ok := catalog[t.Tool]
+	if !ok {
+		return invalid(ReasonToolUnknown, "tool", detailToolUnk)
+	}
+	if !tool.SupportsVersion(t.ToolVersion) {
+		return invalid(ReasonToolVersionUnsupported, "tool_version", detailToolVer)
+	}
+	return nil
+}
+
+// The top-level members DecodeTask extracts: the eight strings in the order
+// of requiredStrings, then schema_version and args.
+const (
+	memberSchemaVersion = len(requiredStrings)
+	memberArgs          = memberSchemaVersion + 1
+	numMembers          = memberArgs + 1
+)
+
+// member is where the last occurrence of a member's value stands in the body.
+type member struct {
+	start, end int   // the value's bytes, quotes included for a string
+	kind       byte  // the value's first byte; 0 when the member is absent
+	flags      uint8 // strEscape, strHigh for a string
+}
+
+func memberIndex(key string) int {
+	switch key {
+	case "task_id":
+		return 0
+	case "run_id":
+		return 1
+	case "tenant":
+		return 2
+	case "idempotency_key":
+		return 3
+	case "tool":
+		return 4
+	case "tool_version":
+		return 5
+	case "trace_id":
+		return 6
+	case "created_at":
+		return 7
+	case "schema_version":
+		return memberSchemaVersion
+	case "args":
+		return memberArgs
+	}
+	return -1
+}
+
+// scanTask validates body as a JSON object and records its members. It
+// returns false when the body is not valid JSON or not an object.
+func scanTask(b []byte, ms *[numMembers]member) bool {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return false
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return skipWS(b, i+1) == len(b)
+	}
+	var keyBuf [32]byte
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return false
+		}
+		ks := i
+		ke, kflags := scanString(b, i)
+		if ke < 0 {
+			return false
+		}
+		i = skipWS(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return false
+		}
+		vs := skipWS(b, i+1)
+		if vs >= len(b) {
+			return false
+		}
+		var ve int
+		var vflags uint8
+		switch b[vs] {
+		case '"':
+			ve, vflags = scanString(b, vs)
+		case '{':
+			ve = skipObject(b, vs, 2)
+		case '[':
+			ve = skipArray(b, vs, 2)
+		default:
+			ve = skipValue(b, vs, 1)
+		}
+		if ve < 0 {
+			return false
+		}
+		idx := -1
+		switch {
+		case kflags == 0:
+			idx = memberIndex(string(b[ks+1 : ke-1]))
+		case kflags&strEscape != 0 && ke-ks <= 6*len(keyBuf):
+			// Rare: an escaped key. No member name has a byte >= 0x80, so
+			// a key with such a byte and no escape matches none.
+			idx = memberIndex(string(unquote(keyBuf[:0], b[ks:ke])))
+		}
+		if idx >= 0 {
+			ms[idx] = member{start: vs, end: ve, kind: b[vs], flags: vflags}
+		}
+		i = skipWS(b, ve)
+		if i >= len(b) {
+			return false
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case '}':
+			return skipWS(b, i+1) == len(b)
+		default:
+			return false
+		}
+	}
+}
+
+// DecodeTask decodes and validates an agent task v1 body in a single pass. A
+// failure is a *ValidationError naming the poison reason and the field, the
+// same as DecodeTaskStd's on every input (see it for the rules). With a nil
+// catalog, tools are not checked. Args is a sub-slice of body: do not modify
+// body while the task is in use.
 //
-// TODO(worker): replace with the single-pass decoder; keep DecodeTaskStd as the reference.
+// It allocates once on success (the eight strings share one backing string)
+// and validates the whole body, args included, as encoding/json would.
 func DecodeTask(body []byte, catalog Catalog) (Task, error) {
-	return DecodeTaskStd(body, catalog)
+	var ms [numMembers]member
+	if !scanTask(body, &ms) {
+		return Task{}, invalid(ReasonJSONInvalid, "", detailNotObject)
+	}
+	// The eight strings, decoded into one buffer: ends[k] is where string k stops.
+	var arr [512]byte
+	buf := arr[:0]
+	var ends [len(requiredStrings)]int
+	for k, f := range requiredStrings {
+		m := ms[k]
+		switch {
+		case m.kind == 0:
+			return Task{}, invalid(ReasonSchemaInvalid, f.name, detailMissing)
+		case m.kind != '"':
+			return Task{}, invalid(ReasonSchemaInvalid, f.name, detailString)
+		}
+		start := len(buf)
+		if m.flags == 0 {
+			buf = append(buf, body[m.start+1:m.end-1]...)
+		} else {
+			buf = unquote(buf, body[m.start:m.end])
+		}
+		n := len(buf) - start
+		if m.flags != 0 {
+			n = utf8.RuneCount(buf[start:])
+		}
+		switch {
+		case n == 0:
+			return Task{}, invalid(ReasonSchemaInvalid, f.name, detailEmpty)
+		case n > f.max:
+			return Task{}, invalid(ReasonSchemaInvalid, f.name, f.detail)
+		}
+		ends[k] = len(buf)
+	}
+	sv := ms[memberSchemaVersion]
+	switch sv.kind {
+	case 0:
+		return Task{}, invalid(ReasonSchemaInvalid, "schema_version", detailMissing)
+	case '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		if integer, one := numberIsOne(body[sv.start:sv.end]); !integer {
+			return Task{}, invalid(ReasonSchemaInvalid, "schema_version", detailInteger)
+		} else if !one {
+			return Task{}, invalid(ReasonSchemaInvalid, "schema_version", detailVersion)
+		}
+	default:
+		return Task{}, invalid(ReasonSchemaInvalid, "schema_version", detailInteger)
+	}
+	args := ms[memberArgs]
+	switch args.kind {
+	case 0:
+		return Task{}, invalid(ReasonSchemaInvalid, "args", detailMissing)
+	case '{':
+	default:
+		return Task{}, invalid(ReasonSchemaInvalid, "args", detailArgs)
+	}
+	s := string(buf)
+	t := Task{
+		TaskID:         s[:ends[0]],
+		RunID:          s[ends[0]:ends[1]],
+		Tenant:         s[ends[1]:ends[2]],
+		IdempotencyKey: s[ends[2]:ends[3]],
+		Tool:           s[ends[3]:ends[4]],
+		ToolVersion:    s[ends[4]:ends[5]],
+		TraceID:        s[ends[5]:ends[6]],
+		CreatedAt:      s[ends[6]:ends[7]],
+		SchemaVersion:  SchemaVersion,
+		Args:           body[args.start:args.end:args.end],
+	}
+	if err := checkCatalog(t, catalog); err != nil {
+		return Task{}, err
+	}
+	return t, nil
 }
