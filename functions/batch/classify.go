@@ -1,0 +1,157 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+// Classification is what Classify decides about an error.
+type Classification struct {
+	Kind Kind
+	// Reason is the dead-letter reason: the outcome's own for poison,
+	// security, effect_unknown, policy_limit and unclassified; the reason of
+	// a spent budget (budget_exhausted, auth_config, dependency_open) for the
+	// retryable kinds.
+	Reason events.Reason
+	// Code is the error code that decided it, when there is one: the AWS
+	// error code, "DeadlineExceeded", "Canceled", "Timeout", or the
+	// validation field ("field:args").
+	Code string
+}
+
+// Class returns the failure class of the reason.
+func (c Classification) Class() events.Class { return c.Reason.Class() }
+
+// Classify decides what an error does to a message. It is the one switch
+// with an explicit precedence; the first rule that matches wins:
+//
+//  1. a typed outcome (Transient, Poison, Security, EffectUnknown,
+//     AuthConfig, DependencyOpen, PolicyLimit), bare or wrapped;
+//  2. an *events.ValidationError: poison with its reason;
+//  3. context.DeadlineExceeded, context.Canceled or a net.Error timeout:
+//     transient (effect_unknown once a mutating call started, see below);
+//  4. a smithy.APIError, by ErrorCode and ErrorFault: throttling codes and
+//     server faults (5xx) are transient; AccessDenied, ExpiredToken,
+//     invalid or unrecognised credentials and KMS* codes are auth_config;
+//  5. anything else: unclassified (never assumed retryable).
+//
+// The processor applies one more rule that Classify cannot see: once a
+// handler called Record.StartEffect, any failure that is not poison,
+// security or policy_limit becomes effect_unknown — the effect may have
+// happened and the ledger holds no receipt. A panic is classified as
+// unclassified (effect_unknown after StartEffect).
+func Classify(err error) Classification { return classify(err, false) }
+
+func classify(err error, effectStarted bool) Classification {
+	c := classifyBare(err)
+	if effectStarted {
+		switch c.Kind {
+		case KindTransient, KindAuthConfig, KindDependencyOpen, KindUnclassified:
+			c.Kind, c.Reason = KindEffectUnknown, events.ReasonEffectUnknown
+		}
+	}
+	return c
+}
+
+func classifyBare(err error) Classification {
+	var o *Outcome
+	if errors.As(err, &o) {
+		c := Classification{Kind: o.kind, Reason: o.reason}
+		var api smithy.APIError
+		if errors.As(o.err, &api) {
+			c.Code = api.ErrorCode()
+		}
+		return c
+	}
+	if ve, ok := events.AsValidationError(err); ok {
+		c := Classification{Kind: KindPoison, Reason: ve.Reason}
+		if ve.Field != "" {
+			c.Code = "field:" + ve.Field
+		}
+		if ve.Reason.Class() != events.ClassPoison {
+			c.Kind, c.Reason = KindUnclassified, events.ReasonUnclassified
+		}
+		return c
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return Classification{Kind: KindTransient, Reason: events.ReasonBudgetExhausted, Code: "DeadlineExceeded"}
+	case errors.Is(err, context.Canceled):
+		return Classification{Kind: KindTransient, Reason: events.ReasonBudgetExhausted, Code: "Canceled"}
+	}
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		code := api.ErrorCode()
+		switch {
+		case throttlingCodes[code] || transientCodes[code] || api.ErrorFault() == smithy.FaultServer:
+			return Classification{Kind: KindTransient, Reason: events.ReasonBudgetExhausted, Code: code}
+		case authCodes[code] || strings.HasPrefix(code, "KMS") || strings.HasPrefix(code, "Kms"):
+			return Classification{Kind: KindAuthConfig, Reason: events.ReasonAuthConfig, Code: code}
+		}
+		return Classification{Kind: KindUnclassified, Reason: events.ReasonUnclassified, Code: code}
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return Classification{Kind: KindTransient, Reason: events.ReasonBudgetExhausted, Code: "Timeout"}
+	}
+	return Classification{Kind: KindUnclassified, Reason: events.ReasonUnclassified}
+}
+
+// throttlingCodes are the AWS error codes of throttling (the SDK's retryer
+// list, aws/retry.DefaultThrottleErrorCodes, plus a few service spellings).
+var throttlingCodes = map[string]bool{
+	"Throttling":                             true,
+	"ThrottlingException":                    true,
+	"ThrottledException":                     true,
+	"RequestThrottledException":              true,
+	"TooManyRequestsException":               true,
+	"ProvisionedThroughputExceededException": true,
+	"TransactionInProgressException":         true,
+	"RequestLimitExceeded":                   true,
+	"BandwidthLimitExceeded":                 true,
+	"LimitExceededException":                 true,
+	"RequestThrottled":                       true,
+	"SlowDown":                               true,
+	"PriorRequestNotComplete":                true,
+	"EC2ThrottledException":                  true,
+	"KMSThrottlingException":                 true, // checked before the KMS* auth rule
+}
+
+// transientCodes are server-side or timeout codes that some services send
+// with a client fault.
+var transientCodes = map[string]bool{
+	"InternalError":               true,
+	"InternalFailure":             true,
+	"InternalServerError":         true,
+	"InternalServiceError":        true,
+	"ServiceUnavailable":          true,
+	"ServiceUnavailableException": true,
+	"RequestTimeout":              true,
+	"RequestTimeoutException":     true,
+}
+
+// authCodes are credential and permission failures.
+var authCodes = map[string]bool{
+	"AccessDenied":                       true,
+	"AccessDeniedException":              true,
+	"UnauthorizedOperation":              true,
+	"UnauthorizedException":              true,
+	"ExpiredToken":                       true,
+	"ExpiredTokenException":              true,
+	"InvalidClientTokenId":               true,
+	"UnrecognizedClientException":        true,
+	"InvalidAccessKeyId":                 true,
+	"SignatureDoesNotMatch":              true,
+	"InvalidSignatureException":          true,
+	"MissingAuthenticationToken":         true,
+	"IncompleteSignature":                true,
+	"AuthFailure":                        true,
+	"NotAuthorized":                      true,
+	"AccessDeniedForDependencyException": true,
+}

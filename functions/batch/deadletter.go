@@ -1,0 +1,180 @@
+package batch
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"strings"
+
+	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+// SQSAPI is what the processor calls on SQS, with the SDK's signatures: an
+// *sqs.Client satisfies it.
+type SQSAPI interface {
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+}
+
+// deadLetter sends the record to the DLQ with its reason and metadata, the
+// original body byte for byte and the original attributes, then records it
+// in the ledger. A failed send leaves the record to be retried.
+func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification, cause error, m *counters) result {
+	st, msg := rec.st, rec.Message
+	now := p.now().UTC()
+	reason := c.Reason
+	errText := cause.Error()
+	if st.claimed && st.redriveCount >= p.loopAfter {
+		reason = events.ReasonRedriveLoop
+		errText = "dead-lettered again after " + itoa(st.redriveCount) + " redrives; last failure " + string(c.Reason) + ": " + errText
+	}
+	meta := events.Meta{
+		Reason:         reason,
+		Attempts:       rec.ReceiveCount,
+		FirstFailureAt: now,
+		LastFailureAt:  now,
+		ErrorCode:      c.Code,
+		Error:          errText,
+		History:        []events.Attempt{{Receive: rec.ReceiveCount, At: now, Class: c.Reason.Class(), ErrorCode: c.Code, Error: cause.Error()}},
+		SourceQueueARN: p.sourceARN,
+		MessageID:      msg.MessageId,
+		SentAt:         rec.SentAt,
+		DeadLetteredAt: now,
+		WorkerVersion:  p.version,
+		MessageGroupID: rec.GroupID,
+		IdempotencyKey: st.key,
+		InputSHA256:    sha256Hex(msg.Body),
+		Effect:         effectState(st),
+		RedriveCount:   st.redriveCount,
+	}
+	if rec.ReceiveCount > 1 && !rec.FirstReceivedAt.IsZero() {
+		meta.FirstFailureAt = rec.FirstReceivedAt
+	}
+	if meta.SourceQueueARN == "" {
+		meta.SourceQueueARN = msg.EventSourceARN
+	}
+	if st.described {
+		t := &st.task
+		meta.TaskID, meta.RunID, meta.Tenant, meta.Tool, meta.ToolVersion = t.TaskID, t.RunID, t.Tenant, t.Tool, t.ToolVersion
+		meta.SchemaVersion, meta.TraceID = t.SchemaVersion, t.TraceID
+		if meta.IdempotencyKey == "" {
+			meta.IdempotencyKey = t.IdempotencyKey
+		}
+	}
+	attrs, err := events.EncodeDeadLetter(meta, originalAttributes(msg.MessageAttributes))
+	if err == nil {
+		err = p.send(ctx, msg, rec.GroupID, attrs)
+	}
+	if err != nil {
+		// Nothing is lost: the record stays on the hot queue and is retried.
+		m.dlqSendFailures++
+		p.logFailure(ctx, slog.LevelError, "dead-letter send failed; retried", rec, reason, err)
+		p.release(ctx, rec)
+		return resultRetry
+	}
+	if st.claimed && p.ledger != nil {
+		if _, lerr := p.ledger.DeadLettered(ctx, st.key, reason, now); lerr != nil {
+			// The dead letter is safe in the DLQ; only its count is missing.
+			p.logFailure(ctx, slog.LevelError, "ledger could not count the dead letter", rec, reason, lerr)
+		}
+	}
+	m.byReason[reasonIndex(reason)]++
+	attrsLog := []slog.Attr{
+		slog.String("message_id", msg.MessageId), slog.String("queue", queueName(msg.EventSourceARN)),
+		slog.String("reason", string(reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", st.task.TraceID),
+		slog.String("error_code", c.Code), slog.String("error", events.Redact(errText, events.MaxErrorRunes)),
+	}
+	var pe *panicError
+	if errors.As(cause, &pe) {
+		attrsLog = append(attrsLog, slog.String("stack", truncate(string(pe.stack), 4096)))
+	}
+	p.log.LogAttrs(ctx, slog.LevelWarn, "dead-lettered", attrsLog...)
+	return resultDeadLettered
+}
+
+func effectState(st *recordState) events.EffectState {
+	switch {
+	case st.effectStarted:
+		return events.EffectUnknown
+	case st.key == "" && !st.described:
+		return ""
+	case st.mutates:
+		return events.EffectNone
+	default:
+		return events.EffectReadOnly
+	}
+}
+
+// send puts the dead letter on the DLQ. For a FIFO DLQ it keeps the message
+// group and derives the deduplication id from the original message id, so
+// that a retried send within five minutes is not duplicated.
+func (p *Processor) send(ctx context.Context, msg *awsevents.SQSMessage, group string, attrs map[string]events.Attribute) error {
+	in := &sqs.SendMessageInput{
+		QueueUrl:          aws.String(p.dlqURL),
+		MessageBody:       aws.String(msg.Body),
+		MessageAttributes: make(map[string]types.MessageAttributeValue, len(attrs)),
+	}
+	for name, a := range attrs {
+		v := types.MessageAttributeValue{DataType: aws.String(a.DataType)}
+		if strings.HasPrefix(a.DataType, "Binary") {
+			v.BinaryValue = a.BinaryValue
+		} else {
+			v.StringValue = aws.String(a.StringValue)
+		}
+		in.MessageAttributes[name] = v
+	}
+	if th := msg.Attributes[attrTraceHeader]; th != "" {
+		in.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
+			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(th)},
+		}
+	}
+	if p.fifo {
+		if group == "" {
+			group = msg.MessageId
+		}
+		in.MessageGroupId = aws.String(group)
+		in.MessageDeduplicationId = aws.String(DeduplicationID(msg.MessageId))
+	}
+	_, err := p.sqs.SendMessage(ctx, in)
+	return err
+}
+
+// DeduplicationID is the MessageDeduplicationId of the dead letter of a FIFO
+// message: "dlq-" and the original message id.
+func DeduplicationID(messageID string) string { return "dlq-" + truncate(messageID, 120) }
+
+// changeVisibility hides a retried record for seconds.
+func (p *Processor) changeVisibility(ctx context.Context, receipt string, seconds int32) error {
+	_, err := p.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(p.hotURL), ReceiptHandle: aws.String(receipt), VisibilityTimeout: seconds,
+	})
+	return err
+}
+
+// originalAttributes converts the Lambda record's message attributes.
+func originalAttributes(in map[string]awsevents.SQSMessageAttribute) map[string]events.Attribute {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]events.Attribute, len(in))
+	for name, a := range in {
+		v := events.Attribute{DataType: a.DataType, BinaryValue: a.BinaryValue}
+		if a.StringValue != nil {
+			v.StringValue = *a.StringValue
+		}
+		out[name] = v
+	}
+	return out
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,123 @@
+// Package batch is a reusable processor for Lambda SQS events that
+// classifies every failure, dead-letters what must not be retried with a
+// reason, and never loses a message.
+//
+// A worker is a Handler, called once per record, and a Config:
+//
+//	p, err := batch.New(batch.Config{
+//		Handler:         handle,          // func(ctx, batch.Record) error
+//		SQS:             sqs.NewFromConfig(cfg),
+//		DLQURL:          dlqURL,          // required: New fails without it
+//		MaxReceiveCount: 4,               // the hot queue's redrive policy
+//		Pipeline:        "agent-tasks",
+//	})
+//	lambda.Start(p.Handle)
+//
+// # What an outcome does to the message
+//
+// The handler returns nil (the record is acknowledged) or an error made by
+// one of the constructors, bare or wrapped:
+//
+//	Transient(err)        retry: batch item failure + visibility backoff;
+//	                      on the last allowed receive, dead-letter budget_exhausted
+//	AuthConfig(err)       retry like Transient; last receive: auth_config
+//	DependencyOpen(err)   retry like Transient; last receive: dependency_open
+//	Poison(reason, err)   dead-letter at once (json_invalid, schema_invalid,
+//	                      tool_unknown, tool_version_unsupported)
+//	Security(reason, err) dead-letter at once (signature_invalid, guardrail_reject)
+//	EffectUnknown(err)    dead-letter at once: effect_unknown
+//	PolicyLimit(err)      dead-letter at once: policy_limit
+//	ErrDuplicate          acknowledge as a no-op (from Record.Claim)
+//
+// Any other error is classified by Classify, with this precedence: a typed
+// outcome; an *events.ValidationError (poison with its reason); a context
+// deadline, cancellation or network timeout (transient); a smithy.APIError
+// by ErrorCode and ErrorFault (throttling and 5xx transient; AccessDenied,
+// ExpiredToken, KMS* auth_config); anything else unclassified, dead-lettered
+// at once and never assumed retryable. A panic is recovered into that
+// record's unclassified failure. Once the handler called Record.StartEffect,
+// every failure other than poison, security and policy_limit is
+// effect_unknown: the call may have had its effect and there is no receipt.
+//
+// "The last allowed receive" is ApproximateReceiveCount >= MaxReceiveCount:
+// the processor dead-letters the record itself, with its reason and attempt
+// history, so that no message the worker saw reaches the DLQ without a
+// reason. The one exception is a ledger outage: that record is retried
+// whatever its receive count and never dead-lettered (if the broker moves it
+// after MaxReceiveCount, triage infers receive_limit).
+//
+// # Dead letters
+//
+// A dead letter is sent by the processor with SendMessage to the DLQ: the
+// original body byte for byte, the original message attributes plus
+// dlq_reason and dlq_meta (events.EncodeDeadLetter: extras beyond eight are
+// folded into dlq_meta), and the AWSTraceHeader. On a FIFO DLQ it keeps the
+// MessageGroupId and its MessageDeduplicationId is "dlq-" + the original
+// message id. Only when the send succeeded is the record acknowledged; when
+// it fails the record is a batch item failure and DLQSendFailures counts it:
+// nothing is lost. A key dead-lettered again after RedriveLoopAfter redrives
+// (the ledger's redrive count) is dead-lettered as redrive_loop.
+//
+// # Backoff schedule
+//
+// A retried record is hidden with ChangeMessageVisibility for a random whole
+// number of seconds in [0, min(Max, Base·2^(n-1))] after its n-th receive
+// (exponential backoff with full jitter). With the defaults, base 2 s and
+// max 120 s:
+//
+//	after receive  1: 0–2 s
+//	after receive  2: 0–4 s
+//	after receive  3: 0–8 s
+//	after receive  4: 0–16 s
+//	after receive  5: 0–32 s
+//	after receive  6: 0–64 s
+//	after receive 7+: 0–120 s
+//
+// The backoff needs Config.HotQueueURL; without it, or with
+// Backoff.Disabled, the queue's visibility timeout spaces the retries.
+//
+// # FIFO queues
+//
+// Records are handled in order. At the first record of a message group that
+// is retried (batch item failure), that record and every later record of the
+// same group in the batch are reported as batch item failures, unhandled, so
+// that the group's order holds; other groups go on. A failure that
+// dead-letters at once depends on Config.FIFOPoison:
+//
+//   - dead_letter (default): the record is dead-lettered and its group goes
+//     on with its next record — one bad step does not stall a run;
+//   - hold_group: the record and the rest of its group are batch item
+//     failures until the record's last allowed receive, when it is
+//     dead-lettered with its own reason and the group goes on. Use it when
+//     later steps must never run before an earlier one was looked at.
+//
+// # Idempotency ledger
+//
+// With Config.Ledger, a handler calls Record.Claim(ctx, key, mutates) before
+// any work: the key is taken with a lease (owner: the message id); a key
+// already done returns ErrDuplicate (acknowledged as a no-op, counted as
+// DuplicatesSkipped); a key leased by another delivery is retried; a
+// mutating task whose earlier delivery started its call without a receipt
+// is effect_unknown. Record.StartEffect is called before a mutating call,
+// Record.Done(receipt) gives the effect receipt, and the processor marks the
+// key done when the handler returns nil, or dead-lettered (counting it) when
+// it dead-letters the record. A ledger outage retries the record.
+//
+// # Metrics and logs
+//
+// One line of CloudWatch embedded metric format per invocation in namespace
+// AgentDLQ with dimension Pipeline: Processed, Retried, DeadLettered,
+// DLQSendFailures, DuplicatesSkipped; plus one line per reason dead-lettered
+// in the invocation, with dimensions Pipeline and Reason: DeadLettered.
+// Logs are slog records with the keys message_id, queue, reason, attempt and
+// trace_id, written for failures only: nothing per successful record.
+// Error texts are redacted (events.Redact) before they are logged or stamped.
+//
+// # Bad input
+//
+// A body that is not JSON is the handler's poison; a record with no
+// attributes or an unreadable ApproximateReceiveCount is handled as a first
+// receive (and logged); an event whose records are not SQS messages makes
+// Handle return an error wrapping ErrNotSQSEvent and acknowledge nothing;
+// a Config without a DLQ makes New fail.
+package batch

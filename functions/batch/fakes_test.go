@@ -1,0 +1,103 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+)
+
+// behaviour switches of the fakes.
+type behaviour int
+
+const (
+	ok behaviour = iota
+	fail
+	outage
+	panics
+)
+
+// fakeSQS records what the processor sends and can fail or panic.
+type fakeSQS struct {
+	mu         sync.Mutex
+	send       behaviour
+	visibility behaviour
+	sent       []*sqs.SendMessageInput
+	visChanges []*sqs.ChangeMessageVisibilityInput
+}
+
+var _ SQSAPI = (*fakeSQS)(nil)
+
+func (f *fakeSQS) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch f.send {
+	case fail:
+		return nil, &smithy.GenericAPIError{Code: "AWS.SimpleQueueService.NonExistentQueue", Message: "queue does not exist", Fault: smithy.FaultClient}
+	case outage:
+		return nil, errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	case panics:
+		panic("fake SQS panicked")
+	}
+	f.sent = append(f.sent, in)
+	return &sqs.SendMessageOutput{MessageId: aws.String("dlq-msg")}, nil
+}
+
+func (f *fakeSQS) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.visibility == fail {
+		return nil, &smithy.GenericAPIError{Code: "ReceiptHandleIsInvalid", Fault: smithy.FaultClient}
+	}
+	f.visChanges = append(f.visChanges, in)
+	return &sqs.ChangeMessageVisibilityOutput{}, nil
+}
+
+// sentReasons returns the dlq_reason of every dead letter sent.
+func (f *fakeSQS) sentReasons() []events.Reason {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]events.Reason, len(f.sent))
+	for i, in := range f.sent {
+		out[i] = events.Reason(aws.ToString(in.MessageAttributes[events.AttrReason].StringValue))
+	}
+	return out
+}
+
+// fakeLedger is a Memory ledger whose operations can be switched to an outage.
+type fakeLedger struct {
+	*ledger.Memory
+	begin, complete, deadLettered behaviour
+}
+
+var _ ledger.Ledger = (*fakeLedger)(nil)
+
+var errLedgerOutage = errors.Join(ledger.ErrUnavailable, &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException", Fault: smithy.FaultClient})
+
+func (f *fakeLedger) Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (ledger.Entry, error) {
+	if f.begin == outage {
+		return ledger.Entry{}, errLedgerOutage
+	}
+	return f.Memory.Begin(ctx, key, owner, now, lease)
+}
+
+func (f *fakeLedger) Complete(ctx context.Context, key, owner, receipt string, now time.Time) error {
+	if f.complete == outage {
+		return errLedgerOutage
+	}
+	return f.Memory.Complete(ctx, key, owner, receipt, now)
+}
+
+func (f *fakeLedger) DeadLettered(ctx context.Context, key string, reason events.Reason, now time.Time) (ledger.Entry, error) {
+	if f.deadLettered == outage {
+		return ledger.Entry{}, errLedgerOutage
+	}
+	return f.Memory.DeadLettered(ctx, key, reason, now)
+}

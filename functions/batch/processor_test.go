@@ -1,0 +1,586 @@
+package batch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/smithy-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+const (
+	testDLQ    = "https://sqs.us-east-1.amazonaws.com/123456789012/agent-tasks-dlq"
+	testHot    = "https://sqs.us-east-1.amazonaws.com/123456789012/agent-tasks"
+	testHotARN = "arn:aws:sqs:us-east-1:123456789012:agent-tasks"
+)
+
+var testNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// scripted is a handler driven by the body: "<action>[:<key>]". Any other
+// body is decoded as an agent task.
+func scripted(ctx context.Context, r Record) error {
+	action, key, _ := strings.Cut(r.Message.Body, ":")
+	switch action {
+	case "ok":
+		return nil
+	case "transient":
+		return Transient(errors.New("upstream 503"))
+	case "auth":
+		return AuthConfig(errors.New("token expired"))
+	case "dep":
+		return DependencyOpen(errors.New("breaker open"))
+	case "poison":
+		return Poison(events.ReasonSchemaInvalid, errors.New("args must be an object"))
+	case "security":
+		return Security(events.ReasonSignatureInvalid, errors.New("bad signature"))
+	case "effect":
+		return EffectUnknown(errors.New("timeout after the call"))
+	case "policy":
+		return PolicyLimit(errors.New("too many steps"))
+	case "unclassified":
+		return errors.New("something nobody expected")
+	case "throttled":
+		return &smithy.OperationError{ServiceID: "Bedrock", OperationName: "Converse", Err: &smithy.GenericAPIError{Code: "ThrottlingException", Fault: smithy.FaultClient}}
+	case "panic":
+		var m map[string]int
+		m["x"] = 1 // a nil map write: a real runtime panic
+		return nil
+	case "claim", "claim-mutate":
+		if err := r.Claim(ctx, key, action == "claim-mutate"); err != nil {
+			return err
+		}
+		r.Done("receipt-" + key)
+		return nil
+	case "claim-fail":
+		if err := r.Claim(ctx, key, false); err != nil {
+			return err
+		}
+		return errors.New("tool failed")
+	case "claim-mutate-timeout":
+		if err := r.Claim(ctx, key, true); err != nil {
+			return err
+		}
+		if err := r.StartEffect(ctx); err != nil {
+			return err
+		}
+		return fmt.Errorf("email.send: %w", context.DeadlineExceeded)
+	}
+	task, err := events.DecodeTask(r.Body(), events.SampleCatalog())
+	if err != nil {
+		return err
+	}
+	r.Describe(&task)
+	return nil
+}
+
+func sqsMsg(id, body string, receive int) awsevents.SQSMessage {
+	return awsevents.SQSMessage{
+		MessageId: id, ReceiptHandle: "rh-" + id, Body: body,
+		Attributes: map[string]string{
+			"ApproximateReceiveCount":          strconv.Itoa(receive),
+			"SentTimestamp":                    strconv.FormatInt(testNow.Add(-time.Minute).UnixMilli(), 10),
+			"ApproximateFirstReceiveTimestamp": strconv.FormatInt(testNow.Add(-30*time.Second).UnixMilli(), 10),
+		},
+		MessageAttributes: map[string]awsevents.SQSMessageAttribute{
+			"tenant": {DataType: "String", StringValue: aws.String("acme")},
+		},
+		EventSourceARN: testHotARN, EventSource: "aws:sqs", AWSRegion: "us-east-1",
+	}
+}
+
+type harness struct {
+	p       *Processor
+	sqs     *fakeSQS
+	ledger  *fakeLedger
+	metrics *bytes.Buffer
+	logs    *bytes.Buffer
+}
+
+func newHarness(t *testing.T, mod func(*Config)) *harness {
+	t.Helper()
+	h := &harness{sqs: &fakeSQS{}, ledger: &fakeLedger{Memory: ledger.NewMemory()}, metrics: &bytes.Buffer{}, logs: &bytes.Buffer{}}
+	cfg := Config{
+		Handler: scripted, SQS: h.sqs, DLQURL: testDLQ, HotQueueURL: testHot, MaxReceiveCount: 4,
+		Pipeline: "agent-tasks", Ledger: h.ledger, WorkerVersion: "test",
+		Logger:  slog.New(slog.NewJSONHandler(h.logs, nil)),
+		Metrics: h.metrics, Now: func() time.Time { return testNow },
+		Rand: func(n int64) int64 { return n - 1 },
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	p, err := New(cfg)
+	require.NoError(t, err)
+	h.p = p
+	return h
+}
+
+// outcome is what happened to one record, as the caller of Handle sees it.
+type outcome string
+
+const (
+	acked   outcome = "acked"
+	retried outcome = "retried"
+)
+
+func deadLettered(r events.Reason) outcome { return outcome("dead_lettered:" + string(r)) }
+
+// run handles ev and returns every record's outcome by message id, checking
+// that each record is exactly one of acknowledged, retried or dead-lettered.
+func (h *harness) run(t *testing.T, ev awsevents.SQSEvent) map[string]outcome {
+	t.Helper()
+	before := len(h.sqs.sent)
+	resp, err := h.p.Handle(context.Background(), ev)
+	require.NoError(t, err)
+	got := map[string]outcome{}
+	for _, f := range resp.BatchItemFailures {
+		_, dup := got[f.ItemIdentifier]
+		require.False(t, dup, "record %s reported twice", f.ItemIdentifier)
+		got[f.ItemIdentifier] = retried
+	}
+	for _, in := range h.sqs.sent[before:] {
+		meta, err := events.ParseMeta([]byte(aws.ToString(in.MessageAttributes[events.AttrMeta].StringValue)))
+		require.NoError(t, err)
+		_, dup := got[meta.MessageID]
+		require.False(t, dup, "record %s both retried and dead-lettered", meta.MessageID)
+		got[meta.MessageID] = deadLettered(meta.Reason)
+	}
+	for _, r := range ev.Records {
+		if _, seen := got[r.MessageId]; !seen {
+			got[r.MessageId] = acked
+		}
+	}
+	require.Len(t, got, len(ev.Records), "every record is acknowledged, retried or dead-lettered, and nothing else")
+	return got
+}
+
+func TestProcessorOutcomes(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		body    string
+		receive int
+		want    outcome
+	}{
+		{name: "ok", body: "ok", receive: 1, want: acked},
+		{name: "transient with budget left", body: "transient", receive: 1, want: retried},
+		{name: "transient one before the last receive", body: "transient", receive: 3, want: retried},
+		{name: "transient on the last receive", body: "transient", receive: 4, want: deadLettered(events.ReasonBudgetExhausted)},
+		{name: "transient beyond the last receive", body: "transient", receive: 7, want: deadLettered(events.ReasonBudgetExhausted)},
+		{name: "throttled API error", body: "throttled", receive: 2, want: retried},
+		{name: "throttled API error on the last receive", body: "throttled", receive: 4, want: deadLettered(events.ReasonBudgetExhausted)},
+		{name: "auth with budget left", body: "auth", receive: 1, want: retried},
+		{name: "auth on the last receive", body: "auth", receive: 4, want: deadLettered(events.ReasonAuthConfig)},
+		{name: "dependency with budget left", body: "dep", receive: 3, want: retried},
+		{name: "dependency on the last receive", body: "dep", receive: 4, want: deadLettered(events.ReasonDependencyOpen)},
+		{name: "poison at once", body: "poison", receive: 1, want: deadLettered(events.ReasonSchemaInvalid)},
+		{name: "security at once", body: "security", receive: 1, want: deadLettered(events.ReasonSignatureInvalid)},
+		{name: "effect unknown at once", body: "effect", receive: 1, want: deadLettered(events.ReasonEffectUnknown)},
+		{name: "policy at once", body: "policy", receive: 1, want: deadLettered(events.ReasonPolicyLimit)},
+		{name: "unclassified at once", body: "unclassified", receive: 1, want: deadLettered(events.ReasonUnclassified)},
+		{name: "panic at once", body: "panic", receive: 1, want: deadLettered(events.ReasonUnclassified)},
+		{name: "body not JSON", body: "{not json", receive: 1, want: deadLettered(events.ReasonJSONInvalid)},
+		{name: "mutating call timed out", body: "claim-mutate-timeout:k1", receive: 1, want: deadLettered(events.ReasonEffectUnknown)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil)
+			got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", tt.body, tt.receive)}})
+			assert.Equal(t, tt.want, got["m1"])
+		})
+	}
+}
+
+func TestDeadLetterIsFaithful(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	body := `{"task_id":"t1", "schema_version": 2 ,"é":"\u00e9"}` + "\n\t "
+	m := sqsMsg("m1", body, 1)
+	m.Attributes["AWSTraceHeader"] = "Root=1-abc"
+	for i := range 9 { // 10 attributes with tenant: two must be folded
+		m.MessageAttributes[fmt.Sprintf("a%d", i)] = awsevents.SQSMessageAttribute{DataType: "String", StringValue: aws.String(strconv.Itoa(i))}
+	}
+	m.MessageAttributes["bin"] = awsevents.SQSMessageAttribute{DataType: "Binary", BinaryValue: []byte{0, 1, 2}}
+	got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{m}})
+	require.Equal(t, deadLettered(events.ReasonSchemaInvalid), got["m1"])
+
+	require.Len(t, h.sqs.sent, 1)
+	in := h.sqs.sent[0]
+	assert.Equal(t, testDLQ, aws.ToString(in.QueueUrl))
+	assert.Equal(t, body, aws.ToString(in.MessageBody), "the body is kept byte for byte")
+	assert.LessOrEqual(t, len(in.MessageAttributes), events.MaxAttributes)
+	assert.Equal(t, "Root=1-abc", aws.ToString(in.MessageSystemAttributes["AWSTraceHeader"].StringValue))
+	assert.Nil(t, in.MessageGroupId, "a standard DLQ has no message group")
+
+	attrs := map[string]events.Attribute{}
+	for name, v := range in.MessageAttributes {
+		attrs[name] = events.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
+	}
+	meta, original, err := events.DecodeDeadLetter(attrs)
+	require.NoError(t, err)
+	assert.Len(t, original, len(m.MessageAttributes), "every original attribute comes back, folded or kept")
+	assert.Equal(t, []byte{0, 1, 2}, original["bin"].BinaryValue)
+	assert.Equal(t, "acme", original["tenant"].StringValue)
+	assert.Equal(t, events.ReasonSchemaInvalid, meta.Reason)
+	assert.Equal(t, events.ClassPoison, meta.Class)
+	assert.Equal(t, "m1", meta.MessageID)
+	assert.Equal(t, testHotARN, meta.SourceQueueARN)
+	assert.Equal(t, testNow.Add(-time.Minute), meta.SentAt)
+	assert.Equal(t, testNow, meta.DeadLetteredAt)
+	assert.Equal(t, 1, meta.Attempts)
+	assert.Equal(t, "test", meta.WorkerVersion)
+	assert.Equal(t, sha256Hex(body), meta.InputSHA256)
+	require.Len(t, meta.History, 1)
+	assert.Equal(t, 1, meta.History[0].Receive)
+}
+
+func TestBudgetExhaustedCarriesHistory(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "throttled", 4)}})
+	require.Len(t, h.sqs.sent, 1)
+	meta, err := events.ParseMeta([]byte(aws.ToString(h.sqs.sent[0].MessageAttributes[events.AttrMeta].StringValue)))
+	require.NoError(t, err)
+	assert.Equal(t, events.ReasonBudgetExhausted, meta.Reason)
+	assert.Equal(t, events.NextRetry, meta.NextAction)
+	assert.Equal(t, 4, meta.Attempts)
+	assert.Equal(t, "ThrottlingException", meta.ErrorCode)
+	assert.Equal(t, testNow.Add(-30*time.Second), meta.FirstFailureAt, "the first receive, which failed")
+	assert.Equal(t, testNow, meta.LastFailureAt)
+	require.Len(t, meta.History, 1)
+	assert.Equal(t, events.Attempt{Receive: 4, At: testNow, Class: events.ClassTransient, ErrorCode: "ThrottlingException", Error: meta.History[0].Error}, meta.History[0])
+}
+
+func TestMalformedRecordsAreAccountedFor(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	noAttrs := sqsMsg("no-attrs", `{"task_id":`, 1)
+	noAttrs.Attributes, noAttrs.MessageAttributes = nil, nil
+	badCount := sqsMsg("bad-count", "transient", 1)
+	badCount.Attributes["ApproximateReceiveCount"] = "four"
+	emptyBody := sqsMsg("empty-body", "", 1)
+	ev := awsevents.SQSEvent{Records: []awsevents.SQSMessage{
+		sqsMsg("ok", "ok", 1), noAttrs, badCount, emptyBody,
+		sqsMsg("not-json", "<xml/>", 1), sqsMsg("panic", "panic", 2),
+	}}
+	got := h.run(t, ev)
+	assert.Equal(t, map[string]outcome{
+		"ok":         acked,
+		"no-attrs":   deadLettered(events.ReasonJSONInvalid),
+		"bad-count":  retried, // unreadable receive count counts as 1
+		"empty-body": deadLettered(events.ReasonJSONInvalid),
+		"not-json":   deadLettered(events.ReasonJSONInvalid),
+		"panic":      deadLettered(events.ReasonUnclassified),
+	}, got)
+	assert.Contains(t, h.logs.String(), `"msg":"unreadable ApproximateReceiveCount; counted as 1","message_id":"bad-count"`)
+	assert.Contains(t, h.logs.String(), `"stack":`, "a panic is logged with its stack")
+}
+
+func TestNotAnSQSEvent(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		ev   awsevents.SQSEvent
+	}{
+		{name: "no message id", ev: awsevents.SQSEvent{Records: []awsevents.SQSMessage{{Body: "x"}}}},
+		{name: "another event source", ev: awsevents.SQSEvent{Records: []awsevents.SQSMessage{{MessageId: "m", EventSource: "aws:s3"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil)
+			resp, err := h.p.Handle(context.Background(), tt.ev)
+			assert.ErrorIs(t, err, ErrNotSQSEvent)
+			assert.Empty(t, resp.BatchItemFailures)
+			assert.Empty(t, h.sqs.sent, "nothing is dead-lettered")
+		})
+	}
+	var zero *Processor
+	_, err := zero.Handle(context.Background(), awsevents.SQSEvent{})
+	assert.ErrorIs(t, err, ErrConfig, "a nil processor is a broken configuration")
+}
+
+func TestDLQSendFailureRetriesAndCounts(t *testing.T) {
+	t.Parallel()
+	for _, b := range []behaviour{fail, outage} {
+		t.Run(fmt.Sprint(b), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil)
+			h.sqs.send = b
+			got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("p", "poison", 1), sqsMsg("e", "transient", 4), sqsMsg("ok", "ok", 1)}})
+			assert.Equal(t, map[string]outcome{"p": retried, "e": retried, "ok": acked}, got)
+			m := parseEMF(t, h.metrics.String())
+			assert.Equal(t, 2.0, m[0]["DLQSendFailures"])
+			assert.Equal(t, 2.0, m[0]["Retried"])
+			assert.Equal(t, 0.0, m[0]["DeadLettered"])
+			assert.Len(t, m, 1, "no per-reason line without a dead letter")
+		})
+	}
+}
+
+func TestVisibilityBackoff(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("a", "transient", 1), sqsMsg("b", "dep", 3), sqsMsg("c", "poison", 1)}})
+	require.Len(t, h.sqs.visChanges, 2)
+	assert.Equal(t, "rh-a", aws.ToString(h.sqs.visChanges[0].ReceiptHandle))
+	assert.Equal(t, testHot, aws.ToString(h.sqs.visChanges[0].QueueUrl))
+	assert.Equal(t, int32(2), h.sqs.visChanges[0].VisibilityTimeout, "after receive 1: at most 2 s")
+	assert.Equal(t, int32(8), h.sqs.visChanges[1].VisibilityTimeout, "after receive 3: at most 8 s")
+
+	t.Run("a failed visibility change still retries", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, nil)
+		h.sqs.visibility = fail
+		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("a", "transient", 1)}})
+		assert.Equal(t, retried, got["a"])
+	})
+	t.Run("disabled", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, func(c *Config) { c.Backoff.Disabled = true })
+		h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("a", "transient", 1)}})
+		assert.Empty(t, h.sqs.visChanges)
+	})
+}
+
+func TestLedger(t *testing.T) {
+	t.Parallel()
+	t.Run("a done key is a no-op", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, nil)
+		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "claim:k", 1), sqsMsg("m2", "claim:k", 1)}})
+		assert.Equal(t, map[string]outcome{"m1": acked, "m2": acked}, got)
+		e, found, _ := h.ledger.Get(context.Background(), "k")
+		require.True(t, found)
+		assert.Equal(t, ledger.StateDone, e.State)
+		assert.Equal(t, "receipt-k", e.Receipt)
+		m := parseEMF(t, h.metrics.String())
+		assert.Equal(t, 1.0, m[0]["Processed"])
+		assert.Equal(t, 1.0, m[0]["DuplicatesSkipped"])
+	})
+	t.Run("a key leased by another delivery is retried", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, nil)
+		_, err := h.ledger.Begin(context.Background(), "k", "other", testNow, time.Minute)
+		require.NoError(t, err)
+		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "claim:k", 1)}})
+		assert.Equal(t, retried, got["m1"])
+	})
+	t.Run("a ledger outage retries, even on the last receive", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, nil)
+		h.ledger.begin = outage
+		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "claim:k", 1), sqsMsg("m2", "claim:j", 4)}})
+		assert.Equal(t, map[string]outcome{"m1": retried, "m2": retried}, got)
+		assert.Empty(t, h.sqs.sent)
+	})
+	t.Run("a ledger outage on done retries", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, nil)
+		h.ledger.complete = outage
+		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "claim:k", 1)}})
+		assert.Equal(t, retried, got["m1"])
+	})
+	t.Run("a ledger outage after the dead letter was sent still acknowledges it", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, nil)
+		h.ledger.deadLettered = outage
+		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "claim-fail:k", 1)}})
+		assert.Equal(t, deadLettered(events.ReasonUnclassified), got["m1"])
+	})
+	t.Run("a redelivered mutating task without a receipt is effect_unknown", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, nil)
+		// The first delivery started the effect and crashed (no failure reported).
+		_, err := h.ledger.Begin(context.Background(), "k", "m1", testNow.Add(-time.Hour), time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, h.ledger.StartEffect(context.Background(), "k", "m1", testNow.Add(-time.Hour)))
+		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "claim-mutate:k", 2)}})
+		assert.Equal(t, deadLettered(events.ReasonEffectUnknown), got["m1"])
+		e, _, _ := h.ledger.Get(context.Background(), "k")
+		assert.Equal(t, ledger.StateDeadLettered, e.State)
+		assert.Equal(t, 1, e.DeadLetterCount)
+	})
+	t.Run("a key dead-lettered again after enough redrives is redrive_loop", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, nil)
+		ctx := context.Background()
+		for i := range 3 {
+			got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg(fmt.Sprint("m", i), "claim-fail:k", 1)}})
+			want := deadLettered(events.ReasonUnclassified)
+			if i == 2 {
+				want = deadLettered(events.ReasonRedriveLoop) // redrive count 2 = RedriveLoopAfter
+			}
+			assert.Equal(t, want, got[fmt.Sprint("m", i)], "delivery %d", i)
+			_, err := h.ledger.Redriven(ctx, "k", testNow)
+			require.NoError(t, err)
+		}
+		e, _, _ := h.ledger.Get(ctx, "k")
+		assert.Equal(t, 3, e.DeadLetterCount)
+		assert.Equal(t, events.ReasonRedriveLoop, e.LastReason)
+		assert.Equal(t, []events.Reason{events.ReasonUnclassified, events.ReasonUnclassified, events.ReasonRedriveLoop}, h.sqs.sentReasons())
+	})
+}
+
+func TestFIFO(t *testing.T) {
+	t.Parallel()
+	const fifoDLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/agent-steps-dlq.fifo"
+	grp := func(m awsevents.SQSMessage, g string) awsevents.SQSMessage {
+		m.Attributes["MessageGroupId"] = g
+		m.EventSourceARN = "arn:aws:sqs:us-east-1:123456789012:agent-steps.fifo"
+		return m
+	}
+	batch := awsevents.SQSEvent{Records: []awsevents.SQSMessage{
+		grp(sqsMsg("a1", "ok", 1), "A"),
+		grp(sqsMsg("b1", "ok", 1), "B"),
+		grp(sqsMsg("a2", "transient", 1), "A"),
+		grp(sqsMsg("b2", "poison", 1), "B"),
+		grp(sqsMsg("a3", "ok", 1), "A"),
+		grp(sqsMsg("b3", "ok", 1), "B"),
+		grp(sqsMsg("c1", "poison", 4), "C"),
+		grp(sqsMsg("c2", "ok", 1), "C"),
+	}}
+	tests := []struct {
+		name   string
+		poison pipeline.FIFOPoison
+		want   map[string]outcome
+	}{
+		{name: "dead_letter", poison: pipeline.FIFOPoisonDeadLetter, want: map[string]outcome{
+			"a1": acked, "b1": acked, "a2": retried, "b2": deadLettered(events.ReasonSchemaInvalid),
+			"a3": retried /* held behind a2 */, "b3": acked, "c1": deadLettered(events.ReasonSchemaInvalid), "c2": acked,
+		}},
+		{name: "hold_group", poison: pipeline.FIFOPoisonHoldGroup, want: map[string]outcome{
+			"a1": acked, "b1": acked, "a2": retried, "b2": retried /* held */, "a3": retried, "b3": retried,
+			"c1": deadLettered(events.ReasonSchemaInvalid) /* last receive */, "c2": acked,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, func(c *Config) { c.FIFO, c.DLQURL, c.FIFOPoison = true, fifoDLQ, tt.poison })
+			ev := awsevents.SQSEvent{Records: append([]awsevents.SQSMessage(nil), batch.Records...)}
+			assert.Equal(t, tt.want, h.run(t, ev))
+			for _, in := range h.sqs.sent {
+				assert.NotEmpty(t, aws.ToString(in.MessageGroupId))
+				assert.True(t, strings.HasPrefix(aws.ToString(in.MessageDeduplicationId), "dlq-"))
+			}
+		})
+	}
+	t.Run("a failed dead-letter send holds the group", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, func(c *Config) { c.FIFO, c.DLQURL = true, fifoDLQ })
+		h.sqs.send = fail
+		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{grp(sqsMsg("x1", "poison", 1), "X"), grp(sqsMsg("x2", "ok", 1), "X")}})
+		assert.Equal(t, map[string]outcome{"x1": retried, "x2": retried}, got)
+	})
+}
+
+func TestNewFailsFast(t *testing.T) {
+	t.Parallel()
+	valid := func() Config {
+		return Config{Handler: scripted, SQS: &fakeSQS{}, DLQURL: testDLQ, MaxReceiveCount: 4, Pipeline: "p"}
+	}
+	tests := []struct {
+		name    string
+		mod     func(*Config)
+		wantErr string // "" for a valid config
+	}{
+		{name: "valid", mod: func(*Config) {}},
+		{name: "no DLQ", mod: func(c *Config) { c.DLQURL = "" }, wantErr: "DLQURL is required"},
+		{name: "no SQS client", mod: func(c *Config) { c.SQS = nil }, wantErr: "SQS is required"},
+		{name: "no handler", mod: func(c *Config) { c.Handler = nil }, wantErr: "Handler is required"},
+		{name: "standard DLQ for a FIFO queue", mod: func(c *Config) { c.FIFO = true }, wantErr: "needs a FIFO DLQ"},
+		{name: "no max receive count", mod: func(c *Config) { c.MaxReceiveCount = 0 }, wantErr: "MaxReceiveCount 0"},
+		{name: "no pipeline", mod: func(c *Config) { c.Pipeline = "" }, wantErr: "Pipeline is required"},
+		{name: "bad fifo poison", mod: func(c *Config) { c.FIFOPoison = "drop" }, wantErr: "FIFOPoison"},
+		{name: "bad backoff", mod: func(c *Config) { c.Backoff = Backoff{Base: time.Minute, Max: time.Second} }, wantErr: "Backoff"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := valid()
+			tt.mod(&cfg)
+			p, err := New(cfg)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				require.NotNil(t, p)
+				return
+			}
+			require.ErrorIs(t, err, ErrConfig)
+			assert.ErrorContains(t, err, tt.wantErr)
+			assert.Nil(t, p)
+		})
+	}
+}
+
+func TestMetricsAndLogs(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil)
+	h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{
+		sqsMsg("ok1", "ok", 1), sqsMsg("ok2", "ok", 1), sqsMsg("t", "transient", 1),
+		sqsMsg("p1", "poison", 1), sqsMsg("p2", "poison", 1), sqsMsg("x", "policy", 1),
+	}})
+	m := parseEMF(t, h.metrics.String())
+	require.Len(t, m, 3, "one document for the pipeline, one per reason")
+	aws0 := m[0]["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+	assert.Equal(t, "AgentDLQ", aws0["Namespace"])
+	assert.Equal(t, []any{[]any{"Pipeline"}}, aws0["Dimensions"])
+	assert.Equal(t, "agent-tasks", m[0]["Pipeline"])
+	assert.Equal(t, 2.0, m[0]["Processed"])
+	assert.Equal(t, 1.0, m[0]["Retried"])
+	assert.Equal(t, 3.0, m[0]["DeadLettered"])
+	byReason := map[string]float64{}
+	for _, doc := range m[1:] {
+		dims := doc["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)["Dimensions"]
+		assert.Equal(t, []any{[]any{"Pipeline", "Reason"}}, dims)
+		byReason[doc["Reason"].(string)] = doc["DeadLettered"].(float64)
+	}
+	assert.Equal(t, map[string]float64{"schema_invalid": 2, "policy_limit": 1}, byReason)
+
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(h.logs.String()), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(l), &rec))
+		lines = append(lines, rec)
+	}
+	require.Len(t, lines, 4, "one log line per failed record, none for the successes")
+	for _, l := range lines {
+		for _, k := range []string{"message_id", "queue", "reason", "attempt", "trace_id"} {
+			assert.Contains(t, l, k)
+		}
+		assert.NotContains(t, []string{"ok1", "ok2"}, l["message_id"])
+		assert.Equal(t, "agent-tasks", l["queue"])
+	}
+}
+
+func parseEMF(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	dec := json.NewDecoder(strings.NewReader(s))
+	for {
+		var doc map[string]any
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			return out
+		} else {
+			require.NoError(t, err)
+		}
+		out = append(out, doc)
+	}
+}

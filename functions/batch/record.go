@@ -1,0 +1,181 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+	"unsafe"
+
+	awsevents "github.com/aws/aws-lambda-go/events"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+)
+
+// Handler handles one record. Return nil when the record is done (it is
+// acknowledged), one of the outcome constructors (Transient, Poison, ...)
+// to say what the failure does to the message, or any other error (it is
+// classified; see Classify). A panic is recovered and is that record's
+// failure only.
+type Handler func(ctx context.Context, r Record) error
+
+// Record is one SQS message as a handler sees it, with its SQS system
+// attributes decoded. It is passed by value; its methods share the
+// record's state with the processor.
+type Record struct {
+	// Message is the Lambda SQS record. Read only.
+	Message *awsevents.SQSMessage
+	// ReceiveCount is ApproximateReceiveCount: 1 on the first delivery. A
+	// missing or unreadable value counts as 1 (and is logged).
+	ReceiveCount int
+	// SentAt is SentTimestamp (zero when missing).
+	SentAt time.Time
+	// FirstReceivedAt is ApproximateFirstReceiveTimestamp (zero when missing).
+	FirstReceivedAt time.Time
+	// GroupID is MessageGroupId (FIFO queues only).
+	GroupID string
+
+	p  *Processor
+	st *recordState
+}
+
+// recordState is what the handler tells the processor about a record.
+type recordState struct {
+	task          events.Task
+	described     bool
+	key           string
+	claimed       bool
+	mutates       bool
+	effectStarted bool
+	redriveCount  int
+	receipt       string
+	badCount      bool // ApproximateReceiveCount was missing or unreadable
+}
+
+// Body returns the message body as bytes without copying it. The slice
+// aliases the event's string: never modify it.
+func (r Record) Body() []byte {
+	if r.Message == nil || r.Message.Body == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(r.Message.Body), len(r.Message.Body))
+}
+
+// Describe attaches the decoded task, so that a dead letter's dlq_meta
+// carries its task, run, tenant, tool, idempotency key and trace id, and
+// logs carry its trace_id. The task is copied; its Args are not kept.
+func (r Record) Describe(t *events.Task) {
+	if r.st == nil || t == nil {
+		return
+	}
+	r.st.task = *t
+	r.st.task.Args = nil
+	r.st.described = true
+}
+
+// Claim takes the task's idempotency key in the ledger for this delivery
+// (owner: the message id) with a lease, before any work. Return its error
+// unchanged from the handler:
+//
+//   - nil: go on; on success the processor marks the key done with the
+//     receipt given to Done;
+//   - ErrDuplicate: the key is done; the message is acknowledged as a no-op;
+//   - a Transient outcome: another delivery holds the lease; retried;
+//   - an EffectUnknown outcome: mutates is true and an earlier delivery
+//     started the mutating call without leaving a receipt;
+//   - a ledger outage: retried, never dead-lettered.
+//
+// Without a ledger in the Config, Claim only records the key and returns nil.
+func (r Record) Claim(ctx context.Context, key string, mutates bool) error {
+	if r.st == nil {
+		return nil
+	}
+	r.st.key, r.st.mutates = key, mutates
+	if r.p == nil || r.p.ledger == nil {
+		return nil
+	}
+	prev, err := r.p.ledger.Begin(ctx, key, r.Message.MessageId, r.p.now(), r.p.lease)
+	switch {
+	case err == nil:
+	case errors.Is(err, ledger.ErrDone):
+		return ErrDuplicate
+	case errors.Is(err, ledger.ErrLeased):
+		return Transient(err)
+	default:
+		return fmt.Errorf("%w: begin: %w", errLedger, err)
+	}
+	r.st.claimed = true
+	r.st.redriveCount = prev.RedriveCount
+	if mutates && prev.State == ledger.StateInProgress && prev.EffectStarted && prev.Receipt == "" {
+		r.st.effectStarted = true
+		return EffectUnknown(errors.New("an earlier delivery started the mutating call and left no receipt"))
+	}
+	return nil
+}
+
+// StartEffect records, before a mutating call, that its effect may happen.
+// From then on, a failure that is not poison, security or policy_limit is
+// dead-lettered as effect_unknown. If the ledger cannot record it, do not
+// make the call: return the error (the record is retried).
+func (r Record) StartEffect(ctx context.Context) error {
+	if r.st == nil {
+		return nil
+	}
+	if r.st.claimed && r.p != nil && r.p.ledger != nil {
+		if err := r.p.ledger.StartEffect(ctx, r.st.key, r.Message.MessageId, r.p.now()); err != nil {
+			if errors.Is(err, ledger.ErrLeased) {
+				return Transient(err)
+			}
+			return fmt.Errorf("%w: start effect: %w", errLedger, err)
+		}
+	}
+	r.st.effectStarted = true
+	return nil
+}
+
+// Done sets the effect receipt that the ledger records when the handler
+// returns nil.
+func (r Record) Done(receipt string) {
+	if r.st != nil {
+		r.st.receipt = receipt
+	}
+}
+
+// Attribute names of the SQS system attributes read from each record.
+const (
+	attrReceiveCount = "ApproximateReceiveCount"
+	attrSentAt       = "SentTimestamp"
+	attrFirstReceive = "ApproximateFirstReceiveTimestamp"
+	attrGroupID      = "MessageGroupId"
+	attrTraceHeader  = "AWSTraceHeader"
+)
+
+// newRecord decodes the system attributes of msg.
+func (p *Processor) newRecord(msg *awsevents.SQSMessage, st *recordState) Record {
+	r := Record{Message: msg, ReceiveCount: 1, p: p, st: st}
+	a := msg.Attributes
+	if n, err := strconv.Atoi(a[attrReceiveCount]); err == nil && n >= 1 {
+		r.ReceiveCount = n
+	} else {
+		st.badCount = true
+	}
+	r.SentAt = epochMillis(a[attrSentAt])
+	r.FirstReceivedAt = epochMillis(a[attrFirstReceive])
+	if p.fifo {
+		r.GroupID = a[attrGroupID]
+	}
+	return r
+}
+
+func epochMillis(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
