@@ -1,0 +1,194 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/agentdlq/agentdlq/internal/ledger"
+)
+
+// Canary outcomes of one message.
+const (
+	CanaryProcessed    = "processed"     // the ledger says done
+	CanaryDeadLettered = "dead_lettered" // back in the DLQ
+	CanaryPending      = "pending"       // no outcome before the timeout
+)
+
+type canaryItem struct {
+	moved  Moved
+	before ledger.Entry
+	at     time.Time // when it was sent back
+	state  string
+}
+
+// CanaryResult is the outcome of the canary messages.
+type CanaryResult struct {
+	Moved        int               `json:"moved"`
+	Processed    int               `json:"processed"`
+	DeadLettered int               `json:"dead_lettered"`
+	Pending      int               `json:"pending"`
+	Outcomes     map[string]string `json:"outcomes"` // hot message id → outcome
+	Waited       time.Duration     `json:"waited_ns"`
+}
+
+func (c *CanaryResult) counts() map[string]int {
+	if c == nil {
+		return nil
+	}
+	return map[string]int{"canary_moved": c.Moved, "canary_processed": c.Processed,
+		"canary_dead_lettered": c.DeadLettered, "canary_pending": c.Pending}
+}
+
+// Outcome is pure: what the ledger says of a canary message whose key's
+// entry was before when it was moved and is now now (ok false: no entry).
+// A done key is processed (a redrive of a done key is a no-op, which is a
+// success); a higher dead-letter count means it was dead-lettered again.
+func Outcome(before, now ledger.Entry, ok bool) string {
+	switch {
+	case !ok:
+		return CanaryPending
+	case now.DeadLetterCount > before.DeadLetterCount:
+		return CanaryDeadLettered
+	case now.State == ledger.StateDone:
+		return CanaryProcessed
+	default:
+		return CanaryPending
+	}
+}
+
+// waitCanary waits, bounded, until every canary message is processed or back
+// in the DLQ. It fails with ErrCanaryFailed when any came back, or when any
+// outcome is still unknown at the timeout.
+func (r *Redriver) waitCanary(ctx context.Context, api SelectAPI, req SelectRequest, items []canaryItem, seen map[string]bool) (*CanaryResult, error) {
+	timeout, poll := req.CanaryTimeout, req.CanaryPoll
+	if timeout <= 0 {
+		timeout = DefaultCanaryTimeout
+	}
+	if poll <= 0 {
+		poll = DefaultCanaryPoll
+	}
+	start := r.now()
+	deadline := start.Add(timeout)
+	bodies := map[string][]int{}
+	since := start
+	for i := range items {
+		if !items[i].at.IsZero() && items[i].at.Before(since) {
+			since = items[i].at
+		}
+		items[i].state = CanaryPending
+		bodies[items[i].moved.BodySHA256] = append(bodies[items[i].moved.BodySHA256], i)
+	}
+	r.log().InfoContext(ctx, "canary: waiting for the outcome", "pipeline", r.Pipeline.Name, "count", len(items), "timeout_s", int(timeout.Seconds()))
+	for {
+		pending := 0
+		for i := range items {
+			it := &items[i]
+			if it.state != CanaryPending || it.moved.IdempotencyKey == "" {
+				continue
+			}
+			e, ok, err := r.Ledger.Get(ctx, it.moved.IdempotencyKey)
+			if err != nil {
+				r.log().WarnContext(ctx, "canary: ledger read failed", "error", err.Error())
+				continue
+			}
+			it.state = Outcome(it.before, e, ok)
+		}
+		if err := r.peekDLQ(ctx, api, items, bodies, seen, since.Add(-canarySkew)); err != nil {
+			r.log().WarnContext(ctx, "canary: DLQ peek failed", "error", err.Error())
+		}
+		for i := range items {
+			if items[i].state == CanaryPending {
+				pending++
+			}
+		}
+		if pending == 0 || !r.now().Before(deadline) {
+			break
+		}
+		if err := r.sleep(ctx, poll); err != nil {
+			return r.canaryResult(items, start), err
+		}
+	}
+	res := r.canaryResult(items, start)
+	switch {
+	case res.DeadLettered > 0:
+		return res, fmt.Errorf("%w: %d of %d canary messages were dead-lettered again (%d processed): fix the cause before redriving the rest",
+			ErrCanaryFailed, res.DeadLettered, res.Moved, res.Processed)
+	case res.Pending > 0:
+		return res, fmt.Errorf("%w: %d of %d canary messages have no outcome after %s (is the worker running?)",
+			ErrCanaryFailed, res.Pending, res.Moved, timeout)
+	}
+	return res, nil
+}
+
+func (r *Redriver) canaryResult(items []canaryItem, start time.Time) *CanaryResult {
+	res := &CanaryResult{Moved: len(items), Outcomes: map[string]string{}, Waited: r.now().Sub(start)}
+	for _, it := range items {
+		res.Outcomes[it.moved.HotMessageID] = it.state
+		switch it.state {
+		case CanaryProcessed:
+			res.Processed++
+		case CanaryDeadLettered:
+			res.DeadLettered++
+		default:
+			res.Pending++
+		}
+	}
+	return res
+}
+
+// canarySkew tolerates clock skew between this machine and SQS's SentTimestamp.
+const canarySkew = 30 * time.Second
+
+// peekDLQ looks for canary messages back in the DLQ: a dead letter this run
+// has not seen whose body is byte-identical to a canary message's. What it
+// receives it releases at once.
+func (r *Redriver) peekDLQ(ctx context.Context, api SelectAPI, items []canaryItem, bodies map[string][]int, seen map[string]bool, since time.Time) error {
+	peeked := map[string]bool{}
+	for range 5 {
+		out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl: aws.String(r.Queues.DLQURL), MaxNumberOfMessages: 10, VisibilityTimeout: 5,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			return err
+		}
+		fresh := 0
+		for _, m := range out.Messages {
+			l := fromSQS(m)
+			r.release(ctx, api, &l)
+			if peeked[l.MessageID] {
+				continue
+			}
+			peeked[l.MessageID] = true
+			fresh++
+			// A canary message that failed again is a new message in the DLQ: the
+			// worker's own send, or the broker's move of the message redrive
+			// sent (which keeps that send's time). Older look-alikes are other
+			// dead letters of the same task.
+			if seen[l.MessageID] || (!l.SentTimestamp.IsZero() && l.SentTimestamp.Before(since)) {
+				continue
+			}
+			for _, i := range bodies[BodySHA256(l.Body)] {
+				if items[i].state == CanaryPending {
+					items[i].state = CanaryDeadLettered
+					break
+				}
+			}
+		}
+		if fresh == 0 {
+			return nil
+		}
+	}
+	return nil
+}
+
+// IsCanaryFailure reports whether err is a failed canary.
+func IsCanaryFailure(err error) bool { return errors.Is(err, ErrCanaryFailed) }
+

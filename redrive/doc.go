@@ -1,0 +1,60 @@
+// Package redrive moves dead letters back to their pipeline's hot queue, and
+// only there: a gated, audited, rate-limited runbook command for the
+// pipeline's named owner, one class of cause at a time.
+//
+// It has two ways to move messages:
+//
+//   - Start: a native SQS message move task (StartMessageMoveTask) from the
+//     DLQ to the pipeline's own hot queue, with DestinationArn always set
+//     explicitly (the worker's own dead letters have no broker-recorded
+//     source) and checked against the queues' RedrivePolicy and the DLQ's
+//     RedriveAllowPolicy. It moves everything, so it is refused while the DLQ
+//     holds a group that may not be redriven, unless the owner overrides
+//     that reason with a justification. Status and Cancel sit beside it.
+//   - Select: the redrive SQS does not have. It receives from the DLQ, tags
+//     each message (reason, fingerprint), keeps only the chosen ones, sends
+//     the original body and attributes (dlq_* removed, folded attributes
+//     restored) to the hot queue and deletes the dead letter only after the
+//     send is confirmed. Everything else is released at once.
+//
+// # What may be redriven
+//
+// Policy (policy.go) is the pure decision, from the reason taxonomy in
+// package events:
+//
+//	redrivable     reasons                                   what it takes
+//	yes            budget_exhausted, dependency_open         nothing more
+//	after_fix      json_invalid, schema_invalid, tool_unknown,
+//	               tool_version_unsupported, auth_config,
+//	               unclassified                              --fix-deployed REF (the deployed fix)
+//	after_review   receive_limit                             --reviewed NOTE (what the review found)
+//	never_blindly  effect_unknown                            --override effect_unknown=JUSTIFICATION, after reconciling
+//	no             signature_invalid, guardrail_reject,
+//	               policy_limit, redrive_loop                --override R=JUSTIFICATION (and a reason to)
+//
+// # The gate
+//
+// Gate (gate.go) refuses, before anything moves: an owner that is not the
+// pipeline's declared owner; a DLQ whose agentdlq:owner tag disagrees; a
+// missing or blank --why; a rate outside 1..500. In AWS it also requires the
+// caller (sts GetCallerIdentity) to be the pipeline's redrive role, named by
+// the DLQ's agentdlq:redrive-role tag that the CDK app sets. Only when the SQS
+// endpoint is on a loopback address (the local emulators) is the identity
+// check skipped, with a logged note. No flag turns the gate off.
+//
+// # Safe to interrupt
+//
+// Select never deletes before a confirmed send. A crash between the send and
+// the delete leaves the dead letter in the DLQ, where it becomes visible again
+// after the receive's visibility timeout; a rerun sends it again. For FIFO hot
+// queues the resend carries the same deduplication id (derived from the
+// original message id), so SQS drops it within its 5-minute window; beyond
+// that, and for standard queues, the worker's idempotency ledger makes the
+// second delivery a no-op once the first one is done.
+//
+// # Audit
+//
+// Every decision — plan shown, start, select, canary result, status, cancel,
+// and every refusal — is appended as one JSON record to the pipeline's audit
+// store (a local JSONL file, or one S3 object per record) and logged.
+package redrive

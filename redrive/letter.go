@@ -1,0 +1,172 @@
+package redrive
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+// Letter is one dead letter as redrive sees it: the SQS message, and the
+// reason, fingerprint and metadata that the Tagger gave it.
+type Letter struct {
+	MessageID      string
+	ReceiptHandle  string
+	Body           string
+	Attributes     map[string]events.Attribute
+	SentTimestamp  time.Time
+	ReceiveCount   int
+	MessageGroupID string
+
+	// Filled by the Tagger.
+	Reason      events.Reason
+	Fingerprint string
+	Meta        *events.Meta
+}
+
+// Tagger fills a letter's Reason, Fingerprint and Meta. The CLI uses
+// triage.Tag, so that redrive groups dead letters exactly as triage reports
+// them.
+type Tagger func(l *Letter)
+
+// Queues is the pipeline's hot queue and DLQ.
+type Queues struct {
+	HotURL, HotARN, DLQURL, DLQARN string
+	FIFO                           bool
+}
+
+// Selector chooses the dead letters a selective redrive moves: the letter's
+// reason must be one of Reasons, and, when Fingerprints is not empty, its
+// fingerprint one of them.
+type Selector struct {
+	Reasons      []events.Reason
+	Fingerprints []string
+}
+
+// Match reports whether l is chosen.
+func (s Selector) Match(l *Letter) bool {
+	ok := false
+	for _, r := range s.Reasons {
+		if l.Reason == r {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		return false
+	}
+	if len(s.Fingerprints) == 0 {
+		return true
+	}
+	for _, f := range s.Fingerprints {
+		if l.Fingerprint == f {
+			return true
+		}
+	}
+	return false
+}
+
+// Original is what a redrive sends back: the body byte for byte and the
+// original attributes (dlq_* removed, folded attributes restored).
+type Original struct {
+	Body       string
+	Attributes map[string]events.Attribute
+	// IdempotencyKey is the task's key ("" when the body has none: a json_invalid body).
+	IdempotencyKey string
+	// OriginalMessageID is the message id on the hot queue before dead-lettering.
+	OriginalMessageID string
+	// GroupID is the FIFO message group ("" for standard queues).
+	GroupID string
+	// DedupID is the FIFO deduplication id, derived from OriginalMessageID so
+	// that a resend after a crash is deduplicated by SQS.
+	DedupID string
+}
+
+// Restore computes what to send back for l. A letter whose metadata cannot
+// be read still has its dlq_* attributes removed (events.DecodeDeadLetter).
+func Restore(l *Letter) Original {
+	meta, attrs, _ := events.DecodeDeadLetter(l.Attributes)
+	if meta == nil {
+		meta = l.Meta
+	}
+	o := Original{Body: l.Body, Attributes: attrs, OriginalMessageID: l.MessageID, GroupID: l.MessageGroupID}
+	if meta != nil {
+		o.IdempotencyKey = meta.IdempotencyKey
+		if meta.MessageID != "" {
+			o.OriginalMessageID = meta.MessageID
+		}
+		if meta.MessageGroupID != "" {
+			o.GroupID = meta.MessageGroupID
+		}
+	}
+	if o.IdempotencyKey == "" {
+		var probe struct {
+			Key string `json:"idempotency_key"`
+		}
+		if json.Unmarshal([]byte(l.Body), &probe) == nil {
+			o.IdempotencyKey = probe.Key
+		}
+	}
+	sum := sha256.Sum256([]byte("agentdlq-redrive:" + o.OriginalMessageID))
+	o.DedupID = hex.EncodeToString(sum[:])
+	return o
+}
+
+// BodySHA256 is the hex SHA-256 of a body.
+func BodySHA256(body string) string {
+	s := sha256.Sum256([]byte(body))
+	return hex.EncodeToString(s[:])
+}
+
+// fromSQS converts a received message.
+func fromSQS(m sqstypes.Message) Letter {
+	l := Letter{
+		MessageID:     aws.ToString(m.MessageId),
+		ReceiptHandle: aws.ToString(m.ReceiptHandle),
+		Body:          aws.ToString(m.Body),
+		Attributes:    AttributesFromSQS(m.MessageAttributes),
+	}
+	if v, ok := m.Attributes[string(sqstypes.MessageSystemAttributeNameSentTimestamp)]; ok {
+		if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+			l.SentTimestamp = time.UnixMilli(ms).UTC()
+		}
+	}
+	if v, ok := m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)]; ok {
+		l.ReceiveCount, _ = strconv.Atoi(v)
+	}
+	l.MessageGroupID = m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)]
+	return l
+}
+
+// AttributesFromSQS converts SDK message attributes.
+func AttributesFromSQS(in map[string]sqstypes.MessageAttributeValue) map[string]events.Attribute {
+	out := make(map[string]events.Attribute, len(in))
+	for k, v := range in {
+		out[k] = events.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
+	}
+	return out
+}
+
+// AttributesToSQS converts to SDK message attributes.
+func AttributesToSQS(in map[string]events.Attribute) map[string]sqstypes.MessageAttributeValue {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make(map[string]sqstypes.MessageAttributeValue, len(in))
+	for k, a := range in {
+		v := sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType)}
+		if a.BinaryValue != nil {
+			v.BinaryValue = a.BinaryValue
+		} else {
+			v.StringValue = aws.String(a.StringValue)
+		}
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,310 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+// MoveAPI is the SQS calls of the native move task actions.
+type MoveAPI interface {
+	QueueAPI
+	StartMessageMoveTask(ctx context.Context, params *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
+	ListMessageMoveTasks(ctx context.Context, params *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
+	CancelMessageMoveTask(ctx context.Context, params *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error)
+}
+
+// Group is one group of dead letters: a reason, a fingerprint and a count
+// (from triage's report).
+type Group struct {
+	Reason      events.Reason
+	Fingerprint string
+	Count       int
+}
+
+// StartRequest asks for a native move task of the whole DLQ.
+type StartRequest struct {
+	Who
+	// Rate is MaxNumberOfMessagesPerSecond: 1..500.
+	Rate int
+	// Destination is optional: when set it must be the hot queue's ARN.
+	Destination string
+	// Groups is what the DLQ holds (a triage scan). A move task moves
+	// everything, so every group's reason must be allowed.
+	Groups []Group
+	Ack    Ack
+}
+
+// MoveTask is one message move task, as ListMessageMoveTasks reports it.
+type MoveTask struct {
+	TaskHandle     string    `json:"task_handle,omitempty"`
+	Status         string    `json:"status"`
+	SourceARN      string    `json:"source_arn"`
+	DestinationARN string    `json:"destination_arn,omitempty"`
+	Rate           int       `json:"max_messages_per_second,omitempty"`
+	Moved          int64     `json:"moved"`
+	ToMove         int64     `json:"to_move"`
+	FailureReason  string    `json:"failure_reason,omitempty"`
+	StartedAt      time.Time `json:"started_at"`
+}
+
+// Progress is "moved/total" ("moved/?" while the total is unknown).
+func (t MoveTask) Progress() string {
+	if t.ToMove == 0 && t.Status == "RUNNING" {
+		return fmt.Sprintf("%d/?", t.Moved)
+	}
+	return fmt.Sprintf("%d/%d", t.Moved, t.ToMove)
+}
+
+// unsupported turns an "unknown operation" answer into ErrUnsupported.
+func (r *Redriver) unsupported(op string, err error) error {
+	var api smithy.APIError
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "InvalidAction", "UnknownOperationException", "UnsupportedOperation",
+			"AWS.SimpleQueueService.UnsupportedOperation", "NotImplemented", "InvalidOperation":
+			return fmt.Errorf("%w: %s answered %s (%s). The local emulator (fauxqs) has no move tasks: use `agentdlq redrive select`, which works on any endpoint",
+				ErrUnsupported, op, api.ErrorCode(), api.ErrorMessage())
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func (r *Redriver) moveAPI() (MoveAPI, error) {
+	m, ok := r.SQS.(MoveAPI)
+	if !ok {
+		return nil, errors.New("redrive: the SQS client does not implement the move task calls")
+	}
+	return m, nil
+}
+
+// record writes an audit record; a failure to audit is returned (joined with err).
+func (r *Redriver) record(ctx context.Context, rec Record, err error) error {
+	rec.Pipeline = r.Pipeline.Name
+	if err != nil && rec.Error == "" {
+		rec.Error = err.Error()
+	}
+	if rec.Outcome == "" {
+		switch {
+		case errors.Is(err, ErrRefused):
+			rec.Outcome = OutcomeRefused
+		case err != nil:
+			rec.Outcome = OutcomeFailed
+		default:
+			rec.Outcome = OutcomeOK
+		}
+	}
+	if aerr := r.Audit.Record(ctx, rec); aerr != nil {
+		return errors.Join(err, aerr)
+	}
+	return err
+}
+
+func groupFacts(groups []Group) (reasons, fps []string, counts map[string]int) {
+	counts = map[string]int{}
+	seen := map[events.Reason]bool{}
+	for _, g := range groups {
+		if !seen[g.Reason] {
+			seen[g.Reason] = true
+			reasons = append(reasons, string(g.Reason))
+		}
+		if g.Fingerprint != "" {
+			fps = append(fps, g.Fingerprint)
+		}
+		counts[string(g.Reason)] += g.Count
+	}
+	sort.Strings(reasons)
+	return reasons, fps, counts
+}
+
+func ackDetail(ack Ack) map[string]string {
+	d := map[string]string{}
+	if ack.FixDeployed != "" {
+		d["fix_deployed"] = ack.FixDeployed
+	}
+	if ack.Reviewed != "" {
+		d["reviewed"] = ack.Reviewed
+	}
+	for reason, j := range ack.Overrides {
+		d["override."+string(reason)] = j
+	}
+	return d
+}
+
+// Start starts a native message move task from the DLQ to the pipeline's hot
+// queue, after the gate, the destination check, the policy over every group
+// the DLQ holds, and a check that no other move task runs.
+func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error) {
+	reasons, fps, counts := groupFacts(req.Groups)
+	rec := Record{Actor: req.Owner, Action: ActionStart, Why: req.Why, Reasons: reasons, Fingerprints: fps, Counts: counts,
+		Detail: ackDetail(req.Ack)}
+	rec.Detail["destination_arn"] = r.Queues.HotARN
+	rec.Detail["rate"] = strconv.Itoa(req.Rate)
+	task, err := r.start(ctx, req)
+	if task.TaskHandle != "" {
+		rec.Detail["task_handle"] = task.TaskHandle
+	}
+	return task, r.record(ctx, rec, err)
+}
+
+func (r *Redriver) start(ctx context.Context, req StartRequest) (MoveTask, error) {
+	api, err := r.moveAPI()
+	if err != nil {
+		return MoveTask{}, err
+	}
+	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
+		return MoveTask{}, err
+	}
+	if err := r.CheckDestination(ctx, req.Destination); err != nil {
+		return MoveTask{}, err
+	}
+	visible, inFlight, err := r.depth(ctx)
+	if err != nil {
+		return MoveTask{}, err
+	}
+	total := 0
+	for _, g := range req.Groups {
+		total += g.Count
+	}
+	if visible+inFlight == 0 && total == 0 {
+		return MoveTask{}, refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.Pipeline.Name)
+	}
+	var refused []string
+	for _, g := range req.Groups {
+		if v := Decide(g.Reason, req.Ack); !v.Allowed {
+			refused = append(refused, fmt.Sprintf("%s (%d, %s): %s", g.Reason, g.Count, shortFP(g.Fingerprint), v.Why))
+		}
+	}
+	if len(refused) > 0 {
+		return MoveTask{}, refuse(CodeForbidden, "a move task moves everything, and the DLQ holds groups that may not be redriven: %s. Redrive the others with `agentdlq redrive select`, or name the reasons in --override REASON=JUSTIFICATION",
+			strings.Join(refused, "; "))
+	}
+	tasks, err := r.listTasks(ctx, api)
+	if err != nil {
+		return MoveTask{}, err
+	}
+	for _, t := range tasks {
+		if t.Status == "RUNNING" {
+			return MoveTask{}, refuse(CodeTaskActive, "a move task is already running on this DLQ (%s, %s moved): wait, or `agentdlq redrive cancel`", t.TaskHandle, t.Progress())
+		}
+	}
+	out, err := api.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{
+		SourceArn:                    aws.String(r.Queues.DLQARN),
+		DestinationArn:               aws.String(r.Queues.HotARN),
+		MaxNumberOfMessagesPerSecond: aws.Int32(int32(req.Rate)),
+	})
+	if err != nil {
+		return MoveTask{}, r.unsupported("StartMessageMoveTask", err)
+	}
+	return MoveTask{TaskHandle: aws.ToString(out.TaskHandle), Status: "RUNNING", SourceARN: r.Queues.DLQARN,
+		DestinationARN: r.Queues.HotARN, Rate: req.Rate, StartedAt: r.now().UTC()}, nil
+}
+
+func (r *Redriver) listTasks(ctx context.Context, api MoveAPI) ([]MoveTask, error) {
+	out, err := api.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(r.Queues.DLQARN), MaxResults: aws.Int32(10)})
+	if err != nil {
+		return nil, r.unsupported("ListMessageMoveTasks", err)
+	}
+	tasks := make([]MoveTask, 0, len(out.Results))
+	for _, e := range out.Results {
+		t := MoveTask{
+			TaskHandle: aws.ToString(e.TaskHandle), Status: aws.ToString(e.Status),
+			SourceARN: aws.ToString(e.SourceArn), DestinationARN: aws.ToString(e.DestinationArn),
+			Moved: e.ApproximateNumberOfMessagesMoved, ToMove: aws.ToInt64(e.ApproximateNumberOfMessagesToMove),
+			FailureReason: aws.ToString(e.FailureReason), StartedAt: time.UnixMilli(e.StartedTimestamp).UTC(),
+		}
+		if e.MaxNumberOfMessagesPerSecond != nil {
+			t.Rate = int(*e.MaxNumberOfMessagesPerSecond)
+		}
+		tasks = append(tasks, t)
+	}
+	return tasks, nil
+}
+
+// Status lists the DLQ's recent move tasks (newest first, as SQS returns
+// them), with their progress and failure reason. It is read-only and audited.
+func (r *Redriver) Status(ctx context.Context, actor string) ([]MoveTask, error) {
+	api, err := r.moveAPI()
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := r.listTasks(ctx, api)
+	rec := Record{Actor: actor, Action: ActionStatus, Counts: map[string]int{"tasks": len(tasks)}}
+	if err == nil {
+		rec.Outcome = OutcomeShown
+	}
+	return tasks, r.record(ctx, rec, err)
+}
+
+// CancelRequest asks to cancel a running move task.
+type CancelRequest struct {
+	Who
+	// TaskHandle is optional: the running task of the DLQ by default.
+	TaskHandle string
+}
+
+// Cancel cancels a running move task (gated: the owner, a reason). It
+// returns how many messages the task had moved.
+func (r *Redriver) Cancel(ctx context.Context, req CancelRequest) (int64, error) {
+	rec := Record{Actor: req.Owner, Action: ActionCancel, Why: req.Why, Detail: map[string]string{}}
+	moved, handle, err := r.cancel(ctx, req)
+	if handle != "" {
+		rec.Detail["task_handle"] = handle
+	}
+	if err == nil {
+		rec.Outcome = OutcomeCanceled
+		rec.Counts = map[string]int{"moved": int(moved)}
+	}
+	return moved, r.record(ctx, rec, err)
+}
+
+func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string, error) {
+	api, err := r.moveAPI()
+	if err != nil {
+		return 0, "", err
+	}
+	if err := r.authorize(ctx, req.Who, MinRate); err != nil {
+		return 0, "", err
+	}
+	handle := req.TaskHandle
+	if handle == "" {
+		tasks, err := r.listTasks(ctx, api)
+		if err != nil {
+			return 0, "", err
+		}
+		for _, t := range tasks {
+			if t.Status == "RUNNING" {
+				handle = t.TaskHandle
+				break
+			}
+		}
+		if handle == "" {
+			return 0, "", refuse(CodeNoTask, "no move task is running on the DLQ of pipeline %q", r.Pipeline.Name)
+		}
+	}
+	out, err := api.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(handle)})
+	if err != nil {
+		return 0, handle, r.unsupported("CancelMessageMoveTask", err)
+	}
+	return out.ApproximateNumberOfMessagesMoved, handle, nil
+}
+
+func shortFP(fp string) string {
+	if len(fp) > 12 {
+		return fp[:12]
+	}
+	if fp == "" {
+		return "-"
+	}
+	return fp
+}

@@ -1,0 +1,152 @@
+package redrive
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+// Ack is what the owner acknowledges on the command line, each item
+// unlocking some reasons (see Decide).
+type Ack struct {
+	// FixDeployed names the deployed fix (a commit, a release, a change id).
+	// It unlocks the after_fix reasons: poison, auth_config, unclassified.
+	FixDeployed string
+	// Reviewed says what a review of receive_limit dead letters found. It
+	// unlocks the after_review reason receive_limit.
+	Reviewed string
+	// Overrides maps a reason that may never be redriven (or never blindly)
+	// to the owner's justification.
+	Overrides map[events.Reason]string
+}
+
+// Verdict is the policy's answer for one reason.
+type Verdict struct {
+	Reason     events.Reason
+	Redrivable events.Redrivable
+	// Allowed is true when the reason may be redriven with the given Ack.
+	Allowed bool
+	// Via says what allowed it: "policy", "fix_deployed", "reviewed" or "override".
+	Via string
+	// Why is one line: why it may not be redriven (when !Allowed), or what allowed it.
+	Why string
+	// Needs is the flag that would allow it ("" when allowed or never allowed by a flag).
+	Needs string
+}
+
+// Decide is the redrive policy for one reason. It is pure.
+func Decide(r events.Reason, ack Ack) Verdict {
+	info, ok := r.Info()
+	if !ok {
+		return Verdict{Reason: r, Why: fmt.Sprintf("unknown reason %q", r)}
+	}
+	v := Verdict{Reason: r, Redrivable: info.Redrivable}
+	just := strings.TrimSpace(ack.Overrides[r])
+	switch info.Redrivable {
+	case events.RedriveYes:
+		v.Allowed, v.Via, v.Why = true, "policy", "redrivable: "+info.Summary
+	case events.RedriveAfterFix:
+		switch {
+		case strings.TrimSpace(ack.FixDeployed) != "":
+			v.Allowed, v.Via, v.Why = true, "fix_deployed", "fix deployed: "+ack.FixDeployed
+		case just != "":
+			v.Allowed, v.Via, v.Why = true, "override", "override: "+just
+		default:
+			v.Needs = "--fix-deployed REF"
+			v.Why = "redrive only after the fix is deployed (" + info.Summary + "); name the deployed fix with --fix-deployed"
+		}
+	case events.RedriveAfterReview:
+		switch {
+		case strings.TrimSpace(ack.Reviewed) != "":
+			v.Allowed, v.Via, v.Why = true, "reviewed", "reviewed: "+ack.Reviewed
+		case just != "":
+			v.Allowed, v.Via, v.Why = true, "override", "override: "+just
+		default:
+			v.Needs = "--reviewed NOTE"
+			v.Why = "the worker never finished these (crash, Lambda timeout or out of memory): review the logs, then say what you found with --reviewed"
+		}
+	case events.RedriveNeverBlind:
+		if just != "" {
+			v.Allowed, v.Via, v.Why = true, "override", "override: "+just
+		} else {
+			v.Needs = "--override " + string(r) + "=JUSTIFICATION"
+			v.Why = "a mutating call may have taken effect: reconcile through the ledger receipt or the external system first; redrive only what did not happen, with --override"
+		}
+	default: // events.RedriveNever
+		if just != "" {
+			v.Allowed, v.Via, v.Why = true, "override", "override: "+just
+		} else {
+			v.Needs = "--override " + string(r) + "=JUSTIFICATION"
+			v.Why = "never redriven (" + info.Summary + "): reject it with an audit record"
+		}
+	}
+	return v
+}
+
+// ParseOverrides reads --override values of the form reason=justification.
+// An unknown reason or an empty justification is an error.
+func ParseOverrides(values []string) (map[events.Reason]string, error) {
+	out := make(map[events.Reason]string, len(values))
+	for _, s := range values {
+		name, just, ok := strings.Cut(s, "=")
+		if !ok || strings.TrimSpace(just) == "" {
+			return nil, refuse(CodeBadInput, "--override %q: want reason=justification with a non-empty justification", s)
+		}
+		r, err := events.ParseReason(name)
+		if err != nil {
+			return nil, refuse(CodeUnknownReason, "--override: %v", err)
+		}
+		out[r] = strings.TrimSpace(just)
+	}
+	return out, nil
+}
+
+// ParseReasons reads --reason values (repeatable, or comma-separated).
+func ParseReasons(values []string) ([]events.Reason, error) {
+	var out []events.Reason
+	seen := map[events.Reason]bool{}
+	for _, v := range values {
+		for _, s := range strings.Split(v, ",") {
+			if strings.TrimSpace(s) == "" {
+				continue
+			}
+			r, err := events.ParseReason(s)
+			if err != nil {
+				return nil, refuse(CodeUnknownReason, "%v", err)
+			}
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+	}
+	return out, nil
+}
+
+// CheckReasons refuses the first reason (in taxonomy order) that the policy
+// does not allow with ack, naming every refused one.
+func CheckReasons(reasons []events.Reason, ack Ack) error {
+	var refused []string
+	rs := append([]events.Reason(nil), reasons...)
+	sort.Slice(rs, func(i, j int) bool { return order(rs[i]) < order(rs[j]) })
+	for _, r := range rs {
+		if v := Decide(r, ack); !v.Allowed {
+			refused = append(refused, string(r)+": "+v.Why)
+		}
+	}
+	if len(refused) > 0 {
+		return refuse(CodeForbidden, "%s", strings.Join(refused, "; "))
+	}
+	return nil
+}
+
+func order(r events.Reason) int {
+	for i, x := range events.AllReasons() {
+		if x == r {
+			return i
+		}
+	}
+	return len(events.AllReasons())
+}

@@ -1,0 +1,406 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"golang.org/x/time/rate"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+)
+
+// SelectAPI is the SQS calls of a selective redrive.
+type SelectAPI interface {
+	QueueAPI
+	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+}
+
+// Defaults of a selective redrive.
+const (
+	// DefaultHold is the visibility timeout of the received dead letters: how
+	// long a message is hidden while it is sent and deleted. A crash leaves
+	// the message hidden this long, then a rerun sees it again.
+	DefaultHold = 60 * time.Second
+	// DefaultIdleReceives: a pass ends after this many receives that brought
+	// no message it had not seen.
+	DefaultIdleReceives = 3
+	// DefaultCanaryTimeout bounds the wait for the canary's outcome.
+	DefaultCanaryTimeout = 5 * time.Minute
+	// DefaultCanaryPoll is how often the canary's outcome is checked.
+	DefaultCanaryPoll = 2 * time.Second
+)
+
+// SelectRequest asks for a selective redrive.
+type SelectRequest struct {
+	Who
+	Selector
+	// Rate is messages sent a second: 1..500.
+	Rate int
+	// Canary is optional: move this many first, wait for their outcome, and
+	// stop if any failed.
+	Canary int
+	// DryRun moves nothing and reports what would move.
+	DryRun bool
+	// Limit is optional: move at most this many (0: all that match).
+	Limit int
+	Ack   Ack
+
+	// Hold is optional (DefaultHold).
+	Hold time.Duration
+	// WaitSeconds is the receive long-poll wait (default 1).
+	WaitSeconds int32
+	// IdleReceives is optional (DefaultIdleReceives).
+	IdleReceives int
+	// CanaryTimeout and CanaryPoll are optional (DefaultCanaryTimeout, DefaultCanaryPoll).
+	CanaryTimeout time.Duration
+	CanaryPoll    time.Duration
+}
+
+// Moved is one dead letter a selective redrive moved (or would move).
+type Moved struct {
+	DLQMessageID      string        `json:"dlq_message_id"`
+	HotMessageID      string        `json:"hot_message_id,omitempty"`
+	OriginalMessageID string        `json:"original_message_id,omitempty"`
+	Reason            events.Reason `json:"reason"`
+	Fingerprint       string        `json:"fingerprint,omitempty"`
+	IdempotencyKey    string        `json:"idempotency_key,omitempty"`
+	BodySHA256        string        `json:"body_sha256"`
+}
+
+// SelectResult counts what a selective redrive saw and did. Every message
+// seen is either moved, released (not chosen, or a dry run), or left in the
+// DLQ after a failure (it becomes visible again after the hold).
+type SelectResult struct {
+	Seen     int `json:"seen"`
+	Matched  int `json:"matched"`
+	Moved    int `json:"moved"`
+	Released int `json:"released"`
+	// SendFailed: the send failed; the dead letter was released, untouched.
+	SendFailed int `json:"send_failed"`
+	// DeleteFailed: sent, but the delete failed: the dead letter stays in the
+	// DLQ and a rerun sends it again (absorbed by the idempotency key).
+	DeleteFailed int `json:"delete_failed"`
+	// LedgerFailed: sent and deleted, but the redrive count was not incremented.
+	LedgerFailed int `json:"ledger_failed"`
+	// NoKey: moved without an idempotency key (a body that is not a task).
+	NoKey    int                   `json:"no_key"`
+	ByReason map[events.Reason]int `json:"by_reason"`
+	Letters  []Moved               `json:"letters,omitempty"`
+	Canary   *CanaryResult         `json:"canary,omitempty"`
+	DryRun   bool                  `json:"dry_run"`
+	// Partial is set when the pass ended before the DLQ was exhausted.
+	Partial string `json:"partial,omitempty"`
+}
+
+func (r *Redriver) selectRecord(req SelectRequest) Record {
+	rs := make([]string, len(req.Reasons))
+	for i, x := range req.Reasons {
+		rs[i] = string(x)
+	}
+	d := ackDetail(req.Ack)
+	d["rate"] = strconv.Itoa(req.Rate)
+	d["destination_arn"] = r.Queues.HotARN
+	if req.Canary > 0 {
+		d["canary"] = strconv.Itoa(req.Canary)
+	}
+	return Record{Actor: req.Owner, Action: ActionSelect, Why: req.Why, Reasons: rs, Fingerprints: req.Fingerprints, Detail: d}
+}
+
+func (res *SelectResult) counts() map[string]int {
+	c := map[string]int{"seen": res.Seen, "matched": res.Matched, "moved": res.Moved, "released": res.Released,
+		"send_failed": res.SendFailed, "delete_failed": res.DeleteFailed, "ledger_failed": res.LedgerFailed, "no_key": res.NoKey}
+	for k, v := range res.ByReason {
+		c["moved."+string(k)] = v
+	}
+	return c
+}
+
+// Select runs a selective redrive: receive from the DLQ, tag, keep only the
+// chosen dead letters (release the others at once), send each one's original
+// body and attributes to the hot queue, increment its key's redrive count,
+// and delete it from the DLQ only after the send succeeded.
+func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult, error) {
+	rec := r.selectRecord(req)
+	res := &SelectResult{ByReason: map[events.Reason]int{}, DryRun: req.DryRun}
+	api, ok := r.SQS.(SelectAPI)
+	if !ok {
+		return res, r.record(ctx, rec, errors.New("redrive: the SQS client does not implement the select calls"))
+	}
+	if err := r.checkSelect(ctx, req); err != nil {
+		return res, r.record(ctx, rec, err)
+	}
+	if !req.DryRun {
+		begun := rec
+		begun.Outcome = OutcomeBegun
+		if err := r.record(ctx, begun, nil); err != nil {
+			return res, err // no audit, no move
+		}
+	}
+	err := r.runSelect(ctx, api, req, res)
+	rec.Counts = res.counts()
+	switch {
+	case err == nil && res.Matched == 0:
+		err = r.nothingMatched(req)
+	case err == nil && req.DryRun:
+		rec.Outcome = OutcomeDryRun
+	case err == nil && res.Partial != "":
+		rec.Outcome = OutcomePartial
+	case errors.Is(err, ErrCanaryFailed):
+		rec.Outcome = OutcomeStopped
+	}
+	return res, r.record(ctx, rec, err)
+}
+
+func (r *Redriver) nothingMatched(req SelectRequest) error {
+	if len(req.Fingerprints) > 0 {
+		return refuse(CodeUnknownGroup, "no dead letter of reason %s has fingerprint %s (see `agentdlq redrive plan`)",
+			joinReasons(req.Reasons), strings.Join(req.Fingerprints, ", "))
+	}
+	return refuse(CodeNothingSelected, "the DLQ holds no dead letter of reason %s (see `agentdlq redrive plan`)", joinReasons(req.Reasons))
+}
+
+func joinReasons(rs []events.Reason) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = string(r)
+	}
+	return strings.Join(s, ", ")
+}
+
+// checkSelect is everything that must hold before a message moves.
+func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest) error {
+	if len(req.Reasons) == 0 {
+		return refuse(CodeUnknownReason, "--reason is required: redrive one class of cause at a time")
+	}
+	for _, x := range req.Reasons {
+		if !x.Valid() {
+			return refuse(CodeUnknownReason, "unknown reason %q", x)
+		}
+	}
+	if req.Canary < 0 || req.Limit < 0 {
+		return refuse(CodeBadInput, "--canary and --limit must not be negative")
+	}
+	if r.Tag == nil {
+		return errors.New("redrive: no tagger")
+	}
+	if !req.DryRun && r.Ledger == nil {
+		return errors.New("redrive: no ledger")
+	}
+	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
+		return err
+	}
+	if err := CheckReasons(req.Reasons, req.Ack); err != nil {
+		return err
+	}
+	if err := r.CheckDestination(ctx, ""); err != nil {
+		return err
+	}
+	visible, inFlight, err := r.depth(ctx)
+	if err != nil {
+		return err
+	}
+	if visible+inFlight == 0 {
+		return refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.Pipeline.Name)
+	}
+	return nil
+}
+
+func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectRequest, res *SelectResult) error {
+	hold := req.Hold
+	if hold <= 0 {
+		hold = DefaultHold
+	}
+	idleMax := req.IdleReceives
+	if idleMax <= 0 {
+		idleMax = DefaultIdleReceives
+	}
+	wait := req.WaitSeconds
+	if wait == 0 {
+		wait = 1
+	}
+	if wait < 0 {
+		wait = 0
+	}
+	limiter := rate.NewLimiter(rate.Limit(req.Rate), 1)
+	seen := map[string]bool{}
+	var canary []canaryItem
+	canaryDone := req.Canary == 0 || req.DryRun
+	idle := 0
+	for idle < idleMax {
+		if err := ctx.Err(); err != nil {
+			res.Partial = "interrupted"
+			return err
+		}
+		if req.Limit > 0 && res.Moved >= req.Limit {
+			res.Partial = fmt.Sprintf("limit of %d reached", req.Limit)
+			return nil
+		}
+		out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(r.Queues.DLQURL),
+			MaxNumberOfMessages:         10,
+			VisibilityTimeout:           int32(hold / time.Second),
+			WaitTimeSeconds:             wait,
+			MessageAttributeNames:       []string{"All"},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+		})
+		if err != nil {
+			res.Partial = "receive failed"
+			return r.queueErr(err, r.Queues.DLQURL)
+		}
+		fresh := 0
+		for i, m := range out.Messages {
+			l := fromSQS(m)
+			if seen[l.MessageID] {
+				r.release(ctx, api, &l)
+				continue
+			}
+			seen[l.MessageID] = true
+			fresh++
+			res.Seen++
+			r.Tag(&l)
+			stop := req.Limit > 0 && res.Moved >= req.Limit
+			if !req.Selector.Match(&l) || stop || !canaryDone && len(canary) >= req.Canary {
+				if req.Selector.Match(&l) {
+					delete(seen, l.MessageID) // not handled yet: see it again later
+					res.Seen--
+				}
+				r.release(ctx, api, &l)
+				res.Released++
+				continue
+			}
+			res.Matched++
+			if req.DryRun {
+				o := Restore(&l)
+				res.Letters = append(res.Letters, Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID,
+					Reason: l.Reason, Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)})
+				r.release(ctx, api, &l)
+				res.Released++
+				continue
+			}
+			movedAt := r.now()
+			mv, before, err := r.moveOne(ctx, api, limiter, &l, res)
+			if err != nil {
+				for _, rest := range out.Messages[i+1:] {
+					rl := fromSQS(rest)
+					r.release(ctx, api, &rl)
+				}
+				res.Partial = "stopped on an error"
+				return err
+			}
+			if !canaryDone {
+				canary = append(canary, canaryItem{moved: mv, before: before, at: movedAt})
+			}
+		}
+		if fresh == 0 {
+			idle++
+		} else {
+			idle = 0
+		}
+		if !canaryDone && (len(canary) >= req.Canary || (idle >= idleMax && len(canary) > 0)) {
+			cr, err := r.waitCanary(ctx, api, req, canary, seen)
+			res.Canary = cr
+			if aerr := r.record(ctx, Record{Actor: req.Owner, Action: ActionCanary, Why: req.Why,
+				Reasons: r.selectRecord(req).Reasons, Fingerprints: req.Fingerprints, Counts: cr.counts()}, err); aerr != nil && err == nil {
+				return aerr
+			}
+			if err != nil {
+				res.Partial = "canary failed"
+				return err
+			}
+			canaryDone = true
+			idle = 0
+		}
+	}
+	return nil
+}
+
+// moveOne sends one dead letter back, then counts its redrive, then deletes it.
+func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Limiter, l *Letter, res *SelectResult) (Moved, ledger.Entry, error) {
+	o := Restore(l)
+	mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID, Reason: l.Reason,
+		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)}
+	log := r.log().With("message_id", l.MessageID, "queue", r.Queues.HotURL, "reason", string(l.Reason), "pipeline", r.Pipeline.Name)
+	var before ledger.Entry
+	if o.IdempotencyKey != "" {
+		if e, ok, err := r.Ledger.Get(ctx, o.IdempotencyKey); err == nil && ok {
+			before = e
+		}
+	}
+	if err := limiter.Wait(ctx); err != nil {
+		r.release(context.WithoutCancel(ctx), api, l)
+		return mv, before, err
+	}
+	in := &sqs.SendMessageInput{
+		QueueUrl:          aws.String(r.Queues.HotURL),
+		MessageBody:       aws.String(o.Body),
+		MessageAttributes: AttributesToSQS(o.Attributes),
+	}
+	if r.Queues.FIFO {
+		if o.GroupID == "" {
+			r.release(ctx, api, l)
+			res.SendFailed++
+			return mv, before, fmt.Errorf("dead letter %s has no message group id (neither in dlq_meta nor on the message): cannot send it to FIFO queue %s", l.MessageID, r.Queues.HotURL)
+		}
+		in.MessageGroupId = aws.String(o.GroupID)
+		in.MessageDeduplicationId = aws.String(o.DedupID)
+	}
+	out, err := api.SendMessage(ctx, in)
+	if err != nil {
+		res.SendFailed++
+		r.release(context.WithoutCancel(ctx), api, l)
+		log.WarnContext(ctx, "redrive send failed; the dead letter stays in the DLQ", "error", err.Error())
+		return mv, before, fmt.Errorf("send %s to %s: %w", l.MessageID, r.Queues.HotURL, err)
+	}
+	mv.HotMessageID = aws.ToString(out.MessageId)
+	if o.IdempotencyKey == "" {
+		res.NoKey++
+	} else if _, err := r.Ledger.Redriven(ctx, o.IdempotencyKey, r.now()); err != nil {
+		res.LedgerFailed++
+		log.WarnContext(ctx, "redrive count not incremented", "error", err.Error())
+	}
+	if _, err := api.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle)}); err != nil {
+		res.DeleteFailed++
+		log.WarnContext(ctx, "sent but not deleted: the dead letter stays in the DLQ; a rerun sends it again and the idempotency key absorbs it", "error", err.Error())
+		return mv, before, fmt.Errorf("delete %s from the DLQ after sending it as %s: %w", l.MessageID, mv.HotMessageID, err)
+	}
+	res.Moved++
+	res.ByReason[l.Reason]++
+	res.Letters = append(res.Letters, mv)
+	log.InfoContext(ctx, "redriven", "hot_message_id", mv.HotMessageID, "idempotency_key_set", o.IdempotencyKey != "")
+	if r.OnMove != nil {
+		r.OnMove()
+	}
+	return mv, before, nil
+}
+
+// release makes a received dead letter visible again at once.
+func (r *Redriver) release(ctx context.Context, api SelectAPI, l *Letter) {
+	_, err := api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(r.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: 0,
+	})
+	if err != nil {
+		r.log().WarnContext(ctx, "release failed: the dead letter becomes visible after its hold", "message_id", l.MessageID, "queue", r.Queues.DLQURL, "error", err.Error())
+	}
+}
+
+// SortedReasons returns the keys of a count by reason, in taxonomy order.
+func SortedReasons(m map[events.Reason]int) []events.Reason {
+	out := make([]events.Reason, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return order(out[i]) < order(out[j]) })
+	return out
+}
