@@ -82,7 +82,9 @@ type Outcome struct {
 // Transient: retry. The message is reported as a batch item failure (and
 // hidden for a backoff); on its last allowed receive it is dead-lettered as
 // budget_exhausted with its attempt history.
-func Transient(err error) error { return &Outcome{kind: KindTransient, reason: events.ReasonBudgetExhausted, err: err} }
+func Transient(err error) error {
+	return &Outcome{kind: KindTransient, reason: events.ReasonBudgetExhausted, err: err}
+}
 
 // Poison: the message can never succeed as it is. It is dead-lettered at
 // once with reason, which must be of class poison (json_invalid,
@@ -108,20 +110,28 @@ func Security(reason events.Reason, err error) error {
 // EffectUnknown: a mutating call started and its outcome is not known. The
 // message is dead-lettered at once as effect_unknown: repeating it may
 // repeat the effect.
-func EffectUnknown(err error) error { return &Outcome{kind: KindEffectUnknown, reason: events.ReasonEffectUnknown, err: err} }
+func EffectUnknown(err error) error {
+	return &Outcome{kind: KindEffectUnknown, reason: events.ReasonEffectUnknown, err: err}
+}
 
 // AuthConfig: an expired credential, AccessDenied, KMS denied. Retried
 // inside the budget (a configuration fix may land); dead-lettered as
 // auth_config on the last allowed receive.
-func AuthConfig(err error) error { return &Outcome{kind: KindAuthConfig, reason: events.ReasonAuthConfig, err: err} }
+func AuthConfig(err error) error {
+	return &Outcome{kind: KindAuthConfig, reason: events.ReasonAuthConfig, err: err}
+}
 
 // DependencyOpen: a dependency's circuit breaker is open. Retried inside the
 // budget; dead-lettered as dependency_open on the last allowed receive.
-func DependencyOpen(err error) error { return &Outcome{kind: KindDependencyOpen, reason: events.ReasonDependencyOpen, err: err} }
+func DependencyOpen(err error) error {
+	return &Outcome{kind: KindDependencyOpen, reason: events.ReasonDependencyOpen, err: err}
+}
 
 // PolicyLimit: too many steps, turns or too much cost. Dead-lettered at once
 // as policy_limit.
-func PolicyLimit(err error) error { return &Outcome{kind: KindPolicyLimit, reason: events.ReasonPolicyLimit, err: err} }
+func PolicyLimit(err error) error {
+	return &Outcome{kind: KindPolicyLimit, reason: events.ReasonPolicyLimit, err: err}
+}
 
 // Kind returns the outcome's kind.
 func (o *Outcome) Kind() Kind { return o.kind }
