@@ -1,0 +1,200 @@
+package triage
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// EvalRecord is one eval case, one JSONL line, Braintrust-shaped (it converts
+// to LangSmith, promptfoo and OpenAI Evals): the redacted task as input, the
+// outcome it must get as expected.
+type EvalRecord struct {
+	// ID is stable across runs and redrives: the hash of the group's reason,
+	// tool, tool version, schema version and error signature, plus the input
+	// hash; never the SQS message id (a redrive changes it).
+	ID       string       `json:"id"`
+	Input    any          `json:"input"`
+	Expected EvalExpected `json:"expected"`
+	Metadata EvalMetadata `json:"metadata"`
+	Tags     []string     `json:"tags"`
+}
+
+// EvalExpected is what the worker must do with the input.
+type EvalExpected struct {
+	Outcome string        `json:"outcome"` // always "dead_letter"
+	Reason  events.Reason `json:"reason"`
+	Class   events.Class  `json:"class"`
+}
+
+// EvalMetadata says where a case came from.
+type EvalMetadata struct {
+	Pipeline       string    `json:"pipeline"`
+	Fingerprint    string    `json:"fingerprint"`
+	Tool           string    `json:"tool,omitempty"`
+	ToolVersion    string    `json:"tool_version,omitempty"`
+	SchemaVersion  int       `json:"schema_version,omitempty"`
+	ErrorSignature string    `json:"error_signature,omitempty"`
+	Inferred       bool      `json:"inferred,omitempty"`
+	FirstSeen      time.Time `json:"first_seen"`
+	LastSeen       time.Time `json:"last_seen"`
+	// GroupCount is the group's size in the DLQ; Occurrences how many of
+	// them had this very input.
+	GroupCount  int    `json:"group_count"`
+	Occurrences int    `json:"occurrences"`
+	InputSHA256 string `json:"input_sha256"`
+}
+
+// EvalRecords turns the recurring poison and unclassified groups of a report
+// into eval records, one per distinct redacted input (representatives
+// deduplicated by the input's SHA-256), ordered by group then id. Messages
+// that cannot be exported (a body that is not UTF-8) are returned as skipped.
+func EvalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
+	var out []EvalRecord
+	var skipped []Entry
+	for gi := range r.Groups {
+		g := &r.Groups[gi]
+		if !g.Recurring {
+			continue
+		}
+		byID := map[string]int{}
+		start := len(out)
+		for _, t := range g.tagged {
+			if t.BodyErr != nil {
+				skipped = append(skipped, Entry{MessageID: t.MessageID, Stage: "export", Reason: t.Reason, Problem: t.BodyErr.Error() + ": not exported"})
+				continue
+			}
+			input := RedactInput(t.Body, p.Eval)
+			sum := InputHash(input)
+			id := EvalID(g.Reason, g.Tool, g.ToolVersion, g.SchemaVersion, g.Signature, sum)
+			if i, ok := byID[id]; ok {
+				out[i].Metadata.Occurrences++
+				continue
+			}
+			byID[id] = len(out)
+			tags := []string{string(g.Reason), string(g.Class)}
+			if g.Tool != "" {
+				tags = append(tags, g.Tool)
+			}
+			out = append(out, EvalRecord{
+				ID:       id,
+				Input:    input,
+				Expected: EvalExpected{Outcome: "dead_letter", Reason: g.Reason, Class: g.Class},
+				Metadata: EvalMetadata{
+					Pipeline: p.Name, Fingerprint: g.Fingerprint, Tool: g.Tool, ToolVersion: g.ToolVersion,
+					SchemaVersion: g.SchemaVersion, ErrorSignature: g.Signature, Inferred: g.Inferred == g.Count,
+					FirstSeen: g.FirstSeen, LastSeen: g.LastSeen, GroupCount: g.Count, Occurrences: 1, InputSHA256: sum,
+				},
+				Tags: tags,
+			})
+		}
+		part := out[start:]
+		sort.Slice(part, func(i, j int) bool { return part[i].ID < part[j].ID })
+	}
+	return out, skipped
+}
+
+// EvalID is the stable id of an eval case; see EvalRecord.ID.
+func EvalID(reason events.Reason, tool, toolVersion string, schemaVersion int, signature, inputSHA256 string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "eval1\x00%s\x00%s\n", Fingerprint(reason, tool, toolVersion, schemaVersion, signature), inputSHA256)
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// InputHash is the hex SHA-256 of an input's canonical JSON (keys sorted).
+func InputHash(input any) string {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(input) // inputs are built from JSON or strings: they always encode
+	sum := sha256.Sum256(bytes.TrimRight(buf.Bytes(), "\n"))
+	return hex.EncodeToString(sum[:])
+}
+
+// secretKey matches object keys whose values are secrets whatever they hold.
+var secretKey = regexp.MustCompile(`(?i)(password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential|authorization|cookie|session[_-]?id|signature)`)
+
+// RedactInput is the task as an eval input: the body parsed as JSON (kept as
+// a redacted string when it is not JSON), the configured drop fields
+// removed, the hash fields replaced by HashValue of their value, values under
+// secret-named keys replaced, and events.Redact applied to every string.
+func RedactInput(body string, cfg pipeline.Eval) any {
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return events.Redact(body, 0)
+	}
+	if obj, ok := v.(map[string]any); ok {
+		for _, path := range cfg.DropFields {
+			dropPath(obj, strings.Split(path, "."))
+		}
+		for _, path := range cfg.HashFields {
+			hashPath(obj, strings.Split(path, "."))
+		}
+	}
+	return redactValue(v, "")
+}
+
+func dropPath(obj map[string]any, path []string) {
+	if len(path) == 1 {
+		delete(obj, path[0])
+		return
+	}
+	if next, ok := obj[path[0]].(map[string]any); ok {
+		dropPath(next, path[1:])
+	}
+}
+
+func hashPath(obj map[string]any, path []string) {
+	v, ok := obj[path[0]]
+	if !ok {
+		return
+	}
+	if len(path) > 1 {
+		if next, ok := v.(map[string]any); ok {
+			hashPath(next, path[1:])
+		}
+		return
+	}
+	s, isString := v.(string)
+	if !isString {
+		b, _ := json.Marshal(v)
+		s = string(b)
+	}
+	obj[path[0]] = HashValue(s)
+}
+
+func redactValue(v any, key string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = redactValue(e, k)
+		}
+		return x
+	case []any:
+		for i, e := range x {
+			x[i] = redactValue(e, key)
+		}
+		return x
+	case string:
+		if key != "" && secretKey.MatchString(key) && !strings.HasPrefix(x, "sha256:") {
+			return "[REDACTED]"
+		}
+		return events.Redact(x, 0)
+	default:
+		if key != "" && secretKey.MatchString(key) && x != nil {
+			return "[REDACTED]"
+		}
+		return x
+	}
+}

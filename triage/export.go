@@ -1,0 +1,299 @@
+package triage
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// Destination is where eval exports and reports go: a folder locally, an S3
+// bucket and prefix in AWS. Keys are slash-separated and relative to the
+// destination's root.
+type Destination interface {
+	// Put writes one object, replacing any object of that key.
+	Put(ctx context.Context, key string, data []byte, contentType string) error
+	// List returns the keys under prefix, in lexical order.
+	List(ctx context.Context, prefix string) ([]string, error)
+	// Get reads one object.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// String names the destination for people ("s3://bucket/prefix", a path).
+	String() string
+}
+
+// ErrExport marks every export failure; test with errors.Is. The DLQ is never
+// touched by an export, so a failed export loses nothing: rerun it.
+var ErrExport = errors.New("triage: eval export failed")
+
+// ExportError says which step of an export failed where.
+type ExportError struct {
+	Dest string // the destination
+	Op   string // "read existing ids", "write records", "write manifest", "write report"
+	Key  string
+	Err  error
+}
+
+func (e *ExportError) Error() string {
+	return fmt.Sprintf("triage: eval export to %s: %s %s: %v", e.Dest, e.Op, e.Key, e.Err)
+}
+func (e *ExportError) Unwrap() error        { return e.Err }
+func (e *ExportError) Is(target error) bool { return target == ErrExport }
+
+// ManifestVersion is the version of the export manifest document.
+const ManifestVersion = 1
+
+// Manifest describes one export.
+type Manifest struct {
+	ManifestVersion int       `json:"manifest_version"`
+	Pipeline        string    `json:"pipeline"`
+	ExportedAt      time.Time `json:"exported_at"`
+	// ReportSHA256 is the hex SHA-256 of the report's JSON (without its export section).
+	ReportSHA256 string `json:"report_sha256"`
+	RecordsKey   string `json:"records_key,omitempty"`
+	// Candidates are the records the report yielded; Exported the new ones;
+	// AlreadyExported those an earlier export holds (by id).
+	Candidates      int            `json:"candidates"`
+	Exported        int            `json:"exported"`
+	AlreadyExported int            `json:"already_exported"`
+	ByReason        map[string]int `json:"by_reason"`
+	IDs             []string       `json:"ids"`
+	Skipped         []Entry        `json:"skipped"`
+}
+
+// ExportResult is the export's outcome as the report carries it.
+type ExportResult struct {
+	Destination     string   `json:"destination"`
+	RecordsKey      string   `json:"records_key,omitempty"`
+	ManifestKey     string   `json:"manifest_key,omitempty"`
+	Candidates      int      `json:"candidates"`
+	Exported        int      `json:"exported"`
+	AlreadyExported int      `json:"already_exported"`
+	IDs             []string `json:"ids"`
+	Error           string   `json:"error,omitempty"`
+}
+
+// ExportPrefix is the key prefix of a pipeline's exports and reports on a
+// day: "<pipeline>/<yyyy-mm-dd>/".
+func ExportPrefix(pipelineName string, now time.Time) string {
+	return pipelineName + "/" + now.UTC().Format("2006-01-02") + "/"
+}
+
+// stamp names the files of one run: the time and the report hash's start.
+func stamp(now time.Time, reportHash string) string {
+	return now.UTC().Format("150405Z") + "-" + reportHash[:8]
+}
+
+// ReportHash is the hex SHA-256 of the report's JSON without its export section.
+func ReportHash(r *Report) string {
+	c := *r
+	c.Export = nil
+	data, _ := json.Marshal(&c) // a Report always encodes
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
+// Export writes the report's new eval records as JSONL and a manifest to
+// dest under ExportPrefix: records whose id any earlier export of the
+// pipeline holds are left out, so a case is never exported twice. It sets
+// r.Export (also on failure, with the error, and marks the report partial)
+// and adds what it skipped to r.Skipped.
+func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeline, now time.Time) (*ExportResult, error) {
+	hash := ReportHash(r)
+	res := &ExportResult{Destination: dest.String(), IDs: []string{}}
+	r.Export = res
+	fail := func(err error) (*ExportResult, error) {
+		res.Error = err.Error()
+		r.Partial = true
+		r.PartialReasons = append(r.PartialReasons, "eval export failed: "+err.Error())
+		return res, err
+	}
+
+	records, skipped := EvalRecords(r, p)
+	r.Skipped = append(r.Skipped, skipped...)
+	res.Candidates = len(records)
+	existing, err := ExistingIDs(ctx, dest, p.Name)
+	if err != nil {
+		return fail(err)
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	byReason := map[string]int{}
+	for _, rec := range records {
+		if existing[rec.ID] {
+			res.AlreadyExported++
+			continue
+		}
+		if err := enc.Encode(rec); err != nil {
+			return fail(&ExportError{Dest: dest.String(), Op: "encode record", Key: rec.ID, Err: err})
+		}
+		res.IDs = append(res.IDs, rec.ID)
+		byReason[string(rec.Expected.Reason)]++
+	}
+	res.Exported = len(res.IDs)
+	prefix := ExportPrefix(p.Name, now)
+	st := stamp(now, hash)
+	if res.Exported > 0 {
+		key := prefix + "evals-" + st + ".jsonl"
+		if err := dest.Put(ctx, key, buf.Bytes(), "application/x-ndjson"); err != nil {
+			return fail(&ExportError{Dest: dest.String(), Op: "write records", Key: key, Err: err})
+		}
+		res.RecordsKey = key
+	}
+	m := Manifest{
+		ManifestVersion: ManifestVersion, Pipeline: p.Name, ExportedAt: now.UTC(), ReportSHA256: hash,
+		RecordsKey: res.RecordsKey, Candidates: res.Candidates, Exported: res.Exported, AlreadyExported: res.AlreadyExported,
+		ByReason: byReason, IDs: res.IDs, Skipped: append([]Entry{}, skipped...),
+	}
+	data, _ := json.MarshalIndent(&m, "", "  ")
+	key := prefix + "manifest-" + st + ".json"
+	if err := dest.Put(ctx, key, append(data, '\n'), "application/json"); err != nil {
+		return fail(&ExportError{Dest: dest.String(), Op: "write manifest", Key: key, Err: err})
+	}
+	res.ManifestKey = key
+	return res, nil
+}
+
+// ExistingIDs reads the ids of every eval record already exported for a
+// pipeline (every .jsonl under "<pipeline>/").
+func ExistingIDs(ctx context.Context, dest Destination, pipelineName string) (map[string]bool, error) {
+	keys, err := dest.List(ctx, pipelineName+"/")
+	if err != nil {
+		return nil, &ExportError{Dest: dest.String(), Op: "read existing ids", Key: pipelineName + "/", Err: err}
+	}
+	ids := map[string]bool{}
+	for _, key := range keys {
+		if !strings.HasSuffix(key, ".jsonl") {
+			continue
+		}
+		data, err := dest.Get(ctx, key)
+		if err != nil {
+			return nil, &ExportError{Dest: dest.String(), Op: "read existing ids", Key: key, Err: err}
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+		for sc.Scan() {
+			var rec struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.ID != "" {
+				ids[rec.ID] = true
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return nil, &ExportError{Dest: dest.String(), Op: "read existing ids", Key: key, Err: err}
+		}
+	}
+	return ids, nil
+}
+
+// WriteReport writes the report as JSON and Markdown next to the exports
+// (ExportPrefix + "report-<time>-<hash>.json" / ".md") and returns the keys.
+func WriteReport(ctx context.Context, dest Destination, r *Report, now time.Time) (jsonKey, mdKey string, err error) {
+	base := ExportPrefix(r.Pipeline, now) + "report-" + stamp(now, ReportHash(r))
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", "", err
+	}
+	var md bytes.Buffer
+	if err := Markdown(&md, r); err != nil {
+		return "", "", err
+	}
+	for _, o := range []struct {
+		key, ct string
+		data    []byte
+	}{{base + ".json", "application/json", append(data, '\n')}, {base + ".md", "text/markdown; charset=utf-8", md.Bytes()}} {
+		if err := dest.Put(ctx, o.key, o.data, o.ct); err != nil {
+			return "", "", &ExportError{Dest: dest.String(), Op: "write report", Key: o.key, Err: err}
+		}
+	}
+	return base + ".json", base + ".md", nil
+}
+
+// Folder is a Destination on the local file system.
+type Folder struct{ Root string }
+
+var _ Destination = Folder{}
+
+func (f Folder) String() string { return f.Root }
+
+func (f Folder) path(key string) (string, error) {
+	clean := path.Clean("/" + key)[1:]
+	if clean == "" || clean != key {
+		return "", fmt.Errorf("bad key %q", key)
+	}
+	return filepath.Join(f.Root, filepath.FromSlash(clean)), nil
+}
+
+// Put writes the file through a temporary file and a rename, so a reader never sees half of it.
+func (f Folder) Put(_ context.Context, key string, data []byte, _ string) error {
+	p, err := f.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), p)
+}
+
+func (f Folder) List(_ context.Context, prefix string) ([]string, error) {
+	var keys []string
+	err := filepath.WalkDir(f.Root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) && p == f.Root {
+				return filepath.SkipAll // nothing exported yet
+			}
+			return err
+		}
+		if d.IsDir() || strings.HasPrefix(d.Name(), ".tmp-") {
+			return nil
+		}
+		rel, err := filepath.Rel(f.Root, p)
+		if err != nil {
+			return err
+		}
+		if key := filepath.ToSlash(rel); strings.HasPrefix(key, prefix) {
+			keys = append(keys, key)
+		}
+		return nil
+	})
+	sort.Strings(keys)
+	return keys, err
+}
+
+func (f Folder) Get(_ context.Context, key string) ([]byte, error) {
+	p, err := f.path(key)
+	if err != nil {
+		return nil, err
+	}
+	return os.ReadFile(p)
+}
+
+// ErrBadDestination: an export destination that cannot be used as written (bad input).
+var ErrBadDestination = errors.New("triage: bad export destination")

@@ -1,0 +1,296 @@
+package triage
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// Target is one pipeline the triage Lambda watches: one entry of
+// AGENTDLQ_TRIAGE_TARGETS (docs/wiring.md).
+type Target struct {
+	Pipeline      pipeline.Pipeline `json:"pipeline"`
+	HotQueueURL   string            `json:"hot_queue_url"`
+	HotQueueARN   string            `json:"hot_queue_arn"`
+	DLQURL        string            `json:"dlq_url"`
+	DLQARN        string            `json:"dlq_arn"`
+	AlarmTopicARN string            `json:"alarm_topic_arn"`
+}
+
+// ParseTargets reads AGENTDLQ_TRIAGE_TARGETS: a JSON list of targets. Each
+// pipeline gets its defaults and is validated; dlq_url is required.
+func ParseTargets(data []byte) ([]Target, error) {
+	var ts []Target
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ts); err != nil {
+		return nil, fmt.Errorf("triage targets: %w", err)
+	}
+	if len(ts) == 0 {
+		return nil, errors.New("triage targets: the list is empty")
+	}
+	var errs []error
+	for i := range ts {
+		ts[i].Pipeline.ApplyDefaults()
+		if err := ts[i].Pipeline.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if ts[i].DLQURL == "" {
+			errs = append(errs, fmt.Errorf("triage target %q: dlq_url is required", ts[i].Pipeline.Name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("triage targets: %w", err)
+	}
+	return ts, nil
+}
+
+// PublishAPI is what the handler needs of SNS.
+type PublishAPI interface {
+	Publish(ctx context.Context, params *sns.PublishInput, optFns ...func(*sns.Options)) (*sns.PublishOutput, error)
+}
+
+// Handler is the triage Lambda's logic. main.go builds it from the
+// environment and hands Handle to lambda.Start.
+type Handler struct {
+	// Targets is required.
+	Targets []Target
+	// SQS is required.
+	SQS ScanAPI
+	// Dest is optional: where reports and eval exports go (the eval bucket).
+	Dest Destination
+	// SNS is optional: without it no alarm summary is published.
+	SNS PublishAPI
+	// Ledger is optional.
+	Ledger KeyReader
+	// Scan is optional (see Config.Scan).
+	Scan ScanOptions
+	// Metrics receives the EMF documents (default os.Stdout).
+	Metrics io.Writer
+	// Now is the clock (default time.Now); Logger defaults to slog.Default().
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// Event is the EventBridge envelope of both events the handler accepts.
+type Event struct {
+	DetailType string          `json:"detail-type"`
+	Source     string          `json:"source"`
+	Resources  []string        `json:"resources"`
+	Detail     json.RawMessage `json:"detail"`
+}
+
+// The EventBridge detail types the handler accepts.
+const (
+	DetailScheduled  = "Scheduled Event"
+	DetailAlarmState = "CloudWatch Alarm State Change"
+)
+
+// ErrUnknownEvent: the handler was invoked with something it does not read.
+var ErrUnknownEvent = errors.New("triage: unknown event")
+
+// AlarmDetail is the part of a "CloudWatch Alarm State Change" detail the handler reads.
+type AlarmDetail struct {
+	AlarmName string `json:"alarmName"`
+	State     struct {
+		Value string `json:"value"`
+	} `json:"state"`
+	Configuration struct {
+		Metrics []struct {
+			MetricStat struct {
+				Metric struct {
+					Namespace  string            `json:"namespace"`
+					Name       string            `json:"name"`
+					Dimensions map[string]string `json:"dimensions"`
+				} `json:"metric"`
+			} `json:"metricStat"`
+		} `json:"metrics"`
+	} `json:"configuration"`
+}
+
+// Result says what one invocation did.
+type Result struct {
+	Trigger   string           `json:"trigger"` // "schedule" or "alarm:<name>"
+	Pipelines []PipelineResult `json:"pipelines"`
+}
+
+// PipelineResult is one pipeline's triage in an invocation.
+type PipelineResult struct {
+	Pipeline  string `json:"pipeline"`
+	Messages  int    `json:"messages"`
+	Partial   bool   `json:"partial"`
+	Exported  int    `json:"exported"`
+	ReportKey string `json:"report_key,omitempty"`
+	Published bool   `json:"published"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Handle triages on a schedule (every target) or on a DLQ alarm (the
+// pipeline whose alarm fired; see MatchAlarm), writes each report's JSON
+// and Markdown next to the eval exports, emits the EMF metrics, and on an
+// alarm in state ALARM publishes Summary to the pipeline's alarm topic. It
+// returns an error when any pipeline could not be triaged, after doing the others.
+func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, error) {
+	now := time.Now
+	if h.Now != nil {
+		now = h.Now
+	}
+	log := h.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	var ev Event
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return Result{}, fmt.Errorf("%w: %v", ErrUnknownEvent, err)
+	}
+	var targets []Target
+	var alarm *AlarmDetail
+	res := Result{}
+	switch ev.DetailType {
+	case DetailScheduled:
+		res.Trigger, targets = "schedule", h.Targets
+	case DetailAlarmState:
+		alarm = &AlarmDetail{}
+		if err := json.Unmarshal(ev.Detail, alarm); err != nil {
+			return Result{}, fmt.Errorf("%w: alarm detail: %v", ErrUnknownEvent, err)
+		}
+		res.Trigger = "alarm:" + alarm.AlarmName
+		if t, ok := MatchAlarm(h.Targets, alarm); ok {
+			targets = []Target{t}
+		} else {
+			log.WarnContext(ctx, "alarm matches no pipeline: triaging every pipeline, publishing nothing", "alarm", alarm.AlarmName)
+			targets, alarm = h.Targets, nil
+		}
+	default:
+		return Result{}, fmt.Errorf("%w: detail-type %q (want %q or %q)", ErrUnknownEvent, ev.DetailType, DetailScheduled, DetailAlarmState)
+	}
+
+	metrics := h.Metrics
+	if metrics == nil {
+		metrics = os.Stdout
+	}
+	var errs []error
+	for i := range targets {
+		t := &targets[i]
+		pr := PipelineResult{Pipeline: t.Pipeline.Name}
+		cfg := Config{Pipeline: &t.Pipeline, DLQURL: t.DLQURL, SQS: h.SQS, Ledger: h.Ledger, Dest: h.Dest, WriteReport: true, Scan: h.Scan, Now: now, Logger: log}
+		r, err := Run(ctx, cfg)
+		if err != nil {
+			pr.Error = err.Error()
+			errs = append(errs, err)
+		}
+		if r != nil {
+			pr.Messages, pr.Partial = r.Totals.Messages, r.Partial
+			if r.Export != nil {
+				pr.Exported = r.Export.Exported
+			}
+			if len(r.Written) > 0 {
+				pr.ReportKey = r.Written[0]
+			}
+			if err := WriteEMF(metrics, r, now()); err != nil {
+				errs = append(errs, err)
+			}
+			if alarm != nil && alarm.State.Value == "ALARM" && h.SNS != nil && t.AlarmTopicARN != "" {
+				subject, body := Summary(r, alarm.AlarmName, h.destString(pr.ReportKey))
+				if _, err := h.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(t.AlarmTopicARN), Subject: aws.String(subject), Message: aws.String(body)}); err != nil {
+					log.ErrorContext(ctx, "triage summary publish failed", "pipeline", t.Pipeline.Name, "error", err.Error())
+					errs = append(errs, fmt.Errorf("publish summary of %s: %w", t.Pipeline.Name, err))
+				} else {
+					pr.Published = true
+				}
+			}
+		}
+		res.Pipelines = append(res.Pipelines, pr)
+	}
+	return res, errors.Join(errs...)
+}
+
+func (h *Handler) destString(key string) string {
+	if h.Dest == nil || key == "" {
+		return ""
+	}
+	return strings.TrimSuffix(h.Dest.String(), "/") + "/" + key
+}
+
+// MatchAlarm finds the pipeline an alarm is about, in this order:
+//  1. a metric dimension Pipeline equal to a pipeline's name (agentdlq's own
+//     metrics, namespace AgentDLQ);
+//  2. a metric dimension QueueName equal to a target's DLQ name (the last
+//     segment of dlq_url, or of dlq_arn) — the AWS/SQS depth alarms;
+//  3. the alarm name containing a pipeline's name (the longest wins), for
+//     composite alarms and math expressions without dimensions.
+func MatchAlarm(targets []Target, a *AlarmDetail) (Target, bool) {
+	for _, m := range a.Configuration.Metrics {
+		dims := m.MetricStat.Metric.Dimensions
+		for _, t := range targets {
+			if p := dims["Pipeline"]; p != "" && p == t.Pipeline.Name {
+				return t, true
+			}
+			if q := dims["QueueName"]; q != "" && (q == lastSegment(t.DLQURL, "/") || q == lastSegment(t.DLQARN, ":")) {
+				return t, true
+			}
+		}
+	}
+	best, found := Target{}, false
+	for _, t := range targets {
+		if strings.Contains(a.AlarmName, t.Pipeline.Name) && len(t.Pipeline.Name) > len(best.Pipeline.Name) {
+			best, found = t, true
+		}
+	}
+	return best, found
+}
+
+func lastSegment(s, sep string) string {
+	if s == "" {
+		return ""
+	}
+	return s[strings.LastIndex(s, sep)+1:]
+}
+
+// Summary is the short text published to a pipeline's alarm topic: the top
+// reasons, the soonest expiry, and the commands to run next. SNS subjects
+// are at most 100 characters.
+func Summary(r *Report, alarmName, reportLocation string) (subject, body string) {
+	subject = fmt.Sprintf("agentdlq %s: %d dead letters", r.Pipeline, r.Totals.Messages)
+	if len(r.Totals.ByReason) > 0 {
+		subject += fmt.Sprintf(", top %s (%d)", r.Totals.ByReason[0].Reason, r.Totals.ByReason[0].Count)
+	}
+	if len(subject) > 100 {
+		subject = subject[:100]
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Triage of pipeline %s (owner %s) after alarm %s.\n", r.Pipeline, r.Owner, alarmName)
+	fmt.Fprintf(&b, "%d dead letters in %d groups.", r.Totals.Messages, r.Totals.Groups)
+	if r.Partial {
+		fmt.Fprintf(&b, " PARTIAL: %s.", strings.Join(r.PartialReasons, "; "))
+	}
+	b.WriteString("\n\nTop reasons:\n")
+	for i, rt := range r.Totals.ByReason {
+		if i == 5 {
+			fmt.Fprintf(&b, "  … and %d more reasons\n", len(r.Totals.ByReason)-5)
+			break
+		}
+		fmt.Fprintf(&b, "  %-26s %6d  next: %-15s redrivable: %s\n", rt.Reason, rt.Count, rt.NextAction, rt.Redrivable)
+	}
+	fmt.Fprintf(&b, "\n%s\n", expiryLine(r))
+	for _, a := range r.Attention {
+		fmt.Fprintf(&b, "! %s\n", a)
+	}
+	if reportLocation != "" {
+		fmt.Fprintf(&b, "\nReport: %s\n", reportLocation)
+	}
+	fmt.Fprintf(&b, "\nNext:\n  agentdlq triage --pipeline %s\n  agentdlq redrive plan --pipeline %s\n", r.Pipeline, r.Pipeline)
+	return subject, b.String()
+}

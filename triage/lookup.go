@@ -1,0 +1,48 @@
+package triage
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agentdlq/agentdlq/internal/ledger"
+)
+
+// KeyReader is what triage reads of the ledger: one key's entry.
+// ledger.Ledger satisfies it.
+type KeyReader interface {
+	Get(ctx context.Context, key string) (e ledger.Entry, ok bool, err error)
+}
+
+// MaxLedgerLookups bounds the keys one triage reads from the ledger.
+const MaxLedgerLookups = 5000
+
+// LookupLedger reads the ledger entry of each distinct idempotency key (up
+// to MaxLedgerLookups) and sets Tagged.Ledger, so that Build sees dead-letter
+// and redrive counts. It stops at the first error and returns it with what
+// it had read; the entries are only ever read.
+func LookupLedger(ctx context.Context, tagged []Tagged, kr KeyReader) (looked int, err error) {
+	entries := map[string]*ledger.Entry{}
+	for i := range tagged {
+		key := tagged[i].Hints.IdempotencyKey
+		if key == "" {
+			continue
+		}
+		e, seen := entries[key]
+		if !seen {
+			if looked >= MaxLedgerLookups {
+				continue
+			}
+			looked++
+			got, ok, gerr := kr.Get(ctx, key)
+			if gerr != nil {
+				return looked, fmt.Errorf("triage: ledger lookup: %w", gerr)
+			}
+			if ok {
+				e = &got
+			}
+			entries[key] = e
+		}
+		tagged[i].Ledger = e
+	}
+	return looked, nil
+}

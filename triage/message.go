@@ -1,0 +1,180 @@
+package triage
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+)
+
+// Message is one dead letter as a scan saw it, independent of any SDK.
+type Message struct {
+	MessageID     string
+	ReceiptHandle string
+	Body          string
+	// Attributes are the message attributes (dlq_reason, dlq_meta and the
+	// original ones the worker kept).
+	Attributes map[string]events.Attribute
+	// SentTimestamp is the SentTimestamp system attribute SQS reports for the
+	// message in the DLQ. See Expiry for what it means in each case.
+	SentTimestamp time.Time
+	// ReceiveCount is ApproximateReceiveCount (after the scan's own receive).
+	ReceiveCount int
+	// MessageGroupID is set in FIFO queues.
+	MessageGroupID string
+	// System holds the other system attributes as SQS returned them
+	// (ApproximateFirstReceiveTimestamp, DeadLetterQueueSourceArn, ...).
+	System map[string]string
+}
+
+// Tagged is a message with its reason and fingerprint.
+type Tagged struct {
+	Message
+	// Reason is dlq_reason where the worker wrote readable metadata, else inferred.
+	Reason events.Reason
+	// Inferred is true when the reason did not come from readable worker metadata.
+	Inferred bool
+	// Fingerprint groups dead letters of the same cause; see Fingerprint.
+	Fingerprint string
+	// Meta is the decoded dlq_meta (nil without metadata or when it is unreadable,
+	// except on a reason mismatch, where it holds what was decoded).
+	Meta *events.Meta
+	// MetaErr says why the metadata could not be read (wraps events.ErrMeta*).
+	MetaErr error
+
+	// Hints are the task fields read from the metadata or, without it, from
+	// the body when it is a JSON object.
+	Hints Hints
+	// Signature is the normalised error signature in the fingerprint.
+	Signature string
+	// BodyErr is set when the body is not valid UTF-8 (ErrBodyNotUTF8).
+	BodyErr error
+	// DeadLetteredAt is when the message became a dead letter, as far as it is
+	// known: dlq_meta's dead_lettered_at, else the DLQ SentTimestamp.
+	DeadLetteredAt time.Time
+	// Ledger is the ledger entry of the idempotency key, when LookupLedger found one.
+	Ledger *ledger.Entry
+}
+
+// Hints are the fields of an agent task that triage groups by. All optional.
+type Hints struct {
+	Tool           string `json:"tool,omitempty"`
+	ToolVersion    string `json:"tool_version,omitempty"`
+	SchemaVersion  int    `json:"schema_version,omitempty"`
+	Tenant         string `json:"tenant,omitempty"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	TaskID         string `json:"task_id,omitempty"`
+}
+
+// ErrBodyNotUTF8 marks a body that is not valid UTF-8: it is tagged and
+// counted, but not read for hints and not exported to an eval dataset.
+var ErrBodyNotUTF8 = errors.New("body is not valid UTF-8")
+
+// Tag gives a dead letter its reason and fingerprint. It never fails: a
+// message whose metadata cannot be read is tagged unclassified (inferred)
+// with MetaErr set, and the report lists it as unreadable.
+//
+//   - readable dlq_meta: its reason, tool, versions and error signature;
+//   - no dlq_reason and no dlq_meta: receive_limit, inferred (the broker moved
+//     it after maxReceiveCount receives: the worker never finished it);
+//   - unreadable metadata (not JSON, unknown version, oversized, dlq_reason
+//     without dlq_meta, dlq_reason disagreeing with dlq_meta): unclassified,
+//     inferred, MetaErr set.
+func Tag(m Message) Tagged {
+	t := Tagged{Message: m, DeadLetteredAt: m.SentTimestamp}
+	if !utf8.ValidString(m.Body) {
+		t.BodyErr = ErrBodyNotUTF8
+	}
+	meta, _, err := events.DecodeDeadLetter(m.Attributes)
+	switch {
+	case err != nil:
+		t.Reason, t.Inferred, t.MetaErr = events.ReasonUnclassified, true, err
+		t.Meta = meta // set only on a mismatch
+		t.Signature = "dlq_meta unreadable: " + metaProblem(err)
+	case meta == nil:
+		t.Reason, t.Inferred = events.ReasonReceiveLimit, true
+	default:
+		t.Reason, t.Meta = meta.Reason, meta
+		t.Signature = Signature(meta.ErrorCode, meta.Error)
+		if !meta.DeadLetteredAt.IsZero() {
+			t.DeadLetteredAt = meta.DeadLetteredAt
+		}
+	}
+	if t.Meta != nil {
+		t.Hints = Hints{
+			Tool: t.Meta.Tool, ToolVersion: t.Meta.ToolVersion, SchemaVersion: t.Meta.SchemaVersion,
+			Tenant: t.Meta.Tenant, IdempotencyKey: t.Meta.IdempotencyKey, TaskID: t.Meta.TaskID,
+		}
+	}
+	if t.Hints.Tool == "" && t.BodyErr == nil {
+		t.Hints = bodyHints(m.Body, t.Hints)
+	}
+	t.Fingerprint = Fingerprint(t.Reason, t.Hints.Tool, t.Hints.ToolVersion, t.Hints.SchemaVersion, t.Signature)
+	return t
+}
+
+// metaProblem names the kind of metadata failure, without its detail (which
+// may carry message-specific values), so that one kind makes one group.
+func metaProblem(err error) string {
+	switch {
+	case errors.Is(err, events.ErrMetaTooLarge):
+		return "oversized"
+	case errors.Is(err, events.ErrMetaVersion):
+		return "unknown version"
+	case errors.Is(err, events.ErrMetaMismatch):
+		return "dlq_reason and dlq_meta disagree"
+	case errors.Is(err, events.ErrMetaInvalid):
+		return "not valid metadata"
+	default:
+		return "unreadable"
+	}
+}
+
+// bodyHints reads the task fields of a body that is a JSON object, keeping
+// what base already holds. Fields of the wrong type are ignored.
+func bodyHints(body string, base Hints) Hints {
+	if len(body) == 0 || body[0] != '{' {
+		return base
+	}
+	var raw struct {
+		Tool           any `json:"tool"`
+		ToolVersion    any `json:"tool_version"`
+		SchemaVersion  any `json:"schema_version"`
+		Tenant         any `json:"tenant"`
+		IdempotencyKey any `json:"idempotency_key"`
+		TaskID         any `json:"task_id"`
+	}
+	if json.Unmarshal([]byte(body), &raw) != nil {
+		return base
+	}
+	str := func(dst *string, v any) {
+		if s, ok := v.(string); ok && *dst == "" {
+			*dst = s
+		}
+	}
+	str(&base.Tool, raw.Tool)
+	str(&base.ToolVersion, raw.ToolVersion)
+	str(&base.Tenant, raw.Tenant)
+	str(&base.IdempotencyKey, raw.IdempotencyKey)
+	str(&base.TaskID, raw.TaskID)
+	if f, ok := raw.SchemaVersion.(float64); ok && base.SchemaVersion == 0 && f == float64(int(f)) {
+		base.SchemaVersion = int(f)
+	}
+	return base
+}
+
+// TagAll tags every message.
+func TagAll(msgs []Message) []Tagged {
+	out := make([]Tagged, len(msgs))
+	for i, m := range msgs {
+		out[i] = Tag(m)
+	}
+	return out
+}
+
+// String is for logs: the message id and reason.
+func (t Tagged) String() string { return fmt.Sprintf("%s:%s", t.MessageID, t.Reason) }

@@ -1,0 +1,211 @@
+package triage
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Text writes the report for a terminal: a header, the expiry risk, an
+// aligned table by reason and group, and what needs attention.
+func Text(w io.Writer, r *Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "triage of %s (owner %s)%s\n", r.Pipeline, r.Owner, fifoNote(r.FIFO))
+	if r.Queue != "" {
+		fmt.Fprintf(&b, "DLQ %s\n", r.Queue)
+	}
+	fmt.Fprintf(&b, "%s\n", scanLine(r))
+	for _, why := range r.PartialReasons {
+		fmt.Fprintf(&b, "PARTIAL: %s\n", why)
+	}
+	fmt.Fprintf(&b, "%s\n\n", expiryLine(r))
+	if r.Totals.Messages == 0 {
+		b.WriteString("The DLQ is empty.\n")
+	} else {
+		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "REASON / GROUP\tCOUNT\tOLDEST\tSOONEST EXPIRY\tNEXT ACTION\tREDRIVABLE")
+		for _, rt := range r.Totals.ByReason {
+			inferred := ""
+			if rt.Inferred == rt.Count {
+				inferred = " (inferred)"
+			}
+			fmt.Fprintf(tw, "%s%s\t%d\t%s\t%s\t%s\t%s\n", rt.Reason, inferred, rt.Count, age(rt.OldestAgeSeconds),
+				until(rt.SoonestExpiry, r.GeneratedAt), rt.NextAction, rt.Redrivable)
+			for _, g := range r.Groups {
+				if g.Reason == rt.Reason {
+					fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t\t\n", groupLabel(g, 48), g.Count, age(g.OldestAgeSeconds), until(g.SoonestExpiry, r.GeneratedAt))
+				}
+			}
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(r.Attention) > 0 {
+		b.WriteString("\nAttention:\n")
+		for _, a := range r.Attention {
+			fmt.Fprintf(&b, "  ! %s\n", a)
+		}
+	}
+	if n := len(r.Unreadable) + len(r.Skipped); n > 0 {
+		fmt.Fprintf(&b, "\n%d unreadable, %d skipped (listed in --json).\n", len(r.Unreadable), len(r.Skipped))
+	}
+	if r.Export != nil {
+		fmt.Fprintf(&b, "\n%s\n", exportLine(r.Export))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Markdown writes the report as Markdown (for the report file and tickets).
+func Markdown(w io.Writer, r *Report) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Triage of `%s`\n\n", r.Pipeline)
+	fmt.Fprintf(&b, "- owner: `%s`%s\n", r.Owner, fifoNote(r.FIFO))
+	if r.Queue != "" {
+		fmt.Fprintf(&b, "- DLQ: `%s`\n", r.Queue)
+	}
+	fmt.Fprintf(&b, "- %s\n", scanLine(r))
+	for _, why := range r.PartialReasons {
+		fmt.Fprintf(&b, "- **partial**: %s\n", md(why))
+	}
+	fmt.Fprintf(&b, "- %s\n\n", expiryLine(r))
+	if r.Totals.Messages == 0 {
+		b.WriteString("The DLQ is empty.\n")
+	} else {
+		b.WriteString("| reason / group | count | oldest | soonest expiry | next action | redrivable |\n")
+		b.WriteString("|---|---:|---|---|---|---|\n")
+		for _, rt := range r.Totals.ByReason {
+			inferred := ""
+			if rt.Inferred == rt.Count {
+				inferred = " (inferred)"
+			}
+			fmt.Fprintf(&b, "| **%s**%s | %d | %s | %s | %s | %s |\n", rt.Reason, inferred, rt.Count, age(rt.OldestAgeSeconds),
+				until(rt.SoonestExpiry, r.GeneratedAt), rt.NextAction, rt.Redrivable)
+			for _, g := range r.Groups {
+				if g.Reason == rt.Reason {
+					fmt.Fprintf(&b, "| ↳ %s | %d | %s | %s | | |\n", md(groupLabel(g, 80)), g.Count, age(g.OldestAgeSeconds), until(g.SoonestExpiry, r.GeneratedAt))
+				}
+			}
+		}
+	}
+	if len(r.Attention) > 0 {
+		b.WriteString("\n## Attention\n\n")
+		for _, a := range r.Attention {
+			fmt.Fprintf(&b, "- %s\n", md(a))
+		}
+	}
+	if len(r.Unreadable) > 0 {
+		b.WriteString("\n## Unreadable metadata\n\n")
+		for _, e := range r.Unreadable {
+			fmt.Fprintf(&b, "- `%s`: %s\n", e.MessageID, md(e.Problem))
+		}
+	}
+	if len(r.Skipped) > 0 {
+		b.WriteString("\n## Skipped\n\n")
+		for _, e := range r.Skipped {
+			fmt.Fprintf(&b, "- `%s` (%s): %s\n", e.MessageID, e.Stage, md(e.Problem))
+		}
+	}
+	if r.Export != nil {
+		fmt.Fprintf(&b, "\n## Eval export\n\n%s\n", md(exportLine(r.Export)))
+	}
+	fmt.Fprintf(&b, "\nNext: `agentdlq triage --pipeline %s`, then `agentdlq redrive plan --pipeline %s`.\n", r.Pipeline, r.Pipeline)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func fifoNote(fifo bool) string {
+	if fifo {
+		return ", FIFO"
+	}
+	return ""
+}
+
+func scanLine(r *Report) string {
+	s := r.Scan
+	state := "complete"
+	if r.Partial {
+		state = "PARTIAL"
+	}
+	return fmt.Sprintf("generated %s; %d messages in %d groups; scan %s: %d read in %.1fs (%.0f msg/s), stopped: %s",
+		r.GeneratedAt.Format(time.RFC3339), r.Totals.Messages, r.Totals.Groups, state, s.Unique, s.DurationSeconds, s.MessagesPerSecond, orDash(s.StopReason))
+}
+
+func expiryLine(r *Report) string {
+	e := r.Expiry
+	if e.SoonestExpiry.IsZero() {
+		return fmt.Sprintf("expiry: nothing to lose (DLQ retention %dh, warning window %dh)", e.DLQRetentionHours, e.WarningHours)
+	}
+	return fmt.Sprintf("expiry: soonest %s (message %s); %d within the %dh warning window; DLQ retention %dh",
+		until(e.SoonestExpiry, r.GeneratedAt), e.SoonestMessageID, e.ExpiringSoon, e.WarningHours, e.DLQRetentionHours)
+}
+
+func exportLine(e *ExportResult) string {
+	if e.Error != "" {
+		return fmt.Sprintf("eval export to %s FAILED: %s", e.Destination, e.Error)
+	}
+	return fmt.Sprintf("eval export to %s: %d new records (%d candidates, %d already exported) %s",
+		e.Destination, e.Exported, e.Candidates, e.AlreadyExported, orDash(e.RecordsKey))
+}
+
+// groupLabel is a group's short name: fingerprint start, tool and signature.
+func groupLabel(g Group, max int) string {
+	parts := []string{g.Fingerprint[:8]}
+	if g.Tool != "" {
+		t := g.Tool
+		if g.ToolVersion != "" {
+			t += "@" + g.ToolVersion
+		}
+		parts = append(parts, t)
+	}
+	if g.Signature != "" {
+		sig := g.Signature
+		if rs := []rune(sig); len(rs) > max {
+			sig = string(rs[:max-1]) + "…"
+		}
+		parts = append(parts, sig)
+	}
+	return strings.Join(parts, " ")
+}
+
+// age writes seconds as "3d4h", "5h12m", "42m" or "30s".
+func age(sec int64) string {
+	d := time.Duration(sec) * time.Second
+	switch {
+	case d >= 24*time.Hour:
+		return fmt.Sprintf("%dd%dh", d/(24*time.Hour), (d%(24*time.Hour))/time.Hour)
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%dm", d/time.Hour, (d%time.Hour)/time.Minute)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	default:
+		return fmt.Sprintf("%ds", sec)
+	}
+}
+
+// until writes a deletion time with how far away it is.
+func until(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := t.Sub(now)
+	if d <= 0 {
+		return t.Format("2006-01-02 15:04Z") + " (due now)"
+	}
+	return t.Format("2006-01-02 15:04Z") + " (in " + age(int64(d/time.Second)) + ")"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// md escapes the characters that break a Markdown table cell.
+func md(s string) string {
+	return strings.NewReplacer("|", `\|`, "\n", " ", "`", "'").Replace(s)
+}

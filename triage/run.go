@@ -1,0 +1,120 @@
+package triage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// Config is one triage run of one pipeline's DLQ.
+type Config struct {
+	// Pipeline is required (defaults applied).
+	Pipeline *pipeline.Pipeline
+	// DLQURL is required.
+	DLQURL string
+	// SQS is required.
+	SQS ScanAPI
+	// Ledger is optional: with it, the report shows the ledger's dead-letter
+	// and redrive counts of each key.
+	Ledger KeyReader
+	// Dest is optional: where eval records (and, with WriteReport, the report) go.
+	Dest Destination
+	// WriteReport writes the report's JSON and Markdown to Dest too.
+	WriteReport bool
+	// Scan bounds the scan; zero fields default from the pipeline's triage
+	// settings (max_messages, max_seconds) and ScanOptions.
+	Scan ScanOptions
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Logger is optional (default slog.Default()).
+	Logger *slog.Logger
+}
+
+// Run scans the DLQ, tags every dead letter, reads the ledger, builds the
+// report and, with a destination, exports the recurring poison. It returns
+// an error without a report when the DLQ could not be read at all
+// (ErrQueueNotFound, ...). When the export fails it returns the report,
+// marked partial with the reason, and the error: the DLQ is unchanged
+// either way, since Run never deletes, sends or moves a message.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	if cfg.Pipeline == nil || cfg.DLQURL == "" || cfg.SQS == nil {
+		return nil, errors.New("triage: Config needs Pipeline, DLQURL and SQS")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	p := cfg.Pipeline
+	opts := cfg.Scan
+	if opts.MaxMessages == 0 {
+		opts.MaxMessages = p.Triage.MaxMessages
+	}
+	if opts.MaxDuration == 0 && p.Triage.MaxSeconds > 0 {
+		opts.MaxDuration = time.Duration(p.Triage.MaxSeconds) * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = cfg.Now
+	}
+
+	msgs, stats, err := Scan(ctx, cfg.SQS, cfg.DLQURL, opts)
+	if err != nil {
+		log.ErrorContext(ctx, "triage scan failed", "pipeline", p.Name, "queue", cfg.DLQURL, "error", err.Error())
+		return nil, err
+	}
+	tagged := TagAll(msgs)
+	var ledgerErr error
+	if cfg.Ledger != nil {
+		if _, ledgerErr = LookupLedger(ctx, tagged, cfg.Ledger); ledgerErr != nil {
+			log.WarnContext(ctx, "triage ledger lookup failed", "pipeline", p.Name, "error", ledgerErr.Error())
+		}
+	}
+	now := cfg.Now()
+	r := Build(tagged, p, now)
+	r.Queue, r.Scan = cfg.DLQURL, stats
+	if stats.Partial {
+		r.Partial = true
+		r.PartialReasons = append(r.PartialReasons, "scan: "+stats.PartialReason)
+	}
+	if ledgerErr != nil {
+		r.Partial = true
+		r.PartialReasons = append(r.PartialReasons, "ledger counts incomplete: "+ledgerErr.Error())
+	}
+	for _, t := range tagged {
+		if t.MetaErr != nil {
+			log.WarnContext(ctx, "dead letter with unreadable metadata", "message_id", t.MessageID, "queue", cfg.DLQURL, "reason", string(t.Reason), "error", t.MetaErr.Error())
+		}
+	}
+	log.InfoContext(ctx, "triage scanned", "pipeline", p.Name, "queue", cfg.DLQURL, "messages", r.Totals.Messages,
+		"groups", r.Totals.Groups, "partial", r.Partial, "duration_s", stats.DurationSeconds, "messages_per_s", stats.MessagesPerSecond)
+
+	if cfg.Dest == nil {
+		return r, nil
+	}
+	var errs []error
+	if _, err := Export(ctx, cfg.Dest, r, p, now); err != nil {
+		log.ErrorContext(ctx, "triage eval export failed", "pipeline", p.Name, "error", err.Error())
+		errs = append(errs, err)
+	}
+	if cfg.WriteReport {
+		if jk, mk, err := WriteReport(ctx, cfg.Dest, r, now); err == nil {
+			r.Written = []string{jk, mk}
+			log.InfoContext(ctx, "triage report written", "pipeline", p.Name, "key", jk)
+		} else {
+			log.ErrorContext(ctx, "triage report write failed", "pipeline", p.Name, "error", err.Error())
+			r.Partial = true
+			r.PartialReasons = append(r.PartialReasons, "report not written: "+err.Error())
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return r, fmt.Errorf("triage %s: %w", p.Name, errors.Join(errs...))
+	}
+	return r, nil
+}

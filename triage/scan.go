@@ -1,0 +1,394 @@
+package triage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+// ScanAPI is what a scan needs of SQS: receive, release and read the
+// queue's attributes. Nothing that deletes, sends, purges or moves.
+type ScanAPI interface {
+	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+// ScanOptions bound a scan. Every field is optional.
+type ScanOptions struct {
+	// VisibilityTimeout hides what the scan received from other consumers
+	// while it runs (default 30 s, at most 12 h). It need not cover the whole
+	// scan: a message seen twice stops the scan (see ScanStats.StopReason).
+	VisibilityTimeout time.Duration
+	// WaitTime is the long-polling wait of each receive (default 1 s; 0..20 s).
+	// Long polling asks every SQS server, so an empty receive means empty.
+	WaitTime time.Duration
+	// MaxMessages bounds the distinct messages read (default 100000).
+	MaxMessages int
+	// MaxDuration bounds the scan's run time (default 240 s).
+	MaxDuration time.Duration
+	// Receivers is the number of parallel receivers (default 1; at most 32).
+	// Use more for deep queues.
+	Receivers int
+	// KeepHidden leaves the messages hidden until their visibility timeout
+	// lapses instead of releasing them at the end (default false: release).
+	KeepHidden bool
+	// Progress is called after every receive with the distinct messages seen
+	// so far and the queue's approximate depth at the start (0 if unknown).
+	// It may be called from several goroutines, never concurrently.
+	Progress func(seen, approxTotal int)
+	// Now is the clock (default time.Now); tests pass a fake.
+	Now func() time.Time
+}
+
+func (o *ScanOptions) applyDefaults() error {
+	if o.VisibilityTimeout == 0 {
+		o.VisibilityTimeout = 30 * time.Second
+	}
+	if o.WaitTime == 0 {
+		o.WaitTime = time.Second
+	}
+	if o.MaxMessages == 0 {
+		o.MaxMessages = 100000
+	}
+	if o.MaxDuration == 0 {
+		o.MaxDuration = 240 * time.Second
+	}
+	if o.Receivers == 0 {
+		o.Receivers = 1
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	switch {
+	case o.VisibilityTimeout < time.Second || o.VisibilityTimeout > 12*time.Hour:
+		return fmt.Errorf("%w: visibility timeout %s is outside 1s..12h", ErrBadOptions, o.VisibilityTimeout)
+	case o.WaitTime < 0 || o.WaitTime > 20*time.Second:
+		return fmt.Errorf("%w: wait time %s is outside 0..20s", ErrBadOptions, o.WaitTime)
+	case o.MaxMessages < 1 || o.MaxDuration < 0:
+		return fmt.Errorf("%w: max messages and max duration must be positive", ErrBadOptions)
+	case o.Receivers < 1 || o.Receivers > 32:
+		return fmt.Errorf("%w: receivers %d is outside 1..32", ErrBadOptions, o.Receivers)
+	}
+	return nil
+}
+
+// Why a scan stopped (ScanStats.StopReason).
+const (
+	StopEmpty       = "empty"        // a receive returned nothing: everything visible was seen
+	StopRepeats     = "repeats"      // a receive returned only messages already seen
+	StopMaxMessages = "max_messages" // the message bound was reached
+	StopMaxDuration = "max_duration" // the time bound was reached
+	StopCanceled    = "canceled"     // the context ended
+	StopError       = "error"        // a receive failed
+)
+
+// ScanStats say what a scan did and whether it covered the queue.
+type ScanStats struct {
+	Queue string `json:"queue"`
+	// ApproxDepth is ApproximateNumberOfMessages at the start (visible
+	// messages), ApproxInFlight ApproximateNumberOfMessagesNotVisible.
+	ApproxDepth    int `json:"approx_depth"`
+	ApproxInFlight int `json:"approx_in_flight"`
+	Receives       int `json:"receives"`
+	EmptyReceives  int `json:"empty_receives"`
+	Received       int `json:"received"`
+	Unique         int `json:"unique"`
+	Duplicates     int `json:"duplicates"`
+	Released       int `json:"released"`
+	ReleaseFailed  int `json:"release_failed"`
+	Receivers      int `json:"receivers"`
+	// VisibilityTimeoutSeconds is the scan's visibility timeout.
+	VisibilityTimeoutSeconds int       `json:"visibility_timeout_seconds"`
+	StartedAt                time.Time `json:"started_at"`
+	DurationSeconds          float64   `json:"duration_seconds"`
+	MessagesPerSecond        float64   `json:"messages_per_second"`
+	StopReason               string    `json:"stop_reason"`
+	// Partial is true when the scan may have missed messages; PartialReason says why.
+	Partial       bool   `json:"partial"`
+	PartialReason string `json:"partial_reason,omitempty"`
+}
+
+// Errors of Scan; test with errors.Is.
+var (
+	// ErrQueueNotFound: the DLQ does not exist (bad input: nothing was read).
+	ErrQueueNotFound = errors.New("triage: DLQ does not exist")
+	// ErrBadOptions: the scan options are out of range.
+	ErrBadOptions = errors.New("triage: bad scan options")
+)
+
+// Scan reads every visible message of a DLQ once, without changing it: it
+// receives in batches of 10 with a short visibility timeout, tracks message
+// ids, and stops on an empty receive, on a receive of only repeats, or on
+// the count and time bounds; then it releases what it holds
+// (ChangeMessageVisibilityBatch with timeout 0) so that the messages are
+// visible again at once. It never deletes, sends, purges or moves.
+//
+// A scan that may have missed messages returns them with stats.Partial set
+// and the reason. An error is returned only when nothing useful was read
+// (the queue does not exist, the first receive failed); a failure later in
+// the scan makes it partial.
+//
+// A FIFO queue hands out no further message of a group while one of it is in
+// flight, so a read-only scan sees at most one batch per message group; the
+// stats compare what was seen with the queue's depth and say so.
+func Scan(ctx context.Context, api ScanAPI, dlqURL string, opts ScanOptions) ([]Message, ScanStats, error) {
+	if err := opts.applyDefaults(); err != nil {
+		return nil, ScanStats{}, err
+	}
+	st := ScanStats{
+		Queue: dlqURL, Receivers: opts.Receivers, StartedAt: opts.Now().UTC(),
+		VisibilityTimeoutSeconds: int(opts.VisibilityTimeout / time.Second),
+	}
+	attrs, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(dlqURL),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		},
+	})
+	if err != nil {
+		return nil, st, queueError(dlqURL, err)
+	}
+	st.ApproxDepth = atoiAttr(attrs.Attributes, string(types.QueueAttributeNameApproximateNumberOfMessages))
+	st.ApproxInFlight = atoiAttr(attrs.Attributes, string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible))
+
+	s := &scanner{api: api, url: dlqURL, opts: opts, st: &st, seen: map[string]int{}, start: opts.Now()}
+	scanCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range opts.Receivers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.receive(scanCtx, cancel)
+		}()
+	}
+	wg.Wait()
+
+	if !opts.KeepHidden {
+		// Release with a context of its own: a canceled scan still gives back what it holds.
+		relCtx, relCancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		s.release(relCtx)
+		relCancel()
+	}
+	st.Unique = len(s.msgs)
+	dur := opts.Now().Sub(s.start)
+	st.DurationSeconds = dur.Seconds()
+	if dur > 0 {
+		st.MessagesPerSecond = float64(st.Unique) / dur.Seconds()
+	}
+	if s.firstErr != nil && st.Unique == 0 {
+		return nil, st, s.firstErr
+	}
+	s.judge()
+	return s.msgs, st, nil
+}
+
+type scanner struct {
+	api   ScanAPI
+	url   string
+	opts  ScanOptions
+	start time.Time
+
+	mu       sync.Mutex
+	st       *ScanStats
+	seen     map[string]int // message id -> index in msgs
+	msgs     []Message
+	handles  []string // receipt handles to release, latest per message
+	stopped  string
+	firstErr error
+}
+
+func (s *scanner) receive(ctx context.Context, stopAll context.CancelFunc) {
+	in := &sqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(s.url),
+		MaxNumberOfMessages:         10,
+		VisibilityTimeout:           int32(s.opts.VisibilityTimeout / time.Second),
+		WaitTimeSeconds:             int32(s.opts.WaitTime / time.Second),
+		MessageAttributeNames:       []string{"All"},
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		AttributeNames:              []types.QueueAttributeName{types.QueueAttributeNameAll}, // older endpoints read this one
+	}
+	for {
+		if s.stop(ctx) {
+			stopAll()
+			return
+		}
+		out, err := s.api.ReceiveMessage(ctx, in)
+		s.mu.Lock()
+		if err != nil {
+			if ctx.Err() != nil {
+				s.setStop(StopCanceled)
+			} else {
+				if s.firstErr == nil {
+					s.firstErr = queueError(s.url, err)
+				}
+				s.setStop(StopError)
+			}
+			s.mu.Unlock()
+			stopAll()
+			return
+		}
+		s.st.Receives++
+		s.st.Received += len(out.Messages)
+		fresh := 0
+		for _, m := range out.Messages {
+			id := aws.ToString(m.MessageId)
+			s.handles = append(s.handles, aws.ToString(m.ReceiptHandle))
+			if i, ok := s.seen[id]; ok {
+				s.st.Duplicates++
+				s.msgs[i].ReceiptHandle = aws.ToString(m.ReceiptHandle)
+				continue
+			}
+			if len(s.msgs) >= s.opts.MaxMessages {
+				continue // held, released below, not counted
+			}
+			fresh++
+			s.seen[id] = len(s.msgs)
+			s.msgs = append(s.msgs, fromSQS(m))
+		}
+		switch {
+		case len(out.Messages) == 0:
+			s.st.EmptyReceives++
+			s.setStop(StopEmpty)
+		case fresh == 0 && len(s.msgs) < s.opts.MaxMessages:
+			s.setStop(StopRepeats)
+		}
+		if s.opts.Progress != nil {
+			s.opts.Progress(len(s.msgs), s.st.ApproxDepth)
+		}
+		done := s.stopped != ""
+		s.mu.Unlock()
+		if done {
+			stopAll()
+			return
+		}
+	}
+}
+
+// stop checks the bounds before a receive.
+func (s *scanner) stop(ctx context.Context) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.stopped != "":
+	case ctx.Err() != nil:
+		s.setStop(StopCanceled)
+	case len(s.msgs) >= s.opts.MaxMessages:
+		s.setStop(StopMaxMessages)
+	case s.opts.Now().Sub(s.start) >= s.opts.MaxDuration:
+		s.setStop(StopMaxDuration)
+	}
+	return s.stopped != ""
+}
+
+// setStop records the first reason to stop (s.mu held).
+func (s *scanner) setStop(reason string) {
+	if s.stopped == "" {
+		s.stopped = reason
+		s.st.StopReason = reason
+	}
+}
+
+// release makes everything the scan holds visible again, ten at a time.
+func (s *scanner) release(ctx context.Context) {
+	for i := 0; i < len(s.handles); i += 10 {
+		batch := s.handles[i:min(i+10, len(s.handles))]
+		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))
+		for j, h := range batch {
+			entries[j] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: aws.String(h), VisibilityTimeout: 0}
+		}
+		out, err := s.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(s.url), Entries: entries})
+		if err != nil {
+			// Not fatal: the messages come back when the visibility timeout lapses.
+			s.st.ReleaseFailed += len(batch)
+			continue
+		}
+		s.st.Released += len(out.Successful)
+		s.st.ReleaseFailed += len(out.Failed)
+	}
+}
+
+// judge decides whether the scan covered the queue.
+func (s *scanner) judge() {
+	st := s.st
+	partial := func(why string) { st.Partial, st.PartialReason = true, why }
+	switch st.StopReason {
+	case StopMaxMessages:
+		partial(fmt.Sprintf("stopped at the message bound (%d); the queue held about %d", s.opts.MaxMessages, st.ApproxDepth))
+	case StopMaxDuration:
+		partial(fmt.Sprintf("stopped at the time bound (%s) after %d messages; the queue held about %d", s.opts.MaxDuration, st.Unique, st.ApproxDepth))
+	case StopCanceled:
+		partial(fmt.Sprintf("canceled after %d messages", st.Unique))
+	case StopError:
+		partial(fmt.Sprintf("a receive failed after %d messages: %v", st.Unique, s.firstErr))
+	case StopRepeats, StopEmpty:
+		if st.Unique < st.ApproxDepth {
+			why := fmt.Sprintf("saw %d of about %d messages", st.Unique, st.ApproxDepth)
+			if st.StopReason == StopRepeats {
+				why += fmt.Sprintf(": messages came back before the scan ended (visibility timeout %ds lapsed); raise it", st.VisibilityTimeoutSeconds)
+			} else {
+				why += ": the rest were not visible (in flight elsewhere, or behind an in-flight message of the same FIFO group)"
+			}
+			partial(why)
+		}
+	}
+	if st.ApproxInFlight > 0 && !st.Partial {
+		partial(fmt.Sprintf("%d messages were in flight elsewhere when the scan started and could not be read", st.ApproxInFlight))
+	}
+}
+
+// fromSQS converts an SDK message.
+func fromSQS(m types.Message) Message {
+	out := Message{
+		MessageID:     aws.ToString(m.MessageId),
+		ReceiptHandle: aws.ToString(m.ReceiptHandle),
+		Body:          aws.ToString(m.Body),
+		Attributes:    make(map[string]events.Attribute, len(m.MessageAttributes)),
+		System:        make(map[string]string, len(m.Attributes)),
+	}
+	for name, a := range m.MessageAttributes {
+		out.Attributes[name] = events.Attribute{DataType: aws.ToString(a.DataType), StringValue: aws.ToString(a.StringValue), BinaryValue: a.BinaryValue}
+	}
+	for name, v := range m.Attributes {
+		switch types.MessageSystemAttributeName(name) {
+		case types.MessageSystemAttributeNameSentTimestamp:
+			if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+				out.SentTimestamp = time.UnixMilli(ms).UTC()
+			}
+		case types.MessageSystemAttributeNameApproximateReceiveCount:
+			out.ReceiveCount, _ = strconv.Atoi(v)
+		case types.MessageSystemAttributeNameMessageGroupId:
+			out.MessageGroupID = v
+		default:
+			out.System[name] = v
+		}
+	}
+	return out
+}
+
+func atoiAttr(m map[string]string, name string) int {
+	n, _ := strconv.Atoi(m[name])
+	return n
+}
+
+// queueError turns "queue does not exist" into ErrQueueNotFound and wraps the rest.
+func queueError(url string, err error) error {
+	var nf *types.QueueDoesNotExist
+	var api smithy.APIError
+	if errors.As(err, &nf) || (errors.As(err, &api) && (api.ErrorCode() == "AWS.SimpleQueueService.NonExistentQueue" || api.ErrorCode() == "QueueDoesNotExist")) {
+		return fmt.Errorf("%w: %s", ErrQueueNotFound, url)
+	}
+	return fmt.Errorf("triage: scan %s: %w", url, err)
+}

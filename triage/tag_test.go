@@ -1,0 +1,101 @@
+package triage
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+func TestTag(t *testing.T) {
+	t.Parallel()
+	sent := t0.Add(-2 * time.Hour)
+	body := task("t1", "acme", "web.search", "2", `{"q":"x"}`)
+	withMeta := deadLetter(t, "m1", body, poisonMeta(events.ReasonToolVersionUnsupported, "web.search", "9", "acme", "key-t1", "tool web.search has no version 9"), sent)
+	str := func(s string) events.Attribute { return events.Attribute{DataType: "String", StringValue: s} }
+	raw := func(attrs map[string]events.Attribute) Message {
+		return Message{MessageID: "m", Body: body, Attributes: attrs, SentTimestamp: sent}
+	}
+	tests := []struct {
+		name string
+		msg  Message
+		// want
+		reason    events.Reason
+		inferred  bool
+		metaErr   error // errors.Is target, nil for none
+		tool      string
+		version   string
+		signature string
+		bodyErr   bool
+	}{
+		{name: "worker metadata", msg: withMeta, reason: events.ReasonToolVersionUnsupported,
+			tool: "web.search", version: "9", signature: "tool web.search has no version <n>"},
+		{name: "no metadata: broker move, tool read from the body", msg: brokerMoved("m2", body, sent),
+			reason: events.ReasonReceiveLimit, inferred: true, tool: "web.search", version: "2"},
+		{name: "no metadata, body not JSON", msg: brokerMoved("m3", "not json {", sent),
+			reason: events.ReasonReceiveLimit, inferred: true},
+		{name: "metadata not JSON", msg: raw(map[string]events.Attribute{events.AttrReason: str("json_invalid"), events.AttrMeta: str("{not json")}),
+			reason: events.ReasonUnclassified, inferred: true, metaErr: events.ErrMetaInvalid, tool: "web.search", version: "2",
+			signature: "dlq_meta unreadable: not valid metadata"},
+		{name: "metadata of an unknown version", msg: raw(map[string]events.Attribute{events.AttrReason: str("json_invalid"), events.AttrMeta: str(`{"v":7,"reason":"json_invalid"}`)}),
+			reason: events.ReasonUnclassified, inferred: true, metaErr: events.ErrMetaVersion, tool: "web.search", version: "2",
+			signature: "dlq_meta unreadable: unknown version"},
+		{name: "oversized metadata", msg: raw(map[string]events.Attribute{events.AttrMeta: str(`{"v":1,"error":"` + strings.Repeat("x", events.MaxMetaBytes) + `"}`)}),
+			reason: events.ReasonUnclassified, inferred: true, metaErr: events.ErrMetaTooLarge, tool: "web.search",
+			version: "2", signature: "dlq_meta unreadable: oversized"},
+		{name: "dlq_reason without dlq_meta", msg: raw(map[string]events.Attribute{events.AttrReason: str("json_invalid")}),
+			reason: events.ReasonUnclassified, inferred: true, metaErr: events.ErrMetaInvalid, tool: "web.search", version: "2",
+			signature: "dlq_meta unreadable: not valid metadata"},
+		{name: "dlq_reason disagrees with dlq_meta: metadata kept for its tool", msg: func() Message {
+			m := withMeta
+			m.Attributes = map[string]events.Attribute{events.AttrReason: str("json_invalid"), events.AttrMeta: withMeta.Attributes[events.AttrMeta]}
+			return m
+		}(), reason: events.ReasonUnclassified, inferred: true, metaErr: events.ErrMetaMismatch, tool: "web.search", version: "9",
+			signature: "dlq_meta unreadable: dlq_reason and dlq_meta disagree"},
+		{name: "body not UTF-8: tagged from attributes", msg: brokerMoved("m4", "{\"tool\":\"a\xff\"}", sent),
+			reason: events.ReasonReceiveLimit, inferred: true, bodyErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := Tag(tt.msg)
+			assert.Equal(t, tt.reason, got.Reason)
+			assert.Equal(t, tt.inferred, got.Inferred)
+			if tt.metaErr == nil {
+				assert.NoError(t, got.MetaErr)
+			} else {
+				assert.ErrorIs(t, got.MetaErr, tt.metaErr)
+			}
+			assert.Equal(t, tt.tool, got.Hints.Tool)
+			assert.Equal(t, tt.version, got.Hints.ToolVersion)
+			assert.Equal(t, tt.signature, got.Signature)
+			assert.Equal(t, tt.bodyErr, errors.Is(got.BodyErr, ErrBodyNotUTF8))
+			assert.Len(t, got.Fingerprint, 16)
+			assert.Equal(t, tt.msg.Body, got.Body, "the body is never changed")
+		})
+	}
+}
+
+func TestTagHintsFromMetaWin(t *testing.T) {
+	t.Parallel()
+	// The metadata names the tool; the body (here a different tool) is not read.
+	m := deadLetter(t, "m1", task("t1", "acme", "http.fetch", "1", `{}`),
+		poisonMeta(events.ReasonSchemaInvalid, "web.search", "1", "globex", "key-x", "args: required"), t0)
+	got := Tag(m)
+	require.NotNil(t, got.Meta)
+	assert.Equal(t, Hints{Tool: "web.search", ToolVersion: "1", SchemaVersion: 1, Tenant: "globex", IdempotencyKey: "key-x"}, got.Hints)
+	assert.Equal(t, t0, got.DeadLetteredAt)
+}
+
+func TestBodyHintsIgnoresWrongTypes(t *testing.T) {
+	t.Parallel()
+	got := bodyHints(`{"tool":7,"tool_version":"1","schema_version":"one","tenant":["a"],"idempotency_key":"k"}`, Hints{})
+	assert.Equal(t, Hints{ToolVersion: "1", IdempotencyKey: "k"}, got)
+	got = bodyHints(`{"schema_version":2.5}`, Hints{})
+	assert.Equal(t, 0, got.SchemaVersion)
+}
