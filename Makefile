@@ -10,10 +10,26 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 help:
 	@grep -hE '^## ' $(MAKEFILE_LIST) | sed -e 's/^## /  /' | column -t -s ':'
 
-## test: unit, stack and end-to-end tests (starts and stops the local emulators)
+## test: unit, stack and end-to-end tests (starts private emulators on free ports, always stops them)
 .PHONY: test
 test:
-	$(GO) test ./...
+	@scripts/test.sh
+
+## local-up: start the local emulators on 127.0.0.1 and create the topology of pipelines.json
+.PHONY: local-up
+local-up:
+	@scripts/local.sh up
+	@eval "$$(scripts/local.sh env)" && $(GO) run ./cmd/agentdlq local init
+
+## local-env: print the export lines for the running emulators (eval "$(make -s local-env)")
+.PHONY: local-env
+local-env:
+	@scripts/local.sh env
+
+## local-down: stop the local emulators
+.PHONY: local-down
+local-down:
+	@scripts/local.sh down
 
 ## lint: gofmt and go vet
 .PHONY: lint

@@ -1,16 +1,137 @@
 package main
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
+
+	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/pipeline"
 )
 
-// TODO: placeholder until its issue lands; replace this file.
-func newLocalCmd(_ *globalFlags) *cobra.Command {
-	return &cobra.Command{
+func newLocalCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
 		Use:   "local",
-		Short: "(not built yet)",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("local is not built yet") },
+		Short: "Local AWS: start, stop and point a shell at the emulators; create the local topology",
+		Long: `Local AWS on 127.0.0.1: fauxqs (SQS), dynalite (DynamoDB) and gofakes3 (S3).
+
+  agentdlq local up       start the emulators and create the topology (make local-up)
+  agentdlq local env      print the export lines for a shell (make -s local-env)
+  agentdlq local down     stop the emulators (make local-down)
+  agentdlq local status   say what runs where
+  agentdlq local init     create the topology on running emulators
+
+up, env, down and status run scripts/local.sh from the project root.`,
 	}
+	for _, sub := range []struct{ name, short string }{
+		{"up", "start the emulators and create the topology of every pipeline"},
+		{"env", "print the export lines that point a shell at the emulators"},
+		{"down", "stop the emulators"},
+		{"status", "say which emulators run, on which ports"},
+	} {
+		cmd.AddCommand(&cobra.Command{
+			Use:   sub.name,
+			Short: sub.short,
+			Args:  cobra.NoArgs,
+			RunE: func(c *cobra.Command, _ []string) error {
+				if err := runLocalScript(c.Context(), sub.name); err != nil {
+					return err
+				}
+				if sub.name != "up" {
+					return nil
+				}
+				return initFromScriptEnv(c.Context(), g)
+			},
+		})
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:   "init",
+		Short: "create every pipeline's queues, the ledger table and the eval bucket on the running emulators",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return initLocal(c.Context(), g, os.Stdout)
+		},
+	})
+	return cmd
+}
+
+// runLocalScript runs scripts/local.sh with the CLI's stdio.
+func runLocalScript(ctx context.Context, sub string) error {
+	script := filepath.Join("scripts", "local.sh")
+	if _, err := os.Stat(script); err != nil {
+		return fmt.Errorf("%s not found: run agentdlq local from the project root", script)
+	}
+	c := exec.CommandContext(ctx, script, sub)
+	c.Stdout, c.Stderr = os.Stdout, os.Stderr
+	if err := c.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w", script, sub, err)
+	}
+	return nil
+}
+
+// initFromScriptEnv points this process at the emulators just started (the
+// env file scripts/local.sh wrote) and creates the topology.
+func initFromScriptEnv(ctx context.Context, g *globalFlags) error {
+	out, err := exec.CommandContext(ctx, filepath.Join("scripts", "local.sh"), "env").Output()
+	if err != nil {
+		return fmt.Errorf("scripts/local.sh env: %w", err)
+	}
+	for k, v := range parseExports(string(out)) {
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
+	return initLocal(ctx, g, os.Stderr)
+}
+
+// initLocal creates the local topology of every pipeline of the definition:
+// the hot queues and DLQs, the ledger table and the eval bucket.
+func initLocal(ctx context.Context, g *globalFlags, w interface{ Write([]byte) (int, error) }) error {
+	f, err := pipeline.Load(g.configPath)
+	if err != nil {
+		return err
+	}
+	cfg, err := localConfig(ctx)
+	if err != nil {
+		return err
+	}
+	sqsc := sqs.NewFromConfig(cfg)
+	for i := range f.Pipelines {
+		p := &f.Pipelines[i]
+		q, err := topology.Create(ctx, sqsc, p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "pipeline %s: hot %s, dlq %s (maxReceiveCount %d)\n", p.Name, q.HotURL, q.DLQURL, p.MaxReceiveCount)
+	}
+	if err := topology.CreateLedgerTable(ctx, dynamodb.NewFromConfig(cfg), topology.LocalLedgerTable); err != nil {
+		return err
+	}
+	if err := topology.CreateBucket(ctx, s3.NewFromConfig(cfg), topology.LocalEvalBucket); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "ledger table %s, eval bucket %s\n", topology.LocalLedgerTable, topology.LocalEvalBucket)
+	return nil
+}
+
+// localConfig loads the AWS config; with no credentials configured (a local
+// shell), the emulators' dummy ones are used.
+func localConfig(ctx context.Context) (aws.Config, error) {
+	cfg, err := awscfg.Load(ctx)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("aws config: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	return cfg, nil
 }

@@ -1,0 +1,211 @@
+package localtest_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// These tests pin what the local pipeline relies on in the emulators, and the
+// gaps docs/local.md lists: when an emulator changes, a test here says so.
+
+func testPipeline(t *testing.T, fifo bool) *pipeline.Pipeline {
+	t.Helper()
+	f, err := pipeline.Load("../../" + pipeline.DefaultFile)
+	require.NoError(t, err)
+	name := "agent-tasks"
+	if fifo {
+		name = "agent-steps"
+	}
+	p, err := f.Get(name)
+	require.NoError(t, err)
+	cp := *p
+	return &cp
+}
+
+func receive(t *testing.T, c *sqs.Client, url string, vis int32) []types.Message {
+	t.Helper()
+	out, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: vis,
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
+	require.NoError(t, err)
+	return out.Messages
+}
+
+// Fault: a message that is never deleted. Must hold: after exactly
+// maxReceiveCount receives the emulator's redrive policy moves it to the DLQ
+// with its id, body and SentTimestamp (what triage infers receive_limit from).
+func TestSQSRedrivePolicyMovesAfterMaxReceiveCount(t *testing.T) {
+	t.Parallel()
+	cfg := localtest.AWS(t)
+	c := sqs.NewFromConfig(cfg)
+	p := testPipeline(t, false)
+	q := localtest.Queues(t, cfg, p)
+	sent, err := c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(q.HotURL), MessageBody: aws.String(`{"n":1}`)})
+	require.NoError(t, err)
+
+	for i := 1; i <= p.MaxReceiveCount; i++ {
+		msgs := receive(t, c, q.HotURL, 30)
+		require.Len(t, msgs, 1, "receive %d", i)
+		assert.Equal(t, strconv.Itoa(i), msgs[0].Attributes["ApproximateReceiveCount"])
+		// Give it back at once (a failed attempt without waiting for the visibility timeout).
+		_, err := c.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{
+			QueueUrl: aws.String(q.HotURL), ReceiptHandle: msgs[0].ReceiptHandle, VisibilityTimeout: 0})
+		require.NoError(t, err)
+	}
+	assert.Empty(t, receive(t, c, q.HotURL, 30), "receive %d must not see the message", p.MaxReceiveCount+1)
+	dl := receive(t, c, q.DLQURL, 30)
+	require.Len(t, dl, 1)
+	assert.Equal(t, aws.ToString(sent.MessageId), aws.ToString(dl[0].MessageId))
+	assert.Equal(t, `{"n":1}`, aws.ToString(dl[0].Body))
+	assert.NotEmpty(t, dl[0].Attributes["SentTimestamp"])
+	// Gap: AWS stamps DeadLetterQueueSourceArn on a redrive-policy move; fauxqs does not.
+	_, hasSource := dl[0].Attributes["DeadLetterQueueSourceArn"]
+	t.Logf("DeadLetterQueueSourceArn present: %v (AWS: true)", hasSource)
+}
+
+// Must hold: ChangeMessageVisibility hides a received message for the given
+// time (the worker's backoff), and attributes of every type round-trip.
+func TestSQSVisibilityAndAttributes(t *testing.T) {
+	t.Parallel()
+	cfg := localtest.AWS(t)
+	c := sqs.NewFromConfig(cfg)
+	q := localtest.Queues(t, cfg, testPipeline(t, false))
+	ctx := context.Background()
+	_, err := c.SendMessage(ctx, &sqs.SendMessageInput{
+		QueueUrl: aws.String(q.HotURL), MessageBody: aws.String("x"),
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			"s": {DataType: aws.String("String"), StringValue: aws.String("v")},
+			"n": {DataType: aws.String("Number"), StringValue: aws.String("42")},
+			"b": {DataType: aws.String("Binary"), BinaryValue: []byte{0, 1, 2}},
+		},
+	})
+	require.NoError(t, err)
+	msgs := receive(t, c, q.HotURL, 30)
+	require.Len(t, msgs, 1)
+	m := msgs[0]
+	assert.Equal(t, "v", aws.ToString(m.MessageAttributes["s"].StringValue))
+	assert.Equal(t, "Number", aws.ToString(m.MessageAttributes["n"].DataType))
+	assert.Equal(t, []byte{0, 1, 2}, m.MessageAttributes["b"].BinaryValue)
+	assert.NotEmpty(t, aws.ToString(m.MD5OfBody))
+
+	_, err = c.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(q.HotURL), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 2})
+	require.NoError(t, err)
+	assert.Empty(t, receive(t, c, q.HotURL, 30), "hidden by ChangeMessageVisibility")
+	time.Sleep(1200 * time.Millisecond)
+	again := receive(t, c, q.HotURL, 30)
+	require.Len(t, again, 1, "visible again after the backoff")
+	assert.Equal(t, "2", again[0].Attributes["ApproximateReceiveCount"])
+}
+
+// Must hold: a FIFO queue delivers a group in order, one group's messages
+// never to two receivers at once, with MessageGroupId on the message.
+func TestSQSFIFOGroups(t *testing.T) {
+	t.Parallel()
+	cfg := localtest.AWS(t)
+	c := sqs.NewFromConfig(cfg)
+	q := localtest.Queues(t, cfg, testPipeline(t, true))
+	ctx := context.Background()
+	for i := range 3 {
+		_, err := c.SendMessage(ctx, &sqs.SendMessageInput{
+			QueueUrl: aws.String(q.HotURL), MessageBody: aws.String(strconv.Itoa(i)),
+			MessageGroupId: aws.String("run-1"), MessageDeduplicationId: aws.String(strconv.Itoa(i)),
+		})
+		require.NoError(t, err)
+	}
+	msgs := receive(t, c, q.HotURL, 30)
+	require.NotEmpty(t, msgs)
+	for i, m := range msgs {
+		assert.Equal(t, strconv.Itoa(i), aws.ToString(m.Body))
+		assert.Equal(t, "run-1", m.Attributes["MessageGroupId"])
+	}
+	assert.Empty(t, receive(t, c, q.HotURL, 30), "the group is locked while its messages are in flight")
+}
+
+// Gap: fauxqs has no message move tasks; redrive start is tested on its
+// serialized request, and locally selective redrive (receive, send, delete)
+// is the way back.
+func TestSQSNoMessageMoveTasks(t *testing.T) {
+	t.Parallel()
+	cfg := localtest.AWS(t)
+	c := sqs.NewFromConfig(cfg)
+	q := localtest.Queues(t, cfg, testPipeline(t, false))
+	_, err := c.StartMessageMoveTask(context.Background(), &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(q.DLQARN), DestinationArn: aws.String(q.HotARN)})
+	var api smithy.APIError
+	require.ErrorAs(t, err, &api, "if fauxqs gained move tasks, update docs/local.md")
+	t.Logf("StartMessageMoveTask on fauxqs: %s: %s", api.ErrorCode(), api.ErrorMessage())
+}
+
+// Must hold: conditional writes (the ledger's lease). Gaps: no TTL, no transactions.
+func TestDynamoDBConditionalWritesAndGaps(t *testing.T) {
+	t.Parallel()
+	cfg := localtest.AWS(t)
+	c := dynamodb.NewFromConfig(cfg)
+	table := localtest.Table(t, cfg)
+	ctx := context.Background()
+	put := func() error {
+		_, err := c.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName:           aws.String(table),
+			Item:                map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "k1"}},
+			ConditionExpression: aws.String("attribute_not_exists(pk)"),
+		})
+		return err
+	}
+	require.NoError(t, put())
+	var cond *ddbtypes.ConditionalCheckFailedException
+	require.ErrorAs(t, put(), &cond)
+
+	_, err := c.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(table),
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String("expires_at"), Enabled: aws.Bool(true)},
+	})
+	t.Logf("UpdateTimeToLive on dynalite: %v", err)
+	assert.Error(t, err, "if dynalite gained TTL, update docs/local.md")
+	_, err = c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []ddbtypes.TransactWriteItem{{
+		Put: &ddbtypes.Put{TableName: aws.String(table), Item: map[string]ddbtypes.AttributeValue{"pk": &ddbtypes.AttributeValueMemberS{Value: "k2"}}},
+	}}})
+	t.Logf("TransactWriteItems on dynalite: %v", err)
+	assert.Error(t, err, "if dynalite gained transactions, update docs/local.md")
+}
+
+// Must hold: S3 put and get with path-style addressing on the gofakes3 server.
+func TestS3PathStyle(t *testing.T) {
+	t.Parallel()
+	cfg := localtest.AWS(t)
+	c := s3.NewFromConfig(cfg)
+	bucket := localtest.Bucket(t, cfg)
+	ctx := context.Background()
+	_, err := c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("a/b.jsonl"), Body: bytes.NewReader([]byte("{}\n"))})
+	require.NoError(t, err)
+	out, err := c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("a/b.jsonl")})
+	require.NoError(t, err)
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	require.NoError(t, err)
+	assert.Equal(t, "{}\n", string(b))
+}
+
+func TestUnique(t *testing.T) {
+	t.Parallel()
+	a, b := localtest.Unique("x"), localtest.Unique("x")
+	assert.NotEqual(t, a, b)
+	assert.Regexp(t, `^x-[0-9a-f]{12}$`, a)
+}

@@ -1,0 +1,23 @@
+// Starts the fauxqs SQS emulator on 127.0.0.1 through its library API.
+// startFauxqs() always listens on 0.0.0.0, so this builds the app with
+// buildApp() and listens on loopback itself.
+//
+// usage: node scripts/fauxqs.mjs PORT PORTFILE   (PORT 0 picks a free port)
+import { writeFileSync, renameSync } from "node:fs";
+import { buildApp } from "fauxqs";
+
+const [port = "4566", portFile] = process.argv.slice(2);
+const app = buildApp({ logger: false });
+await app.listen({ port: Number(port), host: "127.0.0.1" });
+const actual = app.server.address().port;
+if (portFile) {
+  writeFileSync(portFile + ".tmp", String(actual));
+  renameSync(portFile + ".tmp", portFile);
+}
+console.log(`fauxqs listening on http://127.0.0.1:${actual}`);
+for (const sig of ["SIGTERM", "SIGINT"]) {
+  process.on(sig, async () => {
+    await app.close();
+    process.exit(0);
+  });
+}

