@@ -1,7 +1,10 @@
 package triage
 
 import (
+	"context"
+
 	"fmt"
+	"github.com/agentdlq/agentdlq/internal/ledger"
 	"sync"
 	"testing"
 	"time"
@@ -83,4 +86,17 @@ func poisonMeta(reason events.Reason, tool, version, tenant, key, errText string
 		Tool: tool, ToolVersion: version, SchemaVersion: 1, Tenant: tenant, IdempotencyKey: key,
 		WorkerVersion: "test", Effect: events.EffectNone,
 	}
+}
+
+// fakeLedger is a read-only ledger of fixed entries.
+type fakeLedger map[string]ledger.Entry
+
+var _ KeyReader = fakeLedger(nil)
+
+func (f fakeLedger) Get(_ context.Context, key string) (ledger.Entry, bool, error) {
+	e, ok := f[key]
+	if ok {
+		e.Key = key
+	}
+	return e, ok, nil
 }

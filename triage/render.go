@@ -43,6 +43,13 @@ func Text(w io.Writer, r *Report) error {
 			return err
 		}
 	}
+	// tabwriter pads the empty last cells: trim the lines' ends.
+	lines := strings.Split(b.String(), "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	b.Reset()
+	b.WriteString(strings.Join(lines, "\n"))
 	if len(r.Attention) > 0 {
 		b.WriteString("\nAttention:\n")
 		for _, a := range r.Attention {
@@ -153,7 +160,7 @@ func exportLine(e *ExportResult) string {
 
 // groupLabel is a group's short name: fingerprint start, tool and signature.
 func groupLabel(g Group, max int) string {
-	parts := []string{g.Fingerprint[:8]}
+	parts := []string{g.Fingerprint}
 	if g.Tool != "" {
 		t := g.Tool
 		if g.ToolVersion != "" {
@@ -207,5 +214,5 @@ func orDash(s string) string {
 
 // md escapes the characters that break a Markdown table cell.
 func md(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ", "`", "'").Replace(s)
+	return strings.NewReplacer("|", `\|`, "\n", " ", "`", "'", "<", "&lt;", ">", "&gt;").Replace(s)
 }

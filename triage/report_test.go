@@ -1,0 +1,201 @@
+package triage
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		require.NoError(t, os.WriteFile(path, got, 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "run go test ./triage -run %s -update to create it", t.Name())
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("%s differs from the golden file (-want +got):\n%s", name, diff)
+	}
+}
+
+// fixture is a mixed DLQ: recurring and one-off poison, broker moves,
+// loops, repeats, unreadable metadata, a non-UTF-8 body, and messages
+// close to expiry. Returned in receive order.
+func fixture(t testing.TB) []Message {
+	t.Helper()
+	h := time.Hour
+	var msgs []Message
+	add := func(m Message) { msgs = append(msgs, m) }
+	// Recurring schema_invalid on web.search v1: 4 messages, two of them the
+	// same input (a producer retrying), one carrying secrets.
+	si := func(id, tenant, body string, sent time.Time) {
+		m := poisonMeta(events.ReasonSchemaInvalid, "web.search", "1", tenant, "key-"+id, "args.q: required field is missing in task "+id)
+		add(deadLetter(t, "si-"+id, body, m, sent))
+	}
+	same := task("s1", "acme", "web.search", "1", `{"query":"weather"}`)
+	si("1", "acme", same, t0.Add(-30*h))
+	si("2", "acme", same, t0.Add(-20*h))
+	si("3", "globex", task("s3", "globex", "web.search", "1", `{"query":"mail ops@example.com","password":"hunter2","token":"sk-abcdefghijklmnopqrstuv"}`), t0.Add(-10*h))
+	si("4", "initech", task("s4", "initech", "web.search", "1", `{"query":"news"}`), t0.Add(-5*h))
+	// One-off tool_unknown.
+	add(deadLetter(t, "tu-1", task("u1", "acme", "web.crawl", "1", `{}`),
+		poisonMeta(events.ReasonToolUnknown, "web.crawl", "1", "acme", "key-u1", `tool "web.crawl" is not in the catalog`), t0.Add(-3*h)))
+	// Recurring json_invalid: bodies that are not JSON.
+	for i, body := range []string{"{\"task_id\": 1,", "<xml>nope</xml> from ops@example.com", "{\"task_id\": 1,"} {
+		m := poisonMeta(events.ReasonJSONInvalid, "", "", "", "", "the body is not a JSON object")
+		m.SchemaVersion = 0
+		add(deadLetter(t, "ji-"+string(rune('1'+i)), body, m, t0.Add(-time.Duration(i+1)*h)))
+	}
+	// Broker moves (no metadata): one close to expiry (sent 320 h ago in the hot queue).
+	add(brokerMoved("rl-1", task("r1", "acme", "code.exec", "1", `{"src":"loop"}`), t0.Add(-320*h)))
+	add(brokerMoved("rl-2", task("r2", "globex", "code.exec", "1", `{"src":"loop"}`), t0.Add(-50*h)))
+	// A redrive loop and a budget_exhausted key redriven twice already.
+	loop := poisonMeta(events.ReasonRedriveLoop, "http.fetch", "1", "acme", "key-loop", "dead-lettered again after 2 redrives")
+	loop.RedriveCount = 2
+	add(deadLetter(t, "loop-1", task("l1", "acme", "http.fetch", "1", `{"url":"https://x.test"}`), loop, t0.Add(-2*h)))
+	be := poisonMeta(events.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-be", "HTTP 503 from upstream after 4 receives")
+	be.ErrorCode, be.RedriveCount, be.Attempts = "HTTP503", 2, 4
+	add(deadLetter(t, "be-1", task("b1", "acme", "http.fetch", "1", `{"url":"https://y.test"}`), be, t0.Add(-4*h)))
+	// The same key dead-lettered twice: effect_unknown on email.send.
+	for i := range 2 {
+		eu := poisonMeta(events.ReasonEffectUnknown, "email.send", "1", "initech", "key-mail", "timeout after the send started")
+		eu.Effect = events.EffectUnknown
+		add(deadLetter(t, "eu-"+string(rune('1'+i)), task("e1", "initech", "email.send", "1", `{"to":"[hashed]"}`), eu, t0.Add(-time.Duration(6+i)*h)))
+	}
+	// Unreadable metadata: a version this build does not read.
+	add(Message{MessageID: "bad-meta", Body: task("x1", "acme", "sql.query", "1", `{}`), SentTimestamp: t0.Add(-h),
+		Attributes: map[string]events.Attribute{
+			events.AttrReason: {DataType: "String", StringValue: "schema_invalid"},
+			events.AttrMeta:   {DataType: "String", StringValue: `{"v":9,"reason":"schema_invalid"}`},
+		}})
+	// A body that is not UTF-8.
+	add(brokerMoved("not-utf8", "{\"tool\":\"\xff\xfe\"}", t0.Add(-100*h)))
+	return msgs
+}
+
+func TestBuildGroups(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, false)
+	r := Build(TagAll(fixture(t)), p, t0)
+
+	assert.Equal(t, 16, r.Totals.Messages)
+	byReason := map[events.Reason]int{}
+	for _, rt := range r.Totals.ByReason {
+		byReason[rt.Reason] = rt.Count
+	}
+	assert.Equal(t, map[events.Reason]int{
+		events.ReasonSchemaInvalid: 4, events.ReasonJSONInvalid: 3, events.ReasonReceiveLimit: 3,
+		events.ReasonEffectUnknown: 2, events.ReasonToolUnknown: 1, events.ReasonRedriveLoop: 1,
+		events.ReasonBudgetExhausted: 1, events.ReasonUnclassified: 1,
+	}, byReason)
+	assert.Equal(t, events.ReasonSchemaInvalid, r.Totals.ByReason[0].Reason, "most messages first")
+	assert.Equal(t, 4, r.Totals.Inferred, "3 receive_limit + 1 unreadable")
+	assert.Equal(t, 1, r.Totals.Unreadable)
+	require.Len(t, r.Unreadable, 1)
+	assert.Equal(t, "bad-meta", r.Unreadable[0].MessageID)
+	assert.Contains(t, r.Unreadable[0].Problem, "version")
+	require.Len(t, r.Skipped, 1)
+	assert.Equal(t, "not-utf8", r.Skipped[0].MessageID)
+
+	find := func(reason events.Reason) Group {
+		for _, g := range r.Groups {
+			if g.Reason == reason {
+				return g
+			}
+		}
+		t.Fatalf("no group of %s", reason)
+		return Group{}
+	}
+	si := find(events.ReasonSchemaInvalid)
+	assert.Equal(t, 4, si.Count, "ids and numbers in the error are stripped: one group")
+	assert.Equal(t, "args.q: required field is missing in task <n>", si.Signature)
+	assert.Equal(t, 3, si.TenantsAffected)
+	assert.Len(t, si.Tenants, 3)
+	for _, tn := range si.Tenants {
+		assert.Regexp(t, `^sha256:[0-9a-f]{16}$`, tn, "tenants are hashed: eval.hash_fields names tenant")
+	}
+	assert.True(t, si.Recurring)
+	assert.Equal(t, t0.Add(-30*time.Hour), si.FirstSeen)
+	assert.Equal(t, t0.Add(-5*time.Hour), si.LastSeen)
+	assert.Equal(t, events.NextRepair, si.NextAction)
+	assert.Equal(t, events.RedriveAfterFix, si.Redrivable)
+
+	assert.False(t, find(events.ReasonToolUnknown).Recurring, "one-off poison is not recurring")
+	assert.True(t, find(events.ReasonJSONInvalid).Recurring)
+	assert.False(t, find(events.ReasonReceiveLimit).Recurring, "receive_limit is not poison")
+
+	assert.Equal(t, 1, find(events.ReasonRedriveLoop).RedriveLoop)
+	be := find(events.ReasonBudgetExhausted)
+	assert.Equal(t, 1, be.RedriveLoop, "redriven redrive_loop_after (2) times")
+	assert.Equal(t, 1, be.RepeatKeys)
+	assert.Equal(t, 2, be.MaxRedriveCount)
+	assert.Equal(t, 1, find(events.ReasonEffectUnknown).RepeatKeys, "one key, two dead letters")
+	assert.Equal(t, 2, r.Totals.RedriveLoop)
+	assert.Equal(t, 3, r.Totals.RepeatKeys, "key-loop, key-be, key-mail")
+	assert.Equal(t, 2, r.Totals.RecurringPoisonGroups)
+
+	assert.Equal(t, 1, r.Expiry.ExpiringSoon)
+	assert.Equal(t, "rl-1", r.Expiry.SoonestMessageID)
+	assert.Equal(t, t0.Add(16*time.Hour), r.Expiry.SoonestExpiry)
+}
+
+func TestBuildTenantsListedWhenNotHashed(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, false)
+	p.Eval.HashFields = nil
+	r := Build(TagAll(fixture(t)), p, t0)
+	assert.Equal(t, []string{"acme", "globex", "initech"}, r.Groups[0].Tenants)
+}
+
+func TestBuildWithLedger(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, false)
+	msgs := []Message{deadLetter(t, "a", "{}", poisonMeta(events.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-a", "503"), t0)}
+	tagged := TagAll(msgs)
+	l := fakeLedger{"key-a": {DeadLetterCount: 3, RedriveCount: 1}}
+	n, err := LookupLedger(t.Context(), tagged, l)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	r := Build(tagged, p, t0)
+	assert.Equal(t, 1, r.Groups[0].RepeatKeys, "dead-lettered 3 times per the ledger")
+	assert.Equal(t, 3, r.Groups[0].MaxDeadLetterCount)
+	assert.Equal(t, 0, r.Groups[0].RedriveLoop, "1 redrive is below redrive_loop_after")
+}
+
+// TestReportGolden pins the JSON, terminal and Markdown forms of a report.
+func TestReportGolden(t *testing.T) {
+	t.Parallel()
+	r := Build(TagAll(fixture(t)), testPipeline(t, false), t0)
+	r.Queue = "http://127.0.0.1:4566/000000000000/agent-tasks-dlq"
+	r.Scan = ScanStats{Queue: r.Queue, ApproxDepth: 16, Receives: 3, EmptyReceives: 1, Received: 16, Unique: 16, Released: 16,
+		Receivers: 1, VisibilityTimeoutSeconds: 30, StartedAt: t0.Add(-2 * time.Second), DurationSeconds: 2, MessagesPerSecond: 8, StopReason: StopEmpty}
+
+	data, err := json.MarshalIndent(r, "", "  ")
+	require.NoError(t, err)
+	golden(t, "report.json.golden", append(data, '\n'))
+	var text, mdown bytes.Buffer
+	require.NoError(t, Text(&text, r))
+	golden(t, "report.txt.golden", text.Bytes())
+	require.NoError(t, Markdown(&mdown, r))
+	golden(t, "report.md.golden", mdown.Bytes())
+
+	// The JSON form is versioned and round-trips.
+	var back map[string]any
+	require.NoError(t, json.Unmarshal(data, &back))
+	assert.EqualValues(t, ReportVersion, back["report_version"])
+}
