@@ -1,0 +1,250 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/functions/batch"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/internal/sqsio"
+	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+var _ batch.SQSAPI = (*sqsio.Recorder)(nil)
+
+const testdata = "../../events/testdata"
+
+// expected is events/testdata/expected.json.
+type expected struct {
+	MaxReceiveCount int `json:"max_receive_count"`
+	Fixtures        []struct {
+		File       string `json:"file"`
+		FIFO       bool   `json:"fifo"`
+		EventError bool   `json:"event_error"`
+		Records    []struct {
+			MessageID string        `json:"message_id"`
+			Outcome   string        `json:"outcome"` // ok, retry, dead_letter
+			Reason    events.Reason `json:"reason"`
+			Why       string        `json:"why"`
+		} `json:"records"`
+	} `json:"fixtures"`
+}
+
+func testPipeline(t testing.TB, fifo bool, maxReceive int) (*pipeline.Pipeline, topology.Queues) {
+	t.Helper()
+	p := &pipeline.Pipeline{Name: "fixtures", Owner: "test", FIFO: fifo, MaxReceiveCount: maxReceive}
+	p.ApplyDefaults()
+	require.NoError(t, p.Validate())
+	q := topology.Queues{
+		HotURL: "http://127.0.0.1:1/000000000000/" + p.HotQueueName(), HotARN: "arn:aws:sqs:us-east-1:000000000000:" + p.HotQueueName(),
+		DLQURL: "http://127.0.0.1:1/000000000000/" + p.DLQName(), DLQARN: "arn:aws:sqs:us-east-1:000000000000:" + p.DLQName(),
+		FIFO: fifo,
+	}
+	return p, q
+}
+
+func newTestWorker(t testing.TB, fifo bool, maxReceive int, rec *sqsio.Recorder) *Worker {
+	t.Helper()
+	p, q := testPipeline(t, fifo, maxReceive)
+	w, err := New(Config{
+		Pipeline: p, Queues: q, SQS: rec, Ledger: ledger.NewMemory(), WorkerVersion: "test",
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: io.Discard,
+		Now:  func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) },
+		Rand: func(n int64) int64 { return 0 },
+	})
+	require.NoError(t, err)
+	return w
+}
+
+func loadEvent(t testing.TB, name string) (awsevents.SQSEvent, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testdata, name))
+	require.NoError(t, err)
+	var ev awsevents.SQSEvent
+	require.NoError(t, json.Unmarshal(data, &ev))
+	return ev, data
+}
+
+// TestFixtures runs every fixture through the real handler and compares
+// each record's outcome with expected.json.
+func TestFixtures(t *testing.T) {
+	t.Parallel()
+	data, err := os.ReadFile(filepath.Join(testdata, "expected.json"))
+	require.NoError(t, err)
+	var exp expected
+	require.NoError(t, json.Unmarshal(data, &exp))
+	require.NotEmpty(t, exp.Fixtures)
+
+	files, err := filepath.Glob(filepath.Join(testdata, "sqs-*.json"))
+	require.NoError(t, err)
+	assert.Len(t, exp.Fixtures, len(files), "every fixture file has its expected outcomes")
+
+	for _, fx := range exp.Fixtures {
+		t.Run(fx.File, func(t *testing.T) {
+			t.Parallel()
+			ev, _ := loadEvent(t, fx.File)
+			rec := &sqsio.Recorder{}
+			w := newTestWorker(t, fx.FIFO, exp.MaxReceiveCount, rec)
+			resp, err := w.Handle(context.Background(), ev)
+			if fx.EventError {
+				require.ErrorIs(t, err, batch.ErrNotSQSEvent)
+				assert.Empty(t, resp.BatchItemFailures)
+				assert.Empty(t, rec.Sent())
+				return
+			}
+			require.NoError(t, err)
+
+			got := map[string]string{}
+			for _, f := range resp.BatchItemFailures {
+				got[f.ItemIdentifier] = "retry"
+			}
+			dls, err := rec.DeadLetters()
+			require.NoError(t, err)
+			bodies := map[string]string{}
+			for _, r := range ev.Records {
+				bodies[r.MessageId] = r.Body
+			}
+			for _, dl := range dls {
+				require.NotContains(t, got, dl.MessageID, "a record is retried or dead-lettered, not both")
+				got[dl.MessageID] = "dead_letter:" + string(dl.Reason)
+				assert.Equal(t, bodies[dl.MessageID], dl.Body, "the dead letter keeps the body byte for byte")
+				assert.LessOrEqual(t, len(dl.Attributes), events.MaxAttributes)
+				for _, secret := range []string{"sk-test-0123456789", "ops@example.com"} {
+					assert.NotContains(t, string(dl.Meta), secret, "dlq_meta is redacted")
+				}
+			}
+			require.Len(t, ev.Records, len(fx.Records))
+			for i, r := range fx.Records {
+				require.Equal(t, r.MessageID, ev.Records[i].MessageId, "expected.json lists the records in event order")
+				want := r.Outcome
+				if r.Outcome == "dead_letter" {
+					want += ":" + string(r.Reason)
+				}
+				have, ok := got[r.MessageID]
+				if !ok {
+					have = "ok"
+				}
+				assert.Equal(t, want, have, "%s: %s", r.MessageID, r.Why)
+			}
+		})
+	}
+}
+
+// TestTenAttributesFoldAndRestore checks that a dead letter of a message
+// with ten attributes restores all ten.
+func TestTenAttributesFoldAndRestore(t *testing.T) {
+	t.Parallel()
+	ev, _ := loadEvent(t, "sqs-attributes-10.json")
+	rec := &sqsio.Recorder{}
+	w := newTestWorker(t, false, 4, rec)
+	_, err := w.Handle(context.Background(), ev)
+	require.NoError(t, err)
+	dls, err := rec.DeadLetters()
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	_, original, err := events.DecodeDeadLetter(dls[0].Attributes)
+	require.NoError(t, err)
+	var src awsevents.SQSMessage
+	for _, r := range ev.Records {
+		if r.MessageId == dls[0].MessageID {
+			src = r
+		}
+	}
+	require.Len(t, original, len(src.MessageAttributes))
+	for name, a := range src.MessageAttributes {
+		assert.Equal(t, a.DataType, original[name].DataType, name)
+		if a.StringValue != nil {
+			assert.Equal(t, *a.StringValue, original[name].StringValue, name)
+		}
+		assert.Equal(t, a.BinaryValue, original[name].BinaryValue, name)
+	}
+}
+
+func TestParseFault(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    string
+		want    *Fault // nil: no fault
+		wantErr bool
+	}{
+		{name: "no fault", args: `{"q":"go"}`},
+		{name: "the word fault as a value", args: `{"q":"fault"}`},
+		{name: "transient", args: `{"q":1,"fault":{"retryable":true,"status":503,"error":"x","until_receive":2}}`, want: &Fault{Retryable: true, Status: 503, Error: "x", UntilReceive: 2}},
+		{name: "kind", args: `{"fault":{"kind":"auth","code":"ExpiredToken"}}`, want: &Fault{Kind: "auth", Code: "ExpiredToken"}},
+		{name: "fault of the wrong shape", args: `{"fault":"boom"}`, wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ParseFault([]byte(tt.args))
+			if tt.wantErr {
+				assert.Error(t, err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestNewFailsFast(t *testing.T) {
+	t.Parallel()
+	p, q := testPipeline(t, false, 4)
+	tests := []struct {
+		name    string
+		cfg     Config
+		wantErr string
+	}{
+		{name: "no pipeline", cfg: Config{Queues: q, SQS: &sqsio.Recorder{}, Ledger: ledger.NewMemory()}, wantErr: "Pipeline is required"},
+		{name: "no ledger", cfg: Config{Pipeline: p, Queues: q, SQS: &sqsio.Recorder{}}, wantErr: "Ledger is required"},
+		{name: "no DLQ", cfg: Config{Pipeline: p, Queues: topology.Queues{HotURL: q.HotURL}, SQS: &sqsio.Recorder{}, Ledger: ledger.NewMemory()}, wantErr: "DLQURL is required"},
+		{name: "FIFO mismatch", cfg: Config{Pipeline: p, Queues: topology.Queues{DLQURL: q.DLQURL, FIFO: true}, SQS: &sqsio.Recorder{}, Ledger: ledger.NewMemory()}, wantErr: "fifo"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			w, err := New(tt.cfg)
+			require.ErrorIs(t, err, batch.ErrConfig)
+			assert.ErrorContains(t, err, tt.wantErr)
+			assert.Nil(t, w)
+		})
+	}
+}
+
+// TestRedeliveryIsIdempotent: a retried transient task that recovers is
+// done once; a redelivery after done is a no-op.
+func TestRedeliveryIsIdempotent(t *testing.T) {
+	t.Parallel()
+	ev, _ := loadEvent(t, "sqs-transient-recovers.json")
+	rec := &sqsio.Recorder{}
+	p, q := testPipeline(t, false, 4)
+	var metrics strings.Builder
+	w, err := New(Config{Pipeline: p, Queues: q, SQS: rec, Ledger: ledger.NewMemory(), Metrics: &metrics,
+		Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	for range 2 {
+		resp, err := w.Handle(context.Background(), ev)
+		require.NoError(t, err)
+		assert.Empty(t, resp.BatchItemFailures)
+	}
+	assert.Empty(t, rec.Sent())
+	lines := strings.Split(strings.TrimSpace(metrics.String()), "\n")
+	require.Len(t, lines, 2)
+	assert.Contains(t, lines[0], `"Processed":2,`)
+	assert.Contains(t, lines[1], `"Processed":0,`)
+	assert.Contains(t, lines[1], `"DuplicatesSkipped":2}`, "the redelivery of done keys is a no-op")
+}
