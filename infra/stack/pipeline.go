@@ -1,0 +1,378 @@
+package stack
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// OwnerTagCondition is the IAM condition key that the default trust policy of
+// a redrive role checks: the caller (an IAM role, user or session) must carry
+// the tag agentdlq:owner with the pipeline's owner as its value.
+const OwnerTagCondition = "aws:PrincipalTag/" + pipeline.TagOwner
+
+// MoveTaskActions are the SQS calls of message move tasks. The DLQ policy
+// denies them, with DeleteMessage and PurgeQueue, to every principal but the
+// pipeline's redrive role.
+var MoveTaskActions = []string{"sqs:StartMessageMoveTask", "sqs:ListMessageMoveTasks", "sqs:CancelMessageMoveTask"}
+
+// dlqOwnerOnlyActions are denied on a DLQ to everyone but the redrive role: a
+// dead letter leaves the DLQ only through the owner's redrive (or retention).
+var dlqOwnerOnlyActions = append(append([]string(nil), MoveTaskActions...), "sqs:DeleteMessage", "sqs:PurgeQueue")
+
+// PipelineProps configures one pipeline: a hot queue, its DLQ, its worker, its
+// redrive role, its alarms and its dashboard.
+type PipelineProps struct {
+	// Pipeline is required: the pipeline's entry of the definition file. It is
+	// copied, defaults are applied and it is validated with pipeline.Validate
+	// (maxReceiveCount 3–5, DLQ retention longer than the source's, an owner…).
+	Pipeline *pipeline.Pipeline
+	// Ledger is required: the idempotency ledger table (Shared.Ledger).
+	Ledger awsdynamodb.ITable
+	// Bucket is required: the eval bucket, where the redrive role writes its
+	// audit records under <pipeline>/audit/.
+	Bucket awss3.IBucket
+	// AlarmKey is required: the KMS key of the alarm topic (Shared.AlarmKey);
+	// its key policy must let CloudWatch use it (Shared does).
+	AlarmKey awskms.IKey
+	// WorkerAssetDir is required: a directory holding the worker's arm64
+	// `bootstrap` (`make build` writes dist/worker). Tests pass a temporary
+	// directory with a placeholder.
+	WorkerAssetDir string
+	// WorkerVersion is optional (default "dev"): AGENTDLQ_WORKER_VERSION,
+	// stamped in dlq_meta.
+	WorkerVersion string
+	// QueueKey is optional: a KMS key for the hot queue and the DLQ. Nil
+	// means SQS-managed server-side encryption (SSE-SQS).
+	QueueKey awskms.IKey
+	// RedrivePrincipal is optional: who may assume the redrive role. Nil means
+	// the account root with the condition that the caller carries the tag
+	// agentdlq:owner = Pipeline.Owner (see OwnerTagCondition).
+	RedrivePrincipal awsiam.IPrincipal
+	// RunbookURL is optional (default "RUNBOOK.md"): the runbook that every
+	// alarm description links, with an anchor per alarm (#dlq-depth, …).
+	RunbookURL string
+}
+
+// Pipeline is one deployed pipeline.
+type Pipeline struct {
+	constructs.Construct
+	// Def is the validated pipeline definition, defaults applied.
+	Def          pipeline.Pipeline
+	HotQueue     awssqs.Queue
+	DLQ          awssqs.Queue
+	Worker       awslambda.Function
+	WorkerRole   awsiam.Role
+	WorkerPolicy awsiam.Policy
+	WorkerLogs   awslogs.LogGroup
+	EventSource  awslambda.EventSourceMapping
+	RedriveRole  awsiam.Role
+	AlarmTopic   awssns.Topic
+	// Alarms by runbook anchor (AlarmDLQDepth, …).
+	Alarms map[string]awscloudwatch.Alarm
+	// DLQAlarms are the alarms that start the triage Lambda.
+	DLQAlarms []awscloudwatch.Alarm
+	Dashboard awscloudwatch.Dashboard
+}
+
+// validate applies the defaults to a copy of the definition and reports every
+// problem of the props at once.
+func (props *PipelineProps) validate() (pipeline.Pipeline, error) {
+	if props == nil || props.Pipeline == nil {
+		return pipeline.Pipeline{}, errors.New("pipeline construct: props.Pipeline is required")
+	}
+	def := *props.Pipeline
+	def.ApplyDefaults()
+	var errs []error
+	if err := def.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("pipeline %q: "+format, append([]any{def.Name}, args...)...))
+	}
+	if props.Ledger == nil {
+		bad("props.Ledger is required (the idempotency ledger table)")
+	}
+	if props.Bucket == nil {
+		bad("props.Bucket is required (the eval bucket that holds the redrive audit records)")
+	}
+	if props.AlarmKey == nil {
+		bad("props.AlarmKey is required (the KMS key of the alarm topic)")
+	}
+	if err := checkAssetDir("WorkerAssetDir", props.WorkerAssetDir); err != nil {
+		bad("%v", err)
+	}
+	if def.Triage.ScheduleMinutes > 1440 {
+		bad("triage.schedule_minutes %d exceeds one day (the expiry-risk alarm's period follows it)", def.Triage.ScheduleMinutes)
+	}
+	if def.Triage.MaxSeconds > 870 {
+		bad("triage.max_seconds %d leaves no margin under Lambda's 900 s timeout", def.Triage.MaxSeconds)
+	}
+	return def, errors.Join(errs...)
+}
+
+// checkAssetDir checks that a Lambda asset directory holds an executable
+// named bootstrap, the entry point of the provided.al2023 runtime.
+func checkAssetDir(field, dir string) error {
+	if strings.TrimSpace(dir) == "" {
+		return fmt.Errorf("props.%s is required: the directory holding the Lambda's bootstrap", field)
+	}
+	st, err := os.Stat(filepath.Join(dir, "bootstrap"))
+	if err != nil {
+		return fmt.Errorf("props.%s %q has no bootstrap (run `make build` first): %w", field, dir, err)
+	}
+	if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+		return fmt.Errorf("props.%s %q: bootstrap must be an executable file", field, dir)
+	}
+	return nil
+}
+
+// NewPipeline validates props and creates the pipeline's resources under
+// scope. It returns an error, and creates nothing, when props are invalid.
+func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (*Pipeline, error) {
+	def, err := props.validate()
+	if err != nil {
+		return nil, err
+	}
+	if props.WorkerVersion == "" {
+		props.WorkerVersion = "dev"
+	}
+	if props.RunbookURL == "" {
+		props.RunbookURL = "RUNBOOK.md"
+	}
+	defJSON, err := json.Marshal(def)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline %q: encode definition: %w", def.Name, err)
+	}
+
+	p := &Pipeline{Construct: constructs.NewConstruct(scope, jsii.String(id)), Def: def, Alarms: map[string]awscloudwatch.Alarm{}}
+	stack := awscdk.Stack_Of(p.Construct)
+	tags := awscdk.Tags_Of(p.Construct)
+	tags.Add(jsii.String(pipeline.TagPipeline), jsii.String(def.Name), nil)
+	tags.Add(jsii.String(pipeline.TagOwner), jsii.String(def.Owner), nil)
+
+	// The redrive role first: the DLQ's policy names it.
+	p.RedriveRole = newRedriveRole(p, def, props.RedrivePrincipal)
+
+	// The hot queue's name is generated from the construct path (never
+	// hard-coded), so that the DLQ's RedriveAllowPolicy can name its source
+	// by ARN without a reference cycle (the hot queue's RedrivePolicy names
+	// the DLQ).
+	hotName := *awscdk.Names_UniqueResourceName(p.Construct, &awscdk.UniqueResourceNameOptions{MaxLength: jsii.Number(70), Separator: jsii.String("-")}) + "-hot"
+	if def.FIFO {
+		hotName += ".fifo"
+	}
+	hotARN := stack.FormatArn(&awscdk.ArnComponents{
+		Service: jsii.String("sqs"), Resource: jsii.String(hotName), ArnFormat: awscdk.ArnFormat_NO_RESOURCE_NAME,
+	})
+	encryption := awssqs.QueueEncryption_SQS_MANAGED
+	if props.QueueKey != nil {
+		encryption = awssqs.QueueEncryption_KMS
+	}
+
+	p.DLQ = awssqs.NewQueue(p.Construct, jsii.String("DLQ"), &awssqs.QueueProps{
+		Fifo:                jsii.Bool(def.FIFO),
+		RetentionPeriod:     awscdk.Duration_Hours(jsii.Number(float64(def.DLQRetentionHours))),
+		Encryption:          encryption,
+		EncryptionMasterKey: props.QueueKey,
+		EnforceSSL:          jsii.Bool(true),
+		RedriveAllowPolicy: &awssqs.RedriveAllowPolicy{
+			RedrivePermission: awssqs.RedrivePermission_BY_QUEUE,
+			SourceQueues:      &[]awssqs.IQueue{awssqs.Queue_FromQueueArn(p.Construct, jsii.String("HotQueueRef"), hotARN)},
+		},
+	})
+	awscdk.Tags_Of(p.DLQ).Add(jsii.String(pipeline.TagRole), jsii.String("dlq"), nil)
+	p.DLQ.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("OnlyTheRedriveRoleMovesOrDeletesDeadLetters"),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings(dlqOwnerOnlyActions...),
+		Resources:  jsii.Strings(*p.DLQ.QueueArn()),
+		Conditions: &map[string]any{"ArnNotEquals": map[string]any{"aws:PrincipalArn": p.RedriveRole.RoleArn()}},
+	}))
+
+	p.HotQueue = awssqs.NewQueue(p.Construct, jsii.String("HotQueue"), &awssqs.QueueProps{
+		QueueName:           jsii.String(hotName),
+		Fifo:                jsii.Bool(def.FIFO),
+		RetentionPeriod:     awscdk.Duration_Hours(jsii.Number(float64(def.RetentionHours))),
+		VisibilityTimeout:   awscdk.Duration_Seconds(jsii.Number(float64(def.VisibilityTimeoutSeconds))),
+		Encryption:          encryption,
+		EncryptionMasterKey: props.QueueKey,
+		EnforceSSL:          jsii.Bool(true),
+		DeadLetterQueue:     &awssqs.DeadLetterQueue{Queue: p.DLQ, MaxReceiveCount: jsii.Number(float64(def.MaxReceiveCount))},
+	})
+	awscdk.Tags_Of(p.HotQueue).Add(jsii.String(pipeline.TagRole), jsii.String("hot"), nil)
+
+	p.newWorker(def, string(defJSON), props)
+	p.grantRedrive(def, props)
+
+	p.AlarmTopic = awssns.NewTopic(p.Construct, jsii.String("AlarmTopic"), &awssns.TopicProps{
+		DisplayName: jsii.String("agentdlq " + def.Name + " alarms"),
+		MasterKey:   props.AlarmKey,
+		EnforceSSL:  jsii.Bool(true),
+	})
+	p.newAlarms(def, props.RunbookURL, *props.Bucket.BucketName())
+	p.newDashboard(def, props.RunbookURL)
+	return p, nil
+}
+
+// newWorker creates the worker Lambda, its log group, its least-privilege
+// role and its SQS event source.
+func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *PipelineProps) {
+	p.WorkerLogs = awslogs.NewLogGroup(p.Construct, jsii.String("WorkerLogs"), &awslogs.LogGroupProps{
+		Retention:     awslogs.RetentionDays_ONE_YEAR,
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	p.WorkerRole = awsiam.NewRole(p.Construct, jsii.String("WorkerRole"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("agentdlq worker of " + def.Name + ": consume the hot queue, dead-letter to its DLQ, write the ledger"),
+	})
+	statements := []awsiam.PolicyStatement{
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("ConsumeHotQueue"),
+			Actions:   jsii.Strings("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"),
+			Resources: jsii.Strings(*p.HotQueue.QueueArn()),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("DeadLetterToItsDLQ"),
+			Actions:   jsii.Strings("sqs:SendMessage"),
+			Resources: jsii.Strings(*p.DLQ.QueueArn()),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("LedgerItems"),
+			Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
+			Resources: jsii.Strings(*props.Ledger.TableArn()),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("WriteItsLogs"),
+			Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
+			Resources: jsii.Strings(*p.WorkerLogs.LogGroupArn()),
+		}),
+	}
+	if props.QueueKey != nil {
+		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("QueueKey"),
+			Actions:   jsii.Strings("kms:Decrypt", "kms:GenerateDataKey"),
+			Resources: jsii.Strings(*props.QueueKey.KeyArn()),
+		}))
+	}
+	p.WorkerPolicy = awsiam.NewPolicy(p.Construct, jsii.String("WorkerPolicy"), &awsiam.PolicyProps{
+		Roles:      &[]awsiam.IRole{p.WorkerRole},
+		Statements: &statements,
+	})
+
+	p.Worker = awslambda.NewFunction(p.Construct, jsii.String("Worker"), &awslambda.FunctionProps{
+		Description:  jsii.String("agentdlq worker of pipeline " + def.Name),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(props.WorkerAssetDir), nil),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(float64(def.WorkerTimeoutSeconds))),
+		MemorySize:   jsii.Number(float64(def.WorkerMemoryMB)),
+		Role:         p.WorkerRole,
+		LogGroup:     p.WorkerLogs,
+		Environment: &map[string]*string{
+			"AGENTDLQ_PIPELINE_JSON":  jsii.String(defJSON),
+			"AGENTDLQ_HOT_QUEUE_URL":  p.HotQueue.QueueUrl(),
+			"AGENTDLQ_HOT_QUEUE_ARN":  p.HotQueue.QueueArn(),
+			"AGENTDLQ_DLQ_URL":        p.DLQ.QueueUrl(),
+			"AGENTDLQ_DLQ_ARN":        p.DLQ.QueueArn(),
+			"AGENTDLQ_LEDGER_TABLE":   props.Ledger.TableName(),
+			"AGENTDLQ_WORKER_VERSION": jsii.String(props.WorkerVersion),
+		},
+	})
+	p.Worker.Node().AddDependency(p.WorkerPolicy)
+
+	var window awscdk.Duration
+	if def.BatchWindowSeconds > 0 {
+		window = awscdk.Duration_Seconds(jsii.Number(float64(def.BatchWindowSeconds)))
+	}
+	p.EventSource = awslambda.NewEventSourceMapping(p.Construct, jsii.String("HotQueueSource"), &awslambda.EventSourceMappingProps{
+		Target:                  p.Worker,
+		EventSourceArn:          p.HotQueue.QueueArn(),
+		BatchSize:               jsii.Number(float64(def.BatchSize)),
+		MaxBatchingWindow:       window,
+		MaxConcurrency:          jsii.Number(float64(def.MaxConcurrency)),
+		ReportBatchItemFailures: jsii.Bool(true),
+	})
+	// CloudFormation checks the role's SQS permissions when it creates the mapping.
+	p.EventSource.Node().AddDependency(p.WorkerPolicy)
+}
+
+// newRedriveRole creates the role that alone may start, list and cancel move
+// tasks on the DLQ and run the selective redrive.
+func newRedriveRole(p *Pipeline, def pipeline.Pipeline, principal awsiam.IPrincipal) awsiam.Role {
+	if principal == nil {
+		principal = awsiam.NewAccountRootPrincipal().WithConditions(&map[string]any{
+			"StringEquals": map[string]any{OwnerTagCondition: def.Owner},
+		})
+	}
+	return awsiam.NewRole(p.Construct, jsii.String("RedriveRole"), &awsiam.RoleProps{
+		AssumedBy:          principal,
+		Description:        jsii.String("agentdlq redrive of " + def.Name + ": only its owner (" + def.Owner + ") assumes it"),
+		MaxSessionDuration: awscdk.Duration_Hours(jsii.Number(1)),
+	})
+}
+
+// grantRedrive gives the redrive role what `agentdlq redrive` needs: the move
+// tasks and the selective redrive (receive and delete on the DLQ, send on the
+// hot queue), the ledger's redrive count, and its audit prefix.
+func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
+	statements := []awsiam.PolicyStatement{
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String("MoveTasksAndSelectiveRedriveFromTheDLQ"),
+			Actions: jsii.Strings(append(append([]string(nil), MoveTaskActions...),
+				"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility",
+				"sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ListQueueTags")...),
+			Resources: jsii.Strings(*p.DLQ.QueueArn()),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("SendBackToTheHotQueue"),
+			Actions:   jsii.Strings("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ListQueueTags"),
+			Resources: jsii.Strings(*p.HotQueue.QueueArn()),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("LedgerRedriveCount"),
+			Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"),
+			Resources: jsii.Strings(*props.Ledger.TableArn()),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("AuditRecords"),
+			Actions:   jsii.Strings("s3:PutObject"),
+			Resources: jsii.Strings(*props.Bucket.ArnForObjects(jsii.String(def.Name + "/audit/*"))),
+		}),
+	}
+	if props.QueueKey != nil {
+		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("QueueKey"),
+			Actions:   jsii.Strings("kms:Decrypt", "kms:GenerateDataKey"),
+			Resources: jsii.Strings(*props.QueueKey.KeyArn()),
+		}))
+	}
+	policy := awsiam.NewPolicy(p.Construct, jsii.String("RedrivePolicy"), &awsiam.PolicyProps{
+		Roles:      &[]awsiam.IRole{p.RedriveRole},
+		Statements: &statements,
+	})
+	suppress(policy, "AwsSolutions-IAM5",
+		"the audit records are one object per decision under the pipeline's own prefix <pipeline>/audit/*; the key is chosen at run time",
+		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/audit\/\*$/`)
+}

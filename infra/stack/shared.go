@@ -1,0 +1,103 @@
+package stack
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// LedgerPartitionKey and LedgerTTLAttribute are the ledger table's key and
+// TTL attribute (internal/ledger's DynamoDB implementation writes them).
+const (
+	LedgerPartitionKey = "pk"
+	LedgerTTLAttribute = "expires_at"
+)
+
+// Shared holds the parts of a stack that every pipeline uses.
+type Shared struct {
+	constructs.Construct
+	// Ledger is the idempotency ledger: on demand, TTL on expires_at,
+	// point-in-time recovery, encrypted with the AWS-managed DynamoDB key.
+	Ledger awsdynamodb.Table
+	// EvalBucket holds triage reports and eval exports under <pipeline>/, and
+	// redrive audit records under <pipeline>/audit/.
+	EvalBucket awss3.Bucket
+	// AccessLogs receives the eval bucket's server access logs.
+	AccessLogs awss3.Bucket
+	// AlarmKey encrypts the alarm topics; CloudWatch may use it to publish.
+	AlarmKey awskms.Key
+}
+
+// NewShared creates the ledger, the eval bucket with its access-log bucket,
+// and the alarm topics' key. The ledger and the buckets are retained when the
+// stack is deleted: they hold evidence (effect receipts, evals, audit).
+func NewShared(scope constructs.Construct, id string) *Shared {
+	s := &Shared{Construct: constructs.NewConstruct(scope, jsii.String(id))}
+	s.Ledger = awsdynamodb.NewTable(s.Construct, jsii.String("Ledger"), &awsdynamodb.TableProps{
+		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(LedgerPartitionKey), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String(LedgerTTLAttribute),
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		Encryption:    awsdynamodb.TableEncryption_AWS_MANAGED,
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+
+	s.AccessLogs = awss3.NewBucket(s.Construct, jsii.String("AccessLogs"), &awss3.BucketProps{
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		EnforceSSL:        jsii.Bool(true),
+		// Server access logging delivers to SSE-S3 buckets only.
+		Encryption:      awss3.BucketEncryption_S3_MANAGED,
+		ObjectOwnership: awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		Versioned:       jsii.Bool(true),
+		LifecycleRules: &[]*awss3.LifecycleRule{{
+			Id:                                  jsii.String("expire-access-logs"),
+			Expiration:                          awscdk.Duration_Days(jsii.Number(365)),
+			NoncurrentVersionExpiration:         awscdk.Duration_Days(jsii.Number(30)),
+			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(7)),
+		}},
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	suppress(s.AccessLogs, "AwsSolutions-S1", "this is the access-log bucket of the eval bucket; logging it to itself would loop and to another bucket would only move the question")
+
+	s.EvalBucket = awss3.NewBucket(s.Construct, jsii.String("EvalBucket"), &awss3.BucketProps{
+		BlockPublicAccess:      awss3.BlockPublicAccess_BLOCK_ALL(),
+		EnforceSSL:             jsii.Bool(true),
+		Encryption:             awss3.BucketEncryption_S3_MANAGED,
+		ObjectOwnership:        awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		Versioned:              jsii.Bool(true),
+		ServerAccessLogsBucket: s.AccessLogs,
+		ServerAccessLogsPrefix: jsii.String("eval-bucket/"),
+		LifecycleRules: &[]*awss3.LifecycleRule{{
+			Id:                                  jsii.String("eval-data-to-infrequent-access"),
+			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(7)),
+			NoncurrentVersionExpiration:         awscdk.Duration_Days(jsii.Number(90)),
+			Transitions: &[]*awss3.Transition{{
+				StorageClass:    awss3.StorageClass_INFREQUENT_ACCESS(),
+				TransitionAfter: awscdk.Duration_Days(jsii.Number(90)),
+			}},
+		}},
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+
+	s.AlarmKey = awskms.NewKey(s.Construct, jsii.String("AlarmKey"), &awskms.KeyProps{
+		Description:       jsii.String("agentdlq alarm topics"),
+		EnableKeyRotation: jsii.Bool(true),
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+	})
+	// CloudWatch alarms publish to a KMS-encrypted topic only when the key
+	// lets the cloudwatch service principal use it (AWS-managed aws/sns does not).
+	s.AlarmKey.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchAlarmsPublishToEncryptedTopics"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]any{"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()}},
+	}), nil)
+	return s
+}

@@ -1,0 +1,281 @@
+package stack
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// TriageTrigger values: the "trigger" field of the event the triage Lambda
+// receives from its EventBridge rules.
+const (
+	TriggerSchedule = "schedule"
+	TriggerAlarm    = "alarm"
+)
+
+// TriageEvent is the event that the triage Lambda's rules send it (an
+// EventBridge input transformer builds it; the alarm fields are set when an
+// alarm started the run).
+//
+//	{"trigger":"schedule","pipeline":"agent-tasks"}
+//	{"trigger":"alarm","pipeline":"agent-tasks","alarm_name":"…","alarm_arn":"…","state":"ALARM","time":"…"}
+type TriageEvent struct {
+	Trigger   string `json:"trigger"`
+	Pipeline  string `json:"pipeline"`
+	AlarmName string `json:"alarm_name,omitempty"`
+	AlarmARN  string `json:"alarm_arn,omitempty"`
+	State     string `json:"state,omitempty"`
+	Time      string `json:"time,omitempty"`
+}
+
+// triageEnvLimit is Lambda's limit on the total size of a function's
+// environment variables.
+const triageEnvLimit = 4096
+
+// TriageProps configures the stack's triage Lambda.
+type TriageProps struct {
+	// Pipelines is required: the pipelines the triage watches.
+	Pipelines []*Pipeline
+	// Ledger is required: read with GetItem and BatchGetItem only.
+	Ledger awsdynamodb.ITable
+	// Bucket is required: reports and eval exports go under <pipeline>/ (not
+	// <pipeline>/audit/, which belongs to the redrive).
+	Bucket awss3.IBucket
+	// AlarmKey is required: the alarm topics' key (publishing needs it).
+	AlarmKey awskms.IKey
+	// QueueKey is optional: the queues' KMS key when they do not use SSE-SQS.
+	QueueKey awskms.IKey
+	// AssetDir is required: the directory holding the triage's arm64 bootstrap
+	// (`make build` writes dist/triage).
+	AssetDir string
+}
+
+// Triage is the stack's read-only triage Lambda and its triggers.
+type Triage struct {
+	constructs.Construct
+	Function awslambda.Function
+	Role     awsiam.Role
+	Policy   awsiam.Policy
+	Logs     awslogs.LogGroup
+	// Schedules and AlarmRules by pipeline name.
+	Schedules  map[string]awsevents.Rule
+	AlarmRules map[string]awsevents.Rule
+}
+
+type triageTarget struct {
+	Pipeline      any    `json:"pipeline"`
+	HotQueueURL   string `json:"hot_queue_url"`
+	HotQueueARN   string `json:"hot_queue_arn"`
+	DLQURL        string `json:"dlq_url"`
+	DLQARN        string `json:"dlq_arn"`
+	AlarmTopicARN string `json:"alarm_topic_arn"`
+}
+
+func (props *TriageProps) validate() error {
+	var errs []error
+	if props == nil || len(props.Pipelines) == 0 {
+		return errors.New("triage construct: props.Pipelines is required (at least one)")
+	}
+	if props.Ledger == nil || props.Bucket == nil || props.AlarmKey == nil {
+		errs = append(errs, errors.New("triage construct: props.Ledger, props.Bucket and props.AlarmKey are required"))
+	}
+	if err := checkAssetDir("AssetDir", props.AssetDir); err != nil {
+		errs = append(errs, fmt.Errorf("triage construct: %w", err))
+	}
+	// The environment holds every pipeline's definition: check Lambda's 4 KB
+	// limit now, with the tokens counted at the length of real URLs and ARNs.
+	size := 0
+	targets := make([]triageTarget, 0, len(props.Pipelines))
+	const url, arn = "https://sqs.ap-southeast-2.amazonaws.com/123456789012/AgentDLQ-agent-tasks-0123456789AB-hot", "arn:aws:sqs:ap-southeast-2:123456789012:AgentDLQ-agent-tasks-0123456789AB-hot"
+	for _, p := range props.Pipelines {
+		targets = append(targets, triageTarget{Pipeline: p.Def, HotQueueURL: url, HotQueueARN: arn, DLQURL: url, DLQARN: arn, AlarmTopicARN: arn})
+	}
+	b, _ := json.Marshal(targets)
+	size += len("AGENTDLQ_TRIAGE_TARGETS") + len(b) + 2*len("AGENTDLQ_LEDGER_TABLE") + 2*80
+	if size > triageEnvLimit {
+		errs = append(errs, fmt.Errorf("triage construct: AGENTDLQ_TRIAGE_TARGETS for %d pipelines needs about %d bytes, above Lambda's %d-byte environment limit: split the pipelines over more stacks",
+			len(props.Pipelines), size, triageEnvLimit))
+	}
+	return errors.Join(errs...)
+}
+
+// NewTriage creates the triage Lambda with its read-only role, a schedule
+// per pipeline and a rule that starts it on every DLQ alarm of a pipeline.
+func NewTriage(scope constructs.Construct, id string, props *TriageProps) (*Triage, error) {
+	if err := props.validate(); err != nil {
+		return nil, err
+	}
+	t := &Triage{Construct: constructs.NewConstruct(scope, jsii.String(id)), Schedules: map[string]awsevents.Rule{}, AlarmRules: map[string]awsevents.Rule{}}
+	stack := awscdk.Stack_Of(t.Construct)
+
+	targets := make([]triageTarget, 0, len(props.Pipelines))
+	var dlqARNs, topicARNs, objectARNs, auditARNs, prefixes []string
+	maxSeconds := 0
+	for _, p := range props.Pipelines {
+		var def any
+		b, err := json.Marshal(p.Def)
+		if err == nil {
+			err = json.Unmarshal(b, &def)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("triage construct: encode pipeline %q: %w", p.Def.Name, err)
+		}
+		targets = append(targets, triageTarget{
+			Pipeline:    def,
+			HotQueueURL: *p.HotQueue.QueueUrl(), HotQueueARN: *p.HotQueue.QueueArn(),
+			DLQURL: *p.DLQ.QueueUrl(), DLQARN: *p.DLQ.QueueArn(),
+			AlarmTopicARN: *p.AlarmTopic.TopicArn(),
+		})
+		dlqARNs = append(dlqARNs, *p.DLQ.QueueArn())
+		topicARNs = append(topicARNs, *p.AlarmTopic.TopicArn())
+		objectARNs = append(objectARNs, *props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/*")))
+		auditARNs = append(auditARNs, *props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/audit/*")))
+		prefixes = append(prefixes, p.Def.Name+"/*")
+		maxSeconds = max(maxSeconds, p.Def.Triage.MaxSeconds)
+	}
+	var targetsJSON any = targets
+	// Round-trip through encoding/json so that the JSON keys are the tags above.
+	b, err := json.Marshal(targets)
+	if err == nil {
+		err = json.Unmarshal(b, &targetsJSON)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("triage construct: encode targets: %w", err)
+	}
+
+	t.Logs = awslogs.NewLogGroup(t.Construct, jsii.String("Logs"), &awslogs.LogGroupProps{
+		Retention:     awslogs.RetentionDays_ONE_YEAR,
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+	})
+	t.Role = awsiam.NewRole(t.Construct, jsii.String("Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("agentdlq triage: read-only on the DLQs; never deletes, sends, purges or moves a message"),
+	})
+	statements := []awsiam.PolicyStatement{
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("ReadOnlyScanOfTheDLQs"),
+			Actions:   jsii.Strings("sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:ListQueueTags"),
+			Resources: jsii.Strings(dlqARNs...),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("ReportsAndEvalExports"),
+			Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
+			Resources: jsii.Strings(objectARNs...),
+		}),
+		// <pipeline>/audit/ holds the redrive's audit records: never the triage's to write.
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("NotTheAuditRecords"),
+			Effect:    awsiam.Effect_DENY,
+			Actions:   jsii.Strings("s3:PutObject"),
+			Resources: jsii.Strings(auditARNs...),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("ListItsPrefixes"),
+			Actions:    jsii.Strings("s3:ListBucket"),
+			Resources:  jsii.Strings(*props.Bucket.BucketArn()),
+			Conditions: &map[string]any{"StringLike": map[string]any{"s3:prefix": prefixes}},
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("SummaryToTheAlarmTopics"),
+			Actions:   jsii.Strings("sns:Publish"),
+			Resources: jsii.Strings(topicARNs...),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("EncryptedAlarmTopics"),
+			Actions:   jsii.Strings("kms:Decrypt", "kms:GenerateDataKey"),
+			Resources: jsii.Strings(*props.AlarmKey.KeyArn()),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("ReadTheLedger"),
+			Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:BatchGetItem"),
+			Resources: jsii.Strings(*props.Ledger.TableArn()),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("WriteItsLogs"),
+			Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
+			Resources: jsii.Strings(*t.Logs.LogGroupArn()),
+		}),
+	}
+	if props.QueueKey != nil {
+		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("QueueKey"),
+			Actions:   jsii.Strings("kms:Decrypt"),
+			Resources: jsii.Strings(*props.QueueKey.KeyArn()),
+		}))
+	}
+	t.Policy = awsiam.NewPolicy(t.Construct, jsii.String("Policy"), &awsiam.PolicyProps{Roles: &[]awsiam.IRole{t.Role}, Statements: &statements})
+	suppress(t.Policy, "AwsSolutions-IAM5",
+		"reports and eval exports are objects under each pipeline's own prefix <pipeline>/*, named at run time (date, export id); <pipeline>/audit/* is denied",
+		`/^Resource::<.*\.Arn>\/[a-z0-9-]+\/(audit\/)?\*$/`)
+
+	t.Function = awslambda.NewFunction(t.Construct, jsii.String("Function"), &awslambda.FunctionProps{
+		Description:  jsii.String("agentdlq triage: read-only scan of every DLQ, report, metrics, eval export"),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(props.AssetDir), nil),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(float64(min(maxSeconds+30, 900)))),
+		MemorySize:   jsii.Number(512),
+		Role:         t.Role,
+		LogGroup:     t.Logs,
+		Environment: &map[string]*string{
+			"AGENTDLQ_TRIAGE_TARGETS": stack.ToJsonString(targetsJSON, nil),
+			"AGENTDLQ_EVAL_BUCKET":    props.Bucket.BucketName(),
+			"AGENTDLQ_LEDGER_TABLE":   props.Ledger.TableName(),
+		},
+	})
+	t.Function.Node().AddDependency(t.Policy)
+
+	for _, p := range props.Pipelines {
+		name := p.Def.Name
+		idName := regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(name, "")
+		t.Schedules[name] = awsevents.NewRule(t.Construct, jsii.String("Schedule-"+idName), &awsevents.RuleProps{
+			Description: jsii.String(fmt.Sprintf("agentdlq triage of %s every %d minutes", name, p.Def.Triage.ScheduleMinutes)),
+			Schedule:    awsevents.Schedule_Rate(minutes(p.Def.Triage.ScheduleMinutes)),
+			Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(t.Function, &awseventstargets.LambdaFunctionProps{
+				Event:         awsevents.RuleTargetInput_FromObject(map[string]any{"trigger": TriggerSchedule, "pipeline": name}),
+				RetryAttempts: jsii.Number(2),
+				MaxEventAge:   awscdk.Duration_Hours(jsii.Number(1)),
+			})},
+		})
+		alarmARNs := make([]*string, 0, len(p.DLQAlarms))
+		for _, a := range p.DLQAlarms {
+			alarmARNs = append(alarmARNs, a.AlarmArn())
+		}
+		t.AlarmRules[name] = awsevents.NewRule(t.Construct, jsii.String("OnAlarm-"+idName), &awsevents.RuleProps{
+			Description: jsii.String("agentdlq triage of " + name + " when one of its DLQ alarms goes to ALARM"),
+			EventPattern: &awsevents.EventPattern{
+				Source:     jsii.Strings("aws.cloudwatch"),
+				DetailType: jsii.Strings("CloudWatch Alarm State Change"),
+				Resources:  &alarmARNs,
+				Detail:     &map[string]any{"state": map[string]any{"value": []string{"ALARM"}}},
+			},
+			Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(t.Function, &awseventstargets.LambdaFunctionProps{
+				Event: awsevents.RuleTargetInput_FromObject(map[string]any{
+					"trigger":    TriggerAlarm,
+					"pipeline":   name,
+					"alarm_name": awsevents.EventField_FromPath(jsii.String("$.detail.alarmName")),
+					"alarm_arn":  awsevents.EventField_FromPath(jsii.String("$.resources[0]")),
+					"state":      awsevents.EventField_FromPath(jsii.String("$.detail.state.value")),
+					"time":       awsevents.EventField_Time(),
+				}),
+				RetryAttempts: jsii.Number(2),
+				MaxEventAge:   awscdk.Duration_Hours(jsii.Number(1)),
+			})},
+		})
+	}
+	return t, nil
+}
