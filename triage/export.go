@@ -158,7 +158,8 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 		ByReason: byReason, IDs: res.IDs, Skipped: append([]Entry{}, skipped...),
 	}
 	data, _ := json.MarshalIndent(&m, "", "  ")
-	key := prefix + "manifest-" + st + ".json"
+	msum := sha256.Sum256(data)
+	key := prefix + "manifest-" + st + "-" + hex.EncodeToString(msum[:])[:8] + ".json" // never overwrites another export's manifest
 	if err := dest.Put(ctx, key, append(data, '\n'), "application/json"); err != nil {
 		return fail(&ExportError{Dest: dest.String(), Op: "write manifest", Key: key, Err: err})
 	}

@@ -1,0 +1,267 @@
+package triage
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+func TestRedactInput(t *testing.T) {
+	t.Parallel()
+	cfg := pipeline.Eval{DropFields: []string{"args.password", "args.nested.drop", "missing.path"}, HashFields: []string{"tenant", "args.user"}}
+	tests := []struct {
+		name string
+		body string
+		want any // after a JSON round trip
+	}{
+		{
+			name: "drop, hash, secret keys and free-text secrets",
+			body: `{"tenant":"acme","args":{"password":"hunter2","user":42,"q":"mail bob@example.com","token":"abc","api_key":null,"nested":{"drop":1,"keep":"Bearer abcdefghijklmnop"}}}`,
+			want: map[string]any{
+				"tenant": HashValue("acme"),
+				"args": map[string]any{
+					"user": HashValue("42"), "q": "mail [REDACTED_EMAIL]", "token": "[REDACTED]", "api_key": nil,
+					"nested": map[string]any{"keep": "Bearer [REDACTED]"},
+				},
+			},
+		},
+		{name: "not JSON: a redacted string", body: `{"task_id": 1, token=sk-abcdefghijklmnopqrstu`, want: `{"task_id": 1, token=[REDACTED]`},
+		{name: "JSON array", body: `["a@b.io", 7]`, want: []any{"[REDACTED_EMAIL]", float64(7)}},
+		{name: "two JSON values are not one input", body: `{} {}`, want: `{} {}`},
+		{name: "numbers keep their digits", body: `{"n":12345678901234567890}`, want: map[string]any{"n": 1.2345678901234567e+19}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := RedactInput(tt.body, cfg)
+			data, err := json.Marshal(got)
+			require.NoError(t, err)
+			var back any
+			require.NoError(t, json.Unmarshal(data, &back))
+			assert.Equal(t, tt.want, back)
+		})
+	}
+	// The exact digits survive (json.Number), not a float rendering.
+	data, _ := json.Marshal(RedactInput(`{"n":12345678901234567890}`, cfg))
+	assert.JSONEq(t, `{"n":12345678901234567890}`, string(data))
+}
+
+func TestEvalRecords(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, false)
+	r := Build(TagAll(fixture(t)), p, t0)
+	recs, skipped := EvalRecords(r, p)
+	assert.Empty(t, skipped)
+
+	byReason := map[events.Reason][]EvalRecord{}
+	for _, rec := range recs {
+		byReason[rec.Expected.Reason] = append(byReason[rec.Expected.Reason], rec)
+		assert.Equal(t, "dead_letter", rec.Expected.Outcome)
+		assert.Regexp(t, `^[0-9a-f]{32}$`, rec.ID)
+		assert.Equal(t, rec.Expected.Reason.Class(), rec.Expected.Class)
+		assert.Equal(t, string(rec.Expected.Reason), rec.Tags[0])
+		assert.Equal(t, InputHash(rec.Input), rec.Metadata.InputSHA256)
+		assert.Equal(t, EvalID(rec.Expected.Reason, rec.Metadata.Tool, rec.Metadata.ToolVersion, rec.Metadata.SchemaVersion, rec.Metadata.ErrorSignature, rec.Metadata.InputSHA256), rec.ID)
+	}
+	assert.Len(t, recs, 5, "schema_invalid: 3 distinct inputs of 4; json_invalid: 2 of 3")
+	require.Len(t, byReason[events.ReasonSchemaInvalid], 3)
+	require.Len(t, byReason[events.ReasonJSONInvalid], 2)
+	assert.Empty(t, byReason[events.ReasonToolUnknown], "one-off poison is not exported")
+
+	occ := 0
+	for _, rec := range byReason[events.ReasonSchemaInvalid] {
+		occ += rec.Metadata.Occurrences
+		assert.Equal(t, []string{"schema_invalid", "poison", "web.search"}, rec.Tags)
+		assert.Equal(t, 4, rec.Metadata.GroupCount)
+		assert.Equal(t, "args.q: required field is missing in task <n>", rec.Metadata.ErrorSignature)
+		assert.Equal(t, t0.Add(-30*time.Hour), rec.Metadata.FirstSeen)
+		data, _ := json.Marshal(rec)
+		for _, secret := range []string{"hunter2", "sk-abcdefghijklmnopqrstuv", "ops@example.com", `"globex"`, `"acme"`, "si-"} {
+			assert.NotContains(t, string(data), secret, "no secret, email, plain tenant or message id in an eval record")
+		}
+	}
+	assert.Equal(t, 4, occ, "every message is a case or an occurrence of one")
+
+	// Stable across runs: the same DLQ, scanned again later with new message ids, gives the same ids.
+	again := fixture(t)
+	for i := range again {
+		again[i].MessageID = "redriven-" + again[i].MessageID
+	}
+	r2 := Build(TagAll(again), p, t0.Add(time.Hour))
+	recs2, _ := EvalRecords(r2, p)
+	assert.Equal(t, ids(recs), ids(recs2))
+}
+
+func ids(recs []EvalRecord) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.ID
+	}
+	return out
+}
+
+func TestEvalRecordsSkipNonUTF8(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, false)
+	var msgs []Message
+	for i := range 3 {
+		m := deadLetter(t, "m"+string(rune('0'+i)), "{\"q\":\"\xff\"}", poisonMeta(events.ReasonJSONInvalid, "", "", "", "", "not JSON"), t0)
+		msgs = append(msgs, m)
+	}
+	r := Build(TagAll(msgs), p, t0)
+	recs, skipped := EvalRecords(r, p)
+	assert.Empty(t, recs)
+	assert.Len(t, skipped, 3)
+	assert.Equal(t, "export", skipped[0].Stage)
+}
+
+func readJSONL(t *testing.T, data []byte) []EvalRecord {
+	t.Helper()
+	var out []EvalRecord
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var raw map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &raw))
+		keys := make([]string, 0, len(raw))
+		for k := range raw {
+			keys = append(keys, k)
+		}
+		assert.ElementsMatch(t, []string{"id", "input", "expected", "metadata", "tags"}, keys)
+		var rec EvalRecord
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
+		out = append(out, rec)
+	}
+	return out
+}
+
+func TestExportFolder(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, false)
+	dest := Folder{Root: t.TempDir()}
+	ctx := t.Context()
+
+	r := Build(TagAll(fixture(t)), p, t0)
+	res, err := Export(ctx, dest, r, p, t0)
+	require.NoError(t, err)
+	assert.Equal(t, 5, res.Exported)
+	assert.Equal(t, 5, res.Candidates)
+	assert.True(t, strings.HasPrefix(res.RecordsKey, "agent-tasks/2026-11-29/evals-120000Z-"), res.RecordsKey)
+	assert.False(t, r.Partial)
+	data, err := os.ReadFile(filepath.Join(dest.Root, res.RecordsKey))
+	require.NoError(t, err)
+	assert.Len(t, readJSONL(t, data), 5)
+
+	var m Manifest
+	mdata, err := os.ReadFile(filepath.Join(dest.Root, res.ManifestKey))
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(mdata, &m))
+	assert.Equal(t, ManifestVersion, m.ManifestVersion)
+	assert.Equal(t, "agent-tasks", m.Pipeline)
+	assert.Equal(t, ReportHash(r), m.ReportSHA256)
+	assert.Equal(t, res.IDs, m.IDs)
+	assert.Equal(t, map[string]int{"schema_invalid": 3, "json_invalid": 2}, m.ByReason)
+
+	// The next run, a day later, finds the same cases: nothing is exported twice.
+	r2 := Build(TagAll(fixture(t)), p, t0.Add(24*time.Hour))
+	res2, err := Export(ctx, dest, r2, p, t0.Add(24*time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, 0, res2.Exported)
+	assert.Equal(t, 5, res2.AlreadyExported)
+	assert.Empty(t, res2.RecordsKey, "no empty records file")
+	assert.NotEmpty(t, res2.ManifestKey, "a manifest per export, even an empty one")
+
+	// The report goes next to the exports.
+	jk, mk, err := WriteReport(ctx, dest, r, t0)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(jk, "agent-tasks/2026-11-29/report-"))
+	md, err := os.ReadFile(filepath.Join(dest.Root, mk))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "# Triage of `agent-tasks`")
+}
+
+// refusingDest refuses what its switches say.
+type refusingDest struct {
+	Folder
+	refuseList, refusePut bool
+}
+
+var errRefused = errors.New("AccessDenied: not allowed")
+
+func (d refusingDest) List(ctx context.Context, prefix string) ([]string, error) {
+	if d.refuseList {
+		return nil, errRefused
+	}
+	return d.Folder.List(ctx, prefix)
+}
+
+func (d refusingDest) Put(ctx context.Context, key string, data []byte, ct string) error {
+	if d.refusePut {
+		return errRefused
+	}
+	return d.Folder.Put(ctx, key, data, ct)
+}
+
+func TestExportRefused(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, false)
+	// A folder path that is a file: the OS refuses the write.
+	file := filepath.Join(t.TempDir(), "a-file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
+	tests := []struct {
+		name string
+		dest Destination
+		op   string
+	}{
+		{"list refused", refusingDest{Folder: Folder{Root: t.TempDir()}, refuseList: true}, "read existing ids"},
+		{"write refused", refusingDest{Folder: Folder{Root: t.TempDir()}, refusePut: true}, "write records"},
+		{"folder is a file", Folder{Root: file}, "write records"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			r := Build(TagAll(fixture(t)), p, t0)
+			res, err := Export(t.Context(), tt.dest, r, p, t0)
+			require.Error(t, err)
+			assert.ErrorIs(t, err, ErrExport)
+			var ee *ExportError
+			require.ErrorAs(t, err, &ee)
+			assert.Equal(t, tt.op, ee.Op)
+			assert.True(t, r.Partial, "the report says it is partial")
+			assert.Contains(t, r.PartialReasons[0], "eval export failed")
+			assert.Equal(t, err.Error(), res.Error)
+			assert.Equal(t, 16, r.Totals.Messages, "the report itself is whole")
+		})
+	}
+}
+
+func TestParseDestination(t *testing.T) {
+	t.Parallel()
+	d, err := ParseDestination("s3://bucket/evals/prod/", &fakeS3{})
+	require.NoError(t, err)
+	assert.Equal(t, "s3://bucket/evals/prod/", d.String())
+	d, err = ParseDestination("s3://bucket", &fakeS3{})
+	require.NoError(t, err)
+	assert.Equal(t, "s3://bucket/", d.String())
+	d, err = ParseDestination("./out/evals", nil)
+	require.NoError(t, err)
+	assert.Equal(t, Folder{Root: "./out/evals"}, d)
+	for _, bad := range []string{"s3://", "https://x/y", " "} {
+		_, err := ParseDestination(bad, &fakeS3{})
+		assert.ErrorIs(t, err, ErrBadDestination, bad)
+	}
+	_, err = ParseDestination("s3://b/p", nil)
+	assert.ErrorIs(t, err, ErrBadDestination)
+}
