@@ -123,7 +123,7 @@ func Generate() ([]File, error) {
 type Expected struct {
 	MaxReceiveCount int `json:"max_receive_count"`
 	// Conventions names where the args.fault conventions are written.
-	Conventions string           `json:"conventions"`
+	Conventions string            `json:"conventions"`
 	Fixtures    []ExpectedFixture `json:"fixtures"`
 }
 
