@@ -179,7 +179,9 @@ func (f *failingDynamo) UpdateItem(context.Context, *dynamodb.UpdateItemInput, .
 
 func TestDynamoUnavailable(t *testing.T) {
 	t.Parallel()
-	op := func(err error) error { return &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "UpdateItem", Err: err} }
+	op := func(err error) error {
+		return &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "UpdateItem", Err: err}
+	}
 	tests := []struct {
 		name            string
 		err             error
