@@ -1,0 +1,430 @@
+package esm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// Handler is a Lambda SQS handler with partial batch responses, such as
+// (*worker.Worker).Handle.
+type Handler func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error)
+
+// API is the part of the SQS client the mapping uses.
+type API interface {
+	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(ctx context.Context, params *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+// Config configures a Mapping.
+type Config struct {
+	// QueueURL is required: the queue to poll.
+	QueueURL string
+	// QueueARN is required: the eventSourceARN of the records.
+	QueueARN string
+	// Region is optional (default us-east-1): the awsRegion of the records.
+	Region string
+	// BatchSize is optional (default 10): at most this many records a batch.
+	BatchSize int
+	// BatchWindow is optional (default 0: invoke with what one receive
+	// returned): how long to gather records, from the first one, before
+	// invoking with fewer than BatchSize.
+	BatchWindow time.Duration
+	// Pollers is optional (default 1): concurrent pollers, each invoking the
+	// handler with one batch at a time.
+	Pollers int
+	// Timeout is optional (default 30 s): the handler's deadline, as the
+	// Lambda timeout.
+	Timeout time.Duration
+	// WaitTime is optional (default 20 s, at most 20 s): the long-polling wait
+	// of each receive.
+	WaitTime time.Duration
+	// UntilIdle is optional (default false: run until the context ends): stop
+	// once the queue is drained — no batch in flight and the queue reports no
+	// visible, in-flight or delayed message — or once no message was received
+	// for IdleTimeout, whichever comes first.
+	UntilIdle bool
+	// IdleTimeout is optional (default 30 s): with UntilIdle, stop after this
+	// long without a message even if the queue still reports messages in
+	// flight (held by another consumer, or waiting out a long backoff).
+	IdleTimeout time.Duration
+	// Logger is optional (default slog.Default()).
+	Logger *slog.Logger
+	// Now is optional (default time.Now).
+	Now func() time.Time
+}
+
+// FromPipeline is the configuration that Lambda's event source gets from the
+// pipeline definition: batch size, batch window, maximum concurrency (the
+// pollers) and the worker timeout.
+func FromPipeline(p *pipeline.Pipeline, q topology.Queues, region string) Config {
+	return Config{
+		QueueURL:    q.HotURL,
+		QueueARN:    q.HotARN,
+		Region:      region,
+		BatchSize:   p.BatchSize,
+		BatchWindow: p.BatchWindow(),
+		Pollers:     p.MaxConcurrency,
+		Timeout:     p.WorkerTimeout(),
+	}
+}
+
+func (c *Config) applyDefaults() {
+	if c.Region == "" {
+		c.Region = "us-east-1"
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 10
+	}
+	if c.Pollers == 0 {
+		c.Pollers = 1
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 30 * time.Second
+	}
+	if c.WaitTime == 0 {
+		c.WaitTime = 20 * time.Second
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.QueueURL == "" {
+		errs = append(errs, errors.New("esm: QueueURL is required"))
+	}
+	if c.QueueARN == "" {
+		errs = append(errs, errors.New("esm: QueueARN is required (the records' eventSourceARN)"))
+	}
+	if c.BatchSize < 1 || c.BatchSize > pipeline.MaxBatchSizeStandard {
+		errs = append(errs, fmt.Errorf("esm: BatchSize %d is outside 1..%d", c.BatchSize, pipeline.MaxBatchSizeStandard))
+	}
+	if c.BatchWindow < 0 || c.BatchWindow > pipeline.MaxBatchWindow {
+		errs = append(errs, fmt.Errorf("esm: BatchWindow %s is outside 0..%s", c.BatchWindow, pipeline.MaxBatchWindow))
+	}
+	if c.Pollers < 1 {
+		errs = append(errs, fmt.Errorf("esm: Pollers %d must be at least 1", c.Pollers))
+	}
+	if c.Timeout < 0 || c.WaitTime < 0 || c.WaitTime > 20*time.Second || c.IdleTimeout < 0 {
+		errs = append(errs, errors.New("esm: Timeout and IdleTimeout must be positive, WaitTime within 0..20s"))
+	}
+	return errors.Join(errs...)
+}
+
+// Stats counts what a mapping did. Every received record ends up deleted or
+// failed (left to its visibility timeout), so Received = Deleted + Failed +
+// DeleteErrors.
+type Stats struct {
+	Batches      int64 // handler invocations
+	Received     int64 // records received (a redelivered message counts again)
+	Deleted      int64 // records deleted after the handler succeeded with them
+	Failed       int64 // records left to their visibility timeout
+	BatchErrors  int64 // invocations that failed as a whole (error, panic, bad response, timeout)
+	DeleteErrors int64 // records whose delete failed (they will be redelivered)
+}
+
+// Mapping polls one queue and invokes one handler.
+type Mapping struct {
+	api     API
+	handler Handler
+	cfg     Config
+
+	batches, received, deleted, failed, batchErrors, deleteErrors atomic.Int64
+
+	inFlight     atomic.Int64
+	failing      atomic.Int64 // pollers whose last receive failed
+	lastActivity atomic.Int64 // unix nanos of the last received record or finished batch
+}
+
+// New validates cfg and returns a mapping.
+func New(api API, handler Handler, cfg Config) (*Mapping, error) {
+	if api == nil || handler == nil {
+		return nil, errors.New("esm: an SQS client and a handler are required")
+	}
+	cfg.applyDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Mapping{api: api, handler: handler, cfg: cfg}, nil
+}
+
+// Stats returns the counts so far.
+func (m *Mapping) Stats() Stats {
+	return Stats{
+		Batches: m.batches.Load(), Received: m.received.Load(), Deleted: m.deleted.Load(),
+		Failed: m.failed.Load(), BatchErrors: m.batchErrors.Load(), DeleteErrors: m.deleteErrors.Load(),
+	}
+}
+
+// Run polls until ctx ends or, with UntilIdle, the queue is drained. A batch
+// being handled when ctx ends is finished first (its deletes use a fresh
+// context), so that stopping never strands a success undeleted. It returns
+// the stats and the first receive error that is not the context's.
+func (m *Mapping) Run(ctx context.Context) (Stats, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m.touch()
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	for i := range m.cfg.Pollers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := m.poll(ctx, i); err != nil {
+				errOnce.Do(func() { firstErr = err; cancel() })
+			}
+		}()
+	}
+	if m.cfg.UntilIdle {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			m.watchIdle(ctx, cancel)
+		}()
+	}
+	wg.Wait()
+	return m.Stats(), firstErr
+}
+
+func (m *Mapping) touch() { m.lastActivity.Store(m.cfg.Now().UnixNano()) }
+
+// poll is one poller's loop.
+func (m *Mapping) poll(ctx context.Context, poller int) error {
+	log := m.cfg.Logger.With("queue", m.cfg.QueueURL, "poller", poller)
+	consecutiveErrs := 0
+	for ctx.Err() == nil {
+		msgs, err := m.gather(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if consecutiveErrs == 0 {
+				m.failing.Add(1)
+			}
+			consecutiveErrs++
+			log.WarnContext(ctx, "receive failed", "error", err.Error(), "consecutive", consecutiveErrs)
+			if consecutiveErrs >= 5 {
+				return fmt.Errorf("esm: receive from %s failed %d times: %w", m.cfg.QueueURL, consecutiveErrs, err)
+			}
+			sleep(ctx, time.Duration(consecutiveErrs)*200*time.Millisecond)
+			continue
+		}
+		if consecutiveErrs > 0 {
+			m.failing.Add(-1)
+		}
+		consecutiveErrs = 0
+		if len(msgs) == 0 {
+			continue
+		}
+		m.inFlight.Add(1)
+		m.invoke(ctx, log, msgs)
+		m.touch()
+		m.inFlight.Add(-1)
+	}
+	return nil
+}
+
+// gather receives one batch: up to BatchSize records, for up to BatchWindow
+// from the first one (a single receive when the window is 0).
+func (m *Mapping) gather(ctx context.Context) ([]types.Message, error) {
+	var msgs []types.Message
+	var deadline time.Time
+	for len(msgs) < m.cfg.BatchSize {
+		wait := m.cfg.WaitTime
+		if len(msgs) > 0 {
+			left := deadline.Sub(m.cfg.Now())
+			if left <= 0 {
+				break
+			}
+			wait = min(wait, left)
+		}
+		out, err := m.api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+			QueueUrl:                    aws.String(m.cfg.QueueURL),
+			MaxNumberOfMessages:         int32(min(10, m.cfg.BatchSize-len(msgs))),
+			WaitTimeSeconds:             int32(wait / time.Second), // under a second left: a short poll
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+			MessageAttributeNames:       []string{"All"},
+		})
+		if err != nil {
+			if len(msgs) > 0 {
+				// Invoke with what was gathered; the error shows again on the next receive.
+				break
+			}
+			return nil, err
+		}
+		if len(out.Messages) > 0 {
+			if len(msgs) == 0 {
+				deadline = m.cfg.Now().Add(m.cfg.BatchWindow)
+			}
+			m.received.Add(int64(len(out.Messages)))
+			m.touch()
+			msgs = append(msgs, out.Messages...)
+		}
+		if m.cfg.BatchWindow == 0 && len(msgs) > 0 {
+			break
+		}
+		if len(msgs) == 0 {
+			// Nothing yet: let Run's loop check the context and idleness.
+			break
+		}
+	}
+	return msgs, nil
+}
+
+// invoke runs the handler on one batch and deletes what succeeded.
+func (m *Mapping) invoke(ctx context.Context, log *slog.Logger, msgs []types.Message) {
+	ev := Event(msgs, m.cfg.QueueARN, m.cfg.Region)
+	m.batches.Add(1)
+	resp, err := m.call(ctx, ev)
+	o := Decide(ev, resp, err)
+	if o.BatchFailed {
+		m.batchErrors.Add(1)
+		log.WarnContext(ctx, "batch failed: every record left to its visibility timeout",
+			"records", len(ev.Records), "error", o.Reason)
+	}
+	m.failed.Add(int64(len(o.Failed)))
+	m.delete(log, ev, o.Delete)
+}
+
+// call invokes the handler with the Lambda timeout as deadline, turning a
+// panic or a deadline overrun into an error.
+func (m *Mapping) call(ctx context.Context, ev events.SQSEvent) (resp events.SQSEventResponse, err error) {
+	// The invocation runs to its own deadline even when Run is stopping: a
+	// Lambda invocation is not cut short by the event source.
+	hctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.Timeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("handler panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	resp, err = m.handler(hctx, ev)
+	if err == nil && hctx.Err() != nil {
+		err = fmt.Errorf("handler ran past its %s timeout: %w", m.cfg.Timeout, hctx.Err())
+	}
+	return resp, err
+}
+
+// delete removes the records at idx in batches of ten.
+func (m *Mapping) delete(log *slog.Logger, ev events.SQSEvent, idx []int) {
+	// Deletes complete even when Run is stopping.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for start := 0; start < len(idx); start += 10 {
+		chunk := idx[start:min(start+10, len(idx))]
+		entries := make([]types.DeleteMessageBatchRequestEntry, len(chunk))
+		for j, i := range chunk {
+			entries[j] = types.DeleteMessageBatchRequestEntry{
+				Id:            aws.String(strconv.Itoa(j)),
+				ReceiptHandle: aws.String(ev.Records[i].ReceiptHandle),
+			}
+		}
+		out, err := m.api.DeleteMessageBatch(ctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(m.cfg.QueueURL), Entries: entries})
+		if err != nil {
+			m.deleteErrors.Add(int64(len(chunk)))
+			log.ErrorContext(ctx, "delete failed: the records will be redelivered", "records", len(chunk), "error", err.Error())
+			continue
+		}
+		m.deleted.Add(int64(len(out.Successful)))
+		for _, f := range out.Failed {
+			m.deleteErrors.Add(1)
+			j, _ := strconv.Atoi(aws.ToString(f.Id))
+			log.ErrorContext(ctx, "delete failed: the record will be redelivered",
+				"message_id", ev.Records[chunk[j]].MessageId, "error", aws.ToString(f.Code)+": "+aws.ToString(f.Message))
+		}
+	}
+}
+
+// watchIdle stops the mapping once the queue is drained, or after
+// IdleTimeout without a received message.
+func (m *Mapping) watchIdle(ctx context.Context, stop context.CancelFunc) {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if m.inFlight.Load() > 0 || m.failing.Load() > 0 {
+			continue
+		}
+		idle := m.cfg.Now().Sub(time.Unix(0, m.lastActivity.Load()))
+		if idle >= m.cfg.IdleTimeout {
+			m.cfg.Logger.InfoContext(ctx, "idle: stopping", "queue", m.cfg.QueueURL, "idle_seconds", idle.Seconds())
+			stop()
+			return
+		}
+		if idle < time.Second {
+			continue
+		}
+		n, err := m.depth(ctx)
+		if err == nil && n == 0 && m.inFlight.Load() == 0 {
+			stop()
+			return
+		}
+	}
+}
+
+// depth is the queue's visible + in-flight + delayed message count.
+func (m *Mapping) depth(ctx context.Context) (int, error) {
+	out, err := m.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(m.cfg.QueueURL),
+		AttributeNames: []types.QueueAttributeName{
+			types.QueueAttributeNameApproximateNumberOfMessages,
+			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+		},
+	})
+	if err != nil {
+		return 0, err
+	}
+	total := 0
+	for _, k := range []types.QueueAttributeName{
+		types.QueueAttributeNameApproximateNumberOfMessages,
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+	} {
+		n, err := strconv.Atoi(out.Attributes[string(k)])
+		if err != nil {
+			return 0, fmt.Errorf("queue attribute %s: %w", k, err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
