@@ -2,6 +2,7 @@ package triage
 
 import (
 	"context"
+	"log/slog"
 
 	"fmt"
 	"github.com/agentdlq/agentdlq/internal/ledger"
@@ -15,6 +16,9 @@ import (
 
 // t0 is the fake clock's "now" in every test.
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// quiet discards the logs of a test.
+var quiet = slog.New(slog.DiscardHandler)
 
 // fakeClock is a clock tests move by hand.
 type fakeClock struct {

@@ -345,7 +345,7 @@ func (s *scanner) judge() {
 		}
 	}
 	if st.ApproxInFlight > 0 && !st.Partial {
-		partial(fmt.Sprintf("%d messages were in flight elsewhere when the scan started and could not be read", st.ApproxInFlight))
+		partial(fmt.Sprintf("%s in flight elsewhere when the scan started could not be read", plural(st.ApproxInFlight, "message")))
 	}
 }
 

@@ -1,0 +1,212 @@
+package triage
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+// many makes n broker-moved messages.
+func many(n int) []Message {
+	out := make([]Message, n)
+	for i := range out {
+		out[i] = brokerMoved(fmt.Sprintf("m%04d", i), fmt.Sprintf(`{"n":%d}`, i), t0.Add(-time.Duration(i)*time.Minute))
+	}
+	return out
+}
+
+func TestScan(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		msgs    int
+		opts    ScanOptions
+		setup   func(f *fakeSQS)
+		wantErr error
+		// want
+		unique      int
+		stop        string
+		partial     string // substring of the partial reason; "" for a complete scan
+		wantRelease bool
+	}{
+		{name: "complete, one receiver", msgs: 35, unique: 35, stop: StopEmpty, wantRelease: true},
+		{name: "complete, parallel receivers", msgs: 250, opts: ScanOptions{Receivers: 4}, unique: 250, stop: StopEmpty, wantRelease: true},
+		{name: "empty queue", msgs: 0, unique: 0, stop: StopEmpty},
+		{name: "message bound", msgs: 35, opts: ScanOptions{MaxMessages: 20}, unique: 20, stop: StopMaxMessages,
+			partial: "message bound (20); the queue held about 35", wantRelease: true},
+		{name: "time bound", msgs: 100, opts: ScanOptions{MaxDuration: 3 * time.Second},
+			setup: func(f *fakeSQS) { f.receiveTakes = time.Second }, unique: 30, stop: StopMaxDuration, partial: "time bound (3s) after 30 messages", wantRelease: true},
+		{name: "visibility lapses: repeats stop the scan", msgs: 100, opts: ScanOptions{VisibilityTimeout: time.Second},
+			setup: func(f *fakeSQS) { f.receiveTakes = 2 * time.Second }, unique: 10, stop: StopRepeats, partial: "visibility timeout 1s lapsed"},
+		{name: "a receive fails mid-scan", msgs: 35, setup: func(f *fakeSQS) { f.failReceive = 3 }, unique: 20, stop: StopError,
+			partial: "a receive failed after 20 messages: triage: scan", wantRelease: true},
+		{name: "the first receive fails", msgs: 35, setup: func(f *fakeSQS) { f.failReceive = 1 }, wantErr: fmt.Errorf("connection reset by peer")},
+		{name: "messages in flight elsewhere", msgs: 15, setup: func(f *fakeSQS) { f.msgs[0].hiddenUntil = t0.Add(time.Hour) },
+			unique: 14, stop: StopEmpty, partial: "1 message in flight elsewhere", wantRelease: true},
+		{name: "missing queue", msgs: 3, setup: func(f *fakeSQS) { f.missing = true }, wantErr: ErrQueueNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			clock := newClock()
+			f := newFakeSQS(t, clock, many(tt.msgs))
+			if tt.setup != nil {
+				tt.setup(f)
+			}
+			before := f.snapshot()
+			opts := tt.opts
+			opts.Now = clock.Now
+			var mu sync.Mutex
+			var progress []int
+			opts.Progress = func(seen, _ int) { mu.Lock(); progress = append(progress, seen); mu.Unlock() }
+
+			msgs, st, err := Scan(t.Context(), f, "http://q/dlq", opts)
+			assert.Equal(t, before, f.snapshot(), "the queue's contents never change")
+			if tt.wantErr != nil {
+				require.Error(t, err)
+				if tt.wantErr == ErrQueueNotFound {
+					assert.ErrorIs(t, err, ErrQueueNotFound)
+				} else {
+					assert.Contains(t, err.Error(), tt.wantErr.Error())
+				}
+				return
+			}
+			require.NoError(t, err)
+			assert.Len(t, msgs, tt.unique)
+			assert.Equal(t, tt.unique, st.Unique)
+			assert.Equal(t, tt.stop, st.StopReason)
+			if tt.partial == "" {
+				assert.False(t, st.Partial, st.PartialReason)
+			} else {
+				assert.True(t, st.Partial)
+				assert.Contains(t, st.PartialReason, tt.partial)
+			}
+			seen := map[string]bool{}
+			for _, m := range msgs {
+				assert.False(t, seen[m.MessageID], "each message once")
+				seen[m.MessageID] = true
+			}
+			if tt.wantRelease {
+				_, hidden := f.counts()
+				if tt.name == "messages in flight elsewhere" {
+					assert.Equal(t, 1, hidden, "only the other consumer's message stays hidden")
+				} else {
+					assert.Equal(t, 0, hidden, "everything the scan held is visible again at once")
+				}
+				assert.Equal(t, st.Released, f.released)
+				assert.Positive(t, st.Released)
+			}
+			for i := 1; i < len(progress); i++ {
+				assert.GreaterOrEqual(t, progress[i], progress[i-1], "progress only grows")
+			}
+			if tt.unique > 0 {
+				assert.Equal(t, tt.unique, progress[len(progress)-1])
+			}
+		})
+	}
+}
+
+func TestScanKeepHidden(t *testing.T) {
+	t.Parallel()
+	clock := newClock()
+	f := newFakeSQS(t, clock, many(12))
+	_, st, err := Scan(t.Context(), f, "q", ScanOptions{KeepHidden: true, Now: clock.Now})
+	require.NoError(t, err)
+	assert.Equal(t, 0, f.changes)
+	assert.Equal(t, 0, st.Released)
+	clock.Advance(31 * time.Second)
+	visible, _ := f.counts()
+	assert.Equal(t, 12, visible, "back after the 30 s visibility timeout")
+}
+
+func TestScanStatsRate(t *testing.T) {
+	t.Parallel()
+	clock := newClock()
+	f := newFakeSQS(t, clock, many(40))
+	f.receiveTakes = 100 * time.Millisecond
+	_, st, err := Scan(t.Context(), f, "q", ScanOptions{Now: clock.Now})
+	require.NoError(t, err)
+	assert.Equal(t, 5, st.Receives, "4 batches of 10 and one empty receive")
+	assert.InDelta(t, 0.5, st.DurationSeconds, 1e-9)
+	assert.InDelta(t, 80, st.MessagesPerSecond, 1e-9)
+	assert.Equal(t, t0, st.StartedAt)
+}
+
+func TestScanBadOptions(t *testing.T) {
+	t.Parallel()
+	for _, o := range []ScanOptions{
+		{VisibilityTimeout: 500 * time.Millisecond}, {VisibilityTimeout: 13 * time.Hour}, {WaitTime: 21 * time.Second},
+		{Receivers: 33}, {Receivers: -1}, {MaxMessages: -1},
+	} {
+		_, _, err := Scan(t.Context(), newFakeSQS(t, newClock(), nil), "q", o)
+		assert.ErrorIs(t, err, ErrBadOptions, "%+v", o)
+	}
+}
+
+func TestFromSQS(t *testing.T) {
+	t.Parallel()
+	got := fromSQS(types.Message{
+		MessageId: aws.String("id-1"), ReceiptHandle: aws.String("rh"), Body: aws.String("{}"),
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			"dlq_reason": {DataType: aws.String("String"), StringValue: aws.String("json_invalid")},
+			"blob":       {DataType: aws.String("Binary"), BinaryValue: []byte{1, 2}},
+		},
+		Attributes: map[string]string{
+			"SentTimestamp": "1764417600000", "ApproximateReceiveCount": "3", "MessageGroupId": "run-7",
+			"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:1:hot",
+		},
+	})
+	assert.Equal(t, Message{
+		MessageID: "id-1", ReceiptHandle: "rh", Body: "{}",
+		Attributes: map[string]events.Attribute{
+			"dlq_reason": {DataType: "String", StringValue: "json_invalid"},
+			"blob":       {DataType: "Binary", BinaryValue: []byte{1, 2}},
+		},
+		SentTimestamp: time.UnixMilli(1764417600000).UTC(), ReceiveCount: 3, MessageGroupID: "run-7",
+		System: map[string]string{"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:1:hot"},
+	}, got)
+}
+
+// TestRunNeverChangesTheDLQ runs the whole triage, export included, against
+// the fake queue, and with a destination that refuses the write.
+func TestRunNeverChangesTheDLQ(t *testing.T) {
+	t.Parallel()
+	for _, refuse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("refuse=%v", refuse), func(t *testing.T) {
+			t.Parallel()
+			clock := newClock()
+			f := newFakeSQS(t, clock, fixture(t))
+			before := f.snapshot()
+			var dest Destination = Folder{Root: t.TempDir()}
+			if refuse {
+				dest = refusingDest{Folder: Folder{Root: t.TempDir()}, refusePut: true}
+			}
+			r, err := Run(t.Context(), Config{Pipeline: testPipeline(t, false), DLQURL: "http://q/agent-tasks-dlq", SQS: f, Dest: dest, WriteReport: true, Now: clock.Now, Logger: quiet})
+			require.NotNil(t, r)
+			assert.Equal(t, 16, r.Totals.Messages)
+			assert.Equal(t, before, f.snapshot())
+			_, hidden := f.counts()
+			assert.Equal(t, 0, hidden)
+			if refuse {
+				require.ErrorIs(t, err, ErrExport)
+				assert.True(t, r.Partial)
+				assert.True(t, strings.HasPrefix(r.PartialReasons[0], "eval export failed"), r.PartialReasons)
+				assert.Empty(t, r.Written)
+				return
+			}
+			require.NoError(t, err)
+			assert.False(t, r.Partial, r.PartialReasons)
+			assert.Equal(t, 5, r.Export.Exported)
+			assert.Len(t, r.Written, 2)
+		})
+	}
+}
