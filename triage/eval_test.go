@@ -38,7 +38,7 @@ func TestRedactInput(t *testing.T) {
 				},
 			},
 		},
-		{name: "not JSON: a redacted string", body: `{"task_id": 1, token=sk-abcdefghijklmnopqrstu`, want: `{"task_id": 1, token=[REDACTED]`},
+		{name: "not JSON: a redacted string", body: `{"task_id": 1, token=sk-abcdefghijklmnopqrstu`, want: `{"task_id": 1, token=[REDACTED_KEY]`},
 		{name: "JSON array", body: `["a@b.io", 7]`, want: []any{"[REDACTED_EMAIL]", float64(7)}},
 		{name: "two JSON values are not one input", body: `{} {}`, want: `{} {}`},
 		{name: "numbers keep their digits", body: `{"n":12345678901234567890}`, want: map[string]any{"n": 1.2345678901234567e+19}},

@@ -1,0 +1,274 @@
+package triage
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+// fakeSNS records what is published.
+type fakeSNS struct{ published []*sns.PublishInput }
+
+var _ PublishAPI = (*fakeSNS)(nil)
+
+func (f *fakeSNS) Publish(_ context.Context, in *sns.PublishInput, _ ...func(*sns.Options)) (*sns.PublishOutput, error) {
+	f.published = append(f.published, in)
+	return &sns.PublishOutput{MessageId: aws.String("sns-1")}, nil
+}
+
+// multiSQS routes each queue URL to its own fake.
+type multiSQS map[string]*fakeSQS
+
+func targetsJSON(t *testing.T) []byte {
+	t.Helper()
+	std, fifo := testPipeline(t, false), testPipeline(t, true)
+	data, err := json.Marshal([]Target{
+		{Pipeline: *std, DLQURL: "https://sqs.us-east-1.amazonaws.com/1/Stack-AgentTasksDlq-ABC", DLQARN: "arn:aws:sqs:us-east-1:1:Stack-AgentTasksDlq-ABC", AlarmTopicARN: "arn:aws:sns:us-east-1:1:tasks-alarms"},
+		{Pipeline: *fifo, DLQURL: "https://sqs.us-east-1.amazonaws.com/1/Stack-StepsDlq-XYZ.fifo", DLQARN: "arn:aws:sqs:us-east-1:1:Stack-StepsDlq-XYZ.fifo", AlarmTopicARN: "arn:aws:sns:us-east-1:1:steps-alarms"},
+	})
+	require.NoError(t, err)
+	return data
+}
+
+func TestParseTargets(t *testing.T) {
+	t.Parallel()
+	ts, err := ParseTargets(targetsJSON(t))
+	require.NoError(t, err)
+	require.Len(t, ts, 2)
+	assert.Equal(t, 336, ts[0].Pipeline.DLQRetentionHours)
+	for name, bad := range map[string]string{
+		"not JSON":        `{`,
+		"empty":           `[]`,
+		"unknown field":   `[{"pipeline":{"name":"abc","owner":"o","max_receive_count":3},"dlq_url":"u","nope":1}]`,
+		"invalid":         `[{"pipeline":{"name":"abc","owner":"","max_receive_count":9},"dlq_url":"u"}]`,
+		"dlq_url missing": `[{"pipeline":{"name":"abc","owner":"o","max_receive_count":3}}]`,
+	} {
+		_, err := ParseTargets([]byte(bad))
+		assert.Error(t, err, name)
+	}
+}
+
+func alarmEvent(name string, state string, dims map[string]string) json.RawMessage {
+	detail := map[string]any{
+		"alarmName": name,
+		"state":     map[string]any{"value": state, "reason": "Threshold Crossed"},
+		"configuration": map[string]any{"metrics": []any{map[string]any{
+			"id": "m1", "metricStat": map[string]any{"metric": map[string]any{"namespace": "AWS/SQS", "name": "ApproximateNumberOfMessagesVisible", "dimensions": dims}, "period": 60, "stat": "Maximum"},
+		}}},
+	}
+	ev, _ := json.Marshal(map[string]any{"version": "0", "detail-type": DetailAlarmState, "source": "aws.cloudwatch", "detail": detail})
+	return ev
+}
+
+func TestMatchAlarm(t *testing.T) {
+	t.Parallel()
+	ts, err := ParseTargets(targetsJSON(t))
+	require.NoError(t, err)
+	tests := []struct {
+		name  string
+		event json.RawMessage
+		want  string // pipeline, "" for no match
+	}{
+		{"AWS/SQS QueueName of the DLQ", alarmEvent("Stack-DlqDepth-1", "ALARM", map[string]string{"QueueName": "Stack-StepsDlq-XYZ.fifo"}), "agent-steps"},
+		{"AgentDLQ Pipeline dimension", alarmEvent("x", "ALARM", map[string]string{"Pipeline": "agent-tasks"}), "agent-tasks"},
+		{"alarm name holds the pipeline name", alarmEvent("agentdlq-agent-steps-new-dead-letters", "ALARM", nil), "agent-steps"},
+		{"hot queue's name is not the DLQ", alarmEvent("other", "ALARM", map[string]string{"QueueName": "Stack-AgentTasks-ABC"}), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var ev Event
+			require.NoError(t, json.Unmarshal(tt.event, &ev))
+			var a AlarmDetail
+			require.NoError(t, json.Unmarshal(ev.Detail, &a))
+			got, ok := MatchAlarm(ts, &a)
+			assert.Equal(t, tt.want != "", ok)
+			assert.Equal(t, tt.want, got.Pipeline.Name)
+		})
+	}
+}
+
+func newHandler(t *testing.T) (*Handler, *fakeSNS, *bytes.Buffer, map[string]*fakeSQS) {
+	t.Helper()
+	ts, err := ParseTargets(targetsJSON(t))
+	require.NoError(t, err)
+	clock := newClock()
+	queues := map[string]*fakeSQS{
+		ts[0].DLQURL: newFakeSQS(t, clock, fixture(t)),
+		ts[1].DLQURL: newFakeSQS(t, clock, many(3)),
+	}
+	pub := &fakeSNS{}
+	var metrics bytes.Buffer
+	h := &Handler{Targets: ts, SQS: routeSQS{queues}, Dest: Folder{Root: t.TempDir()}, SNS: pub, Metrics: &metrics, Now: clock.Now, Logger: quiet}
+	return h, pub, &metrics, queues
+}
+
+func TestHandleSchedule(t *testing.T) {
+	t.Parallel()
+	h, pub, metrics, queues := newHandler(t)
+	before := map[string]map[string]string{}
+	for url, q := range queues {
+		before[url] = q.snapshot()
+	}
+	res, err := h.Handle(t.Context(), json.RawMessage(`{"version":"0","detail-type":"Scheduled Event","source":"aws.events","detail":{}}`))
+	require.NoError(t, err)
+	assert.Equal(t, "schedule", res.Trigger)
+	require.Len(t, res.Pipelines, 2)
+	assert.Equal(t, "agent-tasks", res.Pipelines[0].Pipeline)
+	assert.Equal(t, 16, res.Pipelines[0].Messages)
+	assert.Equal(t, 5, res.Pipelines[0].Exported)
+	assert.True(t, strings.HasPrefix(res.Pipelines[0].ReportKey, "agent-tasks/2026-11-29/report-"))
+	assert.Equal(t, 3, res.Pipelines[1].Messages)
+	assert.Empty(t, pub.published, "a scheduled run pages nobody")
+	for url, q := range queues {
+		assert.Equal(t, before[url], q.snapshot())
+	}
+	docs := emfDocs(t, metrics.Bytes())
+	assert.Len(t, docs, 2+8+1, "one document a pipeline, plus one a reason (8 and 1)")
+
+	// The report is next to the exports.
+	keys, err := h.Dest.List(t.Context(), "agent-tasks/")
+	require.NoError(t, err)
+	var kinds []string
+	for _, k := range keys {
+		kinds = append(kinds, strings.SplitN(k[len("agent-tasks/2026-11-29/"):], "-", 2)[0])
+	}
+	assert.ElementsMatch(t, []string{"evals", "manifest", "report", "report"}, kinds)
+}
+
+func TestHandleAlarm(t *testing.T) {
+	t.Parallel()
+	h, pub, _, _ := newHandler(t)
+	res, err := h.Handle(t.Context(), alarmEvent("Stack-AgentTasksDlqDepth", "ALARM", map[string]string{"QueueName": "Stack-AgentTasksDlq-ABC"}))
+	require.NoError(t, err)
+	assert.Equal(t, "alarm:Stack-AgentTasksDlqDepth", res.Trigger)
+	require.Len(t, res.Pipelines, 1, "only the pipeline whose alarm fired")
+	assert.True(t, res.Pipelines[0].Published)
+	require.Len(t, pub.published, 1)
+	in := pub.published[0]
+	assert.Equal(t, "arn:aws:sns:us-east-1:1:tasks-alarms", aws.ToString(in.TopicArn))
+	assert.Equal(t, "agentdlq agent-tasks: 16 dead letters, top schema_invalid (4)", aws.ToString(in.Subject))
+	body := aws.ToString(in.Message)
+	for _, want := range []string{
+		"after alarm Stack-AgentTasksDlqDepth", "schema_invalid", "soonest 2026-11-30 04:00Z (in 16h0m)",
+		"agentdlq triage --pipeline agent-tasks\n", "agentdlq redrive plan --pipeline agent-tasks\n", "Report: ", "report-",
+	} {
+		assert.Contains(t, body, want)
+	}
+
+	// Back to OK: triaged, nobody paged.
+	res, err = h.Handle(t.Context(), alarmEvent("Stack-AgentTasksDlqDepth", "OK", map[string]string{"QueueName": "Stack-AgentTasksDlq-ABC"}))
+	require.NoError(t, err)
+	assert.False(t, res.Pipelines[0].Published)
+	assert.Len(t, pub.published, 1)
+
+	// An alarm that matches nothing: every pipeline triaged, nothing published.
+	res, err = h.Handle(t.Context(), alarmEvent("unrelated", "ALARM", nil))
+	require.NoError(t, err)
+	assert.Len(t, res.Pipelines, 2)
+	assert.Len(t, pub.published, 1)
+}
+
+func TestHandleBadInput(t *testing.T) {
+	t.Parallel()
+	h, _, _, queues := newHandler(t)
+	_, err := h.Handle(t.Context(), json.RawMessage(`{"Records":[]}`))
+	assert.ErrorIs(t, err, ErrUnknownEvent)
+	_, err = h.Handle(t.Context(), json.RawMessage(`[`))
+	assert.ErrorIs(t, err, ErrUnknownEvent)
+
+	// A missing DLQ fails its pipeline; the other one is still triaged.
+	queues[h.Targets[1].DLQURL].missing = true
+	res, err := h.Handle(t.Context(), json.RawMessage(`{"detail-type":"Scheduled Event","detail":{}}`))
+	require.ErrorIs(t, err, ErrQueueNotFound)
+	require.Len(t, res.Pipelines, 2)
+	assert.Equal(t, 16, res.Pipelines[0].Messages)
+	assert.Contains(t, res.Pipelines[1].Error, "does not exist")
+}
+
+// routeSQS sends each call to the fake of its queue URL.
+type routeSQS struct{ m map[string]*fakeSQS }
+
+func emfDocs(t *testing.T, data []byte) []map[string]any {
+	t.Helper()
+	var docs []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var d map[string]any
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &d))
+		docs = append(docs, d)
+	}
+	return docs
+}
+
+func TestWriteEMF(t *testing.T) {
+	t.Parallel()
+	r := Build(TagAll(fixture(t)), testPipeline(t, false), t0)
+	var buf bytes.Buffer
+	require.NoError(t, WriteEMF(&buf, r, t0))
+	docs := emfDocs(t, buf.Bytes())
+	require.Len(t, docs, 9)
+	first := docs[0]
+	assert.Equal(t, map[string]any{
+		"Timestamp": float64(t0.UnixMilli()),
+		"CloudWatchMetrics": []any{map[string]any{
+			"Namespace":  "AgentDLQ",
+			"Dimensions": []any{[]any{"Pipeline"}},
+			"Metrics": []any{
+				map[string]any{"Name": "DLQMessages", "Unit": "Count"},
+				map[string]any{"Name": "DLQOldestAgeSeconds", "Unit": "Seconds"},
+				map[string]any{"Name": "DLQHoursToExpiry", "Unit": "None"},
+				map[string]any{"Name": "DLQExpiringSoon", "Unit": "Count"},
+				map[string]any{"Name": "RecurringPoisonGroups", "Unit": "Count"},
+			},
+		}},
+	}, first["_aws"])
+	assert.Equal(t, "agent-tasks", first["Pipeline"])
+	assert.Equal(t, float64(16), first["DLQMessages"])
+	assert.Equal(t, float64(320*3600), first["DLQOldestAgeSeconds"])
+	assert.Equal(t, float64(16), first["DLQHoursToExpiry"])
+	assert.Equal(t, float64(1), first["DLQExpiringSoon"])
+	assert.Equal(t, float64(2), first["RecurringPoisonGroups"])
+
+	byReason := map[string]float64{}
+	for _, d := range docs[1:] {
+		aws := d["_aws"].(map[string]any)["CloudWatchMetrics"].([]any)[0].(map[string]any)
+		assert.Equal(t, []any{[]any{"Pipeline", "Reason"}}, aws["Dimensions"])
+		assert.Equal(t, []any{map[string]any{"Name": "DLQMessagesByReason", "Unit": "Count"}}, aws["Metrics"])
+		byReason[d["Reason"].(string)] = d["DLQMessagesByReason"].(float64)
+	}
+	assert.Equal(t, float64(4), byReason[string(events.ReasonSchemaInvalid)])
+	assert.Len(t, byReason, 8)
+
+	// An empty DLQ: no hours to expiry (nothing to lose).
+	buf.Reset()
+	require.NoError(t, WriteEMF(&buf, Build(nil, testPipeline(t, false), t0), t0.Add(time.Minute)))
+	docs = emfDocs(t, buf.Bytes())
+	require.Len(t, docs, 1)
+	assert.NotContains(t, docs[0], "DLQHoursToExpiry")
+	assert.Equal(t, float64(0), docs[0]["DLQMessages"])
+}
+
+func (r routeSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, o ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	return r.m[aws.ToString(in.QueueUrl)].ReceiveMessage(ctx, in, o...)
+}
+
+func (r routeSQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, o ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	return r.m[aws.ToString(in.QueueUrl)].ChangeMessageVisibilityBatch(ctx, in, o...)
+}
+
+func (r routeSQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, o ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
+	return r.m[aws.ToString(in.QueueUrl)].GetQueueAttributes(ctx, in, o...)
+}
