@@ -72,8 +72,8 @@ type Meta struct {
 	NextAction NextAction `json:"next_action"`
 	// Attempts is the number of receives that failed (the receive count when dead-lettered).
 	Attempts       int       `json:"attempts"`
-	FirstFailureAt time.Time `json:"first_failure_at"`
-	LastFailureAt  time.Time `json:"last_failure_at"`
+	FirstFailureAt time.Time `json:"first_failure_at,omitzero"`
+	LastFailureAt  time.Time `json:"last_failure_at,omitzero"`
 	ErrorCode      string    `json:"error_code,omitempty"`
 	// Error is redacted and at most MaxErrorRunes long.
 	Error   string    `json:"error,omitempty"`
@@ -81,7 +81,7 @@ type Meta struct {
 
 	SourceQueueARN string    `json:"source_queue_arn,omitempty"`
 	MessageID      string    `json:"message_id,omitempty"`
-	SentAt         time.Time `json:"sent_at,omitempty"` // the original SentTimestamp
+	SentAt         time.Time `json:"sent_at,omitzero"` // the original SentTimestamp
 	DeadLetteredAt time.Time `json:"dead_lettered_at"`
 	WorkerVersion  string    `json:"worker_version,omitempty"`
 	// MessageGroupID is set for FIFO queues.
@@ -130,11 +130,17 @@ func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribu
 		m.NextAction = m.Reason.NextAction()
 	}
 	m.Error = Redact(m.Error, MaxErrorRunes)
-	for i := range m.History {
-		m.History[i].Error = Redact(m.History[i].Error, MaxErrorRunes/2)
-	}
 	if len(m.History) > MaxHistory {
 		m.History = m.History[len(m.History)-MaxHistory:]
+	}
+	if len(m.History) > 0 {
+		// A copy: the caller's history is not redacted in place.
+		h := make([]Attempt, len(m.History))
+		for i, a := range m.History {
+			a.Error = Redact(a.Error, MaxErrorRunes/2)
+			h[i] = a
+		}
+		m.History = h
 	}
 
 	out := make(map[string]Attribute, MaxAttributes)
@@ -197,11 +203,13 @@ func DecodeDeadLetter(attrs map[string]Attribute) (*Meta, map[string]Attribute, 
 	if err != nil {
 		return nil, original, err
 	}
-	if r, ok := attrs[AttrReason]; ok && Reason(r.StringValue) != m.Reason {
-		return m, original, fmt.Errorf("%w: dlq_reason %q, dlq_meta reason %q", ErrMetaMismatch, r.StringValue, m.Reason)
-	}
+	// Folded attributes are restored even when the reasons disagree: the
+	// message's own attributes are never lost.
 	for name, a := range m.Folded {
 		original[name] = a
+	}
+	if r, ok := attrs[AttrReason]; ok && Reason(r.StringValue) != m.Reason {
+		return m, original, fmt.Errorf("%w: dlq_reason %q, dlq_meta reason %q", ErrMetaMismatch, r.StringValue, m.Reason)
 	}
 	return m, original, nil
 }

@@ -2,34 +2,141 @@ package events
 
 import (
 	"regexp"
+	"strings"
 	"unicode/utf8"
 )
 
-// Redaction rules, applied in order. Each replaces what it matches with a
-// fixed marker that names what was removed, so an operator still sees the
-// shape of the error without the secret.
-var redactions = []struct {
+// A redaction rule replaces what its pattern matches with a fixed marker that
+// names what was removed, so an operator still sees the shape of the error
+// without the secret. hint is a cheap test on the lower-cased text: the
+// pattern runs only when it passes, so an ordinary error text costs a few
+// substring searches, not a dozen regular expressions.
+type redaction struct {
+	hint func(lower string) bool
 	re   *regexp.Regexp
 	repl string
-}{
-	// Authorization headers and bearer/basic credentials.
-	{regexp.MustCompile(`(?i)(authorization|proxy-authorization)\s*[:=]\s*("?)[^\s",;]+(\s+[^\s",;]+)?`), "$1: [REDACTED]"},
-	{regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`), "$1 [REDACTED]"},
+	// fn, when set, replaces each match instead of repl.
+	fn func(s string, loc []int) string
+}
+
+func containsAny(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// secretKeys are the key names whose values are secrets in key=value and
+// "key": "value" pairs (a name may have a prefix, like client_secret, or a
+// suffix after _ or -, like password_hash; "tokens" or "secretsmanager" are
+// not secrets).
+var secretKeys = []string{"password", "passwd", "pwd", "secret", "token", "apikey", "api_key", "api-key", "access_key", "access-key", "private_key", "private-key", "credential", "session_id", "session-id", "sessionid", "signature", "cookie", "authorization"}
+
+var redactions = []redaction{
+	// Authorization headers: the scheme and the credential after it.
+	{
+		hint: func(l string) bool { return strings.Contains(l, "authorization") },
+		re:   regexp.MustCompile(`(?i)\b((?:proxy-)?authorization)("?\s*[:=]\s*"?)(?:(?:bearer|basic|digest|negotiate|token|aws4-hmac-sha256)\s+)?[^\s",;)]+`),
+		repl: "${1}${2}[REDACTED]",
+	},
+	// Bearer and basic credentials anywhere else.
+	{
+		hint: func(l string) bool { return containsAny(l, "bearer", "basic") },
+		re:   regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`),
+		repl: "$1 [REDACTED]",
+	},
 	// JSON Web Tokens.
-	{regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`), "[REDACTED_JWT]"},
-	// AWS access key ids, provider API keys (sk-..., xox..-, ghp_...).
-	{regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`), "[REDACTED_AWS_KEY]"},
-	{regexp.MustCompile(`\b(sk|pk|rk)-[A-Za-z0-9_-]{16,}`), "[REDACTED_KEY]"},
-	{regexp.MustCompile(`\b(xox[abprs]|ghp|gho|ghs|github_pat|glpat)[-_][A-Za-z0-9_-]{10,}`), "[REDACTED_KEY]"},
-	// key=value and "key": "value" pairs whose key names a secret.
-	{regexp.MustCompile(`(?i)("?[a-z0-9_-]*(password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential|session[_-]?id|signature)[a-z0-9_-]*"?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&}]+)`), "${1}[REDACTED]"},
-	// Secrets in URLs: user:password@host and signed query strings.
-	{regexp.MustCompile(`(?i)(://)[^/\s:@]+:[^/\s@]+@`), "${1}[REDACTED]@"},
-	{regexp.MustCompile(`(?i)([?&](x-amz-signature|x-amz-credential|x-amz-security-token|sig|signature|token|key)=)[^&\s]+`), "${1}[REDACTED]"},
+	{
+		hint: func(l string) bool { return strings.Contains(l, "eyj") },
+		re:   regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`),
+		repl: "[REDACTED_JWT]",
+	},
+	// AWS access key ids.
+	{
+		hint: func(l string) bool { return containsAny(l, "akia", "asia") },
+		re:   regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`),
+		repl: "[REDACTED_AWS_KEY]",
+	},
+	// Provider API keys: sk-..., pk-..., rk-... (OpenAI, Anthropic, Stripe).
+	{
+		hint: func(l string) bool { return containsAny(l, "sk-", "pk-", "rk-", "sk_", "pk_", "rk_") },
+		re:   regexp.MustCompile(`\b(sk|pk|rk)[-_][A-Za-z0-9_-]{16,}`),
+		repl: "[REDACTED_KEY]",
+	},
+	// Slack, GitHub and GitLab tokens.
+	{
+		hint: func(l string) bool { return containsAny(l, "xox", "gh", "github_pat", "glpat") },
+		re:   regexp.MustCompile(`\b(xox[abprs]|ghp|gho|ghu|ghs|ghr|github_pat|glpat)[-_][A-Za-z0-9_-]{10,}`),
+		repl: "[REDACTED_KEY]",
+	},
+	// Credentials in URLs: scheme://user:password@host.
+	{
+		hint: func(l string) bool { return strings.Contains(l, "://") && strings.Contains(l, "@") },
+		re:   regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]*:[^/\s@]+@`),
+		repl: "${1}[REDACTED]@",
+	},
+	// Signed URLs: the signature, credential and token query parameters.
+	{
+		hint: func(l string) bool { return containsAny(l, "?", "&") && strings.Contains(l, "=") },
+		re:   regexp.MustCompile(`(?i)([?&](?:x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|sig|signature|token|access_token|key|api_key|code)=)[^&\s#"']+`),
+		repl: "${1}[REDACTED]",
+	},
+	// key=value, key: value and "key": "value" pairs whose key names a secret.
+	{
+		hint: func(l string) bool { return containsAny(l, secretKeys...) },
+		re:   regexp.MustCompile(`(?i)("?\b[a-z0-9_.-]*?(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|session[_-]?id|signature|cookie|authorization)(?:[_-][a-z0-9_-]*)?"?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&}"']+)`),
+		fn: func(s string, loc []int) string {
+			key, val := s[loc[2]:loc[3]], s[loc[4]:loc[5]]
+			if val == "[REDACTED]" || strings.HasPrefix(val, "[REDACTED") {
+				return key + val
+			}
+			switch val[0] {
+			case '"':
+				return key + `"[REDACTED]"`
+			case '\'':
+				return key + `'[REDACTED]'`
+			}
+			return key + "[REDACTED]"
+		},
+	},
 	// Email addresses.
-	{regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}`), "[REDACTED_EMAIL]"},
-	// Long opaque strings (hex or base64 of 32+ characters) that look like key material.
-	{regexp.MustCompile(`\b[A-Za-z0-9+/_-]{40,}={0,2}`), "[REDACTED_BLOB]"},
+	{
+		hint: func(l string) bool { return strings.Contains(l, "@") },
+		re:   regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`),
+		repl: "[REDACTED_EMAIL]",
+	},
+	// Long opaque strings (40+ characters of base64 or hex with both letters
+	// and digits) that look like key material. Paths and words are kept.
+	{
+		hint: func(l string) bool { return hasLongRun(l, 40) },
+		re:   regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`),
+		fn: func(s string, loc []int) string {
+			m := s[loc[0]:loc[1]]
+			if strings.ContainsAny(m, "0123456789") && strings.IndexFunc(m, func(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' }) >= 0 {
+				return "[REDACTED_BLOB]"
+			}
+			return m
+		},
+	},
+}
+
+// hasLongRun reports whether s has n consecutive characters of the base64
+// and hex alphabet.
+func hasLongRun(s string, n int) bool {
+	run := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '_' || c == '-' {
+			if run++; run >= n {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
 }
 
 // Redact removes tokens, keys, authorization headers, credentials in URLs and
@@ -41,14 +148,45 @@ func Redact(s string, maxRunes int) string {
 		return s
 	}
 	if !utf8.ValidString(s) {
-		s = string([]rune(s)) // replaces invalid bytes with U+FFFD
+		s = string([]rune(s)) // replaces each invalid byte with U+FFFD
 	}
+	lower := strings.ToLower(s)
 	for _, r := range redactions {
-		s = r.re.ReplaceAllString(s, r.repl)
+		if !r.hint(lower) {
+			continue
+		}
+		var out string
+		if r.fn != nil {
+			out = replaceFunc(r.re, s, r.fn)
+		} else {
+			out = r.re.ReplaceAllString(s, r.repl)
+		}
+		if out != s {
+			s = out
+			lower = strings.ToLower(s)
+		}
 	}
 	if maxRunes > 0 && utf8.RuneCountInString(s) > maxRunes {
 		rs := []rune(s)
 		s = string(rs[:maxRunes-1]) + "…"
 	}
 	return s
+}
+
+// replaceFunc replaces every match of re in s with fn(s, submatch indexes).
+func replaceFunc(re *regexp.Regexp, s string, fn func(string, []int) string) string {
+	locs := re.FindAllStringSubmatchIndex(s, -1)
+	if locs == nil {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, loc := range locs {
+		b.WriteString(s[last:loc[0]])
+		b.WriteString(fn(s, loc))
+		last = loc[1]
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
