@@ -191,4 +191,3 @@ func (r *Redriver) peekDLQ(ctx context.Context, api SelectAPI, items []canaryIte
 
 // IsCanaryFailure reports whether err is a failed canary.
 func IsCanaryFailure(err error) bool { return errors.Is(err, ErrCanaryFailed) }
-

@@ -1,0 +1,112 @@
+package redrive
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+func TestGate(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	tags := func(owner string) map[string]string {
+		return map[string]string{pipeline.TagOwner: owner, pipeline.TagPipeline: p.Name, TagRedriveRole: "arn:aws:iam::123456789012:role/agentdlq/AgentTasksRedrive"}
+	}
+	local := Identity{Local: true}
+	aws := func(caller string) Identity {
+		return Identity{CallerARN: caller, RedriveRole: "arn:aws:iam::123456789012:role/agentdlq/AgentTasksRedrive"}
+	}
+	tests := []struct {
+		name string
+		in   GateInput
+		code string // want: refusal code, "" for allowed
+	}{
+		{"owner, why, rate, tag: allowed locally", GateInput{Owner: p.Owner, Why: "fix v2 deployed", Rate: 10, QueueTags: tags(p.Owner), Identity: local}, ""},
+		{"wrong owner", GateInput{Owner: "mallory", Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: local}, CodeOwner},
+		{"owner differs in case", GateInput{Owner: "Platform-Oncall", Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: local}, CodeOwner},
+		{"missing why", GateInput{Owner: p.Owner, Rate: 10, QueueTags: tags(p.Owner), Identity: local}, CodeWhy},
+		{"blank why", GateInput{Owner: p.Owner, Why: " \t", Rate: 10, QueueTags: tags(p.Owner), Identity: local}, CodeWhy},
+		{"rate 0", GateInput{Owner: p.Owner, Why: "x", Rate: 0, QueueTags: tags(p.Owner), Identity: local}, CodeRate},
+		{"rate 501", GateInput{Owner: p.Owner, Why: "x", Rate: 501, QueueTags: tags(p.Owner), Identity: local}, CodeRate},
+		{"rate 500", GateInput{Owner: p.Owner, Why: "x", Rate: 500, QueueTags: tags(p.Owner), Identity: local}, ""},
+		{"tag disagrees with the definition", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags("someone-else"), Identity: local}, CodeOwnerTag},
+		{"no owner tag", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: map[string]string{}, Identity: local}, CodeOwnerTag},
+		{"tagged for another pipeline", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: map[string]string{pipeline.TagOwner: p.Owner, pipeline.TagPipeline: "agent-steps"}, Identity: local}, CodeOwnerTag},
+		{"AWS: the redrive role", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: aws("arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice")}, ""},
+		{"AWS: another role", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: aws("arn:aws:sts::123456789012:assumed-role/Admin/alice")}, CodeIdentity},
+		{"AWS: the role in another account", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: aws("arn:aws:sts::999999999999:assumed-role/AgentTasksRedrive/alice")}, CodeIdentity},
+		{"AWS: an IAM user", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: aws("arn:aws:iam::123456789012:user/alice")}, CodeIdentity},
+		{"AWS: no redrive role tag", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: Identity{CallerARN: "arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice"}}, CodeIdentity},
+		{"AWS: the owner check comes first", GateInput{Owner: "mallory", Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: aws("arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice")}, CodeOwner},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			in := tt.in
+			in.Pipeline = p
+			err := Gate(in)
+			if tt.code == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorIs(t, err, ErrRefused)
+			assert.Equal(t, tt.code, RefusalCode(err), err)
+			assert.NotContains(t, err.Error(), "\n", "a one-line reason")
+		})
+	}
+}
+
+func TestCheckCallerByName(t *testing.T) {
+	t.Parallel()
+	assert.NoError(t, CheckCaller("arn:aws:sts::1:assumed-role/RedriveRole/s", "RedriveRole"))
+	assert.Error(t, CheckCaller("arn:aws:sts::1:assumed-role/RedriveRoleX/s", "RedriveRole"))
+	assert.Error(t, CheckCaller("arn:aws:sts::1:assumed-role/RedriveRole/s", "arn:aws:sqs:us-east-1:1:queue"))
+}
+
+func TestIsLocalEndpoint(t *testing.T) {
+	t.Parallel()
+	for ep, want := range map[string]bool{
+		"http://127.0.0.1:4566":                true,
+		"http://localhost:9324":                true,
+		"http://[::1]:4566":                    true,
+		"http://127.0.0.2:80":                  true,
+		"":                                     false,
+		"https://sqs.us-east-1.amazonaws.com":  false,
+		"http://10.0.0.5:4566":                 false,
+		"http://localhost.evil.example.com:80": false,
+		"not a url":                            false,
+	} {
+		assert.Equal(t, want, IsLocalEndpoint(ep), ep)
+	}
+}
+
+func TestCheckRedrivePolicies(t *testing.T) {
+	t.Parallel()
+	hot, dlq := "arn:aws:sqs:us-east-1:1:hot", "arn:aws:sqs:us-east-1:1:hot-dlq"
+	rp := `{"deadLetterTargetArn":"` + dlq + `","maxReceiveCount":4}`
+	tests := []struct {
+		name, hotPolicy, allow string
+		ok                     bool
+	}{
+		{"byQueue lists the hot queue", rp, `{"redrivePermission":"byQueue","sourceQueueArns":["` + hot + `"]}`, true},
+		{"no allow policy", rp, "", true},
+		{"allowAll", rp, `{"redrivePermission":"allowAll"}`, true},
+		{"denyAll", rp, `{"redrivePermission":"denyAll"}`, false},
+		{"byQueue without the hot queue", rp, `{"redrivePermission":"byQueue","sourceQueueArns":["arn:aws:sqs:us-east-1:1:other"]}`, false},
+		{"hot queue dead-letters elsewhere", `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:1:other-dlq","maxReceiveCount":4}`, "", false},
+		{"hot queue has no redrive policy", "", "", false},
+		{"unreadable policy", "{", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckRedrivePolicies(hot, dlq, tt.hotPolicy, tt.allow)
+			if tt.ok {
+				assert.NoError(t, err)
+			} else {
+				assert.Equal(t, CodeDestination, RefusalCode(err), err)
+			}
+		})
+	}
+}

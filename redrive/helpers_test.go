@@ -1,0 +1,112 @@
+package redrive
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// testPipeline returns a pipeline of the project's definition file.
+func testPipeline(t testing.TB, name string) *pipeline.Pipeline {
+	t.Helper()
+	f, err := pipeline.Load("../" + pipeline.DefaultFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.Get(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := *p
+	return &cp
+}
+
+// testTag tags from the worker's metadata like triage does (reason from
+// dlq_meta, receive_limit without it), with a fingerprint of reason and tool.
+func testTag(l *Letter) {
+	meta, _, err := events.DecodeDeadLetter(l.Attributes)
+	switch {
+	case err != nil:
+		l.Reason = events.ReasonUnclassified
+	case meta == nil:
+		l.Reason = events.ReasonReceiveLimit
+	default:
+		l.Reason, l.Meta = meta.Reason, meta
+	}
+	tool := ""
+	if l.Meta != nil {
+		tool = l.Meta.Tool
+	}
+	l.Fingerprint = "fp-" + string(l.Reason) + "-" + tool
+}
+
+// task is an agent task v1 body.
+func task(key, tool string) string {
+	b, _ := json.Marshal(map[string]any{
+		"task_id": "task-" + key, "run_id": "run-1", "tenant": "acme", "idempotency_key": key,
+		"tool": tool, "tool_version": "1", "trace_id": "trace-" + key, "created_at": "2026-11-29T10:00:00Z",
+		"schema_version": 1, "args": map[string]any{"q": "hello " + key},
+	})
+	return string(b)
+}
+
+// originalAttrs are a producer's attributes: n of them, of every data type.
+func originalAttrs(n int) map[string]events.Attribute {
+	out := map[string]events.Attribute{}
+	for i := range n {
+		switch i % 3 {
+		case 0:
+			out[fmt.Sprintf("a%02d", i)] = events.Attribute{DataType: "String", StringValue: fmt.Sprintf("v%d", i)}
+		case 1:
+			out[fmt.Sprintf("a%02d", i)] = events.Attribute{DataType: "Number", StringValue: fmt.Sprint(i * 7)}
+		default:
+			out[fmt.Sprintf("a%02d", i)] = events.Attribute{DataType: "Binary.raw", BinaryValue: []byte{0, byte(i), 0xff}}
+		}
+	}
+	return out
+}
+
+// deadLetter is what the worker sends to the DLQ for a task.
+type deadLetter struct {
+	key, tool string
+	reason    events.Reason
+	body      string
+	original  map[string]events.Attribute
+	attrs     map[string]events.Attribute
+	origID    string
+}
+
+func newDeadLetter(t testing.TB, key, tool string, reason events.Reason, nattrs int, group string) deadLetter {
+	t.Helper()
+	d := deadLetter{key: key, tool: tool, reason: reason, body: task(key, tool), original: originalAttrs(nattrs), origID: "orig-" + key}
+	attrs, err := events.EncodeDeadLetter(events.Meta{
+		Reason: reason, Attempts: 1, Error: "boom", MessageID: d.origID, IdempotencyKey: key, Tool: tool, ToolVersion: "1",
+		SchemaVersion: 1, DeadLetteredAt: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC), MessageGroupID: group,
+	}, d.original)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.attrs = attrs
+	return d
+}
+
+// newRedriver wires a Redriver on the fake SQS, locally (no STS).
+func newRedriver(t testing.TB, p *pipeline.Pipeline, f *fakeSQS, q Queues) (*Redriver, *memStore, *ledger.Memory) {
+	t.Helper()
+	store := &memStore{}
+	led := ledger.NewMemory()
+	clock := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	r := &Redriver{
+		Pipeline: p, Queues: q, SQS: f, Local: true, Ledger: led, Tag: testTag,
+		Audit: &Auditor{Store: store, Now: func() time.Time { return clock }},
+		Now:   func() time.Time { clock = clock.Add(10 * time.Millisecond); return clock },
+		Sleep: func(ctx context.Context, d time.Duration) error { clock = clock.Add(d); return ctx.Err() },
+	}
+	return r, store, led
+}

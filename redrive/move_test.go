@@ -1,0 +1,256 @@
+package redrive
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+func transientGroups(n int) []Group { return []Group{{events.ReasonBudgetExhausted, "fp-be", n}} }
+
+func TestStartRefusals(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	ok := StartRequest{Who: Who{Owner: p.Owner, Why: "upstream 503s over"}, Rate: 50, Groups: transientGroups(3)}
+	tests := []struct {
+		name  string
+		setup func(f *fakeSQS, q Queues, r *Redriver)
+		req   func(StartRequest) StartRequest
+		code  string // want: the refusal code
+	}{
+		{"wrong owner", nil, func(s StartRequest) StartRequest { s.Owner = "mallory"; return s }, CodeOwner},
+		{"missing why", nil, func(s StartRequest) StartRequest { s.Why = ""; return s }, CodeWhy},
+		{"rate 0", nil, func(s StartRequest) StartRequest { s.Rate = 0; return s }, CodeRate},
+		{"rate above 500", nil, func(s StartRequest) StartRequest { s.Rate = 501; return s }, CodeRate},
+		{"forbidden group without override", nil, func(s StartRequest) StartRequest {
+			s.Groups = append(s.Groups, Group{events.ReasonPolicyLimit, "fp-pl", 1})
+			return s
+		}, CodeForbidden},
+		{"poison without the fix", nil, func(s StartRequest) StartRequest {
+			s.Groups = append(s.Groups, Group{events.ReasonSchemaInvalid, "fp-si", 1})
+			return s
+		}, CodeForbidden},
+		{"owner tag mismatch", func(f *fakeSQS, q Queues, _ *Redriver) { f.queues[q.DLQURL].tags[pipeline.TagOwner] = "someone-else" }, nil, CodeOwnerTag},
+		{"another destination", nil, func(s StartRequest) StartRequest {
+			s.Destination = "arn:aws:sqs:us-east-1:000000000000:other"
+			return s
+		}, CodeDestination},
+		{"hot queue dead-letters elsewhere", func(f *fakeSQS, q Queues, _ *Redriver) {
+			f.queues[q.HotURL].attrs["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:other-dlq","maxReceiveCount":4}`
+		}, nil, CodeDestination},
+		{"a task is running", func(f *fakeSQS, q Queues, _ *Redriver) {
+			f.moveTasks = []sqstypes.ListMessageMoveTasksResultEntry{{TaskHandle: aws.String("t0"), Status: aws.String("RUNNING"), SourceArn: aws.String(q.DLQARN)}}
+		}, nil, CodeTaskActive},
+		{"empty DLQ", nil, func(s StartRequest) StartRequest { s.Groups = nil; return s }, CodeDLQEmpty},
+		{"DLQ missing", func(f *fakeSQS, q Queues, _ *Redriver) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
+		{"AWS: caller is not the redrive role", func(f *fakeSQS, q Queues, r *Redriver) {
+			f.queues[q.DLQURL].tags[TagRedriveRole] = "AgentTasksRedrive"
+			r.Local, r.STS = false, fakeSTS{arn: "arn:aws:sts::123456789012:assumed-role/Developer/bob"}
+		}, nil, CodeIdentity},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeSQS()
+			q := f.addPair(p)
+			r, store, _ := newRedriver(t, p, f, q)
+			if tt.setup != nil {
+				tt.setup(f, q, r)
+			}
+			req := ok
+			if tt.req != nil {
+				req = tt.req(ok)
+			}
+			_, err := r.Start(context.Background(), req)
+			require.ErrorIs(t, err, ErrRefused)
+			assert.Equal(t, tt.code, RefusalCode(err), err)
+			assert.Empty(t, f.started, "nothing started")
+			recs := store.all()
+			require.Len(t, recs, 1, "the refusal is audited")
+			assert.Equal(t, OutcomeRefused, recs[0].Outcome)
+			assert.Equal(t, ActionStart, recs[0].Action)
+			assert.NotEmpty(t, recs[0].Error)
+		})
+	}
+}
+
+func TestStartWithOverrideStatusAndCancel(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	r, store, _ := newRedriver(t, p, f, q)
+	r.Local, r.STS = false, fakeSTS{arn: "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice"}
+	f.queues[q.DLQURL].tags[TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
+	ctx := context.Background()
+	req := StartRequest{Who: Who{Owner: p.Owner, Why: "cap raised for tenant acme"}, Rate: 500,
+		Groups: append(transientGroups(2), Group{events.ReasonPolicyLimit, "fp-pl", 1}),
+		Ack:    Ack{Overrides: map[events.Reason]string{events.ReasonPolicyLimit: "cap raised, INC-7"}}}
+	task, err := r.Start(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, "task-1", task.TaskHandle)
+	require.Len(t, f.started, 1)
+	assert.Equal(t, q.DLQARN, aws.ToString(f.started[0].SourceArn))
+	assert.Equal(t, q.HotARN, aws.ToString(f.started[0].DestinationArn))
+	assert.Equal(t, int32(500), aws.ToInt32(f.started[0].MaxNumberOfMessagesPerSecond))
+
+	_, err = r.Start(ctx, req)
+	assert.Equal(t, CodeTaskActive, RefusalCode(err), "one active task a queue")
+
+	tasks, err := r.Status(ctx, "alice")
+	require.NoError(t, err)
+	require.Len(t, tasks, 1)
+	assert.Equal(t, "RUNNING", tasks[0].Status)
+	assert.Equal(t, "0/?", tasks[0].Progress())
+
+	_, err = r.Cancel(ctx, CancelRequest{Who: Who{Owner: "mallory", Why: "x"}})
+	assert.Equal(t, CodeOwner, RefusalCode(err))
+	_, err = r.Cancel(ctx, CancelRequest{Who: Who{Owner: p.Owner, Why: "wrong fix, stop"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"task-1"}, f.canceled)
+	_, err = r.Cancel(ctx, CancelRequest{Who: Who{Owner: p.Owner, Why: "again"}})
+	assert.Equal(t, CodeNoTask, RefusalCode(err))
+
+	var actions []string
+	for _, rec := range store.all() {
+		actions = append(actions, rec.Action+":"+rec.Outcome)
+	}
+	assert.Equal(t, []string{"start:ok", "start:refused", "status:shown", "cancel:refused", "cancel:canceled", "cancel:refused"}, actions)
+	first := store.all()[0]
+	assert.Equal(t, "cap raised, INC-7", first.Detail["override.policy_limit"])
+	assert.Equal(t, "task-1", first.Detail["task_handle"])
+	assert.Equal(t, q.HotARN, first.Detail["destination_arn"])
+}
+
+// sqsServer is an httptest SQS endpoint speaking the AWS JSON 1.0 protocol:
+// it answers the gate's and the destination check's calls for a hot queue
+// and DLQ pair and records every request.
+type sqsServer struct {
+	mu       sync.Mutex
+	requests map[string][]capturedRequest // by operation
+	q        Queues
+	p        *pipeline.Pipeline
+	// unsupported answers move task operations like fauxqs does.
+	unsupported bool
+}
+
+type capturedRequest struct {
+	header http.Header
+	body   []byte
+}
+
+func (s *sqsServer) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "AmazonSQS.")
+	s.mu.Lock()
+	s.requests[op] = append(s.requests[op], capturedRequest{header: req.Header.Clone(), body: body})
+	s.mu.Unlock()
+	var in struct{ QueueUrl string }
+	_ = json.Unmarshal(body, &in)
+	reply := func(v any) {
+		w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	switch op {
+	case "ListQueueTags":
+		reply(map[string]any{"Tags": map[string]string{pipeline.TagOwner: s.p.Owner, pipeline.TagPipeline: s.p.Name}})
+	case "GetQueueAttributes":
+		if in.QueueUrl == s.q.HotURL {
+			reply(map[string]any{"Attributes": map[string]string{"QueueArn": s.q.HotARN,
+				"RedrivePolicy": `{"deadLetterTargetArn":"` + s.q.DLQARN + `","maxReceiveCount":4}`}})
+			return
+		}
+		reply(map[string]any{"Attributes": map[string]string{"QueueArn": s.q.DLQARN, "ApproximateNumberOfMessages": "3",
+			"RedriveAllowPolicy": `{"redrivePermission":"byQueue","sourceQueueArns":["` + s.q.HotARN + `"]}`}})
+	case "ListMessageMoveTasks", "StartMessageMoveTask", "CancelMessageMoveTask":
+		if s.unsupported {
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = w.Write([]byte(`{"__type":"com.amazonaws.sqs#InvalidAction","message":"Unknown action: ` + op + `"}`))
+			return
+		}
+		if op == "ListMessageMoveTasks" {
+			reply(map[string]any{"Results": []any{}})
+			return
+		}
+		reply(map[string]any{"TaskHandle": "eyJ0YXNrSWQiOiJ4In0="})
+	default:
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = w.Write([]byte(`{"__type":"com.amazonaws.sqs#InvalidAction","message":"unexpected"}`))
+	}
+}
+
+func newServerRedriver(t *testing.T, unsupported bool) (*Redriver, *sqsServer, *memStore) {
+	t.Helper()
+	p := testPipeline(t, "agent-tasks")
+	srv := &sqsServer{requests: map[string][]capturedRequest{}, p: p, unsupported: unsupported}
+	ts := httptest.NewServer(srv)
+	t.Cleanup(ts.Close)
+	srv.q = Queues{
+		HotURL: ts.URL + "/000000000000/agent-tasks", HotARN: "arn:aws:sqs:us-east-1:000000000000:agent-tasks",
+		DLQURL: ts.URL + "/000000000000/agent-tasks-dlq", DLQARN: "arn:aws:sqs:us-east-1:000000000000:agent-tasks-dlq",
+	}
+	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(ts.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+	r, store, _ := newRedriver(t, p, newFakeSQS(), srv.q)
+	r.SQS = client
+	r.Local = IsLocalEndpoint(ts.URL)
+	require.True(t, r.Local, "httptest listens on loopback")
+	return r, srv, store
+}
+
+// The local emulator has no move tasks, so the request start sends is
+// checked as the SDK serializes it.
+func TestStartSerializedRequest(t *testing.T) {
+	t.Parallel()
+	r, srv, _ := newServerRedriver(t, false)
+	task, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: r.Pipeline.Owner, Why: "503s over"}, Rate: 37, Groups: transientGroups(3)})
+	require.NoError(t, err)
+	assert.Equal(t, "eyJ0YXNrSWQiOiJ4In0=", task.TaskHandle)
+	reqs := srv.requests["StartMessageMoveTask"]
+	require.Len(t, reqs, 1)
+	got := reqs[0]
+	assert.Equal(t, "AmazonSQS.StartMessageMoveTask", got.header.Get("X-Amz-Target"))
+	assert.Equal(t, "application/x-amz-json-1.0", got.header.Get("Content-Type"))
+	assert.Contains(t, got.header.Get("Authorization"), "AWS4-HMAC-SHA256")
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(got.body, &body), string(got.body))
+	assert.Equal(t, map[string]any{
+		"SourceArn":                    "arn:aws:sqs:us-east-1:000000000000:agent-tasks-dlq",
+		"DestinationArn":               "arn:aws:sqs:us-east-1:000000000000:agent-tasks",
+		"MaxNumberOfMessagesPerSecond": float64(37),
+	}, body)
+	// The gate and the checks ran before it, in this order.
+	assert.Len(t, srv.requests["ListQueueTags"], 1)
+	assert.Len(t, srv.requests["ListMessageMoveTasks"], 1)
+}
+
+func TestStartUnsupportedEndpoint(t *testing.T) {
+	t.Parallel()
+	r, srv, store := newServerRedriver(t, true)
+	_, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: r.Pipeline.Owner, Why: "503s over"}, Rate: 10, Groups: transientGroups(3)})
+	require.ErrorIs(t, err, ErrUnsupported)
+	assert.Contains(t, err.Error(), "agentdlq redrive select")
+	assert.Contains(t, err.Error(), "InvalidAction")
+	assert.Empty(t, srv.requests["StartMessageMoveTask"], "refused at ListMessageMoveTasks, before any start")
+	_, err = r.Status(context.Background(), "alice")
+	assert.ErrorIs(t, err, ErrUnsupported)
+	recs := store.all()
+	require.Len(t, recs, 2)
+	assert.Equal(t, OutcomeFailed, recs[0].Outcome)
+}

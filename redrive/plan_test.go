@@ -1,0 +1,98 @@
+package redrive
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+func TestBuildPlan(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	groups := []Group{
+		{events.ReasonPolicyLimit, "fp-pl", 1},
+		{events.ReasonSchemaInvalid, "fp-si", 4},
+		{events.ReasonBudgetExhausted, "fp-be", 7},
+		{events.ReasonEffectUnknown, "fp-eu", 2},
+		{events.ReasonReceiveLimit, "fp-rl", 3},
+	}
+	pl := BuildPlan(p, groups)
+	assert.Equal(t, 17, pl.Total)
+	require.Len(t, pl.Groups, 5)
+	// Taxonomy order.
+	got := []events.Reason{}
+	for _, g := range pl.Groups {
+		got = append(got, g.Reason)
+	}
+	assert.Equal(t, []events.Reason{events.ReasonBudgetExhausted, events.ReasonSchemaInvalid, events.ReasonEffectUnknown, events.ReasonPolicyLimit, events.ReasonReceiveLimit}, got)
+	byReason := map[events.Reason]PlanGroup{}
+	for _, g := range pl.Groups {
+		byReason[g.Reason] = g
+	}
+	be := byReason[events.ReasonBudgetExhausted]
+	assert.True(t, be.MayRedrive)
+	assert.Equal(t, "agentdlq redrive select --pipeline agent-tasks --reason budget_exhausted --fingerprint fp-be --owner platform-oncall --why '<why>' --rate 10 --canary 5", be.Command)
+	si := byReason[events.ReasonSchemaInvalid]
+	assert.False(t, si.MayRedrive)
+	assert.Contains(t, si.Why, "fix is deployed")
+	assert.Contains(t, si.Command, "--fix-deployed '<deployed fix ref>' --canary 4")
+	eu := byReason[events.ReasonEffectUnknown]
+	assert.Contains(t, eu.Command, "reconcile")
+	assert.Contains(t, eu.Command, "--override effect_unknown=")
+	pll := byReason[events.ReasonPolicyLimit]
+	assert.Equal(t, "agentdlq redrive reject --pipeline agent-tasks --reason policy_limit --fingerprint fp-pl --owner platform-oncall --why '<why>'", pll.Command)
+	assert.Contains(t, byReason[events.ReasonReceiveLimit].Command, "--reviewed")
+	assert.True(t, strings.HasPrefix(pl.Start, "not a move task"))
+
+	onlyTransient := BuildPlan(p, []Group{{events.ReasonBudgetExhausted, "fp", 2}, {events.ReasonDependencyOpen, "fp2", 1}})
+	assert.Equal(t, "agentdlq redrive start --pipeline agent-tasks --owner platform-oncall --why '<why>' --rate 10", onlyTransient.Start)
+	assert.Contains(t, BuildPlan(p, nil).Start, "empty")
+
+	var buf bytes.Buffer
+	require.NoError(t, pl.WriteText(&buf))
+	out := buf.String()
+	assert.Contains(t, out, "Redrive plan for agent-tasks (owner platform-oncall): 17 dead letters in 5 groups")
+	assert.Contains(t, out, "after --fix-deployed REF")
+	assert.Contains(t, out, be.Command)
+}
+
+func TestShowPlanIsAudited(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	r, store, _ := newRedriver(t, p, f, f.addPair(p))
+	_, err := r.ShowPlan(context.Background(), "alice", []Group{{events.ReasonBudgetExhausted, "fp", 2}})
+	require.NoError(t, err)
+	recs := store.all()
+	require.Len(t, recs, 1)
+	assert.Equal(t, ActionPlan, recs[0].Action)
+	assert.Equal(t, OutcomeShown, recs[0].Outcome)
+	assert.Equal(t, 2, recs[0].Counts["total"])
+	assert.Equal(t, "alice", recs[0].Actor)
+}
+
+func TestRejectIsAuditedAndGated(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	r, store, _ := newRedriver(t, p, f, f.addPair(p))
+	groups := []Group{{events.ReasonPolicyLimit, "fp-pl", 3}}
+	ctx := context.Background()
+	require.NoError(t, r.Reject(ctx, Who{Owner: p.Owner, Why: "cost cap is right; tenant told"}, []events.Reason{events.ReasonPolicyLimit}, nil, groups))
+	err := r.Reject(ctx, Who{Owner: "mallory", Why: "x"}, []events.Reason{events.ReasonPolicyLimit}, nil, groups)
+	assert.Equal(t, CodeOwner, RefusalCode(err))
+	err = r.Reject(ctx, Who{Owner: p.Owner, Why: "x"}, []events.Reason{events.ReasonPolicyLimit}, []string{"fp-none"}, groups)
+	assert.Equal(t, CodeUnknownGroup, RefusalCode(err))
+	recs := store.all()
+	require.Len(t, recs, 3)
+	assert.Equal(t, OutcomeOK, recs[0].Outcome)
+	assert.Equal(t, 3, recs[0].Counts["policy_limit"])
+	assert.Equal(t, OutcomeRefused, recs[1].Outcome)
+	assert.Equal(t, OutcomeRefused, recs[2].Outcome)
+}

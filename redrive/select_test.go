@@ -1,0 +1,464 @@
+package redrive
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// seed puts a mixed DLQ: n dead letters of each reason, the first ones with
+// ten original attributes (two folded into dlq_meta), and one without
+// metadata (receive_limit).
+func seed(t *testing.T, f *fakeSQS, q Queues, n int, reasons ...events.Reason) map[string]deadLetter {
+	t.Helper()
+	out := map[string]deadLetter{}
+	for _, r := range reasons {
+		for i := range n {
+			key := string(r) + "-" + string(rune('a'+i))
+			group := ""
+			if q.FIFO {
+				group = "run-" + string(rune('a'+i))
+			}
+			d := newDeadLetter(t, key, "web.search", r, 10-i%3*5, group)
+			f.put(q.DLQURL, d.body, d.attrs, group)
+			out[key] = d
+		}
+	}
+	return out
+}
+
+func selReq(p *pipeline.Pipeline, reasons ...events.Reason) SelectRequest {
+	return SelectRequest{Who: Who{Owner: p.Owner, Why: "search API back up"}, Selector: Selector{Reasons: reasons}, Rate: 500}
+}
+
+func keyOf(t *testing.T, body string) string {
+	var v struct {
+		Key string `json:"idempotency_key"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &v))
+	return v.Key
+}
+
+func TestSelectMovesOnlyTheChosenByteIdentical(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seeded := seed(t, f, q, 3, events.ReasonBudgetExhausted, events.ReasonSchemaInvalid, events.ReasonPolicyLimit)
+	f.put(q.DLQURL, task("crashed-1", "web.search"), originalAttrs(2), "") // no metadata: receive_limit
+	r, store, led := newRedriver(t, p, f, q)
+	var progress int
+	r.OnMove = func() { progress++ }
+
+	res, err := r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+	require.NoError(t, err)
+	assert.Equal(t, 3, res.Moved)
+	assert.Equal(t, 3, progress)
+	assert.Equal(t, 10, res.Seen)
+	assert.Equal(t, map[events.Reason]int{events.ReasonBudgetExhausted: 3}, res.ByReason)
+
+	hot, dlq := f.snapshot(q.HotURL), f.snapshot(q.DLQURL)
+	assert.Len(t, hot, 3)
+	assert.Len(t, dlq, 7, "counts conserved: 10 = 3 moved + 7 left")
+	for _, m := range hot {
+		d, ok := seeded[keyOf(t, m.body)]
+		require.True(t, ok)
+		assert.Equal(t, events.ReasonBudgetExhausted, d.reason)
+		assert.Equal(t, d.body, m.body, "body byte-identical")
+		assert.Equal(t, d.original, AttributesFromSQS(m.attrs), "original attributes, dlq_* removed, folded restored")
+		e, ok, err := led.Get(context.Background(), d.key)
+		require.NoError(t, err)
+		require.True(t, ok)
+		assert.Equal(t, 1, e.RedriveCount)
+	}
+	for _, m := range dlq {
+		assert.NotEqual(t, "budget_exhausted", AttributesFromSQS(m.attrs)[events.AttrReason].StringValue)
+		assert.True(t, m.visibleAt.IsZero() || !m.visibleAt.After(f.now), "the others were released at once")
+	}
+	var actions []string
+	for _, rec := range store.all() {
+		actions = append(actions, rec.Action+":"+rec.Outcome)
+	}
+	assert.Equal(t, []string{"select:begun", "select:ok"}, actions)
+	assert.Equal(t, 3, store.all()[1].Counts["moved"])
+}
+
+func TestSelectByFingerprintAndAcknowledgedPoison(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 2, events.ReasonSchemaInvalid)
+	other := newDeadLetter(t, "other-tool", "sql.query", events.ReasonSchemaInvalid, 1, "")
+	f.put(q.DLQURL, other.body, other.attrs, "")
+	r, _, _ := newRedriver(t, p, f, q)
+	ctx := context.Background()
+
+	req := selReq(p, events.ReasonSchemaInvalid)
+	req.Fingerprints = []string{"fp-schema_invalid-sql.query"}
+	_, err := r.Select(ctx, req)
+	assert.Equal(t, CodeForbidden, RefusalCode(err), "poison needs the deployed fix")
+	assert.Empty(t, f.snapshot(q.HotURL))
+
+	req.Ack.FixDeployed = "worker v1.3.0"
+	res, err := r.Select(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Moved)
+	hot := f.snapshot(q.HotURL)
+	require.Len(t, hot, 1)
+	assert.Equal(t, other.body, hot[0].body)
+
+	req.Fingerprints = []string{"fp-nope"}
+	_, err = r.Select(ctx, req)
+	assert.Equal(t, CodeUnknownGroup, RefusalCode(err))
+	assert.Len(t, f.snapshot(q.HotURL), 1, "nothing more moved")
+	assert.Len(t, f.snapshot(q.DLQURL), 2)
+}
+
+func TestSelectDryRunMovesNothing(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 2, events.ReasonBudgetExhausted, events.ReasonDependencyOpen)
+	r, store, led := newRedriver(t, p, f, q)
+	req := selReq(p, events.ReasonDependencyOpen)
+	req.DryRun = true
+	res, err := r.Select(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, 0, res.Moved)
+	assert.Equal(t, 2, res.Matched)
+	require.Len(t, res.Letters, 2)
+	assert.Equal(t, "dependency_open-a", res.Letters[0].IdempotencyKey)
+	assert.Empty(t, f.snapshot(q.HotURL))
+	assert.Len(t, f.snapshot(q.DLQURL), 4)
+	assert.Equal(t, 0, led.Len())
+	recs := store.all()
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomeDryRun, recs[0].Outcome)
+}
+
+func TestSelectBadInputMovesNothing(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	tests := []struct {
+		name  string
+		setup func(f *fakeSQS, q Queues)
+		req   func(SelectRequest) SelectRequest
+		code  string // want: refusal code
+	}{
+		{"wrong owner", nil, func(s SelectRequest) SelectRequest { s.Owner = "mallory"; return s }, CodeOwner},
+		{"missing why", nil, func(s SelectRequest) SelectRequest { s.Why = ""; return s }, CodeWhy},
+		{"rate 0", nil, func(s SelectRequest) SelectRequest { s.Rate = 0; return s }, CodeRate},
+		{"rate 501", nil, func(s SelectRequest) SelectRequest { s.Rate = 501; return s }, CodeRate},
+		{"no reason", nil, func(s SelectRequest) SelectRequest { s.Reasons = nil; return s }, CodeUnknownReason},
+		{"unknown reason", nil, func(s SelectRequest) SelectRequest { s.Reasons = []events.Reason{"bogus"}; return s }, CodeUnknownReason},
+		{"forbidden reason", nil, func(s SelectRequest) SelectRequest {
+			s.Reasons = []events.Reason{events.ReasonGuardrailReject}
+			return s
+		}, CodeForbidden},
+		{"effect_unknown without reconciliation", nil, func(s SelectRequest) SelectRequest { s.Reasons = []events.Reason{events.ReasonEffectUnknown}; return s }, CodeForbidden},
+		{"owner tag mismatch", func(f *fakeSQS, q Queues) { f.queues[q.DLQURL].tags[pipeline.TagOwner] = "x" }, nil, CodeOwnerTag},
+		{"reason not in the DLQ", nil, func(s SelectRequest) SelectRequest {
+			s.Reasons = []events.Reason{events.ReasonDependencyOpen}
+			return s
+		}, CodeNothingSelected},
+		{"unknown fingerprint", nil, func(s SelectRequest) SelectRequest { s.Fingerprints = []string{"nope"}; return s }, CodeUnknownGroup},
+		{"empty DLQ", func(f *fakeSQS, q Queues) { f.queues[q.DLQURL].msgs = nil }, nil, CodeDLQEmpty},
+		{"DLQ missing", func(f *fakeSQS, q Queues) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
+		{"aimed at the wrong queue", func(f *fakeSQS, q Queues) {
+			f.queues[q.HotURL].attrs["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:elsewhere","maxReceiveCount":4}`
+		}, nil, CodeDestination},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeSQS()
+			q := f.addPair(p)
+			seed(t, f, q, 2, events.ReasonBudgetExhausted, events.ReasonGuardrailReject, events.ReasonEffectUnknown)
+			before := len(f.snapshot(q.DLQURL))
+			if tt.setup != nil {
+				tt.setup(f, q)
+			}
+			r, store, led := newRedriver(t, p, f, q)
+			req := selReq(p, events.ReasonBudgetExhausted)
+			if tt.req != nil {
+				req = tt.req(req)
+			}
+			_, err := r.Select(context.Background(), req)
+			require.ErrorIs(t, err, ErrRefused)
+			assert.Equal(t, tt.code, RefusalCode(err), err)
+			assert.Empty(t, f.snapshot(q.HotURL), "nothing moved")
+			if _, ok := f.queues[q.DLQURL]; ok && tt.code != CodeDLQEmpty {
+				assert.Len(t, f.snapshot(q.DLQURL), before)
+			}
+			assert.Equal(t, 0, led.Len())
+			recs := store.all()
+			require.NotEmpty(t, recs)
+			assert.Equal(t, OutcomeRefused, recs[len(recs)-1].Outcome)
+		})
+	}
+}
+
+func TestSelectSendFailureLosesNothing(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 3, events.ReasonBudgetExhausted)
+	f.sendErr = errors.New("AccessDenied")
+	r, store, _ := newRedriver(t, p, f, q)
+	res, err := r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+	require.Error(t, err)
+	assert.NotErrorIs(t, err, ErrRefused)
+	assert.Equal(t, 1, res.SendFailed)
+	assert.Len(t, f.snapshot(q.DLQURL), 3, "all still in the DLQ")
+	for _, m := range f.snapshot(q.DLQURL) {
+		assert.False(t, m.visibleAt.After(f.now), "released at once")
+	}
+	recs := store.all()
+	assert.Equal(t, OutcomeFailed, recs[len(recs)-1].Outcome)
+}
+
+// worker simulates the worker on the hot queue: it claims the key in the
+// ledger (a done key is a no-op) and completes it, or, for keys in fail,
+// dead-letters it again.
+type worker struct {
+	t         *testing.T
+	f         *fakeSQS
+	q         Queues
+	led       ledger.Ledger
+	fail      map[string]bool
+	mu        sync.Mutex
+	processed map[string]int // key → effects
+	noops     int
+}
+
+func (w *worker) drain() {
+	ctx := context.Background()
+	for {
+		out, err := w.f.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(w.q.HotURL), MaxNumberOfMessages: 10, VisibilityTimeout: 30})
+		require.NoError(w.t, err)
+		if len(out.Messages) == 0 {
+			return
+		}
+		for _, m := range out.Messages {
+			w.handle(ctx, aws.ToString(m.MessageId), aws.ToString(m.Body), m.MessageAttributes)
+			_, err := w.f.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(w.q.HotURL), ReceiptHandle: m.ReceiptHandle})
+			require.NoError(w.t, err)
+		}
+	}
+}
+
+func (w *worker) handle(ctx context.Context, id, body string, attrs map[string]sqstypes.MessageAttributeValue) {
+	key := keyOf(w.t, body)
+	now := time.Now()
+	if _, err := w.led.Begin(ctx, key, id, now, time.Minute); errors.Is(err, ledger.ErrDone) {
+		w.mu.Lock()
+		w.noops++
+		w.mu.Unlock()
+		return
+	}
+	if w.fail[key] {
+		dl, err := events.EncodeDeadLetter(events.Meta{Reason: events.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: id}, AttributesFromSQS(attrs))
+		require.NoError(w.t, err)
+		w.f.put(w.q.DLQURL, body, dl, "")
+		_, err = w.led.DeadLettered(ctx, key, events.ReasonBudgetExhausted, now)
+		require.NoError(w.t, err)
+		return
+	}
+	require.NoError(w.t, w.led.Complete(ctx, key, id, "receipt-"+key, now))
+	w.mu.Lock()
+	w.processed[key]++
+	w.mu.Unlock()
+}
+
+func TestSelectInterruptedBetweenSendAndDelete(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 3, events.ReasonBudgetExhausted)
+	r, store, led := newRedriver(t, p, f, q)
+	ctx, cancel := context.WithCancel(context.Background())
+	deletes := 0
+	f.onDelete = func(queue, _ string) error {
+		if queue != q.DLQURL {
+			return nil
+		}
+		deletes++
+		if deletes == 2 { // the process dies after the second send
+			cancel()
+			return context.Canceled
+		}
+		return nil
+	}
+	res, err := r.Select(ctx, selReq(p, events.ReasonBudgetExhausted))
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 1, res.Moved)
+	assert.Equal(t, 1, res.DeleteFailed)
+	assert.Len(t, f.snapshot(q.HotURL), 2, "two sent")
+	assert.Len(t, f.snapshot(q.DLQURL), 2, "the interrupted one is still in the DLQ, and the unsent one")
+	assert.Equal(t, OutcomeFailed, store.all()[len(store.all())-1].Outcome)
+
+	// The worker processes what was sent.
+	w := &worker{t: t, f: f, q: q, led: led, processed: map[string]int{}}
+	w.drain()
+
+	// The hold runs out; the owner reruns.
+	f.onDelete = nil
+	f.expire(q.DLQURL)
+	res, err = r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Moved, "the interrupted one is sent again, and the unsent one")
+	assert.Empty(t, f.snapshot(q.DLQURL))
+	w.drain()
+
+	// Every key took effect exactly once; the resend was a no-op.
+	assert.Equal(t, map[string]int{"budget_exhausted-a": 1, "budget_exhausted-b": 1, "budget_exhausted-c": 1}, w.processed)
+	assert.Equal(t, 1, w.noops, "one duplicate, absorbed by the idempotency key")
+	e, _, _ := led.Get(context.Background(), "budget_exhausted-b")
+	assert.Equal(t, 2, e.RedriveCount, "the redrive count counts both sends")
+}
+
+func TestSelectCanary(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	for _, tt := range []struct {
+		name      string
+		fail      map[string]bool
+		wantErr   bool
+		wantMoved int // want: moved in all
+		wantDLQ   int // want: left in the DLQ afterwards
+	}{
+		{"canary processed, the rest follows", nil, false, 5, 0},
+		{"canary dead-lettered again stops the run", map[string]bool{"budget_exhausted-b": true}, true, 2, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeSQS()
+			q := f.addPair(p)
+			seed(t, f, q, 5, events.ReasonBudgetExhausted)
+			r, store, led := newRedriver(t, p, f, q)
+			w := &worker{t: t, f: f, q: q, led: led, fail: tt.fail, processed: map[string]int{}}
+			r.Sleep = func(ctx context.Context, d time.Duration) error { w.drain(); return ctx.Err() }
+			req := selReq(p, events.ReasonBudgetExhausted)
+			req.Canary = 2
+			res, err := r.Select(context.Background(), req)
+			require.NotNil(t, res.Canary)
+			assert.Equal(t, tt.wantMoved, res.Moved)
+			assert.Len(t, f.snapshot(q.DLQURL), tt.wantDLQ)
+			var canary Record
+			for _, rec := range store.all() {
+				if rec.Action == ActionCanary {
+					canary = rec
+				}
+			}
+			if tt.wantErr {
+				require.ErrorIs(t, err, ErrCanaryFailed)
+				assert.Equal(t, 1, res.Canary.DeadLettered)
+				assert.Equal(t, 1, res.Canary.Processed)
+				assert.Equal(t, OutcomeFailed, canary.Outcome)
+				assert.Equal(t, OutcomeStopped, store.all()[len(store.all())-1].Outcome)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, 2, res.Canary.Processed)
+			assert.Equal(t, OutcomeOK, canary.Outcome)
+		})
+	}
+}
+
+func TestSelectCanaryTimesOutWithoutAWorker(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 3, events.ReasonBudgetExhausted)
+	r, _, _ := newRedriver(t, p, f, q)
+	req := selReq(p, events.ReasonBudgetExhausted)
+	req.Canary, req.CanaryTimeout = 1, 10*time.Second
+	res, err := r.Select(context.Background(), req)
+	require.ErrorIs(t, err, ErrCanaryFailed)
+	assert.Contains(t, err.Error(), "no outcome")
+	assert.Equal(t, 1, res.Canary.Pending)
+	assert.Equal(t, 1, res.Moved)
+	assert.Len(t, f.snapshot(q.DLQURL), 2)
+}
+
+func TestSelectFIFOGroupAndDedup(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-steps")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	require.True(t, q.FIFO)
+	seed(t, f, q, 2, events.ReasonBudgetExhausted)
+	var sent []*sqs.SendMessageInput
+	f.onSend = func(_ string, in *sqs.SendMessageInput) { sent = append(sent, in) }
+	r, _, _ := newRedriver(t, p, f, q)
+	_, err := r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+	require.NoError(t, err)
+	require.Len(t, sent, 2)
+	for _, in := range sent {
+		key := keyOf(t, aws.ToString(in.MessageBody))
+		want := Restore(&Letter{MessageID: "x", Attributes: mustEncode(t, key)})
+		assert.Equal(t, "run-"+key[len(key)-1:], aws.ToString(in.MessageGroupId))
+		assert.Equal(t, want.DedupID, aws.ToString(in.MessageDeduplicationId), "derived from the original message id")
+		assert.Len(t, aws.ToString(in.MessageDeduplicationId), 64)
+	}
+}
+
+func mustEncode(t *testing.T, key string) map[string]events.Attribute {
+	attrs, err := events.EncodeDeadLetter(events.Meta{Reason: events.ReasonBudgetExhausted, MessageID: "orig-" + key}, nil)
+	require.NoError(t, err)
+	return attrs
+}
+
+func TestSelectConcurrentRunsOfTheSameGroup(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 20, events.ReasonBudgetExhausted)
+	seed(t, f, q, 5, events.ReasonPolicyLimit)
+	led := ledger.NewMemory()
+	var wg sync.WaitGroup
+	results := make([]*SelectResult, 2)
+	for i := range results {
+		r, _, _ := newRedriver(t, p, f, q)
+		r.Ledger = led
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+			assert.True(t, err == nil || RefusalCode(err) == CodeNothingSelected, err)
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	moved := results[0].Moved + results[1].Moved
+	hot := f.snapshot(q.HotURL)
+	keys := map[string]int{}
+	for _, m := range hot {
+		keys[keyOf(t, m.body)]++
+	}
+	dups := len(hot) - len(keys)
+	t.Logf("run 1 moved %d, run 2 moved %d, duplicates %d", results[0].Moved, results[1].Moved, dups)
+	assert.Equal(t, 20, len(keys), "no message lost")
+	assert.Equal(t, moved, len(hot))
+	assert.Equal(t, 0, dups, "each dead letter is held by one run while it moves")
+	assert.Len(t, f.snapshot(q.DLQURL), 5, "the other group stays")
+}
