@@ -84,13 +84,29 @@ type Handler struct {
 	Logger *slog.Logger
 }
 
-// Event is the EventBridge envelope of both events the handler accepts.
+// Event is what the handler is invoked with: either an EventBridge event as
+// it stands (DetailType and Detail set), or the compact event the CDK app's
+// rules build with an input transformer (Trigger and Pipeline set):
+//
+//	{"trigger":"schedule","pipeline":"agent-tasks"}
+//	{"trigger":"alarm","pipeline":"agent-tasks","alarm_name":"…","alarm_arn":"…","state":"ALARM","time":"…"}
 type Event struct {
 	DetailType string          `json:"detail-type"`
 	Source     string          `json:"source"`
 	Resources  []string        `json:"resources"`
 	Detail     json.RawMessage `json:"detail"`
+
+	Trigger   string `json:"trigger"`
+	Pipeline  string `json:"pipeline"`
+	AlarmName string `json:"alarm_name"`
+	State     string `json:"state"`
 }
+
+// Trigger values of the compact event.
+const (
+	TriggerSchedule = "schedule"
+	TriggerAlarm    = "alarm"
+)
 
 // The EventBridge detail types the handler accepts.
 const (
@@ -158,10 +174,21 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 	var targets []Target
 	var alarm *AlarmDetail
 	res := Result{}
-	switch ev.DetailType {
-	case DetailScheduled:
+	switch {
+	case ev.Trigger == TriggerSchedule || ev.Trigger == TriggerAlarm:
+		t, ok := h.target(ev.Pipeline)
+		if !ok {
+			return Result{}, fmt.Errorf("%w: pipeline %q is not among the targets", ErrUnknownEvent, ev.Pipeline)
+		}
+		targets, res.Trigger = []Target{t}, TriggerSchedule
+		if ev.Trigger == TriggerAlarm {
+			res.Trigger = "alarm:" + ev.AlarmName
+			alarm = &AlarmDetail{AlarmName: ev.AlarmName}
+			alarm.State.Value = ev.State
+		}
+	case ev.DetailType == DetailScheduled:
 		res.Trigger, targets = "schedule", h.Targets
-	case DetailAlarmState:
+	case ev.DetailType == DetailAlarmState:
 		alarm = &AlarmDetail{}
 		if err := json.Unmarshal(ev.Detail, alarm); err != nil {
 			return Result{}, fmt.Errorf("%w: alarm detail: %v", ErrUnknownEvent, err)
@@ -174,7 +201,8 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 			targets, alarm = h.Targets, nil
 		}
 	default:
-		return Result{}, fmt.Errorf("%w: detail-type %q (want %q or %q)", ErrUnknownEvent, ev.DetailType, DetailScheduled, DetailAlarmState)
+		return Result{}, fmt.Errorf("%w: detail-type %q, trigger %q (want %q or %q, or trigger %q or %q)",
+			ErrUnknownEvent, ev.DetailType, ev.Trigger, DetailScheduled, DetailAlarmState, TriggerSchedule, TriggerAlarm)
 	}
 
 	metrics := h.Metrics
@@ -186,6 +214,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 		t := &targets[i]
 		pr := PipelineResult{Pipeline: t.Pipeline.Name}
 		cfg := Config{Pipeline: &t.Pipeline, DLQURL: t.DLQURL, SQS: h.SQS, Ledger: h.Ledger, Dest: h.Dest, WriteReport: true, Scan: h.Scan, Now: now, Logger: log}
+		cfg.Scan.MaxDuration = scanBudget(ctx, &t.Pipeline, cfg.Scan.MaxDuration, len(targets)-i, time.Now())
 		r, err := Run(ctx, cfg)
 		if err != nil {
 			pr.Error = err.Error()
@@ -215,6 +244,35 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 		res.Pipelines = append(res.Pipelines, pr)
 	}
 	return res, errors.Join(errs...)
+}
+
+// target finds a target by pipeline name.
+func (h *Handler) target(name string) (Target, bool) {
+	for _, t := range h.Targets {
+		if t.Pipeline.Name == name {
+			return t, true
+		}
+	}
+	return Target{}, false
+}
+
+// scanBudget bounds a scan so that every remaining pipeline still gets its
+// share of the invocation's time (its deadline less 20 s for the report,
+// export and metrics); a partial scan says so in its report, a timed-out
+// Lambda says nothing.
+func scanBudget(ctx context.Context, p *pipeline.Pipeline, configured time.Duration, remaining int, wall time.Time) time.Duration {
+	d := configured
+	if d == 0 {
+		d = time.Duration(p.Triage.MaxSeconds) * time.Second
+	}
+	if deadline, ok := ctx.Deadline(); ok && remaining > 0 {
+		share := (deadline.Sub(wall) - 20*time.Second) / time.Duration(remaining)
+		if share < time.Second {
+			share = time.Second
+		}
+		d = min(d, share)
+	}
+	return d
 }
 
 func (h *Handler) destString(key string) string {

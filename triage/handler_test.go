@@ -272,3 +272,38 @@ func (r routeSQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.Chan
 func (r routeSQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, o ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
 	return r.m[aws.ToString(in.QueueUrl)].GetQueueAttributes(ctx, in, o...)
 }
+
+// TestHandleCompactEvents covers the events the CDK app's rules send.
+func TestHandleCompactEvents(t *testing.T) {
+	t.Parallel()
+	h, pub, _, _ := newHandler(t)
+	res, err := h.Handle(t.Context(), json.RawMessage(`{"trigger":"schedule","pipeline":"agent-steps"}`))
+	require.NoError(t, err)
+	require.Len(t, res.Pipelines, 1)
+	assert.Equal(t, "agent-steps", res.Pipelines[0].Pipeline)
+	assert.Empty(t, pub.published)
+
+	res, err = h.Handle(t.Context(), json.RawMessage(`{"trigger":"alarm","pipeline":"agent-tasks","alarm_name":"tasks-dlq-depth","alarm_arn":"arn:aws:cloudwatch:us-east-1:1:alarm:tasks-dlq-depth","state":"ALARM","time":"2026-11-29T12:00:00Z"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "alarm:tasks-dlq-depth", res.Trigger)
+	require.Len(t, pub.published, 1)
+	assert.Equal(t, "arn:aws:sns:us-east-1:1:tasks-alarms", aws.ToString(pub.published[0].TopicArn))
+	assert.Contains(t, aws.ToString(pub.published[0].Message), "after alarm tasks-dlq-depth")
+
+	_, err = h.Handle(t.Context(), json.RawMessage(`{"trigger":"schedule","pipeline":"nope"}`))
+	assert.ErrorIs(t, err, ErrUnknownEvent)
+}
+
+func TestScanBudget(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, false) // max_seconds 240
+	wall := time.Now()
+	assert.Equal(t, 240*time.Second, scanBudget(t.Context(), p, 0, 2, wall))
+	assert.Equal(t, 10*time.Second, scanBudget(t.Context(), p, 10*time.Second, 2, wall))
+	ctx, cancel := context.WithDeadline(t.Context(), wall.Add(140*time.Second))
+	defer cancel()
+	assert.Equal(t, 60*time.Second, scanBudget(ctx, p, 0, 2, wall), "(140 s - 20 s) shared by 2 pipelines")
+	ctx2, cancel2 := context.WithDeadline(t.Context(), wall.Add(5*time.Second))
+	defer cancel2()
+	assert.Equal(t, time.Second, scanBudget(ctx2, p, 0, 1, wall), "at least a second")
+}
