@@ -11,11 +11,27 @@ import (
 // benchBody is a ~1 KB agent task, shaped like the fixtures' valid tasks.
 var benchBody = []byte(`{"task_id":"task-0001-7f3a9c2e","run_id":"run-2026-11-29-0001","tenant":"acme-corp","idempotency_key":"acme-corp:run-2026-11-29-0001:step-03","tool":"web.search","tool_version":"2","trace_id":"1-6749a3c0-5d1e8f2b9c4a7e6d3f0b1a2c","created_at":"2026-11-29T19:00:00.000Z","schema_version":1,"args":{"query":"durable retry strategies for agent tool calls with idempotency keys and dead-letter queues","locale":"en-US","max_results":10,"safe_search":true,"filters":{"site":["docs.aws.amazon.com","go.dev","martinfowler.com"],"published_after":"2024-01-01","exclude_terms":["sponsored","advertisement"]},"context":{"step":3,"of":12,"parent_step":"step-02","notes":"The agent is comparing at-least-once delivery, visibility timeouts, partial batch responses and poison message handling across queue services. Keep results technical and cite primary sources. Prefer pages that explain maxReceiveCount, redrive policies and message retention.","budget":{"tokens":4096,"usd":0.05}},"ranking":{"boost":{"recency":0.3,"authority":0.5},"dedupe":true},"user_agent":"agentdlq-sample/1.0 (+https://example.com/agentdlq)"}}`)
 
+// cpuPerOp reports the process's CPU time per operation beside the wall
+// time, so a figure taken on a busy machine still says what the code costs.
+// Call it before the loop; it reports when the benchmark ends.
+func cpuPerOp(b *testing.B) {
+	start, ok := processCPU()
+	if !ok {
+		return
+	}
+	b.Cleanup(func() {
+		if end, ok := processCPU(); ok && b.N > 0 {
+			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+		}
+	})
+}
+
 func BenchmarkDecodeTask(b *testing.B) {
 	catalog := events.SampleCatalog()
 	b.Logf("decoder %s, body %d bytes", events.DecoderName, len(benchBody))
 	b.SetBytes(int64(len(benchBody)))
 	b.ReportAllocs()
+	cpuPerOp(b)
 	for b.Loop() {
 		if _, err := events.DecodeTask(benchBody, catalog); err != nil {
 			b.Fatal(err)
@@ -27,6 +43,7 @@ func BenchmarkDecodeTaskStd(b *testing.B) {
 	catalog := events.SampleCatalog()
 	b.SetBytes(int64(len(benchBody)))
 	b.ReportAllocs()
+	cpuPerOp(b)
 	for b.Loop() {
 		if _, err := events.DecodeTaskStd(benchBody, catalog); err != nil {
 			b.Fatal(err)
@@ -59,6 +76,7 @@ func benchMeta() (events.Meta, map[string]events.Attribute) {
 func BenchmarkEncodeDeadLetter(b *testing.B) {
 	m, attrs := benchMeta()
 	b.ReportAllocs()
+	cpuPerOp(b)
 	for b.Loop() {
 		if _, err := events.EncodeDeadLetter(m, attrs); err != nil {
 			b.Fatal(err)
@@ -73,6 +91,7 @@ func BenchmarkDecodeDeadLetter(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
+	cpuPerOp(b)
 	for b.Loop() {
 		if _, _, err := events.DecodeDeadLetter(dl); err != nil {
 			b.Fatal(err)
@@ -88,6 +107,7 @@ func BenchmarkRedact(b *testing.B) {
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
+			cpuPerOp(b)
 			for b.Loop() {
 				events.Redact(c.text, events.MaxErrorRunes)
 			}

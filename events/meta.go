@@ -163,10 +163,10 @@ func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribu
 	}
 	m.Folded = folded
 
-	data, err := json.Marshal(&m)
+	data, err := appendMeta(make([]byte, 0, 1024), &m)
 	if err == nil && len(data) > MaxMetaBytes && len(m.History) > 0 {
 		m.History = nil // the history is the first thing to give up
-		data, err = json.Marshal(&m)
+		data, err = appendMeta(data[:0], &m)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("encode dead letter: %w", err)
@@ -219,21 +219,24 @@ func ParseMeta(data []byte) (*Meta, error) {
 	if len(data) > MaxMetaBytes {
 		return nil, fmt.Errorf("%w: %d bytes (max %d)", ErrMetaTooLarge, len(data), MaxMetaBytes)
 	}
-	var probe struct {
-		Version *int `json:"v"`
-	}
-	if err := json.Unmarshal(data, &probe); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMetaInvalid, err)
-	}
-	if probe.Version == nil {
-		return nil, fmt.Errorf("%w: no version field", ErrMetaInvalid)
-	}
-	if *probe.Version != MetaVersion {
-		return nil, fmt.Errorf("%w: v%d (this build reads v%d)", ErrMetaVersion, *probe.Version, MetaVersion)
-	}
 	var m Meta
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrMetaInvalid, err)
+	err := json.Unmarshal(data, &m)
+	if err != nil || m.Version != MetaVersion {
+		// Another version may not fit this struct: read the version alone
+		// to say which failure it is.
+		var probe struct {
+			Version *int `json:"v"`
+		}
+		switch perr := json.Unmarshal(data, &probe); {
+		case perr != nil:
+			return nil, fmt.Errorf("%w: %v", ErrMetaInvalid, perr)
+		case probe.Version == nil:
+			return nil, fmt.Errorf("%w: no version field", ErrMetaInvalid)
+		case *probe.Version != MetaVersion:
+			return nil, fmt.Errorf("%w: v%d (this build reads v%d)", ErrMetaVersion, *probe.Version, MetaVersion)
+		default:
+			return nil, fmt.Errorf("%w: %v", ErrMetaInvalid, err)
+		}
 	}
 	if !m.Reason.Valid() {
 		return nil, fmt.Errorf("%w: unknown reason %q", ErrMetaInvalid, m.Reason)
