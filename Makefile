@@ -31,6 +31,13 @@ local-env:
 local-down:
 	@scripts/local.sh down
 
+## demo: the whole lifecycle on private local emulators (send, drain, triage, eval export, redrive plan, accounting)
+.PHONY: demo
+demo:
+	@mkdir -p .local/bin
+	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
+	@.local/bin/agentdlq demo
+
 ## lint: gofmt and go vet
 .PHONY: lint
 lint:

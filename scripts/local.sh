@@ -20,6 +20,8 @@ cd "$ROOT"
 DIR="${AGENTDLQ_LOCAL_DIR:-$ROOT/.local}"
 case "$DIR" in /*) ;; *) DIR="$ROOT/$DIR" ;; esac
 SERVICES=(sqs dynamodb s3)
+# Built helper binaries are shared by every state directory (make test and the demo use fresh ones).
+BIN="$ROOT/.local/bin"
 
 log() { echo "local: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -58,9 +60,12 @@ install() {
     log "installing the pinned emulators: npm ci"
     (cd "$ROOT" && npm ci --no-audit --no-fund --loglevel=error >&2)
   fi
-  mkdir -p "$DIR/bin"
-  log "building the S3 server (gofakes3)"
-  go build -o "$DIR/bin/s3server" ./scripts/s3server
+  mkdir -p "$BIN"
+  # Rebuild the S3 server only when its source or the module versions changed.
+  if [[ ! -x "$BIN/s3server" || "$ROOT/scripts/s3server/main.go" -nt "$BIN/s3server" || "$ROOT/go.sum" -nt "$BIN/s3server" ]]; then
+    log "building the S3 server (gofakes3)"
+    go build -o "$BIN/s3server" ./scripts/s3server
+  fi
 }
 
 start() {
@@ -77,7 +82,7 @@ start() {
       nohup "$node" "$ROOT/scripts/dynalite.cjs" "$port" "$DIR/dynamodb.port" >"$DIR/dynamodb.log" 2>&1 &
       ;;
     s3)
-      nohup "$DIR/bin/s3server" -addr "127.0.0.1:$port" -port-file "$DIR/s3.port" >"$DIR/s3.log" 2>&1 &
+      nohup "$BIN/s3server" -addr "127.0.0.1:$port" -port-file "$DIR/s3.port" >"$DIR/s3.log" 2>&1 &
       ;;
   esac
   echo $! >"$DIR/$svc.pid"
@@ -125,17 +130,22 @@ up() {
 }
 
 down() {
-  local svc pid i
+  local svc pid i pids=() names=()
+  # TERM every emulator first, then wait for all: stopping takes as long as the slowest.
   for svc in "${SERVICES[@]}"; do
     if alive "$svc"; then
       pid="$(cat "$DIR/$svc.pid")"
       kill -TERM "$pid" 2>/dev/null || true
-      for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null || true
-      log "$svc stopped (pid $pid)"
+      pids+=("$pid"); names+=("$svc")
     fi
-    rm -f "$DIR/$svc.pid" "$DIR/$svc.port"
   done
+  for i in "${!pids[@]}"; do
+    pid="${pids[$i]}"
+    for ((n = 0; n < 100; n++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+    if kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+    log "${names[$i]} stopped (pid $pid)"
+  done
+  for svc in "${SERVICES[@]}"; do rm -f "$DIR/$svc.pid" "$DIR/$svc.port"; done
   rm -f "$DIR/env"
 }
 

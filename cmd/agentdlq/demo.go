@@ -1,16 +1,269 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
+
+	"github.com/agentdlq/agentdlq/functions/worker"
+	"github.com/agentdlq/agentdlq/internal/esm"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
-// TODO: placeholder until its issue lands; replace this file.
-func newDemoCmd(_ *globalFlags) *cobra.Command {
-	return &cobra.Command{
+type demoFlags struct {
+	pipeline string
+	out      string
+	keep     bool
+}
+
+func newDemoCmd(g *globalFlags) *cobra.Command {
+	f := &demoFlags{}
+	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "(not built yet)",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("demo is not built yet") },
+		Short: "The whole lifecycle on local emulators: send, drain, triage, export evals, plan a redrive, account for every message",
+		Long: `demo starts private local emulators (scripts/local.sh, free ports on 127.0.0.1),
+creates the pipeline's topology from pipelines.json, sends a mixed workload of
+agent tasks (valid, every poison reason, a transient that recovers, one that
+exhausts its budget, an effect-unknown timeout, auth and dependency failures, a
+duplicate idempotency key), drains it with the real worker through the local
+event source mapping, runs triage, exports the eval dataset under --out, shows
+the triage report and a redrive plan, stops the emulators, and prints a closing
+line that accounts for every message sent. It exits 1 when the numbers do not
+add up or a message did not end where its kind says it must.
+
+The pipeline is pipelines.json's, with the timings shortened so that retries
+happen within seconds (workload.Quick: worker timeout 5 s, visibility 30 s,
+backoff 1-2 s); everything else is as deployed.
+
+With AWS_ENDPOINT_URL_SQS already set (make local-up), it uses those emulators
+and leaves them running.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runDemo(c.Context(), g, f, c.OutOrStdout())
+		},
 	}
+	cmd.Flags().StringVar(&f.pipeline, "pipeline", "agent-tasks", "pipeline of pipelines.json to run")
+	cmd.Flags().StringVar(&f.out, "out", "out", "directory for the eval export, the report and the worker's log")
+	cmd.Flags().BoolVar(&f.keep, "keep-emulators", false, "leave the emulators it started running (stop them with AGENTDLQ_LOCAL_DIR=… scripts/local.sh down)")
+	return cmd
+}
+
+func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) error {
+	start := time.Now()
+	step := func(format string, args ...any) {
+		fmt.Fprintf(out, "\n== %s  [%.1fs]\n", fmt.Sprintf(format, args...), time.Since(start).Seconds())
+	}
+	base, err := g.loadPipeline(f.pipeline)
+	if err != nil {
+		return withExit(2, err)
+	}
+	p := workload.Quick(base)
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return err
+	}
+
+	step("1/7 local emulators (127.0.0.1 only)")
+	stopEmulators := func() {}
+	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
+		stop, err := startPrivateEmulators(ctx, out, f.keep)
+		if err != nil {
+			return err
+		}
+		var once sync.Once
+		stopEmulators = func() { once.Do(stop) }
+		defer stopEmulators()
+	} else {
+		fmt.Fprintln(out, "using the running emulators at", os.Getenv("AWS_ENDPOINT_URL_SQS"))
+	}
+	cfg, err := localConfig(ctx)
+	if err != nil {
+		return err
+	}
+	sqsc := sqs.NewFromConfig(cfg)
+
+	step("2/7 topology of pipeline %q from %s", p.Name, g.configPath)
+	q, err := topology.Create(ctx, sqsc, p)
+	if err != nil {
+		return err
+	}
+	if err := topology.CreateLedgerTable(ctx, dynamodb.NewFromConfig(cfg), topology.LocalLedgerTable); err != nil {
+		return err
+	}
+	if err := topology.CreateBucket(ctx, s3.NewFromConfig(cfg), topology.LocalEvalBucket); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "hot queue %s (maxReceiveCount %d, visibility %ds)\nDLQ       %s (retention %dh)\nledger    %s, eval bucket %s\n",
+		q.HotURL, p.MaxReceiveCount, p.VisibilityTimeoutSeconds, q.DLQURL, p.DLQRetentionHours, topology.LocalLedgerTable, topology.LocalEvalBucket)
+	fmt.Fprintf(out, "demo timings (workload.Quick): worker timeout %ds, visibility %ds, backoff %d-%ds; the rest as in %s\n",
+		p.WorkerTimeoutSeconds, p.VisibilityTimeoutSeconds, p.Backoff.BaseSeconds, p.Backoff.MaxSeconds, g.configPath)
+
+	step("3/7 send a mixed workload")
+	prefix := "demo" + time.Now().UTC().Format("150405")
+	tasks := workload.Demo(prefix)
+	sent, err := workload.Send(ctx, sqsc, q.HotURL, p.FIFO, tasks, 4)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "sent %d tasks: %s\n", len(sent), kindCounts(tasks))
+
+	step("4/7 drain with the real worker through the local event source mapping")
+	logPath := filepath.Join(f.out, "worker.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	log := slog.New(slog.NewJSONHandler(logFile, nil))
+	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), topology.LocalLedgerTable)
+	w, err := worker.New(worker.Config{Pipeline: p, Queues: q, SQS: sqsc, Ledger: l, WorkerVersion: "demo", Logger: log, Metrics: logFile})
+	if err != nil {
+		return err
+	}
+	mc := esm.FromPipeline(p, q, cfg.Region)
+	mc.Logger, mc.UntilIdle, mc.WaitTime, mc.IdleTimeout = log, true, time.Second, 20*time.Second
+	m, err := esm.New(sqsc, w.Handle, mc)
+	if err != nil {
+		return err
+	}
+	stats, err := m.Run(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "%d pollers, batch size %d, window %ds: %d invocations, %d records received, %d deleted, %d left to their visibility timeout or backoff (worker log and metrics: %s)\n",
+		mc.Pollers, mc.BatchSize, p.BatchWindowSeconds, stats.Batches, stats.Received, stats.Deleted, stats.Failed, logPath)
+
+	step("5/7 triage the DLQ (read-only) and export the eval dataset")
+	evalDir := filepath.Join(f.out, "evals")
+	report, err := triage.Run(ctx, triage.Config{
+		Pipeline: p, DLQURL: q.DLQURL, SQS: sqsc, Ledger: l,
+		Dest: triage.Folder{Root: evalDir}, WriteReport: true, Logger: log,
+	})
+	if err != nil && report == nil {
+		return err
+	}
+	if err := triage.Text(out, report); err != nil {
+		return err
+	}
+	if report.Export != nil {
+		fmt.Fprintf(out, "eval export: %d records → %s\n", report.Export.Exported, filepath.Join(evalDir, report.Export.RecordsKey))
+	}
+
+	step("6/7 redrive plan")
+	var groups []redrive.Group
+	for _, gr := range report.Groups {
+		groups = append(groups, redrive.Group{Reason: gr.Reason, Fingerprint: gr.Fingerprint, Count: gr.Count})
+	}
+	if err := redrive.BuildPlan(p, groups).WriteText(out); err != nil {
+		return err
+	}
+
+	step("7/7 account for every message sent")
+	msgs, _, err := triage.Scan(ctx, sqsc, q.DLQURL, triage.ScanOptions{})
+	if err != nil {
+		return err
+	}
+	inFlight, err := esm.Depth(ctx, sqsc, q.HotURL)
+	if err != nil {
+		return err
+	}
+	var ledgerErr error
+	done := func(key string) bool {
+		e, ok, err := l.Get(ctx, key)
+		if err != nil {
+			ledgerErr = err
+		}
+		return ok && e.State == ledger.StateDone
+	}
+	acct := workload.Account(p, sent, workload.DeadLetters(triage.TagAll(msgs)), inFlight, done)
+	if ledgerErr != nil {
+		return fmt.Errorf("ledger: %w", ledgerErr)
+	}
+	for _, u := range acct.Unexpected {
+		fmt.Fprintln(out, "unexpected:", u)
+	}
+	stopEmulators()
+	fmt.Fprintf(out, "\n%s  [%.1fs]\n", acct.Line(), time.Since(start).Seconds())
+	if !acct.AddsUp() || acct.Lost > 0 || len(acct.Unexpected) > 0 || acct.ExtraDeadLetters > 0 {
+		return errors.New("demo: the accounting does not hold (see above)")
+	}
+	return nil
+}
+
+// startPrivateEmulators starts emulators on free ports in a fresh state
+// directory and points this process at them; stop stops them.
+func startPrivateEmulators(ctx context.Context, out io.Writer, keep bool) (stop func(), err error) {
+	if err := os.MkdirAll(".local", 0o755); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(".local", "demo.")
+	if err != nil {
+		return nil, err
+	}
+	abs, _ := filepath.Abs(dir)
+	script := filepath.Join("scripts", "local.sh")
+	run := func(ctx context.Context, sub string, w io.Writer) ([]byte, error) {
+		c := exec.CommandContext(ctx, script, sub)
+		c.Env = append(os.Environ(), "AGENTDLQ_LOCAL_DIR="+abs, "AGENTDLQ_SQS_PORT=0", "AGENTDLQ_DYNAMODB_PORT=0", "AGENTDLQ_S3_PORT=0")
+		c.Stderr = w
+		return c.Output()
+	}
+	stop = func() {
+		if keep {
+			fmt.Fprintf(out, "emulators left running: AGENTDLQ_LOCAL_DIR=%s scripts/local.sh env|down\n", abs)
+			return
+		}
+		if _, err := run(context.Background(), "down", io.Discard); err != nil {
+			fmt.Fprintln(out, "stopping the emulators:", err)
+		}
+		_ = os.RemoveAll(abs)
+		fmt.Fprintln(out, "emulators stopped")
+	}
+	if _, err := run(ctx, "up", out); err != nil {
+		stop()
+		return nil, fmt.Errorf("starting the emulators (%s up): %w", script, err)
+	}
+	env, err := run(ctx, "env", out)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	for k, v := range parseExports(string(env)) {
+		_ = os.Setenv(k, v)
+	}
+	return stop, nil
+}
+
+func kindCounts(tasks []workload.Task) string {
+	counts := map[workload.Kind]int{}
+	for _, t := range tasks {
+		counts[t.Kind]++
+	}
+	kinds := make([]string, 0, len(counts))
+	for k := range counts {
+		kinds = append(kinds, string(k))
+	}
+	sort.Strings(kinds)
+	parts := make([]string, len(kinds))
+	for i, k := range kinds {
+		parts[i] = fmt.Sprintf("%s %d", k, counts[workload.Kind(k)])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,16 +1,149 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
+
+	"github.com/agentdlq/agentdlq/functions/worker"
+	"github.com/agentdlq/agentdlq/internal/esm"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/pipeline"
 )
 
-// TODO: placeholder until its issue lands; replace this file.
-func newWorkCmd(_ *globalFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "work",
-		Short: "(not built yet)",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("work is not built yet") },
+type workFlags struct {
+	pipeline    string
+	untilIdle   bool
+	idleTimeout time.Duration
+	pollers     int
+	wait        time.Duration
+	table       string
+	logLevel    string
+}
+
+func newWorkCmd(g *globalFlags) *cobra.Command {
+	f := &workFlags{}
+	cmd := &cobra.Command{
+		Use:   "work --pipeline NAME [--until-idle]",
+		Short: "Run the real worker handler on a pipeline's hot queue through the local event source mapping",
+		Long: `work polls the pipeline's hot queue as Lambda's SQS event source does (batch size,
+batch window and maximum concurrency from pipelines.json; long polling; every
+attribute), invokes the real worker handler with a Lambda-shaped SQS event,
+deletes the successes and leaves batch item failures to their visibility
+timeout. The queues are found as topology.Resolve finds them
+(AGENTDLQ_HOT_QUEUE_URL / AGENTDLQ_DLQ_URL, else the local names, else the
+tags); the ledger table is AGENTDLQ_LEDGER_TABLE or agentdlq-ledger.
+
+Logs (slog JSON) and metrics (embedded metric format) go to stderr; the
+final counts, as JSON, to stdout. See docs/local.md for where this differs
+from Lambda.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return runWork(c.Context(), g, f, c.OutOrStdout(), c.ErrOrStderr())
+		},
 	}
+	cmd.Flags().StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
+	cmd.Flags().BoolVar(&f.untilIdle, "until-idle", false, "stop once the hot queue is drained (or nothing arrived for --idle-timeout)")
+	cmd.Flags().DurationVar(&f.idleTimeout, "idle-timeout", 30*time.Second, "with --until-idle: stop after this long without a message")
+	cmd.Flags().IntVar(&f.pollers, "pollers", 0, "concurrent pollers (default: the pipeline's max_concurrency)")
+	cmd.Flags().DurationVar(&f.wait, "wait", 0, "long-polling wait of each receive (default 20s, 1s with --until-idle)")
+	cmd.Flags().StringVar(&f.table, "ledger-table", "", "ledger table (default: $AGENTDLQ_LEDGER_TABLE or "+topology.LocalLedgerTable+")")
+	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	_ = cmd.MarkFlagRequired("pipeline")
+	return cmd
+}
+
+func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr io.Writer) error {
+	p, err := g.loadPipeline(f.pipeline)
+	if err != nil {
+		return withExit(2, err)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		return withExit(2, fmt.Errorf("--log-level: %w", err))
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	table := f.table
+	if table == "" {
+		table = envOr("AGENTDLQ_LEDGER_TABLE", topology.LocalLedgerTable)
+	}
+	rt, err := newLocalRuntime(ctx, p, table, log, stderr)
+	if err != nil {
+		return err
+	}
+	mc := esm.FromPipeline(p, rt.queues, rt.region)
+	mc.Logger, mc.UntilIdle, mc.IdleTimeout = log, f.untilIdle, f.idleTimeout
+	if f.pollers > 0 {
+		mc.Pollers = f.pollers
+	}
+	mc.WaitTime = f.wait
+	if mc.WaitTime == 0 && f.untilIdle {
+		mc.WaitTime = time.Second
+	}
+	m, err := esm.New(rt.sqs, rt.worker.Handle, mc)
+	if err != nil {
+		return err
+	}
+	stats, err := m.Run(ctx)
+	out, _ := json.Marshal(struct {
+		Pipeline string `json:"pipeline"`
+		esm.Stats
+	}{p.Name, stats})
+	fmt.Fprintln(stdout, string(out))
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil && !errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// localRuntime is one pipeline's worker on the clients of this process's
+// AWS config (the emulators locally).
+type localRuntime struct {
+	queues topology.Queues
+	region string
+	sqs    *sqs.Client
+	ledger ledger.Ledger
+	worker *worker.Worker
+}
+
+func newLocalRuntime(ctx context.Context, p *pipeline.Pipeline, table string, log *slog.Logger, metrics io.Writer) (*localRuntime, error) {
+	cfg, err := localConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sqsc := sqs.NewFromConfig(cfg)
+	q, err := topology.ResolveWith(ctx, sqsc, p, topology.OverrideFromEnv(os.Getenv))
+	if err != nil {
+		// A missing or misnamed DLQ: fail fast, acknowledge nothing.
+		return nil, fmt.Errorf("pipeline %q: %w (is the topology created? make local-up)", p.Name, err)
+	}
+	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
+	w, err := worker.New(worker.Config{
+		Pipeline: p, Queues: q, SQS: sqsc, Ledger: l,
+		WorkerVersion: "local", Logger: log, Metrics: metrics,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &localRuntime{queues: q, region: cfg.Region, sqs: sqsc, ledger: l, worker: w}, nil
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
 }

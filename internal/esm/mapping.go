@@ -393,24 +393,26 @@ func (m *Mapping) watchIdle(ctx context.Context, stop context.CancelFunc) {
 }
 
 // depth is the queue's visible + in-flight + delayed message count.
-func (m *Mapping) depth(ctx context.Context) (int, error) {
-	out, err := m.api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(m.cfg.QueueURL),
-		AttributeNames: []types.QueueAttributeName{
-			types.QueueAttributeNameApproximateNumberOfMessages,
-			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-			types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-		},
-	})
+func (m *Mapping) depth(ctx context.Context) (int, error) { return Depth(ctx, m.api, m.cfg.QueueURL) }
+
+// AttributesAPI is the SQS call Depth makes.
+type AttributesAPI interface {
+	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
+}
+
+// Depth is a queue's approximate visible + in-flight + delayed message count.
+func Depth(ctx context.Context, api AttributesAPI, url string) (int, error) {
+	names := []types.QueueAttributeName{
+		types.QueueAttributeNameApproximateNumberOfMessages,
+		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+	}
+	out, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: names})
 	if err != nil {
 		return 0, err
 	}
 	total := 0
-	for _, k := range []types.QueueAttributeName{
-		types.QueueAttributeNameApproximateNumberOfMessages,
-		types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
-		types.QueueAttributeNameApproximateNumberOfMessagesDelayed,
-	} {
+	for _, k := range names {
 		n, err := strconv.Atoi(out.Attributes[string(k)])
 		if err != nil {
 			return 0, fmt.Errorf("queue attribute %s: %w", k, err)

@@ -1,0 +1,97 @@
+package workload
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// Quick returns a copy of p with the timings shortened so that retries
+// happen within seconds: the demo and the end-to-end tests run the pipeline
+// of pipelines.json with exactly these changes and nothing else — worker
+// timeout 5 s, visibility timeout 30 s (still six times the worker timeout),
+// backoff 1 s doubling to at most 2 s. maxReceiveCount, batch size and
+// window, concurrency, retentions, redrive-loop threshold, FIFO behaviour,
+// alarms, triage and eval settings stay as defined.
+func Quick(p *pipeline.Pipeline) *pipeline.Pipeline {
+	cp := *p
+	cp.WorkerTimeoutSeconds = 5
+	cp.VisibilityTimeoutSeconds = 30
+	cp.Backoff = pipeline.Backoff{BaseSeconds: 1, MaxSeconds: 2}
+	return &cp
+}
+
+// SendAPI is the SQS call Send makes.
+type SendAPI interface {
+	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
+}
+
+// Send sends tasks to queueURL in batches of ten with `senders` concurrent
+// senders and returns them with their message ids, in task order. A FIFO
+// queue gets each task's run as its message group and its task id as the
+// deduplication id. Any entry that fails fails the whole Send.
+func Send(ctx context.Context, api SendAPI, queueURL string, fifo bool, tasks []Task, senders int) ([]Sent, error) {
+	sent := make([]Sent, len(tasks))
+	batches := make(chan int)
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		sendErr error
+	)
+	for range max(1, senders) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for start := range batches {
+				end := min(start+10, len(tasks))
+				entries := make([]types.SendMessageBatchRequestEntry, 0, end-start)
+				for i := start; i < end; i++ {
+					e := types.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(tasks[i].Body)}
+					if fifo {
+						e.MessageGroupId = aws.String(tasks[i].Group)
+						e.MessageDeduplicationId = aws.String(tasks[i].TaskID)
+					}
+					entries = append(entries, e)
+				}
+				out, err := api.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queueURL), Entries: entries})
+				if err == nil && len(out.Failed) > 0 {
+					err = fmt.Errorf("%d entries failed, first: %s %s", len(out.Failed), aws.ToString(out.Failed[0].Code), aws.ToString(out.Failed[0].Message))
+				}
+				if err != nil {
+					mu.Lock()
+					if sendErr == nil {
+						sendErr = fmt.Errorf("send to %s: %w", queueURL, err)
+					}
+					mu.Unlock()
+					continue
+				}
+				for _, ok := range out.Successful {
+					i, _ := strconv.Atoi(aws.ToString(ok.Id))
+					sent[i] = Sent{MessageID: aws.ToString(ok.MessageId), Task: tasks[i]}
+				}
+			}
+		}()
+	}
+	for start := 0; start < len(tasks); start += 10 {
+		select {
+		case batches <- start:
+		case <-ctx.Done():
+		}
+	}
+	close(batches)
+	wg.Wait()
+	if sendErr != nil {
+		return nil, sendErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return sent, nil
+}
