@@ -84,7 +84,11 @@ var ErrBodyNotUTF8 = errors.New("body is not valid UTF-8")
 //   - unreadable metadata (not JSON, unknown version, oversized, dlq_reason
 //     without dlq_meta, dlq_reason disagreeing with dlq_meta): unclassified,
 //     inferred, MetaErr set.
-func Tag(m Message) Tagged {
+func Tag(m Message) Tagged { return tag(m, nil) }
+
+// tag is Tag with an optional memo of error signatures (the normalisation's
+// regular expressions are the costly part, and a DLQ repeats its errors).
+func tag(m Message, sigs map[[2]string]string) Tagged {
 	t := Tagged{Message: m, DeadLetteredAt: m.SentTimestamp}
 	if !utf8.ValidString(m.Body) {
 		t.BodyErr = ErrBodyNotUTF8
@@ -99,7 +103,19 @@ func Tag(m Message) Tagged {
 		t.Reason, t.Inferred = events.ReasonReceiveLimit, true
 	default:
 		t.Reason, t.Meta = meta.Reason, meta
-		t.Signature = Signature(meta.ErrorCode, meta.Error)
+		if sigs == nil {
+			t.Signature = Signature(meta.ErrorCode, meta.Error)
+		} else {
+			k := [2]string{meta.ErrorCode, meta.Error}
+			sig, ok := sigs[k]
+			if !ok {
+				sig = Signature(meta.ErrorCode, meta.Error)
+				if len(sigs) < maxSignatureMemo {
+					sigs[k] = sig
+				}
+			}
+			t.Signature = sig
+		}
 		if !meta.DeadLetteredAt.IsZero() {
 			t.DeadLetteredAt = meta.DeadLetteredAt
 		}
@@ -167,11 +183,15 @@ func bodyHints(body string, base Hints) Hints {
 	return base
 }
 
-// TagAll tags every message.
+// maxSignatureMemo bounds TagAll's memo of error signatures.
+const maxSignatureMemo = 10000
+
+// TagAll tags every message (as Tag does, remembering signatures it has made).
 func TagAll(msgs []Message) []Tagged {
 	out := make([]Tagged, len(msgs))
+	sigs := map[[2]string]string{}
 	for i, m := range msgs {
-		out[i] = Tag(m)
+		out[i] = tag(m, sigs)
 	}
 	return out
 }
