@@ -1,9 +1,88 @@
 // Package events holds agentdlq's contracts: the agent task v1 message body
-// (a JSON Schema in schema/ and the Go type with its decoder), the reason
-// taxonomy that every dead letter carries, the dead-letter metadata codec
-// (dlq_reason and dlq_meta, with SQS's ten-attribute limit handled) and the
-// redaction applied to every error text that leaves the worker.
+// (a JSON Schema in schema/, embedded as TaskSchema, and the Go type with its
+// decoder), the reason taxonomy that every dead letter carries, the
+// dead-letter metadata codec (dlq_reason and dlq_meta, with SQS's
+// ten-attribute limit handled) and the redaction applied to every error text
+// that leaves the worker.
 //
 // The package is pure Go: it imports no AWS SDK, takes values and returns
 // values, and is tested with tables.
+//
+// # Decoding a task
+//
+// DecodeTask validates a body and names the first rule it breaks, as a
+// *ValidationError with the poison reason (json_invalid, schema_invalid,
+// tool_unknown, tool_version_unsupported) and the field. It is a single pass
+// over the body (DecoderName says which decoder ran): the whole body,
+// args included, is validated as JSON exactly as encoding/json does; the
+// eight string fields are decoded (escapes, surrogate pairs, invalid UTF-8
+// replaced, as encoding/json) into one allocation; Args is the raw sub-slice
+// of the body. It must agree with DecodeTaskStd, the encoding/json reference,
+// on every input (tests and FuzzDecodeTask), and with the JSON Schema
+// (TestSchemaAgreesWithDecodeTask): schema_version is valid when its value is
+// the integer 1, whether written 1, 1.0 or 1e0; strings are limited to the
+// schema's maxLength in characters; duplicate keys: the last one wins.
+//
+// # Dead letters
+//
+// EncodeDeadLetter stamps dlq_reason and dlq_meta on a dead letter and keeps
+// at most eight of the message's own attributes (by name order); the rest,
+// and any original attribute whose name starts with dlq_, are folded into
+// dlq_meta, which DecodeDeadLetter restores byte for byte. The error text is
+// redacted (Redact) and cut to 256 characters; dlq_meta is at most 16 KiB
+// (the attempt history is dropped first, then ErrMetaTooLarge). The reasons,
+// with their class, next action and redrivability, are in docs/reasons.md,
+// generated from Taxonomy by go run ./events/gen.
+//
+// # Sample events and the fault conventions
+//
+// testdata/ holds Lambda SQS events (aws-lambda-go's events.SQSEvent shape),
+// one file a scenario, named sqs-<scenario>.json, and expected.json: the
+// outcome a correct worker gives every record under maxReceiveCount 4 — ok
+// (acknowledged), retry (a batch item failure) or dead_letter with its
+// reason. The generator beside them, events/gen, writes all of them from one
+// table; a test fails when a committed file drifts from it.
+//
+// The sample tools are deterministic; args.fault, an object, drives their
+// failures. This is the contract between the fixtures and the sample worker
+// (functions/worker):
+//
+//   - {"retryable":true,"status":503|429,"error":"..."}: a transient
+//     failure. With "until_receive":N it fails while ApproximateReceiveCount
+//     < N and succeeds from receive N on. Inside the budget it is retried
+//     (batch item failure, optional visibility backoff); on receive
+//     ApproximateReceiveCount >= maxReceiveCount the worker dead-letters it
+//     itself as budget_exhausted, with its attempt history.
+//   - {"kind":"timeout_after_effect"}: a timeout after the tool call
+//     started. For a tool that mutates the outside world (email.send,
+//     file.write) it is effect_unknown, dead-lettered at once; for a
+//     read-only tool it is a transient timeout (as above).
+//   - {"kind":"auth","code":"AccessDenied"} (or ExpiredToken, ...): an
+//     authorization or configuration failure, retried inside the budget (a
+//     fix may land): retry at receive < maxReceiveCount, dead_letter
+//     auth_config at maxReceiveCount or later.
+//   - {"kind":"dependency_open","dependency":"search-api"}: a dependency's
+//     circuit breaker is open; fails fast, same budget behaviour, reason
+//     dependency_open.
+//   - {"kind":"policy_limit"}, {"kind":"signature_invalid"},
+//     {"kind":"guardrail_reject"}: dead-lettered at once with that reason.
+//   - {"kind":"panic"} (the tool panics) and {"kind":"error","error":"..."}
+//     (an error nobody classified): unclassified, dead-lettered at once,
+//     never assumed retryable.
+//
+// A poison body (any ValidationError) is dead-lettered at once with its
+// reason, whatever the receive count. A task whose idempotency key is
+// already done is acknowledged as a no-op (sqs-duplicate-key). In a FIFO
+// batch, the first failure of a message group stops that group: its later
+// records are reported as batch item failures without being processed;
+// poison in a FIFO group is dead-lettered and the group goes on when the
+// pipeline's fifo_poison is "dead_letter" (both sample pipelines).
+//
+// Malformed events: a file that is not an SQS event (no record with
+// eventSource "aws:sqs") is refused with an error and nothing is
+// acknowledged (expected.json: "event_error": true). A record without
+// attributes, or whose ApproximateReceiveCount is not a number, has an
+// unknown receive count: it is processed, and it is never taken for the last
+// receive (a transient failure is retried and the redrive policy has the
+// last word).
 package events
