@@ -236,7 +236,7 @@ func TestSelectSendFailureLosesNothing(t *testing.T) {
 // worker simulates the worker on the hot queue: it claims the key in the
 // ledger (a done key is a no-op) and completes it, or, for keys in fail,
 // dead-letters it again.
-type worker struct {
+type simWorker struct {
 	t         *testing.T
 	f         *fakeSQS
 	q         Queues
@@ -247,7 +247,7 @@ type worker struct {
 	noops     int
 }
 
-func (w *worker) drain() {
+func (w *simWorker) drain() {
 	ctx := context.Background()
 	for {
 		out, err := w.f.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(w.q.HotURL), MaxNumberOfMessages: 10, VisibilityTimeout: 30})
@@ -263,7 +263,7 @@ func (w *worker) drain() {
 	}
 }
 
-func (w *worker) handle(ctx context.Context, id, body string, attrs map[string]sqstypes.MessageAttributeValue) {
+func (w *simWorker) handle(ctx context.Context, id, body string, attrs map[string]sqstypes.MessageAttributeValue) {
 	key := keyOf(w.t, body)
 	now := time.Now()
 	if _, err := w.led.Begin(ctx, key, id, now, time.Minute); errors.Is(err, ledger.ErrDone) {
@@ -315,7 +315,7 @@ func TestSelectInterruptedBetweenSendAndDelete(t *testing.T) {
 	assert.Equal(t, OutcomeFailed, store.all()[len(store.all())-1].Outcome)
 
 	// The worker processes what was sent.
-	w := &worker{t: t, f: f, q: q, led: led, processed: map[string]int{}}
+	w := &simWorker{t: t, f: f, q: q, led: led, processed: map[string]int{}}
 	w.drain()
 
 	// The hold runs out; the owner reruns.
@@ -353,7 +353,7 @@ func TestSelectCanary(t *testing.T) {
 			q := f.addPair(p)
 			seed(t, f, q, 5, events.ReasonBudgetExhausted)
 			r, store, led := newRedriver(t, p, f, q)
-			w := &worker{t: t, f: f, q: q, led: led, fail: tt.fail, processed: map[string]int{}}
+			w := &simWorker{t: t, f: f, q: q, led: led, fail: tt.fail, processed: map[string]int{}}
 			r.Sleep = func(ctx context.Context, d time.Duration) error { w.drain(); return ctx.Err() }
 			req := selReq(p, events.ReasonBudgetExhausted)
 			req.Canary = 2
