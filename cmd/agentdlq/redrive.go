@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -130,13 +131,15 @@ func (f *redriveFlags) auditor(cfg *aws.Config, name string, logger *slog.Logger
 	return &redrive.Auditor{Store: &redrive.S3Store{API: s3.NewFromConfig(*cfg), Bucket: bucket, Prefix: prefix}, Logger: logger}, nil
 }
 
+var auditNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{1,62}$`)
+
 // refusedEarly audits a refusal that happened before a Redriver existed
 // (unknown pipeline, bad flags, queues not found) and returns it with exit 2.
 func (f *redriveFlags) refusedEarly(ctx context.Context, cfg *aws.Config, action, actor string, err error) error {
 	logger := newLogger()
 	name := f.pipeline
-	if name == "" {
-		name = "unknown"
+	if !auditNameRE.MatchString(name) {
+		name = "_unknown" // never a path from unchecked input
 	}
 	if a, aerr := f.auditor(cfg, name, logger); aerr == nil {
 		rec := redrive.Record{Actor: actor, Pipeline: name, Action: action, Why: f.why, Outcome: redrive.OutcomeRefused, Error: err.Error()}
