@@ -1,0 +1,285 @@
+package e2e_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/functions/worker"
+	"github.com/agentdlq/agentdlq/internal/esm"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage"
+)
+
+// harness is one test's pipeline on the emulators: fresh queues and ledger
+// table, the real worker, and counters of what happened.
+type harness struct {
+	t      *testing.T
+	cfg    aws.Config
+	sqs    *sqs.Client
+	p      *pipeline.Pipeline
+	q      topology.Queues
+	table  string
+	ledger *countingLedger
+	log    *slog.Logger
+
+	mu       sync.Mutex
+	attempts map[string]int // hot-queue message id -> handler invocations
+}
+
+// newHarness builds agent-tasks (or agent-steps when fifo) with the demo
+// timings, the visibility timeout set to vis seconds, and mutate applied.
+func newHarness(t *testing.T, fifo bool, vis int, mutate func(*pipeline.Pipeline)) *harness {
+	t.Helper()
+	cfg := localtest.AWS(t)
+	f, err := pipeline.Load("../../" + pipeline.DefaultFile)
+	require.NoError(t, err)
+	name := "agent-tasks"
+	if fifo {
+		name = "agent-steps"
+	}
+	base, err := f.Get(name)
+	require.NoError(t, err)
+	p := workload.Quick(base)
+	if vis > 0 {
+		// Shorter than six worker timeouts: fine here, the handlers take milliseconds.
+		p.VisibilityTimeoutSeconds = vis
+	}
+	if mutate != nil {
+		mutate(p)
+	}
+	client := sqs.NewFromConfig(cfg)
+	table := localtest.Table(t, cfg)
+	h := &harness{
+		t: t, cfg: cfg, sqs: client, p: p, q: localtest.Queues(t, cfg, p), table: table,
+		ledger:   newCountingLedger(ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)),
+		log:      slog.New(slog.NewJSONHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		attempts: map[string]int{},
+	}
+	return h
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return len(b), nil }
+
+// worker builds the real worker on the harness's queues and ledger; opts
+// change its config (fault wrappers).
+func (h *harness) worker(opts ...func(*worker.Config)) *worker.Worker {
+	h.t.Helper()
+	wc := worker.Config{Pipeline: h.p, Queues: h.q, SQS: h.sqs, Ledger: h.ledger, WorkerVersion: "e2e",
+		Logger: h.log, Metrics: io.Discard}
+	for _, o := range opts {
+		o(&wc)
+	}
+	w, err := worker.New(wc)
+	require.NoError(h.t, err)
+	return w
+}
+
+func (h *harness) send(tasks ...workload.Task) []workload.Sent {
+	h.t.Helper()
+	sent, err := workload.Send(context.Background(), h.sqs, h.q.HotURL, h.p.FIFO, tasks, 2)
+	require.NoError(h.t, err)
+	return sent
+}
+
+// drain runs handler through the mapping until the hot queue is drained,
+// counting invocations per message.
+func (h *harness) drain(handler esm.Handler) esm.Stats {
+	h.t.Helper()
+	return h.drainWith(h.sqs, handler)
+}
+
+// drainWith is drain with another SQS client for the mapping (a fault wrapper).
+func (h *harness) drainWith(api esm.API, handler esm.Handler) esm.Stats {
+	h.t.Helper()
+	counted := func(ctx context.Context, ev awsevents.SQSEvent) (awsevents.SQSEventResponse, error) {
+		h.mu.Lock()
+		for _, r := range ev.Records {
+			h.attempts[r.MessageId]++
+		}
+		h.mu.Unlock()
+		return handler(ctx, ev)
+	}
+	mc := esm.FromPipeline(h.p, h.q, h.cfg.Region)
+	mc.Pollers = min(mc.Pollers, 4)
+	mc.UntilIdle, mc.WaitTime, mc.IdleTimeout, mc.Logger = true, time.Second, 30*time.Second, h.log
+	m, err := esm.New(api, counted, mc)
+	require.NoError(h.t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stats, err := m.Run(ctx)
+	require.NoError(h.t, err)
+	require.NoError(h.t, ctx.Err(), "the pipeline did not drain in time")
+	return stats
+}
+
+func (h *harness) attemptsOf(id string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.attempts[id]
+}
+
+// deadLetters scans the DLQ read-only and tags every message as triage does.
+func (h *harness) deadLetters() []triage.Tagged {
+	h.t.Helper()
+	msgs, _, err := triage.Scan(context.Background(), h.sqs, h.q.DLQURL, triage.ScanOptions{VisibilityTimeout: 5 * time.Second})
+	require.NoError(h.t, err)
+	return triage.TagAll(msgs)
+}
+
+func (h *harness) depth(url string) int {
+	h.t.Helper()
+	n, err := esm.Depth(context.Background(), h.sqs, url)
+	require.NoError(h.t, err)
+	return n
+}
+
+// account says where every sent message ended up.
+func (h *harness) account(sent []workload.Sent) workload.Accounting {
+	h.t.Helper()
+	ctx := context.Background()
+	done := func(key string) bool {
+		e, ok, err := h.ledger.Get(ctx, key)
+		require.NoError(h.t, err)
+		return ok && e.State == ledger.StateDone
+	}
+	return workload.Account(h.p, sent, workload.DeadLetters(h.deadLetters()), h.depth(h.q.HotURL), done)
+}
+
+// byOriginal indexes tagged dead letters by the hot-queue message id they were.
+func byOriginal(tagged []triage.Tagged) map[string]triage.Tagged {
+	out := map[string]triage.Tagged{}
+	for _, t := range tagged {
+		id := t.MessageID
+		if t.Meta != nil && t.Meta.MessageID != "" {
+			id = t.Meta.MessageID
+		}
+		out[id] = t
+	}
+	return out
+}
+
+// countingLedger wraps the DynamoDB ledger: it counts the effects recorded
+// per key (StartEffect and Complete that succeeded) and can fail calls.
+type countingLedger struct {
+	ledger.Ledger
+	mu        sync.Mutex
+	started   map[string]int
+	completed map[string]int
+	// failBegin, when set, is asked before each Begin; a non-nil error is returned instead.
+	failBegin func(key string) error
+}
+
+var _ ledger.Ledger = (*countingLedger)(nil)
+
+func newCountingLedger(l ledger.Ledger) *countingLedger {
+	return &countingLedger{Ledger: l, started: map[string]int{}, completed: map[string]int{}}
+}
+
+func (c *countingLedger) Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (ledger.Entry, error) {
+	c.mu.Lock()
+	fail := c.failBegin
+	c.mu.Unlock()
+	if fail != nil {
+		if err := fail(key); err != nil {
+			return ledger.Entry{}, err
+		}
+	}
+	return c.Ledger.Begin(ctx, key, owner, now, lease)
+}
+
+func (c *countingLedger) StartEffect(ctx context.Context, key, owner string, now time.Time) error {
+	err := c.Ledger.StartEffect(ctx, key, owner, now)
+	if err == nil {
+		c.mu.Lock()
+		c.started[key]++
+		c.mu.Unlock()
+	}
+	return err
+}
+
+func (c *countingLedger) Complete(ctx context.Context, key, owner, receipt string, now time.Time) error {
+	err := c.Ledger.Complete(ctx, key, owner, receipt, now)
+	if err == nil {
+		c.mu.Lock()
+		c.completed[key]++
+		c.mu.Unlock()
+	}
+	return err
+}
+
+func (c *countingLedger) counts() (started, completed map[string]int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.started), maps.Clone(c.completed)
+}
+
+// faultySQS wraps the worker's SQS client: SendMessage to the DLQ fails
+// while sendFault returns an error.
+type faultySQS struct {
+	*sqs.Client
+	dlqURL    string
+	mu        sync.Mutex
+	sends     int // DLQ sends attempted
+	sendFault func(n int) error
+}
+
+func (f *faultySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+	if aws.ToString(in.QueueUrl) == f.dlqURL {
+		f.mu.Lock()
+		f.sends++
+		n := f.sends
+		f.mu.Unlock()
+		if err := f.sendFault(n); err != nil {
+			return nil, err
+		}
+	}
+	return f.Client.SendMessage(ctx, in, opts...)
+}
+
+// lossyDeletes wraps the mapping's SQS client: the first `drop`
+// DeleteMessageBatch calls are lost (nothing deleted, an error returned), as
+// when an ack never reaches SQS.
+type lossyDeletes struct {
+	*sqs.Client
+	mu      sync.Mutex
+	drop    int
+	dropped int
+}
+
+func (l *lossyDeletes) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+	l.mu.Lock()
+	if l.dropped < l.drop {
+		l.dropped++
+		l.mu.Unlock()
+		return nil, errors.New("connection reset by peer (injected: the ack is lost)")
+	}
+	l.mu.Unlock()
+	return l.Client.DeleteMessageBatch(ctx, in, opts...)
+}
+
+func reasonsOf(tagged []triage.Tagged) map[events.Reason]int {
+	out := map[events.Reason]int{}
+	for _, t := range tagged {
+		out[t.Reason]++
+	}
+	return out
+}
