@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive"
+)
+
+// runCLI runs agentdlq with args and returns stdout and the exit code.
+func runCLI(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	root := newRootCmd()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(append([]string{"--config", filepath.Join("..", "..", pipeline.DefaultFile)}, args...))
+	err := root.ExecuteContext(context.Background())
+	if err != nil {
+		t.Logf("agentdlq %v: %v", args, err)
+		return out.String(), exitCode(err)
+	}
+	return out.String(), 0
+}
+
+func auditLines(t *testing.T, path string) []redrive.Record {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var recs []redrive.Record
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r redrive.Record
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+func TestRedriveCLIBadInputIsRefusedAndAudited(t *testing.T) {
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	tests := []struct {
+		name string
+		args []string
+	}{
+		{"unknown pipeline", []string{"redrive", "select", "--pipeline", "nope", "--reason", "budget_exhausted", "--owner", "x", "--why", "y", "--audit", audit}},
+		{"unknown reason", []string{"redrive", "select", "--pipeline", "agent-tasks", "--reason", "bogus", "--owner", "platform-oncall", "--why", "y", "--audit", audit}},
+		{"no reason", []string{"redrive", "select", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "y", "--audit", audit}},
+		{"override without justification", []string{"redrive", "start", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "y", "--override", "policy_limit=", "--audit", audit}},
+		{"override of an unknown reason", []string{"redrive", "start", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "y", "--override", "nope=x", "--audit", audit}},
+		{"no pipeline", []string{"redrive", "plan", "--audit", audit}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, code := runCLI(t, tt.args...)
+			assert.Equal(t, exitRefused, code)
+			recs := auditLines(t, audit)
+			require.Len(t, recs, i+1)
+			assert.Equal(t, redrive.OutcomeRefused, recs[i].Outcome)
+		})
+	}
+	_, code := runCLI(t, "redrive", "select", "--pipeline", "agent-tasks", "--rate", "abc")
+	assert.Equal(t, exitRefused, code, "a flag that does not parse is bad input")
+}
+
+// TestRedriveCLIOnEmulators drives the CLI against a seeded local DLQ.
+func TestRedriveCLIOnEmulators(t *testing.T) {
+	cfg := localtest.AWS(t)
+	f, err := pipeline.Load(filepath.Join("..", "..", pipeline.DefaultFile))
+	require.NoError(t, err)
+	p, err := f.Get("agent-tasks")
+	require.NoError(t, err)
+	q := localtest.Queues(t, cfg, p)
+	table := localtest.Table(t, cfg)
+	t.Setenv("AGENTDLQ_HOT_QUEUE_URL", q.HotURL)
+	t.Setenv("AGENTDLQ_HOT_QUEUE_ARN", q.HotARN)
+	t.Setenv("AGENTDLQ_DLQ_URL", q.DLQURL)
+	t.Setenv("AGENTDLQ_DLQ_ARN", q.DLQARN)
+	client := sqs.NewFromConfig(cfg)
+	ctx := context.Background()
+	seed := func(key string, reason events.Reason) {
+		body := `{"task_id":"t","run_id":"r","tenant":"acme","idempotency_key":"` + key + `","tool":"web.search","tool_version":"1","trace_id":"x","created_at":"2026-11-29T10:00:00Z","schema_version":1,"args":{}}`
+		attrs, err := events.EncodeDeadLetter(events.Meta{Reason: reason, IdempotencyKey: key, MessageID: "orig-" + key, Tool: "web.search"}, map[string]events.Attribute{"src": {DataType: "String", StringValue: "t"}})
+		require.NoError(t, err)
+		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: redrive.AttributesToSQS(attrs)})
+		require.NoError(t, err)
+	}
+	for i := range 3 {
+		seed("be-"+strconv.Itoa(i), events.ReasonBudgetExhausted)
+	}
+	seed("pl-0", events.ReasonPolicyLimit)
+	depth := func(url string) int {
+		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"}})
+		require.NoError(t, err)
+		a, _ := strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
+		b, _ := strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
+		return a + b
+	}
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	common := []string{"--pipeline", "agent-tasks", "--audit", audit, "--ledger-table", table}
+
+	out, code := runCLI(t, append([]string{"redrive", "plan", "--json"}, common...)...)
+	require.Equal(t, 0, code, out)
+	var plan redrive.Plan
+	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
+	assert.Equal(t, 4, plan.Total)
+	require.Len(t, plan.Groups, 2)
+
+	_, code = runCLI(t, append([]string{"redrive", "select", "--reason", "budget_exhausted", "--owner", "mallory", "--why", "x"}, common...)...)
+	assert.Equal(t, exitRefused, code)
+	_, code = runCLI(t, append([]string{"redrive", "select", "--reason", "budget_exhausted", "--owner", "platform-oncall", "--why", "x", "--rate", "501"}, common...)...)
+	assert.Equal(t, exitRefused, code)
+	_, code = runCLI(t, append([]string{"redrive", "select", "--reason", "policy_limit", "--owner", "platform-oncall", "--why", "x"}, common...)...)
+	assert.Equal(t, exitRefused, code)
+	_, code = runCLI(t, append([]string{"redrive", "start", "--owner", "platform-oncall", "--why", "x"}, common...)...)
+	assert.Equal(t, exitRefused, code, "the DLQ holds policy_limit")
+	assert.Equal(t, 0, depth(q.HotURL), "nothing moved")
+	assert.Equal(t, 4, depth(q.DLQURL))
+
+	out, code = runCLI(t, append([]string{"redrive", "select", "--reason", "budget_exhausted", "--owner", "platform-oncall", "--why", "503s over", "--dry-run"}, common...)...)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "would move 3")
+	assert.Equal(t, 0, depth(q.HotURL))
+
+	out, code = runCLI(t, append([]string{"redrive", "select", "--reason", "budget_exhausted", "--owner", "platform-oncall", "--why", "503s over", "--rate", "50"}, common...)...)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "moved 3")
+	assert.Equal(t, 3, depth(q.HotURL))
+	assert.Equal(t, 1, depth(q.DLQURL))
+
+	out, code = runCLI(t, append([]string{"redrive", "start", "--owner", "platform-oncall", "--why", "x", "--override", "policy_limit=cap raised"}, common...)...)
+	assert.Equal(t, 1, code, out)
+
+	var actions []string
+	for _, r := range auditLines(t, audit) {
+		actions = append(actions, r.Action+":"+r.Outcome)
+	}
+	assert.Equal(t, []string{"plan:shown", "select:refused", "select:refused", "select:refused", "start:refused",
+		"select:dry_run", "select:begun", "select:ok", "start:failed"}, actions)
+}
