@@ -101,7 +101,7 @@ func TestEmulatorTriageLeavesDLQUnchanged(t *testing.T) {
 		send(body, attrs)
 	}
 	for i := range 4 { // recurring poison: one group of 4, three distinct inputs
-		worker(task(fmt.Sprintf("s%d", min(i, 2)), "acme", "web.search", "1", `{"query":"x"}`),
+		worker(task(fmt.Sprintf("s%d", i), "acme", "web.search", "1", fmt.Sprintf(`{"query":"x%d"}`, min(i, 2))),
 			poisonMeta(events.ReasonSchemaInvalid, "web.search", "1", "acme", fmt.Sprintf("key-s%d", i), fmt.Sprintf("args.q: required in task %d", i)))
 	}
 	worker(task("u1", "acme", "web.crawl", "1", `{}`), poisonMeta(events.ReasonToolUnknown, "web.crawl", "1", "acme", "key-u1", "not in catalog"))

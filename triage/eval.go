@@ -49,14 +49,20 @@ type EvalMetadata struct {
 	LastSeen       time.Time `json:"last_seen"`
 	// GroupCount is the group's size in the DLQ; Occurrences how many of
 	// them had this very input.
-	GroupCount  int    `json:"group_count"`
-	Occurrences int    `json:"occurrences"`
+	GroupCount  int `json:"group_count"`
+	Occurrences int `json:"occurrences"`
+	// InputSHA256 is the hash of the exported input as it stands (InputHash).
 	InputSHA256 string `json:"input_sha256"`
+	// CaseSHA256 is the hash that deduplicates cases and keys the id
+	// (CaseHash: the input without its per-delivery identifiers).
+	CaseSHA256 string `json:"case_sha256"`
 }
 
 // EvalRecords turns the recurring poison and unclassified groups of a report
-// into eval records, one per distinct redacted input (representatives
-// deduplicated by the input's SHA-256), ordered by group then id. Messages
+// into eval records, one per distinct case (representatives deduplicated by
+// CaseHash, the SHA-256 of the redacted input without its per-delivery
+// identifiers; the first message of a case is its input, the others count as
+// occurrences), ordered by group then id. Messages
 // that cannot be exported (a body that is not UTF-8) are returned as skipped.
 func EvalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
 	var out []EvalRecord
@@ -74,8 +80,8 @@ func EvalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
 				continue
 			}
 			input := RedactInput(t.Body, p.Eval)
-			sum := InputHash(input)
-			id := EvalID(g.Reason, g.Tool, g.ToolVersion, g.SchemaVersion, g.Signature, sum)
+			sum, caseSum := InputHash(input), CaseHash(input)
+			id := EvalID(g.Reason, g.Tool, g.ToolVersion, g.SchemaVersion, g.Signature, caseSum)
 			if i, ok := byID[id]; ok {
 				out[i].Metadata.Occurrences++
 				continue
@@ -92,7 +98,7 @@ func EvalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
 				Metadata: EvalMetadata{
 					Pipeline: p.Name, Fingerprint: g.Fingerprint, Tool: g.Tool, ToolVersion: g.ToolVersion,
 					SchemaVersion: g.SchemaVersion, ErrorSignature: g.Signature, Inferred: g.Inferred == g.Count,
-					FirstSeen: g.FirstSeen, LastSeen: g.LastSeen, GroupCount: g.Count, Occurrences: 1, InputSHA256: sum,
+					FirstSeen: g.FirstSeen, LastSeen: g.LastSeen, GroupCount: g.Count, Occurrences: 1, InputSHA256: sum, CaseSHA256: caseSum,
 				},
 				Tags: tags,
 			})
@@ -118,6 +124,31 @@ func InputHash(input any) string {
 	_ = enc.Encode(input) // inputs are built from JSON or strings: they always encode
 	sum := sha256.Sum256(bytes.TrimRight(buf.Bytes(), "\n"))
 	return hex.EncodeToString(sum[:])
+}
+
+// identityFields are the agent task fields that differ between deliveries
+// of the same case (ids, trace, creation time). They stay in the exported
+// input (an input without them breaks the task schema), but CaseHash leaves
+// them out, so that a producer sending the same bad task a thousand times
+// makes one case, not a thousand. An eval harness must give each replay
+// fresh ids anyway: a replayed idempotency key is a ledger no-op.
+var identityFields = []string{"task_id", "run_id", "idempotency_key", "trace_id", "created_at"}
+
+// CaseHash is the hex SHA-256 of an input's canonical JSON without the
+// top-level identityFields (InputHash of the whole input when it is not an object).
+func CaseHash(input any) string {
+	obj, ok := input.(map[string]any)
+	if !ok {
+		return InputHash(input)
+	}
+	c := make(map[string]any, len(obj))
+	for k, v := range obj {
+		c[k] = v
+	}
+	for _, f := range identityFields {
+		delete(c, f)
+	}
+	return InputHash(c)
 }
 
 // secretKey matches object keys whose values are secrets whatever they hold.

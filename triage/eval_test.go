@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,7 +75,8 @@ func TestEvalRecords(t *testing.T) {
 		assert.Equal(t, rec.Expected.Reason.Class(), rec.Expected.Class)
 		assert.Equal(t, string(rec.Expected.Reason), rec.Tags[0])
 		assert.Equal(t, InputHash(rec.Input), rec.Metadata.InputSHA256)
-		assert.Equal(t, EvalID(rec.Expected.Reason, rec.Metadata.Tool, rec.Metadata.ToolVersion, rec.Metadata.SchemaVersion, rec.Metadata.ErrorSignature, rec.Metadata.InputSHA256), rec.ID)
+		assert.Equal(t, CaseHash(rec.Input), rec.Metadata.CaseSHA256)
+		assert.Equal(t, EvalID(rec.Expected.Reason, rec.Metadata.Tool, rec.Metadata.ToolVersion, rec.Metadata.SchemaVersion, rec.Metadata.ErrorSignature, rec.Metadata.CaseSHA256), rec.ID)
 	}
 	assert.Len(t, recs, 5, "schema_invalid: 3 distinct inputs of 4; json_invalid: 2 of 3")
 	require.Len(t, byReason[events.ReasonSchemaInvalid], 3)
@@ -103,6 +105,30 @@ func TestEvalRecords(t *testing.T) {
 	r2 := Build(TagAll(again), p, t0.Add(time.Hour))
 	recs2, _ := EvalRecords(r2, p)
 	assert.Equal(t, ids(recs), ids(recs2))
+}
+
+func TestEvalRecordsOneCasePerContent(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, false)
+	// The same bad task sent 50 times with fresh ids, and a second one 10 times.
+	var msgs []Message
+	for i := range 60 {
+		args := `{"query":"a"}`
+		if i >= 50 {
+			args = `{"query":"b"}`
+		}
+		id := fmt.Sprintf("t%d", i)
+		msgs = append(msgs, deadLetter(t, "m"+id, task(id, "acme", "web.search", "1", args),
+			poisonMeta(events.ReasonSchemaInvalid, "web.search", "1", "acme", "key-"+id, "bad"), t0))
+	}
+	recs, _ := EvalRecords(Build(TagAll(msgs), p, t0), p)
+	require.Len(t, recs, 2)
+	occ := map[string]int{}
+	for _, r := range recs {
+		occ[r.Input.(map[string]any)["args"].(map[string]any)["query"].(string)] = r.Metadata.Occurrences
+		assert.Contains(t, r.Input, "task_id", "the input keeps the schema's fields")
+	}
+	assert.Equal(t, map[string]int{"a": 50, "b": 10}, occ)
 }
 
 func ids(recs []EvalRecord) []string {

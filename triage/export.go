@@ -80,8 +80,11 @@ type ExportResult struct {
 	Candidates      int      `json:"candidates"`
 	Exported        int      `json:"exported"`
 	AlreadyExported int      `json:"already_exported"`
-	IDs             []string `json:"ids"`
-	Error           string   `json:"error,omitempty"`
+	// IDs are the ids exported (all of them; the manifest lists them too).
+	// The report's JSON carries the first 20 as sample_ids.
+	IDs       []string `json:"-"`
+	SampleIDs []string `json:"sample_ids"`
+	Error     string   `json:"error,omitempty"`
 }
 
 // ExportPrefix is the key prefix of a pipeline's exports and reports on a
@@ -111,7 +114,7 @@ func ReportHash(r *Report) string {
 // and adds what it skipped to r.Skipped.
 func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeline, now time.Time) (*ExportResult, error) {
 	hash := ReportHash(r)
-	res := &ExportResult{Destination: dest.String(), IDs: []string{}}
+	res := &ExportResult{Destination: dest.String(), IDs: []string{}, SampleIDs: []string{}}
 	r.Export = res
 	fail := func(err error) (*ExportResult, error) {
 		res.Error = err.Error()
@@ -143,6 +146,7 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 		byReason[string(rec.Expected.Reason)]++
 	}
 	res.Exported = len(res.IDs)
+	res.SampleIDs = res.IDs[:min(len(res.IDs), 20)]
 	prefix := ExportPrefix(p.Name, now)
 	st := stamp(now, hash)
 	if res.Exported > 0 {

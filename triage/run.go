@@ -86,10 +86,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		r.Partial = true
 		r.PartialReasons = append(r.PartialReasons, "ledger counts incomplete: "+ledgerErr.Error())
 	}
+	// One log line per unreadable dead letter, up to ten; the report lists them all (up to 1000).
+	logged := 0
 	for _, t := range tagged {
-		if t.MetaErr != nil {
+		if t.MetaErr != nil && logged < 10 {
+			logged++
 			log.WarnContext(ctx, "dead letter with unreadable metadata", "message_id", t.MessageID, "queue", cfg.DLQURL, "reason", string(t.Reason), "error", t.MetaErr.Error())
 		}
+	}
+	if r.Totals.Unreadable > logged {
+		log.WarnContext(ctx, "more dead letters with unreadable metadata", "queue", cfg.DLQURL, "count", r.Totals.Unreadable-logged)
 	}
 	log.InfoContext(ctx, "triage scanned", "pipeline", p.Name, "queue", cfg.DLQURL, "messages", r.Totals.Messages,
 		"groups", r.Totals.Groups, "partial", r.Partial, "duration_s", stats.DurationSeconds, "messages_per_s", stats.MessagesPerSecond)

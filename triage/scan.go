@@ -37,8 +37,9 @@ type ScanOptions struct {
 	MaxMessages int
 	// MaxDuration bounds the scan's run time (default 240 s).
 	MaxDuration time.Duration
-	// Receivers is the number of parallel receivers (default 1; at most 32).
-	// Use more for deep queues.
+	// Receivers is the number of parallel receivers (at most 32). The
+	// default (0) is one per 2,000 messages of the queue's depth at the
+	// start, from 1 to 8.
 	Receivers int
 	// KeepHidden leaves the messages hidden until their visibility timeout
 	// lapses instead of releasing them at the end (default false: release).
@@ -64,9 +65,6 @@ func (o *ScanOptions) applyDefaults() error {
 	if o.MaxDuration == 0 {
 		o.MaxDuration = 240 * time.Second
 	}
-	if o.Receivers == 0 {
-		o.Receivers = 1
-	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -77,7 +75,7 @@ func (o *ScanOptions) applyDefaults() error {
 		return fmt.Errorf("%w: wait time %s is outside 0..20s", ErrBadOptions, o.WaitTime)
 	case o.MaxMessages < 1 || o.MaxDuration < 0:
 		return fmt.Errorf("%w: max messages and max duration must be positive", ErrBadOptions)
-	case o.Receivers < 1 || o.Receivers > 32:
+	case o.Receivers < 0 || o.Receivers > 32:
 		return fmt.Errorf("%w: receivers %d is outside 1..32", ErrBadOptions, o.Receivers)
 	}
 	return nil
@@ -147,7 +145,7 @@ func Scan(ctx context.Context, api ScanAPI, dlqURL string, opts ScanOptions) ([]
 		return nil, ScanStats{}, err
 	}
 	st := ScanStats{
-		Queue: dlqURL, Receivers: opts.Receivers, StartedAt: opts.Now().UTC(),
+		Queue: dlqURL, StartedAt: opts.Now().UTC(),
 		VisibilityTimeoutSeconds: int(opts.VisibilityTimeout / time.Second),
 	}
 	attrs, err := api.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
@@ -162,6 +160,10 @@ func Scan(ctx context.Context, api ScanAPI, dlqURL string, opts ScanOptions) ([]
 	}
 	st.ApproxDepth = atoiAttr(attrs.Attributes, string(types.QueueAttributeNameApproximateNumberOfMessages))
 	st.ApproxInFlight = atoiAttr(attrs.Attributes, string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible))
+	if opts.Receivers == 0 {
+		opts.Receivers = min(8, 1+st.ApproxDepth/2000)
+	}
+	st.Receivers = opts.Receivers
 
 	s := &scanner{api: api, url: dlqURL, opts: opts, st: &st, seen: map[string]int{}, start: opts.Now()}
 	scanCtx, cancel := context.WithCancel(ctx)

@@ -139,6 +139,17 @@ func TestScanStatsRate(t *testing.T) {
 	assert.InDelta(t, 0.5, st.DurationSeconds, 1e-9)
 	assert.InDelta(t, 80, st.MessagesPerSecond, 1e-9)
 	assert.Equal(t, t0, st.StartedAt)
+	assert.Equal(t, 1, st.Receivers, "auto: one receiver for a shallow queue")
+}
+
+func TestScanAutoReceivers(t *testing.T) {
+	t.Parallel()
+	clock := newClock()
+	msgs, st, err := Scan(t.Context(), newFakeSQS(t, clock, many(4500)), "q", ScanOptions{Now: clock.Now})
+	require.NoError(t, err)
+	assert.Equal(t, 3, st.Receivers, "1 + 4500/2000")
+	assert.Len(t, msgs, 4500)
+	assert.Equal(t, 0, st.Duplicates)
 }
 
 func TestScanBadOptions(t *testing.T) {
