@@ -74,12 +74,12 @@ type Manifest struct {
 
 // ExportResult is the export's outcome as the report carries it.
 type ExportResult struct {
-	Destination     string   `json:"destination"`
-	RecordsKey      string   `json:"records_key,omitempty"`
-	ManifestKey     string   `json:"manifest_key,omitempty"`
-	Candidates      int      `json:"candidates"`
-	Exported        int      `json:"exported"`
-	AlreadyExported int      `json:"already_exported"`
+	Destination     string `json:"destination"`
+	RecordsKey      string `json:"records_key,omitempty"`
+	ManifestKey     string `json:"manifest_key,omitempty"`
+	Candidates      int    `json:"candidates"`
+	Exported        int    `json:"exported"`
+	AlreadyExported int    `json:"already_exported"`
 	// IDs are the ids exported (all of them; the manifest lists them too).
 	// The report's JSON carries the first 20 as sample_ids.
 	IDs       []string `json:"-"`

@@ -214,4 +214,3 @@ func (b *scanBar) finish() {
 		_ = b.bar.Finish()
 	}
 }
-
