@@ -61,6 +61,10 @@ type PipelineProps struct {
 	// WorkerVersion is optional (default "dev"): AGENTDLQ_WORKER_VERSION,
 	// stamped in dlq_meta.
 	WorkerVersion string
+	// LogKey is optional: a KMS key for the worker's log group (its key
+	// policy must let CloudWatch Logs use it, as Shared.DataKey's does). Nil
+	// leaves the log group with CloudWatch Logs' own encryption.
+	LogKey awskms.IKey
 	// QueueKey is optional: a KMS key for the hot queue and the DLQ. Nil
 	// means SQS-managed server-side encryption (SSE-SQS).
 	QueueKey awskms.IKey
@@ -240,6 +244,7 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (*
 func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *PipelineProps) {
 	p.WorkerLogs = awslogs.NewLogGroup(p.Construct, jsii.String("WorkerLogs"), &awslogs.LogGroupProps{
 		Retention:     awslogs.RetentionDays_ONE_YEAR,
+		EncryptionKey: props.LogKey,
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
 	p.WorkerRole = awsiam.NewRole(p.Construct, jsii.String("WorkerRole"), &awsiam.RoleProps{
@@ -366,6 +371,13 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 			Sid:       jsii.String("QueueKey"),
 			Actions:   jsii.Strings("kms:Decrypt", "kms:GenerateDataKey"),
 			Resources: jsii.Strings(*props.QueueKey.KeyArn()),
+		}))
+	}
+	if key := props.Bucket.EncryptionKey(); key != nil {
+		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("AuditRecordsEncryption"),
+			Actions:   jsii.Strings("kms:GenerateDataKey"),
+			Resources: jsii.Strings(*key.KeyArn()),
 		}))
 	}
 	policy := awsiam.NewPolicy(p.Construct, jsii.String("RedrivePolicy"), &awsiam.PolicyProps{

@@ -30,6 +30,8 @@ type Shared struct {
 	AccessLogs awss3.Bucket
 	// AlarmKey encrypts the alarm topics; CloudWatch may use it to publish.
 	AlarmKey awskms.Key
+	// DataKey encrypts the eval bucket and the Lambdas' log groups.
+	DataKey awskms.Key
 }
 
 // NewShared creates the ledger, the eval bucket with its access-log bucket,
@@ -47,6 +49,23 @@ func NewShared(scope constructs.Construct, id string) *Shared {
 		Encryption:    awsdynamodb.TableEncryption_AWS_MANAGED,
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
+
+	s.DataKey = awskms.NewKey(s.Construct, jsii.String("DataKey"), &awskms.KeyProps{
+		Description:       jsii.String("agentdlq eval bucket and Lambda log groups"),
+		EnableKeyRotation: jsii.Bool(true),
+		RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
+	})
+	stack := awscdk.Stack_Of(s.Construct)
+	s.DataKey.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchLogsEncryptsTheLogGroupsOfThisAccount"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("logs."+*awscdk.Aws_REGION()+".amazonaws.com"), nil)},
+		Actions:    jsii.Strings("kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]any{"ArnLike": map[string]any{"kms:EncryptionContext:aws:logs:arn": stack.FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("logs"), Resource: jsii.String("log-group"), ResourceName: jsii.String("*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+		})}},
+	}), nil)
+	denyForeignGrants(s.DataKey)
 
 	s.AccessLogs = awss3.NewBucket(s.Construct, jsii.String("AccessLogs"), &awss3.BucketProps{
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
@@ -66,11 +85,16 @@ func NewShared(scope constructs.Construct, id string) *Shared {
 	suppress(s.AccessLogs, "AwsSolutions-S1", "this is the access-log bucket of the eval bucket; logging it to itself would loop and to another bucket would only move the question")
 
 	s.EvalBucket = awss3.NewBucket(s.Construct, jsii.String("EvalBucket"), &awss3.BucketProps{
-		BlockPublicAccess:      awss3.BlockPublicAccess_BLOCK_ALL(),
-		EnforceSSL:             jsii.Bool(true),
-		Encryption:             awss3.BucketEncryption_S3_MANAGED,
-		ObjectOwnership:        awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		Versioned:              jsii.Bool(true),
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		EnforceSSL:        jsii.Bool(true),
+		Encryption:        awss3.BucketEncryption_KMS,
+		EncryptionKey:     s.DataKey,
+		BucketKeyEnabled:  jsii.Bool(true),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		Versioned:         jsii.Bool(true),
+		// Object Lock is enabled without a default retention: nothing is
+		// locked by default, and audit records can be locked per object.
+		ObjectLockEnabled:      jsii.Bool(true),
 		ServerAccessLogsBucket: s.AccessLogs,
 		ServerAccessLogsPrefix: jsii.String("eval-bucket/"),
 		LifecycleRules: &[]*awss3.LifecycleRule{{
@@ -99,5 +123,19 @@ func NewShared(scope constructs.Construct, id string) *Shared {
 		Resources:  jsii.Strings("*"),
 		Conditions: &map[string]any{"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()}},
 	}), nil)
+	denyForeignGrants(s.AlarmKey)
 	return s
+}
+
+// denyForeignGrants adds the key-policy statement of Control Tower's
+// CT.KMS.PR.3: grants on the key may be created for AWS services only.
+func denyForeignGrants(key awskms.Key) {
+	key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("GrantsOnlyForAWSServices"),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("kms:CreateGrant"),
+		Resources:  jsii.Strings("*"),
+		Conditions: &map[string]any{"BoolIfExists": map[string]any{"kms:GrantIsForAWSResource": "false", "aws:PrincipalIsAWSService": "false"}},
+	}), nil)
 }

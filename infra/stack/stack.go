@@ -137,6 +137,7 @@ func New(scope constructs.Construct, id string, props *Props) (*Stack, error) {
 			EnableKeyRotation: jsii.Bool(true),
 			RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
 		})
+		denyForeignGrants(s.QueueKey)
 	}
 	var queueKey awskms.IKey
 	if s.QueueKey != nil {
@@ -153,6 +154,7 @@ func New(scope constructs.Construct, id string, props *Props) (*Stack, error) {
 			Ledger:           s.Shared.Ledger,
 			Bucket:           s.Shared.EvalBucket,
 			AlarmKey:         s.Shared.AlarmKey,
+			LogKey:           s.Shared.DataKey,
 			WorkerAssetDir:   props.WorkerAssetDir,
 			WorkerVersion:    props.WorkerVersion,
 			QueueKey:         queueKey,
@@ -169,6 +171,7 @@ func New(scope constructs.Construct, id string, props *Props) (*Stack, error) {
 		Ledger:    s.Shared.Ledger,
 		Bucket:    s.Shared.EvalBucket,
 		AlarmKey:  s.Shared.AlarmKey,
+		LogKey:    s.Shared.DataKey,
 		QueueKey:  queueKey,
 		AssetDir:  props.TriageAssetDir,
 	})

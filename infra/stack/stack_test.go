@@ -1,0 +1,553 @@
+package stack
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+func like(m map[string]any) assertions.Matcher { return assertions.Match_ObjectLike(&m) }
+
+func TestResourceCounts(t *testing.T) {
+	require.True(t, fx.synthOK)
+	n := float64(len(fx.file.Pipelines))
+	for _, name := range []string{mainStack, kmsStack} {
+		s := fx.stacks[name]
+		for typ, want := range map[string]float64{
+			"AWS::SQS::Queue":                 2 * n, // a hot queue and its own DLQ per pipeline
+			"AWS::SQS::QueuePolicy":           2 * n,
+			"AWS::Lambda::Function":           n + 1, // a worker per pipeline and one triage
+			"AWS::Lambda::EventSourceMapping": n,
+			"AWS::CloudWatch::Alarm":          float64(len(AllAlarms())) * n,
+			"AWS::CloudWatch::Dashboard":      n,
+			"AWS::SNS::Topic":                 n,
+			"AWS::DynamoDB::Table":            1,
+			"AWS::S3::Bucket":                 2, // eval bucket and its access logs
+			"AWS::Events::Rule":               2 * n,
+		} {
+			jsiiCheck(t, name+" "+typ, func() { s.assert.ResourceCountIs(jsii.String(typ), jsii.Number(want)) })
+		}
+	}
+}
+
+func TestEnvironmentAgnostic(t *testing.T) {
+	require.True(t, fx.synthOK)
+	for _, s := range fx.stacks {
+		env := s.stack.Environment()
+		assert.Equal(t, "aws://unknown-account/unknown-region", *env, "%s must synthesize without credentials or a pinned account", s.name)
+		b, _ := json.Marshal(s.tmpl)
+		assert.NotContains(t, string(b), "123456789012:queue", "no hard-coded account in %s", s.name)
+	}
+}
+
+func TestHotQueueAndDLQ(t *testing.T) {
+	each(t, func(t *testing.T, s *synthesized, def pipeline.Pipeline) {
+		hotID, hot := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "hot")
+		dlqID, dlq := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
+		hp, dp := props(hot), props(dlq)
+
+		// The redrive policy names the pipeline's own DLQ with maxReceiveCount 3–5.
+		jsiiCheck(t, "hot queue", func() {
+			s.assert.HasResourceProperties(jsii.String("AWS::SQS::Queue"), like(map[string]any{
+				"RedrivePolicy": map[string]any{
+					"deadLetterTargetArn": map[string]any{"Fn::GetAtt": []any{dlqID, "Arn"}},
+					"maxReceiveCount":     def.MaxReceiveCount,
+				},
+				"MessageRetentionPeriod": def.RetentionHours * 3600,
+				"VisibilityTimeout":      def.VisibilityTimeoutSeconds,
+			}))
+		})
+		assert.Equal(t, float64(def.MaxReceiveCount), hp["RedrivePolicy"].(map[string]any)["maxReceiveCount"])
+		assert.GreaterOrEqual(t, def.MaxReceiveCount, 3)
+		assert.LessOrEqual(t, def.MaxReceiveCount, 5)
+		assert.Equal(t, float64(96*3600), hp["MessageRetentionPeriod"], "the hot queue keeps the 4-day default")
+		assert.Equal(t, float64(14*24*3600), dp["MessageRetentionPeriod"], "the DLQ keeps 14 days")
+		assert.Greater(t, dp["MessageRetentionPeriod"], hp["MessageRetentionPeriod"], "DLQ retention must exceed the source's")
+		assert.Nil(t, dp["RedrivePolicy"], "a DLQ has no DLQ of its own")
+
+		// Same type: FIFO with FIFO, standard with standard.
+		assert.Equal(t, def.FIFO, hp["FifoQueue"] == true)
+		assert.Equal(t, def.FIFO, dp["FifoQueue"] == true)
+		if def.FIFO {
+			assert.True(t, strings.HasSuffix(hp["QueueName"].(string), ".fifo"))
+		}
+
+		// The DLQ accepts dead letters from its own source only.
+		rap := dp["RedriveAllowPolicy"].(map[string]any)
+		assert.Equal(t, "byQueue", rap["redrivePermission"])
+		sources := rap["sourceQueueArns"].([]any)
+		require.Len(t, sources, 1)
+		assert.True(t, strings.HasSuffix(flat(sources[0]), ":"+hp["QueueName"].(string)),
+			"RedriveAllowPolicy names %s, want the hot queue %s", flat(sources[0]), hp["QueueName"])
+		_ = hotID
+
+		// Server-side encryption: SSE-SQS by default, the KMS key in the kms stack.
+		for _, q := range []map[string]any{hp, dp} {
+			if s.name == kmsStack {
+				assert.NotNil(t, q["KmsMasterKeyId"], "KMS-encrypted queue")
+			} else {
+				assert.Equal(t, true, q["SqsManagedSseEnabled"], "SSE-SQS")
+			}
+		}
+	})
+}
+
+// queuePolicy returns the statements of the policy attached to a queue.
+func (s *synthesized) queuePolicy(t *testing.T, queueID string) []map[string]any {
+	t.Helper()
+	ids, rs := s.resources("AWS::SQS::QueuePolicy")
+	for _, id := range ids {
+		p := props(rs[id])
+		for _, q := range p["Queues"].([]any) {
+			if flat(q) == "${Ref:"+queueID+"}" {
+				return statements(p["PolicyDocument"])
+			}
+		}
+	}
+	t.Fatalf("no queue policy for %s", queueID)
+	return nil
+}
+
+func statements(doc any) []map[string]any {
+	var out []map[string]any
+	for _, st := range doc.(map[string]any)["Statement"].([]any) {
+		out = append(out, st.(map[string]any))
+	}
+	return out
+}
+
+func strs(v any) []string {
+	switch x := v.(type) {
+	case string:
+		return []string{x}
+	case []any:
+		var out []string
+		for _, e := range x {
+			out = append(out, flat(e))
+		}
+		return out
+	case nil:
+		return nil
+	default:
+		return []string{flat(x)}
+	}
+}
+
+func hasTLSDeny(sts []map[string]any) bool {
+	for _, st := range sts {
+		if st["Effect"] != "Deny" {
+			continue
+		}
+		if c, ok := st["Condition"].(map[string]any)["Bool"].(map[string]any); ok && c["aws:SecureTransport"] == "false" {
+			return true
+		}
+	}
+	return false
+}
+
+func TestQueuePolicies(t *testing.T) {
+	each(t, func(t *testing.T, s *synthesized, def pipeline.Pipeline) {
+		hotID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "hot")
+		dlqID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
+		redriveID := s.roleOf(t, def.Name, "RedriveRole")
+		assert.True(t, hasTLSDeny(s.queuePolicy(t, hotID)), "hot queue: TLS only")
+		dlqPolicy := s.queuePolicy(t, dlqID)
+		assert.True(t, hasTLSDeny(dlqPolicy), "DLQ: TLS only")
+
+		var deny map[string]any
+		for _, st := range dlqPolicy {
+			if st["Sid"] == "OnlyTheRedriveRoleMovesOrDeletesDeadLetters" {
+				deny = st
+			}
+		}
+		require.NotNil(t, deny, "the DLQ policy denies the move-task calls to all but the redrive role")
+		assert.Equal(t, "Deny", deny["Effect"])
+		assert.Equal(t, map[string]any{"AWS": "*"}, deny["Principal"])
+		for _, a := range append(MoveTaskActions, "sqs:DeleteMessage", "sqs:PurgeQueue") {
+			assert.Contains(t, strs(deny["Action"]), a)
+		}
+		cond := deny["Condition"].(map[string]any)["ArnNotEquals"].(map[string]any)
+		assert.Equal(t, "${"+redriveID+".Arn}", flat(cond["aws:PrincipalArn"]), "the exception is the pipeline's redrive role")
+	})
+}
+
+func TestTags(t *testing.T) {
+	each(t, func(t *testing.T, s *synthesized, def pipeline.Pipeline) {
+		for _, role := range []string{"hot", "dlq"} {
+			_, q := s.resourceOf(t, "AWS::SQS::Queue", def.Name, role)
+			assert.Equal(t, def.Owner, tags(q)[pipeline.TagOwner])
+		}
+		for _, typ := range []string{"AWS::Lambda::Function", "AWS::SNS::Topic", "AWS::Lambda::EventSourceMapping"} {
+			_, r := s.resourceOf(t, typ, def.Name, "")
+			assert.Equal(t, def.Owner, tags(r)[pipeline.TagOwner], typ)
+		}
+		ids, roles := s.resources("AWS::IAM::Role")
+		n := 0
+		for _, id := range ids {
+			if tags(roles[id])[pipeline.TagPipeline] == def.Name {
+				n++
+				assert.Equal(t, def.Owner, tags(roles[id])[pipeline.TagOwner], id)
+			}
+		}
+		assert.Equal(t, 2, n, "worker and redrive roles carry the pipeline's tags")
+	})
+}
+
+func TestWorker(t *testing.T) {
+	each(t, func(t *testing.T, s *synthesized, def pipeline.Pipeline) {
+		fnID, fn := s.resourceOf(t, "AWS::Lambda::Function", def.Name, "")
+		hotID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "hot")
+		dlqID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
+		p := props(fn)
+		assert.Equal(t, "provided.al2023", p["Runtime"])
+		assert.Equal(t, []any{"arm64"}, p["Architectures"])
+		assert.Equal(t, "bootstrap", p["Handler"])
+		assert.Equal(t, float64(def.WorkerTimeoutSeconds), p["Timeout"])
+		assert.Equal(t, float64(def.WorkerMemoryMB), p["MemorySize"])
+
+		// Visibility timeout at least six times the worker's timeout.
+		_, hot := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "hot")
+		assert.GreaterOrEqual(t, props(hot)["VisibilityTimeout"].(float64), 6*p["Timeout"].(float64))
+
+		// The environment is exactly docs/wiring.md's.
+		env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		keys := make([]string, 0, len(env))
+		for k := range env {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		assert.Equal(t, []string{"AGENTDLQ_DLQ_ARN", "AGENTDLQ_DLQ_URL", "AGENTDLQ_HOT_QUEUE_ARN", "AGENTDLQ_HOT_QUEUE_URL",
+			"AGENTDLQ_LEDGER_TABLE", "AGENTDLQ_PIPELINE_JSON", "AGENTDLQ_WORKER_VERSION"}, keys)
+		assert.Equal(t, "${"+hotID+".Arn}", flat(env["AGENTDLQ_HOT_QUEUE_ARN"]))
+		assert.Equal(t, "${Ref:"+hotID+"}", flat(env["AGENTDLQ_HOT_QUEUE_URL"]))
+		assert.Equal(t, "${"+dlqID+".Arn}", flat(env["AGENTDLQ_DLQ_ARN"]))
+		assert.Equal(t, "${Ref:"+dlqID+"}", flat(env["AGENTDLQ_DLQ_URL"]))
+		assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_LEDGER_TABLE"]), "${Ref:SharedLedger"))
+		assert.Equal(t, "test", env["AGENTDLQ_WORKER_VERSION"])
+		// AGENTDLQ_PIPELINE_JSON is the entry with defaults applied, and it
+		// parses back into the same pipeline.
+		got, err := pipeline.Parse([]byte(`{"version":1,"pipelines":[` + env["AGENTDLQ_PIPELINE_JSON"].(string) + `]}`))
+		require.NoError(t, err)
+		want := def
+		want.ApplyDefaults()
+		assert.Empty(t, cmp.Diff(want, got.Pipelines[0], cmpopts.EquateEmpty()))
+
+		// The event source: partial batch responses, batch size, window and concurrency from the pipeline.
+		m := map[string]any{
+			"EventSourceArn":        map[string]any{"Fn::GetAtt": []any{hotID, "Arn"}},
+			"FunctionName":          map[string]any{"Ref": fnID},
+			"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
+			"BatchSize":             def.BatchSize,
+			"ScalingConfig":         map[string]any{"MaximumConcurrency": def.MaxConcurrency},
+		}
+		if def.BatchWindowSeconds > 0 {
+			m["MaximumBatchingWindowInSeconds"] = def.BatchWindowSeconds
+		}
+		jsiiCheck(t, "event source mapping", func() {
+			s.assert.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), like(m))
+		})
+		_, esm := s.resourceOf(t, "AWS::Lambda::EventSourceMapping", def.Name, "")
+		assert.Equal(t, []any{"ReportBatchItemFailures"}, props(esm)["FunctionResponseTypes"])
+	})
+}
+
+func TestTopicEncryptedTLSOnly(t *testing.T) {
+	each(t, func(t *testing.T, s *synthesized, def pipeline.Pipeline) {
+		topicID, topic := s.resourceOf(t, "AWS::SNS::Topic", def.Name, "")
+		assert.True(t, strings.HasPrefix(flat(props(topic)["KmsMasterKeyId"]), "${SharedAlarmKey"), "topic encrypted with the alarm key")
+		ids, rs := s.resources("AWS::SNS::TopicPolicy")
+		found := false
+		for _, id := range ids {
+			p := props(rs[id])
+			if slices.Contains(strs(p["Topics"]), "${Ref:"+topicID+"}") {
+				found = hasTLSDeny(statements(p["PolicyDocument"]))
+			}
+		}
+		assert.True(t, found, "topic policy denies requests without TLS")
+	})
+}
+
+// alarmOf finds a pipeline's alarm by its runbook anchor.
+func (s *synthesized) alarmOf(t *testing.T, def pipeline.Pipeline, anchor string) map[string]any {
+	t.Helper()
+	ids, rs := s.resources("AWS::CloudWatch::Alarm")
+	for _, id := range ids {
+		d := flat(props(rs[id])["AlarmDescription"])
+		if strings.HasPrefix(d, "agentdlq "+def.Name+" ["+anchor+"]") {
+			return props(rs[id])
+		}
+	}
+	t.Fatalf("no %s alarm for %s", anchor, def.Name)
+	return nil
+}
+
+func TestAlarms(t *testing.T) {
+	each(t, func(t *testing.T, s *synthesized, def pipeline.Pipeline) {
+		topicID, _ := s.resourceOf(t, "AWS::SNS::Topic", def.Name, "")
+		hotID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "hot")
+		dlqID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
+		fnID, _ := s.resourceOf(t, "AWS::Lambda::Function", def.Name, "")
+		a := def.Alarms
+		type want struct {
+			namespace, metric, statistic, op string
+			threshold                        int
+			dim                              string // flattened dimension value
+		}
+		ge, lt := "GreaterThanOrEqualToThreshold", "LessThanThreshold"
+		wants := map[string]want{
+			AlarmDLQDepth:        {"AWS/SQS", "ApproximateNumberOfMessagesVisible", "Maximum", ge, a.DLQDepth, "${" + dlqID + ".QueueName}"},
+			AlarmDLQAge:          {"AWS/SQS", "ApproximateAgeOfOldestMessage", "Maximum", ge, a.DLQOldestAgeSeconds, "${" + dlqID + ".QueueName}"},
+			AlarmExpiryRisk:      {"AgentDLQ", "DLQHoursToExpiry", "Minimum", lt, a.ExpiryRiskHours, def.Name},
+			AlarmHotBacklogAge:   {"AWS/SQS", "ApproximateAgeOfOldestMessage", "Maximum", ge, a.HotOldestAgeSeconds, "${" + hotID + ".QueueName}"},
+			AlarmWorkerErrors:    {"AWS/Lambda", "Errors", "Sum", ge, a.WorkerErrors, "${Ref:" + fnID + "}"},
+			AlarmWorkerThrottles: {"AWS/Lambda", "Throttles", "Sum", ge, a.WorkerThrottles, "${Ref:" + fnID + "}"},
+			AlarmDLQSendFailures: {"AgentDLQ", "DLQSendFailures", "Sum", ge, a.DLQSendFailures, def.Name},
+		}
+		for _, anchor := range AllAlarms() {
+			t.Run(anchor, func(t *testing.T) {
+				p := s.alarmOf(t, def, anchor)
+				desc := flat(p["AlarmDescription"])
+				assert.Contains(t, desc, "Run first: ", "says what to run first")
+				assert.True(t, strings.HasSuffix(desc, "RUNBOOK.md#"+anchor), "links its runbook section: %s", desc)
+				assert.LessOrEqual(t, len(desc), 1024)
+				assert.Equal(t, []string{"${Ref:" + topicID + "}"}, strs(p["AlarmActions"]), "alarm action to the pipeline's topic")
+				assert.Equal(t, []string{"${Ref:" + topicID + "}"}, strs(p["OKActions"]), "OK action to the pipeline's topic")
+				assert.Equal(t, "notBreaching", p["TreatMissingData"])
+				if w, ok := wants[anchor]; ok {
+					assert.Equal(t, w.namespace, p["Namespace"])
+					assert.Equal(t, w.metric, p["MetricName"])
+					assert.Equal(t, w.statistic, p["Statistic"])
+					assert.Equal(t, w.op, p["ComparisonOperator"])
+					assert.Equal(t, float64(w.threshold), p["Threshold"])
+					dims := p["Dimensions"].([]any)
+					require.Len(t, dims, 1)
+					assert.Equal(t, w.dim, flat(dims[0].(map[string]any)["Value"]))
+				}
+			})
+		}
+		// New dead letters: the worker's DeadLettered and the rise of the DLQ's count.
+		p := s.alarmOf(t, def, AlarmNewDeadLetters)
+		assert.Equal(t, ge, p["ComparisonOperator"])
+		assert.Equal(t, float64(a.NewDeadLetters), p["Threshold"])
+		var expr string
+		metrics := map[string]string{}
+		for _, m := range p["Metrics"].([]any) {
+			mm := m.(map[string]any)
+			if e, ok := mm["Expression"].(string); ok {
+				expr = e
+				continue
+			}
+			stat := mm["MetricStat"].(map[string]any)["Metric"].(map[string]any)
+			metrics[mm["Id"].(string)] = stat["Namespace"].(string) + "/" + stat["MetricName"].(string)
+		}
+		assert.Contains(t, expr, "DIFF(")
+		assert.Equal(t, map[string]string{"dl": "AgentDLQ/DeadLettered", "vis": "AWS/SQS/ApproximateNumberOfMessagesVisible",
+			"hid": "AWS/SQS/ApproximateNumberOfMessagesNotVisible"}, metrics)
+
+		jsiiCheck(t, "dlq-depth alarm", func() {
+			s.assert.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), like(map[string]any{
+				"MetricName":         "ApproximateNumberOfMessagesVisible",
+				"Statistic":          "Maximum",
+				"Threshold":          a.DLQDepth,
+				"ComparisonOperator": ge,
+				"Dimensions":         []any{map[string]any{"Name": "QueueName", "Value": map[string]any{"Fn::GetAtt": []any{dlqID, "QueueName"}}}},
+				"AlarmActions":       []any{map[string]any{"Ref": topicID}},
+				"OKActions":          []any{map[string]any{"Ref": topicID}},
+			}))
+		})
+	})
+}
+
+func TestShared(t *testing.T) {
+	require.True(t, fx.synthOK)
+	s := fx.stacks[mainStack]
+	jsiiCheck(t, "ledger", func() {
+		s.assert.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), like(map[string]any{
+			"BillingMode":                      "PAY_PER_REQUEST",
+			"KeySchema":                        []any{map[string]any{"AttributeName": LedgerPartitionKey, "KeyType": "HASH"}},
+			"AttributeDefinitions":             []any{map[string]any{"AttributeName": LedgerPartitionKey, "AttributeType": "S"}},
+			"TimeToLiveSpecification":          map[string]any{"AttributeName": LedgerTTLAttribute, "Enabled": true},
+			"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
+			"SSESpecification":                 map[string]any{"SSEEnabled": true},
+		}))
+	})
+	jsiiCheck(t, "eval bucket", func() {
+		s.assert.HasResourceProperties(jsii.String("AWS::S3::Bucket"), like(map[string]any{
+			"PublicAccessBlockConfiguration": map[string]any{"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true},
+			"VersioningConfiguration":        map[string]any{"Status": "Enabled"},
+			"BucketEncryption": map[string]any{"ServerSideEncryptionConfiguration": []any{like(map[string]any{
+				"ServerSideEncryptionByDefault": like(map[string]any{"SSEAlgorithm": "aws:kms"}),
+			})}},
+			"LoggingConfiguration":   like(map[string]any{"LogFilePrefix": "eval-bucket/"}),
+			"LifecycleConfiguration": assertions.Match_AnyValue(),
+			"ObjectLockEnabled":      true,
+		}))
+	})
+	ids, buckets := s.resources("AWS::S3::Bucket")
+	for _, id := range ids {
+		p := props(buckets[id])
+		assert.NotNil(t, p["BucketEncryption"], "%s encrypted", id)
+		assert.NotNil(t, p["LifecycleConfiguration"], "%s has a lifecycle", id)
+		assert.Equal(t, "Retain", buckets[id]["DeletionPolicy"], "%s holds evidence: retained", id)
+	}
+	pids, policies := s.resources("AWS::S3::BucketPolicy")
+	require.Len(t, pids, 2)
+	for _, id := range pids {
+		assert.True(t, hasTLSDeny(statements(props(policies[id])["PolicyDocument"])), "%s TLS only", id)
+	}
+	// Every key rotates and allows grants only for AWS services.
+	kids, keys := s.resources("AWS::KMS::Key")
+	for _, id := range kids {
+		assert.Equal(t, true, props(keys[id])["EnableKeyRotation"], id)
+	}
+	// Every log group is encrypted and kept a year.
+	lids, logs := s.resources("AWS::Logs::LogGroup")
+	require.Len(t, lids, len(fx.file.Pipelines)+1)
+	for _, id := range lids {
+		assert.NotNil(t, props(logs[id])["KmsKeyId"], id)
+		assert.Equal(t, float64(365), props(logs[id])["RetentionInDays"], id)
+	}
+}
+
+func TestTriage(t *testing.T) {
+	require.True(t, fx.synthOK)
+	for _, name := range []string{mainStack, kmsStack} {
+		s := fx.stacks[name]
+		t.Run(name, func(t *testing.T) {
+			ids, fns := s.resources("AWS::Lambda::Function")
+			var fn map[string]any
+			var fnID string
+			for _, id := range ids {
+				if strings.HasPrefix(id, "TriageFunction") {
+					fn, fnID = fns[id], id
+				}
+			}
+			require.NotNil(t, fn)
+			p := props(fn)
+			assert.Equal(t, "provided.al2023", p["Runtime"])
+			assert.Equal(t, []any{"arm64"}, p["Architectures"])
+			assert.Equal(t, "bootstrap", p["Handler"])
+			env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+			assert.Len(t, env, 3)
+			assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_EVAL_BUCKET"]), "${Ref:SharedEvalBucket"))
+			assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_LEDGER_TABLE"]), "${Ref:SharedLedger"))
+			var targets []struct {
+				Pipeline      pipeline.Pipeline `json:"pipeline"`
+				HotQueueURL   string            `json:"hot_queue_url"`
+				HotQueueARN   string            `json:"hot_queue_arn"`
+				DLQURL        string            `json:"dlq_url"`
+				DLQARN        string            `json:"dlq_arn"`
+				AlarmTopicARN string            `json:"alarm_topic_arn"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(flat(env["AGENTDLQ_TRIAGE_TARGETS"])), &targets))
+			require.Len(t, targets, len(fx.file.Pipelines))
+			for i, def := range fx.file.Pipelines {
+				tg := targets[i]
+				hotID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "hot")
+				dlqID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
+				topicID, _ := s.resourceOf(t, "AWS::SNS::Topic", def.Name, "")
+				assert.Empty(t, cmp.Diff(def, tg.Pipeline, cmpopts.EquateEmpty()))
+				assert.Equal(t, "${Ref:"+hotID+"}", tg.HotQueueURL)
+				assert.Equal(t, "${"+hotID+".Arn}", tg.HotQueueARN)
+				assert.Equal(t, "${Ref:"+dlqID+"}", tg.DLQURL)
+				assert.Equal(t, "${"+dlqID+".Arn}", tg.DLQARN)
+				assert.Equal(t, "${Ref:"+topicID+"}", tg.AlarmTopicARN)
+
+				// A schedule per pipeline, and a rule on its DLQ alarms.
+				jsiiCheck(t, "schedule", func() {
+					s.assert.HasResourceProperties(jsii.String("AWS::Events::Rule"), like(map[string]any{
+						"ScheduleExpression": rateExpr(def.Triage.ScheduleMinutes),
+						"Targets": []any{like(map[string]any{
+							"Arn":   map[string]any{"Fn::GetAtt": []any{fnID, "Arn"}},
+							"Input": fmt.Sprintf(`{"pipeline":"%s","trigger":"schedule"}`, def.Name),
+						})},
+					}))
+				})
+				var alarmARNs []any
+				aids, alarms := s.resources("AWS::CloudWatch::Alarm")
+				for _, anchor := range dlqAlarms {
+					for _, id := range aids {
+						if strings.HasPrefix(flat(props(alarms[id])["AlarmDescription"]), "agentdlq "+def.Name+" ["+anchor+"]") {
+							alarmARNs = append(alarmARNs, map[string]any{"Fn::GetAtt": []any{id, "Arn"}})
+						}
+					}
+				}
+				require.Len(t, alarmARNs, len(dlqAlarms))
+				jsiiCheck(t, "alarm rule", func() {
+					s.assert.HasResourceProperties(jsii.String("AWS::Events::Rule"), like(map[string]any{
+						"EventPattern": map[string]any{
+							"source":      []any{"aws.cloudwatch"},
+							"detail-type": []any{"CloudWatch Alarm State Change"},
+							"resources":   alarmARNs,
+							"detail":      map[string]any{"state": map[string]any{"value": []any{"ALARM"}}},
+						},
+						"Targets": []any{like(map[string]any{
+							"Arn": map[string]any{"Fn::GetAtt": []any{fnID, "Arn"}},
+							"InputTransformer": like(map[string]any{
+								"InputTemplate": assertions.Match_StringLikeRegexp(jsii.String(`"pipeline":"` + def.Name + `".*"trigger":"alarm"`)),
+							}),
+						})},
+					}))
+				})
+			}
+		})
+	}
+}
+
+func TestDashboard(t *testing.T) {
+	each(t, func(t *testing.T, s *synthesized, def pipeline.Pipeline) {
+		hotID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "hot")
+		dlqID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
+		ids, rs := s.resources("AWS::CloudWatch::Dashboard")
+		var body string
+		for _, id := range ids {
+			b := flat(props(rs[id])["DashboardBody"])
+			if strings.Contains(b, "agentdlq · "+def.Name+" ") {
+				body = b
+			}
+		}
+		require.NotEmpty(t, body, "a dashboard per pipeline")
+		var parsed map[string]any
+		require.NoError(t, json.Unmarshal([]byte(body), &parsed), "the dashboard body is JSON")
+		for _, want := range []string{
+			"ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage", // depth and age
+			"${" + hotID + ".QueueName}", "${" + dlqID + ".QueueName}", // of both queues
+			`SEARCH('{AgentDLQ,Pipeline,Reason} MetricName=\"DeadLettered\" Pipeline=\"` + def.Name + `\"'`, // dead letters by reason
+			"DLQHoursToExpiry", "DLQExpiringSoon", // expiry risk
+			`"Errors"`, `"Throttles"`, "DLQSendFailures", // the worker
+			"NumberOfMessagesDeleted", // redrive progress
+		} {
+			assert.Contains(t, body, want)
+		}
+	})
+}
+
+// rateExpr is the schedule expression CDK writes for a rate of n minutes.
+func rateExpr(n int) string {
+	unit := func(v int, one string) string {
+		if v == 1 {
+			return fmt.Sprintf("rate(1 %s)", one)
+		}
+		return fmt.Sprintf("rate(%d %ss)", v, one)
+	}
+	switch {
+	case n%1440 == 0:
+		return unit(n/1440, "day")
+	case n%60 == 0:
+		return unit(n/60, "hour")
+	default:
+		return unit(n, "minute")
+	}
+}

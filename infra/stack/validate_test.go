@@ -1,0 +1,168 @@
+package stack
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// TestPipelineValidation: invalid props fail at synth with a clear error, and
+// nothing is created. The checks run before any construct exists, so the
+// table needs no synthesis.
+func TestPipelineValidation(t *testing.T) {
+	require.True(t, fx.synthOK)
+	worker := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(worker, "bootstrap"), []byte("#!/bin/sh\n"), 0o755))
+	notExec := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(notExec, "bootstrap"), []byte("x"), 0o644))
+
+	valid := func() pipeline.Pipeline { return fx.file.Pipelines[0] }
+	app := awscdk.NewApp(nil)
+	scope := awscdk.NewStack(app, jsii.String("Validation"), nil)
+	ledger := awsdynamodb.Table_FromTableName(scope, jsii.String("L"), jsii.String("ledger"))
+	bucket := awss3.Bucket_FromBucketName(scope, jsii.String("B"), jsii.String("bucket"))
+	key := awskms.Key_FromKeyArn(scope, jsii.String("K"), jsii.String("arn:aws:kms:us-east-1:123456789012:key/00000000-0000-0000-0000-000000000000"))
+	props := func(p pipeline.Pipeline) *PipelineProps {
+		return &PipelineProps{Pipeline: &p, Ledger: ledger, Bucket: bucket, AlarmKey: key, WorkerAssetDir: worker}
+	}
+	before := len(*scope.Node().Children())
+
+	tests := []struct {
+		name  string
+		props func() *PipelineProps
+		want  []string // substrings of the error
+	}{
+		{"maxReceiveCount 1", func() *PipelineProps { p := valid(); p.MaxReceiveCount = 1; return props(p) },
+			[]string{`pipeline "agent-tasks": max_receive_count 1 is outside 3..5`}},
+		{"maxReceiveCount 10", func() *PipelineProps { p := valid(); p.MaxReceiveCount = 10; return props(p) },
+			[]string{"max_receive_count 10 is outside 3..5"}},
+		{"DLQ retention shorter than the source's", func() *PipelineProps {
+			p := valid()
+			p.RetentionHours, p.DLQRetentionHours = 96, 72
+			return props(p)
+		}, []string{"dlq_retention_hours 72 must exceed retention_hours 96"}},
+		{"DLQ retention equal to the source's", func() *PipelineProps {
+			p := valid()
+			p.RetentionHours, p.DLQRetentionHours = 336, 336
+			return props(p)
+		}, []string{"dlq_retention_hours 336 must exceed retention_hours 336"}},
+		{"missing owner", func() *PipelineProps { p := valid(); p.Owner = " "; return props(p) },
+			[]string{"owner is required"}},
+		{"visibility below six worker timeouts", func() *PipelineProps {
+			p := valid()
+			p.WorkerTimeoutSeconds, p.VisibilityTimeoutSeconds = 60, 300
+			return props(p)
+		}, []string{"at least six times worker_timeout_seconds"}},
+		{"no pipeline", func() *PipelineProps { return &PipelineProps{} }, []string{"props.Pipeline is required"}},
+		{"no ledger, bucket or alarm key", func() *PipelineProps {
+			pp := props(valid())
+			pp.Ledger, pp.Bucket, pp.AlarmKey = nil, nil, nil
+			return pp
+		}, []string{"props.Ledger is required", "props.Bucket is required", "props.AlarmKey is required"}},
+		{"no worker asset", func() *PipelineProps { pp := props(valid()); pp.WorkerAssetDir = ""; return pp },
+			[]string{"props.WorkerAssetDir is required"}},
+		{"asset without bootstrap", func() *PipelineProps { pp := props(valid()); pp.WorkerAssetDir = t.TempDir(); return pp },
+			[]string{"has no bootstrap (run `make build` first)"}},
+		{"bootstrap not executable", func() *PipelineProps { pp := props(valid()); pp.WorkerAssetDir = notExec; return pp },
+			[]string{"bootstrap must be an executable file"}},
+		{"every problem at once", func() *PipelineProps {
+			p := valid()
+			p.MaxReceiveCount, p.Owner = 10, ""
+			pp := props(p)
+			pp.Ledger = nil
+			return pp
+		}, []string{"max_receive_count 10", "owner is required", "props.Ledger is required"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pp := tt.props()
+			var orig pipeline.Pipeline
+			if pp.Pipeline != nil {
+				orig = *pp.Pipeline
+			}
+			p, err := NewPipeline(scope, "Invalid", pp)
+			require.Error(t, err)
+			assert.Nil(t, p)
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			if pp.Pipeline != nil {
+				assert.Equal(t, orig, *pp.Pipeline, "the caller's definition is not modified")
+			}
+			assert.Len(t, *scope.Node().Children(), before, "nothing was created")
+		})
+	}
+}
+
+func TestStackValidation(t *testing.T) {
+	require.True(t, fx.synthOK)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bootstrap"), []byte("#!/bin/sh\n"), 0o755))
+	base := func() *Props {
+		return &Props{Pipelines: append([]pipeline.Pipeline(nil), fx.file.Pipelines...), WorkerAssetDir: dir, TriageAssetDir: dir}
+	}
+	tests := []struct {
+		name   string
+		mutate func(p *Props)
+		want   []string
+	}{
+		{"no pipelines", func(p *Props) { p.Pipelines = nil }, []string{"no pipelines"}},
+		{"a pipeline twice", func(p *Props) { p.Pipelines = append(p.Pipelines, p.Pipelines[0]) }, []string{`pipeline "agent-tasks" is defined twice`}},
+		{"no triage asset", func(p *Props) { p.TriageAssetDir = filepath.Join(dir, "missing") }, []string{"props.TriageAssetDir", "run `make build` first"}},
+		{"redrive principal of an unknown pipeline", func(p *Props) {
+			p.RedrivePrincipals = map[string]string{"nope": "arn:aws:iam::123456789012:role/x"}
+		}, []string{`unknown pipeline "nope"`}},
+		{"redrive principal that is not an ARN", func(p *Props) {
+			p.RedrivePrincipals = map[string]string{"agent-tasks": "platform-oncall"}
+		}, []string{`"platform-oncall" for pipeline "agent-tasks" is not an IAM role, user or account-root ARN`}},
+		{"maxReceiveCount 10 in the file", func(p *Props) { p.Pipelines[1].MaxReceiveCount = 10 }, []string{`pipeline "agent-steps": max_receive_count 10`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := awscdk.NewApp(nil)
+			p := base()
+			tt.mutate(p)
+			s, err := New(app, "Invalid", p)
+			require.Error(t, err)
+			assert.Nil(t, s)
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			assert.Empty(t, *app.Node().Children(), "nothing was created")
+		})
+	}
+}
+
+// TestFromContext: the app reads cdk.json's context keys and loads the
+// definition file it names; bad context values are clear errors.
+func TestFromContext(t *testing.T) {
+	require.True(t, fx.synthOK)
+	tests := []struct {
+		name string
+		ctx  map[string]any
+		want string
+	}{
+		{"missing definition file", map[string]any{CtxPipelines: filepath.Join(t.TempDir(), "none.json")}, "pipeline definition"},
+		{"bad queue encryption", map[string]any{CtxQueueEncryption: "aes"}, `must be "sqs" or "kms"`},
+		{"empty stack name", map[string]any{CtxStackName: ""}, "context agentdlq:stackName must be a non-empty string"},
+		{"principals not an object", map[string]any{CtxRedrivePrincipals: "arn:aws:iam::123456789012:root"}, "must be an object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			app := awscdk.NewApp(&awscdk.AppProps{Context: &tt.ctx})
+			_, err := FromContext(app)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
