@@ -270,7 +270,7 @@ func TestEmulatorInterruptedBetweenSendAndDelete(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	r.SQS = &interruptingAPI{SelectAPI: l.client, dlqURL: l.q.DLQURL, cancel: cancel}
 	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "search API back"}, Selector: Selector{Reasons: []events.Reason{events.ReasonBudgetExhausted}},
-		Rate: 100, Hold: 2 * time.Second, WaitSeconds: -1, IdleReceives: 2}
+		Rate: 100, Hold: 2 * time.Second, WaitSeconds: -1, IdleReceives: 2, Workers: 1}
 	res, err := r.Select(runCtx, req)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, res.DeleteFailed)

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,12 +104,28 @@ func newRedriver(t testing.TB, p *pipeline.Pipeline, f *fakeSQS, q Queues) (*Red
 	t.Helper()
 	store := &memStore{}
 	led := ledger.NewMemory()
-	clock := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	clock := &testClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	r := &Redriver{
-		Pipeline: p, Queues: q, SQS: f, Local: true, Ledger: led, Tag: testTag,
-		Audit: &Auditor{Store: store, Now: func() time.Time { return clock }},
-		Now:   func() time.Time { clock = clock.Add(10 * time.Millisecond); return clock },
-		Sleep: func(ctx context.Context, d time.Duration) error { clock = clock.Add(d); return ctx.Err() },
+		Pipeline: p, Queues: q, SQS: f, Local: true, Ledger: led, Tag: testTag, Logger: quiet,
+		Audit: &Auditor{Store: store, Now: clock.get, Logger: quiet},
+		Now:   func() time.Time { return clock.advance(10 * time.Millisecond) },
+		Sleep: func(ctx context.Context, d time.Duration) error { clock.advance(d); return ctx.Err() },
 	}
 	return r, store, led
+}
+
+// testClock is a fake clock, safe for the concurrent moves of a select.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) get() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *testClock) advance(d time.Duration) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+	return c.t
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -40,6 +41,9 @@ const (
 	DefaultCanaryTimeout = 5 * time.Minute
 	// DefaultCanaryPoll is how often the canary's outcome is checked.
 	DefaultCanaryPoll = 2 * time.Second
+	// DefaultWorkers is how many dead letters of one receive move at once
+	// (the rate limiter paces them all).
+	DefaultWorkers = 8
 )
 
 // SelectRequest asks for a selective redrive.
@@ -57,6 +61,8 @@ type SelectRequest struct {
 	Limit int
 	Ack   Ack
 
+	// Workers is optional (DefaultWorkers): concurrent moves.
+	Workers int
 	// Hold is optional (DefaultHold).
 	Hold time.Duration
 	// WaitSeconds is the receive long-poll wait (default 1).
@@ -233,17 +239,22 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 	if wait < 0 {
 		wait = 0
 	}
+	workers := req.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
 	limiter := rate.NewLimiter(rate.Limit(req.Rate), 1)
 	seen := map[string]bool{}
 	var canary []canaryItem
 	canaryDone := req.Canary == 0 || req.DryRun
+	planned := 0 // moves started: the limit and the canary count these
 	idle := 0
 	for idle < idleMax {
 		if err := ctx.Err(); err != nil {
 			res.Partial = "interrupted"
 			return err
 		}
-		if req.Limit > 0 && res.Moved >= req.Limit {
+		if req.Limit > 0 && planned >= req.Limit {
 			res.Partial = fmt.Sprintf("limit of %d reached", req.Limit)
 			return nil
 		}
@@ -260,7 +271,8 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 			return r.queueErr(err, r.Queues.DLQURL)
 		}
 		fresh := 0
-		for i, m := range out.Messages {
+		var todo []Letter
+		for _, m := range out.Messages {
 			l := fromSQS(m)
 			if seen[l.MessageID] {
 				r.release(ctx, api, &l)
@@ -270,9 +282,10 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 			fresh++
 			res.Seen++
 			r.Tag(&l)
-			stop := req.Limit > 0 && res.Moved >= req.Limit
-			if !req.Selector.Match(&l) || stop || !canaryDone && len(canary) >= req.Canary {
-				if req.Selector.Match(&l) {
+			match := req.Selector.Match(&l)
+			full := (req.Limit > 0 && planned >= req.Limit) || (!canaryDone && planned >= req.Canary)
+			if !match || full {
+				if match {
 					delete(seen, l.MessageID) // not handled yet: see it again later
 					res.Seen--
 				}
@@ -289,19 +302,16 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 				res.Released++
 				continue
 			}
-			movedAt := r.now()
-			mv, before, err := r.moveOne(ctx, api, limiter, &l, res)
-			if err != nil {
-				for _, rest := range out.Messages[i+1:] {
-					rl := fromSQS(rest)
-					r.release(ctx, api, &rl)
-				}
-				res.Partial = "stopped on an error"
-				return err
-			}
-			if !canaryDone {
-				canary = append(canary, canaryItem{moved: mv, before: before, at: movedAt})
-			}
+			planned++
+			todo = append(todo, l)
+		}
+		items, err := r.moveBatch(ctx, api, limiter, workers, todo, res)
+		if !canaryDone {
+			canary = append(canary, items...)
+		}
+		if err != nil {
+			res.Partial = "stopped on an error"
+			return err
 		}
 		if fresh == 0 {
 			idle++
@@ -326,8 +336,86 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 	return nil
 }
 
-// moveOne sends one dead letter back, then counts its redrive, then deletes it.
-func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Limiter, l *Letter, res *SelectResult) (Moved, ledger.Entry, error) {
+// moveBatch moves the chosen dead letters of one receive, at most workers at
+// a time, all paced by the limiter. After the first failure it starts no
+// more moves and releases the letters it did not start; it returns the
+// canary items of the letters it moved and the first error.
+func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.Limiter, workers int, todo []Letter, res *SelectResult) ([]canaryItem, error) {
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		items    []canaryItem
+		firstErr error
+	)
+	sem := make(chan struct{}, workers)
+	for i := range todo {
+		l := &todo[i]
+		sem <- struct{}{}
+		mu.Lock()
+		failed := firstErr != nil
+		mu.Unlock()
+		if failed {
+			<-sem
+			r.release(context.WithoutCancel(ctx), api, l)
+			mu.Lock()
+			res.Released++
+			mu.Unlock()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			at := r.now()
+			mv, before, st, err := r.moveOne(ctx, api, limiter, l)
+			mu.Lock()
+			defer mu.Unlock()
+			st.apply(res, l.Reason, mv)
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			items = append(items, canaryItem{moved: mv, before: before, at: at})
+		}()
+	}
+	wg.Wait()
+	if r.OnMove != nil {
+		for range items {
+			r.OnMove()
+		}
+	}
+	return items, firstErr
+}
+
+// moveStatus is what happened to one dead letter in moveOne.
+type moveStatus struct {
+	moved, sendFailed, deleteFailed, ledgerFailed, noKey, released bool
+}
+
+func (st moveStatus) apply(res *SelectResult, reason events.Reason, mv Moved) {
+	b := func(v bool) int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	res.SendFailed += b(st.sendFailed)
+	res.DeleteFailed += b(st.deleteFailed)
+	res.LedgerFailed += b(st.ledgerFailed)
+	res.NoKey += b(st.noKey)
+	res.Released += b(st.released)
+	if st.moved {
+		res.Moved++
+		res.ByReason[reason]++
+		res.Letters = append(res.Letters, mv)
+	}
+}
+
+// moveOne sends one dead letter back, then counts its redrive, then deletes
+// it. It never deletes before the send succeeded.
+func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Limiter, l *Letter) (Moved, ledger.Entry, moveStatus, error) {
+	var st moveStatus
 	o := Restore(l)
 	mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID, Reason: l.Reason,
 		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)}
@@ -340,7 +428,8 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 	}
 	if err := limiter.Wait(ctx); err != nil {
 		r.release(context.WithoutCancel(ctx), api, l)
-		return mv, before, err
+		st.released = true
+		return mv, before, st, err
 	}
 	in := &sqs.SendMessageInput{
 		QueueUrl:          aws.String(r.Queues.HotURL),
@@ -350,39 +439,34 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 	if r.Queues.FIFO {
 		if o.GroupID == "" {
 			r.release(ctx, api, l)
-			res.SendFailed++
-			return mv, before, fmt.Errorf("dead letter %s has no message group id (neither in dlq_meta nor on the message): cannot send it to FIFO queue %s", l.MessageID, r.Queues.HotURL)
+			st.sendFailed = true
+			return mv, before, st, fmt.Errorf("dead letter %s has no message group id (neither in dlq_meta nor on the message): cannot send it to FIFO queue %s", l.MessageID, r.Queues.HotURL)
 		}
 		in.MessageGroupId = aws.String(o.GroupID)
 		in.MessageDeduplicationId = aws.String(o.DedupID)
 	}
 	out, err := api.SendMessage(ctx, in)
 	if err != nil {
-		res.SendFailed++
+		st.sendFailed = true
 		r.release(context.WithoutCancel(ctx), api, l)
 		log.WarnContext(ctx, "redrive send failed; the dead letter stays in the DLQ", "error", err.Error())
-		return mv, before, fmt.Errorf("send %s to %s: %w", l.MessageID, r.Queues.HotURL, err)
+		return mv, before, st, fmt.Errorf("send %s to %s: %w", l.MessageID, r.Queues.HotURL, err)
 	}
 	mv.HotMessageID = aws.ToString(out.MessageId)
 	if o.IdempotencyKey == "" {
-		res.NoKey++
+		st.noKey = true
 	} else if _, err := r.Ledger.Redriven(ctx, o.IdempotencyKey, r.now()); err != nil {
-		res.LedgerFailed++
+		st.ledgerFailed = true
 		log.WarnContext(ctx, "redrive count not incremented", "error", err.Error())
 	}
 	if _, err := api.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle)}); err != nil {
-		res.DeleteFailed++
+		st.deleteFailed = true
 		log.WarnContext(ctx, "sent but not deleted: the dead letter stays in the DLQ; a rerun sends it again and the idempotency key absorbs it", "error", err.Error())
-		return mv, before, fmt.Errorf("delete %s from the DLQ after sending it as %s: %w", l.MessageID, mv.HotMessageID, err)
+		return mv, before, st, fmt.Errorf("delete %s from the DLQ after sending it as %s: %w", l.MessageID, mv.HotMessageID, err)
 	}
-	res.Moved++
-	res.ByReason[l.Reason]++
-	res.Letters = append(res.Letters, mv)
+	st.moved = true
 	log.InfoContext(ctx, "redriven", "hot_message_id", mv.HotMessageID, "idempotency_key_set", o.IdempotencyKey != "")
-	if r.OnMove != nil {
-		r.OnMove()
-	}
-	return mv, before, nil
+	return mv, before, st, nil
 }
 
 // release makes a received dead letter visible again at once.

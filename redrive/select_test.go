@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,10 +222,13 @@ func TestSelectSendFailureLosesNothing(t *testing.T) {
 	seed(t, f, q, 3, events.ReasonBudgetExhausted)
 	f.sendErr = errors.New("AccessDenied")
 	r, store, _ := newRedriver(t, p, f, q)
-	res, err := r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+	req := selReq(p, events.ReasonBudgetExhausted)
+	req.Workers = 1 // one move at a time: the first failure stops the run
+	res, err := r.Select(context.Background(), req)
 	require.Error(t, err)
 	assert.NotErrorIs(t, err, ErrRefused)
 	assert.Equal(t, 1, res.SendFailed)
+	assert.Equal(t, 2, res.Released, "the two not started are released")
 	assert.Len(t, f.snapshot(q.DLQURL), 3, "all still in the DLQ")
 	for _, m := range f.snapshot(q.DLQURL) {
 		assert.False(t, m.visibleAt.After(f.now), "released at once")
@@ -294,19 +298,20 @@ func TestSelectInterruptedBetweenSendAndDelete(t *testing.T) {
 	seed(t, f, q, 3, events.ReasonBudgetExhausted)
 	r, store, led := newRedriver(t, p, f, q)
 	ctx, cancel := context.WithCancel(context.Background())
-	deletes := 0
+	var deletes atomic.Int32
 	f.onDelete = func(queue, _ string) error {
 		if queue != q.DLQURL {
 			return nil
 		}
-		deletes++
-		if deletes == 2 { // the process dies after the second send
+		if deletes.Add(1) == 2 { // the process dies after the second send
 			cancel()
 			return context.Canceled
 		}
 		return nil
 	}
-	res, err := r.Select(ctx, selReq(p, events.ReasonBudgetExhausted))
+	req := selReq(p, events.ReasonBudgetExhausted)
+	req.Workers = 1 // the crash of the one move in flight
+	res, err := r.Select(ctx, req)
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, 1, res.Moved)
 	assert.Equal(t, 1, res.DeleteFailed)
@@ -321,7 +326,7 @@ func TestSelectInterruptedBetweenSendAndDelete(t *testing.T) {
 	// The hold runs out; the owner reruns.
 	f.onDelete = nil
 	f.expire(q.DLQURL)
-	res, err = r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+	res, err = r.Select(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.Moved, "the interrupted one is sent again, and the unsent one")
 	assert.Empty(t, f.snapshot(q.DLQURL))
@@ -406,8 +411,11 @@ func TestSelectFIFOGroupAndDedup(t *testing.T) {
 	q := f.addPair(p)
 	require.True(t, q.FIFO)
 	seed(t, f, q, 2, events.ReasonBudgetExhausted)
-	var sent []*sqs.SendMessageInput
-	f.onSend = func(_ string, in *sqs.SendMessageInput) { sent = append(sent, in) }
+	var (
+		mu   sync.Mutex
+		sent []*sqs.SendMessageInput
+	)
+	f.onSend = func(_ string, in *sqs.SendMessageInput) { mu.Lock(); sent = append(sent, in); mu.Unlock() }
 	r, _, _ := newRedriver(t, p, f, q)
 	_, err := r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
 	require.NoError(t, err)
