@@ -166,14 +166,16 @@ func Scan(ctx context.Context, api ScanAPI, dlqURL string, opts ScanOptions) ([]
 	st.Receivers = opts.Receivers
 
 	s := &scanner{api: api, url: dlqURL, opts: opts, st: &st, seen: map[string]int{}, start: opts.Now()}
-	scanCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// A receiver that stops lets the others finish the receive they are in
+	// (a long poll of at most WaitTime) rather than cancel it: a receive
+	// abandoned mid-poll may still take messages on the server's side, and
+	// hide them for the whole visibility timeout where no release reaches them.
 	var wg sync.WaitGroup
 	for range opts.Receivers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.receive(scanCtx, cancel)
+			s.receive(ctx)
 		}()
 	}
 	wg.Wait()
@@ -212,7 +214,7 @@ type scanner struct {
 	firstErr error
 }
 
-func (s *scanner) receive(ctx context.Context, stopAll context.CancelFunc) {
+func (s *scanner) receive(ctx context.Context) {
 	in := &sqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(s.url),
 		MaxNumberOfMessages:         10,
@@ -224,7 +226,6 @@ func (s *scanner) receive(ctx context.Context, stopAll context.CancelFunc) {
 	}
 	for {
 		if s.stop(ctx) {
-			stopAll()
 			return
 		}
 		out, err := s.api.ReceiveMessage(ctx, in)
@@ -239,7 +240,6 @@ func (s *scanner) receive(ctx context.Context, stopAll context.CancelFunc) {
 				s.setStop(StopError)
 			}
 			s.mu.Unlock()
-			stopAll()
 			return
 		}
 		s.st.Receives++
@@ -273,7 +273,6 @@ func (s *scanner) receive(ctx context.Context, stopAll context.CancelFunc) {
 		done := s.stopped != ""
 		s.mu.Unlock()
 		if done {
-			stopAll()
 			return
 		}
 	}
