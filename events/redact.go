@@ -8,24 +8,19 @@ import (
 
 // A redaction rule replaces what its pattern matches with a fixed marker that
 // names what was removed, so an operator still sees the shape of the error
-// without the secret. hint is a cheap test on the lower-cased text: the
-// pattern runs only when it passes, so an ordinary error text costs a few
-// substring searches, not a dozen regular expressions.
+// without the secret. The pattern runs only when one of its triggers (ASCII,
+// matched without regard to case) occurs in the text, so an ordinary error
+// text costs one pass over its bytes, not a dozen regular expressions.
 type redaction struct {
-	hint func(lower string) bool
-	re   *regexp.Regexp
-	repl string
+	triggers []string
+	// also, when set, must occur too.
+	also string
+	// longRun triggers the rule on 40 consecutive base64 or hex characters.
+	longRun bool
+	re      *regexp.Regexp
+	repl    string
 	// fn, when set, replaces each match instead of repl.
 	fn func(s string, loc []int) string
-}
-
-func containsAny(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }
 
 // secretKeys are the key names whose values are secrets in key=value and
@@ -37,56 +32,56 @@ var secretKeys = []string{"password", "passwd", "pwd", "secret", "token", "apike
 var redactions = []redaction{
 	// Authorization headers: the scheme and the credential after it.
 	{
-		hint: func(l string) bool { return strings.Contains(l, "authorization") },
-		re:   regexp.MustCompile(`(?i)\b((?:proxy-)?authorization)("?\s*[:=]\s*"?)(?:(?:bearer|basic|digest|negotiate|token|aws4-hmac-sha256)\s+)?[^\s",;)]+`),
-		repl: "${1}${2}[REDACTED]",
+		triggers: []string{"authorization"},
+		re:       regexp.MustCompile(`(?i)\b((?:proxy-)?authorization)("?\s*[:=]\s*"?)(?:(?:bearer|basic|digest|negotiate|token|aws4-hmac-sha256)\s+)?[^\s",;)]+`),
+		repl:     "${1}${2}[REDACTED]",
 	},
 	// Bearer and basic credentials anywhere else.
 	{
-		hint: func(l string) bool { return containsAny(l, "bearer", "basic") },
-		re:   regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`),
-		repl: "$1 [REDACTED]",
+		triggers: []string{"bearer", "basic"},
+		re:       regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{8,}`),
+		repl:     "$1 [REDACTED]",
 	},
 	// JSON Web Tokens.
 	{
-		hint: func(l string) bool { return strings.Contains(l, "eyj") },
-		re:   regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`),
-		repl: "[REDACTED_JWT]",
+		triggers: []string{"eyj"},
+		re:       regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`),
+		repl:     "[REDACTED_JWT]",
 	},
 	// AWS access key ids.
 	{
-		hint: func(l string) bool { return containsAny(l, "akia", "asia") },
-		re:   regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`),
-		repl: "[REDACTED_AWS_KEY]",
+		triggers: []string{"akia", "asia"},
+		re:       regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`),
+		repl:     "[REDACTED_AWS_KEY]",
 	},
 	// Provider API keys: sk-..., pk-..., rk-... (OpenAI, Anthropic, Stripe).
 	{
-		hint: func(l string) bool { return containsAny(l, "sk-", "pk-", "rk-", "sk_", "pk_", "rk_") },
-		re:   regexp.MustCompile(`\b(sk|pk|rk)[-_][A-Za-z0-9_-]{16,}`),
-		repl: "[REDACTED_KEY]",
+		triggers: []string{"sk-", "pk-", "rk-", "sk_", "pk_", "rk_"},
+		re:       regexp.MustCompile(`\b(sk|pk|rk)[-_][A-Za-z0-9_-]{16,}`),
+		repl:     "[REDACTED_KEY]",
 	},
 	// Slack, GitHub and GitLab tokens.
 	{
-		hint: func(l string) bool { return containsAny(l, "xox", "gh", "github_pat", "glpat") },
-		re:   regexp.MustCompile(`\b(xox[abprs]|ghp|gho|ghu|ghs|ghr|github_pat|glpat)[-_][A-Za-z0-9_-]{10,}`),
-		repl: "[REDACTED_KEY]",
+		triggers: []string{"xox", "gh", "github_pat", "glpat"},
+		re:       regexp.MustCompile(`\b(xox[abprs]|ghp|gho|ghu|ghs|ghr|github_pat|glpat)[-_][A-Za-z0-9_-]{10,}`),
+		repl:     "[REDACTED_KEY]",
 	},
 	// Credentials in URLs: scheme://user:password@host.
 	{
-		hint: func(l string) bool { return strings.Contains(l, "://") && strings.Contains(l, "@") },
+		triggers: []string{"://"}, also: "@",
 		re:   regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]*:[^/\s@]+@`),
 		repl: "${1}[REDACTED]@",
 	},
 	// Signed URLs: the signature, credential and token query parameters.
 	{
-		hint: func(l string) bool { return containsAny(l, "?", "&") && strings.Contains(l, "=") },
+		triggers: []string{"?", "&"}, also: "=",
 		re:   regexp.MustCompile(`(?i)([?&](?:x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|sig|signature|token|access_token|key|api_key|code)=)[^&\s#"']+`),
 		repl: "${1}[REDACTED]",
 	},
 	// key=value, key: value and "key": "value" pairs whose key names a secret.
 	{
-		hint: func(l string) bool { return containsAny(l, secretKeys...) },
-		re:   regexp.MustCompile(`(?i)("?\b[a-z0-9_.-]*?(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|session[_-]?id|signature|cookie|authorization)(?:[_-][a-z0-9_-]*)?"?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&}"']+)`),
+		triggers: secretKeys,
+		re:       regexp.MustCompile(`(?i)("?\b[a-z0-9_.-]*?(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|session[_-]?id|signature|cookie|authorization)(?:[_-][a-z0-9_-]*)?"?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&}"']+)`),
 		fn: func(s string, loc []int) string {
 			key, val := s[loc[2]:loc[3]], s[loc[4]:loc[5]]
 			if val == "[REDACTED]" || strings.HasPrefix(val, "[REDACTED") {
@@ -103,15 +98,15 @@ var redactions = []redaction{
 	},
 	// Email addresses.
 	{
-		hint: func(l string) bool { return strings.Contains(l, "@") },
-		re:   regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`),
-		repl: "[REDACTED_EMAIL]",
+		triggers: []string{"@"},
+		re:       regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`),
+		repl:     "[REDACTED_EMAIL]",
 	},
 	// Long opaque strings (40+ characters of base64 or hex with both letters
 	// and digits) that look like key material. Paths and words are kept.
 	{
-		hint: func(l string) bool { return hasLongRun(l, 40) },
-		re:   regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`),
+		longRun: true,
+		re:      regexp.MustCompile(`[A-Za-z0-9+/_-]{40,}={0,2}`),
 		fn: func(s string, loc []int) string {
 			m := s[loc[0]:loc[1]]
 			if strings.ContainsAny(m, "0123456789") && strings.IndexFunc(m, func(r rune) bool { return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' }) >= 0 {
@@ -120,6 +115,77 @@ var redactions = []redaction{
 			return m
 		},
 	},
+}
+
+// trigger is one trigger of the rule with bit rule.
+type trigger struct {
+	s    string
+	rule uint32
+}
+
+// triggersByFirst lists the triggers by their first byte.
+var triggersByFirst = func() (t [256][]trigger) {
+	for i, r := range redactions {
+		for _, s := range r.triggers {
+			t[s[0]] = append(t[s[0]], trigger{s, 1 << i})
+		}
+	}
+	return t
+}()
+
+// longRunRules has the bits of the rules triggered by long runs.
+var longRunRules = func() (m uint32) {
+	for i, r := range redactions {
+		if r.longRun {
+			m |= 1 << i
+		}
+	}
+	return m
+}()
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+// hasPrefixFold reports whether s starts with the lower-case ASCII prefix.
+func hasPrefixFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		if lowerASCII(s[i]) != prefix[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if hasPrefixFold(s[i:], sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// triggered returns the bits of the rules whose triggers occur in s.
+func triggered(s string) uint32 {
+	var fired uint32
+	for i := 0; i < len(s); i++ {
+		for _, t := range triggersByFirst[lowerASCII(s[i])] {
+			if hasPrefixFold(s[i:], t.s) {
+				fired |= t.rule
+			}
+		}
+	}
+	if longRunRules != 0 && hasLongRun(s, 40) {
+		fired |= longRunRules
+	}
+	return fired
 }
 
 // hasLongRun reports whether s has n consecutive characters of the base64
@@ -150,9 +216,9 @@ func Redact(s string, maxRunes int) string {
 	if !utf8.ValidString(s) {
 		s = string([]rune(s)) // replaces each invalid byte with U+FFFD
 	}
-	lower := strings.ToLower(s)
-	for _, r := range redactions {
-		if !r.hint(lower) {
+	fired := triggered(s)
+	for i, r := range redactions {
+		if fired&(1<<i) == 0 || r.also != "" && !containsFold(s, r.also) {
 			continue
 		}
 		var out string
@@ -163,7 +229,7 @@ func Redact(s string, maxRunes int) string {
 		}
 		if out != s {
 			s = out
-			lower = strings.ToLower(s)
+			fired = triggered(s)
 		}
 	}
 	if maxRunes > 0 && utf8.RuneCountInString(s) > maxRunes {
