@@ -1,0 +1,83 @@
+package triage
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+func compileReportSchema(t *testing.T) *jsonschema.Schema {
+	t.Helper()
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(ReportSchema))
+	require.NoError(t, err)
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	require.NoError(t, c.AddResource("report.schema.json", doc))
+	sch, err := c.Compile("report.schema.json")
+	require.NoError(t, err)
+	return sch
+}
+
+func validate(t *testing.T, sch *jsonschema.Schema, data []byte) error {
+	t.Helper()
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	require.NoError(t, err)
+	return sch.Validate(v)
+}
+
+func TestReportSchema(t *testing.T) {
+	t.Parallel()
+	sch := compileReportSchema(t)
+
+	golden, err := os.ReadFile("testdata/report.json.golden")
+	require.NoError(t, err)
+	assert.NoError(t, validate(t, sch, golden), "the golden report")
+
+	// A report with an export and an empty one.
+	p := testPipeline(t, false)
+	r := Build(TagAll(fixture(t)), p, t0)
+	_, err = Export(t.Context(), Folder{Root: t.TempDir()}, r, p, t0)
+	require.NoError(t, err)
+	data, err := json.Marshal(r)
+	require.NoError(t, err)
+	assert.NoError(t, validate(t, sch, data), "with an export")
+	data, err = json.Marshal(Build(nil, p, t0))
+	require.NoError(t, err)
+	assert.NoError(t, validate(t, sch, data), "empty")
+
+	// The schema's reason enum is the taxonomy.
+	var doc struct {
+		Properties struct {
+			Groups struct {
+				Items struct {
+					Properties struct {
+						Reason struct {
+							Enum []string `json:"enum"`
+						} `json:"reason"`
+					} `json:"properties"`
+				} `json:"items"`
+			} `json:"groups"`
+		} `json:"properties"`
+	}
+	require.NoError(t, json.Unmarshal(ReportSchema, &doc))
+	var want []string
+	for _, r := range events.AllReasons() {
+		want = append(want, string(r))
+	}
+	assert.Equal(t, want, doc.Properties.Groups.Items.Properties.Reason.Enum)
+
+	// What the schema refuses.
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(golden, &m))
+	m["report_version"] = 2
+	bad, _ := json.Marshal(m)
+	assert.Error(t, validate(t, sch, bad), "another version")
+}
