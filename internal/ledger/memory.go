@@ -12,31 +12,38 @@ import (
 // not usable; call NewMemory.
 type Memory struct {
 	mu      sync.Mutex
-	entries map[string]Entry
+	entries map[string]*Entry // pointers: an Entry is too big to be stored inline in a map
 	ttl     time.Duration
 }
 
 var _ Ledger = (*Memory)(nil)
 
 // NewMemory returns an empty in-memory ledger.
-func NewMemory() *Memory { return &Memory{entries: map[string]Entry{}, ttl: DefaultTTL} }
+func NewMemory() *Memory { return &Memory{entries: map[string]*Entry{}, ttl: DefaultTTL} }
 
 // Begin implements Ledger.
 func (m *Memory) Begin(_ context.Context, key, owner string, now time.Time, lease time.Duration) (Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.entries[key]
-	before := e
+	if !ok {
+		e = &Entry{Key: key}
+		m.entries[key] = e
+	}
+	before := *e
 	if ok {
 		switch {
 		case e.State == StateDone:
-			return e, ErrDone
+			return before, ErrDone
 		case e.State == StateInProgress && e.Owner != owner && now.Before(e.LeaseUntil):
-			return e, ErrLeased
+			return before, ErrLeased
 		}
 	}
-	e.Key, e.State, e.Owner, e.LeaseUntil = key, StateInProgress, owner, now.Add(lease)
-	m.touch(&e, now)
+	e.State, e.Owner, e.LeaseUntil = StateInProgress, owner, now.Add(lease)
+	m.touch(e, now)
+	if !ok {
+		before = Entry{}
+	}
 	return before, nil
 }
 
@@ -61,7 +68,7 @@ func (m *Memory) Release(_ context.Context, key, owner string, now time.Time) er
 		return nil
 	}
 	e.LeaseUntil = time.Time{}
-	m.touch(&e, now)
+	m.touch(e, now)
 	return nil
 }
 
@@ -88,7 +95,10 @@ func (m *Memory) Get(_ context.Context, key string) (Entry, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.entries[key]
-	return e, ok, nil
+	if !ok {
+		return Entry{}, false, nil
+	}
+	return *e, true, nil
 }
 
 // Len returns the number of keys.
@@ -101,15 +111,17 @@ func (m *Memory) Len() int {
 func (m *Memory) update(key string, now time.Time, f func(*Entry)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e := m.entries[key]
-	e.Key = key
-	f(&e)
-	m.touch(&e, now)
+	e, ok := m.entries[key]
+	if !ok {
+		e = &Entry{Key: key}
+		m.entries[key] = e
+	}
+	f(e)
+	m.touch(e, now)
 	return nil
 }
 
 func (m *Memory) touch(e *Entry, now time.Time) {
 	e.UpdatedAt = now
 	e.ExpiresAt = now.Add(m.ttl)
-	m.entries[e.Key] = *e
 }
