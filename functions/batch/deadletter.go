@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"unsafe"
 
 	awsevents "github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -175,6 +176,8 @@ func originalAttributes(in map[string]awsevents.SQSMessageAttribute) map[string]
 }
 
 func sha256Hex(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
+	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+	var buf [2 * sha256.Size]byte
+	hex.Encode(buf[:], sum[:])
+	return string(buf[:])
 }

@@ -126,7 +126,9 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 // of the raw args bytes.
 func Receipt(args []byte) string {
 	sum := sha256.Sum256(args)
-	return hex.EncodeToString(sum[:])
+	var buf [2 * sha256.Size]byte
+	hex.Encode(buf[:], sum[:])
+	return string(buf[:])
 }
 
 // inject raises the failure a fault asks for (nil when it does not apply on
