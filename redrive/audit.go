@@ -20,17 +20,17 @@ import (
 
 // Audit actions.
 const (
-	ActionPlan    = "plan"
-	ActionStart   = "start"
-	ActionSelect  = "select"
-	ActionCanary  = "canary"
-	ActionStatus  = "status"
-	ActionCancel  = "cancel"
-	ActionReject  = "reject"
-	ActionRefusal = "refusal"
+	ActionPlan   = "plan"
+	ActionStart  = "start"
+	ActionSelect = "select"
+	ActionCanary = "canary"
+	ActionStatus = "status"
+	ActionCancel = "cancel"
+	ActionReject = "reject"
 )
 
-// Audit outcomes.
+// Audit outcomes. A refusal is recorded under the action that was refused,
+// with OutcomeRefused and the one-line reason in Error.
 const (
 	OutcomeShown    = "shown"
 	OutcomeBegun    = "begun"

@@ -37,7 +37,7 @@ func TestFileStoreAppendsJSONLines(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	require.NoError(t, a.Record(ctx, Record{Actor: "mallory", Pipeline: "agent-tasks", Action: ActionRefusal, Outcome: OutcomeRefused, Error: "refused (owner_mismatch): x"}))
+	require.NoError(t, a.Record(ctx, Record{Actor: "mallory", Pipeline: "agent-tasks", Action: ActionStart, Outcome: OutcomeRefused, Error: "refused (owner_mismatch): x"}))
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
@@ -49,7 +49,7 @@ func TestFileStoreAppendsJSONLines(t *testing.T) {
 		recs = append(recs, r)
 	}
 	require.Len(t, recs, 21)
-	assert.Equal(t, "refusal", recs[20].Action)
+	assert.Equal(t, OutcomeRefused, recs[20].Outcome)
 	assert.Equal(t, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), recs[0].Time)
 	// The log got every record too, with the fixed keys.
 	assert.Equal(t, 21, bytes.Count(logBuf.Bytes(), []byte(`"msg":"redrive audit"`)))

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -187,6 +186,3 @@ func (r *Redriver) CheckDestination(ctx context.Context, dest string) error {
 		hot.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)],
 		dlq.Attributes[string(sqstypes.QueueAttributeNameRedriveAllowPolicy)])
 }
-
-// Text of the refusals, kept here so the messages stay one line.
-func joinComma(ss []string) string { return strings.Join(ss, ", ") }
