@@ -1,16 +1,194 @@
 package main
 
 import (
-	"errors"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"runtime"
+	"syscall"
+	"time"
 
+	awsevents "github.com/aws/aws-lambda-go/events"
 	"github.com/spf13/cobra"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/internal/sqsio"
 )
 
-// TODO: placeholder until its issue lands; replace this file.
 func newBenchCmd(_ *globalFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "bench",
-		Short: "(not built yet)",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("bench is not built yet") },
+	f := &runFlags{}
+	var repeats, warmup int
+	cmd := &cobra.Command{
+		Use:   "bench --event FILE --repeats R [--max-receive-count N] [--fifo]",
+		Short: "Time the real worker handler on a Lambda SQS event file",
+		Long: `bench decodes the event file once, warms up, then calls the worker's
+handler R times, each repeat with a fresh in-memory ledger (so every repeat
+does the full work) and a recording DLQ, and prints one JSON line:
+
+  records, repeats, records_per_s, ns_per_record (wall), cpu_ns_per_record
+  (user+sys CPU of the process, getrusage), rss_mb (peak RSS),
+  failures_by_kind {poison, transient, exhausted}, ok_digest, decoder, goarch
+
+poison counts records dead-lettered at once, exhausted those dead-lettered
+on their last allowed receive (budget_exhausted, auth_config,
+dependency_open), transient the batch item failures. ok_digest is the hex
+SHA-256 over the lines "<messageId>:<hex SHA-256 of args>\n" of the
+successful records, in event order.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if repeats < 1 || warmup < 0 {
+				return withExit(2, fmt.Errorf("--repeats must be at least 1 and --warmup at least 0 (got %d, %d)", repeats, warmup))
+			}
+			ev, err := readSQSEvent(f.event)
+			if err != nil {
+				return withExit(2, err)
+			}
+			if len(ev.Records) == 0 {
+				return withExit(2, fmt.Errorf("%s: the event has no records to time", f.event))
+			}
+			res, err := runBench(cmd, f, ev, repeats, warmup)
+			if err != nil {
+				return err
+			}
+			return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+		},
 	}
+	f.register(cmd)
+	cmd.Flags().IntVar(&repeats, "repeats", 100, "timed calls of the handler")
+	cmd.Flags().IntVar(&warmup, "warmup", 5, "untimed calls before the timed ones")
+	_ = cmd.MarkFlagRequired("repeats")
+	return cmd
 }
+
+type benchResult struct {
+	Records        int            `json:"records"`
+	Repeats        int            `json:"repeats"`
+	RecordsPerS    float64        `json:"records_per_s"`
+	NsPerRecord    float64        `json:"ns_per_record"`
+	CPUNsPerRecord float64        `json:"cpu_ns_per_record"`
+	RSSMB          float64        `json:"rss_mb"`
+	FailuresByKind failuresByKind `json:"failures_by_kind"`
+	OKDigest       string         `json:"ok_digest"`
+	DeadLetters    map[string]int `json:"dead_letters_by_reason"`
+	Decoder        string         `json:"decoder"`
+	GOARCH         string         `json:"goarch"`
+	GoVersion      string         `json:"go_version"`
+}
+
+type failuresByKind struct {
+	Poison    int `json:"poison"`
+	Transient int `json:"transient"`
+	Exhausted int `json:"exhausted"`
+}
+
+func runBench(cmd *cobra.Command, f *runFlags, ev awsevents.SQSEvent, repeats, warmup int) (*benchResult, error) {
+	ctx := cmd.Context()
+	type run struct {
+		handle func() (awsevents.SQSEventResponse, error)
+		rec    *sqsio.Recorder
+	}
+	build := func(n int) ([]run, error) {
+		runs := make([]run, n)
+		for i := range runs {
+			rec := &sqsio.Recorder{}
+			w, err := newLocalWorker(f, ev, ledger.NewMemory(), rec, io.Discard)
+			if err != nil {
+				return nil, err
+			}
+			runs[i] = run{handle: func() (awsevents.SQSEventResponse, error) { return w.Handle(ctx, ev) }, rec: rec}
+		}
+		return runs, nil
+	}
+	warm, err := build(warmup)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range warm {
+		if _, err := r.handle(); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.event, err)
+		}
+	}
+	// Every timed repeat has its own worker and fresh ledger, built before the clock starts.
+	runs, err := build(repeats)
+	if err != nil {
+		return nil, err
+	}
+	var resp awsevents.SQSEventResponse
+	runtime.GC()
+	cpu0 := cpuTime()
+	start := time.Now()
+	for _, r := range runs {
+		if resp, err = r.handle(); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.event, err)
+		}
+	}
+	wall := time.Since(start)
+	cpu := cpuTime() - cpu0
+
+	total := float64(len(ev.Records) * repeats)
+	res := &benchResult{
+		Records: len(ev.Records), Repeats: repeats,
+		RecordsPerS:    round(total / wall.Seconds()),
+		NsPerRecord:    round(float64(wall.Nanoseconds()) / total),
+		CPUNsPerRecord: round(float64(cpu.Nanoseconds()) / total),
+		RSSMB:          round(maxRSSMB()),
+		DeadLetters:    map[string]int{},
+		Decoder:        events.DecoderName, GOARCH: runtime.GOARCH, GoVersion: runtime.Version(),
+	}
+	// The outcome of the last repeat (every repeat does the same work).
+	failed := map[string]bool{}
+	for _, bf := range resp.BatchItemFailures {
+		failed[bf.ItemIdentifier] = true
+		res.FailuresByKind.Transient++
+	}
+	dls, err := runs[len(runs)-1].rec.DeadLetters()
+	if err != nil {
+		return nil, err
+	}
+	for _, dl := range dls {
+		failed[dl.MessageID] = true
+		res.DeadLetters[string(dl.Reason)]++
+		if info, _ := dl.Reason.Info(); info.Immediate {
+			res.FailuresByKind.Poison++
+		} else {
+			res.FailuresByKind.Exhausted++
+		}
+	}
+	digest := sha256.New()
+	for _, r := range ev.Records {
+		if failed[r.MessageId] {
+			continue
+		}
+		task, err := events.DecodeTask([]byte(r.Body), nil)
+		if err != nil {
+			return nil, fmt.Errorf("record %s succeeded but its body does not decode: %w", r.MessageId, err)
+		}
+		sum := sha256.Sum256(task.Args)
+		fmt.Fprintf(digest, "%s:%s\n", r.MessageId, hex.EncodeToString(sum[:]))
+	}
+	res.OKDigest = hex.EncodeToString(digest.Sum(nil))
+	return res, nil
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// maxRSSMB is the process's peak resident set size in MiB (Linux reports KiB).
+func maxRSSMB() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Maxrss) / 1024
+}
+
+func round(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }

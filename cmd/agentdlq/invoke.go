@@ -1,16 +1,140 @@
 package main
 
 import (
-	"errors"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
 
+	awsevents "github.com/aws/aws-lambda-go/events"
 	"github.com/spf13/cobra"
+
+	"github.com/agentdlq/agentdlq/functions/batch"
+	"github.com/agentdlq/agentdlq/functions/worker"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/internal/sqsio"
+	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/pipeline"
 )
 
-// TODO: placeholder until its issue lands; replace this file.
+// runFlags are the flags invoke and bench share.
+type runFlags struct {
+	event           string
+	maxReceiveCount int
+	fifo            bool
+	verbose         bool
+}
+
+func (f *runFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.event, "event", "", "Lambda SQS event file (JSON, as Lambda delivers it) (required)")
+	cmd.Flags().IntVar(&f.maxReceiveCount, "max-receive-count", 4, "the hot queue's maxReceiveCount: a retryable failure on this receive is dead-lettered")
+	cmd.Flags().BoolVar(&f.fifo, "fifo", false, "treat the queue as FIFO (also implied by a .fifo eventSourceARN)")
+	cmd.Flags().BoolVar(&f.verbose, "verbose", false, "write the worker's logs and metrics to stderr")
+	_ = cmd.MarkFlagRequired("event")
+}
+
 func newInvokeCmd(_ *globalFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "invoke",
-		Short: "(not built yet)",
-		RunE:  func(*cobra.Command, []string) error { return errors.New("invoke is not built yet") },
+	f := &runFlags{}
+	cmd := &cobra.Command{
+		Use:   "invoke --event FILE [--max-receive-count N] [--fifo]",
+		Short: "Run the real worker handler on a Lambda SQS event file and print what it did",
+		Long: `invoke runs the worker's Lambda handler on an SQS event file, with an
+in-memory idempotency ledger and a DLQ that records instead of sending, and
+prints the partial batch response and the dead letters as JSON:
+
+  {"batchItemFailures":[{"itemIdentifier":"..."}],
+   "deadLetters":[{"messageId":"...","reason":"...","meta":{...}}]}
+
+A record in neither list was acknowledged. A file that is not an SQS event
+is refused with an error and exit code 2.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ev, err := readSQSEvent(f.event)
+			if err != nil {
+				return withExit(2, err)
+			}
+			rec := &sqsio.Recorder{}
+			w, err := newLocalWorker(f, ev, ledger.NewMemory(), rec, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			resp, err := w.Handle(cmd.Context(), ev)
+			if err != nil {
+				return withExit(2, fmt.Errorf("%s: %w", f.event, err))
+			}
+			dls, err := rec.DeadLetters()
+			if err != nil {
+				return err
+			}
+			out := invokeOutput{BatchItemFailures: resp.BatchItemFailures, DeadLetters: dls}
+			if out.BatchItemFailures == nil {
+				out.BatchItemFailures = []awsevents.SQSBatchItemFailure{}
+			}
+			enc := json.NewEncoder(cmd.OutOrStdout())
+			enc.SetIndent("", "  ")
+			return enc.Encode(out)
+		},
 	}
+	f.register(cmd)
+	return cmd
+}
+
+type invokeOutput struct {
+	BatchItemFailures []awsevents.SQSBatchItemFailure `json:"batchItemFailures"`
+	DeadLetters       []sqsio.DeadLetter               `json:"deadLetters"`
+}
+
+// readSQSEvent reads a Lambda SQS event file, refusing with a clear error
+// anything that is not one.
+func readSQSEvent(path string) (awsevents.SQSEvent, error) {
+	var ev awsevents.SQSEvent
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ev, err
+	}
+	var probe struct {
+		Records json.RawMessage `json:"Records"`
+	}
+	if err := json.Unmarshal(data, &probe); err != nil {
+		return ev, fmt.Errorf("%s: not an SQS event: not a JSON object: %w", path, err)
+	}
+	if r := bytes.TrimSpace(probe.Records); len(r) == 0 || r[0] != '[' {
+		return ev, fmt.Errorf("%s: not an SQS event: no \"Records\" array", path)
+	}
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return ev, fmt.Errorf("%s: not an SQS event: %w", path, err)
+	}
+	if err := batch.CheckSQSEvent(ev); err != nil {
+		return ev, fmt.Errorf("%s: %w", path, err)
+	}
+	return ev, nil
+}
+
+// newLocalWorker builds the real worker with a recording DLQ and the given
+// ledger, for a pipeline made from the flags.
+func newLocalWorker(f *runFlags, ev awsevents.SQSEvent, l ledger.Ledger, rec *sqsio.Recorder, stderr io.Writer) (*worker.Worker, error) {
+	if f.maxReceiveCount < 1 || f.maxReceiveCount > 1000 {
+		return nil, withExit(2, fmt.Errorf("--max-receive-count %d is outside 1..1000", f.maxReceiveCount))
+	}
+	fifo := f.fifo
+	for _, r := range ev.Records {
+		if strings.HasSuffix(r.EventSourceARN, ".fifo") {
+			fifo = true
+		}
+	}
+	p := &pipeline.Pipeline{Name: "invoke", Owner: "local", FIFO: fifo}
+	p.ApplyDefaults()
+	p.MaxReceiveCount = f.maxReceiveCount
+	q := topology.Queues{HotURL: "local://" + p.HotQueueName(), DLQURL: "local://" + p.DLQName(), FIFO: fifo}
+	logs, metrics := io.Discard, io.Discard
+	if f.verbose {
+		logs, metrics = stderr, stderr
+	}
+	return worker.New(worker.Config{
+		Pipeline: p, Queues: q, SQS: rec, Ledger: l, WorkerVersion: "agentdlq-cli",
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: metrics,
+	})
 }
