@@ -61,6 +61,7 @@ an export failure included (the report is printed first).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, g) },
 	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExit(2, err) })
 	fl := cmd.Flags()
 	fl.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON (report_version 1)")
@@ -84,8 +85,11 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if f.asJSON && f.markdown {
 		return withExit(2, errors.New("--json and --markdown exclude each other"))
 	}
-	if f.maxMessages < 0 || f.maxSeconds < 0 || f.receivers < 0 {
-		return withExit(2, errors.New("--max-messages, --max-seconds and --receivers must not be negative"))
+	if f.maxMessages < 0 || f.maxSeconds < 0 || f.receivers < 0 || f.receivers > 32 {
+		return withExit(2, errors.New("--max-messages and --max-seconds must not be negative, --receivers is 0..32"))
+	}
+	if f.visibility < time.Second || f.visibility > 12*time.Hour {
+		return withExit(2, fmt.Errorf("--visibility %s is outside 1s..12h", f.visibility))
 	}
 	p, err := g.loadPipeline(f.pipeline)
 	if err != nil {
@@ -94,6 +98,12 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	cfg, err := awscfg.Load(ctx)
 	if err != nil {
 		return fmt.Errorf("aws config: %w", err)
+	}
+	var dest triage.Destination
+	if f.exportEvals != "" {
+		if dest, err = triage.ParseDestination(f.exportEvals, s3.NewFromConfig(cfg)); err != nil {
+			return withExit(2, err)
+		}
 	}
 	client := sqs.NewFromConfig(cfg)
 	q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
@@ -113,11 +123,7 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		VisibilityTimeout: f.visibility, Receivers: f.receivers, MaxMessages: f.maxMessages,
 		MaxDuration: time.Duration(f.maxSeconds) * time.Second,
 	}}
-	if f.exportEvals != "" {
-		dest, err := triage.ParseDestination(f.exportEvals, s3.NewFromConfig(cfg))
-		if err != nil {
-			return withExit(2, err)
-		}
+	if dest != nil {
 		rc.Dest = dest
 	}
 	if table := f.ledger(); table != "" {
