@@ -114,3 +114,31 @@ func BenchmarkRedact(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodeTaskLargeBatch decodes the 100 ~1 KB tasks of
+// testdata/sqs-large-batch.json (eight tools, escapes and non-ASCII text
+// among them); one op is one task.
+func BenchmarkDecodeTaskLargeBatch(b *testing.B) {
+	var bodies [][]byte
+	var total int64
+	for _, s := range fixtureBodiesOf(b, "sqs-large-batch.json") {
+		bodies = append(bodies, []byte(s))
+		total += int64(len(s))
+	}
+	if len(bodies) == 0 {
+		b.Fatal("no bodies")
+	}
+	catalog := events.SampleCatalog()
+	b.SetBytes(total / int64(len(bodies)))
+	b.ReportAllocs()
+	cpuPerOp(b)
+	i := 0
+	for b.Loop() {
+		if _, err := events.DecodeTask(bodies[i], catalog); err != nil {
+			b.Fatal(err)
+		}
+		if i++; i == len(bodies) {
+			i = 0
+		}
+	}
+}

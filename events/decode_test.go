@@ -237,8 +237,11 @@ func edgeBodies() []string {
 }
 
 // fixtureBodies returns the body of every record of every SQS fixture.
-func fixtureBodies(t testing.TB) []string {
-	files, err := filepath.Glob(filepath.Join("testdata", "sqs-*.json"))
+func fixtureBodies(t testing.TB) []string { return fixtureBodiesOf(t, "sqs-*.json") }
+
+// fixtureBodiesOf returns the record bodies of the fixtures matching pattern.
+func fixtureBodiesOf(t testing.TB, pattern string) []string {
+	files, err := filepath.Glob(filepath.Join("testdata", pattern))
 	require.NoError(t, err)
 	var bodies []string
 	for _, f := range files {

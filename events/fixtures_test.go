@@ -272,3 +272,33 @@ func TestFixtureScenarios(t *testing.T) {
 		assert.Equal(t, map[string]bool{"ok": true, "retry": true, "dead_letter": true}, outcomes)
 	})
 }
+
+// TestFixtureBodiesMalformed breaks every fixture body the ways a producer
+// or a transport does — truncated, cut at each structural byte, wrapped in
+// an array, with a stray byte — and checks that both decoders call it
+// json_invalid, never a panic or a valid task.
+func TestFixtureBodiesMalformed(t *testing.T) {
+	t.Parallel()
+	for i, body := range fixtureBodies(t) {
+		if _, err := events.DecodeTaskStd([]byte(body), nil); err != nil {
+			if ve, _ := events.AsValidationError(err); ve.Reason == events.ReasonJSONInvalid {
+				continue // already malformed
+			}
+		}
+		broken := []string{body[:len(body)/2], body[:len(body)-1], body + "}", "[" + body + "]", "\x00" + body, strings.Replace(body, ":", "", 1)}
+		for k := 0; k < len(body); k++ {
+			if c := body[k]; c == '{' || c == '}' || c == ',' || c == '"' {
+				broken = append(broken, body[:k])
+			}
+		}
+		for _, b := range broken {
+			for _, d := range decoders {
+				_, err := d.fn([]byte(b), events.SampleCatalog())
+				ve, ok := events.AsValidationError(err)
+				if !ok || ve.Reason != events.ReasonJSONInvalid {
+					t.Errorf("%s: body %d broken as %.60q...: %v", d.name, i, b, err)
+				}
+			}
+		}
+	}
+}
