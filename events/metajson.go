@@ -11,8 +11,9 @@ import (
 
 // appendMeta appends the dlq_meta JSON of m to dst: the bytes that
 // encoding/json writes for m with HTML escaping off (a test holds the two
-// together), without reflection, since every dead letter pays for it. The
-// decoder stays encoding/json (ParseMeta).
+// together; the one difference is that U+FFFE and U+FFFF are escaped, see
+// appendString), without reflection, since every dead letter pays for it.
+// The decoder stays encoding/json (ParseMeta).
 func appendMeta(dst []byte, m *Meta) ([]byte, error) {
 	var err error
 	dst = append(dst, `{"v":`...)
@@ -138,9 +139,13 @@ func appendTimeField(dst []byte, name string, t time.Time, omitZero bool) ([]byt
 
 const hexDigits = "0123456789abcdef"
 
-// appendString writes s as a JSON string exactly as encoding/json does with
-// HTML escaping off: short escapes for \b \f \n \r \t, \u00XX for other
-// control characters, U+FFFD for invalid UTF-8, and U+2028/U+2029 escaped.
+// appendString writes s as a JSON string as encoding/json does with HTML
+// escaping off: short escapes for \b \f \n \r \t, \u00XX for other control
+// characters, U+FFFD for invalid UTF-8, and U+2028/U+2029 escaped. It also
+// escapes U+FFFE and U+FFFF, the only characters a valid Go string can hold
+// that SQS refuses in a String attribute (it allows #x9, #xA, #xD, #x20 to
+// #xD7FF, #xE000 to #xFFFD and #x10000 to #x10FFFF): a task field decoded
+// from "\uffff" must not make its own dead letter unsendable.
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
@@ -179,9 +184,9 @@ func appendString(dst []byte, s string) []byte {
 			start = i
 			continue
 		}
-		if c == '\u2028' || c == '\u2029' {
+		if c == '\u2028' || c == '\u2029' || c == 0xFFFE || c == 0xFFFF {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			dst = append(dst, '\\', 'u', hexDigits[c>>12], hexDigits[c>>8&0xF], hexDigits[c>>4&0xF], hexDigits[c&0xF])
 			i += size
 			start = i
 			continue

@@ -6,24 +6,42 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // stdMeta is what encoding/json writes for m with HTML escaping off: the
-// reference appendMeta must match byte for byte.
+// reference appendMeta must match byte for byte, once U+FFFE and U+FFFF are
+// escaped as appendString does.
 func stdMeta(t testing.TB, m *Meta) []byte {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	require.NoError(t, enc.Encode(m))
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	out := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	out = bytes.ReplaceAll(out, []byte("\uFFFE"), []byte(`\ufffe`))
+	return bytes.ReplaceAll(out, []byte("\uFFFF"), []byte(`\uffff`))
+}
+
+// sqsAllowed reports whether SQS accepts every character of s in a String
+// message attribute.
+func sqsAllowed(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !(r == 0x9 || r == 0xA || r == 0xD || (r >= 0x20 && r <= 0xD7FF) || (r >= 0xE000 && r <= 0xFFFD) || (r >= 0x10000 && r <= 0x10FFFF)) {
+			return false
+		}
+	}
+	return true
 }
 
 var trickyStrings = []string{
 	"", "plain", `quote " and \ backslash`, "ctl \x00\x01\x1f\x7f \b\f\n\r\t", "<html> & </html>",
-	"naïve — “quoted” 日本語 😀", "bad \xff\xfe utf-8 \xc3", "sep \u2028 \u2029 end", "\ufffd",
+	"naïve — “quoted” 日本語 😀", "bad \xff\xfe utf-8 \xc3", "sep \u2028 \u2029 end", "\ufffd", "nonchars \ufffe \uffff \U0010FFFF",
 }
 
 func metaWith(s string) *Meta {
@@ -54,6 +72,9 @@ func TestAppendMetaMatchesEncodingJSON(t *testing.T) {
 		got, err := appendMeta(nil, m)
 		require.NoError(t, err)
 		assert.Equal(t, string(stdMeta(t, m)), string(got), "meta %d", i)
+		assert.True(t, sqsAllowed(string(got)), "meta %d: SQS accepts every character", i)
+		var back Meta
+		require.NoError(t, json.Unmarshal(got, &back), "meta %d", i)
 	}
 }
 
@@ -80,5 +101,25 @@ func FuzzAppendMeta(f *testing.F) {
 		if want := stdMeta(t, m); !bytes.Equal(want, got) {
 			t.Fatalf("appendMeta\n%s\nencoding/json\n%s", got, want)
 		}
+		if !sqsAllowed(string(got)) {
+			t.Fatalf("SQS refuses a character of %q", got)
+		}
 	})
+}
+
+// TestEncodeDeadLetterSQSSafe: whatever a task held, its dead letter's
+// dlq_meta is a String attribute SQS accepts.
+func TestEncodeDeadLetterSQSSafe(t *testing.T) {
+	t.Parallel()
+	task, err := DecodeTask([]byte(`{"task_id":"\uffff\ufffe\u0000\u001f","run_id":"r\ud800","tenant":"t\u2028","idempotency_key":"k","tool":"web.search","tool_version":"1","trace_id":"x","created_at":"y","schema_version":1,"args":{}}`), nil)
+	require.NoError(t, err)
+	m := Meta{Reason: ReasonUnclassified, TaskID: task.TaskID, RunID: task.RunID, Tenant: task.Tenant, Error: "boom \uffff \x01 \xff"}
+	out, err := EncodeDeadLetter(m, map[string]Attribute{"dlq_x": {DataType: "String", StringValue: "\ufffe"}})
+	require.NoError(t, err)
+	raw := out[AttrMeta].StringValue
+	assert.True(t, sqsAllowed(raw), "%q", raw)
+	back, err := ParseMeta([]byte(raw))
+	require.NoError(t, err)
+	assert.Equal(t, task.TaskID, back.TaskID, "escaped, not lost")
+	assert.Equal(t, "\ufffe", back.Folded["dlq_x"].StringValue)
 }
