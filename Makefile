@@ -38,6 +38,14 @@ demo:
 	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
 	@.local/bin/agentdlq demo
 
+## bench-load: no-loss load bench: TASKS (default 20000) tasks of the demo's mix through the local pipeline
+.PHONY: bench-load
+TASKS ?= 20000
+bench-load:
+	@mkdir -p .local/bin
+	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
+	@.local/bin/agentdlq local bench --tasks $(TASKS)
+
 ## lint: gofmt and go vet
 .PHONY: lint
 lint:

@@ -29,6 +29,7 @@ func newLocalCmd(g *globalFlags) *cobra.Command {
   agentdlq local down     stop the emulators (make local-down)
   agentdlq local status   say what runs where
   agentdlq local init     create the topology on running emulators
+  agentdlq local bench    the no-loss load bench (make bench-load)
 
 up, env, down and status run scripts/local.sh from the project root.`,
 	}
@@ -53,6 +54,7 @@ up, env, down and status run scripts/local.sh from the project root.`,
 			},
 		})
 	}
+	cmd.AddCommand(newLoadBenchCmd(g))
 	cmd.AddCommand(&cobra.Command{
 		Use:   "init",
 		Short: "create every pipeline's queues, the ledger table and the eval bucket on the running emulators",
