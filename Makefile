@@ -38,7 +38,7 @@ demo:
 	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
 	@.local/bin/agentdlq demo
 
-## bench-load: no-loss load bench: TASKS (default 20000) tasks of the demo's mix through the local pipeline
+## bench-load: no-loss load bench, TASKS (default 20000) tasks of the demo's mix through the local pipeline
 .PHONY: bench-load
 TASKS ?= 20000
 bench-load:
