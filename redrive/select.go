@@ -41,6 +41,8 @@ const (
 	DefaultCanaryTimeout = 5 * time.Minute
 	// DefaultCanaryPoll is how often the canary's outcome is checked.
 	DefaultCanaryPoll = 2 * time.Second
+	// MaxLetters bounds the moved letters a result lists (the counts stay exact).
+	MaxLetters = 1000
 	// DefaultWorkers is how many dead letters of one receive move at once
 	// (the rate limiter paces them all).
 	DefaultWorkers = 8
@@ -106,8 +108,13 @@ type SelectResult struct {
 	Letters  []Moved               `json:"letters,omitempty"`
 	Canary   *CanaryResult         `json:"canary,omitempty"`
 	DryRun   bool                  `json:"dry_run"`
-	// Partial is set when the pass ended before the DLQ was exhausted.
+	// DepthAtStart is the DLQ's approximate depth (visible and in flight) before the pass.
+	DepthAtStart int `json:"depth_at_start"`
+	// Partial is set when the pass ended before the DLQ was exhausted, or
+	// saw fewer dead letters than the DLQ held: a rerun is safe and goes on.
 	Partial string `json:"partial,omitempty"`
+	// LettersOmitted counts moved letters beyond MaxLetters, not listed in Letters.
+	LettersOmitted int `json:"letters_omitted,omitempty"`
 }
 
 func (r *Redriver) selectRecord(req SelectRequest) Record {
@@ -144,7 +151,7 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 	if !ok {
 		return res, r.record(ctx, rec, errors.New("redrive: the SQS client does not implement the select calls"))
 	}
-	if err := r.checkSelect(ctx, req); err != nil {
+	if err := r.checkSelect(ctx, req, res); err != nil {
 		return res, r.record(ctx, rec, err)
 	}
 	if !req.DryRun {
@@ -155,6 +162,12 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 		}
 	}
 	err := r.runSelect(ctx, api, req, res)
+	if err == nil && res.Partial == "" && res.Seen < res.DepthAtStart {
+		// Released dead letters come back and a pass ends after a few receives
+		// that bring nothing new; in a FIFO DLQ only the head of each message
+		// group is visible. Say so: a rerun goes on where this one stopped.
+		res.Partial = fmt.Sprintf("saw %d of about %d dead letters", res.Seen, res.DepthAtStart)
+	}
 	rec.Counts = res.counts()
 	switch {
 	case err == nil && res.Matched == 0:
@@ -186,7 +199,7 @@ func joinReasons(rs []events.Reason) string {
 }
 
 // checkSelect is everything that must hold before a message moves.
-func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest) error {
+func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *SelectResult) error {
 	if len(req.Reasons) == 0 {
 		return refuse(CodeUnknownReason, "--reason is required: redrive one class of cause at a time")
 	}
@@ -220,6 +233,7 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest) error {
 	if visible+inFlight == 0 {
 		return refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.Pipeline.Name)
 	}
+	res.DepthAtStart = visible + inFlight
 	return nil
 }
 
@@ -408,7 +422,11 @@ func (st moveStatus) apply(res *SelectResult, reason events.Reason, mv Moved) {
 	if st.moved {
 		res.Moved++
 		res.ByReason[reason]++
-		res.Letters = append(res.Letters, mv)
+		if len(res.Letters) < MaxLetters {
+			res.Letters = append(res.Letters, mv)
+		} else {
+			res.LettersOmitted++
+		}
 	}
 }
 
