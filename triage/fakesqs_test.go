@@ -27,6 +27,7 @@ type fakeSQS struct {
 	receiveTakes time.Duration // the clock moves this much per receive
 	missing      bool          // the queue does not exist
 	failReceive  int           // the n-th receive fails (1-based; 0: never)
+	fifo         bool          // a message group with a message in flight hands out nothing more
 	// Observations.
 	receives int
 	released int
@@ -82,11 +83,19 @@ func (f *fakeSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInpu
 	}
 	now := f.clock.Now()
 	out := &sqs.ReceiveMessageOutput{}
+	locked := map[string]bool{} // FIFO groups with a message in flight before this receive
+	if f.fifo {
+		for _, m := range f.msgs {
+			if m.hiddenUntil.After(now) {
+				locked[m.group] = true
+			}
+		}
+	}
 	for _, m := range f.msgs {
 		if len(out.Messages) == int(in.MaxNumberOfMessages) {
 			break
 		}
-		if m.hiddenUntil.After(now) {
+		if m.hiddenUntil.After(now) || locked[m.group] {
 			continue
 		}
 		m.receives++

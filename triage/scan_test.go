@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/internal/ledger"
 )
 
 // many makes n broker-moved messages.
@@ -113,6 +115,29 @@ func TestScan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestScanFIFOGroups: a FIFO DLQ hands out no further message of a group
+// while one is in flight, so a read-only scan sees at most a batch a group;
+// the scan says it is partial, and why.
+func TestScanFIFOGroups(t *testing.T) {
+	t.Parallel()
+	clock := newClock()
+	msgs := many(45)
+	for i := range msgs {
+		msgs[i].MessageGroupID = fmt.Sprintf("run-%d", i/15) // 3 groups of 15
+	}
+	f := newFakeSQS(t, clock, msgs)
+	f.fifo = true
+	got, st, err := Scan(t.Context(), f, "q.fifo", ScanOptions{Now: clock.Now})
+	require.NoError(t, err)
+	assert.Len(t, got, 30, "10 of each group")
+	assert.Equal(t, "run-0", got[0].MessageGroupID)
+	assert.True(t, st.Partial)
+	assert.Contains(t, st.PartialReason, "saw 30 of about 45")
+	assert.Contains(t, st.PartialReason, "FIFO group")
+	_, hidden := f.counts()
+	assert.Equal(t, 0, hidden, "released")
 }
 
 func TestScanKeepHidden(t *testing.T) {
@@ -220,4 +245,22 @@ func TestRunNeverChangesTheDLQ(t *testing.T) {
 			assert.Len(t, r.Written, 2)
 		})
 	}
+}
+
+// failingLedger fails every read.
+type failingLedger struct{}
+
+func (failingLedger) Get(context.Context, string) (ledger.Entry, bool, error) {
+	return ledger.Entry{}, false, ledger.ErrUnavailable
+}
+
+func TestRunLedgerUnavailable(t *testing.T) {
+	t.Parallel()
+	clock := newClock()
+	f := newFakeSQS(t, clock, fixture(t))
+	r, err := Run(t.Context(), Config{Pipeline: testPipeline(t, false), DLQURL: "q", SQS: f, Ledger: failingLedger{}, Now: clock.Now, Logger: quiet})
+	require.NoError(t, err, "the ledger only adds counts: triage goes on without it")
+	assert.True(t, r.Partial)
+	assert.Contains(t, r.PartialReasons[0], "ledger counts incomplete")
+	assert.Equal(t, 16, r.Totals.Messages)
 }
