@@ -702,15 +702,20 @@ func scenarios() []scenario {
 	// poison task, which the FIFO pipelines dead-letter and go on
 	// (fifo_poison "dead_letter").
 	sc = "fifo-group"
-	fifo := []rec{
-		valid(sc, 0, "file.read", nil, 1),
-		valid(sc, 1, "sql.query", nil, 1),
-		valid(sc, 2, "web.search", transient(503, 0), 1),
-		poison(strings.Replace(body(task(sc, 3, "file.write", "1", nil)), `"schema_version":1`, `"schema_version":2`, 1), events.ReasonSchemaInvalid, "schema_version 2 in group B (fifo_poison dead_letter: the group goes on)"),
-		valid(sc, 4, "file.write", nil, 1),
-		valid(sc, 5, "vector.search", nil, 1),
-	}
 	groups := []string{"run-fifo-A", "run-fifo-B", "run-fifo-A", "run-fifo-B", "run-fifo-A", "run-fifo-B"}
+	// One message group per agent run: the group is the task's run_id.
+	inGroup := func(i int, tool string, fault obj) rec {
+		o, r, why := outcome(tool, fault, 1)
+		return rec{body: body(task(sc, i, tool, version(tool), fault).set("run_id", groups[i])), receive: 1, outcome: o, reason: r, why: why}
+	}
+	fifo := []rec{
+		inGroup(0, "file.read", nil),
+		inGroup(1, "sql.query", nil),
+		inGroup(2, "web.search", transient(503, 0)),
+		poison(body(task(sc, 3, "file.write", "1", nil).set("run_id", groups[3]).set("schema_version", 2)), events.ReasonSchemaInvalid, "schema_version 2 in group B (fifo_poison dead_letter: the group goes on)"),
+		inGroup(4, "file.write", nil),
+		inGroup(5, "vector.search", nil),
+	}
 	for i := range fifo {
 		fifo[i].group = groups[i]
 	}
