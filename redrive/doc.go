@@ -52,6 +52,23 @@
 // that, and for standard queues, the worker's idempotency ledger makes the
 // second delivery a no-op once the first one is done.
 //
+// # FIFO pipelines
+//
+// A redriven message goes back to its original message group (from dlq_meta,
+// else the dead letter's own group) with a deduplication id derived from the
+// original message id. A FIFO DLQ shows only the head of each message group
+// while it is held, so a selective pass sees the first dead letters of each
+// group; the result says when a pass saw fewer dead letters than the DLQ
+// held, and a rerun goes on. Moving some dead letters of a group and not
+// others changes their order: that is the owner's call, made per reason.
+//
+// # Throughput
+//
+// Select moves up to Workers (default 8) dead letters of one receive at a
+// time, all paced by one token-bucket limiter at Rate messages a second
+// (golang.org/x/time/rate, burst 1). After the first failure it starts no
+// more moves and releases what it did not start.
+//
 // # Audit
 //
 // Every decision — plan shown, start, select, canary result, status, cancel,

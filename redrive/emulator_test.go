@@ -460,3 +460,43 @@ func TestEmulatorS3AuditStore(t *testing.T) {
 	require.NoError(t, json.NewDecoder(got.Body).Decode(&rec))
 	assert.Equal(t, "agent-tasks", rec.Pipeline)
 }
+
+// In a FIFO pipeline the resend after a crash carries the same deduplication
+// id, so SQS itself drops the duplicate within its 5-minute window.
+func TestEmulatorFIFOResendIsDeduplicated(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, "agent-steps")
+	require.True(t, l.q.FIFO)
+	ctx := context.Background()
+	for i := range 2 {
+		l.produce(fmt.Sprintf("step-%d", i), `{"kind":"error","error":"tool crashed"}`, 3)
+	}
+	l.work()
+	require.Equal(t, 2, l.depth(l.q.DLQURL))
+
+	r := l.redriver()
+	runCtx, cancel := context.WithCancel(ctx)
+	r.SQS = &interruptingAPI{SelectAPI: l.client, dlqURL: l.q.DLQURL, cancel: cancel}
+	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed"}, Selector: Selector{Reasons: []events.Reason{events.ReasonUnclassified}},
+		Ack: Ack{FixDeployed: "worker v2"}, Rate: 100, Hold: 2 * time.Second, WaitSeconds: -1, IdleReceives: 2, Workers: 1}
+	res, err := r.Select(runCtx, req)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, 1, res.DeleteFailed)
+
+	time.Sleep(2500 * time.Millisecond)
+	r.SQS = l.client
+	res, err = r.Select(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Moved, "both sent (one of them again)")
+	assert.Equal(t, 0, l.depth(l.q.DLQURL))
+
+	hot := l.drainQueue(l.q.HotURL)
+	keys := map[string]string{}
+	for _, m := range hot {
+		key := keyOf(t, aws.ToString(m.Body))
+		_, dup := keys[key]
+		assert.False(t, dup, "SQS deduplicated the resend of %s", key)
+		keys[key] = m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)]
+	}
+	assert.Equal(t, map[string]string{"step-0": "run-step-0", "step-1": "run-step-1"}, keys, "each back in its own message group")
+}
