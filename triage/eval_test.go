@@ -200,6 +200,13 @@ func TestExportFolder(t *testing.T) {
 	assert.Equal(t, res.IDs, m.IDs)
 	assert.Equal(t, map[string]int{"schema_invalid": 3, "json_invalid": 2}, m.ByReason)
 
+	// Other files under the pipeline's prefix are not read as exports.
+	require.NoError(t, dest.Put(ctx, "agent-tasks/audit/2026-11-29.jsonl", []byte(`{"id":"not-an-eval"}`+"\n"), "application/x-ndjson"))
+	got, err := ExistingIDs(ctx, dest, "agent-tasks")
+	require.NoError(t, err)
+	assert.Len(t, got, 5)
+	assert.False(t, got["not-an-eval"])
+
 	// The next run, a day later, finds the same cases: nothing is exported twice.
 	r2 := Build(TagAll(fixture(t)), p, t0.Add(24*time.Hour))
 	res2, err := Export(ctx, dest, r2, p, t0.Add(24*time.Hour))

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -171,8 +172,12 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 	return res, nil
 }
 
+// evalsKey matches the records files Export writes: "<pipeline>/<yyyy-mm-dd>/evals-….jsonl".
+var evalsKey = regexp.MustCompile(`^[^/]+/\d{4}-\d{2}-\d{2}/evals-[^/]+\.jsonl$`)
+
 // ExistingIDs reads the ids of every eval record already exported for a
-// pipeline (every .jsonl under "<pipeline>/").
+// pipeline: every records file under "<pipeline>/<yyyy-mm-dd>/" (other
+// objects under the prefix, such as the redrive's audit records, are not read).
 func ExistingIDs(ctx context.Context, dest Destination, pipelineName string) (map[string]bool, error) {
 	keys, err := dest.List(ctx, pipelineName+"/")
 	if err != nil {
@@ -180,7 +185,7 @@ func ExistingIDs(ctx context.Context, dest Destination, pipelineName string) (ma
 	}
 	ids := map[string]bool{}
 	for _, key := range keys {
-		if !strings.HasSuffix(key, ".jsonl") {
+		if !evalsKey.MatchString(key) {
 			continue
 		}
 		data, err := dest.Get(ctx, key)
