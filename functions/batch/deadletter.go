@@ -36,6 +36,8 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		reason = events.ReasonRedriveLoop
 		errText = "dead-lettered again after " + itoa(st.redriveCount) + " redrives; last failure " + string(c.Reason) + ": " + errText
 	}
+	// Redacted once, for the metadata and the log alike.
+	errText = events.Redact(errText, events.MaxErrorRunes)
 	meta := events.Meta{
 		Reason:         reason,
 		Attempts:       rec.ReceiveCount,
@@ -43,7 +45,8 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		LastFailureAt:  now,
 		ErrorCode:      c.Code,
 		Error:          errText,
-		History:        []events.Attempt{{Receive: rec.ReceiveCount, At: now, Class: c.Reason.Class(), ErrorCode: c.Code, Error: cause.Error()}},
+		// The attempt that dead-lettered it; its error text is meta.Error.
+		History:        []events.Attempt{{Receive: rec.ReceiveCount, At: now, Class: c.Reason.Class(), ErrorCode: c.Code}},
 		SourceQueueARN: p.sourceARN,
 		MessageID:      msg.MessageId,
 		SentAt:         rec.SentAt,
@@ -90,7 +93,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 	attrsLog := []slog.Attr{
 		slog.String("message_id", msg.MessageId), slog.String("queue", queueName(msg.EventSourceARN)),
 		slog.String("reason", string(reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", st.task.TraceID),
-		slog.String("error_code", c.Code), slog.String("error", events.Redact(errText, events.MaxErrorRunes)),
+		slog.String("error_code", c.Code), slog.String("error", errText),
 	}
 	var pe *panicError
 	if errors.As(cause, &pe) {

@@ -1,0 +1,88 @@
+package batch
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+)
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkProcessor measures the processor alone: a handler that claims
+// the record's key in the ledger and finishes (no decoding, no tool work),
+// or, for every tenth record of the poison mix, returns Poison, so that the
+// dead-letter path (metadata, redaction, send, ledger, log) is included.
+func BenchmarkProcessor(b *testing.B) {
+	body := strings.Repeat("x", 1024)
+	handler := func(ctx context.Context, r Record) error {
+		if r.Message.MessageId[len(r.Message.MessageId)-1] == 'p' {
+			return Poison(events.ReasonSchemaInvalid, &events.ValidationError{Reason: events.ReasonSchemaInvalid, Field: "tenant", Detail: "required field is missing"})
+		}
+		if err := r.Claim(ctx, r.Message.MessageId, false); err != nil {
+			return err
+		}
+		r.Done("receipt")
+		return nil
+	}
+	for _, mix := range []struct {
+		name        string
+		poisonEvery int
+	}{{"ok", 0}, {"poison10pct", 10}} {
+		for _, size := range []int{10, 100, 10000} {
+			b.Run(fmt.Sprintf("%s/batch=%d", mix.name, size), func(b *testing.B) {
+				ev := awsevents.SQSEvent{Records: make([]awsevents.SQSMessage, size)}
+				for i := range ev.Records {
+					id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+					if mix.poisonEvery > 0 && i%mix.poisonEvery == mix.poisonEvery-1 {
+						id += "p"
+					}
+					ev.Records[i] = awsevents.SQSMessage{
+						MessageId: id, ReceiptHandle: "rh", Body: body,
+						Attributes: map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": strconv.FormatInt(1796047200000+int64(i), 10)},
+						MessageAttributes: map[string]awsevents.SQSMessageAttribute{
+							"tenant": {DataType: "String", StringValue: aws.String("acme")},
+						},
+						EventSourceARN: testHotARN, EventSource: "aws:sqs",
+					}
+				}
+				sqs := &fakeSQS{}
+				log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+				ctx := context.Background()
+				b.ReportAllocs()
+				cpu0 := cpuTime()
+				for b.Loop() {
+					sqs.sent = sqs.sent[:0]
+					p, err := New(Config{Handler: handler, SQS: sqs, DLQURL: testDLQ, MaxReceiveCount: 4, Pipeline: "bench",
+						Ledger: ledger.NewMemory(), Logger: log, Metrics: io.Discard})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := p.Handle(ctx, ev); err != nil {
+						b.Fatal(err)
+					}
+				}
+				n := float64(b.N * size)
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/record")
+				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/n, "cpu-ns/record")
+			})
+		}
+	}
+}
