@@ -500,3 +500,42 @@ func TestEmulatorFIFOResendIsDeduplicated(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{"step-0": "run-step-0", "step-1": "run-step-1"}, keys, "each back in its own message group")
 }
+
+// A task that fails again after every redrive comes back as redrive_loop once
+// its key has been redriven redrive_loop_after times, and redrive_loop is
+// refused from then on.
+func TestEmulatorRedriveLoop(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, "agent-tasks")
+	ctx := context.Background()
+	l.produce("loop-1", `{"kind":"error","error":"tool crashed"}`, 1)
+	l.work()
+	r := l.redriver()
+	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "try again"}, Selector: Selector{Reasons: []events.Reason{events.ReasonUnclassified}},
+		Ack: Ack{FixDeployed: "not really fixed"}, Rate: 100, WaitSeconds: -1, IdleReceives: 2}
+	reasonInDLQ := func() string {
+		out, err := l.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(l.q.DLQURL), MaxNumberOfMessages: 1, VisibilityTimeout: 5,
+			MessageAttributeNames: []string{"All"}})
+		require.NoError(t, err)
+		require.Len(t, out.Messages, 1)
+		_, err = l.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(l.q.DLQURL), ReceiptHandle: out.Messages[0].ReceiptHandle, VisibilityTimeout: 0})
+		require.NoError(t, err)
+		return AttributesFromSQS(out.Messages[0].MessageAttributes)[events.AttrReason].StringValue
+	}
+	var reasons []string
+	for range l.p.RedriveLoopAfter {
+		reasons = append(reasons, reasonInDLQ())
+		_, err := r.Select(ctx, req)
+		require.NoError(t, err)
+		l.work()
+	}
+	reasons = append(reasons, reasonInDLQ())
+	e, _, err := l.led.Get(ctx, "loop-1")
+	require.NoError(t, err)
+	t.Logf("reasons after each round: %v; ledger: redriven %d, dead-lettered %d", reasons, e.RedriveCount, e.DeadLetterCount)
+	assert.Equal(t, l.p.RedriveLoopAfter, e.RedriveCount)
+	assert.Equal(t, "redrive_loop", reasons[len(reasons)-1])
+	req.Selector.Reasons = []events.Reason{events.ReasonRedriveLoop}
+	_, err = r.Select(ctx, req)
+	assert.Equal(t, CodeForbidden, RefusalCode(err))
+}
