@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"unsafe"
@@ -119,7 +120,12 @@ func effectState(st *recordState) events.EffectState {
 // send puts the dead letter on the DLQ. For a FIFO DLQ it keeps the message
 // group and derives the deduplication id from the original message id, so
 // that a retried send within five minutes is not duplicated.
-func (p *Processor) send(ctx context.Context, msg *awsevents.SQSMessage, group string, attrs map[string]events.Attribute) error {
+func (p *Processor) send(ctx context.Context, msg *awsevents.SQSMessage, group string, attrs map[string]events.Attribute) (err error) {
+	defer func() {
+		if v := recover(); v != nil { // a client that panics fails this send, not the batch
+			err = fmt.Errorf("dead-letter send panicked: %v", v)
+		}
+	}()
 	in := &sqs.SendMessageInput{
 		QueueUrl:          aws.String(p.dlqURL),
 		MessageBody:       aws.String(msg.Body),
@@ -146,7 +152,7 @@ func (p *Processor) send(ctx context.Context, msg *awsevents.SQSMessage, group s
 		in.MessageGroupId = aws.String(group)
 		in.MessageDeduplicationId = aws.String(DeduplicationID(msg.MessageId))
 	}
-	_, err := p.sqs.SendMessage(ctx, in)
+	_, err = p.sqs.SendMessage(ctx, in)
 	return err
 }
 
@@ -155,8 +161,13 @@ func (p *Processor) send(ctx context.Context, msg *awsevents.SQSMessage, group s
 func DeduplicationID(messageID string) string { return "dlq-" + truncate(messageID, 120) }
 
 // changeVisibility hides a retried record for seconds.
-func (p *Processor) changeVisibility(ctx context.Context, receipt string, seconds int32) error {
-	_, err := p.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+func (p *Processor) changeVisibility(ctx context.Context, receipt string, seconds int32) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("visibility change panicked: %v", v)
+		}
+	}()
+	_, err = p.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(p.hotURL), ReceiptHandle: aws.String(receipt), VisibilityTimeout: seconds,
 	})
 	return err

@@ -53,6 +53,9 @@ func (f *fakeSQS) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...
 func (f *fakeSQS) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.visibility == panics {
+		panic("fake SQS panicked")
+	}
 	if f.visibility == fail {
 		return nil, &smithy.GenericAPIError{Code: "ReceiptHandleIsInvalid", Fault: smithy.FaultClient}
 	}

@@ -319,7 +319,7 @@ func TestNotAnSQSEvent(t *testing.T) {
 
 func TestDLQSendFailureRetriesAndCounts(t *testing.T) {
 	t.Parallel()
-	for _, b := range []behaviour{fail, outage} {
+	for _, b := range []behaviour{fail, outage, panics} {
 		t.Run(fmt.Sprint(b), func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, nil)
@@ -345,13 +345,15 @@ func TestVisibilityBackoff(t *testing.T) {
 	assert.Equal(t, int32(2), h.sqs.visChanges[0].VisibilityTimeout, "after receive 1: at most 2 s")
 	assert.Equal(t, int32(8), h.sqs.visChanges[1].VisibilityTimeout, "after receive 3: at most 8 s")
 
-	t.Run("a failed visibility change still retries", func(t *testing.T) {
-		t.Parallel()
-		h := newHarness(t, nil)
-		h.sqs.visibility = fail
-		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("a", "transient", 1)}})
-		assert.Equal(t, retried, got["a"])
-	})
+	for _, b := range []behaviour{fail, panics} {
+		t.Run(fmt.Sprint("a failed visibility change still retries ", b), func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, nil)
+			h.sqs.visibility = b
+			got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("a", "transient", 1), sqsMsg("b", "ok", 1)}})
+			assert.Equal(t, map[string]outcome{"a": retried, "b": acked}, got)
+		})
+	}
 	t.Run("disabled", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, func(c *Config) { c.Backoff.Disabled = true })
