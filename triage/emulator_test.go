@@ -166,6 +166,17 @@ func TestEmulatorTriageLeavesDLQUnchanged(t *testing.T) {
 	assert.Equal(t, before, dlqContent(t, client, q.DLQURL))
 	require.Eventually(t, func() bool { v, f := depth(t, client, q.DLQURL); return v == "8" && f == "0" }, 5*time.Second, 100*time.Millisecond)
 
+	// 300 hours later (the fake clock; retention 336 h) every dead letter is
+	// within the 48 h warning window, soonest the broker move, whose clock
+	// started when it was first sent to the hot queue.
+	clock.now = seeded.Add(300 * time.Hour)
+	late := run()
+	assert.Equal(t, 8, late.Expiry.ExpiringSoon)
+	assert.Len(t, late.Expiry.Expiring, 8)
+	assert.Equal(t, 2, late.Expiry.ByBasis[ClockOriginalSend], "the message sent without metadata and the broker move")
+	assert.Equal(t, 6, late.Expiry.ByBasis[ClockWorkerSend])
+	clock.now = seeded.Add(time.Minute)
+
 	// A second run sees everything again (the release worked) and exports nothing twice.
 	r2 := run()
 	assert.Equal(t, 8, r2.Totals.Messages)
