@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -153,4 +154,52 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 	}
 	assert.Equal(t, []string{"plan:shown", "select:refused", "select:refused", "select:refused", "start:refused",
 		"select:dry_run", "select:begun", "select:ok", "start:failed"}, actions)
+}
+
+func TestRedriveCLIEmptyAndMissingDLQ(t *testing.T) {
+	cfg := localtest.AWS(t)
+	f, err := pipeline.Load(filepath.Join("..", "..", pipeline.DefaultFile))
+	require.NoError(t, err)
+	p, err := f.Get("agent-tasks")
+	require.NoError(t, err)
+	q := localtest.Queues(t, cfg, p)
+	table := localtest.Table(t, cfg)
+	t.Setenv("AGENTDLQ_HOT_QUEUE_URL", q.HotURL)
+	t.Setenv("AGENTDLQ_HOT_QUEUE_ARN", q.HotARN)
+	t.Setenv("AGENTDLQ_DLQ_URL", q.DLQURL)
+	t.Setenv("AGENTDLQ_DLQ_ARN", q.DLQARN)
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	args := []string{"redrive", "select", "--pipeline", "agent-tasks", "--reason", "budget_exhausted", "--owner", "platform-oncall",
+		"--why", "x", "--audit", audit, "--ledger-table", table}
+
+	_, code := runCLI(t, args...)
+	assert.Equal(t, exitRefused, code, "empty DLQ")
+	_, code = runCLI(t, "redrive", "start", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "x",
+		"--audit", audit, "--ledger-table", table)
+	assert.Equal(t, exitRefused, code, "empty DLQ")
+
+	t.Setenv("AGENTDLQ_DLQ_URL", q.DLQURL+"-missing")
+	t.Setenv("AGENTDLQ_DLQ_ARN", q.DLQARN+"-missing")
+	_, code = runCLI(t, args...)
+	assert.Equal(t, exitRefused, code, "missing DLQ")
+
+	var got []string
+	for _, r := range auditLines(t, audit) {
+		got = append(got, r.Action+":"+r.Outcome+":"+redriveCode(r.Error))
+	}
+	assert.Equal(t, []string{"select:refused:dlq_empty", "start:refused:dlq_empty", "select:refused:dlq_missing"}, got)
+}
+
+// redriveCode extracts the refusal code from an audited error text.
+func redriveCode(s string) string {
+	const p = "refused ("
+	i := strings.Index(s, p)
+	if i < 0 {
+		return ""
+	}
+	rest := s[i+len(p):]
+	if j := strings.Index(rest, ")"); j >= 0 {
+		return rest[:j]
+	}
+	return ""
 }
