@@ -183,6 +183,8 @@ func TestParseFault(t *testing.T) {
 	}{
 		{name: "no fault", args: `{"q":"go"}`},
 		{name: "the word fault as a value", args: `{"q":"fault"}`},
+		{name: "a word ending in fault", args: `{"mode":"default","fault_x":1}`},
+		{name: "fault at the start", args: `{"fault":{"kind":"panic"}}`, want: &Fault{Kind: "panic"}},
 		{name: "transient", args: `{"q":1,"fault":{"retryable":true,"status":503,"error":"x","until_receive":2}}`, want: &Fault{Retryable: true, Status: 503, Error: "x", UntilReceive: 2}},
 		{name: "kind", args: `{"fault":{"kind":"auth","code":"ExpiredToken"}}`, want: &Fault{Kind: "auth", Code: "ExpiredToken"}},
 		{name: "fault of the wrong shape", args: `{"fault":"boom"}`, wantErr: true},
