@@ -1,0 +1,41 @@
+package redrive
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+)
+
+// A deep DLQ where the chosen dead letters sit behind many others: the pass
+// must reach them although it releases the others at once.
+func TestEmulatorSelectBehindManyOthers(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, "agent-tasks")
+	ctx := context.Background()
+	put := func(key string, reason events.Reason) {
+		d := newDeadLetter(t, key, "web.search", reason, 1, "")
+		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: AttributesToSQS(d.attrs)})
+		require.NoError(t, err)
+	}
+	for i := range 120 {
+		put(fmt.Sprintf("pl-%03d", i), events.ReasonPolicyLimit)
+	}
+	for i := range 7 {
+		put(fmt.Sprintf("be-%d", i), events.ReasonBudgetExhausted)
+	}
+	res, err := l.redriver().Select(ctx, SelectRequest{Who: Who{Owner: l.p.Owner, Why: "503s over"},
+		Selector: Selector{Reasons: []events.Reason{events.ReasonBudgetExhausted}}, Rate: 500})
+	require.NoError(t, err)
+	t.Logf("seen %d, moved %d, released %d, partial %q", res.Seen, res.Moved, res.Released, res.Partial)
+	assert.Equal(t, 7, res.Moved)
+	assert.Equal(t, 127, res.Seen)
+	assert.Empty(t, res.Partial)
+	assert.Equal(t, 120, l.depth(l.q.DLQURL))
+}
