@@ -81,7 +81,7 @@ var redactions = []redaction{
 	// key=value, key: value and "key": "value" pairs whose key names a secret.
 	{
 		triggers: secretKeys,
-		re:       regexp.MustCompile(`(?i)("?\b[a-z0-9_.-]*?(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|session[_-]?id|signature|cookie|authorization)(?:[_-][a-z0-9_-]*)?"?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&}"']+)`),
+		re:       regexp.MustCompile(`(?i)("?\b[a-z0-9_.-]*?(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|session[_-]?id|signature|cookie|authorization)(?:[_-][a-z0-9_-]*|key|id|value|hash|string|text|data|b64|base64)?"?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&}"']+)`),
 		fn: func(s string, loc []int) string {
 			key, val := s[loc[2]:loc[3]], s[loc[4]:loc[5]]
 			if val == "[REDACTED]" || strings.HasPrefix(val, "[REDACTED") {
