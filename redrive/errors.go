@@ -34,6 +34,7 @@ const (
 	CodeDLQEmpty        = "dlq_empty"
 	CodeDLQMissing      = "dlq_missing"
 	CodeNothingSelected = "nothing_selected"
+	CodeScanPartial     = "scan_partial"
 )
 
 // Refusal is a refused action: a code and a one-line reason. Nothing moved.

@@ -42,7 +42,10 @@ type StartRequest struct {
 	// Groups is what the DLQ holds (a triage scan). A move task moves
 	// everything, so every group's reason must be allowed.
 	Groups []Group
-	Ack    Ack
+	// ScanPartial is set when the scan that found Groups may have missed
+	// dead letters (why): a move task moves everything, so start is refused.
+	ScanPartial string
+	Ack         Ack
 }
 
 // MoveTask is one message move task, as ListMessageMoveTasks reports it.
@@ -178,6 +181,9 @@ func (r *Redriver) start(ctx context.Context, req StartRequest) (MoveTask, error
 	}
 	if visible+inFlight == 0 && total == 0 {
 		return MoveTask{}, refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.Pipeline.Name)
+	}
+	if req.ScanPartial != "" {
+		return MoveTask{}, refuse(CodeScanPartial, "the triage scan of the DLQ was partial (%s): a move task moves everything, and not every group was seen; use `agentdlq redrive select` per reason", req.ScanPartial)
 	}
 	var refused []string
 	for _, g := range req.Groups {

@@ -57,6 +57,7 @@ func TestStartRefusals(t *testing.T) {
 			f.moveTasks = []sqstypes.ListMessageMoveTasksResultEntry{{TaskHandle: aws.String("t0"), Status: aws.String("RUNNING"), SourceArn: aws.String(q.DLQARN)}}
 		}, nil, CodeTaskActive},
 		{"empty DLQ", nil, func(s StartRequest) StartRequest { s.Groups = nil; return s }, CodeDLQEmpty},
+		{"the scan was partial", nil, func(s StartRequest) StartRequest { s.ScanPartial = "max_messages reached"; return s }, CodeScanPartial},
 		{"DLQ missing", func(f *fakeSQS, q Queues, _ *Redriver) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
 		{"AWS: caller is not the redrive role", func(f *fakeSQS, q Queues, r *Redriver) {
 			f.queues[q.DLQURL].tags[TagRedriveRole] = "AgentTasksRedrive"

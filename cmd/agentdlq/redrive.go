@@ -291,12 +291,16 @@ func newRedriveStartCmd(f *redriveFlags) *cobra.Command {
 				_, err = env.r.Start(ctx, redrive.StartRequest{Who: redrive.Who{Owner: f.owner, Why: f.why}, Rate: f.rate, Destination: dest, Ack: ack})
 				return redriveExit(err)
 			}
-			groups, _, err := env.groups(ctx)
+			groups, rep, err := env.groups(ctx)
 			if err != nil {
 				return redriveExit(err)
 			}
+			partial := ""
+			if rep.Scan.Partial {
+				partial = rep.Scan.PartialReason
+			}
 			task, err := env.r.Start(ctx, redrive.StartRequest{Who: redrive.Who{Owner: f.owner, Why: f.why}, Rate: f.rate,
-				Destination: dest, Groups: groups, Ack: ack})
+				Destination: dest, Groups: groups, ScanPartial: partial, Ack: ack})
 			if err != nil {
 				return redriveExit(err)
 			}
