@@ -28,6 +28,7 @@ type fakeSQS struct {
 	missing      bool          // the queue does not exist
 	failReceive  int           // the n-th receive fails (1-based; 0: never)
 	fifo         bool          // a message group with a message in flight hands out nothing more
+	retention    time.Duration // MessageRetentionPeriod to report (0: not reported)
 	// Observations.
 	receives int
 	released int
@@ -153,10 +154,15 @@ func (f *fakeSQS) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttribut
 		return nil, &types.QueueDoesNotExist{Message: aws.String("The specified queue does not exist.")}
 	}
 	visible, hidden := f.counts()
-	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{
+	out := &sqs.GetQueueAttributesOutput{Attributes: map[string]string{
 		"ApproximateNumberOfMessages":           strconv.Itoa(visible),
 		"ApproximateNumberOfMessagesNotVisible": strconv.Itoa(hidden),
-	}}, nil
+		"FifoQueue":                             strconv.FormatBool(f.fifo),
+	}}
+	if f.retention > 0 {
+		out.Attributes["MessageRetentionPeriod"] = strconv.Itoa(int(f.retention / time.Second))
+	}
+	return out, nil
 }
 
 func (f *fakeSQS) counts() (visible, hidden int) {

@@ -3,6 +3,7 @@ package triage
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -130,8 +131,13 @@ type Group struct {
 
 // ExpirySummary is the retention risk of the whole DLQ.
 type ExpirySummary struct {
-	DLQRetentionHours int `json:"dlq_retention_hours"`
-	WarningHours      int `json:"warning_hours"`
+	// DLQRetentionHours is the pipeline definition's; DLQRetentionSeconds is
+	// the retention the expiry was computed with, from RetentionSource:
+	// "queue" (its MessageRetentionPeriod, as the scan read it) or "pipeline".
+	DLQRetentionHours   int    `json:"dlq_retention_hours"`
+	DLQRetentionSeconds int64  `json:"dlq_retention_seconds"`
+	RetentionSource     string `json:"retention_source"`
+	WarningHours        int    `json:"warning_hours"`
 	// SoonestExpiry is the earliest deletion time (zero for an empty DLQ).
 	SoonestExpiry    time.Time `json:"soonest_expiry"`
 	SoonestMessageID string    `json:"soonest_message_id,omitempty"`
@@ -163,19 +169,40 @@ type Entry struct {
 	Problem   string        `json:"problem"`
 }
 
-// Build groups tagged dead letters into a report as of now. It is pure: the
-// scan statistics, queue and export are filled in by the caller.
+// Build groups tagged dead letters into a report as of now, with the DLQ
+// retention and queue type of the pipeline definition. It is pure: the scan
+// statistics, queue and export are filled in by the caller.
 func Build(tagged []Tagged, p *pipeline.Pipeline, now time.Time) *Report {
+	return BuildWith(tagged, p, now, BuildOptions{})
+}
+
+// BuildOptions are what the queue itself says, where it differs from the
+// pipeline definition. Zero fields mean "as the pipeline says".
+type BuildOptions struct {
+	// Retention is the DLQ's MessageRetentionPeriod as the queue reports it:
+	// SQS deletes by the queue's attribute, not by the definition.
+	Retention time.Duration
+	// FIFO is true when the queue is a FIFO queue (FifoQueue, or a .fifo name).
+	FIFO bool
+}
+
+// BuildWith is Build with the queue's own retention and type.
+func BuildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o BuildOptions) *Report {
 	now = now.UTC()
-	retention := p.DLQRetention()
+	retention, source := p.DLQRetention(), "pipeline"
+	if o.Retention > 0 {
+		retention, source = o.Retention, "queue"
+	}
+	fifo := p.FIFO || o.FIFO
 	window := time.Duration(p.Triage.WarningHours) * time.Hour
 	hashTenants := slices.Contains(p.Eval.HashFields, tenantFieldHashName)
 
 	r := &Report{
-		ReportVersion: ReportVersion, Pipeline: p.Name, Owner: p.Owner, FIFO: p.FIFO, GeneratedAt: now,
+		ReportVersion: ReportVersion, Pipeline: p.Name, Owner: p.Owner, FIFO: fifo, GeneratedAt: now,
 		Expiry: ExpirySummary{
-			DLQRetentionHours: p.DLQRetentionHours, WarningHours: p.Triage.WarningHours,
-			ByBasis: map[ClockBasis]int{}, Expiring: []ExpiringMessage{},
+			DLQRetentionHours: p.DLQRetentionHours, DLQRetentionSeconds: int64(retention / time.Second), RetentionSource: source,
+			WarningHours: p.Triage.WarningHours,
+			ByBasis:      map[ClockBasis]int{}, Expiring: []ExpiringMessage{},
 		},
 		Groups: []Group{}, Unreadable: []Entry{}, Skipped: []Entry{},
 	}
@@ -197,7 +224,7 @@ func Build(tagged []Tagged, p *pipeline.Pipeline, now time.Time) *Report {
 
 	for i := range tagged {
 		t := &tagged[i]
-		exp := ExpiryOf(t, p.FIFO, retention, now)
+		exp := ExpiryOf(t, fifo, retention, now)
 		age := int64(now.Sub(exp.ClockStart) / time.Second)
 		if age < 0 {
 			age = 0
@@ -420,6 +447,10 @@ func capEntries(es []Entry) []Entry {
 // attention lists what an operator must not miss, most urgent first.
 func attention(r *Report, p *pipeline.Pipeline) []string {
 	var out []string
+	if e := r.Expiry; e.RetentionSource == "queue" && e.DLQRetentionSeconds != int64(e.DLQRetentionHours)*3600 {
+		out = append(out, fmt.Sprintf("the DLQ's retention is %s, the pipeline definition says %dh: expiry follows the queue; fix one of them",
+			time.Duration(e.DLQRetentionSeconds)*time.Second, e.DLQRetentionHours))
+	}
 	if r.Totals.RedriveLoop > 0 {
 		out = append(out, plural(r.Totals.RedriveLoop, "message")+" in a redrive loop (redrive_loop, or redriven at least "+itoa(p.RedriveLoopAfter)+" times): reject, do not redrive")
 	}

@@ -76,7 +76,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 	now := cfg.Now()
-	r := Build(tagged, p, now)
+	r := BuildWith(tagged, p, now, BuildOptions{Retention: time.Duration(stats.RetentionSeconds) * time.Second, FIFO: stats.FIFO})
 	r.Queue, r.Scan = cfg.DLQURL, stats
 	if stats.Partial {
 		r.Partial = true

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,14 +99,18 @@ type ScanStats struct {
 	// messages), ApproxInFlight ApproximateNumberOfMessagesNotVisible.
 	ApproxDepth    int `json:"approx_depth"`
 	ApproxInFlight int `json:"approx_in_flight"`
-	Receives       int `json:"receives"`
-	EmptyReceives  int `json:"empty_receives"`
-	Received       int `json:"received"`
-	Unique         int `json:"unique"`
-	Duplicates     int `json:"duplicates"`
-	Released       int `json:"released"`
-	ReleaseFailed  int `json:"release_failed"`
-	Receivers      int `json:"receivers"`
+	// RetentionSeconds is the DLQ's MessageRetentionPeriod (0 if not reported);
+	// FIFO is true for a FIFO queue.
+	RetentionSeconds int  `json:"retention_seconds"`
+	FIFO             bool `json:"fifo"`
+	Receives         int  `json:"receives"`
+	EmptyReceives    int  `json:"empty_receives"`
+	Received         int  `json:"received"`
+	Unique           int  `json:"unique"`
+	Duplicates       int  `json:"duplicates"`
+	Released         int  `json:"released"`
+	ReleaseFailed    int  `json:"release_failed"`
+	Receivers        int  `json:"receivers"`
 	// VisibilityTimeoutSeconds is the scan's visibility timeout.
 	VisibilityTimeoutSeconds int       `json:"visibility_timeout_seconds"`
 	StartedAt                time.Time `json:"started_at"`
@@ -153,6 +158,8 @@ func Scan(ctx context.Context, api ScanAPI, dlqURL string, opts ScanOptions) ([]
 		AttributeNames: []types.QueueAttributeName{
 			types.QueueAttributeNameApproximateNumberOfMessages,
 			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+			types.QueueAttributeNameMessageRetentionPeriod,
+			types.QueueAttributeNameFifoQueue,
 		},
 	})
 	if err != nil {
@@ -160,6 +167,8 @@ func Scan(ctx context.Context, api ScanAPI, dlqURL string, opts ScanOptions) ([]
 	}
 	st.ApproxDepth = atoiAttr(attrs.Attributes, string(types.QueueAttributeNameApproximateNumberOfMessages))
 	st.ApproxInFlight = atoiAttr(attrs.Attributes, string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible))
+	st.RetentionSeconds = atoiAttr(attrs.Attributes, string(types.QueueAttributeNameMessageRetentionPeriod))
+	st.FIFO = attrs.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true" || strings.HasSuffix(dlqURL, ".fifo")
 	if opts.Receivers == 0 {
 		opts.Receivers = min(8, 1+st.ApproxDepth/2000)
 	}

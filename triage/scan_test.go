@@ -264,3 +264,28 @@ func TestRunLedgerUnavailable(t *testing.T) {
 	assert.Contains(t, r.PartialReasons[0], "ledger counts incomplete")
 	assert.Equal(t, 16, r.Totals.Messages)
 }
+
+// TestRunExpiryFollowsTheQueue: SQS deletes by the DLQ's own
+// MessageRetentionPeriod; when it differs from the definition, the expiry
+// follows the queue and the report says so.
+func TestRunExpiryFollowsTheQueue(t *testing.T) {
+	t.Parallel()
+	clock := newClock()
+	f := newFakeSQS(t, clock, []Message{brokerMoved("a", "{}", t0.Add(-10*time.Hour))})
+	f.retention = 24 * time.Hour
+	r, err := Run(t.Context(), Config{Pipeline: testPipeline(t, false), DLQURL: "q", SQS: f, Now: clock.Now, Logger: quiet})
+	require.NoError(t, err)
+	assert.Equal(t, "queue", r.Expiry.RetentionSource)
+	assert.Equal(t, int64(86400), r.Expiry.DLQRetentionSeconds)
+	assert.Equal(t, t0.Add(14*time.Hour), r.Expiry.SoonestExpiry)
+	assert.Equal(t, 1, r.Expiry.ExpiringSoon)
+	assert.Contains(t, r.Attention[0], "the DLQ's retention is 24h0m0s, the pipeline definition says 336h")
+
+	// A FIFO queue is read as FIFO even when the definition says otherwise.
+	g := newFakeSQS(t, clock, []Message{brokerMoved("b", "{}", t0)})
+	g.fifo = true
+	r, err = Run(t.Context(), Config{Pipeline: testPipeline(t, false), DLQURL: "q", SQS: g, Now: clock.Now, Logger: quiet})
+	require.NoError(t, err)
+	assert.True(t, r.FIFO)
+	assert.Equal(t, map[ClockBasis]int{ClockFIFOReset: 1}, r.Expiry.ByBasis)
+}
