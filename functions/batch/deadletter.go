@@ -59,8 +59,8 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		Effect:         effectState(st),
 		RedriveCount:   st.redriveCount,
 	}
-	if rec.ReceiveCount > 1 && !rec.FirstReceivedAt.IsZero() {
-		meta.FirstFailureAt = rec.FirstReceivedAt
+	if first := rec.FirstReceivedAt(); rec.ReceiveCount > 1 && !first.IsZero() {
+		meta.FirstFailureAt = first
 	}
 	if meta.SourceQueueARN == "" {
 		meta.SourceQueueARN = msg.EventSourceARN

@@ -32,8 +32,6 @@ type Record struct {
 	ReceiveCount int
 	// SentAt is SentTimestamp (zero when missing).
 	SentAt time.Time
-	// FirstReceivedAt is ApproximateFirstReceiveTimestamp (zero when missing).
-	FirstReceivedAt time.Time
 	// GroupID is MessageGroupId (FIFO queues only).
 	GroupID string
 
@@ -52,6 +50,15 @@ type recordState struct {
 	redriveCount  int
 	receipt       string
 	badCount      bool // ApproximateReceiveCount was missing or unreadable
+}
+
+// FirstReceivedAt returns ApproximateFirstReceiveTimestamp (zero when
+// missing), read on demand: only dead letters need it.
+func (r Record) FirstReceivedAt() time.Time {
+	if r.Message == nil {
+		return time.Time{}
+	}
+	return epochMillis(r.Message.Attributes[attrFirstReceive])
 }
 
 // Body returns the message body as bytes without copying it. The slice
@@ -162,7 +169,6 @@ func (p *Processor) newRecord(msg *awsevents.SQSMessage, st *recordState) Record
 		st.badCount = true
 	}
 	r.SentAt = epochMillis(a[attrSentAt])
-	r.FirstReceivedAt = epochMillis(a[attrFirstReceive])
 	if p.fifo {
 		r.GroupID = a[attrGroupID]
 	}

@@ -12,6 +12,7 @@ import (
 	awsevents "github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/agentdlq/agentdlq/events"
 	"github.com/agentdlq/agentdlq/internal/ledger"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 )
@@ -92,4 +93,60 @@ func BenchmarkWorker(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkWorkerParts splits a record's cost on the same 100 ~1 KB tasks:
+// decode only, decode + the tool's SHA-256 receipt (the work every worker
+// does), and the whole handler through the processor (ledger, metrics and
+// all). The difference of the last two is what the processor adds.
+func BenchmarkWorkerParts(b *testing.B) {
+	ev := benchEvent(100, 0)
+	catalog := events.SampleCatalog()
+	body := func(i int) []byte { return []byte(ev.Records[i].Body) }
+	bodies := make([][]byte, len(ev.Records))
+	for i := range bodies {
+		bodies[i] = body(i)
+	}
+	run := func(b *testing.B, f func()) {
+		b.ReportAllocs()
+		cpu0 := cpuTime()
+		for b.Loop() {
+			f()
+		}
+		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*len(bodies)), "cpu-ns/record")
+	}
+	b.Run("decode", func(b *testing.B) {
+		run(b, func() {
+			for _, bd := range bodies {
+				if _, err := events.DecodeTask(bd, catalog); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("decode+receipt", func(b *testing.B) {
+		run(b, func() {
+			for _, bd := range bodies {
+				t, err := events.DecodeTask(bd, catalog)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = Receipt(t.Args)
+			}
+		})
+	})
+	b.Run("handler", func(b *testing.B) {
+		p, q := testPipeline(b, false, 4)
+		rec := &sqsio.Recorder{}
+		ctx := context.Background()
+		run(b, func() {
+			w, err := New(Config{Pipeline: p, Queues: q, SQS: rec, Ledger: ledger.NewMemory(), Logger: slog.New(slog.DiscardHandler), Metrics: io.Discard})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := w.Handle(ctx, ev); err != nil {
+				b.Fatal(err)
+			}
+		})
+	})
 }
