@@ -99,3 +99,8 @@ gen:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTask$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendMeta$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events
+
+## bench-triage: triage's core (tag, group, expiry) over 100,000 synthetic dead letters, with CPU seconds per run
+.PHONY: bench-triage
+bench-triage:
+	$(GO) test ./triage -run '^$$' -bench '^Benchmark(Triage100k|Tag)$$' -benchtime 3x
