@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 func newBenchCmd(_ *globalFlags) *cobra.Command {
 	f := &runFlags{}
 	var repeats, warmup int
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "bench --event FILE --repeats R [--max-receive-count N] [--fifo]",
 		Short: "Time the real worker handler on a Lambda SQS event file",
@@ -49,6 +52,17 @@ successful records, in event order.`,
 			if len(ev.Records) == 0 {
 				return withExit(2, fmt.Errorf("%s: the event has no records to time", f.event))
 			}
+			if cpuProfile != "" {
+				pf, err := os.Create(cpuProfile)
+				if err != nil {
+					return err
+				}
+				defer pf.Close()
+				if err := pprof.StartCPUProfile(pf); err != nil {
+					return err
+				}
+				defer pprof.StopCPUProfile()
+			}
 			res, err := runBench(cmd, f, ev, repeats, warmup)
 			if err != nil {
 				return err
@@ -59,6 +73,7 @@ successful records, in event order.`,
 	f.register(cmd)
 	cmd.Flags().IntVar(&repeats, "repeats", 100, "timed calls of the handler")
 	cmd.Flags().IntVar(&warmup, "warmup", 5, "untimed calls before the timed ones")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	_ = cmd.MarkFlagRequired("repeats")
 	return cmd
 }
@@ -111,22 +126,34 @@ func runBench(cmd *cobra.Command, f *runFlags, ev awsevents.SQSEvent, repeats, w
 			return nil, fmt.Errorf("%s: %w", f.event, err)
 		}
 	}
-	// Every timed repeat has its own worker and fresh ledger, built before the clock starts.
-	runs, err := build(repeats)
-	if err != nil {
-		return nil, err
-	}
-	var resp awsevents.SQSEventResponse
+	// Every timed repeat has its own worker and fresh ledger, built before
+	// the clock starts, in chunks so that the finished ledgers do not pile
+	// up in memory.
+	const chunk = 32
+	var (
+		resp      awsevents.SQSEventResponse
+		wall, cpu time.Duration
+		last      run
+	)
 	runtime.GC()
-	cpu0 := cpuTime()
-	start := time.Now()
-	for _, r := range runs {
-		if resp, err = r.handle(); err != nil {
-			return nil, fmt.Errorf("%s: %w", f.event, err)
+	for done := 0; done < repeats; {
+		n := min(chunk, repeats-done)
+		runs, err := build(n)
+		if err != nil {
+			return nil, err
 		}
+		cpu0 := cpuTime()
+		start := time.Now()
+		for _, r := range runs {
+			if resp, err = r.handle(); err != nil {
+				return nil, fmt.Errorf("%s: %w", f.event, err)
+			}
+		}
+		wall += time.Since(start)
+		cpu += cpuTime() - cpu0
+		last = runs[n-1]
+		done += n
 	}
-	wall := time.Since(start)
-	cpu := cpuTime() - cpu0
 
 	total := float64(len(ev.Records) * repeats)
 	res := &benchResult{
@@ -144,7 +171,7 @@ func runBench(cmd *cobra.Command, f *runFlags, ev awsevents.SQSEvent, repeats, w
 		failed[bf.ItemIdentifier] = true
 		res.FailuresByKind.Transient++
 	}
-	dls, err := runs[len(runs)-1].rec.DeadLetters()
+	dls, err := last.rec.DeadLetters()
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"runtime/debug"
+	"runtime"
 	"strings"
 	"time"
 
@@ -317,7 +317,10 @@ func (p *Processor) process(ctx context.Context, rec Record, m *counters) result
 func (p *Processor) call(ctx context.Context, rec Record) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &panicError{value: fmt.Sprint(v), stack: debug.Stack()}
+			// The first frames are enough, and a full traceback costs more
+			// than the rest of the record.
+			buf := make([]byte, 2048)
+			err = &panicError{value: fmt.Sprint(v), stack: buf[:runtime.Stack(buf, false)]}
 		}
 	}()
 	return p.handler(ctx, rec)

@@ -35,6 +35,34 @@ const (
 // rare first byte and slow on '"', the commonest byte of JSON.
 var faultTail = []byte(`fault"`)
 
+// faultValue returns the bytes from the value of the top-level "fault" key
+// of args to the end of args, and whether such a key was found. It is a
+// fast path: a nested "fault" key, or a brace inside a string before it,
+// makes it answer false, and the caller then decodes the whole args.
+func faultValue(args []byte) ([]byte, bool) {
+	for off := 0; ; {
+		i := bytes.Index(args[off:], faultTail)
+		if i < 0 {
+			return nil, false
+		}
+		i += off
+		off = i + len(faultTail)
+		if i == 0 || args[i-1] != '"' {
+			continue
+		}
+		if bytes.Count(args[:i], openBrace)-bytes.Count(args[:i], closeBrace) != 1 {
+			return nil, false // not obviously top-level: take the slow path
+		}
+		rest := bytes.TrimLeft(args[off:], " \t\r\n")
+		if len(rest) == 0 || rest[0] != ':' {
+			continue // "fault" was a value, not a key
+		}
+		return rest[1:], true
+	}
+}
+
+var openBrace, closeBrace = []byte("{"), []byte("}")
+
 // mentionsFault reports whether args contain the string "fault" (quoted),
 // the only way a "fault" key can appear.
 func mentionsFault(args []byte) bool {
@@ -51,11 +79,18 @@ func mentionsFault(args []byte) bool {
 }
 
 // ParseFault returns args.fault, or nil when args has none. The args are
-// decoded only when their bytes contain "fault", so the hot path pays one
-// byte search.
+// searched for "fault" first, so the hot path pays one byte search; the
+// fault object alone is decoded when it is found at the top level.
 func ParseFault(args []byte) (*Fault, error) {
 	if !mentionsFault(args) {
 		return nil, nil
+	}
+	if v, ok := faultValue(args); ok {
+		var f *Fault
+		if err := json.NewDecoder(bytes.NewReader(v)).Decode(&f); err != nil {
+			return nil, fmt.Errorf("args.fault: %w", err)
+		}
+		return f, nil
 	}
 	var holder struct {
 		Fault *Fault `json:"fault"`
