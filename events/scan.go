@@ -44,6 +44,17 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
+// special has the high bit set in the lowest byte of x that is a quote, a
+// backslash or a control character (and maybe in bytes above it), and is
+// zero when x has none. Each test is the classic "has a zero byte" trick,
+// (v - 0x01..) &^ v & 0x80.., on x^'"', x^'\\' and x - 0x20..; the three &^
+// share one, since x^'"' and x^'\\' have the high bits of x.
+func special(x uint64) uint64 {
+	q := x ^ (swarLo * '"')
+	s := x ^ (swarLo * '\\')
+	return ((q - swarLo) | (s - swarLo) | (x - swarLo*0x20)) &^ x & swarHi
+}
+
 // scanString validates the string literal whose opening quote is b[i] and
 // returns the index after its closing quote (or -1) and its flags.
 func scanString(b []byte, i int) (int, uint8) {
@@ -51,18 +62,25 @@ func scanString(b []byte, i int) (int, uint8) {
 	var high uint64
 	i++
 	for {
+		// Sixteen bytes at a time while no byte needs a look.
+		for i+16 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			y := binary.LittleEndian.Uint64(b[i+8:])
+			if special(x)|special(y) != 0 {
+				break
+			}
+			high |= x | y
+			i += 16
+		}
 		for i+8 <= len(b) {
 			x := binary.LittleEndian.Uint64(b[i:])
-			q := x ^ (swarLo * '"')
-			s := x ^ (swarLo * '\\')
-			special := ((q - swarLo) &^ q) | ((s - swarLo) &^ s) | ((x - swarLo*0x20) &^ x)
-			special &= swarHi
-			if special == 0 {
+			sp := special(x)
+			if sp == 0 {
 				high |= x
 				i += 8
 				continue
 			}
-			n := bits.TrailingZeros64(special) / 8
+			n := bits.TrailingZeros64(sp) / 8
 			high |= x & (1<<(8*uint(n)) - 1)
 			i += n
 			break
