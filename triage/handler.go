@@ -1,7 +1,6 @@
 package triage
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,12 +29,11 @@ type Target struct {
 }
 
 // ParseTargets reads AGENTDLQ_TRIAGE_TARGETS: a JSON list of targets. Each
-// pipeline gets its defaults and is validated; dlq_url is required.
+// pipeline gets its defaults and is validated; dlq_url is required. Unknown
+// fields are ignored, so that a newer CDK app does not stop an older triage.
 func ParseTargets(data []byte) ([]Target, error) {
 	var ts []Target
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ts); err != nil {
+	if err := json.Unmarshal(data, &ts); err != nil {
 		return nil, fmt.Errorf("triage targets: %w", err)
 	}
 	if len(ts) == 0 {

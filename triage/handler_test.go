@@ -48,10 +48,12 @@ func TestParseTargets(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ts, 2)
 	assert.Equal(t, 336, ts[0].Pipeline.DLQRetentionHours)
+	ts, err = ParseTargets([]byte(`[{"pipeline":{"name":"abc","owner":"o","max_receive_count":3,"future":1},"dlq_url":"u","nope":1}]`))
+	require.NoError(t, err, "unknown fields are ignored")
+	assert.Equal(t, "abc", ts[0].Pipeline.Name)
 	for name, bad := range map[string]string{
 		"not JSON":        `{`,
 		"empty":           `[]`,
-		"unknown field":   `[{"pipeline":{"name":"abc","owner":"o","max_receive_count":3},"dlq_url":"u","nope":1}]`,
 		"invalid":         `[{"pipeline":{"name":"abc","owner":"","max_receive_count":9},"dlq_url":"u"}]`,
 		"dlq_url missing": `[{"pipeline":{"name":"abc","owner":"o","max_receive_count":3}}]`,
 	} {
