@@ -91,6 +91,9 @@ type Moved struct {
 // seen is either moved, released (not chosen, or a dry run), or left in the
 // DLQ after a failure (it becomes visible again after the hold).
 type SelectResult struct {
+	// Seen counts distinct dead letters looked at; Matched those chosen;
+	// Moved those sent and deleted; Released those not chosen (or, in a dry
+	// run, chosen) and made visible again at once.
 	Seen     int `json:"seen"`
 	Matched  int `json:"matched"`
 	Moved    int `json:"moved"`
@@ -299,12 +302,13 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 			match := req.Selector.Match(&l)
 			full := (req.Limit > 0 && planned >= req.Limit) || (!canaryDone && planned >= req.Canary)
 			if !match || full {
-				if match {
-					delete(seen, l.MessageID) // not handled yet: see it again later
-					res.Seen--
-				}
 				r.release(ctx, api, &l)
-				res.Released++
+				if match {
+					delete(seen, l.MessageID) // deferred, not handled yet: see it again later
+					res.Seen--
+				} else {
+					res.Released++
+				}
 				continue
 			}
 			res.Matched++

@@ -69,6 +69,7 @@ func TestSelectMovesOnlyTheChosenByteIdentical(t *testing.T) {
 	assert.Equal(t, 3, res.Moved)
 	assert.Equal(t, 3, progress)
 	assert.Equal(t, 10, res.Seen)
+	assert.Equal(t, res.Seen, res.Moved+res.Released, "every dead letter seen was moved or released")
 	assert.Equal(t, map[events.Reason]int{events.ReasonBudgetExhausted: 3}, res.ByReason)
 
 	hot, dlq := f.snapshot(q.HotURL), f.snapshot(q.DLQURL)
