@@ -465,7 +465,10 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
 		fmt.Fprintf(w, "problems: %d sends failed (left in the DLQ), %d deletes failed (sent; rerun: the idempotency key absorbs the resend), %d redrive counts not recorded\n",
 			res.SendFailed, res.DeleteFailed, res.LedgerFailed)
 	}
-	if res.Partial != "" {
+	switch {
+	case res.Canary != nil && res.Canary.DeadLettered+res.Canary.Pending > 0:
+		fmt.Fprintln(w, "stopped: the canary failed; the rest stays in the DLQ. Fix the cause, deploy, and run the canary again")
+	case res.Partial != "":
 		fmt.Fprintf(w, "partial: %s; rerunning is safe\n", res.Partial)
 	}
 }
