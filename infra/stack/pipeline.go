@@ -25,6 +25,10 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
+// TagRedriveRole is the DLQ tag that names the pipeline's redrive role by its
+// ARN; `agentdlq redrive` compares its caller's assumed role with it in AWS.
+const TagRedriveRole = "agentdlq:redrive-role"
+
 // OwnerTagCondition is the IAM condition key that the default trust policy of
 // a redrive role checks: the caller (an IAM role, user or session) must carry
 // the tag agentdlq:owner with the pipeline's owner as its value.
@@ -205,6 +209,8 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (*
 		},
 	})
 	awscdk.Tags_Of(p.DLQ).Add(jsii.String(pipeline.TagRole), jsii.String("dlq"), nil)
+	// `agentdlq redrive` checks in AWS that its caller is this role.
+	awscdk.Tags_Of(p.DLQ).Add(jsii.String(TagRedriveRole), p.RedriveRole.RoleArn(), nil)
 	p.DLQ.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("OnlyTheRedriveRoleMovesOrDeletesDeadLetters"),
 		Effect:     awsiam.Effect_DENY,
@@ -236,6 +242,7 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (*
 	})
 	p.newAlarms(def, props.RunbookURL, *props.Bucket.BucketName())
 	p.newDashboard(def, props.RunbookURL)
+	p.outputs(def)
 	return p, nil
 }
 
@@ -355,6 +362,13 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 			Actions:   jsii.Strings("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ListQueueTags"),
 			Resources: jsii.Strings(*p.HotQueue.QueueArn()),
 		}),
+		// The CLI finds the pipeline's queues by their agentdlq tags: ListQueues
+		// has no resource-level permissions and returns URLs only.
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("FindTheQueuesByTag"),
+			Actions:   jsii.Strings("sqs:ListQueues"),
+			Resources: jsii.Strings("*"),
+		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("LedgerRedriveCount"),
 			Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"),
@@ -387,4 +401,24 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 	suppress(policy, "AwsSolutions-IAM5",
 		"the audit records are one object per decision under the pipeline's own prefix <pipeline>/audit/*; the key is chosen at run time",
 		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/audit\/\*$/`)
+	suppress(policy, "AwsSolutions-IAM5",
+		"sqs:ListQueues supports no resource-level permission and returns queue URLs only; `agentdlq redrive` uses it to find the pipeline's queues by their agentdlq tags",
+		"Resource::*")
+}
+
+// outputs exports what operators and the CLI need in AWS (the
+// AGENTDLQ_HOT_QUEUE_URL/AGENTDLQ_DLQ_URL overrides, the role to assume).
+func (p *Pipeline) outputs(def pipeline.Pipeline) {
+	for _, o := range []struct{ id, value, what string }{
+		{"HotQueueUrl", *p.HotQueue.QueueUrl(), "hot queue URL"},
+		{"DLQUrl", *p.DLQ.QueueUrl(), "DLQ URL"},
+		{"RedriveRoleArn", *p.RedriveRole.RoleArn(), "redrive role (owner " + def.Owner + " only)"},
+		{"AlarmTopicArn", *p.AlarmTopic.TopicArn(), "alarm topic: subscribe the on-call here"},
+		{"DashboardName", *p.Dashboard.DashboardName(), "CloudWatch dashboard"},
+	} {
+		awscdk.NewCfnOutput(p.Construct, jsii.String(o.id), &awscdk.CfnOutputProps{
+			Value:       jsii.String(o.value),
+			Description: jsii.String("agentdlq " + def.Name + ": " + o.what),
+		})
+	}
 }

@@ -124,6 +124,14 @@ func NewShared(scope constructs.Construct, id string) *Shared {
 		Conditions: &map[string]any{"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()}},
 	}), nil)
 	denyForeignGrants(s.AlarmKey)
+	awscdk.NewCfnOutput(s.Construct, jsii.String("EvalBucketName"), &awscdk.CfnOutputProps{
+		Value:       s.EvalBucket.BucketName(),
+		Description: jsii.String("agentdlq eval bucket: triage reports and evals under <pipeline>/, redrive audit under <pipeline>/audit/ (--audit s3://<this bucket>)"),
+	})
+	awscdk.NewCfnOutput(s.Construct, jsii.String("LedgerTableName"), &awscdk.CfnOutputProps{
+		Value:       s.Ledger.TableName(),
+		Description: jsii.String("agentdlq idempotency ledger table"),
+	})
 	return s
 }
 

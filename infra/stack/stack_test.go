@@ -22,13 +22,14 @@ func like(m map[string]any) assertions.Matcher { return assertions.Match_ObjectL
 
 func TestResourceCounts(t *testing.T) {
 	require.True(t, fx.synthOK)
-	n := float64(len(fx.file.Pipelines))
 	for _, name := range []string{mainStack, kmsStack} {
 		s := fx.stacks[name]
+		n := float64(len(s.defs))
+		triageFunctions := float64(len(s.stack.Triage.Functions))
 		for typ, want := range map[string]float64{
 			"AWS::SQS::Queue":                 2 * n, // a hot queue and its own DLQ per pipeline
 			"AWS::SQS::QueuePolicy":           2 * n,
-			"AWS::Lambda::Function":           n + 1, // a worker per pipeline and one triage
+			"AWS::Lambda::Function":           n + triageFunctions, // a worker per pipeline, and the triage
 			"AWS::Lambda::EventSourceMapping": n,
 			"AWS::CloudWatch::Alarm":          float64(len(AllAlarms())) * n,
 			"AWS::CloudWatch::Dashboard":      n,
@@ -189,6 +190,15 @@ func TestTags(t *testing.T) {
 			_, q := s.resourceOf(t, "AWS::SQS::Queue", def.Name, role)
 			assert.Equal(t, def.Owner, tags(q)[pipeline.TagOwner])
 		}
+		// The DLQ names its redrive role for the CLI's identity check.
+		_, dlq := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
+		var roleTag any
+		for _, tg := range props(dlq)["Tags"].([]any) {
+			if tg.(map[string]any)["Key"] == TagRedriveRole {
+				roleTag = tg.(map[string]any)["Value"]
+			}
+		}
+		assert.Equal(t, "${"+s.roleOf(t, def.Name, "RedriveRole")+".Arn}", flat(roleTag))
 		for _, typ := range []string{"AWS::Lambda::Function", "AWS::SNS::Topic", "AWS::Lambda::EventSourceMapping"} {
 			_, r := s.resourceOf(t, typ, def.Name, "")
 			assert.Equal(t, def.Owner, tags(r)[pipeline.TagOwner], typ)
@@ -414,7 +424,7 @@ func TestShared(t *testing.T) {
 	}
 	// Every log group is encrypted and kept a year.
 	lids, logs := s.resources("AWS::Logs::LogGroup")
-	require.Len(t, lids, len(fx.file.Pipelines)+1)
+	require.Len(t, lids, len(s.defs)+1)
 	for _, id := range lids {
 		assert.NotNil(t, props(logs[id])["KmsKeyId"], id)
 		assert.Equal(t, float64(365), props(logs[id])["RetentionInDays"], id)
@@ -426,24 +436,11 @@ func TestTriage(t *testing.T) {
 	for _, name := range []string{mainStack, kmsStack} {
 		s := fx.stacks[name]
 		t.Run(name, func(t *testing.T) {
+			// Main: one function; kms: three pipelines, more than one
+			// environment holds, packed into two.
+			wantFunctions := map[string]int{mainStack: 1, kmsStack: 2}[name]
 			ids, fns := s.resources("AWS::Lambda::Function")
-			var fn map[string]any
-			var fnID string
-			for _, id := range ids {
-				if strings.HasPrefix(id, "TriageFunction") {
-					fn, fnID = fns[id], id
-				}
-			}
-			require.NotNil(t, fn)
-			p := props(fn)
-			assert.Equal(t, "provided.al2023", p["Runtime"])
-			assert.Equal(t, []any{"arm64"}, p["Architectures"])
-			assert.Equal(t, "bootstrap", p["Handler"])
-			env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
-			assert.Len(t, env, 3)
-			assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_EVAL_BUCKET"]), "${Ref:SharedEvalBucket"))
-			assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_LEDGER_TABLE"]), "${Ref:SharedLedger"))
-			var targets []struct {
+			type target struct {
 				Pipeline      pipeline.Pipeline `json:"pipeline"`
 				HotQueueURL   string            `json:"hot_queue_url"`
 				HotQueueARN   string            `json:"hot_queue_arn"`
@@ -451,10 +448,38 @@ func TestTriage(t *testing.T) {
 				DLQARN        string            `json:"dlq_arn"`
 				AlarmTopicARN string            `json:"alarm_topic_arn"`
 			}
-			require.NoError(t, json.Unmarshal([]byte(flat(env["AGENTDLQ_TRIAGE_TARGETS"])), &targets))
-			require.Len(t, targets, len(fx.file.Pipelines))
-			for i, def := range fx.file.Pipelines {
+			var targets []target
+			functionOf := map[string]string{}
+			for _, id := range ids {
+				if !strings.HasPrefix(id, "TriageFunction") {
+					continue
+				}
+				p := props(fns[id])
+				assert.Equal(t, "provided.al2023", p["Runtime"])
+				assert.Equal(t, []any{"arm64"}, p["Architectures"])
+				assert.Equal(t, "bootstrap", p["Handler"])
+				env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+				assert.Len(t, env, 3)
+				assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_EVAL_BUCKET"]), "${Ref:SharedEvalBucket"))
+				assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_LEDGER_TABLE"]), "${Ref:SharedLedger"))
+				var ts []target
+				require.NoError(t, json.Unmarshal([]byte(flat(env["AGENTDLQ_TRIAGE_TARGETS"])), &ts))
+				require.NotEmpty(t, ts)
+				for _, tg := range ts {
+					functionOf[tg.Pipeline.Name] = id
+				}
+				targets = append(targets, ts...)
+				wantFunctions--
+			}
+			assert.Zero(t, wantFunctions, "triage functions")
+			require.Len(t, targets, len(s.defs), "every pipeline is in exactly one function's targets")
+			sort.Slice(targets, func(i, j int) bool {
+				return slices.IndexFunc(s.defs, func(d pipeline.Pipeline) bool { return d.Name == targets[i].Pipeline.Name }) <
+					slices.IndexFunc(s.defs, func(d pipeline.Pipeline) bool { return d.Name == targets[j].Pipeline.Name })
+			})
+			for i, def := range s.defs {
 				tg := targets[i]
+				fnID := functionOf[def.Name]
 				hotID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "hot")
 				dlqID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
 				topicID, _ := s.resourceOf(t, "AWS::SNS::Topic", def.Name, "")
@@ -550,4 +575,28 @@ func rateExpr(n int) string {
 	default:
 		return unit(n, "minute")
 	}
+}
+
+func TestOutputs(t *testing.T) {
+	each(t, func(t *testing.T, s *synthesized, def pipeline.Pipeline) {
+		hotID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "hot")
+		dlqID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
+		want := map[string]string{
+			"HotQueueUrl":    "${Ref:" + hotID + "}",
+			"DLQUrl":         "${Ref:" + dlqID + "}",
+			"RedriveRoleArn": "${" + s.roleOf(t, def.Name, "RedriveRole") + ".Arn}",
+		}
+		outputs := s.tmpl["Outputs"].(map[string]any)
+		for suffix, value := range want {
+			found := false
+			for id, o := range outputs {
+				om := o.(map[string]any)
+				if strings.Contains(id, suffix) && strings.HasPrefix(fmt.Sprint(om["Description"]), "agentdlq "+def.Name+":") {
+					found = true
+					assert.Equal(t, value, flat(om["Value"]), id)
+				}
+			}
+			assert.True(t, found, "output %s of %s", suffix, def.Name)
+		}
+	})
 }

@@ -68,10 +68,16 @@ type TriageProps struct {
 // Triage is the stack's read-only triage Lambda and its triggers.
 type Triage struct {
 	constructs.Construct
+	// Function is the first (usually the only) triage function.
 	Function awslambda.Function
-	Role     awsiam.Role
-	Policy   awsiam.Policy
-	Logs     awslogs.LogGroup
+	// Functions are all of them: pipelines are packed into as few functions
+	// as Lambda's 4 KB environment allows (AGENTDLQ_TRIAGE_TARGETS holds each
+	// pipeline's definition); FunctionOf maps a pipeline name to its function.
+	Functions  []awslambda.Function
+	FunctionOf map[string]awslambda.Function
+	Role       awsiam.Role
+	Policy     awsiam.Policy
+	Logs       awslogs.LogGroup
 	// Schedules and AlarmRules by pipeline name.
 	Schedules  map[string]awsevents.Rule
 	AlarmRules map[string]awsevents.Rule
@@ -97,21 +103,45 @@ func (props *TriageProps) validate() error {
 	if err := checkAssetDir("AssetDir", props.AssetDir); err != nil {
 		errs = append(errs, fmt.Errorf("triage construct: %w", err))
 	}
-	// The environment holds every pipeline's definition: check Lambda's 4 KB
-	// limit now, with the tokens counted at the length of real URLs and ARNs.
-	size := 0
-	targets := make([]triageTarget, 0, len(props.Pipelines))
-	const url, arn = "https://sqs.ap-southeast-2.amazonaws.com/123456789012/AgentDLQ-agent-tasks-0123456789AB-hot", "arn:aws:sqs:ap-southeast-2:123456789012:AgentDLQ-agent-tasks-0123456789AB-hot"
+	defs := make([]any, 0, len(props.Pipelines))
 	for _, p := range props.Pipelines {
-		targets = append(targets, triageTarget{Pipeline: p.Def, HotQueueURL: url, HotQueueARN: arn, DLQURL: url, DLQARN: arn, AlarmTopicARN: arn})
+		defs = append(defs, p.Def)
 	}
-	b, _ := json.Marshal(targets)
-	size += len("AGENTDLQ_TRIAGE_TARGETS") + len(b) + 2*len("AGENTDLQ_LEDGER_TABLE") + 2*80
-	if size > triageEnvLimit {
-		errs = append(errs, fmt.Errorf("triage construct: AGENTDLQ_TRIAGE_TARGETS for %d pipelines needs about %d bytes, above Lambda's %d-byte environment limit: split the pipelines over more stacks",
-			len(props.Pipelines), size, triageEnvLimit))
+	if _, err := triageChunks(defs); err != nil {
+		errs = append(errs, fmt.Errorf("triage construct: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// targetSize estimates the bytes one target adds to AGENTDLQ_TRIAGE_TARGETS,
+// with its tokens counted at the length of long real URLs and ARNs.
+func targetSize(def any) int {
+	const url = "https://sqs.ap-southeast-2.amazonaws.com/123456789012/AgentDLQ-agent-tasks-DLQ0123456789AB-AbCdEfGhIjKl.fifo"
+	const arn = "arn:aws:sqs:ap-southeast-2:123456789012:AgentDLQ-agent-tasks-DLQ0123456789AB-AbCdEfGhIjKl.fifo"
+	b, _ := json.Marshal(triageTarget{Pipeline: def, HotQueueURL: url, HotQueueARN: arn, DLQURL: url, DLQARN: arn, AlarmTopicARN: arn})
+	return len(b) + 1 // and a comma
+}
+
+// triageChunks packs pipelines, in order, into groups whose environment fits
+// Lambda's limit (AGENTDLQ_TRIAGE_TARGETS plus the bucket and table names).
+func triageChunks(defs []any) ([][]int, error) {
+	const fixed = len("AGENTDLQ_TRIAGE_TARGETS") + 2 + len("AGENTDLQ_EVAL_BUCKET") + 63 + len("AGENTDLQ_LEDGER_TABLE") + 255
+	var chunks [][]int
+	size := fixed
+	for i, def := range defs {
+		n := targetSize(def)
+		if fixed+n > triageEnvLimit {
+			return nil, fmt.Errorf("the definition of pipeline #%d needs about %d bytes of environment, above Lambda's %d-byte limit: shorten its description, drop_fields or hash_fields",
+				i+1, fixed+n, triageEnvLimit)
+		}
+		if len(chunks) == 0 || size+n > triageEnvLimit {
+			chunks = append(chunks, nil)
+			size = fixed
+		}
+		chunks[len(chunks)-1] = append(chunks[len(chunks)-1], i)
+		size += n
+	}
+	return chunks, nil
 }
 
 // NewTriage creates the triage Lambda with its read-only role, a schedule
@@ -120,10 +150,12 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (*Tria
 	if err := props.validate(); err != nil {
 		return nil, err
 	}
-	t := &Triage{Construct: constructs.NewConstruct(scope, jsii.String(id)), Schedules: map[string]awsevents.Rule{}, AlarmRules: map[string]awsevents.Rule{}}
+	t := &Triage{Construct: constructs.NewConstruct(scope, jsii.String(id)), Schedules: map[string]awsevents.Rule{}, AlarmRules: map[string]awsevents.Rule{},
+		FunctionOf: map[string]awslambda.Function{}}
 	stack := awscdk.Stack_Of(t.Construct)
 
-	targets := make([]triageTarget, 0, len(props.Pipelines))
+	targets := make([]any, 0, len(props.Pipelines))
+	defs := make([]any, 0, len(props.Pipelines))
 	var dlqARNs, topicARNs, objectARNs, auditARNs, prefixes []string
 	maxSeconds := 0
 	for _, p := range props.Pipelines {
@@ -135,12 +167,22 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (*Tria
 		if err != nil {
 			return nil, fmt.Errorf("triage construct: encode pipeline %q: %w", p.Def.Name, err)
 		}
-		targets = append(targets, triageTarget{
+		// Round-trip through encoding/json so that the JSON keys are the tags.
+		var target any
+		b, err = json.Marshal(triageTarget{
 			Pipeline:    def,
 			HotQueueURL: *p.HotQueue.QueueUrl(), HotQueueARN: *p.HotQueue.QueueArn(),
 			DLQURL: *p.DLQ.QueueUrl(), DLQARN: *p.DLQ.QueueArn(),
 			AlarmTopicARN: *p.AlarmTopic.TopicArn(),
 		})
+		if err == nil {
+			err = json.Unmarshal(b, &target)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("triage construct: encode target %q: %w", p.Def.Name, err)
+		}
+		targets = append(targets, target)
+		defs = append(defs, def)
 		dlqARNs = append(dlqARNs, *p.DLQ.QueueArn())
 		topicARNs = append(topicARNs, *p.AlarmTopic.TopicArn())
 		objectARNs = append(objectARNs, *props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/*")))
@@ -148,14 +190,9 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (*Tria
 		prefixes = append(prefixes, p.Def.Name+"/*")
 		maxSeconds = max(maxSeconds, p.Def.Triage.MaxSeconds)
 	}
-	var targetsJSON any = targets
-	// Round-trip through encoding/json so that the JSON keys are the tags above.
-	b, err := json.Marshal(targets)
-	if err == nil {
-		err = json.Unmarshal(b, &targetsJSON)
-	}
+	chunks, err := triageChunks(defs)
 	if err != nil {
-		return nil, fmt.Errorf("triage construct: encode targets: %w", err)
+		return nil, fmt.Errorf("triage construct: %w", err)
 	}
 
 	t.Logs = awslogs.NewLogGroup(t.Construct, jsii.String("Logs"), &awslogs.LogGroupProps{
@@ -231,23 +268,38 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (*Tria
 		"reports and eval exports are objects under each pipeline's own prefix <pipeline>/*, named at run time (date, export id); <pipeline>/audit/* is denied",
 		`/^Resource::<.*\.Arn>\/[a-z0-9-]+\/(audit\/)?\*$/`)
 
-	t.Function = awslambda.NewFunction(t.Construct, jsii.String("Function"), &awslambda.FunctionProps{
-		Description:  jsii.String("agentdlq triage: read-only scan of every DLQ, report, metrics, eval export"),
-		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture: awslambda.Architecture_ARM_64(),
-		Handler:      jsii.String("bootstrap"),
-		Code:         awslambda.Code_FromAsset(jsii.String(props.AssetDir), nil),
-		Timeout:      awscdk.Duration_Seconds(jsii.Number(float64(min(maxSeconds+30, 900)))),
-		MemorySize:   jsii.Number(512),
-		Role:         t.Role,
-		LogGroup:     t.Logs,
-		Environment: &map[string]*string{
-			"AGENTDLQ_TRIAGE_TARGETS": stack.ToJsonString(targetsJSON, nil),
-			"AGENTDLQ_EVAL_BUCKET":    props.Bucket.BucketName(),
-			"AGENTDLQ_LEDGER_TABLE":   props.Ledger.TableName(),
-		},
-	})
-	t.Function.Node().AddDependency(t.Policy)
+	for i, chunk := range chunks {
+		chunkTargets := make([]any, 0, len(chunk))
+		for _, j := range chunk {
+			chunkTargets = append(chunkTargets, targets[j])
+		}
+		fid := "Function"
+		if i > 0 {
+			fid = fmt.Sprintf("Function%d", i+1)
+		}
+		fn := awslambda.NewFunction(t.Construct, jsii.String(fid), &awslambda.FunctionProps{
+			Description:  jsii.String("agentdlq triage: read-only scan of every DLQ, report, metrics, eval export"),
+			Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+			Architecture: awslambda.Architecture_ARM_64(),
+			Handler:      jsii.String("bootstrap"),
+			Code:         awslambda.Code_FromAsset(jsii.String(props.AssetDir), nil),
+			Timeout:      awscdk.Duration_Seconds(jsii.Number(float64(min(maxSeconds+30, 900)))),
+			MemorySize:   jsii.Number(512),
+			Role:         t.Role,
+			LogGroup:     t.Logs,
+			Environment: &map[string]*string{
+				"AGENTDLQ_TRIAGE_TARGETS": stack.ToJsonString(chunkTargets, nil),
+				"AGENTDLQ_EVAL_BUCKET":    props.Bucket.BucketName(),
+				"AGENTDLQ_LEDGER_TABLE":   props.Ledger.TableName(),
+			},
+		})
+		fn.Node().AddDependency(t.Policy)
+		t.Functions = append(t.Functions, fn)
+		for _, j := range chunk {
+			t.FunctionOf[props.Pipelines[j].Def.Name] = fn
+		}
+	}
+	t.Function = t.Functions[0]
 
 	for _, p := range props.Pipelines {
 		name := p.Def.Name
@@ -255,7 +307,7 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (*Tria
 		t.Schedules[name] = awsevents.NewRule(t.Construct, jsii.String("Schedule-"+idName), &awsevents.RuleProps{
 			Description: jsii.String(fmt.Sprintf("agentdlq triage of %s every %d minutes", name, p.Def.Triage.ScheduleMinutes)),
 			Schedule:    awsevents.Schedule_Rate(minutes(p.Def.Triage.ScheduleMinutes)),
-			Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(t.Function, &awseventstargets.LambdaFunctionProps{
+			Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(t.FunctionOf[name], &awseventstargets.LambdaFunctionProps{
 				Event:         awsevents.RuleTargetInput_FromObject(map[string]any{"trigger": TriggerSchedule, "pipeline": name}),
 				RetryAttempts: jsii.Number(2),
 				MaxEventAge:   awscdk.Duration_Hours(jsii.Number(1)),
@@ -273,7 +325,7 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (*Tria
 				Resources:  &alarmARNs,
 				Detail:     &map[string]any{"state": map[string]any{"value": []string{"ALARM"}}},
 			},
-			Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(t.Function, &awseventstargets.LambdaFunctionProps{
+			Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(t.FunctionOf[name], &awseventstargets.LambdaFunctionProps{
 				Event: awsevents.RuleTargetInput_FromObject(map[string]any{
 					"trigger":    TriggerAlarm,
 					"pipeline":   name,

@@ -1,8 +1,10 @@
 package stack
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -165,4 +167,48 @@ func TestFromContext(t *testing.T) {
 			assert.Contains(t, err.Error(), tt.want)
 		})
 	}
+}
+
+// TestTriageChunks: the triage's environment holds every pipeline's
+// definition, so pipelines are packed into as few functions as Lambda's 4 KB
+// allows; a single definition too large for it is refused.
+func TestTriageChunks(t *testing.T) {
+	defs := func(n int, description string) []any {
+		var out []any
+		for i := range n {
+			def := fx.file.Pipelines[i%len(fx.file.Pipelines)]
+			def.Name = fmt.Sprintf("%s-%d", def.Name, i)
+			def.Description = description
+			out = append(out, def)
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		n    int
+		want [][]int
+	}{
+		{"one", 1, [][]int{{0}}},
+		{"the repository's two", 2, [][]int{{0, 1}}},
+		{"three", 3, [][]int{{0, 1}, {2}}},
+		{"seven", 7, [][]int{{0, 1}, {2, 3}, {4, 5}, {6}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := defs(tt.n, fx.file.Pipelines[0].Description)
+			got, err := triageChunks(d)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+			for _, chunk := range got {
+				size := 0
+				for _, i := range chunk {
+					size += targetSize(d[i])
+				}
+				assert.Less(t, size, triageEnvLimit-400, "the targets and the other variables fit")
+			}
+		})
+	}
+	_, err := triageChunks(defs(1, strings.Repeat("x", 4000)))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "above Lambda's 4096-byte limit")
 }
