@@ -471,3 +471,36 @@ func TestSelectConcurrentRunsOfTheSameGroup(t *testing.T) {
 	assert.Equal(t, 0, dups, "each dead letter is held by one run while it moves")
 	assert.Len(t, f.snapshot(q.DLQURL), 5, "the other group stays")
 }
+
+func TestSelectInAWSChecksTheCaller(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	for _, tt := range []struct {
+		name, caller, roleTag string
+		code                  string // want: refusal code, "" for allowed
+	}{
+		{"the redrive role", "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice", "arn:aws:iam::000000000000:role/AgentTasksRedrive", ""},
+		{"another role", "arn:aws:sts::000000000000:assumed-role/PowerUser/alice", "arn:aws:iam::000000000000:role/AgentTasksRedrive", CodeIdentity},
+		{"no role tag on the DLQ", "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice", "", CodeIdentity},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeSQS()
+			q := f.addPair(p)
+			seed(t, f, q, 2, events.ReasonBudgetExhausted)
+			if tt.roleTag != "" {
+				f.queues[q.DLQURL].tags[TagRedriveRole] = tt.roleTag
+			}
+			r, _, _ := newRedriver(t, p, f, q)
+			r.Local, r.STS = false, fakeSTS{arn: tt.caller}
+			res, err := r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+			if tt.code == "" {
+				require.NoError(t, err)
+				assert.Equal(t, 2, res.Moved)
+				return
+			}
+			assert.Equal(t, tt.code, RefusalCode(err), err)
+			assert.Empty(t, f.snapshot(q.HotURL))
+		})
+	}
+}
