@@ -205,6 +205,10 @@ func hasLongRun(s string, n int) bool {
 	return false
 }
 
+// redactWindow bounds the bytes of error text the patterns read when the
+// result is limited (the limit must be far below it).
+const redactWindow = 16 * 1024
+
 // Redact removes tokens, keys, authorization headers, credentials in URLs and
 // email addresses from s, then truncates it to at most maxRunes runes (an
 // ellipsis marks a cut). maxRunes <= 0 means no limit. Invalid UTF-8 is
@@ -215,6 +219,20 @@ func Redact(s string, maxRunes int) string {
 	}
 	if !utf8.ValidString(s) {
 		s = string([]rune(s)) // replaces each invalid byte with U+FFFD
+	}
+	// With a limit, the patterns need not read a megabyte of error text to
+	// keep 256 characters of it: they run on a window, cut at whitespace
+	// (a secret has none) so that no secret is cut in two.
+	cut := false
+	if maxRunes > 0 && len(s) > redactWindow && maxRunes*utf8.UTFMax*8 <= redactWindow {
+		end := redactWindow
+		if k := strings.LastIndexAny(s[end-redactWindow/8:end], " \t\r\n"); k >= 0 {
+			end = end - redactWindow/8 + k
+		}
+		for end > 0 && !utf8.RuneStart(s[end]) {
+			end--
+		}
+		s, cut = s[:end], true
 	}
 	fired := triggered(s)
 	for i, r := range redactions {
@@ -232,9 +250,9 @@ func Redact(s string, maxRunes int) string {
 			fired = triggered(s)
 		}
 	}
-	if maxRunes > 0 && utf8.RuneCountInString(s) > maxRunes {
+	if n := utf8.RuneCountInString(s); maxRunes > 0 && (n > maxRunes || cut) {
 		rs := []rune(s)
-		s = string(rs[:maxRunes-1]) + "…"
+		s = string(rs[:min(n, maxRunes-1)]) + "…"
 	}
 	return s
 }

@@ -91,6 +91,34 @@ func TestRedactTruncationKeepsRunes(t *testing.T) {
 	assert.Equal(t, strings.Repeat("a", 1000), events.Redact(strings.Repeat("a", 1000), 0), "no limit")
 }
 
+func TestRedactLongText(t *testing.T) {
+	t.Parallel()
+	// A megabyte of error text (an HTTP body pasted into an error): the
+	// secret at the start is redacted, the result is bounded and marked cut.
+	long := "upstream said: password=hunter2 " + strings.Repeat("lorem ipsum ", 100_000)
+	got := events.Redact(long, events.MaxErrorRunes)
+	assert.True(t, strings.HasPrefix(got, "upstream said: password=[REDACTED] lorem"))
+	assert.Equal(t, events.MaxErrorRunes, utf8.RuneCountInString(got))
+	assert.True(t, strings.HasSuffix(got, "…"))
+
+	// Secrets that collapse to short markers: what is left of the window is
+	// kept, still marked as cut, and no secret is cut in two.
+	jwt := "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJlc2lnbmF0dXJl"
+	many := strings.Repeat(jwt+" ", 2000)
+	got = events.Redact(many, 300)
+	assert.NotContains(t, got, "eyJ")
+	assert.True(t, strings.HasSuffix(got, "…"))
+	assert.LessOrEqual(t, utf8.RuneCountInString(got), 300)
+
+	// One secret longer than the window: redacted, the rest dropped.
+	blob := strings.Repeat("A1b2C3d4", 3000)
+	assert.Equal(t, "key [REDACTED_BLOB]…", events.Redact("key "+blob, events.MaxErrorRunes))
+
+	// Without a limit, the whole text is read.
+	got = events.Redact(strings.Repeat("x ", 20_000)+"password=hunter2", 0)
+	assert.True(t, strings.HasSuffix(got, "password=[REDACTED]"))
+}
+
 func TestRedactIsIdempotent(t *testing.T) {
 	t.Parallel()
 	in := "Authorization: Bearer abcdefgh12345678 bob@example.com password=x sk-abcdefghijklmnop1234 https://u:p@h/x?sig=1"
