@@ -211,7 +211,8 @@ const redactWindow = 16 * 1024
 
 // Redact removes tokens, keys, authorization headers, credentials in URLs and
 // email addresses from s, then truncates it to at most maxRunes runes (an
-// ellipsis marks a cut). maxRunes <= 0 means no limit. Invalid UTF-8 is
+// ellipsis marks a cut). maxRunes <= 0 means no limit; with a limit, only
+// the first 16 KiB of s (cut at whitespace) are read. Invalid UTF-8 is
 // replaced, so the result is always valid UTF-8.
 func Redact(s string, maxRunes int) string {
 	if s == "" {
