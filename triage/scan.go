@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,7 +175,7 @@ func Scan(ctx context.Context, api ScanAPI, dlqURL string, opts ScanOptions) ([]
 	}
 	st.Receivers = opts.Receivers
 
-	s := &scanner{api: api, url: dlqURL, opts: opts, st: &st, seen: map[string]int{}, start: opts.Now()}
+	s := &scanner{api: api, url: dlqURL, opts: opts, st: &st, seen: map[string]int{}, handles: map[string]string{}, start: opts.Now()}
 	// A receiver that stops lets the others finish the receive they are in
 	// (a long poll of at most WaitTime) rather than cancel it: a receive
 	// abandoned mid-poll may still take messages on the server's side, and
@@ -218,7 +219,7 @@ type scanner struct {
 	st       *ScanStats
 	seen     map[string]int // message id -> index in msgs
 	msgs     []Message
-	handles  []string // receipt handles to release, latest per message
+	handles  map[string]string // message id -> latest receipt handle, to release
 	stopped  string
 	firstErr error
 }
@@ -256,7 +257,7 @@ func (s *scanner) receive(ctx context.Context) {
 		fresh := 0
 		for _, m := range out.Messages {
 			id := aws.ToString(m.MessageId)
-			s.handles = append(s.handles, aws.ToString(m.ReceiptHandle))
+			s.handles[id] = aws.ToString(m.ReceiptHandle) // only the latest handle can change the visibility
 			if i, ok := s.seen[id]; ok {
 				s.st.Duplicates++
 				s.msgs[i].ReceiptHandle = aws.ToString(m.ReceiptHandle)
@@ -313,11 +314,16 @@ func (s *scanner) setStop(reason string) {
 
 // release makes everything the scan holds visible again, ten at a time.
 func (s *scanner) release(ctx context.Context) {
-	for i := 0; i < len(s.handles); i += 10 {
-		batch := s.handles[i:min(i+10, len(s.handles))]
+	ids := make([]string, 0, len(s.handles))
+	for id := range s.handles {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for i := 0; i < len(ids); i += 10 {
+		batch := ids[i:min(i+10, len(ids))]
 		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))
-		for j, h := range batch {
-			entries[j] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: aws.String(h), VisibilityTimeout: 0}
+		for j, id := range batch {
+			entries[j] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: aws.String(s.handles[id]), VisibilityTimeout: 0}
 		}
 		out, err := s.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(s.url), Entries: entries})
 		if err != nil {

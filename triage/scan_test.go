@@ -106,6 +106,7 @@ func TestScan(t *testing.T) {
 				}
 				assert.Equal(t, st.Released, f.released)
 				assert.Positive(t, st.Released)
+				assert.Zero(t, st.ReleaseFailed, "only the latest receipt handle of each message is used")
 			}
 			for i := 1; i < len(progress); i++ {
 				assert.GreaterOrEqual(t, progress[i], progress[i-1], "progress only grows")
