@@ -31,7 +31,7 @@ import (
 // valid tasks of the same batches are processed, and no batch fails as a whole.
 func TestFaultPoisonInput(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, false, 3, nil)
+	h := newHarness(t, false, 0, nil)
 	prefix := localtest.Unique("poison")
 	var tasks []workload.Task
 	poison := []workload.Kind{workload.JSONInvalid, workload.SchemaInvalid, workload.ToolUnknown, workload.ToolVersionUnsupported,
@@ -59,7 +59,7 @@ func TestFaultPoisonInput(t *testing.T) {
 // reach the DLQ through the redrive policy without a reason.
 func TestFaultTransientExhaustion(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, false, 3, nil)
+	h := newHarness(t, false, 0, nil)
 	prefix := localtest.Unique("exhaust")
 	sent := h.send(workload.Make(prefix, 0, workload.BudgetExhausted, 0), workload.Make(prefix, 1, workload.BudgetExhausted, 0))
 	h.drain(h.worker().Handle)
@@ -82,7 +82,7 @@ func TestFaultTransientExhaustion(t *testing.T) {
 // recorded once, the message ends deleted, nothing is dead-lettered.
 func TestFaultAckLost(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, false, 2, nil)
+	h := newHarness(t, false, 4, nil)
 	task := workload.Make(localtest.Unique("acklost"), 0, workload.OKMutating, 0)
 	sent := h.send(task)
 	lossy := &lossyDeletes{Client: h.sqs, drop: 1}
@@ -102,7 +102,7 @@ func TestFaultAckLost(t *testing.T) {
 // dead-lettered with its own reason. Nothing is lost.
 func TestFaultDLQSendFails(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, false, 2, nil)
+	h := newHarness(t, false, 4, nil)
 	task := workload.Make(localtest.Unique("dlqsend"), 0, workload.SchemaInvalid, 0)
 	sent := h.send(task)
 	f := &faultySQS{Client: h.sqs, dlqURL: h.q.DLQURL, sendFault: func(n int) error {
@@ -127,7 +127,7 @@ func TestFaultDLQSendFails(t *testing.T) {
 // is back each task is processed once.
 func TestFaultLedgerUnavailable(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, false, 2, nil)
+	h := newHarness(t, false, 4, nil)
 	prefix := localtest.Unique("ledger")
 	tasks := []workload.Task{workload.Make(prefix, 0, workload.OK, 0), workload.Make(prefix, 1, workload.OKMutating, 0)}
 	var mu sync.Mutex
@@ -163,7 +163,7 @@ func TestFaultCredentialsAndPermissions(t *testing.T) {
 	t.Parallel()
 	t.Run("tool credentials refused", func(t *testing.T) {
 		t.Parallel()
-		h := newHarness(t, false, 3, nil)
+		h := newHarness(t, false, 0, nil)
 		sent := h.send(workload.Make(localtest.Unique("auth"), 0, workload.AuthConfig, 0))
 		h.drain(h.worker().Handle)
 		assert.Equal(t, h.p.MaxReceiveCount, h.attemptsOf(sent[0].MessageID))

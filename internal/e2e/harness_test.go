@@ -44,7 +44,11 @@ type harness struct {
 }
 
 // newHarness builds agent-tasks (or agent-steps when fifo) with the demo
-// timings, the visibility timeout set to vis seconds, and mutate applied.
+// timings (workload.Quick), the visibility timeout set to vis seconds when
+// vis > 0, and mutate applied. A short visibility timeout is for tests that
+// wait for redeliveries after whole-batch failures; tests that count exact
+// attempts on multi-record batches keep the demo's 30 s, so that a slow
+// batch on a loaded machine is never delivered twice.
 func newHarness(t *testing.T, fifo bool, vis int, mutate func(*pipeline.Pipeline)) *harness {
 	t.Helper()
 	cfg := localtest.AWS(t)

@@ -39,5 +39,10 @@
 //     does in a warm Lambda — and a crash of the handler (a panic) is caught
 //     instead of ending the runtime.
 //   - Until idle: Run can stop by itself once the queue is drained
-//     (Config.UntilIdle), which an event source never does.
+//     (Config.UntilIdle), which an event source never does. It stops
+//     gracefully: each poller finishes its current long poll and handles
+//     what it brought. (Cancelling a long poll instead would leave SQS free
+//     to hand the next message to a request nobody reads any more; that
+//     message would sit invisible for its visibility timeout. Cancelling
+//     Run's context does exactly that — it is not lost, only delayed.)
 package esm

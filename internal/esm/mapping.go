@@ -156,6 +156,7 @@ type Mapping struct {
 
 	inFlight     atomic.Int64
 	failing      atomic.Int64 // pollers whose last receive failed
+	stopping     atomic.Bool  // set by an idle stop or a failed poller: finish the current receive, then return
 	lastActivity atomic.Int64 // unix nanos of the last received record or finished batch
 }
 
@@ -181,12 +182,14 @@ func (m *Mapping) Stats() Stats {
 
 // Run polls until ctx ends or, with UntilIdle, the queue is drained. A batch
 // being handled when ctx ends is finished first (its deletes use a fresh
-// context), so that stopping never strands a success undeleted. It returns
+// context), so that stopping never strands a success undeleted. An idle stop
+// lets every poller finish its current receive and handle what it brought,
+// instead of abandoning a long poll that SQS may still answer with a message
+// (which would then sit invisible for its visibility timeout). It returns
 // the stats and the first receive error that is not the context's.
 func (m *Mapping) Run(ctx context.Context) (Stats, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	m.touch()
+	m.stopping.Store(false)
 	var (
 		wg       sync.WaitGroup
 		errOnce  sync.Once
@@ -197,18 +200,18 @@ func (m *Mapping) Run(ctx context.Context) (Stats, error) {
 		go func() {
 			defer wg.Done()
 			if err := m.poll(ctx, i); err != nil {
-				errOnce.Do(func() { firstErr = err; cancel() })
+				errOnce.Do(func() { firstErr = err; m.stopping.Store(true) })
 			}
 		}()
 	}
+	pollersDone := make(chan struct{})
 	if m.cfg.UntilIdle {
-		wg.Add(1)
 		go func() {
-			defer wg.Done()
-			m.watchIdle(ctx, cancel)
+			m.watchIdle(ctx, pollersDone)
 		}()
 	}
 	wg.Wait()
+	close(pollersDone)
 	return m.Stats(), firstErr
 }
 
@@ -218,7 +221,7 @@ func (m *Mapping) touch() { m.lastActivity.Store(m.cfg.Now().UnixNano()) }
 func (m *Mapping) poll(ctx context.Context, poller int) error {
 	log := m.cfg.Logger.With("queue", m.cfg.QueueURL, "poller", poller)
 	consecutiveErrs := 0
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !m.stopping.Load() {
 		msgs, err := m.gather(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -256,6 +259,9 @@ func (m *Mapping) gather(ctx context.Context) ([]types.Message, error) {
 	var msgs []types.Message
 	var deadline time.Time
 	for len(msgs) < m.cfg.BatchSize {
+		if len(msgs) > 0 && m.stopping.Load() {
+			break
+		}
 		wait := m.cfg.WaitTime
 		if len(msgs) > 0 {
 			left := deadline.Sub(m.cfg.Now())
@@ -361,14 +367,16 @@ func (m *Mapping) delete(log *slog.Logger, ev events.SQSEvent, idx []int) {
 	}
 }
 
-// watchIdle stops the mapping once the queue is drained, or after
+// watchIdle tells the pollers to stop once the queue is drained, or after
 // IdleTimeout without a received message.
-func (m *Mapping) watchIdle(ctx context.Context, stop context.CancelFunc) {
+func (m *Mapping) watchIdle(ctx context.Context, pollersDone <-chan struct{}) {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			return
+		case <-pollersDone:
 			return
 		case <-tick.C:
 		}
@@ -378,7 +386,7 @@ func (m *Mapping) watchIdle(ctx context.Context, stop context.CancelFunc) {
 		idle := m.cfg.Now().Sub(time.Unix(0, m.lastActivity.Load()))
 		if idle >= m.cfg.IdleTimeout {
 			m.cfg.Logger.InfoContext(ctx, "idle: stopping", "queue", m.cfg.QueueURL, "idle_seconds", idle.Seconds())
-			stop()
+			m.stopping.Store(true)
 			return
 		}
 		if idle < time.Second {
@@ -386,7 +394,7 @@ func (m *Mapping) watchIdle(ctx context.Context, stop context.CancelFunc) {
 		}
 		n, err := m.depth(ctx)
 		if err == nil && n == 0 && m.inFlight.Load() == 0 {
-			stop()
+			m.stopping.Store(true)
 			return
 		}
 	}
