@@ -137,8 +137,8 @@ func scanLine(r *Report) string {
 	if r.Partial {
 		state = "PARTIAL"
 	}
-	return fmt.Sprintf("generated %s; %d messages in %d groups; scan %s: %d read in %.1fs (%.0f msg/s), stopped: %s",
-		r.GeneratedAt.Format(time.RFC3339), r.Totals.Messages, r.Totals.Groups, state, s.Unique, s.DurationSeconds, s.MessagesPerSecond, orDash(s.StopReason))
+	return fmt.Sprintf("generated %s; %s in %s; scan %s: %d read in %.1fs (%.0f msg/s), stopped: %s",
+		r.GeneratedAt.Format(time.RFC3339), plural(r.Totals.Messages, "message"), plural(r.Totals.Groups, "group"), state, s.Unique, s.DurationSeconds, s.MessagesPerSecond, orDash(s.StopReason))
 }
 
 func expiryLine(r *Report) string {
