@@ -17,8 +17,11 @@ type redaction struct {
 	also string
 	// longRun triggers the rule on 40 consecutive base64 or hex characters.
 	longRun bool
-	re      *regexp.Regexp
-	repl    string
+	// assigned counts a trigger only when a key suffix, a quote, spaces and
+	// then ':' or '=' follow it (key=value pairs).
+	assigned bool
+	re       *regexp.Regexp
+	repl     string
 	// fn, when set, replaces each match instead of repl.
 	fn func(s string, loc []int) string
 }
@@ -80,8 +83,8 @@ var redactions = []redaction{
 	},
 	// key=value, key: value and "key": "value" pairs whose key names a secret.
 	{
-		triggers: secretKeys,
-		re:       regexp.MustCompile(`(?i)("?\b[a-z0-9_.-]*?(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|session[_-]?id|signature|cookie|authorization)(?:[_-][a-z0-9_-]*|key|id|value|hash|string|text|data|b64|base64)?"?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&}"']+)`),
+		triggers: secretKeys, assigned: true,
+		re: regexp.MustCompile(`(?i)((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|session[_-]?id|signature|cookie|authorization)(?:[_-][a-z0-9_-]*|key|id|value|hash|string|text|data|b64|base64)?"?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&}"']+)`),
 		fn: func(s string, loc []int) string {
 			key, val := s[loc[2]:loc[3]], s[loc[4]:loc[5]]
 			if val == "[REDACTED]" || strings.HasPrefix(val, "[REDACTED") {
@@ -119,15 +122,16 @@ var redactions = []redaction{
 
 // trigger is one trigger of the rule with bit rule.
 type trigger struct {
-	s    string
-	rule uint32
+	s        string
+	rule     uint32
+	assigned bool
 }
 
 // triggersByFirst lists the triggers by their first byte.
 var triggersByFirst = func() (t [256][]trigger) {
 	for i, r := range redactions {
 		for _, s := range r.triggers {
-			t[s[0]] = append(t[s[0]], trigger{s, 1 << i})
+			t[s[0]] = append(t[s[0]], trigger{s, 1 << i, r.assigned})
 		}
 	}
 	return t
@@ -172,12 +176,32 @@ func containsFold(s, sub string) bool {
 	return false
 }
 
+// assignedAt reports whether s[i:] is a key's rest and then ':' or '=':
+// letters, digits, '_' or '-', an optional quote, white space.
+func assignedAt(s string, i int) bool {
+	for i < len(s) {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' {
+			i++
+			continue
+		}
+		break
+	}
+	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
+		i++
+	}
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || s[i] == '\f') {
+		i++
+	}
+	return i < len(s) && (s[i] == ':' || s[i] == '=')
+}
+
 // triggered returns the bits of the rules whose triggers occur in s.
 func triggered(s string) uint32 {
 	var fired uint32
 	for i := 0; i < len(s); i++ {
 		for _, t := range triggersByFirst[lowerASCII(s[i])] {
-			if hasPrefixFold(s[i:], t.s) {
+			if hasPrefixFold(s[i:], t.s) && (!t.assigned || assignedAt(s, i+len(t.s))) {
 				fired |= t.rule
 			}
 		}

@@ -44,6 +44,8 @@ func TestRedact(t *testing.T) {
 		{name: "api_key pair", in: "api_key: 12345abcde, region: eu", want: "api_key: [REDACTED], region: eu"},
 		{name: "json token pair", in: `body {"token":"abc.def","user":"x"}`, want: `body {"token":"[REDACTED]","user":"x"}`},
 		{name: "client_secret pair", in: "client_secret='s3cr3t' rejected", want: "client_secret='[REDACTED]' rejected"},
+		{name: "key and value across a line break", in: "password\n= hunter2", want: "password\n= [REDACTED]"},
+		{name: "secret word without a value kept", in: "signature did not verify; token expired", want: "signature did not verify; token expired"},
 		{name: "camel-case secret keys", in: `secretKey=abc1 passwordHash: "x2" clientSecret=y3 accessToken=z4 sessionTokenValue=w5`, want: `secretKey=[REDACTED] passwordHash: "[REDACTED]" clientSecret=[REDACTED] accessToken=[REDACTED] sessionTokenValue=[REDACTED]`},
 		{name: "not a secret key", in: "max_tokens=4096 exceeded; secretsmanager:GetSecretValue denied", want: "max_tokens=4096 exceeded; secretsmanager:GetSecretValue denied"},
 		{name: "url credentials", in: "dial postgres://app:pa55w0rd@db.internal:5432/main failed", want: "dial postgres://[REDACTED]@db.internal:5432/main failed"},
