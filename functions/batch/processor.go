@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	awsevents "github.com/aws/aws-lambda-go/events"
@@ -223,7 +224,8 @@ func (p *Processor) Handle(ctx context.Context, ev awsevents.SQSEvent) (awsevent
 		return resp, err
 	}
 	var m counters
-	states := make([]recordState, len(ev.Records))
+	states := getStates(len(ev.Records))
+	defer putStates(states)
 	var held map[string]struct{} // FIFO message groups stopped at a failure
 	for i := range ev.Records {
 		msg := &ev.Records[i]
@@ -256,6 +258,22 @@ func (p *Processor) Handle(ctx context.Context, ev awsevents.SQSEvent) (awsevent
 	}
 	p.emit(&m)
 	return resp, nil
+}
+
+// statePool recycles the per-record state of a batch between invocations
+// (a record's state is only valid during its handler call).
+var statePool sync.Pool
+
+func getStates(n int) []recordState {
+	if p, ok := statePool.Get().(*[]recordState); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]recordState, n)
+}
+
+func putStates(s []recordState) {
+	clear(s) // drop the strings, so that a pooled slice keeps no message alive
+	statePool.Put(&s)
 }
 
 // CheckSQSEvent returns an error wrapping ErrNotSQSEvent when a record of ev

@@ -23,7 +23,8 @@ type Handler func(ctx context.Context, r Record) error
 
 // Record is one SQS message as a handler sees it, with its SQS system
 // attributes decoded. It is passed by value; its methods share the
-// record's state with the processor.
+// record's state with the processor and are valid only during the handler
+// call (the state is recycled for the next batch).
 type Record struct {
 	// Message is the Lambda SQS record. Read only.
 	Message *awsevents.SQSMessage
