@@ -65,7 +65,7 @@ var redactions = []redaction{
 	},
 	// Slack, GitHub and GitLab tokens.
 	{
-		triggers: []string{"xox", "gh", "github_pat", "glpat"},
+		triggers: []string{"xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-"},
 		re:       regexp.MustCompile(`\b(xox[abprs]|ghp|gho|ghu|ghs|ghr|github_pat|glpat)[-_][A-Za-z0-9_-]{10,}`),
 		repl:     "[REDACTED_KEY]",
 	},
