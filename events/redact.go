@@ -127,14 +127,22 @@ type trigger struct {
 	assigned bool
 }
 
-// triggersByFirst lists the triggers by their first byte.
-var triggersByFirst = func() (t [256][]trigger) {
+// triggersByFirst lists the triggers by their first byte; secondBytes[c]
+// is the set of the second bytes of the triggers that start with c (a
+// one-byte trigger puts all of them in), so that most bytes of a text cost
+// two table reads.
+var triggersByFirst, secondBytes = func() (t [256][]trigger, second [256][4]uint64) {
 	for i, r := range redactions {
 		for _, s := range r.triggers {
 			t[s[0]] = append(t[s[0]], trigger{s, 1 << i, r.assigned})
+			if len(s) == 1 {
+				second[s[0]] = [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)}
+			} else {
+				second[s[0]][s[1]>>6] |= 1 << (s[1] & 63)
+			}
 		}
 	}
-	return t
+	return t, second
 }()
 
 // longRunRules has the bits of the rules triggered by long runs.
@@ -200,7 +208,18 @@ func assignedAt(s string, i int) bool {
 func triggered(s string) uint32 {
 	var fired uint32
 	for i := 0; i < len(s); i++ {
-		for _, t := range triggersByFirst[lowerASCII(s[i])] {
+		c := lowerASCII(s[i])
+		if triggersByFirst[c] == nil {
+			continue
+		}
+		if i+1 < len(s) {
+			if c2 := lowerASCII(s[i+1]); secondBytes[c][c2>>6]&(1<<(c2&63)) == 0 {
+				continue
+			}
+		} else if secondBytes[c] != [4]uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)} {
+			continue
+		}
+		for _, t := range triggersByFirst[c] {
 			if hasPrefixFold(s[i:], t.s) && (!t.assigned || assignedAt(s, i+len(t.s))) {
 				fired |= t.rule
 			}
