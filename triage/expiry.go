@@ -45,11 +45,12 @@ type Expiry struct {
 //	broker move (no dlq_meta)         FIFO      the reset enqueue time*     fifo_reset
 //
 // (*) see ClockFIFOReset. A message whose dlq_meta is unreadable was still
-// sent by a worker (only a worker writes dlq_*), so it counts as worker_send.
+// sent by a worker (only a worker writes dlq_*), so it counts as worker_send;
+// one with stale metadata (Tagged.StaleMeta) came back by a broker move.
 // Without SentTimestamp, now stands in (ClockUnknown).
 func ExpiryOf(t *Tagged, fifo bool, retention time.Duration, now time.Time) Expiry {
 	var basis ClockBasis
-	workerSent := t.Meta != nil || t.MetaErr != nil
+	workerSent := (t.Meta != nil || t.MetaErr != nil) && !t.StaleMeta
 	switch {
 	case t.SentTimestamp.IsZero():
 		basis = ClockUnknown

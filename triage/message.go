@@ -58,7 +58,18 @@ type Tagged struct {
 	DeadLetteredAt time.Time
 	// Ledger is the ledger entry of the idempotency key, when LookupLedger found one.
 	Ledger *ledger.Entry
+	// StaleMeta is set when the dlq_meta predates the message's own enqueue
+	// time: most likely an earlier dead letter, redriven with its attributes
+	// (a native move task keeps them) and moved back by the broker after a
+	// crash. The reason stays the metadata's (it is what the worker wrote);
+	// the report counts these under "Attention".
+	StaleMeta bool
 }
+
+// StaleMetaAfter is how much later than dlq_meta's dead_lettered_at a
+// message's SentTimestamp must be for the metadata to count as stale (the
+// worker's send lands within seconds; the margin absorbs clock skew).
+const StaleMetaAfter = 5 * time.Minute
 
 // Hints are the fields of an agent task that triage groups by. All optional.
 type Hints struct {
@@ -83,7 +94,9 @@ var ErrBodyNotUTF8 = errors.New("body is not valid UTF-8")
 //     it after maxReceiveCount receives: the worker never finished it);
 //   - unreadable metadata (not JSON, unknown version, oversized, dlq_reason
 //     without dlq_meta, dlq_reason disagreeing with dlq_meta): unclassified,
-//     inferred, MetaErr set.
+//     inferred, MetaErr set;
+//   - metadata older than the message (SentTimestamp more than StaleMetaAfter
+//     after dead_lettered_at): the metadata's reason, StaleMeta set.
 func Tag(m Message) Tagged { return tag(m, nil) }
 
 // tag is Tag with an optional memo of error signatures (the normalisation's
@@ -103,6 +116,9 @@ func tag(m Message, sigs map[[2]string]string) Tagged {
 		t.Reason, t.Inferred = events.ReasonReceiveLimit, true
 	default:
 		t.Reason, t.Meta = meta.Reason, meta
+		// Enqueued well after it was dead-lettered: redriven with its
+		// attributes, then moved back by the broker.
+		t.StaleMeta = !m.SentTimestamp.IsZero() && !meta.DeadLetteredAt.IsZero() && m.SentTimestamp.After(meta.DeadLetteredAt.Add(StaleMetaAfter))
 		if sigs == nil {
 			t.Signature = Signature(meta.ErrorCode, meta.Error)
 		} else {

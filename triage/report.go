@@ -66,6 +66,7 @@ type Totals struct {
 	Messages              int           `json:"messages"`
 	Inferred              int           `json:"inferred"`
 	Unreadable            int           `json:"unreadable"`
+	StaleMeta             int           `json:"stale_meta"`
 	Groups                int           `json:"groups"`
 	RecurringPoisonGroups int           `json:"recurring_poison_groups"`
 	RedriveLoop           int           `json:"redrive_loop"`
@@ -247,6 +248,9 @@ func BuildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o BuildOpti
 			r.Expiry.Expiring = append(r.Expiry.Expiring, ExpiringMessage{
 				MessageID: t.MessageID, Reason: t.Reason, Fingerprint: t.Fingerprint, DeletesAt: exp.DeletesAt.UTC(), Basis: exp.Basis,
 			})
+		}
+		if t.StaleMeta {
+			r.Totals.StaleMeta++
 		}
 		if t.MetaErr != nil {
 			r.Totals.Unreadable++
@@ -462,6 +466,9 @@ func attention(r *Report, p *pipeline.Pipeline) []string {
 	}
 	if r.Totals.RecurringPoisonGroups > 0 {
 		out = append(out, plural(r.Totals.RecurringPoisonGroups, "recurring poison group")+" (at least "+itoa(p.Eval.Threshold)+" messages): export to evals, fix, then redrive")
+	}
+	if r.Totals.StaleMeta > 0 {
+		out = append(out, plural(r.Totals.StaleMeta, "message")+" enqueued well after their dlq_meta was written: redriven with their attributes and moved back by the broker (a crash, timeout or OOM on the redrive?)")
 	}
 	if r.Totals.Unreadable > 0 {
 		out = append(out, plural(r.Totals.Unreadable, "message")+" with unreadable dlq_meta, counted as unclassified")

@@ -99,3 +99,27 @@ func TestBodyHintsIgnoresWrongTypes(t *testing.T) {
 	got = bodyHints(`{"schema_version":2.5}`, Hints{})
 	assert.Equal(t, 0, got.SchemaVersion)
 }
+
+// TestTagStaleMeta: a dead letter redriven with its attributes (a native move
+// task keeps them) that the broker moved back carries the earlier dlq_meta.
+// Its reason stays the metadata's; it is flagged, and its retention clock is
+// the broker move's.
+func TestTagStaleMeta(t *testing.T) {
+	t.Parallel()
+	meta := poisonMeta(events.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-1", "HTTP 503")
+	meta.DeadLetteredAt = t0.Add(-48 * time.Hour)
+	moved := deadLetter(t, "m1", "{}", meta, t0.Add(-2*time.Hour)) // re-enqueued 46 h after the dead-lettering
+	got := Tag(moved)
+	assert.Equal(t, events.ReasonBudgetExhausted, got.Reason)
+	assert.True(t, got.StaleMeta)
+	assert.Equal(t, ClockOriginalSend, ExpiryOf(&got, false, 336*time.Hour, t0).Basis)
+	r := Build([]Tagged{got}, testPipeline(t, false), t0)
+	assert.Equal(t, 1, r.Totals.StaleMeta)
+	assert.Contains(t, r.Attention[0], "1 message enqueued well after")
+
+	// The worker's own send lands within seconds of dead_lettered_at: not stale.
+	fresh := deadLetter(t, "m2", "{}", meta, meta.DeadLetteredAt.Add(3*time.Second))
+	got = Tag(fresh)
+	assert.False(t, got.StaleMeta)
+	assert.Equal(t, ClockWorkerSend, ExpiryOf(&got, false, 336*time.Hour, t0).Basis)
+}
