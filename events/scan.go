@@ -12,8 +12,9 @@ import (
 // it as JSON exactly as encoding/json does (json.Valid) and records where the
 // top-level members of agent task v1 stand. It is plain Go over byte slices:
 // no reflection, no unsafe, no assembly, so it runs the same on amd64 and
-// arm64. Strings are scanned eight bytes at a time (SWAR on a little-endian
-// load, which both architectures do in one instruction).
+// arm64. Strings are scanned a 64-bit word at a time, two words a step
+// (SWAR on little-endian loads, which both architectures do in one
+// instruction; see special).
 
 // jsonMaxDepth mirrors encoding/json's nesting limit: json.Valid rejects a
 // document nested deeper than this, so the scanner does too.
