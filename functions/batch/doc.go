@@ -103,6 +103,15 @@
 // key done when the handler returns nil, or dead-lettered (counting it) when
 // it dead-letters the record. A ledger outage retries the record.
 //
+// # Concurrency
+//
+// By default records are handled one after the other, in event order. With
+// Config.Concurrency n > 1, a standard queue's records are handled by up to
+// n goroutines, and a FIFO queue's message groups are (each group's records
+// in order, so the FIFO rules above hold); the partial batch response still
+// lists the failures in event order. Raise it when the handler waits on the
+// network (a DynamoDB ledger); the sample worker's Lambda uses 16.
+//
 // # Metrics and logs
 //
 // One line of CloudWatch embedded metric format per invocation in namespace

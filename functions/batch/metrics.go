@@ -32,6 +32,18 @@ type counters struct {
 
 const maxReasons = 32
 
+// add adds o's counts to c.
+func (c *counters) add(o *counters) {
+	c.processed += o.processed
+	c.retried += o.retried
+	c.deadLettered += o.deadLettered
+	c.dlqSendFailures += o.dlqSendFailures
+	c.duplicates += o.duplicates
+	for i, n := range o.byReason {
+		c.byReason[i] += n
+	}
+}
+
 var allReasons = events.AllReasons()
 
 func reasonIndex(r events.Reason) int {

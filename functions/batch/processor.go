@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	awsevents "github.com/aws/aws-lambda-go/events"
@@ -52,6 +53,13 @@ type Config struct {
 	// Ledger is optional: the idempotency ledger that Record.Claim,
 	// StartEffect and Done use. Without it, there is no duplicate detection.
 	Ledger ledger.Ledger
+	// Concurrency is optional (default 1: one record after the other): how
+	// many records are handled at once. A standard queue's records are
+	// handled by up to Concurrency goroutines; a FIFO queue's message groups
+	// are, each group's records in order. Raise it when the handler waits
+	// on the network (a DynamoDB ledger, a tool's API); the handler, the
+	// ledger and the logger must then be safe for concurrent use.
+	Concurrency int
 	// Lease is optional (default 5 minutes): how long a Claim holds a key.
 	Lease time.Duration
 	// RedriveLoopAfter is optional (default 2): a key dead-lettered again
@@ -125,6 +133,7 @@ type Processor struct {
 	backoff     Backoff
 	ledger      ledger.Ledger
 	lease       time.Duration
+	concurrency int
 	loopAfter   int
 	version     string
 	log         *slog.Logger
@@ -145,6 +154,9 @@ func New(cfg Config) (*Processor, error) {
 	}
 	if cfg.Lease == 0 {
 		cfg.Lease = 5 * time.Minute
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 1
 	}
 	if cfg.RedriveLoopAfter == 0 {
 		cfg.RedriveLoopAfter = 2
@@ -186,6 +198,9 @@ func New(cfg Config) (*Processor, error) {
 	if !cfg.Backoff.Disabled && (cfg.Backoff.Base < time.Second || cfg.Backoff.Max < cfg.Backoff.Base || cfg.Backoff.Max > 12*time.Hour) {
 		bad("Backoff needs 1s <= Base <= Max <= 12h (got %v, %v)", cfg.Backoff.Base, cfg.Backoff.Max)
 	}
+	if cfg.Concurrency < 1 || cfg.Concurrency > 1000 {
+		bad("Concurrency %d is outside 1..1000", cfg.Concurrency)
+	}
 	if cfg.Lease < 0 || cfg.RedriveLoopAfter < 1 {
 		bad("Lease must be positive and RedriveLoopAfter at least 1 (got %v, %d)", cfg.Lease, cfg.RedriveLoopAfter)
 	}
@@ -196,7 +211,7 @@ func New(cfg Config) (*Processor, error) {
 		handler: cfg.Handler, sqs: cfg.SQS, dlqURL: cfg.DLQURL, hotURL: cfg.HotQueueURL,
 		sourceARN: cfg.SourceQueueARN, maxReceive: cfg.MaxReceiveCount, pipeline: cfg.Pipeline,
 		fifo: cfg.FIFO, holdGroup: cfg.FIFO && cfg.FIFOPoison == pipeline.FIFOPoisonHoldGroup,
-		backoff: cfg.Backoff, ledger: cfg.Ledger, lease: cfg.Lease, loopAfter: cfg.RedriveLoopAfter,
+		backoff: cfg.Backoff, ledger: cfg.Ledger, lease: cfg.Lease, concurrency: cfg.Concurrency, loopAfter: cfg.RedriveLoopAfter,
 		version: cfg.WorkerVersion, log: cfg.Logger, metrics: cfg.Metrics, now: cfg.Now, rand: cfg.Rand,
 		pipelineKey: quoteJSON(cfg.Pipeline),
 	}, nil
@@ -223,41 +238,124 @@ func (p *Processor) Handle(ctx context.Context, ev awsevents.SQSEvent) (awsevent
 	if err := CheckSQSEvent(ev); err != nil {
 		return resp, err
 	}
-	var m counters
 	states := getStates(len(ev.Records))
 	defer putStates(states)
-	var held map[string]struct{} // FIFO message groups stopped at a failure
+	var m counters
+	switch {
+	case p.concurrency <= 1 || len(ev.Records) < 2:
+		p.runSequential(ctx, ev.Records, states, &m)
+	case p.fifo:
+		p.runGroups(ctx, ev.Records, states, &m)
+	default:
+		p.runConcurrent(ctx, ev.Records, states, &m)
+	}
+	// The response lists the retried records in event order.
 	for i := range ev.Records {
-		msg := &ev.Records[i]
-		rec := p.newRecord(msg, &states[i])
-		if p.fifo {
-			if _, stop := held[rec.GroupID]; stop {
-				resp.BatchItemFailures = append(resp.BatchItemFailures, awsevents.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
-				m.retried++
-				continue
-			}
-		}
-		if rec.st.badCount {
-			p.log.LogAttrs(ctx, slog.LevelWarn, "unreadable ApproximateReceiveCount; counted as 1",
-				slog.String("message_id", msg.MessageId), slog.String("queue", queueName(msg.EventSourceARN)),
-				slog.String("value", truncate(msg.Attributes[attrReceiveCount], 32)))
-		}
-		switch p.process(ctx, rec, &m) {
+		switch states[i].result {
 		case resultRetry:
-			resp.BatchItemFailures = append(resp.BatchItemFailures, awsevents.SQSBatchItemFailure{ItemIdentifier: msg.MessageId})
+			resp.BatchItemFailures = append(resp.BatchItemFailures, awsevents.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
 			m.retried++
-			if p.fifo {
-				if held == nil {
-					held = make(map[string]struct{})
-				}
-				held[rec.GroupID] = struct{}{}
-			}
 		case resultDeadLettered:
 			m.deadLettered++
 		}
 	}
 	p.emit(&m)
 	return resp, nil
+}
+
+// runOne handles record i unless its FIFO group is already held.
+func (p *Processor) runOne(ctx context.Context, msg *awsevents.SQSMessage, st *recordState, held bool, m *counters) {
+	if held {
+		st.result = resultRetry // reported, not handled: the group's order holds
+		return
+	}
+	rec := p.newRecord(msg, st)
+	if st.badCount {
+		p.log.LogAttrs(ctx, slog.LevelWarn, "unreadable ApproximateReceiveCount; counted as 1",
+			slog.String("message_id", msg.MessageId), slog.String("queue", queueName(msg.EventSourceARN)),
+			slog.String("value", truncate(msg.Attributes[attrReceiveCount], 32)))
+	}
+	st.result = p.process(ctx, rec, m)
+}
+
+// runSequential handles the records one after the other, in event order.
+func (p *Processor) runSequential(ctx context.Context, records []awsevents.SQSMessage, states []recordState, m *counters) {
+	var held map[string]struct{} // FIFO message groups stopped at a failure
+	for i := range records {
+		group := ""
+		if p.fifo {
+			group = records[i].Attributes[attrGroupID]
+		}
+		_, stop := held[group]
+		p.runOne(ctx, &records[i], &states[i], p.fifo && stop, m)
+		if p.fifo && states[i].result == resultRetry {
+			if held == nil {
+				held = make(map[string]struct{})
+			}
+			held[group] = struct{}{}
+		}
+	}
+}
+
+// runConcurrent handles the records of a standard queue with up to
+// Concurrency goroutines.
+func (p *Processor) runConcurrent(ctx context.Context, records []awsevents.SQSMessage, states []recordState, m *counters) {
+	workers := min(p.concurrency, len(records))
+	parts := make([]counters, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(records) {
+					return
+				}
+				p.runOne(ctx, &records[i], &states[i], false, &parts[w])
+			}
+		})
+	}
+	wg.Wait()
+	for i := range parts {
+		m.add(&parts[i])
+	}
+}
+
+// runGroups handles the message groups of a FIFO queue with up to
+// Concurrency goroutines, each group's records in order.
+func (p *Processor) runGroups(ctx context.Context, records []awsevents.SQSMessage, states []recordState, m *counters) {
+	var order []string
+	groups := map[string][]int{}
+	for i := range records {
+		g := records[i].Attributes[attrGroupID]
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	workers := min(p.concurrency, len(order))
+	parts := make([]counters, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(order) {
+					return
+				}
+				held := false
+				for _, i := range groups[order[k]] {
+					p.runOne(ctx, &records[i], &states[i], held, &parts[w])
+					held = held || states[i].result == resultRetry
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for i := range parts {
+		m.add(&parts[i])
+	}
 }
 
 // statePool recycles the per-record state of a batch between invocations

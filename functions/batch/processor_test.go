@@ -586,3 +586,53 @@ func parseEMF(t *testing.T, s string) []map[string]any {
 		out = append(out, doc)
 	}
 }
+
+// TestConcurrencyKeepsOutcomes: handling records (standard) or message groups
+// (FIFO) concurrently gives every record the outcome the sequential run
+// gives it, and the same metrics. (Two deliveries of one key in the same
+// batch may differ: handled at once, the second finds the key leased and is
+// retried, where the sequential run acknowledges it as a duplicate.)
+func TestConcurrencyKeepsOutcomes(t *testing.T) {
+	t.Parallel()
+	const fifoDLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/agent-steps-dlq.fifo"
+	actions := []string{"ok", "transient", "poison", "claim:k%d", "panic", "ok", "auth", "policy", "claim-mutate-timeout:j%d", "ok", "throttled", "claim-fail:f%d"}
+	build := func(fifo bool) awsevents.SQSEvent {
+		var ev awsevents.SQSEvent
+		for i := range 60 {
+			body := actions[i%len(actions)]
+			if strings.Contains(body, "%d") {
+				body = fmt.Sprintf(body, i)
+			}
+			m := sqsMsg(fmt.Sprintf("m%02d", i), body, 1+i%5)
+			if fifo {
+				m.Attributes["MessageGroupId"] = fmt.Sprint("g", i%7)
+			}
+			ev.Records = append(ev.Records, m)
+		}
+		return ev
+	}
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprint("fifo=", fifo), func(t *testing.T) {
+			t.Parallel()
+			run := func(concurrency int) (map[string]outcome, map[string]any) {
+				h := newHarness(t, func(c *Config) {
+					c.Concurrency = concurrency
+					if fifo {
+						c.FIFO, c.DLQURL = true, fifoDLQ
+					}
+				})
+				got := h.run(t, build(fifo))
+				return got, parseEMF(t, h.metrics.String())[0]
+			}
+			seq, seqMetrics := run(1)
+			par, parMetrics := run(8)
+			assert.Equal(t, seq, par)
+			delete(seqMetrics, "_aws")
+			delete(parMetrics, "_aws")
+			assert.Equal(t, seqMetrics, parMetrics)
+			assert.NotZero(t, seqMetrics["DeadLettered"])
+			assert.NotZero(t, seqMetrics["Retried"])
+			assert.NotZero(t, seqMetrics["Processed"])
+		})
+	}
+}

@@ -50,7 +50,8 @@ type recordState struct {
 	effectStarted bool
 	redriveCount  int
 	receipt       string
-	badCount      bool // ApproximateReceiveCount was missing or unreadable
+	badCount      bool   // ApproximateReceiveCount was missing or unreadable
+	result        result // what happened to the record
 }
 
 // FirstReceivedAt returns ApproximateFirstReceiveTimestamp (zero when

@@ -35,6 +35,9 @@ type Config struct {
 	Ledger ledger.Ledger
 	// Catalog is optional (default events.SampleCatalog()).
 	Catalog events.Catalog
+	// Concurrency is optional (default 1): records (standard queue) or
+	// message groups (FIFO) handled at once; see batch.Config.Concurrency.
+	Concurrency int
 	// WorkerVersion is optional: stamped in dlq_meta.
 	WorkerVersion string
 	// Logger is optional (default slog.Default()).
@@ -77,6 +80,7 @@ func New(cfg Config) (*Worker, error) {
 	bc.SourceQueueARN = cfg.Queues.HotARN
 	bc.Ledger = cfg.Ledger
 	bc.WorkerVersion = cfg.WorkerVersion
+	bc.Concurrency = cfg.Concurrency
 	bc.Logger, bc.Metrics, bc.Now, bc.Rand = cfg.Logger, cfg.Metrics, cfg.Now, cfg.Rand
 	p, err := batch.New(bc)
 	if err != nil {

@@ -20,6 +20,10 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
+// concurrency is how many records (message groups, for FIFO) an invocation
+// handles at once: each waits on DynamoDB for its ledger entry.
+const concurrency = 16
+
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	w, err := setup(log)
@@ -56,6 +60,7 @@ func setup(log *slog.Logger) (*worker.Worker, error) {
 		SQS:           sqs.NewFromConfig(cfg),
 		Ledger:        ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table),
 		WorkerVersion: os.Getenv("AGENTDLQ_WORKER_VERSION"),
+		Concurrency:   concurrency,
 		Logger:        log,
 	})
 }
