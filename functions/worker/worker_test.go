@@ -254,3 +254,30 @@ func TestRedeliveryIsIdempotent(t *testing.T) {
 	assert.Contains(t, lines[1], `"Processed":0,`)
 	assert.Contains(t, lines[1], `"DuplicatesSkipped":2}`, "the redelivery of done keys is a no-op")
 }
+
+func TestParsePipeline(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		json    string
+		wantErr string // "" when valid
+	}{
+		{name: "minimal, defaults applied", json: `{"name":"agent-tasks","owner":"team","max_receive_count":4}`},
+		{name: "empty", json: ``, wantErr: "pipeline JSON"},
+		{name: "unknown field", json: `{"name":"agent-tasks","owner":"team","max_receive_count":4,"colour":"red"}`, wantErr: "unknown field"},
+		{name: "invalid", json: `{"name":"agent-tasks","owner":"team","max_receive_count":9}`, wantErr: "max_receive_count 9"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := ParsePipeline([]byte(tt.json))
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, 96, p.RetentionHours, "defaults applied")
+			assert.Equal(t, 4, p.MaxReceiveCount)
+		})
+	}
+}

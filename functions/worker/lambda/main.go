@@ -4,8 +4,7 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
+	"errors"
 	"log/slog"
 	"os"
 
@@ -17,7 +16,6 @@ import (
 	"github.com/agentdlq/agentdlq/functions/worker"
 	"github.com/agentdlq/agentdlq/internal/ledger"
 	"github.com/agentdlq/agentdlq/internal/topology"
-	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 // concurrency is how many records (message groups, for FIFO) an invocation
@@ -27,36 +25,30 @@ const concurrency = 16
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	w, err := setup(log)
-	if err != nil {
+	if err != nil { // fail fast: a misconfigured worker acknowledges nothing
 		log.Error("worker configuration", slog.String("error", err.Error()))
-		os.Exit(1) // fail fast: nothing is acknowledged by a misconfigured worker
+		os.Exit(1)
 	}
 	lambda.Start(w.Handle)
 }
 
 func setup(log *slog.Logger) (*worker.Worker, error) {
-	var p pipeline.Pipeline
-	if err := json.Unmarshal([]byte(os.Getenv("AGENTDLQ_PIPELINE_JSON")), &p); err != nil {
-		return nil, fmt.Errorf("AGENTDLQ_PIPELINE_JSON: %w", err)
-	}
-	p.ApplyDefaults()
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("AGENTDLQ_PIPELINE_JSON: %w", err)
+	p, err := worker.ParsePipeline([]byte(os.Getenv("AGENTDLQ_PIPELINE_JSON")))
+	if err != nil {
+		return nil, err
 	}
 	table := os.Getenv("AGENTDLQ_LEDGER_TABLE")
 	if table == "" {
-		return nil, fmt.Errorf("AGENTDLQ_LEDGER_TABLE is required")
+		return nil, errors.New("AGENTDLQ_LEDGER_TABLE is required")
 	}
 	cfg, err := config.LoadDefaultConfig(context.Background()) // honours AWS_ENDPOINT_URL*
 	if err != nil {
 		return nil, err
 	}
 	return worker.New(worker.Config{
-		Pipeline: &p,
-		Queues: topology.Queues{
-			HotURL: os.Getenv("AGENTDLQ_HOT_QUEUE_URL"), HotARN: os.Getenv("AGENTDLQ_HOT_QUEUE_ARN"),
-			DLQURL: os.Getenv("AGENTDLQ_DLQ_URL"), DLQARN: os.Getenv("AGENTDLQ_DLQ_ARN"), FIFO: p.FIFO,
-		},
+		Pipeline: p,
+		Queues: topology.Queues{HotURL: os.Getenv("AGENTDLQ_HOT_QUEUE_URL"), HotARN: os.Getenv("AGENTDLQ_HOT_QUEUE_ARN"),
+			DLQURL: os.Getenv("AGENTDLQ_DLQ_URL"), DLQARN: os.Getenv("AGENTDLQ_DLQ_ARN"), FIFO: p.FIFO},
 		SQS:           sqs.NewFromConfig(cfg),
 		Ledger:        ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table),
 		WorkerVersion: os.Getenv("AGENTDLQ_WORKER_VERSION"),
