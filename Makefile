@@ -90,11 +90,12 @@ deploy: cdk-cli build
 gen:
 	$(GO) run ./events/gen
 
-## fuzz: fuzz DecodeTask against the encoding/json reference and the dlq_meta writer (FUZZTIME=60s each)
+## fuzz: fuzz DecodeTask against the encoding/json reference and the JSON Schema, and the dlq_meta writer (FUZZTIME=60s each)
 .PHONY: fuzz
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTask$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendMeta$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events
+	$(GO) test -run '^$$' -fuzz '^FuzzTaskSchema$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events
 
 ## bench-triage: triage's core (tag, group, expiry) over 100,000 synthetic dead letters, with CPU seconds per run
 .PHONY: bench-triage

@@ -55,3 +55,28 @@ func TestTaskSchemaIsTheFile(t *testing.T) {
 	assert.NotNil(t, sch)
 	assert.Contains(t, string(events.TaskSchema), `"$id": "https://agentdlq.dev/schema/agent-task-v1.schema.json"`)
 }
+
+// FuzzTaskSchema holds the JSON Schema and DecodeTask together beyond the
+// hand-written cases (go test -fuzz FuzzTaskSchema ./events).
+func FuzzTaskSchema(f *testing.F) {
+	for _, b := range edgeBodies() {
+		f.Add([]byte(b))
+	}
+	for _, b := range fixtureBodies(f) {
+		f.Add([]byte(b))
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(events.TaskSchema))
+	require.NoError(f, err)
+	c := jsonschema.NewCompiler()
+	require.NoError(f, c.AddResource("agent-task-v1.schema.json", doc))
+	sch, err := c.Compile("agent-task-v1.schema.json")
+	require.NoError(f, err)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
+		schemaOK := err == nil && sch.Validate(inst) == nil
+		_, decErr := events.DecodeTask(body, nil)
+		if schemaOK != (decErr == nil) {
+			t.Errorf("%q: schema valid %v (parse error %v), DecodeTask %v", body, schemaOK, err, decErr)
+		}
+	})
+}
