@@ -17,11 +17,12 @@
 //     message without them (the broker moved it after maxReceiveCount: the
 //     worker crashed, timed out or ran out of memory); and for metadata
 //     that cannot be read — not JSON, an unknown version, oversized,
-//     dlq_reason without dlq_meta, or the two disagreeing — the reason
-//     unclassified, labelled inferred, with the error kept. Such messages
-//     are counted in the unclassified reason (in a group of their own, by
-//     the kind of problem) and listed under "unreadable" in the report:
-//     never dropped. Without metadata the tool, tool version, schema
+//     dlq_reason without dlq_meta, or the two disagreeing — the reason of
+//     the dlq_reason attribute when it names a known reason (the alarm, the
+//     operator and a selective redrive go by it), else unclassified,
+//     labelled inferred; the error is kept either way. Such messages are
+//     counted in a group of their own (by the kind of problem) and listed
+//     under "unreadable" in the report: never dropped. Without metadata the tool, tool version, schema
 //     version, tenant and idempotency key are read from the body when it is
 //     a JSON object. A body that is not UTF-8 is tagged from its attributes
 //     and listed as skipped; it is never exported.

@@ -152,7 +152,7 @@ func TestEmulatorTriageLeavesDLQUnchanged(t *testing.T) {
 		counts[rt.Reason] = rt.Count
 	}
 	assert.Equal(t, map[events.Reason]int{
-		events.ReasonSchemaInvalid: 4, events.ReasonToolUnknown: 1, events.ReasonUnclassified: 1, events.ReasonReceiveLimit: 2,
+		events.ReasonSchemaInvalid: 5, events.ReasonToolUnknown: 1, events.ReasonReceiveLimit: 2,
 	}, counts)
 	assert.Equal(t, 1, r.Totals.Unreadable)
 	assert.Equal(t, 1, r.Totals.RecurringPoisonGroups)

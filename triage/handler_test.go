@@ -138,7 +138,7 @@ func TestHandleSchedule(t *testing.T) {
 		assert.Equal(t, before[url], q.snapshot())
 	}
 	docs := emfDocs(t, metrics.Bytes())
-	assert.Len(t, docs, 2+8+1, "one document a pipeline, plus one a reason (8 and 1)")
+	assert.Len(t, docs, 2+7+1, "one document a pipeline, plus one a reason (7 and 1)")
 
 	// The report is next to the exports.
 	keys, err := h.Dest.List(t.Context(), "agent-tasks/")
@@ -161,7 +161,7 @@ func TestHandleAlarm(t *testing.T) {
 	require.Len(t, pub.published, 1)
 	in := pub.published[0]
 	assert.Equal(t, "arn:aws:sns:us-east-1:1:tasks-alarms", aws.ToString(in.TopicArn))
-	assert.Equal(t, "agentdlq agent-tasks: 16 dead letters, top schema_invalid (4)", aws.ToString(in.Subject))
+	assert.Equal(t, "agentdlq agent-tasks: 16 dead letters, top schema_invalid (5)", aws.ToString(in.Subject))
 	body := aws.ToString(in.Message)
 	for _, want := range []string{
 		"after alarm Stack-AgentTasksDlqDepth", "schema_invalid", "soonest 2026-11-30 04:00Z (in 16h0m)",
@@ -221,7 +221,7 @@ func TestWriteEMF(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, WriteEMF(&buf, r, t0))
 	docs := emfDocs(t, buf.Bytes())
-	require.Len(t, docs, 9)
+	require.Len(t, docs, 8)
 	first := docs[0]
 	assert.Equal(t, map[string]any{
 		"Timestamp": float64(t0.UnixMilli()),
@@ -251,8 +251,8 @@ func TestWriteEMF(t *testing.T) {
 		assert.Equal(t, []any{map[string]any{"Name": "DLQMessagesByReason", "Unit": "Count"}}, aws["Metrics"])
 		byReason[d["Reason"].(string)] = d["DLQMessagesByReason"].(float64)
 	}
-	assert.Equal(t, float64(4), byReason[string(events.ReasonSchemaInvalid)])
-	assert.Len(t, byReason, 8)
+	assert.Equal(t, float64(5), byReason[string(events.ReasonSchemaInvalid)])
+	assert.Len(t, byReason, 7)
 
 	// An empty DLQ: no hours to expiry (nothing to lose).
 	buf.Reset()

@@ -86,15 +86,17 @@ type Hints struct {
 var ErrBodyNotUTF8 = errors.New("body is not valid UTF-8")
 
 // Tag gives a dead letter its reason and fingerprint. It never fails: a
-// message whose metadata cannot be read is tagged unclassified (inferred)
-// with MetaErr set, and the report lists it as unreadable.
+// message whose metadata cannot be read keeps its dlq_reason (or is tagged
+// unclassified, inferred) with MetaErr set, and the report lists it as
+// unreadable.
 //
 //   - readable dlq_meta: its reason, tool, versions and error signature;
 //   - no dlq_reason and no dlq_meta: receive_limit, inferred (the broker moved
 //     it after maxReceiveCount receives: the worker never finished it);
 //   - unreadable metadata (not JSON, unknown version, oversized, dlq_reason
-//     without dlq_meta, dlq_reason disagreeing with dlq_meta): unclassified,
-//     inferred, MetaErr set;
+//     without dlq_meta, dlq_reason disagreeing with dlq_meta): the dlq_reason
+//     attribute's reason when it is a known one, else unclassified (inferred);
+//     MetaErr set either way, and the report lists it as unreadable;
 //   - metadata older than the message (SentTimestamp more than StaleMetaAfter
 //     after dead_lettered_at): the metadata's reason, StaleMeta set.
 func Tag(m Message) Tagged { return tag(m, nil) }
@@ -109,7 +111,13 @@ func tag(m Message, sigs map[[2]string]string) Tagged {
 	meta, _, err := events.DecodeDeadLetter(m.Attributes)
 	switch {
 	case err != nil:
+		// The worker's dlq_reason attribute, when it names a known reason, is
+		// kept even when dlq_meta cannot be read: the alarm, the operator and
+		// a selective redrive by reason all go by it. Otherwise unclassified.
 		t.Reason, t.Inferred, t.MetaErr = events.ReasonUnclassified, true, err
+		if r, ok := m.Attributes[events.AttrReason]; ok && events.Reason(r.StringValue).Valid() {
+			t.Reason, t.Inferred = events.Reason(r.StringValue), false
+		}
 		t.Meta = meta // set only on a mismatch
 		t.Signature = "dlq_meta unreadable: " + metaProblem(err)
 	case meta == nil:

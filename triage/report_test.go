@@ -99,12 +99,12 @@ func TestBuildGroups(t *testing.T) {
 		byReason[rt.Reason] = rt.Count
 	}
 	assert.Equal(t, map[events.Reason]int{
-		events.ReasonSchemaInvalid: 4, events.ReasonJSONInvalid: 3, events.ReasonReceiveLimit: 3,
+		events.ReasonSchemaInvalid: 5, events.ReasonJSONInvalid: 3, events.ReasonReceiveLimit: 3,
 		events.ReasonEffectUnknown: 2, events.ReasonToolUnknown: 1, events.ReasonRedriveLoop: 1,
-		events.ReasonBudgetExhausted: 1, events.ReasonUnclassified: 1,
+		events.ReasonBudgetExhausted: 1,
 	}, byReason)
 	assert.Equal(t, events.ReasonSchemaInvalid, r.Totals.ByReason[0].Reason, "most messages first")
-	assert.Equal(t, 4, r.Totals.Inferred, "3 receive_limit + 1 unreadable")
+	assert.Equal(t, 3, r.Totals.Inferred, "3 receive_limit; the unreadable one keeps its dlq_reason")
 	assert.Equal(t, 1, r.Totals.Unreadable)
 	require.Len(t, r.Unreadable, 1)
 	assert.Equal(t, "bad-meta", r.Unreadable[0].MessageID)

@@ -40,22 +40,22 @@ func TestTag(t *testing.T) {
 		{name: "no metadata, body not JSON", msg: brokerMoved("m3", "not json {", sent),
 			reason: events.ReasonReceiveLimit, inferred: true},
 		{name: "metadata not JSON", msg: raw(map[string]events.Attribute{events.AttrReason: str("json_invalid"), events.AttrMeta: str("{not json")}),
-			reason: events.ReasonUnclassified, inferred: true, metaErr: events.ErrMetaInvalid, tool: "web.search", version: "2",
+			reason: events.ReasonJSONInvalid, inferred: false, metaErr: events.ErrMetaInvalid, tool: "web.search", version: "2",
 			signature: "dlq_meta unreadable: not valid metadata"},
 		{name: "metadata of an unknown version", msg: raw(map[string]events.Attribute{events.AttrReason: str("json_invalid"), events.AttrMeta: str(`{"v":7,"reason":"json_invalid"}`)}),
-			reason: events.ReasonUnclassified, inferred: true, metaErr: events.ErrMetaVersion, tool: "web.search", version: "2",
+			reason: events.ReasonJSONInvalid, inferred: false, metaErr: events.ErrMetaVersion, tool: "web.search", version: "2",
 			signature: "dlq_meta unreadable: unknown version"},
 		{name: "oversized metadata", msg: raw(map[string]events.Attribute{events.AttrMeta: str(`{"v":1,"error":"` + strings.Repeat("x", events.MaxMetaBytes) + `"}`)}),
 			reason: events.ReasonUnclassified, inferred: true, metaErr: events.ErrMetaTooLarge, tool: "web.search",
 			version: "2", signature: "dlq_meta unreadable: oversized"},
-		{name: "dlq_reason without dlq_meta", msg: raw(map[string]events.Attribute{events.AttrReason: str("json_invalid")}),
-			reason: events.ReasonUnclassified, inferred: true, metaErr: events.ErrMetaInvalid, tool: "web.search", version: "2",
+		{name: "dlq_reason without dlq_meta: the attribute's reason, reported unreadable", msg: raw(map[string]events.Attribute{events.AttrReason: str("json_invalid")}),
+			reason: events.ReasonJSONInvalid, inferred: false, metaErr: events.ErrMetaInvalid, tool: "web.search", version: "2",
 			signature: "dlq_meta unreadable: not valid metadata"},
 		{name: "dlq_reason disagrees with dlq_meta: metadata kept for its tool", msg: func() Message {
 			m := withMeta
 			m.Attributes = map[string]events.Attribute{events.AttrReason: str("json_invalid"), events.AttrMeta: withMeta.Attributes[events.AttrMeta]}
 			return m
-		}(), reason: events.ReasonUnclassified, inferred: true, metaErr: events.ErrMetaMismatch, tool: "web.search", version: "9",
+		}(), reason: events.ReasonJSONInvalid, inferred: false, metaErr: events.ErrMetaMismatch, tool: "web.search", version: "9",
 			signature: "dlq_meta unreadable: dlq_reason and dlq_meta disagree"},
 		{name: "body not UTF-8: tagged from attributes", msg: brokerMoved("m4", "{\"tool\":\"a\xff\"}", sent),
 			reason: events.ReasonReceiveLimit, inferred: true, bodyErr: true},
