@@ -53,8 +53,8 @@ The pipeline is pipelines.json's, with the timings shortened so that retries
 happen within seconds (workload.Quick: worker timeout 5 s, visibility 30 s,
 backoff 1-2 s); everything else is as deployed.
 
-With AWS_ENDPOINT_URL_SQS already set (make local-up), it uses those emulators
-and leaves them running.`,
+With AWS_ENDPOINT_URL_SQS already set (make local-up), it uses those emulators,
+on queues named for this run, and leaves them running.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runDemo(c.Context(), g, f, c.OutOrStdout())
@@ -82,6 +82,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 
 	step("1/7 local emulators (127.0.0.1 only)")
 	stopEmulators := func() {}
+	names := topology.LocalNames(p)
 	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
 		stop, err := startPrivateEmulators(ctx, out, f.keep)
 		if err != nil {
@@ -92,6 +93,12 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 		defer stopEmulators()
 	} else {
 		fmt.Fprintln(out, "using the running emulators at", os.Getenv("AWS_ENDPOINT_URL_SQS"))
+		// Fresh queues of this run, so that what an earlier run left is not counted.
+		stamp := "-demo-" + time.Now().UTC().Format("150405")
+		names = topology.Names{Hot: p.Name + stamp, DLQ: p.Name + stamp + "-dlq"}
+		if p.FIFO {
+			names = topology.Names{Hot: p.Name + stamp + ".fifo", DLQ: p.Name + stamp + "-dlq.fifo"}
+		}
 	}
 	cfg, err := localConfig(ctx)
 	if err != nil {
@@ -100,7 +107,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	sqsc := sqs.NewFromConfig(cfg)
 
 	step("2/7 topology of pipeline %q from %s", p.Name, g.configPath)
-	q, err := topology.Create(ctx, sqsc, p)
+	q, err := topology.CreateNamed(ctx, sqsc, p, names)
 	if err != nil {
 		return err
 	}

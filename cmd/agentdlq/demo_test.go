@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/internal/localtest"
+)
+
+// The demo end to end on the test emulators: it must exit cleanly, export
+// the recurring poison, and close with a line whose numbers add up with
+// nothing lost or in flight.
+func TestDemoAccountsForEveryMessage(t *testing.T) {
+	localtest.AWS(t) // skip or fail without emulators; the demo reads the same environment
+	var out bytes.Buffer
+	g := &globalFlags{configPath: filepath.Join("..", "..", "pipelines.json")}
+	f := &demoFlags{pipeline: "agent-tasks", out: t.TempDir()}
+	require.NoError(t, runDemo(context.Background(), g, f, &out), out.String())
+
+	re := regexp.MustCompile(`sent (\d+) = processed (\d+) \(\d+ sharing an idempotency key\) \+ dead-lettered (\d+) \((.*)\) \+ in flight (\d+) \+ lost (\d+): adds up`)
+	m := re.FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	n := func(i int) int { v, _ := strconv.Atoi(m[i]); return v }
+	assert.Equal(t, n(1), n(2)+n(3)+n(5)+n(6))
+	assert.Equal(t, 25, n(1))
+	assert.Equal(t, 9, n(2))
+	assert.Equal(t, 16, n(3))
+	assert.Zero(t, n(5))
+	assert.Zero(t, n(6))
+	assert.Contains(t, out.String(), "eval export: 4 records")
+	assert.Contains(t, out.String(), "Redrive plan for agent-tasks")
+	entries, err := os.ReadDir(filepath.Join(f.out, "evals", "agent-tasks"))
+	require.NoError(t, err)
+	assert.NotEmpty(t, entries)
+}
+
+func TestParseExports(t *testing.T) {
+	t.Parallel()
+	got := parseExports("export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:4566\nexport AWS_REGION='us-east-1'\n\n# comment\nexport =x\n")
+	assert.Equal(t, map[string]string{"AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:4566", "AWS_REGION": "us-east-1"}, got)
+}
