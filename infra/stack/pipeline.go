@@ -161,6 +161,9 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (*
 	if err != nil {
 		return nil, err
 	}
+	// Defaults, applied to a copy: the caller's props are left as they are.
+	pp := *props
+	props = &pp
 	if props.WorkerVersion == "" {
 		props.WorkerVersion = "dev"
 	}

@@ -553,6 +553,7 @@ func TestDashboard(t *testing.T) {
 			"DLQHoursToExpiry", "DLQExpiringSoon", // expiry risk
 			`"Errors"`, `"Throttles"`, "DLQSendFailures", // the worker
 			"NumberOfMessagesDeleted", // redrive progress
+			"(owner: " + def.Owner + ")", "[RUNBOOK.md](RUNBOOK.md)",
 		} {
 			assert.Contains(t, body, want)
 		}
