@@ -112,6 +112,13 @@
 // lists the failures in event order. Raise it when the handler waits on the
 // network (a DynamoDB ledger); the sample worker's Lambda uses 16.
 //
+// # Running out of time
+//
+// A Lambda timeout fails the whole batch, records already handled included.
+// So no record is started when the invocation's deadline is nearer than
+// Config.DeadlineMargin (default 2 s): the records left are reported as
+// batch item failures, unhandled, and one log line says how many.
+//
 // # Metrics and logs
 //
 // One line of CloudWatch embedded metric format per invocation in namespace

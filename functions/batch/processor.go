@@ -60,6 +60,11 @@ type Config struct {
 	// on the network (a DynamoDB ledger, a tool's API); the handler, the
 	// ledger and the logger must then be safe for concurrent use.
 	Concurrency int
+	// DeadlineMargin is optional (default 2 s): no record is started when
+	// the invocation's context deadline is nearer than this; such records
+	// are reported as batch item failures, so that a Lambda timeout does
+	// not fail the whole batch (records already acknowledged included).
+	DeadlineMargin time.Duration
 	// Lease is optional (default 5 minutes): how long a Claim holds a key.
 	Lease time.Duration
 	// RedriveLoopAfter is optional (default 2): a key dead-lettered again
@@ -134,6 +139,7 @@ type Processor struct {
 	ledger      ledger.Ledger
 	lease       time.Duration
 	concurrency int
+	margin      time.Duration
 	loopAfter   int
 	version     string
 	log         *slog.Logger
@@ -157,6 +163,9 @@ func New(cfg Config) (*Processor, error) {
 	}
 	if cfg.Concurrency == 0 {
 		cfg.Concurrency = 1
+	}
+	if cfg.DeadlineMargin == 0 {
+		cfg.DeadlineMargin = 2 * time.Second
 	}
 	if cfg.RedriveLoopAfter == 0 {
 		cfg.RedriveLoopAfter = 2
@@ -211,7 +220,7 @@ func New(cfg Config) (*Processor, error) {
 		handler: cfg.Handler, sqs: cfg.SQS, dlqURL: cfg.DLQURL, hotURL: cfg.HotQueueURL,
 		sourceARN: cfg.SourceQueueARN, maxReceive: cfg.MaxReceiveCount, pipeline: cfg.Pipeline,
 		fifo: cfg.FIFO, holdGroup: cfg.FIFO && cfg.FIFOPoison == pipeline.FIFOPoisonHoldGroup,
-		backoff: cfg.Backoff, ledger: cfg.Ledger, lease: cfg.Lease, concurrency: cfg.Concurrency, loopAfter: cfg.RedriveLoopAfter,
+		backoff: cfg.Backoff, ledger: cfg.Ledger, lease: cfg.Lease, concurrency: cfg.Concurrency, margin: cfg.DeadlineMargin, loopAfter: cfg.RedriveLoopAfter,
 		version: cfg.WorkerVersion, log: cfg.Logger, metrics: cfg.Metrics, now: cfg.Now, rand: cfg.Rand,
 		pipelineKey: quoteJSON(cfg.Pipeline),
 	}, nil
@@ -250,7 +259,11 @@ func (p *Processor) Handle(ctx context.Context, ev awsevents.SQSEvent) (awsevent
 		p.runConcurrent(ctx, ev.Records, states, &m)
 	}
 	// The response lists the retried records in event order.
+	notStarted := 0
 	for i := range ev.Records {
+		if states[i].notStarted {
+			notStarted++
+		}
 		switch states[i].result {
 		case resultRetry:
 			resp.BatchItemFailures = append(resp.BatchItemFailures, awsevents.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
@@ -258,6 +271,10 @@ func (p *Processor) Handle(ctx context.Context, ev awsevents.SQSEvent) (awsevent
 		case resultDeadLettered:
 			m.deadLettered++
 		}
+	}
+	if notStarted > 0 {
+		p.log.LogAttrs(ctx, slog.LevelWarn, "invocation out of time: records not started, reported as batch item failures",
+			slog.Int("records", notStarted), slog.Duration("margin", p.margin))
 	}
 	p.emit(&m)
 	return resp, nil
@@ -267,6 +284,13 @@ func (p *Processor) Handle(ctx context.Context, ev awsevents.SQSEvent) (awsevent
 func (p *Processor) runOne(ctx context.Context, msg *awsevents.SQSMessage, st *recordState, held bool, m *counters) {
 	if held {
 		st.result = resultRetry // reported, not handled: the group's order holds
+		return
+	}
+	if dl, ok := ctx.Deadline(); ok && !p.now().Before(dl.Add(-p.margin)) {
+		// Out of time: a record started now could be cut off with the whole
+		// batch. Reported, not handled; its receive count is not spent on it
+		// by the worker (the broker counts the receive).
+		st.result, st.notStarted = resultRetry, true
 		return
 	}
 	rec := p.newRecord(msg, st)

@@ -636,3 +636,34 @@ func TestConcurrencyKeepsOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// TestOutOfTime: records are not started once the invocation's deadline is
+// within DeadlineMargin; they are reported, so that a Lambda timeout does
+// not fail the whole batch.
+func TestOutOfTime(t *testing.T) {
+	t.Parallel()
+	var clock time.Time = testNow
+	h := newHarness(t, func(c *Config) {
+		c.DeadlineMargin = 2 * time.Second
+		c.Handler = func(ctx context.Context, r Record) error {
+			clock = clock.Add(time.Second) // each record takes a second
+			return nil
+		}
+		c.Now = func() time.Time { return clock }
+	})
+	ctx, cancel := context.WithDeadline(context.Background(), testNow.Add(5*time.Second))
+	defer cancel()
+	ev := awsevents.SQSEvent{}
+	for i := range 6 {
+		ev.Records = append(ev.Records, sqsMsg(fmt.Sprint("m", i), "ok", 1))
+	}
+	resp, err := h.p.Handle(ctx, ev)
+	require.NoError(t, err)
+	// m0..m2 start at 0, 1 and 2 s; from 3 s on the deadline is within 2 s.
+	var got []string
+	for _, f := range resp.BatchItemFailures {
+		got = append(got, f.ItemIdentifier)
+	}
+	assert.Equal(t, []string{"m3", "m4", "m5"}, got)
+	assert.Contains(t, h.logs.String(), `"msg":"invocation out of time: records not started, reported as batch item failures","records":3`)
+}

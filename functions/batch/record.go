@@ -52,6 +52,7 @@ type recordState struct {
 	receipt       string
 	badCount      bool   // ApproximateReceiveCount was missing or unreadable
 	result        result // what happened to the record
+	notStarted    bool   // not handled: the invocation was out of time
 }
 
 // FirstReceivedAt returns ApproximateFirstReceiveTimestamp (zero when
