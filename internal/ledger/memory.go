@@ -13,6 +13,7 @@ import (
 type Memory struct {
 	mu      sync.Mutex
 	entries map[string]*Entry // pointers: an Entry is too big to be stored inline in a map
+	slab    []Entry           // new entries are carved from here (8, 16, … 256 to an allocation)
 	ttl     time.Duration
 }
 
@@ -27,8 +28,7 @@ func (m *Memory) Begin(_ context.Context, key, owner string, now time.Time, leas
 	defer m.mu.Unlock()
 	e, ok := m.entries[key]
 	if !ok {
-		e = &Entry{Key: key}
-		m.entries[key] = e
+		e = m.newEntry(key)
 	}
 	before := *e
 	if ok {
@@ -113,12 +113,23 @@ func (m *Memory) update(key string, now time.Time, f func(*Entry)) error {
 	defer m.mu.Unlock()
 	e, ok := m.entries[key]
 	if !ok {
-		e = &Entry{Key: key}
-		m.entries[key] = e
+		e = m.newEntry(key)
 	}
 	f(e)
 	m.touch(e, now)
 	return nil
+}
+
+// newEntry adds key's entry; m.mu is held. Entries never move: a full slab
+// is left to its entries and a new one started.
+func (m *Memory) newEntry(key string) *Entry {
+	if len(m.slab) == cap(m.slab) {
+		m.slab = make([]Entry, 0, min(max(2*cap(m.slab), 8), 256))
+	}
+	m.slab = append(m.slab, Entry{Key: key})
+	e := &m.slab[len(m.slab)-1]
+	m.entries[key] = e
+	return e
 }
 
 func (m *Memory) touch(e *Entry, now time.Time) {
