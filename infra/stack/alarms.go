@@ -107,7 +107,7 @@ func (p *Pipeline) newAlarms(def pipeline.Pipeline, runbook, bucket string) {
 		{AlarmExpiryRisk, agentMetric(def, "DLQHoursToExpiry", "Minimum", minutes(def.Triage.ScheduleMinutes)),
 			def.Alarms.ExpiryRiskHours, awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD, notBreaching,
 			fmt.Sprintf("retention deletes a dead letter within %d hours", def.Alarms.ExpiryRiskHours),
-			triageCmd + " --export-evals s3://" + bucket + "/" + name + "/evals, then redrive or reject before the evidence expires"},
+			triageCmd + " --export-evals s3://" + bucket + " (evals land under " + name + "/ beside the Lambda's), then redrive or reject before retention deletes the evidence"},
 		{AlarmHotBacklogAge, p.HotQueue.MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: five}),
 			def.Alarms.HotOldestAgeSeconds, ge, notBreaching,
 			fmt.Sprintf("the oldest task on the hot queue is at least %d s old", def.Alarms.HotOldestAgeSeconds),

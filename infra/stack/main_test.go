@@ -172,9 +172,15 @@ func setup() (err error) {
 
 func fileExists(path string) bool { _, err := os.Stat(path); return err == nil }
 
+// errorReporter is the part of testing.TB that jsiiCheck reports to.
+type errorReporter interface {
+	Helper()
+	Errorf(format string, args ...any)
+}
+
 // jsiiCheck runs an assertion; a failing jsii assertion panics, and the panic
 // becomes a test error.
-func jsiiCheck(t *testing.T, what string, f func()) {
+func jsiiCheck(t errorReporter, what string, f func()) {
 	t.Helper()
 	defer func() {
 		if r := recover(); r != nil {

@@ -601,3 +601,30 @@ func TestOutputs(t *testing.T) {
 		}
 	})
 }
+
+// recorder is an errorReporter that keeps what it was told.
+type recorder struct{ errors []string }
+
+func (r *recorder) Helper() {}
+func (r *recorder) Errorf(format string, args ...any) {
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+// TestJsiiAssertionPanicBecomesAnError: a failing assertion of the assertions
+// package panics across jsii; jsiiCheck turns it into a test error that says
+// what did not match, and a passing one reports nothing.
+func TestJsiiAssertionPanicBecomesAnError(t *testing.T) {
+	require.True(t, fx.synthOK)
+	s := fx.stacks[mainStack]
+	var r recorder
+	jsiiCheck(&r, "wrong maxReceiveCount", func() {
+		s.assert.HasResourceProperties(jsii.String("AWS::SQS::Queue"), like(map[string]any{
+			"RedrivePolicy": like(map[string]any{"maxReceiveCount": 10}),
+		}))
+	})
+	require.Len(t, r.errors, 1)
+	assert.Contains(t, r.errors[0], "wrong maxReceiveCount: ")
+	assert.Contains(t, r.errors[0], "maxReceiveCount")
+	jsiiCheck(&r, "right count", func() { s.assert.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1)) })
+	assert.Len(t, r.errors, 1, "a passing assertion reports nothing")
+}
