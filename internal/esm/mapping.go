@@ -138,12 +138,12 @@ func (c *Config) validate() error {
 // failed (left to its visibility timeout), so Received = Deleted + Failed +
 // DeleteErrors.
 type Stats struct {
-	Batches      int64 // handler invocations
-	Received     int64 // records received (a redelivered message counts again)
-	Deleted      int64 // records deleted after the handler succeeded with them
-	Failed       int64 // records left to their visibility timeout
-	BatchErrors  int64 // invocations that failed as a whole (error, panic, bad response, timeout)
-	DeleteErrors int64 // records whose delete failed (they will be redelivered)
+	Batches      int64 `json:"batches"`       // handler invocations
+	Received     int64 `json:"received"`      // records received (a redelivered message counts again)
+	Deleted      int64 `json:"deleted"`       // records deleted after the handler succeeded with them
+	Failed       int64 `json:"failed"`        // records left to their visibility timeout
+	BatchErrors  int64 `json:"batch_errors"`  // invocations that failed as a whole (error, panic, bad response, timeout)
+	DeleteErrors int64 `json:"delete_errors"` // records whose delete failed (they will be redelivered)
 }
 
 // Mapping polls one queue and invokes one handler.
