@@ -63,17 +63,30 @@ func scanString(b []byte, i int) (int, uint8) {
 	var high uint64
 	i++
 	for {
-		// Sixteen bytes at a time while no byte needs a look.
+		// Two words a step while no byte needs a look; the first byte that
+		// does is found in the word that holds it, without a second look.
+		found := false
 		for i+16 <= len(b) {
 			x := binary.LittleEndian.Uint64(b[i:])
+			if sx := special(x); sx != 0 {
+				n := bits.TrailingZeros64(sx) / 8
+				high |= x & (1<<(8*uint(n)) - 1)
+				i += n
+				found = true
+				break
+			}
 			y := binary.LittleEndian.Uint64(b[i+8:])
-			if special(x)|special(y) != 0 {
+			if sy := special(y); sy != 0 {
+				n := bits.TrailingZeros64(sy) / 8
+				high |= x | y&(1<<(8*uint(n))-1)
+				i += 8 + n
+				found = true
 				break
 			}
 			high |= x | y
 			i += 16
 		}
-		for i+8 <= len(b) {
+		for !found && i+8 <= len(b) {
 			x := binary.LittleEndian.Uint64(b[i:])
 			sp := special(x)
 			if sp == 0 {
