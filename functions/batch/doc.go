@@ -101,7 +101,11 @@
 // is effect_unknown. Record.StartEffect is called before a mutating call,
 // Record.Done(receipt) gives the effect receipt, and the processor marks the
 // key done when the handler returns nil, or dead-lettered (counting it) when
-// it dead-letters the record. A ledger outage retries the record.
+// it dead-letters the record. A ledger outage retries the record. A
+// dead-lettered key may be claimed again: that is a redrive, and the task
+// runs again (for effect_unknown, only after the owner reconciled it, as
+// the runbook says; a reconciled effect is recorded as done, which makes
+// the redrive a no-op).
 //
 // # Concurrency
 //
