@@ -243,6 +243,20 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (*
 		MasterKey:   props.AlarmKey,
 		EnforceSSL:  jsii.Bool(true),
 	})
+	// The topic policy that EnforceSSL writes replaces SNS's default one:
+	// allow this account's CloudWatch alarms to publish, and nothing else.
+	p.AlarmTopic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchAlarmsOfThisAccountPublish"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  jsii.Strings(*p.AlarmTopic.TopicArn()),
+		Conditions: &map[string]any{
+			"StringEquals": map[string]any{"aws:SourceAccount": stack.Account()},
+			"ArnLike": map[string]any{"aws:SourceArn": stack.FormatArn(&awscdk.ArnComponents{
+				Service: jsii.String("cloudwatch"), Resource: jsii.String("alarm"), ResourceName: jsii.String("*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+			})},
+		},
+	}))
 	p.newAlarms(def, props.RunbookURL, *props.Bucket.BucketName())
 	p.newDashboard(def, props.RunbookURL)
 	p.outputs(def)

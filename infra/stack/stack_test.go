@@ -278,14 +278,23 @@ func TestTopicEncryptedTLSOnly(t *testing.T) {
 		topicID, topic := s.resourceOf(t, "AWS::SNS::Topic", def.Name, "")
 		assert.True(t, strings.HasPrefix(flat(props(topic)["KmsMasterKeyId"]), "${SharedAlarmKey"), "topic encrypted with the alarm key")
 		ids, rs := s.resources("AWS::SNS::TopicPolicy")
-		found := false
+		found, cloudwatch := false, false
 		for _, id := range ids {
 			p := props(rs[id])
-			if slices.Contains(strs(p["Topics"]), "${Ref:"+topicID+"}") {
-				found = hasTLSDeny(statements(p["PolicyDocument"]))
+			if !slices.Contains(strs(p["Topics"]), "${Ref:"+topicID+"}") {
+				continue
+			}
+			sts := statements(p["PolicyDocument"])
+			found = hasTLSDeny(sts)
+			for _, st := range sts {
+				if st["Effect"] == "Allow" && flat(st["Principal"]) == `{"Service":"cloudwatch.amazonaws.com"}` {
+					cloudwatch = slices.Equal(strs(st["Action"]), []string{"sns:Publish"}) &&
+						strings.Contains(flat(st["Condition"].(map[string]any)["ArnLike"].(map[string]any)["aws:SourceArn"]), ":cloudwatch:")
+				}
 			}
 		}
 		assert.True(t, found, "topic policy denies requests without TLS")
+		assert.True(t, cloudwatch, "topic policy lets this account's CloudWatch alarms publish")
 	})
 }
 
