@@ -45,10 +45,12 @@ const (
 	// FIFOPoisonDeadLetter dead-letters the poison message and lets the group
 	// go on with its next message (the default): one bad step does not stall a run.
 	FIFOPoisonDeadLetter FIFOPoison = "dead_letter"
-	// FIFOPoisonHoldGroup dead-letters nothing by itself: the poison message and
-	// every later message of its group are reported as batch item failures, so
-	// the group holds until the broker moves the poison after maxReceiveCount.
-	// Use it when later steps must never run without the earlier ones.
+	// FIFOPoisonHoldGroup holds the group instead: the poison message and every
+	// later message of its group are reported as batch item failures until the
+	// poison's last allowed receive (maxReceiveCount), when the worker
+	// dead-letters it itself with its reason and the group moves on. Use it
+	// when later steps must never run ahead of an earlier one that a fix (or
+	// a person) might still rescue within the receive budget.
 	FIFOPoisonHoldGroup FIFOPoison = "hold_group"
 )
 
