@@ -143,7 +143,9 @@ func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribu
 		m.History = h
 	}
 
-	out := make(map[string]Attribute, MaxAttributes)
+	// Sized for what it will hold: a small map (eight entries or fewer) is
+	// much cheaper to make than one hinted for the SQS maximum.
+	out := make(map[string]Attribute, min(len(original), MaxKeptAttributes)+2)
 	names := make([]string, 0, len(original))
 	for name := range original {
 		names = append(names, name)
@@ -163,7 +165,7 @@ func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribu
 	}
 	m.Folded = folded
 
-	data, err := appendMeta(make([]byte, 0, 1024), &m)
+	data, err := appendMeta(make([]byte, 0, 768+256*len(m.History)), &m)
 	if err == nil && len(data) > MaxMetaBytes && len(m.History) > 0 {
 		m.History = nil // the history is the first thing to give up
 		data, err = appendMeta(data[:0], &m)
