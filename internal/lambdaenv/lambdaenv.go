@@ -1,0 +1,62 @@
+// Package lambdaenv builds an aws.Config from the environment the Lambda
+// runtime gives every function: AWS_REGION and the execution role's
+// AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, plus the
+// SDK's endpoint variables AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>
+// for local endpoints.
+//
+// It stands in for config.LoadDefaultConfig in the worker's bootstrap, which
+// never uses shared config files, profiles, SSO or IMDS: leaving that
+// machinery out keeps the arm64 bootstrap under its 10 MB budget. Tools that
+// run on a person's machine keep config.LoadDefaultConfig (internal/awscfg).
+package lambdaenv
+
+import (
+	"errors"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+)
+
+// Load returns a Config with the region and the static credentials of the
+// environment; lookup is os.Getenv in production.
+func Load(lookup func(string) string) (aws.Config, error) {
+	region := lookup("AWS_REGION")
+	if region == "" {
+		region = lookup("AWS_DEFAULT_REGION")
+	}
+	if region == "" {
+		return aws.Config{}, errors.New("AWS_REGION is not set (the Lambda runtime always sets it)")
+	}
+	key, secret := lookup("AWS_ACCESS_KEY_ID"), lookup("AWS_SECRET_ACCESS_KEY")
+	if key == "" || secret == "" {
+		return aws.Config{}, errors.New("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (the Lambda runtime sets them from the execution role)")
+	}
+	return aws.Config{
+		Region:      region,
+		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(key, secret, lookup("AWS_SESSION_TOKEN"))),
+	}, nil
+}
+
+// Endpoint returns the custom endpoint for a service as the SDK's own
+// settings name it — AWS_ENDPOINT_URL_<SERVICE> (service id upper-cased,
+// spaces as underscores: "SQS", "DYNAMODB"), else AWS_ENDPOINT_URL — or nil
+// for the service's default endpoint. AWS_IGNORE_CONFIGURED_ENDPOINT_URLS
+// turns both off, as in the SDK.
+func Endpoint(lookup func(string) string, serviceID string) *string {
+	if strings.EqualFold(lookup("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"), "true") {
+		return nil
+	}
+	name := "AWS_ENDPOINT_URL_" + strings.ReplaceAll(strings.ToUpper(serviceID), " ", "_")
+	if v := lookup(name); v != "" {
+		return aws.String(v)
+	}
+	if v := lookup("AWS_ENDPOINT_URL"); v != "" {
+		return aws.String(v)
+	}
+	return nil
+}
+
+// Getenv is os.Getenv, for callers' convenience.
+func Getenv(name string) string { return os.Getenv(name) }
