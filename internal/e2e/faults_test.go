@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	awsevents "github.com/aws/aws-lambda-go/events"
@@ -206,21 +207,21 @@ func TestFaultWorkerCrashMidBatch(t *testing.T) {
 	sent := h.send(tasks...)
 	w := h.worker()
 	var once sync.Once
-	crashed := false
+	var crashed atomic.Bool
 	h.drain(func(ctx context.Context, ev awsevents.SQSEvent) (awsevents.SQSEventResponse, error) {
 		crash := false
 		once.Do(func() { crash = len(ev.Records) > 1 })
 		if !crash {
 			return w.Handle(ctx, ev)
 		}
-		crashed = true
+		crashed.Store(true)
 		half := awsevents.SQSEvent{Records: ev.Records[:len(ev.Records)/2]}
 		if _, err := w.Handle(ctx, half); err != nil {
 			return awsevents.SQSEventResponse{}, err
 		}
 		panic("worker process killed mid-batch (injected)")
 	})
-	require.True(t, crashed, "the crash was injected")
+	require.True(t, crashed.Load(), "the crash was injected")
 	started, completed := h.ledger.counts()
 	for _, s := range sent {
 		assert.Equal(t, 1, started[s.Task.Key], s.Task.TaskID)

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -149,7 +150,10 @@ func TestFIFOGroupsEndToEnd(t *testing.T) {
 		tasks = append(tasks, task)
 	}
 	sent := h.send(tasks...)
-	var order []string
+	var (
+		mu    sync.Mutex
+		order []string
+	)
 	w := h.worker()
 	h.drain(func(ctx context.Context, ev awsevents.SQSEvent) (awsevents.SQSEventResponse, error) {
 		resp, err := w.Handle(ctx, ev)
@@ -157,6 +161,8 @@ func TestFIFOGroupsEndToEnd(t *testing.T) {
 		for _, f := range resp.BatchItemFailures {
 			failed[f.ItemIdentifier] = true
 		}
+		mu.Lock()
+		defer mu.Unlock()
 		for _, r := range ev.Records {
 			if !failed[r.MessageId] {
 				order = append(order, r.MessageId)
