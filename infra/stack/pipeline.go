@@ -220,7 +220,13 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (*
 		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
 		Actions:    jsii.Strings(dlqOwnerOnlyActions...),
 		Resources:  jsii.Strings(*p.DLQ.QueueArn()),
-		Conditions: &map[string]any{"ArnNotEquals": map[string]any{"aws:PrincipalArn": p.RedriveRole.RoleArn()}},
+		// A move task's own receives and deletes run as forward access
+		// sessions of the caller (aws:ViaAWSService): StartMessageMoveTask
+		// itself is the redrive role's alone.
+		Conditions: &map[string]any{
+			"ArnNotEquals": map[string]any{"aws:PrincipalArn": p.RedriveRole.RoleArn()},
+			"BoolIfExists": map[string]any{"aws:ViaAWSService": "false"},
+		},
 	}))
 
 	p.HotQueue = awssqs.NewQueue(p.Construct, jsii.String("HotQueue"), &awssqs.QueueProps{

@@ -181,6 +181,9 @@ func TestQueuePolicies(t *testing.T) {
 		}
 		cond := deny["Condition"].(map[string]any)["ArnNotEquals"].(map[string]any)
 		assert.Equal(t, "${"+redriveID+".Arn}", flat(cond["aws:PrincipalArn"]), "the exception is the pipeline's redrive role")
+		assert.Equal(t, map[string]any{"aws:ViaAWSService": "false"}, deny["Condition"].(map[string]any)["BoolIfExists"],
+			"and SQS's own calls on the role's behalf during a move task")
+		assert.Len(t, deny["Condition"], 2)
 	})
 }
 
