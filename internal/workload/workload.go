@@ -49,6 +49,18 @@ func AllKinds() []Kind {
 		EffectUnknown, AuthConfig, DependencyOpen}
 }
 
+// Known reports whether k is one of this package's kinds. Tasks read from
+// a workload file made elsewhere have no kind: nothing is expected of them
+// beyond being accounted for.
+func (k Kind) Known() bool {
+	for _, known := range AllKinds() {
+		if k == known {
+			return true
+		}
+	}
+	return false
+}
+
 // Expect is the outcome the pipeline must reach for a task.
 type Expect struct {
 	// Processed is true when the task ends acknowledged without a dead letter

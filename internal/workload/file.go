@@ -1,0 +1,118 @@
+package workload
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// ReadFile reads a workload made elsewhere: message bodies to send, in one
+// of three shapes, detected from the content —
+//
+//   - a Lambda SQS event ({"Records":[{"body":…}, …]}): the records' bodies;
+//   - a JSON array: each string element is a body, each other element is a
+//     body as its JSON bytes stand in the file;
+//   - otherwise JSON Lines: each non-empty line is a body, byte for byte.
+//
+// Each task's idempotency key is read from its body when the body is a JSON
+// object with a string idempotency_key (the accounting needs it to tell a
+// processed task), and its kind from its task id when this package made it.
+func ReadFile(path string) ([]Task, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("workload: %w", err)
+	}
+	bodies, err := parseBodies(data)
+	if err != nil {
+		return nil, fmt.Errorf("workload %s: %w", path, err)
+	}
+	if len(bodies) == 0 {
+		return nil, fmt.Errorf("workload %s: no messages", path)
+	}
+	tasks := make([]Task, len(bodies))
+	for i, b := range bodies {
+		tasks[i] = FromBody(b, i)
+	}
+	return tasks, nil
+}
+
+func parseBodies(data []byte) ([]string, error) {
+	trimmed := bytes.TrimSpace(data)
+	switch {
+	case len(trimmed) == 0:
+		return nil, nil
+	case trimmed[0] == '[':
+		var elems []json.RawMessage
+		if err := json.Unmarshal(trimmed, &elems); err != nil {
+			return nil, fmt.Errorf("a JSON array that does not parse: %w", err)
+		}
+		out := make([]string, len(elems))
+		for i, e := range elems {
+			var s string
+			if err := json.Unmarshal(e, &s); err == nil {
+				out[i] = s
+			} else {
+				out[i] = string(e)
+			}
+		}
+		return out, nil
+	case trimmed[0] == '{':
+		var ev struct {
+			Records []struct {
+				Body *string `json:"body"`
+			} `json:"Records"`
+		}
+		if err := json.Unmarshal(trimmed, &ev); err == nil && ev.Records != nil {
+			out := make([]string, 0, len(ev.Records))
+			for i, r := range ev.Records {
+				if r.Body == nil {
+					return nil, fmt.Errorf("record %d has no body", i)
+				}
+				out = append(out, *r.Body)
+			}
+			return out, nil
+		}
+	}
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		out = append(out, line)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no message bodies")
+	}
+	return out, nil
+}
+
+// FromBody makes the task of a body from elsewhere (n numbers it): its
+// idempotency key and run (the FIFO group) when the body carries them, and
+// its kind when this package made it.
+func FromBody(body string, n int) Task {
+	t := Task{Body: body, TaskID: fmt.Sprintf("external-%06d", n), Group: "external"}
+	var fields struct {
+		TaskID         any `json:"task_id"`
+		RunID          any `json:"run_id"`
+		IdempotencyKey any `json:"idempotency_key"`
+	}
+	if json.Unmarshal([]byte(body), &fields) == nil {
+		if s, ok := fields.IdempotencyKey.(string); ok {
+			t.Key = s
+		}
+		if s, ok := fields.TaskID.(string); ok && s != "" {
+			t.TaskID = s
+		}
+		if s, ok := fields.RunID.(string); ok && s != "" {
+			t.Group = s
+		}
+	}
+	if k, ok := KindOf(body); ok {
+		t.Kind = k
+	}
+	return t
+}
