@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -97,7 +98,7 @@ func initFromScriptEnv(ctx context.Context, g *globalFlags) error {
 
 // initLocal creates the local topology of every pipeline of the definition:
 // the hot queues and DLQs, the ledger table and the eval bucket.
-func initLocal(ctx context.Context, g *globalFlags, w interface{ Write([]byte) (int, error) }) error {
+func initLocal(ctx context.Context, g *globalFlags, w io.Writer) error {
 	f, err := pipeline.Load(g.configPath)
 	if err != nil {
 		return err
