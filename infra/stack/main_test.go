@@ -163,7 +163,7 @@ func setup() (err error) {
 			if str, ok := msg.Entry.Data.(string); ok {
 				text = str
 			}
-			s.messages = append(s.messages, message{level: string(msg.Level), path: *msg.Id, text: text})
+			s.messages = append(s.messages, message{level: strings.ToLower(string(msg.Level)), path: *msg.Id, text: text})
 		}
 	}
 	fx.synthOK = true

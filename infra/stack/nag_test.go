@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -149,32 +150,44 @@ func TestControlTowerGuardRules(t *testing.T) {
 	var w guardWaivers
 	require.NoError(t, json.Unmarshal(data, &w))
 	used := make([]bool, len(w.Waivers))
-	for _, s := range fx.stacks {
-		t.Run(s.name, func(t *testing.T) {
-			vs := runGuard(t, s.file)
-			var unwaived []string
-			for _, v := range vs {
-				waived := false
-				for i, wv := range w.Waivers {
-					if wv.Control != v.control {
-						continue
-					}
-					for _, pat := range wv.Resources {
-						if regexp.MustCompile(pat).MatchString(v.resource) {
-							waived, used[i] = true, true
-						}
-					}
-				}
-				if !waived {
-					unwaived = append(unwaived, v.control+" ("+v.rule+") on "+v.resource)
-				}
-			}
-			sort.Strings(unwaived)
-			assert.Empty(t, unwaived, "Control Tower rules violated and not waived in testdata/cfn-guard-waivers.json")
-		})
-	}
+	var mu sync.Mutex
+	t.Run("stacks", func(t *testing.T) {
+		for _, s := range fx.stacks {
+			t.Run(s.name, func(t *testing.T) {
+				t.Parallel() // one cfn-guard process per template
+				checkGuard(t, s, &w, used, &mu)
+			})
+		}
+	})
 	for i, wv := range w.Waivers {
 		assert.GreaterOrEqual(t, len(wv.Reason), 60, "waiver %s needs its reason", wv.Control)
 		assert.True(t, used[i], "waiver %s %v matches nothing: remove it", wv.Control, wv.Resources)
 	}
+}
+
+// checkGuard fails on the violations of one template that no waiver covers,
+// and marks the waivers it used.
+func checkGuard(t *testing.T, s *synthesized, w *guardWaivers, used []bool, mu *sync.Mutex) {
+	vs := runGuard(t, s.file)
+	mu.Lock()
+	defer mu.Unlock()
+	var unwaived []string
+	for _, v := range vs {
+		waived := false
+		for i, wv := range w.Waivers {
+			if wv.Control != v.control {
+				continue
+			}
+			for _, pat := range wv.Resources {
+				if regexp.MustCompile(pat).MatchString(v.resource) {
+					waived, used[i] = true, true
+				}
+			}
+		}
+		if !waived {
+			unwaived = append(unwaived, v.control+" ("+v.rule+") on "+v.resource)
+		}
+	}
+	sort.Strings(unwaived)
+	assert.Empty(t, unwaived, "Control Tower rules violated and not waived in testdata/cfn-guard-waivers.json")
 }
