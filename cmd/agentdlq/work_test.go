@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/internal/esm"
+	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// `agentdlq work --until-idle` on queues given by the Lambda environment
+// variables: the valid task is processed, the poison one dead-lettered, and
+// it stops by itself once the hot queue is drained.
+func TestWorkUntilIdle(t *testing.T) {
+	cfg := localtest.AWS(t)
+	configPath := filepath.Join("..", "..", pipeline.DefaultFile)
+	file, err := pipeline.Load(configPath)
+	require.NoError(t, err)
+	p, err := file.Get("agent-tasks")
+	require.NoError(t, err)
+	q := localtest.Queues(t, cfg, p)
+	table := localtest.Table(t, cfg)
+	t.Setenv(topology.EnvHotQueueURL, q.HotURL)
+	t.Setenv(topology.EnvDLQURL, q.DLQURL)
+
+	client := sqs.NewFromConfig(cfg)
+	prefix := localtest.Unique("work")
+	_, err = workload.Send(context.Background(), client, q.HotURL, false,
+		[]workload.Task{workload.Make(prefix, 0, workload.OK, 0), workload.Make(prefix, 1, workload.ToolUnknown, 0)}, 1)
+	require.NoError(t, err)
+
+	var out, logs bytes.Buffer
+	g := &globalFlags{configPath: configPath}
+	f := &workFlags{pipeline: "agent-tasks", untilIdle: true, idleTimeout: 20 * time.Second, pollers: 2, table: table, logLevel: "warn"}
+	require.NoError(t, runWork(context.Background(), g, f, &out, &logs))
+	var got struct {
+		Pipeline string `json:"pipeline"`
+		esm.Stats
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got), out.String())
+	assert.Equal(t, "agent-tasks", got.Pipeline)
+	assert.Equal(t, int64(2), got.Received)
+	assert.Equal(t, int64(2), got.Deleted, "processed, and dead-lettered then acknowledged")
+	assert.Contains(t, logs.String(), `"reason":"tool_unknown"`)
+	n, err := esm.Depth(context.Background(), client, q.DLQURL)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+}
+
+// A misnamed DLQ: work fails before receiving anything.
+func TestWorkFailsFastWithoutItsDLQ(t *testing.T) {
+	cfg := localtest.AWS(t)
+	configPath := filepath.Join("..", "..", pipeline.DefaultFile)
+	file, err := pipeline.Load(configPath)
+	require.NoError(t, err)
+	p, err := file.Get("agent-tasks")
+	require.NoError(t, err)
+	q := localtest.Queues(t, cfg, p)
+	t.Setenv(topology.EnvHotQueueURL, q.HotURL)
+	t.Setenv(topology.EnvDLQURL, q.DLQURL+"-misnamed")
+	client := sqs.NewFromConfig(cfg)
+	_, err = workload.Send(context.Background(), client, q.HotURL, false, []workload.Task{workload.Make(localtest.Unique("nodlq"), 0, workload.OK, 0)}, 1)
+	require.NoError(t, err)
+
+	var out, logs bytes.Buffer
+	f := &workFlags{pipeline: "agent-tasks", untilIdle: true, idleTimeout: 5 * time.Second, logLevel: "warn"}
+	err = runWork(context.Background(), &globalFlags{configPath: configPath}, f, &out, &logs)
+	require.ErrorIs(t, err, topology.ErrNotFound)
+	n, err := esm.Depth(context.Background(), client, q.HotURL)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "nothing received")
+}
