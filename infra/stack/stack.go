@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -220,6 +221,10 @@ func FromContext(app awscdk.App) (*Stack, error) {
 	}
 	if v := node.TryGetContext(jsii.String(CtxRedrivePrincipals)); v != nil {
 		m, ok := v.(map[string]any)
+		if str, isString := v.(string); isString {
+			// `cdk synth -c key=value` passes a string: its JSON.
+			ok = json.Unmarshal([]byte(str), &m) == nil
+		}
 		if !ok {
 			errs = append(errs, fmt.Errorf("context %s must be an object of pipeline name to principal ARN", CtxRedrivePrincipals))
 		}

@@ -158,6 +158,8 @@ func TestFromContext(t *testing.T) {
 		{"bad queue encryption", map[string]any{CtxQueueEncryption: "aes"}, `must be "sqs" or "kms"`},
 		{"empty stack name", map[string]any{CtxStackName: ""}, "context agentdlq:stackName must be a non-empty string"},
 		{"principals not an object", map[string]any{CtxRedrivePrincipals: "arn:aws:iam::123456789012:root"}, "must be an object"},
+		{"principals as JSON text (-c), with a bad ARN", map[string]any{CtxRedrivePrincipals: `{"agent-tasks":"oncall"}`, CtxPipelines: filepath.Join(fx.root, pipeline.DefaultFile)},
+			`"oncall" for pipeline "agent-tasks" is not an IAM role, user or account-root ARN`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
