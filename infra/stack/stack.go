@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -222,11 +223,10 @@ func FromContext(app awscdk.App) (*Stack, error) {
 	if v := node.TryGetContext(jsii.String(CtxRedrivePrincipals)); v != nil {
 		m, ok := v.(map[string]any)
 		if str, isString := v.(string); isString {
-			// `cdk synth -c key=value` passes a string: its JSON.
-			ok = json.Unmarshal([]byte(str), &m) == nil
+			m, ok = parsePrincipals(str)
 		}
 		if !ok {
-			errs = append(errs, fmt.Errorf("context %s must be an object of pipeline name to principal ARN", CtxRedrivePrincipals))
+			errs = append(errs, fmt.Errorf("context %s must be an object of pipeline name to principal ARN (or, with -c, pipeline=ARN[,pipeline=ARN…])", CtxRedrivePrincipals))
 		}
 		props.RedrivePrincipals = map[string]string{}
 		for k, arn := range m {
@@ -243,4 +243,22 @@ func FromContext(app awscdk.App) (*Stack, error) {
 	}
 	props.Pipelines = f.Pipelines
 	return New(app, name, props)
+}
+
+// parsePrincipals reads agentdlq:redrivePrincipals given as text, as
+// `cdk -c key=value` passes it: a JSON object, or pipeline=ARN pairs
+// separated by commas.
+func parsePrincipals(s string) (map[string]any, bool) {
+	m := map[string]any{}
+	if strings.HasPrefix(strings.TrimSpace(s), "{") {
+		return m, json.Unmarshal([]byte(s), &m) == nil
+	}
+	for _, pair := range strings.Split(s, ",") {
+		name, arn, ok := strings.Cut(strings.TrimSpace(pair), "=")
+		if !ok || name == "" {
+			return nil, false
+		}
+		m[name] = arn
+	}
+	return m, true
 }

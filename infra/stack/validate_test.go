@@ -158,6 +158,9 @@ func TestFromContext(t *testing.T) {
 		{"bad queue encryption", map[string]any{CtxQueueEncryption: "aes"}, `must be "sqs" or "kms"`},
 		{"empty stack name", map[string]any{CtxStackName: ""}, "context agentdlq:stackName must be a non-empty string"},
 		{"principals not an object", map[string]any{CtxRedrivePrincipals: "arn:aws:iam::123456789012:root"}, "must be an object"},
+		{"principals as pairs (-c), with a bad ARN", map[string]any{CtxRedrivePrincipals: "agent-tasks=arn:aws:iam::123456789012:role/x,agent-steps=oncall", CtxPipelines: filepath.Join(fx.root, pipeline.DefaultFile)},
+			`"oncall" for pipeline "agent-steps" is not an IAM role, user or account-root ARN`},
+		{"principals as text that is neither", map[string]any{CtxRedrivePrincipals: "oncall"}, "pipeline=ARN"},
 		{"principals as JSON text (-c), with a bad ARN", map[string]any{CtxRedrivePrincipals: `{"agent-tasks":"oncall"}`, CtxPipelines: filepath.Join(fx.root, pipeline.DefaultFile)},
 			`"oncall" for pipeline "agent-tasks" is not an IAM role, user or account-root ARN`},
 	}
