@@ -62,9 +62,11 @@ func TestSQSRedrivePolicyMovesAfterMaxReceiveCount(t *testing.T) {
 	sent, err := c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(q.HotURL), MessageBody: aws.String(`{"n":1}`)})
 	require.NoError(t, err)
 
+	var sentTimestamp string
 	for i := 1; i <= p.MaxReceiveCount; i++ {
 		msgs := receive(t, c, q.HotURL, 30)
 		require.Len(t, msgs, 1, "receive %d", i)
+		sentTimestamp = msgs[0].Attributes["SentTimestamp"]
 		assert.Equal(t, strconv.Itoa(i), msgs[0].Attributes["ApproximateReceiveCount"])
 		// Give it back at once (a failed attempt without waiting for the visibility timeout).
 		_, err := c.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{
@@ -76,7 +78,7 @@ func TestSQSRedrivePolicyMovesAfterMaxReceiveCount(t *testing.T) {
 	require.Len(t, dl, 1)
 	assert.Equal(t, aws.ToString(sent.MessageId), aws.ToString(dl[0].MessageId))
 	assert.Equal(t, `{"n":1}`, aws.ToString(dl[0].Body))
-	assert.NotEmpty(t, dl[0].Attributes["SentTimestamp"])
+	assert.Equal(t, sentTimestamp, dl[0].Attributes["SentTimestamp"], "a standard queue keeps the original enqueue time")
 	// Gap: AWS stamps DeadLetterQueueSourceArn on a redrive-policy move; fauxqs does not.
 	_, hasSource := dl[0].Attributes["DeadLetterQueueSourceArn"]
 	t.Logf("DeadLetterQueueSourceArn present: %v (AWS: true)", hasSource)
