@@ -70,6 +70,14 @@
 //     (an error nobody classified): unclassified, dead-lettered at once,
 //     never assumed retryable.
 //
+// The sample worker also reads other producers' spellings of the same
+// faults: "type" for "kind"; kinds "timeout" and "effect_unknown" as
+// timeout_after_effect, "authorization", "auth_config", "access_denied",
+// "unauthorized", "forbidden" and "expired_token" as auth, "circuit_open"
+// as dependency_open, "guardrail" and "signature" as the security kinds;
+// and a fault with no kind, not retryable, with HTTP status 401 or 403 as
+// auth. Kinds are matched without regard to case.
+//
 // A poison body (any ValidationError) is dead-lettered at once with its
 // reason, whatever the receive count. A task whose idempotency key is
 // already done is acknowledged as a no-op (sqs-duplicate-key). In a FIFO

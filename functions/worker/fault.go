@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Fault is args.fault: a failure the sample tools inject on request.
@@ -15,8 +16,10 @@ type Fault struct {
 	Error        string `json:"error"`
 	UntilReceive int    `json:"until_receive"`
 	Kind         string `json:"kind"`
-	Code         string `json:"code"`
-	Dependency   string `json:"dependency"`
+	// Type is read as Kind when Kind is empty (another producer's spelling).
+	Type       string `json:"type"`
+	Code       string `json:"code"`
+	Dependency string `json:"dependency"`
 }
 
 // The fault kinds.
@@ -90,6 +93,9 @@ func ParseFault(args []byte) (*Fault, error) {
 		if err := json.NewDecoder(bytes.NewReader(v)).Decode(&f); err != nil {
 			return nil, fmt.Errorf("args.fault: %w", err)
 		}
+		if f != nil {
+			f.normalize()
+		}
 		return f, nil
 	}
 	var holder struct {
@@ -97,6 +103,9 @@ func ParseFault(args []byte) (*Fault, error) {
 	}
 	if err := json.Unmarshal(args, &holder); err != nil {
 		return nil, fmt.Errorf("args.fault: %w", err)
+	}
+	if holder.Fault != nil {
+		holder.Fault.normalize()
 	}
 	return holder.Fault, nil
 }
@@ -115,3 +124,39 @@ func (e *statusError) Error() string {
 }
 
 var errNoFaultKind = errors.New("fault has neither retryable:true nor a known kind")
+
+// kindAliases maps the spellings other producers use for a fault onto the
+// kinds above, so that events generated elsewhere drive the same paths.
+var kindAliases = map[string]string{
+	"timeout": FaultTimeoutAfterEffect, "timeout_after_call": FaultTimeoutAfterEffect,
+	"effect_unknown": FaultTimeoutAfterEffect, "timeout_after_side_effect": FaultTimeoutAfterEffect,
+	"authorization": FaultAuth, "auth_config": FaultAuth, "access_denied": FaultAuth,
+	"unauthorized": FaultAuth, "forbidden": FaultAuth, "expired_token": FaultAuth,
+	"circuit_open": FaultDependencyOpen, "dependency": FaultDependencyOpen,
+	"policy": FaultPolicyLimit, "limit": FaultPolicyLimit,
+	"signature": FaultSignatureInvalid, "bad_signature": FaultSignatureInvalid,
+	"guardrail": FaultGuardrailReject, "unclassified": FaultError,
+}
+
+// normalize settles a fault's kind: "type" stands for "kind"; the aliases
+// above map onto the kinds; a fault with no kind that is not retryable and
+// carries HTTP status 401 or 403 is an authorization failure.
+func (f *Fault) normalize() {
+	if f.Kind == "" {
+		f.Kind = f.Type
+	}
+	k := strings.ToLower(strings.TrimSpace(f.Kind))
+	if alias, ok := kindAliases[k]; ok {
+		k = alias
+	}
+	f.Kind = k
+	if f.Kind == "" && !f.Retryable && (f.Status == 401 || f.Status == 403) {
+		f.Kind = FaultAuth
+		if f.Code == "" && f.Status == 403 {
+			f.Code = "AccessDenied"
+		}
+		if f.Code == "" {
+			f.Code = "UnrecognizedClientException"
+		}
+	}
+}

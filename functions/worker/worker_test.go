@@ -192,6 +192,15 @@ func TestParseFault(t *testing.T) {
 		{name: "fault after a nested object", args: `{"context":{"a":{}} , "fault" : {"kind":"auth","code":"AccessDenied"}}`, want: &Fault{Kind: "auth", Code: "AccessDenied"}},
 		{name: "a brace in a string before fault", args: `{"q":"{","fault":{"kind":"policy_limit"}}`, want: &Fault{Kind: "policy_limit"}},
 		{name: "fault as a value then as a key", args: `{"tag":"fault","fault":{"retryable":true,"status":429}}`, want: &Fault{Retryable: true, Status: 429}},
+		// Other producers' spellings settle onto the same kinds.
+		{name: "type for kind", args: `{"fault":{"type":"guardrail_reject"}}`, want: &Fault{Kind: "guardrail_reject", Type: "guardrail_reject"}},
+		{name: "timeout alias", args: `{"fault":{"kind":"timeout"}}`, want: &Fault{Kind: FaultTimeoutAfterEffect}},
+		{name: "effect_unknown alias", args: `{"fault":{"kind":"EFFECT_UNKNOWN"}}`, want: &Fault{Kind: FaultTimeoutAfterEffect}},
+		{name: "authorization alias", args: `{"fault":{"kind":"authorization","code":"ExpiredToken"}}`, want: &Fault{Kind: FaultAuth, Code: "ExpiredToken"}},
+		{name: "403 without a kind is auth", args: `{"fault":{"status":403,"error":"denied"}}`, want: &Fault{Kind: FaultAuth, Status: 403, Error: "denied", Code: "AccessDenied"}},
+		{name: "401 without a kind is auth", args: `{"fault":{"retryable":false,"status":401}}`, want: &Fault{Kind: FaultAuth, Status: 401, Code: "UnrecognizedClientException"}},
+		{name: "a retryable 403 stays transient", args: `{"fault":{"retryable":true,"status":403}}`, want: &Fault{Retryable: true, Status: 403}},
+		{name: "nested path normalizes too", args: `{"context":{"fault":1},"fault":{"type":"circuit_open"}}`, want: &Fault{Kind: FaultDependencyOpen, Type: "circuit_open"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
