@@ -265,6 +265,13 @@ func fixtureBodiesOf(t testing.TB, pattern string) []string {
 // sameDecode reports how DecodeTask and DecodeTaskStd differ on body, or "".
 func sameDecode(body []byte, catalog events.Catalog) string {
 	got, gotErr := events.DecodeTask(body, catalog)
+	fromString, fromStringErr := events.DecodeTaskString(string(body), catalog)
+	if fmt.Sprint(gotErr) != fmt.Sprint(fromStringErr) {
+		return fmt.Sprintf("DecodeTask error %v, DecodeTaskString error %v", gotErr, fromStringErr)
+	}
+	if diff := cmp.Diff(got, fromString); diff != "" {
+		return "DecodeTask and DecodeTaskString differ: " + diff
+	}
 	want, wantErr := events.DecodeTaskStd(body, catalog)
 	if (gotErr == nil) != (wantErr == nil) {
 		return fmt.Sprintf("scan error %v, std error %v", gotErr, wantErr)
