@@ -50,7 +50,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		History:        []events.Attempt{{Receive: rec.ReceiveCount, At: now, Class: c.Reason.Class(), ErrorCode: c.Code}},
 		SourceQueueARN: p.sourceARN,
 		MessageID:      msg.MessageId,
-		SentAt:         rec.SentAt,
+		SentAt:         rec.SentAt(),
 		DeadLetteredAt: now,
 		WorkerVersion:  p.version,
 		MessageGroupID: rec.GroupID,

@@ -116,7 +116,8 @@ func (w *Worker) Handle(ctx context.Context, ev awsevents.SQSEvent) (awsevents.S
 
 // handle runs one agent task.
 func (w *Worker) handle(ctx context.Context, r batch.Record) error {
-	task, err := events.DecodeTask(r.Body(), w.catalog)
+	// From the body string: the task's strings are cut from it, not copied.
+	task, err := events.DecodeTaskString(r.Message.Body, w.catalog)
 	if err != nil {
 		return err // a *events.ValidationError: poison with its reason
 	}

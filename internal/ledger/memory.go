@@ -20,30 +20,32 @@ type Memory struct {
 var _ Ledger = (*Memory)(nil)
 
 // NewMemory returns an empty in-memory ledger.
-func NewMemory() *Memory { return &Memory{entries: map[string]*Entry{}, ttl: DefaultTTL} }
+//
+// The map starts with room for a batch of 100 keys: growing it from empty
+// (rehashing four times) cost the bench command ~0.1 µs a record.
+func NewMemory() *Memory {
+	return &Memory{entries: make(map[string]*Entry, 128), ttl: DefaultTTL}
+}
 
 // Begin implements Ledger.
 func (m *Memory) Begin(_ context.Context, key, owner string, now time.Time, lease time.Duration) (Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.entries[key]
-	if !ok {
-		e = m.newEntry(key)
-	}
-	before := *e
+	var before Entry // a new key: the zero Entry
 	if ok {
+		before = *e
 		switch {
 		case e.State == StateDone:
 			return before, ErrDone
 		case e.State == StateInProgress && e.Owner != owner && now.Before(e.LeaseUntil):
 			return before, ErrLeased
 		}
+	} else {
+		e = m.newEntry(key)
 	}
 	e.State, e.Owner, e.LeaseUntil = StateInProgress, owner, now.Add(lease)
 	m.touch(e, now)
-	if !ok {
-		before = Entry{}
-	}
 	return before, nil
 }
 
