@@ -97,7 +97,7 @@ func GroupCommand(p *pipeline.Pipeline, g Group, v Verdict) string {
 	case events.RedriveAfterReview:
 		return fmt.Sprintf("%s --reviewed '<what the review found>' --canary %d", base, canary)
 	case events.RedriveNeverBlind:
-		return fmt.Sprintf("reconcile each key first (agentdlq ledger receipt or the external system); redrive only what did not happen: %s --override %s='<reconciliation>' --canary %d", base, g.Reason, canary)
+		return fmt.Sprintf("reconcile each key first (agentdlq ledger get --key K, or the external system); redrive only what did not happen: %s --override %s='<reconciliation>' --canary %d", base, g.Reason, canary)
 	default:
 		return fmt.Sprintf("agentdlq redrive reject --pipeline %s --reason %s%s --owner %s --why '<why>'", p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner))
 	}

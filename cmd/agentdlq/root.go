@@ -30,6 +30,7 @@ func newRootCmd() *cobra.Command {
 		newTriageCmd(g),
 		newRedriveCmd(g),
 		newLocalCmd(g),
+		newLedgerCmd(g),
 	)
 	return root
 }

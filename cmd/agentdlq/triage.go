@@ -149,18 +149,7 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 }
 
 // ledger is the ledger table to read, if any.
-func (f *triageFlags) ledger() string {
-	if f.ledgerTable != "" {
-		return f.ledgerTable
-	}
-	if t := os.Getenv("AGENTDLQ_LEDGER_TABLE"); t != "" {
-		return t
-	}
-	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" || os.Getenv("AWS_ENDPOINT_URL") != "" {
-		return "agentdlq-ledger" // the local topology's table (docs/wiring.md)
-	}
-	return ""
-}
+func (f *triageFlags) ledger() string { return ledgerTableName(f.ledgerTable) }
 
 func (f *triageFlags) print(w io.Writer, r *triage.Report) error {
 	switch {

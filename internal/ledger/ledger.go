@@ -34,7 +34,7 @@ func AllStates() []State { return []State{StateInProgress, StateDone, StateDeadL
 type Entry struct {
 	Key        string    `json:"idempotency_key" dynamodbav:"pk"`
 	State      State     `json:"state" dynamodbav:"state"`
-	LeaseUntil time.Time `json:"lease_until,omitempty" dynamodbav:"lease_until,omitempty"`
+	LeaseUntil time.Time `json:"lease_until,omitzero" dynamodbav:"lease_until,omitempty"`
 	// Owner identifies the holder of the lease (the message id that claimed it).
 	Owner string `json:"owner,omitempty" dynamodbav:"owner,omitempty"`
 	// EffectStarted is set before a mutating tool call starts; with no

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/internal/localtest"
+)
+
+func TestLedgerGetBadInput(t *testing.T) {
+	t.Setenv("AGENTDLQ_LEDGER_TABLE", "")
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "")
+	_, code := runCLI(t, "ledger", "get")
+	assert.Equal(t, 2, code, "no --key")
+	_, code = runCLI(t, "ledger", "get", "--key", "k")
+	assert.Equal(t, 2, code, "no table, no local endpoint")
+}
+
+// TestLedgerGetEmulator reads what the worker's ledger wrote: a done key with
+// its receipt, an effect started without a receipt (the effect_unknown
+// case an operator reconciles), and a key the ledger never saw.
+func TestLedgerGetEmulator(t *testing.T) {
+	cfg := localtest.AWS(t)
+	table := localtest.Table(t, cfg)
+	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
+	ctx := t.Context()
+	now := time.Now()
+	_, err := l.Begin(ctx, "done-key", "m1", now, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, l.Complete(ctx, "done-key", "m1", "receipt-abc", now))
+	_, err = l.Begin(ctx, "mail-key", "m2", now, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, l.StartEffect(ctx, "mail-key", "m2", now))
+	_, err = l.DeadLettered(ctx, "mail-key", events.ReasonEffectUnknown, now)
+	require.NoError(t, err)
+
+	stdout, code := runCLI(t, "ledger", "get", "--ledger-table", table, "--key", "done-key", "--key", "mail-key", "--key", "never-seen")
+	require.Equal(t, 0, code, stdout)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 3, stdout)
+	var done, mail ledger.Entry
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &done))
+	require.NoError(t, json.Unmarshal([]byte(lines[1]), &mail))
+	assert.Equal(t, ledger.StateDone, done.State)
+	assert.Equal(t, "receipt-abc", done.Receipt)
+	assert.Equal(t, ledger.StateDeadLettered, mail.State)
+	assert.True(t, mail.EffectStarted)
+	assert.Empty(t, mail.Receipt, "effect started, no receipt: reconcile with the external system")
+	assert.Equal(t, events.ReasonEffectUnknown, mail.LastReason)
+	assert.Equal(t, 1, mail.DeadLetterCount)
+	assert.JSONEq(t, `{"idempotency_key":"never-seen","found":false}`, lines[2])
+}
