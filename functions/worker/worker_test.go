@@ -201,6 +201,10 @@ func TestParseFault(t *testing.T) {
 		{name: "401 without a kind is auth", args: `{"fault":{"retryable":false,"status":401}}`, want: &Fault{Kind: FaultAuth, Status: 401, Code: "UnrecognizedClientException"}},
 		{name: "a retryable 403 stays transient", args: `{"fault":{"retryable":true,"status":403}}`, want: &Fault{Retryable: true, Status: 403}},
 		{name: "nested path normalizes too", args: `{"context":{"fault":1},"fault":{"type":"circuit_open"}}`, want: &Fault{Kind: FaultDependencyOpen, Type: "circuit_open"}},
+		// The walk over the top-level keys (mayHaveFaultKey).
+		{name: "a closing brace in a string does not lift a nested fault", args: `{"q":"}","x":{"fault":{"kind":"panic"}}}`},
+		{name: "an escaped quote before fault", args: `{"q":"a\"b\\","fault":{"kind":"auth"}}`, want: &Fault{Kind: FaultAuth}},
+		{name: "fault after an array of objects", args: `{"a":[{"b":"}"},{"fault":1}],"fault":{"kind":"panic"}}`, want: &Fault{Kind: FaultPanic}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
