@@ -63,7 +63,7 @@ CDK = $(CDK_ENV) $(CURDIR)/node_modules/.bin/cdk --no-notices
 cdk-cli:
 	@test -x node_modules/.bin/cdk || npm ci --no-audit --no-fund --loglevel=error
 
-## build: arm64 provided.al2023 bootstraps zipped to dist/worker.zip and dist/triage.zip (deterministic zips; the worker bootstrap must stay under 10 MiB)
+## build: arm64 provided.al2023 bootstraps zipped to dist/worker.zip and dist/triage.zip (deterministic zips; the worker bootstrap must stay under 10 MB)
 .PHONY: build
 build:
 	@GO=$(GO) scripts/build.sh
