@@ -98,7 +98,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 	}
 	var pe *panicError
 	if errors.As(cause, &pe) {
-		attrsLog = append(attrsLog, slog.String("stack", truncate(string(pe.stack), 4096)))
+		attrsLog = append(attrsLog, slog.String("stack", truncate(pe.stack(), 4096)))
 	}
 	p.log.LogAttrs(ctx, slog.LevelWarn, "dead-lettered", attrsLog...)
 	return resultDeadLettered

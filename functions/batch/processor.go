@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -464,10 +465,12 @@ func (p *Processor) process(ctx context.Context, rec Record, m *counters) result
 func (p *Processor) call(ctx context.Context, rec Record) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			// The first frames are enough, and a full traceback costs more
-			// than the rest of the record.
-			buf := make([]byte, 2048)
-			err = &panicError{value: fmt.Sprint(v), stack: buf[:runtime.Stack(buf, false)]}
+			// The program counters only: runtime.Stack, which formats the
+			// traceback at once, cost ~45 µs a panic (10% of the CPU of the
+			// sqs-mixed bench); the frames are formatted for the log only.
+			pe := &panicError{value: fmt.Sprint(v)}
+			pe.pcs = pe.pcBuf[:runtime.Callers(3, pe.pcBuf[:])]
+			err = pe
 		}
 	}()
 	return p.handler(ctx, rec)
@@ -476,10 +479,30 @@ func (p *Processor) call(ctx context.Context, rec Record) (err error) {
 // panicError is a recovered panic: unclassified.
 type panicError struct {
 	value string
-	stack []byte
+	pcs   []uintptr // the panicking goroutine's stack, innermost first
+	pcBuf [32]uintptr
 }
 
 func (e *panicError) Error() string { return "panic: " + e.value }
+
+// stack formats the frames as runtime.Stack lays them out ("function" then
+// a tab and "file:line"), without the goroutine header and arguments.
+func (e *panicError) stack() string {
+	var b strings.Builder
+	frames := runtime.CallersFrames(e.pcs)
+	for {
+		f, more := frames.Next()
+		b.WriteString(f.Function)
+		b.WriteString("\n\t")
+		b.WriteString(f.File)
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(f.Line))
+		b.WriteByte('\n')
+		if !more {
+			return b.String()
+		}
+	}
+}
 
 // retry leaves the record to be redelivered, hidden for a backoff.
 func (p *Processor) retry(ctx context.Context, rec Record, c Classification, err error) {
