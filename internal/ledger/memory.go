@@ -15,6 +15,11 @@ type Memory struct {
 	entries map[string]*Entry // pointers: an Entry is too big to be stored inline in a map
 	slab    []Entry           // new entries are carved from here (16, 32, … 256 to an allocation)
 	ttl     time.Duration
+	// The entry last looked up, and its key: a worker's Complete follows
+	// its Begin on the same key, and the string comparison (the same
+	// pointer, mostly) is cheaper than hashing the key again.
+	lastKey string
+	last    *Entry
 }
 
 var _ Ledger = (*Memory)(nil)
@@ -32,7 +37,7 @@ func NewMemory() *Memory {
 func (m *Memory) Begin(_ context.Context, key, owner string, now time.Time, lease time.Duration) (Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.entries[key]
+	e, ok := m.lookup(key)
 	var before Entry // a new key: the zero Entry
 	if ok {
 		before = *e
@@ -66,7 +71,7 @@ func (m *Memory) Complete(_ context.Context, key, owner, receipt string, now tim
 func (m *Memory) Release(_ context.Context, key, owner string, now time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.entries[key]
+	e, ok := m.lookup(key)
 	if !ok || e.State != StateInProgress || e.Owner != owner {
 		return nil
 	}
@@ -97,7 +102,7 @@ func (m *Memory) Redriven(_ context.Context, key string, now time.Time) (Entry, 
 func (m *Memory) Get(_ context.Context, key string) (Entry, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.entries[key]
+	e, ok := m.lookup(key)
 	if !ok {
 		return Entry{}, false, nil
 	}
@@ -111,10 +116,22 @@ func (m *Memory) Len() int {
 	return len(m.entries)
 }
 
+// lookup returns key's entry; m.mu is held.
+func (m *Memory) lookup(key string) (*Entry, bool) {
+	if m.last != nil && key == m.lastKey {
+		return m.last, true
+	}
+	e, ok := m.entries[key]
+	if ok {
+		m.lastKey, m.last = key, e
+	}
+	return e, ok
+}
+
 func (m *Memory) update(key string, now time.Time, f func(*Entry)) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	e, ok := m.entries[key]
+	e, ok := m.lookup(key)
 	if !ok {
 		e = m.newEntry(key)
 	}
@@ -129,9 +146,12 @@ func (m *Memory) newEntry(key string) *Entry {
 	if len(m.slab) == cap(m.slab) {
 		m.slab = make([]Entry, 0, min(max(2*cap(m.slab), 16), 256))
 	}
-	m.slab = append(m.slab, Entry{Key: key})
+	// Extended in place, not appended: a fresh slab is zeroed already.
+	m.slab = m.slab[:len(m.slab)+1]
 	e := &m.slab[len(m.slab)-1]
+	e.Key = key
 	m.entries[key] = e
+	m.lastKey, m.last = key, e
 	return e
 }
 
