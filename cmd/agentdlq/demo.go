@@ -140,7 +140,8 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	defer logFile.Close()
 	log := slog.New(slog.NewJSONHandler(logFile, nil))
 	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), topology.LocalLedgerTable)
-	w, err := worker.New(worker.Config{Pipeline: p, Queues: q, SQS: sqsc, Ledger: l, WorkerVersion: "demo", Logger: log, Metrics: logFile})
+	w, err := worker.New(worker.Config{Pipeline: p, Queues: q, SQS: sqsc, Ledger: l, WorkerVersion: "demo", Logger: log, Metrics: logFile,
+		Concurrency: worker.LambdaConcurrency})
 	if err != nil {
 		return err
 	}

@@ -202,7 +202,8 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out io.Writ
 	sendSecs := time.Since(t0).Seconds()
 
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	w, err := worker.New(worker.Config{Pipeline: p, Queues: q, SQS: sqsc, Ledger: led, WorkerVersion: "load", Logger: log, Metrics: io.Discard})
+	w, err := worker.New(worker.Config{Pipeline: p, Queues: q, SQS: sqsc, Ledger: led, WorkerVersion: "load", Logger: log, Metrics: io.Discard,
+		Concurrency: worker.LambdaConcurrency})
 	if err != nil {
 		return err
 	}

@@ -134,6 +134,7 @@ func newLocalRuntime(ctx context.Context, p *pipeline.Pipeline, table string, lo
 	w, err := worker.New(worker.Config{
 		Pipeline: p, Queues: q, SQS: sqsc, Ledger: l,
 		WorkerVersion: "local", Logger: log, Metrics: metrics,
+		Concurrency: worker.LambdaConcurrency, // as the deployed Lambda
 	})
 	if err != nil {
 		return nil, err

@@ -17,10 +17,6 @@ import (
 	"github.com/agentdlq/agentdlq/internal/topology"
 )
 
-// concurrency is how many records (message groups, for FIFO) an invocation
-// handles at once: each waits on DynamoDB for its ledger entry.
-const concurrency = 16
-
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	w, err := setup(log)
@@ -55,7 +51,7 @@ func setup(log *slog.Logger) (*worker.Worker, error) {
 			o.BaseEndpoint = lambdaenv.Endpoint(os.Getenv, "DynamoDB")
 		}), table),
 		WorkerVersion: os.Getenv("AGENTDLQ_WORKER_VERSION"),
-		Concurrency:   concurrency,
+		Concurrency:   worker.LambdaConcurrency,
 		Logger:        log,
 	})
 }
