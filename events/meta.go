@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unsafe"
 )
 
 // Attribute names the worker stamps on a dead letter.
@@ -133,35 +135,47 @@ func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribu
 	if len(m.History) > MaxHistory {
 		m.History = m.History[len(m.History)-MaxHistory:]
 	}
-	if len(m.History) > 0 {
-		// A copy: the caller's history is not redacted in place.
-		h := make([]Attempt, len(m.History))
-		for i, a := range m.History {
-			a.Error = Redact(a.Error, MaxErrorRunes/2)
-			h[i] = a
+	// Copied on the first error text that redaction changes, so that the
+	// caller's history is not redacted in place; a history whose texts are
+	// already clean (the worker's: one attempt, no text) is not copied.
+	copied := false
+	for i := range m.History {
+		e := Redact(m.History[i].Error, MaxErrorRunes/2)
+		if e == m.History[i].Error {
+			continue
 		}
-		m.History = h
+		if !copied {
+			m.History, copied = slices.Clone(m.History), true
+		}
+		m.History[i].Error = e
 	}
 
 	// Sized for what it will hold: a small map (eight entries or fewer) is
 	// much cheaper to make than one hinted for the SQS maximum.
 	out := make(map[string]Attribute, min(len(original), MaxKeptAttributes)+2)
-	names := make([]string, 0, len(original))
-	for name := range original {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var folded map[string]Attribute
-	for _, name := range names {
-		a := original[name]
-		if len(out) < MaxKeptAttributes && !strings.HasPrefix(name, AttrPrefix) {
+	if keepsAll(original) {
+		// Nothing is folded, so the name order does not matter: no sort.
+		for name, a := range original {
 			out[name] = a
-			continue
 		}
-		if folded == nil {
-			folded = make(map[string]Attribute)
+	} else {
+		names := make([]string, 0, len(original))
+		for name := range original {
+			names = append(names, name)
 		}
-		folded[name] = a
+		sort.Strings(names)
+		for _, name := range names {
+			a := original[name]
+			if len(out) < MaxKeptAttributes && !strings.HasPrefix(name, AttrPrefix) {
+				out[name] = a
+				continue
+			}
+			if folded == nil {
+				folded = make(map[string]Attribute)
+			}
+			folded[name] = a
+		}
 	}
 	m.Folded = folded
 
@@ -177,8 +191,24 @@ func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribu
 		return nil, fmt.Errorf("encode dead letter: %w: %d bytes (max %d; folded attributes are too big)", ErrMetaTooLarge, len(data), MaxMetaBytes)
 	}
 	out[AttrReason] = Attribute{DataType: "String", StringValue: string(m.Reason)}
-	out[AttrMeta] = Attribute{DataType: "String", StringValue: string(data)}
+	// data is not written again: the string shares its bytes instead of
+	// copying them (~1 KB and an allocation per dead letter).
+	out[AttrMeta] = Attribute{DataType: "String", StringValue: unsafe.String(unsafe.SliceData(data), len(data))}
 	return out, nil
+}
+
+// keepsAll reports whether every original attribute is kept as it is: at
+// most MaxKeptAttributes of them, none with a reserved dlq_ name.
+func keepsAll(original map[string]Attribute) bool {
+	if len(original) > MaxKeptAttributes {
+		return false
+	}
+	for name := range original {
+		if strings.HasPrefix(name, AttrPrefix) {
+			return false
+		}
+	}
+	return true
 }
 
 // DecodeDeadLetter splits a dead letter's attributes into its metadata and the

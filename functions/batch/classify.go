@@ -60,11 +60,11 @@ func classify(err error, effectStarted bool) Classification {
 }
 
 func classifyBare(err error) Classification {
-	var o *Outcome
-	if errors.As(err, &o) {
+	// errors.AsType, not errors.As: a target passed by pointer escapes, and
+	// each call cost an allocation on every failed record.
+	if o, ok := errors.AsType[*Outcome](err); ok {
 		c := Classification{Kind: o.kind, Reason: o.reason}
-		var api smithy.APIError
-		if errors.As(o.err, &api) {
+		if api, ok := errors.AsType[smithy.APIError](o.err); ok {
 			c.Code = api.ErrorCode()
 		}
 		return c
@@ -85,8 +85,7 @@ func classifyBare(err error) Classification {
 	case errors.Is(err, context.Canceled):
 		return Classification{Kind: KindTransient, Reason: events.ReasonBudgetExhausted, Code: "Canceled"}
 	}
-	var api smithy.APIError
-	if errors.As(err, &api) {
+	if api, ok := errors.AsType[smithy.APIError](err); ok {
 		code := api.ErrorCode()
 		switch {
 		case throttlingCodes[code] || transientCodes[code] || api.ErrorFault() == smithy.FaultServer:
@@ -96,8 +95,7 @@ func classifyBare(err error) Classification {
 		}
 		return Classification{Kind: KindUnclassified, Reason: events.ReasonUnclassified, Code: code}
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		return Classification{Kind: KindTransient, Reason: events.ReasonBudgetExhausted, Code: "Timeout"}
 	}
 	return Classification{Kind: KindUnclassified, Reason: events.ReasonUnclassified}

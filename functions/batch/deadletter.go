@@ -96,8 +96,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		slog.String("reason", string(reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", st.task.TraceID),
 		slog.String("error_code", c.Code), slog.String("error", errText),
 	}
-	var pe *panicError
-	if errors.As(cause, &pe) {
+	if pe, ok := errors.AsType[*panicError](cause); ok {
 		attrsLog = append(attrsLog, slog.String("stack", truncate(pe.stack(), 4096)))
 	}
 	p.log.LogAttrs(ctx, slog.LevelWarn, "dead-lettered", attrsLog...)
@@ -126,17 +125,24 @@ func (p *Processor) send(ctx context.Context, msg *awsevents.SQSMessage, group s
 			err = fmt.Errorf("dead-letter send panicked: %v", v)
 		}
 	}()
+	// The input's *string fields point into one slice: an aws.String each
+	// (two per attribute) were ~9 of the ~30 allocations of a dead letter.
+	strs := make([]string, 0, 2+2*len(attrs))
+	ptr := func(s string) *string {
+		strs = append(strs, s)
+		return &strs[len(strs)-1]
+	}
 	in := &sqs.SendMessageInput{
-		QueueUrl:          aws.String(p.dlqURL),
-		MessageBody:       aws.String(msg.Body),
+		QueueUrl:          ptr(p.dlqURL),
+		MessageBody:       ptr(msg.Body),
 		MessageAttributes: make(map[string]types.MessageAttributeValue, len(attrs)),
 	}
 	for name, a := range attrs {
-		v := types.MessageAttributeValue{DataType: aws.String(a.DataType)}
+		v := types.MessageAttributeValue{DataType: ptr(a.DataType)}
 		if strings.HasPrefix(a.DataType, "Binary") {
 			v.BinaryValue = a.BinaryValue
 		} else {
-			v.StringValue = aws.String(a.StringValue)
+			v.StringValue = ptr(a.StringValue)
 		}
 		in.MessageAttributes[name] = v
 	}
