@@ -150,3 +150,15 @@ func BenchmarkWorkerParts(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkParseFault parses the args of a task that asks for a fault, as
+// most records of the sqs-mixed fixture do.
+func BenchmarkParseFault(b *testing.B) {
+	args := []byte(`{"q":"weather in paris","context":{"lang":"en","n":3},"fault":{"retryable":true,"status":503,"error":"upstream unavailable","until_receive":3},"tail":"more text after the fault than in it"}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseFault(args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

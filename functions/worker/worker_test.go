@@ -188,6 +188,7 @@ func TestParseFault(t *testing.T) {
 		{name: "transient", args: `{"q":1,"fault":{"retryable":true,"status":503,"error":"x","until_receive":2}}`, want: &Fault{Retryable: true, Status: 503, Error: "x", UntilReceive: 2}},
 		{name: "kind", args: `{"fault":{"kind":"auth","code":"ExpiredToken"}}`, want: &Fault{Kind: "auth", Code: "ExpiredToken"}},
 		{name: "fault of the wrong shape", args: `{"fault":"boom"}`, wantErr: true},
+		{name: "a fault field of the wrong type", args: `{"fault":{"status":"503"},"q":1}`, wantErr: true},
 		{name: "a nested fault key is not args.fault", args: `{"context":{"fault":{"kind":"panic"}},"q":1}`},
 		{name: "fault after a nested object", args: `{"context":{"a":{}} , "fault" : {"kind":"auth","code":"AccessDenied"}}`, want: &Fault{Kind: "auth", Code: "AccessDenied"}},
 		{name: "a brace in a string before fault", args: `{"q":"{","fault":{"kind":"policy_limit"}}`, want: &Fault{Kind: "policy_limit"}},
