@@ -667,3 +667,18 @@ func TestOutOfTime(t *testing.T) {
 	assert.Equal(t, []string{"m3", "m4", "m5"}, got)
 	assert.Contains(t, h.logs.String(), `"msg":"invocation out of time: records not started, reported as batch item failures","records":3`)
 }
+
+func TestPanicStackIsTheSameFromTheCache(t *testing.T) {
+	t.Parallel()
+	p := &Processor{handler: func(context.Context, Record) error { panic("boom") }}
+	var stacks []string
+	for range 2 {
+		err := p.call(context.Background(), Record{})
+		pe, ok := errors.AsType[*panicError](err)
+		require.True(t, ok, "a panic is a *panicError")
+		stacks = append(stacks, pe.stack())
+		assert.Equal(t, pe.format(), stacks[len(stacks)-1], "the kept text is the formatted one")
+	}
+	assert.Equal(t, stacks[0], stacks[1])
+	assert.Contains(t, stacks[0], "TestPanicStackIsTheSameFromTheCache")
+}
