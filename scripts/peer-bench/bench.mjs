@@ -1,0 +1,90 @@
+// The peer of `agentdlq bench`: Powertools for AWS Lambda (TypeScript)
+// BatchProcessor, version pinned in package.json, on the same Lambda SQS event
+// file and the same per-record work as the sample worker's all-ok path — parse
+// and check the agent task v1 body, then the tool's work, the SHA-256 of the
+// task's args. It prints one JSON line shaped like `agentdlq bench`'s, so the
+// two can be compared in the same run (`make bench-peer`).
+//
+// usage: node bench.mjs EVENT_FILE [REPEATS]
+import { readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  BatchProcessor,
+  EventType,
+  processPartialResponse,
+} from '@aws-lambda-powertools/batch';
+
+const [file, repeatsArg] = process.argv.slice(2);
+if (!file) {
+  console.error('usage: node bench.mjs EVENT_FILE [REPEATS]');
+  process.exit(2);
+}
+const repeats = Number(repeatsArg ?? 1000);
+const event = JSON.parse(readFileSync(file, 'utf8'));
+if (!Array.isArray(event.Records) || event.Records.length === 0) {
+  console.error(`${file}: not an SQS event (no Records)`);
+  process.exit(2);
+}
+
+const catalog = new Map([
+  ['web.search', ['1', '2']], ['http.fetch', ['1']], ['code.exec', ['1']],
+  ['file.read', ['1']], ['file.write', ['1']], ['sql.query', ['1']],
+  ['vector.search', ['1']], ['email.send', ['1']],
+]);
+const required = ['task_id', 'run_id', 'tenant', 'idempotency_key', 'tool', 'tool_version', 'trace_id', 'created_at'];
+
+// The per-record work: the same checks the Go decoder makes, then the
+// SHA-256 of the args (JSON.stringify of the parsed args: the raw bytes are
+// not kept by JSON.parse; for compact bodies the two are the same).
+const digests = new Map();
+const recordHandler = (record) => {
+  const task = JSON.parse(record.body);
+  if (task === null || typeof task !== 'object' || Array.isArray(task)) throw new Error('json_invalid');
+  for (const f of required) {
+    if (typeof task[f] !== 'string' || task[f] === '') throw new Error(`schema_invalid: ${f}`);
+  }
+  if (task.schema_version !== 1) throw new Error('schema_invalid: schema_version');
+  const args = task.args;
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new Error('schema_invalid: args');
+  const versions = catalog.get(task.tool);
+  if (!versions) throw new Error('tool_unknown');
+  if (!versions.includes(task.tool_version)) throw new Error('tool_version_unsupported');
+  if (args.fault) throw new Error('fault');
+  const sum = createHash('sha256').update(JSON.stringify(args)).digest('hex');
+  digests.set(record.messageId, sum);
+  return sum;
+};
+
+const processor = new BatchProcessor(EventType.SQS);
+const context = { getRemainingTimeInMillis: () => 60_000 };
+let failures = 0;
+const once = async () => {
+  const res = await processPartialResponse(event, recordHandler, processor, { context });
+  failures = res.batchItemFailures.length;
+};
+
+for (let i = 0; i < Math.min(50, repeats); i++) await once(); // warm-up (JIT)
+const cpu0 = process.cpuUsage();
+const t0 = process.hrtime.bigint();
+for (let i = 0; i < repeats; i++) await once();
+const wallNs = Number(process.hrtime.bigint() - t0);
+const cpu = process.cpuUsage(cpu0);
+const records = event.Records.length;
+const n = records * repeats;
+const okDigest = createHash('sha256');
+for (const r of event.Records) {
+  if (digests.has(r.messageId)) okDigest.update(`${r.messageId}:${digests.get(r.messageId)}\n`);
+}
+const round = (x) => Math.round(x * 10) / 10;
+console.log(JSON.stringify({
+  peer: '@aws-lambda-powertools/batch BatchProcessor',
+  node: process.version,
+  records,
+  repeats,
+  records_per_s: round(n / (wallNs / 1e9)),
+  ns_per_record: round(wallNs / n),
+  cpu_ns_per_record: round(((cpu.user + cpu.system) * 1000) / n),
+  rss_mb: round(process.resourceUsage().maxRSS / 1024),
+  failures,
+  ok_digest: okDigest.digest('hex'),
+}));
