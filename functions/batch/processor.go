@@ -332,25 +332,9 @@ func (p *Processor) runSequential(ctx context.Context, records []awsevents.SQSMe
 // runConcurrent handles the records of a standard queue with up to
 // Concurrency goroutines.
 func (p *Processor) runConcurrent(ctx context.Context, records []awsevents.SQSMessage, states []recordState, now time.Time, m *counters) {
-	workers := min(p.concurrency, len(records))
-	parts := make([]counters, workers)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(records) {
-					return
-				}
-				p.runOne(ctx, &records[i], &states[i], false, now, &parts[w])
-			}
-		})
-	}
-	wg.Wait()
-	for i := range parts {
-		m.add(&parts[i])
-	}
+	p.fanOut(len(records), m, func(i int, part *counters) {
+		p.runOne(ctx, &records[i], &states[i], false, now, part)
+	})
 }
 
 // runGroups handles the message groups of a FIFO queue with up to
@@ -365,7 +349,19 @@ func (p *Processor) runGroups(ctx context.Context, records []awsevents.SQSMessag
 		}
 		groups[g] = append(groups[g], i)
 	}
-	workers := min(p.concurrency, len(order))
+	p.fanOut(len(order), m, func(k int, part *counters) {
+		held := false
+		for _, i := range groups[order[k]] {
+			p.runOne(ctx, &records[i], &states[i], held, now, part)
+			held = held || states[i].result == resultRetry
+		}
+	})
+}
+
+// fanOut calls do(k, part) for every k in [0, n) on up to Concurrency
+// goroutines, each counting into its own part, and adds the parts into m.
+func (p *Processor) fanOut(n int, m *counters, do func(k int, part *counters)) {
+	workers := min(p.concurrency, n)
 	parts := make([]counters, workers)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -373,14 +369,10 @@ func (p *Processor) runGroups(ctx context.Context, records []awsevents.SQSMessag
 		wg.Go(func() {
 			for {
 				k := int(next.Add(1) - 1)
-				if k >= len(order) {
+				if k >= n {
 					return
 				}
-				held := false
-				for _, i := range groups[order[k]] {
-					p.runOne(ctx, &records[i], &states[i], held, now, &parts[w])
-					held = held || states[i].result == resultRetry
-				}
+				do(k, &parts[w])
 			}
 		})
 	}
