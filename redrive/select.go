@@ -266,7 +266,18 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 	canaryDone := req.Canary == 0 || req.DryRun
 	planned := 0 // moves started: the limit and the canary count these
 	idle := 0
-	for idle < idleMax {
+	// Released letters come straight back and can fill several receives in a
+	// row with letters already seen; while fewer letters were seen than the
+	// DLQ held at the start, the pass keeps going ten times longer before it
+	// calls the DLQ exhausted (it still ends, and says partial, if they never
+	// show up).
+	exhausted := func() bool {
+		if res.Seen < res.DepthAtStart {
+			return idle >= 10*idleMax
+		}
+		return idle >= idleMax
+	}
+	for !exhausted() {
 		if err := ctx.Err(); err != nil {
 			res.Partial = "interrupted"
 			return err
@@ -336,7 +347,7 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 		} else {
 			idle = 0
 		}
-		if !canaryDone && (len(canary) >= req.Canary || (idle >= idleMax && len(canary) > 0)) {
+		if !canaryDone && (len(canary) >= req.Canary || (exhausted() && len(canary) > 0)) {
 			cr, err := r.waitCanary(ctx, api, req, canary, seen)
 			res.Canary = cr
 			if aerr := r.record(ctx, Record{Actor: req.Owner, Action: ActionCanary, Why: req.Why,
