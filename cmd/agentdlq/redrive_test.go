@@ -18,7 +18,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 )
@@ -82,17 +81,7 @@ func TestRedriveCLIBadInputIsRefusedAndAudited(t *testing.T) {
 
 // TestRedriveCLIOnEmulators drives the CLI against a seeded local DLQ.
 func TestRedriveCLIOnEmulators(t *testing.T) {
-	cfg := localtest.AWS(t)
-	f, err := pipeline.Load(filepath.Join("..", "..", pipeline.DefaultFile))
-	require.NoError(t, err)
-	p, err := f.Get("agent-tasks")
-	require.NoError(t, err)
-	q := localtest.Queues(t, cfg, p)
-	table := localtest.Table(t, cfg)
-	t.Setenv("AGENTDLQ_HOT_QUEUE_URL", q.HotURL)
-	t.Setenv("AGENTDLQ_HOT_QUEUE_ARN", q.HotARN)
-	t.Setenv("AGENTDLQ_DLQ_URL", q.DLQURL)
-	t.Setenv("AGENTDLQ_DLQ_ARN", q.DLQARN)
+	cfg, _, q, table := onEmulators(t, "agent-tasks")
 	client := sqs.NewFromConfig(cfg)
 	ctx := context.Background()
 	seed := func(key string, reason events.Reason) {
@@ -157,17 +146,7 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 }
 
 func TestRedriveCLIEmptyAndMissingDLQ(t *testing.T) {
-	cfg := localtest.AWS(t)
-	f, err := pipeline.Load(filepath.Join("..", "..", pipeline.DefaultFile))
-	require.NoError(t, err)
-	p, err := f.Get("agent-tasks")
-	require.NoError(t, err)
-	q := localtest.Queues(t, cfg, p)
-	table := localtest.Table(t, cfg)
-	t.Setenv("AGENTDLQ_HOT_QUEUE_URL", q.HotURL)
-	t.Setenv("AGENTDLQ_HOT_QUEUE_ARN", q.HotARN)
-	t.Setenv("AGENTDLQ_DLQ_URL", q.DLQURL)
-	t.Setenv("AGENTDLQ_DLQ_ARN", q.DLQARN)
+	_, _, q, table := onEmulators(t, "agent-tasks")
 	audit := filepath.Join(t.TempDir(), "audit.jsonl")
 	args := []string{"redrive", "select", "--pipeline", "agent-tasks", "--reason", "budget_exhausted", "--owner", "platform-oncall",
 		"--why", "x", "--audit", audit, "--ledger-table", table}

@@ -13,8 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/localtest"
-	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -40,17 +38,7 @@ func TestTriageCLIBadInput(t *testing.T) {
 // out, an export to a folder, a destination that refuses the write (exit 1,
 // the report still printed), a missing DLQ (exit 2), and the DLQ unchanged.
 func TestTriageCLIEmulator(t *testing.T) {
-	cfg := localtest.AWS(t)
-	f, err := pipeline.Load(filepath.Join("..", "..", pipeline.DefaultFile))
-	require.NoError(t, err)
-	p, err := f.Get("agent-tasks")
-	require.NoError(t, err)
-	q := localtest.Queues(t, cfg, p)
-	table := localtest.Table(t, cfg)
-	t.Setenv("AGENTDLQ_HOT_QUEUE_URL", q.HotURL)
-	t.Setenv("AGENTDLQ_HOT_QUEUE_ARN", q.HotARN)
-	t.Setenv("AGENTDLQ_DLQ_URL", q.DLQURL)
-	t.Setenv("AGENTDLQ_DLQ_ARN", q.DLQARN)
+	cfg, _, q, table := onEmulators(t, "agent-tasks")
 	client := sqs.NewFromConfig(cfg)
 	ctx := t.Context()
 	for i := range 4 {
@@ -65,7 +53,7 @@ func TestTriageCLIEmulator(t *testing.T) {
 		_, err = client.SendMessage(ctx, in)
 		require.NoError(t, err)
 	}
-	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String("not json")})
+	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String("not json")})
 	require.NoError(t, err)
 
 	out := t.TempDir()
