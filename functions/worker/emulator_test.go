@@ -130,15 +130,24 @@ func (r *recordingRun) run(t *testing.T, file string, fifo bool) {
 // drain receives up to n messages from url (long polling, bounded).
 func drain(t *testing.T, c *sqs.Client, url string, n int) []types.Message {
 	t.Helper()
+	// A short visibility timeout, and messages counted once by id: a receive
+	// whose response is lost on a loaded machine leaves its messages in
+	// flight, and they must come back before the deadline.
 	var out []types.Message
-	deadline := time.Now().Add(20 * time.Second)
+	seen := map[string]bool{}
+	deadline := time.Now().Add(30 * time.Second)
 	for len(out) < n && time.Now().Before(deadline) {
 		res, err := c.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 60,
+			QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 5,
 			MessageAttributeNames: []string{"All"}, MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 		})
 		require.NoError(t, err)
-		out = append(out, res.Messages...)
+		for _, m := range res.Messages {
+			if id := aws.ToString(m.MessageId); !seen[id] {
+				seen[id] = true
+				out = append(out, m)
+			}
+		}
 	}
 	return out
 }
