@@ -14,7 +14,7 @@ import (
 
 // onEmulators gives a CLI test the repository's pipeline of that name with a
 // fresh pair of local queues and a fresh ledger table, and points the CLI at
-// the queues (the AGENTDLQ_* overrides topology.Resolve reads). It skips
+// the queues (the AGENTDLQ_* overrides topology.OverrideFromEnv reads). It skips
 // without the emulators (fails under AGENTDLQ_REQUIRE_EMULATORS=1).
 func onEmulators(t *testing.T, name string) (aws.Config, *pipeline.Pipeline, topology.Queues, string) {
 	t.Helper()

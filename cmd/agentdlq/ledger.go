@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/internal/topology"
 )
 
 // newLedgerCmd is the read-only look at the idempotency ledger that an
@@ -78,7 +79,7 @@ func ledgerTableName(flag string) string {
 		return t
 	}
 	if os.Getenv("AWS_ENDPOINT_URL_DYNAMODB") != "" || os.Getenv("AWS_ENDPOINT_URL") != "" {
-		return "agentdlq-ledger"
+		return topology.LocalLedgerTable
 	}
 	return ""
 }

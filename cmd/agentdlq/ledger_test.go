@@ -59,3 +59,24 @@ func TestLedgerGetEmulator(t *testing.T) {
 	assert.Equal(t, 1, mail.DeadLetterCount)
 	assert.JSONEq(t, `{"idempotency_key":"never-seen","found":false}`, lines[2])
 }
+
+// One rule names the ledger table for triage, redrive, work and ledger get.
+func TestLedgerTableName(t *testing.T) {
+	tests := []struct {
+		name, flag, env, endpoint string
+		want                      string // "" means none: the command must ask for one
+	}{
+		{"flag wins", "flag-table", "env-table", "http://127.0.0.1:4567", "flag-table"},
+		{"then the environment", "", "env-table", "http://127.0.0.1:4567", "env-table"},
+		{"local endpoints: the local table", "", "", "http://127.0.0.1:4567", "agentdlq-ledger"},
+		{"AWS with nothing named: none, never a guess", "", "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("AGENTDLQ_LEDGER_TABLE", tt.env)
+			t.Setenv("AWS_ENDPOINT_URL", "")
+			t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", tt.endpoint)
+			assert.Equal(t, tt.want, ledgerTableName(tt.flag))
+		})
+	}
+}

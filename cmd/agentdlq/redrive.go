@@ -70,7 +70,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
 	pf.StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix (default ./out/audit/<pipeline>.jsonl)")
-	pf.StringVar(&f.ledgerTable, "ledger-table", "", "the idempotency ledger table (default $AGENTDLQ_LEDGER_TABLE, else agentdlq-ledger)")
+	pf.StringVar(&f.ledgerTable, "ledger-table", "", "the idempotency ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	pf.BoolVar(&f.jsonOut, "json", false, "print JSON")
 	cmd.AddCommand(newRedrivePlanCmd(f), newRedriveStartCmd(f), newRedriveSelectCmd(f),
 		newRedriveStatusCmd(f), newRedriveCancelCmd(f), newRedriveRejectCmd(f))
@@ -164,22 +164,21 @@ func (f *redriveFlags) setup(ctx context.Context, cmd *cobra.Command, action, ac
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
+	// The ledger counts every redrive, which is how a key that keeps coming
+	// back becomes redrive_loop: no redrive without it.
+	table := ledgerTableName(f.ledgerTable)
+	if table == "" {
+		return nil, f.refusedEarly(ctx, &cfg, action, actor, fmt.Errorf("refused (%s): no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (the stack output LedgerTableName)", redrive.CodeBadInput))
+	}
 	logger := newLogger()
 	client := sqs.NewFromConfig(cfg)
 	local := redrive.IsLocalEndpoint(aws.ToString(client.Options().BaseEndpoint))
-	q, err := topology.Resolve(ctx, client, p)
+	q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
 	if err != nil {
 		if errors.Is(err, topology.ErrNotFound) {
 			return nil, f.refusedEarly(ctx, &cfg, action, actor, fmt.Errorf("refused (%s): pipeline %q: %v", redrive.CodeDLQMissing, p.Name, err))
 		}
 		return nil, fmt.Errorf("pipeline %q queues: %w", p.Name, err)
-	}
-	table := f.ledgerTable
-	if table == "" {
-		table = os.Getenv("AGENTDLQ_LEDGER_TABLE")
-	}
-	if table == "" {
-		table = "agentdlq-ledger"
 	}
 	a, err := f.auditor(&cfg, p.Name, logger)
 	if err != nil {

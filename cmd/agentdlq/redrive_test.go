@@ -79,6 +79,25 @@ func TestRedriveCLIBadInputIsRefusedAndAudited(t *testing.T) {
 	assert.Equal(t, exitRefused, code, "a flag that does not parse is bad input")
 }
 
+// Outside the emulators, with no ledger table named, redrive refuses before
+// it touches a queue: without the ledger no redrive is counted, and a key
+// that keeps coming back would never become redrive_loop.
+func TestRedriveCLIRefusesWithoutLedgerTable(t *testing.T) {
+	t.Setenv("AWS_ENDPOINT_URL", "")
+	t.Setenv("AWS_ENDPOINT_URL_SQS", "")
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "")
+	t.Setenv("AGENTDLQ_LEDGER_TABLE", "")
+	t.Setenv("AWS_REGION", "us-east-1")
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	_, code := runCLI(t, "redrive", "select", "--pipeline", "agent-tasks", "--reason", "budget_exhausted",
+		"--owner", "platform-oncall", "--why", "503s over", "--audit", audit)
+	assert.Equal(t, exitRefused, code)
+	recs := auditLines(t, audit)
+	require.Len(t, recs, 1)
+	assert.Equal(t, redrive.OutcomeRefused, recs[0].Outcome)
+	assert.Contains(t, recs[0].Error, "no ledger table")
+}
+
 // TestRedriveCLIOnEmulators drives the CLI against a seeded local DLQ.
 func TestRedriveCLIOnEmulators(t *testing.T) {
 	cfg, _, q, table := onEmulators(t, "agent-tasks")

@@ -49,7 +49,7 @@ whether they may be redriven. Recurring poison can be exported as eval
 records (--export-evals DEST, DEST a folder or s3://bucket/prefix); a case
 already exported there is never exported twice.
 
-The queues are found as topology.Resolve finds them (AGENTDLQ_DLQ_URL, the
+The queues are found as topology.ResolveWith finds them (AGENTDLQ_DLQ_URL, the
 local names, or the pipeline's tags); the AWS clients honour
 AWS_ENDPOINT_URL_* (eval "$(make -s local-env)" points them at the local
 emulators). The ledger (AGENTDLQ_LEDGER_TABLE or --ledger-table; locally

@@ -40,9 +40,10 @@ func newWorkCmd(g *globalFlags) *cobra.Command {
 batch window and maximum concurrency from pipelines.json; long polling; every
 attribute), invokes the real worker handler with a Lambda-shaped SQS event,
 deletes the successes and leaves batch item failures to their visibility
-timeout. The queues are found as topology.Resolve finds them
+timeout. The queues are found as topology.ResolveWith finds them
 (AGENTDLQ_HOT_QUEUE_URL / AGENTDLQ_DLQ_URL, else the local names, else the
-tags); the ledger table is AGENTDLQ_LEDGER_TABLE or agentdlq-ledger.
+tags); the ledger table is --ledger-table, AGENTDLQ_LEDGER_TABLE, or
+agentdlq-ledger when the endpoints are local.
 
 Logs (slog JSON) and metrics (embedded metric format) go to stderr; the
 final counts, as JSON, to stdout. See docs/local.md for where this differs
@@ -57,7 +58,7 @@ from Lambda.`,
 	cmd.Flags().DurationVar(&f.idleTimeout, "idle-timeout", 30*time.Second, "with --until-idle: stop after this long without a message")
 	cmd.Flags().IntVar(&f.pollers, "pollers", 0, "concurrent pollers (default: the pipeline's max_concurrency)")
 	cmd.Flags().DurationVar(&f.wait, "wait", 0, "long-polling wait of each receive (default 20s, 1s with --until-idle)")
-	cmd.Flags().StringVar(&f.table, "ledger-table", "", "ledger table (default: $AGENTDLQ_LEDGER_TABLE or "+topology.LocalLedgerTable+")")
+	cmd.Flags().StringVar(&f.table, "ledger-table", "", "ledger table (default: $AGENTDLQ_LEDGER_TABLE; "+topology.LocalLedgerTable+" with local endpoints)")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	_ = cmd.MarkFlagRequired("pipeline")
 	return cmd
@@ -73,9 +74,9 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 		return withExit(2, fmt.Errorf("--log-level: %w", err))
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
-	table := f.table
+	table := ledgerTableName(f.table)
 	if table == "" {
-		table = envOr("AGENTDLQ_LEDGER_TABLE", topology.LocalLedgerTable)
+		return withExit(2, errors.New("work: no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (local endpoints default to "+topology.LocalLedgerTable+")"))
 	}
 	rt, err := newLocalRuntime(ctx, p, table, log, stderr)
 	if err != nil {
@@ -140,11 +141,4 @@ func newLocalRuntime(ctx context.Context, p *pipeline.Pipeline, table string, lo
 		return nil, err
 	}
 	return &localRuntime{queues: q, region: cfg.Region, sqs: sqsc, ledger: l, worker: w}, nil
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }

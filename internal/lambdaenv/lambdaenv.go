@@ -12,7 +12,6 @@ package lambdaenv
 
 import (
 	"errors"
-	"os"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -57,6 +56,3 @@ func Endpoint(lookup func(string) string, serviceID string) *string {
 	}
 	return nil
 }
-
-// Getenv is os.Getenv, for callers' convenience.
-func Getenv(name string) string { return os.Getenv(name) }

@@ -10,6 +10,6 @@
 //
 // The attribute sets are computed by pure functions (HotAttributes,
 // DLQAttributes) so that what the local topology holds is testable without an
-// emulator; Resolve and Create take small interfaces naming only the SQS calls
+// emulator; ResolveWith and Create take small interfaces naming only the SQS calls
 // they make.
 package topology

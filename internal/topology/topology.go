@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -54,14 +53,6 @@ type ResolveAPI interface {
 	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 	ListQueues(ctx context.Context, params *sqs.ListQueuesInput, optFns ...func(*sqs.Options)) (*sqs.ListQueuesOutput, error)
 	ListQueueTags(ctx context.Context, params *sqs.ListQueueTagsInput, optFns ...func(*sqs.Options)) (*sqs.ListQueueTagsOutput, error)
-}
-
-// Resolve finds the pipeline's queues: from the AGENTDLQ_HOT_QUEUE_URL /
-// AGENTDLQ_DLQ_URL (+ _ARN) environment when set, else by their local names
-// (GetQueueUrl), else by their tags. It is ResolveWith with the process
-// environment; code that reads its environment in main calls ResolveWith.
-func Resolve(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (Queues, error) {
-	return ResolveWith(ctx, api, p, OverrideFromEnv(os.Getenv))
 }
 
 // ResolveWith finds the pipeline's queues, taking the given override first.
