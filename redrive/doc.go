@@ -15,7 +15,9 @@
 //     each message (reason, fingerprint), keeps only the chosen ones, sends
 //     the original body and attributes (dlq_* removed, folded attributes
 //     restored) to the hot queue and deletes the dead letter only after the
-//     send is confirmed. Everything else is released at once.
+//     send is confirmed. Everything else stays hidden until the pass ends
+//     and is released then (ChangeMessageVisibilityBatch 0): released at
+//     once, it would come straight back and crowd out the letters behind it.
 //
 // # What may be redriven
 //

@@ -26,6 +26,7 @@ type SelectAPI interface {
 	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
 	ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
 }
 
 // Defaults of a selective redrive.
@@ -46,6 +47,10 @@ const (
 	// DefaultWorkers is how many dead letters of one receive move at once
 	// (the rate limiter paces them all).
 	DefaultWorkers = 8
+	// MaxHeld bounds the dead letters a pass keeps hidden until it ends (the
+	// ones it did not choose, and a dry run's). Past it they are released at
+	// once, and may crowd the receives that follow.
+	MaxHeld = 100_000
 )
 
 // SelectRequest asks for a selective redrive.
@@ -262,6 +267,24 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 	}
 	limiter := rate.NewLimiter(rate.Limit(req.Rate), 1)
 	seen := map[string]bool{}
+	// The letters the pass leaves in the DLQ stay hidden (for the hold) until
+	// it ends, then are released together: released at once, they would come
+	// straight back and fill the next receives, and a deep DLQ's chosen
+	// letters behind them might never be reached.
+	held := map[string]string{} // message id → latest receipt handle
+	defer func() {
+		// A context of its own: an interrupted pass still gives back what it holds.
+		relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		r.releaseHeld(relCtx, api, held)
+	}()
+	leave := func(l *Letter) {
+		if len(held) < MaxHeld {
+			held[l.MessageID] = l.ReceiptHandle
+			return
+		}
+		r.release(ctx, api, l)
+	}
 	var canary []canaryItem
 	canaryDone := req.Canary == 0 || req.DryRun
 	planned := 0 // moves started: the limit and the canary count these
@@ -303,6 +326,15 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 		for _, m := range out.Messages {
 			l := fromSQS(m)
 			if seen[l.MessageID] {
+				if _, ok := held[l.MessageID]; ok {
+					// Back after its hold lapsed (a pass longer than the hold):
+					// hide it four times longer, so that letters which keep
+					// coming back cannot fill every receive, and keep the new
+					// handle for the release at the end.
+					held[l.MessageID] = l.ReceiptHandle
+					r.rehide(ctx, api, &l, 4*hold)
+					continue
+				}
 				r.release(ctx, api, &l)
 				continue
 			}
@@ -313,11 +345,12 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 			match := req.Selector.Match(&l)
 			full := (req.Limit > 0 && planned >= req.Limit) || (!canaryDone && planned >= req.Canary)
 			if !match || full {
-				r.release(ctx, api, &l)
 				if match {
+					r.release(ctx, api, &l)
 					delete(seen, l.MessageID) // deferred, not handled yet: see it again later
 					res.Seen--
 				} else {
+					leave(&l)
 					res.Released++
 				}
 				continue
@@ -327,7 +360,7 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 				o := Restore(&l)
 				res.Letters = append(res.Letters, Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID,
 					Reason: l.Reason, Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)})
-				r.release(ctx, api, &l)
+				leave(&l)
 				res.Released++
 				continue
 			}
@@ -509,6 +542,49 @@ func (r *Redriver) release(ctx context.Context, api SelectAPI, l *Letter) {
 	})
 	if err != nil {
 		r.log().WarnContext(ctx, "release failed: the dead letter becomes visible after its hold", "message_id", l.MessageID, "queue", r.Queues.DLQURL, "error", err.Error())
+	}
+}
+
+// rehide hides a held letter that came back for d (at most SQS's 12 hours).
+func (r *Redriver) rehide(ctx context.Context, api SelectAPI, l *Letter, d time.Duration) {
+	_, err := api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl: aws.String(r.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: int32(min(d, 12*time.Hour) / time.Second),
+	})
+	if err != nil {
+		r.log().WarnContext(ctx, "hold extension failed: the dead letter may be received again", "message_id", l.MessageID, "queue", r.Queues.DLQURL, "error", err.Error())
+	}
+}
+
+// releaseHeld makes the letters a pass held visible again, ten a call. A
+// failure is not fatal: they come back when their hold lapses.
+func (r *Redriver) releaseHeld(ctx context.Context, api SelectAPI, held map[string]string) {
+	ids := make([]string, 0, len(held))
+	for id := range held {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	failed := 0
+	var lastErr error
+	for i := 0; i < len(ids); i += 10 {
+		batch := ids[i:min(i+10, len(ids))]
+		entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(batch))
+		for j, id := range batch {
+			entries[j] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: aws.String(held[id]), VisibilityTimeout: 0}
+		}
+		out, err := api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(r.Queues.DLQURL), Entries: entries})
+		if err != nil {
+			failed += len(batch)
+			lastErr = err
+			continue
+		}
+		failed += len(out.Failed)
+	}
+	if failed > 0 {
+		attrs := []any{"count", failed, "queue", r.Queues.DLQURL}
+		if lastErr != nil {
+			attrs = append(attrs, "error", lastErr.Error())
+		}
+		r.log().WarnContext(ctx, "release failed: these dead letters become visible after their hold", attrs...)
 	}
 }
 

@@ -504,3 +504,104 @@ func TestSelectInAWSChecksTheCaller(t *testing.T) {
 		})
 	}
 }
+
+// The fake hands out the oldest visible letters first, so letters released
+// at once would be received again and again; the chosen ones behind them are
+// reached only because the pass keeps what it leaves hidden until it ends.
+func TestSelectReachesLettersBehindManyOthers(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 20, events.ReasonPolicyLimit, events.ReasonSchemaInvalid, events.ReasonToolUnknown)
+	seed(t, f, q, 4, events.ReasonBudgetExhausted)
+	r, _, _ := newRedriver(t, p, f, q)
+
+	res, err := r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+	require.NoError(t, err)
+	assert.Equal(t, 4, res.Moved)
+	assert.Equal(t, 64, res.Seen)
+	assert.Equal(t, 60, res.Released)
+	assert.Empty(t, res.Partial)
+	dlq := f.snapshot(q.DLQURL)
+	require.Len(t, dlq, 60)
+	for _, m := range dlq {
+		assert.False(t, m.visibleAt.After(f.now), "released when the pass ended: %s", m.id)
+	}
+}
+
+// slowReceives makes every receive take longer than the hold, as a long pass
+// at a low rate does: the letters the pass holds come back while it runs.
+type slowReceives struct {
+	*fakeSQS
+	step time.Duration
+}
+
+func (s *slowReceives) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opt ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	s.mu.Lock()
+	s.now = s.now.Add(s.step)
+	s.mu.Unlock()
+	return s.fakeSQS.ReceiveMessage(ctx, in, opt...)
+}
+
+func TestSelectHoldLapsingMidPassLosesNothing(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 40, events.ReasonPolicyLimit)
+	seed(t, f, q, 3, events.ReasonBudgetExhausted)
+	r, _, _ := newRedriver(t, p, f, q)
+	r.SQS = &slowReceives{fakeSQS: f, step: 300 * time.Millisecond}
+	req := selReq(p, events.ReasonBudgetExhausted)
+	req.Hold = time.Second
+
+	res, err := r.Select(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, 3, res.Moved)
+	assert.Equal(t, 43, res.Seen, "a letter back from its hold is not counted twice")
+	assert.Equal(t, 40, res.Released)
+	assert.Empty(t, res.Partial)
+	dlq := f.snapshot(q.DLQURL)
+	require.Len(t, dlq, 40)
+	for _, m := range dlq {
+		assert.False(t, m.visibleAt.After(f.now), "released with its latest receipt handle: %s", m.id)
+	}
+}
+
+// An interrupted pass still gives back the letters it held.
+func TestSelectInterruptedReleasesWhatItHeld(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 15, events.ReasonPolicyLimit)
+	seed(t, f, q, 2, events.ReasonBudgetExhausted)
+	r, _, _ := newRedriver(t, p, f, q)
+	ctx, cancel := context.WithCancel(context.Background())
+	r.SQS = &cancelAfterReceives{fakeSQS: f, left: 1, cancel: cancel}
+
+	res, err := r.Select(ctx, selReq(p, events.ReasonBudgetExhausted))
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, "interrupted", res.Partial)
+	assert.Equal(t, 10, res.Released)
+	dlq := f.snapshot(q.DLQURL)
+	require.Len(t, dlq, 17)
+	for _, m := range dlq {
+		assert.False(t, m.visibleAt.After(f.now), "visible again: %s", m.id)
+	}
+}
+
+type cancelAfterReceives struct {
+	*fakeSQS
+	left   int
+	cancel context.CancelFunc
+}
+
+func (c *cancelAfterReceives) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opt ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	out, err := c.fakeSQS.ReceiveMessage(ctx, in, opt...)
+	if c.left--; c.left <= 0 {
+		c.cancel()
+	}
+	return out, err
+}

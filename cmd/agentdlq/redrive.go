@@ -438,7 +438,7 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 	c.Flags().DurationVar(&canaryTimeout, "canary-timeout", redrive.DefaultCanaryTimeout, "how long to wait for the canary's outcome")
 	c.Flags().IntVar(&limit, "limit", 0, "move at most N (0: all that match)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "move nothing; say what would move")
-	c.Flags().DurationVar(&hold, "hold", redrive.DefaultHold, "visibility timeout of a dead letter while it moves")
+	c.Flags().DurationVar(&hold, "hold", redrive.DefaultHold, "visibility timeout of the dead letters a pass receives: how long one is hidden while it moves, and, after a crash, how long the letters the pass left stay hidden")
 	return c
 }
 
