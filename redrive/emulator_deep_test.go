@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -31,7 +32,10 @@ func TestEmulatorSelectBehindManyOthers(t *testing.T) {
 		put(fmt.Sprintf("be-%d", i), events.ReasonBudgetExhausted)
 	}
 	res, err := l.redriver().Select(ctx, SelectRequest{Who: Who{Owner: l.p.Owner, Why: "503s over"},
-		Selector: Selector{Reasons: []events.Reason{events.ReasonBudgetExhausted}}, Rate: 500})
+		Selector: Selector{Reasons: []events.Reason{events.ReasonBudgetExhausted}}, Rate: 500,
+		// A short hold: should a receive's response be lost on the way (the
+		// SDK then retries it), its letters come back within the pass.
+		Hold: 5 * time.Second})
 	require.NoError(t, err)
 	t.Logf("seen %d, moved %d, released %d, partial %q", res.Seen, res.Moved, res.Released, res.Partial)
 	assert.Equal(t, 7, res.Moved)

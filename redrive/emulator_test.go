@@ -284,6 +284,10 @@ func TestEmulatorInterruptedBetweenSendAndDelete(t *testing.T) {
 	// The hold lapses; the owner reruns.
 	time.Sleep(2500 * time.Millisecond)
 	r.SQS = l.client
+	// Long-poll receives this time: a receive whose response were lost on
+	// the way would hide its letters for the 2 s hold, and the pass must
+	// outlast that.
+	req.WaitSeconds = 1
 	res, err = r.Select(ctx, req)
 	require.NoError(t, err)
 	assert.Equal(t, 3, res.Moved, "the interrupted one is sent again, with the two others")
@@ -485,6 +489,10 @@ func TestEmulatorFIFOResendIsDeduplicated(t *testing.T) {
 
 	time.Sleep(2500 * time.Millisecond)
 	r.SQS = l.client
+	// Long-poll receives this time: a receive whose response were lost on
+	// the way would hide its letters for the 2 s hold, and the pass must
+	// outlast that.
+	req.WaitSeconds = 1
 	res, err = r.Select(ctx, req)
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.Moved, "both sent (one of them again)")

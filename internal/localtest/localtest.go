@@ -40,7 +40,9 @@ const (
 	EnvDynamoDB = "AWS_ENDPOINT_URL_DYNAMODB"
 	EnvS3       = "AWS_ENDPOINT_URL_S3"
 	EnvRequire  = "AGENTDLQ_REQUIRE_EMULATORS"
-	Region      = "us-east-1"
+	// EnvSDKLog=1 makes the test clients also log every retried attempt (aws.LogRetries).
+	EnvSDKLog = "AGENTDLQ_TEST_SDK_LOG"
+	Region    = "us-east-1"
 )
 
 // AWS returns an aws.Config for the running emulators: the endpoints from
@@ -71,6 +73,12 @@ func AWS(t testing.TB) aws.Config {
 		t.Fatalf("localtest: aws config: %v", err)
 	}
 	awscfg.S3PathStyle(&cfg)
+	// An HTTP exchange with an emulator that fails or breaks off is logged
+	// (only then): a flake then says what the client saw.
+	cfg.HTTPClient = debugClient{base: cfg.HTTPClient}
+	if os.Getenv(EnvSDKLog) == "1" {
+		cfg.ClientLogMode = aws.LogRetries // and every retried attempt
+	}
 	return cfg
 }
 
