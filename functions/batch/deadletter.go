@@ -99,7 +99,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 	if pe, ok := errors.AsType[*panicError](cause); ok {
 		attrsLog = append(attrsLog, slog.String("stack", truncate(pe.stack(), 4096)))
 	}
-	p.log.LogAttrs(ctx, slog.LevelWarn, "dead-lettered", attrsLog...)
+	logAttrs(ctx, p.log, slog.LevelWarn, "dead-lettered", attrsLog...)
 	return resultDeadLettered
 }
 

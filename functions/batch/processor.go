@@ -275,7 +275,7 @@ func (p *Processor) Handle(ctx context.Context, ev awsevents.SQSEvent) (awsevent
 		}
 	}
 	if notStarted > 0 {
-		p.log.LogAttrs(ctx, slog.LevelWarn, "invocation out of time: records not started, reported as batch item failures",
+		logAttrs(ctx, p.log, slog.LevelWarn, "invocation out of time: records not started, reported as batch item failures",
 			slog.Int("records", notStarted), slog.Duration("margin", p.margin))
 	}
 	p.emit(&m)
@@ -303,7 +303,7 @@ func (p *Processor) runOne(ctx context.Context, msg *awsevents.SQSMessage, st *r
 	}
 	rec := p.newRecord(msg, st, now)
 	if st.badCount {
-		p.log.LogAttrs(ctx, slog.LevelWarn, "unreadable ApproximateReceiveCount; counted as 1",
+		logAttrs(ctx, p.log, slog.LevelWarn, "unreadable ApproximateReceiveCount; counted as 1",
 			slog.String("message_id", msg.MessageId), slog.String("queue", queueName(msg.EventSourceARN)),
 			slog.String("value", truncate(msg.Attributes[attrReceiveCount], 32)))
 	}
@@ -541,7 +541,7 @@ func (p *Processor) retry(ctx context.Context, rec Record, c Classification, err
 			p.logFailure(ctx, slog.LevelWarn, "visibility backoff failed; the visibility timeout applies", rec, c.Reason, verr)
 		}
 	}
-	p.log.LogAttrs(ctx, slog.LevelWarn, "retried",
+	logAttrs(ctx, p.log, slog.LevelWarn, "retried",
 		slog.String("message_id", rec.Message.MessageId), slog.String("queue", queueName(rec.Message.EventSourceARN)),
 		slog.String("reason", string(c.Reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", rec.st.task.TraceID),
 		slog.String("kind", c.Kind.String()), slog.String("error_code", c.Code), slog.Int("backoff_s", int(delay)),
@@ -577,7 +577,7 @@ func (b Backoff) Ceiling(receive int) time.Duration {
 }
 
 func (p *Processor) logFailure(ctx context.Context, level slog.Level, msg string, rec Record, reason events.Reason, err error) {
-	p.log.LogAttrs(ctx, level, msg,
+	logAttrs(ctx, p.log, level, msg,
 		slog.String("message_id", rec.Message.MessageId), slog.String("queue", queueName(rec.Message.EventSourceARN)),
 		slog.String("reason", string(reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", rec.st.task.TraceID),
 		slog.String("error", events.Redact(err.Error(), events.MaxErrorRunes)))
