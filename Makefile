@@ -85,6 +85,17 @@ bench-peer:
 	  echo "agentdlq: $$(.local/bin/agentdlq bench --event $(EVENT) --repeats $(REPEATS))"; \
 	  echo "peer:     $$($$node scripts/peer-bench/bench.mjs $(EVENT) $(REPEATS))"
 
+## bench-sizes: bench-peer on batches of 10, 100 and 10,000 valid ~1 KB tasks (distinct keys; generated into .local/bench)
+.PHONY: bench-sizes
+bench-sizes:
+	@mkdir -p .local/bench
+	@[ -s .local/bench/sqs-large-10.json ] || $(GO) run ./events/gen -large 10 -out .local/bench/sqs-large-10.json
+	@[ -s .local/bench/sqs-large-10000.json ] || $(GO) run ./events/gen -large 10000 -out .local/bench/sqs-large-10000.json
+	@$(MAKE) -s bench-peer EVENT=.local/bench/sqs-large-10.json REPEATS=30000
+	@$(MAKE) -s bench-peer EVENT=events/testdata/sqs-large-batch.json REPEATS=3000
+	@$(MAKE) -s bench-peer EVENT=.local/bench/sqs-large-10000.json REPEATS=30
+	@$(MAKE) -s bench-peer EVENT=events/testdata/sqs-mixed.json REPEATS=20000
+
 ## synth: synthesize the stack to cdk.out offline (no AWS account or credentials); runs make build when a bootstrap is missing
 .PHONY: synth
 synth: cdk-cli
@@ -102,12 +113,13 @@ deploy: cdk-cli build
 gen:
 	$(GO) run ./events/gen
 
-## fuzz: fuzz DecodeTask against the encoding/json reference and the JSON Schema, and the dlq_meta writer (FUZZTIME=60s each)
+## fuzz: fuzz DecodeTask against the encoding/json reference and the JSON Schema, the dlq_meta writer, and the sample worker's fault reader against encoding/json (FUZZTIME=60s each)
 .PHONY: fuzz
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTask$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendMeta$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events
 	$(GO) test -run '^$$' -fuzz '^FuzzTaskSchema$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events
+	$(GO) test -run '^$$' -fuzz '^FuzzParseFlatFault$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/worker
 
 ## bench-triage: triage's core (tag, group, expiry) over 100,000 synthetic dead letters, with CPU seconds per run
 .PHONY: bench-triage

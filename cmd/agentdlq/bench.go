@@ -135,9 +135,10 @@ func runBench(cmd *cobra.Command, f *runFlags, ev awsevents.SQSEvent, repeats, w
 	}
 	// Every timed repeat has its own worker and fresh ledger, built before
 	// the clock starts, in chunks so that the finished ledgers do not pile
-	// up in memory: at most 32 repeats, and at most about 20,000 ledger
-	// entries, a chunk (a batch of 10,000 records gets chunks of 2).
-	chunk := max(1, min(32, 20000/len(ev.Records)))
+	// up in memory: at most 32 repeats, and at most about 10,000 ledger
+	// entries, a chunk (a batch of 10,000 records gets chunks of 1). The
+	// ledgers are the bench's scaffolding, not the worker's memory.
+	chunk := max(1, min(32, 10000/len(ev.Records)))
 	var (
 		resp      awsevents.SQSEventResponse
 		wall, cpu time.Duration

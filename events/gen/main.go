@@ -43,7 +43,26 @@ func main() {
 	root := flag.String("root", ".", "the repository root")
 	check := flag.Bool("check", false, "only check that the files are up to date")
 	docsOnly := flag.Bool("docs", false, "only docs/reasons.md")
+	large := flag.Int("large", 0, "write a batch of this many valid ~1 KB tasks (distinct keys; the first 100 are sqs-large-batch's) to -out, and nothing else")
+	out := flag.String("out", "", "the file -large writes")
 	flag.Parse()
+
+	if *large > 0 {
+		if *out == "" {
+			fmt.Fprintln(os.Stderr, "gen: -large needs -out FILE")
+			os.Exit(2)
+		}
+		data, err := LargeBatch(*large)
+		if err == nil {
+			err = os.WriteFile(*out, data, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gen:", err)
+			os.Exit(1)
+		}
+		fmt.Println("wrote", *out)
+		return
+	}
 
 	files, err := Generate()
 	if err != nil {
@@ -762,12 +781,7 @@ func scenarios() []scenario {
 	)
 	add(scenario{name: sc, description: "one of everything: the demo's workload", records: mix})
 
-	sc = "large-batch"
-	rs = nil
-	for i := 0; i < 100; i++ {
-		rs = append(rs, valid(sc, i, tools[i%len(tools)], nil, 1))
-	}
-	add(scenario{name: sc, description: "100 valid ~1 KB tasks", records: rs})
+	add(largeBatch(100))
 
 	// Malformed events.
 	add(scenario{name: "not-sqs-event", description: "an S3 event, not an SQS event: the handler refuses it with an error",
@@ -792,6 +806,24 @@ func scenarios() []scenario {
 	add(scenario{name: "empty-records", description: "an SQS event with no records: nothing to do, no failures", records: nil})
 
 	return scs
+}
+
+// largeBatch is n valid ~1 KB tasks, each with its own idempotency key (a
+// repeated key would be a no-op after its first record, and time less work).
+func largeBatch(n int) scenario {
+	const sc = "large-batch"
+	rs := make([]rec, 0, n)
+	for i := 0; i < n; i++ {
+		rs = append(rs, valid(sc, i, tools[i%len(tools)], nil, 1))
+	}
+	return scenario{name: sc, description: strconv.Itoa(n) + " valid ~1 KB tasks", records: withAttrs(sc, rs)}
+}
+
+// LargeBatch renders largeBatch(n) as an SQS event file: the batches of 10
+// and 10,000 that `make bench-sizes` compares with the peer.
+func LargeBatch(n int) ([]byte, error) {
+	data, _, err := largeBatch(n).render()
+	return data, err
 }
 
 // ---------------------------------------------------------------------------
