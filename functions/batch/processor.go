@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -513,7 +514,14 @@ var (
 	stackCacheLen atomic.Int32
 )
 
-// format formats the frames (see stack).
+// callFunction is the frame name of (*Processor).call, where the frames
+// that say something about a panic end: below it are the processor's own
+// loop and the Lambda runtime, the same for every panic.
+var callFunction = reflect.TypeFor[Processor]().PkgPath() + ".(*Processor).call"
+
+// format formats the frames (see stack), from the panic down to the
+// processor's call of the handler: a third of the text of the whole stack
+// in the sample worker, and only the frames an operator reads.
 func (e *panicError) format() string {
 	var b strings.Builder
 	frames := runtime.CallersFrames(e.pcs)
@@ -525,7 +533,7 @@ func (e *panicError) format() string {
 		b.WriteByte(':')
 		b.WriteString(strconv.Itoa(f.Line))
 		b.WriteByte('\n')
-		if !more {
+		if !more || f.Function == callFunction {
 			return b.String()
 		}
 	}

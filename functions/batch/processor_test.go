@@ -681,4 +681,9 @@ func TestPanicStackIsTheSameFromTheCache(t *testing.T) {
 	}
 	assert.Equal(t, stacks[0], stacks[1])
 	assert.Contains(t, stacks[0], "TestPanicStackIsTheSameFromTheCache")
+	// From the panic down to the processor's call, no further.
+	lines := strings.Split(strings.TrimSpace(stacks[0]), "\n")
+	require.GreaterOrEqual(t, len(lines), 4)
+	assert.Equal(t, "github.com/agentdlq/agentdlq/functions/batch.(*Processor).call", lines[len(lines)-2])
+	assert.NotContains(t, stacks[0], "testing.tRunner")
 }
