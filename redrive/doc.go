@@ -15,9 +15,11 @@
 //     each message (reason, fingerprint), keeps only the chosen ones, sends
 //     the original body and attributes (dlq_* removed, folded attributes
 //     restored) to the hot queue and deletes the dead letter only after the
-//     send is confirmed. Everything else stays hidden until the pass ends
-//     and is released then (ChangeMessageVisibilityBatch 0): released at
-//     once, it would come straight back and crowd out the letters behind it.
+//     send is confirmed. In a standard DLQ everything else stays hidden
+//     until the pass ends and is released then (ChangeMessageVisibilityBatch
+//     0): released at once, it would come straight back and crowd out the
+//     letters behind it. In a FIFO DLQ it is released at once (held, it
+//     would block its message group).
 //
 // # What may be redriven
 //

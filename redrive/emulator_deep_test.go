@@ -43,3 +43,34 @@ func TestEmulatorSelectBehindManyOthers(t *testing.T) {
 	assert.Empty(t, res.Partial)
 	assert.Equal(t, 120, l.depth(l.q.DLQURL))
 }
+
+// In a FIFO DLQ a chosen letter can sit behind letters of its own message
+// group that are not chosen. They are released at once (held, they would
+// block the group), but SQS hands out at most ten of a group at a time
+// (fauxqs one): behind twelve, the chosen letter is never received, and the
+// pass says it saw only part of the DLQ rather than that nothing matches.
+func TestEmulatorSelectFIFOBehindOthersOfItsGroup(t *testing.T) {
+	t.Parallel()
+	l := newLocal(t, "agent-steps")
+	require.True(t, l.q.FIFO)
+	ctx := context.Background()
+	put := func(key string, reason events.Reason) {
+		d := newDeadLetter(t, key, "web.search", reason, 1, "run-shared")
+		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body),
+			MessageAttributes: AttributesToSQS(d.attrs), MessageGroupId: aws.String("run-shared"), MessageDeduplicationId: aws.String("d-" + key)})
+		require.NoError(t, err)
+	}
+	for i := range 12 {
+		put(fmt.Sprintf("front-%02d", i), events.ReasonPolicyLimit)
+	}
+	put("behind", events.ReasonBudgetExhausted)
+	res, err := l.redriver().Select(ctx, SelectRequest{Who: Who{Owner: l.p.Owner, Why: "503s over"},
+		Selector: Selector{Reasons: []events.Reason{events.ReasonBudgetExhausted}}, Rate: 500, Hold: 5 * time.Second, IdleReceives: 1})
+	require.Error(t, err)
+	assert.Equal(t, CodeNothingSelected, RefusalCode(err))
+	assert.Contains(t, err.Error(), "among those seen (saw ")
+	assert.Contains(t, err.Error(), "of about 13 dead letters)")
+	assert.Contains(t, err.Error(), "FIFO")
+	assert.Equal(t, 0, res.Moved)
+	assert.Equal(t, 13, l.depth(l.q.DLQURL), "nothing moved, nothing lost")
+}

@@ -179,7 +179,7 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 	rec.Counts = res.counts()
 	switch {
 	case err == nil && res.Matched == 0:
-		err = r.nothingMatched(req)
+		err = r.nothingMatched(req, res)
 	case err == nil && req.DryRun:
 		rec.Outcome = OutcomeDryRun
 	case err == nil && res.Partial != "":
@@ -190,7 +190,16 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 	return res, r.record(ctx, rec, err)
 }
 
-func (r *Redriver) nothingMatched(req SelectRequest) error {
+func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
+	if res.Partial != "" {
+		// Not every dead letter was seen: say so rather than that none matches.
+		why := "rerun later: letters held by another reader come back"
+		if r.Queues.FIFO {
+			why = "in a FIFO DLQ a letter behind others of its message group that are not chosen may not be received until those are redriven or removed (SQS hands out at most ten of a group at once)"
+		}
+		return refuse(CodeNothingSelected, "no dead letter of reason %s among those seen (%s); %s (see `agentdlq redrive plan`)",
+			joinReasons(req.Reasons), res.Partial, why)
+	}
 	if len(req.Fingerprints) > 0 {
 		return refuse(CodeUnknownGroup, "no dead letter of reason %s has fingerprint %s (see `agentdlq redrive plan`)",
 			joinReasons(req.Reasons), strings.Join(req.Fingerprints, ", "))
@@ -267,10 +276,10 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 	}
 	limiter := rate.NewLimiter(rate.Limit(req.Rate), 1)
 	seen := map[string]bool{}
-	// The letters the pass leaves in the DLQ stay hidden (for the hold) until
-	// it ends, then are released together: released at once, they would come
-	// straight back and fill the next receives, and a deep DLQ's chosen
-	// letters behind them might never be reached.
+	// The letters the pass leaves in a standard DLQ stay hidden (for the
+	// hold) until it ends, then are released together: released at once,
+	// they would come straight back and fill the next receives, and a deep
+	// DLQ's chosen letters behind them might never be reached.
 	held := map[string]string{} // message id → latest receipt handle
 	defer func() {
 		// A context of its own: an interrupted pass still gives back what it holds.
@@ -279,7 +288,9 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 		r.releaseHeld(relCtx, api, held)
 	}()
 	leave := func(l *Letter) {
-		if len(held) < MaxHeld {
+		// Not in a FIFO DLQ: a held letter would block its message group,
+		// and the letters behind it come only with it once it is visible.
+		if !r.Queues.FIFO && len(held) < MaxHeld {
 			held[l.MessageID] = l.ReceiptHandle
 			return
 		}
