@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events"
 	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/internal/sqsio"
 )
 
 // SelectAPI is the SQS calls of a selective redrive.
@@ -569,31 +570,10 @@ func (r *Redriver) rehide(ctx context.Context, api SelectAPI, l *Letter, d time.
 // releaseHeld makes the letters a pass held visible again, ten a call. A
 // failure is not fatal: they come back when their hold lapses.
 func (r *Redriver) releaseHeld(ctx context.Context, api SelectAPI, held map[string]string) {
-	ids := make([]string, 0, len(held))
-	for id := range held {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	failed := 0
-	var lastErr error
-	for i := 0; i < len(ids); i += 10 {
-		batch := ids[i:min(i+10, len(ids))]
-		entries := make([]sqstypes.ChangeMessageVisibilityBatchRequestEntry, len(batch))
-		for j, id := range batch {
-			entries[j] = sqstypes.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: aws.String(held[id]), VisibilityTimeout: 0}
-		}
-		out, err := api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(r.Queues.DLQURL), Entries: entries})
-		if err != nil {
-			failed += len(batch)
-			lastErr = err
-			continue
-		}
-		failed += len(out.Failed)
-	}
-	if failed > 0 {
+	if _, failed, err := sqsio.Release(ctx, api, r.Queues.DLQURL, held); failed > 0 {
 		attrs := []any{"count", failed, "queue", r.Queues.DLQURL}
-		if lastErr != nil {
-			attrs = append(attrs, "error", lastErr.Error())
+		if err != nil {
+			attrs = append(attrs, "error", err.Error())
 		}
 		r.log().WarnContext(ctx, "release failed: these dead letters become visible after their hold", attrs...)
 	}

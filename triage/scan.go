@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/internal/sqsio"
 )
 
 // ScanAPI is what a scan needs of SQS: receive, release and read the
@@ -312,28 +312,13 @@ func (s *scanner) setStop(reason string) {
 	}
 }
 
-// release makes everything the scan holds visible again, ten at a time.
+// release makes everything the scan holds visible again, ten at a time. A
+// failure is not fatal: the messages come back when the visibility timeout
+// lapses.
 func (s *scanner) release(ctx context.Context) {
-	ids := make([]string, 0, len(s.handles))
-	for id := range s.handles {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for i := 0; i < len(ids); i += 10 {
-		batch := ids[i:min(i+10, len(ids))]
-		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, len(batch))
-		for j, id := range batch {
-			entries[j] = types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(j)), ReceiptHandle: aws.String(s.handles[id]), VisibilityTimeout: 0}
-		}
-		out, err := s.api.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(s.url), Entries: entries})
-		if err != nil {
-			// Not fatal: the messages come back when the visibility timeout lapses.
-			s.st.ReleaseFailed += len(batch)
-			continue
-		}
-		s.st.Released += len(out.Successful)
-		s.st.ReleaseFailed += len(out.Failed)
-	}
+	released, failed, _ := sqsio.Release(ctx, s.api, s.url, s.handles)
+	s.st.Released += released
+	s.st.ReleaseFailed += failed
 }
 
 // judge decides whether the scan covered the queue.

@@ -1,5 +1,7 @@
-// Package sqsio holds SQS stand-ins for running the worker without SQS:
-// Recorder keeps what the worker sends to its DLQ and the visibility changes
+// Package sqsio holds small SQS pieces that several packages share. Release
+// makes received messages visible again, ten a call (triage's scan and
+// redrive's select). Recorder is a stand-in for running the worker without
+// SQS: it keeps what the worker sends to its DLQ and the visibility changes
 // it asks for, for `agentdlq invoke`, `agentdlq bench` and tests.
 package sqsio
 
