@@ -187,7 +187,7 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out io.Writ
 	if err := topology.CreateLedgerTable(ctx, ddb, table); err != nil {
 		return err
 	}
-	led := newEffectCounter(ledger.NewDynamo(ddb, table))
+	led := ledger.NewCounting(ledger.NewDynamo(ddb, table))
 
 	tasks := external
 	if tasks == nil {
@@ -248,7 +248,7 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out io.Writ
 	if err != nil {
 		return err
 	}
-	started, completed, ledgerCalls := led.counts()
+	started, completed, ledgerCalls := led.Counts()
 	acct := workload.Account(p, sent, workload.DeadLetters(triage.TagAll(msgs)), depth, func(key string) bool { return completed[key] > 0 })
 
 	res := loadResult{Tasks: len(tasks), Workload: "generated mix (seed " + fmt.Sprint(f.seed) + ")", Pipeline: p.Name, Pollers: mc.Pollers, BatchSize: mc.BatchSize, Accounting: acct,
@@ -442,70 +442,6 @@ func rawRate(ctx context.Context, api *sqs.Client, p *pipeline.Pipeline, run str
 		return 0, rerr
 	}
 	return float64(done) / time.Since(start).Seconds(), nil
-}
-
-// effectCounter wraps the ledger and counts, per key, the effects it
-// recorded (StartEffect and Complete that succeeded): more than one for a
-// key is a duplicate side effect.
-type effectCounter struct {
-	ledger.Ledger
-	mu        sync.Mutex
-	started   map[string]int
-	completed map[string]int
-	calls     int // every ledger call the worker made
-}
-
-func (c *effectCounter) call() {
-	c.mu.Lock()
-	c.calls++
-	c.mu.Unlock()
-}
-
-func (c *effectCounter) Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (ledger.Entry, error) {
-	c.call()
-	return c.Ledger.Begin(ctx, key, owner, now, lease)
-}
-
-func (c *effectCounter) Release(ctx context.Context, key, owner string, now time.Time) error {
-	c.call()
-	return c.Ledger.Release(ctx, key, owner, now)
-}
-
-func (c *effectCounter) DeadLettered(ctx context.Context, key string, reason events.Reason, now time.Time) (ledger.Entry, error) {
-	c.call()
-	return c.Ledger.DeadLettered(ctx, key, reason, now)
-}
-
-func newEffectCounter(l ledger.Ledger) *effectCounter {
-	return &effectCounter{Ledger: l, started: map[string]int{}, completed: map[string]int{}}
-}
-
-func (c *effectCounter) StartEffect(ctx context.Context, key, owner string, now time.Time) error {
-	c.call()
-	err := c.Ledger.StartEffect(ctx, key, owner, now)
-	if err == nil {
-		c.mu.Lock()
-		c.started[key]++
-		c.mu.Unlock()
-	}
-	return err
-}
-
-func (c *effectCounter) Complete(ctx context.Context, key, owner, receipt string, now time.Time) error {
-	c.call()
-	err := c.Ledger.Complete(ctx, key, owner, receipt, now)
-	if err == nil {
-		c.mu.Lock()
-		c.completed[key]++
-		c.mu.Unlock()
-	}
-	return err
-}
-
-func (c *effectCounter) counts() (started, completed map[string]int, calls int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.started), maps.Clone(c.completed), c.calls
 }
 
 // ledgerRate measures the DynamoDB emulator with the ledger's own calls: for

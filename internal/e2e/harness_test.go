@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"maps"
 	"sync"
 	"testing"
 	"time"
@@ -181,13 +180,11 @@ func byOriginal(tagged []triage.Tagged) map[string]triage.Tagged {
 	return out
 }
 
-// countingLedger wraps the DynamoDB ledger: it counts the effects recorded
-// per key (StartEffect and Complete that succeeded) and can fail calls.
+// countingLedger is ledger.Counting over the DynamoDB ledger (effects per
+// key) that can also fail calls.
 type countingLedger struct {
-	ledger.Ledger
-	mu        sync.Mutex
-	started   map[string]int
-	completed map[string]int
+	*ledger.Counting
+	mu sync.Mutex
 	// failBegin, when set, is asked before each Begin; a non-nil error is returned instead.
 	failBegin func(key string) error
 }
@@ -195,7 +192,7 @@ type countingLedger struct {
 var _ ledger.Ledger = (*countingLedger)(nil)
 
 func newCountingLedger(l ledger.Ledger) *countingLedger {
-	return &countingLedger{Ledger: l, started: map[string]int{}, completed: map[string]int{}}
+	return &countingLedger{Counting: ledger.NewCounting(l)}
 }
 
 func (c *countingLedger) Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (ledger.Entry, error) {
@@ -207,33 +204,13 @@ func (c *countingLedger) Begin(ctx context.Context, key, owner string, now time.
 			return ledger.Entry{}, err
 		}
 	}
-	return c.Ledger.Begin(ctx, key, owner, now, lease)
+	return c.Counting.Begin(ctx, key, owner, now, lease)
 }
 
-func (c *countingLedger) StartEffect(ctx context.Context, key, owner string, now time.Time) error {
-	err := c.Ledger.StartEffect(ctx, key, owner, now)
-	if err == nil {
-		c.mu.Lock()
-		c.started[key]++
-		c.mu.Unlock()
-	}
-	return err
-}
-
-func (c *countingLedger) Complete(ctx context.Context, key, owner, receipt string, now time.Time) error {
-	err := c.Ledger.Complete(ctx, key, owner, receipt, now)
-	if err == nil {
-		c.mu.Lock()
-		c.completed[key]++
-		c.mu.Unlock()
-	}
-	return err
-}
-
+// counts is the effects recorded per key.
 func (c *countingLedger) counts() (started, completed map[string]int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return maps.Clone(c.started), maps.Clone(c.completed)
+	started, completed, _ = c.Counts()
+	return started, completed
 }
 
 // faultySQS wraps the worker's SQS client: SendMessage to the DLQ fails
