@@ -1,38 +1,16 @@
-// Package events holds agentdlq's contracts: the agent task v1 message body
-// (a JSON Schema in schema/, embedded as TaskSchema, and the Go type with its
-// decoder), the reason taxonomy that every dead letter carries, the
-// dead-letter metadata codec (dlq_reason and dlq_meta, with SQS's
-// ten-attribute limit handled) and the redaction applied to every error text
-// that leaves the worker.
+// Package events is the folder of agentdlq's message contracts and the
+// sample SQS events that exercise them. It holds no code of its own: the
+// contracts are two packages, each named for what it is.
 //
-// The package is pure Go: it imports no AWS SDK, takes values and returns
-// values, and is tested with tables.
-//
-// # Decoding a task
-//
-// DecodeTask validates a body and names the first rule it breaks, as a
-// *ValidationError with the poison reason (json_invalid, schema_invalid,
-// tool_unknown, tool_version_unsupported) and the field. It is a single pass
-// over the body (DecoderName says which decoder ran): the whole body,
-// args included, is validated as JSON exactly as encoding/json does; the
-// eight string fields are decoded (escapes, surrogate pairs, invalid UTF-8
-// replaced, as encoding/json) into one allocation; Args is the raw sub-slice
-// of the body. It must agree with DecodeTaskStd, the encoding/json reference,
-// on every input (tests and FuzzDecodeTask), and with the JSON Schema
-// (TestSchemaAgreesWithDecodeTask): schema_version is valid when its value is
-// the integer 1, whether written 1, 1.0 or 1e0; strings are limited to the
-// schema's maxLength in characters; duplicate keys: the last one wins.
-//
-// # Dead letters
-//
-// EncodeDeadLetter stamps dlq_reason and dlq_meta on a dead letter and keeps
-// at most eight of the message's own attributes (by name order); the rest,
-// and any original attribute whose name starts with dlq_, are folded into
-// dlq_meta, which DecodeDeadLetter restores byte for byte. The error text is
-// redacted (Redact) and cut to 256 characters; dlq_meta is at most 16 KiB
-// (the attempt history is dropped first, then ErrMetaTooLarge). The reasons,
-// with their class, next action and redrivability, are in docs/reasons.md,
-// generated from Taxonomy by go run ./events/gen.
+//   - events/agenttask: the agent task v1 message body — the JSON Schema
+//     (schema/agent-task-v1.schema.json, embedded as agenttask.TaskSchema),
+//     the Go type, its single-pass decoder and the sample tool catalog. A
+//     team whose tasks are not agent tasks does not need it.
+//   - events/deadletter: what every dead letter carries, whatever the task —
+//     the reason taxonomy (Reason, Class, NextAction, Redrivable), the
+//     dlq_reason/dlq_meta codec with SQS's ten-attribute limit handled, and
+//     the redaction applied to every error text that leaves a worker.
+//   - events/gen: the generator of testdata/ and docs/reasons.md.
 //
 // # Sample events and the fault conventions
 //
@@ -45,7 +23,7 @@
 //
 // The sample tools are deterministic; args.fault, an object, drives their
 // failures. This is the contract between the fixtures and the sample worker
-// (functions/worker):
+// (functions/sampleworker):
 //
 //   - {"retryable":true,"status":503|429,"error":"..."}: a transient
 //     failure. With "until_receive":N it fails while ApproximateReceiveCount

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // A deep DLQ where the chosen dead letters sit behind many others: the pass
@@ -20,19 +20,19 @@ func TestEmulatorSelectBehindManyOthers(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t, "agent-tasks")
 	ctx := context.Background()
-	put := func(key string, reason events.Reason) {
+	put := func(key string, reason deadletter.Reason) {
 		d := newDeadLetter(t, key, "web.search", reason, 1, "")
 		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: AttributesToSQS(d.attrs)})
 		require.NoError(t, err)
 	}
 	for i := range 120 {
-		put(fmt.Sprintf("pl-%03d", i), events.ReasonPolicyLimit)
+		put(fmt.Sprintf("pl-%03d", i), deadletter.ReasonPolicyLimit)
 	}
 	for i := range 7 {
-		put(fmt.Sprintf("be-%d", i), events.ReasonBudgetExhausted)
+		put(fmt.Sprintf("be-%d", i), deadletter.ReasonBudgetExhausted)
 	}
 	res, err := l.redriver().Select(ctx, SelectRequest{Who: Who{Owner: l.p.Owner, Why: "503s over"},
-		Selector: Selector{Reasons: []events.Reason{events.ReasonBudgetExhausted}}, Rate: 500,
+		Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted}}, Rate: 500,
 		// A short hold: should a receive's response be lost on the way (the
 		// SDK then retries it), its letters come back within the pass.
 		Hold: 5 * time.Second})
@@ -54,18 +54,18 @@ func TestEmulatorSelectFIFOBehindOthersOfItsGroup(t *testing.T) {
 	l := newLocal(t, "agent-steps")
 	require.True(t, l.q.FIFO)
 	ctx := context.Background()
-	put := func(key string, reason events.Reason) {
+	put := func(key string, reason deadletter.Reason) {
 		d := newDeadLetter(t, key, "web.search", reason, 1, "run-shared")
 		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body),
 			MessageAttributes: AttributesToSQS(d.attrs), MessageGroupId: aws.String("run-shared"), MessageDeduplicationId: aws.String("d-" + key)})
 		require.NoError(t, err)
 	}
 	for i := range 12 {
-		put(fmt.Sprintf("front-%02d", i), events.ReasonPolicyLimit)
+		put(fmt.Sprintf("front-%02d", i), deadletter.ReasonPolicyLimit)
 	}
-	put("behind", events.ReasonBudgetExhausted)
+	put("behind", deadletter.ReasonBudgetExhausted)
 	res, err := l.redriver().Select(ctx, SelectRequest{Who: Who{Owner: l.p.Owner, Why: "503s over"},
-		Selector: Selector{Reasons: []events.Reason{events.ReasonBudgetExhausted}}, Rate: 500, Hold: 5 * time.Second, IdleReceives: 1})
+		Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted}}, Rate: 500, Hold: 5 * time.Second, IdleReceives: 1})
 	require.Error(t, err)
 	assert.Equal(t, CodeNothingSelected, RefusalCode(err))
 	assert.Contains(t, err.Error(), "among those seen (saw ")

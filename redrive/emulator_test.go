@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -19,11 +19,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/functions/worker"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -35,7 +35,7 @@ type local struct {
 	client *sqs.Client
 	q      topology.Queues
 	led    ledger.Ledger
-	w      *worker.Worker
+	w      *sampleworker.Worker
 	store  *memStore
 }
 
@@ -46,7 +46,7 @@ func newLocal(t *testing.T, name string) *local {
 	l := &local{t: t, p: p, client: sqs.NewFromConfig(cfg), store: &memStore{}}
 	l.q = localtest.Queues(t, cfg, p)
 	l.led = ledger.NewDynamo(dynamodb.NewFromConfig(cfg), localtest.Table(t, cfg))
-	w, err := worker.New(worker.Config{Pipeline: p, Queues: l.q, SQS: l.client, Ledger: l.led,
+	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: l.q, SQS: l.client, Ledger: l.led,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: io.Discard})
 	require.NoError(t, err)
 	l.w = w
@@ -66,7 +66,7 @@ func (l *local) redriver() *Redriver {
 // sent is a message as the producer sent it.
 type sent struct {
 	body  string
-	attrs map[string]events.Attribute
+	attrs map[string]deadletter.Attribute
 }
 
 // produce sends a task to the hot queue with n producer attributes.
@@ -102,13 +102,13 @@ func (l *local) work() (handled int) {
 		if len(out.Messages) == 0 {
 			return handled
 		}
-		ev := awsevents.SQSEvent{}
+		ev := events.SQSEvent{}
 		for _, m := range out.Messages {
-			ma := map[string]awsevents.SQSMessageAttribute{}
+			ma := map[string]events.SQSMessageAttribute{}
 			for k, v := range m.MessageAttributes {
-				ma[k] = awsevents.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
+				ma[k] = events.SQSMessageAttribute{DataType: aws.ToString(v.DataType), StringValue: v.StringValue, BinaryValue: v.BinaryValue}
 			}
-			ev.Records = append(ev.Records, awsevents.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
+			ev.Records = append(ev.Records, events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle),
 				Body: aws.ToString(m.Body), Attributes: m.Attributes, MessageAttributes: ma, EventSourceARN: l.q.HotARN, EventSource: "aws:sqs", AWSRegion: "us-east-1"})
 		}
 		resp, err := l.w.Handle(ctx, ev)
@@ -188,7 +188,7 @@ func TestEmulatorSelectiveRedrive(t *testing.T) {
 	r := l.redriver()
 	require.True(t, r.Local)
 	ctx := context.Background()
-	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed in worker v2"}, Selector: Selector{Reasons: []events.Reason{events.ReasonUnclassified}},
+	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed in worker v2"}, Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}},
 		Rate: 200, WaitSeconds: -1, IdleReceives: 2}
 
 	// Refused without the deployed fix, and for a wrong owner: nothing moves.
@@ -199,7 +199,7 @@ func TestEmulatorSelectiveRedrive(t *testing.T) {
 	_, err = r.Select(ctx, bad)
 	assert.Equal(t, CodeOwner, RefusalCode(err))
 	bad = req
-	bad.Selector.Reasons, bad.Ack.FixDeployed = []events.Reason{events.ReasonPolicyLimit}, "v2"
+	bad.Selector.Reasons, bad.Ack.FixDeployed = []deadletter.Reason{deadletter.ReasonPolicyLimit}, "v2"
 	_, err = r.Select(ctx, bad)
 	assert.Equal(t, CodeForbidden, RefusalCode(err), "policy_limit is never redriven, fix or not")
 	assert.Equal(t, 0, l.depth(l.q.HotURL))
@@ -226,7 +226,7 @@ func TestEmulatorSelectiveRedrive(t *testing.T) {
 		assert.Equal(t, 1, e.RedriveCount)
 	}
 	for _, m := range l.drainQueue(l.q.DLQURL) {
-		assert.Equal(t, "policy_limit", AttributesFromSQS(m.MessageAttributes)[events.AttrReason].StringValue)
+		assert.Equal(t, "policy_limit", AttributesFromSQS(m.MessageAttributes)[deadletter.AttrReason].StringValue)
 	}
 	var outcomes []string
 	for _, rec := range l.store.all() {
@@ -263,14 +263,14 @@ func TestEmulatorInterruptedBetweenSendAndDelete(t *testing.T) {
 	// upstream has recovered, so the redriven tasks now succeed.
 	ctx := context.Background()
 	for i := range 3 {
-		d := newDeadLetter(t, fmt.Sprintf("int-%d", i), "web.search", events.ReasonBudgetExhausted, 2, "")
+		d := newDeadLetter(t, fmt.Sprintf("int-%d", i), "web.search", deadletter.ReasonBudgetExhausted, 2, "")
 		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: AttributesToSQS(d.attrs)})
 		require.NoError(t, err)
 	}
 	r := l.redriver()
 	runCtx, cancel := context.WithCancel(ctx)
 	r.SQS = &interruptingAPI{SelectAPI: l.client, dlqURL: l.q.DLQURL, cancel: cancel}
-	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "search API back"}, Selector: Selector{Reasons: []events.Reason{events.ReasonBudgetExhausted}},
+	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "search API back"}, Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted}},
 		Rate: 100, Hold: 2 * time.Second, WaitSeconds: -1, IdleReceives: 2, Workers: 1}
 	res, err := r.Select(runCtx, req)
 	require.ErrorIs(t, err, context.Canceled)
@@ -322,7 +322,7 @@ func TestEmulatorCanaryStopsOnFailure(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		return ctx.Err()
 	}
-	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed?"}, Selector: Selector{Reasons: []events.Reason{events.ReasonUnclassified}},
+	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed?"}, Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}},
 		Ack: Ack{FixDeployed: "worker v2 (not really)"}, Rate: 100, Canary: 2, CanaryTimeout: 20 * time.Second, CanaryPoll: 200 * time.Millisecond,
 		WaitSeconds: -1, IdleReceives: 2}
 	res, err := r.Select(context.Background(), req)
@@ -344,7 +344,7 @@ func TestEmulatorStartIsUnsupported(t *testing.T) {
 	l.seedMixed(1)
 	r := l.redriver()
 	_, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: l.p.Owner, Why: "x"}, Rate: 10,
-		Groups: []Group{{events.ReasonUnclassified, "fp", 1}}, Ack: Ack{FixDeployed: "v2", Overrides: map[events.Reason]string{events.ReasonPolicyLimit: "cap raised"}}})
+		Groups: []Group{{deadletter.ReasonUnclassified, "fp", 1}}, Ack: Ack{FixDeployed: "v2", Overrides: map[deadletter.Reason]string{deadletter.ReasonPolicyLimit: "cap raised"}}})
 	require.ErrorIs(t, err, ErrUnsupported)
 	assert.Contains(t, err.Error(), "agentdlq redrive select")
 	assert.Equal(t, 2, l.depth(l.q.DLQURL))
@@ -359,11 +359,11 @@ func TestEmulatorWrongQueueRefused(t *testing.T) {
 	r := l.redriver()
 	r.Queues.HotURL, r.Queues.HotARN = other.HotURL, other.HotARN // aimed at a queue that is not this DLQ's source
 	_, err := r.Select(context.Background(), SelectRequest{Who: Who{Owner: l.p.Owner, Why: "x"}, Ack: Ack{FixDeployed: "v2"},
-		Selector: Selector{Reasons: []events.Reason{events.ReasonUnclassified}}, Rate: 10})
+		Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}}, Rate: 10})
 	assert.Equal(t, CodeDestination, RefusalCode(err), err)
 	r = l.redriver()
 	_, err = r.Start(context.Background(), StartRequest{Who: Who{Owner: l.p.Owner, Why: "x"}, Rate: 10, Destination: other.HotARN,
-		Groups: []Group{{events.ReasonBudgetExhausted, "fp", 1}}})
+		Groups: []Group{{deadletter.ReasonBudgetExhausted, "fp", 1}}})
 	assert.Equal(t, CodeDestination, RefusalCode(err), err)
 	assert.Equal(t, 0, l.depth(other.HotURL))
 	assert.Equal(t, 2, l.depth(l.q.DLQURL))
@@ -376,7 +376,7 @@ func TestEmulatorOwnerTagMismatchRefused(t *testing.T) {
 	_, err := l.client.TagQueue(context.Background(), &sqs.TagQueueInput{QueueUrl: aws.String(l.q.DLQURL), Tags: map[string]string{pipeline.TagOwner: "someone-else"}})
 	require.NoError(t, err)
 	_, err = l.redriver().Select(context.Background(), SelectRequest{Who: Who{Owner: l.p.Owner, Why: "x"}, Ack: Ack{FixDeployed: "v2"},
-		Selector: Selector{Reasons: []events.Reason{events.ReasonUnclassified}}, Rate: 10})
+		Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}}, Rate: 10})
 	assert.Equal(t, CodeOwnerTag, RefusalCode(err), err)
 	assert.Equal(t, 0, l.depth(l.q.HotURL))
 }
@@ -387,11 +387,11 @@ func TestEmulatorConcurrentSelectOfTheSameGroup(t *testing.T) {
 	ctx := context.Background()
 	const n = 30
 	for i := range n {
-		d := newDeadLetter(t, fmt.Sprintf("cc-%02d", i), "web.search", events.ReasonBudgetExhausted, 1, "")
+		d := newDeadLetter(t, fmt.Sprintf("cc-%02d", i), "web.search", deadletter.ReasonBudgetExhausted, 1, "")
 		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: AttributesToSQS(d.attrs)})
 		require.NoError(t, err)
 	}
-	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "503s over"}, Selector: Selector{Reasons: []events.Reason{events.ReasonBudgetExhausted}},
+	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "503s over"}, Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted}},
 		Rate: 500, WaitSeconds: -1, IdleReceives: 3}
 	var wg sync.WaitGroup
 	moved := make([]int, 2)
@@ -481,7 +481,7 @@ func TestEmulatorFIFOResendIsDeduplicated(t *testing.T) {
 	r := l.redriver()
 	runCtx, cancel := context.WithCancel(ctx)
 	r.SQS = &interruptingAPI{SelectAPI: l.client, dlqURL: l.q.DLQURL, cancel: cancel}
-	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed"}, Selector: Selector{Reasons: []events.Reason{events.ReasonUnclassified}},
+	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed"}, Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}},
 		Ack: Ack{FixDeployed: "worker v2"}, Rate: 100, Hold: 2 * time.Second, WaitSeconds: -1, IdleReceives: 2, Workers: 1}
 	res, err := r.Select(runCtx, req)
 	require.ErrorIs(t, err, context.Canceled)
@@ -519,7 +519,7 @@ func TestEmulatorRedriveLoop(t *testing.T) {
 	l.produce("loop-1", `{"kind":"error","error":"tool crashed"}`, 1)
 	l.work()
 	r := l.redriver()
-	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "try again"}, Selector: Selector{Reasons: []events.Reason{events.ReasonUnclassified}},
+	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "try again"}, Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}},
 		Ack: Ack{FixDeployed: "not really fixed"}, Rate: 100, WaitSeconds: -1, IdleReceives: 2}
 	reasonInDLQ := func() string {
 		out, err := l.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(l.q.DLQURL), MaxNumberOfMessages: 1, VisibilityTimeout: 5,
@@ -528,7 +528,7 @@ func TestEmulatorRedriveLoop(t *testing.T) {
 		require.Len(t, out.Messages, 1)
 		_, err = l.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(l.q.DLQURL), ReceiptHandle: out.Messages[0].ReceiptHandle, VisibilityTimeout: 0})
 		require.NoError(t, err)
-		return AttributesFromSQS(out.Messages[0].MessageAttributes)[events.AttrReason].StringValue
+		return AttributesFromSQS(out.Messages[0].MessageAttributes)[deadletter.AttrReason].StringValue
 	}
 	var reasons []string
 	for range l.p.RedriveLoopAfter {
@@ -543,7 +543,7 @@ func TestEmulatorRedriveLoop(t *testing.T) {
 	t.Logf("reasons after each round: %v; ledger: redriven %d, dead-lettered %d", reasons, e.RedriveCount, e.DeadLetterCount)
 	assert.Equal(t, l.p.RedriveLoopAfter, e.RedriveCount)
 	assert.Equal(t, "redrive_loop", reasons[len(reasons)-1])
-	req.Selector.Reasons = []events.Reason{events.ReasonRedriveLoop}
+	req.Selector.Reasons = []deadletter.Reason{deadletter.ReasonRedriveLoop}
 	_, err = r.Select(ctx, req)
 	assert.Equal(t, CodeForbidden, RefusalCode(err))
 }

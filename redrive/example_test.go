@@ -3,15 +3,15 @@ package redrive_test
 import (
 	"fmt"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
 )
 
 // Decide says, per reason, whether a redrive is allowed and what would allow it.
 func ExampleDecide() {
 	ack := redrive.Ack{FixDeployed: "worker v1.4.0"}
-	for _, r := range []events.Reason{events.ReasonBudgetExhausted, events.ReasonSchemaInvalid, events.ReasonReceiveLimit,
-		events.ReasonEffectUnknown, events.ReasonPolicyLimit} {
+	for _, r := range []deadletter.Reason{deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid, deadletter.ReasonReceiveLimit,
+		deadletter.ReasonEffectUnknown, deadletter.ReasonPolicyLimit} {
 		v := redrive.Decide(r, ack)
 		fmt.Printf("%-16s allowed=%-5v via=%-12s needs=%s\n", r, v.Allowed, v.Via, v.Needs)
 	}

@@ -13,7 +13,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -87,7 +87,7 @@ func (f *fakeSQS) q(url string) (*fakeQueue, error) {
 }
 
 // put enqueues a message directly (a seeded dead letter).
-func (f *fakeSQS) put(url, body string, attrs map[string]events.Attribute, group string) string {
+func (f *fakeSQS) put(url, body string, attrs map[string]deadletter.Attribute, group string) string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	q := f.queues[url]

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -33,12 +33,12 @@ func testPipeline(t testing.TB, name string) *pipeline.Pipeline {
 // testTag tags from the worker's metadata like triage does (reason from
 // dlq_meta, receive_limit without it), with a fingerprint of reason and tool.
 func testTag(l *Letter) {
-	meta, _, err := events.DecodeDeadLetter(l.Attributes)
+	meta, _, err := deadletter.DecodeDeadLetter(l.Attributes)
 	switch {
 	case err != nil:
-		l.Reason = events.ReasonUnclassified
+		l.Reason = deadletter.ReasonUnclassified
 	case meta == nil:
-		l.Reason = events.ReasonReceiveLimit
+		l.Reason = deadletter.ReasonReceiveLimit
 	default:
 		l.Reason, l.Meta = meta.Reason, meta
 	}
@@ -60,16 +60,16 @@ func task(key, tool string) string {
 }
 
 // originalAttrs are a producer's attributes: n of them, of every data type.
-func originalAttrs(n int) map[string]events.Attribute {
-	out := map[string]events.Attribute{}
+func originalAttrs(n int) map[string]deadletter.Attribute {
+	out := map[string]deadletter.Attribute{}
 	for i := range n {
 		switch i % 3 {
 		case 0:
-			out[fmt.Sprintf("a%02d", i)] = events.Attribute{DataType: "String", StringValue: fmt.Sprintf("v%d", i)}
+			out[fmt.Sprintf("a%02d", i)] = deadletter.Attribute{DataType: "String", StringValue: fmt.Sprintf("v%d", i)}
 		case 1:
-			out[fmt.Sprintf("a%02d", i)] = events.Attribute{DataType: "Number", StringValue: fmt.Sprint(i * 7)}
+			out[fmt.Sprintf("a%02d", i)] = deadletter.Attribute{DataType: "Number", StringValue: fmt.Sprint(i * 7)}
 		default:
-			out[fmt.Sprintf("a%02d", i)] = events.Attribute{DataType: "Binary.raw", BinaryValue: []byte{0, byte(i), 0xff}}
+			out[fmt.Sprintf("a%02d", i)] = deadletter.Attribute{DataType: "Binary.raw", BinaryValue: []byte{0, byte(i), 0xff}}
 		}
 	}
 	return out
@@ -78,17 +78,17 @@ func originalAttrs(n int) map[string]events.Attribute {
 // deadLetter is what the worker sends to the DLQ for a task.
 type deadLetter struct {
 	key, tool string
-	reason    events.Reason
+	reason    deadletter.Reason
 	body      string
-	original  map[string]events.Attribute
-	attrs     map[string]events.Attribute
+	original  map[string]deadletter.Attribute
+	attrs     map[string]deadletter.Attribute
 	origID    string
 }
 
-func newDeadLetter(t testing.TB, key, tool string, reason events.Reason, nattrs int, group string) deadLetter {
+func newDeadLetter(t testing.TB, key, tool string, reason deadletter.Reason, nattrs int, group string) deadLetter {
 	t.Helper()
 	d := deadLetter{key: key, tool: tool, reason: reason, body: task(key, tool), original: originalAttrs(nattrs), origID: "orig-" + key}
-	attrs, err := events.EncodeDeadLetter(events.Meta{
+	attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{
 		Reason: reason, Attempts: 1, Error: "boom", MessageID: d.origID, IdempotencyKey: key, Tool: tool, ToolVersion: "1",
 		SchemaVersion: 1, DeadLetteredAt: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC), MessageGroupID: group,
 	}, d.original)

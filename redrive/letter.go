@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // Letter is one dead letter as redrive sees it: the SQS message, and the
@@ -19,15 +19,15 @@ type Letter struct {
 	MessageID      string
 	ReceiptHandle  string
 	Body           string
-	Attributes     map[string]events.Attribute
+	Attributes     map[string]deadletter.Attribute
 	SentTimestamp  time.Time
 	ReceiveCount   int
 	MessageGroupID string
 
 	// Filled by the Tagger.
-	Reason      events.Reason
+	Reason      deadletter.Reason
 	Fingerprint string
-	Meta        *events.Meta
+	Meta        *deadletter.Meta
 }
 
 // Tagger fills a letter's Reason, Fingerprint and Meta. The CLI uses
@@ -45,7 +45,7 @@ type Queues struct {
 // reason must be one of Reasons, and, when Fingerprints is not empty, its
 // fingerprint one of them.
 type Selector struct {
-	Reasons      []events.Reason
+	Reasons      []deadletter.Reason
 	Fingerprints []string
 }
 
@@ -76,7 +76,7 @@ func (s Selector) Match(l *Letter) bool {
 // original attributes (dlq_* removed, folded attributes restored).
 type Original struct {
 	Body       string
-	Attributes map[string]events.Attribute
+	Attributes map[string]deadletter.Attribute
 	// IdempotencyKey is the task's key ("" when the body has none: a json_invalid body).
 	IdempotencyKey string
 	// OriginalMessageID is the message id on the hot queue before dead-lettering.
@@ -89,9 +89,9 @@ type Original struct {
 }
 
 // Restore computes what to send back for l. A letter whose metadata cannot
-// be read still has its dlq_* attributes removed (events.DecodeDeadLetter).
+// be read still has its dlq_* attributes removed (deadletter.DecodeDeadLetter).
 func Restore(l *Letter) Original {
-	meta, attrs, _ := events.DecodeDeadLetter(l.Attributes)
+	meta, attrs, _ := deadletter.DecodeDeadLetter(l.Attributes)
 	if meta == nil {
 		meta = l.Meta
 	}
@@ -145,16 +145,16 @@ func fromSQS(m sqstypes.Message) Letter {
 }
 
 // AttributesFromSQS converts SDK message attributes.
-func AttributesFromSQS(in map[string]sqstypes.MessageAttributeValue) map[string]events.Attribute {
-	out := make(map[string]events.Attribute, len(in))
+func AttributesFromSQS(in map[string]sqstypes.MessageAttributeValue) map[string]deadletter.Attribute {
+	out := make(map[string]deadletter.Attribute, len(in))
 	for k, v := range in {
-		out[k] = events.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
+		out[k] = deadletter.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
 	}
 	return out
 }
 
 // AttributesToSQS converts to SDK message attributes.
-func AttributesToSQS(in map[string]events.Attribute) map[string]sqstypes.MessageAttributeValue {
+func AttributesToSQS(in map[string]deadletter.Attribute) map[string]sqstypes.MessageAttributeValue {
 	if len(in) == 0 {
 		return nil
 	}

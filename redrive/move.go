@@ -13,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // MoveAPI is the SQS calls of the native move task actions.
@@ -27,7 +27,7 @@ type MoveAPI interface {
 // Group is one group of dead letters: a reason, a fingerprint and a count
 // (from triage's report).
 type Group struct {
-	Reason      events.Reason
+	Reason      deadletter.Reason
 	Fingerprint string
 	Count       int
 }
@@ -115,7 +115,7 @@ func (r *Redriver) record(ctx context.Context, rec Record, err error) error {
 
 func groupFacts(groups []Group) (reasons, fps []string, counts map[string]int) {
 	counts = map[string]int{}
-	seen := map[events.Reason]bool{}
+	seen := map[deadletter.Reason]bool{}
 	for _, g := range groups {
 		if !seen[g.Reason] {
 			seen[g.Reason] = true

@@ -17,11 +17,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
-func transientGroups(n int) []Group { return []Group{{events.ReasonBudgetExhausted, "fp-be", n}} }
+func transientGroups(n int) []Group { return []Group{{deadletter.ReasonBudgetExhausted, "fp-be", n}} }
 
 func TestStartRefusals(t *testing.T) {
 	t.Parallel()
@@ -38,11 +38,11 @@ func TestStartRefusals(t *testing.T) {
 		{"rate 0", nil, func(s StartRequest) StartRequest { s.Rate = 0; return s }, CodeRate},
 		{"rate above 500", nil, func(s StartRequest) StartRequest { s.Rate = 501; return s }, CodeRate},
 		{"forbidden group without override", nil, func(s StartRequest) StartRequest {
-			s.Groups = append(s.Groups, Group{events.ReasonPolicyLimit, "fp-pl", 1})
+			s.Groups = append(s.Groups, Group{deadletter.ReasonPolicyLimit, "fp-pl", 1})
 			return s
 		}, CodeForbidden},
 		{"poison without the fix", nil, func(s StartRequest) StartRequest {
-			s.Groups = append(s.Groups, Group{events.ReasonSchemaInvalid, "fp-si", 1})
+			s.Groups = append(s.Groups, Group{deadletter.ReasonSchemaInvalid, "fp-si", 1})
 			return s
 		}, CodeForbidden},
 		{"owner tag mismatch", func(f *fakeSQS, q Queues, _ *Redriver) { f.queues[q.DLQURL].tags[pipeline.TagOwner] = "someone-else" }, nil, CodeOwnerTag},
@@ -100,8 +100,8 @@ func TestStartWithOverrideStatusAndCancel(t *testing.T) {
 	f.queues[q.DLQURL].tags[TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
 	ctx := context.Background()
 	req := StartRequest{Who: Who{Owner: p.Owner, Why: "cap raised for tenant acme"}, Rate: 500,
-		Groups: append(transientGroups(2), Group{events.ReasonPolicyLimit, "fp-pl", 1}),
-		Ack:    Ack{Overrides: map[events.Reason]string{events.ReasonPolicyLimit: "cap raised, INC-7"}}}
+		Groups: append(transientGroups(2), Group{deadletter.ReasonPolicyLimit, "fp-pl", 1}),
+		Ack:    Ack{Overrides: map[deadletter.Reason]string{deadletter.ReasonPolicyLimit: "cap raised, INC-7"}}}
 	task, err := r.Start(ctx, req)
 	require.NoError(t, err)
 	assert.Equal(t, "task-1", task.TaskHandle)

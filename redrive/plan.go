@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -26,11 +26,11 @@ type Plan struct {
 
 // PlanGroup is one group and its decision.
 type PlanGroup struct {
-	Reason      events.Reason     `json:"reason"`
-	Fingerprint string            `json:"fingerprint"`
-	Count       int               `json:"count"`
-	NextAction  events.NextAction `json:"next_action"`
-	Redrivable  events.Redrivable `json:"redrivable"`
+	Reason      deadletter.Reason     `json:"reason"`
+	Fingerprint string                `json:"fingerprint"`
+	Count       int                   `json:"count"`
+	NextAction  deadletter.NextAction `json:"next_action"`
+	Redrivable  deadletter.Redrivable `json:"redrivable"`
 	// MayRedrive is true when policy alone allows it; false when it needs an
 	// acknowledgement (Needs) or may never be redriven.
 	MayRedrive bool   `json:"may_redrive"`
@@ -90,13 +90,13 @@ func GroupCommand(p *pipeline.Pipeline, g Group, v Verdict) string {
 		canary = 1
 	}
 	switch g.Reason.Redrivable() {
-	case events.RedriveYes:
+	case deadletter.RedriveYes:
 		return fmt.Sprintf("%s --canary %d", base, canary)
-	case events.RedriveAfterFix:
+	case deadletter.RedriveAfterFix:
 		return fmt.Sprintf("%s --fix-deployed '<deployed fix ref>' --canary %d", base, canary)
-	case events.RedriveAfterReview:
+	case deadletter.RedriveAfterReview:
 		return fmt.Sprintf("%s --reviewed '<what the review found>' --canary %d", base, canary)
-	case events.RedriveNeverBlind:
+	case deadletter.RedriveNeverBlind:
 		return fmt.Sprintf("reconcile each key first (agentdlq ledger get --key K, or the external system); redrive only what did not happen: %s --override %s='<reconciliation>' --canary %d", base, g.Reason, canary)
 	default:
 		return fmt.Sprintf("agentdlq redrive reject --pipeline %s --reason %s%s --owner %s --why '<why>'", p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner))
@@ -127,7 +127,7 @@ func (pl *Plan) WriteText(w io.Writer) error {
 		may := "yes"
 		if !g.MayRedrive {
 			may = "no"
-			if g.Needs != "" && g.Redrivable != events.RedriveNever && g.Redrivable != events.RedriveNeverBlind {
+			if g.Needs != "" && g.Redrivable != deadletter.RedriveNever && g.Redrivable != deadletter.RedriveNeverBlind {
 				may = "after " + g.Needs
 			}
 		}
@@ -155,7 +155,7 @@ func (r *Redriver) ShowPlan(ctx context.Context, actor string, groups []Group) (
 // Reject records that the owner rejects a group that must not be redriven:
 // an audit record only; the dead letters stay until retention deletes them
 // (or the owner deletes them after archiving).
-func (r *Redriver) Reject(ctx context.Context, who Who, reasons []events.Reason, fingerprints []string, groups []Group) error {
+func (r *Redriver) Reject(ctx context.Context, who Who, reasons []deadletter.Reason, fingerprints []string, groups []Group) error {
 	rs := make([]string, len(reasons))
 	for i, x := range reasons {
 		rs[i] = string(x)

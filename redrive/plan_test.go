@@ -9,48 +9,48 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 func TestBuildPlan(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, "agent-tasks")
 	groups := []Group{
-		{events.ReasonPolicyLimit, "fp-pl", 1},
-		{events.ReasonSchemaInvalid, "fp-si", 4},
-		{events.ReasonBudgetExhausted, "fp-be", 7},
-		{events.ReasonEffectUnknown, "fp-eu", 2},
-		{events.ReasonReceiveLimit, "fp-rl", 3},
+		{deadletter.ReasonPolicyLimit, "fp-pl", 1},
+		{deadletter.ReasonSchemaInvalid, "fp-si", 4},
+		{deadletter.ReasonBudgetExhausted, "fp-be", 7},
+		{deadletter.ReasonEffectUnknown, "fp-eu", 2},
+		{deadletter.ReasonReceiveLimit, "fp-rl", 3},
 	}
 	pl := BuildPlan(p, groups)
 	assert.Equal(t, 17, pl.Total)
 	require.Len(t, pl.Groups, 5)
 	// Taxonomy order.
-	got := []events.Reason{}
+	got := []deadletter.Reason{}
 	for _, g := range pl.Groups {
 		got = append(got, g.Reason)
 	}
-	assert.Equal(t, []events.Reason{events.ReasonBudgetExhausted, events.ReasonSchemaInvalid, events.ReasonEffectUnknown, events.ReasonPolicyLimit, events.ReasonReceiveLimit}, got)
-	byReason := map[events.Reason]PlanGroup{}
+	assert.Equal(t, []deadletter.Reason{deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid, deadletter.ReasonEffectUnknown, deadletter.ReasonPolicyLimit, deadletter.ReasonReceiveLimit}, got)
+	byReason := map[deadletter.Reason]PlanGroup{}
 	for _, g := range pl.Groups {
 		byReason[g.Reason] = g
 	}
-	be := byReason[events.ReasonBudgetExhausted]
+	be := byReason[deadletter.ReasonBudgetExhausted]
 	assert.True(t, be.MayRedrive)
 	assert.Equal(t, "agentdlq redrive select --pipeline agent-tasks --reason budget_exhausted --fingerprint fp-be --owner platform-oncall --why '<why>' --rate 10 --canary 5", be.Command)
-	si := byReason[events.ReasonSchemaInvalid]
+	si := byReason[deadletter.ReasonSchemaInvalid]
 	assert.False(t, si.MayRedrive)
 	assert.Contains(t, si.Why, "fix is deployed")
 	assert.Contains(t, si.Command, "--fix-deployed '<deployed fix ref>' --canary 4")
-	eu := byReason[events.ReasonEffectUnknown]
+	eu := byReason[deadletter.ReasonEffectUnknown]
 	assert.Contains(t, eu.Command, "reconcile")
 	assert.Contains(t, eu.Command, "--override effect_unknown=")
-	pll := byReason[events.ReasonPolicyLimit]
+	pll := byReason[deadletter.ReasonPolicyLimit]
 	assert.Equal(t, "agentdlq redrive reject --pipeline agent-tasks --reason policy_limit --fingerprint fp-pl --owner platform-oncall --why '<why>'", pll.Command)
-	assert.Contains(t, byReason[events.ReasonReceiveLimit].Command, "--reviewed")
+	assert.Contains(t, byReason[deadletter.ReasonReceiveLimit].Command, "--reviewed")
 	assert.True(t, strings.HasPrefix(pl.Start, "not a move task"))
 
-	onlyTransient := BuildPlan(p, []Group{{events.ReasonBudgetExhausted, "fp", 2}, {events.ReasonDependencyOpen, "fp2", 1}})
+	onlyTransient := BuildPlan(p, []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}, {deadletter.ReasonDependencyOpen, "fp2", 1}})
 	assert.Equal(t, "agentdlq redrive start --pipeline agent-tasks --owner platform-oncall --why '<why>' --rate 10", onlyTransient.Start)
 	assert.Contains(t, BuildPlan(p, nil).Start, "empty")
 
@@ -67,7 +67,7 @@ func TestShowPlanIsAudited(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	r, store, _ := newRedriver(t, p, f, f.addPair(p))
-	_, err := r.ShowPlan(context.Background(), "alice", []Group{{events.ReasonBudgetExhausted, "fp", 2}})
+	_, err := r.ShowPlan(context.Background(), "alice", []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}})
 	require.NoError(t, err)
 	recs := store.all()
 	require.Len(t, recs, 1)
@@ -82,12 +82,12 @@ func TestRejectIsAuditedAndGated(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	r, store, _ := newRedriver(t, p, f, f.addPair(p))
-	groups := []Group{{events.ReasonPolicyLimit, "fp-pl", 3}}
+	groups := []Group{{deadletter.ReasonPolicyLimit, "fp-pl", 3}}
 	ctx := context.Background()
-	require.NoError(t, r.Reject(ctx, Who{Owner: p.Owner, Why: "cost cap is right; tenant told"}, []events.Reason{events.ReasonPolicyLimit}, nil, groups))
-	err := r.Reject(ctx, Who{Owner: "mallory", Why: "x"}, []events.Reason{events.ReasonPolicyLimit}, nil, groups)
+	require.NoError(t, r.Reject(ctx, Who{Owner: p.Owner, Why: "cost cap is right; tenant told"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, groups))
+	err := r.Reject(ctx, Who{Owner: "mallory", Why: "x"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, groups)
 	assert.Equal(t, CodeOwner, RefusalCode(err))
-	err = r.Reject(ctx, Who{Owner: p.Owner, Why: "x"}, []events.Reason{events.ReasonPolicyLimit}, []string{"fp-none"}, groups)
+	err = r.Reject(ctx, Who{Owner: p.Owner, Why: "x"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, []string{"fp-none"}, groups)
 	assert.Equal(t, CodeUnknownGroup, RefusalCode(err))
 	recs := store.all()
 	require.Len(t, recs, 3)

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // Ack is what the owner acknowledges on the command line, each item
@@ -19,13 +19,13 @@ type Ack struct {
 	Reviewed string
 	// Overrides maps a reason that may never be redriven (or never blindly)
 	// to the owner's justification.
-	Overrides map[events.Reason]string
+	Overrides map[deadletter.Reason]string
 }
 
 // Verdict is the policy's answer for one reason.
 type Verdict struct {
-	Reason     events.Reason
-	Redrivable events.Redrivable
+	Reason     deadletter.Reason
+	Redrivable deadletter.Redrivable
 	// Allowed is true when the reason may be redriven with the given Ack.
 	Allowed bool
 	// Via says what allowed it: "policy", "fix_deployed", "reviewed" or "override".
@@ -37,7 +37,7 @@ type Verdict struct {
 }
 
 // Decide is the redrive policy for one reason. It is pure.
-func Decide(r events.Reason, ack Ack) Verdict {
+func Decide(r deadletter.Reason, ack Ack) Verdict {
 	info, ok := r.Info()
 	if !ok {
 		return Verdict{Reason: r, Why: fmt.Sprintf("unknown reason %q", r)}
@@ -45,9 +45,9 @@ func Decide(r events.Reason, ack Ack) Verdict {
 	v := Verdict{Reason: r, Redrivable: info.Redrivable}
 	just := strings.TrimSpace(ack.Overrides[r])
 	switch info.Redrivable {
-	case events.RedriveYes:
+	case deadletter.RedriveYes:
 		v.Allowed, v.Via, v.Why = true, "policy", "redrivable: "+info.Summary
-	case events.RedriveAfterFix:
+	case deadletter.RedriveAfterFix:
 		switch {
 		case strings.TrimSpace(ack.FixDeployed) != "":
 			v.Allowed, v.Via, v.Why = true, "fix_deployed", "fix deployed: "+ack.FixDeployed
@@ -57,7 +57,7 @@ func Decide(r events.Reason, ack Ack) Verdict {
 			v.Needs = "--fix-deployed REF"
 			v.Why = "redrive only after the fix is deployed (" + info.Summary + "); name the deployed fix with --fix-deployed"
 		}
-	case events.RedriveAfterReview:
+	case deadletter.RedriveAfterReview:
 		switch {
 		case strings.TrimSpace(ack.Reviewed) != "":
 			v.Allowed, v.Via, v.Why = true, "reviewed", "reviewed: "+ack.Reviewed
@@ -67,14 +67,14 @@ func Decide(r events.Reason, ack Ack) Verdict {
 			v.Needs = "--reviewed NOTE"
 			v.Why = "the worker never finished these (crash, Lambda timeout or out of memory): review the logs, then say what you found with --reviewed"
 		}
-	case events.RedriveNeverBlind:
+	case deadletter.RedriveNeverBlind:
 		if just != "" {
 			v.Allowed, v.Via, v.Why = true, "override", "override: "+just
 		} else {
 			v.Needs = "--override " + string(r) + "=JUSTIFICATION"
 			v.Why = "a mutating call may have taken effect: reconcile through the ledger receipt or the external system first; redrive only what did not happen, with --override"
 		}
-	default: // events.RedriveNever
+	default: // deadletter.RedriveNever
 		if just != "" {
 			v.Allowed, v.Via, v.Why = true, "override", "override: "+just
 		} else {
@@ -87,14 +87,14 @@ func Decide(r events.Reason, ack Ack) Verdict {
 
 // ParseOverrides reads --override values of the form reason=justification.
 // An unknown reason or an empty justification is an error.
-func ParseOverrides(values []string) (map[events.Reason]string, error) {
-	out := make(map[events.Reason]string, len(values))
+func ParseOverrides(values []string) (map[deadletter.Reason]string, error) {
+	out := make(map[deadletter.Reason]string, len(values))
 	for _, s := range values {
 		name, just, ok := strings.Cut(s, "=")
 		if !ok || strings.TrimSpace(just) == "" {
 			return nil, refuse(CodeBadInput, "--override %q: want reason=justification with a non-empty justification", s)
 		}
-		r, err := events.ParseReason(name)
+		r, err := deadletter.ParseReason(name)
 		if err != nil {
 			return nil, refuse(CodeUnknownReason, "--override: %v", err)
 		}
@@ -104,15 +104,15 @@ func ParseOverrides(values []string) (map[events.Reason]string, error) {
 }
 
 // ParseReasons reads --reason values (repeatable, or comma-separated).
-func ParseReasons(values []string) ([]events.Reason, error) {
-	var out []events.Reason
-	seen := map[events.Reason]bool{}
+func ParseReasons(values []string) ([]deadletter.Reason, error) {
+	var out []deadletter.Reason
+	seen := map[deadletter.Reason]bool{}
 	for _, v := range values {
 		for _, s := range strings.Split(v, ",") {
 			if strings.TrimSpace(s) == "" {
 				continue
 			}
-			r, err := events.ParseReason(s)
+			r, err := deadletter.ParseReason(s)
 			if err != nil {
 				return nil, refuse(CodeUnknownReason, "%v", err)
 			}
@@ -127,9 +127,9 @@ func ParseReasons(values []string) ([]events.Reason, error) {
 
 // CheckReasons refuses the first reason (in taxonomy order) that the policy
 // does not allow with ack, naming every refused one.
-func CheckReasons(reasons []events.Reason, ack Ack) error {
+func CheckReasons(reasons []deadletter.Reason, ack Ack) error {
 	var refused []string
-	rs := append([]events.Reason(nil), reasons...)
+	rs := append([]deadletter.Reason(nil), reasons...)
 	sort.Slice(rs, func(i, j int) bool { return order(rs[i]) < order(rs[j]) })
 	for _, r := range rs {
 		if v := Decide(r, ack); !v.Allowed {
@@ -142,11 +142,11 @@ func CheckReasons(reasons []events.Reason, ack Ack) error {
 	return nil
 }
 
-func order(r events.Reason) int {
-	for i, x := range events.AllReasons() {
+func order(r deadletter.Reason) int {
+	for i, x := range deadletter.AllReasons() {
 		if x == r {
 			return i
 		}
 	}
-	return len(events.AllReasons())
+	return len(deadletter.AllReasons())
 }

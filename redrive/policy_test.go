@@ -7,41 +7,41 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 func TestDecide(t *testing.T) {
 	t.Parallel()
-	over := func(r events.Reason) Ack {
-		return Ack{Overrides: map[events.Reason]string{r: "reconciled with the CRM, INC-42"}}
+	over := func(r deadletter.Reason) Ack {
+		return Ack{Overrides: map[deadletter.Reason]string{r: "reconciled with the CRM, INC-42"}}
 	}
 	tests := []struct {
 		name    string
-		reason  events.Reason
+		reason  deadletter.Reason
 		ack     Ack
 		allowed bool   // want: may be redriven
 		via     string // want: what allowed it
 		needs   string // want: the flag that would allow it
 	}{
-		{"transient exhausted is redrivable", events.ReasonBudgetExhausted, Ack{}, true, "policy", ""},
-		{"dependency open is redrivable", events.ReasonDependencyOpen, Ack{}, true, "policy", ""},
-		{"poison needs the fix", events.ReasonSchemaInvalid, Ack{}, false, "", "--fix-deployed REF"},
-		{"poison after the fix", events.ReasonSchemaInvalid, Ack{FixDeployed: "v1.4.2"}, true, "fix_deployed", ""},
-		{"blank fix ref is no fix", events.ReasonToolUnknown, Ack{FixDeployed: "  "}, false, "", "--fix-deployed REF"},
-		{"unclassified needs the fix", events.ReasonUnclassified, Ack{}, false, "", "--fix-deployed REF"},
-		{"auth_config after the fix", events.ReasonAuthConfig, Ack{FixDeployed: "iam-change-7"}, true, "fix_deployed", ""},
-		{"receive_limit needs a review", events.ReasonReceiveLimit, Ack{}, false, "", "--reviewed NOTE"},
-		{"receive_limit reviewed", events.ReasonReceiveLimit, Ack{Reviewed: "OOM fixed: memory 512"}, true, "reviewed", ""},
-		{"receive_limit: a fix ref is not a review", events.ReasonReceiveLimit, Ack{FixDeployed: "x"}, false, "", "--reviewed NOTE"},
-		{"effect_unknown never blindly", events.ReasonEffectUnknown, Ack{FixDeployed: "x", Reviewed: "y"}, false, "", "--override effect_unknown=JUSTIFICATION"},
-		{"effect_unknown overridden after reconciling", events.ReasonEffectUnknown, over(events.ReasonEffectUnknown), true, "override", ""},
-		{"signature_invalid never", events.ReasonSignatureInvalid, Ack{FixDeployed: "x"}, false, "", "--override signature_invalid=JUSTIFICATION"},
-		{"guardrail_reject never", events.ReasonGuardrailReject, Ack{}, false, "", "--override guardrail_reject=JUSTIFICATION"},
-		{"policy_limit never", events.ReasonPolicyLimit, Ack{}, false, "", "--override policy_limit=JUSTIFICATION"},
-		{"redrive_loop never", events.ReasonRedriveLoop, Ack{}, false, "", "--override redrive_loop=JUSTIFICATION"},
-		{"redrive_loop overridden", events.ReasonRedriveLoop, over(events.ReasonRedriveLoop), true, "override", ""},
-		{"an override of another reason does not count", events.ReasonPolicyLimit, over(events.ReasonRedriveLoop), false, "", "--override policy_limit=JUSTIFICATION"},
-		{"unknown reason", events.Reason("nope"), Ack{}, false, "", ""},
+		{"transient exhausted is redrivable", deadletter.ReasonBudgetExhausted, Ack{}, true, "policy", ""},
+		{"dependency open is redrivable", deadletter.ReasonDependencyOpen, Ack{}, true, "policy", ""},
+		{"poison needs the fix", deadletter.ReasonSchemaInvalid, Ack{}, false, "", "--fix-deployed REF"},
+		{"poison after the fix", deadletter.ReasonSchemaInvalid, Ack{FixDeployed: "v1.4.2"}, true, "fix_deployed", ""},
+		{"blank fix ref is no fix", deadletter.ReasonToolUnknown, Ack{FixDeployed: "  "}, false, "", "--fix-deployed REF"},
+		{"unclassified needs the fix", deadletter.ReasonUnclassified, Ack{}, false, "", "--fix-deployed REF"},
+		{"auth_config after the fix", deadletter.ReasonAuthConfig, Ack{FixDeployed: "iam-change-7"}, true, "fix_deployed", ""},
+		{"receive_limit needs a review", deadletter.ReasonReceiveLimit, Ack{}, false, "", "--reviewed NOTE"},
+		{"receive_limit reviewed", deadletter.ReasonReceiveLimit, Ack{Reviewed: "OOM fixed: memory 512"}, true, "reviewed", ""},
+		{"receive_limit: a fix ref is not a review", deadletter.ReasonReceiveLimit, Ack{FixDeployed: "x"}, false, "", "--reviewed NOTE"},
+		{"effect_unknown never blindly", deadletter.ReasonEffectUnknown, Ack{FixDeployed: "x", Reviewed: "y"}, false, "", "--override effect_unknown=JUSTIFICATION"},
+		{"effect_unknown overridden after reconciling", deadletter.ReasonEffectUnknown, over(deadletter.ReasonEffectUnknown), true, "override", ""},
+		{"signature_invalid never", deadletter.ReasonSignatureInvalid, Ack{FixDeployed: "x"}, false, "", "--override signature_invalid=JUSTIFICATION"},
+		{"guardrail_reject never", deadletter.ReasonGuardrailReject, Ack{}, false, "", "--override guardrail_reject=JUSTIFICATION"},
+		{"policy_limit never", deadletter.ReasonPolicyLimit, Ack{}, false, "", "--override policy_limit=JUSTIFICATION"},
+		{"redrive_loop never", deadletter.ReasonRedriveLoop, Ack{}, false, "", "--override redrive_loop=JUSTIFICATION"},
+		{"redrive_loop overridden", deadletter.ReasonRedriveLoop, over(deadletter.ReasonRedriveLoop), true, "override", ""},
+		{"an override of another reason does not count", deadletter.ReasonPolicyLimit, over(deadletter.ReasonRedriveLoop), false, "", "--override policy_limit=JUSTIFICATION"},
+		{"unknown reason", deadletter.Reason("nope"), Ack{}, false, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,10 +57,10 @@ func TestDecide(t *testing.T) {
 
 func TestEveryReasonHasAPolicy(t *testing.T) {
 	t.Parallel()
-	for _, r := range events.AllReasons() {
+	for _, r := range deadletter.AllReasons() {
 		v := Decide(r, Ack{})
-		assert.Equal(t, r.Redrivable() == events.RedriveYes, v.Allowed, r)
-		full := Decide(r, Ack{FixDeployed: "f", Reviewed: "r", Overrides: map[events.Reason]string{r: "j"}})
+		assert.Equal(t, r.Redrivable() == deadletter.RedriveYes, v.Allowed, r)
+		full := Decide(r, Ack{FixDeployed: "f", Reviewed: "r", Overrides: map[deadletter.Reason]string{r: "j"}})
 		assert.True(t, full.Allowed, "%s: every reason can be acknowledged by its owner", r)
 	}
 }
@@ -69,7 +69,7 @@ func TestParseOverrides(t *testing.T) {
 	t.Parallel()
 	got, err := ParseOverrides([]string{"effect_unknown=reconciled INC-1", "redrive_loop = fixed the loop"})
 	require.NoError(t, err)
-	assert.Equal(t, map[events.Reason]string{events.ReasonEffectUnknown: "reconciled INC-1", events.ReasonRedriveLoop: "fixed the loop"}, got)
+	assert.Equal(t, map[deadletter.Reason]string{deadletter.ReasonEffectUnknown: "reconciled INC-1", deadletter.ReasonRedriveLoop: "fixed the loop"}, got)
 	for _, bad := range []string{"effect_unknown", "effect_unknown=", "effect_unknown=  ", "nope=x"} {
 		_, err := ParseOverrides([]string{bad})
 		assert.ErrorIs(t, err, ErrRefused, bad)
@@ -82,19 +82,19 @@ func TestParseReasons(t *testing.T) {
 	t.Parallel()
 	got, err := ParseReasons([]string{"schema_invalid,tool_unknown", "schema_invalid"})
 	require.NoError(t, err)
-	assert.Equal(t, []events.Reason{events.ReasonSchemaInvalid, events.ReasonToolUnknown}, got)
+	assert.Equal(t, []deadletter.Reason{deadletter.ReasonSchemaInvalid, deadletter.ReasonToolUnknown}, got)
 	_, err = ParseReasons([]string{"schema_invalid,bogus"})
 	assert.Equal(t, CodeUnknownReason, RefusalCode(err))
 }
 
 func TestCheckReasons(t *testing.T) {
 	t.Parallel()
-	err := CheckReasons([]events.Reason{events.ReasonPolicyLimit, events.ReasonBudgetExhausted, events.ReasonSchemaInvalid}, Ack{})
+	err := CheckReasons([]deadletter.Reason{deadletter.ReasonPolicyLimit, deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid}, Ack{})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrRefused))
 	assert.Equal(t, CodeForbidden, RefusalCode(err))
 	assert.Contains(t, err.Error(), "schema_invalid")
 	assert.Contains(t, err.Error(), "policy_limit")
 	assert.NotContains(t, err.Error(), "budget_exhausted")
-	assert.NoError(t, CheckReasons([]events.Reason{events.ReasonBudgetExhausted}, Ack{}))
+	assert.NoError(t, CheckReasons([]deadletter.Reason{deadletter.ReasonBudgetExhausted}, Ack{}))
 }

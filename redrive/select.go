@@ -15,9 +15,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/time/rate"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
+	"github.com/agentdlq/agentdlq/ledger"
 )
 
 // SelectAPI is the SQS calls of a selective redrive.
@@ -84,13 +84,13 @@ type SelectRequest struct {
 
 // Moved is one dead letter a selective redrive moved (or would move).
 type Moved struct {
-	DLQMessageID      string        `json:"dlq_message_id"`
-	HotMessageID      string        `json:"hot_message_id,omitempty"`
-	OriginalMessageID string        `json:"original_message_id,omitempty"`
-	Reason            events.Reason `json:"reason"`
-	Fingerprint       string        `json:"fingerprint,omitempty"`
-	IdempotencyKey    string        `json:"idempotency_key,omitempty"`
-	BodySHA256        string        `json:"body_sha256"`
+	DLQMessageID      string            `json:"dlq_message_id"`
+	HotMessageID      string            `json:"hot_message_id,omitempty"`
+	OriginalMessageID string            `json:"original_message_id,omitempty"`
+	Reason            deadletter.Reason `json:"reason"`
+	Fingerprint       string            `json:"fingerprint,omitempty"`
+	IdempotencyKey    string            `json:"idempotency_key,omitempty"`
+	BodySHA256        string            `json:"body_sha256"`
 }
 
 // SelectResult counts what a selective redrive saw and did. Every message
@@ -112,11 +112,11 @@ type SelectResult struct {
 	// LedgerFailed: sent and deleted, but the redrive count was not incremented.
 	LedgerFailed int `json:"ledger_failed"`
 	// NoKey: moved without an idempotency key (a body that is not a task).
-	NoKey    int                   `json:"no_key"`
-	ByReason map[events.Reason]int `json:"by_reason"`
-	Letters  []Moved               `json:"letters,omitempty"`
-	Canary   *CanaryResult         `json:"canary,omitempty"`
-	DryRun   bool                  `json:"dry_run"`
+	NoKey    int                       `json:"no_key"`
+	ByReason map[deadletter.Reason]int `json:"by_reason"`
+	Letters  []Moved                   `json:"letters,omitempty"`
+	Canary   *CanaryResult             `json:"canary,omitempty"`
+	DryRun   bool                      `json:"dry_run"`
 	// DepthAtStart is the DLQ's approximate depth (visible and in flight) before the pass.
 	DepthAtStart int `json:"depth_at_start"`
 	// Partial is set when the pass ended before the DLQ was exhausted, or
@@ -155,7 +155,7 @@ func (res *SelectResult) counts() map[string]int {
 // and delete it from the DLQ only after the send succeeded.
 func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult, error) {
 	rec := r.selectRecord(req)
-	res := &SelectResult{ByReason: map[events.Reason]int{}, DryRun: req.DryRun}
+	res := &SelectResult{ByReason: map[deadletter.Reason]int{}, DryRun: req.DryRun}
 	api, ok := r.SQS.(SelectAPI)
 	if !ok {
 		return res, r.record(ctx, rec, errors.New("redrive: the SQS client does not implement the select calls"))
@@ -208,7 +208,7 @@ func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
 	return refuse(CodeNothingSelected, "the DLQ holds no dead letter of reason %s (see `agentdlq redrive plan`)", joinReasons(req.Reasons))
 }
 
-func joinReasons(rs []events.Reason) string {
+func joinReasons(rs []deadletter.Reason) string {
 	s := make([]string, len(rs))
 	for i, r := range rs {
 		s[i] = string(r)
@@ -467,7 +467,7 @@ type moveStatus struct {
 	moved, sendFailed, deleteFailed, ledgerFailed, noKey, released bool
 }
 
-func (st moveStatus) apply(res *SelectResult, reason events.Reason, mv Moved) {
+func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved) {
 	b := func(v bool) int {
 		if v {
 			return 1
@@ -580,8 +580,8 @@ func (r *Redriver) releaseHeld(ctx context.Context, api SelectAPI, held map[stri
 }
 
 // SortedReasons returns the keys of a count by reason, in taxonomy order.
-func SortedReasons(m map[events.Reason]int) []events.Reason {
-	out := make([]events.Reason, 0, len(m))
+func SortedReasons(m map[deadletter.Reason]int) []deadletter.Reason {
+	out := make([]deadletter.Reason, 0, len(m))
 	for k := range m {
 		out = append(out, k)
 	}

@@ -15,15 +15,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 // seed puts a mixed DLQ: n dead letters of each reason, the first ones with
 // ten original attributes (two folded into dlq_meta), and one without
 // metadata (receive_limit).
-func seed(t *testing.T, f *fakeSQS, q Queues, n int, reasons ...events.Reason) map[string]deadLetter {
+func seed(t *testing.T, f *fakeSQS, q Queues, n int, reasons ...deadletter.Reason) map[string]deadLetter {
 	t.Helper()
 	out := map[string]deadLetter{}
 	for _, r := range reasons {
@@ -41,7 +41,7 @@ func seed(t *testing.T, f *fakeSQS, q Queues, n int, reasons ...events.Reason) m
 	return out
 }
 
-func selReq(p *pipeline.Pipeline, reasons ...events.Reason) SelectRequest {
+func selReq(p *pipeline.Pipeline, reasons ...deadletter.Reason) SelectRequest {
 	return SelectRequest{Who: Who{Owner: p.Owner, Why: "search API back up"}, Selector: Selector{Reasons: reasons}, Rate: 500}
 }
 
@@ -58,19 +58,19 @@ func TestSelectMovesOnlyTheChosenByteIdentical(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
-	seeded := seed(t, f, q, 3, events.ReasonBudgetExhausted, events.ReasonSchemaInvalid, events.ReasonPolicyLimit)
+	seeded := seed(t, f, q, 3, deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid, deadletter.ReasonPolicyLimit)
 	f.put(q.DLQURL, task("crashed-1", "web.search"), originalAttrs(2), "") // no metadata: receive_limit
 	r, store, led := newRedriver(t, p, f, q)
 	var progress int
 	r.OnMove = func() { progress++ }
 
-	res, err := r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+	res, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
 	require.NoError(t, err)
 	assert.Equal(t, 3, res.Moved)
 	assert.Equal(t, 3, progress)
 	assert.Equal(t, 10, res.Seen)
 	assert.Equal(t, res.Seen, res.Moved+res.Released, "every dead letter seen was moved or released")
-	assert.Equal(t, map[events.Reason]int{events.ReasonBudgetExhausted: 3}, res.ByReason)
+	assert.Equal(t, map[deadletter.Reason]int{deadletter.ReasonBudgetExhausted: 3}, res.ByReason)
 
 	hot, dlq := f.snapshot(q.HotURL), f.snapshot(q.DLQURL)
 	assert.Len(t, hot, 3)
@@ -78,7 +78,7 @@ func TestSelectMovesOnlyTheChosenByteIdentical(t *testing.T) {
 	for _, m := range hot {
 		d, ok := seeded[keyOf(t, m.body)]
 		require.True(t, ok)
-		assert.Equal(t, events.ReasonBudgetExhausted, d.reason)
+		assert.Equal(t, deadletter.ReasonBudgetExhausted, d.reason)
 		assert.Equal(t, d.body, m.body, "body byte-identical")
 		assert.Equal(t, d.original, AttributesFromSQS(m.attrs), "original attributes, dlq_* removed, folded restored")
 		e, ok, err := led.Get(context.Background(), d.key)
@@ -87,7 +87,7 @@ func TestSelectMovesOnlyTheChosenByteIdentical(t *testing.T) {
 		assert.Equal(t, 1, e.RedriveCount)
 	}
 	for _, m := range dlq {
-		assert.NotEqual(t, "budget_exhausted", AttributesFromSQS(m.attrs)[events.AttrReason].StringValue)
+		assert.NotEqual(t, "budget_exhausted", AttributesFromSQS(m.attrs)[deadletter.AttrReason].StringValue)
 		assert.True(t, m.visibleAt.IsZero() || !m.visibleAt.After(f.now), "the others were released at once")
 	}
 	var actions []string
@@ -103,13 +103,13 @@ func TestSelectByFingerprintAndAcknowledgedPoison(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
-	seed(t, f, q, 2, events.ReasonSchemaInvalid)
-	other := newDeadLetter(t, "other-tool", "sql.query", events.ReasonSchemaInvalid, 1, "")
+	seed(t, f, q, 2, deadletter.ReasonSchemaInvalid)
+	other := newDeadLetter(t, "other-tool", "sql.query", deadletter.ReasonSchemaInvalid, 1, "")
 	f.put(q.DLQURL, other.body, other.attrs, "")
 	r, _, _ := newRedriver(t, p, f, q)
 	ctx := context.Background()
 
-	req := selReq(p, events.ReasonSchemaInvalid)
+	req := selReq(p, deadletter.ReasonSchemaInvalid)
 	req.Fingerprints = []string{"fp-schema_invalid-sql.query"}
 	_, err := r.Select(ctx, req)
 	assert.Equal(t, CodeForbidden, RefusalCode(err), "poison needs the deployed fix")
@@ -135,9 +135,9 @@ func TestSelectDryRunMovesNothing(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
-	seed(t, f, q, 2, events.ReasonBudgetExhausted, events.ReasonDependencyOpen)
+	seed(t, f, q, 2, deadletter.ReasonBudgetExhausted, deadletter.ReasonDependencyOpen)
 	r, store, led := newRedriver(t, p, f, q)
-	req := selReq(p, events.ReasonDependencyOpen)
+	req := selReq(p, deadletter.ReasonDependencyOpen)
 	req.DryRun = true
 	res, err := r.Select(context.Background(), req)
 	require.NoError(t, err)
@@ -167,15 +167,18 @@ func TestSelectBadInputMovesNothing(t *testing.T) {
 		{"rate 0", nil, func(s SelectRequest) SelectRequest { s.Rate = 0; return s }, CodeRate},
 		{"rate 501", nil, func(s SelectRequest) SelectRequest { s.Rate = 501; return s }, CodeRate},
 		{"no reason", nil, func(s SelectRequest) SelectRequest { s.Reasons = nil; return s }, CodeUnknownReason},
-		{"unknown reason", nil, func(s SelectRequest) SelectRequest { s.Reasons = []events.Reason{"bogus"}; return s }, CodeUnknownReason},
+		{"unknown reason", nil, func(s SelectRequest) SelectRequest { s.Reasons = []deadletter.Reason{"bogus"}; return s }, CodeUnknownReason},
 		{"forbidden reason", nil, func(s SelectRequest) SelectRequest {
-			s.Reasons = []events.Reason{events.ReasonGuardrailReject}
+			s.Reasons = []deadletter.Reason{deadletter.ReasonGuardrailReject}
 			return s
 		}, CodeForbidden},
-		{"effect_unknown without reconciliation", nil, func(s SelectRequest) SelectRequest { s.Reasons = []events.Reason{events.ReasonEffectUnknown}; return s }, CodeForbidden},
+		{"effect_unknown without reconciliation", nil, func(s SelectRequest) SelectRequest {
+			s.Reasons = []deadletter.Reason{deadletter.ReasonEffectUnknown}
+			return s
+		}, CodeForbidden},
 		{"owner tag mismatch", func(f *fakeSQS, q Queues) { f.queues[q.DLQURL].tags[pipeline.TagOwner] = "x" }, nil, CodeOwnerTag},
 		{"reason not in the DLQ", nil, func(s SelectRequest) SelectRequest {
-			s.Reasons = []events.Reason{events.ReasonDependencyOpen}
+			s.Reasons = []deadletter.Reason{deadletter.ReasonDependencyOpen}
 			return s
 		}, CodeNothingSelected},
 		{"unknown fingerprint", nil, func(s SelectRequest) SelectRequest { s.Fingerprints = []string{"nope"}; return s }, CodeUnknownGroup},
@@ -190,13 +193,13 @@ func TestSelectBadInputMovesNothing(t *testing.T) {
 			t.Parallel()
 			f := newFakeSQS()
 			q := f.addPair(p)
-			seed(t, f, q, 2, events.ReasonBudgetExhausted, events.ReasonGuardrailReject, events.ReasonEffectUnknown)
+			seed(t, f, q, 2, deadletter.ReasonBudgetExhausted, deadletter.ReasonGuardrailReject, deadletter.ReasonEffectUnknown)
 			before := len(f.snapshot(q.DLQURL))
 			if tt.setup != nil {
 				tt.setup(f, q)
 			}
 			r, store, led := newRedriver(t, p, f, q)
-			req := selReq(p, events.ReasonBudgetExhausted)
+			req := selReq(p, deadletter.ReasonBudgetExhausted)
 			if tt.req != nil {
 				req = tt.req(req)
 			}
@@ -220,10 +223,10 @@ func TestSelectSendFailureLosesNothing(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
-	seed(t, f, q, 3, events.ReasonBudgetExhausted)
+	seed(t, f, q, 3, deadletter.ReasonBudgetExhausted)
 	f.sendErr = errors.New("AccessDenied")
 	r, store, _ := newRedriver(t, p, f, q)
-	req := selReq(p, events.ReasonBudgetExhausted)
+	req := selReq(p, deadletter.ReasonBudgetExhausted)
 	req.Workers = 1 // one move at a time: the first failure stops the run
 	res, err := r.Select(context.Background(), req)
 	require.Error(t, err)
@@ -278,10 +281,10 @@ func (w *simWorker) handle(ctx context.Context, id, body string, attrs map[strin
 		return
 	}
 	if w.fail[key] {
-		dl, err := events.EncodeDeadLetter(events.Meta{Reason: events.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: id}, AttributesFromSQS(attrs))
+		dl, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: id}, AttributesFromSQS(attrs))
 		require.NoError(w.t, err)
 		w.f.put(w.q.DLQURL, body, dl, "")
-		_, err = w.led.DeadLettered(ctx, key, events.ReasonBudgetExhausted, now)
+		_, err = w.led.DeadLettered(ctx, key, deadletter.ReasonBudgetExhausted, now)
 		require.NoError(w.t, err)
 		return
 	}
@@ -296,7 +299,7 @@ func TestSelectInterruptedBetweenSendAndDelete(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
-	seed(t, f, q, 3, events.ReasonBudgetExhausted)
+	seed(t, f, q, 3, deadletter.ReasonBudgetExhausted)
 	r, store, led := newRedriver(t, p, f, q)
 	ctx, cancel := context.WithCancel(context.Background())
 	var deletes atomic.Int32
@@ -310,7 +313,7 @@ func TestSelectInterruptedBetweenSendAndDelete(t *testing.T) {
 		}
 		return nil
 	}
-	req := selReq(p, events.ReasonBudgetExhausted)
+	req := selReq(p, deadletter.ReasonBudgetExhausted)
 	req.Workers = 1 // the crash of the one move in flight
 	res, err := r.Select(ctx, req)
 	require.ErrorIs(t, err, context.Canceled)
@@ -357,11 +360,11 @@ func TestSelectCanary(t *testing.T) {
 			t.Parallel()
 			f := newFakeSQS()
 			q := f.addPair(p)
-			seed(t, f, q, 5, events.ReasonBudgetExhausted)
+			seed(t, f, q, 5, deadletter.ReasonBudgetExhausted)
 			r, store, led := newRedriver(t, p, f, q)
 			w := &simWorker{t: t, f: f, q: q, led: led, fail: tt.fail, processed: map[string]int{}}
 			r.Sleep = func(ctx context.Context, d time.Duration) error { w.drain(); return ctx.Err() }
-			req := selReq(p, events.ReasonBudgetExhausted)
+			req := selReq(p, deadletter.ReasonBudgetExhausted)
 			req.Canary = 2
 			res, err := r.Select(context.Background(), req)
 			require.NotNil(t, res.Canary)
@@ -393,9 +396,9 @@ func TestSelectCanaryTimesOutWithoutAWorker(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
-	seed(t, f, q, 3, events.ReasonBudgetExhausted)
+	seed(t, f, q, 3, deadletter.ReasonBudgetExhausted)
 	r, _, _ := newRedriver(t, p, f, q)
-	req := selReq(p, events.ReasonBudgetExhausted)
+	req := selReq(p, deadletter.ReasonBudgetExhausted)
 	req.Canary, req.CanaryTimeout = 1, 10*time.Second
 	res, err := r.Select(context.Background(), req)
 	require.ErrorIs(t, err, ErrCanaryFailed)
@@ -411,14 +414,14 @@ func TestSelectFIFOGroupAndDedup(t *testing.T) {
 	f := newFakeSQS()
 	q := f.addPair(p)
 	require.True(t, q.FIFO)
-	seed(t, f, q, 2, events.ReasonBudgetExhausted)
+	seed(t, f, q, 2, deadletter.ReasonBudgetExhausted)
 	var (
 		mu   sync.Mutex
 		sent []*sqs.SendMessageInput
 	)
 	f.onSend = func(_ string, in *sqs.SendMessageInput) { mu.Lock(); sent = append(sent, in); mu.Unlock() }
 	r, _, _ := newRedriver(t, p, f, q)
-	_, err := r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+	_, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
 	require.NoError(t, err)
 	require.Len(t, sent, 2)
 	for _, in := range sent {
@@ -430,8 +433,8 @@ func TestSelectFIFOGroupAndDedup(t *testing.T) {
 	}
 }
 
-func mustEncode(t *testing.T, key string) map[string]events.Attribute {
-	attrs, err := events.EncodeDeadLetter(events.Meta{Reason: events.ReasonBudgetExhausted, MessageID: "orig-" + key}, nil)
+func mustEncode(t *testing.T, key string) map[string]deadletter.Attribute {
+	attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, MessageID: "orig-" + key}, nil)
 	require.NoError(t, err)
 	return attrs
 }
@@ -441,8 +444,8 @@ func TestSelectConcurrentRunsOfTheSameGroup(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
-	seed(t, f, q, 20, events.ReasonBudgetExhausted)
-	seed(t, f, q, 5, events.ReasonPolicyLimit)
+	seed(t, f, q, 20, deadletter.ReasonBudgetExhausted)
+	seed(t, f, q, 5, deadletter.ReasonPolicyLimit)
 	led := ledger.NewMemory()
 	var wg sync.WaitGroup
 	results := make([]*SelectResult, 2)
@@ -452,7 +455,7 @@ func TestSelectConcurrentRunsOfTheSameGroup(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+			res, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
 			assert.True(t, err == nil || RefusalCode(err) == CodeNothingSelected, err)
 			results[i] = res
 		}()
@@ -487,13 +490,13 @@ func TestSelectInAWSChecksTheCaller(t *testing.T) {
 			t.Parallel()
 			f := newFakeSQS()
 			q := f.addPair(p)
-			seed(t, f, q, 2, events.ReasonBudgetExhausted)
+			seed(t, f, q, 2, deadletter.ReasonBudgetExhausted)
 			if tt.roleTag != "" {
 				f.queues[q.DLQURL].tags[TagRedriveRole] = tt.roleTag
 			}
 			r, _, _ := newRedriver(t, p, f, q)
 			r.Local, r.STS = false, fakeSTS{arn: tt.caller}
-			res, err := r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+			res, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
 			if tt.code == "" {
 				require.NoError(t, err)
 				assert.Equal(t, 2, res.Moved)
@@ -513,11 +516,11 @@ func TestSelectReachesLettersBehindManyOthers(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
-	seed(t, f, q, 20, events.ReasonPolicyLimit, events.ReasonSchemaInvalid, events.ReasonToolUnknown)
-	seed(t, f, q, 4, events.ReasonBudgetExhausted)
+	seed(t, f, q, 20, deadletter.ReasonPolicyLimit, deadletter.ReasonSchemaInvalid, deadletter.ReasonToolUnknown)
+	seed(t, f, q, 4, deadletter.ReasonBudgetExhausted)
 	r, _, _ := newRedriver(t, p, f, q)
 
-	res, err := r.Select(context.Background(), selReq(p, events.ReasonBudgetExhausted))
+	res, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
 	require.NoError(t, err)
 	assert.Equal(t, 4, res.Moved)
 	assert.Equal(t, 64, res.Seen)
@@ -549,11 +552,11 @@ func TestSelectHoldLapsingMidPassLosesNothing(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
-	seed(t, f, q, 40, events.ReasonPolicyLimit)
-	seed(t, f, q, 3, events.ReasonBudgetExhausted)
+	seed(t, f, q, 40, deadletter.ReasonPolicyLimit)
+	seed(t, f, q, 3, deadletter.ReasonBudgetExhausted)
 	r, _, _ := newRedriver(t, p, f, q)
 	r.SQS = &slowReceives{fakeSQS: f, step: 300 * time.Millisecond}
-	req := selReq(p, events.ReasonBudgetExhausted)
+	req := selReq(p, deadletter.ReasonBudgetExhausted)
 	req.Hold = time.Second
 
 	res, err := r.Select(context.Background(), req)
@@ -575,13 +578,13 @@ func TestSelectInterruptedReleasesWhatItHeld(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
-	seed(t, f, q, 15, events.ReasonPolicyLimit)
-	seed(t, f, q, 2, events.ReasonBudgetExhausted)
+	seed(t, f, q, 15, deadletter.ReasonPolicyLimit)
+	seed(t, f, q, 2, deadletter.ReasonBudgetExhausted)
 	r, _, _ := newRedriver(t, p, f, q)
 	ctx, cancel := context.WithCancel(context.Background())
 	r.SQS = &cancelAfterReceives{fakeSQS: f, left: 1, cancel: cancel}
 
-	res, err := r.Select(ctx, selReq(p, events.ReasonBudgetExhausted))
+	res, err := r.Select(ctx, selReq(p, deadletter.ReasonBudgetExhausted))
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Equal(t, "interrupted", res.Partial)
 	assert.Equal(t, 10, res.Released)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the Lambda bootstraps for provided.al2023 on arm64 and zip them:
 #   dist/<name>/bootstrap and dist/<name>.zip (deterministic: scripts/detzip)
-# for each Lambda entry: worker (functions/worker/lambda), triage (triage/lambda).
+# for each Lambda entry: worker (functions/sampleworker/lambda), triage (triage/lambda).
 # An entry whose main.go does not exist yet is reported and makes the build fail
 # after the others are built. The worker bootstrap must stay under 10 MB.
 set -euo pipefail
@@ -9,7 +9,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 GO="${GO:-go}"
 MAX_BYTES=10000000 # 10 MB, decimal: the stricter reading
-ENTRIES=("worker:functions/worker/lambda" "triage:triage/lambda")
+ENTRIES=("worker:functions/sampleworker/lambda" "triage:triage/lambda")
 
 missing=()
 for entry in "${ENTRIES[@]}"; do

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // synthetic makes n dead letters: 60 % written by the worker (12 reasons ×
@@ -15,26 +15,28 @@ import (
 func synthetic(tb testing.TB, n int) []Message {
 	tb.Helper()
 	tools := []string{"web.search", "http.fetch", "code.exec", "file.read", "file.write", "sql.query", "vector.search", "email.send"}
-	var reasons []events.Reason
-	for _, r := range events.AllReasons() {
-		if r != events.ReasonReceiveLimit {
+	var reasons []deadletter.Reason
+	for _, r := range deadletter.AllReasons() {
+		if r != deadletter.ReasonReceiveLimit {
 			reasons = append(reasons, r)
 		}
 	}
 	// Encode a few hundred templates once; messages reuse them with their own ids.
-	type tmpl struct{ attrs map[string]events.Attribute }
+	type tmpl struct {
+		attrs map[string]deadletter.Attribute
+	}
 	var tmpls []tmpl
 	for i := range 400 {
 		m := poisonMeta(reasons[i%len(reasons)], tools[i%len(tools)], "1", fmt.Sprintf("tenant-%d", i%50), fmt.Sprintf("key-%d", i),
 			fmt.Sprintf("call %d to upstream 7f3a%04x failed with status %d after %d ms", i, i, 500+i%4, 100+i))
 		m.DeadLetteredAt = t0.Add(-time.Duration(i) * time.Minute)
-		attrs, err := events.EncodeDeadLetter(m, map[string]events.Attribute{"origin": {DataType: "String", StringValue: "bench"}})
+		attrs, err := deadletter.EncodeDeadLetter(m, map[string]deadletter.Attribute{"origin": {DataType: "String", StringValue: "bench"}})
 		if err != nil {
 			tb.Fatal(err)
 		}
 		tmpls = append(tmpls, tmpl{attrs})
 	}
-	bad := map[string]events.Attribute{events.AttrMeta: {DataType: "String", StringValue: `{"v":9}`}}
+	bad := map[string]deadletter.Attribute{deadletter.AttrMeta: {DataType: "String", StringValue: `{"v":9}`}}
 	out := make([]Message, n)
 	for i := range out {
 		id := fmt.Sprintf("%08d-0000-4000-8000-%012d", i, i)

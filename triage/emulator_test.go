@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 )
 
@@ -84,7 +84,7 @@ func TestEmulatorTriageLeavesDLQUnchanged(t *testing.T) {
 	client := sqs.NewFromConfig(cfg)
 	seeded := time.Now().UTC()
 
-	send := func(body string, attrs map[string]events.Attribute) {
+	send := func(body string, attrs map[string]deadletter.Attribute) {
 		t.Helper()
 		in := &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: map[string]types.MessageAttributeValue{}}
 		for name, a := range attrs {
@@ -93,21 +93,21 @@ func TestEmulatorTriageLeavesDLQUnchanged(t *testing.T) {
 		_, err := client.SendMessage(ctx, in)
 		require.NoError(t, err)
 	}
-	worker := func(body string, m events.Meta) {
+	worker := func(body string, m deadletter.Meta) {
 		t.Helper()
 		m.DeadLetteredAt = seeded
-		attrs, err := events.EncodeDeadLetter(m, map[string]events.Attribute{"origin": {DataType: "String", StringValue: "seed"}})
+		attrs, err := deadletter.EncodeDeadLetter(m, map[string]deadletter.Attribute{"origin": {DataType: "String", StringValue: "seed"}})
 		require.NoError(t, err)
 		send(body, attrs)
 	}
 	for i := range 4 { // recurring poison: one group of 4, three distinct inputs
 		worker(task(fmt.Sprintf("s%d", i), "acme", "web.search", "1", fmt.Sprintf(`{"query":"x%d"}`, min(i, 2))),
-			poisonMeta(events.ReasonSchemaInvalid, "web.search", "1", "acme", fmt.Sprintf("key-s%d", i), fmt.Sprintf("args.q: required in task %d", i)))
+			poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "acme", fmt.Sprintf("key-s%d", i), fmt.Sprintf("args.q: required in task %d", i)))
 	}
-	worker(task("u1", "acme", "web.crawl", "1", `{}`), poisonMeta(events.ReasonToolUnknown, "web.crawl", "1", "acme", "key-u1", "not in catalog"))
-	send(task("x1", "acme", "sql.query", "1", `{}`), map[string]events.Attribute{
-		events.AttrReason: {DataType: "String", StringValue: "schema_invalid"},
-		events.AttrMeta:   {DataType: "String", StringValue: `{"v":9}`},
+	worker(task("u1", "acme", "web.crawl", "1", `{}`), poisonMeta(deadletter.ReasonToolUnknown, "web.crawl", "1", "acme", "key-u1", "not in catalog"))
+	send(task("x1", "acme", "sql.query", "1", `{}`), map[string]deadletter.Attribute{
+		deadletter.AttrReason: {DataType: "String", StringValue: "schema_invalid"},
+		deadletter.AttrMeta:   {DataType: "String", StringValue: `{"v":9}`},
 	})
 	send(task("raw", "globex", "code.exec", "1", `{}`), nil) // no metadata
 
@@ -147,12 +147,12 @@ func TestEmulatorTriageLeavesDLQUnchanged(t *testing.T) {
 	}
 	r := run()
 	assert.False(t, r.Partial, r.PartialReasons)
-	counts := map[events.Reason]int{}
+	counts := map[deadletter.Reason]int{}
 	for _, rt := range r.Totals.ByReason {
 		counts[rt.Reason] = rt.Count
 	}
-	assert.Equal(t, map[events.Reason]int{
-		events.ReasonSchemaInvalid: 5, events.ReasonToolUnknown: 1, events.ReasonReceiveLimit: 2,
+	assert.Equal(t, map[deadletter.Reason]int{
+		deadletter.ReasonSchemaInvalid: 5, deadletter.ReasonToolUnknown: 1, deadletter.ReasonReceiveLimit: 2,
 	}, counts)
 	assert.Equal(t, 1, r.Totals.Unreadable)
 	assert.Equal(t, 1, r.Totals.RecurringPoisonGroups)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -31,9 +31,9 @@ type EvalRecord struct {
 
 // EvalExpected is what the worker must do with the input.
 type EvalExpected struct {
-	Outcome string        `json:"outcome"` // always "dead_letter"
-	Reason  events.Reason `json:"reason"`
-	Class   events.Class  `json:"class"`
+	Outcome string            `json:"outcome"` // always "dead_letter"
+	Reason  deadletter.Reason `json:"reason"`
+	Class   deadletter.Class  `json:"class"`
 }
 
 // EvalMetadata says where a case came from.
@@ -110,7 +110,7 @@ func EvalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
 }
 
 // EvalID is the stable id of an eval case; see EvalRecord.ID.
-func EvalID(reason events.Reason, tool, toolVersion string, schemaVersion int, signature, inputSHA256 string) string {
+func EvalID(reason deadletter.Reason, tool, toolVersion string, schemaVersion int, signature, inputSHA256 string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "eval1\x00%s\x00%s\n", Fingerprint(reason, tool, toolVersion, schemaVersion, signature), inputSHA256)
 	return hex.EncodeToString(h.Sum(nil))[:32]
@@ -157,13 +157,13 @@ var secretKey = regexp.MustCompile(`(?i)(password|passwd|secret|token|api[_-]?ke
 // RedactInput is the task as an eval input: the body parsed as JSON (kept as
 // a redacted string when it is not JSON), the configured drop fields
 // removed, the hash fields replaced by HashValue of their value, values under
-// secret-named keys replaced, and events.Redact applied to every string.
+// secret-named keys replaced, and deadletter.Redact applied to every string.
 func RedactInput(body string, cfg pipeline.Eval) any {
 	dec := json.NewDecoder(strings.NewReader(body))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil || dec.More() {
-		return events.Redact(body, 0)
+		return deadletter.Redact(body, 0)
 	}
 	if obj, ok := v.(map[string]any); ok {
 		for _, path := range cfg.DropFields {
@@ -221,7 +221,7 @@ func redactValue(v any, key string) any {
 		if key != "" && secretKey.MatchString(key) && !strings.HasPrefix(x, "sha256:") {
 			return "[REDACTED]"
 		}
-		return events.Redact(x, 0)
+		return deadletter.Redact(x, 0)
 	default:
 		if key != "" && secretKey.MatchString(key) && x != nil {
 			return "[REDACTED]"

@@ -16,17 +16,17 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
-// The free text inside an input goes through events.Redact, whose markers
+// The free text inside an input goes through deadletter.Redact, whose markers
 // are its own business: these tests pin what triage adds (drop, hash,
 // secret-named keys, structure) and check that the secrets are gone.
 func TestRedactInput(t *testing.T) {
 	t.Parallel()
 	cfg := pipeline.Eval{DropFields: []string{"args.password", "args.nested.drop", "missing.path"}, HashFields: []string{"tenant", "args.user"}}
-	r := func(s string) string { return events.Redact(s, 0) }
+	r := func(s string) string { return deadletter.Redact(s, 0) }
 	tests := []struct {
 		name    string
 		body    string
@@ -77,7 +77,7 @@ func TestEvalRecords(t *testing.T) {
 	recs, skipped := EvalRecords(r, p)
 	assert.Empty(t, skipped)
 
-	byReason := map[events.Reason][]EvalRecord{}
+	byReason := map[deadletter.Reason][]EvalRecord{}
 	for _, rec := range recs {
 		byReason[rec.Expected.Reason] = append(byReason[rec.Expected.Reason], rec)
 		assert.Equal(t, "dead_letter", rec.Expected.Outcome)
@@ -89,12 +89,12 @@ func TestEvalRecords(t *testing.T) {
 		assert.Equal(t, EvalID(rec.Expected.Reason, rec.Metadata.Tool, rec.Metadata.ToolVersion, rec.Metadata.SchemaVersion, rec.Metadata.ErrorSignature, rec.Metadata.CaseSHA256), rec.ID)
 	}
 	assert.Len(t, recs, 5, "schema_invalid: 3 distinct inputs of 4; json_invalid: 2 of 3")
-	require.Len(t, byReason[events.ReasonSchemaInvalid], 3)
-	require.Len(t, byReason[events.ReasonJSONInvalid], 2)
-	assert.Empty(t, byReason[events.ReasonToolUnknown], "one-off poison is not exported")
+	require.Len(t, byReason[deadletter.ReasonSchemaInvalid], 3)
+	require.Len(t, byReason[deadletter.ReasonJSONInvalid], 2)
+	assert.Empty(t, byReason[deadletter.ReasonToolUnknown], "one-off poison is not exported")
 
 	occ := 0
-	for _, rec := range byReason[events.ReasonSchemaInvalid] {
+	for _, rec := range byReason[deadletter.ReasonSchemaInvalid] {
 		occ += rec.Metadata.Occurrences
 		assert.Equal(t, []string{"schema_invalid", "poison", "web.search"}, rec.Tags)
 		assert.Equal(t, 4, rec.Metadata.GroupCount)
@@ -129,7 +129,7 @@ func TestEvalRecordsOneCasePerContent(t *testing.T) {
 		}
 		id := fmt.Sprintf("t%d", i)
 		msgs = append(msgs, deadLetter(t, "m"+id, task(id, "acme", "web.search", "1", args),
-			poisonMeta(events.ReasonSchemaInvalid, "web.search", "1", "acme", "key-"+id, "bad"), t0))
+			poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "acme", "key-"+id, "bad"), t0))
 	}
 	recs, _ := EvalRecords(Build(TagAll(msgs), p, t0), p)
 	require.Len(t, recs, 2)
@@ -154,7 +154,7 @@ func TestEvalRecordsSkipNonUTF8(t *testing.T) {
 	p := testPipeline(t, false)
 	var msgs []Message
 	for i := range 3 {
-		m := deadLetter(t, "m"+string(rune('0'+i)), "{\"q\":\"\xff\"}", poisonMeta(events.ReasonJSONInvalid, "", "", "", "", "not JSON"), t0)
+		m := deadLetter(t, "m"+string(rune('0'+i)), "{\"q\":\"\xff\"}", poisonMeta(deadletter.ReasonJSONInvalid, "", "", "", "", "not JSON"), t0)
 		msgs = append(msgs, m)
 	}
 	r := Build(TagAll(msgs), p, t0)

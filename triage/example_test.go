@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
 // Tag a dead letter the worker wrote, and one the broker moved.
 func ExampleTag() {
-	attrs, _ := events.EncodeDeadLetter(events.Meta{
-		Reason: events.ReasonToolUnknown, Tool: "web.crawl", ToolVersion: "1", SchemaVersion: 1,
+	attrs, _ := deadletter.EncodeDeadLetter(deadletter.Meta{
+		Reason: deadletter.ReasonToolUnknown, Tool: "web.crawl", ToolVersion: "1", SchemaVersion: 1,
 		Error: `tool "web.crawl" is not in the catalog (task 4711)`,
 	}, nil)
 	worker := triage.Tag(triage.Message{MessageID: "m1", Body: `{"tool":"web.crawl"}`, Attributes: attrs})

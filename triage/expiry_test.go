@@ -7,13 +7,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 func TestExpiryOf(t *testing.T) {
 	t.Parallel()
 	const retention = 336 * time.Hour
-	meta := poisonMeta(events.ReasonSchemaInvalid, "web.search", "1", "acme", "k1", "bad")
+	meta := poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "acme", "k1", "bad")
 	tests := []struct {
 		name string
 		msg  Message
@@ -43,8 +43,8 @@ func TestExpiryOf(t *testing.T) {
 		},
 		{
 			name: "unreadable metadata still means a worker send",
-			msg: Message{MessageID: "e", SentTimestamp: t0.Add(-time.Hour), Attributes: map[string]events.Attribute{
-				events.AttrMeta: {DataType: "String", StringValue: "nope"}}},
+			msg: Message{MessageID: "e", SentTimestamp: t0.Add(-time.Hour), Attributes: map[string]deadletter.Attribute{
+				deadletter.AttrMeta: {DataType: "String", StringValue: "nope"}}},
 			basis: ClockWorkerSend, deletesAt: t0.Add(-time.Hour).Add(retention),
 		},
 		{

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // FingerprintVersion is mixed into every fingerprint: changing how
@@ -18,7 +18,7 @@ const FingerprintVersion = "fp1"
 // dead letters "the same problem": the reason, the tool, its version, the
 // task schema version and the normalised error signature (see Signature).
 // Message ids, tenants, timestamps and bodies are not part of it.
-func Fingerprint(reason events.Reason, tool, toolVersion string, schemaVersion int, signature string) string {
+func Fingerprint(reason deadletter.Reason, tool, toolVersion string, schemaVersion int, signature string) string {
 	h := sha256.New()
 	for _, s := range []string{FingerprintVersion, string(reason), tool, toolVersion, strconv.Itoa(schemaVersion), signature} {
 		h.Write([]byte(s))

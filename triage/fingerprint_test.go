@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 func TestNormaliseError(t *testing.T) {
@@ -41,19 +41,19 @@ func TestSignature(t *testing.T) {
 
 func TestFingerprint(t *testing.T) {
 	t.Parallel()
-	base := Fingerprint(events.ReasonSchemaInvalid, "web.search", "1", 1, Signature("", "args.q missing in task 42"))
+	base := Fingerprint(deadletter.ReasonSchemaInvalid, "web.search", "1", 1, Signature("", "args.q missing in task 42"))
 	// Same problem, different ids: same fingerprint.
-	assert.Equal(t, base, Fingerprint(events.ReasonSchemaInvalid, "web.search", "1", 1, Signature("", "args.q missing in task 97")))
+	assert.Equal(t, base, Fingerprint(deadletter.ReasonSchemaInvalid, "web.search", "1", 1, Signature("", "args.q missing in task 97")))
 	assert.Len(t, base, 16)
 	assert.Equal(t, "187e4b6b239201cd", base, "fingerprints are stable across releases: a change here re-keys every eval case")
 	// Each part matters.
 	for name, other := range map[string]string{
-		"reason":         Fingerprint(events.ReasonToolUnknown, "web.search", "1", 1, "args.q missing in task <n>"),
-		"tool":           Fingerprint(events.ReasonSchemaInvalid, "http.fetch", "1", 1, "args.q missing in task <n>"),
-		"tool version":   Fingerprint(events.ReasonSchemaInvalid, "web.search", "2", 1, "args.q missing in task <n>"),
-		"schema version": Fingerprint(events.ReasonSchemaInvalid, "web.search", "1", 2, "args.q missing in task <n>"),
-		"signature":      Fingerprint(events.ReasonSchemaInvalid, "web.search", "1", 1, "args.x missing in task <n>"),
-		"field boundary": Fingerprint(events.ReasonSchemaInvalid, "web.search1", "", 1, "args.q missing in task <n>"),
+		"reason":         Fingerprint(deadletter.ReasonToolUnknown, "web.search", "1", 1, "args.q missing in task <n>"),
+		"tool":           Fingerprint(deadletter.ReasonSchemaInvalid, "http.fetch", "1", 1, "args.q missing in task <n>"),
+		"tool version":   Fingerprint(deadletter.ReasonSchemaInvalid, "web.search", "2", 1, "args.q missing in task <n>"),
+		"schema version": Fingerprint(deadletter.ReasonSchemaInvalid, "web.search", "1", 2, "args.q missing in task <n>"),
+		"signature":      Fingerprint(deadletter.ReasonSchemaInvalid, "web.search", "1", 1, "args.x missing in task <n>"),
+		"field boundary": Fingerprint(deadletter.ReasonSchemaInvalid, "web.search1", "", 1, "args.q missing in task <n>"),
 	} {
 		assert.NotEqual(t, base, other, name)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // fakeSNS records what is published.
@@ -251,7 +251,7 @@ func TestWriteEMF(t *testing.T) {
 		assert.Equal(t, []any{map[string]any{"Name": "DLQMessagesByReason", "Unit": "Count"}}, aws["Metrics"])
 		byReason[d["Reason"].(string)] = d["DLQMessagesByReason"].(float64)
 	}
-	assert.Equal(t, float64(5), byReason[string(events.ReasonSchemaInvalid)])
+	assert.Equal(t, float64(5), byReason[string(deadletter.ReasonSchemaInvalid)])
 	assert.Len(t, byReason, 7)
 
 	// An empty DLQ: no hours to expiry (nothing to lose).

@@ -5,12 +5,13 @@ import (
 	"log/slog"
 
 	"fmt"
-	"github.com/agentdlq/agentdlq/internal/ledger"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/ledger"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -65,12 +66,12 @@ func task(id, tenant, tool, version, args string) string {
 }
 
 // deadLetter is a message the worker dead-lettered itself, sent at sent.
-func deadLetter(t testing.TB, id, body string, m events.Meta, sent time.Time) Message {
+func deadLetter(t testing.TB, id, body string, m deadletter.Meta, sent time.Time) Message {
 	t.Helper()
 	if m.DeadLetteredAt.IsZero() {
 		m.DeadLetteredAt = sent
 	}
-	attrs, err := events.EncodeDeadLetter(m, map[string]events.Attribute{"origin": {DataType: "String", StringValue: "producer-a"}})
+	attrs, err := deadletter.EncodeDeadLetter(m, map[string]deadletter.Attribute{"origin": {DataType: "String", StringValue: "producer-a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,16 +80,16 @@ func deadLetter(t testing.TB, id, body string, m events.Meta, sent time.Time) Me
 
 // brokerMoved is a message the redrive policy moved (no dlq_* attributes).
 func brokerMoved(id, body string, sent time.Time) Message {
-	return Message{MessageID: id, ReceiptHandle: "rh-" + id, Body: body, Attributes: map[string]events.Attribute{}, SentTimestamp: sent, ReceiveCount: 5}
+	return Message{MessageID: id, ReceiptHandle: "rh-" + id, Body: body, Attributes: map[string]deadletter.Attribute{}, SentTimestamp: sent, ReceiveCount: 5}
 }
 
 // poisonMeta is the metadata of a schema_invalid dead letter of a task.
-func poisonMeta(reason events.Reason, tool, version, tenant, key, errText string) events.Meta {
-	return events.Meta{
+func poisonMeta(reason deadletter.Reason, tool, version, tenant, key, errText string) deadletter.Meta {
+	return deadletter.Meta{
 		Reason: reason, Attempts: 1, Error: errText, ErrorCode: "",
 		FirstFailureAt: t0.Add(-time.Hour), LastFailureAt: t0.Add(-time.Hour),
 		Tool: tool, ToolVersion: version, SchemaVersion: 1, Tenant: tenant, IdempotencyKey: key,
-		WorkerVersion: "test", Effect: events.EffectNone,
+		WorkerVersion: "test", Effect: deadletter.EffectNone,
 	}
 }
 

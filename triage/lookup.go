@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/ledger"
 )
 
 // KeyReader is what triage reads of the ledger: one key's entry.

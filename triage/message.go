@@ -7,8 +7,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
 )
 
 // Message is one dead letter as a scan saw it, independent of any SDK.
@@ -18,7 +18,7 @@ type Message struct {
 	Body          string
 	// Attributes are the message attributes (dlq_reason, dlq_meta and the
 	// original ones the worker kept).
-	Attributes map[string]events.Attribute
+	Attributes map[string]deadletter.Attribute
 	// SentTimestamp is the SentTimestamp system attribute SQS reports for the
 	// message in the DLQ. See Expiry for what it means in each case.
 	SentTimestamp time.Time
@@ -35,15 +35,15 @@ type Message struct {
 type Tagged struct {
 	Message
 	// Reason is dlq_reason where the worker wrote readable metadata, else inferred.
-	Reason events.Reason
+	Reason deadletter.Reason
 	// Inferred is true when the reason did not come from readable worker metadata.
 	Inferred bool
 	// Fingerprint groups dead letters of the same cause; see Fingerprint.
 	Fingerprint string
 	// Meta is the decoded dlq_meta (nil without metadata or when it is unreadable,
 	// except on a reason mismatch, where it holds what was decoded).
-	Meta *events.Meta
-	// MetaErr says why the metadata could not be read (wraps events.ErrMeta*).
+	Meta *deadletter.Meta
+	// MetaErr says why the metadata could not be read (wraps deadletter.ErrMeta*).
 	MetaErr error
 
 	// Hints are the task fields read from the metadata or, without it, from
@@ -108,20 +108,20 @@ func tag(m Message, sigs map[[2]string]string) Tagged {
 	if !utf8.ValidString(m.Body) {
 		t.BodyErr = ErrBodyNotUTF8
 	}
-	meta, _, err := events.DecodeDeadLetter(m.Attributes)
+	meta, _, err := deadletter.DecodeDeadLetter(m.Attributes)
 	switch {
 	case err != nil:
 		// The worker's dlq_reason attribute, when it names a known reason, is
 		// kept even when dlq_meta cannot be read: the alarm, the operator and
 		// a selective redrive by reason all go by it. Otherwise unclassified.
-		t.Reason, t.Inferred, t.MetaErr = events.ReasonUnclassified, true, err
-		if r, ok := m.Attributes[events.AttrReason]; ok && events.Reason(r.StringValue).Valid() {
-			t.Reason, t.Inferred = events.Reason(r.StringValue), false
+		t.Reason, t.Inferred, t.MetaErr = deadletter.ReasonUnclassified, true, err
+		if r, ok := m.Attributes[deadletter.AttrReason]; ok && deadletter.Reason(r.StringValue).Valid() {
+			t.Reason, t.Inferred = deadletter.Reason(r.StringValue), false
 		}
 		t.Meta = meta // set only on a mismatch
 		t.Signature = "dlq_meta unreadable: " + metaProblem(err)
 	case meta == nil:
-		t.Reason, t.Inferred = events.ReasonReceiveLimit, true
+		t.Reason, t.Inferred = deadletter.ReasonReceiveLimit, true
 	default:
 		t.Reason, t.Meta = meta.Reason, meta
 		// Enqueued well after it was dead-lettered: redriven with its
@@ -161,13 +161,13 @@ func tag(m Message, sigs map[[2]string]string) Tagged {
 // may carry message-specific values), so that one kind makes one group.
 func metaProblem(err error) string {
 	switch {
-	case errors.Is(err, events.ErrMetaTooLarge):
+	case errors.Is(err, deadletter.ErrMetaTooLarge):
 		return "oversized"
-	case errors.Is(err, events.ErrMetaVersion):
+	case errors.Is(err, deadletter.ErrMetaVersion):
 		return "unknown version"
-	case errors.Is(err, events.ErrMetaMismatch):
+	case errors.Is(err, deadletter.ErrMetaMismatch):
 		return "dlq_reason and dlq_meta disagree"
-	case errors.Is(err, events.ErrMetaInvalid):
+	case errors.Is(err, deadletter.ErrMetaInvalid):
 		return "not valid metadata"
 	default:
 		return "unreadable"

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -76,26 +76,26 @@ type Totals struct {
 
 // ReasonTotal is one reason's line.
 type ReasonTotal struct {
-	Reason           events.Reason     `json:"reason"`
-	Class            events.Class      `json:"class"`
-	Count            int               `json:"count"`
-	Inferred         int               `json:"inferred"`
-	Groups           int               `json:"groups"`
-	OldestAgeSeconds int64             `json:"oldest_age_seconds"`
-	SoonestExpiry    time.Time         `json:"soonest_expiry"`
-	ExpiringSoon     int               `json:"expiring_soon"`
-	NextAction       events.NextAction `json:"next_action"`
-	Redrivable       events.Redrivable `json:"redrivable"`
+	Reason           deadletter.Reason     `json:"reason"`
+	Class            deadletter.Class      `json:"class"`
+	Count            int                   `json:"count"`
+	Inferred         int                   `json:"inferred"`
+	Groups           int                   `json:"groups"`
+	OldestAgeSeconds int64                 `json:"oldest_age_seconds"`
+	SoonestExpiry    time.Time             `json:"soonest_expiry"`
+	ExpiringSoon     int                   `json:"expiring_soon"`
+	NextAction       deadletter.NextAction `json:"next_action"`
+	Redrivable       deadletter.Redrivable `json:"redrivable"`
 }
 
 // Group is the dead letters of one reason and one fingerprint.
 type Group struct {
-	Reason        events.Reason `json:"reason"`
-	Class         events.Class  `json:"class"`
-	Fingerprint   string        `json:"fingerprint"`
-	Tool          string        `json:"tool,omitempty"`
-	ToolVersion   string        `json:"tool_version,omitempty"`
-	SchemaVersion int           `json:"schema_version,omitempty"`
+	Reason        deadletter.Reason `json:"reason"`
+	Class         deadletter.Class  `json:"class"`
+	Fingerprint   string            `json:"fingerprint"`
+	Tool          string            `json:"tool,omitempty"`
+	ToolVersion   string            `json:"tool_version,omitempty"`
+	SchemaVersion int               `json:"schema_version,omitempty"`
 	// Signature is the normalised error signature.
 	Signature string `json:"error_signature,omitempty"`
 	Count     int    `json:"count"`
@@ -110,10 +110,10 @@ type Group struct {
 	ExpiringSoon     int       `json:"expiring_soon"`
 	// TenantsAffected counts distinct tenants. Tenants lists up to 20 of them,
 	// hashed ("sha256:…") when the pipeline's eval.hash_fields names "tenant".
-	TenantsAffected int               `json:"tenants_affected"`
-	Tenants         []string          `json:"tenants,omitempty"`
-	NextAction      events.NextAction `json:"next_action"`
-	Redrivable      events.Redrivable `json:"redrivable"`
+	TenantsAffected int                   `json:"tenants_affected"`
+	Tenants         []string              `json:"tenants,omitempty"`
+	NextAction      deadletter.NextAction `json:"next_action"`
+	Redrivable      deadletter.Redrivable `json:"redrivable"`
 	// RedriveLoop counts messages that are redrive_loop or whose key was
 	// redriven at least the pipeline's redrive_loop_after times.
 	RedriveLoop int `json:"redrive_loop"`
@@ -155,19 +155,19 @@ type ExpirySummary struct {
 
 // ExpiringMessage is one dead letter inside the warning window.
 type ExpiringMessage struct {
-	MessageID   string        `json:"message_id"`
-	Reason      events.Reason `json:"reason"`
-	Fingerprint string        `json:"fingerprint"`
-	DeletesAt   time.Time     `json:"deletes_at"`
-	Basis       ClockBasis    `json:"basis"`
+	MessageID   string            `json:"message_id"`
+	Reason      deadletter.Reason `json:"reason"`
+	Fingerprint string            `json:"fingerprint"`
+	DeletesAt   time.Time         `json:"deletes_at"`
+	Basis       ClockBasis        `json:"basis"`
 }
 
 // Entry is one message a stage could not fully handle.
 type Entry struct {
-	MessageID string        `json:"message_id"`
-	Stage     string        `json:"stage"` // "tag", "export"
-	Reason    events.Reason `json:"reason,omitempty"`
-	Problem   string        `json:"problem"`
+	MessageID string            `json:"message_id"`
+	Stage     string            `json:"stage"` // "tag", "export"
+	Reason    deadletter.Reason `json:"reason,omitempty"`
+	Problem   string            `json:"problem"`
 }
 
 // Build groups tagged dead letters into a report as of now, with the DLQ
@@ -315,7 +315,7 @@ func BuildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o BuildOpti
 		}
 		g.MaxRedriveCount = max(g.MaxRedriveCount, redrives)
 		g.MaxDeadLetterCount = max(g.MaxDeadLetterCount, deadLetters)
-		if t.Reason == events.ReasonRedriveLoop || redrives >= p.RedriveLoopAfter {
+		if t.Reason == deadletter.ReasonRedriveLoop || redrives >= p.RedriveLoopAfter {
 			g.RedriveLoop++
 			r.Totals.RedriveLoop++
 		}
@@ -343,7 +343,7 @@ func BuildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o BuildOpti
 
 	// Reasons, most messages first (taxonomy order breaks ties); groups
 	// inside a reason, most messages first (fingerprint breaks ties).
-	byReason := map[events.Reason]*ReasonTotal{}
+	byReason := map[deadletter.Reason]*ReasonTotal{}
 	repeatKeys := map[string]bool{}
 	for _, acc := range order {
 		g := acc.g
@@ -369,8 +369,8 @@ func BuildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o BuildOpti
 		}
 	}
 	r.Totals.RepeatKeys = len(repeatKeys)
-	rank := map[events.Reason]int{}
-	for i, reason := range events.AllReasons() {
+	rank := map[deadletter.Reason]int{}
+	for i, reason := range deadletter.AllReasons() {
 		rank[reason] = i
 	}
 	for _, rt := range byReason {
@@ -386,7 +386,7 @@ func BuildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o BuildOpti
 	if r.Totals.ByReason == nil {
 		r.Totals.ByReason = []ReasonTotal{}
 	}
-	reasonPos := map[events.Reason]int{}
+	reasonPos := map[deadletter.Reason]int{}
 	for i, rt := range r.Totals.ByReason {
 		reasonPos[rt.Reason] = i
 	}
@@ -415,8 +415,8 @@ func BuildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o BuildOpti
 
 // recurringClass says whether a reason's groups are eval-export candidates:
 // poison, and unclassified (an error nobody classified yet).
-func recurringClass(reason events.Reason) bool {
-	return reason.Class() == events.ClassPoison || reason == events.ReasonUnclassified
+func recurringClass(reason deadletter.Reason) bool {
+	return reason.Class() == deadletter.ClassPoison || reason == deadletter.ReasonUnclassified
 }
 
 func tenantList(set map[string]bool, hashed bool) []string {
@@ -474,7 +474,7 @@ func attention(r *Report, p *pipeline.Pipeline) []string {
 		out = append(out, plural(r.Totals.Unreadable, "message")+" with unreadable dlq_meta, counted as unclassified")
 	}
 	for _, rt := range r.Totals.ByReason {
-		if rt.Reason == events.ReasonEffectUnknown {
+		if rt.Reason == deadletter.ReasonEffectUnknown {
 			out = append(out, plural(rt.Count, "message")+" effect_unknown: reconcile the external effect before anything else")
 		}
 	}

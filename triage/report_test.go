@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -44,7 +44,7 @@ func fixture(t testing.TB) []Message {
 	// Recurring schema_invalid on web.search v1: 4 messages, two of them the
 	// same input (a producer retrying), one carrying secrets.
 	si := func(id, tenant, body string, sent time.Time) {
-		m := poisonMeta(events.ReasonSchemaInvalid, "web.search", "1", tenant, "key-"+id, "args.q: required field is missing in task "+id)
+		m := poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", tenant, "key-"+id, "args.q: required field is missing in task "+id)
 		add(deadLetter(t, "si-"+id, body, m, sent))
 	}
 	same := task("s1", "acme", "web.search", "1", `{"query":"weather"}`)
@@ -54,10 +54,10 @@ func fixture(t testing.TB) []Message {
 	si("4", "initech", task("s4", "initech", "web.search", "1", `{"query":"news"}`), t0.Add(-5*h))
 	// One-off tool_unknown.
 	add(deadLetter(t, "tu-1", task("u1", "acme", "web.crawl", "1", `{}`),
-		poisonMeta(events.ReasonToolUnknown, "web.crawl", "1", "acme", "key-u1", `tool "web.crawl" is not in the catalog`), t0.Add(-3*h)))
+		poisonMeta(deadletter.ReasonToolUnknown, "web.crawl", "1", "acme", "key-u1", `tool "web.crawl" is not in the catalog`), t0.Add(-3*h)))
 	// Recurring json_invalid: bodies that are not JSON.
 	for i, body := range []string{"{\"task_id\": 1,", "<xml>nope</xml> from ops@example.com", "{\"task_id\": 1,"} {
-		m := poisonMeta(events.ReasonJSONInvalid, "", "", "", "", "the body is not a JSON object")
+		m := poisonMeta(deadletter.ReasonJSONInvalid, "", "", "", "", "the body is not a JSON object")
 		m.SchemaVersion = 0
 		add(deadLetter(t, "ji-"+string(rune('1'+i)), body, m, t0.Add(-time.Duration(i+1)*h)))
 	}
@@ -65,23 +65,23 @@ func fixture(t testing.TB) []Message {
 	add(brokerMoved("rl-1", task("r1", "acme", "code.exec", "1", `{"src":"loop"}`), t0.Add(-320*h)))
 	add(brokerMoved("rl-2", task("r2", "globex", "code.exec", "1", `{"src":"loop"}`), t0.Add(-50*h)))
 	// A redrive loop and a budget_exhausted key redriven twice already.
-	loop := poisonMeta(events.ReasonRedriveLoop, "http.fetch", "1", "acme", "key-loop", "dead-lettered again after 2 redrives")
+	loop := poisonMeta(deadletter.ReasonRedriveLoop, "http.fetch", "1", "acme", "key-loop", "dead-lettered again after 2 redrives")
 	loop.RedriveCount = 2
 	add(deadLetter(t, "loop-1", task("l1", "acme", "http.fetch", "1", `{"url":"https://x.test"}`), loop, t0.Add(-2*h)))
-	be := poisonMeta(events.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-be", "HTTP 503 from upstream after 4 receives")
+	be := poisonMeta(deadletter.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-be", "HTTP 503 from upstream after 4 receives")
 	be.ErrorCode, be.RedriveCount, be.Attempts = "HTTP503", 2, 4
 	add(deadLetter(t, "be-1", task("b1", "acme", "http.fetch", "1", `{"url":"https://y.test"}`), be, t0.Add(-4*h)))
 	// The same key dead-lettered twice: effect_unknown on email.send.
 	for i := range 2 {
-		eu := poisonMeta(events.ReasonEffectUnknown, "email.send", "1", "initech", "key-mail", "timeout after the send started")
-		eu.Effect = events.EffectUnknown
+		eu := poisonMeta(deadletter.ReasonEffectUnknown, "email.send", "1", "initech", "key-mail", "timeout after the send started")
+		eu.Effect = deadletter.EffectUnknown
 		add(deadLetter(t, "eu-"+string(rune('1'+i)), task("e1", "initech", "email.send", "1", `{"to":"[hashed]"}`), eu, t0.Add(-time.Duration(6+i)*h)))
 	}
 	// Unreadable metadata: a version this build does not read.
 	add(Message{MessageID: "bad-meta", Body: task("x1", "acme", "sql.query", "1", `{}`), SentTimestamp: t0.Add(-h),
-		Attributes: map[string]events.Attribute{
-			events.AttrReason: {DataType: "String", StringValue: "schema_invalid"},
-			events.AttrMeta:   {DataType: "String", StringValue: `{"v":9,"reason":"schema_invalid"}`},
+		Attributes: map[string]deadletter.Attribute{
+			deadletter.AttrReason: {DataType: "String", StringValue: "schema_invalid"},
+			deadletter.AttrMeta:   {DataType: "String", StringValue: `{"v":9,"reason":"schema_invalid"}`},
 		}})
 	// A body that is not UTF-8.
 	add(brokerMoved("not-utf8", "{\"tool\":\"\xff\xfe\"}", t0.Add(-100*h)))
@@ -94,16 +94,16 @@ func TestBuildGroups(t *testing.T) {
 	r := Build(TagAll(fixture(t)), p, t0)
 
 	assert.Equal(t, 16, r.Totals.Messages)
-	byReason := map[events.Reason]int{}
+	byReason := map[deadletter.Reason]int{}
 	for _, rt := range r.Totals.ByReason {
 		byReason[rt.Reason] = rt.Count
 	}
-	assert.Equal(t, map[events.Reason]int{
-		events.ReasonSchemaInvalid: 5, events.ReasonJSONInvalid: 3, events.ReasonReceiveLimit: 3,
-		events.ReasonEffectUnknown: 2, events.ReasonToolUnknown: 1, events.ReasonRedriveLoop: 1,
-		events.ReasonBudgetExhausted: 1,
+	assert.Equal(t, map[deadletter.Reason]int{
+		deadletter.ReasonSchemaInvalid: 5, deadletter.ReasonJSONInvalid: 3, deadletter.ReasonReceiveLimit: 3,
+		deadletter.ReasonEffectUnknown: 2, deadletter.ReasonToolUnknown: 1, deadletter.ReasonRedriveLoop: 1,
+		deadletter.ReasonBudgetExhausted: 1,
 	}, byReason)
-	assert.Equal(t, events.ReasonSchemaInvalid, r.Totals.ByReason[0].Reason, "most messages first")
+	assert.Equal(t, deadletter.ReasonSchemaInvalid, r.Totals.ByReason[0].Reason, "most messages first")
 	assert.Equal(t, 3, r.Totals.Inferred, "3 receive_limit; the unreadable one keeps its dlq_reason")
 	assert.Equal(t, 1, r.Totals.Unreadable)
 	require.Len(t, r.Unreadable, 1)
@@ -112,7 +112,7 @@ func TestBuildGroups(t *testing.T) {
 	require.Len(t, r.Skipped, 1)
 	assert.Equal(t, "not-utf8", r.Skipped[0].MessageID)
 
-	find := func(reason events.Reason) Group {
+	find := func(reason deadletter.Reason) Group {
 		for _, g := range r.Groups {
 			if g.Reason == reason {
 				return g
@@ -121,7 +121,7 @@ func TestBuildGroups(t *testing.T) {
 		t.Fatalf("no group of %s", reason)
 		return Group{}
 	}
-	si := find(events.ReasonSchemaInvalid)
+	si := find(deadletter.ReasonSchemaInvalid)
 	assert.Equal(t, 4, si.Count, "ids and numbers in the error are stripped: one group")
 	assert.Equal(t, "args.q: required field is missing in task <n>", si.Signature)
 	assert.Equal(t, 3, si.TenantsAffected)
@@ -132,19 +132,19 @@ func TestBuildGroups(t *testing.T) {
 	assert.True(t, si.Recurring)
 	assert.Equal(t, t0.Add(-30*time.Hour), si.FirstSeen)
 	assert.Equal(t, t0.Add(-5*time.Hour), si.LastSeen)
-	assert.Equal(t, events.NextRepair, si.NextAction)
-	assert.Equal(t, events.RedriveAfterFix, si.Redrivable)
+	assert.Equal(t, deadletter.NextRepair, si.NextAction)
+	assert.Equal(t, deadletter.RedriveAfterFix, si.Redrivable)
 
-	assert.False(t, find(events.ReasonToolUnknown).Recurring, "one-off poison is not recurring")
-	assert.True(t, find(events.ReasonJSONInvalid).Recurring)
-	assert.False(t, find(events.ReasonReceiveLimit).Recurring, "receive_limit is not poison")
+	assert.False(t, find(deadletter.ReasonToolUnknown).Recurring, "one-off poison is not recurring")
+	assert.True(t, find(deadletter.ReasonJSONInvalid).Recurring)
+	assert.False(t, find(deadletter.ReasonReceiveLimit).Recurring, "receive_limit is not poison")
 
-	assert.Equal(t, 1, find(events.ReasonRedriveLoop).RedriveLoop)
-	be := find(events.ReasonBudgetExhausted)
+	assert.Equal(t, 1, find(deadletter.ReasonRedriveLoop).RedriveLoop)
+	be := find(deadletter.ReasonBudgetExhausted)
 	assert.Equal(t, 1, be.RedriveLoop, "redriven redrive_loop_after (2) times")
 	assert.Equal(t, 1, be.RepeatKeys)
 	assert.Equal(t, 2, be.MaxRedriveCount)
-	assert.Equal(t, 1, find(events.ReasonEffectUnknown).RepeatKeys, "one key, two dead letters")
+	assert.Equal(t, 1, find(deadletter.ReasonEffectUnknown).RepeatKeys, "one key, two dead letters")
 	assert.Equal(t, 2, r.Totals.RedriveLoop)
 	assert.Equal(t, 3, r.Totals.RepeatKeys, "key-loop, key-be, key-mail")
 	assert.Equal(t, 2, r.Totals.RecurringPoisonGroups)
@@ -165,7 +165,7 @@ func TestBuildTenantsListedWhenNotHashed(t *testing.T) {
 func TestBuildWithLedger(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
-	msgs := []Message{deadLetter(t, "a", "{}", poisonMeta(events.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-a", "503"), t0)}
+	msgs := []Message{deadLetter(t, "a", "{}", poisonMeta(deadletter.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-a", "503"), t0)}
 	tagged := TagAll(msgs)
 	l := fakeLedger{"key-a": {DeadLetterCount: 3, RedriveCount: 1}}
 	n, err := LookupLedger(t.Context(), tagged, l)

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 )
 
@@ -356,11 +356,11 @@ func fromSQS(m types.Message) Message {
 		MessageID:     aws.ToString(m.MessageId),
 		ReceiptHandle: aws.ToString(m.ReceiptHandle),
 		Body:          aws.ToString(m.Body),
-		Attributes:    make(map[string]events.Attribute, len(m.MessageAttributes)),
+		Attributes:    make(map[string]deadletter.Attribute, len(m.MessageAttributes)),
 		System:        make(map[string]string, len(m.Attributes)),
 	}
 	for name, a := range m.MessageAttributes {
-		out.Attributes[name] = events.Attribute{DataType: aws.ToString(a.DataType), StringValue: aws.ToString(a.StringValue), BinaryValue: a.BinaryValue}
+		out.Attributes[name] = deadletter.Attribute{DataType: aws.ToString(a.DataType), StringValue: aws.ToString(a.StringValue), BinaryValue: a.BinaryValue}
 	}
 	for name, v := range m.Attributes {
 		switch types.MessageSystemAttributeName(name) {

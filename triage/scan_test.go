@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
 )
 
 // many makes n broker-moved messages.
@@ -204,7 +204,7 @@ func TestFromSQS(t *testing.T) {
 	})
 	assert.Equal(t, Message{
 		MessageID: "id-1", ReceiptHandle: "rh", Body: "{}",
-		Attributes: map[string]events.Attribute{
+		Attributes: map[string]deadletter.Attribute{
 			"dlq_reason": {DataType: "String", StringValue: "json_invalid"},
 			"blob":       {DataType: "Binary", BinaryValue: []byte{1, 2}},
 		},

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 func compileReportSchema(t *testing.T) *jsonschema.Schema {
@@ -69,7 +69,7 @@ func TestReportSchema(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(ReportSchema, &doc))
 	var want []string
-	for _, r := range events.AllReasons() {
+	for _, r := range deadletter.AllReasons() {
 		want = append(want, string(r))
 	}
 	assert.Equal(t, want, doc.Properties.Groups.Items.Properties.Reason.Enum)

@@ -9,23 +9,23 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 func TestTag(t *testing.T) {
 	t.Parallel()
 	sent := t0.Add(-2 * time.Hour)
 	body := task("t1", "acme", "web.search", "2", `{"q":"x"}`)
-	withMeta := deadLetter(t, "m1", body, poisonMeta(events.ReasonToolVersionUnsupported, "web.search", "9", "acme", "key-t1", "tool web.search has no version 9"), sent)
-	str := func(s string) events.Attribute { return events.Attribute{DataType: "String", StringValue: s} }
-	raw := func(attrs map[string]events.Attribute) Message {
+	withMeta := deadLetter(t, "m1", body, poisonMeta(deadletter.ReasonToolVersionUnsupported, "web.search", "9", "acme", "key-t1", "tool web.search has no version 9"), sent)
+	str := func(s string) deadletter.Attribute { return deadletter.Attribute{DataType: "String", StringValue: s} }
+	raw := func(attrs map[string]deadletter.Attribute) Message {
 		return Message{MessageID: "m", Body: body, Attributes: attrs, SentTimestamp: sent}
 	}
 	tests := []struct {
 		name string
 		msg  Message
 		// want
-		reason    events.Reason
+		reason    deadletter.Reason
 		inferred  bool
 		metaErr   error // errors.Is target, nil for none
 		tool      string
@@ -33,32 +33,32 @@ func TestTag(t *testing.T) {
 		signature string
 		bodyErr   bool
 	}{
-		{name: "worker metadata", msg: withMeta, reason: events.ReasonToolVersionUnsupported,
+		{name: "worker metadata", msg: withMeta, reason: deadletter.ReasonToolVersionUnsupported,
 			tool: "web.search", version: "9", signature: "tool web.search has no version <n>"},
 		{name: "no metadata: broker move, tool read from the body", msg: brokerMoved("m2", body, sent),
-			reason: events.ReasonReceiveLimit, inferred: true, tool: "web.search", version: "2"},
+			reason: deadletter.ReasonReceiveLimit, inferred: true, tool: "web.search", version: "2"},
 		{name: "no metadata, body not JSON", msg: brokerMoved("m3", "not json {", sent),
-			reason: events.ReasonReceiveLimit, inferred: true},
-		{name: "metadata not JSON", msg: raw(map[string]events.Attribute{events.AttrReason: str("json_invalid"), events.AttrMeta: str("{not json")}),
-			reason: events.ReasonJSONInvalid, inferred: false, metaErr: events.ErrMetaInvalid, tool: "web.search", version: "2",
+			reason: deadletter.ReasonReceiveLimit, inferred: true},
+		{name: "metadata not JSON", msg: raw(map[string]deadletter.Attribute{deadletter.AttrReason: str("json_invalid"), deadletter.AttrMeta: str("{not json")}),
+			reason: deadletter.ReasonJSONInvalid, inferred: false, metaErr: deadletter.ErrMetaInvalid, tool: "web.search", version: "2",
 			signature: "dlq_meta unreadable: not valid metadata"},
-		{name: "metadata of an unknown version", msg: raw(map[string]events.Attribute{events.AttrReason: str("json_invalid"), events.AttrMeta: str(`{"v":7,"reason":"json_invalid"}`)}),
-			reason: events.ReasonJSONInvalid, inferred: false, metaErr: events.ErrMetaVersion, tool: "web.search", version: "2",
+		{name: "metadata of an unknown version", msg: raw(map[string]deadletter.Attribute{deadletter.AttrReason: str("json_invalid"), deadletter.AttrMeta: str(`{"v":7,"reason":"json_invalid"}`)}),
+			reason: deadletter.ReasonJSONInvalid, inferred: false, metaErr: deadletter.ErrMetaVersion, tool: "web.search", version: "2",
 			signature: "dlq_meta unreadable: unknown version"},
-		{name: "oversized metadata", msg: raw(map[string]events.Attribute{events.AttrMeta: str(`{"v":1,"error":"` + strings.Repeat("x", events.MaxMetaBytes) + `"}`)}),
-			reason: events.ReasonUnclassified, inferred: true, metaErr: events.ErrMetaTooLarge, tool: "web.search",
+		{name: "oversized metadata", msg: raw(map[string]deadletter.Attribute{deadletter.AttrMeta: str(`{"v":1,"error":"` + strings.Repeat("x", deadletter.MaxMetaBytes) + `"}`)}),
+			reason: deadletter.ReasonUnclassified, inferred: true, metaErr: deadletter.ErrMetaTooLarge, tool: "web.search",
 			version: "2", signature: "dlq_meta unreadable: oversized"},
-		{name: "dlq_reason without dlq_meta: the attribute's reason, reported unreadable", msg: raw(map[string]events.Attribute{events.AttrReason: str("json_invalid")}),
-			reason: events.ReasonJSONInvalid, inferred: false, metaErr: events.ErrMetaInvalid, tool: "web.search", version: "2",
+		{name: "dlq_reason without dlq_meta: the attribute's reason, reported unreadable", msg: raw(map[string]deadletter.Attribute{deadletter.AttrReason: str("json_invalid")}),
+			reason: deadletter.ReasonJSONInvalid, inferred: false, metaErr: deadletter.ErrMetaInvalid, tool: "web.search", version: "2",
 			signature: "dlq_meta unreadable: not valid metadata"},
 		{name: "dlq_reason disagrees with dlq_meta: metadata kept for its tool", msg: func() Message {
 			m := withMeta
-			m.Attributes = map[string]events.Attribute{events.AttrReason: str("json_invalid"), events.AttrMeta: withMeta.Attributes[events.AttrMeta]}
+			m.Attributes = map[string]deadletter.Attribute{deadletter.AttrReason: str("json_invalid"), deadletter.AttrMeta: withMeta.Attributes[deadletter.AttrMeta]}
 			return m
-		}(), reason: events.ReasonJSONInvalid, inferred: false, metaErr: events.ErrMetaMismatch, tool: "web.search", version: "9",
+		}(), reason: deadletter.ReasonJSONInvalid, inferred: false, metaErr: deadletter.ErrMetaMismatch, tool: "web.search", version: "9",
 			signature: "dlq_meta unreadable: dlq_reason and dlq_meta disagree"},
 		{name: "body not UTF-8: tagged from attributes", msg: brokerMoved("m4", "{\"tool\":\"a\xff\"}", sent),
-			reason: events.ReasonReceiveLimit, inferred: true, bodyErr: true},
+			reason: deadletter.ReasonReceiveLimit, inferred: true, bodyErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,7 +85,7 @@ func TestTagHintsFromMetaWin(t *testing.T) {
 	t.Parallel()
 	// The metadata names the tool; the body (here a different tool) is not read.
 	m := deadLetter(t, "m1", task("t1", "acme", "http.fetch", "1", `{}`),
-		poisonMeta(events.ReasonSchemaInvalid, "web.search", "1", "globex", "key-x", "args: required"), t0)
+		poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "globex", "key-x", "args: required"), t0)
 	got := Tag(m)
 	require.NotNil(t, got.Meta)
 	assert.Equal(t, Hints{Tool: "web.search", ToolVersion: "1", SchemaVersion: 1, Tenant: "globex", IdempotencyKey: "key-x"}, got.Hints)
@@ -106,11 +106,11 @@ func TestBodyHintsIgnoresWrongTypes(t *testing.T) {
 // the broker move's.
 func TestTagStaleMeta(t *testing.T) {
 	t.Parallel()
-	meta := poisonMeta(events.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-1", "HTTP 503")
+	meta := poisonMeta(deadletter.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-1", "HTTP 503")
 	meta.DeadLetteredAt = t0.Add(-48 * time.Hour)
 	moved := deadLetter(t, "m1", "{}", meta, t0.Add(-2*time.Hour)) // re-enqueued 46 h after the dead-lettering
 	got := Tag(moved)
-	assert.Equal(t, events.ReasonBudgetExhausted, got.Reason)
+	assert.Equal(t, deadletter.ReasonBudgetExhausted, got.Reason)
 	assert.True(t, got.StaleMeta)
 	assert.Equal(t, ClockOriginalSend, ExpiryOf(&got, false, 336*time.Hour, t0).Basis)
 	r := Build([]Tagged{got}, testPipeline(t, false), t0)

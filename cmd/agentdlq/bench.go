@@ -15,12 +15,12 @@ import (
 	"syscall"
 	"time"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/spf13/cobra"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
+	"github.com/agentdlq/agentdlq/ledger"
 )
 
 func newBenchCmd(_ *globalFlags) *cobra.Command {
@@ -106,10 +106,10 @@ type failuresByKind struct {
 	Exhausted int `json:"exhausted"`
 }
 
-func runBench(cmd *cobra.Command, f *runFlags, ev awsevents.SQSEvent, repeats, warmup int) (*benchResult, error) {
+func runBench(cmd *cobra.Command, f *runFlags, ev events.SQSEvent, repeats, warmup int) (*benchResult, error) {
 	ctx := cmd.Context()
 	type run struct {
-		handle func() (awsevents.SQSEventResponse, error)
+		handle func() (events.SQSEventResponse, error)
 		rec    *sqsio.Recorder
 	}
 	build := func(n int) ([]run, error) {
@@ -120,7 +120,7 @@ func runBench(cmd *cobra.Command, f *runFlags, ev awsevents.SQSEvent, repeats, w
 			if err != nil {
 				return nil, err
 			}
-			runs[i] = run{handle: func() (awsevents.SQSEventResponse, error) { return w.Handle(ctx, ev) }, rec: rec}
+			runs[i] = run{handle: func() (events.SQSEventResponse, error) { return w.Handle(ctx, ev) }, rec: rec}
 		}
 		return runs, nil
 	}
@@ -140,7 +140,7 @@ func runBench(cmd *cobra.Command, f *runFlags, ev awsevents.SQSEvent, repeats, w
 	// ledgers are the bench's scaffolding, not the worker's memory.
 	chunk := max(1, min(32, 10000/len(ev.Records)))
 	var (
-		resp      awsevents.SQSEventResponse
+		resp      events.SQSEventResponse
 		wall, cpu time.Duration
 		last      run
 	)
@@ -175,7 +175,7 @@ func runBench(cmd *cobra.Command, f *runFlags, ev awsevents.SQSEvent, repeats, w
 		RSSMB:          round(maxRSSMB()),
 		HandlerRSSMB:   round(peak.mb()),
 		DeadLetters:    map[string]int{},
-		Decoder:        events.DecoderName, GOARCH: runtime.GOARCH, GoVersion: runtime.Version(),
+		Decoder:        agenttask.DecoderName, GOARCH: runtime.GOARCH, GoVersion: runtime.Version(),
 	}
 	// The outcome of the last repeat (every repeat does the same work).
 	failed := map[string]bool{}
@@ -201,7 +201,7 @@ func runBench(cmd *cobra.Command, f *runFlags, ev awsevents.SQSEvent, repeats, w
 		if failed[r.MessageId] {
 			continue
 		}
-		task, err := events.DecodeTask([]byte(r.Body), nil)
+		task, err := agenttask.DecodeTask([]byte(r.Body), nil)
 		if err != nil {
 			return nil, fmt.Errorf("record %s succeeded but its body does not decode: %w", r.MessageId, err)
 		}

@@ -19,11 +19,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
-	"github.com/agentdlq/agentdlq/functions/worker"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/esm"
-	"github.com/agentdlq/agentdlq/internal/ledger"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -140,8 +140,8 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	defer logFile.Close()
 	log := slog.New(slog.NewJSONHandler(logFile, nil))
 	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), topology.LocalLedgerTable)
-	w, err := worker.New(worker.Config{Pipeline: p, Queues: q, SQS: sqsc, Ledger: l, WorkerVersion: "demo", Logger: log, Metrics: logFile,
-		Concurrency: worker.LambdaConcurrency})
+	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: q, SQS: sqsc, Ledger: l, WorkerVersion: "demo", Logger: log, Metrics: logFile,
+		Concurrency: sampleworker.LambdaConcurrency})
 	if err != nil {
 		return err
 	}

@@ -9,14 +9,14 @@ import (
 	"os"
 	"strings"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/spf13/cobra"
 
 	"github.com/agentdlq/agentdlq/functions/batch"
-	"github.com/agentdlq/agentdlq/functions/worker"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -71,7 +71,7 @@ is refused with an error and exit code 2.`,
 			}
 			out := invokeOutput{BatchItemFailures: resp.BatchItemFailures, DeadLetters: dls}
 			if out.BatchItemFailures == nil {
-				out.BatchItemFailures = []awsevents.SQSBatchItemFailure{}
+				out.BatchItemFailures = []events.SQSBatchItemFailure{}
 			}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")
@@ -83,7 +83,7 @@ is refused with an error and exit code 2.`,
 }
 
 type invokeOutput struct {
-	BatchItemFailures []awsevents.SQSBatchItemFailure `json:"batchItemFailures"`
+	BatchItemFailures []events.SQSBatchItemFailure `json:"batchItemFailures"`
 	DeadLetters       []sqsio.DeadLetter              `json:"deadLetters"`
 }
 
@@ -91,14 +91,14 @@ type invokeOutput struct {
 // anything that is not one. It decodes the file once, straight into the
 // event (a 10,000-record file is 20 MB: a second copy would double the peak
 // memory that `agentdlq bench` reports).
-func readSQSEvent(path string) (awsevents.SQSEvent, error) {
-	var ev awsevents.SQSEvent
+func readSQSEvent(path string) (events.SQSEvent, error) {
+	var ev events.SQSEvent
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return ev, err
 	}
 	var doc struct {
-		Records *[]awsevents.SQSMessage `json:"Records"`
+		Records *[]events.SQSMessage `json:"Records"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		var te *json.UnmarshalTypeError
@@ -124,7 +124,7 @@ func readSQSEvent(path string) (awsevents.SQSEvent, error) {
 
 // newLocalWorker builds the real worker with a recording DLQ and the given
 // ledger, for a pipeline made from the flags.
-func newLocalWorker(f *runFlags, ev awsevents.SQSEvent, l ledger.Ledger, rec *sqsio.Recorder, stderr io.Writer) (*worker.Worker, error) {
+func newLocalWorker(f *runFlags, ev events.SQSEvent, l ledger.Ledger, rec *sqsio.Recorder, stderr io.Writer) (*sampleworker.Worker, error) {
 	if f.maxReceiveCount < 1 || f.maxReceiveCount > 1000 {
 		return nil, withExit(2, fmt.Errorf("--max-receive-count %d is outside 1..1000", f.maxReceiveCount))
 	}
@@ -142,7 +142,7 @@ func newLocalWorker(f *runFlags, ev awsevents.SQSEvent, l ledger.Ledger, rec *sq
 	if f.verbose {
 		logs, metrics = stderr, stderr
 	}
-	return worker.New(worker.Config{
+	return sampleworker.New(sampleworker.Config{
 		Pipeline: p, Queues: q, SQS: rec, Ledger: l, WorkerVersion: "agentdlq-cli",
 		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: metrics,
 	})

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -121,7 +121,7 @@ func TestBenchDigest(t *testing.T) {
 
 // sha256Lines recomputes ok_digest with encoding/json, independently of the
 // worker's decoder: every record of the event is expected to succeed.
-func sha256Lines(t *testing.T, ev awsevents.SQSEvent) string {
+func sha256Lines(t *testing.T, ev events.SQSEvent) string {
 	t.Helper()
 	h := sha256.New()
 	for _, r := range ev.Records {

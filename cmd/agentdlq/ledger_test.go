@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/ledger"
 )
 
 func TestLedgerGetBadInput(t *testing.T) {
@@ -40,7 +40,7 @@ func TestLedgerGetEmulator(t *testing.T) {
 	_, err = l.Begin(ctx, "mail-key", "m2", now, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, l.StartEffect(ctx, "mail-key", "m2", now))
-	_, err = l.DeadLettered(ctx, "mail-key", events.ReasonEffectUnknown, now)
+	_, err = l.DeadLettered(ctx, "mail-key", deadletter.ReasonEffectUnknown, now)
 	require.NoError(t, err)
 
 	stdout, code := runCLI(t, "ledger", "get", "--ledger-table", table, "--key", "done-key", "--key", "mail-key", "--key", "never-seen")
@@ -55,7 +55,7 @@ func TestLedgerGetEmulator(t *testing.T) {
 	assert.Equal(t, ledger.StateDeadLettered, mail.State)
 	assert.True(t, mail.EffectStarted)
 	assert.Empty(t, mail.Receipt, "effect started, no receipt: reconcile with the external system")
-	assert.Equal(t, events.ReasonEffectUnknown, mail.LastReason)
+	assert.Equal(t, deadletter.ReasonEffectUnknown, mail.LastReason)
 	assert.Equal(t, 1, mail.DeadLetterCount)
 	assert.JSONEq(t, `{"idempotency_key":"never-seen","found":false}`, lines[2])
 }

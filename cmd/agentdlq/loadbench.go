@@ -15,19 +15,19 @@ import (
 	"sync"
 	"time"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/spf13/cobra"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/functions/worker"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/esm"
-	"github.com/agentdlq/agentdlq/internal/ledger"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -202,15 +202,15 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out io.Writ
 	sendSecs := time.Since(t0).Seconds()
 
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	w, err := worker.New(worker.Config{Pipeline: p, Queues: q, SQS: sqsc, Ledger: led, WorkerVersion: "load", Logger: log, Metrics: io.Discard,
-		Concurrency: worker.LambdaConcurrency})
+	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: q, SQS: sqsc, Ledger: led, WorkerVersion: "load", Logger: log, Metrics: io.Discard,
+		Concurrency: sampleworker.LambdaConcurrency})
 	if err != nil {
 		return err
 	}
 	var mu sync.Mutex
 	attempts := make(map[string]int, len(sent))
 	var handlerTime time.Duration
-	handler := func(ctx context.Context, ev awsevents.SQSEvent) (awsevents.SQSEventResponse, error) {
+	handler := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		mu.Lock()
 		for _, r := range ev.Records {
 			attempts[r.MessageId]++
@@ -270,7 +270,7 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out io.Writ
 	// budget (budget_exhausted, auth_config, dependency_open) or moved by
 	// the broker (receive_limit) maxReceiveCount; a processed message that
 	// was retried shows how many receives its recovery took.
-	dead := map[string]events.Reason{}
+	dead := map[string]deadletter.Reason{}
 	for _, d := range workload.DeadLetters(triage.TagAll(msgs)) {
 		dead[d.OriginalMessageID] = d.Reason
 	}
@@ -281,9 +281,9 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out io.Writ
 		r, isDead := dead[s.MessageID]
 		info, _ := r.Info()
 		switch {
-		case isDead && info.Immediate && r != events.ReasonRedriveLoop:
+		case isDead && info.Immediate && r != deadletter.ReasonRedriveLoop:
 			poison = append(poison, n)
-		case isDead && r == events.ReasonReceiveLimit:
+		case isDead && r == deadletter.ReasonReceiveLimit:
 			transient["receive_limit"] = append(transient["receive_limit"], n)
 		case isDead:
 			transient["dead_lettered_after_budget"] = append(transient["dead_lettered_after_budget"], n)
@@ -356,7 +356,7 @@ func printLoad(out io.Writer, r *loadResult) {
 	fmt.Fprintf(out, "\n%s\n", r.Accounting.Line())
 	reasons := slices.Sorted(maps.Keys(r.ByReason))
 	for _, reason := range reasons {
-		fmt.Fprintf(out, "  dead-lettered %-26s %d\n", reason, r.ByReason[events.Reason(reason)])
+		fmt.Fprintf(out, "  dead-lettered %-26s %d\n", reason, r.ByReason[deadletter.Reason(reason)])
 	}
 	fmt.Fprintf(out, "lost %d (must be 0); duplicate side effects %d (must be 0, per the ledger)\n", r.Lost, r.DuplicateEffects)
 	fmt.Fprintf(out, "handler invocations per poison message: min %d max %d mean %.2f over %d (must be 1)\n",

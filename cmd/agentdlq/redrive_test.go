@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 )
@@ -103,17 +103,17 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 	cfg, _, q, table := onEmulators(t, "agent-tasks")
 	client := sqs.NewFromConfig(cfg)
 	ctx := context.Background()
-	seed := func(key string, reason events.Reason) {
+	seed := func(key string, reason deadletter.Reason) {
 		body := `{"task_id":"t","run_id":"r","tenant":"acme","idempotency_key":"` + key + `","tool":"web.search","tool_version":"1","trace_id":"x","created_at":"2026-11-29T10:00:00Z","schema_version":1,"args":{}}`
-		attrs, err := events.EncodeDeadLetter(events.Meta{Reason: reason, IdempotencyKey: key, MessageID: "orig-" + key, Tool: "web.search"}, map[string]events.Attribute{"src": {DataType: "String", StringValue: "t"}})
+		attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: reason, IdempotencyKey: key, MessageID: "orig-" + key, Tool: "web.search"}, map[string]deadletter.Attribute{"src": {DataType: "String", StringValue: "t"}})
 		require.NoError(t, err)
 		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: redrive.AttributesToSQS(attrs)})
 		require.NoError(t, err)
 	}
 	for i := range 3 {
-		seed("be-"+strconv.Itoa(i), events.ReasonBudgetExhausted)
+		seed("be-"+strconv.Itoa(i), deadletter.ReasonBudgetExhausted)
 	}
-	seed("pl-0", events.ReasonPolicyLimit)
+	seed("pl-0", deadletter.ReasonPolicyLimit)
 	depth := func(url string) int {
 		out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{"ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"}})
 		require.NoError(t, err)

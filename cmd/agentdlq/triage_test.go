@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -42,7 +42,7 @@ func TestTriageCLIEmulator(t *testing.T) {
 	client := sqs.NewFromConfig(cfg)
 	ctx := t.Context()
 	for i := range 4 {
-		attrs, err := events.EncodeDeadLetter(events.Meta{Reason: events.ReasonToolUnknown, Tool: "web.crawl", ToolVersion: "1", SchemaVersion: 1,
+		attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonToolUnknown, Tool: "web.crawl", ToolVersion: "1", SchemaVersion: 1,
 			Error: "tool web.crawl is not in the catalog"}, nil)
 		require.NoError(t, err)
 		in := &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageAttributes: map[string]sqstypes.MessageAttributeValue{},

@@ -14,10 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
-	"github.com/agentdlq/agentdlq/functions/worker"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/esm"
-	"github.com/agentdlq/agentdlq/internal/ledger"
 	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -117,7 +117,7 @@ type localRuntime struct {
 	region string
 	sqs    *sqs.Client
 	ledger ledger.Ledger
-	worker *worker.Worker
+	worker *sampleworker.Worker
 }
 
 func newLocalRuntime(ctx context.Context, p *pipeline.Pipeline, table string, log *slog.Logger, metrics io.Writer) (*localRuntime, error) {
@@ -132,10 +132,10 @@ func newLocalRuntime(ctx context.Context, p *pipeline.Pipeline, table string, lo
 		return nil, fmt.Errorf("pipeline %q: %w (is the topology created? make local-up)", p.Name, err)
 	}
 	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
-	w, err := worker.New(worker.Config{
+	w, err := sampleworker.New(sampleworker.Config{
 		Pipeline: p, Queues: q, SQS: sqsc, Ledger: l,
 		WorkerVersion: "local", Logger: log, Metrics: metrics,
-		Concurrency: worker.LambdaConcurrency, // as the deployed Lambda
+		Concurrency: sampleworker.LambdaConcurrency, // as the deployed Lambda
 	})
 	if err != nil {
 		return nil, err

@@ -7,7 +7,7 @@
 //   - events/testdata/expected.json: the outcome of every record under
 //     maxReceiveCount 4 (ok, retry, or dead_letter with the reason), taken
 //     from the same table that made the records;
-//   - docs/reasons.md: the reason taxonomy, from events.Taxonomy().
+//   - docs/reasons.md: the reason taxonomy, from deadletter.Taxonomy().
 //
 // Run it from the repository root:
 //
@@ -36,7 +36,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 func main() {
@@ -167,16 +168,16 @@ const (
 
 // ExpectedRecord is one record's expected outcome.
 type ExpectedRecord struct {
-	MessageID string        `json:"message_id"`
-	Outcome   string        `json:"outcome"`
-	Reason    events.Reason `json:"reason,omitempty"`
+	MessageID string            `json:"message_id"`
+	Outcome   string            `json:"outcome"`
+	Reason    deadletter.Reason `json:"reason,omitempty"`
 	// Why says in words why this is the outcome.
 	Why string `json:"why"`
 }
 
 // ---------------------------------------------------------------------------
 // The Lambda SQS event shape, written as Lambda writes it (aws-lambda-go's
-// events.SQSEvent reads it).
+// aws-lambda-go's events.SQSEvent reads it).
 
 type sqsEvent struct {
 	Records []sqsRecord `json:"Records"`
@@ -229,10 +230,10 @@ type rec struct {
 	msgAttrs                      map[string]sqsAttribute
 	group                         string // FIFO message group
 	outcome                       string
-	reason                        events.Reason
+	reason                        deadletter.Reason
 	why                           string
 	// poison is the reason DecodeTask must give the body ("" for a valid task).
-	poison events.Reason
+	poison deadletter.Reason
 }
 
 type scenario struct {
@@ -263,8 +264,8 @@ func (sc scenario) render() ([]byte, ExpectedFixture, error) {
 	for i, r := range sc.records {
 		// The generator's own check: the poison it declares is what the
 		// contract's decoder says.
-		_, err := events.DecodeTask([]byte(r.body), events.SampleCatalog())
-		ve, _ := events.AsValidationError(err)
+		_, err := agenttask.DecodeTask([]byte(r.body), agenttask.SampleCatalog())
+		ve, _ := agenttask.AsValidationError(err)
 		switch {
 		case r.poison == "" && err != nil:
 			return nil, fx, fmt.Errorf("record %d: want a valid task, DecodeTask: %v", i, err)
@@ -499,9 +500,9 @@ func kind(k string, more ...kv) obj { return append(obj{{"kind", k}}, more...) }
 
 // outcome applies the fault conventions: what a correct worker does with a
 // valid task of tool carrying fault at receive count n, under MaxReceiveCount.
-func outcome(tool string, fault obj, n int) (string, events.Reason, string) {
+func outcome(tool string, fault obj, n int) (string, deadletter.Reason, string) {
 	last := n >= MaxReceiveCount
-	budget := func(reason events.Reason, what string) (string, events.Reason, string) {
+	budget := func(reason deadletter.Reason, what string) (string, deadletter.Reason, string) {
 		if last {
 			return OutcomeDeadLetter, reason, fmt.Sprintf("%s on receive %d = maxReceiveCount: the budget is spent", what, n)
 		}
@@ -522,28 +523,28 @@ func outcome(tool string, fault obj, n int) (string, events.Reason, string) {
 		if u, ok := get("until_receive").(int); ok && n >= u {
 			return OutcomeOK, "", fmt.Sprintf("transient until receive %d; this is receive %d, so it succeeds", u, n)
 		}
-		return budget(events.ReasonBudgetExhausted, fmt.Sprintf("transient %v", get("status")))
+		return budget(deadletter.ReasonBudgetExhausted, fmt.Sprintf("transient %v", get("status")))
 	}
 	switch get("kind") {
 	case "timeout_after_effect":
-		if events.SampleCatalog()[tool].Mutates {
-			return OutcomeDeadLetter, events.ReasonEffectUnknown, tool + " mutates and timed out after the call started: dead-lettered at once"
+		if agenttask.SampleCatalog()[tool].Mutates {
+			return OutcomeDeadLetter, deadletter.ReasonEffectUnknown, tool + " mutates and timed out after the call started: dead-lettered at once"
 		}
-		return budget(events.ReasonBudgetExhausted, tool+" is read-only, so a timeout is transient")
+		return budget(deadletter.ReasonBudgetExhausted, tool+" is read-only, so a timeout is transient")
 	case "auth":
-		return budget(events.ReasonAuthConfig, fmt.Sprintf("auth failure %v", get("code")))
+		return budget(deadletter.ReasonAuthConfig, fmt.Sprintf("auth failure %v", get("code")))
 	case "dependency_open":
-		return budget(events.ReasonDependencyOpen, fmt.Sprintf("circuit open for %v", get("dependency")))
+		return budget(deadletter.ReasonDependencyOpen, fmt.Sprintf("circuit open for %v", get("dependency")))
 	case "policy_limit":
-		return OutcomeDeadLetter, events.ReasonPolicyLimit, "policy limit: dead-lettered at once"
+		return OutcomeDeadLetter, deadletter.ReasonPolicyLimit, "policy limit: dead-lettered at once"
 	case "signature_invalid":
-		return OutcomeDeadLetter, events.ReasonSignatureInvalid, "bad signature: dead-lettered at once"
+		return OutcomeDeadLetter, deadletter.ReasonSignatureInvalid, "bad signature: dead-lettered at once"
 	case "guardrail_reject":
-		return OutcomeDeadLetter, events.ReasonGuardrailReject, "guardrail rejection: dead-lettered at once"
+		return OutcomeDeadLetter, deadletter.ReasonGuardrailReject, "guardrail rejection: dead-lettered at once"
 	case "panic":
-		return OutcomeDeadLetter, events.ReasonUnclassified, "the tool panicked: unclassified, dead-lettered at once"
+		return OutcomeDeadLetter, deadletter.ReasonUnclassified, "the tool panicked: unclassified, dead-lettered at once"
 	case "error":
-		return OutcomeDeadLetter, events.ReasonUnclassified, "an error nobody classified: dead-lettered at once"
+		return OutcomeDeadLetter, deadletter.ReasonUnclassified, "an error nobody classified: dead-lettered at once"
 	}
 	panic(fmt.Sprintf("gen: fault %v has no convention", fault))
 }
@@ -555,7 +556,7 @@ func valid(sc string, i int, tool string, fault obj, n int) rec {
 }
 
 // poison is a record whose body DecodeTask refuses with reason.
-func poison(b string, reason events.Reason, why string) rec {
+func poison(b string, reason deadletter.Reason, why string) rec {
 	return rec{body: b, receive: 1, outcome: OutcomeDeadLetter, reason: reason, poison: reason, why: why + ": poison, dead-lettered at once"}
 }
 
@@ -624,33 +625,33 @@ func scenarios() []scenario {
 	sc := "poison-json"
 	full := body(base(sc, 0))
 	add(scenario{name: sc, description: "bodies that are not a JSON object", records: []rec{
-		poison(full[:len(full)/2], events.ReasonJSONInvalid, "a truncated body"),
-		poison("task: summarise the incident report", events.ReasonJSONInvalid, "plain text"),
-		poison(`[`+full+`]`, events.ReasonJSONInvalid, "an array, not an object"),
-		poison(strings.Replace(full, `"max_results":10`, `"max_results":10,}`, 1), events.ReasonJSONInvalid, "invalid JSON inside args"),
-		poison(full+"\n{}", events.ReasonJSONInvalid, "two JSON values"),
+		poison(full[:len(full)/2], deadletter.ReasonJSONInvalid, "a truncated body"),
+		poison("task: summarise the incident report", deadletter.ReasonJSONInvalid, "plain text"),
+		poison(`[`+full+`]`, deadletter.ReasonJSONInvalid, "an array, not an object"),
+		poison(strings.Replace(full, `"max_results":10`, `"max_results":10,}`, 1), deadletter.ReasonJSONInvalid, "invalid JSON inside args"),
+		poison(full+"\n{}", deadletter.ReasonJSONInvalid, "two JSON values"),
 	}})
 
 	sc = "poison-schema"
 	add(scenario{name: sc, description: "JSON objects that break the agent task v1 schema", records: []rec{
-		poison(body(base(sc, 0).without("trace_id")), events.ReasonSchemaInvalid, "trace_id missing"),
-		poison(body(base(sc, 1).set("tenant", 42)), events.ReasonSchemaInvalid, "tenant is a number"),
-		poison(body(base(sc, 2).set("schema_version", 2)), events.ReasonSchemaInvalid, "schema_version 2"),
-		poison(body(base(sc, 3).set("args", []string{"dead-letter queue triage"})), events.ReasonSchemaInvalid, "args is an array, not an object"),
-		poison(body(base(sc, 4).set("task_id", "")), events.ReasonSchemaInvalid, "task_id is empty"),
-		poison(body(base(sc, 5).set("schema_version", "1")), events.ReasonSchemaInvalid, "schema_version is a string"),
+		poison(body(base(sc, 0).without("trace_id")), deadletter.ReasonSchemaInvalid, "trace_id missing"),
+		poison(body(base(sc, 1).set("tenant", 42)), deadletter.ReasonSchemaInvalid, "tenant is a number"),
+		poison(body(base(sc, 2).set("schema_version", 2)), deadletter.ReasonSchemaInvalid, "schema_version 2"),
+		poison(body(base(sc, 3).set("args", []string{"dead-letter queue triage"})), deadletter.ReasonSchemaInvalid, "args is an array, not an object"),
+		poison(body(base(sc, 4).set("task_id", "")), deadletter.ReasonSchemaInvalid, "task_id is empty"),
+		poison(body(base(sc, 5).set("schema_version", "1")), deadletter.ReasonSchemaInvalid, "schema_version is a string"),
 	}})
 
 	sc = "poison-tool-unknown"
 	add(scenario{name: sc, description: "tasks naming a tool that is not in the catalog", records: []rec{
-		poison(body(base(sc, 0).set("tool", "web.crawl")), events.ReasonToolUnknown, "web.crawl is not in the catalog"),
-		poison(body(base(sc, 1).set("tool", "shell.exec").set("tool_version", "1")), events.ReasonToolUnknown, "shell.exec is not in the catalog"),
+		poison(body(base(sc, 0).set("tool", "web.crawl")), deadletter.ReasonToolUnknown, "web.crawl is not in the catalog"),
+		poison(body(base(sc, 1).set("tool", "shell.exec").set("tool_version", "1")), deadletter.ReasonToolUnknown, "shell.exec is not in the catalog"),
 	}})
 
 	sc = "poison-tool-version"
 	add(scenario{name: sc, description: "known tools at a version the worker does not support", records: []rec{
-		poison(body(base(sc, 0).set("tool_version", "3")), events.ReasonToolVersionUnsupported, "web.search supports versions 1 and 2, not 3"),
-		poison(body(task(sc, 1, "email.send", "2", nil)), events.ReasonToolVersionUnsupported, "email.send supports version 1, not 2"),
+		poison(body(base(sc, 0).set("tool_version", "3")), deadletter.ReasonToolVersionUnsupported, "web.search supports versions 1 and 2, not 3"),
+		poison(body(task(sc, 1, "email.send", "2", nil)), deadletter.ReasonToolVersionUnsupported, "email.send supports version 1, not 2"),
 	}})
 
 	sc = "transient"
@@ -731,7 +732,7 @@ func scenarios() []scenario {
 		inGroup(0, "file.read", nil),
 		inGroup(1, "sql.query", nil),
 		inGroup(2, "web.search", transient(503, 0)),
-		poison(body(task(sc, 3, "file.write", "1", nil).set("run_id", groups[3]).set("schema_version", 2)), events.ReasonSchemaInvalid, "schema_version 2 in group B (fifo_poison dead_letter: the group goes on)"),
+		poison(body(task(sc, 3, "file.write", "1", nil).set("run_id", groups[3]).set("schema_version", 2)), deadletter.ReasonSchemaInvalid, "schema_version 2 in group B (fifo_poison dead_letter: the group goes on)"),
 		inGroup(4, "file.write", nil),
 		inGroup(5, "vector.search", nil),
 	}
@@ -744,7 +745,7 @@ func scenarios() []scenario {
 	sc = "attributes-10"
 	r10a := valid(sc, 0, "web.search", nil, 1)
 	r10a.msgAttrs = tenAttrs()
-	r10b := poison(body(base(sc, 1).set("tool", "web.crawl")), events.ReasonToolUnknown, "ten attributes and an unknown tool: the dead letter folds two attributes into dlq_meta")
+	r10b := poison(body(base(sc, 1).set("tool", "web.crawl")), deadletter.ReasonToolUnknown, "ten attributes and an unknown tool: the dead letter folds two attributes into dlq_meta")
 	r10b.msgAttrs = tenAttrs()
 	add(scenario{name: sc, description: "messages with 10 message attributes (the SQS maximum), incl. Binary and custom data types", records: []rec{r10a, r10b}})
 
@@ -759,10 +760,10 @@ func scenarios() []scenario {
 	mix := []rec{
 		valid(sc, 0, "web.search", nil, 1),
 		valid(sc, 1, "email.send", nil, 1),
-		poison(`{"task_id": "task-mixed-002", "tool": `, events.ReasonJSONInvalid, "a truncated body"),
-		poison(body(task(sc, 3, "sql.query", "1", nil).without("tenant")), events.ReasonSchemaInvalid, "tenant missing"),
-		poison(body(task(sc, 4, "web.crawl", "1", nil)), events.ReasonToolUnknown, "web.crawl is not in the catalog"),
-		poison(body(task(sc, 5, "http.fetch", "9", nil)), events.ReasonToolVersionUnsupported, "http.fetch version 9"),
+		poison(`{"task_id": "task-mixed-002", "tool": `, deadletter.ReasonJSONInvalid, "a truncated body"),
+		poison(body(task(sc, 3, "sql.query", "1", nil).without("tenant")), deadletter.ReasonSchemaInvalid, "tenant missing"),
+		poison(body(task(sc, 4, "web.crawl", "1", nil)), deadletter.ReasonToolUnknown, "web.crawl is not in the catalog"),
+		poison(body(task(sc, 5, "http.fetch", "9", nil)), deadletter.ReasonToolVersionUnsupported, "http.fetch version 9"),
 		valid(sc, 6, "web.search", transient(503, 2), 1),
 		valid(sc, 7, "http.fetch", transient(429, 0), 4),
 		valid(sc, 8, "email.send", kind("timeout_after_effect"), 1),
@@ -791,7 +792,7 @@ func scenarios() []scenario {
 	noAttrs := valid(sc, 0, "file.read", nil, 1)
 	noAttrs.noAttributes = true
 	noAttrs.why = "no attributes object (receive count unknown): a valid task is processed"
-	emptyAttrs := poison(`not json`, events.ReasonJSONInvalid, "empty attributes object and a body that is not JSON")
+	emptyAttrs := poison(`not json`, deadletter.ReasonJSONInvalid, "empty attributes object and a body that is not JSON")
 	emptyAttrs.emptyAttributes = true
 	add(scenario{name: sc, description: "records without system attributes: processed; poison needs no receive count", records: []rec{noAttrs, emptyAttrs}})
 
@@ -799,7 +800,7 @@ func scenarios() []scenario {
 	nan := valid(sc, 0, "vector.search", nil, 1)
 	nan.receiveRaw = "four"
 	nan.why = "ApproximateReceiveCount \"four\" (unknown): a valid task is processed"
-	nanPoison := poison(body(base(sc, 1).set("args", "oops")), events.ReasonSchemaInvalid, "ApproximateReceiveCount \"\" and args not an object")
+	nanPoison := poison(body(base(sc, 1).set("args", "oops")), deadletter.ReasonSchemaInvalid, "ApproximateReceiveCount \"\" and args not an object")
 	nanPoison.receive, nanPoison.receiveRaw = 0, ""
 	add(scenario{name: sc, description: "receive counts that are not numbers: read as unknown, never as the last receive", records: []rec{nan, nanPoison}})
 

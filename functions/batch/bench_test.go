@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
 )
 
 func cpuTime() time.Duration {
@@ -34,7 +35,7 @@ func BenchmarkProcessor(b *testing.B) {
 	body := strings.Repeat("x", 1024)
 	handler := func(ctx context.Context, r Record) error {
 		if r.Message.MessageId[len(r.Message.MessageId)-1] == 'p' {
-			return Poison(events.ReasonSchemaInvalid, &events.ValidationError{Reason: events.ReasonSchemaInvalid, Field: "tenant", Detail: "required field is missing"})
+			return Poison(deadletter.ReasonSchemaInvalid, &agenttask.ValidationError{Reason: deadletter.ReasonSchemaInvalid, Field: "tenant", Detail: "required field is missing"})
 		}
 		if err := r.Claim(ctx, r.Message.MessageId, false); err != nil {
 			return err
@@ -48,16 +49,16 @@ func BenchmarkProcessor(b *testing.B) {
 	}{{"ok", 0}, {"poison10pct", 10}} {
 		for _, size := range []int{10, 100, 10000} {
 			b.Run(fmt.Sprintf("%s/batch=%d", mix.name, size), func(b *testing.B) {
-				ev := awsevents.SQSEvent{Records: make([]awsevents.SQSMessage, size)}
+				ev := events.SQSEvent{Records: make([]events.SQSMessage, size)}
 				for i := range ev.Records {
 					id := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
 					if mix.poisonEvery > 0 && i%mix.poisonEvery == mix.poisonEvery-1 {
 						id += "p"
 					}
-					ev.Records[i] = awsevents.SQSMessage{
+					ev.Records[i] = events.SQSMessage{
 						MessageId: id, ReceiptHandle: "rh", Body: body,
 						Attributes: map[string]string{"ApproximateReceiveCount": "1", "SentTimestamp": strconv.FormatInt(1796047200000+int64(i), 10)},
-						MessageAttributes: map[string]awsevents.SQSMessageAttribute{
+						MessageAttributes: map[string]events.SQSMessageAttribute{
 							"tenant": {DataType: "String", StringValue: aws.String("acme")},
 						},
 						EventSourceARN: testHotARN, EventSource: "aws:sqs",

@@ -8,7 +8,8 @@ import (
 
 	"github.com/aws/smithy-go"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // Classification is what Classify decides about an error.
@@ -18,7 +19,7 @@ type Classification struct {
 	// security, effect_unknown, policy_limit and unclassified; the reason of
 	// a spent budget (budget_exhausted, auth_config, dependency_open) for the
 	// retryable kinds.
-	Reason events.Reason
+	Reason deadletter.Reason
 	// Code is the error code that decided it, when there is one: the AWS
 	// error code, "DeadlineExceeded", "Canceled", "Timeout", or the
 	// validation field ("field:args").
@@ -26,14 +27,14 @@ type Classification struct {
 }
 
 // Class returns the failure class of the reason.
-func (c Classification) Class() events.Class { return c.Reason.Class() }
+func (c Classification) Class() deadletter.Class { return c.Reason.Class() }
 
 // Classify decides what an error does to a message. It is the one switch
 // with an explicit precedence; the first rule that matches wins:
 //
 //  1. a typed outcome (Transient, Poison, Security, EffectUnknown,
 //     AuthConfig, DependencyOpen, PolicyLimit), bare or wrapped;
-//  2. an *events.ValidationError: poison with its reason;
+//  2. an *agenttask.ValidationError: poison with its reason;
 //  3. context.DeadlineExceeded, context.Canceled or a net.Error timeout:
 //     transient (effect_unknown once a mutating call started, see below);
 //  4. a smithy.APIError, by ErrorCode and ErrorFault: throttling codes and
@@ -53,7 +54,7 @@ func classify(err error, effectStarted bool) Classification {
 	if effectStarted {
 		switch c.Kind {
 		case KindTransient, KindAuthConfig, KindDependencyOpen, KindUnclassified:
-			c.Kind, c.Reason = KindEffectUnknown, events.ReasonEffectUnknown
+			c.Kind, c.Reason = KindEffectUnknown, deadletter.ReasonEffectUnknown
 		}
 	}
 	return c
@@ -69,36 +70,36 @@ func classifyBare(err error) Classification {
 		}
 		return c
 	}
-	if ve, ok := events.AsValidationError(err); ok {
+	if ve, ok := agenttask.AsValidationError(err); ok {
 		c := Classification{Kind: KindPoison, Reason: ve.Reason}
 		if ve.Field != "" {
 			c.Code = "field:" + ve.Field
 		}
-		if ve.Reason.Class() != events.ClassPoison {
-			c.Kind, c.Reason = KindUnclassified, events.ReasonUnclassified
+		if ve.Reason.Class() != deadletter.ClassPoison {
+			c.Kind, c.Reason = KindUnclassified, deadletter.ReasonUnclassified
 		}
 		return c
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return Classification{Kind: KindTransient, Reason: events.ReasonBudgetExhausted, Code: "DeadlineExceeded"}
+		return Classification{Kind: KindTransient, Reason: deadletter.ReasonBudgetExhausted, Code: "DeadlineExceeded"}
 	case errors.Is(err, context.Canceled):
-		return Classification{Kind: KindTransient, Reason: events.ReasonBudgetExhausted, Code: "Canceled"}
+		return Classification{Kind: KindTransient, Reason: deadletter.ReasonBudgetExhausted, Code: "Canceled"}
 	}
 	if api, ok := errors.AsType[smithy.APIError](err); ok {
 		code := api.ErrorCode()
 		switch {
 		case throttlingCodes[code] || transientCodes[code] || api.ErrorFault() == smithy.FaultServer:
-			return Classification{Kind: KindTransient, Reason: events.ReasonBudgetExhausted, Code: code}
+			return Classification{Kind: KindTransient, Reason: deadletter.ReasonBudgetExhausted, Code: code}
 		case authCodes[code] || strings.HasPrefix(code, "KMS") || strings.HasPrefix(code, "Kms"):
-			return Classification{Kind: KindAuthConfig, Reason: events.ReasonAuthConfig, Code: code}
+			return Classification{Kind: KindAuthConfig, Reason: deadletter.ReasonAuthConfig, Code: code}
 		}
-		return Classification{Kind: KindUnclassified, Reason: events.ReasonUnclassified, Code: code}
+		return Classification{Kind: KindUnclassified, Reason: deadletter.ReasonUnclassified, Code: code}
 	}
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
-		return Classification{Kind: KindTransient, Reason: events.ReasonBudgetExhausted, Code: "Timeout"}
+		return Classification{Kind: KindTransient, Reason: deadletter.ReasonBudgetExhausted, Code: "Timeout"}
 	}
-	return Classification{Kind: KindUnclassified, Reason: events.ReasonUnclassified}
+	return Classification{Kind: KindUnclassified, Reason: deadletter.ReasonUnclassified}
 }
 
 // throttlingCodes are the AWS error codes of throttling (the SDK's retryer

@@ -10,7 +10,8 @@ import (
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/assert"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 func apiErr(code string, fault smithy.ErrorFault) error {
@@ -37,47 +38,47 @@ func TestClassifyPrecedence(t *testing.T) {
 		name          string
 		err           error
 		effectStarted bool
-		wantKind      Kind          // what the message undergoes
-		wantReason    events.Reason // the reason it is dead-lettered with
+		wantKind      Kind              // what the message undergoes
+		wantReason    deadletter.Reason // the reason it is dead-lettered with
 		wantCode      string
 	}{
-		{name: "transient", err: Transient(base), wantKind: KindTransient, wantReason: events.ReasonBudgetExhausted},
-		{name: "poison", err: Poison(events.ReasonSchemaInvalid, base), wantKind: KindPoison, wantReason: events.ReasonSchemaInvalid},
-		{name: "poison with a non-poison reason is unclassified", err: Poison(events.ReasonBudgetExhausted, base), wantKind: KindUnclassified, wantReason: events.ReasonUnclassified},
-		{name: "security", err: Security(events.ReasonGuardrailReject, base), wantKind: KindSecurity, wantReason: events.ReasonGuardrailReject},
-		{name: "security with a poison reason is unclassified", err: Security(events.ReasonJSONInvalid, base), wantKind: KindUnclassified, wantReason: events.ReasonUnclassified},
-		{name: "effect unknown", err: EffectUnknown(base), wantKind: KindEffectUnknown, wantReason: events.ReasonEffectUnknown},
-		{name: "auth config", err: AuthConfig(base), wantKind: KindAuthConfig, wantReason: events.ReasonAuthConfig},
-		{name: "dependency open", err: DependencyOpen(base), wantKind: KindDependencyOpen, wantReason: events.ReasonDependencyOpen},
-		{name: "policy limit", err: PolicyLimit(base), wantKind: KindPolicyLimit, wantReason: events.ReasonPolicyLimit},
-		{name: "wrapped typed outcome", err: fmt.Errorf("tool: %w", PolicyLimit(base)), wantKind: KindPolicyLimit, wantReason: events.ReasonPolicyLimit},
-		{name: "typed outcome beats the API error it wraps", err: Poison(events.ReasonToolUnknown, apiErr("ThrottlingException", smithy.FaultClient)), wantKind: KindPoison, wantReason: events.ReasonToolUnknown, wantCode: "ThrottlingException"},
-		{name: "typed outcome beats a deadline it wraps", err: PolicyLimit(context.DeadlineExceeded), wantKind: KindPolicyLimit, wantReason: events.ReasonPolicyLimit},
-		{name: "validation error", err: &events.ValidationError{Reason: events.ReasonToolVersionUnsupported, Field: "tool_version"}, wantKind: KindPoison, wantReason: events.ReasonToolVersionUnsupported, wantCode: "field:tool_version"},
-		{name: "wrapped validation error", err: fmt.Errorf("decode: %w", &events.ValidationError{Reason: events.ReasonJSONInvalid}), wantKind: KindPoison, wantReason: events.ReasonJSONInvalid},
-		{name: "deadline", err: context.DeadlineExceeded, wantKind: KindTransient, wantReason: events.ReasonBudgetExhausted, wantCode: "DeadlineExceeded"},
-		{name: "wrapped deadline beats the API error", err: fmt.Errorf("call: %w", errors.Join(context.DeadlineExceeded, apiErr("AccessDenied", smithy.FaultClient))), wantKind: KindTransient, wantReason: events.ReasonBudgetExhausted, wantCode: "DeadlineExceeded"},
-		{name: "canceled", err: fmt.Errorf("x: %w", context.Canceled), wantKind: KindTransient, wantReason: events.ReasonBudgetExhausted, wantCode: "Canceled"},
-		{name: "net timeout", err: &net.OpError{Op: "read", Err: timeoutErr{}}, wantKind: KindTransient, wantReason: events.ReasonBudgetExhausted, wantCode: "Timeout"},
-		{name: "throttling", err: apiErr("ThrottlingException", smithy.FaultClient), wantKind: KindTransient, wantReason: events.ReasonBudgetExhausted, wantCode: "ThrottlingException"},
-		{name: "wrapped throttling", err: opErr(apiErr("TooManyRequestsException", smithy.FaultClient)), wantKind: KindTransient, wantReason: events.ReasonBudgetExhausted, wantCode: "TooManyRequestsException"},
-		{name: "server fault", err: opErr(apiErr("SomethingBroke", smithy.FaultServer)), wantKind: KindTransient, wantReason: events.ReasonBudgetExhausted, wantCode: "SomethingBroke"},
-		{name: "service unavailable sent as unknown fault", err: apiErr("ServiceUnavailable", smithy.FaultUnknown), wantKind: KindTransient, wantReason: events.ReasonBudgetExhausted, wantCode: "ServiceUnavailable"},
-		{name: "access denied", err: apiErr("AccessDenied", smithy.FaultClient), wantKind: KindAuthConfig, wantReason: events.ReasonAuthConfig, wantCode: "AccessDenied"},
-		{name: "wrapped expired token", err: opErr(apiErr("ExpiredTokenException", smithy.FaultClient)), wantKind: KindAuthConfig, wantReason: events.ReasonAuthConfig, wantCode: "ExpiredTokenException"},
-		{name: "KMS denied", err: apiErr("KMSAccessDeniedException", smithy.FaultClient), wantKind: KindAuthConfig, wantReason: events.ReasonAuthConfig, wantCode: "KMSAccessDeniedException"},
-		{name: "KMS throttling is transient", err: apiErr("KMSThrottlingException", smithy.FaultClient), wantKind: KindTransient, wantReason: events.ReasonBudgetExhausted, wantCode: "KMSThrottlingException"},
-		{name: "unknown client error", err: opErr(apiErr("ValidationException", smithy.FaultClient)), wantKind: KindUnclassified, wantReason: events.ReasonUnclassified, wantCode: "ValidationException"},
-		{name: "plain error", err: base, wantKind: KindUnclassified, wantReason: events.ReasonUnclassified},
-		{name: "panic", err: &panicError{value: "nil map"}, wantKind: KindUnclassified, wantReason: events.ReasonUnclassified},
+		{name: "transient", err: Transient(base), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted},
+		{name: "poison", err: Poison(deadletter.ReasonSchemaInvalid, base), wantKind: KindPoison, wantReason: deadletter.ReasonSchemaInvalid},
+		{name: "poison with a non-poison reason is unclassified", err: Poison(deadletter.ReasonBudgetExhausted, base), wantKind: KindUnclassified, wantReason: deadletter.ReasonUnclassified},
+		{name: "security", err: Security(deadletter.ReasonGuardrailReject, base), wantKind: KindSecurity, wantReason: deadletter.ReasonGuardrailReject},
+		{name: "security with a poison reason is unclassified", err: Security(deadletter.ReasonJSONInvalid, base), wantKind: KindUnclassified, wantReason: deadletter.ReasonUnclassified},
+		{name: "effect unknown", err: EffectUnknown(base), wantKind: KindEffectUnknown, wantReason: deadletter.ReasonEffectUnknown},
+		{name: "auth config", err: AuthConfig(base), wantKind: KindAuthConfig, wantReason: deadletter.ReasonAuthConfig},
+		{name: "dependency open", err: DependencyOpen(base), wantKind: KindDependencyOpen, wantReason: deadletter.ReasonDependencyOpen},
+		{name: "policy limit", err: PolicyLimit(base), wantKind: KindPolicyLimit, wantReason: deadletter.ReasonPolicyLimit},
+		{name: "wrapped typed outcome", err: fmt.Errorf("tool: %w", PolicyLimit(base)), wantKind: KindPolicyLimit, wantReason: deadletter.ReasonPolicyLimit},
+		{name: "typed outcome beats the API error it wraps", err: Poison(deadletter.ReasonToolUnknown, apiErr("ThrottlingException", smithy.FaultClient)), wantKind: KindPoison, wantReason: deadletter.ReasonToolUnknown, wantCode: "ThrottlingException"},
+		{name: "typed outcome beats a deadline it wraps", err: PolicyLimit(context.DeadlineExceeded), wantKind: KindPolicyLimit, wantReason: deadletter.ReasonPolicyLimit},
+		{name: "validation error", err: &agenttask.ValidationError{Reason: deadletter.ReasonToolVersionUnsupported, Field: "tool_version"}, wantKind: KindPoison, wantReason: deadletter.ReasonToolVersionUnsupported, wantCode: "field:tool_version"},
+		{name: "wrapped validation error", err: fmt.Errorf("decode: %w", &agenttask.ValidationError{Reason: deadletter.ReasonJSONInvalid}), wantKind: KindPoison, wantReason: deadletter.ReasonJSONInvalid},
+		{name: "deadline", err: context.DeadlineExceeded, wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "DeadlineExceeded"},
+		{name: "wrapped deadline beats the API error", err: fmt.Errorf("call: %w", errors.Join(context.DeadlineExceeded, apiErr("AccessDenied", smithy.FaultClient))), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "DeadlineExceeded"},
+		{name: "canceled", err: fmt.Errorf("x: %w", context.Canceled), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "Canceled"},
+		{name: "net timeout", err: &net.OpError{Op: "read", Err: timeoutErr{}}, wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "Timeout"},
+		{name: "throttling", err: apiErr("ThrottlingException", smithy.FaultClient), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "ThrottlingException"},
+		{name: "wrapped throttling", err: opErr(apiErr("TooManyRequestsException", smithy.FaultClient)), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "TooManyRequestsException"},
+		{name: "server fault", err: opErr(apiErr("SomethingBroke", smithy.FaultServer)), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "SomethingBroke"},
+		{name: "service unavailable sent as unknown fault", err: apiErr("ServiceUnavailable", smithy.FaultUnknown), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "ServiceUnavailable"},
+		{name: "access denied", err: apiErr("AccessDenied", smithy.FaultClient), wantKind: KindAuthConfig, wantReason: deadletter.ReasonAuthConfig, wantCode: "AccessDenied"},
+		{name: "wrapped expired token", err: opErr(apiErr("ExpiredTokenException", smithy.FaultClient)), wantKind: KindAuthConfig, wantReason: deadletter.ReasonAuthConfig, wantCode: "ExpiredTokenException"},
+		{name: "KMS denied", err: apiErr("KMSAccessDeniedException", smithy.FaultClient), wantKind: KindAuthConfig, wantReason: deadletter.ReasonAuthConfig, wantCode: "KMSAccessDeniedException"},
+		{name: "KMS throttling is transient", err: apiErr("KMSThrottlingException", smithy.FaultClient), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "KMSThrottlingException"},
+		{name: "unknown client error", err: opErr(apiErr("ValidationException", smithy.FaultClient)), wantKind: KindUnclassified, wantReason: deadletter.ReasonUnclassified, wantCode: "ValidationException"},
+		{name: "plain error", err: base, wantKind: KindUnclassified, wantReason: deadletter.ReasonUnclassified},
+		{name: "panic", err: &panicError{value: "nil map"}, wantKind: KindUnclassified, wantReason: deadletter.ReasonUnclassified},
 
 		// Effect-aware: after StartEffect, what could have had its effect is effect_unknown.
-		{name: "deadline after the effect started", err: context.DeadlineExceeded, effectStarted: true, wantKind: KindEffectUnknown, wantReason: events.ReasonEffectUnknown, wantCode: "DeadlineExceeded"},
-		{name: "transient after the effect started", err: Transient(base), effectStarted: true, wantKind: KindEffectUnknown, wantReason: events.ReasonEffectUnknown},
-		{name: "throttling after the effect started", err: apiErr("ThrottlingException", smithy.FaultClient), effectStarted: true, wantKind: KindEffectUnknown, wantReason: events.ReasonEffectUnknown, wantCode: "ThrottlingException"},
-		{name: "plain error after the effect started", err: base, effectStarted: true, wantKind: KindEffectUnknown, wantReason: events.ReasonEffectUnknown},
-		{name: "poison after the effect started stays poison", err: Poison(events.ReasonSchemaInvalid, base), effectStarted: true, wantKind: KindPoison, wantReason: events.ReasonSchemaInvalid},
-		{name: "policy after the effect started stays policy", err: PolicyLimit(base), effectStarted: true, wantKind: KindPolicyLimit, wantReason: events.ReasonPolicyLimit},
+		{name: "deadline after the effect started", err: context.DeadlineExceeded, effectStarted: true, wantKind: KindEffectUnknown, wantReason: deadletter.ReasonEffectUnknown, wantCode: "DeadlineExceeded"},
+		{name: "transient after the effect started", err: Transient(base), effectStarted: true, wantKind: KindEffectUnknown, wantReason: deadletter.ReasonEffectUnknown},
+		{name: "throttling after the effect started", err: apiErr("ThrottlingException", smithy.FaultClient), effectStarted: true, wantKind: KindEffectUnknown, wantReason: deadletter.ReasonEffectUnknown, wantCode: "ThrottlingException"},
+		{name: "plain error after the effect started", err: base, effectStarted: true, wantKind: KindEffectUnknown, wantReason: deadletter.ReasonEffectUnknown},
+		{name: "poison after the effect started stays poison", err: Poison(deadletter.ReasonSchemaInvalid, base), effectStarted: true, wantKind: KindPoison, wantReason: deadletter.ReasonSchemaInvalid},
+		{name: "policy after the effect started stays policy", err: PolicyLimit(base), effectStarted: true, wantKind: KindPolicyLimit, wantReason: deadletter.ReasonPolicyLimit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -104,8 +105,8 @@ func TestOutcomeIsAndUnwrap(t *testing.T) {
 		notKind error // a sentinel it must not match
 	}{
 		{name: "transient", err: Transient(cause), target: ErrTransient, notKind: ErrPoison},
-		{name: "wrapped poison", err: fmt.Errorf("a: %w", Poison(events.ReasonJSONInvalid, cause)), target: ErrPoison, notKind: ErrTransient},
-		{name: "security", err: Security(events.ReasonSignatureInvalid, cause), target: ErrSecurity, notKind: ErrPoison},
+		{name: "wrapped poison", err: fmt.Errorf("a: %w", Poison(deadletter.ReasonJSONInvalid, cause)), target: ErrPoison, notKind: ErrTransient},
+		{name: "security", err: Security(deadletter.ReasonSignatureInvalid, cause), target: ErrSecurity, notKind: ErrPoison},
 		{name: "effect unknown", err: EffectUnknown(cause), target: ErrEffectUnknown, notKind: ErrTransient},
 		{name: "auth", err: AuthConfig(cause), target: ErrAuthConfig, notKind: ErrDependencyOpen},
 		{name: "dependency", err: DependencyOpen(cause), target: ErrDependencyOpen, notKind: ErrAuthConfig},

@@ -10,12 +10,12 @@ import (
 	"strings"
 	"unsafe"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // SQSAPI is what the processor calls on SQS, with the SDK's signatures: an
@@ -34,12 +34,12 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 	reason := c.Reason
 	errText := cause.Error()
 	if st.claimed && st.redriveCount >= p.loopAfter {
-		reason = events.ReasonRedriveLoop
+		reason = deadletter.ReasonRedriveLoop
 		errText = "dead-lettered again after " + itoa(st.redriveCount) + " redrives; last failure " + string(c.Reason) + ": " + errText
 	}
 	// Redacted once, for the metadata and the log alike.
-	errText = events.Redact(errText, events.MaxErrorRunes)
-	meta := events.Meta{
+	errText = deadletter.Redact(errText, deadletter.MaxErrorRunes)
+	meta := deadletter.Meta{
 		Reason:         reason,
 		Attempts:       rec.ReceiveCount,
 		FirstFailureAt: now,
@@ -47,7 +47,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		ErrorCode:      c.Code,
 		Error:          errText,
 		// The attempt that dead-lettered it; its error text is meta.Error.
-		History:        []events.Attempt{{Receive: rec.ReceiveCount, At: now, Class: c.Reason.Class(), ErrorCode: c.Code}},
+		History:        []deadletter.Attempt{{Receive: rec.ReceiveCount, At: now, Class: c.Reason.Class(), ErrorCode: c.Code}},
 		SourceQueueARN: p.sourceARN,
 		MessageID:      msg.MessageId,
 		SentAt:         rec.SentAt(),
@@ -73,7 +73,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 			meta.IdempotencyKey = t.IdempotencyKey
 		}
 	}
-	attrs, err := events.EncodeDeadLetter(meta, originalAttributes(msg.MessageAttributes))
+	attrs, err := deadletter.EncodeDeadLetter(meta, originalAttributes(msg.MessageAttributes))
 	if err == nil {
 		err = p.send(ctx, msg, rec.GroupID, attrs)
 	}
@@ -103,23 +103,23 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 	return resultDeadLettered
 }
 
-func effectState(st *recordState) events.EffectState {
+func effectState(st *recordState) deadletter.EffectState {
 	switch {
 	case st.effectStarted:
-		return events.EffectUnknown
+		return deadletter.EffectUnknown
 	case st.key == "" && !st.described:
 		return ""
 	case st.mutates:
-		return events.EffectNone
+		return deadletter.EffectNone
 	default:
-		return events.EffectReadOnly
+		return deadletter.EffectReadOnly
 	}
 }
 
 // send puts the dead letter on the DLQ. For a FIFO DLQ it keeps the message
 // group and derives the deduplication id from the original message id, so
 // that a retried send within five minutes is not duplicated.
-func (p *Processor) send(ctx context.Context, msg *awsevents.SQSMessage, group string, attrs map[string]events.Attribute) (err error) {
+func (p *Processor) send(ctx context.Context, msg *events.SQSMessage, group string, attrs map[string]deadletter.Attribute) (err error) {
 	defer func() {
 		if v := recover(); v != nil { // a client that panics fails this send, not the batch
 			err = fmt.Errorf("dead-letter send panicked: %v", v)
@@ -180,13 +180,13 @@ func (p *Processor) changeVisibility(ctx context.Context, receipt string, second
 }
 
 // originalAttributes converts the Lambda record's message attributes.
-func originalAttributes(in map[string]awsevents.SQSMessageAttribute) map[string]events.Attribute {
+func originalAttributes(in map[string]events.SQSMessageAttribute) map[string]deadletter.Attribute {
 	if len(in) == 0 {
 		return nil
 	}
-	out := make(map[string]events.Attribute, len(in))
+	out := make(map[string]deadletter.Attribute, len(in))
 	for name, a := range in {
-		v := events.Attribute{DataType: a.DataType, BinaryValue: a.BinaryValue}
+		v := deadletter.Attribute{DataType: a.DataType, BinaryValue: a.BinaryValue}
 		if a.StringValue != nil {
 			v.StringValue = *a.StringValue
 		}

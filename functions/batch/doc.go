@@ -30,7 +30,7 @@
 //	ErrDuplicate          acknowledge as a no-op (from Record.Claim)
 //
 // Any other error is classified by Classify, with this precedence: a typed
-// outcome; an *events.ValidationError (poison with its reason); a context
+// outcome; an *agenttask.ValidationError (poison with its reason); a context
 // deadline, cancellation or network timeout (transient); a smithy.APIError
 // by ErrorCode and ErrorFault (throttling and 5xx transient; AccessDenied,
 // ExpiredToken, KMS* auth_config); anything else unclassified, dead-lettered
@@ -50,7 +50,7 @@
 //
 // A dead letter is sent by the processor with SendMessage to the DLQ: the
 // original body byte for byte, the original message attributes plus
-// dlq_reason and dlq_meta (events.EncodeDeadLetter: extras beyond eight are
+// dlq_reason and dlq_meta (deadletter.EncodeDeadLetter: extras beyond eight are
 // folded into dlq_meta), and the AWSTraceHeader. On a FIFO DLQ it keeps the
 // MessageGroupId and its MessageDeduplicationId is "dlq-" + the original
 // message id. Only when the send succeeded is the record acknowledged; when
@@ -131,7 +131,7 @@
 // in the invocation, with dimensions Pipeline and Reason: DeadLettered.
 // Logs are slog records with the keys message_id, queue, reason, attempt and
 // trace_id, written for failures only: nothing per successful record.
-// Error texts are redacted (events.Redact) before they are logged or stamped.
+// Error texts are redacted (deadletter.Redact) before they are logged or stamped.
 //
 // # Bad input
 //

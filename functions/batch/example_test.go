@@ -10,22 +10,23 @@ import (
 	"io"
 	"log/slog"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/batch"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/ledger"
 )
 
 // A whole worker: decode the task, claim its idempotency key, do the work,
 // say what a failure means. In a Lambda, SQS is sqs.NewFromConfig(cfg) and
 // the last line is lambda.Start(p.Handle).
 func Example() {
-	catalog := events.SampleCatalog()
+	catalog := agenttask.SampleCatalog()
 	handle := func(ctx context.Context, r batch.Record) error {
-		task, err := events.DecodeTask(r.Body(), catalog)
+		task, err := agenttask.DecodeTask(r.Body(), catalog)
 		if err != nil {
 			return err // poison: dead-lettered at once with its reason
 		}
@@ -61,11 +62,11 @@ func Example() {
 		return `{"task_id":"t-` + key + `","run_id":"r1","tenant":"acme","idempotency_key":"` + key +
 			`","tool":"web.search","tool_version":"1","trace_id":"tr","created_at":"2026-11-29T12:00:00Z","schema_version":1,"args":` + args + `}`
 	}
-	record := func(id, body, receive string) awsevents.SQSMessage {
-		return awsevents.SQSMessage{MessageId: id, Body: body, EventSource: "aws:sqs",
+	record := func(id, body, receive string) events.SQSMessage {
+		return events.SQSMessage{MessageId: id, Body: body, EventSource: "aws:sqs",
 			Attributes: map[string]string{"ApproximateReceiveCount": receive}}
 	}
-	resp, err := p.Handle(context.Background(), awsevents.SQSEvent{Records: []awsevents.SQSMessage{
+	resp, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{
 		record("m1", task("k1", `{"q":"go"}`), "1"),
 		record("m2", task("k1", `{"q":"go"}`), "1"), // the same key again: a no-op
 		record("m3", `{"task_id":`, "1"),
@@ -89,7 +90,7 @@ func Example() {
 type printingSQS struct{}
 
 func (printingSQS) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
-	fmt.Println("dead-lettered:", aws.ToString(in.MessageAttributes[events.AttrReason].StringValue))
+	fmt.Println("dead-lettered:", aws.ToString(in.MessageAttributes[deadletter.AttrReason].StringValue))
 	return &sqs.SendMessageOutput{}, nil
 }
 

@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
 )
 
 // behaviour switches of the fakes.
@@ -64,12 +64,12 @@ func (f *fakeSQS) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessa
 }
 
 // sentReasons returns the dlq_reason of every dead letter sent.
-func (f *fakeSQS) sentReasons() []events.Reason {
+func (f *fakeSQS) sentReasons() []deadletter.Reason {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]events.Reason, len(f.sent))
+	out := make([]deadletter.Reason, len(f.sent))
 	for i, in := range f.sent {
-		out[i] = events.Reason(aws.ToString(in.MessageAttributes[events.AttrReason].StringValue))
+		out[i] = deadletter.Reason(aws.ToString(in.MessageAttributes[deadletter.AttrReason].StringValue))
 	}
 	return out
 }
@@ -98,7 +98,7 @@ func (f *fakeLedger) Complete(ctx context.Context, key, owner, receipt string, n
 	return f.Memory.Complete(ctx, key, owner, receipt, now)
 }
 
-func (f *fakeLedger) DeadLettered(ctx context.Context, key string, reason events.Reason, now time.Time) (ledger.Entry, error) {
+func (f *fakeLedger) DeadLettered(ctx context.Context, key string, reason deadletter.Reason, now time.Time) (ledger.Entry, error) {
 	if f.deadLettered == outage {
 		return ledger.Entry{}, errLedgerOutage
 	}

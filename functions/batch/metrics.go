@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // Metric names and the namespace, as docs/wiring.md pins them.
@@ -44,9 +44,9 @@ func (c *counters) add(o *counters) {
 	}
 }
 
-var allReasons = events.AllReasons()
+var allReasons = deadletter.AllReasons()
 
-func reasonIndex(r events.Reason) int {
+func reasonIndex(r deadletter.Reason) int {
 	for i, x := range allReasons {
 		if x == r {
 			return i

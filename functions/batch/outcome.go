@@ -3,7 +3,7 @@ package batch
 import (
 	"errors"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // Kind is what a handler's outcome does to the SQS message.
@@ -75,7 +75,7 @@ var errLedger = errors.New("batch: ledger unavailable")
 // a handler returns it (possibly wrapped) and the processor acts on it.
 type Outcome struct {
 	kind   Kind
-	reason events.Reason
+	reason deadletter.Reason
 	err    error
 }
 
@@ -83,16 +83,16 @@ type Outcome struct {
 // hidden for a backoff); on its last allowed receive it is dead-lettered as
 // budget_exhausted with its attempt history.
 func Transient(err error) error {
-	return &Outcome{kind: KindTransient, reason: events.ReasonBudgetExhausted, err: err}
+	return &Outcome{kind: KindTransient, reason: deadletter.ReasonBudgetExhausted, err: err}
 }
 
 // Poison: the message can never succeed as it is. It is dead-lettered at
 // once with reason, which must be of class poison (json_invalid,
 // schema_invalid, tool_unknown, tool_version_unsupported); any other reason
 // makes the outcome unclassified, so that a wrong reason is seen, not hidden.
-func Poison(reason events.Reason, err error) error {
-	if reason.Class() != events.ClassPoison {
-		return &Outcome{kind: KindUnclassified, reason: events.ReasonUnclassified, err: errors.Join(errors.New("batch.Poison called with non-poison reason "+string(reason)), err)}
+func Poison(reason deadletter.Reason, err error) error {
+	if reason.Class() != deadletter.ClassPoison {
+		return &Outcome{kind: KindUnclassified, reason: deadletter.ReasonUnclassified, err: errors.Join(errors.New("batch.Poison called with non-poison reason "+string(reason)), err)}
 	}
 	return &Outcome{kind: KindPoison, reason: reason, err: err}
 }
@@ -100,9 +100,9 @@ func Poison(reason events.Reason, err error) error {
 // Security: a signature that did not verify or a guardrail rejection. The
 // message is dead-lettered at once with reason (signature_invalid or
 // guardrail_reject; any other reason makes the outcome unclassified).
-func Security(reason events.Reason, err error) error {
-	if reason.Class() != events.ClassSecurity {
-		return &Outcome{kind: KindUnclassified, reason: events.ReasonUnclassified, err: errors.Join(errors.New("batch.Security called with non-security reason "+string(reason)), err)}
+func Security(reason deadletter.Reason, err error) error {
+	if reason.Class() != deadletter.ClassSecurity {
+		return &Outcome{kind: KindUnclassified, reason: deadletter.ReasonUnclassified, err: errors.Join(errors.New("batch.Security called with non-security reason "+string(reason)), err)}
 	}
 	return &Outcome{kind: KindSecurity, reason: reason, err: err}
 }
@@ -111,33 +111,33 @@ func Security(reason events.Reason, err error) error {
 // message is dead-lettered at once as effect_unknown: repeating it may
 // repeat the effect.
 func EffectUnknown(err error) error {
-	return &Outcome{kind: KindEffectUnknown, reason: events.ReasonEffectUnknown, err: err}
+	return &Outcome{kind: KindEffectUnknown, reason: deadletter.ReasonEffectUnknown, err: err}
 }
 
 // AuthConfig: an expired credential, AccessDenied, KMS denied. Retried
 // inside the budget (a configuration fix may land); dead-lettered as
 // auth_config on the last allowed receive.
 func AuthConfig(err error) error {
-	return &Outcome{kind: KindAuthConfig, reason: events.ReasonAuthConfig, err: err}
+	return &Outcome{kind: KindAuthConfig, reason: deadletter.ReasonAuthConfig, err: err}
 }
 
 // DependencyOpen: a dependency's circuit breaker is open. Retried inside the
 // budget; dead-lettered as dependency_open on the last allowed receive.
 func DependencyOpen(err error) error {
-	return &Outcome{kind: KindDependencyOpen, reason: events.ReasonDependencyOpen, err: err}
+	return &Outcome{kind: KindDependencyOpen, reason: deadletter.ReasonDependencyOpen, err: err}
 }
 
 // PolicyLimit: too many steps, turns or too much cost. Dead-lettered at once
 // as policy_limit.
 func PolicyLimit(err error) error {
-	return &Outcome{kind: KindPolicyLimit, reason: events.ReasonPolicyLimit, err: err}
+	return &Outcome{kind: KindPolicyLimit, reason: deadletter.ReasonPolicyLimit, err: err}
 }
 
 // Kind returns the outcome's kind.
 func (o *Outcome) Kind() Kind { return o.kind }
 
 // Reason returns the reason the message is dead-lettered with.
-func (o *Outcome) Reason() events.Reason { return o.reason }
+func (o *Outcome) Reason() deadletter.Reason { return o.reason }
 
 func (o *Outcome) Error() string {
 	if o.err == nil {

@@ -16,10 +16,10 @@ import (
 	"sync/atomic"
 	"time"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -241,8 +241,8 @@ const (
 // returns the partial batch response. Record failures never make it return
 // an error; it returns one (and acknowledges nothing) only when the
 // processor was not built by New or the event is not an SQS event.
-func (p *Processor) Handle(ctx context.Context, ev awsevents.SQSEvent) (awsevents.SQSEventResponse, error) {
-	var resp awsevents.SQSEventResponse
+func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	var resp events.SQSEventResponse
 	if p == nil || p.handler == nil {
 		return resp, fmt.Errorf("%w: use batch.New", ErrConfig)
 	}
@@ -269,7 +269,7 @@ func (p *Processor) Handle(ctx context.Context, ev awsevents.SQSEvent) (awsevent
 		}
 		switch states[i].result {
 		case resultRetry:
-			resp.BatchItemFailures = append(resp.BatchItemFailures, awsevents.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
 			m.retried++
 		case resultDeadLettered:
 			m.deadLettered++
@@ -287,7 +287,7 @@ func (p *Processor) Handle(ctx context.Context, ev awsevents.SQSEvent) (awsevent
 // is the clock read once when the batch started: without a deadline the
 // record's ledger calls use it (each time.Now cost ~0.1 µs a record); with
 // one, the reading taken for the deadline check serves the record.
-func (p *Processor) runOne(ctx context.Context, msg *awsevents.SQSMessage, st *recordState, held bool, batchNow time.Time, m *counters) {
+func (p *Processor) runOne(ctx context.Context, msg *events.SQSMessage, st *recordState, held bool, batchNow time.Time, m *counters) {
 	if held {
 		st.result = resultRetry // reported, not handled: the group's order holds
 		return
@@ -312,7 +312,7 @@ func (p *Processor) runOne(ctx context.Context, msg *awsevents.SQSMessage, st *r
 }
 
 // runSequential handles the records one after the other, in event order.
-func (p *Processor) runSequential(ctx context.Context, records []awsevents.SQSMessage, states []recordState, now time.Time, m *counters) {
+func (p *Processor) runSequential(ctx context.Context, records []events.SQSMessage, states []recordState, now time.Time, m *counters) {
 	var held map[string]struct{} // FIFO message groups stopped at a failure
 	for i := range records {
 		group := ""
@@ -332,7 +332,7 @@ func (p *Processor) runSequential(ctx context.Context, records []awsevents.SQSMe
 
 // runConcurrent handles the records of a standard queue with up to
 // Concurrency goroutines.
-func (p *Processor) runConcurrent(ctx context.Context, records []awsevents.SQSMessage, states []recordState, now time.Time, m *counters) {
+func (p *Processor) runConcurrent(ctx context.Context, records []events.SQSMessage, states []recordState, now time.Time, m *counters) {
 	p.fanOut(len(records), m, func(i int, part *counters) {
 		p.runOne(ctx, &records[i], &states[i], false, now, part)
 	})
@@ -340,7 +340,7 @@ func (p *Processor) runConcurrent(ctx context.Context, records []awsevents.SQSMe
 
 // runGroups handles the message groups of a FIFO queue with up to
 // Concurrency goroutines, each group's records in order.
-func (p *Processor) runGroups(ctx context.Context, records []awsevents.SQSMessage, states []recordState, now time.Time, m *counters) {
+func (p *Processor) runGroups(ctx context.Context, records []events.SQSMessage, states []recordState, now time.Time, m *counters) {
 	var order []string
 	groups := map[string][]int{}
 	for i := range records {
@@ -402,7 +402,7 @@ func putStates(s []recordState) {
 // CheckSQSEvent returns an error wrapping ErrNotSQSEvent when a record of ev
 // is not an SQS message: it has no messageId, or an eventSource other than
 // aws:sqs. An event with no records is an SQS event with nothing to do.
-func CheckSQSEvent(ev awsevents.SQSEvent) error {
+func CheckSQSEvent(ev events.SQSEvent) error {
 	for i := range ev.Records {
 		r := &ev.Records[i]
 		if r.MessageId == "" {
@@ -553,7 +553,7 @@ func (p *Processor) retry(ctx context.Context, rec Record, c Classification, err
 		slog.String("message_id", rec.Message.MessageId), slog.String("queue", queueName(rec.Message.EventSourceARN)),
 		slog.String("reason", string(c.Reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", rec.st.task.TraceID),
 		slog.String("kind", c.Kind.String()), slog.String("error_code", c.Code), slog.Int("backoff_s", int(delay)),
-		slog.String("error", events.Redact(err.Error(), events.MaxErrorRunes)))
+		slog.String("error", deadletter.Redact(err.Error(), deadletter.MaxErrorRunes)))
 }
 
 func (p *Processor) release(ctx context.Context, rec Record) {
@@ -584,11 +584,11 @@ func (b Backoff) Ceiling(receive int) time.Duration {
 	return min(d, b.Max)
 }
 
-func (p *Processor) logFailure(ctx context.Context, level slog.Level, msg string, rec Record, reason events.Reason, err error) {
+func (p *Processor) logFailure(ctx context.Context, level slog.Level, msg string, rec Record, reason deadletter.Reason, err error) {
 	logAttrs(ctx, p.log, level, msg,
 		slog.String("message_id", rec.Message.MessageId), slog.String("queue", queueName(rec.Message.EventSourceARN)),
 		slog.String("reason", string(reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", rec.st.task.TraceID),
-		slog.String("error", events.Redact(err.Error(), events.MaxErrorRunes)))
+		slog.String("error", deadletter.Redact(err.Error(), deadletter.MaxErrorRunes)))
 }
 
 // queueName is the last part of a queue ARN.

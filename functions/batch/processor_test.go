@@ -13,14 +13,15 @@ import (
 	"testing"
 	"time"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -46,9 +47,9 @@ func scripted(ctx context.Context, r Record) error {
 	case "dep":
 		return DependencyOpen(errors.New("breaker open"))
 	case "poison":
-		return Poison(events.ReasonSchemaInvalid, errors.New("args must be an object"))
+		return Poison(deadletter.ReasonSchemaInvalid, errors.New("args must be an object"))
 	case "security":
-		return Security(events.ReasonSignatureInvalid, errors.New("bad signature"))
+		return Security(deadletter.ReasonSignatureInvalid, errors.New("bad signature"))
 	case "effect":
 		return EffectUnknown(errors.New("timeout after the call"))
 	case "policy":
@@ -81,7 +82,7 @@ func scripted(ctx context.Context, r Record) error {
 		}
 		return fmt.Errorf("email.send: %w", context.DeadlineExceeded)
 	}
-	task, err := events.DecodeTask(r.Body(), events.SampleCatalog())
+	task, err := agenttask.DecodeTask(r.Body(), agenttask.SampleCatalog())
 	if err != nil {
 		return err
 	}
@@ -89,15 +90,15 @@ func scripted(ctx context.Context, r Record) error {
 	return nil
 }
 
-func sqsMsg(id, body string, receive int) awsevents.SQSMessage {
-	return awsevents.SQSMessage{
+func sqsMsg(id, body string, receive int) events.SQSMessage {
+	return events.SQSMessage{
 		MessageId: id, ReceiptHandle: "rh-" + id, Body: body,
 		Attributes: map[string]string{
 			"ApproximateReceiveCount":          strconv.Itoa(receive),
 			"SentTimestamp":                    strconv.FormatInt(testNow.Add(-time.Minute).UnixMilli(), 10),
 			"ApproximateFirstReceiveTimestamp": strconv.FormatInt(testNow.Add(-30*time.Second).UnixMilli(), 10),
 		},
-		MessageAttributes: map[string]awsevents.SQSMessageAttribute{
+		MessageAttributes: map[string]events.SQSMessageAttribute{
 			"tenant": {DataType: "String", StringValue: aws.String("acme")},
 		},
 		EventSourceARN: testHotARN, EventSource: "aws:sqs", AWSRegion: "us-east-1",
@@ -139,11 +140,11 @@ const (
 	retried outcome = "retried"
 )
 
-func deadLettered(r events.Reason) outcome { return outcome("dead_lettered:" + string(r)) }
+func deadLettered(r deadletter.Reason) outcome { return outcome("dead_lettered:" + string(r)) }
 
 // run handles ev and returns every record's outcome by message id, checking
 // that each record is exactly one of acknowledged, retried or dead-lettered.
-func (h *harness) run(t *testing.T, ev awsevents.SQSEvent) map[string]outcome {
+func (h *harness) run(t *testing.T, ev events.SQSEvent) map[string]outcome {
 	t.Helper()
 	before := len(h.sqs.sent)
 	resp, err := h.p.Handle(context.Background(), ev)
@@ -155,7 +156,7 @@ func (h *harness) run(t *testing.T, ev awsevents.SQSEvent) map[string]outcome {
 		got[f.ItemIdentifier] = retried
 	}
 	for _, in := range h.sqs.sent[before:] {
-		meta, err := events.ParseMeta([]byte(aws.ToString(in.MessageAttributes[events.AttrMeta].StringValue)))
+		meta, err := deadletter.ParseMeta([]byte(aws.ToString(in.MessageAttributes[deadletter.AttrMeta].StringValue)))
 		require.NoError(t, err)
 		_, dup := got[meta.MessageID]
 		require.False(t, dup, "record %s both retried and dead-lettered", meta.MessageID)
@@ -181,28 +182,28 @@ func TestProcessorOutcomes(t *testing.T) {
 		{name: "ok", body: "ok", receive: 1, want: acked},
 		{name: "transient with budget left", body: "transient", receive: 1, want: retried},
 		{name: "transient one before the last receive", body: "transient", receive: 3, want: retried},
-		{name: "transient on the last receive", body: "transient", receive: 4, want: deadLettered(events.ReasonBudgetExhausted)},
-		{name: "transient beyond the last receive", body: "transient", receive: 7, want: deadLettered(events.ReasonBudgetExhausted)},
+		{name: "transient on the last receive", body: "transient", receive: 4, want: deadLettered(deadletter.ReasonBudgetExhausted)},
+		{name: "transient beyond the last receive", body: "transient", receive: 7, want: deadLettered(deadletter.ReasonBudgetExhausted)},
 		{name: "throttled API error", body: "throttled", receive: 2, want: retried},
-		{name: "throttled API error on the last receive", body: "throttled", receive: 4, want: deadLettered(events.ReasonBudgetExhausted)},
+		{name: "throttled API error on the last receive", body: "throttled", receive: 4, want: deadLettered(deadletter.ReasonBudgetExhausted)},
 		{name: "auth with budget left", body: "auth", receive: 1, want: retried},
-		{name: "auth on the last receive", body: "auth", receive: 4, want: deadLettered(events.ReasonAuthConfig)},
+		{name: "auth on the last receive", body: "auth", receive: 4, want: deadLettered(deadletter.ReasonAuthConfig)},
 		{name: "dependency with budget left", body: "dep", receive: 3, want: retried},
-		{name: "dependency on the last receive", body: "dep", receive: 4, want: deadLettered(events.ReasonDependencyOpen)},
-		{name: "poison at once", body: "poison", receive: 1, want: deadLettered(events.ReasonSchemaInvalid)},
-		{name: "security at once", body: "security", receive: 1, want: deadLettered(events.ReasonSignatureInvalid)},
-		{name: "effect unknown at once", body: "effect", receive: 1, want: deadLettered(events.ReasonEffectUnknown)},
-		{name: "policy at once", body: "policy", receive: 1, want: deadLettered(events.ReasonPolicyLimit)},
-		{name: "unclassified at once", body: "unclassified", receive: 1, want: deadLettered(events.ReasonUnclassified)},
-		{name: "panic at once", body: "panic", receive: 1, want: deadLettered(events.ReasonUnclassified)},
-		{name: "body not JSON", body: "{not json", receive: 1, want: deadLettered(events.ReasonJSONInvalid)},
-		{name: "mutating call timed out", body: "claim-mutate-timeout:k1", receive: 1, want: deadLettered(events.ReasonEffectUnknown)},
+		{name: "dependency on the last receive", body: "dep", receive: 4, want: deadLettered(deadletter.ReasonDependencyOpen)},
+		{name: "poison at once", body: "poison", receive: 1, want: deadLettered(deadletter.ReasonSchemaInvalid)},
+		{name: "security at once", body: "security", receive: 1, want: deadLettered(deadletter.ReasonSignatureInvalid)},
+		{name: "effect unknown at once", body: "effect", receive: 1, want: deadLettered(deadletter.ReasonEffectUnknown)},
+		{name: "policy at once", body: "policy", receive: 1, want: deadLettered(deadletter.ReasonPolicyLimit)},
+		{name: "unclassified at once", body: "unclassified", receive: 1, want: deadLettered(deadletter.ReasonUnclassified)},
+		{name: "panic at once", body: "panic", receive: 1, want: deadLettered(deadletter.ReasonUnclassified)},
+		{name: "body not JSON", body: "{not json", receive: 1, want: deadLettered(deadletter.ReasonJSONInvalid)},
+		{name: "mutating call timed out", body: "claim-mutate-timeout:k1", receive: 1, want: deadLettered(deadletter.ReasonEffectUnknown)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, nil)
-			got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", tt.body, tt.receive)}})
+			got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", tt.body, tt.receive)}})
 			assert.Equal(t, tt.want, got["m1"])
 		})
 	}
@@ -215,31 +216,31 @@ func TestDeadLetterIsFaithful(t *testing.T) {
 	m := sqsMsg("m1", body, 1)
 	m.Attributes["AWSTraceHeader"] = "Root=1-abc"
 	for i := range 9 { // 10 attributes with tenant: two must be folded
-		m.MessageAttributes[fmt.Sprintf("a%d", i)] = awsevents.SQSMessageAttribute{DataType: "String", StringValue: aws.String(strconv.Itoa(i))}
+		m.MessageAttributes[fmt.Sprintf("a%d", i)] = events.SQSMessageAttribute{DataType: "String", StringValue: aws.String(strconv.Itoa(i))}
 	}
-	m.MessageAttributes["bin"] = awsevents.SQSMessageAttribute{DataType: "Binary", BinaryValue: []byte{0, 1, 2}}
-	got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{m}})
-	require.Equal(t, deadLettered(events.ReasonSchemaInvalid), got["m1"])
+	m.MessageAttributes["bin"] = events.SQSMessageAttribute{DataType: "Binary", BinaryValue: []byte{0, 1, 2}}
+	got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{m}})
+	require.Equal(t, deadLettered(deadletter.ReasonSchemaInvalid), got["m1"])
 
 	require.Len(t, h.sqs.sent, 1)
 	in := h.sqs.sent[0]
 	assert.Equal(t, testDLQ, aws.ToString(in.QueueUrl))
 	assert.Equal(t, body, aws.ToString(in.MessageBody), "the body is kept byte for byte")
-	assert.LessOrEqual(t, len(in.MessageAttributes), events.MaxAttributes)
+	assert.LessOrEqual(t, len(in.MessageAttributes), deadletter.MaxAttributes)
 	assert.Equal(t, "Root=1-abc", aws.ToString(in.MessageSystemAttributes["AWSTraceHeader"].StringValue))
 	assert.Nil(t, in.MessageGroupId, "a standard DLQ has no message group")
 
-	attrs := map[string]events.Attribute{}
+	attrs := map[string]deadletter.Attribute{}
 	for name, v := range in.MessageAttributes {
-		attrs[name] = events.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
+		attrs[name] = deadletter.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
 	}
-	meta, original, err := events.DecodeDeadLetter(attrs)
+	meta, original, err := deadletter.DecodeDeadLetter(attrs)
 	require.NoError(t, err)
 	assert.Len(t, original, len(m.MessageAttributes), "every original attribute comes back, folded or kept")
 	assert.Equal(t, []byte{0, 1, 2}, original["bin"].BinaryValue)
 	assert.Equal(t, "acme", original["tenant"].StringValue)
-	assert.Equal(t, events.ReasonSchemaInvalid, meta.Reason)
-	assert.Equal(t, events.ClassPoison, meta.Class)
+	assert.Equal(t, deadletter.ReasonSchemaInvalid, meta.Reason)
+	assert.Equal(t, deadletter.ClassPoison, meta.Class)
 	assert.Equal(t, "m1", meta.MessageID)
 	assert.Equal(t, testHotARN, meta.SourceQueueARN)
 	assert.Equal(t, testNow.Add(-time.Minute), meta.SentAt)
@@ -254,18 +255,18 @@ func TestDeadLetterIsFaithful(t *testing.T) {
 func TestBudgetExhaustedCarriesHistory(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "throttled", 4)}})
+	h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "throttled", 4)}})
 	require.Len(t, h.sqs.sent, 1)
-	meta, err := events.ParseMeta([]byte(aws.ToString(h.sqs.sent[0].MessageAttributes[events.AttrMeta].StringValue)))
+	meta, err := deadletter.ParseMeta([]byte(aws.ToString(h.sqs.sent[0].MessageAttributes[deadletter.AttrMeta].StringValue)))
 	require.NoError(t, err)
-	assert.Equal(t, events.ReasonBudgetExhausted, meta.Reason)
-	assert.Equal(t, events.NextRetry, meta.NextAction)
+	assert.Equal(t, deadletter.ReasonBudgetExhausted, meta.Reason)
+	assert.Equal(t, deadletter.NextRetry, meta.NextAction)
 	assert.Equal(t, 4, meta.Attempts)
 	assert.Equal(t, "ThrottlingException", meta.ErrorCode)
 	assert.Equal(t, testNow.Add(-30*time.Second), meta.FirstFailureAt, "the first receive, which failed")
 	assert.Equal(t, testNow, meta.LastFailureAt)
 	require.Len(t, meta.History, 1)
-	assert.Equal(t, events.Attempt{Receive: 4, At: testNow, Class: events.ClassTransient, ErrorCode: "ThrottlingException", Error: meta.History[0].Error}, meta.History[0])
+	assert.Equal(t, deadletter.Attempt{Receive: 4, At: testNow, Class: deadletter.ClassTransient, ErrorCode: "ThrottlingException", Error: meta.History[0].Error}, meta.History[0])
 }
 
 func TestMalformedRecordsAreAccountedFor(t *testing.T) {
@@ -276,18 +277,18 @@ func TestMalformedRecordsAreAccountedFor(t *testing.T) {
 	badCount := sqsMsg("bad-count", "transient", 1)
 	badCount.Attributes["ApproximateReceiveCount"] = "four"
 	emptyBody := sqsMsg("empty-body", "", 1)
-	ev := awsevents.SQSEvent{Records: []awsevents.SQSMessage{
+	ev := events.SQSEvent{Records: []events.SQSMessage{
 		sqsMsg("ok", "ok", 1), noAttrs, badCount, emptyBody,
 		sqsMsg("not-json", "<xml/>", 1), sqsMsg("panic", "panic", 2),
 	}}
 	got := h.run(t, ev)
 	assert.Equal(t, map[string]outcome{
 		"ok":         acked,
-		"no-attrs":   deadLettered(events.ReasonJSONInvalid),
+		"no-attrs":   deadLettered(deadletter.ReasonJSONInvalid),
 		"bad-count":  retried, // unreadable receive count counts as 1
-		"empty-body": deadLettered(events.ReasonJSONInvalid),
-		"not-json":   deadLettered(events.ReasonJSONInvalid),
-		"panic":      deadLettered(events.ReasonUnclassified),
+		"empty-body": deadLettered(deadletter.ReasonJSONInvalid),
+		"not-json":   deadLettered(deadletter.ReasonJSONInvalid),
+		"panic":      deadLettered(deadletter.ReasonUnclassified),
 	}, got)
 	assert.Contains(t, h.logs.String(), `"msg":"unreadable ApproximateReceiveCount; counted as 1","message_id":"bad-count"`)
 	assert.Contains(t, h.logs.String(), `"stack":`, "a panic is logged with its stack")
@@ -297,10 +298,10 @@ func TestNotAnSQSEvent(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
-		ev   awsevents.SQSEvent
+		ev   events.SQSEvent
 	}{
-		{name: "no message id", ev: awsevents.SQSEvent{Records: []awsevents.SQSMessage{{Body: "x"}}}},
-		{name: "another event source", ev: awsevents.SQSEvent{Records: []awsevents.SQSMessage{{MessageId: "m", EventSource: "aws:s3"}}}},
+		{name: "no message id", ev: events.SQSEvent{Records: []events.SQSMessage{{Body: "x"}}}},
+		{name: "another event source", ev: events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m", EventSource: "aws:s3"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -313,7 +314,7 @@ func TestNotAnSQSEvent(t *testing.T) {
 		})
 	}
 	var zero *Processor
-	_, err := zero.Handle(context.Background(), awsevents.SQSEvent{})
+	_, err := zero.Handle(context.Background(), events.SQSEvent{})
 	assert.ErrorIs(t, err, ErrConfig, "a nil processor is a broken configuration")
 }
 
@@ -324,7 +325,7 @@ func TestDLQSendFailureRetriesAndCounts(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, nil)
 			h.sqs.send = b
-			got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("p", "poison", 1), sqsMsg("e", "transient", 4), sqsMsg("ok", "ok", 1)}})
+			got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("p", "poison", 1), sqsMsg("e", "transient", 4), sqsMsg("ok", "ok", 1)}})
 			assert.Equal(t, map[string]outcome{"p": retried, "e": retried, "ok": acked}, got)
 			m := parseEMF(t, h.metrics.String())
 			assert.Equal(t, 2.0, m[0]["DLQSendFailures"])
@@ -338,7 +339,7 @@ func TestDLQSendFailureRetriesAndCounts(t *testing.T) {
 func TestVisibilityBackoff(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("a", "transient", 1), sqsMsg("b", "dep", 3), sqsMsg("c", "poison", 1)}})
+	h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("a", "transient", 1), sqsMsg("b", "dep", 3), sqsMsg("c", "poison", 1)}})
 	require.Len(t, h.sqs.visChanges, 2)
 	assert.Equal(t, "rh-a", aws.ToString(h.sqs.visChanges[0].ReceiptHandle))
 	assert.Equal(t, testHot, aws.ToString(h.sqs.visChanges[0].QueueUrl))
@@ -350,14 +351,14 @@ func TestVisibilityBackoff(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, nil)
 			h.sqs.visibility = b
-			got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("a", "transient", 1), sqsMsg("b", "ok", 1)}})
+			got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("a", "transient", 1), sqsMsg("b", "ok", 1)}})
 			assert.Equal(t, map[string]outcome{"a": retried, "b": acked}, got)
 		})
 	}
 	t.Run("disabled", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, func(c *Config) { c.Backoff.Disabled = true })
-		h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("a", "transient", 1)}})
+		h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("a", "transient", 1)}})
 		assert.Empty(t, h.sqs.visChanges)
 	})
 }
@@ -367,7 +368,7 @@ func TestLedger(t *testing.T) {
 	t.Run("a done key is a no-op", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)
-		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "claim:k", 1), sqsMsg("m2", "claim:k", 1)}})
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "claim:k", 1), sqsMsg("m2", "claim:k", 1)}})
 		assert.Equal(t, map[string]outcome{"m1": acked, "m2": acked}, got)
 		e, found, _ := h.ledger.Get(context.Background(), "k")
 		require.True(t, found)
@@ -382,14 +383,14 @@ func TestLedger(t *testing.T) {
 		h := newHarness(t, nil)
 		_, err := h.ledger.Begin(context.Background(), "k", "other", testNow, time.Minute)
 		require.NoError(t, err)
-		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "claim:k", 1)}})
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "claim:k", 1)}})
 		assert.Equal(t, retried, got["m1"])
 	})
 	t.Run("a ledger outage retries, even on the last receive", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)
 		h.ledger.begin = outage
-		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "claim:k", 1), sqsMsg("m2", "claim:j", 4)}})
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "claim:k", 1), sqsMsg("m2", "claim:j", 4)}})
 		assert.Equal(t, map[string]outcome{"m1": retried, "m2": retried}, got)
 		assert.Empty(t, h.sqs.sent)
 	})
@@ -397,15 +398,15 @@ func TestLedger(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)
 		h.ledger.complete = outage
-		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "claim:k", 1)}})
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "claim:k", 1)}})
 		assert.Equal(t, retried, got["m1"])
 	})
 	t.Run("a ledger outage after the dead letter was sent still acknowledges it", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)
 		h.ledger.deadLettered = outage
-		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "claim-fail:k", 1)}})
-		assert.Equal(t, deadLettered(events.ReasonUnclassified), got["m1"])
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "claim-fail:k", 1)}})
+		assert.Equal(t, deadLettered(deadletter.ReasonUnclassified), got["m1"])
 	})
 	t.Run("a redelivered mutating task without a receipt is effect_unknown", func(t *testing.T) {
 		t.Parallel()
@@ -414,8 +415,8 @@ func TestLedger(t *testing.T) {
 		_, err := h.ledger.Begin(context.Background(), "k", "m1", testNow.Add(-time.Hour), time.Minute)
 		require.NoError(t, err)
 		require.NoError(t, h.ledger.StartEffect(context.Background(), "k", "m1", testNow.Add(-time.Hour)))
-		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg("m1", "claim-mutate:k", 2)}})
-		assert.Equal(t, deadLettered(events.ReasonEffectUnknown), got["m1"])
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "claim-mutate:k", 2)}})
+		assert.Equal(t, deadLettered(deadletter.ReasonEffectUnknown), got["m1"])
 		e, _, _ := h.ledger.Get(context.Background(), "k")
 		assert.Equal(t, ledger.StateDeadLettered, e.State)
 		assert.Equal(t, 1, e.DeadLetterCount)
@@ -425,10 +426,10 @@ func TestLedger(t *testing.T) {
 		h := newHarness(t, nil)
 		ctx := context.Background()
 		for i := range 3 {
-			got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{sqsMsg(fmt.Sprint("m", i), "claim-fail:k", 1)}})
-			want := deadLettered(events.ReasonUnclassified)
+			got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg(fmt.Sprint("m", i), "claim-fail:k", 1)}})
+			want := deadLettered(deadletter.ReasonUnclassified)
 			if i == 2 {
-				want = deadLettered(events.ReasonRedriveLoop) // redrive count 2 = RedriveLoopAfter
+				want = deadLettered(deadletter.ReasonRedriveLoop) // redrive count 2 = RedriveLoopAfter
 			}
 			assert.Equal(t, want, got[fmt.Sprint("m", i)], "delivery %d", i)
 			_, err := h.ledger.Redriven(ctx, "k", testNow)
@@ -436,20 +437,20 @@ func TestLedger(t *testing.T) {
 		}
 		e, _, _ := h.ledger.Get(ctx, "k")
 		assert.Equal(t, 3, e.DeadLetterCount)
-		assert.Equal(t, events.ReasonRedriveLoop, e.LastReason)
-		assert.Equal(t, []events.Reason{events.ReasonUnclassified, events.ReasonUnclassified, events.ReasonRedriveLoop}, h.sqs.sentReasons())
+		assert.Equal(t, deadletter.ReasonRedriveLoop, e.LastReason)
+		assert.Equal(t, []deadletter.Reason{deadletter.ReasonUnclassified, deadletter.ReasonUnclassified, deadletter.ReasonRedriveLoop}, h.sqs.sentReasons())
 	})
 }
 
 func TestFIFO(t *testing.T) {
 	t.Parallel()
 	const fifoDLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/agent-steps-dlq.fifo"
-	grp := func(m awsevents.SQSMessage, g string) awsevents.SQSMessage {
+	grp := func(m events.SQSMessage, g string) events.SQSMessage {
 		m.Attributes["MessageGroupId"] = g
 		m.EventSourceARN = "arn:aws:sqs:us-east-1:123456789012:agent-steps.fifo"
 		return m
 	}
-	batch := awsevents.SQSEvent{Records: []awsevents.SQSMessage{
+	batch := events.SQSEvent{Records: []events.SQSMessage{
 		grp(sqsMsg("a1", "ok", 1), "A"),
 		grp(sqsMsg("b1", "ok", 1), "B"),
 		grp(sqsMsg("a2", "transient", 1), "A"),
@@ -465,19 +466,19 @@ func TestFIFO(t *testing.T) {
 		want   map[string]outcome
 	}{
 		{name: "dead_letter", poison: pipeline.FIFOPoisonDeadLetter, want: map[string]outcome{
-			"a1": acked, "b1": acked, "a2": retried, "b2": deadLettered(events.ReasonSchemaInvalid),
-			"a3": retried /* held behind a2 */, "b3": acked, "c1": deadLettered(events.ReasonSchemaInvalid), "c2": acked,
+			"a1": acked, "b1": acked, "a2": retried, "b2": deadLettered(deadletter.ReasonSchemaInvalid),
+			"a3": retried /* held behind a2 */, "b3": acked, "c1": deadLettered(deadletter.ReasonSchemaInvalid), "c2": acked,
 		}},
 		{name: "hold_group", poison: pipeline.FIFOPoisonHoldGroup, want: map[string]outcome{
 			"a1": acked, "b1": acked, "a2": retried, "b2": retried /* held */, "a3": retried, "b3": retried,
-			"c1": deadLettered(events.ReasonSchemaInvalid) /* last receive */, "c2": acked,
+			"c1": deadLettered(deadletter.ReasonSchemaInvalid) /* last receive */, "c2": acked,
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, func(c *Config) { c.FIFO, c.DLQURL, c.FIFOPoison = true, fifoDLQ, tt.poison })
-			ev := awsevents.SQSEvent{Records: append([]awsevents.SQSMessage(nil), batch.Records...)}
+			ev := events.SQSEvent{Records: append([]events.SQSMessage(nil), batch.Records...)}
 			assert.Equal(t, tt.want, h.run(t, ev))
 			for _, in := range h.sqs.sent {
 				assert.NotEmpty(t, aws.ToString(in.MessageGroupId))
@@ -489,7 +490,7 @@ func TestFIFO(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, func(c *Config) { c.FIFO, c.DLQURL = true, fifoDLQ })
 		h.sqs.send = fail
-		got := h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{grp(sqsMsg("x1", "poison", 1), "X"), grp(sqsMsg("x2", "ok", 1), "X")}})
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{grp(sqsMsg("x1", "poison", 1), "X"), grp(sqsMsg("x2", "ok", 1), "X")}})
 		assert.Equal(t, map[string]outcome{"x1": retried, "x2": retried}, got)
 	})
 }
@@ -535,7 +536,7 @@ func TestNewFailsFast(t *testing.T) {
 func TestMetricsAndLogs(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil)
-	h.run(t, awsevents.SQSEvent{Records: []awsevents.SQSMessage{
+	h.run(t, events.SQSEvent{Records: []events.SQSMessage{
 		sqsMsg("ok1", "ok", 1), sqsMsg("ok2", "ok", 1), sqsMsg("t", "transient", 1),
 		sqsMsg("p1", "poison", 1), sqsMsg("p2", "poison", 1), sqsMsg("x", "policy", 1),
 	}})
@@ -596,8 +597,8 @@ func TestConcurrencyKeepsOutcomes(t *testing.T) {
 	t.Parallel()
 	const fifoDLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/agent-steps-dlq.fifo"
 	actions := []string{"ok", "transient", "poison", "claim:k%d", "panic", "ok", "auth", "policy", "claim-mutate-timeout:j%d", "ok", "throttled", "claim-fail:f%d"}
-	build := func(fifo bool) awsevents.SQSEvent {
-		var ev awsevents.SQSEvent
+	build := func(fifo bool) events.SQSEvent {
+		var ev events.SQSEvent
 		for i := range 60 {
 			body := actions[i%len(actions)]
 			if strings.Contains(body, "%d") {
@@ -653,7 +654,7 @@ func TestOutOfTime(t *testing.T) {
 	})
 	ctx, cancel := context.WithDeadline(context.Background(), testNow.Add(5*time.Second))
 	defer cancel()
-	ev := awsevents.SQSEvent{}
+	ev := events.SQSEvent{}
 	for i := range 6 {
 		ev.Records = append(ev.Records, sqsMsg(fmt.Sprint("m", i), "ok", 1))
 	}

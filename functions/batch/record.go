@@ -8,10 +8,10 @@ import (
 	"time"
 	"unsafe"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/ledger"
 )
 
 // Handler handles one record. Return nil when the record is done (it is
@@ -27,7 +27,7 @@ type Handler func(ctx context.Context, r Record) error
 // call (the state is recycled for the next batch).
 type Record struct {
 	// Message is the Lambda SQS record. Read only.
-	Message *awsevents.SQSMessage
+	Message *events.SQSMessage
 	// ReceiveCount is ApproximateReceiveCount: 1 on the first delivery. A
 	// missing or unreadable value counts as 1 (and is logged).
 	ReceiveCount int
@@ -40,7 +40,7 @@ type Record struct {
 
 // recordState is what the handler tells the processor about a record.
 type recordState struct {
-	task          events.Task
+	task          agenttask.Task
 	described     bool
 	key           string
 	claimed       bool
@@ -84,7 +84,7 @@ func (r Record) Body() []byte {
 // Describe attaches the decoded task, so that a dead letter's dlq_meta
 // carries its task, run, tenant, tool, idempotency key and trace id, and
 // logs carry its trace_id. The task is copied; its Args are not kept.
-func (r Record) Describe(t *events.Task) {
+func (r Record) Describe(t *agenttask.Task) {
 	if r.st == nil || t == nil {
 		return
 	}
@@ -172,7 +172,7 @@ const (
 
 // newRecord decodes the system attributes of msg that every record needs;
 // now is the record's clock reading (see runOne).
-func (p *Processor) newRecord(msg *awsevents.SQSMessage, st *recordState, now time.Time) Record {
+func (p *Processor) newRecord(msg *events.SQSMessage, st *recordState, now time.Time) Record {
 	r := Record{Message: msg, ReceiveCount: 1, p: p, st: st}
 	st.now = now
 	a := msg.Attributes

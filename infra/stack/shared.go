@@ -11,7 +11,7 @@ import (
 )
 
 // LedgerPartitionKey and LedgerTTLAttribute are the ledger table's key and
-// TTL attribute (internal/ledger's DynamoDB implementation writes them).
+// TTL attribute (ledger's DynamoDB implementation writes them).
 const (
 	LedgerPartitionKey = "pk"
 	LedgerTTLAttribute = "expires_at"

@@ -1,5 +1,5 @@
 // Package e2e holds the end-to-end and fault-injection tests of the whole
-// local pipeline: the real worker (functions/worker) behind the local event
+// local pipeline: the real worker (functions/sampleworker) behind the local event
 // source mapping (internal/esm), on the SQS, DynamoDB and S3 emulators that
 // `make test` starts, with triage and redrive reading and moving what the
 // worker dead-lettered.

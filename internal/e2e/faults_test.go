@@ -8,19 +8,19 @@ import (
 	"sync/atomic"
 	"testing"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/functions/worker"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
@@ -69,11 +69,11 @@ func TestFaultTransientExhaustion(t *testing.T) {
 		assert.Equal(t, h.p.MaxReceiveCount, h.attemptsOf(s.MessageID))
 		d, ok := dead[s.MessageID]
 		require.True(t, ok)
-		assert.Equal(t, events.ReasonBudgetExhausted, d.Reason)
+		assert.Equal(t, deadletter.ReasonBudgetExhausted, d.Reason)
 		assert.False(t, d.Inferred)
 		require.NotNil(t, d.Meta)
 		assert.Equal(t, h.p.MaxReceiveCount, d.Meta.Attempts)
-		assert.Equal(t, events.NextRetry, d.Meta.NextAction)
+		assert.Equal(t, deadletter.NextRetry, d.Meta.NextAction)
 	}
 }
 
@@ -112,12 +112,12 @@ func TestFaultDLQSendFails(t *testing.T) {
 		}
 		return nil
 	}}
-	h.drain(h.worker(func(c *worker.Config) { c.SQS = f }).Handle)
+	h.drain(h.worker(func(c *sampleworker.Config) { c.SQS = f }).Handle)
 	assert.Equal(t, 3, f.sends)
 	assert.Equal(t, 3, h.attemptsOf(sent[0].MessageID))
 	dead := h.deadLetters()
 	require.Len(t, dead, 1)
-	assert.Equal(t, events.ReasonSchemaInvalid, dead[0].Reason)
+	assert.Equal(t, deadletter.ReasonSchemaInvalid, dead[0].Reason)
 	assert.Equal(t, task.Body, dead[0].Body)
 	assert.Zero(t, h.depth(h.q.HotURL))
 }
@@ -170,9 +170,9 @@ func TestFaultCredentialsAndPermissions(t *testing.T) {
 		assert.Equal(t, h.p.MaxReceiveCount, h.attemptsOf(sent[0].MessageID))
 		dead := h.deadLetters()
 		require.Len(t, dead, 1)
-		assert.Equal(t, events.ReasonAuthConfig, dead[0].Reason)
+		assert.Equal(t, deadletter.ReasonAuthConfig, dead[0].Reason)
 		require.NotNil(t, dead[0].Meta)
-		assert.Equal(t, events.NextRetryAfter, dead[0].Meta.NextAction)
+		assert.Equal(t, deadletter.NextRetryAfter, dead[0].Meta.NextAction)
 	})
 	t.Run("DLQ send access denied", func(t *testing.T) {
 		t.Parallel()
@@ -182,11 +182,11 @@ func TestFaultCredentialsAndPermissions(t *testing.T) {
 		f := &faultySQS{Client: h.sqs, dlqURL: h.q.DLQURL, sendFault: func(int) error {
 			return &smithy.GenericAPIError{Code: "AccessDenied", Message: "not authorized to perform sqs:SendMessage (injected)", Fault: smithy.FaultClient}
 		}}
-		h.drain(h.worker(func(c *worker.Config) { c.SQS = f }).Handle)
+		h.drain(h.worker(func(c *sampleworker.Config) { c.SQS = f }).Handle)
 		assert.Equal(t, h.p.MaxReceiveCount, h.attemptsOf(sent[0].MessageID))
 		dead := h.deadLetters()
 		require.Len(t, dead, 1)
-		assert.Equal(t, events.ReasonReceiveLimit, dead[0].Reason, "moved by the broker, reason inferred")
+		assert.Equal(t, deadletter.ReasonReceiveLimit, dead[0].Reason, "moved by the broker, reason inferred")
 		assert.Equal(t, task.Body, dead[0].Body)
 	})
 }
@@ -208,16 +208,16 @@ func TestFaultWorkerCrashMidBatch(t *testing.T) {
 	w := h.worker()
 	var once sync.Once
 	var crashed atomic.Bool
-	h.drain(func(ctx context.Context, ev awsevents.SQSEvent) (awsevents.SQSEventResponse, error) {
+	h.drain(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		crash := false
 		once.Do(func() { crash = len(ev.Records) > 1 })
 		if !crash {
 			return w.Handle(ctx, ev)
 		}
 		crashed.Store(true)
-		half := awsevents.SQSEvent{Records: ev.Records[:len(ev.Records)/2]}
+		half := events.SQSEvent{Records: ev.Records[:len(ev.Records)/2]}
 		if _, err := w.Handle(ctx, half); err != nil {
-			return awsevents.SQSEventResponse{}, err
+			return events.SQSEventResponse{}, err
 		}
 		panic("worker process killed mid-batch (injected)")
 	})
@@ -281,7 +281,7 @@ func TestFaultConcurrentSelectiveRedrive(t *testing.T) {
 
 	r := newRedriver(t, h)
 	req := redrive.SelectRequest{Who: redrive.Who{Owner: h.p.Owner, Why: "upstream 429s fixed (e2e)"},
-		Selector: redrive.Selector{Reasons: []events.Reason{events.ReasonBudgetExhausted}}, Rate: 100}
+		Selector: redrive.Selector{Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted}}, Rate: 100}
 	var wg sync.WaitGroup
 	results := make([]*redrive.SelectResult, 2)
 	errs := make([]error, 2)
@@ -372,13 +372,13 @@ func TestFaultRedriveOfATaskThatFailsAgain(t *testing.T) {
 	w := h.worker()
 	h.drain(w.Handle)
 	r := newRedriver(t, h)
-	want := []events.Reason{events.ReasonUnclassified}
+	want := []deadletter.Reason{deadletter.ReasonUnclassified}
 	for range h.p.RedriveLoopAfter {
 		dead := h.deadLetters()
 		require.Len(t, dead, 1)
 		_, err := r.Select(context.Background(), redrive.SelectRequest{
 			Who:      redrive.Who{Owner: h.p.Owner, Why: "retry after a fix (e2e)"},
-			Selector: redrive.Selector{Reasons: []events.Reason{dead[0].Reason}}, Rate: 100,
+			Selector: redrive.Selector{Reasons: []deadletter.Reason{dead[0].Reason}}, Rate: 100,
 			Ack: redrive.Ack{FixDeployed: "e2e-fix-1"},
 		})
 		require.NoError(t, err)
@@ -387,7 +387,7 @@ func TestFaultRedriveOfATaskThatFailsAgain(t *testing.T) {
 		require.Len(t, dead, 1)
 		want = append(want, dead[0].Reason)
 	}
-	assert.Equal(t, []events.Reason{events.ReasonUnclassified, events.ReasonUnclassified, events.ReasonRedriveLoop}, want)
+	assert.Equal(t, []deadletter.Reason{deadletter.ReasonUnclassified, deadletter.ReasonUnclassified, deadletter.ReasonRedriveLoop}, want)
 	e, ok, err := h.ledger.Get(context.Background(), task.Key)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -396,7 +396,7 @@ func TestFaultRedriveOfATaskThatFailsAgain(t *testing.T) {
 	// redrive_loop is never redriven.
 	_, err = r.Select(context.Background(), redrive.SelectRequest{
 		Who:      redrive.Who{Owner: h.p.Owner, Why: "try again (e2e)"},
-		Selector: redrive.Selector{Reasons: []events.Reason{events.ReasonRedriveLoop}}, Rate: 100,
+		Selector: redrive.Selector{Reasons: []deadletter.Reason{deadletter.ReasonRedriveLoop}}, Rate: 100,
 		Ack: redrive.Ack{FixDeployed: "e2e-fix-2"},
 	})
 	assert.ErrorIs(t, err, redrive.ErrRefused)
@@ -419,17 +419,17 @@ func TestFaultDLQMissingOrMisnamed(t *testing.T) {
 	require.ErrorIs(t, err, topology.ErrNotFound)
 	assert.Equal(t, 1, h.depth(h.q.HotURL), "nothing received")
 
-	_, err = worker.New(worker.Config{Pipeline: h.p, Queues: topology.Queues{HotURL: h.q.HotURL}, SQS: h.sqs, Ledger: h.ledger})
+	_, err = sampleworker.New(sampleworker.Config{Pipeline: h.p, Queues: topology.Queues{HotURL: h.q.HotURL}, SQS: h.sqs, Ledger: h.ledger})
 	require.Error(t, err, "no DLQ: the worker refuses to start")
 
 	wrong := h.q
 	wrong.DLQURL += "-misnamed"
-	w := h.worker(func(c *worker.Config) { c.Queues = wrong })
+	w := h.worker(func(c *sampleworker.Config) { c.Queues = wrong })
 	h.drain(w.Handle)
 	assert.Equal(t, h.p.MaxReceiveCount, h.attemptsOf(sent[0].MessageID))
 	dead := h.deadLetters()
 	require.Len(t, dead, 1)
-	assert.Equal(t, events.ReasonReceiveLimit, dead[0].Reason)
+	assert.Equal(t, deadletter.ReasonReceiveLimit, dead[0].Reason)
 	assert.Equal(t, task.Body, dead[0].Body)
 }
 
@@ -449,7 +449,7 @@ func TestFaultRedriveToTheWrongQueue(t *testing.T) {
 	_, err := r.Start(context.Background(), redrive.StartRequest{
 		Who:  redrive.Who{Owner: h.p.Owner, Why: "e2e"},
 		Rate: 10, Destination: other.HotARN,
-		Groups: []redrive.Group{{Reason: events.ReasonBudgetExhausted, Count: 1}},
+		Groups: []redrive.Group{{Reason: deadletter.ReasonBudgetExhausted, Count: 1}},
 	})
 	require.ErrorIs(t, err, redrive.ErrRefused)
 	assert.Equal(t, redrive.CodeDestination, redrive.RefusalCode(err))
@@ -458,7 +458,7 @@ func TestFaultRedriveToTheWrongQueue(t *testing.T) {
 	mis.Queues.HotURL, mis.Queues.HotARN = other.HotURL, other.HotARN // its redrive policy names the other DLQ
 	_, err = mis.Select(context.Background(), redrive.SelectRequest{
 		Who: redrive.Who{Owner: h.p.Owner, Why: "e2e"}, Rate: 10,
-		Selector: redrive.Selector{Reasons: []events.Reason{events.ReasonBudgetExhausted}},
+		Selector: redrive.Selector{Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted}},
 	})
 	require.ErrorIs(t, err, redrive.ErrRefused)
 	assert.Equal(t, redrive.CodeDestination, redrive.RefusalCode(err))

@@ -9,19 +9,19 @@ import (
 	"testing"
 	"time"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/functions/worker"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/esm"
-	"github.com/agentdlq/agentdlq/internal/ledger"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -84,14 +84,14 @@ func (w testWriter) Write(b []byte) (int, error) { w.t.Log(string(b)); return le
 
 // worker builds the real worker on the harness's queues and ledger; opts
 // change its config (fault wrappers).
-func (h *harness) worker(opts ...func(*worker.Config)) *worker.Worker {
+func (h *harness) worker(opts ...func(*sampleworker.Config)) *sampleworker.Worker {
 	h.t.Helper()
-	wc := worker.Config{Pipeline: h.p, Queues: h.q, SQS: h.sqs, Ledger: h.ledger, WorkerVersion: "e2e",
+	wc := sampleworker.Config{Pipeline: h.p, Queues: h.q, SQS: h.sqs, Ledger: h.ledger, WorkerVersion: "e2e",
 		Logger: h.log, Metrics: io.Discard}
 	for _, o := range opts {
 		o(&wc)
 	}
-	w, err := worker.New(wc)
+	w, err := sampleworker.New(wc)
 	require.NoError(h.t, err)
 	return w
 }
@@ -113,7 +113,7 @@ func (h *harness) drain(handler esm.Handler) esm.Stats {
 // drainWith is drain with another SQS client for the mapping (a fault wrapper).
 func (h *harness) drainWith(api esm.API, handler esm.Handler) esm.Stats {
 	h.t.Helper()
-	counted := func(ctx context.Context, ev awsevents.SQSEvent) (awsevents.SQSEventResponse, error) {
+	counted := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		h.mu.Lock()
 		for _, r := range ev.Records {
 			h.attempts[r.MessageId]++
@@ -257,8 +257,8 @@ func (l *lossyDeletes) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMes
 	return l.Client.DeleteMessageBatch(ctx, in, opts...)
 }
 
-func reasonsOf(tagged []triage.Tagged) map[events.Reason]int {
-	out := map[events.Reason]int{}
+func reasonsOf(tagged []triage.Tagged) map[deadletter.Reason]int {
+	out := map[deadletter.Reason]int{}
 	for _, t := range tagged {
 		out[t.Reason]++
 	}

@@ -6,16 +6,16 @@ import (
 	"testing"
 	"time"
 
-	awsevents "github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
-	"github.com/agentdlq/agentdlq/internal/ledger"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/ledger"
 )
 
 // The full path for every failure class at once: the demo's workload (valid,
@@ -85,7 +85,7 @@ func TestReceiveLimitWhenTheHandlerCrashes(t *testing.T) {
 	h := newHarness(t, false, 2, nil)
 	task := workload.Make(localtest.Unique("crash"), 0, workload.OK, 0)
 	sent := h.send(task)
-	crash := func(context.Context, awsevents.SQSEvent) (awsevents.SQSEventResponse, error) {
+	crash := func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 		panic("runtime: out of memory (injected)")
 	}
 	stats := h.drain(crash)
@@ -95,7 +95,7 @@ func TestReceiveLimitWhenTheHandlerCrashes(t *testing.T) {
 	dead := h.deadLetters()
 	require.Len(t, dead, 1)
 	assert.Equal(t, sent[0].MessageID, dead[0].MessageID, "the broker keeps the message id")
-	assert.Equal(t, events.ReasonReceiveLimit, dead[0].Reason)
+	assert.Equal(t, deadletter.ReasonReceiveLimit, dead[0].Reason)
 	assert.True(t, dead[0].Inferred)
 	assert.Equal(t, task.Body, dead[0].Body)
 	assert.Zero(t, h.depth(h.q.HotURL))
@@ -155,7 +155,7 @@ func TestFIFOGroupsEndToEnd(t *testing.T) {
 		order []string
 	)
 	w := h.worker()
-	h.drain(func(ctx context.Context, ev awsevents.SQSEvent) (awsevents.SQSEventResponse, error) {
+	h.drain(func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 		resp, err := w.Handle(ctx, ev)
 		failed := map[string]bool{}
 		for _, f := range resp.BatchItemFailures {
@@ -178,7 +178,7 @@ func TestFIFOGroupsEndToEnd(t *testing.T) {
 	acct := h.account(sent)
 	assert.True(t, acct.AddsUp(), acct.Line())
 	assert.Zero(t, acct.Lost)
-	assert.Equal(t, map[events.Reason]int{events.ReasonSchemaInvalid: 1}, acct.ByReason)
+	assert.Equal(t, map[deadletter.Reason]int{deadletter.ReasonSchemaInvalid: 1}, acct.ByReason)
 	assert.Equal(t, 4, acct.Processed)
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // Recorder records SendMessage and ChangeMessageVisibility calls instead of
@@ -66,14 +66,14 @@ func (r *Recorder) VisibilityChanges() []*sqs.ChangeMessageVisibilityInput {
 // DeadLetter is one recorded dead letter, decoded.
 type DeadLetter struct {
 	// MessageID is the original message's id (from dlq_meta).
-	MessageID string        `json:"messageId"`
-	Reason    events.Reason `json:"reason"`
+	MessageID string            `json:"messageId"`
+	Reason    deadletter.Reason `json:"reason"`
 	// Meta is the dlq_meta document as the worker wrote it.
 	Meta json.RawMessage `json:"meta"`
 	// Body is the dead letter's body (the original, byte for byte).
 	Body string `json:"-"`
 	// Attributes are the dead letter's message attributes.
-	Attributes map[string]events.Attribute `json:"-"`
+	Attributes map[string]deadletter.Attribute `json:"-"`
 }
 
 // DeadLetters decodes the recorded sends. A send whose dlq_meta cannot be
@@ -82,16 +82,16 @@ func (r *Recorder) DeadLetters() ([]DeadLetter, error) {
 	sent := r.Sent()
 	out := make([]DeadLetter, 0, len(sent))
 	for i, in := range sent {
-		attrs := make(map[string]events.Attribute, len(in.MessageAttributes))
+		attrs := make(map[string]deadletter.Attribute, len(in.MessageAttributes))
 		for name, v := range in.MessageAttributes {
-			attrs[name] = events.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
+			attrs[name] = deadletter.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
 		}
-		raw := attrs[events.AttrMeta].StringValue
-		meta, err := events.ParseMeta([]byte(raw))
+		raw := attrs[deadletter.AttrMeta].StringValue
+		meta, err := deadletter.ParseMeta([]byte(raw))
 		if err != nil {
 			return nil, fmt.Errorf("dead letter %d: %w", i, err)
 		}
-		if got := events.Reason(attrs[events.AttrReason].StringValue); got != meta.Reason {
+		if got := deadletter.Reason(attrs[deadletter.AttrReason].StringValue); got != meta.Reason {
 			return nil, fmt.Errorf("dead letter %d: dlq_reason %q, dlq_meta reason %q", i, got, meta.Reason)
 		}
 		out = append(out, DeadLetter{MessageID: meta.MessageID, Reason: meta.Reason, Meta: json.RawMessage(raw), Body: aws.ToString(in.MessageBody), Attributes: attrs})

@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -21,7 +21,7 @@ type Sent struct {
 // broker moved it) and its reason (written or inferred).
 type DeadLetter struct {
 	OriginalMessageID string
-	Reason            events.Reason
+	Reason            deadletter.Reason
 }
 
 // Accounting says where every sent message ended up. Sent = Processed +
@@ -31,11 +31,11 @@ type Accounting struct {
 	Processed int `json:"processed"`
 	// Duplicates counts processed messages that shared their idempotency key
 	// with another sent message (one did the work, the others were no-ops).
-	Duplicates   int                   `json:"duplicates"`
-	DeadLettered int                   `json:"dead_lettered"`
-	ByReason     map[events.Reason]int `json:"dead_lettered_by_reason"`
-	InFlight     int                   `json:"in_flight"`
-	Lost         int                   `json:"lost"`
+	Duplicates   int                       `json:"duplicates"`
+	DeadLettered int                       `json:"dead_lettered"`
+	ByReason     map[deadletter.Reason]int `json:"dead_lettered_by_reason"`
+	InFlight     int                       `json:"in_flight"`
+	Lost         int                       `json:"lost"`
 	// ExtraDeadLetters are DLQ messages that match no sent message, or
 	// repeat one already counted (a second dead letter of the same message).
 	ExtraDeadLetters int `json:"extra_dead_letters"`
@@ -49,8 +49,8 @@ type Accounting struct {
 // in-flight and delayed count) — and lost when more are unaccounted for than
 // the hot queue holds.
 func Account(p *pipeline.Pipeline, sent []Sent, dlq []DeadLetter, inFlight int, done func(key string) bool) Accounting {
-	a := Accounting{Sent: len(sent), ByReason: map[events.Reason]int{}}
-	dead := make(map[string]events.Reason, len(dlq))
+	a := Accounting{Sent: len(sent), ByReason: map[deadletter.Reason]int{}}
+	dead := make(map[string]deadletter.Reason, len(dlq))
 	for _, d := range dlq {
 		if _, dup := dead[d.OriginalMessageID]; dup {
 			a.ExtraDeadLetters++
@@ -123,7 +123,7 @@ func (a Accounting) Line() string {
 	slices.Sort(reasons)
 	parts := make([]string, 0, len(reasons))
 	for _, r := range reasons {
-		parts = append(parts, fmt.Sprintf("%s %d", r, a.ByReason[events.Reason(r)]))
+		parts = append(parts, fmt.Sprintf("%s %d", r, a.ByReason[deadletter.Reason(r)]))
 	}
 	verdict := "adds up"
 	if !a.AddsUp() {

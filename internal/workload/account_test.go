@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/workload"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -28,23 +28,23 @@ func TestAccount(t *testing.T) {
 	}{
 		{
 			name:     "everything where it should be, one still in flight",
-			dlq:      []workload.DeadLetter{{"m2", events.ReasonSchemaInvalid}, {"m3", events.ReasonBudgetExhausted}},
+			dlq:      []workload.DeadLetter{{"m2", deadletter.ReasonSchemaInvalid}, {"m3", deadletter.ReasonBudgetExhausted}},
 			inFlight: 1,
 			want: workload.Accounting{Sent: 5, Processed: 2, Duplicates: 2, DeadLettered: 2, InFlight: 1,
-				ByReason: map[events.Reason]int{events.ReasonSchemaInvalid: 1, events.ReasonBudgetExhausted: 1}},
+				ByReason: map[deadletter.Reason]int{deadletter.ReasonSchemaInvalid: 1, deadletter.ReasonBudgetExhausted: 1}},
 		},
 		{
 			name: "a message neither done, dead-lettered nor on the queue is lost",
-			dlq:  []workload.DeadLetter{{"m2", events.ReasonSchemaInvalid}, {"m3", events.ReasonBudgetExhausted}},
+			dlq:  []workload.DeadLetter{{"m2", deadletter.ReasonSchemaInvalid}, {"m3", deadletter.ReasonBudgetExhausted}},
 			want: workload.Accounting{Sent: 5, Processed: 2, Duplicates: 2, DeadLettered: 2, Lost: 1,
-				ByReason: map[events.Reason]int{events.ReasonSchemaInvalid: 1, events.ReasonBudgetExhausted: 1}},
+				ByReason: map[deadletter.Reason]int{deadletter.ReasonSchemaInvalid: 1, deadletter.ReasonBudgetExhausted: 1}},
 		},
 		{
 			name:     "a wrong reason and a second dead letter are reported",
-			dlq:      []workload.DeadLetter{{"m2", events.ReasonJSONInvalid}, {"m2", events.ReasonJSONInvalid}, {"m3", events.ReasonBudgetExhausted}, {"zz", events.ReasonReceiveLimit}},
+			dlq:      []workload.DeadLetter{{"m2", deadletter.ReasonJSONInvalid}, {"m2", deadletter.ReasonJSONInvalid}, {"m3", deadletter.ReasonBudgetExhausted}, {"zz", deadletter.ReasonReceiveLimit}},
 			inFlight: 1,
 			want: workload.Accounting{Sent: 5, Processed: 2, Duplicates: 2, DeadLettered: 2, InFlight: 1, ExtraDeadLetters: 2,
-				ByReason:   map[events.Reason]int{events.ReasonJSONInvalid: 1, events.ReasonBudgetExhausted: 1},
+				ByReason:   map[deadletter.Reason]int{deadletter.ReasonJSONInvalid: 1, deadletter.ReasonBudgetExhausted: 1},
 				Unexpected: []string{"m2 (schema_invalid): dead-lettered as json_invalid, want dead-lettered as schema_invalid"}},
 		},
 	}

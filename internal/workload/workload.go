@@ -14,7 +14,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -67,7 +67,7 @@ type Expect struct {
 	// (Reason empty).
 	Processed bool
 	// Reason is the dead letter's reason otherwise.
-	Reason events.Reason
+	Reason deadletter.Reason
 	// Attempts is the number of handler invocations the message gets.
 	Attempts int
 }
@@ -81,11 +81,11 @@ func (k Kind) Expect(p *pipeline.Pipeline) Expect {
 	case TransientRecovers:
 		return Expect{Processed: true, Attempts: 2}
 	case Panic:
-		return Expect{Reason: events.ReasonUnclassified, Attempts: 1}
+		return Expect{Reason: deadletter.ReasonUnclassified, Attempts: 1}
 	case BudgetExhausted, AuthConfig, DependencyOpen:
-		return Expect{Reason: events.Reason(k), Attempts: p.MaxReceiveCount}
+		return Expect{Reason: deadletter.Reason(k), Attempts: p.MaxReceiveCount}
 	default:
-		return Expect{Reason: events.Reason(k), Attempts: 1}
+		return Expect{Reason: deadletter.Reason(k), Attempts: 1}
 	}
 }
 

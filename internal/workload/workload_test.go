@@ -6,7 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events"
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/workload"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -15,7 +16,7 @@ import (
 // the poison kinds fail with their own reason, and the kind reads back.
 func TestMakeDecodesAsIntended(t *testing.T) {
 	t.Parallel()
-	cat := events.SampleCatalog()
+	cat := agenttask.SampleCatalog()
 	for i, k := range workload.AllKinds() {
 		t.Run(string(k), func(t *testing.T) {
 			t.Parallel()
@@ -23,12 +24,12 @@ func TestMakeDecodesAsIntended(t *testing.T) {
 			got, ok := workload.KindOf(task.Body)
 			require.True(t, ok, task.Body)
 			assert.Equal(t, k, got)
-			decoded, err := events.DecodeTask([]byte(task.Body), cat)
+			decoded, err := agenttask.DecodeTask([]byte(task.Body), cat)
 			switch k {
 			case workload.JSONInvalid, workload.SchemaInvalid, workload.ToolUnknown, workload.ToolVersionUnsupported:
-				var ve *events.ValidationError
+				var ve *agenttask.ValidationError
 				require.ErrorAs(t, err, &ve)
-				assert.Equal(t, events.Reason(k), ve.Reason)
+				assert.Equal(t, deadletter.Reason(k), ve.Reason)
 			default:
 				require.NoError(t, err)
 				assert.Equal(t, task.Key, decoded.IdempotencyKey)
@@ -55,10 +56,10 @@ func TestExpect(t *testing.T) {
 	}{
 		{workload.OK, workload.Expect{Processed: true, Attempts: 1}},
 		{workload.TransientRecovers, workload.Expect{Processed: true, Attempts: 2}},
-		{workload.BudgetExhausted, workload.Expect{Reason: events.ReasonBudgetExhausted, Attempts: 4}},
-		{workload.SchemaInvalid, workload.Expect{Reason: events.ReasonSchemaInvalid, Attempts: 1}},
-		{workload.Panic, workload.Expect{Reason: events.ReasonUnclassified, Attempts: 1}},
-		{workload.EffectUnknown, workload.Expect{Reason: events.ReasonEffectUnknown, Attempts: 1}},
+		{workload.BudgetExhausted, workload.Expect{Reason: deadletter.ReasonBudgetExhausted, Attempts: 4}},
+		{workload.SchemaInvalid, workload.Expect{Reason: deadletter.ReasonSchemaInvalid, Attempts: 1}},
+		{workload.Panic, workload.Expect{Reason: deadletter.ReasonUnclassified, Attempts: 1}},
+		{workload.EffectUnknown, workload.Expect{Reason: deadletter.ReasonEffectUnknown, Attempts: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.kind), func(t *testing.T) {

@@ -1,0 +1,27 @@
+// Package agenttask is the agent task v1 contract: the message body that
+// producers put on a hot queue (a JSON Schema in schema/, embedded as
+// TaskSchema), its Go type, a single-pass decoder that validates and extracts
+// in one go, and the sample tool catalog with the versions each tool supports.
+//
+// The package is pure Go: it imports no AWS SDK, takes values and returns
+// values, and is tested with tables, differential tests against
+// encoding/json and fuzzing (make fuzz). A body that breaks a rule is a
+// *ValidationError carrying its dead-letter reason (package
+// events/deadletter).
+//
+// # Decoding a task
+//
+// DecodeTask validates a body and names the first rule it breaks, as a
+// *ValidationError with the poison reason (json_invalid, schema_invalid,
+// tool_unknown, tool_version_unsupported) and the field. It is a single pass
+// over the body (DecoderName says which decoder ran): the whole body,
+// args included, is validated as JSON exactly as encoding/json does; the
+// eight string fields are decoded (escapes, surrogate pairs, invalid UTF-8
+// replaced, as encoding/json) into one allocation; Args is the raw sub-slice
+// of the body. It must agree with DecodeTaskStd, the encoding/json reference,
+// on every input (tests and FuzzDecodeTask), and with the JSON Schema
+// (TestSchemaAgreesWithDecodeTask): schema_version is valid when its value is
+// the integer 1, whether written 1, 1.0 or 1e0; strings are limited to the
+// schema's maxLength in characters; duplicate keys: the last one wins.
+//
+package agenttask

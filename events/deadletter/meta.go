@@ -1,0 +1,277 @@
+package deadletter
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+	"unsafe"
+)
+
+// Attribute names the worker stamps on a dead letter.
+const (
+	AttrReason = "dlq_reason"
+	AttrMeta   = "dlq_meta"
+	// AttrPrefix marks every attribute agentdlq owns; a redrive removes them.
+	AttrPrefix = "dlq_"
+)
+
+// SQS allows at most 10 message attributes. A dead letter keeps at most
+// MaxKeptAttributes of the original ones beside dlq_reason and dlq_meta; the
+// rest are folded into dlq_meta and restored on redrive.
+const (
+	MaxAttributes     = 10
+	MaxKeptAttributes = MaxAttributes - 2
+	// MetaVersion is the version of the dlq_meta document this code writes.
+	MetaVersion = 1
+	// MaxMetaBytes bounds the encoded dlq_meta. Larger metadata is refused by
+	// the encoder (history is dropped first) and reported by the decoder.
+	MaxMetaBytes = 16 * 1024
+	// MaxErrorRunes bounds the redacted error text in the metadata.
+	MaxErrorRunes = 256
+	// MaxHistory bounds the attempt history kept in the metadata.
+	MaxHistory = 10
+)
+
+// Attribute is an SQS message attribute, independent of any SDK. DataType is
+// "String", "Number" or "Binary", optionally with a custom suffix
+// ("String.trace"); String and Number carry StringValue, Binary BinaryValue.
+type Attribute struct {
+	DataType    string `json:"type"`
+	StringValue string `json:"s,omitempty"`
+	BinaryValue []byte `json:"b,omitempty"`
+}
+
+// EffectState says what is known of a task's external effect.
+type EffectState string
+
+const (
+	EffectNone     EffectState = "none"      // no mutating call started
+	EffectUnknown  EffectState = "unknown"   // a mutating call started, outcome not known
+	EffectDone     EffectState = "done"      // the ledger holds a receipt
+	EffectReadOnly EffectState = "read_only" // the tool does not mutate the outside world
+)
+
+// Attempt is one failed attempt in a dead letter's history.
+type Attempt struct {
+	Receive   int       `json:"n"`
+	At        time.Time `json:"at"`
+	Class     Class     `json:"class"`
+	ErrorCode string    `json:"code,omitempty"`
+	Error     string    `json:"error,omitempty"` // redacted
+}
+
+// Meta is the dlq_meta document: why a message was dead-lettered and what it
+// was, without its prompt, secrets or tool results. Encode it with
+// EncodeDeadLetter; read it with DecodeDeadLetter.
+type Meta struct {
+	Version    int        `json:"v"`
+	Class      Class      `json:"class"`
+	Reason     Reason     `json:"reason"`
+	NextAction NextAction `json:"next_action"`
+	// Attempts is the number of receives that failed (the receive count when dead-lettered).
+	Attempts       int       `json:"attempts"`
+	FirstFailureAt time.Time `json:"first_failure_at,omitzero"`
+	LastFailureAt  time.Time `json:"last_failure_at,omitzero"`
+	ErrorCode      string    `json:"error_code,omitempty"`
+	// Error is redacted and at most MaxErrorRunes long.
+	Error   string    `json:"error,omitempty"`
+	History []Attempt `json:"history,omitempty"`
+
+	SourceQueueARN string    `json:"source_queue_arn,omitempty"`
+	MessageID      string    `json:"message_id,omitempty"`
+	SentAt         time.Time `json:"sent_at,omitzero"` // the original SentTimestamp
+	DeadLetteredAt time.Time `json:"dead_lettered_at"`
+	WorkerVersion  string    `json:"worker_version,omitempty"`
+	// MessageGroupID is set for FIFO queues.
+	MessageGroupID string `json:"message_group_id,omitempty"`
+
+	TaskID         string      `json:"task_id,omitempty"`
+	RunID          string      `json:"run_id,omitempty"`
+	Tenant         string      `json:"tenant,omitempty"`
+	Tool           string      `json:"tool,omitempty"`
+	ToolVersion    string      `json:"tool_version,omitempty"`
+	SchemaVersion  int         `json:"schema_version,omitempty"`
+	IdempotencyKey string      `json:"idempotency_key,omitempty"`
+	TraceID        string      `json:"trace_id,omitempty"`
+	InputSHA256    string      `json:"input_sha256,omitempty"` // of the whole original body
+	Effect         EffectState `json:"effect,omitempty"`
+	// RedriveCount is the ledger's redrive count of the key when dead-lettered.
+	RedriveCount int `json:"redrive_count,omitempty"`
+
+	// Folded holds original attributes that did not fit beside dlq_reason and
+	// dlq_meta (or that used a reserved dlq_ name); redrive restores them.
+	Folded map[string]Attribute `json:"folded,omitempty"`
+}
+
+// Errors the codec returns; test with errors.Is.
+var (
+	ErrMetaInvalid  = errors.New("dlq_meta is not valid JSON metadata")
+	ErrMetaVersion  = errors.New("dlq_meta version is not supported")
+	ErrMetaTooLarge = errors.New("dlq_meta is too large")
+	ErrMetaMismatch = errors.New("dlq_reason and dlq_meta disagree")
+)
+
+// EncodeDeadLetter returns the attributes of the dead letter of a message with
+// the original attributes: at most MaxKeptAttributes originals (by name order),
+// dlq_reason, and dlq_meta holding m with the rest folded in. The error text
+// is redacted and truncated here, whatever the caller passed. original is not
+// modified.
+func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribute, error) {
+	if !m.Reason.Valid() {
+		return nil, fmt.Errorf("encode dead letter: unknown reason %q", m.Reason)
+	}
+	m.Version = MetaVersion
+	if m.Class == "" {
+		m.Class = m.Reason.Class()
+	}
+	if m.NextAction == "" {
+		m.NextAction = m.Reason.NextAction()
+	}
+	m.Error = Redact(m.Error, MaxErrorRunes)
+	if len(m.History) > MaxHistory {
+		m.History = m.History[len(m.History)-MaxHistory:]
+	}
+	// Copied on the first error text that redaction changes, so that the
+	// caller's history is not redacted in place; a history whose texts are
+	// already clean (the worker's: one attempt, no text) is not copied.
+	copied := false
+	for i := range m.History {
+		e := Redact(m.History[i].Error, MaxErrorRunes/2)
+		if e == m.History[i].Error {
+			continue
+		}
+		if !copied {
+			m.History, copied = slices.Clone(m.History), true
+		}
+		m.History[i].Error = e
+	}
+
+	// Sized for what it will hold: a small map (eight entries or fewer) is
+	// much cheaper to make than one hinted for the SQS maximum.
+	out := make(map[string]Attribute, min(len(original), MaxKeptAttributes)+2)
+	var folded map[string]Attribute
+	if keepsAll(original) {
+		// Nothing is folded, so the name order does not matter: no sort.
+		for name, a := range original {
+			out[name] = a
+		}
+	} else {
+		names := make([]string, 0, len(original))
+		for name := range original {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			a := original[name]
+			if len(out) < MaxKeptAttributes && !strings.HasPrefix(name, AttrPrefix) {
+				out[name] = a
+				continue
+			}
+			if folded == nil {
+				folded = make(map[string]Attribute)
+			}
+			folded[name] = a
+		}
+	}
+	m.Folded = folded
+
+	data, err := appendMeta(make([]byte, 0, 768+256*len(m.History)), &m)
+	if err == nil && len(data) > MaxMetaBytes && len(m.History) > 0 {
+		m.History = nil // the history is the first thing to give up
+		data, err = appendMeta(data[:0], &m)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode dead letter: %w", err)
+	}
+	if len(data) > MaxMetaBytes {
+		return nil, fmt.Errorf("encode dead letter: %w: %d bytes (max %d; folded attributes are too big)", ErrMetaTooLarge, len(data), MaxMetaBytes)
+	}
+	out[AttrReason] = Attribute{DataType: "String", StringValue: string(m.Reason)}
+	// data is not written again: the string shares its bytes instead of
+	// copying them (~1 KB and an allocation per dead letter).
+	out[AttrMeta] = Attribute{DataType: "String", StringValue: unsafe.String(unsafe.SliceData(data), len(data))}
+	return out, nil
+}
+
+// keepsAll reports whether every original attribute is kept as it is: at
+// most MaxKeptAttributes of them, none with a reserved dlq_ name.
+func keepsAll(original map[string]Attribute) bool {
+	if len(original) > MaxKeptAttributes {
+		return false
+	}
+	for name := range original {
+		if strings.HasPrefix(name, AttrPrefix) {
+			return false
+		}
+	}
+	return true
+}
+
+// DecodeDeadLetter splits a dead letter's attributes into its metadata and the
+// message's original attributes (dlq_* removed, folded ones restored). A dead
+// letter without dlq_meta returns a nil Meta and no error: the worker never
+// wrote it (triage infers its reason). Metadata that cannot be read returns
+// the attributes without dlq_* and an error wrapping ErrMetaInvalid,
+// ErrMetaVersion, ErrMetaTooLarge or ErrMetaMismatch; attrs is not modified.
+func DecodeDeadLetter(attrs map[string]Attribute) (*Meta, map[string]Attribute, error) {
+	original := make(map[string]Attribute, len(attrs))
+	for name, a := range attrs {
+		if !strings.HasPrefix(name, AttrPrefix) {
+			original[name] = a
+		}
+	}
+	raw, ok := attrs[AttrMeta]
+	if !ok {
+		if r, ok := attrs[AttrReason]; ok {
+			return nil, original, fmt.Errorf("%w: dlq_reason %q without dlq_meta", ErrMetaInvalid, r.StringValue)
+		}
+		return nil, original, nil
+	}
+	m, err := ParseMeta([]byte(raw.StringValue))
+	if err != nil {
+		return nil, original, err
+	}
+	// Folded attributes are restored even when the reasons disagree: the
+	// message's own attributes are never lost.
+	for name, a := range m.Folded {
+		original[name] = a
+	}
+	if r, ok := attrs[AttrReason]; ok && Reason(r.StringValue) != m.Reason {
+		return m, original, fmt.Errorf("%w: dlq_reason %q, dlq_meta reason %q", ErrMetaMismatch, r.StringValue, m.Reason)
+	}
+	return m, original, nil
+}
+
+// ParseMeta decodes and checks one dlq_meta document.
+func ParseMeta(data []byte) (*Meta, error) {
+	if len(data) > MaxMetaBytes {
+		return nil, fmt.Errorf("%w: %d bytes (max %d)", ErrMetaTooLarge, len(data), MaxMetaBytes)
+	}
+	var m Meta
+	err := json.Unmarshal(data, &m)
+	if err != nil || m.Version != MetaVersion {
+		// Another version may not fit this struct: read the version alone
+		// to say which failure it is.
+		var probe struct {
+			Version *int `json:"v"`
+		}
+		switch perr := json.Unmarshal(data, &probe); {
+		case perr != nil:
+			return nil, fmt.Errorf("%w: %v", ErrMetaInvalid, perr)
+		case probe.Version == nil:
+			return nil, fmt.Errorf("%w: no version field", ErrMetaInvalid)
+		case *probe.Version != MetaVersion:
+			return nil, fmt.Errorf("%w: v%d (this build reads v%d)", ErrMetaVersion, *probe.Version, MetaVersion)
+		default:
+			return nil, fmt.Errorf("%w: %v", ErrMetaInvalid, err)
+		}
+	}
+	if !m.Reason.Valid() {
+		return nil, fmt.Errorf("%w: unknown reason %q", ErrMetaInvalid, m.Reason)
+	}
+	return &m, nil
+}

@@ -1,0 +1,223 @@
+package deadletter
+
+import (
+	"encoding/base64"
+	"errors"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// appendMeta appends the dlq_meta JSON of m to dst: the bytes that
+// encoding/json writes for m with HTML escaping off (a test holds the two
+// together; the one difference is that U+FFFE and U+FFFF are escaped, see
+// appendString), without reflection, since every dead letter pays for it.
+// The decoder stays encoding/json (ParseMeta).
+func appendMeta(dst []byte, m *Meta) ([]byte, error) {
+	var err error
+	dst = append(dst, `{"v":`...)
+	dst = strconv.AppendInt(dst, int64(m.Version), 10)
+	dst = appendField(dst, "class", string(m.Class))
+	dst = appendField(dst, "reason", string(m.Reason))
+	dst = appendField(dst, "next_action", string(m.NextAction))
+	dst = append(dst, `,"attempts":`...)
+	dst = strconv.AppendInt(dst, int64(m.Attempts), 10)
+	if dst, err = appendTimeField(dst, "first_failure_at", m.FirstFailureAt, true); err != nil {
+		return nil, err
+	}
+	if dst, err = appendTimeField(dst, "last_failure_at", m.LastFailureAt, true); err != nil {
+		return nil, err
+	}
+	dst = appendFieldOmit(dst, "error_code", m.ErrorCode)
+	dst = appendFieldOmit(dst, "error", m.Error)
+	if len(m.History) > 0 {
+		dst = append(dst, `,"history":[`...)
+		for i := range m.History {
+			a := &m.History[i]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"n":`...)
+			dst = strconv.AppendInt(dst, int64(a.Receive), 10)
+			if dst, err = appendTimeField(dst, "at", a.At, false); err != nil {
+				return nil, err
+			}
+			dst = appendField(dst, "class", string(a.Class))
+			dst = appendFieldOmit(dst, "code", a.ErrorCode)
+			dst = appendFieldOmit(dst, "error", a.Error)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	dst = appendFieldOmit(dst, "source_queue_arn", m.SourceQueueARN)
+	dst = appendFieldOmit(dst, "message_id", m.MessageID)
+	if dst, err = appendTimeField(dst, "sent_at", m.SentAt, true); err != nil {
+		return nil, err
+	}
+	if dst, err = appendTimeField(dst, "dead_lettered_at", m.DeadLetteredAt, false); err != nil {
+		return nil, err
+	}
+	dst = appendFieldOmit(dst, "worker_version", m.WorkerVersion)
+	dst = appendFieldOmit(dst, "message_group_id", m.MessageGroupID)
+	dst = appendFieldOmit(dst, "task_id", m.TaskID)
+	dst = appendFieldOmit(dst, "run_id", m.RunID)
+	dst = appendFieldOmit(dst, "tenant", m.Tenant)
+	dst = appendFieldOmit(dst, "tool", m.Tool)
+	dst = appendFieldOmit(dst, "tool_version", m.ToolVersion)
+	if m.SchemaVersion != 0 {
+		dst = append(dst, `,"schema_version":`...)
+		dst = strconv.AppendInt(dst, int64(m.SchemaVersion), 10)
+	}
+	dst = appendFieldOmit(dst, "idempotency_key", m.IdempotencyKey)
+	dst = appendFieldOmit(dst, "trace_id", m.TraceID)
+	dst = appendFieldOmit(dst, "input_sha256", m.InputSHA256)
+	dst = appendFieldOmit(dst, "effect", string(m.Effect))
+	if m.RedriveCount != 0 {
+		dst = append(dst, `,"redrive_count":`...)
+		dst = strconv.AppendInt(dst, int64(m.RedriveCount), 10)
+	}
+	if len(m.Folded) > 0 {
+		names := make([]string, 0, len(m.Folded))
+		for name := range m.Folded {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		dst = append(dst, `,"folded":{`...)
+		for i, name := range names {
+			a := m.Folded[name]
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, name)
+			dst = append(dst, `:{"type":`...)
+			dst = appendString(dst, a.DataType)
+			dst = appendFieldOmit(dst, "s", a.StringValue)
+			if len(a.BinaryValue) > 0 {
+				dst = append(dst, `,"b":"`...)
+				dst = base64.StdEncoding.AppendEncode(dst, a.BinaryValue)
+				dst = append(dst, '"')
+			}
+			dst = append(dst, '}')
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}'), nil
+}
+
+func appendField(dst []byte, name, v string) []byte {
+	dst = append(dst, ',', '"')
+	dst = append(dst, name...)
+	dst = append(dst, '"', ':')
+	return appendString(dst, v)
+}
+
+func appendFieldOmit(dst []byte, name, v string) []byte {
+	if v == "" {
+		return dst
+	}
+	return appendField(dst, name, v)
+}
+
+var errMetaTime = errors.New("a time in dlq_meta is outside years 0-9999")
+
+// appendTimeField writes t as time.Time's MarshalJSON does (RFC 3339 with
+// nanoseconds), or nothing when omitZero and t is zero.
+func appendTimeField(dst []byte, name string, t time.Time, omitZero bool) ([]byte, error) {
+	if omitZero && t.IsZero() {
+		return dst, nil
+	}
+	if y := t.Year(); y < 0 || y > 9999 {
+		return nil, errMetaTime
+	}
+	dst = append(dst, ',', '"')
+	dst = append(dst, name...)
+	dst = append(dst, '"', ':', '"')
+	dst = t.AppendFormat(dst, time.RFC3339Nano)
+	return append(dst, '"'), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString writes s as a JSON string as encoding/json does with HTML
+// escaping off: short escapes for \b \f \n \r \t, \u00XX for other control
+// characters, U+FFFD for invalid UTF-8, and U+2028/U+2029 escaped. It also
+// escapes U+FFFE and U+FFFF, the only characters a valid Go string can hold
+// that SQS refuses in a String attribute (it allows #x9, #xA, #xD, #x20 to
+// #xD7FF, #xE000 to #xFFFD and #x10000 to #x10FFFF): a task field decoded
+// from "\uffff" must not make its own dead letter unsendable.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		// Eight plain ASCII bytes at a time.
+		if i+8 <= len(s) {
+			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+			if special(x)|x&swarHi == 0 {
+				i += 8
+				continue
+			}
+		}
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' || c == 0xFFFE || c == 0xFFFF {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', hexDigits[c>>12], hexDigits[c>>8&0xF], hexDigits[c>>4&0xF], hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// The SWAR constants and the special-byte test are the agent-task decoder's
+// (events/agenttask, scan.go), kept here so the codec depends on nothing.
+const (
+	swarLo = 0x0101010101010101
+	swarHi = 0x8080808080808080
+)
+
+// special has the high bit set in the lowest byte of x that is a quote, a
+// backslash or a control character (and maybe in bytes above it), and is
+// zero when x has none.
+func special(x uint64) uint64 {
+	q := x ^ (swarLo * '"')
+	s := x ^ (swarLo * '\\')
+	return ((q - swarLo) | (s - swarLo) | (x - swarLo*0x20)) &^ x & swarHi
+}

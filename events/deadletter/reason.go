@@ -1,0 +1,184 @@
+package deadletter
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Class is a failure class: what kind of failure it was, which decides what
+// the worker does with the message.
+type Class string
+
+// The failure classes, one closed set. See ARCHITECTURE.md and docs/reasons.md.
+const (
+	// ClassTransient: 429, 5xx, a timeout before any effect. Retried inside the budget.
+	ClassTransient Class = "transient"
+	// ClassPoison: the message can never succeed as it is. Dead-lettered at once.
+	ClassPoison Class = "poison"
+	// ClassSecurity: a bad signature or a guardrail rejection. Dead-lettered at once.
+	ClassSecurity Class = "security"
+	// ClassAuthorization: an expired credential, AccessDenied, KMS denied.
+	// Retried inside the budget, since a configuration fix may land.
+	ClassAuthorization Class = "authorization"
+	// ClassDependency: a circuit breaker is open for a dependency. Fails fast,
+	// dead-lettered when the budget is spent.
+	ClassDependency Class = "dependency"
+	// ClassAmbiguous: a timeout or crash after a mutating tool call started.
+	// Dead-lettered at once: repeating it may repeat the effect.
+	ClassAmbiguous Class = "ambiguous"
+	// ClassPolicy: too many steps, turns or too much cost. Dead-lettered at once.
+	ClassPolicy Class = "policy"
+	// ClassUnknown: an error nobody classified, or a panic. Dead-lettered at
+	// once; never assumed retryable.
+	ClassUnknown Class = "unknown"
+	// ClassBroker: the broker moved the message after maxReceiveCount receives
+	// without the worker finishing it (inferred by triage).
+	ClassBroker Class = "broker"
+	// ClassLedger: the ledger saw the same idempotency key dead-lettered again
+	// after repeated redrives.
+	ClassLedger Class = "ledger"
+)
+
+// NextAction is what an operator does next with a dead letter of a reason.
+type NextAction string
+
+const (
+	NextRetry       NextAction = "retry"           // redrive as it is
+	NextRetryAfter  NextAction = "retry_after_fix" // redrive once the configuration is fixed
+	NextRepair      NextAction = "repair"          // fix the producer or the worker, then redrive
+	NextReject      NextAction = "reject"          // never redrive; record the rejection
+	NextHumanReview NextAction = "human_review"    // a person decides (reconcile first where effects may have happened)
+)
+
+// Redrivable says whether a reason's dead letters may be redriven.
+type Redrivable string
+
+const (
+	RedriveYes         Redrivable = "yes"
+	RedriveAfterFix    Redrivable = "after_fix"     // once the fix is deployed
+	RedriveAfterReview Redrivable = "after_review"  // once a person has looked
+	RedriveNever       Redrivable = "no"            // never: reject or reconcile instead
+	RedriveNeverBlind  Redrivable = "never_blindly" // only after reconciling the external effect
+)
+
+// Reason is why a message is in a DLQ: the value of the dlq_reason attribute.
+type Reason string
+
+// The reasons, one closed set. Each has a class, a default next action and a
+// redrivability; see Info and the table in docs/reasons.md, which a test keeps
+// in step with this file.
+const (
+	// ReasonBudgetExhausted: a transient failure on the last allowed receive.
+	ReasonBudgetExhausted Reason = "budget_exhausted"
+	// ReasonJSONInvalid: the body is not JSON (or not a JSON object).
+	ReasonJSONInvalid Reason = "json_invalid"
+	// ReasonSchemaInvalid: the body is JSON but breaks the agent task v1 schema.
+	ReasonSchemaInvalid Reason = "schema_invalid"
+	// ReasonToolUnknown: the task names a tool that is not in the catalog.
+	ReasonToolUnknown Reason = "tool_unknown"
+	// ReasonToolVersionUnsupported: the tool exists but not at that version.
+	ReasonToolVersionUnsupported Reason = "tool_version_unsupported"
+	// ReasonSignatureInvalid: the task's signature did not verify.
+	ReasonSignatureInvalid Reason = "signature_invalid"
+	// ReasonGuardrailReject: a guardrail rejected the task.
+	ReasonGuardrailReject Reason = "guardrail_reject"
+	// ReasonAuthConfig: credentials or permissions failed on every allowed receive.
+	ReasonAuthConfig Reason = "auth_config"
+	// ReasonDependencyOpen: a dependency's circuit stayed open for the whole budget.
+	ReasonDependencyOpen Reason = "dependency_open"
+	// ReasonEffectUnknown: a mutating call started and its outcome is unknown.
+	ReasonEffectUnknown Reason = "effect_unknown"
+	// ReasonPolicyLimit: the task exceeded a step, turn or cost limit.
+	ReasonPolicyLimit Reason = "policy_limit"
+	// ReasonUnclassified: an error nobody classified, or a panic.
+	ReasonUnclassified Reason = "unclassified"
+	// ReasonReceiveLimit: inferred by triage for a dead letter without worker
+	// metadata in a DLQ fed by a redrive policy: crash, Lambda timeout, OOM.
+	ReasonReceiveLimit Reason = "receive_limit"
+	// ReasonRedriveLoop: the same idempotency key dead-lettered again after
+	// it had been redriven the configured number of times.
+	ReasonRedriveLoop Reason = "redrive_loop"
+)
+
+// ReasonInfo is one row of the reason taxonomy.
+type ReasonInfo struct {
+	Reason     Reason
+	Class      Class
+	Next       NextAction
+	Redrivable Redrivable
+	// Immediate is true when the worker dead-letters on the first failure,
+	// false when it retries inside the budget first.
+	Immediate bool
+	// Inferred is true for reasons that triage infers rather than the worker writes.
+	Inferred bool
+	// Summary is one line for reports and docs.
+	Summary string
+}
+
+var taxonomy = []ReasonInfo{
+	{ReasonBudgetExhausted, ClassTransient, NextRetry, RedriveYes, false, false, "transient failure (429, 5xx, timeout before any effect) on the last allowed receive"},
+	{ReasonJSONInvalid, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the body is not a JSON object"},
+	{ReasonSchemaInvalid, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the body breaks the agent task v1 schema"},
+	{ReasonToolUnknown, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the task names a tool that is not in the catalog"},
+	{ReasonToolVersionUnsupported, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the tool exists but not at that version"},
+	{ReasonSignatureInvalid, ClassSecurity, NextReject, RedriveNever, true, false, "the task's signature did not verify"},
+	{ReasonGuardrailReject, ClassSecurity, NextHumanReview, RedriveNever, true, false, "a guardrail rejected the task"},
+	{ReasonAuthConfig, ClassAuthorization, NextRetryAfter, RedriveAfterFix, false, false, "expired credential, AccessDenied or KMS denied on every allowed receive"},
+	{ReasonDependencyOpen, ClassDependency, NextRetry, RedriveYes, false, false, "a dependency's circuit breaker stayed open for the whole budget"},
+	{ReasonEffectUnknown, ClassAmbiguous, NextHumanReview, RedriveNeverBlind, true, false, "a mutating tool call started and its outcome is unknown: reconcile first"},
+	{ReasonPolicyLimit, ClassPolicy, NextHumanReview, RedriveNever, true, false, "too many steps, turns or too much cost"},
+	{ReasonUnclassified, ClassUnknown, NextRepair, RedriveAfterFix, true, false, "an error nobody classified, or a panic"},
+	{ReasonReceiveLimit, ClassBroker, NextHumanReview, RedriveAfterReview, false, true, "the broker moved it after maxReceiveCount receives: crash, Lambda timeout or out of memory"},
+	{ReasonRedriveLoop, ClassLedger, NextReject, RedriveNever, true, false, "the same idempotency key dead-lettered again after repeated redrives"},
+}
+
+var byReason = func() map[Reason]ReasonInfo {
+	m := make(map[Reason]ReasonInfo, len(taxonomy))
+	for _, r := range taxonomy {
+		m[r.Reason] = r
+	}
+	return m
+}()
+
+// AllReasons lists every reason in the order of the taxonomy table.
+func AllReasons() []Reason {
+	out := make([]Reason, len(taxonomy))
+	for i, r := range taxonomy {
+		out[i] = r.Reason
+	}
+	return out
+}
+
+// Taxonomy returns a copy of the whole table.
+func Taxonomy() []ReasonInfo { return append([]ReasonInfo(nil), taxonomy...) }
+
+// Info returns the taxonomy row of a reason; ok is false for an unknown reason.
+func (r Reason) Info() (ReasonInfo, bool) {
+	i, ok := byReason[r]
+	return i, ok
+}
+
+// Valid reports whether r is one of the known reasons.
+func (r Reason) Valid() bool { _, ok := byReason[r]; return ok }
+
+// Class returns the reason's class ("" for an unknown reason).
+func (r Reason) Class() Class { return byReason[r].Class }
+
+// NextAction returns the reason's default next action ("" for an unknown reason).
+func (r Reason) NextAction() NextAction { return byReason[r].Next }
+
+// Redrivable returns whether the reason's dead letters may be redriven.
+func (r Reason) Redrivable() Redrivable { return byReason[r].Redrivable }
+
+// ParseReason turns a string into a Reason, or fails naming the known ones.
+func ParseReason(s string) (Reason, error) {
+	r := Reason(strings.TrimSpace(s))
+	if r.Valid() {
+		return r, nil
+	}
+	names := make([]string, len(taxonomy))
+	for i, t := range taxonomy {
+		names[i] = string(t.Reason)
+	}
+	return "", fmt.Errorf("unknown reason %q (known: %s)", s, strings.Join(names, ", "))
+}

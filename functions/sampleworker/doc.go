@@ -1,0 +1,34 @@
+// Package sampleworker is the sample agent-task worker: a batch.Handler over the
+// tool catalog of agenttask.SampleCatalog, wired to a pipeline's queues and the
+// idempotency ledger. Its Lambda entry is functions/sampleworker/lambda.
+//
+// For each record it decodes the agent task (agenttask.DecodeTask: a failure
+// is poison with its reason), claims the idempotency key in the ledger (a
+// done key is acknowledged as a no-op), runs the tool and records the
+// receipt. The tools are deterministic: their work, and their receipt, is
+// the hex SHA-256 of the raw args bytes as they stand in the body.
+//
+// # Fault injection
+//
+// A task's args.fault drives the failure paths, so that demos, tests and
+// benchmarks reach every one of them (the conventions of events/doc.go):
+//
+//	{"retryable":true,"status":503|429,"error":"..."}  transient (retried; budget_exhausted
+//	                                                   on the last receive)
+//	  ... ,"until_receive":N                           transient before receive N, then ok
+//	{"kind":"timeout_after_effect"}                    a timeout after the call started:
+//	                                                   effect_unknown for a mutating tool
+//	                                                   (file.write, email.send), transient
+//	                                                   for a read-only one
+//	{"kind":"auth","code":"AccessDenied"}              auth_config (retried inside the budget)
+//	{"kind":"dependency_open","dependency":"x"}        dependency_open (retried inside the budget)
+//	{"kind":"policy_limit"}                            policy_limit, dead-lettered at once
+//	{"kind":"signature_invalid"}                       signature_invalid, dead-lettered at once
+//	{"kind":"guardrail_reject"}                        guardrail_reject, dead-lettered at once
+//	{"kind":"panic"}                                   the tool panics: unclassified
+//	{"kind":"error","error":"..."}                     an unclassified error
+//
+// Any other fault is an unclassified error: never assumed retryable. The
+// fault is parsed only when the args hold a "fault" key, so a task without
+// one pays no JSON decode of its args.
+package sampleworker

@@ -1,0 +1,57 @@
+// Command lambda is the worker's Lambda entry: it reads the environment of
+// docs/wiring.md, builds the clients and starts the handler.
+package main
+
+import (
+	"errors"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
+	"github.com/agentdlq/agentdlq/internal/lambdaenv"
+	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/ledger"
+)
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	w, err := setup(log)
+	if err != nil { // fail fast: a misconfigured worker acknowledges nothing
+		log.Error("worker configuration", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	lambda.Start(w.Handle)
+}
+
+func setup(log *slog.Logger) (*sampleworker.Worker, error) {
+	p, err := sampleworker.ParsePipeline([]byte(os.Getenv("AGENTDLQ_PIPELINE_JSON")))
+	if err != nil {
+		return nil, err
+	}
+	table := os.Getenv("AGENTDLQ_LEDGER_TABLE")
+	if table == "" {
+		return nil, errors.New("AGENTDLQ_LEDGER_TABLE is required")
+	}
+	// The runtime's environment, not LoadDefaultConfig: same credentials and
+	// AWS_ENDPOINT_URL*, 2 MB less bootstrap (internal/lambdaenv).
+	cfg, err := lambdaenv.Load(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return sampleworker.New(sampleworker.Config{
+		Pipeline: p,
+		Queues: topology.Queues{HotURL: os.Getenv("AGENTDLQ_HOT_QUEUE_URL"), HotARN: os.Getenv("AGENTDLQ_HOT_QUEUE_ARN"),
+			DLQURL: os.Getenv("AGENTDLQ_DLQ_URL"), DLQARN: os.Getenv("AGENTDLQ_DLQ_ARN"), FIFO: p.FIFO},
+		SQS: sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = lambdaenv.Endpoint(os.Getenv, "SQS") }),
+		Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+			o.BaseEndpoint = lambdaenv.Endpoint(os.Getenv, "DynamoDB")
+		}), table),
+		WorkerVersion: os.Getenv("AGENTDLQ_WORKER_VERSION"),
+		Concurrency:   sampleworker.LambdaConcurrency,
+		Logger:        log,
+	})
+}

@@ -1,0 +1,205 @@
+package sampleworker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/smithy-go"
+
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/batch"
+	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// Config configures a Worker. New validates it and fails fast.
+type Config struct {
+	// Pipeline is required: its maxReceiveCount, FIFO setting, backoff and
+	// redrive-loop threshold drive the processor.
+	Pipeline *pipeline.Pipeline
+	// Queues is required: DLQURL (dead letters go there); HotURL enables the
+	// visibility backoff; HotARN is stamped in dlq_meta.
+	Queues topology.Queues
+	// SQS is required: an *sqs.Client (SendMessage, ChangeMessageVisibility).
+	SQS batch.SQSAPI
+	// Ledger is required: the idempotency ledger (ledger.NewDynamo in AWS,
+	// ledger.NewMemory in tests and `agentdlq invoke`).
+	Ledger ledger.Ledger
+	// Catalog is optional (default agenttask.SampleCatalog()).
+	Catalog agenttask.Catalog
+	// Concurrency is optional (default 1): records (standard queue) or
+	// message groups (FIFO) handled at once; see batch.Config.Concurrency.
+	Concurrency int
+	// WorkerVersion is optional: stamped in dlq_meta.
+	WorkerVersion string
+	// Logger is optional (default slog.Default()).
+	Logger *slog.Logger
+	// Metrics is optional (default os.Stdout): embedded metric format lines.
+	Metrics io.Writer
+	// Now is optional (default time.Now).
+	Now func() time.Time
+	// Rand is optional: the backoff jitter (see batch.Config.Rand).
+	Rand func(n int64) int64
+}
+
+// Worker is the sample agent-task worker.
+type Worker struct {
+	catalog agenttask.Catalog
+	proc    *batch.Processor
+}
+
+// New builds a Worker. It fails when the pipeline, the DLQ, the SQS client
+// or the ledger is missing, or when the queues disagree with the pipeline.
+func New(cfg Config) (*Worker, error) {
+	if cfg.Pipeline == nil {
+		return nil, fmt.Errorf("%w: worker: Pipeline is required", batch.ErrConfig)
+	}
+	if cfg.Ledger == nil {
+		return nil, fmt.Errorf("%w: worker: Ledger is required: without it a redelivered mutating task could repeat its effect", batch.ErrConfig)
+	}
+	if cfg.Queues.FIFO != cfg.Pipeline.FIFO {
+		return nil, fmt.Errorf("%w: worker: pipeline %q has fifo=%v but its queues have fifo=%v", batch.ErrConfig, cfg.Pipeline.Name, cfg.Pipeline.FIFO, cfg.Queues.FIFO)
+	}
+	w := &Worker{catalog: cfg.Catalog}
+	if w.catalog == nil {
+		w.catalog = agenttask.SampleCatalog()
+	}
+	bc := batch.PipelineConfig(cfg.Pipeline)
+	bc.Handler = w.handle
+	bc.SQS = cfg.SQS
+	bc.DLQURL = cfg.Queues.DLQURL
+	bc.HotQueueURL = cfg.Queues.HotURL
+	bc.SourceQueueARN = cfg.Queues.HotARN
+	bc.Ledger = cfg.Ledger
+	bc.WorkerVersion = cfg.WorkerVersion
+	bc.Concurrency = cfg.Concurrency
+	bc.Logger, bc.Metrics, bc.Now, bc.Rand = cfg.Logger, cfg.Metrics, cfg.Now, cfg.Rand
+	p, err := batch.New(bc)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	w.proc = p
+	return w, nil
+}
+
+// ParsePipeline reads one pipeline definition as JSON (the
+// AGENTDLQ_PIPELINE_JSON of docs/wiring.md: an entry of pipelines.json),
+// rejecting unknown fields, applies the defaults and validates it.
+func ParsePipeline(data []byte) (*pipeline.Pipeline, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p pipeline.Pipeline
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("pipeline JSON: %w", err)
+	}
+	p.ApplyDefaults()
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("pipeline JSON: %w", err)
+	}
+	return &p, nil
+}
+
+// Handle is the Lambda handler: the partial batch response of ev.
+func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	return w.proc.Handle(ctx, ev)
+}
+
+// handle runs one agent task.
+func (w *Worker) handle(ctx context.Context, r batch.Record) error {
+	// From the body string: the task's strings are cut from it, not copied.
+	// The tool is checked apart so that the catalog is searched once.
+	task, err := agenttask.DecodeTaskString(r.Message.Body, nil)
+	if err != nil {
+		return err // a *agenttask.ValidationError: poison with its reason
+	}
+	tool, err := agenttask.CheckTool(&task, w.catalog)
+	if err != nil {
+		return err // tool_unknown or tool_version_unsupported
+	}
+	r.Describe(&task)
+	if err := r.Claim(ctx, task.IdempotencyKey, tool.Mutates); err != nil {
+		return err
+	}
+	fault, err := ParseFault(task.Args)
+	if err != nil {
+		// DecodeTask checked that args is JSON; a fault of the wrong shape
+		// is the producer's bug.
+		return batch.Poison(deadletter.ReasonSchemaInvalid, err)
+	}
+	if fault != nil {
+		if err := w.inject(ctx, r, tool, fault); err != nil {
+			return err
+		}
+	}
+	if tool.Mutates {
+		if err := r.StartEffect(ctx); err != nil {
+			return err
+		}
+	}
+	r.Done(Receipt(task.Args))
+	return nil
+}
+
+// Receipt is a sample tool's work and its effect receipt: the hex SHA-256
+// of the raw args bytes.
+func Receipt(args []byte) string {
+	sum := sha256.Sum256(args)
+	var buf [2 * sha256.Size]byte
+	hex.Encode(buf[:], sum[:])
+	return string(buf[:])
+}
+
+// inject raises the failure a fault asks for (nil when it does not apply on
+// this receive).
+func (w *Worker) inject(ctx context.Context, r batch.Record, tool agenttask.Tool, f *Fault) error {
+	if f.Retryable {
+		if f.UntilReceive > 0 && r.ReceiveCount >= f.UntilReceive {
+			return nil // the upstream recovered
+		}
+		return batch.Transient(&statusError{status: f.Status, msg: f.Error})
+	}
+	switch f.Kind {
+	case FaultTimeoutAfterEffect:
+		if tool.Mutates {
+			if err := r.StartEffect(ctx); err != nil {
+				return err
+			}
+		}
+		// Effect-aware classification: effect_unknown once the effect started.
+		return fmt.Errorf("%s: no reply after the call started: %w", tool.Name, context.DeadlineExceeded)
+	case FaultAuth:
+		code := f.Code
+		if code == "" {
+			code = "AccessDenied"
+		}
+		return batch.AuthConfig(&smithy.GenericAPIError{Code: code, Message: "the tool's credentials were refused", Fault: smithy.FaultClient})
+	case FaultDependencyOpen:
+		return batch.DependencyOpen(fmt.Errorf("circuit breaker open for %q", f.Dependency))
+	case FaultPolicyLimit:
+		return batch.PolicyLimit(errors.New("the task exceeded its step, turn or cost limit"))
+	case FaultSignatureInvalid:
+		return batch.Security(deadletter.ReasonSignatureInvalid, errors.New("the task's signature did not verify"))
+	case FaultGuardrailReject:
+		return batch.Security(deadletter.ReasonGuardrailReject, errors.New("a guardrail rejected the task"))
+	case FaultPanic:
+		panic(fmt.Sprintf("%s: injected panic", tool.Name))
+	case FaultError:
+		msg := f.Error
+		if msg == "" {
+			msg = "injected error"
+		}
+		return errors.New(msg)
+	}
+	return fmt.Errorf("%w: kind %q", errNoFaultKind, f.Kind)
+}

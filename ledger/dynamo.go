@@ -1,0 +1,300 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+)
+
+// DynamoAPI is what Dynamo calls on DynamoDB, with the SDK's signatures: a
+// *dynamodb.Client satisfies it.
+type DynamoAPI interface {
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+// Dynamo is the Ledger on a DynamoDB table with partition key `pk` (a
+// string: the idempotency key). Every change is one conditional UpdateItem,
+// so concurrent deliveries of the same key cannot both hold its lease.
+//
+// Item attributes: pk, state, owner, lease_until and updated_at (UTC
+// timestamps in a fixed-width RFC 3339 form, so that they compare as
+// strings), effect_started (BOOL), receipt, last_reason, dead_letter_count
+// and redrive_count (numbers, incremented with ADD) and expires_at (epoch
+// seconds: the table's TTL attribute).
+type Dynamo struct {
+	api   DynamoAPI
+	table string
+	ttl   time.Duration
+}
+
+var _ Ledger = (*Dynamo)(nil)
+
+// NewDynamo returns the ledger on table. Entries expire DefaultTTL after
+// their last update.
+func NewDynamo(api DynamoAPI, table string) *Dynamo {
+	return &Dynamo{api: api, table: table, ttl: DefaultTTL}
+}
+
+// timeLayout is RFC 3339 with a fixed nine-digit fraction, always in UTC, so
+// that string order is time order (the lease condition compares strings).
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
+
+func ts(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// names are the expression attribute names (state and owner are reserved words).
+var names = map[string]string{"#st": "state", "#ow": "owner"}
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func n(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+
+func (d *Dynamo) key(k string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{"pk": s(k)}
+}
+
+// touch adds the values every update sets: updated_at and expires_at.
+func (d *Dynamo) touch(vals map[string]types.AttributeValue, now time.Time) map[string]types.AttributeValue {
+	vals[":now"] = s(ts(now))
+	vals[":exp"] = n(now.Add(d.ttl).Unix())
+	return vals
+}
+
+// Begin implements Ledger: one conditional update that claims the key
+// unless it is done or leased by another owner until after now.
+func (d *Dynamo) Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (Entry, error) {
+	out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                d.tableName(),
+		Key:                      d.key(key),
+		UpdateExpression:         aws.String("SET #st = :inprog, #ow = :owner, lease_until = :lease, updated_at = :now, expires_at = :exp"),
+		ConditionExpression:      aws.String("attribute_not_exists(pk) OR (#st <> :done AND (#st <> :inprog OR #ow = :owner OR attribute_not_exists(lease_until) OR lease_until <= :now))"),
+		ExpressionAttributeNames: names,
+		ExpressionAttributeValues: d.touch(map[string]types.AttributeValue{
+			":inprog": s(string(StateInProgress)), ":done": s(string(StateDone)),
+			":owner": s(owner), ":lease": s(ts(now.Add(lease))),
+		}, now),
+		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		if len(out.Attributes) == 0 {
+			return Entry{}, nil
+		}
+		return decodeEntry(out.Attributes)
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return Entry{}, wrap("begin", err)
+	}
+	item := ccf.Item
+	if item == nil { // the emulator does not return the item: read it
+		e, ok, gerr := d.Get(ctx, key)
+		if gerr != nil {
+			return Entry{}, gerr
+		}
+		if !ok {
+			return Entry{}, fmt.Errorf("%w: the entry changed during the claim", ErrLeased)
+		}
+		return conflict(e)
+	}
+	e, derr := decodeEntry(item)
+	if derr != nil {
+		return Entry{}, derr
+	}
+	return conflict(e)
+}
+
+func conflict(e Entry) (Entry, error) {
+	if e.State == StateDone {
+		return e, ErrDone
+	}
+	return e, ErrLeased
+}
+
+// StartEffect implements Ledger. It fails with ErrLeased when the caller no
+// longer holds the key's lease: then the mutating call must not start.
+func (d *Dynamo) StartEffect(ctx context.Context, key, owner string, now time.Time) error {
+	_, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                d.tableName(),
+		Key:                      d.key(key),
+		UpdateExpression:         aws.String("SET effect_started = :true, updated_at = :now, expires_at = :exp"),
+		ConditionExpression:      aws.String("#st = :inprog AND #ow = :owner"),
+		ExpressionAttributeNames: names,
+		ExpressionAttributeValues: d.touch(map[string]types.AttributeValue{
+			":true": &types.AttributeValueMemberBOOL{Value: true}, ":inprog": s(string(StateInProgress)), ":owner": s(owner),
+		}, now),
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return fmt.Errorf("%w: start effect on %q: the lease is not %q's", ErrLeased, key, owner)
+	}
+	return wrap("start effect", err)
+}
+
+// Complete implements Ledger.
+func (d *Dynamo) Complete(ctx context.Context, key, owner, receipt string, now time.Time) error {
+	_, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                d.tableName(),
+		Key:                      d.key(key),
+		UpdateExpression:         aws.String("SET #st = :done, receipt = :receipt, #ow = :owner, updated_at = :now, expires_at = :exp REMOVE lease_until"),
+		ExpressionAttributeNames: names,
+		ExpressionAttributeValues: d.touch(map[string]types.AttributeValue{
+			":done": s(string(StateDone)), ":receipt": s(receipt), ":owner": s(owner),
+		}, now),
+	})
+	return wrap("complete", err)
+}
+
+// Release implements Ledger: it ends the caller's lease, and does nothing
+// when the caller does not hold it.
+func (d *Dynamo) Release(ctx context.Context, key, owner string, now time.Time) error {
+	_, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                d.tableName(),
+		Key:                      d.key(key),
+		UpdateExpression:         aws.String("SET updated_at = :now, expires_at = :exp REMOVE lease_until"),
+		ConditionExpression:      aws.String("#st = :inprog AND #ow = :owner"),
+		ExpressionAttributeNames: names,
+		ExpressionAttributeValues: d.touch(map[string]types.AttributeValue{
+			":inprog": s(string(StateInProgress)), ":owner": s(owner),
+		}, now),
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil
+	}
+	return wrap("release", err)
+}
+
+// DeadLettered implements Ledger; the count is incremented with ADD.
+func (d *Dynamo) DeadLettered(ctx context.Context, key string, reason deadletter.Reason, now time.Time) (Entry, error) {
+	out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                d.tableName(),
+		Key:                      d.key(key),
+		UpdateExpression:         aws.String("SET #st = :dl, last_reason = :reason, updated_at = :now, expires_at = :exp REMOVE lease_until ADD dead_letter_count :one"),
+		ExpressionAttributeNames: map[string]string{"#st": "state"},
+		ExpressionAttributeValues: d.touch(map[string]types.AttributeValue{
+			":dl": s(string(StateDeadLettered)), ":reason": s(string(reason)), ":one": n(1),
+		}, now),
+		ReturnValues: types.ReturnValueAllNew,
+	})
+	if err != nil {
+		return Entry{}, wrap("dead-lettered", err)
+	}
+	return decodeEntry(out.Attributes)
+}
+
+// Redriven implements Ledger; the count is incremented with ADD.
+func (d *Dynamo) Redriven(ctx context.Context, key string, now time.Time) (Entry, error) {
+	out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 d.tableName(),
+		Key:                       d.key(key),
+		UpdateExpression:          aws.String("SET updated_at = :now, expires_at = :exp ADD redrive_count :one"),
+		ExpressionAttributeValues: d.touch(map[string]types.AttributeValue{":one": n(1)}, now),
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if err != nil {
+		return Entry{}, wrap("redriven", err)
+	}
+	return decodeEntry(out.Attributes)
+}
+
+// Get implements Ledger with a strongly consistent read.
+func (d *Dynamo) Get(ctx context.Context, key string) (Entry, bool, error) {
+	out, err := d.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: d.tableName(), Key: d.key(key), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return Entry{}, false, wrap("get", err)
+	}
+	if len(out.Item) == 0 {
+		return Entry{}, false, nil
+	}
+	e, err := decodeEntry(out.Item)
+	return e, err == nil, err
+}
+
+func (d *Dynamo) tableName() *string { return aws.String(d.table) }
+
+// DecodeItem decodes a ledger item (from GetItem or BatchGetItem).
+func DecodeItem(item map[string]types.AttributeValue) (Entry, error) { return decodeEntry(item) }
+
+func decodeEntry(item map[string]types.AttributeValue) (Entry, error) {
+	var e Entry
+	var errs []error
+	str := func(name string) string {
+		if v, ok := item[name].(*types.AttributeValueMemberS); ok {
+			return v.Value
+		}
+		return ""
+	}
+	num := func(name string) int64 {
+		v, ok := item[name].(*types.AttributeValueMemberN)
+		if !ok {
+			return 0
+		}
+		i, err := strconv.ParseInt(v.Value, 10, 64)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+		return i
+	}
+	tm := func(name string) time.Time {
+		v := str(name)
+		if v == "" {
+			return time.Time{}
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		}
+		return t
+	}
+	e.Key = str("pk")
+	e.State = State(str("state"))
+	e.Owner = str("owner")
+	e.LeaseUntil = tm("lease_until")
+	if v, ok := item["effect_started"].(*types.AttributeValueMemberBOOL); ok {
+		e.EffectStarted = v.Value
+	}
+	e.Receipt = str("receipt")
+	e.DeadLetterCount = int(num("dead_letter_count"))
+	e.RedriveCount = int(num("redrive_count"))
+	e.LastReason = deadletter.Reason(str("last_reason"))
+	e.UpdatedAt = tm("updated_at")
+	if exp := num("expires_at"); exp > 0 {
+		e.ExpiresAt = time.Unix(exp, 0).UTC()
+	}
+	if len(errs) > 0 {
+		return e, fmt.Errorf("ledger: item %q: %w", e.Key, errors.Join(errs...))
+	}
+	return e, nil
+}
+
+// wrap marks throttling, server faults and network failures (no API error
+// at all: a refused connection, a timeout) as ErrUnavailable.
+func wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var api smithy.APIError
+	if !errors.As(err, &api) {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+	}
+	switch api.ErrorCode() {
+	case "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+		"InternalServerError", "ServiceUnavailable", "LimitExceededException", "TransactionConflictException":
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+	}
+	if api.ErrorFault() == smithy.FaultServer {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+	}
+	return fmt.Errorf("ledger: %s: %w", op, err)
+}

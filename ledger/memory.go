@@ -1,0 +1,161 @@
+package ledger
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+)
+
+// Memory is an in-process Ledger, safe for concurrent use. Its zero value is
+// not usable; call NewMemory.
+type Memory struct {
+	mu      sync.Mutex
+	entries map[string]*Entry // pointers: an Entry is too big to be stored inline in a map
+	slab    []Entry           // new entries are carved from here (16, 32, … 256 to an allocation)
+	ttl     time.Duration
+	// The entry last looked up, and its key: a worker's Complete follows
+	// its Begin on the same key, and the string comparison (the same
+	// pointer, mostly) is cheaper than hashing the key again.
+	lastKey string
+	last    *Entry
+}
+
+var _ Ledger = (*Memory)(nil)
+
+// NewMemory returns an empty in-memory ledger.
+//
+// The map and the first slab start with room for an SQS batch of 10 (the
+// default batch size): BenchmarkProcessor/ok/batch=10 took ~1,300 ns CPU a
+// record with that (slab of 16: ~1,150), ~1,750 with room for 128 keys.
+func NewMemory() *Memory {
+	return &Memory{entries: make(map[string]*Entry, 16), ttl: DefaultTTL}
+}
+
+// Begin implements Ledger.
+func (m *Memory) Begin(_ context.Context, key, owner string, now time.Time, lease time.Duration) (Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.lookup(key)
+	var before Entry // a new key: the zero Entry
+	if ok {
+		before = *e
+		switch {
+		case e.State == StateDone:
+			return before, ErrDone
+		case e.State == StateInProgress && e.Owner != owner && now.Before(e.LeaseUntil):
+			return before, ErrLeased
+		}
+	} else {
+		e = m.newEntry(key)
+	}
+	e.State, e.Owner, e.LeaseUntil = StateInProgress, owner, now.Add(lease)
+	m.touch(e, now)
+	return before, nil
+}
+
+// StartEffect implements Ledger.
+func (m *Memory) StartEffect(_ context.Context, key, owner string, now time.Time) error {
+	return m.update(key, now, func(e *Entry) { e.EffectStarted = true; e.Owner = owner })
+}
+
+// Complete implements Ledger.
+func (m *Memory) Complete(_ context.Context, key, owner, receipt string, now time.Time) error {
+	return m.update(key, now, func(e *Entry) {
+		e.State, e.Receipt, e.Owner, e.LeaseUntil = StateDone, receipt, owner, time.Time{}
+	})
+}
+
+// Release implements Ledger.
+func (m *Memory) Release(_ context.Context, key, owner string, now time.Time) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.lookup(key)
+	if !ok || e.State != StateInProgress || e.Owner != owner {
+		return nil
+	}
+	e.LeaseUntil = time.Time{}
+	m.touch(e, now)
+	return nil
+}
+
+// DeadLettered implements Ledger.
+func (m *Memory) DeadLettered(_ context.Context, key string, reason deadletter.Reason, now time.Time) (Entry, error) {
+	var out Entry
+	err := m.update(key, now, func(e *Entry) {
+		e.State, e.LastReason, e.LeaseUntil = StateDeadLettered, reason, time.Time{}
+		e.DeadLetterCount++
+		out = *e
+	})
+	return out, err
+}
+
+// Redriven implements Ledger.
+func (m *Memory) Redriven(_ context.Context, key string, now time.Time) (Entry, error) {
+	var out Entry
+	err := m.update(key, now, func(e *Entry) { e.RedriveCount++; out = *e })
+	return out, err
+}
+
+// Get implements Ledger.
+func (m *Memory) Get(_ context.Context, key string) (Entry, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.lookup(key)
+	if !ok {
+		return Entry{}, false, nil
+	}
+	return *e, true, nil
+}
+
+// Len returns the number of keys.
+func (m *Memory) Len() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.entries)
+}
+
+// lookup returns key's entry; m.mu is held.
+func (m *Memory) lookup(key string) (*Entry, bool) {
+	if m.last != nil && key == m.lastKey {
+		return m.last, true
+	}
+	e, ok := m.entries[key]
+	if ok {
+		m.lastKey, m.last = key, e
+	}
+	return e, ok
+}
+
+func (m *Memory) update(key string, now time.Time, f func(*Entry)) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.lookup(key)
+	if !ok {
+		e = m.newEntry(key)
+	}
+	f(e)
+	m.touch(e, now)
+	return nil
+}
+
+// newEntry adds key's entry; m.mu is held. Entries never move: a full slab
+// is left to its entries and a new one started.
+func (m *Memory) newEntry(key string) *Entry {
+	if len(m.slab) == cap(m.slab) {
+		m.slab = make([]Entry, 0, min(max(2*cap(m.slab), 16), 256))
+	}
+	// Extended in place, not appended: a fresh slab is zeroed already.
+	m.slab = m.slab[:len(m.slab)+1]
+	e := &m.slab[len(m.slab)-1]
+	e.Key = key
+	m.entries[key] = e
+	m.lastKey, m.last = key, e
+	return e
+}
+
+func (m *Memory) touch(e *Entry, now time.Time) {
+	e.UpdatedAt = now
+	e.ExpiresAt = now.Add(m.ttl)
+}
