@@ -39,6 +39,31 @@ const (
 	ClassLedger Class = "ledger"
 )
 
+var classes = []Class{
+	ClassTransient, ClassPoison, ClassSecurity, ClassAuthorization, ClassDependency,
+	ClassAmbiguous, ClassPolicy, ClassUnknown, ClassBroker, ClassLedger,
+}
+
+// AllClasses lists every failure class in the order above.
+func AllClasses() []Class { return append([]Class(nil), classes...) }
+
+// Valid reports whether c is one of the known classes.
+func (c Class) Valid() bool {
+	for _, x := range classes {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Retryable reports whether the worker retries a failure of the class while
+// the receive budget lasts (transient, authorization, dependency); a failure
+// of any other class is dead-lettered at once.
+func (c Class) Retryable() bool {
+	return c == ClassTransient || c == ClassAuthorization || c == ClassDependency
+}
+
 // NextAction is what an operator does next with a dead letter of a reason.
 type NextAction string
 

@@ -140,3 +140,22 @@ func TestUnknownReason(t *testing.T) {
 	assert.Empty(t, r.NextAction())
 	assert.Empty(t, r.Redrivable())
 }
+
+func TestClassesMatchArchitecture(t *testing.T) {
+	t.Parallel()
+	var want []deadletter.Class
+	for _, row := range architectureRows {
+		class := classOf[row.class]
+		want = append(want, class)
+		t.Run(string(class), func(t *testing.T) {
+			assert.True(t, class.Valid())
+			// The worker retries inside the budget exactly where the table says so.
+			retried := row.action == "retry with backoff inside the budget" ||
+				row.action == "retry inside the budget (a config fix may land)" ||
+				row.action == "fail fast; dead-letter when the budget is spent"
+			assert.Equal(t, retried, class.Retryable(), "retried inside the budget")
+		})
+	}
+	assert.Equal(t, want, deadletter.AllClasses(), "the classes are the table's, in its order")
+	assert.False(t, deadletter.Class("authorization / configuration").Valid(), "an unknown class is not valid")
+}

@@ -27,7 +27,7 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkProcessor measures the processor alone: a handler that claims
+// BenchmarkProcessor measures the processor alone: a handler that begins
 // the record's key in the ledger and finishes (no decoding, no tool work),
 // or, for every tenth record of the poison mix, returns Poison, so that the
 // dead-letter path (metadata, redaction, send, ledger, log) is included.
@@ -37,10 +37,10 @@ func BenchmarkProcessor(b *testing.B) {
 		if r.Message.MessageId[len(r.Message.MessageId)-1] == 'p' {
 			return Poison(deadletter.ReasonSchemaInvalid, &agenttask.ValidationError{Reason: deadletter.ReasonSchemaInvalid, Field: "tenant", Detail: "required field is missing"})
 		}
-		if err := r.Claim(ctx, r.Message.MessageId, false); err != nil {
+		if err := r.Begin(ctx, r.Message.MessageId, false); err != nil {
 			return err
 		}
-		r.Done("receipt")
+		r.SetReceipt("receipt")
 		return nil
 	}
 	for _, mix := range []struct {

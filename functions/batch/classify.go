@@ -14,11 +14,11 @@ import (
 
 // Classification is what Classify decides about an error.
 type Classification struct {
-	Kind Kind
-	// Reason is the dead-letter reason: the outcome's own for poison,
-	// security, effect_unknown, policy_limit and unclassified; the reason of
-	// a spent budget (budget_exhausted, auth_config, dependency_open) for the
-	// retryable kinds.
+	// Reason is the dead-letter reason, which names the failure class (see
+	// Class): the outcome's own for poison, security, effect_unknown,
+	// policy_limit and unclassified; the reason of a spent budget
+	// (budget_exhausted, auth_config, dependency_open) for the retryable
+	// classes.
 	Reason deadletter.Reason
 	// Code is the error code that decided it, when there is one: the AWS
 	// error code, "DeadlineExceeded", "Canceled", "Timeout", or the
@@ -26,80 +26,132 @@ type Classification struct {
 	Code string
 }
 
-// Class returns the failure class of the reason.
+// Class returns the failure class of the reason, which decides what the
+// message undergoes (deadletter.Class.Retryable: retried inside the budget,
+// or dead-lettered at once).
 func (c Classification) Class() deadletter.Class { return c.Reason.Class() }
+
+// ClassifyFunc is a caller's own error classification (Config.Classify). It
+// returns the reason an error is dead-lettered with, and true, for the
+// errors it knows; false leaves the error to the built-in rules. The reason
+// names what the failure does to the message: budget_exhausted retries it
+// as transient, auth_config and dependency_open retry it too, any other
+// reason the worker writes dead-letters it at once. A reason the worker
+// cannot write (unknown, receive_limit, redrive_loop) makes the failure
+// unclassified. It is called on failed records only, and must be safe for
+// concurrent use when Config.Concurrency > 1.
+type ClassifyFunc func(err error) (reason deadletter.Reason, ok bool)
 
 // Classify decides what an error does to a message. It is the one switch
 // with an explicit precedence; the first rule that matches wins:
 //
 //  1. a typed outcome (Transient, Poison, Security, EffectUnknown,
 //     AuthConfig, DependencyOpen, PolicyLimit), bare or wrapped;
-//  2. an *agenttask.ValidationError: poison with its reason;
-//  3. context.DeadlineExceeded, context.Canceled or a net.Error timeout:
+//  2. the caller's Config.Classify, when it knows the error (the processor
+//     only: Classify itself has no Config);
+//  3. an *agenttask.ValidationError: poison with its reason;
+//  4. context.DeadlineExceeded, context.Canceled or a net.Error timeout:
 //     transient (effect_unknown once a mutating call started, see below);
-//  4. a smithy.APIError, by ErrorCode and ErrorFault: throttling codes and
+//  5. a smithy.APIError, by ErrorCode and ErrorFault: throttling codes and
 //     server faults (5xx) are transient; AccessDenied, ExpiredToken,
 //     invalid or unrecognised credentials and KMS* codes are auth_config;
-//  5. anything else: unclassified (never assumed retryable).
+//  6. anything else: unclassified (never assumed retryable).
 //
 // The processor applies one more rule that Classify cannot see: once a
 // handler called Record.StartEffect, any failure that is not poison,
 // security or policy_limit becomes effect_unknown — the effect may have
 // happened and the ledger holds no receipt. A panic is classified as
 // unclassified (effect_unknown after StartEffect).
-func Classify(err error) Classification { return classify(err, false) }
+func Classify(err error) Classification { return classify(err, false, nil) }
 
-func classify(err error, effectStarted bool) Classification {
-	c := classifyBare(err)
+func classify(err error, effectStarted bool, own ClassifyFunc) Classification {
+	c := classifyBare(err, own)
 	if effectStarted {
-		switch c.Kind {
-		case KindTransient, KindAuthConfig, KindDependencyOpen, KindUnclassified:
-			c.Kind, c.Reason = KindEffectUnknown, deadletter.ReasonEffectUnknown
+		switch c.Class() {
+		case deadletter.ClassTransient, deadletter.ClassAuthorization, deadletter.ClassDependency, deadletter.ClassUnknown:
+			c.Reason = deadletter.ReasonEffectUnknown
 		}
 	}
 	return c
 }
 
-func classifyBare(err error) Classification {
+func classifyBare(err error, own ClassifyFunc) Classification {
 	// errors.AsType, not errors.As: a target passed by pointer escapes, and
 	// each call cost an allocation on every failed record.
 	if o, ok := errors.AsType[*Outcome](err); ok {
-		c := Classification{Kind: o.kind, Reason: o.reason}
-		if api, ok := errors.AsType[smithy.APIError](o.err); ok {
-			c.Code = api.ErrorCode()
+		return Classification{Reason: o.reason, Code: apiCode(o.err)}
+	}
+	if own != nil {
+		if c, ok := callClassify(own, err); ok {
+			return c
 		}
-		return c
 	}
 	if ve, ok := agenttask.AsValidationError(err); ok {
-		c := Classification{Kind: KindPoison, Reason: ve.Reason}
+		c := Classification{Reason: ve.Reason}
 		if ve.Field != "" {
 			c.Code = "field:" + ve.Field
 		}
 		if ve.Reason.Class() != deadletter.ClassPoison {
-			c.Kind, c.Reason = KindUnclassified, deadletter.ReasonUnclassified
+			c.Reason = deadletter.ReasonUnclassified
 		}
 		return c
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return Classification{Kind: KindTransient, Reason: deadletter.ReasonBudgetExhausted, Code: "DeadlineExceeded"}
+		return Classification{Reason: deadletter.ReasonBudgetExhausted, Code: "DeadlineExceeded"}
 	case errors.Is(err, context.Canceled):
-		return Classification{Kind: KindTransient, Reason: deadletter.ReasonBudgetExhausted, Code: "Canceled"}
+		return Classification{Reason: deadletter.ReasonBudgetExhausted, Code: "Canceled"}
 	}
 	if api, ok := errors.AsType[smithy.APIError](err); ok {
 		code := api.ErrorCode()
 		switch {
 		case throttlingCodes[code] || transientCodes[code] || api.ErrorFault() == smithy.FaultServer:
-			return Classification{Kind: KindTransient, Reason: deadletter.ReasonBudgetExhausted, Code: code}
+			return Classification{Reason: deadletter.ReasonBudgetExhausted, Code: code}
 		case authCodes[code] || strings.HasPrefix(code, "KMS") || strings.HasPrefix(code, "Kms"):
-			return Classification{Kind: KindAuthConfig, Reason: deadletter.ReasonAuthConfig, Code: code}
+			return Classification{Reason: deadletter.ReasonAuthConfig, Code: code}
 		}
-		return Classification{Kind: KindUnclassified, Reason: deadletter.ReasonUnclassified, Code: code}
+		return Classification{Reason: deadletter.ReasonUnclassified, Code: code}
 	}
 	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
-		return Classification{Kind: KindTransient, Reason: deadletter.ReasonBudgetExhausted, Code: "Timeout"}
+		return Classification{Reason: deadletter.ReasonBudgetExhausted, Code: "Timeout"}
 	}
-	return Classification{Kind: KindUnclassified, Reason: deadletter.ReasonUnclassified}
+	return Classification{Reason: deadletter.ReasonUnclassified}
+}
+
+// apiCode is the AWS error code in err's chain, or "".
+func apiCode(err error) string {
+	if api, ok := errors.AsType[smithy.APIError](err); ok {
+		return api.ErrorCode()
+	}
+	return ""
+}
+
+// callClassify asks a caller's ClassifyFunc. A reason the worker cannot
+// write is unclassified with the code "classify:<reason>"; a panic in the
+// function is unclassified with the code "classify:panic" (that record's
+// failure, never the batch's).
+func callClassify(own ClassifyFunc, err error) (c Classification, ok bool) {
+	defer func() {
+		if recover() != nil {
+			c, ok = Classification{Reason: deadletter.ReasonUnclassified, Code: "classify:panic"}, true
+		}
+	}()
+	r, ok := own(err)
+	switch {
+	case !ok:
+		return Classification{}, false
+	case !workerReason(r):
+		return Classification{Reason: deadletter.ReasonUnclassified, Code: "classify:" + truncate(string(r), 64)}, true
+	}
+	return Classification{Reason: r, Code: apiCode(err)}, true
+}
+
+// workerReason reports whether the worker may dead-letter with r: a known
+// reason that neither triage infers (receive_limit) nor the ledger decides
+// (redrive_loop).
+func workerReason(r deadletter.Reason) bool {
+	info, ok := r.Info()
+	return ok && !info.Inferred && info.Class != deadletter.ClassLedger
 }
 
 // throttlingCodes are the AWS error codes of throttling (the SDK's retryer

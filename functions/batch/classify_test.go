@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
@@ -38,53 +39,53 @@ func TestClassifyPrecedence(t *testing.T) {
 		name          string
 		err           error
 		effectStarted bool
-		wantKind      Kind              // what the message undergoes
+		wantClass     deadletter.Class  // what the message undergoes
 		wantReason    deadletter.Reason // the reason it is dead-lettered with
 		wantCode      string
 	}{
-		{name: "transient", err: Transient(base), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted},
-		{name: "poison", err: Poison(deadletter.ReasonSchemaInvalid, base), wantKind: KindPoison, wantReason: deadletter.ReasonSchemaInvalid},
-		{name: "poison with a non-poison reason is unclassified", err: Poison(deadletter.ReasonBudgetExhausted, base), wantKind: KindUnclassified, wantReason: deadletter.ReasonUnclassified},
-		{name: "security", err: Security(deadletter.ReasonGuardrailReject, base), wantKind: KindSecurity, wantReason: deadletter.ReasonGuardrailReject},
-		{name: "security with a poison reason is unclassified", err: Security(deadletter.ReasonJSONInvalid, base), wantKind: KindUnclassified, wantReason: deadletter.ReasonUnclassified},
-		{name: "effect unknown", err: EffectUnknown(base), wantKind: KindEffectUnknown, wantReason: deadletter.ReasonEffectUnknown},
-		{name: "auth config", err: AuthConfig(base), wantKind: KindAuthConfig, wantReason: deadletter.ReasonAuthConfig},
-		{name: "dependency open", err: DependencyOpen(base), wantKind: KindDependencyOpen, wantReason: deadletter.ReasonDependencyOpen},
-		{name: "policy limit", err: PolicyLimit(base), wantKind: KindPolicyLimit, wantReason: deadletter.ReasonPolicyLimit},
-		{name: "wrapped typed outcome", err: fmt.Errorf("tool: %w", PolicyLimit(base)), wantKind: KindPolicyLimit, wantReason: deadletter.ReasonPolicyLimit},
-		{name: "typed outcome beats the API error it wraps", err: Poison(deadletter.ReasonToolUnknown, apiErr("ThrottlingException", smithy.FaultClient)), wantKind: KindPoison, wantReason: deadletter.ReasonToolUnknown, wantCode: "ThrottlingException"},
-		{name: "typed outcome beats a deadline it wraps", err: PolicyLimit(context.DeadlineExceeded), wantKind: KindPolicyLimit, wantReason: deadletter.ReasonPolicyLimit},
-		{name: "validation error", err: &agenttask.ValidationError{Reason: deadletter.ReasonToolVersionUnsupported, Field: "tool_version"}, wantKind: KindPoison, wantReason: deadletter.ReasonToolVersionUnsupported, wantCode: "field:tool_version"},
-		{name: "wrapped validation error", err: fmt.Errorf("decode: %w", &agenttask.ValidationError{Reason: deadletter.ReasonJSONInvalid}), wantKind: KindPoison, wantReason: deadletter.ReasonJSONInvalid},
-		{name: "deadline", err: context.DeadlineExceeded, wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "DeadlineExceeded"},
-		{name: "wrapped deadline beats the API error", err: fmt.Errorf("call: %w", errors.Join(context.DeadlineExceeded, apiErr("AccessDenied", smithy.FaultClient))), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "DeadlineExceeded"},
-		{name: "canceled", err: fmt.Errorf("x: %w", context.Canceled), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "Canceled"},
-		{name: "net timeout", err: &net.OpError{Op: "read", Err: timeoutErr{}}, wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "Timeout"},
-		{name: "throttling", err: apiErr("ThrottlingException", smithy.FaultClient), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "ThrottlingException"},
-		{name: "wrapped throttling", err: opErr(apiErr("TooManyRequestsException", smithy.FaultClient)), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "TooManyRequestsException"},
-		{name: "server fault", err: opErr(apiErr("SomethingBroke", smithy.FaultServer)), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "SomethingBroke"},
-		{name: "service unavailable sent as unknown fault", err: apiErr("ServiceUnavailable", smithy.FaultUnknown), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "ServiceUnavailable"},
-		{name: "access denied", err: apiErr("AccessDenied", smithy.FaultClient), wantKind: KindAuthConfig, wantReason: deadletter.ReasonAuthConfig, wantCode: "AccessDenied"},
-		{name: "wrapped expired token", err: opErr(apiErr("ExpiredTokenException", smithy.FaultClient)), wantKind: KindAuthConfig, wantReason: deadletter.ReasonAuthConfig, wantCode: "ExpiredTokenException"},
-		{name: "KMS denied", err: apiErr("KMSAccessDeniedException", smithy.FaultClient), wantKind: KindAuthConfig, wantReason: deadletter.ReasonAuthConfig, wantCode: "KMSAccessDeniedException"},
-		{name: "KMS throttling is transient", err: apiErr("KMSThrottlingException", smithy.FaultClient), wantKind: KindTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "KMSThrottlingException"},
-		{name: "unknown client error", err: opErr(apiErr("ValidationException", smithy.FaultClient)), wantKind: KindUnclassified, wantReason: deadletter.ReasonUnclassified, wantCode: "ValidationException"},
-		{name: "plain error", err: base, wantKind: KindUnclassified, wantReason: deadletter.ReasonUnclassified},
-		{name: "panic", err: &panicError{value: "nil map"}, wantKind: KindUnclassified, wantReason: deadletter.ReasonUnclassified},
+		{name: "transient", err: Transient(base), wantClass: deadletter.ClassTransient, wantReason: deadletter.ReasonBudgetExhausted},
+		{name: "poison", err: Poison(deadletter.ReasonSchemaInvalid, base), wantClass: deadletter.ClassPoison, wantReason: deadletter.ReasonSchemaInvalid},
+		{name: "poison with a non-poison reason is unclassified", err: Poison(deadletter.ReasonBudgetExhausted, base), wantClass: deadletter.ClassUnknown, wantReason: deadletter.ReasonUnclassified},
+		{name: "security", err: Security(deadletter.ReasonGuardrailReject, base), wantClass: deadletter.ClassSecurity, wantReason: deadletter.ReasonGuardrailReject},
+		{name: "security with a poison reason is unclassified", err: Security(deadletter.ReasonJSONInvalid, base), wantClass: deadletter.ClassUnknown, wantReason: deadletter.ReasonUnclassified},
+		{name: "effect unknown", err: EffectUnknown(base), wantClass: deadletter.ClassAmbiguous, wantReason: deadletter.ReasonEffectUnknown},
+		{name: "auth config", err: AuthConfig(base), wantClass: deadletter.ClassAuthorization, wantReason: deadletter.ReasonAuthConfig},
+		{name: "dependency open", err: DependencyOpen(base), wantClass: deadletter.ClassDependency, wantReason: deadletter.ReasonDependencyOpen},
+		{name: "policy limit", err: PolicyLimit(base), wantClass: deadletter.ClassPolicy, wantReason: deadletter.ReasonPolicyLimit},
+		{name: "wrapped typed outcome", err: fmt.Errorf("tool: %w", PolicyLimit(base)), wantClass: deadletter.ClassPolicy, wantReason: deadletter.ReasonPolicyLimit},
+		{name: "typed outcome beats the API error it wraps", err: Poison(deadletter.ReasonToolUnknown, apiErr("ThrottlingException", smithy.FaultClient)), wantClass: deadletter.ClassPoison, wantReason: deadletter.ReasonToolUnknown, wantCode: "ThrottlingException"},
+		{name: "typed outcome beats a deadline it wraps", err: PolicyLimit(context.DeadlineExceeded), wantClass: deadletter.ClassPolicy, wantReason: deadletter.ReasonPolicyLimit},
+		{name: "validation error", err: &agenttask.ValidationError{Reason: deadletter.ReasonToolVersionUnsupported, Field: "tool_version"}, wantClass: deadletter.ClassPoison, wantReason: deadletter.ReasonToolVersionUnsupported, wantCode: "field:tool_version"},
+		{name: "wrapped validation error", err: fmt.Errorf("decode: %w", &agenttask.ValidationError{Reason: deadletter.ReasonJSONInvalid}), wantClass: deadletter.ClassPoison, wantReason: deadletter.ReasonJSONInvalid},
+		{name: "deadline", err: context.DeadlineExceeded, wantClass: deadletter.ClassTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "DeadlineExceeded"},
+		{name: "wrapped deadline beats the API error", err: fmt.Errorf("call: %w", errors.Join(context.DeadlineExceeded, apiErr("AccessDenied", smithy.FaultClient))), wantClass: deadletter.ClassTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "DeadlineExceeded"},
+		{name: "canceled", err: fmt.Errorf("x: %w", context.Canceled), wantClass: deadletter.ClassTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "Canceled"},
+		{name: "net timeout", err: &net.OpError{Op: "read", Err: timeoutErr{}}, wantClass: deadletter.ClassTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "Timeout"},
+		{name: "throttling", err: apiErr("ThrottlingException", smithy.FaultClient), wantClass: deadletter.ClassTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "ThrottlingException"},
+		{name: "wrapped throttling", err: opErr(apiErr("TooManyRequestsException", smithy.FaultClient)), wantClass: deadletter.ClassTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "TooManyRequestsException"},
+		{name: "server fault", err: opErr(apiErr("SomethingBroke", smithy.FaultServer)), wantClass: deadletter.ClassTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "SomethingBroke"},
+		{name: "service unavailable sent as unknown fault", err: apiErr("ServiceUnavailable", smithy.FaultUnknown), wantClass: deadletter.ClassTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "ServiceUnavailable"},
+		{name: "access denied", err: apiErr("AccessDenied", smithy.FaultClient), wantClass: deadletter.ClassAuthorization, wantReason: deadletter.ReasonAuthConfig, wantCode: "AccessDenied"},
+		{name: "wrapped expired token", err: opErr(apiErr("ExpiredTokenException", smithy.FaultClient)), wantClass: deadletter.ClassAuthorization, wantReason: deadletter.ReasonAuthConfig, wantCode: "ExpiredTokenException"},
+		{name: "KMS denied", err: apiErr("KMSAccessDeniedException", smithy.FaultClient), wantClass: deadletter.ClassAuthorization, wantReason: deadletter.ReasonAuthConfig, wantCode: "KMSAccessDeniedException"},
+		{name: "KMS throttling is transient", err: apiErr("KMSThrottlingException", smithy.FaultClient), wantClass: deadletter.ClassTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "KMSThrottlingException"},
+		{name: "unknown client error", err: opErr(apiErr("ValidationException", smithy.FaultClient)), wantClass: deadletter.ClassUnknown, wantReason: deadletter.ReasonUnclassified, wantCode: "ValidationException"},
+		{name: "plain error", err: base, wantClass: deadletter.ClassUnknown, wantReason: deadletter.ReasonUnclassified},
+		{name: "panic", err: &panicError{value: "nil map"}, wantClass: deadletter.ClassUnknown, wantReason: deadletter.ReasonUnclassified},
 
 		// Effect-aware: after StartEffect, what could have had its effect is effect_unknown.
-		{name: "deadline after the effect started", err: context.DeadlineExceeded, effectStarted: true, wantKind: KindEffectUnknown, wantReason: deadletter.ReasonEffectUnknown, wantCode: "DeadlineExceeded"},
-		{name: "transient after the effect started", err: Transient(base), effectStarted: true, wantKind: KindEffectUnknown, wantReason: deadletter.ReasonEffectUnknown},
-		{name: "throttling after the effect started", err: apiErr("ThrottlingException", smithy.FaultClient), effectStarted: true, wantKind: KindEffectUnknown, wantReason: deadletter.ReasonEffectUnknown, wantCode: "ThrottlingException"},
-		{name: "plain error after the effect started", err: base, effectStarted: true, wantKind: KindEffectUnknown, wantReason: deadletter.ReasonEffectUnknown},
-		{name: "poison after the effect started stays poison", err: Poison(deadletter.ReasonSchemaInvalid, base), effectStarted: true, wantKind: KindPoison, wantReason: deadletter.ReasonSchemaInvalid},
-		{name: "policy after the effect started stays policy", err: PolicyLimit(base), effectStarted: true, wantKind: KindPolicyLimit, wantReason: deadletter.ReasonPolicyLimit},
+		{name: "deadline after the effect started", err: context.DeadlineExceeded, effectStarted: true, wantClass: deadletter.ClassAmbiguous, wantReason: deadletter.ReasonEffectUnknown, wantCode: "DeadlineExceeded"},
+		{name: "transient after the effect started", err: Transient(base), effectStarted: true, wantClass: deadletter.ClassAmbiguous, wantReason: deadletter.ReasonEffectUnknown},
+		{name: "throttling after the effect started", err: apiErr("ThrottlingException", smithy.FaultClient), effectStarted: true, wantClass: deadletter.ClassAmbiguous, wantReason: deadletter.ReasonEffectUnknown, wantCode: "ThrottlingException"},
+		{name: "plain error after the effect started", err: base, effectStarted: true, wantClass: deadletter.ClassAmbiguous, wantReason: deadletter.ReasonEffectUnknown},
+		{name: "poison after the effect started stays poison", err: Poison(deadletter.ReasonSchemaInvalid, base), effectStarted: true, wantClass: deadletter.ClassPoison, wantReason: deadletter.ReasonSchemaInvalid},
+		{name: "policy after the effect started stays policy", err: PolicyLimit(base), effectStarted: true, wantClass: deadletter.ClassPolicy, wantReason: deadletter.ReasonPolicyLimit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got := classify(tt.err, tt.effectStarted)
-			assert.Equal(t, tt.wantKind, got.Kind, "kind")
+			got := classify(tt.err, tt.effectStarted, nil)
+			assert.Equal(t, tt.wantClass, got.Class(), "class")
 			assert.Equal(t, tt.wantReason, got.Reason, "reason")
 			assert.Equal(t, tt.wantCode, got.Code, "code")
 			assert.Equal(t, tt.wantReason.Class(), got.Class())
@@ -99,26 +100,97 @@ func TestOutcomeIsAndUnwrap(t *testing.T) {
 	t.Parallel()
 	cause := errors.New("503 from upstream")
 	tests := []struct {
-		name    string
-		err     error
-		target  error // the sentinel it must match
-		notKind error // a sentinel it must not match
+		name      string
+		err       error
+		target    error            // the sentinel it must match
+		notClass  error            // a sentinel it must not match
+		wantClass deadletter.Class // Outcome.Class
+		wantText  string           // the error text, stamped in dlq_meta: its words stay as they were
 	}{
-		{name: "transient", err: Transient(cause), target: ErrTransient, notKind: ErrPoison},
-		{name: "wrapped poison", err: fmt.Errorf("a: %w", Poison(deadletter.ReasonJSONInvalid, cause)), target: ErrPoison, notKind: ErrTransient},
-		{name: "security", err: Security(deadletter.ReasonSignatureInvalid, cause), target: ErrSecurity, notKind: ErrPoison},
-		{name: "effect unknown", err: EffectUnknown(cause), target: ErrEffectUnknown, notKind: ErrTransient},
-		{name: "auth", err: AuthConfig(cause), target: ErrAuthConfig, notKind: ErrDependencyOpen},
-		{name: "dependency", err: DependencyOpen(cause), target: ErrDependencyOpen, notKind: ErrAuthConfig},
-		{name: "policy", err: PolicyLimit(cause), target: ErrPolicyLimit, notKind: ErrEffectUnknown},
+		{name: "transient", err: Transient(cause), target: ErrTransient, notClass: ErrPoison, wantClass: deadletter.ClassTransient, wantText: "transient: 503 from upstream"},
+		{name: "wrapped poison", err: fmt.Errorf("a: %w", Poison(deadletter.ReasonJSONInvalid, cause)), target: ErrPoison, notClass: ErrTransient, wantClass: deadletter.ClassPoison, wantText: "a: poison: 503 from upstream"},
+		{name: "security", err: Security(deadletter.ReasonSignatureInvalid, cause), target: ErrSecurity, notClass: ErrPoison, wantClass: deadletter.ClassSecurity, wantText: "security: 503 from upstream"},
+		{name: "effect unknown", err: EffectUnknown(cause), target: ErrEffectUnknown, notClass: ErrTransient, wantClass: deadletter.ClassAmbiguous, wantText: "effect_unknown: 503 from upstream"},
+		{name: "auth", err: AuthConfig(cause), target: ErrAuthConfig, notClass: ErrDependencyOpen, wantClass: deadletter.ClassAuthorization, wantText: "auth_config: 503 from upstream"},
+		{name: "dependency", err: DependencyOpen(cause), target: ErrDependencyOpen, notClass: ErrAuthConfig, wantClass: deadletter.ClassDependency, wantText: "dependency_open: 503 from upstream"},
+		{name: "policy", err: PolicyLimit(cause), target: ErrPolicyLimit, notClass: ErrEffectUnknown, wantClass: deadletter.ClassPolicy, wantText: "policy_limit: 503 from upstream"},
+		{name: "wrong reason", err: Poison(deadletter.ReasonPolicyLimit, cause), notClass: ErrPoison, wantClass: deadletter.ClassUnknown, wantText: "unclassified: batch.Poison called with non-poison reason policy_limit\n503 from upstream"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.ErrorIs(t, tt.err, tt.target)
-			assert.NotErrorIs(t, tt.err, tt.notKind)
+			if tt.target != nil {
+				assert.ErrorIs(t, tt.err, tt.target)
+			}
+			assert.NotErrorIs(t, tt.err, tt.notClass)
 			assert.ErrorIs(t, tt.err, cause, "Unwrap reaches the cause")
-			assert.Contains(t, tt.err.Error(), "503 from upstream")
+			assert.Equal(t, tt.wantText, tt.err.Error())
+			o, ok := errors.AsType[*Outcome](tt.err)
+			require.True(t, ok)
+			assert.Equal(t, tt.wantClass, o.Class())
+			assert.Equal(t, tt.wantClass, o.Reason().Class(), "the reason names the class")
+		})
+	}
+}
+
+// errQuota is a dependency's own error type, which only the caller knows.
+type errQuota struct{ tenant string }
+
+func (e *errQuota) Error() string { return "quota exceeded for " + e.tenant }
+
+// ownClassify is a caller's classification: its quota error is transient,
+// its refusal is a policy limit, anything else is left to the built-in rules.
+func ownClassify(err error) (deadletter.Reason, bool) {
+	if _, ok := errors.AsType[*errQuota](err); ok {
+		return deadletter.ReasonBudgetExhausted, true
+	}
+	if errors.Is(err, errRefused) {
+		return deadletter.ReasonPolicyLimit, true
+	}
+	if errors.Is(err, errBadReason) {
+		return deadletter.ReasonRedriveLoop, true // not the worker's to write
+	}
+	if errors.Is(err, errClassifyPanics) {
+		panic("classifier bug")
+	}
+	return "", false
+}
+
+var (
+	errRefused        = errors.New("model refused the plan")
+	errBadReason      = errors.New("classified with the ledger's reason")
+	errClassifyPanics = errors.New("the classifier panics on this one")
+)
+
+func TestClassifyHook(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name          string
+		err           error
+		effectStarted bool
+		wantReason    deadletter.Reason // the reason it is dead-lettered with
+		wantCode      string
+	}{
+		{name: "bare own error", err: &errQuota{tenant: "t1"}, wantReason: deadletter.ReasonBudgetExhausted},
+		{name: "wrapped own error", err: fmt.Errorf("tool: %w", &errQuota{tenant: "t1"}), wantReason: deadletter.ReasonBudgetExhausted},
+		{name: "own sentinel, wrapped twice", err: fmt.Errorf("a: %w", fmt.Errorf("b: %w", errRefused)), wantReason: deadletter.ReasonPolicyLimit},
+		{name: "own error wrapping an API error keeps its code", err: fmt.Errorf("%w: %w", errRefused, apiErr("ThrottlingException", smithy.FaultClient)), wantReason: deadletter.ReasonPolicyLimit, wantCode: "ThrottlingException"},
+		{name: "the hook beats a validation error", err: errors.Join(errRefused, &agenttask.ValidationError{Reason: deadletter.ReasonJSONInvalid}), wantReason: deadletter.ReasonPolicyLimit},
+		{name: "the hook beats a deadline", err: errors.Join(context.DeadlineExceeded, &errQuota{}), wantReason: deadletter.ReasonBudgetExhausted},
+		{name: "a typed outcome beats the hook", err: Poison(deadletter.ReasonSchemaInvalid, errRefused), wantReason: deadletter.ReasonSchemaInvalid},
+		{name: "unknown to the hook: built-in rules", err: apiErr("AccessDenied", smithy.FaultClient), wantReason: deadletter.ReasonAuthConfig, wantCode: "AccessDenied"},
+		{name: "unknown to the hook: unclassified", err: errors.New("boom"), wantReason: deadletter.ReasonUnclassified},
+		{name: "a reason the worker cannot write is unclassified", err: errBadReason, wantReason: deadletter.ReasonUnclassified, wantCode: "classify:redrive_loop"},
+		{name: "a panicking hook is unclassified", err: errClassifyPanics, wantReason: deadletter.ReasonUnclassified, wantCode: "classify:panic"},
+		{name: "transient by the hook after the effect started", err: &errQuota{}, effectStarted: true, wantReason: deadletter.ReasonEffectUnknown},
+		{name: "policy by the hook after the effect started stays policy", err: errRefused, effectStarted: true, wantReason: deadletter.ReasonPolicyLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got := classify(tt.err, tt.effectStarted, ownClassify)
+			assert.Equal(t, tt.wantReason, got.Reason, "reason")
+			assert.Equal(t, tt.wantCode, got.Code, "code")
 		})
 	}
 }

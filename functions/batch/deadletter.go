@@ -33,7 +33,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 	now := p.now().UTC()
 	reason := c.Reason
 	errText := cause.Error()
-	if st.claimed && st.redriveCount >= p.loopAfter {
+	if st.begun && st.redriveCount >= p.loopAfter {
 		reason = deadletter.ReasonRedriveLoop
 		errText = "dead-lettered again after " + itoa(st.redriveCount) + " redrives; last failure " + string(c.Reason) + ": " + errText
 	}
@@ -84,7 +84,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		p.release(ctx, rec)
 		return resultRetry
 	}
-	if st.claimed && p.ledger != nil {
+	if st.begun && p.ledger != nil {
 		if _, lerr := p.ledger.DeadLettered(ctx, st.key, reason, now); lerr != nil {
 			// The dead letter is safe in the DLQ; only its count is missing.
 			p.logFailure(ctx, slog.LevelError, "ledger could not count the dead letter", rec, reason, lerr)
@@ -165,19 +165,6 @@ func (p *Processor) send(ctx context.Context, msg *events.SQSMessage, group stri
 // DeduplicationID is the MessageDeduplicationId of the dead letter of a FIFO
 // message: "dlq-" and the original message id.
 func DeduplicationID(messageID string) string { return "dlq-" + truncate(messageID, 120) }
-
-// changeVisibility hides a retried record for seconds.
-func (p *Processor) changeVisibility(ctx context.Context, receipt string, seconds int32) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("visibility change panicked: %v", v)
-		}
-	}()
-	_, err = p.sqs.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-		QueueUrl: aws.String(p.hotURL), ReceiptHandle: aws.String(receipt), VisibilityTimeout: seconds,
-	})
-	return err
-}
 
 // originalAttributes converts the Lambda record's message attributes.
 func originalAttributes(in map[string]events.SQSMessageAttribute) map[string]deadletter.Attribute {

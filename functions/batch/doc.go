@@ -27,17 +27,43 @@
 //	Security(reason, err) dead-letter at once (signature_invalid, guardrail_reject)
 //	EffectUnknown(err)    dead-letter at once: effect_unknown
 //	PolicyLimit(err)      dead-letter at once: policy_limit
-//	ErrDuplicate          acknowledge as a no-op (from Record.Claim)
+//	ErrDuplicate          acknowledge as a no-op (from Record.Begin)
+//
+// Each constructor's reason names a failure class of the one taxonomy,
+// deadletter.Class (transient, poison, security, authorization, dependency,
+// ambiguous, policy, unknown); deadletter.Class.Retryable says which classes
+// are retried inside the budget. Outcome.Class and Classification.Class
+// return it; there is no second enum.
 //
 // Any other error is classified by Classify, with this precedence: a typed
-// outcome; an *agenttask.ValidationError (poison with its reason); a context
-// deadline, cancellation or network timeout (transient); a smithy.APIError
-// by ErrorCode and ErrorFault (throttling and 5xx transient; AccessDenied,
-// ExpiredToken, KMS* auth_config); anything else unclassified, dead-lettered
-// at once and never assumed retryable. A panic is recovered into that
-// record's unclassified failure. Once the handler called Record.StartEffect,
-// every failure other than poison, security and policy_limit is
-// effect_unknown: the call may have had its effect and there is no receipt.
+// outcome; the caller's Config.Classify; an *agenttask.ValidationError
+// (poison with its reason); a context deadline, cancellation or network
+// timeout (transient); a smithy.APIError by ErrorCode and ErrorFault
+// (throttling and 5xx transient; AccessDenied, ExpiredToken, KMS*
+// auth_config); anything else unclassified, dead-lettered at once and never
+// assumed retryable. A panic is recovered into that record's unclassified
+// failure. Once the handler called Record.StartEffect, every failure other
+// than poison, security and policy_limit is effect_unknown: the call may
+// have had its effect and there is no receipt.
+//
+// # Your own classification
+//
+// Config.Classify is a ClassifyFunc: given a failure that is not a typed
+// outcome, it returns the reason for the errors it knows (a dependency's own
+// error types, a model's refusal) and false for the rest, which the built-in
+// rules decide. It is matched with errors.Is/As, so bare and wrapped errors
+// alike are found:
+//
+//	Classify: func(err error) (deadletter.Reason, bool) {
+//		if _, ok := errors.AsType[*search.QuotaError](err); ok {
+//			return deadletter.ReasonBudgetExhausted, true // transient
+//		}
+//		return "", false
+//	},
+//
+// A reason the worker cannot write (receive_limit, redrive_loop, an unknown
+// one) or a panic in the function makes the failure unclassified, with the
+// error code "classify:<reason>" or "classify:panic".
 //
 // "The last allowed receive" is ApproximateReceiveCount >= MaxReceiveCount:
 // the processor dead-letters the record itself, with its reason and attempt
@@ -93,16 +119,16 @@
 //
 // # Idempotency ledger
 //
-// With Config.Ledger, a handler calls Record.Claim(ctx, key, mutates) before
+// With Config.Ledger, a handler calls Record.Begin(ctx, key, mutates) before
 // any work: the key is taken with a lease (owner: the message id); a key
 // already done returns ErrDuplicate (acknowledged as a no-op, counted as
 // DuplicatesSkipped); a key leased by another delivery is retried; a
 // mutating task whose earlier delivery started its call without a receipt
 // is effect_unknown. Record.StartEffect is called before a mutating call,
-// Record.Done(receipt) gives the effect receipt, and the processor marks the
+// Record.SetReceipt(receipt) gives the effect receipt, and the processor marks the
 // key done when the handler returns nil, or dead-lettered (counting it) when
 // it dead-letters the record. A ledger outage retries the record. A
-// dead-lettered key may be claimed again: that is a redrive, and the task
+// dead-lettered key may be begun again: that is a redrive, and the task
 // runs again (for effect_unknown, only after the owner reconciled it, as
 // the runbook says; a reconciled effect is recorded as done, which makes
 // the redrive a no-op).

@@ -20,7 +20,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 )
 
-// A whole worker: decode the task, claim its idempotency key, do the work,
+// A whole worker: decode the task, begin its idempotency key, do the work,
 // say what a failure means. In a Lambda, SQS is sqs.NewFromConfig(cfg) and
 // the last line is lambda.Start(p.Handle).
 func Example() {
@@ -31,14 +31,14 @@ func Example() {
 			return err // poison: dead-lettered at once with its reason
 		}
 		r.Describe(&task) // dead letters and logs carry the task's ids
-		if err := r.Claim(ctx, task.IdempotencyKey, catalog[task.Tool].Mutates); err != nil {
+		if err := r.Begin(ctx, task.IdempotencyKey, catalog[task.Tool].Mutates); err != nil {
 			return err // done already, leased elsewhere, or ledger down
 		}
 		if bytes.Contains(task.Args, []byte(`"flaky"`)) {
 			return batch.Transient(errors.New("upstream answered 503"))
 		}
 		sum := sha256.Sum256(task.Args)
-		r.Done(hex.EncodeToString(sum[:]))
+		r.SetReceipt(hex.EncodeToString(sum[:]))
 		return nil
 	}
 

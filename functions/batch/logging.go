@@ -3,7 +3,10 @@ package batch
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // logAttrs is slog.Logger.LogAttrs without the caller's program counter:
@@ -19,4 +22,26 @@ func logAttrs(ctx context.Context, l *slog.Logger, level slog.Level, msg string,
 	r := slog.NewRecord(time.Now(), level, msg, 0)
 	r.AddAttrs(attrs...)
 	_ = h.Handle(ctx, r)
+}
+
+func (p *Processor) logFailure(ctx context.Context, level slog.Level, msg string, rec Record, reason deadletter.Reason, err error) {
+	logAttrs(ctx, p.log, level, msg,
+		slog.String("message_id", rec.Message.MessageId), slog.String("queue", queueName(rec.Message.EventSourceARN)),
+		slog.String("reason", string(reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", rec.st.task.TraceID),
+		slog.String("error", deadletter.Redact(err.Error(), deadletter.MaxErrorRunes)))
+}
+
+// queueName is the last part of a queue ARN.
+func queueName(arn string) string {
+	if i := strings.LastIndexByte(arn, ':'); i >= 0 {
+		return arn[i+1:]
+	}
+	return arn
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
 }

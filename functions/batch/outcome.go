@@ -6,62 +6,34 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
-// Kind is what a handler's outcome does to the SQS message.
-type Kind uint8
+// The class of an outcome is its deadletter.Class: one failure taxonomy for
+// the worker, the dead letters, triage and the docs. What each class does to
+// the SQS message (deadletter.Class.Retryable says which are retried):
+//
+//	transient      retried inside the budget (batch item failure, optional
+//	               visibility backoff); budget_exhausted on the last receive
+//	poison         dead-lettered at once with its poison reason
+//	security       dead-lettered at once (signature_invalid, guardrail_reject)
+//	authorization  retried inside the budget; auth_config on the last receive
+//	dependency     retried inside the budget; dependency_open on the last receive
+//	ambiguous      dead-lettered at once as effect_unknown
+//	policy         dead-lettered at once as policy_limit
+//	unknown        dead-lettered at once as unclassified, never assumed retryable
 
-// The outcome kinds. The zero Kind is not an outcome.
-const (
-	// KindTransient: retried inside the budget (batch item failure, optional
-	// visibility backoff); dead-lettered as budget_exhausted on the last
-	// allowed receive.
-	KindTransient Kind = iota + 1
-	// KindPoison: dead-lettered at once with its poison reason.
-	KindPoison
-	// KindSecurity: dead-lettered at once (signature_invalid, guardrail_reject).
-	KindSecurity
-	// KindEffectUnknown: dead-lettered at once as effect_unknown.
-	KindEffectUnknown
-	// KindAuthConfig: retried inside the budget; dead-lettered as auth_config
-	// on the last allowed receive.
-	KindAuthConfig
-	// KindDependencyOpen: retried inside the budget; dead-lettered as
-	// dependency_open on the last allowed receive.
-	KindDependencyOpen
-	// KindPolicyLimit: dead-lettered at once as policy_limit.
-	KindPolicyLimit
-	// KindUnclassified: an error nobody classified, or a panic: dead-lettered
-	// at once, never assumed retryable.
-	KindUnclassified
-)
-
-var kindNames = [...]string{"", "transient", "poison", "security", "effect_unknown", "auth_config", "dependency_open", "policy_limit", "unclassified"}
-
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return "kind(?)"
-}
-
-// Retryable reports whether the kind is retried while the budget lasts.
-func (k Kind) Retryable() bool {
-	return k == KindTransient || k == KindAuthConfig || k == KindDependencyOpen
-}
-
-// Sentinels that errors.Is matches against an outcome of that kind:
+// Sentinels that errors.Is matches against an outcome of that class:
 // errors.Is(err, batch.ErrTransient) is true for batch.Transient(x) and for
 // any error wrapping it.
 var (
-	ErrTransient      = &Outcome{kind: KindTransient}
-	ErrPoison         = &Outcome{kind: KindPoison}
-	ErrSecurity       = &Outcome{kind: KindSecurity}
-	ErrEffectUnknown  = &Outcome{kind: KindEffectUnknown}
-	ErrAuthConfig     = &Outcome{kind: KindAuthConfig}
-	ErrDependencyOpen = &Outcome{kind: KindDependencyOpen}
-	ErrPolicyLimit    = &Outcome{kind: KindPolicyLimit}
+	ErrTransient      = &Outcome{class: deadletter.ClassTransient}
+	ErrPoison         = &Outcome{class: deadletter.ClassPoison}
+	ErrSecurity       = &Outcome{class: deadletter.ClassSecurity}
+	ErrEffectUnknown  = &Outcome{class: deadletter.ClassAmbiguous}
+	ErrAuthConfig     = &Outcome{class: deadletter.ClassAuthorization}
+	ErrDependencyOpen = &Outcome{class: deadletter.ClassDependency}
+	ErrPolicyLimit    = &Outcome{class: deadletter.ClassPolicy}
 )
 
-// ErrDuplicate is returned by Record.Claim when the task's idempotency key
+// ErrDuplicate is returned by Record.Begin when the task's idempotency key
 // is already done. Return it from the handler: the message is acknowledged
 // as a no-op and counted as DuplicatesSkipped.
 var ErrDuplicate = errors.New("batch: idempotency key already done")
@@ -70,20 +42,31 @@ var ErrDuplicate = errors.New("batch: idempotency key already done")
 // dead-lettered, whatever its receive count.
 var errLedger = errors.New("batch: ledger unavailable")
 
-// Outcome is a handler's classified failure: a kind, the reason it is
-// dead-lettered with, and the cause. Make one with the constructors below;
-// a handler returns it (possibly wrapped) and the processor acts on it.
+// Outcome is a handler's classified failure: the reason it is dead-lettered
+// with (which names its class), and the cause. Make one with the
+// constructors below; a handler returns it (possibly wrapped) and the
+// processor acts on it.
 type Outcome struct {
-	kind   Kind
+	class  deadletter.Class // always reason.Class(), but for the sentinels
 	reason deadletter.Reason
 	err    error
+}
+
+func newOutcome(reason deadletter.Reason, err error) *Outcome {
+	return &Outcome{class: reason.Class(), reason: reason, err: err}
+}
+
+// unclassified is the outcome of a constructor called with a reason of
+// another class: a wrong reason is seen, not hidden.
+func unclassified(msg string, err error) *Outcome {
+	return newOutcome(deadletter.ReasonUnclassified, errors.Join(errors.New(msg), err))
 }
 
 // Transient: retry. The message is reported as a batch item failure (and
 // hidden for a backoff); on its last allowed receive it is dead-lettered as
 // budget_exhausted with its attempt history.
 func Transient(err error) error {
-	return &Outcome{kind: KindTransient, reason: deadletter.ReasonBudgetExhausted, err: err}
+	return newOutcome(deadletter.ReasonBudgetExhausted, err)
 }
 
 // Poison: the message can never succeed as it is. It is dead-lettered at
@@ -92,9 +75,9 @@ func Transient(err error) error {
 // makes the outcome unclassified, so that a wrong reason is seen, not hidden.
 func Poison(reason deadletter.Reason, err error) error {
 	if reason.Class() != deadletter.ClassPoison {
-		return &Outcome{kind: KindUnclassified, reason: deadletter.ReasonUnclassified, err: errors.Join(errors.New("batch.Poison called with non-poison reason "+string(reason)), err)}
+		return unclassified("batch.Poison called with non-poison reason "+string(reason), err)
 	}
-	return &Outcome{kind: KindPoison, reason: reason, err: err}
+	return newOutcome(reason, err)
 }
 
 // Security: a signature that did not verify or a guardrail rejection. The
@@ -102,55 +85,78 @@ func Poison(reason deadletter.Reason, err error) error {
 // guardrail_reject; any other reason makes the outcome unclassified).
 func Security(reason deadletter.Reason, err error) error {
 	if reason.Class() != deadletter.ClassSecurity {
-		return &Outcome{kind: KindUnclassified, reason: deadletter.ReasonUnclassified, err: errors.Join(errors.New("batch.Security called with non-security reason "+string(reason)), err)}
+		return unclassified("batch.Security called with non-security reason "+string(reason), err)
 	}
-	return &Outcome{kind: KindSecurity, reason: reason, err: err}
+	return newOutcome(reason, err)
 }
 
 // EffectUnknown: a mutating call started and its outcome is not known. The
 // message is dead-lettered at once as effect_unknown: repeating it may
 // repeat the effect.
 func EffectUnknown(err error) error {
-	return &Outcome{kind: KindEffectUnknown, reason: deadletter.ReasonEffectUnknown, err: err}
+	return newOutcome(deadletter.ReasonEffectUnknown, err)
 }
 
 // AuthConfig: an expired credential, AccessDenied, KMS denied. Retried
 // inside the budget (a configuration fix may land); dead-lettered as
 // auth_config on the last allowed receive.
 func AuthConfig(err error) error {
-	return &Outcome{kind: KindAuthConfig, reason: deadletter.ReasonAuthConfig, err: err}
+	return newOutcome(deadletter.ReasonAuthConfig, err)
 }
 
 // DependencyOpen: a dependency's circuit breaker is open. Retried inside the
 // budget; dead-lettered as dependency_open on the last allowed receive.
 func DependencyOpen(err error) error {
-	return &Outcome{kind: KindDependencyOpen, reason: deadletter.ReasonDependencyOpen, err: err}
+	return newOutcome(deadletter.ReasonDependencyOpen, err)
 }
 
 // PolicyLimit: too many steps, turns or too much cost. Dead-lettered at once
 // as policy_limit.
 func PolicyLimit(err error) error {
-	return &Outcome{kind: KindPolicyLimit, reason: deadletter.ReasonPolicyLimit, err: err}
+	return newOutcome(deadletter.ReasonPolicyLimit, err)
 }
 
-// Kind returns the outcome's kind.
-func (o *Outcome) Kind() Kind { return o.kind }
+// Class returns the outcome's failure class.
+func (o *Outcome) Class() deadletter.Class { return o.class }
 
 // Reason returns the reason the message is dead-lettered with.
 func (o *Outcome) Reason() deadletter.Reason { return o.reason }
 
 func (o *Outcome) Error() string {
 	if o.err == nil {
-		return o.kind.String()
+		return o.label()
 	}
-	return o.kind.String() + ": " + o.err.Error()
+	return o.label() + ": " + o.err.Error()
+}
+
+// label prefixes the error text: the reason when the class has one reason
+// (auth_config, dependency_open, effect_unknown, policy_limit,
+// unclassified), the class otherwise (transient, poison, security). The
+// words are the ones the dead letters already in a DLQ carry in their
+// dlq_meta error text, which triage's fingerprints hash.
+func (o *Outcome) label() string {
+	switch o.class {
+	case deadletter.ClassTransient, deadletter.ClassPoison, deadletter.ClassSecurity:
+		return string(o.class)
+	case deadletter.ClassAuthorization:
+		return string(deadletter.ReasonAuthConfig)
+	case deadletter.ClassDependency:
+		return string(deadletter.ReasonDependencyOpen)
+	case deadletter.ClassAmbiguous:
+		return string(deadletter.ReasonEffectUnknown)
+	case deadletter.ClassPolicy:
+		return string(deadletter.ReasonPolicyLimit)
+	case deadletter.ClassUnknown:
+		return string(deadletter.ReasonUnclassified)
+	}
+	return string(o.class)
 }
 
 // Unwrap returns the cause.
 func (o *Outcome) Unwrap() error { return o.err }
 
-// Is matches the sentinel of the same kind (ErrTransient, ErrPoison, ...).
+// Is matches the sentinel of the same class (ErrTransient, ErrPoison, ...).
 func (o *Outcome) Is(target error) bool {
 	t, ok := target.(*Outcome)
-	return ok && t.err == nil && t.reason == "" && t.kind == o.kind
+	return ok && t.err == nil && t.reason == "" && t.class == o.class
 }

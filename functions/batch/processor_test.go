@@ -56,25 +56,29 @@ func scripted(ctx context.Context, r Record) error {
 		return PolicyLimit(errors.New("too many steps"))
 	case "unclassified":
 		return errors.New("something nobody expected")
+	case "quota":
+		return fmt.Errorf("search: %w", &errQuota{tenant: "acme"})
+	case "refused":
+		return errRefused
 	case "throttled":
 		return &smithy.OperationError{ServiceID: "Bedrock", OperationName: "Converse", Err: &smithy.GenericAPIError{Code: "ThrottlingException", Fault: smithy.FaultClient}}
 	case "panic":
 		var m map[string]int
 		m["x"] = 1 // a nil map write: a real runtime panic
 		return nil
-	case "claim", "claim-mutate":
-		if err := r.Claim(ctx, key, action == "claim-mutate"); err != nil {
+	case "begin", "begin-mutate":
+		if err := r.Begin(ctx, key, action == "begin-mutate"); err != nil {
 			return err
 		}
-		r.Done("receipt-" + key)
+		r.SetReceipt("receipt-" + key)
 		return nil
-	case "claim-fail":
-		if err := r.Claim(ctx, key, false); err != nil {
+	case "begin-fail":
+		if err := r.Begin(ctx, key, false); err != nil {
 			return err
 		}
 		return errors.New("tool failed")
-	case "claim-mutate-timeout":
-		if err := r.Claim(ctx, key, true); err != nil {
+	case "begin-mutate-timeout":
+		if err := r.Begin(ctx, key, true); err != nil {
 			return err
 		}
 		if err := r.StartEffect(ctx); err != nil {
@@ -197,7 +201,7 @@ func TestProcessorOutcomes(t *testing.T) {
 		{name: "unclassified at once", body: "unclassified", receive: 1, want: deadLettered(deadletter.ReasonUnclassified)},
 		{name: "panic at once", body: "panic", receive: 1, want: deadLettered(deadletter.ReasonUnclassified)},
 		{name: "body not JSON", body: "{not json", receive: 1, want: deadLettered(deadletter.ReasonJSONInvalid)},
-		{name: "mutating call timed out", body: "claim-mutate-timeout:k1", receive: 1, want: deadLettered(deadletter.ReasonEffectUnknown)},
+		{name: "mutating call timed out", body: "begin-mutate-timeout:k1", receive: 1, want: deadLettered(deadletter.ReasonEffectUnknown)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -368,7 +372,7 @@ func TestLedger(t *testing.T) {
 	t.Run("a done key is a no-op", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)
-		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "claim:k", 1), sqsMsg("m2", "claim:k", 1)}})
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "begin:k", 1), sqsMsg("m2", "begin:k", 1)}})
 		assert.Equal(t, map[string]outcome{"m1": acked, "m2": acked}, got)
 		e, found, _ := h.ledger.Get(context.Background(), "k")
 		require.True(t, found)
@@ -383,14 +387,14 @@ func TestLedger(t *testing.T) {
 		h := newHarness(t, nil)
 		_, err := h.ledger.Begin(context.Background(), "k", "other", testNow, time.Minute)
 		require.NoError(t, err)
-		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "claim:k", 1)}})
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "begin:k", 1)}})
 		assert.Equal(t, retried, got["m1"])
 	})
 	t.Run("a ledger outage retries, even on the last receive", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)
 		h.ledger.begin = outage
-		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "claim:k", 1), sqsMsg("m2", "claim:j", 4)}})
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "begin:k", 1), sqsMsg("m2", "begin:j", 4)}})
 		assert.Equal(t, map[string]outcome{"m1": retried, "m2": retried}, got)
 		assert.Empty(t, h.sqs.sent)
 	})
@@ -398,14 +402,14 @@ func TestLedger(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)
 		h.ledger.complete = outage
-		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "claim:k", 1)}})
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "begin:k", 1)}})
 		assert.Equal(t, retried, got["m1"])
 	})
 	t.Run("a ledger outage after the dead letter was sent still acknowledges it", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)
 		h.ledger.deadLettered = outage
-		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "claim-fail:k", 1)}})
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "begin-fail:k", 1)}})
 		assert.Equal(t, deadLettered(deadletter.ReasonUnclassified), got["m1"])
 	})
 	t.Run("a redelivered mutating task without a receipt is effect_unknown", func(t *testing.T) {
@@ -415,7 +419,7 @@ func TestLedger(t *testing.T) {
 		_, err := h.ledger.Begin(context.Background(), "k", "m1", testNow.Add(-time.Hour), time.Minute)
 		require.NoError(t, err)
 		require.NoError(t, h.ledger.StartEffect(context.Background(), "k", "m1", testNow.Add(-time.Hour)))
-		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "claim-mutate:k", 2)}})
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "begin-mutate:k", 2)}})
 		assert.Equal(t, deadLettered(deadletter.ReasonEffectUnknown), got["m1"])
 		e, _, _ := h.ledger.Get(context.Background(), "k")
 		assert.Equal(t, ledger.StateDeadLettered, e.State)
@@ -426,7 +430,7 @@ func TestLedger(t *testing.T) {
 		h := newHarness(t, nil)
 		ctx := context.Background()
 		for i := range 3 {
-			got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg(fmt.Sprint("m", i), "claim-fail:k", 1)}})
+			got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg(fmt.Sprint("m", i), "begin-fail:k", 1)}})
 			want := deadLettered(deadletter.ReasonUnclassified)
 			if i == 2 {
 				want = deadLettered(deadletter.ReasonRedriveLoop) // redrive count 2 = RedriveLoopAfter
@@ -596,7 +600,7 @@ func parseEMF(t *testing.T, s string) []map[string]any {
 func TestConcurrencyKeepsOutcomes(t *testing.T) {
 	t.Parallel()
 	const fifoDLQ = "https://sqs.us-east-1.amazonaws.com/123456789012/agent-steps-dlq.fifo"
-	actions := []string{"ok", "transient", "poison", "claim:k%d", "panic", "ok", "auth", "policy", "claim-mutate-timeout:j%d", "ok", "throttled", "claim-fail:f%d"}
+	actions := []string{"ok", "transient", "poison", "begin:k%d", "panic", "ok", "auth", "policy", "begin-mutate-timeout:j%d", "ok", "throttled", "begin-fail:f%d"}
 	build := func(fifo bool) events.SQSEvent {
 		var ev events.SQSEvent
 		for i := range 60 {
@@ -687,4 +691,32 @@ func TestPanicStackIsTheSameFromTheCache(t *testing.T) {
 	require.GreaterOrEqual(t, len(lines), 4)
 	assert.Equal(t, "github.com/agentdlq/agentdlq/functions/batch.(*Processor).call", lines[len(lines)-2])
 	assert.NotContains(t, stacks[0], "testing.tRunner")
+}
+
+func TestProcessorOwnClassification(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		body    string
+		receive int
+		want    outcome
+	}{
+		{name: "own transient error with budget left", body: "quota", receive: 1, want: retried},
+		{name: "own transient error on the last receive", body: "quota", receive: 4, want: deadLettered(deadletter.ReasonBudgetExhausted)},
+		{name: "own policy error at once", body: "refused", receive: 1, want: deadLettered(deadletter.ReasonPolicyLimit)},
+		{name: "unknown to the hook: built-in rules", body: "throttled", receive: 1, want: retried},
+		{name: "typed outcomes are not asked", body: "poison", receive: 1, want: deadLettered(deadletter.ReasonSchemaInvalid)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, func(c *Config) { c.Classify = ownClassify })
+			got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", tt.body, tt.receive)}})
+			assert.Equal(t, tt.want, got["m1"])
+		})
+	}
+	// Without the hook the same errors are unclassified: dead-lettered at once.
+	h := newHarness(t, nil)
+	got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "quota", 1), sqsMsg("m2", "refused", 1)}})
+	assert.Equal(t, map[string]outcome{"m1": deadLettered(deadletter.ReasonUnclassified), "m2": deadLettered(deadletter.ReasonUnclassified)}, got)
 }

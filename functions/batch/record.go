@@ -43,7 +43,7 @@ type recordState struct {
 	task          agenttask.Task
 	described     bool
 	key           string
-	claimed       bool
+	begun         bool
 	mutates       bool
 	effectStarted bool
 	redriveCount  int
@@ -93,20 +93,20 @@ func (r Record) Describe(t *agenttask.Task) {
 	r.st.described = true
 }
 
-// Claim takes the task's idempotency key in the ledger for this delivery
+// Begin takes the task's idempotency key in the ledger for this delivery
 // (owner: the message id) with a lease, before any work. Return its error
 // unchanged from the handler:
 //
 //   - nil: go on; on success the processor marks the key done with the
-//     receipt given to Done;
+//     receipt given to SetReceipt;
 //   - ErrDuplicate: the key is done; the message is acknowledged as a no-op;
 //   - a Transient outcome: another delivery holds the lease; retried;
 //   - an EffectUnknown outcome: mutates is true and an earlier delivery
 //     started the mutating call without leaving a receipt;
 //   - a ledger outage: retried, never dead-lettered.
 //
-// Without a ledger in the Config, Claim only records the key and returns nil.
-func (r Record) Claim(ctx context.Context, key string, mutates bool) error {
+// Without a ledger in the Config, Begin only records the key and returns nil.
+func (r Record) Begin(ctx context.Context, key string, mutates bool) error {
 	if r.st == nil {
 		return nil
 	}
@@ -124,7 +124,7 @@ func (r Record) Claim(ctx context.Context, key string, mutates bool) error {
 	default:
 		return fmt.Errorf("%w: begin: %w", errLedger, err)
 	}
-	r.st.claimed = true
+	r.st.begun = true
 	r.st.redriveCount = prev.RedriveCount
 	if mutates && prev.State == ledger.StateInProgress && prev.EffectStarted && prev.Receipt == "" {
 		r.st.effectStarted = true
@@ -141,7 +141,7 @@ func (r Record) StartEffect(ctx context.Context) error {
 	if r.st == nil {
 		return nil
 	}
-	if r.st.claimed && r.p != nil && r.p.ledger != nil {
+	if r.st.begun && r.p != nil && r.p.ledger != nil {
 		if err := r.p.ledger.StartEffect(ctx, r.st.key, r.Message.MessageId, r.st.now); err != nil {
 			if errors.Is(err, ledger.ErrLeased) {
 				return Transient(err)
@@ -153,9 +153,11 @@ func (r Record) StartEffect(ctx context.Context) error {
 	return nil
 }
 
-// Done sets the effect receipt that the ledger records when the handler
-// returns nil.
-func (r Record) Done(receipt string) {
+// SetReceipt keeps the effect receipt (an id the outside world gave the
+// effect, or a hash of the work) for the processor: it only stores it. The
+// ledger records it when the handler returns nil and the processor marks
+// the key done; a failed record's receipt is dropped.
+func (r Record) SetReceipt(receipt string) {
 	if r.st != nil {
 		r.st.receipt = receipt
 	}

@@ -3,7 +3,7 @@
 // idempotency ledger. Its Lambda entry is functions/sampleworker/lambda.
 //
 // For each record it decodes the agent task (agenttask.DecodeTask: a failure
-// is poison with its reason), claims the idempotency key in the ledger (a
+// is poison with its reason), begins the idempotency key in the ledger (a
 // done key is acknowledged as a no-op), runs the tool and records the
 // receipt. The tools are deterministic: their work, and their receipt, is
 // the hex SHA-256 of the raw args bytes as they stand in the body.

@@ -128,7 +128,7 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 		return err // tool_unknown or tool_version_unsupported
 	}
 	r.Describe(&task)
-	if err := r.Claim(ctx, task.IdempotencyKey, tool.Mutates); err != nil {
+	if err := r.Begin(ctx, task.IdempotencyKey, tool.Mutates); err != nil {
 		return err
 	}
 	fault, err := ParseFault(task.Args)
@@ -147,7 +147,7 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 			return err
 		}
 	}
-	r.Done(Receipt(task.Args))
+	r.SetReceipt(Receipt(task.Args))
 	return nil
 }
 

@@ -1,0 +1,183 @@
+package batch
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// Config configures a Processor. New applies the defaults, then validates.
+type Config struct {
+	// Handler is required: called once per record.
+	Handler Handler
+	// SQS is required: the client that sends dead letters to the DLQ and
+	// changes the visibility of retried records (an *sqs.Client).
+	SQS SQSAPI
+	// DLQURL is required: the queue URL of this hot queue's own DLQ.
+	DLQURL string
+	// MaxReceiveCount is required: the hot queue's redrive policy
+	// maxReceiveCount (1..1000). A retryable failure on a receive at or above
+	// it is dead-lettered by the processor itself, with its reason.
+	MaxReceiveCount int
+	// Pipeline is required: the pipeline name, the metrics' Pipeline dimension.
+	Pipeline string
+
+	// FIFO is optional (default false): the hot queue and its DLQ are FIFO.
+	FIFO bool
+	// FIFOPoison is optional (default dead_letter): what a FIFO queue does
+	// with a failure that is dead-lettered at once (see the package doc).
+	FIFOPoison pipeline.FIFOPoison
+	// HotQueueURL is optional: the hot queue's URL, needed for the
+	// visibility backoff. Empty disables the backoff.
+	HotQueueURL string
+	// SourceQueueARN is optional: stamped in dlq_meta (default: each
+	// record's eventSourceARN).
+	SourceQueueARN string
+	// Backoff is optional (default base 2 s, max 120 s).
+	Backoff Backoff
+	// Ledger is optional: the idempotency ledger that Record.Begin,
+	// StartEffect and SetReceipt use. Without it, there is no duplicate detection.
+	Ledger ledger.Ledger
+	// Concurrency is optional (default 1: one record after the other): how
+	// many records are handled at once. A standard queue's records are
+	// handled by up to Concurrency goroutines; a FIFO queue's message groups
+	// are, each group's records in order. Raise it when the handler waits
+	// on the network (a DynamoDB ledger, a tool's API); the handler, the
+	// ledger and the logger must then be safe for concurrent use.
+	Concurrency int
+	// DeadlineMargin is optional (default 2 s): no record is started when
+	// the invocation's context deadline is nearer than this; such records
+	// are reported as batch item failures, so that a Lambda timeout does
+	// not fail the whole batch (records already acknowledged included).
+	DeadlineMargin time.Duration
+	// Lease is optional (default 5 minutes): how long Record.Begin holds a key.
+	Lease time.Duration
+	// RedriveLoopAfter is optional (default 2): a key dead-lettered again
+	// after this many redrives is dead-lettered as redrive_loop.
+	RedriveLoopAfter int
+	// Classify is optional (default none): the caller's own error
+	// classification, asked about every failure that is not a typed outcome
+	// before the built-in rules (see Classify and ClassifyFunc). Use it for
+	// a dependency's own error types, as asynq's IsFailure and Watermill's
+	// poison filter allow, instead of wrapping every error in the handler.
+	Classify ClassifyFunc
+	// WorkerVersion is optional: stamped in dlq_meta.
+	WorkerVersion string
+	// Logger is optional (default slog.Default()). The processor logs
+	// failures only: nothing per successful record.
+	Logger *slog.Logger
+	// Metrics is optional (default os.Stdout): where the embedded metric
+	// format lines go, one document per invocation (plus one per reason
+	// dead-lettered in it). io.Discard silences them.
+	Metrics io.Writer
+	// Now is optional (default time.Now).
+	Now func() time.Time
+	// Rand is optional (default math/rand/v2.Int64N): returns a value in
+	// [0, n). It draws the backoff jitter; it must be safe for concurrent use.
+	Rand func(n int64) int64
+}
+
+// PipelineConfig returns a Config with the settings of a pipeline
+// definition filled in: MaxReceiveCount, Pipeline, FIFO, FIFOPoison,
+// Backoff, RedriveLoopAfter and Lease (the visibility timeout). The caller
+// adds Handler, SQS, DLQURL and the rest.
+func PipelineConfig(p *pipeline.Pipeline) Config {
+	return Config{
+		MaxReceiveCount:  p.MaxReceiveCount,
+		Pipeline:         p.Name,
+		FIFO:             p.FIFO,
+		FIFOPoison:       p.FIFOPoison,
+		Backoff:          Backoff{Base: time.Duration(p.Backoff.BaseSeconds) * time.Second, Max: time.Duration(p.Backoff.MaxSeconds) * time.Second, Disabled: p.Backoff.Disabled},
+		RedriveLoopAfter: p.RedriveLoopAfter,
+		Lease:            p.VisibilityTimeout(),
+	}
+}
+
+// ErrConfig wraps every error of New and of Handle on a processor that New
+// did not build.
+var ErrConfig = errors.New("batch: invalid configuration")
+
+// New applies the defaults, validates cfg and returns a Processor. It fails
+// fast, naming every problem, on a missing handler, SQS client or DLQ.
+func New(cfg Config) (*Processor, error) {
+	if cfg.Backoff.Base == 0 && cfg.Backoff.Max == 0 {
+		cfg.Backoff.Base, cfg.Backoff.Max = 2*time.Second, 120*time.Second
+	}
+	if cfg.FIFOPoison == "" {
+		cfg.FIFOPoison = pipeline.FIFOPoisonDeadLetter
+	}
+	if cfg.Lease == 0 {
+		cfg.Lease = 5 * time.Minute
+	}
+	if cfg.Concurrency == 0 {
+		cfg.Concurrency = 1
+	}
+	if cfg.DeadlineMargin == 0 {
+		cfg.DeadlineMargin = 2 * time.Second
+	}
+	if cfg.RedriveLoopAfter == 0 {
+		cfg.RedriveLoopAfter = 2
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = os.Stdout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Int64N
+	}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if cfg.Handler == nil {
+		bad("Handler is required")
+	}
+	if cfg.SQS == nil {
+		bad("SQS is required: dead letters are sent to the DLQ by the processor")
+	}
+	if strings.TrimSpace(cfg.DLQURL) == "" {
+		bad("DLQURL is required: without a DLQ a poison message could only be retried or lost")
+	} else if cfg.FIFO != strings.HasSuffix(cfg.DLQURL, ".fifo") {
+		bad("DLQURL %q: a FIFO hot queue needs a FIFO DLQ and a standard one a standard DLQ (FIFO is %v)", cfg.DLQURL, cfg.FIFO)
+	}
+	if cfg.MaxReceiveCount < 1 || cfg.MaxReceiveCount > 1000 {
+		bad("MaxReceiveCount %d is outside 1..1000 (it must be the hot queue's redrive policy maxReceiveCount)", cfg.MaxReceiveCount)
+	}
+	if strings.TrimSpace(cfg.Pipeline) == "" {
+		bad("Pipeline is required: it names the metrics' Pipeline dimension")
+	}
+	if cfg.FIFOPoison != pipeline.FIFOPoisonDeadLetter && cfg.FIFOPoison != pipeline.FIFOPoisonHoldGroup {
+		bad("FIFOPoison %q must be %q or %q", cfg.FIFOPoison, pipeline.FIFOPoisonDeadLetter, pipeline.FIFOPoisonHoldGroup)
+	}
+	if !cfg.Backoff.Disabled && (cfg.Backoff.Base < time.Second || cfg.Backoff.Max < cfg.Backoff.Base || cfg.Backoff.Max > 12*time.Hour) {
+		bad("Backoff needs 1s <= Base <= Max <= 12h (got %v, %v)", cfg.Backoff.Base, cfg.Backoff.Max)
+	}
+	if cfg.Concurrency < 1 || cfg.Concurrency > 1000 {
+		bad("Concurrency %d is outside 1..1000", cfg.Concurrency)
+	}
+	if cfg.Lease < 0 || cfg.RedriveLoopAfter < 1 {
+		bad("Lease must be positive and RedriveLoopAfter at least 1 (got %v, %d)", cfg.Lease, cfg.RedriveLoopAfter)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	return &Processor{
+		handler: cfg.Handler, sqs: cfg.SQS, dlqURL: cfg.DLQURL, hotURL: cfg.HotQueueURL,
+		sourceARN: cfg.SourceQueueARN, maxReceive: cfg.MaxReceiveCount, pipeline: cfg.Pipeline,
+		fifo: cfg.FIFO, holdGroup: cfg.FIFO && cfg.FIFOPoison == pipeline.FIFOPoisonHoldGroup,
+		backoff: cfg.Backoff, ledger: cfg.Ledger, lease: cfg.Lease, concurrency: cfg.Concurrency, margin: cfg.DeadlineMargin, loopAfter: cfg.RedriveLoopAfter,
+		classify: cfg.Classify, version: cfg.WorkerVersion, log: cfg.Logger, metrics: cfg.Metrics, now: cfg.Now, rand: cfg.Rand,
+		pipelineKey: quoteJSON(cfg.Pipeline),
+	}, nil
+}

@@ -1,0 +1,127 @@
+package batch
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// runOne handles record i unless its FIFO group is already held. batchNow
+// is the clock read once when the batch started: without a deadline the
+// record's ledger calls use it (each time.Now cost ~0.1 µs a record); with
+// one, the reading taken for the deadline check serves the record.
+func (p *Processor) runOne(ctx context.Context, msg *events.SQSMessage, st *recordState, held bool, batchNow time.Time, m *counters) {
+	if held {
+		st.result = resultRetry // reported, not handled: the group's order holds
+		return
+	}
+	now := batchNow
+	if dl, ok := ctx.Deadline(); ok {
+		if now = p.now(); !now.Before(dl.Add(-p.margin)) {
+			// Out of time: a record started now could be cut off with the
+			// whole batch. Reported, not handled; its receive count is not
+			// spent on it by the worker (the broker counts the receive).
+			st.result, st.notStarted = resultRetry, true
+			return
+		}
+	}
+	rec := p.newRecord(msg, st, now)
+	if st.badCount {
+		logAttrs(ctx, p.log, slog.LevelWarn, "unreadable ApproximateReceiveCount; counted as 1",
+			slog.String("message_id", msg.MessageId), slog.String("queue", queueName(msg.EventSourceARN)),
+			slog.String("value", truncate(msg.Attributes[attrReceiveCount], 32)))
+	}
+	st.result = p.process(ctx, rec, m)
+}
+
+// runSequential handles the records one after the other, in event order.
+func (p *Processor) runSequential(ctx context.Context, records []events.SQSMessage, states []recordState, now time.Time, m *counters) {
+	var held map[string]struct{} // FIFO message groups stopped at a failure
+	for i := range records {
+		group := ""
+		if p.fifo {
+			group = records[i].Attributes[attrGroupID]
+		}
+		_, stop := held[group]
+		p.runOne(ctx, &records[i], &states[i], p.fifo && stop, now, m)
+		if p.fifo && states[i].result == resultRetry {
+			if held == nil {
+				held = make(map[string]struct{})
+			}
+			held[group] = struct{}{}
+		}
+	}
+}
+
+// runConcurrent handles the records of a standard queue with up to
+// Concurrency goroutines.
+func (p *Processor) runConcurrent(ctx context.Context, records []events.SQSMessage, states []recordState, now time.Time, m *counters) {
+	p.fanOut(len(records), m, func(i int, part *counters) {
+		p.runOne(ctx, &records[i], &states[i], false, now, part)
+	})
+}
+
+// runGroups handles the message groups of a FIFO queue with up to
+// Concurrency goroutines, each group's records in order.
+func (p *Processor) runGroups(ctx context.Context, records []events.SQSMessage, states []recordState, now time.Time, m *counters) {
+	var order []string
+	groups := map[string][]int{}
+	for i := range records {
+		g := records[i].Attributes[attrGroupID]
+		if _, ok := groups[g]; !ok {
+			order = append(order, g)
+		}
+		groups[g] = append(groups[g], i)
+	}
+	p.fanOut(len(order), m, func(k int, part *counters) {
+		held := false
+		for _, i := range groups[order[k]] {
+			p.runOne(ctx, &records[i], &states[i], held, now, part)
+			held = held || states[i].result == resultRetry
+		}
+	})
+}
+
+// fanOut calls do(k, part) for every k in [0, n) on up to Concurrency
+// goroutines, each counting into its own part, and adds the parts into m.
+func (p *Processor) fanOut(n int, m *counters, do func(k int, part *counters)) {
+	workers := min(p.concurrency, n)
+	parts := make([]counters, workers)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= n {
+					return
+				}
+				do(k, &parts[w])
+			}
+		})
+	}
+	wg.Wait()
+	for i := range parts {
+		m.add(&parts[i])
+	}
+}
+
+// statePool recycles the per-record state of a batch between invocations
+// (a record's state is only valid during its handler call).
+var statePool sync.Pool
+
+func getStates(n int) []recordState {
+	if p, ok := statePool.Get().(*[]recordState); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]recordState, n)
+}
+
+func putStates(s []recordState) {
+	clear(s) // drop the strings, so that a pooled slice keeps no message alive
+	statePool.Put(&s)
+}
