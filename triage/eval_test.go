@@ -226,11 +226,12 @@ func TestExportFolder(t *testing.T) {
 	assert.Empty(t, res2.RecordsKey, "no empty records file")
 	assert.NotEmpty(t, res2.ManifestKey, "a manifest per export, even an empty one")
 
-	// The report goes next to the exports.
-	jk, mk, err := WriteReport(ctx, dest, r, t0)
+	// The report is kept under <pipeline>/reports/: JSON, Markdown, HTML.
+	keys, err := WriteReport(ctx, dest, r, t0)
 	require.NoError(t, err)
-	assert.True(t, strings.HasPrefix(jk, "agent-tasks/2026-11-29/report-"))
-	md, err := os.ReadFile(filepath.Join(dest.Root, mk))
+	require.Len(t, keys, 3)
+	assert.True(t, strings.HasPrefix(keys[0], "agent-tasks/reports/20261129T"), keys[0])
+	md, err := os.ReadFile(filepath.Join(dest.Root, keys[1]))
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "# Triage of `agent-tasks`")
 }

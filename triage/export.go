@@ -88,7 +88,7 @@ type ExportResult struct {
 	Error     string   `json:"error,omitempty"`
 }
 
-// ExportPrefix is the key prefix of a pipeline's exports and reports on a
+// ExportPrefix is the key prefix of a pipeline's eval exports on a
 // day: "<pipeline>/<yyyy-mm-dd>/".
 func ExportPrefix(pipelineName string, now time.Time) string {
 	return pipelineName + "/" + now.UTC().Format("2006-01-02") + "/"
@@ -209,27 +209,42 @@ func ExistingIDs(ctx context.Context, dest Destination, pipelineName string) (ma
 	return ids, nil
 }
 
-// WriteReport writes the report as JSON and Markdown next to the exports
-// (ExportPrefix + "report-<time>-<hash>.json" / ".md") and returns the keys.
-func WriteReport(ctx context.Context, dest Destination, r *Report, now time.Time) (jsonKey, mdKey string, err error) {
-	base := ExportPrefix(r.Pipeline, now) + "report-" + stamp(now, ReportHash(r))
+// WriteReport keeps one triage run's report in dest under
+// ReportsPrefix: ReportBase + ".json", ".md" and ".html" (the self-contained
+// page, whose chart shows this run and the HistoryLimit-1 before it). It
+// returns the keys in that order. An earlier report that cannot be read only
+// leaves a gap in the chart.
+func WriteReport(ctx context.Context, dest Destination, r *Report, now time.Time) ([]string, error) {
+	base := ReportBase(r, now)
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	var md bytes.Buffer
+	var md, page bytes.Buffer
 	if err := Markdown(&md, r); err != nil {
-		return "", "", err
+		return nil, err
 	}
-	for _, o := range []struct {
+	history, _ := History(ctx, dest, r.Pipeline, HistoryLimit-1) // a gap in the chart at worst
+	history = append(history, PointOf(r, base+".json"))
+	if err := HTML(&page, r, history); err != nil {
+		return nil, err
+	}
+	files := []struct {
 		key, ct string
 		data    []byte
-	}{{base + ".json", "application/json", append(data, '\n')}, {base + ".md", "text/markdown; charset=utf-8", md.Bytes()}} {
-		if err := dest.Put(ctx, o.key, o.data, o.ct); err != nil {
-			return "", "", &ExportError{Dest: dest.String(), Op: "write report", Key: o.key, Err: err}
-		}
+	}{
+		{base + ".json", "application/json", append(data, '\n')},
+		{base + ".md", "text/markdown; charset=utf-8", md.Bytes()},
+		{base + ".html", "text/html; charset=utf-8", page.Bytes()},
 	}
-	return base + ".json", base + ".md", nil
+	keys := make([]string, 0, len(files))
+	for _, o := range files {
+		if err := dest.Put(ctx, o.key, o.data, o.ct); err != nil {
+			return nil, &ExportError{Dest: dest.String(), Op: "write report", Key: o.key, Err: err}
+		}
+		keys = append(keys, o.key)
+	}
+	return keys, nil
 }
 
 // Folder is a Destination on the local file system.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -77,6 +78,9 @@ type Handler struct {
 	Scan ScanOptions
 	// Metrics receives the EMF documents (default os.Stdout).
 	Metrics io.Writer
+	// Region is optional: the AWS region of the eval bucket, for the S3
+	// console link of the report in the alarm summary (AWS_REGION).
+	Region string
 	// Now is the clock (default time.Now); Logger defaults to slog.Default().
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -230,7 +234,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 				errs = append(errs, err)
 			}
 			if alarm != nil && alarm.State.Value == "ALARM" && h.SNS != nil && t.AlarmTopicARN != "" {
-				subject, body := Summary(r, alarm.AlarmName, h.destString(pr.ReportKey))
+				subject, body := Summary(r, alarm.AlarmName, h.reportLinks(r.Written))
 				if _, err := h.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(t.AlarmTopicARN), Subject: aws.String(subject), Message: aws.String(body)}); err != nil {
 					log.ErrorContext(ctx, "triage summary publish failed", "pipeline", t.Pipeline.Name, "error", err.Error())
 					errs = append(errs, fmt.Errorf("publish summary of %s: %w", t.Pipeline.Name, err))
@@ -273,11 +277,44 @@ func scanBudget(ctx context.Context, p *pipeline.Pipeline, configured time.Durat
 	return d
 }
 
-func (h *Handler) destString(key string) string {
-	if h.Dest == nil || key == "" {
-		return ""
+// ReportLinks say where the reader of an alarm summary finds the report.
+type ReportLinks struct {
+	// HTML is the self-contained report: its S3 URI, or its path in a folder.
+	HTML string
+	// JSON is the full report beside it.
+	JSON string
+	// Console is the AWS console's page of the HTML object (S3 only).
+	Console string
+}
+
+// reportLinks names the report files Run wrote (JSON, Markdown, HTML).
+func (h *Handler) reportLinks(written []string) ReportLinks {
+	if h.Dest == nil || len(written) < 3 {
+		return ReportLinks{}
 	}
-	return strings.TrimSuffix(h.Dest.String(), "/") + "/" + key
+	jsonKey, htmlKey := written[0], written[2]
+	s3d, ok := h.Dest.(*S3)
+	if !ok {
+		root := strings.TrimSuffix(h.Dest.String(), "/") + "/"
+		return ReportLinks{HTML: root + htmlKey, JSON: root + jsonKey}
+	}
+	return ReportLinks{
+		HTML: "s3://" + s3d.Bucket + "/" + s3d.Prefix + htmlKey, JSON: "s3://" + s3d.Bucket + "/" + s3d.Prefix + jsonKey,
+		Console: S3ConsoleURL(h.Region, s3d.Bucket, s3d.Prefix+htmlKey),
+	}
+}
+
+// S3ConsoleURL is the AWS console's page of one S3 object (where a
+// responder opens or downloads it with their own console session).
+func S3ConsoleURL(region, bucket, key string) string {
+	host, q := "console.aws.amazon.com", url.Values{}
+	if region != "" {
+		host = region + ".console.aws.amazon.com"
+		q.Set("region", region)
+	}
+	q.Set("bucketType", "general")
+	q.Set("prefix", key)
+	return "https://" + host + "/s3/object/" + url.PathEscape(bucket) + "?" + q.Encode()
 }
 
 // MatchAlarm finds the pipeline an alarm is about, in this order:
@@ -318,7 +355,7 @@ func lastSegment(s, sep string) string {
 // Summary is the short text published to a pipeline's alarm topic: the top
 // reasons, the soonest expiry, and the commands to run next. SNS subjects
 // are at most 100 characters.
-func Summary(r *Report, alarmName, reportLocation string) (subject, body string) {
+func Summary(r *Report, alarmName string, links ReportLinks) (subject, body string) {
 	subject = fmt.Sprintf("agentdlq %s: %d dead letters", r.Pipeline, r.Totals.Messages)
 	if len(r.Totals.ByReason) > 0 {
 		subject += fmt.Sprintf(", top %s (%d)", r.Totals.ByReason[0].Reason, r.Totals.ByReason[0].Count)
@@ -344,9 +381,13 @@ func Summary(r *Report, alarmName, reportLocation string) (subject, body string)
 	for _, a := range r.Attention {
 		fmt.Fprintf(&b, "! %s\n", a)
 	}
-	if reportLocation != "" {
-		fmt.Fprintf(&b, "\nReport: %s\n", reportLocation)
+	if links.HTML != "" {
+		fmt.Fprintf(&b, "\nReport (HTML, open in a browser): %s\n", links.HTML)
+		if links.Console != "" {
+			fmt.Fprintf(&b, "In the AWS console: %s\n", links.Console)
+		}
+		fmt.Fprintf(&b, "Full report (JSON): %s\n", links.JSON)
 	}
-	fmt.Fprintf(&b, "\nNext:\n  agentdlq triage --pipeline %s\n  agentdlq redrive plan --pipeline %s\n", r.Pipeline, r.Pipeline)
+	fmt.Fprintf(&b, "\nNext:\n  agentdlq ui   (the console: groups, letters, gated redrive)\n  agentdlq triage --pipeline %s\n  agentdlq redrive plan --pipeline %s\n", r.Pipeline, r.Pipeline)
 	return subject, b.String()
 }

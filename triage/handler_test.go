@@ -131,7 +131,7 @@ func TestHandleSchedule(t *testing.T) {
 	assert.Equal(t, "agent-tasks", res.Pipelines[0].Pipeline)
 	assert.Equal(t, 16, res.Pipelines[0].Messages)
 	assert.Equal(t, 5, res.Pipelines[0].Exported)
-	assert.True(t, strings.HasPrefix(res.Pipelines[0].ReportKey, "agent-tasks/2026-11-29/report-"))
+	assert.True(t, strings.HasPrefix(res.Pipelines[0].ReportKey, "agent-tasks/reports/20261129T"))
 	assert.Equal(t, 3, res.Pipelines[1].Messages)
 	assert.Empty(t, pub.published, "a scheduled run pages nobody")
 	for url, q := range queues {
@@ -140,14 +140,18 @@ func TestHandleSchedule(t *testing.T) {
 	docs := emfDocs(t, metrics.Bytes())
 	assert.Len(t, docs, 2+7+1, "one document a pipeline, plus one a reason (7 and 1)")
 
-	// The report is next to the exports.
+	// The exports by day, the reports kept under reports/.
 	keys, err := h.Dest.List(t.Context(), "agent-tasks/")
 	require.NoError(t, err)
 	var kinds []string
 	for _, k := range keys {
+		if rest, ok := strings.CutPrefix(k, "agent-tasks/reports/"); ok {
+			kinds = append(kinds, "report"+rest[strings.LastIndex(rest, "."):])
+			continue
+		}
 		kinds = append(kinds, strings.SplitN(k[len("agent-tasks/2026-11-29/"):], "-", 2)[0])
 	}
-	assert.ElementsMatch(t, []string{"evals", "manifest", "report", "report"}, kinds)
+	assert.ElementsMatch(t, []string{"evals", "manifest", "report.json", "report.md", "report.html"}, kinds)
 }
 
 func TestHandleAlarm(t *testing.T) {
@@ -165,7 +169,7 @@ func TestHandleAlarm(t *testing.T) {
 	body := aws.ToString(in.Message)
 	for _, want := range []string{
 		"after alarm Stack-AgentTasksDlqDepth", "schema_invalid", "soonest 2026-11-30 04:00Z (in 16h0m)",
-		"agentdlq triage --pipeline agent-tasks\n", "agentdlq redrive plan --pipeline agent-tasks\n", "Report: ", "report-",
+		"agentdlq triage --pipeline agent-tasks\n", "agentdlq redrive plan --pipeline agent-tasks\n", "Report (HTML, open in a browser): ", "/agent-tasks/reports/20261129T", ".html\n", "Full report (JSON): ",
 	} {
 		assert.Contains(t, body, want)
 	}

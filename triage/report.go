@@ -56,7 +56,8 @@ type Report struct {
 	Skipped []Entry `json:"skipped"`
 	// Export is the eval export's outcome, when one ran.
 	Export *ExportResult `json:"export,omitempty"`
-	// Written holds the keys of the report files Run wrote (not serialised:
+	// Written holds the keys of the report files Run wrote, JSON, Markdown
+	// and HTML (not serialised:
 	// the report cannot name its own file's hash).
 	Written []string `json:"-"`
 }

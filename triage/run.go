@@ -23,8 +23,12 @@ type Config struct {
 	Ledger KeyReader
 	// Dest is optional: where eval records (and, with WriteReport, the report) go.
 	Dest Destination
-	// WriteReport writes the report's JSON and Markdown to Dest too.
+	// WriteReport keeps the report in Reports (default Dest): JSON,
+	// Markdown and HTML under ReportsPrefix (see WriteReport).
 	WriteReport bool
+	// Reports is optional: where the report is kept when it is not Dest
+	// (the CLI keeps reports in ./out without exporting evals there).
+	Reports Destination
 	// Scan bounds the scan; zero fields default from the pipeline's triage
 	// settings (max_messages, max_seconds) and ScanOptions.
 	Scan ScanOptions
@@ -100,18 +104,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	log.InfoContext(ctx, "triage scanned", "pipeline", p.Name, "queue", cfg.DLQURL, "messages", r.Totals.Messages,
 		"groups", r.Totals.Groups, "partial", r.Partial, "duration_s", stats.DurationSeconds, "messages_per_s", stats.MessagesPerSecond)
 
-	if cfg.Dest == nil {
-		return r, nil
-	}
 	var errs []error
-	if _, err := Export(ctx, cfg.Dest, r, p, now); err != nil {
-		log.ErrorContext(ctx, "triage eval export failed", "pipeline", p.Name, "error", err.Error())
-		errs = append(errs, err)
+	if cfg.Dest != nil {
+		if _, err := Export(ctx, cfg.Dest, r, p, now); err != nil {
+			log.ErrorContext(ctx, "triage eval export failed", "pipeline", p.Name, "error", err.Error())
+			errs = append(errs, err)
+		}
 	}
-	if cfg.WriteReport {
-		if jk, mk, err := WriteReport(ctx, cfg.Dest, r, now); err == nil {
-			r.Written = []string{jk, mk}
-			log.InfoContext(ctx, "triage report written", "pipeline", p.Name, "key", jk)
+	reports := cfg.Reports
+	if reports == nil {
+		reports = cfg.Dest
+	}
+	if cfg.WriteReport && reports != nil {
+		if keys, err := WriteReport(ctx, reports, r, now); err == nil {
+			r.Written = keys
+			log.InfoContext(ctx, "triage report written", "pipeline", p.Name, "key", keys[0])
 		} else {
 			log.ErrorContext(ctx, "triage report write failed", "pipeline", p.Name, "error", err.Error())
 			r.Partial = true

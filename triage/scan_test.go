@@ -243,7 +243,7 @@ func TestRunNeverChangesTheDLQ(t *testing.T) {
 			require.NoError(t, err)
 			assert.False(t, r.Partial, r.PartialReasons)
 			assert.Equal(t, 5, r.Export.Exported)
-			assert.Len(t, r.Written, 2)
+			assert.Len(t, r.Written, 3) // JSON, Markdown, HTML
 		})
 	}
 }

@@ -28,6 +28,7 @@ type triageFlags struct {
 	asJSON      bool
 	markdown    bool
 	exportEvals string
+	reports     string
 	ledgerTable string
 	visibility  time.Duration
 	receivers   int
@@ -47,7 +48,10 @@ sending or moving any, and reports them by reason and group (fingerprint),
 with their ages, when retention will delete them, the next action and
 whether they may be redriven. Recurring poison can be exported as eval
 records (--export-evals DEST, DEST a folder or s3://bucket/prefix); a case
-already exported there is never exported twice.
+already exported there is never exported twice. Every run's report is kept
+(--reports, default ./out/<pipeline>/reports/): JSON, Markdown and a
+self-contained report.html whose chart shows the runs before it. The console
+(agentdlq ui) reads them.
 
 The queues are found as topology.ResolveWith finds them (AGENTDLQ_DLQ_URL, the
 local names, or the pipeline's tags); the AWS clients honour
@@ -67,6 +71,7 @@ an export failure included (the report is printed first).`,
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON (report_version 1)")
 	fl.BoolVar(&f.markdown, "markdown", false, "print the report as Markdown")
 	fl.StringVar(&f.exportEvals, "export-evals", "", "export recurring poison as eval records to a folder or s3://bucket/prefix")
+	fl.StringVar(&f.reports, "reports", "out", "keep the report (JSON, Markdown, HTML) under <pipeline>/reports/ in a folder or s3://bucket/prefix (\"\" keeps none)")
 	fl.StringVar(&f.ledgerTable, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints; none otherwise)")
 	fl.DurationVar(&f.visibility, "visibility", 30*time.Second, "how long the scan hides what it read (released early at the end)")
 	fl.IntVar(&f.receivers, "receivers", 0, "parallel receivers (default: one per 2,000 messages, up to 8)")
@@ -105,6 +110,12 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 			return withExit(2, err)
 		}
 	}
+	var reports triage.Destination
+	if f.reports != "" {
+		if reports, err = triage.ParseDestination(f.reports, s3.NewFromConfig(cfg)); err != nil {
+			return withExit(2, fmt.Errorf("--reports: %w", err))
+		}
+	}
 	client := sqs.NewFromConfig(cfg)
 	q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
 	if err != nil {
@@ -125,6 +136,9 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	}}
 	if dest != nil {
 		rc.Dest = dest
+	}
+	if reports != nil {
+		rc.Reports, rc.WriteReport = reports, true
 	}
 	if table := f.ledger(); table != "" {
 		rc.Ledger = ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)

@@ -56,8 +56,8 @@ func TestTriageCLIEmulator(t *testing.T) {
 	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String("not json")})
 	require.NoError(t, err)
 
-	out := t.TempDir()
-	stdout, code := runCLI(t, "triage", "--pipeline", "agent-tasks", "--json", "--ledger-table", table, "--export-evals", out, "--no-progress")
+	out, reports := t.TempDir(), t.TempDir()
+	stdout, code := runCLI(t, "triage", "--pipeline", "agent-tasks", "--json", "--ledger-table", table, "--export-evals", out, "--reports", reports, "--no-progress")
 	require.Equal(t, 0, code, stdout)
 	var r triage.Report
 	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
@@ -68,11 +68,14 @@ func TestTriageCLIEmulator(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(out, "agent-tasks", "*", "evals-*.jsonl"))
 	require.NoError(t, err)
 	assert.Len(t, files, 1)
+	kept, err := filepath.Glob(filepath.Join(reports, "agent-tasks", "reports", "*"))
+	require.NoError(t, err)
+	assert.Len(t, kept, 3, "one report per run: JSON, Markdown, HTML")
 
 	// A destination that refuses the write: the report is printed, marked partial; exit 1.
 	file := filepath.Join(t.TempDir(), "a-file")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	stdout, code = runCLI(t, "triage", "--pipeline", "agent-tasks", "--markdown", "--ledger-table", table, "--export-evals", file, "--no-progress")
+	stdout, code = runCLI(t, "triage", "--pipeline", "agent-tasks", "--markdown", "--ledger-table", table, "--export-evals", file, "--reports", "", "--no-progress")
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stdout, "**partial**: eval export failed")
 	assert.Contains(t, stdout, "| **tool_unknown** | 4 |")

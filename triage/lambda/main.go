@@ -39,7 +39,7 @@ func setup(log *slog.Logger) (*triage.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &triage.Handler{Targets: targets, SQS: sqs.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg), Metrics: os.Stdout, Logger: log}
+	h := &triage.Handler{Targets: targets, SQS: sqs.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg), Metrics: os.Stdout, Region: cfg.Region, Logger: log}
 	if bucket := os.Getenv("AGENTDLQ_EVAL_BUCKET"); bucket != "" {
 		h.Dest = &triage.S3{API: s3.NewFromConfig(cfg), Bucket: bucket}
 	}

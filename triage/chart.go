@@ -1,0 +1,163 @@
+package triage
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+)
+
+// Chart is the "dead letters by reason over time" chart, laid out for an SVG
+// of Width × Height user units: one stacked bar per triage run, oldest on the
+// left, one colour per reason. It is pure data: the HTML report and the
+// console draw it with the same template, with no script.
+type Chart struct {
+	Width, Height float64
+	// PlotTop and PlotBottom bound the bars vertically; PlotLeft is the y axis.
+	PlotTop, PlotBottom, PlotLeft float64
+	Max                           int
+	Bars                          []ChartBar
+	Ticks                         []ChartTick
+	Legend                        []ChartLegend
+	// FirstLabel and LastLabel name the first and the last run's time.
+	FirstLabel, LastLabel string
+}
+
+// ChartBar is one run.
+type ChartBar struct {
+	X, W     float64
+	Title    string // what a hover shows: the time and the counts
+	Partial  bool
+	Segments []ChartSegment
+}
+
+// ChartSegment is one reason's share of a bar.
+type ChartSegment struct {
+	Y, H   float64
+	Color  string
+	Reason deadletter.Reason
+	Count  int
+}
+
+// ChartTick is a y-axis line.
+type ChartTick struct {
+	Y     float64
+	Label string
+}
+
+// ChartLegend is one reason's colour.
+type ChartLegend struct {
+	Reason deadletter.Reason
+	Color  string
+	Latest int // its count in the latest run
+}
+
+// reasonColors is one colour per reason in taxonomy order (colour-blind
+// friendly first: Okabe-Ito, then darker tones).
+var reasonColors = []string{
+	"#0072b2", "#e69f00", "#009e73", "#cc79a7", "#d55e00", "#56b4e9", "#f0e442",
+	"#000000", "#7f3c8d", "#11a579", "#3969ac", "#f2b701", "#e73f74", "#80ba5a",
+}
+
+// ReasonColor is the chart colour of a reason.
+func ReasonColor(r deadletter.Reason) string {
+	i := slices.Index(deadletter.AllReasons(), r)
+	if i < 0 {
+		return "#888888"
+	}
+	return reasonColors[i%len(reasonColors)]
+}
+
+// BuildChart lays out the history (oldest first) as a stacked bar chart.
+func BuildChart(history []HistoryPoint) Chart {
+	c := Chart{Width: 720, Height: 220, PlotTop: 12, PlotBottom: 190, PlotLeft: 44}
+	if len(history) == 0 {
+		return c
+	}
+	seen := map[deadletter.Reason]bool{}
+	for _, p := range history {
+		c.Max = max(c.Max, p.Messages, sum(p.ByReason))
+		for r, n := range p.ByReason {
+			if n > 0 {
+				seen[r] = true
+			}
+		}
+	}
+	scaleMax := niceCeil(max(c.Max, 1))
+	plotH := c.PlotBottom - c.PlotTop
+	for i := 0; i <= 4; i++ {
+		v := scaleMax * i / 4
+		c.Ticks = append(c.Ticks, ChartTick{Y: c.PlotBottom - plotH*float64(v)/float64(scaleMax), Label: fmt.Sprint(v)})
+	}
+	reasons := []deadletter.Reason{}
+	for _, r := range deadletter.AllReasons() {
+		if seen[r] {
+			reasons = append(reasons, r)
+		}
+	}
+	latest := history[len(history)-1]
+	for _, r := range reasons {
+		c.Legend = append(c.Legend, ChartLegend{Reason: r, Color: ReasonColor(r), Latest: latest.ByReason[r]})
+	}
+	plotW := c.Width - c.PlotLeft - 8
+	slot := plotW / float64(len(history))
+	w := min(slot*0.7, 48)
+	for i, p := range history {
+		b := ChartBar{X: c.PlotLeft + slot*float64(i) + (slot-w)/2, W: w, Partial: p.Partial}
+		b.Title = fmt.Sprintf("%s: %d dead letters", p.GeneratedAt.UTC().Format("2006-01-02 15:04Z"), p.Messages)
+		if p.Partial {
+			b.Title += " (partial scan)"
+		}
+		y := c.PlotBottom
+		for _, r := range reasons {
+			n := p.ByReason[r]
+			if n == 0 {
+				continue
+			}
+			h := plotH * float64(n) / float64(scaleMax)
+			y -= h
+			b.Segments = append(b.Segments, ChartSegment{Y: y, H: h, Color: ReasonColor(r), Reason: r, Count: n})
+			b.Title += fmt.Sprintf("\n%s %d", r, n)
+		}
+		c.Bars = append(c.Bars, b)
+	}
+	c.FirstLabel = history[0].GeneratedAt.UTC().Format("Jan 2 15:04Z")
+	c.LastLabel = latest.GeneratedAt.UTC().Format("Jan 2 15:04Z")
+	return c
+}
+
+// niceCeil rounds n up to 1, 2 or 5 times a power of ten, at least 4 (so
+// that the four ticks are whole numbers).
+func niceCeil(n int) int {
+	if n <= 4 {
+		return 4
+	}
+	for p := 1; ; p *= 10 {
+		for _, m := range []int{1, 2, 5} {
+			if m*p*4 >= n && (m*p*4)%4 == 0 {
+				return m * p * 4
+			}
+		}
+	}
+}
+
+func sum(m map[deadletter.Reason]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// since is a compact relative time for the templates.
+func since(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	if d < 0 {
+		return "in " + age(int64(-d/time.Second))
+	}
+	return age(int64(d/time.Second)) + " ago"
+}

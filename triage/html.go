@@ -1,0 +1,131 @@
+package triage
+
+import (
+	"embed"
+	"fmt"
+	"html/template"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+)
+
+//go:embed html
+var htmlFiles embed.FS
+
+// HTMLFiles holds the report's templates (html/*.tmpl) and its stylesheet
+// (html/report.css). The console (package console) parses the same files,
+// so that its pipeline page and report.html are one template.
+func HTMLFiles() fs.FS {
+	sub, err := fs.Sub(htmlFiles, "html")
+	if err != nil {
+		panic(err) // the embedded folder exists at build time
+	}
+	return sub
+}
+
+// HTMLStyle is the stylesheet of the report and the console.
+func HTMLStyle() []byte {
+	b, _ := fs.ReadFile(HTMLFiles(), "report.css") // embedded: always there
+	return b
+}
+
+// HTMLView is what the "pipeline" template renders.
+type HTMLView struct {
+	Report *Report
+	// Chart is the history of the pipeline's reports (BuildChart).
+	Chart Chart
+	// Now is the time the page is seen at (report.html: the report's time).
+	Now time.Time
+	// Console turns groups into links to the console's pages.
+	Console bool
+	// GroupLimit caps the groups listed per reason (0: all).
+	GroupLimit int
+	// CSS is the inline stylesheet of report.html.
+	CSS template.CSS
+}
+
+// HTMLFuncs are the template functions of the report's templates; the
+// console adds its own beside them.
+func HTMLFuncs() template.FuncMap {
+	return template.FuncMap{
+		"ts": func(t time.Time) string {
+			if t.IsZero() {
+				return "-"
+			}
+			return t.UTC().Format("2006-01-02 15:04Z")
+		},
+		"age":       func(sec int64) string { return age(sec) },
+		"since":     since,
+		"condition": Condition,
+		"add":       func(a, b float64) float64 { return a + b },
+		"sub":       func(a, b float64) float64 { return a - b },
+		"groupsOf": func(r *Report, reason deadletter.Reason, limit int) []Group {
+			gs := GroupsOf(r, reason)
+			if limit > 0 && len(gs) > limit {
+				gs = gs[:limit]
+			}
+			return gs
+		},
+		"moreGroups": func(r *Report, reason deadletter.Reason, limit int) int {
+			if n := len(GroupsOf(r, reason)); limit > 0 && n > limit {
+				return n - limit
+			}
+			return 0
+		},
+	}
+}
+
+// GroupsOf returns the report's groups of one reason (a sub-slice: the
+// report keeps a reason's groups together).
+func GroupsOf(r *Report, reason deadletter.Reason) []Group {
+	start := -1
+	for i := range r.Groups {
+		if r.Groups[i].Reason == reason {
+			if start < 0 {
+				start = i
+			}
+		} else if start >= 0 {
+			return r.Groups[start:i]
+		}
+	}
+	if start < 0 {
+		return nil
+	}
+	return r.Groups[start:]
+}
+
+// Condition says in a few words whether and when a reason's dead letters
+// may be redriven (the redrive policy's condition).
+func Condition(r deadletter.Redrivable) string {
+	switch r {
+	case deadletter.RedriveYes:
+		return "yes"
+	case deadletter.RedriveAfterFix:
+		return "after the fix is deployed"
+	case deadletter.RedriveAfterReview:
+		return "after a review"
+	case deadletter.RedriveNeverBlind:
+		return "never blindly: reconcile, then override"
+	case deadletter.RedriveNever:
+		return "no: reject (owner override only)"
+	default:
+		return string(r)
+	}
+}
+
+// reportGroupLimit caps the groups per reason report.html lists; the JSON
+// beside it has them all.
+const reportGroupLimit = 200
+
+// HTML writes the report as one self-contained page: inline styles, the
+// chart of history as inline SVG, no script and nothing fetched.
+func HTML(w io.Writer, r *Report, history []HistoryPoint) error {
+	t, err := template.New("report").Funcs(HTMLFuncs()).ParseFS(HTMLFiles(), "*.tmpl")
+	if err != nil {
+		return fmt.Errorf("triage: report templates: %w", err)
+	}
+	v := HTMLView{Report: r, Chart: BuildChart(history), Now: r.GeneratedAt, GroupLimit: reportGroupLimit, CSS: template.CSS(HTMLStyle())}
+	return t.ExecuteTemplate(w, "report", v)
+}
