@@ -15,6 +15,11 @@ help:
 test:
 	@scripts/test.sh
 
+## test-arm64: the unit tests of the contract, codec, processor and worker built for arm64 and run under qemu-user (make test runs them too)
+.PHONY: test-arm64
+test-arm64:
+	@scripts/test-arm64.sh
+
 ## local-up: start the local emulators on 127.0.0.1 and create the topology of pipelines.json
 .PHONY: local-up
 local-up:

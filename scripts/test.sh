@@ -4,6 +4,8 @@
 # fails instead), always stop the emulators, and exit with go test's status.
 #
 # Extra arguments go to `go test` (default ./...). GOTESTFLAGS adds flags.
+# Without arguments it then runs the arm64 unit tests under qemu-user
+# (scripts/test-arm64.sh).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -23,5 +25,8 @@ set +e
 # shellcheck disable=SC2086
 go test -p 2 -timeout 15m ${GOTESTFLAGS:-} "${@:-./...}"
 rc=$?
+if [ $# -eq 0 ]; then
+  scripts/test-arm64.sh || rc=1
+fi
 set -e
 exit $rc
