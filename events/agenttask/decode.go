@@ -42,7 +42,6 @@ const (
 	detailVersion   = "must be 1"
 	detailArgs      = "must be an object"
 	detailToolUnk   = "not in the catalog"
-	detailToolVer   = "not supported by the tool"
 )
 
 // DecodeTaskStd is the reference decoder built on encoding/json: slow, simple
@@ -140,8 +139,9 @@ func CheckTool(t *Task, catalog Catalog) (Tool, error) {
 	if !ok {
 		return Tool{}, invalid(deadletter.ReasonToolUnknown, "tool", detailToolUnk)
 	}
-	if !tool.SupportsVersion(t.ToolVersion) {
-		return Tool{}, invalid(deadletter.ReasonToolVersionUnsupported, "tool_version", detailToolVer)
+	if refusal := rangeOf(tool.Versions).check(t.ToolVersion); refusal != nil {
+		e := *refusal // the cached refusal is shared; the caller gets its own
+		return Tool{}, &e
 	}
 	return tool, nil
 }

@@ -19,6 +19,12 @@ import (
 )
 
 // validBody is a well-formed task; tests derive their cases from it.
+// The refusals of the sample catalog's range.
+const (
+	outside   = `outside the tool's supported range ">=1.0.0 <4.0.0"`
+	notSemver = `not a semver version (the tool supports ">=1.0.0 <4.0.0")`
+)
+
 const validBody = `{"task_id":"t-1","run_id":"r-1","tenant":"acme","idempotency_key":"k-1","tool":"web.search","tool_version":"1","trace_id":"tr-1","created_at":"2026-11-29T00:00:00Z","schema_version":1,"args":{"q":"go"}}`
 
 // with returns validBody with member name's value replaced by raw JSON
@@ -97,7 +103,7 @@ func TestDecodeTaskRules(t *testing.T) {
 		{name: "task_id too long", body: with("task_id", long(257)), reason: deadletter.ReasonSchemaInvalid, field: "task_id", detail: "must be at most 256 characters"},
 		{name: "tool too long", body: with("tool", long(129)), reason: deadletter.ReasonSchemaInvalid, field: "tool", detail: "must be at most 128 characters"},
 		{name: "created_at too long", body: with("created_at", long(65)), reason: deadletter.ReasonSchemaInvalid, field: "created_at", detail: "must be at most 64 characters"},
-		{name: "length counts characters not bytes", body: with("tool_version", `"`+strings.Repeat("é", 64)+`"`), reason: deadletter.ReasonToolVersionUnsupported, field: "tool_version", detail: "not supported by the tool"},
+		{name: "length counts characters not bytes", body: with("tool_version", `"`+strings.Repeat("é", 64)+`"`), reason: deadletter.ReasonToolVersionUnsupported, field: "tool_version", detail: notSemver},
 		{name: "escaped length counts characters", body: with("tool_version", `"`+strings.Repeat(`\u00e9`, 65)+`"`), reason: deadletter.ReasonSchemaInvalid, field: "tool_version", detail: "must be at most 64 characters"},
 		{name: "schema_version missing", body: with("schema_version", ""), reason: deadletter.ReasonSchemaInvalid, field: "schema_version", detail: "required field is missing"},
 		{name: "schema_version 2", body: with("schema_version", `2`), reason: deadletter.ReasonSchemaInvalid, field: "schema_version", detail: "must be 1"},
@@ -125,7 +131,14 @@ func TestDecodeTaskRules(t *testing.T) {
 		{name: "args empty object", body: with("args", `{}`)},
 		{name: "first failing field wins", body: with("task_id", `1`)[:0] + `{"run_id":1,"task_id":""}`, reason: deadletter.ReasonSchemaInvalid, field: "task_id", detail: "must not be empty"},
 		{name: "tool unknown", body: with("tool", `"web.crawl"`), reason: deadletter.ReasonToolUnknown, field: "tool", detail: "not in the catalog"},
-		{name: "tool version unsupported", body: with("tool_version", `"3"`), reason: deadletter.ReasonToolVersionUnsupported, field: "tool_version", detail: "not supported by the tool"},
+		{name: "tool version 3 is in 1.x-3.x", body: with("tool_version", `"3"`)},
+		{name: "tool version patch release", body: with("tool_version", `"1.4.2"`)},
+		{name: "tool version last of 3.x", body: with("tool_version", `"3.99.99"`)},
+		{name: "tool version above the range", body: with("tool_version", `"4.0.0"`), reason: deadletter.ReasonToolVersionUnsupported, field: "tool_version", detail: outside},
+		{name: "tool version below the range", body: with("tool_version", `"0.9.1"`), reason: deadletter.ReasonToolVersionUnsupported, field: "tool_version", detail: outside},
+		{name: "tool version prerelease", body: with("tool_version", `"2.0.0-rc.1"`), reason: deadletter.ReasonToolVersionUnsupported, field: "tool_version", detail: outside},
+		{name: "tool version not semver", body: with("tool_version", `"latest"`), reason: deadletter.ReasonToolVersionUnsupported, field: "tool_version", detail: notSemver},
+		{name: "tool version four parts", body: with("tool_version", `"1.2.3.4"`), reason: deadletter.ReasonToolVersionUnsupported, field: "tool_version", detail: notSemver},
 		{name: "schema before catalog", body: with("tool", `"web.crawl"`)[:0] + strings.Replace(with("tool", `"web.crawl"`), `"schema_version":1`, `"schema_version":2`, 1), reason: deadletter.ReasonSchemaInvalid, field: "schema_version", detail: "must be 1"},
 		{name: "duplicate key last wins (bad last)", body: strings.Replace(validBody, `"tool":"web.search"`, `"tool":"web.search","tool":7`, 1), reason: deadletter.ReasonSchemaInvalid, field: "tool", detail: "must be a string"},
 		{name: "duplicate key last wins (good last)", body: strings.Replace(validBody, `"tool":"web.search"`, `"tool":7,"tool":"web.search"`, 1)},

@@ -24,4 +24,16 @@
 // the integer 1, whether written 1, 1.0 or 1e0; strings are limited to the
 // schema's maxLength in characters; duplicate keys: the last one wins.
 //
+// # Tool versions
+//
+// tool_version is semver. A catalog entry (Tool.Versions) declares the range
+// it supports: a major ("2", which is 2.x) or a constraint in the syntax of
+// github.com/Masterminds/semver/v3 (">=1.2.0 <4.0.0", "1.x || 3.x"); the
+// sample tools support 1.x through 3.x (SampleVersions). A version that is not
+// semver, or is outside the range, is tool_version_unsupported, and the
+// error names the range, so a producer's patch release is accepted and a
+// major the worker does not know is refused. Short forms read as the
+// library reads them: "2" is 2.0.0, "2.1" is 2.1.0. Parsed ranges and the
+// verdict for each version seen (up to 64 a range) are remembered, so the
+// check costs a map lookup and no allocation for the versions a fleet sends.
 package agenttask

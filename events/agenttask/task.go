@@ -32,8 +32,12 @@ type Task struct {
 // Tool describes one tool of a catalog.
 type Tool struct {
 	Name string
-	// Versions the worker supports.
-	Versions []string
+	// Versions is the semver range of tool_version the tool supports
+	// (required): a major ("2", which is 2.x) or a constraint in the syntax
+	// of github.com/Masterminds/semver/v3 (">=1.2.0 <4.0.0", "1.x || 3.x").
+	// A task whose tool_version is not semver, or is outside the range, is
+	// tool_version_unsupported. Check a range with ParseVersions or NewCatalog.
+	Versions string
 	// Mutates is true when the tool changes the outside world (sends an
 	// email, writes a file): a failure after such a call started is
 	// effect_unknown unless the ledger holds a receipt.
@@ -43,28 +47,44 @@ type Tool struct {
 // Catalog is the set of tools a worker knows, by name.
 type Catalog map[string]Tool
 
-// SupportsVersion reports whether the tool supports version v.
-func (t Tool) SupportsVersion(v string) bool {
-	for _, s := range t.Versions {
-		if s == v {
-			return true
+// NewCatalog returns the catalog of tools, or an error naming the first tool
+// without a name, named twice, or whose Versions is not a semver range.
+func NewCatalog(tools ...Tool) (Catalog, error) {
+	c := make(Catalog, len(tools))
+	for _, t := range tools {
+		if t.Name == "" {
+			return nil, fmt.Errorf("catalog: a tool has no name")
 		}
+		if _, dup := c[t.Name]; dup {
+			return nil, fmt.Errorf("catalog: tool %s is declared twice", t.Name)
+		}
+		if err := ParseVersions(t.Versions); err != nil {
+			return nil, fmt.Errorf("catalog: tool %s: %w", t.Name, err)
+		}
+		c[t.Name] = t
 	}
-	return false
+	return c, nil
 }
 
-// SampleCatalog returns the tools of the sample worker (ARCHITECTURE.md).
+// SupportsVersion reports whether v is a semver version inside the tool's
+// range.
+func (t Tool) SupportsVersion(v string) bool {
+	return rangeOf(t.Versions).check(v) == nil
+}
+
+// SampleCatalog returns the tools of the sample worker (ARCHITECTURE.md):
+// each supports tool versions 1.x through 3.x (SampleVersions).
 func SampleCatalog() Catalog {
 	c := Catalog{}
 	for _, t := range []Tool{
-		{Name: "web.search", Versions: []string{"1", "2"}},
-		{Name: "http.fetch", Versions: []string{"1"}},
-		{Name: "code.exec", Versions: []string{"1"}},
-		{Name: "file.read", Versions: []string{"1"}},
-		{Name: "file.write", Versions: []string{"1"}, Mutates: true},
-		{Name: "sql.query", Versions: []string{"1"}},
-		{Name: "vector.search", Versions: []string{"1"}},
-		{Name: "email.send", Versions: []string{"1"}, Mutates: true},
+		{Name: "web.search", Versions: SampleVersions},
+		{Name: "http.fetch", Versions: SampleVersions},
+		{Name: "code.exec", Versions: SampleVersions},
+		{Name: "file.read", Versions: SampleVersions},
+		{Name: "file.write", Versions: SampleVersions, Mutates: true},
+		{Name: "sql.query", Versions: SampleVersions},
+		{Name: "vector.search", Versions: SampleVersions},
+		{Name: "email.send", Versions: SampleVersions, Mutates: true},
 	} {
 		c[t.Name] = t
 	}

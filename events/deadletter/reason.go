@@ -101,7 +101,7 @@ const (
 	ReasonSchemaInvalid Reason = "schema_invalid"
 	// ReasonToolUnknown: the task names a tool that is not in the catalog.
 	ReasonToolUnknown Reason = "tool_unknown"
-	// ReasonToolVersionUnsupported: the tool exists but not at that version.
+	// ReasonToolVersionUnsupported: the tool exists, but tool_version is not semver or is outside the range the tool supports.
 	ReasonToolVersionUnsupported Reason = "tool_version_unsupported"
 	// ReasonSignatureInvalid: the task's signature did not verify.
 	ReasonSignatureInvalid Reason = "signature_invalid"
@@ -145,7 +145,7 @@ var taxonomy = []ReasonInfo{
 	{ReasonJSONInvalid, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the body is not a JSON object"},
 	{ReasonSchemaInvalid, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the body breaks the agent task v1 schema"},
 	{ReasonToolUnknown, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the task names a tool that is not in the catalog"},
-	{ReasonToolVersionUnsupported, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the tool exists but not at that version"},
+	{ReasonToolVersionUnsupported, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the tool exists, but tool_version is not semver or is outside the tool's range"},
 	{ReasonSignatureInvalid, ClassSecurity, NextReject, RedriveNever, true, false, "the task's signature did not verify"},
 	{ReasonGuardrailReject, ClassSecurity, NextHumanReview, RedriveNever, true, false, "a guardrail rejected the task"},
 	{ReasonAuthConfig, ClassAuthorization, NextRetryAfter, RedriveAfterFix, false, false, "expired credential, AccessDenied or KMS denied on every allowed receive"},

@@ -650,8 +650,21 @@ func scenarios() []scenario {
 
 	sc = "poison-tool-version"
 	add(scenario{name: sc, description: "known tools at a version the worker does not support", records: []rec{
-		poison(body(base(sc, 0).set("tool_version", "3")), deadletter.ReasonToolVersionUnsupported, "web.search supports versions 1 and 2, not 3"),
-		poison(body(task(sc, 1, "email.send", "2", nil)), deadletter.ReasonToolVersionUnsupported, "email.send supports version 1, not 2"),
+		poison(body(base(sc, 0).set("tool_version", "4.0.0")), deadletter.ReasonToolVersionUnsupported, "web.search supports >=1.0.0 <4.0.0, not 4.0.0"),
+		poison(body(task(sc, 1, "email.send", "latest", nil)), deadletter.ReasonToolVersionUnsupported, "latest is not a semver version"),
+		poison(body(task(sc, 2, "http.fetch", "0.9.1", nil)), deadletter.ReasonToolVersionUnsupported, "http.fetch supports >=1.0.0 <4.0.0, not 0.9.1"),
+	}})
+
+	sc = "tool-version-semver"
+	semverTask := func(i int, tool, ver string) rec {
+		o, r, why := outcome(tool, nil, 1)
+		return rec{body: body(task(sc, i, tool, ver, nil)), receive: 1, outcome: o, reason: r, why: why + " (" + ver + " is inside >=1.0.0 <4.0.0)"}
+	}
+	add(scenario{name: sc, description: "tasks at minor and patch releases inside the tools' range (1.x through 3.x): processed, not dead-lettered", records: []rec{
+		semverTask(0, "web.search", "2.7.1"),
+		semverTask(1, "http.fetch", "1.4.2"),
+		semverTask(2, "sql.query", "3.0.0"),
+		semverTask(3, "file.read", "1.0.0+build.7"),
 	}})
 
 	sc = "transient"

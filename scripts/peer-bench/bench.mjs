@@ -13,6 +13,7 @@ import {
   EventType,
   processPartialResponse,
 } from '@aws-lambda-powertools/batch';
+import { Range, SemVer } from 'semver';
 
 const [file, repeatsArg] = process.argv.slice(2);
 if (!file) {
@@ -26,11 +27,31 @@ if (!Array.isArray(event.Records) || event.Records.length === 0) {
   process.exit(2);
 }
 
-const catalog = new Map([
-  ['web.search', ['1', '2']], ['http.fetch', ['1']], ['code.exec', ['1']],
-  ['file.read', ['1']], ['file.write', ['1']], ['sql.query', ['1']],
-  ['vector.search', ['1']], ['email.send', ['1']],
-]);
+// The sample catalog: every tool supports tool_version 1.x through 3.x, as
+// agenttask.SampleVersions. node-semver is strict where the Go decoder's
+// library (Masterminds semver) reads "2" as 2.0.0 and "2.1" as 2.1.0, so the
+// short forms are padded first; like the Go decoder, the verdict for each
+// version seen is remembered (up to 64 a range).
+const sampleRange = new Range('>=1.0.0 <4.0.0');
+const catalog = new Map(
+  ['web.search', 'http.fetch', 'code.exec', 'file.read', 'file.write', 'sql.query', 'vector.search', 'email.send']
+    .map((tool) => [tool, { range: sampleRange, verdicts: new Map() }]),
+);
+const shortForm = /^v?(\d+)(\.\d+)?$/;
+const supports = (entry, version) => {
+  let ok = entry.verdicts.get(version);
+  if (ok === undefined) {
+    const m = shortForm.exec(version);
+    const full = m ? `${m[1]}${m[2] ?? '.0'}.0` : version.replace(/^v/, '');
+    try {
+      ok = entry.range.test(new SemVer(full));
+    } catch {
+      ok = false; // not semver
+    }
+    if (entry.verdicts.size < 64) entry.verdicts.set(version, ok);
+  }
+  return ok;
+};
 const required = ['task_id', 'run_id', 'tenant', 'idempotency_key', 'tool', 'tool_version', 'trace_id', 'created_at'];
 
 // The per-record work: the same checks the Go decoder makes, then the
@@ -46,9 +67,9 @@ const recordHandler = (record) => {
   if (task.schema_version !== 1) throw new Error('schema_invalid: schema_version');
   const args = task.args;
   if (args === null || typeof args !== 'object' || Array.isArray(args)) throw new Error('schema_invalid: args');
-  const versions = catalog.get(task.tool);
-  if (!versions) throw new Error('tool_unknown');
-  if (!versions.includes(task.tool_version)) throw new Error('tool_version_unsupported');
+  const entry = catalog.get(task.tool);
+  if (!entry) throw new Error('tool_unknown');
+  if (!supports(entry, task.tool_version)) throw new Error(`tool_version_unsupported: outside the tool's supported range "${entry.range.raw}"`);
   if (args.fault) throw new Error('fault');
   const sum = createHash('sha256').update(JSON.stringify(args)).digest('hex');
   digests.set(record.messageId, sum);
