@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -151,13 +150,13 @@ func CaseHash(input any) string {
 	return InputHash(c)
 }
 
-// secretKey matches object keys whose values are secrets whatever they hold.
-var secretKey = regexp.MustCompile(`(?i)(password|passwd|secret|token|api[_-]?key|apikey|access[_-]?key|private[_-]?key|credential|authorization|cookie|session[_-]?id|signature)`)
-
 // RedactInput is the task as an eval input: the body parsed as JSON (kept as
 // a redacted string when it is not JSON), the configured drop fields
 // removed, the hash fields replaced by HashValue of their value, values under
-// secret-named keys replaced, and deadletter.Redact applied to every string.
+// secret-named keys (deadletter.IsSecretKey: pwd, passphrase, card_number,
+// ...) replaced, and deadletter.Redact applied to every string and number (a
+// card number sent as a JSON number). These are the rules of the dead-letter
+// metadata and the worker's logs: one rule set.
 func RedactInput(body string, cfg pipeline.Eval) any {
 	dec := json.NewDecoder(strings.NewReader(body))
 	dec.UseNumber()
@@ -218,12 +217,20 @@ func redactValue(v any, key string) any {
 		}
 		return x
 	case string:
-		if key != "" && secretKey.MatchString(key) && !strings.HasPrefix(x, "sha256:") {
+		if key != "" && deadletter.IsSecretKey(key) && !strings.HasPrefix(x, "sha256:") {
 			return "[REDACTED]"
 		}
 		return deadletter.Redact(x, 0)
+	case json.Number:
+		if key != "" && deadletter.IsSecretKey(key) {
+			return "[REDACTED]"
+		}
+		if r := deadletter.Redact(string(x), 0); r != string(x) {
+			return r
+		}
+		return x
 	default:
-		if key != "" && secretKey.MatchString(key) && x != nil {
+		if key != "" && deadletter.IsSecretKey(key) && x != nil {
 			return "[REDACTED]"
 		}
 		return x

@@ -50,6 +50,21 @@ func TestRedactInput(t *testing.T) {
 		{name: "JSON array", body: `["a@b.io", 7]`, want: []any{r("a@b.io"), float64(7)}, secrets: []string{"a@b.io"}},
 		{name: "two JSON values are not one input", body: `{} {}`, want: `{} {}`},
 		{name: "numbers keep their digits", body: `{"n":12345678901234567890}`, want: map[string]any{"n": 1.2345678901234567e+19}},
+		{
+			name: "the metadata's secret keys",
+			body: `{"args":{"pwd":"hunter2","passphrase":"correct horse","card_number":"4111 1111 1111 1111","cvv":737,"passwordConfirm":"hunter3","max_tokens":4096}}`,
+			want: map[string]any{"args": map[string]any{
+				"pwd": "[REDACTED]", "passphrase": "[REDACTED]", "card_number": "[REDACTED]", "cvv": "[REDACTED]", "passwordConfirm": "[REDACTED]",
+				"max_tokens": float64(4096), // not a secret key: kept
+			}},
+			secrets: []string{"hunter2", "hunter3", "correct horse", "4111", "737"},
+		},
+		{
+			name:    "card numbers under any key, as text or a number",
+			body:    `{"note":"paid with 4242-4242-4242-4242","card":4111111111111111,"order":4111111111111112}`,
+			want:    map[string]any{"note": "paid with [REDACTED_CARD]", "card": "[REDACTED_CARD]", "order": float64(4111111111111112)},
+			secrets: []string{"4242", "4111111111111111"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,4 +18,23 @@
 // with their class, next action and redrivability, are in docs/reasons.md,
 // generated from Taxonomy by go run ./events/gen.
 //
+// # Redaction
+//
+// Redact is the one rule set of the module: the dlq_meta error texts, the
+// worker's log lines and triage's eval export all go through it, and
+// IsSecretKey names the keys whose values are secrets whatever they hold
+// (password, pwd, passphrase, token, api_key, card_number, cvv, ...; not
+// max_tokens or secretsmanager). It removes authorization headers, bearer
+// and basic credentials, JWTs, AWS access key ids (also inside an
+// identifier, AKIA..._x), provider keys (sk-/pk-/rk-, Slack xox?-/xapp-,
+// GitHub, GitLab, Hugging Face hf_, npm npm_, Google AIza), credentials in
+// URLs (a password may hold '/'), signed URL parameters, key=value and JSON
+// pairs under a secret key (also in escaped JSON, \"password\":\"...\"),
+// email addresses, payment card numbers (13 to 19 digits, plain, spaced or
+// dashed, starting with 2 to 6 and passing the Luhn check, so that order ids
+// and epoch times are kept) and long opaque blobs. Each rule runs only when
+// one pass over the text found its trigger, so a text without secrets costs
+// that pass alone. FuzzRedactSecrets plants one secret of each class in
+// fuzzed text and checks that neither Redact nor EncodeDeadLetter lets it
+// through.
 package deadletter

@@ -11,12 +11,19 @@ import (
 // without the secret. The pattern runs only when one of its triggers (ASCII,
 // matched without regard to case) occurs in the text, so an ordinary error
 // text costs one pass over its bytes, not a dozen regular expressions.
+//
+// These rules are the one rule set of the module: the dead-letter metadata,
+// the worker's logs and triage's eval export (with IsSecretKey for object
+// keys) all redact through them.
 type redaction struct {
 	triggers []string
 	// also, when set, must occur too.
 	also string
 	// longRun triggers the rule on 40 consecutive base64 or hex characters.
 	longRun bool
+	// digitRun triggers the rule on 13 digits in a row, single spaces or
+	// dashes between them allowed (a payment card number).
+	digitRun bool
 	// assigned counts a trigger only when a key suffix, a quote, spaces and
 	// then ':' or '=' follow it (key=value pairs).
 	assigned bool
@@ -24,19 +31,58 @@ type redaction struct {
 	repl     string
 	// fn, when set, replaces each match instead of repl.
 	fn func(s string, loc []int) string
+	// apply, when set, is the whole rule (no pattern).
+	apply func(s string) string
 }
 
 // secretKeys are the key names whose values are secrets in key=value and
-// "key": "value" pairs (a name may have a prefix, like client_secret, or a
-// suffix after _ or -, like password_hash; "tokens" or "secretsmanager" are
-// not secrets).
-var secretKeys = []string{"password", "passwd", "pwd", "secret", "token", "apikey", "api_key", "api-key", "access_key", "access-key", "private_key", "private-key", "credential", "session_id", "session-id", "sessionid", "signature", "cookie", "authorization"}
+// "key": "value" pairs and, through IsSecretKey, in the objects of the eval
+// export. A name may have a prefix (client_secret) or a suffix after _ or -
+// (password_hash), or a camel-case one (passwordHash); "tokens" or
+// "secretsmanager" are other words, not secrets.
+var secretKeys = []string{
+	"password", "passwd", "pwd", "passphrase", "secret", "token",
+	"apikey", "api_key", "api-key", "access_key", "access-key", "private_key", "private-key",
+	"credential", "session_id", "session-id", "sessionid", "signature", "cookie", "authorization",
+	"card_number", "card-number", "cardnumber", "cvv", "cvc",
+}
+
+// secretKeySuffixes are the lower-case words that may follow a secret key
+// name directly (secretkey, tokenvalue) and still name a secret.
+var secretKeySuffixes = []string{"key", "id", "value", "hash", "string", "text", "data", "b64", "base64"}
+
+// IsSecretKey reports whether an object key or a key=value name holds a
+// secret whatever its value: it contains one of the secret key names
+// (password, pwd, passphrase, token, api_key, card_number, ...) that is not
+// the start of a longer lower-case word. The eval export and the key=value
+// rule of Redact decide with it alike.
+func IsSecretKey(name string) bool {
+	for _, w := range secretKeys {
+		for from := 0; from+len(w) <= len(name); {
+			i := indexFold(name[from:], w)
+			if i < 0 {
+				break
+			}
+			rest := name[from+i+len(w):]
+			if rest == "" || !('a' <= rest[0] && rest[0] <= 'z') {
+				return true // end, a separator, a digit or camel case
+			}
+			for _, suf := range secretKeySuffixes {
+				if hasPrefixFold(rest, suf) && (len(rest) == len(suf) || !('a' <= rest[len(suf)] && rest[len(suf)] <= 'z')) {
+					return true
+				}
+			}
+			from += i + 1
+		}
+	}
+	return false
+}
 
 var redactions = []redaction{
 	// Authorization headers: the scheme and the credential after it.
 	{
 		triggers: []string{"authorization"},
-		re:       regexp.MustCompile(`(?i)\b((?:proxy-)?authorization)("?\s*[:=]\s*"?)(?:(?:bearer|basic|digest|negotiate|token|aws4-hmac-sha256)\s+)?[^\s",;)]+`),
+		re:       regexp.MustCompile(`(?i)\b((?:proxy-)?authorization)((?:\\?")?\s*[:=]\s*(?:\\?")?)(?:(?:bearer|basic|digest|negotiate|token|aws4-hmac-sha256)\s+)?[^\s",;)\\]+`),
 		repl:     "${1}${2}[REDACTED]",
 	},
 	// Bearer and basic credentials anywhere else.
@@ -51,10 +97,11 @@ var redactions = []redaction{
 		re:       regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]*`),
 		repl:     "[REDACTED_JWT]",
 	},
-	// AWS access key ids.
+	// AWS access key ids, also inside an identifier (_AKIA..., AKIA..._x):
+	// no word boundary, which '_' would defeat.
 	{
 		triggers: []string{"akia", "asia"},
-		re:       regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{16}\b`),
+		re:       regexp.MustCompile(`(?:AKIA|ASIA)[A-Z0-9]{16}`),
 		repl:     "[REDACTED_AWS_KEY]",
 	},
 	// Provider API keys: sk-..., pk-..., rk-... (OpenAI, Anthropic, Stripe).
@@ -63,40 +110,48 @@ var redactions = []redaction{
 		re:       regexp.MustCompile(`\b(sk|pk|rk)[-_][A-Za-z0-9_-]{16,}`),
 		repl:     "[REDACTED_KEY]",
 	},
-	// Slack, GitHub and GitLab tokens.
+	// Provider tokens with a known prefix, shorter than the long-run rule:
+	// Slack (xox?-, xapp-), GitHub, GitLab, Hugging Face (hf_), npm (npm_)
+	// and Google API keys (AIza + 35).
 	{
-		triggers: []string{"xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-"},
-		re:       regexp.MustCompile(`\b(xox[abprs]|ghp|gho|ghu|ghs|ghr|github_pat|glpat)[-_][A-Za-z0-9_-]{10,}`),
+		triggers: []string{"xox", "xapp-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "hf_", "npm_", "aiza"},
+		re:       regexp.MustCompile(`\b(?:(?:xox[abprse]|xapp|ghp|gho|ghu|ghs|ghr|github_pat|glpat)[-_][A-Za-z0-9_-]{10,}|(?:hf|npm)_[A-Za-z0-9]{20,}|AIza[0-9A-Za-z_-]{35})`),
 		repl:     "[REDACTED_KEY]",
 	},
-	// Credentials in URLs: scheme://user:password@host.
+	// Credentials in URLs: scheme://user:password@host. The password may
+	// hold '/' (many clients split at the last '@', not at the first '/'),
+	// so it runs to the '@', never across white space or a quote.
 	{
 		triggers: []string{"://"}, also: "@",
-		re:   regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]*:[^/\s@]+@`),
+		re:   regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@"'<>\\]*:[^\s@"'<>\\]+@`),
 		repl: "${1}[REDACTED]@",
 	},
 	// Signed URLs: the signature, credential and token query parameters.
 	{
 		triggers: []string{"?", "&"}, also: "=",
-		re:   regexp.MustCompile(`(?i)([?&](?:x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|sig|signature|token|access_token|key|api_key|code)=)[^&\s#"']+`),
+		re:   regexp.MustCompile(`(?i)([?&](?:x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential|sig|signature|token|access_token|key|api_key|code)=)[^&\s#"'\\]+`),
 		repl: "${1}[REDACTED]",
 	},
-	// key=value, key: value and "key": "value" pairs whose key names a secret.
+	// key=value, key: value and "key": "value" pairs whose key names a
+	// secret (IsSecretKey), also inside escaped JSON (a %q-formatted body:
+	// \"password\":\"...\").
 	{
 		triggers: secretKeys, assigned: true,
-		re: regexp.MustCompile(`(?i)((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|credential|session[_-]?id|signature|cookie|authorization)(?:[_-][a-z0-9_-]*|key|id|value|hash|string|text|data|b64|base64)?"?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s,;&}"']+)`),
+		re: regexp.MustCompile(`([A-Za-z0-9_-]*(?i:` + keyAlternation() + `)[A-Za-z0-9_-]*)((?:\\?["'])?\s*[:=]\s*)(\\"(?:\\\\\\.|\\[^\\"]|[^\\"])*\\"|"[^"]*"|'[^']*'|[^\s,;&}"'\\]+)`),
 		fn: func(s string, loc []int) string {
-			key, val := s[loc[2]:loc[3]], s[loc[4]:loc[5]]
-			if val == "[REDACTED]" || strings.HasPrefix(val, "[REDACTED") {
-				return key + val
+			name, sep, val := s[loc[2]:loc[3]], s[loc[4]:loc[5]], s[loc[6]:loc[7]]
+			if !IsSecretKey(name) || strings.HasPrefix(val, "[REDACTED") {
+				return s[loc[0]:loc[1]]
 			}
 			switch val[0] {
+			case '\\':
+				return name + sep + `\"[REDACTED]\"`
 			case '"':
-				return key + `"[REDACTED]"`
+				return name + sep + `"[REDACTED]"`
 			case '\'':
-				return key + `'[REDACTED]'`
+				return name + sep + `'[REDACTED]'`
 			}
-			return key + "[REDACTED]"
+			return name + sep + "[REDACTED]"
 		},
 	},
 	// Email addresses.
@@ -104,6 +159,12 @@ var redactions = []redaction{
 		triggers: []string{"@"},
 		re:       regexp.MustCompile(`[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}`),
 		repl:     "[REDACTED_EMAIL]",
+	},
+	// Payment card numbers, plain, spaced or dashed, that pass the Luhn
+	// check and start like a card (2-6): order ids and epoch times survive.
+	{
+		digitRun: true,
+		apply:    redactCards,
 	},
 	// Long opaque strings (40+ characters of base64 or hex with both letters
 	// and digits) that look like key material. Paths and words are kept.
@@ -118,6 +179,15 @@ var redactions = []redaction{
 			return m
 		},
 	},
+}
+
+// keyAlternation is secretKeys as a regular expression alternation.
+func keyAlternation() string {
+	q := make([]string, len(secretKeys))
+	for i, k := range secretKeys {
+		q[i] = regexp.QuoteMeta(k)
+	}
+	return strings.Join(q, "|")
 }
 
 // trigger is one trigger of the rule with bit rule.
@@ -182,17 +252,22 @@ func hasPrefixFold(s, prefix string) bool {
 	return true
 }
 
-func containsFold(s, sub string) bool {
+func containsFold(s, sub string) bool { return indexFold(s, sub) >= 0 }
+
+// indexFold is the index of the first lower-case ASCII sub in s, matched
+// without regard to case, or -1.
+func indexFold(s, sub string) int {
 	for i := 0; i+len(sub) <= len(s); i++ {
 		if hasPrefixFold(s[i:], sub) {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // assignedAt reports whether s[i:] is a key's rest and then ':' or '=':
-// letters, digits, '_' or '-', an optional quote, white space.
+// letters, digits, '_' or '-', an optional quote (or escaped quote), white
+// space.
 func assignedAt(s string, i int) bool {
 	for i < len(s) {
 		c := s[i]
@@ -202,7 +277,9 @@ func assignedAt(s string, i int) bool {
 		}
 		break
 	}
-	if i < len(s) && (s[i] == '"' || s[i] == '\'') {
+	if i+1 < len(s) && s[i] == '\\' && s[i+1] == '"' {
+		i += 2 // escaped JSON: \"key\":
+	} else if i < len(s) && (s[i] == '"' || s[i] == '\'') {
 		i++
 	}
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || s[i] == '\f') {
@@ -212,19 +289,32 @@ func assignedAt(s string, i int) bool {
 }
 
 // triggered returns the bits of the rules whose triggers occur in s, in
-// one pass that also counts the runs of base64 and hex characters (a second
-// pass for them cost ~20% of Redact on a plain error text).
+// one pass that also counts the runs of base64 and hex characters and of
+// digits (a second pass for them cost ~20% of Redact on a plain error text).
 func triggered(s string) uint32 {
 	var fired uint32
-	run := 0
+	run, digits := 0, 0
+	prevDigit := false
 	for i := 0; i < len(s); i++ {
 		c := lowerASCII(s[i])
-		if isRunByte[c] {
+		class := byteClass[c]
+		if class&classRun != 0 {
 			if run++; run >= longRunBytes {
 				fired |= longRunRules
 			}
 		} else {
 			run = 0
+		}
+		if class&classDigit != 0 {
+			if digits++; digits >= minCardDigits {
+				fired |= digitRunRules
+			}
+			prevDigit = true
+		} else {
+			if class&classSep == 0 || !prevDigit {
+				digits = 0 // one space or dash between digits keeps the run
+			}
+			prevDigit = false
 		}
 		if triggersByFirst[c] == nil {
 			continue
@@ -245,22 +335,40 @@ func triggered(s string) uint32 {
 	return fired
 }
 
+// digitRunRules has the bits of the rules triggered by runs of digits.
+var digitRunRules = func() (m uint32) {
+	for i, r := range redactions {
+		if r.digitRun {
+			m |= 1 << i
+		}
+	}
+	return m
+}()
+
 // longRunBytes is the length of a run of base64 and hex characters that
 // triggers the long-run rules.
 const longRunBytes = 40
 
-// isRunByte holds the base64 and hex alphabet, lower case (triggered reads
-// each byte folded to lower case).
-var isRunByte = func() (t [256]bool) {
+// Byte classes of triggered, by the byte folded to lower case: the base64
+// and hex alphabet (long runs), digits and the separators of card groups.
+const (
+	classRun = 1 << iota
+	classDigit
+	classSep
+)
+
+var byteClass = func() (t [256]uint8) {
 	for c := 'a'; c <= 'z'; c++ {
-		t[c] = true
+		t[c] = classRun
 	}
 	for c := '0'; c <= '9'; c++ {
-		t[c] = true
+		t[c] = classRun | classDigit
 	}
 	for _, c := range "+/_-" {
-		t[c] = true
+		t[c] = classRun
 	}
+	t[' '] |= classSep
+	t['-'] |= classSep
 	return t
 }()
 
@@ -300,7 +408,9 @@ func Redact(s string, maxRunes int) string {
 			continue
 		}
 		var out string
-		if r.fn != nil {
+		if r.apply != nil {
+			out = r.apply(s)
+		} else if r.fn != nil {
 			out = replaceFunc(r.re, s, r.fn)
 		} else {
 			out = r.re.ReplaceAllString(s, r.repl)

@@ -82,6 +82,90 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+// TestRedactClasses holds one table per class of secret the review of
+// issue 12 found passing through: each row fails on the rules before it.
+func TestRedactClasses(t *testing.T) {
+	t.Parallel()
+	type row struct {
+		name string
+		in   string
+		want string // the whole redacted text
+	}
+	classes := map[string][]row{
+		"payment card": {
+			{"visa plain", "charge 4111111111111111 declined", "charge [REDACTED_CARD] declined"},
+			{"visa spaced", "card 4242 4242 4242 4242 expired", "card [REDACTED_CARD] expired"},
+			{"mastercard dashed", "pan=5555-5555-5555-4444;", "pan=[REDACTED_CARD];"},
+			{"amex 4-6-5", "amex 3782 822463 10005 refused", "amex [REDACTED_CARD] refused"},
+			{"in json", `{"card":"6011111111111117","cvc":"123"}`, `{"card":"[REDACTED_CARD]","cvc":"[REDACTED]"}`},
+			{"19 digits", "4000000000000000006 ok", "[REDACTED_CARD] ok"},
+			{"after a number", "status 402 4111 1111 1111 1111", "status 402 [REDACTED_CARD]"},
+			{"two cards", "4111111111111111 5555555555554444", "[REDACTED_CARD] [REDACTED_CARD]"},
+			// Kept: what fails Luhn, or does not start like a card.
+			{"order id failing luhn", "order 4111111111111112 not found", "order 4111111111111112 not found"},
+			{"spaced order id failing luhn", "order 4111 1111 1111 1112", "order 4111 1111 1111 1112"},
+			{"epoch milliseconds", "at 1764547200000 retry", "at 1764547200000 retry"},
+			{"epoch nanoseconds", "ts=1764547200000000000", "ts=1764547200000000000"},
+			{"too short", "id 411111111111", "id 411111111111"},
+			{"too long", "id 41111111111111111111", "id 41111111111111111111"},
+			{"date and time", "2026-11-29 12:00:00 4111", "2026-11-29 12:00:00 4111"},
+			{"mixed separators", "4111 1111-1111 1111", "4111 1111-1111 1111"},
+		},
+		"url password with a slash": {
+			{"slash", "dial amqp://user:pa/ss@mq.internal:5672 failed", "dial amqp://[REDACTED]@mq.internal:5672 failed"},
+			{"several slashes", "postgres://app:a/b/c@db/main", "postgres://[REDACTED]@db/main"},
+			{"quoted url", `"redis://:p/w@cache:6379"`, `"redis://[REDACTED]@cache:6379"`},
+			{"path with an at kept apart", `{"u":"https://h:443/x","e":"bob@example.com"}`, `{"u":"https://h:443/x","e":"[REDACTED_EMAIL]"}`},
+		},
+		"escaped json": {
+			{"%q body", `body "{\"user\":\"bob\",\"password\":\"hunter2\"}"`, `body "{\"user\":\"bob\",\"password\":\"[REDACTED]\"}"`},
+			{"escaped quote inside", `"{\"token\":\"a\\\"b\",\"n\":1}"`, `"{\"token\":\"[REDACTED]\",\"n\":1}"`},
+			{"escaped number", `{\"pwd\":12345}`, `{\"pwd\":[REDACTED]}`},
+			{"escaped authorization", `{\"Authorization\":\"Bearer abc.def\"}`, `{\"Authorization\":\"[REDACTED]\"}`},
+		},
+		"short provider keys": {
+			{"google api key", "key AIzaSyA-1234567890abcdefghijklmnopqrstu rejected", "key [REDACTED_KEY] rejected"},
+			{"hugging face", "hf: hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345 401", "hf: [REDACTED_KEY] 401"},
+			{"slack app token", "xapp-1-A0123456789-1234567890123-abcdef0123 revoked", "[REDACTED_KEY] revoked"},
+			{"npm token", "npm ERR! npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "npm ERR! [REDACTED_KEY]"},
+			{"aws key id then underscore", "AKIAIOSFODNN7EXAMPLE_backup invalid", "[REDACTED_AWS_KEY]_backup invalid"},
+			{"aws key id after underscore", "creds_ASIAY34FZKBOKMUTVV7A", "creds_[REDACTED_AWS_KEY]"},
+			{"words kept", "npm_config_cache and hf_hub_download failed", "npm_config_cache and hf_hub_download failed"},
+		},
+		"secret keys": {
+			{"pwd", "pwd=hunter2 user=bob", "pwd=[REDACTED] user=bob"},
+			{"passphrase", `passphrase: "correct horse"`, `passphrase: "[REDACTED]"`},
+			{"card_number", "card_number=4111-x", "card_number=[REDACTED]"},
+			{"camel case", "passwordConfirm=hunter2", "passwordConfirm=[REDACTED]"},
+			{"other words kept", "max_tokens=4096 secretsmanager:GetSecretValue", "max_tokens=4096 secretsmanager:GetSecretValue"},
+		},
+	}
+	for class, rows := range classes {
+		for _, tt := range rows {
+			t.Run(class+"/"+tt.name, func(t *testing.T) {
+				t.Parallel()
+				assert.Equal(t, tt.want, deadletter.Redact(tt.in, deadletter.MaxErrorRunes))
+			})
+		}
+	}
+}
+
+func TestIsSecretKey(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		key  string
+		want bool
+	}{
+		{"password", true}, {"pwd", true}, {"passphrase", true}, {"card_number", true}, {"cardNumber", true},
+		{"client_secret", true}, {"password_hash", true}, {"passwordHash", true}, {"sessionTokenValue", true},
+		{"API_KEY", true}, {"x-api-key", true}, {"cvv", true}, {"Authorization", true},
+		{"max_tokens", false}, {"secretsmanager", false}, {"tokens", false}, {"query", false}, {"idempotency_key", false}, {"", false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, deadletter.IsSecretKey(tt.key), tt.key)
+	}
+}
+
 func TestRedactTruncationKeepsRunes(t *testing.T) {
 	t.Parallel()
 	for _, n := range []int{1, 2, 3, 10, 256} {
