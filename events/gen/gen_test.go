@@ -93,3 +93,55 @@ func TestOutcomeConventions(t *testing.T) {
 		})
 	}
 }
+
+// TestMixBatch checks what a benchmark mix promises (benchmix.go): the ok
+// share, every dead-letter reason, sizes, attribute and receive counts, and
+// that render's own check (each poison body is what DecodeTask says) holds.
+func TestMixBatch(t *testing.T) {
+	tests := []struct {
+		name  string
+		n, ok int
+	}{
+		{"ten, 90 % ok", 10, 90},
+		{"a thousand, 40 % ok", 1000, 40},
+		{"all ok", 200, 100},
+		{"no ok", 50, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc := mixBatch(tt.n, tt.ok, 1)
+			_, fx, err := sc.render()
+			require.NoError(t, err)
+			require.Len(t, fx.Records, tt.n)
+			oks, reasons, attrs, receives := 0, map[string]bool{}, map[int]bool{}, map[int]bool{}
+			for i, r := range sc.records {
+				switch r.outcome {
+				case OutcomeOK:
+					oks++
+					assert.True(t, len(r.body) >= 590 && len(r.body) <= 1700, "record %d: an ok body of %d bytes", i, len(r.body))
+				case OutcomeDeadLetter:
+					reasons[string(r.reason)] = true
+				default:
+					t.Errorf("record %d: outcome %s, want ok or dead_letter", i, r.outcome)
+				}
+				attrs[len(r.msgAttrs)] = true
+				receives[r.receive] = true
+			}
+			assert.Equal(t, tt.n*tt.ok/100, oks)
+			if tt.n-oks >= len(deadLetterKinds) {
+				assert.Len(t, reasons, 12, "every dead-letter reason the worker gives: %v", reasons)
+			}
+			if tt.n >= 200 {
+				assert.Len(t, attrs, 11, "0 to 10 attributes")
+				assert.Len(t, receives, 5, "receive counts 1 to 5")
+			}
+		})
+	}
+	a, err := MixBatch(300, 90, 7)
+	require.NoError(t, err)
+	b, err := MixBatch(300, 90, 7)
+	require.NoError(t, err)
+	assert.Equal(t, a, b, "a mix is made from its seed alone")
+	_, err = MixBatch(0, 90, 1)
+	assert.Error(t, err)
+}

@@ -14,6 +14,7 @@
 //	go run ./events/gen           # rewrite every file
 //	go run ./events/gen -check    # exit 1 when a file is out of date
 //	go run ./events/gen -docs     # rewrite docs/reasons.md only
+//	go run ./events/gen -mix 1000 -ok 90 -out FILE   # a benchmark mix (benchmix.go)
 //
 // The tests of this package fail when a committed file differs from what
 // the generator makes (go test ./events/gen -update rewrites them).
@@ -45,9 +46,28 @@ func main() {
 	check := flag.Bool("check", false, "only check that the files are up to date")
 	docsOnly := flag.Bool("docs", false, "only docs/reasons.md")
 	large := flag.Int("large", 0, "write a batch of this many valid ~1 KB tasks (distinct keys; the first 100 are sqs-large-batch's) to -out, and nothing else")
-	out := flag.String("out", "", "the file -large writes")
+	mix := flag.Int("mix", 0, "write a benchmark mix of this many records to -out, and nothing else: sizes 600–1,500 B, every tool and shape, 0–10 attributes, receive counts 1–5, -ok % ok and the rest dead-lettered for every reason (benchmix.go)")
+	okPct := flag.Int("ok", 90, "the share of ok records in a -mix, in percent")
+	seed := flag.Uint64("seed", 1, "the seed of a -mix")
+	out := flag.String("out", "", "the file -large or -mix writes")
 	flag.Parse()
 
+	if *mix > 0 {
+		if *out == "" {
+			fmt.Fprintln(os.Stderr, "gen: -mix needs -out FILE")
+			os.Exit(2)
+		}
+		data, err := MixBatch(*mix, *okPct, *seed)
+		if err == nil {
+			err = os.WriteFile(*out, data, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gen:", err)
+			os.Exit(1)
+		}
+		fmt.Println("wrote", *out)
+		return
+	}
 	if *large > 0 {
 		if *out == "" {
 			fmt.Fprintln(os.Stderr, "gen: -large needs -out FILE")

@@ -1,0 +1,48 @@
+// `make bench-sizes`: agentdlq bench and the peer (bench.mjs) on the same
+// generated event files, in the same run, each row RUNS times (agentdlq and
+// the peer taking turns), and one Markdown table of the medians: CPU per
+// record and peak RSS of both sides, and the ratios agentdlq/peer (the median
+// of each run's ratio). A row whose two sides print different ok_digests did
+// not do the same work and says so.
+//
+// usage: node sizes.mjs AGENTDLQ_BINARY DIR ROWS...   (a row: FILE:REPEATS:LABEL)
+// env:   RUNS (default 3)
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+
+const [bin, dir, ...rows] = process.argv.slice(2);
+if (!bin || rows.length === 0) {
+  console.error('usage: node sizes.mjs AGENTDLQ_BINARY DIR FILE:REPEATS:LABEL...');
+  process.exit(2);
+}
+const runs = Number(process.env.RUNS ?? 3);
+const peer = join(dirname(fileURLToPath(import.meta.url)), 'bench.mjs');
+const run = (cmd, args) => JSON.parse(execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 24 }).trim().split('\n').pop());
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const us = (ns) => (ns / 1000).toFixed(1) + ' µs';
+const mb = (x) => Math.round(x) + ' MB';
+
+console.log(`runs ${runs} per row, medians; ratio = agentdlq / peer, the median of each run's ratio`);
+console.log('');
+console.log('| batch | mix | agentdlq CPU/record | peer CPU/record | CPU ratio | agentdlq peak RSS | peer peak RSS | RSS ratio | same ok_digest |');
+console.log('|---|---|---|---|---|---|---|---|---|');
+for (const row of rows) {
+  const [file, repeats, label] = row.split(':');
+  const path = join(dir, file);
+  const a = [], p = [];
+  for (let i = 0; i < runs; i++) {
+    a.push(run(bin, ['bench', '--event', path, '--repeats', repeats]));
+    p.push(run(process.execPath, [peer, path, repeats]));
+  }
+  const same = a.every((x, i) => x.ok_digest === p[i].ok_digest);
+  const cpuRatio = median(a.map((x, i) => x.cpu_ns_per_record / p[i].cpu_ns_per_record));
+  const rssRatio = median(a.map((x, i) => x.rss_mb / p[i].rss_mb));
+  console.log(`| ${a[0].records.toLocaleString('en-US')} | ${label} | ${us(median(a.map((x) => x.cpu_ns_per_record)))} | ` +
+    `${us(median(p.map((x) => x.cpu_ns_per_record)))} | ${cpuRatio.toFixed(2)} | ${mb(median(a.map((x) => x.rss_mb)))} | ` +
+    `${mb(median(p.map((x) => x.rss_mb)))} | ${rssRatio.toFixed(2)} | ${same ? 'yes' : 'NO'} |`);
+}
