@@ -2,4 +2,13 @@
 // entry per hot queue, with its owner, queue type, maxReceiveCount,
 // retentions, worker settings and alarm thresholds. The CDK app and the local
 // runner both read it, so that what runs locally is what deploys.
+//
+// Parse takes exactly one JSON object (unknown fields and any text after it
+// are refused) and reports every problem of every pipeline at once. The raw
+// integers that become durations are bounded before the conversion
+// (retention_hours and dlq_retention_hours 1..336, worker_timeout_seconds
+// 1..900, visibility_timeout_seconds 0..43200, ...), so that an overflowing
+// value is refused rather than wrapped into a plausible one; the owner must
+// be a valid AWS tag value (it is stamped as the agentdlq:owner tag) with no
+// spaces around it.
 package pipeline

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultFile is the pipeline definition file at the project root. cdk.json
@@ -166,6 +168,12 @@ func Parse(data []byte) (*File, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("pipeline definition: %w", err)
 	}
+	// One object and nothing after it but white space: text after the
+	// object is a mistake (a second object, a half-finished edit), not
+	// something to ignore.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("pipeline definition: text after the JSON object at byte %d", dec.InputOffset())
+	}
 	if err := f.ApplyDefaultsAndValidate(); err != nil {
 		return nil, err
 	}
@@ -268,33 +276,42 @@ func (p *Pipeline) Validate() error {
 	if !nameRE.MatchString(p.Name) {
 		bad("name must be 3-40 lower-case letters, digits and dashes, starting with a letter")
 	}
-	if strings.TrimSpace(p.Owner) == "" {
+	switch {
+	case strings.TrimSpace(p.Owner) == "":
 		bad("owner is required: the named owner is the only one who may redrive")
+	case strings.TrimSpace(p.Owner) != p.Owner:
+		bad("owner %q has spaces around it: it is stamped as the %s tag value and compared as it stands", p.Owner, TagOwner)
+	case utf8.RuneCountInString(p.Owner) > MaxTagValueRunes || !tagValueRE.MatchString(p.Owner):
+		bad("owner %q is not a valid AWS tag value: at most %d letters, digits, spaces and _ . : / = + - @", p.Owner, MaxTagValueRunes)
 	}
 	if p.MaxReceiveCount < MinMaxReceiveCount || p.MaxReceiveCount > MaxMaxReceiveCount {
 		bad("max_receive_count %d is outside %d..%d: fewer cannot ride out a transient failure, more burn invocations on poison",
 			p.MaxReceiveCount, MinMaxReceiveCount, MaxMaxReceiveCount)
 	}
-	ret, dlqRet := p.Retention(), p.DLQRetention()
-	if ret < MinRetention || ret > MaxRetention {
-		bad("retention_hours %d is outside SQS's 1 minute..14 days", p.RetentionHours)
+	// The raw integers are bounded before any becomes a time.Duration:
+	// 5124095576030527 hours would overflow into about 96 hours.
+	retOK := within(p.RetentionHours, 1, int(MaxRetention/time.Hour))
+	if !retOK {
+		bad("retention_hours %d is outside SQS's 1..%d hours (14 days)", p.RetentionHours, int(MaxRetention/time.Hour))
 	}
-	if dlqRet < MinRetention || dlqRet > MaxRetention {
-		bad("dlq_retention_hours %d is outside SQS's 1 minute..14 days", p.DLQRetentionHours)
+	dlqRetOK := within(p.DLQRetentionHours, 1, int(MaxRetention/time.Hour))
+	if !dlqRetOK {
+		bad("dlq_retention_hours %d is outside SQS's 1..%d hours (14 days)", p.DLQRetentionHours, int(MaxRetention/time.Hour))
 	}
-	if dlqRet <= ret {
+	if retOK && dlqRetOK && p.DLQRetention() <= p.Retention() {
 		bad("dlq_retention_hours %d must exceed retention_hours %d: a standard queue keeps the original enqueue time when a message moves to its DLQ, so a shorter DLQ retention deletes evidence on arrival",
 			p.DLQRetentionHours, p.RetentionHours)
 	}
-	if p.WorkerTimeout() <= 0 || p.WorkerTimeout() > MaxWorkerTimeout {
+	workerOK := within(p.WorkerTimeoutSeconds, 1, int(MaxWorkerTimeout/time.Second))
+	if !workerOK {
 		bad("worker_timeout_seconds %d is outside 1..900", p.WorkerTimeoutSeconds)
 	}
-	if p.VisibilityTimeout() < 6*p.WorkerTimeout() {
+	switch {
+	case !within(p.VisibilityTimeoutSeconds, 0, int(MaxVisibilityTimeout/time.Second)):
+		bad("visibility_timeout_seconds %d is outside SQS's 0..43200 (12 hours)", p.VisibilityTimeoutSeconds)
+	case workerOK && p.VisibilityTimeout() < 6*p.WorkerTimeout():
 		bad("visibility_timeout_seconds %d must be at least six times worker_timeout_seconds (%d)",
 			p.VisibilityTimeoutSeconds, 6*p.WorkerTimeoutSeconds)
-	}
-	if p.VisibilityTimeout() > MaxVisibilityTimeout {
-		bad("visibility_timeout_seconds %d exceeds SQS's 12 hours", p.VisibilityTimeoutSeconds)
 	}
 	maxBatch := MaxBatchSizeStandard
 	if p.FIFO {
@@ -303,7 +320,7 @@ func (p *Pipeline) Validate() error {
 	if p.BatchSize < 1 || p.BatchSize > maxBatch {
 		bad("batch_size %d is outside 1..%d", p.BatchSize, maxBatch)
 	}
-	if p.BatchWindowSeconds < 0 || p.BatchWindow() > MaxBatchWindow {
+	if !within(p.BatchWindowSeconds, 0, int(MaxBatchWindow/time.Second)) {
 		bad("batch_window_seconds %d is outside 0..300", p.BatchWindowSeconds)
 	}
 	if p.FIFO && p.BatchWindowSeconds != 0 {
@@ -319,7 +336,7 @@ func (p *Pipeline) Validate() error {
 		bad("worker_memory_mb %d is outside 128..10240", p.WorkerMemoryMB)
 	}
 	if !p.Backoff.Disabled {
-		if p.Backoff.BaseSeconds < 1 || p.Backoff.MaxSeconds < p.Backoff.BaseSeconds || time.Duration(p.Backoff.MaxSeconds)*time.Second > MaxVisibilityTimeout {
+		if p.Backoff.BaseSeconds < 1 || p.Backoff.MaxSeconds < p.Backoff.BaseSeconds || p.Backoff.MaxSeconds > int(MaxVisibilityTimeout/time.Second) {
 			bad("backoff needs 1 <= base_seconds <= max_seconds <= 43200 (got %d, %d)", p.Backoff.BaseSeconds, p.Backoff.MaxSeconds)
 		}
 	}
@@ -346,11 +363,36 @@ func (p *Pipeline) Validate() error {
 	if p.Triage.ScheduleMinutes < 1 || p.Triage.WarningHours < 1 || p.Triage.MaxMessages < 1 || p.Triage.MaxSeconds < 1 {
 		bad("triage schedule_minutes, warning_hours, max_messages and max_seconds must be positive")
 	}
+	if p.Triage.ScheduleMinutes > maxScheduleMinutes || p.Triage.WarningHours > int(MaxRetention/time.Hour) || p.Triage.MaxSeconds > maxTriageSeconds {
+		bad("triage schedule_minutes %d, warning_hours %d and max_seconds %d must be at most %d (a week), %d (14 days) and %d (a day)",
+			p.Triage.ScheduleMinutes, p.Triage.WarningHours, p.Triage.MaxSeconds, maxScheduleMinutes, int(MaxRetention/time.Hour), maxTriageSeconds)
+	}
+	for name, v := range map[string]int{"alarms.dlq_oldest_age_seconds": a.DLQOldestAgeSeconds, "alarms.hot_oldest_age_seconds": a.HotOldestAgeSeconds} {
+		if v > int(MaxRetention/time.Second) {
+			bad("%s %d exceeds SQS's 14-day retention (%d s): the alarm could never fire", name, v, int(MaxRetention/time.Second))
+		}
+	}
 	if p.Eval.Threshold < 1 {
 		bad("eval.threshold %d must be at least 1", p.Eval.Threshold)
 	}
 	return errors.Join(errs...)
 }
+
+// within reports whether lo <= v <= hi.
+func within(v, lo, hi int) bool { return lo <= v && v <= hi }
+
+// Bounds of the raw integers of a definition that become durations.
+const (
+	maxScheduleMinutes = 7 * 24 * 60
+	maxTriageSeconds   = 24 * 60 * 60
+)
+
+// MaxTagValueRunes is the length limit of an AWS tag value.
+const MaxTagValueRunes = 256
+
+// tagValueRE is the character set AWS allows in a tag value (the Tagging
+// API's [\p{L}\p{Z}\p{N}_.:/=+\-@]*).
+var tagValueRE = regexp.MustCompile(`^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$`)
 
 // Retention is the hot queue's message retention.
 func (p *Pipeline) Retention() time.Duration { return time.Duration(p.RetentionHours) * time.Hour }

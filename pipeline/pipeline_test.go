@@ -50,7 +50,7 @@ func TestValidate(t *testing.T) {
 		{"bad name", func(p *Pipeline) { p.Name = "Agent_Tasks" }, "name must be"},
 		{"dlq retention shorter", func(p *Pipeline) { p.RetentionHours, p.DLQRetentionHours = 96, 48 }, "dlq_retention_hours 48 must exceed retention_hours 96"},
 		{"dlq retention equal", func(p *Pipeline) { p.RetentionHours, p.DLQRetentionHours = 96, 96 }, "must exceed"},
-		{"dlq retention above 14 days", func(p *Pipeline) { p.DLQRetentionHours = 400 }, "outside SQS's 1 minute..14 days"},
+		{"dlq retention above 14 days", func(p *Pipeline) { p.DLQRetentionHours = 400 }, "dlq_retention_hours 400 is outside SQS's 1..336 hours"},
 		{"visibility below 6x", func(p *Pipeline) { p.WorkerTimeoutSeconds, p.VisibilityTimeoutSeconds = 60, 120 }, "at least six times"},
 		{"fifo batch 11", func(p *Pipeline) { p.FIFO, p.BatchSize = true, 11 }, "batch_size 11 is outside 1..10"},
 		{"fifo window", func(p *Pipeline) { p.FIFO, p.BatchWindowSeconds = true, 1 }, "must be 0 for a FIFO queue"},
@@ -59,6 +59,25 @@ func TestValidate(t *testing.T) {
 		{"fifo poison unknown", func(p *Pipeline) { p.FIFOPoison = "drop" }, "fifo_poison"},
 		{"backoff inverted", func(p *Pipeline) { p.Backoff = Backoff{BaseSeconds: 10, MaxSeconds: 5} }, "backoff needs"},
 		{"expiry alarm beyond retention", func(p *Pipeline) { p.Alarms.ExpiryRiskHours = 400 }, "expiry_risk_hours"},
+		// Raw integers are bounded before they become durations: these
+		// overflow int64 nanoseconds into a value that looked valid.
+		{"retention overflowing to 96h", func(p *Pipeline) { p.RetentionHours = 5124095576030527 }, "retention_hours 5124095576030527 is outside SQS's 1..336 hours"},
+		{"dlq retention overflowing", func(p *Pipeline) { p.DLQRetentionHours = 5124095576030527 + 336 }, "dlq_retention_hours 5124095576030863 is outside"},
+		{"negative retention", func(p *Pipeline) { p.RetentionHours = -1 }, "retention_hours -1 is outside"},
+		{"worker timeout overflowing", func(p *Pipeline) { p.WorkerTimeoutSeconds = 9223372037 }, "worker_timeout_seconds 9223372037 is outside 1..900"},
+		{"visibility overflowing", func(p *Pipeline) { p.VisibilityTimeoutSeconds = 18446744073 }, "visibility_timeout_seconds 18446744073 is outside"},
+		{"batch window overflowing", func(p *Pipeline) { p.BatchWindowSeconds = 18446744074 }, "batch_window_seconds 18446744074 is outside"},
+		{"backoff overflowing", func(p *Pipeline) { p.Backoff = Backoff{BaseSeconds: 1, MaxSeconds: 18446744074} }, "backoff needs"},
+		{"triage window overflowing", func(p *Pipeline) { p.Triage.WarningHours = 5124095576030527 }, "warning_hours 5124095576030527"},
+		{"triage seconds overflowing", func(p *Pipeline) { p.Triage.MaxSeconds = 18446744074 }, "max_seconds 18446744074"},
+		{"oldest age beyond retention", func(p *Pipeline) { p.Alarms.DLQOldestAgeSeconds = 2_000_000 }, "alarms.dlq_oldest_age_seconds 2000000 exceeds"},
+		// The owner is an AWS tag value, compared as it stands.
+		{"owner with spaces around", func(p *Pipeline) { p.Owner = " platform-oncall" }, "has spaces around it"},
+		{"owner with a trailing newline", func(p *Pipeline) { p.Owner = "platform-oncall\n" }, "has spaces around it"},
+		{"owner with a comma", func(p *Pipeline) { p.Owner = "platform,oncall" }, "not a valid AWS tag value"},
+		{"owner too long", func(p *Pipeline) { p.Owner = strings.Repeat("a", 257) }, "not a valid AWS tag value"},
+		{"owner with tag characters", func(p *Pipeline) { p.Owner = "team:platform/on-call@example.com + ops_1=é" }, ""},
+		{"owner of 256", func(p *Pipeline) { p.Owner = strings.Repeat("é", 256) }, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +111,10 @@ func TestParse(t *testing.T) {
 		{"duplicate", `{"version":1,"pipelines":[{"name":"abc","owner":"x","max_receive_count":4},{"name":"abc","owner":"y","max_receive_count":4}]}`, `"abc" is defined twice`},
 		{"all errors at once", `{"version":1,"pipelines":[{"name":"abc","max_receive_count":9}]}`, "owner is required"},
 		{"ok", `{"version":1,"pipelines":[{"name":"abc","owner":"x","max_receive_count":4}]}`, ""},
+		{"ok with white space after", "{\"version\":1,\"pipelines\":[{\"name\":\"abc\",\"owner\":\"x\",\"max_receive_count\":4}]}\n\t ", ""},
+		{"trailing text", `{"version":1,"pipelines":[{"name":"abc","owner":"x","max_receive_count":4}]} trailing`, "text after the JSON object at byte"},
+		{"second object", `{"version":1,"pipelines":[{"name":"abc","owner":"x","max_receive_count":4}]}{"version":1}`, "text after the JSON object"},
+		{"overflowing retention in JSON", `{"version":1,"pipelines":[{"name":"abc","owner":"x","max_receive_count":4,"retention_hours":5124095576030527}]}`, "retention_hours 5124095576030527 is outside"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
