@@ -22,6 +22,7 @@ const (
 	CodeUnknownPipeline = "unknown_pipeline"
 	CodeUnknownReason   = "unknown_reason"
 	CodeUnknownGroup    = "unknown_fingerprint"
+	CodeAmbiguousGroup  = "ambiguous_fingerprint"
 	CodeRate            = "rate_out_of_range"
 	CodeWhy             = "why_missing"
 	CodeOwner           = "owner_mismatch"

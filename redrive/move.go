@@ -188,7 +188,7 @@ func (r *Redriver) start(ctx context.Context, req StartRequest) (MoveTask, error
 	var refused []string
 	for _, g := range req.Groups {
 		if v := Decide(g.Reason, req.Ack); !v.Allowed {
-			refused = append(refused, fmt.Sprintf("%s (%d, %s): %s", g.Reason, g.Count, shortFP(g.Fingerprint), v.Why))
+			refused = append(refused, fmt.Sprintf("%s (%d, %s): %s", g.Reason, g.Count, orDash(g.Fingerprint), v.Why))
 		}
 	}
 	if len(refused) > 0 {
@@ -305,10 +305,8 @@ func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string
 	return out.ApproximateNumberOfMessagesMoved, handle, nil
 }
 
-func shortFP(fp string) string {
-	if len(fp) > 12 {
-		return fp[:12]
-	}
+// orDash is the fingerprint in full (what --fingerprint accepts), or "-".
+func orDash(fp string) string {
 	if fp == "" {
 		return "-"
 	}

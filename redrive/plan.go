@@ -131,14 +131,14 @@ func (pl *Plan) WriteText(w io.Writer) error {
 				may = "after " + g.Needs
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", g.Reason, shortFP(g.Fingerprint), g.Count, may, g.Why)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", g.Reason, orDash(g.Fingerprint), g.Count, may, g.Why)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "\nCommands:")
 	for _, g := range pl.Groups {
-		fmt.Fprintf(w, "  # %s %s (%d)\n  %s\n", g.Reason, shortFP(g.Fingerprint), g.Count, g.Command)
+		fmt.Fprintf(w, "  # %s %s (%d)\n  %s\n", g.Reason, orDash(g.Fingerprint), g.Count, g.Command)
 	}
 	_, err := fmt.Fprintf(w, "\nWhole DLQ: %s\n", pl.Start)
 	return err
@@ -160,15 +160,7 @@ func (r *Redriver) Reject(ctx context.Context, who Who, reasons []deadletter.Rea
 	for i, x := range reasons {
 		rs[i] = string(x)
 	}
-	counts := map[string]int{}
-	sel := Selector{Reasons: reasons, Fingerprints: fingerprints}
-	for _, g := range groups {
-		l := Letter{Reason: g.Reason, Fingerprint: g.Fingerprint}
-		if sel.Match(&l) {
-			counts[string(g.Reason)] += g.Count
-		}
-	}
-	rec := Record{Actor: who.Owner, Action: ActionReject, Why: who.Why, Reasons: rs, Fingerprints: fingerprints, Counts: counts}
+	rec := Record{Actor: who.Owner, Action: ActionReject, Why: who.Why, Reasons: rs, Fingerprints: fingerprints}
 	err := func() error {
 		if len(reasons) == 0 {
 			return refuse(CodeUnknownReason, "--reason is required")
@@ -176,10 +168,22 @@ func (r *Redriver) Reject(ctx context.Context, who Who, reasons []deadletter.Rea
 		if err := r.authorize(ctx, who, MinRate); err != nil {
 			return err
 		}
-		if len(counts) == 0 {
-			if len(fingerprints) > 0 {
-				return refuse(CodeUnknownGroup, "no group of reason %s has fingerprint %s", joinReasons(reasons), strings.Join(fingerprints, ", "))
+		if len(fingerprints) > 0 {
+			full, err := ResolveFingerprints(fingerprints, reasons, groups)
+			if err != nil {
+				return err
 			}
+			rec.Fingerprints = full
+		}
+		sel := Selector{Reasons: reasons, Fingerprints: rec.Fingerprints}
+		rec.Counts = map[string]int{}
+		for _, g := range groups {
+			l := Letter{Reason: g.Reason, Fingerprint: g.Fingerprint}
+			if sel.Match(&l) {
+				rec.Counts[string(g.Reason)] += g.Count
+			}
+		}
+		if len(rec.Counts) == 0 {
 			return refuse(CodeNothingSelected, "the DLQ holds no dead letter of reason %s", joinReasons(reasons))
 		}
 		return nil

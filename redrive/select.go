@@ -58,6 +58,11 @@ const (
 type SelectRequest struct {
 	Who
 	Selector
+	// Groups is optional: the DLQ's groups from a read-only scan
+	// (GroupsFromReport). With them, each of Selector.Fingerprints may be a
+	// unique prefix of at least MinFingerprintPrefix characters
+	// (ResolveFingerprints); without them a fingerprint must be given whole.
+	Groups []Group
 	// Rate is messages sent a second: 1..500.
 	Rate int
 	// Canary is optional: move this many first, wait for their outcome, and
@@ -159,6 +164,13 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 	api, ok := r.SQS.(SelectAPI)
 	if !ok {
 		return res, r.record(ctx, rec, errors.New("redrive: the SQS client does not implement the select calls"))
+	}
+	if req.Groups != nil && len(req.Fingerprints) > 0 {
+		full, err := ResolveFingerprints(req.Fingerprints, req.Reasons, req.Groups)
+		if err != nil {
+			return res, r.record(ctx, rec, err)
+		}
+		req.Fingerprints, rec.Fingerprints = full, full
 	}
 	if err := r.checkSelect(ctx, req, res); err != nil {
 		return res, r.record(ctx, rec, err)

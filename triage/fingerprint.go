@@ -14,6 +14,11 @@ import (
 // fingerprints are made changes the version, so old and new never collide.
 const FingerprintVersion = "fp1"
 
+// FingerprintLen is the length of a fingerprint: 16 hexadecimal characters.
+// An operator may name a group by any unique prefix of at least 8
+// (redrive.MinFingerprintPrefix).
+const FingerprintLen = 16
+
 // Fingerprint is the stable hash (16 hex digits of SHA-256) of what makes
 // dead letters "the same problem": the reason, the tool, its version, the
 // task schema version and the normalised error signature (see Signature).
@@ -24,7 +29,7 @@ func Fingerprint(reason deadletter.Reason, tool, toolVersion string, schemaVersi
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	return hex.EncodeToString(h.Sum(nil))[:FingerprintLen]
 }
 
 // Normalisation rules, in order: what varies between occurrences of the same

@@ -405,6 +405,13 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var groups []redrive.Group
+			if needsGroups(fps) {
+				// A fingerprint prefix resolves against the DLQ's groups.
+				if groups, _, err = env.groups(ctx); err != nil {
+					return redriveExit(err)
+				}
+			}
 			var bar *progressbar.ProgressBar
 			if term.IsTerminal(int(os.Stderr.Fd())) && !dryRun {
 				bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("redriving"),
@@ -412,7 +419,7 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 				env.r.OnMove = func() { _ = bar.Add(1) }
 			}
 			res, err := env.r.Select(ctx, redrive.SelectRequest{
-				Who: redrive.Who{Owner: f.owner, Why: f.why}, Selector: redrive.Selector{Reasons: rs, Fingerprints: fps},
+				Who: redrive.Who{Owner: f.owner, Why: f.why}, Selector: redrive.Selector{Reasons: rs, Fingerprints: fps}, Groups: groups,
 				Rate: f.rate, Canary: canary, DryRun: dryRun, Limit: limit, Ack: ack, Hold: hold, CanaryTimeout: canaryTimeout,
 			})
 			if bar != nil {
@@ -433,13 +440,24 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 	}
 	f.gateFlags(c, true, true)
 	c.Flags().StringArrayVar(&reasons, "reason", nil, "reason to redrive (repeatable or comma-separated; required)")
-	c.Flags().StringArrayVar(&fps, "fingerprint", nil, "only these groups of the reason (repeatable)")
+	c.Flags().StringArrayVar(&fps, "fingerprint", nil, "only these groups of the reason: a fingerprint from `plan`, or any unique prefix of at least 8 characters (repeatable)")
 	c.Flags().IntVar(&canary, "canary", 0, "move N first, wait for their outcome, stop if any failed")
 	c.Flags().DurationVar(&canaryTimeout, "canary-timeout", redrive.DefaultCanaryTimeout, "how long to wait for the canary's outcome")
 	c.Flags().IntVar(&limit, "limit", 0, "move at most N (0: all that match)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "move nothing; say what would move")
 	c.Flags().DurationVar(&hold, "hold", redrive.DefaultHold, "visibility timeout of the dead letters a pass receives: how long one is hidden while it moves, and, after a crash, how long the letters the pass left stay hidden")
 	return c
+}
+
+// needsGroups reports whether a fingerprint is shorter than triage's, so a
+// prefix to resolve against the DLQ's groups.
+func needsGroups(fps []string) bool {
+	for _, fp := range fps {
+		if len(fp) < triage.FingerprintLen {
+			return true
+		}
+	}
+	return false
 }
 
 func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
@@ -501,6 +519,6 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 	}
 	f.gateFlags(c, false, false)
 	c.Flags().StringArrayVar(&reasons, "reason", nil, "reason rejected (required)")
-	c.Flags().StringArrayVar(&fps, "fingerprint", nil, "only these groups")
+	c.Flags().StringArrayVar(&fps, "fingerprint", nil, "only these groups: a fingerprint from `plan`, or any unique prefix of at least 8 characters (repeatable)")
 	return c
 }

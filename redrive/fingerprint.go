@@ -1,0 +1,56 @@
+package redrive
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+)
+
+// MinFingerprintPrefix is the fewest characters of a fingerprint an operator
+// may give: like a git commit id, any unique prefix at least this long names
+// its group.
+const MinFingerprintPrefix = 8
+
+// ResolveFingerprints returns the full fingerprints that prefixes name among
+// the groups of the chosen reasons (all groups when reasons is empty). A
+// prefix shorter than MinFingerprintPrefix is refused (unknown_fingerprint),
+// as is one that names no group; one that names groups with different
+// fingerprints is refused (ambiguous_fingerprint) with the candidates, so
+// that the operator gives more characters. Full fingerprints resolve to
+// themselves.
+func ResolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups []Group) ([]string, error) {
+	if len(prefixes) == 0 {
+		return nil, nil
+	}
+	chosen := map[deadletter.Reason]bool{}
+	for _, r := range reasons {
+		chosen[r] = true
+	}
+	out := make([]string, 0, len(prefixes))
+	for _, p := range prefixes {
+		p = strings.TrimSpace(p)
+		if len(p) < MinFingerprintPrefix {
+			return nil, refuse(CodeUnknownGroup, "fingerprint %q is too short: give at least %d characters of it (see `agentdlq redrive plan`)", p, MinFingerprintPrefix)
+		}
+		seen := map[string]bool{}
+		var candidates []string
+		for _, g := range groups {
+			if (len(chosen) > 0 && !chosen[g.Reason]) || !strings.HasPrefix(g.Fingerprint, p) || seen[g.Fingerprint] {
+				continue
+			}
+			seen[g.Fingerprint] = true
+			candidates = append(candidates, g.Fingerprint)
+		}
+		switch len(candidates) {
+		case 0:
+			return nil, refuse(CodeUnknownGroup, "no group of reason %s has a fingerprint starting %s (see `agentdlq redrive plan`)", joinReasons(reasons), p)
+		case 1:
+			out = append(out, candidates[0])
+		default:
+			sort.Strings(candidates)
+			return nil, refuse(CodeAmbiguousGroup, "fingerprint %s is ambiguous: it starts %s; give more characters", p, strings.Join(candidates, " and "))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,96 @@
+package redrive
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+)
+
+func TestResolveFingerprints(t *testing.T) {
+	t.Parallel()
+	groups := []Group{
+		{deadletter.ReasonBudgetExhausted, "3f9a2c1d8e7b6a50", 4},
+		{deadletter.ReasonBudgetExhausted, "3f9a2c1d11111111", 2},
+		{deadletter.ReasonBudgetExhausted, "7c0e99aa12345678", 1},
+		{deadletter.ReasonSchemaInvalid, "7c0e99ab00000000", 3},
+	}
+	budget := []deadletter.Reason{deadletter.ReasonBudgetExhausted}
+	tests := []struct {
+		name     string
+		prefixes []string
+		reasons  []deadletter.Reason
+		want     []string // the full fingerprints
+		code     string   // the refusal's code, "" when resolved
+	}{
+		{name: "full fingerprint", prefixes: []string{"7c0e99aa12345678"}, reasons: budget, want: []string{"7c0e99aa12345678"}},
+		{name: "unique 8-character prefix", prefixes: []string{"7c0e99aa"}, reasons: budget, want: []string{"7c0e99aa12345678"}},
+		{name: "unique 12-character prefix", prefixes: []string{"3f9a2c1d8e7b"}, reasons: budget, want: []string{"3f9a2c1d8e7b6a50"}},
+		{name: "ambiguous prefix", prefixes: []string{"3f9a2c1d"}, reasons: budget, code: CodeAmbiguousGroup},
+		{name: "prefix unique among the chosen reason", prefixes: []string{"7c0e99a"}, reasons: budget, code: CodeUnknownGroup},
+		{name: "other reason's group not chosen", prefixes: []string{"7c0e99ab"}, reasons: budget, code: CodeUnknownGroup},
+		{name: "shared prefix across reasons, no reason filter", prefixes: []string{"7c0e99a0"}, code: CodeUnknownGroup},
+		{name: "too short", prefixes: []string{"7c0e99a"}, reasons: budget, code: CodeUnknownGroup},
+		{name: "no such group", prefixes: []string{"deadbeef"}, reasons: budget, code: CodeUnknownGroup},
+		{name: "several prefixes", prefixes: []string{"7c0e99aa", "3f9a2c1d1"}, reasons: budget, want: []string{"7c0e99aa12345678", "3f9a2c1d11111111"}},
+		{name: "none", reasons: budget},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ResolveFingerprints(tt.prefixes, tt.reasons, groups)
+			assert.Equal(t, tt.code, RefusalCode(err), "err: %v", err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestAmbiguousPrefixNamesTheCandidates(t *testing.T) {
+	t.Parallel()
+	groups := []Group{{deadletter.ReasonBudgetExhausted, "3f9a2c1d8e7b6a50", 4}, {deadletter.ReasonBudgetExhausted, "3f9a2c1d11111111", 2}}
+	_, err := ResolveFingerprints([]string{"3f9a2c1d"}, []deadletter.Reason{deadletter.ReasonBudgetExhausted}, groups)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "3f9a2c1d11111111 and 3f9a2c1d8e7b6a50")
+	assert.Contains(t, err.Error(), "give more characters")
+}
+
+func TestSelectAndRejectAcceptAPrefix(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 2, deadletter.ReasonSchemaInvalid)
+	other := newDeadLetter(t, "other-tool", "sql.query", deadletter.ReasonSchemaInvalid, 1, "")
+	f.put(q.DLQURL, other.body, other.attrs, "")
+	r, store, _ := newRedriver(t, p, f, q)
+	ctx := context.Background()
+	groups := []Group{
+		{deadletter.ReasonSchemaInvalid, "fp-schema_invalid-sql.query", 1},
+		{deadletter.ReasonSchemaInvalid, "fp-schema_invalid-web.search", 2},
+	}
+
+	req := selReq(p, deadletter.ReasonSchemaInvalid)
+	req.Ack.FixDeployed = "worker v1.3.0"
+	req.Groups = groups
+	req.Fingerprints = []string{"fp-schema"}
+	_, err := r.Select(ctx, req)
+	assert.Equal(t, CodeAmbiguousGroup, RefusalCode(err))
+	assert.Empty(t, f.snapshot(q.HotURL), "an ambiguous prefix moves nothing")
+
+	req.Fingerprints = []string{"fp-schema_invalid-sql"}
+	res, err := r.Select(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Moved)
+	last := store.all()[len(store.all())-1]
+	assert.Equal(t, []string{"fp-schema_invalid-sql.query"}, last.Fingerprints, "the audit names the full fingerprint")
+
+	who := Who{Owner: p.Owner, Why: "the producer was fixed"}
+	err = r.Reject(ctx, who, []deadletter.Reason{deadletter.ReasonSchemaInvalid}, []string{"fp-schema_invalid-web"}, groups)
+	require.NoError(t, err)
+	last = store.all()[len(store.all())-1]
+	assert.Equal(t, []string{"fp-schema_invalid-web.search"}, last.Fingerprints)
+	assert.Equal(t, 2, last.Counts["schema_invalid"])
+}
