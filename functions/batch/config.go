@@ -172,11 +172,15 @@ func New(cfg Config) (*Processor, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
 	}
+	var l ledger.Ledger
+	if cfg.Ledger != nil {
+		l = recoveringLedger{cfg.Ledger} // a panicking ledger call is that call's error
+	}
 	return &Processor{
 		handler: cfg.Handler, sqs: cfg.SQS, dlqURL: cfg.DLQURL, hotURL: cfg.HotQueueURL,
 		sourceARN: cfg.SourceQueueARN, maxReceive: cfg.MaxReceiveCount, pipeline: cfg.Pipeline,
 		fifo: cfg.FIFO, holdGroup: cfg.FIFO && cfg.FIFOPoison == pipeline.FIFOPoisonHoldGroup,
-		backoff: cfg.Backoff, ledger: cfg.Ledger, lease: cfg.Lease, concurrency: cfg.Concurrency, margin: cfg.DeadlineMargin, loopAfter: cfg.RedriveLoopAfter,
+		backoff: cfg.Backoff, ledger: l, lease: cfg.Lease, concurrency: cfg.Concurrency, margin: cfg.DeadlineMargin, loopAfter: cfg.RedriveLoopAfter,
 		classify: cfg.Classify, version: cfg.WorkerVersion, log: cfg.Logger, metrics: cfg.Metrics, now: cfg.Now, rand: cfg.Rand,
 		pipelineKey: quoteJSON(cfg.Pipeline),
 	}, nil

@@ -127,7 +127,12 @@
 // is effect_unknown. Record.StartEffect is called before a mutating call,
 // Record.SetReceipt(receipt) gives the effect receipt, and the processor marks the
 // key done when the handler returns nil, or dead-lettered (counting it) when
-// it dead-letters the record. A ledger outage retries the record. A
+// it dead-letters the record. A ledger outage retries the record. Every
+// ledger call is guarded as the handler is: a panic in the ledger
+// implementation is that call's outage (ledger.ErrUnavailable), so it never
+// escapes Handle to fail the whole batch (and send its dead letters twice on
+// the retry) or, with Concurrency > 1, crash the process. A panic in
+// DeadLettered, after the dead letter was sent, only loses its count. A
 // dead-lettered key may be begun again: that is a redrive, and the task
 // runs again (for effect_unknown, only after the owner reconciled it, as
 // the runbook says; a reconciled effect is recorded as done, which makes

@@ -77,30 +77,55 @@ func (f *fakeSQS) sentReasons() []deadletter.Reason {
 // fakeLedger is a Memory ledger whose operations can be switched to an outage.
 type fakeLedger struct {
 	*ledger.Memory
-	begin, complete, deadLettered behaviour
+	begin, startEffect, complete, release, deadLettered behaviour
 }
 
 var _ ledger.Ledger = (*fakeLedger)(nil)
 
 var errLedgerOutage = errors.Join(ledger.ErrUnavailable, &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException", Fault: smithy.FaultClient})
 
+// act fails or panics as b says.
+func (f *fakeLedger) act(op string, b behaviour) error {
+	switch b {
+	case outage:
+		return errLedgerOutage
+	case panics:
+		panic("fake ledger " + op + " panicked")
+	}
+	return nil
+}
+
 func (f *fakeLedger) Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (ledger.Entry, error) {
-	if f.begin == outage {
-		return ledger.Entry{}, errLedgerOutage
+	if err := f.act("Begin", f.begin); err != nil {
+		return ledger.Entry{}, err
 	}
 	return f.Memory.Begin(ctx, key, owner, now, lease)
 }
 
 func (f *fakeLedger) Complete(ctx context.Context, key, owner, receipt string, now time.Time) error {
-	if f.complete == outage {
-		return errLedgerOutage
+	if err := f.act("Complete", f.complete); err != nil {
+		return err
 	}
 	return f.Memory.Complete(ctx, key, owner, receipt, now)
 }
 
 func (f *fakeLedger) DeadLettered(ctx context.Context, key string, reason deadletter.Reason, now time.Time) (ledger.Entry, error) {
-	if f.deadLettered == outage {
-		return ledger.Entry{}, errLedgerOutage
+	if err := f.act("DeadLettered", f.deadLettered); err != nil {
+		return ledger.Entry{}, err
 	}
 	return f.Memory.DeadLettered(ctx, key, reason, now)
+}
+
+func (f *fakeLedger) StartEffect(ctx context.Context, key, owner string, now time.Time) error {
+	if err := f.act("StartEffect", f.startEffect); err != nil {
+		return err
+	}
+	return f.Memory.StartEffect(ctx, key, owner, now)
+}
+
+func (f *fakeLedger) Release(ctx context.Context, key, owner string, now time.Time) error {
+	if err := f.act("Release", f.release); err != nil {
+		return err
+	}
+	return f.Memory.Release(ctx, key, owner, now)
 }

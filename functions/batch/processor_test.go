@@ -720,3 +720,55 @@ func TestProcessorOwnClassification(t *testing.T) {
 	got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "quota", 1), sqsMsg("m2", "refused", 1)}})
 	assert.Equal(t, map[string]outcome{"m1": deadLettered(deadletter.ReasonUnclassified), "m2": deadLettered(deadletter.ReasonUnclassified)}, got)
 }
+
+// TestLedgerPanics: a panic in any ledger call is that call's failure, as a
+// handler's panic is: Handle returns, with one goroutine or eight, and every
+// record is acknowledged, retried or dead-lettered exactly once.
+func TestLedgerPanics(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		panic func(*fakeLedger)
+		body    string
+		receive int
+		want    outcome
+		sent    int // dead letters sent for the record
+	}{
+		{"Begin: a ledger outage, retried", func(l *fakeLedger) { l.begin = panics }, "begin:k", 1, retried, 0},
+		{"Begin on the last receive: still retried, never dead-lettered", func(l *fakeLedger) { l.begin = panics }, "begin:k", 4, retried, 0},
+		{"StartEffect: retried, the mutating call not made", func(l *fakeLedger) { l.startEffect = panics }, "begin-mutate-timeout:k", 1, retried, 0},
+		{"Complete: retried", func(l *fakeLedger) { l.complete = panics }, "begin:k", 1, retried, 0},
+		{"DeadLettered: the dead letter sent once and acknowledged", func(l *fakeLedger) { l.deadLettered = panics }, "begin-fail:k", 1, deadLettered(deadletter.ReasonUnclassified), 1},
+		{"Release: retried", func(l *fakeLedger) { l.release = panics }, "transient-begin:k", 1, retried, 0},
+	}
+	for _, tt := range tests {
+		for _, concurrency := range []int{1, 8} {
+			t.Run(fmt.Sprintf("%s/concurrency=%d", tt.name, concurrency), func(t *testing.T) {
+				t.Parallel()
+				h := newHarness(t, func(c *Config) {
+					c.Concurrency = concurrency
+					c.Handler = func(ctx context.Context, r Record) error {
+						if key, ok := strings.CutPrefix(r.Message.Body, "transient-begin:"); ok {
+							if err := r.Begin(ctx, key, false); err != nil {
+								return err
+							}
+							return Transient(errors.New("upstream 503"))
+						}
+						return scripted(ctx, r)
+					}
+				})
+				tt.panic(h.ledger)
+				var ev events.SQSEvent
+				for i := range 4 {
+					ev.Records = append(ev.Records, sqsMsg(fmt.Sprint("m", i), tt.body+fmt.Sprint(i), tt.receive))
+				}
+				got := h.run(t, ev)
+				for i := range 4 {
+					assert.Equal(t, tt.want, got[fmt.Sprint("m", i)])
+				}
+				assert.Len(t, h.sqs.sent, 4*tt.sent)
+				assert.Contains(t, h.logs.String(), "panicked", "the panic is logged as the call's failure")
+			})
+		}
+	}
+}
