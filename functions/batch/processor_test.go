@@ -727,8 +727,8 @@ func TestProcessorOwnClassification(t *testing.T) {
 func TestLedgerPanics(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
-		name  string
-		panic func(*fakeLedger)
+		name    string
+		panic   func(*fakeLedger)
 		body    string
 		receive int
 		want    outcome
