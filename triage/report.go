@@ -493,3 +493,8 @@ func plural(n int, noun string) string {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// Letters returns the group's dead letters as the triage run that built the
+// report tagged them. Only a report built in this process has them (Build,
+// Run); a report read back from JSON has none.
+func (g *Group) Letters() []*Tagged { return g.tagged }

@@ -31,6 +31,7 @@ func newRootCmd() *cobra.Command {
 		newRedriveCmd(g),
 		newLocalCmd(g),
 		newLedgerCmd(g),
+		newUICmd(g),
 	)
 	return root
 }

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/spf13/cobra"
+
+	"github.com/agentdlq/agentdlq/console"
+	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/triage"
+)
+
+type uiFlags struct {
+	addr        string
+	noBrowser   bool
+	reports     string
+	ledgerTable string
+}
+
+func newUICmd(g *globalFlags) *cobra.Command {
+	f := &uiFlags{}
+	cmd := &cobra.Command{
+		Use:   "ui [--addr 127.0.0.1:0] [--no-browser]",
+		Short: "The console: a local web page over triage, the ledger and redrive, for the responder of a DLQ alarm",
+		Long: `ui serves the console for every pipeline of the definition, against whatever
+the AWS config points at (eval "$(make -s local-env)" for the local
+emulators). Its first line on stdout is the URL with a fresh access token;
+every request needs the token (a cookie after the first visit), every change
+is a POST with a CSRF token, and it binds to loopback unless --addr says
+otherwise. Pages render from the kept triage reports (--reports) and the
+ledger; Refresh runs triage. Redrive and reject are those of agentdlq redrive,
+audited in ./out/audit/<pipeline>.jsonl. Ctrl-C stops it.`,
+		Example: `  agentdlq ui
+  agentdlq ui --no-browser --addr 127.0.0.1:8080
+  agentdlq ui --reports s3://my-eval-bucket     # the reports the triage Lambda keeps`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, g) },
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExit(2, err) })
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", "127.0.0.1:0", "address to serve on (port 0: a free port)")
+	fl.BoolVar(&f.noBrowser, "no-browser", false, "do not open a browser")
+	fl.StringVar(&f.reports, "reports", "out", "where triage reports are kept: a folder or s3://bucket/prefix")
+	fl.StringVar(&f.ledgerTable, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
+	return cmd
+}
+
+func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
+	ctx := cmd.Context()
+	def, err := pipeline.Load(g.configPath)
+	if err != nil {
+		return withExit(2, err)
+	}
+	cfg, err := awscfg.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("aws config: %w", err)
+	}
+	reports, err := triage.ParseDestination(f.reports, s3.NewFromConfig(cfg))
+	if err != nil {
+		return withExit(2, fmt.Errorf("--reports: %w", err))
+	}
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		return withExit(2, fmt.Errorf("--addr %s: %w", f.addr, err))
+	}
+	defer ln.Close()
+	addr := ln.Addr().(*net.TCPAddr)
+	loopback := addr.IP.IsLoopback()
+
+	client := sqs.NewFromConfig(cfg)
+	cc := console.Config{
+		SQS: client, STS: sts.NewFromConfig(cfg), Local: redrive.IsLocalEndpoint(aws.ToString(client.Options().BaseEndpoint)),
+		Reports: reports, Loopback: loopback, Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Resolve: func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error) {
+			q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
+			return redrive.Queues{HotURL: q.HotURL, HotARN: q.HotARN, DLQURL: q.DLQURL, DLQARN: q.DLQARN, FIFO: q.FIFO}, err
+		},
+	}
+	for i := range def.Pipelines {
+		cc.Pipelines = append(cc.Pipelines, &def.Pipelines[i])
+	}
+	if table := ledgerTableName(f.ledgerTable); table != "" {
+		cc.Ledger = ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
+	}
+	srv, err := console.New(ctx, cc)
+	if err != nil {
+		return err
+	}
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	url := fmt.Sprintf("http://%s/?token=%s", net.JoinHostPort(host, fmt.Sprint(addr.Port)), srv.Token())
+	fmt.Fprintf(cmd.OutOrStdout(), "agentdlq ui: %s\n", url)
+	if !loopback {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: the console is served on %s, beyond this machine; anyone who reaches it with the token above can redrive. The token is shown once.\n", addr)
+	}
+	if !f.noBrowser {
+		openBrowser(url)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+		fmt.Fprintln(cmd.ErrOrStderr(), "agentdlq ui: stopped")
+		return nil
+	}
+}
+
+// openBrowser opens url in the desktop's browser, if there is one.
+func openBrowser(url string) {
+	name := "xdg-open"
+	switch runtime.GOOS {
+	case "darwin":
+		name = "open"
+	case "windows":
+		name = "explorer"
+	}
+	if _, err := exec.LookPath(name); err != nil {
+		return
+	}
+	c := exec.Command(name, url)
+	if c.Start() == nil {
+		go func() { _ = c.Wait() }()
+	}
+}

@@ -1,0 +1,200 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/triage"
+)
+
+// refreshPost starts a triage run of a pipeline and shows its progress.
+func (s *Server) refreshPost(w http.ResponseWriter, r *http.Request) {
+	p, _, ok := s.pipeline(r)
+	if !ok {
+		s.notFound(w, r, "No such pipeline.")
+		return
+	}
+	j := s.newJob("refresh", p, "triage of the DLQ", 0)
+	go s.refresh(p, j)
+	http.Redirect(w, r, "/job?id="+j.ID, http.StatusSeeOther)
+}
+
+// redriveForm is the redrive page's form as submitted (or its defaults).
+type redriveForm struct {
+	Reason      string
+	Fingerprint string
+	Owner       string
+	Why         string
+	Rate        int
+	Canary      int
+	FixDeployed string
+	Reviewed    string
+	Override    string
+}
+
+type redriveData struct {
+	Form     redriveForm
+	Groups   []triage.Group // the selection
+	Plan     *redrive.Plan
+	Verdict  redrive.Verdict
+	Total    int
+	Error    string
+	Rejected bool
+}
+
+// redrivePage shows the plan of a reason or one group, the form, and reject.
+func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request) {
+	f := redriveForm{Reason: r.FormValue("r"), Fingerprint: r.FormValue("fp"), Rate: redrive.DefaultRate, Canary: 1}
+	s.renderRedrive(w, r, http.StatusOK, f, "")
+}
+
+func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int, f redriveForm, msg string) {
+	p, sn, ok := s.pipeline(r)
+	if !ok {
+		s.notFound(w, r, "No such pipeline.")
+		return
+	}
+	if sn.report == nil {
+		s.notFound(w, r, "No triage report of "+p.Name+" yet: refresh the pipeline first.")
+		return
+	}
+	d := redriveData{Form: f, Error: msg}
+	var groups []redrive.Group
+	for _, g := range sn.report.Groups {
+		if string(g.Reason) == f.Reason && (f.Fingerprint == "" || g.Fingerprint == f.Fingerprint) {
+			d.Groups = append(d.Groups, g)
+			groups = append(groups, redrive.Group{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count})
+			d.Total += g.Count
+		}
+	}
+	if len(d.Groups) == 0 {
+		s.notFound(w, r, "No such group in the latest report of "+p.Name+".")
+		return
+	}
+	d.Plan = redrive.BuildPlan(p, groups)
+	d.Verdict = redrive.Decide(deadletter.Reason(f.Reason), redrive.Ack{})
+	title := "Redrive " + f.Reason
+	if f.Fingerprint != "" {
+		title += " " + short(f.Fingerprint)
+	}
+	s.render(w, r, code, "redrive", page{Title: title, Nav: "pipeline", P: p, Data: d})
+}
+
+func readForm(r *http.Request) (redriveForm, error) {
+	f := redriveForm{
+		Reason: r.PostFormValue("r"), Fingerprint: r.PostFormValue("fp"),
+		Owner: strings.TrimSpace(r.PostFormValue("owner")), Why: strings.TrimSpace(r.PostFormValue("why")),
+		FixDeployed: strings.TrimSpace(r.PostFormValue("fix_deployed")), Reviewed: strings.TrimSpace(r.PostFormValue("reviewed")),
+		Override: strings.TrimSpace(r.PostFormValue("override")),
+	}
+	var err error
+	if f.Rate, err = strconv.Atoi(r.PostFormValue("rate")); err != nil {
+		return f, &formError{"rate must be a whole number (1..500)"}
+	}
+	if c := r.PostFormValue("canary"); c != "" {
+		if f.Canary, err = strconv.Atoi(c); err != nil || f.Canary < 0 {
+			return f, &formError{"canary must be a whole number, 0 or more"}
+		}
+	}
+	return f, nil
+}
+
+type formError struct{ msg string }
+
+func (e *formError) Error() string { return e.msg }
+
+// redrivePost runs a dry run or a redrive of the selection as a job. The
+// gate, the policy and the audit are redrive's: a refusal is audited and
+// shown on the job's page.
+func (s *Server) redrivePost(w http.ResponseWriter, r *http.Request) {
+	p, _, ok := s.pipeline(r)
+	if !ok {
+		s.notFound(w, r, "No such pipeline.")
+		return
+	}
+	f, err := readForm(r)
+	if err != nil {
+		s.renderRedrive(w, r, http.StatusBadRequest, f, err.Error())
+		return
+	}
+	req := redrive.SelectRequest{
+		Who: redrive.Who{Owner: f.Owner, Why: f.Why}, Selector: redrive.Selector{Reasons: []deadletter.Reason{deadletter.Reason(f.Reason)}},
+		Rate: f.Rate, Canary: f.Canary, DryRun: r.PostFormValue("mode") != "redrive",
+		Ack: redrive.Ack{FixDeployed: f.FixDeployed, Reviewed: f.Reviewed},
+	}
+	if f.Fingerprint != "" {
+		req.Fingerprints = []string{f.Fingerprint}
+	}
+	if f.Override != "" {
+		req.Ack.Overrides = map[deadletter.Reason]string{deadletter.Reason(f.Reason): f.Override}
+	}
+	kind, label := "redrive", f.Reason
+	if req.DryRun {
+		kind = "dry_run"
+	}
+	if f.Fingerprint != "" {
+		label += " " + short(f.Fingerprint)
+	}
+	total := 0
+	if sn := s.snapshotOf(p.Name); sn.report != nil {
+		for _, g := range sn.report.Groups {
+			if string(g.Reason) == f.Reason && (f.Fingerprint == "" || g.Fingerprint == f.Fingerprint) {
+				total += g.Count
+			}
+		}
+	}
+	j := s.newJob(kind, p, label, total)
+	go s.runRedrive(p, j, req)
+	http.Redirect(w, r, "/job?id="+j.ID, http.StatusSeeOther)
+}
+
+// rejectPost records the owner's rejection of the selection (redrive.Reject:
+// gated and audited; the letters stay until retention deletes them).
+func (s *Server) rejectPost(w http.ResponseWriter, r *http.Request) {
+	p, sn, ok := s.pipeline(r)
+	if !ok {
+		s.notFound(w, r, "No such pipeline.")
+		return
+	}
+	f := redriveForm{Reason: r.PostFormValue("r"), Fingerprint: r.PostFormValue("fp"), Owner: strings.TrimSpace(r.PostFormValue("owner")),
+		Why: strings.TrimSpace(r.PostFormValue("why")), Rate: redrive.DefaultRate, Canary: 1}
+	rd, err := s.redriver(r.Context(), p)
+	if err == nil {
+		var fps []string
+		if f.Fingerprint != "" {
+			fps = []string{f.Fingerprint}
+		}
+		var groups []redrive.Group
+		if sn.report != nil {
+			groups = redrive.GroupsFromReport(sn.report)
+		}
+		err = rd.Reject(r.Context(), redrive.Who{Owner: f.Owner, Why: f.Why}, []deadletter.Reason{deadletter.Reason(f.Reason)}, fps, groups)
+	}
+	if err != nil {
+		s.renderRedrive(w, r, http.StatusUnprocessableEntity, f, "Reject refused: "+err.Error())
+		return
+	}
+	http.Redirect(w, r, "/audit?"+url.Values{"p": {p.Name}, "action": {redrive.ActionReject}}.Encode(), http.StatusSeeOther)
+}
+
+// jobPage shows a job's progress, reloading itself every second until done.
+func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
+	j := s.job(r.FormValue("id"))
+	if j == nil {
+		s.notFound(w, r, "No such job (the console forgets jobs when it stops).")
+		return
+	}
+	v := j.view()
+	pg := page{Title: v.Kind + " " + v.Label, Nav: "pipeline", Data: v}
+	s.mu.RLock()
+	pg.P = s.byP[v.Pipeline]
+	s.mu.RUnlock()
+	if !v.Done {
+		pg.Refresh = 1
+	}
+	s.render(w, r, http.StatusOK, "job", pg)
+}

@@ -1,0 +1,199 @@
+package console
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/triage"
+)
+
+//go:embed templates/*.tmpl static/*
+var files embed.FS
+
+// SQSAPI is what the console needs of SQS: the overview's queue
+// attributes, triage's scan, and a selective redrive (the SDK client is all
+// of them).
+type SQSAPI interface {
+	redrive.SelectAPI
+	triage.ScanAPI
+}
+
+// Config is one console. The CLI (agentdlq ui) builds it from the AWS
+// config; tests build it on the local emulators or fakes.
+type Config struct {
+	// Pipelines is required: every pipeline the console shows (defaults applied).
+	Pipelines []*pipeline.Pipeline
+	// Resolve is required: finds a pipeline's hot queue and DLQ.
+	Resolve func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error)
+	// SQS is required.
+	SQS SQSAPI
+	// STS is required in AWS (Local false): the redrive gate's identity check.
+	STS redrive.IdentityAPI
+	// Local is true when the SQS endpoint is a loopback address (the local
+	// emulators); see redrive.IsLocalEndpoint.
+	Local bool
+	// Ledger is optional: the letter page's ledger entry, triage's counts;
+	// a redrive needs it.
+	Ledger ledger.Ledger
+	// Reports is required: where triage reports are kept and read
+	// (triage.Folder{Root: "out"} locally, the eval bucket in AWS).
+	Reports triage.Destination
+	// Audit is optional: a pipeline's audit log (default: the file
+	// redrive.DefaultAuditPath, which `agentdlq redrive` also writes).
+	Audit func(pipelineName string) AuditLog
+	// Token is optional: the access token (default NewToken()).
+	Token string
+	// Loopback is true when the console is served on a loopback address:
+	// it then accepts only loopback Host headers.
+	Loopback bool
+	// Now is optional (time.Now); Logger is optional (slog.Default()).
+	Now    func() time.Time
+	Logger *slog.Logger
+}
+
+// AuditLog is a pipeline's audit: where records go and how they are read back.
+type AuditLog interface {
+	redrive.Store
+	Records(ctx context.Context) ([]redrive.Record, error)
+}
+
+// Server is the console: an http.Handler.
+type Server struct {
+	cfg      Config
+	token    string
+	csrf     string
+	loopback bool
+	log      *slog.Logger
+	tmpl     *template.Template
+	mux      *http.ServeMux
+	static   fs.FS
+
+	mu    sync.RWMutex
+	snaps map[string]*snapshot // by pipeline name
+	jobs  map[string]*Job
+	byP   map[string]*pipeline.Pipeline
+}
+
+// New checks the configuration, parses the templates and reads each
+// pipeline's latest kept report (never the DLQ itself).
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	switch {
+	case len(cfg.Pipelines) == 0:
+		return nil, errors.New("console: Config.Pipelines is empty")
+	case cfg.Resolve == nil || cfg.SQS == nil:
+		return nil, errors.New("console: Config needs Resolve and SQS")
+	case cfg.Reports == nil:
+		return nil, errors.New("console: Config.Reports is required (where triage reports are kept)")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Token == "" {
+		cfg.Token = NewToken()
+	}
+	if cfg.Audit == nil {
+		cfg.Audit = func(name string) AuditLog {
+			return &FileAudit{FileStore: redrive.FileStore{Path: redrive.DefaultAuditPath(name)}}
+		}
+	}
+	t, err := parseTemplates()
+	if err != nil {
+		return nil, err
+	}
+	static, _ := fs.Sub(files, "static")
+	s := &Server{
+		cfg: cfg, token: cfg.Token, csrf: csrfToken(cfg.Token), loopback: cfg.Loopback, log: cfg.Logger, tmpl: t, static: static,
+		snaps: map[string]*snapshot{}, jobs: map[string]*Job{}, byP: map[string]*pipeline.Pipeline{},
+	}
+	for _, p := range cfg.Pipelines {
+		if _, dup := s.byP[p.Name]; dup {
+			return nil, fmt.Errorf("console: pipeline %q listed twice", p.Name)
+		}
+		s.byP[p.Name] = p
+		snap, err := s.loadSnapshot(ctx, p)
+		if err != nil {
+			s.log.WarnContext(ctx, "console: reading kept reports", "pipeline", p.Name, "error", err.Error())
+		}
+		s.snaps[p.Name] = snap
+	}
+	s.routes()
+	return s, nil
+}
+
+// Token is the access token (the CLI prints it once, in the URL).
+func (s *Server) Token() string { return s.token }
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+func (s *Server) routes() {
+	m := http.NewServeMux()
+	g := func(pattern string, h http.HandlerFunc) { m.Handle(pattern, s.guard(h)) }
+	g("GET /{$}", s.overview)
+	g("GET /pipeline", s.pipelinePage)
+	g("GET /group", s.groupPage)
+	g("GET /letter", s.letterPage)
+	g("POST /letter/reveal", s.reveal)
+	g("GET /redrive", s.redrivePage)
+	g("POST /redrive", s.redrivePost)
+	g("POST /reject", s.rejectPost)
+	g("POST /refresh", s.refreshPost)
+	g("GET /job", s.jobPage)
+	g("GET /audit", s.auditPage)
+	g("GET /report.html", s.reportHTML)
+	m.Handle("GET /static/", s.guard(http.StripPrefix("/static/", http.HandlerFunc(s.staticFile))))
+	s.mux = m
+}
+
+// staticFile serves the embedded stylesheet: triage's, then the console's.
+func (s *Server) staticFile(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "console.css" {
+		http.NotFound(w, r)
+		return
+	}
+	extra, _ := fs.ReadFile(s.static, "console.css")
+	w.Header().Set("Content-Type", "text/css; charset=utf-8")
+	w.Header().Set("Cache-Control", "private, max-age=300")
+	_, _ = w.Write(triage.HTMLStyle())
+	_, _ = w.Write(extra)
+}
+
+func parseTemplates() (*template.Template, error) {
+	funcs := triage.HTMLFuncs()
+	for k, v := range consoleFuncs() {
+		funcs[k] = v
+	}
+	t, err := template.New("console").Funcs(funcs).ParseFS(triage.HTMLFiles(), "*.tmpl")
+	if err != nil {
+		return nil, fmt.Errorf("console: triage templates: %w", err)
+	}
+	if t, err = t.ParseFS(files, "templates/*.tmpl"); err != nil {
+		return nil, fmt.Errorf("console: templates: %w", err)
+	}
+	return t, nil
+}
+
+func (s *Server) pipeline(r *http.Request) (*pipeline.Pipeline, *snapshot, bool) {
+	name := r.FormValue("p")
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	p, ok := s.byP[name]
+	if !ok {
+		return nil, nil, false
+	}
+	return p, s.snaps[name], true
+}

@@ -1,0 +1,468 @@
+package console
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"html/template"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/triage"
+)
+
+// page is what the layout renders around a page's own data.
+type page struct {
+	Title     string
+	Nav       string // "overview", "pipeline", "audit"
+	CSRF      string
+	Pipelines []string
+	P         *pipeline.Pipeline
+	Now       time.Time
+	// Refresh reloads the page after so many seconds (a job's progress): a
+	// meta refresh, since the console runs no script.
+	Refresh int
+	Data    any
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request, code int, name string, pg page) {
+	pg.CSRF = s.csrf
+	pg.Now = s.cfg.Now()
+	for _, p := range s.cfg.Pipelines {
+		pg.Pipelines = append(pg.Pipelines, p.Name)
+	}
+	var b bytes.Buffer
+	if err := s.tmpl.ExecuteTemplate(&b, name, pg); err != nil {
+		s.log.ErrorContext(r.Context(), "console: render", "page", name, "error", err.Error())
+		http.Error(w, "console: the page could not be rendered: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(code)
+	_, _ = w.Write(b.Bytes())
+}
+
+func (s *Server) notFound(w http.ResponseWriter, r *http.Request, msg string) {
+	s.render(w, r, http.StatusNotFound, "message", page{Title: "Not found", Data: msg})
+}
+
+// ---- overview ----
+
+type overviewRow struct {
+	P                       *pipeline.Pipeline
+	HotVisible, HotInFlight string
+	DLQVisible, DLQInFlight string
+	QueueErr                string
+	Report                  *triage.Report
+	Refreshing              bool
+}
+
+// overview reads each pipeline's queue attributes (one GetQueueAttributes
+// a queue, never a receive) and its latest report.
+func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
+	rows := make([]overviewRow, len(s.cfg.Pipelines))
+	var wg sync.WaitGroup
+	for i, p := range s.cfg.Pipelines {
+		rows[i] = overviewRow{P: p, Report: s.snapshotOf(p.Name).report, HotVisible: "-", HotInFlight: "-", DLQVisible: "-", DLQInFlight: "-"}
+		wg.Add(1)
+		go func(row *overviewRow) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+			defer cancel()
+			q, err := s.cfg.Resolve(ctx, row.P)
+			if err != nil {
+				row.QueueErr = err.Error()
+				return
+			}
+			if row.HotVisible, row.HotInFlight, err = s.depth(ctx, q.HotURL); err != nil {
+				row.QueueErr = err.Error()
+			}
+			if row.DLQVisible, row.DLQInFlight, err = s.depth(ctx, q.DLQURL); err != nil {
+				row.QueueErr = err.Error()
+			}
+		}(&rows[i])
+	}
+	wg.Wait()
+	s.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Data: rows})
+}
+
+func (s *Server) depth(ctx context.Context, url string) (visible, inFlight string, err error) {
+	out, err := s.cfg.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		return "?", "?", err
+	}
+	return out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)], out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)], nil
+}
+
+// ---- pipeline ----
+
+type pipelineData struct {
+	View    triage.HTMLView
+	Key     string // the latest report's key
+	LoadErr string // why kept reports could not be read
+	Letters bool   // the letters are in memory
+}
+
+// consoleGroupLimit caps the groups a reason lists on the pipeline page.
+const consoleGroupLimit = 50
+
+func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
+	p, sn, ok := s.pipeline(r)
+	if !ok {
+		s.notFound(w, r, "No such pipeline.")
+		return
+	}
+	d := pipelineData{Key: sn.key, LoadErr: sn.loadErr, Letters: sn.letters != nil}
+	if sn != nil && sn.report != nil {
+		d.View = triage.HTMLView{Report: sn.report, Chart: sn.chart, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit}
+	}
+	s.render(w, r, http.StatusOK, "pipeline-page", page{Title: p.Name, Nav: "pipeline", P: p, Data: d})
+}
+
+// reportHTML serves the kept report.html of the latest report.
+func (s *Server) reportHTML(w http.ResponseWriter, r *http.Request) {
+	p, sn, ok := s.pipeline(r)
+	if !ok || sn == nil || sn.key == "" {
+		s.notFound(w, r, "No kept report for this pipeline yet.")
+		return
+	}
+	data, err := s.cfg.Reports.Get(r.Context(), strings.TrimSuffix(sn.key, ".json")+".html")
+	if err != nil {
+		s.notFound(w, r, "The report of "+p.Name+" has no HTML file: "+err.Error())
+		return
+	}
+	// The kept page carries its own inline <style>: allow exactly that.
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(data)
+}
+
+// ---- group ----
+
+type groupData struct {
+	G        *triage.Group
+	Letters  []letterRow
+	More     int
+	InMemory bool
+	Verdict  redrive.Verdict
+	Expiring int
+	Warning  int
+}
+
+type letterRow struct {
+	ID          string
+	At          time.Time
+	Tenant      string
+	Tool        string
+	Attempts    int
+	Error       string
+	DeletesAt   time.Time
+	ExpiresSoon bool
+}
+
+// groupLetterLimit caps the letters a group page lists.
+const groupLetterLimit = 200
+
+func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
+	p, sn, ok := s.pipeline(r)
+	if !ok {
+		s.notFound(w, r, "No such pipeline.")
+		return
+	}
+	g := sn.group(r.FormValue("r"), r.FormValue("fp"))
+	if g == nil {
+		s.notFound(w, r, "No such group in the latest report of "+p.Name+". Refresh the pipeline: the DLQ may have changed.")
+		return
+	}
+	now := s.cfg.Now()
+	d := groupData{G: g, InMemory: sn.letters != nil, Verdict: redrive.Decide(g.Reason, redrive.Ack{}), Warning: p.Triage.WarningHours}
+	if d.InMemory {
+		ls := g.Letters()
+		window := time.Duration(p.Triage.WarningHours) * time.Hour
+		retention := time.Duration(sn.report.Expiry.DLQRetentionSeconds) * time.Second
+		for _, t := range ls {
+			if len(d.Letters) == groupLetterLimit {
+				d.More = len(ls) - groupLetterLimit
+				break
+			}
+			e := triage.ExpiryOf(t, sn.report.FIFO, retention, now)
+			row := letterRow{ID: t.MessageID, At: t.DeadLetteredAt, Tenant: s.tenant(p, t.Hints.Tenant), Tool: t.Hints.Tool, DeletesAt: e.DeletesAt, ExpiresSoon: e.DeletesAt.Sub(now) <= window}
+			if t.Meta != nil {
+				row.Attempts, row.Error = t.Meta.Attempts, t.Meta.Error
+			} else if t.MetaErr != nil {
+				row.Error = t.MetaErr.Error()
+			}
+			d.Letters = append(d.Letters, row)
+		}
+	}
+	s.render(w, r, http.StatusOK, "group", page{Title: string(g.Reason) + " " + short(g.Fingerprint), Nav: "pipeline", P: p, Data: d})
+}
+
+// tenant shows a tenant as the report does: hashed when the pipeline's
+// eval.hash_fields names it.
+func (s *Server) tenant(p *pipeline.Pipeline, tn string) string {
+	if tn != "" && slices.Contains(p.Eval.HashFields, "tenant") {
+		return triage.HashValue(tn)
+	}
+	return tn
+}
+
+// ---- letter ----
+
+type letterData struct {
+	ID        string
+	T         *triage.Tagged
+	Group     *triage.Group
+	Expiry    triage.Expiry
+	Countdown string
+	Soon      bool
+	Ledger    *ledger.Entry
+	LedgerMsg string
+	Body      string
+	Revealed  bool
+	Attrs     []attrRow
+	Error     string // a refused reveal
+	Actor     string
+	Why       string
+}
+
+type attrRow struct{ Name, Type, Value string }
+
+func (s *Server) letterPage(w http.ResponseWriter, r *http.Request) {
+	s.renderLetter(w, r, false, "")
+}
+
+func (s *Server) renderLetter(w http.ResponseWriter, r *http.Request, revealed bool, refusal string) {
+	p, sn, ok := s.pipeline(r)
+	if !ok {
+		s.notFound(w, r, "No such pipeline.")
+		return
+	}
+	id := r.FormValue("id")
+	d := letterData{ID: id, Error: refusal, Actor: r.PostFormValue("actor"), Why: r.PostFormValue("why")}
+	if sn.letters != nil {
+		d.T = sn.letters[id]
+	}
+	if d.T == nil {
+		code := http.StatusOK
+		if sn.letters != nil {
+			code = http.StatusNotFound
+		}
+		s.render(w, r, code, "letter", page{Title: "Letter " + id, Nav: "pipeline", P: p, Data: d})
+		return
+	}
+	t := d.T
+	now := s.cfg.Now()
+	d.Group = sn.group(string(t.Reason), t.Fingerprint)
+	d.Expiry = triage.ExpiryOf(t, sn.report.FIFO, time.Duration(sn.report.Expiry.DLQRetentionSeconds)*time.Second, now)
+	d.Countdown = countdown(d.Expiry.DeletesAt, now)
+	d.Soon = d.Expiry.DeletesAt.Sub(now) <= time.Duration(p.Triage.WarningHours)*time.Hour
+	switch key := t.Hints.IdempotencyKey; {
+	case key == "":
+		d.LedgerMsg = "no idempotency key: the body is not an agent task"
+	case s.cfg.Ledger == nil:
+		d.LedgerMsg = "no ledger configured"
+	default:
+		e, found, err := s.cfg.Ledger.Get(r.Context(), key)
+		switch {
+		case err != nil:
+			d.LedgerMsg = "ledger read failed: " + err.Error()
+		case !found:
+			d.LedgerMsg = "no ledger entry for key " + key
+		default:
+			d.Ledger = &e
+		}
+	}
+	d.Revealed = revealed
+	d.Body = prettyBody(t.Body, p, revealed)
+	names := make([]string, 0, len(t.Attributes))
+	for n := range t.Attributes {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		a := t.Attributes[n]
+		v := "(binary, " + strconv.Itoa(len(a.BinaryValue)) + " bytes)"
+		if a.BinaryValue == nil {
+			v = a.StringValue
+			if n == deadletter.AttrMeta {
+				v = "(decoded above)"
+			} else if !revealed && n != deadletter.AttrReason {
+				v = deadletter.Redact(v, 120)
+			}
+		}
+		d.Attrs = append(d.Attrs, attrRow{Name: n, Type: a.DataType, Value: v})
+	}
+	s.render(w, r, http.StatusOK, "letter", page{Title: "Letter " + short(id), Nav: "pipeline", P: p, Data: d})
+}
+
+// prettyBody is the body indented when it is JSON: redacted as an eval
+// input is, unless revealed.
+func prettyBody(body string, p *pipeline.Pipeline, revealed bool) string {
+	if !revealed {
+		v := triage.RedactInput(body, p.Eval)
+		if s, ok := v.(string); ok {
+			return s
+		}
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return deadletter.Redact(body, 0)
+		}
+		return string(b)
+	}
+	var out bytes.Buffer
+	if json.Indent(&out, []byte(body), "", "  ") == nil {
+		return out.String()
+	}
+	return body
+}
+
+// ActionReveal is the audit action of revealing a letter's body.
+const ActionReveal = "reveal"
+
+// reveal shows one letter's body unredacted, after recording who and why.
+func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
+	p, sn, ok := s.pipeline(r)
+	if !ok {
+		s.notFound(w, r, "No such pipeline.")
+		return
+	}
+	id := r.PostFormValue("id")
+	actor, why := strings.TrimSpace(r.PostFormValue("actor")), strings.TrimSpace(r.PostFormValue("why"))
+	if sn.letters == nil || sn.letters[id] == nil {
+		s.renderLetter(w, r, false, "")
+		return
+	}
+	rec := redrive.Record{Actor: actor, Pipeline: p.Name, Action: ActionReveal, Why: why, Outcome: redrive.OutcomeOK,
+		Reasons: []string{string(sn.letters[id].Reason)}, Fingerprints: []string{sn.letters[id].Fingerprint}, Detail: map[string]string{"message_id": id}}
+	refusal := ""
+	if actor == "" || why == "" {
+		rec.Outcome, rec.Error = redrive.OutcomeRefused, "who and why are required to reveal a body"
+		refusal = rec.Error
+	}
+	if rec.Actor == "" {
+		rec.Actor = "(unnamed)"
+	}
+	a := &redrive.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now}
+	if err := a.Record(r.Context(), rec); err != nil && refusal == "" {
+		refusal = "the audit could not record the reveal, so the body stays redacted: " + err.Error()
+	}
+	s.renderLetter(w, r, refusal == "", refusal)
+}
+
+// ---- audit ----
+
+type auditData struct {
+	Records           []redrive.Record
+	Total, Shown      int
+	Action, Outcome   string
+	Actions, Outcomes []string
+	Err               string
+}
+
+// auditLimit caps the records an audit page lists.
+const auditLimit = 500
+
+func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
+	p, _, ok := s.pipeline(r)
+	if !ok {
+		if len(s.cfg.Pipelines) == 0 {
+			s.notFound(w, r, "No pipeline.")
+			return
+		}
+		p = s.cfg.Pipelines[0]
+	}
+	d := auditData{Action: r.FormValue("action"), Outcome: r.FormValue("outcome")}
+	recs, err := s.cfg.Audit(p.Name).Records(r.Context())
+	if err != nil {
+		d.Err = err.Error()
+	}
+	actions, outcomes := map[string]bool{}, map[string]bool{}
+	for _, rec := range recs {
+		actions[rec.Action], outcomes[rec.Outcome] = true, true
+	}
+	for a := range actions {
+		d.Actions = append(d.Actions, a)
+	}
+	for o := range outcomes {
+		d.Outcomes = append(d.Outcomes, o)
+	}
+	slices.Sort(d.Actions)
+	slices.Sort(d.Outcomes)
+	d.Total = len(recs)
+	newestFirst(recs)
+	for _, rec := range recs {
+		if (d.Action != "" && rec.Action != d.Action) || (d.Outcome != "" && rec.Outcome != d.Outcome) {
+			continue
+		}
+		d.Shown++
+		if len(d.Records) < auditLimit {
+			d.Records = append(d.Records, rec)
+		}
+	}
+	s.render(w, r, http.StatusOK, "audit", page{Title: "Audit of " + p.Name, Nav: "audit", P: p, Data: d})
+}
+
+// ---- helpers for the templates ----
+
+func short(fp string) string {
+	if len(fp) > 12 {
+		return fp[:12]
+	}
+	return fp
+}
+
+func consoleFuncs() template.FuncMap {
+	return template.FuncMap{
+		"short":     short,
+		"countdown": countdown,
+		"pct": func(n, total int) int {
+			if total <= 0 {
+				return 0
+			}
+			return min(100, n*100/total)
+		},
+		"join":   strings.Join,
+		"detail": detailLine,
+		"counts": countsLine,
+	}
+}
+
+func detailLine(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + m[k]
+	}
+	return strings.Join(parts, " ")
+}
+
+func countsLine(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + strconv.Itoa(m[k])
+	}
+	return strings.Join(parts, ", ")
+}

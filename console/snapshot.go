@@ -1,0 +1,136 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/triage"
+)
+
+// snapshot is what the pages of one pipeline render from: the latest kept
+// report, the history of reports for the chart and, after a refresh in this
+// process, the tagged letters themselves. It is replaced whole, never
+// changed, so a page reads it without a lock.
+type snapshot struct {
+	report  *triage.Report // nil: never triaged
+	key     string         // the report's JSON key in Reports
+	history []triage.HistoryPoint
+	chart   triage.Chart
+	// letters by message id; nil when the report was read from Reports.
+	letters map[string]*triage.Tagged
+	loadErr string
+}
+
+func newSnapshot(r *triage.Report, key string, history []triage.HistoryPoint) *snapshot {
+	s := &snapshot{report: r, key: key, history: history, chart: triage.BuildChart(history)}
+	if r == nil {
+		return s
+	}
+	for i := range r.Groups {
+		for _, t := range r.Groups[i].Letters() {
+			if s.letters == nil {
+				s.letters = make(map[string]*triage.Tagged, r.Totals.Messages)
+			}
+			s.letters[t.MessageID] = t
+		}
+	}
+	return s
+}
+
+// loadSnapshot reads the latest report and the history from Reports.
+func (s *Server) loadSnapshot(ctx context.Context, p *pipeline.Pipeline) (*snapshot, error) {
+	r, key, err := triage.LatestReport(ctx, s.cfg.Reports, p.Name)
+	if err != nil {
+		return &snapshot{loadErr: err.Error()}, err
+	}
+	hist, herr := triage.History(ctx, s.cfg.Reports, p.Name, triage.HistoryLimit)
+	snap := newSnapshot(r, key, hist)
+	if herr != nil {
+		snap.loadErr = herr.Error()
+	}
+	return snap, herr
+}
+
+// group finds a group of the snapshot's report.
+func (sn *snapshot) group(reason, fp string) *triage.Group {
+	if sn == nil || sn.report == nil {
+		return nil
+	}
+	for i := range sn.report.Groups {
+		g := &sn.report.Groups[i]
+		if string(g.Reason) == reason && g.Fingerprint == fp {
+			return g
+		}
+	}
+	return nil
+}
+
+// FileAudit is the local audit log: redrive.FileStore's JSONL file, read
+// back for the audit page.
+type FileAudit struct {
+	redrive.FileStore
+}
+
+// Records reads every record (none when the file does not exist yet).
+// A line that is not a record is skipped: the page shows what it can.
+func (a *FileAudit) Records(_ context.Context) ([]redrive.Record, error) {
+	f, err := os.Open(a.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []redrive.Record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		var rec redrive.Record
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Action != "" {
+			out = append(out, rec)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("console: audit %s: %w", a.Path, err)
+	}
+	return out, nil
+}
+
+// newestFirst orders audit records by time, newest first; records of the
+// same time keep the reverse of their order in the log (later appended first).
+func newestFirst(recs []redrive.Record) {
+	slices.Reverse(recs)
+	slices.SortStableFunc(recs, func(a, b redrive.Record) int { return b.Time.Compare(a.Time) })
+}
+
+// countdown is the time left until t, for the letter page.
+func countdown(t, now time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := t.Sub(now)
+	if d <= 0 {
+		return "due now"
+	}
+	days := int(d / (24 * time.Hour))
+	hours := int(d%(24*time.Hour)) / int(time.Hour)
+	mins := int(d%time.Hour) / int(time.Minute)
+	switch {
+	case days > 0:
+		return fmt.Sprintf("%dd %dh %dm", days, hours, mins)
+	case hours > 0:
+		return fmt.Sprintf("%dh %dm", hours, mins)
+	default:
+		return fmt.Sprintf("%dm", max(mins, 1))
+	}
+}
