@@ -31,8 +31,9 @@ func newLocalCmd(g *globalFlags) *cobra.Command {
   agentdlq local status   say what runs where
   agentdlq local init     create the topology on running emulators
   agentdlq local bench    the no-loss load bench (make bench-load)
+  agentdlq local dependency down|up|list NAME   switch a sample dependency's health
 
-up, env, down and status run scripts/local.sh from the project root.`,
+up, env, down and status run the checkout's scripts/local.sh from any folder of it.`,
 	}
 	for _, sub := range []struct{ name, short string }{
 		{"up", "start the emulators and create the topology of every pipeline"},
@@ -55,7 +56,7 @@ up, env, down and status run scripts/local.sh from the project root.`,
 			},
 		})
 	}
-	cmd.AddCommand(newLoadBenchCmd(g))
+	cmd.AddCommand(newLoadBenchCmd(g), newDependencyCmd())
 	cmd.AddCommand(&cobra.Command{
 		Use:   "init",
 		Short: "create every pipeline's queues, the ledger table and the eval bucket on the running emulators",
@@ -69,10 +70,11 @@ up, env, down and status run scripts/local.sh from the project root.`,
 
 // runLocalScript runs scripts/local.sh with the CLI's stdio.
 func runLocalScript(ctx context.Context, sub string) error {
-	script := filepath.Join("scripts", "local.sh")
-	if _, err := os.Stat(script); err != nil {
-		return fmt.Errorf("%s not found: run agentdlq local from the project root", script)
+	root, err := projectRoot()
+	if err != nil {
+		return withExit(2, err)
 	}
+	script := filepath.Join(root, "scripts", "local.sh")
 	c := exec.CommandContext(ctx, script, sub)
 	c.Stdout, c.Stderr = os.Stdout, os.Stderr
 	if err := c.Run(); err != nil {
@@ -84,7 +86,11 @@ func runLocalScript(ctx context.Context, sub string) error {
 // initFromScriptEnv points this process at the emulators just started (the
 // env file scripts/local.sh wrote) and creates the topology.
 func initFromScriptEnv(ctx context.Context, g *globalFlags) error {
-	out, err := exec.CommandContext(ctx, filepath.Join("scripts", "local.sh"), "env").Output()
+	root, err := projectRoot()
+	if err != nil {
+		return withExit(2, err)
+	}
+	out, err := exec.CommandContext(ctx, filepath.Join(root, "scripts", "local.sh"), "env").Output()
 	if err != nil {
 		return fmt.Errorf("scripts/local.sh env: %w", err)
 	}

@@ -132,8 +132,12 @@ func newLocalRuntime(ctx context.Context, p *pipeline.Pipeline, table string, lo
 		return nil, fmt.Errorf("pipeline %q: %w (is the topology created? make local-up)", p.Name, err)
 	}
 	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
+	var deps sampleworker.Dependencies
+	if d, err := localDependencies(); err == nil {
+		deps = d // agentdlq local dependency down|up NAME
+	}
 	w, err := sampleworker.New(sampleworker.Config{
-		Pipeline: p, Queues: q, SQS: sqsc, Ledger: l,
+		Pipeline: p, Queues: q, SQS: sqsc, Ledger: l, Dependencies: deps,
 		WorkerVersion: "local", Logger: log, Metrics: metrics,
 		Concurrency: sampleworker.LambdaConcurrency, // as the deployed Lambda
 	})

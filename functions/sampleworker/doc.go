@@ -28,6 +28,13 @@
 //	{"kind":"panic"}                                   the tool panics: unclassified
 //	{"kind":"error","error":"..."}                     an unclassified error
 //
+// A fault may name a dependency ("dependency":"search-api", with any kind
+// or a retryable status). With Config.Dependencies set, such a task fails
+// only while that dependency is down: locally, DependencyDir keeps the
+// health as files that `agentdlq local dependency down|up NAME` switches, so
+// an outage can end and its dead letters be redriven and processed. Without
+// it, the fault fails on every receive (the fixtures and the benchmarks).
+//
 // Any other fault is an unclassified error: never assumed retryable. The
 // fault is parsed only when the args hold a "fault" key, so a task without
 // one pays no JSON decode of its args.

@@ -38,6 +38,10 @@ type Config struct {
 	Ledger ledger.Ledger
 	// Catalog is optional (default agenttask.SampleCatalog()).
 	Catalog agenttask.Catalog
+	// Dependencies is optional: with it, a task whose args.fault names a
+	// dependency fails only while that dependency is down (DependencyDir
+	// locally); without it, a fault fails on every receive.
+	Dependencies Dependencies
 	// Concurrency is optional (default 1): records (standard queue) or
 	// message groups (FIFO) handled at once; see batch.Config.Concurrency.
 	Concurrency int
@@ -56,6 +60,7 @@ type Config struct {
 // Worker is the sample agent-task worker.
 type Worker struct {
 	catalog agenttask.Catalog
+	deps    Dependencies
 	proc    *batch.Processor
 }
 
@@ -71,7 +76,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Queues.FIFO != cfg.Pipeline.FIFO {
 		return nil, fmt.Errorf("%w: worker: pipeline %q has fifo=%v but its queues have fifo=%v", batch.ErrConfig, cfg.Pipeline.Name, cfg.Pipeline.FIFO, cfg.Queues.FIFO)
 	}
-	w := &Worker{catalog: cfg.Catalog}
+	w := &Worker{catalog: cfg.Catalog, deps: cfg.Dependencies}
 	if w.catalog == nil {
 		w.catalog = agenttask.SampleCatalog()
 	}
@@ -136,6 +141,16 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 		// DecodeTask checked that args is JSON; a fault of the wrong shape
 		// is the producer's bug.
 		return batch.Poison(deadletter.ReasonSchemaInvalid, err)
+	}
+	if fault != nil && fault.Dependency != "" && w.deps != nil {
+		down, err := w.deps.Down(ctx, fault.Dependency)
+		if err != nil {
+			// The health could not be read: retry inside the budget.
+			return batch.Transient(err)
+		}
+		if !down {
+			fault = nil // the dependency is up: the call succeeds
+		}
 	}
 	if fault != nil {
 		if err := w.inject(ctx, r, tool, fault); err != nil {
