@@ -376,12 +376,8 @@ var byteClass = func() (t [256]uint8) {
 // result is limited (the limit must be far below it).
 const redactWindow = 16 * 1024
 
-// Redact removes tokens, keys, authorization headers, credentials in URLs and
-// email addresses from s, then truncates it to at most maxRunes runes (an
-// ellipsis marks a cut). maxRunes <= 0 means no limit; with a limit, only
-// the first 16 KiB of s (cut at whitespace) are read. Invalid UTF-8 is
-// replaced, so the result is always valid UTF-8.
-func Redact(s string, maxRunes int) string {
+// redact is Redact without the memo (redactmemo.go).
+func redact(s string, maxRunes int) string {
 	if s == "" {
 		return s
 	}

@@ -37,8 +37,10 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		reason = deadletter.ReasonRedriveLoop
 		errText = "dead-lettered again after " + itoa(st.redriveCount) + " redrives; last failure " + string(c.Reason) + ": " + errText
 	}
-	// Redacted once, for the metadata and the log alike.
-	errText = deadletter.Redact(errText, deadletter.MaxErrorRunes)
+	// The log line's text; EncodeDeadLetter redacts the metadata's from the
+	// same text, which deadletter.Redact then remembers (redacting the
+	// redacted text again would run its patterns a second time).
+	redacted := deadletter.Redact(errText, deadletter.MaxErrorRunes)
 	meta := deadletter.Meta{
 		Reason:         reason,
 		Attempts:       rec.ReceiveCount,
@@ -94,7 +96,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 	attrsLog := []slog.Attr{
 		slog.String("message_id", msg.MessageId), slog.String("queue", queueName(msg.EventSourceARN)),
 		slog.String("reason", string(reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", st.task.TraceID),
-		slog.String("error_code", c.Code), slog.String("error", errText),
+		slog.String("error_code", c.Code), slog.String("error", redacted),
 	}
 	if pe, ok := errors.AsType[*panicError](cause); ok {
 		attrsLog = append(attrsLog, slog.String("stack", truncate(pe.stack(), 4096)))
