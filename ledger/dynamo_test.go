@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/ledger/ledgertest"
 )
 
 var _ ledger.DynamoAPI = (*dynamodb.Client)(nil)
@@ -33,135 +33,37 @@ func newDynamo(t *testing.T) (*ledger.Dynamo, *dynamodb.Client, string) {
 	return ledger.NewDynamo(client, table), client, table
 }
 
-func TestDynamoLifecycle(t *testing.T) {
+// TestDynamoConformance runs the ledger suite on the DynamoDB emulator,
+// every subtest on one table.
+func TestDynamoConformance(t *testing.T) {
+	t.Parallel()
+	d, _, _ := newDynamo(t)
+	ledgertest.Run(t, func(*testing.T) ledger.Ledger { return d })
+}
+
+// TestDynamoItem: the item's attributes as the table holds them, TTL in
+// epoch seconds DefaultTTL after the last update.
+func TestDynamoItem(t *testing.T) {
 	t.Parallel()
 	d, client, table := newDynamo(t)
 	ctx := context.Background()
-	const lease = time.Minute
-
-	// A new key: claimed, nothing before.
-	prev, err := d.Begin(ctx, "k", "m1", t0, lease)
-	require.NoError(t, err)
-	assert.Equal(t, ledger.Entry{}, prev)
-
-	// Another delivery while the lease holds: leased.
-	_, err = d.Begin(ctx, "k", "m2", t0.Add(time.Second), lease)
-	require.ErrorIs(t, err, ledger.ErrLeased)
-	// The same delivery again (a redelivery of the same message): claimed.
-	prev, err = d.Begin(ctx, "k", "m1", t0.Add(2*time.Second), lease)
-	require.NoError(t, err)
-	assert.Equal(t, ledger.StateInProgress, prev.State)
-	assert.Equal(t, "m1", prev.Owner)
-	assert.Equal(t, t0.Add(lease), prev.LeaseUntil)
-	// After the lease: another delivery takes it over.
-	prev, err = d.Begin(ctx, "k", "m2", t0.Add(2*time.Second+lease+time.Millisecond), lease)
-	require.NoError(t, err)
-	assert.Equal(t, "m1", prev.Owner)
-
-	// m1 lost the lease: it may not start an effect; m2 may.
-	require.ErrorIs(t, d.StartEffect(ctx, "k", "m1", t0.Add(3*time.Minute)), ledger.ErrLeased)
-	require.NoError(t, d.StartEffect(ctx, "k", "m2", t0.Add(3*time.Minute)))
-	e, ok, err := d.Get(ctx, "k")
-	require.NoError(t, err)
-	require.True(t, ok)
-	assert.True(t, e.EffectStarted)
-
-	// Done with a receipt; a later Begin is ErrDone and returns the receipt.
-	require.NoError(t, d.Complete(ctx, "k", "m2", "sha256:abc", t0.Add(4*time.Minute)))
-	e, err = d.Begin(ctx, "k", "m3", t0.Add(5*time.Minute), lease)
-	require.ErrorIs(t, err, ledger.ErrDone)
-	assert.Equal(t, ledger.StateDone, e.State)
-	assert.Equal(t, "sha256:abc", e.Receipt)
-	assert.True(t, e.LeaseUntil.IsZero(), "done removes the lease")
-
-	// TTL: expires_at is epoch seconds DefaultTTL after the last update.
-	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}}})
-	require.NoError(t, err)
-	exp, ok := out.Item["expires_at"].(*types.AttributeValueMemberN)
-	require.True(t, ok, "expires_at is a number")
-	assert.Equal(t, fmt.Sprint(t0.Add(4*time.Minute).Add(ledger.DefaultTTL).Unix()), exp.Value)
-
-	// Unknown keys.
-	_, ok, err = d.Get(ctx, "nope")
-	require.NoError(t, err)
-	assert.False(t, ok)
-}
-
-func TestDynamoDeadLetterAndRedriveCounts(t *testing.T) {
-	t.Parallel()
-	d, _, _ := newDynamo(t)
-	ctx := context.Background()
 	_, err := d.Begin(ctx, "k", "m1", t0, time.Minute)
 	require.NoError(t, err)
+	require.NoError(t, d.StartEffect(ctx, "k", "m1", t0))
+	require.NoError(t, d.Complete(ctx, "k", "m1", "sha256:abc", t0.Add(4*time.Minute)))
 
-	e, err := d.DeadLettered(ctx, "k", deadletter.ReasonSchemaInvalid, t0)
+	out, err := client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "k"}}})
 	require.NoError(t, err)
-	assert.Equal(t, ledger.StateDeadLettered, e.State)
-	assert.Equal(t, 1, e.DeadLetterCount)
-	assert.Equal(t, deadletter.ReasonSchemaInvalid, e.LastReason)
-	assert.True(t, e.LeaseUntil.IsZero())
-
-	e, err = d.Redriven(ctx, "k", t0.Add(time.Hour))
-	require.NoError(t, err)
-	assert.Equal(t, 1, e.RedriveCount)
-	assert.Equal(t, 1, e.DeadLetterCount)
-
-	// A dead-lettered key may be claimed again (that is a redrive), by anyone.
-	prev, err := d.Begin(ctx, "k", "m9", t0.Add(2*time.Hour), time.Minute)
-	require.NoError(t, err)
-	assert.Equal(t, ledger.StateDeadLettered, prev.State)
-	assert.Equal(t, 1, prev.RedriveCount)
-
-	e, err = d.DeadLettered(ctx, "k", deadletter.ReasonRedriveLoop, t0.Add(3*time.Hour))
-	require.NoError(t, err)
-	assert.Equal(t, 2, e.DeadLetterCount)
-	assert.Equal(t, deadletter.ReasonRedriveLoop, e.LastReason)
-
-	// Counts of a key never begun start from nothing (ADD creates them).
-	e, err = d.Redriven(ctx, "fresh", t0)
-	require.NoError(t, err)
-	assert.Equal(t, 1, e.RedriveCount)
-	assert.Equal(t, 0, e.DeadLetterCount)
-}
-
-func TestDynamoRelease(t *testing.T) {
-	t.Parallel()
-	d, _, _ := newDynamo(t)
-	ctx := context.Background()
-	_, err := d.Begin(ctx, "k", "m1", t0, time.Hour)
-	require.NoError(t, err)
-	require.NoError(t, d.Release(ctx, "k", "m2", t0), "releasing a lease one does not hold does nothing")
-	_, err = d.Begin(ctx, "k", "m2", t0, time.Hour)
-	require.ErrorIs(t, err, ledger.ErrLeased)
-	require.NoError(t, d.Release(ctx, "k", "m1", t0))
-	_, err = d.Begin(ctx, "k", "m2", t0.Add(time.Second), time.Hour)
-	require.NoError(t, err, "a released key can be claimed at once")
-}
-
-// TestDynamoBeginRace: concurrent deliveries of one key; exactly one wins.
-func TestDynamoBeginRace(t *testing.T) {
-	t.Parallel()
-	d, _, _ := newDynamo(t)
-	const n = 8
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = d.Begin(context.Background(), "race", fmt.Sprint("m", i), t0, time.Minute)
-		}()
+	want := map[string]types.AttributeValue{
+		"pk":             &types.AttributeValueMemberS{Value: "k"},
+		"state":          &types.AttributeValueMemberS{Value: "done"},
+		"owner":          &types.AttributeValueMemberS{Value: "m1"},
+		"effect_started": &types.AttributeValueMemberBOOL{Value: true},
+		"receipt":        &types.AttributeValueMemberS{Value: "sha256:abc"},
+		"updated_at":     &types.AttributeValueMemberS{Value: "2026-11-29T12:04:00.000000000Z"},
+		"expires_at":     &types.AttributeValueMemberN{Value: fmt.Sprint(t0.Add(4 * time.Minute).Add(ledger.DefaultTTL).Unix())},
 	}
-	wg.Wait()
-	won := 0
-	for _, err := range errs {
-		if err == nil {
-			won++
-			continue
-		}
-		assert.ErrorIs(t, err, ledger.ErrLeased)
-	}
-	assert.Equal(t, 1, won, "exactly one delivery holds the lease")
+	assert.Equal(t, want, out.Item)
 }
 
 // failingDynamo fails every call with err.

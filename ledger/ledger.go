@@ -1,9 +1,3 @@
-// Package ledger is the idempotency ledger: one entry per idempotency key
-// that says whether the task is in progress (under a lease), done (with an
-// effect receipt) or dead-lettered, and how often it was dead-lettered and
-// redriven. The worker, triage and redrive share it. Memory is the in-process
-// implementation for tests, `agentdlq invoke` and benchmarks; Dynamo is the
-// DynamoDB one (conditional writes, TTL).
 package ledger
 
 import (

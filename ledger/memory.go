@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -55,16 +56,26 @@ func (m *Memory) Begin(_ context.Context, key, owner string, now time.Time, leas
 	return before, nil
 }
 
-// StartEffect implements Ledger.
+// StartEffect implements Ledger. It fails with ErrLeased when owner does
+// not hold the key: then the mutating call must not start.
 func (m *Memory) StartEffect(_ context.Context, key, owner string, now time.Time) error {
-	return m.update(key, now, func(e *Entry) { e.EffectStarted = true; e.Owner = owner })
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.lookup(key)
+	if !ok || e.State != StateInProgress || e.Owner != owner {
+		return fmt.Errorf("%w: start effect on %q: the lease is not %q's", ErrLeased, key, owner)
+	}
+	e.EffectStarted = true
+	m.touch(e, now)
+	return nil
 }
 
 // Complete implements Ledger.
 func (m *Memory) Complete(_ context.Context, key, owner, receipt string, now time.Time) error {
-	return m.update(key, now, func(e *Entry) {
+	m.update(key, now, nil, func(e *Entry) {
 		e.State, e.Receipt, e.Owner, e.LeaseUntil = StateDone, receipt, owner, time.Time{}
 	})
+	return nil
 }
 
 // Release implements Ledger.
@@ -83,19 +94,18 @@ func (m *Memory) Release(_ context.Context, key, owner string, now time.Time) er
 // DeadLettered implements Ledger.
 func (m *Memory) DeadLettered(_ context.Context, key string, reason deadletter.Reason, now time.Time) (Entry, error) {
 	var out Entry
-	err := m.update(key, now, func(e *Entry) {
+	m.update(key, now, &out, func(e *Entry) {
 		e.State, e.LastReason, e.LeaseUntil = StateDeadLettered, reason, time.Time{}
 		e.DeadLetterCount++
-		out = *e
 	})
-	return out, err
+	return out, nil
 }
 
 // Redriven implements Ledger.
 func (m *Memory) Redriven(_ context.Context, key string, now time.Time) (Entry, error) {
 	var out Entry
-	err := m.update(key, now, func(e *Entry) { e.RedriveCount++; out = *e })
-	return out, err
+	m.update(key, now, &out, func(e *Entry) { e.RedriveCount++ })
+	return out, nil
 }
 
 // Get implements Ledger.
@@ -128,7 +138,9 @@ func (m *Memory) lookup(key string) (*Entry, bool) {
 	return e, ok
 }
 
-func (m *Memory) update(key string, now time.Time, f func(*Entry)) error {
+// update applies f to key's entry (a new one for an unknown key) and
+// touches it; out, when not nil, receives a copy of the result.
+func (m *Memory) update(key string, now time.Time, out *Entry, f func(*Entry)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.lookup(key)
@@ -137,7 +149,9 @@ func (m *Memory) update(key string, now time.Time, f func(*Entry)) error {
 	}
 	f(e)
 	m.touch(e, now)
-	return nil
+	if out != nil {
+		*out = *e
+	}
 }
 
 // newEntry adds key's entry; m.mu is held. Entries never move: a full slab

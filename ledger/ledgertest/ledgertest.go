@@ -1,0 +1,413 @@
+// Package ledgertest is the conformance suite of ledger.Ledger: the rules of
+// the ledger package doc, each as a subtest. ledger.Memory and ledger.Dynamo
+// pass it (Dynamo on the local DynamoDB emulator); a team that brings its
+// own store runs it against its implementation:
+//
+//	func TestLedgerConformance(t *testing.T) {
+//		table := createTable(t) // one table serves every subtest
+//		ledgertest.Run(t, func(*testing.T) ledger.Ledger {
+//			return mystore.New(client, table)
+//		})
+//	}
+//
+// The suite needs no clock: every call takes its time from the suite, so
+// lease expiry is tested at its exact boundary (to the millisecond) without
+// waiting. Keys are unique to each run and subtest, so a shared table, even
+// one that outlives the test, does not mix them.
+package ledgertest
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
+)
+
+// MinRetention is the least time an entry must be kept after its last
+// change: the longest SQS message retention, so that a redrive of the
+// oldest dead letter still finds its key. The suite checks ExpiresAt
+// against it (Memory and Dynamo keep entries ledger.DefaultTTL).
+const MinRetention = 14 * 24 * time.Hour
+
+// Concurrency is how many goroutines the suite's concurrent subtests run
+// against one key.
+const Concurrency = 8
+
+// Run runs the suite. newLedger is called once per subtest, from subtests
+// that run in parallel; it may return a new ledger each time or the same one.
+func Run(t *testing.T, newLedger func(t *testing.T) ledger.Ledger) {
+	t.Helper()
+	run := strings.ToLower(rand.Text()[:8])
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			l := newLedger(t)
+			if l == nil {
+				t.Fatal("ledgertest: newLedger returned nil")
+			}
+			c.run(t, &suite{l: l, prefix: "ledgertest-" + run + "-" + strings.ReplaceAll(c.name, " ", "_")})
+		})
+	}
+}
+
+// suite is what a case works with: the ledger under test and its keys.
+type suite struct {
+	l      ledger.Ledger
+	prefix string
+}
+
+// key returns a key of this case's own.
+func (s *suite) key(name string) string { return s.prefix + "/" + name }
+
+// t0 is the suite's clock: whole seconds, so that a store that keeps
+// milliseconds keeps every time the suite uses exactly.
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+const lease = time.Minute
+
+var ctx = context.Background()
+
+// get reads key's entry, which must exist.
+func (s *suite) get(t testing.TB, key string) ledger.Entry {
+	t.Helper()
+	e, ok, err := s.l.Get(ctx, key)
+	require.NoError(t, err, "Get(%q)", key)
+	require.True(t, ok, "Get(%q): the entry must exist", key)
+	require.Equal(t, key, e.Key, "Get(%q): Entry.Key", key)
+	return e
+}
+
+// begin claims key for owner at now, which must succeed.
+func (s *suite) begin(t testing.TB, key, owner string, now time.Time) ledger.Entry {
+	t.Helper()
+	prev, err := s.l.Begin(ctx, key, owner, now, lease)
+	require.NoError(t, err, "Begin(%q, %q)", key, owner)
+	return prev
+}
+
+func sameTime(t testing.TB, want, got time.Time, what string) {
+	t.Helper()
+	assert.True(t, want.Equal(got), "%s: want %v, got %v", what, want, got)
+}
+
+// touched checks what every change sets: UpdatedAt and ExpiresAt.
+func touched(t testing.TB, e ledger.Entry, now time.Time) {
+	t.Helper()
+	sameTime(t, now, e.UpdatedAt, "UpdatedAt is the caller's now")
+	assert.False(t, e.ExpiresAt.Before(now.Add(MinRetention)),
+		"ExpiresAt %v must be at least %v after the change at %v", e.ExpiresAt, MinRetention, now)
+}
+
+// A case is one rule of the contract. It takes a testing.TB, not a
+// *testing.T, so that the suite's own test can run it on a recorder.
+type testCase struct {
+	name string
+	run  func(t testing.TB, s *suite)
+}
+
+var cases = []testCase{
+	{"Get of an unknown key", func(t testing.TB, s *suite) {
+		e, ok, err := s.l.Get(ctx, s.key("nope"))
+		require.NoError(t, err)
+		assert.False(t, ok, "an unknown key has no entry")
+		assert.Equal(t, ledger.Entry{}, e, "and Get returns the zero Entry")
+	}},
+	{"Begin of a new key", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		prev := s.begin(t, k, "m1", t0)
+		assert.Equal(t, ledger.Entry{}, prev, "a new key: the entry before is the zero Entry")
+		e := s.get(t, k)
+		assert.Equal(t, ledger.StateInProgress, e.State)
+		assert.Equal(t, "m1", e.Owner)
+		sameTime(t, t0.Add(lease), e.LeaseUntil, "LeaseUntil is now+lease")
+		assert.False(t, e.EffectStarted)
+		assert.Empty(t, e.Receipt)
+		assert.Zero(t, e.DeadLetterCount)
+		assert.Zero(t, e.RedriveCount)
+		touched(t, e, t0)
+	}},
+	{"Begin again by the same owner", func(t testing.TB, s *suite) {
+		// A redelivery of the same message (the same id) claims it again.
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		prev := s.begin(t, k, "m1", t0.Add(time.Second))
+		assert.Equal(t, ledger.StateInProgress, prev.State, "Begin returns the entry as it was")
+		assert.Equal(t, "m1", prev.Owner)
+		sameTime(t, t0.Add(lease), prev.LeaseUntil, "the earlier lease")
+		sameTime(t, t0.Add(time.Second+lease), s.get(t, k).LeaseUntil, "the lease is extended")
+	}},
+	{"Begin of a key leased by another owner", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		before := s.get(t, k)
+		prev, err := s.l.Begin(ctx, k, "m2", t0.Add(time.Second), lease)
+		require.ErrorIs(t, err, ledger.ErrLeased)
+		assert.NotErrorIs(t, err, ledger.ErrDone)
+		assert.Equal(t, "m1", prev.Owner, "ErrLeased returns the entry: the holder")
+		assert.Equal(t, ledger.StateInProgress, prev.State)
+		assert.Equal(t, before, s.get(t, k), "a refused Begin changes nothing")
+	}},
+	{"Begin at the lease's expiry", func(t testing.TB, s *suite) {
+		// The lease holds while now < LeaseUntil.
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		_, err := s.l.Begin(ctx, k, "m2", t0.Add(lease-time.Millisecond), lease)
+		require.ErrorIs(t, err, ledger.ErrLeased, "a millisecond before LeaseUntil the lease holds")
+		prev, err := s.l.Begin(ctx, k, "m2", t0.Add(lease), lease)
+		require.NoError(t, err, "at LeaseUntil the lease has expired")
+		assert.Equal(t, "m1", prev.Owner)
+		e := s.get(t, k)
+		assert.Equal(t, "m2", e.Owner, "the new owner holds the key")
+		sameTime(t, t0.Add(2*lease), e.LeaseUntil, "the new lease")
+		_, err = s.l.Begin(ctx, k, "m1", t0.Add(lease+time.Second), lease)
+		require.ErrorIs(t, err, ledger.ErrLeased, "the first owner lost the key")
+	}},
+	{"Begin of a done key is a no-op", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		require.NoError(t, s.l.Complete(ctx, k, "m1", "receipt-1", t0.Add(time.Second)))
+		before := s.get(t, k)
+		for _, owner := range []string{"m1", "m2"} {
+			prev, err := s.l.Begin(ctx, k, owner, t0.Add(time.Hour), lease)
+			require.ErrorIs(t, err, ledger.ErrDone, "owner %s", owner)
+			assert.NotErrorIs(t, err, ledger.ErrLeased)
+			assert.Equal(t, ledger.StateDone, prev.State, "ErrDone returns the entry")
+			assert.Equal(t, "receipt-1", prev.Receipt, "with its receipt")
+		}
+		assert.Equal(t, before, s.get(t, k), "a refused Begin changes nothing, not even UpdatedAt")
+	}},
+	{"Begin of a dead-lettered key", func(t testing.TB, s *suite) {
+		// That is a redrive: anyone may claim it, and the counts stay.
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		_, err := s.l.DeadLettered(ctx, k, deadletter.ReasonUnclassified, t0.Add(time.Second))
+		require.NoError(t, err)
+		_, err = s.l.Redriven(ctx, k, t0.Add(time.Hour))
+		require.NoError(t, err)
+		prev := s.begin(t, k, "m9", t0.Add(2*time.Hour))
+		assert.Equal(t, ledger.StateDeadLettered, prev.State)
+		assert.Equal(t, deadletter.ReasonUnclassified, prev.LastReason)
+		assert.Equal(t, 1, prev.DeadLetterCount)
+		assert.Equal(t, 1, prev.RedriveCount)
+		e := s.get(t, k)
+		assert.Equal(t, ledger.StateInProgress, e.State)
+		assert.Equal(t, "m9", e.Owner)
+		assert.Equal(t, 1, e.DeadLetterCount, "Begin keeps the counts")
+		assert.Equal(t, 1, e.RedriveCount, "Begin keeps the counts")
+	}},
+	{"Begin of a released key", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		require.NoError(t, s.l.Release(ctx, k, "m1", t0.Add(time.Second)))
+		prev := s.begin(t, k, "m2", t0.Add(2*time.Second))
+		assert.Equal(t, "m1", prev.Owner)
+		assert.True(t, prev.LeaseUntil.IsZero(), "Release cleared the lease, got %v", prev.LeaseUntil)
+	}},
+	{"Begin of a key only Redriven touched", func(t testing.TB, s *suite) {
+		// A letter the broker moved (the worker never recorded it) and an
+		// operator redrove: the key has a redrive count and no state.
+		k := s.key("k")
+		_, err := s.l.Redriven(ctx, k, t0)
+		require.NoError(t, err)
+		prev := s.begin(t, k, "m1", t0.Add(time.Second))
+		assert.Equal(t, 1, prev.RedriveCount)
+		assert.NotEqual(t, ledger.StateDone, prev.State)
+		assert.Equal(t, 1, s.get(t, k).RedriveCount)
+	}},
+	{"Begin concurrently on one key: exactly one wins", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		errs := make([]error, Concurrency)
+		var wg sync.WaitGroup
+		for i := range Concurrency {
+			wg.Go(func() {
+				_, errs[i] = s.l.Begin(ctx, k, fmt.Sprint("m", i), t0, lease)
+			})
+		}
+		wg.Wait()
+		won := -1
+		for i, err := range errs {
+			if err == nil {
+				assert.Equal(t, -1, won, "m%d and m%d both won", won, i)
+				won = i
+				continue
+			}
+			assert.ErrorIs(t, err, ledger.ErrLeased, "m%d", i)
+		}
+		require.NotEqual(t, -1, won, "one Begin must win")
+		assert.Equal(t, fmt.Sprint("m", won), s.get(t, k).Owner, "the winner holds the key")
+	}},
+	{"StartEffect by the holder", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		require.NoError(t, s.l.StartEffect(ctx, k, "m1", t0.Add(time.Second)))
+		e := s.get(t, k)
+		assert.True(t, e.EffectStarted)
+		assert.Equal(t, ledger.StateInProgress, e.State)
+		assert.Equal(t, "m1", e.Owner)
+		touched(t, e, t0.Add(time.Second))
+		// A later delivery sees the started effect without a receipt.
+		prev := s.begin(t, k, "m2", t0.Add(2*lease))
+		assert.True(t, prev.EffectStarted)
+		assert.Empty(t, prev.Receipt)
+	}},
+	{"StartEffect by anyone else", func(t testing.TB, s *suite) {
+		// The mutating call must not start: ErrLeased, and nothing changes.
+		taken, done, unknown := s.key("taken"), s.key("done"), s.key("unknown")
+		s.begin(t, taken, "m1", t0)
+		s.begin(t, taken, "m2", t0.Add(lease)) // m1's lease expired and m2 took the key over
+		s.begin(t, done, "m1", t0)
+		require.NoError(t, s.l.Complete(ctx, done, "m1", "r", t0))
+		for _, c := range []struct{ key, owner string }{{taken, "m1"}, {taken, "m3"}, {done, "m1"}, {unknown, "m1"}} {
+			before, existed, err := s.l.Get(ctx, c.key)
+			require.NoError(t, err)
+			err = s.l.StartEffect(ctx, c.key, c.owner, t0.Add(2*lease))
+			require.ErrorIs(t, err, ledger.ErrLeased, "StartEffect(%q, %q)", c.key, c.owner)
+			after, exists, err := s.l.Get(ctx, c.key)
+			require.NoError(t, err)
+			assert.Equal(t, existed, exists, "StartEffect(%q, %q) creates no entry", c.key, c.owner)
+			assert.Equal(t, before, after, "StartEffect(%q, %q) changes nothing", c.key, c.owner)
+		}
+	}},
+	{"Complete records the receipt", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		require.NoError(t, s.l.StartEffect(ctx, k, "m1", t0))
+		require.NoError(t, s.l.Complete(ctx, k, "m1", "sha256:abc", t0.Add(time.Second)))
+		e := s.get(t, k)
+		assert.Equal(t, ledger.StateDone, e.State)
+		assert.Equal(t, "sha256:abc", e.Receipt)
+		assert.True(t, e.LeaseUntil.IsZero(), "done clears the lease, got %v", e.LeaseUntil)
+		assert.True(t, e.EffectStarted, "Complete keeps EffectStarted")
+		touched(t, e, t0.Add(time.Second))
+	}},
+	{"Complete after the lease was lost", func(t testing.TB, s *suite) {
+		// The effect happened: its receipt is kept whoever holds the lease.
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		s.begin(t, k, "m2", t0.Add(lease))
+		require.NoError(t, s.l.Complete(ctx, k, "m1", "r1", t0.Add(lease+time.Second)))
+		e := s.get(t, k)
+		assert.Equal(t, ledger.StateDone, e.State)
+		assert.Equal(t, "r1", e.Receipt)
+		_, err := s.l.Begin(ctx, k, "m2", t0.Add(lease+2*time.Second), lease)
+		require.ErrorIs(t, err, ledger.ErrDone)
+	}},
+	{"Release by the holder", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		require.NoError(t, s.l.Release(ctx, k, "m1", t0.Add(time.Second)))
+		e := s.get(t, k)
+		assert.True(t, e.LeaseUntil.IsZero(), "the lease is cleared, got %v", e.LeaseUntil)
+		assert.NotEqual(t, ledger.StateDone, e.State)
+		touched(t, e, t0.Add(time.Second))
+	}},
+	{"Release by anyone else does nothing", func(t testing.TB, s *suite) {
+		held, done, dead, unknown := s.key("held"), s.key("done"), s.key("dead"), s.key("unknown")
+		s.begin(t, held, "m1", t0)
+		s.begin(t, done, "m1", t0)
+		require.NoError(t, s.l.Complete(ctx, done, "m1", "r", t0))
+		s.begin(t, dead, "m1", t0)
+		_, err := s.l.DeadLettered(ctx, dead, deadletter.ReasonPolicyLimit, t0)
+		require.NoError(t, err)
+		for _, c := range []struct{ key, owner string }{{held, "m2"}, {done, "m1"}, {dead, "m1"}, {unknown, "m1"}} {
+			before, existed, err := s.l.Get(ctx, c.key)
+			require.NoError(t, err)
+			require.NoError(t, s.l.Release(ctx, c.key, c.owner, t0.Add(time.Second)), "Release(%q, %q)", c.key, c.owner)
+			after, exists, err := s.l.Get(ctx, c.key)
+			require.NoError(t, err)
+			assert.Equal(t, existed, exists, "Release(%q, %q) creates no entry", c.key, c.owner)
+			assert.Equal(t, before, after, "Release(%q, %q) changes nothing", c.key, c.owner)
+		}
+		_, err = s.l.Begin(ctx, held, "m2", t0.Add(time.Second), lease)
+		require.ErrorIs(t, err, ledger.ErrLeased, "m1 still holds the key")
+	}},
+	{"DeadLettered counts", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		e, err := s.l.DeadLettered(ctx, k, deadletter.ReasonSchemaInvalid, t0.Add(time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, ledger.StateDeadLettered, e.State)
+		assert.Equal(t, deadletter.ReasonSchemaInvalid, e.LastReason)
+		assert.Equal(t, 1, e.DeadLetterCount)
+		assert.True(t, e.LeaseUntil.IsZero(), "dead-lettering clears the lease, got %v", e.LeaseUntil)
+		touched(t, e, t0.Add(time.Second))
+		assert.Equal(t, e, s.get(t, k), "DeadLettered returns the new entry")
+
+		s.begin(t, k, "m2", t0.Add(time.Hour))
+		e, err = s.l.DeadLettered(ctx, k, deadletter.ReasonRedriveLoop, t0.Add(2*time.Hour))
+		require.NoError(t, err)
+		assert.Equal(t, 2, e.DeadLetterCount)
+		assert.Equal(t, deadletter.ReasonRedriveLoop, e.LastReason, "the last reason wins")
+	}},
+	{"DeadLettered of an unknown key", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		e, err := s.l.DeadLettered(ctx, k, deadletter.ReasonPolicyLimit, t0)
+		require.NoError(t, err)
+		assert.Equal(t, ledger.StateDeadLettered, e.State)
+		assert.Equal(t, 1, e.DeadLetterCount)
+		assert.Equal(t, k, e.Key)
+		assert.Equal(t, e, s.get(t, k))
+	}},
+	{"Redriven counts", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		_, err := s.l.DeadLettered(ctx, k, deadletter.ReasonEffectUnknown, t0)
+		require.NoError(t, err)
+		for i := 1; i <= 3; i++ {
+			now := t0.Add(time.Duration(i) * time.Hour)
+			e, err := s.l.Redriven(ctx, k, now)
+			require.NoError(t, err)
+			assert.Equal(t, i, e.RedriveCount)
+			assert.Equal(t, 1, e.DeadLetterCount, "Redriven leaves the dead-letter count")
+			assert.Equal(t, ledger.StateDeadLettered, e.State, "Redriven leaves the state")
+			assert.Equal(t, deadletter.ReasonEffectUnknown, e.LastReason)
+			touched(t, e, now)
+			assert.Equal(t, e, s.get(t, k), "Redriven returns the new entry")
+		}
+	}},
+	{"Redriven of an unknown key", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		e, err := s.l.Redriven(ctx, k, t0)
+		require.NoError(t, err)
+		assert.Equal(t, k, e.Key)
+		assert.Equal(t, 1, e.RedriveCount)
+		assert.Zero(t, e.DeadLetterCount)
+		assert.Empty(t, e.State, "only Redriven touched it: no state")
+	}},
+	{"Counts concurrently: no increment is lost", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		errs := make([]error, 2*Concurrency)
+		var wg sync.WaitGroup
+		for i := range Concurrency {
+			wg.Go(func() { _, errs[i] = s.l.DeadLettered(ctx, k, deadletter.ReasonUnclassified, t0) })
+			wg.Go(func() { _, errs[Concurrency+i] = s.l.Redriven(ctx, k, t0) })
+		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
+		e := s.get(t, k)
+		assert.Equal(t, Concurrency, e.DeadLetterCount)
+		assert.Equal(t, Concurrency, e.RedriveCount)
+	}},
+	{"Keys are independent", func(t testing.TB, s *suite) {
+		a, b := s.key("a"), s.key("b")
+		s.begin(t, a, "m1", t0)
+		require.NoError(t, s.l.Complete(ctx, a, "m1", "r", t0))
+		_, err := s.l.DeadLettered(ctx, a, deadletter.ReasonPolicyLimit, t0)
+		require.NoError(t, err)
+		_, ok, err := s.l.Get(ctx, b)
+		require.NoError(t, err)
+		assert.False(t, ok, "b has no entry")
+		prev := s.begin(t, b, "m2", t0)
+		assert.Equal(t, ledger.Entry{}, prev, "b is a new key")
+	}},
+}

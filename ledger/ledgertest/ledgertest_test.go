@@ -1,0 +1,277 @@
+package ledgertest
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
+)
+
+// broken switches off one rule of the contract in naive.
+type broken int
+
+const (
+	correct                  broken = iota
+	ignoresLeases                   // Begin claims a key another owner holds
+	claimsDone                      // Begin claims a done key
+	leaseInclusive                  // the lease still holds at LeaseUntil
+	startsAnyEffect                 // StartEffect without holding the key
+	releasesAnyLease                // Release ends someone else's lease
+	forgetsCounts                   // DeadLettered and Redriven do not count
+	returnsStaleEntry               // DeadLettered and Redriven return the entry before the change
+	shortExpiry                     // entries expire after a day
+	beginTouchesDone                // a refused Begin on a done key updates it
+	releaseCreatesEntry             // Release of an unknown key creates one
+	dropsReceipt                    // Complete keeps no receipt
+	redrivenSetsDeadLettered        // Redriven changes the state
+	beginResetsCounts               // Begin forgets the counts
+)
+
+// naive is a ledger written from the package doc alone, with switches that
+// break one rule each: the suite must pass it as it is and fail it broken.
+type naive struct {
+	mu      sync.Mutex
+	entries map[string]ledger.Entry
+	broken  broken
+}
+
+var _ ledger.Ledger = (*naive)(nil)
+
+func (n *naive) touch(e *ledger.Entry, now time.Time) {
+	e.UpdatedAt, e.ExpiresAt = now, now.Add(ledger.DefaultTTL)
+	if n.broken == shortExpiry {
+		e.ExpiresAt = now.Add(24 * time.Hour)
+	}
+}
+
+func (n *naive) Begin(_ context.Context, key, owner string, now time.Time, lease time.Duration) (ledger.Entry, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e, ok := n.entries[key]
+	before := e
+	if !ok {
+		before = ledger.Entry{}
+		e.Key = key
+	}
+	leased := now.Before(e.LeaseUntil)
+	if n.broken == leaseInclusive {
+		leased = !now.After(e.LeaseUntil)
+	}
+	switch {
+	case e.State == ledger.StateDone && n.broken != claimsDone:
+		if n.broken == beginTouchesDone {
+			n.touch(&e, now)
+			n.entries[key] = e
+		}
+		return before, ledger.ErrDone
+	case e.State == ledger.StateInProgress && e.Owner != owner && leased && n.broken != ignoresLeases:
+		return before, ledger.ErrLeased
+	}
+	e.State, e.Owner, e.LeaseUntil = ledger.StateInProgress, owner, now.Add(lease)
+	if n.broken == beginResetsCounts {
+		e.DeadLetterCount, e.RedriveCount = 0, 0
+	}
+	n.touch(&e, now)
+	n.entries[key] = e
+	return before, nil
+}
+
+func (n *naive) StartEffect(_ context.Context, key, owner string, now time.Time) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e, ok := n.entries[key]
+	if (!ok || e.State != ledger.StateInProgress || e.Owner != owner) && n.broken != startsAnyEffect {
+		return ledger.ErrLeased
+	}
+	e.Key, e.EffectStarted = key, true
+	n.touch(&e, now)
+	n.entries[key] = e
+	return nil
+}
+
+func (n *naive) Complete(_ context.Context, key, owner, receipt string, now time.Time) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e := n.entries[key]
+	e.Key, e.State, e.Owner, e.Receipt, e.LeaseUntil = key, ledger.StateDone, owner, receipt, time.Time{}
+	if n.broken == dropsReceipt {
+		e.Receipt = ""
+	}
+	n.touch(&e, now)
+	n.entries[key] = e
+	return nil
+}
+
+func (n *naive) Release(_ context.Context, key, owner string, now time.Time) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e, ok := n.entries[key]
+	if !ok && n.broken == releaseCreatesEntry {
+		e.Key = key
+		n.touch(&e, now)
+		n.entries[key] = e
+		return nil
+	}
+	if !ok || e.State != ledger.StateInProgress || (e.Owner != owner && n.broken != releasesAnyLease) {
+		return nil
+	}
+	e.LeaseUntil = time.Time{}
+	n.touch(&e, now)
+	n.entries[key] = e
+	return nil
+}
+
+func (n *naive) count(key string, now time.Time, f func(*ledger.Entry)) ledger.Entry {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e := n.entries[key]
+	before := e
+	e.Key = key
+	f(&e)
+	n.touch(&e, now)
+	n.entries[key] = e
+	if n.broken == returnsStaleEntry {
+		return before
+	}
+	return e
+}
+
+func (n *naive) DeadLettered(_ context.Context, key string, reason deadletter.Reason, now time.Time) (ledger.Entry, error) {
+	return n.count(key, now, func(e *ledger.Entry) {
+		e.State, e.LastReason, e.LeaseUntil = ledger.StateDeadLettered, reason, time.Time{}
+		if n.broken != forgetsCounts {
+			e.DeadLetterCount++
+		}
+	}), nil
+}
+
+func (n *naive) Redriven(_ context.Context, key string, now time.Time) (ledger.Entry, error) {
+	return n.count(key, now, func(e *ledger.Entry) {
+		if n.broken != forgetsCounts {
+			e.RedriveCount++
+		}
+		if n.broken == redrivenSetsDeadLettered {
+			e.State = ledger.StateDeadLettered
+		}
+	}), nil
+}
+
+func (n *naive) Get(_ context.Context, key string) (ledger.Entry, bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e, ok := n.entries[key]
+	return e, ok, nil
+}
+
+// recorder is a testing.TB that records failures instead of failing the
+// test. FailNow ends the goroutine, as testing.T's does.
+type recorder struct {
+	testing.TB
+	mu     sync.Mutex
+	failed bool
+	msgs   []string
+}
+
+func (r *recorder) Helper()             {}
+func (r *recorder) Log(...any)          {}
+func (r *recorder) Logf(string, ...any) {}
+func (r *recorder) Error(args ...any)   { r.Errorf("%s", fmt.Sprint(args...)) }
+func (r *recorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed = true
+	r.msgs = append(r.msgs, fmt.Sprintf(format, args...))
+}
+func (r *recorder) Fail()                             { r.Errorf("failed") }
+func (r *recorder) FailNow()                          { r.Fail(); runtime.Goexit() }
+func (r *recorder) Fatal(args ...any)                 { r.Error(args...); runtime.Goexit() }
+func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...); runtime.Goexit() }
+func (r *recorder) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+// runCases runs every case on its own naive ledger with b switched on and
+// returns the names of the cases that failed.
+func runCases(t *testing.T, b broken) []string {
+	var failed []string
+	for _, c := range cases {
+		rec := &recorder{TB: t}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			c.run(rec, &suite{l: &naive{entries: map[string]ledger.Entry{}, broken: b}, prefix: "self-test"})
+		}()
+		<-done
+		if rec.Failed() {
+			failed = append(failed, c.name)
+			t.Logf("broken %d: %q failed: %s", b, c.name, strings.Join(rec.msgs, "; "))
+		}
+	}
+	return failed
+}
+
+// TestSuitePassesAnIndependentLedger: a ledger written from the package doc
+// alone, not Memory, passes every case.
+func TestSuitePassesAnIndependentLedger(t *testing.T) {
+	t.Parallel()
+	assert.Empty(t, runCases(t, correct))
+}
+
+// TestSuiteFailsBrokenLedgers: each broken rule fails the case that checks it.
+func TestSuiteFailsBrokenLedgers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		broken broken
+		want   string // a case that must fail
+	}{
+		{name: "Begin ignores leases", broken: ignoresLeases, want: "Begin of a key leased by another owner"},
+		{name: "Begin ignores leases: the race", broken: ignoresLeases, want: "Begin concurrently on one key: exactly one wins"},
+		{name: "Begin claims done keys", broken: claimsDone, want: "Begin of a done key is a no-op"},
+		{name: "a refused Begin touches the entry", broken: beginTouchesDone, want: "Begin of a done key is a no-op"},
+		{name: "the lease holds at LeaseUntil", broken: leaseInclusive, want: "Begin at the lease's expiry"},
+		{name: "Begin forgets the counts", broken: beginResetsCounts, want: "Begin of a dead-lettered key"},
+		{name: "StartEffect without the lease", broken: startsAnyEffect, want: "StartEffect by anyone else"},
+		{name: "Release of another's lease", broken: releasesAnyLease, want: "Release by anyone else does nothing"},
+		{name: "Release creates an entry", broken: releaseCreatesEntry, want: "Release by anyone else does nothing"},
+		{name: "Complete drops the receipt", broken: dropsReceipt, want: "Complete records the receipt"},
+		{name: "no dead-letter count", broken: forgetsCounts, want: "DeadLettered counts"},
+		{name: "no redrive count", broken: forgetsCounts, want: "Redriven counts"},
+		{name: "stale entry returned", broken: returnsStaleEntry, want: "DeadLettered counts"},
+		{name: "Redriven changes the state", broken: redrivenSetsDeadLettered, want: "Redriven of an unknown key"},
+		{name: "entries expire before the DLQ's retention", broken: shortExpiry, want: "Begin of a new key"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Contains(t, runCases(t, tt.broken), tt.want)
+		})
+	}
+}
+
+// TestRunNamesSubtests: Run runs every case as a subtest of its own name.
+func TestRunNamesSubtests(t *testing.T) {
+	var names []string
+	var mu sync.Mutex
+	m := ledger.NewMemory()
+	t.Run("memory", func(t *testing.T) {
+		Run(t, func(t *testing.T) ledger.Ledger {
+			mu.Lock()
+			names = append(names, t.Name())
+			mu.Unlock()
+			return m
+		})
+	})
+	assert.Len(t, names, len(cases))
+	assert.Contains(t, names, "TestRunNamesSubtests/memory/Begin_concurrently_on_one_key:_exactly_one_wins")
+}
