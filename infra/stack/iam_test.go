@@ -16,6 +16,7 @@ type grant struct {
 	effect    string
 	actions   []string
 	resources []string
+	condition map[string]any
 }
 
 // roleGrants reads every AWS::IAM::Policy, the roles' inline policies and
@@ -26,7 +27,8 @@ func (s *synthesized) roleGrants(t *testing.T) (map[string][]grant, map[string][
 	managed := map[string][]string{}
 	add := func(role string, doc any) {
 		for _, st := range statements(doc) {
-			out[role] = append(out[role], grant{effect: st["Effect"].(string), actions: strs(st["Action"]), resources: strs(st["Resource"])})
+			cond, _ := st["Condition"].(map[string]any)
+			out[role] = append(out[role], grant{effect: st["Effect"].(string), actions: strs(st["Action"]), resources: strs(st["Resource"]), condition: cond})
 			assert.Nil(t, st["NotAction"], "no NotAction in %s's policies", role)
 		}
 	}
@@ -85,7 +87,7 @@ func (s *synthesized) triageRole(t *testing.T) string {
 	t.Helper()
 	ids, _ := s.resources("AWS::IAM::Role")
 	for _, id := range ids {
-		if strings.HasPrefix(id, "TriageRole") {
+		if strings.HasPrefix(id, s.prefix+"TriageRole") {
 			return id
 		}
 	}
@@ -103,7 +105,7 @@ func keys(m map[string][]string) []string {
 }
 
 func TestIAMBoundaries(t *testing.T) {
-	for _, name := range []string{mainStack, kmsStack} {
+	for _, name := range allStacks {
 		s := fx.stacks[name]
 		t.Run(name, func(t *testing.T) {
 			grants, managed := s.roleGrants(t)
@@ -150,15 +152,15 @@ func TestIAMBoundaries(t *testing.T) {
 				dlqID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
 				dlqARNs = append(dlqARNs, "${"+dlqID+".Arn}")
 			}
-			for _, a := range []string{"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:ListQueueTags"} {
+			for _, a := range []string{"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"} {
 				assert.ElementsMatch(t, dlqARNs, tr[a], "the triage's %s is on the DLQs only", a)
 			}
-			assert.ElementsMatch(t, []string{"dynamodb:BatchGetItem", "dynamodb:GetItem"}, filter(keys(tr), "dynamodb:"))
+			assert.Equal(t, []string{"dynamodb:GetItem"}, filter(keys(tr), "dynamodb:"), "the triage reads ledger entries one by one")
 			assert.Contains(t, tr, "sns:Publish")
 			assert.NotContains(t, tr, "cloudwatch:PutMetricData", "metrics go through EMF in the logs")
 			// Its bucket writes stay under <pipeline>/ and never reach <pipeline>/audit/.
 			for _, r := range tr["s3:PutObject"] {
-				assert.Regexp(t, `^\$\{SharedEvalBucket[0-9A-F]+\.Arn\}/[a-z0-9-]+/\*$`, r)
+				assert.Regexp(t, `^\$\{`+s.prefix+`SharedEvalBucket[0-9A-F]+\.Arn\}/[a-z0-9-]+/\*$`, r)
 			}
 			denied := false
 			for _, g := range grants[triage] {
@@ -175,7 +177,8 @@ func TestIAMBoundaries(t *testing.T) {
 
 				// The worker: consume its hot queue, send to its DLQ, the ledger's items, its logs.
 				w := allowed(grants[s.roleOf(t, def.Name, "WorkerRole")])
-				wantWorker := []string{"dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+				// No PutItem or DeleteItem: the ledger changes entries with conditional UpdateItem only.
+				wantWorker := []string{"dynamodb:GetItem", "dynamodb:UpdateItem",
 					"logs:CreateLogStream", "logs:PutLogEvents",
 					"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"}
 				if name == kmsStack {
@@ -194,7 +197,28 @@ func TestIAMBoundaries(t *testing.T) {
 					assert.Equal(t, []string{dlq}, r[a], "redrive %s on its DLQ only", a)
 				}
 				assert.Equal(t, []string{hot}, r["sqs:SendMessage"], "redrive sends to its hot queue only")
-				assert.Contains(t, r, "dynamodb:UpdateItem")
+				assert.Equal(t, []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, filter(keys(r), "dynamodb:"), "no BatchGetItem")
+				// UpdateItem writes the redrive count only.
+				for _, g := range grants[rr] {
+					if slices.Contains(g.actions, "dynamodb:UpdateItem") {
+						assert.Equal(t, []string{"dynamodb:UpdateItem"}, g.actions, "UpdateItem has its own statement")
+						want := map[string]any{"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": toAny(RedriveLedgerAttributes)}}
+						assert.Equal(t, want, g.condition, "the redrive's UpdateItem is restricted to %v", RedriveLedgerAttributes)
+					}
+				}
+				// Pause and resume: the worker's event source mapping only.
+				esmID, _ := s.resources("AWS::Lambda::EventSourceMapping")
+				var esm string
+				for _, id := range esmID {
+					if strings.HasPrefix(id, s.prefix+pipelineIDPart(def.Name)+"HotQueueSource") {
+						esm = id
+					}
+				}
+				require.NotEmpty(t, esm, "the worker's event source mapping")
+				for _, a := range PauseActions {
+					require.Len(t, r[a], 1, a)
+					assert.Contains(t, r[a][0], ":event-source-mapping:${Ref:"+esm+"}", "%s on the worker's mapping only", a)
+				}
 				require.Len(t, r["s3:PutObject"], 1)
 				assert.True(t, strings.HasSuffix(r["s3:PutObject"][0], "/"+def.Name+"/audit/*"), r["s3:PutObject"][0])
 				assert.NotContains(t, r, "sqs:PurgeQueue")
@@ -204,13 +228,13 @@ func TestIAMBoundaries(t *testing.T) {
 				trust := statements(props(roles[rr])["AssumeRolePolicyDocument"])
 				require.Len(t, trust, 1)
 				principal := flat(trust[0]["Principal"].(map[string]any)["AWS"])
-				if name == kmsStack && def.Name == "agent-tasks" {
-					assert.Equal(t, configuredPrincipal, principal, "the configured redrive principal")
-				} else {
-					assert.True(t, strings.HasSuffix(principal, ":root"), principal)
-					cond := trust[0]["Condition"].(map[string]any)["StringEquals"].(map[string]any)
-					assert.Equal(t, def.Owner, cond[OwnerTagCondition], "the account root, on the owner tag only")
-				}
+				assert.Equal(t, redrivePrincipal(name, def.Name), principal, "the named redrive principal, and no one else")
+				assert.Nil(t, trust[0]["Condition"], "no tag condition: a principal may set its own tags")
+			}
+			// No role carries the owner tag: it must never stand for the owner.
+			rids, roles := s.resources("AWS::IAM::Role")
+			for _, id := range rids {
+				assert.NotContains(t, tags(roles[id]), pipeline.TagOwner, "role %s", id)
 			}
 		})
 	}
@@ -225,3 +249,14 @@ func filter(list []string, prefix string) []string {
 	}
 	return out
 }
+
+func toAny(list []string) []any {
+	out := make([]any, len(list))
+	for i, s := range list {
+		out[i] = s
+	}
+	return out
+}
+
+// pipelineIDPart is how a pipeline name shows in its logical ids.
+func pipelineIDPart(name string) string { return strings.ReplaceAll(name, "-", "") }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/agentdlq/agentdlq/pipeline"
@@ -20,10 +21,13 @@ import (
 // read the result as data: the templates (with the assertions package and as
 // parsed JSON), the manifest's annotations (cdk-nag) and the cfn-guard results.
 //
-// Two stacks are synthesized from the repository's pipelines.json:
-//   - main: the defaults (SSE-SQS, the redrive role assumed by the account root
-//     on the owner tag condition);
-//   - kms: queues under a customer-managed key and a configured redrive principal.
+// Three stacks are synthesized from the repository's pipelines.json:
+//   - main: the defaults (SSE-SQS, the CDK bootstrap's execution role as the
+//     deployer), a named redrive principal per pipeline;
+//   - kms: queues under a customer-managed key, a configured deploy role, and
+//     one pipeline more than fit in one triage function's environment;
+//   - adopter: a platform team's own stack, with a table of its own and no
+//     agentdlq context, to which Add adds one pipeline.
 var fx struct {
 	root    string // repository root
 	outdir  string // cloud assembly
@@ -33,15 +37,27 @@ var fx struct {
 }
 
 const (
-	mainStack = "AgentDLQ"
-	kmsStack  = "AgentDLQKms"
+	mainStack    = "AgentDLQ"
+	kmsStack     = "AgentDLQKms"
+	adopterStack = "Adopter"
 	// configuredPrincipal is the redrive principal of agent-tasks in the kms stack.
 	configuredPrincipal = "arn:aws:iam::123456789012:role/platform-oncall-redrive"
+	// configuredDeployer is the kms stack's DeployRoleARN.
+	configuredDeployer = "arn:aws:iam::123456789012:role/platform-deploy"
 )
+
+// redrivePrincipal is the redrive principal of a pipeline in the tests.
+func redrivePrincipal(stack, pipelineName string) string {
+	if stack == kmsStack && pipelineName == "agent-tasks" {
+		return configuredPrincipal
+	}
+	return "arn:aws:iam::123456789012:role/" + pipelineName + "-oncall"
+}
 
 type synthesized struct {
 	stack    *Stack
 	name     string
+	prefix   string              // the logical id prefix of the agentdlq parts (Add's id)
 	defs     []pipeline.Pipeline // the stack's pipelines
 	file     string              // template path
 	tmpl     map[string]any      // parsed template
@@ -129,7 +145,15 @@ func setup() (err error) {
 
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(fx.outdir)})
 	ApplyNag(app)
-	base := Props{Pipelines: fx.file.Pipelines, WorkerAssetDir: assets["worker"], TriageAssetDir: assets["triage"], WorkerVersion: "test"}
+	principals := func(stack string, defs []pipeline.Pipeline) map[string]string {
+		m := map[string]string{}
+		for _, def := range defs {
+			m[def.Name] = redrivePrincipal(stack, def.Name)
+		}
+		return m
+	}
+	base := Props{Pipelines: fx.file.Pipelines, WorkerAssetDir: assets["worker"], TriageAssetDir: assets["triage"], WorkerVersion: "test",
+		RedrivePrincipals: principals(mainStack, fx.file.Pipelines)}
 	// The kms stack has one pipeline more than fit in one triage function's
 	// environment, so that it packs its targets into two.
 	kms := base
@@ -137,7 +161,8 @@ func setup() (err error) {
 	extra.Name, extra.Owner = "agent-tasks-extra", "extra-team"
 	kms.Pipelines = append(append([]pipeline.Pipeline(nil), fx.file.Pipelines...), extra)
 	kms.QueueKMS = true
-	kms.RedrivePrincipals = map[string]string{"agent-tasks": configuredPrincipal}
+	kms.RedrivePrincipals = principals(kmsStack, kms.Pipelines)
+	kms.DeployRoleARN = configuredDeployer
 	fx.stacks = map[string]*synthesized{}
 	for name, props := range map[string]Props{mainStack: base, kmsStack: kms} {
 		s, err := New(app, name, &props)
@@ -146,6 +171,24 @@ func setup() (err error) {
 		}
 		fx.stacks[name] = &synthesized{stack: s, name: name, defs: props.Pipelines}
 	}
+	// A platform team's stack: its own resources, no agentdlq context, and
+	// one pipeline added with one call.
+	own := awscdk.NewStack(app, jsii.String(adopterStack), nil)
+	awsdynamodb.NewTable(own, jsii.String("Orders"), &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("id"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+	})
+	adopter := base
+	adopter.Pipelines = fx.file.Pipelines[:1]
+	adopter.RedrivePrincipals = principals(adopterStack, adopter.Pipelines)
+	parts, err := Add(own, "AgentDLQ", &adopter)
+	if err != nil {
+		return fmt.Errorf("stack %s: %w", adopterStack, err)
+	}
+	fx.stacks[adopterStack] = &synthesized{stack: &Stack{Stack: own, Parts: *parts}, name: adopterStack, prefix: "AgentDLQ", defs: adopter.Pipelines}
 	asm := app.Synth(nil)
 	for name, s := range fx.stacks {
 		art := asm.GetStackByName(jsii.String(name))
@@ -264,12 +307,15 @@ func (s *synthesized) resourceOf(t *testing.T, typ, pipelineName, role string) (
 	return found[0], rs[found[0]]
 }
 
-// each runs f for both stacks and every pipeline of the definition file.
+// allStacks are the synthesized stacks, in a fixed order.
+var allStacks = []string{mainStack, kmsStack, adopterStack}
+
+// each runs f for every stack and every pipeline in it.
 func each(t *testing.T, f func(t *testing.T, s *synthesized, def pipeline.Pipeline)) {
 	if !fx.synthOK {
 		t.Fatal("synthesis failed")
 	}
-	for _, name := range []string{mainStack, kmsStack} {
+	for _, name := range allStacks {
 		for _, def := range fx.stacks[name].defs {
 			t.Run(name+"/"+def.Name, func(t *testing.T) { f(t, fx.stacks[name], def) })
 		}

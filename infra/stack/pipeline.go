@@ -25,14 +25,13 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
+// PauseActions are what the redrive role may do to the worker's event source
+// mapping: disable it (pause, the kill switch), enable it (resume), read it.
+var PauseActions = []string{"lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping"}
+
 // TagRedriveRole is the DLQ tag that names the pipeline's redrive role by its
 // ARN; `agentdlq redrive` compares its caller's assumed role with it in AWS.
 const TagRedriveRole = "agentdlq:redrive-role"
-
-// OwnerTagCondition is the IAM condition key that the default trust policy of
-// a redrive role checks: the caller (an IAM role, user or session) must carry
-// the tag agentdlq:owner with the pipeline's owner as its value.
-const OwnerTagCondition = "aws:PrincipalTag/" + pipeline.TagOwner
 
 // MoveTaskActions are the SQS calls of message move tasks. The DLQ policy
 // denies them, with DeleteMessage and PurgeQueue, to every principal but the
@@ -42,6 +41,16 @@ var MoveTaskActions = []string{"sqs:StartMessageMoveTask", "sqs:ListMessageMoveT
 // dlqOwnerOnlyActions are denied on a DLQ to everyone but the redrive role: a
 // dead letter leaves the DLQ only through the owner's redrive (or retention).
 var dlqOwnerOnlyActions = append(append([]string(nil), MoveTaskActions...), "sqs:DeleteMessage", "sqs:PurgeQueue")
+
+// DLQDeployerOnlyActions are denied on a DLQ to everyone but the principal
+// that deploys the stack: they could rewrite the queue's policy, shorten its
+// retention, open it to another account or delete it with its evidence.
+var DLQDeployerOnlyActions = []string{"sqs:SetQueueAttributes", "sqs:DeleteQueue", "sqs:AddPermission", "sqs:RemovePermission"}
+
+// RedriveLedgerAttributes are the ledger attributes the redrive role may
+// write (UpdateItem, restricted with dynamodb:Attributes): the key and what
+// ledger.Dynamo's Redriven sets. The role reads whole items with GetItem.
+var RedriveLedgerAttributes = []string{LedgerPartitionKey, "redrive_count", "updated_at", LedgerTTLAttribute}
 
 // PipelineProps configures one pipeline: a hot queue, its DLQ, its worker, its
 // redrive role, its alarms and its dashboard.
@@ -72,10 +81,16 @@ type PipelineProps struct {
 	// QueueKey is optional: a KMS key for the hot queue and the DLQ. Nil
 	// means SQS-managed server-side encryption (SSE-SQS).
 	QueueKey awskms.IKey
-	// RedrivePrincipal is optional: who may assume the redrive role. Nil means
-	// the account root with the condition that the caller carries the tag
-	// agentdlq:owner = Pipeline.Owner (see OwnerTagCondition).
-	RedrivePrincipal awsiam.IPrincipal
+	// RedrivePrincipalARN is required: the IAM role or user ARN (or a token
+	// of one, such as a role of the caller's own app) that alone may assume
+	// the redrive role.
+	RedrivePrincipalARN string
+	// DeployRoleARN is optional: the IAM role or user ARN that deploys the
+	// stack, the one principal allowed SetQueueAttributes, DeleteQueue,
+	// AddPermission and RemovePermission on the DLQ. Default: the CDK
+	// bootstrap's CloudFormation execution role of the stack's
+	// DefaultStackSynthesizer; with any other synthesizer it is required.
+	DeployRoleARN string
 	// RunbookURL is optional (default "RUNBOOK.md"): the runbook that every
 	// alarm description links, with an anchor per alarm (#dlq-depth, …).
 	RunbookURL string
@@ -135,6 +150,15 @@ func (props *PipelineProps) validate() (pipeline.Pipeline, error) {
 	if def.Triage.MaxSeconds > 870 {
 		bad("triage.max_seconds %d leaves no margin under Lambda's 900 s timeout", def.Triage.MaxSeconds)
 	}
+	switch {
+	case props.RedrivePrincipalARN == "":
+		bad("props.RedrivePrincipalARN is required: the IAM role or user that alone may assume the redrive role")
+	case !checkPrincipal(props.RedrivePrincipalARN):
+		bad("props.RedrivePrincipalARN %q is not an IAM role or user ARN", props.RedrivePrincipalARN)
+	}
+	if props.DeployRoleARN != "" && !checkPrincipal(props.DeployRoleARN) {
+		bad("props.DeployRoleARN %q is not an IAM role or user ARN", props.DeployRoleARN)
+	}
 	return def, errors.Join(errs...)
 }
 
@@ -154,12 +178,38 @@ func checkAssetDir(field, dir string) error {
 	return nil
 }
 
+// deployPrincipal is the ARN of who deploys scope's stack: DeployRoleARN,
+// or the bootstrap's CloudFormation execution role of a
+// DefaultStackSynthesizer (its ${AWS::…} placeholders resolved by Fn::Sub).
+func deployPrincipal(scope constructs.Construct, arn string) (string, error) {
+	if arn != "" {
+		return arn, nil
+	}
+	if d, ok := awscdk.Stack_Of(scope).Synthesizer().(awscdk.DefaultStackSynthesizer); ok {
+		return *awscdk.Fn_Sub(d.CloudFormationExecutionRoleArn(), nil), nil
+	}
+	return "", fmt.Errorf("the stack's synthesizer has no CloudFormation execution role: set DeployRoleARN (context %s) to the IAM role or user that deploys the stack", CtxDeployRole)
+}
+
 // NewPipeline validates props and creates the pipeline's resources under
-// scope. It returns an error, and creates nothing, when props are invalid.
-func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (*Pipeline, error) {
+// scope (in any stack). It returns an error, and creates nothing, when props
+// are invalid, the scope is in no stack or id is taken.
+func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (p *Pipeline, err error) {
 	def, err := props.validate()
 	if err != nil {
 		return nil, err
+	}
+	if err := checkScope(scope, id, true); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if recoverInto(&err, fmt.Sprintf("pipeline %q", def.Name), recover()) {
+			p = nil
+		}
+	}()
+	deployer, err := deployPrincipal(scope, props.DeployRoleARN)
+	if err != nil {
+		return nil, fmt.Errorf("pipeline %q: %w", def.Name, err)
 	}
 	// Defaults, applied to a copy: the caller's props are left as they are.
 	pp := *props
@@ -175,14 +225,17 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (*
 		return nil, fmt.Errorf("pipeline %q: encode definition: %w", def.Name, err)
 	}
 
-	p := &Pipeline{Construct: constructs.NewConstruct(scope, jsii.String(id)), Def: def, Alarms: map[string]awscloudwatch.Alarm{}}
+	p = &Pipeline{Construct: constructs.NewConstruct(scope, jsii.String(id)), Def: def, Alarms: map[string]awscloudwatch.Alarm{}}
 	stack := awscdk.Stack_Of(p.Construct)
 	tags := awscdk.Tags_Of(p.Construct)
 	tags.Add(jsii.String(pipeline.TagPipeline), jsii.String(def.Name), nil)
-	tags.Add(jsii.String(pipeline.TagOwner), jsii.String(def.Owner), nil)
+	// Not on the roles: a principal tag must never stand for the owner.
+	tags.Add(jsii.String(pipeline.TagOwner), jsii.String(def.Owner), &awscdk.TagProps{
+		ExcludeResourceTypes: jsii.Strings("AWS::IAM::Role", "AWS::IAM::User"),
+	})
 
 	// The redrive role first: the DLQ's policy names it.
-	p.RedriveRole = newRedriveRole(p, def, props.RedrivePrincipal)
+	p.RedriveRole = newRedriveRole(p, def, props.RedrivePrincipalARN)
 
 	// The hot queue's name is generated from the construct path (never
 	// hard-coded), so that the DLQ's RedriveAllowPolicy can name its source
@@ -228,6 +281,17 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (*
 			"BoolIfExists": map[string]any{"aws:ViaAWSService": "false"},
 		},
 	}))
+	// The queue itself (its policy, retention, permissions, existence) is
+	// the deploying principal's alone: CloudFormation, through the CDK
+	// bootstrap's execution role, or DeployRoleARN.
+	p.DLQ.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("OnlyTheDeployerChangesOrDeletesTheDLQ"),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings(DLQDeployerOnlyActions...),
+		Resources:  jsii.Strings(*p.DLQ.QueueArn()),
+		Conditions: &map[string]any{"ArnNotEquals": map[string]any{"aws:PrincipalArn": deployer}},
+	}))
 
 	p.HotQueue = awssqs.NewQueue(p.Construct, jsii.String("HotQueue"), &awssqs.QueueProps{
 		QueueName:           jsii.String(hotName),
@@ -269,6 +333,12 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (*
 	return p, nil
 }
 
+// GoMemLimit is the worker's GOMEMLIMIT for a function of memoryMB: 90% of
+// it in MiB, so that the Go runtime collects garbage harder before Lambda
+// stops the function for running out of memory, leaving the rest to the
+// runtime's own stacks and the Lambda runtime interface.
+func GoMemLimit(memoryMB int) string { return fmt.Sprintf("%dMiB", memoryMB*9/10) }
+
 // newWorker creates the worker Lambda, its log group, its least-privilege
 // role and its SQS event source.
 func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *PipelineProps) {
@@ -292,9 +362,12 @@ func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *Pipel
 			Actions:   jsii.Strings("sqs:SendMessage"),
 			Resources: jsii.Strings(*p.DLQ.QueueArn()),
 		}),
+		// ledger.Dynamo changes an entry only with conditional UpdateItem
+		// calls: no PutItem or DeleteItem, which could erase the record
+		// that prevents a second effect.
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("LedgerItems"),
-			Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
+			Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:UpdateItem"),
 			Resources: jsii.Strings(*props.Ledger.TableArn()),
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -333,6 +406,8 @@ func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *Pipel
 			"AGENTDLQ_DLQ_ARN":        p.DLQ.QueueArn(),
 			"AGENTDLQ_LEDGER_TABLE":   props.Ledger.TableName(),
 			"AGENTDLQ_WORKER_VERSION": jsii.String(props.WorkerVersion),
+			// The Go runtime collects before the function's memory runs out.
+			"GOMEMLIMIT": jsii.String(GoMemLimit(def.WorkerMemoryMB)),
 		},
 	})
 	p.Worker.Node().AddDependency(p.WorkerPolicy)
@@ -354,16 +429,13 @@ func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *Pipel
 }
 
 // newRedriveRole creates the role that alone may start, list and cancel move
-// tasks on the DLQ and run the selective redrive.
-func newRedriveRole(p *Pipeline, def pipeline.Pipeline, principal awsiam.IPrincipal) awsiam.Role {
-	if principal == nil {
-		principal = awsiam.NewAccountRootPrincipal().WithConditions(&map[string]any{
-			"StringEquals": map[string]any{OwnerTagCondition: def.Owner},
-		})
-	}
+// tasks on the DLQ and run the selective redrive. It trusts one named
+// principal, never a tag: any principal that can set its own tags could
+// carry one.
+func newRedriveRole(p *Pipeline, def pipeline.Pipeline, principalARN string) awsiam.Role {
 	return awsiam.NewRole(p.Construct, jsii.String("RedriveRole"), &awsiam.RoleProps{
-		AssumedBy:          principal,
-		Description:        jsii.String("agentdlq redrive of " + def.Name + ": only its owner (" + def.Owner + ") assumes it"),
+		AssumedBy:          awsiam.NewArnPrincipal(jsii.String(principalARN)),
+		Description:        jsii.String("agentdlq redrive of " + def.Name + ": assumed only by the owner's (" + def.Owner + ") named principal"),
 		MaxSessionDuration: awscdk.Duration_Hours(jsii.Number(1)),
 	})
 }
@@ -393,9 +465,24 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 			Resources: jsii.Strings("*"),
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:       jsii.String("LedgerRedriveCount"),
-			Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"),
+			Sid:       jsii.String("LedgerEntries"),
+			Actions:   jsii.Strings("dynamodb:GetItem"),
 			Resources: jsii.Strings(*props.Ledger.TableArn()),
+		}),
+		// The redrive writes the redrive count and nothing else of an entry:
+		// it cannot mark a key done, drop a receipt or reset a dead-letter
+		// count. ReturnValues stays free: GetItem reads the whole item anyway.
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("LedgerRedriveCount"),
+			Actions:    jsii.Strings("dynamodb:UpdateItem"),
+			Resources:  jsii.Strings(*props.Ledger.TableArn()),
+			Conditions: &map[string]any{"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": RedriveLedgerAttributes}},
+		}),
+		// Pause and resume: the worker's event source mapping, and only it.
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("PauseAndResumeTheWorker"),
+			Actions:   jsii.Strings(PauseActions...),
+			Resources: jsii.Strings(*p.EventSource.EventSourceMappingArn()),
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("AuditRecords"),
@@ -436,6 +523,7 @@ func (p *Pipeline) outputs(def pipeline.Pipeline) {
 		{"HotQueueUrl", *p.HotQueue.QueueUrl(), "hot queue URL"},
 		{"DLQUrl", *p.DLQ.QueueUrl(), "DLQ URL"},
 		{"RedriveRoleArn", *p.RedriveRole.RoleArn(), "redrive role (owner " + def.Owner + " only)"},
+		{"WorkerEventSourceMappingId", *p.EventSource.EventSourceMappingId(), "the worker's event source mapping (pause and resume)"},
 		{"AlarmTopicArn", *p.AlarmTopic.TopicArn(), "alarm topic: subscribe the on-call here"},
 		{"DashboardName", *p.Dashboard.DashboardName(), "CloudWatch dashboard"},
 	} {

@@ -34,11 +34,26 @@ type Shared struct {
 	DataKey awskms.Key
 }
 
-// NewShared creates the ledger, the eval bucket with its access-log bucket,
-// and the alarm topics' key. The ledger and the buckets are retained when the
-// stack is deleted: they hold evidence (effect receipts, evals, audit).
-func NewShared(scope constructs.Construct, id string) *Shared {
+// NewShared creates, under scope (in any stack), the ledger, the eval bucket
+// with its access-log bucket, and the keys of the alarm topics and of the
+// data. The ledger, the buckets and the keys are retained when the stack is
+// deleted: they hold evidence (effect receipts, evals, audit). A scope in no
+// stack or an id already taken is an error.
+func NewShared(scope constructs.Construct, id string) (shared *Shared, err error) {
+	if err := checkScope(scope, id, true); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if recoverInto(&err, "agentdlq shared parts "+id, recover()) {
+			shared = nil
+		}
+	}()
 	s := &Shared{Construct: constructs.NewConstruct(scope, jsii.String(id))}
+	// The eval bucket's access logs are delivered under a bucket policy, with
+	// ACLs disabled on the log bucket (BucketOwnerEnforced), whatever the
+	// app's feature flags say: the flag is set on this construct, before it
+	// has children, so that it holds in any stack.
+	s.Construct.Node().SetContext(jsii.String("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"), true)
 	s.Ledger = awsdynamodb.NewTable(s.Construct, jsii.String("Ledger"), &awsdynamodb.TableProps{
 		PartitionKey:        &awsdynamodb.Attribute{Name: jsii.String(LedgerPartitionKey), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
@@ -132,7 +147,7 @@ func NewShared(scope constructs.Construct, id string) *Shared {
 		Value:       s.Ledger.TableName(),
 		Description: jsii.String("agentdlq idempotency ledger table"),
 	})
-	return s
+	return s, nil
 }
 
 // denyForeignGrants adds the key-policy statement of Control Tower's

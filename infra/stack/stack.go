@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -32,52 +31,84 @@ const (
 	CtxWorkerVersion = "agentdlq:workerVersion"
 	// CtxRunbookURL is what alarm descriptions link (default RUNBOOK.md).
 	CtxRunbookURL = "agentdlq:runbookUrl"
-	// CtxRedrivePrincipals maps a pipeline name to the IAM ARN (role, user or
-	// account root) that may assume its redrive role. A pipeline not listed
-	// gets the default: the account root, on condition that the caller
-	// carries the tag agentdlq:owner = the pipeline's owner.
+	// CtxRedrivePrincipals maps every pipeline name to the IAM role or user
+	// ARN that alone may assume its redrive role (required: a redrive role
+	// trusts named principals only).
 	CtxRedrivePrincipals = "agentdlq:redrivePrincipals"
+	// CtxDeployRole is the ARN of the principal that deploys the stack, the
+	// one principal exempt from the DLQ's deny of SetQueueAttributes,
+	// DeleteQueue, AddPermission and RemovePermission (default: the CDK
+	// bootstrap's CloudFormation execution role, cdk-<qualifier>-cfn-exec-role-…).
+	CtxDeployRole = "agentdlq:deployRoleArn"
 	// CtxQueueEncryption is "sqs" (default: SSE-SQS) or "kms" (a
 	// customer-managed key with rotation for every queue of the stack).
 	CtxQueueEncryption = "agentdlq:queueEncryption"
 )
 
-// Props configures a whole agentdlq stack.
+// Props configures agentdlq's parts: the shared parts, one Pipeline per
+// definition and the triage. New puts them into a stack of their own; Add
+// puts them into a stack the caller already has.
 type Props struct {
-	// Pipelines is required: the definition file's pipelines.
+	// Pipelines is required: the definition file's pipelines (pipeline.Load).
 	Pipelines []pipeline.Pipeline
 	// WorkerAssetDir and TriageAssetDir are required: directories holding
 	// each Lambda's arm64 bootstrap.
 	WorkerAssetDir string
 	TriageAssetDir string
+	// RedrivePrincipals is required: pipeline name → the IAM role or user ARN
+	// that alone may assume that pipeline's redrive role, one for every
+	// pipeline (context agentdlq:redrivePrincipals).
+	RedrivePrincipals map[string]string
+	// DeployRoleARN is optional: the IAM role or user ARN that deploys the
+	// stack, the one principal allowed to change or delete a DLQ (see
+	// PipelineProps.DeployRoleARN for the default).
+	DeployRoleARN string
 	// WorkerVersion is optional (default dev).
 	WorkerVersion string
 	// RunbookURL is optional (default RUNBOOK.md).
 	RunbookURL string
-	// RedrivePrincipals is optional: pipeline name → IAM principal ARN that
-	// may assume its redrive role (default: see CtxRedrivePrincipals).
-	RedrivePrincipals map[string]string
 	// QueueKMS is optional (default false, SSE-SQS): encrypt every queue with
 	// one customer-managed KMS key instead.
 	QueueKMS bool
-	// StackProps is optional: description, synthesizer, tags. Leave Env unset
-	// for an environment-agnostic stack (what `cdk synth` needs offline).
+	// StackProps is optional and read by New only: description, synthesizer,
+	// tags. Leave Env unset for an environment-agnostic stack (what `cdk
+	// synth` needs offline).
 	StackProps *awscdk.StackProps
+}
+
+// Parts are the constructs that Add (and New) create.
+type Parts struct {
+	// Construct is the scope that holds them: Add's own construct, or the
+	// stack that New creates.
+	constructs.Construct
+	Shared    *Shared
+	Pipelines []*Pipeline
+	Triage    *Triage
+	// QueueKey is the queues' key when Props.QueueKMS is set, nil otherwise.
+	QueueKey awskms.Key
 }
 
 // Stack is an agentdlq stack and its constructs.
 type Stack struct {
 	awscdk.Stack
-	Shared    *Shared
-	Pipelines []*Pipeline
-	Triage    *Triage
-	QueueKey  awskms.Key
+	Parts
 }
 
-var principalARN = regexp.MustCompile(`^arn:aws[a-z-]*:(iam::\d{12}:(root|role/.+|user/.+)|sts::\d{12}:assumed-role/.+)$`)
+// principalARN is what a redrive or deploy principal may be: an IAM role or
+// user, by ARN (an account root would let anyone in the account in).
+var principalARN = regexp.MustCompile(`^arn:aws[a-z-]*:(iam::\d{12}:(role|user)/.+|sts::\d{12}:assumed-role/.+)$`)
+
+// checkPrincipal accepts an IAM role or user ARN, or an unresolved token
+// (a role of the caller's own app).
+func checkPrincipal(arn string) bool {
+	return principalARN.MatchString(arn) || *awscdk.Token_IsUnresolved(arn)
+}
 
 // Validate reports every problem of the props at once, before anything is created.
 func (props *Props) Validate() error {
+	if props == nil {
+		return errors.New("agentdlq: props are required")
+	}
 	var errs []error
 	if len(props.Pipelines) == 0 {
 		errs = append(errs, errors.New("no pipelines: the definition file must hold at least one"))
@@ -93,6 +124,10 @@ func (props *Props) Validate() error {
 			errs = append(errs, fmt.Errorf("pipeline %q is defined twice", def.Name))
 		}
 		known[def.Name] = true
+		if _, ok := props.RedrivePrincipals[def.Name]; !ok && def.Name != "" {
+			errs = append(errs, fmt.Errorf("pipeline %q has no redrive principal: name the IAM role or user that may redrive it in %s (RedrivePrincipals), e.g. -c %s=%s=arn:aws:iam::111122223333:role/PlatformOncall",
+				def.Name, CtxRedrivePrincipals, CtxRedrivePrincipals, def.Name))
+		}
 	}
 	for _, field := range []struct{ name, dir string }{{"WorkerAssetDir", props.WorkerAssetDir}, {"TriageAssetDir", props.TriageAssetDir}} {
 		if err := checkAssetDir(field.name, field.dir); err != nil {
@@ -108,80 +143,163 @@ func (props *Props) Validate() error {
 		if !known[name] {
 			errs = append(errs, fmt.Errorf("%s: unknown pipeline %q", CtxRedrivePrincipals, name))
 		}
-		if arn := props.RedrivePrincipals[name]; !principalARN.MatchString(arn) {
-			errs = append(errs, fmt.Errorf("%s: %q for pipeline %q is not an IAM role, user or account-root ARN", CtxRedrivePrincipals, arn, name))
+		if arn := props.RedrivePrincipals[name]; !checkPrincipal(arn) {
+			errs = append(errs, fmt.Errorf("%s: %q for pipeline %q is not an IAM role or user ARN", CtxRedrivePrincipals, arn, name))
 		}
+	}
+	if props.DeployRoleARN != "" && !checkPrincipal(props.DeployRoleARN) {
+		errs = append(errs, fmt.Errorf("%s: %q is not an IAM role or user ARN", CtxDeployRole, props.DeployRoleARN))
 	}
 	return errors.Join(errs...)
 }
 
-// New validates props and creates the stack: the shared parts, one Pipeline
-// per definition and the triage. It creates nothing when props are invalid.
-func New(scope constructs.Construct, id string, props *Props) (*Stack, error) {
+// New validates props and creates a stack of its own holding the parts: the
+// shared parts, one Pipeline per definition and the triage. It creates
+// nothing when props are invalid. infra/main.go calls it (through
+// FromContext).
+func New(scope constructs.Construct, id string, props *Props) (s *Stack, err error) {
 	if err := props.Validate(); err != nil {
 		return nil, err
 	}
-	sp := props.StackProps
-	if sp == nil {
-		sp = &awscdk.StackProps{}
+	if err := checkScope(scope, id, false); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if recoverInto(&err, "agentdlq stack "+id, recover()) {
+			s = nil
+		}
+	}()
+	sp := awscdk.StackProps{}
+	if props.StackProps != nil {
+		sp = *props.StackProps
 	}
 	if sp.Description == nil {
 		sp.Description = jsii.String("agentdlq: hot queues, DLQs, workers, triage, alarms and owner-only redrive roles")
 	}
-	s := &Stack{Stack: awscdk.NewStack(scope, jsii.String(id), sp)}
-	// Access logs are delivered under a bucket policy, with ACLs disabled on
-	// the log bucket, whatever the app's feature flags say.
-	s.Stack.Node().SetContext(jsii.String("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy"), true)
-	s.Shared = NewShared(s.Stack, "Shared")
+	s = &Stack{Stack: awscdk.NewStack(scope, jsii.String(id), &sp)}
+	parts, err := build(s.Stack, props)
+	if err != nil {
+		return nil, err
+	}
+	s.Parts = *parts
+	return s, nil
+}
+
+// Add validates props and adds the parts to a stack the caller already has,
+// under one construct named id: the shared parts, one Pipeline per
+// definition (one call adds one pipeline, or several) and the triage.
+// Invalid props, a scope outside any stack or an id already taken are
+// returned as errors, and nothing is created; props.StackProps is ignored.
+//
+//	parts, err := stack.Add(myStack, "AgentDLQ", &stack.Props{
+//		Pipelines:         file.Pipelines,
+//		WorkerAssetDir:    "dist/worker",
+//		TriageAssetDir:    "dist/triage",
+//		RedrivePrincipals: map[string]string{"orders": "arn:aws:iam::111122223333:role/OrdersOncall"},
+//	})
+func Add(scope constructs.Construct, id string, props *Props) (parts *Parts, err error) {
+	if err := props.Validate(); err != nil {
+		return nil, err
+	}
+	if err := checkScope(scope, id, true); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if recoverInto(&err, "agentdlq "+id, recover()) {
+			parts = nil
+		}
+	}()
+	return build(constructs.NewConstruct(scope, jsii.String(id)), props)
+}
+
+// build creates the parts directly under scope (New's stack keeps the
+// logical ids it always had).
+func build(scope constructs.Construct, props *Props) (*Parts, error) {
+	parts := &Parts{Construct: scope}
+	shared, err := NewShared(scope, "Shared")
+	if err != nil {
+		return nil, err
+	}
+	parts.Shared = shared
+	var queueKey awskms.IKey
 	if props.QueueKMS {
-		s.QueueKey = awskms.NewKey(s.Stack, jsii.String("QueueKey"), &awskms.KeyProps{
+		parts.QueueKey = awskms.NewKey(scope, jsii.String("QueueKey"), &awskms.KeyProps{
 			Description:       jsii.String("agentdlq queues"),
 			EnableKeyRotation: jsii.Bool(true),
 			RemovalPolicy:     awscdk.RemovalPolicy_RETAIN,
 		})
-		denyForeignGrants(s.QueueKey)
-	}
-	var queueKey awskms.IKey
-	if s.QueueKey != nil {
-		queueKey = s.QueueKey
+		denyForeignGrants(parts.QueueKey)
+		queueKey = parts.QueueKey
 	}
 	for i := range props.Pipelines {
 		def := props.Pipelines[i]
-		var principal awsiam.IPrincipal
-		if arn, ok := props.RedrivePrincipals[def.Name]; ok {
-			principal = awsiam.NewArnPrincipal(jsii.String(arn))
-		}
-		p, err := NewPipeline(s.Stack, def.Name, &PipelineProps{
-			Pipeline:         &def,
-			Ledger:           s.Shared.Ledger,
-			Bucket:           s.Shared.EvalBucket,
-			AlarmKey:         s.Shared.AlarmKey,
-			LogKey:           s.Shared.DataKey,
-			WorkerAssetDir:   props.WorkerAssetDir,
-			WorkerVersion:    props.WorkerVersion,
-			QueueKey:         queueKey,
-			RedrivePrincipal: principal,
-			RunbookURL:       props.RunbookURL,
+		p, err := NewPipeline(scope, def.Name, &PipelineProps{
+			Pipeline:            &def,
+			Ledger:              shared.Ledger,
+			Bucket:              shared.EvalBucket,
+			AlarmKey:            shared.AlarmKey,
+			LogKey:              shared.DataKey,
+			WorkerAssetDir:      props.WorkerAssetDir,
+			WorkerVersion:       props.WorkerVersion,
+			QueueKey:            queueKey,
+			RedrivePrincipalARN: props.RedrivePrincipals[def.Name],
+			DeployRoleARN:       props.DeployRoleARN,
+			RunbookURL:          props.RunbookURL,
 		})
 		if err != nil {
 			return nil, err
 		}
-		s.Pipelines = append(s.Pipelines, p)
+		parts.Pipelines = append(parts.Pipelines, p)
 	}
-	t, err := NewTriage(s.Stack, "Triage", &TriageProps{
-		Pipelines: s.Pipelines,
-		Ledger:    s.Shared.Ledger,
-		Bucket:    s.Shared.EvalBucket,
-		AlarmKey:  s.Shared.AlarmKey,
-		LogKey:    s.Shared.DataKey,
+	t, err := NewTriage(scope, "Triage", &TriageProps{
+		Pipelines: parts.Pipelines,
+		Ledger:    shared.Ledger,
+		Bucket:    shared.EvalBucket,
+		AlarmKey:  shared.AlarmKey,
+		LogKey:    shared.DataKey,
 		QueueKey:  queueKey,
 		AssetDir:  props.TriageAssetDir,
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.Triage = t
-	return s, nil
+	parts.Triage = t
+	return parts, nil
+}
+
+// checkScope returns an error where CDK would panic: no scope, an id that
+// is empty or already taken in scope, or (inStack) a scope in no stack.
+func checkScope(scope constructs.Construct, id string, inStack bool) error {
+	if scope == nil {
+		return fmt.Errorf("agentdlq %q: scope is required", id)
+	}
+	if strings.TrimSpace(id) == "" {
+		return errors.New("agentdlq: construct id is required")
+	}
+	if scope.Node().TryFindChild(jsii.String(id)) != nil {
+		return fmt.Errorf("agentdlq: %s already has a construct named %q", *scope.Node().Path(), id)
+	}
+	if !inStack {
+		return nil
+	}
+	for _, c := range *scope.Node().Scopes() {
+		if *awscdk.Stack_IsStack(c) {
+			return nil
+		}
+	}
+	return fmt.Errorf("agentdlq %q: scope %q is in no stack: add the parts to an awscdk.Stack", id, *scope.Node().Path())
+}
+
+// recoverInto turns a panic raised through jsii while constructs are created
+// into the function's error: a CDK check that validation did not foresee.
+// The scope may then hold some of the constructs; the app must not synthesize.
+// It reports whether there was a panic.
+func recoverInto(err *error, what string, r any) bool {
+	if r == nil {
+		return false
+	}
+	*err = fmt.Errorf("%s: %v", what, r)
+	return true
 }
 
 // FromContext reads the app's context (cdk.json, -c flags), loads the pipeline
@@ -212,6 +330,7 @@ func FromContext(app awscdk.App) (*Stack, error) {
 		TriageAssetDir: get(CtxTriageAsset, "dist/triage"),
 		WorkerVersion:  get(CtxWorkerVersion, "dev"),
 		RunbookURL:     get(CtxRunbookURL, "RUNBOOK.md"),
+		DeployRoleARN:  get(CtxDeployRole, ""),
 	}
 	switch enc := get(CtxQueueEncryption, "sqs"); enc {
 	case "sqs":
@@ -226,7 +345,7 @@ func FromContext(app awscdk.App) (*Stack, error) {
 			m, ok = parsePrincipals(str)
 		}
 		if !ok {
-			errs = append(errs, fmt.Errorf("context %s must be an object of pipeline name to principal ARN (or, with -c, pipeline=ARN[,pipeline=ARN…])", CtxRedrivePrincipals))
+			errs = append(errs, fmt.Errorf("context %s must be an object of pipeline name to IAM role or user ARN (or, with -c, pipeline=ARN[,pipeline=ARN…])", CtxRedrivePrincipals))
 		}
 		props.RedrivePrincipals = map[string]string{}
 		for k, arn := range m {

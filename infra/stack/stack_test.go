@@ -3,12 +3,17 @@ package stack
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -184,7 +189,44 @@ func TestQueuePolicies(t *testing.T) {
 		assert.Equal(t, map[string]any{"aws:ViaAWSService": "false"}, deny["Condition"].(map[string]any)["BoolIfExists"],
 			"and SQS's own calls on the role's behalf during a move task")
 		assert.Len(t, deny["Condition"], 2)
+
+		// The queue itself is the deployer's alone.
+		var deployer map[string]any
+		for _, st := range dlqPolicy {
+			if st["Sid"] == "OnlyTheDeployerChangesOrDeletesTheDLQ" {
+				deployer = st
+			}
+		}
+		require.NotNil(t, deployer, "the DLQ policy denies changing or deleting the queue to all but the deployer")
+		assert.Equal(t, "Deny", deployer["Effect"])
+		assert.Equal(t, map[string]any{"AWS": "*"}, deployer["Principal"])
+		assert.ElementsMatch(t, []string{"sqs:SetQueueAttributes", "sqs:DeleteQueue", "sqs:AddPermission", "sqs:RemovePermission"}, strs(deployer["Action"]))
+		want := `{"Fn::Sub":"arn:${AWS::Partition}:iam::${AWS::AccountId}:role/cdk-hnb659fds-cfn-exec-role-${AWS::AccountId}-${AWS::Region}"}`
+		if s.name == kmsStack {
+			want = configuredDeployer
+		}
+		assert.Equal(t, map[string]any{"ArnNotEquals": map[string]any{"aws:PrincipalArn": "REPLACED"}}, replaceLeaf(deployer["Condition"], "aws:PrincipalArn"))
+		got := deployer["Condition"].(map[string]any)["ArnNotEquals"].(map[string]any)["aws:PrincipalArn"]
+		assert.Equal(t, want, flat(got), "the exception is the principal that deploys the stack")
 	})
+}
+
+// replaceLeaf returns a copy of a condition with the value of key replaced,
+// so that its shape can be compared.
+func replaceLeaf(v any, key string) any {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return v
+	}
+	out := map[string]any{}
+	for k, x := range m {
+		if k == key {
+			out[k] = "REPLACED"
+			continue
+		}
+		out[k] = replaceLeaf(x, key)
+	}
+	return out
 }
 
 func TestTags(t *testing.T) {
@@ -211,10 +253,10 @@ func TestTags(t *testing.T) {
 		for _, id := range ids {
 			if tags(roles[id])[pipeline.TagPipeline] == def.Name {
 				n++
-				assert.Equal(t, def.Owner, tags(roles[id])[pipeline.TagOwner], id)
+				assert.NotContains(t, tags(roles[id]), pipeline.TagOwner, "%s: a role never carries the owner tag", id)
 			}
 		}
-		assert.Equal(t, 2, n, "worker and redrive roles carry the pipeline's tags")
+		assert.Equal(t, 2, n, "worker and redrive roles carry the pipeline's tag")
 	})
 }
 
@@ -242,12 +284,14 @@ func TestWorker(t *testing.T) {
 		}
 		sort.Strings(keys)
 		assert.Equal(t, []string{"AGENTDLQ_DLQ_ARN", "AGENTDLQ_DLQ_URL", "AGENTDLQ_HOT_QUEUE_ARN", "AGENTDLQ_HOT_QUEUE_URL",
-			"AGENTDLQ_LEDGER_TABLE", "AGENTDLQ_PIPELINE_JSON", "AGENTDLQ_WORKER_VERSION"}, keys)
+			"AGENTDLQ_LEDGER_TABLE", "AGENTDLQ_PIPELINE_JSON", "AGENTDLQ_WORKER_VERSION", "GOMEMLIMIT"}, keys)
+		// The Go runtime's soft limit: 90% of the function's memory, in MiB.
+		assert.Equal(t, GoMemLimit(def.WorkerMemoryMB), env["GOMEMLIMIT"])
 		assert.Equal(t, "${"+hotID+".Arn}", flat(env["AGENTDLQ_HOT_QUEUE_ARN"]))
 		assert.Equal(t, "${Ref:"+hotID+"}", flat(env["AGENTDLQ_HOT_QUEUE_URL"]))
 		assert.Equal(t, "${"+dlqID+".Arn}", flat(env["AGENTDLQ_DLQ_ARN"]))
 		assert.Equal(t, "${Ref:"+dlqID+"}", flat(env["AGENTDLQ_DLQ_URL"]))
-		assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_LEDGER_TABLE"]), "${Ref:SharedLedger"))
+		assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_LEDGER_TABLE"]), "${Ref:"+s.prefix+"SharedLedger"))
 		assert.Equal(t, "test", env["AGENTDLQ_WORKER_VERSION"])
 		// AGENTDLQ_PIPELINE_JSON is the entry with defaults applied, and it
 		// parses back into the same pipeline.
@@ -279,7 +323,7 @@ func TestWorker(t *testing.T) {
 func TestTopicEncryptedTLSOnly(t *testing.T) {
 	each(t, func(t *testing.T, s *synthesized, def pipeline.Pipeline) {
 		topicID, topic := s.resourceOf(t, "AWS::SNS::Topic", def.Name, "")
-		assert.True(t, strings.HasPrefix(flat(props(topic)["KmsMasterKeyId"]), "${SharedAlarmKey"), "topic encrypted with the alarm key")
+		assert.True(t, strings.HasPrefix(flat(props(topic)["KmsMasterKeyId"]), "${"+s.prefix+"SharedAlarmKey"), "topic encrypted with the alarm key")
 		ids, rs := s.resources("AWS::SNS::TopicPolicy")
 		found, cloudwatch := false, false
 		for _, id := range ids {
@@ -473,7 +517,7 @@ func TestTriage(t *testing.T) {
 				env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
 				assert.Len(t, env, 3)
 				assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_EVAL_BUCKET"]), "${Ref:SharedEvalBucket"))
-				assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_LEDGER_TABLE"]), "${Ref:SharedLedger"))
+				assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_LEDGER_TABLE"]), "${Ref:"+s.prefix+"SharedLedger"))
 				var ts []target
 				require.NoError(t, json.Unmarshal([]byte(flat(env["AGENTDLQ_TRIAGE_TARGETS"])), &ts))
 				require.NotEmpty(t, ts)
@@ -639,4 +683,91 @@ func TestJsiiAssertionPanicBecomesAnError(t *testing.T) {
 	assert.Contains(t, r.errors[0], "maxReceiveCount")
 	jsiiCheck(&r, "right count", func() { s.assert.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(1)) })
 	assert.Len(t, r.errors, 1, "a passing assertion reports nothing")
+}
+
+func TestGoMemLimit(t *testing.T) {
+	tests := []struct {
+		memoryMB int
+		want     string // 90% of it, rounded down, in MiB
+	}{
+		{128, "115MiB"},
+		{512, "460MiB"},
+		{1024, "921MiB"},
+		{10240, "9216MiB"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, GoMemLimit(tt.memoryMB), "%d MB", tt.memoryMB)
+	}
+}
+
+// TestAddToAnExistingStack: Add puts one pipeline, the shared parts and the
+// triage into a stack the caller already has, beside its own resources,
+// without the context that New sets (the access-log bucket used to panic
+// there); the stack goes through every check of the others.
+func TestAddToAnExistingStack(t *testing.T) {
+	require.True(t, fx.synthOK)
+	s := fx.stacks[adopterStack]
+	for typ, want := range map[string]float64{
+		"AWS::DynamoDB::Table":            2, // the team's own and the ledger
+		"AWS::SQS::Queue":                 2,
+		"AWS::Lambda::EventSourceMapping": 1,
+		"AWS::S3::Bucket":                 2,
+	} {
+		jsiiCheck(t, typ, func() { s.assert.ResourceCountIs(jsii.String(typ), jsii.Number(want)) })
+	}
+	ids, buckets := s.resources("AWS::S3::Bucket")
+	for _, id := range ids {
+		assert.True(t, strings.HasPrefix(id, "AgentDLQShared"), "%s is under Add's construct", id)
+		assert.NotContains(t, props(buckets[id]), "AccessControl", "%s: no ACL (access logs through the bucket policy)", id)
+	}
+}
+
+// TestAddRefusesWithErrors: what would panic in CDK is an error of Add.
+func TestAddRefusesWithErrors(t *testing.T) {
+	require.True(t, fx.synthOK)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "bootstrap"), []byte("#!/bin/sh\n"), 0o755))
+	valid := func() *Props {
+		return &Props{Pipelines: fx.file.Pipelines[:1], WorkerAssetDir: dir, TriageAssetDir: dir,
+			RedrivePrincipals: map[string]string{fx.file.Pipelines[0].Name: "arn:aws:iam::123456789012:role/oncall"}}
+	}
+	app := awscdk.NewApp(nil)
+	own := awscdk.NewStack(app, jsii.String("Own"), nil)
+	awsdynamodb.NewTable(own, jsii.String("Taken"), &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String("id"), Type: awsdynamodb.AttributeType_STRING},
+	})
+	cli := awscdk.NewStack(app, jsii.String("Cli"), &awscdk.StackProps{Synthesizer: awscdk.NewCliCredentialsStackSynthesizer(nil)})
+	tests := []struct {
+		name  string
+		scope constructs.Construct
+		id    string
+		props *Props
+		want  string
+	}{
+		{"nil props", own, "A", nil, "props are required"},
+		{"no scope", nil, "A", valid(), "scope is required"},
+		{"an id already taken", own, "Taken", valid(), `already has a construct named "Taken"`},
+		{"an empty id", own, " ", valid(), "construct id is required"},
+		{"a scope in no stack", app, "A", valid(), "is in no stack"},
+		{"a synthesizer without an execution role", cli, "A", valid(), "set DeployRoleARN (context agentdlq:deployRoleArn)"},
+		{"a redrive principal missing", own, "A", func() *Props { p := valid(); p.RedrivePrincipals = nil; return p }(),
+			`pipeline "agent-tasks" has no redrive principal`},
+		{"an account root as redrive principal", own, "A", func() *Props {
+			p := valid()
+			p.RedrivePrincipals["agent-tasks"] = "arn:aws:iam::123456789012:root"
+			return p
+		}(), "is not an IAM role or user ARN"},
+		{"a bad deploy role", own, "A", func() *Props { p := valid(); p.DeployRoleARN = "deployer"; return p }(),
+			`agentdlq:deployRoleArn: "deployer" is not an IAM role or user ARN`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var parts *Parts
+			var err error
+			require.NotPanics(t, func() { parts, err = Add(tt.scope, tt.id, tt.props) })
+			require.Error(t, err)
+			assert.Nil(t, parts)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
 }

@@ -49,7 +49,7 @@ const triageEnvLimit = 4096
 type TriageProps struct {
 	// Pipelines is required: the pipelines the triage watches.
 	Pipelines []*Pipeline
-	// Ledger is required: read with GetItem and BatchGetItem only.
+	// Ledger is required: read with GetItem only.
 	Ledger awsdynamodb.ITable
 	// Bucket is required: reports and eval exports go under <pipeline>/ (not
 	// <pipeline>/audit/, which belongs to the redrive).
@@ -146,11 +146,19 @@ func triageChunks(defs []any) ([][]int, error) {
 
 // NewTriage creates the triage Lambda with its read-only role, a schedule
 // per pipeline and a rule that starts it on every DLQ alarm of a pipeline.
-func NewTriage(scope constructs.Construct, id string, props *TriageProps) (*Triage, error) {
+func NewTriage(scope constructs.Construct, id string, props *TriageProps) (t *Triage, err error) {
 	if err := props.validate(); err != nil {
 		return nil, err
 	}
-	t := &Triage{Construct: constructs.NewConstruct(scope, jsii.String(id)), Schedules: map[string]awsevents.Rule{}, AlarmRules: map[string]awsevents.Rule{},
+	if err := checkScope(scope, id, true); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if recoverInto(&err, "triage construct", recover()) {
+			t = nil
+		}
+	}()
+	t = &Triage{Construct: constructs.NewConstruct(scope, jsii.String(id)), Schedules: map[string]awsevents.Rule{}, AlarmRules: map[string]awsevents.Rule{},
 		FunctionOf: map[string]awslambda.Function{}}
 	stack := awscdk.Stack_Of(t.Construct)
 
@@ -207,7 +215,7 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (*Tria
 	statements := []awsiam.PolicyStatement{
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("ReadOnlyScanOfTheDLQs"),
-			Actions:   jsii.Strings("sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:ListQueueTags"),
+			Actions:   jsii.Strings("sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"),
 			Resources: jsii.Strings(dlqARNs...),
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -240,7 +248,7 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (*Tria
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("ReadTheLedger"),
-			Actions:   jsii.Strings("dynamodb:GetItem", "dynamodb:BatchGetItem"),
+			Actions:   jsii.Strings("dynamodb:GetItem"),
 			Resources: jsii.Strings(*props.Ledger.TableArn()),
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{

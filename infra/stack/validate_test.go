@@ -35,7 +35,8 @@ func TestPipelineValidation(t *testing.T) {
 	bucket := awss3.Bucket_FromBucketName(scope, jsii.String("B"), jsii.String("bucket"))
 	key := awskms.Key_FromKeyArn(scope, jsii.String("K"), jsii.String("arn:aws:kms:us-east-1:123456789012:key/00000000-0000-0000-0000-000000000000"))
 	props := func(p pipeline.Pipeline) *PipelineProps {
-		return &PipelineProps{Pipeline: &p, Ledger: ledger, Bucket: bucket, AlarmKey: key, WorkerAssetDir: worker}
+		return &PipelineProps{Pipeline: &p, Ledger: ledger, Bucket: bucket, AlarmKey: key, WorkerAssetDir: worker,
+			RedrivePrincipalARN: "arn:aws:iam::123456789012:role/oncall"}
 	}
 	before := len(*scope.Node().Children())
 
@@ -77,6 +78,13 @@ func TestPipelineValidation(t *testing.T) {
 			[]string{"has no bootstrap (run `make build` first)"}},
 		{"bootstrap not executable", func() *PipelineProps { pp := props(valid()); pp.WorkerAssetDir = notExec; return pp },
 			[]string{"bootstrap must be an executable file"}},
+		{"no redrive principal", func() *PipelineProps { pp := props(valid()); pp.RedrivePrincipalARN = ""; return pp },
+			[]string{"props.RedrivePrincipalARN is required"}},
+		{"an account root as redrive principal", func() *PipelineProps {
+			pp := props(valid())
+			pp.RedrivePrincipalARN = "arn:aws:iam::123456789012:root"
+			return pp
+		}, []string{`props.RedrivePrincipalARN "arn:aws:iam::123456789012:root" is not an IAM role or user ARN`}},
 		{"every problem at once", func() *PipelineProps {
 			p := valid()
 			p.MaxReceiveCount, p.Owner = 10, ""
@@ -126,8 +134,11 @@ func TestStackValidation(t *testing.T) {
 		}, []string{`unknown pipeline "nope"`}},
 		{"redrive principal that is not an ARN", func(p *Props) {
 			p.RedrivePrincipals = map[string]string{"agent-tasks": "platform-oncall"}
-		}, []string{`"platform-oncall" for pipeline "agent-tasks" is not an IAM role, user or account-root ARN`}},
+		}, []string{`"platform-oncall" for pipeline "agent-tasks" is not an IAM role or user ARN`}},
 		{"maxReceiveCount 10 in the file", func(p *Props) { p.Pipelines[1].MaxReceiveCount = 10 }, []string{`pipeline "agent-steps": max_receive_count 10`}},
+		{"a pipeline without a redrive principal", func(p *Props) {
+			p.RedrivePrincipals = map[string]string{"agent-tasks": "arn:aws:iam::123456789012:role/x"}
+		}, []string{`pipeline "agent-steps" has no redrive principal`, "-c agentdlq:redrivePrincipals=agent-steps=arn:aws:iam::"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,10 +170,10 @@ func TestFromContext(t *testing.T) {
 		{"empty stack name", map[string]any{CtxStackName: ""}, "context agentdlq:stackName must be a non-empty string"},
 		{"principals not an object", map[string]any{CtxRedrivePrincipals: "arn:aws:iam::123456789012:root"}, "must be an object"},
 		{"principals as pairs (-c), with a bad ARN", map[string]any{CtxRedrivePrincipals: "agent-tasks=arn:aws:iam::123456789012:role/x,agent-steps=oncall", CtxPipelines: filepath.Join(fx.root, pipeline.DefaultFile)},
-			`"oncall" for pipeline "agent-steps" is not an IAM role, user or account-root ARN`},
+			`"oncall" for pipeline "agent-steps" is not an IAM role or user ARN`},
 		{"principals as text that is neither", map[string]any{CtxRedrivePrincipals: "oncall"}, "pipeline=ARN"},
 		{"principals as JSON text (-c), with a bad ARN", map[string]any{CtxRedrivePrincipals: `{"agent-tasks":"oncall"}`, CtxPipelines: filepath.Join(fx.root, pipeline.DefaultFile)},
-			`"oncall" for pipeline "agent-tasks" is not an IAM role, user or account-root ARN`},
+			`"oncall" for pipeline "agent-tasks" is not an IAM role or user ARN`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
