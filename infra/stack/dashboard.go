@@ -2,6 +2,7 @@ package stack
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
@@ -21,9 +22,21 @@ func searchByReason(def pipeline.Pipeline, metric, statistic, label string) awsc
 	})
 }
 
-// newDashboard creates the pipeline's dashboard: depth and age of the hot
-// queue and the DLQ, dead letters by reason, expiry risk, the worker, redrive
-// progress, and the alarms.
+// The titles of the dashboard's graphs; RUNBOOK.md names them.
+const (
+	GraphHotQueue       = "Hot queue: depth and age"
+	GraphDLQ            = "DLQ: depth and age"
+	GraphByReason       = "Dead letters by reason"
+	GraphExpiryRisk     = "Expiry risk"
+	GraphWorker         = "Worker: errors and outcomes"
+	GraphWorkerDuration = "Worker duration (ms): p50 and p99"
+	GraphRedrive        = "Redrive tasks: messages leaving the DLQ"
+)
+
+// newDashboard creates the pipeline's dashboard: each queue's depth beside
+// its age, dead letters by reason (live from the worker, and in the DLQ as
+// of the last triage), expiry risk, the worker's outcomes and duration,
+// redrive progress, and the alarms.
 func (p *Pipeline) newDashboard(def pipeline.Pipeline, runbook string) {
 	five := minutes(5)
 	maxOf := func(m awscloudwatch.Metric, label string) awscloudwatch.IMetric {
@@ -32,13 +45,28 @@ func (p *Pipeline) newDashboard(def pipeline.Pipeline, runbook string) {
 	sumOf := func(m awscloudwatch.Metric, label string) awscloudwatch.IMetric {
 		return m.With(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Label: jsii.String(label), Period: five})
 	}
+	// graph draws left and right metrics; an annotation with a label that
+	// ends in "(s)" goes on the right axis (ages), any other on the left.
 	graph := func(title string, left, right []awscloudwatch.IMetric, annotations ...*awscloudwatch.HorizontalAnnotation) awscloudwatch.IWidget {
-		props := &awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Width: jsii.Number(12), Height: jsii.Number(6), Left: &left}
+		props := &awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Width: jsii.Number(12), Height: jsii.Number(6), Left: &left,
+			// Depth and counts on the left, ages on the right: each its own axis.
+			LeftYAxis: &awscloudwatch.YAxisProps{Min: jsii.Number(0)}, RightYAxis: &awscloudwatch.YAxisProps{Min: jsii.Number(0)}}
 		if len(right) > 0 {
 			props.Right = &right
 		}
-		if len(annotations) > 0 {
-			props.LeftAnnotations = &annotations
+		var onLeft, onRight []*awscloudwatch.HorizontalAnnotation
+		for _, a := range annotations {
+			if strings.HasSuffix(*a.Label, "(s)") {
+				onRight = append(onRight, a)
+			} else {
+				onLeft = append(onLeft, a)
+			}
+		}
+		if len(onLeft) > 0 {
+			props.LeftAnnotations = &onLeft
+		}
+		if len(onRight) > 0 {
+			props.RightAnnotations = &onRight
 		}
 		return awscloudwatch.NewGraphWidget(props)
 	}
@@ -57,18 +85,22 @@ func (p *Pipeline) newDashboard(def pipeline.Pipeline, runbook string) {
 				awscloudwatch.NewAlarmStatusWidget(&awscloudwatch.AlarmStatusWidgetProps{Title: jsii.String("Alarms"), Alarms: &alarms, Width: jsii.Number(12), Height: jsii.Number(3)}),
 			},
 			{
-				graph("Depth: hot queue and DLQ",
-					[]awscloudwatch.IMetric{maxOf(p.HotQueue.MetricApproximateNumberOfMessagesVisible(nil), "hot visible"),
-						maxOf(p.HotQueue.MetricApproximateNumberOfMessagesNotVisible(nil), "hot in flight")},
-					[]awscloudwatch.IMetric{maxOf(p.DLQ.MetricApproximateNumberOfMessagesVisible(nil), "DLQ visible")}),
-				graph("Age of the oldest message (s)",
-					[]awscloudwatch.IMetric{maxOf(p.HotQueue.MetricApproximateAgeOfOldestMessage(nil), "hot queue")},
-					[]awscloudwatch.IMetric{maxOf(p.DLQ.MetricApproximateAgeOfOldestMessage(nil), "DLQ (time in the DLQ, not retention)")}),
+				graph(GraphHotQueue,
+					[]awscloudwatch.IMetric{maxOf(p.HotQueue.MetricApproximateNumberOfMessagesVisible(nil), "visible"),
+						maxOf(p.HotQueue.MetricApproximateNumberOfMessagesNotVisible(nil), "in flight")},
+					[]awscloudwatch.IMetric{maxOf(p.HotQueue.MetricApproximateAgeOfOldestMessage(nil), "age of the oldest (s)")},
+					&awscloudwatch.HorizontalAnnotation{Value: jsii.Number(float64(def.Alarms.HotOldestAgeSeconds)), Label: jsii.String("hot-backlog-age alarm (s)")}),
+				graph(GraphDLQ,
+					[]awscloudwatch.IMetric{maxOf(p.DLQ.MetricApproximateNumberOfMessagesVisible(nil), "visible")},
+					[]awscloudwatch.IMetric{maxOf(p.DLQ.MetricApproximateAgeOfOldestMessage(nil), "age of the oldest (s): time in the DLQ, not retention")}),
 			},
 			{
-				graph("Dead letters by reason",
-					[]awscloudwatch.IMetric{searchByReason(def, "DeadLettered", "Sum", "dead-lettered by the worker")},
-					[]awscloudwatch.IMetric{searchByReason(def, "DLQMessagesByReason", "Maximum", "in the DLQ (triage)")}),
+				// The worker emits DeadLettered by reason with every batch:
+				// live. DLQMessagesByReason is what the triage counted in the
+				// DLQ: it moves only when the triage runs.
+				graph(fmt.Sprintf("%s (live: the worker's; in the DLQ: refreshed when triage runs, every %d min)", GraphByReason, def.Triage.ScheduleMinutes),
+					[]awscloudwatch.IMetric{searchByReason(def, "DeadLettered", "Sum", "dead-lettered by the worker (live)")},
+					[]awscloudwatch.IMetric{searchByReason(def, "DLQMessagesByReason", "Maximum", "in the DLQ (as of the last triage)")}),
 				graph("Expiry risk",
 					[]awscloudwatch.IMetric{agentMetric(def, "DLQHoursToExpiry", "Minimum", five).With(&awscloudwatch.MetricOptions{Label: jsii.String("hours to the soonest expiry")})},
 					[]awscloudwatch.IMetric{agentMetric(def, "DLQExpiringSoon", "Maximum", five).With(&awscloudwatch.MetricOptions{Label: jsii.String("expiring within the warning window")}),
@@ -76,15 +108,23 @@ func (p *Pipeline) newDashboard(def pipeline.Pipeline, runbook string) {
 					&awscloudwatch.HorizontalAnnotation{Value: jsii.Number(float64(def.Alarms.ExpiryRiskHours)), Label: jsii.String("expiry-risk alarm")}),
 			},
 			{
-				graph("Worker",
+				graph(GraphWorker,
 					[]awscloudwatch.IMetric{sumOf(p.Worker.MetricErrors(nil), "errors"), sumOf(p.Worker.MetricThrottles(nil), "throttles"),
 						sumOf(agentMetric(def, "DLQSendFailures", "Sum", five), "DLQ send failures")},
 					[]awscloudwatch.IMetric{sumOf(agentMetric(def, "Processed", "Sum", five), "processed"), sumOf(agentMetric(def, "Retried", "Sum", five), "retried"),
 						sumOf(agentMetric(def, "DuplicatesSkipped", "Sum", five), "duplicates skipped")}),
+				graph(GraphWorkerDuration,
+					[]awscloudwatch.IMetric{
+						p.Worker.MetricDuration(&awscloudwatch.MetricOptions{Statistic: jsii.String("p50"), Label: jsii.String("p50"), Period: five}),
+						p.Worker.MetricDuration(&awscloudwatch.MetricOptions{Statistic: jsii.String("p99"), Label: jsii.String("p99"), Period: five}),
+					}, nil,
+					&awscloudwatch.HorizontalAnnotation{Value: jsii.Number(float64(def.WorkerTimeoutSeconds * 1000)), Label: jsii.String("timeout")}),
+			},
+			{
 				// Move tasks publish no metric of their own: a redrive shows as
 				// messages deleted from the DLQ (moved or selectively redriven)
 				// and sent to the hot queue.
-				graph("Redrive tasks: messages leaving the DLQ",
+				graph(GraphRedrive,
 					[]awscloudwatch.IMetric{sumOf(p.DLQ.MetricNumberOfMessagesDeleted(nil), "deleted from the DLQ (redriven)")},
 					[]awscloudwatch.IMetric{sumOf(p.HotQueue.MetricNumberOfMessagesSent(nil), "sent to the hot queue")}),
 			},

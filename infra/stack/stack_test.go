@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -613,7 +614,78 @@ func TestDashboard(t *testing.T) {
 		} {
 			assert.Contains(t, body, want)
 		}
+
+		// Each queue's age beside its depth, in one graph.
+		byTitle := widgets(t, parsed)
+		for title, queueID := range map[string]string{GraphHotQueue: hotID, GraphDLQ: dlqID} {
+			w, ok := byTitle[title]
+			require.True(t, ok, "graph %q", title)
+			assert.Contains(t, w, `"ApproximateNumberOfMessagesVisible","QueueName","${`+queueID+`.QueueName}"`, title)
+			assert.Contains(t, w, `"ApproximateAgeOfOldestMessage","QueueName","${`+queueID+`.QueueName}"`, title)
+		}
+		// The worker's duration, p50 and p99, against its timeout.
+		w := byTitle[GraphWorkerDuration]
+		assert.Contains(t, w, `"AWS/Lambda","Duration"`)
+		assert.Contains(t, w, `"stat":"p50"`)
+		assert.Contains(t, w, `"stat":"p99"`)
+		assert.Contains(t, w, fmt.Sprintf(`"value":%d`, def.WorkerTimeoutSeconds*1000))
+		// Dead letters by reason: live from the worker, and what the triage
+		// counted, which the title says refreshes only when it runs.
+		var byReason string
+		for title, w := range byTitle {
+			if strings.HasPrefix(title, GraphByReason) {
+				byReason = title
+				assert.Contains(t, w, `MetricName=\"DeadLettered\"`)
+				assert.Contains(t, w, `MetricName=\"DLQMessagesByReason\"`)
+			}
+		}
+		assert.Contains(t, byReason, fmt.Sprintf("refreshed when triage runs, every %d min", def.Triage.ScheduleMinutes))
 	})
+}
+
+// widgets returns each graph of a dashboard body by its title, as JSON.
+func widgets(t *testing.T, body map[string]any) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, w := range body["widgets"].([]any) {
+		p, _ := w.(map[string]any)["properties"].(map[string]any)
+		title, _ := p["title"].(string)
+		if title == "" {
+			continue
+		}
+		b, err := json.Marshal(p)
+		require.NoError(t, err)
+		out[title] = string(b)
+	}
+	return out
+}
+
+// TestRunbookNamesGraphsThatExist: the graphs RUNBOOK.md sends the reader
+// of an alarm to (in *italics*, in a paragraph that speaks of the dashboard)
+// are graphs of the dashboard.
+func TestRunbookNamesGraphsThatExist(t *testing.T) {
+	require.True(t, fx.synthOK)
+	data, err := os.ReadFile(filepath.Join(fx.root, "RUNBOOK.md"))
+	require.NoError(t, err)
+	titles := map[string]bool{}
+	for _, title := range []string{GraphHotQueue, GraphDLQ, GraphByReason, GraphExpiryRisk, GraphWorker, GraphWorkerDuration, GraphRedrive} {
+		titles[title] = true
+	}
+	named := 0
+	italic := regexp.MustCompile(`\*([^*]+)\*`)
+	bold := regexp.MustCompile(`\*\*[^*]+\*\*`)
+	// Paragraphs and list items, each joined into one line.
+	for _, block := range regexp.MustCompile(`\n(\s*\n|\s*- |\s*\d+\. )`).Split(string(data), -1) {
+		block = bold.ReplaceAllString(strings.Join(strings.Fields(block), " "), "")
+		if !strings.Contains(block, "dashboard") {
+			continue
+		}
+		for _, m := range italic.FindAllStringSubmatch(block, -1) {
+			named++
+			assert.True(t, titles[m[1]], "RUNBOOK.md names the graph %q, which the dashboard does not have", m[1])
+		}
+	}
+	assert.GreaterOrEqual(t, named, 3, "the hot-backlog section names its graphs")
 }
 
 // rateExpr is the schedule expression CDK writes for a rate of n minutes.
