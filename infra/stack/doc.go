@@ -1,30 +1,65 @@
-// Package stack is the CDK-in-Go side of agentdlq: the constructs that put a
-// pipeline definition (pipelines.json, read with pipeline.Load) into an AWS
-// account, and the stack that wires them. infra/main.go only reads the CDK
-// context and calls New.
+// Package stack is agentdlq's CDK-in-Go construct library and the stack that
+// this repository deploys: the constructs that put a pipeline definition
+// (pipelines.json, read with pipeline.Load) into an AWS account.
 //
-// One stack holds the shared parts and one Pipeline construct per entry of the
-// definition file:
+// # Two ways in
+//
+// A platform team with a CDK app of its own adds agentdlq to a stack it
+// already has, with one call and a Props struct:
+//
+//	parts, err := stack.Add(myStack, "AgentDLQ", &stack.Props{
+//		Pipelines:         file.Pipelines, // one pipeline, or several
+//		WorkerAssetDir:    "dist/worker",
+//		TriageAssetDir:    "dist/triage",
+//		RedrivePrincipals: map[string]string{"orders": "arn:aws:iam::111122223333:role/OrdersOncall"},
+//	})
+//
+// examples/cdk is such an app, in a module of its own. New creates a stack of
+// its own with the same parts (infra/main.go calls it through FromContext,
+// which reads the CDK context). The parts can also be composed one by one:
+// NewShared (the ledger, the eval bucket, the keys), NewPipeline per hot
+// queue, NewTriage. Each validates its props before it creates anything and
+// returns an error, never a panic: bad props, a scope in no stack, an id
+// already taken, a synthesizer without a deploy role. None depends on context
+// that only New sets, and none hard-codes a physical name.
+//
+// The package keeps the name stack, which it has had since the first deploy,
+// rather than moving to a package named for adopters: its constructs' logical
+// ids and an adopter's import path stay stable. It is the one package of the
+// module that imports the CDK (github.com/aws/aws-cdk-go/awscdk/v2,
+// cdk-nag-go): a module that uses the libraries but not this package does
+// not build the CDK.
+//
+// # What deploys
 //
 //   - Shared: the idempotency ledger (DynamoDB, on demand, TTL on expires_at,
-//     point-in-time recovery, KMS encryption), the eval dataset bucket (block
-//     public access, TLS only, SSE, versioning, lifecycle, access logs to a
-//     log bucket) and the KMS key of the alarm topics.
-//   - Pipeline (one per hot queue): the hot queue (standard or FIFO) and its own
-//     DLQ (same type, 14 days, RedriveAllowPolicy byQueue naming only its
-//     source), SSE and TLS-only queue policies, a DLQ policy that denies the
-//     message-move-task calls, DeleteMessage and PurgeQueue to everyone but the
-//     pipeline's redrive role; the worker Lambda (provided.al2023, arm64) with
-//     its SQS event source (ReportBatchItemFailures) and a least-privilege role;
-//     the redrive role, assumable only by the pipeline's owner; an encrypted,
-//     TLS-only alarm topic, the alarms of the pipeline and its dashboard.
-//   - Triage: one read-only triage Lambda per stack, run on an EventBridge
-//     schedule per pipeline and on every DLQ alarm.
+//     point-in-time recovery, encryption), the eval bucket (block public
+//     access, TLS only, SSE-KMS, versioning, lifecycle, access logs to a log
+//     bucket under a bucket policy, ACLs disabled) and the KMS keys of the
+//     alarm topics and of the data.
+//   - Pipeline (one per hot queue): the hot queue (standard or FIFO) and its
+//     own DLQ (same type, 14 days, RedriveAllowPolicy byQueue naming only its
+//     source), SSE and TLS-only queue policies; a DLQ policy that denies the
+//     message-move-task calls, DeleteMessage and PurgeQueue to everyone but
+//     the pipeline's redrive role, and SetQueueAttributes, DeleteQueue,
+//     AddPermission and RemovePermission to everyone but the principal that
+//     deploys the stack; the worker Lambda (provided.al2023, arm64, GOMEMLIMIT
+//     at 90% of its memory) with its SQS event source
+//     (ReportBatchItemFailures) and a role with exactly the calls its code
+//     makes; the redrive role, trusted by one named principal only; an
+//     encrypted, TLS-only alarm topic, the alarms of the pipeline and its
+//     dashboard.
+//   - Triage: the read-only triage Lambda, run on an EventBridge schedule per
+//     pipeline and on every DLQ alarm.
 //
-// Every construct validates its props before it creates anything and returns a
-// clear error; no physical name is hard-coded (the hot queue's name is
-// generated from the construct path, because its DLQ's RedriveAllowPolicy must
-// name it without a reference cycle). The names that tie the Lambdas, the CLI
-// and this app together (environment, tags, metrics) are pinned in
-// docs/wiring.md.
+// # IAM
+//
+// Each role is granted the SDK calls of the narrow client interfaces its code
+// is written against, mapped to IAM actions, and nothing else; the stack tests
+// derive that list from the interfaces and fail on any action beyond it. The
+// redrive role's ledger writes are limited to RedriveLedgerAttributes with
+// dynamodb:Attributes. No IAM role carries the agentdlq:owner tag.
+//
+// The names that tie the Lambdas, the CLI and this app together (environment,
+// tags, metrics) are pinned in docs/wiring.md.
 package stack
