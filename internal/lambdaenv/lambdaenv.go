@@ -12,6 +12,7 @@ package lambdaenv
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -55,4 +56,22 @@ func Endpoint(lookup func(string) string, serviceID string) *string {
 		return aws.String(v)
 	}
 	return nil
+}
+
+// MemoryLimit is the Go heap's soft limit for a function whose environment
+// has no GOMEMLIMIT (the agentdlq construct sets one at 90% of the memory
+// size; another deployment may not): 90% of AWS_LAMBDA_FUNCTION_MEMORY_SIZE
+// MiB, which the Lambda runtime always sets. Without a limit the heap may
+// grow to twice the live heap before a collection, past the function's
+// memory on a large batch. ok is false when GOMEMLIMIT is set (the Go
+// runtime has read it) or the size is missing or not a positive number.
+func MemoryLimit(lookup func(string) string) (limit int64, ok bool) {
+	if lookup("GOMEMLIMIT") != "" {
+		return 0, false
+	}
+	mb, err := strconv.ParseInt(lookup("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"), 10, 64)
+	if err != nil || mb <= 0 || mb > 1<<20 {
+		return 0, false
+	}
+	return mb << 20 / 10 * 9, true
 }

@@ -51,3 +51,27 @@ func TestEndpoint(t *testing.T) {
 		})
 	}
 }
+
+func TestMemoryLimit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name  string
+		env   map[string]string
+		limit int64 // want
+		ok    bool  // want
+	}{
+		{"90% of 1024 MiB", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024"}, 1024 << 20 / 10 * 9, true},
+		{"90% of 128 MiB", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128"}, 128 << 20 / 10 * 9, true},
+		{"GOMEMLIMIT set: the runtime's", map[string]string{"GOMEMLIMIT": "900MiB", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1024"}, 0, false},
+		{"no size", map[string]string{}, 0, false},
+		{"size not a number", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1GB"}, 0, false},
+		{"size zero", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "0"}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			limit, ok := MemoryLimit(env(tt.env))
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.limit, limit)
+		})
+	}
+}

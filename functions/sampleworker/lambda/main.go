@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"runtime/debug"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -19,6 +20,9 @@ import (
 
 func main() {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	if limit, ok := lambdaenv.MemoryLimit(os.Getenv); ok { // GOMEMLIMIT unset: 90% of the function's memory
+		debug.SetMemoryLimit(limit)
+	}
 	w, err := setup(log)
 	if err != nil { // fail fast: a misconfigured worker acknowledges nothing
 		log.Error("worker configuration", slog.String("error", err.Error()))
