@@ -164,6 +164,13 @@
 // trace_id, written for failures only: nothing per successful record.
 // Error texts are redacted (deadletter.Redact) before they are logged or stamped.
 //
+// # Testing a handler
+//
+// Package batchtest (functions/batch/batchtest) runs a Handler through
+// this processor with an in-memory ledger and a recording DLQ: build an
+// event from bodies and attributes, run it, and require each record's
+// fate (acknowledged, retried, dead-lettered with a reason).
+//
 // # Bad input
 //
 // A body that is not JSON is the handler's poison; a record with no

@@ -2,9 +2,6 @@ package ledgertest
 
 import (
 	"context"
-	"fmt"
-	"runtime"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/tbrec"
 	"github.com/agentdlq/agentdlq/ledger"
 )
 
@@ -171,50 +169,17 @@ func (n *naive) Get(_ context.Context, key string) (ledger.Entry, bool, error) {
 	return e, ok, nil
 }
 
-// recorder is a testing.TB that records failures instead of failing the
-// test. FailNow ends the goroutine, as testing.T's does.
-type recorder struct {
-	testing.TB
-	mu     sync.Mutex
-	failed bool
-	msgs   []string
-}
-
-func (r *recorder) Helper()             {}
-func (r *recorder) Log(...any)          {}
-func (r *recorder) Logf(string, ...any) {}
-func (r *recorder) Error(args ...any)   { r.Errorf("%s", fmt.Sprint(args...)) }
-func (r *recorder) Errorf(format string, args ...any) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failed = true
-	r.msgs = append(r.msgs, fmt.Sprintf(format, args...))
-}
-func (r *recorder) Fail()                             { r.Errorf("failed") }
-func (r *recorder) FailNow()                          { r.Fail(); runtime.Goexit() }
-func (r *recorder) Fatal(args ...any)                 { r.Error(args...); runtime.Goexit() }
-func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...); runtime.Goexit() }
-func (r *recorder) Failed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.failed
-}
-
 // runCases runs every case on its own naive ledger with b switched on and
 // returns the names of the cases that failed.
 func runCases(t *testing.T, b broken) []string {
 	var failed []string
 	for _, c := range cases {
-		rec := &recorder{TB: t}
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			c.run(rec, &suite{l: &naive{entries: map[string]ledger.Entry{}, broken: b}, prefix: "self-test"})
-		}()
-		<-done
-		if rec.Failed() {
+		bad, msgs := tbrec.Run(t, func(tb testing.TB) {
+			c.run(tb, &suite{l: &naive{entries: map[string]ledger.Entry{}, broken: b}, prefix: "self-test"})
+		})
+		if bad {
 			failed = append(failed, c.name)
-			t.Logf("broken %d: %q failed: %s", b, c.name, strings.Join(rec.msgs, "; "))
+			t.Logf("broken %d: %q failed: %s", b, c.name, msgs)
 		}
 	}
 	return failed

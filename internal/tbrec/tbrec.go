@@ -1,0 +1,60 @@
+// Package tbrec runs test helpers on a testing.TB that records their
+// failures instead of failing the test: the tests of the public test
+// helpers (ledger/ledgertest, functions/batch/batchtest) check with it
+// that a helper fails when it must and passes when it may.
+package tbrec
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// TB records failures. FailNow, Fatal and Fatalf end the calling goroutine
+// as testing.T's do, so run the helper with Run.
+type TB struct {
+	testing.TB // the real test, for everything not overridden
+	mu         sync.Mutex
+	failed     bool
+	msgs       []string
+}
+
+// Run calls f with a recording TB on a goroutine of its own and returns
+// whether f failed and what it said.
+func Run(t testing.TB, f func(t testing.TB)) (failed bool, msgs string) {
+	rec := &TB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(rec)
+	}()
+	<-done
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.failed, strings.Join(rec.msgs, "; ")
+}
+
+func (r *TB) Helper()             {}
+func (r *TB) Log(...any)          {}
+func (r *TB) Logf(string, ...any) {}
+func (r *TB) Error(args ...any)   { r.Errorf("%s", fmt.Sprint(args...)) }
+
+func (r *TB) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed = true
+	r.msgs = append(r.msgs, fmt.Sprintf(format, args...))
+}
+
+func (r *TB) Fail()                             { r.Errorf("failed") }
+func (r *TB) FailNow()                          { r.Fail(); runtime.Goexit() }
+func (r *TB) Fatal(args ...any)                 { r.Error(args...); runtime.Goexit() }
+func (r *TB) Fatalf(format string, args ...any) { r.Errorf(format, args...); runtime.Goexit() }
+
+func (r *TB) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
