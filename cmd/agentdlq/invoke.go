@@ -84,7 +84,7 @@ is refused with an error and exit code 2.`,
 
 type invokeOutput struct {
 	BatchItemFailures []events.SQSBatchItemFailure `json:"batchItemFailures"`
-	DeadLetters       []sqsio.DeadLetter              `json:"deadLetters"`
+	DeadLetters       []sqsio.DeadLetter           `json:"deadLetters"`
 }
 
 // readSQSEvent reads a Lambda SQS event file, refusing with a clear error
