@@ -19,11 +19,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/esm"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/internal/workload"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -80,19 +82,24 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 		return err
 	}
 
-	step("1/7 local emulators (127.0.0.1 only)")
+	step("1/9 local emulators (127.0.0.1 only)")
 	stopEmulators := func() {}
 	names := topology.LocalNames(p)
+	var deps sampleworker.DependencyDir
 	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
-		stop, err := startPrivateEmulators(ctx, out, f.keep)
+		stop, state, err := startPrivateEmulators(ctx, out, f.keep)
 		if err != nil {
 			return err
 		}
+		deps = sampleworker.DependencyDir{Dir: filepath.Join(state, "dependencies")}
 		var once sync.Once
 		stopEmulators = func() { once.Do(stop) }
 		defer stopEmulators()
 	} else {
 		fmt.Fprintln(out, "using the running emulators at", os.Getenv("AWS_ENDPOINT_URL_SQS"))
+		if deps, err = localDependencies(); err != nil {
+			return err
+		}
 		// Fresh queues of this run, so that what an earlier run left is not counted.
 		stamp := "-demo-" + time.Now().UTC().Format("150405")
 		names = topology.Names{Hot: p.Name + stamp, DLQ: p.Name + stamp + "-dlq"}
@@ -106,7 +113,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	}
 	sqsc := sqs.NewFromConfig(cfg)
 
-	step("2/7 topology of pipeline %q from %s", p.Name, g.configPath)
+	step("2/9 topology of pipeline %q from %s", p.Name, g.configPath)
 	q, err := topology.CreateNamed(ctx, sqsc, p, names)
 	if err != nil {
 		return err
@@ -122,7 +129,11 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	fmt.Fprintf(out, "demo timings (workload.Quick): worker timeout %ds, visibility %ds, backoff %d-%ds; the rest as in %s\n",
 		p.WorkerTimeoutSeconds, p.VisibilityTimeoutSeconds, p.Backoff.BaseSeconds, p.Backoff.MaxSeconds, g.configPath)
 
-	step("3/7 send a mixed workload")
+	step("3/9 an outage: %s goes down; send a mixed workload", demoDependency)
+	if err := deps.Set(demoDependency, true); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "$ agentdlq local dependency down %s   (tasks calling it fail until it is back)\n", demoDependency)
 	prefix := "demo" + time.Now().UTC().Format("150405")
 	tasks := workload.Demo(prefix)
 	sent, err := workload.Send(ctx, sqsc, q.HotURL, p.FIFO, tasks, 4)
@@ -131,7 +142,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	}
 	fmt.Fprintf(out, "sent %d tasks: %s\n", len(sent), kindCounts(tasks))
 
-	step("4/7 drain with the real worker through the local event source mapping")
+	step("4/9 drain with the real worker through the local event source mapping")
 	logPath := filepath.Join(f.out, "worker.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -141,7 +152,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	log := slog.New(slog.NewJSONHandler(logFile, nil))
 	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), topology.LocalLedgerTable)
 	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: q, SQS: sqsc, Ledger: l, WorkerVersion: "demo", Logger: log, Metrics: logFile,
-		Concurrency: sampleworker.LambdaConcurrency})
+		Concurrency: sampleworker.LambdaConcurrency, Dependencies: deps})
 	if err != nil {
 		return err
 	}
@@ -158,7 +169,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	fmt.Fprintf(out, "%d pollers, batch size %d, window %ds: %d invocations, %d records received, %d deleted, %d left to their visibility timeout or backoff (worker log and metrics: %s)\n",
 		mc.Pollers, mc.BatchSize, p.BatchWindowSeconds, stats.Batches, stats.Received, stats.Deleted, stats.Failed, logPath)
 
-	step("5/7 triage the DLQ (read-only) and export the eval dataset")
+	step("5/9 triage the DLQ (read-only) and export the eval dataset")
 	evalDir := filepath.Join(f.out, "evals")
 	report, err := triage.Run(ctx, triage.Config{
 		Pipeline: p, DLQURL: q.DLQURL, SQS: sqsc, Ledger: l,
@@ -174,7 +185,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 		fmt.Fprintf(out, "eval export: %d records → %s\n", report.Export.Exported, filepath.Join(evalDir, report.Export.RecordsKey))
 	}
 
-	step("6/7 redrive plan")
+	step("6/9 redrive plan")
 	var groups []redrive.Group
 	for _, gr := range report.Groups {
 		groups = append(groups, redrive.Group{Reason: gr.Reason, Fingerprint: gr.Fingerprint, Count: gr.Count})
@@ -183,7 +194,18 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 		return err
 	}
 
-	step("7/7 account for every message sent")
+	step("7/9 the fix: %s is back up", demoDependency)
+	if err := deps.Set(demoDependency, false); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "$ agentdlq local dependency up %s\n", demoDependency)
+
+	step("8/9 redrive the %s dead letters: a canary first, while the worker consumes", deadletter.ReasonDependencyOpen)
+	if err := demoRedrive(ctx, out, p, q, sqsc, l, w, cfg.Region, log, f.out); err != nil {
+		return err
+	}
+
+	step("9/9 account for every message sent")
 	msgs, _, err := triage.Scan(ctx, sqsc, q.DLQURL, triage.ScanOptions{})
 	if err != nil {
 		return err
@@ -215,15 +237,97 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	return nil
 }
 
+// demoDependency is the sample dependency whose outage the demo shows.
+const demoDependency = "search-api"
+
+// demoRedrive moves the dependency_open dead letters back, one canary first,
+// with the worker consuming the hot queue meanwhile, and says what became of
+// them.
+func demoRedrive(ctx context.Context, out io.Writer, p *pipeline.Pipeline, q topology.Queues, sqsc *sqs.Client, l ledger.Ledger,
+	w *sampleworker.Worker, region string, log *slog.Logger, dir string) error {
+	r := &redrive.Redriver{
+		Pipeline: p,
+		Queues:   redrive.Queues{HotURL: q.HotURL, HotARN: q.HotARN, DLQURL: q.DLQURL, DLQARN: q.DLQARN, FIFO: q.FIFO},
+		SQS:      sqsc, Local: true, Ledger: l, Tag: redrive.TriageTagger, Logger: log,
+		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: filepath.Join(dir, "audit.jsonl")}, Logger: log},
+	}
+	mc := esm.FromPipeline(p, q, region)
+	mc.Logger, mc.WaitTime = log, time.Second
+	m, err := esm.New(sqsc, w.Handle, mc)
+	if err != nil {
+		return err
+	}
+	type result struct {
+		stats esm.Stats
+		err   error
+	}
+	done := make(chan result, 1)
+	workCtx, stopWorker := context.WithCancel(ctx)
+	defer stopWorker()
+	go func() {
+		st, err := m.Run(workCtx)
+		done <- result{st, err}
+	}()
+	why := demoDependency + " is back up"
+	fmt.Fprintf(out, "$ agentdlq redrive select --pipeline %s --reason %s --owner %s --why '%s' --canary 1\n", p.Name, deadletter.ReasonDependencyOpen, p.Owner, why)
+	res, err := r.Select(ctx, redrive.SelectRequest{
+		Who:      redrive.Who{Owner: p.Owner, Why: why},
+		Selector: redrive.Selector{Reasons: []deadletter.Reason{deadletter.ReasonDependencyOpen}},
+		Rate:     50, Canary: 1, CanaryTimeout: 2 * time.Minute,
+	})
+	if err == nil {
+		// The worker stops once the hot queue is empty: every redriven
+		// letter processed (or, had it failed, back in the DLQ).
+		err = waitEmpty(ctx, sqsc, q.HotURL, 2*time.Minute)
+	}
+	stopWorker()
+	worker := <-done
+	if err != nil {
+		return fmt.Errorf("demo redrive: %w", err)
+	}
+	if worker.err != nil {
+		return worker.err
+	}
+	if res.Canary != nil {
+		fmt.Fprintf(out, "canary: %d moved, %d processed, %d dead-lettered again: it passed, the rest followed\n", res.Canary.Moved, res.Canary.Processed, res.Canary.DeadLettered)
+	}
+	fmt.Fprintf(out, "redriven %d dead letters of %s; the worker then processed %d records (audit: %s)\n",
+		res.Moved, deadletter.ReasonDependencyOpen, worker.stats.Deleted, filepath.Join(dir, "audit.jsonl"))
+	return nil
+}
+
+// waitEmpty waits until the queue holds nothing visible, in flight or
+// delayed, or timeout passes.
+func waitEmpty(ctx context.Context, api esm.AttributesAPI, url string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		n, err := esm.Depth(ctx, api, url)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d messages still on %s after %s", n, url, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
 // startPrivateEmulators starts emulators on free ports in a fresh state
 // directory and points this process at them; stop stops them.
-func startPrivateEmulators(ctx context.Context, out io.Writer, keep bool) (stop func(), err error) {
+func startPrivateEmulators(ctx context.Context, out io.Writer, keep bool) (stop func(), state string, err error) {
 	if err := os.MkdirAll(".local", 0o755); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	dir, err := os.MkdirTemp(".local", "demo.")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	abs, _ := filepath.Abs(dir)
 	script := filepath.Join("scripts", "local.sh")
@@ -246,17 +350,17 @@ func startPrivateEmulators(ctx context.Context, out io.Writer, keep bool) (stop 
 	}
 	if _, err := run(ctx, "up", out); err != nil {
 		stop()
-		return nil, fmt.Errorf("starting the emulators (%s up): %w", script, err)
+		return nil, "", fmt.Errorf("starting the emulators (%s up): %w", script, err)
 	}
 	env, err := run(ctx, "env", out)
 	if err != nil {
 		stop()
-		return nil, err
+		return nil, "", err
 	}
 	for k, v := range parseExports(string(env)) {
 		_ = os.Setenv(k, v)
 	}
-	return stop, nil
+	return stop, abs, nil
 }
 
 func kindCounts(tasks []workload.Task) string {

@@ -166,7 +166,7 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out io.Writ
 		if f.jsonOnly {
 			w = io.Discard
 		}
-		stop, err := startPrivateEmulators(ctx, w, false)
+		stop, _, err := startPrivateEmulators(ctx, w, false)
 		if err != nil {
 			return err
 		}

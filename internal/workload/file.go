@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 )
@@ -25,12 +26,27 @@ func ReadFile(path string) ([]Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workload: %w", err)
 	}
+	return Parse(path, data)
+}
+
+// Read is ReadFile of what r holds (name says where it came from, for the
+// errors: a path, or "-" for stdin).
+func Read(name string, r io.Reader) ([]Task, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("workload %s: %w", name, err)
+	}
+	return Parse(name, data)
+}
+
+// Parse is ReadFile of data (name says where it came from).
+func Parse(name string, data []byte) ([]Task, error) {
 	bodies, err := parseBodies(data)
 	if err != nil {
-		return nil, fmt.Errorf("workload %s: %w", path, err)
+		return nil, fmt.Errorf("workload %s: %w", name, err)
 	}
 	if len(bodies) == 0 {
-		return nil, fmt.Errorf("workload %s: no messages", path)
+		return nil, fmt.Errorf("workload %s: no messages", name)
 	}
 	tasks := make([]Task, len(bodies))
 	for i, b := range bodies {

@@ -38,6 +38,12 @@ type SendAPI interface {
 // queue gets each task's run as its message group and its task id as the
 // deduplication id. Any entry that fails fails the whole Send.
 func Send(ctx context.Context, api SendAPI, queueURL string, fifo bool, tasks []Task, senders int) ([]Sent, error) {
+	return SendProgress(ctx, api, queueURL, fifo, tasks, senders, nil)
+}
+
+// SendProgress is Send that calls onSent (when not nil) with the number of
+// messages of each batch sent, from the sending goroutines.
+func SendProgress(ctx context.Context, api SendAPI, queueURL string, fifo bool, tasks []Task, senders int, onSent func(n int)) ([]Sent, error) {
 	sent := make([]Sent, len(tasks))
 	batches := make(chan int)
 	var (
@@ -75,6 +81,9 @@ func Send(ctx context.Context, api SendAPI, queueURL string, fifo bool, tasks []
 				for _, ok := range out.Successful {
 					i, _ := strconv.Atoi(aws.ToString(ok.Id))
 					sent[i] = Sent{MessageID: aws.ToString(ok.MessageId), Task: tasks[i]}
+				}
+				if onSent != nil {
+					onSent(len(out.Successful))
 				}
 			}
 		}()

@@ -39,7 +39,7 @@ const (
 	BudgetExhausted        Kind = "budget_exhausted"         // 429 on every receive
 	EffectUnknown          Kind = "effect_unknown"           // a timeout after a mutating call started
 	AuthConfig             Kind = "auth_config"              // AccessDenied on every receive
-	DependencyOpen         Kind = "dependency_open"          // a circuit breaker open on every receive
+	DependencyOpen         Kind = "dependency_open"          // search-api's circuit breaker open while search-api is down
 )
 
 // AllKinds lists every kind.
@@ -70,6 +70,10 @@ type Expect struct {
 	Reason deadletter.Reason
 	// Attempts is the number of handler invocations the message gets.
 	Attempts int
+	// Recovers is true when the failure ends with its cause (a dependency
+	// back up): the task may end processed, after a redrive, instead of
+	// dead-lettered with Reason.
+	Recovers bool
 }
 
 // Expect is the outcome of kind k on pipeline p (maxReceiveCount decides how
@@ -82,7 +86,9 @@ func (k Kind) Expect(p *pipeline.Pipeline) Expect {
 		return Expect{Processed: true, Attempts: 2}
 	case Panic:
 		return Expect{Reason: deadletter.ReasonUnclassified, Attempts: 1}
-	case BudgetExhausted, AuthConfig, DependencyOpen:
+	case DependencyOpen:
+		return Expect{Reason: deadletter.Reason(k), Attempts: p.MaxReceiveCount, Recovers: true}
+	case BudgetExhausted, AuthConfig:
 		return Expect{Reason: deadletter.Reason(k), Attempts: p.MaxReceiveCount}
 	default:
 		return Expect{Reason: deadletter.Reason(k), Attempts: 1}
@@ -220,6 +226,11 @@ func Demo(prefix string) []Task {
 	// (eval.threshold is 3 by default).
 	for range 3 {
 		add(ToolVersionUnsupported, 0)
+	}
+	// The outage: more tasks calling search-api while it is down; they
+	// dead-letter, and after the fix a redrive processes them.
+	for range 2 {
+		add(DependencyOpen, 0)
 	}
 	return ts
 }
