@@ -32,6 +32,7 @@ func newRootCmd() *cobra.Command {
 		newLocalCmd(g),
 		newLedgerCmd(g),
 		newUICmd(g),
+		newSendCmd(g),
 	)
 	return root
 }
