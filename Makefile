@@ -43,6 +43,25 @@ demo:
 	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
 	@.local/bin/agentdlq demo
 
+## demo-console: make demo with the emulators kept, then the console (agentdlq ui) on them until Ctrl-C
+.PHONY: demo-console
+demo-console:
+	@mkdir -p .local/bin
+	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
+	@scripts/demo-console.sh
+
+## ui-screenshots: PNGs of every console page (1280x800 and phone size) under out/screenshots/, from a seeded local pipeline in headless Chromium
+.PHONY: ui-screenshots
+ui-screenshots:
+	@mkdir -p out/screenshots
+	@AGENTDLQ_SCREENSHOTS=$(CURDIR)/out/screenshots GOTESTFLAGS="-run ^TestBrowser$$ -count=1" scripts/test.sh ./console/
+	@ls out/screenshots/*.png
+
+## bench-console: every console page served from a report of 100,000 dead letters (time per page)
+.PHONY: bench-console
+bench-console:
+	$(GO) test ./console -run '^$$' -bench Pages100k -benchtime 20x
+
 ## bench-load: no-loss load bench, TASKS (default 20000) tasks of the demo's mix through the local pipeline
 .PHONY: bench-load
 TASKS ?= 20000

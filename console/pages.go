@@ -126,10 +126,12 @@ func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := pipelineData{Key: sn.key, LoadErr: sn.loadErr, Letters: sn.letters != nil}
-	if sn != nil && sn.report != nil {
-		d.View = triage.HTMLView{Report: sn.report, Chart: sn.chart, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit}
+	pg := page{Title: p.Name, Nav: "pipeline", P: p, Data: &d, CSRF: s.csrf}
+	if sn.report != nil {
+		d.View = triage.HTMLView{Report: sn.report, Chart: sn.chart, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit,
+			Extra: map[string]any{"Page": &pg, "Data": &d}}
 	}
-	s.render(w, r, http.StatusOK, "pipeline-page", page{Title: p.Name, Nav: "pipeline", P: p, Data: d})
+	s.render(w, r, http.StatusOK, "pipeline-page", pg)
 }
 
 // reportHTML serves the kept report.html of the latest report.
@@ -237,6 +239,9 @@ type letterData struct {
 	Error     string // a refused reveal
 	Actor     string
 	Why       string
+	// Tenant is the letter's tenant as the report shows tenants (hashed
+	// when the pipeline's eval.hash_fields names it).
+	Tenant string
 }
 
 type attrRow struct{ Name, Type, Value string }
@@ -287,6 +292,10 @@ func (s *Server) renderLetter(w http.ResponseWriter, r *http.Request, revealed b
 		}
 	}
 	d.Revealed = revealed
+	d.Tenant = s.tenant(p, t.Hints.Tenant)
+	if revealed {
+		d.Tenant = t.Hints.Tenant
+	}
 	d.Body = prettyBody(t.Body, p, revealed)
 	names := make([]string, 0, len(t.Attributes))
 	for n := range t.Attributes {
@@ -427,7 +436,13 @@ func short(fp string) string {
 
 func consoleFuncs() template.FuncMap {
 	return template.FuncMap{
-		"short":     short,
+		"short": short,
+		"tsec": func(t time.Time) string {
+			if t.IsZero() {
+				return "-"
+			}
+			return t.UTC().Format("2006-01-02 15:04:05Z")
+		},
 		"countdown": countdown,
 		"pct": func(n, total int) int {
 			if total <= 0 {

@@ -53,11 +53,24 @@ type ChartLegend struct {
 	Latest int // its count in the latest run
 }
 
-// reasonColors is one colour per reason in taxonomy order (colour-blind
-// friendly first: Okabe-Ito, then darker tones).
+// reasonColors is one colour per reason, in taxonomy order
+// (deadletter.AllReasons), each far enough from the others to tell apart
+// in a stacked bar.
 var reasonColors = []string{
-	"#0072b2", "#e69f00", "#009e73", "#cc79a7", "#d55e00", "#56b4e9", "#f0e442",
-	"#000000", "#7f3c8d", "#11a579", "#3969ac", "#f2b701", "#e73f74", "#80ba5a",
+	"#4e79a7", // budget_exhausted: blue
+	"#f28e2b", // json_invalid: orange
+	"#e15759", // schema_invalid: red
+	"#b07aa1", // tool_unknown: purple
+	"#ff9da7", // tool_version_unsupported: pink
+	"#9c755f", // signature_invalid: brown
+	"#76b7b2", // guardrail_reject: teal
+	"#edc948", // auth_config: yellow
+	"#59a14f", // dependency_open: green
+	"#2b2b2b", // effect_unknown: near black
+	"#8c8c3c", // policy_limit: olive
+	"#bab0ac", // unclassified: grey
+	"#17becf", // receive_limit: cyan
+	"#7b4173", // redrive_loop: plum
 }
 
 // ReasonColor is the chart colour of a reason.
@@ -71,7 +84,7 @@ func ReasonColor(r deadletter.Reason) string {
 
 // BuildChart lays out the history (oldest first) as a stacked bar chart.
 func BuildChart(history []HistoryPoint) Chart {
-	c := Chart{Width: 720, Height: 220, PlotTop: 12, PlotBottom: 190, PlotLeft: 44}
+	c := Chart{Width: 960, Height: 190, PlotTop: 10, PlotBottom: 162, PlotLeft: 44}
 	if len(history) == 0 {
 		return c
 	}

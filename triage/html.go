@@ -44,6 +44,9 @@ type HTMLView struct {
 	GroupLimit int
 	// CSS is the inline stylesheet of report.html.
 	CSS template.CSS
+	// Extra is what the console's own templates need beside the report
+	// (its "pipeline-actions" block); nil in report.html.
+	Extra any
 }
 
 // HTMLFuncs are the template functions of the report's templates; the

@@ -173,7 +173,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	evalDir := filepath.Join(f.out, "evals")
 	report, err := triage.Run(ctx, triage.Config{
 		Pipeline: p, DLQURL: q.DLQURL, SQS: sqsc, Ledger: l,
-		Dest: triage.Folder{Root: evalDir}, WriteReport: true, Logger: log,
+		Dest: triage.Folder{Root: evalDir}, Reports: triage.Folder{Root: f.out}, WriteReport: true, Logger: log,
 	})
 	if err != nil && report == nil {
 		return err
@@ -234,6 +234,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	if !acct.AddsUp() || acct.Lost > 0 || len(acct.Unexpected) > 0 || acct.ExtraDeadLetters > 0 {
 		return errors.New("demo: the accounting does not hold (see above)")
 	}
+	fmt.Fprintln(out, "\nLook at it in the console (the demo again, emulators kept, then agentdlq ui): make demo-console")
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -44,6 +45,10 @@ func TestDemoAccountsForEveryMessage(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Join(f.out, "evals", "agent-tasks"))
 	require.NoError(t, err)
 	assert.NotEmpty(t, entries)
+	reports, err := filepath.Glob(filepath.Join(f.out, "agent-tasks", "reports", "*.html"))
+	require.NoError(t, err)
+	assert.Len(t, reports, 1, "the report is kept where agentdlq ui reads it")
+	assert.True(t, strings.HasSuffix(out.String(), "make demo-console\n"), "the demo ends with the console command")
 }
 
 func TestParseExports(t *testing.T) {
