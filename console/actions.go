@@ -162,7 +162,7 @@ func (s *Server) rejectPost(w http.ResponseWriter, r *http.Request) {
 	}
 	f := redriveForm{Reason: r.PostFormValue("r"), Fingerprint: r.PostFormValue("fp"), Owner: strings.TrimSpace(r.PostFormValue("owner")),
 		Why: strings.TrimSpace(r.PostFormValue("why")), Rate: redrive.DefaultRate, Canary: 1}
-	rd, err := s.redriver(r.Context(), p)
+	rd, err := s.redriver(r.Context(), p, nil)
 	if err == nil {
 		var fps []string
 		if f.Fingerprint != "" {
@@ -178,7 +178,7 @@ func (s *Server) rejectPost(w http.ResponseWriter, r *http.Request) {
 		s.renderRedrive(w, r, http.StatusUnprocessableEntity, f, "Reject refused: "+err.Error())
 		return
 	}
-	http.Redirect(w, r, "/audit?"+url.Values{"p": {p.Name}, "action": {redrive.ActionReject}}.Encode(), http.StatusSeeOther)
+	http.Redirect(w, r, "/audit?"+url.Values{"p": {p.Name}, "action": {string(redrive.ActionReject)}}.Encode(), http.StatusSeeOther)
 }
 
 // jobPage shows a job's progress, reloading itself every second until done.

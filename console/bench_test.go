@@ -15,7 +15,7 @@ import (
 func BenchmarkPages100k(b *testing.B) {
 	f := newFixture(b, 100_000)
 	for i := range 10_000 {
-		f.audit.recs = append(f.audit.recs, redrive.Record{Time: t0, Actor: "platform-oncall", Pipeline: "agent-tasks", Action: redrive.ActionPlan, Outcome: redrive.OutcomeShown,
+		f.audit.recs = append(f.audit.recs, redrive.AuditEntry{Time: t0, Actor: "platform-oncall", Pipeline: "agent-tasks", Action: redrive.ActionPlan, Outcome: redrive.OutcomeShown,
 			Reasons: []string{"budget_exhausted"}, Counts: map[string]int{"total": i}})
 	}
 	g := f.r.Groups[0]

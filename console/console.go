@@ -22,10 +22,10 @@ import (
 var files embed.FS
 
 // SQSAPI is what the console needs of SQS: the overview's queue
-// attributes, triage's scan, and a selective redrive (the SDK client is all
-// of them).
+// attributes, triage's scan, and what a redrive.Redriver calls (the SDK
+// client is all of them).
 type SQSAPI interface {
-	redrive.SelectAPI
+	redrive.API
 	triage.ScanAPI
 }
 
@@ -44,7 +44,8 @@ type Config struct {
 	// emulators); see redrive.IsLocalEndpoint.
 	Local bool
 	// Ledger is optional: the letter page's ledger entry, triage's counts;
-	// a redrive needs it.
+	// a redrive (a dry run included) needs it: redrive.New refuses without
+	// one (redrive.ErrNoLedger).
 	Ledger ledger.Ledger
 	// Reports is required: where triage reports are kept and read
 	// (triage.Folder{Root: "out"} locally, the eval bucket in AWS).
@@ -65,7 +66,7 @@ type Config struct {
 // AuditLog is a pipeline's audit: where records go and how they are read back.
 type AuditLog interface {
 	redrive.Store
-	Records(ctx context.Context) ([]redrive.Record, error)
+	Records(ctx context.Context) ([]redrive.AuditEntry, error)
 }
 
 // Server is the console: an http.Handler.

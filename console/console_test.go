@@ -144,7 +144,7 @@ func TestReveal(t *testing.T) {
 	assert.Contains(t, w.Body.String(), "revealed")
 
 	require.Len(t, f.audit.recs, 2)
-	assert.Equal(t, []string{redrive.OutcomeRefused, redrive.OutcomeOK}, []string{f.audit.recs[0].Outcome, f.audit.recs[1].Outcome})
+	assert.Equal(t, []redrive.AuditOutcome{redrive.OutcomeRefused, redrive.OutcomeOK}, []redrive.AuditOutcome{f.audit.recs[0].Outcome, f.audit.recs[1].Outcome})
 	rec := f.audit.recs[1]
 	assert.Equal(t, ActionReveal, rec.Action)
 	assert.Equal(t, "ana", rec.Actor)

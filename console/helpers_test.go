@@ -93,14 +93,14 @@ func letters(t testing.TB, n int) []triage.Message {
 }
 
 // memAudit is an in-memory AuditLog.
-type memAudit struct{ recs []redrive.Record }
+type memAudit struct{ recs []redrive.AuditEntry }
 
-func (m *memAudit) Append(_ context.Context, r redrive.Record) error {
+func (m *memAudit) Append(_ context.Context, r redrive.AuditEntry) error {
 	m.recs = append(m.recs, r)
 	return nil
 }
-func (m *memAudit) Records(context.Context) ([]redrive.Record, error) {
-	return append([]redrive.Record(nil), m.recs...), nil
+func (m *memAudit) Records(context.Context) ([]redrive.AuditEntry, error) {
+	return append([]redrive.AuditEntry(nil), m.recs...), nil
 }
 
 // fixture is a console over n synthetic letters, triaged in this process

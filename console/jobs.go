@@ -53,7 +53,7 @@ func (j *Job) view() JobView {
 	if j.err != nil {
 		v.Error = j.err.Error()
 		v.Refused = errors.Is(j.err, redrive.ErrRefused)
-		v.RefusalCode = redrive.RefusalCode(j.err)
+		v.RefusalCode = string(redrive.RefusalCode(j.err))
 	}
 	return v
 }
@@ -156,16 +156,16 @@ func (s *Server) snapshotOf(name string) *snapshot {
 
 // redriver is the pipeline's redrive.Redriver: the gate, the policy, the
 // canary and the audit of `agentdlq redrive`.
-func (s *Server) redriver(ctx context.Context, p *pipeline.Pipeline) (*redrive.Redriver, error) {
+func (s *Server) redriver(ctx context.Context, p *pipeline.Pipeline, onMove func()) (*redrive.Redriver, error) {
 	q, err := s.cfg.Resolve(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s queues: %w", p.Name, err)
 	}
-	return &redrive.Redriver{
+	return redrive.New(redrive.Config{
 		Pipeline: p, Queues: q, SQS: s.cfg.SQS, STS: s.cfg.STS, Local: s.cfg.Local, Ledger: s.cfg.Ledger,
 		Tag: redrive.TriageTagger, Audit: &redrive.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now},
-		Logger: s.log, Now: s.cfg.Now,
-	}, nil
+		Logger: s.log, Now: s.cfg.Now, OnMove: onMove,
+	})
 }
 
 // runRedrive runs a selective redrive (or its dry run) as a job.
@@ -173,21 +173,17 @@ func (s *Server) runRedrive(p *pipeline.Pipeline, j *Job, req redrive.SelectRequ
 	ctx := context.Background()
 	var res *redrive.SelectResult
 	err := func() error {
-		rd, err := s.redriver(ctx, p)
-		if err != nil {
-			return err
-		}
-		if s.cfg.Ledger == nil && !req.DryRun {
-			return errors.New("no ledger: a redrive counts each key's redrives in the idempotency ledger")
-		}
 		var mu sync.Mutex
 		moved := 0
-		rd.OnMove = func() {
+		rd, err := s.redriver(ctx, p, func() {
 			mu.Lock()
 			moved++
 			n := moved
 			mu.Unlock()
 			j.progress(n, 0)
+		})
+		if err != nil {
+			return err
 		}
 		res, err = rd.Select(ctx, req)
 		return err

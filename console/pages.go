@@ -340,7 +340,7 @@ func prettyBody(body string, p *pipeline.Pipeline, revealed bool) string {
 }
 
 // ActionReveal is the audit action of revealing a letter's body.
-const ActionReveal = "reveal"
+const ActionReveal redrive.Action = "reveal"
 
 // reveal shows one letter's body unredacted, after recording who and why.
 func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
@@ -355,7 +355,7 @@ func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
 		s.renderLetter(w, r, false, "")
 		return
 	}
-	rec := redrive.Record{Actor: actor, Pipeline: p.Name, Action: ActionReveal, Why: why, Outcome: redrive.OutcomeOK,
+	rec := redrive.AuditEntry{Actor: actor, Pipeline: p.Name, Action: ActionReveal, Why: why, Outcome: redrive.OutcomeOK,
 		Reasons: []string{string(sn.letters[id].Reason)}, Fingerprints: []string{sn.letters[id].Fingerprint}, Detail: map[string]string{"message_id": id}}
 	refusal := ""
 	if actor == "" || why == "" {
@@ -375,7 +375,7 @@ func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
 // ---- audit ----
 
 type auditData struct {
-	Records           []redrive.Record
+	Records           []redrive.AuditEntry
 	Total, Shown      int
 	Action, Outcome   string
 	Actions, Outcomes []string
@@ -401,7 +401,7 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
 	}
 	actions, outcomes := map[string]bool{}, map[string]bool{}
 	for _, rec := range recs {
-		actions[rec.Action], outcomes[rec.Outcome] = true, true
+		actions[string(rec.Action)], outcomes[string(rec.Outcome)] = true, true
 	}
 	for a := range actions {
 		d.Actions = append(d.Actions, a)
@@ -414,7 +414,7 @@ func (s *Server) auditPage(w http.ResponseWriter, r *http.Request) {
 	d.Total = len(recs)
 	newestFirst(recs)
 	for _, rec := range recs {
-		if (d.Action != "" && rec.Action != d.Action) || (d.Outcome != "" && rec.Outcome != d.Outcome) {
+		if (d.Action != "" && string(rec.Action) != d.Action) || (d.Outcome != "" && string(rec.Outcome) != d.Outcome) {
 			continue
 		}
 		d.Shown++

@@ -82,7 +82,7 @@ type FileAudit struct {
 
 // Records reads every record (none when the file does not exist yet).
 // A line that is not a record is skipped: the page shows what it can.
-func (a *FileAudit) Records(_ context.Context) ([]redrive.Record, error) {
+func (a *FileAudit) Records(_ context.Context) ([]redrive.AuditEntry, error) {
 	f, err := os.Open(a.Path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -91,11 +91,11 @@ func (a *FileAudit) Records(_ context.Context) ([]redrive.Record, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var out []redrive.Record
+	var out []redrive.AuditEntry
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
 	for sc.Scan() {
-		var rec redrive.Record
+		var rec redrive.AuditEntry
 		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Action != "" {
 			out = append(out, rec)
 		}
@@ -108,9 +108,9 @@ func (a *FileAudit) Records(_ context.Context) ([]redrive.Record, error) {
 
 // newestFirst orders audit records by time, newest first; records of the
 // same time keep the reverse of their order in the log (later appended first).
-func newestFirst(recs []redrive.Record) {
+func newestFirst(recs []redrive.AuditEntry) {
 	slices.Reverse(recs)
-	slices.SortStableFunc(recs, func(a, b redrive.Record) int { return b.Time.Compare(a.Time) })
+	slices.SortStableFunc(recs, func(a, b redrive.AuditEntry) int { return b.Time.Compare(a.Time) })
 }
 
 // countdown is the time left until t, for the letter page.

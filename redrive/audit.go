@@ -6,10 +6,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -18,43 +20,82 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// Audit actions.
+// Action is what an audit entry records: one redrive action, refused or done.
+type Action string
+
+// The audit actions. A refusal is recorded under the action that was refused.
 const (
-	ActionPlan   = "plan"
-	ActionStart  = "start"
-	ActionSelect = "select"
-	ActionCanary = "canary"
-	ActionStatus = "status"
-	ActionCancel = "cancel"
-	ActionReject = "reject"
+	// ActionPlan: the plan of the DLQ's groups was shown (read only).
+	ActionPlan Action = "plan"
+	// ActionStart: a native message move task of the whole DLQ was asked for.
+	ActionStart Action = "start"
+	// ActionSelect: a selective redrive of chosen reasons and fingerprints
+	// was asked for (a dry run included).
+	ActionSelect Action = "select"
+	// ActionCanary: the outcome of a selective redrive's canary messages.
+	ActionCanary Action = "canary"
+	// ActionStatus: the DLQ's move tasks were listed (read only).
+	ActionStatus Action = "status"
+	// ActionCancel: the running move task was asked to stop.
+	ActionCancel Action = "cancel"
+	// ActionReject: the owner recorded that a group is never redriven.
+	ActionReject Action = "reject"
 )
 
-// Audit outcomes. A refusal is recorded under the action that was refused,
-// with OutcomeRefused and the one-line reason in Error.
+// AllActions lists every action in the order above.
+func AllActions() []Action {
+	return []Action{ActionPlan, ActionStart, ActionSelect, ActionCanary, ActionStatus, ActionCancel, ActionReject}
+}
+
+// AuditOutcome is what came of an audited action.
+type AuditOutcome string
+
+// The audit outcomes. A refusal is recorded under the action that was
+// refused, with OutcomeRefused and the one-line reason in Error.
 const (
-	OutcomeShown    = "shown"
-	OutcomeBegun    = "begun"
-	OutcomeOK       = "ok"
-	OutcomeDryRun   = "dry_run"
-	OutcomeFailed   = "failed"
-	OutcomeRefused  = "refused"
-	OutcomeStopped  = "stopped"
-	OutcomePartial  = "partial"
-	OutcomeCanceled = "canceled"
+	// OutcomeShown: a read-only action (plan, status) showed its result.
+	OutcomeShown AuditOutcome = "shown"
+	// OutcomeBegun: a selective redrive began moving; its result follows
+	// in a second entry.
+	OutcomeBegun AuditOutcome = "begun"
+	// OutcomeOK: the action did what it was asked.
+	OutcomeOK AuditOutcome = "ok"
+	// OutcomeDryRun: a selective redrive's dry run said what would move;
+	// nothing moved.
+	OutcomeDryRun AuditOutcome = "dry_run"
+	// OutcomeFailed: the action failed part way (an SQS or ledger error, or
+	// a canary that failed); the entry's counts say what moved.
+	OutcomeFailed AuditOutcome = "failed"
+	// OutcomeRefused: the gate or the policy refused the action (or its
+	// input was bad): nothing moved.
+	OutcomeRefused AuditOutcome = "refused"
+	// OutcomeStopped: the action was interrupted (its context ended); what
+	// moved is counted, and a rerun is safe.
+	OutcomeStopped AuditOutcome = "stopped"
+	// OutcomePartial: a selective redrive saw fewer dead letters than the
+	// DLQ held; a rerun goes on.
+	OutcomePartial AuditOutcome = "partial"
+	// OutcomeCanceled: the running move task was cancelled.
+	OutcomeCanceled AuditOutcome = "canceled"
 )
 
-// Record is one audit record: who decided what, when, on which pipeline, why,
+// AllAuditOutcomes lists every audit outcome in the order above.
+func AllAuditOutcomes() []AuditOutcome {
+	return []AuditOutcome{OutcomeShown, OutcomeBegun, OutcomeOK, OutcomeDryRun, OutcomeFailed, OutcomeRefused, OutcomeStopped, OutcomePartial, OutcomeCanceled}
+}
+
+// AuditEntry is one audit record: who decided what, when, on which pipeline, why,
 // and what came of it.
-type Record struct {
+type AuditEntry struct {
 	Time         time.Time      `json:"time"`
 	Actor        string         `json:"actor"`
 	Pipeline     string         `json:"pipeline"`
-	Action       string         `json:"action"`
+	Action       Action         `json:"action"`
 	Reasons      []string       `json:"reasons,omitempty"`
 	Fingerprints []string       `json:"fingerprints,omitempty"`
 	Counts       map[string]int `json:"counts,omitempty"`
 	Why          string         `json:"why,omitempty"`
-	Outcome      string         `json:"outcome"`
+	Outcome      AuditOutcome   `json:"outcome"`
 	Error        string         `json:"error,omitempty"`
 	// Detail holds action-specific facts: the task handle, the destination,
 	// the rate, the acknowledgements and overrides.
@@ -63,7 +104,7 @@ type Record struct {
 
 // Store appends audit records. Implementations: FileStore, S3Store.
 type Store interface {
-	Append(ctx context.Context, r Record) error
+	Append(ctx context.Context, r AuditEntry) error
 }
 
 // Auditor writes every record to its Store and to the log.
@@ -74,7 +115,7 @@ type Auditor struct {
 }
 
 // Record stamps r's time when unset, logs it and appends it to the store.
-func (a *Auditor) Record(ctx context.Context, r Record) error {
+func (a *Auditor) Record(ctx context.Context, r AuditEntry) error {
 	if r.Time.IsZero() {
 		now := time.Now
 		if a.Now != nil {
@@ -117,7 +158,7 @@ func DefaultAuditPath(pipelineName string) string {
 }
 
 // Append implements Store.
-func (s *FileStore) Append(_ context.Context, r Record) error {
+func (s *FileStore) Append(_ context.Context, r AuditEntry) error {
 	line, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -154,7 +195,7 @@ type S3Store struct {
 }
 
 // Append implements Store.
-func (s *S3Store) Append(ctx context.Context, r Record) error {
+func (s *S3Store) Append(ctx context.Context, r AuditEntry) error {
 	body, err := json.Marshal(r)
 	if err != nil {
 		return err
@@ -173,6 +214,58 @@ func (s *S3Store) Append(ctx context.Context, r Record) error {
 		Body:        bytes.NewReader(body),
 		ContentType: aws.String("application/json"),
 	})
+	return err
+}
+
+// pipelineNameRE is what a pipeline name may be (pipeline.Load enforces it
+// too); anything else is never made into a path.
+var pipelineNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{1,62}$`)
+
+// AuditName is the name a pipeline's audit entries are filed under: the
+// name itself when it is a valid pipeline name, "_unknown" otherwise (a
+// refusal of unchecked input never names a file).
+func AuditName(pipelineName string) string {
+	if pipelineNameRE.MatchString(pipelineName) {
+		return pipelineName
+	}
+	return "_unknown"
+}
+
+// OpenAuditor opens the audit store that dest names (see ParseAuditDest):
+// a local JSONL file, by default DefaultAuditPath of the pipeline's
+// AuditName, or s3://bucket/prefix, written with s3api (required then).
+// logger is optional (slog.Default()).
+func OpenAuditor(dest, pipelineName string, s3api S3PutAPI, logger *slog.Logger) (*Auditor, error) {
+	if dest == "" {
+		dest = DefaultAuditPath(AuditName(pipelineName))
+	}
+	bucket, prefix, path, err := ParseAuditDest(dest)
+	if err != nil {
+		return nil, &Refusal{Code: CodeBadInput, Reason: err.Error()}
+	}
+	if bucket == "" {
+		return &Auditor{Store: &FileStore{Path: path}, Logger: logger}, nil
+	}
+	if s3api == nil {
+		return nil, errors.New("an S3 audit store needs an S3 client (AWS configuration)")
+	}
+	return &Auditor{Store: &S3Store{API: s3api, Bucket: bucket, Prefix: prefix}, Logger: logger}, nil
+}
+
+// Refuse audits a refusal that came before a Redriver could act — bad
+// input, an unknown pipeline, a Config that New refused, queues that do not
+// exist — under the pipeline's AuditName, and returns it as a refusal
+// (errors.Is(err, ErrRefused); an error that was not one becomes a refusal
+// with code bad_input). A failure to audit is joined to it. Refusals of a
+// Redriver's own actions are audited by the actions themselves.
+func (a *Auditor) Refuse(ctx context.Context, pipelineName string, action Action, who Who, err error) error {
+	if !errors.Is(err, ErrRefused) {
+		err = &Refusal{Code: CodeBadInput, Reason: err.Error()}
+	}
+	entry := AuditEntry{Actor: who.Owner, Pipeline: AuditName(pipelineName), Action: action, Why: who.Why, Outcome: OutcomeRefused, Error: err.Error()}
+	if aerr := a.Record(ctx, entry); aerr != nil {
+		return errors.Join(err, aerr)
+	}
 	return err
 }
 

@@ -32,19 +32,19 @@ func TestFileStoreAppendsJSONLines(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			assert.NoError(t, a.Record(ctx, Record{Actor: "platform-oncall", Pipeline: "agent-tasks", Action: ActionSelect,
+			assert.NoError(t, a.Record(ctx, AuditEntry{Actor: "platform-oncall", Pipeline: "agent-tasks", Action: ActionSelect,
 				Reasons: []string{"schema_invalid"}, Counts: map[string]int{"moved": i}, Why: "fix v2", Outcome: OutcomeOK}))
 		}()
 	}
 	wg.Wait()
-	require.NoError(t, a.Record(ctx, Record{Actor: "mallory", Pipeline: "agent-tasks", Action: ActionStart, Outcome: OutcomeRefused, Error: "refused (owner_mismatch): x"}))
+	require.NoError(t, a.Record(ctx, AuditEntry{Actor: "mallory", Pipeline: "agent-tasks", Action: ActionStart, Outcome: OutcomeRefused, Error: "refused (owner_mismatch): x"}))
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	var recs []Record
+	var recs []AuditEntry
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var r Record
+		var r AuditEntry
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &r), sc.Text())
 		recs = append(recs, r)
 	}
@@ -78,15 +78,15 @@ func TestS3StoreOneObjectPerRecord(t *testing.T) {
 	store := &S3Store{API: s, Bucket: "evals", Prefix: "team/"}
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	for range 3 {
-		require.NoError(t, store.Append(context.Background(), Record{Time: at, Pipeline: "agent-tasks", Action: ActionStart, Outcome: OutcomeOK}))
+		require.NoError(t, store.Append(context.Background(), AuditEntry{Time: at, Pipeline: "agent-tasks", Action: ActionStart, Outcome: OutcomeOK}))
 	}
 	require.Len(t, s.objs, 3, "records at the same instant never overwrite each other")
 	re := regexp.MustCompile(`^evals/team/agent-tasks/audit/2026/11/29/20261129T120000\.000000000Z-start-[0-9a-f]{8}\.json$`)
 	for k, v := range s.objs {
 		assert.Regexp(t, re, k)
-		var r Record
+		var r AuditEntry
 		require.NoError(t, json.Unmarshal(v, &r))
-		assert.Equal(t, "start", r.Action)
+		assert.Equal(t, ActionStart, r.Action)
 	}
 }
 
@@ -106,6 +106,6 @@ func TestParseAuditDest(t *testing.T) {
 func TestAuditStoreFailureIsReturned(t *testing.T) {
 	t.Parallel()
 	a := &Auditor{Store: &memStore{err: io.ErrClosedPipe}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	err := a.Record(context.Background(), Record{Pipeline: "p", Action: ActionPlan})
+	err := a.Record(context.Background(), AuditEntry{Pipeline: "p", Action: ActionPlan})
 	assert.ErrorIs(t, err, io.ErrClosedPipe)
 }

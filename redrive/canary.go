@@ -45,11 +45,11 @@ func (c *CanaryResult) counts() map[string]int {
 		"canary_dead_lettered": c.DeadLettered, "canary_pending": c.Pending}
 }
 
-// Outcome is pure: what the ledger says of a canary message whose key's
+// CanaryOutcome is pure: what the ledger says of a canary message whose key's
 // entry was before when it was moved and is now now (ok false: no entry).
 // A done key is processed (a redrive of a done key is a no-op, which is a
 // success); a higher dead-letter count means it was dead-lettered again.
-func Outcome(before, now ledger.Entry, ok bool) string {
+func CanaryOutcome(before, now ledger.Entry, ok bool) string {
 	switch {
 	case !ok:
 		return CanaryPending
@@ -84,7 +84,7 @@ func (r *Redriver) waitCanary(ctx context.Context, api SelectAPI, req SelectRequ
 		items[i].state = CanaryPending
 		bodies[items[i].moved.BodySHA256] = append(bodies[items[i].moved.BodySHA256], i)
 	}
-	r.log().InfoContext(ctx, "canary: waiting for the outcome", "pipeline", r.Pipeline.Name, "count", len(items), "timeout_s", int(timeout.Seconds()))
+	r.log().InfoContext(ctx, "canary: waiting for the outcome", "pipeline", r.cfg.Pipeline.Name, "count", len(items), "timeout_s", int(timeout.Seconds()))
 	for {
 		pending := 0
 		for i := range items {
@@ -92,12 +92,12 @@ func (r *Redriver) waitCanary(ctx context.Context, api SelectAPI, req SelectRequ
 			if it.state != CanaryPending || it.moved.IdempotencyKey == "" {
 				continue
 			}
-			e, ok, err := r.Ledger.Get(ctx, it.moved.IdempotencyKey)
+			e, ok, err := r.cfg.Ledger.Get(ctx, it.moved.IdempotencyKey)
 			if err != nil {
 				r.log().WarnContext(ctx, "canary: ledger read failed", "error", err.Error())
 				continue
 			}
-			it.state = Outcome(it.before, e, ok)
+			it.state = CanaryOutcome(it.before, e, ok)
 		}
 		if err := r.peekDLQ(ctx, api, items, bodies, seen, since.Add(-canarySkew)); err != nil {
 			r.log().WarnContext(ctx, "canary: DLQ peek failed", "error", err.Error())
@@ -152,7 +152,7 @@ func (r *Redriver) peekDLQ(ctx context.Context, api SelectAPI, items []canaryIte
 	peeked := map[string]bool{}
 	for range 5 {
 		out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(r.Queues.DLQURL), MaxNumberOfMessages: 10, VisibilityTimeout: 5,
+			QueueUrl: aws.String(r.cfg.Queues.DLQURL), MaxNumberOfMessages: 10, VisibilityTimeout: 5,
 			MessageAttributeNames:       []string{"All"},
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		})

@@ -2,6 +2,22 @@
 // only there: a gated, audited, rate-limited runbook command for the
 // pipeline's named owner, one class of cause at a time.
 //
+// A Redriver is built by New from a Config, which New fills with defaults
+// and then validates: the pipeline and its queues, an SQS client typed at
+// compile time (API: an *sqs.Client), an STS client outside the local
+// emulators, an audit store, and the idempotency ledger — there is no
+// redrive without a ledger (ErrNoLedger), since the ledger counts every
+// redrive, which is how a key that keeps coming back becomes redrive_loop.
+// New's errors are refusals (ErrConfig, code bad_input): nothing moved.
+//
+// Plan, Start and Reject scan the DLQ read-only themselves (triage.Run, or
+// Config.Scan) after the gate's checks that need no AWS call, so a wrong
+// owner or a bad rate is refused, and audited, before any scan. A caller
+// that fails before it has a Redriver (bad flags, an unknown pipeline, a
+// Config New refused) audits that refusal with Auditor.Refuse; OpenAuditor
+// opens the store an --audit flag names. The CLI only reads flags, calls
+// one of these, and prints.
+//
 // It has two ways to move messages:
 //
 //   - Start: a native SQS message move task (StartMessageMoveTask) from the
@@ -24,7 +40,7 @@
 // # What may be redriven
 //
 // Policy (policy.go) is the pure decision, from the reason taxonomy in
-// package events:
+// package events/deadletter:
 //
 //	redrivable     reasons                                   what it takes
 //	yes            budget_exhausted, dependency_open         nothing more
@@ -76,6 +92,9 @@
 // # Audit
 //
 // Every decision — plan shown, start, select, canary result, status, cancel,
-// and every refusal — is appended as one JSON record to the pipeline's audit
-// store (a local JSONL file, or one S3 object per record) and logged.
+// and every refusal — is appended as one AuditEntry (JSON) to the
+// pipeline's audit store (a local JSONL file, or one S3 object per entry)
+// and logged. Its Action, its AuditOutcome and a refusal's Code are typed
+// string constants, each listed by AllActions, AllAuditOutcomes and
+// AllCodes; a canary message's outcome is CanaryOutcome.
 package redrive

@@ -54,13 +54,17 @@ func newLocal(t *testing.T, name string) *local {
 }
 
 func (l *local) redriver() *Redriver {
-	return &Redriver{
+	r, err := New(Config{
 		Pipeline: l.p, SQS: l.client, Ledger: l.led, Tag: TriageTagger,
 		Queues: Queues{HotURL: l.q.HotURL, HotARN: l.q.HotARN, DLQURL: l.q.DLQURL, DLQARN: l.q.DLQARN, FIFO: l.q.FIFO},
 		Local:  IsLocalEndpoint(aws.ToString(l.client.Options().BaseEndpoint)),
 		Audit:  &Auditor{Store: l.store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))},
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		panic(err) // a test's own wiring
 	}
+	return r
 }
 
 // sent is a message as the producer sent it.
@@ -186,7 +190,7 @@ func TestEmulatorSelectiveRedrive(t *testing.T) {
 	l := newLocal(t, "agent-tasks")
 	originals := l.seedMixed(4)
 	r := l.redriver()
-	require.True(t, r.Local)
+	require.True(t, r.cfg.Local)
 	ctx := context.Background()
 	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed in worker v2"}, Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}},
 		Rate: 200, WaitSeconds: -1, IdleReceives: 2}
@@ -230,7 +234,7 @@ func TestEmulatorSelectiveRedrive(t *testing.T) {
 	}
 	var outcomes []string
 	for _, rec := range l.store.all() {
-		outcomes = append(outcomes, rec.Action+":"+rec.Outcome)
+		outcomes = append(outcomes, string(rec.Action)+":"+string(rec.Outcome))
 	}
 	assert.Equal(t, []string{"select:refused", "select:refused", "select:refused", "select:begun", "select:ok"}, outcomes)
 }
@@ -238,7 +242,7 @@ func TestEmulatorSelectiveRedrive(t *testing.T) {
 // interruptingAPI fails the first DeleteMessage on the DLQ the way a crash
 // would: the context is cancelled after the send.
 type interruptingAPI struct {
-	SelectAPI
+	API
 	dlqURL string
 	cancel context.CancelFunc
 	once   sync.Once
@@ -253,7 +257,7 @@ func (a *interruptingAPI) DeleteMessage(ctx context.Context, in *sqs.DeleteMessa
 		a.cancel()
 		return nil, context.Canceled
 	}
-	return a.SelectAPI.DeleteMessage(ctx, in, opt...)
+	return a.API.DeleteMessage(ctx, in, opt...)
 }
 
 func TestEmulatorInterruptedBetweenSendAndDelete(t *testing.T) {
@@ -269,7 +273,7 @@ func TestEmulatorInterruptedBetweenSendAndDelete(t *testing.T) {
 	}
 	r := l.redriver()
 	runCtx, cancel := context.WithCancel(ctx)
-	r.SQS = &interruptingAPI{SelectAPI: l.client, dlqURL: l.q.DLQURL, cancel: cancel}
+	r.cfg.SQS = &interruptingAPI{API: l.client, dlqURL: l.q.DLQURL, cancel: cancel}
 	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "search API back"}, Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted}},
 		Rate: 100, Hold: 2 * time.Second, WaitSeconds: -1, IdleReceives: 2, Workers: 1}
 	res, err := r.Select(runCtx, req)
@@ -283,7 +287,7 @@ func TestEmulatorInterruptedBetweenSendAndDelete(t *testing.T) {
 	l.work()
 	// The hold lapses; the owner reruns.
 	time.Sleep(2500 * time.Millisecond)
-	r.SQS = l.client
+	r.cfg.SQS = l.client
 	// Long-poll receives this time: a receive whose response were lost on
 	// the way would hide its letters for the 2 s hold, and the pass must
 	// outlast that.
@@ -317,7 +321,7 @@ func TestEmulatorCanaryStopsOnFailure(t *testing.T) {
 	l := newLocal(t, "agent-tasks")
 	l.seedMixed(4)
 	r := l.redriver()
-	r.Sleep = func(ctx context.Context, d time.Duration) error {
+	r.cfg.Sleep = func(ctx context.Context, d time.Duration) error {
 		l.work() // the worker runs while the canary waits
 		time.Sleep(50 * time.Millisecond)
 		return ctx.Err()
@@ -357,7 +361,7 @@ func TestEmulatorWrongQueueRefused(t *testing.T) {
 	cfg := localtest.AWS(t)
 	other := localtest.Queues(t, cfg, l.p) // another pair of the same pipeline
 	r := l.redriver()
-	r.Queues.HotURL, r.Queues.HotARN = other.HotURL, other.HotARN // aimed at a queue that is not this DLQ's source
+	r.cfg.Queues.HotURL, r.cfg.Queues.HotARN = other.HotURL, other.HotARN // aimed at a queue that is not this DLQ's source
 	_, err := r.Select(context.Background(), SelectRequest{Who: Who{Owner: l.p.Owner, Why: "x"}, Ack: Ack{FixDeployed: "v2"},
 		Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}}, Rate: 10})
 	assert.Equal(t, CodeDestination, RefusalCode(err), err)
@@ -451,8 +455,8 @@ func TestEmulatorS3AuditStore(t *testing.T) {
 	api := s3.NewFromConfig(cfg)
 	store := &S3Store{API: api, Bucket: bucket, Prefix: "team"}
 	a := &Auditor{Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	for _, action := range []string{ActionPlan, ActionSelect, ActionSelect} {
-		require.NoError(t, a.Record(context.Background(), Record{Actor: "platform-oncall", Pipeline: "agent-tasks", Action: action, Outcome: OutcomeOK}))
+	for _, action := range []Action{ActionPlan, ActionSelect, ActionSelect} {
+		require.NoError(t, a.Record(context.Background(), AuditEntry{Actor: "platform-oncall", Pipeline: "agent-tasks", Action: action, Outcome: OutcomeOK}))
 	}
 	out, err := api.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String("team/agent-tasks/audit/")})
 	require.NoError(t, err)
@@ -460,7 +464,7 @@ func TestEmulatorS3AuditStore(t *testing.T) {
 	got, err := api.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: out.Contents[0].Key})
 	require.NoError(t, err)
 	defer got.Body.Close()
-	var rec Record
+	var rec AuditEntry
 	require.NoError(t, json.NewDecoder(got.Body).Decode(&rec))
 	assert.Equal(t, "agent-tasks", rec.Pipeline)
 }
@@ -480,7 +484,7 @@ func TestEmulatorFIFOResendIsDeduplicated(t *testing.T) {
 
 	r := l.redriver()
 	runCtx, cancel := context.WithCancel(ctx)
-	r.SQS = &interruptingAPI{SelectAPI: l.client, dlqURL: l.q.DLQURL, cancel: cancel}
+	r.cfg.SQS = &interruptingAPI{API: l.client, dlqURL: l.q.DLQURL, cancel: cancel}
 	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed"}, Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}},
 		Ack: Ack{FixDeployed: "worker v2"}, Rate: 100, Hold: 2 * time.Second, WaitSeconds: -1, IdleReceives: 2, Workers: 1}
 	res, err := r.Select(runCtx, req)
@@ -488,7 +492,7 @@ func TestEmulatorFIFOResendIsDeduplicated(t *testing.T) {
 	require.Equal(t, 1, res.DeleteFailed)
 
 	time.Sleep(2500 * time.Millisecond)
-	r.SQS = l.client
+	r.cfg.SQS = l.client
 	// Long-poll receives this time: a receive whose response were lost on
 	// the way would hide its letters for the 2 s hold, and the pass must
 	// outlast that.

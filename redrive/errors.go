@@ -16,45 +16,79 @@ var (
 	ErrCanaryFailed = errors.New("canary failed")
 )
 
-// Refusal codes: what was refused, stable for tests and the audit log.
+// Code says what was refused: stable for tests, the audit log and the
+// callers that branch on it (RefusalCode).
+type Code string
+
+// The refusal codes.
 const (
-	CodeBadInput        = "bad_input"
-	CodeUnknownPipeline = "unknown_pipeline"
-	CodeUnknownReason   = "unknown_reason"
-	CodeUnknownGroup    = "unknown_fingerprint"
-	CodeAmbiguousGroup  = "ambiguous_fingerprint"
-	CodeRate            = "rate_out_of_range"
-	CodeWhy             = "why_missing"
-	CodeOwner           = "owner_mismatch"
-	CodeOwnerTag        = "owner_tag_mismatch"
-	CodeIdentity        = "identity_not_redrive_role"
-	CodeForbidden       = "reason_not_redrivable"
-	CodeDestination     = "destination_refused"
-	CodeTaskActive      = "move_task_active"
-	CodeNoTask          = "no_move_task"
-	CodeDLQEmpty        = "dlq_empty"
-	CodeDLQMissing      = "dlq_missing"
-	CodeNothingSelected = "nothing_selected"
-	CodeScanPartial     = "scan_partial"
+	// CodeBadInput: a request or configuration that cannot be acted on (a
+	// malformed flag, an override without a justification, no ledger).
+	CodeBadInput Code = "bad_input"
+	// CodeUnknownPipeline: the pipeline is not in the definition file.
+	CodeUnknownPipeline Code = "unknown_pipeline"
+	// CodeUnknownReason: no reason given, or one that is not in the taxonomy.
+	CodeUnknownReason Code = "unknown_reason"
+	// CodeUnknownGroup: no group of the reason has that fingerprint.
+	CodeUnknownGroup Code = "unknown_fingerprint"
+	// CodeAmbiguousGroup: a fingerprint prefix matches more than one group.
+	CodeAmbiguousGroup Code = "ambiguous_fingerprint"
+	// CodeRate: the rate is outside 1..500 messages a second.
+	CodeRate Code = "rate_out_of_range"
+	// CodeWhy: the why is missing or blank.
+	CodeWhy Code = "why_missing"
+	// CodeOwner: the actor is not the pipeline's declared owner.
+	CodeOwner Code = "owner_mismatch"
+	// CodeOwnerTag: the DLQ's agentdlq:owner tag disagrees with the pipeline.
+	CodeOwnerTag Code = "owner_tag_mismatch"
+	// CodeIdentity: in AWS, the caller is not the pipeline's redrive role
+	// (or its identity could not be checked).
+	CodeIdentity Code = "identity_not_redrive_role"
+	// CodeForbidden: policy forbids a chosen reason without an
+	// acknowledgement (--fix-deployed, --reviewed, --override).
+	CodeForbidden Code = "reason_not_redrivable"
+	// CodeDestination: the destination is not the pipeline's own hot queue,
+	// or the queues' redrive policies do not pair them.
+	CodeDestination Code = "destination_refused"
+	// CodeTaskActive: a move task already runs on the DLQ.
+	CodeTaskActive Code = "move_task_active"
+	// CodeNoTask: no move task to cancel.
+	CodeNoTask Code = "no_move_task"
+	// CodeDLQEmpty: the DLQ holds nothing to redrive.
+	CodeDLQEmpty Code = "dlq_empty"
+	// CodeDLQMissing: the pipeline's queues do not exist.
+	CodeDLQMissing Code = "dlq_missing"
+	// CodeNothingSelected: the DLQ holds no dead letter of the chosen reasons.
+	CodeNothingSelected Code = "nothing_selected"
+	// CodeScanPartial: the triage scan was partial, so a move task (which
+	// moves everything) could move groups nobody saw.
+	CodeScanPartial Code = "scan_partial"
 )
+
+// AllCodes lists every refusal code in the order above.
+func AllCodes() []Code {
+	return []Code{CodeBadInput, CodeUnknownPipeline, CodeUnknownReason, CodeUnknownGroup, CodeAmbiguousGroup, CodeRate, CodeWhy,
+		CodeOwner, CodeOwnerTag, CodeIdentity, CodeForbidden, CodeDestination, CodeTaskActive, CodeNoTask,
+		CodeDLQEmpty, CodeDLQMissing, CodeNothingSelected, CodeScanPartial}
+}
 
 // Refusal is a refused action: a code and a one-line reason. Nothing moved.
 type Refusal struct {
-	Code   string
+	Code   Code
 	Reason string
 }
 
-func (r *Refusal) Error() string { return "refused (" + r.Code + "): " + r.Reason }
+func (r *Refusal) Error() string { return "refused (" + string(r.Code) + "): " + r.Reason }
 
 // Is makes errors.Is(err, ErrRefused) true for every refusal.
 func (r *Refusal) Is(target error) bool { return target == ErrRefused }
 
-func refuse(code, format string, args ...any) *Refusal {
+func refuse(code Code, format string, args ...any) *Refusal {
 	return &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}
 }
 
 // RefusalCode returns the code of the refusal in err's chain, or "".
-func RefusalCode(err error) string {
+func RefusalCode(err error) Code {
 	var r *Refusal
 	if errors.As(err, &r) {
 		return r.Code

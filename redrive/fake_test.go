@@ -306,11 +306,11 @@ func (s fakeSTS) GetCallerIdentity(context.Context, *sts.GetCallerIdentityInput,
 // memStore is an audit Store in memory.
 type memStore struct {
 	mu   sync.Mutex
-	recs []Record
+	recs []AuditEntry
 	err  error
 }
 
-func (m *memStore) Append(_ context.Context, r Record) error {
+func (m *memStore) Append(_ context.Context, r AuditEntry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
@@ -320,8 +320,8 @@ func (m *memStore) Append(_ context.Context, r Record) error {
 	return nil
 }
 
-func (m *memStore) all() []Record {
+func (m *memStore) all() []AuditEntry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]Record(nil), m.recs...)
+	return append([]AuditEntry(nil), m.recs...)
 }

@@ -5,12 +5,24 @@ import (
 	"strings"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // MinFingerprintPrefix is the fewest characters of a fingerprint an operator
 // may give: like a git commit id, any unique prefix at least this long names
 // its group.
 const MinFingerprintPrefix = 8
+
+// NeedsGroups reports whether a fingerprint is shorter than triage's
+// (triage.FingerprintLen): a prefix, to resolve against the DLQ's groups.
+func NeedsGroups(fingerprints []string) bool {
+	for _, fp := range fingerprints {
+		if len(fp) < triage.FingerprintLen {
+			return true
+		}
+	}
+	return false
+}
 
 // ResolveFingerprints returns the full fingerprints that prefixes name among
 // the groups of the chosen reasons (all groups when reasons is empty). A

@@ -24,7 +24,7 @@ func TestResolveFingerprints(t *testing.T) {
 		prefixes []string
 		reasons  []deadletter.Reason
 		want     []string // the full fingerprints
-		code     string   // the refusal's code, "" when resolved
+		code     Code     // the refusal's code, "" when resolved
 	}{
 		{name: "full fingerprint", prefixes: []string{"7c0e99aa12345678"}, reasons: budget, want: []string{"7c0e99aa12345678"}},
 		{name: "unique 8-character prefix", prefixes: []string{"7c0e99aa"}, reasons: budget, want: []string{"7c0e99aa12345678"}},

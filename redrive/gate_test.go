@@ -21,7 +21,7 @@ func TestGate(t *testing.T) {
 	tests := []struct {
 		name string
 		in   GateInput
-		code string // want: refusal code, "" for allowed
+		code Code // want: refusal code, "" for allowed
 	}{
 		{"owner, why, rate, tag: allowed locally", GateInput{Owner: p.Owner, Why: "fix v2 deployed", Rate: 10, QueueTags: tags(p.Owner), Identity: local}, ""},
 		{"wrong owner", GateInput{Owner: "mallory", Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: local}, CodeOwner},

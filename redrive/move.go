@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // MoveAPI is the SQS calls of the native move task actions.
@@ -39,8 +40,9 @@ type StartRequest struct {
 	Rate int
 	// Destination is optional: when set it must be the hot queue's ARN.
 	Destination string
-	// Groups is what the DLQ holds (a triage scan). A move task moves
-	// everything, so every group's reason must be allowed.
+	// Groups is optional: what the DLQ holds (a triage scan). A move task
+	// moves everything, so every group's reason must be allowed. When nil,
+	// Start scans the DLQ itself.
 	Groups []Group
 	// ScanPartial is set when the scan that found Groups may have missed
 	// dead letters (why): a move task moves everything, so start is refused.
@@ -83,17 +85,9 @@ func (r *Redriver) unsupported(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-func (r *Redriver) moveAPI() (MoveAPI, error) {
-	m, ok := r.SQS.(MoveAPI)
-	if !ok {
-		return nil, errors.New("redrive: the SQS client does not implement the move task calls")
-	}
-	return m, nil
-}
-
 // record writes an audit record; a failure to audit is returned (joined with err).
-func (r *Redriver) record(ctx context.Context, rec Record, err error) error {
-	rec.Pipeline = r.Pipeline.Name
+func (r *Redriver) record(ctx context.Context, rec AuditEntry, err error) error {
+	rec.Pipeline = r.cfg.Pipeline.Name
 	if err != nil && rec.Error == "" {
 		rec.Error = err.Error()
 	}
@@ -107,7 +101,7 @@ func (r *Redriver) record(ctx context.Context, rec Record, err error) error {
 			rec.Outcome = OutcomeOK
 		}
 	}
-	if aerr := r.Audit.Record(ctx, rec); aerr != nil {
+	if aerr := r.cfg.Audit.Record(ctx, rec); aerr != nil {
 		return errors.Join(err, aerr)
 	}
 	return err
@@ -146,13 +140,28 @@ func ackDetail(ack Ack) map[string]string {
 
 // Start starts a native message move task from the DLQ to the pipeline's hot
 // queue, after the gate, the destination check, the policy over every group
-// the DLQ holds, and a check that no other move task runs.
+// the DLQ holds, and a check that no other move task runs. When req.Groups
+// is nil, Start scans the DLQ itself (Config.Scan), after the gate's checks
+// that need no AWS call: a wrong owner or a bad rate is refused, and
+// audited, before any scan.
 func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error) {
+	var scanErr error
+	if req.Groups == nil {
+		if scanErr = r.pureGate(req.Who, req.Rate); scanErr == nil {
+			var rep *triage.Report
+			if req.Groups, rep, scanErr = r.scan(ctx); scanErr == nil && rep.Scan.Partial {
+				req.ScanPartial = rep.Scan.PartialReason
+			}
+		}
+	}
 	reasons, fps, counts := groupFacts(req.Groups)
-	rec := Record{Actor: req.Owner, Action: ActionStart, Why: req.Why, Reasons: reasons, Fingerprints: fps, Counts: counts,
+	rec := AuditEntry{Actor: req.Owner, Action: ActionStart, Why: req.Why, Reasons: reasons, Fingerprints: fps, Counts: counts,
 		Detail: ackDetail(req.Ack)}
-	rec.Detail["destination_arn"] = r.Queues.HotARN
+	rec.Detail["destination_arn"] = r.cfg.Queues.HotARN
 	rec.Detail["rate"] = strconv.Itoa(req.Rate)
+	if scanErr != nil {
+		return MoveTask{}, r.record(ctx, rec, scanErr)
+	}
 	task, err := r.start(ctx, req)
 	if task.TaskHandle != "" {
 		rec.Detail["task_handle"] = task.TaskHandle
@@ -161,10 +170,7 @@ func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error
 }
 
 func (r *Redriver) start(ctx context.Context, req StartRequest) (MoveTask, error) {
-	api, err := r.moveAPI()
-	if err != nil {
-		return MoveTask{}, err
-	}
+	api := r.cfg.SQS
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
 		return MoveTask{}, err
 	}
@@ -180,7 +186,7 @@ func (r *Redriver) start(ctx context.Context, req StartRequest) (MoveTask, error
 		total += g.Count
 	}
 	if visible+inFlight == 0 && total == 0 {
-		return MoveTask{}, refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.Pipeline.Name)
+		return MoveTask{}, refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.cfg.Pipeline.Name)
 	}
 	if req.ScanPartial != "" {
 		return MoveTask{}, refuse(CodeScanPartial, "the triage scan of the DLQ was partial (%s): a move task moves everything, and not every group was seen; use `agentdlq redrive select` per reason", req.ScanPartial)
@@ -205,19 +211,19 @@ func (r *Redriver) start(ctx context.Context, req StartRequest) (MoveTask, error
 		}
 	}
 	out, err := api.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{
-		SourceArn:                    aws.String(r.Queues.DLQARN),
-		DestinationArn:               aws.String(r.Queues.HotARN),
+		SourceArn:                    aws.String(r.cfg.Queues.DLQARN),
+		DestinationArn:               aws.String(r.cfg.Queues.HotARN),
 		MaxNumberOfMessagesPerSecond: aws.Int32(int32(req.Rate)),
 	})
 	if err != nil {
 		return MoveTask{}, r.unsupported("StartMessageMoveTask", err)
 	}
-	return MoveTask{TaskHandle: aws.ToString(out.TaskHandle), Status: "RUNNING", SourceARN: r.Queues.DLQARN,
-		DestinationARN: r.Queues.HotARN, Rate: req.Rate, StartedAt: r.now().UTC()}, nil
+	return MoveTask{TaskHandle: aws.ToString(out.TaskHandle), Status: "RUNNING", SourceARN: r.cfg.Queues.DLQARN,
+		DestinationARN: r.cfg.Queues.HotARN, Rate: req.Rate, StartedAt: r.now().UTC()}, nil
 }
 
 func (r *Redriver) listTasks(ctx context.Context, api MoveAPI) ([]MoveTask, error) {
-	out, err := api.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(r.Queues.DLQARN), MaxResults: aws.Int32(10)})
+	out, err := api.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(r.cfg.Queues.DLQARN), MaxResults: aws.Int32(10)})
 	if err != nil {
 		return nil, r.unsupported("ListMessageMoveTasks", err)
 	}
@@ -240,12 +246,9 @@ func (r *Redriver) listTasks(ctx context.Context, api MoveAPI) ([]MoveTask, erro
 // Status lists the DLQ's recent move tasks (newest first, as SQS returns
 // them), with their progress and failure reason. It is read-only and audited.
 func (r *Redriver) Status(ctx context.Context, actor string) ([]MoveTask, error) {
-	api, err := r.moveAPI()
-	if err != nil {
-		return nil, err
-	}
+	api := r.cfg.SQS
 	tasks, err := r.listTasks(ctx, api)
-	rec := Record{Actor: actor, Action: ActionStatus, Counts: map[string]int{"tasks": len(tasks)}}
+	rec := AuditEntry{Actor: actor, Action: ActionStatus, Counts: map[string]int{"tasks": len(tasks)}}
 	if err == nil {
 		rec.Outcome = OutcomeShown
 	}
@@ -262,7 +265,7 @@ type CancelRequest struct {
 // Cancel cancels a running move task (gated: the owner, a reason). It
 // returns how many messages the task had moved.
 func (r *Redriver) Cancel(ctx context.Context, req CancelRequest) (int64, error) {
-	rec := Record{Actor: req.Owner, Action: ActionCancel, Why: req.Why, Detail: map[string]string{}}
+	rec := AuditEntry{Actor: req.Owner, Action: ActionCancel, Why: req.Why, Detail: map[string]string{}}
 	moved, handle, err := r.cancel(ctx, req)
 	if handle != "" {
 		rec.Detail["task_handle"] = handle
@@ -275,10 +278,7 @@ func (r *Redriver) Cancel(ctx context.Context, req CancelRequest) (int64, error)
 }
 
 func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string, error) {
-	api, err := r.moveAPI()
-	if err != nil {
-		return 0, "", err
-	}
+	api := r.cfg.SQS
 	if err := r.authorize(ctx, req.Who, MinRate); err != nil {
 		return 0, "", err
 	}
@@ -295,7 +295,7 @@ func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string
 			}
 		}
 		if handle == "" {
-			return 0, "", refuse(CodeNoTask, "no move task is running on the DLQ of pipeline %q", r.Pipeline.Name)
+			return 0, "", refuse(CodeNoTask, "no move task is running on the DLQ of pipeline %q", r.cfg.Pipeline.Name)
 		}
 	}
 	out, err := api.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(handle)})

@@ -31,7 +31,7 @@ func TestStartRefusals(t *testing.T) {
 		name  string
 		setup func(f *fakeSQS, q Queues, r *Redriver)
 		req   func(StartRequest) StartRequest
-		code  string // want: the refusal code
+		code  Code // want: the refusal code
 	}{
 		{"wrong owner", nil, func(s StartRequest) StartRequest { s.Owner = "mallory"; return s }, CodeOwner},
 		{"missing why", nil, func(s StartRequest) StartRequest { s.Why = ""; return s }, CodeWhy},
@@ -61,7 +61,7 @@ func TestStartRefusals(t *testing.T) {
 		{"DLQ missing", func(f *fakeSQS, q Queues, _ *Redriver) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
 		{"AWS: caller is not the redrive role", func(f *fakeSQS, q Queues, r *Redriver) {
 			f.queues[q.DLQURL].tags[TagRedriveRole] = "AgentTasksRedrive"
-			r.Local, r.STS = false, fakeSTS{arn: "arn:aws:sts::123456789012:assumed-role/Developer/bob"}
+			r.cfg.Local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::123456789012:assumed-role/Developer/bob"}
 		}, nil, CodeIdentity},
 	}
 	for _, tt := range tests {
@@ -96,7 +96,7 @@ func TestStartWithOverrideStatusAndCancel(t *testing.T) {
 	f := newFakeSQS()
 	q := f.addPair(p)
 	r, store, _ := newRedriver(t, p, f, q)
-	r.Local, r.STS = false, fakeSTS{arn: "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice"}
+	r.cfg.Local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice"}
 	f.queues[q.DLQURL].tags[TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
 	ctx := context.Background()
 	req := StartRequest{Who: Who{Owner: p.Owner, Why: "cap raised for tenant acme"}, Rate: 500,
@@ -129,7 +129,7 @@ func TestStartWithOverrideStatusAndCancel(t *testing.T) {
 
 	var actions []string
 	for _, rec := range store.all() {
-		actions = append(actions, rec.Action+":"+rec.Outcome)
+		actions = append(actions, string(rec.Action)+":"+string(rec.Outcome))
 	}
 	assert.Equal(t, []string{"start:ok", "start:refused", "status:shown", "cancel:refused", "cancel:canceled", "cancel:refused"}, actions)
 	first := store.all()[0]
@@ -209,9 +209,9 @@ func newServerRedriver(t *testing.T, unsupported bool) (*Redriver, *sqsServer, *
 	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(ts.URL),
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
 	r, store, _ := newRedriver(t, p, newFakeSQS(), srv.q)
-	r.SQS = client
-	r.Local = IsLocalEndpoint(ts.URL)
-	require.True(t, r.Local, "httptest listens on loopback")
+	r.cfg.SQS = client
+	r.cfg.Local = IsLocalEndpoint(ts.URL)
+	require.True(t, r.cfg.Local, "httptest listens on loopback")
 	return r, srv, store
 }
 
@@ -220,7 +220,7 @@ func newServerRedriver(t *testing.T, unsupported bool) (*Redriver, *sqsServer, *
 func TestStartSerializedRequest(t *testing.T) {
 	t.Parallel()
 	r, srv, _ := newServerRedriver(t, false)
-	task, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: r.Pipeline.Owner, Why: "503s over"}, Rate: 37, Groups: transientGroups(3)})
+	task, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: r.cfg.Pipeline.Owner, Why: "503s over"}, Rate: 37, Groups: transientGroups(3)})
 	require.NoError(t, err)
 	assert.Equal(t, "eyJ0YXNrSWQiOiJ4In0=", task.TaskHandle)
 	reqs := srv.requests["StartMessageMoveTask"]
@@ -244,7 +244,7 @@ func TestStartSerializedRequest(t *testing.T) {
 func TestStartUnsupportedEndpoint(t *testing.T) {
 	t.Parallel()
 	r, srv, store := newServerRedriver(t, true)
-	_, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: r.Pipeline.Owner, Why: "503s over"}, Rate: 10, Groups: transientGroups(3)})
+	_, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: r.cfg.Pipeline.Owner, Why: "503s over"}, Rate: 10, Groups: transientGroups(3)})
 	require.ErrorIs(t, err, ErrUnsupported)
 	assert.Contains(t, err.Error(), "agentdlq redrive select")
 	assert.Contains(t, err.Error(), "InvalidAction")

@@ -22,6 +22,9 @@ type Plan struct {
 	// Start is the `redrive start` command when every group may be redriven
 	// by policy alone; otherwise it says why a move task is not the tool.
 	Start string `json:"start"`
+	// Partial says why the triage scan behind the plan may have missed dead
+	// letters (counts may be low); empty when it saw the whole DLQ.
+	Partial []string `json:"partial,omitempty"`
 }
 
 // PlanGroup is one group and its decision.
@@ -120,6 +123,9 @@ func shq(s string) string {
 
 // WriteText renders the plan for a terminal.
 func (pl *Plan) WriteText(w io.Writer) error {
+	if len(pl.Partial) > 0 {
+		fmt.Fprintf(w, "note: the triage scan was partial (%s): counts may be low\n", strings.Join(pl.Partial, "; "))
+	}
 	fmt.Fprintf(w, "Redrive plan for %s (owner %s): %d dead letters in %d groups\n\n", pl.Pipeline, pl.Owner, pl.Total, len(pl.Groups))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REASON\tFINGERPRINT\tCOUNT\tREDRIVE\tWHY")
@@ -144,26 +150,53 @@ func (pl *Plan) WriteText(w io.Writer) error {
 	return err
 }
 
-// ShowPlan builds the plan and audits that it was shown.
+// Plan scans the DLQ read-only (Config.Scan), builds the plan of its groups
+// and audits that it was shown. A scan that failed is audited too.
+func (r *Redriver) Plan(ctx context.Context, actor string) (*Plan, error) {
+	groups, rep, err := r.scan(ctx)
+	if err != nil {
+		return nil, r.record(ctx, AuditEntry{Actor: actor, Action: ActionPlan}, err)
+	}
+	pl, err := r.ShowPlan(ctx, actor, groups)
+	if rep != nil && rep.Partial {
+		pl.Partial = rep.PartialReasons
+	}
+	return pl, err
+}
+
+// ShowPlan builds the plan of groups a caller scanned itself and audits
+// that it was shown.
 func (r *Redriver) ShowPlan(ctx context.Context, actor string, groups []Group) (*Plan, error) {
-	pl := BuildPlan(r.Pipeline, groups)
+	pl := BuildPlan(r.cfg.Pipeline, groups)
 	reasons, fps, counts := groupFacts(groups)
 	counts["total"] = pl.Total
-	return pl, r.record(ctx, Record{Actor: actor, Action: ActionPlan, Reasons: reasons, Fingerprints: fps, Counts: counts, Outcome: OutcomeShown}, nil)
+	return pl, r.record(ctx, AuditEntry{Actor: actor, Action: ActionPlan, Reasons: reasons, Fingerprints: fps, Counts: counts, Outcome: OutcomeShown}, nil)
 }
 
 // Reject records that the owner rejects a group that must not be redriven:
-// an audit record only; the dead letters stay until retention deletes them
-// (or the owner deletes them after archiving).
+// an audit entry only; the dead letters stay until retention deletes them
+// (or the owner deletes them after archiving). groups is what the DLQ
+// holds; when nil, Reject scans the DLQ itself (Config.Scan) after the
+// checks that need no AWS call. A fingerprint may be any unique prefix of
+// 8 characters or more (ResolveFingerprints).
 func (r *Redriver) Reject(ctx context.Context, who Who, reasons []deadletter.Reason, fingerprints []string, groups []Group) error {
 	rs := make([]string, len(reasons))
 	for i, x := range reasons {
 		rs[i] = string(x)
 	}
-	rec := Record{Actor: who.Owner, Action: ActionReject, Why: who.Why, Reasons: rs, Fingerprints: fingerprints}
+	rec := AuditEntry{Actor: who.Owner, Action: ActionReject, Why: who.Why, Reasons: rs, Fingerprints: fingerprints}
 	err := func() error {
 		if len(reasons) == 0 {
 			return refuse(CodeUnknownReason, "--reason is required")
+		}
+		if groups == nil {
+			if err := r.pureGate(who, MinRate); err != nil {
+				return err
+			}
+			var err error
+			if groups, _, err = r.scan(ctx); err != nil {
+				return err
+			}
 		}
 		if err := r.authorize(ctx, who, MinRate); err != nil {
 			return err

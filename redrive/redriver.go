@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // QueueAPI is the SQS calls every redrive action makes: the DLQ's tags for
@@ -30,36 +31,119 @@ type IdentityAPI interface {
 	GetCallerIdentity(ctx context.Context, params *sts.GetCallerIdentityInput, optFns ...func(*sts.Options)) (*sts.GetCallerIdentityOutput, error)
 }
 
-// Redriver runs the redrive actions of one pipeline. Every action passes the
-// gate first and leaves an audit record, refusals included.
-type Redriver struct {
-	// Pipeline is required.
+// API is every SQS call a Redriver makes: the selective redrive's and the
+// native move task's. An *sqs.Client satisfies it; the compiler checks it,
+// so no action fails at run time for a client that lacks a call.
+type API interface {
+	SelectAPI
+	MoveAPI
+}
+
+// Config configures a Redriver. New applies the defaults, then validates.
+type Config struct {
+	// Pipeline is required: the pipeline whose DLQ is redriven; its Owner
+	// is the only actor the gate lets through.
 	Pipeline *pipeline.Pipeline
-	// Queues is required: the pipeline's hot queue and DLQ.
+	// Queues is required: the pipeline's hot queue and DLQ (URLs and ARNs).
 	Queues Queues
-	// SQS is required. Select needs a SelectAPI, Start/Status/Cancel a MoveAPI
-	// (the SDK client is all of them).
-	SQS QueueAPI
-	// STS is required in AWS (when Local is false).
+	// SQS is required: an *sqs.Client.
+	SQS API
+	// STS is required in AWS (Local false): the caller identity check.
 	STS IdentityAPI
-	// Local is true when the SQS endpoint is on a loopback address (see
-	// IsLocalEndpoint); it only skips the caller identity check.
+	// Local is optional (default false): true when the SQS endpoint is on a
+	// loopback address (see IsLocalEndpoint); it only skips the caller
+	// identity check.
 	Local bool
-	// Ledger is required by Select: redrive counts and canary outcomes.
+	// Ledger is required: every redrive is counted in it, which is how a key
+	// that keeps coming back is dead-lettered as redrive_loop, and the
+	// canary reads its outcome there. There is no redrive without it.
 	Ledger ledger.Ledger
-	// Tag is required by Select.
-	Tag Tagger
-	// Audit is required.
+	// Audit is required: every action and every refusal is recorded there.
 	Audit *Auditor
-	// Logger is optional (slog.Default()).
+	// Tag is optional (default TriageTagger): tags a dead letter with its
+	// reason and fingerprint, as triage does.
+	Tag Tagger
+	// Scan is optional (default: a read-only triage scan of the DLQ,
+	// triage.Run): the groups the DLQ holds, for Plan, Start and Reject.
+	Scan func(ctx context.Context) (*triage.Report, error)
+	// Logger is optional (default slog.Default()).
 	Logger *slog.Logger
-	// Now is optional (time.Now).
+	// Now is optional (default time.Now).
 	Now func() time.Time
-	// Sleep is optional: waits d or until ctx is done.
+	// Sleep is optional (default a timer): waits d or until ctx is done.
 	Sleep func(ctx context.Context, d time.Duration) error
 	// OnMove is optional: called after each message moved (a progress bar).
 	OnMove func()
 }
+
+// ErrConfig wraps every error of New. It is also a refusal (errors.Is
+// ErrRefused, code bad_input): nothing moved.
+var ErrConfig = &Refusal{Code: CodeBadInput, Reason: "redrive: invalid configuration"}
+
+// ErrNoLedger is New's refusal of a Config without a Ledger: the ledger
+// counts every redrive, which is how a key that keeps coming back becomes
+// redrive_loop, and the canary reads its outcome there. No redrive without it.
+var ErrNoLedger = &Refusal{Code: CodeBadInput, Reason: "no ledger: the ledger counts every redrive, which is how a key that keeps coming back becomes redrive_loop; no redrive without it"}
+
+// Redriver runs the redrive actions of one pipeline. Every action passes the
+// gate first and leaves an audit entry, refusals included. Build it with
+// New; it is safe for concurrent use.
+type Redriver struct {
+	cfg Config
+}
+
+// New applies the defaults, validates cfg and returns a Redriver. It fails,
+// naming every problem, on a missing pipeline, queue, SQS client, ledger or
+// audit store, and on a missing STS client outside a local endpoint.
+func New(cfg Config) (*Redriver, error) {
+	if cfg.Tag == nil {
+		cfg.Tag = TriageTagger
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if cfg.Pipeline == nil {
+		bad("Pipeline is required")
+	}
+	q := cfg.Queues
+	if q.HotURL == "" || q.HotARN == "" || q.DLQURL == "" || q.DLQARN == "" {
+		bad("Queues needs the hot queue's and the DLQ's URL and ARN")
+	}
+	if cfg.SQS == nil {
+		bad("SQS is required")
+	}
+	if cfg.STS == nil && !cfg.Local {
+		bad("STS is required outside a local endpoint: the gate checks the caller is the pipeline's redrive role")
+	}
+	if cfg.Ledger == nil {
+		errs = append(errs, ErrNoLedger)
+	}
+	if cfg.Audit == nil {
+		bad("Audit is required: every action and refusal is audited")
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+	}
+	r := &Redriver{cfg: cfg}
+	if r.cfg.Scan == nil {
+		r.cfg.Scan = r.triageScan
+	}
+	return r, nil
+}
+
+// Pipeline returns the pipeline the Redriver acts on.
+func (r *Redriver) Pipeline() *pipeline.Pipeline { return r.cfg.Pipeline }
+
+// Queues returns the pipeline's queues.
+func (r *Redriver) Queues() Queues { return r.cfg.Queues }
 
 // Who is the person acting and why.
 type Who struct {
@@ -67,24 +151,13 @@ type Who struct {
 	Why   string // --why
 }
 
-func (r *Redriver) log() *slog.Logger {
-	if r.Logger != nil {
-		return r.Logger
-	}
-	return slog.Default()
-}
+func (r *Redriver) log() *slog.Logger { return r.cfg.Logger }
 
-func (r *Redriver) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
-	}
-	return time.Now()
-}
+func (r *Redriver) now() time.Time { return r.cfg.Now() }
 
-func (r *Redriver) sleep(ctx context.Context, d time.Duration) error {
-	if r.Sleep != nil {
-		return r.Sleep(ctx, d)
-	}
+func (r *Redriver) sleep(ctx context.Context, d time.Duration) error { return r.cfg.Sleep(ctx, d) }
+
+func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -98,34 +171,34 @@ func (r *Redriver) sleep(ctx context.Context, d time.Duration) error {
 // authorize runs the gate: the DLQ's tags (and its existence), then, in AWS,
 // the caller's identity.
 func (r *Redriver) authorize(ctx context.Context, who Who, rate int) error {
-	if r.Pipeline == nil {
+	if r.cfg.Pipeline == nil {
 		return refuse(CodeUnknownPipeline, "no pipeline")
 	}
 	// The pure checks first, so that bad input costs no AWS call.
-	if err := Gate(GateInput{Pipeline: r.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate,
-		QueueTags: map[string]string{pipeline.TagOwner: r.Pipeline.Owner}, Identity: Identity{Local: true}}); err != nil {
+	if err := Gate(GateInput{Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate,
+		QueueTags: map[string]string{pipeline.TagOwner: r.cfg.Pipeline.Owner}, Identity: Identity{Local: true}}); err != nil {
 		return err
 	}
-	tags, err := r.SQS.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: aws.String(r.Queues.DLQURL)})
+	tags, err := r.cfg.SQS.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: aws.String(r.cfg.Queues.DLQURL)})
 	if err != nil {
-		return r.queueErr(err, r.Queues.DLQURL)
+		return r.queueErr(err, r.cfg.Queues.DLQURL)
 	}
-	id := Identity{Local: r.Local}
-	if !r.Local {
+	id := Identity{Local: r.cfg.Local}
+	if !r.cfg.Local {
 		id.RedriveRole = tags.Tags[TagRedriveRole]
-		if r.STS == nil {
+		if r.cfg.STS == nil {
 			return refuse(CodeIdentity, "no STS client to check the caller's identity")
 		}
-		out, err := r.STS.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+		out, err := r.cfg.STS.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 		if err != nil {
 			return refuse(CodeIdentity, "sts GetCallerIdentity: %v", err)
 		}
 		id.CallerARN = aws.ToString(out.Arn)
 	} else {
 		r.log().InfoContext(ctx, "redrive gate: local endpoint, caller identity check skipped",
-			"pipeline", r.Pipeline.Name, "queue", r.Queues.DLQURL)
+			"pipeline", r.cfg.Pipeline.Name, "queue", r.cfg.Queues.DLQURL)
 	}
-	return Gate(GateInput{Pipeline: r.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate, QueueTags: tags.Tags, Identity: id})
+	return Gate(GateInput{Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate, QueueTags: tags.Tags, Identity: id})
 }
 
 // queueErr turns a missing queue into a refusal and keeps any other error.
@@ -140,8 +213,8 @@ func (r *Redriver) queueErr(err error, url string) error {
 
 // depth is the DLQ's approximate message count: visible, in flight and delayed.
 func (r *Redriver) depth(ctx context.Context) (visible, inFlight int, err error) {
-	out, err := r.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(r.Queues.DLQURL),
+	out, err := r.cfg.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(r.cfg.Queues.DLQURL),
 		AttributeNames: []sqstypes.QueueAttributeName{
 			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
 			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
@@ -149,7 +222,7 @@ func (r *Redriver) depth(ctx context.Context) (visible, inFlight int, err error)
 		},
 	})
 	if err != nil {
-		return 0, 0, r.queueErr(err, r.Queues.DLQURL)
+		return 0, 0, r.queueErr(err, r.cfg.Queues.DLQURL)
 	}
 	n := func(k sqstypes.QueueAttributeName) int { v, _ := strconv.Atoi(out.Attributes[string(k)]); return v }
 	return n(sqstypes.QueueAttributeNameApproximateNumberOfMessages) + n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed),
@@ -161,11 +234,11 @@ func (r *Redriver) depth(ctx context.Context) (visible, inFlight int, err error)
 // RedrivePolicy must name this DLQ, and the DLQ's RedriveAllowPolicy (when
 // set) must allow the hot queue as a source.
 func (r *Redriver) CheckDestination(ctx context.Context, dest string) error {
-	q := r.Queues
+	q := r.cfg.Queues
 	if dest != "" && dest != q.HotARN {
 		return refuse(CodeDestination, "destination %s is not the pipeline's hot queue %s: a DLQ is redriven only to its own source", dest, q.HotARN)
 	}
-	hot, err := r.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+	hot, err := r.cfg.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(q.HotURL),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy, sqstypes.QueueAttributeNameQueueArn},
 	})
@@ -175,7 +248,7 @@ func (r *Redriver) CheckDestination(ctx context.Context, dest string) error {
 	if arn := hot.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]; arn != "" && arn != q.HotARN {
 		return refuse(CodeDestination, "the hot queue's ARN %s is not %s", arn, q.HotARN)
 	}
-	dlq, err := r.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+	dlq, err := r.cfg.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(q.DLQURL),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedriveAllowPolicy, sqstypes.QueueAttributeNameQueueArn},
 	})

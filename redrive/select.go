@@ -61,7 +61,9 @@ type SelectRequest struct {
 	// Groups is optional: the DLQ's groups from a read-only scan
 	// (GroupsFromReport). With them, each of Selector.Fingerprints may be a
 	// unique prefix of at least MinFingerprintPrefix characters
-	// (ResolveFingerprints); without them a fingerprint must be given whole.
+	// (ResolveFingerprints). Without them, Select scans the DLQ itself when
+	// a fingerprint is a prefix (NeedsGroups), after the gate's checks that
+	// need no AWS call.
 	Groups []Group
 	// Rate is messages sent a second: 1..500.
 	Rate int
@@ -131,18 +133,18 @@ type SelectResult struct {
 	LettersOmitted int `json:"letters_omitted,omitempty"`
 }
 
-func (r *Redriver) selectRecord(req SelectRequest) Record {
+func (r *Redriver) selectRecord(req SelectRequest) AuditEntry {
 	rs := make([]string, len(req.Reasons))
 	for i, x := range req.Reasons {
 		rs[i] = string(x)
 	}
 	d := ackDetail(req.Ack)
 	d["rate"] = strconv.Itoa(req.Rate)
-	d["destination_arn"] = r.Queues.HotARN
+	d["destination_arn"] = r.cfg.Queues.HotARN
 	if req.Canary > 0 {
 		d["canary"] = strconv.Itoa(req.Canary)
 	}
-	return Record{Actor: req.Owner, Action: ActionSelect, Why: req.Why, Reasons: rs, Fingerprints: req.Fingerprints, Detail: d}
+	return AuditEntry{Actor: req.Owner, Action: ActionSelect, Why: req.Why, Reasons: rs, Fingerprints: req.Fingerprints, Detail: d}
 }
 
 func (res *SelectResult) counts() map[string]int {
@@ -161,9 +163,17 @@ func (res *SelectResult) counts() map[string]int {
 func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult, error) {
 	rec := r.selectRecord(req)
 	res := &SelectResult{ByReason: map[deadletter.Reason]int{}, DryRun: req.DryRun}
-	api, ok := r.SQS.(SelectAPI)
-	if !ok {
-		return res, r.record(ctx, rec, errors.New("redrive: the SQS client does not implement the select calls"))
+	api := r.cfg.SQS
+	if req.Groups == nil && NeedsGroups(req.Fingerprints) {
+		// A fingerprint prefix resolves against the DLQ's groups.
+		if err := r.pureGate(req.Who, req.Rate); err != nil {
+			return res, r.record(ctx, rec, err)
+		}
+		groups, _, err := r.scan(ctx)
+		if err != nil {
+			return res, r.record(ctx, rec, err)
+		}
+		req.Groups = groups
 	}
 	if req.Groups != nil && len(req.Fingerprints) > 0 {
 		full, err := ResolveFingerprints(req.Fingerprints, req.Reasons, req.Groups)
@@ -207,7 +217,7 @@ func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
 	if res.Partial != "" {
 		// Not every dead letter was seen: say so rather than that none matches.
 		why := "rerun later: letters held by another reader come back"
-		if r.Queues.FIFO {
+		if r.cfg.Queues.FIFO {
 			why = "in a FIFO DLQ a letter behind others of its message group that are not chosen may not be received until those are redriven or removed (SQS hands out at most ten of a group at once)"
 		}
 		return refuse(CodeNothingSelected, "no dead letter of reason %s among those seen (%s); %s (see `agentdlq redrive plan`)",
@@ -241,12 +251,6 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 	if req.Canary < 0 || req.Limit < 0 {
 		return refuse(CodeBadInput, "--canary and --limit must not be negative")
 	}
-	if r.Tag == nil {
-		return errors.New("redrive: no tagger")
-	}
-	if !req.DryRun && r.Ledger == nil {
-		return errors.New("redrive: no ledger")
-	}
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
 		return err
 	}
@@ -261,7 +265,7 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 		return err
 	}
 	if visible+inFlight == 0 {
-		return refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.Pipeline.Name)
+		return refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.cfg.Pipeline.Name)
 	}
 	res.DepthAtStart = visible + inFlight
 	return nil
@@ -303,7 +307,7 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 	leave := func(l *Letter) {
 		// Not in a FIFO DLQ: a held letter would block its message group,
 		// and the letters behind it come only with it once it is visible.
-		if !r.Queues.FIFO && len(held) < MaxHeld {
+		if !r.cfg.Queues.FIFO && len(held) < MaxHeld {
 			held[l.MessageID] = l.ReceiptHandle
 			return
 		}
@@ -334,7 +338,7 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 			return nil
 		}
 		out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(r.Queues.DLQURL),
+			QueueUrl:                    aws.String(r.cfg.Queues.DLQURL),
 			MaxNumberOfMessages:         10,
 			VisibilityTimeout:           int32(hold / time.Second),
 			WaitTimeSeconds:             wait,
@@ -343,7 +347,7 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 		})
 		if err != nil {
 			res.Partial = "receive failed"
-			return r.queueErr(err, r.Queues.DLQURL)
+			return r.queueErr(err, r.cfg.Queues.DLQURL)
 		}
 		fresh := 0
 		var todo []Letter
@@ -365,7 +369,7 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 			seen[l.MessageID] = true
 			fresh++
 			res.Seen++
-			r.Tag(&l)
+			r.cfg.Tag(&l)
 			match := req.Selector.Match(&l)
 			full := (req.Limit > 0 && planned >= req.Limit) || (!canaryDone && planned >= req.Canary)
 			if !match || full {
@@ -407,7 +411,7 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 		if !canaryDone && (len(canary) >= req.Canary || (exhausted() && len(canary) > 0)) {
 			cr, err := r.waitCanary(ctx, api, req, canary, seen)
 			res.Canary = cr
-			if aerr := r.record(ctx, Record{Actor: req.Owner, Action: ActionCanary, Why: req.Why,
+			if aerr := r.record(ctx, AuditEntry{Actor: req.Owner, Action: ActionCanary, Why: req.Why,
 				Reasons: r.selectRecord(req).Reasons, Fingerprints: req.Fingerprints, Counts: cr.counts()}, err); aerr != nil && err == nil {
 				return aerr
 			}
@@ -466,9 +470,9 @@ func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.L
 		}()
 	}
 	wg.Wait()
-	if r.OnMove != nil {
+	if r.cfg.OnMove != nil {
 		for range items {
-			r.OnMove()
+			r.cfg.OnMove()
 		}
 	}
 	return items, firstErr
@@ -509,10 +513,10 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 	o := Restore(l)
 	mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID, Reason: l.Reason,
 		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)}
-	log := r.log().With("message_id", l.MessageID, "queue", r.Queues.HotURL, "reason", string(l.Reason), "pipeline", r.Pipeline.Name)
+	log := r.log().With("message_id", l.MessageID, "queue", r.cfg.Queues.HotURL, "reason", string(l.Reason), "pipeline", r.cfg.Pipeline.Name)
 	var before ledger.Entry
 	if o.IdempotencyKey != "" {
-		if e, ok, err := r.Ledger.Get(ctx, o.IdempotencyKey); err == nil && ok {
+		if e, ok, err := r.cfg.Ledger.Get(ctx, o.IdempotencyKey); err == nil && ok {
 			before = e
 		}
 	}
@@ -522,15 +526,15 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 		return mv, before, st, err
 	}
 	in := &sqs.SendMessageInput{
-		QueueUrl:          aws.String(r.Queues.HotURL),
+		QueueUrl:          aws.String(r.cfg.Queues.HotURL),
 		MessageBody:       aws.String(o.Body),
 		MessageAttributes: AttributesToSQS(o.Attributes),
 	}
-	if r.Queues.FIFO {
+	if r.cfg.Queues.FIFO {
 		if o.GroupID == "" {
 			r.release(ctx, api, l)
 			st.sendFailed = true
-			return mv, before, st, fmt.Errorf("dead letter %s has no message group id (neither in dlq_meta nor on the message): cannot send it to FIFO queue %s", l.MessageID, r.Queues.HotURL)
+			return mv, before, st, fmt.Errorf("dead letter %s has no message group id (neither in dlq_meta nor on the message): cannot send it to FIFO queue %s", l.MessageID, r.cfg.Queues.HotURL)
 		}
 		in.MessageGroupId = aws.String(o.GroupID)
 		in.MessageDeduplicationId = aws.String(o.DedupID)
@@ -540,16 +544,16 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 		st.sendFailed = true
 		r.release(context.WithoutCancel(ctx), api, l)
 		log.WarnContext(ctx, "redrive send failed; the dead letter stays in the DLQ", "error", err.Error())
-		return mv, before, st, fmt.Errorf("send %s to %s: %w", l.MessageID, r.Queues.HotURL, err)
+		return mv, before, st, fmt.Errorf("send %s to %s: %w", l.MessageID, r.cfg.Queues.HotURL, err)
 	}
 	mv.HotMessageID = aws.ToString(out.MessageId)
 	if o.IdempotencyKey == "" {
 		st.noKey = true
-	} else if _, err := r.Ledger.Redriven(ctx, o.IdempotencyKey, r.now()); err != nil {
+	} else if _, err := r.cfg.Ledger.Redriven(ctx, o.IdempotencyKey, r.now()); err != nil {
 		st.ledgerFailed = true
 		log.WarnContext(ctx, "redrive count not incremented", "error", err.Error())
 	}
-	if _, err := api.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle)}); err != nil {
+	if _, err := api.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(r.cfg.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle)}); err != nil {
 		st.deleteFailed = true
 		log.WarnContext(ctx, "sent but not deleted: the dead letter stays in the DLQ; a rerun sends it again and the idempotency key absorbs it", "error", err.Error())
 		return mv, before, st, fmt.Errorf("delete %s from the DLQ after sending it as %s: %w", l.MessageID, mv.HotMessageID, err)
@@ -562,28 +566,28 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 // release makes a received dead letter visible again at once.
 func (r *Redriver) release(ctx context.Context, api SelectAPI, l *Letter) {
 	_, err := api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-		QueueUrl: aws.String(r.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: 0,
+		QueueUrl: aws.String(r.cfg.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: 0,
 	})
 	if err != nil {
-		r.log().WarnContext(ctx, "release failed: the dead letter becomes visible after its hold", "message_id", l.MessageID, "queue", r.Queues.DLQURL, "error", err.Error())
+		r.log().WarnContext(ctx, "release failed: the dead letter becomes visible after its hold", "message_id", l.MessageID, "queue", r.cfg.Queues.DLQURL, "error", err.Error())
 	}
 }
 
 // rehide hides a held letter that came back for d (at most SQS's 12 hours).
 func (r *Redriver) rehide(ctx context.Context, api SelectAPI, l *Letter, d time.Duration) {
 	_, err := api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
-		QueueUrl: aws.String(r.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: int32(min(d, 12*time.Hour) / time.Second),
+		QueueUrl: aws.String(r.cfg.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: int32(min(d, 12*time.Hour) / time.Second),
 	})
 	if err != nil {
-		r.log().WarnContext(ctx, "hold extension failed: the dead letter may be received again", "message_id", l.MessageID, "queue", r.Queues.DLQURL, "error", err.Error())
+		r.log().WarnContext(ctx, "hold extension failed: the dead letter may be received again", "message_id", l.MessageID, "queue", r.cfg.Queues.DLQURL, "error", err.Error())
 	}
 }
 
 // releaseHeld makes the letters a pass held visible again, ten a call. A
 // failure is not fatal: they come back when their hold lapses.
 func (r *Redriver) releaseHeld(ctx context.Context, api SelectAPI, held map[string]string) {
-	if _, failed, err := sqsio.Release(ctx, api, r.Queues.DLQURL, held); failed > 0 {
-		attrs := []any{"count", failed, "queue", r.Queues.DLQURL}
+	if _, failed, err := sqsio.Release(ctx, api, r.cfg.Queues.DLQURL, held); failed > 0 {
+		attrs := []any{"count", failed, "queue", r.cfg.Queues.DLQURL}
 		if err != nil {
 			attrs = append(attrs, "error", err.Error())
 		}

@@ -62,7 +62,7 @@ func TestSelectMovesOnlyTheChosenByteIdentical(t *testing.T) {
 	f.put(q.DLQURL, task("crashed-1", "web.search"), originalAttrs(2), "") // no metadata: receive_limit
 	r, store, led := newRedriver(t, p, f, q)
 	var progress int
-	r.OnMove = func() { progress++ }
+	r.cfg.OnMove = func() { progress++ }
 
 	res, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
 	require.NoError(t, err)
@@ -92,7 +92,7 @@ func TestSelectMovesOnlyTheChosenByteIdentical(t *testing.T) {
 	}
 	var actions []string
 	for _, rec := range store.all() {
-		actions = append(actions, rec.Action+":"+rec.Outcome)
+		actions = append(actions, string(rec.Action)+":"+string(rec.Outcome))
 	}
 	assert.Equal(t, []string{"select:begun", "select:ok"}, actions)
 	assert.Equal(t, 3, store.all()[1].Counts["moved"])
@@ -160,7 +160,7 @@ func TestSelectBadInputMovesNothing(t *testing.T) {
 		name  string
 		setup func(f *fakeSQS, q Queues)
 		req   func(SelectRequest) SelectRequest
-		code  string // want: refusal code
+		code  Code // want: refusal code
 	}{
 		{"wrong owner", nil, func(s SelectRequest) SelectRequest { s.Owner = "mallory"; return s }, CodeOwner},
 		{"missing why", nil, func(s SelectRequest) SelectRequest { s.Why = ""; return s }, CodeWhy},
@@ -363,14 +363,14 @@ func TestSelectCanary(t *testing.T) {
 			seed(t, f, q, 5, deadletter.ReasonBudgetExhausted)
 			r, store, led := newRedriver(t, p, f, q)
 			w := &simWorker{t: t, f: f, q: q, led: led, fail: tt.fail, processed: map[string]int{}}
-			r.Sleep = func(ctx context.Context, d time.Duration) error { w.drain(); return ctx.Err() }
+			r.cfg.Sleep = func(ctx context.Context, d time.Duration) error { w.drain(); return ctx.Err() }
 			req := selReq(p, deadletter.ReasonBudgetExhausted)
 			req.Canary = 2
 			res, err := r.Select(context.Background(), req)
 			require.NotNil(t, res.Canary)
 			assert.Equal(t, tt.wantMoved, res.Moved)
 			assert.Len(t, f.snapshot(q.DLQURL), tt.wantDLQ)
-			var canary Record
+			var canary AuditEntry
 			for _, rec := range store.all() {
 				if rec.Action == ActionCanary {
 					canary = rec
@@ -451,7 +451,7 @@ func TestSelectConcurrentRunsOfTheSameGroup(t *testing.T) {
 	results := make([]*SelectResult, 2)
 	for i := range results {
 		r, _, _ := newRedriver(t, p, f, q)
-		r.Ledger = led
+		r.cfg.Ledger = led
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -480,7 +480,7 @@ func TestSelectInAWSChecksTheCaller(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	for _, tt := range []struct {
 		name, caller, roleTag string
-		code                  string // want: refusal code, "" for allowed
+		code                  Code // want: refusal code, "" for allowed
 	}{
 		{"the redrive role", "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice", "arn:aws:iam::000000000000:role/AgentTasksRedrive", ""},
 		{"another role", "arn:aws:sts::000000000000:assumed-role/PowerUser/alice", "arn:aws:iam::000000000000:role/AgentTasksRedrive", CodeIdentity},
@@ -495,7 +495,7 @@ func TestSelectInAWSChecksTheCaller(t *testing.T) {
 				f.queues[q.DLQURL].tags[TagRedriveRole] = tt.roleTag
 			}
 			r, _, _ := newRedriver(t, p, f, q)
-			r.Local, r.STS = false, fakeSTS{arn: tt.caller}
+			r.cfg.Local, r.cfg.STS = false, fakeSTS{arn: tt.caller}
 			res, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
 			if tt.code == "" {
 				require.NoError(t, err)
@@ -555,7 +555,7 @@ func TestSelectHoldLapsingMidPassLosesNothing(t *testing.T) {
 	seed(t, f, q, 40, deadletter.ReasonPolicyLimit)
 	seed(t, f, q, 3, deadletter.ReasonBudgetExhausted)
 	r, _, _ := newRedriver(t, p, f, q)
-	r.SQS = &slowReceives{fakeSQS: f, step: 300 * time.Millisecond}
+	r.cfg.SQS = &slowReceives{fakeSQS: f, step: 300 * time.Millisecond}
 	req := selReq(p, deadletter.ReasonBudgetExhausted)
 	req.Hold = time.Second
 
@@ -582,7 +582,7 @@ func TestSelectInterruptedReleasesWhatItHeld(t *testing.T) {
 	seed(t, f, q, 2, deadletter.ReasonBudgetExhausted)
 	r, _, _ := newRedriver(t, p, f, q)
 	ctx, cancel := context.WithCancel(context.Background())
-	r.SQS = &cancelAfterReceives{fakeSQS: f, left: 1, cancel: cancel}
+	r.cfg.SQS = &cancelAfterReceives{fakeSQS: f, left: 1, cancel: cancel}
 
 	res, err := r.Select(ctx, selReq(p, deadletter.ReasonBudgetExhausted))
 	require.ErrorIs(t, err, context.Canceled)

@@ -1,6 +1,10 @@
 package redrive
 
 import (
+	"context"
+	"errors"
+
+	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -28,3 +32,32 @@ func GroupsFromReport(r *triage.Report) []Group {
 }
 
 var _ Tagger = TriageTagger
+
+// triageScan is the default Config.Scan: a read-only triage scan of the DLQ.
+func (r *Redriver) triageScan(ctx context.Context) (*triage.Report, error) {
+	return triage.Run(ctx, triage.Config{Pipeline: r.cfg.Pipeline, DLQURL: r.cfg.Queues.DLQURL, SQS: r.cfg.SQS, Ledger: r.cfg.Ledger, Logger: r.cfg.Logger})
+}
+
+// scan returns the groups the DLQ holds and the report they came from. A
+// DLQ that does not exist is a refusal.
+func (r *Redriver) scan(ctx context.Context) ([]Group, *triage.Report, error) {
+	rep, err := r.cfg.Scan(ctx)
+	if err != nil {
+		if errors.Is(err, triage.ErrQueueNotFound) {
+			return nil, nil, refuse(CodeDLQMissing, "%v", err)
+		}
+		return nil, nil, err
+	}
+	groups := GroupsFromReport(rep)
+	if groups == nil {
+		groups = []Group{}
+	}
+	return groups, rep, nil
+}
+
+// pureGate runs the gate's checks that need no AWS call (owner, why,
+// rate), so that a wrong owner or a bad rate costs no scan.
+func (r *Redriver) pureGate(who Who, rate int) error {
+	return Gate(GateInput{Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate,
+		QueueTags: map[string]string{pipeline.TagOwner: r.cfg.Pipeline.Owner}, Identity: Identity{Local: true}})
+}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -24,9 +23,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
-	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
-	"github.com/agentdlq/agentdlq/triage"
 )
 
 // Exit codes of `agentdlq redrive`.
@@ -102,108 +99,65 @@ func (f *redriveFlags) ack() (redrive.Ack, error) {
 	return redrive.Ack{FixDeployed: strings.TrimSpace(f.fixDeployed), Reviewed: strings.TrimSpace(f.reviewed), Overrides: ov}, nil
 }
 
-// env is what a redrive subcommand runs with.
-type redriveEnv struct {
-	r      *redrive.Redriver
-	sqs    *sqs.Client
-	logger *slog.Logger
-	out    io.Writer
-}
-
 func newLogger() *slog.Logger { return slog.New(slog.NewJSONHandler(os.Stderr, nil)) }
 
-// auditor opens the audit store named by --audit.
-func (f *redriveFlags) auditor(cfg *aws.Config, name string, logger *slog.Logger) (*redrive.Auditor, error) {
-	dest := f.audit
-	if dest == "" {
-		dest = redrive.DefaultAuditPath(name)
+// refused audits a refusal that came before the Redriver could act
+// (redrive.Auditor.Refuse) and returns it with exit 2.
+func (f *redriveFlags) refused(ctx context.Context, cfg *aws.Config, action redrive.Action, who redrive.Who, err error) error {
+	var s3api redrive.S3PutAPI
+	if cfg != nil {
+		s3api = s3.NewFromConfig(*cfg)
 	}
-	bucket, prefix, path, err := redrive.ParseAuditDest(dest)
-	if err != nil {
-		return nil, withExit(exitRefused, err)
-	}
-	if bucket == "" {
-		return &redrive.Auditor{Store: &redrive.FileStore{Path: path}, Logger: logger}, nil
-	}
-	if cfg == nil {
-		return nil, errors.New("an S3 audit store needs AWS configuration")
-	}
-	return &redrive.Auditor{Store: &redrive.S3Store{API: s3.NewFromConfig(*cfg), Bucket: bucket, Prefix: prefix}, Logger: logger}, nil
-}
-
-var auditNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{1,62}$`)
-
-// refusedEarly audits a refusal that happened before a Redriver existed
-// (unknown pipeline, bad flags, queues not found) and returns it with exit 2.
-func (f *redriveFlags) refusedEarly(ctx context.Context, cfg *aws.Config, action, actor string, err error) error {
-	logger := newLogger()
-	name := f.pipeline
-	if !auditNameRE.MatchString(name) {
-		name = "_unknown" // never a path from unchecked input
-	}
-	if a, aerr := f.auditor(cfg, name, logger); aerr == nil {
-		rec := redrive.Record{Actor: actor, Pipeline: name, Action: action, Why: f.why, Outcome: redrive.OutcomeRefused, Error: err.Error()}
-		if aerr := a.Record(ctx, rec); aerr != nil {
-			err = errors.Join(err, aerr)
-		}
+	if a, aerr := redrive.OpenAuditor(f.audit, f.pipeline, s3api, newLogger()); aerr == nil {
+		err = a.Refuse(ctx, f.pipeline, action, who, err)
 	}
 	return withExit(exitRefused, err)
 }
 
-// setup loads the pipeline, the AWS clients, the queues, the ledger and the
-// audit store. Failures before the gate are refusals (exit 2), audited.
-func (f *redriveFlags) setup(ctx context.Context, cmd *cobra.Command, action, actor string) (*redriveEnv, error) {
+// open builds the pipeline's Redriver from the flags and the environment:
+// the pipeline, the AWS clients, the queues, the ledger and the audit
+// store. What goes wrong before the gate is refused and audited.
+func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redrive.Who, onMove func()) (*redrive.Redriver, error) {
 	if f.pipeline == "" {
-		return nil, f.refusedEarly(ctx, nil, action, actor, errors.New("--pipeline is required"))
+		return nil, f.refused(ctx, nil, action, who, errors.New("--pipeline is required"))
 	}
 	p, err := f.g.loadPipeline(f.pipeline)
 	if err != nil {
-		return nil, f.refusedEarly(ctx, nil, action, actor, err)
+		return nil, f.refused(ctx, nil, action, who, err)
 	}
 	cfg, err := awscfg.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	// The ledger counts every redrive, which is how a key that keeps coming
-	// back becomes redrive_loop: no redrive without it.
+	// Checked before any AWS call; redrive.New refuses a Config without it too.
 	table := ledgerTableName(f.ledgerTable)
 	if table == "" {
-		return nil, f.refusedEarly(ctx, &cfg, action, actor, fmt.Errorf("refused (%s): no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (the stack output LedgerTableName)", redrive.CodeBadInput))
+		return nil, f.refused(ctx, &cfg, action, who, fmt.Errorf("no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (the stack output LedgerTableName): %w", redrive.ErrNoLedger))
 	}
 	logger := newLogger()
 	client := sqs.NewFromConfig(cfg)
-	local := redrive.IsLocalEndpoint(aws.ToString(client.Options().BaseEndpoint))
 	q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
 	if err != nil {
 		if errors.Is(err, topology.ErrNotFound) {
-			return nil, f.refusedEarly(ctx, &cfg, action, actor, fmt.Errorf("refused (%s): pipeline %q: %v", redrive.CodeDLQMissing, p.Name, err))
+			return nil, f.refused(ctx, &cfg, action, who, &redrive.Refusal{Code: redrive.CodeDLQMissing, Reason: fmt.Sprintf("pipeline %q: %v", p.Name, err)})
 		}
 		return nil, fmt.Errorf("pipeline %q queues: %w", p.Name, err)
 	}
-	a, err := f.auditor(&cfg, p.Name, logger)
+	a, err := redrive.OpenAuditor(f.audit, p.Name, s3.NewFromConfig(cfg), logger)
 	if err != nil {
-		return nil, err
+		return nil, withExit(exitRefused, err)
 	}
-	r := &redrive.Redriver{
+	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
 		Queues:   redrive.Queues{HotURL: q.HotURL, HotARN: q.HotARN, DLQURL: q.DLQURL, DLQARN: q.DLQARN, FIFO: q.FIFO},
-		SQS:      client, STS: sts.NewFromConfig(cfg), Local: local,
+		SQS:      client, STS: sts.NewFromConfig(cfg), Local: redrive.IsLocalEndpoint(aws.ToString(client.Options().BaseEndpoint)),
 		Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table),
-		Tag:    redrive.TriageTagger, Audit: a, Logger: logger,
-	}
-	return &redriveEnv{r: r, sqs: client, logger: logger, out: cmd.OutOrStdout()}, nil
-}
-
-// groups scans the DLQ read-only with triage and returns its groups.
-func (e *redriveEnv) groups(ctx context.Context) ([]redrive.Group, *triage.Report, error) {
-	rep, err := triage.Run(ctx, triage.Config{Pipeline: e.r.Pipeline, DLQURL: e.r.Queues.DLQURL, SQS: e.sqs, Ledger: e.r.Ledger, Logger: e.logger})
+		Audit:  a, Logger: logger, OnMove: onMove,
+	})
 	if err != nil {
-		if errors.Is(err, triage.ErrQueueNotFound) {
-			return nil, nil, &redrive.Refusal{Code: redrive.CodeDLQMissing, Reason: err.Error()}
-		}
-		return nil, nil, err
+		return nil, redriveExit(a.Refuse(ctx, p.Name, action, who, err))
 	}
-	return redrive.GroupsFromReport(rep), rep, nil
+	return r, nil
 }
 
 // exit maps an error to the process exit code.
@@ -243,25 +197,18 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			env, err := f.setup(ctx, cmd, redrive.ActionPlan, actorOr(actor))
+			r, err := f.open(ctx, redrive.ActionPlan, redrive.Who{Owner: actorOr(actor)}, nil)
 			if err != nil {
 				return err
 			}
-			groups, rep, err := env.groups(ctx)
-			if err != nil {
-				return redriveExit(err)
-			}
-			pl, err := env.r.ShowPlan(ctx, actorOr(actor), groups)
+			pl, err := r.Plan(ctx, actorOr(actor))
 			if err != nil {
 				return redriveExit(err)
 			}
 			if f.jsonOut {
-				return printJSON(env.out, pl)
+				return printJSON(cmd.OutOrStdout(), pl)
 			}
-			if rep.Partial {
-				fmt.Fprintf(env.out, "note: the triage scan was partial (%s): counts may be low\n", strings.Join(rep.PartialReasons, "; "))
-			}
-			return pl.WriteText(env.out)
+			return pl.WriteText(cmd.OutOrStdout())
 		},
 	}
 	c.Flags().StringVar(&actor, "owner", "", "who looks (recorded in the audit; default $USER)")
@@ -276,38 +223,25 @@ func newRedriveStartCmd(f *redriveFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			who := redrive.Who{Owner: f.owner, Why: f.why}
 			ack, err := f.ack()
 			if err != nil {
-				return f.refusedEarly(ctx, nil, redrive.ActionStart, f.owner, err)
+				return f.refused(ctx, nil, redrive.ActionStart, who, err)
 			}
-			env, err := f.setup(ctx, cmd, redrive.ActionStart, f.owner)
+			r, err := f.open(ctx, redrive.ActionStart, who, nil)
 			if err != nil {
 				return err
 			}
-			// The pure gate first: a wrong owner or a bad rate costs no scan.
-			if err := redrive.Gate(redrive.GateInput{Pipeline: env.r.Pipeline, Owner: f.owner, Why: f.why, Rate: f.rate,
-				QueueTags: map[string]string{pipeline.TagOwner: env.r.Pipeline.Owner}, Identity: redrive.Identity{Local: true}}); err != nil {
-				_, err = env.r.Start(ctx, redrive.StartRequest{Who: redrive.Who{Owner: f.owner, Why: f.why}, Rate: f.rate, Destination: dest, Ack: ack})
-				return redriveExit(err)
-			}
-			groups, rep, err := env.groups(ctx)
+			task, err := r.Start(ctx, redrive.StartRequest{Who: who, Rate: f.rate, Destination: dest, Ack: ack})
 			if err != nil {
 				return redriveExit(err)
 			}
-			partial := ""
-			if rep.Scan.Partial {
-				partial = rep.Scan.PartialReason
-			}
-			task, err := env.r.Start(ctx, redrive.StartRequest{Who: redrive.Who{Owner: f.owner, Why: f.why}, Rate: f.rate,
-				Destination: dest, Groups: groups, ScanPartial: partial, Ack: ack})
-			if err != nil {
-				return redriveExit(err)
-			}
+			out := cmd.OutOrStdout()
 			if f.jsonOut {
-				return printJSON(env.out, task)
+				return printJSON(out, task)
 			}
-			fmt.Fprintf(env.out, "move task started: %s\n  from %s\n  to   %s\n  at most %d messages a second\nwatch it: agentdlq redrive status --pipeline %s\n",
-				task.TaskHandle, task.SourceARN, task.DestinationARN, task.Rate, env.r.Pipeline.Name)
+			fmt.Fprintf(out, "move task started: %s\n  from %s\n  to   %s\n  at most %d messages a second\nwatch it: agentdlq redrive status --pipeline %s\n",
+				task.TaskHandle, task.SourceARN, task.DestinationARN, task.Rate, r.Pipeline().Name)
 			return nil
 		},
 	}
@@ -324,24 +258,25 @@ func newRedriveStatusCmd(f *redriveFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			env, err := f.setup(ctx, cmd, redrive.ActionStatus, actorOr(actor))
+			r, err := f.open(ctx, redrive.ActionStatus, redrive.Who{Owner: actorOr(actor)}, nil)
 			if err != nil {
 				return err
 			}
-			tasks, err := env.r.Status(ctx, actorOr(actor))
+			tasks, err := r.Status(ctx, actorOr(actor))
 			if err != nil {
 				return redriveExit(err)
 			}
+			out := cmd.OutOrStdout()
 			if f.jsonOut {
-				return printJSON(env.out, tasks)
+				return printJSON(out, tasks)
 			}
 			if len(tasks) == 0 {
-				fmt.Fprintln(env.out, "no move task on this DLQ")
+				fmt.Fprintln(out, "no move task on this DLQ")
 			}
 			for _, t := range tasks {
-				fmt.Fprintf(env.out, "%-10s %s moved  rate %d/s  started %s  %s\n", t.Status, t.Progress(), t.Rate, t.StartedAt.Format(time.RFC3339), t.TaskHandle)
+				fmt.Fprintf(out, "%-10s %s moved  rate %d/s  started %s  %s\n", t.Status, t.Progress(), t.Rate, t.StartedAt.Format(time.RFC3339), t.TaskHandle)
 				if t.FailureReason != "" {
-					fmt.Fprintf(env.out, "           failure: %s\n", t.FailureReason)
+					fmt.Fprintf(out, "           failure: %s\n", t.FailureReason)
 				}
 			}
 			return nil
@@ -359,15 +294,16 @@ func newRedriveCancelCmd(f *redriveFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			env, err := f.setup(ctx, cmd, redrive.ActionCancel, f.owner)
+			who := redrive.Who{Owner: f.owner, Why: f.why}
+			r, err := f.open(ctx, redrive.ActionCancel, who, nil)
 			if err != nil {
 				return err
 			}
-			moved, err := env.r.Cancel(ctx, redrive.CancelRequest{Who: redrive.Who{Owner: f.owner, Why: f.why}, TaskHandle: handle})
+			moved, err := r.Cancel(ctx, redrive.CancelRequest{Who: who, TaskHandle: handle})
 			if err != nil {
 				return redriveExit(err)
 			}
-			fmt.Fprintf(env.out, "move task cancelled after about %d messages moved\n", moved)
+			fmt.Fprintf(cmd.OutOrStdout(), "move task cancelled after about %d messages moved\n", moved)
 			return nil
 		},
 	}
@@ -390,36 +326,28 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			who := redrive.Who{Owner: f.owner, Why: f.why}
 			rs, err := redrive.ParseReasons(reasons)
-			if err == nil && len(rs) == 0 {
-				err = &redrive.Refusal{Code: redrive.CodeUnknownReason, Reason: "--reason is required: redrive one class of cause at a time"}
-			}
 			if err != nil {
-				return f.refusedEarly(ctx, nil, redrive.ActionSelect, f.owner, err)
+				return f.refused(ctx, nil, redrive.ActionSelect, who, err)
 			}
 			ack, err := f.ack()
 			if err != nil {
-				return f.refusedEarly(ctx, nil, redrive.ActionSelect, f.owner, err)
-			}
-			env, err := f.setup(ctx, cmd, redrive.ActionSelect, f.owner)
-			if err != nil {
-				return err
-			}
-			var groups []redrive.Group
-			if needsGroups(fps) {
-				// A fingerprint prefix resolves against the DLQ's groups.
-				if groups, _, err = env.groups(ctx); err != nil {
-					return redriveExit(err)
-				}
+				return f.refused(ctx, nil, redrive.ActionSelect, who, err)
 			}
 			var bar *progressbar.ProgressBar
+			var onMove func()
 			if term.IsTerminal(int(os.Stderr.Fd())) && !dryRun {
 				bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("redriving"),
 					progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("msg"))
-				env.r.OnMove = func() { _ = bar.Add(1) }
+				onMove = func() { _ = bar.Add(1) }
 			}
-			res, err := env.r.Select(ctx, redrive.SelectRequest{
-				Who: redrive.Who{Owner: f.owner, Why: f.why}, Selector: redrive.Selector{Reasons: rs, Fingerprints: fps}, Groups: groups,
+			r, err := f.open(ctx, redrive.ActionSelect, who, onMove)
+			if err != nil {
+				return err
+			}
+			res, err := r.Select(ctx, redrive.SelectRequest{
+				Who: who, Selector: redrive.Selector{Reasons: rs, Fingerprints: fps},
 				Rate: f.rate, Canary: canary, DryRun: dryRun, Limit: limit, Ack: ack, Hold: hold, CanaryTimeout: canaryTimeout,
 			})
 			if bar != nil {
@@ -427,12 +355,13 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 				fmt.Fprintln(os.Stderr)
 			}
 			if res != nil {
+				out := cmd.OutOrStdout()
 				if f.jsonOut {
-					if jerr := printJSON(env.out, res); jerr != nil {
+					if jerr := printJSON(out, res); jerr != nil {
 						return jerr
 					}
 				} else if !errors.Is(err, redrive.ErrRefused) {
-					writeSelectResult(env.out, env.r.Pipeline.Name, res)
+					writeSelectResult(out, r.Pipeline().Name, res)
 				}
 			}
 			return redriveExit(err)
@@ -447,17 +376,6 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "move nothing; say what would move")
 	c.Flags().DurationVar(&hold, "hold", redrive.DefaultHold, "visibility timeout of the dead letters a pass receives: how long one is hidden while it moves, and, after a crash, how long the letters the pass left stay hidden")
 	return c
-}
-
-// needsGroups reports whether a fingerprint is shorter than triage's, so a
-// prefix to resolve against the DLQ's groups.
-func needsGroups(fps []string) bool {
-	for _, fp := range fps {
-		if len(fp) < triage.FingerprintLen {
-			return true
-		}
-	}
-	return false
 }
 
 func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
@@ -498,22 +416,19 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			who := redrive.Who{Owner: f.owner, Why: f.why}
 			rs, err := redrive.ParseReasons(reasons)
 			if err != nil {
-				return f.refusedEarly(ctx, nil, redrive.ActionReject, f.owner, err)
+				return f.refused(ctx, nil, redrive.ActionReject, who, err)
 			}
-			env, err := f.setup(ctx, cmd, redrive.ActionReject, f.owner)
+			r, err := f.open(ctx, redrive.ActionReject, who, nil)
 			if err != nil {
 				return err
 			}
-			groups, _, err := env.groups(ctx)
-			if err != nil {
+			if err := r.Reject(ctx, who, rs, fps, nil); err != nil {
 				return redriveExit(err)
 			}
-			if err := env.r.Reject(ctx, redrive.Who{Owner: f.owner, Why: f.why}, rs, fps, groups); err != nil {
-				return redriveExit(err)
-			}
-			fmt.Fprintf(env.out, "rejection of %s recorded in the audit; the dead letters stay until retention deletes them\n", strings.Join(reasons, ","))
+			fmt.Fprintf(cmd.OutOrStdout(), "rejection of %s recorded in the audit; the dead letters stay until retention deletes them\n", strings.Join(reasons, ","))
 			return nil
 		},
 	}

@@ -38,15 +38,15 @@ func runCLI(t *testing.T, args ...string) (string, int) {
 	return out.String(), 0
 }
 
-func auditLines(t *testing.T, path string) []redrive.Record {
+func auditLines(t *testing.T, path string) []redrive.AuditEntry {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	var recs []redrive.Record
+	var recs []redrive.AuditEntry
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var r redrive.Record
+		var r redrive.AuditEntry
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
 		recs = append(recs, r)
 	}
@@ -158,7 +158,7 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 
 	var actions []string
 	for _, r := range auditLines(t, audit) {
-		actions = append(actions, r.Action+":"+r.Outcome)
+		actions = append(actions, string(r.Action)+":"+string(r.Outcome))
 	}
 	assert.Equal(t, []string{"plan:shown", "select:refused", "select:refused", "select:refused", "start:refused",
 		"select:dry_run", "select:begun", "select:ok", "start:failed"}, actions)
@@ -183,7 +183,7 @@ func TestRedriveCLIEmptyAndMissingDLQ(t *testing.T) {
 
 	var got []string
 	for _, r := range auditLines(t, audit) {
-		got = append(got, r.Action+":"+r.Outcome+":"+redriveCode(r.Error))
+		got = append(got, string(r.Action)+":"+string(r.Outcome)+":"+redriveCode(r.Error))
 	}
 	assert.Equal(t, []string{"select:refused:dlq_empty", "start:refused:dlq_empty", "select:refused:dlq_missing"}, got)
 }

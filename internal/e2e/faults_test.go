@@ -254,13 +254,21 @@ func TestFaultDuplicateDelivery(t *testing.T) {
 
 func newRedriver(t *testing.T, h *harness) *redrive.Redriver {
 	t.Helper()
-	return &redrive.Redriver{
+	return newRedriverTo(t, h, h.q.HotURL, h.q.HotARN)
+}
+
+// newRedriverTo wires a Redriver of h's DLQ whose hot queue is hotURL/hotARN.
+func newRedriverTo(t *testing.T, h *harness, hotURL, hotARN string) *redrive.Redriver {
+	t.Helper()
+	r, err := redrive.New(redrive.Config{
 		Pipeline: h.p,
-		Queues:   redrive.Queues{HotURL: h.q.HotURL, HotARN: h.q.HotARN, DLQURL: h.q.DLQURL, DLQARN: h.q.DLQARN, FIFO: h.q.FIFO},
+		Queues:   redrive.Queues{HotURL: hotURL, HotARN: hotARN, DLQURL: h.q.DLQURL, DLQARN: h.q.DLQARN, FIFO: h.q.FIFO},
 		SQS:      h.sqs, Local: true, Ledger: h.ledger, Tag: redrive.TriageTagger,
 		Audit:  &redrive.Auditor{Store: &redrive.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}, Logger: h.log},
 		Logger: h.log,
-	}
+	})
+	require.NoError(t, err)
+	return r
 }
 
 // Fault: two operators run the same selective redrive at once. Must hold:
@@ -454,8 +462,7 @@ func TestFaultRedriveToTheWrongQueue(t *testing.T) {
 	require.ErrorIs(t, err, redrive.ErrRefused)
 	assert.Equal(t, redrive.CodeDestination, redrive.RefusalCode(err))
 
-	mis := newRedriver(t, h)
-	mis.Queues.HotURL, mis.Queues.HotARN = other.HotURL, other.HotARN // its redrive policy names the other DLQ
+	mis := newRedriverTo(t, h, other.HotURL, other.HotARN) // its redrive policy names the other DLQ
 	_, err = mis.Select(context.Background(), redrive.SelectRequest{
 		Who: redrive.Who{Owner: h.p.Owner, Why: "e2e"}, Rate: 10,
 		Selector: redrive.Selector{Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted}},

@@ -1,0 +1,172 @@
+package redrive
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/triage"
+)
+
+func TestNewValidates(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	valid := func() Config {
+		return Config{Pipeline: p, Queues: q, SQS: f, Local: true, Ledger: ledger.NewMemory(), Audit: &Auditor{Store: &memStore{}}}
+	}
+	tests := []struct {
+		name     string
+		mod      func(*Config)
+		wantErr  string // a fragment of the error; "" for a valid Config
+		noLedger bool   // want: errors.Is ErrNoLedger
+	}{
+		{name: "valid, defaults applied", mod: func(*Config) {}},
+		{name: "no pipeline", mod: func(c *Config) { c.Pipeline = nil }, wantErr: "Pipeline is required"},
+		{name: "no DLQ ARN", mod: func(c *Config) { c.Queues.DLQARN = "" }, wantErr: "Queues needs"},
+		{name: "no SQS", mod: func(c *Config) { c.SQS = nil }, wantErr: "SQS is required"},
+		{name: "no ledger", mod: func(c *Config) { c.Ledger = nil }, wantErr: "no redrive without it", noLedger: true},
+		{name: "no audit", mod: func(c *Config) { c.Audit = nil }, wantErr: "Audit is required"},
+		{name: "no STS in AWS", mod: func(c *Config) { c.Local = false }, wantErr: "STS is required"},
+		{name: "every problem named", mod: func(c *Config) { c.SQS, c.Ledger, c.Audit = nil, nil, nil }, wantErr: "Audit is required", noLedger: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := valid()
+			tt.mod(&cfg)
+			r, err := New(cfg)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+				assert.NotNil(t, r.cfg.Tag, "Tag defaults to TriageTagger")
+				assert.NotNil(t, r.cfg.Scan, "Scan defaults to a triage scan")
+				assert.Equal(t, p, r.Pipeline())
+				return
+			}
+			require.Error(t, err)
+			assert.Nil(t, r)
+			assert.ErrorIs(t, err, ErrConfig)
+			assert.ErrorIs(t, err, ErrRefused, "a Config New refuses moves nothing")
+			assert.Equal(t, CodeBadInput, RefusalCode(err))
+			assert.Contains(t, err.Error(), tt.wantErr)
+			assert.Equal(t, tt.noLedger, errors.Is(err, ErrNoLedger))
+		})
+	}
+}
+
+// Start without groups scans the DLQ itself, but only after the checks that
+// need no AWS call: a wrong owner is refused, and audited, before any scan.
+func TestStartScansAfterThePureGate(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	scans := 0
+	store := &memStore{}
+	r, err := New(Config{Pipeline: p, Queues: q, SQS: f, Local: true, Ledger: ledger.NewMemory(), Tag: testTag,
+		Audit: &Auditor{Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Scan: func(context.Context) (*triage.Report, error) {
+			scans++
+			return &triage.Report{Groups: []triage.Group{{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp", Count: 1}}}, nil
+		}})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	_, err = r.Start(ctx, StartRequest{Who: Who{Owner: "mallory", Why: "x"}, Rate: 10})
+	assert.Equal(t, CodeOwner, RefusalCode(err))
+	assert.Zero(t, scans, "no scan for a wrong owner")
+
+	_, err = r.Start(ctx, StartRequest{Who: Who{Owner: p.Owner, Why: "x"}, Rate: 10})
+	assert.Equal(t, CodeForbidden, RefusalCode(err), "the scan found policy_limit")
+	assert.Equal(t, 1, scans)
+
+	err = r.Reject(ctx, Who{Owner: p.Owner, Why: "over budget by design"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, 2, scans, "Reject scans when given no groups")
+
+	pl, err := r.Plan(ctx, "viewer")
+	require.NoError(t, err)
+	assert.Equal(t, 1, pl.Total)
+	assert.Equal(t, 3, scans)
+
+	var got []string
+	for _, e := range store.all() {
+		got = append(got, string(e.Action)+":"+string(e.Outcome))
+	}
+	assert.Equal(t, []string{"start:refused", "start:refused", "reject:ok", "plan:shown"}, got)
+	assert.Equal(t, map[string]int{string(deadletter.ReasonPolicyLimit): 1}, store.all()[1].Counts, "the refused start records what the scan found")
+}
+
+func TestRefuseAuditsEarlyRefusals(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tests := []struct {
+		name     string
+		pipeline string
+		err      error
+		wantFile string // where the entry is filed: never a path from unchecked input
+		wantCode Code
+	}{
+		{name: "plain error becomes bad input", pipeline: "agent-tasks", err: errors.New("--pipeline is required"), wantFile: "agent-tasks", wantCode: CodeBadInput},
+		{name: "a refusal keeps its code", pipeline: "agent-tasks", err: refuse(CodeDLQMissing, "gone"), wantFile: "agent-tasks", wantCode: CodeDLQMissing},
+		{name: "a path as a pipeline name", pipeline: "../../etc/passwd", err: errors.New("unknown pipeline"), wantFile: "_unknown", wantCode: CodeBadInput},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			a, err := OpenAuditor("", tt.pipeline, nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+			require.NoError(t, err)
+			fs := a.Store.(*FileStore)
+			assert.Equal(t, DefaultAuditPath(tt.wantFile), fs.Path)
+			fs.Path = filepath.Join(dir, tt.wantFile+"-"+string(tt.wantCode)+".jsonl")
+			got := a.Refuse(context.Background(), tt.pipeline, ActionSelect, Who{Owner: "alice", Why: "why"}, tt.err)
+			require.ErrorIs(t, got, ErrRefused)
+			assert.Equal(t, tt.wantCode, RefusalCode(got))
+		})
+	}
+	_, err := OpenAuditor("s3://bucket/prefix", "agent-tasks", nil, nil)
+	assert.ErrorContains(t, err, "needs an S3 client")
+	_, err = OpenAuditor("s3://", "agent-tasks", nil, nil)
+	assert.ErrorIs(t, err, ErrRefused)
+}
+
+// The typed codes, actions and outcomes: each list is complete, without
+// duplicates, and each value is its JSON spelling.
+func TestTypedValues(t *testing.T) {
+	t.Parallel()
+	check := func(t *testing.T, values []string, want int) {
+		t.Helper()
+		assert.Len(t, values, want)
+		seen := map[string]bool{}
+		for _, v := range values {
+			assert.False(t, seen[v], "%s twice", v)
+			seen[v] = true
+			b, err := json.Marshal(v)
+			require.NoError(t, err)
+			assert.Equal(t, `"`+v+`"`, string(b))
+		}
+	}
+	var actions, outcomes, codes []string
+	for _, a := range AllActions() {
+		actions = append(actions, string(a))
+	}
+	for _, o := range AllAuditOutcomes() {
+		outcomes = append(outcomes, string(o))
+	}
+	for _, c := range AllCodes() {
+		codes = append(codes, string(c))
+	}
+	check(t, actions, 7)
+	check(t, outcomes, 9)
+	check(t, codes, 18)
+}
