@@ -121,7 +121,7 @@ func newFixture(t testing.TB, n int) *fixture {
 		Pipelines: []*pipeline.Pipeline{p}, SQS: &fakeSQS{depth: fmt.Sprint(n)}, Local: true, Ledger: f.led,
 		Reports: triage.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return f.audit },
 		Resolve: func(context.Context, *pipeline.Pipeline) (redrive.Queues, error) {
-			return redrive.Queues{HotURL: "http://q/hot", DLQURL: "http://q/dlq"}, nil
+			return redrive.Queues{HotURL: "http://q/hot", HotARN: "arn:aws:sqs:us-east-1:000000000000:hot", DLQURL: "http://q/dlq", DLQARN: "arn:aws:sqs:us-east-1:000000000000:dlq"}, nil
 		},
 		Token: "test-token", Loopback: true, Now: func() time.Time { return t0 }, Logger: quiet,
 	})
