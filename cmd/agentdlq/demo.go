@@ -246,11 +246,14 @@ const demoDependency = "search-api"
 // them.
 func demoRedrive(ctx context.Context, out io.Writer, p *pipeline.Pipeline, q topology.Queues, sqsc *sqs.Client, l ledger.Ledger,
 	w *sampleworker.Worker, region string, log *slog.Logger, dir string) error {
-	r := &redrive.Redriver{
+	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
 		Queues:   redrive.Queues{HotURL: q.HotURL, HotARN: q.HotARN, DLQURL: q.DLQURL, DLQARN: q.DLQARN, FIFO: q.FIFO},
 		SQS:      sqsc, Local: true, Ledger: l, Tag: redrive.TriageTagger, Logger: log,
 		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: filepath.Join(dir, "audit.jsonl")}, Logger: log},
+	})
+	if err != nil {
+		return err
 	}
 	mc := esm.FromPipeline(p, q, region)
 	mc.Logger, mc.WaitTime = log, time.Second
