@@ -5,7 +5,7 @@
 #
 # Extra arguments go to `go test` (default ./...). GOTESTFLAGS adds flags.
 # Without arguments it then runs the arm64 unit tests under qemu-user
-# (scripts/test-arm64.sh).
+# (scripts/test-arm64.sh) and the tests of every module under examples/.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -27,6 +27,15 @@ go test -p 2 -timeout 15m ${GOTESTFLAGS:-} "${@:-./...}"
 rc=$?
 if [ $# -eq 0 ]; then
   scripts/test-arm64.sh || rc=1
+  # The example modules (examples/*/go.mod: each a module of its own, with a
+  # replace to this checkout), built and tested as an adopter would.
+  for mod in examples/*/go.mod; do
+    [ -e "$mod" ] || continue
+    dir="$(dirname "$mod")"
+    echo "--- $dir (a module of its own)"
+    # shellcheck disable=SC2086
+    (cd "$dir" && go test -timeout 15m ${GOTESTFLAGS:-} ./...) || rc=1
+  done
 fi
 set -e
 exit $rc

@@ -124,7 +124,7 @@ func (props *Props) Validate() error {
 			errs = append(errs, fmt.Errorf("pipeline %q is defined twice", def.Name))
 		}
 		known[def.Name] = true
-		if _, ok := props.RedrivePrincipals[def.Name]; !ok && def.Name != "" {
+		if props.RedrivePrincipals[def.Name] == "" && def.Name != "" {
 			errs = append(errs, fmt.Errorf("pipeline %q has no redrive principal: name the IAM role or user that may redrive it in %s (RedrivePrincipals), e.g. -c %s=%s=arn:aws:iam::111122223333:role/PlatformOncall",
 				def.Name, CtxRedrivePrincipals, CtxRedrivePrincipals, def.Name))
 		}
@@ -143,7 +143,7 @@ func (props *Props) Validate() error {
 		if !known[name] {
 			errs = append(errs, fmt.Errorf("%s: unknown pipeline %q", CtxRedrivePrincipals, name))
 		}
-		if arn := props.RedrivePrincipals[name]; !checkPrincipal(arn) {
+		if arn := props.RedrivePrincipals[name]; arn != "" && !checkPrincipal(arn) {
 			errs = append(errs, fmt.Errorf("%s: %q for pipeline %q is not an IAM role or user ARN", CtxRedrivePrincipals, arn, name))
 		}
 	}

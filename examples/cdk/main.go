@@ -1,0 +1,40 @@
+// Command cdk is a platform team's CDK app, in a module of its own, that adds
+// one agentdlq pipeline to a stack it already has (a table and a bucket of
+// its own) with one call, stack.Add. cdk-nag's AwsSolutions checks run over
+// the whole app, the team's resources and agentdlq's alike.
+//
+//	cd examples/cdk
+//	go test ./...                 # synthesizes offline and checks cdk-nag
+//	../../node_modules/.bin/cdk synth -c redrivePrincipal=arn:aws:iam::111122223333:role/OrdersOncall
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
+)
+
+func main() {
+	defer jsii.Close()
+	app := awscdk.NewApp(nil)
+	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+	context := func(key, def string) string {
+		if v, ok := app.Node().TryGetContext(jsii.String(key)).(string); ok && v != "" {
+			return v
+		}
+		return def
+	}
+	if _, err := NewOrders(app, "Orders", &OrdersProps{
+		WorkerAssetDir:   context("workerAsset", "../../dist/worker"),
+		TriageAssetDir:   context("triageAsset", "../../dist/triage"),
+		RedrivePrincipal: context("redrivePrincipal", ""),
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		jsii.Close()
+		os.Exit(1)
+	}
+	app.Synth(nil)
+}
