@@ -37,14 +37,18 @@ type redriveForm struct {
 }
 
 type redriveData struct {
-	Form     redriveForm
-	Groups   []triage.Group // the selection
-	Plan     *redrive.Plan
-	Verdict  redrive.Verdict
-	Total    int
-	Error    string
-	Rejected bool
+	Form    redriveForm
+	Groups  []triage.Group // the selection
+	Plan    *redrive.Plan
+	Verdict redrive.Verdict
+	Total   int
+	Error   string
+	// PlanMore counts the plan's groups beyond the first planLimit, not listed.
+	PlanMore int
 }
+
+// planLimit caps the plan's groups the redrive page lists.
+const planLimit = 50
 
 // redrivePage shows the plan of a reason or one group, the form, and reject.
 func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request) {
@@ -76,6 +80,9 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 		return
 	}
 	d.Plan = redrive.BuildPlan(p, groups)
+	if n := len(d.Plan.Groups); n > planLimit {
+		d.Plan.Groups, d.PlanMore = d.Plan.Groups[:planLimit], n-planLimit
+	}
 	d.Verdict = redrive.Decide(deadletter.Reason(f.Reason), redrive.Ack{})
 	title := "Redrive " + f.Reason
 	if f.Fingerprint != "" {
