@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
@@ -138,6 +139,8 @@ func newLocalRuntime(ctx context.Context, p *pipeline.Pipeline, table string, lo
 	}
 	w, err := sampleworker.New(sampleworker.Config{
 		Pipeline: p, Queues: q, SQS: sqsc, Ledger: l, Dependencies: deps,
+		// Claim checks of dead letters too large for the DLQ, as in AWS.
+		Evidence: s3.NewFromConfig(cfg), EvidenceBucket: topology.LocalEvalBucket,
 		WorkerVersion: "local", Logger: log, Metrics: metrics,
 		Concurrency: sampleworker.LambdaConcurrency, // as the deployed Lambda
 	})

@@ -105,6 +105,15 @@ type Meta struct {
 	// Folded holds original attributes that did not fit beside dlq_reason and
 	// dlq_meta (or that used a reserved dlq_ name); redrive restores them.
 	Folded map[string]Attribute `json:"folded,omitempty"`
+
+	// Reduced lists what FitDeadLetter gave up so that the dead letter fits
+	// SQS's message size (Reduction values, in the order given up).
+	Reduced []Reduction `json:"reduced,omitempty"`
+	// Evidence points to the claim check that holds what was given up (the
+	// whole metadata and every original attribute), such as
+	// s3://bucket/pipeline/evidence/2026-11-29/<message id>.json; empty
+	// when nothing was given up or there was nowhere to keep it.
+	Evidence string `json:"evidence,omitempty"`
 }
 
 // Errors the codec returns; test with errors.Is.

@@ -102,6 +102,17 @@ func appendMeta(dst []byte, m *Meta) ([]byte, error) {
 		}
 		dst = append(dst, '}')
 	}
+	if len(m.Reduced) > 0 {
+		dst = append(dst, `,"reduced":[`...)
+		for i, r := range m.Reduced {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, string(r))
+		}
+		dst = append(dst, ']')
+	}
+	dst = appendFieldOmit(dst, "evidence", m.Evidence)
 	return append(dst, '}'), nil
 }
 

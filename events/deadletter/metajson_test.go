@@ -59,6 +59,8 @@ func metaWith(s string) *Meta {
 			"empty":   {DataType: "String"},
 			"z_empty": {DataType: "Binary", BinaryValue: []byte{}},
 		},
+		Reduced:  []Reduction{ReducedHistory, Reduction(s)},
+		Evidence: s,
 	}
 }
 

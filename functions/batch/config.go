@@ -69,6 +69,21 @@ type Config struct {
 	// a dependency's own error types, as asynq's IsFailure and Watermill's
 	// poison filter allow, instead of wrapping every error in the handler.
 	Classify ClassifyFunc
+	// MaxMessageBytes is optional (default 262144, 256 KiB): the DLQ's
+	// MaximumMessageSize. A dead letter that would be larger gives up, in
+	// order, its history, folded attributes, kept attributes and all but
+	// the identity of its metadata (deadletter.FitDeadLetter); the body
+	// stays byte for byte. Set it when the DLQ allows more (at most
+	// 1048576).
+	MaxMessageBytes int
+	// Evidence is optional: where the processor keeps, as a claim check,
+	// what a dead letter had to give up to fit (an *s3.Client). Without it,
+	// what was given up is lost from the dead letter (logged by name).
+	Evidence S3API
+	// EvidenceBucket is required with Evidence: the bucket (the pipeline's
+	// eval bucket) under whose <Pipeline>/evidence/<yyyy-mm-dd>/ prefix
+	// each claim check is put as <message id>.json.
+	EvidenceBucket string
 	// WorkerVersion is optional: stamped in dlq_meta.
 	WorkerVersion string
 	// Logger is optional (default slog.Default()). The processor logs
@@ -100,6 +115,11 @@ func PipelineConfig(p *pipeline.Pipeline) Config {
 		Lease:            p.VisibilityTimeout(),
 	}
 }
+
+// DefaultMaxMessageBytes is the default Config.MaxMessageBytes: 256 KiB,
+// the SQS message size limit of queues made before 2025, and so safe for
+// every DLQ.
+const DefaultMaxMessageBytes = 256 * 1024
 
 // ErrConfig wraps every error of New and of Handle on a processor that New
 // did not build.
@@ -138,6 +158,9 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.Rand == nil {
 		cfg.Rand = rand.Int64N
 	}
+	if cfg.MaxMessageBytes == 0 {
+		cfg.MaxMessageBytes = DefaultMaxMessageBytes
+	}
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if cfg.Handler == nil {
@@ -163,6 +186,12 @@ func New(cfg Config) (*Processor, error) {
 	if !cfg.Backoff.Disabled && (cfg.Backoff.Base < time.Second || cfg.Backoff.Max < cfg.Backoff.Base || cfg.Backoff.Max > 12*time.Hour) {
 		bad("Backoff needs 1s <= Base <= Max <= 12h (got %v, %v)", cfg.Backoff.Base, cfg.Backoff.Max)
 	}
+	if cfg.MaxMessageBytes < 1024 || cfg.MaxMessageBytes > 1048576 {
+		bad("MaxMessageBytes %d is outside SQS's 1024..1048576", cfg.MaxMessageBytes)
+	}
+	if (cfg.Evidence == nil) != (strings.TrimSpace(cfg.EvidenceBucket) == "") {
+		bad("Evidence and EvidenceBucket go together: the client and the bucket the claim checks are put in")
+	}
 	if cfg.Concurrency < 1 || cfg.Concurrency > 1000 {
 		bad("Concurrency %d is outside 1..1000", cfg.Concurrency)
 	}
@@ -183,5 +212,6 @@ func New(cfg Config) (*Processor, error) {
 		backoff: cfg.Backoff, ledger: l, lease: cfg.Lease, concurrency: cfg.Concurrency, margin: cfg.DeadlineMargin, loopAfter: cfg.RedriveLoopAfter,
 		classify: cfg.Classify, version: cfg.WorkerVersion, log: cfg.Logger, metrics: cfg.Metrics, now: cfg.Now, rand: cfg.Rand,
 		pipelineKey: quoteJSON(cfg.Pipeline),
+		maxMessage:  cfg.MaxMessageBytes, evidence: cfg.Evidence, evidenceBucket: cfg.EvidenceBucket,
 	}, nil
 }

@@ -1,17 +1,21 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
+	"time"
 	"unsafe"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
@@ -23,6 +27,12 @@ import (
 type SQSAPI interface {
 	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 	ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+}
+
+// S3API is what the processor calls on S3 to keep a claim check, with the
+// SDK's signature: an *s3.Client satisfies it.
+type S3API interface {
+	PutObject(ctx context.Context, params *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 }
 
 // deadLetter sends the record to the DLQ with its reason and metadata, the
@@ -75,7 +85,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 			meta.IdempotencyKey = t.IdempotencyKey
 		}
 	}
-	attrs, err := deadletter.EncodeDeadLetter(meta, originalAttributes(msg.MessageAttributes))
+	attrs, err := p.fit(ctx, rec, meta)
 	if err == nil {
 		err = p.send(ctx, msg, rec.GroupID, attrs)
 	}
@@ -103,6 +113,70 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 	}
 	logAttrs(ctx, p.log, slog.LevelWarn, "dead-lettered", attrsLog...)
 	return resultDeadLettered
+}
+
+// fit encodes the dead letter so that it fits the DLQ's message size
+// (deadletter.FitDeadLetter: an oversized or unencodable metadata is never
+// a reason to retry), and keeps what it had to give up as a claim check in
+// the evidence bucket. A claim check that cannot be stored does not hold
+// the dead letter back: it is sent without the pointer, and the loss logged.
+// The one error is a body that leaves no room for any dead letter.
+func (p *Processor) fit(ctx context.Context, rec Record, meta deadletter.Meta) (map[string]deadletter.Attribute, error) {
+	msg := rec.Message
+	original := originalAttributes(msg.MessageAttributes)
+	var key, ref string
+	if p.evidence != nil {
+		key = p.pipeline + "/evidence/" + meta.DeadLetteredAt.Format(time.DateOnly) + "/" + msg.MessageId + ".json"
+		ref = "s3://" + p.evidenceBucket + "/" + key
+	}
+	attrs, ev, err := deadletter.FitDeadLetter(meta, original, len(msg.Body), p.maxMessage, ref)
+	if err != nil || ev == nil {
+		return attrs, err
+	}
+	reduced := make([]string, len(ev.Reduced))
+	for i, r := range ev.Reduced {
+		reduced[i] = string(r)
+	}
+	if ref != "" {
+		perr := p.putEvidence(ctx, key, ev)
+		if perr == nil {
+			p.logFailure(ctx, slog.LevelWarn, "dead letter reduced to fit; the rest kept as a claim check", rec, meta.Reason,
+				fmt.Errorf("gave up %s; evidence at %s", strings.Join(reduced, ", "), ref))
+			return attrs, nil
+		}
+		p.logFailure(ctx, slog.LevelError, "claim check could not be stored; the dead letter is sent without it", rec, meta.Reason, perr)
+		if attrs, _, err = deadletter.FitDeadLetter(meta, original, len(msg.Body), p.maxMessage, ""); err != nil {
+			return nil, err
+		}
+	}
+	names := make([]string, 0, len(ev.Attributes))
+	for name := range ev.Attributes {
+		if _, kept := attrs[name]; !kept {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	p.logFailure(ctx, slog.LevelWarn, "dead letter reduced to fit; no evidence store, what was given up is lost", rec, meta.Reason,
+		fmt.Errorf("gave up %s; attributes not on the dead letter: %s", strings.Join(reduced, ", "), strings.Join(names, ", ")))
+	return attrs, nil
+}
+
+// putEvidence stores a claim check; a client that panics fails the put.
+func (p *Processor) putEvidence(ctx context.Context, key string, ev *deadletter.Evidence) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("claim check put panicked: %v", v)
+		}
+	}()
+	data, err := deadletter.MarshalEvidence(ev)
+	if err != nil {
+		return err
+	}
+	_, err = p.evidence.PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(p.evidenceBucket), Key: aws.String(key), Body: bytes.NewReader(data),
+		ContentType: aws.String("application/json"), ContentLength: aws.Int64(int64(len(data))),
+	})
+	return err
 }
 
 func effectState(st *recordState) deadletter.EffectState {

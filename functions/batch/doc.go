@@ -81,7 +81,24 @@
 // MessageGroupId and its MessageDeduplicationId is "dlq-" + the original
 // message id. Only when the send succeeded is the record acknowledged; when
 // it fails the record is a batch item failure and DLQSendFailures counts it:
-// nothing is lost. A key dead-lettered again after RedriveLoopAfter redrives
+// nothing is lost.
+//
+// A dead letter always fits (deadletter.FitDeadLetter): metadata that is too
+// large for dlq_meta (16 KiB) or cannot be encoded, or a message that would
+// exceed Config.MaxMessageBytes (default 256 KiB, the DLQ's
+// MaximumMessageSize), is never retried for it. The dead letter gives up, in
+// order and only as far as needed, its attempt history, the folded
+// attributes, the original attributes kept on the message, and all of
+// dlq_meta but its identity (reason, attempts, message id, idempotency key,
+// task and trace ids, input hash, effect); dlq_meta lists what in "reduced".
+// The body stays byte for byte. With Config.Evidence, what was given up (the
+// whole metadata and every original attribute) is put in the eval bucket as
+// a claim check, <pipeline>/evidence/<yyyy-mm-dd>/<message id>.json, and
+// dlq_meta's "evidence" points to it, as the SQS Extended Client does for a
+// body; a claim check that cannot be stored is logged and the dead letter
+// sent without the pointer. Only a body that leaves no room for the
+// smallest dlq_meta cannot be dead-lettered by the worker: it is retried,
+// and the broker moves it at maxReceiveCount. A key dead-lettered again after RedriveLoopAfter redrives
 // (the ledger's redrive count) is dead-lettered as redrive_loop.
 //
 // # Backoff schedule

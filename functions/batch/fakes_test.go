@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
@@ -128,4 +129,26 @@ func (f *fakeLedger) Release(ctx context.Context, key, owner string, now time.Ti
 		return err
 	}
 	return f.Memory.Release(ctx, key, owner, now)
+}
+
+// fakeS3 keeps the claim checks put and can fail or panic.
+type fakeS3 struct {
+	mu   sync.Mutex
+	put  behaviour
+	keys []string
+}
+
+var _ S3API = (*fakeS3)(nil)
+
+func (f *fakeS3) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch f.put {
+	case fail:
+		return nil, &smithy.GenericAPIError{Code: "AccessDenied", Fault: smithy.FaultClient}
+	case panics:
+		panic("fake S3 panicked")
+	}
+	f.keys = append(f.keys, aws.ToString(in.Key))
+	return &s3.PutObjectOutput{}, nil
 }

@@ -43,6 +43,10 @@ type Processor struct {
 	now         func() time.Time
 	rand        func(int64) int64
 	pipelineKey []byte // the JSON-quoted pipeline name, for the metrics
+
+	maxMessage     int
+	evidence       S3API
+	evidenceBucket string
 }
 
 // result is what happened to one record.

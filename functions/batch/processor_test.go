@@ -772,3 +772,48 @@ func TestLedgerPanics(t *testing.T) {
 		}
 	}
 }
+
+// TestOversizedDeadLetterIsSentOnce: metadata too large for dlq_meta (the
+// review's 18607-byte case) is reduced and sent on this receive, never a
+// batch item failure that fires DLQSendFailures on every receive; a claim
+// check that cannot be stored does not hold it back.
+func TestOversizedDeadLetterIsSentOnce(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		put  behaviour
+		// wantEvidence is whether dlq_meta points to a stored claim check.
+		wantEvidence bool
+	}{
+		{"claim check stored", ok, true},
+		{"claim check refused", fail, false},
+		{"claim check client panics", panics, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			store := &fakeS3{put: tt.put}
+			h := newHarness(t, func(c *Config) { c.Evidence, c.EvidenceBucket = store, "evals" })
+			m := sqsMsg("m1", "poison", 1)
+			for i := range 10 {
+				m.MessageAttributes[fmt.Sprintf("a%02d", i)] = events.SQSMessageAttribute{DataType: "String", StringValue: aws.String(strings.Repeat("v", 9000))}
+			}
+			got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{m}})
+			assert.Equal(t, deadLettered(deadletter.ReasonSchemaInvalid), got["m1"])
+			require.Len(t, h.sqs.sent, 1)
+			sent := h.sqs.sent[0]
+			assert.Equal(t, "poison", aws.ToString(sent.MessageBody), "the body byte for byte")
+			meta, err := deadletter.ParseMeta([]byte(aws.ToString(sent.MessageAttributes[deadletter.AttrMeta].StringValue)))
+			require.NoError(t, err)
+			assert.Equal(t, []deadletter.Reduction{deadletter.ReducedHistory, deadletter.ReducedFolded}, meta.Reduced)
+			if tt.wantEvidence {
+				assert.Equal(t, "s3://evals/agent-tasks/evidence/2026-11-29/m1.json", meta.Evidence)
+				assert.Equal(t, []string{"agent-tasks/evidence/2026-11-29/m1.json"}, store.keys)
+			} else {
+				assert.Empty(t, meta.Evidence, "no pointer to a claim check that is not there")
+				assert.Contains(t, h.logs.String(), "claim check could not be stored")
+			}
+			assert.Zero(t, parseEMF(t, h.metrics.String())[0]["DLQSendFailures"])
+		})
+	}
+}

@@ -45,6 +45,11 @@ type Config struct {
 	// Concurrency is optional (default 1): records (standard queue) or
 	// message groups (FIFO) handled at once; see batch.Config.Concurrency.
 	Concurrency int
+	// Evidence and EvidenceBucket are optional, together: where a dead
+	// letter too large for the DLQ keeps what it gave up (a claim check; see
+	// batch.Config.Evidence), an *s3.Client and the eval bucket.
+	Evidence       batch.S3API
+	EvidenceBucket string
 	// WorkerVersion is optional: stamped in dlq_meta.
 	WorkerVersion string
 	// Logger is optional (default slog.Default()).
@@ -88,6 +93,7 @@ func New(cfg Config) (*Worker, error) {
 	bc.SourceQueueARN = cfg.Queues.HotARN
 	bc.Ledger = cfg.Ledger
 	bc.WorkerVersion = cfg.WorkerVersion
+	bc.Evidence, bc.EvidenceBucket = cfg.Evidence, cfg.EvidenceBucket
 	bc.Concurrency = cfg.Concurrency
 	bc.Logger, bc.Metrics, bc.Now, bc.Rand = cfg.Logger, cfg.Metrics, cfg.Now, cfg.Rand
 	p, err := batch.New(bc)

@@ -10,8 +10,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/agentdlq/agentdlq/functions/batch"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/lambdaenv"
 	"github.com/agentdlq/agentdlq/internal/topology"
@@ -46,7 +48,13 @@ func setup(log *slog.Logger) (*sampleworker.Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	var evidence batch.S3API
+	bucket := os.Getenv("AGENTDLQ_EVIDENCE_BUCKET") // optional: claim checks of oversized dead letters
+	if bucket != "" {
+		evidence = s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = lambdaenv.Endpoint(os.Getenv, "S3") })
+	}
 	return sampleworker.New(sampleworker.Config{
+		Evidence: evidence, EvidenceBucket: bucket,
 		Pipeline: p,
 		Queues: topology.Queues{HotURL: os.Getenv("AGENTDLQ_HOT_QUEUE_URL"), HotARN: os.Getenv("AGENTDLQ_HOT_QUEUE_ARN"),
 			DLQURL: os.Getenv("AGENTDLQ_DLQ_URL"), DLQARN: os.Getenv("AGENTDLQ_DLQ_ARN"), FIFO: p.FIFO},

@@ -1,0 +1,183 @@
+package deadletter
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+	"unicode/utf8"
+)
+
+// Reduction is one thing FitDeadLetter gave up so that a dead letter fits.
+type Reduction string
+
+const (
+	// ReducedHistory: the attempt history was dropped.
+	ReducedHistory Reduction = "history"
+	// ReducedFolded: the folded attributes (beyond the eight kept) were left out.
+	ReducedFolded Reduction = "folded"
+	// ReducedAttributes: the original attributes kept on the message were
+	// left out too.
+	ReducedAttributes Reduction = "attributes"
+	// ReducedMeta: dlq_meta keeps its identity fields only (reason, class,
+	// next action, attempts, message id, idempotency key, task and trace
+	// ids, input hash, effect).
+	ReducedMeta Reduction = "meta"
+	// ReducedTimes: times outside the years 0..9999 (a producer's bad
+	// SentTimestamp) were left out: JSON cannot hold them.
+	ReducedTimes Reduction = "times"
+)
+
+// Evidence is what a dead letter could not carry, kept elsewhere as a claim
+// check (the SQS Extended Client's pattern): the whole metadata and every
+// original attribute. The body is never in it: it stays on the message,
+// byte for byte.
+type Evidence struct {
+	// Reduced is what the dead letter gave up (its dlq_meta says the same).
+	Reduced    []Reduction          `json:"reduced"`
+	Meta       Meta                 `json:"meta"`
+	Attributes map[string]Attribute `json:"attributes,omitempty"`
+}
+
+// ErrBodyTooLarge: the body alone leaves no room for dlq_reason and the
+// smallest dlq_meta under the size limit; nothing can be dead-lettered.
+var ErrBodyTooLarge = errors.New("message body leaves no room for the dead-letter attributes")
+
+// MessageSize is the size SQS counts for a message: the body and each
+// attribute's name, data type and value. Binary values are counted as
+// their base64 text, as they travel, which is never less than SQS counts.
+func MessageSize(body int, attrs map[string]Attribute) int {
+	n := body
+	for name, a := range attrs {
+		n += len(name) + len(a.DataType) + len(a.StringValue) + base64.StdEncoding.EncodedLen(len(a.BinaryValue))
+	}
+	return n
+}
+
+// FitDeadLetter is EncodeDeadLetter for a message whose body is bodyBytes
+// long and whose dead letter must be at most maxBytes (the DLQ's
+// MaximumMessageSize): when the metadata is too large for dlq_meta, cannot
+// be encoded, or the message would be too large, it gives up, in this
+// order and only as far as needed, the attempt history, the folded
+// attributes, the original attributes kept on the message, and all of
+// dlq_meta but its identity fields. Each step is listed in Meta.Reduced.
+// A failure to fit is thus never a failure to dead-letter, and the body is
+// never touched.
+//
+// What was given up (beyond the history, whose last error is meta's own) is
+// returned as Evidence, nil when nothing was, for the caller to keep
+// elsewhere; evidenceRef, when not empty, is where the caller will keep it,
+// and dlq_meta says so (Meta.Evidence). ErrBodyTooLarge is returned when
+// even the smallest dead letter does not fit.
+func FitDeadLetter(m Meta, original map[string]Attribute, bodyBytes, maxBytes int, evidenceRef string) (map[string]Attribute, *Evidence, error) {
+	attrs, err := EncodeDeadLetter(m, original)
+	if err == nil && MessageSize(bodyBytes, attrs) <= maxBytes {
+		return attrs, nil, nil
+	}
+	if err != nil && !errors.Is(err, ErrMetaTooLarge) {
+		if !m.Reason.Valid() {
+			return nil, nil, err // a caller's bug, not the message's
+		}
+		if dropBadTimes(&m) {
+			m.Reduced = append(m.Reduced, ReducedTimes)
+		}
+	}
+	// The claim check holds the metadata as dlq_meta would have: redacted.
+	full := Evidence{Meta: m, Attributes: original}
+	full.Meta.Version, full.Meta.Error = MetaVersion, Redact(m.Error, MaxErrorRunes)
+	full.Meta.History = slices.Clone(m.History)
+	for i := range full.Meta.History {
+		full.Meta.History[i].Error = Redact(full.Meta.History[i].Error, MaxErrorRunes/2)
+	}
+	steps := []func(){
+		func() { m.History, m.Reduced = nil, append(m.Reduced, ReducedHistory) },
+		func() {
+			original = kept(original)
+			m.Reduced, m.Evidence = append(m.Reduced, ReducedFolded), evidenceRef
+		},
+		func() { original, m.Reduced = nil, append(m.Reduced, ReducedAttributes) },
+		func() {
+			m = Meta{
+				Class: m.Class, Reason: m.Reason, NextAction: m.NextAction, Attempts: m.Attempts,
+				MessageID: m.MessageID, DeadLetteredAt: m.DeadLetteredAt, IdempotencyKey: truncate(m.IdempotencyKey, 256),
+				TaskID: truncate(m.TaskID, 256), TraceID: truncate(m.TraceID, 256), InputSHA256: m.InputSHA256, Effect: m.Effect,
+				Reduced: append(m.Reduced, ReducedMeta), Evidence: evidenceRef,
+			}
+			if dropBadTimes(&m) {
+				m.Reduced = append(m.Reduced, ReducedTimes)
+			}
+		},
+	}
+	for i, step := range steps {
+		step()
+		attrs, err = EncodeDeadLetter(m, original)
+		if err != nil && !errors.Is(err, ErrMetaTooLarge) {
+			return nil, nil, fmt.Errorf("fit dead letter: %w", err)
+		}
+		if err == nil && MessageSize(bodyBytes, attrs) <= maxBytes {
+			if i == 0 { // the history alone: nothing to keep elsewhere
+				return attrs, nil, nil
+			}
+			full.Reduced = m.Reduced
+			return attrs, &full, nil
+		}
+	}
+	return nil, nil, fmt.Errorf("%w: %d bytes of body, at most %d bytes a message", ErrBodyTooLarge, bodyBytes, maxBytes)
+}
+
+// kept returns the original attributes that EncodeDeadLetter keeps on the
+// message, without the ones it would fold.
+func kept(original map[string]Attribute) map[string]Attribute {
+	if keepsAll(original) {
+		return original
+	}
+	out := maps.Clone(original)
+	for name := range out {
+		if len(name) >= len(AttrPrefix) && name[:len(AttrPrefix)] == AttrPrefix {
+			delete(out, name)
+		}
+	}
+	names := slices.Sorted(maps.Keys(out))
+	for _, name := range names[min(len(names), MaxKeptAttributes):] {
+		delete(out, name)
+	}
+	return out
+}
+
+// dropBadTimes zeroes the times JSON cannot hold and reports whether any was.
+func dropBadTimes(m *Meta) bool {
+	bad := func(t *time.Time) bool {
+		if y := t.Year(); y < 0 || y > 9999 {
+			*t = time.Time{}
+			return true
+		}
+		return false
+	}
+	dropped := bad(&m.FirstFailureAt)
+	dropped = bad(&m.LastFailureAt) || dropped
+	dropped = bad(&m.SentAt) || dropped
+	if bad(&m.DeadLetteredAt) {
+		m.DeadLetteredAt, dropped = time.Unix(0, 0).UTC(), true
+	}
+	for i := range m.History {
+		dropped = bad(&m.History[i].At) || dropped
+	}
+	return dropped
+}
+
+// truncate cuts s to at most n bytes, at a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// MarshalEvidence is the JSON document of a claim check.
+func MarshalEvidence(e *Evidence) ([]byte, error) { return json.Marshal(e) }
