@@ -1,20 +1,13 @@
 #!/usr/bin/env bash
-# `make demo-console`: run the demo on private emulators and keep them, then
-# serve the console (agentdlq ui) on them until Ctrl-C, then stop them.
+# `make demo-console`: run the demo (its emulators keep running, with what it
+# left on the pipeline), then serve the console (agentdlq ui) on them until
+# Ctrl-C, then stop them.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 bin=.local/bin/agentdlq
-log=$(mktemp)
-"$bin" demo --keep-emulators | tee "$log"
-dir=$(sed -n 's/^emulators left running: AGENTDLQ_LOCAL_DIR=\([^ ]*\) .*/\1/p' "$log" | tail -1)
-rm -f "$log"
-if [ -z "$dir" ]; then
-  echo "demo-console: the demo did not leave its emulators running" >&2
-  exit 1
-fi
-export AGENTDLQ_LOCAL_DIR="$dir"
-cleanup() { scripts/local.sh down >/dev/null 2>&1 || true; rm -rf "$dir"; }
+"$bin" demo
+cleanup() { scripts/local.sh down >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 eval "$(scripts/local.sh env)"
 echo

@@ -33,7 +33,7 @@ import (
 type demoFlags struct {
 	pipeline string
 	out      string
-	keep     bool
+	stop     bool
 }
 
 func newDemoCmd(g *globalFlags) *cobra.Command {
@@ -41,22 +41,32 @@ func newDemoCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "The whole lifecycle on local emulators: send, drain, triage, export evals, plan a redrive, account for every message",
-		Long: `demo starts private local emulators (scripts/local.sh, free ports on 127.0.0.1),
-creates the pipeline's topology from pipelines.json, sends a mixed workload of
-agent tasks (valid, every poison reason, a transient that recovers, one that
-exhausts its budget, an effect-unknown timeout, auth and dependency failures, a
-duplicate idempotency key), drains it with the real worker through the local
-event source mapping, runs triage, exports the eval dataset under --out, shows
-the triage report and a redrive plan, stops the emulators, and prints a closing
-line that accounts for every message sent. It exits 1 when the numbers do not
-add up or a message did not end where its kind says it must.
+		Long: `demo tells an incident from start to end on the local emulators (fauxqs,
+dynalite, gofakes3 on 127.0.0.1; started as make local-up does, on free ports,
+unless they run already):
 
-The pipeline is pipelines.json's, with the timings shortened so that retries
-happen within seconds (workload.Quick: worker timeout 5 s, visibility 30 s,
-backoff 1-2 s); everything else is as deployed.
+  an outage       the sample dependency search-api goes down
+  the workload    a mix of agent tasks onto the pipeline's own hot queue: valid
+                  ones, every poison reason, a transient that recovers, one that
+                  exhausts its budget, an effect-unknown timeout, auth failures,
+                  tasks calling search-api, a duplicate idempotency key
+  the worker      the real worker drains it through the local event source
+                  mapping: failures retried, dead letters with their reason
+  triage          read-only report, recurring poison exported as eval records
+  the plan        every group with its decision and its command
+  the fix         search-api back up (agentdlq local dependency up search-api)
+  the redrive     its dead letters, a canary of one first, while a worker consumes
+  the accounting  every message sent: processed, dead-lettered, in flight, lost
 
-With AWS_ENDPOINT_URL_SQS already set (make local-up), it uses those emulators,
-on queues named for this run, and leaves them running.`,
+It exits 1 when the numbers do not add up or a message did not end where its
+kind says it must. The pipeline is pipelines.json's, with the timings shortened
+so that retries happen within seconds (worker timeout 5 s, visibility 30 s,
+backoff 1-2 s). The emulators keep running afterwards with what the demo left,
+so that RUNBOOK.md can be walked on it; make local-down stops them and forgets
+everything (start over: make local-down, then make demo).`,
+		Example: `  make demo                                  # builds the CLI, then runs this
+  agentdlq demo --out /tmp/demo              # the eval export, report and worker log there
+  agentdlq demo --stop-emulators             # leave nothing running`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runDemo(c.Context(), g, f, c.OutOrStdout())
@@ -64,7 +74,7 @@ on queues named for this run, and leaves them running.`,
 	}
 	cmd.Flags().StringVar(&f.pipeline, "pipeline", "agent-tasks", "pipeline of pipelines.json to run")
 	cmd.Flags().StringVar(&f.out, "out", "out", "directory for the eval export, the report and the worker's log")
-	cmd.Flags().BoolVar(&f.keep, "keep-emulators", false, "leave the emulators it started running (stop them with AGENTDLQ_LOCAL_DIR=… scripts/local.sh down)")
+	cmd.Flags().BoolVar(&f.stop, "stop-emulators", false, "stop the emulators at the end (by default they keep running, with what the demo left, for RUNBOOK.md)")
 	return cmd
 }
 
@@ -84,29 +94,25 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 
 	step("1/9 local emulators (127.0.0.1 only)")
 	stopEmulators := func() {}
-	names := topology.LocalNames(p)
-	var deps sampleworker.DependencyDir
 	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
-		stop, state, err := startPrivateEmulators(ctx, out, f.keep)
-		if err != nil {
+		if err := startLocalEmulators(ctx, out); err != nil {
 			return err
 		}
-		deps = sampleworker.DependencyDir{Dir: filepath.Join(state, "dependencies")}
-		var once sync.Once
-		stopEmulators = func() { once.Do(stop) }
-		defer stopEmulators()
+		if f.stop {
+			var once sync.Once
+			stopEmulators = func() { once.Do(func() { _ = runLocalScript(context.Background(), "down") }) }
+			defer stopEmulators()
+		}
 	} else {
 		fmt.Fprintln(out, "using the running emulators at", os.Getenv("AWS_ENDPOINT_URL_SQS"))
-		if deps, err = localDependencies(); err != nil {
-			return err
-		}
-		// Fresh queues of this run, so that what an earlier run left is not counted.
-		stamp := "-demo-" + time.Now().UTC().Format("150405")
-		names = topology.Names{Hot: p.Name + stamp, DLQ: p.Name + stamp + "-dlq"}
-		if p.FIFO {
-			names = topology.Names{Hot: p.Name + stamp + ".fifo", DLQ: p.Name + stamp + "-dlq.fifo"}
-		}
 	}
+	deps, err := localDependencies()
+	if err != nil {
+		return err
+	}
+	// The pipeline's own queues: what the demo leaves there is what
+	// RUNBOOK.md walks through afterwards.
+	names := topology.LocalNames(p)
 	cfg, err := localConfig(ctx)
 	if err != nil {
 		return err
@@ -126,6 +132,11 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	}
 	fmt.Fprintf(out, "hot queue %s (maxReceiveCount %d, visibility %ds)\nDLQ       %s (retention %dh)\nledger    %s, eval bucket %s\n",
 		q.HotURL, p.MaxReceiveCount, p.VisibilityTimeoutSeconds, q.DLQURL, p.DLQRetentionHours, topology.LocalLedgerTable, topology.LocalEvalBucket)
+	if n, err := emptyQueues(ctx, sqsc, q.HotURL, q.DLQURL); err != nil {
+		return err
+	} else if n > 0 {
+		fmt.Fprintf(out, "emptied %d messages an earlier run left on the pipeline's local queues\n", n)
+	}
 	fmt.Fprintf(out, "demo timings (workload.Quick): worker timeout %ds, visibility %ds, backoff %d-%ds; the rest as in %s\n",
 		p.WorkerTimeoutSeconds, p.VisibilityTimeoutSeconds, p.Backoff.BaseSeconds, p.Backoff.MaxSeconds, g.configPath)
 
@@ -201,7 +212,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	fmt.Fprintf(out, "$ agentdlq local dependency up %s\n", demoDependency)
 
 	step("8/9 redrive the %s dead letters: a canary first, while the worker consumes", deadletter.ReasonDependencyOpen)
-	if err := demoRedrive(ctx, out, p, q, sqsc, l, w, cfg.Region, log, f.out); err != nil {
+	if err := demoRedrive(ctx, out, p, q, sqsc, l, w, cfg.Region, log); err != nil {
 		return err
 	}
 
@@ -234,7 +245,74 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	if !acct.AddsUp() || acct.Lost > 0 || len(acct.Unexpected) > 0 || acct.ExtraDeadLetters > 0 {
 		return errors.New("demo: the accounting does not hold (see above)")
 	}
-	fmt.Fprintln(out, "\nLook at it in the console (the demo again, emulators kept, then agentdlq ui): make demo-console")
+	if !f.stop {
+		fmt.Fprintf(out, `
+What is left is real: %d dead letters on pipeline %s's DLQ, on emulators that keep running.
+Walk RUNBOOK.md on them:
+  eval "$(make -s local-env)"                # point this shell at the emulators
+  export PATH="$PWD/.local/bin:$PATH"        # the agentdlq make demo built
+  agentdlq triage --pipeline %s
+  agentdlq redrive plan --pipeline %s
+  agentdlq ui                                # or look at it in the console
+Start over: make local-down (the emulators keep nothing), then make demo.
+`, acct.DeadLettered, p.Name, p.Name, p.Name)
+	}
+	return nil
+}
+
+// emptyQueues purges the local queues of an earlier run, so that the
+// accounting counts only this run's messages, and says how many there were.
+func emptyQueues(ctx context.Context, api *sqs.Client, urls ...string) (int, error) {
+	total := 0
+	for _, u := range urls {
+		n, err := esm.Depth(ctx, api, u)
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			continue
+		}
+		if _, err := api.PurgeQueue(ctx, &sqs.PurgeQueueInput{QueueUrl: &u}); err != nil {
+			return 0, fmt.Errorf("emptying %s: %w (start over: make local-down, then make demo)", u, err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// startLocalEmulators starts the checkout's local emulators (scripts/local.sh
+// up, the state directory of make local-up), on free ports unless
+// AGENTDLQ_*_PORT says otherwise, or finds them running, and points this
+// process at them. They keep running after the demo.
+func startLocalEmulators(ctx context.Context, out io.Writer) error {
+	root, err := projectRoot()
+	if err != nil {
+		return withExit(2, err)
+	}
+	script := filepath.Join(root, "scripts", "local.sh")
+	run := func(sub string) ([]byte, error) {
+		c := exec.CommandContext(ctx, script, sub)
+		c.Env = os.Environ()
+		for _, k := range []string{"AGENTDLQ_SQS_PORT", "AGENTDLQ_DYNAMODB_PORT", "AGENTDLQ_S3_PORT"} {
+			if os.Getenv(k) == "" {
+				c.Env = append(c.Env, k+"=0")
+			}
+		}
+		c.Stderr = out
+		return c.Output()
+	}
+	if _, err := run("up"); err != nil {
+		return fmt.Errorf("starting the emulators (%s up): %w", script, err)
+	}
+	env, err := run("env")
+	if err != nil {
+		return err
+	}
+	for k, v := range parseExports(string(env)) {
+		if err := os.Setenv(k, v); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -245,12 +323,12 @@ const demoDependency = "search-api"
 // with the worker consuming the hot queue meanwhile, and says what became of
 // them.
 func demoRedrive(ctx context.Context, out io.Writer, p *pipeline.Pipeline, q topology.Queues, sqsc *sqs.Client, l ledger.Ledger,
-	w *sampleworker.Worker, region string, log *slog.Logger, dir string) error {
+	w *sampleworker.Worker, region string, log *slog.Logger) error {
 	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
 		Queues:   redrive.Queues{HotURL: q.HotURL, HotARN: q.HotARN, DLQURL: q.DLQURL, DLQARN: q.DLQARN, FIFO: q.FIFO},
 		SQS:      sqsc, Local: true, Ledger: l, Tag: redrive.TriageTagger, Logger: log,
-		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: filepath.Join(dir, "audit.jsonl")}, Logger: log},
+		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: redrive.DefaultAuditPath(p.Name)}, Logger: log},
 	})
 	if err != nil {
 		return err
@@ -296,7 +374,7 @@ func demoRedrive(ctx context.Context, out io.Writer, p *pipeline.Pipeline, q top
 		fmt.Fprintf(out, "canary: %d moved, %d processed, %d dead-lettered again: it passed, the rest followed\n", res.Canary.Moved, res.Canary.Processed, res.Canary.DeadLettered)
 	}
 	fmt.Fprintf(out, "redriven %d dead letters of %s; the worker then processed %d records (audit: %s)\n",
-		res.Moved, deadletter.ReasonDependencyOpen, worker.stats.Deleted, filepath.Join(dir, "audit.jsonl"))
+		res.Moved, deadletter.ReasonDependencyOpen, worker.stats.Deleted, redrive.DefaultAuditPath(p.Name))
 	return nil
 }
 
