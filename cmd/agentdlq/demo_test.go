@@ -48,7 +48,8 @@ func TestDemoAccountsForEveryMessage(t *testing.T) {
 	reports, err := filepath.Glob(filepath.Join(f.out, "agent-tasks", "reports", "*.html"))
 	require.NoError(t, err)
 	assert.Len(t, reports, 1, "the report is kept where agentdlq ui reads it")
-	assert.True(t, strings.HasSuffix(out.String(), "make demo-console\n"), "the demo ends with the console command")
+	assert.Contains(t, out.String(), "agentdlq ui ", "the demo ends with the console among the next commands")
+	assert.True(t, strings.HasSuffix(out.String(), "Start over: make local-down (the emulators keep nothing), then make demo.\n"), "and with how to start over")
 }
 
 func TestParseExports(t *testing.T) {
