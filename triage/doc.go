@@ -44,12 +44,18 @@
 //     for a FIFO broker move the enqueue time is reset by the move (see
 //     ClockFIFOReset for the conservative reading).
 //   - Outputs: the Report as JSON (report_version 1), Text for a terminal,
-//     Markdown for files and tickets (render.go); EMF metrics exactly as
+//     Markdown for files and tickets (render.go), HTML: one self-contained
+//     page, inline styles and an inline SVG chart of the kept reports, no
+//     script (html.go, chart.go, html/; the console renders the same
+//     templates); EMF metrics exactly as
 //     docs/wiring.md pins them (metrics.go); the eval export (eval.go,
 //     export.go) of recurring poison and unclassified groups as JSONL eval
 //     records with a manifest, to a folder or S3 (s3dest.go).
+//   - Reports are kept, one set per run, under <pipeline>/reports/ (history.go:
+//     ReportBase, History for the chart, LatestReport for the console).
 //   - Handler (handler.go) is the Lambda's logic: schedule and alarm events,
-//     reports next to the exports, EMF, and a summary on the alarm topic.
+//     reports kept in the eval bucket, EMF, and a summary on the alarm topic
+//     that names the HTML report's S3 URI and its AWS console link.
 //
 // The decision core (message.go, fingerprint.go, expiry.go, report.go,
 // render.go, metrics.go, eval.go) imports no AWS SDK; the adapters
