@@ -1,18 +1,11 @@
 package console
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"slices"
 	"time"
 
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -72,45 +65,6 @@ func (sn *snapshot) group(reason, fp string) *triage.Group {
 		}
 	}
 	return nil
-}
-
-// FileAudit is the local audit log: redrive.FileStore's JSONL file, read
-// back for the audit page.
-type FileAudit struct {
-	redrive.FileStore
-}
-
-// Records reads every record (none when the file does not exist yet).
-// A line that is not a record is skipped: the page shows what it can.
-func (a *FileAudit) Records(_ context.Context) ([]redrive.AuditEntry, error) {
-	f, err := os.Open(a.Path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []redrive.AuditEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		var rec redrive.AuditEntry
-		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Action != "" {
-			out = append(out, rec)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("console: audit %s: %w", a.Path, err)
-	}
-	return out, nil
-}
-
-// newestFirst orders audit records by time, newest first; records of the
-// same time keep the reverse of their order in the log (later appended first).
-func newestFirst(recs []redrive.AuditEntry) {
-	slices.Reverse(recs)
-	slices.SortStableFunc(recs, func(a, b redrive.AuditEntry) int { return b.Time.Compare(a.Time) })
 }
 
 // countdown is the time left until t, for the letter page.

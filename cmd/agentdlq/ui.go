@@ -32,6 +32,7 @@ type uiFlags struct {
 	addr        string
 	noBrowser   bool
 	reports     string
+	audit       string
 	ledgerTable string
 }
 
@@ -47,10 +48,11 @@ every request needs the token (a cookie after the first visit), every change
 is a POST with a CSRF token, and it binds to loopback unless --addr says
 otherwise. Pages render from the kept triage reports (--reports) and the
 ledger; Refresh runs triage. Redrive and reject are those of agentdlq redrive,
-audited in ./out/audit/<pipeline>.jsonl. Ctrl-C stops it.`,
+audited in ./out/audit/<pipeline>.jsonl (or --audit s3://bucket/prefix, as
+agentdlq redrive --audit). Ctrl-C stops it.`,
 		Example: `  agentdlq ui
   agentdlq ui --no-browser --addr 127.0.0.1:8080
-  agentdlq ui --reports s3://my-eval-bucket     # the reports the triage Lambda keeps`,
+  agentdlq ui --reports s3://my-eval-bucket --audit s3://my-audit-bucket/agentdlq   # in AWS`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, g) },
 	}
@@ -59,6 +61,7 @@ audited in ./out/audit/<pipeline>.jsonl. Ctrl-C stops it.`,
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:0", "address to serve on (port 0: a free port)")
 	fl.BoolVar(&f.noBrowser, "no-browser", false, "do not open a browser")
 	fl.StringVar(&f.reports, "reports", "out", "where triage reports are kept: a folder or s3://bucket/prefix")
+	fl.StringVar(&f.audit, "audit", "", "audit store, as agentdlq redrive --audit: a JSONL file per pipeline (default ./out/audit/<pipeline>.jsonl), or s3://bucket/prefix")
 	fl.StringVar(&f.ledgerTable, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	return cmd
 }
@@ -96,6 +99,19 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	}
 	for i := range def.Pipelines {
 		cc.Pipelines = append(cc.Pipelines, &def.Pipelines[i])
+	}
+	if f.audit != "" {
+		bucket, prefix, _, err := redrive.ParseAuditDest(f.audit)
+		if err != nil {
+			return withExit(2, fmt.Errorf("--audit: %w", err))
+		}
+		if bucket == "" {
+			return withExit(2, errors.New("--audit: the console keeps one file per pipeline (the default, ./out/audit/<pipeline>.jsonl) or s3://bucket/prefix"))
+		}
+		s3c := s3.NewFromConfig(cfg)
+		cc.Audit = func(name string) console.AuditLog {
+			return &console.S3Audit{S3Store: redrive.S3Store{API: s3c, Bucket: bucket, Prefix: prefix}, Read: s3c, Pipeline: name}
+		}
 	}
 	if table := ledgerTableName(f.ledgerTable); table != "" {
 		cc.Ledger = ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)

@@ -1,0 +1,148 @@
+package console
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/agentdlq/agentdlq/redrive"
+)
+
+// FileAudit is the local audit log: redrive.FileStore's JSONL file, read
+// back for the audit page.
+type FileAudit struct {
+	redrive.FileStore
+}
+
+// Records reads every entry (none when the file does not exist yet). A line
+// that is not an entry is skipped: the page shows what it can.
+func (a *FileAudit) Records(_ context.Context) ([]redrive.AuditEntry, error) {
+	f, err := os.Open(a.Path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []redrive.AuditEntry
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		var rec redrive.AuditEntry
+		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Action != "" {
+			out = append(out, rec)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return out, fmt.Errorf("console: audit %s: %w", a.Path, err)
+	}
+	return out, nil
+}
+
+// S3ReadAPI is what S3Audit needs to read the audit back.
+type S3ReadAPI interface {
+	ListObjectsV2(ctx context.Context, params *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+	GetObject(ctx context.Context, params *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+}
+
+// S3Audit is the audit in S3 that `agentdlq redrive --audit s3://bucket/prefix`
+// writes (redrive.S3Store: one object per entry under
+// <prefix>/<pipeline>/audit/, keys in time order). Records reads the newest
+// S3AuditLimit entries.
+type S3Audit struct {
+	redrive.S3Store
+	Read     S3ReadAPI
+	Pipeline string
+}
+
+// S3AuditLimit is how many of the newest entries S3Audit.Records reads (one
+// GetObject each).
+const S3AuditLimit = 500
+
+// Records lists the pipeline's audit objects and reads the newest
+// S3AuditLimit of them, a few at a time.
+func (a *S3Audit) Records(ctx context.Context) ([]redrive.AuditEntry, error) {
+	prefix := redrive.AuditName(a.Pipeline) + "/audit/"
+	if a.Prefix != "" {
+		prefix = strings.TrimSuffix(a.Prefix, "/") + "/" + prefix
+	}
+	var keys []string
+	in := &s3.ListObjectsV2Input{Bucket: aws.String(a.Bucket), Prefix: aws.String(prefix)}
+	for {
+		out, err := a.Read.ListObjectsV2(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("console: list the audit in s3://%s/%s: %w", a.Bucket, prefix, err)
+		}
+		for _, o := range out.Contents {
+			keys = append(keys, aws.ToString(o.Key))
+		}
+		if !aws.ToBool(out.IsTruncated) || out.NextContinuationToken == nil {
+			break
+		}
+		in.ContinuationToken = out.NextContinuationToken
+	}
+	slices.Sort(keys)
+	if len(keys) > S3AuditLimit {
+		keys = keys[len(keys)-S3AuditLimit:]
+	}
+	out := make([]redrive.AuditEntry, len(keys))
+	ok := make([]bool, len(keys))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	var mu sync.Mutex
+	var errs []error
+	for i, k := range keys {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			o, err := a.Read.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(a.Bucket), Key: aws.String(k)})
+			if err == nil {
+				var data []byte
+				data, err = io.ReadAll(o.Body)
+				o.Body.Close()
+				if err == nil {
+					err = json.Unmarshal(data, &out[i])
+				}
+			}
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", k, err))
+				mu.Unlock()
+				return
+			}
+			ok[i] = true
+		}()
+	}
+	wg.Wait()
+	kept := out[:0]
+	for i := range out {
+		if ok[i] {
+			kept = append(kept, out[i])
+		}
+	}
+	if len(errs) > 0 {
+		return kept, fmt.Errorf("console: %d audit objects unreadable: %w", len(errs), errors.Join(errs...))
+	}
+	return kept, nil
+}
+
+// newestFirst orders audit entries by time, newest first; entries of the
+// same time keep the reverse of their order in the log (later appended first).
+func newestFirst(recs []redrive.AuditEntry) {
+	slices.Reverse(recs)
+	slices.SortStableFunc(recs, func(a, b redrive.AuditEntry) int { return b.Time.Compare(a.Time) })
+}
