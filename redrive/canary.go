@@ -107,6 +107,9 @@ func (r *Redriver) waitCanary(ctx context.Context, api SelectAPI, req SelectRequ
 				pending++
 			}
 		}
+		if r.cfg.OnCanary != nil {
+			r.cfg.OnCanary(pending, len(items), r.now().Sub(start), timeout)
+		}
 		if pending == 0 || !r.now().Before(deadline) {
 			break
 		}
@@ -120,7 +123,7 @@ func (r *Redriver) waitCanary(ctx context.Context, api SelectAPI, req SelectRequ
 		return res, fmt.Errorf("%w: %d of %d canary messages were dead-lettered again (%d processed): fix the cause before redriving the rest",
 			ErrCanaryFailed, res.DeadLettered, res.Moved, res.Processed)
 	case res.Pending > 0:
-		return res, fmt.Errorf("%w: %d of %d canary messages have no outcome after %s (is the worker running?)",
+		return res, fmt.Errorf("%w: %d of %d canary messages have no outcome after %s: is the worker running? A worker must consume the hot queue while the canary waits",
 			ErrCanaryFailed, res.Pending, res.Moved, timeout)
 	}
 	return res, nil

@@ -74,6 +74,11 @@ type Config struct {
 	Sleep func(ctx context.Context, d time.Duration) error
 	// OnMove is optional: called after each message moved (a progress bar).
 	OnMove func()
+	// OnCanary is optional: called while the canary waits, after each look
+	// at the ledger and the DLQ, with how many of its messages still have
+	// no outcome, how long it has waited and its timeout (a progress line:
+	// without a worker consuming the hot queue nothing ever comes).
+	OnCanary func(pending, moved int, waited, timeout time.Duration)
 }
 
 // ErrConfig wraps every error of New. It is also a refusal (errors.Is

@@ -45,6 +45,9 @@ type redriveFlags struct {
 	overrides   []string
 	fixDeployed string
 	reviewed    string
+
+	// onCanary is the canary's progress (select only).
+	onCanary func(pending, moved int, waited, timeout time.Duration)
 }
 
 func newRedriveCmd(g *globalFlags) *cobra.Command {
@@ -152,7 +155,7 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		Queues:   redrive.Queues{HotURL: q.HotURL, HotARN: q.HotARN, DLQURL: q.DLQURL, DLQARN: q.DLQARN, FIFO: q.FIFO},
 		SQS:      client, STS: sts.NewFromConfig(cfg), Local: redrive.IsLocalEndpoint(aws.ToString(client.Options().BaseEndpoint)),
 		Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table),
-		Audit:  a, Logger: logger, OnMove: onMove,
+		Audit:  a, Logger: logger, OnMove: onMove, OnCanary: f.onCanary,
 	})
 	if err != nil {
 		return nil, redriveExit(a.Refuse(ctx, p.Name, action, who, err))
@@ -342,6 +345,7 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 					progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("msg"))
 				onMove = func() { _ = bar.Add(1) }
 			}
+			f.onCanary = canaryProgress(cmd.ErrOrStderr(), isTerminal(cmd.ErrOrStderr()))
 			r, err := f.open(ctx, redrive.ActionSelect, who, onMove)
 			if err != nil {
 				return err
@@ -401,10 +405,40 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
 			res.SendFailed, res.DeleteFailed, res.LedgerFailed)
 	}
 	switch {
-	case res.Canary != nil && res.Canary.DeadLettered+res.Canary.Pending > 0:
-		fmt.Fprintln(w, "stopped: the canary failed; the rest stays in the DLQ. Fix the cause, deploy, and run the canary again")
+	case res.Canary != nil && res.Canary.DeadLettered > 0:
+		fmt.Fprintln(w, "stopped: the canary failed, its messages were dead-lettered again; the rest stays in the DLQ. Fix the cause, deploy, and run the canary again")
+	case res.Canary != nil && res.Canary.Pending > 0:
+		fmt.Fprintf(w, "stopped: the canary has no outcome after %s: is the worker running? A worker must consume the hot queue while the canary waits (locally: agentdlq work --pipeline %s). The rest stays in the DLQ; start the worker and run the canary again\n",
+			res.Canary.Waited.Round(time.Second), name)
 	case res.Partial != "":
 		fmt.Fprintf(w, "partial: %s; rerunning is safe\n", res.Partial)
+	}
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// canaryProgress says, while a canary waits, how many of its messages have
+// an outcome and for how long it has waited: rewritten in place on a
+// terminal, once otherwise. Nothing comes without a worker consuming the
+// hot queue, so it says that too.
+func canaryProgress(w io.Writer, tty bool) func(pending, moved int, waited, timeout time.Duration) {
+	said := false
+	return func(pending, moved int, waited, timeout time.Duration) {
+		switch {
+		case tty:
+			fmt.Fprintf(w, "\rcanary: %d of %d with an outcome, waited %s of %s (a worker must consume the hot queue)   ",
+				moved-pending, moved, waited.Round(time.Second), timeout)
+			if pending == 0 || waited >= timeout {
+				fmt.Fprintln(w)
+			}
+		case !said && pending > 0:
+			fmt.Fprintf(w, "canary: waiting up to %s for the outcome of %d messages (a worker must consume the hot queue)\n", timeout, moved)
+			said = true
+		}
 	}
 }
 

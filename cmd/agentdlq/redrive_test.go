@@ -201,3 +201,25 @@ func redriveCode(s string) string {
 	}
 	return ""
 }
+
+// With no worker consuming the hot queue, the canary's stdout says what is
+// wrong (is the worker running?), and the run exits 3 with the rest left.
+func TestRedriveCLICanaryWithoutAWorker(t *testing.T) {
+	cfg, _, q, table := onEmulators(t, "agent-tasks")
+	client := sqs.NewFromConfig(cfg)
+	ctx := context.Background()
+	for i := range 2 {
+		key := "nw-" + strconv.Itoa(i)
+		body := `{"task_id":"t","run_id":"r","tenant":"acme","idempotency_key":"` + key + `","tool":"web.search","tool_version":"1","trace_id":"x","created_at":"2026-11-29T10:00:00Z","schema_version":1,"args":{}}`
+		attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: "orig-" + key, Tool: "web.search"}, nil)
+		require.NoError(t, err)
+		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: redrive.AttributesToSQS(attrs)})
+		require.NoError(t, err)
+	}
+	out, code := runCLI(t, "redrive", "select", "--pipeline", "agent-tasks", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"), "--ledger-table", table,
+		"--reason", "budget_exhausted", "--owner", "platform-oncall", "--why", "503s over", "--canary", "1", "--canary-timeout", "3s")
+	assert.Equal(t, exitCanaryFailed, code, out)
+	assert.Contains(t, out, "is the worker running?")
+	assert.Contains(t, out, "agentdlq work --pipeline agent-tasks")
+	assert.Contains(t, out, "canary: waiting up to 3s", "progress while it waits")
+}

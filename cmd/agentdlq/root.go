@@ -2,6 +2,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +26,15 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&g.configPath, "config", pipeline.DefaultFile, "pipeline definition file")
+	root.PersistentFlags().StringVar(&g.configPath, "config", "", "pipeline definition file (default: $AGENTDLQ_CONFIG, else pipelines.json in this folder or the nearest parent)")
+	root.Version = version()
+	root.SetVersionTemplate("agentdlq {{.Version}}\n")
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		if !c.Flags().Changed("config") {
+			g.configPath = findConfig(os.Getenv("AGENTDLQ_CONFIG"))
+		}
+		return nil
+	}
 	root.AddCommand(
 		newInvokeCmd(g),
 		newBenchCmd(g),
@@ -33,8 +46,86 @@ func newRootCmd() *cobra.Command {
 		newLedgerCmd(g),
 		newUICmd(g),
 		newSendCmd(g),
+		newVersionCmd(),
 	)
 	return root
+}
+
+// findConfig is the definition file when --config is not given: env (the
+// AGENTDLQ_CONFIG variable) when set, else pipelines.json in the working
+// directory or its nearest parent that has one, else pipelines.json (whose
+// absence Load reports).
+func findConfig(env string) string {
+	if env != "" {
+		return env
+	}
+	dir, err := os.Getwd()
+	if err != nil {
+		return pipeline.DefaultFile
+	}
+	for {
+		p := filepath.Join(dir, pipeline.DefaultFile)
+		if isFile(p) {
+			if rel, err := filepath.Rel(mustGetwd(), p); err == nil && !strings.HasPrefix(rel, "..") {
+				return rel
+			}
+			return p
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return pipeline.DefaultFile
+		}
+		dir = parent
+	}
+}
+
+func mustGetwd() string {
+	wd, _ := os.Getwd()
+	return wd
+}
+
+// version is the module version and VCS revision of this build, from the
+// build info (a go install of a tagged module, or a build in a checkout).
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown version)"
+	}
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev != "" {
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		v += " (revision " + rev + modified + ")"
+	}
+	return v + " " + bi.GoVersion
+}
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:     "version",
+		Short:   "Print the version: the module version and VCS revision of this build",
+		Example: "  agentdlq version\n  agentdlq --version",
+		Args:    cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			fmt.Fprintln(c.OutOrStdout(), "agentdlq", version())
+			return nil
+		},
+	}
 }
 
 // loadPipeline reads the definition file and returns the named pipeline.
