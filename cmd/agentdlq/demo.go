@@ -9,12 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
@@ -22,10 +19,9 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/esm"
+	"github.com/agentdlq/agentdlq/internal/localpipeline"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/internal/workload"
-	"github.com/agentdlq/agentdlq/ledger"
-	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -117,16 +113,21 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	if err != nil {
 		return err
 	}
-	sqsc := sqs.NewFromConfig(cfg)
-
-	step("2/9 topology of pipeline %q from %s", p.Name, g.configPath)
-	q, err := topology.CreateNamed(ctx, sqsc, p, names)
+	logPath := filepath.Join(f.out, "worker.log")
+	logFile, err := os.Create(logPath)
 	if err != nil {
 		return err
 	}
-	if err := topology.CreateLedgerTable(ctx, dynamodb.NewFromConfig(cfg), topology.LocalLedgerTable); err != nil {
+	defer logFile.Close()
+	log := slog.New(slog.NewJSONHandler(logFile, nil))
+
+	step("2/9 topology of pipeline %q from %s", p.Name, g.configPath)
+	lp, err := localpipeline.Setup(ctx, localpipeline.Config{AWS: cfg, Pipeline: p, Names: names, WorkerVersion: "demo",
+		Concurrency: sampleworker.LambdaConcurrency, Dependencies: deps, Logger: log, Metrics: logFile})
+	if err != nil {
 		return err
 	}
+	q, sqsc, l := lp.Queues, lp.SQS, lp.Ledger
 	if err := topology.CreateBucket(ctx, s3.NewFromConfig(cfg), topology.LocalEvalBucket); err != nil {
 		return err
 	}
@@ -147,33 +148,14 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	fmt.Fprintf(out, "$ agentdlq local dependency down %s   (tasks calling it fail until it is back)\n", demoDependency)
 	prefix := "demo" + time.Now().UTC().Format("150405")
 	tasks := workload.Demo(prefix)
-	sent, err := workload.Send(ctx, sqsc, q.HotURL, p.FIFO, tasks, 4)
+	sent, err := lp.Send(ctx, tasks, 4)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "sent %d tasks: %s\n", len(sent), kindCounts(tasks))
+	fmt.Fprintf(out, "sent %d tasks: %s\n", len(sent), localpipeline.KindCounts(tasks))
 
 	step("4/9 drain with the real worker through the local event source mapping")
-	logPath := filepath.Join(f.out, "worker.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	log := slog.New(slog.NewJSONHandler(logFile, nil))
-	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), topology.LocalLedgerTable)
-	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: q, SQS: sqsc, Ledger: l, WorkerVersion: "demo", Logger: log, Metrics: logFile,
-		Concurrency: sampleworker.LambdaConcurrency, Dependencies: deps})
-	if err != nil {
-		return err
-	}
-	mc := esm.FromPipeline(p, q, cfg.Region)
-	mc.Logger, mc.UntilIdle, mc.WaitTime, mc.IdleTimeout = log, true, time.Second, 20*time.Second
-	m, err := esm.New(sqsc, w.Handle, mc)
-	if err != nil {
-		return err
-	}
-	stats, err := m.Run(ctx)
+	stats, mc, err := lp.Drain(ctx, localpipeline.DrainOptions{IdleTimeout: 20 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -212,28 +194,20 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	fmt.Fprintf(out, "$ agentdlq local dependency up %s\n", demoDependency)
 
 	step("8/9 redrive the %s dead letters: a canary first, while the worker consumes", deadletter.ReasonDependencyOpen)
-	if err := demoRedrive(ctx, out, p, q, sqsc, l, w, cfg.Region, log); err != nil {
+	if err := demoRedrive(ctx, out, lp, log); err != nil {
 		return err
 	}
 
 	step("9/9 account for every message sent")
-	msgs, _, err := triage.Scan(ctx, sqsc, q.DLQURL, triage.ScanOptions{})
-	if err != nil {
-		return err
-	}
-	inFlight, err := esm.Depth(ctx, sqsc, q.HotURL)
+	dead, err := lp.DeadLetters(ctx, triage.ScanOptions{})
 	if err != nil {
 		return err
 	}
 	var ledgerErr error
-	done := func(key string) bool {
-		e, ok, err := l.Get(ctx, key)
-		if err != nil {
-			ledgerErr = err
-		}
-		return ok && e.State == ledger.StateDone
+	acct, err := lp.Account(ctx, sent, dead, lp.DoneInLedger(ctx, &ledgerErr))
+	if err != nil {
+		return err
 	}
-	acct := workload.Account(p, sent, workload.DeadLetters(triage.TagAll(msgs)), inFlight, done)
 	if ledgerErr != nil {
 		return fmt.Errorf("ledger: %w", ledgerErr)
 	}
@@ -308,7 +282,7 @@ func startLocalEmulators(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for k, v := range parseExports(string(env)) {
+	for k, v := range localpipeline.ParseExports(string(env)) {
 		if err := os.Setenv(k, v); err != nil {
 			return err
 		}
@@ -322,20 +296,18 @@ const demoDependency = "search-api"
 // demoRedrive moves the dependency_open dead letters back, one canary first,
 // with the worker consuming the hot queue meanwhile, and says what became of
 // them.
-func demoRedrive(ctx context.Context, out io.Writer, p *pipeline.Pipeline, q topology.Queues, sqsc *sqs.Client, l ledger.Ledger,
-	w *sampleworker.Worker, region string, log *slog.Logger) error {
+func demoRedrive(ctx context.Context, out io.Writer, lp *localpipeline.Local, log *slog.Logger) error {
+	p, q := lp.Pipeline, lp.Queues
 	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
 		Queues:   redrive.Queues{HotURL: q.HotURL, HotARN: q.HotARN, DLQURL: q.DLQURL, DLQARN: q.DLQARN, FIFO: q.FIFO},
-		SQS:      sqsc, Local: true, Ledger: l, Tag: redrive.TriageTagger, Logger: log,
+		SQS:      lp.SQS, Local: true, Ledger: lp.Ledger, Tag: redrive.TriageTagger, Logger: log,
 		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: redrive.DefaultAuditPath(p.Name)}, Logger: log},
 	})
 	if err != nil {
 		return err
 	}
-	mc := esm.FromPipeline(p, q, region)
-	mc.Logger, mc.WaitTime = log, time.Second
-	m, err := esm.New(sqsc, w.Handle, mc)
+	m, _, err := lp.Mapping(localpipeline.DrainOptions{}, false)
 	if err != nil {
 		return err
 	}
@@ -360,7 +332,7 @@ func demoRedrive(ctx context.Context, out io.Writer, p *pipeline.Pipeline, q top
 	if err == nil {
 		// The worker stops once the hot queue is empty: every redriven
 		// letter processed (or, had it failed, back in the DLQ).
-		err = waitEmpty(ctx, sqsc, q.HotURL, 2*time.Minute)
+		err = lp.WaitEmpty(ctx, q.HotURL, 2*time.Minute)
 	}
 	stopWorker()
 	worker := <-done
@@ -376,88 +348,4 @@ func demoRedrive(ctx context.Context, out io.Writer, p *pipeline.Pipeline, q top
 	fmt.Fprintf(out, "redriven %d dead letters of %s; the worker then processed %d records (audit: %s)\n",
 		res.Moved, deadletter.ReasonDependencyOpen, worker.stats.Deleted, redrive.DefaultAuditPath(p.Name))
 	return nil
-}
-
-// waitEmpty waits until the queue holds nothing visible, in flight or
-// delayed, or timeout passes.
-func waitEmpty(ctx context.Context, api esm.AttributesAPI, url string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		n, err := esm.Depth(ctx, api, url)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%d messages still on %s after %s", n, url, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
-}
-
-// startPrivateEmulators starts emulators on free ports in a fresh state
-// directory and points this process at them; stop stops them.
-func startPrivateEmulators(ctx context.Context, out io.Writer, keep bool) (stop func(), state string, err error) {
-	if err := os.MkdirAll(".local", 0o755); err != nil {
-		return nil, "", err
-	}
-	dir, err := os.MkdirTemp(".local", "demo.")
-	if err != nil {
-		return nil, "", err
-	}
-	abs, _ := filepath.Abs(dir)
-	script := filepath.Join("scripts", "local.sh")
-	run := func(ctx context.Context, sub string, w io.Writer) ([]byte, error) {
-		c := exec.CommandContext(ctx, script, sub)
-		c.Env = append(os.Environ(), "AGENTDLQ_LOCAL_DIR="+abs, "AGENTDLQ_SQS_PORT=0", "AGENTDLQ_DYNAMODB_PORT=0", "AGENTDLQ_S3_PORT=0")
-		c.Stderr = w
-		return c.Output()
-	}
-	stop = func() {
-		if keep {
-			fmt.Fprintf(out, "emulators left running: AGENTDLQ_LOCAL_DIR=%s scripts/local.sh env|down\n", abs)
-			return
-		}
-		if _, err := run(context.Background(), "down", io.Discard); err != nil {
-			fmt.Fprintln(out, "stopping the emulators:", err)
-		}
-		_ = os.RemoveAll(abs)
-		fmt.Fprintln(out, "emulators stopped")
-	}
-	if _, err := run(ctx, "up", out); err != nil {
-		stop()
-		return nil, "", fmt.Errorf("starting the emulators (%s up): %w", script, err)
-	}
-	env, err := run(ctx, "env", out)
-	if err != nil {
-		stop()
-		return nil, "", err
-	}
-	for k, v := range parseExports(string(env)) {
-		_ = os.Setenv(k, v)
-	}
-	return stop, abs, nil
-}
-
-func kindCounts(tasks []workload.Task) string {
-	counts := map[workload.Kind]int{}
-	for _, t := range tasks {
-		counts[t.Kind]++
-	}
-	kinds := make([]string, 0, len(counts))
-	for k := range counts {
-		kinds = append(kinds, string(k))
-	}
-	sort.Strings(kinds)
-	parts := make([]string, len(kinds))
-	for i, k := range kinds {
-		parts[i] = fmt.Sprintf("%s %d", k, counts[workload.Kind(k)])
-	}
-	return strings.Join(parts, ", ")
 }

@@ -51,9 +51,3 @@ func TestDemoAccountsForEveryMessage(t *testing.T) {
 	assert.Contains(t, out.String(), "agentdlq ui ", "the demo ends with the console among the next commands")
 	assert.True(t, strings.HasSuffix(out.String(), "Start over: make local-down (the emulators keep nothing), then make demo.\n"), "and with how to start over")
 }
-
-func TestParseExports(t *testing.T) {
-	t.Parallel()
-	got := parseExports("export AWS_ENDPOINT_URL_SQS=http://127.0.0.1:4566\nexport AWS_REGION='us-east-1'\n\n# comment\nexport =x\n")
-	assert.Equal(t, map[string]string{"AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:4566", "AWS_REGION": "us-east-1"}, got)
-}

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/internal/localpipeline"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -94,7 +95,7 @@ func initFromScriptEnv(ctx context.Context, g *globalFlags) error {
 	if err != nil {
 		return fmt.Errorf("scripts/local.sh env: %w", err)
 	}
-	for k, v := range parseExports(string(out)) {
+	for k, v := range localpipeline.ParseExports(string(out)) {
 		if err := os.Setenv(k, v); err != nil {
 			return err
 		}
