@@ -11,5 +11,7 @@
 //
 // The pipelines are pipelines.json's agent-tasks (and agent-steps for FIFO)
 // with the demo's short timings (workload.Quick), and a visibility timeout of
-// a few seconds where a test waits for redeliveries.
+// a few seconds where a test waits for redeliveries. Each test's pipeline is
+// set up by internal/localpipeline, as the demo and the load bench set up
+// theirs, on the test's own queues and ledger table.
 package e2e

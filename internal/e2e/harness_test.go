@@ -9,15 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/esm"
+	"github.com/agentdlq/agentdlq/internal/localpipeline"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/internal/workload"
@@ -27,9 +26,12 @@ import (
 )
 
 // harness is one test's pipeline on the emulators: fresh queues and ledger
-// table, the real worker, and counters of what happened.
+// table, the real worker, and counters of what happened. It is
+// localpipeline's setup (the demo's and the load bench's) on a test's own
+// queues and table, which the test cleans up.
 type harness struct {
 	t      *testing.T
+	lp     *localpipeline.Local
 	cfg    aws.Config
 	sqs    *sqs.Client
 	p      *pipeline.Pipeline
@@ -37,9 +39,6 @@ type harness struct {
 	table  string
 	ledger *countingLedger
 	log    *slog.Logger
-
-	mu       sync.Mutex
-	attempts map[string]int // hot-queue message id -> handler invocations
 }
 
 // newHarness builds agent-tasks (or agent-steps when fifo) with the demo
@@ -67,14 +66,14 @@ func newHarness(t *testing.T, fifo bool, vis int, mutate func(*pipeline.Pipeline
 	if mutate != nil {
 		mutate(p)
 	}
-	client := sqs.NewFromConfig(cfg)
-	table := localtest.Table(t, cfg)
-	h := &harness{
-		t: t, cfg: cfg, sqs: client, p: p, q: localtest.Queues(t, cfg, p), table: table,
-		ledger:   newCountingLedger(ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)),
-		log:      slog.New(slog.NewJSONHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn})),
-		attempts: map[string]int{},
-	}
+	q := localtest.Queues(t, cfg, p)
+	h := &harness{t: t, cfg: cfg, p: p,
+		log: slog.New(slog.NewJSONHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	h.lp, err = localpipeline.Setup(context.Background(), localpipeline.Config{AWS: cfg, Pipeline: p, Queues: &q, Table: localtest.Table(t, cfg),
+		WorkerVersion: "e2e", Logger: h.log,
+		WrapLedger: func(c *ledger.Counting) ledger.Ledger { h.ledger = &countingLedger{Counting: c}; return h.ledger }})
+	require.NoError(t, err)
+	h.sqs, h.q, h.table = h.lp.SQS, h.lp.Queues, h.lp.Table
 	return h
 }
 
@@ -98,7 +97,7 @@ func (h *harness) worker(opts ...func(*sampleworker.Config)) *sampleworker.Worke
 
 func (h *harness) send(tasks ...workload.Task) []workload.Sent {
 	h.t.Helper()
-	sent, err := workload.Send(context.Background(), h.sqs, h.q.HotURL, h.p.FIFO, tasks, 2)
+	sent, err := h.lp.Send(context.Background(), tasks, 2)
 	require.NoError(h.t, err)
 	return sent
 }
@@ -113,44 +112,28 @@ func (h *harness) drain(handler esm.Handler) esm.Stats {
 // drainWith is drain with another SQS client for the mapping (a fault wrapper).
 func (h *harness) drainWith(api esm.API, handler esm.Handler) esm.Stats {
 	h.t.Helper()
-	counted := func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		h.mu.Lock()
-		for _, r := range ev.Records {
-			h.attempts[r.MessageId]++
-		}
-		h.mu.Unlock()
-		return handler(ctx, ev)
-	}
-	mc := esm.FromPipeline(h.p, h.q, h.cfg.Region)
-	mc.Pollers = min(mc.Pollers, 4)
-	mc.UntilIdle, mc.WaitTime, mc.IdleTimeout, mc.Logger = true, time.Second, 30*time.Second, h.log
-	m, err := esm.New(api, counted, mc)
-	require.NoError(h.t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	stats, err := m.Run(ctx)
+	pollers := min(esm.FromPipeline(h.p, h.q, h.cfg.Region).Pollers, 4)
+	stats, _, err := h.lp.Drain(ctx, localpipeline.DrainOptions{Handler: handler, SQS: api, Pollers: pollers, IdleTimeout: 30 * time.Second})
 	require.NoError(h.t, err)
 	require.NoError(h.t, ctx.Err(), "the pipeline did not drain in time")
 	return stats
 }
 
-func (h *harness) attemptsOf(id string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.attempts[id]
-}
+func (h *harness) attemptsOf(id string) int { return h.lp.Attempts(id) }
 
 // deadLetters scans the DLQ read-only and tags every message as triage does.
 func (h *harness) deadLetters() []triage.Tagged {
 	h.t.Helper()
-	msgs, _, err := triage.Scan(context.Background(), h.sqs, h.q.DLQURL, triage.ScanOptions{VisibilityTimeout: 5 * time.Second})
+	tagged, err := h.lp.DeadLetters(context.Background(), triage.ScanOptions{VisibilityTimeout: 5 * time.Second})
 	require.NoError(h.t, err)
-	return triage.TagAll(msgs)
+	return tagged
 }
 
 func (h *harness) depth(url string) int {
 	h.t.Helper()
-	n, err := esm.Depth(context.Background(), h.sqs, url)
+	n, err := h.lp.Depth(context.Background(), url)
 	require.NoError(h.t, err)
 	return n
 }
@@ -159,12 +142,11 @@ func (h *harness) depth(url string) int {
 func (h *harness) account(sent []workload.Sent) workload.Accounting {
 	h.t.Helper()
 	ctx := context.Background()
-	done := func(key string) bool {
-		e, ok, err := h.ledger.Get(ctx, key)
-		require.NoError(h.t, err)
-		return ok && e.State == ledger.StateDone
-	}
-	return workload.Account(h.p, sent, workload.DeadLetters(h.deadLetters()), h.depth(h.q.HotURL), done)
+	var ledgerErr error
+	acct, err := h.lp.Account(ctx, sent, h.deadLetters(), h.lp.DoneInLedger(ctx, &ledgerErr))
+	require.NoError(h.t, err)
+	require.NoError(h.t, ledgerErr)
+	return acct
 }
 
 // byOriginal indexes tagged dead letters by the hot-queue message id they were.
@@ -190,10 +172,6 @@ type countingLedger struct {
 }
 
 var _ ledger.Ledger = (*countingLedger)(nil)
-
-func newCountingLedger(l ledger.Ledger) *countingLedger {
-	return &countingLedger{Counting: ledger.NewCounting(l)}
-}
 
 func (c *countingLedger) Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (ledger.Entry, error) {
 	c.mu.Lock()

@@ -43,7 +43,7 @@ type Config struct {
 	Table string
 	// WrapLedger is optional: wraps the counting DynamoDB ledger the worker
 	// uses (a test's fault injection).
-	WrapLedger func(ledger.Ledger) ledger.Ledger
+	WrapLedger func(*ledger.Counting) ledger.Ledger
 	// WorkerVersion is optional (default "local"): stamped in dlq_meta.
 	WorkerVersion string
 	// Concurrency is optional (default: the worker's own default, 1); the
