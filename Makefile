@@ -75,6 +75,7 @@ bench-load:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	@for m in examples/*/go.mod; do (cd $$(dirname $$m) && $(GO) vet ./...) || exit 1; done
 
 # The CDK CLI (node_modules/.bin/cdk, pinned in package.json) runs on the
 # project's Node 22 when npm installed it, and so does jsii for `go run ./infra`.

@@ -180,6 +180,28 @@ func Parse(data []byte) (*File, error) {
 	return &f, nil
 }
 
+// ParseOne decodes one pipeline definition, an entry of pipelines.json as
+// a worker's AGENTDLQ_PIPELINE_JSON carries it (docs/wiring.md), rejecting
+// unknown fields and text after the object, applies the defaults and
+// validates it. batch.PipelineConfig turns the result into a processor's
+// settings.
+func ParseOne(data []byte) (*Pipeline, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var p Pipeline
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("pipeline JSON: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("pipeline JSON: text after the JSON object at byte %d", dec.InputOffset())
+	}
+	p.ApplyDefaults()
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("pipeline JSON: %w", err)
+	}
+	return &p, nil
+}
+
 // Load reads and parses a definition file.
 func Load(path string) (*File, error) {
 	data, err := os.ReadFile(path)

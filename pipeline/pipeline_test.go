@@ -135,6 +135,35 @@ func TestParse(t *testing.T) {
 		"every problem is reported at once: %v", err)
 }
 
+func TestParseOne(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		in      string
+		wantErr string // "" when valid
+	}{
+		{name: "minimal, defaults applied", in: `{"name":"agent-tasks","owner":"team","max_receive_count":4}`},
+		{name: "empty", in: ``, wantErr: "pipeline JSON"},
+		{name: "unknown field", in: `{"name":"agent-tasks","owner":"team","max_receive_count":4,"colour":"red"}`, wantErr: `unknown field "colour"`},
+		{name: "invalid", in: `{"name":"agent-tasks","owner":"team","max_receive_count":9}`, wantErr: "max_receive_count 9"},
+		{name: "a whole file", in: `{"version":1,"pipelines":[]}`, wantErr: `unknown field "version"`},
+		{name: "trailing text", in: `{"name":"agent-tasks","owner":"team","max_receive_count":4} x`, wantErr: "text after the JSON object"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, err := ParseOne([]byte(tt.in))
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, 96, p.RetentionHours, "defaults applied")
+			assert.Equal(t, 4, p.MaxReceiveCount)
+		})
+	}
+}
+
 // The repository's own definition is valid and holds a standard and a FIFO pipeline.
 func TestRepositoryDefinition(t *testing.T) {
 	t.Parallel()

@@ -1,11 +1,9 @@
 package sampleworker
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -108,17 +106,7 @@ func New(cfg Config) (*Worker, error) {
 // AGENTDLQ_PIPELINE_JSON of docs/wiring.md: an entry of pipelines.json),
 // rejecting unknown fields, applies the defaults and validates it.
 func ParsePipeline(data []byte) (*pipeline.Pipeline, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var p pipeline.Pipeline
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("pipeline JSON: %w", err)
-	}
-	p.ApplyDefaults()
-	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("pipeline JSON: %w", err)
-	}
-	return &p, nil
+	return pipeline.ParseOne(data)
 }
 
 // Handle is the Lambda handler: the partial batch response of ev.

@@ -1,0 +1,135 @@
+// Command worker is a platform team's agentdlq worker in one page: the
+// team's own tools behind the agent task v1 contract, the DynamoDB
+// idempotency ledger, and the Lambda entry. It reads the environment that
+// agentdlq's CDK constructs give a worker (docs/wiring.md) plus TOOLS_URL.
+//
+//	GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -o bootstrap .
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/batch"
+	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// catalog is the team's tools; a refund changes the outside world.
+var catalog = agenttask.Catalog{
+	"crm.lookup":      {Name: "crm.lookup", Versions: "1"},
+	"payments.refund": {Name: "payments.refund", Versions: "2", Mutates: true},
+}
+
+// Tools calls the team's tool API and returns the effect's receipt.
+type Tools interface {
+	Call(ctx context.Context, tool, idempotencyKey string, args json.RawMessage) (receipt string, err error)
+}
+
+// handler decodes the task, claims its key, calls the tool once.
+func handler(tools Tools) batch.Handler {
+	return func(ctx context.Context, r batch.Record) error {
+		task, err := agenttask.DecodeTask(r.Body(), catalog)
+		if err != nil {
+			return err // poison: dead-lettered at once with its reason
+		}
+		r.Describe(&task) // dead letters and logs carry the task's ids
+		tool := catalog[task.Tool]
+		if err := r.Begin(ctx, task.IdempotencyKey, tool.Mutates); err != nil {
+			return err // done already (a no-op), leased elsewhere, ledger down
+		}
+		if tool.Mutates {
+			if err := r.StartEffect(ctx); err != nil {
+				return err // from here on a failure is effect_unknown
+			}
+		}
+		receipt, err := tools.Call(ctx, task.Tool, task.IdempotencyKey, task.Args)
+		if err != nil {
+			return err // classify, then the built-in rules, decide
+		}
+		r.SetReceipt(receipt)
+		return nil
+	}
+}
+
+// StatusError is a tool API answer other than 2xx.
+type StatusError struct{ Code int }
+
+func (e *StatusError) Error() string { return "tool API answered " + strconv.Itoa(e.Code) }
+
+// classify says what the tool API's answers do to the message.
+func classify(err error) (deadletter.Reason, bool) {
+	var se *StatusError
+	switch {
+	case !errors.As(err, &se):
+		return "", false
+	case se.Code == http.StatusTooManyRequests || se.Code >= 500:
+		return deadletter.ReasonBudgetExhausted, true // transient: retried
+	case se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden:
+		return deadletter.ReasonAuthConfig, true // retried: a fix may land
+	case se.Code == http.StatusUnprocessableEntity:
+		return deadletter.ReasonSchemaInvalid, true // the args never will do
+	}
+	return "", false
+}
+
+// httpTools POSTs the args to TOOLS_URL/<tool> with an Idempotency-Key.
+type httpTools struct{ base string }
+
+func (h httpTools) Call(ctx context.Context, tool, key string, args json.RawMessage) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.base+"/"+tool, bytes.NewReader(args))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return "", &StatusError{Code: resp.StatusCode}
+	}
+	return resp.Header.Get("Receipt-Id"), nil
+}
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	p, err := newProcessor(context.Background(), os.Getenv, log)
+	if err != nil { // fail fast: a misconfigured worker acknowledges nothing
+		log.Error("worker configuration", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	lambda.Start(p.Handle)
+}
+
+func newProcessor(ctx context.Context, env func(string) string, log *slog.Logger) (*batch.Processor, error) {
+	pl, err := pipeline.ParseOne([]byte(env("AGENTDLQ_PIPELINE_JSON")))
+	if err != nil {
+		return nil, err
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cfg := batch.PipelineConfig(pl) // max receive count, FIFO, backoff, lease
+	cfg.Handler, cfg.Classify = handler(httpTools{base: env("TOOLS_URL")}), classify
+	cfg.SQS, cfg.DLQURL, cfg.HotQueueURL = sqs.NewFromConfig(awsCfg), env("AGENTDLQ_DLQ_URL"), env("AGENTDLQ_HOT_QUEUE_URL")
+	cfg.Ledger = ledger.NewDynamo(dynamodb.NewFromConfig(awsCfg), env("AGENTDLQ_LEDGER_TABLE"))
+	cfg.Concurrency, cfg.WorkerVersion, cfg.Logger = 8, env("AGENTDLQ_WORKER_VERSION"), log
+	return batch.New(cfg)
+}

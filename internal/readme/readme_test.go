@@ -1,0 +1,115 @@
+package readme
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const root = "../.."
+
+func readme(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	return string(b)
+}
+
+var snippetRE = regexp.MustCompile("(?s)<!-- snippet: ([^ ]+) -->\n```[a-z]*\n(.*?)```\n")
+
+// TestSnippets: a marked code block is its file as it is. To update one,
+// paste the file between the fences again.
+func TestSnippets(t *testing.T) {
+	t.Parallel()
+	found := snippetRE.FindAllStringSubmatch(readme(t), -1)
+	require.NotEmpty(t, found, "README.md has no <!-- snippet: PATH --> block")
+	paths := map[string]bool{}
+	for _, m := range found {
+		path, block := m[1], m[2]
+		paths[path] = true
+		want, err := os.ReadFile(filepath.Join(root, path))
+		require.NoError(t, err, "README.md shows %s", path)
+		assert.Equal(t, string(want), block, "README.md's block of %s differs from the file", path)
+	}
+	assert.True(t, paths["examples/worker/main.go"], "the worker in a page is examples/worker/main.go")
+}
+
+// TestLayout: every entry of the Layout block exists, and every top-level
+// folder that holds Go code is in it.
+func TestLayout(t *testing.T) {
+	t.Parallel()
+	entries := layout(t, readme(t))
+	listed := map[string]bool{}
+	for _, e := range entries {
+		top, _, _ := strings.Cut(e, "/")
+		listed[top] = true
+		info, err := os.Stat(filepath.Join(root, e))
+		if !assert.NoError(t, err, "Layout names %s", e) {
+			continue
+		}
+		assert.Equal(t, strings.HasSuffix(e, "/"), info.IsDir(), "Layout: %s is a folder exactly when its name ends in /", e)
+	}
+	dirs, err := os.ReadDir(root)
+	require.NoError(t, err)
+	for _, d := range dirs {
+		name := d.Name()
+		if !d.IsDir() || strings.HasPrefix(name, ".") || name == "node_modules" || !holdsGo(t, filepath.Join(root, name)) {
+			continue
+		}
+		assert.True(t, listed[name], "the Layout section does not name the folder %s/", name)
+	}
+}
+
+// layout returns the paths the README's Layout block names, nested entries
+// joined to their parents ("events/agenttask/").
+func layout(t *testing.T, text string) []string {
+	t.Helper()
+	_, after, ok := strings.Cut(text, "\n## Layout\n")
+	require.True(t, ok, "README.md has no Layout section")
+	_, block, ok := strings.Cut(after, "```\n")
+	require.True(t, ok)
+	block, _, ok = strings.Cut(block, "```")
+	require.True(t, ok)
+	var stack []string // the parent folders of the current line
+	var paths []string
+	for _, line := range strings.Split(block, "\n") {
+		name := strings.TrimLeft(line, " ")
+		depth := (len(line) - len(name)) / 2
+		name, _, _ = strings.Cut(name, " ")
+		if name == "" || depth > 3 || (!strings.HasSuffix(name, "/") && !strings.Contains(name, ".")) {
+			continue // a continuation line
+		}
+		if depth > len(stack) {
+			t.Fatalf("Layout: %q is indented deeper than its parent", line)
+		}
+		stack = stack[:depth]
+		path := strings.Join(stack, "") + name
+		paths = append(paths, path)
+		if strings.HasSuffix(name, "/") {
+			stack = append(stack, name)
+		}
+	}
+	require.NotEmpty(t, paths)
+	return paths
+}
+
+func holdsGo(t *testing.T, dir string) bool {
+	found := false
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || found {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != dir {
+			return filepath.SkipDir
+		}
+		found = !d.IsDir() && strings.HasSuffix(d.Name(), ".go")
+		return nil
+	})
+	require.NoError(t, err)
+	return found
+}
