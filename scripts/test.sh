@@ -3,8 +3,7 @@
 # them with AGENTDLQ_REQUIRE_EMULATORS=1 (an emulator test that would skip
 # fails instead), always stop the emulators, and exit with go test's status.
 #
-# Extra arguments go to `go test` (default ./..., and then every module under
-# examples/). GOTESTFLAGS adds flags.
+# Extra arguments go to `go test` (default ./...). GOTESTFLAGS adds flags.
 # Without arguments it then runs the arm64 unit tests under qemu-user
 # (scripts/test-arm64.sh) and the tests of every module under examples/.
 set -euo pipefail
@@ -26,18 +25,6 @@ set +e
 # shellcheck disable=SC2086
 go test -p 2 -timeout 15m ${GOTESTFLAGS:-} "${@:-./...}"
 rc=$?
-# The examples are modules of their own (examples/*/go.mod), which ./... does
-# not reach: a full run vets and tests each in its own directory, as an
-# adopter's module would be (their go.sum is complete: nothing is rewritten).
-if [ $# -eq 0 ]; then
-  for mod in examples/*/go.mod; do
-    [ -e "$mod" ] || continue
-    dir="$(dirname "$mod")"
-    echo "test: $dir (module of its own)"
-    # shellcheck disable=SC2086
-    (cd "$dir" && go vet ./... && go test -timeout 15m ${GOTESTFLAGS:-} ./...) || rc=1
-  done
-fi
 if [ $# -eq 0 ]; then
   scripts/test-arm64.sh || rc=1
   # The example modules (examples/*/go.mod: each a module of its own, with a

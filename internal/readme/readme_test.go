@@ -2,6 +2,7 @@ package readme
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -112,4 +113,26 @@ func holdsGo(t *testing.T, dir string) bool {
 	})
 	require.NoError(t, err)
 	return found
+}
+
+// TestCDKOnlyInInfra: what README's "What you pin" says: only infra/...
+// imports the CDK, so a worker module never needs it.
+func TestCDKOnlyInInfra(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "./...")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list")
+	cdk := regexp.MustCompile(`(^| )github\.com/(aws/aws-cdk-go|aws/jsii-runtime-go|aws/constructs-go|cdklabs/cdk-nag-go)/`)
+	var users []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, deps, _ := strings.Cut(line, " ")
+		if cdk.MatchString(" " + deps) {
+			users = append(users, strings.TrimPrefix(pkg, "github.com/agentdlq/agentdlq/"))
+		}
+	}
+	require.NotEmpty(t, users, "infra imports the CDK")
+	for _, p := range users {
+		assert.True(t, p == "infra" || strings.HasPrefix(p, "infra/"), "%s imports the CDK; README says only infra/... does", p)
+	}
 }
