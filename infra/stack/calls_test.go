@@ -198,7 +198,7 @@ func deriveCalls(t *testing.T) codeCalls {
 	// polls the hot queue with the function's role: ReceiveMessage,
 	// DeleteMessage and GetQueueAttributes are Lambda's, not the code's.
 	workerLedger, _ := ledgerActions(t, methodNames(iface[ledger.Ledger]())...)
-	c.worker = append(sdkActions(t, iface[batch.SQSAPI]()), workerLedger...)
+	c.worker = append(sdkActions(t, iface[batch.SQSAPI](), iface[batch.S3API]()), workerLedger...)
 	c.worker = append(c.worker, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 
 	// The triage Lambda: the scan, the alarm summary, the eval bucket and
@@ -280,7 +280,7 @@ func TestRolesGrantWhatTheCodeCalls(t *testing.T) {
 // the interfaces shows in review next to the policy it changes.
 func TestDerivedCalls(t *testing.T) {
 	calls := deriveCalls(t)
-	assert.Equal(t, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
+	assert.Equal(t, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:PutObject", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
 		"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"}, uniq(calls.worker))
 	assert.Equal(t, []string{"dynamodb:GetItem", "s3:GetObject", "s3:ListBucket", "s3:PutObject", "sns:Publish",
 		"sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}, uniq(calls.triage))

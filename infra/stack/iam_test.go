@@ -179,16 +179,19 @@ func TestIAMBoundaries(t *testing.T) {
 				w := allowed(grants[s.roleOf(t, def.Name, "WorkerRole")])
 				// No PutItem or DeleteItem: the ledger changes entries with conditional UpdateItem only.
 				wantWorker := []string{"dynamodb:GetItem", "dynamodb:UpdateItem",
-					"logs:CreateLogStream", "logs:PutLogEvents",
+					"kms:GenerateDataKey", // the eval bucket's key, for claim checks
+					"logs:CreateLogStream", "logs:PutLogEvents", "s3:PutObject",
 					"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"}
 				if name == kmsStack {
-					wantWorker = append(wantWorker, "kms:Decrypt", "kms:GenerateDataKey")
+					wantWorker = append(wantWorker, "kms:Decrypt")
 				}
 				assert.ElementsMatch(t, wantWorker, keys(w))
 				for _, a := range []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"} {
 					assert.Equal(t, []string{hot}, w[a], "worker %s on its hot queue only", a)
 				}
 				assert.Equal(t, []string{dlq}, w["sqs:SendMessage"], "worker sends to its DLQ only")
+				require.Len(t, w["s3:PutObject"], 1)
+				assert.True(t, strings.HasSuffix(w["s3:PutObject"][0], "/"+def.Name+"/evidence/*"), "worker's claim checks under <pipeline>/evidence/ only: %s", w["s3:PutObject"][0])
 
 				// The redrive role: move tasks and the selective redrive on its own queues.
 				rr := s.roleOf(t, def.Name, "RedriveRole")

@@ -284,7 +284,7 @@ func TestWorker(t *testing.T) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		assert.Equal(t, []string{"AGENTDLQ_DLQ_ARN", "AGENTDLQ_DLQ_URL", "AGENTDLQ_HOT_QUEUE_ARN", "AGENTDLQ_HOT_QUEUE_URL",
+		assert.Equal(t, []string{"AGENTDLQ_DLQ_ARN", "AGENTDLQ_DLQ_URL", "AGENTDLQ_EVIDENCE_BUCKET", "AGENTDLQ_HOT_QUEUE_ARN", "AGENTDLQ_HOT_QUEUE_URL",
 			"AGENTDLQ_LEDGER_TABLE", "AGENTDLQ_PIPELINE_JSON", "AGENTDLQ_WORKER_VERSION", "GOMEMLIMIT"}, keys)
 		// The Go runtime's soft limit: 90% of the function's memory, in MiB.
 		assert.Equal(t, GoMemLimit(def.WorkerMemoryMB), env["GOMEMLIMIT"])
@@ -294,6 +294,7 @@ func TestWorker(t *testing.T) {
 		assert.Equal(t, "${Ref:"+dlqID+"}", flat(env["AGENTDLQ_DLQ_URL"]))
 		assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_LEDGER_TABLE"]), "${Ref:"+s.prefix+"SharedLedger"))
 		assert.Equal(t, "test", env["AGENTDLQ_WORKER_VERSION"])
+		assert.True(t, strings.HasPrefix(flat(env["AGENTDLQ_EVIDENCE_BUCKET"]), "${Ref:"+s.prefix+"SharedEvalBucket"), "claim checks go to the eval bucket")
 		// AGENTDLQ_PIPELINE_JSON is the entry with defaults applied, and it
 		// parses back into the same pipeline.
 		got, err := pipeline.Parse([]byte(`{"version":1,"pipelines":[` + env["AGENTDLQ_PIPELINE_JSON"].(string) + `]}`))
