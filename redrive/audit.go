@@ -40,11 +40,16 @@ const (
 	ActionCancel Action = "cancel"
 	// ActionReject: the owner recorded that a group is never redriven.
 	ActionReject Action = "reject"
+	// ActionPause: the worker's event source mapping was disabled (the
+	// kill switch): messages wait on the hot queue.
+	ActionPause Action = "pause"
+	// ActionResume: the worker's event source mapping was enabled again.
+	ActionResume Action = "resume"
 )
 
 // AllActions lists every action in the order above.
 func AllActions() []Action {
-	return []Action{ActionPlan, ActionStart, ActionSelect, ActionCanary, ActionStatus, ActionCancel, ActionReject}
+	return []Action{ActionPlan, ActionStart, ActionSelect, ActionCanary, ActionStatus, ActionCancel, ActionReject, ActionPause, ActionResume}
 }
 
 // AuditOutcome is what came of an audited action.

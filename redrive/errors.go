@@ -63,13 +63,16 @@ const (
 	// CodeScanPartial: the triage scan was partial, so a move task (which
 	// moves everything) could move groups nobody saw.
 	CodeScanPartial Code = "scan_partial"
+	// CodeNoMapping: pause or resume found no event source mapping on the
+	// hot queue, or more than one.
+	CodeNoMapping Code = "no_event_source_mapping"
 )
 
 // AllCodes lists every refusal code in the order above.
 func AllCodes() []Code {
 	return []Code{CodeBadInput, CodeUnknownPipeline, CodeUnknownReason, CodeUnknownGroup, CodeAmbiguousGroup, CodeRate, CodeWhy,
 		CodeOwner, CodeOwnerTag, CodeIdentity, CodeForbidden, CodeDestination, CodeTaskActive, CodeNoTask,
-		CodeDLQEmpty, CodeDLQMissing, CodeNothingSelected, CodeScanPartial}
+		CodeDLQEmpty, CodeDLQMissing, CodeNothingSelected, CodeScanPartial, CodeNoMapping}
 }
 
 // Refusal is a refused action: a code and a one-line reason. Nothing moved.

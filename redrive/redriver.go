@@ -72,6 +72,10 @@ type Config struct {
 	Now func() time.Time
 	// Sleep is optional (default a timer): waits d or until ctx is done.
 	Sleep func(ctx context.Context, d time.Duration) error
+	// Lambda is required by Pause: the calls that find and switch the
+	// worker's event source mapping (the SDK's *lambda.Client, or locally
+	// the local event source mapping's switch).
+	Lambda LambdaAPI
 	// OnMove is optional: called after each message moved (a progress bar).
 	OnMove func()
 	// OnCanary is optional: called while the canary waits, after each look

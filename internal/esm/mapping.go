@@ -37,6 +37,11 @@ type Config struct {
 	QueueURL string
 	// QueueARN is required: the eventSourceARN of the records.
 	QueueARN string
+	// Enabled is optional (default: always enabled): asked before each
+	// receive with QueueARN; while it returns false the mapping receives
+	// nothing and messages wait on the queue, as with a disabled Lambda
+	// event source mapping (Switch.Enabled: agentdlq pause and resume).
+	Enabled func(queueARN string) bool
 	// Region is optional (default us-east-1): the awsRegion of the records.
 	Region string
 	// BatchSize is optional (default 10): at most this many records a batch.
@@ -222,6 +227,10 @@ func (m *Mapping) poll(ctx context.Context, poller int) error {
 	log := m.cfg.Logger.With("queue", m.cfg.QueueURL, "poller", poller)
 	consecutiveErrs := 0
 	for ctx.Err() == nil && !m.stopping.Load() {
+		if m.cfg.Enabled != nil && !m.cfg.Enabled(m.cfg.QueueARN) {
+			sleep(ctx, pausedPoll) // paused: receive nothing, look again
+			continue
+		}
 		msgs, err := m.gather(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -429,6 +438,9 @@ func Depth(ctx context.Context, api AttributesAPI, url string) (int, error) {
 	}
 	return total, nil
 }
+
+// pausedPoll is how often a paused mapping looks whether it was resumed.
+const pausedPoll = 250 * time.Millisecond
 
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
