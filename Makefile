@@ -125,7 +125,7 @@ bench-sizes:
 	  "mix-10000-ok90.json:10:90 % ok" "mix-100-ok40.json:1000:40 % ok, 60 % dead-lettered" \
 	  "mix-100-ok100.json:1000:all ok" "mix-10000-ok100.json:10:all ok" "mix-100-ok10.json:1000:10 % ok, 90 % dead-lettered"
 
-## synth: synthesize the stack to cdk.out offline (no AWS account or credentials); runs make build when a bootstrap is missing
+## synth: synthesize the stack to cdk.out offline (no AWS account or credentials; name each pipeline's redrive principal in CDK_ARGS, see README Deploying); runs make build when a bootstrap is missing
 .PHONY: synth
 synth: cdk-cli
 	@test -x dist/worker/bootstrap -a -x dist/triage/bootstrap || $(MAKE) --no-print-directory build
