@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
@@ -150,10 +151,17 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 	if err != nil {
 		return nil, withExit(exitRefused, err)
 	}
+	local := redrive.IsLocalEndpoint(aws.ToString(client.Options().BaseEndpoint))
+	var lam redrive.LambdaAPI = lambda.NewFromConfig(cfg)
+	if local {
+		if lam, err = localSwitch(); err != nil {
+			return nil, err
+		}
+	}
 	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
 		Queues:   redrive.Queues{HotURL: q.HotURL, HotARN: q.HotARN, DLQURL: q.DLQURL, DLQARN: q.DLQARN, FIFO: q.FIFO},
-		SQS:      client, STS: sts.NewFromConfig(cfg), Local: redrive.IsLocalEndpoint(aws.ToString(client.Options().BaseEndpoint)),
+		SQS:      client, STS: sts.NewFromConfig(cfg), Local: local, Lambda: lam,
 		Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table),
 		Audit:  a, Logger: logger, OnMove: onMove, OnCanary: f.onCanary,
 	})

@@ -47,6 +47,8 @@ func newRootCmd() *cobra.Command {
 		newUICmd(g),
 		newSendCmd(g),
 		newVersionCmd(),
+		newPauseCmd(g, true),
+		newPauseCmd(g, false),
 	)
 	return root
 }

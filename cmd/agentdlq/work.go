@@ -85,6 +85,9 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 	}
 	mc := esm.FromPipeline(p, rt.queues, rt.region)
 	mc.Logger, mc.UntilIdle, mc.IdleTimeout = log, f.untilIdle, f.idleTimeout
+	if sw, err := localSwitch(); err == nil {
+		mc.Enabled = sw.Enabled // agentdlq pause|resume
+	}
 	if f.pollers > 0 {
 		mc.Pollers = f.pollers
 	}
