@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/internal/chaos"
 	"github.com/agentdlq/agentdlq/internal/loadbench"
 	"github.com/agentdlq/agentdlq/internal/localpipeline"
 	"github.com/agentdlq/agentdlq/internal/workload"
@@ -25,6 +26,10 @@ type loadFlags struct {
 	rawN     int
 	jsonOnly bool
 	file     string
+	// chaos is a chaos.Scenarios name; chaosPath the client it sits in
+	// front of (sqs or dynamodb).
+	chaos     string
+	chaosPath string
 }
 
 func newLoadBenchCmd(g *globalFlags) *cobra.Command {
@@ -42,6 +47,15 @@ effects recorded in the ledger (must be 0), the handler invocations per poison
 message (must be 1) and per transient message, the pipeline's messages per
 second, and the emulator's own raw receive-and-delete rate measured in the
 same run on the same bodies, as a ratio. Exit status 1 when a must fails.
+
+--chaos SCENARIO puts an in-process toxiproxy between the worker and one
+emulator (--chaos-path sqs or dynamodb): latency (20 ms ± 20 ms), reset (5% of
+connections reset at their first response), timeout (3% stall and close after
+2 s), limit_data (5% cut after 300 bytes of response), slicer (responses in
+~64-byte pieces). The sender and the accounting talk to the emulators
+directly. Under chaos the musts are 0 lost and 0 duplicate side effects;
+extra receives, extra dead letters and poison invoked more than once are
+what the fault costs, reported, not failures.
 
 --workload FILE sends a workload made elsewhere instead (JSON Lines of bodies,
 a JSON array of bodies, or a Lambda SQS event): every message is accounted for
@@ -62,6 +76,8 @@ command, not a timed test: the rates are measurements, not assertions.`,
 	cmd.Flags().IntVar(&f.senders, "senders", 8, "concurrent senders")
 	cmd.Flags().IntVar(&f.rawN, "raw-messages", 0, "messages for the raw emulator rate (default: min(tasks, 5000))")
 	cmd.Flags().BoolVar(&f.jsonOnly, "json", false, "print only the JSON result")
+	cmd.Flags().StringVar(&f.chaos, "chaos", "", "put a fault-injecting proxy (toxiproxy) in front of --chaos-path: "+strings.Join(chaos.ScenarioNames(), ", "))
+	cmd.Flags().StringVar(&f.chaosPath, "chaos-path", "sqs", "the path the --chaos proxy sits on: sqs (the pollers' receives and deletes, the worker's DLQ sends) or dynamodb (the ledger)")
 	cmd.Flags().StringVar(&f.file, "workload", "", "send the bodies of this file instead of the generated mix: JSON Lines (one body a line), a JSON array, or a Lambda SQS event")
 	return cmd
 }
@@ -86,6 +102,17 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out io.Writ
 	if base.FIFO {
 		return withExit(2, fmt.Errorf("pipeline %q is FIFO: the load bench runs standard pipelines", base.Name))
 	}
+	var toxic *chaos.Toxic
+	if f.chaos != "" {
+		t, ok := chaos.Scenarios[f.chaos]
+		if !ok {
+			return withExit(2, fmt.Errorf("--chaos %q: one of %s", f.chaos, strings.Join(chaos.ScenarioNames(), ", ")))
+		}
+		if f.chaosPath != "sqs" && f.chaosPath != "dynamodb" {
+			return withExit(2, fmt.Errorf("--chaos-path %q: sqs or dynamodb", f.chaosPath))
+		}
+		toxic = &t
+	}
 	progress := out
 	if f.jsonOnly {
 		progress = io.Discard
@@ -102,7 +129,8 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out io.Writ
 		return err
 	}
 	res, err := loadbench.Run(ctx, loadbench.Config{AWS: cfg, Pipeline: workload.Quick(base), Tasks: f.tasks, Seed: f.seed,
-		Workload: external, WorkloadName: f.file, Pollers: f.pollers, Senders: f.senders, RawMessages: f.rawN, Progress: progress})
+		Workload: external, WorkloadName: f.file, Pollers: f.pollers, Senders: f.senders, RawMessages: f.rawN, Progress: progress,
+		Chaos: toxic, ChaosName: f.chaos, ChaosPath: f.chaosPath, ChaosUpstream: os.Getenv(map[string]string{"sqs": "AWS_ENDPOINT_URL_SQS", "dynamodb": "AWS_ENDPOINT_URL_DYNAMODB"}[f.chaosPath])})
 	if err != nil {
 		return err
 	}

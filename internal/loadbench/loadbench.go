@@ -12,11 +12,14 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
+	"github.com/agentdlq/agentdlq/internal/chaos"
+	"github.com/agentdlq/agentdlq/internal/esm"
 	"github.com/agentdlq/agentdlq/internal/localpipeline"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/internal/workload"
@@ -52,6 +55,18 @@ type Config struct {
 	Run string
 	// Progress is optional (default io.Discard): a line per phase.
 	Progress io.Writer
+	// Chaos is optional: a fault (chaos.Scenarios) injected by an
+	// in-process toxiproxy between the worker and one emulator,
+	// ChaosUpstream (its endpoint URL), on ChaosPath: "sqs" (the pollers'
+	// receives and deletes, the worker's DLQ sends) or "dynamodb" (the
+	// ledger). The sender and the accounting talk to the emulators
+	// directly. Under chaos the musts are 0 lost and 0 duplicate side
+	// effects; extra receives, extra dead letters and poison invoked more
+	// than once are what the fault costs, reported, not failures.
+	Chaos         *chaos.Toxic
+	ChaosName     string
+	ChaosPath     string
+	ChaosUpstream string
 }
 
 // Run runs the bench. Its error is for a run that could not be made (bad
@@ -78,9 +93,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	say := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, format+"\n", args...) }
 	p, run := cfg.Pipeline, cfg.Run
-	l, err := localpipeline.Setup(ctx, localpipeline.Config{AWS: cfg.AWS, Pipeline: p,
+	lc := localpipeline.Config{AWS: cfg.AWS, Pipeline: p,
 		Names: topology.Names{Hot: p.Name + "-" + run, DLQ: p.Name + "-" + run + "-dlq"}, Table: "agentdlq-ledger-" + run,
-		WorkerVersion: "load", Concurrency: sampleworker.LambdaConcurrency})
+		WorkerVersion: "load", Concurrency: sampleworker.LambdaConcurrency}
+	idle := 30 * time.Second
+	if cfg.Chaos != nil {
+		px, err := chaos.Start(cfg.ChaosPath, cfg.ChaosUpstream, *cfg.Chaos)
+		if err != nil {
+			return nil, err
+		}
+		defer px.Stop()
+		say("chaos: %s on the %s path (%s, toxicity %.2f, %v) via %s", cfg.ChaosName, cfg.ChaosPath, cfg.Chaos.Type, cfg.Chaos.Toxicity, cfg.Chaos.Attributes, px.URL)
+		switch cfg.ChaosPath {
+		case "sqs":
+			lc.WorkerSQS = sqs.NewFromConfig(cfg.AWS, func(o *sqs.Options) { o.BaseEndpoint = aws.String(px.URL) })
+		case "dynamodb":
+			lc.WorkerDynamoDB = dynamodb.NewFromConfig(cfg.AWS, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(px.URL) })
+		default:
+			return nil, fmt.Errorf("loadbench: ChaosPath %q: sqs or dynamodb", cfg.ChaosPath)
+		}
+		// A receive whose response was lost hides its messages for the
+		// visibility timeout: wait longer than that before calling it idle.
+		idle = time.Duration(p.VisibilityTimeoutSeconds+15) * time.Second
+	}
+	l, err := localpipeline.Setup(ctx, lc)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +133,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	sendSecs := time.Since(t0).Seconds()
 
-	m, mc, err := l.Mapping(localpipeline.DrainOptions{Pollers: cfg.Pollers, IdleTimeout: 30 * time.Second}, true)
+	var pollSQS esm.API
+	if lc.WorkerSQS != nil {
+		pollSQS = lc.WorkerSQS
+	}
+	m, mc, err := l.Mapping(localpipeline.DrainOptions{Pollers: cfg.Pollers, IdleTimeout: idle, SQS: pollSQS}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -108,6 +148,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	drainSecs := time.Since(t1).Seconds()
+	activeSecs := l.LastInvocationEnd().Sub(t1).Seconds()
 
 	tagged, err := l.DeadLetters(ctx, triage.ScanOptions{MaxMessages: 10 * len(tasks), Receivers: 4, MaxDuration: 10 * time.Minute})
 	if err != nil {
@@ -122,7 +163,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{Tasks: len(tasks), Workload: name, Pipeline: p.Name, Pollers: mc.Pollers, BatchSize: mc.BatchSize, Accounting: acct,
 		Invocations: stats.Batches, SendSeconds: sendSecs, DrainSeconds: drainSecs,
 		HandlerMsPerInvocation: float64(l.HandlerTime().Milliseconds()) / float64(max(1, stats.Batches)),
-		PipelineMsgsPerSec:     float64(len(sent)) / drainSecs, TransientInvocations: map[string]InvocationStats{}}
+		PipelineMsgsPerSec:     float64(len(sent)) / drainSecs, TransientInvocations: map[string]InvocationStats{},
+		ActiveSeconds: activeSecs, ActiveMsgsPerSec: float64(len(sent)) / max(activeSecs, 1e-3)}
+	if cfg.Chaos != nil {
+		res.Chaos = cfg.ChaosName + " on " + cfg.ChaosPath
+	}
 	for k, n := range completed {
 		if n > 1 {
 			res.DuplicateEffects += n - 1
@@ -146,6 +191,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	transient := map[string][]int{}
 	for _, s := range sent {
 		n := l.Attempts(s.MessageID)
+		res.Receives += n
 		r, isDead := dead[s.MessageID]
 		info, _ := r.Info()
 		switch {
@@ -159,6 +205,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			transient["retried_then_processed"] = append(transient["retried_then_processed"], n)
 		}
 	}
+	res.ExtraReceives = max(0, res.Receives-len(sent))
 	res.PoisonInvocations = statsOf(poison, 1)
 	for k, c := range transient {
 		want := p.MaxReceiveCount
@@ -204,6 +251,9 @@ func failures(res *Result) []string {
 	if res.DuplicateEffects > 0 {
 		out = append(out, fmt.Sprintf("%d duplicate side effects", res.DuplicateEffects))
 	}
+	if res.Chaos != "" {
+		return out // the rest is what the fault costs
+	}
 	if res.PoisonInvocations.Off > 0 {
 		out = append(out, fmt.Sprintf("%d poison messages invoked other than once", res.PoisonInvocations.Off))
 	}
@@ -240,9 +290,20 @@ type Result struct {
 	// on the emulator with the same concurrency — the local pipeline's real
 	// ceiling: dynalite evaluates the ledger's conditional expressions on one
 	// Node.js thread.
-	LedgerCallsPerMsg    float64  `json:"ledger_calls_per_message"`
-	LedgerRawCallsPerSec float64  `json:"ledger_emulator_raw_calls_per_s"`
-	Failures             []string `json:"failures,omitempty"`
+	LedgerCallsPerMsg    float64 `json:"ledger_calls_per_message"`
+	LedgerRawCallsPerSec float64 `json:"ledger_emulator_raw_calls_per_s"`
+	// ActiveSeconds is the drain until the last handler invocation returned
+	// (without the final idle wait); ActiveMsgsPerSec the rate over it, the
+	// figure that compares runs with and without chaos.
+	ActiveSeconds    float64 `json:"active_seconds"`
+	ActiveMsgsPerSec float64 `json:"active_messages_per_s"`
+	// Chaos is the fault injected ("scenario on path"), empty without.
+	Chaos string `json:"chaos,omitempty"`
+	// Receives is every delivery of the sent messages to the handler;
+	// ExtraReceives what exceeds one per message.
+	Receives      int      `json:"receives"`
+	ExtraReceives int      `json:"extra_receives"`
+	Failures      []string `json:"failures,omitempty"`
 }
 
 // InvocationStats are the handler invocations of a set of messages.
@@ -296,6 +357,11 @@ func (r *Result) Print(out io.Writer) {
 		}
 		fmt.Fprintf(out, "handler invocations per %s message: min %d max %d mean %.2f over %d%s\n", k, s.Min, s.Max, s.Mean, s.Messages, expected)
 	}
+	if r.Chaos != "" {
+		fmt.Fprintf(out, "chaos %s: %d receives for %d messages (%d extra); %d extra dead letters, %d messages ended other than their kind says\n",
+			r.Chaos, r.Receives, r.Tasks, r.ExtraReceives, r.ExtraDeadLetters, len(r.Unexpected))
+	}
+	fmt.Fprintf(out, "active drain %.1fs (until the last invocation returned): %.0f messages/s\n", r.ActiveSeconds, r.ActiveMsgsPerSec)
 	fmt.Fprintf(out, "sent in %.1fs; drained in %.1fs with %d invocations (%.0f ms each on average): %.0f messages/s through the pipeline\n",
 		r.SendSeconds, r.DrainSeconds, r.Invocations, r.HandlerMsPerInvocation, r.PipelineMsgsPerSec)
 	fmt.Fprintf(out, "emulator raw receive+delete: %.0f messages/s (%d messages, same pollers); pipeline/raw = %.2f\n",

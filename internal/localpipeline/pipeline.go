@@ -46,6 +46,11 @@ type Config struct {
 	WrapLedger func(*ledger.Counting) ledger.Ledger
 	// WorkerVersion is optional (default "local"): stamped in dlq_meta.
 	WorkerVersion string
+	// WorkerSQS and WorkerDynamoDB are optional (default: clients of AWS):
+	// the clients the worker sends dead letters and calls the ledger with
+	// (the load bench puts its chaos proxy in front of them).
+	WorkerSQS      *sqs.Client
+	WorkerDynamoDB *dynamodb.Client
 	// Concurrency is optional (default: the worker's own default, 1); the
 	// demo and the bench use sampleworker.LambdaConcurrency.
 	Concurrency int
@@ -75,6 +80,7 @@ type Local struct {
 	mu          sync.Mutex
 	attempts    map[string]int // hot-queue message id -> handler invocations
 	handlerTime time.Duration
+	lastEnd     time.Time // when the last handler invocation returned
 }
 
 // Setup creates what cfg names and builds the worker.
@@ -113,12 +119,19 @@ func Setup(ctx context.Context, cfg Config) (*Local, error) {
 	if err := topology.CreateLedgerTable(ctx, l.DynamoDB, cfg.Table); err != nil {
 		return nil, err
 	}
-	l.Ledger = ledger.NewCounting(ledger.NewDynamo(l.DynamoDB, cfg.Table))
+	ddb, workerSQS := l.DynamoDB, l.SQS
+	if cfg.WorkerDynamoDB != nil {
+		ddb = cfg.WorkerDynamoDB
+	}
+	if cfg.WorkerSQS != nil {
+		workerSQS = cfg.WorkerSQS
+	}
+	l.Ledger = ledger.NewCounting(ledger.NewDynamo(ddb, cfg.Table))
 	var workerLedger ledger.Ledger = l.Ledger
 	if cfg.WrapLedger != nil {
 		workerLedger = cfg.WrapLedger(l.Ledger)
 	}
-	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: l.Queues, SQS: l.SQS, Ledger: workerLedger,
+	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: l.Queues, SQS: workerSQS, Ledger: workerLedger,
 		WorkerVersion: cfg.WorkerVersion, Logger: cfg.Logger, Metrics: cfg.Metrics, Concurrency: cfg.Concurrency, Dependencies: cfg.Dependencies})
 	if err != nil {
 		return nil, err
@@ -167,6 +180,7 @@ func (l *Local) Mapping(o DrainOptions, untilIdle bool) (*esm.Mapping, esm.Confi
 		resp, err := handler(ctx, ev)
 		l.mu.Lock()
 		l.handlerTime += time.Since(start)
+		l.lastEnd = time.Now()
 		l.mu.Unlock()
 		return resp, err
 	}
@@ -190,6 +204,13 @@ func (l *Local) Drain(ctx context.Context, o DrainOptions) (esm.Stats, esm.Confi
 	}
 	st, err := m.Run(ctx)
 	return st, mc, err
+}
+
+// LastInvocationEnd is when the last handler invocation returned.
+func (l *Local) LastInvocationEnd() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lastEnd
 }
 
 // Attempts returns the handler invocations of a hot-queue message.

@@ -1,0 +1,92 @@
+// Package chaos puts a fault-injecting TCP proxy (toxiproxy, in-process)
+// between a client and a local emulator, so that the load bench and the
+// tests can show what a hostile network does to the pipeline: latency and
+// jitter, connection resets, timeouts, truncated and sliced responses.
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/collectors"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+)
+
+// Toxic is one toxiproxy toxic: its type, the direction it acts on
+// ("downstream", the responses, or "upstream", the requests), the share of
+// connections it touches (toxicity, 0..1) and its attributes.
+type Toxic struct {
+	Type       string         `json:"type"`
+	Stream     string         `json:"stream"`
+	Toxicity   float32        `json:"toxicity"`
+	Attributes map[string]int `json:"attributes"`
+}
+
+// Scenarios are the named faults of `agentdlq local bench --chaos` and
+// `make bench-chaos`, each written out as numbers:
+//
+//   - latency: every response 20 ms late, ±20 ms of jitter;
+//   - reset: 5% of connections reset by the peer at their first response
+//     (the request has reached the emulator: the client cannot tell whether it
+//     took effect);
+//   - timeout: 3% of connections stall and are closed after 2 s;
+//   - limit_data: 5% of connections are cut after 300 bytes of response (a
+//     truncated response: headers, part of the body);
+//   - slicer: every response cut into ~64-byte pieces 0.1 ms apart.
+var Scenarios = map[string]Toxic{
+	"latency":    {Type: "latency", Stream: "downstream", Toxicity: 1, Attributes: map[string]int{"latency": 20, "jitter": 20}},
+	"reset":      {Type: "reset_peer", Stream: "downstream", Toxicity: 0.05, Attributes: map[string]int{"timeout": 0}},
+	"timeout":    {Type: "timeout", Stream: "downstream", Toxicity: 0.03, Attributes: map[string]int{"timeout": 2000}},
+	"limit_data": {Type: "limit_data", Stream: "downstream", Toxicity: 0.05, Attributes: map[string]int{"bytes": 300}},
+	"slicer":     {Type: "slicer", Stream: "downstream", Toxicity: 1, Attributes: map[string]int{"average_size": 64, "size_variation": 32, "delay": 100}},
+}
+
+// ScenarioNames are the names of Scenarios, sorted.
+func ScenarioNames() []string {
+	names := make([]string, 0, len(Scenarios))
+	for n := range Scenarios {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Proxy is a running proxy in front of one upstream endpoint.
+type Proxy struct {
+	p *toxiproxy.Proxy
+	// URL is the endpoint to give a client instead of the upstream's
+	// (http://127.0.0.1:<port>).
+	URL string
+}
+
+// Start starts a proxy on 127.0.0.1 (a free port) in front of upstream, an
+// endpoint URL such as http://127.0.0.1:4566, with the toxics given.
+func Start(name, upstream string, toxics ...Toxic) (*Proxy, error) {
+	u, err := url.Parse(upstream)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("chaos: upstream %q is not an endpoint URL", upstream)
+	}
+	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
+	srv.Metrics.ProxyMetrics = collectors.NewProxyMetricCollectors()
+	p := toxiproxy.NewProxy(srv, name, "127.0.0.1:0", u.Host)
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("chaos: start proxy %s: %w", name, err)
+	}
+	for i, t := range toxics {
+		doc := map[string]any{"name": fmt.Sprintf("%s-%d", t.Type, i), "type": t.Type, "stream": t.Stream, "toxicity": t.Toxicity, "attributes": t.Attributes}
+		data, _ := json.Marshal(doc)
+		if _, err := p.Toxics.AddToxicJson(strings.NewReader(string(data))); err != nil {
+			p.Stop()
+			return nil, fmt.Errorf("chaos: toxic %s on %s: %w", t.Type, name, err)
+		}
+	}
+	return &Proxy{p: p, URL: u.Scheme + "://" + p.Listen}, nil
+}
+
+// Stop closes the proxy and its connections.
+func (p *Proxy) Stop() { p.p.Stop() }
