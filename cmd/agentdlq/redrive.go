@@ -475,6 +475,7 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 		},
 	}
 	f.gateFlags(c, false, false)
+	c.Flags().Lookup("why").Usage = "why these dead letters are rejected, never redriven: the decision and who was told (required)"
 	c.Flags().StringArrayVar(&reasons, "reason", nil, "reason rejected (required)")
 	c.Flags().StringArrayVar(&fps, "fingerprint", nil, "only these groups: a fingerprint from `plan`, or any unique prefix of at least 8 characters (repeatable)")
 	return c
