@@ -70,7 +70,7 @@ bench-load:
 	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
 	@.local/bin/agentdlq local bench --tasks $(TASKS)
 
-## bench-chaos: the no-loss load bench through a fault-injecting proxy (toxiproxy, in-process): each toxic (latency, reset, timeout, limit_data, slicer) on the SQS path, then on the DynamoDB path, TASKS (default 20000) tasks each; CHAOS / CHAOS_PATHS pick a subset
+## bench-chaos: the load bench through a fault-injecting proxy (toxiproxy, in-process): each toxic (latency, reset, timeout, limit_data, slicer) on the SQS path, then on the DynamoDB path, TASKS (default 20000) tasks each; CHAOS / CHAOS_PATHS pick a subset
 .PHONY: bench-chaos
 CHAOS ?= latency reset timeout limit_data slicer
 CHAOS_PATHS ?= sqs dynamodb
