@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
+	"strconv"
 	"strings"
 	"time"
 
@@ -184,6 +186,9 @@ func redriveExit(err error) error {
 	return err
 }
 
+// actorOr is the audit's actor: the declared owner, else the OS user ($USER,
+// else the account of the process's uid, else "uid:N"), never "unknown":
+// an audit line must say who ran the command.
 func actorOr(owner string) string {
 	if owner != "" {
 		return owner
@@ -191,7 +196,10 @@ func actorOr(owner string) string {
 	if u := os.Getenv("USER"); u != "" {
 		return u
 	}
-	return "unknown"
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return "uid:" + strconv.Itoa(os.Getuid())
 }
 
 func printJSON(w io.Writer, v any) error {
