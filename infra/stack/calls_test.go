@@ -213,10 +213,7 @@ func deriveCalls(t *testing.T) codeCalls {
 	redriveMethods := append(ledgerMethodsCalledIn(t, "redrive"), "Get")
 	redriveLedger, writes := ledgerActions(t, redriveMethods...)
 	c.redrive = append(sdkActions(t, iface[topology.ResolveAPI](), iface[redrive.QueueAPI](), iface[redrive.SelectAPI](),
-		iface[redrive.MoveAPI](), iface[redrive.S3PutAPI](), iface[redrive.IdentityAPI]()), redriveLedger...)
-	// Pause and resume (issue 13): the construct grants them to the redrive
-	// role ahead of the code; the CLI command lands separately.
-	c.redrive = append(c.redrive, PauseActions...)
+		iface[redrive.MoveAPI](), iface[redrive.S3PutAPI](), iface[redrive.IdentityAPI](), iface[redrive.LambdaAPI]()), redriveLedger...)
 	c.redriveWrites = writes
 
 	for _, a := range append(append(c.worker, c.triage...), c.redrive...) {

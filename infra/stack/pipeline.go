@@ -25,9 +25,11 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
-// PauseActions are what the redrive role may do to the worker's event source
-// mapping: disable it (pause, the kill switch), enable it (resume), read it.
-var PauseActions = []string{"lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping"}
+// PauseAction is what the redrive role may do to the worker's event source
+// mapping, and to no other: disable it (pause, the kill switch) and enable it
+// (resume). redrive.Pause finds the mapping with ListEventSourceMappings by
+// the hot queue's ARN, which has no resource-level permission.
+const PauseAction = "lambda:UpdateEventSourceMapping"
 
 // TagRedriveRole is the DLQ tag that names the pipeline's redrive role by its
 // ARN; `agentdlq redrive` compares its caller's assumed role with it in AWS.
@@ -499,8 +501,13 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 		// Pause and resume: the worker's event source mapping, and only it.
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("PauseAndResumeTheWorker"),
-			Actions:   jsii.Strings(PauseActions...),
+			Actions:   jsii.Strings(PauseAction),
 			Resources: jsii.Strings(*p.EventSource.EventSourceMappingArn()),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("FindTheWorkersMapping"),
+			Actions:   jsii.Strings("lambda:ListEventSourceMappings"),
+			Resources: jsii.Strings("*"),
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("AuditRecords"),
@@ -530,7 +537,7 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 		"the audit records are one object per decision under the pipeline's own prefix <pipeline>/audit/*; the key is chosen at run time",
 		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/audit\/\*$/`)
 	suppress(policy, "AwsSolutions-IAM5",
-		"sqs:ListQueues supports no resource-level permission and returns queue URLs only; `agentdlq redrive` uses it to find the pipeline's queues by their agentdlq tags",
+		"sqs:ListQueues and lambda:ListEventSourceMappings support no resource-level permission and return identifiers only; `agentdlq redrive` finds the pipeline's queues by their agentdlq tags, and pause the worker's mapping by the hot queue's ARN",
 		"Resource::*")
 }
 
