@@ -21,6 +21,12 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
+// Queues names a pipeline's hot queue and DLQ (URLs and ARNs). It is the
+// local runner's topology type, named here so that a module outside this
+// repository can fill in Config: Go lets it use the type, not import the
+// internal package that declares it.
+type Queues = topology.Queues
+
 // Config configures a Worker. New validates it and fails fast.
 type Config struct {
 	// Pipeline is required: its maxReceiveCount, FIFO setting, backoff and
@@ -28,7 +34,7 @@ type Config struct {
 	Pipeline *pipeline.Pipeline
 	// Queues is required: DLQURL (dead letters go there); HotURL enables the
 	// visibility backoff; HotARN is stamped in dlq_meta.
-	Queues topology.Queues
+	Queues Queues
 	// SQS is required: an *sqs.Client (SendMessage, ChangeMessageVisibility).
 	SQS batch.SQSAPI
 	// Ledger is required: the idempotency ledger (ledger.NewDynamo in AWS,
