@@ -339,8 +339,9 @@ func prettyBody(body string, p *pipeline.Pipeline, revealed bool) string {
 	return body
 }
 
-// ActionReveal is the audit action of revealing a letter's body.
-const ActionReveal redrive.Action = "reveal"
+// ActionReveal is the audit action of revealing a letter's body
+// (redrive.ActionReveal, listed by redrive.AllActions with the others).
+const ActionReveal = redrive.ActionReveal
 
 // reveal shows one letter's body unredacted, after recording who and why.
 func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {

@@ -45,11 +45,14 @@ const (
 	ActionPause Action = "pause"
 	// ActionResume: the worker's event source mapping was enabled again.
 	ActionResume Action = "resume"
+	// ActionReveal: one dead letter's body was shown unredacted in the
+	// console (agentdlq ui), after the viewer said who and why.
+	ActionReveal Action = "reveal"
 )
 
 // AllActions lists every action in the order above.
 func AllActions() []Action {
-	return []Action{ActionPlan, ActionStart, ActionSelect, ActionCanary, ActionStatus, ActionCancel, ActionReject, ActionPause, ActionResume}
+	return []Action{ActionPlan, ActionStart, ActionSelect, ActionCanary, ActionStatus, ActionCancel, ActionReject, ActionPause, ActionResume, ActionReveal}
 }
 
 // AuditOutcome is what came of an audited action.
