@@ -38,10 +38,12 @@ type Config struct {
 	Resolve func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error)
 	// SQS is required.
 	SQS SQSAPI
-	// STS is required in AWS (Local false): the redrive gate's identity check.
+	// STS is required in AWS (Local false): the redrive gate's identity
+	// check, and the caller every audit record carries.
 	STS redrive.IdentityAPI
-	// Local is true when the SQS endpoint is a loopback address (the local
-	// emulators); see redrive.IsLocalEndpoint.
+	// Local is true when every endpoint the console uses is on a loopback
+	// address (the local emulators; see redrive.Locality): the caller check
+	// is skipped and the audit's caller is the OS user.
 	Local bool
 	// Ledger is optional: the letter page's ledger entry, triage's counts;
 	// a redrive (a dry run included) needs it: redrive.New refuses without

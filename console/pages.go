@@ -366,6 +366,10 @@ func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
 	if rec.Actor == "" {
 		rec.Actor = "(unnamed)"
 	}
+	// Who runs the console, as the machine knows it: in AWS the STS caller
+	// (one call per reveal), locally the OS user.
+	caller, _ := redrive.LookupCaller(r.Context(), s.cfg.STS, s.cfg.Local)
+	rec.Caller = &caller
 	a := &redrive.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now}
 	if err := a.Record(r.Context(), rec); err != nil && refusal == "" {
 		refusal = "the audit could not record the reveal, so the body stays redacted: " + err.Error()

@@ -94,9 +94,20 @@ func AllAuditOutcomes() []AuditOutcome {
 
 // AuditEntry is one audit record: who decided what, when, on which pipeline, why,
 // and what came of it.
+//
+// Actor is who the command said acts (--owner, the console's form; for plan
+// and status the OS user when none was given): the gate compares it with
+// the pipeline's owner, but anyone can type it. Caller is who ran it as the
+// machine knows it: in AWS the STS caller ARN and account, locally (every
+// endpoint on this machine) the OS user, and the OS user with check
+// "not_checked" for a refusal written before STS was asked. Every record
+// the Auditor writes has one; records written before the field existed
+// have none (Caller nil), and readers that do not know it ignore it.
 type AuditEntry struct {
-	Time         time.Time      `json:"time"`
-	Actor        string         `json:"actor"`
+	Time  time.Time `json:"time"`
+	Actor string    `json:"actor"`
+	// Caller is set on every record Record writes (see Caller).
+	Caller       *Caller        `json:"caller,omitempty"`
 	Pipeline     string         `json:"pipeline"`
 	Action       Action         `json:"action"`
 	Reasons      []string       `json:"reasons,omitempty"`
@@ -122,8 +133,13 @@ type Auditor struct {
 	Now    func() time.Time
 }
 
-// Record stamps r's time when unset, logs it and appends it to the store.
+// Record stamps r's time and, when unset, its caller (UncheckedCaller: the
+// OS user, not checked with STS), logs it and appends it to the store.
 func (a *Auditor) Record(ctx context.Context, r AuditEntry) error {
+	if r.Caller == nil {
+		c := UncheckedCaller()
+		r.Caller = &c
+	}
 	if r.Time.IsZero() {
 		now := time.Now
 		if a.Now != nil {
@@ -140,7 +156,8 @@ func (a *Auditor) Record(ctx context.Context, r AuditEntry) error {
 		level = slog.LevelWarn
 	}
 	log.Log(ctx, level, "redrive audit",
-		"pipeline", r.Pipeline, "action", r.Action, "actor", r.Actor, "outcome", r.Outcome,
+		"pipeline", r.Pipeline, "action", r.Action, "actor", r.Actor,
+		"caller_check", r.Caller.Check, "caller_arn", r.Caller.ARN, "os_user", r.Caller.OSUser, "outcome", r.Outcome,
 		"reasons", r.Reasons, "fingerprints", r.Fingerprints, "counts", r.Counts,
 		"why", r.Why, "error", r.Error)
 	if a.Store == nil {
@@ -262,7 +279,9 @@ func OpenAuditor(dest, pipelineName string, s3api S3PutAPI, logger *slog.Logger)
 
 // Refuse audits a refusal that came before a Redriver could act — bad
 // input, an unknown pipeline, a Config that New refused, queues that do not
-// exist — under the pipeline's AuditName, and returns it as a refusal
+// exist, an STS endpoint that is not AWS's — under the pipeline's
+// AuditName, with the caller not checked (the OS user: STS was not asked),
+// and returns it as a refusal
 // (errors.Is(err, ErrRefused); an error that was not one becomes a refusal
 // with code bad_input). A failure to audit is joined to it. Refusals of a
 // Redriver's own actions are audited by the actions themselves.

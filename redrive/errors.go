@@ -44,6 +44,9 @@ const (
 	// CodeIdentity: in AWS, the caller is not the pipeline's redrive role
 	// (or its identity could not be checked).
 	CodeIdentity Code = "identity_not_redrive_role"
+	// CodeSTSEndpoint: the caller check must run (not every endpoint is
+	// local) but the STS endpoint is not AWS's own (see Locality).
+	CodeSTSEndpoint Code = "sts_endpoint_untrusted"
 	// CodeForbidden: policy forbids a chosen reason without an
 	// acknowledgement (--fix-deployed, --reviewed, --override).
 	CodeForbidden Code = "reason_not_redrivable"
@@ -71,7 +74,7 @@ const (
 // AllCodes lists every refusal code in the order above.
 func AllCodes() []Code {
 	return []Code{CodeBadInput, CodeUnknownPipeline, CodeUnknownReason, CodeUnknownGroup, CodeAmbiguousGroup, CodeRate, CodeWhy,
-		CodeOwner, CodeOwnerTag, CodeIdentity, CodeForbidden, CodeDestination, CodeTaskActive, CodeNoTask,
+		CodeOwner, CodeOwnerTag, CodeIdentity, CodeSTSEndpoint, CodeForbidden, CodeDestination, CodeTaskActive, CodeNoTask,
 		CodeDLQEmpty, CodeDLQMissing, CodeNothingSelected, CodeScanPartial, CodeNoMapping}
 }
 

@@ -1,8 +1,10 @@
 package redrive
 
 import (
+	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/agentdlq/agentdlq/pipeline"
@@ -23,9 +25,9 @@ const (
 
 // Identity is what the gate knows of the caller.
 type Identity struct {
-	// Local is true when the SQS endpoint is on a loopback address (the local
-	// emulators): there is no IAM to check, and the check is skipped with a
-	// logged note. See IsLocalEndpoint.
+	// Local is true when every endpoint the command uses is on a loopback
+	// address (the local emulators; see Locality): there is no IAM to check,
+	// and the check is skipped with a logged note.
 	Local bool
 	// CallerARN is sts GetCallerIdentity's Arn (required when !Local).
 	CallerARN string
@@ -138,4 +140,117 @@ func IsLocalEndpoint(endpoint string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// Endpoint is the endpoint one AWS client of a command resolved to: the
+// client's BaseEndpoint after NewFromConfig (Options().BaseEndpoint). The
+// SDK fills it from AWS_ENDPOINT_URL_<SERVICE>, else the shared config's
+// services section, else AWS_ENDPOINT_URL (none of them when
+// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is true). "" is the SDK's default:
+// the service in AWS.
+type Endpoint struct {
+	// Service names the client ("SQS", "STS", "DynamoDB", "S3", "Lambda").
+	Service string
+	URL     string
+	// AWSOnly marks a client the command calls only in AWS: STS (the caller
+	// check) and Lambda (pause and resume; locally the local switch). When
+	// its URL is "" it does not count (locally it is never called); when
+	// set, it counts like any other.
+	AWSOnly bool
+}
+
+// Locality decides whether the caller identity check may be skipped: only
+// when every endpoint the command uses is on this machine (IsLocalEndpoint),
+// where there is no IAM. Any other mix — some local, some AWS or elsewhere
+// — is not local, and the check runs; then STS must be AWS's own endpoint
+// (the SDK default, or IsAWSSTSEndpoint), because a caller ARN from any
+// other STS proves nothing: that is a refusal with code
+// CodeSTSEndpoint. eps must name STS.
+func Locality(eps []Endpoint) (local bool, err error) {
+	counted, allLocal := 0, true
+	sts, haveSTS := "", false
+	for _, e := range eps {
+		if e.Service == "STS" {
+			sts, haveSTS = e.URL, true
+		}
+		if e.AWSOnly && e.URL == "" {
+			continue
+		}
+		counted++
+		if !IsLocalEndpoint(e.URL) {
+			allLocal = false
+		}
+	}
+	if counted > 0 && allLocal {
+		return true, nil
+	}
+	if !haveSTS {
+		return false, refuse(CodeSTSEndpoint, "no STS endpoint: the caller check needs one")
+	}
+	if sts != "" && !IsAWSSTSEndpoint(sts) {
+		return false, refuse(CodeSTSEndpoint, "the STS endpoint %s is not AWS's, and %s: a caller identity from it proves nothing. Unset AWS_ENDPOINT_URL_STS (or the services section's sts) to check the caller in AWS, or point every endpoint at the local emulators",
+			redactURL(sts), notLocal(eps))
+	}
+	return false, nil
+}
+
+// notLocal names the endpoints that are not on this machine.
+func notLocal(eps []Endpoint) string {
+	var out []string
+	for _, e := range eps {
+		if e.AWSOnly && e.URL == "" || IsLocalEndpoint(e.URL) {
+			continue
+		}
+		u := "AWS"
+		if e.URL != "" {
+			u = redactURL(e.URL)
+		}
+		out = append(out, fmt.Sprintf("%s is %s", e.Service, u))
+	}
+	if len(out) == 0 {
+		return "no endpoint is local"
+	}
+	return strings.Join(out, ", ")
+}
+
+// redactURL keeps an endpoint's scheme, host and path, never user info.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable endpoint)"
+	}
+	u.User = nil
+	return u.String()
+}
+
+// awsDNSSuffixes are the DNS suffixes of the AWS partitions, plain and dual
+// stack (aws-sdk-go-v2 internal/endpoints/awsrulesfn/partitions.json).
+var awsDNSSuffixes = []string{
+	"amazonaws.com", "amazonaws.com.cn", "amazonaws.eu", "c2s.ic.gov", "sc2s.sgov.gov", "cloud.adc-e.uk", "csp.hci.ic.gov",
+	"api.aws", "api.amazonwebservices.com.cn", "api.amazonwebservices.eu", "api.aws.ic.gov", "api.aws.hci.ic.gov",
+	"api.aws.scloud", "api.cloud-aws.adc-e.uk",
+}
+
+// stsHostRE is an STS host below a partition's suffix: sts, sts-fips, with
+// an optional region (sts.eu-west-1), or an interface VPC endpoint
+// (vpce-0abc-1234.sts.eu-west-1.vpce).
+var stsHostRE = regexp.MustCompile(`^(?:(?:sts|sts-fips)(?:\.[a-z0-9-]+)?|vpce-[a-z0-9-]+\.sts(?:-fips)?\.[a-z0-9-]+\.vpce)$`)
+
+// IsAWSSTSEndpoint reports whether an endpoint URL is AWS's own STS: https,
+// port 443 or none, and a host that is STS's (sts., sts-fips., regional, or
+// an STS interface VPC endpoint) under an AWS partition's DNS suffix. Any
+// other host — a loopback emulator, a proxy, or another AWS service's host
+// such as API Gateway, which anyone can make answer like STS — is not.
+func IsAWSSTSEndpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Scheme != "https" || u.User != nil || (u.Port() != "" && u.Port() != "443") {
+		return false
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	for _, sfx := range awsDNSSuffixes {
+		if rest, ok := strings.CutSuffix(host, "."+sfx); ok && stsHostRE.MatchString(rest) {
+			return true
+		}
+	}
+	return false
 }

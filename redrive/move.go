@@ -88,6 +88,10 @@ func (r *Redriver) unsupported(op string, err error) error {
 // record writes an audit record; a failure to audit is returned (joined with err).
 func (r *Redriver) record(ctx context.Context, rec AuditEntry, err error) error {
 	rec.Pipeline = r.cfg.Pipeline.Name
+	if rec.Caller == nil {
+		c := r.knownCaller()
+		rec.Caller = &c
+	}
 	if err != nil && rec.Error == "" {
 		rec.Error = err.Error()
 	}
@@ -247,6 +251,9 @@ func (r *Redriver) listTasks(ctx context.Context, api MoveAPI) ([]MoveTask, erro
 // them), with their progress and failure reason. It is read-only and audited.
 func (r *Redriver) Status(ctx context.Context, actor string) ([]MoveTask, error) {
 	api := r.cfg.SQS
+	// Not gated, but its record says who looked: in AWS the STS caller (a
+	// failure to ask is recorded, and does not hide the status).
+	_, _ = r.identify(ctx)
 	tasks, err := r.listTasks(ctx, api)
 	rec := AuditEntry{Actor: actor, Action: ActionStatus, Counts: map[string]int{"tasks": len(tasks)}}
 	if err == nil {

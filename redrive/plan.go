@@ -153,6 +153,9 @@ func (pl *Plan) WriteText(w io.Writer) error {
 // Plan scans the DLQ read-only (Config.Scan), builds the plan of its groups
 // and audits that it was shown. A scan that failed is audited too.
 func (r *Redriver) Plan(ctx context.Context, actor string) (*Plan, error) {
+	// Not gated, but its record says who looked: in AWS the STS caller (a
+	// failure to ask is recorded, and does not hide the plan).
+	_, _ = r.identify(ctx)
 	groups, rep, err := r.scan(ctx)
 	if err != nil {
 		return nil, r.record(ctx, AuditEntry{Actor: actor, Action: ActionPlan}, err)
@@ -167,6 +170,7 @@ func (r *Redriver) Plan(ctx context.Context, actor string) (*Plan, error) {
 // ShowPlan builds the plan of groups a caller scanned itself and audits
 // that it was shown.
 func (r *Redriver) ShowPlan(ctx context.Context, actor string, groups []Group) (*Plan, error) {
+	_, _ = r.identify(ctx) // as Plan: the record says who looked
 	pl := BuildPlan(r.cfg.Pipeline, groups)
 	reasons, fps, counts := groupFacts(groups)
 	counts["total"] = pl.Total

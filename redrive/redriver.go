@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -50,9 +51,10 @@ type Config struct {
 	SQS API
 	// STS is required in AWS (Local false): the caller identity check.
 	STS IdentityAPI
-	// Local is optional (default false): true when the SQS endpoint is on a
-	// loopback address (see IsLocalEndpoint); it only skips the caller
-	// identity check.
+	// Local is optional (default false): true when every endpoint the
+	// command uses is on a loopback address (see Locality). It skips the
+	// caller identity check, and the audit's caller is the OS user (check
+	// "local").
 	Local bool
 	// Ledger is required: every redrive is counted in it, which is how a key
 	// that keeps coming back is dead-lettered as redrive_loop, and the
@@ -99,6 +101,11 @@ var ErrNoLedger = &Refusal{Code: CodeBadInput, Reason: "no ledger: the ledger co
 // New; it is safe for concurrent use.
 type Redriver struct {
 	cfg Config
+
+	// The caller, asked of STS at most once per Redriver (per command).
+	callerMu  sync.Mutex
+	caller    *Caller
+	callerErr error
 }
 
 // New applies the defaults, validates cfg and returns a Redriver. It fails,
@@ -177,6 +184,33 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// identify is the caller: asked of STS the first time (in AWS), then
+// remembered, so that a command calls STS once however many records it
+// writes. Locally it is the OS user, without a call.
+func (r *Redriver) identify(ctx context.Context) (Caller, error) {
+	r.callerMu.Lock()
+	defer r.callerMu.Unlock()
+	if r.caller == nil {
+		c, err := LookupCaller(ctx, r.cfg.STS, r.cfg.Local)
+		r.caller, r.callerErr = &c, err
+	}
+	return *r.caller, r.callerErr
+}
+
+// knownCaller is the caller as far as it is known without an AWS call: what
+// identify found, or locally the OS user, or else the OS user not checked.
+func (r *Redriver) knownCaller() Caller {
+	r.callerMu.Lock()
+	defer r.callerMu.Unlock()
+	switch {
+	case r.caller != nil:
+		return *r.caller
+	case r.cfg.Local:
+		return Caller{Check: CallerLocal, OSUser: OSUser()}
+	}
+	return UncheckedCaller()
+}
+
 // authorize runs the gate: the DLQ's tags (and its existence), then, in AWS,
 // the caller's identity.
 func (r *Redriver) authorize(ctx context.Context, who Who, rate int) error {
@@ -195,16 +229,13 @@ func (r *Redriver) authorize(ctx context.Context, who Who, rate int) error {
 	id := Identity{Local: r.cfg.Local}
 	if !r.cfg.Local {
 		id.RedriveRole = tags.Tags[TagRedriveRole]
-		if r.cfg.STS == nil {
-			return refuse(CodeIdentity, "no STS client to check the caller's identity")
-		}
-		out, err := r.cfg.STS.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+		c, err := r.identify(ctx)
 		if err != nil {
-			return refuse(CodeIdentity, "sts GetCallerIdentity: %v", err)
+			return err
 		}
-		id.CallerARN = aws.ToString(out.Arn)
+		id.CallerARN = c.ARN
 	} else {
-		r.log().InfoContext(ctx, "redrive gate: local endpoint, caller identity check skipped",
+		r.log().InfoContext(ctx, "redrive gate: every endpoint is local, caller identity check skipped",
 			"pipeline", r.cfg.Pipeline.Name, "queue", r.cfg.Queues.DLQURL)
 	}
 	return Gate(GateInput{Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate, QueueTags: tags.Tags, Identity: id})

@@ -168,5 +168,5 @@ func TestTypedValues(t *testing.T) {
 	}
 	check(t, actions, 10)
 	check(t, outcomes, 9)
-	check(t, codes, 19)
+	check(t, codes, 20)
 }

@@ -8,8 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/user"
-	"strconv"
 	"strings"
 	"time"
 
@@ -141,7 +139,14 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		return nil, f.refused(ctx, &cfg, action, who, fmt.Errorf("no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (the stack output LedgerTableName): %w", redrive.ErrNoLedger))
 	}
 	logger := newLogger()
-	client := sqs.NewFromConfig(cfg)
+	client, stsc, ddb, s3c := sqs.NewFromConfig(cfg), sts.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg), s3.NewFromConfig(cfg)
+	lamc := lambda.NewFromConfig(cfg)
+	// Before any AWS call: the caller check is skipped only when every
+	// endpoint this command uses is local, and then STS must be AWS's.
+	local, err := redrive.Locality(f.endpoints(action, client, stsc, ddb, s3c, lamc))
+	if err != nil {
+		return nil, f.refused(ctx, &cfg, action, who, err)
+	}
 	q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
 	if err != nil {
 		if errors.Is(err, topology.ErrNotFound) {
@@ -149,12 +154,11 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		}
 		return nil, fmt.Errorf("pipeline %q queues: %w", p.Name, err)
 	}
-	a, err := redrive.OpenAuditor(f.audit, p.Name, s3.NewFromConfig(cfg), logger)
+	a, err := redrive.OpenAuditor(f.audit, p.Name, s3c, logger)
 	if err != nil {
 		return nil, withExit(exitRefused, err)
 	}
-	local := redrive.IsLocalEndpoint(aws.ToString(client.Options().BaseEndpoint))
-	var lam redrive.LambdaAPI = lambda.NewFromConfig(cfg)
+	var lam redrive.LambdaAPI = lamc
 	if local {
 		if lam, err = localSwitch(); err != nil {
 			return nil, err
@@ -163,14 +167,34 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
 		Queues:   redrive.Queues{HotURL: q.HotURL, HotARN: q.HotARN, DLQURL: q.DLQURL, DLQARN: q.DLQARN, FIFO: q.FIFO},
-		SQS:      client, STS: sts.NewFromConfig(cfg), Local: local, Lambda: lam,
-		Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table),
+		SQS:      client, STS: stsc, Local: local, Lambda: lam,
+		Ledger: ledger.NewDynamo(ddb, table),
 		Audit:  a, Logger: logger, OnMove: onMove, OnCanary: f.onCanary,
 	})
 	if err != nil {
 		return nil, redriveExit(a.Refuse(ctx, p.Name, action, who, err))
 	}
 	return r, nil
+}
+
+// endpoints are the resolved endpoints of the clients action uses (see
+// redrive.Locality): SQS, DynamoDB (the ledger), STS (the caller check, in
+// AWS only), S3 for an s3:// audit and for select (claim checks of
+// oversized dead letters), Lambda for pause and resume (in AWS only:
+// locally the local switch).
+func (f *redriveFlags) endpoints(action redrive.Action, q *sqs.Client, st *sts.Client, db *dynamodb.Client, s3c *s3.Client, lam *lambda.Client) []redrive.Endpoint {
+	eps := []redrive.Endpoint{
+		{Service: "SQS", URL: aws.ToString(q.Options().BaseEndpoint)},
+		{Service: "DynamoDB", URL: aws.ToString(db.Options().BaseEndpoint)},
+		{Service: "STS", URL: aws.ToString(st.Options().BaseEndpoint), AWSOnly: true},
+	}
+	if strings.HasPrefix(f.audit, "s3://") || action == redrive.ActionSelect {
+		eps = append(eps, redrive.Endpoint{Service: "S3", URL: aws.ToString(s3c.Options().BaseEndpoint)})
+	}
+	if action == redrive.ActionPause || action == redrive.ActionResume {
+		eps = append(eps, redrive.Endpoint{Service: "Lambda", URL: aws.ToString(lam.Options().BaseEndpoint), AWSOnly: true})
+	}
+	return eps
 }
 
 // exit maps an error to the process exit code.
@@ -196,10 +220,7 @@ func actorOr(owner string) string {
 	if u := os.Getenv("USER"); u != "" {
 		return u
 	}
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "uid:" + strconv.Itoa(os.Getuid())
+	return redrive.OSUser()
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -88,9 +88,22 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	addr := ln.Addr().(*net.TCPAddr)
 	loopback := addr.IP.IsLoopback()
 
-	client := sqs.NewFromConfig(cfg)
+	client, stsc, s3c := sqs.NewFromConfig(cfg), sts.NewFromConfig(cfg), s3.NewFromConfig(cfg)
+	ddb := dynamodb.NewFromConfig(cfg)
+	// The console's redrive and reject are gated as agentdlq redrive's: the
+	// caller check is skipped only when every endpoint it uses (SQS, the
+	// ledger's DynamoDB, S3 for reports, audit and claim checks) is local.
+	local, err := redrive.Locality([]redrive.Endpoint{
+		{Service: "SQS", URL: aws.ToString(client.Options().BaseEndpoint)},
+		{Service: "DynamoDB", URL: aws.ToString(ddb.Options().BaseEndpoint)},
+		{Service: "S3", URL: aws.ToString(s3c.Options().BaseEndpoint)},
+		{Service: "STS", URL: aws.ToString(stsc.Options().BaseEndpoint), AWSOnly: true},
+	})
+	if err != nil {
+		return withExit(2, err)
+	}
 	cc := console.Config{
-		SQS: client, STS: sts.NewFromConfig(cfg), Local: redrive.IsLocalEndpoint(aws.ToString(client.Options().BaseEndpoint)),
+		SQS: client, STS: stsc, Local: local,
 		Reports: reports, Loopback: loopback, Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Resolve: func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error) {
 			q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
@@ -108,13 +121,12 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		if bucket == "" {
 			return withExit(2, errors.New("--audit: the console keeps one file per pipeline (the default, ./out/audit/<pipeline>.jsonl) or s3://bucket/prefix"))
 		}
-		s3c := s3.NewFromConfig(cfg)
 		cc.Audit = func(name string) console.AuditLog {
 			return &console.S3Audit{S3Store: redrive.S3Store{API: s3c, Bucket: bucket, Prefix: prefix}, Read: s3c, Pipeline: name}
 		}
 	}
 	if table := ledgerTableName(f.ledgerTable); table != "" {
-		cc.Ledger = ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
+		cc.Ledger = ledger.NewDynamo(ddb, table)
 	}
 	srv, err := console.New(ctx, cc)
 	if err != nil {
