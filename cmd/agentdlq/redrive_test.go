@@ -73,6 +73,12 @@ func TestRedriveCLIBadInputIsRefusedAndAudited(t *testing.T) {
 			recs := auditLines(t, audit)
 			require.Len(t, recs, i+1)
 			assert.Equal(t, redrive.OutcomeRefused, recs[i].Outcome)
+			// Refused before STS was asked: the OS user, not checked (or
+			// local, when the refusal came after the endpoints were known).
+			require.NotNil(t, recs[i].Caller)
+			assert.Contains(t, []redrive.CallerCheck{redrive.CallerNotChecked, redrive.CallerLocal}, recs[i].Caller.Check)
+			assert.Empty(t, recs[i].Caller.ARN)
+			assert.Equal(t, redrive.OSUser(), recs[i].Caller.OSUser)
 		})
 	}
 	_, code := runCLI(t, "redrive", "select", "--pipeline", "agent-tasks", "--rate", "abc")
@@ -96,6 +102,46 @@ func TestRedriveCLIRefusesWithoutLedgerTable(t *testing.T) {
 	require.Len(t, recs, 1)
 	assert.Equal(t, redrive.OutcomeRefused, recs[0].Outcome)
 	assert.Contains(t, recs[0].Error, "no ledger table")
+}
+
+// The caller check used to be skipped whenever the SQS endpoint was
+// loopback, and believed any AWS_ENDPOINT_URL_STS. Now a local SQS beside an
+// AWS DynamoDB is not local, and then a loopback STS is refused before any
+// call (the audit says so, caller not checked).
+func TestRedriveCLIMixedEndpointsAreNotLocal(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+	}{
+		{"SQS local, DynamoDB AWS, STS local", map[string]string{
+			"AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:9", "AWS_ENDPOINT_URL_DYNAMODB": "https://dynamodb.us-east-1.amazonaws.com",
+			"AWS_ENDPOINT_URL_S3": "http://127.0.0.1:9", "AWS_ENDPOINT_URL_STS": "http://127.0.0.1:9"}},
+		{"all AWS, STS elsewhere", map[string]string{
+			"AWS_ENDPOINT_URL_SQS": "", "AWS_ENDPOINT_URL_DYNAMODB": "", "AWS_ENDPOINT_URL_S3": "",
+			"AWS_ENDPOINT_URL_STS": "https://sts.example.net"}},
+		{"SQS local, S3 audit in AWS, STS local", map[string]string{
+			"AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:9", "AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:9",
+			"AWS_ENDPOINT_URL_S3": "https://s3.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_STS": "http://localhost:9"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("AWS_ENDPOINT_URL", "")
+			t.Setenv("AWS_REGION", "us-east-1")
+			t.Setenv("AWS_ACCESS_KEY_ID", "test")
+			t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			audit := filepath.Join(t.TempDir(), "audit.jsonl")
+			out, code := runCLI(t, "redrive", "select", "--pipeline", "agent-tasks", "--reason", "budget_exhausted",
+				"--owner", "platform-oncall", "--why", "503s over", "--audit", audit, "--ledger-table", "agentdlq-ledger")
+			assert.Equal(t, exitRefused, code, out)
+			recs := auditLines(t, audit)
+			require.Len(t, recs, 1)
+			assert.Equal(t, redrive.OutcomeRefused, recs[0].Outcome)
+			assert.Equal(t, string(redrive.CodeSTSEndpoint), redriveCode(recs[0].Error), recs[0].Error)
+			assert.Equal(t, redrive.CallerNotChecked, recs[0].Caller.Check)
+		})
+	}
 }
 
 // TestRedriveCLIOnEmulators drives the CLI against a seeded local DLQ.
@@ -159,6 +205,10 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 	var actions []string
 	for _, r := range auditLines(t, audit) {
 		actions = append(actions, string(r.Action)+":"+string(r.Outcome))
+		// Every endpoint is an emulator: the caller is the OS user, local.
+		if assert.NotNil(t, r.Caller, r.Action) {
+			assert.Equal(t, redrive.Caller{Check: redrive.CallerLocal, OSUser: redrive.OSUser()}, *r.Caller, r.Action)
+		}
 	}
 	assert.Equal(t, []string{"plan:shown", "select:refused", "select:refused", "select:refused", "start:refused",
 		"select:dry_run", "select:begun", "select:ok", "start:failed"}, actions)
