@@ -45,6 +45,10 @@ type Config struct {
 	// address (the local emulators; see redrive.Locality): the caller check
 	// is skipped and the audit's caller is the OS user.
 	Local bool
+	// Evidence is optional: reads the claim checks of oversized dead
+	// letters back (an *s3.Client), so that a redrive sends them with every
+	// original attribute; without it such a letter stays in the DLQ.
+	Evidence redrive.EvidenceAPI
 	// Ledger is optional: the letter page's ledger entry, triage's counts;
 	// a redrive (a dry run included) needs it: redrive.New refuses without
 	// one (redrive.ErrNoLedger).

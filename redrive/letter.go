@@ -86,10 +86,16 @@ type Original struct {
 	// DedupID is the FIFO deduplication id, derived from OriginalMessageID so
 	// that a resend after a crash is deduplicated by SQS.
 	DedupID string
+	// Evidence is the claim check that holds the attributes the dead letter
+	// gave up to fit the DLQ (dlq_meta's evidence, "" for none). Select
+	// reads it back (Config.Evidence) before it sends anything.
+	Evidence string
 }
 
 // Restore computes what to send back for l. A letter whose metadata cannot
 // be read still has its dlq_* attributes removed (deadletter.DecodeDeadLetter).
+// The attributes of a letter that gave some up to a claim check (Evidence)
+// are completed from it by Select, which reads S3; Restore does not.
 func Restore(l *Letter) Original {
 	meta, attrs, _ := deadletter.DecodeDeadLetter(l.Attributes)
 	if meta == nil {
@@ -104,6 +110,7 @@ func Restore(l *Letter) Original {
 		if meta.MessageGroupID != "" {
 			o.GroupID = meta.MessageGroupID
 		}
+		o.Evidence = meta.Evidence
 	}
 	if o.IdempotencyKey == "" {
 		var probe struct {

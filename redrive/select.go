@@ -520,6 +520,13 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 			before = e
 		}
 	}
+	if err := r.restoreEvidence(ctx, &o); err != nil {
+		// Never sent without the attributes it gave up: it stays.
+		r.release(context.WithoutCancel(ctx), api, l)
+		st.sendFailed = true
+		log.WarnContext(ctx, "claim check unreadable; the dead letter stays in the DLQ", "error", err.Error())
+		return mv, before, st, err
+	}
 	if err := limiter.Wait(ctx); err != nil {
 		r.release(context.WithoutCancel(ctx), api, l)
 		st.released = true

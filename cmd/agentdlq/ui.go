@@ -103,7 +103,7 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		return withExit(2, err)
 	}
 	cc := console.Config{
-		SQS: client, STS: stsc, Local: local,
+		SQS: client, STS: stsc, Local: local, Evidence: s3c,
 		Reports: reports, Loopback: loopback, Logger: slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		Resolve: func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error) {
 			q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))

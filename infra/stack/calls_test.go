@@ -207,13 +207,13 @@ func deriveCalls(t *testing.T) codeCalls {
 	c.triage = append(sdkActions(t, iface[triage.ScanAPI](), iface[triage.PublishAPI](), iface[triage.S3API]()), triageLedger...)
 
 	// The redrive role: what `agentdlq redrive` (and pause) calls in AWS:
-	// finding the queues, the gate, the selective redrive, move tasks, the
-	// audit, and the ledger methods the redrive package calls, plus Get
+	// finding the queues, the gate, the selective redrive (with the claim
+	// checks it reads back), move tasks, the audit, and the ledger methods the redrive package calls, plus Get
 	// (`agentdlq ledger get`).
 	redriveMethods := append(ledgerMethodsCalledIn(t, "redrive"), "Get")
 	redriveLedger, writes := ledgerActions(t, redriveMethods...)
 	c.redrive = append(sdkActions(t, iface[topology.ResolveAPI](), iface[redrive.QueueAPI](), iface[redrive.SelectAPI](),
-		iface[redrive.MoveAPI](), iface[redrive.S3PutAPI](), iface[redrive.IdentityAPI](), iface[redrive.LambdaAPI]()), redriveLedger...)
+		iface[redrive.MoveAPI](), iface[redrive.S3PutAPI](), iface[redrive.EvidenceAPI](), iface[redrive.IdentityAPI](), iface[redrive.LambdaAPI]()), redriveLedger...)
 	c.redriveWrites = writes
 
 	for _, a := range append(append(c.worker, c.triage...), c.redrive...) {

@@ -200,6 +200,8 @@ func TestIAMBoundaries(t *testing.T) {
 					assert.Equal(t, []string{dlq}, r[a], "redrive %s on its DLQ only", a)
 				}
 				assert.Equal(t, []string{hot}, r["sqs:SendMessage"], "redrive sends to its hot queue only")
+				require.Len(t, r["s3:GetObject"], 1)
+				assert.True(t, strings.HasSuffix(r["s3:GetObject"][0], "/"+def.Name+"/evidence/*"), "redrive reads claim checks under <pipeline>/evidence/ only: %s", r["s3:GetObject"][0])
 				assert.Equal(t, []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, filter(keys(r), "dynamodb:"), "no BatchGetItem")
 				// UpdateItem writes the redrive count only.
 				for _, g := range grants[rr] {

@@ -462,7 +462,8 @@ func newRedriveRole(p *Pipeline, def pipeline.Pipeline, principalARN string) aws
 
 // grantRedrive gives the redrive role what `agentdlq redrive` needs: the move
 // tasks and the selective redrive (receive and delete on the DLQ, send on the
-// hot queue), the ledger's redrive count, and its audit prefix.
+// hot queue), the ledger's redrive count, its audit prefix, and reading the
+// claim checks of oversized dead letters back.
 func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 	statements := []awsiam.PolicyStatement{
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -514,6 +515,14 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 			Actions:   jsii.Strings("s3:PutObject"),
 			Resources: jsii.Strings(*props.Bucket.ArnForObjects(jsii.String(def.Name + "/audit/*"))),
 		}),
+		// A dead letter too large for the DLQ gave up attributes to a claim
+		// check (the worker's ClaimChecksOfOversizedDeadLetters): select
+		// reads it back to send the letter with every original attribute.
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("ReadClaimChecks"),
+			Actions:   jsii.Strings("s3:GetObject"),
+			Resources: jsii.Strings(*props.Bucket.ArnForObjects(jsii.String(def.Name + "/evidence/*"))),
+		}),
 	}
 	if props.QueueKey != nil {
 		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -525,7 +534,7 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 	if key := props.Bucket.EncryptionKey(); key != nil {
 		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("AuditRecordsEncryption"),
-			Actions:   jsii.Strings("kms:GenerateDataKey"),
+			Actions:   jsii.Strings("kms:GenerateDataKey", "kms:Decrypt"), // Decrypt: the claim checks read back
 			Resources: jsii.Strings(*key.KeyArn()),
 		}))
 	}
@@ -536,6 +545,9 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 	suppress(policy, "AwsSolutions-IAM5",
 		"the audit records are one object per decision under the pipeline's own prefix <pipeline>/audit/*; the key is chosen at run time",
 		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/audit\/\*$/`)
+	suppress(policy, "AwsSolutions-IAM5",
+		"claim checks are one object per oversized dead letter under the pipeline's own prefix <pipeline>/evidence/*, named by date and message id at run time; the redrive reads them back",
+		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/evidence\/\*$/`)
 	suppress(policy, "AwsSolutions-IAM5",
 		"sqs:ListQueues and lambda:ListEventSourceMappings support no resource-level permission and return identifiers only; `agentdlq redrive` finds the pipeline's queues by their agentdlq tags, and pause the worker's mapping by the hot queue's ARN",
 		"Resource::*")

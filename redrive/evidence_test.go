@@ -1,0 +1,69 @@
+package redrive
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+)
+
+// evidenceS3 serves claim checks by key.
+type evidenceS3 map[string][]byte
+
+func (m evidenceS3) GetObject(_ context.Context, in *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	b, ok := m[aws.ToString(in.Bucket)+"/"+aws.ToString(in.Key)]
+	if !ok {
+		return nil, errors.New("NoSuchKey")
+	}
+	return &s3.GetObjectOutput{Body: io.NopCloser(bytes.NewReader(b))}, nil
+}
+
+func TestRestoreEvidence(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	r, _, _ := newRedriver(t, p, f, f.addPair(p))
+	ev, err := deadletter.MarshalEvidence(&deadletter.Evidence{Reduced: []deadletter.Reduction{deadletter.ReducedFolded},
+		Meta:       deadletter.Meta{MessageID: "m-1", Reason: deadletter.ReasonUnclassified},
+		Attributes: map[string]deadletter.Attribute{"kept": {DataType: "String", StringValue: "k"}, "given-up": {DataType: "Binary", BinaryValue: []byte{0, 1, 2}}}})
+	require.NoError(t, err)
+	r.cfg.Evidence = evidenceS3{
+		"eval/agent-tasks/evidence/2026-11-29/m-1.json": ev,
+		"eval/agent-tasks/evidence/2026-11-29/bad.json": []byte("not json"),
+	}
+	kept := map[string]deadletter.Attribute{"kept": {DataType: "String", StringValue: "k"}}
+	for _, tt := range []struct{ name, ref, msgID, err string }{
+		{"restored", "s3://eval/agent-tasks/evidence/2026-11-29/m-1.json", "m-1", ""},
+		{"another pipeline's prefix", "s3://eval/agent-steps/evidence/2026-11-29/m-1.json", "m-1", "not under"},
+		{"a path that climbs", "s3://eval/agent-tasks/evidence/../audit/x.json", "m-1", "not under"},
+		{"not s3", "https://eval/agent-tasks/evidence/m-1.json", "m-1", "not under"},
+		{"missing", "s3://eval/agent-tasks/evidence/2026-11-29/m-2.json", "m-2", "NoSuchKey"},
+		{"not a claim check", "s3://eval/agent-tasks/evidence/2026-11-29/bad.json", "m-1", "is not a claim check"},
+		{"another message's", "s3://eval/agent-tasks/evidence/2026-11-29/m-1.json", "m-9", `of message "m-1", not "m-9"`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Original{Evidence: tt.ref, OriginalMessageID: tt.msgID, Attributes: kept}
+			err := r.restoreEvidence(context.Background(), &o)
+			if tt.err == "" {
+				require.NoError(t, err)
+				assert.Equal(t, map[string]deadletter.Attribute{"kept": kept["kept"], "given-up": {DataType: "Binary", BinaryValue: []byte{0, 1, 2}}}, o.Attributes)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.err)
+			assert.Contains(t, err.Error(), "stays in the DLQ")
+			assert.Equal(t, kept, o.Attributes, "unchanged")
+		})
+	}
+	r.cfg.Evidence = nil
+	o := Original{Evidence: "s3://eval/agent-tasks/evidence/2026-11-29/m-1.json", OriginalMessageID: "m-1"}
+	assert.ErrorContains(t, r.restoreEvidence(context.Background(), &o), "no S3 client")
+}
