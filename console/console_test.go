@@ -150,9 +150,13 @@ func TestReveal(t *testing.T) {
 	assert.Equal(t, "ana", rec.Actor)
 	assert.Equal(t, "INC-41: check the args", rec.Why)
 	assert.Equal(t, "m-000001", rec.Detail["message_id"])
+	for _, r := range f.audit.recs {
+		assert.Equal(t, &redrive.Caller{Check: redrive.CallerLocal, OSUser: redrive.OSUser()}, r.Caller, "who ran the console, refusals included")
+	}
 
 	// The audit page lists them newest first, filterable.
 	body := f.get(t, "/audit?p=agent-tasks").Body.String()
+	assert.Contains(t, body, "local: "+redrive.OSUser(), "the caller beside the actor")
 	assert.Less(t, strings.Index(body, "INC-41"), strings.Index(body, "who and why are required"), "newest first")
 	body = f.get(t, "/audit?p=agent-tasks&outcome=refused").Body.String()
 	assert.NotContains(t, body, "INC-41")
