@@ -55,12 +55,18 @@
 // # The gate
 //
 // Gate (gate.go) refuses, before anything moves: an owner that is not the
-// pipeline's declared owner; a DLQ whose agentdlq:owner tag disagrees; a
+// pipeline's declared owner (a string compare: --owner names who decides,
+// it authenticates nobody); a DLQ whose agentdlq:owner tag disagrees; a
 // missing or blank --why; a rate outside 1..500. In AWS it also requires the
-// caller (sts GetCallerIdentity) to be the pipeline's redrive role, named by
-// the DLQ's agentdlq:redrive-role tag that the CDK app sets. Only when the SQS
-// endpoint is on a loopback address (the local emulators) is the identity
-// check skipped, with a logged note. No flag turns the gate off.
+// caller (sts GetCallerIdentity, asked once per Redriver) to be an
+// assumed-role session of the pipeline's redrive role, named by the DLQ's
+// agentdlq:redrive-role tag that the CDK app sets. Locality decides when the
+// identity check is skipped, with a logged note: only when every endpoint
+// the command uses resolves to a loopback address (the local emulators);
+// when the check must run, an STS endpoint that is not AWS's own is refused
+// (CodeSTSEndpoint). No flag turns the gate off. The gate runs in the
+// caller's process: what holds regardless is IAM (the redrive role's trust
+// policy and the DLQ's queue policy; see RUNBOOK.md).
 //
 // # Safe to interrupt
 //
@@ -92,9 +98,10 @@
 // # Audit
 //
 // Every decision — plan shown, start, select, canary result, status, cancel,
-// and every refusal — is appended as one AuditEntry (JSON) to the
-// pipeline's audit store (a local JSONL file, or one S3 object per entry)
-// and logged. Its Action, its AuditOutcome and a refusal's Code are typed
+// reject, pause, resume, and every refusal — is appended as one AuditEntry
+// (JSON) to the pipeline's audit store (a local JSONL file, or one S3 object
+// per entry) and logged. Each entry carries its Caller: the STS caller ARN
+// and account in AWS, the OS user locally or before STS was asked. Its Action, its AuditOutcome and a refusal's Code are typed
 // string constants, each listed by AllActions, AllAuditOutcomes and
 // AllCodes; a canary message's outcome is CanaryOutcome.
 package redrive
