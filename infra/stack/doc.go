@@ -42,8 +42,8 @@
 //     source), SSE and TLS-only queue policies; a DLQ policy that denies the
 //     message-move-task calls, DeleteMessage and PurgeQueue to everyone but
 //     the pipeline's redrive role, and SetQueueAttributes, DeleteQueue,
-//     AddPermission and RemovePermission to everyone but the principal that
-//     deploys the stack; the worker Lambda (provided.al2023, arm64, GOMEMLIMIT
+//     AddPermission, RemovePermission, TagQueue and UntagQueue to everyone
+//     but the principal that deploys the stack; the worker Lambda (provided.al2023, arm64, GOMEMLIMIT
 //     at 90% of its memory) with its SQS event source
 //     (ReportBatchItemFailures) and a role with exactly the calls its code
 //     makes; the redrive role, trusted by one named principal only; an

@@ -46,8 +46,11 @@ var dlqOwnerOnlyActions = append(append([]string(nil), MoveTaskActions...), "sqs
 
 // DLQDeployerOnlyActions are denied on a DLQ to everyone but the principal
 // that deploys the stack: they could rewrite the queue's policy, shorten its
-// retention, open it to another account or delete it with its evidence.
-var DLQDeployerOnlyActions = []string{"sqs:SetQueueAttributes", "sqs:DeleteQueue", "sqs:AddPermission", "sqs:RemovePermission"}
+// retention, open it to another account or delete it with its evidence, or
+// retag it: the redrive gate reads the DLQ's agentdlq:owner and
+// agentdlq:redrive-role tags, so whoever may tag the DLQ may name the role
+// the gate admits.
+var DLQDeployerOnlyActions = []string{"sqs:SetQueueAttributes", "sqs:DeleteQueue", "sqs:AddPermission", "sqs:RemovePermission", "sqs:TagQueue", "sqs:UntagQueue"}
 
 // RedriveLedgerAttributes are the ledger attributes the redrive role may
 // write (UpdateItem, restricted with dynamodb:Attributes): the key and what

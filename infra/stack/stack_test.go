@@ -201,7 +201,8 @@ func TestQueuePolicies(t *testing.T) {
 		require.NotNil(t, deployer, "the DLQ policy denies changing or deleting the queue to all but the deployer")
 		assert.Equal(t, "Deny", deployer["Effect"])
 		assert.Equal(t, map[string]any{"AWS": "*"}, deployer["Principal"])
-		assert.ElementsMatch(t, []string{"sqs:SetQueueAttributes", "sqs:DeleteQueue", "sqs:AddPermission", "sqs:RemovePermission"}, strs(deployer["Action"]))
+		assert.ElementsMatch(t, []string{"sqs:SetQueueAttributes", "sqs:DeleteQueue", "sqs:AddPermission", "sqs:RemovePermission",
+			"sqs:TagQueue", "sqs:UntagQueue"}, strs(deployer["Action"]), "the tags too: the gate reads them")
 		want := `{"Fn::Sub":"arn:${AWS::Partition}:iam::${AWS::AccountId}:role/cdk-hnb659fds-cfn-exec-role-${AWS::AccountId}-${AWS::Region}"}`
 		if s.name == kmsStack {
 			want = configuredDeployer
