@@ -113,6 +113,11 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	if err != nil {
 		return err
 	}
+	// The demo's redrive skips the caller check (redrive.Config.Local): only
+	// with every endpoint on this machine.
+	if local, err := redrive.Locality(configEndpoints(cfg)); err != nil || !local {
+		return withExit(2, fmt.Errorf("agentdlq demo runs on the local emulators only, and not every endpoint (SQS %s, DynamoDB, S3) is on this machine: unset AWS_ENDPOINT_URL* to let it start its own", os.Getenv("AWS_ENDPOINT_URL_SQS")))
+	}
 	logPath := filepath.Join(f.out, "worker.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {

@@ -197,6 +197,17 @@ func (f *redriveFlags) endpoints(action redrive.Action, q *sqs.Client, st *sts.C
 	return eps
 }
 
+// configEndpoints are the resolved endpoints of SQS, DynamoDB, S3 and STS
+// clients built from cfg (see redrive.Locality).
+func configEndpoints(cfg aws.Config) []redrive.Endpoint {
+	return []redrive.Endpoint{
+		{Service: "SQS", URL: aws.ToString(sqs.NewFromConfig(cfg).Options().BaseEndpoint)},
+		{Service: "DynamoDB", URL: aws.ToString(dynamodb.NewFromConfig(cfg).Options().BaseEndpoint)},
+		{Service: "S3", URL: aws.ToString(s3.NewFromConfig(cfg).Options().BaseEndpoint)},
+		{Service: "STS", URL: aws.ToString(sts.NewFromConfig(cfg).Options().BaseEndpoint), AWSOnly: true},
+	}
+}
+
 // exit maps an error to the process exit code.
 func redriveExit(err error) error {
 	switch {

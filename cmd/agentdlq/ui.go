@@ -12,7 +12,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -93,12 +92,7 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	// The console's redrive and reject are gated as agentdlq redrive's: the
 	// caller check is skipped only when every endpoint it uses (SQS, the
 	// ledger's DynamoDB, S3 for reports, audit and claim checks) is local.
-	local, err := redrive.Locality([]redrive.Endpoint{
-		{Service: "SQS", URL: aws.ToString(client.Options().BaseEndpoint)},
-		{Service: "DynamoDB", URL: aws.ToString(ddb.Options().BaseEndpoint)},
-		{Service: "S3", URL: aws.ToString(s3c.Options().BaseEndpoint)},
-		{Service: "STS", URL: aws.ToString(stsc.Options().BaseEndpoint), AWSOnly: true},
-	})
+	local, err := redrive.Locality(configEndpoints(cfg))
 	if err != nil {
 		return withExit(2, err)
 	}
