@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/agentdlq/agentdlq/functions/batch"
@@ -50,8 +51,7 @@ func setup(log *slog.Logger) (*sampleworker.Worker, error) {
 	var evidence batch.S3API
 	bucket := os.Getenv("AGENTDLQ_EVIDENCE_BUCKET") // optional: claim checks of oversized dead letters
 	if bucket != "" {
-		// One signed PUT, not the S3 client: 1 MB less bootstrap (lambdaenv.S3Put).
-		evidence = lambdaenv.NewS3Put(cfg, lambdaenv.Endpoint(os.Getenv, "S3"))
+		evidence = s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = lambdaenv.Endpoint(os.Getenv, "S3") })
 	}
 	return sampleworker.New(sampleworker.Config{
 		Evidence: evidence, EvidenceBucket: bucket,

@@ -24,8 +24,8 @@ import (
 
 // The Lambda entry wired from its environment, as the CDK app sets it, on
 // the emulators: a dead letter too large for the DLQ keeps what it gave up
-// as a claim check in the evidence bucket (lambdaenv.S3Put, not the S3
-// client), with every original attribute.
+// as a claim check in the evidence bucket (the SDK's S3 client), with every
+// original attribute.
 func TestSetupKeepsClaimChecks(t *testing.T) {
 	cfg := localtest.AWS(t)
 	def, err := pipeline.Load(filepath.Join("..", "..", "..", pipeline.DefaultFile))
