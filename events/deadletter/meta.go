@@ -133,31 +133,7 @@ func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribu
 	if !m.Reason.Valid() {
 		return nil, fmt.Errorf("encode dead letter: unknown reason %q", m.Reason)
 	}
-	m.Version = MetaVersion
-	if m.Class == "" {
-		m.Class = m.Reason.Class()
-	}
-	if m.NextAction == "" {
-		m.NextAction = m.Reason.NextAction()
-	}
-	m.Error = Redact(m.Error, MaxErrorRunes)
-	if len(m.History) > MaxHistory {
-		m.History = m.History[len(m.History)-MaxHistory:]
-	}
-	// Copied on the first error text that redaction changes, so that the
-	// caller's history is not redacted in place; a history whose texts are
-	// already clean (the worker's: one attempt, no text) is not copied.
-	copied := false
-	for i := range m.History {
-		e := Redact(m.History[i].Error, MaxErrorRunes/2)
-		if e == m.History[i].Error {
-			continue
-		}
-		if !copied {
-			m.History, copied = slices.Clone(m.History), true
-		}
-		m.History[i].Error = e
-	}
+	normalize(&m)
 
 	// Sized for what it will hold: a small map (eight entries or fewer) is
 	// much cheaper to make than one hinted for the SQS maximum.
@@ -188,16 +164,9 @@ func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribu
 	}
 	m.Folded = folded
 
-	data, err := appendMeta(make([]byte, 0, 768+256*len(m.History)), &m)
-	if err == nil && len(data) > MaxMetaBytes && len(m.History) > 0 {
-		m.History = nil // the history is the first thing to give up
-		data, err = appendMeta(data[:0], &m)
-	}
+	data, err := encodeMeta(make([]byte, 0, 768+256*len(m.History)), &m)
 	if err != nil {
-		return nil, fmt.Errorf("encode dead letter: %w", err)
-	}
-	if len(data) > MaxMetaBytes {
-		return nil, fmt.Errorf("encode dead letter: %w: %d bytes (max %d; folded attributes are too big)", ErrMetaTooLarge, len(data), MaxMetaBytes)
+		return nil, err
 	}
 	out[AttrReason] = Attribute{DataType: "String", StringValue: string(m.Reason)}
 	// data is not written again: the string shares its bytes instead of
@@ -206,9 +175,35 @@ func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribu
 	return out, nil
 }
 
-// keepsAll reports whether every original attribute is kept as it is: at
-// most MaxKeptAttributes of them, none with a reserved dlq_ name.
-func keepsAll(original map[string]Attribute) bool {
+// AppendMeta appends to dst the dlq_meta document that EncodeDeadLetter
+// writes for m when none of the message's original attributes is folded
+// (KeepsAll): the same bytes, without the attribute map, so that a caller
+// that sends many dead letters can encode them into a buffer it reuses.
+// It completes m as EncodeDeadLetter does (version, class, next action),
+// redacts and truncates m.Error and the history's texts in place (the
+// caller can log m.Error afterwards without redacting it again; a history
+// whose texts redaction changes is copied first), bounds the history, and
+// drops it when the document would exceed MaxMetaBytes. The error wraps
+// ErrMetaTooLarge, or says that the reason is unknown or a time cannot be
+// written; dst is then returned unchanged.
+func AppendMeta(dst []byte, m *Meta) ([]byte, error) {
+	if !m.Reason.Valid() {
+		return dst, fmt.Errorf("encode dead letter: unknown reason %q", m.Reason)
+	}
+	normalize(m)
+	n := len(dst)
+	data, err := encodeMeta(dst, m)
+	if err != nil {
+		return dst[:n], err
+	}
+	return data, nil
+}
+
+// KeepsAll reports whether EncodeDeadLetter keeps every original attribute
+// as it is: at most MaxKeptAttributes of them, none with a reserved dlq_
+// name. A dead letter of such a message carries the attributes, dlq_reason
+// and the document of AppendMeta.
+func KeepsAll[V any](original map[string]V) bool {
 	if len(original) > MaxKeptAttributes {
 		return false
 	}
@@ -219,6 +214,58 @@ func keepsAll(original map[string]Attribute) bool {
 	}
 	return true
 }
+
+// normalize completes m for encoding: version, class and next action,
+// the error texts redacted and truncated, the history bounded.
+func normalize(m *Meta) {
+	m.Version = MetaVersion
+	if m.Class == "" {
+		m.Class = m.Reason.Class()
+	}
+	if m.NextAction == "" {
+		m.NextAction = m.Reason.NextAction()
+	}
+	m.Error = Redact(m.Error, MaxErrorRunes)
+	if len(m.History) > MaxHistory {
+		m.History = m.History[len(m.History)-MaxHistory:]
+	}
+	// Copied on the first error text that redaction changes, so that the
+	// caller's history is not redacted in place; a history whose texts are
+	// already clean (the worker's: one attempt, no text) is not copied.
+	copied := false
+	for i := range m.History {
+		e := Redact(m.History[i].Error, MaxErrorRunes/2)
+		if e == m.History[i].Error {
+			continue
+		}
+		if !copied {
+			m.History, copied = slices.Clone(m.History), true
+		}
+		m.History[i].Error = e
+	}
+}
+
+// encodeMeta appends the document of the normalized m to dst: without its
+// history when the whole would exceed MaxMetaBytes (m.History is then nil),
+// and an error wrapping ErrMetaTooLarge when even that does.
+func encodeMeta(dst []byte, m *Meta) ([]byte, error) {
+	n := len(dst)
+	data, err := appendMeta(dst, m)
+	if err == nil && len(data)-n > MaxMetaBytes && len(m.History) > 0 {
+		m.History = nil // the history is the first thing to give up
+		data, err = appendMeta(data[:n], m)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode dead letter: %w", err)
+	}
+	if len(data)-n > MaxMetaBytes {
+		return nil, fmt.Errorf("encode dead letter: %w: %d bytes (max %d; folded attributes are too big)", ErrMetaTooLarge, len(data)-n, MaxMetaBytes)
+	}
+	return data, nil
+}
+
+// keepsAll is KeepsAll for the codec's own attributes.
+func keepsAll(original map[string]Attribute) bool { return KeepsAll(original) }
 
 // DecodeDeadLetter splits a dead letter's attributes into its metadata and the
 // message's original attributes (dlq_* removed, folded ones restored). A dead

@@ -315,3 +315,58 @@ func ExampleDecodeDeadLetter() {
 	// budget_exhausted transient retry yes
 	// 2 folded; 10 restored, the same: true
 }
+
+// AppendMeta writes the bytes of EncodeDeadLetter's dlq_meta for every
+// message whose attributes are all kept, after what dst already holds, and
+// leaves the redacted error text in m.
+func TestAppendMetaIsEncodeDeadLettersDocument(t *testing.T) {
+	t.Parallel()
+	secret := "call failed: Authorization: Bearer abcdefghijklmnop123 for bob@example.com"
+	big := sampleMeta()
+	big.Error = strings.Repeat("é", 400)
+	for i := range 12 {
+		big.History = append(big.History, deadletter.Attempt{Receive: i, Class: deadletter.ClassTransient, Error: strings.Repeat("y", 2000)})
+	}
+	cases := map[string]struct {
+		m     func() deadletter.Meta
+		attrs map[string]deadletter.Attribute
+	}{
+		"sample, no attributes":          {sampleMeta, nil},
+		"sample, eight attributes":       {sampleMeta, originals(8)},
+		"secret in the error":            {func() deadletter.Meta { m := sampleMeta(); m.Error = secret; return m }, originals(3)},
+		"history dropped, over 16 KiB":   {func() deadletter.Meta { return big }, originals(1)},
+		"no class, no next action, bare": {func() deadletter.Meta { return deadletter.Meta{Reason: deadletter.ReasonSchemaInvalid} }, nil},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			require.True(t, deadletter.KeepsAll(tc.attrs))
+			want, err := deadletter.EncodeDeadLetter(tc.m(), tc.attrs)
+			require.NoError(t, err)
+			m := tc.m()
+			callerHistory := append([]deadletter.Attempt(nil), m.History...)
+			dst := []byte("prefix")
+			got, err := deadletter.AppendMeta(dst, &m)
+			require.NoError(t, err)
+			assert.Equal(t, "prefix", string(got[:6]))
+			assert.Equal(t, want[deadletter.AttrMeta].StringValue, string(got[6:]))
+			assert.Equal(t, deadletter.Redact(tc.m().Error, deadletter.MaxErrorRunes), m.Error)
+			assert.NotContains(t, string(got), "abcdefghijklmnop123")
+			if len(callerHistory) > 0 && len(callerHistory) <= deadletter.MaxHistory {
+				assert.Equal(t, callerHistory, tc.m().History)
+			}
+		})
+	}
+	t.Run("not kept", func(t *testing.T) {
+		t.Parallel()
+		assert.False(t, deadletter.KeepsAll(originals(9)))
+		assert.False(t, deadletter.KeepsAll(map[string]int{"dlq_x": 1}))
+	})
+	t.Run("unknown reason", func(t *testing.T) {
+		t.Parallel()
+		m := deadletter.Meta{Reason: "nope"}
+		got, err := deadletter.AppendMeta([]byte("x"), &m)
+		require.Error(t, err)
+		assert.Equal(t, "x", string(got))
+	})
+}
