@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -17,15 +16,21 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // SQSAPI is what the processor calls on SQS, with the SDK's signatures: an
-// *sqs.Client satisfies it.
+// *sqs.Client satisfies it. Dead letters go to the DLQ with SendMessageBatch,
+// up to ten a call (IAM: sqs:SendMessage allows it).
+//
+// The processor reuses the memory of a SendMessageBatch input (the entries,
+// their attribute maps and the strings they point to) once the call has
+// returned, as the SDK client allows: it has serialized the request by then.
+// An implementation that keeps any part of the input after returning (a
+// recording fake in a test) must copy it.
 type SQSAPI interface {
-	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 	ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 }
 
@@ -35,9 +40,11 @@ type S3API interface {
 	PutObject(ctx context.Context, params *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
 }
 
-// deadLetter sends the record to the DLQ with its reason and metadata, the
-// original body byte for byte and the original attributes, then records it
-// in the ledger. A failed send leaves the record to be retried.
+// deadLetter puts the record's dead letter in the lane's outbox (see
+// enqueue): its reason and metadata, the original body byte for byte and
+// the original attributes. Once sent, the record is recorded in the ledger;
+// a failed send leaves it to be retried. It returns resultPending: the
+// record's fate is set when its batch is sent.
 func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification, cause error, m *counters) result {
 	st, msg := rec.st, rec.Message
 	now := p.now().UTC()
@@ -47,17 +54,14 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		reason = deadletter.ReasonRedriveLoop
 		errText = "dead-lettered again after " + itoa(st.redriveCount) + " redrives; last failure " + string(c.Reason) + ": " + errText
 	}
-	// The log line's text; EncodeDeadLetter redacts the metadata's from the
-	// same text, which deadletter.Redact then remembers (redacting the
-	// redacted text again would run its patterns a second time).
-	redacted := deadletter.Redact(errText, deadletter.MaxErrorRunes)
 	meta := deadletter.Meta{
 		Reason:         reason,
 		Attempts:       rec.ReceiveCount,
 		FirstFailureAt: now,
 		LastFailureAt:  now,
 		ErrorCode:      c.Code,
-		Error:          errText,
+		// Redacted once, by the encoder; the log line takes its result.
+		Error: errText,
 		// The attempt that dead-lettered it; its error text is meta.Error.
 		History:        []deadletter.Attempt{{Receive: rec.ReceiveCount, At: now, Class: c.Reason.Class(), ErrorCode: c.Code}},
 		SourceQueueARN: p.sourceARN,
@@ -85,34 +89,8 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 			meta.IdempotencyKey = t.IdempotencyKey
 		}
 	}
-	attrs, err := p.fit(ctx, rec, meta)
-	if err == nil {
-		err = p.send(ctx, msg, rec.GroupID, attrs)
-	}
-	if err != nil {
-		// Nothing is lost: the record stays on the hot queue and is retried.
-		m.dlqSendFailures++
-		p.logFailure(ctx, slog.LevelError, "dead-letter send failed; retried", rec, reason, err)
-		p.release(ctx, rec)
-		return resultRetry
-	}
-	if st.begun && p.ledger != nil {
-		if _, lerr := p.ledger.DeadLettered(ctx, st.key, reason, now); lerr != nil {
-			// The dead letter is safe in the DLQ; only its count is missing.
-			p.logFailure(ctx, slog.LevelError, "ledger could not count the dead letter", rec, reason, lerr)
-		}
-	}
-	m.byReason[reasonIndex(reason)]++
-	attrsLog := []slog.Attr{
-		slog.String("message_id", msg.MessageId), slog.String("queue", queueName(msg.EventSourceARN)),
-		slog.String("reason", string(reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", st.task.TraceID),
-		slog.String("error_code", c.Code), slog.String("error", redacted),
-	}
-	if pe, ok := errors.AsType[*panicError](cause); ok {
-		attrsLog = append(attrsLog, slog.String("stack", truncate(pe.stack(), 4096)))
-	}
-	logAttrs(ctx, p.log, slog.LevelWarn, "dead-lettered", attrsLog...)
-	return resultDeadLettered
+	p.enqueue(ctx, rec, &meta, c.Code, cause, m)
+	return resultPending
 }
 
 // fit encodes the dead letter so that it fits the DLQ's message size
@@ -192,57 +170,12 @@ func effectState(st *recordState) deadletter.EffectState {
 	}
 }
 
-// send puts the dead letter on the DLQ. For a FIFO DLQ it keeps the message
-// group and derives the deduplication id from the original message id, so
-// that a retried send within five minutes is not duplicated.
-func (p *Processor) send(ctx context.Context, msg *events.SQSMessage, group string, attrs map[string]deadletter.Attribute) (err error) {
-	defer func() {
-		if v := recover(); v != nil { // a client that panics fails this send, not the batch
-			err = fmt.Errorf("dead-letter send panicked: %v", v)
-		}
-	}()
-	// The input's *string fields point into one slice: an aws.String each
-	// (two per attribute) were ~9 of the ~30 allocations of a dead letter.
-	strs := make([]string, 0, 2+2*len(attrs))
-	ptr := func(s string) *string {
-		strs = append(strs, s)
-		return &strs[len(strs)-1]
-	}
-	in := &sqs.SendMessageInput{
-		QueueUrl:          ptr(p.dlqURL),
-		MessageBody:       ptr(msg.Body),
-		MessageAttributes: make(map[string]types.MessageAttributeValue, len(attrs)),
-	}
-	for name, a := range attrs {
-		v := types.MessageAttributeValue{DataType: ptr(a.DataType)}
-		if strings.HasPrefix(a.DataType, "Binary") {
-			v.BinaryValue = a.BinaryValue
-		} else {
-			v.StringValue = ptr(a.StringValue)
-		}
-		in.MessageAttributes[name] = v
-	}
-	if th := msg.Attributes[attrTraceHeader]; th != "" {
-		in.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
-			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(th)},
-		}
-	}
-	if p.fifo {
-		if group == "" {
-			group = msg.MessageId
-		}
-		in.MessageGroupId = aws.String(group)
-		in.MessageDeduplicationId = aws.String(DeduplicationID(msg.MessageId))
-	}
-	_, err = p.sqs.SendMessage(ctx, in)
-	return err
-}
-
 // DeduplicationID is the MessageDeduplicationId of the dead letter of a FIFO
 // message: "dlq-" and the original message id.
 func DeduplicationID(messageID string) string { return "dlq-" + truncate(messageID, 120) }
 
-// originalAttributes converts the Lambda record's message attributes.
+// originalAttributes converts the Lambda record's message attributes (the
+// general path of a dead letter only: see enqueue).
 func originalAttributes(in map[string]events.SQSMessageAttribute) map[string]deadletter.Attribute {
 	if len(in) == 0 {
 		return nil

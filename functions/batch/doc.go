@@ -74,14 +74,18 @@
 //
 // # Dead letters
 //
-// A dead letter is sent by the processor with SendMessage to the DLQ: the
+// A dead letter is sent by the processor to the DLQ with SendMessageBatch,
+// up to ten a call (and at most 256 KiB of messages a call, 1 MiB when
+// MaxMessageBytes is above 256 KiB; sqs:SendMessage allows the call): the
 // original body byte for byte, the original message attributes plus
 // dlq_reason and dlq_meta (deadletter.EncodeDeadLetter: extras beyond eight are
 // folded into dlq_meta), and the AWSTraceHeader. On a FIFO DLQ it keeps the
 // MessageGroupId and its MessageDeduplicationId is "dlq-" + the original
-// message id. Only when the send succeeded is the record acknowledged; when
-// it fails the record is a batch item failure and DLQSendFailures counts it:
-// nothing is lost.
+// message id, and each dead letter is sent before the next record of the
+// batch is handled (a failed send holds its group). Only when the send
+// succeeded is the record acknowledged; when it fails, or SendMessageBatch
+// reports that entry failed or does not report it, that record alone is a
+// batch item failure and DLQSendFailures counts it: nothing is lost.
 //
 // A dead letter always fits (deadletter.FitDeadLetter): metadata that is too
 // large for dlq_meta (16 KiB) or cannot be encoded, or a message that would

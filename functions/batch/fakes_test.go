@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"sync"
 	"time"
@@ -9,9 +10,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
 )
 
@@ -30,13 +33,24 @@ type fakeSQS struct {
 	mu         sync.Mutex
 	send       behaviour
 	visibility behaviour
+	// reject, when set, fails the entries it returns true for (a batch
+	// item failure in SendMessageBatch's answer); forget leaves them out
+	// of the answer altogether.
+	reject func(e types.SendMessageBatchRequestEntry) bool
+	forget func(e types.SendMessageBatchRequestEntry) bool
+	// discard keeps only the count of the entries sent (the benchmark's
+	// DLQ: a real client keeps nothing it sent).
+	discard    bool
+	nSent      int
 	sent       []*sqs.SendMessageInput
+	batches    []int // the number of entries of each SendMessageBatch call
+	batchBytes []int // and the size of its messages, as SQS counts it
 	visChanges []*sqs.ChangeMessageVisibilityInput
 }
 
 var _ SQSAPI = (*fakeSQS)(nil)
 
-func (f *fakeSQS) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+func (f *fakeSQS) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	switch f.send {
@@ -47,8 +61,31 @@ func (f *fakeSQS) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...
 	case panics:
 		panic("fake SQS panicked")
 	}
-	f.sent = append(f.sent, in)
-	return &sqs.SendMessageOutput{MessageId: aws.String("dlq-msg")}, nil
+	size := 0
+	out := &sqs.SendMessageBatchOutput{}
+	for i := range in.Entries {
+		e := in.Entries[i]
+		size += len(aws.ToString(e.MessageBody))
+		for name, v := range e.MessageAttributes {
+			size += len(name) + len(aws.ToString(v.DataType)) + len(aws.ToString(v.StringValue)) + base64.StdEncoding.EncodedLen(len(v.BinaryValue))
+		}
+		id := aws.String(aws.ToString(e.Id))
+		switch {
+		case f.forget != nil && f.forget(e):
+		case f.reject != nil && f.reject(e):
+			out.Failed = append(out.Failed, types.BatchResultErrorEntry{Id: id, Code: aws.String("InvalidMessageContents"), Message: aws.String("rejected (fake)"), SenderFault: true})
+		case f.discard:
+			f.nSent++
+			out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: id, MessageId: aws.String("dlq-msg")})
+		default:
+			// Copied: the processor reuses the input's memory after the call.
+			f.sent = append(f.sent, sqsio.EntryInput(in.QueueUrl, &e))
+			out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: id, MessageId: aws.String("dlq-msg")})
+		}
+	}
+	f.batches = append(f.batches, len(in.Entries))
+	f.batchBytes = append(f.batchBytes, size)
+	return out, nil
 }
 
 func (f *fakeSQS) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {

@@ -35,7 +35,9 @@ func (p *Processor) runOne(ctx context.Context, msg *events.SQSMessage, st *reco
 			slog.String("message_id", msg.MessageId), slog.String("queue", queueName(msg.EventSourceARN)),
 			slog.String("value", truncate(msg.Attributes[attrReceiveCount], 32)))
 	}
-	st.result = p.process(ctx, rec, m)
+	if r := p.process(ctx, rec, m); r != resultPending {
+		st.result = r
+	}
 }
 
 // runSequential handles the records one after the other, in event order.
@@ -60,7 +62,7 @@ func (p *Processor) runSequential(ctx context.Context, records []events.SQSMessa
 // runConcurrent handles the records of a standard queue with up to
 // Concurrency goroutines.
 func (p *Processor) runConcurrent(ctx context.Context, records []events.SQSMessage, states []recordState, now time.Time, m *counters) {
-	p.fanOut(len(records), m, func(i int, part *counters) {
+	p.fanOut(ctx, len(records), m, func(i int, part *counters) {
 		p.runOne(ctx, &records[i], &states[i], false, now, part)
 	})
 }
@@ -77,7 +79,7 @@ func (p *Processor) runGroups(ctx context.Context, records []events.SQSMessage, 
 		}
 		groups[g] = append(groups[g], i)
 	}
-	p.fanOut(len(order), m, func(k int, part *counters) {
+	p.fanOut(ctx, len(order), m, func(k int, part *counters) {
 		held := false
 		for _, i := range groups[order[k]] {
 			p.runOne(ctx, &records[i], &states[i], held, now, part)
@@ -87,20 +89,28 @@ func (p *Processor) runGroups(ctx context.Context, records []events.SQSMessage, 
 }
 
 // fanOut calls do(k, part) for every k in [0, n) on up to Concurrency
-// goroutines, each counting into its own part, and adds the parts into m.
-func (p *Processor) fanOut(n int, m *counters, do func(k int, part *counters)) {
+// goroutines, each counting into its own part and sending its dead letters
+// from its own outbox, and adds the parts into m.
+func (p *Processor) fanOut(ctx context.Context, n int, m *counters, do func(k int, part *counters)) {
 	workers := min(p.concurrency, n)
 	parts := make([]counters, workers)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
+			part := &parts[w]
+			part.dlq = getOutbox()
+			defer func() {
+				p.flush(ctx, part)
+				putOutbox(part.dlq)
+				part.dlq = nil
+			}()
 			for {
 				k := int(next.Add(1) - 1)
 				if k >= n {
 					return
 				}
-				do(k, &parts[w])
+				do(k, part)
 			}
 		})
 	}

@@ -28,6 +28,10 @@ const (
 type counters struct {
 	processed, retried, deadLettered, dlqSendFailures, duplicates int
 	byReason                                                      [maxReasons]int
+
+	// dlq holds the lane's dead letters until they are sent (flush); the
+	// counts above of a dead letter are taken when it is.
+	dlq *outbox
 }
 
 const maxReasons = 32

@@ -56,6 +56,9 @@ const (
 	resultAck result = iota
 	resultRetry
 	resultDeadLettered
+	// resultPending: the record's dead letter waits in its lane's outbox;
+	// the send sets the record's result (see enqueue).
+	resultPending
 )
 
 // Handle is the Lambda handler: it runs the Handler over every record and
@@ -72,7 +75,8 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 	}
 	states := getStates(len(ev.Records))
 	defer putStates(states)
-	var m counters
+	m := counters{dlq: getOutbox()}
+	defer putOutbox(m.dlq)
 	now := p.now()
 	switch {
 	case p.concurrency <= 1 || len(ev.Records) < 2:
@@ -82,6 +86,7 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 	default:
 		p.runConcurrent(ctx, ev.Records, states, now, &m)
 	}
+	p.flush(ctx, &m) // the dead letters still waiting
 	// The response lists the retried records in event order.
 	notStarted := 0
 	for i := range ev.Records {

@@ -35,7 +35,7 @@ type Config struct {
 	// Queues is required: DLQURL (dead letters go there); HotURL enables the
 	// visibility backoff; HotARN is stamped in dlq_meta.
 	Queues Queues
-	// SQS is required: an *sqs.Client (SendMessage, ChangeMessageVisibility).
+	// SQS is required: an *sqs.Client (SendMessageBatch, ChangeMessageVisibility).
 	SQS batch.SQSAPI
 	// Ledger is required: the idempotency ledger (ledger.NewDynamo in AWS,
 	// ledger.NewMemory in tests and `agentdlq invoke`).

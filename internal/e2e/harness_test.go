@@ -191,8 +191,8 @@ func (c *countingLedger) counts() (started, completed map[string]int) {
 	return started, completed
 }
 
-// faultySQS wraps the worker's SQS client: SendMessage to the DLQ fails
-// while sendFault returns an error.
+// faultySQS wraps the worker's SQS client: SendMessageBatch to the DLQ
+// fails while sendFault returns an error (sends counts the calls).
 type faultySQS struct {
 	*sqs.Client
 	dlqURL    string
@@ -201,7 +201,7 @@ type faultySQS struct {
 	sendFault func(n int) error
 }
 
-func (f *faultySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+func (f *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	if aws.ToString(in.QueueUrl) == f.dlqURL {
 		f.mu.Lock()
 		f.sends++
@@ -211,7 +211,7 @@ func (f *faultySQS) SendMessage(ctx context.Context, in *sqs.SendMessageInput, o
 			return nil, err
 		}
 	}
-	return f.Client.SendMessage(ctx, in, opts...)
+	return f.Client.SendMessageBatch(ctx, in, opts...)
 }
 
 // lossyDeletes wraps the mapping's SQS client: the first `drop`

@@ -2,36 +2,91 @@
 // makes received messages visible again, ten a call (triage's scan and
 // redrive's select). Recorder is a stand-in for running the worker without
 // SQS: it keeps what the worker sends to its DLQ and the visibility changes
-// it asks for, for `agentdlq invoke`, `agentdlq bench` and tests.
+// it asks for, for `agentdlq invoke`, `agentdlq bench` and tests; EntryInput
+// copies a SendMessageBatch entry for any such recording client.
 package sqsio
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
-// Recorder records SendMessage and ChangeMessageVisibility calls instead of
-// making them. It is safe for concurrent use; the zero value is ready.
+// Recorder records SendMessageBatch and ChangeMessageVisibility calls
+// instead of making them. It is safe for concurrent use; the zero value is
+// ready.
 type Recorder struct {
+	// Discard, when set, makes SendMessageBatch report every entry sent and
+	// keep nothing, as a real client keeps nothing it sent (agentdlq bench
+	// records only its last repeat).
+	Discard bool
+
 	mu         sync.Mutex
 	sent       []*sqs.SendMessageInput
 	visibility []*sqs.ChangeMessageVisibilityInput
 }
 
-// SendMessage records the message.
-func (r *Recorder) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+// SendMessageBatch records each entry as the SendMessage input that would
+// send it alone, copied: the caller may reuse the input's memory.
+func (r *Recorder) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
+	out := &sqs.SendMessageBatchOutput{Successful: make([]types.SendMessageBatchResultEntry, 0, len(in.Entries))}
+	if r.Discard {
+		for i := range in.Entries {
+			out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{Id: in.Entries[i].Id})
+		}
+		return out, nil
+	}
 	r.mu.Lock()
-	r.sent = append(r.sent, in)
-	n := len(r.sent)
-	r.mu.Unlock()
-	return &sqs.SendMessageOutput{MessageId: aws.String(fmt.Sprintf("recorded-%d", n))}, nil
+	defer r.mu.Unlock()
+	for i := range in.Entries {
+		r.sent = append(r.sent, EntryInput(in.QueueUrl, &in.Entries[i]))
+		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{
+			Id: aws.String(aws.ToString(in.Entries[i].Id)), MessageId: aws.String(fmt.Sprintf("recorded-%d", len(r.sent))),
+		})
+	}
+	return out, nil
+}
+
+// EntryInput returns the SendMessage input that sends the batch entry e to
+// queueURL alone, sharing no memory with e: a recording client keeps it
+// while the caller reuses e.
+func EntryInput(queueURL *string, e *types.SendMessageBatchRequestEntry) *sqs.SendMessageInput {
+	str := func(s *string) *string {
+		if s == nil {
+			return nil
+		}
+		return aws.String(strings.Clone(*s))
+	}
+	in := &sqs.SendMessageInput{
+		QueueUrl: str(queueURL), MessageBody: str(e.MessageBody), DelaySeconds: e.DelaySeconds,
+		MessageGroupId: str(e.MessageGroupId), MessageDeduplicationId: str(e.MessageDeduplicationId),
+	}
+	if e.MessageAttributes != nil {
+		in.MessageAttributes = make(map[string]types.MessageAttributeValue, len(e.MessageAttributes))
+		for name, v := range e.MessageAttributes {
+			in.MessageAttributes[strings.Clone(name)] = types.MessageAttributeValue{
+				DataType: str(v.DataType), StringValue: str(v.StringValue), BinaryValue: bytes.Clone(v.BinaryValue),
+			}
+		}
+	}
+	if e.MessageSystemAttributes != nil {
+		in.MessageSystemAttributes = make(map[string]types.MessageSystemAttributeValue, len(e.MessageSystemAttributes))
+		for name, v := range e.MessageSystemAttributes {
+			in.MessageSystemAttributes[strings.Clone(name)] = types.MessageSystemAttributeValue{
+				DataType: str(v.DataType), StringValue: str(v.StringValue), BinaryValue: bytes.Clone(v.BinaryValue),
+			}
+		}
+	}
+	return in
 }
 
 // ChangeMessageVisibility records the change.
@@ -49,7 +104,7 @@ func (r *Recorder) Reset() {
 	r.mu.Unlock()
 }
 
-// Sent returns the recorded SendMessage inputs, in order.
+// Sent returns the recorded dead letters as SendMessage inputs, in order.
 func (r *Recorder) Sent() []*sqs.SendMessageInput {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -43,9 +43,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/batch"
+	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
 )
 
@@ -247,8 +249,8 @@ func (w *Worker) Entry(key string) (e ledger.Entry, ok bool) {
 // DLQ is a batch.SQSAPI that records dead letters instead of sending them.
 // It is safe for concurrent use; the zero value is ready.
 type DLQ struct {
-	// FailSends, when set, is the error every SendMessage returns (nothing
-	// is recorded): the DLQ is down.
+	// FailSends, when set, is the error every SendMessageBatch returns
+	// (nothing is recorded): the DLQ is down.
 	FailSends error
 
 	mu         sync.Mutex
@@ -258,15 +260,22 @@ type DLQ struct {
 
 var _ batch.SQSAPI = (*DLQ)(nil)
 
-// SendMessage records the dead letter, or fails with FailSends.
-func (d *DLQ) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func(*sqs.Options)) (*sqs.SendMessageOutput, error) {
+// SendMessageBatch records each dead letter of the batch (copied, as the
+// processor reuses the input), or fails with FailSends.
+func (d *DLQ) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.FailSends != nil {
 		return nil, d.FailSends
 	}
-	d.sent = append(d.sent, in)
-	return &sqs.SendMessageOutput{MessageId: aws.String("dlq-" + strconv.Itoa(len(d.sent)))}, nil
+	out := &sqs.SendMessageBatchOutput{}
+	for i := range in.Entries {
+		d.sent = append(d.sent, sqsio.EntryInput(in.QueueUrl, &in.Entries[i]))
+		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{
+			Id: aws.String(aws.ToString(in.Entries[i].Id)), MessageId: aws.String("dlq-" + strconv.Itoa(len(d.sent))),
+		})
+	}
+	return out, nil
 }
 
 // ChangeMessageVisibility records the backoff of a retried record (the
@@ -278,7 +287,8 @@ func (d *DLQ) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVi
 	return &sqs.ChangeMessageVisibilityOutput{}, nil
 }
 
-// Sent returns the recorded SendMessage inputs of every run, in order.
+// Sent returns the recorded dead letters of every run, in order, each as
+// the SendMessage input that would send it alone.
 func (d *DLQ) Sent() []*sqs.SendMessageInput {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -305,7 +315,8 @@ type DeadLetter struct {
 	// Attributes are the original message attributes, as a redrive restores
 	// them: dlq_reason and dlq_meta removed, folded extras put back.
 	Attributes map[string]deadletter.Attribute
-	// Input is the SendMessage input as the processor made it.
+	// Input is the dead letter's batch entry as the processor made it, as
+	// a SendMessage input (the DLQ's URL and the entry's fields).
 	Input *sqs.SendMessageInput
 }
 

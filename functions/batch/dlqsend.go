@@ -1,0 +1,334 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+)
+
+// SendMessageBatch takes at most ten entries, whose messages together are
+// at most 1 MiB (256 KiB on queues and emulators that predate the 1 MiB
+// limit of August 2025).
+const (
+	maxBatchEntries   = 10
+	batchBytesClassic = 256 * 1024
+	batchBytesLarge   = 1024 * 1024
+)
+
+// batchBytes is the most a SendMessageBatch of this processor carries: 256
+// KiB, unless the DLQ takes messages larger than that (MaxMessageBytes), in
+// which case the queue's region has the 1 MiB limit for batches too.
+func (p *Processor) batchBytes() int {
+	if p.maxMessage > batchBytesClassic {
+		return batchBytesLarge
+	}
+	return batchBytesClassic
+}
+
+// entryIDs are the entries' Ids: their index in the batch.
+var entryIDs = [maxBatchEntries]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+
+// pendingLetter is a dead letter waiting in an outbox for its send.
+type pendingLetter struct {
+	rec    Record
+	reason deadletter.Reason
+	code   string
+	errMsg string // the redacted error text, for the log
+	cause  error
+	now    time.Time
+}
+
+// outbox holds up to ten dead letters of one lane of an invocation (the
+// sequential loop, or one of the Concurrency goroutines) for one
+// SendMessageBatch. Everything the batch input points to (the entries, their
+// attribute maps, the dlq_meta buffers and the *string values) is reused
+// for the next batch once SendMessageBatch has returned: the SDK has
+// serialized the request by then, and a client that keeps the input (a
+// recording fake) must copy it (see SQSAPI).
+type outbox struct {
+	n       int // letters waiting
+	bytes   int // their size, as SQS counts it
+	pending [maxBatchEntries]pendingLetter
+	entries [maxBatchEntries]types.SendMessageBatchRequestEntry
+	attrs   [maxBatchEntries]map[string]types.MessageAttributeValue
+	system  [maxBatchEntries]map[string]types.MessageSystemAttributeValue
+	metas   [maxBatchEntries][]byte
+	strs    []string // the *string values of the entries point here
+	in      sqs.SendMessageBatchInput
+}
+
+var outboxPool = sync.Pool{New: func() any { return &outbox{strs: make([]string, 0, 256)} }}
+
+func getOutbox() *outbox { return outboxPool.Get().(*outbox) }
+
+// putOutbox recycles an empty outbox; it keeps no message alive.
+func putOutbox(o *outbox) {
+	if o == nil || o.n != 0 {
+		return // never: every lane flushes before it ends
+	}
+	o.reset()
+	outboxPool.Put(o)
+}
+
+// ptr returns a pointer to a copy of s that lives until the outbox is reset:
+// an aws.String each was an allocation per attribute.
+func (o *outbox) ptr(s string) *string {
+	o.strs = append(o.strs, s)
+	return &o.strs[len(o.strs)-1]
+}
+
+// reset forgets the sent batch; the buffers stay for the next one.
+func (o *outbox) reset() {
+	for i := range o.n {
+		o.pending[i] = pendingLetter{}
+		o.entries[i] = types.SendMessageBatchRequestEntry{}
+		clear(o.attrs[i])
+		clear(o.system[i])
+	}
+	clear(o.strs)
+	o.strs = o.strs[:0]
+	o.in = sqs.SendMessageBatchInput{}
+	o.n, o.bytes = 0, 0
+}
+
+// attrMap returns slot i's attribute map, empty.
+func (o *outbox) attrMap(i, hint int) map[string]types.MessageAttributeValue {
+	if o.attrs[i] == nil {
+		o.attrs[i] = make(map[string]types.MessageAttributeValue, max(hint, deadletter.MaxAttributes))
+	}
+	return o.attrs[i]
+}
+
+// enqueue encodes the dead letter of rec into the lane's outbox and sends
+// the outbox when it is full, or at once on a FIFO queue (the group's next
+// record waits for this one's fate). The record's fate is set by the send
+// (settle); until then it counts as retried, so that a letter never sent is
+// never acknowledged. A dead letter that cannot be encoded at all fails at
+// once, as a failed send.
+func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Meta, code string, cause error, m *counters) {
+	o, msg := m.dlq, rec.Message
+	rec.st.result = resultRetry
+	letter := pendingLetter{rec: rec, reason: meta.Reason, code: code, cause: cause, now: meta.DeadLetteredAt}
+
+	// The common case: every original attribute is kept, the metadata is
+	// written into the slot's reused buffer, and the message fits.
+	slot, size := o.n, -1
+	var fitted map[string]deadletter.Attribute
+	if deadletter.KeepsAll(msg.MessageAttributes) {
+		orig := *meta
+		buf, err := deadletter.AppendMeta(o.metas[slot][:0], meta)
+		o.metas[slot] = buf
+		if err == nil {
+			size = len(msg.Body) + eventAttrsSize(msg.MessageAttributes) +
+				len(deadletter.AttrReason) + len("String") + len(meta.Reason) +
+				len(deadletter.AttrMeta) + len("String") + len(buf)
+			letter.errMsg = meta.Error // redacted by AppendMeta
+		}
+		if err != nil || size > p.maxMessage {
+			size, *meta = -1, orig
+		}
+	}
+	if size < 0 {
+		// Folded attributes, a reduction or an encoding problem: the
+		// general path (deadletter.FitDeadLetter, claim checks).
+		attrs, err := p.fit(ctx, rec, *meta)
+		letter.errMsg = deadletter.Redact(meta.Error, deadletter.MaxErrorRunes)
+		if err != nil {
+			p.settle(ctx, &letter, err, m)
+			return
+		}
+		fitted, size = attrs, deadletter.MessageSize(len(msg.Body), attrs)
+	}
+	if o.n > 0 && o.bytes+size > p.batchBytes() {
+		p.flush(ctx, m)
+		if fitted == nil { // the encoded metadata moves to the first slot
+			o.metas[0], o.metas[slot] = o.metas[slot], o.metas[0]
+		}
+		slot = 0
+	}
+
+	e := &o.entries[slot]
+	*e = types.SendMessageBatchRequestEntry{Id: &entryIDs[slot], MessageBody: o.ptr(msg.Body)}
+	if fitted == nil {
+		am := o.attrMap(slot, len(msg.MessageAttributes)+2)
+		for name, a := range msg.MessageAttributes {
+			v := types.MessageAttributeValue{DataType: o.ptr(a.DataType)}
+			switch {
+			case strings.HasPrefix(a.DataType, "Binary"):
+				v.BinaryValue = a.BinaryValue
+			case a.StringValue != nil:
+				v.StringValue = o.ptr(*a.StringValue)
+			default:
+				v.StringValue = o.ptr("")
+			}
+			am[name] = v
+		}
+		meta := o.metas[slot]
+		am[deadletter.AttrReason] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(string(letter.reason))}
+		am[deadletter.AttrMeta] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(unsafe.String(unsafe.SliceData(meta), len(meta)))}
+		e.MessageAttributes = am
+	} else {
+		am := o.attrMap(slot, len(fitted))
+		for name, a := range fitted {
+			v := types.MessageAttributeValue{DataType: o.ptr(a.DataType)}
+			if strings.HasPrefix(a.DataType, "Binary") {
+				v.BinaryValue = a.BinaryValue
+			} else {
+				v.StringValue = o.ptr(a.StringValue)
+			}
+			am[name] = v
+		}
+		e.MessageAttributes = am
+	}
+	if th := msg.Attributes[attrTraceHeader]; th != "" {
+		if o.system[slot] == nil {
+			o.system[slot] = make(map[string]types.MessageSystemAttributeValue, 1)
+		}
+		o.system[slot][string(types.MessageSystemAttributeNameForSendsAWSTraceHeader)] = types.MessageSystemAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(th)}
+		e.MessageSystemAttributes = o.system[slot]
+	}
+	if p.fifo {
+		group := rec.GroupID
+		if group == "" {
+			group = msg.MessageId
+		}
+		e.MessageGroupId = o.ptr(group)
+		e.MessageDeduplicationId = o.ptr(DeduplicationID(msg.MessageId))
+	}
+	o.pending[slot] = letter
+	o.n, o.bytes = slot+1, o.bytes+size
+	if o.n == maxBatchEntries || p.fifo {
+		p.flush(ctx, m)
+	}
+}
+
+// eventAttrsSize is deadletter.MessageSize's count of a record's attributes.
+func eventAttrsSize(attrs map[string]events.SQSMessageAttribute) int {
+	n := 0
+	for name, a := range attrs {
+		n += len(name) + len(a.DataType) + (len(a.BinaryValue)+2)/3*4
+		if a.StringValue != nil {
+			n += len(*a.StringValue)
+		}
+	}
+	return n
+}
+
+// flush sends the lane's waiting dead letters in one SendMessageBatch and
+// settles each: an entry that SQS reports as failed, or does not report at
+// all, leaves its record to be retried; the others are dead-lettered.
+func (p *Processor) flush(ctx context.Context, m *counters) {
+	o := m.dlq
+	if o == nil || o.n == 0 {
+		return
+	}
+	n := o.n
+	o.in = sqs.SendMessageBatchInput{QueueUrl: o.ptr(p.dlqURL), Entries: o.entries[:n]}
+	out, err := p.sendBatch(ctx, &o.in)
+	var errs [maxBatchEntries]error
+	if err != nil {
+		for i := range n {
+			errs[i] = err
+		}
+	} else {
+		var sent [maxBatchEntries]bool
+		for _, s := range out.Successful {
+			if i := entryIndex(s.Id, n); i >= 0 {
+				sent[i] = true
+			}
+		}
+		for _, f := range out.Failed {
+			if i := entryIndex(f.Id, n); i >= 0 {
+				fault := smithy.FaultServer
+				if f.SenderFault {
+					fault = smithy.FaultClient
+				}
+				errs[i] = &smithy.GenericAPIError{Code: deref(f.Code), Message: deref(f.Message), Fault: fault}
+			}
+		}
+		for i := range n {
+			if errs[i] == nil && !sent[i] {
+				errs[i] = errors.New("SendMessageBatch reported neither success nor failure for the entry")
+			}
+		}
+	}
+	for i := range n {
+		p.settle(ctx, &o.pending[i], errs[i], m)
+	}
+	o.reset()
+}
+
+// sendBatch calls SendMessageBatch; a client that panics fails the call.
+func (p *Processor) sendBatch(ctx context.Context, in *sqs.SendMessageBatchInput) (out *sqs.SendMessageBatchOutput, err error) {
+	defer func() {
+		if v := recover(); v != nil { // a client that panics fails this send, not the batch
+			out, err = nil, fmt.Errorf("dead-letter send panicked: %v", v)
+		}
+	}()
+	out, err = p.sqs.SendMessageBatch(ctx, in)
+	if err == nil && out == nil {
+		err = errors.New("SendMessageBatch returned no output")
+	}
+	return out, err
+}
+
+// entryIndex is the slot of the entry id, or -1.
+func entryIndex(id *string, n int) int {
+	if id == nil || len(*id) != 1 || (*id)[0] < '0' || int((*id)[0]-'0') >= n {
+		return -1
+	}
+	return int((*id)[0] - '0')
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// settle acts on the send of one dead letter: a failure leaves the record on
+// the hot queue (retried, DLQSendFailures); a success records the dead
+// letter in the ledger, counts it and logs it.
+func (p *Processor) settle(ctx context.Context, l *pendingLetter, err error, m *counters) {
+	rec, st, msg := l.rec, l.rec.st, l.rec.Message
+	if err != nil {
+		// Nothing is lost: the record stays on the hot queue and is retried.
+		m.dlqSendFailures++
+		p.logFailure(ctx, slog.LevelError, "dead-letter send failed; retried", rec, l.reason, err)
+		p.release(ctx, rec)
+		st.result = resultRetry
+		return
+	}
+	st.result = resultDeadLettered
+	if st.begun && p.ledger != nil {
+		if _, lerr := p.ledger.DeadLettered(ctx, st.key, l.reason, l.now); lerr != nil {
+			// The dead letter is safe in the DLQ; only its count is missing.
+			p.logFailure(ctx, slog.LevelError, "ledger could not count the dead letter", rec, l.reason, lerr)
+		}
+	}
+	m.byReason[reasonIndex(l.reason)]++
+	attrsLog := [8]slog.Attr{
+		slog.String("message_id", msg.MessageId), slog.String("queue", queueName(msg.EventSourceARN)),
+		slog.String("reason", string(l.reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", st.task.TraceID),
+		slog.String("error_code", l.code), slog.String("error", l.errMsg),
+	}
+	n := 7
+	if pe, ok := errors.AsType[*panicError](l.cause); ok {
+		attrsLog[n] = slog.String("stack", truncate(pe.stack(), 4096))
+		n++
+	}
+	logAttrs(ctx, p.log, slog.LevelWarn, "dead-lettered", attrsLog[:n]...)
+}
