@@ -145,7 +145,7 @@ func TestBatchSendRespectsTheBatchSize(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		maxMessage, body, limit int
-		batches             []int
+		batches                 []int
 	}{
 		{maxMessage: 0, body: 100 << 10, limit: 256 << 10, batches: []int{2, 2, 2, 1}},
 		{maxMessage: 1 << 20, body: 300 << 10, limit: 1 << 20, batches: []int{3, 3, 1}},
