@@ -144,6 +144,6 @@ func newLocalWorker(f *runFlags, ev events.SQSEvent, l ledger.Ledger, rec *sqsio
 	}
 	return sampleworker.New(sampleworker.Config{
 		Pipeline: p, Queues: q, SQS: rec, Ledger: l, WorkerVersion: "agentdlq-cli",
-		Logger: slog.New(slog.NewJSONHandler(logs, nil)), Metrics: metrics,
+		Logger: slog.New(batch.NewLogHandler(logs, nil)), Metrics: metrics,
 	})
 }

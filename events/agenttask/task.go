@@ -100,10 +100,12 @@ type ValidationError struct {
 }
 
 func (e *ValidationError) Error() string {
+	// Concatenated, not fmt.Sprintf'd: every poison message's dead letter
+	// formats it (three allocations instead of one).
 	if e.Field != "" {
-		return fmt.Sprintf("%s: %s: %s", e.Reason, e.Field, e.Detail)
+		return string(e.Reason) + ": " + e.Field + ": " + e.Detail
 	}
-	return fmt.Sprintf("%s: %s", e.Reason, e.Detail)
+	return string(e.Reason) + ": " + e.Detail
 }
 
 // AsValidationError returns the ValidationError in err's chain, if any.

@@ -108,7 +108,7 @@ func (h httpTools) Call(ctx context.Context, tool, key string, args json.RawMess
 }
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	log := slog.New(batch.NewLogHandler(os.Stdout, nil))
 	p, err := newProcessor(context.Background(), os.Getenv, log)
 	if err != nil { // fail fast: a misconfigured worker acknowledges nothing
 		log.Error("worker configuration", slog.String("error", err.Error()))

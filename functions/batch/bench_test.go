@@ -65,7 +65,7 @@ func BenchmarkProcessor(b *testing.B) {
 					}
 				}
 				sqs := &fakeSQS{discard: true}
-				log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+				log := slog.New(NewLogHandler(io.Discard, nil))
 				ctx := context.Background()
 				b.ReportAllocs()
 				cpu0 := cpuTime()

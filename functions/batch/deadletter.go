@@ -3,14 +3,11 @@ package batch
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -63,7 +60,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		// Redacted once, by the encoder; the log line takes its result.
 		Error: errText,
 		// The attempt that dead-lettered it; its error text is meta.Error.
-		History:        []deadletter.Attempt{{Receive: rec.ReceiveCount, At: now, Class: c.Reason.Class(), ErrorCode: c.Code}},
+		History:        m.dlq.history(deadletter.Attempt{Receive: rec.ReceiveCount, At: now, Class: c.Reason.Class(), ErrorCode: c.Code}),
 		SourceQueueARN: p.sourceARN,
 		MessageID:      msg.MessageId,
 		SentAt:         rec.SentAt(),
@@ -71,7 +68,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		WorkerVersion:  p.version,
 		MessageGroupID: rec.GroupID,
 		IdempotencyKey: st.key,
-		InputSHA256:    sha256Hex(msg.Body),
+		InputSHA256:    m.dlq.sha256Hex(msg.Body),
 		Effect:         effectState(st),
 		RedriveCount:   st.redriveCount,
 	}
@@ -189,11 +186,4 @@ func originalAttributes(in map[string]events.SQSMessageAttribute) map[string]dea
 		out[name] = v
 	}
 	return out
-}
-
-func sha256Hex(s string) string {
-	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
-	var buf [2 * sha256.Size]byte
-	hex.Encode(buf[:], sum[:])
-	return string(buf[:])
 }

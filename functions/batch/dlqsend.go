@@ -2,6 +2,8 @@ package batch
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -67,6 +69,25 @@ type outbox struct {
 	metas   [maxBatchEntries][]byte
 	strs    []string // the *string values of the entries point here
 	in      sqs.SendMessageBatchInput
+
+	// Scratch for the dead letter being encoded (its Meta is encoded, or
+	// copied into a claim check, before the next one is built).
+	hist [1]deadletter.Attempt
+	hex  [2 * sha256.Size]byte
+}
+
+// history is a one-attempt history in the outbox's scratch.
+func (o *outbox) history(a deadletter.Attempt) []deadletter.Attempt {
+	o.hist[0] = a
+	return o.hist[:]
+}
+
+// sha256Hex is the hex SHA-256 of s, in the outbox's scratch: valid until
+// the next call.
+func (o *outbox) sha256Hex(s string) string {
+	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+	hex.Encode(o.hex[:], sum[:])
+	return unsafe.String(&o.hex[0], len(o.hex))
 }
 
 var outboxPool = sync.Pool{New: func() any { return &outbox{strs: make([]string, 0, 256)} }}
@@ -100,6 +121,7 @@ func (o *outbox) reset() {
 	clear(o.strs)
 	o.strs = o.strs[:0]
 	o.in = sqs.SendMessageBatchInput{}
+	o.hist = [1]deadletter.Attempt{}
 	o.n, o.bytes = 0, 0
 }
 
@@ -320,15 +342,12 @@ func (p *Processor) settle(ctx context.Context, l *pendingLetter, err error, m *
 		}
 	}
 	m.byReason[reasonIndex(l.reason)]++
-	attrsLog := [8]slog.Attr{
-		slog.String("message_id", msg.MessageId), slog.String("queue", queueName(msg.EventSourceARN)),
-		slog.String("reason", string(l.reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", st.task.TraceID),
-		slog.String("error_code", l.code), slog.String("error", l.errMsg),
+	line := deadLetterLine{
+		messageID: msg.MessageId, queue: queueName(msg.EventSourceARN), reason: string(l.reason), attempt: rec.ReceiveCount,
+		traceID: st.task.TraceID, code: l.code, err: l.errMsg,
 	}
-	n := 7
 	if pe, ok := errors.AsType[*panicError](l.cause); ok {
-		attrsLog[n] = slog.String("stack", truncate(pe.stack(), 4096))
-		n++
+		line.stack = truncate(pe.stack(), 4096)
 	}
-	logAttrs(ctx, p.log, slog.LevelWarn, "dead-lettered", attrsLog[:n]...)
+	p.logDeadLettered(ctx, &line)
 }

@@ -3,6 +3,8 @@ package batch
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -123,7 +125,7 @@ func newHarness(t *testing.T, mod func(*Config)) *harness {
 	cfg := Config{
 		Handler: scripted, SQS: h.sqs, DLQURL: testDLQ, HotQueueURL: testHot, MaxReceiveCount: 4,
 		Pipeline: "agent-tasks", Ledger: h.ledger, WorkerVersion: "test",
-		Logger:  slog.New(slog.NewJSONHandler(h.logs, nil)),
+		Logger:  slog.New(NewLogHandler(h.logs, nil)),
 		Metrics: h.metrics, Now: func() time.Time { return testNow },
 		Rand: func(n int64) int64 { return n - 1 },
 	}
@@ -816,4 +818,9 @@ func TestOversizedDeadLetterIsSentOnce(t *testing.T) {
 			assert.Zero(t, parseEMF(t, h.metrics.String())[0]["DLQSendFailures"])
 		})
 	}
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/functions/batch"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
 )
@@ -69,7 +70,7 @@ func BenchmarkWorker(b *testing.B) {
 				ev := benchEvent(size, mix.poisonEvery)
 				p, q := testPipeline(b, false, 4)
 				rec := &sqsio.Recorder{}
-				log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+				log := slog.New(batch.NewLogHandler(io.Discard, nil))
 				ctx := context.Background()
 				b.ReportAllocs()
 				cpu0 := cpuTime()

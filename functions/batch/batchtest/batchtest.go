@@ -195,7 +195,7 @@ func NewWorker(t testing.TB, cfg batch.Config) *Worker {
 		cfg.Metrics = io.Discard
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewJSONHandler(&w.logs, nil))
+		cfg.Logger = slog.New(batch.NewLogHandler(&w.logs, nil))
 	}
 	p, err := batch.New(cfg)
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 )
 
 func main() {
-	log := slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	log := slog.New(batch.NewLogHandler(os.Stdout, nil))
 	if limit, ok := lambdaenv.MemoryLimit(os.Getenv); ok { // GOMEMLIMIT unset: 90% of the function's memory
 		debug.SetMemoryLimit(limit)
 	}
