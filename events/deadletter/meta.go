@@ -176,9 +176,11 @@ func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribu
 }
 
 // AppendMeta appends to dst the dlq_meta document that EncodeDeadLetter
-// writes for m when none of the message's original attributes is folded
-// (KeepsAll): the same bytes, without the attribute map, so that a caller
-// that sends many dead letters can encode them into a buffer it reuses.
+// writes for m, m.Folded holding the original attributes it folds (none
+// when KeepsAll; otherwise all but the first MaxKeptAttributes names, in
+// name order, without the dlq_ prefix): the same bytes, without the
+// attribute maps, so that a caller that sends many dead letters can encode
+// them into a buffer it reuses.
 // It completes m as EncodeDeadLetter does (version, class, next action),
 // redacts and truncates m.Error and the history's texts in place (the
 // caller can log m.Error afterwards without redacting it again; a history

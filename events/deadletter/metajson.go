@@ -16,6 +16,7 @@ import (
 // The decoder stays encoding/json (ParseMeta).
 func appendMeta(dst []byte, m *Meta) ([]byte, error) {
 	var err error
+	var tc timeCache
 	dst = append(dst, `{"v":`...)
 	dst = strconv.AppendInt(dst, int64(m.Version), 10)
 	dst = appendField(dst, "class", string(m.Class))
@@ -23,10 +24,10 @@ func appendMeta(dst []byte, m *Meta) ([]byte, error) {
 	dst = appendField(dst, "next_action", string(m.NextAction))
 	dst = append(dst, `,"attempts":`...)
 	dst = strconv.AppendInt(dst, int64(m.Attempts), 10)
-	if dst, err = appendTimeField(dst, "first_failure_at", m.FirstFailureAt, true); err != nil {
+	if dst, err = tc.appendTimeField(dst, "first_failure_at", m.FirstFailureAt, true); err != nil {
 		return nil, err
 	}
-	if dst, err = appendTimeField(dst, "last_failure_at", m.LastFailureAt, true); err != nil {
+	if dst, err = tc.appendTimeField(dst, "last_failure_at", m.LastFailureAt, true); err != nil {
 		return nil, err
 	}
 	dst = appendFieldOmit(dst, "error_code", m.ErrorCode)
@@ -40,7 +41,7 @@ func appendMeta(dst []byte, m *Meta) ([]byte, error) {
 			}
 			dst = append(dst, `{"n":`...)
 			dst = strconv.AppendInt(dst, int64(a.Receive), 10)
-			if dst, err = appendTimeField(dst, "at", a.At, false); err != nil {
+			if dst, err = tc.appendTimeField(dst, "at", a.At, false); err != nil {
 				return nil, err
 			}
 			dst = appendField(dst, "class", string(a.Class))
@@ -52,10 +53,10 @@ func appendMeta(dst []byte, m *Meta) ([]byte, error) {
 	}
 	dst = appendFieldOmit(dst, "source_queue_arn", m.SourceQueueARN)
 	dst = appendFieldOmit(dst, "message_id", m.MessageID)
-	if dst, err = appendTimeField(dst, "sent_at", m.SentAt, true); err != nil {
+	if dst, err = tc.appendTimeField(dst, "sent_at", m.SentAt, true); err != nil {
 		return nil, err
 	}
-	if dst, err = appendTimeField(dst, "dead_lettered_at", m.DeadLetteredAt, false); err != nil {
+	if dst, err = tc.appendTimeField(dst, "dead_lettered_at", m.DeadLetteredAt, false); err != nil {
 		return nil, err
 	}
 	dst = appendFieldOmit(dst, "worker_version", m.WorkerVersion)
@@ -132,9 +133,17 @@ func appendFieldOmit(dst []byte, name, v string) []byte {
 
 var errMetaTime = errors.New("a time in dlq_meta is outside years 0-9999")
 
+// timeCache remembers where the last time written in a document stands:
+// a dead letter's failure, history and dead-letter times are mostly one
+// clock reading, formatted once.
+type timeCache struct {
+	t          time.Time
+	start, end int // its text in dst, quotes excluded; end 0: none yet
+}
+
 // appendTimeField writes t as time.Time's MarshalJSON does (RFC 3339 with
 // nanoseconds), or nothing when omitZero and t is zero.
-func appendTimeField(dst []byte, name string, t time.Time, omitZero bool) ([]byte, error) {
+func (tc *timeCache) appendTimeField(dst []byte, name string, t time.Time, omitZero bool) ([]byte, error) {
 	if omitZero && t.IsZero() {
 		return dst, nil
 	}
@@ -144,7 +153,13 @@ func appendTimeField(dst []byte, name string, t time.Time, omitZero bool) ([]byt
 	dst = append(dst, ',', '"')
 	dst = append(dst, name...)
 	dst = append(dst, '"', ':', '"')
-	dst = t.AppendFormat(dst, time.RFC3339Nano)
+	if tc.end > 0 && t == tc.t { // the same instant, location and clock reading
+		dst = append(dst, dst[tc.start:tc.end]...)
+	} else {
+		start := len(dst)
+		dst = t.AppendFormat(dst, time.RFC3339Nano)
+		tc.t, tc.start, tc.end = t, start, len(dst)
+	}
 	return append(dst, '"'), nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -72,8 +73,11 @@ type outbox struct {
 
 	// Scratch for the dead letter being encoded (its Meta is encoded, or
 	// copied into a claim check, before the next one is built).
-	hist [1]deadletter.Attempt
-	hex  [2 * sha256.Size]byte
+	hist   [1]deadletter.Attempt
+	hex    [2 * sha256.Size]byte
+	names  []string                        // the attribute names, sorted (fold)
+	kept   []string                        // the attributes kept on the message
+	folded map[string]deadletter.Attribute // and the ones folded into dlq_meta
 }
 
 // history is a one-attempt history in the outbox's scratch.
@@ -100,6 +104,11 @@ func putOutbox(o *outbox) {
 		return // never: every lane flushes before it ends
 	}
 	o.reset()
+	// The fold's scratch is not reset with each batch: a batch may be sent
+	// while a dead letter that uses it is being built.
+	clear(o.names)
+	clear(o.kept)
+	clear(o.folded)
 	outboxPool.Put(o)
 }
 
@@ -144,23 +153,39 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	rec.st.result = resultRetry
 	letter := pendingLetter{rec: rec, reason: meta.Reason, code: code, cause: cause, now: meta.DeadLetteredAt}
 
-	// The common case: every original attribute is kept, the metadata is
-	// written into the slot's reused buffer, and the message fits.
+	// The common case: the metadata is written into the slot's reused
+	// buffer, the original attributes kept on the message (all of them, or
+	// the first eight by name without the dlq_ prefix, the rest folded into
+	// dlq_meta, as deadletter.EncodeDeadLetter does) are read from the
+	// record, and the message fits.
 	slot, size := o.n, -1
 	var fitted map[string]deadletter.Attribute
-	if deadletter.KeepsAll(msg.MessageAttributes) {
-		orig := *meta
-		buf, err := deadletter.AppendMeta(o.metas[slot][:0], meta)
-		o.metas[slot] = buf
-		if err == nil {
-			size = len(msg.Body) + eventAttrsSize(msg.MessageAttributes) +
-				len(deadletter.AttrReason) + len("String") + len(meta.Reason) +
-				len(deadletter.AttrMeta) + len("String") + len(buf)
-			letter.errMsg = meta.Error // redacted by AppendMeta
+	orig := *meta
+	keepAll := deadletter.KeepsAll(msg.MessageAttributes)
+	if !keepAll {
+		o.fold(msg.MessageAttributes)
+		meta.Folded = o.folded
+	}
+	buf, err := deadletter.AppendMeta(o.metas[slot][:0], meta)
+	o.metas[slot] = buf
+	if err == nil {
+		size = len(msg.Body) +
+			len(deadletter.AttrReason) + len("String") + len(meta.Reason) +
+			len(deadletter.AttrMeta) + len("String") + len(buf)
+		if keepAll {
+			for name, a := range msg.MessageAttributes {
+				size += attrSize(name, &a)
+			}
+		} else {
+			for _, name := range o.kept {
+				a := msg.MessageAttributes[name]
+				size += attrSize(name, &a)
+			}
 		}
-		if err != nil || size > p.maxMessage {
-			size, *meta = -1, orig
-		}
+		letter.errMsg = meta.Error // redacted by AppendMeta
+	}
+	if err != nil || size > p.maxMessage {
+		size, *meta = -1, orig
 	}
 	if size < 0 {
 		// Folded attributes, a reduction or an encoding problem: the
@@ -185,17 +210,15 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	*e = types.SendMessageBatchRequestEntry{Id: &entryIDs[slot], MessageBody: o.ptr(msg.Body)}
 	if fitted == nil {
 		am := o.attrMap(slot, len(msg.MessageAttributes)+2)
-		for name, a := range msg.MessageAttributes {
-			v := types.MessageAttributeValue{DataType: o.ptr(a.DataType)}
-			switch {
-			case strings.HasPrefix(a.DataType, "Binary"):
-				v.BinaryValue = a.BinaryValue
-			case a.StringValue != nil:
-				v.StringValue = o.ptr(*a.StringValue)
-			default:
-				v.StringValue = o.ptr("")
+		if keepAll {
+			for name, a := range msg.MessageAttributes {
+				am[name] = o.attrValue(&a)
 			}
-			am[name] = v
+		} else {
+			for _, name := range o.kept {
+				a := msg.MessageAttributes[name]
+				am[name] = o.attrValue(&a)
+			}
 		}
 		meta := o.metas[slot]
 		am[deadletter.AttrReason] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(string(letter.reason))}
@@ -236,16 +259,56 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	}
 }
 
-// eventAttrsSize is deadletter.MessageSize's count of a record's attributes.
-func eventAttrsSize(attrs map[string]events.SQSMessageAttribute) int {
-	n := 0
-	for name, a := range attrs {
-		n += len(name) + len(a.DataType) + (len(a.BinaryValue)+2)/3*4
-		if a.StringValue != nil {
-			n += len(*a.StringValue)
-		}
+// attrSize is deadletter.MessageSize's count of one attribute.
+func attrSize(name string, a *events.SQSMessageAttribute) int {
+	n := len(name) + len(a.DataType) + (len(a.BinaryValue)+2)/3*4
+	if a.StringValue != nil {
+		n += len(*a.StringValue)
 	}
 	return n
+}
+
+// attrValue is the SQS attribute of a record's attribute, its *string
+// values in the outbox.
+func (o *outbox) attrValue(a *events.SQSMessageAttribute) types.MessageAttributeValue {
+	v := types.MessageAttributeValue{DataType: o.ptr(a.DataType)}
+	switch {
+	case strings.HasPrefix(a.DataType, "Binary"):
+		v.BinaryValue = a.BinaryValue
+	case a.StringValue != nil:
+		v.StringValue = o.ptr(*a.StringValue)
+	default:
+		v.StringValue = o.ptr("")
+	}
+	return v
+}
+
+// fold splits attrs as deadletter.EncodeDeadLetter does: by name order, the
+// first MaxKeptAttributes names without the dlq_ prefix are kept (o.kept),
+// the others folded into dlq_meta (o.folded).
+func (o *outbox) fold(attrs map[string]events.SQSMessageAttribute) {
+	o.names = o.names[:0]
+	for name := range attrs {
+		o.names = append(o.names, name)
+	}
+	slices.Sort(o.names)
+	o.kept = o.kept[:0]
+	if o.folded == nil {
+		o.folded = make(map[string]deadletter.Attribute, deadletter.MaxAttributes)
+	}
+	clear(o.folded)
+	for _, name := range o.names {
+		if len(o.kept) < deadletter.MaxKeptAttributes && !strings.HasPrefix(name, deadletter.AttrPrefix) {
+			o.kept = append(o.kept, name)
+			continue
+		}
+		a := attrs[name]
+		v := deadletter.Attribute{DataType: a.DataType, BinaryValue: a.BinaryValue}
+		if a.StringValue != nil {
+			v.StringValue = *a.StringValue
+		}
+		o.folded[name] = v
+	}
 }
 
 // flush sends the lane's waiting dead letters in one SendMessageBatch and

@@ -158,13 +158,32 @@ func TestBatchSendRespectsTheBatchSize(t *testing.T) {
 			want := map[string]outcome{}
 			for i := range 7 {
 				id := fmt.Sprintf("m%d", i)
-				recs = append(recs, sqsMsg(id, "poison:"+strings.Repeat("x", tc.body), 1))
+				msg := sqsMsg(id, "poison:"+strings.Repeat("x", tc.body), 1)
+				for k := range 10 { // two folded into dlq_meta
+					msg.MessageAttributes[fmt.Sprintf("a%d", k)] = events.SQSMessageAttribute{DataType: "String", StringValue: aws.String(id)}
+				}
+				recs = append(recs, msg)
 				want[id] = deadLettered(deadletter.ReasonSchemaInvalid)
 			}
 			assert.Equal(t, want, h.run(t, events.SQSEvent{Records: recs}))
 			assert.Equal(t, tc.batches, h.sqs.batches)
 			for _, n := range h.sqs.batchBytes {
 				assert.LessOrEqual(t, n, tc.limit)
+			}
+			require.Len(t, h.sqs.sent, 7)
+			for _, in := range h.sqs.sent {
+				attrs := map[string]deadletter.Attribute{}
+				for name, v := range in.MessageAttributes {
+					attrs[name] = deadletter.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue)}
+				}
+				meta, original, err := deadletter.DecodeDeadLetter(attrs)
+				require.NoError(t, err)
+				assert.Len(t, original, 11, "every original attribute, kept or folded")
+				for name, a := range original {
+					if name != "tenant" {
+						assert.Equal(t, meta.MessageID, a.StringValue, "each dead letter its own attributes")
+					}
+				}
 			}
 		})
 	}
@@ -184,36 +203,45 @@ func TestDeadLetterAttributesAreFitDeadLetters(t *testing.T) {
 		{DataType: "String"}, // no value at all
 	}
 	for n := 0; n <= deadletter.MaxKeptAttributes+2; n++ {
-		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			t.Parallel()
-			h := newHarness(t, nil)
-			msg := sqsMsg("m1", "poison", 1)
-			msg.MessageAttributes = map[string]events.SQSMessageAttribute{}
-			for i := range n {
-				msg.MessageAttributes[fmt.Sprintf("a%d", i)] = kinds[i%len(kinds)]
+		for _, reserved := range []bool{false, true} {
+			if reserved && n == 0 {
+				continue
 			}
-			require.Equal(t, deadLettered(deadletter.ReasonSchemaInvalid), h.run(t, events.SQSEvent{Records: []events.SQSMessage{msg}})["m1"])
-			require.Len(t, h.sqs.sent, 1)
-			got := map[string]deadletter.Attribute{}
-			for name, v := range h.sqs.sent[0].MessageAttributes {
-				a := deadletter.Attribute{DataType: aws.ToString(v.DataType), BinaryValue: v.BinaryValue}
-				if v.StringValue != nil {
-					a.StringValue = *v.StringValue
+			t.Run(fmt.Sprintf("%d,reserved=%v", n, reserved), func(t *testing.T) {
+				t.Parallel()
+				h := newHarness(t, nil)
+				msg := sqsMsg("m1", "poison", 1)
+				msg.MessageAttributes = map[string]events.SQSMessageAttribute{}
+				for i := range n {
+					name := fmt.Sprintf("a%d", i)
+					if reserved && i == 0 {
+						name = "dlq_reason" // a producer's own: folded, never kept
+					}
+					msg.MessageAttributes[name] = kinds[i%len(kinds)]
 				}
-				got[name] = a
-			}
-			meta, err := deadletter.ParseMeta([]byte(got[deadletter.AttrMeta].StringValue))
-			require.NoError(t, err)
-			want, ev, err := deadletter.FitDeadLetter(*meta, originalAttributes(msg.MessageAttributes), len(msg.Body), DefaultMaxMessageBytes, "")
-			require.NoError(t, err)
-			require.Nil(t, ev)
-			for name, a := range want {
-				if strings.HasPrefix(a.DataType, "Binary") {
-					a.StringValue = ""
+				require.Equal(t, deadLettered(deadletter.ReasonSchemaInvalid), h.run(t, events.SQSEvent{Records: []events.SQSMessage{msg}})["m1"])
+				require.Len(t, h.sqs.sent, 1)
+				got := map[string]deadletter.Attribute{}
+				for name, v := range h.sqs.sent[0].MessageAttributes {
+					a := deadletter.Attribute{DataType: aws.ToString(v.DataType), BinaryValue: v.BinaryValue}
+					if v.StringValue != nil {
+						a.StringValue = *v.StringValue
+					}
+					got[name] = a
 				}
-				want[name] = a
-			}
-			assert.Equal(t, want, got)
-		})
+				meta, err := deadletter.ParseMeta([]byte(got[deadletter.AttrMeta].StringValue))
+				require.NoError(t, err)
+				want, ev, err := deadletter.FitDeadLetter(*meta, originalAttributes(msg.MessageAttributes), len(msg.Body), DefaultMaxMessageBytes, "")
+				require.NoError(t, err)
+				require.Nil(t, ev)
+				for name, a := range want {
+					if strings.HasPrefix(a.DataType, "Binary") {
+						a.StringValue = ""
+					}
+					want[name] = a
+				}
+				assert.Equal(t, want, got)
+			})
+		}
 	}
 }
