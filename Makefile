@@ -154,7 +154,7 @@ deploy: cdk-cli build
 gen:
 	$(GO) run ./events/gen
 
-## fuzz: fuzz DecodeTask against the encoding/json reference and the JSON Schema, the dlq_meta writer, redaction (no planted secret survives Redact or dlq_meta), and the sample worker's fault reader against encoding/json (FUZZTIME=60s each)
+## fuzz: fuzz DecodeTask against the encoding/json reference and the JSON Schema, the dlq_meta writer, redaction (no planted secret survives Redact or dlq_meta), the sample worker's fault reader against encoding/json, and the worker's dead-lettered log line against slog's JSON handler (FUZZTIME=60s each)
 .PHONY: fuzz
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTask$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/agenttask
@@ -162,6 +162,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzRedactSecrets$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/deadletter
 	$(GO) test -run '^$$' -fuzz '^FuzzTaskSchema$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/agenttask
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFlatFault$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/sampleworker
+	$(GO) test -run '^$$' -fuzz '^FuzzDeadLetteredLine$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/batch
 
 ## bench-triage: triage's core (tag, group, expiry) over 100,000 synthetic dead letters, with CPU seconds per run
 .PHONY: bench-triage

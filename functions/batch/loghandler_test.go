@@ -99,3 +99,20 @@ func TestLogHandler(t *testing.T) {
 	(&Processor{log: with}).logDeadLettered(context.Background(), &deadLetterLine{messageID: "m1"})
 	assert.Contains(t, buf.String(), `"function":"worker","message_id":"m1"`)
 }
+
+// FuzzDeadLetteredLine holds the processor's own dead-lettered line to
+// slog's JSON handler on any text (make fuzz).
+func FuzzDeadLetteredLine(f *testing.F) {
+	for _, s := range logLineTexts()[:13] {
+		f.Add(s, s, 1)
+	}
+	f.Fuzz(func(t *testing.T, a, b string, n int) {
+		var fast, std bytes.Buffer
+		l := deadLetterLine{messageID: a, queue: b, reason: a + b, attempt: n, traceID: b, code: a, err: b + a, stack: a}
+		(&Processor{log: slog.New(NewLogHandler(&fast, nil))}).logDeadLettered(context.Background(), &l)
+		(&Processor{log: slog.New(slog.NewJSONHandler(&std, nil))}).logDeadLettered(context.Background(), &l)
+		if dropTime(t, std.String()) != dropTime(t, fast.String()) {
+			t.Fatalf("own line\n%s\nslog\n%s", fast.String(), std.String())
+		}
+	})
+}
