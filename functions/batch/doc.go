@@ -182,7 +182,10 @@
 // DLQSendFailures, DuplicatesSkipped; plus one line per reason dead-lettered
 // in the invocation, with dimensions Pipeline and Reason: DeadLettered.
 // Logs are slog records with the keys message_id, queue, reason, attempt and
-// trace_id, written for failures only: nothing per successful record.
+// trace_id, written for failures only: nothing per successful record. With
+// a Logger made on NewLogHandler (slog's JSON handler), the processor writes
+// the line of each dead letter itself, the same bytes without slog's work
+// per attribute.
 // Error texts are redacted (deadletter.Redact) before they are logged or stamped.
 //
 // # Testing a handler
