@@ -133,12 +133,13 @@ func appendFieldOmit(dst []byte, name, v string) []byte {
 
 var errMetaTime = errors.New("a time in dlq_meta is outside years 0-9999")
 
-// timeCache remembers where the last time written in a document stands:
-// a dead letter's failure, history and dead-letter times are mostly one
-// clock reading, formatted once.
+// timeCache remembers where the last two times written in a document
+// stand: a dead letter's failure, history and dead-letter times are mostly
+// one clock reading (sent_at comes between them), formatted once.
 type timeCache struct {
-	t          time.Time
-	start, end int // its text in dst, quotes excluded; end 0: none yet
+	t          [2]time.Time
+	start, end [2]int // their text in dst, quotes excluded; end 0: none yet
+	next       int    // the entry the next new time replaces
 }
 
 // appendTimeField writes t as time.Time's MarshalJSON does (RFC 3339 with
@@ -153,12 +154,16 @@ func (tc *timeCache) appendTimeField(dst []byte, name string, t time.Time, omitZ
 	dst = append(dst, ',', '"')
 	dst = append(dst, name...)
 	dst = append(dst, '"', ':', '"')
-	if tc.end > 0 && t == tc.t { // the same instant, location and clock reading
-		dst = append(dst, dst[tc.start:tc.end]...)
-	} else {
-		start := len(dst)
+	switch {
+	// The same instant, location and clock reading: the same text.
+	case tc.end[0] > 0 && t == tc.t[0]:
+		dst = append(dst, dst[tc.start[0]:tc.end[0]]...)
+	case tc.end[1] > 0 && t == tc.t[1]:
+		dst = append(dst, dst[tc.start[1]:tc.end[1]]...)
+	default:
+		start, k := len(dst), tc.next
 		dst = t.AppendFormat(dst, time.RFC3339Nano)
-		tc.t, tc.start, tc.end = t, start, len(dst)
+		tc.t[k], tc.start[k], tc.end[k], tc.next = t, start, len(dst), 1-k
 	}
 	return append(dst, '"'), nil
 }

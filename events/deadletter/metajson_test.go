@@ -70,6 +70,14 @@ func TestAppendMetaMatchesEncodingJSON(t *testing.T) {
 	for _, s := range trickyStrings {
 		metas = append(metas, metaWith(s))
 	}
+	// The worker's times: first receive, then now (the last failure, the
+	// attempt, the dead letter), the send time between them.
+	first, now, sent := time.Date(2026, 11, 29, 12, 0, 1, 5e8, time.UTC), time.Date(2026, 11, 29, 12, 3, 0, 0, time.UTC), time.Date(2026, 11, 29, 11, 59, 0, 123e6, time.UTC)
+	for _, times := range [][5]time.Time{{first, now, now, sent, now}, {now, now, now, sent, now}, {now, first, sent, now, first}} {
+		m := metaWith("x")
+		m.FirstFailureAt, m.LastFailureAt, m.History[0].At, m.SentAt, m.DeadLetteredAt = times[0], times[1], times[2], times[3], times[4]
+		metas = append(metas, m)
+	}
 	for i, m := range metas {
 		got, err := appendMeta(nil, m)
 		require.NoError(t, err)
