@@ -1,0 +1,933 @@
+package batch
+
+import (
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// Event is a Lambda SQS event decoded by DecodeEvent: the lean path. A
+// record keeps its message id, receipt handle and event source ARN as
+// strings of their own; its body is decoded in place in the payload, and
+// its attributes and message attributes stay raw JSON in the payload,
+// decoded when read (Record.Attribute, Record.MessageAttributes). An Event
+// is valid only while its payload is neither modified nor reused.
+type Event struct {
+	records []leanRecord
+}
+
+// leanRecord is one record of an Event.
+type leanRecord struct {
+	id, receipt, arn, group string // cut from the event's one string of copies
+	body                    []byte // the body, decoded in place in the payload
+	attrs, mattrs           []byte // raw JSON objects in the payload; nil when absent or null
+	count                   []byte // ApproximateReceiveCount's raw string content; nil when absent
+	countEscaped            bool   // count holds an escape (decoded when read)
+	// Raw string literals (quotes included) in the payload; nil when absent
+	// or null. Decoded when read.
+	md5Body, md5Attrs, source, region []byte
+	null                              bool // the record was JSON null
+}
+
+// ErrDuplicateKey is wrapped by DecodeEvent's error for a record (or a
+// message attribute) with the same key twice, which encoding/json would
+// merge or let the last one win: DecodeEvent refuses the event instead.
+var ErrDuplicateKey = errors.New("duplicate key")
+
+// Len returns the number of records.
+func (e *Event) Len() int {
+	if e == nil {
+		return 0
+	}
+	return len(e.records)
+}
+
+// DecodeEvent decodes a Lambda SQS event from the invocation payload, as
+// the Lambda runtime hands it to a handler (lambda.Handler's Invoke). It
+// accepts what json.Unmarshal into events.SQSEvent accepts, with the same
+// values (keys matched case-insensitively, unknown keys skipped, escapes,
+// surrogate pairs and invalid UTF-8 decoded as encoding/json does), except
+// a record or message attribute with a duplicate key, which is an error
+// wrapping ErrDuplicateKey. Any other malformed payload is an error
+// wrapping ErrNotSQSEvent that says where.
+//
+// It decodes each body in place: the payload is overwritten (its bodies'
+// bytes) and the Event aliases it, so the payload must not be modified or
+// reused while the Event is in use. Nothing else is allocated per record
+// but the record itself and one string holding all the records' ids,
+// receipt handles and ARNs.
+func DecodeEvent(payload []byte) (*Event, error) {
+	d := decoder{b: payload}
+	ev, err := d.event()
+	if err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+type decoder struct {
+	b       []byte
+	kbufs   [8][]byte // decoded keys, one buffer per nesting depth
+	mkeys   []byte    // the message attribute names of one record, for duplicates
+	moffs   []int
+	arena   []byte   // the copied strings of every record, in order
+	spans   []uint32 // per record: 4 (offset, length) pairs into arena: id, receipt, arn, group
+	scratch []byte   // base64 validation
+}
+
+func (d *decoder) fail(i int, what string) error {
+	return fmt.Errorf("%w: %s at byte %d", ErrNotSQSEvent, what, i)
+}
+
+func (d *decoder) event() (*Event, error) {
+	b := d.b
+	i := skipWS(b, 0)
+	if i >= len(b) {
+		return nil, d.fail(i, "empty payload")
+	}
+	ev := &Event{}
+	switch b[i] {
+	case 'n':
+		if i = scanLiteral(b, i, "null"); i < 0 {
+			return nil, d.fail(len(b), "invalid JSON")
+		}
+	case '{':
+		var err error
+		if i, err = d.top(ev, i); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, d.fail(i, "not a JSON object")
+	}
+	if i = skipWS(b, i); i != len(b) {
+		return nil, d.fail(i, "data after the event")
+	}
+	d.finish(ev)
+	return ev, nil
+}
+
+// top decodes the event object whose '{' is b[i].
+func (d *decoder) top(ev *Event, i int) (int, error) {
+	b := d.b
+	seen := false
+	return d.object(i, 1, func(key []byte, j int) (int, error) {
+		if !bytes.EqualFold(key, []byte("Records")) {
+			if j = skipValue(b, j, 1); j < 0 {
+				return -1, d.fail(j, "invalid JSON")
+			}
+			return j, nil
+		}
+		if seen {
+			return -1, fmt.Errorf("%w: %w: \"Records\" twice", ErrNotSQSEvent, ErrDuplicateKey)
+		}
+		seen = true
+		return d.records(ev, j)
+	})
+}
+
+// object walks the object whose '{' is b[i], itself at depth, calling
+// member with each key (decoded) and the index of its value; member returns
+// the index after the value.
+func (d *decoder) object(i, depth int, member func(key []byte, j int) (int, error)) (int, error) {
+	b := d.b
+	if depth > jsonMaxDepth {
+		return -1, d.fail(i, "JSON nested too deep")
+	}
+	var kbuf []byte
+	if depth < len(d.kbufs) {
+		kbuf = d.kbufs[depth]
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1, d.fail(i, "invalid JSON: want a key")
+		}
+		end := skipString(b, i)
+		if end < 0 {
+			return -1, d.fail(i, "invalid JSON string")
+		}
+		key := plainOrUnquote(kbuf[:0], b[i+1:end-1])
+		if depth < len(d.kbufs) && cap(key) > cap(kbuf) && len(key) > 0 && &key[0] != &b[i+1] {
+			kbuf = key[:0]
+			d.kbufs[depth] = kbuf
+		}
+		i = skipWS(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return -1, d.fail(i, "invalid JSON: want ':'")
+		}
+		i = skipWS(b, i+1)
+		if i >= len(b) {
+			return -1, d.fail(i, "invalid JSON: want a value")
+		}
+		var err error
+		if i, err = member(key, i); err != nil {
+			return -1, err
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return -1, d.fail(i, "invalid JSON: unterminated object")
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case '}':
+			return i + 1, nil
+		default:
+			return -1, d.fail(i, "invalid JSON: want ',' or '}'")
+		}
+	}
+}
+
+// array walks the array whose '[' is b[i], itself at depth.
+func (d *decoder) array(i, depth int, elem func(j int) (int, error)) (int, error) {
+	b := d.b
+	if depth > jsonMaxDepth {
+		return -1, d.fail(i, "JSON nested too deep")
+	}
+	i = skipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) {
+			return -1, d.fail(i, "invalid JSON: unterminated array")
+		}
+		var err error
+		if i, err = elem(i); err != nil {
+			return -1, err
+		}
+		i = skipWS(b, i)
+		if i >= len(b) {
+			return -1, d.fail(i, "invalid JSON: unterminated array")
+		}
+		switch b[i] {
+		case ',':
+			i = skipWS(b, i+1)
+		case ']':
+			return i + 1, nil
+		default:
+			return -1, d.fail(i, "invalid JSON: want ',' or ']'")
+		}
+	}
+}
+
+func (d *decoder) records(ev *Event, i int) (int, error) {
+	b := d.b
+	switch b[i] {
+	case 'n':
+		if j := scanLiteral(b, i, "null"); j >= 0 {
+			ev.records = nil
+			return j, nil
+		}
+		return -1, d.fail(i, "invalid JSON")
+	case '[':
+		ev.records = []leanRecord{}
+	default:
+		return -1, d.typeError(i, "\"Records\" is not an array")
+	}
+	return d.array(i, 2, func(j int) (int, error) {
+		ev.records = append(ev.records, leanRecord{})
+		d.spans = append(d.spans, make([]uint32, 8)...)
+		r := &ev.records[len(ev.records)-1]
+		switch b[j] {
+		case 'n':
+			if k := scanLiteral(b, j, "null"); k >= 0 {
+				r.null = true
+				return k, nil
+			}
+			return -1, d.fail(j, "invalid JSON")
+		case '{':
+			return d.record(r, d.spans[len(d.spans)-8:], j, len(ev.records)-1)
+		}
+		return -1, d.typeError(j, fmt.Sprintf("record %d is not an object", len(ev.records)-1))
+	})
+}
+
+// typeError is a valid JSON value of the wrong type at b[i].
+func (d *decoder) typeError(i int, what string) error {
+	return d.fail(i, what)
+}
+
+// Record members.
+const (
+	fMessageID = iota
+	fReceipt
+	fBody
+	fMD5Body
+	fMD5Attrs
+	fAttrs
+	fMAttrs
+	fARN
+	fSource
+	fRegion
+	numFields
+)
+
+var fieldNames = [numFields]string{"messageId", "receiptHandle", "body", "md5OfBody", "md5OfMessageAttributes",
+	"attributes", "messageAttributes", "eventSourceARN", "eventSource", "awsRegion"}
+
+func fieldIndex(key []byte) int {
+	for f, name := range fieldNames {
+		if len(key) == len(name) && string(key) == name {
+			return f
+		}
+	}
+	for f, name := range fieldNames {
+		if bytes.EqualFold(key, []byte(name)) {
+			return f
+		}
+	}
+	return -1
+}
+
+// record decodes the record object whose '{' is b[i] into r; spans are its
+// four arena spans.
+func (d *decoder) record(r *leanRecord, spans []uint32, i, n int) (int, error) {
+	b := d.b
+	var seen [numFields]bool
+	return d.object(i, 3, func(key []byte, j int) (int, error) {
+		f := fieldIndex(key)
+		if f < 0 {
+			if j = skipValue(b, j, 3); j < 0 {
+				return -1, d.fail(j, "invalid JSON")
+			}
+			return j, nil
+		}
+		if seen[f] {
+			return -1, fmt.Errorf("%w: %w: record %d has %q twice", ErrNotSQSEvent, ErrDuplicateKey, n, fieldNames[f])
+		}
+		seen[f] = true
+		switch f {
+		case fAttrs:
+			return d.attributes(r, j, n)
+		case fMAttrs:
+			return d.messageAttributes(r, j, n)
+		}
+		// A string or null.
+		if b[j] == 'n' {
+			if k := scanLiteral(b, j, "null"); k >= 0 {
+				return k, nil
+			}
+			return -1, d.fail(j, "invalid JSON")
+		}
+		if b[j] != '"' {
+			if k := skipValue(b, j, 3); k < 0 {
+				return -1, d.fail(j, "invalid JSON")
+			}
+			return -1, d.typeError(j, fmt.Sprintf("record %d: %q is not a string", n, fieldNames[f]))
+		}
+		end := skipString(b, j)
+		if end < 0 {
+			return -1, d.fail(j, "invalid JSON string")
+		}
+		switch f {
+		case fBody:
+			r.body = unquoteInPlace(b[j:end])
+		case fMessageID, fReceipt, fARN:
+			s := 0
+			switch f {
+			case fReceipt:
+				s = 1
+			case fARN:
+				s = 2
+			}
+			off := len(d.arena)
+			d.arena = plainOrUnquoteAppend(d.arena, b[j+1:end-1])
+			spans[2*s], spans[2*s+1] = uint32(off), uint32(len(d.arena)-off)
+		case fMD5Body:
+			r.md5Body = b[j:end]
+		case fMD5Attrs:
+			r.md5Attrs = b[j:end]
+		case fSource:
+			r.source = b[j:end]
+		case fRegion:
+			r.region = b[j:end]
+		}
+		return end, nil
+	})
+}
+
+// attributes validates the attributes object (string or null values) at
+// b[i], keeps it raw, and notes ApproximateReceiveCount and MessageGroupId.
+func (d *decoder) attributes(r *leanRecord, i, n int) (int, error) {
+	b := d.b
+	switch b[i] {
+	case 'n':
+		if k := scanLiteral(b, i, "null"); k >= 0 {
+			return k, nil
+		}
+		return -1, d.fail(i, "invalid JSON")
+	case '{':
+	default:
+		return -1, d.typeError(i, fmt.Sprintf("record %d: \"attributes\" is not an object", n))
+	}
+	spans := d.spans[len(d.spans)-8:]
+	end, err := d.object(i, 4, func(key []byte, j int) (int, error) {
+		var k int
+		switch b[j] {
+		case 'n':
+			if k = scanLiteral(b, j, "null"); k < 0 {
+				return -1, d.fail(j, "invalid JSON")
+			}
+		case '"':
+			if k = skipString(b, j); k < 0 {
+				return -1, d.fail(j, "invalid JSON string")
+			}
+		default:
+			if k = skipValue(b, j, 4); k < 0 {
+				return -1, d.fail(j, "invalid JSON")
+			}
+			return -1, d.typeError(j, fmt.Sprintf("record %d: attribute %q is not a string", n, truncate(string(key), 64)))
+		}
+		// The last of duplicate keys wins, as in a decoded map.
+		switch string(key) {
+		case attrReceiveCount:
+			r.count, r.countEscaped = nil, false
+			if b[j] == '"' {
+				r.count = b[j+1 : k-1]
+				r.countEscaped = bytes.IndexByte(r.count, '\\') >= 0
+			}
+		case attrGroupID:
+			off := len(d.arena)
+			if b[j] == '"' {
+				d.arena = plainOrUnquoteAppend(d.arena, b[j+1:k-1])
+			}
+			spans[6], spans[7] = uint32(off), uint32(len(d.arena)-off)
+		}
+		return k, nil
+	})
+	if err != nil {
+		return -1, err
+	}
+	r.attrs = b[i:end]
+	return end, nil
+}
+
+// messageAttributes validates the messageAttributes object at b[i] as
+// encoding/json would decode it into map[string]events.SQSMessageAttribute
+// and keeps it raw.
+func (d *decoder) messageAttributes(r *leanRecord, i, n int) (int, error) {
+	b := d.b
+	switch b[i] {
+	case 'n':
+		if k := scanLiteral(b, i, "null"); k >= 0 {
+			return k, nil
+		}
+		return -1, d.fail(i, "invalid JSON")
+	case '{':
+	default:
+		return -1, d.typeError(i, fmt.Sprintf("record %d: \"messageAttributes\" is not an object", n))
+	}
+	end, err := walkMessageAttributes(d, i, nil)
+	if err != nil {
+		return -1, err
+	}
+	r.mattrs = b[i:end]
+	return end, nil
+}
+
+// Message attribute members.
+const (
+	mStringValue = iota
+	mBinaryValue
+	mStringList
+	mBinaryList
+	mDataType
+	numMFields
+)
+
+var mFieldNames = [numMFields]string{"stringValue", "binaryValue", "stringListValues", "binaryListValues", "dataType"}
+
+func mFieldIndex(key []byte) int {
+	for f, name := range mFieldNames {
+		if string(key) == name {
+			return f
+		}
+	}
+	for f, name := range mFieldNames {
+		if bytes.EqualFold(key, []byte(name)) {
+			return f
+		}
+	}
+	return -1
+}
+
+// walkMessageAttributes validates the messageAttributes object whose '{' is
+// d.b[i] and, when out is not nil, decodes it into out. It returns the index
+// after the object.
+func walkMessageAttributes(d *decoder, i int, out map[string]events.SQSMessageAttribute) (int, error) {
+	b := d.b
+	var names map[string]struct{} // duplicate attribute names, past 16 of them
+	d.mkeys, d.moffs = d.mkeys[:0], d.moffs[:0]
+	return d.object(i, 4, func(key []byte, j int) (int, error) {
+		dup := false
+		if names != nil {
+			_, dup = names[string(key)]
+			names[string(key)] = struct{}{}
+		} else {
+			for k, off := 0, 0; k < len(d.moffs); k++ {
+				dup = dup || string(d.mkeys[off:d.moffs[k]]) == string(key)
+				off = d.moffs[k]
+			}
+			d.mkeys = append(d.mkeys, key...)
+			d.moffs = append(d.moffs, len(d.mkeys))
+			if len(d.moffs) > 16 {
+				names = make(map[string]struct{}, 32)
+				for k, off := 0, 0; k < len(d.moffs); k++ {
+					names[string(d.mkeys[off:d.moffs[k]])] = struct{}{}
+					off = d.moffs[k]
+				}
+			}
+		}
+		if dup {
+			return -1, fmt.Errorf("%w: %w: message attribute %q twice", ErrNotSQSEvent, ErrDuplicateKey, truncate(string(key), 64))
+		}
+		// The inner object's keys reuse the buffers of deeper levels; key
+		// is copied only where it is kept.
+		var a events.SQSMessageAttribute
+		var k int
+		switch b[j] {
+		case 'n':
+			if k = scanLiteral(b, j, "null"); k < 0 {
+				return -1, d.fail(j, "invalid JSON")
+			}
+		case '{':
+			var err error
+			if k, err = d.messageAttribute(j, key, out != nil, &a); err != nil {
+				return -1, err
+			}
+		default:
+			if k = skipValue(b, j, 4); k < 0 {
+				return -1, d.fail(j, "invalid JSON")
+			}
+			return -1, d.typeError(j, fmt.Sprintf("message attribute %q is not an object", truncate(string(key), 64)))
+		}
+		if out != nil {
+			out[string(key)] = a
+		}
+		return k, nil
+	})
+}
+
+// messageAttribute validates (and with decode, decodes into a) one
+// message attribute object at b[i].
+func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *events.SQSMessageAttribute) (int, error) {
+	b := d.b
+	var seen [numMFields]bool
+	bad := func(j int, what string) error {
+		return d.typeError(j, fmt.Sprintf("message attribute %q: %s", truncate(string(name), 64), what))
+	}
+	return d.object(i, 5, func(key []byte, j int) (int, error) {
+		f := mFieldIndex(key)
+		if f < 0 {
+			if j = skipValue(b, j, 5); j < 0 {
+				return -1, d.fail(j, "invalid JSON")
+			}
+			return j, nil
+		}
+		if seen[f] {
+			return -1, fmt.Errorf("%w: %w: message attribute %q has %q twice", ErrNotSQSEvent, ErrDuplicateKey, truncate(string(name), 64), mFieldNames[f])
+		}
+		seen[f] = true
+		if b[j] == 'n' {
+			k := scanLiteral(b, j, "null")
+			if k < 0 {
+				return -1, d.fail(j, "invalid JSON")
+			}
+			return k, nil // the zero value
+		}
+		switch f {
+		case mStringValue, mDataType, mBinaryValue:
+			if b[j] != '"' {
+				if k := skipValue(b, j, 5); k < 0 {
+					return -1, d.fail(j, "invalid JSON")
+				}
+				return -1, bad(j, mFieldNames[f]+" is not a string")
+			}
+			k := skipString(b, j)
+			if k < 0 {
+				return -1, d.fail(j, "invalid JSON string")
+			}
+			switch f {
+			case mBinaryValue:
+				v, err := d.base64(b[j+1 : k-1])
+				if err != nil {
+					return -1, bad(j, "binaryValue: "+err.Error())
+				}
+				if decode {
+					a.BinaryValue = v
+				}
+			case mStringValue:
+				if decode {
+					s := string(plainOrUnquote(nil, b[j+1:k-1]))
+					a.StringValue = &s
+				}
+			case mDataType:
+				if decode {
+					a.DataType = string(plainOrUnquote(nil, b[j+1:k-1]))
+				}
+			}
+			return k, nil
+		}
+		// A list.
+		if b[j] != '[' {
+			if k := skipValue(b, j, 5); k < 0 {
+				return -1, d.fail(j, "invalid JSON")
+			}
+			return -1, bad(j, mFieldNames[f]+" is not an array")
+		}
+		if decode {
+			if f == mStringList {
+				a.StringListValues = []string{}
+			} else {
+				a.BinaryListValues = [][]byte{}
+			}
+		}
+		return d.array(j, 6, func(e int) (int, error) {
+			if b[e] == 'n' {
+				k := scanLiteral(b, e, "null")
+				if k < 0 {
+					return -1, d.fail(e, "invalid JSON")
+				}
+				if decode {
+					if f == mStringList {
+						a.StringListValues = append(a.StringListValues, "")
+					} else {
+						a.BinaryListValues = append(a.BinaryListValues, nil)
+					}
+				}
+				return k, nil
+			}
+			if b[e] != '"' {
+				if k := skipValue(b, e, 6); k < 0 {
+					return -1, d.fail(e, "invalid JSON")
+				}
+				return -1, bad(e, mFieldNames[f]+" holds a value that is not a string")
+			}
+			k := skipString(b, e)
+			if k < 0 {
+				return -1, d.fail(e, "invalid JSON string")
+			}
+			if f == mBinaryList {
+				v, err := d.base64(b[e+1 : k-1])
+				if err != nil {
+					return -1, bad(e, "binaryListValues: "+err.Error())
+				}
+				if decode {
+					a.BinaryListValues = append(a.BinaryListValues, v)
+				}
+			} else if decode {
+				a.StringListValues = append(a.StringListValues, string(plainOrUnquote(nil, b[e+1:k-1])))
+			}
+			return k, nil
+		})
+	})
+}
+
+// base64 decodes the raw content of a JSON string as encoding/json decodes
+// a []byte (standard encoding, padded; CR and LF ignored). The result is a
+// new slice.
+func (d *decoder) base64(content []byte) ([]byte, error) {
+	s := plainOrUnquote(d.scratch[:0], content)
+	out := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+	n, err := base64.StdEncoding.Decode(out, s)
+	if cap(s) > cap(d.scratch) {
+		d.scratch = s[:0]
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out[:n], nil
+}
+
+// finish makes the records' strings: one string holds them all.
+func (d *decoder) finish(ev *Event) {
+	if len(ev.records) == 0 {
+		return
+	}
+	all := string(d.arena)
+	for k := range ev.records {
+		r, sp := &ev.records[k], d.spans[8*k:8*k+8]
+		cut := func(n int) string { return all[sp[2*n] : sp[2*n]+sp[2*n+1]] }
+		r.id, r.receipt, r.arn, r.group = cut(0), cut(1), cut(2), cut(3)
+		if k > 0 && r.arn == ev.records[k-1].arn {
+			r.arn = ev.records[k-1].arn // the same backing bytes: nothing else keeps this part
+		}
+	}
+}
+
+// plainOrUnquote returns content (a JSON string's raw content, validated)
+// decoded as encoding/json decodes it: content itself when it needs no
+// decoding, otherwise appended to dst.
+func plainOrUnquote(dst, content []byte) []byte {
+	if bytes.IndexByte(content, '\\') < 0 && utf8.Valid(content) {
+		return content
+	}
+	return unquoteAppend(dst, content)
+}
+
+// plainOrUnquoteAppend appends content decoded to dst.
+func plainOrUnquoteAppend(dst, content []byte) []byte {
+	if bytes.IndexByte(content, '\\') < 0 && utf8.Valid(content) {
+		return append(dst, content...)
+	}
+	return unquoteAppend(dst, content)
+}
+
+// unquoteInPlace decodes the validated JSON string literal lit (quotes
+// included) into lit's own bytes and returns the decoded bytes. Decoding
+// never makes a string longer, except an invalid UTF-8 byte (one byte
+// becomes U+FFFD's three): such a string is decoded into a new slice.
+func unquoteInPlace(lit []byte) []byte {
+	content := lit[1 : len(lit)-1]
+	if bytes.IndexByte(content, '\\') < 0 {
+		if utf8.Valid(content) {
+			return content
+		}
+		return unquoteAppend(nil, content)
+	}
+	if !utf8.Valid(content) {
+		return unquoteAppend(nil, content)
+	}
+	// The output starts at the opening quote and never overtakes the input:
+	// each byte is read before a write can reach it.
+	return unquoteAppend(lit[:0:len(lit)], content)
+}
+
+// unquoteAppend appends the decoded content of a validated JSON string
+// (without its quotes) to dst, exactly as encoding/json decodes it: escapes
+// resolved, surrogate pairs joined, lone surrogates and invalid UTF-8 bytes
+// replaced by U+FFFD one for one. dst may share memory with s when it starts
+// at or before s and s is valid UTF-8 (see unquoteInPlace).
+func unquoteAppend(dst, s []byte) []byte {
+	valid := utf8.Valid(s)
+	for r := 0; r < len(s); {
+		if valid {
+			k := bytes.IndexByte(s[r:], '\\')
+			if k < 0 {
+				return append(dst, s[r:]...)
+			}
+			dst = append(dst, s[r:r+k]...)
+			r += k
+		}
+		c := s[r]
+		switch {
+		case c == '\\':
+			switch s[r+1] {
+			case 'b':
+				dst = append(dst, '\b')
+			case 'f':
+				dst = append(dst, '\f')
+			case 'n':
+				dst = append(dst, '\n')
+			case 'r':
+				dst = append(dst, '\r')
+			case 't':
+				dst = append(dst, '\t')
+			case 'u':
+				rr := hex4(s[r+2:])
+				r += 6
+				if utf16.IsSurrogate(rr) {
+					if r+6 <= len(s) && s[r] == '\\' && s[r+1] == 'u' {
+						if dec := utf16.DecodeRune(rr, hex4(s[r+2:])); dec != unicode.ReplacementChar {
+							dst = utf8.AppendRune(dst, dec)
+							r += 6
+							continue
+						}
+					}
+					rr = unicode.ReplacementChar
+				}
+				dst = utf8.AppendRune(dst, rr)
+				continue
+			default: // '"', '\\', '/'
+				dst = append(dst, s[r+1])
+			}
+			r += 2
+		case c < utf8.RuneSelf:
+			dst = append(dst, c)
+			r++
+		default:
+			rr, size := utf8.DecodeRune(s[r:])
+			dst = utf8.AppendRune(dst, rr)
+			r += size
+		}
+	}
+	return dst
+}
+
+// hex4 reads four hex digits (-1 when they are not).
+func hex4(s []byte) rune {
+	if len(s) < 4 {
+		return -1
+	}
+	var r rune
+	for _, c := range s[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
+}
+
+// litString decodes a raw JSON string literal (quotes included) kept by
+// the decoder; nil is "".
+func litString(lit []byte) string {
+	if lit == nil {
+		return ""
+	}
+	return string(plainOrUnquote(nil, lit[1:len(lit)-1]))
+}
+
+// attribute returns the value of the system attribute name ("" when
+// absent), decoded from the raw attributes; the last of duplicate keys
+// wins, as in a decoded map.
+func (r *leanRecord) attribute(name string) (string, bool) {
+	if r.attrs == nil {
+		return "", false
+	}
+	d := decoder{b: r.attrs}
+	var val []byte
+	found := false
+	_, err := d.object(0, 4, func(key []byte, j int) (int, error) {
+		b := d.b
+		var k int
+		if b[j] == 'n' {
+			k = j + 4
+		} else {
+			k = skipString(b, j)
+		}
+		if string(key) == name {
+			found, val = true, nil
+			if b[j] == '"' {
+				val = b[j:k]
+			}
+		}
+		return k, nil
+	})
+	if err != nil || !found {
+		return "", false // validated when decoded: not reached
+	}
+	return litString(val), true
+}
+
+// receiveCount parses the record's ApproximateReceiveCount.
+func (r *leanRecord) receiveCount() (int, bool) {
+	if r.count == nil {
+		return receiveCount("")
+	}
+	if !r.countEscaped {
+		return receiveCount(unsafe.String(unsafe.SliceData(r.count), len(r.count)))
+	}
+	return receiveCount(string(unquoteAppend(nil, r.count)))
+}
+
+// countText is the raw ApproximateReceiveCount, for a log line.
+func (r *leanRecord) countText() string {
+	if r.count == nil {
+		return ""
+	}
+	return string(plainOrUnquote(nil, r.count))
+}
+
+// messageAttributes decodes the raw message attributes.
+func (r *leanRecord) messageAttributes() (map[string]events.SQSMessageAttribute, error) {
+	if r.mattrs == nil {
+		return nil, nil
+	}
+	out := make(map[string]events.SQSMessageAttribute)
+	d := decoder{b: r.mattrs}
+	if _, err := walkMessageAttributes(&d, 0, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// attributes decodes the raw attributes.
+func (r *leanRecord) attributes() map[string]string {
+	if r.attrs == nil {
+		return nil
+	}
+	out := make(map[string]string)
+	d := decoder{b: r.attrs}
+	_, _ = d.object(0, 4, func(key []byte, j int) (int, error) {
+		b := d.b
+		if b[j] == 'n' {
+			out[string(key)] = ""
+			return j + 4, nil
+		}
+		k := skipString(b, j)
+		out[string(key)] = litString(b[j:k])
+		return k, nil
+	})
+	return out
+}
+
+// sqsMessage materializes the record as aws-lambda-go would decode it.
+func (r *leanRecord) sqsMessage() (events.SQSMessage, error) {
+	if r.null {
+		return events.SQSMessage{}, nil
+	}
+	ma, err := r.messageAttributes()
+	if err != nil {
+		return events.SQSMessage{}, err
+	}
+	return events.SQSMessage{
+		MessageId: r.id, ReceiptHandle: r.receipt, Body: string(r.body),
+		Md5OfBody: litString(r.md5Body), Md5OfMessageAttributes: litString(r.md5Attrs),
+		Attributes: r.attributes(), MessageAttributes: ma,
+		EventSourceARN: r.arn, EventSource: litString(r.source), AWSRegion: litString(r.region),
+	}, nil
+}
+
+// SQSEvent returns the event as aws-lambda-go's type, every string copied
+// (for tests and for code that needs the maps; it costs what the lean path
+// saves).
+func (e *Event) SQSEvent() (events.SQSEvent, error) {
+	var ev events.SQSEvent
+	if e == nil || e.records == nil {
+		return ev, nil
+	}
+	ev.Records = make([]events.SQSMessage, len(e.records))
+	for i := range e.records {
+		m, err := e.records[i].sqsMessage()
+		if err != nil {
+			return events.SQSEvent{}, fmt.Errorf("record %d: %w", i, err)
+		}
+		ev.Records[i] = m
+	}
+	return ev, nil
+}
+
+// check is CheckSQSEvent on the lean records.
+func (e *Event) check() error {
+	for i := range e.records {
+		r := &e.records[i]
+		if r.id == "" {
+			return fmt.Errorf("%w: record %d has no messageId", ErrNotSQSEvent, i)
+		}
+		if r.source != nil && string(r.source) != `"aws:sqs"` {
+			if s := litString(r.source); s != "" && s != "aws:sqs" {
+				return fmt.Errorf("%w: record %d has eventSource %q", ErrNotSQSEvent, i, truncate(s, 64))
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package batch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// diffDecode decodes payload with DecodeEvent (on a copy: it decodes in
+// place) and with json.Unmarshal into events.SQSEvent, as aws-lambda-go
+// does, and fails t when they disagree: both succeed with the same records
+// (every string byte for byte, nil and empty maps and slices alike), or
+// both fail, or DecodeEvent refuses a duplicate key that encoding/json
+// would have merged. It returns the lean event (nil on error).
+func diffDecode(t *testing.T, payload []byte) *Event {
+	t.Helper()
+	var want events.SQSEvent
+	jerr := json.Unmarshal(payload, &want)
+	lean, lerr := DecodeEvent(bytes.Clone(payload))
+	switch {
+	case lerr != nil && jerr != nil:
+		if !errors.Is(lerr, ErrNotSQSEvent) {
+			t.Fatalf("DecodeEvent error %v does not wrap ErrNotSQSEvent", lerr)
+		}
+		return nil
+	case lerr != nil:
+		if !errors.Is(lerr, ErrDuplicateKey) {
+			t.Fatalf("DecodeEvent refused what encoding/json accepts: %v\npayload: %q", lerr, truncate(string(payload), 2000))
+		}
+		return nil
+	case jerr != nil:
+		t.Fatalf("DecodeEvent accepted what encoding/json refuses (%v)\npayload: %q", jerr, truncate(string(payload), 2000))
+	}
+	got, err := lean.SQSEvent()
+	if err != nil {
+		t.Fatalf("SQSEvent of a decoded event: %v", err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		for i := range min(len(got.Records), len(want.Records)) {
+			if !reflect.DeepEqual(got.Records[i], want.Records[i]) {
+				t.Fatalf("record %d differs:\n lean %#v\n json %#v", i, got.Records[i], want.Records[i])
+			}
+		}
+		t.Fatalf("events differ: lean %d records, json %d (nil: %v, %v)", len(got.Records), len(want.Records), got.Records == nil, want.Records == nil)
+	}
+	// What the processor reads without materializing the record.
+	for i := range lean.records {
+		r, w := &lean.records[i], &want.Records[i]
+		n, ok := r.receiveCount()
+		wn, wok := receiveCount(w.Attributes[attrReceiveCount])
+		if n != wn || ok != wok {
+			t.Fatalf("record %d: receive count %d %v, want %d %v", i, n, ok, wn, wok)
+		}
+		if r.group != w.Attributes[attrGroupID] {
+			t.Fatalf("record %d: group %q, want %q", i, r.group, w.Attributes[attrGroupID])
+		}
+		for _, name := range []string{attrSentAt, attrFirstReceive, attrTraceHeader, attrReceiveCount} {
+			v, ok := r.attribute(name)
+			wv, wok := w.Attributes[name]
+			if v != wv || ok != wok {
+				t.Fatalf("record %d: attribute %s = %q %v, want %q %v", i, name, v, ok, wv, wok)
+			}
+		}
+	}
+	if cerr, werr := lean.check(), CheckSQSEvent(want); (cerr == nil) != (werr == nil) {
+		t.Fatalf("check: lean %v, CheckSQSEvent %v", cerr, werr)
+	}
+	return lean
+}
+
+func TestDecodeEventTestdata(t *testing.T) {
+	files, err := filepath.Glob("../../events/testdata/*.json")
+	if err != nil || len(files) < 20 {
+		t.Fatalf("testdata: %v (%d files)", err, len(files))
+	}
+	decoded := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			if ev := diffDecode(t, data); ev != nil {
+				decoded += ev.Len()
+			}
+		})
+	}
+	if decoded < 100 {
+		t.Fatalf("only %d records decoded over the testdata", decoded)
+	}
+}
+
+// TestDecodeEventGenMix decodes the generator's mixes (every tool and shape,
+// 0-10 message attributes, bodies with escapes) as make bench-sizes does.
+func TestDecodeEventGenMix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs events/gen")
+	}
+	dir := t.TempDir()
+	for _, mix := range [][2]string{{"1000", "90"}, {"300", "10"}} {
+		out := filepath.Join(dir, "mix.json")
+		cmd := exec.Command("go", "run", "../../events/gen", "-mix", mix[0], "-ok", mix[1], "-out", out)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("gen: %v\n%s", err, b)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := diffDecode(t, data)
+		if ev == nil || ev.Len() != atoiOr(mix[0]) {
+			t.Fatalf("mix %v: decoded %d records", mix, ev.Len())
+		}
+		withAttrs := 0
+		for i := range ev.records {
+			if len(ev.records[i].mattrs) > 2 {
+				withAttrs++
+			}
+		}
+		if withAttrs == 0 {
+			t.Fatalf("mix %v: no record with message attributes", mix)
+		}
+	}
+}
+
+func atoiOr(s string) int {
+	n := 0
+	for _, c := range s {
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// Edge cases of escaping, key matching and types, each against encoding/json.
+var eventEdgeCases = []string{
+	`null`, ` {} `, `{"Records":null}`, `{"Records":[]}`, `{"Records":[null]}`, `{"records":[{"messageId":"a"}]}`,
+	`{"RECORDS":[{"MESSAGEID":"a","Body":"b"}]}`,
+	`{"Records":[{"messageId":"a","body":"\u00e9\u4e2d\ud83d\ude00 \"q\" \\ \/ \b\f\n\r\t"}]}`,
+	`{"Records":[{"messageId":"a","body":"lone \ud800 high \udc00 low \ud800\u0041 pair-ish \ud83d\ude00\ud83d"}]}`,
+	"{\"Records\":[{\"messageId\":\"a\",\"body\":\"bad \xff utf8 \xed\xa0\x80 \xc3\"}]}",
+	"{\"Records\":[{\"messageId\":\"a\",\"body\":\"bad \xff with escape \\n \xe2\x82\"}]}",
+	`{"Records":[{"messageId":"a","body":"é中😀 raw"}]}`,
+	`{"Records":[{"messageId":"a","body":""}]}`,
+	`{"Records":[{"messageId":"a","body":null,"attributes":null,"messageAttributes":null}]}`,
+	`{"Records":[{"messageId":"a","attributes":{},"messageAttributes":{}}]}`,
+	`{"Records":[{"messageId":"a","attributes":{"ApproximateReceiveCount":"\u0033","MessageGroupId":"g\u00e9","x":null}}]}`,
+	`{"Records":[{"messageId":"a","attributes":{"ApproximateReceiveCount":"1","ApproximateReceiveCount":"2"}}]}`,
+	`{"Records":[{"messageId":"a","attributes":{"ApproximateReceiveCount":null}}]}`,
+	`{"Records":[{"messageId":"a","attributes":{"ApproximateReceiveCount":3}}]}`,
+	`{"Records":[{"messageId":"a","attributes":[]}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"k":null,"b":{"binaryValue":"aGk=","dataType":"Binary"}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"b":{"binaryValue":"aGk","dataType":"Binary"}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"b":{"binaryValue":"aG\nk=","dataType":"Binary"}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"b":{"binaryValue":"aG\\nk=","dataType":"Binary"}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"b":{"binaryValue":"","binaryListValues":["aGk=",null,""],"stringListValues":["x",null],"dataType":"Binary"}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"s":{"StringValue":"v","DATATYPE":"String","other":[1,{"x":true}]}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"s":{"stringValue":5}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"s":{"stringListValues":[1]}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"s":"x"}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"s":{"stringValue":null,"stringListValues":null,"binaryListValues":[]}}}]}`,
+	`{"Records":[{"messageId":5}]}`, `{"Records":{}}`, `{"Records":[1]}`, `[]`, `"x"`, `{"Records":[]} x`, `{"Records":[],}`,
+	`{"Records":[{"messageId":"a"}],"other":{"deep":[[[{}]]]},"n":-1.5e3}`, `{"Records":[{"messageId":"a","unknown":01}]}`,
+	`{"Records":[{"messageId":"a","eventSource":"aws:sns"}]}`, `{"Records":[{"messageId":"a","eventSource":"aws:\u0073qs"}]}`,
+	`{"Records":[{"messageId":"a","body":"x"}],"Records":[{"messageId":"b"}]}`,
+	`{"Records":[{"messageId":"a","messageId":"b"}]}`, `{"Records":[{"messageId":"a","MessageId":"b"}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"k":{},"k":{}}}]}`,
+	`{"Records":[{"message\u0049d":"a","meſſageId":"b"}]}`, `{"Records":[{"messageId":"a\u0000b"}]}`,
+	"{\"Records\":[{\"messageId\":\"a\tb\"}]}", `{"Records":[{"messageId":"a\x"}]}`, `{"Records":[{"messageId":"a\u12"}]}`,
+	`{"Records":[{"messageId":"a","body":"\ud83d\ude00\ud83d\ude00\u00e9\\u0041"}]}`,
+	`{"Records":[{"eventSourceARN":"arn:q","messageId":"1"},{"eventSourceARN":"arn:q","messageId":"2"},{"messageId":"3"}]}`,
+	``, ` `, `{`, `{"Records":[`, `{"Records":[{"messageId":"a"`, `nul`,
+}
+
+func TestDecodeEventEdgeCases(t *testing.T) {
+	for _, c := range eventEdgeCases {
+		diffDecode(t, []byte(c))
+	}
+	// Nesting as deep as encoding/json allows, and one deeper.
+	for _, depth := range []int{9998, 10001} {
+		doc := `{"Records":[],"x":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`
+		diffDecode(t, []byte(doc))
+	}
+}
+
+// TestDecodeEventDuplicateKey: a duplicate key is refused with a clear
+// error, where encoding/json would merge the two.
+func TestDecodeEventDuplicateKey(t *testing.T) {
+	_, err := DecodeEvent([]byte(`{"Records":[{"messageId":"a","body":"x","messageId":"b"}]}`))
+	if !errors.Is(err, ErrDuplicateKey) || !errors.Is(err, ErrNotSQSEvent) || !strings.Contains(err.Error(), `"messageId" twice`) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestDecodeEventInPlace: the body is decoded in the payload's own bytes.
+func TestDecodeEventInPlace(t *testing.T) {
+	payload := []byte(`{"Records":[{"messageId":"m","body":"{\"a\":\"\u00e9\"}"}]}`)
+	ev, err := DecodeEvent(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := ev.records[0].body
+	if string(body) != `{"a":"é"}` {
+		t.Fatalf("body %q", body)
+	}
+	start := bytes.Index(payload, []byte(`"body":`)) + len(`"body":`)
+	if &body[0] != &payload[start] {
+		t.Fatal("the body was copied, not decoded in place")
+	}
+}
+
+func FuzzDecodeEvent(f *testing.F) {
+	files, _ := filepath.Glob("../../events/testdata/*.json")
+	for _, file := range files {
+		if data, err := os.ReadFile(file); err == nil && len(data) < 64<<10 {
+			f.Add(data)
+		}
+	}
+	for _, c := range eventEdgeCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		diffDecode(t, payload)
+	})
+}
