@@ -27,14 +27,14 @@ type Backoff struct {
 func (p *Processor) retry(ctx context.Context, rec Record, c Classification, err error) {
 	p.release(ctx, rec)
 	var delay int32 = -1
-	if !p.backoff.Disabled && p.hotURL != "" && rec.Message.ReceiptHandle != "" {
+	if !p.backoff.Disabled && p.hotURL != "" && rec.ReceiptHandle() != "" {
 		delay = p.backoff.delaySeconds(rec.ReceiveCount, p.rand)
-		if verr := p.changeVisibility(ctx, rec.Message.ReceiptHandle, delay); verr != nil {
+		if verr := p.changeVisibility(ctx, rec.ReceiptHandle(), delay); verr != nil {
 			p.logFailure(ctx, slog.LevelWarn, "visibility backoff failed; the visibility timeout applies", rec, c.Reason, verr)
 		}
 	}
 	logAttrs(ctx, p.log, slog.LevelWarn, "retried",
-		slog.String("message_id", rec.Message.MessageId), slog.String("queue", queueName(rec.Message.EventSourceARN)),
+		slog.String("message_id", rec.MessageID()), slog.String("queue", queueName(rec.EventSourceARN())),
 		slog.String("reason", string(c.Reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", rec.st.task.TraceID),
 		slog.String("class", string(c.Class())), slog.String("error_code", c.Code), slog.Int("backoff_s", int(delay)),
 		slog.String("error", deadletter.Redact(err.Error(), deadletter.MaxErrorRunes)))
@@ -42,7 +42,7 @@ func (p *Processor) retry(ctx context.Context, rec Record, c Classification, err
 
 func (p *Processor) release(ctx context.Context, rec Record) {
 	if rec.st.begun && p.ledger != nil {
-		if err := p.ledger.Release(ctx, rec.st.key, rec.Message.MessageId, p.now()); err != nil {
+		if err := p.ledger.Release(ctx, rec.st.key, rec.MessageID(), p.now()); err != nil {
 			p.logFailure(ctx, slog.LevelWarn, "ledger release failed; the lease expires by itself", rec, "", err)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -43,7 +42,7 @@ type S3API interface {
 // a failed send leaves it to be retried. It returns resultPending: the
 // record's fate is set when its batch is sent.
 func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification, cause error, m *counters) result {
-	st, msg := rec.st, rec.Message
+	st := rec.st
 	now := p.now().UTC()
 	reason := c.Reason
 	errText := cause.Error()
@@ -62,13 +61,13 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		// The attempt that dead-lettered it; its error text is meta.Error.
 		History:        m.dlq.history(deadletter.Attempt{Receive: rec.ReceiveCount, At: now, Class: c.Reason.Class(), ErrorCode: c.Code}),
 		SourceQueueARN: p.sourceARN,
-		MessageID:      msg.MessageId,
+		MessageID:      rec.MessageID(),
 		SentAt:         rec.SentAt(),
 		DeadLetteredAt: now,
 		WorkerVersion:  p.version,
 		MessageGroupID: rec.GroupID,
 		IdempotencyKey: st.key,
-		InputSHA256:    m.dlq.sha256Hex(msg.Body),
+		InputSHA256:    m.dlq.sha256Hex(rec.Body()),
 		Effect:         effectState(st),
 		RedriveCount:   st.redriveCount,
 	}
@@ -76,7 +75,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		meta.FirstFailureAt = first
 	}
 	if meta.SourceQueueARN == "" {
-		meta.SourceQueueARN = msg.EventSourceARN
+		meta.SourceQueueARN = rec.EventSourceARN()
 	}
 	if st.described {
 		t := &st.task
@@ -97,14 +96,16 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 // the dead letter back: it is sent without the pointer, and the loss logged.
 // The one error is a body that leaves no room for any dead letter.
 func (p *Processor) fit(ctx context.Context, rec Record, meta deadletter.Meta) (map[string]deadletter.Attribute, error) {
-	msg := rec.Message
-	original := originalAttributes(msg.MessageAttributes)
+	original, err := originalAttributes(rec)
+	if err != nil {
+		return nil, err // DecodeEvent validated them: not reached
+	}
 	var key, ref string
 	if p.evidence != nil {
-		key = p.pipeline + "/evidence/" + meta.DeadLetteredAt.Format(time.DateOnly) + "/" + msg.MessageId + ".json"
+		key = p.pipeline + "/evidence/" + meta.DeadLetteredAt.Format(time.DateOnly) + "/" + rec.MessageID() + ".json"
 		ref = "s3://" + p.evidenceBucket + "/" + key
 	}
-	attrs, ev, err := deadletter.FitDeadLetter(meta, original, len(msg.Body), p.maxMessage, ref)
+	attrs, ev, err := deadletter.FitDeadLetter(meta, original, len(rec.Body()), p.maxMessage, ref)
 	if err != nil || ev == nil {
 		return attrs, err
 	}
@@ -120,7 +121,7 @@ func (p *Processor) fit(ctx context.Context, rec Record, meta deadletter.Meta) (
 			return attrs, nil
 		}
 		p.logFailure(ctx, slog.LevelError, "claim check could not be stored; the dead letter is sent without it", rec, meta.Reason, perr)
-		if attrs, _, err = deadletter.FitDeadLetter(meta, original, len(msg.Body), p.maxMessage, ""); err != nil {
+		if attrs, _, err = deadletter.FitDeadLetter(meta, original, len(rec.Body()), p.maxMessage, ""); err != nil {
 			return nil, err
 		}
 	}
@@ -171,11 +172,12 @@ func effectState(st *recordState) deadletter.EffectState {
 // message: "dlq-" and the original message id.
 func DeduplicationID(messageID string) string { return "dlq-" + truncate(messageID, 120) }
 
-// originalAttributes converts the Lambda record's message attributes (the
-// general path of a dead letter only: see enqueue).
-func originalAttributes(in map[string]events.SQSMessageAttribute) map[string]deadletter.Attribute {
-	if len(in) == 0 {
-		return nil
+// originalAttributes converts the record's message attributes (the general
+// path of a dead letter only: see enqueue).
+func originalAttributes(rec Record) (map[string]deadletter.Attribute, error) {
+	in, err := rec.MessageAttributes()
+	if err != nil || len(in) == 0 {
+		return nil, err
 	}
 	out := make(map[string]deadletter.Attribute, len(in))
 	for name, a := range in {
@@ -185,5 +187,5 @@ func originalAttributes(in map[string]events.SQSMessageAttribute) map[string]dea
 		}
 		out[name] = v
 	}
-	return out
+	return out, nil
 }

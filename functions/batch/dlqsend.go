@@ -86,10 +86,10 @@ func (o *outbox) history(a deadletter.Attempt) []deadletter.Attempt {
 	return o.hist[:]
 }
 
-// sha256Hex is the hex SHA-256 of s, in the outbox's scratch: valid until
+// sha256Hex is the hex SHA-256 of b, in the outbox's scratch: valid until
 // the next call.
-func (o *outbox) sha256Hex(s string) string {
-	sum := sha256.Sum256(unsafe.Slice(unsafe.StringData(s), len(s)))
+func (o *outbox) sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
 	hex.Encode(o.hex[:], sum[:])
 	return unsafe.String(&o.hex[0], len(o.hex))
 }
@@ -149,9 +149,18 @@ func (o *outbox) attrMap(i, hint int) map[string]types.MessageAttributeValue {
 // never acknowledged. A dead letter that cannot be encoded at all fails at
 // once, as a failed send.
 func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Meta, code string, cause error, m *counters) {
-	o, msg := m.dlq, rec.Message
+	o := m.dlq
 	rec.st.result = resultRetry
 	letter := pendingLetter{rec: rec, reason: meta.Reason, code: code, cause: cause, now: meta.DeadLetteredAt}
+	// The message's attributes and body as the dead letter carries them: on
+	// the lean path the attributes are decoded now (data type and values
+	// only) and the body copied out of the invocation's payload.
+	mattrs, err := rec.deadLetterMessageAttributes()
+	if err != nil {
+		p.settle(ctx, &letter, err, m) // DecodeEvent validated them: not reached
+		return
+	}
+	body := rec.bodyString()
 
 	// The common case: the metadata is written into the slot's reused
 	// buffer, the original attributes kept on the message (all of them, or
@@ -161,24 +170,24 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	slot, size := o.n, -1
 	var fitted map[string]deadletter.Attribute
 	orig := *meta
-	keepAll := deadletter.KeepsAll(msg.MessageAttributes)
+	keepAll := deadletter.KeepsAll(mattrs)
 	if !keepAll {
-		o.fold(msg.MessageAttributes)
+		o.fold(mattrs)
 		meta.Folded = o.folded
 	}
 	buf, err := deadletter.AppendMeta(o.metas[slot][:0], meta)
 	o.metas[slot] = buf
 	if err == nil {
-		size = len(msg.Body) +
+		size = len(body) +
 			len(deadletter.AttrReason) + len("String") + len(meta.Reason) +
 			len(deadletter.AttrMeta) + len("String") + len(buf)
 		if keepAll {
-			for name, a := range msg.MessageAttributes {
+			for name, a := range mattrs {
 				size += attrSize(name, &a)
 			}
 		} else {
 			for _, name := range o.kept {
-				a := msg.MessageAttributes[name]
+				a := mattrs[name]
 				size += attrSize(name, &a)
 			}
 		}
@@ -196,7 +205,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 			p.settle(ctx, &letter, err, m)
 			return
 		}
-		fitted, size = attrs, deadletter.MessageSize(len(msg.Body), attrs)
+		fitted, size = attrs, deadletter.MessageSize(len(body), attrs)
 	}
 	if o.n > 0 && o.bytes+size > p.batchBytes() {
 		p.flush(ctx, m)
@@ -207,16 +216,16 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	}
 
 	e := &o.entries[slot]
-	*e = types.SendMessageBatchRequestEntry{Id: &entryIDs[slot], MessageBody: o.ptr(msg.Body)}
+	*e = types.SendMessageBatchRequestEntry{Id: &entryIDs[slot], MessageBody: o.ptr(body)}
 	if fitted == nil {
-		am := o.attrMap(slot, len(msg.MessageAttributes)+2)
+		am := o.attrMap(slot, len(mattrs)+2)
 		if keepAll {
-			for name, a := range msg.MessageAttributes {
+			for name, a := range mattrs {
 				am[name] = o.attrValue(&a)
 			}
 		} else {
 			for _, name := range o.kept {
-				a := msg.MessageAttributes[name]
+				a := mattrs[name]
 				am[name] = o.attrValue(&a)
 			}
 		}
@@ -237,7 +246,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 		}
 		e.MessageAttributes = am
 	}
-	if th := msg.Attributes[attrTraceHeader]; th != "" {
+	if th := rec.Attribute(attrTraceHeader); th != "" {
 		if o.system[slot] == nil {
 			o.system[slot] = make(map[string]types.MessageSystemAttributeValue, 1)
 		}
@@ -247,10 +256,10 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	if p.fifo {
 		group := rec.GroupID
 		if group == "" {
-			group = msg.MessageId
+			group = rec.MessageID()
 		}
 		e.MessageGroupId = o.ptr(group)
-		e.MessageDeduplicationId = o.ptr(DeduplicationID(msg.MessageId))
+		e.MessageDeduplicationId = o.ptr(DeduplicationID(rec.MessageID()))
 	}
 	o.pending[slot] = letter
 	o.n, o.bytes = slot+1, o.bytes+size
@@ -388,7 +397,7 @@ func deref(s *string) string {
 // the hot queue (retried, DLQSendFailures); a success records the dead
 // letter in the ledger, counts it and logs it.
 func (p *Processor) settle(ctx context.Context, l *pendingLetter, err error, m *counters) {
-	rec, st, msg := l.rec, l.rec.st, l.rec.Message
+	rec, st := l.rec, l.rec.st
 	if err != nil {
 		// Nothing is lost: the record stays on the hot queue and is retried.
 		m.dlqSendFailures++
@@ -406,7 +415,7 @@ func (p *Processor) settle(ctx context.Context, l *pendingLetter, err error, m *
 	}
 	m.byReason[reasonIndex(l.reason)]++
 	line := deadLetterLine{
-		messageID: msg.MessageId, queue: queueName(msg.EventSourceARN), reason: string(l.reason), attempt: rec.ReceiveCount,
+		messageID: rec.MessageID(), queue: queueName(rec.EventSourceARN()), reason: string(l.reason), attempt: rec.ReceiveCount,
 		traceID: st.task.TraceID, code: l.code, err: l.errMsg,
 	}
 	if pe, ok := errors.AsType[*panicError](l.cause); ok {

@@ -231,7 +231,9 @@ func TestDeadLetterAttributesAreFitDeadLetters(t *testing.T) {
 				}
 				meta, err := deadletter.ParseMeta([]byte(got[deadletter.AttrMeta].StringValue))
 				require.NoError(t, err)
-				want, ev, err := deadletter.FitDeadLetter(*meta, originalAttributes(msg.MessageAttributes), len(msg.Body), DefaultMaxMessageBytes, "")
+				original, err := originalAttributes(Record{Message: &msg})
+				require.NoError(t, err)
+				want, ev, err := deadletter.FitDeadLetter(*meta, original, len(msg.Body), DefaultMaxMessageBytes, "")
 				require.NoError(t, err)
 				require.Nil(t, ev)
 				for name, a := range want {

@@ -6,15 +6,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/aws/aws-lambda-go/events"
 )
 
 // runOne handles record i unless its FIFO group is already held. batchNow
 // is the clock read once when the batch started: without a deadline the
 // record's ledger calls use it (each time.Now cost ~0.1 µs a record); with
 // one, the reading taken for the deadline check serves the record.
-func (p *Processor) runOne(ctx context.Context, msg *events.SQSMessage, st *recordState, held bool, batchNow time.Time, m *counters) {
+func (p *Processor) runOne(ctx context.Context, rs *records, i int, st *recordState, held bool, batchNow time.Time, m *counters) {
 	if held {
 		st.result = resultRetry // reported, not handled: the group's order holds
 		return
@@ -29,11 +27,17 @@ func (p *Processor) runOne(ctx context.Context, msg *events.SQSMessage, st *reco
 			return
 		}
 	}
-	rec := p.newRecord(msg, st, now)
+	rec := p.newRecord(rs, i, st, now)
 	if st.badCount {
+		value := ""
+		if rec.lean != nil {
+			value = rec.lean.countText()
+		} else {
+			value = rec.Message.Attributes[attrReceiveCount]
+		}
 		logAttrs(ctx, p.log, slog.LevelWarn, "unreadable ApproximateReceiveCount; counted as 1",
-			slog.String("message_id", msg.MessageId), slog.String("queue", queueName(msg.EventSourceARN)),
-			slog.String("value", truncate(msg.Attributes[attrReceiveCount], 32)))
+			slog.String("message_id", rec.MessageID()), slog.String("queue", queueName(rec.EventSourceARN())),
+			slog.String("value", truncate(value, 32)))
 	}
 	if r := p.process(ctx, rec, m); r != resultPending {
 		st.result = r
@@ -41,15 +45,15 @@ func (p *Processor) runOne(ctx context.Context, msg *events.SQSMessage, st *reco
 }
 
 // runSequential handles the records one after the other, in event order.
-func (p *Processor) runSequential(ctx context.Context, records []events.SQSMessage, states []recordState, now time.Time, m *counters) {
+func (p *Processor) runSequential(ctx context.Context, rs *records, states []recordState, now time.Time, m *counters) {
 	var held map[string]struct{} // FIFO message groups stopped at a failure
-	for i := range records {
+	for i := range rs.len() {
 		group := ""
 		if p.fifo {
-			group = records[i].Attributes[attrGroupID]
+			group = rs.group(i)
 		}
 		_, stop := held[group]
-		p.runOne(ctx, &records[i], &states[i], p.fifo && stop, now, m)
+		p.runOne(ctx, rs, i, &states[i], p.fifo && stop, now, m)
 		if p.fifo && states[i].result == resultRetry {
 			if held == nil {
 				held = make(map[string]struct{})
@@ -61,19 +65,19 @@ func (p *Processor) runSequential(ctx context.Context, records []events.SQSMessa
 
 // runConcurrent handles the records of a standard queue with up to
 // Concurrency goroutines.
-func (p *Processor) runConcurrent(ctx context.Context, records []events.SQSMessage, states []recordState, now time.Time, m *counters) {
-	p.fanOut(ctx, len(records), m, func(i int, part *counters) {
-		p.runOne(ctx, &records[i], &states[i], false, now, part)
+func (p *Processor) runConcurrent(ctx context.Context, rs *records, states []recordState, now time.Time, m *counters) {
+	p.fanOut(ctx, rs.len(), m, func(i int, part *counters) {
+		p.runOne(ctx, rs, i, &states[i], false, now, part)
 	})
 }
 
 // runGroups handles the message groups of a FIFO queue with up to
 // Concurrency goroutines, each group's records in order.
-func (p *Processor) runGroups(ctx context.Context, records []events.SQSMessage, states []recordState, now time.Time, m *counters) {
+func (p *Processor) runGroups(ctx context.Context, rs *records, states []recordState, now time.Time, m *counters) {
 	var order []string
 	groups := map[string][]int{}
-	for i := range records {
-		g := records[i].Attributes[attrGroupID]
+	for i := range rs.len() {
+		g := rs.group(i)
 		if _, ok := groups[g]; !ok {
 			order = append(order, g)
 		}
@@ -82,7 +86,7 @@ func (p *Processor) runGroups(ctx context.Context, records []events.SQSMessage, 
 	p.fanOut(ctx, len(order), m, func(k int, part *counters) {
 		held := false
 		for _, i := range groups[order[k]] {
-			p.runOne(ctx, &records[i], &states[i], held, now, part)
+			p.runOne(ctx, rs, i, &states[i], held, now, part)
 			held = held || states[i].result == resultRetry
 		}
 	})

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -61,41 +62,111 @@ const (
 	resultPending
 )
 
-// Handle is the Lambda handler: it runs the Handler over every record and
-// returns the partial batch response. Record failures never make it return
-// an error; it returns one (and acknowledges nothing) only when the
-// processor was not built by New or the event is not an SQS event.
+// Handle is the Lambda handler on aws-lambda-go's event type: it runs the
+// Handler over every record and returns the partial batch response. Record
+// failures never make it return an error; it returns one (and acknowledges
+// nothing) only when the processor was not built by New or the event is not
+// an SQS event. Invoke is the lean path to the same processing.
 func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-	var resp events.SQSEventResponse
 	if p == nil || p.handler == nil {
-		return resp, fmt.Errorf("%w: use batch.New", ErrConfig)
+		return events.SQSEventResponse{}, fmt.Errorf("%w: use batch.New", ErrConfig)
 	}
 	if err := CheckSQSEvent(ev); err != nil {
-		return resp, err
+		return events.SQSEventResponse{}, err
 	}
-	states := getStates(len(ev.Records))
+	return p.run(ctx, &records{sqs: ev.Records}), nil
+}
+
+// HandleEvent is Handle on an event decoded by DecodeEvent (the lean path).
+// Handlers see the same Record, with Message nil: its accessors read the
+// lean record.
+func (p *Processor) HandleEvent(ctx context.Context, ev *Event) (events.SQSEventResponse, error) {
+	if p == nil || p.handler == nil {
+		return events.SQSEventResponse{}, fmt.Errorf("%w: use batch.New", ErrConfig)
+	}
+	if ev == nil {
+		return events.SQSEventResponse{}, fmt.Errorf("%w: nil event", ErrNotSQSEvent)
+	}
+	if err := ev.check(); err != nil {
+		return events.SQSEventResponse{}, err
+	}
+	if ev.records == nil {
+		return p.run(ctx, &records{sqs: nil}), nil
+	}
+	return p.run(ctx, &records{lean: ev.records}), nil
+}
+
+// Invoke makes the Processor an aws-lambda-go lambda.Handler, the lean
+// path: lambda.Start(p) hands it the invocation's payload, which it decodes
+// with DecodeEvent (bodies in place, attributes when read: no
+// events.SQSEvent is built, so the event is not decoded twice) and runs as
+// HandleEvent does, and it returns the partial batch response as JSON. A
+// payload that is not an SQS event is an error, and nothing is
+// acknowledged: Lambda retries the whole batch, nothing is lost.
+func (p *Processor) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	ev, err := DecodeEvent(payload)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.HandleEvent(ctx, ev)
+	if err != nil {
+		return nil, err
+	}
+	return MarshalResponse(resp), nil
+}
+
+// MarshalResponse encodes a partial batch response as Lambda reads it,
+// {"batchItemFailures":[{"itemIdentifier":"..."}]}, as json.Marshal does.
+func MarshalResponse(resp events.SQSEventResponse) []byte {
+	n := 24
+	for _, f := range resp.BatchItemFailures {
+		n += 22 + len(f.ItemIdentifier)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, `{"batchItemFailures":`...)
+	if resp.BatchItemFailures == nil {
+		return append(out, "null}"...)
+	}
+	out = append(out, '[')
+	for i, f := range resp.BatchItemFailures {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, `{"itemIdentifier":`...)
+		q, _ := json.Marshal(f.ItemIdentifier) // a string: never fails
+		out = append(out, q...)
+		out = append(out, '}')
+	}
+	return append(out, "]}"...)
+}
+
+// run handles the records and builds the partial batch response.
+func (p *Processor) run(ctx context.Context, rs *records) events.SQSEventResponse {
+	var resp events.SQSEventResponse
+	n := rs.len()
+	states := getStates(n)
 	defer putStates(states)
 	m := counters{dlq: getOutbox()}
 	defer putOutbox(m.dlq)
 	now := p.now()
 	switch {
-	case p.concurrency <= 1 || len(ev.Records) < 2:
-		p.runSequential(ctx, ev.Records, states, now, &m)
+	case p.concurrency <= 1 || n < 2:
+		p.runSequential(ctx, rs, states, now, &m)
 	case p.fifo:
-		p.runGroups(ctx, ev.Records, states, now, &m)
+		p.runGroups(ctx, rs, states, now, &m)
 	default:
-		p.runConcurrent(ctx, ev.Records, states, now, &m)
+		p.runConcurrent(ctx, rs, states, now, &m)
 	}
 	p.flush(ctx, &m) // the dead letters still waiting
 	// The response lists the retried records in event order.
 	notStarted := 0
-	for i := range ev.Records {
+	for i := range n {
 		if states[i].notStarted {
 			notStarted++
 		}
 		switch states[i].result {
 		case resultRetry:
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rs.id(i)})
 			m.retried++
 		case resultDeadLettered:
 			m.deadLettered++
@@ -106,7 +177,7 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 			slog.Int("records", notStarted), slog.Duration("margin", p.margin))
 	}
 	p.emit(&m)
-	return resp, nil
+	return resp
 }
 
 // CheckSQSEvent returns an error wrapping ErrNotSQSEvent when a record of ev
@@ -131,7 +202,7 @@ func (p *Processor) process(ctx context.Context, rec Record, m *counters) result
 	st := rec.st
 	if err == nil {
 		if st.begun && p.ledger != nil {
-			if lerr := p.ledger.Complete(ctx, st.key, rec.Message.MessageId, st.receipt, st.now); lerr != nil {
+			if lerr := p.ledger.Complete(ctx, st.key, rec.MessageID(), st.receipt, st.now); lerr != nil {
 				p.logFailure(ctx, slog.LevelError, "ledger unavailable: could not record done; retried", rec, "", lerr)
 				return resultRetry
 			}

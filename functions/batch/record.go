@@ -25,8 +25,15 @@ type Handler func(ctx context.Context, r Record) error
 // attributes decoded. It is passed by value; its methods share the
 // record's state with the processor and are valid only during the handler
 // call (the state is recycled for the next batch).
+//
+// Its accessors (MessageID, Body, Attribute, MessageAttributes,
+// EventSourceARN, ReceiptHandle, SQSMessage) read the message on either
+// path: Handle's events.SQSEvent or the lean path of Invoke and HandleEvent.
 type Record struct {
-	// Message is the Lambda SQS record. Read only.
+	// Message is the Lambda SQS record when the event came through Handle
+	// (events.SQSEvent). Read only. It is nil on the lean path (Invoke,
+	// HandleEvent), which decodes no events.SQSMessage: use the accessors,
+	// which work on both paths.
 	Message *events.SQSMessage
 	// ReceiveCount is ApproximateReceiveCount: 1 on the first delivery. A
 	// missing or unreadable value counts as 1 (and is logged).
@@ -34,8 +41,9 @@ type Record struct {
 	// GroupID is MessageGroupId (FIFO queues only).
 	GroupID string
 
-	p  *Processor
-	st *recordState
+	p    *Processor
+	st   *recordState
+	lean *leanRecord // the record on the lean path (Message is nil)
 }
 
 // recordState is what the handler tells the processor about a record.
@@ -57,28 +65,130 @@ type recordState struct {
 // SentAt returns SentTimestamp (zero when missing), read on demand: only
 // dead letters need it (parsing it for every record cost ~0.1 µs).
 func (r Record) SentAt() time.Time {
-	if r.Message == nil {
-		return time.Time{}
-	}
-	return epochMillis(r.Message.Attributes[attrSentAt])
+	return epochMillis(r.Attribute(attrSentAt))
 }
 
 // FirstReceivedAt returns ApproximateFirstReceiveTimestamp (zero when
 // missing), read on demand: only dead letters need it.
 func (r Record) FirstReceivedAt() time.Time {
-	if r.Message == nil {
-		return time.Time{}
-	}
-	return epochMillis(r.Message.Attributes[attrFirstReceive])
+	return epochMillis(r.Attribute(attrFirstReceive))
 }
 
-// Body returns the message body as bytes without copying it. The slice
-// aliases the event's string: never modify it.
+// Body returns the message body as bytes without copying it: never modify
+// it. Through Handle the slice aliases the event's string; on the lean path
+// it aliases the invocation's payload, which the Lambda runtime reuses for
+// the next invocation, so it is valid only during the handler call: copy
+// what you keep (strings made from it, as string(b), are copies).
 func (r Record) Body() []byte {
+	if r.lean != nil {
+		if len(r.lean.body) == 0 {
+			return nil
+		}
+		return r.lean.body
+	}
 	if r.Message == nil || r.Message.Body == "" {
 		return nil
 	}
 	return unsafe.Slice(unsafe.StringData(r.Message.Body), len(r.Message.Body))
+}
+
+// bodyString is the body as a string the processor may hand on (a dead
+// letter's MessageBody): the event's own string, or a copy on the lean path.
+func (r Record) bodyString() string {
+	if r.lean != nil {
+		return string(r.lean.body)
+	}
+	if r.Message == nil {
+		return ""
+	}
+	return r.Message.Body
+}
+
+// MessageID returns the SQS message id.
+func (r Record) MessageID() string {
+	if r.lean != nil {
+		return r.lean.id
+	}
+	if r.Message == nil {
+		return ""
+	}
+	return r.Message.MessageId
+}
+
+// EventSourceARN returns the ARN of the queue the message came from.
+func (r Record) EventSourceARN() string {
+	if r.lean != nil {
+		return r.lean.arn
+	}
+	if r.Message == nil {
+		return ""
+	}
+	return r.Message.EventSourceARN
+}
+
+// ReceiptHandle returns the message's receipt handle.
+func (r Record) ReceiptHandle() string {
+	if r.lean != nil {
+		return r.lean.receipt
+	}
+	if r.Message == nil {
+		return ""
+	}
+	return r.Message.ReceiptHandle
+}
+
+// Attribute returns the SQS system attribute name (SentTimestamp,
+// AWSTraceHeader, ...), "" when the message has none. On the lean path it
+// is decoded from the raw attributes when read.
+func (r Record) Attribute(name string) string {
+	if r.lean != nil {
+		v, _ := r.lean.attribute(name)
+		return v
+	}
+	if r.Message == nil {
+		return ""
+	}
+	return r.Message.Attributes[name]
+}
+
+// MessageAttributes returns the message attributes (nil when there are
+// none). On the lean path they are decoded when read, into a new map on
+// each call; DecodeEvent validated them, so the error is not expected.
+func (r Record) MessageAttributes() (map[string]events.SQSMessageAttribute, error) {
+	if r.lean != nil {
+		return r.lean.messageAttributes()
+	}
+	if r.Message == nil {
+		return nil, nil
+	}
+	return r.Message.MessageAttributes, nil
+}
+
+// deadLetterMessageAttributes are the message attributes a dead letter
+// carries: Message's map through Handle; on the lean path decoded now, data
+// type and values only (a dead letter carries no lists).
+func (r Record) deadLetterMessageAttributes() (map[string]events.SQSMessageAttribute, error) {
+	if r.lean == nil {
+		if r.Message == nil {
+			return nil, nil
+		}
+		return r.Message.MessageAttributes, nil
+	}
+	return r.lean.messageAttributes()
+}
+
+// SQSMessage returns the message as aws-lambda-go's type: Message itself
+// through Handle, a copy decoded when called on the lean path (it costs what
+// the lean path saves: call it only where a library needs the type).
+func (r Record) SQSMessage() (*events.SQSMessage, error) {
+	if r.lean != nil {
+		m, err := r.lean.sqsMessage()
+		if err != nil {
+			return nil, err
+		}
+		return &m, nil
+	}
+	return r.Message, nil
 }
 
 // Describe attaches the decoded task, so that a dead letter's dlq_meta
@@ -114,7 +224,7 @@ func (r Record) Begin(ctx context.Context, key string, mutates bool) error {
 	if r.p == nil || r.p.ledger == nil {
 		return nil
 	}
-	prev, err := r.p.ledger.Begin(ctx, key, r.Message.MessageId, r.st.now, r.p.lease)
+	prev, err := r.p.ledger.Begin(ctx, key, r.MessageID(), r.st.now, r.p.lease)
 	switch {
 	case err == nil:
 	case errors.Is(err, ledger.ErrDone):
@@ -142,7 +252,7 @@ func (r Record) StartEffect(ctx context.Context) error {
 		return nil
 	}
 	if r.st.begun && r.p != nil && r.p.ledger != nil {
-		if err := r.p.ledger.StartEffect(ctx, r.st.key, r.Message.MessageId, r.st.now); err != nil {
+		if err := r.p.ledger.StartEffect(ctx, r.st.key, r.MessageID(), r.st.now); err != nil {
 			if errors.Is(err, ledger.ErrLeased) {
 				return Transient(err)
 			}
@@ -172,21 +282,62 @@ const (
 	attrTraceHeader  = "AWSTraceHeader"
 )
 
-// newRecord decodes the system attributes of msg that every record needs;
-// now is the record's clock reading (see runOne).
-func (p *Processor) newRecord(msg *events.SQSMessage, st *recordState, now time.Time) Record {
-	r := Record{Message: msg, ReceiveCount: 1, p: p, st: st}
+// newRecord decodes the system attributes of record i that every record
+// needs; now is the record's clock reading (see runOne).
+func (p *Processor) newRecord(rs *records, i int, st *recordState, now time.Time) Record {
+	r := Record{ReceiveCount: 1, p: p, st: st}
 	st.now = now
-	a := msg.Attributes
-	if n, ok := receiveCount(a[attrReceiveCount]); ok {
+	var n int
+	var ok bool
+	if rs.lean != nil {
+		r.lean = &rs.lean[i]
+		n, ok = r.lean.receiveCount()
+		if p.fifo {
+			r.GroupID = r.lean.group
+		}
+	} else {
+		r.Message = &rs.sqs[i]
+		a := r.Message.Attributes
+		n, ok = receiveCount(a[attrReceiveCount])
+		if p.fifo {
+			r.GroupID = a[attrGroupID]
+		}
+	}
+	if ok {
 		r.ReceiveCount = n
 	} else {
 		st.badCount = true
 	}
-	if p.fifo {
-		r.GroupID = a[attrGroupID]
-	}
 	return r
+}
+
+// records are the records of an event on either path: Handle's
+// events.SQSEvent (sqs) or the lean path (lean).
+type records struct {
+	sqs  []events.SQSMessage
+	lean []leanRecord
+}
+
+func (rs *records) len() int {
+	if rs.lean != nil {
+		return len(rs.lean)
+	}
+	return len(rs.sqs)
+}
+
+func (rs *records) id(i int) string {
+	if rs.lean != nil {
+		return rs.lean[i].id
+	}
+	return rs.sqs[i].MessageId
+}
+
+// group is record i's MessageGroupId.
+func (rs *records) group(i int) string {
+	if rs.lean != nil {
+		return rs.lean[i].group
+	}
+	return rs.sqs[i].Attributes[attrGroupID]
 }
 
 // receiveCount parses ApproximateReceiveCount (at least 1). A single digit,

@@ -115,16 +115,38 @@ func ParsePipeline(data []byte) (*pipeline.Pipeline, error) {
 	return pipeline.ParseOne(data)
 }
 
-// Handle is the Lambda handler: the partial batch response of ev.
+// Handle is the Lambda handler on aws-lambda-go's event type: the partial
+// batch response of ev.
 func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	return w.proc.Handle(ctx, ev)
 }
 
+// Invoke makes the Worker a lambda.Handler on the lean path (see
+// batch.Processor.Invoke): the Lambda entry runs lambda.Start(w). The
+// payload's bodies are decoded in place.
+func (w *Worker) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	return w.proc.Invoke(ctx, payload)
+}
+
+// HandleEvent is Handle on an event decoded by batch.DecodeEvent.
+func (w *Worker) HandleEvent(ctx context.Context, ev *batch.Event) (events.SQSEventResponse, error) {
+	return w.proc.HandleEvent(ctx, ev)
+}
+
 // handle runs one agent task.
 func (w *Worker) handle(ctx context.Context, r batch.Record) error {
-	// From the body string: the task's strings are cut from it, not copied.
-	// The tool is checked apart so that the catalog is searched once.
-	task, err := agenttask.DecodeTaskString(r.Message.Body, nil)
+	// Through Handle, from the body string: the task's strings are cut from
+	// it, not copied. On the lean path the body aliases the invocation's
+	// payload, so the strings are copied (one allocation): the key goes to
+	// the ledger, which may keep it. The tool is checked apart so that the
+	// catalog is searched once.
+	var task agenttask.Task
+	var err error
+	if r.Message != nil {
+		task, err = agenttask.DecodeTaskString(r.Message.Body, nil)
+	} else {
+		task, err = agenttask.DecodeTask(r.Body(), nil)
+	}
 	if err != nil {
 		return err // a *agenttask.ValidationError: poison with its reason
 	}

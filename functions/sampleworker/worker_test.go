@@ -1,11 +1,13 @@
 package sampleworker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -294,4 +296,55 @@ func TestParsePipeline(t *testing.T) {
 			assert.Equal(t, 4, p.MaxReceiveCount)
 		})
 	}
+}
+
+// TestLeanPathSameAsHandle runs every fixture, and two generated mixes,
+// through Handle (events.SQSEvent) and through Invoke (the lean path, the
+// payload as the Lambda runtime hands it) and requires the same response,
+// byte for byte, the same dead letters (every SendMessage input field) and
+// the same visibility changes.
+func TestLeanPathSameAsHandle(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join(testdata, "sqs-*.json"))
+	require.NoError(t, err)
+	payloads := map[string][]byte{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		payloads[filepath.Base(f)] = data
+	}
+	if !testing.Short() {
+		dir := t.TempDir()
+		for _, mix := range [][2]string{{"500", "40"}, {"200", "90"}} {
+			out := filepath.Join(dir, "mix-"+mix[0]+".json")
+			b, err := exec.Command("go", "run", "../../events/gen", "-mix", mix[0], "-ok", mix[1], "-out", out).CombinedOutput()
+			require.NoError(t, err, "%s", b)
+			payloads["gen "+mix[0]+":"+mix[1]], err = os.ReadFile(out)
+			require.NoError(t, err)
+		}
+	}
+	records, deadLetters := 0, 0
+	for name, data := range payloads {
+		var ev events.SQSEvent
+		require.NoError(t, json.Unmarshal(data, &ev), name)
+		fifo := strings.Contains(name, "fifo")
+		compat, lean := &sqsio.Recorder{}, &sqsio.Recorder{}
+		resp, herr := newTestWorker(t, fifo, 4, compat).Handle(context.Background(), ev)
+		out, ierr := newTestWorker(t, fifo, 4, lean).Invoke(context.Background(), bytes.Clone(data))
+		if herr != nil {
+			require.ErrorIs(t, ierr, batch.ErrNotSQSEvent, name)
+			require.Empty(t, lean.Sent(), name)
+			continue
+		}
+		require.NoError(t, ierr, name)
+		want, err := json.Marshal(resp)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(out), "%s: the response", name)
+		require.Equal(t, compat.Sent(), lean.Sent(), "%s: the dead letters", name)
+		require.Equal(t, compat.VisibilityChanges(), lean.VisibilityChanges(), "%s: the visibility changes", name)
+		records += len(ev.Records)
+		deadLetters += len(lean.Sent())
+	}
+	t.Logf("%d events, %d records, %d dead letters the same on both paths", len(payloads), records, deadLetters)
+	require.Greater(t, deadLetters, 10)
 }
