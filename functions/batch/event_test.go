@@ -230,3 +230,41 @@ func FuzzDecodeEvent(f *testing.F) {
 		diffDecode(t, payload)
 	})
 }
+
+// BenchmarkDecodeEvent decodes the large-batch fixture (100 ~1 KB tasks)
+// with DecodeEvent and with json.Unmarshal into events.SQSEvent (what
+// aws-lambda-go does for Handle), each on a fresh copy of the payload.
+func BenchmarkDecodeEvent(b *testing.B) {
+	data, err := os.ReadFile("../../events/testdata/sqs-large-batch.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ev events.SQSEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		b.Fatal(err)
+	}
+	n := len(ev.Records)
+	buf := make([]byte, len(data))
+	b.Run("lean", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			copy(buf, data)
+			if _, err := DecodeEvent(buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.SetBytes(int64(len(data)))
+		b.ReportAllocs()
+		for b.Loop() {
+			var ev events.SQSEvent
+			if err := json.Unmarshal(data, &ev); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+	})
+}

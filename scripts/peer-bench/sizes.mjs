@@ -1,12 +1,17 @@
-// `make bench-sizes`: agentdlq bench and the peer (bench.mjs) on the same
-// generated event files, in the same run, each row RUNS times (agentdlq and
-// the peer taking turns), and one Markdown table of the medians: CPU per
-// record and peak RSS of both sides, and the ratios agentdlq/peer (the median
-// of each run's ratio). A row whose two sides print different ok_digests did
-// not do the same work and says so.
+// `make bench-sizes`: the worker's bench (functions/sampleworker/bench: the
+// sample worker as its Lambda entry runs it, without the CLI) and the peer
+// (bench.mjs) on the same generated event files, in the same run, each row
+// RUNS times (agentdlq and the peer taking turns), and one Markdown table of
+// the medians: CPU per record and peak RSS of both sides, and the ratios
+// agentdlq/peer (the median of each run's ratio). CPU is the handling's on
+// both sides: the peer parses its event once before its clock starts, so the
+// worker's decoding of each invocation's payload (DecodeEvent) is its own
+// column, not in the ratio. Peak RSS is the whole process's on both sides.
+// A row whose two sides print different ok_digests did not do the same work
+// and says so.
 //
-// usage: node sizes.mjs AGENTDLQ_BINARY DIR ROWS...   (a row: FILE:REPEATS:LABEL)
-// env:   RUNS (default 3)
+// usage: node sizes.mjs WORKER_BENCH_BINARY DIR ROWS...   (a row: FILE:REPEATS:LABEL)
+// env:   RUNS (default 3); GOMEMLIMIT and the like reach the worker's bench
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
@@ -29,20 +34,24 @@ const mb = (x) => Math.round(x) + ' MB';
 
 console.log(`runs ${runs} per row, medians; ratio = agentdlq / peer, the median of each run's ratio`);
 console.log('');
-console.log('| batch | mix | agentdlq CPU/record | peer CPU/record | CPU ratio | agentdlq peak RSS | peer peak RSS | RSS ratio | same ok_digest |');
-console.log('|---|---|---|---|---|---|---|---|---|');
+const idle = run(bin, ['-idle']);
+console.log(`worker bench idle RSS ${idle.idle_rss_mb} MB; GOMEMLIMIT ${process.env.GOMEMLIMIT || 'unset'}`);
+console.log('');
+console.log('| batch | mix | agentdlq CPU/record | agentdlq decode CPU/record | peer CPU/record | CPU ratio | agentdlq peak RSS | peer peak RSS | RSS ratio | same ok_digest |');
+console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const row of rows) {
   const [file, repeats, label] = row.split(':');
   const path = join(dir, file);
   const a = [], p = [];
   for (let i = 0; i < runs; i++) {
-    a.push(run(bin, ['bench', '--event', path, '--repeats', repeats]));
+    a.push(run(bin, ['-event', path, '-repeats', repeats]));
     p.push(run(process.execPath, [peer, path, repeats]));
   }
   const same = a.every((x, i) => x.ok_digest === p[i].ok_digest);
   const cpuRatio = median(a.map((x, i) => x.cpu_ns_per_record / p[i].cpu_ns_per_record));
   const rssRatio = median(a.map((x, i) => x.rss_mb / p[i].rss_mb));
   console.log(`| ${a[0].records.toLocaleString('en-US')} | ${label} | ${us(median(a.map((x) => x.cpu_ns_per_record)))} | ` +
+    `${us(median(a.map((x) => x.decode_cpu_ns_per_record)))} | ` +
     `${us(median(p.map((x) => x.cpu_ns_per_record)))} | ${cpuRatio.toFixed(2)} | ${mb(median(a.map((x) => x.rss_mb)))} | ` +
     `${mb(median(p.map((x) => x.rss_mb)))} | ${rssRatio.toFixed(2)} | ${same ? 'yes' : 'NO'} |`);
 }

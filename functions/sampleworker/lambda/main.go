@@ -30,7 +30,10 @@ func main() {
 		log.Error("worker configuration", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	lambda.Start(w.Handle)
+	// The lean path: w is a lambda.Handler, handed the invocation's payload
+	// (the runtime's buffer, reset and reused after the response is sent)
+	// and decoding it once, bodies in place, with no events.SQSEvent.
+	lambda.Start(w)
 }
 
 func setup(log *slog.Logger) (*sampleworker.Worker, error) {

@@ -1,0 +1,478 @@
+// Command bench times the sample worker as its Lambda runs it, without the
+// CLI: the process holds what the worker's bootstrap holds (the processor,
+// the sample worker, the Go runtime) and, in place of the AWS clients, an
+// in-memory ledger and a recording DLQ, as `agentdlq bench` has. It is the
+// agentdlq side of make bench-sizes and make bench-peer.
+//
+//	bench -event FILE -repeats R [-warmup W] [-max-receive-count N] [-fifo] [-path lean|events]
+//	bench -idle
+//
+// With -path lean (the default, what the Lambda entry runs), each repeat
+// gets the event file's bytes in a payload buffer, as the Lambda runtime
+// hands them to lambda.Handler's Invoke, and the worker decodes them
+// (batch.DecodeEvent, bodies in place) and handles them; the buffer is
+// filled again from the file for the next repeat, as the runtime reuses
+// its buffer. With -path events the file is decoded once into an
+// events.SQSEvent before the clock starts and Handle runs on it every
+// repeat (how `agentdlq bench` measures).
+//
+// It prints one JSON line: records, repeats, cpu_ns_per_record (user+sys
+// CPU of handling, getrusage, without the event's decoding, as the peer's
+// bench counts it), decode_cpu_ns_per_record (the lean path's DecodeEvent,
+// 0 for -path events), rss_mb (the process's peak RSS, everything
+// included), handler_rss_mb (peak RSS from the timed repeats on), idle_rss_mb
+// (RSS with the worker built, before the event is read), gomemlimit_mib,
+// failures_by_kind, dead_letters_by_reason and ok_digest (as `agentdlq
+// bench`: hex SHA-256 over "<messageId>:<hex SHA-256 of args>\n" of the
+// successful records in event order). GOMEMLIMIT is the Go runtime's; with
+// it unset and AWS_LAMBDA_FUNCTION_MEMORY_SIZE set, the bench takes 90% of
+// that as the Lambda entry does.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/functions/batch"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
+	"github.com/agentdlq/agentdlq/internal/lambdaenv"
+	"github.com/agentdlq/agentdlq/internal/sqsio"
+	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+type result struct {
+	Path                 string         `json:"path"`
+	Records              int            `json:"records"`
+	Repeats              int            `json:"repeats"`
+	RecordsPerS          float64        `json:"records_per_s"`
+	CPUNsPerRecord       float64        `json:"cpu_ns_per_record"`
+	DecodeCPUNsPerRecord float64        `json:"decode_cpu_ns_per_record"`
+	RSSMB                float64        `json:"rss_mb"`
+	HandlerRSSMB         float64        `json:"handler_rss_mb"`
+	IdleRSSMB            float64        `json:"idle_rss_mb"`
+	GoMemLimitMiB        float64        `json:"gomemlimit_mib"`
+	FailuresByKind       failuresByKind `json:"failures_by_kind"`
+	DeadLetters          map[string]int `json:"dead_letters_by_reason"`
+	OKDigest             string         `json:"ok_digest"`
+	GOARCH               string         `json:"goarch"`
+	GoVersion            string         `json:"go_version"`
+}
+
+type failuresByKind struct {
+	Poison    int `json:"poison"`
+	Transient int `json:"transient"`
+	Exhausted int `json:"exhausted"`
+}
+
+func main() {
+	if limit, ok := lambdaenv.MemoryLimit(os.Getenv); ok { // as the Lambda entry
+		debug.SetMemoryLimit(limit)
+	}
+	var (
+		event      = flag.String("event", "", "Lambda SQS event file (JSON, as Lambda delivers it)")
+		repeats    = flag.Int("repeats", 100, "timed invocations")
+		warmup     = flag.Int("warmup", 5, "untimed invocations before the timed ones")
+		maxReceive = flag.Int("max-receive-count", 4, "the hot queue's maxReceiveCount")
+		fifo       = flag.Bool("fifo", false, "treat the queue as FIFO")
+		path       = flag.String("path", "lean", "lean (DecodeEvent and HandleEvent on the payload, as the Lambda entry's Invoke) or events (json.Decoder into events.SQSEvent and Handle, as lambda.Start(w.Handle))")
+		idle       = flag.Bool("idle", false, "print the RSS with the worker built and nothing handled, and exit")
+		memProfile = flag.String("memprofile", "", "write a heap profile after the run to this file (go tool pprof)")
+		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	)
+	flag.Parse()
+	if *cpuProfile != "" {
+		if f, err := os.Create(*cpuProfile); err == nil {
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
+	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 64 << 10
+		defer func() {
+			if f, err := os.Create(*memProfile); err == nil {
+				_ = pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
+	if err := run(*event, *repeats, *warmup, *maxReceive, *fifo, *path, *idle); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1) //nolint:gocritic // the profile is not needed on failure
+	}
+}
+
+func run(file string, repeats, warmup, maxReceive int, fifo bool, path string, idle bool) error {
+	if _, err := newWorker(maxReceive, fifo, &sqsio.Recorder{}); err != nil {
+		return err
+	}
+	runtime.GC()
+	idleMB := statusMB("VmRSS")
+	if idle {
+		return json.NewEncoder(os.Stdout).Encode(map[string]float64{"idle_rss_mb": round(idleMB), "peak_rss_mb": round(maxRSSMB())})
+	}
+	if file == "" || repeats < 1 || warmup < 0 || (path != "lean" && path != "events") {
+		return errors.New("usage: bench -event FILE -repeats R [-warmup W] [-max-receive-count N] [-fifo] [-path lean|events]")
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := int(st.Size())
+	fill := func(buf []byte) error {
+		_, err := f.ReadAt(buf, 0)
+		return err
+	}
+	var b bencher
+	if path == "lean" {
+		b, err = newLean(size, fill)
+	} else {
+		b, err = newEvents(size, fill)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	records := b.records()
+	if records == 0 {
+		return fmt.Errorf("%s: the event has no records to time", file)
+	}
+	ctx := context.Background()
+	for range warmup {
+		if _, err := b.chunk(ctx, 1, maxReceive, fifo, true); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+	}
+	// Chunks of repeats, each with its own worker and fresh ledger built
+	// before the clock starts (every repeat does the full work), at most 32
+	// repeats and about 10,000 records a chunk, as `agentdlq bench`, and on
+	// the lean path at most 1 MiB of payload buffers (the runtime has one).
+	chunk := max(1, min(32, 10000/records))
+	if path == "lean" {
+		chunk = max(1, min(chunk, (1<<20)/size))
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	peak := resetPeak()
+	var decodeCPU, handleCPU time.Duration
+	start := time.Now()
+	var last *outcome
+	for done := 0; done < repeats; {
+		n := min(chunk, repeats-done)
+		o, err := b.chunk(ctx, n, maxReceive, fifo, done+n < repeats)
+		if err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		decodeCPU += o.decodeCPU
+		handleCPU += o.handleCPU
+		last = o
+		done += n
+	}
+	wall := time.Since(start)
+	total := float64(records * repeats)
+	res := &result{
+		Path: path, Records: records, Repeats: repeats,
+		RecordsPerS:          round(total / wall.Seconds()),
+		CPUNsPerRecord:       round(float64(handleCPU.Nanoseconds()) / total),
+		DecodeCPUNsPerRecord: round(float64(decodeCPU.Nanoseconds()) / total),
+		RSSMB:                round(maxRSSMB()),
+		IdleRSSMB:            round(idleMB),
+		DeadLetters:          map[string]int{},
+		GOARCH:               runtime.GOARCH, GoVersion: runtime.Version(),
+	}
+	if peak {
+		res.HandlerRSSMB = round(statusMB("VmHWM"))
+	}
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		res.GoMemLimitMiB = round(float64(l) / (1 << 20))
+	}
+	if err := last.summarize(res, b); err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// bencher runs chunks of repeats on one path.
+type bencher interface {
+	records() int
+	// chunk runs n repeats; drop says the recorded dead letters may be
+	// dropped (not the last chunk).
+	chunk(ctx context.Context, n, maxReceive int, fifo, drop bool) (*outcome, error)
+	// okRecords calls fn with the id and body of every record of the last
+	// repeat's event, in order.
+	okRecords(fn func(id string, body []byte) error) error
+}
+
+type outcome struct {
+	decodeCPU, handleCPU time.Duration
+	resp                 events.SQSEventResponse
+	rec                  *sqsio.Recorder
+}
+
+// lean: the Lambda entry's path.
+type lean struct {
+	size int
+	fill func([]byte) error
+	bufs [][]byte // payload buffers, reused as the runtime reuses its own
+	evs  []*batch.Event
+	n    int
+}
+
+func newLean(size int, fill func([]byte) error) (*lean, error) {
+	l := &lean{size: size, fill: fill}
+	// Count the records once (a decode of one payload, dropped).
+	buf := make([]byte, size)
+	if err := fill(buf); err != nil {
+		return nil, err
+	}
+	ev, err := batch.DecodeEvent(buf)
+	if err != nil {
+		return nil, err
+	}
+	l.n = ev.Len()
+	l.bufs = [][]byte{buf}
+	return l, nil
+}
+
+func (l *lean) records() int { return l.n }
+
+func (l *lean) chunk(ctx context.Context, n, maxReceive int, fifo, drop bool) (*outcome, error) {
+	for len(l.bufs) < n {
+		l.bufs = append(l.bufs, make([]byte, l.size))
+	}
+	workers := make([]*sampleworker.Worker, n)
+	recs := make([]*sqsio.Recorder, n)
+	for i := range n {
+		if err := l.fill(l.bufs[i]); err != nil {
+			return nil, err
+		}
+		recs[i] = &sqsio.Recorder{}
+		w, err := newWorker(maxReceive, fifo, recs[i])
+		if err != nil {
+			return nil, err
+		}
+		workers[i] = w
+	}
+	o := &outcome{}
+	l.evs = l.evs[:0]
+	c0 := cpuTime()
+	for i := range n {
+		ev, err := batch.DecodeEvent(l.bufs[i])
+		if err != nil {
+			return nil, err
+		}
+		l.evs = append(l.evs, ev)
+	}
+	c1 := cpuTime()
+	for i := range n {
+		resp, err := workers[i].HandleEvent(ctx, l.evs[i])
+		if err != nil {
+			return nil, err
+		}
+		_ = batch.MarshalResponse(resp) // what Invoke returns to the runtime
+		o.resp = resp
+		if drop || i < n-1 {
+			*recs[i] = sqsio.Recorder{} // a real SQS client keeps nothing it sent
+		}
+	}
+	o.handleCPU, o.decodeCPU = cpuTime()-c1, c1-c0
+	o.rec = recs[n-1]
+	l.evs = append(l.evs[:0], l.evs[n-1]) // its buffer is filled again only by a later chunk
+	return o, nil
+}
+
+func (l *lean) okRecords(fn func(string, []byte) error) error {
+	ev := l.evs[0]
+	for i := range ev.Len() {
+		if err := fn(ev.MessageID(i), ev.Body(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eventsPath: lambda.Start(w.Handle), as aws-lambda-go runs a handler of
+// events.SQSEvent: the payload buffer is decoded each invocation with a
+// json.Decoder over it (its reflection handler's code), then Handle runs.
+type eventsPath struct {
+	size int
+	fill func([]byte) error
+	buf  []byte
+	ev   events.SQSEvent // the last repeat's
+}
+
+func newEvents(size int, fill func([]byte) error) (*eventsPath, error) {
+	e := &eventsPath{size: size, fill: fill, buf: make([]byte, size)}
+	if err := fill(e.buf); err != nil {
+		return nil, err
+	}
+	if err := json.NewDecoder(bytes.NewBuffer(e.buf)).Decode(&e.ev); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *eventsPath) records() int { return len(e.ev.Records) }
+
+func (e *eventsPath) chunk(ctx context.Context, n, maxReceive int, fifo, drop bool) (*outcome, error) {
+	o := &outcome{}
+	for i := range n {
+		rec := &sqsio.Recorder{}
+		w, err := newWorker(maxReceive, fifo, rec)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.fill(e.buf); err != nil {
+			return nil, err
+		}
+		c0 := cpuTime()
+		var ev events.SQSEvent
+		if err := json.NewDecoder(bytes.NewBuffer(e.buf)).Decode(&ev); err != nil {
+			return nil, err
+		}
+		c1 := cpuTime()
+		resp, err := w.Handle(ctx, ev)
+		if err != nil {
+			return nil, err
+		}
+		_, _ = json.Marshal(resp) // what the runtime sends back
+		c2 := cpuTime()
+		o.decodeCPU += c1 - c0
+		o.handleCPU += c2 - c1
+		o.resp, o.rec, e.ev = resp, rec, ev
+		if drop || i < n-1 {
+			*rec = sqsio.Recorder{}
+		}
+	}
+	return o, nil
+}
+
+func (e *eventsPath) okRecords(fn func(string, []byte) error) error {
+	for _, r := range e.ev.Records {
+		if err := fn(r.MessageId, []byte(r.Body)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// summarize reads the last repeat's outcome into res.
+func (o *outcome) summarize(res *result, b bencher) error {
+	failed := map[string]bool{}
+	for _, bf := range o.resp.BatchItemFailures {
+		failed[bf.ItemIdentifier] = true
+		res.FailuresByKind.Transient++
+	}
+	dls, err := o.rec.DeadLetters()
+	if err != nil {
+		return err
+	}
+	for _, dl := range dls {
+		failed[dl.MessageID] = true
+		res.DeadLetters[string(dl.Reason)]++
+		if info, _ := dl.Reason.Info(); info.Immediate {
+			res.FailuresByKind.Poison++
+		} else {
+			res.FailuresByKind.Exhausted++
+		}
+	}
+	digest := sha256.New()
+	err = b.okRecords(func(id string, body []byte) error {
+		if failed[id] {
+			return nil
+		}
+		task, err := agenttask.DecodeTask(body, nil)
+		if err != nil {
+			return fmt.Errorf("record %s succeeded but its body does not decode: %w", id, err)
+		}
+		sum := sha256.Sum256(task.Args)
+		fmt.Fprintf(digest, "%s:%s\n", id, hex.EncodeToString(sum[:]))
+		return nil
+	})
+	res.OKDigest = hex.EncodeToString(digest.Sum(nil))
+	return err
+}
+
+// newWorker builds the sample worker as `agentdlq bench` does: a local
+// pipeline, the recording DLQ, a fresh memory ledger, logs and metrics
+// discarded, concurrency 1.
+func newWorker(maxReceive int, fifo bool, rec *sqsio.Recorder) (*sampleworker.Worker, error) {
+	p := &pipeline.Pipeline{Name: "invoke", Owner: "local", FIFO: fifo}
+	p.ApplyDefaults()
+	p.MaxReceiveCount = maxReceive
+	q := sampleworker.Queues{HotURL: "local://" + p.HotQueueName(), DLQURL: "local://" + p.DLQName(), FIFO: fifo}
+	return sampleworker.New(sampleworker.Config{
+		Pipeline: p, Queues: q, SQS: rec, Ledger: ledger.NewMemory(), WorkerVersion: "bench",
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: io.Discard,
+	})
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// maxRSSMB is the process's peak resident set in MiB (Linux reports KiB).
+func maxRSSMB() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return float64(ru.Maxrss) / 1024
+}
+
+// resetPeak resets the kernel's RSS high-water mark (Linux), so that VmHWM
+// is the peak from now on.
+func resetPeak() bool {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// statusMB reads a kB field of /proc/self/status in MiB (0 elsewhere).
+func statusMB(field string) float64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				return 0
+			}
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func round(x float64) float64 { return math.Round(x*10) / 10 }
