@@ -114,7 +114,7 @@ func main() {
 		log.Error("worker configuration", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	lambda.Start(p.Handle)
+	lambda.Start(p) // a lambda.Handler: the payload decoded once, lean (p.Handle takes an events.SQSEvent)
 }
 
 func newProcessor(ctx context.Context, env func(string) string, log *slog.Logger) (*batch.Processor, error) {

@@ -11,7 +11,7 @@
 //		MaxReceiveCount: 4,               // the hot queue's redrive policy
 //		Pipeline:        "agent-tasks",
 //	})
-//	lambda.Start(p.Handle)
+//	lambda.Start(p) // or lambda.Start(p.Handle): see "Memory: the event type"
 //
 // # What an outcome does to the message
 //
@@ -197,31 +197,56 @@
 //
 // # Memory: the event type
 //
-// Handle takes aws-lambda-go's events.SQSEvent, and a Record carries its
-// *events.SQSMessage, so a handler reads the attributes and message
-// attributes as the maps it knows. That costs memory: each record's two
-// attribute maps are decoded whether anyone reads them or not. On a
-// 10,000-record event of ~1 KB tasks (26 MB of JSON) the decoded event is
-// 33.5 MB live; a leaner event that keeps both attribute objects as raw
-// JSON, decoded where read, is 25 MB (measured with runtime.ReadMemStats
-// after a GC). The decision for now is to keep events.SQSEvent: the 8 MB
-// saved would not bring the 10,000-record peak to a third of the peer's on
-// its own (README "Performance"), a lean type would change every adopter's
-// handler signature, and a real SQS event is much smaller: Lambda passes a
-// batch up to the 6 MB payload limit of a synchronous invocation, about
-// 2,300 such records. What bounds the peak instead is the Go heap's soft
-// limit: GOMEMLIMIT, which the agentdlq construct sets at 90% of the
-// function's memory (and the sample worker's Lambda entry derives from
-// AWS_LAMBDA_FUNCTION_MEMORY_SIZE when it is unset). Were a lean event
-// wanted later, it would be a second entry point (an event type with the
-// attributes as json.RawMessage and accessors on Record), not a change of
-// Handle.
+// There are two ways in, and handlers see the same Record on both:
+//
+//	lambda.Start(p)        // the lean path: p is a lambda.Handler (Invoke)
+//	lambda.Start(p.Handle) // aws-lambda-go's events.SQSEvent
+//
+// Through Handle, aws-lambda-go decodes the payload into events.SQSEvent
+// first: each record's two attribute maps are built whether anyone reads
+// them or not, and the runtime's payload buffer and its json.Decoder's copy
+// of it are alive too. On a 10,000-record event of the generated mix (27.7
+// MB of JSON) that path peaks at ~277 MB RSS, measured with
+// functions/sampleworker/bench -path events.
+//
+// Invoke (and DecodeEvent with HandleEvent) is the lean path: the payload is
+// decoded once, by a scanner that accepts what json.Unmarshal into
+// events.SQSEvent accepts and yields the same values (checked against it
+// over the fixtures, generated mixes and a fuzz target), except a duplicate
+// key, which it refuses. Each body is decoded in place in the payload (a
+// body decodes to at most its escaped length), the attributes and message
+// attributes stay raw JSON in the payload, validated, and are decoded when
+// read; a record's own strings (message id, receipt handle, group id) are
+// one allocation. The same 10,000 records peak at ~100 MB, of which 27.7 MB
+// is the payload the runtime holds and about half is the Go heap's growth
+// to twice the live heap between collections.
+//
+// What changes for a handler on the lean path: Record.Message is nil (no
+// events.SQSMessage is built). Record's accessors read both paths:
+// MessageID, Body, Attribute, MessageAttributes (decoded into a new map on
+// each call), EventSourceARN, ReceiptHandle, and SQSMessage, which
+// materializes the aws-lambda-go type on demand for code that needs it. Body
+// aliases the invocation's payload, which the Lambda runtime reuses for the
+// next invocation: it is valid during the handler call only, and what a
+// handler keeps it copies (a string made from it is a copy). Handle and its
+// events.SQSEvent stay, unchanged, for handlers that read Record.Message.
+//
+// The Go heap: GOMEMLIMIT bounds the peak where memory is short; the
+// agentdlq construct sets it at 90% of the function's memory (230 MiB for
+// the default 256 MB), and the sample worker's Lambda entry derives it from
+// AWS_LAMBDA_FUNCTION_MEMORY_SIZE when it is unset. At the default it never
+// binds on these batches. A real SQS event is also much smaller than 10,000
+// such records: Lambda passes a batch up to the 6 MB payload limit of a
+// synchronous invocation, about 2,300 of them.
 //
 // # Bad input
 //
 // A body that is not JSON is the handler's poison; a record with no
 // attributes or an unreadable ApproximateReceiveCount is handled as a first
 // receive (and logged); an event whose records are not SQS messages makes
-// Handle return an error wrapping ErrNotSQSEvent and acknowledge nothing;
-// a Config without a DLQ makes New fail.
+// Handle return an error wrapping ErrNotSQSEvent and acknowledge nothing,
+// and so does a payload Invoke cannot decode (not JSON, not an object, a
+// field of the wrong type, a duplicate key: the error says which and where,
+// and Lambda retries the whole batch); a Config without a DLQ makes New
+// fail.
 package batch
