@@ -175,6 +175,9 @@ func DeduplicationID(messageID string) string { return "dlq-" + truncate(message
 // originalAttributes converts the record's message attributes (the general
 // path of a dead letter only: see enqueue).
 func originalAttributes(rec Record) (map[string]deadletter.Attribute, error) {
+	if rec.lean != nil {
+		return rec.lean.deadLetterAttributes()
+	}
 	in, err := rec.MessageAttributes()
 	if err != nil || len(in) == 0 {
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // Event is a Lambda SQS event decoded by DecodeEvent: the lean path. A
@@ -502,10 +504,19 @@ func mFieldIndex(key []byte) int {
 	return -1
 }
 
+// mattr is one message attribute, decoded.
+type mattr struct {
+	dataType, stringValue string
+	hasString             bool
+	binaryValue           []byte
+	stringList            []string
+	binaryList            [][]byte
+}
+
 // walkMessageAttributes validates the messageAttributes object whose '{' is
-// d.b[i] and, when out is not nil, decodes it into out. It returns the index
-// after the object.
-func walkMessageAttributes(d *decoder, i int, out map[string]events.SQSMessageAttribute) (int, error) {
+// d.b[i] and, when out is not nil, decodes each attribute and calls out with
+// it. It returns the index after the object.
+func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (int, error) {
 	b := d.b
 	var names map[string]struct{} // duplicate attribute names, past 16 of them
 	d.mkeys, d.moffs = d.mkeys[:0], d.moffs[:0]
@@ -534,7 +545,7 @@ func walkMessageAttributes(d *decoder, i int, out map[string]events.SQSMessageAt
 		}
 		// The inner object's keys reuse the buffers of deeper levels; key
 		// is copied only where it is kept.
-		var a events.SQSMessageAttribute
+		var a mattr
 		var k int
 		switch b[j] {
 		case 'n':
@@ -553,7 +564,7 @@ func walkMessageAttributes(d *decoder, i int, out map[string]events.SQSMessageAt
 			return -1, d.typeError(j, fmt.Sprintf("message attribute %q is not an object", truncate(string(key), 64)))
 		}
 		if out != nil {
-			out[string(key)] = a
+			out(string(key), a)
 		}
 		return k, nil
 	})
@@ -561,7 +572,7 @@ func walkMessageAttributes(d *decoder, i int, out map[string]events.SQSMessageAt
 
 // messageAttribute validates (and with decode, decodes into a) one
 // message attribute object at b[i].
-func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *events.SQSMessageAttribute) (int, error) {
+func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (int, error) {
 	b := d.b
 	var seen [numMFields]bool
 	bad := func(j int, what string) error {
@@ -605,16 +616,15 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *events.SQ
 					return -1, bad(j, "binaryValue: "+err.Error())
 				}
 				if decode {
-					a.BinaryValue = v
+					a.binaryValue = v
 				}
 			case mStringValue:
 				if decode {
-					s := string(plainOrUnquote(nil, b[j+1:k-1]))
-					a.StringValue = &s
+					a.stringValue, a.hasString = string(plainOrUnquote(nil, b[j+1:k-1])), true
 				}
 			case mDataType:
 				if decode {
-					a.DataType = string(plainOrUnquote(nil, b[j+1:k-1]))
+					a.dataType = string(plainOrUnquote(nil, b[j+1:k-1]))
 				}
 			}
 			return k, nil
@@ -628,9 +638,9 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *events.SQ
 		}
 		if decode {
 			if f == mStringList {
-				a.StringListValues = []string{}
+				a.stringList = []string{}
 			} else {
-				a.BinaryListValues = [][]byte{}
+				a.binaryList = [][]byte{}
 			}
 		}
 		return d.array(j, 6, func(e int) (int, error) {
@@ -641,9 +651,9 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *events.SQ
 				}
 				if decode {
 					if f == mStringList {
-						a.StringListValues = append(a.StringListValues, "")
+						a.stringList = append(a.stringList, "")
 					} else {
-						a.BinaryListValues = append(a.BinaryListValues, nil)
+						a.binaryList = append(a.binaryList, nil)
 					}
 				}
 				return k, nil
@@ -664,10 +674,10 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *events.SQ
 					return -1, bad(e, "binaryListValues: "+err.Error())
 				}
 				if decode {
-					a.BinaryListValues = append(a.BinaryListValues, v)
+					a.binaryList = append(a.binaryList, v)
 				}
 			} else if decode {
-				a.StringListValues = append(a.StringListValues, string(plainOrUnquote(nil, b[e+1:k-1])))
+				a.stringList = append(a.stringList, string(plainOrUnquote(nil, b[e+1:k-1])))
 			}
 			return k, nil
 		})
@@ -878,10 +888,65 @@ func (r *leanRecord) messageAttributes() (map[string]events.SQSMessageAttribute,
 	}
 	out := make(map[string]events.SQSMessageAttribute)
 	d := decoder{b: r.mattrs}
-	if _, err := walkMessageAttributes(&d, 0, out); err != nil {
+	_, err := walkMessageAttributes(&d, 0, func(name string, a mattr) {
+		v := events.SQSMessageAttribute{DataType: a.dataType, BinaryValue: a.binaryValue,
+			StringListValues: a.stringList, BinaryListValues: a.binaryList}
+		if a.hasString {
+			v.StringValue = &a.stringValue
+		}
+		out[name] = v
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// deadLetterAttributes decodes the raw message attributes straight into
+// what a dead letter carries (DataType, StringValue, BinaryValue), with no
+// events.SQSMessageAttribute in between.
+func (r *leanRecord) deadLetterAttributes() (map[string]deadletter.Attribute, error) {
+	if len(r.mattrs) <= 2 {
+		return nil, nil // absent, null or {}
+	}
+	out := make(map[string]deadletter.Attribute, 10)
+	d := decoder{b: r.mattrs}
+	_, err := walkMessageAttributes(&d, 0, func(name string, a mattr) {
+		out[name] = deadletter.Attribute{DataType: a.dataType, StringValue: a.stringValue, BinaryValue: a.binaryValue}
+	})
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	return out, nil
+}
+
+// attributeBytes is the raw content of the system attribute name when it
+// needs no decoding (no escape, valid UTF-8), for a value parsed at once; ok is false
+// otherwise (then attribute decodes it).
+func (r *leanRecord) attributeBytes(name string) (v []byte, ok bool) {
+	if r.attrs == nil {
+		return nil, true
+	}
+	d := decoder{b: r.attrs}
+	_, _ = d.object(0, 4, func(key []byte, j int) (int, error) {
+		b := d.b
+		if b[j] == 'n' {
+			if string(key) == name {
+				v, ok = nil, true
+			}
+			return j + 4, nil
+		}
+		k := skipString(b, j)
+		if string(key) == name {
+			v = b[j+1 : k-1]
+			ok = bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v)
+		}
+		return k, nil
+	})
+	if v == nil {
+		return nil, true
+	}
+	return v, ok
 }
 
 // attributes decodes the raw attributes.

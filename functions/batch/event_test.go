@@ -68,6 +68,17 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 			if v != wv || ok != wok {
 				t.Fatalf("record %d: attribute %s = %q %v, want %q %v", i, name, v, ok, wv, wok)
 			}
+			if raw, plain := r.attributeBytes(name); plain && string(raw) != wv {
+				t.Fatalf("record %d: attribute %s raw %q, want %q", i, name, raw, wv)
+			}
+		}
+		dl, err := r.deadLetterAttributes()
+		if err != nil {
+			t.Fatalf("record %d: dead-letter attributes: %v", i, err)
+		}
+		wdl, _ := originalAttributes(Record{Message: w})
+		if !reflect.DeepEqual(dl, wdl) {
+			t.Fatalf("record %d: dead-letter attributes\n lean %#v\n json %#v", i, dl, wdl)
 		}
 	}
 	if cerr, werr := lean.check(), CheckSQSEvent(want); (cerr == nil) != (werr == nil) {
@@ -150,7 +161,7 @@ var eventEdgeCases = []string{
 	`{"Records":[{"messageId":"a","body":"é中😀 raw"}]}`,
 	`{"Records":[{"messageId":"a","body":""}]}`,
 	`{"Records":[{"messageId":"a","body":null,"attributes":null,"messageAttributes":null}]}`,
-	`{"Records":[{"messageId":"a","attributes":{},"messageAttributes":{}}]}`,
+	`{"Records":[{"messageId":"a","attributes":{},"messageAttributes":{}}]}`, `{"Records":[{"messageId":"a","messageAttributes":{ }}]}`,
 	`{"Records":[{"messageId":"a","attributes":{"ApproximateReceiveCount":"\u0033","MessageGroupId":"g\u00e9","x":null}}]}`,
 	`{"Records":[{"messageId":"a","attributes":{"ApproximateReceiveCount":"1","ApproximateReceiveCount":"2"}}]}`,
 	`{"Records":[{"messageId":"a","attributes":{"ApproximateReceiveCount":null}}]}`,

@@ -65,13 +65,24 @@ type recordState struct {
 // SentAt returns SentTimestamp (zero when missing), read on demand: only
 // dead letters need it (parsing it for every record cost ~0.1 µs).
 func (r Record) SentAt() time.Time {
-	return epochMillis(r.Attribute(attrSentAt))
+	return r.epochAttribute(attrSentAt)
+}
+
+// epochAttribute reads a timestamp attribute, on the lean path without
+// making a string of it.
+func (r Record) epochAttribute(name string) time.Time {
+	if r.lean != nil {
+		if v, ok := r.lean.attributeBytes(name); ok {
+			return epochMillis(unsafe.String(unsafe.SliceData(v), len(v)))
+		}
+	}
+	return epochMillis(r.Attribute(name))
 }
 
 // FirstReceivedAt returns ApproximateFirstReceiveTimestamp (zero when
 // missing), read on demand: only dead letters need it.
 func (r Record) FirstReceivedAt() time.Time {
-	return epochMillis(r.Attribute(attrFirstReceive))
+	return r.epochAttribute(attrFirstReceive)
 }
 
 // Body returns the message body as bytes without copying it: never modify
