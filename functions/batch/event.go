@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"sync"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -91,7 +92,7 @@ type decoder struct {
 	cur     [6]uint32 // their (offset, length) pairs in tmp
 	arn     []byte    // the current record's eventSourceARN, decoded
 	lastARN string    // the previous record's: records share it
-	blocks  [][]leanRecord
+	blocks  []*[recordBlock]leanRecord
 	scratch []byte // base64 validation
 }
 
@@ -247,15 +248,14 @@ func (d *decoder) records(ev *Event, i int) (int, error) {
 	default:
 		return -1, d.typeError(i, "\"Records\" is not an array")
 	}
-	const blockSize = 256
 	n := 0
 	end, err := d.array(i, 2, func(j int) (int, error) {
-		// Records go into blocks, copied once into an exact slice at the
-		// end: a growing slice would allocate five times the final size.
-		if n%blockSize == 0 {
-			d.blocks = append(d.blocks, make([]leanRecord, blockSize))
+		// Records go into pooled blocks, copied once into an exact slice at
+		// the end: a growing slice would allocate five times the final size.
+		if n%recordBlock == 0 {
+			d.blocks = append(d.blocks, getBlock())
 		}
-		r := &d.blocks[n/blockSize][n%blockSize]
+		r := &d.blocks[n/recordBlock][n%recordBlock]
 		n++
 		switch b[j] {
 		case 'n':
@@ -269,15 +269,34 @@ func (d *decoder) records(ev *Event, i int) (int, error) {
 		}
 		return -1, d.typeError(j, fmt.Sprintf("record %d is not an object", n-1))
 	})
+	if err == nil {
+		ev.records = make([]leanRecord, n)
+		for k, blk := range d.blocks {
+			copy(ev.records[k*recordBlock:], blk[:])
+		}
+	}
+	for k, blk := range d.blocks {
+		used := min(recordBlock, n-k*recordBlock)
+		clear(blk[:used]) // keep nothing of this payload alive in the pool
+		blockPool.Put(blk)
+	}
+	d.blocks = d.blocks[:0]
 	if err != nil {
 		return -1, err
 	}
-	ev.records = make([]leanRecord, n)
-	for k, blk := range d.blocks {
-		copy(ev.records[k*blockSize:], blk)
-	}
-	d.blocks = d.blocks[:0]
 	return end, nil
+}
+
+// recordBlock is the number of records in a block of the decoder's scratch.
+const recordBlock = 256
+
+var blockPool sync.Pool // *[recordBlock]leanRecord
+
+func getBlock() *[recordBlock]leanRecord {
+	if b, ok := blockPool.Get().(*[recordBlock]leanRecord); ok {
+		return b
+	}
+	return new([recordBlock]leanRecord)
 }
 
 // typeError is a valid JSON value of the wrong type at b[i].
@@ -470,7 +489,7 @@ func (d *decoder) messageAttributes(r *leanRecord, i, n int) (int, error) {
 	default:
 		return -1, d.typeError(i, fmt.Sprintf("record %d: \"messageAttributes\" is not an object", n))
 	}
-	end, err := walkMessageAttributes(d, i, nil)
+	end, err := walkMessageAttributes(d, i, false, nil)
 	if err != nil {
 		return -1, err
 	}
@@ -516,7 +535,10 @@ type mattr struct {
 // walkMessageAttributes validates the messageAttributes object whose '{' is
 // d.b[i] and, when out is not nil, decodes each attribute and calls out with
 // it. It returns the index after the object.
-func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (int, error) {
+//
+// With lists false the string and binary lists are skipped, not decoded:
+// a dead letter does not carry them (they were validated when decoded).
+func walkMessageAttributes(d *decoder, i int, lists bool, out func(name string, a mattr)) (int, error) {
 	b := d.b
 	var names map[string]struct{} // duplicate attribute names, past 16 of them
 	d.mkeys, d.moffs = d.mkeys[:0], d.moffs[:0]
@@ -554,7 +576,14 @@ func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (i
 			}
 		case '{':
 			var err error
-			if k, err = d.messageAttribute(j, key, out != nil, &a); err != nil {
+			mode := modeValidate
+			switch {
+			case out != nil && lists:
+				mode = modeFull
+			case out != nil:
+				mode = modeScalars
+			}
+			if k, err = d.messageAttribute(j, key, mode, &a); err != nil {
 				return -1, err
 			}
 		default:
@@ -570,10 +599,18 @@ func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (i
 	})
 }
 
-// messageAttribute validates (and with decode, decodes into a) one
-// message attribute object at b[i].
-func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (int, error) {
+// What messageAttribute decodes.
+const (
+	modeValidate = iota // nothing: validate only
+	modeFull            // every field
+	modeScalars         // dataType, stringValue and binaryValue; lists skipped
+)
+
+// messageAttribute validates (and decodes into a, as mode says) one message
+// attribute object at b[i].
+func (d *decoder) messageAttribute(i int, name []byte, mode int, a *mattr) (int, error) {
 	b := d.b
+	decode := mode != modeValidate
 	var seen [numMFields]bool
 	bad := func(j int, what string) error {
 		return d.typeError(j, fmt.Sprintf("message attribute %q: %s", truncate(string(name), 64), what))
@@ -624,12 +661,15 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (i
 				}
 			case mDataType:
 				if decode {
-					a.dataType = string(plainOrUnquote(nil, b[j+1:k-1]))
+					a.dataType = dataTypeString(plainOrUnquote(nil, b[j+1:k-1]))
 				}
 			}
 			return k, nil
 		}
 		// A list.
+		if mode == modeScalars {
+			return skipValue(b, j, 5), nil // validated when the event was decoded
+		}
 		if b[j] != '[' {
 			if k := skipValue(b, j, 5); k < 0 {
 				return -1, d.fail(j, "invalid JSON")
@@ -682,6 +722,20 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (i
 			return k, nil
 		})
 	})
+}
+
+// dataTypeString returns the data type as a string, the usual ones without
+// an allocation.
+func dataTypeString(b []byte) string {
+	switch string(b) {
+	case "String":
+		return "String"
+	case "Number":
+		return "Number"
+	case "Binary":
+		return "Binary"
+	}
+	return string(b)
 }
 
 // base64 decodes the raw content of a JSON string as encoding/json decodes
@@ -888,7 +942,7 @@ func (r *leanRecord) messageAttributes() (map[string]events.SQSMessageAttribute,
 	}
 	out := make(map[string]events.SQSMessageAttribute)
 	d := decoder{b: r.mattrs}
-	_, err := walkMessageAttributes(&d, 0, func(name string, a mattr) {
+	_, err := walkMessageAttributes(&d, 0, true, func(name string, a mattr) {
 		v := events.SQSMessageAttribute{DataType: a.dataType, BinaryValue: a.binaryValue,
 			StringListValues: a.stringList, BinaryListValues: a.binaryList}
 		if a.hasString {
@@ -909,9 +963,9 @@ func (r *leanRecord) deadLetterAttributes() (map[string]deadletter.Attribute, er
 	if len(r.mattrs) <= 2 {
 		return nil, nil // absent, null or {}
 	}
-	out := make(map[string]deadletter.Attribute, 10)
+	out := make(map[string]deadletter.Attribute, 8)
 	d := decoder{b: r.mattrs}
-	_, err := walkMessageAttributes(&d, 0, func(name string, a mattr) {
+	_, err := walkMessageAttributes(&d, 0, false, func(name string, a mattr) {
 		out[name] = deadletter.Attribute{DataType: a.dataType, StringValue: a.stringValue, BinaryValue: a.binaryValue}
 	})
 	if err != nil || len(out) == 0 {
