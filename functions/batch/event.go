@@ -956,6 +956,28 @@ func (r *leanRecord) messageAttributes() (map[string]events.SQSMessageAttribute,
 	return out, nil
 }
 
+// scalarMessageAttributes decodes the raw message attributes without their
+// lists, which a dead letter does not carry.
+func (r *leanRecord) scalarMessageAttributes() (map[string]events.SQSMessageAttribute, error) {
+	if len(r.mattrs) <= 2 {
+		return nil, nil // absent, null or {}
+	}
+	out := make(map[string]events.SQSMessageAttribute, 8)
+	d := decoder{b: r.mattrs}
+	_, err := walkMessageAttributes(&d, 0, false, func(name string, a mattr) {
+		v := events.SQSMessageAttribute{DataType: a.dataType, BinaryValue: a.binaryValue}
+		if a.hasString {
+			s := a.stringValue
+			v.StringValue = &s
+		}
+		out[name] = v
+	})
+	if err != nil || len(out) == 0 {
+		return nil, err
+	}
+	return out, nil
+}
+
 // deadLetterAttributes decodes the raw message attributes straight into
 // what a dead letter carries (DataType, StringValue, BinaryValue), with no
 // events.SQSMessageAttribute in between.

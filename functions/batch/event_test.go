@@ -76,6 +76,19 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 		if err != nil {
 			t.Fatalf("record %d: dead-letter attributes: %v", i, err)
 		}
+		sc, err := r.scalarMessageAttributes()
+		if err != nil {
+			t.Fatalf("record %d: scalar message attributes: %v", i, err)
+		}
+		for name, a := range w.MessageAttributes {
+			a.StringListValues, a.BinaryListValues = nil, nil
+			if !reflect.DeepEqual(sc[name], a) {
+				t.Fatalf("record %d: scalar message attribute %q: %#v, want %#v", i, name, sc[name], a)
+			}
+		}
+		if len(sc) != len(w.MessageAttributes) {
+			t.Fatalf("record %d: %d scalar message attributes, want %d", i, len(sc), len(w.MessageAttributes))
+		}
 		wdl, _ := originalAttributes(Record{Message: w})
 		if !reflect.DeepEqual(dl, wdl) {
 			t.Fatalf("record %d: dead-letter attributes\n lean %#v\n json %#v", i, dl, wdl)

@@ -185,7 +185,7 @@ func (r Record) deadLetterMessageAttributes() (map[string]events.SQSMessageAttri
 		}
 		return r.Message.MessageAttributes, nil
 	}
-	return r.lean.messageAttributes()
+	return r.lean.scalarMessageAttributes()
 }
 
 // SQSMessage returns the message as aws-lambda-go's type: Message itself
