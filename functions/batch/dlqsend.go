@@ -160,7 +160,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 		p.settle(ctx, &letter, err, m) // DecodeEvent validated them: not reached
 		return
 	}
-	body := rec.bodyString()
+	body := rec.sendBody()
 
 	// The common case: the metadata is written into the slot's reused
 	// buffer, the original attributes kept on the message (all of them, or

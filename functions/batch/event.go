@@ -93,6 +93,7 @@ type decoder struct {
 	arn     []byte    // the current record's eventSourceARN, decoded
 	lastARN string    // the previous record's: records share it
 	blocks  []*[recordBlock]leanRecord
+	view    bool   // message attribute names and values that need no decoding view b (dead letters only)
 	scratch []byte // base64 validation
 }
 
@@ -593,7 +594,7 @@ func walkMessageAttributes(d *decoder, i int, lists bool, out func(name string, 
 			return -1, d.typeError(j, fmt.Sprintf("message attribute %q is not an object", truncate(string(key), 64)))
 		}
 		if out != nil {
-			out(string(key), a)
+			out(d.keyString(key, b, j), a)
 		}
 		return k, nil
 	})
@@ -657,7 +658,7 @@ func (d *decoder) messageAttribute(i int, name []byte, mode int, a *mattr) (int,
 				}
 			case mStringValue:
 				if decode {
-					a.stringValue, a.hasString = string(plainOrUnquote(nil, b[j+1:k-1])), true
+					a.stringValue, a.hasString = d.str(b[j+1:k-1]), true
 				}
 			case mDataType:
 				if decode {
@@ -722,6 +723,26 @@ func (d *decoder) messageAttribute(i int, name []byte, mode int, a *mattr) (int,
 			return k, nil
 		})
 	})
+}
+
+// str decodes the raw content of a JSON string into a string: a view of
+// the bytes when d.view and it needs no decoding, otherwise a copy.
+func (d *decoder) str(content []byte) string {
+	v := plainOrUnquote(nil, content)
+	if d.view && len(v) > 0 && len(content) > 0 && &v[0] == &content[0] {
+		return unsafe.String(unsafe.SliceData(v), len(v))
+	}
+	return string(v)
+}
+
+// keyString is key (decoded) as a string: with d.view a view of b when key
+// is b's own bytes, otherwise a copy.
+func (d *decoder) keyString(key, b []byte, _ int) string {
+	if d.view && len(key) > 0 && uintptr(unsafe.Pointer(&key[0])) >= uintptr(unsafe.Pointer(unsafe.SliceData(b))) &&
+		uintptr(unsafe.Pointer(&key[0])) < uintptr(unsafe.Pointer(unsafe.SliceData(b)))+uintptr(len(b)) {
+		return unsafe.String(&key[0], len(key))
+	}
+	return string(key)
 }
 
 // dataTypeString returns the data type as a string, the usual ones without
@@ -963,7 +984,7 @@ func (r *leanRecord) scalarMessageAttributes() (map[string]events.SQSMessageAttr
 		return nil, nil // absent, null or {}
 	}
 	out := make(map[string]events.SQSMessageAttribute, 8)
-	d := decoder{b: r.mattrs}
+	d := decoder{b: r.mattrs, view: true}
 	_, err := walkMessageAttributes(&d, 0, false, func(name string, a mattr) {
 		v := events.SQSMessageAttribute{DataType: a.dataType, BinaryValue: a.binaryValue}
 		if a.hasString {

@@ -103,11 +103,14 @@ func (r Record) Body() []byte {
 	return unsafe.Slice(unsafe.StringData(r.Message.Body), len(r.Message.Body))
 }
 
-// bodyString is the body as a string the processor may hand on (a dead
-// letter's MessageBody): the event's own string, or a copy on the lean path.
-func (r Record) bodyString() string {
+// sendBody is the body as the dead letter's MessageBody: the event's own
+// string, or on the lean path a view of the payload's bytes, which do not
+// change during the invocation. The SendMessageBatch input holds it only
+// until the call returns (SQSAPI: a client that keeps the input copies it),
+// and the lane's outbox is sent and reset before the invocation ends.
+func (r Record) sendBody() string {
 	if r.lean != nil {
-		return string(r.lean.body)
+		return unsafe.String(unsafe.SliceData(r.lean.body), len(r.lean.body))
 	}
 	if r.Message == nil {
 		return ""
@@ -177,7 +180,8 @@ func (r Record) MessageAttributes() (map[string]events.SQSMessageAttribute, erro
 
 // deadLetterMessageAttributes are the message attributes a dead letter
 // carries: Message's map through Handle; on the lean path decoded now, data
-// type and values only (a dead letter carries no lists).
+// type and values only (a dead letter carries no lists), the names and
+// values that need no decoding viewing the payload's bytes (as sendBody).
 func (r Record) deadLetterMessageAttributes() (map[string]events.SQSMessageAttribute, error) {
 	if r.lean == nil {
 		if r.Message == nil {

@@ -96,6 +96,7 @@ func main() {
 		maxReceive = flag.Int("max-receive-count", 4, "the hot queue's maxReceiveCount")
 		fifo       = flag.Bool("fifo", false, "treat the queue as FIFO")
 		path       = flag.String("path", "lean", "lean (DecodeEvent and HandleEvent on the payload, as the Lambda entry's Invoke) or events (json.Decoder into events.SQSEvent and Handle, as lambda.Start(w.Handle))")
+		decode     = flag.String("decode", "each", "each: decode the payload every invocation, as Lambda does; once: decode it once before the clock and handle that event every repeat, as agentdlq bench and the peer's bench do (lean path only)")
 		idle       = flag.Bool("idle", false, "print the RSS with the worker built and nothing handled, and exit")
 		memProfile = flag.String("memprofile", "", "write a heap profile after the run to this file (go tool pprof)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
@@ -118,13 +119,13 @@ func main() {
 			}
 		}()
 	}
-	if err := run(*event, *repeats, *warmup, *maxReceive, *fifo, *path, *idle); err != nil {
+	if err := run(*event, *repeats, *warmup, *maxReceive, *fifo, *path, *decode, *idle); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1) //nolint:gocritic // the profile is not needed on failure
 	}
 }
 
-func run(file string, repeats, warmup, maxReceive int, fifo bool, path string, idle bool) error {
+func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode string, idle bool) error {
 	if _, err := newWorker(maxReceive, fifo, &sqsio.Recorder{}); err != nil {
 		return err
 	}
@@ -133,8 +134,8 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path string, i
 	if idle {
 		return json.NewEncoder(os.Stdout).Encode(map[string]float64{"idle_rss_mb": round(idleMB), "peak_rss_mb": round(maxRSSMB())})
 	}
-	if file == "" || repeats < 1 || warmup < 0 || (path != "lean" && path != "events") {
-		return errors.New("usage: bench -event FILE -repeats R [-warmup W] [-max-receive-count N] [-fifo] [-path lean|events]")
+	if file == "" || repeats < 1 || warmup < 0 || (path != "lean" && path != "events") || (decode != "each" && decode != "once") || (decode == "once" && path != "lean") {
+		return errors.New("usage: bench -event FILE -repeats R [-warmup W] [-max-receive-count N] [-fifo] [-path lean|events] [-decode each|once (lean)]")
 	}
 	f, err := os.Open(file)
 	if err != nil {
@@ -152,7 +153,7 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path string, i
 	}
 	var b bencher
 	if path == "lean" {
-		b, err = newLean(size, fill)
+		b, err = newLean(size, fill, decode == "once")
 	} else {
 		b, err = newEvents(size, fill)
 	}
@@ -174,7 +175,7 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path string, i
 	// repeats and about 10,000 records a chunk, as `agentdlq bench`, and on
 	// the lean path at most 1 MiB of payload buffers (the runtime has one).
 	chunk := max(1, min(32, 10000/records))
-	if path == "lean" {
+	if path == "lean" && decode == "each" {
 		chunk = max(1, min(chunk, (1<<20)/size))
 	}
 	runtime.GC()
@@ -242,9 +243,10 @@ type lean struct {
 	bufs [][]byte // payload buffers, reused as the runtime reuses its own
 	evs  []*batch.Event
 	n    int
+	once *batch.Event // -decode once: the event every repeat handles
 }
 
-func newLean(size int, fill func([]byte) error) (*lean, error) {
+func newLean(size int, fill func([]byte) error, once bool) (*lean, error) {
 	l := &lean{size: size, fill: fill}
 	// Count the records once (a decode of one payload, dropped).
 	buf := make([]byte, size)
@@ -256,6 +258,10 @@ func newLean(size int, fill func([]byte) error) (*lean, error) {
 		return nil, err
 	}
 	l.n = ev.Len()
+	if once {
+		l.once = ev
+		return l, nil
+	}
 	l.bufs = [][]byte{buf}
 	return l, nil
 }
@@ -263,6 +269,9 @@ func newLean(size int, fill func([]byte) error) (*lean, error) {
 func (l *lean) records() int { return l.n }
 
 func (l *lean) chunk(ctx context.Context, n, maxReceive int, fifo, drop bool) (*outcome, error) {
+	if l.once != nil {
+		return l.chunkOnce(ctx, n, maxReceive, fifo, drop)
+	}
 	for len(l.bufs) < n {
 		l.bufs = append(l.bufs, make([]byte, l.size))
 	}
@@ -291,19 +300,48 @@ func (l *lean) chunk(ctx context.Context, n, maxReceive int, fifo, drop bool) (*
 	}
 	c1 := cpuTime()
 	for i := range n {
+		// A real SQS client keeps nothing it sent: only the last repeat's
+		// dead letters are read, and recorded.
+		recs[i].Discard = drop || i < n-1
 		resp, err := workers[i].HandleEvent(ctx, l.evs[i])
 		if err != nil {
 			return nil, err
 		}
 		_ = batch.MarshalResponse(resp) // what Invoke returns to the runtime
 		o.resp = resp
-		if drop || i < n-1 {
-			*recs[i] = sqsio.Recorder{} // a real SQS client keeps nothing it sent
-		}
 	}
 	o.handleCPU, o.decodeCPU = cpuTime()-c1, c1-c0
 	o.rec = recs[n-1]
 	l.evs = append(l.evs[:0], l.evs[n-1]) // its buffer is filled again only by a later chunk
+	return o, nil
+}
+
+// chunkOnce handles the event decoded once (-decode once) n times.
+func (l *lean) chunkOnce(ctx context.Context, n, maxReceive int, fifo, drop bool) (*outcome, error) {
+	workers := make([]*sampleworker.Worker, n)
+	recs := make([]*sqsio.Recorder, n)
+	for i := range n {
+		recs[i] = &sqsio.Recorder{}
+		w, err := newWorker(maxReceive, fifo, recs[i])
+		if err != nil {
+			return nil, err
+		}
+		workers[i] = w
+	}
+	o := &outcome{}
+	c0 := cpuTime()
+	for i := range n {
+		recs[i].Discard = drop || i < n-1
+		resp, err := workers[i].HandleEvent(ctx, l.once)
+		if err != nil {
+			return nil, err
+		}
+		_ = batch.MarshalResponse(resp)
+		o.resp = resp
+	}
+	o.handleCPU = cpuTime() - c0
+	o.rec = recs[n-1]
+	l.evs = append(l.evs[:0], l.once)
 	return o, nil
 }
 
@@ -351,6 +389,7 @@ func (e *eventsPath) chunk(ctx context.Context, n, maxReceive int, fifo, drop bo
 		if err := e.fill(e.buf); err != nil {
 			return nil, err
 		}
+		rec.Discard = drop || i < n-1
 		c0 := cpuTime()
 		var ev events.SQSEvent
 		if err := json.NewDecoder(bytes.NewBuffer(e.buf)).Decode(&ev); err != nil {
@@ -366,9 +405,6 @@ func (e *eventsPath) chunk(ctx context.Context, n, maxReceive int, fifo, drop bo
 		o.decodeCPU += c1 - c0
 		o.handleCPU += c2 - c1
 		o.resp, o.rec, e.ev = resp, rec, ev
-		if drop || i < n-1 {
-			*rec = sqsio.Recorder{}
-		}
 	}
 	return o, nil
 }
@@ -429,7 +465,7 @@ func newWorker(maxReceive int, fifo bool, rec *sqsio.Recorder) (*sampleworker.Wo
 	q := sampleworker.Queues{HotURL: "local://" + p.HotQueueName(), DLQURL: "local://" + p.DLQName(), FIFO: fifo}
 	return sampleworker.New(sampleworker.Config{
 		Pipeline: p, Queues: q, SQS: rec, Ledger: ledger.NewMemory(), WorkerVersion: "bench",
-		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: io.Discard,
+		Logger: slog.New(batch.NewLogHandler(io.Discard, nil)), Metrics: io.Discard, // the Lambda entry's handler
 	})
 }
 
