@@ -246,7 +246,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 		}
 		e.MessageAttributes = am
 	}
-	if th := rec.Attribute(attrTraceHeader); th != "" {
+	if th := rec.traceHeader(); th != "" {
 		if o.system[slot] == nil {
 			o.system[slot] = make(map[string]types.MessageSystemAttributeValue, 1)
 		}

@@ -37,6 +37,33 @@ type leanRecord struct {
 	// or null. Decoded when read.
 	md5Body, md5Attrs, source, region []byte
 	null                              bool // the record was JSON null
+	// SentTimestamp, ApproximateFirstReceiveTimestamp and AWSTraceHeader,
+	// which every dead letter reads: where their values stand in attrs
+	// (offset, length), noted when decoded; sysSlow when one needs decoding
+	// (an escape, invalid UTF-8), and then they are looked up in attrs.
+	sys     [numSys][2]uint32
+	sysSlow bool
+}
+
+// The system attributes a dead letter reads, in leanRecord.sys.
+const (
+	sysSentAt = iota
+	sysFirstReceive
+	sysTraceHeader
+	numSys
+)
+
+var sysNames = [numSys]string{attrSentAt, attrFirstReceive, attrTraceHeader}
+
+// sysAttr is the value of system attribute k (sysSentAt, ...) as bytes in
+// the payload, valid during the invocation, and whether they are its value
+// as is (false: use attribute, which decodes it).
+func (r *leanRecord) sysAttr(k int) ([]byte, bool) {
+	if r.sysSlow {
+		return nil, false
+	}
+	sp := r.sys[k]
+	return r.attrs[sp[0] : sp[0]+sp[1]], true
 }
 
 // ErrDuplicateKey is wrapped by DecodeEvent's error for a record (or a
@@ -458,6 +485,22 @@ func (d *decoder) attributes(r *leanRecord, i, n int) (int, error) {
 			if b[j] == '"' {
 				r.count = b[j+1 : k-1]
 				r.countEscaped = bytes.IndexByte(r.count, '\\') >= 0
+			}
+		case attrSentAt, attrFirstReceive, attrTraceHeader:
+			x := sysSentAt
+			switch string(key) {
+			case attrFirstReceive:
+				x = sysFirstReceive
+			case attrTraceHeader:
+				x = sysTraceHeader
+			}
+			r.sys[x] = [2]uint32{}
+			if b[j] == '"' {
+				v := b[j+1 : k-1]
+				r.sys[x] = [2]uint32{uint32(j + 1 - i), uint32(len(v))}
+				if bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v) {
+					r.sysSlow = true
+				}
 			}
 		case attrGroupID:
 			off := len(d.tmp)
@@ -1015,35 +1058,6 @@ func (r *leanRecord) deadLetterAttributes() (map[string]deadletter.Attribute, er
 		return nil, err
 	}
 	return out, nil
-}
-
-// attributeBytes is the raw content of the system attribute name when it
-// needs no decoding (no escape, valid UTF-8), for a value parsed at once; ok is false
-// otherwise (then attribute decodes it).
-func (r *leanRecord) attributeBytes(name string) (v []byte, ok bool) {
-	if r.attrs == nil {
-		return nil, true
-	}
-	d := decoder{b: r.attrs}
-	_, _ = d.object(0, 4, func(key []byte, j int) (int, error) {
-		b := d.b
-		if b[j] == 'n' {
-			if string(key) == name {
-				v, ok = nil, true
-			}
-			return j + 4, nil
-		}
-		k := skipString(b, j)
-		if string(key) == name {
-			v = b[j+1 : k-1]
-			ok = bytes.IndexByte(v, '\\') < 0 && utf8.Valid(v)
-		}
-		return k, nil
-	})
-	if v == nil {
-		return nil, true
-	}
-	return v, ok
 }
 
 // attributes decodes the raw attributes.

@@ -65,24 +65,35 @@ type recordState struct {
 // SentAt returns SentTimestamp (zero when missing), read on demand: only
 // dead letters need it (parsing it for every record cost ~0.1 µs).
 func (r Record) SentAt() time.Time {
-	return r.epochAttribute(attrSentAt)
+	return r.epochAttribute(sysSentAt, attrSentAt)
 }
 
 // epochAttribute reads a timestamp attribute, on the lean path without
 // making a string of it.
-func (r Record) epochAttribute(name string) time.Time {
+func (r Record) epochAttribute(k int, name string) time.Time {
 	if r.lean != nil {
-		if v, ok := r.lean.attributeBytes(name); ok {
+		if v, ok := r.lean.sysAttr(k); ok {
 			return epochMillis(unsafe.String(unsafe.SliceData(v), len(v)))
 		}
 	}
 	return epochMillis(r.Attribute(name))
 }
 
+// traceHeader is AWSTraceHeader for the dead letter's send: on the lean
+// path a view of the payload's bytes, as sendBody.
+func (r Record) traceHeader() string {
+	if r.lean != nil {
+		if v, ok := r.lean.sysAttr(sysTraceHeader); ok {
+			return unsafe.String(unsafe.SliceData(v), len(v))
+		}
+	}
+	return r.Attribute(attrTraceHeader)
+}
+
 // FirstReceivedAt returns ApproximateFirstReceiveTimestamp (zero when
 // missing), read on demand: only dead letters need it.
 func (r Record) FirstReceivedAt() time.Time {
-	return r.epochAttribute(attrFirstReceive)
+	return r.epochAttribute(sysFirstReceive, attrFirstReceive)
 }
 
 // Body returns the message body as bytes without copying it: never modify
