@@ -206,8 +206,8 @@
 // first: each record's two attribute maps are built whether anyone reads
 // them or not, and the runtime's payload buffer and its json.Decoder's copy
 // of it are alive too. On a 10,000-record event of the generated mix (27.7
-// MB of JSON) that path peaks at ~277 MB RSS, measured with
-// functions/sampleworker/bench -path events.
+// MB of JSON) that path peaks at 233–260 MB RSS (functions/sampleworker/bench
+// -path events, GOMEMLIMIT 230 MiB or unset; README "Performance").
 //
 // Invoke (and DecodeEvent with HandleEvent) is the lean path: the payload is
 // decoded once, by a scanner that accepts what json.Unmarshal into
@@ -217,9 +217,10 @@
 // body decodes to at most its escaped length), the attributes and message
 // attributes stay raw JSON in the payload, validated, and are decoded when
 // read; a record's own strings (message id, receipt handle, group id) are
-// one allocation. The same 10,000 records peak at ~100 MB, of which 27.7 MB
-// is the payload the runtime holds and about half is the Go heap's growth
-// to twice the live heap between collections.
+// one allocation. The same 10,000 records peak at 92–96 MB, of which 27.7
+// MB is the payload the runtime holds and about half the Go heap's growth
+// to twice the live heap between collections; at the largest batch Lambda
+// passes (6 MB), 34 MB against 78 MB.
 //
 // What changes for a handler on the lean path: Record.Message is nil (no
 // events.SQSMessage is built). Record's accessors read both paths:
