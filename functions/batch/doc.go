@@ -191,7 +191,8 @@
 // # Testing a handler
 //
 // Package batchtest (functions/batch/batchtest) runs a Handler through
-// this processor with an in-memory ledger and a recording DLQ: build an
+// this processor, on the lean path of lambda.Start(p) (Worker.Handle for
+// Handle's), with an in-memory ledger and a recording DLQ: build an
 // event from bodies and attributes, run it, and require each record's
 // fate (acknowledged, retried, dead-lettered with a reason).
 //

@@ -30,6 +30,7 @@ package batchtest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -159,6 +160,13 @@ type Worker struct {
 	// DLQ records what the processor sends (when the Config brought no
 	// SQS client).
 	DLQ *DLQ
+	// Handle makes Run hand the event to Processor.Handle as an
+	// events.SQSEvent (lambda.Start(p.Handle)). By default Run takes the
+	// lean path of lambda.Start(p): the event is marshaled to the payload
+	// Lambda would send and given to Processor.Invoke, so a handler that
+	// reads Record.Message (nil there) fails its test as it would fail in
+	// Lambda.
+	Handle bool
 
 	t    testing.TB
 	logs syncBuffer
@@ -205,8 +213,9 @@ func NewWorker(t testing.TB, cfg batch.Config) *Worker {
 	return w
 }
 
-// Run hands ev to the processor as Lambda would and returns what happened
-// to each record. An error from Handle (an event that is not SQS) fails the
+// Run hands ev to the processor as Lambda would (by default as the payload
+// of lambda.Start(p), see Worker.Handle) and returns what happened to each
+// record. An error from the processor (an event that is not SQS) fails the
 // test, and so does a dead letter whose dlq_meta cannot be read.
 func (w *Worker) Run(ev events.SQSEvent) *Result {
 	w.t.Helper()
@@ -218,9 +227,24 @@ func (w *Worker) Run(ev events.SQSEvent) *Result {
 func (w *Worker) RunContext(ctx context.Context, ev events.SQSEvent) *Result {
 	w.t.Helper()
 	before := len(w.DLQ.Sent())
-	resp, err := w.Processor.Handle(ctx, ev)
-	if err != nil {
-		w.t.Fatalf("batchtest: Handle: %v", err)
+	var resp events.SQSEventResponse
+	if w.Handle {
+		var err error
+		if resp, err = w.Processor.Handle(ctx, ev); err != nil {
+			w.t.Fatalf("batchtest: Handle: %v", err)
+		}
+	} else {
+		payload, err := json.Marshal(ev)
+		if err != nil {
+			w.t.Fatalf("batchtest: marshal the event: %v", err)
+		}
+		out, err := w.Processor.Invoke(ctx, payload)
+		if err != nil {
+			w.t.Fatalf("batchtest: Invoke: %v", err)
+		}
+		if err := json.Unmarshal(out, &resp); err != nil {
+			w.t.Fatalf("batchtest: the response %q: %v", out, err)
+		}
 	}
 	res := &Result{Event: ev, Response: resp}
 	for _, in := range w.DLQ.Sent()[before:] {
