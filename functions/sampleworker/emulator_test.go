@@ -1,12 +1,15 @@
 package sampleworker
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -24,7 +27,10 @@ import (
 // real SQS client against the local SQS emulator and the DynamoDB ledger on
 // the local DynamoDB: every dead letter arrives in the DLQ with the original
 // body byte for byte, its reason, and every original attribute (folded or
-// kept); the ledger counts them.
+// kept); the ledger counts them. Each fixture runs on both paths: Handle
+// (events.SQSEvent) and Invoke (the lean path of the Lambda entry), whose
+// payload buffer is then overwritten, as the Lambda runtime reuses it,
+// before the DLQ is read.
 func TestDeadLettersOnTheEmulator(t *testing.T) {
 	t.Parallel()
 	cfg := localtest.AWS(t)
@@ -32,12 +38,20 @@ func TestDeadLettersOnTheEmulator(t *testing.T) {
 	for _, tt := range []struct {
 		file string
 		fifo bool
+		lean bool
 	}{
 		{file: "sqs-mixed.json"},
 		{file: "sqs-attributes-10.json"},
 		{file: "sqs-fifo-group.json", fifo: true},
+		{file: "sqs-mixed.json", lean: true},
+		{file: "sqs-attributes-10.json", lean: true},
+		{file: "sqs-fifo-group.json", fifo: true, lean: true},
 	} {
-		t.Run(tt.file, func(t *testing.T) {
+		name := tt.file
+		if tt.lean {
+			name += "/lean"
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			p, _ := testPipeline(t, tt.fifo, 4)
 			q := localtest.Queues(t, cfg, p)
@@ -47,9 +61,20 @@ func TestDeadLettersOnTheEmulator(t *testing.T) {
 				Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: io.Discard})
 			require.NoError(t, err)
 
-			ev, _ := loadEvent(t, tt.file)
-			resp, err := w.Handle(context.Background(), ev)
-			require.NoError(t, err)
+			ev, data := loadEvent(t, tt.file)
+			var resp events.SQSEventResponse
+			if tt.lean {
+				payload := bytes.Clone(data)
+				out, err := w.Invoke(context.Background(), payload)
+				require.NoError(t, err)
+				require.NoError(t, json.Unmarshal(out, &resp))
+				for i := range payload {
+					payload[i] = 'x' // the runtime's next invocation
+				}
+			} else {
+				resp, err = w.Handle(context.Background(), ev)
+				require.NoError(t, err)
+			}
 
 			// What the recording DLQ sees is what the emulator must hold.
 			want := &recordingRun{}
