@@ -117,8 +117,8 @@ func BenchmarkWorkerLean(b *testing.B) {
 					b.Fatal(err)
 				}
 				p, q := testPipeline(b, false, 4)
-				rec := &sqsio.Recorder{}
-				log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+				rec := &sqsio.Recorder{Discard: true} // as BenchmarkWorker
+				log := slog.New(batch.NewLogHandler(io.Discard, nil))
 				ctx := context.Background()
 				b.ReportAllocs()
 				cpu0 := cpuTime()
