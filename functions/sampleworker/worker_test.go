@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -347,4 +348,57 @@ func TestLeanPathSameAsHandle(t *testing.T) {
 	}
 	t.Logf("%d events, %d records, %d dead letters the same on both paths", len(payloads), records, deadLetters)
 	require.Greater(t, deadLetters, 10)
+}
+
+// TestLeanPathConcurrent runs a generated mix through Handle and Invoke with
+// the Lambda entry's concurrency (LambdaConcurrency goroutines share the
+// lean records): the same records retried and the same dead letters, each
+// the same input, in whatever order the goroutines sent them. Run it with
+// -race.
+func TestLeanPathConcurrent(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("builds and runs events/gen")
+	}
+	out := filepath.Join(t.TempDir(), "mix.json")
+	b, err := exec.Command("go", "run", "../../events/gen", "-mix", "400", "-ok", "40", "-out", out).CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	var ev events.SQSEvent
+	require.NoError(t, json.Unmarshal(data, &ev))
+	worker := func(rec *sqsio.Recorder) *Worker {
+		p, q := testPipeline(t, false, 4)
+		w, err := New(Config{
+			Pipeline: p, Queues: q, SQS: rec, Ledger: ledger.NewMemory(), WorkerVersion: "test",
+			Logger: slog.New(batch.NewLogHandler(io.Discard, nil)), Metrics: io.Discard, Concurrency: LambdaConcurrency,
+			Now:  func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) },
+			Rand: func(n int64) int64 { return 0 },
+		})
+		require.NoError(t, err)
+		return w
+	}
+	compat, lean := &sqsio.Recorder{}, &sqsio.Recorder{}
+	resp, err := worker(compat).Handle(context.Background(), ev)
+	require.NoError(t, err)
+	raw, err := worker(lean).Invoke(context.Background(), bytes.Clone(data))
+	require.NoError(t, err)
+	var leanResp events.SQSEventResponse
+	require.NoError(t, json.Unmarshal(raw, &leanResp))
+	assert.Equal(t, resp.BatchItemFailures, leanResp.BatchItemFailures, "in event order on both paths")
+	byID := func(r *sqsio.Recorder) map[string]*sqs.SendMessageInput {
+		m := map[string]*sqs.SendMessageInput{}
+		for _, in := range r.Sent() {
+			meta, err := deadletter.ParseMeta([]byte(*in.MessageAttributes[deadletter.AttrMeta].StringValue))
+			require.NoError(t, err)
+			m[meta.MessageID] = in
+		}
+		return m
+	}
+	want, got := byID(compat), byID(lean)
+	require.Greater(t, len(want), 100)
+	require.Equal(t, len(want), len(got))
+	for id, in := range want {
+		require.Equal(t, in, got[id], "dead letter of %s", id)
+	}
 }
