@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/agentdlq/agentdlq/internal/localtest"
 )
 
 // diffDecode decodes payload with DecodeEvent (on a copy: it decodes in
@@ -130,17 +131,8 @@ func TestDecodeEventGenMix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs events/gen")
 	}
-	dir := t.TempDir()
 	for _, mix := range [][2]string{{"1000", "90"}, {"300", "10"}} {
-		out := filepath.Join(dir, "mix.json")
-		cmd := exec.Command("go", "run", "../../events/gen", "-mix", mix[0], "-ok", mix[1], "-out", out)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("gen: %v\n%s", err, b)
-		}
-		data, err := os.ReadFile(out)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := localtest.GenMix(t, atoiOr(mix[0]), atoiOr(mix[1]))
 		ev := diffDecode(t, data)
 		if ev == nil || ev.Len() != atoiOr(mix[0]) {
 			t.Fatalf("mix %v: decoded %d records", mix, ev.Len())

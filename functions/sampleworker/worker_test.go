@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/batch"
+	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
@@ -315,13 +316,8 @@ func TestLeanPathSameAsHandle(t *testing.T) {
 		payloads[filepath.Base(f)] = data
 	}
 	if !testing.Short() {
-		dir := t.TempDir()
-		for _, mix := range [][2]string{{"500", "40"}, {"200", "90"}} {
-			out := filepath.Join(dir, "mix-"+mix[0]+".json")
-			b, err := exec.Command("go", "run", "../../events/gen", "-mix", mix[0], "-ok", mix[1], "-out", out).CombinedOutput()
-			require.NoError(t, err, "%s", b)
-			payloads["gen "+mix[0]+":"+mix[1]], err = os.ReadFile(out)
-			require.NoError(t, err)
+		for _, mix := range [][2]int{{500, 40}, {200, 90}} {
+			payloads[fmt.Sprintf("gen %d:%d", mix[0], mix[1])] = localtest.GenMix(t, mix[0], mix[1])
 		}
 	}
 	records, deadLetters := 0, 0
@@ -360,11 +356,7 @@ func TestLeanPathConcurrent(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs events/gen")
 	}
-	out := filepath.Join(t.TempDir(), "mix.json")
-	b, err := exec.Command("go", "run", "../../events/gen", "-mix", "400", "-ok", "40", "-out", out).CombinedOutput()
-	require.NoError(t, err, "%s", b)
-	data, err := os.ReadFile(out)
-	require.NoError(t, err)
+	data := localtest.GenMix(t, 400, 40)
 	var ev events.SQSEvent
 	require.NoError(t, json.Unmarshal(data, &ev))
 	worker := func(rec *sqsio.Recorder) *Worker {
