@@ -6,13 +6,20 @@ package chaos
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/collectors"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 )
@@ -37,8 +44,11 @@ type Toxic struct {
 //   - timeout: 3% of connections stall and are closed after 2 s;
 //   - limit_data: 5% of connections are cut after 300 bytes of response (a
 //     truncated response: headers, part of the body);
-//   - slicer: every response cut into ~64-byte pieces 0.1 ms apart.
+//   - slicer: every response cut into ~64-byte pieces 0.1 ms apart;
+//   - none: the proxy and a connection per request, no toxic (the control:
+//     what the proxy itself costs).
 var Scenarios = map[string]Toxic{
+	"none":       {},
 	"latency":    {Type: "latency", Stream: "downstream", Toxicity: 1, Attributes: map[string]int{"latency": 20, "jitter": 20}},
 	"reset":      {Type: "reset_peer", Stream: "downstream", Toxicity: 0.05, Attributes: map[string]int{"timeout": 0}},
 	"timeout":    {Type: "timeout", Stream: "downstream", Toxicity: 0.03, Attributes: map[string]int{"timeout": 2000}},
@@ -78,6 +88,9 @@ func Start(name, upstream string, toxics ...Toxic) (*Proxy, error) {
 		return nil, fmt.Errorf("chaos: start proxy %s: %w", name, err)
 	}
 	for i, t := range toxics {
+		if t.Type == "" {
+			continue // the "none" scenario
+		}
 		doc := map[string]any{"name": fmt.Sprintf("%s-%d", t.Type, i), "type": t.Type, "stream": t.Stream, "toxicity": t.Toxicity, "attributes": t.Attributes}
 		data, _ := json.Marshal(doc)
 		if _, err := p.Toxics.AddToxicJson(strings.NewReader(string(data))); err != nil {
@@ -90,3 +103,50 @@ func Start(name, upstream string, toxics ...Toxic) (*Proxy, error) {
 
 // Stop closes the proxy and its connections.
 func (p *Proxy) Stop() { p.p.Stop() }
+
+// Client is the SDK's HTTP client for the clients that talk through a
+// Proxy: one connection per request (no keep-alive), and a count of the
+// exchanges and of those the network broke. toxiproxy draws a toxic's
+// toxicity once per connection, when it opens: over kept-alive connections a
+// toxicity of 5% would touch the few connections the pool opens first and
+// then nothing more, as the sick ones die and the healthy ones live on. With
+// a connection per request it touches 5% of the requests.
+type Client struct {
+	base             aws.HTTPClient
+	requests, broken atomic.Int64
+}
+
+// NewClient returns a Client.
+func NewClient() *Client {
+	return &Client{base: awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) { t.DisableKeepAlives = true })}
+}
+
+// Do implements aws.HTTPClient.
+func (c *Client) Do(req *http.Request) (*http.Response, error) {
+	c.requests.Add(1)
+	resp, err := c.base.Do(req)
+	if err != nil {
+		c.broken.Add(1)
+		return resp, err
+	}
+	resp.Body = &countedBody{ReadCloser: resp.Body, c: c}
+	return resp, nil
+}
+
+// Counts returns the exchanges (each attempt of each call) and those that
+// failed at the network: no response, or a body that broke off.
+func (c *Client) Counts() (requests, broken int64) { return c.requests.Load(), c.broken.Load() }
+
+type countedBody struct {
+	io.ReadCloser
+	c    *Client
+	once sync.Once
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		b.once.Do(func() { b.c.broken.Add(1) })
+	}
+	return n, err
+}

@@ -97,6 +97,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Names: topology.Names{Hot: p.Name + "-" + run, DLQ: p.Name + "-" + run + "-dlq"}, Table: "agentdlq-ledger-" + run,
 		WorkerVersion: "load", Concurrency: sampleworker.LambdaConcurrency}
 	idle := 30 * time.Second
+	var hc *chaos.Client
 	if cfg.Chaos != nil {
 		px, err := chaos.Start(cfg.ChaosPath, cfg.ChaosUpstream, *cfg.Chaos)
 		if err != nil {
@@ -104,11 +105,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		defer px.Stop()
 		say("chaos: %s on the %s path (%s, toxicity %.2f, %v) via %s", cfg.ChaosName, cfg.ChaosPath, cfg.Chaos.Type, cfg.Chaos.Toxicity, cfg.Chaos.Attributes, px.URL)
+		// One connection per request (see chaos.Client), counted.
+		hc = chaos.NewClient()
 		switch cfg.ChaosPath {
 		case "sqs":
-			lc.WorkerSQS = sqs.NewFromConfig(cfg.AWS, func(o *sqs.Options) { o.BaseEndpoint = aws.String(px.URL) })
+			lc.WorkerSQS = sqs.NewFromConfig(cfg.AWS, func(o *sqs.Options) { o.BaseEndpoint, o.HTTPClient = aws.String(px.URL), hc })
 		case "dynamodb":
-			lc.WorkerDynamoDB = dynamodb.NewFromConfig(cfg.AWS, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(px.URL) })
+			lc.WorkerDynamoDB = dynamodb.NewFromConfig(cfg.AWS, func(o *dynamodb.Options) { o.BaseEndpoint, o.HTTPClient = aws.String(px.URL), hc })
 		default:
 			return nil, fmt.Errorf("loadbench: ChaosPath %q: sqs or dynamodb", cfg.ChaosPath)
 		}
@@ -150,12 +153,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	drainSecs := time.Since(t1).Seconds()
 	activeSecs := l.LastInvocationEnd().Sub(t1).Seconds()
 
-	tagged, err := l.DeadLetters(ctx, triage.ScanOptions{MaxMessages: 10 * len(tasks), Receivers: 4, MaxDuration: 10 * time.Minute})
+	tagged, err := deadLetters(ctx, l, len(tasks))
 	if err != nil {
 		return nil, err
 	}
 	started, completed, ledgerCalls := l.Ledger.Counts()
-	acct, err := l.Account(ctx, sent, tagged, func(key string) bool { return completed[key] > 0 })
+	// Processed is what the ledger table says is done, read directly (not
+	// through the chaos proxy): a Complete that took effect but whose
+	// response the network cut is done though the worker saw it fail (its
+	// redelivery is then acknowledged as a duplicate).
+	table, err := ledgerTable(ctx, l)
+	if err != nil {
+		return nil, err
+	}
+	acct, err := l.Account(ctx, sent, tagged, func(key string) bool { return table[key].State == ledger.StateDone })
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +178,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		ActiveSeconds: activeSecs, ActiveMsgsPerSec: float64(len(sent)) / max(activeSecs, 1e-3)}
 	if cfg.Chaos != nil {
 		res.Chaos = cfg.ChaosName + " on " + cfg.ChaosPath
+		res.ChaosRequests, res.ChaosBroken = hc.Counts()
+	}
+	seen := map[string]bool{}
+	for _, s := range sent {
+		k := s.Task.Key
+		if k != "" && !seen[k] && table[k].State == ledger.StateDone && completed[k] == 0 {
+			res.DoneUnseen++
+		}
+		seen[k] = true
+	}
+	if res.Lost > 0 {
+		res.LostDetail = lostDetail(l, sent, tagged, table, completed, 20)
 	}
 	for k, n := range completed {
 		if n > 1 {
@@ -297,10 +320,22 @@ type Result struct {
 	// figure that compares runs with and without chaos.
 	ActiveSeconds    float64 `json:"active_seconds"`
 	ActiveMsgsPerSec float64 `json:"active_messages_per_s"`
-	// Chaos is the fault injected ("scenario on path"), empty without.
-	Chaos string `json:"chaos,omitempty"`
+	// Chaos is the fault injected ("scenario on path"), empty without;
+	// ChaosRequests the HTTP exchanges through the proxy (every attempt of
+	// every call), ChaosBroken those the network broke (no response, or a
+	// body cut short).
+	Chaos         string `json:"chaos,omitempty"`
+	ChaosRequests int64  `json:"chaos_requests,omitempty"`
+	ChaosBroken   int64  `json:"chaos_broken_requests,omitempty"`
 	// Receives is every delivery of the sent messages to the handler;
 	// ExtraReceives what exceeds one per message.
+	// DoneUnseen counts the keys done in the ledger table whose Complete
+	// the worker never saw succeed (the response was lost, or came after the
+	// invocation's deadline): processed all the same.
+	DoneUnseen int `json:"done_but_unseen_by_the_worker,omitempty"`
+	// LostDetail describes up to 20 lost messages (kind, deliveries, the
+	// ledger entry of their key): a lost message is a bug to find.
+	LostDetail    []string `json:"lost_detail,omitempty"`
 	Receives      int      `json:"receives"`
 	ExtraReceives int      `json:"extra_receives"`
 	Failures      []string `json:"failures,omitempty"`
@@ -342,6 +377,12 @@ func (r *Result) Print(out io.Writer) {
 		fmt.Fprintf(out, "  dead-lettered %-26s %d\n", reason, r.ByReason[deadletter.Reason(reason)])
 	}
 	fmt.Fprintf(out, "lost %d (must be 0); duplicate side effects %d (must be 0, per the ledger)\n", r.Lost, r.DuplicateEffects)
+	for _, d := range r.LostDetail {
+		fmt.Fprintf(out, "  lost: %s\n", d)
+	}
+	if r.DoneUnseen > 0 {
+		fmt.Fprintf(out, "keys done in the ledger whose Complete the worker saw fail: %d (processed; the redelivery was acknowledged as a duplicate)\n", r.DoneUnseen)
+	}
 	fmt.Fprintf(out, "handler invocations per poison message: min %d max %d mean %.2f over %d (must be 1)\n",
 		r.PoisonInvocations.Min, r.PoisonInvocations.Max, r.PoisonInvocations.Mean, r.PoisonInvocations.Messages)
 	kinds := make([]string, 0, len(r.TransientInvocations))
@@ -358,8 +399,8 @@ func (r *Result) Print(out io.Writer) {
 		fmt.Fprintf(out, "handler invocations per %s message: min %d max %d mean %.2f over %d%s\n", k, s.Min, s.Max, s.Mean, s.Messages, expected)
 	}
 	if r.Chaos != "" {
-		fmt.Fprintf(out, "chaos %s: %d receives for %d messages (%d extra); %d extra dead letters, %d messages ended other than their kind says\n",
-			r.Chaos, r.Receives, r.Tasks, r.ExtraReceives, r.ExtraDeadLetters, len(r.Unexpected))
+		fmt.Fprintf(out, "chaos %s: %d receives for %d messages (%d extra); %d extra dead letters, %d messages ended other than their kind says; the network broke %d of %d exchanges through the proxy\n",
+			r.Chaos, r.Receives, r.Tasks, r.ExtraReceives, r.ExtraDeadLetters, len(r.Unexpected), r.ChaosBroken, r.ChaosRequests)
 	}
 	fmt.Fprintf(out, "active drain %.1fs (until the last invocation returned): %.0f messages/s\n", r.ActiveSeconds, r.ActiveMsgsPerSec)
 	fmt.Fprintf(out, "sent in %.1fs; drained in %.1fs with %d invocations (%.0f ms each on average): %.0f messages/s through the pipeline\n",
@@ -471,4 +512,86 @@ func ledgerRate(ctx context.Context, l ledger.Ledger, conc int, d time.Duration)
 	}
 	wg.Wait()
 	return float64(n) / time.Since(start).Seconds(), rerr
+}
+
+// deadLetters scans the DLQ read-only and tags every message, and checks the
+// scan against the DLQ's depth: a receive whose response was lost on the way
+// (docs/local.md) hides its messages from the scan for the scan's visibility
+// timeout, so a short scan is repeated after it, the results joined by
+// message id.
+func deadLetters(ctx context.Context, l *localpipeline.Local, tasks int) ([]triage.Tagged, error) {
+	opts := triage.ScanOptions{MaxMessages: 10 * tasks, Receivers: 4, MaxDuration: 10 * time.Minute, VisibilityTimeout: 5 * time.Second}
+	byID := map[string]triage.Tagged{}
+	for try := 0; ; try++ {
+		depth, err := l.Depth(ctx, l.Queues.DLQURL)
+		if err != nil {
+			return nil, err
+		}
+		tagged, err := l.DeadLetters(ctx, opts)
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range tagged {
+			byID[t.MessageID] = t
+		}
+		if len(byID) >= depth || try == 3 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(opts.VisibilityTimeout + time.Second):
+		}
+	}
+	out := make([]triage.Tagged, 0, len(byID))
+	for _, t := range byID {
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// ledgerTable reads the whole ledger table of the run (a Scan on the direct
+// client) into a map by key.
+func ledgerTable(ctx context.Context, l *localpipeline.Local) (map[string]ledger.Entry, error) {
+	out := map[string]ledger.Entry{}
+	pages := dynamodb.NewScanPaginator(l.DynamoDB, &dynamodb.ScanInput{TableName: aws.String(l.Table), ConsistentRead: aws.Bool(true)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read the ledger table: %w", err)
+		}
+		for _, item := range page.Items {
+			e, err := ledger.DecodeItem(item)
+			if err != nil {
+				return nil, err
+			}
+			out[e.Key] = e
+		}
+	}
+	return out, nil
+}
+
+// lostDetail describes up to max messages neither dead-lettered nor done.
+func lostDetail(l *localpipeline.Local, sent []workload.Sent, tagged []triage.Tagged, table map[string]ledger.Entry, completed map[string]int, max int) []string {
+	dead := map[string]bool{}
+	for _, d := range workload.DeadLetters(tagged) {
+		dead[d.OriginalMessageID] = true
+	}
+	var out []string
+	for _, s := range sent {
+		if len(out) == max {
+			break
+		}
+		e, ok := table[s.Task.Key]
+		if dead[s.MessageID] || (ok && e.State == ledger.StateDone) {
+			continue
+		}
+		entry := "no ledger entry"
+		if ok {
+			entry = fmt.Sprintf("ledger %s, owner is this message %v, effect started %v, receipt %v, dead-lettered %d, lease until %s",
+				e.State, e.Owner == s.MessageID, e.EffectStarted, e.Receipt != "", e.DeadLetterCount, e.LeaseUntil.Format(time.RFC3339))
+		}
+		out = append(out, fmt.Sprintf("%s (%s, key %q): %d deliveries, %d completes seen; %s", s.MessageID, s.Task.Kind, s.Task.Key, l.Attempts(s.MessageID), completed[s.Task.Key], entry))
+	}
+	return out
 }
