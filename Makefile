@@ -70,16 +70,16 @@ bench-load:
 	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
 	@.local/bin/agentdlq local bench --tasks $(TASKS)
 
-## bench-chaos: the load bench through a fault-injecting proxy (toxiproxy, in-process): each toxic (latency, reset, timeout, limit_data, slicer) on the SQS path, then on the DynamoDB path, TASKS (default 20000) tasks each; CHAOS / CHAOS_PATHS pick a subset
+## bench-chaos: the load bench through a fault-injecting proxy (toxiproxy, in-process): each toxic (latency, reset, timeout, truncate, slicer; none is the proxy alone) on the SQS path, then on the DynamoDB path, TASKS (default 20000) tasks each; CHAOS / CHAOS_PATHS pick a subset
 .PHONY: bench-chaos
-CHAOS ?= latency reset timeout limit_data slicer
+CHAOS ?= latency reset timeout truncate slicer
 CHAOS_PATHS ?= sqs dynamodb
 bench-chaos:
 	@mkdir -p .local/bin .local/bench
 	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
 	@set -o pipefail; rc=0; for path in $(CHAOS_PATHS); do for toxic in $(CHAOS); do \
 	  echo "== $$toxic on $$path, $(TASKS) tasks"; \
-	  .local/bin/agentdlq local bench --tasks $(TASKS) --raw-messages 1000 --chaos $$toxic --chaos-path $$path | tee .local/bench/chaos-$$toxic-$$path.txt | grep -E '^(lost|chaos|active|sent|  dead-lettered budget)' || rc=1; \
+	  .local/bin/agentdlq local bench --tasks $(TASKS) --raw-messages 1000 --chaos $$toxic --chaos-path $$path | tee .local/bench/chaos-$$toxic-$$path.txt | grep -E '^(lost|chaos|active|sent|keys done|  dead-lettered budget)' || rc=1; \
 	done; done; exit $$rc
 
 ## lint: gofmt and go vet

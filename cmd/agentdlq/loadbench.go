@@ -50,10 +50,12 @@ same run on the same bodies, as a ratio. Exit status 1 when a must fails.
 
 --chaos SCENARIO puts an in-process toxiproxy between the worker and one
 emulator (--chaos-path sqs or dynamodb): latency (20 ms ± 20 ms), reset (5% of
-connections reset at their first response), timeout (3% stall and close after
-2 s), limit_data (5% cut after 300 bytes of response), slicer (responses in
-~64-byte pieces). The sender and the accounting talk to the emulators
-directly. Under chaos the musts are 0 lost and 0 duplicate side effects;
+requests reset at their response), timeout (3% stall and close after 2 s),
+truncate (5% of responses break off in their body), slicer (responses in
+~64-byte pieces), none (the proxy alone). The worker's client opens a
+connection per request through the proxy, so a share of connections is a
+share of requests. The sender and the accounting talk to the emulators
+directly; processed means done in the ledger table, read directly. Under chaos the musts are 0 lost and 0 duplicate side effects;
 extra receives, extra dead letters and poison invoked more than once are
 what the fault costs, reported, not failures.
 

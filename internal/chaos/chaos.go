@@ -42,18 +42,20 @@ type Toxic struct {
 //     (the request has reached the emulator: the client cannot tell whether it
 //     took effect);
 //   - timeout: 3% of connections stall and are closed after 2 s;
-//   - limit_data: 5% of connections are cut after 300 bytes of response (a
-//     truncated response: headers, part of the body);
+//   - truncate: 5% of responses break off in their body: the headers
+//     arrive, then a random part of the body (less than its
+//     Content-Length), then the connection closes (the "truncate" toxic of
+//     this package);
 //   - slicer: every response cut into ~64-byte pieces 0.1 ms apart;
 //   - none: the proxy and a connection per request, no toxic (the control:
 //     what the proxy itself costs).
 var Scenarios = map[string]Toxic{
-	"none":       {},
-	"latency":    {Type: "latency", Stream: "downstream", Toxicity: 1, Attributes: map[string]int{"latency": 20, "jitter": 20}},
-	"reset":      {Type: "reset_peer", Stream: "downstream", Toxicity: 0.05, Attributes: map[string]int{"timeout": 0}},
-	"timeout":    {Type: "timeout", Stream: "downstream", Toxicity: 0.03, Attributes: map[string]int{"timeout": 2000}},
-	"limit_data": {Type: "limit_data", Stream: "downstream", Toxicity: 0.05, Attributes: map[string]int{"bytes": 300}},
-	"slicer":     {Type: "slicer", Stream: "downstream", Toxicity: 1, Attributes: map[string]int{"average_size": 64, "size_variation": 32, "delay": 100}},
+	"none":     {},
+	"latency":  {Type: "latency", Stream: "downstream", Toxicity: 1, Attributes: map[string]int{"latency": 20, "jitter": 20}},
+	"reset":    {Type: "reset_peer", Stream: "downstream", Toxicity: 0.05, Attributes: map[string]int{"timeout": 0}},
+	"timeout":  {Type: "timeout", Stream: "downstream", Toxicity: 0.03, Attributes: map[string]int{"timeout": 2000}},
+	"truncate": {Type: "truncate", Stream: "downstream", Toxicity: 0.05, Attributes: map[string]int{}},
+	"slicer":   {Type: "slicer", Stream: "downstream", Toxicity: 1, Attributes: map[string]int{"average_size": 64, "size_variation": 32, "delay": 100}},
 }
 
 // ScenarioNames are the names of Scenarios, sorted.

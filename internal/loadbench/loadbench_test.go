@@ -3,11 +3,13 @@ package loadbench_test
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentdlq/agentdlq/internal/chaos"
 	"github.com/agentdlq/agentdlq/internal/loadbench"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/workload"
@@ -67,4 +69,34 @@ func TestRunRefusesBadConfig(t *testing.T) {
 			assert.ErrorContains(t, err, tt.want)
 		})
 	}
+}
+
+// make test's one toxic scenario: a few hundred tasks through a proxy that
+// resets a fifth of the worker's SQS requests at their response (a
+// ReceiveMessage whose messages are then hidden for the visibility timeout,
+// a DeleteMessageBatch or a DLQ send the worker cannot tell happened).
+// Nothing may be lost, no side effect may happen twice, and the network must
+// have broken some exchanges (else the scenario tested nothing). The
+// visibility timeout is cut to 10 s (the worker's timeout to 3 s, over its
+// 2 s deadline margin) so that hidden messages come back soon.
+// make bench-chaos runs every toxic over 20,000 tasks.
+func TestRunUnderChaos(t *testing.T) {
+	t.Parallel()
+	cfg := localtest.AWS(t)
+	p := agentTasks(t)
+	p.WorkerTimeoutSeconds, p.VisibilityTimeoutSeconds = 3, 10
+	toxic := chaos.Scenarios["reset"]
+	toxic.Toxicity = 0.2
+	res, err := loadbench.Run(context.Background(), loadbench.Config{AWS: cfg, Pipeline: p, Tasks: 240, Seed: 2, Pollers: 4, RawMessages: 20,
+		Run: localtest.Unique("lbc"), Chaos: &toxic, ChaosName: "reset", ChaosPath: "sqs", ChaosUpstream: os.Getenv(localtest.EnvSQS)})
+	require.NoError(t, err)
+	assert.Equal(t, "reset on sqs", res.Chaos)
+	assert.Positive(t, res.ChaosBroken, "the toxic broke exchanges (of %d)", res.ChaosRequests)
+	assert.Zero(t, res.Lost, "lost: %v", res.LostDetail)
+	assert.Greater(t, res.Processed, res.Tasks/2, "most of the mix is processed: %s", res.Line())
+	assert.Zero(t, res.DuplicateEffects, "duplicate side effects")
+	assert.True(t, res.AddsUp(), "every message accounted for: %s", res.Line())
+	assert.GreaterOrEqual(t, res.Receives, res.Tasks, "every message was received")
+	t.Logf("%s; network broke %d of %d exchanges; %d extra receives, %.0f messages/s active",
+		res.Line(), res.ChaosBroken, res.ChaosRequests, res.ExtraReceives, res.ActiveMsgsPerSec)
 }

@@ -132,7 +132,7 @@ func (a Accounting) Line() string {
 	line := fmt.Sprintf("sent %d = processed %d (%d sharing an idempotency key) + dead-lettered %d (%s) + in flight %d + lost %d: %s",
 		a.Sent, a.Processed, a.Duplicates, a.DeadLettered, strings.Join(parts, ", "), a.InFlight, a.Lost, verdict)
 	if a.ExtraDeadLetters > 0 {
-		line += fmt.Sprintf("; %d extra dead letters match no sent message", a.ExtraDeadLetters)
+		line += fmt.Sprintf("; %d extra dead letters (a second dead letter of a message, or one that matches no sent message)", a.ExtraDeadLetters)
 	}
 	return line
 }
