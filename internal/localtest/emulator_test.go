@@ -211,3 +211,49 @@ func TestUnique(t *testing.T) {
 	assert.NotEqual(t, a, b)
 	assert.Regexp(t, `^x-[0-9a-f]{12}$`, a)
 }
+
+// A long poll whose client gave up (its context ended, the connection
+// closed) must not take a message that arrives later: fauxqs alone hands it
+// the message and writes the response to the closed socket, leaving the
+// message in flight, received by no one, for its visibility timeout;
+// scripts/fauxqs.mjs gives such a receive's messages back at once. Both
+// kinds of queue: a FIFO group would stay locked as well.
+func TestSQSAbandonedLongPollTakesNothing(t *testing.T) {
+	t.Parallel()
+	cfg := localtest.AWS(t)
+	client := sqs.NewFromConfig(cfg)
+	ctx := context.Background()
+	for _, fifo := range []bool{false, true} {
+		name := localtest.Unique("abandoned")
+		attrs := map[string]string{"VisibilityTimeout": "30"}
+		if fifo {
+			name += ".fifo"
+			attrs["FifoQueue"] = "true"
+		}
+		q, err := client.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+		require.NoError(t, err)
+		url := q.QueueUrl
+		t.Cleanup(func() { _, _ = client.DeleteQueue(context.Background(), &sqs.DeleteQueueInput{QueueUrl: url}) })
+
+		pollCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		_, err = client.ReceiveMessage(pollCtx, &sqs.ReceiveMessageInput{QueueUrl: url, WaitTimeSeconds: 5})
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded, "the poll was abandoned")
+		time.Sleep(100 * time.Millisecond) // the emulator has seen the connection close
+
+		in := &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String("after the abandoned poll")}
+		if fifo {
+			in.MessageGroupId, in.MessageDeduplicationId = aws.String("g"), aws.String("d")
+		}
+		_, err = client.SendMessage(ctx, in)
+		require.NoError(t, err)
+		var got []types.Message
+		for deadline := time.Now().Add(3 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
+			out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, WaitTimeSeconds: 1})
+			require.NoError(t, err)
+			got = out.Messages
+		}
+		require.Len(t, got, 1, "fifo=%v: the message is not held by the abandoned poll", fifo)
+		assert.Equal(t, "after the abandoned poll", aws.ToString(got[0].Body))
+	}
+}
