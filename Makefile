@@ -79,7 +79,7 @@ bench-chaos:
 	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
 	@set -o pipefail; rc=0; for path in $(CHAOS_PATHS); do for toxic in $(CHAOS); do \
 	  echo "== $$toxic on $$path, $(TASKS) tasks"; \
-	  .local/bin/agentdlq local bench --tasks $(TASKS) --raw-messages 1000 --chaos $$toxic --chaos-path $$path | tee .local/bench/chaos-$$toxic-$$path.txt | grep -E '^(lost|chaos|active|sent|keys done|  dead-lettered budget)' || rc=1; \
+	  .local/bin/agentdlq local bench --tasks $(TASKS) --raw-messages 1000 --chaos $$toxic --chaos-path $$path | tee .local/bench/chaos-$$toxic-$$path.txt | grep -E '^(lost|chaos|active|sent|keys done|receives lost|  dead-lettered budget)' || rc=1; \
 	done; done; exit $$rc
 
 ## lint: gofmt and go vet

@@ -215,6 +215,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for _, s := range sent {
 		n := l.Attempts(s.MessageID)
 		res.Receives += n
+		res.LostReceives += l.LostReceives(s.MessageID)
 		r, isDead := dead[s.MessageID]
 		info, _ := r.Info()
 		switch {
@@ -338,7 +339,12 @@ type Result struct {
 	LostDetail    []string `json:"lost_detail,omitempty"`
 	Receives      int      `json:"receives"`
 	ExtraReceives int      `json:"extra_receives"`
-	Failures      []string `json:"failures,omitempty"`
+	// LostReceives counts receives the SQS emulator counted (a message's
+	// ApproximateReceiveCount at its last delivery) that never reached the
+	// handler: a ReceiveMessage whose response was lost on the way, its
+	// messages in flight until their visibility timeout.
+	LostReceives int      `json:"lost_receives"`
+	Failures     []string `json:"failures,omitempty"`
 }
 
 // InvocationStats are the handler invocations of a set of messages.
@@ -398,6 +404,7 @@ func (r *Result) Print(out io.Writer) {
 		}
 		fmt.Fprintf(out, "handler invocations per %s message: min %d max %d mean %.2f over %d%s\n", k, s.Min, s.Max, s.Mean, s.Messages, expected)
 	}
+	fmt.Fprintf(out, "receives lost on the way (counted by the queue, never delivered to the handler): %d\n", r.LostReceives)
 	if r.Chaos != "" {
 		fmt.Fprintf(out, "chaos %s: %d receives for %d messages (%d extra); %d extra dead letters, %d messages ended other than their kind says; the network broke %d of %d exchanges through the proxy\n",
 			r.Chaos, r.Receives, r.Tasks, r.ExtraReceives, r.ExtraDeadLetters, len(r.Unexpected), r.ChaosBroken, r.ChaosRequests)

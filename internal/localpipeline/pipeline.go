@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -79,6 +80,7 @@ type Local struct {
 
 	mu          sync.Mutex
 	attempts    map[string]int // hot-queue message id -> handler invocations
+	counted     map[string]int // hot-queue message id -> highest ApproximateReceiveCount delivered
 	handlerTime time.Duration
 	lastEnd     time.Time // when the last handler invocation returned
 }
@@ -102,7 +104,7 @@ func Setup(ctx context.Context, cfg Config) (*Local, error) {
 		cfg.Metrics = io.Discard
 	}
 	l := &Local{Pipeline: p, Region: cfg.AWS.Region, SQS: sqs.NewFromConfig(cfg.AWS), DynamoDB: dynamodb.NewFromConfig(cfg.AWS),
-		Table: cfg.Table, Logger: cfg.Logger, attempts: map[string]int{}}
+		Table: cfg.Table, Logger: cfg.Logger, attempts: map[string]int{}, counted: map[string]int{}}
 	if cfg.Queues != nil {
 		l.Queues = *cfg.Queues
 	} else {
@@ -174,6 +176,9 @@ func (l *Local) Mapping(o DrainOptions, untilIdle bool) (*esm.Mapping, esm.Confi
 		l.mu.Lock()
 		for _, r := range ev.Records {
 			l.attempts[r.MessageId]++
+			if n, err := strconv.Atoi(r.Attributes["ApproximateReceiveCount"]); err == nil {
+				l.counted[r.MessageId] = max(l.counted[r.MessageId], n)
+			}
 		}
 		l.mu.Unlock()
 		start := time.Now()
@@ -218,6 +223,16 @@ func (l *Local) Attempts(messageID string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.attempts[messageID]
+}
+
+// LostReceives is how many receives of a hot-queue message the broker
+// counted (its ApproximateReceiveCount at its last delivery) beyond the
+// deliveries the handler saw: receives whose response never reached the
+// mapping, which left the message in flight for its visibility timeout.
+func (l *Local) LostReceives(messageID string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return max(0, l.counted[messageID]-l.attempts[messageID])
 }
 
 // HandlerTime is the time spent in the handler, summed over invocations.
