@@ -72,7 +72,7 @@ bench-load:
 
 ## bench-chaos: the load bench through a fault-injecting proxy (toxiproxy, in-process): each toxic (latency, reset, timeout, truncate, slicer; none is the proxy alone) on the SQS path, then on the DynamoDB path, TASKS (default 20000) tasks each; CHAOS / CHAOS_PATHS pick a subset
 .PHONY: bench-chaos
-CHAOS ?= latency reset timeout truncate slicer
+CHAOS ?= none latency reset timeout truncate slicer
 CHAOS_PATHS ?= sqs dynamodb
 bench-chaos:
 	@mkdir -p .local/bin .local/bench
