@@ -149,6 +149,10 @@ type Stats struct {
 	Failed       int64 `json:"failed"`        // records left to their visibility timeout
 	BatchErrors  int64 `json:"batch_errors"`  // invocations that failed as a whole (error, panic, bad response, timeout)
 	DeleteErrors int64 `json:"delete_errors"` // records whose delete failed (they will be redelivered)
+	// ReceiveErrors counts receives that failed at the client, after the
+	// SDK's retries (the context's own end aside): what a receive handed out
+	// before it failed waits out its visibility timeout.
+	ReceiveErrors int64 `json:"receive_errors"`
 }
 
 // Mapping polls one queue and invokes one handler.
@@ -157,7 +161,7 @@ type Mapping struct {
 	handler Handler
 	cfg     Config
 
-	batches, received, deleted, failed, batchErrors, deleteErrors atomic.Int64
+	batches, received, deleted, failed, batchErrors, deleteErrors, receiveErrors atomic.Int64
 
 	inFlight     atomic.Int64
 	failing      atomic.Int64 // pollers whose last receive failed
@@ -181,7 +185,7 @@ func New(api API, handler Handler, cfg Config) (*Mapping, error) {
 func (m *Mapping) Stats() Stats {
 	return Stats{
 		Batches: m.batches.Load(), Received: m.received.Load(), Deleted: m.deleted.Load(),
-		Failed: m.failed.Load(), BatchErrors: m.batchErrors.Load(), DeleteErrors: m.deleteErrors.Load(),
+		Failed: m.failed.Load(), BatchErrors: m.batchErrors.Load(), DeleteErrors: m.deleteErrors.Load(), ReceiveErrors: m.receiveErrors.Load(),
 	}
 }
 
@@ -287,6 +291,9 @@ func (m *Mapping) gather(ctx context.Context) ([]types.Message, error) {
 			MessageAttributeNames:       []string{"All"},
 		})
 		if err != nil {
+			if ctx.Err() == nil {
+				m.receiveErrors.Add(1)
+			}
 			if len(msgs) > 0 {
 				// Invoke with what was gathered; the error shows again on the next receive.
 				break

@@ -230,6 +230,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	res.ExtraReceives = max(0, res.Receives-len(sent))
+	res.ReceiveErrors = stats.ReceiveErrors
 	res.PoisonInvocations = statsOf(poison, 1)
 	for k, c := range transient {
 		want := p.MaxReceiveCount
@@ -343,8 +344,12 @@ type Result struct {
 	// ApproximateReceiveCount at its last delivery) that never reached the
 	// handler: a ReceiveMessage whose response was lost on the way, its
 	// messages in flight until their visibility timeout.
-	LostReceives int      `json:"lost_receives"`
-	Failures     []string `json:"failures,omitempty"`
+	LostReceives int `json:"lost_receives"`
+	// ReceiveErrors counts the mapping's receives that failed at the
+	// client after the SDK's retries: lost receives without one were lost
+	// silently (a first attempt the SDK retried, or a response never got).
+	ReceiveErrors int64    `json:"receive_errors"`
+	Failures      []string `json:"failures,omitempty"`
 }
 
 // InvocationStats are the handler invocations of a set of messages.
@@ -404,7 +409,7 @@ func (r *Result) Print(out io.Writer) {
 		}
 		fmt.Fprintf(out, "handler invocations per %s message: min %d max %d mean %.2f over %d%s\n", k, s.Min, s.Max, s.Mean, s.Messages, expected)
 	}
-	fmt.Fprintf(out, "receives lost on the way (counted by the queue, never delivered to the handler): %d\n", r.LostReceives)
+	fmt.Fprintf(out, "receives lost on the way (counted by the queue, never delivered to the handler): %d; receives that failed at the client: %d\n", r.LostReceives, r.ReceiveErrors)
 	if r.Chaos != "" {
 		fmt.Fprintf(out, "chaos %s: %d receives for %d messages (%d extra); %d extra dead letters, %d messages ended other than their kind says; the network broke %d of %d exchanges through the proxy\n",
 			r.Chaos, r.Receives, r.Tasks, r.ExtraReceives, r.ExtraDeadLetters, len(r.Unexpected), r.ChaosBroken, r.ChaosRequests)
