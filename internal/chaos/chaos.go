@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/collectors"
@@ -116,7 +117,12 @@ func (p *Proxy) Stop() { p.p.Stop() }
 type Client struct {
 	base             aws.HTTPClient
 	requests, broken atomic.Int64
+	mu               sync.Mutex
+	samples          []string
 }
+
+// maxSamples is how many broken exchanges a Client describes.
+const maxSamples = 10
 
 // NewClient returns a Client.
 func NewClient() *Client {
@@ -126,13 +132,31 @@ func NewClient() *Client {
 // Do implements aws.HTTPClient.
 func (c *Client) Do(req *http.Request) (*http.Response, error) {
 	c.requests.Add(1)
+	op, start := req.Header.Get("X-Amz-Target"), time.Now()
 	resp, err := c.base.Do(req)
 	if err != nil {
-		c.broken.Add(1)
+		c.broke(fmt.Sprintf("%s: no response after %s: %v", op, time.Since(start).Round(time.Millisecond), err))
 		return resp, err
 	}
-	resp.Body = &countedBody{ReadCloser: resp.Body, c: c}
+	resp.Body = &countedBody{ReadCloser: resp.Body, c: c, op: op, status: resp.StatusCode, length: resp.ContentLength, start: start}
 	return resp, nil
+}
+
+func (c *Client) broke(sample string) {
+	c.broken.Add(1)
+	c.mu.Lock()
+	if len(c.samples) < maxSamples {
+		c.samples = append(c.samples, sample)
+	}
+	c.mu.Unlock()
+}
+
+// Samples describes the first broken exchanges (at most 10): the
+// operation, how far the response got, and the error.
+func (c *Client) Samples() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.samples)
 }
 
 // Counts returns the exchanges (each attempt of each call) and those that
@@ -141,14 +165,23 @@ func (c *Client) Counts() (requests, broken int64) { return c.requests.Load(), c
 
 type countedBody struct {
 	io.ReadCloser
-	c    *Client
-	once sync.Once
+	c      *Client
+	once   sync.Once
+	op     string
+	status int
+	length int64
+	read   int64
+	start  time.Time
 }
 
 func (b *countedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
+	b.read += int64(n)
 	if err != nil && !errors.Is(err, io.EOF) {
-		b.once.Do(func() { b.c.broken.Add(1) })
+		b.once.Do(func() {
+			b.c.broke(fmt.Sprintf("%s: status %d, body broke off after %d of %d bytes, %s: %v",
+				b.op, b.status, b.read, b.length, time.Since(b.start).Round(time.Millisecond), err))
+		})
 	}
 	return n, err
 }

@@ -179,6 +179,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Chaos != nil {
 		res.Chaos = cfg.ChaosName + " on " + cfg.ChaosPath
 		res.ChaosRequests, res.ChaosBroken = hc.Counts()
+		res.ChaosBrokenSamples = hc.Samples()
 	}
 	seen := map[string]bool{}
 	for _, s := range sent {
@@ -329,6 +330,8 @@ type Result struct {
 	Chaos         string `json:"chaos,omitempty"`
 	ChaosRequests int64  `json:"chaos_requests,omitempty"`
 	ChaosBroken   int64  `json:"chaos_broken_requests,omitempty"`
+	// ChaosBrokenSamples describes the first broken exchanges.
+	ChaosBrokenSamples []string `json:"chaos_broken_samples,omitempty"`
 	// Receives is every delivery of the sent messages to the handler;
 	// ExtraReceives what exceeds one per message.
 	// DoneUnseen counts the keys done in the ledger table whose Complete
@@ -413,6 +416,9 @@ func (r *Result) Print(out io.Writer) {
 	if r.Chaos != "" {
 		fmt.Fprintf(out, "chaos %s: %d receives for %d messages (%d extra); %d extra dead letters, %d messages ended other than their kind says; the network broke %d of %d exchanges through the proxy\n",
 			r.Chaos, r.Receives, r.Tasks, r.ExtraReceives, r.ExtraDeadLetters, len(r.Unexpected), r.ChaosBroken, r.ChaosRequests)
+		for _, b := range r.ChaosBrokenSamples {
+			fmt.Fprintf(out, "  broken: %s\n", b)
+		}
 	}
 	fmt.Fprintf(out, "active drain %.1fs (until the last invocation returned): %.0f messages/s\n", r.ActiveSeconds, r.ActiveMsgsPerSec)
 	fmt.Fprintf(out, "sent in %.1fs; drained in %.1fs with %d invocations (%.0f ms each on average): %.0f messages/s through the pipeline\n",
