@@ -332,17 +332,17 @@ type Result struct {
 	ChaosBroken   int64  `json:"chaos_broken_requests,omitempty"`
 	// ChaosBrokenSamples describes the first broken exchanges.
 	ChaosBrokenSamples []string `json:"chaos_broken_samples,omitempty"`
-	// Receives is every delivery of the sent messages to the handler;
-	// ExtraReceives what exceeds one per message.
 	// DoneUnseen counts the keys done in the ledger table whose Complete
 	// the worker never saw succeed (the response was lost, or came after the
 	// invocation's deadline): processed all the same.
 	DoneUnseen int `json:"done_but_unseen_by_the_worker,omitempty"`
 	// LostDetail describes up to 20 lost messages (kind, deliveries, the
 	// ledger entry of their key): a lost message is a bug to find.
-	LostDetail    []string `json:"lost_detail,omitempty"`
-	Receives      int      `json:"receives"`
-	ExtraReceives int      `json:"extra_receives"`
+	LostDetail []string `json:"lost_detail,omitempty"`
+	// Receives is every delivery of the sent messages to the handler;
+	// ExtraReceives what exceeds one per message.
+	Receives      int `json:"receives"`
+	ExtraReceives int `json:"extra_receives"`
 	// LostReceives counts receives the SQS emulator counted (a message's
 	// ApproximateReceiveCount at its last delivery) that never reached the
 	// handler: a ReceiveMessage whose response was lost on the way, its
