@@ -96,7 +96,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 		}
 		if f.stop {
 			var once sync.Once
-			stopEmulators = func() { once.Do(func() { _ = runLocalScript(context.Background(), "down") }) }
+			stopEmulators = func() { once.Do(func() { _ = runLocalScript(context.Background(), "down", out, os.Stderr) }) }
 			defer stopEmulators()
 		}
 	} else {

@@ -47,7 +47,7 @@ up, env, down and status run the checkout's scripts/local.sh from any folder of 
 			Short: sub.short,
 			Args:  cobra.NoArgs,
 			RunE: func(c *cobra.Command, _ []string) error {
-				if err := runLocalScript(c.Context(), sub.name); err != nil {
+				if err := runLocalScript(c.Context(), sub.name, c.OutOrStdout(), c.ErrOrStderr()); err != nil {
 					return err
 				}
 				if sub.name != "up" {
@@ -69,15 +69,16 @@ up, env, down and status run the checkout's scripts/local.sh from any folder of 
 	return cmd
 }
 
-// runLocalScript runs scripts/local.sh with the CLI's stdio.
-func runLocalScript(ctx context.Context, sub string) error {
+// runLocalScript runs the checkout's scripts/local.sh (found from any folder
+// of it) with the command's stdout and stderr.
+func runLocalScript(ctx context.Context, sub string, stdout, stderr io.Writer) error {
 	root, err := projectRoot()
 	if err != nil {
 		return withExit(2, err)
 	}
 	script := filepath.Join(root, "scripts", "local.sh")
 	c := exec.CommandContext(ctx, script, sub)
-	c.Stdout, c.Stderr = os.Stdout, os.Stderr
+	c.Stdout, c.Stderr = stdout, stderr
 	if err := c.Run(); err != nil {
 		return fmt.Errorf("%s %s: %w", script, sub, err)
 	}

@@ -4,7 +4,7 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,10 +12,18 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run runs the command line args and returns the process exit code
+// (exit.go: 0 done, 1 failed, 2 refused or bad input, 3 canary failed).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root := newRootCmd()
-	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintln(os.Stderr, "agentdlq:", err)
-		os.Exit(exitCode(err))
-	}
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	c, err := root.ExecuteContextC(ctx)
+	return report(c, err, stdout, stderr)
 }

@@ -23,6 +23,7 @@ func localSwitch() (esm.Switch, error) {
 // newPauseCmd is `agentdlq pause` (paused true) or `agentdlq resume`.
 func newPauseCmd(g *globalFlags, paused bool) *cobra.Command {
 	f := &redriveFlags{g: g}
+	var out *output
 	use, short, action := "resume", "Enable the worker's event source mapping again (it does not pull anything back from the DLQ)", redrive.ActionResume
 	example := `  agentdlq resume --pipeline agent-tasks --owner platform-oncall --why "fix v1.4.2 deployed (INC-412)"`
 	if paused {
@@ -42,6 +43,8 @@ a redrive (the pipeline's owner, a why; in AWS the redrive role) and audited.
 Locally the mapping is the one agentdlq work runs; it honours the switch on
 its next receive.
 
+The result is a line of text, or JSON with -o json ({"uuid","state","paused"}).
+
 Exit codes: 0 done, 1 failed, 2 refused or bad input.`,
 		Example: example,
 		Args:    cobra.NoArgs,
@@ -56,7 +59,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input.`,
 			if err != nil {
 				return redriveExit(err)
 			}
-			if f.jsonOut {
+			if out.JSON() {
 				return writeJSON(cmd.OutOrStdout(), res)
 			}
 			state := "resumed: the worker receives again"
@@ -70,9 +73,8 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input.`,
 	c.Flags().StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
 	c.Flags().StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix (default ./out/audit/<pipeline>.jsonl)")
 	c.Flags().StringVar(&f.ledgerTable, "ledger-table", "", "the idempotency ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
-	c.Flags().BoolVar(&f.jsonOut, "json", false, "print JSON")
+	out = addOutput(c, formatTable, formatJSON)
 	c.Flags().StringVar(&f.owner, "owner", "", "who acts: must be the pipeline's owner (required)")
 	c.Flags().StringVar(&f.why, "why", "", "why the worker is "+map[bool]string{true: "paused", false: "resumed"}[paused]+": the incident, the fix (required)")
-	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExit(exitRefused, err) })
 	return c
 }

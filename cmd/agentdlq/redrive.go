@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -17,20 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive"
-)
-
-// Exit codes of `agentdlq redrive`.
-const (
-	exitRefused      = 2 // refused by the gate or the policy, or bad input: nothing moved
-	exitCanaryFailed = 3 // the canary failed: the rest was not moved
 )
 
 // redriveFlags are the flags the redrive subcommands share.
@@ -39,7 +29,6 @@ type redriveFlags struct {
 	pipeline    string
 	audit       string
 	ledgerTable string
-	jsonOut     bool
 
 	owner, why  string
 	rate        int
@@ -66,18 +55,23 @@ after triage. Only the pipeline's named owner may move anything; every decision 
   cancel   cancel the running move task
   reject   record that a group is rejected (never redriven)
 
+Each subcommand prints its result as a table (the default), JSON (-o json, or
+--json) or, for plan and status, Markdown (-o markdown). With -o json a refusal
+or an error is JSON too: {"error":…,"code":…,"exit_code":…}, the code being the
+refusal's (owner_mismatch, reason_not_redrivable, …), bad_input, canary_failed
+or failed.
+
 Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary failed.`,
+		Example: `  agentdlq redrive plan --pipeline agent-tasks
+  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "search-api is back (INC-412)" --canary 5
+  agentdlq redrive status --pipeline agent-tasks -o json`,
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
 	pf.StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix (default ./out/audit/<pipeline>.jsonl)")
 	pf.StringVar(&f.ledgerTable, "ledger-table", "", "the idempotency ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
-	pf.BoolVar(&f.jsonOut, "json", false, "print JSON")
 	cmd.AddCommand(newRedrivePlanCmd(f), newRedriveStartCmd(f), newRedriveSelectCmd(f),
 		newRedriveStatusCmd(f), newRedriveCancelCmd(f), newRedriveRejectCmd(f))
-	for _, c := range cmd.Commands() {
-		c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExit(exitRefused, err) })
-	}
 	return cmd
 }
 
@@ -103,8 +97,6 @@ func (f *redriveFlags) ack() (redrive.Ack, error) {
 	return redrive.Ack{FixDeployed: strings.TrimSpace(f.fixDeployed), Reviewed: strings.TrimSpace(f.reviewed), Overrides: ov}, nil
 }
 
-func newLogger() *slog.Logger { return slog.New(slog.NewJSONHandler(os.Stderr, nil)) }
-
 // refused audits a refusal that came before the Redriver could act
 // (redrive.Auditor.Refuse) and returns it with exit 2.
 func (f *redriveFlags) refused(ctx context.Context, cfg *aws.Config, action redrive.Action, who redrive.Who, err error) error {
@@ -112,7 +104,7 @@ func (f *redriveFlags) refused(ctx context.Context, cfg *aws.Config, action redr
 	if cfg != nil {
 		s3api = s3.NewFromConfig(*cfg)
 	}
-	if a, aerr := redrive.OpenAuditor(f.audit, f.pipeline, s3api, newLogger()); aerr == nil {
+	if a, aerr := redrive.OpenAuditor(f.audit, f.pipeline, s3api, f.g.log()); aerr == nil {
 		err = a.Refuse(ctx, f.pipeline, action, who, err)
 	}
 	return withExit(exitRefused, err)
@@ -138,7 +130,7 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 	if table == "" {
 		return nil, f.refused(ctx, &cfg, action, who, fmt.Errorf("no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (the stack output LedgerTableName): %w", redrive.ErrNoLedger))
 	}
-	logger := newLogger()
+	logger := f.g.log()
 	client, stsc, ddb, s3c := sqs.NewFromConfig(cfg), sts.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg), s3.NewFromConfig(cfg)
 	lamc := lambda.NewFromConfig(cfg)
 	// Before any AWS call: the caller check is skipped only when every
@@ -234,18 +226,16 @@ func actorOr(owner string) string {
 	return redrive.OSUser()
 }
 
-func printJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
-
 func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 	var actor string
+	var out *output
 	c := &cobra.Command{
-		Use:   "plan --pipeline NAME",
+		Use:   "plan --pipeline NAME [-o table|json|markdown]",
 		Short: "What the DLQ holds by reason and group, what may be redriven and why, and the command for each group",
-		Args:  cobra.NoArgs,
+		Example: `  agentdlq redrive plan --pipeline agent-tasks
+  agentdlq redrive plan --pipeline agent-tasks -o markdown >> incident.md
+  agentdlq redrive plan --pipeline agent-tasks -o json | jq -r '.groups[].command'`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			r, err := f.open(ctx, redrive.ActionPlan, redrive.Who{Owner: actorOr(actor)}, nil)
@@ -256,22 +246,29 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return redriveExit(err)
 			}
-			if f.jsonOut {
-				return printJSON(cmd.OutOrStdout(), pl)
+			switch {
+			case out.JSON():
+				return writeJSON(cmd.OutOrStdout(), pl)
+			case out.Markdown():
+				return planMarkdown(cmd.OutOrStdout(), pl)
 			}
 			return pl.WriteText(cmd.OutOrStdout())
 		},
 	}
 	c.Flags().StringVar(&actor, "owner", "", "who looks (recorded in the audit; default $USER)")
+	out = addOutput(c, formatTable, formatJSON, formatMarkdown)
 	return c
 }
 
 func newRedriveStartCmd(f *redriveFlags) *cobra.Command {
 	var dest string
+	var out *output
 	c := &cobra.Command{
-		Use:   "start --pipeline NAME --owner WHO --why TEXT [--rate N] [--override REASON=JUSTIFICATION]",
+		Use:   "start --pipeline NAME --owner WHO --why TEXT [--rate N] [--override REASON=JUSTIFICATION] [-o table|json]",
 		Short: "Start a native SQS message move task from the DLQ to the pipeline's own hot queue",
-		Args:  cobra.NoArgs,
+		Example: `  agentdlq redrive start --pipeline agent-tasks --owner platform-oncall --why "rate limit raised (INC-412)" --rate 20
+  agentdlq redrive status --pipeline agent-tasks   # then watch it`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			who := redrive.Who{Owner: f.owner, Why: f.why}
@@ -287,26 +284,29 @@ func newRedriveStartCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return redriveExit(err)
 			}
-			out := cmd.OutOrStdout()
-			if f.jsonOut {
-				return printJSON(out, task)
+			if out.JSON() {
+				return writeJSON(cmd.OutOrStdout(), task)
 			}
-			fmt.Fprintf(out, "move task started: %s\n  from %s\n  to   %s\n  at most %d messages a second\nwatch it: agentdlq redrive status --pipeline %s\n",
+			fmt.Fprintf(cmd.OutOrStdout(), "move task started: %s\n  from %s\n  to   %s\n  at most %d messages a second\nwatch it: agentdlq redrive status --pipeline %s\n",
 				task.TaskHandle, task.SourceARN, task.DestinationARN, task.Rate, r.Pipeline().Name)
 			return nil
 		},
 	}
 	f.gateFlags(c, true, true)
 	c.Flags().StringVar(&dest, "destination", "", "destination queue ARN; anything but the pipeline's hot queue is refused (default: the hot queue)")
+	out = addOutput(c, formatTable, formatJSON)
 	return c
 }
 
 func newRedriveStatusCmd(f *redriveFlags) *cobra.Command {
 	var actor string
+	var out *output
 	c := &cobra.Command{
-		Use:   "status --pipeline NAME",
+		Use:   "status --pipeline NAME [-o table|json|markdown]",
 		Short: "The DLQ's move tasks: status, progress (moved/total) and failure reason",
-		Args:  cobra.NoArgs,
+		Example: `  agentdlq redrive status --pipeline agent-tasks
+  agentdlq redrive status --pipeline agent-tasks -o json | jq '.[0].status'`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			r, err := f.open(ctx, redrive.ActionStatus, redrive.Who{Owner: actorOr(actor)}, nil)
@@ -317,32 +317,41 @@ func newRedriveStatusCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return redriveExit(err)
 			}
-			out := cmd.OutOrStdout()
-			if f.jsonOut {
-				return printJSON(out, tasks)
+			w := cmd.OutOrStdout()
+			switch {
+			case out.JSON():
+				if tasks == nil {
+					tasks = []redrive.MoveTask{}
+				}
+				return writeJSON(w, tasks)
+			case out.Markdown():
+				return tasksMarkdown(w, tasks)
 			}
 			if len(tasks) == 0 {
-				fmt.Fprintln(out, "no move task on this DLQ")
+				fmt.Fprintln(w, "no move task on this DLQ")
 			}
 			for _, t := range tasks {
-				fmt.Fprintf(out, "%-10s %s moved  rate %d/s  started %s  %s\n", t.Status, t.Progress(), t.Rate, t.StartedAt.Format(time.RFC3339), t.TaskHandle)
+				fmt.Fprintf(w, "%-10s %s moved  rate %d/s  started %s  %s\n", t.Status, t.Progress(), t.Rate, t.StartedAt.Format(time.RFC3339), t.TaskHandle)
 				if t.FailureReason != "" {
-					fmt.Fprintf(out, "           failure: %s\n", t.FailureReason)
+					fmt.Fprintf(w, "           failure: %s\n", t.FailureReason)
 				}
 			}
 			return nil
 		},
 	}
 	c.Flags().StringVar(&actor, "owner", "", "who looks (recorded in the audit; default $USER)")
+	out = addOutput(c, formatTable, formatJSON, formatMarkdown)
 	return c
 }
 
 func newRedriveCancelCmd(f *redriveFlags) *cobra.Command {
 	var handle string
+	var out *output
 	c := &cobra.Command{
-		Use:   "cancel --pipeline NAME --owner WHO --why TEXT [--task-handle H]",
-		Short: "Cancel the DLQ's running move task",
-		Args:  cobra.NoArgs,
+		Use:     "cancel --pipeline NAME --owner WHO --why TEXT [--task-handle H] [-o table|json]",
+		Short:   "Cancel the DLQ's running move task",
+		Example: `  agentdlq redrive cancel --pipeline agent-tasks --owner platform-oncall --why "canary failed again (INC-412)"`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			who := redrive.Who{Owner: f.owner, Why: f.why}
@@ -354,12 +363,16 @@ func newRedriveCancelCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return redriveExit(err)
 			}
+			if out.JSON() {
+				return writeJSON(cmd.OutOrStdout(), cancelResult{Pipeline: r.Pipeline().Name, Cancelled: true, Moved: moved})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "move task cancelled after about %d messages moved\n", moved)
 			return nil
 		},
 	}
 	f.gateFlags(c, false, false)
 	c.Flags().StringVar(&handle, "task-handle", "", "the task to cancel (default: the running one)")
+	out = addOutput(c, formatTable, formatJSON)
 	return c
 }
 
@@ -370,11 +383,23 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 		dryRun        bool
 		canaryTimeout time.Duration
 		hold          time.Duration
+		out           *output
 	)
 	c := &cobra.Command{
-		Use:   "select --pipeline NAME --reason R [--fingerprint F] --owner WHO --why TEXT [--rate N] [--canary N] [--dry-run]",
+		Use:   "select --pipeline NAME --reason R [--fingerprint F] --owner WHO --why TEXT [--rate N] [--canary N] [--dry-run] [-o table|json]",
 		Short: "Move only the dead letters of the chosen reasons (and fingerprints) back to the hot queue",
-		Args:  cobra.NoArgs,
+		Long: `select receives the DLQ's dead letters, moves those of the chosen reasons (and
+fingerprints, from plan) to the pipeline's own hot queue at --rate, and
+releases the others at once. With --canary N it moves N first and waits for
+their outcome (a worker must consume the hot queue), and stops if any failed:
+exit 3. On a terminal a progress bar shows the messages moved against the
+DLQ's approximate depth, with the rate and the time left.
+
+Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary failed.`,
+		Example: `  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "search-api is back (INC-412)" --canary 5
+  agentdlq redrive select --pipeline agent-tasks --reason schema_invalid --fingerprint 3f9a2c1e --owner platform-oncall --why "schema v2 accepted" --fix-deployed v1.4.2 --dry-run
+  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "fixed" -o json | jq .moved`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			who := redrive.Who{Owner: f.owner, Why: f.why}
@@ -386,34 +411,34 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return f.refused(ctx, nil, redrive.ActionSelect, who, err)
 			}
-			var bar *progressbar.ProgressBar
-			var onMove func()
-			if term.IsTerminal(int(os.Stderr.Fd())) && !dryRun {
-				bar = progressbar.NewOptions(-1, progressbar.OptionSetWriter(os.Stderr), progressbar.OptionSetDescription("redriving"),
-					progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("msg"))
-				onMove = func() { _ = bar.Add(1) }
-			}
-			f.onCanary = canaryProgress(cmd.ErrOrStderr(), isTerminal(cmd.ErrOrStderr()))
-			r, err := f.open(ctx, redrive.ActionSelect, who, onMove)
+			var b *bar
+			f.onCanary = canaryProgress(f.g.console(cmd.ErrOrStderr()))
+			r, err := f.open(ctx, redrive.ActionSelect, who, func() { b.Add(1) })
 			if err != nil {
 				return err
+			}
+			if !dryRun && isTerminal(cmd.ErrOrStderr()) {
+				// The total is what the DLQ holds (approximately), at most --limit.
+				total := int64(dlqDepth(ctx, r.Queues().DLQURL))
+				if limit > 0 && (total <= 0 || int64(limit) < total) {
+					total = int64(limit)
+				}
+				b = f.g.newBar(cmd.ErrOrStderr(), total, "redriving")
 			}
 			res, err := r.Select(ctx, redrive.SelectRequest{
 				Who: who, Selector: redrive.Selector{Reasons: rs, Fingerprints: fps},
 				Rate: f.rate, Canary: canary, DryRun: dryRun, Limit: limit, Ack: ack, Hold: hold, CanaryTimeout: canaryTimeout,
 			})
-			if bar != nil {
-				_ = bar.Finish()
-				fmt.Fprintln(os.Stderr)
-			}
+			b.Finish()
 			if res != nil {
-				out := cmd.OutOrStdout()
-				if f.jsonOut {
-					if jerr := printJSON(out, res); jerr != nil {
-						return jerr
-					}
-				} else if !errors.Is(err, redrive.ErrRefused) {
-					writeSelectResult(out, r.Pipeline().Name, res)
+				w := cmd.OutOrStdout()
+				switch {
+				case out.JSON() && err != nil:
+					return withResult(redriveExit(err), res) // one document: the error and what was done
+				case out.JSON():
+					return writeJSON(w, res)
+				case !errors.Is(err, redrive.ErrRefused):
+					writeSelectResult(w, r.Pipeline().Name, res)
 				}
 			}
 			return redriveExit(err)
@@ -426,6 +451,7 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 	c.Flags().DurationVar(&canaryTimeout, "canary-timeout", redrive.DefaultCanaryTimeout, "how long to wait for the canary's outcome")
 	c.Flags().IntVar(&limit, "limit", 0, "move at most N (0: all that match)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "move nothing; say what would move")
+	out = addOutput(c, formatTable, formatJSON)
 	c.Flags().DurationVar(&hold, "hold", redrive.DefaultHold, "visibility timeout of the dead letters a pass receives: how long one is hidden while it moves, and, after a crash, how long the letters the pass left stay hidden")
 	return c
 }
@@ -463,24 +489,21 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
 	}
 }
 
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
-}
-
 // canaryProgress says, while a canary waits, how many of its messages have
 // an outcome and for how long it has waited: rewritten in place on a
-// terminal, once otherwise. Nothing comes without a worker consuming the
-// hot queue, so it says that too.
-func canaryProgress(w io.Writer, tty bool) func(pending, moved int, waited, timeout time.Duration) {
+// terminal (as a progress bar is, logs going above it), once otherwise.
+// Nothing comes without a worker consuming the hot queue, so it says that
+// too.
+func canaryProgress(con *errConsole) func(pending, moved int, waited, timeout time.Duration) {
 	said := false
+	var w io.Writer = con
 	return func(pending, moved int, waited, timeout time.Duration) {
 		switch {
-		case tty:
-			fmt.Fprintf(w, "\rcanary: %d of %d with an outcome, waited %s of %s (a worker must consume the hot queue)   ",
+		case con.tty:
+			fmt.Fprintf(barWriter{con}, "\rcanary: %d of %d with an outcome, waited %s of %s (a worker must consume the hot queue)   ",
 				moved-pending, moved, waited.Round(time.Second), timeout)
 			if pending == 0 || waited >= timeout {
+				con.release()
 				fmt.Fprintln(w)
 			}
 		case !said && pending > 0:
@@ -492,10 +515,12 @@ func canaryProgress(w io.Writer, tty bool) func(pending, moved int, waited, time
 
 func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 	var reasons, fps []string
+	var out *output
 	c := &cobra.Command{
-		Use:   "reject --pipeline NAME --reason R [--fingerprint F] --owner WHO --why TEXT",
-		Short: "Record that a group is rejected: never redriven (an audit record; nothing moves)",
-		Args:  cobra.NoArgs,
+		Use:     "reject --pipeline NAME --reason R [--fingerprint F] --owner WHO --why TEXT [-o table|json]",
+		Short:   "Record that a group is rejected: never redriven (an audit record; nothing moves)",
+		Example: `  agentdlq redrive reject --pipeline agent-tasks --reason signature_invalid --owner platform-oncall --why "forged tasks, reported to security (SEC-77)"`,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			who := redrive.Who{Owner: f.owner, Why: f.why}
@@ -510,6 +535,9 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 			if err := r.Reject(ctx, who, rs, fps, nil); err != nil {
 				return redriveExit(err)
 			}
+			if out.JSON() {
+				return writeJSON(cmd.OutOrStdout(), rejectResult{Pipeline: r.Pipeline().Name, Reasons: rs, Fingerprints: fps, Rejected: true})
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "rejection of %s recorded in the audit; the dead letters stay until retention deletes them\n", strings.Join(reasons, ","))
 			return nil
 		},
@@ -518,5 +546,6 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 	c.Flags().Lookup("why").Usage = "why these dead letters are rejected, never redriven: the decision and who was told (required)"
 	c.Flags().StringArrayVar(&reasons, "reason", nil, "reason rejected (required)")
 	c.Flags().StringArrayVar(&fps, "fingerprint", nil, "only these groups: a fingerprint from `plan`, or any unique prefix of at least 8 characters (repeatable)")
+	out = addOutput(c, formatTable, formatJSON)
 	return c
 }

@@ -1,21 +1,34 @@
 package main
 
 import (
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 // globalFlags are the flags every subcommand shares.
 type globalFlags struct {
 	configPath string
+	// profile and region choose the AWS config, as the AWS CLI's flags.
+	profile, region string
+	// logFormat is auto, json or text; verbose logs progress (info).
+	logFormat string
+	verbose   bool
+
+	// stderr is the running command's stderr, where logs go.
+	stderr io.Writer
+
+	consoleMu sync.Mutex
+	cons      *errConsole
 }
 
 func newRootCmd() *cobra.Command {
@@ -26,13 +39,23 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().StringVar(&g.configPath, "config", "", "pipeline definition file (default: $AGENTDLQ_CONFIG, else pipelines.json in this folder or the nearest parent)")
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.configPath, "config", "", "pipeline definition file (default: $AGENTDLQ_CONFIG, else pipelines.json in this folder or the nearest parent)")
+	pf.StringVar(&g.profile, "profile", "", "AWS named profile of the shared config and credentials files, as in the AWS CLI (default: $AWS_PROFILE)")
+	pf.StringVar(&g.region, "region", "", "AWS region, as in the AWS CLI (default: $AWS_REGION, else the profile's)")
+	pf.StringVar(&g.logFormat, "log-format", logAuto, "logs on stderr: auto (text on a terminal, JSON otherwise), json or text")
+	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log progress (info), not only warnings and errors")
 	root.Version = version()
 	root.SetVersionTemplate("agentdlq {{.Version}}\n")
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error {
+		g.stderr = c.ErrOrStderr()
+		if err := checkLogFormat(g.logFormat); err != nil {
+			return badUsage(c, err)
+		}
 		if !c.Flags().Changed("config") {
 			g.configPath = findConfig(os.Getenv("AGENTDLQ_CONFIG"))
 		}
+		c.SetContext(awscfg.WithOptions(c.Context(), awscfg.Options{Profile: g.profile, Region: g.region}))
 		return nil
 	}
 	root.AddCommand(
@@ -50,6 +73,7 @@ func newRootCmd() *cobra.Command {
 		newPauseCmd(g, true),
 		newPauseCmd(g, false),
 	)
+	harden(root)
 	return root
 }
 
@@ -137,29 +161,4 @@ func (g *globalFlags) loadPipeline(name string) (*pipeline.Pipeline, error) {
 		return nil, err
 	}
 	return f.Get(name)
-}
-
-// exitError carries a process exit code with its error.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-// withExit wraps err so that main exits with code.
-func withExit(code int, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: code, err: err}
-}
-
-func exitCode(err error) int {
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return ee.code
-	}
-	return 1
 }

@@ -1,17 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
@@ -27,8 +22,8 @@ type sendResult struct {
 
 func newSendCmd(g *globalFlags) *cobra.Command {
 	var (
-		name    string
-		jsonOut bool
+		name string
+		out  *output
 	)
 	cmd := &cobra.Command{
 		Use:   "send --pipeline NAME FILE|-",
@@ -47,7 +42,8 @@ FIFO queue each task's run_id is its message group and its task_id the
 deduplication id.`,
 		Example: `  agentdlq send --pipeline agent-tasks events/testdata/sqs-mixed.json
   agentdlq send --pipeline agent-tasks tasks.jsonl
-  printf '%s\n' "$TASK_JSON" | agentdlq send --pipeline agent-tasks -`,
+  printf '%s\n' "$TASK_JSON" | agentdlq send --pipeline agent-tasks -
+  agentdlq send --pipeline agent-tasks tasks.jsonl -o json   # {"pipeline":…,"queue_url":…,"sent":N}`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			p, err := g.loadPipeline(name)
@@ -76,49 +72,26 @@ deduplication id.`,
 				}
 				return fmt.Errorf("pipeline %q: %w", p.Name, err)
 			}
-			onSent := func(int) {}
-			var bar *progressbar.ProgressBar
-			if f, ok := c.ErrOrStderr().(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-				bar = newProgress(f, len(tasks), "sending")
-				onSent = func(n int) { _ = bar.Add(n) }
-			}
-			sent, err := workload.SendProgress(ctx, client, q.HotURL, q.FIFO, tasks, 4, onSent)
-			if bar != nil {
-				_ = bar.Finish()
-				fmt.Fprintln(c.ErrOrStderr())
-			}
+			bar := g.newBar(c.ErrOrStderr(), int64(len(tasks)), "sending")
+			sent, err := workload.SendProgress(ctx, client, q.HotURL, q.FIFO, tasks, 4, bar.Add)
+			bar.Finish()
 			if err != nil {
 				return err
 			}
 			res := sendResult{Pipeline: p.Name, QueueURL: q.HotURL, Sent: len(sent)}
-			if jsonOut {
+			switch {
+			case out.JSON():
 				return writeJSON(c.OutOrStdout(), res)
+			case out.Markdown():
+				return mdTable(c.OutOrStdout(), []string{"pipeline", "queue", "sent"},
+					[][]string{{res.Pipeline, res.QueueURL, fmt.Sprint(res.Sent)}})
 			}
 			fmt.Fprintf(c.OutOrStdout(), "sent %d messages to %s (pipeline %s)\n", res.Sent, res.QueueURL, res.Pipeline)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&name, "pipeline", "", "pipeline of the definition file (required)")
-	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the result as JSON")
+	out = addOutput(cmd, formatTable, formatJSON, formatMarkdown)
 	_ = cmd.MarkFlagRequired("pipeline")
 	return cmd
-}
-
-// newProgress is a progress bar of a known total on w: count, rate and
-// time left, redrawn at most ten times a second so that the first tick does
-// not read as an absurd rate.
-func newProgress(w io.Writer, total int, what string) *progressbar.ProgressBar {
-	return progressbar.NewOptions(total,
-		progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
-		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("msg"),
-		progressbar.OptionSetPredictTime(true), progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionFullWidth())
-}
-
-// writeJSON prints v as indented JSON without escaping <, > and &.
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

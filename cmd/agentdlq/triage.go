@@ -65,7 +65,6 @@ an export failure included (the report is printed first).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, g) },
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExit(2, err) })
 	fl := cmd.Flags()
 	fl.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
 	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON (report_version 1)")

@@ -55,7 +55,6 @@ agentdlq redrive --audit). Ctrl-C stops it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, g) },
 	}
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExit(2, err) })
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:0", "address to serve on (port 0: a free port)")
 	fl.BoolVar(&f.noBrowser, "no-browser", false, "do not open a browser")

@@ -18,9 +18,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
-// Load is config.LoadDefaultConfig with S3PathStyle applied.
+// Load is config.LoadDefaultConfig with S3PathStyle applied, and the
+// profile and region of the Options ctx carries (WithOptions) applied
+// before optFns.
 func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx, optFns...)
+	cfg, err := config.LoadDefaultConfig(ctx, append(OptionsFrom(ctx).loadOptions(), optFns...)...)
 	if err != nil {
 		return aws.Config{}, err
 	}

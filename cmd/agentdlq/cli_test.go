@@ -1,0 +1,366 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive"
+)
+
+// runArgs runs the whole CLI as main does (run) and returns its stdout,
+// stderr and exit code.
+func runArgs(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(context.Background(), append([]string{"--config", filepath.Join("..", "..", pipeline.DefaultFile)}, args...), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+func TestExitCodes(t *testing.T) {
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string // a part of stderr
+	}{
+		{"unknown command", []string{"bogus"}, 2, `unknown command "bogus" for "agentdlq"`},
+		{"unknown command with a suggestion", []string{"redriv"}, 2, "Did you mean this?\n\tredrive"},
+		{"unknown redrive subcommand", []string{"redrive", "bogus"}, 2, `unknown command "bogus" for "agentdlq redrive"`},
+		{"misspelt redrive subcommand", []string{"redrive", "plna"}, 2, "Did you mean this?\n\tplan"},
+		{"unknown local subcommand", []string{"local", "bogus"}, 2, `for "agentdlq local"`},
+		{"unknown ledger subcommand", []string{"ledger", "gte"}, 2, "Did you mean this?\n\tget"},
+		{"unknown dependency subcommand", []string{"local", "dependency", "sideways"}, 2, `for "agentdlq local dependency"`},
+		{"unknown flag", []string{"redrive", "plan", "--bogus"}, 2, "unknown flag: --bogus"},
+		{"bad -o", []string{"redrive", "plan", "--pipeline", "agent-tasks", "-o", "yaml"}, 2, `"yaml" is not an output format of this command: table, json, markdown`},
+		{"bad -o of send", []string{"send", "--pipeline", "agent-tasks", "-o", "xml", "f.jsonl"}, 2, "is not an output format"},
+		{"markdown where a command has none", []string{"redrive", "start", "-o", "markdown"}, 2, "table, json"},
+		{"bad --log-format", []string{"--log-format", "xml", "version"}, 2, `--log-format "xml"`},
+		{"missing argument", []string{"send", "--pipeline", "agent-tasks"}, 2, "accepts 1 arg(s)"},
+		{"missing required flag", []string{"send", "f.jsonl"}, 2, `required flag(s) "pipeline" not set`},
+		{"stray argument", []string{"version", "extra"}, 2, "extra"},
+		{"refused", []string{"redrive", "plan", "--pipeline", "nope", "--audit", audit}, 2, "refused (bad_input)"},
+		{"bad input", []string{"triage"}, 2, "--pipeline is required"},
+		{"bare parent prints its help", []string{"redrive"}, 0, ""},
+		{"version", []string{"version"}, 0, ""},
+		{"--version", []string{"--version"}, 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, code := runArgs(t, tt.args...)
+			assert.Equal(t, tt.code, code, "stdout %q stderr %q", stdout, stderr)
+			assert.Contains(t, stderr, tt.stderr)
+			if tt.code == 2 && !strings.Contains(tt.name, "refused") && tt.name != "bad input" {
+				assert.Empty(t, stdout, "bad input prints no help and no result")
+				assert.Regexp(t, `Run 'agentdlq[a-z ]*--help' for usage\.`, stderr)
+			}
+		})
+	}
+	stdout, _, _ := runArgs(t, "redrive")
+	assert.Contains(t, stdout, "Available Commands:", "a bare parent command prints its help, as kubectl and gh do")
+	stdout, _, _ = runArgs(t, "version")
+	assert.Regexp(t, `^agentdlq \S`, stdout)
+}
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		err  error
+		code string
+		exit int
+	}{
+		{&redrive.Refusal{Code: redrive.CodeOwner, Reason: "x"}, "owner_mismatch", 2},
+		{fmt.Errorf("select: %w", &redrive.Refusal{Code: redrive.CodeForbidden, Reason: "x"}), "reason_not_redrivable", 2},
+		{withExit(2, &redrive.Refusal{Code: redrive.CodeDLQMissing, Reason: "x"}), "dlq_missing", 2},
+		{fmt.Errorf("%w: 1 of 1 dead-lettered again", redrive.ErrCanaryFailed), "canary_failed", 3},
+		{withExit(3, errors.New("canary")), "canary_failed", 3},
+		{withExit(2, errors.New("--pipeline is required")), "bad_input", 2},
+		{errors.New(`required flag(s) "pipeline" not set`), "bad_input", 2},
+		{errors.New("throttled"), "failed", 1},
+		{fmt.Errorf("scan: %w", context.Canceled), "interrupted", 1},
+	}
+	for _, tt := range tests {
+		code, exit := classify(tt.err)
+		assert.Equal(t, tt.code, code, "%v", tt.err)
+		assert.Equal(t, tt.exit, exit, "%v", tt.err)
+	}
+	code, exit := classify(nil)
+	assert.Equal(t, "", code)
+	assert.Equal(t, 0, exit)
+}
+
+func TestJSONErrors(t *testing.T) {
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	for _, flag := range [][]string{{"-o", "json"}, {"--json"}, {"--output=json"}} {
+		stdout, _, code := runArgs(t, append([]string{"redrive", "plan", "--pipeline", "nope", "--audit", audit}, flag...)...)
+		assert.Equal(t, 2, code)
+		var je struct {
+			Error    string `json:"error"`
+			Code     string `json:"code"`
+			ExitCode int    `json:"exit_code"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &je), "with %v a refusal is JSON on stdout: %q", flag, stdout)
+		assert.Equal(t, "bad_input", je.Code)
+		assert.Equal(t, 2, je.ExitCode)
+		assert.Contains(t, je.Error, `unknown pipeline "nope"`)
+	}
+	// A refusal code reaches the JSON as it is; <, > and & are not escaped.
+	c := &cobra.Command{Use: "x"}
+	o := addOutput(c, formatTable, formatJSON)
+	require.NoError(t, o.Set("json"))
+	var out, errb bytes.Buffer
+	exit := report(c, &redrive.Refusal{Code: redrive.CodeWhy, Reason: "--why <text> & more"}, &out, &errb)
+	assert.Equal(t, 2, exit)
+	assert.Empty(t, errb.String())
+	assert.Contains(t, out.String(), `"error": "refused (why_missing): --why <text> & more"`)
+	assert.Contains(t, out.String(), `"code": "why_missing"`)
+	assert.NotContains(t, out.String(), `\u003c`)
+	// A result that comes with the error is in the same document.
+	out.Reset()
+	exit = report(c, withResult(fmt.Errorf("%w: dead-lettered again", redrive.ErrCanaryFailed), &redrive.SelectResult{Seen: 7, Moved: 1}), &out, &errb)
+	assert.Equal(t, 3, exit)
+	var doc struct {
+		Code   string                `json:"code"`
+		Result *redrive.SelectResult `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc))
+	assert.Equal(t, "canary_failed", doc.Code)
+	require.NotNil(t, doc.Result)
+	assert.Equal(t, 7, doc.Result.Seen)
+	// Without -o json the error is text on stderr.
+	out.Reset()
+	errb.Reset()
+	require.NoError(t, o.Set("table"))
+	exit = report(c, errors.New("boom"), &out, &errb)
+	assert.Equal(t, 1, exit)
+	assert.Empty(t, out.String())
+	assert.Equal(t, "agentdlq: boom\n", errb.String())
+}
+
+func TestOutputFlag(t *testing.T) {
+	parse := func(formats []format, args ...string) (*output, error) {
+		c := &cobra.Command{Use: "x", RunE: func(*cobra.Command, []string) error { return nil }}
+		o := addOutput(c, formats...)
+		return o, c.ParseFlags(args)
+	}
+	all := []format{formatTable, formatJSON, formatMarkdown}
+	for _, tt := range []struct {
+		args []string
+		want format
+	}{
+		{nil, formatTable},
+		{[]string{"-o", "json"}, formatJSON},
+		{[]string{"--json"}, formatJSON},
+		{[]string{"--json=true"}, formatJSON},
+		{[]string{"--output", "JSON"}, formatJSON},
+		{[]string{"-o", "markdown"}, formatMarkdown},
+		{[]string{"--markdown"}, formatMarkdown},
+		{[]string{"-o", "text"}, formatTable},
+		{[]string{"--json", "-o", "table"}, formatTable},
+		{[]string{"-o", "json", "--json=false"}, formatTable},
+	} {
+		o, err := parse(all, tt.args...)
+		require.NoError(t, err, "%v", tt.args)
+		assert.Equal(t, tt.want, o.format, "%v", tt.args)
+	}
+	_, err := parse([]format{formatTable, formatJSON}, "-o", "markdown")
+	assert.ErrorContains(t, err, "not an output format of this command: table, json")
+	_, err = parse([]format{formatTable, formatJSON}, "--markdown")
+	assert.ErrorContains(t, err, "unknown flag: --markdown", "no --markdown alias where there is no markdown")
+	_, err = parse(all, "-o", "yaml")
+	assert.Error(t, err)
+}
+
+func TestPlanMarkdown(t *testing.T) {
+	p := &pipeline.Pipeline{Name: "agent-tasks", Owner: "platform-oncall"}
+	p.ApplyDefaults()
+	pl := redrive.BuildPlan(p, []redrive.Group{
+		{Reason: deadletter.ReasonDependencyOpen, Fingerprint: "aaaaaaaaaaaa", Count: 12},
+		{Reason: deadletter.ReasonSignatureInvalid, Fingerprint: "bbbbbbbbbbbb", Count: 2},
+		{Reason: deadletter.ReasonSchemaInvalid, Count: 3},
+	})
+	var b bytes.Buffer
+	require.NoError(t, planMarkdown(&b, pl))
+	md := b.String()
+	assert.Contains(t, md, "## Redrive plan: agent-tasks\n")
+	var table []string
+	for _, l := range strings.Split(md, "\n") {
+		if strings.HasPrefix(l, "|") {
+			table = append(table, l)
+		}
+	}
+	require.Len(t, table, 2+3, "header, separator and one row a group:\n%s", md)
+	assert.Equal(t, "| reason | fingerprint | count | redrive | why |", table[0])
+	assert.Equal(t, "| --- | --- | --- | --- | --- |", table[1])
+	for _, row := range table {
+		assert.Equal(t, 6, strings.Count(strings.ReplaceAll(row, `\|`, ""), "|"), "every row has 5 cells: %s", row)
+	}
+	assert.Contains(t, md, "| dependency_open | `aaaaaaaaaaaa` | 12 | yes |")
+	assert.Equal(t, 3, strings.Count(md, "```sh\n"), "one command block a group")
+
+	b.Reset()
+	require.NoError(t, tasksMarkdown(&b, []redrive.MoveTask{{Status: "RUNNING", Moved: 3, ToMove: 9, Rate: 10, TaskHandle: "h1", FailureReason: "a|b"}}))
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, lines, 3)
+	assert.Contains(t, lines[2], "| RUNNING | 3/9 | 10 |")
+	assert.Contains(t, lines[2], `a\|b`, "a | in a cell is escaped")
+}
+
+func TestLogFormat(t *testing.T) {
+	var b bytes.Buffer
+	for _, tt := range []struct {
+		format string
+		tty    bool
+		json   bool
+	}{
+		{logAuto, false, true}, {logAuto, true, false}, {logJSON, true, true}, {logJSON, false, true}, {logText, false, false}, {logText, true, false},
+	} {
+		b.Reset()
+		con := &errConsole{w: &b, tty: tty(tt.tty)}
+		slog.New(logHandler(con, tt.format, slog.LevelInfo)).Info("scan done", "seen", 3)
+		line := strings.TrimSpace(b.String())
+		if tt.json {
+			var m map[string]any
+			assert.NoError(t, json.Unmarshal([]byte(line), &m), "%s on tty=%v: %q", tt.format, tt.tty, line)
+		} else {
+			assert.Contains(t, line, `level=INFO msg="scan done" seen=3`, "%s on tty=%v", tt.format, tt.tty)
+		}
+	}
+}
+
+func tty(b bool) bool { return b }
+
+func TestVerboseGatesInfo(t *testing.T) {
+	for _, verbose := range []bool{false, true} {
+		var b bytes.Buffer
+		g := &globalFlags{logFormat: logJSON, verbose: verbose}
+		log := g.logger(&b)
+		log.Info("redrive audit", "action", "plan")
+		log.Warn("redrive audit", "outcome", "refused")
+		n := strings.Count(b.String(), "\n")
+		if verbose {
+			assert.Equal(t, 2, n, "with --verbose, info and warn: %s", b.String())
+		} else {
+			assert.Equal(t, 1, n, "without --verbose, only the warning: %s", b.String())
+			assert.Contains(t, b.String(), `"level":"WARN"`)
+		}
+	}
+}
+
+// The logs and a progress bar share stderr: a log line clears the bar's
+// line and the bar is drawn again under it.
+func TestLogsDoNotInterleaveWithTheBar(t *testing.T) {
+	var b bytes.Buffer
+	con := &errConsole{w: &b, tty: true}
+	bw := barWriter{con}
+	fmt.Fprint(bw, "\rsending  40% |████      | (40/100, 80 msg/s) [0s:1s]")
+	slog.New(logHandler(con, logJSON, slog.LevelInfo)).Info("retry", "n", 1)
+	got := b.String()
+	frame := "\rsending  40% |████      | (40/100, 80 msg/s) [0s:1s]"
+	i := strings.Index(got, clearLine+`{"time"`)
+	require.GreaterOrEqual(t, i, 0, "the bar's line is cleared before the log line: %q", got)
+	assert.True(t, strings.HasSuffix(got, "}\n"+frame), "the bar is drawn again under the log line: %q", got)
+	// Once the bar is cleared (finished), logs are written as they are.
+	fmt.Fprint(bw, "\r                    \r")
+	b.Reset()
+	slog.New(logHandler(con, logJSON, slog.LevelInfo)).Info("done")
+	assert.True(t, strings.HasPrefix(b.String(), `{"time"`), "%q", b.String())
+}
+
+// The first frame of a bar comes after the warmup, so its rate is an
+// average over at least that long, not the rate of one early tick.
+func TestBarFirstTick(t *testing.T) {
+	var b bytes.Buffer
+	con := &errConsole{w: &b, tty: true}
+	b1 := startBar(con, 1000, "sending")
+	b1.Add(100)
+	assert.Empty(t, b.String(), "no frame before the warmup")
+	time.Sleep(barWarmup + 50*time.Millisecond)
+	b1.Add(10)
+	frame := b.String()
+	require.NotEmpty(t, frame)
+	assert.Contains(t, frame, "(110/1000")
+	m := regexp.MustCompile(`(\d+) msg/s`).FindStringSubmatch(frame)
+	require.NotNil(t, m, "the frame shows a rate: %q", frame)
+	rate, _ := strconv.Atoi(m[1])
+	assert.LessOrEqual(t, rate, int(110/barWarmup.Seconds())+1, "the rate is an average over the warmup at least: %q", frame)
+	assert.Regexp(t, `\[\d+s:\d+s\]`, frame, "elapsed and time left")
+	// An approximate total that is passed grows.
+	b1.Set(1500)
+	b1.Finish()
+	assert.Nil(t, con.frame, "a finished bar is forgotten")
+	var nilBar *bar
+	nilBar.Add(1) // stderr not a terminal: no bar, no panic
+	nilBar.Finish()
+}
+
+// --profile and --region reach the AWS config every command loads.
+func TestProfileAndRegionFlags(t *testing.T) {
+	dir := t.TempDir()
+	cfgFile := filepath.Join(dir, "config")
+	require.NoError(t, os.WriteFile(cfgFile, []byte("[default]\nregion = us-east-1\naws_access_key_id = AKIDDEFAULT\naws_secret_access_key = x\n\n[profile oncall]\nregion = eu-west-3\naws_access_key_id = AKIDONCALL\naws_secret_access_key = y\n"), 0o600))
+	t.Setenv("AWS_CONFIG_FILE", cfgFile)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
+	for _, k := range []string{"AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	probe := func(args ...string) (region, key string, code int) {
+		root := newRootCmd()
+		root.AddCommand(&cobra.Command{Use: "probe", RunE: func(c *cobra.Command, _ []string) error {
+			cfg, err := awscfg.Load(c.Context())
+			if err != nil {
+				return fmt.Errorf("aws config: %w", err)
+			}
+			creds, err := cfg.Credentials.Retrieve(c.Context())
+			if err != nil {
+				return err
+			}
+			region, key = cfg.Region, creds.AccessKeyID
+			return nil
+		}})
+		var out, errb bytes.Buffer
+		root.SetArgs(append(args, "probe"))
+		root.SetOut(&out)
+		root.SetErr(&errb)
+		c, err := root.ExecuteC()
+		return region, key, report(c, err, &out, &errb)
+	}
+	region, key, code := probe()
+	assert.Equal(t, []any{"us-east-1", "AKIDDEFAULT", 0}, []any{region, key, code})
+	region, key, code = probe("--profile", "oncall")
+	assert.Equal(t, []any{"eu-west-3", "AKIDONCALL", 0}, []any{region, key, code})
+	region, key, code = probe("--profile", "oncall", "--region", "ap-south-1")
+	assert.Equal(t, []any{"ap-south-1", "AKIDONCALL", 0}, []any{region, key, code})
+	t.Setenv("AWS_REGION", "us-west-2")
+	region, _, _ = probe("--region", "sa-east-1")
+	assert.Equal(t, "sa-east-1", region, "--region wins over AWS_REGION")
+	_, _, code = probe("--profile", "nope")
+	assert.Equal(t, 2, code, "an unknown profile is bad input")
+}
+
+// The local commands find the checkout's scripts from a subfolder of it (the
+// tests run in cmd/agentdlq).
+func TestLocalFromASubfolder(t *testing.T) {
+	t.Setenv("AGENTDLQ_LOCAL_DIR", t.TempDir())
+	stdout, stderr, code := runArgs(t, "local", "status")
+	assert.Contains(t, stdout, "sqs: stopped", "stderr: %s", stderr)
+	assert.Equal(t, 1, code, "nothing runs: status fails, as scripts/local.sh status does")
+}

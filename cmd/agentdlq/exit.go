@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/spf13/cobra"
+
+	"github.com/agentdlq/agentdlq/redrive"
+)
+
+// The exit codes of every agentdlq command.
+const (
+	exitOK           = 0 // done
+	exitFailed       = 1 // failed
+	exitRefused      = 2 // refused by the gate or the policy, or bad input: nothing moved
+	exitCanaryFailed = 3 // the canary failed: the rest was not moved
+)
+
+// Stable codes of the "code" field of a JSON error (-o json), besides the
+// redrive refusal codes (redrive.Code), which are used as they are.
+const (
+	codeBadInput       = "bad_input"
+	codeUnknownCommand = "unknown_command"
+	codeUnknownProfile = "unknown_profile"
+	codeRefused        = "refused"
+	codeCanaryFailed   = "canary_failed"
+	codeInterrupted    = "interrupted"
+	codeFailed         = "failed"
+)
+
+// exitError carries a process exit code with its error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// withExit wraps err so that main exits with code.
+func withExit(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// usageError is bad input found by the command line itself: an unknown
+// command, a flag that does not parse, a missing argument.
+type usageError struct {
+	code string
+	err  error
+	// help is the command whose --help the message points to.
+	help string
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func badUsage(c *cobra.Command, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ue *usageError
+	if errors.As(err, &ue) {
+		return err
+	}
+	return &usageError{code: codeBadInput, err: err, help: c.CommandPath()}
+}
+
+// resultError is an error that comes with a result worth printing (what a
+// refused or failed selective redrive saw): with -o json both are one
+// document, {"error":…,"code":…,"result":…}.
+type resultError struct {
+	err    error
+	result any
+}
+
+func (e *resultError) Error() string { return e.err.Error() }
+func (e *resultError) Unwrap() error { return e.err }
+
+func withResult(err error, result any) error {
+	if err == nil {
+		return nil
+	}
+	return &resultError{err: err, result: result}
+}
+
+// classify is the one place that maps an error to its exit code and its
+// stable code: a refusal's own code (exit 2), canary_failed (exit 3),
+// bad_input and unknown_command (exit 2), failed (exit 1).
+func classify(err error) (code string, exit int) {
+	if err == nil {
+		return "", exitOK
+	}
+	if c := redrive.RefusalCode(err); c != "" {
+		return string(c), exitRefused
+	}
+	var ue *usageError
+	var pe config.SharedConfigProfileNotExistError
+	var ee *exitError
+	switch {
+	case errors.Is(err, redrive.ErrCanaryFailed):
+		return codeCanaryFailed, exitCanaryFailed
+	case errors.Is(err, redrive.ErrRefused):
+		return codeRefused, exitRefused
+	case errors.As(err, &ue):
+		return ue.code, exitRefused
+	case errors.As(err, &pe):
+		return codeUnknownProfile, exitRefused
+	case errors.As(err, &ee):
+		switch ee.code {
+		case exitRefused:
+			return codeBadInput, exitRefused
+		case exitCanaryFailed:
+			return codeCanaryFailed, exitCanaryFailed
+		}
+		return codeFailed, ee.code
+	case cobraUsage(err):
+		return codeBadInput, exitRefused
+	case errors.Is(err, context.Canceled):
+		return codeInterrupted, exitFailed
+	}
+	return codeFailed, exitFailed
+}
+
+// cobraUsage reports whether err is one of the errors cobra returns for a
+// command line it cannot accept (required flags, flag groups, arguments),
+// which it does not type.
+func cobraUsage(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"required flag(s) ", "if any flags in the group ", "at least one of the flags in the group ", "accepts ", "requires at least ", "requires at most ", "unknown command ", "invalid argument ", "unknown flag: ", "unknown shorthand flag: ", "flag needs an argument: "} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// exitCode is the process exit code of err.
+func exitCode(err error) int {
+	_, exit := classify(err)
+	return exit
+}
+
+// jsonError is what a failed command prints with -o json.
+type jsonError struct {
+	Error    string `json:"error"`
+	Code     string `json:"code"`
+	ExitCode int    `json:"exit_code"`
+	Result   any    `json:"result,omitempty"`
+}
+
+// report prints err for the command c that ran (or failed to parse) and
+// returns the process exit code. With -o json the error is one JSON object on
+// stdout ({"error","code","exit_code"} and, when the command had one, the
+// "result"); otherwise it is "agentdlq: <error>" on stderr, with a pointer
+// to --help when the command line itself was wrong.
+func report(c *cobra.Command, err error, stdout, stderr io.Writer) int {
+	code, exit := classify(err)
+	if err == nil {
+		return exit
+	}
+	if outputOf(c).JSON() {
+		je := jsonError{Error: err.Error(), Code: code, ExitCode: exit}
+		var re *resultError
+		if errors.As(err, &re) {
+			je.Result = re.result
+		}
+		if werr := writeJSON(stdout, je); werr == nil {
+			return exit
+		}
+	}
+	fmt.Fprintln(stderr, "agentdlq:", strings.TrimRight(err.Error(), "\n"))
+	help := ""
+	var ue *usageError
+	switch {
+	case errors.As(err, &ue):
+		help = ue.help
+	case cobraUsage(err) && c != nil:
+		help = c.CommandPath()
+	}
+	if help != "" {
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", help)
+	}
+	return exit
+}
+
+// unknownCommand is the error of a command line naming a subcommand that
+// c does not have, with cobra's suggestions.
+func unknownCommand(c *cobra.Command, name string) error {
+	msg := fmt.Sprintf("unknown command %q for %q", name, c.CommandPath())
+	if s := c.SuggestionsFor(name); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
+	}
+	return &usageError{code: codeUnknownCommand, err: errors.New(msg), help: c.CommandPath()}
+}
+
+// harden applies the exit-code conventions to every command under root:
+// a command with subcommands prints its help when called bare (exit 0, as
+// kubectl and gh do) and refuses an unknown subcommand with exit 2 and
+// suggestions (cobra would print the help and exit 0); a flag that does not
+// parse, a wrong number of arguments or a missing required flag is bad
+// input (exit 2).
+func harden(root *cobra.Command) {
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return badUsage(c, err) })
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		c.SuggestionsMinimumDistance = 2
+		switch {
+		case c.HasSubCommands() && !c.Runnable():
+			c.Args = func(c *cobra.Command, args []string) error {
+				if len(args) > 0 {
+					return unknownCommand(c, args[0])
+				}
+				return nil
+			}
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+		case c.Runnable():
+			args := c.Args
+			if args == nil {
+				args = cobra.ArbitraryArgs
+			}
+			c.Args = func(c *cobra.Command, a []string) error { return badUsage(c, args(c, a)) }
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+}

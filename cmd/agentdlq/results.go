@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/redrive"
+)
+
+// cancelResult is what `redrive cancel -o json` prints.
+type cancelResult struct {
+	Pipeline  string `json:"pipeline"`
+	Cancelled bool   `json:"cancelled"`
+	// Moved is about how many messages the task had moved.
+	Moved int64 `json:"moved"`
+}
+
+// rejectResult is what `redrive reject -o json` prints.
+type rejectResult struct {
+	Pipeline     string              `json:"pipeline"`
+	Reasons      []deadletter.Reason `json:"reasons"`
+	Fingerprints []string            `json:"fingerprints,omitempty"`
+	Rejected     bool                `json:"rejected"`
+}
+
+// planMarkdown prints a redrive plan as Markdown: a heading, the groups as a
+// table, and the command of each group.
+func planMarkdown(w io.Writer, pl *redrive.Plan) error {
+	fmt.Fprintf(w, "## Redrive plan: %s\n\nOwner %s. %d dead letters in %d groups.\n\n", pl.Pipeline, pl.Owner, pl.Total, len(pl.Groups))
+	for _, p := range pl.Partial {
+		fmt.Fprintf(w, "> The triage scan was partial (%s): counts may be low.\n\n", p)
+	}
+	rows := make([][]string, 0, len(pl.Groups))
+	for _, g := range pl.Groups {
+		may := "yes"
+		if !g.MayRedrive {
+			may = "no"
+			if g.Needs != "" {
+				may = "after " + g.Needs
+			}
+		}
+		rows = append(rows, []string{string(g.Reason), code(orDash(g.Fingerprint)), strconv.Itoa(g.Count), may, g.Why})
+	}
+	if err := mdTable(w, []string{"reason", "fingerprint", "count", "redrive", "why"}, rows); err != nil {
+		return err
+	}
+	if len(pl.Groups) > 0 {
+		fmt.Fprintln(w, "\n### Commands")
+		for _, g := range pl.Groups {
+			fmt.Fprintf(w, "\n%s %s (%d):\n\n```sh\n%s\n```\n", g.Reason, orDash(g.Fingerprint), g.Count, g.Command)
+		}
+	}
+	_, err := fmt.Fprintf(w, "\nWhole DLQ: %s\n", pl.Start)
+	return err
+}
+
+// tasksMarkdown prints a DLQ's move tasks as a Markdown table.
+func tasksMarkdown(w io.Writer, tasks []redrive.MoveTask) error {
+	rows := make([][]string, 0, len(tasks))
+	for _, t := range tasks {
+		rows = append(rows, []string{t.Status, t.Progress(), strconv.Itoa(t.Rate), t.StartedAt.Format(time.RFC3339), code(t.TaskHandle), t.FailureReason})
+	}
+	return mdTable(w, []string{"status", "moved", "rate/s", "started", "task handle", "failure"}, rows)
+}
+
+// code is s as Markdown code, unless it is the dash of an empty value.
+func code(s string) string {
+	if s == "" || s == "-" {
+		return s
+	}
+	return "`" + s + "`"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// dlqDepth is the approximate number of visible messages in the queue: the
+// total of a redrive's progress bar; 0 (unknown) when it cannot be read.
+func dlqDepth(ctx context.Context, url string) int {
+	cfg, err := awscfg.Load(ctx)
+	if err != nil {
+		return 0
+	}
+	out, err := sqs.NewFromConfig(cfg).GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
+	})
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
+	return n
+}
