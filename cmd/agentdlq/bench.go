@@ -3,16 +3,17 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -27,8 +28,9 @@ func newBenchCmd(_ *globalFlags) *cobra.Command {
 	f := &runFlags{}
 	var repeats, warmup int
 	var cpuProfile string
+	var out *output
 	cmd := &cobra.Command{
-		Use:   "bench --event FILE --repeats R [--max-receive-count N] [--fifo]",
+		Use:   "bench --event FILE --repeats R [--max-receive-count N] [--fifo] [-o json|table]",
 		Short: "Time the real worker handler on a Lambda SQS event file",
 		Long: `bench decodes the event file once, warms up, then calls the worker's
 handler R times, each repeat with a fresh in-memory ledger (so every repeat
@@ -42,7 +44,11 @@ poison counts records dead-lettered at once, exhausted those dead-lettered
 on their last allowed receive (budget_exhausted, auth_config,
 dependency_open), transient the batch item failures. ok_digest is the hex
 SHA-256 over the lines "<messageId>:<hex SHA-256 of args>\n" of the
-successful records, in event order.`,
+successful records, in event order. The JSON line is the default (make
+bench-peer reads it); -o table prints the same figures one a line.`,
+		Example: `  agentdlq bench --event events/testdata/sqs-large-batch.json --repeats 2000
+  agentdlq bench --event events/testdata/sqs-mixed.json --repeats 500 -o table
+  agentdlq bench --event events/testdata/sqs-large-batch.json --repeats 2000 --cpuprofile cpu.prof`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if repeats < 1 || warmup < 0 {
@@ -70,10 +76,14 @@ successful records, in event order.`,
 			if err != nil {
 				return err
 			}
-			return json.NewEncoder(cmd.OutOrStdout()).Encode(res)
+			if out.JSON() {
+				return writeJSONLine(cmd.OutOrStdout(), res)
+			}
+			return res.writeTable(cmd.OutOrStdout())
 		},
 	}
 	f.register(cmd)
+	out = addOutput(cmd, formatJSON, formatTable)
 	cmd.Flags().IntVar(&repeats, "repeats", 100, "timed calls of the handler")
 	cmd.Flags().IntVar(&warmup, "warmup", 5, "untimed calls before the timed ones")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
@@ -98,6 +108,29 @@ type benchResult struct {
 	Decoder        string         `json:"decoder"`
 	GOARCH         string         `json:"goarch"`
 	GoVersion      string         `json:"go_version"`
+}
+
+// writeTable prints the figures one a line.
+func (r *benchResult) writeTable(w io.Writer) error {
+	reasons := make([]string, 0, len(r.DeadLetters))
+	for k, n := range r.DeadLetters {
+		reasons = append(reasons, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(reasons)
+	rows := [][]string{
+		{"records", fmt.Sprint(r.Records)}, {"repeats", fmt.Sprint(r.Repeats)},
+		{"records/s", fmt.Sprint(r.RecordsPerS)}, {"ns/record (wall)", fmt.Sprint(r.NsPerRecord)},
+		{"CPU ns/record", fmt.Sprint(r.CPUNsPerRecord)}, {"peak RSS MB", fmt.Sprint(r.RSSMB)},
+		{"handler peak RSS MB", fmt.Sprint(r.HandlerRSSMB)},
+		{"failures", fmt.Sprintf("poison %d, transient %d, exhausted %d", r.FailuresByKind.Poison, r.FailuresByKind.Transient, r.FailuresByKind.Exhausted)},
+		{"dead letters", orDash(strings.Join(reasons, ", "))}, {"ok digest", r.OKDigest},
+		{"decoder", r.Decoder}, {"build", r.GOARCH + " " + r.GoVersion},
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, row := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
+	}
+	return tw.Flush()
 }
 
 type failuresByKind struct {

@@ -173,7 +173,8 @@ func TestOutputFlag(t *testing.T) {
 		{[]string{"-o", "markdown"}, formatMarkdown},
 		{[]string{"--markdown"}, formatMarkdown},
 		{[]string{"-o", "text"}, formatTable},
-		{[]string{"--json", "-o", "table"}, formatTable},
+		{[]string{"-o", "json", "--json"}, formatJSON},
+		{[]string{"-o", "table", "-o", "json"}, formatJSON},
 		{[]string{"-o", "json", "--json=false"}, formatTable},
 	} {
 		o, err := parse(all, tt.args...)
@@ -186,6 +187,10 @@ func TestOutputFlag(t *testing.T) {
 	assert.ErrorContains(t, err, "unknown flag: --markdown", "no --markdown alias where there is no markdown")
 	_, err = parse(all, "-o", "yaml")
 	assert.Error(t, err)
+	_, err = parse(all, "--json", "--markdown")
+	assert.ErrorContains(t, err, "--json and --markdown choose different formats")
+	_, err = parse(all, "--json", "-o", "table")
+	assert.ErrorContains(t, err, "--json and -o choose different formats")
 }
 
 func TestPlanMarkdown(t *testing.T) {
@@ -363,4 +368,60 @@ func TestLocalFromASubfolder(t *testing.T) {
 	stdout, stderr, code := runArgs(t, "local", "status")
 	assert.Contains(t, stdout, "sqs: stopped", "stderr: %s", stderr)
 	assert.Equal(t, 1, code, "nothing runs: status fails, as scripts/local.sh status does")
+}
+
+// Every command that prints a result has -o with its formats, and every
+// command's help has an example.
+func TestEveryCommandHasExamplesAndOutput(t *testing.T) {
+	root := newRootCmd()
+	withOutput := map[string]string{
+		"agentdlq redrive plan": "table, json, markdown", "agentdlq redrive status": "table, json, markdown",
+		"agentdlq redrive select": "table, json", "agentdlq redrive start": "table, json",
+		"agentdlq redrive cancel": "table, json", "agentdlq redrive reject": "table, json",
+		"agentdlq triage": "table, json, markdown", "agentdlq ledger get": "table, json",
+		"agentdlq send": "table, json, markdown", "agentdlq pause": "table, json", "agentdlq resume": "table, json",
+		"agentdlq invoke": "json, table", "agentdlq bench": "json, table", "agentdlq local bench": "table, json",
+		"agentdlq version": "table, json", "agentdlq work": "json, table",
+	}
+	seen := map[string]bool{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		path := c.CommandPath()
+		if c.Hidden || c.Name() == "help" || strings.HasPrefix(path, "agentdlq completion") || strings.HasPrefix(path, "agentdlq __") {
+			return
+		}
+		if path != "agentdlq" {
+			assert.NotEmpty(t, strings.TrimSpace(c.Example), "%s has no example in its help", path)
+		}
+		if want, ok := withOutput[path]; ok {
+			seen[path] = true
+			fl := c.Flags().Lookup("output")
+			if assert.NotNil(t, fl, "%s has no -o", path) {
+				assert.Equal(t, "o", fl.Shorthand)
+				assert.Contains(t, fl.Usage, want, path)
+			}
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
+	for path := range withOutput {
+		assert.True(t, seen[path], "no command %s", path)
+	}
+}
+
+// Help text speaks the operator's words, not the code's.
+func TestHelpHasNoInternalNames(t *testing.T) {
+	root := newRootCmd()
+	internal := regexp.MustCompile(`\b(topology|workload|redrive|triage|awscfg|localpipeline|sampleworker|esm|loadbench|chaos|pipeline|ledger)\.[A-Z][A-Za-z]*`)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		text := c.Short + "\n" + c.Long + "\n" + c.Example + "\n" + c.Flags().FlagUsages()
+		assert.Empty(t, internal.FindAllString(text, -1), "%s help names Go identifiers", c.CommandPath())
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(root)
 }

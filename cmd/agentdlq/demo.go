@@ -143,7 +143,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	} else if n > 0 {
 		fmt.Fprintf(out, "emptied %d messages an earlier run left on the pipeline's local queues\n", n)
 	}
-	fmt.Fprintf(out, "demo timings (workload.Quick): worker timeout %ds, visibility %ds, backoff %d-%ds; the rest as in %s\n",
+	fmt.Fprintf(out, "demo timings (shortened so that retries happen within seconds): worker timeout %ds, visibility %ds, backoff %d-%ds; the rest as in %s\n",
 		p.WorkerTimeoutSeconds, p.VisibilityTimeoutSeconds, p.Backoff.BaseSeconds, p.Backoff.MaxSeconds, g.configPath)
 
 	step("3/9 an outage: %s goes down; send a mixed workload", demoDependency)

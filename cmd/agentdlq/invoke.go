@@ -32,14 +32,14 @@ func (f *runFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.event, "event", "", "Lambda SQS event file (JSON, as Lambda delivers it) (required)")
 	cmd.Flags().IntVar(&f.maxReceiveCount, "max-receive-count", 4, "the hot queue's maxReceiveCount: a retryable failure on this receive is dead-lettered")
 	cmd.Flags().BoolVar(&f.fifo, "fifo", false, "treat the queue as FIFO (also implied by a .fifo eventSourceARN)")
-	cmd.Flags().BoolVar(&f.verbose, "verbose", false, "write the worker's logs and metrics to stderr")
 	_ = cmd.MarkFlagRequired("event")
 }
 
-func newInvokeCmd(_ *globalFlags) *cobra.Command {
+func newInvokeCmd(g *globalFlags) *cobra.Command {
 	f := &runFlags{}
+	var out *output
 	cmd := &cobra.Command{
-		Use:   "invoke --event FILE [--max-receive-count N] [--fifo]",
+		Use:   "invoke --event FILE [--max-receive-count N] [--fifo] [-o json|table]",
 		Short: "Run the real worker handler on a Lambda SQS event file and print what it did",
 		Long: `invoke runs the worker's Lambda handler on an SQS event file, with an
 in-memory idempotency ledger and a DLQ that records instead of sending, and
@@ -48,10 +48,17 @@ prints the partial batch response and the dead letters as JSON:
   {"batchItemFailures":[{"itemIdentifier":"..."}],
    "deadLetters":[{"messageId":"...","reason":"...","meta":{...}}]}
 
-A record in neither list was acknowledged. A file that is not an SQS event
-is refused with an error and exit code 2.`,
+A record in neither list was acknowledged. -o table prints one row a record
+instead: acknowledged, retried (a batch item failure) or dead-lettered with
+its reason. --verbose writes the worker's own logs and metrics (JSON, as in
+Lambda) to stderr. A file that is not an SQS event is refused with an error
+and exit code 2.`,
+		Example: `  agentdlq invoke --event events/testdata/sqs-mixed.json
+  agentdlq invoke --event events/testdata/sqs-mixed.json -o table
+  agentdlq invoke --event events/testdata/sqs-mixed.json --max-receive-count 1 --verbose`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.verbose = g.verbose
 			ev, err := readSQSEvent(f.event)
 			if err != nil {
 				return withExit(2, err)
@@ -69,22 +76,49 @@ is refused with an error and exit code 2.`,
 			if err != nil {
 				return err
 			}
-			out := invokeOutput{BatchItemFailures: resp.BatchItemFailures, DeadLetters: dls}
-			if out.BatchItemFailures == nil {
-				out.BatchItemFailures = []events.SQSBatchItemFailure{}
+			res := invokeOutput{BatchItemFailures: resp.BatchItemFailures, DeadLetters: dls}
+			if res.BatchItemFailures == nil {
+				res.BatchItemFailures = []events.SQSBatchItemFailure{}
 			}
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent("", "  ")
-			return enc.Encode(out)
+			if out.JSON() {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			writeTable(cmd.OutOrStdout(), []string{"record", "outcome", "reason"}, invokeRows(ev, res))
+			return nil
 		},
 	}
 	f.register(cmd)
+	out = addOutput(cmd, formatJSON, formatTable)
 	return cmd
 }
 
 type invokeOutput struct {
 	BatchItemFailures []events.SQSBatchItemFailure `json:"batchItemFailures"`
 	DeadLetters       []sqsio.DeadLetter           `json:"deadLetters"`
+}
+
+// invokeRows is what became of each record of ev, in event order.
+func invokeRows(ev events.SQSEvent, res invokeOutput) [][]string {
+	retried := map[string]bool{}
+	for _, f := range res.BatchItemFailures {
+		retried[f.ItemIdentifier] = true
+	}
+	dead := map[string]string{}
+	for _, d := range res.DeadLetters {
+		dead[d.MessageID] = string(d.Reason)
+	}
+	rows := make([][]string, 0, len(ev.Records))
+	for _, r := range ev.Records {
+		switch {
+		case retried[r.MessageId]:
+			rows = append(rows, []string{r.MessageId, "retried", "-"})
+		case dead[r.MessageId] != "":
+			rows = append(rows, []string{r.MessageId, "dead-lettered", dead[r.MessageId]})
+		default:
+			rows = append(rows, []string{r.MessageId, "acknowledged", "-"})
+		}
+	}
+	return rows
 }
 
 // readSQSEvent reads a Lambda SQS event file, refusing with a clear error

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -20,16 +19,23 @@ func newLedgerCmd(_ *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ledger",
 		Short: "Read the idempotency ledger (read only): state, effect receipt, dead-letter and redrive counts of a key",
+		Example: `  agentdlq ledger get --key acme:r-w:w-1
+  agentdlq ledger get --key acme:r-w:w-1 --key acme:r-w:w-2 -o json`,
 	}
 	var table string
+	var out *output
 	get := &cobra.Command{
-		Use:   "get --key KEY [--key KEY ...]",
-		Short: "Print the ledger entries of idempotency keys as JSON lines",
-		Long: `get prints one JSON line per key: its state (in_progress, done, dead_lettered),
-the effect receipt when the task finished, whether a mutating call was started
+		Use:   "get --key KEY [--key KEY ...] [-o table|json]",
+		Short: "Print the ledger entries of idempotency keys",
+		Long: `get prints, for each key, its state (in_progress, done, dead_lettered), the
+effect receipt when the task finished, whether a mutating call was started
 (effect_started without a receipt is what makes a dead letter effect_unknown),
-and its dead-letter and redrive counts. A key the ledger does not hold prints
+and its dead-letter and redrive counts: a table (the default), or with -o json
+one JSON line a key, a key the ledger does not hold being
 {"idempotency_key":…,"found":false}. It never writes.`,
+		Example: `  agentdlq ledger get --key acme:r-w:w-1
+  agentdlq ledger get --key acme:r-w:w-1 --key acme:r-w:w-2 -o json | jq -r .state
+  agentdlq ledger get --key acme:r-w:w-1 --ledger-table agentdlq-prod-ledger --profile prod`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			keys, _ := cmd.Flags().GetStringArray("key")
@@ -45,25 +51,33 @@ and its dead-letter and redrive counts. A key the ledger does not hold prints
 				return err
 			}
 			l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), name)
-			enc := json.NewEncoder(cmd.OutOrStdout())
+			var rows [][]string
 			for _, key := range keys {
 				e, ok, err := l.Get(cmd.Context(), key)
 				if err != nil {
 					return fmt.Errorf("ledger get %q: %w", key, err)
 				}
-				var v any = e
-				if !ok {
-					v = map[string]any{"idempotency_key": key, "found": false}
+				if out.JSON() {
+					var v any = e
+					if !ok {
+						v = map[string]any{"idempotency_key": key, "found": false}
+					}
+					if err := writeJSONLine(cmd.OutOrStdout(), v); err != nil {
+						return err
+					}
+					continue
 				}
-				if err := enc.Encode(v); err != nil {
-					return err
-				}
+				rows = append(rows, ledgerRow(key, e, ok))
+			}
+			if !out.JSON() {
+				writeTable(cmd.OutOrStdout(), ledgerHeader, rows)
 			}
 			return nil
 		},
 	}
 	get.Flags().StringArray("key", nil, "idempotency key (repeatable)")
 	get.Flags().StringVar(&table, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
+	out = addOutput(get, formatTable, formatJSON)
 	cmd.AddCommand(get)
 	return cmd
 }

@@ -43,7 +43,7 @@ func TestLedgerGetEmulator(t *testing.T) {
 	_, err = l.DeadLettered(ctx, "mail-key", deadletter.ReasonEffectUnknown, now)
 	require.NoError(t, err)
 
-	stdout, code := runCLI(t, "ledger", "get", "--ledger-table", table, "--key", "done-key", "--key", "mail-key", "--key", "never-seen")
+	stdout, code := runCLI(t, "ledger", "get", "--ledger-table", table, "--key", "done-key", "--key", "mail-key", "--key", "never-seen", "-o", "json")
 	require.Equal(t, 0, code, stdout)
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
 	require.Len(t, lines, 3, stdout)
@@ -58,6 +58,15 @@ func TestLedgerGetEmulator(t *testing.T) {
 	assert.Equal(t, deadletter.ReasonEffectUnknown, mail.LastReason)
 	assert.Equal(t, 1, mail.DeadLetterCount)
 	assert.JSONEq(t, `{"idempotency_key":"never-seen","found":false}`, lines[2])
+
+	// The table: a header and a row a key.
+	stdout, code = runCLI(t, "ledger", "get", "--ledger-table", table, "--key", "done-key", "--key", "never-seen")
+	require.Equal(t, 0, code, stdout)
+	lines = strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 3, stdout)
+	assert.Regexp(t, `^KEY\s+STATE\s+EFFECT STARTED\s+RECEIPT`, lines[0])
+	assert.Regexp(t, `^done-key\s+done\s+no\s+receipt-abc\s+0\s+0\s`, lines[1])
+	assert.Regexp(t, `^never-seen\s+not found`, lines[2])
 }
 
 // One rule names the ledger table for triage, redrive, work and ledger get.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -24,7 +23,7 @@ type loadFlags struct {
 	pollers  int
 	senders  int
 	rawN     int
-	jsonOnly bool
+	out      *output
 	file     string
 	// chaos is a chaos.Scenarios name; chaosPath the client it sits in
 	// front of (sqs or dynamodb).
@@ -35,9 +34,9 @@ type loadFlags struct {
 func newLoadBenchCmd(g *globalFlags) *cobra.Command {
 	f := &loadFlags{}
 	cmd := &cobra.Command{
-		Use:   "bench --tasks N",
+		Use:   "bench --tasks N [-o table|json]",
 		Short: "No-loss load bench: N tasks of the demo's mix through the local pipeline with concurrent pollers",
-		Long: `bench sends N agent tasks (default 20,000) in the demo's mix (workload.Mix: valid,
+		Long: `bench sends N agent tasks (default 20,000) in the demo's mix (valid tasks,
 duplicate keys, every immediate poison reason, transients that recover, budget
 exhaustion, effect unknown, auth failures) to a fresh hot queue of the pipeline,
 drains it with the real worker through the local event source mapping with
@@ -65,10 +64,16 @@ the same way, the idempotency key read from each body, and the invocation
 checks judge each message by where it ended.
 
 It starts private emulators unless AWS_ENDPOINT_URL_SQS is set. It is a bench
-command, not a timed test: the rates are measurements, not assertions.`,
+command, not a timed test: the rates are measurements, not assertions. What it
+is doing goes to stderr; the result to stdout, as text (-o table, the default)
+or one JSON line (-o json, or --json).`,
+		Example: `  agentdlq local bench --tasks 2000
+  agentdlq local bench --tasks 20000 -o json > bench.json    # make bench-load
+  agentdlq local bench --tasks 2000 --chaos reset --chaos-path sqs
+  agentdlq local bench --workload tasks.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return runLoadBench(c.Context(), g, f, c.OutOrStdout())
+			return runLoadBench(c.Context(), g, f, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&f.pipeline, "pipeline", "agent-tasks", "pipeline of pipelines.json (standard queues)")
@@ -77,7 +82,7 @@ command, not a timed test: the rates are measurements, not assertions.`,
 	cmd.Flags().IntVar(&f.pollers, "pollers", 0, "concurrent pollers (default: the pipeline's max_concurrency)")
 	cmd.Flags().IntVar(&f.senders, "senders", 8, "concurrent senders")
 	cmd.Flags().IntVar(&f.rawN, "raw-messages", 0, "messages for the raw emulator rate (default: min(tasks, 5000))")
-	cmd.Flags().BoolVar(&f.jsonOnly, "json", false, "print only the JSON result")
+	f.out = addOutput(cmd, formatTable, formatJSON)
 	cmd.Flags().StringVar(&f.chaos, "chaos", "", "put a fault-injecting proxy (toxiproxy) in front of --chaos-path: "+strings.Join(chaos.ScenarioNames(), ", "))
 	cmd.Flags().StringVar(&f.chaosPath, "chaos-path", "sqs", "the path the --chaos proxy sits on: sqs (the pollers' receives and deletes, the worker's DLQ sends) or dynamodb (the ledger)")
 	cmd.Flags().StringVar(&f.file, "workload", "", "send the bodies of this file instead of the generated mix: JSON Lines (one body a line), a JSON array, or a Lambda SQS event")
@@ -86,7 +91,7 @@ command, not a timed test: the rates are measurements, not assertions.`,
 
 // runLoadBench reads the flags, starts private emulators unless
 // AWS_ENDPOINT_URL_SQS is set, runs loadbench.Run and prints its Result.
-func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out io.Writer) error {
+func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out, stderr io.Writer) error {
 	if f.tasks < 1 && f.file == "" {
 		return withExit(2, errors.New("--tasks must be at least 1"))
 	}
@@ -115,8 +120,8 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out io.Writ
 		}
 		toxic = &t
 	}
-	progress := out
-	if f.jsonOnly {
+	progress := stderr
+	if f.out.JSON() {
 		progress = io.Discard
 	}
 	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
@@ -136,11 +141,13 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out io.Writ
 	if err != nil {
 		return err
 	}
-	if !f.jsonOnly {
+	if f.out.JSON() {
+		if err := writeJSONLine(out, res); err != nil {
+			return err
+		}
+	} else {
 		res.Print(out)
 	}
-	data, _ := json.Marshal(res)
-	fmt.Fprintln(out, string(data))
 	if len(res.Failures) > 0 {
 		return fmt.Errorf("load bench: %s", strings.Join(res.Failures, "; "))
 	}

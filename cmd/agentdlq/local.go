@@ -35,17 +35,21 @@ func newLocalCmd(g *globalFlags) *cobra.Command {
   agentdlq local dependency down|up|list NAME   switch a sample dependency's health
 
 up, env, down and status run the checkout's scripts/local.sh from any folder of it.`,
+		Example: `  agentdlq local up && eval "$(agentdlq local env)"
+  agentdlq local status
+  agentdlq local down`,
 	}
-	for _, sub := range []struct{ name, short string }{
-		{"up", "start the emulators and create the topology of every pipeline"},
-		{"env", "print the export lines that point a shell at the emulators"},
-		{"down", "stop the emulators"},
-		{"status", "say which emulators run, on which ports"},
+	for _, sub := range []struct{ name, short, example string }{
+		{"up", "start the emulators and create the topology of every pipeline", "  agentdlq local up                        # as make local-up\n  AGENTDLQ_SQS_PORT=0 agentdlq local up     # on a free port"},
+		{"env", "print the export lines that point a shell at the emulators", `  eval "$(agentdlq local env)"              # as eval "$(make -s local-env)"`},
+		{"down", "stop the emulators", "  agentdlq local down                      # as make local-down: the emulators keep nothing"},
+		{"status", "say which emulators run, on which ports (exit 1 when one is stopped)", "  agentdlq local status"},
 	} {
 		cmd.AddCommand(&cobra.Command{
-			Use:   sub.name,
-			Short: sub.short,
-			Args:  cobra.NoArgs,
+			Use:     sub.name,
+			Short:   sub.short,
+			Example: sub.example,
+			Args:    cobra.NoArgs,
 			RunE: func(c *cobra.Command, _ []string) error {
 				if err := runLocalScript(c.Context(), sub.name, c.OutOrStdout(), c.ErrOrStderr()); err != nil {
 					return err
@@ -59,11 +63,12 @@ up, env, down and status run the checkout's scripts/local.sh from any folder of 
 	}
 	cmd.AddCommand(newLoadBenchCmd(g), newDependencyCmd())
 	cmd.AddCommand(&cobra.Command{
-		Use:   "init",
-		Short: "create every pipeline's queues, the ledger table and the eval bucket on the running emulators",
-		Args:  cobra.NoArgs,
+		Use:     "init",
+		Short:   "create every pipeline's queues, the ledger table and the eval bucket on the running emulators",
+		Example: `  eval "$(make -s local-env)" && agentdlq local init`,
+		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return initLocal(c.Context(), g, os.Stdout)
+			return initLocal(c.Context(), g, c.OutOrStdout())
 		},
 	})
 	return cmd

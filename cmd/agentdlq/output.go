@@ -25,6 +25,9 @@ const (
 type output struct {
 	format  format
 	allowed []format
+	// chosen is the format a flag of the command line chose, and by which
+	// flag: two flags that choose different formats are bad input.
+	chosen, by string
 }
 
 // addOutput registers -o/--output (default table) on c for the formats it
@@ -58,9 +61,13 @@ func (o *output) has(f format) bool {
 }
 
 // String, Set and Type make output a pflag.Value.
-func (o *output) String() string { return string(o.format) }
-func (o *output) Type() string   { return "format" }
-func (o *output) Set(v string) error {
+func (o *output) String() string     { return string(o.format) }
+func (o *output) Type() string       { return "format" }
+func (o *output) Set(v string) error { return o.choose(v, "-o") }
+
+// choose sets the format to v, named by the flag by; a different format
+// chosen earlier by another flag is refused.
+func (o *output) choose(v, by string) error {
 	f := format(strings.ToLower(strings.TrimSpace(v)))
 	if f == "text" {
 		f = formatTable
@@ -72,7 +79,10 @@ func (o *output) Set(v string) error {
 		}
 		return fmt.Errorf("%q is not an output format of this command: %s", v, strings.Join(names, ", "))
 	}
-	o.format = f
+	if o.chosen != "" && o.chosen != string(f) && o.by != by {
+		return fmt.Errorf("%s and %s choose different formats (%s, %s): give one", o.by, by, o.chosen, f)
+	}
+	o.format, o.chosen, o.by = f, string(f), by
 	return nil
 }
 
@@ -98,10 +108,10 @@ func (a *alias) Type() string   { return "bool" }
 func (a *alias) Set(v string) error {
 	switch strings.ToLower(v) {
 	case "true", "1":
-		a.o.format = a.f
+		return a.o.choose(string(a.f), "--"+string(a.f))
 	case "false", "0":
 		if a.o.format == a.f {
-			a.o.format = a.o.allowed[0]
+			a.o.format, a.o.chosen, a.o.by = a.o.allowed[0], "", ""
 		}
 	default:
 		return fmt.Errorf("%q is not a boolean", v)

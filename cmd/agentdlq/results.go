@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive"
 )
 
@@ -102,4 +105,29 @@ func dlqDepth(ctx context.Context, url string) int {
 	}
 	n, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
 	return n
+}
+
+// writeTable prints rows under an upper-case header, in aligned columns.
+func writeTable(w io.Writer, header []string, rows [][]string) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.ToUpper(strings.Join(header, "\t")))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	_ = tw.Flush()
+}
+
+var ledgerHeader = []string{"key", "state", "effect started", "receipt", "dead-lettered", "redriven", "last reason", "updated"}
+
+// ledgerRow is one key's row of `ledger get`.
+func ledgerRow(key string, e ledger.Entry, found bool) []string {
+	if !found {
+		return []string{key, "not found", "-", "-", "-", "-", "-", "-"}
+	}
+	started := "no"
+	if e.EffectStarted {
+		started = "yes"
+	}
+	return []string{key, string(e.State), started, orDash(e.Receipt), strconv.Itoa(e.DeadLetterCount), strconv.Itoa(e.RedriveCount),
+		orDash(string(e.LastReason)), e.UpdatedAt.UTC().Format(time.RFC3339)}
 }

@@ -34,8 +34,25 @@ type globalFlags struct {
 func newRootCmd() *cobra.Command {
 	g := &globalFlags{}
 	root := &cobra.Command{
-		Use:           "agentdlq",
-		Short:         "Drain AI-agent task queues: classify failures, dead-letter poison, triage and redrive",
+		Use:   "agentdlq",
+		Short: "Drain AI-agent task queues: classify failures, dead-letter poison, triage and redrive",
+		Long: `agentdlq drains AI-agent task queues: the worker classifies failures and
+dead-letters poison with its reason; triage reads a DLQ; redrive moves dead
+letters back, one class of cause at a time, gated and audited.
+
+Conventions of every command:
+  -o table|json|markdown   the result's format, where the command has them (its
+                           help says which); --json is -o json. With -o json
+                           an error is JSON too: {"error","code","exit_code"}.
+  exit codes               0 done, 1 failed, 2 refused or bad input, 3 canary failed
+  --config                 else $AGENTDLQ_CONFIG, else pipelines.json here or in a parent
+  --profile, --region      the AWS profile and region, as in the AWS CLI
+  --log-format, --verbose  logs on stderr: text on a terminal, JSON otherwise;
+                           progress (info) only with --verbose`,
+		Example: `  agentdlq triage --pipeline agent-tasks
+  agentdlq redrive plan --pipeline agent-tasks --profile prod --region eu-west-1
+  agentdlq redrive plan --pipeline agent-tasks -o json | jq '.groups[] | select(.may_redrive)'
+  make demo                                   # the whole lifecycle on local emulators`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -110,48 +127,73 @@ func mustGetwd() string {
 	return wd
 }
 
-// version is the module version and VCS revision of this build, from the
-// build info (a go install of a tagged module, or a build in a checkout).
-func version() string {
+// buildVersion is what `agentdlq version -o json` prints.
+type buildVersion struct {
+	Version  string `json:"version"`
+	Revision string `json:"revision,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
+	Go       string `json:"go"`
+}
+
+// readVersion is the module version and VCS revision of this build, from
+// the build info (a go install of a tagged module, or a build in a checkout).
+func readVersion() buildVersion {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(unknown version)"
+		return buildVersion{Version: "(unknown version)"}
 	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
+	v := buildVersion{Version: bi.Main.Version, Go: bi.GoVersion}
+	if v.Version == "" {
+		v.Version = "(devel)"
 	}
-	var rev, modified string
 	for _, s := range bi.Settings {
 		switch s.Key {
 		case "vcs.revision":
-			rev = s.Value
+			v.Revision = s.Value
 		case "vcs.modified":
-			if s.Value == "true" {
-				modified = ", modified"
-			}
+			v.Modified = s.Value == "true"
 		}
 	}
-	if rev != "" {
+	return v
+}
+
+// version is readVersion in a line: "v1.2.3 (revision 0123456789ab, modified) go1.26.8".
+func version() string {
+	b := readVersion()
+	v := b.Version
+	if rev := b.Revision; rev != "" {
 		if len(rev) > 12 {
 			rev = rev[:12]
 		}
+		modified := ""
+		if b.Modified {
+			modified = ", modified"
+		}
 		v += " (revision " + rev + modified + ")"
 	}
-	return v + " " + bi.GoVersion
+	if b.Go == "" {
+		return v
+	}
+	return v + " " + b.Go
 }
 
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:     "version",
+	var out *output
+	c := &cobra.Command{
+		Use:     "version [-o table|json]",
 		Short:   "Print the version: the module version and VCS revision of this build",
-		Example: "  agentdlq version\n  agentdlq --version",
+		Example: "  agentdlq version\n  agentdlq --version\n  agentdlq version -o json   # {\"version\",\"revision\",\"modified\",\"go\"}",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if out.JSON() {
+				return writeJSON(c.OutOrStdout(), readVersion())
+			}
 			fmt.Fprintln(c.OutOrStdout(), "agentdlq", version())
 			return nil
 		},
 	}
+	out = addOutput(c, formatTable, formatJSON)
+	return c
 }
 
 // loadPipeline reads the definition file and returns the named pipeline.

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -13,9 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
@@ -25,8 +21,7 @@ import (
 
 type triageFlags struct {
 	pipeline    string
-	asJSON      bool
-	markdown    bool
+	out         *output
 	exportEvals string
 	reports     string
 	ledgerTable string
@@ -35,13 +30,12 @@ type triageFlags struct {
 	maxMessages int
 	maxSeconds  int
 	noProgress  bool
-	verbose     bool
 }
 
 func newTriageCmd(g *globalFlags) *cobra.Command {
 	f := &triageFlags{}
 	cmd := &cobra.Command{
-		Use:   "triage --pipeline NAME [--json | --markdown] [--export-evals DEST]",
+		Use:   "triage --pipeline NAME [-o table|json|markdown] [--export-evals DEST]",
 		Short: "Read-only look at a pipeline's DLQ: reasons, groups, expiry risk, eval export",
 		Long: `triage reads every dead letter of the pipeline's DLQ once, without deleting,
 sending or moving any, and reports them by reason and group (fingerprint),
@@ -53,22 +47,30 @@ already exported there is never exported twice. Every run's report is kept
 self-contained report.html whose chart shows the runs before it. The console
 (agentdlq ui) reads them.
 
-The queues are found as topology.ResolveWith finds them (AGENTDLQ_DLQ_URL, the
-local names, or the pipeline's tags); the AWS clients honour
-AWS_ENDPOINT_URL_* (eval "$(make -s local-env)" points them at the local
-emulators). The ledger (AGENTDLQ_LEDGER_TABLE or --ledger-table; locally
-agentdlq-ledger) adds dead-letter and redrive counts per key.
+The DLQ is AGENTDLQ_DLQ_URL when set, else the pipeline's local queue name
+on local endpoints, else the queue tagged with the pipeline's name; the AWS
+clients honour --profile, --region and AWS_ENDPOINT_URL_* (eval "$(make -s
+local-env)" points them at the local emulators). The ledger
+(AGENTDLQ_LEDGER_TABLE or --ledger-table; locally agentdlq-ledger) adds
+dead-letter and redrive counts per key.
+
+The report prints as text (-o table, the default), JSON (-o json or --json,
+report_version 1) or Markdown (-o markdown or --markdown). On a terminal a
+progress bar shows the scan against the DLQ's approximate depth; logs go to
+stderr, progress (info) only with --verbose.
 
 Exit codes: 0 done (a partial scan is reported in the output), 2 bad input
 (unknown pipeline, missing DLQ, bad destination or flags), 1 anything else,
 an export failure included (the report is printed first).`,
+		Example: `  agentdlq triage --pipeline agent-tasks
+  agentdlq triage --pipeline agent-tasks -o markdown > triage.md
+  agentdlq triage --pipeline agent-tasks --export-evals s3://my-eval-bucket/agent-tasks -o json | jq .totals
+  agentdlq triage --pipeline agent-tasks --profile prod --region eu-west-1 --verbose`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, g) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
-	fl.BoolVar(&f.asJSON, "json", false, "print the report as JSON (report_version 1)")
-	fl.BoolVar(&f.markdown, "markdown", false, "print the report as Markdown")
 	fl.StringVar(&f.exportEvals, "export-evals", "", "export recurring poison as eval records to a folder or s3://bucket/prefix")
 	fl.StringVar(&f.reports, "reports", "out", "keep the report (JSON, Markdown, HTML) under <pipeline>/reports/ in a folder or s3://bucket/prefix (\"\" keeps none)")
 	fl.StringVar(&f.ledgerTable, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints; none otherwise)")
@@ -77,7 +79,7 @@ an export failure included (the report is printed first).`,
 	fl.IntVar(&f.maxMessages, "max-messages", 0, "bound on messages read (default: the pipeline's triage.max_messages)")
 	fl.IntVar(&f.maxSeconds, "max-seconds", 0, "bound on the scan's duration (default: the pipeline's triage.max_seconds)")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar")
-	fl.BoolVar(&f.verbose, "verbose", false, "log progress (JSON on stderr)")
+	f.out = addOutput(cmd, formatTable, formatJSON, formatMarkdown)
 	return cmd
 }
 
@@ -85,9 +87,6 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	ctx := cmd.Context()
 	if f.pipeline == "" {
 		return withExit(2, errors.New("--pipeline is required"))
-	}
-	if f.asJSON && f.markdown {
-		return withExit(2, errors.New("--json and --markdown exclude each other"))
 	}
 	if f.maxMessages < 0 || f.maxSeconds < 0 || f.receivers < 0 || f.receivers > 32 {
 		return withExit(2, errors.New("--max-messages and --max-seconds must not be negative, --receivers is 0..32"))
@@ -124,11 +123,7 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		return fmt.Errorf("pipeline %q queues: %w", p.Name, err)
 	}
 
-	level := slog.LevelWarn
-	if f.verbose {
-		level = slog.LevelInfo
-	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	log := g.logger(cmd.ErrOrStderr())
 	rc := triage.Config{Pipeline: p, DLQURL: q.DLQURL, SQS: client, Logger: log, Scan: triage.ScanOptions{
 		VisibilityTimeout: f.visibility, Receivers: f.receivers, MaxMessages: f.maxMessages,
 		MaxDuration: time.Duration(f.maxSeconds) * time.Second,
@@ -142,7 +137,7 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if table := f.ledger(); table != "" {
 		rc.Ledger = ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
 	}
-	bar := newScanBar(os.Stderr, !f.noProgress && term.IsTerminal(int(os.Stderr.Fd())))
+	bar := &scanBar{g: g, w: cmd.ErrOrStderr(), enabled: !f.noProgress}
 	rc.Scan.Progress = bar.progress
 
 	r, runErr := triage.Run(ctx, rc)
@@ -166,29 +161,25 @@ func (f *triageFlags) ledger() string { return ledgerTableName(f.ledgerTable) }
 
 func (f *triageFlags) print(w io.Writer, r *triage.Report) error {
 	switch {
-	case f.asJSON:
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(r)
-	case f.markdown:
+	case f.out.JSON():
+		return writeJSON(w, r)
+	case f.out.Markdown():
 		return triage.Markdown(w, r)
 	default:
 		return triage.Text(w, r)
 	}
 }
 
-// scanBar is the scan's progress bar on stderr: shown on a terminal once the
-// scan looks long (a queue of 500 messages or more, or 2 seconds).
+// scanBar is the scan's progress bar on stderr (a terminal): its total is
+// the DLQ's approximate depth the scan reports, its first frame after the
+// warmup (bar).
 type scanBar struct {
-	mu      sync.Mutex
+	g       *globalFlags
 	w       io.Writer
 	enabled bool
-	start   time.Time
-	bar     *progressbar.ProgressBar
-}
-
-func newScanBar(w io.Writer, enabled bool) *scanBar {
-	return &scanBar{w: w, enabled: enabled, start: time.Now()}
+	mu      sync.Mutex
+	bar     *bar
+	started bool
 }
 
 func (b *scanBar) progress(seen, approxTotal int) {
@@ -197,28 +188,15 @@ func (b *scanBar) progress(seen, approxTotal int) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.bar == nil {
-		if approxTotal < 500 && time.Since(b.start) < 2*time.Second {
-			return
-		}
-		total := int64(approxTotal)
-		if total <= 0 {
-			total = -1
-		}
-		b.bar = progressbar.NewOptions64(total, progressbar.OptionSetWriter(b.w), progressbar.OptionSetDescription("scanning DLQ"),
-			progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("msg"),
-			progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionClearOnFinish())
+	if !b.started {
+		b.started = true
+		b.bar = b.g.newBar(b.w, int64(approxTotal), "scanning DLQ")
 	}
-	if int64(seen) > b.bar.GetMax64() && b.bar.GetMax64() > 0 {
-		b.bar.ChangeMax64(int64(seen)) // the depth was approximate
-	}
-	_ = b.bar.Set(seen)
+	b.bar.Set(seen)
 }
 
 func (b *scanBar) finish() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.bar != nil {
-		_ = b.bar.Finish()
-	}
+	b.bar.Finish()
 }

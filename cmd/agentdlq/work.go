@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -30,25 +29,30 @@ type workFlags struct {
 	wait        time.Duration
 	table       string
 	logLevel    string
+	out         *output
 }
 
 func newWorkCmd(g *globalFlags) *cobra.Command {
 	f := &workFlags{}
 	cmd := &cobra.Command{
-		Use:   "work --pipeline NAME [--until-idle]",
+		Use:   "work --pipeline NAME [--until-idle] [-o json|table]",
 		Short: "Run the real worker handler on a pipeline's hot queue through the local event source mapping",
 		Long: `work polls the pipeline's hot queue as Lambda's SQS event source does (batch size,
 batch window and maximum concurrency from pipelines.json; long polling; every
 attribute), invokes the real worker handler with a Lambda-shaped SQS event,
 deletes the successes and leaves batch item failures to their visibility
-timeout. The queues are found as topology.ResolveWith finds them
-(AGENTDLQ_HOT_QUEUE_URL / AGENTDLQ_DLQ_URL, else the local names, else the
-tags); the ledger table is --ledger-table, AGENTDLQ_LEDGER_TABLE, or
-agentdlq-ledger when the endpoints are local.
+timeout. The queues are AGENTDLQ_HOT_QUEUE_URL / AGENTDLQ_DLQ_URL when set,
+else the pipeline's local queue names on local endpoints, else the queues
+tagged with the pipeline's name; the ledger table is --ledger-table,
+AGENTDLQ_LEDGER_TABLE, or agentdlq-ledger when the endpoints are local.
 
-Logs (slog JSON) and metrics (embedded metric format) go to stderr; the
-final counts, as JSON, to stdout. See docs/local.md for where this differs
-from Lambda.`,
+Logs (text on a terminal, JSON otherwise or with --log-format json) and
+metrics (embedded metric format) go to stderr; the final counts to stdout,
+as JSON (the default) or a table (-o table). See docs/local.md for where this
+differs from Lambda.`,
+		Example: `  agentdlq work --pipeline agent-tasks --until-idle
+  agentdlq work --pipeline agent-tasks &                 # a worker for a canary to wait on
+  agentdlq work --pipeline agent-tasks --until-idle --log-format json 2> worker.log`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runWork(c.Context(), g, f, c.OutOrStdout(), c.ErrOrStderr())
@@ -61,6 +65,7 @@ from Lambda.`,
 	cmd.Flags().DurationVar(&f.wait, "wait", 0, "long-polling wait of each receive (default 20s, 1s with --until-idle)")
 	cmd.Flags().StringVar(&f.table, "ledger-table", "", "ledger table (default: $AGENTDLQ_LEDGER_TABLE; "+topology.LocalLedgerTable+" with local endpoints)")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
+	f.out = addOutput(cmd, formatJSON, formatTable)
 	_ = cmd.MarkFlagRequired("pipeline")
 	return cmd
 }
@@ -74,7 +79,7 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
 		return withExit(2, fmt.Errorf("--log-level: %w", err))
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log := slog.New(logHandler(g.console(stderr), g.logFormat, level))
 	table := ledgerTableName(f.table)
 	if table == "" {
 		return withExit(2, errors.New("work: no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (local endpoints default to "+topology.LocalLedgerTable+")"))
@@ -100,11 +105,16 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 		return err
 	}
 	stats, err := m.Run(ctx)
-	out, _ := json.Marshal(struct {
-		Pipeline string `json:"pipeline"`
-		esm.Stats
-	}{p.Name, stats})
-	fmt.Fprintln(stdout, string(out))
+	if f.out == nil || f.out.JSON() { // JSON is the default
+		_ = writeJSONLine(stdout, struct {
+			Pipeline string `json:"pipeline"`
+			esm.Stats
+		}{p.Name, stats})
+	} else {
+		writeTable(stdout, []string{"pipeline", "invocations", "received", "deleted", "failed", "batch errors", "delete errors"},
+			[][]string{{p.Name, fmt.Sprint(stats.Batches), fmt.Sprint(stats.Received), fmt.Sprint(stats.Deleted), fmt.Sprint(stats.Failed),
+				fmt.Sprint(stats.BatchErrors), fmt.Sprint(stats.DeleteErrors)}})
+	}
 	if err != nil {
 		return err
 	}
