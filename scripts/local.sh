@@ -57,14 +57,12 @@ node_bin() {
 install() {
   if [[ ! -d "$ROOT/node_modules/fauxqs" || ! -d "$ROOT/node_modules/dynalite" || ! -d "$ROOT/node_modules/aws-cdk" ]]; then
     command -v npm >/dev/null || die "npm is needed to install the emulators (package.json, package-lock.json)"
-    log "installing the pinned emulators: npm ci"
-    (cd "$ROOT" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    (cd "$ROOT" && scripts/progress.sh "local: installing the pinned emulators: npm ci (first time: about 40 s)" npm ci --no-audit --no-fund --loglevel=error >&2)
   fi
   mkdir -p "$BIN"
   # Rebuild the S3 server only when its source or the module versions changed.
   if [[ ! -x "$BIN/s3server" || "$ROOT/scripts/s3server/main.go" -nt "$BIN/s3server" || "$ROOT/go.sum" -nt "$BIN/s3server" ]]; then
-    log "building the S3 server (gofakes3)"
-    go build -o "$BIN/s3server" ./scripts/s3server
+    "$ROOT/scripts/progress.sh" "local: building the S3 server (gofakes3)" go build -o "$BIN/s3server" ./scripts/s3server
   fi
 }
 
