@@ -467,14 +467,12 @@ func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.L
 				return
 			}
 			items = append(items, canaryItem{moved: mv, before: before, at: at})
+			if r.cfg.OnMove != nil {
+				r.cfg.OnMove() // as each one moves: a progress bar advances at the pace of the rate limit
+			}
 		}()
 	}
 	wg.Wait()
-	if r.cfg.OnMove != nil {
-		for range items {
-			r.cfg.OnMove()
-		}
-	}
 	return items, firstErr
 }
 

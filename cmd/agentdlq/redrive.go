@@ -433,6 +433,8 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 			if res != nil {
 				w := cmd.OutOrStdout()
 				switch {
+				case out.JSON() && errors.Is(err, redrive.ErrRefused):
+					return redriveExit(err) // nothing was done: the error alone
 				case out.JSON() && err != nil:
 					return withResult(redriveExit(err), res) // one document: the error and what was done
 				case out.JSON():
