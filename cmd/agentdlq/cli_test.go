@@ -381,7 +381,7 @@ func TestEveryCommandHasExamplesAndOutput(t *testing.T) {
 		"agentdlq triage": "table, json, markdown", "agentdlq ledger get": "table, json",
 		"agentdlq send": "table, json, markdown", "agentdlq pause": "table, json", "agentdlq resume": "table, json",
 		"agentdlq invoke": "json, table", "agentdlq bench": "json, table", "agentdlq local bench": "table, json",
-		"agentdlq version": "table, json", "agentdlq work": "json, table",
+		"agentdlq version": "table, json", "agentdlq work": "json, table", "agentdlq local dependency list": "table, json",
 	}
 	seen := map[string]bool{}
 	var walk func(c *cobra.Command)
@@ -424,4 +424,39 @@ func TestHelpHasNoInternalNames(t *testing.T) {
 		}
 	}
 	walk(root)
+}
+
+// The table forms of invoke and bench, and version's JSON.
+func TestTablesAndVersionJSON(t *testing.T) {
+	stdout, stderr, code := runArgs(t, "invoke", "--event", "../../events/testdata/sqs-mixed.json", "-o", "table")
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	ev, err := readSQSEvent("../../events/testdata/sqs-mixed.json")
+	require.NoError(t, err)
+	require.Len(t, lines, 1+len(ev.Records), "a header and a row a record")
+	assert.Regexp(t, `^RECORD\s+OUTCOME\s+REASON$`, lines[0])
+	outcomes := map[string]int{}
+	for _, l := range lines[1:] {
+		outcomes[strings.Fields(l)[1]]++
+	}
+	// The same counts as the JSON form.
+	stdout, _, code = runArgs(t, "invoke", "--event", "../../events/testdata/sqs-mixed.json")
+	require.Equal(t, 0, code)
+	var res invokeOutput
+	require.NoError(t, json.Unmarshal([]byte(stdout), &res))
+	assert.Equal(t, len(res.DeadLetters), outcomes["dead-lettered"])
+	assert.Equal(t, len(res.BatchItemFailures), outcomes["retried"])
+	assert.Equal(t, len(ev.Records)-len(res.DeadLetters)-len(res.BatchItemFailures), outcomes["acknowledged"])
+
+	stdout, stderr, code = runArgs(t, "bench", "--event", "../../events/testdata/sqs-valid.json", "--repeats", "2", "--warmup", "0", "-o", "table")
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `(?m)^records\s+8$`, stdout)
+	assert.Regexp(t, `(?m)^ok digest\s+[0-9a-f]{64}$`, stdout)
+
+	stdout, _, code = runArgs(t, "version", "-o", "json")
+	require.Equal(t, 0, code)
+	var v buildVersion
+	require.NoError(t, json.Unmarshal([]byte(stdout), &v), stdout)
+	assert.NotEmpty(t, v.Version)
+	assert.Equal(t, readVersion(), v)
 }

@@ -100,10 +100,11 @@ worker on its next receive.`,
 			},
 		}
 	}
+	var out *output
 	list := &cobra.Command{
-		Use:     "list",
+		Use:     "list [-o table|json]",
 		Short:   "list the dependencies that are down",
-		Example: "  agentdlq local dependency list",
+		Example: "  agentdlq local dependency list\n  agentdlq local dependency list -o json   # {\"down\":[…]}",
 		Args:    cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			d, err := localDependencies()
@@ -114,6 +115,12 @@ worker on its next receive.`,
 			if err != nil {
 				return err
 			}
+			if out.JSON() {
+				if down == nil {
+					down = []string{}
+				}
+				return writeJSON(c.OutOrStdout(), map[string][]string{"down": down})
+			}
 			if len(down) == 0 {
 				fmt.Fprintln(c.OutOrStdout(), "every dependency is up")
 				return nil
@@ -122,6 +129,7 @@ worker on its next receive.`,
 			return nil
 		},
 	}
+	out = addOutput(list, formatTable, formatJSON)
 	cmd.AddCommand(set(true), set(false), list)
 	return cmd
 }

@@ -23,8 +23,12 @@ func TestLocalDependencyDownUp(t *testing.T) {
 		{args: []string{"local", "dependency", "list"}, want: "every dependency is up"},
 		{args: []string{"local", "dependency", "down", "search-api"}, want: "dependency search-api is down"},
 		{args: []string{"local", "dependency", "list"}, want: "down: search-api"},
+		{args: []string{"local", "dependency", "list", "-o", "json"}, want: "{\n  \"down\": [\n    \"search-api\"\n  ]\n}"},
 		{args: []string{"local", "dependency", "up", "search-api"}, want: "dependency search-api is up"},
 		{args: []string{"local", "dependency", "list"}, want: "every dependency is up"},
+		{args: []string{"local", "dependency", "list", "--json"}, want: `{
+  "down": []
+}`},
 		{args: []string{"local", "dependency", "down", "../etc"}, wantErr: "dependency name must be", code: 2},
 	}
 	for _, s := range steps {
