@@ -59,6 +59,8 @@ func TestExitCodes(t *testing.T) {
 		{"stray argument", []string{"version", "extra"}, 2, "extra"},
 		{"refused", []string{"redrive", "plan", "--pipeline", "nope", "--audit", audit}, 2, "refused (bad_input)"},
 		{"bad input", []string{"triage"}, 2, "--pipeline is required"},
+		{"help of an unknown command", []string{"help", "redrive", "bogus"}, 2, `unknown command "bogus" for "agentdlq redrive"`},
+		{"help of a command", []string{"help", "redrive", "plan"}, 0, ""},
 		{"bare parent prints its help", []string{"redrive"}, 0, ""},
 		{"version", []string{"version"}, 0, ""},
 		{"--version", []string{"--version"}, 0, ""},

@@ -210,6 +210,21 @@ func unknownCommand(c *cobra.Command, name string) error {
 func harden(root *cobra.Command) {
 	root.InitDefaultHelpCmd()
 	root.InitDefaultCompletionCmd()
+	for _, c := range root.Commands() {
+		if c.Name() != "help" || c.Run == nil {
+			continue
+		}
+		// agentdlq help NAME…: cobra says "Unknown help topic" and exits 0.
+		help := c.Run
+		c.Run = nil
+		c.RunE = func(c *cobra.Command, args []string) error {
+			if found, rest, err := root.Find(args); err == nil && found != nil && len(rest) > 0 {
+				return unknownCommand(found, rest[0])
+			}
+			help(c, args)
+			return nil
+		}
+	}
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return badUsage(c, err) })
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {

@@ -66,13 +66,17 @@ func (b *bar) Add(n int) {
 	b.draw()
 }
 
-// Set says n are done so far.
+// Set says n are done so far; a count lower than one already shown (from
+// concurrent reporters) is ignored.
 func (b *bar) Set(n int) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if int64(n) <= b.n {
+		return
+	}
 	b.n = int64(n)
 	b.draw()
 }
