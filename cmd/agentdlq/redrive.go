@@ -448,7 +448,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	}
 	f.gateFlags(c, true, true)
 	c.Flags().StringArrayVar(&reasons, "reason", nil, "reason to redrive (repeatable or comma-separated; required)")
-	c.Flags().StringArrayVar(&fps, "fingerprint", nil, "only these groups of the reason: a fingerprint from `plan`, or any unique prefix of at least 8 characters (repeatable)")
+	c.Flags().StringArrayVar(&fps, "fingerprint", nil, "only these groups of the reason: a fingerprint from redrive plan or triage, or any unique prefix of at least 8 characters (repeatable)")
 	c.Flags().IntVar(&canary, "canary", 0, "move N first, wait for their outcome, stop if any failed")
 	c.Flags().DurationVar(&canaryTimeout, "canary-timeout", redrive.DefaultCanaryTimeout, "how long to wait for the canary's outcome")
 	c.Flags().IntVar(&limit, "limit", 0, "move at most N (0: all that match)")
@@ -547,7 +547,7 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 	f.gateFlags(c, false, false)
 	c.Flags().Lookup("why").Usage = "why these dead letters are rejected, never redriven: the decision and who was told (required)"
 	c.Flags().StringArrayVar(&reasons, "reason", nil, "reason rejected (required)")
-	c.Flags().StringArrayVar(&fps, "fingerprint", nil, "only these groups: a fingerprint from `plan`, or any unique prefix of at least 8 characters (repeatable)")
+	c.Flags().StringArrayVar(&fps, "fingerprint", nil, "only these groups: a fingerprint from redrive plan or triage, or any unique prefix of at least 8 characters (repeatable)")
 	out = addOutput(c, formatTable, formatJSON)
 	return c
 }
