@@ -28,7 +28,8 @@ test-arm64:
 .PHONY: local-up
 local-up:
 	@scripts/local.sh up
-	@eval "$$(scripts/local.sh env)" && $(GO) run ./cmd/agentdlq local init
+	@$(BUILD_CLI)
+	@eval "$$(scripts/local.sh env)" && .local/bin/agentdlq local init
 
 ## local-env: print the export lines for the running emulators (eval "$(make -s local-env)")
 .PHONY: local-env
