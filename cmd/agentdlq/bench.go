@@ -44,8 +44,9 @@ poison counts records dead-lettered at once, exhausted those dead-lettered
 on their last allowed receive (budget_exhausted, auth_config,
 dependency_open), transient the batch item failures. ok_digest is the hex
 SHA-256 over the lines "<messageId>:<hex SHA-256 of args>\n" of the
-successful records, in event order. The JSON line is the default (make
-bench-peer reads it); -o table prints the same figures one a line.`,
+successful records, in event order. The JSON line is the default (scripts
+read it, as they read the worker-only bench's); -o table prints the same
+figures one a line.`,
 		Example: `  agentdlq bench --event events/testdata/sqs-large-batch.json --repeats 2000
   agentdlq bench --event events/testdata/sqs-mixed.json --repeats 500 -o table
   agentdlq bench --event events/testdata/sqs-large-batch.json --repeats 2000 --cpuprofile cpu.prof`,
