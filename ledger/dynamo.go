@@ -29,8 +29,9 @@ type DynamoAPI interface {
 // Item attributes: pk, state, owner, lease_until and updated_at (UTC
 // timestamps in a fixed-width RFC 3339 form, so that they compare as
 // strings), effect_started (BOOL), receipt, last_reason, dead_letter_count
-// and redrive_count (numbers, incremented with ADD) and expires_at (epoch
-// seconds: the table's TTL attribute).
+// and redrive_count (numbers, incremented with ADD), expires_at (epoch
+// seconds: the table's TTL attribute), and, once the owner reconciled an
+// unknown effect, reconciled, reconciled_by and reconciled_at.
 type Dynamo struct {
 	api   DynamoAPI
 	table string
@@ -208,6 +209,57 @@ func (d *Dynamo) Redriven(ctx context.Context, key string, now time.Time) (Entry
 	return decodeEntry(out.Attributes)
 }
 
+// Reconcile implements Ledger: one conditional update, on the condition
+// that the effect is unknown (Entry.EffectUnknown). It writes state and
+// receipt (effect confirmed) or removes effect_started (no effect), and
+// sets reconciled, reconciled_by, reconciled_at, updated_at and expires_at;
+// its condition reads effect_started, state, receipt and lease_until. When the condition fails it reads the item
+// to tell a repeat (a no-op) from a conflict.
+func (d *Dynamo) Reconcile(ctx context.Context, key string, rc Reconciliation, now time.Time) (Entry, error) {
+	if err := rc.Validate(); err != nil {
+		return Entry{}, err
+	}
+	vals := d.touch(map[string]types.AttributeValue{
+		":true": &types.AttributeValueMemberBOOL{Value: true}, ":done": s(string(StateDone)), ":inprog": s(string(StateInProgress)),
+		":empty": s(""), ":rc": s(string(rc.Outcome)), ":by": s(rc.By),
+	}, now)
+	update := "SET reconciled = :rc, reconciled_by = :by, reconciled_at = :now, updated_at = :now, expires_at = :exp REMOVE effect_started"
+	if rc.Outcome == OutcomeEffectConfirmed {
+		update = "SET #st = :done, receipt = :receipt, reconciled = :rc, reconciled_by = :by, reconciled_at = :now, updated_at = :now, expires_at = :exp"
+		vals[":receipt"] = s(rc.Receipt)
+	}
+	out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:        d.tableName(),
+		Key:              d.key(key),
+		UpdateExpression: aws.String(update),
+		ConditionExpression: aws.String("effect_started = :true AND #st <> :done AND (attribute_not_exists(receipt) OR receipt = :empty)" +
+			" AND (#st <> :inprog OR attribute_not_exists(lease_until) OR lease_until <= :now)"),
+		ExpressionAttributeNames:            map[string]string{"#st": "state"},
+		ExpressionAttributeValues:           vals,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return decodeEntry(out.Attributes)
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return Entry{}, wrap("reconcile", err)
+	}
+	if ccf.Item == nil { // the emulator does not return the item: read it
+		e, ok, gerr := d.Get(ctx, key)
+		if gerr != nil {
+			return Entry{}, gerr
+		}
+		return reconcileRefusal(key, e, ok, rc, now)
+	}
+	e, derr := decodeEntry(ccf.Item)
+	if derr != nil {
+		return Entry{}, derr
+	}
+	return reconcileRefusal(key, e, true, rc, now)
+}
+
 // Get implements Ledger with a strongly consistent read.
 func (d *Dynamo) Get(ctx context.Context, key string) (Entry, bool, error) {
 	out, err := d.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: d.tableName(), Key: d.key(key), ConsistentRead: aws.Bool(true)})
@@ -269,6 +321,9 @@ func decodeEntry(item map[string]types.AttributeValue) (Entry, error) {
 	e.RedriveCount = int(num("redrive_count"))
 	e.LastReason = deadletter.Reason(str("last_reason"))
 	e.UpdatedAt = tm("updated_at")
+	e.Reconciled = Outcome(str("reconciled"))
+	e.ReconciledBy = str("reconciled_by")
+	e.ReconciledAt = tm("reconciled_at")
 	if exp := num("expires_at"); exp > 0 {
 		e.ExpiresAt = time.Unix(exp, 0).UTC()
 	}

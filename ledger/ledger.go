@@ -3,6 +3,8 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
@@ -41,6 +43,116 @@ type Entry struct {
 	UpdatedAt       time.Time         `json:"updated_at" dynamodbav:"updated_at"`
 	// ExpiresAt is when the entry may be forgotten (DynamoDB TTL, epoch seconds there).
 	ExpiresAt time.Time `json:"expires_at" dynamodbav:"-"`
+	// Reconciled is what the owner found out about an effect that was
+	// unknown (see Ledger.Reconcile); ReconciledBy and ReconciledAt say who
+	// and when.
+	Reconciled   Outcome   `json:"reconciled,omitempty" dynamodbav:"reconciled,omitempty"`
+	ReconciledBy string    `json:"reconciled_by,omitempty" dynamodbav:"reconciled_by,omitempty"`
+	ReconciledAt time.Time `json:"reconciled_at,omitzero" dynamodbav:"reconciled_at,omitempty"`
+}
+
+// Outcome is what a reconciliation of an unknown effect found.
+type Outcome string
+
+const (
+	// OutcomeEffectConfirmed: the mutating call did take effect (the
+	// external system shows it). The key is done with the owner's receipt:
+	// the task must never run again.
+	OutcomeEffectConfirmed Outcome = "effect_confirmed"
+	// OutcomeNoEffect: the mutating call did not take effect. The key's
+	// effect_started mark is cleared, so that a redrive runs the task
+	// afresh, as for any dead-lettered key.
+	OutcomeNoEffect Outcome = "no_effect"
+)
+
+// AllOutcomes lists the reconciliation outcomes.
+func AllOutcomes() []Outcome { return []Outcome{OutcomeEffectConfirmed, OutcomeNoEffect} }
+
+// Reconciliation is what the owner records with Ledger.Reconcile.
+type Reconciliation struct {
+	Outcome Outcome
+	// Receipt is the external system's proof of the effect (an id, a
+	// reference): required with OutcomeEffectConfirmed, empty otherwise.
+	Receipt string
+	// By is who reconciled (the pipeline's owner): required.
+	By string
+}
+
+// Validate says what is wrong with rc, or nil.
+func (rc Reconciliation) Validate() error {
+	switch rc.Outcome {
+	case OutcomeEffectConfirmed:
+		if strings.TrimSpace(rc.Receipt) == "" {
+			return fmt.Errorf("%w: %s needs the effect's receipt (the external system's id of it)", ErrInvalid, rc.Outcome)
+		}
+	case OutcomeNoEffect:
+		if rc.Receipt != "" {
+			return fmt.Errorf("%w: %s takes no receipt", ErrInvalid, rc.Outcome)
+		}
+	default:
+		return fmt.Errorf("%w: unknown outcome %q (want %s or %s)", ErrInvalid, rc.Outcome, OutcomeEffectConfirmed, OutcomeNoEffect)
+	}
+	if strings.TrimSpace(rc.By) == "" {
+		return fmt.Errorf("%w: say who reconciles", ErrInvalid)
+	}
+	return nil
+}
+
+// EffectUnknown reports whether the entry is what Reconcile accepts at
+// now: a mutating call was started, no receipt was recorded, the key is not
+// done, and no delivery holds an unexpired lease on it.
+func (e Entry) EffectUnknown(now time.Time) bool {
+	if !e.EffectStarted || e.Receipt != "" || e.State == StateDone {
+		return false
+	}
+	return e.State != StateInProgress || e.LeaseUntil.IsZero() || !now.Before(e.LeaseUntil)
+}
+
+// ReconciledAs reports whether the entry already records rc's outcome (and,
+// for a confirmed effect, its receipt): then Reconcile with rc is a no-op.
+func (e Entry) ReconciledAs(rc Reconciliation) bool {
+	switch rc.Outcome {
+	case OutcomeEffectConfirmed:
+		return e.Reconciled == OutcomeEffectConfirmed && e.State == StateDone && e.Receipt == rc.Receipt
+	case OutcomeNoEffect:
+		return e.NoEffect()
+	}
+	return false
+}
+
+// NoEffect reports whether the owner reconciled the key as no effect and no
+// mutating call started since: a redrive of its dead letter needs no
+// override.
+func (e Entry) NoEffect() bool {
+	return e.Reconciled == OutcomeNoEffect && !e.EffectStarted && e.State != StateDone
+}
+
+// EffectConfirmed reports whether the owner confirmed the key's effect: its
+// dead letter must never run again.
+func (e Entry) EffectConfirmed() bool {
+	return e.Reconciled == OutcomeEffectConfirmed && e.State == StateDone
+}
+
+// reconcileRefusal is Reconcile's answer when the entry (found or not) is
+// not effect unknown at now: nil with the entry when it already records rc,
+// else ErrReconciled or ErrNotEffectUnknown (ErrLeased while a delivery
+// holds the key).
+func reconcileRefusal(key string, e Entry, found bool, rc Reconciliation, now time.Time) (Entry, error) {
+	switch {
+	case !found:
+		return Entry{}, fmt.Errorf("%w: the ledger holds no entry for %q", ErrNotEffectUnknown, key)
+	case e.ReconciledAs(rc):
+		return e, nil
+	case e.Reconciled != "" && !e.EffectStarted || e.EffectConfirmed():
+		return e, fmt.Errorf("%w: %q was reconciled as %s by %s at %s", ErrReconciled, key, e.Reconciled, e.ReconciledBy, e.ReconciledAt.UTC().Format(time.RFC3339))
+	case e.State == StateDone:
+		return e, fmt.Errorf("%w: %q is done with receipt %q", ErrNotEffectUnknown, key, e.Receipt)
+	case !e.EffectStarted:
+		return e, fmt.Errorf("%w: no mutating call was started for %q (state %s)", ErrNotEffectUnknown, key, e.State)
+	case e.State == StateInProgress && now.Before(e.LeaseUntil):
+		return e, fmt.Errorf("%w: a delivery holds %q until %s: reconcile after it ends", ErrLeased, key, e.LeaseUntil.UTC().Format(time.RFC3339))
+	}
+	return e, fmt.Errorf("%w: %q (state %s)", ErrNotEffectUnknown, key, e.State)
 }
 
 // Errors of Begin; test with errors.Is.
@@ -51,6 +163,18 @@ var (
 	ErrLeased = errors.New("ledger: idempotency key is leased by another delivery")
 	// ErrUnavailable wraps a ledger outage (throttling, network): retry later.
 	ErrUnavailable = errors.New("ledger: unavailable")
+)
+
+// Errors of Reconcile; test with errors.Is.
+var (
+	// ErrNotEffectUnknown: the key's effect is not unknown (no entry, no
+	// mutating call started, or done): there is nothing to reconcile.
+	ErrNotEffectUnknown = errors.New("ledger: the key's effect is not unknown")
+	// ErrReconciled: the key was reconciled with another outcome (or
+	// another receipt); a reconciliation is not changed.
+	ErrReconciled = errors.New("ledger: the key was reconciled otherwise")
+	// ErrInvalid: the Reconciliation is malformed.
+	ErrInvalid = errors.New("ledger: invalid reconciliation")
 )
 
 // Ledger is what the worker, triage and redrive need of the ledger.
@@ -74,6 +198,17 @@ type Ledger interface {
 	Redriven(ctx context.Context, key string, now time.Time) (Entry, error)
 	// Get returns the key's entry; ok is false when there is none.
 	Get(ctx context.Context, key string) (e Entry, ok bool, err error)
+	// Reconcile records what the owner found out about a key whose effect
+	// is unknown (Entry.EffectUnknown at now), in one conditional write, and
+	// returns the entry after it. OutcomeEffectConfirmed marks the key done
+	// with rc.Receipt: a redelivery is acknowledged as a no-op, the task
+	// never runs again. OutcomeNoEffect clears EffectStarted: a redrive runs
+	// the task afresh. Both set Reconciled, ReconciledBy and ReconciledAt.
+	// The same reconciliation again is a no-op that returns the entry; a
+	// different one fails with ErrReconciled; a key whose effect is not
+	// unknown fails with ErrNotEffectUnknown (ErrLeased while a delivery
+	// holds it); a malformed rc with ErrInvalid.
+	Reconcile(ctx context.Context, key string, rc Reconciliation, now time.Time) (Entry, error)
 }
 
 // DefaultTTL is how long an entry is kept after its last update: longer than

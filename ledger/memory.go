@@ -108,6 +108,31 @@ func (m *Memory) Redriven(_ context.Context, key string, now time.Time) (Entry, 
 	return out, nil
 }
 
+// Reconcile implements Ledger.
+func (m *Memory) Reconcile(_ context.Context, key string, rc Reconciliation, now time.Time) (Entry, error) {
+	if err := rc.Validate(); err != nil {
+		return Entry{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.lookup(key)
+	if !ok || !e.EffectUnknown(now) {
+		var cur Entry
+		if ok {
+			cur = *e
+		}
+		return reconcileRefusal(key, cur, ok, rc, now)
+	}
+	if rc.Outcome == OutcomeEffectConfirmed {
+		e.State, e.Receipt = StateDone, rc.Receipt
+	} else {
+		e.EffectStarted = false
+	}
+	e.Reconciled, e.ReconciledBy, e.ReconciledAt = rc.Outcome, rc.By, now
+	m.touch(e, now)
+	return *e, nil
+}
+
 // Get implements Ledger.
 func (m *Memory) Get(_ context.Context, key string) (Entry, bool, error) {
 	m.mu.Lock()

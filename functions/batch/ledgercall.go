@@ -60,3 +60,8 @@ func (r recoveringLedger) Get(ctx context.Context, key string) (e ledger.Entry, 
 	defer guard("Get", &err)
 	return r.l.Get(ctx, key)
 }
+
+func (r recoveringLedger) Reconcile(ctx context.Context, key string, rc ledger.Reconciliation, now time.Time) (e ledger.Entry, err error) {
+	defer guard("Reconcile", &err)
+	return r.l.Reconcile(ctx, key, rc, now)
+}

@@ -108,6 +108,24 @@ func touched(t testing.TB, e ledger.Entry, now time.Time) {
 		"ExpiresAt %v must be at least %v after the change at %v", e.ExpiresAt, MinRetention, now)
 }
 
+// effectUnknown makes key what a crash after a mutating call leaves and
+// the next delivery dead-letters as effect_unknown: begun by m1, its
+// effect started, then dead-lettered at t0+time.Second.
+func (s *suite) effectUnknown(t testing.TB, key string) ledger.Entry {
+	t.Helper()
+	s.begin(t, key, "m1", t0)
+	require.NoError(t, s.l.StartEffect(ctx, key, "m1", t0))
+	e, err := s.l.DeadLettered(ctx, key, deadletter.ReasonEffectUnknown, t0.Add(time.Second))
+	require.NoError(t, err)
+	require.True(t, e.EffectUnknown(t0.Add(time.Second)), "the entry is effect unknown: %+v", e)
+	return e
+}
+
+var (
+	confirmed = ledger.Reconciliation{Outcome: ledger.OutcomeEffectConfirmed, Receipt: "ext-42", By: "alice"}
+	noEffect  = ledger.Reconciliation{Outcome: ledger.OutcomeNoEffect, By: "alice"}
+)
+
 // A case is one rule of the contract. It takes a testing.TB, not a
 // *testing.T, so that the suite's own test can run it on a recorder.
 type testCase struct {
@@ -397,6 +415,167 @@ var cases = []testCase{
 		e := s.get(t, k)
 		assert.Equal(t, Concurrency, e.DeadLetterCount)
 		assert.Equal(t, Concurrency, e.RedriveCount)
+	}},
+	{"Reconcile: effect confirmed marks the key done", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		s.effectUnknown(t, k)
+		now := t0.Add(time.Hour)
+		e, err := s.l.Reconcile(ctx, k, confirmed, now)
+		require.NoError(t, err)
+		assert.Equal(t, ledger.StateDone, e.State)
+		assert.Equal(t, "ext-42", e.Receipt, "the owner's receipt")
+		assert.Equal(t, ledger.OutcomeEffectConfirmed, e.Reconciled)
+		assert.Equal(t, "alice", e.ReconciledBy)
+		sameTime(t, now, e.ReconciledAt, "ReconciledAt is the caller's now")
+		assert.Equal(t, 1, e.DeadLetterCount, "the counts are kept")
+		assert.Equal(t, deadletter.ReasonEffectUnknown, e.LastReason)
+		assert.True(t, e.EffectConfirmed())
+		assert.False(t, e.EffectUnknown(now))
+		touched(t, e, now)
+		assert.Equal(t, e, s.get(t, k), "Reconcile returns the new entry")
+		// Never run again: a redrive's delivery is a no-op.
+		_, err = s.l.Begin(ctx, k, "m2", now.Add(time.Second), lease)
+		require.ErrorIs(t, err, ledger.ErrDone)
+	}},
+	{"Reconcile: no effect lets a redrive run the task afresh", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		s.effectUnknown(t, k)
+		now := t0.Add(time.Hour)
+		e, err := s.l.Reconcile(ctx, k, noEffect, now)
+		require.NoError(t, err)
+		assert.Equal(t, ledger.StateDeadLettered, e.State, "still dead-lettered: a redrive moves it")
+		assert.False(t, e.EffectStarted, "no effect clears effect_started")
+		assert.Empty(t, e.Receipt)
+		assert.Equal(t, ledger.OutcomeNoEffect, e.Reconciled)
+		assert.Equal(t, "alice", e.ReconciledBy)
+		sameTime(t, now, e.ReconciledAt, "ReconciledAt")
+		assert.True(t, e.NoEffect())
+		touched(t, e, now)
+		assert.Equal(t, e, s.get(t, k), "Reconcile returns the new entry")
+		// The redriven delivery claims it and sees no started effect: the
+		// worker runs it instead of dead-lettering it as effect_unknown again.
+		prev := s.begin(t, k, "m2", now.Add(time.Second))
+		assert.False(t, prev.EffectStarted)
+		assert.Equal(t, ledger.StateDeadLettered, prev.State)
+		require.NoError(t, s.l.Complete(ctx, k, "m2", "sha256:def", now.Add(2*time.Second)))
+		assert.Equal(t, ledger.StateDone, s.get(t, k).State)
+	}},
+	{"Reconcile again: the same is a no-op, another is refused", func(t testing.TB, s *suite) {
+		a, b := s.key("a"), s.key("b")
+		s.effectUnknown(t, a)
+		s.effectUnknown(t, b)
+		first, err := s.l.Reconcile(ctx, a, confirmed, t0.Add(time.Hour))
+		require.NoError(t, err)
+		again, err := s.l.Reconcile(ctx, a, confirmed, t0.Add(2*time.Hour))
+		require.NoError(t, err, "the same reconciliation again")
+		assert.Equal(t, first, again, "returns the entry as it was")
+		assert.Equal(t, first, s.get(t, a), "and changes nothing")
+		for _, rc := range []ledger.Reconciliation{noEffect, {Outcome: ledger.OutcomeEffectConfirmed, Receipt: "ext-other", By: "alice"}} {
+			_, err = s.l.Reconcile(ctx, a, rc, t0.Add(3*time.Hour))
+			require.ErrorIs(t, err, ledger.ErrReconciled, "%s %s after effect_confirmed ext-42", rc.Outcome, rc.Receipt)
+			assert.Equal(t, first, s.get(t, a), "a refused reconciliation changes nothing")
+		}
+
+		first, err = s.l.Reconcile(ctx, b, noEffect, t0.Add(time.Hour))
+		require.NoError(t, err)
+		again, err = s.l.Reconcile(ctx, b, noEffect, t0.Add(2*time.Hour))
+		require.NoError(t, err)
+		assert.Equal(t, first, again)
+		_, err = s.l.Reconcile(ctx, b, confirmed, t0.Add(3*time.Hour))
+		require.ErrorIs(t, err, ledger.ErrReconciled, "effect_confirmed after no_effect")
+		assert.Equal(t, first, s.get(t, b))
+	}},
+	{"Reconcile of a key whose effect is not unknown", func(t testing.TB, s *suite) {
+		unknown, dead, done, held := s.key("unknown"), s.key("dead"), s.key("done"), s.key("held")
+		_, err := s.l.DeadLettered(ctx, dead, deadletter.ReasonSchemaInvalid, t0) // no mutating call started
+		require.NoError(t, err)
+		s.begin(t, done, "m1", t0)
+		require.NoError(t, s.l.StartEffect(ctx, done, "m1", t0))
+		require.NoError(t, s.l.Complete(ctx, done, "m1", "r", t0))
+		s.begin(t, held, "m1", t0)
+		require.NoError(t, s.l.StartEffect(ctx, held, "m1", t0)) // a delivery is at work on it now
+		for _, c := range []struct {
+			key  string
+			want error
+		}{{unknown, ledger.ErrNotEffectUnknown}, {dead, ledger.ErrNotEffectUnknown}, {done, ledger.ErrNotEffectUnknown}, {held, ledger.ErrLeased}} {
+			for _, rc := range []ledger.Reconciliation{confirmed, noEffect} {
+				before, existed, err := s.l.Get(ctx, c.key)
+				require.NoError(t, err)
+				_, err = s.l.Reconcile(ctx, c.key, rc, t0.Add(time.Second))
+				require.ErrorIs(t, err, c.want, "Reconcile(%q, %s)", c.key, rc.Outcome)
+				after, exists, err := s.l.Get(ctx, c.key)
+				require.NoError(t, err)
+				assert.Equal(t, existed, exists, "Reconcile(%q) creates no entry", c.key)
+				assert.Equal(t, before, after, "Reconcile(%q, %s) changes nothing", c.key, rc.Outcome)
+			}
+		}
+	}},
+	{"Reconcile after the lease expired", func(t testing.TB, s *suite) {
+		// A Lambda timeout or crash after the call started: the broker moves
+		// the message (receive_limit) and the key stays in progress.
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		require.NoError(t, s.l.StartEffect(ctx, k, "m1", t0))
+		_, err := s.l.Reconcile(ctx, k, noEffect, t0.Add(lease-time.Millisecond))
+		require.ErrorIs(t, err, ledger.ErrLeased, "m1 still holds it")
+		e, err := s.l.Reconcile(ctx, k, noEffect, t0.Add(lease))
+		require.NoError(t, err, "at the lease's expiry")
+		assert.False(t, e.EffectStarted)
+		assert.True(t, e.NoEffect())
+	}},
+	{"Reconcile refuses a malformed reconciliation", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		before := s.effectUnknown(t, k)
+		for _, rc := range []ledger.Reconciliation{
+			{Outcome: ledger.OutcomeEffectConfirmed, By: "alice"},                 // no receipt
+			{Outcome: ledger.OutcomeEffectConfirmed, Receipt: "  ", By: "alice"},  // a blank one
+			{Outcome: ledger.OutcomeNoEffect, Receipt: "ext-1", By: "alice"},      // a receipt of no effect
+			{Outcome: "maybe", By: "alice"},                                       // no such outcome
+			{Outcome: ledger.OutcomeNoEffect},                                     // nobody
+			{Outcome: ledger.OutcomeEffectConfirmed, Receipt: "ext-1", By: "   "}, // a blank somebody
+		} {
+			_, err := s.l.Reconcile(ctx, k, rc, t0.Add(time.Hour))
+			require.ErrorIs(t, err, ledger.ErrInvalid, "%+v", rc)
+		}
+		assert.Equal(t, before, s.get(t, k), "nothing changed")
+	}},
+	{"Reconcile: an effect started again after no effect is unknown again", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		s.effectUnknown(t, k)
+		_, err := s.l.Reconcile(ctx, k, noEffect, t0.Add(time.Hour))
+		require.NoError(t, err)
+		now := t0.Add(2 * time.Hour)
+		s.begin(t, k, "m2", now)
+		require.NoError(t, s.l.StartEffect(ctx, k, "m2", now))
+		e, err := s.l.DeadLettered(ctx, k, deadletter.ReasonEffectUnknown, now.Add(time.Second))
+		require.NoError(t, err)
+		assert.False(t, e.NoEffect(), "the old reconciliation no longer holds")
+		assert.True(t, e.EffectUnknown(now.Add(time.Second)))
+		e, err = s.l.Reconcile(ctx, k, confirmed, now.Add(time.Hour))
+		require.NoError(t, err, "the new incident is reconciled on its own")
+		assert.True(t, e.EffectConfirmed())
+	}},
+	{"Reconcile concurrently: one outcome wins", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		s.effectUnknown(t, k)
+		errs := make([]error, 2*Concurrency)
+		var wg sync.WaitGroup
+		for i := range Concurrency {
+			wg.Go(func() { _, errs[i] = s.l.Reconcile(ctx, k, confirmed, t0.Add(time.Hour)) })
+			wg.Go(func() { _, errs[Concurrency+i] = s.l.Reconcile(ctx, k, noEffect, t0.Add(time.Hour)) })
+		}
+		wg.Wait()
+		e := s.get(t, k)
+		win, lose := errs[:Concurrency], errs[Concurrency:]
+		if e.Reconciled == ledger.OutcomeNoEffect {
+			win, lose = lose, win
+		} else {
+			require.Equal(t, ledger.OutcomeEffectConfirmed, e.Reconciled)
+		}
+		for i := range Concurrency {
+			assert.NoError(t, win[i], "the winning outcome, every time")
+			assert.ErrorIs(t, lose[i], ledger.ErrReconciled, "the other, every time")
+		}
 	}},
 	{"Keys are independent", func(t testing.TB, s *suite) {
 		a, b := s.key("a"), s.key("b")

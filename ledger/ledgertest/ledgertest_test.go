@@ -31,6 +31,10 @@ const (
 	dropsReceipt                    // Complete keeps no receipt
 	redrivenSetsDeadLettered        // Redriven changes the state
 	beginResetsCounts               // Begin forgets the counts
+	reconcilesAnything              // Reconcile without the effect being unknown
+	changesReconciliation           // Reconcile overwrites another outcome
+	keepsEffectStarted              // no effect leaves effect_started set
+	confirmKeepsState               // effect confirmed does not mark the key done
 )
 
 // naive is a ledger written from the package doc alone, with switches that
@@ -162,6 +166,38 @@ func (n *naive) Redriven(_ context.Context, key string, now time.Time) (ledger.E
 	}), nil
 }
 
+func (n *naive) Reconcile(_ context.Context, key string, rc ledger.Reconciliation, now time.Time) (ledger.Entry, error) {
+	if err := rc.Validate(); err != nil {
+		return ledger.Entry{}, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e, ok := n.entries[key]
+	switch {
+	case ok && e.ReconciledAs(rc) && n.broken != changesReconciliation:
+		return e, nil
+	case ok && e.Reconciled != "" && (e.EffectConfirmed() || !e.EffectStarted) && n.broken != changesReconciliation:
+		return e, ledger.ErrReconciled
+	case ok && e.State == ledger.StateInProgress && now.Before(e.LeaseUntil) && e.EffectStarted && n.broken != reconcilesAnything:
+		return e, ledger.ErrLeased
+	case (!ok || !e.EffectUnknown(now)) && n.broken != reconcilesAnything && n.broken != changesReconciliation:
+		return e, ledger.ErrNotEffectUnknown
+	}
+	e.Key = key
+	if rc.Outcome == ledger.OutcomeEffectConfirmed {
+		if n.broken != confirmKeepsState {
+			e.State = ledger.StateDone
+		}
+		e.Receipt = rc.Receipt
+	} else if n.broken != keepsEffectStarted {
+		e.EffectStarted = false
+	}
+	e.Reconciled, e.ReconciledBy, e.ReconciledAt = rc.Outcome, rc.By, now
+	n.touch(&e, now)
+	n.entries[key] = e
+	return e, nil
+}
+
 func (n *naive) Get(_ context.Context, key string) (ledger.Entry, bool, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -215,6 +251,11 @@ func TestSuiteFailsBrokenLedgers(t *testing.T) {
 		{name: "stale entry returned", broken: returnsStaleEntry, want: "DeadLettered counts"},
 		{name: "Redriven changes the state", broken: redrivenSetsDeadLettered, want: "Redriven of an unknown key"},
 		{name: "entries expire before the DLQ's retention", broken: shortExpiry, want: "Begin of a new key"},
+		{name: "Reconcile without an unknown effect", broken: reconcilesAnything, want: "Reconcile of a key whose effect is not unknown"},
+		{name: "Reconcile overwrites another outcome", broken: changesReconciliation, want: "Reconcile again: the same is a no-op, another is refused"},
+		{name: "Reconcile overwrites another outcome: the race", broken: changesReconciliation, want: "Reconcile concurrently: one outcome wins"},
+		{name: "no effect keeps effect_started", broken: keepsEffectStarted, want: "Reconcile: no effect lets a redrive run the task afresh"},
+		{name: "effect confirmed keeps the state", broken: confirmKeepsState, want: "Reconcile: effect confirmed marks the key done"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
