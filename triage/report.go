@@ -21,10 +21,12 @@ const ReportVersion = 1
 
 // Caps on the lists a report carries, so that a deep DLQ makes a bounded report.
 const (
-	maxSampleIDs        = 5
-	maxTenantsListed    = 20
-	maxExpiringListed   = 1000
-	maxEntriesListed    = 1000
+	maxSampleIDs      = 5
+	maxTenantsListed  = 20
+	maxExpiringListed = 1000
+	maxEntriesListed  = 1000
+	// MaxKeysListed bounds the idempotency keys an effect_unknown group lists.
+	MaxKeysListed       = 1000
 	tenantFieldHashName = "tenant"
 )
 
@@ -127,6 +129,12 @@ type Group struct {
 	// pipeline's eval.threshold messages: the eval export's candidates.
 	Recurring        bool     `json:"recurring"`
 	SampleMessageIDs []string `json:"sample_message_ids"`
+	// IdempotencyKeys lists, for an effect_unknown group only, the distinct
+	// idempotency keys of its dead letters, sorted, at most MaxKeysListed
+	// (IdempotencyKeysOmitted counts the rest): each must be reconciled
+	// (`agentdlq ledger get`, `agentdlq ledger reconcile`) before a redrive.
+	IdempotencyKeys        []string `json:"idempotency_keys,omitempty"`
+	IdempotencyKeysOmitted int      `json:"idempotency_keys_omitted,omitempty"`
 
 	tagged []*Tagged // the members, for the eval export; not serialised
 }
@@ -351,6 +359,9 @@ func BuildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o BuildOpti
 		g.TenantsAffected = len(acc.tenants)
 		g.Tenants = tenantList(acc.tenants, hashTenants)
 		g.RepeatKeys = len(acc.repeat)
+		if g.Reason == deadletter.ReasonEffectUnknown {
+			g.IdempotencyKeys, g.IdempotencyKeysOmitted = keyList(g.tagged)
+		}
 		for k := range acc.repeat {
 			repeatKeys[k] = true
 		}
@@ -498,3 +509,41 @@ func itoa(n int) string { return strconv.Itoa(n) }
 // report tagged them. Only a report built in this process has them (Build,
 // Run); a report read back from JSON has none.
 func (g *Group) Letters() []*Tagged { return g.tagged }
+
+// keyList is the distinct idempotency keys of a group's members, sorted,
+// at most MaxKeysListed, and how many more there are.
+func keyList(members []*Tagged) ([]string, int) {
+	seen := map[string]bool{}
+	var keys []string
+	for _, t := range members {
+		if k := t.Hints.IdempotencyKey; k != "" && !seen[k] {
+			seen[k] = true
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	if len(keys) > MaxKeysListed {
+		return keys[:MaxKeysListed], len(keys) - MaxKeysListed
+	}
+	return keys, 0
+}
+
+// EffectUnknownKeys returns the idempotency keys the report lists for its
+// effect_unknown groups, sorted and distinct, and how many it left out.
+func (r *Report) EffectUnknownKeys() (keys []string, omitted int) {
+	seen := map[string]bool{}
+	for _, g := range r.Groups {
+		if g.Reason != deadletter.ReasonEffectUnknown {
+			continue
+		}
+		omitted += g.IdempotencyKeysOmitted
+		for _, k := range g.IdempotencyKeys {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys, omitted
+}

@@ -80,4 +80,25 @@ func TestReportSchema(t *testing.T) {
 	m["report_version"] = 2
 	bad, _ := json.Marshal(m)
 	assert.Error(t, validate(t, sch, bad), "another version")
+
+	// The effect_unknown group's keys (added within version 1): listed in
+	// the golden report, distinct, non-empty strings.
+	require.NoError(t, json.Unmarshal(golden, &m))
+	var keyed map[string]any
+	for _, g := range m["groups"].([]any) {
+		if g := g.(map[string]any); g["reason"] == string(deadletter.ReasonEffectUnknown) {
+			keyed = g
+		}
+	}
+	require.NotNil(t, keyed, "the golden report has an effect_unknown group")
+	assert.Equal(t, []any{"key-mail"}, keyed["idempotency_keys"])
+	for name, v := range map[string]any{"a repeated key": []any{"k", "k"}, "an empty key": []any{""}, "a key that is not a string": []any{1}} {
+		keyed["idempotency_keys"] = v
+		bad, _ := json.Marshal(m)
+		assert.Error(t, validate(t, sch, bad), name)
+	}
+	keyed["idempotency_keys"] = []any{"k"}
+	keyed["idempotency_keys_omitted"] = 0
+	bad, _ = json.Marshal(m)
+	assert.Error(t, validate(t, sch, bad), "idempotency_keys_omitted is absent, not 0")
 }

@@ -22,6 +22,7 @@ import (
 type triageFlags struct {
 	pipeline    string
 	out         *output
+	keys        bool
 	exportEvals string
 	reports     string
 	ledgerTable string
@@ -35,7 +36,7 @@ type triageFlags struct {
 func newTriageCmd(g *globalFlags) *cobra.Command {
 	f := &triageFlags{}
 	cmd := &cobra.Command{
-		Use:   "triage --pipeline NAME [-o table|json|markdown] [--export-evals DEST]",
+		Use:   "triage --pipeline NAME [-o table|json|markdown | --keys] [--export-evals DEST]",
 		Short: "Read-only look at a pipeline's DLQ: reasons, groups, expiry risk, eval export",
 		Long: `triage reads every dead letter of the pipeline's DLQ once, without deleting,
 sending or moving any, and reports them by reason and group (fingerprint),
@@ -71,6 +72,7 @@ an export failure included (the report is printed first).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
+	fl.BoolVar(&f.keys, "keys", false, "print only the idempotency keys of the effect_unknown dead letters, one a line (for `agentdlq ledger get` and `ledger reconcile`)")
 	fl.StringVar(&f.exportEvals, "export-evals", "", "export recurring poison as eval records to a folder or s3://bucket/prefix")
 	fl.StringVar(&f.reports, "reports", "out", "keep the report (JSON, Markdown, HTML) under <pipeline>/reports/ in a folder or s3://bucket/prefix (\"\" keeps none)")
 	fl.StringVar(&f.ledgerTable, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints; none otherwise)")
@@ -87,6 +89,9 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	ctx := cmd.Context()
 	if f.pipeline == "" {
 		return withExit(2, errors.New("--pipeline is required"))
+	}
+	if f.keys && (f.out.JSON() || f.out.Markdown()) {
+		return withExit(2, errors.New("--keys prints a plain list: it excludes -o json and -o markdown"))
 	}
 	if f.maxMessages < 0 || f.maxSeconds < 0 || f.receivers < 0 || f.receivers > 32 {
 		return withExit(2, errors.New("--max-messages and --max-seconds must not be negative, --receivers is 0..32"))
@@ -150,10 +155,35 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 			return runErr
 		}
 	}
+	if f.keys {
+		if err := printKeys(cmd.OutOrStdout(), cmd.ErrOrStderr(), r); err != nil {
+			return err
+		}
+		return runErr
+	}
 	if err := f.print(cmd.OutOrStdout(), r); err != nil {
 		return err
 	}
 	return runErr // an export failure: the report (marked partial) is printed above
+}
+
+// printKeys prints the idempotency keys of the report's effect_unknown
+// groups, one a line, sorted; what the report could not list (keys beyond
+// its cap, a partial scan) is said on stderr, so that stdout stays a list.
+func printKeys(w, stderr io.Writer, r *triage.Report) error {
+	keys, omitted := r.EffectUnknownKeys()
+	for _, k := range keys {
+		if _, err := fmt.Fprintln(w, k); err != nil {
+			return err
+		}
+	}
+	if omitted > 0 {
+		fmt.Fprintf(stderr, "note: %d more effect_unknown keys not listed (at most %d a group): reconcile these, then run triage again\n", omitted, triage.MaxKeysListed)
+	}
+	if r.Partial {
+		fmt.Fprintf(stderr, "note: the scan was partial (%v): keys may be missing\n", r.PartialReasons)
+	}
+	return nil
 }
 
 // ledger is the ledger table to read, if any.
