@@ -48,11 +48,16 @@ const (
 	// ActionReveal: one dead letter's body was shown unredacted in the
 	// console (agentdlq ui), after the viewer said who and why.
 	ActionReveal Action = "reveal"
+	// ActionReconcile: the owner recorded what an effect_unknown key's
+	// mutating call did (`agentdlq ledger reconcile`): its effect confirmed
+	// with a receipt, or no effect. Detail holds idempotency_key, outcome
+	// and receipt.
+	ActionReconcile Action = "reconcile"
 )
 
 // AllActions lists every action in the order above.
 func AllActions() []Action {
-	return []Action{ActionPlan, ActionStart, ActionSelect, ActionCanary, ActionStatus, ActionCancel, ActionReject, ActionPause, ActionResume, ActionReveal}
+	return []Action{ActionPlan, ActionStart, ActionSelect, ActionCanary, ActionStatus, ActionCancel, ActionReject, ActionPause, ActionResume, ActionReveal, ActionReconcile}
 }
 
 // AuditOutcome is what came of an audited action.
@@ -217,6 +222,10 @@ type S3Store struct {
 	API    S3PutAPI
 	Bucket string
 	Prefix string // optional, without a trailing slash
+	// ReadAPI is optional: it reads the records back (Entries), for the
+	// decisions `redrive plan` and `reject` show. OpenAuditor sets it when
+	// its client has the calls (an *s3.Client does).
+	ReadAPI AuditReadAPI
 }
 
 // Append implements Store.
@@ -274,7 +283,8 @@ func OpenAuditor(dest, pipelineName string, s3api S3PutAPI, logger *slog.Logger)
 	if s3api == nil {
 		return nil, errors.New("an S3 audit store needs an S3 client (AWS configuration)")
 	}
-	return &Auditor{Store: &S3Store{API: s3api, Bucket: bucket, Prefix: prefix}, Logger: logger}, nil
+	rd, _ := s3api.(AuditReadAPI)
+	return &Auditor{Store: &S3Store{API: s3api, Bucket: bucket, Prefix: prefix, ReadAPI: rd}, Logger: logger}, nil
 }
 
 // Refuse audits a refusal that came before a Redriver could act — bad

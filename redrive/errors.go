@@ -69,13 +69,20 @@ const (
 	// CodeNoMapping: pause or resume found no event source mapping on the
 	// hot queue, or more than one.
 	CodeNoMapping Code = "no_event_source_mapping"
+	// CodeNotEffectUnknown: reconcile of a key whose effect is not unknown
+	// (no ledger entry, no mutating call started, done, or leased by a
+	// delivery now).
+	CodeNotEffectUnknown Code = "not_effect_unknown"
+	// CodeReconciled: the key was reconciled with another outcome (or
+	// receipt) already; a reconciliation is never changed.
+	CodeReconciled Code = "already_reconciled"
 )
 
 // AllCodes lists every refusal code in the order above.
 func AllCodes() []Code {
 	return []Code{CodeBadInput, CodeUnknownPipeline, CodeUnknownReason, CodeUnknownGroup, CodeAmbiguousGroup, CodeRate, CodeWhy,
 		CodeOwner, CodeOwnerTag, CodeIdentity, CodeSTSEndpoint, CodeForbidden, CodeDestination, CodeTaskActive, CodeNoTask,
-		CodeDLQEmpty, CodeDLQMissing, CodeNothingSelected, CodeScanPartial, CodeNoMapping}
+		CodeDLQEmpty, CodeDLQMissing, CodeNothingSelected, CodeScanPartial, CodeNoMapping, CodeNotEffectUnknown, CodeReconciled}
 }
 
 // Refusal is a refused action: a code and a one-line reason. Nothing moved.

@@ -38,6 +38,9 @@ type Identity struct {
 
 // GateInput is everything the gate decides on.
 type GateInput struct {
+	// Action is optional: what is asked for, so that a refusal speaks of
+	// it (a rejection, a reconciliation); empty means a redrive.
+	Action   Action
 	Pipeline *pipeline.Pipeline
 	// Owner is --owner: it must equal Pipeline.Owner.
 	Owner string
@@ -60,13 +63,13 @@ func Gate(in GateInput) error {
 		return refuse(CodeUnknownPipeline, "no pipeline")
 	}
 	if strings.TrimSpace(in.Why) == "" {
-		return refuse(CodeWhy, "--why is required: say why this redrive is safe now (the fix, the incident)")
+		return refuse(CodeWhy, "%s", whyNeeded(in.Action))
 	}
 	if err := CheckRate(in.Rate); err != nil {
 		return err
 	}
 	if in.Owner != p.Owner {
-		return refuse(CodeOwner, "owner %q may not redrive pipeline %q: only its owner %q may", in.Owner, p.Name, p.Owner)
+		return refuse(CodeOwner, "owner %q may not %s pipeline %q: only its owner %q may", in.Owner, verb(in.Action), p.Name, p.Owner)
 	}
 	tag, ok := in.QueueTags[pipeline.TagOwner]
 	if !ok {
@@ -82,6 +85,28 @@ func Gate(in GateInput) error {
 		return nil
 	}
 	return CheckCaller(in.Identity.CallerARN, in.Identity.RedriveRole)
+}
+
+// whyNeeded is the refusal of a missing --why, in the words of the action.
+func whyNeeded(a Action) string {
+	switch a {
+	case ActionReject:
+		return "--why is required: say why these dead letters are rejected, never redriven (the decision, who was told)"
+	case ActionReconcile:
+		return "--why is required: say how the effect was reconciled (which system was checked, what it showed)"
+	}
+	return "--why is required: say why this redrive is safe now (the fix, the incident)"
+}
+
+// verb is what the owner check says the actor may not do.
+func verb(a Action) string {
+	switch a {
+	case ActionReject:
+		return "reject the dead letters of"
+	case ActionReconcile:
+		return "reconcile the ledger keys of"
+	}
+	return "redrive"
 }
 
 // CheckRate refuses a rate outside 1..500 messages a second.

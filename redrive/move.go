@@ -197,6 +197,13 @@ func (r *Redriver) start(ctx context.Context, req StartRequest) (MoveTask, error
 	}
 	var refused []string
 	for _, g := range req.Groups {
+		if g.Reason.Redrivable() == deadletter.RedriveNeverBlind {
+			// Even overridden: a move task cannot leave behind the keys
+			// whose effect the owner confirmed. select can.
+			refused = append(refused, fmt.Sprintf("%s (%d, %s): a move task cannot skip the keys whose effect was confirmed; reconcile each key (agentdlq ledger reconcile) and redrive with `agentdlq redrive select --reason %s`",
+				g.Reason, g.Count, orDash(g.Fingerprint), g.Reason))
+			continue
+		}
 		if v := Decide(g.Reason, req.Ack); !v.Allowed {
 			refused = append(refused, fmt.Sprintf("%s (%d, %s): %s", g.Reason, g.Count, orDash(g.Fingerprint), v.Why))
 		}

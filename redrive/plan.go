@@ -194,7 +194,7 @@ func (r *Redriver) Reject(ctx context.Context, who Who, reasons []deadletter.Rea
 			return refuse(CodeUnknownReason, "--reason is required")
 		}
 		if groups == nil {
-			if err := r.pureGate(who, MinRate); err != nil {
+			if err := r.pureGateAs(ActionReject, who, MinRate); err != nil {
 				return err
 			}
 			var err error
@@ -202,7 +202,7 @@ func (r *Redriver) Reject(ctx context.Context, who Who, reasons []deadletter.Rea
 				return err
 			}
 		}
-		if err := r.authorize(ctx, who, MinRate); err != nil {
+		if err := r.authorizeAs(ctx, ActionReject, who, MinRate); err != nil {
 			return err
 		}
 		if len(fingerprints) > 0 {

@@ -219,12 +219,16 @@ func (r *Redriver) knownCaller() Caller {
 // authorize runs the gate: the DLQ's tags (and its existence), then, in AWS,
 // the caller's identity.
 func (r *Redriver) authorize(ctx context.Context, who Who, rate int) error {
+	return r.authorizeAs(ctx, "", who, rate)
+}
+
+// authorizeAs is authorize for action, whose refusals speak of it.
+func (r *Redriver) authorizeAs(ctx context.Context, action Action, who Who, rate int) error {
 	if r.cfg.Pipeline == nil {
 		return refuse(CodeUnknownPipeline, "no pipeline")
 	}
 	// The pure checks first, so that bad input costs no AWS call.
-	if err := Gate(GateInput{Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate,
-		QueueTags: map[string]string{pipeline.TagOwner: r.cfg.Pipeline.Owner}, Identity: Identity{Local: true}}); err != nil {
+	if err := r.pureGateAs(action, who, rate); err != nil {
 		return err
 	}
 	tags, err := r.cfg.SQS.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: aws.String(r.cfg.Queues.DLQURL)})
@@ -243,7 +247,7 @@ func (r *Redriver) authorize(ctx context.Context, who Who, rate int) error {
 		r.log().InfoContext(ctx, "redrive gate: every endpoint is local, caller identity check skipped",
 			"pipeline", r.cfg.Pipeline.Name, "queue", r.cfg.Queues.DLQURL)
 	}
-	return Gate(GateInput{Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate, QueueTags: tags.Tags, Identity: id})
+	return Gate(GateInput{Action: action, Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate, QueueTags: tags.Tags, Identity: id})
 }
 
 // queueErr turns a missing queue into a refusal and keeps any other error.

@@ -166,7 +166,7 @@ func TestTypedValues(t *testing.T) {
 	for _, c := range AllCodes() {
 		codes = append(codes, string(c))
 	}
-	check(t, actions, 10)
+	check(t, actions, 11)
 	check(t, outcomes, 9)
-	check(t, codes, 20)
+	check(t, codes, 22)
 }

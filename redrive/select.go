@@ -87,6 +87,11 @@ type SelectRequest struct {
 	// CanaryTimeout and CanaryPoll are optional (DefaultCanaryTimeout, DefaultCanaryPoll).
 	CanaryTimeout time.Duration
 	CanaryPoll    time.Duration
+
+	// reconciledOnly are the chosen reasons that may never be redriven
+	// blindly (effect_unknown) and have no --override: of them, only the
+	// dead letters whose key the owner reconciled as no effect move.
+	reconciledOnly map[deadletter.Reason]bool
 }
 
 // Moved is one dead letter a selective redrive moved (or would move).
@@ -119,11 +124,19 @@ type SelectResult struct {
 	// LedgerFailed: sent and deleted, but the redrive count was not incremented.
 	LedgerFailed int `json:"ledger_failed"`
 	// NoKey: moved without an idempotency key (a body that is not a task).
-	NoKey    int                       `json:"no_key"`
-	ByReason map[deadletter.Reason]int `json:"by_reason"`
-	Letters  []Moved                   `json:"letters,omitempty"`
-	Canary   *CanaryResult             `json:"canary,omitempty"`
-	DryRun   bool                      `json:"dry_run"`
+	NoKey int `json:"no_key"`
+	// EffectConfirmed: chosen effect_unknown dead letters left in the DLQ
+	// because the owner confirmed their effect (ledger reconcile
+	// --effect-confirmed): they never run again; reject them.
+	EffectConfirmed int `json:"skipped_effect_confirmed"`
+	// NotReconciled: chosen effect_unknown dead letters left in the DLQ
+	// because, without an --override, only keys reconciled as no effect
+	// move (ledger reconcile --no-effect).
+	NotReconciled int                       `json:"skipped_not_reconciled"`
+	ByReason      map[deadletter.Reason]int `json:"by_reason"`
+	Letters       []Moved                   `json:"letters,omitempty"`
+	Canary        *CanaryResult             `json:"canary,omitempty"`
+	DryRun        bool                      `json:"dry_run"`
 	// DepthAtStart is the DLQ's approximate depth (visible and in flight) before the pass.
 	DepthAtStart int `json:"depth_at_start"`
 	// Partial is set when the pass ended before the DLQ was exhausted, or
@@ -144,12 +157,22 @@ func (r *Redriver) selectRecord(req SelectRequest) AuditEntry {
 	if req.Canary > 0 {
 		d["canary"] = strconv.Itoa(req.Canary)
 	}
+	var only []string
+	for _, x := range req.Reasons {
+		if req.reconciledOnly[x] {
+			only = append(only, string(x))
+		}
+	}
+	if len(only) > 0 {
+		d["reconciled_only"] = strings.Join(only, ",")
+	}
 	return AuditEntry{Actor: req.Owner, Action: ActionSelect, Why: req.Why, Reasons: rs, Fingerprints: req.Fingerprints, Detail: d}
 }
 
 func (res *SelectResult) counts() map[string]int {
 	c := map[string]int{"seen": res.Seen, "matched": res.Matched, "moved": res.Moved, "released": res.Released,
-		"send_failed": res.SendFailed, "delete_failed": res.DeleteFailed, "ledger_failed": res.LedgerFailed, "no_key": res.NoKey}
+		"send_failed": res.SendFailed, "delete_failed": res.DeleteFailed, "ledger_failed": res.LedgerFailed, "no_key": res.NoKey,
+		"skipped_effect_confirmed": res.EffectConfirmed, "skipped_not_reconciled": res.NotReconciled}
 	for k, v := range res.ByReason {
 		c["moved."+string(k)] = v
 	}
@@ -160,7 +183,14 @@ func (res *SelectResult) counts() map[string]int {
 // chosen dead letters (release the others at once), send each one's original
 // body and attributes to the hot queue, increment its key's redrive count,
 // and delete it from the DLQ only after the send succeeded.
+//
+// A chosen effect_unknown dead letter moves only when its key's effect is
+// settled: never when the owner confirmed the effect (ledger reconcile
+// --effect-confirmed; counted in EffectConfirmed), and, without an
+// --override of effect_unknown, only when the owner reconciled it as no
+// effect (the others are counted in NotReconciled).
 func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult, error) {
+	req.reconciledOnly = ReconciledOnly(req.Reasons, req.Ack)
 	rec := r.selectRecord(req)
 	res := &SelectResult{ByReason: map[deadletter.Reason]int{}, DryRun: req.DryRun}
 	api := r.cfg.SQS
@@ -214,6 +244,17 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 }
 
 func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
+	if res.EffectConfirmed+res.NotReconciled > 0 {
+		var why []string
+		if res.NotReconciled > 0 {
+			why = append(why, fmt.Sprintf("%d not reconciled as no effect: reconcile each key first (agentdlq triage --pipeline %s --keys; agentdlq ledger get --key K; agentdlq ledger reconcile --pipeline %s --key K --no-effect|--effect-confirmed RECEIPT ...)",
+				res.NotReconciled, r.cfg.Pipeline.Name, r.cfg.Pipeline.Name))
+		}
+		if res.EffectConfirmed > 0 {
+			why = append(why, fmt.Sprintf("%d with their effect confirmed: they never run again; reject them (agentdlq redrive reject --reason effect_unknown) or let retention drop them", res.EffectConfirmed))
+		}
+		return refuse(CodeForbidden, "no effect_unknown dead letter may move: %s", strings.Join(why, "; "))
+	}
 	if res.Partial != "" {
 		// Not every dead letter was seen: say so rather than that none matches.
 		why := "rerun later: letters held by another reader come back"
@@ -254,7 +295,13 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
 		return err
 	}
-	if err := CheckReasons(req.Reasons, req.Ack); err != nil {
+	var checked []deadletter.Reason
+	for _, x := range req.Reasons {
+		if !req.reconciledOnly[x] {
+			checked = append(checked, x)
+		}
+	}
+	if err := CheckReasons(checked, req.Ack); err != nil {
 		return err
 	}
 	if err := r.CheckDestination(ctx, ""); err != nil {
@@ -370,7 +417,7 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 			fresh++
 			res.Seen++
 			r.cfg.Tag(&l)
-			match := req.Selector.Match(&l)
+			match := req.Selector.Match(&l) && r.settled(ctx, req, &l, res)
 			full := (req.Limit > 0 && planned >= req.Limit) || (!canaryDone && planned >= req.Canary)
 			if !match || full {
 				if match {
@@ -424,6 +471,51 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 		}
 	}
 	return nil
+}
+
+// ReconciledOnly returns the reasons of reasons that may never be redriven
+// blindly (effect_unknown) and that ack does not override: Select moves
+// their dead letters only when the key was reconciled as no effect.
+func ReconciledOnly(reasons []deadletter.Reason, ack Ack) map[deadletter.Reason]bool {
+	out := map[deadletter.Reason]bool{}
+	for _, x := range reasons {
+		if x.Redrivable() == deadletter.RedriveNeverBlind && !Decide(x, ack).Allowed {
+			out[x] = true
+		}
+	}
+	return out
+}
+
+// settled reports whether a chosen dead letter may move as far as its
+// key's reconciliation goes: always for a reason that is not
+// effect_unknown; never for a key whose effect the owner confirmed; and,
+// for a reason in req.reconciledOnly, only for a key reconciled as no
+// effect. A letter that may not move is counted and left in the DLQ.
+func (r *Redriver) settled(ctx context.Context, req SelectRequest, l *Letter, res *SelectResult) bool {
+	if l.Reason.Redrivable() != deadletter.RedriveNeverBlind {
+		return true
+	}
+	key := Restore(l).IdempotencyKey
+	var e ledger.Entry
+	ok := false
+	if key != "" {
+		var err error
+		if e, ok, err = r.cfg.Ledger.Get(ctx, key); err != nil {
+			// Unknown is not "no effect": leave it.
+			r.log().WarnContext(ctx, "ledger read failed: the effect_unknown dead letter stays in the DLQ", "message_id", l.MessageID, "error", err.Error())
+			res.NotReconciled++
+			return false
+		}
+	}
+	switch {
+	case ok && e.EffectConfirmed():
+		res.EffectConfirmed++
+		return false
+	case req.reconciledOnly[l.Reason] && !(ok && e.NoEffect()):
+		res.NotReconciled++
+		return false
+	}
+	return true
 }
 
 // moveBatch moves the chosen dead letters of one receive, at most workers at

@@ -57,7 +57,10 @@ func (r *Redriver) scan(ctx context.Context) ([]Group, *triage.Report, error) {
 
 // pureGate runs the gate's checks that need no AWS call (owner, why,
 // rate), so that a wrong owner or a bad rate costs no scan.
-func (r *Redriver) pureGate(who Who, rate int) error {
-	return Gate(GateInput{Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate,
+func (r *Redriver) pureGate(who Who, rate int) error { return r.pureGateAs("", who, rate) }
+
+// pureGateAs is pureGate for action, whose refusals speak of it.
+func (r *Redriver) pureGateAs(action Action, who Who, rate int) error {
+	return Gate(GateInput{Action: action, Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate,
 		QueueTags: map[string]string{pipeline.TagOwner: r.cfg.Pipeline.Owner}, Identity: Identity{Local: true}})
 }
