@@ -74,7 +74,8 @@ func sdkActions(t *testing.T, ts ...reflect.Type) []string {
 }
 
 // dynamoRecorder is a ledger.DynamoAPI that records the calls and the
-// attribute names each UpdateItem writes.
+// attribute names each UpdateItem accesses (dynamodb:Attributes): those its
+// update expression writes and those its condition reads.
 type dynamoRecorder struct {
 	calls      []string
 	attributes []string
@@ -107,8 +108,23 @@ func (d *dynamoRecorder) UpdateItem(_ context.Context, in *dynamodb.UpdateItemIn
 		}
 		d.attributes = append(d.attributes, name)
 	}
+	if in.ConditionExpression != nil {
+		cond := regexp.MustCompile(`:[A-Za-z0-9_]+`).ReplaceAllString(*in.ConditionExpression, "")
+		for _, name := range attrName.FindAllString(cond, -1) {
+			if conditionKeywords[name] {
+				continue
+			}
+			if real, ok := in.ExpressionAttributeNames[name]; ok {
+				name = real
+			}
+			d.attributes = append(d.attributes, name)
+		}
+	}
 	return &dynamodb.UpdateItemOutput{}, nil
 }
+
+var conditionKeywords = map[string]bool{"AND": true, "OR": true, "NOT": true, "BETWEEN": true, "IN": true,
+	"attribute_exists": true, "attribute_not_exists": true, "attribute_type": true, "begins_with": true, "contains": true, "size": true}
 
 // ledgerCall runs one ledger.Ledger method on ledger.Dynamo over a recorder.
 var ledgerCall = map[string]func(ctx context.Context, l *ledger.Dynamo){
@@ -121,6 +137,11 @@ var ledgerCall = map[string]func(ctx context.Context, l *ledger.Dynamo){
 	},
 	"Redriven": func(ctx context.Context, l *ledger.Dynamo) { _, _ = l.Redriven(ctx, "k", time.Now()) },
 	"Get":      func(ctx context.Context, l *ledger.Dynamo) { _, _, _ = l.Get(ctx, "k") },
+	"Reconcile": func(ctx context.Context, l *ledger.Dynamo) {
+		// Both outcomes: each writes attributes of its own.
+		_, _ = l.Reconcile(ctx, "k", ledger.Reconciliation{Outcome: ledger.OutcomeEffectConfirmed, Receipt: "r", By: "o"}, time.Now())
+		_, _ = l.Reconcile(ctx, "k", ledger.Reconciliation{Outcome: ledger.OutcomeNoEffect, By: "o"}, time.Now())
+	},
 }
 
 // ledgerActions runs the named ledger methods on ledger.Dynamo and returns
@@ -183,8 +204,10 @@ func ledgerMethodsCalledIn(t *testing.T, dir string) []string {
 // codeCalls is, per role, what its code calls.
 type codeCalls struct {
 	worker, triage, redrive []string
-	// redriveWrites are the ledger attributes the redrive's updates write.
-	redriveWrites []string
+	// redriveWrites are the ledger attributes the redrive's updates access
+	// (its redrive count); reconcileWrites those of its Reconcile (empty
+	// when the redrive package does not call it).
+	redriveWrites, reconcileWrites []string
 }
 
 func deriveCalls(t *testing.T) codeCalls {
@@ -210,11 +233,16 @@ func deriveCalls(t *testing.T) codeCalls {
 	// finding the queues, the gate, the selective redrive (with the claim
 	// checks it reads back), move tasks, the audit, and the ledger methods the redrive package calls, plus Get
 	// (`agentdlq ledger get`).
+	// Reconcile (`agentdlq ledger reconcile`, redrive.Redriver.Reconcile)
+	// has a statement of its own.
 	redriveMethods := append(ledgerMethodsCalledIn(t, "redrive"), "Get")
-	redriveLedger, writes := ledgerActions(t, redriveMethods...)
+	redriveLedger, _ := ledgerActions(t, redriveMethods...)
+	_, c.redriveWrites = ledgerActions(t, slices.DeleteFunc(slices.Clone(redriveMethods), func(m string) bool { return m == "Reconcile" })...)
+	if slices.Contains(redriveMethods, "Reconcile") {
+		_, c.reconcileWrites = ledgerActions(t, "Reconcile")
+	}
 	c.redrive = append(sdkActions(t, iface[topology.ResolveAPI](), iface[redrive.QueueAPI](), iface[redrive.SelectAPI](),
-		iface[redrive.MoveAPI](), iface[redrive.S3PutAPI](), iface[redrive.EvidenceAPI](), iface[redrive.IdentityAPI](), iface[redrive.LambdaAPI]()), redriveLedger...)
-	c.redriveWrites = writes
+		iface[redrive.MoveAPI](), iface[redrive.S3PutAPI](), iface[redrive.EvidenceAPI](), iface[redrive.AuditReadAPI](), iface[redrive.IdentityAPI](), iface[redrive.LambdaAPI]()), redriveLedger...)
 
 	for _, a := range append(append(c.worker, c.triage...), c.redrive...) {
 		if strings.HasPrefix(a, "dynamodb:") {
@@ -271,6 +299,10 @@ func TestRolesGrantWhatTheCodeCalls(t *testing.T) {
 	// The redrive role's UpdateItem is restricted to what its updates write.
 	assert.Subset(t, RedriveLedgerAttributes, uniq(calls.redriveWrites), "RedriveLedgerAttributes must cover what the redrive writes")
 	assert.Equal(t, uniq(RedriveLedgerAttributes), uniq(calls.redriveWrites), "and nothing more")
+	// Its reconcile's UpdateItem, in a statement of its own, to what
+	// Reconcile accesses: a grant the code does not use fails, and so does
+	// a reconcile that writes an attribute the grant lacks.
+	assert.Equal(t, uniq(ReconcileLedgerAttributes), uniq(calls.reconcileWrites), "ReconcileLedgerAttributes must be what Reconcile accesses, no more, no less")
 }
 
 // TestDerivedCalls pins what the derivation finds today, so that a change in

@@ -57,8 +57,10 @@
 // Each role is granted the SDK calls of the narrow client interfaces its code
 // is written against, mapped to IAM actions, and nothing else; the stack tests
 // derive that list from the interfaces and fail on any action beyond it. The
-// redrive role's ledger writes are limited to RedriveLedgerAttributes with
-// dynamodb:Attributes. No IAM role carries the agentdlq:owner tag.
+// redrive role's ledger writes are limited with dynamodb:Attributes, in two
+// statements: RedriveLedgerAttributes (the redrive count) and
+// ReconcileLedgerAttributes (the owner's reconciliation of an unknown
+// effect). No IAM role carries the agentdlq:owner tag.
 //
 // The names that tie the Lambdas, the CLI and this app together (environment,
 // tags, metrics) are pinned in docs/wiring.md.

@@ -200,17 +200,28 @@ func TestIAMBoundaries(t *testing.T) {
 					assert.Equal(t, []string{dlq}, r[a], "redrive %s on its DLQ only", a)
 				}
 				assert.Equal(t, []string{hot}, r["sqs:SendMessage"], "redrive sends to its hot queue only")
-				require.Len(t, r["s3:GetObject"], 1)
-				assert.True(t, strings.HasSuffix(r["s3:GetObject"][0], "/"+def.Name+"/evidence/*"), "redrive reads claim checks under <pipeline>/evidence/ only: %s", r["s3:GetObject"][0])
+				// It reads claim checks under <pipeline>/evidence/ and its own audit
+				// under <pipeline>/audit/ (plan and reject), nothing else.
+				require.Len(t, r["s3:GetObject"], 2)
+				var reads []string
+				for _, arn := range r["s3:GetObject"] {
+					reads = append(reads, arn[strings.Index(arn, "/"):])
+				}
+				assert.ElementsMatch(t, []string{"/" + def.Name + "/evidence/*", "/" + def.Name + "/audit/*"}, reads, "redrive reads claim checks and its audit only")
 				assert.Equal(t, []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, filter(keys(r), "dynamodb:"), "no BatchGetItem")
-				// UpdateItem writes the redrive count only.
+				// UpdateItem writes the redrive count, or reconciles, each in a
+				// statement of its own restricted to its attributes.
+				var updates []any
 				for _, g := range grants[rr] {
 					if slices.Contains(g.actions, "dynamodb:UpdateItem") {
-						assert.Equal(t, []string{"dynamodb:UpdateItem"}, g.actions, "UpdateItem has its own statement")
-						want := map[string]any{"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": toAny(RedriveLedgerAttributes)}}
-						assert.Equal(t, want, g.condition, "the redrive's UpdateItem is restricted to %v", RedriveLedgerAttributes)
+						assert.Equal(t, []string{"dynamodb:UpdateItem"}, g.actions, "UpdateItem has its own statements")
+						updates = append(updates, g.condition)
 					}
 				}
+				assert.ElementsMatch(t, []any{
+					map[string]any{"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": toAny(RedriveLedgerAttributes)}},
+					map[string]any{"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": toAny(ReconcileLedgerAttributes)}},
+				}, updates, "the redrive's UpdateItem is restricted to %v (the redrive count) or %v (reconcile)", RedriveLedgerAttributes, ReconcileLedgerAttributes)
 				// Pause and resume: the worker's event source mapping only.
 				esmID, _ := s.resources("AWS::Lambda::EventSourceMapping")
 				var esm string

@@ -57,6 +57,16 @@ var DLQDeployerOnlyActions = []string{"sqs:SetQueueAttributes", "sqs:DeleteQueue
 // ledger.Dynamo's Redriven sets. The role reads whole items with GetItem.
 var RedriveLedgerAttributes = []string{LedgerPartitionKey, "redrive_count", "updated_at", LedgerTTLAttribute}
 
+// ReconcileLedgerAttributes are the ledger attributes the redrive role's
+// reconcile (`agentdlq ledger reconcile`, ledger.Ledger.Reconcile) may
+// access, in a statement of its own: what it writes (state and receipt of
+// a confirmed effect, effect_started removed for no effect, the
+// reconciled outcome, who and when, the update times) and what its
+// condition reads (lease_until). It cannot touch the dead-letter or
+// redrive counts, the owner or the last reason.
+var ReconcileLedgerAttributes = []string{LedgerPartitionKey, "state", "receipt", "effect_started", "lease_until",
+	"reconciled", "reconciled_by", "reconciled_at", "updated_at", LedgerTTLAttribute}
+
 // PipelineProps configures one pipeline: a hot queue, its DLQ, its worker, its
 // redrive role, its alarms and its dashboard.
 type PipelineProps struct {
@@ -502,6 +512,16 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 			Resources:  jsii.Strings(*props.Ledger.TableArn()),
 			Conditions: &map[string]any{"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": RedriveLedgerAttributes}},
 		}),
+		// The owner's reconciliation of an unknown effect: a confirmed effect
+		// marks the key done with its receipt, no effect clears
+		// effect_started. Its own statement, so that one request cannot mix
+		// it with the redrive count.
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("LedgerReconcile"),
+			Actions:    jsii.Strings("dynamodb:UpdateItem"),
+			Resources:  jsii.Strings(*props.Ledger.TableArn()),
+			Conditions: &map[string]any{"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": ReconcileLedgerAttributes}},
+		}),
 		// Pause and resume: the worker's event source mapping, and only it.
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("PauseAndResumeTheWorker"),
@@ -513,9 +533,12 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 			Actions:   jsii.Strings("lambda:ListEventSourceMappings"),
 			Resources: jsii.Strings("*"),
 		}),
+		// The audit: written one object per decision, and read back by
+		// `redrive plan` and `reject` (the groups already rejected or
+		// reconciled), under the pipeline's own prefix only.
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("AuditRecords"),
-			Actions:   jsii.Strings("s3:PutObject"),
+			Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
 			Resources: jsii.Strings(*props.Bucket.ArnForObjects(jsii.String(def.Name + "/audit/*"))),
 		}),
 		// A dead letter too large for the DLQ gave up attributes to a claim
@@ -525,6 +548,12 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 			Sid:       jsii.String("ReadClaimChecks"),
 			Actions:   jsii.Strings("s3:GetObject"),
 			Resources: jsii.Strings(*props.Bucket.ArnForObjects(jsii.String(def.Name + "/evidence/*"))),
+		}),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("ListAuditRecords"),
+			Actions:    jsii.Strings("s3:ListBucket"),
+			Resources:  jsii.Strings(*props.Bucket.BucketArn()),
+			Conditions: &map[string]any{"StringLike": map[string]any{"s3:prefix": []string{def.Name + "/audit/*"}}},
 		}),
 	}
 	if props.QueueKey != nil {
@@ -537,7 +566,7 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 	if key := props.Bucket.EncryptionKey(); key != nil {
 		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("AuditRecordsEncryption"),
-			Actions:   jsii.Strings("kms:GenerateDataKey", "kms:Decrypt"), // Decrypt: the claim checks read back
+			Actions:   jsii.Strings("kms:GenerateDataKey", "kms:Decrypt"), // Decrypt: the claim checks and the audit read back
 			Resources: jsii.Strings(*key.KeyArn()),
 		}))
 	}
