@@ -7,9 +7,12 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // Plan says, for each group of dead letters in a DLQ, whether it may be
@@ -25,6 +28,9 @@ type Plan struct {
 	// Partial says why the triage scan behind the plan may have missed dead
 	// letters (counts may be low); empty when it saw the whole DLQ.
 	Partial []string `json:"partial,omitempty"`
+	// DecisionsUnread says why the owner's past decisions (rejections,
+	// reconciliations) could not be read from the audit; empty when they were.
+	DecisionsUnread string `json:"decisions_unread,omitempty"`
 }
 
 // PlanGroup is one group and its decision.
@@ -41,6 +47,14 @@ type PlanGroup struct {
 	Needs      string `json:"needs,omitempty"`
 	// Command is the exact command to run for this group.
 	Command string `json:"command"`
+	// Rejected is the owner's latest rejection of the group, read from the
+	// audit; nil when there is none.
+	Rejected *Decision `json:"rejected,omitempty"`
+	// Keys counts the idempotency keys the triage report listed for an
+	// effect_unknown group; Reconciled counts those the owner reconciled,
+	// by outcome, read from the audit.
+	Keys       int                    `json:"keys,omitempty"`
+	Reconciled map[ledger.Outcome]int `json:"reconciled,omitempty"`
 }
 
 // BuildPlan is pure: the plan for the groups a triage scan found.
@@ -100,10 +114,73 @@ func GroupCommand(p *pipeline.Pipeline, g Group, v Verdict) string {
 	case deadletter.RedriveAfterReview:
 		return fmt.Sprintf("%s --reviewed '<what the review found>' --canary %d", base, canary)
 	case deadletter.RedriveNeverBlind:
-		return fmt.Sprintf("reconcile each key first (agentdlq ledger get --key K, or the external system); redrive only what did not happen: %s --override %s='<reconciliation>' --canary %d", base, g.Reason, canary)
+		return fmt.Sprintf("reconcile each key first: agentdlq triage --pipeline %s --keys; agentdlq ledger get --key K; agentdlq ledger reconcile --pipeline %s --key K --no-effect|--effect-confirmed RECEIPT --owner %s --why '<what the external system shows>'; then (moves only the keys reconciled as no effect): %s --canary %d",
+			p.Name, p.Name, shq(p.Owner), base, canary)
 	default:
 		return fmt.Sprintf("agentdlq redrive reject --pipeline %s --reason %s%s --owner %s --why '<why>'", p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner))
 	}
+}
+
+// GroupID names a group in maps: reason/fingerprint.
+func GroupID(reason deadletter.Reason, fingerprint string) string {
+	return string(reason) + "/" + fingerprint
+}
+
+// Annotate marks the plan's groups with the owner's past decisions: a group
+// already rejected (its command says so), and, in an effect_unknown group,
+// how many of its keys (keys, by GroupID: the triage report's
+// IdempotencyKeys) were reconciled, and what to run next: a reject when
+// every key's effect was confirmed, a select without --override when some
+// were reconciled as no effect.
+func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, keys map[string][]string) {
+	for i := range pl.Groups {
+		g := &pl.Groups[i]
+		if prev, ok := d.Rejection(g.Reason, g.Fingerprint); ok {
+			g.Rejected = &prev
+			g.Why = fmt.Sprintf("rejected by %s at %s (%s): the dead letters stay until retention deletes them", prev.Actor, prev.Time.UTC().Format(time.RFC3339), prev.Why)
+			g.Command = "nothing to do: already rejected"
+			continue
+		}
+		if g.Reason.Redrivable() != deadletter.RedriveNeverBlind {
+			continue
+		}
+		ks := keys[GroupID(g.Reason, g.Fingerprint)]
+		g.Keys = len(ks)
+		for _, k := range ks {
+			if kd, ok := d.Reconciled[k]; ok {
+				if g.Reconciled == nil {
+					g.Reconciled = map[ledger.Outcome]int{}
+				}
+				g.Reconciled[kd.Outcome]++
+			}
+		}
+		conf, none := g.Reconciled[ledger.OutcomeEffectConfirmed], g.Reconciled[ledger.OutcomeNoEffect]
+		open := len(ks) - conf - none
+		base := fmt.Sprintf("agentdlq redrive select --pipeline %s --reason %s%s --owner %s --why %s --rate %d",
+			p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner), "'<why>'", DefaultRate)
+		switch {
+		case len(ks) > 0 && conf == len(ks):
+			g.Why = "reconciled: effect confirmed, reject or let retention drop it (select never moves these)"
+			g.Command = fmt.Sprintf("agentdlq redrive reject --pipeline %s --reason %s%s --owner %s --why '<why>'", p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner))
+		case none > 0:
+			g.Why = fmt.Sprintf("reconciled: %d of %d keys no effect (select moves them without --override), %d effect confirmed (never moved), %d not reconciled yet (left in the DLQ)",
+				none, len(ks), conf, open)
+			g.Command = fmt.Sprintf("%s --canary %d", base, max(1, min(5, none)))
+		case conf > 0:
+			g.Why = fmt.Sprintf("reconciled: %d of %d keys effect confirmed (never moved); reconcile the other %d first", conf, len(ks), open)
+		}
+	}
+}
+
+// decisionText is the plan's DECISION column.
+func (g PlanGroup) decisionText() string {
+	switch {
+	case g.Rejected != nil:
+		return "rejected " + g.Rejected.Time.UTC().Format("2006-01-02")
+	case g.Keys > 0 || len(g.Reconciled) > 0:
+		return fmt.Sprintf("%d/%d keys reconciled", g.Reconciled[ledger.OutcomeEffectConfirmed]+g.Reconciled[ledger.OutcomeNoEffect], g.Keys)
+	}
+	return "-"
 }
 
 func fpFlag(fp string) string {
@@ -126,9 +203,12 @@ func (pl *Plan) WriteText(w io.Writer) error {
 	if len(pl.Partial) > 0 {
 		fmt.Fprintf(w, "note: the triage scan was partial (%s): counts may be low\n", strings.Join(pl.Partial, "; "))
 	}
+	if pl.DecisionsUnread != "" {
+		fmt.Fprintf(w, "note: past decisions not shown, the audit could not be read (%s)\n", pl.DecisionsUnread)
+	}
 	fmt.Fprintf(w, "Redrive plan for %s (owner %s): %d dead letters in %d groups\n\n", pl.Pipeline, pl.Owner, pl.Total, len(pl.Groups))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REASON\tFINGERPRINT\tCOUNT\tREDRIVE\tWHY")
+	fmt.Fprintln(tw, "REASON\tFINGERPRINT\tCOUNT\tREDRIVE\tDECISION\tWHY")
 	for _, g := range pl.Groups {
 		may := "yes"
 		if !g.MayRedrive {
@@ -137,7 +217,7 @@ func (pl *Plan) WriteText(w io.Writer) error {
 				may = "after " + g.Needs
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", g.Reason, orDash(g.Fingerprint), g.Count, may, g.Why)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", g.Reason, orDash(g.Fingerprint), g.Count, may, g.decisionText(), g.Why)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -164,7 +244,27 @@ func (r *Redriver) Plan(ctx context.Context, actor string) (*Plan, error) {
 	if rep != nil && rep.Partial {
 		pl.Partial = rep.PartialReasons
 	}
+	d, derr := r.Decisions(ctx)
+	if derr != nil {
+		pl.DecisionsUnread = derr.Error()
+	}
+	pl.Annotate(r.cfg.Pipeline, d, GroupKeys(rep))
 	return pl, err
+}
+
+// GroupKeys maps each group of a triage report (by GroupID) to the
+// idempotency keys it lists (effect_unknown groups only).
+func GroupKeys(rep *triage.Report) map[string][]string {
+	out := map[string][]string{}
+	if rep == nil {
+		return out
+	}
+	for _, g := range rep.Groups {
+		if len(g.IdempotencyKeys) > 0 {
+			out[GroupID(g.Reason, g.Fingerprint)] = g.IdempotencyKeys
+		}
+	}
+	return out
 }
 
 // ShowPlan builds the plan of groups a caller scanned itself and audits
@@ -184,6 +284,26 @@ func (r *Redriver) ShowPlan(ctx context.Context, actor string, groups []Group) (
 // checks that need no AWS call. A fingerprint may be any unique prefix of
 // 8 characters or more (ResolveFingerprints).
 func (r *Redriver) Reject(ctx context.Context, who Who, reasons []deadletter.Reason, fingerprints []string, groups []Group) error {
+	_, err := r.RejectGroups(ctx, who, reasons, fingerprints, groups)
+	return err
+}
+
+// RejectResult is what a rejection recorded, and the warnings it gave.
+type RejectResult struct {
+	Pipeline     string         `json:"pipeline"`
+	Reasons      []string       `json:"reasons"`
+	Fingerprints []string       `json:"fingerprints,omitempty"`
+	Counts       map[string]int `json:"counts"`
+	// Warnings say what should make the owner think twice (RejectWarnings):
+	// a group rejected before, a reason the policy would let be redriven.
+	// They are in the audit record too (detail "warnings"); they refuse nothing.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// RejectGroups is Reject, returning what was recorded and its warnings
+// (RejectWarnings over the audit's past rejections, after the gate).
+func (r *Redriver) RejectGroups(ctx context.Context, who Who, reasons []deadletter.Reason, fingerprints []string, groups []Group) (*RejectResult, error) {
+	res := &RejectResult{Pipeline: r.cfg.Pipeline.Name}
 	rs := make([]string, len(reasons))
 	for i, x := range reasons {
 		rs[i] = string(x)
@@ -223,7 +343,16 @@ func (r *Redriver) Reject(ctx context.Context, who Who, reasons []deadletter.Rea
 		if len(rec.Counts) == 0 {
 			return refuse(CodeNothingSelected, "the DLQ holds no dead letter of reason %s", joinReasons(reasons))
 		}
+		d, derr := r.Decisions(ctx)
+		if derr != nil {
+			res.Warnings = append(res.Warnings, "past rejections not checked: "+derr.Error())
+		}
+		res.Warnings = append(res.Warnings, RejectWarnings(d, reasons, rec.Fingerprints, groups)...)
+		if len(res.Warnings) > 0 {
+			rec.Detail = map[string]string{"warnings": strings.Join(res.Warnings, "; ")}
+		}
 		return nil
 	}()
-	return r.record(ctx, rec, err)
+	res.Reasons, res.Fingerprints, res.Counts = rec.Reasons, rec.Fingerprints, rec.Counts
+	return res, r.record(ctx, rec, err)
 }

@@ -43,8 +43,9 @@ func TestBuildPlan(t *testing.T) {
 	assert.Contains(t, si.Why, "fix is deployed")
 	assert.Contains(t, si.Command, "--fix-deployed '<deployed fix ref>' --canary 4")
 	eu := byReason[deadletter.ReasonEffectUnknown]
-	assert.Contains(t, eu.Command, "reconcile")
-	assert.Contains(t, eu.Command, "--override effect_unknown=")
+	assert.Contains(t, eu.Command, "agentdlq triage --pipeline agent-tasks --keys")
+	assert.Contains(t, eu.Command, "agentdlq ledger reconcile --pipeline agent-tasks --key K --no-effect|--effect-confirmed RECEIPT --owner platform-oncall")
+	assert.NotContains(t, eu.Command, "--override", "reconciled keys need no made-up override")
 	pll := byReason[deadletter.ReasonPolicyLimit]
 	assert.Equal(t, "agentdlq redrive reject --pipeline agent-tasks --reason policy_limit --fingerprint fp-pl --owner platform-oncall --why '<why>'", pll.Command)
 	assert.Contains(t, byReason[deadletter.ReasonReceiveLimit].Command, "--reviewed")

@@ -72,7 +72,7 @@ func Decide(r deadletter.Reason, ack Ack) Verdict {
 			v.Allowed, v.Via, v.Why = true, "override", "override: "+just
 		} else {
 			v.Needs = "--override " + string(r) + "=JUSTIFICATION"
-			v.Why = "a mutating call may have taken effect: reconcile through the ledger receipt or the external system first; redrive only what did not happen, with --override"
+			v.Why = "a mutating call may have taken effect: reconcile each key first (agentdlq ledger reconcile); select then moves the keys reconciled as no effect, without --override, and never one whose effect was confirmed"
 		}
 	default: // deadletter.RedriveNever
 		if just != "" {

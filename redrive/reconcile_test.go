@@ -1,0 +1,389 @@
+package redrive
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// effectUnknownKey makes key what the worker leaves for an effect_unknown
+// dead letter: its effect started, no receipt, dead-lettered.
+func effectUnknownKey(t *testing.T, led ledger.Ledger, key string) {
+	t.Helper()
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
+	_, err := led.Begin(ctx, key, "m-"+key, t0, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, led.StartEffect(ctx, key, "m-"+key, t0))
+	_, err = led.DeadLettered(ctx, key, deadletter.ReasonEffectUnknown, t0)
+	require.NoError(t, err)
+}
+
+func TestGateSpeaksOfTheAction(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	tags := map[string]string{pipeline.TagOwner: p.Owner}
+	tests := []struct {
+		action      Action
+		owner, why  string
+		code        Code
+		contains    string
+		notContains string
+	}{
+		{"", p.Owner, "", CodeWhy, "why this redrive is safe now", "reject"},
+		{ActionSelect, p.Owner, " ", CodeWhy, "why this redrive is safe now", "reject"},
+		{ActionReject, p.Owner, "", CodeWhy, "why these dead letters are rejected, never redriven", "redrive is safe"},
+		{ActionReconcile, p.Owner, "", CodeWhy, "how the effect was reconciled", "redrive is safe"},
+		{"", "mallory", "x", CodeOwner, `owner "mallory" may not redrive pipeline "agent-tasks"`, ""},
+		{ActionReject, "mallory", "x", CodeOwner, `may not reject the dead letters of pipeline "agent-tasks"`, "may not redrive"},
+		{ActionReconcile, "mallory", "x", CodeOwner, `may not reconcile the ledger keys of pipeline "agent-tasks"`, "may not redrive"},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.action)+"/"+tt.owner+"/"+string(tt.code), func(t *testing.T) {
+			t.Parallel()
+			err := Gate(GateInput{Action: tt.action, Pipeline: p, Owner: tt.owner, Why: tt.why, Rate: 1, QueueTags: tags, Identity: Identity{Local: true}})
+			require.Error(t, err)
+			assert.Equal(t, tt.code, RefusalCode(err))
+			assert.Contains(t, err.Error(), tt.contains)
+			if tt.notContains != "" {
+				assert.NotContains(t, err.Error(), tt.notContains)
+			}
+		})
+	}
+}
+
+func TestReconciledOnly(t *testing.T) {
+	t.Parallel()
+	eu := deadletter.ReasonEffectUnknown
+	tests := []struct {
+		name    string
+		reasons []deadletter.Reason
+		ack     Ack
+		want    map[deadletter.Reason]bool
+	}{
+		{"effect_unknown alone: only reconciled keys", []deadletter.Reason{eu}, Ack{}, map[deadletter.Reason]bool{eu: true}},
+		{"overridden: every key but the confirmed ones", []deadletter.Reason{eu}, Ack{Overrides: map[deadletter.Reason]string{eu: "checked by hand"}}, map[deadletter.Reason]bool{}},
+		{"a fix does not settle an effect", []deadletter.Reason{eu, deadletter.ReasonSchemaInvalid}, Ack{FixDeployed: "v2"}, map[deadletter.Reason]bool{eu: true}},
+		{"other reasons are the policy's", []deadletter.Reason{deadletter.ReasonBudgetExhausted, deadletter.ReasonGuardrailReject}, Ack{}, map[deadletter.Reason]bool{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, ReconciledOnly(tt.reasons, tt.ack))
+		})
+	}
+}
+
+func TestReconcileIsGatedConditionalAndAudited(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	r, store, led := newRedriver(t, p, f, f.addPair(p))
+	ctx := context.Background()
+	effectUnknownKey(t, led, "k-none")
+	effectUnknownKey(t, led, "k-done")
+	_, err := led.DeadLettered(ctx, "k-poison", deadletter.ReasonSchemaInvalid, time.Now()) // no effect started
+	require.NoError(t, err)
+	who := Who{Owner: p.Owner, Why: "payments API shows no charge for the run"}
+	none := ReconcileRequest{Who: who, Key: "k-none", Outcome: ledger.OutcomeNoEffect}
+	done := ReconcileRequest{Who: who, Key: "k-done", Outcome: ledger.OutcomeEffectConfirmed, Receipt: "ch_123"}
+	with := func(req ReconcileRequest, f func(*ReconcileRequest)) ReconcileRequest { f(&req); return req }
+
+	steps := []struct {
+		name string
+		req  ReconcileRequest
+		code Code // "" : done
+	}{
+		{"wrong owner", with(none, func(r *ReconcileRequest) { r.Owner = "mallory" }), CodeOwner},
+		{"no why", with(none, func(r *ReconcileRequest) { r.Why = "" }), CodeWhy},
+		{"no key", with(none, func(r *ReconcileRequest) { r.Key = " " }), CodeBadInput},
+		{"confirmed without a receipt", with(done, func(r *ReconcileRequest) { r.Receipt = "" }), CodeBadInput},
+		{"no effect with a receipt", with(none, func(r *ReconcileRequest) { r.Receipt = "x" }), CodeBadInput},
+		{"no such outcome", with(none, func(r *ReconcileRequest) { r.Outcome = "maybe" }), CodeBadInput},
+		{"a key the ledger does not hold", with(none, func(r *ReconcileRequest) { r.Key = "k-nowhere" }), CodeNotEffectUnknown},
+		{"a key whose effect never started", with(none, func(r *ReconcileRequest) { r.Key = "k-poison" }), CodeNotEffectUnknown},
+		{"no effect", none, ""},
+		{"no effect again: a no-op", none, ""},
+		{"then confirmed: refused", with(none, func(r *ReconcileRequest) { r.Outcome, r.Receipt = ledger.OutcomeEffectConfirmed, "ch_1" }), CodeReconciled},
+		{"confirmed", done, ""},
+		{"confirmed with another receipt: refused", with(done, func(r *ReconcileRequest) { r.Receipt = "ch_999" }), CodeReconciled},
+	}
+	for _, s := range steps {
+		before, _, err := led.Get(ctx, s.req.Key)
+		require.NoError(t, err)
+		_, err = r.Reconcile(ctx, s.req)
+		if s.code == "" {
+			require.NoError(t, err, s.name)
+		} else {
+			require.ErrorIs(t, err, ErrRefused, s.name)
+			assert.Equal(t, s.code, RefusalCode(err), "%s: %v", s.name, err)
+			after, _, err := led.Get(ctx, s.req.Key)
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "%s: a refusal changes nothing", s.name)
+		}
+	}
+	e, _, err := led.Get(ctx, "k-none")
+	require.NoError(t, err)
+	assert.True(t, e.NoEffect())
+	assert.Equal(t, p.Owner, e.ReconciledBy)
+	e, _, err = led.Get(ctx, "k-done")
+	require.NoError(t, err)
+	assert.True(t, e.EffectConfirmed())
+	assert.Equal(t, "ch_123", e.Receipt)
+
+	recs := store.all()
+	require.Len(t, recs, len(steps), "every attempt is audited, refusals too")
+	for i, s := range steps {
+		rec := recs[i]
+		assert.Equal(t, ActionReconcile, rec.Action, s.name)
+		assert.Equal(t, s.req.Why, rec.Why, s.name)
+		assert.Equal(t, s.req.Key, rec.Detail["idempotency_key"], s.name)
+		if s.code == "" {
+			assert.Equal(t, OutcomeOK, rec.Outcome, s.name)
+		} else {
+			assert.Equal(t, OutcomeRefused, rec.Outcome, s.name)
+		}
+	}
+	assert.Equal(t, "true", recs[9].Detail["repeat"], "the repeat is marked")
+	assert.Empty(t, recs[8].Detail["repeat"])
+	assert.Equal(t, "ch_123", recs[11].Detail["receipt"])
+}
+
+// TestSelectEffectUnknownBySettlement: without an override only the keys
+// reconciled as no effect move; with one, every key but the confirmed ones;
+// a confirmed key never moves.
+func TestSelectEffectUnknownBySettlement(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	eu := deadletter.ReasonEffectUnknown
+	tests := []struct {
+		name                        string
+		ack                         Ack
+		dryRun                      bool
+		moved                       []string
+		confirmedLeft, unreconciled int
+	}{
+		{"no override: the no-effect key only", Ack{}, false, []string{"effect_unknown-a"}, 1, 1},
+		{"no override, dry run", Ack{}, true, []string{"effect_unknown-a"}, 1, 1},
+		{"override: all but the confirmed key", Ack{Overrides: map[deadletter.Reason]string{eu: "checked by hand"}}, false, []string{"effect_unknown-a", "effect_unknown-c"}, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeSQS()
+			q := f.addPair(p)
+			seed(t, f, q, 3, eu, deadletter.ReasonBudgetExhausted)
+			r, store, led := newRedriver(t, p, f, q)
+			ctx := context.Background()
+			for _, k := range []string{"effect_unknown-a", "effect_unknown-b", "effect_unknown-c"} {
+				effectUnknownKey(t, led, k)
+			}
+			who := Who{Owner: p.Owner, Why: "checked the mail provider"}
+			_, err := r.Reconcile(ctx, ReconcileRequest{Who: who, Key: "effect_unknown-a", Outcome: ledger.OutcomeNoEffect})
+			require.NoError(t, err)
+			_, err = r.Reconcile(ctx, ReconcileRequest{Who: who, Key: "effect_unknown-b", Outcome: ledger.OutcomeEffectConfirmed, Receipt: "msg-77"})
+			require.NoError(t, err)
+
+			req := selReq(p, eu)
+			req.Ack, req.DryRun = tt.ack, tt.dryRun
+			res, err := r.Select(ctx, req)
+			require.NoError(t, err)
+			var keys []string
+			for _, l := range res.Letters {
+				keys = append(keys, l.IdempotencyKey)
+			}
+			assert.ElementsMatch(t, tt.moved, keys)
+			assert.Equal(t, tt.confirmedLeft, res.EffectConfirmed)
+			assert.Equal(t, tt.unreconciled, res.NotReconciled)
+			hot := f.snapshot(q.HotURL)
+			if tt.dryRun {
+				assert.Empty(t, hot)
+				assert.Len(t, f.snapshot(q.DLQURL), 6, "nothing moved")
+			} else {
+				assert.Len(t, hot, len(tt.moved))
+				assert.Len(t, f.snapshot(q.DLQURL), 6-len(tt.moved), "the others stay, counted: nothing is lost")
+				for _, m := range hot {
+					assert.NotEqual(t, "effect_unknown-b", keyOf(t, m.body), "a confirmed effect never moves")
+				}
+			}
+			recs := store.all()
+			last := recs[len(recs)-1]
+			assert.Equal(t, ActionSelect, last.Action)
+			assert.Equal(t, tt.confirmedLeft, last.Counts["skipped_effect_confirmed"])
+			if len(tt.ack.Overrides) == 0 {
+				assert.Equal(t, "effect_unknown", last.Detail["reconciled_only"])
+			}
+		})
+	}
+}
+
+func TestSelectRefusesWhenNoEffectUnknownKeyIsSettled(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 2, deadletter.ReasonEffectUnknown)
+	r, _, led := newRedriver(t, p, f, q)
+	ctx := context.Background()
+	effectUnknownKey(t, led, "effect_unknown-a")
+	effectUnknownKey(t, led, "effect_unknown-b")
+	_, err := r.Reconcile(ctx, ReconcileRequest{Who: Who{Owner: p.Owner, Why: "sent, per the provider"}, Key: "effect_unknown-a",
+		Outcome: ledger.OutcomeEffectConfirmed, Receipt: "msg-1"})
+	require.NoError(t, err)
+	res, err := r.Select(ctx, selReq(p, deadletter.ReasonEffectUnknown))
+	assert.Equal(t, CodeForbidden, RefusalCode(err), err)
+	assert.Contains(t, err.Error(), "1 not reconciled as no effect")
+	assert.Contains(t, err.Error(), "1 with their effect confirmed")
+	assert.Contains(t, err.Error(), "agentdlq redrive reject --reason effect_unknown")
+	assert.Equal(t, 0, res.Moved)
+	assert.Empty(t, f.snapshot(q.HotURL))
+	assert.Len(t, f.snapshot(q.DLQURL), 2)
+}
+
+func TestStartRefusesEffectUnknownEvenOverridden(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	r, _, _ := newRedriver(t, p, f, q)
+	_, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: p.Owner, Why: "all checked"}, Rate: 10,
+		Ack:    Ack{Overrides: map[deadletter.Reason]string{deadletter.ReasonEffectUnknown: "checked"}},
+		Groups: []Group{{deadletter.ReasonEffectUnknown, "fp", 2}, {deadletter.ReasonBudgetExhausted, "fp2", 1}}})
+	assert.Equal(t, CodeForbidden, RefusalCode(err), err)
+	assert.Contains(t, err.Error(), "a move task cannot skip the keys whose effect was confirmed")
+}
+
+// TestPlanShowsDecisions: plan reads the audit (a real FileStore) and shows
+// the groups already rejected or reconciled.
+func TestPlanShowsDecisions(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	r, _, led := newRedriver(t, p, f, q)
+	r.cfg.Audit.Store = &FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
+	ctx := context.Background()
+	eu := deadletter.ReasonEffectUnknown
+	for _, k := range []string{"a1", "a2", "b1", "b2", "c1"} {
+		effectUnknownKey(t, led, k)
+	}
+	who := Who{Owner: p.Owner, Why: "checked the provider"}
+	for _, rc := range []ReconcileRequest{
+		{Who: who, Key: "a1", Outcome: ledger.OutcomeEffectConfirmed, Receipt: "r-a1"},
+		{Who: who, Key: "a2", Outcome: ledger.OutcomeEffectConfirmed, Receipt: "r-a2"},
+		{Who: who, Key: "b1", Outcome: ledger.OutcomeNoEffect},
+		{Who: who, Key: "b2", Outcome: ledger.OutcomeEffectConfirmed, Receipt: "r-b2"},
+		{Who: Who{Owner: "mallory", Why: "x"}, Key: "c1", Outcome: ledger.OutcomeNoEffect}, // refused: not a decision
+	} {
+		_, _ = r.Reconcile(ctx, rc)
+	}
+	groups := []Group{{eu, "fp-all-confirmed", 2}, {eu, "fp-some-none", 2}, {eu, "fp-open", 1}, {deadletter.ReasonPolicyLimit, "fp-pl", 3}, {deadletter.ReasonGuardrailReject, "fp-gr", 1}}
+	require.NoError(t, r.Reject(ctx, Who{Owner: p.Owner, Why: "cost cap is right"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, groups))
+
+	d, err := r.Decisions(ctx)
+	require.NoError(t, err)
+	assert.Len(t, d.Rejections, 1)
+	assert.Len(t, d.Reconciled, 4, "refused reconciliations are not decisions")
+	pl := BuildPlan(p, groups)
+	pl.Annotate(p, d, map[string][]string{
+		GroupID(eu, "fp-all-confirmed"): {"a1", "a2"}, GroupID(eu, "fp-some-none"): {"b1", "b2"}, GroupID(eu, "fp-open"): {"c1"},
+	})
+	by := map[string]PlanGroup{}
+	for _, g := range pl.Groups {
+		by[g.Fingerprint] = g
+	}
+	require.NotNil(t, by["fp-pl"].Rejected)
+	assert.Equal(t, "cost cap is right", by["fp-pl"].Rejected.Why)
+	assert.Contains(t, by["fp-pl"].Command, "already rejected")
+	assert.Nil(t, by["fp-gr"].Rejected, "another reason's group is not rejected")
+
+	all := by["fp-all-confirmed"]
+	assert.Equal(t, "reconciled: effect confirmed, reject or let retention drop it (select never moves these)", all.Why)
+	assert.Equal(t, "agentdlq redrive reject --pipeline agent-tasks --reason effect_unknown --fingerprint fp-all-confirmed --owner platform-oncall --why '<why>'", all.Command)
+	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeEffectConfirmed: 2}, all.Reconciled)
+
+	some := by["fp-some-none"]
+	assert.Contains(t, some.Why, "1 of 2 keys no effect")
+	assert.Equal(t, "agentdlq redrive select --pipeline agent-tasks --reason effect_unknown --fingerprint fp-some-none --owner platform-oncall --why '<why>' --rate 10 --canary 1", some.Command)
+
+	open := by["fp-open"]
+	assert.Nil(t, open.Reconciled)
+	assert.Contains(t, open.Command, "agentdlq ledger reconcile")
+
+	var buf bytes.Buffer
+	require.NoError(t, pl.WriteText(&buf))
+	assert.Contains(t, buf.String(), "DECISION")
+	assert.Contains(t, buf.String(), "rejected 2026-11-29")
+	assert.Contains(t, buf.String(), "2/2 keys reconciled")
+}
+
+func TestRejectWarns(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	r, store, _ := newRedriver(t, p, f, f.addPair(p))
+	r.cfg.Audit.Store = &FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
+	ctx := context.Background()
+	groups := []Group{{deadletter.ReasonPolicyLimit, "fp-policy", 3}, {deadletter.ReasonBudgetExhausted, "fp-be", 2}, {deadletter.ReasonSchemaInvalid, "fp-si", 1}}
+	who := Who{Owner: p.Owner, Why: "tenant told"}
+	pl := []deadletter.Reason{deadletter.ReasonPolicyLimit}
+
+	res, err := r.RejectGroups(ctx, who, pl, nil, groups)
+	require.NoError(t, err)
+	assert.Empty(t, res.Warnings, "a first rejection of a reason that is never redriven")
+	res, err = r.RejectGroups(ctx, who, pl, []string{"fp-policy"}, groups)
+	require.NoError(t, err)
+	require.Len(t, res.Warnings, 1)
+	assert.Contains(t, res.Warnings[0], "policy_limit fp-policy was already rejected by platform-oncall")
+
+	res, err = r.RejectGroups(ctx, who, []deadletter.Reason{deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid}, nil, groups)
+	require.NoError(t, err)
+	require.Len(t, res.Warnings, 2)
+	assert.Contains(t, res.Warnings[0], "budget_exhausted may be redriven by policy")
+	assert.Contains(t, res.Warnings[1], "schema_invalid may be redriven once the fix is deployed")
+	_ = store
+	es, err := r.cfg.Audit.Entries(ctx, p.Name, ActionReject)
+	require.NoError(t, err)
+	require.Len(t, es, 3)
+	assert.Contains(t, es[1].Detail["warnings"], "already rejected", "the warnings are audited")
+
+	// A refused rejection gives no warning and reads no audit.
+	res, err = r.RejectGroups(ctx, Who{Owner: p.Owner}, pl, nil, groups)
+	assert.Equal(t, CodeWhy, RefusalCode(err))
+	assert.Contains(t, err.Error(), "rejected, never redriven")
+	assert.Empty(t, res.Warnings)
+}
+
+func TestFileStoreReadsBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := &FileStore{Path: filepath.Join(t.TempDir(), "a", "audit.jsonl")}
+	es, err := s.Entries(ctx, "p1")
+	require.NoError(t, err)
+	assert.Empty(t, es, "no file: no record")
+	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for i, e := range []AuditEntry{
+		{Time: t0.Add(2 * time.Second), Pipeline: "p1", Action: ActionReject, Outcome: OutcomeOK},
+		{Time: t0, Pipeline: "p1", Action: ActionPlan, Outcome: OutcomeShown},
+		{Time: t0.Add(time.Second), Pipeline: "p1", Action: ActionReconcile, Outcome: OutcomeOK, Detail: map[string]string{"idempotency_key": "k"}},
+		{Time: t0, Pipeline: "p2", Action: ActionReject, Outcome: OutcomeOK},
+	} {
+		require.NoError(t, s.Append(ctx, e), i)
+	}
+	es, err = s.Entries(ctx, "p1", DecisionActions()...)
+	require.NoError(t, err)
+	require.Len(t, es, 2, "p1's decisions only")
+	assert.Equal(t, ActionReconcile, es[0].Action, "oldest first")
+	es, err = s.Entries(ctx, "p1")
+	require.NoError(t, err)
+	assert.Len(t, es, 3)
+}
