@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/spf13/cobra"
@@ -11,16 +12,18 @@ import (
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/redrive"
 )
 
 // newLedgerCmd is the read-only look at the idempotency ledger that an
 // operator needs to reconcile effect_unknown dead letters (RUNBOOK.md).
-func newLedgerCmd(_ *globalFlags) *cobra.Command {
+func newLedgerCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ledger",
-		Short: "Read the idempotency ledger (read only): state, effect receipt, dead-letter and redrive counts of a key",
+		Short: "Read the idempotency ledger (state, effect receipt, counts of a key) and reconcile effect_unknown keys (owner only)",
 		Example: `  agentdlq ledger get --key acme:r-w:w-1
-  agentdlq ledger get --key acme:r-w:w-1 --key acme:r-w:w-2 -o json`,
+  agentdlq ledger get --key acme:r-w:w-1 --key acme:r-w:w-2 -o json
+  agentdlq ledger reconcile --pipeline agent-tasks --key acme:r-w:w-1 --no-effect --owner platform-oncall --why "mail log: nothing sent"`,
 	}
 	var table string
 	var out *output
@@ -30,12 +33,16 @@ func newLedgerCmd(_ *globalFlags) *cobra.Command {
 		Long: `get prints, for each key, its state (in_progress, done, dead_lettered), the
 effect receipt when the task finished, whether a mutating call was started
 (effect_started without a receipt is what makes a dead letter effect_unknown),
-and its dead-letter and redrive counts: a table (the default), or with -o json
-one JSON line a key, a key the ledger does not hold being
-{"idempotency_key":…,"found":false}. It never writes.`,
+its dead-letter and redrive counts, and, once the owner reconciled it
+(agentdlq ledger reconcile), reconciled (effect_confirmed or no_effect),
+reconciled_by and reconciled_at: a table (the default), or with -o json one
+JSON line a key, a key the ledger does not hold being
+{"idempotency_key":…,"found":false}. It never writes.
+
+The keys of effect_unknown dead letters: agentdlq triage --pipeline NAME --keys.`,
 		Example: `  agentdlq ledger get --key acme:r-w:w-1
   agentdlq ledger get --key acme:r-w:w-1 --key acme:r-w:w-2 -o json | jq -r .state
-  agentdlq ledger get --key acme:r-w:w-1 --ledger-table agentdlq-prod-ledger --profile prod`,
+  agentdlq triage --pipeline agent-tasks --keys --reports "" | while read -r k; do agentdlq ledger get --key "$k"; done`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			keys, _ := cmd.Flags().GetStringArray("key")
@@ -78,8 +85,104 @@ one JSON line a key, a key the ledger does not hold being
 	get.Flags().StringArray("key", nil, "idempotency key (repeatable)")
 	get.Flags().StringVar(&table, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	out = addOutput(get, formatTable, formatJSON)
-	cmd.AddCommand(get)
+	cmd.AddCommand(get, newLedgerReconcileCmd(g))
 	return cmd
+}
+
+// newLedgerReconcileCmd records, for the pipeline's owner, what an
+// effect_unknown key's mutating call did (redrive.Redriver.Reconcile).
+func newLedgerReconcileCmd(g *globalFlags) *cobra.Command {
+	f := &redriveFlags{g: g}
+	var key, receipt string
+	var noEffect bool
+	var out *output
+	c := &cobra.Command{
+		Use:   "reconcile --pipeline NAME --key KEY (--effect-confirmed RECEIPT | --no-effect) --owner WHO --why TEXT [-o table|json]",
+		Short: "Record what an effect_unknown key's mutating call did, after checking the external system (owner only, audited)",
+		Long: `reconcile records, in the ledger and the audit, what the owner found out in the
+external system about a key whose mutating call started and left no receipt
+(the keys of effect_unknown dead letters: agentdlq triage --keys).
+
+  --effect-confirmed RECEIPT  the effect happened (RECEIPT: the external system's id of it).
+                              The key is done: its dead letter never runs again; select
+                              skips it. Reject it (agentdlq redrive reject) or let
+                              retention drop it.
+  --no-effect                 the effect did not happen. agentdlq redrive select
+                              --reason effect_unknown moves this key's dead letter without
+                              --override, and the worker runs it afresh.
+
+Only the pipeline's owner may reconcile (the same gate as a redrive), with a
+--why; every attempt is audited, refusals too. Only a key whose effect is
+unknown may be reconciled; the same reconciliation again changes nothing, a
+different one is refused. It prints the key's ledger entry: a table (the
+default) with the next command on stderr, or with -o json one JSON line.
+
+Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
+		Example: `  agentdlq ledger reconcile --pipeline agent-tasks --key acme:r-w:w-1 --no-effect \
+    --owner platform-oncall --why "mail provider log: nothing sent for the run (INC-77)"
+  agentdlq ledger reconcile --pipeline agent-tasks --key acme:r-w:w-2 --effect-confirmed msg-7731 \
+    --owner platform-oncall --why "mail provider log: sent as msg-7731 (INC-77)" -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			who := redrive.Who{Owner: f.owner, Why: f.why}
+			req := redrive.ReconcileRequest{Who: who, Key: key, Receipt: receipt}
+			switch {
+			case cmd.Flags().Changed("effect-confirmed") == noEffect:
+				return f.refused(ctx, nil, redrive.ActionReconcile, who, errors.New("give exactly one of --effect-confirmed RECEIPT and --no-effect"))
+			case noEffect:
+				req.Outcome = ledger.OutcomeNoEffect
+			default:
+				req.Outcome = ledger.OutcomeEffectConfirmed
+			}
+			r, err := f.open(ctx, redrive.ActionReconcile, who, nil)
+			if err != nil {
+				return err
+			}
+			e, err := r.Reconcile(ctx, req)
+			if err != nil {
+				return redriveExit(err)
+			}
+			if out.JSON() {
+				return writeJSONLine(cmd.OutOrStdout(), e)
+			}
+			writeTable(cmd.OutOrStdout(), reconcileHeader, [][]string{reconcileRow(e)})
+			p := r.Pipeline()
+			if e.EffectConfirmed() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "key %s: effect confirmed (receipt %s); it never runs again. Reject its dead letter: agentdlq redrive reject --pipeline %s --reason effect_unknown --owner %s --why '<why>'\n",
+					e.Key, e.Receipt, p.Name, p.Owner)
+			} else {
+				fmt.Fprintf(cmd.ErrOrStderr(), "key %s: no effect; redrive it without --override: agentdlq redrive select --pipeline %s --reason effect_unknown --owner %s --why '<why>' --canary 1\n",
+					e.Key, p.Name, p.Owner)
+			}
+			return nil
+		},
+	}
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExit(exitRefused, err) })
+	fl := c.Flags()
+	fl.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required: its owner is the only one who may reconcile)")
+	fl.StringVar(&key, "key", "", "the idempotency key (agentdlq triage --keys)")
+	fl.StringVar(&receipt, "effect-confirmed", "", "the effect happened: the external system's id of it (its receipt)")
+	fl.BoolVar(&noEffect, "no-effect", false, "the effect did not happen: the key may be redriven without --override")
+	fl.StringVar(&f.owner, "owner", "", "who reconciles: must be the pipeline's owner (required)")
+	fl.StringVar(&f.why, "why", "", "how the effect was reconciled: which system was checked and what it showed (required)")
+	fl.StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix (default ./out/audit/<pipeline>.jsonl)")
+	fl.StringVar(&f.ledgerTable, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
+	out = addOutput(c, formatTable, formatJSON)
+	return c
+}
+
+var reconcileHeader = []string{"key", "state", "reconciled", "receipt", "by", "at"}
+
+// reconcileRow is a reconciled key's row.
+func reconcileRow(e ledger.Entry) []string {
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	return []string{e.Key, string(e.State), string(e.Reconciled), dash(e.Receipt), e.ReconciledBy, e.ReconciledAt.UTC().Format(time.RFC3339)}
 }
 
 // ledgerTableName is the ledger table to use: the flag, else

@@ -458,6 +458,13 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	return c
 }
 
+// writeRejectWarnings prints a rejection's warnings on stderr.
+func writeRejectWarnings(w io.Writer, warnings []string) {
+	for _, s := range warnings {
+		fmt.Fprintf(w, "warning: %s\n", s)
+	}
+}
+
 func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
 	verb := "moved"
 	n := res.Moved
@@ -472,6 +479,10 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
 		for _, l := range res.Letters {
 			fmt.Fprintf(w, "  would move %s  reason %s  key %s  body sha256 %s\n", l.DLQMessageID, l.Reason, l.IdempotencyKey, l.BodySHA256[:12])
 		}
+	}
+	if res.EffectConfirmed+res.NotReconciled > 0 {
+		fmt.Fprintf(w, "left in the DLQ: %d effect_unknown with their effect confirmed (never run again: agentdlq redrive reject), %d not reconciled as no effect (agentdlq ledger reconcile)\n",
+			res.EffectConfirmed, res.NotReconciled)
 	}
 	if c := res.Canary; c != nil {
 		fmt.Fprintf(w, "canary: %d moved, %d processed, %d dead-lettered again, %d without outcome\n", c.Moved, c.Processed, c.DeadLettered, c.Pending)
@@ -534,11 +545,14 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := r.Reject(ctx, who, rs, fps, nil); err != nil {
+			res, err := r.RejectGroups(ctx, who, rs, fps, nil)
+			if err != nil {
 				return redriveExit(err)
 			}
+			writeRejectWarnings(cmd.ErrOrStderr(), res.Warnings)
 			if out.JSON() {
-				return writeJSON(cmd.OutOrStdout(), rejectResult{Pipeline: r.Pipeline().Name, Reasons: rs, Fingerprints: fps, Rejected: true})
+				return writeJSON(cmd.OutOrStdout(), rejectResult{Pipeline: res.Pipeline, Reasons: rs, Fingerprints: res.Fingerprints,
+					Rejected: true, Counts: res.Counts, Warnings: res.Warnings})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "rejection of %s recorded in the audit; the dead letters stay until retention deletes them\n", strings.Join(reasons, ","))
 			return nil
@@ -547,6 +561,11 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 	f.gateFlags(c, false, false)
 	c.Flags().Lookup("why").Usage = "why these dead letters are rejected, never redriven: the decision and who was told (required)"
 	c.Flags().StringArrayVar(&reasons, "reason", nil, "reason rejected (required)")
+	c.Long = `reject records, in the audit, that the owner rejects the dead letters of a reason
+(and fingerprints): they are never redriven, and stay until retention deletes
+them. Nothing moves. It warns (on stderr, and in -o json's "warnings") when
+the group was rejected before and when the policy would let the reason be
+redriven, now or after a fix or a review; a warning refuses nothing.`
 	c.Flags().StringArrayVar(&fps, "fingerprint", nil, "only these groups: a fingerprint from redrive plan or triage, or any unique prefix of at least 8 characters (repeatable)")
 	out = addOutput(c, formatTable, formatJSON)
 	return c

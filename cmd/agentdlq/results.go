@@ -33,6 +33,10 @@ type rejectResult struct {
 	Reasons      []deadletter.Reason `json:"reasons"`
 	Fingerprints []string            `json:"fingerprints,omitempty"`
 	Rejected     bool                `json:"rejected"`
+	// Counts are the dead letters rejected by reason; Warnings what should
+	// make the owner think twice (redrive.RejectWarnings), also on stderr.
+	Counts   map[string]int `json:"counts,omitempty"`
+	Warnings []string       `json:"warnings,omitempty"`
 }
 
 // planMarkdown prints a redrive plan as Markdown: a heading, the groups as a

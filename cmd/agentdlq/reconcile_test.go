@@ -1,0 +1,195 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/esm"
+	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive"
+)
+
+func TestLedgerReconcileBadInput(t *testing.T) {
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	for _, args := range [][]string{
+		{"--pipeline", "agent-tasks", "--key", "k", "--owner", "platform-oncall", "--why", "x"},                                           // neither outcome
+		{"--pipeline", "agent-tasks", "--key", "k", "--no-effect", "--effect-confirmed", "r", "--owner", "platform-oncall", "--why", "x"}, // both
+		{"--key", "k", "--no-effect", "--owner", "platform-oncall", "--why", "x"},                                                         // no pipeline
+	} {
+		_, code := runCLI(t, append(append([]string{"ledger", "reconcile"}, args...), "--audit", audit)...)
+		assert.Equal(t, exitRefused, code, args)
+	}
+	recs := auditLines(t, audit)
+	require.Len(t, recs, 3, "every refusal is audited")
+	for _, r := range recs {
+		assert.Equal(t, redrive.ActionReconcile, r.Action)
+		assert.Equal(t, redrive.OutcomeRefused, r.Outcome)
+	}
+}
+
+// TestEffectUnknownWalkOnEmulators walks RUNBOOK.md's effect-unknown
+// section on the emulators with the real worker: two email.send tasks time
+// out after their mutating call started and are dead-lettered as
+// effect_unknown; triage --keys lists their keys; ledger get shows the
+// effect started without a receipt; the owner reconciles one as no effect
+// and one as effect confirmed; select without --override moves the first
+// only, and the worker runs it again; the confirmed one is never moved, and
+// is rejected; plan shows both decisions.
+func TestEffectUnknownWalkOnEmulators(t *testing.T) {
+	cfg, _, q, table := onEmulators(t, "agent-tasks")
+	ctx := context.Background()
+	client := sqs.NewFromConfig(cfg)
+	prefix := localtest.Unique("eu")
+	tasks := []workload.Task{workload.Make(prefix, 0, workload.EffectUnknown, 0), workload.Make(prefix, 1, workload.EffectUnknown, 0)}
+	_, err := workload.Send(ctx, client, q.HotURL, false, tasks, 1)
+	require.NoError(t, err)
+	configPath := filepath.Join("..", "..", pipeline.DefaultFile)
+	work := func() {
+		t.Helper()
+		var out, logs bytes.Buffer
+		f := &workFlags{pipeline: "agent-tasks", untilIdle: true, idleTimeout: 10 * time.Second, pollers: 1, table: table, logLevel: "warn"}
+		require.NoError(t, runWork(ctx, &globalFlags{configPath: configPath}, f, &out, &logs))
+	}
+	depth := func(url string) int {
+		t.Helper()
+		n, err := esm.Depth(ctx, client, url)
+		require.NoError(t, err)
+		return n
+	}
+	work()
+	require.Equal(t, 2, depth(q.DLQURL), "both dead-lettered")
+
+	// triage --keys: the keys, one a line, sorted.
+	out, code := runCLI(t, "triage", "--pipeline", "agent-tasks", "--keys", "--reports", "", "--ledger-table", table, "--no-progress")
+	require.Equal(t, 0, code, out)
+	keys := strings.Fields(out)
+	want := []string{tasks[0].Key, tasks[1].Key}
+	sort.Strings(want)
+	require.Equal(t, want, keys)
+	none, done := keys[0], keys[1]
+
+	// ledger get: effect started, no receipt.
+	out, code = runCLI(t, "ledger", "get", "--ledger-table", table, "--key", none, "--key", done)
+	require.Equal(t, 0, code, out)
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var e ledger.Entry
+		require.NoError(t, json.Unmarshal([]byte(line), &e))
+		assert.True(t, e.EffectUnknown(time.Now()), "%+v", e)
+		assert.Equal(t, deadletter.ReasonEffectUnknown, e.LastReason)
+	}
+
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	common := []string{"--pipeline", "agent-tasks", "--audit", audit, "--ledger-table", table}
+	owner := []string{"--owner", "platform-oncall"}
+
+	// A stranger may not reconcile; the owner must say why.
+	_, code = runCLI(t, append([]string{"ledger", "reconcile", "--key", none, "--no-effect", "--owner", "mallory", "--why", "x"}, common...)...)
+	assert.Equal(t, exitRefused, code)
+	_, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", none, "--no-effect"}, owner...), common...)...)
+	assert.Equal(t, exitRefused, code)
+
+	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", none, "--no-effect", "--why", "mail provider log: nothing sent for the run"}, owner...), common...)...)
+	require.Equal(t, 0, code, out)
+	var e ledger.Entry
+	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &e), out)
+	assert.True(t, e.NoEffect())
+	assert.Contains(t, out, "redrive it without --override")
+	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", done, "--effect-confirmed", "msg-7731", "--why", "mail provider log: sent as msg-7731"}, owner...), common...)...)
+	require.Equal(t, 0, code, out)
+	// A second, different reconciliation is refused; the same one is a no-op.
+	_, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", done, "--no-effect", "--why", "second thoughts"}, owner...), common...)...)
+	assert.Equal(t, exitRefused, code)
+	_, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", none, "--no-effect", "--why", "again"}, owner...), common...)...)
+	assert.Equal(t, 0, code)
+
+	// plan reads the audit: the group's keys are reconciled.
+	out, code = runCLI(t, append([]string{"redrive", "plan", "--json"}, common...)...)
+	require.Equal(t, 0, code, out)
+	var plan redrive.Plan
+	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
+	require.Len(t, plan.Groups, 1)
+	g := plan.Groups[0]
+	assert.Equal(t, 2, g.Keys)
+	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeNoEffect: 1, ledger.OutcomeEffectConfirmed: 1}, g.Reconciled)
+	assert.NotContains(t, g.Command, "--override")
+
+	// select without --override: the no-effect key only; the confirmed one stays.
+	out, code = runCLI(t, append(append([]string{"redrive", "select", "--reason", "effect_unknown", "--why", "reconciled: no mail was sent", "--rate", "50"}, owner...), common...)...)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "moved 1")
+	assert.Contains(t, out, "left in the DLQ: 1 effect_unknown with their effect confirmed")
+	assert.Equal(t, 1, depth(q.HotURL))
+	assert.Equal(t, 1, depth(q.DLQURL))
+
+	// The worker claims the redriven key and runs it: its injected fault
+	// times out after the call again, so it is dead-lettered again as a new
+	// incident; the confirmed key is never claimed.
+	work()
+	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
+	a, _, err := l.Get(ctx, none)
+	require.NoError(t, err)
+	assert.Equal(t, 1, a.RedriveCount)
+	assert.Equal(t, 2, a.DeadLetterCount, "it ran again")
+	assert.True(t, a.EffectStarted, "and started its mutating call again")
+	assert.False(t, a.NoEffect(), "the old reconciliation does not cover the new incident")
+	b, _, err := l.Get(ctx, done)
+	require.NoError(t, err)
+	assert.True(t, b.EffectConfirmed())
+	assert.Equal(t, "msg-7731", b.Receipt)
+	assert.Equal(t, 0, b.RedriveCount)
+	assert.Equal(t, 1, b.DeadLetterCount)
+	require.Equal(t, 2, depth(q.DLQURL))
+
+	// Nothing is settled for select now: refused, nothing moves. Even
+	// overridden, the confirmed key stays.
+	out, code = runCLI(t, append(append([]string{"redrive", "select", "--reason", "effect_unknown", "--why", "x", "--dry-run"}, owner...), common...)...)
+	assert.Equal(t, exitRefused, code, out)
+	out, code = runCLI(t, append(append([]string{"redrive", "select", "--reason", "effect_unknown", "--why", "x", "--dry-run", "--json",
+		"--override", "effect_unknown=checked the provider by hand"}, owner...), common...)...)
+	require.Equal(t, 0, code, out)
+	var res redrive.SelectResult
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	assert.Equal(t, 1, res.Matched)
+	assert.Equal(t, 1, res.EffectConfirmed)
+	require.Len(t, res.Letters, 1)
+	assert.Equal(t, none, res.Letters[0].IdempotencyKey)
+
+	// Reject the group; again, it warns.
+	out, code = runCLI(t, append(append([]string{"redrive", "reject", "--reason", "effect_unknown", "--why", "mail sent or to be resent by hand; tenant told"}, owner...), common...)...)
+	require.Equal(t, 0, code, out)
+	assert.NotContains(t, out, "warning:")
+	out, code = runCLI(t, append(append([]string{"redrive", "reject", "--reason", "effect_unknown", "--why", "again", "--json"}, owner...), common...)...)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "warning: effect_unknown")
+	assert.Contains(t, out, "was already rejected by platform-oncall")
+	out, code = runCLI(t, append([]string{"redrive", "plan", "--json"}, common...)...)
+	require.Equal(t, 0, code, out)
+	plan = redrive.Plan{}
+	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
+	require.Len(t, plan.Groups, 1)
+	require.NotNil(t, plan.Groups[0].Rejected)
+	assert.Equal(t, "again", plan.Groups[0].Rejected.Why, "the latest rejection")
+	assert.Equal(t, 2, depth(q.DLQURL), "a rejection moves nothing")
+
+	var actions []string
+	for _, r := range auditLines(t, audit) {
+		actions = append(actions, string(r.Action)+":"+string(r.Outcome))
+	}
+	assert.Equal(t, []string{"reconcile:refused", "reconcile:refused", "reconcile:ok", "reconcile:ok", "reconcile:refused", "reconcile:ok",
+		"plan:shown", "select:begun", "select:ok", "select:refused", "select:dry_run", "reject:ok", "reject:ok", "plan:shown"}, actions)
+}
