@@ -58,6 +58,20 @@
 //     a key as redrive_loop once its redrive count reaches the limit.
 //   - Get reads an entry (strongly consistent in Dynamo); ok is false for an
 //     unknown key. triage and redrive only read.
+//   - Reconcile records the owner's finding on a key whose effect is
+//     unknown (Entry.EffectUnknown: EffectStarted, no receipt, not done, no
+//     unexpired lease), in one conditional write. OutcomeEffectConfirmed
+//     marks it done with the owner's receipt (Begin then fails with
+//     ErrDone: the task never runs again); OutcomeNoEffect clears
+//     EffectStarted (the next Begin sees no started effect, so a redriven
+//     task runs afresh). Both set Reconciled, ReconciledBy and ReconciledAt
+//     and keep the counts. The same reconciliation again returns the entry
+//     unchanged; another fails with ErrReconciled; a key whose effect is
+//     not unknown fails with ErrNotEffectUnknown (ErrLeased while a
+//     delivery holds it), a malformed one with ErrInvalid, and none changes
+//     anything. Of concurrent reconciliations with different outcomes
+//     exactly one wins. An effect started again after no effect is unknown
+//     again: a new incident, reconciled on its own.
 //
 // Counts never go down and concurrent increments are never lost. Every
 // change sets UpdatedAt to the caller's now and ExpiresAt to now+DefaultTTL.
@@ -79,7 +93,8 @@
 // # Errors
 //
 // Test with errors.Is: ErrDone and ErrLeased (from Begin, and ErrLeased
-// from StartEffect), ErrUnavailable for an outage (throttling, a server
+// from StartEffect), ErrNotEffectUnknown, ErrReconciled and ErrInvalid
+// (from Reconcile), ErrUnavailable for an outage (throttling, a server
 // fault, the network, a deadline): the worker retries the record and never
 // dead-letters it on a ledger outage. Other errors (a missing table,
 // AccessDenied) are configuration faults, wrapped with their cause.

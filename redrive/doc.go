@@ -48,15 +48,37 @@
 //	               tool_version_unsupported, auth_config,
 //	               unclassified                              --fix-deployed REF (the deployed fix)
 //	after_review   receive_limit                             --reviewed NOTE (what the review found)
-//	never_blindly  effect_unknown                            --override effect_unknown=JUSTIFICATION, after reconciling
+//	never_blindly  effect_unknown                            per key: Reconcile (see below); select only
 //	no             signature_invalid, guardrail_reject,
 //	               policy_limit, redrive_loop                --override R=JUSTIFICATION (and a reason to)
 //
+// # Effect unknown: reconcile, then select
+//
+// Reconcile records, after the gate and audited as ActionReconcile, what the
+// owner found in the external system about one effect_unknown key
+// (ledger.Ledger.Reconcile): effect confirmed, with its receipt (the key is
+// done: never run again), or no effect (its effect_started mark cleared).
+// Select then moves, without an --override, the effect_unknown dead letters
+// whose key was reconciled as no effect (ReconciledOnly) and counts the
+// others it leaves; a key whose effect was confirmed is never moved, even
+// with --override effect_unknown=JUSTIFICATION (which otherwise moves every
+// chosen key). Start, which cannot leave any letter behind, refuses
+// effect_unknown altogether.
+//
+// # Decisions
+//
+// Plan reads the audit back (AuditReader: FileStore, S3Store with ReadAPI)
+// and annotates the groups already rejected and, for effect_unknown, the keys
+// already reconciled (Plan.Annotate, Decisions). RejectGroups warns when a
+// group was rejected before and when the policy would let its reason be
+// redriven (RejectWarnings); the warnings refuse nothing and are audited.
+//
 // # The gate
 //
-// Gate (gate.go) refuses, before anything moves: an owner that is not the
-// pipeline's declared owner (a string compare: --owner names who decides,
-// it authenticates nobody); a DLQ whose agentdlq:owner tag disagrees; a
+// Gate (gate.go) refuses, before anything moves (its words follow
+// GateInput.Action: a redrive, a rejection, a reconciliation): an owner that
+// is not the pipeline's declared owner (a string compare: --owner names who
+// decides, it authenticates nobody); a DLQ whose agentdlq:owner tag disagrees; a
 // missing or blank --why; a rate outside 1..500. In AWS it also requires the
 // caller (sts GetCallerIdentity, asked once per Redriver) to be an
 // assumed-role session of the pipeline's redrive role, named by the DLQ's
