@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 	"time"
 
@@ -198,4 +200,33 @@ func TestReportGolden(t *testing.T) {
 	var back map[string]any
 	require.NoError(t, json.Unmarshal(data, &back))
 	assert.EqualValues(t, ReportVersion, back["report_version"])
+}
+
+// TestEffectUnknownKeys: an effect_unknown group lists its distinct keys,
+// sorted, at most MaxKeysListed, counting the rest; other groups list none.
+func TestEffectUnknownKeys(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, false)
+	var tagged []Tagged
+	add := func(reason deadletter.Reason, key string) {
+		tagged = append(tagged, Tagged{Message: Message{MessageID: fmt.Sprintf("m%d", len(tagged))}, Reason: reason, Fingerprint: "fp-" + string(reason),
+			Hints: Hints{IdempotencyKey: key}})
+	}
+	for i := range MaxKeysListed + 2 {
+		add(deadletter.ReasonEffectUnknown, fmt.Sprintf("k%05d", MaxKeysListed+1-i)) // reverse order
+	}
+	add(deadletter.ReasonEffectUnknown, "k00001") // a key twice
+	add(deadletter.ReasonEffectUnknown, "")       // no key
+	add(deadletter.ReasonBudgetExhausted, "be-1")
+	r := Build(tagged, p, t0)
+	keys, omitted := r.EffectUnknownKeys()
+	require.Len(t, keys, MaxKeysListed)
+	assert.Equal(t, 2, omitted, "%d distinct keys, %d listed", MaxKeysListed+2, MaxKeysListed)
+	assert.Equal(t, "k00000", keys[0])
+	assert.True(t, sort.StringsAreSorted(keys))
+	for _, g := range r.Groups {
+		if g.Reason != deadletter.ReasonEffectUnknown {
+			assert.Empty(t, g.IdempotencyKeys, "only effect_unknown groups list their keys")
+		}
+	}
 }
