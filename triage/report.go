@@ -487,7 +487,7 @@ func attention(r *Report, p *pipeline.Pipeline) []string {
 	}
 	for _, rt := range r.Totals.ByReason {
 		if rt.Reason == deadletter.ReasonEffectUnknown {
-			out = append(out, plural(rt.Count, "message")+" effect_unknown: reconcile the external effect before anything else")
+			out = append(out, plural(rt.Count, "message")+" effect_unknown: reconcile the external effect before anything else (their keys: agentdlq triage --keys; then agentdlq ledger reconcile)")
 		}
 	}
 	return out
