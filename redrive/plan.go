@@ -126,25 +126,40 @@ func GroupID(reason deadletter.Reason, fingerprint string) string {
 	return string(reason) + "/" + fingerprint
 }
 
-// Annotate marks the plan's groups with the owner's past decisions: a group
-// already rejected (its command says so), and, in an effect_unknown group,
-// how many of its keys (keys, by GroupID: the triage report's
-// IdempotencyKeys) were reconciled, and what to run next: a reject when
-// every key's effect was confirmed, a select without --override when some
-// were reconciled as no effect.
-func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, keys map[string][]string) {
+// GroupInfo is what the triage report says of a group that the plan's
+// decisions need.
+type GroupInfo struct {
+	// Keys are the idempotency keys the report lists (effect_unknown groups).
+	Keys []string
+	// LastSeen is when the group's latest dead letter was dead-lettered.
+	LastSeen time.Time
+}
+
+// Annotate marks the plan's groups with the owner's past decisions (infos:
+// by GroupID, from the triage report, GroupInfos): a group already rejected
+// (nothing to do, unless dead letters arrived after the rejection), and, in
+// an effect_unknown group, how many of its keys were reconciled, and what to
+// run next: a reject when every key's effect was confirmed, a select
+// without --override when some were reconciled as no effect.
+func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, infos map[string]GroupInfo) {
 	for i := range pl.Groups {
 		g := &pl.Groups[i]
+		info := infos[GroupID(g.Reason, g.Fingerprint)]
 		if prev, ok := d.Rejection(g.Reason, g.Fingerprint); ok {
 			g.Rejected = &prev
-			g.Why = fmt.Sprintf("rejected by %s at %s (%s): the dead letters stay until retention deletes them", prev.Actor, prev.Time.UTC().Format(time.RFC3339), prev.Why)
+			at := prev.Time.UTC().Format(time.RFC3339)
+			if info.LastSeen.After(prev.Time) {
+				g.Why = fmt.Sprintf("rejected by %s at %s (%s), but dead letters arrived since (the last at %s): decide again", prev.Actor, at, prev.Why, info.LastSeen.UTC().Format(time.RFC3339))
+				continue // the policy's command stands
+			}
+			g.Why = fmt.Sprintf("rejected by %s at %s (%s): the dead letters stay until retention deletes them", prev.Actor, at, prev.Why)
 			g.Command = "nothing to do: already rejected"
 			continue
 		}
 		if g.Reason.Redrivable() != deadletter.RedriveNeverBlind {
 			continue
 		}
-		ks := keys[GroupID(g.Reason, g.Fingerprint)]
+		ks := info.Keys
 		g.Keys = len(ks)
 		for _, k := range ks {
 			if kd, ok := d.Reconciled[k]; ok {
@@ -248,21 +263,19 @@ func (r *Redriver) Plan(ctx context.Context, actor string) (*Plan, error) {
 	if derr != nil {
 		pl.DecisionsUnread = derr.Error()
 	}
-	pl.Annotate(r.cfg.Pipeline, d, GroupKeys(rep))
+	pl.Annotate(r.cfg.Pipeline, d, GroupInfos(rep))
 	return pl, err
 }
 
-// GroupKeys maps each group of a triage report (by GroupID) to the
-// idempotency keys it lists (effect_unknown groups only).
-func GroupKeys(rep *triage.Report) map[string][]string {
-	out := map[string][]string{}
+// GroupInfos maps each group of a triage report (by GroupID) to what
+// Annotate needs of it.
+func GroupInfos(rep *triage.Report) map[string]GroupInfo {
+	out := map[string]GroupInfo{}
 	if rep == nil {
 		return out
 	}
 	for _, g := range rep.Groups {
-		if len(g.IdempotencyKeys) > 0 {
-			out[GroupID(g.Reason, g.Fingerprint)] = g.IdempotencyKeys
-		}
+		out[GroupID(g.Reason, g.Fingerprint)] = GroupInfo{Keys: g.IdempotencyKeys, LastSeen: g.LastSeen}
 	}
 	return out
 }

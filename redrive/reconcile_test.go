@@ -294,8 +294,10 @@ func TestPlanShowsDecisions(t *testing.T) {
 	assert.Len(t, d.Rejections, 1)
 	assert.Len(t, d.Reconciled, 4, "refused reconciliations are not decisions")
 	pl := BuildPlan(p, groups)
-	pl.Annotate(p, d, map[string][]string{
-		GroupID(eu, "fp-all-confirmed"): {"a1", "a2"}, GroupID(eu, "fp-some-none"): {"b1", "b2"}, GroupID(eu, "fp-open"): {"c1"},
+	rejectedAt := d.Rejections[0].Time
+	pl.Annotate(p, d, map[string]GroupInfo{
+		GroupID(eu, "fp-all-confirmed"): {Keys: []string{"a1", "a2"}}, GroupID(eu, "fp-some-none"): {Keys: []string{"b1", "b2"}},
+		GroupID(eu, "fp-open"): {Keys: []string{"c1"}}, GroupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(-time.Hour)},
 	})
 	by := map[string]PlanGroup{}
 	for _, g := range pl.Groups {
@@ -318,6 +320,17 @@ func TestPlanShowsDecisions(t *testing.T) {
 	open := by["fp-open"]
 	assert.Nil(t, open.Reconciled)
 	assert.Contains(t, open.Command, "agentdlq ledger reconcile")
+
+	// Dead letters of a rejected group that arrived after the rejection: decide again.
+	again := BuildPlan(p, groups)
+	again.Annotate(p, d, map[string]GroupInfo{GroupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(time.Minute)}})
+	for _, g := range again.Groups {
+		if g.Fingerprint == "fp-pl" {
+			require.NotNil(t, g.Rejected)
+			assert.Contains(t, g.Why, "but dead letters arrived since")
+			assert.Equal(t, "agentdlq redrive reject --pipeline agent-tasks --reason policy_limit --fingerprint fp-pl --owner platform-oncall --why '<why>'", g.Command)
+		}
+	}
 
 	var buf bytes.Buffer
 	require.NoError(t, pl.WriteText(&buf))
