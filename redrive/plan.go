@@ -178,8 +178,14 @@ func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, infos map[string]Gro
 			g.Why = "reconciled: effect confirmed, reject or let retention drop it (select never moves these)"
 			g.Command = fmt.Sprintf("agentdlq redrive reject --pipeline %s --reason %s%s --owner %s --why '<why>'", p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner))
 		case none > 0:
-			g.Why = fmt.Sprintf("reconciled: %d of %d keys no effect (select moves them without --override), %d effect confirmed (never moved), %d not reconciled yet (left in the DLQ)",
-				none, len(ks), conf, open)
+			parts := []string{fmt.Sprintf("%d of %d keys no effect (select moves them without --override)", none, len(ks))}
+			if conf > 0 {
+				parts = append(parts, fmt.Sprintf("%d effect confirmed (never moved)", conf))
+			}
+			if open > 0 {
+				parts = append(parts, fmt.Sprintf("%d not reconciled yet (left in the DLQ)", open))
+			}
+			g.Why = "reconciled: " + strings.Join(parts, ", ")
 			g.Command = fmt.Sprintf("%s --canary %d", base, max(1, min(5, none)))
 		case conf > 0:
 			g.Why = fmt.Sprintf("reconciled: %d of %d keys effect confirmed (never moved); reconcile the other %d first", conf, len(ks), open)
@@ -230,6 +236,9 @@ func (pl *Plan) WriteText(w io.Writer) error {
 			may = "no"
 			if g.Needs != "" && g.Redrivable != deadletter.RedriveNever && g.Redrivable != deadletter.RedriveNeverBlind {
 				may = "after " + g.Needs
+			}
+			if g.Rejected == nil && g.Reconciled[ledger.OutcomeNoEffect] > 0 {
+				may = "reconciled keys"
 			}
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", g.Reason, orDash(g.Fingerprint), g.Count, may, g.decisionText(), g.Why)

@@ -314,7 +314,7 @@ func TestPlanShowsDecisions(t *testing.T) {
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeEffectConfirmed: 2}, all.Reconciled)
 
 	some := by["fp-some-none"]
-	assert.Contains(t, some.Why, "1 of 2 keys no effect")
+	assert.Equal(t, "reconciled: 1 of 2 keys no effect (select moves them without --override), 1 effect confirmed (never moved)", some.Why)
 	assert.Equal(t, "agentdlq redrive select --pipeline agent-tasks --reason effect_unknown --fingerprint fp-some-none --owner platform-oncall --why '<why>' --rate 10 --canary 1", some.Command)
 
 	open := by["fp-open"]
@@ -337,6 +337,7 @@ func TestPlanShowsDecisions(t *testing.T) {
 	assert.Contains(t, buf.String(), "DECISION")
 	assert.Contains(t, buf.String(), "rejected 2026-11-29")
 	assert.Contains(t, buf.String(), "2/2 keys reconciled")
+	assert.Regexp(t, `fp-some-none +2 +reconciled keys +2/2 keys reconciled`, buf.String())
 }
 
 func TestRejectWarns(t *testing.T) {
