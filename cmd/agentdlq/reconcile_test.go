@@ -84,7 +84,7 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	none, done := keys[0], keys[1]
 
 	// ledger get: effect started, no receipt.
-	out, code = runCLI(t, "ledger", "get", "--ledger-table", table, "--key", none, "--key", done)
+	out, code = runCLI(t, "ledger", "get", "--ledger-table", table, "--key", none, "--key", done, "-o", "json")
 	require.Equal(t, 0, code, out)
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var e ledger.Entry
@@ -105,10 +105,13 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 
 	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", none, "--no-effect", "--why", "mail provider log: nothing sent for the run"}, owner...), common...)...)
 	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "no_effect")
+	assert.Contains(t, out, "redrive it without --override", "the next command")
+	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", none, "--no-effect", "--why", "mail provider log: nothing sent for the run", "-o", "json"}, owner...), common...)...)
+	require.Equal(t, 0, code, out)
 	var e ledger.Entry
-	require.NoError(t, json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &e), out)
+	require.NoError(t, json.Unmarshal([]byte(out), &e), out)
 	assert.True(t, e.NoEffect())
-	assert.Contains(t, out, "redrive it without --override")
 	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", done, "--effect-confirmed", "msg-7731", "--why", "mail provider log: sent as msg-7731"}, owner...), common...)...)
 	require.Equal(t, 0, code, out)
 	// A second, different reconciliation is refused; the same one is a no-op.
@@ -190,6 +193,6 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	for _, r := range auditLines(t, audit) {
 		actions = append(actions, string(r.Action)+":"+string(r.Outcome))
 	}
-	assert.Equal(t, []string{"reconcile:refused", "reconcile:refused", "reconcile:ok", "reconcile:ok", "reconcile:refused", "reconcile:ok",
+	assert.Equal(t, []string{"reconcile:refused", "reconcile:refused", "reconcile:ok", "reconcile:ok", "reconcile:ok", "reconcile:refused", "reconcile:ok",
 		"plan:shown", "select:begun", "select:ok", "select:refused", "select:dry_run", "reject:ok", "reject:ok", "plan:shown"}, actions)
 }
