@@ -167,6 +167,7 @@ type Mapping struct {
 	failing      atomic.Int64 // pollers whose last receive failed
 	stopping     atomic.Bool  // set by an idle stop or a failed poller: finish the current receive, then return
 	lastActivity atomic.Int64 // unix nanos of the last received record or finished batch
+	paused       atomic.Bool  // Enabled said false on the last look: logged once a pause, once a resume
 }
 
 // New validates cfg and returns a mapping.
@@ -232,8 +233,17 @@ func (m *Mapping) poll(ctx context.Context, poller int) error {
 	consecutiveErrs := 0
 	for ctx.Err() == nil && !m.stopping.Load() {
 		if m.cfg.Enabled != nil && !m.cfg.Enabled(m.cfg.QueueARN) {
+			// Said once per pause (not per poller): a worker started while
+			// paused would otherwise wait without a word and, with UntilIdle,
+			// stop having received nothing.
+			if m.paused.CompareAndSwap(false, true) {
+				m.cfg.Logger.WarnContext(ctx, "paused: the event source mapping is disabled; receiving nothing, messages wait on the queue until it is enabled again (agentdlq resume)", "queue", m.cfg.QueueURL)
+			}
 			sleep(ctx, pausedPoll) // paused: receive nothing, look again
 			continue
+		}
+		if m.paused.CompareAndSwap(true, false) {
+			m.cfg.Logger.InfoContext(ctx, "resumed: the event source mapping is enabled; receiving again", "queue", m.cfg.QueueURL)
 		}
 		msgs, err := m.gather(ctx)
 		if err != nil {

@@ -1,7 +1,11 @@
 package esm_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,7 +56,8 @@ func TestSwitchPausesTheMapping(t *testing.T) {
 		return events.SQSEventResponse{}, nil
 	}
 	mc := esm.FromPipeline(p, q, "us-east-1")
-	mc.WaitTime, mc.Logger, mc.Enabled = time.Second, quiet(), sw.Enabled
+	var logs lockedBuffer
+	mc.WaitTime, mc.Logger, mc.Enabled = time.Second, slog.New(slog.NewJSONHandler(&logs, nil)), sw.Enabled
 	m, err := esm.New(client, handler, mc)
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(ctx)
@@ -65,6 +70,7 @@ func TestSwitchPausesTheMapping(t *testing.T) {
 	depth, err := esm.Depth(ctx, client, q.HotURL)
 	require.NoError(t, err)
 	assert.Equal(t, 3, depth, "the messages wait on the hot queue")
+	assert.Equal(t, 1, strings.Count(logs.String(), `"msg":"paused: `), "a pause is logged once, not once a poller or a look: %s", logs.String())
 
 	// Resume: the three are processed.
 	_, err = sw.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{UUID: uuid, Enabled: aws.Bool(true)})
@@ -80,4 +86,23 @@ func TestSwitchPausesTheMapping(t *testing.T) {
 	dlq, err := esm.Depth(ctx, client, q.DLQURL)
 	require.NoError(t, err)
 	assert.Equal(t, 1, dlq, "resuming pulls nothing from the DLQ")
+	assert.Equal(t, 1, strings.Count(logs.String(), `"msg":"resumed: `), "the resume is logged once: %s", logs.String())
+}
+
+// lockedBuffer is a log sink the test reads while the pollers write to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
