@@ -272,8 +272,38 @@ func (r *Redriver) Plan(ctx context.Context, actor string) (*Plan, error) {
 	if derr != nil {
 		pl.DecisionsUnread = derr.Error()
 	}
-	pl.Annotate(r.cfg.Pipeline, d, GroupInfos(rep))
+	infos := GroupInfos(rep)
+	pl.Annotate(r.cfg.Pipeline, r.stillReconciled(ctx, d, infos), infos)
 	return pl, err
+}
+
+// stillReconciled is d without the no-effect reconciliations the ledger no
+// longer holds (ledger.Entry.NoEffect, what select moves by): a key redriven
+// after its reconciliation whose call started again is effect_unknown anew,
+// and select refuses to move it until it is reconciled again, so the plan
+// must not count it as reconciled nor offer a select for it. A key the
+// ledger cannot be read for is not counted either: select would not move it.
+func (r *Redriver) stillReconciled(ctx context.Context, d Decisions, infos map[string]GroupInfo) Decisions {
+	if len(d.Reconciled) == 0 {
+		return d
+	}
+	out := d
+	out.Reconciled = make(map[string]KeyDecision, len(d.Reconciled))
+	for _, info := range infos {
+		for _, k := range info.Keys {
+			kd, ok := d.Reconciled[k]
+			if !ok {
+				continue
+			}
+			if kd.Outcome == ledger.OutcomeNoEffect {
+				if e, found, err := r.cfg.Ledger.Get(ctx, k); err != nil || !found || !e.NoEffect() {
+					continue
+				}
+			}
+			out.Reconciled[k] = kd
+		}
+	}
+	return out
 }
 
 // GroupInfos maps each group of a triage report (by GroupID) to what

@@ -401,3 +401,60 @@ func TestFileStoreReadsBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, es, 3)
 }
+
+// TestPlanCountsOnlyReconciliationsTheLedgerHolds: a key reconciled as no
+// effect, redriven, and dead-lettered again after its call started is
+// effect_unknown anew. select refuses to move it until it is reconciled
+// again, so plan must not count the old reconciliation nor offer a select
+// for it (found walking the runbook on make demo's email.send letter).
+func TestPlanCountsOnlyReconciliationsTheLedgerHolds(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 2, deadletter.ReasonEffectUnknown)
+	r, _, led := newRedriver(t, p, f, q)
+	r.cfg.Audit.Store = &FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
+	ctx := context.Background()
+	a, b := "effect_unknown-a", "effect_unknown-b"
+	for _, k := range []string{a, b} {
+		effectUnknownKey(t, led, k)
+		_, err := r.Reconcile(ctx, ReconcileRequest{Who: Who{Owner: p.Owner, Why: "nothing sent"}, Key: k, Outcome: ledger.OutcomeNoEffect})
+		require.NoError(t, err)
+	}
+	eu := func(pl *Plan) PlanGroup {
+		for _, g := range pl.Groups {
+			if g.Reason == deadletter.ReasonEffectUnknown {
+				return g
+			}
+		}
+		t.Fatalf("no effect_unknown group in %+v", pl.Groups)
+		return PlanGroup{}
+	}
+	pl, err := r.Plan(ctx, "viewer")
+	require.NoError(t, err)
+	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeNoEffect: 2}, eu(pl).Reconciled)
+
+	// Key a runs again after its redrive and its call starts: unknown again.
+	t1 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	_, err = led.Begin(ctx, a, "m2-"+a, t1, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, led.StartEffect(ctx, a, "m2-"+a, t1))
+	_, err = led.DeadLettered(ctx, a, deadletter.ReasonEffectUnknown, t1)
+	require.NoError(t, err)
+
+	pl, err = r.Plan(ctx, "viewer")
+	require.NoError(t, err)
+	g := eu(pl)
+	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeNoEffect: 1}, g.Reconciled, "a's old reconciliation no longer holds")
+	assert.Equal(t, "reconciled: 1 of 2 keys no effect (select moves them without --override), 1 not reconciled yet (left in the DLQ)", g.Why)
+	assert.Equal(t, "1/2 keys reconciled", g.decisionText())
+
+	// What plan says is what select does: it moves b and leaves a.
+	res, err := r.Select(ctx, selReq(p, deadletter.ReasonEffectUnknown))
+	require.NoError(t, err)
+	assert.Equal(t, 1, res.Moved)
+	require.Len(t, f.snapshot(q.HotURL), 1)
+	assert.Equal(t, b, keyOf(t, f.snapshot(q.HotURL)[0].body))
+	assert.Len(t, f.snapshot(q.DLQURL), 1)
+}
