@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -403,6 +404,16 @@ func TestEveryCommandHasExamplesAndOutput(t *testing.T) {
 				assert.Contains(t, fl.Usage, want, path)
 			}
 		}
+		// A backquoted word in a flag's usage is, to pflag, the name of its
+		// value: `--keys agentdlq ledger get` in triage's help made a bool
+		// flag look as if it took an argument, and ate the backquotes.
+		c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
+			name, _ := pflag.UnquoteUsage(fl)
+			if fl.Value.Type() == "bool" {
+				assert.Empty(t, name, "%s --%s is a switch, but its help shows a value %q (a backquoted word in its usage)", path, fl.Name, name)
+			}
+			assert.NotContains(t, name, " ", "%s --%s: its help shows the value %q (a backquoted phrase in its usage)", path, fl.Name, name)
+		})
 		for _, s := range c.Commands() {
 			walk(s)
 		}

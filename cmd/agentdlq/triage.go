@@ -72,7 +72,7 @@ an export failure included (the report is printed first).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
-	fl.BoolVar(&f.keys, "keys", false, "print only the idempotency keys of the effect_unknown dead letters, one a line (for `agentdlq ledger get` and `ledger reconcile`)")
+	fl.BoolVar(&f.keys, "keys", false, "print only the idempotency keys of the effect_unknown dead letters, one a line (to read with agentdlq ledger get, then settle with agentdlq ledger reconcile)")
 	fl.StringVar(&f.exportEvals, "export-evals", "", "export recurring poison as eval records to a folder or s3://bucket/prefix")
 	fl.StringVar(&f.reports, "reports", "out", "keep the report (JSON, Markdown, HTML) under <pipeline>/reports/ in a folder or s3://bucket/prefix (\"\" keeps none)")
 	fl.StringVar(&f.ledgerTable, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints; none otherwise)")
