@@ -1,0 +1,134 @@
+package jsonscan
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// valid reports whether b is one JSON value, as json.Valid does, using the
+// scanner the way the decoders do.
+func valid(b []byte) bool {
+	i := SkipValue(b, SkipWS(b, 0), 0)
+	return i >= 0 && SkipWS(b, i) == len(b)
+}
+
+var validCases = []string{
+	``, ` `, `{}`, `[]`, `{"a":1}`, ` { "a" : [ 1 , 2 ] } `, `{"a":1,}`, `[1,]`, `{"a"}`, `{"a":}`, `{1:2}`,
+	`"x"`, `"`, `"\"`, `"\\"`, `"\u00e9"`, `"\u00g9"`, `"\u00"`, `"\x"`, `"a` + "\x01" + `b"`, "\"\x7f\"",
+	"\"\xff\xfe\"", `"\ud800"`, `"` + strings.Repeat("abcdefgh", 20) + `"`,
+	`"` + strings.Repeat("abcdefgh", 20) + "\x1f" + `"`, `"` + strings.Repeat("a\\n", 40) + `"`,
+	`0`, `-0`, `01`, `-`, `1.`, `1.5`, `.5`, `1e`, `1e+`, `1e+5`, `1E-05`, `-1.0e10`, `1x`,
+	`true`, `tru`, `false`, `null`, `nul`, `nulll`, `[true,false,null]`, "[1,\t\n\r2]", "[1,\v2]",
+	`{"a":{"b":[{"c":"d"}]}}`, `{"a":1}{}`, `[[[]]]`, `[[[]]`,
+}
+
+func TestValidMatchesEncodingJSON(t *testing.T) {
+	for _, c := range validCases {
+		if got, want := valid([]byte(c)), json.Valid([]byte(c)); got != want {
+			t.Errorf("valid(%q) = %v, json.Valid says %v", c, got, want)
+		}
+	}
+}
+
+// TestMaxDepth: json.Valid accepts MaxDepth nested arrays and objects and
+// rejects one more; so does the scanner.
+func TestMaxDepth(t *testing.T) {
+	for _, open := range []string{"[", `{"k":`} {
+		closer := "]"
+		if open != "[" {
+			closer = "}"
+		}
+		for _, depth := range []int{MaxDepth, MaxDepth + 1} {
+			doc := []byte(strings.Repeat(open, depth) + "0" + strings.Repeat(closer, depth))
+			if got, want := valid(doc), json.Valid(doc); got != want || want != (depth == MaxDepth) {
+				t.Errorf("%s nested %d deep: valid = %v, json.Valid = %v", open, depth, got, want)
+			}
+		}
+	}
+}
+
+// TestScanStringFlags: ScanString ends where SkipString ends and flags
+// escapes and high bytes.
+func TestScanStringFlags(t *testing.T) {
+	for _, c := range []struct {
+		lit   string
+		flags uint8
+	}{
+		{`"plain"`, 0},
+		{`"` + strings.Repeat("x", 40) + `"`, 0},
+		{`"a\nb"`, StrEscape},
+		{`"é"`, StrHigh},
+		{`"` + strings.Repeat("x", 40) + `é\t"`, StrEscape | StrHigh},
+		{"\"\xff\"", StrHigh},
+	} {
+		b := []byte(c.lit + ",")
+		end, flags := ScanString(b, 0)
+		if end != len(c.lit) || flags != c.flags {
+			t.Errorf("ScanString(%q) = %d, %b; want %d, %b", c.lit, end, flags, len(c.lit), c.flags)
+		}
+		if got := SkipString(b, 0); got != len(c.lit) {
+			t.Errorf("SkipString(%q) = %d, want %d", c.lit, got, len(c.lit))
+		}
+	}
+}
+
+// TestAppendUnquotedMatchesEncodingJSON decodes string literals as
+// json.Unmarshal does, including lone surrogates and invalid UTF-8.
+func TestAppendUnquotedMatchesEncodingJSON(t *testing.T) {
+	for _, c := range []string{
+		`""`, `"abc"`, `"a\"b\\c\/d\be\ff\ng\rh\ti"`, `"\u00e9\u20AC"`, `"\ud83d\ude00"`,
+		`"\ud83d"`, `"\ude00x"`, `"\ud83d\u0041"`, "\"a\xffb\xc3\"", "\"\xed\xa0\x80\"", `"é\n"`,
+	} {
+		checkUnquote(t, []byte(c))
+	}
+}
+
+func checkUnquote(t *testing.T, lit []byte) {
+	t.Helper()
+	var want string
+	if err := json.Unmarshal(lit, &want); err != nil {
+		t.Fatalf("json.Unmarshal(%q): %v", lit, err)
+	}
+	if got := AppendUnquoted([]byte("pre"), lit[1:len(lit)-1]); string(got) != "pre"+want {
+		t.Errorf("AppendUnquoted(%q) = %q, want %q", lit, got[3:], want)
+	}
+}
+
+// FuzzValid checks the scanner against json.Valid on any input, and the
+// decoding of any valid string literal against json.Unmarshal.
+func FuzzValid(f *testing.F) {
+	for _, c := range validCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := valid(b), json.Valid(b); got != want {
+			t.Fatalf("valid(%q) = %v, json.Valid says %v", b, got, want)
+		}
+		i := SkipWS(b, 0)
+		if i < len(b) && b[i] == '"' {
+			end, flags := ScanString(b, i)
+			if skip := SkipString(b, i); skip != end {
+				t.Fatalf("ScanString(%q) ends at %d, SkipString at %d", b, end, skip)
+			}
+			if end > 0 {
+				lit := b[i:end]
+				if (flags&StrHigh != 0) != !isASCII(lit) || (flags&StrEscape != 0) != bytes.Contains(lit, []byte{'\\'}) {
+					t.Fatalf("ScanString(%q): flags %b", lit, flags)
+				}
+				checkUnquote(t, lit)
+			}
+		}
+	})
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
