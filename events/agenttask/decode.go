@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/jsonscan"
 )
 
 // DecoderName names the decoder DecodeTask runs, so that benchmarks and the
@@ -158,7 +159,7 @@ const (
 type member struct {
 	start, end int   // the value's bytes, quotes included for a string
 	kind       byte  // the value's first byte; 0 when the member is absent
-	flags      uint8 // strEscape, strHigh for a string
+	flags      uint8 // jsonscan.StrEscape, jsonscan.StrHigh for a string
 }
 
 // memberIndex is the member of agent task v1 named key, or -1. The switch
@@ -210,13 +211,13 @@ func memberIndex(key string) int {
 // scanTask validates body as a JSON object and records its members. It
 // returns false when the body is not valid JSON or not an object.
 func scanTask(b []byte, ms *[numMembers]member) bool {
-	i := skipWS(b, 0)
+	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
 	}
-	i = skipWS(b, i+1)
+	i = jsonscan.SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return skipWS(b, i+1) == len(b)
+		return jsonscan.SkipWS(b, i+1) == len(b)
 	}
 	var keyBuf [32]byte
 	for {
@@ -224,15 +225,15 @@ func scanTask(b []byte, ms *[numMembers]member) bool {
 			return false
 		}
 		ks := i
-		ke, kflags := scanString(b, i)
+		ke, kflags := jsonscan.ScanString(b, i)
 		if ke < 0 {
 			return false
 		}
-		i = skipWS(b, ke)
+		i = jsonscan.SkipWS(b, ke)
 		if i >= len(b) || b[i] != ':' {
 			return false
 		}
-		vs := skipWS(b, i+1)
+		vs := jsonscan.SkipWS(b, i+1)
 		if vs >= len(b) {
 			return false
 		}
@@ -240,13 +241,13 @@ func scanTask(b []byte, ms *[numMembers]member) bool {
 		var vflags uint8
 		switch b[vs] {
 		case '"':
-			ve, vflags = scanString(b, vs)
+			ve, vflags = jsonscan.ScanString(b, vs)
 		case '{':
-			ve = skipObject(b, vs, 2)
+			ve = jsonscan.SkipObject(b, vs, 2)
 		case '[':
-			ve = skipArray(b, vs, 2)
+			ve = jsonscan.SkipArray(b, vs, 2)
 		default:
-			ve = skipValue(b, vs, 1)
+			ve = jsonscan.SkipValue(b, vs, 1)
 		}
 		if ve < 0 {
 			return false
@@ -255,23 +256,23 @@ func scanTask(b []byte, ms *[numMembers]member) bool {
 		switch {
 		case kflags == 0:
 			idx = memberIndex(string(b[ks+1 : ke-1]))
-		case kflags&strEscape != 0 && ke-ks <= 6*len(keyBuf):
+		case kflags&jsonscan.StrEscape != 0 && ke-ks <= 6*len(keyBuf):
 			// Rare: an escaped key. No member name has a byte >= 0x80, so
 			// a key with such a byte and no escape matches none.
-			idx = memberIndex(string(unquote(keyBuf[:0], b[ks:ke])))
+			idx = memberIndex(string(jsonscan.AppendUnquoted(keyBuf[:0], b[ks+1:ke-1])))
 		}
 		if idx >= 0 {
 			ms[idx] = member{start: vs, end: ve, kind: b[vs], flags: vflags}
 		}
-		i = skipWS(b, ve)
+		i = jsonscan.SkipWS(b, ve)
 		if i >= len(b) {
 			return false
 		}
 		switch b[i] {
 		case ',':
-			i = skipWS(b, i+1)
+			i = jsonscan.SkipWS(b, i+1)
 		case '}':
-			return skipWS(b, i+1) == len(b)
+			return jsonscan.SkipWS(b, i+1) == len(b)
 		default:
 			return false
 		}
@@ -409,7 +410,7 @@ func decodeStrings(body []byte, ms *[numMembers]member) (string, [len(requiredSt
 		if m.flags == 0 {
 			buf = append(buf, body[m.start+1:m.end-1]...)
 		} else {
-			buf = unquote(buf, body[m.start:m.end])
+			buf = jsonscan.AppendUnquoted(buf, body[m.start+1:m.end-1])
 		}
 		n := len(buf) - start
 		if m.flags != 0 {

@@ -6,14 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"unicode"
-	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/jsonscan"
 )
 
 // Event is a Lambda SQS event decoded by DecodeEvent: the lean path. A
@@ -130,14 +129,14 @@ func (d *decoder) fail(i int, what string) error {
 
 func (d *decoder) event() (*Event, error) {
 	b := d.b
-	i := skipWS(b, 0)
+	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) {
 		return nil, d.fail(i, "empty payload")
 	}
 	ev := &Event{}
 	switch b[i] {
 	case 'n':
-		if i = scanLiteral(b, i, "null"); i < 0 {
+		if i = jsonscan.ScanLiteral(b, i, "null"); i < 0 {
 			return nil, d.fail(len(b), "invalid JSON")
 		}
 	case '{':
@@ -148,7 +147,7 @@ func (d *decoder) event() (*Event, error) {
 	default:
 		return nil, d.fail(i, "not a JSON object")
 	}
-	if i = skipWS(b, i); i != len(b) {
+	if i = jsonscan.SkipWS(b, i); i != len(b) {
 		return nil, d.fail(i, "data after the event")
 	}
 	return ev, nil
@@ -160,7 +159,7 @@ func (d *decoder) top(ev *Event, i int) (int, error) {
 	seen := false
 	return d.object(i, 1, func(key []byte, j int) (int, error) {
 		if !bytes.EqualFold(key, []byte("Records")) {
-			if j = skipValue(b, j, 1); j < 0 {
+			if j = jsonscan.SkipValue(b, j, 1); j < 0 {
 				return -1, d.fail(j, "invalid JSON")
 			}
 			return j, nil
@@ -178,14 +177,14 @@ func (d *decoder) top(ev *Event, i int) (int, error) {
 // the index after the value.
 func (d *decoder) object(i, depth int, member func(key []byte, j int) (int, error)) (int, error) {
 	b := d.b
-	if depth > jsonMaxDepth {
+	if depth > jsonscan.MaxDepth {
 		return -1, d.fail(i, "JSON nested too deep")
 	}
 	var kbuf []byte
 	if depth < len(d.kbufs) {
 		kbuf = d.kbufs[depth]
 	}
-	i = skipWS(b, i+1)
+	i = jsonscan.SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
 	}
@@ -193,7 +192,7 @@ func (d *decoder) object(i, depth int, member func(key []byte, j int) (int, erro
 		if i >= len(b) || b[i] != '"' {
 			return -1, d.fail(i, "invalid JSON: want a key")
 		}
-		end := skipString(b, i)
+		end := jsonscan.SkipString(b, i)
 		if end < 0 {
 			return -1, d.fail(i, "invalid JSON string")
 		}
@@ -202,11 +201,11 @@ func (d *decoder) object(i, depth int, member func(key []byte, j int) (int, erro
 			kbuf = key[:0]
 			d.kbufs[depth] = kbuf
 		}
-		i = skipWS(b, end)
+		i = jsonscan.SkipWS(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return -1, d.fail(i, "invalid JSON: want ':'")
 		}
-		i = skipWS(b, i+1)
+		i = jsonscan.SkipWS(b, i+1)
 		if i >= len(b) {
 			return -1, d.fail(i, "invalid JSON: want a value")
 		}
@@ -214,13 +213,13 @@ func (d *decoder) object(i, depth int, member func(key []byte, j int) (int, erro
 		if i, err = member(key, i); err != nil {
 			return -1, err
 		}
-		i = skipWS(b, i)
+		i = jsonscan.SkipWS(b, i)
 		if i >= len(b) {
 			return -1, d.fail(i, "invalid JSON: unterminated object")
 		}
 		switch b[i] {
 		case ',':
-			i = skipWS(b, i+1)
+			i = jsonscan.SkipWS(b, i+1)
 		case '}':
 			return i + 1, nil
 		default:
@@ -232,10 +231,10 @@ func (d *decoder) object(i, depth int, member func(key []byte, j int) (int, erro
 // array walks the array whose '[' is b[i], itself at depth.
 func (d *decoder) array(i, depth int, elem func(j int) (int, error)) (int, error) {
 	b := d.b
-	if depth > jsonMaxDepth {
+	if depth > jsonscan.MaxDepth {
 		return -1, d.fail(i, "JSON nested too deep")
 	}
-	i = skipWS(b, i+1)
+	i = jsonscan.SkipWS(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1, nil
 	}
@@ -247,13 +246,13 @@ func (d *decoder) array(i, depth int, elem func(j int) (int, error)) (int, error
 		if i, err = elem(i); err != nil {
 			return -1, err
 		}
-		i = skipWS(b, i)
+		i = jsonscan.SkipWS(b, i)
 		if i >= len(b) {
 			return -1, d.fail(i, "invalid JSON: unterminated array")
 		}
 		switch b[i] {
 		case ',':
-			i = skipWS(b, i+1)
+			i = jsonscan.SkipWS(b, i+1)
 		case ']':
 			return i + 1, nil
 		default:
@@ -266,7 +265,7 @@ func (d *decoder) records(ev *Event, i int) (int, error) {
 	b := d.b
 	switch b[i] {
 	case 'n':
-		if j := scanLiteral(b, i, "null"); j >= 0 {
+		if j := jsonscan.ScanLiteral(b, i, "null"); j >= 0 {
 			ev.records = nil
 			return j, nil
 		}
@@ -287,7 +286,7 @@ func (d *decoder) records(ev *Event, i int) (int, error) {
 		n++
 		switch b[j] {
 		case 'n':
-			if k := scanLiteral(b, j, "null"); k >= 0 {
+			if k := jsonscan.ScanLiteral(b, j, "null"); k >= 0 {
 				r.null = true
 				return k, nil
 			}
@@ -372,7 +371,7 @@ func (d *decoder) record(r *leanRecord, i, n int) (int, error) {
 	end, err := d.object(i, 3, func(key []byte, j int) (int, error) {
 		f := fieldIndex(key)
 		if f < 0 {
-			if j = skipValue(b, j, 3); j < 0 {
+			if j = jsonscan.SkipValue(b, j, 3); j < 0 {
 				return -1, d.fail(j, "invalid JSON")
 			}
 			return j, nil
@@ -389,18 +388,18 @@ func (d *decoder) record(r *leanRecord, i, n int) (int, error) {
 		}
 		// A string or null.
 		if b[j] == 'n' {
-			if k := scanLiteral(b, j, "null"); k >= 0 {
+			if k := jsonscan.ScanLiteral(b, j, "null"); k >= 0 {
 				return k, nil
 			}
 			return -1, d.fail(j, "invalid JSON")
 		}
 		if b[j] != '"' {
-			if k := skipValue(b, j, 3); k < 0 {
+			if k := jsonscan.SkipValue(b, j, 3); k < 0 {
 				return -1, d.fail(j, "invalid JSON")
 			}
 			return -1, d.typeError(j, fmt.Sprintf("record %d: %q is not a string", n, fieldNames[f]))
 		}
-		end := skipString(b, j)
+		end := jsonscan.SkipString(b, j)
 		if end < 0 {
 			return -1, d.fail(j, "invalid JSON string")
 		}
@@ -453,7 +452,7 @@ func (d *decoder) attributes(r *leanRecord, i, n int) (int, error) {
 	b := d.b
 	switch b[i] {
 	case 'n':
-		if k := scanLiteral(b, i, "null"); k >= 0 {
+		if k := jsonscan.ScanLiteral(b, i, "null"); k >= 0 {
 			return k, nil
 		}
 		return -1, d.fail(i, "invalid JSON")
@@ -465,15 +464,15 @@ func (d *decoder) attributes(r *leanRecord, i, n int) (int, error) {
 		var k int
 		switch b[j] {
 		case 'n':
-			if k = scanLiteral(b, j, "null"); k < 0 {
+			if k = jsonscan.ScanLiteral(b, j, "null"); k < 0 {
 				return -1, d.fail(j, "invalid JSON")
 			}
 		case '"':
-			if k = skipString(b, j); k < 0 {
+			if k = jsonscan.SkipString(b, j); k < 0 {
 				return -1, d.fail(j, "invalid JSON string")
 			}
 		default:
-			if k = skipValue(b, j, 4); k < 0 {
+			if k = jsonscan.SkipValue(b, j, 4); k < 0 {
 				return -1, d.fail(j, "invalid JSON")
 			}
 			return -1, d.typeError(j, fmt.Sprintf("record %d: attribute %q is not a string", n, truncate(string(key), 64)))
@@ -525,7 +524,7 @@ func (d *decoder) messageAttributes(r *leanRecord, i, n int) (int, error) {
 	b := d.b
 	switch b[i] {
 	case 'n':
-		if k := scanLiteral(b, i, "null"); k >= 0 {
+		if k := jsonscan.ScanLiteral(b, i, "null"); k >= 0 {
 			return k, nil
 		}
 		return -1, d.fail(i, "invalid JSON")
@@ -615,7 +614,7 @@ func walkMessageAttributes(d *decoder, i int, lists bool, out func(name string, 
 		var k int
 		switch b[j] {
 		case 'n':
-			if k = scanLiteral(b, j, "null"); k < 0 {
+			if k = jsonscan.ScanLiteral(b, j, "null"); k < 0 {
 				return -1, d.fail(j, "invalid JSON")
 			}
 		case '{':
@@ -631,7 +630,7 @@ func walkMessageAttributes(d *decoder, i int, lists bool, out func(name string, 
 				return -1, err
 			}
 		default:
-			if k = skipValue(b, j, 4); k < 0 {
+			if k = jsonscan.SkipValue(b, j, 4); k < 0 {
 				return -1, d.fail(j, "invalid JSON")
 			}
 			return -1, d.typeError(j, fmt.Sprintf("message attribute %q is not an object", truncate(string(key), 64)))
@@ -662,7 +661,7 @@ func (d *decoder) messageAttribute(i int, name []byte, mode int, a *mattr) (int,
 	return d.object(i, 5, func(key []byte, j int) (int, error) {
 		f := mFieldIndex(key)
 		if f < 0 {
-			if j = skipValue(b, j, 5); j < 0 {
+			if j = jsonscan.SkipValue(b, j, 5); j < 0 {
 				return -1, d.fail(j, "invalid JSON")
 			}
 			return j, nil
@@ -672,7 +671,7 @@ func (d *decoder) messageAttribute(i int, name []byte, mode int, a *mattr) (int,
 		}
 		seen[f] = true
 		if b[j] == 'n' {
-			k := scanLiteral(b, j, "null")
+			k := jsonscan.ScanLiteral(b, j, "null")
 			if k < 0 {
 				return -1, d.fail(j, "invalid JSON")
 			}
@@ -681,12 +680,12 @@ func (d *decoder) messageAttribute(i int, name []byte, mode int, a *mattr) (int,
 		switch f {
 		case mStringValue, mDataType, mBinaryValue:
 			if b[j] != '"' {
-				if k := skipValue(b, j, 5); k < 0 {
+				if k := jsonscan.SkipValue(b, j, 5); k < 0 {
 					return -1, d.fail(j, "invalid JSON")
 				}
 				return -1, bad(j, mFieldNames[f]+" is not a string")
 			}
-			k := skipString(b, j)
+			k := jsonscan.SkipString(b, j)
 			if k < 0 {
 				return -1, d.fail(j, "invalid JSON string")
 			}
@@ -712,10 +711,10 @@ func (d *decoder) messageAttribute(i int, name []byte, mode int, a *mattr) (int,
 		}
 		// A list.
 		if mode == modeScalars {
-			return skipValue(b, j, 5), nil // validated when the event was decoded
+			return jsonscan.SkipValue(b, j, 5), nil // validated when the event was decoded
 		}
 		if b[j] != '[' {
-			if k := skipValue(b, j, 5); k < 0 {
+			if k := jsonscan.SkipValue(b, j, 5); k < 0 {
 				return -1, d.fail(j, "invalid JSON")
 			}
 			return -1, bad(j, mFieldNames[f]+" is not an array")
@@ -729,7 +728,7 @@ func (d *decoder) messageAttribute(i int, name []byte, mode int, a *mattr) (int,
 		}
 		return d.array(j, 6, func(e int) (int, error) {
 			if b[e] == 'n' {
-				k := scanLiteral(b, e, "null")
+				k := jsonscan.ScanLiteral(b, e, "null")
 				if k < 0 {
 					return -1, d.fail(e, "invalid JSON")
 				}
@@ -743,12 +742,12 @@ func (d *decoder) messageAttribute(i int, name []byte, mode int, a *mattr) (int,
 				return k, nil
 			}
 			if b[e] != '"' {
-				if k := skipValue(b, e, 6); k < 0 {
+				if k := jsonscan.SkipValue(b, e, 6); k < 0 {
 					return -1, d.fail(e, "invalid JSON")
 				}
 				return -1, bad(e, mFieldNames[f]+" holds a value that is not a string")
 			}
-			k := skipString(b, e)
+			k := jsonscan.SkipString(b, e)
 			if k < 0 {
 				return -1, d.fail(e, "invalid JSON string")
 			}
@@ -825,7 +824,7 @@ func plainOrUnquote(dst, content []byte) []byte {
 	if bytes.IndexByte(content, '\\') < 0 && utf8.Valid(content) {
 		return content
 	}
-	return unquoteAppend(dst, content)
+	return jsonscan.AppendUnquoted(dst, content)
 }
 
 // plainOrUnquoteAppend appends content decoded to dst.
@@ -833,7 +832,7 @@ func plainOrUnquoteAppend(dst, content []byte) []byte {
 	if bytes.IndexByte(content, '\\') < 0 && utf8.Valid(content) {
 		return append(dst, content...)
 	}
-	return unquoteAppend(dst, content)
+	return jsonscan.AppendUnquoted(dst, content)
 }
 
 // unquoteInPlace decodes the validated JSON string literal lit (quotes
@@ -846,97 +845,14 @@ func unquoteInPlace(lit []byte) []byte {
 		if utf8.Valid(content) {
 			return content
 		}
-		return unquoteAppend(nil, content)
+		return jsonscan.AppendUnquoted(nil, content)
 	}
 	if !utf8.Valid(content) {
-		return unquoteAppend(nil, content)
+		return jsonscan.AppendUnquoted(nil, content)
 	}
 	// The output starts at the opening quote and never overtakes the input:
 	// each byte is read before a write can reach it.
-	return unquoteAppend(lit[:0:len(lit)], content)
-}
-
-// unquoteAppend appends the decoded content of a validated JSON string
-// (without its quotes) to dst, exactly as encoding/json decodes it: escapes
-// resolved, surrogate pairs joined, lone surrogates and invalid UTF-8 bytes
-// replaced by U+FFFD one for one. dst may share memory with s when it starts
-// at or before s and s is valid UTF-8 (see unquoteInPlace).
-func unquoteAppend(dst, s []byte) []byte {
-	valid := utf8.Valid(s)
-	for r := 0; r < len(s); {
-		if valid {
-			k := bytes.IndexByte(s[r:], '\\')
-			if k < 0 {
-				return append(dst, s[r:]...)
-			}
-			dst = append(dst, s[r:r+k]...)
-			r += k
-		}
-		c := s[r]
-		switch {
-		case c == '\\':
-			switch s[r+1] {
-			case 'b':
-				dst = append(dst, '\b')
-			case 'f':
-				dst = append(dst, '\f')
-			case 'n':
-				dst = append(dst, '\n')
-			case 'r':
-				dst = append(dst, '\r')
-			case 't':
-				dst = append(dst, '\t')
-			case 'u':
-				rr := hex4(s[r+2:])
-				r += 6
-				if utf16.IsSurrogate(rr) {
-					if r+6 <= len(s) && s[r] == '\\' && s[r+1] == 'u' {
-						if dec := utf16.DecodeRune(rr, hex4(s[r+2:])); dec != unicode.ReplacementChar {
-							dst = utf8.AppendRune(dst, dec)
-							r += 6
-							continue
-						}
-					}
-					rr = unicode.ReplacementChar
-				}
-				dst = utf8.AppendRune(dst, rr)
-				continue
-			default: // '"', '\\', '/'
-				dst = append(dst, s[r+1])
-			}
-			r += 2
-		case c < utf8.RuneSelf:
-			dst = append(dst, c)
-			r++
-		default:
-			rr, size := utf8.DecodeRune(s[r:])
-			dst = utf8.AppendRune(dst, rr)
-			r += size
-		}
-	}
-	return dst
-}
-
-// hex4 reads four hex digits (-1 when they are not).
-func hex4(s []byte) rune {
-	if len(s) < 4 {
-		return -1
-	}
-	var r rune
-	for _, c := range s[:4] {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c = c - 'a' + 10
-		case 'A' <= c && c <= 'F':
-			c = c - 'A' + 10
-		default:
-			return -1
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
+	return jsonscan.AppendUnquoted(lit[:0:len(lit)], content)
 }
 
 // litString decodes a raw JSON string literal (quotes included) kept by
@@ -964,7 +880,7 @@ func (r *leanRecord) attribute(name string) (string, bool) {
 		if b[j] == 'n' {
 			k = j + 4
 		} else {
-			k = skipString(b, j)
+			k = jsonscan.SkipString(b, j)
 		}
 		if string(key) == name {
 			found, val = true, nil
@@ -988,7 +904,7 @@ func (r *leanRecord) receiveCount() (int, bool) {
 	if !r.countEscaped {
 		return receiveCount(unsafe.String(unsafe.SliceData(r.count), len(r.count)))
 	}
-	return receiveCount(string(unquoteAppend(nil, r.count)))
+	return receiveCount(string(jsonscan.AppendUnquoted(nil, r.count)))
 }
 
 // countText is the raw ApproximateReceiveCount, for a log line.
@@ -1073,7 +989,7 @@ func (r *leanRecord) attributes() map[string]string {
 			out[string(key)] = ""
 			return j + 4, nil
 		}
-		k := skipString(b, j)
+		k := jsonscan.SkipString(b, j)
 		out[string(key)] = litString(b[j:k])
 		return k, nil
 	})
