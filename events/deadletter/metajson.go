@@ -6,13 +6,14 @@ import (
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/agentdlq/agentdlq/internal/jsonscan"
 )
 
 // appendMeta appends the dlq_meta JSON of m to dst: the bytes that
 // encoding/json writes for m with HTML escaping off (a test holds the two
 // together; the one difference is that U+FFFE and U+FFFF are escaped, see
-// appendString), without reflection, since every dead letter pays for it.
+// metaEscapes), without reflection, since every dead letter pays for it.
 // The decoder stays encoding/json (ParseMeta).
 func appendMeta(dst []byte, m *Meta) ([]byte, error) {
 	var err error
@@ -90,9 +91,9 @@ func appendMeta(dst []byte, m *Meta) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, name)
+			dst = jsonscan.AppendString(dst, name, metaEscapes)
 			dst = append(dst, `:{"type":`...)
-			dst = appendString(dst, a.DataType)
+			dst = jsonscan.AppendString(dst, a.DataType, metaEscapes)
 			dst = appendFieldOmit(dst, "s", a.StringValue)
 			if len(a.BinaryValue) > 0 {
 				dst = append(dst, `,"b":"`...)
@@ -109,7 +110,7 @@ func appendMeta(dst []byte, m *Meta) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendString(dst, string(r))
+			dst = jsonscan.AppendString(dst, string(r), metaEscapes)
 		}
 		dst = append(dst, ']')
 	}
@@ -121,8 +122,16 @@ func appendField(dst []byte, name, v string) []byte {
 	dst = append(dst, ',', '"')
 	dst = append(dst, name...)
 	dst = append(dst, '"', ':')
-	return appendString(dst, v)
+	return jsonscan.AppendString(dst, v, metaEscapes)
 }
+
+// metaEscapes writes strings as encoding/json does with HTML escaping off
+// (\b and \f short, U+2028/U+2029 escaped, U+FFFD for invalid UTF-8), and
+// also escapes U+FFFE and U+FFFF, the only characters a valid Go string can
+// hold that SQS refuses in a String attribute (it allows #x9, #xA, #xD, #x20
+// to #xD7FF, #xE000 to #xFFFD and #x10000 to #x10FFFF): a task field
+// decoded from "\uffff" must not make its own dead letter unsendable.
+const metaEscapes = jsonscan.ShortBF | jsonscan.Nonchars
 
 func appendFieldOmit(dst []byte, name, v string) []byte {
 	if v == "" {
@@ -166,89 +175,4 @@ func (tc *timeCache) appendTimeField(dst []byte, name string, t time.Time, omitZ
 		tc.t[k], tc.start[k], tc.end[k], tc.next = t, start, len(dst), 1-k
 	}
 	return append(dst, '"'), nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString writes s as a JSON string as encoding/json does with HTML
-// escaping off: short escapes for \b \f \n \r \t, \u00XX for other control
-// characters, U+FFFD for invalid UTF-8, and U+2028/U+2029 escaped. It also
-// escapes U+FFFE and U+FFFF, the only characters a valid Go string can hold
-// that SQS refuses in a String attribute (it allows #x9, #xA, #xD, #x20 to
-// #xD7FF, #xE000 to #xFFFD and #x10000 to #x10FFFF): a task field decoded
-// from "\uffff" must not make its own dead letter unsendable.
-func appendString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		// Eight plain ASCII bytes at a time.
-		if i+8 <= len(s) {
-			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-			if special(x)|x&swarHi == 0 {
-				i += 8
-				continue
-			}
-		}
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' || c == 0xFFFE || c == 0xFFFF {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', hexDigits[c>>12], hexDigits[c>>8&0xF], hexDigits[c>>4&0xF], hexDigits[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// The SWAR constants and the special-byte test are the agent-task decoder's
-// (events/agenttask, scan.go), kept here so the codec depends on nothing.
-const (
-	swarLo = 0x0101010101010101
-	swarHi = 0x8080808080808080
-)
-
-// special has the high bit set in the lowest byte of x that is a quote, a
-// backslash or a control character (and maybe in bytes above it), and is
-// zero when x has none.
-func special(x uint64) uint64 {
-	q := x ^ (swarLo * '"')
-	s := x ^ (swarLo * '\\')
-	return ((q - swarLo) | (s - swarLo) | (x - swarLo*0x20)) &^ x & swarHi
 }

@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"github.com/agentdlq/agentdlq/internal/jsonscan"
 )
 
 // NewLogHandler returns slog.NewJSONHandler(w, opts) with one difference in
@@ -83,22 +84,22 @@ func (p *Processor) logDeadLettered(ctx context.Context, l *deadLetterLine) {
 	b := append((*bp)[:0], `{"time":"`...)
 	b = time.Now().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","level":"WARN","msg":"dead-lettered","message_id":`...)
-	b = appendLogString(b, l.messageID)
+	b = jsonscan.AppendString(b, l.messageID, logEscapes)
 	b = append(b, `,"queue":`...)
-	b = appendLogString(b, l.queue)
+	b = jsonscan.AppendString(b, l.queue, logEscapes)
 	b = append(b, `,"reason":`...)
-	b = appendLogString(b, l.reason)
+	b = jsonscan.AppendString(b, l.reason, logEscapes)
 	b = append(b, `,"attempt":`...)
 	b = strconv.AppendInt(b, int64(l.attempt), 10)
 	b = append(b, `,"trace_id":`...)
-	b = appendLogString(b, l.traceID)
+	b = jsonscan.AppendString(b, l.traceID, logEscapes)
 	b = append(b, `,"error_code":`...)
-	b = appendLogString(b, l.code)
+	b = jsonscan.AppendString(b, l.code, logEscapes)
 	b = append(b, `,"error":`...)
-	b = appendLogString(b, l.err)
+	b = jsonscan.AppendString(b, l.err, logEscapes)
 	if l.stack != "" {
 		b = append(b, `,"stack":`...)
-		b = appendLogString(b, l.stack)
+		b = jsonscan.AppendString(b, l.stack, logEscapes)
 	}
 	b = append(b, "}\n"...)
 	_, _ = h.w.Write(b) // as slog does, a failed log write fails nothing
@@ -108,75 +109,7 @@ func (p *Processor) logDeadLettered(ctx context.Context, l *deadLetterLine) {
 	}
 }
 
-// appendLogString writes s quoted as slog's JSON handler does: \" \\ \n \r
-// \t, \u00XX for the other control characters, \ufffd for each invalid
-// UTF-8 byte, and U+2028 and U+2029 escaped; eight plain ASCII bytes are
-// copied at a time.
-func appendLogString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if i+8 <= len(s) {
-			x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-				uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-			if specialByte(x)|x&swarHigh == 0 {
-				i += 8
-				continue
-			}
-		}
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '\\', '"':
-				dst = append(dst, '\\', b)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigit[b>>4], hexDigit[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigit[c&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-const (
-	hexDigit = "0123456789abcdef"
-	swarLow  = 0x0101010101010101
-	swarHigh = 0x8080808080808080
-)
-
-// specialByte is non-zero when x holds a quote, a backslash or a control
-// character (the high bit of its lowest such byte is set).
-func specialByte(x uint64) uint64 {
-	q := x ^ (swarLow * '"')
-	s := x ^ (swarLow * '\\')
-	return ((q - swarLow) | (s - swarLow) | (x - swarLow*0x20)) &^ x & swarHigh
-}
+// logEscapes writes strings as log/slog's JSON handler does: \" \\ \n \r
+// \t, \u00XX for the other control characters (\b and \f included),
+// \ufffd for each invalid UTF-8 byte, and U+2028 and U+2029 escaped.
+const logEscapes jsonscan.Escapes = 0

@@ -3,6 +3,9 @@
 // validate JSON exactly as encoding/json's json.Valid does (same grammar,
 // same nesting limit, invalid UTF-8 inside strings accepted as json.Valid
 // accepts it) and decode string contents exactly as encoding/json does.
+// Its writing side, AppendString, quotes strings as encoding/json or
+// log/slog does, for events/deadletter's dlq_meta and functions/batch's
+// dead-lettered log line.
 //
 // It is plain Go: no reflection, no unsafe, no assembly, so it runs the same
 // on amd64 and arm64. Strings are scanned a 64-bit word at a time (SWAR on
