@@ -19,7 +19,7 @@ help:
 test:
 	@scripts/test.sh
 
-## test-arm64: the unit tests of the contract, codec, processor and worker built for arm64 and run under qemu-user (make test runs them too)
+## test-arm64: the unit tests of the contract, scanner, codec, processor and worker built for arm64 and run under qemu-user (make test runs them too)
 .PHONY: test-arm64
 test-arm64:
 	@scripts/test-arm64.sh
@@ -158,7 +158,7 @@ deploy: cdk-cli build
 gen:
 	$(GO) run ./events/gen
 
-## fuzz: fuzz DecodeTask against the encoding/json reference and the JSON Schema, the dlq_meta writer, redaction (no planted secret survives Redact or dlq_meta), the sample worker's fault reader and the lean SQS event decoder (batch.DecodeEvent) against encoding/json, and the worker's dead-lettered log line against slog's JSON handler (FUZZTIME=60s each)
+## fuzz: fuzz DecodeTask against the encoding/json reference and the JSON Schema, the dlq_meta writer, redaction (no planted secret survives Redact or dlq_meta), the sample worker's fault reader and the lean SQS event decoder (batch.DecodeEvent) against encoding/json, the worker's dead-lettered log line against slog's JSON handler, and the shared scanner and string quoter (internal/jsonscan) against encoding/json and slog (FUZZTIME=60s each)
 .PHONY: fuzz
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTask$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/agenttask
@@ -168,6 +168,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFlatFault$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/sampleworker
 	$(GO) test -run '^$$' -fuzz '^FuzzDeadLetteredLine$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/batch
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/batch
+	$(GO) test -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./internal/jsonscan
+	$(GO) test -run '^$$' -fuzz '^FuzzAppendString$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./internal/jsonscan
 
 ## bench-triage: triage's core (tag, group, expiry) over 100,000 synthetic dead letters, with CPU seconds per run
 .PHONY: bench-triage

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The pure unit tests of the code Lambda runs — the task contract and its
-# decoder, the dead-letter codec, the batch processor and the sample worker —
+# decoder, the dead-letter codec, the batch processor, the sample worker and
+# the JSON scanner they share (internal/jsonscan, which reads 8-byte words) —
 # built for arm64 (Lambda's target) and run under qemu-user. `make test` runs
 # this after the amd64 tests; `make test-arm64` runs it alone.
 #
 # The emulator tests skip here (the emulator variables are unset): they test
 # the SDK wiring, which is architecture-free, and would be slow under qemu.
-# Extra arguments go to `go test` (default: the four packages below).
+# Extra arguments go to `go test` (default: the five packages below).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -15,7 +16,7 @@ if [ -z "$QEMU" ]; then
   echo "test-arm64: qemu-aarch64 not found; install Debian's qemu-user (apt-get install qemu-user)" >&2
   exit 1
 fi
-PKGS=(./events/agenttask ./events/deadletter ./functions/batch ./functions/sampleworker)
+PKGS=(./events/agenttask ./events/deadletter ./functions/batch ./functions/sampleworker ./internal/jsonscan)
 echo "test-arm64: GOARCH=arm64 under $("$QEMU" --version | head -1)"
 # shellcheck disable=SC2086
 env -u AWS_ENDPOINT_URL_SQS -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_S3 -u AGENTDLQ_REQUIRE_EMULATORS \
