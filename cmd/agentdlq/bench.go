@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
 )
@@ -187,7 +187,7 @@ func runBench(cmd *cobra.Command, f *runFlags, ev events.SQSEvent, repeats, warm
 		if err != nil {
 			return nil, err
 		}
-		cpu0 := cpuTime()
+		cpu0 := rusage.CPUTime()
 		start := time.Now()
 		for i, r := range runs {
 			// A real SQS client keeps nothing it sent. Only the last
@@ -199,7 +199,7 @@ func runBench(cmd *cobra.Command, f *runFlags, ev events.SQSEvent, repeats, warm
 			}
 		}
 		wall += time.Since(start)
-		cpu += cpuTime() - cpu0
+		cpu += rusage.CPUTime() - cpu0
 		last = runs[n-1]
 		done += n
 	}
@@ -210,7 +210,7 @@ func runBench(cmd *cobra.Command, f *runFlags, ev events.SQSEvent, repeats, warm
 		RecordsPerS:    round(total / wall.Seconds()),
 		NsPerRecord:    round(float64(wall.Nanoseconds()) / total),
 		CPUNsPerRecord: round(float64(cpu.Nanoseconds()) / total),
-		RSSMB:          round(maxRSSMB()),
+		RSSMB:          round(rusage.MaxRSSMB()),
 		HandlerRSSMB:   round(peak.mb()),
 		DeadLetters:    map[string]int{},
 		Decoder:        agenttask.DecoderName, GOARCH: runtime.GOARCH, GoVersion: runtime.Version(),
@@ -248,24 +248,6 @@ func runBench(cmd *cobra.Command, f *runFlags, ev events.SQSEvent, repeats, warm
 	}
 	res.OKDigest = hex.EncodeToString(digest.Sum(nil))
 	return res, nil
-}
-
-// cpuTime is the process's user+system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// maxRSSMB is the process's peak resident set size in MiB (Linux reports KiB).
-func maxRSSMB() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Maxrss) / 1024
 }
 
 // peakRSS measures the peak resident set from its creation on: on Linux it

@@ -47,7 +47,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -56,6 +55,7 @@ import (
 	"github.com/agentdlq/agentdlq/functions/batch"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/lambdaenv"
+	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
@@ -132,7 +132,7 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode s
 	runtime.GC()
 	idleMB := statusMB("VmRSS")
 	if idle {
-		return json.NewEncoder(os.Stdout).Encode(map[string]float64{"idle_rss_mb": round(idleMB), "peak_rss_mb": round(maxRSSMB())})
+		return json.NewEncoder(os.Stdout).Encode(map[string]float64{"idle_rss_mb": round(idleMB), "peak_rss_mb": round(rusage.MaxRSSMB())})
 	}
 	if file == "" || repeats < 1 || warmup < 0 || (path != "lean" && path != "events") || (decode != "each" && decode != "once") || (decode == "once" && path != "lean") {
 		return errors.New("usage: bench -event FILE -repeats R [-warmup W] [-max-receive-count N] [-fifo] [-path lean|events] [-decode each|once (lean)]")
@@ -202,7 +202,7 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode s
 		RecordsPerS:          round(total / wall.Seconds()),
 		CPUNsPerRecord:       round(float64(handleCPU.Nanoseconds()) / total),
 		DecodeCPUNsPerRecord: round(float64(decodeCPU.Nanoseconds()) / total),
-		RSSMB:                round(maxRSSMB()),
+		RSSMB:                round(rusage.MaxRSSMB()),
 		IdleRSSMB:            round(idleMB),
 		DeadLetters:          map[string]int{},
 		GOARCH:               runtime.GOARCH, GoVersion: runtime.Version(),
@@ -290,7 +290,7 @@ func (l *lean) chunk(ctx context.Context, n, maxReceive int, fifo, drop bool) (*
 	}
 	o := &outcome{}
 	l.evs = l.evs[:0]
-	c0 := cpuTime()
+	c0 := rusage.CPUTime()
 	for i := range n {
 		ev, err := batch.DecodeEvent(l.bufs[i])
 		if err != nil {
@@ -298,7 +298,7 @@ func (l *lean) chunk(ctx context.Context, n, maxReceive int, fifo, drop bool) (*
 		}
 		l.evs = append(l.evs, ev)
 	}
-	c1 := cpuTime()
+	c1 := rusage.CPUTime()
 	for i := range n {
 		// A real SQS client keeps nothing it sent: only the last repeat's
 		// dead letters are read, and recorded.
@@ -310,7 +310,7 @@ func (l *lean) chunk(ctx context.Context, n, maxReceive int, fifo, drop bool) (*
 		_ = batch.MarshalResponse(resp) // what Invoke returns to the runtime
 		o.resp = resp
 	}
-	o.handleCPU, o.decodeCPU = cpuTime()-c1, c1-c0
+	o.handleCPU, o.decodeCPU = rusage.CPUTime()-c1, c1-c0
 	o.rec = recs[n-1]
 	l.evs = append(l.evs[:0], l.evs[n-1]) // its buffer is filled again only by a later chunk
 	return o, nil
@@ -329,7 +329,7 @@ func (l *lean) chunkOnce(ctx context.Context, n, maxReceive int, fifo, drop bool
 		workers[i] = w
 	}
 	o := &outcome{}
-	c0 := cpuTime()
+	c0 := rusage.CPUTime()
 	for i := range n {
 		recs[i].Discard = drop || i < n-1
 		resp, err := workers[i].HandleEvent(ctx, l.once)
@@ -339,7 +339,7 @@ func (l *lean) chunkOnce(ctx context.Context, n, maxReceive int, fifo, drop bool
 		_ = batch.MarshalResponse(resp)
 		o.resp = resp
 	}
-	o.handleCPU = cpuTime() - c0
+	o.handleCPU = rusage.CPUTime() - c0
 	o.rec = recs[n-1]
 	l.evs = append(l.evs[:0], l.once)
 	return o, nil
@@ -390,18 +390,18 @@ func (e *eventsPath) chunk(ctx context.Context, n, maxReceive int, fifo, drop bo
 			return nil, err
 		}
 		rec.Discard = drop || i < n-1
-		c0 := cpuTime()
+		c0 := rusage.CPUTime()
 		var ev events.SQSEvent
 		if err := json.NewDecoder(bytes.NewBuffer(e.buf)).Decode(&ev); err != nil {
 			return nil, err
 		}
-		c1 := cpuTime()
+		c1 := rusage.CPUTime()
 		resp, err := w.Handle(ctx, ev)
 		if err != nil {
 			return nil, err
 		}
 		_, _ = json.Marshal(resp) // what the runtime sends back
-		c2 := cpuTime()
+		c2 := rusage.CPUTime()
 		o.decodeCPU += c1 - c0
 		o.handleCPU += c2 - c1
 		o.resp, o.rec, e.ev = resp, rec, ev
@@ -467,24 +467,6 @@ func newWorker(maxReceive int, fifo bool, rec *sqsio.Recorder) (*sampleworker.Wo
 		Pipeline: p, Queues: q, SQS: rec, Ledger: ledger.NewMemory(), WorkerVersion: "bench",
 		Logger: slog.New(batch.NewLogHandler(io.Discard, nil)), Metrics: io.Discard, // the Lambda entry's handler
 	})
-}
-
-// cpuTime is the process's user+system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// maxRSSMB is the process's peak resident set in MiB (Linux reports KiB).
-func maxRSSMB() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Maxrss) / 1024
 }
 
 // resetPeak resets the kernel's RSS high-water mark (Linux), so that VmHWM
