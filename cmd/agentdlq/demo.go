@@ -65,11 +65,14 @@ everything (start over: make local-down, then make demo).`,
   agentdlq demo --stop-emulators             # leave nothing running`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if !c.Flags().Changed("out") {
+				f.out = g.outRoot()
+			}
 			return runDemo(c.Context(), g, f, c.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringVar(&f.pipeline, "pipeline", "agent-tasks", "pipeline of pipelines.json to run")
-	cmd.Flags().StringVar(&f.out, "out", "out", "directory for the eval export, the report and the worker's log")
+	cmd.Flags().StringVar(&f.out, "out", "", "directory for the eval export, the report and the worker's log ("+outHelp("")+"); the redrive's audit goes to the default audit file of agentdlq redrive whatever --out is")
 	cmd.Flags().BoolVar(&f.stop, "stop-emulators", false, "stop the emulators at the end (by default they keep running, with what the demo left, for RUNBOOK.md)")
 	return cmd
 }
@@ -199,7 +202,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	fmt.Fprintf(out, "$ agentdlq local dependency up %s\n", demoDependency)
 
 	step("8/9 redrive the %s dead letters: a canary first, while the worker consumes", deadletter.ReasonDependencyOpen)
-	if err := demoRedrive(ctx, out, lp, log); err != nil {
+	if err := demoRedrive(ctx, out, lp, g.auditPath(lp.Pipeline.Name), log); err != nil {
 		return err
 	}
 
@@ -301,13 +304,13 @@ const demoDependency = "search-api"
 // demoRedrive moves the dependency_open dead letters back, one canary first,
 // with the worker consuming the hot queue meanwhile, and says what became of
 // them.
-func demoRedrive(ctx context.Context, out io.Writer, lp *localpipeline.Local, log *slog.Logger) error {
+func demoRedrive(ctx context.Context, out io.Writer, lp *localpipeline.Local, auditPath string, log *slog.Logger) error {
 	p, q := lp.Pipeline, lp.Queues
 	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
 		Queues:   redrive.Queues{HotURL: q.HotURL, HotARN: q.HotARN, DLQURL: q.DLQURL, DLQARN: q.DLQARN, FIFO: q.FIFO},
 		SQS:      lp.SQS, Local: true, Ledger: lp.Ledger, Tag: redrive.TriageTagger, Logger: log,
-		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: redrive.DefaultAuditPath(p.Name)}, Logger: log},
+		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: auditPath}, Logger: log},
 	})
 	if err != nil {
 		return err
@@ -351,6 +354,6 @@ func demoRedrive(ctx context.Context, out io.Writer, lp *localpipeline.Local, lo
 		fmt.Fprintf(out, "canary: %d moved, %d processed, %d dead-lettered again: it passed, the rest followed\n", res.Canary.Moved, res.Canary.Processed, res.Canary.DeadLettered)
 	}
 	fmt.Fprintf(out, "redriven %d dead letters of %s; the worker then processed %d records (audit: %s)\n",
-		res.Moved, deadletter.ReasonDependencyOpen, worker.stats.Deleted, redrive.DefaultAuditPath(p.Name))
+		res.Moved, deadletter.ReasonDependencyOpen, worker.stats.Deleted, auditPath)
 	return nil
 }

@@ -22,8 +22,9 @@ import (
 func TestDemoAccountsForEveryMessage(t *testing.T) {
 	localtest.AWS(t) // skip or fail without emulators; the demo reads the same environment
 	var out bytes.Buffer
-	g := &globalFlags{configPath: filepath.Join("..", "..", "pipelines.json")}
-	f := &demoFlags{pipeline: "agent-tasks", out: t.TempDir()}
+	dir := t.TempDir()
+	g := &globalFlags{configPath: filepath.Join("..", "..", "pipelines.json"), outDir: dir}
+	f := &demoFlags{pipeline: "agent-tasks", out: dir}
 	require.NoError(t, runDemo(context.Background(), g, f, &out), out.String())
 
 	re := regexp.MustCompile(`sent (\d+) = processed (\d+) \(\d+ sharing an idempotency key\) \+ dead-lettered (\d+) \((.*)\) \+ in flight (\d+) \+ lost (\d+): adds up`)

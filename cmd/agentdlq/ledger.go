@@ -166,7 +166,7 @@ Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
 	fl.BoolVar(&noEffect, "no-effect", false, "the effect did not happen: the key may be redriven without --override")
 	fl.StringVar(&f.owner, "owner", "", "who reconciles: must be the pipeline's owner (required)")
 	fl.StringVar(&f.why, "why", "", "how the effect was reconciled: which system was checked and what it showed (required)")
-	fl.StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix (default ./out/audit/<pipeline>.jsonl)")
+	fl.StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix ("+outHelp("audit/<pipeline>.jsonl")+")")
 	fl.StringVar(&f.ledgerTable, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	out = addOutput(c, formatTable, formatJSON)
 	return c

@@ -71,7 +71,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input.`,
 		},
 	}
 	c.Flags().StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
-	c.Flags().StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix (default ./out/audit/<pipeline>.jsonl)")
+	c.Flags().StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix ("+outHelp("audit/<pipeline>.jsonl")+")")
 	c.Flags().StringVar(&f.ledgerTable, "ledger-table", "", "the idempotency ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	out = addOutput(c, formatTable, formatJSON)
 	c.Flags().StringVar(&f.owner, "owner", "", "who acts: must be the pipeline's owner (required)")

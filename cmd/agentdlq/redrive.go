@@ -68,7 +68,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
-	pf.StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix (default ./out/audit/<pipeline>.jsonl)")
+	pf.StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix ("+outHelp("audit/<pipeline>.jsonl")+")")
 	pf.StringVar(&f.ledgerTable, "ledger-table", "", "the idempotency ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	cmd.AddCommand(newRedrivePlanCmd(f), newRedriveStartCmd(f), newRedriveSelectCmd(f),
 		newRedriveStatusCmd(f), newRedriveCancelCmd(f), newRedriveRejectCmd(f))
@@ -104,7 +104,7 @@ func (f *redriveFlags) refused(ctx context.Context, cfg *aws.Config, action redr
 	if cfg != nil {
 		s3api = s3.NewFromConfig(*cfg)
 	}
-	if a, aerr := redrive.OpenAuditor(f.audit, f.pipeline, s3api, f.g.log()); aerr == nil {
+	if a, aerr := redrive.OpenAuditor(f.g.auditDest(f.audit, f.pipeline), f.pipeline, s3api, f.g.log()); aerr == nil {
 		err = a.Refuse(ctx, f.pipeline, action, who, err)
 	}
 	return withExit(exitRefused, err)
@@ -146,7 +146,7 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		}
 		return nil, fmt.Errorf("pipeline %q queues: %w", p.Name, err)
 	}
-	a, err := redrive.OpenAuditor(f.audit, p.Name, s3c, logger)
+	a, err := redrive.OpenAuditor(f.g.auditDest(f.audit, p.Name), p.Name, s3c, logger)
 	if err != nil {
 		return nil, withExit(exitRefused, err)
 	}

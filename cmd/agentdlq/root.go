@@ -13,11 +13,14 @@ import (
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive"
 )
 
 // globalFlags are the flags every subcommand shares.
 type globalFlags struct {
 	configPath string
+	// outDir is the default root of local outputs (outRoot).
+	outDir string
 	// profile and region choose the AWS config, as the AWS CLI's flags.
 	profile, region string
 	// logFormat is auto, json or text; verbose logs progress (info).
@@ -69,8 +72,16 @@ Conventions of every command:
 		if err := checkLogFormat(g.logFormat); err != nil {
 			return badUsage(c, err)
 		}
+		g.outDir = defaultOut
 		if !c.Flags().Changed("config") {
-			g.configPath = findConfig(os.Getenv("AGENTDLQ_CONFIG"))
+			env := os.Getenv("AGENTDLQ_CONFIG")
+			g.configPath = findConfig(env)
+			if env == "" {
+				// Found by searching: the outputs go beside it, so that an
+				// incident's commands share one audit whatever folder of the
+				// checkout they run from.
+				g.outDir = filepath.Join(filepath.Dir(g.configPath), defaultOut)
+			}
 		}
 		c.SetContext(awscfg.WithOptions(c.Context(), awscfg.Options{Profile: g.profile, Region: g.region}))
 		return nil
@@ -92,6 +103,44 @@ Conventions of every command:
 	)
 	harden(root)
 	return root
+}
+
+// defaultOut is the folder local outputs go to by default (see outRoot).
+const defaultOut = "out"
+
+// outHelp says where a default under outRoot is, for help texts:
+// "default: out/<rest> beside the pipelines.json found, ./out/<rest> with --config or $AGENTDLQ_CONFIG".
+func outHelp(rest string) string {
+	p := defaultOut + "/" + rest
+	return "default: " + p + " beside the pipelines.json found; ./" + p + " with --config or $AGENTDLQ_CONFIG"
+}
+
+// outRoot is the default root of every local output (the audit, triage
+// reports, the console's reports, the demo's files): out in the folder of
+// pipelines.json when the config was found by searching (findConfig), so
+// that commands run from any folder of a checkout share one audit; ./out
+// of the working directory when the config was given (--config or
+// $AGENTDLQ_CONFIG: nothing is written next to a config in /etc). A flag
+// given explicitly is used as given.
+func (g *globalFlags) outRoot() string {
+	if g.outDir == "" {
+		return defaultOut
+	}
+	return g.outDir
+}
+
+// auditPath is a pipeline's default local audit file under outRoot (as
+// redrive.DefaultAuditPath is under ./out).
+func (g *globalFlags) auditPath(pipelineName string) string {
+	return filepath.Join(g.outRoot(), "audit", redrive.AuditName(pipelineName)+".jsonl")
+}
+
+// auditDest is the --audit value to open: the flag as given, else auditPath.
+func (g *globalFlags) auditDest(flag, pipelineName string) string {
+	if flag != "" {
+		return flag
+	}
+	return g.auditPath(pipelineName)
 }
 
 // findConfig is the definition file when --config is not given: env (the

@@ -44,7 +44,8 @@ with their ages, when retention will delete them, the next action and
 whether they may be redriven. Recurring poison can be exported as eval
 records (--export-evals DEST, DEST a folder or s3://bucket/prefix); a case
 already exported there is never exported twice. Every run's report is kept
-(--reports, default ./out/<pipeline>/reports/): JSON, Markdown and a
+(--reports, default out/<pipeline>/reports/ beside the pipelines.json found,
+./out with --config or $AGENTDLQ_CONFIG): JSON, Markdown and a
 self-contained report.html whose chart shows the runs before it. The console
 (agentdlq ui) reads them.
 
@@ -74,7 +75,7 @@ an export failure included (the report is printed first).`,
 	fl.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
 	fl.BoolVar(&f.keys, "keys", false, "print only the idempotency keys of the effect_unknown dead letters, one a line (to read with agentdlq ledger get, then settle with agentdlq ledger reconcile)")
 	fl.StringVar(&f.exportEvals, "export-evals", "", "export recurring poison as eval records to a folder or s3://bucket/prefix")
-	fl.StringVar(&f.reports, "reports", "out", "keep the report (JSON, Markdown, HTML) under <pipeline>/reports/ in a folder or s3://bucket/prefix (\"\" keeps none)")
+	fl.StringVar(&f.reports, "reports", "", "keep the report (JSON, Markdown, HTML) under <pipeline>/reports/ in a folder or s3://bucket/prefix; \"\" keeps none ("+outHelp("")+")")
 	fl.StringVar(&f.ledgerTable, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints; none otherwise)")
 	fl.DurationVar(&f.visibility, "visibility", 30*time.Second, "how long the scan hides what it read (released early at the end)")
 	fl.IntVar(&f.receivers, "receivers", 0, "parallel receivers (default: one per 2,000 messages, up to 8)")
@@ -87,6 +88,9 @@ an export failure included (the report is printed first).`,
 
 func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	ctx := cmd.Context()
+	if !cmd.Flags().Changed("reports") {
+		f.reports = g.outRoot()
+	}
 	if f.pipeline == "" {
 		return withExit(2, errors.New("--pipeline is required"))
 	}

@@ -46,7 +46,8 @@ every request needs the token (a cookie after the first visit), every change
 is a POST with a CSRF token, and it binds to loopback unless --addr says
 otherwise. Pages render from the kept triage reports (--reports) and the
 ledger; Refresh runs triage. Redrive and reject are those of agentdlq redrive,
-audited in ./out/audit/<pipeline>.jsonl (or --audit s3://bucket/prefix, as
+audited in out/audit/<pipeline>.jsonl beside the pipelines.json found (./out
+with --config or $AGENTDLQ_CONFIG; or --audit s3://bucket/prefix, as
 agentdlq redrive --audit). Ctrl-C stops it.`,
 		Example: `  agentdlq ui
   agentdlq ui --no-browser --addr 127.0.0.1:8080
@@ -57,14 +58,17 @@ agentdlq redrive --audit). Ctrl-C stops it.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", "127.0.0.1:0", "address to serve on (port 0: a free port)")
 	fl.BoolVar(&f.noBrowser, "no-browser", false, "do not open a browser")
-	fl.StringVar(&f.reports, "reports", "out", "where triage reports are kept: a folder or s3://bucket/prefix")
-	fl.StringVar(&f.audit, "audit", "", "audit store, as agentdlq redrive --audit: a JSONL file per pipeline (default ./out/audit/<pipeline>.jsonl), or s3://bucket/prefix")
+	fl.StringVar(&f.reports, "reports", "", "where triage reports are kept: a folder or s3://bucket/prefix ("+outHelp("")+")")
+	fl.StringVar(&f.audit, "audit", "", "audit store, as agentdlq redrive --audit: a JSONL file per pipeline ("+outHelp("audit/<pipeline>.jsonl")+"), or s3://bucket/prefix")
 	fl.StringVar(&f.ledgerTable, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	return cmd
 }
 
 func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	ctx := cmd.Context()
+	if !cmd.Flags().Changed("reports") {
+		f.reports = g.outRoot()
+	}
 	def, err := pipeline.Load(g.configPath)
 	if err != nil {
 		return withExit(2, err)
@@ -105,13 +109,18 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	for i := range def.Pipelines {
 		cc.Pipelines = append(cc.Pipelines, &def.Pipelines[i])
 	}
+	// The file audit of agentdlq redrive (g.auditPath), not the console's
+	// default (redrive.DefaultAuditPath, under ./out of the working directory).
+	cc.Audit = func(name string) console.AuditLog {
+		return &console.FileAudit{FileStore: redrive.FileStore{Path: g.auditPath(name)}}
+	}
 	if f.audit != "" {
 		bucket, prefix, _, err := redrive.ParseAuditDest(f.audit)
 		if err != nil {
 			return withExit(2, fmt.Errorf("--audit: %w", err))
 		}
 		if bucket == "" {
-			return withExit(2, errors.New("--audit: the console keeps one file per pipeline (the default, ./out/audit/<pipeline>.jsonl) or s3://bucket/prefix"))
+			return withExit(2, errors.New("--audit: the console keeps one file per pipeline (the default, out/audit/<pipeline>.jsonl) or s3://bucket/prefix"))
 		}
 		cc.Audit = func(name string) console.AuditLog {
 			return &console.S3Audit{S3Store: redrive.S3Store{API: s3c, Bucket: bucket, Prefix: prefix}, Read: s3c, Pipeline: name}
