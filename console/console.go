@@ -54,10 +54,13 @@ type Config struct {
 	// one (redrive.ErrNoLedger).
 	Ledger ledger.Ledger
 	// Reports is required: where triage reports are kept and read
-	// (triage.Folder{Root: "out"} locally, the eval bucket in AWS).
+	// (locally a triage.Folder: agentdlq ui's is out/ beside the
+	// pipelines.json it found; the eval bucket in AWS).
 	Reports triage.Destination
 	// Audit is optional: a pipeline's audit log (default: the file
-	// redrive.DefaultAuditPath, which `agentdlq redrive` also writes).
+	// redrive.DefaultAuditPath, under ./out of the working directory;
+	// agentdlq ui gives the file `agentdlq redrive` writes, under out/
+	// beside the pipelines.json it found).
 	Audit func(pipelineName string) AuditLog
 	// Token is optional: the access token (default NewToken()).
 	Token string
