@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -14,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -138,4 +145,45 @@ func TestTriageReportsBesidePipelinesJSON(t *testing.T) {
 	kept, err = filepath.Glob(filepath.Join(docs, "here", "agent-tasks", "reports", "*"))
 	require.NoError(t, err)
 	assert.Len(t, kept, 3, "--reports as given, relative to the working directory")
+}
+
+// agentdlq ui, started from a subfolder, shows the audit that agentdlq
+// redrive writes beside pipelines.json (not the console's own default under
+// ./out of the working directory).
+func TestUIAuditBesidePipelinesJSON(t *testing.T) {
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AGENTDLQ_CONFIG", "")
+	tree := checkoutTree(t)
+	docs := filepath.Join(tree, "docs")
+	fs := &redrive.FileStore{Path: filepath.Join(tree, "out", "audit", "agent-tasks.jsonl")}
+	require.NoError(t, fs.Append(t.Context(), redrive.AuditEntry{Time: time.Now(), Actor: "platform-oncall", Pipeline: "agent-tasks",
+		Action: redrive.ActionReject, Reasons: []string{"tool_unknown"}, Why: "recorded-from-the-checkout-top", Outcome: redrive.OutcomeOK}))
+	t.Chdir(docs)
+
+	root := newRootCmd()
+	pr, pw := io.Pipe()
+	root.SetOut(pw)
+	root.SetErr(io.Discard)
+	root.SetArgs([]string{"ui", "--no-browser"})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx); pw.Close() }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err)
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	m := regexp.MustCompile(`(http://127\.0\.0\.1:\d+/)\?token=([0-9a-f]{64})`).FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+
+	jar, _ := cookiejar.New(nil)
+	resp, err := (&http.Client{Jar: jar}).Get(m[1] + "audit?p=agent-tasks&token=" + m[2])
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(body), "recorded-from-the-checkout-top", "the audit beside pipelines.json")
+	cancel()
+	require.NoError(t, <-done)
+	assert.NoDirExists(t, filepath.Join(docs, "out"))
 }
