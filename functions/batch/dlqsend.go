@@ -78,6 +78,10 @@ type outbox struct {
 	names  []string                        // the attribute names, sorted (fold)
 	kept   []string                        // the attributes kept on the message
 	folded map[string]deadletter.Attribute // and the ones folded into dlq_meta
+	// The lean record's attributes, decoded for the dead letter being
+	// encoded (its StringValues point into mvals).
+	mattrs map[string]events.SQSMessageAttribute
+	mvals  []string
 }
 
 // history is a one-attempt history in the outbox's scratch.
@@ -109,6 +113,8 @@ func putOutbox(o *outbox) {
 	clear(o.names)
 	clear(o.kept)
 	clear(o.folded)
+	clear(o.mattrs)
+	clear(o.mvals)
 	outboxPool.Put(o)
 }
 
@@ -155,11 +161,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	// The message's attributes and body as the dead letter carries them: on
 	// the lean path the attributes are decoded now (data type and values
 	// only) and the body copied out of the invocation's payload.
-	mattrs, err := rec.deadLetterMessageAttributes()
-	if err != nil {
-		p.settle(ctx, &letter, err, m) // DecodeEvent validated them: not reached
-		return
-	}
+	mattrs := rec.deadLetterMessageAttributes(o)
 	body := rec.sendBody()
 
 	// The common case: the metadata is written into the slot's reused

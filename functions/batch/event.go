@@ -937,25 +937,90 @@ func (r *leanRecord) messageAttributes() (map[string]events.SQSMessageAttribute,
 }
 
 // scalarMessageAttributes decodes the raw message attributes without their
-// lists, which a dead letter does not carry.
+// lists, which a dead letter does not carry, into a new map.
 func (r *leanRecord) scalarMessageAttributes() (map[string]events.SQSMessageAttribute, error) {
-	if len(r.mattrs) <= 2 {
-		return nil, nil // absent, null or {}
+	m, _ := r.scalarMessageAttributesInto(make(map[string]events.SQSMessageAttribute, 8), nil)
+	return m, nil
+}
+
+// scalarMessageAttributesInto decodes the raw message attributes without
+// their lists into out (which it returns; nil when there are none) and their
+// StringValues into vals (the values point into it; vals is returned, grown).
+// Names and values that need no decoding view the payload's bytes, as the
+// body does.
+//
+// The attributes were validated by DecodeEvent (well-formed, no duplicate
+// name or member, every member of the right type), so this walk trusts them:
+// no duplicate bookkeeping, no callbacks, no second validation. A fuzz test
+// (diffDecode) holds it to encoding/json's decoding.
+func (r *leanRecord) scalarMessageAttributesInto(out map[string]events.SQSMessageAttribute, vals []string) (map[string]events.SQSMessageAttribute, []string) {
+	b := r.mattrs
+	if len(b) <= 2 {
+		return nil, vals // absent, null or {}
 	}
-	out := make(map[string]events.SQSMessageAttribute, 8)
-	d := decoder{b: r.mattrs, view: true}
-	_, err := walkMessageAttributes(&d, 0, false, func(name string, a mattr) {
-		v := events.SQSMessageAttribute{DataType: a.dataType, BinaryValue: a.binaryValue}
-		if a.hasString {
-			s := a.stringValue
-			v.StringValue = &s
+	var d decoder // base64's scratch
+	var kbuf [32]byte
+	i := jsonscan.SkipWS(b, 1)
+	for i < len(b) && b[i] == '"' {
+		end := jsonscan.SkipString(b, i)
+		name := viewString(b[i+1 : end-1])
+		i = jsonscan.SkipWS(b, jsonscan.SkipWS(b, end)+1) // past ':'
+		var v events.SQSMessageAttribute
+		if b[i] == 'n' {
+			i += len("null")
+		} else { // '{'
+			i = jsonscan.SkipWS(b, i+1)
+			for b[i] == '"' {
+				kend := jsonscan.SkipString(b, i)
+				key := b[i+1 : kend-1]
+				if bytes.IndexByte(key, '\\') >= 0 {
+					key = jsonscan.AppendUnquoted(kbuf[:0], key)
+				}
+				f := mFieldIndex(key)
+				j := jsonscan.SkipWS(b, jsonscan.SkipWS(b, kend)+1) // past ':'
+				var k int
+				switch {
+				case b[j] == 'n':
+					k = j + len("null") // the zero value
+				case f == mStringValue:
+					k = jsonscan.SkipString(b, j)
+					vals = append(vals, viewString(b[j+1:k-1]))
+					v.StringValue = &vals[len(vals)-1]
+				case f == mDataType:
+					k = jsonscan.SkipString(b, j)
+					v.DataType = dataTypeString(plainOrUnquote(nil, b[j+1:k-1]))
+				case f == mBinaryValue:
+					k = jsonscan.SkipString(b, j)
+					v.BinaryValue, _ = d.base64(b[j+1 : k-1]) // validated
+				default: // a list or an unknown member
+					k = jsonscan.SkipValue(b, j, 5)
+				}
+				i = jsonscan.SkipWS(b, k)
+				if b[i] == ',' {
+					i = jsonscan.SkipWS(b, i+1)
+				}
+			}
+			i++ // '}'
 		}
 		out[name] = v
-	})
-	if err != nil || len(out) == 0 {
-		return nil, err
+		i = jsonscan.SkipWS(b, i)
+		if b[i] == ',' {
+			i = jsonscan.SkipWS(b, i+1)
+		}
 	}
-	return out, nil
+	if len(out) == 0 {
+		return nil, vals
+	}
+	return out, vals
+}
+
+// viewString is the raw content of a validated JSON string decoded: a view
+// of content when it needs no decoding, otherwise a copy.
+func viewString(content []byte) string {
+	if bytes.IndexByte(content, '\\') < 0 && utf8.Valid(content) {
+		return unsafe.String(unsafe.SliceData(content), len(content))
+	}
+	return string(jsonscan.AppendUnquoted(nil, content))
 }
 
 // deadLetterAttributes decodes the raw message attributes straight into

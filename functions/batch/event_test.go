@@ -190,6 +190,10 @@ var eventEdgeCases = []string{
 	`{"Records":[{"messageId":"a","body":"x"}],"Records":[{"messageId":"b"}]}`,
 	`{"Records":[{"messageId":"a","messageId":"b"}]}`, `{"Records":[{"messageId":"a","MessageId":"b"}]}`,
 	`{"Records":[{"messageId":"a","messageAttributes":{"k":{},"k":{}}}]}`,
+	// What the dead letter's trusted walk (scalarMessageAttributesInto) reads: whitespace everywhere,
+	// escaped and case-folded names and members, escaped and invalid UTF-8 values, unknown members.
+	"{\"Records\":[{\"messageId\":\"a\",\"messageAttributes\" : { \"n\u0061me\" : { \"data\\u0054ype\" : \"Str\\u0069ng\" , \"string\\u0056alue\" : \"v\\n\\u00e9\" } ,\n\t\"b\xffd\" :{\"STRINGVALUE\":\"x\xffy\",\"dataType\":\"String.custom\"} , \"z\" : null , \"e\":{ } ,\"u\":{\"x\":{\"y\":[1,\"}\",{}]},\"\u017ftringValue\":\"long s\",\"binaryValue\":null,\"dataType\":null} } }]}",
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"stringValue":""},"b":{"stringValue":"2","dataType":"Number"},"c":{"binaryValue":"","dataType":"Binary"},"d":{"dataType":"String"},"e":{},"f":{"stringValue":"f"},"g":{"stringValue":"g"},"h":{"stringValue":"h"},"i":{"stringValue":"i"},"dlq_x":{"stringValue":"x"}}}]}`,
 	`{"Records":[{"message\u0049d":"a","meſſageId":"b"}]}`, `{"Records":[{"messageId":"a\u0000b"}]}`,
 	"{\"Records\":[{\"messageId\":\"a\tb\"}]}", `{"Records":[{"messageId":"a\x"}]}`, `{"Records":[{"messageId":"a\u12"}]}`,
 	`{"Records":[{"messageId":"a","body":"\ud83d\ude00\ud83d\ude00\u00e9\\u0041"}]}`,

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 )
 
@@ -190,17 +191,25 @@ func (r Record) MessageAttributes() (map[string]events.SQSMessageAttribute, erro
 }
 
 // deadLetterMessageAttributes are the message attributes a dead letter
-// carries: Message's map through Handle; on the lean path decoded now, data
-// type and values only (a dead letter carries no lists), the names and
+// carries: Message's map through Handle; on the lean path decoded now into
+// the outbox's scratch map (valid until the next dead letter of the lane),
+// data type and values only (a dead letter carries no lists), the names and
 // values that need no decoding viewing the payload's bytes (as sendBody).
-func (r Record) deadLetterMessageAttributes() (map[string]events.SQSMessageAttribute, error) {
+func (r Record) deadLetterMessageAttributes(o *outbox) map[string]events.SQSMessageAttribute {
 	if r.lean == nil {
 		if r.Message == nil {
-			return nil, nil
+			return nil
 		}
-		return r.Message.MessageAttributes, nil
+		return r.Message.MessageAttributes
 	}
-	return r.lean.scalarMessageAttributes()
+	if o.mattrs == nil {
+		o.mattrs = make(map[string]events.SQSMessageAttribute, deadletter.MaxAttributes)
+	}
+	clear(o.mattrs)
+	clear(o.mvals)
+	m, vals := r.lean.scalarMessageAttributesInto(o.mattrs, o.mvals[:0])
+	o.mvals = vals
+	return m
 }
 
 // SQSMessage returns the message as aws-lambda-go's type: Message itself
