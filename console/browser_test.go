@@ -27,7 +27,6 @@ import (
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/esm"
 	"github.com/agentdlq/agentdlq/internal/localtest"
-	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/internal/workload"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
@@ -67,7 +66,7 @@ func chromium(t *testing.T) string {
 // worker running on its hot queue, and a console over it.
 type seeded struct {
 	p      *pipeline.Pipeline
-	q      topology.Queues
+	q      pipeline.Queues
 	client *sqs.Client
 	led    ledger.Ledger
 	audit  *FileAudit
@@ -162,7 +161,7 @@ func seed(t *testing.T) *seeded {
 		Pipelines: []*pipeline.Pipeline{p}, SQS: s.client, Local: true, Ledger: s.led, Reports: reports, Loopback: true, Logger: quiet,
 		Audit: func(string) AuditLog { return s.audit },
 		Resolve: func(context.Context, *pipeline.Pipeline) (redrive.Queues, error) {
-			return redrive.Queues{HotURL: s.q.HotURL, HotARN: s.q.HotARN, DLQURL: s.q.DLQURL, DLQARN: s.q.DLQARN, FIFO: s.q.FIFO}, nil
+			return s.q, nil
 		},
 	})
 	require.NoError(t, err)

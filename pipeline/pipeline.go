@@ -18,6 +18,15 @@ import (
 // too, so that what runs locally is what deploys.
 const DefaultFile = "pipelines.json"
 
+// Queues locates one pipeline's hot queue and its DLQ, as deployed (the
+// stack's outputs, the worker's environment) or found by name and tag. The
+// worker, redrive and the local runner all take this one type.
+type Queues struct {
+	HotURL, HotARN string
+	DLQURL, DLQARN string
+	FIFO           bool
+}
+
 // Version is the only supported version of the pipeline definition file.
 const Version = 1
 

@@ -22,7 +22,6 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/localtest"
-	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -33,7 +32,7 @@ type local struct {
 	t      *testing.T
 	p      *pipeline.Pipeline
 	client *sqs.Client
-	q      topology.Queues
+	q      pipeline.Queues
 	led    ledger.Ledger
 	w      *sampleworker.Worker
 	store  *memStore

@@ -11,6 +11,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 // Letter is one dead letter as redrive sees it: the SQS message, and the
@@ -35,11 +36,9 @@ type Letter struct {
 // them.
 type Tagger func(l *Letter)
 
-// Queues is the pipeline's hot queue and DLQ.
-type Queues struct {
-	HotURL, HotARN, DLQURL, DLQARN string
-	FIFO                           bool
-}
+// Queues is the pipeline's hot queue and DLQ: pipeline.Queues, the one type
+// the worker, redrive and the local runner share.
+type Queues = pipeline.Queues
 
 // Selector chooses the dead letters a selective redrive moves: the letter's
 // reason must be one of Reasons, and, when Fingerprints is not empty, its

@@ -308,7 +308,7 @@ func demoRedrive(ctx context.Context, out io.Writer, lp *localpipeline.Local, au
 	p, q := lp.Pipeline, lp.Queues
 	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
-		Queues:   redrive.Queues{HotURL: q.HotURL, HotARN: q.HotARN, DLQURL: q.DLQURL, DLQARN: q.DLQARN, FIFO: q.FIFO},
+		Queues:   q,
 		SQS:      lp.SQS, Local: true, Ledger: lp.Ledger, Tag: redrive.TriageTagger, Logger: log,
 		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: auditPath}, Logger: log},
 	})

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/internal/localtest"
-	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -16,7 +15,7 @@ import (
 // fresh pair of local queues and a fresh ledger table, and points the CLI at
 // the queues (the AGENTDLQ_* overrides topology.OverrideFromEnv reads). It skips
 // without the emulators (fails under AGENTDLQ_REQUIRE_EMULATORS=1).
-func onEmulators(t *testing.T, name string) (aws.Config, *pipeline.Pipeline, topology.Queues, string) {
+func onEmulators(t *testing.T, name string) (aws.Config, *pipeline.Pipeline, pipeline.Queues, string) {
 	t.Helper()
 	cfg := localtest.AWS(t)
 	f, err := pipeline.Load(filepath.Join("..", "..", pipeline.DefaultFile))

@@ -15,7 +15,6 @@ import (
 	"github.com/agentdlq/agentdlq/functions/batch"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
-	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -171,7 +170,7 @@ func newLocalWorker(f *runFlags, ev events.SQSEvent, l ledger.Ledger, rec *sqsio
 	p := &pipeline.Pipeline{Name: "invoke", Owner: "local", FIFO: fifo}
 	p.ApplyDefaults()
 	p.MaxReceiveCount = f.maxReceiveCount
-	q := topology.Queues{HotURL: "local://" + p.HotQueueName(), DLQURL: "local://" + p.DLQName(), FIFO: fifo}
+	q := pipeline.Queues{HotURL: "local://" + p.HotQueueName(), DLQURL: "local://" + p.DLQName(), FIFO: fifo}
 	logs, metrics := io.Discard, io.Discard
 	if f.verbose {
 		logs, metrics = stderr, stderr

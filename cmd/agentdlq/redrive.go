@@ -158,7 +158,7 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 	}
 	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
-		Queues:   redrive.Queues{HotURL: q.HotURL, HotARN: q.HotARN, DLQURL: q.DLQURL, DLQARN: q.DLQARN, FIFO: q.FIFO},
+		Queues:   q,
 		SQS:      client, STS: stsc, Local: local, Lambda: lam, Evidence: s3c,
 		Ledger: ledger.NewDynamo(ddb, table),
 		Audit:  a, Logger: logger, OnMove: onMove, OnCanary: f.onCanary,

@@ -103,7 +103,7 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		Reports: reports, Loopback: loopback, Logger: g.logger(cmd.ErrOrStderr()),
 		Resolve: func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error) {
 			q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
-			return redrive.Queues{HotURL: q.HotURL, HotARN: q.HotARN, DLQURL: q.DLQURL, DLQARN: q.DLQARN, FIFO: q.FIFO}, err
+			return q, err
 		},
 	}
 	for i := range def.Pipelines {

@@ -127,7 +127,7 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 // localRuntime is one pipeline's worker on the clients of this process's
 // AWS config (the emulators locally).
 type localRuntime struct {
-	queues topology.Queues
+	queues pipeline.Queues
 	region string
 	sqs    *sqs.Client
 	ledger ledger.Ledger

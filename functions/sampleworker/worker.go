@@ -16,16 +16,9 @@ import (
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/batch"
-	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
-
-// Queues names a pipeline's hot queue and DLQ (URLs and ARNs). It is the
-// local runner's topology type, named here so that a module outside this
-// repository can fill in Config: Go lets it use the type, not import the
-// internal package that declares it.
-type Queues = topology.Queues
 
 // Config configures a Worker. New validates it and fails fast.
 type Config struct {
@@ -34,7 +27,7 @@ type Config struct {
 	Pipeline *pipeline.Pipeline
 	// Queues is required: DLQURL (dead letters go there); HotURL enables the
 	// visibility backoff; HotARN is stamped in dlq_meta.
-	Queues Queues
+	Queues pipeline.Queues
 	// SQS is required: an *sqs.Client (SendMessageBatch, ChangeMessageVisibility).
 	SQS batch.SQSAPI
 	// Ledger is required: the idempotency ledger (ledger.NewDynamo in AWS,

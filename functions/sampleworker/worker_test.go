@@ -22,7 +22,6 @@ import (
 	"github.com/agentdlq/agentdlq/functions/batch"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
-	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -47,12 +46,12 @@ type expected struct {
 	} `json:"fixtures"`
 }
 
-func testPipeline(t testing.TB, fifo bool, maxReceive int) (*pipeline.Pipeline, topology.Queues) {
+func testPipeline(t testing.TB, fifo bool, maxReceive int) (*pipeline.Pipeline, pipeline.Queues) {
 	t.Helper()
 	p := &pipeline.Pipeline{Name: "fixtures", Owner: "test", FIFO: fifo, MaxReceiveCount: maxReceive}
 	p.ApplyDefaults()
 	require.NoError(t, p.Validate())
-	q := topology.Queues{
+	q := pipeline.Queues{
 		HotURL: "http://127.0.0.1:1/000000000000/" + p.HotQueueName(), HotARN: "arn:aws:sqs:us-east-1:000000000000:" + p.HotQueueName(),
 		DLQURL: "http://127.0.0.1:1/000000000000/" + p.DLQName(), DLQARN: "arn:aws:sqs:us-east-1:000000000000:" + p.DLQName(),
 		FIFO: fifo,
@@ -235,8 +234,8 @@ func TestNewFailsFast(t *testing.T) {
 	}{
 		{name: "no pipeline", cfg: Config{Queues: q, SQS: &sqsio.Recorder{}, Ledger: ledger.NewMemory()}, wantErr: "Pipeline is required"},
 		{name: "no ledger", cfg: Config{Pipeline: p, Queues: q, SQS: &sqsio.Recorder{}}, wantErr: "Ledger is required"},
-		{name: "no DLQ", cfg: Config{Pipeline: p, Queues: topology.Queues{HotURL: q.HotURL}, SQS: &sqsio.Recorder{}, Ledger: ledger.NewMemory()}, wantErr: "DLQURL is required"},
-		{name: "FIFO mismatch", cfg: Config{Pipeline: p, Queues: topology.Queues{DLQURL: q.DLQURL, FIFO: true}, SQS: &sqsio.Recorder{}, Ledger: ledger.NewMemory()}, wantErr: "fifo"},
+		{name: "no DLQ", cfg: Config{Pipeline: p, Queues: pipeline.Queues{HotURL: q.HotURL}, SQS: &sqsio.Recorder{}, Ledger: ledger.NewMemory()}, wantErr: "DLQURL is required"},
+		{name: "FIFO mismatch", cfg: Config{Pipeline: p, Queues: pipeline.Queues{DLQURL: q.DLQURL, FIFO: true}, SQS: &sqsio.Recorder{}, Ledger: ledger.NewMemory()}, wantErr: "fifo"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -427,7 +427,7 @@ func TestFaultDLQMissingOrMisnamed(t *testing.T) {
 	require.ErrorIs(t, err, topology.ErrNotFound)
 	assert.Equal(t, 1, h.depth(h.q.HotURL), "nothing received")
 
-	_, err = sampleworker.New(sampleworker.Config{Pipeline: h.p, Queues: topology.Queues{HotURL: h.q.HotURL}, SQS: h.sqs, Ledger: h.ledger})
+	_, err = sampleworker.New(sampleworker.Config{Pipeline: h.p, Queues: pipeline.Queues{HotURL: h.q.HotURL}, SQS: h.sqs, Ledger: h.ledger})
 	require.Error(t, err, "no DLQ: the worker refuses to start")
 
 	wrong := h.q

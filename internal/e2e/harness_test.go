@@ -18,7 +18,6 @@ import (
 	"github.com/agentdlq/agentdlq/internal/esm"
 	"github.com/agentdlq/agentdlq/internal/localpipeline"
 	"github.com/agentdlq/agentdlq/internal/localtest"
-	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/internal/workload"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
@@ -35,7 +34,7 @@ type harness struct {
 	cfg    aws.Config
 	sqs    *sqs.Client
 	p      *pipeline.Pipeline
-	q      topology.Queues
+	q      pipeline.Queues
 	table  string
 	ledger *countingLedger
 	log    *slog.Logger

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -77,7 +76,7 @@ type Config struct {
 // FromPipeline is the configuration that Lambda's event source gets from the
 // pipeline definition: batch size, batch window, maximum concurrency (the
 // pollers) and the worker timeout.
-func FromPipeline(p *pipeline.Pipeline, q topology.Queues, region string) Config {
+func FromPipeline(p *pipeline.Pipeline, q pipeline.Queues, region string) Config {
 	return Config{
 		QueueURL:    q.HotURL,
 		QueueARN:    q.HotARN,

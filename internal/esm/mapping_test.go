@@ -19,7 +19,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/internal/esm"
-	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -314,7 +313,7 @@ func TestFromPipeline(t *testing.T) {
 	t.Parallel()
 	p := &pipeline.Pipeline{Name: "agent-tasks", Owner: "o", MaxReceiveCount: 4, BatchSize: 25, BatchWindowSeconds: 2, MaxConcurrency: 7, WorkerTimeoutSeconds: 9}
 	p.ApplyDefaults()
-	q := topology.Queues{HotURL: "u", HotARN: "arn:hot", DLQURL: "d", DLQARN: "arn:dlq"}
+	q := pipeline.Queues{HotURL: "u", HotARN: "arn:hot", DLQURL: "d", DLQARN: "arn:dlq"}
 	got := esm.FromPipeline(p, q, "eu-west-1")
 	assert.Equal(t, esm.Config{QueueURL: "u", QueueARN: "arn:hot", Region: "eu-west-1", BatchSize: 25,
 		BatchWindow: 2 * time.Second, Pollers: 7, Timeout: 9 * time.Second}, got)

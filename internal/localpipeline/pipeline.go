@@ -38,7 +38,7 @@ type Config struct {
 	Names topology.Names
 	// Queues is optional: queues created elsewhere (a test's, cleaned up by
 	// it); Setup then creates none.
-	Queues *topology.Queues
+	Queues *pipeline.Queues
 	// Table is optional (default topology.LocalLedgerTable): the ledger
 	// table, created when missing.
 	Table string
@@ -68,7 +68,7 @@ type Config struct {
 // worker, and the handler invocations counted per message.
 type Local struct {
 	Pipeline *pipeline.Pipeline
-	Queues   topology.Queues
+	Queues   pipeline.Queues
 	Region   string
 	SQS      *sqs.Client
 	DynamoDB *dynamodb.Client

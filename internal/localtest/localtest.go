@@ -94,7 +94,7 @@ func Unique(prefix string) string {
 // topology.Create builds the local topology (the pipeline's redrive policy,
 // retentions, visibility timeout, tags and redrive allow policy), and deletes
 // both when the test ends. The tags carry p's own name.
-func Queues(t testing.TB, cfg aws.Config, p *pipeline.Pipeline) topology.Queues {
+func Queues(t testing.TB, cfg aws.Config, p *pipeline.Pipeline) pipeline.Queues {
 	t.Helper()
 	client := sqs.NewFromConfig(cfg)
 	base := Unique("t-" + truncate(p.Name, 40))

@@ -33,27 +33,27 @@ func LocalNames(p *pipeline.Pipeline) Names {
 // Create creates the pipeline's local topology under its local names. It is
 // idempotent: queues that exist are brought to the definition's attributes
 // and tags.
-func Create(ctx context.Context, api CreateAPI, p *pipeline.Pipeline) (Queues, error) {
+func Create(ctx context.Context, api CreateAPI, p *pipeline.Pipeline) (pipeline.Queues, error) {
 	return CreateNamed(ctx, api, p, LocalNames(p))
 }
 
 // CreateNamed is Create with chosen queue names (tests use unique ones).
 // The DLQ is created first, then the hot queue with the redrive policy to it,
 // then the DLQ's redrive allow policy naming the hot queue.
-func CreateNamed(ctx context.Context, api CreateAPI, p *pipeline.Pipeline, n Names) (Queues, error) {
-	q := Queues{FIFO: p.FIFO}
+func CreateNamed(ctx context.Context, api CreateAPI, p *pipeline.Pipeline, n Names) (pipeline.Queues, error) {
+	q := pipeline.Queues{FIFO: p.FIFO}
 	var err error
 	if q.DLQURL, q.DLQARN, err = ensureQueue(ctx, api, n.DLQ, DLQAttributes(p), Tags(p, RoleDLQ)); err != nil {
-		return Queues{}, fmt.Errorf("pipeline %q: DLQ: %w", p.Name, err)
+		return pipeline.Queues{}, fmt.Errorf("pipeline %q: DLQ: %w", p.Name, err)
 	}
 	if q.HotURL, q.HotARN, err = ensureQueue(ctx, api, n.Hot, HotAttributes(p, q.DLQARN), Tags(p, RoleHot)); err != nil {
-		return Queues{}, fmt.Errorf("pipeline %q: hot queue: %w", p.Name, err)
+		return pipeline.Queues{}, fmt.Errorf("pipeline %q: hot queue: %w", p.Name, err)
 	}
 	if _, err := api.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{
 		QueueUrl:   aws.String(q.DLQURL),
 		Attributes: map[string]string{string(types.QueueAttributeNameRedriveAllowPolicy): RedriveAllowPolicy(q.HotARN)},
 	}); err != nil {
-		return Queues{}, fmt.Errorf("pipeline %q: DLQ redrive allow policy: %w", p.Name, err)
+		return pipeline.Queues{}, fmt.Errorf("pipeline %q: DLQ redrive allow policy: %w", p.Name, err)
 	}
 	return q, nil
 }

@@ -14,13 +14,6 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
-// Queues locates a pipeline's hot queue and its DLQ.
-type Queues struct {
-	HotURL, HotARN string
-	DLQURL, DLQARN string
-	FIFO           bool
-}
-
 // ErrNotFound is returned (wrapped) when a pipeline's queues cannot be found.
 var ErrNotFound = errors.New("queue not found")
 
@@ -58,15 +51,15 @@ type ResolveAPI interface {
 // ResolveWith finds the pipeline's queues, taking the given override first.
 // Both queues must exist: a missing or misnamed DLQ is an error, so that a
 // worker fails fast instead of acknowledging what it cannot dead-letter.
-func ResolveWith(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline, o Override) (Queues, error) {
-	q := Queues{HotURL: o.HotURL, HotARN: o.HotARN, DLQURL: o.DLQURL, DLQARN: o.DLQARN, FIFO: p.FIFO}
+func ResolveWith(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline, o Override) (pipeline.Queues, error) {
+	q := pipeline.Queues{HotURL: o.HotURL, HotARN: o.HotARN, DLQURL: o.DLQURL, DLQARN: o.DLQARN, FIFO: p.FIFO}
 	if q.HotURL == "" || q.DLQURL == "" {
 		found, err := byName(ctx, api, p)
 		if errors.Is(err, ErrNotFound) {
 			found, err = byTags(ctx, api, p)
 		}
 		if err != nil {
-			return Queues{}, err
+			return pipeline.Queues{}, err
 		}
 		if q.HotURL == "" {
 			q.HotURL, q.HotARN = found.HotURL, found.HotARN
@@ -78,19 +71,19 @@ func ResolveWith(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline, o Ov
 	var err error
 	if q.HotARN == "" {
 		if q.HotARN, err = queueARN(ctx, api, q.HotURL); err != nil {
-			return Queues{}, fmt.Errorf("pipeline %q hot queue: %w", p.Name, err)
+			return pipeline.Queues{}, fmt.Errorf("pipeline %q hot queue: %w", p.Name, err)
 		}
 	}
 	if q.DLQARN == "" {
 		if q.DLQARN, err = queueARN(ctx, api, q.DLQURL); err != nil {
-			return Queues{}, fmt.Errorf("pipeline %q DLQ: %w", p.Name, err)
+			return pipeline.Queues{}, fmt.Errorf("pipeline %q DLQ: %w", p.Name, err)
 		}
 	}
 	return q, nil
 }
 
-func byName(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (Queues, error) {
-	q := Queues{FIFO: p.FIFO}
+func byName(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (pipeline.Queues, error) {
+	q := pipeline.Queues{FIFO: p.FIFO}
 	for _, x := range []struct {
 		name string
 		url  *string
@@ -99,27 +92,27 @@ func byName(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (Queues, 
 		if err != nil {
 			var nx *types.QueueDoesNotExist
 			if errors.As(err, &nx) {
-				return Queues{}, fmt.Errorf("pipeline %q: queue %q: %w", p.Name, x.name, ErrNotFound)
+				return pipeline.Queues{}, fmt.Errorf("pipeline %q: queue %q: %w", p.Name, x.name, ErrNotFound)
 			}
-			return Queues{}, fmt.Errorf("pipeline %q: GetQueueUrl %q: %w", p.Name, x.name, err)
+			return pipeline.Queues{}, fmt.Errorf("pipeline %q: GetQueueUrl %q: %w", p.Name, x.name, err)
 		}
 		*x.url = aws.ToString(out.QueueUrl)
 	}
 	return q, nil
 }
 
-func byTags(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (Queues, error) {
-	q := Queues{FIFO: p.FIFO}
+func byTags(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (pipeline.Queues, error) {
+	q := pipeline.Queues{FIFO: p.FIFO}
 	pages := sqs.NewListQueuesPaginator(api, &sqs.ListQueuesInput{MaxResults: aws.Int32(1000)})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return Queues{}, fmt.Errorf("pipeline %q: ListQueues: %w", p.Name, err)
+			return pipeline.Queues{}, fmt.Errorf("pipeline %q: ListQueues: %w", p.Name, err)
 		}
 		for _, url := range page.QueueUrls {
 			tags, err := api.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: aws.String(url)})
 			if err != nil {
-				return Queues{}, fmt.Errorf("pipeline %q: ListQueueTags %s: %w", p.Name, url, err)
+				return pipeline.Queues{}, fmt.Errorf("pipeline %q: ListQueueTags %s: %w", p.Name, url, err)
 			}
 			if tags.Tags[pipeline.TagPipeline] != p.Name {
 				continue
@@ -134,11 +127,11 @@ func byTags(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (Queues, 
 	}
 	switch {
 	case q.HotURL == "" && q.DLQURL == "":
-		return Queues{}, fmt.Errorf("pipeline %q: no queue named %q or tagged %s=%s: %w", p.Name, p.HotQueueName(), pipeline.TagPipeline, p.Name, ErrNotFound)
+		return pipeline.Queues{}, fmt.Errorf("pipeline %q: no queue named %q or tagged %s=%s: %w", p.Name, p.HotQueueName(), pipeline.TagPipeline, p.Name, ErrNotFound)
 	case q.HotURL == "":
-		return Queues{}, fmt.Errorf("pipeline %q: no hot queue (tag %s=%s): %w", p.Name, pipeline.TagRole, RoleHot, ErrNotFound)
+		return pipeline.Queues{}, fmt.Errorf("pipeline %q: no hot queue (tag %s=%s): %w", p.Name, pipeline.TagRole, RoleHot, ErrNotFound)
 	case q.DLQURL == "":
-		return Queues{}, fmt.Errorf("pipeline %q: no DLQ (tag %s=%s): %w", p.Name, pipeline.TagRole, RoleDLQ, ErrNotFound)
+		return pipeline.Queues{}, fmt.Errorf("pipeline %q: no DLQ (tag %s=%s): %w", p.Name, pipeline.TagRole, RoleDLQ, ErrNotFound)
 	}
 	return q, nil
 }

@@ -138,17 +138,17 @@ func TestResolveWith(t *testing.T) {
 		name     string
 		api      *fakeSQS
 		override topology.Override
-		want     topology.Queues
+		want     pipeline.Queues
 		wantErr  error // errors.Is target; nil means success
 		anyErr   bool  // an error that is not ErrNotFound
 	}{
-		{name: "local names", api: byName, want: topology.Queues{
+		{name: "local names", api: byName, want: pipeline.Queues{
 			HotURL: "u/agent-tasks", HotARN: "arn:u/agent-tasks", DLQURL: "u/agent-tasks-dlq", DLQARN: "arn:u/agent-tasks-dlq"}},
-		{name: "tags when the names do not exist", api: byTags, want: topology.Queues{
+		{name: "tags when the names do not exist", api: byTags, want: pipeline.Queues{
 			HotURL: "u/Stack-Hot-1", HotARN: "arn:u/Stack-Hot-1", DLQURL: "u/Stack-DLQ-1", DLQARN: "arn:u/Stack-DLQ-1"}},
 		{name: "override wins, ARNs looked up", api: byTags,
 			override: topology.Override{HotURL: "u/Other-DLQ", DLQURL: "u/Stack-DLQ-1", DLQARN: "given"},
-			want:     topology.Queues{HotURL: "u/Other-DLQ", HotARN: "arn:u/Other-DLQ", DLQURL: "u/Stack-DLQ-1", DLQARN: "given"}},
+			want:     pipeline.Queues{HotURL: "u/Other-DLQ", HotARN: "arn:u/Other-DLQ", DLQURL: "u/Stack-DLQ-1", DLQARN: "given"}},
 		{name: "overridden DLQ that does not exist", api: byName,
 			override: topology.Override{HotURL: "u/agent-tasks", DLQURL: "u/misnamed-dlq"}, wantErr: topology.ErrNotFound},
 		{name: "missing DLQ fails fast", api: noDLQ, wantErr: topology.ErrNotFound},

@@ -462,7 +462,7 @@ func newWorker(maxReceive int, fifo bool, rec *sqsio.Recorder) (*sampleworker.Wo
 	p := &pipeline.Pipeline{Name: "invoke", Owner: "local", FIFO: fifo}
 	p.ApplyDefaults()
 	p.MaxReceiveCount = maxReceive
-	q := sampleworker.Queues{HotURL: "local://" + p.HotQueueName(), DLQURL: "local://" + p.DLQName(), FIFO: fifo}
+	q := pipeline.Queues{HotURL: "local://" + p.HotQueueName(), DLQURL: "local://" + p.DLQName(), FIFO: fifo}
 	return sampleworker.New(sampleworker.Config{
 		Pipeline: p, Queues: q, SQS: rec, Ledger: ledger.NewMemory(), WorkerVersion: "bench",
 		Logger: slog.New(batch.NewLogHandler(io.Discard, nil)), Metrics: io.Discard, // the Lambda entry's handler

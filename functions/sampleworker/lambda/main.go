@@ -16,8 +16,8 @@ import (
 	"github.com/agentdlq/agentdlq/functions/batch"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/lambdaenv"
-	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 func main() {
@@ -59,7 +59,7 @@ func setup(log *slog.Logger) (*sampleworker.Worker, error) {
 	return sampleworker.New(sampleworker.Config{
 		Evidence: evidence, EvidenceBucket: bucket,
 		Pipeline: p,
-		Queues: topology.Queues{HotURL: os.Getenv("AGENTDLQ_HOT_QUEUE_URL"), HotARN: os.Getenv("AGENTDLQ_HOT_QUEUE_ARN"),
+		Queues: pipeline.Queues{HotURL: os.Getenv("AGENTDLQ_HOT_QUEUE_URL"), HotARN: os.Getenv("AGENTDLQ_HOT_QUEUE_ARN"),
 			DLQURL: os.Getenv("AGENTDLQ_DLQ_URL"), DLQARN: os.Getenv("AGENTDLQ_DLQ_ARN"), FIFO: p.FIFO},
 		SQS: sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = lambdaenv.Endpoint(os.Getenv, "SQS") }),
 		Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
