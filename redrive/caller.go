@@ -31,11 +31,6 @@ const (
 	CallerSTSFailed CallerCheck = "sts_failed"
 )
 
-// AllCallerChecks lists every caller check in the order above.
-func AllCallerChecks() []CallerCheck {
-	return []CallerCheck{CallerSTS, CallerLocal, CallerNotChecked, CallerSTSFailed}
-}
-
 // Caller is who ran an audited action as the machine knows it, beside the
 // entry's Actor (the declared --owner). In an audit record (JSON "caller"):
 //

@@ -131,6 +131,9 @@ func GroupID(reason deadletter.Reason, fingerprint string) string {
 type GroupInfo struct {
 	// Keys are the idempotency keys the report lists (effect_unknown groups).
 	Keys []string
+	// Omitted counts the group's keys the report left out of Keys (it lists
+	// at most 1,000): keys nobody can have reconciled from that list.
+	Omitted int
 	// LastSeen is when the group's latest dead letter was dead-lettered.
 	LastSeen time.Time
 }
@@ -160,7 +163,7 @@ func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, infos map[string]Gro
 			continue
 		}
 		ks := info.Keys
-		g.Keys = len(ks)
+		g.Keys = len(ks) + info.Omitted
 		for _, k := range ks {
 			if kd, ok := d.Reconciled[k]; ok {
 				if g.Reconciled == nil {
@@ -170,15 +173,15 @@ func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, infos map[string]Gro
 			}
 		}
 		conf, none := g.Reconciled[ledger.OutcomeEffectConfirmed], g.Reconciled[ledger.OutcomeNoEffect]
-		open := len(ks) - conf - none
+		open := g.Keys - conf - none
 		base := fmt.Sprintf("agentdlq redrive select --pipeline %s --reason %s%s --owner %s --why %s --rate %d",
 			p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner), "'<why>'", DefaultRate)
 		switch {
-		case len(ks) > 0 && conf == len(ks):
+		case g.Keys > 0 && conf == g.Keys:
 			g.Why = "reconciled: effect confirmed, reject or let retention drop it (select never moves these)"
 			g.Command = fmt.Sprintf("agentdlq redrive reject --pipeline %s --reason %s%s --owner %s --why '<why>'", p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner))
 		case none > 0:
-			parts := []string{fmt.Sprintf("%d of %d keys no effect (select moves them without --override)", none, len(ks))}
+			parts := []string{fmt.Sprintf("%d of %d keys no effect (select moves them without --override)", none, g.Keys)}
 			if conf > 0 {
 				parts = append(parts, fmt.Sprintf("%d effect confirmed (never moved)", conf))
 			}
@@ -188,7 +191,7 @@ func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, infos map[string]Gro
 			g.Why = "reconciled: " + strings.Join(parts, ", ")
 			g.Command = fmt.Sprintf("%s --canary %d", base, max(1, min(5, none)))
 		case conf > 0:
-			g.Why = fmt.Sprintf("reconciled: %d of %d keys effect confirmed (never moved); reconcile the other %d first", conf, len(ks), open)
+			g.Why = fmt.Sprintf("reconciled: %d of %d keys effect confirmed (never moved); reconcile the other %d first", conf, g.Keys, open)
 		}
 	}
 }
@@ -314,7 +317,7 @@ func GroupInfos(rep *triage.Report) map[string]GroupInfo {
 		return out
 	}
 	for _, g := range rep.Groups {
-		out[GroupID(g.Reason, g.Fingerprint)] = GroupInfo{Keys: g.IdempotencyKeys, LastSeen: g.LastSeen}
+		out[GroupID(g.Reason, g.Fingerprint)] = GroupInfo{Keys: g.IdempotencyKeys, Omitted: g.IdempotencyKeysOmitted, LastSeen: g.LastSeen}
 	}
 	return out
 }

@@ -321,6 +321,18 @@ func TestPlanShowsDecisions(t *testing.T) {
 	assert.Nil(t, open.Reconciled)
 	assert.Contains(t, open.Command, "agentdlq ledger reconcile")
 
+	// Every listed key confirmed, but the report left keys out: no reject of
+	// the whole group, whose other keys nobody has looked at.
+	capped := BuildPlan(p, groups)
+	capped.Annotate(p, d, map[string]GroupInfo{GroupID(eu, "fp-all-confirmed"): {Keys: []string{"a1", "a2"}, Omitted: 3}})
+	for _, g := range capped.Groups {
+		if g.Fingerprint == "fp-all-confirmed" {
+			assert.Equal(t, 5, g.Keys)
+			assert.Equal(t, "reconciled: 2 of 5 keys effect confirmed (never moved); reconcile the other 3 first", g.Why)
+			assert.NotContains(t, g.Command, "redrive reject")
+		}
+	}
+
 	// Dead letters of a rejected group that arrived after the rejection: decide again.
 	again := BuildPlan(p, groups)
 	again.Annotate(p, d, map[string]GroupInfo{GroupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(time.Minute)}})
