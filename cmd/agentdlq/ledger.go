@@ -141,7 +141,7 @@ Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
 			}
 			e, err := r.Reconcile(ctx, req)
 			if err != nil {
-				return redriveExit(err)
+				return err
 			}
 			if out.JSON() {
 				return writeJSONLine(cmd.OutOrStdout(), e)
@@ -158,7 +158,6 @@ Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
 			return nil
 		},
 	}
-	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return withExit(exitRefused, err) })
 	fl := c.Flags()
 	fl.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required: its owner is the only one who may reconcile)")
 	fl.StringVar(&key, "key", "", "the idempotency key (agentdlq triage --keys)")
@@ -176,13 +175,7 @@ var reconcileHeader = []string{"key", "state", "reconciled", "receipt", "by", "a
 
 // reconcileRow is a reconciled key's row.
 func reconcileRow(e ledger.Entry) []string {
-	dash := func(s string) string {
-		if s == "" {
-			return "-"
-		}
-		return s
-	}
-	return []string{e.Key, string(e.State), string(e.Reconciled), dash(e.Receipt), e.ReconciledBy, e.ReconciledAt.UTC().Format(time.RFC3339)}
+	return []string{e.Key, string(e.State), string(e.Reconciled), orDash(e.Receipt), e.ReconciledBy, e.ReconciledAt.UTC().Format(time.RFC3339)}
 }
 
 // ledgerTableName is the ledger table to use: the flag, else

@@ -57,7 +57,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input.`,
 			}
 			res, err := r.Pause(ctx, who, paused)
 			if err != nil {
-				return redriveExit(err)
+				return err
 			}
 			if out.JSON() {
 				return writeJSON(cmd.OutOrStdout(), res)

@@ -164,7 +164,7 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		Audit:  a, Logger: logger, OnMove: onMove, OnCanary: f.onCanary,
 	})
 	if err != nil {
-		return nil, redriveExit(a.Refuse(ctx, p.Name, action, who, err))
+		return nil, a.Refuse(ctx, p.Name, action, who, err)
 	}
 	return r, nil
 }
@@ -200,19 +200,6 @@ func configEndpoints(cfg aws.Config) []redrive.Endpoint {
 	}
 }
 
-// exit maps an error to the process exit code.
-func redriveExit(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, redrive.ErrRefused):
-		return withExit(exitRefused, err)
-	case errors.Is(err, redrive.ErrCanaryFailed):
-		return withExit(exitCanaryFailed, err)
-	}
-	return err
-}
-
 // actorOr is the audit's actor: the declared owner, else the OS user ($USER,
 // else the account of the process's uid, else "uid:N"), never "unknown":
 // an audit line must say who ran the command.
@@ -244,7 +231,7 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 			}
 			pl, err := r.Plan(ctx, actorOr(actor))
 			if err != nil {
-				return redriveExit(err)
+				return err
 			}
 			switch {
 			case out.JSON():
@@ -282,7 +269,7 @@ func newRedriveStartCmd(f *redriveFlags) *cobra.Command {
 			}
 			task, err := r.Start(ctx, redrive.StartRequest{Who: who, Rate: f.rate, Destination: dest, Ack: ack})
 			if err != nil {
-				return redriveExit(err)
+				return err
 			}
 			if out.JSON() {
 				return writeJSON(cmd.OutOrStdout(), task)
@@ -315,7 +302,7 @@ func newRedriveStatusCmd(f *redriveFlags) *cobra.Command {
 			}
 			tasks, err := r.Status(ctx, actorOr(actor))
 			if err != nil {
-				return redriveExit(err)
+				return err
 			}
 			w := cmd.OutOrStdout()
 			switch {
@@ -361,7 +348,7 @@ func newRedriveCancelCmd(f *redriveFlags) *cobra.Command {
 			}
 			moved, err := r.Cancel(ctx, redrive.CancelRequest{Who: who, TaskHandle: handle})
 			if err != nil {
-				return redriveExit(err)
+				return err
 			}
 			if out.JSON() {
 				return writeJSON(cmd.OutOrStdout(), cancelResult{Pipeline: r.Pipeline().Name, Cancelled: true, Moved: moved})
@@ -434,16 +421,16 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 				w := cmd.OutOrStdout()
 				switch {
 				case out.JSON() && errors.Is(err, redrive.ErrRefused):
-					return redriveExit(err) // nothing was done: the error alone
+					return err // nothing was done: the error alone
 				case out.JSON() && err != nil:
-					return withResult(redriveExit(err), res) // one document: the error and what was done
+					return withResult(err, res) // one document: the error and what was done
 				case out.JSON():
 					return writeJSON(w, res)
 				case !errors.Is(err, redrive.ErrRefused):
 					writeSelectResult(w, r.Pipeline().Name, res)
 				}
 			}
-			return redriveExit(err)
+			return err
 		},
 	}
 	f.gateFlags(c, true, true)
@@ -547,7 +534,7 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 			}
 			res, err := r.RejectGroups(ctx, who, rs, fps, nil)
 			if err != nil {
-				return redriveExit(err)
+				return err
 			}
 			writeRejectWarnings(cmd.ErrOrStderr(), res.Warnings)
 			if out.JSON() {
