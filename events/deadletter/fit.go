@@ -131,7 +131,7 @@ func FitDeadLetter(m Meta, original map[string]Attribute, bodyBytes, maxBytes in
 // kept returns the original attributes that EncodeDeadLetter keeps on the
 // message, without the ones it would fold.
 func kept(original map[string]Attribute) map[string]Attribute {
-	if keepsAll(original) {
+	if KeepsAll(original) {
 		return original
 	}
 	out := maps.Clone(original)

@@ -139,7 +139,7 @@ func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribu
 	// much cheaper to make than one hinted for the SQS maximum.
 	out := make(map[string]Attribute, min(len(original), MaxKeptAttributes)+2)
 	var folded map[string]Attribute
-	if keepsAll(original) {
+	if KeepsAll(original) {
 		// Nothing is folded, so the name order does not matter: no sort.
 		for name, a := range original {
 			out[name] = a
@@ -265,9 +265,6 @@ func encodeMeta(dst []byte, m *Meta) ([]byte, error) {
 	}
 	return data, nil
 }
-
-// keepsAll is KeepsAll for the codec's own attributes.
-func keepsAll(original map[string]Attribute) bool { return KeepsAll(original) }
 
 // DecodeDeadLetter splits a dead letter's attributes into its metadata and the
 // message's original attributes (dlq_* removed, folded ones restored). A dead

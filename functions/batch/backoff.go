@@ -6,9 +6,10 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // Backoff is the exponential backoff with full jitter of retried records:

@@ -119,7 +119,6 @@ type decoder struct {
 	arn     []byte    // the current record's eventSourceARN, decoded
 	lastARN string    // the previous record's: records share it
 	blocks  []*[recordBlock]leanRecord
-	view    bool   // message attribute names and values that need no decoding view b (dead letters only)
 	scratch []byte // base64 validation
 }
 
@@ -636,7 +635,7 @@ func walkMessageAttributes(d *decoder, i int, lists bool, out func(name string, 
 			return -1, d.typeError(j, fmt.Sprintf("message attribute %q is not an object", truncate(string(key), 64)))
 		}
 		if out != nil {
-			out(d.keyString(key, b, j), a)
+			out(string(key), a)
 		}
 		return k, nil
 	})
@@ -767,24 +766,9 @@ func (d *decoder) messageAttribute(i int, name []byte, mode int, a *mattr) (int,
 	})
 }
 
-// str decodes the raw content of a JSON string into a string: a view of
-// the bytes when d.view and it needs no decoding, otherwise a copy.
+// str decodes the raw content of a JSON string into a new string.
 func (d *decoder) str(content []byte) string {
-	v := plainOrUnquote(nil, content)
-	if d.view && len(v) > 0 && len(content) > 0 && &v[0] == &content[0] {
-		return unsafe.String(unsafe.SliceData(v), len(v))
-	}
-	return string(v)
-}
-
-// keyString is key (decoded) as a string: with d.view a view of b when key
-// is b's own bytes, otherwise a copy.
-func (d *decoder) keyString(key, b []byte, _ int) string {
-	if d.view && len(key) > 0 && uintptr(unsafe.Pointer(&key[0])) >= uintptr(unsafe.Pointer(unsafe.SliceData(b))) &&
-		uintptr(unsafe.Pointer(&key[0])) < uintptr(unsafe.Pointer(unsafe.SliceData(b)))+uintptr(len(b)) {
-		return unsafe.String(&key[0], len(key))
-	}
-	return string(key)
+	return string(plainOrUnquote(nil, content))
 }
 
 // dataTypeString returns the data type as a string, the usual ones without
@@ -905,14 +889,6 @@ func (r *leanRecord) receiveCount() (int, bool) {
 		return receiveCount(unsafe.String(unsafe.SliceData(r.count), len(r.count)))
 	}
 	return receiveCount(string(jsonscan.AppendUnquoted(nil, r.count)))
-}
-
-// countText is the raw ApproximateReceiveCount, for a log line.
-func (r *leanRecord) countText() string {
-	if r.count == nil {
-		return ""
-	}
-	return string(plainOrUnquote(nil, r.count))
 }
 
 // messageAttributes decodes the raw message attributes.

@@ -29,12 +29,7 @@ func (p *Processor) runOne(ctx context.Context, rs *records, i int, st *recordSt
 	}
 	rec := p.newRecord(rs, i, st, now)
 	if st.badCount {
-		value := ""
-		if rec.lean != nil {
-			value = rec.lean.countText()
-		} else {
-			value = rec.Message.Attributes[attrReceiveCount]
-		}
+		value := rec.Attribute(attrReceiveCount)
 		logAttrs(ctx, p.log, slog.LevelWarn, "unreadable ApproximateReceiveCount; counted as 1",
 			slog.String("message_id", rec.MessageID()), slog.String("queue", queueName(rec.EventSourceARN())),
 			slog.String("value", truncate(value, 32)))

@@ -90,9 +90,6 @@ func (p *Processor) HandleEvent(ctx context.Context, ev *Event) (events.SQSEvent
 	if err := ev.check(); err != nil {
 		return events.SQSEventResponse{}, err
 	}
-	if ev.records == nil {
-		return p.run(ctx, &records{sqs: nil}), nil
-	}
 	return p.run(ctx, &records{lean: ev.records}), nil
 }
 
