@@ -52,9 +52,15 @@ var ErrBodyTooLarge = errors.New("message body leaves no room for the dead-lette
 func MessageSize(body int, attrs map[string]Attribute) int {
 	n := body
 	for name, a := range attrs {
-		n += len(name) + len(a.DataType) + len(a.StringValue) + base64.StdEncoding.EncodedLen(len(a.BinaryValue))
+		n += AttributeSize(name, &a)
 	}
 	return n
+}
+
+// AttributeSize is what SQS counts of one message attribute toward the
+// message's size: its name, data type and value (a binary value as base64).
+func AttributeSize(name string, a *Attribute) int {
+	return len(name) + len(a.DataType) + len(a.StringValue) + base64.StdEncoding.EncodedLen(len(a.BinaryValue))
 }
 
 // FitDeadLetter is EncodeDeadLetter for a message whose body is bodyBytes

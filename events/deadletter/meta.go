@@ -152,7 +152,7 @@ func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribu
 		sort.Strings(names)
 		for _, name := range names {
 			a := original[name]
-			if len(out) < MaxKeptAttributes && !strings.HasPrefix(name, AttrPrefix) {
+			if Keeps(name, len(out)) {
 				out[name] = a
 				continue
 			}
@@ -215,6 +215,15 @@ func KeepsAll[V any](original map[string]V) bool {
 		}
 	}
 	return true
+}
+
+// Keeps is the fold rule of EncodeDeadLetter for one original attribute,
+// the names taken in order: the attribute name is kept on the dead letter
+// when fewer than MaxKeptAttributes were kept before it and it has no
+// reserved dlq_ prefix; otherwise it is folded into dlq_meta. A caller that
+// builds dead letters without the maps (see AppendMeta) folds with it.
+func Keeps(name string, keptBefore int) bool {
+	return keptBefore < MaxKeptAttributes && !strings.HasPrefix(name, AttrPrefix)
 }
 
 // normalize completes m for encoding: version, class and next action,

@@ -95,11 +95,8 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 // the evidence bucket. A claim check that cannot be stored does not hold
 // the dead letter back: it is sent without the pointer, and the loss logged.
 // The one error is a body that leaves no room for any dead letter.
-func (p *Processor) fit(ctx context.Context, rec Record, meta deadletter.Meta) (map[string]deadletter.Attribute, error) {
-	original, err := originalAttributes(rec)
-	if err != nil {
-		return nil, err // DecodeEvent validated them: not reached
-	}
+func (p *Processor) fit(ctx context.Context, rec Record, recAttrs []namedAttr, meta deadletter.Meta) (map[string]deadletter.Attribute, error) {
+	original := attributeMap(recAttrs)
 	var key, ref string
 	if p.evidence != nil {
 		key = p.pipeline + "/evidence/" + meta.DeadLetteredAt.Format(time.DateOnly) + "/" + rec.MessageID() + ".json"
@@ -172,23 +169,15 @@ func effectState(st *recordState) deadletter.EffectState {
 // message: "dlq-" and the original message id.
 func DeduplicationID(messageID string) string { return "dlq-" + truncate(messageID, 120) }
 
-// originalAttributes converts the record's message attributes (the general
-// path of a dead letter only: see enqueue).
-func originalAttributes(rec Record) (map[string]deadletter.Attribute, error) {
-	if rec.lean != nil {
-		return rec.lean.deadLetterAttributes()
+// attributeMap is a dead letter's original attributes as a map, nil when
+// there are none (the general path of a dead letter only: see enqueue).
+func attributeMap(attrs []namedAttr) map[string]deadletter.Attribute {
+	if len(attrs) == 0 {
+		return nil
 	}
-	in, err := rec.MessageAttributes()
-	if err != nil || len(in) == 0 {
-		return nil, err
+	out := make(map[string]deadletter.Attribute, len(attrs))
+	for _, a := range attrs {
+		out[a.name] = a.Attribute
 	}
-	out := make(map[string]deadletter.Attribute, len(in))
-	for name, a := range in {
-		v := deadletter.Attribute{DataType: a.DataType, BinaryValue: a.BinaryValue}
-		if a.StringValue != nil {
-			v.StringValue = *a.StringValue
-		}
-		out[name] = v
-	}
-	return out, nil
+	return out
 }

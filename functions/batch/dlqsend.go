@@ -13,7 +13,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -73,15 +72,14 @@ type outbox struct {
 
 	// Scratch for the dead letter being encoded (its Meta is encoded, or
 	// copied into a claim check, before the next one is built).
-	hist   [1]deadletter.Attempt
-	hex    [2 * sha256.Size]byte
-	names  []string                        // the attribute names, sorted (fold)
-	kept   []string                        // the attributes kept on the message
-	folded map[string]deadletter.Attribute // and the ones folded into dlq_meta
-	// The lean record's attributes, decoded for the dead letter being
-	// encoded (its StringValues point into mvals).
-	mattrs map[string]events.SQSMessageAttribute
-	mvals  []string
+	hist [1]deadletter.Attempt
+	hex  [2 * sha256.Size]byte
+	// The record's attributes as the dead letter being encoded carries them
+	// (on the lean path decoded now, viewing the payload), those kept on
+	// the message, and the ones folded into dlq_meta.
+	rattrs []namedAttr
+	kept   []namedAttr
+	folded map[string]deadletter.Attribute
 }
 
 // history is a one-attempt history in the outbox's scratch.
@@ -110,11 +108,9 @@ func putOutbox(o *outbox) {
 	o.reset()
 	// The fold's scratch is not reset with each batch: a batch may be sent
 	// while a dead letter that uses it is being built.
-	clear(o.names)
+	clear(o.rattrs)
 	clear(o.kept)
 	clear(o.folded)
-	clear(o.mattrs)
-	clear(o.mvals)
 	outboxPool.Put(o)
 }
 
@@ -161,7 +157,8 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	// The message's attributes and body as the dead letter carries them: on
 	// the lean path the attributes are decoded now (data type and values
 	// only) and the body copied out of the invocation's payload.
-	mattrs := rec.deadLetterMessageAttributes(o)
+	clear(o.rattrs)
+	o.rattrs = rec.appendDeadLetterAttrs(o.rattrs[:0])
 	body := rec.sendBody()
 
 	// The common case: the metadata is written into the slot's reused
@@ -172,9 +169,9 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	slot, size := o.n, -1
 	var fitted map[string]deadletter.Attribute
 	orig := *meta
-	keepAll := deadletter.KeepsAll(mattrs)
-	if !keepAll {
-		o.fold(mattrs)
+	kept := o.rattrs
+	if !keepsAll(kept) {
+		kept = o.fold()
 		meta.Folded = o.folded
 	}
 	buf, err := deadletter.AppendMeta(o.metas[slot][:0], meta)
@@ -183,15 +180,8 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 		size = len(body) +
 			len(deadletter.AttrReason) + len("String") + len(meta.Reason) +
 			len(deadletter.AttrMeta) + len("String") + len(buf)
-		if keepAll {
-			for name, a := range mattrs {
-				size += attrSize(name, &a)
-			}
-		} else {
-			for _, name := range o.kept {
-				a := mattrs[name]
-				size += attrSize(name, &a)
-			}
+		for i := range kept {
+			size += deadletter.AttributeSize(kept[i].name, &kept[i].Attribute)
 		}
 		letter.errMsg = meta.Error // redacted by AppendMeta
 	}
@@ -201,7 +191,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	if size < 0 {
 		// Folded attributes, a reduction or an encoding problem: the
 		// general path (deadletter.FitDeadLetter, claim checks).
-		attrs, err := p.fit(ctx, rec, *meta)
+		attrs, err := p.fit(ctx, rec, o.rattrs, *meta)
 		letter.errMsg = deadletter.Redact(meta.Error, deadletter.MaxErrorRunes)
 		if err != nil {
 			p.settle(ctx, &letter, err, m)
@@ -220,16 +210,9 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	e := &o.entries[slot]
 	*e = types.SendMessageBatchRequestEntry{Id: &entryIDs[slot], MessageBody: o.ptr(body)}
 	if fitted == nil {
-		am := o.attrMap(slot, len(mattrs)+2)
-		if keepAll {
-			for name, a := range mattrs {
-				am[name] = o.attrValue(&a)
-			}
-		} else {
-			for _, name := range o.kept {
-				a := mattrs[name]
-				am[name] = o.attrValue(&a)
-			}
+		am := o.attrMap(slot, len(kept)+2)
+		for i := range kept {
+			am[kept[i].name] = o.attrValue(&kept[i].Attribute)
 		}
 		meta := o.metas[slot]
 		am[deadletter.AttrReason] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(string(letter.reason))}
@@ -238,13 +221,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	} else {
 		am := o.attrMap(slot, len(fitted))
 		for name, a := range fitted {
-			v := types.MessageAttributeValue{DataType: o.ptr(a.DataType)}
-			if strings.HasPrefix(a.DataType, "Binary") {
-				v.BinaryValue = a.BinaryValue
-			} else {
-				v.StringValue = o.ptr(a.StringValue)
-			}
-			am[name] = v
+			am[name] = o.attrValue(&a)
 		}
 		e.MessageAttributes = am
 	}
@@ -270,56 +247,51 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	}
 }
 
-// attrSize is deadletter.MessageSize's count of one attribute.
-func attrSize(name string, a *events.SQSMessageAttribute) int {
-	n := len(name) + len(a.DataType) + (len(a.BinaryValue)+2)/3*4
-	if a.StringValue != nil {
-		n += len(*a.StringValue)
-	}
-	return n
-}
-
-// attrValue is the SQS attribute of a record's attribute, its *string
+// attrValue is the SQS attribute of a dead letter's attribute, its *string
 // values in the outbox.
-func (o *outbox) attrValue(a *events.SQSMessageAttribute) types.MessageAttributeValue {
+func (o *outbox) attrValue(a *deadletter.Attribute) types.MessageAttributeValue {
 	v := types.MessageAttributeValue{DataType: o.ptr(a.DataType)}
-	switch {
-	case strings.HasPrefix(a.DataType, "Binary"):
+	if strings.HasPrefix(a.DataType, "Binary") {
 		v.BinaryValue = a.BinaryValue
-	case a.StringValue != nil:
-		v.StringValue = o.ptr(*a.StringValue)
-	default:
-		v.StringValue = o.ptr("")
+	} else {
+		v.StringValue = o.ptr(a.StringValue)
 	}
 	return v
 }
 
-// fold splits attrs as deadletter.EncodeDeadLetter does: by name order, the
-// first MaxKeptAttributes names without the dlq_ prefix are kept (o.kept),
-// the others folded into dlq_meta (o.folded).
-func (o *outbox) fold(attrs map[string]events.SQSMessageAttribute) {
-	o.names = o.names[:0]
-	for name := range attrs {
-		o.names = append(o.names, name)
+// keepsAll is deadletter.KeepsAll for the attributes in a slice.
+func keepsAll(attrs []namedAttr) bool {
+	if len(attrs) > deadletter.MaxKeptAttributes {
+		return false
 	}
-	slices.Sort(o.names)
+	for i := range attrs {
+		if !deadletter.Keeps(attrs[i].name, i) {
+			return false
+		}
+	}
+	return true
+}
+
+// fold splits the record's attributes (o.rattrs, sorted here by name) as
+// deadletter.EncodeDeadLetter does: the ones deadletter.Keeps, in name
+// order, are returned (in o.kept), the others folded into dlq_meta
+// (o.folded).
+func (o *outbox) fold() []namedAttr {
+	slices.SortFunc(o.rattrs, func(a, b namedAttr) int { return strings.Compare(a.name, b.name) })
+	clear(o.kept)
 	o.kept = o.kept[:0]
 	if o.folded == nil {
 		o.folded = make(map[string]deadletter.Attribute, deadletter.MaxAttributes)
 	}
 	clear(o.folded)
-	for _, name := range o.names {
-		if len(o.kept) < deadletter.MaxKeptAttributes && !strings.HasPrefix(name, deadletter.AttrPrefix) {
-			o.kept = append(o.kept, name)
+	for _, a := range o.rattrs {
+		if deadletter.Keeps(a.name, len(o.kept)) {
+			o.kept = append(o.kept, a)
 			continue
 		}
-		a := attrs[name]
-		v := deadletter.Attribute{DataType: a.DataType, BinaryValue: a.BinaryValue}
-		if a.StringValue != nil {
-			v.StringValue = *a.StringValue
-		}
-		o.folded[name] = v
+		o.folded[a.name] = a.Attribute
 	}
+	return o.kept
 }
 
 // flush sends the lane's waiting dead letters in one SendMessageBatch and

@@ -231,8 +231,7 @@ func TestDeadLetterAttributesAreFitDeadLetters(t *testing.T) {
 				}
 				meta, err := deadletter.ParseMeta([]byte(got[deadletter.AttrMeta].StringValue))
 				require.NoError(t, err)
-				original, err := originalAttributes(Record{Message: &msg})
-				require.NoError(t, err)
+				original := attributeMap(Record{Message: &msg}.appendDeadLetterAttrs(nil))
 				want, ev, err := deadletter.FitDeadLetter(*meta, original, len(msg.Body), DefaultMaxMessageBytes, "")
 				require.NoError(t, err)
 				require.Nil(t, ev)

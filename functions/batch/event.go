@@ -703,7 +703,7 @@ func (d *decoder) messageAttribute(i int, name []byte, mode int, a *mattr) (int,
 				}
 			case mDataType:
 				if decode {
-					a.dataType = dataTypeString(plainOrUnquote(nil, b[j+1:k-1]))
+					a.dataType = dataTypeString(b[j+1 : k-1])
 				}
 			}
 			return k, nil
@@ -771,10 +771,11 @@ func (d *decoder) str(content []byte) string {
 	return string(plainOrUnquote(nil, content))
 }
 
-// dataTypeString returns the data type as a string, the usual ones without
-// an allocation.
-func dataTypeString(b []byte) string {
-	switch string(b) {
+// dataTypeString decodes the raw content of a validated JSON string holding
+// a data type, the usual ones (as written, no escapes) without an
+// allocation or a decoding pass.
+func dataTypeString(content []byte) string {
+	switch string(content) {
 	case "String":
 		return "String"
 	case "Number":
@@ -782,7 +783,7 @@ func dataTypeString(b []byte) string {
 	case "Binary":
 		return "Binary"
 	}
-	return string(b)
+	return string(plainOrUnquote(nil, content))
 }
 
 // base64 decodes the raw content of a JSON string as encoding/json decodes
@@ -912,36 +913,35 @@ func (r *leanRecord) messageAttributes() (map[string]events.SQSMessageAttribute,
 	return out, nil
 }
 
-// scalarMessageAttributes decodes the raw message attributes without their
-// lists, which a dead letter does not carry, into a new map.
-func (r *leanRecord) scalarMessageAttributes() (map[string]events.SQSMessageAttribute, error) {
-	m, _ := r.scalarMessageAttributesInto(make(map[string]events.SQSMessageAttribute, 8), nil)
-	return m, nil
+// namedAttr is one message attribute of a dead letter being built: its
+// name and what a dead letter carries of it (data type and value, no
+// lists).
+type namedAttr struct {
+	name string
+	deadletter.Attribute
 }
 
-// scalarMessageAttributesInto decodes the raw message attributes without
-// their lists into out (which it returns; nil when there are none) and their
-// StringValues into vals (the values point into it; vals is returned, grown).
-// Names and values that need no decoding view the payload's bytes, as the
-// body does.
+// appendDeadLetterAttrs appends the raw message attributes, without their
+// lists, to dst. Names and string values that need no decoding view the
+// payload's bytes, as the body does; a binary value is decoded into a new
+// slice. DecodeEvent refused a duplicate name, so dst holds each name once.
 //
 // The attributes were validated by DecodeEvent (well-formed, no duplicate
 // name or member, every member of the right type), so this walk trusts them:
 // no duplicate bookkeeping, no callbacks, no second validation. A fuzz test
 // (diffDecode) holds it to encoding/json's decoding.
-func (r *leanRecord) scalarMessageAttributesInto(out map[string]events.SQSMessageAttribute, vals []string) (map[string]events.SQSMessageAttribute, []string) {
+func (r *leanRecord) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
 	b := r.mattrs
 	if len(b) <= 2 {
-		return nil, vals // absent, null or {}
+		return dst // absent, null or {}
 	}
 	var d decoder // base64's scratch
 	var kbuf [32]byte
 	i := jsonscan.SkipWS(b, 1)
 	for i < len(b) && b[i] == '"' {
 		end := jsonscan.SkipString(b, i)
-		name := viewString(b[i+1 : end-1])
+		a := namedAttr{name: viewString(b[i+1 : end-1])}
 		i = jsonscan.SkipWS(b, jsonscan.SkipWS(b, end)+1) // past ':'
-		var v events.SQSMessageAttribute
 		if b[i] == 'n' {
 			i += len("null")
 		} else { // '{'
@@ -949,10 +949,12 @@ func (r *leanRecord) scalarMessageAttributesInto(out map[string]events.SQSMessag
 			for b[i] == '"' {
 				kend := jsonscan.SkipString(b, i)
 				key := b[i+1 : kend-1]
-				if bytes.IndexByte(key, '\\') >= 0 {
-					key = jsonscan.AppendUnquoted(kbuf[:0], key)
-				}
 				f := mFieldIndex(key)
+				if f < 0 && bytes.IndexByte(key, '\\') >= 0 {
+					// A member name no field matches as written: an escaped
+					// one may match once decoded.
+					f = mFieldIndex(jsonscan.AppendUnquoted(kbuf[:0], key))
+				}
 				j := jsonscan.SkipWS(b, jsonscan.SkipWS(b, kend)+1) // past ':'
 				var k int
 				switch {
@@ -960,14 +962,13 @@ func (r *leanRecord) scalarMessageAttributesInto(out map[string]events.SQSMessag
 					k = j + len("null") // the zero value
 				case f == mStringValue:
 					k = jsonscan.SkipString(b, j)
-					vals = append(vals, viewString(b[j+1:k-1]))
-					v.StringValue = &vals[len(vals)-1]
+					a.StringValue = viewString(b[j+1 : k-1])
 				case f == mDataType:
 					k = jsonscan.SkipString(b, j)
-					v.DataType = dataTypeString(plainOrUnquote(nil, b[j+1:k-1]))
+					a.DataType = dataTypeString(b[j+1 : k-1])
 				case f == mBinaryValue:
 					k = jsonscan.SkipString(b, j)
-					v.BinaryValue, _ = d.base64(b[j+1 : k-1]) // validated
+					a.BinaryValue, _ = d.base64(b[j+1 : k-1]) // validated
 				default: // a list or an unknown member
 					k = jsonscan.SkipValue(b, j, 5)
 				}
@@ -978,16 +979,13 @@ func (r *leanRecord) scalarMessageAttributesInto(out map[string]events.SQSMessag
 			}
 			i++ // '}'
 		}
-		out[name] = v
+		dst = append(dst, a)
 		i = jsonscan.SkipWS(b, i)
 		if b[i] == ',' {
 			i = jsonscan.SkipWS(b, i+1)
 		}
 	}
-	if len(out) == 0 {
-		return nil, vals
-	}
-	return out, vals
+	return dst
 }
 
 // viewString is the raw content of a validated JSON string decoded: a view
@@ -997,24 +995,6 @@ func viewString(content []byte) string {
 		return unsafe.String(unsafe.SliceData(content), len(content))
 	}
 	return string(jsonscan.AppendUnquoted(nil, content))
-}
-
-// deadLetterAttributes decodes the raw message attributes straight into
-// what a dead letter carries (DataType, StringValue, BinaryValue), with no
-// events.SQSMessageAttribute in between.
-func (r *leanRecord) deadLetterAttributes() (map[string]deadletter.Attribute, error) {
-	if len(r.mattrs) <= 2 {
-		return nil, nil // absent, null or {}
-	}
-	out := make(map[string]deadletter.Attribute, 8)
-	d := decoder{b: r.mattrs}
-	_, err := walkMessageAttributes(&d, 0, false, func(name string, a mattr) {
-		out[name] = deadletter.Attribute{DataType: a.dataType, StringValue: a.stringValue, BinaryValue: a.binaryValue}
-	})
-	if err != nil || len(out) == 0 {
-		return nil, err
-	}
-	return out, nil
 }
 
 // attributes decodes the raw attributes.

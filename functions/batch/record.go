@@ -190,26 +190,26 @@ func (r Record) MessageAttributes() (map[string]events.SQSMessageAttribute, erro
 	return r.Message.MessageAttributes, nil
 }
 
-// deadLetterMessageAttributes are the message attributes a dead letter
-// carries: Message's map through Handle; on the lean path decoded now into
-// the outbox's scratch map (valid until the next dead letter of the lane),
-// data type and values only (a dead letter carries no lists), the names and
-// values that need no decoding viewing the payload's bytes (as sendBody).
-func (r Record) deadLetterMessageAttributes(o *outbox) map[string]events.SQSMessageAttribute {
-	if r.lean == nil {
-		if r.Message == nil {
-			return nil
+// appendDeadLetterAttrs appends to dst the message attributes as a dead
+// letter carries them: data type and value, no lists. Through Handle they
+// come from Message's map; on the lean path they are decoded now, the names
+// and values that need no decoding viewing the payload's bytes (as
+// sendBody).
+func (r Record) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
+	if r.lean != nil {
+		return r.lean.appendDeadLetterAttrs(dst)
+	}
+	if r.Message == nil {
+		return dst
+	}
+	for name, a := range r.Message.MessageAttributes {
+		v := namedAttr{name: name, Attribute: deadletter.Attribute{DataType: a.DataType, BinaryValue: a.BinaryValue}}
+		if a.StringValue != nil {
+			v.StringValue = *a.StringValue
 		}
-		return r.Message.MessageAttributes
+		dst = append(dst, v)
 	}
-	if o.mattrs == nil {
-		o.mattrs = make(map[string]events.SQSMessageAttribute, deadletter.MaxAttributes)
-	}
-	clear(o.mattrs)
-	clear(o.mvals)
-	m, vals := r.lean.scalarMessageAttributesInto(o.mattrs, o.mvals[:0])
-	o.mvals = vals
-	return m
+	return dst
 }
 
 // SQSMessage returns the message as aws-lambda-go's type: Message itself
