@@ -272,6 +272,10 @@ func (l *lean) chunk(ctx context.Context, n, maxReceive int, fifo, drop bool) (*
 	if l.once != nil {
 		return l.chunkOnce(ctx, n, maxReceive, fifo, drop)
 	}
+	// The previous chunk's last event is dropped before its buffer is filled
+	// again: the runtime keeps no event of an invocation that returned.
+	clear(l.evs)
+	l.evs = l.evs[:0]
 	for len(l.bufs) < n {
 		l.bufs = append(l.bufs, make([]byte, l.size))
 	}
