@@ -1,8 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -10,7 +8,6 @@ import (
 	"runtime/debug"
 	"runtime/pprof"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/internal/benchsum"
 	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
@@ -102,13 +100,13 @@ type benchResult struct {
 	// HandlerRSSMB is the peak resident set while the timed repeats ran
 	// (Linux: the high-water mark is reset before them), without the
 	// harness's own decoding of the event file; 0 where it cannot be read.
-	HandlerRSSMB   float64        `json:"handler_rss_mb"`
-	FailuresByKind failuresByKind `json:"failures_by_kind"`
-	OKDigest       string         `json:"ok_digest"`
-	DeadLetters    map[string]int `json:"dead_letters_by_reason"`
-	Decoder        string         `json:"decoder"`
-	GOARCH         string         `json:"goarch"`
-	GoVersion      string         `json:"go_version"`
+	HandlerRSSMB   float64           `json:"handler_rss_mb"`
+	FailuresByKind benchsum.Failures `json:"failures_by_kind"`
+	OKDigest       string            `json:"ok_digest"`
+	DeadLetters    map[string]int    `json:"dead_letters_by_reason"`
+	Decoder        string            `json:"decoder"`
+	GOARCH         string            `json:"goarch"`
+	GoVersion      string            `json:"go_version"`
 }
 
 // writeTable prints the figures one a line.
@@ -132,12 +130,6 @@ func (r *benchResult) writeTable(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
 	}
 	return tw.Flush()
-}
-
-type failuresByKind struct {
-	Poison    int `json:"poison"`
-	Transient int `json:"transient"`
-	Exhausted int `json:"exhausted"`
 }
 
 func runBench(cmd *cobra.Command, f *runFlags, ev events.SQSEvent, repeats, warmup int) (*benchResult, error) {
@@ -180,7 +172,7 @@ func runBench(cmd *cobra.Command, f *runFlags, ev events.SQSEvent, repeats, warm
 	)
 	runtime.GC()
 	debug.FreeOSMemory()
-	peak := newPeakRSS()
+	peak := rusage.ResetPeak()
 	for done := 0; done < repeats; {
 		n := min(chunk, repeats-done)
 		runs, err := build(n)
@@ -211,73 +203,31 @@ func runBench(cmd *cobra.Command, f *runFlags, ev events.SQSEvent, repeats, warm
 		NsPerRecord:    round(float64(wall.Nanoseconds()) / total),
 		CPUNsPerRecord: round(float64(cpu.Nanoseconds()) / total),
 		RSSMB:          round(rusage.MaxRSSMB()),
-		HandlerRSSMB:   round(peak.mb()),
-		DeadLetters:    map[string]int{},
+		HandlerRSSMB:   round(handlerRSS(peak)),
 		Decoder:        agenttask.DecoderName, GOARCH: runtime.GOARCH, GoVersion: runtime.Version(),
 	}
 	// The outcome of the last repeat (every repeat does the same work).
-	failed := map[string]bool{}
-	for _, bf := range resp.BatchItemFailures {
-		failed[bf.ItemIdentifier] = true
-		res.FailuresByKind.Transient++
-	}
-	dls, err := last.rec.DeadLetters()
+	sum, err := benchsum.Summarize(resp, last.rec, func(yield func(string, []byte) bool) {
+		for _, r := range ev.Records {
+			if !yield(r.MessageId, []byte(r.Body)) {
+				return
+			}
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	for _, dl := range dls {
-		failed[dl.MessageID] = true
-		res.DeadLetters[string(dl.Reason)]++
-		if info, _ := dl.Reason.Info(); info.Immediate {
-			res.FailuresByKind.Poison++
-		} else {
-			res.FailuresByKind.Exhausted++
-		}
-	}
-	digest := sha256.New()
-	for _, r := range ev.Records {
-		if failed[r.MessageId] {
-			continue
-		}
-		task, err := agenttask.DecodeTask([]byte(r.Body), nil)
-		if err != nil {
-			return nil, fmt.Errorf("record %s succeeded but its body does not decode: %w", r.MessageId, err)
-		}
-		sum := sha256.Sum256(task.Args)
-		fmt.Fprintf(digest, "%s:%s\n", r.MessageId, hex.EncodeToString(sum[:]))
-	}
-	res.OKDigest = hex.EncodeToString(digest.Sum(nil))
+	res.FailuresByKind, res.DeadLetters, res.OKDigest = sum.Failures, sum.DeadLetters, sum.OKDigest
 	return res, nil
 }
 
-// peakRSS measures the peak resident set from its creation on: on Linux it
-// resets the kernel's high-water mark (writing 5 to /proc/self/clear_refs)
-// and later reads VmHWM from /proc/self/status.
-type peakRSS struct{ ok bool }
-
-func newPeakRSS() peakRSS {
-	return peakRSS{ok: os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil}
-}
-
-// mb is the peak in MiB since newPeakRSS, or 0 where it cannot be read.
-func (p peakRSS) mb() float64 {
-	if !p.ok {
+// handlerRSS is the peak resident set since rusage.ResetPeak, 0 where it
+// could not be reset or read.
+func handlerRSS(reset bool) float64 {
+	if !reset {
 		return 0
 	}
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err != nil {
-				return 0
-			}
-			return kb / 1024
-		}
-	}
-	return 0
+	return rusage.StatusMB("VmHWM")
 }
 
 func round(x float64) float64 { return float64(int64(x*10+0.5)) / 10 }

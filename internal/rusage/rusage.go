@@ -6,6 +6,9 @@
 package rusage
 
 import (
+	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -28,4 +31,30 @@ func MaxRSSMB() float64 {
 		return 0
 	}
 	return float64(ru.Maxrss) / 1024
+}
+
+// ResetPeak resets the kernel's high-water mark of the resident set (Linux:
+// writing 5 to /proc/self/clear_refs), so that StatusMB("VmHWM") reads the
+// peak from now on. It reports whether it could.
+func ResetPeak() bool {
+	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
+}
+
+// StatusMB reads a kB field of /proc/self/status ("VmRSS", "VmHWM") in
+// MiB, or 0 where it cannot be read.
+func StatusMB(field string) float64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				return 0
+			}
+			return kb / 1024
+		}
+	}
+	return 0
 }

@@ -32,8 +32,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -45,15 +43,13 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/functions/batch"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
+	"github.com/agentdlq/agentdlq/internal/benchsum"
 	"github.com/agentdlq/agentdlq/internal/lambdaenv"
 	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
@@ -62,27 +58,21 @@ import (
 )
 
 type result struct {
-	Path                 string         `json:"path"`
-	Records              int            `json:"records"`
-	Repeats              int            `json:"repeats"`
-	RecordsPerS          float64        `json:"records_per_s"`
-	CPUNsPerRecord       float64        `json:"cpu_ns_per_record"`
-	DecodeCPUNsPerRecord float64        `json:"decode_cpu_ns_per_record"`
-	RSSMB                float64        `json:"rss_mb"`
-	HandlerRSSMB         float64        `json:"handler_rss_mb"`
-	IdleRSSMB            float64        `json:"idle_rss_mb"`
-	GoMemLimitMiB        float64        `json:"gomemlimit_mib"`
-	FailuresByKind       failuresByKind `json:"failures_by_kind"`
-	DeadLetters          map[string]int `json:"dead_letters_by_reason"`
-	OKDigest             string         `json:"ok_digest"`
-	GOARCH               string         `json:"goarch"`
-	GoVersion            string         `json:"go_version"`
-}
-
-type failuresByKind struct {
-	Poison    int `json:"poison"`
-	Transient int `json:"transient"`
-	Exhausted int `json:"exhausted"`
+	Path                 string            `json:"path"`
+	Records              int               `json:"records"`
+	Repeats              int               `json:"repeats"`
+	RecordsPerS          float64           `json:"records_per_s"`
+	CPUNsPerRecord       float64           `json:"cpu_ns_per_record"`
+	DecodeCPUNsPerRecord float64           `json:"decode_cpu_ns_per_record"`
+	RSSMB                float64           `json:"rss_mb"`
+	HandlerRSSMB         float64           `json:"handler_rss_mb"`
+	IdleRSSMB            float64           `json:"idle_rss_mb"`
+	GoMemLimitMiB        float64           `json:"gomemlimit_mib"`
+	FailuresByKind       benchsum.Failures `json:"failures_by_kind"`
+	DeadLetters          map[string]int    `json:"dead_letters_by_reason"`
+	OKDigest             string            `json:"ok_digest"`
+	GOARCH               string            `json:"goarch"`
+	GoVersion            string            `json:"go_version"`
 }
 
 func main() {
@@ -130,7 +120,7 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode s
 		return err
 	}
 	runtime.GC()
-	idleMB := statusMB("VmRSS")
+	idleMB := rusage.StatusMB("VmRSS")
 	if idle {
 		return json.NewEncoder(os.Stdout).Encode(map[string]float64{"idle_rss_mb": round(idleMB), "peak_rss_mb": round(rusage.MaxRSSMB())})
 	}
@@ -180,7 +170,7 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode s
 	}
 	runtime.GC()
 	debug.FreeOSMemory()
-	peak := resetPeak()
+	peak := rusage.ResetPeak()
 	var decodeCPU, handleCPU time.Duration
 	start := time.Now()
 	var last *outcome
@@ -204,11 +194,10 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode s
 		DecodeCPUNsPerRecord: round(float64(decodeCPU.Nanoseconds()) / total),
 		RSSMB:                round(rusage.MaxRSSMB()),
 		IdleRSSMB:            round(idleMB),
-		DeadLetters:          map[string]int{},
 		GOARCH:               runtime.GOARCH, GoVersion: runtime.Version(),
 	}
 	if peak {
-		res.HandlerRSSMB = round(statusMB("VmHWM"))
+		res.HandlerRSSMB = round(rusage.StatusMB("VmHWM"))
 	}
 	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
 		res.GoMemLimitMiB = round(float64(l) / (1 << 20))
@@ -225,9 +214,9 @@ type bencher interface {
 	// chunk runs n repeats; drop says the recorded dead letters may be
 	// dropped (not the last chunk).
 	chunk(ctx context.Context, n, maxReceive int, fifo, drop bool) (*outcome, error)
-	// okRecords calls fn with the id and body of every record of the last
+	// okRecords yields the id and body of every record of the last
 	// repeat's event, in order.
-	okRecords(fn func(id string, body []byte) error) error
+	okRecords(yield func(id string, body []byte) bool)
 }
 
 type outcome struct {
@@ -349,14 +338,13 @@ func (l *lean) chunkOnce(ctx context.Context, n, maxReceive int, fifo, drop bool
 	return o, nil
 }
 
-func (l *lean) okRecords(fn func(string, []byte) error) error {
+func (l *lean) okRecords(yield func(string, []byte) bool) {
 	ev := l.evs[0]
 	for i := range ev.Len() {
-		if err := fn(ev.MessageID(i), ev.Body(i)); err != nil {
-			return err
+		if !yield(ev.MessageID(i), ev.Body(i)) {
+			return
 		}
 	}
-	return nil
 }
 
 // eventsPath: lambda.Start(w.Handle), as aws-lambda-go runs a handler of
@@ -413,49 +401,18 @@ func (e *eventsPath) chunk(ctx context.Context, n, maxReceive int, fifo, drop bo
 	return o, nil
 }
 
-func (e *eventsPath) okRecords(fn func(string, []byte) error) error {
+func (e *eventsPath) okRecords(yield func(string, []byte) bool) {
 	for _, r := range e.ev.Records {
-		if err := fn(r.MessageId, []byte(r.Body)); err != nil {
-			return err
+		if !yield(r.MessageId, []byte(r.Body)) {
+			return
 		}
 	}
-	return nil
 }
 
 // summarize reads the last repeat's outcome into res.
 func (o *outcome) summarize(res *result, b bencher) error {
-	failed := map[string]bool{}
-	for _, bf := range o.resp.BatchItemFailures {
-		failed[bf.ItemIdentifier] = true
-		res.FailuresByKind.Transient++
-	}
-	dls, err := o.rec.DeadLetters()
-	if err != nil {
-		return err
-	}
-	for _, dl := range dls {
-		failed[dl.MessageID] = true
-		res.DeadLetters[string(dl.Reason)]++
-		if info, _ := dl.Reason.Info(); info.Immediate {
-			res.FailuresByKind.Poison++
-		} else {
-			res.FailuresByKind.Exhausted++
-		}
-	}
-	digest := sha256.New()
-	err = b.okRecords(func(id string, body []byte) error {
-		if failed[id] {
-			return nil
-		}
-		task, err := agenttask.DecodeTask(body, nil)
-		if err != nil {
-			return fmt.Errorf("record %s succeeded but its body does not decode: %w", id, err)
-		}
-		sum := sha256.Sum256(task.Args)
-		fmt.Fprintf(digest, "%s:%s\n", id, hex.EncodeToString(sum[:]))
-		return nil
-	})
-	res.OKDigest = hex.EncodeToString(digest.Sum(nil))
+	sum, err := benchsum.Summarize(o.resp, o.rec, b.okRecords)
+	res.FailuresByKind, res.DeadLetters, res.OKDigest = sum.Failures, sum.DeadLetters, sum.OKDigest
 	return err
 }
 
@@ -471,30 +428,6 @@ func newWorker(maxReceive int, fifo bool, rec *sqsio.Recorder) (*sampleworker.Wo
 		Pipeline: p, Queues: q, SQS: rec, Ledger: ledger.NewMemory(), WorkerVersion: "bench",
 		Logger: slog.New(batch.NewLogHandler(io.Discard, nil)), Metrics: io.Discard, // the Lambda entry's handler
 	})
-}
-
-// resetPeak resets the kernel's RSS high-water mark (Linux), so that VmHWM
-// is the peak from now on.
-func resetPeak() bool {
-	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) == nil
-}
-
-// statusMB reads a kB field of /proc/self/status in MiB (0 elsewhere).
-func statusMB(field string) float64 {
-	status, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err != nil {
-				return 0
-			}
-			return kb / 1024
-		}
-	}
-	return 0
 }
 
 func round(x float64) float64 { return math.Round(x*10) / 10 }
