@@ -2,11 +2,11 @@ package triage
 
 import (
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/rusage"
 )
 
 // synthetic makes n dead letters: 60 % written by the worker (12 reasons ×
@@ -60,12 +60,12 @@ func BenchmarkTriage100k(b *testing.B) {
 	msgs := synthetic(b, 100_000)
 	p := testPipeline(b, false)
 	b.ReportAllocs()
-	cpu0 := cpuTime()
+	cpu0 := rusage.CPUTime()
 	var r *Report
 	for b.Loop() {
 		r = Build(TagAll(msgs), p, t0)
 	}
-	cpu := cpuTime() - cpu0
+	cpu := rusage.CPUTime() - cpu0
 	if r.Totals.Messages != 100_000 {
 		b.Fatalf("report holds %d messages", r.Totals.Messages)
 	}
@@ -73,15 +73,6 @@ func BenchmarkTriage100k(b *testing.B) {
 	// CPU time of the process (every thread, the GC's included) per 100,000:
 	// on a busy machine wall time says little.
 	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
-}
-
-// cpuTime is the process's user + system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkTag is one message's tagging (metadata decode, hints, fingerprint).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/rusage"
 )
 
 // benchBody is a ~1 KB agent task, shaped like the fixtures' valid tasks.
@@ -17,12 +18,12 @@ var benchBody = []byte(`{"task_id":"task-0001-7f3a9c2e","run_id":"run-2026-11-29
 // time, so a figure taken on a busy machine still says what the code costs.
 // Call it before the loop; it reports when the benchmark ends.
 func cpuPerOp(b *testing.B) {
-	start, ok := processCPU()
-	if !ok {
-		return
+	start := rusage.CPUTime()
+	if start == 0 {
+		return // no getrusage here
 	}
 	b.Cleanup(func() {
-		if end, ok := processCPU(); ok && b.N > 0 {
+		if end := rusage.CPUTime(); b.N > 0 {
 			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 		}
 	})

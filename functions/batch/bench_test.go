@@ -7,25 +7,16 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/ledger"
 )
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkProcessor measures the processor alone: a handler that begins
 // the record's key in the ledger and finishes (no decoding, no tool work),
@@ -68,7 +59,7 @@ func BenchmarkProcessor(b *testing.B) {
 				log := slog.New(NewLogHandler(io.Discard, nil))
 				ctx := context.Background()
 				b.ReportAllocs()
-				cpu0 := cpuTime()
+				cpu0 := rusage.CPUTime()
 				for b.Loop() {
 					p, err := New(Config{Handler: handler, SQS: sqs, DLQURL: testDLQ, MaxReceiveCount: 4, Pipeline: "bench",
 						Ledger: ledger.NewMemory(), Logger: log, Metrics: io.Discard})
@@ -81,7 +72,7 @@ func BenchmarkProcessor(b *testing.B) {
 				}
 				n := float64(b.N * size)
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/n, "ns/record")
-				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/n, "cpu-ns/record")
+				b.ReportMetric(float64((rusage.CPUTime()-cpu0).Nanoseconds())/n, "cpu-ns/record")
 			})
 		}
 	}

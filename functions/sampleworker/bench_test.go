@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/functions/batch"
+	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
 )
@@ -74,7 +75,7 @@ func BenchmarkWorker(b *testing.B) {
 				log := slog.New(batch.NewLogHandler(io.Discard, nil))
 				ctx := context.Background()
 				b.ReportAllocs()
-				cpu0 := cpuTime()
+				cpu0 := rusage.CPUTime()
 				for b.Loop() {
 					// A fresh worker and ledger each iteration (built inside the
 					// timed loop: about a microsecond a batch), so that every
@@ -91,7 +92,7 @@ func BenchmarkWorker(b *testing.B) {
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/record")
 				// CPU of the whole process (GC included) per record.
-				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*size), "cpu-ns/record")
+				b.ReportMetric(float64((rusage.CPUTime()-cpu0).Nanoseconds())/float64(b.N*size), "cpu-ns/record")
 			})
 		}
 	}
@@ -121,7 +122,7 @@ func BenchmarkWorkerLean(b *testing.B) {
 				log := slog.New(batch.NewLogHandler(io.Discard, nil))
 				ctx := context.Background()
 				b.ReportAllocs()
-				cpu0 := cpuTime()
+				cpu0 := rusage.CPUTime()
 				for b.Loop() {
 					rec.Reset()
 					w, err := New(Config{Pipeline: p, Queues: q, SQS: rec, Ledger: ledger.NewMemory(), Logger: log, Metrics: io.Discard})
@@ -134,7 +135,7 @@ func BenchmarkWorkerLean(b *testing.B) {
 					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/record")
-				b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*size), "cpu-ns/record")
+				b.ReportMetric(float64((rusage.CPUTime()-cpu0).Nanoseconds())/float64(b.N*size), "cpu-ns/record")
 			})
 		}
 	}
@@ -154,11 +155,11 @@ func BenchmarkWorkerParts(b *testing.B) {
 	}
 	run := func(b *testing.B, f func()) {
 		b.ReportAllocs()
-		cpu0 := cpuTime()
+		cpu0 := rusage.CPUTime()
 		for b.Loop() {
 			f()
 		}
-		b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N*len(bodies)), "cpu-ns/record")
+		b.ReportMetric(float64((rusage.CPUTime()-cpu0).Nanoseconds())/float64(b.N*len(bodies)), "cpu-ns/record")
 	}
 	b.Run("decode", func(b *testing.B) {
 		run(b, func() {
