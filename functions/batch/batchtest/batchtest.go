@@ -44,7 +44,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/batch"
@@ -274,56 +273,36 @@ func (w *Worker) Entry(key string) (e ledger.Entry, ok bool) {
 // It is safe for concurrent use; the zero value is ready.
 type DLQ struct {
 	// FailSends, when set, is the error every SendMessageBatch returns
-	// (nothing is recorded): the DLQ is down.
+	// (nothing is recorded): the DLQ is down. Set it before the run.
 	FailSends error
 
-	mu         sync.Mutex
-	sent       []*sqs.SendMessageInput
-	visibility []*sqs.ChangeMessageVisibilityInput
+	rec sqsio.Recorder // what agentdlq invoke and the benches record with
 }
 
 var _ batch.SQSAPI = (*DLQ)(nil)
 
 // SendMessageBatch records each dead letter of the batch (copied, as the
 // processor reuses the input), or fails with FailSends.
-func (d *DLQ) SendMessageBatch(_ context.Context, in *sqs.SendMessageBatchInput, _ ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+func (d *DLQ) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, opts ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
 	if d.FailSends != nil {
 		return nil, d.FailSends
 	}
-	out := &sqs.SendMessageBatchOutput{}
-	for i := range in.Entries {
-		d.sent = append(d.sent, sqsio.EntryInput(in.QueueUrl, &in.Entries[i]))
-		out.Successful = append(out.Successful, types.SendMessageBatchResultEntry{
-			Id: aws.String(aws.ToString(in.Entries[i].Id)), MessageId: aws.String("dlq-" + strconv.Itoa(len(d.sent))),
-		})
-	}
-	return out, nil
+	return d.rec.SendMessageBatch(ctx, in, opts...)
 }
 
 // ChangeMessageVisibility records the backoff of a retried record (the
 // processor asks for one only when the Config has a HotQueueURL).
-func (d *DLQ) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.visibility = append(d.visibility, in)
-	return &sqs.ChangeMessageVisibilityOutput{}, nil
+func (d *DLQ) ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, opts ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	return d.rec.ChangeMessageVisibility(ctx, in, opts...)
 }
 
 // Sent returns the recorded dead letters of every run, in order, each as
 // the SendMessage input that would send it alone.
-func (d *DLQ) Sent() []*sqs.SendMessageInput {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.sent)
-}
+func (d *DLQ) Sent() []*sqs.SendMessageInput { return d.rec.Sent() }
 
 // VisibilityChanges returns the recorded ChangeMessageVisibility inputs.
 func (d *DLQ) VisibilityChanges() []*sqs.ChangeMessageVisibilityInput {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return slices.Clone(d.visibility)
+	return d.rec.VisibilityChanges()
 }
 
 // DeadLetter is one dead letter the processor sent, decoded.
