@@ -312,8 +312,15 @@ func TestBarFirstTick(t *testing.T) {
 	assert.Regexp(t, `\[\d+s:\d+s\]`, frame, "elapsed and time left")
 	// An approximate total that is passed grows.
 	b1.Set(1500)
+	assert.EqualValues(t, 1500, b1.max, "the total grew to the count")
 	b1.Finish()
 	assert.Nil(t, con.frame, "a finished bar is forgotten")
+	// A finished bar draws and clears nothing more (the load bench
+	// finishes its drain bar at the drain's end and again on the way out).
+	n := b.Len()
+	b1.Add(5)
+	b1.Finish()
+	assert.Equal(t, n, b.Len(), "nothing written after Finish: %q", b.String()[n:])
 	var nilBar *bar
 	nilBar.Add(1) // stderr not a terminal: no bar, no panic
 	nilBar.Finish()

@@ -120,7 +120,7 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out, stderr
 		}
 		toxic = &t
 	}
-	progress := stderr
+	var progress io.Writer = g.console(stderr) // phase lines go above the drain's bar
 	if f.out.JSON() {
 		progress = io.Discard
 	}
@@ -135,9 +135,25 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out, stderr
 	if err != nil {
 		return err
 	}
+	// A bar over the drain, the long quiet part (a terminal only, not with
+	// -o json): records acknowledged of those sent.
+	var (
+		drain   *bar
+		started bool
+	)
+	drained := func(deleted, sent int, done bool) {
+		if !started && !f.out.JSON() {
+			started, drain = true, g.newBar(stderr, int64(sent), "draining")
+		}
+		drain.Set(deleted)
+		if done {
+			drain.Finish()
+		}
+	}
 	res, err := loadbench.Run(ctx, loadbench.Config{AWS: cfg, Pipeline: workload.Quick(base), Tasks: f.tasks, Seed: f.seed,
-		Workload: external, WorkloadName: f.file, Pollers: f.pollers, Senders: f.senders, RawMessages: f.rawN, Progress: progress,
+		Workload: external, WorkloadName: f.file, Pollers: f.pollers, Senders: f.senders, RawMessages: f.rawN, Progress: progress, Drained: drained,
 		Chaos: toxic, ChaosName: f.chaos, ChaosPath: f.chaosPath, ChaosUpstream: os.Getenv(map[string]string{"sqs": "AWS_ENDPOINT_URL_SQS", "dynamodb": "AWS_ENDPOINT_URL_DYNAMODB"}[f.chaosPath])})
+	drain.Finish() // a run that failed mid-drain
 	if err != nil {
 		return err
 	}

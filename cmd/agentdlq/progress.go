@@ -28,6 +28,7 @@ type bar struct {
 	n     int64
 	max   int64
 	shown bool
+	done  bool // finished: later calls do nothing
 	now   func() time.Time
 }
 
@@ -83,7 +84,7 @@ func (b *bar) Set(n int) {
 
 // draw passes the count to the bar once the warmup is over.
 func (b *bar) draw() {
-	if !b.shown && b.now().Sub(b.start) < barWarmup {
+	if b.done || !b.shown && b.now().Sub(b.start) < barWarmup {
 		return
 	}
 	b.shown = true
@@ -94,13 +95,18 @@ func (b *bar) draw() {
 	_ = b.pb.Set64(b.n)
 }
 
-// Finish clears the bar (the command prints its result next).
+// Finish clears the bar (the command prints its result next); a second
+// Finish does nothing.
 func (b *bar) Finish() {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.done {
+		return
+	}
+	b.done = true
 	if b.shown {
 		_ = b.pb.Finish()
 		_ = b.pb.Clear()

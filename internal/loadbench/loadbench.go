@@ -55,6 +55,12 @@ type Config struct {
 	Run string
 	// Progress is optional (default io.Discard): a line per phase.
 	Progress io.Writer
+	// Drained is optional: called about four times a second while the hot
+	// queue drains, and once when the drain has ended (done), with how many
+	// records the event source mapping has deleted so far (acknowledged:
+	// processed, or dead-lettered by the worker) and how many messages were
+	// sent.
+	Drained func(deleted, sent int, done bool)
 	// Chaos is optional: a fault (chaos.Scenarios) injected by an
 	// in-process toxiproxy between the worker and one emulator,
 	// ChaosUpstream (its endpoint URL), on ChaosPath: "sqs" (the pollers'
@@ -67,6 +73,34 @@ type Config struct {
 	ChaosName     string
 	ChaosPath     string
 	ChaosUpstream string
+}
+
+// drainTicks reports the mapping's deleted count to fn every 250 ms until
+// the returned stop is called, which reports it a last time; nil fn: nothing.
+func drainTicks(m *esm.Mapping, sent int, fn func(deleted, sent int, done bool)) (stop func()) {
+	if fn == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fn(int(m.Stats().Deleted), sent, false)
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-finished
+		fn(int(m.Stats().Deleted), sent, true)
+	}
 }
 
 // Run runs the bench. Its error is for a run that could not be made (bad
@@ -146,7 +180,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	say("draining with %d pollers, batch size %d, window %ds", mc.Pollers, mc.BatchSize, p.BatchWindowSeconds)
 	t1 := time.Now()
+	stopTicks := drainTicks(m, len(sent), cfg.Drained)
 	stats, err := m.Run(ctx)
+	stopTicks()
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,9 +35,34 @@ func agentTasks(t *testing.T) *pipeline.Pipeline {
 func TestRunOnEmulators(t *testing.T) {
 	t.Parallel()
 	cfg := localtest.AWS(t)
+	type tick struct {
+		deleted, sent int
+		done          bool
+	}
+	var (
+		mu    sync.Mutex
+		ticks []tick
+	)
 	res, err := loadbench.Run(context.Background(), loadbench.Config{AWS: cfg, Pipeline: agentTasks(t), Tasks: 120, Seed: 1,
-		Pollers: 4, RawMessages: 50, Run: localtest.Unique("lb")})
+		Pollers: 4, RawMessages: 50, Run: localtest.Unique("lb"),
+		Drained: func(deleted, sent int, done bool) {
+			mu.Lock()
+			ticks = append(ticks, tick{deleted, sent, done})
+			mu.Unlock()
+		}})
 	require.NoError(t, err)
+	// The drain reported its progress, ending with one final report.
+	require.NotEmpty(t, ticks)
+	last := ticks[len(ticks)-1]
+	assert.True(t, last.done, "the last report is the drain's end")
+	assert.Equal(t, 120, last.sent)
+	assert.Positive(t, last.deleted, "records were acknowledged")
+	for i, tk := range ticks {
+		assert.Equal(t, i == len(ticks)-1, tk.done, "report %d", i)
+		if i > 0 {
+			assert.GreaterOrEqual(t, tk.deleted, ticks[i-1].deleted, "the count never goes back")
+		}
+	}
 	assert.Equal(t, 120, res.Tasks)
 	assert.Equal(t, 4, res.Pollers)
 	assert.True(t, res.AddsUp(), res.Line())
