@@ -68,7 +68,7 @@ everything (start over: make local-down, then make demo).`,
 			if !c.Flags().Changed("out") {
 				f.out = g.outRoot()
 			}
-			return runDemo(c.Context(), g, f, c.OutOrStdout())
+			return runDemo(c.Context(), g, f, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
 	cmd.Flags().StringVar(&f.pipeline, "pipeline", "agent-tasks", "pipeline of pipelines.json to run")
@@ -77,7 +77,7 @@ everything (start over: make local-down, then make demo).`,
 	return cmd
 }
 
-func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) error {
+func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.Writer) error {
 	start := time.Now()
 	step := func(format string, args ...any) {
 		fmt.Fprintf(out, "\n== %s  [%.1fs]\n", fmt.Sprintf(format, args...), time.Since(start).Seconds())
@@ -163,7 +163,19 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out io.Writer) e
 	fmt.Fprintf(out, "sent %d tasks: %s\n", len(sent), localpipeline.KindCounts(tasks))
 
 	step("4/9 drain with the real worker through the local event source mapping")
-	stats, mc, err := lp.Drain(ctx, localpipeline.DrainOptions{IdleTimeout: 20 * time.Second})
+	// A running count of the records acknowledged (a terminal only): the
+	// drain waits out retried records' backoff and then 20 s of an empty
+	// queue, which would otherwise look like a hang.
+	var drain *bar
+	stats, mc, err := lp.Drain(ctx, localpipeline.DrainOptions{IdleTimeout: 20 * time.Second, Progress: func(deleted int, done bool) {
+		if drain == nil && !done {
+			drain = g.newBar(stderr, int64(len(sent)), "acknowledged")
+		}
+		drain.Set(deleted)
+		if done {
+			drain.Finish()
+		}
+	}})
 	if err != nil {
 		return err
 	}

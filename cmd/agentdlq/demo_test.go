@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,7 +26,7 @@ func TestDemoAccountsForEveryMessage(t *testing.T) {
 	dir := t.TempDir()
 	g := &globalFlags{configPath: filepath.Join("..", "..", "pipelines.json"), outDir: dir}
 	f := &demoFlags{pipeline: "agent-tasks", out: dir}
-	require.NoError(t, runDemo(context.Background(), g, f, &out), out.String())
+	require.NoError(t, runDemo(context.Background(), g, f, &out, io.Discard), out.String())
 
 	re := regexp.MustCompile(`sent (\d+) = processed (\d+) \(\d+ sharing an idempotency key\) \+ dead-lettered (\d+) \((.*)\) \+ in flight (\d+) \+ lost (\d+): adds up`)
 	m := re.FindStringSubmatch(out.String())

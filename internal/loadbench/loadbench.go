@@ -75,34 +75,6 @@ type Config struct {
 	ChaosUpstream string
 }
 
-// drainTicks reports the mapping's deleted count to fn every 250 ms until
-// the returned stop is called, which reports it a last time; nil fn: nothing.
-func drainTicks(m *esm.Mapping, sent int, fn func(deleted, sent int, done bool)) (stop func()) {
-	if fn == nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				fn(int(m.Stats().Deleted), sent, false)
-			}
-		}
-	}()
-	return func() {
-		close(done)
-		<-finished
-		fn(int(m.Stats().Deleted), sent, true)
-	}
-}
-
 // Run runs the bench. Its error is for a run that could not be made (bad
 // config, an emulator error); a run whose musts failed returns a Result
 // with Failures and a nil error.
@@ -180,7 +152,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	say("draining with %d pollers, batch size %d, window %ds", mc.Pollers, mc.BatchSize, p.BatchWindowSeconds)
 	t1 := time.Now()
-	stopTicks := drainTicks(m, len(sent), cfg.Drained)
+	var progress func(int, bool)
+	if cfg.Drained != nil {
+		progress = func(deleted int, done bool) { cfg.Drained(deleted, len(sent), done) }
+	}
+	stopTicks := localpipeline.Ticks(m, progress)
 	stats, err := m.Run(ctx)
 	stopTicks()
 	if err != nil {

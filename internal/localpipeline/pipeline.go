@@ -158,6 +158,8 @@ type DrainOptions struct {
 	// IdleTimeout is how long the hot queue stays empty before a drain
 	// ends (default 20 s).
 	IdleTimeout time.Duration
+	// Progress, when set, is called by Drain as Ticks calls it.
+	Progress func(deleted int, done bool)
 }
 
 // Mapping builds the local event source mapping over the worker (or
@@ -207,8 +209,40 @@ func (l *Local) Drain(ctx context.Context, o DrainOptions) (esm.Stats, esm.Confi
 	if err != nil {
 		return esm.Stats{}, mc, err
 	}
+	stop := Ticks(m, o.Progress)
 	st, err := m.Run(ctx)
+	stop()
 	return st, mc, err
+}
+
+// Ticks reports the mapping's deleted count (records acknowledged:
+// processed, or dead-lettered by the worker) to fn every 250 ms until the
+// returned stop is called, which reports it a last time with done; a nil
+// fn: nothing. Call stop once the mapping's Run has returned.
+func Ticks(m *esm.Mapping, fn func(deleted int, done bool)) (stop func()) {
+	if fn == nil {
+		return func() {}
+	}
+	quit := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				fn(int(m.Stats().Deleted), false)
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-finished
+		fn(int(m.Stats().Deleted), true)
+	}
 }
 
 // LastInvocationEnd is when the last handler invocation returned.
