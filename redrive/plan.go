@@ -271,13 +271,25 @@ func (r *Redriver) Plan(ctx context.Context, actor string) (*Plan, error) {
 	if rep != nil && rep.Partial {
 		pl.Partial = rep.PartialReasons
 	}
+	r.AnnotatePlan(ctx, pl, rep)
+	return pl, err
+}
+
+// AnnotatePlan marks pl with the owner's past decisions as Plan does, for a
+// caller that holds the triage report itself (rep; the console's kept
+// report): it reads the decisions from the audit (pl.DecisionsUnread says
+// why it could not) and counts a key reconciled as no effect only while the
+// ledger still holds it so. It neither scans the DLQ nor audits. It returns
+// the decisions as the audit holds them (each key's latest reconciliation:
+// who, when, why), for a caller that lists the keys.
+func (r *Redriver) AnnotatePlan(ctx context.Context, pl *Plan, rep *triage.Report) Decisions {
 	d, derr := r.Decisions(ctx)
 	if derr != nil {
 		pl.DecisionsUnread = derr.Error()
 	}
 	infos := GroupInfos(rep)
 	pl.Annotate(r.cfg.Pipeline, r.stillReconciled(ctx, d, infos), infos)
-	return pl, err
+	return d
 }
 
 // stillReconciled is d without the no-effect reconciliations the ledger no

@@ -13,6 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // effectUnknownKey makes key what the worker leaves for an effect_unknown
@@ -469,4 +470,74 @@ func TestPlanCountsOnlyReconciliationsTheLedgerHolds(t *testing.T) {
 	require.Len(t, f.snapshot(q.HotURL), 1)
 	assert.Equal(t, b, keyOf(t, f.snapshot(q.HotURL)[0].body))
 	assert.Len(t, f.snapshot(q.DLQURL), 1)
+}
+
+// TestAnnotatePlanFromAHeldReport: a caller that holds the triage report
+// (the console) gets the plan's past decisions as Plan gives them, without a
+// scan and without an audit record: a no-effect reconciliation the ledger no
+// longer holds (the key's call started again) is not counted.
+func TestAnnotatePlanFromAHeldReport(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	r, _, led := newRedriver(t, p, f, f.addPair(p))
+	store := &FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
+	r.cfg.Audit.Store = store
+	r.cfg.Scan = func(context.Context) (*triage.Report, error) {
+		t.Error("AnnotatePlan must not scan the DLQ")
+		return nil, nil
+	}
+	ctx := context.Background()
+	eu := deadletter.ReasonEffectUnknown
+	for _, k := range []string{"k-again", "k-none", "k-open"} {
+		effectUnknownKey(t, led, k)
+	}
+	who := Who{Owner: p.Owner, Why: "mail log: nothing sent"}
+	for _, k := range []string{"k-again", "k-none"} {
+		_, err := r.Reconcile(ctx, ReconcileRequest{Who: who, Key: k, Outcome: ledger.OutcomeNoEffect})
+		require.NoError(t, err)
+	}
+	// k-again was redriven and its call started again: effect unknown anew.
+	at := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
+	_, err := led.Begin(ctx, "k-again", "m-2", at, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, led.StartEffect(ctx, "k-again", "m-2", at))
+	_, err = led.DeadLettered(ctx, "k-again", eu, at)
+	require.NoError(t, err)
+	groups := []Group{{eu, "fp-eu", 3}, {deadletter.ReasonPolicyLimit, "fp-pl", 2}}
+	require.NoError(t, r.Reject(ctx, Who{Owner: p.Owner, Why: "cost cap is right"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, groups))
+	before, err := store.Entries(ctx, p.Name)
+	require.NoError(t, err)
+
+	rep := &triage.Report{Groups: []triage.Group{
+		{Reason: eu, Fingerprint: "fp-eu", Count: 3, IdempotencyKeys: []string{"k-again", "k-none", "k-open"}},
+		{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl", Count: 2, LastSeen: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)},
+	}}
+	pl := BuildPlan(p, groups)
+	d := r.AnnotatePlan(ctx, pl, rep)
+	assert.Empty(t, pl.DecisionsUnread)
+	assert.Len(t, d.Reconciled, 2, "the decisions as the audit holds them")
+	assert.Equal(t, "mail log: nothing sent", d.Reconciled["k-none"].Why)
+	by := map[string]PlanGroup{}
+	for _, g := range pl.Groups {
+		by[g.Fingerprint] = g
+	}
+	assert.Equal(t, 3, by["fp-eu"].Keys)
+	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeNoEffect: 1}, by["fp-eu"].Reconciled, "k-again is effect unknown anew")
+	assert.Equal(t, "reconciled: 1 of 3 keys no effect (select moves them without --override), 2 not reconciled yet (left in the DLQ)", by["fp-eu"].Why)
+	require.NotNil(t, by["fp-pl"].Rejected)
+	assert.Equal(t, "cost cap is right", by["fp-pl"].Rejected.Why)
+	assert.Equal(t, "nothing to do: already rejected", by["fp-pl"].Command)
+	after, err := store.Entries(ctx, p.Name)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "AnnotatePlan audits nothing")
+
+	// An audit that cannot be read back: the plan says so and stands.
+	r.cfg.Audit.Store = &memStore{}
+	pl = BuildPlan(p, groups)
+	r.AnnotatePlan(ctx, pl, rep)
+	assert.Contains(t, pl.DecisionsUnread, ErrAuditUnreadable.Error())
+	for _, g := range pl.Groups {
+		assert.Nil(t, g.Rejected)
+	}
 }
