@@ -67,6 +67,17 @@ type S3Audit struct {
 	Pipeline string
 }
 
+// Entries implements redrive.AuditReader (the past decisions the redrive
+// and group pages show: redrive.Redriver.Decisions) with the S3Store's
+// ReadAPI, or else Read.
+func (a *S3Audit) Entries(ctx context.Context, pipelineName string, actions ...redrive.Action) ([]redrive.AuditEntry, error) {
+	st := redrive.S3Store{API: a.API, Bucket: a.Bucket, Prefix: a.Prefix, ReadAPI: a.ReadAPI}
+	if st.ReadAPI == nil && a.Read != nil {
+		st.ReadAPI = a.Read
+	}
+	return st.Entries(ctx, pipelineName, actions...)
+}
+
 // S3AuditLimit is how many of the newest entries S3Audit.Records reads (one
 // GetObject each).
 const S3AuditLimit = 500

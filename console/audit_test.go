@@ -48,6 +48,16 @@ func TestAuditLogs(t *testing.T) {
 			newestFirst(recs)
 			require.Len(t, recs, 3)
 			assert.Equal(t, []redrive.Action{ActionReveal, redrive.ActionSelect, redrive.ActionPlan}, []redrive.Action{recs[0].Action, recs[1].Action, recs[2].Action})
+
+			// The decisions the redrive and group pages show are read back
+			// through redrive's reader (redrive.Auditor.Entries).
+			require.NoError(t, log.Append(ctx, redrive.AuditEntry{Time: t0.Add(time.Minute), Actor: "platform-oncall", Pipeline: "agent-tasks",
+				Action: redrive.ActionReconcile, Outcome: redrive.OutcomeOK, Why: "mail log: nothing sent",
+				Detail: map[string]string{"idempotency_key": "k-1", "outcome": "no_effect"}}))
+			es, err := (&redrive.Auditor{Store: log}).Entries(ctx, "agent-tasks", redrive.DecisionActions()...)
+			require.NoError(t, err)
+			require.Len(t, es, 1, "only the decisions' actions")
+			assert.Equal(t, "mail log: nothing sent", redrive.DecisionsFrom(es).Reconciled["k-1"].Why)
 		})
 	}
 }
