@@ -79,7 +79,7 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 		s.notFound(w, r, "No such group in the latest report of "+p.Name+".")
 		return
 	}
-	d.Plan = redrive.BuildPlan(p, groups)
+	d.Plan, _ = s.plan(r.Context(), p, sn, groups)
 	if n := len(d.Plan.Groups); n > planLimit {
 		d.Plan.Groups, d.PlanMore = d.Plan.Groups[:planLimit], n-planLimit
 	}

@@ -161,6 +161,8 @@ func (s *Server) routes() {
 	g("GET /redrive", s.redrivePage)
 	g("POST /redrive", s.redrivePost)
 	g("POST /reject", s.rejectPost)
+	g("GET /reconcile", s.reconcilePage)
+	g("POST /reconcile", s.reconcilePost)
 	g("POST /refresh", s.refreshPost)
 	g("GET /job", s.jobPage)
 	g("GET /audit", s.auditPage)

@@ -9,7 +9,9 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,11 +40,17 @@ func testPipeline(t testing.TB) *pipeline.Pipeline {
 	return &cp
 }
 
-// fakeSQS answers GetQueueAttributes only (the overview); a page that
-// called anything else would panic on the nil interface: pages never scan.
+// fakeSQS answers GetQueueAttributes (the overview) and ListQueueTags (the
+// gate of an action: reject, reconcile) only; a page that called anything
+// else would panic on the nil interface: pages never scan.
 type fakeSQS struct {
 	SQSAPI
 	depth string
+	tags  map[string]string // the DLQ's
+}
+
+func (f *fakeSQS) ListQueueTags(context.Context, *sqs.ListQueueTagsInput, ...func(*sqs.Options)) (*sqs.ListQueueTagsOutput, error) {
+	return &sqs.ListQueueTagsOutput{Tags: f.tags}, nil
 }
 
 func (f *fakeSQS) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
@@ -92,15 +100,76 @@ func letters(t testing.TB, n int) []triage.Message {
 	return out
 }
 
-// memAudit is an in-memory AuditLog.
-type memAudit struct{ recs []redrive.AuditEntry }
+// effectUnknownLetters makes a dead letter for each key the way the worker
+// writes one after a timeout that followed the start of a mutating call.
+func effectUnknownLetters(t testing.TB, keys ...string) []triage.Message {
+	t.Helper()
+	reason := deadletter.ReasonEffectUnknown
+	var out []triage.Message
+	for i, key := range keys {
+		at := t0.Add(-time.Duration(i+1) * time.Minute)
+		m := deadletter.Meta{
+			Version: deadletter.MetaVersion, Class: reason.Class(), Reason: reason, NextAction: reason.NextAction(), Attempts: 1,
+			FirstFailureAt: at, LastFailureAt: at, ErrorCode: "timeout", Error: "email.send: timed out after the call started",
+			DeadLetteredAt: at, TaskID: "task-" + key, RunID: "run-1", Tenant: "tenant-1", Tool: "email.send", ToolVersion: "1.0.0",
+			SchemaVersion: 1, IdempotencyKey: key, TraceID: "trace-" + key, Effect: deadletter.EffectUnknown,
+		}
+		attrs, err := deadletter.EncodeDeadLetter(m, nil)
+		require.NoError(t, err)
+		out = append(out, triage.Message{MessageID: "eu-" + key, Body: body(key, "email.send", m.Tenant), Attributes: attrs, SentTimestamp: at})
+	}
+	return out
+}
+
+// effectUnknownKey makes key what the worker leaves in the ledger for an
+// effect_unknown dead letter: its effect started, no receipt, dead-lettered.
+func effectUnknownKey(t testing.TB, led ledger.Ledger, key string) {
+	t.Helper()
+	ctx := context.Background()
+	at := t0.Add(-time.Hour)
+	_, err := led.Begin(ctx, key, "m-"+key, at, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, led.StartEffect(ctx, key, "m-"+key, at))
+	_, err = led.DeadLettered(ctx, key, deadletter.ReasonEffectUnknown, at)
+	require.NoError(t, err)
+}
+
+// memAudit is an in-memory AuditLog that redrive can read back
+// (redrive.AuditReader), as FileAudit and S3Audit can.
+type memAudit struct {
+	mu   sync.Mutex
+	recs []redrive.AuditEntry
+}
 
 func (m *memAudit) Append(_ context.Context, r redrive.AuditEntry) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.recs = append(m.recs, r)
 	return nil
 }
 func (m *memAudit) Records(context.Context) ([]redrive.AuditEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	return append([]redrive.AuditEntry(nil), m.recs...), nil
+}
+
+func (m *memAudit) Entries(_ context.Context, pipelineName string, actions ...redrive.Action) ([]redrive.AuditEntry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []redrive.AuditEntry
+	for _, r := range m.recs {
+		if r.Pipeline == pipelineName && (len(actions) == 0 || slices.Contains(actions, r.Action)) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// all is every record so far.
+func (m *memAudit) all() []redrive.AuditEntry {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]redrive.AuditEntry(nil), m.recs...)
 }
 
 // fixture is a console over n synthetic letters, triaged in this process
@@ -115,10 +184,18 @@ type fixture struct {
 
 func newFixture(t testing.TB, n int) *fixture {
 	t.Helper()
+	return newFixtureOf(t, letters(t, n))
+}
+
+// newFixtureOf is newFixture over the given dead letters.
+func newFixtureOf(t testing.TB, msgs []triage.Message) *fixture {
+	t.Helper()
+	n := len(msgs)
 	p := testPipeline(t)
 	f := &fixture{audit: &memAudit{}, led: ledger.NewMemory(), p: p}
+	tags := map[string]string{pipeline.TagOwner: p.Owner, pipeline.TagPipeline: p.Name}
 	s, err := New(context.Background(), Config{
-		Pipelines: []*pipeline.Pipeline{p}, SQS: &fakeSQS{depth: fmt.Sprint(n)}, Local: true, Ledger: f.led,
+		Pipelines: []*pipeline.Pipeline{p}, SQS: &fakeSQS{depth: fmt.Sprint(n), tags: tags}, Local: true, Ledger: f.led,
 		Reports: triage.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return f.audit },
 		Resolve: func(context.Context, *pipeline.Pipeline) (redrive.Queues, error) {
 			return redrive.Queues{HotURL: "http://q/hot", HotARN: "arn:aws:sqs:us-east-1:000000000000:hot", DLQURL: "http://q/dlq", DLQARN: "arn:aws:sqs:us-east-1:000000000000:dlq"}, nil
@@ -126,7 +203,7 @@ func newFixture(t testing.TB, n int) *fixture {
 		Token: "test-token", Loopback: true, Now: func() time.Time { return t0 }, Logger: quiet,
 	})
 	require.NoError(t, err)
-	f.r = triage.Build(triage.TagAll(letters(t, n)), p, t0)
+	f.r = triage.Build(triage.TagAll(msgs), p, t0)
 	hist := []triage.HistoryPoint{
 		{GeneratedAt: t0.Add(-2 * time.Hour), Messages: n / 2, ByReason: map[deadletter.Reason]int{deadletter.ReasonBudgetExhausted: n / 2}},
 		triage.PointOf(f.r, "agent-tasks/reports/x.json"),

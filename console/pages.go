@@ -162,6 +162,19 @@ type groupData struct {
 	Verdict  redrive.Verdict
 	Expiring int
 	Warning  int
+	// Decision is the group's line of the plan, marked with the owner's
+	// past decisions (a rejection; for effect_unknown, the keys reconciled)
+	// and the command to run next; DecisionsUnread says why the decisions
+	// could not be read.
+	Decision        redrive.PlanGroup
+	DecisionsUnread string
+	// Keys are the effect_unknown group's idempotency keys from KeysFrom
+	// (at most groupKeyLimit), with their ledger state; KeysTotal counts the
+	// keys the report lists, KeysOmitted those it left out.
+	Keys                []keyRow
+	KeysFrom, KeysTotal int
+	KeysOmitted         int
+	KeysPrev, KeysNext  int // offsets of the previous and next pages; -1: none
 }
 
 type letterRow struct {
@@ -178,6 +191,10 @@ type letterRow struct {
 // groupLetterLimit caps the letters a group page lists.
 const groupLetterLimit = 200
 
+// groupKeyLimit caps the keys a group page lists (one ledger read each);
+// ?ko= pages through the rest.
+const groupKeyLimit = 100
+
 func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 	p, sn, ok := s.pipeline(r)
 	if !ok {
@@ -190,7 +207,22 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.cfg.Now()
-	d := groupData{G: g, InMemory: sn.letters != nil, Verdict: redrive.Decide(g.Reason, redrive.Ack{}), Warning: p.Triage.WarningHours}
+	d := groupData{G: g, InMemory: sn.letters != nil, Verdict: redrive.Decide(g.Reason, redrive.Ack{}), Warning: p.Triage.WarningHours, KeysPrev: -1, KeysNext: -1}
+	pl, dec := s.plan(r.Context(), p, sn, []redrive.Group{{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count}})
+	d.Decision, d.DecisionsUnread = pl.Groups[0], pl.DecisionsUnread
+	if ks := g.IdempotencyKeys; len(ks) > 0 {
+		from, _ := strconv.Atoi(r.FormValue("ko"))
+		from = max(0, min(from, len(ks)-1))
+		to := min(from+groupKeyLimit, len(ks))
+		d.Keys = s.keyRows(r.Context(), ks[from:to], dec)
+		d.KeysFrom, d.KeysTotal, d.KeysOmitted = from, len(ks), g.IdempotencyKeysOmitted
+		if from > 0 {
+			d.KeysPrev = max(0, from-groupKeyLimit)
+		}
+		if to < len(ks) {
+			d.KeysNext = to
+		}
+	}
 	if d.InMemory {
 		ls := g.Letters()
 		window := time.Duration(p.Triage.WarningHours) * time.Hour
@@ -242,6 +274,11 @@ type letterData struct {
 	// Tenant is the letter's tenant as the report shows tenants (hashed
 	// when the pipeline's eval.hash_fields names it).
 	Tenant string
+	// KeyState is the ledger state of the letter's key (keyState), KeyClass
+	// its badge class; Reconcile is the reconcile form, while the key's
+	// effect is unknown.
+	KeyState, KeyClass string
+	Reconcile          *reconcileForm
 }
 
 type attrRow struct{ Name, Type, Value string }
@@ -289,6 +326,11 @@ func (s *Server) renderLetter(w http.ResponseWriter, r *http.Request, revealed b
 			d.LedgerMsg = "no ledger entry for key " + key
 		default:
 			d.Ledger = &e
+			d.KeyState, d.KeyClass = keyState(&e, now)
+			if e.EffectUnknown(now) {
+				d.Reconcile = &reconcileForm{CSRF: s.csrf, Pipeline: p.Name, Owner: p.Owner, Key: key,
+					Reason: string(t.Reason), Fingerprint: t.Fingerprint, LetterID: t.MessageID}
+			}
 		}
 	}
 	d.Revealed = revealed
@@ -455,10 +497,30 @@ func consoleFuncs() template.FuncMap {
 			}
 			return min(100, n*100/total)
 		},
-		"join":   strings.Join,
-		"detail": detailLine,
-		"counts": countsLine,
+		"join":       strings.Join,
+		"detail":     detailLine,
+		"counts":     countsLine,
+		"reconciled": reconciledLine,
+		"plus":       func(a, b int) int { return a + b },
 	}
+}
+
+// reconciledLine is a plan group's reconciled keys in a line: "2/3 keys
+// reconciled (1 effect_confirmed, 1 no_effect)".
+func reconciledLine(g redrive.PlanGroup) string {
+	n := 0
+	var parts []string
+	for _, o := range ledger.AllOutcomes() {
+		if c := g.Reconciled[o]; c > 0 {
+			n += c
+			parts = append(parts, strconv.Itoa(c)+" "+string(o))
+		}
+	}
+	line := strconv.Itoa(n) + "/" + strconv.Itoa(g.Keys) + " keys reconciled"
+	if len(parts) > 0 {
+		line += " (" + strings.Join(parts, ", ") + ")"
+	}
+	return line
 }
 
 func detailLine(m map[string]string) string {
