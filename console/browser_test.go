@@ -181,8 +181,9 @@ func depth(t *testing.T, c *sqs.Client, url string) int {
 // TestBrowser drives the console in headless Chromium the way a responder
 // would: open it with the token, refresh, go to a group and a letter, dry
 // run a redrive, be refused as the wrong owner, redrive with the worker
-// running and see the progress and the audit entry; then check that a
-// request without the token and a POST without the CSRF token are refused.
+// running and see the progress and the audit entry, reconcile the key of
+// the effect_unknown letter; then check that a request without the token
+// and a POST without the CSRF token are refused.
 func TestBrowser(t *testing.T) {
 	bin := chromium(t)
 	s := seed(t)
@@ -286,13 +287,39 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, audit, "dry_run")
 	require.Eventually(t, func() bool { return depth(t, s.client, s.q.DLQURL) == 12 }, 30*time.Second, 250*time.Millisecond, "the redriven letters were processed, not dead-lettered again")
 
+	// 6. Reconcile the key of the effect_unknown letter the worker left: the
+	// group lists it as effect_unknown; the owner records no effect; the
+	// ledger, the group's decision and the audit say so.
+	run("effect_unknown group", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.WaitVisible(css(`#reason-effect_unknown`)),
+		chromedp.Click(css(`#reason-effect_unknown a[href^="/group"]`)), chromedp.WaitVisible(css(`#keys-table`)), shoot("keys"))
+	key := text(`#keys-table td.lead`)
+	assert.Contains(t, text(`#keys-table`), "effect_unknown")
+	assert.Contains(t, text(`#decision`), "0/1 keys reconciled")
+	run("reconcile page", chromedp.Click(`//a[text()="Reconcile…"]`), chromedp.WaitVisible(css(`#rc-owner`)), shoot("reconcile"))
+	run("reconcile", chromedp.Click(css(`#rc-none`)), chromedp.SetValue(css(`#rc-owner`), s.p.Owner),
+		chromedp.SetValue(css(`#rc-why`), "mail log: nothing sent for the run (INC-77)"),
+		chromedp.Click(css(`#reconcile button[type="submit"]`)), chromedp.WaitVisible(css(`#outcome`)), shoot("reconciled"))
+	assert.Contains(t, text(`#outcome`), key+" is reconciled as no_effect by "+s.p.Owner)
+	assert.Regexp(t, `effect started\s+true\s+false`, text(`#changed`))
+	e, found, err := s.led.Get(ctx, key)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.True(t, e.NoEffect(), "the ledger holds the reconciliation")
+	run("group after", chromedp.Click(`//a[text()="The group's other keys"]`), chromedp.WaitVisible(css(`#keys-table`)))
+	assert.Contains(t, text(`#keys-table`), "reconciled: no_effect")
+	assert.Contains(t, text(`#keys-table`), "nothing sent for the run (INC-77)")
+	assert.Contains(t, text(`#decision`), "1/1 keys reconciled (1 no_effect)")
+	run("audit of the reconcile", chromedp.Navigate(ts.URL+"/audit?p=agent-tasks&action=reconcile"), chromedp.WaitVisible(css(`#audit`)))
+	assert.Contains(t, text(`#audit`), "idempotency_key="+key)
+	assert.Contains(t, text(`#audit`), "local: "+redrive.OSUser())
+
 	// Phone-sized screenshots of the same pages.
 	if shots != "" {
 		run("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
 		for _, pg := range pages {
 			name, u, _ := strings.Cut(pg, " ")
-			if name == "refused" || name == "dry-run" || name == "redrive-done" {
-				continue // job pages: on a desktop only
+			if name == "refused" || name == "dry-run" || name == "redrive-done" || name == "reconciled" {
+				continue // job pages and a POST's result: on a desktop only
 			}
 			run("phone "+name, chromedp.Navigate(u), chromedp.WaitReady(css("main")))
 			png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
@@ -301,7 +328,7 @@ func TestBrowser(t *testing.T) {
 		}
 	}
 
-	// 6. Refused: a request without the token, a POST without the CSRF token.
+	// 7. Refused: a request without the token, a POST without the CSRF token.
 	resp, err := http.Get(ts.URL + "/pipeline?p=agent-tasks")
 	require.NoError(t, err)
 	resp.Body.Close()
