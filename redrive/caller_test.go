@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
 )
 
 // countingSTS answers GetCallerIdentity (or fails with err) and counts the calls.
@@ -168,6 +169,20 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		require.Len(t, recs, 1)
 		assert.Equal(t, &Caller{Check: CallerNotChecked, OSUser: OSUser()}, recs[0].Caller)
 		assert.Zero(t, st.calls.Load())
+	})
+	t.Run("identified first: a refusal of the pure checks names the STS caller", func(t *testing.T) {
+		t.Parallel()
+		st := &countingSTS{arn: arn}
+		r, store, _, _ := inAWS(t, st)
+		c, err := r.Identify(context.Background())
+		require.NoError(t, err)
+		assert.Equal(t, *want, c)
+		_, err = r.Reconcile(context.Background(), ReconcileRequest{Who: Who{Owner: "mallory", Why: "x"}, Key: "k", Outcome: ledger.OutcomeNoEffect})
+		assert.Equal(t, CodeOwner, RefusalCode(err))
+		recs := store.all()
+		require.Len(t, recs, 1)
+		assert.Equal(t, want, recs[0].Caller)
+		assert.EqualValues(t, 1, st.calls.Load(), "the gate asks no more")
 	})
 	t.Run("refused by the identity check: the ARN refused is recorded", func(t *testing.T) {
 		t.Parallel()

@@ -202,6 +202,16 @@ func (r *Redriver) identify(ctx context.Context) (Caller, error) {
 	return *r.caller, r.callerErr
 }
 
+// Identify asks who the caller is now, as the gate will (in AWS one STS
+// call, then remembered; locally the OS user, no call), so that every
+// record the Redriver writes after it names the caller as checked, the
+// refusals of its pure checks (owner, why, bad input) included, which
+// otherwise carry CallerNotChecked: they cost no AWS call. A caller that
+// acts for a person on every request (the console) calls it first. A
+// failure is in the Caller (CallerSTSFailed) and returned; the gate refuses
+// on it again.
+func (r *Redriver) Identify(ctx context.Context) (Caller, error) { return r.identify(ctx) }
+
 // knownCaller is the caller as far as it is known without an AWS call: what
 // identify found, or locally the OS user, or else the OS user not checked.
 func (r *Redriver) knownCaller() Caller {
