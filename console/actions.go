@@ -171,6 +171,7 @@ func (s *Server) rejectPost(w http.ResponseWriter, r *http.Request) {
 		Why: strings.TrimSpace(r.PostFormValue("why")), Rate: redrive.DefaultRate, Canary: 1}
 	rd, err := s.redriver(r.Context(), p, nil)
 	if err == nil {
+		_, _ = rd.Identify(r.Context()) // the caller on every record, as reveal's
 		var fps []string
 		if f.Fingerprint != "" {
 			fps = []string{f.Fingerprint}

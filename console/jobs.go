@@ -185,6 +185,7 @@ func (s *Server) runRedrive(p *pipeline.Pipeline, j *Job, req redrive.SelectRequ
 		if err != nil {
 			return err
 		}
+		_, _ = rd.Identify(ctx) // the caller on every record, as reveal's
 		res, err = rd.Select(ctx, req)
 		return err
 	}()

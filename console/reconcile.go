@@ -199,6 +199,9 @@ func (s *Server) reconcilePost(w http.ResponseWriter, r *http.Request) {
 	rd, err := s.redriver(ctx, p, nil)
 	var after ledger.Entry
 	if err == nil {
+		// Who runs the console, as reveal records it: in AWS the STS caller,
+		// on refusals of the gate's pure checks too.
+		_, _ = rd.Identify(ctx)
 		after, err = rd.Reconcile(ctx, redrive.ReconcileRequest{Who: redrive.Who{Owner: f.Actor, Why: f.Why}, Key: f.Key,
 			Outcome: ledger.Outcome(f.Outcome), Receipt: f.Receipt})
 	}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -267,4 +269,52 @@ func TestPastDecisionsShown(t *testing.T) {
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Contains(t, w.Body.String(), "Past decisions not shown: the audit could not be read ("+redrive.ErrAuditUnreadable.Error())
 	assert.NotContains(t, w.Body.String(), "<b>rejected</b>")
+}
+
+// fakeSTS answers GetCallerIdentity with a fixed ARN.
+type fakeSTS struct{ arn string }
+
+func (s fakeSTS) GetCallerIdentity(context.Context, *sts.GetCallerIdentityInput, ...func(*sts.Options)) (*sts.GetCallerIdentityOutput, error) {
+	return &sts.GetCallerIdentityOutput{Arn: aws.String(s.arn), Account: aws.String("123456789012")}, nil
+}
+
+// In AWS the console's reconcile is gated on the caller's role too, and
+// every record names the STS caller, the refusals of the owner check
+// included, as a reveal's does (and a reject's).
+func TestReconcileInAWSRecordsTheCaller(t *testing.T) {
+	t.Parallel()
+	f, g := reconcileFixture(t, "eu-a")
+	const arn = "arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice"
+	f.s.cfg.Local, f.s.cfg.STS = false, fakeSTS{arn: arn}
+	f.s.cfg.SQS.(*fakeSQS).tags[redrive.TagRedriveRole] = "AgentTasksRedrive"
+	want := &redrive.Caller{Check: redrive.CallerSTS, ARN: arn, Account: "123456789012", OSUser: redrive.OSUser()}
+
+	w := f.post(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", "mallory", "x"))
+	require.Equal(t, http.StatusUnprocessableEntity, w.Code)
+	w = f.post(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", f.p.Owner, "mail log: nothing sent"))
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	recs := f.audit.all()
+	require.Len(t, recs, 2)
+	assert.Equal(t, []redrive.AuditOutcome{redrive.OutcomeRefused, redrive.OutcomeOK}, []redrive.AuditOutcome{recs[0].Outcome, recs[1].Outcome})
+	for _, rec := range recs {
+		assert.Equal(t, want, rec.Caller, rec.Outcome)
+	}
+
+	// Another role: refused by the identity check, the ledger untouched.
+	f.s.cfg.STS = fakeSTS{arn: "arn:aws:sts::123456789012:assumed-role/PowerUser/mallory"}
+	effectUnknownKey(t, f.led, "eu-b")
+	w = f.post(t, "/reconcile", reconcileValues(g, "eu-b", "no_effect", "", f.p.Owner, "x"))
+	require.Equal(t, http.StatusUnprocessableEntity, w.Code)
+	assert.Contains(t, w.Body.String(), "Reconcile refused ("+string(redrive.CodeIdentity)+")")
+	e, _, err := f.led.Get(context.Background(), "eu-b")
+	require.NoError(t, err)
+	assert.True(t, e.EffectUnknown(t0))
+
+	// A reject refused by the owner check names the STS caller too.
+	f.s.cfg.STS = fakeSTS{arn: arn}
+	w = f.post(t, "/reject", url.Values{"p": {"agent-tasks"}, "r": {"schema_invalid"}, "owner": {"mallory"}, "why": {"x"}})
+	require.Equal(t, http.StatusUnprocessableEntity, w.Code)
+	recs = f.audit.all()
+	assert.Equal(t, redrive.ActionReject, recs[len(recs)-1].Action)
+	assert.Equal(t, want, recs[len(recs)-1].Caller)
 }
