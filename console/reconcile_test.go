@@ -231,6 +231,13 @@ func TestReconcileRefusals(t *testing.T) {
 	e, _, err = f.led.Get(ctx, "eu-leased")
 	require.NoError(t, err)
 	assert.Equal(t, ledger.StateInProgress, e.State)
+
+	// A console started without a ledger: refused in words, not a 500.
+	f.s.cfg.Ledger = nil
+	w := f.post(t, "/reconcile", reconcileValues(g, "eu-b", "no_effect", "", owner, "x"))
+	assert.Equal(t, http.StatusUnprocessableEntity, w.Code)
+	assert.Contains(t, w.Body.String(), "no ledger: the ledger counts every redrive")
+	assert.Contains(t, w.Body.String(), "no ledger configured")
 }
 
 func TestPastDecisionsShown(t *testing.T) {
