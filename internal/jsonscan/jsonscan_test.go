@@ -25,6 +25,58 @@ var validCases = []string{
 	`{"a":{"b":[{"c":"d"}]}}`, `{"a":1}{}`, `[[[]]]`, `[[[]]`,
 }
 
+// denseLiterals are string literals dense with escapes, as an SQS body that
+// is itself JSON arrives: a JSON document quoted (an escaped quote every
+// few bytes), with the escapes at every offset in a word, runs of 32 plain
+// bytes and more between them (where SkipString switches to
+// bytes.IndexByte), and \u escapes and non-ASCII text among them.
+func denseLiterals() []string {
+	doc := `{"tool":"x","args":{"path":"/a/b","n":[1,2],"s":"q\"uo\\te\n"},"é":"日本","pad":"` +
+		strings.Repeat("p", 40) + `","t":"\u00e9\ud83d\ude00"}`
+	quoted, _ := json.Marshal(doc)
+	lits := []string{string(quoted)}
+	for pad := range 17 {
+		p := strings.Repeat("x", pad)
+		lits = append(lits,
+			`"`+p+strings.Repeat(`\"k\":`, 12)+`"`,
+			`"`+p+`\"`+strings.Repeat("y", 31+pad)+`\"`+strings.Repeat("z", 40)+`\n"`,
+			`"`+strings.Repeat(p+`\u00e9é\t`, 5)+`"`,
+		)
+	}
+	return lits
+}
+
+// TestDenseEscapesMatchEncodingJSON damages each escape-dense literal at
+// every byte (a control character, a bad escape, a lone backslash, a quote
+// that ends it early, the end of the input) and holds the scanner to
+// json.Valid, ScanString to SkipString, and decoding to json.Unmarshal.
+func TestDenseEscapesMatchEncodingJSON(t *testing.T) {
+	check := func(b []byte) {
+		t.Helper()
+		if got, want := valid(b), json.Valid(b); got != want {
+			t.Fatalf("valid(%q) = %v, json.Valid says %v", b, got, want)
+		}
+		end, _ := ScanString(b, 0)
+		if skip := SkipString(b, 0); skip != end {
+			t.Fatalf("ScanString(%q) ends at %d, SkipString at %d", b, end, skip)
+		}
+		if end > 0 && end == len(b) {
+			checkUnquote(t, b)
+		}
+	}
+	for _, lit := range denseLiterals() {
+		check([]byte(lit))
+		for k := 1; k < len(lit)-1; k++ {
+			for _, c := range []byte{0x01, 0x1f, 'x', '\\', '"'} {
+				b := []byte(lit)
+				b[k] = c
+				check(b)
+			}
+			check([]byte(lit[:k]))
+		}
+	}
+}
+
 func TestValidMatchesEncodingJSON(t *testing.T) {
 	for _, c := range validCases {
 		if got, want := valid([]byte(c)), json.Valid([]byte(c)); got != want {
@@ -101,6 +153,9 @@ func checkUnquote(t *testing.T, lit []byte) {
 // decoding of any valid string literal against json.Unmarshal.
 func FuzzValid(f *testing.F) {
 	for _, c := range validCases {
+		f.Add([]byte(c))
+	}
+	for _, c := range denseLiterals() {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
