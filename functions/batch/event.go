@@ -398,13 +398,19 @@ func (d *decoder) record(r *leanRecord, i, n int) (int, error) {
 			}
 			return -1, d.typeError(j, fmt.Sprintf("record %d: %q is not a string", n, fieldNames[f]))
 		}
+		if f == fBody {
+			end, body, ok := bodyInPlace(b, j)
+			if !ok {
+				return -1, d.fail(j, "invalid JSON string")
+			}
+			r.body = body
+			return end, nil
+		}
 		end := jsonscan.SkipString(b, j)
 		if end < 0 {
 			return -1, d.fail(j, "invalid JSON string")
 		}
 		switch f {
-		case fBody:
-			r.body = unquoteInPlace(b[j:end])
 		case fMessageID, fReceipt:
 			s := 0
 			if f == fReceipt {
@@ -820,24 +826,23 @@ func plainOrUnquoteAppend(dst, content []byte) []byte {
 	return jsonscan.AppendUnquoted(dst, content)
 }
 
-// unquoteInPlace decodes the validated JSON string literal lit (quotes
-// included) into lit's own bytes and returns the decoded bytes. Decoding
-// never makes a string longer, except an invalid UTF-8 byte (one byte
-// becomes U+FFFD's three): such a string is decoded into a new slice.
-func unquoteInPlace(lit []byte) []byte {
-	content := lit[1 : len(lit)-1]
-	if bytes.IndexByte(content, '\\') < 0 {
-		if utf8.Valid(content) {
-			return content
-		}
-		return jsonscan.AppendUnquoted(nil, content)
+// bodyInPlace validates the string literal whose opening quote is b[j] and
+// decodes it in place, in one pass (jsonscan.ScanUnquoteInPlace: a body
+// that is itself JSON has an escape every few bytes, and a scan then an
+// unquote looked at each twice). It returns the index after the literal
+// and the decoded body, a view of b; false when the literal is not valid.
+// Decoding never makes valid UTF-8 longer; a body with invalid UTF-8, whose
+// bytes become U+FFFD's three, is decoded into a new slice.
+func bodyInPlace(b []byte, j int) (int, []byte, bool) {
+	end, n, flags := jsonscan.ScanUnquoteInPlace(b, j)
+	if end < 0 {
+		return -1, nil, false
 	}
-	if !utf8.Valid(content) {
-		return jsonscan.AppendUnquoted(nil, content)
+	body := b[j+1 : n]
+	if flags&jsonscan.StrHigh != 0 && !utf8.Valid(body) {
+		body = jsonscan.AppendReplacingInvalid(nil, body)
 	}
-	// The output starts at the opening quote and never overtakes the input:
-	// each byte is read before a write can reach it.
-	return jsonscan.AppendUnquoted(lit[:0:len(lit)], content)
+	return end, body, true
 }
 
 // litString decodes a raw JSON string literal (quotes included) kept by

@@ -233,7 +233,7 @@ func TestDecodeEventInPlace(t *testing.T) {
 	if string(body) != `{"a":"é"}` {
 		t.Fatalf("body %q", body)
 	}
-	start := bytes.Index(payload, []byte(`"body":`)) + len(`"body":`)
+	start := bytes.Index(payload, []byte(`"body":"`)) + len(`"body":"`)
 	if &body[0] != &payload[start] {
 		t.Fatal("the body was copied, not decoded in place")
 	}

@@ -72,4 +72,16 @@ func BenchmarkAppendUnquoted(b *testing.B) {
 			}
 		}
 	})
+	// Scanned and decoded in one pass, as functions/batch decodes a body
+	// (compare with ScanString/escaped-body plus in-place).
+	b.Run("ScanUnquoteInPlace", func(b *testing.B) {
+		lit := make([]byte, len(body)+1)
+		b.SetBytes(int64(len(content)))
+		for b.Loop() {
+			copy(lit, body)
+			if end, n, _ := ScanUnquoteInPlace(lit, 0); end != len(body) || n-1 != len(taskJSON) {
+				b.Fatal("wrong length")
+			}
+		}
+	})
 }

@@ -514,6 +514,165 @@ func AppendUnquoted(dst, s []byte) []byte {
 	return dst
 }
 
+// ScanUnquoteInPlace validates the string literal whose opening quote is
+// b[i], as ScanString does, and decodes its content in place as it goes:
+// the decoded content is b[i+1:n]. It returns the index after the closing
+// quote (or -1, and then b[i+1:] may have been partly overwritten), n, and
+// the flags. A content without escapes is not moved (n is its end).
+//
+// Bytes >= 0x80 are copied as they are: when the flags have StrHigh the
+// caller checks b[i+1:n] with utf8.Valid and, when it is not valid, takes
+// AppendReplacingInvalid of it, which is then what AppendUnquoted gives for
+// the original content (an escape decodes to whole, valid characters, so it
+// neither completes nor breaks a sequence around it).
+//
+// It is for an SQS body that is itself JSON: an escape every few bytes,
+// {\"tool\":\"x\",...}. Scanning it and then unquoting it looked at each
+// escape twice, and the unquoting paid a call to bytes.IndexByte and one
+// to memmove per escape; here each escape costs one look at a word.
+// Decoding never makes the content longer (an escape is at least as long
+// as what it stands for), so the write index w never passes the read
+// index r: a word written at w overwrites only bytes already read.
+func ScanUnquoteInPlace(b []byte, i int) (end, n int, flags uint8) {
+	var high uint64 // the plain bytes OR-ed, as in ScanString
+	r := i + 1
+	w := r  // w == r until the first escape, then w < r
+	q := -1 // the next '"' at or after r, when known
+	for {
+		words := 0 // plain words in a row
+		for {
+			if r+8 > len(b) {
+				// Fewer than 8 bytes left in b (rare: b is a whole document).
+				for r < len(b) && b[r] != '"' && b[r] != '\\' && b[r] >= 0x20 {
+					high |= uint64(b[r])
+					b[w] = b[r]
+					w++
+					r++
+				}
+				if r >= len(b) {
+					return -1, 0, 0
+				}
+				break
+			}
+			x := binary.LittleEndian.Uint64(b[r:])
+			if sx := special(x); sx != 0 {
+				k := bits.TrailingZeros64(sx) / 8
+				high |= x & (1<<(8*uint(k)) - 1)
+				switch {
+				case w == r:
+				case r-w >= 8:
+					// The whole word: its bytes after the k land below r,
+					// on bytes already read, and are overwritten later.
+					// (Until the writes are 8 bytes behind, a word would
+					// overwrite the backslash; merging it with the word
+					// read back at w costs more than the byte loop: that
+					// load waits on the store before it, which overlaps.)
+					binary.LittleEndian.PutUint64(b[w:], x)
+				default:
+					for j := range k {
+						b[w+j] = b[r+j]
+					}
+				}
+				w += k
+				r += k
+				break
+			}
+			high |= x
+			if w != r {
+				binary.LittleEndian.PutUint64(b[w:], x)
+			}
+			w += 8
+			r += 8
+			if words++; words < 4 {
+				continue
+			}
+			// A long plain run, as in SkipString; moved with copy (memmove).
+			if q < r {
+				if q = bytes.IndexByte(b[r:], '"'); q < 0 {
+					return -1, 0, 0
+				}
+				q += r
+			}
+			next := q
+			if k := bytes.IndexByte(b[r:q], '\\'); k >= 0 {
+				next = r + k
+			}
+			ctrl, hi := controlOrHigh(b[r:next])
+			if ctrl {
+				return -1, 0, 0
+			}
+			if hi {
+				high |= swarHi
+			}
+			if w != r {
+				copy(b[w:], b[r:next])
+			}
+			w += next - r
+			r = next
+			break
+		}
+		switch b[r] {
+		case '"':
+			if high&swarHi != 0 {
+				flags |= StrHigh
+			}
+			return r + 1, w, flags
+		case '\\':
+			flags |= StrEscape
+			if r+1 >= len(b) {
+				return -1, 0, 0
+			}
+			// A two-byte escape by table: one branch, the same one for
+			// every \" of a quoted JSON body.
+			if c := unescape[b[r+1]]; c != 0 {
+				b[w] = c
+				w++
+				r += 2
+				continue
+			}
+			if b[r+1] != 'u' || r+6 > len(b) || !isHex(b[r+2]) || !isHex(b[r+3]) || !isHex(b[r+4]) || !isHex(b[r+5]) {
+				return -1, 0, 0
+			}
+			rr := hex4(b[r+2:])
+			r += 6
+			if utf16.IsSurrogate(rr) {
+				// Joined with a second half that follows, else U+FFFD (a
+				// \u that follows is then decoded, and checked, on its own).
+				dec := unicode.ReplacementChar
+				if r+6 <= len(b) && b[r] == '\\' && b[r+1] == 'u' {
+					if dec = utf16.DecodeRune(rr, hex4(b[r+2:])); dec != unicode.ReplacementChar {
+						r += 6
+					}
+				}
+				rr = dec
+			}
+			w += utf8.EncodeRune(b[w:], rr)
+		default: // a control character
+			return -1, 0, 0
+		}
+	}
+}
+
+// AppendReplacingInvalid appends s to dst with each byte that is not part
+// of valid UTF-8 replaced by U+FFFD, one for one, as encoding/json decodes
+// a string (bytes.ToValidUTF8 replaces a run with one).
+func AppendReplacingInvalid(dst, s []byte) []byte {
+	for len(s) > 0 {
+		rr, size := utf8.DecodeRune(s)
+		if rr == utf8.RuneError && size == 1 {
+			dst = utf8.AppendRune(dst, utf8.RuneError)
+		} else {
+			dst = append(dst, s[:size]...)
+		}
+		s = s[size:]
+	}
+	return dst
+}
+
+// unescape maps the character after a backslash in a two-byte escape to
+// the byte it stands for; 0 for the others ('u').
+var unescape = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
 // hex4 reads the four hex digits the scanner already checked (a \u escape
 // may be followed by something that is not one; then it returns -1).
 func hex4(s []byte) rune {

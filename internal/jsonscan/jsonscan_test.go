@@ -60,6 +60,9 @@ func TestDenseEscapesMatchEncodingJSON(t *testing.T) {
 		if skip := SkipString(b, 0); skip != end {
 			t.Fatalf("ScanString(%q) ends at %d, SkipString at %d", b, end, skip)
 		}
+		if un, _, _ := ScanUnquoteInPlace(bytes.Clone(b), 0); un != end {
+			t.Fatalf("ScanString(%q) ends at %d, ScanUnquoteInPlace at %d", b, end, un)
+		}
 		if end > 0 && end == len(b) {
 			checkUnquote(t, b)
 		}
@@ -146,6 +149,20 @@ func checkUnquote(t *testing.T, lit []byte) {
 	}
 	if got := AppendUnquoted([]byte("pre"), lit[1:len(lit)-1]); string(got) != "pre"+want {
 		t.Errorf("AppendUnquoted(%q) = %q, want %q", lit, got[3:], want)
+	}
+	// In place, inside a document (a byte after the literal), as
+	// functions/batch decodes a body.
+	b := append(bytes.Clone(lit), ',')
+	end, n, flags := ScanUnquoteInPlace(b, 0)
+	if wantEnd, wantFlags := ScanString(append(bytes.Clone(lit), ','), 0); end != wantEnd || flags != wantFlags {
+		t.Fatalf("ScanUnquoteInPlace(%q) = %d, %b; ScanString says %d, %b", lit, end, flags, wantEnd, wantFlags)
+	}
+	got := b[1:n]
+	if flags&StrHigh != 0 && !utf8.Valid(got) {
+		got = AppendReplacingInvalid(nil, got)
+	}
+	if string(got) != want {
+		t.Errorf("ScanUnquoteInPlace(%q) decodes to %q, want %q", lit, got, want)
 	}
 }
 
