@@ -191,11 +191,16 @@ func (d *decoder) object(i, depth int, member func(key []byte, j int) (int, erro
 		if i >= len(b) || b[i] != '"' {
 			return -1, d.fail(i, "invalid JSON: want a key")
 		}
-		end := jsonscan.SkipString(b, i)
+		// ScanString's flags say whether the key needs decoding (almost
+		// none does), which spares plainOrUnquote's two passes over it.
+		end, flags := jsonscan.ScanString(b, i)
 		if end < 0 {
 			return -1, d.fail(i, "invalid JSON string")
 		}
-		key := plainOrUnquote(kbuf[:0], b[i+1:end-1])
+		key := b[i+1 : end-1]
+		if flags != 0 {
+			key = plainOrUnquote(kbuf[:0], key)
+		}
 		if depth < len(d.kbufs) && cap(key) > cap(kbuf) && len(key) > 0 && &key[0] != &b[i+1] {
 			kbuf = key[:0]
 			d.kbufs[depth] = kbuf
