@@ -10,8 +10,8 @@ import (
 const taskJSON = `{"task_id":"task-0001-7f3a9c2e","run_id":"run-2026-11-29-0001","tenant":"acme-corp","idempotency_key":"acme-corp:run-2026-11-29-0001:step-03","tool":"file.write","tool_version":"2.7.1","trace_id":"1-6749a3c0-5d1e8f2b9c4a7e6d3f0b1a2c","created_at":"2026-11-29T19:00:00.000Z","schema_version":1,"args":{"path":"/workspace/out/summary-688.md","content":"# Summary\n\n* 3 transient failures retried\n* 1 poison task dead-lettered\n","mode":"overwrite","context":{"step":3,"of":12,"notes":"The agent is comparing at-least-once delivery, visibility timeouts, partial batch responses and poison message handling across queue services. Keep results technical and cite primary sources. Prefer pages that explain maxReceiveCount, redrive policies and message retention.","budget":{"tokens":4096,"usd":0.05}},"tags":["résumé","日本"]}}`
 
 // benchStrings are the string literals the decoders meet: an SQS body that
-// is itself JSON (an escaped quote every few bytes), the same body with no
-// escape, and a key.
+// is itself JSON (an escaped quote every few bytes), a long plain string,
+// two values of a task's lengths and a key.
 func benchStrings() []struct{ name, lit string } {
 	body, _ := json.Marshal(taskJSON)
 	notes := `"` + strings.Repeat("The agent is comparing at-least-once delivery. ", 13) + `"`
@@ -19,6 +19,8 @@ func benchStrings() []struct{ name, lit string } {
 		{"escaped-body", string(body)},
 		{"plain-600", notes},
 		{"key", `"idempotency_key"`},
+		{"value-38", `"acme-corp:run-2026-11-29-0001:step-03"`},
+		{"value-90", `"durable retry strategies for agent tool calls with idempotency keys and dead-letter queues"`},
 	}
 }
 

@@ -68,78 +68,81 @@ func special(x uint64) uint64 {
 }
 
 // ScanString validates the string literal whose opening quote is b[i] and
-// returns the index after its closing quote (or -1) and its flags. It reads
-// the string as SkipString does (a word at a time, long plain runs with
-// bytes.IndexByte) and notes on the way whether a byte >= 0x80 went by, so
-// a caller learns whether the content needs decoding or a UTF-8 check
-// without another pass over it.
+// returns the index after its closing quote (or -1) and its flags.
 func ScanString(b []byte, i int) (int, uint8) {
 	var flags uint8
-	var high uint64 // the plain bytes OR-ed: bit 7 of a byte set when one was >= 0x80
+	var high uint64
 	i++
-	q := -1 // the next '"' at or after i, when known
 	for {
-		words := 0 // plain words in a row
-		for {
-			if i+8 > len(b) {
-				// Fewer than 8 bytes left in b (rare: b is a whole document).
-				for i < len(b) && b[i] != '"' && b[i] != '\\' && b[i] >= 0x20 {
-					high |= uint64(b[i])
-					i++
-				}
-				if i >= len(b) {
-					return -1, 0
-				}
-				break
-			}
+		// Two words a step while no byte needs a look; the first byte that
+		// does is found in the word that holds it, without a second look.
+		found := false
+		for i+16 <= len(b) {
 			x := binary.LittleEndian.Uint64(b[i:])
 			if sx := special(x); sx != 0 {
 				n := bits.TrailingZeros64(sx) / 8
 				high |= x & (1<<(8*uint(n)) - 1)
 				i += n
+				found = true
 				break
 			}
-			high |= x
-			i += 8
-			if words++; words < 4 {
+			y := binary.LittleEndian.Uint64(b[i+8:])
+			if sy := special(y); sy != 0 {
+				n := bits.TrailingZeros64(sy) / 8
+				high |= x | y&(1<<(8*uint(n))-1)
+				i += 8 + n
+				found = true
+				break
+			}
+			high |= x | y
+			i += 16
+		}
+		for !found && i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			sp := special(x)
+			if sp == 0 {
+				high |= x
+				i += 8
 				continue
 			}
-			// A long plain run: on to the next quote or backslash.
-			if q < i {
-				if q = bytes.IndexByte(b[i:], '"'); q < 0 {
-					return -1, 0
-				}
-				q += i
-			}
-			next := q
-			if k := bytes.IndexByte(b[i:q], '\\'); k >= 0 {
-				next = i + k
-			}
-			ctrl, hi := controlOrHigh(b[i:next])
-			if ctrl {
-				return -1, 0
-			}
-			if hi {
-				high |= swarHi
-			}
-			i = next
+			n := bits.TrailingZeros64(sp) / 8
+			high |= x & (1<<(8*uint(n)) - 1)
+			i += n
 			break
 		}
-		switch b[i] {
-		case '"':
+		if i >= len(b) {
+			return -1, 0
+		}
+		c := b[i]
+		switch {
+		case c == '"':
 			if high&swarHi != 0 {
 				flags |= StrHigh
 			}
 			return i + 1, flags
-		case '\\':
+		case c == '\\':
 			flags |= StrEscape
-			if i+1 < len(b) && shortEscape[b[i+1]] {
-				i += 2
-			} else if i = escapeEnd(b, i); i < 0 {
+			if i+1 >= len(b) {
 				return -1, 0
 			}
-		default: // a control character
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return -1, 0
+				}
+				i += 6
+			default:
+				return -1, 0
+			}
+		case c < 0x20:
 			return -1, 0
+		default:
+			if c >= utf8.RuneSelf {
+				flags |= StrHigh
+			}
+			i++
 		}
 	}
 }
