@@ -166,6 +166,11 @@ var eventEdgeCases = []string{
 	`{"Records":[{"messageId":"a","body":"lone \ud800 high \udc00 low \ud800\u0041 pair-ish \ud83d\ude00\ud83d"}]}`,
 	"{\"Records\":[{\"messageId\":\"a\",\"body\":\"bad \xff utf8 \xed\xa0\x80 \xc3\"}]}",
 	"{\"Records\":[{\"messageId\":\"a\",\"body\":\"bad \xff with escape \\n \xe2\x82\"}]}",
+	// Bodies that are JSON, quoted as Lambda delivers them (an escape every
+	// few bytes, so decoding in place writes whole words once it is 8 bytes
+	// behind), with invalid UTF-8 beside escapes and a long plain run.
+	`{"Records":[{"messageId":"a","body":"{\"tool\":\"x\",\"args\":{\"a\":[1,\"b\"],\"c\":\"d\\\"e\\n\",\"é\":\"\u00e9\ud83d\ude00\"},\"pad\":\"` + strings.Repeat("p", 70) + `\",\"z\":\"\/\"}"}]}`,
+	"{\"Records\":[{\"messageId\":\"a\",\"body\":\"{\\\"k\\\":\\\"\xc3\\\",\\\"l\\\":\\\"\xe2\x82\\\",\\\"m\\\":\\\"\xff\\u00e9\xf0\x9f\\\",\\\"n\\\":\\\"\xed\xa0\x80\\n\\\"}\"},{\"body\":\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\\\"\xc3\"}]}",
 	`{"Records":[{"messageId":"a","body":"é中😀 raw"}]}`,
 	`{"Records":[{"messageId":"a","body":""}]}`,
 	`{"Records":[{"messageId":"a","body":null,"attributes":null,"messageAttributes":null}]}`,
