@@ -949,18 +949,18 @@ func (r *leanRecord) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
 	var kbuf [32]byte
 	i := jsonscan.SkipWS(b, 1)
 	for i < len(b) && b[i] == '"' {
-		end := jsonscan.SkipString(b, i)
-		a := namedAttr{name: viewString(b[i+1 : end-1])}
+		end, fl := jsonscan.ScanString(b, i)
+		a := namedAttr{name: flaggedString(b[i+1:end-1], fl)}
 		i = jsonscan.SkipWS(b, jsonscan.SkipWS(b, end)+1) // past ':'
 		if b[i] == 'n' {
 			i += len("null")
 		} else { // '{'
 			i = jsonscan.SkipWS(b, i+1)
 			for b[i] == '"' {
-				kend := jsonscan.SkipString(b, i)
+				kend, kfl := jsonscan.ScanString(b, i)
 				key := b[i+1 : kend-1]
 				f := mFieldIndex(key)
-				if f < 0 && bytes.IndexByte(key, '\\') >= 0 {
+				if f < 0 && kfl&jsonscan.StrEscape != 0 {
 					// A member name no field matches as written: an escaped
 					// one may match once decoded.
 					f = mFieldIndex(jsonscan.AppendUnquoted(kbuf[:0], key))
@@ -971,8 +971,9 @@ func (r *leanRecord) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
 				case b[j] == 'n':
 					k = j + len("null") // the zero value
 				case f == mStringValue:
-					k = jsonscan.SkipString(b, j)
-					a.StringValue = viewString(b[j+1 : k-1])
+					var vfl uint8
+					k, vfl = jsonscan.ScanString(b, j)
+					a.StringValue = flaggedString(b[j+1:k-1], vfl)
 				case f == mDataType:
 					k = jsonscan.SkipString(b, j)
 					a.DataType = dataTypeString(b[j+1 : k-1])
@@ -996,6 +997,15 @@ func (r *leanRecord) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
 		}
 	}
 	return dst
+}
+
+// flaggedString is viewString for a string whose jsonscan.ScanString flags
+// are known: plain ASCII is a view with no second look.
+func flaggedString(content []byte, flags uint8) string {
+	if flags == 0 {
+		return unsafe.String(unsafe.SliceData(content), len(content))
+	}
+	return viewString(content)
 }
 
 // viewString is the raw content of a validated JSON string decoded: a view
