@@ -3,6 +3,7 @@ package redrive
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
@@ -27,43 +30,93 @@ type EvidenceAPI interface {
 // original attributes of a message of at most 1 MiB.
 const maxEvidenceBytes = 4 << 20
 
+// ClaimCheckCause says why a dead letter's claim check did not restore its
+// attributes (SelectResult.ClaimCheckFailedBy, the audit's
+// claim_check_failed.<cause> counts).
+type ClaimCheckCause string
+
+// The causes of a claim check that restored nothing.
+const (
+	// ClaimCheckOutsidePrefix: the reference is not s3://<bucket>/<pipeline>/evidence/….
+	ClaimCheckOutsidePrefix ClaimCheckCause = "outside_prefix"
+	// ClaimCheckNoClient: no S3 client to read it (Config.Evidence).
+	ClaimCheckNoClient ClaimCheckCause = "no_client"
+	// ClaimCheckMissing: there is no such object (or bucket).
+	ClaimCheckMissing ClaimCheckCause = "missing"
+	// ClaimCheckUnreadable: S3 refused or failed the read.
+	ClaimCheckUnreadable ClaimCheckCause = "unreadable"
+	// ClaimCheckTooLarge: the object is larger than a claim check can be.
+	ClaimCheckTooLarge ClaimCheckCause = "too_large"
+	// ClaimCheckNotClaimCheck: the object does not parse as a claim check.
+	ClaimCheckNotClaimCheck ClaimCheckCause = "not_a_claim_check"
+	// ClaimCheckOtherMessage: the claim check is of another message.
+	ClaimCheckOtherMessage ClaimCheckCause = "other_message"
+)
+
+// ClaimCheckError is why a dead letter's claim check restored nothing. The
+// letter is never sent without the attributes it gave up: Select leaves it
+// in the DLQ, counts it (SelectResult.ClaimCheckFailed) and goes on.
+type ClaimCheckError struct {
+	// Ref is the reference the dead letter carries (dlq_meta's evidence).
+	Ref   string
+	Cause ClaimCheckCause
+	Err   error
+}
+
+func (e *ClaimCheckError) Error() string {
+	return e.Err.Error() + ": the dead letter stays in the DLQ"
+}
+
+func (e *ClaimCheckError) Unwrap() error { return e.Err }
+
 // restoreEvidence completes o's attributes from the claim check its dead
 // letter points to (o.Evidence): every original attribute, as the producer
-// sent it. It refuses, and nothing is sent, when there is no S3 client, the
+// sent it. It refuses, with a *ClaimCheckError, and nothing is sent, when the
 // reference is not under the pipeline's own <pipeline>/evidence/ prefix,
-// the object cannot be read or parsed, or it belongs to another message: a
-// letter is never sent back without the attributes it gave up.
+// there is no S3 client (Config.Evidence), the object cannot be read, is too
+// large or does not parse, or it belongs to another message: a letter is
+// never sent back without the attributes it gave up.
 func (r *Redriver) restoreEvidence(ctx context.Context, o *Original) error {
 	if o.Evidence == "" {
 		return nil
+	}
+	fail := func(cause ClaimCheckCause, format string, args ...any) error {
+		return &ClaimCheckError{Ref: o.Evidence, Cause: cause, Err: fmt.Errorf(format, args...)}
 	}
 	rest, ok := strings.CutPrefix(o.Evidence, "s3://")
 	bucket, key, _ := strings.Cut(rest, "/")
 	prefix := r.cfg.Pipeline.Name + "/evidence/"
 	if !ok || bucket == "" || !strings.HasPrefix(key, prefix) || strings.Contains(key, "..") {
-		return fmt.Errorf("claim check %q is not under s3://<eval bucket>/%s: the dead letter stays in the DLQ", o.Evidence, prefix)
+		return fail(ClaimCheckOutsidePrefix, "claim check %q is not under s3://<eval bucket>/%s", o.Evidence, prefix)
 	}
 	if r.cfg.Evidence == nil {
-		return fmt.Errorf("the dead letter's attributes are in claim check %s and redrive has no S3 client to read it (Config.Evidence): it stays in the DLQ", o.Evidence)
+		return fail(ClaimCheckNoClient, "the dead letter's attributes are in claim check %s and redrive has no S3 client to read it (Config.Evidence)", o.Evidence)
 	}
 	out, err := r.cfg.Evidence.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	if err != nil {
-		return fmt.Errorf("read claim check %s: %w; the dead letter stays in the DLQ", o.Evidence, err)
+		cause := ClaimCheckUnreadable
+		var nk *s3types.NoSuchKey
+		var nb *s3types.NoSuchBucket
+		var api smithy.APIError
+		if errors.As(err, &nk) || errors.As(err, &nb) || (errors.As(err, &api) && (api.ErrorCode() == "NotFound" || api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NoSuchBucket")) {
+			cause = ClaimCheckMissing
+		}
+		return fail(cause, "read claim check %s: %w", o.Evidence, err)
 	}
 	defer out.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(out.Body, maxEvidenceBytes+1))
 	if err != nil {
-		return fmt.Errorf("read claim check %s: %w; the dead letter stays in the DLQ", o.Evidence, err)
+		return fail(ClaimCheckUnreadable, "read claim check %s: %w", o.Evidence, err)
 	}
 	if len(data) > maxEvidenceBytes {
-		return fmt.Errorf("claim check %s is larger than %d bytes: the dead letter stays in the DLQ", o.Evidence, maxEvidenceBytes)
+		return fail(ClaimCheckTooLarge, "claim check %s is larger than %d bytes", o.Evidence, maxEvidenceBytes)
 	}
 	var ev deadletter.Evidence
 	if err := json.Unmarshal(data, &ev); err != nil {
-		return fmt.Errorf("claim check %s is not a claim check: %w; the dead letter stays in the DLQ", o.Evidence, err)
+		return fail(ClaimCheckNotClaimCheck, "claim check %s is not a claim check: %w", o.Evidence, err)
 	}
 	if ev.Meta.MessageID != o.OriginalMessageID {
-		return fmt.Errorf("claim check %s is of message %q, not %q: the dead letter stays in the DLQ", o.Evidence, ev.Meta.MessageID, o.OriginalMessageID)
+		return fail(ClaimCheckOtherMessage, "claim check %s is of message %q, not %q", o.Evidence, ev.Meta.MessageID, o.OriginalMessageID)
 	}
 	// Every original attribute; those the dead letter carried (kept, or
 	// folded into dlq_meta) are the same ones, as the message carried them.

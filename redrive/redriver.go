@@ -59,7 +59,8 @@ type Config struct {
 	// Evidence is optional: the S3 client that reads claim checks back (an
 	// *s3.Client). Select needs it to move a dead letter that gave up
 	// attributes to a claim check (dlq_meta's evidence); without it such a
-	// letter stays in the DLQ, counted as a failed send.
+	// letter stays in the DLQ, counted in SelectResult.ClaimCheckFailed,
+	// and the pass goes on with the others.
 	Evidence EvidenceAPI
 	// Ledger is required: every redrive is counted in it, which is how a key
 	// that keeps coming back is dead-lettered as redrive_loop, and the

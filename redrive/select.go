@@ -105,9 +105,21 @@ type Moved struct {
 	BodySHA256        string            `json:"body_sha256"`
 }
 
+// Unrestored is a chosen dead letter that a selective redrive left in the
+// DLQ because its claim check restored nothing (ClaimCheckError).
+type Unrestored struct {
+	DLQMessageID      string            `json:"dlq_message_id"`
+	OriginalMessageID string            `json:"original_message_id,omitempty"`
+	Reason            deadletter.Reason `json:"reason"`
+	ClaimCheck        string            `json:"claim_check"`
+	Cause             ClaimCheckCause   `json:"cause"`
+	Error             string            `json:"error"`
+}
+
 // SelectResult counts what a selective redrive saw and did. Every message
-// seen is either moved, released (not chosen, or a dry run), or left in the
-// DLQ after a failure (it becomes visible again after the hold).
+// seen is either moved, released (not chosen, or a dry run), left in the
+// DLQ because its claim check restored nothing, or left in the DLQ after a
+// failure (it becomes visible again after the hold).
 type SelectResult struct {
 	// Seen counts distinct dead letters looked at; Matched those chosen;
 	// Moved those sent and deleted; Released those not chosen (or, in a dry
@@ -117,7 +129,19 @@ type SelectResult struct {
 	Moved    int `json:"moved"`
 	Released int `json:"released"`
 	// SendFailed: the send failed; the dead letter was released, untouched.
+	// The pass stops at the first.
 	SendFailed int `json:"send_failed"`
+	// ClaimCheckFailed: chosen dead letters that gave up attributes to a
+	// claim check that restored nothing (missing, unreadable, in another
+	// bucket, …: ClaimCheckFailedBy counts them by cause, Unrestored lists
+	// them). Never sent without those attributes, each stays in the DLQ,
+	// released with the letters the pass did not choose, and a rerun tries
+	// it again; the pass goes on with the others, and Select then returns
+	// an error that says so.
+	ClaimCheckFailed   int                     `json:"claim_check_failed"`
+	ClaimCheckFailedBy map[ClaimCheckCause]int `json:"claim_check_failed_by,omitempty"`
+	// Unrestored lists the first MaxLetters of them.
+	Unrestored []Unrestored `json:"unrestored,omitempty"`
 	// DeleteFailed: sent, but the delete failed: the dead letter stays in the
 	// DLQ and a rerun sends it again (absorbed by the idempotency key).
 	DeleteFailed int `json:"delete_failed"`
@@ -144,6 +168,9 @@ type SelectResult struct {
 	Partial string `json:"partial,omitempty"`
 	// LettersOmitted counts moved letters beyond MaxLetters, not listed in Letters.
 	LettersOmitted int `json:"letters_omitted,omitempty"`
+
+	// claimCheckErr is the first claim check error, for Select's error.
+	claimCheckErr *ClaimCheckError
 }
 
 func (r *Redriver) selectRecord(req SelectRequest) AuditEntry {
@@ -176,6 +203,12 @@ func (res *SelectResult) counts() map[string]int {
 	for k, v := range res.ByReason {
 		c["moved."+string(k)] = v
 	}
+	if res.ClaimCheckFailed > 0 {
+		c["claim_check_failed"] = res.ClaimCheckFailed
+	}
+	for k, v := range res.ClaimCheckFailedBy {
+		c["claim_check_failed."+string(k)] = v
+	}
 	return c
 }
 
@@ -189,6 +222,13 @@ func (res *SelectResult) counts() map[string]int {
 // --effect-confirmed; counted in EffectConfirmed), and, without an
 // --override of effect_unknown, only when the owner reconciled it as no
 // effect (the others are counted in NotReconciled).
+//
+// A chosen dead letter whose claim check restores nothing (ClaimCheckError:
+// missing, unreadable, outside the pipeline's prefix, of another message)
+// is never sent without the attributes it gave up: it stays in the DLQ,
+// released when the pass ends, counted in ClaimCheckFailed, and the pass
+// goes on; Select then returns an error that says how many stay and why. A
+// failed send, delete or receive stops the pass.
 func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult, error) {
 	req.reconciledOnly = ReconciledOnly(req.Reasons, req.Ack)
 	rec := r.selectRecord(req)
@@ -223,6 +263,9 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 		}
 	}
 	err := r.runSelect(ctx, api, req, res)
+	if err == nil && res.ClaimCheckFailed > 0 {
+		err = unrestoredErr(res)
+	}
 	if err == nil && res.Partial == "" && res.Seen < res.DepthAtStart {
 		// Released dead letters come back and a pass ends after a few receives
 		// that bring nothing new; in a FIFO DLQ only the head of each message
@@ -241,6 +284,18 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 		rec.Outcome = OutcomeStopped
 	}
 	return res, r.record(ctx, rec, err)
+}
+
+// unrestoredErr is the error of a pass that left chosen dead letters in the
+// DLQ because their claim check restored nothing.
+func unrestoredErr(res *SelectResult) error {
+	causes := make([]string, 0, len(res.ClaimCheckFailedBy))
+	for c, n := range res.ClaimCheckFailedBy {
+		causes = append(causes, fmt.Sprintf("%s %d", c, n))
+	}
+	sort.Strings(causes)
+	return fmt.Errorf("%d chosen dead letters stay in the DLQ because their claim check restored nothing (%s; the others were moved): fix the claim check or the eval bucket setting and rerun, or reject them; the first: %w",
+		res.ClaimCheckFailed, strings.Join(causes, ", "), res.claimCheckErr)
 }
 
 func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
@@ -442,7 +497,14 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 			planned++
 			todo = append(todo, l)
 		}
-		items, err := r.moveBatch(ctx, api, limiter, workers, todo, res)
+		items, left, err := r.moveBatch(ctx, api, limiter, workers, todo, res)
+		for _, l := range left {
+			// Its claim check restored nothing: it stays, hidden until the
+			// pass ends like the letters not chosen, and counts toward
+			// neither the limit nor the canary.
+			leave(l)
+			planned--
+		}
 		if !canaryDone {
 			canary = append(canary, items...)
 		}
@@ -521,12 +583,15 @@ func (r *Redriver) settled(ctx context.Context, req SelectRequest, l *Letter, re
 // moveBatch moves the chosen dead letters of one receive, at most workers at
 // a time, all paced by the limiter. After the first failure it starts no
 // more moves and releases the letters it did not start; it returns the
-// canary items of the letters it moved and the first error.
-func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.Limiter, workers int, todo []Letter, res *SelectResult) ([]canaryItem, error) {
+// canary items of the letters it moved, the letters it left because their
+// claim check restored nothing (not a failure: the others go on), and the
+// first error.
+func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.Limiter, workers int, todo []Letter, res *SelectResult) ([]canaryItem, []*Letter, error) {
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
 		items    []canaryItem
+		left     []*Letter
 		firstErr error
 	)
 	sem := make(chan struct{}, workers)
@@ -552,6 +617,9 @@ func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.L
 			mu.Lock()
 			defer mu.Unlock()
 			st.apply(res, l.Reason, mv)
+			if st.claimCheck != nil {
+				left = append(left, l)
+			}
 			if err != nil {
 				if firstErr == nil {
 					firstErr = err
@@ -565,12 +633,14 @@ func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.L
 		}()
 	}
 	wg.Wait()
-	return items, firstErr
+	return items, left, firstErr
 }
 
 // moveStatus is what happened to one dead letter in moveOne.
 type moveStatus struct {
 	moved, sendFailed, deleteFailed, ledgerFailed, noKey, released bool
+	// claimCheck: its claim check restored nothing; not sent, not released.
+	claimCheck *ClaimCheckError
 }
 
 func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved) {
@@ -585,6 +655,20 @@ func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved
 	res.LedgerFailed += b(st.ledgerFailed)
 	res.NoKey += b(st.noKey)
 	res.Released += b(st.released)
+	if cc := st.claimCheck; cc != nil {
+		res.ClaimCheckFailed++
+		if res.ClaimCheckFailedBy == nil {
+			res.ClaimCheckFailedBy = map[ClaimCheckCause]int{}
+		}
+		res.ClaimCheckFailedBy[cc.Cause]++
+		if res.claimCheckErr == nil {
+			res.claimCheckErr = cc
+		}
+		if len(res.Unrestored) < MaxLetters {
+			res.Unrestored = append(res.Unrestored, Unrestored{DLQMessageID: mv.DLQMessageID, OriginalMessageID: mv.OriginalMessageID,
+				Reason: reason, ClaimCheck: cc.Ref, Cause: cc.Cause, Error: cc.Error()})
+		}
+	}
 	if st.moved {
 		res.Moved++
 		res.ByReason[reason]++
@@ -611,11 +695,15 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 		}
 	}
 	if err := r.restoreEvidence(ctx, &o); err != nil {
-		// Never sent without the attributes it gave up: it stays.
-		r.release(context.WithoutCancel(ctx), api, l)
-		st.sendFailed = true
-		log.WarnContext(ctx, "claim check unreadable; the dead letter stays in the DLQ", "error", err.Error())
-		return mv, before, st, err
+		// Never sent without the attributes it gave up: it stays, and the
+		// caller leaves it in the DLQ with the letters it did not choose.
+		var cc *ClaimCheckError
+		if !errors.As(err, &cc) {
+			cc = &ClaimCheckError{Ref: o.Evidence, Cause: ClaimCheckUnreadable, Err: err}
+		}
+		st.claimCheck = cc
+		log.WarnContext(ctx, "claim check restored nothing; the dead letter stays in the DLQ", "cause", string(cc.Cause), "error", err.Error())
+		return mv, before, st, nil
 	}
 	if err := limiter.Wait(ctx); err != nil {
 		r.release(context.WithoutCancel(ctx), api, l)

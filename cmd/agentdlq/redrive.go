@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 	"time"
 
@@ -473,6 +474,22 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
 	}
 	if c := res.Canary; c != nil {
 		fmt.Fprintf(w, "canary: %d moved, %d processed, %d dead-lettered again, %d without outcome\n", c.Moved, c.Processed, c.DeadLettered, c.Pending)
+	}
+	if res.ClaimCheckFailed > 0 {
+		causes := make([]string, 0, len(res.ClaimCheckFailedBy))
+		for c, n := range res.ClaimCheckFailedBy {
+			causes = append(causes, fmt.Sprintf("%s %d", c, n))
+		}
+		sort.Strings(causes)
+		fmt.Fprintf(w, "left in the DLQ: %d whose claim check restored nothing (%s): never sent without the attributes they gave up; fix the claim check and rerun, or reject them\n",
+			res.ClaimCheckFailed, strings.Join(causes, ", "))
+		for i, u := range res.Unrestored {
+			if i == 10 {
+				fmt.Fprintf(w, "  … %d more (-o json lists up to %d)\n", res.ClaimCheckFailed-i, redrive.MaxLetters)
+				break
+			}
+			fmt.Fprintf(w, "  %s  reason %s  %s: %s\n", u.DLQMessageID, u.Reason, u.Cause, u.Error)
+		}
 	}
 	if res.SendFailed+res.DeleteFailed+res.LedgerFailed > 0 {
 		fmt.Fprintf(w, "problems: %d sends failed (left in the DLQ), %d deletes failed (sent; rerun: the idempotency key absorbs the resend), %d redrive counts not recorded\n",

@@ -273,3 +273,22 @@ func TestRedriveCLICanaryWithoutAWorker(t *testing.T) {
 	assert.Contains(t, out, "agentdlq work --pipeline agent-tasks")
 	assert.Contains(t, out, "canary: waiting up to 3s", "progress while it waits")
 }
+
+// The summary says how many chosen letters stay because their claim check
+// restored nothing, by cause, and names each one, apart from failed sends.
+func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
+	res := &redrive.SelectResult{Seen: 3, Matched: 3, Moved: 1, ByReason: map[deadletter.Reason]int{deadletter.ReasonUnclassified: 1},
+		ClaimCheckFailed: 2, ClaimCheckFailedBy: map[redrive.ClaimCheckCause]int{redrive.ClaimCheckMissing: 1, redrive.ClaimCheckUnreadable: 1},
+		Unrestored: []redrive.Unrestored{
+			{DLQMessageID: "d-1", Reason: deadletter.ReasonUnclassified, Cause: redrive.ClaimCheckMissing, Error: "read claim check s3://b/k1: NoSuchKey: the dead letter stays in the DLQ"},
+			{DLQMessageID: "d-2", Reason: deadletter.ReasonUnclassified, Cause: redrive.ClaimCheckUnreadable, Error: "read claim check s3://b/k2: AccessDenied: the dead letter stays in the DLQ"},
+		}}
+	var out strings.Builder
+	writeSelectResult(&out, "agent-tasks", res)
+	s := out.String()
+	assert.Contains(t, s, "agent-tasks: moved 1 of 3 dead letters seen")
+	assert.Contains(t, s, "left in the DLQ: 2 whose claim check restored nothing (missing 1, unreadable 1)")
+	assert.Contains(t, s, "  d-1  reason unclassified  missing: read claim check s3://b/k1: NoSuchKey")
+	assert.Contains(t, s, "  d-2  reason unclassified  unreadable: ")
+	assert.NotContains(t, s, "sends failed", "not a failed send")
+}
