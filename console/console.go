@@ -49,6 +49,9 @@ type Config struct {
 	// letters back (an *s3.Client), so that a redrive sends them with every
 	// original attribute; without it such a letter stays in the DLQ.
 	Evidence redrive.EvidenceAPI
+	// EvidenceBucket is the eval bucket, the only one claim checks are read
+	// from (redrive.Config.EvidenceBucket).
+	EvidenceBucket string
 	// Ledger is optional: the letter page's ledger entry, triage's counts;
 	// a redrive (a dry run included) needs it: redrive.New refuses without
 	// one (redrive.ErrNoLedger).

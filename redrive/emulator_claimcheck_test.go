@@ -60,9 +60,18 @@ func TestEmulatorRedriveRestoresClaimCheckAttributes(t *testing.T) {
 	assert.Equal(t, 0, l.depth(l.q.HotURL))
 	assert.Equal(t, 2, l.depth(l.q.DLQURL), "both stay in the DLQ")
 
-	// With the S3 client, as the CLI wires it.
+	// The S3 client, but another bucket named as the eval bucket: nothing is
+	// read from a bucket that is not the eval bucket.
 	r := l.redriver()
-	r.cfg.Evidence = s3c
+	r.cfg.Evidence, r.cfg.EvidenceBucket = s3c, bucket+"-other"
+	res, err = r.Select(ctx, req)
+	require.Error(t, err)
+	assert.Equal(t, 0, res.Moved)
+	assert.Equal(t, map[ClaimCheckCause]int{ClaimCheckOtherBucket: 2}, res.ClaimCheckFailedBy)
+	assert.Equal(t, 2, l.depth(l.q.DLQURL), "both stay in the DLQ")
+
+	// With the S3 client and the eval bucket, as the CLI wires them.
+	r.cfg.EvidenceBucket = bucket
 	res, err = r.Select(ctx, req)
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.Moved)
@@ -84,7 +93,7 @@ func TestEmulatorRedriveRestoresClaimCheckAttributes(t *testing.T) {
 // the claim check is back, a rerun moves it too.
 func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	t.Parallel()
-	l, s3c, _ := newClaimCheckLocal(t)
+	l, s3c, evalBucket := newClaimCheckLocal(t)
 	ctx := context.Background()
 	// Dead-lettered one after the other: received in this order.
 	gone := l.deadLetterBig("claim-gone")
@@ -106,7 +115,7 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	require.NoError(t, err)
 
 	r := l.redriver()
-	r.cfg.Evidence = s3c
+	r.cfg.Evidence, r.cfg.EvidenceBucket = s3c, evalBucket
 	req := claimCheckRequest(l)
 	// One move at a time, in the order received: the letter with no claim
 	// check comes first, and the one behind it must still move.

@@ -41,6 +41,11 @@ const (
 	ClaimCheckOutsidePrefix ClaimCheckCause = "outside_prefix"
 	// ClaimCheckNoClient: no S3 client to read it (Config.Evidence).
 	ClaimCheckNoClient ClaimCheckCause = "no_client"
+	// ClaimCheckNoBucket: no eval bucket configured (Config.EvidenceBucket),
+	// so no bucket is trusted.
+	ClaimCheckNoBucket ClaimCheckCause = "no_bucket"
+	// ClaimCheckOtherBucket: the reference is in another bucket than the eval bucket.
+	ClaimCheckOtherBucket ClaimCheckCause = "other_bucket"
 	// ClaimCheckMissing: there is no such object (or bucket).
 	ClaimCheckMissing ClaimCheckCause = "missing"
 	// ClaimCheckUnreadable: S3 refused or failed the read.
@@ -73,9 +78,10 @@ func (e *ClaimCheckError) Unwrap() error { return e.Err }
 // letter points to (o.Evidence): every original attribute, as the producer
 // sent it. It refuses, with a *ClaimCheckError, and nothing is sent, when the
 // reference is not under the pipeline's own <pipeline>/evidence/ prefix,
-// there is no S3 client (Config.Evidence), the object cannot be read, is too
-// large or does not parse, or it belongs to another message: a letter is
-// never sent back without the attributes it gave up.
+// there is no S3 client or no eval bucket configured (Config.Evidence,
+// Config.EvidenceBucket), the reference is in another bucket, the object
+// cannot be read, is too large or does not parse, or it belongs to another
+// message: a letter is never sent back without the attributes it gave up.
 func (r *Redriver) restoreEvidence(ctx context.Context, o *Original) error {
 	if o.Evidence == "" {
 		return nil
@@ -91,6 +97,12 @@ func (r *Redriver) restoreEvidence(ctx context.Context, o *Original) error {
 	}
 	if r.cfg.Evidence == nil {
 		return fail(ClaimCheckNoClient, "the dead letter's attributes are in claim check %s and redrive has no S3 client to read it (Config.Evidence)", o.Evidence)
+	}
+	if r.cfg.EvidenceBucket == "" {
+		return fail(ClaimCheckNoBucket, "the dead letter's attributes are in claim check %s and no eval bucket is configured, so no bucket is read (Config.EvidenceBucket; agentdlq redrive select --evidence-bucket, or AGENTDLQ_EVAL_BUCKET: the stack output EvalBucketName)", o.Evidence)
+	}
+	if bucket != r.cfg.EvidenceBucket {
+		return fail(ClaimCheckOtherBucket, "claim check %s is not in the eval bucket %s", o.Evidence, r.cfg.EvidenceBucket)
 	}
 	out, err := r.cfg.Evidence.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	if err != nil {

@@ -40,8 +40,11 @@ func TestRestoreEvidence(t *testing.T) {
 		Meta:       deadletter.Meta{MessageID: "m-1", Reason: deadletter.ReasonUnclassified},
 		Attributes: map[string]deadletter.Attribute{"kept": {DataType: "String", StringValue: "k"}, "given-up": {DataType: "Binary", BinaryValue: []byte{0, 1, 2}}}})
 	require.NoError(t, err)
+	r.cfg.EvidenceBucket = "eval"
 	r.cfg.Evidence = evidenceS3{
-		"eval/agent-tasks/evidence/2026-11-29/m-1.json":  ev,
+		"eval/agent-tasks/evidence/2026-11-29/m-1.json": ev,
+		// A well-formed claim check of the message, in a bucket that is not the eval bucket.
+		"other/agent-tasks/evidence/2026-11-29/m-1.json": ev,
 		"eval/agent-tasks/evidence/2026-11-29/bad.json":  []byte("not json"),
 		"eval/agent-tasks/evidence/2026-11-29/huge.json": bytes.Repeat([]byte(" "), maxEvidenceBytes+1),
 	}
@@ -59,6 +62,7 @@ func TestRestoreEvidence(t *testing.T) {
 		{"another message's", "s3://eval/agent-tasks/evidence/2026-11-29/m-1.json", "m-9", `of message "m-1", not "m-9"`, ClaimCheckOtherMessage},
 		{"unreadable", "s3://eval/agent-tasks/evidence/2026-11-29/denied.json", "m-1", "AccessDenied", ClaimCheckUnreadable},
 		{"too large", "s3://eval/agent-tasks/evidence/2026-11-29/huge.json", "m-1", "larger than", ClaimCheckTooLarge},
+		{"another bucket", "s3://other/agent-tasks/evidence/2026-11-29/m-1.json", "m-1", "not in the eval bucket eval", ClaimCheckOtherBucket},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := Original{Evidence: tt.ref, OriginalMessageID: tt.msgID, Attributes: kept}
@@ -77,10 +81,19 @@ func TestRestoreEvidence(t *testing.T) {
 			assert.Equal(t, kept, o.Attributes, "unchanged")
 		})
 	}
-	r.cfg.Evidence = nil
+	// No eval bucket configured: no bucket is read, and the error says why.
+	r.cfg.EvidenceBucket = ""
 	o := Original{Evidence: "s3://eval/agent-tasks/evidence/2026-11-29/m-1.json", OriginalMessageID: "m-1"}
 	err = r.restoreEvidence(context.Background(), &o)
 	var cc *ClaimCheckError
+	require.ErrorAs(t, err, &cc)
+	assert.Equal(t, ClaimCheckNoBucket, cc.Cause)
+	assert.ErrorContains(t, err, "no eval bucket is configured")
+	assert.ErrorContains(t, err, "Config.EvidenceBucket")
+	assert.Empty(t, o.Attributes)
+
+	r.cfg.Evidence = nil
+	err = r.restoreEvidence(context.Background(), &o)
 	require.ErrorAs(t, err, &cc)
 	assert.Equal(t, ClaimCheckNoClient, cc.Cause)
 	assert.ErrorContains(t, err, "no S3 client")

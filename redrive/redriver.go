@@ -62,6 +62,14 @@ type Config struct {
 	// letter stays in the DLQ, counted in SelectResult.ClaimCheckFailed,
 	// and the pass goes on with the others.
 	Evidence EvidenceAPI
+	// EvidenceBucket is the eval bucket, the only bucket claim checks are
+	// read from (the worker's batch.Config.EvidenceBucket; in AWS the stack
+	// output EvalBucketName). A claim check in another bucket is refused
+	// (ClaimCheckOtherBucket); without it no claim check is read
+	// (ClaimCheckNoBucket): either way the letter stays in the DLQ. In AWS
+	// the redrive role may read only the eval bucket's <pipeline>/evidence/;
+	// locally nothing else confines the read.
+	EvidenceBucket string
 	// Ledger is required: every redrive is counted in it, which is how a key
 	// that keeps coming back is dead-lettered as redrive_loop, and the
 	// canary reads its outcome there. There is no redrive without it.

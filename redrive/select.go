@@ -294,8 +294,8 @@ func unrestoredErr(res *SelectResult) error {
 		causes = append(causes, fmt.Sprintf("%s %d", c, n))
 	}
 	sort.Strings(causes)
-	return fmt.Errorf("%d chosen dead letters stay in the DLQ because their claim check restored nothing (%s; the others were moved): fix the claim check or the eval bucket setting and rerun, or reject them; the first: %w",
-		res.ClaimCheckFailed, strings.Join(causes, ", "), res.claimCheckErr)
+	return fmt.Errorf("%d chosen dead letters stay in the DLQ because their claim check restored nothing (%s), %d moved: fix the claim check or the eval bucket setting and rerun, or reject them; the first: %w",
+		res.ClaimCheckFailed, strings.Join(causes, ", "), res.Moved, res.claimCheckErr)
 }
 
 func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {

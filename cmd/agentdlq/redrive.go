@@ -37,6 +37,9 @@ type redriveFlags struct {
 	fixDeployed string
 	reviewed    string
 
+	// evidenceBucket is --evidence-bucket (select only): see evalBucketName.
+	evidenceBucket string
+
 	// onCanary is the canary's progress (select only).
 	onCanary func(pending, moved int, waited, timeout time.Duration)
 }
@@ -160,7 +163,7 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
 		Queues:   q,
-		SQS:      client, STS: stsc, Local: local, Lambda: lam, Evidence: s3c,
+		SQS:      client, STS: stsc, Local: local, Lambda: lam, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
 		Ledger: ledger.NewDynamo(ddb, table),
 		Audit:  a, Logger: logger, OnMove: onMove, OnCanary: f.onCanary,
 	})
@@ -168,6 +171,24 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		return nil, a.Refuse(ctx, p.Name, action, who, err)
 	}
 	return r, nil
+}
+
+// evalBucketName is the eval bucket, the only one claim checks are read
+// from: the flag, else AGENTDLQ_EVAL_BUCKET (the stack output
+// EvalBucketName), else the local topology's bucket when the endpoints are
+// local (docs/wiring.md), as the local worker (agentdlq work) puts them
+// there; else none, and select reads no claim check.
+func evalBucketName(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if b := os.Getenv("AGENTDLQ_EVAL_BUCKET"); b != "" {
+		return b
+	}
+	if os.Getenv("AWS_ENDPOINT_URL_S3") != "" || os.Getenv("AWS_ENDPOINT_URL") != "" {
+		return topology.LocalEvalBucket
+	}
+	return ""
 }
 
 // endpoints are the resolved endpoints of the clients action uses (see
@@ -383,6 +404,11 @@ their outcome (a worker must consume the hot queue), and stops if any failed:
 exit 3. On a terminal a progress bar shows the messages moved against the
 DLQ's approximate depth, with the rate and the time left.
 
+A dead letter too large for the DLQ gave attributes up to a claim check in
+the eval bucket; select reads them back from --evidence-bucket only. A letter
+whose claim check restores nothing stays in the DLQ, counted by cause
+(claim_check_failed), while the others move; the command then exits 1.
+
 Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary failed.`,
 		Example: `  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "search-api is back (INC-412)" --canary 5
   agentdlq redrive select --pipeline agent-tasks --reason schema_invalid --fingerprint 3f9a2c1e --owner platform-oncall --why "schema v2 accepted" --fix-deployed v1.4.2 --dry-run
@@ -441,6 +467,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	c.Flags().DurationVar(&canaryTimeout, "canary-timeout", redrive.DefaultCanaryTimeout, "how long to wait for the canary's outcome")
 	c.Flags().IntVar(&limit, "limit", 0, "move at most N (0: all that match)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "move nothing; say what would move")
+	c.Flags().StringVar(&f.evidenceBucket, "evidence-bucket", "", "the eval bucket, the only one claim checks of oversized dead letters are read from (default $AGENTDLQ_EVAL_BUCKET, the stack output EvalBucketName; agentdlq-evals with local endpoints)")
 	out = addOutput(c, formatTable, formatJSON)
 	c.Flags().DurationVar(&hold, "hold", redrive.DefaultHold, "visibility timeout of the dead letters a pass receives: how long one is hidden while it moves, and, after a crash, how long the letters the pass left stay hidden")
 	return c
@@ -481,7 +508,7 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
 			causes = append(causes, fmt.Sprintf("%s %d", c, n))
 		}
 		sort.Strings(causes)
-		fmt.Fprintf(w, "left in the DLQ: %d whose claim check restored nothing (%s): never sent without the attributes they gave up; fix the claim check and rerun, or reject them\n",
+		fmt.Fprintf(w, "left in the DLQ: %d whose claim check restored nothing (%s): never sent without the attributes they gave up; fix the claim check (or --evidence-bucket) and rerun, or reject them\n",
 			res.ClaimCheckFailed, strings.Join(causes, ", "))
 		for i, u := range res.Unrestored {
 			if i == 10 {

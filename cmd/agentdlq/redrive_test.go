@@ -12,12 +12,14 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 )
@@ -291,4 +293,75 @@ func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
 	assert.Contains(t, s, "  d-1  reason unclassified  missing: read claim check s3://b/k1: NoSuchKey")
 	assert.Contains(t, s, "  d-2  reason unclassified  unreadable: ")
 	assert.NotContains(t, s, "sends failed", "not a failed send")
+}
+
+// select reads a claim check only from the eval bucket (--evidence-bucket):
+// named another bucket it leaves the letter in the DLQ, exit 1, and says
+// why; named the bucket that holds it, it restores every attribute.
+func TestRedriveCLIClaimCheckBucket(t *testing.T) {
+	cfg, _, q, table := onEmulators(t, "agent-tasks")
+	client := sqs.NewFromConfig(cfg)
+	s3c := s3.NewFromConfig(cfg)
+	bucket := localtest.Bucket(t, cfg)
+	ctx := context.Background()
+	const key = "cc-0"
+	body := `{"task_id":"t","run_id":"r","tenant":"acme","idempotency_key":"` + key + `","tool":"web.search","tool_version":"1","trace_id":"x","created_at":"2026-11-29T10:00:00Z","schema_version":1,"args":{}}`
+	kept := map[string]deadletter.Attribute{"src": {DataType: "String", StringValue: "t"}}
+	all := map[string]deadletter.Attribute{"src": kept["src"], "given-up": {DataType: "String", StringValue: "large"}}
+	meta := deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: "orig-" + key, Tool: "web.search"}
+	ev, err := deadletter.MarshalEvidence(&deadletter.Evidence{Meta: meta, Attributes: all})
+	require.NoError(t, err)
+	ref := "agent-tasks/evidence/2026-11-29/orig-" + key + ".json"
+	_, err = s3c.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String(ref), Body: bytes.NewReader(ev)})
+	require.NoError(t, err)
+	meta.Evidence, meta.Reduced = "s3://"+bucket+"/"+ref, []deadletter.Reduction{deadletter.ReducedFolded}
+	attrs, err := deadletter.EncodeDeadLetter(meta, kept)
+	require.NoError(t, err)
+	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: redrive.AttributesToSQS(attrs)})
+	require.NoError(t, err)
+
+	common := []string{"redrive", "select", "--pipeline", "agent-tasks", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"), "--ledger-table", table,
+		"--reason", "budget_exhausted", "--owner", "platform-oncall", "--why", "503s over", "--hold", "5s"}
+	out, stderr, code := runArgs(t, append(common, "--evidence-bucket", bucket+"-other", "-o", "json")...)
+	require.Equal(t, exitFailed, code, out+stderr)
+	var je struct {
+		Code   string               `json:"code"`
+		Result redrive.SelectResult `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &je), out)
+	assert.Equal(t, codeFailed, je.Code)
+	assert.Equal(t, 0, je.Result.Moved)
+	assert.Equal(t, map[redrive.ClaimCheckCause]int{redrive.ClaimCheckOtherBucket: 1}, je.Result.ClaimCheckFailedBy)
+	require.Len(t, je.Result.Unrestored, 1)
+	assert.Contains(t, je.Result.Unrestored[0].Error, "is not in the eval bucket "+bucket+"-other")
+
+	out, stderr, code = runArgs(t, append(common, "--evidence-bucket", bucket)...)
+	require.Equal(t, 0, code, out+stderr)
+	assert.Contains(t, out, "moved 1 of 1")
+	m, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.HotURL), MessageAttributeNames: []string{"All"}, WaitTimeSeconds: 1})
+	require.NoError(t, err)
+	require.Len(t, m.Messages, 1)
+	assert.Equal(t, body, aws.ToString(m.Messages[0].Body))
+	assert.Equal(t, all, redrive.AttributesFromSQS(m.Messages[0].MessageAttributes), "the attribute the claim check held is back")
+}
+
+// One rule names the eval bucket select reads claim checks from.
+func TestEvalBucketName(t *testing.T) {
+	tests := []struct {
+		name, flag, env, endpoint string
+		want                      string // "" means none: select reads no claim check
+	}{
+		{"flag wins", "flag-bucket", "env-bucket", "http://127.0.0.1:4567", "flag-bucket"},
+		{"then the environment", "", "env-bucket", "http://127.0.0.1:4567", "env-bucket"},
+		{"local endpoints: the local bucket", "", "", "http://127.0.0.1:4567", "agentdlq-evals"},
+		{"AWS with nothing named: none, never a guess", "", "", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv("AGENTDLQ_EVAL_BUCKET", tt.env)
+			t.Setenv("AWS_ENDPOINT_URL", "")
+			t.Setenv("AWS_ENDPOINT_URL_S3", tt.endpoint)
+			assert.Equal(t, tt.want, evalBucketName(tt.flag))
+		})
+	}
 }

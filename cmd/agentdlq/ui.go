@@ -32,6 +32,8 @@ type uiFlags struct {
 	reports     string
 	audit       string
 	ledgerTable string
+	// evidenceBucket is --evidence-bucket: see evalBucketName.
+	evidenceBucket string
 }
 
 func newUICmd(g *globalFlags) *cobra.Command {
@@ -61,6 +63,7 @@ agentdlq redrive --audit). Ctrl-C stops it.`,
 	fl.StringVar(&f.reports, "reports", "", "where triage reports are kept: a folder or s3://bucket/prefix ("+outHelp("")+")")
 	fl.StringVar(&f.audit, "audit", "", "audit store, as agentdlq redrive --audit: a JSONL file per pipeline ("+outHelp("audit/<pipeline>.jsonl")+"), or s3://bucket/prefix")
 	fl.StringVar(&f.ledgerTable, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
+	fl.StringVar(&f.evidenceBucket, "evidence-bucket", "", "the eval bucket, the only one a redrive reads claim checks from, as agentdlq redrive select --evidence-bucket (default $AGENTDLQ_EVAL_BUCKET; agentdlq-evals with local endpoints)")
 	return cmd
 }
 
@@ -99,7 +102,7 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		return withExit(2, err)
 	}
 	cc := console.Config{
-		SQS: client, STS: stsc, Local: local, Evidence: s3c,
+		SQS: client, STS: stsc, Local: local, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
 		Reports: reports, Loopback: loopback, Logger: g.logger(cmd.ErrOrStderr()),
 		Resolve: func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error) {
 			q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
