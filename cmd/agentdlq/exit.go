@@ -31,6 +31,7 @@ const (
 	codeCanaryFailed   = "canary_failed"
 	codeInterrupted    = "interrupted"
 	codeFailed         = "failed"
+	codeNotFound       = "not_found"
 )
 
 // exitError carries a process exit code with its error.
@@ -73,6 +74,14 @@ func badUsage(c *cobra.Command, err error) error {
 	return &usageError{code: codeBadInput, err: err, help: c.CommandPath()}
 }
 
+// notFoundError is what was asked for by name and does not exist (a ledger
+// key): exit 2, code not_found, and no pointer to --help (the command line
+// was well formed).
+type notFoundError struct{ err error }
+
+func (e *notFoundError) Error() string { return e.err.Error() }
+func (e *notFoundError) Unwrap() error { return e.err }
+
 // resultError is an error that comes with a result worth printing (what a
 // refused or failed selective redrive saw): with -o json both are one
 // document, {"error":…,"code":…,"result":…}.
@@ -93,7 +102,7 @@ func withResult(err error, result any) error {
 
 // classify is the one place that maps an error to its exit code and its
 // stable code: a refusal's own code (exit 2), canary_failed (exit 3),
-// bad_input and unknown_command (exit 2), failed (exit 1).
+// bad_input, unknown_command and not_found (exit 2), failed (exit 1).
 func classify(err error) (code string, exit int) {
 	if err == nil {
 		return "", exitOK
@@ -102,6 +111,7 @@ func classify(err error) (code string, exit int) {
 		return string(c), exitRefused
 	}
 	var ue *usageError
+	var nf *notFoundError
 	var pe config.SharedConfigProfileNotExistError
 	var ee *exitError
 	switch {
@@ -111,6 +121,8 @@ func classify(err error) (code string, exit int) {
 		return codeRefused, exitRefused
 	case errors.As(err, &ue):
 		return ue.code, exitRefused
+	case errors.As(err, &nf):
+		return codeNotFound, exitRefused
 	case errors.As(err, &pe):
 		return codeUnknownProfile, exitRefused
 	case errors.As(err, &ee):

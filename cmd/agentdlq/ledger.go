@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -36,8 +37,13 @@ effect receipt when the task finished, whether a mutating call was started
 its dead-letter and redrive counts, and, once the owner reconciled it
 (agentdlq ledger reconcile), reconciled (effect_confirmed or no_effect),
 reconciled_by and reconciled_at: a table (the default), or with -o json one
-JSON line a key, a key the ledger does not hold being
-{"idempotency_key":…,"found":false}. It never writes.
+JSON line a key. It never writes.
+
+A key the ledger does not hold (never begun by a worker, or its entry
+expired) is not found: the keys found are printed, then the command fails
+with exit 2 naming the others ("agentdlq: ledger get: not in the ledger: K"
+on stderr; with -o json the error object {"error":…,"code":"not_found",
+"exit_code":2} after the entries' lines).
 
 The keys of effect_unknown dead letters: agentdlq triage --pipeline NAME --keys.`,
 		Example: `  agentdlq ledger get --key acme:r-w:w-1
@@ -59,25 +65,29 @@ The keys of effect_unknown dead letters: agentdlq triage --pipeline NAME --keys.
 			}
 			l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), name)
 			var rows [][]string
+			var missing []string
 			for _, key := range keys {
 				e, ok, err := l.Get(cmd.Context(), key)
 				if err != nil {
 					return fmt.Errorf("ledger get %q: %w", key, err)
 				}
-				if out.JSON() {
-					var v any = e
-					if !ok {
-						v = map[string]any{"idempotency_key": key, "found": false}
-					}
-					if err := writeJSONLine(cmd.OutOrStdout(), v); err != nil {
+				switch {
+				case !ok:
+					missing = append(missing, key)
+				case out.JSON():
+					if err := writeJSONLine(cmd.OutOrStdout(), e); err != nil {
 						return err
 					}
-					continue
+				default:
+					rows = append(rows, ledgerRow(e))
 				}
-				rows = append(rows, ledgerRow(key, e, ok))
 			}
-			if !out.JSON() {
+			if !out.JSON() && len(rows) > 0 {
 				writeTable(cmd.OutOrStdout(), ledgerHeader, rows)
+			}
+			if len(missing) > 0 {
+				return &notFoundError{fmt.Errorf("ledger get: not in the ledger: %s (a key no worker began, or whose entry expired; the keys of effect_unknown dead letters: agentdlq triage --pipeline NAME --keys)",
+					strings.Join(missing, ", "))}
 			}
 			return nil
 		},

@@ -43,10 +43,10 @@ func TestLedgerGetEmulator(t *testing.T) {
 	_, err = l.DeadLettered(ctx, "mail-key", deadletter.ReasonEffectUnknown, now)
 	require.NoError(t, err)
 
-	stdout, code := runCLI(t, "ledger", "get", "--ledger-table", table, "--key", "done-key", "--key", "mail-key", "--key", "never-seen", "-o", "json")
-	require.Equal(t, 0, code, stdout)
+	stdout, stderr, code := runArgs(t, "ledger", "get", "--ledger-table", table, "--key", "done-key", "--key", "mail-key", "-o", "json")
+	require.Equal(t, 0, code, stdout+stderr)
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	require.Len(t, lines, 3, stdout)
+	require.Len(t, lines, 2, stdout)
 	var done, mail ledger.Entry
 	require.NoError(t, json.Unmarshal([]byte(lines[0]), &done))
 	require.NoError(t, json.Unmarshal([]byte(lines[1]), &mail))
@@ -57,16 +57,54 @@ func TestLedgerGetEmulator(t *testing.T) {
 	assert.Empty(t, mail.Receipt, "effect started, no receipt: reconcile with the external system")
 	assert.Equal(t, deadletter.ReasonEffectUnknown, mail.LastReason)
 	assert.Equal(t, 1, mail.DeadLetterCount)
-	assert.JSONEq(t, `{"idempotency_key":"never-seen","found":false}`, lines[2])
 
 	// The table: a header and a row a key.
-	stdout, code = runCLI(t, "ledger", "get", "--ledger-table", table, "--key", "done-key", "--key", "never-seen")
-	require.Equal(t, 0, code, stdout)
+	stdout, stderr, code = runArgs(t, "ledger", "get", "--ledger-table", table, "--key", "done-key")
+	require.Equal(t, 0, code, stdout+stderr)
 	lines = strings.Split(strings.TrimSpace(stdout), "\n")
-	require.Len(t, lines, 3, stdout)
+	require.Len(t, lines, 2, stdout)
 	assert.Regexp(t, `^KEY\s+STATE\s+EFFECT STARTED\s+RECEIPT`, lines[0])
 	assert.Regexp(t, `^done-key\s+done\s+no\s+receipt-abc\s+0\s+0\s`, lines[1])
-	assert.Regexp(t, `^never-seen\s+not found`, lines[2])
+}
+
+// A key the ledger does not hold is not found: exit 2 and a message that
+// names it, after the entries of the keys found; with -o json the error
+// object (code not_found) after their lines.
+func TestLedgerGetNotFoundEmulator(t *testing.T) {
+	cfg := localtest.AWS(t)
+	table := localtest.Table(t, cfg)
+	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
+	ctx := t.Context()
+	now := time.Now()
+	_, err := l.Begin(ctx, "done-key", "m1", now, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, l.Complete(ctx, "done-key", "m1", "receipt-abc", now))
+
+	stdout, stderr, code := runArgs(t, "ledger", "get", "--ledger-table", table, "--key", "never-seen")
+	assert.Equal(t, exitRefused, code, stdout+stderr)
+	assert.Empty(t, stdout, "no row for a key not found")
+	assert.Contains(t, stderr, "agentdlq: ledger get: not in the ledger: never-seen")
+	assert.NotContains(t, stderr, "--help", "the command line was well formed")
+
+	stdout, stderr, code = runArgs(t, "ledger", "get", "--ledger-table", table, "--key", "done-key", "--key", "never-seen", "--key", "gone-too")
+	assert.Equal(t, exitRefused, code)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 2, stdout)
+	assert.Regexp(t, `^done-key\s+done\s`, lines[1], "the key found is printed")
+	assert.Contains(t, stderr, "not in the ledger: never-seen, gone-too")
+
+	stdout, _, code = runArgs(t, "ledger", "get", "--ledger-table", table, "--key", "done-key", "--key", "never-seen", "-o", "json")
+	assert.Equal(t, exitRefused, code)
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	var done ledger.Entry
+	require.NoError(t, dec.Decode(&done), stdout)
+	assert.Equal(t, "done-key", done.Key)
+	var je map[string]any
+	require.NoError(t, dec.Decode(&je), stdout)
+	assert.Equal(t, "not_found", je["code"])
+	assert.EqualValues(t, 2, je["exit_code"])
+	assert.Contains(t, je["error"], "not in the ledger: never-seen")
+	assert.False(t, dec.More(), "nothing after the error")
 }
 
 // One rule names the ledger table for triage, redrive, work and ledger get.

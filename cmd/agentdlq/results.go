@@ -124,14 +124,11 @@ func writeTable(w io.Writer, header []string, rows [][]string) {
 var ledgerHeader = []string{"key", "state", "effect started", "receipt", "dead-lettered", "redriven", "last reason", "updated"}
 
 // ledgerRow is one key's row of `ledger get`.
-func ledgerRow(key string, e ledger.Entry, found bool) []string {
-	if !found {
-		return []string{key, "not found", "-", "-", "-", "-", "-", "-"}
-	}
+func ledgerRow(e ledger.Entry) []string {
 	started := "no"
 	if e.EffectStarted {
 		started = "yes"
 	}
-	return []string{key, string(e.State), started, orDash(e.Receipt), strconv.Itoa(e.DeadLetterCount), strconv.Itoa(e.RedriveCount),
+	return []string{e.Key, string(e.State), started, orDash(e.Receipt), strconv.Itoa(e.DeadLetterCount), strconv.Itoa(e.RedriveCount),
 		orDash(string(e.LastReason)), e.UpdatedAt.UTC().Format(time.RFC3339)}
 }
