@@ -181,7 +181,7 @@ func (r *Redriver) start(ctx context.Context, req StartRequest) (MoveTask, error
 	if err := r.CheckDestination(ctx, req.Destination); err != nil {
 		return MoveTask{}, err
 	}
-	visible, inFlight, err := r.depth(ctx)
+	visible, inFlight, err := r.Depth(ctx)
 	if err != nil {
 		return MoveTask{}, err
 	}

@@ -279,8 +279,10 @@ func (r *Redriver) queueErr(err error, url string) error {
 	return fmt.Errorf("%s: %w", url, err)
 }
 
-// depth is the DLQ's approximate message count: visible, in flight and delayed.
-func (r *Redriver) depth(ctx context.Context) (visible, inFlight int, err error) {
+// Depth is the DLQ's approximate message count: visible (delayed included)
+// and in flight. It calls no gate and writes no audit: a read of queue
+// attributes, as Select's DepthAtStart and a progress bar's total.
+func (r *Redriver) Depth(ctx context.Context) (visible, inFlight int, err error) {
 	out, err := r.cfg.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(r.cfg.Queues.DLQURL),
 		AttributeNames: []sqstypes.QueueAttributeName{

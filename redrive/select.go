@@ -362,7 +362,7 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 	if err := r.CheckDestination(ctx, ""); err != nil {
 		return err
 	}
-	visible, inFlight, err := r.depth(ctx)
+	visible, inFlight, err := r.Depth(ctx)
 	if err != nil {
 		return err
 	}

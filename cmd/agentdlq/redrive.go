@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sort"
 	"strings"
@@ -432,12 +433,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 				return err
 			}
 			if !dryRun && isTerminal(cmd.ErrOrStderr()) {
-				// The total is what the DLQ holds (approximately), at most --limit.
-				total := int64(dlqDepth(ctx, r.Queues().DLQURL))
-				if limit > 0 && (total <= 0 || int64(limit) < total) {
-					total = int64(limit)
-				}
-				b = f.g.newBar(cmd.ErrOrStderr(), total, "redriving")
+				b = f.g.newBar(cmd.ErrOrStderr(), selectBarTotal(ctx, r.Depth, limit, f.g.log()), "redriving")
 			}
 			res, err := r.Select(ctx, redrive.SelectRequest{
 				Who: who, Selector: redrive.Selector{Reasons: rs, Fingerprints: fps},
@@ -471,6 +467,25 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	out = addOutput(c, formatTable, formatJSON)
 	c.Flags().DurationVar(&hold, "hold", redrive.DefaultHold, "visibility timeout of the dead letters a pass receives: how long one is hidden while it moves, and, after a crash, how long the letters the pass left stay hidden")
 	return c
+}
+
+// selectBarTotal is the total of select's progress bar: what the DLQ holds
+// (approximately: visible and in flight, as the result's depth_at_start), at
+// most limit. When the depth cannot be read it is unknown, not 0: the total
+// is limit, or 0 for a bar without a total, and the error is logged (shown
+// with --verbose); Select itself then reads the depth again, and fails if it
+// still cannot.
+func selectBarTotal(ctx context.Context, depth func(context.Context) (visible, inFlight int, err error), limit int, log *slog.Logger) int64 {
+	visible, inFlight, err := depth(ctx)
+	total := int64(visible + inFlight)
+	if err != nil {
+		log.InfoContext(ctx, "DLQ depth unknown: the progress bar has no total", "error", err.Error())
+		total = 0
+	}
+	if limit > 0 && (total <= 0 || int64(limit) < total) {
+		total = int64(limit)
+	}
+	return total
 }
 
 // writeRejectWarnings prints a rejection's warnings on stderr.

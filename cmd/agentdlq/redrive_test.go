@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 )
@@ -364,4 +367,41 @@ func TestEvalBucketName(t *testing.T) {
 			assert.Equal(t, tt.want, evalBucketName(tt.flag))
 		})
 	}
+}
+
+// select's progress bar counts what the DLQ holds, in flight included, as
+// the result's depth_at_start; a depth that cannot be read is unknown (a bar
+// without a total, or --limit), never a made-up 0, and the error is logged.
+func TestSelectBarTotal(t *testing.T) {
+	ctx := context.Background()
+	var logs bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	known := func(context.Context) (int, int, error) { return 2, 1, nil }
+	assert.EqualValues(t, 3, selectBarTotal(ctx, known, 0, log), "visible and in flight")
+	assert.EqualValues(t, 2, selectBarTotal(ctx, known, 2, log), "at most --limit")
+	assert.EqualValues(t, 3, selectBarTotal(ctx, known, 10, log))
+	assert.Empty(t, logs.String())
+
+	unknown := func(context.Context) (int, int, error) {
+		return 0, 0, errors.New("AccessDenied: sqs:GetQueueAttributes")
+	}
+	assert.EqualValues(t, 0, selectBarTotal(ctx, unknown, 0, log), "no total: the bar shows no made-up 0 to go")
+	assert.EqualValues(t, 5, selectBarTotal(ctx, unknown, 5, log), "--limit, when given")
+	assert.Contains(t, logs.String(), `"level":"INFO","msg":"DLQ depth unknown: the progress bar has no total","error":"AccessDenied: sqs:GetQueueAttributes"`)
+
+	// On the emulators, with the Redriver's own depth call: a letter in
+	// flight (held by another reader) is counted.
+	cfg, p, q, _ := onEmulators(t, "agent-tasks")
+	client := sqs.NewFromConfig(cfg)
+	for i := range 3 {
+		_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(strconv.Itoa(i))})
+		require.NoError(t, err)
+	}
+	got, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.DLQURL), MaxNumberOfMessages: 1, VisibilityTimeout: 60})
+	require.NoError(t, err)
+	require.Len(t, got.Messages, 1)
+	r, err := redrive.New(redrive.Config{Pipeline: p, Queues: q, SQS: client, Local: true, Ledger: ledger.NewMemory(),
+		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}})
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, selectBarTotal(ctx, r.Depth, 0, log))
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -9,12 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-
 	"github.com/agentdlq/agentdlq/events/deadletter"
-	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive"
 )
@@ -92,23 +86,6 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// dlqDepth is the approximate number of visible messages in the queue: the
-// total of a redrive's progress bar; 0 (unknown) when it cannot be read.
-func dlqDepth(ctx context.Context, url string) int {
-	cfg, err := awscfg.Load(ctx)
-	if err != nil {
-		return 0
-	}
-	out, err := sqs.NewFromConfig(cfg).GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages},
-	})
-	if err != nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)])
-	return n
 }
 
 // writeTable prints rows under an upper-case header, in aligned columns.
