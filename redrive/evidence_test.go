@@ -98,3 +98,85 @@ func TestRestoreEvidence(t *testing.T) {
 	assert.Equal(t, ClaimCheckNoClient, cc.Cause)
 	assert.ErrorContains(t, err, "no S3 client")
 }
+
+// putClaimCheckLetter puts in the DLQ a budget_exhausted dead letter whose
+// attributes beyond "kept" are in claim check s3://eval/<ref>; it returns
+// the claim check's document.
+func putClaimCheckLetter(t *testing.T, f *fakeSQS, q Queues, key, ref string) []byte {
+	t.Helper()
+	meta := deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, Attempts: 1, MessageID: "orig-" + key, IdempotencyKey: key, Tool: "web.search"}
+	ev, err := deadletter.MarshalEvidence(&deadletter.Evidence{Meta: meta, Reduced: []deadletter.Reduction{deadletter.ReducedFolded},
+		Attributes: map[string]deadletter.Attribute{"kept": {DataType: "String", StringValue: "k"}, "given-up": {DataType: "String", StringValue: "g"}}})
+	require.NoError(t, err)
+	meta.Evidence, meta.Reduced = "s3://eval/"+ref, []deadletter.Reduction{deadletter.ReducedFolded}
+	attrs, err := deadletter.EncodeDeadLetter(meta, map[string]deadletter.Attribute{"kept": {DataType: "String", StringValue: "k"}})
+	require.NoError(t, err)
+	f.put(q.DLQURL, task(key, "web.search"), attrs, "")
+	return ev
+}
+
+// A letter left for its claim check counts toward neither --limit nor the
+// canary: with --limit 1 the letter behind it still moves.
+func TestSelectClaimCheckLeftIsNotCountedInTheLimit(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	putClaimCheckLetter(t, f, q, "k-gone", "agent-tasks/evidence/2026-11-29/orig-k-gone.json")
+	ev := putClaimCheckLetter(t, f, q, "k-kept", "agent-tasks/evidence/2026-11-29/orig-k-kept.json")
+	r, store, _ := newRedriver(t, p, f, q)
+	r.cfg.Evidence, r.cfg.EvidenceBucket = evidenceS3{"eval/agent-tasks/evidence/2026-11-29/orig-k-kept.json": ev}, "eval"
+	req := selReq(p, deadletter.ReasonBudgetExhausted)
+	req.Limit, req.Workers = 1, 1
+
+	res, err := r.Select(context.Background(), req)
+	var cc *ClaimCheckError
+	require.ErrorAs(t, err, &cc)
+	assert.Equal(t, ClaimCheckMissing, cc.Cause)
+	assert.Equal(t, 1, res.Moved)
+	assert.Equal(t, 1, res.ClaimCheckFailed)
+	require.Len(t, res.Letters, 1)
+	assert.Equal(t, "k-kept", res.Letters[0].IdempotencyKey)
+	hot, dlq := f.snapshot(q.HotURL), f.snapshot(q.DLQURL)
+	require.Len(t, hot, 1)
+	assert.Equal(t, map[string]deadletter.Attribute{"kept": {DataType: "String", StringValue: "k"}, "given-up": {DataType: "String", StringValue: "g"}},
+		AttributesFromSQS(hot[0].attrs))
+	require.Len(t, dlq, 1, "counts conserved: 2 = 1 moved + 1 left")
+	assert.False(t, dlq[0].visibleAt.After(f.now), "visible again when the pass ended")
+	recs := store.all()
+	assert.Equal(t, 1, recs[len(recs)-1].Counts["claim_check_failed.missing"])
+}
+
+// A pass interrupted while it reads a claim check does not blame the claim
+// check: the letter is released, not counted as unrestored.
+func TestSelectInterruptedDuringClaimCheckRead(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	ev := putClaimCheckLetter(t, f, q, "k-1", "agent-tasks/evidence/2026-11-29/orig-k-1.json")
+	r, _, _ := newRedriver(t, p, f, q)
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cfg.Evidence, r.cfg.EvidenceBucket = cancelingS3{evidenceS3{"eval/agent-tasks/evidence/2026-11-29/orig-k-1.json": ev}, cancel}, "eval"
+
+	res, err := r.Select(ctx, selReq(p, deadletter.ReasonBudgetExhausted))
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Equal(t, 0, res.ClaimCheckFailed)
+	assert.Equal(t, 0, res.Moved)
+	assert.Equal(t, 1, res.Released)
+	assert.NotEmpty(t, res.Partial)
+	dlq := f.snapshot(q.DLQURL)
+	require.Len(t, dlq, 1)
+	assert.False(t, dlq[0].visibleAt.After(f.now), "visible again")
+}
+
+// cancelingS3 cancels the pass as it reads a claim check.
+type cancelingS3 struct {
+	evidenceS3
+	cancel context.CancelFunc
+}
+
+func (c cancelingS3) GetObject(ctx context.Context, _ *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
+	c.cancel()
+	return nil, ctx.Err()
+}

@@ -224,7 +224,8 @@ func (res *SelectResult) counts() map[string]int {
 // effect (the others are counted in NotReconciled).
 //
 // A chosen dead letter whose claim check restores nothing (ClaimCheckError:
-// missing, unreadable, outside the pipeline's prefix, of another message)
+// missing, unreadable, outside the pipeline's prefix or the eval bucket, of
+// another message)
 // is never sent without the attributes it gave up: it stays in the DLQ,
 // released when the pass ends, counted in ClaimCheckFailed, and the pass
 // goes on; Select then returns an error that says how many stay and why. A
@@ -695,6 +696,12 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 		}
 	}
 	if err := r.restoreEvidence(ctx, &o); err != nil {
+		if ctx.Err() != nil {
+			// Interrupted during the read: not the claim check's fault.
+			r.release(context.WithoutCancel(ctx), api, l)
+			st.released = true
+			return mv, before, st, ctx.Err()
+		}
 		// Never sent without the attributes it gave up: it stays, and the
 		// caller leaves it in the DLQ with the letters it did not choose.
 		var cc *ClaimCheckError
