@@ -182,10 +182,15 @@ type FileStore struct {
 	mu   sync.Mutex
 }
 
-// DefaultAuditPath is the local audit file of a pipeline.
-func DefaultAuditPath(pipelineName string) string {
-	return filepath.Join("out", "audit", pipelineName+".jsonl")
+// AuditPath is the local audit file of a pipeline under root:
+// root/audit/<AuditName>.jsonl (the one layout of the CLI, the console and
+// the demo; a name that is not a pipeline name never makes a path).
+func AuditPath(root, pipelineName string) string {
+	return filepath.Join(root, "audit", AuditName(pipelineName)+".jsonl")
 }
+
+// DefaultAuditPath is the local audit file of a pipeline under ./out.
+func DefaultAuditPath(pipelineName string) string { return AuditPath("out", pipelineName) }
 
 // Append implements Store.
 func (s *FileStore) Append(_ context.Context, r AuditEntry) error {
@@ -271,7 +276,7 @@ func AuditName(pipelineName string) string {
 // logger is optional (slog.Default()).
 func OpenAuditor(dest, pipelineName string, s3api S3PutAPI, logger *slog.Logger) (*Auditor, error) {
 	if dest == "" {
-		dest = DefaultAuditPath(AuditName(pipelineName))
+		dest = DefaultAuditPath(pipelineName)
 	}
 	bucket, prefix, path, err := ParseAuditDest(dest)
 	if err != nil {

@@ -101,6 +101,8 @@ func TestParseAuditDest(t *testing.T) {
 	_, _, _, err = ParseAuditDest("s3://")
 	assert.Error(t, err)
 	assert.Equal(t, filepath.Join("out", "audit", "agent-tasks.jsonl"), DefaultAuditPath("agent-tasks"))
+	assert.Equal(t, filepath.Join("out", "audit", "_unknown.jsonl"), DefaultAuditPath("../../etc/passwd"), "a path as a pipeline name names no file")
+	assert.Equal(t, filepath.Join("/x", "audit", "agent-tasks.jsonl"), AuditPath("/x", "agent-tasks"))
 }
 
 func TestAuditStoreFailureIsReturned(t *testing.T) {

@@ -132,7 +132,7 @@ func (g *globalFlags) outRoot() string {
 // auditPath is a pipeline's default local audit file under outRoot (as
 // redrive.DefaultAuditPath is under ./out).
 func (g *globalFlags) auditPath(pipelineName string) string {
-	return filepath.Join(g.outRoot(), "audit", redrive.AuditName(pipelineName)+".jsonl")
+	return redrive.AuditPath(g.outRoot(), pipelineName)
 }
 
 // auditDest is the --audit value to open: the flag as given, else auditPath.
