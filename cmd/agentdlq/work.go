@@ -111,9 +111,7 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 			esm.Stats
 		}{p.Name, stats})
 	} else {
-		writeTable(stdout, []string{"pipeline", "invocations", "received", "deleted", "failed", "batch errors", "delete errors"},
-			[][]string{{p.Name, fmt.Sprint(stats.Batches), fmt.Sprint(stats.Received), fmt.Sprint(stats.Deleted), fmt.Sprint(stats.Failed),
-				fmt.Sprint(stats.BatchErrors), fmt.Sprint(stats.DeleteErrors)}})
+		writeWorkTable(stdout, p.Name, stats)
 	}
 	if err != nil {
 		return err
@@ -161,4 +159,12 @@ func newLocalRuntime(ctx context.Context, p *pipeline.Pipeline, table string, lo
 		return nil, err
 	}
 	return &localRuntime{queues: q, region: cfg.Region, sqs: sqsc, ledger: l, worker: w}, nil
+}
+
+// writeWorkTable prints the mapping's counts as -o table does: every field
+// of esm.Stats, the JSON's too.
+func writeWorkTable(w io.Writer, pipelineName string, stats esm.Stats) {
+	writeTable(w, []string{"pipeline", "invocations", "received", "deleted", "failed", "batch errors", "delete errors", "receive errors"},
+		[][]string{{pipelineName, fmt.Sprint(stats.Batches), fmt.Sprint(stats.Received), fmt.Sprint(stats.Deleted), fmt.Sprint(stats.Failed),
+			fmt.Sprint(stats.BatchErrors), fmt.Sprint(stats.DeleteErrors), fmt.Sprint(stats.ReceiveErrors)}})
 }

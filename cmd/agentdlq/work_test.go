@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,4 +81,20 @@ func TestWorkFailsFastWithoutItsDLQ(t *testing.T) {
 	n, err := esm.Depth(context.Background(), client, q.HotURL)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "nothing received")
+}
+
+// The table shows every count the JSON has (receive errors were missing).
+func TestWorkTableHasEveryCount(t *testing.T) {
+	stats := esm.Stats{Batches: 1, Received: 2, Deleted: 3, Failed: 4, BatchErrors: 5, DeleteErrors: 6, ReceiveErrors: 7}
+	var b bytes.Buffer
+	writeWorkTable(&b, "p", stats)
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, lines, 2, b.String())
+	js, err := json.Marshal(stats)
+	require.NoError(t, err)
+	var fields map[string]any
+	require.NoError(t, json.Unmarshal(js, &fields))
+	assert.Len(t, strings.Fields(lines[1]), len(fields)+1, "the pipeline and one column per JSON field: %q", b.String())
+	assert.Equal(t, []string{"p", "1", "2", "3", "4", "5", "6", "7"}, strings.Fields(lines[1]))
+	assert.Contains(t, lines[0], "RECEIVE ERRORS")
 }
