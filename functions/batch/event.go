@@ -801,12 +801,15 @@ func dataTypeString(content []byte) string {
 // a []byte (standard encoding, padded; CR and LF ignored). The result is a
 // new slice.
 func (d *decoder) base64(content []byte) ([]byte, error) {
-	s := plainOrUnquote(d.scratch[:0], content)
-	out := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
-	n, err := base64.StdEncoding.Decode(out, s)
-	if cap(s) > cap(d.scratch) {
+	s := content
+	if bytes.IndexByte(content, '\\') >= 0 || !utf8.Valid(content) {
+		// Decoded into the scratch, never into the payload: content itself,
+		// when plain, must not become the scratch a later value is decoded in.
+		s = jsonscan.AppendUnquoted(d.scratch[:0], content)
 		d.scratch = s[:0]
 	}
+	out := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+	n, err := base64.StdEncoding.Decode(out, s)
 	if err != nil {
 		return nil, err
 	}
