@@ -39,62 +39,40 @@ const (
 // rare first byte and slow on '"', the commonest byte of JSON.
 var faultTail = []byte(`fault"`)
 
-// faultValue returns the bytes from the value of the top-level "fault" key
-// of args to the end of args, and whether such a key was found. It is a
-// fast path: a nested "fault" key, or a brace inside a string before it,
-// makes it answer false, and the caller then decodes the whole args.
-func faultValue(args []byte) ([]byte, bool) {
-	for off := 0; ; {
-		i := bytes.Index(args[off:], faultTail)
-		if i < 0 {
-			return nil, false
-		}
-		i += off
-		off = i + len(faultTail)
-		if i == 0 || args[i-1] != '"' {
-			continue
-		}
-		if bytes.Count(args[:i], openBrace)-bytes.Count(args[:i], closeBrace) != 1 {
-			return nil, false // not obviously top-level: take the slow path
-		}
-		rest := bytes.TrimLeft(args[off:], " \t\r\n")
-		if len(rest) == 0 || rest[0] != ':' {
-			continue // "fault" was a value, not a key
-		}
-		return rest[1:], true
-	}
-}
+// escapedLatin starts the escape of every ASCII letter ("\u0061" is "a"): a
+// key that spells "fault" with an escape holds it.
+var escapedLatin = []byte(`\u00`)
 
-var openBrace, closeBrace = []byte("{"), []byte("}")
-
-// mentionsFault reports whether args contain the string "fault" (quoted),
-// the only way a "fault" key can appear.
+// mentionsFault reports whether args may hold a "fault" key: they contain
+// the string "fault" (quoted), or an escaped ASCII character, with which a
+// key such as "f\u0061ult" reads as "fault". False means there is none.
 func mentionsFault(args []byte) bool {
 	for s := args; ; {
 		i := bytes.Index(s, faultTail)
 		if i < 0 {
-			return false
+			break
 		}
 		if i > 0 && s[i-1] == '"' {
 			return true
 		}
 		s = s[i+len(faultTail):]
 	}
+	return bytes.Contains(args, escapedLatin)
 }
 
-// topLevelFault walks the top-level keys of the JSON object args. value is
-// what follows the colon of its one "fault" key (nil when there is none);
-// odd is true when a key could still be "fault" to encoding/json, which
-// matches keys without regard to case and with escapes resolved (or when
-// "fault" appears twice). It jumps over strings with bytes.IndexByte and
-// over nested values by counting brackets outside strings. It runs only
-// when mentionsFault found "fault": on the 1 KB tasks of the large-batch
-// fixture the walk cost ~3x the substring search (a call per string). ok
-// is false when args is not an object it can walk (DecodeTask has
-// validated the args the worker passes).
-func topLevelFault(args []byte) (value []byte, odd, ok bool) {
+// topLevelFault walks the top-level keys of the JSON object args and
+// returns what follows the colon of its last "fault" key (nil when there is
+// none). Keys are read as JSON reads them, and as DecodeTask reads the
+// task's: escapes resolved, matched exactly (not folded by case), the last
+// of duplicates winning. It jumps over strings with bytes.IndexByte and over
+// nested values by counting brackets outside strings. It runs only when
+// mentionsFault found "fault" or an escape: on the 1 KB tasks of the
+// large-batch fixture the walk cost ~3x the substring search (a call per
+// string). ok is false when args is not an object it can walk (DecodeTask
+// has validated the args the worker passes).
+func topLevelFault(args []byte) (value []byte, ok bool) {
 	if len(args) == 0 || args[0] != '{' {
-		return nil, false, false
+		return nil, false
 	}
 	depth, keyNext := 1, true
 	for i := 1; i < len(args); i++ {
@@ -102,19 +80,15 @@ func topLevelFault(args []byte) (value []byte, odd, ok bool) {
 		case '"':
 			end := stringEnd(args, i)
 			if end < 0 {
-				return nil, false, false
+				return nil, false
 			}
 			if depth == 1 && keyNext {
-				key := args[i+1 : end]
-				switch {
-				case string(key) == "fault" && value == nil:
+				if isFaultKey(args[i : end+1]) {
 					rest := bytes.TrimLeft(args[end+1:], " \t\r\n")
 					if len(rest) == 0 || rest[0] != ':' {
-						return nil, false, false
+						return nil, false
 					}
 					value = rest[1:]
-				case len(key) == 5 && bytes.EqualFold(key, faultTail[:5]) || bytes.IndexByte(key, '\\') >= 0:
-					odd = true
 				}
 				keyNext = false
 			}
@@ -123,13 +97,27 @@ func topLevelFault(args []byte) (value []byte, odd, ok bool) {
 			depth++
 		case '}', ']':
 			if depth--; depth == 0 {
-				return value, odd, i == len(args)-1
+				return value, i == len(args)-1
 			}
 		case ',':
 			keyNext = depth == 1
 		}
 	}
-	return nil, false, false
+	return nil, false
+}
+
+// isFaultKey reports whether the quoted key reads as "fault": as it stands,
+// or with escapes (at most six bytes a letter).
+func isFaultKey(quoted []byte) bool {
+	key := quoted[1 : len(quoted)-1]
+	if string(key) == "fault" {
+		return true
+	}
+	if len(key) <= len("fault") || len(key) > 6*len("fault") || bytes.IndexByte(key, '\\') < 0 {
+		return false
+	}
+	var k string
+	return json.Unmarshal(quoted, &k) == nil && k == "fault"
 }
 
 // objectEnd returns the length of the JSON object at the start of v (after
@@ -178,64 +166,74 @@ func stringEnd(s []byte, i int) int {
 	}
 }
 
-// ParseFault returns args.fault, or nil when args has none. The args are
-// searched for "fault" first, so the hot path pays one byte search; then a
-// walk over the top-level keys finds the one "fault" key, whose value alone
-// is decoded. Args that cannot be walked, or with a key that only
-// encoding/json would read as "fault", take the older path (faultValue,
-// else the whole args decoded).
+// ParseFault returns args.fault, or nil when args has none (or it is
+// null). The args are searched for "fault" first, so the hot path pays one
+// byte search; then a walk over the top-level keys finds the last key that
+// reads as "fault" (escapes resolved, matched exactly, as DecodeTask reads
+// the task's keys and as any JSON reader would: "Fault" is not args.fault),
+// whose value alone is decoded. Args that cannot be walked are decoded
+// whole by encoding/json, with the same reading of keys.
 func ParseFault(args []byte) (*Fault, error) {
 	if !mentionsFault(args) {
 		return nil, nil
 	}
-	v, odd, ok := topLevelFault(args)
-	switch {
-	case ok && !odd && v == nil:
+	v, ok := topLevelFault(args)
+	if !ok {
+		return faultStd(args)
+	}
+	if v == nil {
 		return nil, nil
-	case ok && !odd:
-	default:
-		v, ok = faultValue(args)
 	}
-	if ok {
-		if end := objectEnd(v); end > 0 {
-			// A flat object of plain keys and values, as producers write a
-			// fault, is read directly (~0.3 µs); anything else goes to
-			// encoding/json, which the flat reader agrees with (tested).
-			if f, ok := parseFlatFault(v[:end]); ok {
-				f.normalize()
-				return f, nil
-			}
-			// The object alone, with json.Unmarshal: with a json.Decoder
-			// (its struct, its buffer, the copy of the rest of args) a
-			// ParseFault of a fault cost ~5.0 µs and 1.1 KB, with this ~3.9
-			// µs and 360 B. On an error the Decoder below says what it said.
-			var f *Fault
-			if json.Unmarshal(v[:end], &f) == nil {
-				if f != nil {
-					f.normalize()
-				}
-				return f, nil
-			}
-		}
-		var f *Fault
-		if err := json.NewDecoder(bytes.NewReader(v)).Decode(&f); err != nil {
-			return nil, fmt.Errorf("args.fault: %w", err)
-		}
-		if f != nil {
+	if end := objectEnd(v); end > 0 {
+		// A flat object of plain keys and values, as producers write a
+		// fault, is read directly (~0.3 µs); anything else goes to
+		// encoding/json, which the flat reader agrees with (tested).
+		if f, ok := parseFlatFault(v[:end]); ok {
 			f.normalize()
+			return f, nil
 		}
-		return f, nil
+		// The object alone, with json.Unmarshal: with a json.Decoder
+		// (its struct, its buffer, the copy of the rest of args) a
+		// ParseFault of a fault cost ~5.0 µs and 1.1 KB, with this ~3.9
+		// µs and 360 B. On an error the Decoder below says what it said.
+		var f *Fault
+		if json.Unmarshal(v[:end], &f) == nil {
+			if f != nil {
+				f.normalize()
+			}
+			return f, nil
+		}
 	}
-	var holder struct {
-		Fault *Fault `json:"fault"`
-	}
-	if err := json.Unmarshal(args, &holder); err != nil {
+	var f *Fault
+	if err := json.NewDecoder(bytes.NewReader(v)).Decode(&f); err != nil {
 		return nil, fmt.Errorf("args.fault: %w", err)
 	}
-	if holder.Fault != nil {
-		holder.Fault.normalize()
+	if f != nil {
+		f.normalize()
 	}
-	return holder.Fault, nil
+	return f, nil
+}
+
+// faultStd is ParseFault by encoding/json alone: the member of args named
+// exactly "fault" (the last one of duplicates, as a map keeps it), decoded.
+// It is ParseFault's reference in the tests.
+func faultStd(args []byte) (*Fault, error) {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(args, &members); err != nil {
+		return nil, fmt.Errorf("args.fault: %w", err)
+	}
+	raw, ok := members["fault"]
+	if !ok {
+		return nil, nil
+	}
+	var f *Fault
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("args.fault: %w", err)
+	}
+	if f != nil {
+		f.normalize()
+	}
+	return f, nil
 }
 
 // statusError is an upstream HTTP failure.

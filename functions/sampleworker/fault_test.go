@@ -54,3 +54,43 @@ func FuzzParseFlatFault(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, obj []byte) { checkFlatFault(t, obj) })
 }
+
+// faultArgs are args whose fault ParseFault must read as faultStd, the
+// encoding/json reference, does: every spelling of the key, duplicates,
+// values of every type, args that cannot be walked.
+var faultArgs = []string{
+	`{}`, `{"q":"fault"}`, `{"fault":{"kind":"panic"}}`, `{"fault":null}`, `{"fault":false}`, `{"fault":"boom"}`, `{"fault":[]}`,
+	`{"fault":{}}`, `{"fault":{"status":"503"}}`, `{"f\u0061ult":{"kind":"auth"}}`, `{"faul\u0074":{"retryable":true}}`,
+	`{"Fault":{"kind":"panic"}}`, `{"Fault":{"kind":"panic"},"x":"fault"}`, `{"fault":{"kind":"panic"},"fault":null}`,
+	`{"fault":null,"fault":{"kind":"panic"}}`, `{"fault":{"kind":"panic","code":"x"},"fault":{"kind":"auth"}}`,
+	`{"a":{"fault":{"kind":"panic"}},"b":"\u00e9"}`, `{"a":"}","fault":{"kind":"panic"}}`, `{"a":"\"fault\":1"}`,
+	`{"fault" : { "kind" : "panic" } }`, "{\"fault\"\n:\t{\"kind\":\"guardrail\"}}", `{"fault":{"kind":"panic"}`, `{"fault":`,
+	`[]`, `{"\u0066ault":1,"x":2}`, `{"f\u0061ult":{"kind":"panic"},"f\u0061ult":null}`,
+}
+
+// ParseFault reads args.fault as encoding/json reads the member named
+// exactly "fault": the same fault, or an error on the same args.
+func TestParseFaultMatchesEncodingJSON(t *testing.T) {
+	t.Parallel()
+	for _, args := range faultArgs {
+		checkParseFault(t, []byte(args))
+	}
+}
+
+func checkParseFault(t *testing.T, args []byte) {
+	t.Helper()
+	if !json.Valid(args) || args[0] != '{' {
+		return // DecodeTask passes the worker a valid object
+	}
+	got, err := ParseFault(args)
+	want, werr := faultStd(args)
+	require.Equal(t, werr != nil, err != nil, "%q: ParseFault error %v, encoding/json %v", args, err, werr)
+	assert.Equal(t, want, got, "%q", args)
+}
+
+func FuzzParseFault(f *testing.F) {
+	for _, args := range faultArgs {
+		f.Add([]byte(args))
+	}
+	f.Fuzz(func(t *testing.T, args []byte) { checkParseFault(t, args) })
+}

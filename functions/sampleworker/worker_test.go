@@ -209,6 +209,19 @@ func TestParseFault(t *testing.T) {
 		{name: "a closing brace in a string does not lift a nested fault", args: `{"q":"}","x":{"fault":{"kind":"panic"}}}`},
 		{name: "an escaped quote before fault", args: `{"q":"a\"b\\","fault":{"kind":"auth"}}`, want: &Fault{Kind: FaultAuth}},
 		{name: "fault after an array of objects", args: `{"a":[{"b":"}"},{"fault":1}],"fault":{"kind":"panic"}}`, want: &Fault{Kind: FaultPanic}},
+		// Keys read as JSON reads them (and as DecodeTask reads the task's):
+		// escapes resolved, exact, the last of duplicates winning.
+		{name: "an escaped fault key", args: `{"q":1,"f\u0061ult":{"kind":"panic"}}`, want: &Fault{Kind: FaultPanic}},
+		{name: "an escaped fault key, last letter", args: `{"faul\u0074":{"retryable":true,"status":429}}`, want: &Fault{Retryable: true, Status: 429}},
+		{name: "every letter escaped", args: `{"\u0066\u0061\u0075\u006C\u0074":{"kind":"policy_limit"}}`, want: &Fault{Kind: FaultPolicyLimit}},
+		{name: "an escape that is not fault", args: `{"f\u0061ulty":{"kind":"panic"},"caf\u00e9":1}`},
+		{name: "the last of two faults wins", args: `{"fault":{"kind":"panic"},"fault":{"kind":"auth"}}`, want: &Fault{Kind: FaultAuth}},
+		{name: "a null fault after a fault", args: `{"fault":{"kind":"panic"},"fault":null}`},
+		{name: "a fault after a null one", args: `{"fault":null,"q":2,"fault":{"kind":"panic"}}`, want: &Fault{Kind: FaultPanic}},
+		{name: "an escaped duplicate wins", args: `{"fault":{"kind":"panic"},"f\u0061ult":{"kind":"policy_limit"}}`, want: &Fault{Kind: FaultPolicyLimit}},
+		{name: "Fault is not fault", args: `{"Fault":{"kind":"panic"}}`},
+		{name: "Fault is not fault, with fault a value", args: `{"Fault":{"kind":"panic"},"x":"fault"}`},
+		{name: "FAULT escaped is not fault", args: `{"F\u0041ULT":{"kind":"panic"},"y":"\u00e9"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
