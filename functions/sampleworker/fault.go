@@ -44,8 +44,9 @@ var faultTail = []byte(`fault"`)
 var escapedLatin = []byte(`\u00`)
 
 // mentionsFault reports whether args may hold a "fault" key: they contain
-// the string "fault" (quoted), or an escaped ASCII character, with which a
-// key such as "f\u0061ult" reads as "fault". False means there is none.
+// the string "fault" (quoted), or the escape of one of its letters, with
+// which a key such as "f\u0061ult" reads as "fault". False means there is
+// none.
 func mentionsFault(args []byte) bool {
 	for s := args; ; {
 		i := bytes.Index(s, faultTail)
@@ -57,7 +58,17 @@ func mentionsFault(args []byte) bool {
 		}
 		s = s[i+len(faultTail):]
 	}
-	return bytes.Contains(args, escapedLatin)
+	for s := args; ; {
+		i := bytes.Index(s, escapedLatin)
+		if i < 0 || i+6 > len(s) {
+			return false
+		}
+		switch string(s[i+4 : i+6]) {
+		case "66", "61", "75", "6c", "6C", "74": // f a u l t
+			return true
+		}
+		s = s[i+4:]
+	}
 }
 
 // topLevelFault walks the top-level keys of the JSON object args and

@@ -94,3 +94,24 @@ func FuzzParseFault(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, args []byte) { checkParseFault(t, args) })
 }
+
+// mentionsFault is a prefilter: false only where no key can read as
+// "fault"; escaped non-ASCII text alone (a producer's \u00e9) is not
+// walked.
+func TestMentionsFault(t *testing.T) {
+	t.Parallel()
+	for args, want := range map[string]bool{
+		`{"q":"caf\u00e9 \u00fc"}`:   false,
+		`{"q":"x"}`:                  false,
+		`{"fault":1}`:                true,
+		`{"f\u0061ult":1}`:           true,
+		`{"FAUL\u0054":1}`:           false, // "FAULT" is not "fault"
+		`{"faul\u0074":1}`:           true,
+		`{"\u0066ault":1}`:           true,
+		`{"fau\u006Ct":1}`:           true,
+		`{"q":"\u00e9","x":"fault"}`: true,
+		`{"q":"\u00"}`:               false,
+	} {
+		assert.Equal(t, want, mentionsFault([]byte(args)), "%s", args)
+	}
+}
