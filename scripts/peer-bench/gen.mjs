@@ -73,7 +73,7 @@ const uuid = () => `${hex(8)}-${hex(4)}-4${hex(3)}-${'89ab'[int(0, 3)]}${hex(3)}
 
 // ---- a JSON writer of its own ----
 // Obj keeps its members in the order given, duplicates included; Num is a
-// number written as it stands ("1.5e3"); Raw is text written as is.
+// number written as it stands ("1.5e3").
 class Obj { constructor(pairs) { this.pairs = pairs; } }
 class Num { constructor(raw) { this.raw = raw; } }
 // EscKey is a member name written with its first "a" as \u0061.
