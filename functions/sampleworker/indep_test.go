@@ -74,3 +74,31 @@ func TestIndependentEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestLeanDeadLetterKeepsBinaryAttributes dead-letters a record whose Binary
+// message attribute is followed, in a later record, by one written with
+// "\/": the lean path must send the producer's bytes, as Handle does, and
+// must not panic (see TestDecodeEventBinaryValueThenEscapedOne in
+// functions/batch).
+func TestLeanDeadLetterKeepsBinaryAttributes(t *testing.T) {
+	t.Parallel()
+	for _, victim := range []string{"QUFBQUFBQUFBQUFBQUFBQUFB", "QUFB"} {
+		ev := `{"Records":[` +
+			`{"messageId":"m1","receiptHandle":"r1","body":"not json","attributes":{"ApproximateReceiveCount":"1","SentTimestamp":"1796047200000"},` +
+			`"messageAttributes":{"sig":{"binaryValue":"` + victim + `","dataType":"Binary"},"tenant":{"stringValue":"acme","dataType":"String"}},"eventSource":"aws:sqs","eventSourceARN":"arn:aws:sqs:us-east-1:1:q"},` +
+			`{"messageId":"m2","receiptHandle":"r2","body":"{}","attributes":{"ApproximateReceiveCount":"1","SentTimestamp":"1796047200000"},` +
+			`"messageAttributes":{"blob":{"binaryValue":"yMnKy8zNzs\/Q0dLT1NXW19jZ2tvc3d7f4OHi4+Tl5ufo6err7O3u7\/Dx8vP09fb3","dataType":"Binary"}},"eventSource":"aws:sqs","eventSourceARN":"arn:aws:sqs:us-east-1:1:q"}]}`
+		var sev events.SQSEvent
+		require.NoError(t, json.Unmarshal([]byte(ev), &sev))
+		compat, lean := &sqsio.Recorder{}, &sqsio.Recorder{}
+		resp, err := newTestWorker(t, false, 4, compat).Handle(context.Background(), sev)
+		require.NoError(t, err)
+		require.Empty(t, resp.BatchItemFailures)
+		require.NotPanics(t, func() {
+			_, err = newTestWorker(t, false, 4, lean).Invoke(context.Background(), []byte(ev))
+		})
+		require.NoError(t, err)
+		require.Len(t, compat.Sent(), 2)
+		require.Equal(t, compat.Sent(), lean.Sent(), "the dead letters, on both paths")
+	}
+}
