@@ -119,7 +119,8 @@ type decoder struct {
 	arn     []byte    // the current record's eventSourceARN, decoded
 	lastARN string    // the previous record's: records share it
 	blocks  []*[recordBlock]leanRecord
-	scratch []byte // base64 validation
+	scratch []byte // base64 validation: a value's content, decoded
+	b64     []byte // base64 validation: its decoded bytes, kept by no one
 }
 
 func (d *decoder) fail(i int, what string) error {
@@ -542,7 +543,7 @@ func (d *decoder) messageAttributes(r *leanRecord, i, n int) (int, error) {
 	default:
 		return -1, d.typeError(i, fmt.Sprintf("record %d: \"messageAttributes\" is not an object", n))
 	}
-	end, err := walkMessageAttributes(d, i, false, nil)
+	end, err := walkMessageAttributes(d, i, nil)
 	if err != nil {
 		return -1, err
 	}
@@ -589,13 +590,33 @@ type mattr struct {
 // d.b[i] and, when out is not nil, decodes each attribute and calls out with
 // it. It returns the index after the object.
 //
-// With lists false the string and binary lists are skipped, not decoded:
-// a dead letter does not carry them (they were validated when decoded).
-func walkMessageAttributes(d *decoder, i int, lists bool, out func(name string, a mattr)) (int, error) {
+// It is a loop, not the decoder's object walk with a callback per member:
+// DecodeEvent runs it on every record, and a record of the generated mix
+// has seven attributes of four members each, so the calls, closures and
+// generic key handling cost more than the validation itself. It accepts
+// and refuses exactly what d.object with the checks below would (same
+// grammar, same nesting depths, same errors); diffDecode holds it to
+// encoding/json.
+func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (int, error) {
 	b := d.b
 	var names map[string]struct{} // duplicate attribute names, past 16 of them
 	d.mkeys, d.moffs = d.mkeys[:0], d.moffs[:0]
-	return d.object(i, 4, func(key []byte, j int) (int, error) {
+	i = jsonscan.SkipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1, d.fail(i, "invalid JSON: want a key")
+		}
+		end, flags := jsonscan.ScanString(b, i)
+		if end < 0 {
+			return -1, d.fail(i, "invalid JSON string")
+		}
+		key := b[i+1 : end-1]
+		if flags != 0 {
+			key = d.key(4, key)
+		}
 		dup := false
 		if names != nil {
 			_, dup = names[string(key)]
@@ -615,32 +636,27 @@ func walkMessageAttributes(d *decoder, i int, lists bool, out func(name string, 
 				}
 			}
 		}
+		j, err := d.colon(end)
+		if err != nil {
+			return -1, err
+		}
 		if dup {
 			return -1, fmt.Errorf("%w: %w: message attribute %q twice", ErrNotSQSEvent, ErrDuplicateKey, truncate(string(key), 64))
 		}
-		// The inner object's keys reuse the buffers of deeper levels; key
-		// is copied only where it is kept.
 		var a mattr
-		var k int
 		switch b[j] {
 		case 'n':
-			if k = jsonscan.ScanLiteral(b, j, "null"); k < 0 {
+			k := jsonscan.ScanLiteral(b, j, "null")
+			if k < 0 {
 				return -1, d.fail(j, "invalid JSON")
 			}
+			j = k
 		case '{':
-			var err error
-			mode := modeValidate
-			switch {
-			case out != nil && lists:
-				mode = modeFull
-			case out != nil:
-				mode = modeScalars
-			}
-			if k, err = d.messageAttribute(j, key, mode, &a); err != nil {
+			if j, err = d.messageAttribute(j, key, out != nil, &a); err != nil {
 				return -1, err
 			}
 		default:
-			if k = jsonscan.SkipValue(b, j, 4); k < 0 {
+			if k := jsonscan.SkipValue(b, j, 4); k < 0 {
 				return -1, d.fail(j, "invalid JSON")
 			}
 			return -1, d.typeError(j, fmt.Sprintf("message attribute %q is not an object", truncate(string(key), 64)))
@@ -648,133 +664,280 @@ func walkMessageAttributes(d *decoder, i int, lists bool, out func(name string, 
 		if out != nil {
 			out(string(key), a)
 		}
-		return k, nil
-	})
+		var done bool
+		if i, done, err = d.next(j, '}'); err != nil || done {
+			return i, err
+		}
+	}
 }
 
-// What messageAttribute decodes.
-const (
-	modeValidate = iota // nothing: validate only
-	modeFull            // every field
-	modeScalars         // dataType, stringValue and binaryValue; lists skipped
-)
-
-// messageAttribute validates (and decodes into a, as mode says) one message
-// attribute object at b[i].
-func (d *decoder) messageAttribute(i int, name []byte, mode int, a *mattr) (int, error) {
-	b := d.b
-	decode := mode != modeValidate
-	var seen [numMFields]bool
-	bad := func(j int, what string) error {
-		return d.typeError(j, fmt.Sprintf("message attribute %q: %s", truncate(string(name), 64), what))
+// key decodes an object key at depth that needs it (ScanString's flags not
+// zero) into the decoder's buffer for that depth, as object does.
+func (d *decoder) key(depth int, raw []byte) []byte {
+	key := plainOrUnquote(d.kbufs[depth][:0], raw)
+	if cap(key) > cap(d.kbufs[depth]) && len(key) > 0 && &key[0] != &raw[0] {
+		d.kbufs[depth] = key[:0]
 	}
-	return d.object(i, 5, func(key []byte, j int) (int, error) {
-		f := mFieldIndex(key)
+	return key
+}
+
+// colon reads the ':' after the key that ends before b[i], and the
+// whitespace around it, and returns the index of the value's first byte.
+func (d *decoder) colon(i int) (int, error) {
+	b := d.b
+	i = jsonscan.SkipWS(b, i)
+	if i >= len(b) || b[i] != ':' {
+		return -1, d.fail(i, "invalid JSON: want ':'")
+	}
+	i = jsonscan.SkipWS(b, i+1)
+	if i >= len(b) {
+		return -1, d.fail(i, "invalid JSON: want a value")
+	}
+	return i, nil
+}
+
+// next reads what follows a member or an element that ends before b[i], in
+// an object (end '}') or an array (end ']'): either a ',' and the whitespace
+// after it, and then it returns the index of the next member's or element's
+// first byte; or end, and then it returns the index after it and true.
+func (d *decoder) next(i int, end byte) (int, bool, error) {
+	b := d.b
+	i = jsonscan.SkipWS(b, i)
+	if i >= len(b) {
+		if end == '}' {
+			return -1, false, d.fail(i, "invalid JSON: unterminated object")
+		}
+		return -1, false, d.fail(i, "invalid JSON: unterminated array")
+	}
+	switch b[i] {
+	case ',':
+		return jsonscan.SkipWS(b, i+1), false, nil
+	case end:
+		return i + 1, true, nil
+	}
+	if end == '}' {
+		return -1, false, d.fail(i, "invalid JSON: want ',' or '}'")
+	}
+	return -1, false, d.fail(i, "invalid JSON: want ',' or ']'")
+}
+
+// mFieldExact is the message attribute member spelled exactly key, or -1
+// (then mFieldIndex folds case).
+func mFieldExact(key []byte) int {
+	switch len(key) {
+	case len("dataType"):
+		if string(key) == "dataType" {
+			return mDataType
+		}
+	case len("stringValue"):
+		switch string(key) {
+		case "stringValue":
+			return mStringValue
+		case "binaryValue":
+			return mBinaryValue
+		}
+	case len("stringListValues"):
+		switch string(key) {
+		case "stringListValues":
+			return mStringList
+		case "binaryListValues":
+			return mBinaryList
+		}
+	}
+	return -1
+}
+
+// messageAttribute validates one message attribute object at b[i] (depth
+// 5) and, when decode is true, decodes it into a. It is a loop for the
+// reason walkMessageAttributes is.
+func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (int, error) {
+	b := d.b
+	var seen [numMFields]bool
+	i = jsonscan.SkipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1, d.fail(i, "invalid JSON: want a key")
+		}
+		end, flags := jsonscan.ScanString(b, i)
+		if end < 0 {
+			return -1, d.fail(i, "invalid JSON string")
+		}
+		key := b[i+1 : end-1]
+		f := -1
+		if flags == 0 {
+			f = mFieldExact(key)
+		} else {
+			key = d.key(5, key)
+		}
 		if f < 0 {
-			if j = jsonscan.SkipValue(b, j, 5); j < 0 {
-				return -1, d.fail(j, "invalid JSON")
-			}
-			return j, nil
+			f = mFieldIndex(key)
 		}
-		if seen[f] {
-			return -1, fmt.Errorf("%w: %w: message attribute %q has %q twice", ErrNotSQSEvent, ErrDuplicateKey, truncate(string(name), 64), mFieldNames[f])
+		j, err := d.colon(end)
+		if err != nil {
+			return -1, err
 		}
-		seen[f] = true
-		if b[j] == 'n' {
-			k := jsonscan.ScanLiteral(b, j, "null")
+		switch {
+		case f < 0:
+			k := jsonscan.SkipValue(b, j, 5)
 			if k < 0 {
 				return -1, d.fail(j, "invalid JSON")
 			}
-			return k, nil // the zero value
-		}
-		switch f {
-		case mStringValue, mDataType, mBinaryValue:
+			j = k
+		case seen[f]:
+			return -1, fmt.Errorf("%w: %w: message attribute %q has %q twice", ErrNotSQSEvent, ErrDuplicateKey, truncate(string(name), 64), mFieldNames[f])
+		case b[j] == 'n':
+			seen[f] = true
+			k := jsonscan.ScanLiteral(b, j, "null") // the zero value
+			if k < 0 {
+				return -1, d.fail(j, "invalid JSON")
+			}
+			j = k
+		case f == mStringList || f == mBinaryList:
+			seen[f] = true
+			if j, err = d.messageAttributeList(j, name, f, decode, a); err != nil {
+				return -1, err
+			}
+		default: // stringValue, binaryValue, dataType
+			seen[f] = true
 			if b[j] != '"' {
 				if k := jsonscan.SkipValue(b, j, 5); k < 0 {
 					return -1, d.fail(j, "invalid JSON")
 				}
-				return -1, bad(j, mFieldNames[f]+" is not a string")
+				return -1, d.mattrError(j, name, mFieldNames[f]+" is not a string")
 			}
-			k := jsonscan.SkipString(b, j)
+			k, vflags := jsonscan.ScanString(b, j)
 			if k < 0 {
 				return -1, d.fail(j, "invalid JSON string")
 			}
+			v := b[j+1 : k-1]
 			switch f {
 			case mBinaryValue:
-				v, err := d.base64(b[j+1 : k-1])
-				if err != nil {
-					return -1, bad(j, "binaryValue: "+err.Error())
-				}
 				if decode {
-					a.binaryValue = v
+					a.binaryValue, err = d.base64(v)
+				} else {
+					err = d.checkBase64(v, vflags)
+				}
+				if err != nil {
+					return -1, d.mattrError(j, name, "binaryValue: "+err.Error())
 				}
 			case mStringValue:
 				if decode {
-					a.stringValue, a.hasString = d.str(b[j+1:k-1]), true
+					a.stringValue, a.hasString = d.str(v), true
 				}
 			case mDataType:
 				if decode {
-					a.dataType = dataTypeString(b[j+1 : k-1])
+					a.dataType = dataTypeString(v)
 				}
 			}
-			return k, nil
+			j = k
 		}
-		// A list.
-		if mode == modeScalars {
-			return jsonscan.SkipValue(b, j, 5), nil // validated when the event was decoded
+		var done bool
+		if i, done, err = d.next(j, '}'); err != nil || done {
+			return i, err
 		}
-		if b[j] != '[' {
-			if k := jsonscan.SkipValue(b, j, 5); k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+	}
+}
+
+// messageAttributeList validates the list member f (mStringList or
+// mBinaryList) of message attribute name, whose '[' is b[i] (depth 6), and
+// when decode is true decodes it into a.
+func (d *decoder) messageAttributeList(i int, name []byte, f int, decode bool, a *mattr) (int, error) {
+	b := d.b
+	if b[i] != '[' {
+		if k := jsonscan.SkipValue(b, i, 5); k < 0 {
+			return -1, d.fail(i, "invalid JSON")
+		}
+		return -1, d.mattrError(i, name, mFieldNames[f]+" is not an array")
+	}
+	if decode {
+		if f == mStringList {
+			a.stringList = []string{}
+		} else {
+			a.binaryList = [][]byte{}
+		}
+	}
+	i = jsonscan.SkipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) {
+			return -1, d.fail(i, "invalid JSON: unterminated array")
+		}
+		var k int
+		switch b[i] {
+		case 'n':
+			if k = jsonscan.ScanLiteral(b, i, "null"); k < 0 {
+				return -1, d.fail(i, "invalid JSON")
 			}
-			return -1, bad(j, mFieldNames[f]+" is not an array")
-		}
-		if decode {
-			if f == mStringList {
-				a.stringList = []string{}
-			} else {
-				a.binaryList = [][]byte{}
-			}
-		}
-		return d.array(j, 6, func(e int) (int, error) {
-			if b[e] == 'n' {
-				k := jsonscan.ScanLiteral(b, e, "null")
-				if k < 0 {
-					return -1, d.fail(e, "invalid JSON")
+			if decode {
+				if f == mStringList {
+					a.stringList = append(a.stringList, "")
+				} else {
+					a.binaryList = append(a.binaryList, nil)
 				}
-				if decode {
-					if f == mStringList {
-						a.stringList = append(a.stringList, "")
-					} else {
-						a.binaryList = append(a.binaryList, nil)
-					}
-				}
-				return k, nil
 			}
-			if b[e] != '"' {
-				if k := jsonscan.SkipValue(b, e, 6); k < 0 {
-					return -1, d.fail(e, "invalid JSON")
-				}
-				return -1, bad(e, mFieldNames[f]+" holds a value that is not a string")
+		case '"':
+			var flags uint8
+			if k, flags = jsonscan.ScanString(b, i); k < 0 {
+				return -1, d.fail(i, "invalid JSON string")
 			}
-			k := jsonscan.SkipString(b, e)
-			if k < 0 {
-				return -1, d.fail(e, "invalid JSON string")
-			}
+			v := b[i+1 : k-1]
 			if f == mBinaryList {
-				v, err := d.base64(b[e+1 : k-1])
-				if err != nil {
-					return -1, bad(e, "binaryListValues: "+err.Error())
-				}
+				var err error
 				if decode {
-					a.binaryList = append(a.binaryList, v)
+					var bv []byte
+					if bv, err = d.base64(v); err == nil {
+						a.binaryList = append(a.binaryList, bv)
+					}
+				} else {
+					err = d.checkBase64(v, flags)
+				}
+				if err != nil {
+					return -1, d.mattrError(i, name, "binaryListValues: "+err.Error())
 				}
 			} else if decode {
-				a.stringList = append(a.stringList, string(plainOrUnquote(nil, b[e+1:k-1])))
+				a.stringList = append(a.stringList, string(plainOrUnquote(nil, v)))
 			}
-			return k, nil
-		})
-	})
+		default:
+			if k = jsonscan.SkipValue(b, i, 6); k < 0 {
+				return -1, d.fail(i, "invalid JSON")
+			}
+			return -1, d.mattrError(i, name, mFieldNames[f]+" holds a value that is not a string")
+		}
+		var done bool
+		var err error
+		if i, done, err = d.next(k, ']'); err != nil || done {
+			return i, err
+		}
+	}
+}
+
+// mattrError is a message attribute's member of the wrong type at b[i].
+func (d *decoder) mattrError(i int, name []byte, what string) error {
+	return d.typeError(i, fmt.Sprintf("message attribute %q: %s", truncate(string(name), 64), what))
+}
+
+// checkBase64 validates the raw content of a JSON string (ScanString's
+// flags given) as base64 as d.base64 decodes it, into the decoder's scratch:
+// validation keeps nothing, so it allocates nothing.
+func (d *decoder) checkBase64(content []byte, flags uint8) error {
+	s := content
+	if flags != 0 {
+		s = plainOrUnquote(d.scratch[:0], content)
+		if cap(s) > cap(d.scratch) && len(s) > 0 && &s[0] != &content[0] {
+			d.scratch = s[:0]
+		}
+	}
+	n := base64.StdEncoding.DecodedLen(len(s))
+	if cap(d.b64) < n {
+		d.b64 = make([]byte, n, max(n, 2*cap(d.b64)))
+	}
+	_, err := base64.StdEncoding.Decode(d.b64[:n], s)
+	return err
 }
 
 // str decodes the raw content of a JSON string into a new string.
@@ -912,7 +1075,7 @@ func (r *leanRecord) messageAttributes() (map[string]events.SQSMessageAttribute,
 	}
 	out := make(map[string]events.SQSMessageAttribute)
 	d := decoder{b: r.mattrs}
-	_, err := walkMessageAttributes(&d, 0, true, func(name string, a mattr) {
+	_, err := walkMessageAttributes(&d, 0, func(name string, a mattr) {
 		v := events.SQSMessageAttribute{DataType: a.dataType, BinaryValue: a.binaryValue,
 			StringListValues: a.stringList, BinaryListValues: a.binaryList}
 		if a.hasString {

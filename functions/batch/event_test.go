@@ -205,6 +205,34 @@ var eventEdgeCases = []string{
 	`{"Records":[{"messageId":"a","body":"\ud83d\ude00\ud83d\ude00\u00e9\\u0041"}]}`,
 	`{"Records":[{"eventSourceARN":"arn:q","messageId":"1"},{"eventSourceARN":"arn:q","messageId":"2"},{"messageId":"3"}]}`,
 	``, ` `, `{`, `{"Records":[`, `{"Records":[{"messageId":"a"`, `nul`,
+	// The attribute loops: members as SQS spells them (matched without a
+	// scan), near misses of those names, members folded or escaped into a
+	// duplicate, base64 values that need decoding first (escapes) or that
+	// are not base64, scratch reuse from a long value to a short bad one,
+	// whitespace inside lists, and attributes whose values need decoding.
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"stringValueX":"x","stringValu":"y","stringListValue":[1],"binaryListValuesX":{},"dataTyp":2,"dataType\u0000":3,"datatype":"D"}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"stringValue":"a","StringValue":"b"}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"stringValue":"a","string\u0056alue":"b"}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"binaryListValues":[],"binaryListValues":[]}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"dataType":"Binary","dataType":null}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"binaryValue":"\u0061Gk=","binaryListValues":[ "aG\u006b=" , null , "\/w==" ]}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"binaryValue":"aGk\u00e9"}}}]}`,
+	"{\"Records\":[{\"messageId\":\"a\",\"messageAttributes\":{\"a\":{\"binaryValue\":\"aGk\xc3\xa9\"}}}]}",
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"binaryListValues":["aGk=","aGk"]}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"binaryValue":"` + strings.Repeat("QUJD", 40) + `"},"b":{"binaryValue":"QU"}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"binaryValue":"` + strings.Repeat("QUJD", 40) + `"}}},{"messageId":"b","messageAttributes":{"a":{"binaryValue":"QUJD"},"b":{"binaryListValues":["QQ==","QUJD=="]}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"stringListValues":[ ],"binaryListValues":[ null ]} , "b" : { } }}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"stringListValues":["x",]}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"stringListValues":["x" "y"]}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"stringValue":"x",}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"stringValue":"x"},}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"stringValue" "x"}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"stringValue":"x"} "b":{}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"stringValue":tru}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a":{"stringValue":"x"}},"messageAttributes":{}}]}`,
+	"{\"Records\":[{\"messageId\":\"a\",\"attributes\" : { \"ApproximateReceiveCount\" : \"2\" , \"SentTimestamp\":\"1\u0032\",\"AWSTraceHeader\":\"Root=\xc3\xa9\",\"ApproximateFirstReceiveTimestamp\":\"\xff\",\"MessageGroupId\":\"g\xc3\xa9\" } }]}",
+	`{"Records":[{"messageId":"a","attributes":{"SentTimestamp":"1","SentTimestamp":null,"MessageGroupId":"g\"h","AWSTraceHeader":"t"},"messageAttributes":{"z":null}}]}`,
+	`{"Records":[{"messageId":"a","attributes":{"a":"x",}}]}`, `{"Records":[{"messageId":"a","attributes":{"a" "x"}}]}`,
 }
 
 func TestDecodeEventEdgeCases(t *testing.T) {
@@ -215,6 +243,27 @@ func TestDecodeEventEdgeCases(t *testing.T) {
 	for _, depth := range []int{9998, 10001} {
 		doc := `{"Records":[],"x":` + strings.Repeat("[", depth) + strings.Repeat("]", depth) + `}`
 		diffDecode(t, []byte(doc))
+	}
+}
+
+// TestDecodeEventDamagedAttributes damages a record with every kind of
+// attribute and message attribute member at every byte (and cuts it there)
+// and holds DecodeEvent to encoding/json on each: the attribute loops'
+// grammar, member matching and base64 checks, byte by byte.
+func TestDecodeEventDamagedAttributes(t *testing.T) {
+	rec := `{"Records":[{"messageId":"m","attributes":{"ApproximateReceiveCount":"2","SentTimestamp":"1","MessageGroupId":"g"},` +
+		`"messageAttributes":{"s":{"stringValue":"v","stringListValues":["a",null],"binaryListValues":[],"dataType":"String"},` +
+		`"b":{"binaryValue":"aGk=","binaryListValues":["aGk=",null],"dataType":"Binary"},"n":null,"e":{"x":1}}}]}`
+	for _, doc := range []string{rec, strings.ReplaceAll(strings.ReplaceAll(rec, ":", " : "), ",", " ,\n ")} {
+		diffDecode(t, []byte(doc))
+		for k := range len(doc) {
+			diffDecode(t, []byte(doc[:k]))
+			for _, c := range []byte{'"', '\\', ',', '}', ']', ' ', 'x', 'S', 'n', 0x00, 0xff} {
+				b := []byte(doc)
+				b[k] = c
+				diffDecode(t, b)
+			}
+		}
 	}
 }
 
