@@ -721,30 +721,38 @@ func (d *decoder) next(i int, end byte) (int, bool, error) {
 	return -1, false, d.fail(i, "invalid JSON: want ',' or ']'")
 }
 
-// mFieldExact is the message attribute member spelled exactly key, or -1
-// (then mFieldIndex folds case).
-func mFieldExact(key []byte) int {
-	switch len(key) {
-	case len("dataType"):
-		if string(key) == "dataType" {
-			return mDataType
+// mFieldAt reads the key whose opening quote is b[i] when it is a message
+// attribute member spelled exactly as SQS spells it (no escape, no other
+// case), and returns the member and the index after the closing quote;
+// otherwise -1 (and the caller scans the key). The comparisons with
+// constants of at most 16 bytes compile to a few word loads, where scanning
+// the key and then matching it read it twice.
+func mFieldAt(b []byte, i int) (int, int) {
+	if i+len(`"stringListValues"`) > len(b) {
+		return -1, 0
+	}
+	k := b[i+1:]
+	switch k[0] {
+	case 's':
+		if string(k[:len("stringValue")+1]) == `stringValue"` {
+			return mStringValue, i + len(`"stringValue"`)
 		}
-	case len("stringValue"):
-		switch string(key) {
-		case "stringValue":
-			return mStringValue
-		case "binaryValue":
-			return mBinaryValue
+		if string(k[:len("stringListValues")]) == "stringListValues" && k[len("stringListValues")] == '"' {
+			return mStringList, i + len(`"stringListValues"`)
 		}
-	case len("stringListValues"):
-		switch string(key) {
-		case "stringListValues":
-			return mStringList
-		case "binaryListValues":
-			return mBinaryList
+	case 'b':
+		if string(k[:len("binaryValue")+1]) == `binaryValue"` {
+			return mBinaryValue, i + len(`"binaryValue"`)
+		}
+		if string(k[:len("binaryListValues")]) == "binaryListValues" && k[len("binaryListValues")] == '"' {
+			return mBinaryList, i + len(`"binaryListValues"`)
+		}
+	case 'd':
+		if string(k[:len("dataType")+1]) == `dataType"` {
+			return mDataType, i + len(`"dataType"`)
 		}
 	}
-	return -1
+	return -1, 0
 }
 
 // messageAttribute validates one message attribute object at b[i] (depth
@@ -761,18 +769,16 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (i
 		if i >= len(b) || b[i] != '"' {
 			return -1, d.fail(i, "invalid JSON: want a key")
 		}
-		end, flags := jsonscan.ScanString(b, i)
-		if end < 0 {
-			return -1, d.fail(i, "invalid JSON string")
-		}
-		key := b[i+1 : end-1]
-		f := -1
-		if flags == 0 {
-			f = mFieldExact(key)
-		} else {
-			key = d.key(5, key)
-		}
+		f, end := mFieldAt(b, i)
 		if f < 0 {
+			var flags uint8
+			if end, flags = jsonscan.ScanString(b, i); end < 0 {
+				return -1, d.fail(i, "invalid JSON string")
+			}
+			key := b[i+1 : end-1]
+			if flags != 0 {
+				key = d.key(5, key)
+			}
 			f = mFieldIndex(key)
 		}
 		j, err := d.colon(end)
