@@ -928,15 +928,15 @@ func (d *decoder) mattrError(i int, name []byte, what string) error {
 }
 
 // checkBase64 validates the raw content of a JSON string (ScanString's
-// flags given) as base64 as d.base64 decodes it, into the decoder's scratch:
-// validation keeps nothing, so it allocates nothing.
+// flags given) as base64 as d.base64 decodes it, into the decoder's
+// scratch: validation keeps nothing, so it allocates nothing. As in
+// d.base64, only content that needs decoding goes to the scratch; plain
+// content, the payload's own bytes, never becomes it.
 func (d *decoder) checkBase64(content []byte, flags uint8) error {
 	s := content
-	if flags != 0 {
-		s = plainOrUnquote(d.scratch[:0], content)
-		if cap(s) > cap(d.scratch) && len(s) > 0 && &s[0] != &content[0] {
-			d.scratch = s[:0]
-		}
+	if flags&jsonscan.StrEscape != 0 || flags&jsonscan.StrHigh != 0 && !utf8.Valid(content) {
+		s = jsonscan.AppendUnquoted(d.scratch[:0], content)
+		d.scratch = s[:0]
 	}
 	n := base64.StdEncoding.DecodedLen(len(s))
 	if cap(d.b64) < n {
