@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/internal/rusage"
 )
 
 // diffDecode decodes payload with DecodeEvent (on a copy: it decodes in
@@ -325,6 +326,7 @@ func BenchmarkDecodeEvent(b *testing.B) {
 	b.Run("lean", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
 		b.ReportAllocs()
+		cpu0 := rusage.CPUTime()
 		for b.Loop() {
 			copy(buf, data)
 			if _, err := DecodeEvent(buf); err != nil {
@@ -332,6 +334,7 @@ func BenchmarkDecodeEvent(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+		b.ReportMetric(float64((rusage.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/record")
 	})
 	b.Run("encoding-json", func(b *testing.B) {
 		b.SetBytes(int64(len(data)))
@@ -359,6 +362,7 @@ func BenchmarkDecodeEventMix(b *testing.B) {
 	buf := make([]byte, len(data))
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
+	cpu0 := rusage.CPUTime()
 	for b.Loop() {
 		copy(buf, data)
 		if _, err := DecodeEvent(buf); err != nil {
@@ -366,4 +370,5 @@ func BenchmarkDecodeEventMix(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
+	b.ReportMetric(float64((rusage.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/record")
 }
