@@ -41,13 +41,35 @@ const (
 // SkipWS returns the index of the first non-whitespace byte at or after i.
 // JSON whitespace is space, tab, newline and carriage return only.
 func SkipWS(b []byte, i int) int {
-	// Compact JSON has none: one comparison settles the common case.
+	// Compact JSON has none: one comparison, inlined, settles the common
+	// case.
 	if i < len(b) && b[i] > ' ' {
 		return i
 	}
+	return skipWS(b, i)
+}
+
+// skipWS is SkipWS past its first comparison. Indented JSON has a newline
+// and a run of spaces before each member (ten in the generated events'
+// message attributes): after a newline the run of spaces is skipped 8
+// bytes a step, the first byte that is not a space found in its word (x ^
+// 0x2020... has a zero byte for each space), where a byte at a time cost a
+// comparison and a branch per space. A single space (after a colon) takes
+// the byte loop, as before.
+func skipWS(b []byte, i int) int {
 	for i < len(b) {
 		switch b[i] {
-		case ' ', '\t', '\n', '\r':
+		case '\n':
+			i++
+			for i+8 <= len(b) {
+				x := binary.LittleEndian.Uint64(b[i:]) ^ swarLo*' '
+				if x != 0 {
+					i += bits.TrailingZeros64(x) / 8
+					break
+				}
+				i += 8
+			}
+		case ' ', '\t', '\r':
 			i++
 		default:
 			return i

@@ -23,6 +23,11 @@ var validCases = []string{
 	`0`, `-0`, `01`, `-`, `1.`, `1.5`, `.5`, `1e`, `1e+`, `1e+5`, `1E-05`, `-1.0e10`, `1x`,
 	`true`, `tru`, `false`, `null`, `nul`, `nulll`, `[true,false,null]`, "[1,\t\n\r2]", "[1,\v2]",
 	`{"a":{"b":[{"c":"d"}]}}`, `{"a":1}{}`, `[[[]]]`, `[[[]]`,
+	// Indentation: runs of spaces around the 8-byte steps, mixed with
+	// tabs, CR and bytes that are not JSON whitespace (\v, \f, NBSP).
+	"{\n" + strings.Repeat(" ", 7) + `"a": [` + "\n" + strings.Repeat(" ", 8) + "1,\n" + strings.Repeat(" ", 9) + "2\n" + strings.Repeat(" ", 17) + "]\r\n}" + strings.Repeat(" ", 16),
+	"[" + strings.Repeat(" ", 8) + "\t" + strings.Repeat(" ", 8) + "1]", "[" + strings.Repeat(" ", 10) + "\f1]",
+	"[" + strings.Repeat(" ", 9) + "\v]", "[1," + strings.Repeat(" ", 12) + "\xc2\xa0]", strings.Repeat(" ", 24) + "1" + strings.Repeat(" ", 9) + "x",
 }
 
 // denseLiterals are string literals dense with escapes, as an SQS body that
@@ -100,6 +105,36 @@ func TestMaxDepth(t *testing.T) {
 			doc := []byte(strings.Repeat(open, depth) + "0" + strings.Repeat(closer, depth))
 			if got, want := valid(doc), json.Valid(doc); got != want || want != (depth == MaxDepth) {
 				t.Errorf("%s nested %d deep: valid = %v, json.Valid = %v", open, depth, got, want)
+			}
+		}
+	}
+}
+
+// TestSkipWS holds SkipWS to a byte-at-a-time reference on whitespace runs
+// of every length up to 40 (space runs crossing the 8-byte steps, tabs,
+// newlines and CRs among them), ended by a token, a byte that JSON does not
+// count as whitespace, or the end of the input.
+func TestSkipWS(t *testing.T) {
+	ref := func(b []byte, i int) int {
+		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+			i++
+		}
+		return i
+	}
+	for n := range 41 {
+		for _, mix := range []string{" ", "\n" + strings.Repeat(" ", 10), " \t", "\r\n  ", strings.Repeat(" ", 9) + "\n"} {
+			run := strings.Repeat(mix, n)[:n]
+			for _, tail := range []string{"", "x", "\"", "\v", "\f", "\x00", "\xa0", "}"} {
+				// The tail alone at the end, and with 8 bytes after it (a
+				// word to load past the run).
+				for _, more := range []string{"", strings.Repeat(" ", 8), "\x00\x00\x00\x00\x00\x00\x00\x00"} {
+					for _, start := range []int{0, 1} {
+						b := []byte("[" + run + tail + more)
+						if got, want := SkipWS(b, start), ref(b, start); got != want {
+							t.Fatalf("SkipWS(%q, %d) = %d, want %d", b, start, got, want)
+						}
+					}
+				}
 			}
 		}
 	}
