@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -234,6 +235,33 @@ var eventEdgeCases = []string{
 	"{\"Records\":[{\"messageId\":\"a\",\"attributes\" : { \"ApproximateReceiveCount\" : \"2\" , \"SentTimestamp\":\"1\u0032\",\"AWSTraceHeader\":\"Root=\xc3\xa9\",\"ApproximateFirstReceiveTimestamp\":\"\xff\",\"MessageGroupId\":\"g\xc3\xa9\" } }]}",
 	`{"Records":[{"messageId":"a","attributes":{"SentTimestamp":"1","SentTimestamp":null,"MessageGroupId":"g\"h","AWSTraceHeader":"t"},"messageAttributes":{"z":null}}]}`,
 	`{"Records":[{"messageId":"a","attributes":{"a":"x",}}]}`, `{"Records":[{"messageId":"a","attributes":{"a" "x"}}]}`,
+	// Duplicate names among the first 16 (compared in place or decoded)
+	// and past them (a map), escaped spellings of plain ones.
+	`{"Records":[{"messageId":"a","messageAttributes":{"ab":{},"a\u0062":{}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"a\u0062":{},"ab":{}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{"ab":{},"ba":{},"é":null,"\u00e9":null}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{` + manyNames(20, 0) + `,"n3":{}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{` + manyNames(20, 0) + `,"n\u0031\u0039":{}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{` + manyNames(16, 0) + `,"n\u0031\u0035":{}}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{` + manyNames(20, 0) + `}},{"messageId":"b","messageAttributes":{` + manyNames(3, 0) + `,"n1":null}}]}`,
+	`{"Records":[{"messageId":"a","messageAttributes":{` + manyNames(20, 0) + `}},{"messageId":"b","messageAttributes":{` + manyNames(20, 5) + `}}]}`,
+}
+
+// manyNames is n message attributes "n<from>", "n<from+1>", ... as JSON
+// members, the odd ones with an escaped name.
+func manyNames(n, from int) string {
+	var b strings.Builder
+	for k := from; k < from+n; k++ {
+		if k > from {
+			b.WriteByte(',')
+		}
+		if k%2 == 1 {
+			fmt.Fprintf(&b, `"\u006e%d":{"stringValue":"v"}`, k)
+		} else {
+			fmt.Fprintf(&b, `"n%d":{"dataType":"String"}`, k)
+		}
+	}
+	return b.String()
 }
 
 func TestDecodeEventEdgeCases(t *testing.T) {
@@ -274,6 +302,45 @@ func TestDecodeEventDuplicateKey(t *testing.T) {
 	_, err := DecodeEvent([]byte(`{"Records":[{"messageId":"a","body":"x","messageId":"b"}]}`))
 	if !errors.Is(err, ErrDuplicateKey) || !errors.Is(err, ErrNotSQSEvent) || !strings.Contains(err.Error(), `"messageId" twice`) {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestDecodeEventDuplicateAttributeName: a message attribute name or
+// member twice, as written or once decoded, is refused, among the first
+// 16 names (compared in place) and past them (a map); names that only look
+// alike are not. diffDecode cannot tell: encoding/json takes either.
+func TestDecodeEventDuplicateAttributeName(t *testing.T) {
+	doc := func(attrs string) []byte {
+		return []byte(`{"Records":[{"messageId":"m","messageAttributes":{` + attrs + `}}]}`)
+	}
+	for _, c := range []struct {
+		attrs string
+		dup   bool
+	}{
+		{`"ab":{},"a\u0062":{}`, true},
+		{`"a\u0062":{},"ab":null`, true},
+		{`"\u00e9":{},"é":{}`, true},
+		{`"ab":{},"aB":{},"ba":{},"a":{},"abc":{}`, false},
+		{manyNames(16, 0), false},
+		{manyNames(16, 0) + `,"n\u0031\u0035":{}`, true},
+		{manyNames(16, 0) + `,"n16":{}`, false},
+		{manyNames(20, 0), false},
+		{manyNames(20, 0) + `,"n3":{}`, true},
+		{manyNames(20, 0) + `,"n\u0031\u0039":{}`, true},
+		{manyNames(20, 0) + `,"n20":{}`, false},
+		{`"a":{"stringValue":"x","StringValue":"y"}`, true},
+		{`"a":{"dataType":"x","data\u0054ype":null}`, true},
+		{`"a":{"dataType":"x"},"b":{"dataType":"y"}`, false},
+	} {
+		_, err := DecodeEvent(doc(c.attrs))
+		if got := errors.Is(err, ErrDuplicateKey); got != c.dup || (err != nil && !c.dup) {
+			t.Errorf("%s: err = %v, want a duplicate: %v", truncate(c.attrs, 80), err, c.dup)
+		}
+	}
+	// The names of one record do not carry over to the next.
+	if _, err := DecodeEvent([]byte(`{"Records":[{"messageAttributes":{"a\u0062":{},` + manyNames(20, 0) +
+		`}},{"messageAttributes":{"ab":{},"n3":{}}}]}`)); err != nil {
+		t.Errorf("names of two records: %v", err)
 	}
 }
 
