@@ -1129,13 +1129,17 @@ func (r *leanRecord) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
 		} else { // '{'
 			i = jsonscan.SkipWS(b, i+1)
 			for b[i] == '"' {
-				kend, kfl := jsonscan.ScanString(b, i)
-				key := b[i+1 : kend-1]
-				f := mFieldIndex(key)
-				if f < 0 && kfl&jsonscan.StrEscape != 0 {
-					// A member name no field matches as written: an escaped
-					// one may match once decoded.
-					f = mFieldIndex(jsonscan.AppendUnquoted(kbuf[:0], key))
+				f, kend := mFieldAt(b, i) // a member as SQS spells it
+				if f < 0 {
+					var kfl uint8
+					kend, kfl = jsonscan.ScanString(b, i)
+					key := b[i+1 : kend-1]
+					f = mFieldIndex(key)
+					if f < 0 && kfl&jsonscan.StrEscape != 0 {
+						// A member name no field matches as written: an
+						// escaped one may match once decoded.
+						f = mFieldIndex(jsonscan.AppendUnquoted(kbuf[:0], key))
+					}
 				}
 				j := jsonscan.SkipWS(b, jsonscan.SkipWS(b, kend)+1) // past ':'
 				var k int
