@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -84,23 +85,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
-}
-
 // setup synthesizes the app once. A jsii failure panics: it is recovered
 // into an error.
 func setup() (err error) {
@@ -109,7 +93,7 @@ func setup() (err error) {
 			err = fmt.Errorf("jsii panic: %v", r)
 		}
 	}()
-	root, err := repoRoot()
+	root, err := localtest.ModuleRoot()
 	if err != nil {
 		return err
 	}

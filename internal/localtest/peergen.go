@@ -19,7 +19,7 @@ import (
 // PATH) and skips the test when there is none.
 func PeerGen(t testing.TB, n, okPct, seed int) (event []byte, expect map[string]string) {
 	t.Helper()
-	root, err := moduleRoot()
+	root, err := ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,9 +53,9 @@ func PeerGen(t testing.TB, n, okPct, seed int) (event []byte, expect map[string]
 	return event, expect
 }
 
-// moduleRoot is the nearest directory above the working directory (a
+// ModuleRoot is the nearest directory above the working directory (a
 // package's, under go test) that holds go.mod.
-func moduleRoot() (string, error) {
+func ModuleRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
