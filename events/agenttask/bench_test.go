@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/rusage"
 )
 
@@ -182,6 +185,37 @@ func BenchmarkUnmarshalTaskStruct(b *testing.B) {
 		var t agenttask.Task
 		if err := json.Unmarshal(benchBody, &t); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeTaskIndep decodes the bodies of the independent
+// generator's all-ok batch (scripts/peer-bench/gen.mjs -n 100 -ok 100
+// -seed 1, make bench-indep's events): pretty-printed and spaced bodies,
+// shuffled members, args nested up to seven deep, \u escapes, exponents,
+// duplicate members. One op is one task. It skips when there is no Node.
+func BenchmarkDecodeTaskIndep(b *testing.B) {
+	data, _ := localtest.PeerGen(b, 100, 100, 1)
+	var ev events.SQSEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		b.Fatal(err)
+	}
+	var bodies [][]byte
+	var total int64
+	for _, r := range ev.Records {
+		bodies = append(bodies, []byte(r.Body))
+		total += int64(len(r.Body))
+	}
+	b.SetBytes(total / int64(len(bodies)))
+	b.ReportAllocs()
+	cpuPerOp(b)
+	i := 0
+	for b.Loop() {
+		if _, err := agenttask.DecodeTask(bodies[i], nil); err != nil {
+			b.Fatal(err)
+		}
+		if i++; i == len(bodies) {
+			i = 0
 		}
 	}
 }

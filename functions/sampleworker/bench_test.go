@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/functions/batch"
+	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
@@ -206,5 +207,46 @@ func BenchmarkParseFault(b *testing.B) {
 		if _, err := ParseFault(args); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// indepArgs returns the args of the independent generator's tasks
+// (scripts/peer-bench/gen.mjs -n 100 -ok okPct -seed 1, make bench-indep's
+// events), as DecodeTask cuts them.
+func indepArgs(b *testing.B, okPct int) [][]byte {
+	data, _ := localtest.PeerGen(b, 100, okPct, 1)
+	var ev events.SQSEvent
+	if err := json.Unmarshal(data, &ev); err != nil {
+		b.Fatal(err)
+	}
+	var args [][]byte
+	for _, r := range ev.Records {
+		if task, err := agenttask.DecodeTask([]byte(r.Body), nil); err == nil {
+			args = append(args, task.Args)
+		}
+	}
+	if len(args) == 0 {
+		b.Fatal("no args")
+	}
+	return args
+}
+
+// BenchmarkParseFaultIndep runs ParseFault on the args of the independent
+// generator's tasks, all ok (no fault: the prefilter's case) and 40 % ok
+// (faults among them, and faults of the wrong shape, which ParseFault
+// reports as errors); one op is one task's args.
+func BenchmarkParseFaultIndep(b *testing.B) {
+	for _, okPct := range []int{100, 40} {
+		b.Run(fmt.Sprintf("ok=%d", okPct), func(b *testing.B) {
+			args := indepArgs(b, okPct)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				_, _ = ParseFault(args[i])
+				if i++; i == len(args) {
+					i = 0
+				}
+			}
+		})
 	}
 }
