@@ -412,8 +412,12 @@ func decodeStrings(body []byte, ms *[numMembers]member) (string, [len(requiredSt
 		} else {
 			buf = jsonscan.AppendUnquoted(buf, body[m.start+1:m.end-1])
 		}
+		// n is the length in bytes, which bounds the length in characters:
+		// the characters are counted only when the bytes exceed the
+		// maxLength (a 121-character "üü…" tenant is 242 bytes, within
+		// 256), and a string is empty in both or in neither.
 		n := len(buf) - start
-		if m.flags != 0 {
+		if m.flags != 0 && n > f.max {
 			n = utf8.RuneCount(buf[start:])
 		}
 		switch {

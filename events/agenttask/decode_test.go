@@ -233,6 +233,16 @@ func edgeBodies() []string {
 		with("tenant", `"`+strings.Repeat(`\ud83d\ude00`, 257)+`"`),
 		with("tenant", `"`+strings.Repeat("\xff", 257)+`"`),
 		with("tenant", `"`+strings.Repeat("\xff", 256)+`"`),
+		// Around maxLength, in bytes and in characters: decodeStrings counts
+		// characters only when the bytes exceed it.
+		with("tenant", `"`+strings.Repeat("ü", 128)+`"`), with("tenant", `"`+strings.Repeat("ü", 129)+`"`),
+		with("tenant", `"`+strings.Repeat("ü", 256)+`"`), with("tenant", `"`+strings.Repeat("ü", 257)+`"`),
+		with("tenant", `"`+strings.Repeat("x", 255)+`ü"`), with("tenant", `"`+strings.Repeat("x", 256)+`ü"`),
+		with("tenant", `"`+strings.Repeat(`\u0061`, 256)+`"`), with("tenant", `"`+strings.Repeat(`\u0061`, 257)+`"`),
+		with("tenant", `"`+strings.Repeat(`\u00fc`, 256)+`"`), with("tenant", `"`+strings.Repeat(`\u00fc`, 257)+`"`),
+		with("tenant", `"`+strings.Repeat("\xff", 85)+`"`), with("tenant", `"`+strings.Repeat("\xff", 86)+`"`),
+		with("tool", `"`+strings.Repeat("é", 128)+`"`), with("tool", `"`+strings.Repeat("é", 129)+`"`),
+		with("tool_version", `"`+strings.Repeat("é", 65)+`"`), with("tool_version", `"\u00e9"`),
 		with("schema_version", `1E0`), with("schema_version", `100e-2`), with("schema_version", `0.00001e5`),
 		with("schema_version", `-1.0`),
 		with("schema_version", `9223372036854775808`), with("schema_version", `00`),
