@@ -209,8 +209,12 @@ func memberIndex(key string) int {
 }
 
 // scanTask validates body as a JSON object and records its members. It
-// returns false when the body is not valid JSON or not an object.
-func scanTask(b []byte, ms *[numMembers]member) bool {
+// returns false when the body is not valid JSON or not an object. With a
+// name, the args object's top-level members are walked here, and *arg is
+// where the last one whose key reads as name stands in the last args
+// object (kind 0 when none does; args that is not an object fails the
+// task).
+func scanTask(b []byte, ms *[numMembers]member, name string, arg *member) bool {
 	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -243,7 +247,11 @@ func scanTask(b []byte, ms *[numMembers]member) bool {
 		case '"':
 			ve, vflags = jsonscan.ScanString(b, vs)
 		case '{':
-			ve = jsonscan.SkipObject(b, vs, 2)
+			if name != "" && keyIndex(b, ks, ke, kflags, &keyBuf) == memberArgs {
+				ve, *arg = scanArgs(b, vs, name)
+			} else {
+				ve = jsonscan.SkipObject(b, vs, 2)
+			}
 		case '[':
 			ve = jsonscan.SkipArray(b, vs, 2)
 		default:
@@ -279,6 +287,110 @@ func scanTask(b []byte, ms *[numMembers]member) bool {
 	}
 }
 
+// keyIndex is the member of agent task v1 that the key b[ks:ke] (quotes
+// included, scanned with kflags) names, or -1, as scanTask finds it after
+// a value; this copy, for an object value, before it.
+func keyIndex(b []byte, ks, ke int, kflags uint8, keyBuf *[32]byte) int {
+	switch {
+	case kflags == 0:
+		return memberIndex(string(b[ks+1 : ke-1]))
+	case kflags&jsonscan.StrEscape != 0 && ke-ks <= 6*len(keyBuf):
+		// Rare: an escaped key. No member name has a byte >= 0x80, so a
+		// key with such a byte and no escape matches none.
+		return memberIndex(string(jsonscan.AppendUnquoted(keyBuf[:0], b[ks+1:ke-1])))
+	}
+	return -1
+}
+
+// scanArgs is jsonscan.SkipObject for the args object whose '{' is b[i] (at
+// depth 2), which also returns where the last of its top-level members
+// whose key reads as name stands (kind 0 when none does). A key reads as
+// name as encoding/json reads keys: escapes resolved, invalid UTF-8 as
+// U+FFFD, matched exactly.
+func scanArgs(b []byte, i int, name string) (int, member) {
+	var found member
+	i = jsonscan.SkipWS(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, found
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return -1, found
+		}
+		ks := i
+		ke, kflags := jsonscan.ScanString(b, i)
+		if ke < 0 {
+			return -1, found
+		}
+		i = jsonscan.SkipWS(b, ke)
+		if i >= len(b) || b[i] != ':' {
+			return -1, found
+		}
+		vs := jsonscan.SkipWS(b, i+1)
+		ve := jsonscan.SkipValue(b, vs, 2)
+		if ve < 0 {
+			return -1, found
+		}
+		if keyIs(b[ks+1:ke-1], kflags, name) {
+			found = member{start: vs, end: ve, kind: b[vs]}
+		}
+		i = jsonscan.SkipWS(b, ve)
+		if i >= len(b) {
+			return -1, found
+		}
+		switch b[i] {
+		case ',':
+			i = jsonscan.SkipWS(b, i+1)
+		case '}':
+			return i + 1, found
+		default:
+			return -1, found
+		}
+	}
+}
+
+// keyIs reports whether the validated content of a key, scanned with
+// flags, reads as name. A decoded character takes at most 6 bytes of the
+// content (\uXXXX) and at least one byte of the name, so a content longer
+// than 6 bytes a byte of name cannot read as it.
+func keyIs(content []byte, flags uint8, name string) bool {
+	if flags == 0 {
+		return string(content) == name
+	}
+	if len(content) > 6*len(name) {
+		return false
+	}
+	var buf [64]byte
+	return string(jsonscan.AppendUnquoted(buf[:0], content)) == name
+}
+
+// DecodeTaskArg is DecodeTask that also returns the value of the args
+// member named name (the last one, keys read as encoding/json reads them:
+// escapes resolved, matched exactly), as its bytes stand in body (nil when
+// args has no such member, or on an error, or when name is empty). It finds the member in the
+// pass that validates args, where a search of Args after DecodeTask would
+// walk them again: the sample worker reads args.fault so.
+func DecodeTaskArg(body []byte, catalog Catalog, name string) (Task, []byte, error) {
+	return decodeTaskArg(body, "", catalog, name)
+}
+
+// DecodeTaskStringArg is DecodeTaskArg on a body held in a string, as
+// DecodeTaskString is DecodeTask: the value aliases body's bytes and must
+// never be modified.
+func DecodeTaskStringArg(body string, catalog Catalog, name string) (Task, []byte, error) {
+	b := unsafe.Slice(unsafe.StringData(body), len(body))
+	return decodeTaskArg(b, body, catalog, name)
+}
+
+func decodeTaskArg(body []byte, src string, catalog Catalog, name string) (Task, []byte, error) {
+	var a member
+	t, err := decodeTaskMembers(body, src, catalog, name, &a)
+	if err != nil || a.kind == 0 {
+		return t, nil, err
+	}
+	return t, body[a.start:a.end:a.end], nil
+}
+
 // DecodeTask decodes and validates an agent task v1 body in a single pass. A
 // failure is a *ValidationError naming the poison reason and the field, the
 // same as DecodeTaskStd's on every input (see it for the rules). With a nil
@@ -306,8 +418,14 @@ func DecodeTaskString(body string, catalog Catalog) (Task, error) {
 // decodeTask is DecodeTask; src, when not empty, is body as a string, and
 // the strings that need no decoding are cut from it instead of copied.
 func decodeTask(body []byte, src string, catalog Catalog) (Task, error) {
+	return decodeTaskMembers(body, src, catalog, "", nil)
+}
+
+// decodeTaskMembers is decodeTask, with *arg set as scanTask sets it for
+// name (arg is nil when name is empty).
+func decodeTaskMembers(body []byte, src string, catalog Catalog, name string, arg *member) (Task, error) {
 	var ms [numMembers]member
-	if !scanTask(body, &ms) {
+	if !scanTask(body, &ms, name, arg) {
 		return Task{}, invalid(deadletter.ReasonJSONInvalid, "", detailNotObject)
 	}
 	// plain: every string is cut from src as it stands; nothing is copied

@@ -1,6 +1,7 @@
 package agenttask_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -247,6 +248,17 @@ func edgeBodies() []string {
 		with("schema_version", `-1.0`),
 		with("schema_version", `9223372036854775808`), with("schema_version", `00`),
 		with("args", `{"fault":{"retryable":true,"status":503}}`),
+		// args members DecodeTaskArg looks up (sameArg): duplicates, escaped
+		// and invalid keys, values of every kind, args repeated or not an
+		// object, a key that reads as a name only in another member.
+		with("args", `{"fault":1,"fault":{"kind":"panic"} , "q" : [1,{"fault":2}]}`),
+		with("args", `{"f\u0061ult":null,"q":"\"fault\":3","a":{"fault":4}}`),
+		with("args", `{"fault":"x","f\u0061ul\u0074":true}`), with("args", `{"\u0066\u0061\u0075\u006C\u0074":-1.5e3}`),
+		with("args", `{"Fault":1,"faultx":2,"fault\u0000":3,"\u00e9":4,"é":5,"\ud800":6}`),
+		with("args", "{\"\xffq\":1,\"q\xff\":2,\"\xe9\":3}"), with("args", "{\n\t\"fault\"\r\n:\t[ ]\n}"),
+		`{"args":{"fault":1},"args":{"q":2}}`, `{"args":{"fault":1},"args":[]}`, `{"args":[],"args":{"fault":1}}`,
+		`{"args":{"fault":1},"args":{"fault":2}}`, `{"args":{"fault":1},"args":{"fault":2,}}`,
+		with("args", `{"`+strings.Repeat(`\u0061`, 30)+`":1,"a":{"q":{"fault":[]}}}`),
 		with("args", `{"a":[{"b":[{"c":{}}]}]}`),
 		with("args", `{"a":[1 2]}`), with("args", `{"a":[1,]}`), with("args", `{"a":{"b"}}`),
 		with("args", `{"a":"`+strings.Repeat("x", 5000)+`"}`),
@@ -306,6 +318,11 @@ func sameDecode(body []byte, catalog agenttask.Catalog) string {
 	if fmt.Sprint(gotErr) != fmt.Sprint(splitErr) || cmp.Diff(got, split) != "" {
 		return fmt.Sprintf("DecodeTask %v, DecodeTask(nil)+CheckTool %v", gotErr, splitErr)
 	}
+	for _, name := range argNames {
+		if diff := sameArg(body, catalog, got, gotErr, name); diff != "" {
+			return diff
+		}
+	}
 	want, wantErr := agenttask.DecodeTaskStd(body, catalog)
 	if (gotErr == nil) != (wantErr == nil) {
 		return fmt.Sprintf("scan error %v, std error %v", gotErr, wantErr)
@@ -319,6 +336,42 @@ func sameDecode(body []byte, catalog agenttask.Catalog) string {
 		return ""
 	}
 	return cmp.Diff(want, got)
+}
+
+// argNames are the names of args members sameArg looks up.
+var argNames = []string{"fault", "q", "a", "é", "tool", "\u0000"}
+
+// sameArg checks DecodeTaskArg and DecodeTaskStringArg against DecodeTask
+// (got, gotErr: the same task and error) and the value of args' member
+// name against encoding/json's: the raw value a map of json.RawMessage
+// keeps for that key, byte for byte, or none.
+func sameArg(body []byte, catalog agenttask.Catalog, got agenttask.Task, gotErr error, name string) string {
+	task, value, err := agenttask.DecodeTaskArg(body, catalog, name)
+	fromString, fromStringValue, fromStringErr := agenttask.DecodeTaskStringArg(string(body), catalog, name)
+	if fmt.Sprint(err) != fmt.Sprint(gotErr) || fmt.Sprint(fromStringErr) != fmt.Sprint(gotErr) {
+		return fmt.Sprintf("DecodeTask error %v, DecodeTaskArg %v, DecodeTaskStringArg %v", gotErr, err, fromStringErr)
+	}
+	if diff := cmp.Diff(got, task); diff != "" {
+		return "DecodeTask and DecodeTaskArg differ: " + diff
+	}
+	if diff := cmp.Diff(got, fromString); diff != "" {
+		return "DecodeTask and DecodeTaskStringArg differ: " + diff
+	}
+	if !bytes.Equal(value, fromStringValue) {
+		return fmt.Sprintf("args member %q: DecodeTaskArg %q, DecodeTaskStringArg %q", name, value, fromStringValue)
+	}
+	var want json.RawMessage
+	if err == nil {
+		var members map[string]json.RawMessage
+		if uerr := json.Unmarshal(task.Args, &members); uerr != nil {
+			return fmt.Sprintf("args %q: %v", task.Args, uerr)
+		}
+		want = members[name]
+	}
+	if (value == nil) != (want == nil) || !bytes.Equal(value, want) {
+		return fmt.Sprintf("args member %q: DecodeTaskArg %q, encoding/json %q", name, value, want)
+	}
+	return ""
 }
 
 func TestDecodeTaskAgreesWithStd(t *testing.T) {
