@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events/agenttask"
 )
 
 // faultObjects are fault objects the flat reader takes, and ones it must
@@ -66,6 +68,12 @@ var faultArgs = []string{
 	`{"a":{"fault":{"kind":"panic"}},"b":"\u00e9"}`, `{"a":"}","fault":{"kind":"panic"}}`, `{"a":"\"fault\":1"}`,
 	`{"fault" : { "kind" : "panic" } }`, "{\"fault\"\n:\t{\"kind\":\"guardrail\"}}", `{"fault":{"kind":"panic"}`, `{"fault":`,
 	`[]`, `{"\u0066ault":1,"x":2}`, `{"f\u0061ult":{"kind":"panic"},"f\u0061ult":null}`,
+	// Values ParseFaultValue takes whole: spaced, nested, escaped, numbers
+	// encoding/json reads or rejects.
+	"{\"fault\" :\n {\n\t\"kind\" : \"panic\" ,\n\t\"status\":503\n }\n}", `{"fault":{"kind":"p\u0061nic"}}`,
+	`{"fault":{"status":5e2}}`, `{"fault":{"status":-0}}`, `{"fault":{"retryable":true,"x":{"y":[1,{"z":null}]}}}`,
+	`{"fault":{"kind":"auth","Kind":"panic"}}`, `{"a":[{"fault":{"kind":"panic"}}],"fault":{"kind":"auth"}}`,
+	`{"fault":"\u0000"}`, `{"fault":12}`, `{"fault":true,"fault":{"kind":"panic"}}`,
 }
 
 // ParseFault reads args.fault as encoding/json reads the member named
@@ -86,6 +94,16 @@ func checkParseFault(t *testing.T, args []byte) {
 	want, werr := faultStd(args)
 	require.Equal(t, werr != nil, err != nil, "%q: ParseFault error %v, encoding/json %v", args, err, werr)
 	assert.Equal(t, want, got, "%q", args)
+	// The worker's path: the member found by DecodeTaskArg in a task with
+	// these args, read by ParseFaultValue.
+	body := []byte(`{"task_id":"t","run_id":"r","tenant":"x","idempotency_key":"k","tool":"web.search",` +
+		`"tool_version":"1","trace_id":"tr","created_at":"c","schema_version":1,"args":` + string(args) + `}`)
+	task, v, derr := agenttask.DecodeTaskArg(body, nil, "fault")
+	require.NoError(t, derr, "%q", body)
+	require.Equal(t, string(args), string(task.Args))
+	got, err = ParseFaultValue(v)
+	require.Equal(t, werr != nil, err != nil, "%q: ParseFaultValue(%q) error %v, encoding/json %v", args, v, err, werr)
+	assert.Equal(t, want, got, "%q: ParseFaultValue(%q)", args, v)
 }
 
 func FuzzParseFault(f *testing.F) {

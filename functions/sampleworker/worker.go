@@ -133,12 +133,14 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 	// payload, so the strings are copied (one allocation): the key goes to
 	// the ledger, which may keep it. The tool is checked apart so that the
 	// catalog is searched once.
+	// args.fault is found in the pass that validates args.
 	var task agenttask.Task
+	var faultValue []byte
 	var err error
 	if r.Message != nil {
-		task, err = agenttask.DecodeTaskString(r.Message.Body, nil)
+		task, faultValue, err = agenttask.DecodeTaskStringArg(r.Message.Body, nil, "fault")
 	} else {
-		task, err = agenttask.DecodeTask(r.Body(), nil)
+		task, faultValue, err = agenttask.DecodeTaskArg(r.Body(), nil, "fault")
 	}
 	if err != nil {
 		return err // a *agenttask.ValidationError: poison with its reason
@@ -151,7 +153,7 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 	if err := r.Begin(ctx, task.IdempotencyKey, tool.Mutates); err != nil {
 		return err
 	}
-	fault, err := ParseFault(task.Args)
+	fault, err := ParseFaultValue(faultValue)
 	if err != nil {
 		// DecodeTask checked that args is JSON; a fault of the wrong shape
 		// is the producer's bug.
