@@ -1,6 +1,7 @@
 package sampleworker
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -73,7 +74,7 @@ var faultArgs = []string{
 	"{\"fault\" :\n {\n\t\"kind\" : \"panic\" ,\n\t\"status\":503\n }\n}", `{"fault":{"kind":"p\u0061nic"}}`,
 	`{"fault":{"status":5e2}}`, `{"fault":{"status":-0}}`, `{"fault":{"retryable":true,"x":{"y":[1,{"z":null}]}}}`,
 	`{"fault":{"kind":"auth","Kind":"panic"}}`, `{"a":[{"fault":{"kind":"panic"}}],"fault":{"kind":"auth"}}`,
-	`{"fault":"\u0000"}`, `{"fault":12}`, `{"fault":true,"fault":{"kind":"panic"}}`,
+	`{"fault":"\u0000"}`, `{"fault":12}`, `{"fault":true,"fault":{"kind":"panic"}}`, "{} \n", " {\"fault\":null}\t",
 }
 
 // ParseFault reads args.fault as encoding/json reads the member named
@@ -100,7 +101,7 @@ func checkParseFault(t *testing.T, args []byte) {
 		`"tool_version":"1","trace_id":"tr","created_at":"c","schema_version":1,"args":` + string(args) + `}`)
 	task, v, derr := agenttask.DecodeTaskArg(body, nil, "fault")
 	require.NoError(t, derr, "%q", body)
-	require.Equal(t, string(args), string(task.Args))
+	require.Equal(t, string(bytes.Trim(args, " \t\r\n")), string(task.Args))
 	got, err = ParseFaultValue(v)
 	require.Equal(t, werr != nil, err != nil, "%q: ParseFaultValue(%q) error %v, encoding/json %v", args, v, err, werr)
 	assert.Equal(t, want, got, "%q: ParseFaultValue(%q)", args, v)
