@@ -79,8 +79,7 @@ func mentionsFault(args []byte) bool {
 // nested values by counting brackets outside strings. It runs only when
 // mentionsFault found "fault" or an escape: on the 1 KB tasks of the
 // large-batch fixture the walk cost ~3x the substring search (a call per
-// string). ok is false when args is not an object it can walk (DecodeTask
-// has validated the args the worker passes).
+// string). ok is false when args is not an object it can walk.
 func topLevelFault(args []byte) (value []byte, ok bool) {
 	if len(args) == 0 || args[0] != '{' {
 		return nil, false
@@ -183,7 +182,9 @@ func stringEnd(s []byte, i int) int {
 // reads as "fault" (escapes resolved, matched exactly, as DecodeTask reads
 // the task's keys and as any JSON reader would: "Fault" is not args.fault),
 // whose value alone is decoded. Args that cannot be walked are decoded
-// whole by encoding/json, with the same reading of keys.
+// whole by encoding/json, with the same reading of keys. It is for args
+// held apart from their task; the worker, which decodes the task, takes
+// the member from agenttask.DecodeTaskArg and ParseFaultValue instead.
 func ParseFault(args []byte) (*Fault, error) {
 	if !mentionsFault(args) {
 		return nil, nil
