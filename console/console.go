@@ -96,6 +96,10 @@ type Server struct {
 	snaps map[string]*snapshot // by pipeline name
 	jobs  map[string]*Job
 	byP   map[string]*pipeline.Pipeline
+	// done holds what a reconcile changed, for the page its POST redirects
+	// to (by a random id, for reconcileKeep), so that reloading that page
+	// shows it again instead of submitting the form again.
+	done map[string]reconcileDone
 }
 
 // New checks the configuration, parses the templates and reads each

@@ -235,4 +235,13 @@ func (f *fixture) post(t testing.TB, path string, form url.Values) *httptest.Res
 	return w
 }
 
+// postFollow posts a form that succeeds with a redirect (post/redirect/get)
+// and gets the page it redirects to.
+func (f *fixture) postFollow(t testing.TB, path string, form url.Values) *httptest.ResponseRecorder {
+	t.Helper()
+	w := f.post(t, path, form)
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	return f.get(t, w.Header().Get("Location"))
+}
+
 func parseDuration(s string) (time.Duration, error) { return time.ParseDuration(s) }

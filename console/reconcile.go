@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -157,7 +158,57 @@ func (s *Server) reconcilePage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r, "No idempotency key: open a key from an effect_unknown group's page.")
 		return
 	}
-	s.renderReconcile(w, r, http.StatusOK, reconcileData{Form: s.reconcileFormOf(r, p, key)})
+	d := reconcileData{Form: s.reconcileFormOf(r, p, key)}
+	if rd, ok := s.takeDone(r.FormValue("done")); ok {
+		d.Done, d.Repeat, d.Before, d.After = true, rd.repeat, rd.before, &rd.after
+	}
+	s.renderReconcile(w, r, http.StatusOK, d)
+}
+
+// reconcileDone is what one recorded reconciliation changed.
+type reconcileDone struct {
+	before *ledger.Entry
+	after  ledger.Entry
+	repeat bool
+	at     time.Time
+}
+
+// reconcileKeep is how long the result of a reconcile can be shown again
+// (a reload of the page its POST redirected to); later the page shows the
+// key as it is, its last reconciliation read from the audit.
+const reconcileKeep = 15 * time.Minute
+
+// keepDone keeps d for reconcileKeep and returns its id; older results are
+// forgotten.
+func (s *Server) keepDone(d reconcileDone) string {
+	d.at = s.cfg.Now()
+	id := NewToken()[:16]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.done == nil {
+		s.done = map[string]reconcileDone{}
+	}
+	for k, v := range s.done {
+		if d.at.Sub(v.at) > reconcileKeep {
+			delete(s.done, k)
+		}
+	}
+	s.done[id] = d
+	return id
+}
+
+// takeDone returns the kept result of id, if it is still kept.
+func (s *Server) takeDone(id string) (reconcileDone, bool) {
+	if id == "" {
+		return reconcileDone{}, false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	d, ok := s.done[id]
+	if !ok || s.cfg.Now().Sub(d.at) > reconcileKeep {
+		return reconcileDone{}, false
+	}
+	return d, true
 }
 
 func (s *Server) renderReconcile(w http.ResponseWriter, r *http.Request, code int, d reconcileData) {
@@ -215,8 +266,19 @@ func (s *Server) reconcilePost(w http.ResponseWriter, r *http.Request) {
 		// not have been written; the state below is read again.
 		code, d.Error = http.StatusBadGateway, "Reconcile failed: "+err.Error()
 	default:
-		d.Done, d.After = true, &after
-		d.Repeat = d.Before != nil && d.Before.Reconciled == after.Reconciled && d.Before.ReconciledAt.Equal(after.ReconciledAt)
+		// Recorded: redirect to the key's page, which shows what changed
+		// (post/redirect/get, as reject and redrive do), so that a reload
+		// reads the page instead of reconciling again.
+		repeat := d.Before != nil && d.Before.Reconciled == after.Reconciled && d.Before.ReconciledAt.Equal(after.ReconciledAt)
+		id := s.keepDone(reconcileDone{before: d.Before, after: after, repeat: repeat})
+		q := url.Values{"p": {p.Name}, "key": {f.Key}, "done": {id}}
+		for k, v := range map[string]string{"r": f.Reason, "fp": f.Fingerprint, "id": f.LetterID} {
+			if v != "" {
+				q.Set(k, v)
+			}
+		}
+		http.Redirect(w, r, "/reconcile?"+q.Encode(), http.StatusSeeOther)
+		return
 	}
 	if strings.TrimSpace(f.Key) == "" && d.Error != "" {
 		s.render(w, r, code, "message", page{Title: "Reconcile refused", P: p, Data: d.Error})

@@ -72,6 +72,10 @@ func TestReconcileInTheConsole(t *testing.T) {
 
 	// No effect: recorded in the ledger and the audit; the page says what changed.
 	w = f.post(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", owner, "mail log: nothing sent (INC-77)"))
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	done := w.Header().Get("Location")
+	assert.Regexp(t, `^/reconcile\?done=[0-9a-f]{16}&fp=[0-9a-f]+&key=eu-a&p=agent-tasks&r=effect_unknown$`, done)
+	w = f.get(t, done)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	body = w.Body.String()
 	assert.Contains(t, body, "<b>Recorded:</b> eu-a is reconciled as <b>no_effect</b> by "+owner)
@@ -86,7 +90,7 @@ func TestReconcileInTheConsole(t *testing.T) {
 	assert.Equal(t, owner, e.ReconciledBy)
 
 	// Effect confirmed, with its receipt.
-	w = f.post(t, "/reconcile", reconcileValues(g, "eu-b", "effect_confirmed", "msg-7731", owner, "mail log: sent as msg-7731"))
+	w = f.postFollow(t, "/reconcile", reconcileValues(g, "eu-b", "effect_confirmed", "msg-7731", owner, "mail log: sent as msg-7731"))
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	assert.Contains(t, w.Body.String(), "the task never runs again")
 	e, _, err = f.led.Get(context.Background(), "eu-b")
@@ -95,9 +99,22 @@ func TestReconcileInTheConsole(t *testing.T) {
 	assert.Equal(t, "msg-7731", e.Receipt)
 
 	// The same again: a no-op, said so.
-	w = f.post(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", owner, "mail log: nothing sent (INC-77)"))
+	w = f.postFollow(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", owner, "mail log: nothing sent (INC-77)"))
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Contains(t, w.Body.String(), "<b>Already recorded:</b>")
+
+	// Reloading the first result reads it again and records nothing: the
+	// POST redirected to a page (post/redirect/get).
+	w = f.get(t, done)
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Contains(t, w.Body.String(), "<b>Recorded:</b> eu-a is reconciled as <b>no_effect</b> by "+owner, "the result as it was")
+	assert.Contains(t, w.Body.String(), `<td class="lead">state</td><td data-k="before">dead_lettered</td>`)
+	// An id the console does not keep (forgotten, or made up) shows the
+	// key as it is, without a result.
+	w = f.get(t, "/reconcile?p=agent-tasks&key=eu-a&done=0123456789abcdef")
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.NotContains(t, w.Body.String(), `id="outcome"`)
+	assert.Contains(t, w.Body.String(), `reconciled: no_effect`)
 
 	recs := f.audit.all()
 	require.Len(t, recs, 3)
@@ -139,7 +156,7 @@ func TestReconcileRefusals(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, f.led.StartEffect(ctx, "eu-leased", "m-live", t0))
 	// eu-a was reconciled as no effect.
-	require.Equal(t, http.StatusOK, f.post(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", owner, "mail log: nothing sent")).Code)
+	require.Equal(t, http.StatusSeeOther, f.post(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", owner, "mail log: nothing sent")).Code)
 
 	raw := func(form url.Values, origin string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/reconcile", strings.NewReader(form.Encode()))
@@ -299,7 +316,7 @@ func TestReconcileInAWSRecordsTheCaller(t *testing.T) {
 	w := f.post(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", "mallory", "x"))
 	require.Equal(t, http.StatusUnprocessableEntity, w.Code)
 	w = f.post(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", f.p.Owner, "mail log: nothing sent"))
-	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
 	recs := f.audit.all()
 	require.Len(t, recs, 2)
 	assert.Equal(t, []redrive.AuditOutcome{redrive.OutcomeRefused, redrive.OutcomeOK}, []redrive.AuditOutcome{recs[0].Outcome, recs[1].Outcome})
