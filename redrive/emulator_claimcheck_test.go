@@ -120,7 +120,24 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	// One move at a time, in the order received: the letter with no claim
 	// check comes first, and the one behind it must still move.
 	req.Workers = 1
-	res, err := r.Select(ctx, req)
+
+	// A dry run reads the claim checks as the move would: it says which
+	// letter would stay, moves nothing, and is not an error.
+	dry := req
+	dry.DryRun = true
+	res, err := r.Select(ctx, dry)
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Matched)
+	assert.Equal(t, 1, res.WouldMove())
+	assert.Equal(t, 1, res.ClaimCheckFailed)
+	require.Len(t, res.Unrestored, 1)
+	assert.Equal(t, ClaimCheckMissing, res.Unrestored[0].Cause)
+	require.Len(t, res.Letters, 1, "only the letter that would move is listed as moving")
+	assert.Equal(t, "claim-kept", res.Letters[0].IdempotencyKey)
+	assert.Equal(t, 0, res.Moved)
+	assert.Equal(t, 2, l.depth(l.q.DLQURL))
+
+	res, err = r.Select(ctx, req)
 	var cc *ClaimCheckError
 	require.ErrorAs(t, err, &cc, "the pass says what it left")
 	assert.Equal(t, ClaimCheckMissing, cc.Cause)

@@ -137,7 +137,8 @@ type SelectResult struct {
 	// them). Never sent without those attributes, each stays in the DLQ,
 	// released with the letters the pass did not choose, and a rerun tries
 	// it again; the pass goes on with the others, and Select then returns
-	// an error that says so.
+	// an error that says so. A dry run reads the claim checks as a move
+	// would and counts here the letters that would stay (no error).
 	ClaimCheckFailed   int                     `json:"claim_check_failed"`
 	ClaimCheckFailedBy map[ClaimCheckCause]int `json:"claim_check_failed_by,omitempty"`
 	// Unrestored lists the first MaxLetters of them.
@@ -195,6 +196,10 @@ func (r *Redriver) selectRecord(req SelectRequest) AuditEntry {
 	}
 	return AuditEntry{Actor: req.Owner, Action: ActionSelect, Why: req.Why, Reasons: rs, Fingerprints: req.Fingerprints, Detail: d}
 }
+
+// WouldMove is, for a dry run, how many chosen dead letters would move:
+// Matched less those whose claim check would restore nothing.
+func (res *SelectResult) WouldMove() int { return res.Matched - res.ClaimCheckFailed }
 
 func (res *SelectResult) counts() map[string]int {
 	c := map[string]int{"seen": res.Seen, "matched": res.Matched, "moved": res.Moved, "released": res.Released,
@@ -264,7 +269,7 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 		}
 	}
 	err := r.runSelect(ctx, api, req, res)
-	if err == nil && res.ClaimCheckFailed > 0 {
+	if err == nil && res.ClaimCheckFailed > 0 && !req.DryRun {
 		err = unrestoredErr(res)
 	}
 	if err == nil && res.Partial == "" && res.Seen < res.DepthAtStart {
@@ -489,8 +494,25 @@ func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectReque
 			res.Matched++
 			if req.DryRun {
 				o := Restore(&l)
-				res.Letters = append(res.Letters, Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID,
-					Reason: l.Reason, Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)})
+				mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID,
+					Reason: l.Reason, Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)}
+				// A claim check is read as the move would read it (S3
+				// GetObject only): a letter it would leave behind is
+				// reported so, not as one that would move.
+				if err := r.restoreEvidence(ctx, &o); err != nil {
+					leave(&l)
+					res.Released++
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					var cc *ClaimCheckError
+					if !errors.As(err, &cc) {
+						cc = &ClaimCheckError{Ref: o.Evidence, Cause: ClaimCheckUnreadable, Err: err}
+					}
+					moveStatus{claimCheck: cc}.apply(res, l.Reason, mv)
+					continue
+				}
+				res.Letters = append(res.Letters, mv)
 				leave(&l)
 				res.Released++
 				continue

@@ -499,7 +499,7 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
 	verb := "moved"
 	n := res.Moved
 	if res.DryRun {
-		verb, n = "would move", res.Matched
+		verb, n = "would move", res.WouldMove()
 	}
 	fmt.Fprintf(w, "%s: %s %d of %d dead letters seen (released %d)\n", name, verb, n, res.Seen, res.Released)
 	for _, reason := range redrive.SortedReasons(res.ByReason) {
@@ -523,8 +523,11 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
 			causes = append(causes, fmt.Sprintf("%s %d", c, n))
 		}
 		sort.Strings(causes)
-		fmt.Fprintf(w, "left in the DLQ: %d whose claim check restored nothing (%s): never sent without the attributes they gave up; fix the claim check (or --evidence-bucket) and rerun, or reject them\n",
-			res.ClaimCheckFailed, strings.Join(causes, ", "))
+		what := "left in the DLQ: %d whose claim check restored nothing (%s): never sent without the attributes they gave up; fix the claim check (or --evidence-bucket) and rerun, or reject them\n"
+		if res.DryRun {
+			what = "would stay in the DLQ: %d whose claim check restores nothing (%s): never sent without the attributes they gave up; fix the claim check (or --evidence-bucket) first, or reject them\n"
+		}
+		fmt.Fprintf(w, what, res.ClaimCheckFailed, strings.Join(causes, ", "))
 		for i, u := range res.Unrestored {
 			if i == 10 {
 				fmt.Fprintf(w, "  … %d more (-o json lists up to %d)\n", res.ClaimCheckFailed-i, redrive.MaxLetters)

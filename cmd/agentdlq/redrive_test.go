@@ -296,6 +296,16 @@ func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
 	assert.Contains(t, s, "  d-1  reason unclassified  missing: read claim check s3://b/k1: NoSuchKey")
 	assert.Contains(t, s, "  d-2  reason unclassified  unreadable: ")
 	assert.NotContains(t, s, "sends failed", "not a failed send")
+
+	// A dry run says the same as a prediction: those letters would stay,
+	// and would-move counts the others only.
+	res.DryRun, res.Moved = true, 0
+	out.Reset()
+	writeSelectResult(&out, "agent-tasks", res)
+	s = out.String()
+	assert.Contains(t, s, "agent-tasks: would move 1 of 3 dead letters seen")
+	assert.Contains(t, s, "would stay in the DLQ: 2 whose claim check restores nothing (missing 1, unreadable 1)")
+	assert.NotContains(t, s, "left in the DLQ")
 }
 
 // select reads a claim check only from the eval bucket (--evidence-bucket):
