@@ -29,15 +29,10 @@ func TestLedgerGetBadInput(t *testing.T) {
 // its receipt, an effect started without a receipt (the effect_unknown
 // case an operator reconciles), and a key the ledger never saw.
 func TestLedgerGetEmulator(t *testing.T) {
-	cfg := localtest.AWS(t)
-	table := localtest.Table(t, cfg)
-	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
+	table, l := ledgerWithDoneKey(t)
 	ctx := t.Context()
 	now := time.Now()
-	_, err := l.Begin(ctx, "done-key", "m1", now, time.Minute)
-	require.NoError(t, err)
-	require.NoError(t, l.Complete(ctx, "done-key", "m1", "receipt-abc", now))
-	_, err = l.Begin(ctx, "mail-key", "m2", now, time.Minute)
+	_, err := l.Begin(ctx, "mail-key", "m2", now, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, l.StartEffect(ctx, "mail-key", "m2", now))
 	_, err = l.DeadLettered(ctx, "mail-key", deadletter.ReasonEffectUnknown, now)
@@ -71,14 +66,7 @@ func TestLedgerGetEmulator(t *testing.T) {
 // names it, after the entries of the keys found; with -o json the error
 // object (code not_found) after their lines.
 func TestLedgerGetNotFoundEmulator(t *testing.T) {
-	cfg := localtest.AWS(t)
-	table := localtest.Table(t, cfg)
-	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
-	ctx := t.Context()
-	now := time.Now()
-	_, err := l.Begin(ctx, "done-key", "m1", now, time.Minute)
-	require.NoError(t, err)
-	require.NoError(t, l.Complete(ctx, "done-key", "m1", "receipt-abc", now))
+	table, _ := ledgerWithDoneKey(t)
 
 	stdout, stderr, code := runArgs(t, "ledger", "get", "--ledger-table", table, "--key", "never-seen")
 	assert.Equal(t, exitRefused, code, stdout+stderr)
@@ -126,4 +114,18 @@ func TestLedgerTableName(t *testing.T) {
 			assert.Equal(t, tt.want, ledgerTableName(tt.flag))
 		})
 	}
+}
+
+// ledgerWithDoneKey is a fresh ledger table on the emulator holding one key,
+// done-key, done with receipt-abc.
+func ledgerWithDoneKey(t *testing.T) (string, *ledger.Dynamo) {
+	t.Helper()
+	cfg := localtest.AWS(t)
+	table := localtest.Table(t, cfg)
+	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
+	now := time.Now()
+	_, err := l.Begin(t.Context(), "done-key", "m1", now, time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, l.Complete(t.Context(), "done-key", "m1", "receipt-abc", now))
+	return table, l
 }
