@@ -180,10 +180,6 @@ func (d *decoder) object(i, depth int, member func(key []byte, j int) (int, erro
 	if depth > jsonscan.MaxDepth {
 		return -1, d.fail(i, "JSON nested too deep")
 	}
-	var kbuf []byte
-	if depth < len(d.kbufs) {
-		kbuf = d.kbufs[depth]
-	}
 	i = jsonscan.SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
@@ -200,21 +196,12 @@ func (d *decoder) object(i, depth int, member func(key []byte, j int) (int, erro
 		}
 		key := b[i+1 : end-1]
 		if flags != 0 {
-			key = plainOrUnquote(kbuf[:0], key)
-		}
-		if depth < len(d.kbufs) && cap(key) > cap(kbuf) && len(key) > 0 && &key[0] != &b[i+1] {
-			kbuf = key[:0]
-			d.kbufs[depth] = kbuf
-		}
-		i = jsonscan.SkipWS(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return -1, d.fail(i, "invalid JSON: want ':'")
-		}
-		i = jsonscan.SkipWS(b, i+1)
-		if i >= len(b) {
-			return -1, d.fail(i, "invalid JSON: want a value")
+			key = d.key(depth, key)
 		}
 		var err error
+		if i, err = d.colon(end); err != nil {
+			return -1, err
+		}
 		if i, err = member(key, i); err != nil {
 			return -1, err
 		}
@@ -672,8 +659,12 @@ func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (i
 }
 
 // key decodes an object key at depth that needs it (ScanString's flags not
-// zero) into the decoder's buffer for that depth, as object does.
+// zero) into the decoder's buffer for that depth (a new slice past the
+// depths that have one): the key is valid until the next key at that depth.
 func (d *decoder) key(depth int, raw []byte) []byte {
+	if depth >= len(d.kbufs) {
+		return plainOrUnquote(nil, raw)
+	}
 	key := plainOrUnquote(d.kbufs[depth][:0], raw)
 	if cap(key) > cap(d.kbufs[depth]) && len(key) > 0 && &key[0] != &raw[0] {
 		d.kbufs[depth] = key[:0]
