@@ -60,21 +60,40 @@ func benchEvent(n, poisonEvery int) events.SQSEvent {
 }
 
 // BenchmarkWorker runs the real handler (processor, decode, ledger, tool
-// SHA-256, dead letters) on batches of ~1 KB tasks. Each iteration has a
-// fresh in-memory ledger so that it does the full work; ns/op is per batch,
-// ns/record per record.
-func BenchmarkWorker(b *testing.B) {
+// SHA-256, dead letters) on batches of ~1 KB tasks through Handle
+// (events.SQSEvent). Each iteration has a fresh in-memory ledger so that it
+// does the full work; ns/op is per batch, ns/record per record.
+func BenchmarkWorker(b *testing.B) { benchWorker(b, false) }
+
+// BenchmarkWorkerLean is BenchmarkWorker on the lean path: the event is
+// decoded once by batch.DecodeEvent (its cost is BenchmarkDecodeEvent's in
+// functions/batch) and HandleEvent runs on it, so that the per-record cost
+// compares with BenchmarkWorker's Handle.
+func BenchmarkWorkerLean(b *testing.B) { benchWorker(b, true) }
+
+func benchWorker(b *testing.B, lean bool) {
 	for _, mix := range []struct {
 		name        string
 		poisonEvery int
 	}{{"ok", 0}, {"poison10pct", 10}} {
 		for _, size := range []int{10, 100, 10000} {
 			b.Run(fmt.Sprintf("%s/batch=%d", mix.name, size), func(b *testing.B) {
-				ev := benchEvent(size, mix.poisonEvery)
+				sev := benchEvent(size, mix.poisonEvery)
+				handle := func(w *Worker) (events.SQSEventResponse, error) { return w.Handle(context.Background(), sev) }
+				if lean {
+					payload, err := json.Marshal(sev)
+					if err != nil {
+						b.Fatal(err)
+					}
+					ev, err := batch.DecodeEvent(payload)
+					if err != nil {
+						b.Fatal(err)
+					}
+					handle = func(w *Worker) (events.SQSEventResponse, error) { return w.HandleEvent(context.Background(), ev) }
+				}
 				p, q := testPipeline(b, false, 4)
 				rec := &sqsio.Recorder{Discard: true} // a real client keeps nothing it sent
 				log := slog.New(batch.NewLogHandler(io.Discard, nil))
-				ctx := context.Background()
 				b.ReportAllocs()
 				cpu0 := rusage.CPUTime()
 				for b.Loop() {
@@ -86,56 +105,13 @@ func BenchmarkWorker(b *testing.B) {
 					if err != nil {
 						b.Fatal(err)
 					}
-					resp, err := w.Handle(ctx, ev)
+					resp, err := handle(w)
 					if err != nil || len(resp.BatchItemFailures) != 0 {
 						b.Fatalf("unexpected failures: %v %v", err, resp.BatchItemFailures)
 					}
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/record")
 				// CPU of the whole process (GC included) per record.
-				b.ReportMetric(float64((rusage.CPUTime()-cpu0).Nanoseconds())/float64(b.N*size), "cpu-ns/record")
-			})
-		}
-	}
-}
-
-// BenchmarkWorkerLean is BenchmarkWorker on the lean path: the event is
-// decoded once by batch.DecodeEvent (its cost is BenchmarkDecodeEvent's in
-// functions/batch) and HandleEvent runs on it, so that the per-record cost
-// compares with BenchmarkWorker's Handle.
-func BenchmarkWorkerLean(b *testing.B) {
-	for _, mix := range []struct {
-		name        string
-		poisonEvery int
-	}{{"ok", 0}, {"poison10pct", 10}} {
-		for _, size := range []int{10, 100, 10000} {
-			b.Run(fmt.Sprintf("%s/batch=%d", mix.name, size), func(b *testing.B) {
-				payload, err := json.Marshal(benchEvent(size, mix.poisonEvery))
-				if err != nil {
-					b.Fatal(err)
-				}
-				ev, err := batch.DecodeEvent(payload)
-				if err != nil {
-					b.Fatal(err)
-				}
-				p, q := testPipeline(b, false, 4)
-				rec := &sqsio.Recorder{Discard: true} // as BenchmarkWorker
-				log := slog.New(batch.NewLogHandler(io.Discard, nil))
-				ctx := context.Background()
-				b.ReportAllocs()
-				cpu0 := rusage.CPUTime()
-				for b.Loop() {
-					rec.Reset()
-					w, err := New(Config{Pipeline: p, Queues: q, SQS: rec, Ledger: ledger.NewMemory(), Logger: log, Metrics: io.Discard})
-					if err != nil {
-						b.Fatal(err)
-					}
-					resp, err := w.HandleEvent(ctx, ev)
-					if err != nil || len(resp.BatchItemFailures) != 0 {
-						b.Fatalf("unexpected failures: %v %v", err, resp.BatchItemFailures)
-					}
-				}
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*size), "ns/record")
 				b.ReportMetric(float64((rusage.CPUTime()-cpu0).Nanoseconds())/float64(b.N*size), "cpu-ns/record")
 			})
 		}
