@@ -185,20 +185,10 @@ func (d *decoder) object(i, depth int, member func(key []byte, j int) (int, erro
 		return i + 1, nil
 	}
 	for {
-		if i >= len(b) || b[i] != '"' {
-			return -1, d.fail(i, "invalid JSON: want a key")
+		key, end, err := d.keyAt(i, depth)
+		if err != nil {
+			return -1, err
 		}
-		// ScanString's flags say whether the key needs decoding (almost
-		// none does), which spares plainOrUnquote's two passes over it.
-		end, flags := jsonscan.ScanString(b, i)
-		if end < 0 {
-			return -1, d.fail(i, "invalid JSON string")
-		}
-		key := b[i+1 : end-1]
-		if flags != 0 {
-			key = d.key(depth, key)
-		}
-		var err error
 		if i, err = d.colon(end); err != nil {
 			return -1, err
 		}
@@ -593,16 +583,9 @@ func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (i
 		return i + 1, nil
 	}
 	for {
-		if i >= len(b) || b[i] != '"' {
-			return -1, d.fail(i, "invalid JSON: want a key")
-		}
-		end, flags := jsonscan.ScanString(b, i)
-		if end < 0 {
-			return -1, d.fail(i, "invalid JSON string")
-		}
-		key := b[i+1 : end-1]
-		if flags != 0 {
-			key = d.key(4, key)
+		key, end, err := d.keyAt(i, 4)
+		if err != nil {
+			return -1, err
 		}
 		dup := false
 		if names != nil {
@@ -656,6 +639,26 @@ func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (i
 			return i, err
 		}
 	}
+}
+
+// keyAt reads the object key whose opening quote should be b[i], at depth:
+// the key decoded (a view of the payload when it needs no decoding, which
+// ScanString's flags say for almost every key, sparing plainOrUnquote's two
+// passes over it) and the index after its closing quote.
+func (d *decoder) keyAt(i, depth int) ([]byte, int, error) {
+	b := d.b
+	if i >= len(b) || b[i] != '"' {
+		return nil, -1, d.fail(i, "invalid JSON: want a key")
+	}
+	end, flags := jsonscan.ScanString(b, i)
+	if end < 0 {
+		return nil, -1, d.fail(i, "invalid JSON string")
+	}
+	key := b[i+1 : end-1]
+	if flags != 0 {
+		key = d.key(depth, key)
+	}
+	return key, end, nil
 }
 
 // key decodes an object key at depth that needs it (ScanString's flags not
@@ -762,15 +765,11 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (i
 		}
 		f, end := mFieldAt(b, i)
 		if f < 0 {
-			var flags uint8
-			if end, flags = jsonscan.ScanString(b, i); end < 0 {
-				return -1, d.fail(i, "invalid JSON string")
+			key, kend, err := d.keyAt(i, 5)
+			if err != nil {
+				return -1, err
 			}
-			key := b[i+1 : end-1]
-			if flags != 0 {
-				key = d.key(5, key)
-			}
-			f = mFieldIndex(key)
+			f, end = mFieldIndex(key), kend
 		}
 		j, err := d.colon(end)
 		if err != nil {
