@@ -1,14 +1,11 @@
 package console
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -28,25 +25,9 @@ type FileAudit struct {
 // Records reads every entry (none when the file does not exist yet). A line
 // that is not an entry is skipped: the page shows what it can.
 func (a *FileAudit) Records(_ context.Context) ([]redrive.AuditEntry, error) {
-	f, err := os.Open(a.Path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
+	out, err := a.Read(true)
 	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []redrive.AuditEntry
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		var rec redrive.AuditEntry
-		if json.Unmarshal(sc.Bytes(), &rec) == nil && rec.Action != "" {
-			out = append(out, rec)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return out, fmt.Errorf("console: audit %s: %w", a.Path, err)
+		return out, fmt.Errorf("console: audit: %w", err)
 	}
 	return out, nil
 }

@@ -111,3 +111,31 @@ func TestAuditStoreFailureIsReturned(t *testing.T) {
 	err := a.Record(context.Background(), AuditEntry{Pipeline: "p", Action: ActionPlan})
 	assert.ErrorIs(t, err, io.ErrClosedPipe)
 }
+
+// A file audit read back: strictly (Entries, what redrive plan decides
+// from) a line that is not a record is an error naming it; leniently (the
+// console's audit page) it is skipped and the records around it are kept.
+func TestFileStoreRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	s := &FileStore{Path: path}
+	got, err := s.Read(false)
+	require.NoError(t, err)
+	assert.Empty(t, got, "a missing file holds no record")
+	ctx := context.Background()
+	require.NoError(t, s.Append(ctx, AuditEntry{Pipeline: "agent-tasks", Action: ActionReject, Actor: "alice", Outcome: OutcomeOK}))
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	require.NoError(t, err)
+	_, err = f.WriteString("not json\n\n{\"pipeline\":\"agent-tasks\"}\n")
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	require.NoError(t, s.Append(ctx, AuditEntry{Pipeline: "other", Action: ActionSelect, Actor: "bob", Outcome: OutcomeOK}))
+
+	_, err = s.Read(false)
+	require.ErrorContains(t, err, "line 2")
+	_, err = s.Entries(ctx, "agent-tasks")
+	require.ErrorContains(t, err, "line 2")
+	got, err = s.Read(true)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, []string{"alice", "bob"}, []string{got[0].Actor, got[1].Actor})
+}

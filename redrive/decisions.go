@@ -53,6 +53,25 @@ func (a *Auditor) Entries(ctx context.Context, pipelineName string, actions ...A
 // first. A missing file holds no record; a line that is not a record is an
 // error naming its line number.
 func (s *FileStore) Entries(_ context.Context, pipelineName string, actions ...Action) ([]AuditEntry, error) {
+	all, err := s.Read(false)
+	if err != nil {
+		return nil, err
+	}
+	var out []AuditEntry
+	for _, e := range all {
+		if e.Pipeline == pipelineName && wanted(e.Action, actions) {
+			out = append(out, e)
+		}
+	}
+	sortEntries(out)
+	return out, nil
+}
+
+// Read returns every record of the file, in file order; a missing file
+// holds none. A line that is not a record (not JSON, or no action) is an
+// error naming its line number, unless lenient, which skips it (the
+// console's audit page shows what it can).
+func (s *FileStore) Read(lenient bool) ([]AuditEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, err := os.Open(s.Path)
@@ -71,17 +90,21 @@ func (s *FileStore) Entries(_ context.Context, pipelineName string, actions ...A
 			continue
 		}
 		var e AuditEntry
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+		err := json.Unmarshal(sc.Bytes(), &e)
+		if err == nil && e.Action == "" {
+			err = errors.New("a record without an action")
+		}
+		if err != nil {
+			if lenient {
+				continue
+			}
 			return nil, fmt.Errorf("%s line %d: %w", s.Path, n, err)
 		}
-		if e.Pipeline == pipelineName && wanted(e.Action, actions) {
-			out = append(out, e)
-		}
+		out = append(out, e)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", s.Path, err)
+		return out, fmt.Errorf("%s: %w", s.Path, err)
 	}
-	sortEntries(out)
 	return out, nil
 }
 
