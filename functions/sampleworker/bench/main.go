@@ -268,18 +268,14 @@ func (l *lean) chunk(ctx context.Context, n, maxReceive int, fifo, drop bool) (*
 	for len(l.bufs) < n {
 		l.bufs = append(l.bufs, make([]byte, l.size))
 	}
-	workers := make([]*sampleworker.Worker, n)
-	recs := make([]*sqsio.Recorder, n)
 	for i := range n {
 		if err := l.fill(l.bufs[i]); err != nil {
 			return nil, err
 		}
-		recs[i] = &sqsio.Recorder{}
-		w, err := newWorker(maxReceive, fifo, recs[i])
-		if err != nil {
-			return nil, err
-		}
-		workers[i] = w
+	}
+	workers, recs, err := newWorkers(n, maxReceive, fifo)
+	if err != nil {
+		return nil, err
 	}
 	o := &outcome{}
 	l.evs = l.evs[:0]
@@ -311,15 +307,9 @@ func (l *lean) chunk(ctx context.Context, n, maxReceive int, fifo, drop bool) (*
 
 // chunkOnce handles the event decoded once (-decode once) n times.
 func (l *lean) chunkOnce(ctx context.Context, n, maxReceive int, fifo, drop bool) (*outcome, error) {
-	workers := make([]*sampleworker.Worker, n)
-	recs := make([]*sqsio.Recorder, n)
-	for i := range n {
-		recs[i] = &sqsio.Recorder{}
-		w, err := newWorker(maxReceive, fifo, recs[i])
-		if err != nil {
-			return nil, err
-		}
-		workers[i] = w
+	workers, recs, err := newWorkers(n, maxReceive, fifo)
+	if err != nil {
+		return nil, err
 	}
 	o := &outcome{}
 	c0 := rusage.CPUTime()
@@ -419,6 +409,22 @@ func (o *outcome) summarize(res *result, b bencher) error {
 // newWorker builds the sample worker as `agentdlq bench` does: a local
 // pipeline, the recording DLQ, a fresh memory ledger, logs and metrics
 // discarded, concurrency 1.
+// newWorkers builds n workers, each with its own recording DLQ (a chunk's
+// repeats, built before the clock starts).
+func newWorkers(n, maxReceive int, fifo bool) ([]*sampleworker.Worker, []*sqsio.Recorder, error) {
+	workers := make([]*sampleworker.Worker, n)
+	recs := make([]*sqsio.Recorder, n)
+	for i := range n {
+		recs[i] = &sqsio.Recorder{}
+		w, err := newWorker(maxReceive, fifo, recs[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		workers[i] = w
+	}
+	return workers, recs, nil
+}
+
 func newWorker(maxReceive int, fifo bool, rec *sqsio.Recorder) (*sampleworker.Worker, error) {
 	p := &pipeline.Pipeline{Name: "invoke", Owner: "local", FIFO: fifo}
 	p.ApplyDefaults()
