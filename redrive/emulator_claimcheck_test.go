@@ -239,7 +239,7 @@ func (l *local) deadLetterBig(key string) sent {
 // claimCheckRequest redrives the unclassified dead letters of l.
 func claimCheckRequest(l *local) SelectRequest {
 	return SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed in worker v2"}, Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}},
-		Rate: 200, WaitSeconds: -1, IdleReceives: 2, Ack: Ack{FixDeployed: "worker v2"}}
+		Rate: 200, Hold: lostReceiveHold, WaitSeconds: 1, IdleReceives: 3, Ack: Ack{FixDeployed: "worker v2"}}
 }
 
 // visible is the queue's visible messages (not in flight).
