@@ -11,4 +11,9 @@
 // value is refused rather than wrapped into a plausible one; the owner must
 // be a valid AWS tag value (it is stamped as the agentdlq:owner tag) with no
 // spaces around it.
+//
+// max_message_bytes, the hot queue's MaximumMessageSize, stops
+// DeadLetterReserveBytes short of SQS's 1 MiB: the DLQ takes that much more
+// (DLQMaxMessageBytes), so that the dead letter of any message the hot queue
+// accepts fits with its dlq_reason and dlq_meta.
 package pipeline

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -48,6 +49,46 @@ const (
 	MaxBatchSizeStandard = 10000
 	MaxBatchWindow       = 300 * time.Second
 )
+
+// Message sizes. SQS bounds a queue's MaximumMessageSize to 1,024 ..
+// 1,048,576 bytes (1 MiB, the default of queues made since August 2025) and
+// counts a message as its body plus each attribute's name, data type and
+// value.
+//
+// A dead letter is the original body, byte for byte, plus dlq_reason and
+// dlq_meta, so a DLQ must take DeadLetterReserveBytes more than its hot
+// queue: the hot queue's MaximumMessageSize is at most 1 MiB less the
+// reserve (max_message_bytes, default DefaultMaxMessageBytes), and its DLQ's
+// is the hot queue's plus the reserve (Pipeline.DLQMaxMessageBytes). The
+// construct and the local topology set both, and the worker learns its DLQ's
+// from EnvDLQMaxMessageBytes, so that a body at the hot queue's maximum is
+// dead-lettered at once with its reason instead of being retried until the
+// broker moves it.
+const (
+	SQSMinMessageBytes = 1024
+	SQSMaxMessageBytes = 1 << 20
+	// DeadLetterReserveBytes is what a dead letter may add to its original
+	// message once deadletter.FitDeadLetter has given up all it can (the
+	// original attributes, the attempt history, all of dlq_meta but its
+	// identity): dlq_reason and an identity-only dlq_meta. Their worst case
+	// is about 5.3 KB: the idempotency key, task id and trace id cut to 256
+	// bytes each and every byte JSON-escaped to six (\u0001), a message id
+	// as SQS issues it (a 36-character UUID) in message_id and in the claim
+	// check's reference, with a 63-character bucket and a 40-character
+	// pipeline name, and times at their longest. 8 KiB covers that with room
+	// for message ids of up to 128 bytes of any kind;
+	// TestReserveFitsTheWorstDeadLetter holds it to FitDeadLetter.
+	DeadLetterReserveBytes = 8 * 1024
+	// DefaultMaxMessageBytes is the hot queue's default MaximumMessageSize,
+	// the most it can be: 1 MiB less the dead-letter reserve (1,040,384 bytes).
+	DefaultMaxMessageBytes = SQSMaxMessageBytes - DeadLetterReserveBytes
+)
+
+// EnvDLQMaxMessageBytes is the worker's environment variable that states its
+// DLQ's MaximumMessageSize in bytes, the most a dead letter it sends may be
+// (docs/wiring.md). The construct sets it; Pipeline.WorkerDLQMaxMessageBytes
+// reads it.
+const EnvDLQMaxMessageBytes = "AGENTDLQ_DLQ_MAX_MESSAGE_BYTES"
 
 // FIFOPoison says what a FIFO pipeline does with poison in a message group.
 type FIFOPoison string
@@ -109,6 +150,10 @@ type Pipeline struct {
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
 	// WorkerMemoryMB is optional (default 256).
 	WorkerMemoryMB int `json:"worker_memory_mb,omitempty"`
+	// MaxMessageBytes is optional (default DefaultMaxMessageBytes, 1,040,384):
+	// the hot queue's MaximumMessageSize, 1,024 up to 1 MiB less
+	// DeadLetterReserveBytes; its DLQ's is this plus the reserve.
+	MaxMessageBytes int `json:"max_message_bytes,omitempty"`
 	// Backoff is optional: the visibility backoff of transient failures.
 	Backoff Backoff `json:"backoff"`
 	// RedriveLoopAfter is optional (default 2): a key dead-lettered again after
@@ -274,6 +319,7 @@ func (p *Pipeline) ApplyDefaults() {
 	def(&p.BatchSize, 10)
 	def(&p.MaxConcurrency, 10)
 	def(&p.WorkerMemoryMB, 256)
+	def(&p.MaxMessageBytes, DefaultMaxMessageBytes)
 	if !p.Backoff.Disabled {
 		def(&p.Backoff.BaseSeconds, 2)
 		def(&p.Backoff.MaxSeconds, 120)
@@ -366,6 +412,10 @@ func (p *Pipeline) Validate() error {
 	if p.WorkerMemoryMB < 128 || p.WorkerMemoryMB > 10240 {
 		bad("worker_memory_mb %d is outside 128..10240", p.WorkerMemoryMB)
 	}
+	if !within(p.MaxMessageBytes, SQSMinMessageBytes, DefaultMaxMessageBytes) {
+		bad("max_message_bytes %d is outside %d..%d: SQS allows 1 MiB (%d bytes) a message, and the DLQ needs %d bytes more than the hot queue for dlq_reason and dlq_meta",
+			p.MaxMessageBytes, SQSMinMessageBytes, DefaultMaxMessageBytes, SQSMaxMessageBytes, DeadLetterReserveBytes)
+	}
 	if !p.Backoff.Disabled {
 		if p.Backoff.BaseSeconds < 1 || p.Backoff.MaxSeconds < p.Backoff.BaseSeconds || p.Backoff.MaxSeconds > int(MaxVisibilityTimeout/time.Second) {
 			bad("backoff needs 1 <= base_seconds <= max_seconds <= 43200 (got %d, %d)", p.Backoff.BaseSeconds, p.Backoff.MaxSeconds)
@@ -446,6 +496,29 @@ func (p *Pipeline) VisibilityTimeout() time.Duration {
 // BatchWindow is the event source's maximum batching window.
 func (p *Pipeline) BatchWindow() time.Duration {
 	return time.Duration(p.BatchWindowSeconds) * time.Second
+}
+
+// DLQMaxMessageBytes is the DLQ's MaximumMessageSize: the hot queue's plus
+// DeadLetterReserveBytes, so that the dead letter of any message the hot
+// queue accepted fits.
+func (p *Pipeline) DLQMaxMessageBytes() int { return p.MaxMessageBytes + DeadLetterReserveBytes }
+
+// WorkerDLQMaxMessageBytes is the DLQ's MaximumMessageSize as a worker's
+// environment states it: getenv(EnvDLQMaxMessageBytes), which the construct
+// sets, or, when that is unset, DLQMaxMessageBytes (what the construct and
+// the local topology create for the definition). A value that is not an
+// integer in SQS's 1,024..1,048,576 is an error. getenv is os.Getenv in a
+// Lambda's main.
+func (p *Pipeline) WorkerDLQMaxMessageBytes(getenv func(string) string) (int, error) {
+	v := getenv(EnvDLQMaxMessageBytes)
+	if v == "" {
+		return p.DLQMaxMessageBytes(), nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || !within(n, SQSMinMessageBytes, SQSMaxMessageBytes) {
+		return 0, fmt.Errorf("%s %q is not a message size in SQS's %d..%d bytes", EnvDLQMaxMessageBytes, v, SQSMinMessageBytes, SQSMaxMessageBytes)
+	}
+	return n, nil
 }
 
 // HotQueueName is the hot queue's name where the name is ours to choose

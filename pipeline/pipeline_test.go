@@ -26,6 +26,8 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 10, p.BatchSize)
 	assert.Equal(t, FIFOPoisonDeadLetter, p.FIFOPoison)
 	assert.Equal(t, 3, p.Eval.Threshold)
+	assert.Equal(t, 1040384, p.MaxMessageBytes, "1 MiB less the dead-letter reserve")
+	assert.Equal(t, 1<<20, p.DLQMaxMessageBytes(), "the DLQ takes SQS's 1 MiB")
 	assert.Equal(t, "agent-tasks", p.HotQueueName())
 	assert.Equal(t, "agent-tasks-dlq", p.DLQName())
 	p.FIFO = true
@@ -78,6 +80,14 @@ func TestValidate(t *testing.T) {
 		{"owner too long", func(p *Pipeline) { p.Owner = strings.Repeat("a", 257) }, "not a valid AWS tag value"},
 		{"owner with tag characters", func(p *Pipeline) { p.Owner = "team:platform/on-call@example.com + ops_1=é" }, ""},
 		{"owner of 256", func(p *Pipeline) { p.Owner = strings.Repeat("é", 256) }, ""},
+		// The hot queue leaves the DLQ room for the dead-letter attributes.
+		{"max message bytes at the most", func(p *Pipeline) { p.MaxMessageBytes = SQSMaxMessageBytes - DeadLetterReserveBytes }, ""},
+		{"max message bytes at SQS's least", func(p *Pipeline) { p.MaxMessageBytes = 1024 }, ""},
+		{"max message bytes of 1 MiB", func(p *Pipeline) { p.MaxMessageBytes = 1 << 20 },
+			"max_message_bytes 1048576 is outside 1024..1040384: SQS allows 1 MiB (1048576 bytes) a message, and the DLQ needs 8192 bytes more"},
+		{"max message bytes one over", func(p *Pipeline) { p.MaxMessageBytes = 1040385 }, "max_message_bytes 1040385 is outside"},
+		{"max message bytes below SQS's least", func(p *Pipeline) { p.MaxMessageBytes = 1023 }, "max_message_bytes 1023 is outside"},
+		{"max message bytes negative", func(p *Pipeline) { p.MaxMessageBytes = -1 }, "max_message_bytes -1 is outside"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -183,4 +193,41 @@ func TestRepositoryDefinition(t *testing.T) {
 	assert.ErrorContains(t, err, `unknown pipeline "no-such-pipeline" (known: agent-tasks, agent-steps)`)
 	_, err = Load("does-not-exist.json")
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestWorkerDLQMaxMessageBytes(t *testing.T) {
+	t.Parallel()
+	p := valid()
+	p.MaxMessageBytes = 200_000
+	p.ApplyDefaults()
+	require.NoError(t, p.Validate())
+	tests := []struct {
+		name    string
+		env     map[string]string
+		want    int
+		wantErr string
+	}{
+		{name: "unset: the definition's DLQ", want: 200_000 + DeadLetterReserveBytes},
+		{name: "set by the construct", env: map[string]string{"AGENTDLQ_DLQ_MAX_MESSAGE_BYTES": "1048576"}, want: 1 << 20},
+		{name: "a DLQ made before 2025", env: map[string]string{"AGENTDLQ_DLQ_MAX_MESSAGE_BYTES": "262144"}, want: 262144},
+		{name: "SQS's least", env: map[string]string{"AGENTDLQ_DLQ_MAX_MESSAGE_BYTES": "1024"}, want: 1024},
+		{name: "over 1 MiB", env: map[string]string{"AGENTDLQ_DLQ_MAX_MESSAGE_BYTES": "1048577"},
+			wantErr: `AGENTDLQ_DLQ_MAX_MESSAGE_BYTES "1048577" is not a message size in SQS's 1024..1048576 bytes`},
+		{name: "under SQS's least", env: map[string]string{"AGENTDLQ_DLQ_MAX_MESSAGE_BYTES": "1023"}, wantErr: `"1023" is not a message size`},
+		{name: "a unit", env: map[string]string{"AGENTDLQ_DLQ_MAX_MESSAGE_BYTES": "1MiB"}, wantErr: `"1MiB" is not a message size`},
+		{name: "space around", env: map[string]string{"AGENTDLQ_DLQ_MAX_MESSAGE_BYTES": " 262144"}, wantErr: `" 262144" is not a message size`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := p.WorkerDLQMaxMessageBytes(func(k string) string { return tt.env[k] })
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr)
+				assert.Zero(t, got)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
 }
