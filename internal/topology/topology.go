@@ -170,13 +170,16 @@ func Tags(p *pipeline.Pipeline, role string) map[string]string {
 	return map[string]string{pipeline.TagPipeline: p.Name, pipeline.TagOwner: p.Owner, pipeline.TagRole: role}
 }
 
-// DLQAttributes are the DLQ's attributes: the DLQ retention and, for FIFO,
-// a FIFO queue without content-based deduplication (the worker's dead letters
+// DLQAttributes are the DLQ's attributes: the DLQ retention, the maximum
+// message size (the hot queue's plus the dead-letter reserve, so that the
+// dead letter of any message the hot queue took fits) and, for FIFO, a FIFO
+// queue without content-based deduplication (the worker's dead letters
 // carry their own deduplication id, so two identical bodies dead-lettered
 // within five minutes are both kept).
 func DLQAttributes(p *pipeline.Pipeline) map[string]string {
 	a := map[string]string{
 		string(types.QueueAttributeNameMessageRetentionPeriod): seconds(p.DLQRetention().Seconds()),
+		string(types.QueueAttributeNameMaximumMessageSize):     strconv.Itoa(p.DLQMaxMessageBytes()),
 	}
 	if p.FIFO {
 		a[string(types.QueueAttributeNameFifoQueue)] = "true"
@@ -185,12 +188,14 @@ func DLQAttributes(p *pipeline.Pipeline) map[string]string {
 }
 
 // HotAttributes are the hot queue's attributes: its retention, visibility
-// timeout and the redrive policy to dlqARN with the pipeline's maxReceiveCount.
-// A FIFO hot queue deduplicates by content when a producer gives no id.
+// timeout, maximum message size and the redrive policy to dlqARN with the
+// pipeline's maxReceiveCount. A FIFO hot queue deduplicates by content when
+// a producer gives no id.
 func HotAttributes(p *pipeline.Pipeline, dlqARN string) map[string]string {
 	a := map[string]string{
 		string(types.QueueAttributeNameMessageRetentionPeriod): seconds(p.Retention().Seconds()),
 		string(types.QueueAttributeNameVisibilityTimeout):      seconds(p.VisibilityTimeout().Seconds()),
+		string(types.QueueAttributeNameMaximumMessageSize):     strconv.Itoa(p.MaxMessageBytes),
 		string(types.QueueAttributeNameRedrivePolicy):          RedrivePolicy(dlqARN, p.MaxReceiveCount),
 	}
 	if p.FIFO {

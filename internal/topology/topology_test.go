@@ -3,7 +3,9 @@ package topology_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/pipeline"
@@ -36,11 +39,12 @@ func TestAttributes(t *testing.T) {
 		{
 			name: "standard",
 			wantHot: map[string]string{
-				"MessageRetentionPeriod": "345600", // 96 h
-				"VisibilityTimeout":      "180",    // 6 x 30 s worker timeout
+				"MessageRetentionPeriod": "345600",  // 96 h
+				"VisibilityTimeout":      "180",     // 6 x 30 s worker timeout
+				"MaximumMessageSize":     "1040384", // 1 MiB less the dead-letter reserve
 				"RedrivePolicy":          `{"deadLetterTargetArn":"arn:dlq","maxReceiveCount":4}`,
 			},
-			wantDLQ: map[string]string{"MessageRetentionPeriod": "1209600"}, // 14 days
+			wantDLQ: map[string]string{"MessageRetentionPeriod": "1209600", "MaximumMessageSize": "1048576"}, // 14 days, 1 MiB
 		},
 		{
 			name: "fifo",
@@ -48,11 +52,12 @@ func TestAttributes(t *testing.T) {
 			wantHot: map[string]string{
 				"MessageRetentionPeriod":    "345600",
 				"VisibilityTimeout":         "180",
+				"MaximumMessageSize":        "1040384",
 				"RedrivePolicy":             `{"deadLetterTargetArn":"arn:dlq","maxReceiveCount":4}`,
 				"FifoQueue":                 "true",
 				"ContentBasedDeduplication": "true",
 			},
-			wantDLQ: map[string]string{"MessageRetentionPeriod": "1209600", "FifoQueue": "true"},
+			wantDLQ: map[string]string{"MessageRetentionPeriod": "1209600", "MaximumMessageSize": "1048576", "FifoQueue": "true"},
 		},
 	}
 	for _, tt := range tests {
@@ -203,6 +208,8 @@ func TestCreateOnEmulator(t *testing.T) {
 			assert.Equal(t, "345600", hot["MessageRetentionPeriod"])
 			dlq := attrs(t, client, q.DLQURL)
 			assert.Equal(t, "1209600", dlq["MessageRetentionPeriod"])
+			assert.Equal(t, "1040384", hot["MaximumMessageSize"], "1 MiB less the dead-letter reserve")
+			assert.Equal(t, "1048576", dlq["MaximumMessageSize"], "the hot queue's plus the reserve")
 			assert.JSONEq(t, topology.RedriveAllowPolicy(q.HotARN), dlq["RedriveAllowPolicy"])
 			for url, role := range map[string]string{q.HotURL: "hot", q.DLQURL: "dlq"} {
 				tags, err := client.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: aws.String(url)})
@@ -210,18 +217,62 @@ func TestCreateOnEmulator(t *testing.T) {
 				assert.Equal(t, map[string]string{pipeline.TagPipeline: p.Name, pipeline.TagOwner: p.Owner, pipeline.TagRole: role}, tags.Tags)
 			}
 
+			// The hot queue takes a body at its maximum and refuses one
+			// byte more; the DLQ takes that body's dead letter.
+			assertFits(t, client, p, q)
+
 			// Idempotent, also after a definition change.
 			p.VisibilityTimeoutSeconds = 240
+			p.MaxMessageBytes = 256 * 1024
 			again, err := topology.Create(ctx, client, p)
 			require.NoError(t, err)
 			assert.Equal(t, q, again)
 			assert.Equal(t, "240", attrs(t, client, q.HotURL)["VisibilityTimeout"])
+			assert.Equal(t, "262144", attrs(t, client, q.HotURL)["MaximumMessageSize"])
+			assert.Equal(t, "270336", attrs(t, client, q.DLQURL)["MaximumMessageSize"])
+			assertFits(t, client, p, q)
 
 			got, err := topology.ResolveWith(ctx, client, p, topology.Override{})
 			require.NoError(t, err)
 			assert.Equal(t, q, got)
 		})
 	}
+}
+
+// assertFits sends a body of the hot queue's maximum size to the hot queue
+// (and one a byte larger, which the emulator must refuse as SQS does), then
+// the body's dead letter with the largest dead-letter attributes
+// FitDeadLetter writes (escape-heavy identity fields, reduced to fit) to
+// the DLQ, which must take it.
+func assertFits(t *testing.T, client *sqs.Client, p *pipeline.Pipeline, q pipeline.Queues) {
+	t.Helper()
+	ctx := context.Background()
+	send := func(url, body string, attrs map[string]types.MessageAttributeValue) error {
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(url), MessageBody: aws.String(body), MessageAttributes: attrs}
+		if p.FIFO {
+			in.MessageGroupId, in.MessageDeduplicationId = aws.String("g"), aws.String(localtest.Unique("d"))
+		}
+		_, err := client.SendMessage(ctx, in)
+		return err
+	}
+	body := strings.Repeat("x", p.MaxMessageBytes)
+	require.NoError(t, send(q.HotURL, body, nil), "a body at the hot queue's maximum")
+	require.Error(t, send(q.HotURL, body+"x", nil), "a byte over the hot queue's maximum")
+
+	ctl := strings.Repeat("\x01", 256) // six bytes each in dlq_meta
+	meta := deadletter.Meta{
+		Reason: deadletter.ReasonToolVersionUnsupported, Attempts: 1, MessageID: "0f8fad5b-d9cb-469f-a165-70867728950e",
+		DeadLetteredAt: time.Now().UTC(), IdempotencyKey: ctl, TaskID: ctl, TraceID: ctl, InputSHA256: strings.Repeat("f", 64),
+		Error: strings.Repeat("\x01", 1000), SourceQueueARN: q.HotARN,
+	}
+	fitted, _, err := deadletter.FitDeadLetter(meta, nil, len(body), p.DLQMaxMessageBytes(), "s3://agentdlq-evals/"+p.Name+"/evidence/x.json")
+	require.NoError(t, err)
+	letter := map[string]types.MessageAttributeValue{}
+	for name, a := range fitted {
+		letter[name] = types.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: aws.String(a.StringValue)}
+	}
+	require.NoError(t, send(q.DLQURL, body, letter), "the dead letter of a body at the hot queue's maximum, %d bytes",
+		deadletter.MessageSize(len(body), fitted))
 }
 
 func attrs(t *testing.T, client *sqs.Client, url string) map[string]string {
