@@ -37,14 +37,17 @@
 //     access, TLS only, SSE-KMS, versioning, lifecycle, access logs to a log
 //     bucket under a bucket policy, ACLs disabled) and the KMS keys of the
 //     alarm topics and of the data.
-//   - Pipeline (one per hot queue): the hot queue (standard or FIFO) and its
-//     own DLQ (same type, 14 days, RedriveAllowPolicy byQueue naming only its
-//     source), SSE and TLS-only queue policies; a DLQ policy that denies the
+//   - Pipeline (one per hot queue): the hot queue (standard or FIFO,
+//     MaximumMessageSize max_message_bytes, 1 MiB less the dead-letter
+//     reserve by default) and its own DLQ (same type, 14 days, the
+//     reserve larger, so that every dead letter fits, RedriveAllowPolicy
+//     byQueue naming only its source), SSE and TLS-only queue policies; a DLQ policy that denies the
 //     message-move-task calls, DeleteMessage and PurgeQueue to everyone but
 //     the pipeline's redrive role, and SetQueueAttributes, DeleteQueue,
 //     AddPermission, RemovePermission, TagQueue and UntagQueue to everyone
-//     but the principal that deploys the stack; the worker Lambda (provided.al2023, arm64, GOMEMLIMIT
-//     at 90% of its memory) with its SQS event source
+//     but the principal that deploys the stack; the worker Lambda
+//     (provided.al2023, arm64, GOMEMLIMIT at 90% of its memory, its DLQ's
+//     size in AGENTDLQ_DLQ_MAX_MESSAGE_BYTES) with its SQS event source
 //     (ReportBatchItemFailures) and a role with exactly the calls its code
 //     makes; the redrive role, trusted by one named principal only; an
 //     encrypted, TLS-only alarm topic, the alarms of the pipeline and its

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -268,8 +269,12 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (p
 		encryption = awssqs.QueueEncryption_KMS
 	}
 
+	// The DLQ takes the dead-letter reserve more than the hot queue: the dead
+	// letter of any message the hot queue took fits with its dlq_reason and
+	// dlq_meta, and the worker is told the DLQ's size.
 	p.DLQ = awssqs.NewQueue(p.Construct, jsii.String("DLQ"), &awssqs.QueueProps{
 		Fifo:                jsii.Bool(def.FIFO),
+		MaxMessageSizeBytes: jsii.Number(float64(def.DLQMaxMessageBytes())),
 		RetentionPeriod:     awscdk.Duration_Hours(jsii.Number(float64(def.DLQRetentionHours))),
 		Encryption:          encryption,
 		EncryptionMasterKey: props.QueueKey,
@@ -311,6 +316,7 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (p
 	p.HotQueue = awssqs.NewQueue(p.Construct, jsii.String("HotQueue"), &awssqs.QueueProps{
 		QueueName:           jsii.String(hotName),
 		Fifo:                jsii.Bool(def.FIFO),
+		MaxMessageSizeBytes: jsii.Number(float64(def.MaxMessageBytes)),
 		RetentionPeriod:     awscdk.Duration_Hours(jsii.Number(float64(def.RetentionHours))),
 		VisibilityTimeout:   awscdk.Duration_Seconds(jsii.Number(float64(def.VisibilityTimeoutSeconds))),
 		Encryption:          encryption,
@@ -439,6 +445,8 @@ func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *Pipel
 			"AGENTDLQ_LEDGER_TABLE":    props.Ledger.TableName(),
 			"AGENTDLQ_WORKER_VERSION":  jsii.String(props.WorkerVersion),
 			"AGENTDLQ_EVIDENCE_BUCKET": props.Bucket.BucketName(),
+			// The most a dead letter may be: the DLQ's MaximumMessageSize.
+			pipeline.EnvDLQMaxMessageBytes: jsii.String(strconv.Itoa(def.DLQMaxMessageBytes())),
 			// The Go runtime collects before the function's memory runs out.
 			"GOMEMLIMIT": jsii.String(GoMemLimit(def.WorkerMemoryMB)),
 		},

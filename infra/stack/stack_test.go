@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -64,6 +65,8 @@ func TestHotQueueAndDLQ(t *testing.T) {
 		hotID, hot := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "hot")
 		dlqID, dlq := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
 		hp, dp := props(hot), props(dlq)
+		withDefaults := def
+		withDefaults.ApplyDefaults()
 
 		// The redrive policy names the pipeline's own DLQ with maxReceiveCount 3–5.
 		jsiiCheck(t, "hot queue", func() {
@@ -74,8 +77,22 @@ func TestHotQueueAndDLQ(t *testing.T) {
 				},
 				"MessageRetentionPeriod": def.RetentionHours * 3600,
 				"VisibilityTimeout":      def.VisibilityTimeoutSeconds,
+				"MaximumMessageSize":     withDefaults.MaxMessageBytes,
 			}))
 		})
+		// The DLQ takes the dead-letter reserve more than the hot queue,
+		// and the defaults reach SQS's 1 MiB.
+		assert.Equal(t, float64(withDefaults.MaxMessageBytes), hp["MaximumMessageSize"])
+		assert.Equal(t, float64(withDefaults.MaxMessageBytes+pipeline.DeadLetterReserveBytes), dp["MaximumMessageSize"])
+		switch withDefaults.MaxMessageBytes {
+		case pipeline.DefaultMaxMessageBytes:
+			assert.Equal(t, float64(1_040_384), hp["MaximumMessageSize"])
+			assert.Equal(t, float64(1_048_576), dp["MaximumMessageSize"])
+		case 256 * 1024:
+			assert.Equal(t, float64(262_144+8_192), dp["MaximumMessageSize"])
+		default:
+			t.Errorf("a pipeline of the fixture with max_message_bytes %d", withDefaults.MaxMessageBytes)
+		}
 		assert.Equal(t, float64(def.MaxReceiveCount), hp["RedrivePolicy"].(map[string]any)["maxReceiveCount"])
 		assert.GreaterOrEqual(t, def.MaxReceiveCount, 3)
 		assert.LessOrEqual(t, def.MaxReceiveCount, 5)
@@ -285,8 +302,17 @@ func TestWorker(t *testing.T) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		assert.Equal(t, []string{"AGENTDLQ_DLQ_ARN", "AGENTDLQ_DLQ_URL", "AGENTDLQ_EVIDENCE_BUCKET", "AGENTDLQ_HOT_QUEUE_ARN", "AGENTDLQ_HOT_QUEUE_URL",
+		assert.Equal(t, []string{"AGENTDLQ_DLQ_ARN", "AGENTDLQ_DLQ_MAX_MESSAGE_BYTES", "AGENTDLQ_DLQ_URL", "AGENTDLQ_EVIDENCE_BUCKET", "AGENTDLQ_HOT_QUEUE_ARN", "AGENTDLQ_HOT_QUEUE_URL",
 			"AGENTDLQ_LEDGER_TABLE", "AGENTDLQ_PIPELINE_JSON", "AGENTDLQ_WORKER_VERSION", "GOMEMLIMIT"}, keys)
+		// The worker's dead letters may be as large as its DLQ takes, and
+		// it reads that size as the worker's main does.
+		_, dlq := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
+		assert.Equal(t, strconv.Itoa(int(props(dlq)["MaximumMessageSize"].(float64))), env[pipeline.EnvDLQMaxMessageBytes])
+		w := def
+		w.ApplyDefaults()
+		n, err := w.WorkerDLQMaxMessageBytes(func(k string) string { s, _ := env[k].(string); return s })
+		require.NoError(t, err)
+		assert.Equal(t, props(dlq)["MaximumMessageSize"], float64(n))
 		// The Go runtime's soft limit: 90% of the function's memory, in MiB.
 		assert.Equal(t, GoMemLimit(def.WorkerMemoryMB), env["GOMEMLIMIT"])
 		assert.Equal(t, "${"+hotID+".Arn}", flat(env["AGENTDLQ_HOT_QUEUE_ARN"]))
