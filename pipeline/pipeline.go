@@ -70,17 +70,14 @@ const (
 	// DeadLetterReserveBytes is what a dead letter may add to its original
 	// message once deadletter.FitDeadLetter has given up all it can (the
 	// original attributes, the attempt history, all of dlq_meta but its
-	// identity): dlq_reason and an identity-only dlq_meta. Their worst case
-	// is about 5.3 KB: the idempotency key, task id and trace id cut to 256
-	// bytes each and every byte JSON-escaped to six (\u0001), a message id
-	// as SQS issues it (a 36-character UUID) in message_id and in the claim
-	// check's reference, with a 63-character bucket and a 40-character
-	// pipeline name, and times at their longest. 8 KiB covers that with room
-	// for message ids of up to 128 bytes of any kind;
-	// TestReserveFitsTheWorstDeadLetter holds it to FitDeadLetter.
-	DeadLetterReserveBytes = 8 * 1024
+	// identity): dlq_reason and an identity-only dlq_meta, whose
+	// idempotency key, task id and trace id are cut to 256 bytes, each
+	// byte JSON-escaped to as many as six, beside the message id and the
+	// claim check's reference. 16 KiB is room for all of them at their
+	// worst; TestReserveFitsTheWorstDeadLetter holds it to FitDeadLetter.
+	DeadLetterReserveBytes = 16 * 1024
 	// DefaultMaxMessageBytes is the hot queue's default MaximumMessageSize,
-	// the most it can be: 1 MiB less the dead-letter reserve (1,040,384 bytes).
+	// the most it can be: 1 MiB less the dead-letter reserve (1,032,192 bytes).
 	DefaultMaxMessageBytes = SQSMaxMessageBytes - DeadLetterReserveBytes
 )
 
@@ -150,7 +147,7 @@ type Pipeline struct {
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
 	// WorkerMemoryMB is optional (default 256).
 	WorkerMemoryMB int `json:"worker_memory_mb,omitempty"`
-	// MaxMessageBytes is optional (default DefaultMaxMessageBytes, 1,040,384):
+	// MaxMessageBytes is optional (default DefaultMaxMessageBytes, 1,032,192):
 	// the hot queue's MaximumMessageSize, 1,024 up to 1 MiB less
 	// DeadLetterReserveBytes; its DLQ's is this plus the reserve.
 	MaxMessageBytes int `json:"max_message_bytes,omitempty"`

@@ -26,7 +26,7 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 10, p.BatchSize)
 	assert.Equal(t, FIFOPoisonDeadLetter, p.FIFOPoison)
 	assert.Equal(t, 3, p.Eval.Threshold)
-	assert.Equal(t, 1040384, p.MaxMessageBytes, "1 MiB less the dead-letter reserve")
+	assert.Equal(t, 1032192, p.MaxMessageBytes, "1 MiB less the dead-letter reserve")
 	assert.Equal(t, 1<<20, p.DLQMaxMessageBytes(), "the DLQ takes SQS's 1 MiB")
 	assert.Equal(t, "agent-tasks", p.HotQueueName())
 	assert.Equal(t, "agent-tasks-dlq", p.DLQName())
@@ -84,7 +84,7 @@ func TestValidate(t *testing.T) {
 		{"max message bytes at the most", func(p *Pipeline) { p.MaxMessageBytes = SQSMaxMessageBytes - DeadLetterReserveBytes }, ""},
 		{"max message bytes at SQS's least", func(p *Pipeline) { p.MaxMessageBytes = 1024 }, ""},
 		{"max message bytes of 1 MiB", func(p *Pipeline) { p.MaxMessageBytes = 1 << 20 },
-			"max_message_bytes 1048576 is outside 1024..1040384: SQS allows 1 MiB (1048576 bytes) a message, and the DLQ needs 8192 bytes more"},
+			"max_message_bytes 1048576 is outside 1024..1032192: SQS allows 1 MiB (1048576 bytes) a message, and the DLQ needs 16384 bytes more"},
 		{"max message bytes one over", func(p *Pipeline) { p.MaxMessageBytes = 1040385 }, "max_message_bytes 1040385 is outside"},
 		{"max message bytes below SQS's least", func(p *Pipeline) { p.MaxMessageBytes = 1023 }, "max_message_bytes 1023 is outside"},
 		{"max message bytes negative", func(p *Pipeline) { p.MaxMessageBytes = -1 }, "max_message_bytes -1 is outside"},

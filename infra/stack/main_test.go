@@ -143,7 +143,7 @@ func setup() (err error) {
 	kms := base
 	extra := fx.file.Pipelines[0]
 	extra.Name, extra.Owner = "agent-tasks-extra", "extra-team"
-	extra.MaxMessageBytes = 256 * 1024 // a hot queue of the classic size: its DLQ is 8 KiB larger
+	extra.MaxMessageBytes = 256 * 1024 // a hot queue of the classic size: its DLQ is 16 KiB larger
 	kms.Pipelines = append(append([]pipeline.Pipeline(nil), fx.file.Pipelines...), extra)
 	kms.QueueKMS = true
 	kms.RedrivePrincipals = principals(kmsStack, kms.Pipelines)

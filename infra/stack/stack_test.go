@@ -86,10 +86,10 @@ func TestHotQueueAndDLQ(t *testing.T) {
 		assert.Equal(t, float64(withDefaults.MaxMessageBytes+pipeline.DeadLetterReserveBytes), dp["MaximumMessageSize"])
 		switch withDefaults.MaxMessageBytes {
 		case pipeline.DefaultMaxMessageBytes:
-			assert.Equal(t, float64(1_040_384), hp["MaximumMessageSize"])
+			assert.Equal(t, float64(1_032_192), hp["MaximumMessageSize"])
 			assert.Equal(t, float64(1_048_576), dp["MaximumMessageSize"])
 		case 256 * 1024:
-			assert.Equal(t, float64(262_144+8_192), dp["MaximumMessageSize"])
+			assert.Equal(t, float64(262_144+16_384), dp["MaximumMessageSize"])
 		default:
 			t.Errorf("a pipeline of the fixture with max_message_bytes %d", withDefaults.MaxMessageBytes)
 		}

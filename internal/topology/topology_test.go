@@ -41,7 +41,7 @@ func TestAttributes(t *testing.T) {
 			wantHot: map[string]string{
 				"MessageRetentionPeriod": "345600",  // 96 h
 				"VisibilityTimeout":      "180",     // 6 x 30 s worker timeout
-				"MaximumMessageSize":     "1040384", // 1 MiB less the dead-letter reserve
+				"MaximumMessageSize":     "1032192", // 1 MiB less the dead-letter reserve
 				"RedrivePolicy":          `{"deadLetterTargetArn":"arn:dlq","maxReceiveCount":4}`,
 			},
 			wantDLQ: map[string]string{"MessageRetentionPeriod": "1209600", "MaximumMessageSize": "1048576"}, // 14 days, 1 MiB
@@ -52,7 +52,7 @@ func TestAttributes(t *testing.T) {
 			wantHot: map[string]string{
 				"MessageRetentionPeriod":    "345600",
 				"VisibilityTimeout":         "180",
-				"MaximumMessageSize":        "1040384",
+				"MaximumMessageSize":        "1032192",
 				"RedrivePolicy":             `{"deadLetterTargetArn":"arn:dlq","maxReceiveCount":4}`,
 				"FifoQueue":                 "true",
 				"ContentBasedDeduplication": "true",
@@ -208,7 +208,7 @@ func TestCreateOnEmulator(t *testing.T) {
 			assert.Equal(t, "345600", hot["MessageRetentionPeriod"])
 			dlq := attrs(t, client, q.DLQURL)
 			assert.Equal(t, "1209600", dlq["MessageRetentionPeriod"])
-			assert.Equal(t, "1040384", hot["MaximumMessageSize"], "1 MiB less the dead-letter reserve")
+			assert.Equal(t, "1032192", hot["MaximumMessageSize"], "1 MiB less the dead-letter reserve")
 			assert.Equal(t, "1048576", dlq["MaximumMessageSize"], "the hot queue's plus the reserve")
 			assert.JSONEq(t, topology.RedriveAllowPolicy(q.HotARN), dlq["RedriveAllowPolicy"])
 			for url, role := range map[string]string{q.HotURL: "hot", q.DLQURL: "dlq"} {
@@ -229,7 +229,7 @@ func TestCreateOnEmulator(t *testing.T) {
 			assert.Equal(t, q, again)
 			assert.Equal(t, "240", attrs(t, client, q.HotURL)["VisibilityTimeout"])
 			assert.Equal(t, "262144", attrs(t, client, q.HotURL)["MaximumMessageSize"])
-			assert.Equal(t, "270336", attrs(t, client, q.DLQURL)["MaximumMessageSize"])
+			assert.Equal(t, "278528", attrs(t, client, q.DLQURL)["MaximumMessageSize"])
 			assertFits(t, client, p, q)
 
 			got, err := topology.ResolveWith(ctx, client, p, topology.Override{})
