@@ -16,7 +16,7 @@
 //
 // # States
 //
-// An entry is in one of three states (State, AllStates), or in none when
+// An entry is in one of three states (State), or in none when
 // only Redriven has touched it (a key the worker never saw, for example
 // one the broker moved to the DLQ):
 //

@@ -23,9 +23,6 @@ const (
 	StateDeadLettered State = "dead_lettered"
 )
 
-// AllStates lists the states.
-func AllStates() []State { return []State{StateInProgress, StateDone, StateDeadLettered} }
-
 // Entry is one key's record.
 type Entry struct {
 	Key        string    `json:"idempotency_key" dynamodbav:"pk"`

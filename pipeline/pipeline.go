@@ -39,7 +39,6 @@ const (
 	MaxMaxReceiveCount = 5
 	// SQS bounds message retention to 60 s .. 14 days.
 	MaxRetention = 14 * 24 * time.Hour
-	MinRetention = time.Minute
 	// SQS bounds the visibility timeout to 12 hours.
 	MaxVisibilityTimeout = 12 * time.Hour
 	// Lambda's maximum timeout.
@@ -539,4 +538,8 @@ const (
 	TagPipeline = "agentdlq:pipeline"
 	TagOwner    = "agentdlq:owner"
 	TagRole     = "agentdlq:role" // "hot" or "dlq"
+	// TagRedriveRole is on the DLQ only: the ARN (or, locally, the name) of
+	// the pipeline's redrive role. The CDK app sets it; in AWS the redrive
+	// gate admits only an assumed-role session of that role.
+	TagRedriveRole = "agentdlq:redrive-role"
 )

@@ -19,27 +19,16 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// TriageTrigger values: the "trigger" field of the event the triage Lambda
-// receives from its EventBridge rules.
+// The "trigger" field of the event that the triage Lambda's EventBridge
+// rules send it (an input transformer builds it; the alarm fields are set
+// when an alarm started the run; triage.Event reads it):
+//
+//	{"trigger":"schedule","pipeline":"agent-tasks"}
+//	{"trigger":"alarm","pipeline":"agent-tasks","alarm_name":"…","alarm_arn":"…","state":"ALARM","time":"…"}
 const (
 	TriggerSchedule = "schedule"
 	TriggerAlarm    = "alarm"
 )
-
-// TriageEvent is the event that the triage Lambda's rules send it (an
-// EventBridge input transformer builds it; the alarm fields are set when an
-// alarm started the run).
-//
-//	{"trigger":"schedule","pipeline":"agent-tasks"}
-//	{"trigger":"alarm","pipeline":"agent-tasks","alarm_name":"…","alarm_arn":"…","state":"ALARM","time":"…"}
-type TriageEvent struct {
-	Trigger   string `json:"trigger"`
-	Pipeline  string `json:"pipeline"`
-	AlarmName string `json:"alarm_name,omitempty"`
-	AlarmARN  string `json:"alarm_arn,omitempty"`
-	State     string `json:"state,omitempty"`
-	Time      string `json:"time,omitempty"`
-}
 
 // triageEnvLimit is Lambda's limit on the total size of a function's
 // environment variables.
