@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -310,7 +311,7 @@ func TestReconcileInAWSRecordsTheCaller(t *testing.T) {
 	f, g := reconcileFixture(t, "eu-a")
 	const arn = "arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice"
 	f.s.cfg.Local, f.s.cfg.STS = false, fakeSTS{arn: arn}
-	f.s.cfg.SQS.(*fakeSQS).tags[redrive.TagRedriveRole] = "AgentTasksRedrive"
+	f.s.cfg.SQS.(*fakeSQS).tags[pipeline.TagRedriveRole] = "AgentTasksRedrive"
 	want := &redrive.Caller{Check: redrive.CallerSTS, ARN: arn, Account: "123456789012", OSUser: redrive.OSUser()}
 
 	w := f.post(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", "mallory", "x"))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 // countingSTS answers GetCallerIdentity (or fails with err) and counts the calls.
@@ -123,7 +124,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		f := newFakeSQS()
 		q := f.addPair(p)
 		seed(t, f, q, 2, deadletter.ReasonBudgetExhausted)
-		f.queues[q.DLQURL].tags[TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
+		f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
 		r, store, _ := newRedriver(t, p, f, q)
 		r.cfg.Local, r.cfg.STS = false, st
 		return r, store, f, q

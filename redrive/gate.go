@@ -10,11 +10,6 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
-// TagRedriveRole is the DLQ tag that names the pipeline's redrive role (its
-// name or its IAM ARN). The CDK app sets it; the gate compares the caller's
-// assumed role with it in AWS.
-const TagRedriveRole = "agentdlq:redrive-role"
-
 // Rate bounds: SQS move tasks take at most 500 messages a second, and select
 // keeps to the same bound.
 const (
@@ -124,13 +119,13 @@ func CheckRate(rate int) error {
 func CheckCaller(callerARN, role string) error {
 	role = strings.TrimSpace(role)
 	if role == "" {
-		return refuse(CodeIdentity, "the DLQ carries no %s tag naming the pipeline's redrive role: deploy it with the CDK app", TagRedriveRole)
+		return refuse(CodeIdentity, "the DLQ carries no %s tag naming the pipeline's redrive role: deploy it with the CDK app", pipeline.TagRedriveRole)
 	}
 	wantName, wantAccount := role, ""
 	if strings.HasPrefix(role, "arn:") {
 		parts := strings.SplitN(role, ":", 6)
 		if len(parts) != 6 || parts[2] != "iam" || !strings.HasPrefix(parts[5], "role/") {
-			return refuse(CodeIdentity, "the %s tag %q is not an IAM role ARN", TagRedriveRole, role)
+			return refuse(CodeIdentity, "the %s tag %q is not an IAM role ARN", pipeline.TagRedriveRole, role)
 		}
 		wantAccount = parts[4]
 		path := strings.Split(parts[5], "/")

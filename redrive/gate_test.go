@@ -12,7 +12,7 @@ func TestGate(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, "agent-tasks")
 	tags := func(owner string) map[string]string {
-		return map[string]string{pipeline.TagOwner: owner, pipeline.TagPipeline: p.Name, TagRedriveRole: "arn:aws:iam::123456789012:role/agentdlq/AgentTasksRedrive"}
+		return map[string]string{pipeline.TagOwner: owner, pipeline.TagPipeline: p.Name, pipeline.TagRedriveRole: "arn:aws:iam::123456789012:role/agentdlq/AgentTasksRedrive"}
 	}
 	local := Identity{Local: true}
 	aws := func(caller string) Identity {

@@ -60,7 +60,7 @@ func TestStartRefusals(t *testing.T) {
 		{"the scan was partial", nil, func(s StartRequest) StartRequest { s.ScanPartial = "max_messages reached"; return s }, CodeScanPartial},
 		{"DLQ missing", func(f *fakeSQS, q Queues, _ *Redriver) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
 		{"AWS: caller is not the redrive role", func(f *fakeSQS, q Queues, r *Redriver) {
-			f.queues[q.DLQURL].tags[TagRedriveRole] = "AgentTasksRedrive"
+			f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = "AgentTasksRedrive"
 			r.cfg.Local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::123456789012:assumed-role/Developer/bob"}
 		}, nil, CodeIdentity},
 	}
@@ -97,7 +97,7 @@ func TestStartWithOverrideStatusAndCancel(t *testing.T) {
 	q := f.addPair(p)
 	r, store, _ := newRedriver(t, p, f, q)
 	r.cfg.Local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice"}
-	f.queues[q.DLQURL].tags[TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
+	f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
 	ctx := context.Background()
 	req := StartRequest{Who: Who{Owner: p.Owner, Why: "cap raised for tenant acme"}, Rate: 500,
 		Groups: append(transientGroups(2), Group{deadletter.ReasonPolicyLimit, "fp-pl", 1}),

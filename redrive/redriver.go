@@ -256,7 +256,7 @@ func (r *Redriver) authorizeAs(ctx context.Context, action Action, who Who, rate
 	}
 	id := Identity{Local: r.cfg.Local}
 	if !r.cfg.Local {
-		id.RedriveRole = tags.Tags[TagRedriveRole]
+		id.RedriveRole = tags.Tags[pipeline.TagRedriveRole]
 		c, err := r.identify(ctx)
 		if err != nil {
 			return err

@@ -492,7 +492,7 @@ func TestSelectInAWSChecksTheCaller(t *testing.T) {
 			q := f.addPair(p)
 			seed(t, f, q, 2, deadletter.ReasonBudgetExhausted)
 			if tt.roleTag != "" {
-				f.queues[q.DLQURL].tags[TagRedriveRole] = tt.roleTag
+				f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = tt.roleTag
 			}
 			r, _, _ := newRedriver(t, p, f, q)
 			r.cfg.Local, r.cfg.STS = false, fakeSTS{arn: tt.caller}

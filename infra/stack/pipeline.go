@@ -32,10 +32,6 @@ import (
 // the hot queue's ARN, which has no resource-level permission.
 const PauseAction = "lambda:UpdateEventSourceMapping"
 
-// TagRedriveRole is the DLQ tag that names the pipeline's redrive role by its
-// ARN; `agentdlq redrive` compares its caller's assumed role with it in AWS.
-const TagRedriveRole = "agentdlq:redrive-role"
-
 // MoveTaskActions are the SQS calls of message move tasks. The DLQ policy
 // denies them, with DeleteMessage and PurgeQueue, to every principal but the
 // pipeline's redrive role.
@@ -286,7 +282,7 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (p
 	})
 	awscdk.Tags_Of(p.DLQ).Add(jsii.String(pipeline.TagRole), jsii.String("dlq"), nil)
 	// `agentdlq redrive` checks in AWS that its caller is this role.
-	awscdk.Tags_Of(p.DLQ).Add(jsii.String(TagRedriveRole), p.RedriveRole.RoleArn(), nil)
+	awscdk.Tags_Of(p.DLQ).Add(jsii.String(pipeline.TagRedriveRole), p.RedriveRole.RoleArn(), nil)
 	p.DLQ.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("OnlyTheRedriveRoleMovesOrDeletesDeadLetters"),
 		Effect:     awsiam.Effect_DENY,

@@ -258,7 +258,7 @@ func TestTags(t *testing.T) {
 		_, dlq := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
 		var roleTag any
 		for _, tg := range props(dlq)["Tags"].([]any) {
-			if tg.(map[string]any)["Key"] == TagRedriveRole {
+			if tg.(map[string]any)["Key"] == pipeline.TagRedriveRole {
 				roleTag = tg.(map[string]any)["Value"]
 			}
 		}
