@@ -34,6 +34,7 @@ var fx struct {
 	outdir  string // cloud assembly
 	file    *pipeline.File
 	stacks  map[string]*synthesized
+	assets  map[string]string // placeholder asset directories: worker, triage
 	synthOK bool
 }
 
@@ -122,6 +123,7 @@ func setup() (err error) {
 		}
 		assets[name] = dir
 	}
+	fx.assets = assets
 	fx.file, err = pipeline.Load(filepath.Join(root, pipeline.DefaultFile))
 	if err != nil {
 		return err

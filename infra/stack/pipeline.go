@@ -4,11 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
@@ -80,8 +77,8 @@ type PipelineProps struct {
 	// its key policy must let CloudWatch use it (Shared does).
 	AlarmKey awskms.IKey
 	// WorkerAssetDir is required: a directory holding the worker's arm64
-	// `bootstrap` (`make build` writes dist/worker). Tests pass a temporary
-	// directory with a placeholder.
+	// `bootstrap` for provided.al2023 (docs/deploying.md gives the go build
+	// command). Tests pass a temporary directory with a placeholder.
 	WorkerAssetDir string
 	// WorkerVersion is optional (default "dev"): AGENTDLQ_WORKER_VERSION,
 	// stamped in dlq_meta.
@@ -133,7 +130,7 @@ type Pipeline struct {
 // problem of the props at once.
 func (props *PipelineProps) validate() (pipeline.Pipeline, error) {
 	if props == nil || props.Pipeline == nil {
-		return pipeline.Pipeline{}, errors.New("pipeline construct: props.Pipeline is required")
+		return pipeline.Pipeline{}, propsErr("PipelineProps.Pipeline", "", "is required: the pipeline's definition (an entry of pipeline.Load's file, or a pipeline.Pipeline)")
 	}
 	def := *props.Pipeline
 	def.ApplyDefaults()
@@ -144,17 +141,21 @@ func (props *PipelineProps) validate() (pipeline.Pipeline, error) {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("pipeline %q: "+format, append([]any{def.Name}, args...)...))
 	}
+	field := func(name, format string, args ...any) {
+		errs = append(errs, propsErr("PipelineProps."+name, def.Name, format, args...))
+	}
 	if props.Ledger == nil {
-		bad("props.Ledger is required (the idempotency ledger table)")
+		field("Ledger", "is required (the idempotency ledger table, Shared.Ledger)")
 	}
 	if props.Bucket == nil {
-		bad("props.Bucket is required (the eval bucket that holds the redrive audit records)")
+		field("Bucket", "is required (the eval bucket that holds the redrive audit records, Shared.EvalBucket)")
 	}
 	if props.AlarmKey == nil {
-		bad("props.AlarmKey is required (the KMS key of the alarm topic)")
+		field("AlarmKey", "is required (the KMS key of the alarm topic, Shared.AlarmKey)")
 	}
-	if err := checkAssetDir("WorkerAssetDir", props.WorkerAssetDir); err != nil {
-		bad("%v", err)
+	if err := checkAssetDir("PipelineProps.WorkerAssetDir", props.WorkerAssetDir, workerPackage); err != nil {
+		err.Pipeline = def.Name
+		errs = append(errs, err)
 	}
 	if def.Triage.ScheduleMinutes > 1440 {
 		bad("triage.schedule_minutes %d exceeds one day (the expiry-risk alarm's period follows it)", def.Triage.ScheduleMinutes)
@@ -164,30 +165,14 @@ func (props *PipelineProps) validate() (pipeline.Pipeline, error) {
 	}
 	switch {
 	case props.RedrivePrincipalARN == "":
-		bad("props.RedrivePrincipalARN is required: the IAM role or user that alone may assume the redrive role")
+		field("RedrivePrincipalARN", "is required: the IAM role or user that alone may assume the redrive role")
 	case !checkPrincipal(props.RedrivePrincipalARN):
-		bad("props.RedrivePrincipalARN %q is not an IAM role or user ARN", props.RedrivePrincipalARN)
+		field("RedrivePrincipalARN", "%q is not an IAM role or user ARN", props.RedrivePrincipalARN)
 	}
 	if props.DeployRoleARN != "" && !checkPrincipal(props.DeployRoleARN) {
-		bad("props.DeployRoleARN %q is not an IAM role or user ARN", props.DeployRoleARN)
+		field("DeployRoleARN", "%q is not an IAM role or user ARN", props.DeployRoleARN)
 	}
 	return def, errors.Join(errs...)
-}
-
-// checkAssetDir checks that a Lambda asset directory holds an executable
-// named bootstrap, the entry point of the provided.al2023 runtime.
-func checkAssetDir(field, dir string) error {
-	if strings.TrimSpace(dir) == "" {
-		return fmt.Errorf("props.%s is required: the directory holding the Lambda's bootstrap", field)
-	}
-	st, err := os.Stat(filepath.Join(dir, "bootstrap"))
-	if err != nil {
-		return fmt.Errorf("props.%s %q has no bootstrap (run `make build` first): %w", field, dir, err)
-	}
-	if st.IsDir() || st.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("props.%s %q: bootstrap must be an executable file", field, dir)
-	}
-	return nil
 }
 
 // deployPrincipal is the ARN of who deploys scope's stack: DeployRoleARN,
@@ -200,7 +185,7 @@ func deployPrincipal(scope constructs.Construct, arn string) (string, error) {
 	if d, ok := awscdk.Stack_Of(scope).Synthesizer().(awscdk.DefaultStackSynthesizer); ok {
 		return *awscdk.Fn_Sub(d.CloudFormationExecutionRoleArn(), nil), nil
 	}
-	return "", fmt.Errorf("the stack's synthesizer has no CloudFormation execution role: set DeployRoleARN (context %s) to the IAM role or user that deploys the stack", CtxDeployRole)
+	return "", &PropsError{Field: "PipelineProps.DeployRoleARN", Err: errors.New("is required with a synthesizer other than DefaultStackSynthesizer, which has no CloudFormation execution role: set Props.DeployRoleARN (or PipelineProps.DeployRoleARN) to the IAM role or user that deploys the stack")}
 }
 
 // NewPipeline validates props and creates the pipeline's resources under

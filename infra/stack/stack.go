@@ -52,7 +52,10 @@ type Props struct {
 	// Pipelines is required: the definition file's pipelines (pipeline.Load).
 	Pipelines []pipeline.Pipeline
 	// WorkerAssetDir and TriageAssetDir are required: directories holding
-	// each Lambda's arm64 bootstrap.
+	// each Lambda's arm64 bootstrap for provided.al2023: the worker's (the
+	// team's own, or agentdlq's sample worker) and the triage's
+	// (github.com/agentdlq/agentdlq/triage/lambda). docs/deploying.md gives
+	// the go build command that writes them from any module.
 	WorkerAssetDir string
 	TriageAssetDir string
 	// RedrivePrincipals is required: pipeline name → the IAM role or user ARN
@@ -109,9 +112,10 @@ func (props *Props) Validate() error {
 	if props == nil {
 		return errors.New("agentdlq: props are required")
 	}
+	// Every problem is a *PropsError (errors.As) naming the field at fault.
 	var errs []error
 	if len(props.Pipelines) == 0 {
-		errs = append(errs, errors.New("no pipelines: the definition file must hold at least one"))
+		errs = append(errs, propsErr("Props.Pipelines", "", "is empty: give at least one pipeline definition (pipeline.Load's File.Pipelines, or pipeline.Pipeline values)"))
 	}
 	known := map[string]bool{}
 	for i := range props.Pipelines {
@@ -121,16 +125,19 @@ func (props *Props) Validate() error {
 			errs = append(errs, err)
 		}
 		if known[def.Name] {
-			errs = append(errs, fmt.Errorf("pipeline %q is defined twice", def.Name))
+			errs = append(errs, propsErr("Props.Pipelines", def.Name, "defines this pipeline twice"))
 		}
 		known[def.Name] = true
 		if props.RedrivePrincipals[def.Name] == "" && def.Name != "" {
-			errs = append(errs, fmt.Errorf("pipeline %q has no redrive principal: name the IAM role or user that may redrive it in %s (RedrivePrincipals), e.g. -c %s=%s=arn:aws:iam::111122223333:role/PlatformOncall",
-				def.Name, CtxRedrivePrincipals, CtxRedrivePrincipals, def.Name))
+			errs = append(errs, propsErr("Props.RedrivePrincipals", def.Name,
+				"has no redrive principal for this pipeline: map its name to the IAM role or user ARN that alone may redrive it, e.g. RedrivePrincipals: map[string]string{%q: \"arn:aws:iam::111122223333:role/PlatformOncall\"}", def.Name))
 		}
 	}
-	for _, field := range []struct{ name, dir string }{{"WorkerAssetDir", props.WorkerAssetDir}, {"TriageAssetDir", props.TriageAssetDir}} {
-		if err := checkAssetDir(field.name, field.dir); err != nil {
+	for _, field := range []struct{ name, dir, pkg string }{
+		{"Props.WorkerAssetDir", props.WorkerAssetDir, workerPackage},
+		{"Props.TriageAssetDir", props.TriageAssetDir, triagePackage},
+	} {
+		if err := checkAssetDir(field.name, field.dir, field.pkg); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -141,14 +148,14 @@ func (props *Props) Validate() error {
 	sort.Strings(names)
 	for _, name := range names {
 		if !known[name] {
-			errs = append(errs, fmt.Errorf("%s: unknown pipeline %q", CtxRedrivePrincipals, name))
+			errs = append(errs, propsErr("Props.RedrivePrincipals", "", "names pipeline %q, which Props.Pipelines does not define", name))
 		}
 		if arn := props.RedrivePrincipals[name]; arn != "" && !checkPrincipal(arn) {
-			errs = append(errs, fmt.Errorf("%s: %q for pipeline %q is not an IAM role or user ARN", CtxRedrivePrincipals, arn, name))
+			errs = append(errs, propsErr("Props.RedrivePrincipals", name, "%q is not an IAM role or user ARN (arn:aws:iam::ACCOUNT:role/NAME)", arn))
 		}
 	}
 	if props.DeployRoleARN != "" && !checkPrincipal(props.DeployRoleARN) {
-		errs = append(errs, fmt.Errorf("%s: %q is not an IAM role or user ARN", CtxDeployRole, props.DeployRoleARN))
+		errs = append(errs, propsErr("Props.DeployRoleARN", "", "%q is not an IAM role or user ARN", props.DeployRoleARN))
 	}
 	return errors.Join(errs...)
 }
@@ -361,6 +368,9 @@ func FromContext(app awscdk.App) (*Stack, error) {
 		return nil, err
 	}
 	props.Pipelines = f.Pipelines
+	if err := props.Validate(); err != nil {
+		return nil, contextHints(err)
+	}
 	return New(app, name, props)
 }
 

@@ -849,16 +849,16 @@ func TestAddRefusesWithErrors(t *testing.T) {
 		{"an id already taken", own, "Taken", valid(), `already has a construct named "Taken"`},
 		{"an empty id", own, " ", valid(), "construct id is required"},
 		{"a scope in no stack", app, "A", valid(), "is in no stack"},
-		{"a synthesizer without an execution role", cli, "A", valid(), "set DeployRoleARN (context agentdlq:deployRoleArn)"},
+		{"a synthesizer without an execution role", cli, "A", valid(), "PipelineProps.DeployRoleARN: is required with a synthesizer other than DefaultStackSynthesizer"},
 		{"a redrive principal missing", own, "A", func() *Props { p := valid(); p.RedrivePrincipals = nil; return p }(),
-			`pipeline "agent-tasks" has no redrive principal`},
+			`pipeline "agent-tasks": Props.RedrivePrincipals: has no redrive principal for this pipeline`},
 		{"an account root as redrive principal", own, "A", func() *Props {
 			p := valid()
 			p.RedrivePrincipals["agent-tasks"] = "arn:aws:iam::123456789012:root"
 			return p
 		}(), "is not an IAM role or user ARN"},
 		{"a bad deploy role", own, "A", func() *Props { p := valid(); p.DeployRoleARN = "deployer"; return p }(),
-			`agentdlq:deployRoleArn: "deployer" is not an IAM role or user ARN`},
+			`Props.DeployRoleARN: "deployer" is not an IAM role or user ARN`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -868,6 +868,11 @@ func TestAddRefusesWithErrors(t *testing.T) {
 			require.Error(t, err)
 			assert.Nil(t, parts)
 			assert.Contains(t, err.Error(), tt.want)
+			// An adopter's module has neither this repository's make
+			// targets nor its CDK context.
+			for _, w := range []string{"make build", "-c ", CtxRedrivePrincipals, CtxDeployRole} {
+				assert.NotContains(t, err.Error(), w)
+			}
 		})
 	}
 }

@@ -49,8 +49,9 @@ type TriageProps struct {
 	LogKey awskms.IKey
 	// QueueKey is optional: the queues' KMS key when they do not use SSE-SQS.
 	QueueKey awskms.IKey
-	// AssetDir is required: the directory holding the triage's arm64 bootstrap
-	// (`make build` writes dist/triage).
+	// AssetDir is required: the directory holding the triage's arm64
+	// bootstrap, built from github.com/agentdlq/agentdlq/triage/lambda
+	// (docs/deploying.md gives the go build command).
 	AssetDir string
 }
 
@@ -84,13 +85,18 @@ type triageTarget struct {
 func (props *TriageProps) validate() error {
 	var errs []error
 	if props == nil || len(props.Pipelines) == 0 {
-		return errors.New("triage construct: props.Pipelines is required (at least one)")
+		return propsErr("TriageProps.Pipelines", "", "is required: at least one Pipeline (NewPipeline's)")
 	}
-	if props.Ledger == nil || props.Bucket == nil || props.AlarmKey == nil {
-		errs = append(errs, errors.New("triage construct: props.Ledger, props.Bucket and props.AlarmKey are required"))
+	for _, f := range []struct {
+		name, shared string
+		missing      bool
+	}{{"Ledger", "Ledger", props.Ledger == nil}, {"Bucket", "EvalBucket", props.Bucket == nil}, {"AlarmKey", "AlarmKey", props.AlarmKey == nil}} {
+		if f.missing {
+			errs = append(errs, propsErr("TriageProps."+f.name, "", "is required (Shared.%s)", f.shared))
+		}
 	}
-	if err := checkAssetDir("AssetDir", props.AssetDir); err != nil {
-		errs = append(errs, fmt.Errorf("triage construct: %w", err))
+	if err := checkAssetDir("TriageProps.AssetDir", props.AssetDir, triagePackage); err != nil {
+		errs = append(errs, err)
 	}
 	defs := make([]any, 0, len(props.Pipelines))
 	for _, p := range props.Pipelines {

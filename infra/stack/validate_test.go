@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,32 +67,32 @@ func TestPipelineValidation(t *testing.T) {
 			p.WorkerTimeoutSeconds, p.VisibilityTimeoutSeconds = 60, 300
 			return props(p)
 		}, []string{"at least six times worker_timeout_seconds"}},
-		{"no pipeline", func() *PipelineProps { return &PipelineProps{} }, []string{"props.Pipeline is required"}},
+		{"no pipeline", func() *PipelineProps { return &PipelineProps{} }, []string{"PipelineProps.Pipeline: is required"}},
 		{"no ledger, bucket or alarm key", func() *PipelineProps {
 			pp := props(valid())
 			pp.Ledger, pp.Bucket, pp.AlarmKey = nil, nil, nil
 			return pp
-		}, []string{"props.Ledger is required", "props.Bucket is required", "props.AlarmKey is required"}},
+		}, []string{"PipelineProps.Ledger: is required", "PipelineProps.Bucket: is required", "PipelineProps.AlarmKey: is required"}},
 		{"no worker asset", func() *PipelineProps { pp := props(valid()); pp.WorkerAssetDir = ""; return pp },
-			[]string{"props.WorkerAssetDir is required"}},
+			[]string{`pipeline "agent-tasks": PipelineProps.WorkerAssetDir: is required`}},
 		{"asset without bootstrap", func() *PipelineProps { pp := props(valid()); pp.WorkerAssetDir = t.TempDir(); return pp },
-			[]string{"has no bootstrap (run `make build` first)"}},
+			[]string{"PipelineProps.WorkerAssetDir: ", "has no bootstrap: build it with GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o ", "/bootstrap <your worker's main package> (docs/deploying.md)"}},
 		{"bootstrap not executable", func() *PipelineProps { pp := props(valid()); pp.WorkerAssetDir = notExec; return pp },
 			[]string{"bootstrap must be an executable file"}},
 		{"no redrive principal", func() *PipelineProps { pp := props(valid()); pp.RedrivePrincipalARN = ""; return pp },
-			[]string{"props.RedrivePrincipalARN is required"}},
+			[]string{"PipelineProps.RedrivePrincipalARN: is required"}},
 		{"an account root as redrive principal", func() *PipelineProps {
 			pp := props(valid())
 			pp.RedrivePrincipalARN = "arn:aws:iam::123456789012:root"
 			return pp
-		}, []string{`props.RedrivePrincipalARN "arn:aws:iam::123456789012:root" is not an IAM role or user ARN`}},
+		}, []string{`PipelineProps.RedrivePrincipalARN: "arn:aws:iam::123456789012:root" is not an IAM role or user ARN`}},
 		{"every problem at once", func() *PipelineProps {
 			p := valid()
 			p.MaxReceiveCount, p.Owner = 10, ""
 			pp := props(p)
 			pp.Ledger = nil
 			return pp
-		}, []string{"max_receive_count 10", "owner is required", "props.Ledger is required"}},
+		}, []string{"max_receive_count 10", "owner is required", "PipelineProps.Ledger: is required"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,6 +107,7 @@ func TestPipelineValidation(t *testing.T) {
 			for _, w := range tt.want {
 				assert.Contains(t, err.Error(), w)
 			}
+			notRepositorys(t, err)
 			if pp.Pipeline != nil {
 				assert.Equal(t, orig, *pp.Pipeline, "the caller's definition is not modified")
 			}
@@ -126,19 +128,19 @@ func TestStackValidation(t *testing.T) {
 		mutate func(p *Props)
 		want   []string
 	}{
-		{"no pipelines", func(p *Props) { p.Pipelines = nil }, []string{"no pipelines"}},
-		{"a pipeline twice", func(p *Props) { p.Pipelines = append(p.Pipelines, p.Pipelines[0]) }, []string{`pipeline "agent-tasks" is defined twice`}},
-		{"no triage asset", func(p *Props) { p.TriageAssetDir = filepath.Join(dir, "missing") }, []string{"props.TriageAssetDir", "run `make build` first"}},
+		{"no pipelines", func(p *Props) { p.Pipelines = nil }, []string{"Props.Pipelines: is empty"}},
+		{"a pipeline twice", func(p *Props) { p.Pipelines = append(p.Pipelines, p.Pipelines[0]) }, []string{`pipeline "agent-tasks": Props.Pipelines: defines this pipeline twice`}},
+		{"no triage asset", func(p *Props) { p.TriageAssetDir = filepath.Join(dir, "missing") }, []string{"Props.TriageAssetDir: ", "has no bootstrap: build it with GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc", "/bootstrap github.com/agentdlq/agentdlq/triage/lambda"}},
 		{"redrive principal of an unknown pipeline", func(p *Props) {
 			p.RedrivePrincipals = map[string]string{"nope": "arn:aws:iam::123456789012:role/x"}
-		}, []string{`unknown pipeline "nope"`}},
+		}, []string{`Props.RedrivePrincipals: names pipeline "nope", which Props.Pipelines does not define`}},
 		{"redrive principal that is not an ARN", func(p *Props) {
 			p.RedrivePrincipals = map[string]string{"agent-tasks": "platform-oncall"}
-		}, []string{`"platform-oncall" for pipeline "agent-tasks" is not an IAM role or user ARN`}},
+		}, []string{`pipeline "agent-tasks": Props.RedrivePrincipals: "platform-oncall" is not an IAM role or user ARN`}},
 		{"maxReceiveCount 10 in the file", func(p *Props) { p.Pipelines[1].MaxReceiveCount = 10 }, []string{`pipeline "agent-steps": max_receive_count 10`}},
 		{"a pipeline without a redrive principal", func(p *Props) {
 			p.RedrivePrincipals = map[string]string{"agent-tasks": "arn:aws:iam::123456789012:role/x"}
-		}, []string{`pipeline "agent-steps" has no redrive principal`, "-c agentdlq:redrivePrincipals=agent-steps=arn:aws:iam::"}},
+		}, []string{`pipeline "agent-steps": Props.RedrivePrincipals: has no redrive principal for this pipeline`, `map[string]string{"agent-steps": "arn:aws:iam::`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,6 +153,7 @@ func TestStackValidation(t *testing.T) {
 			for _, w := range tt.want {
 				assert.Contains(t, err.Error(), w)
 			}
+			notRepositorys(t, err)
 			assert.Empty(t, *app.Node().Children(), "nothing was created")
 		})
 	}
@@ -170,10 +173,16 @@ func TestFromContext(t *testing.T) {
 		{"empty stack name", map[string]any{CtxStackName: ""}, "context agentdlq:stackName must be a non-empty string"},
 		{"principals not an object", map[string]any{CtxRedrivePrincipals: "arn:aws:iam::123456789012:root"}, "must be an object"},
 		{"principals as pairs (-c), with a bad ARN", map[string]any{CtxRedrivePrincipals: "agent-tasks=arn:aws:iam::123456789012:role/x,agent-steps=oncall", CtxPipelines: filepath.Join(fx.root, pipeline.DefaultFile)},
-			`"oncall" for pipeline "agent-steps" is not an IAM role or user ARN`},
+			`pipeline "agent-steps": Props.RedrivePrincipals: "oncall" is not an IAM role or user ARN`},
 		{"principals as text that is neither", map[string]any{CtxRedrivePrincipals: "oncall"}, "pipeline=ARN"},
 		{"principals as JSON text (-c), with a bad ARN", map[string]any{CtxRedrivePrincipals: `{"agent-tasks":"oncall"}`, CtxPipelines: filepath.Join(fx.root, pipeline.DefaultFile)},
-			`"oncall" for pipeline "agent-tasks" is not an IAM role or user ARN`},
+			`pipeline "agent-tasks": Props.RedrivePrincipals: "oncall" is not an IAM role or user ARN (arn:aws:iam::ACCOUNT:role/NAME) (in this repository's app: set it with the context agentdlq:redrivePrincipals, e.g. -c agentdlq:redrivePrincipals=agent-tasks=arn:aws:iam::`},
+		// The repository's app names its context keys and make build.
+		{"no redrive principals", map[string]any{CtxPipelines: filepath.Join(fx.root, pipeline.DefaultFile), CtxWorkerAsset: fx.assets["worker"], CtxTriageAsset: fx.assets["triage"]},
+			`Props.RedrivePrincipals: has no redrive principal for this pipeline: map its name to the IAM role or user ARN that alone may redrive it, e.g. RedrivePrincipals: map[string]string{"agent-steps": "arn:aws:iam::111122223333:role/PlatformOncall"} (in this repository's app: set it with the context agentdlq:redrivePrincipals, e.g. -c agentdlq:redrivePrincipals=agent-steps=arn:aws:iam::111122223333:role/PlatformOncall)`},
+		{"no worker bootstrap", map[string]any{CtxPipelines: filepath.Join(fx.root, pipeline.DefaultFile), CtxWorkerAsset: t.TempDir(), CtxTriageAsset: fx.assets["triage"],
+			CtxRedrivePrincipals: "agent-tasks=arn:aws:iam::123456789012:role/x,agent-steps=arn:aws:iam::123456789012:role/y"},
+			"(in this repository's app: the context agentdlq:workerAsset names it (default dist/worker, which `make build` writes))"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,4 +236,30 @@ func TestTriageChunks(t *testing.T) {
 	_, err := triageChunks(defs(1, strings.Repeat("x", 4000)))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "above Lambda's 4096-byte limit")
+}
+
+// notRepositorys fails when an error of the constructors speaks of this
+// repository's app (its make targets, its CDK context) instead of the
+// caller's props: an adopter's module has neither.
+func notRepositorys(t *testing.T, err error) {
+	t.Helper()
+	for _, w := range []string{"make build", "-c ", "context agentdlq:", CtxRedrivePrincipals, CtxWorkerAsset, CtxTriageAsset, CtxDeployRole} {
+		assert.NotContains(t, err.Error(), w)
+	}
+}
+
+// TestPropsErrorNamesTheField: a problem of the props is a *PropsError that
+// names the field and the pipeline, for a caller to find with errors.As.
+func TestPropsErrorNamesTheField(t *testing.T) {
+	require.True(t, fx.synthOK)
+	err := (&Props{Pipelines: fx.file.Pipelines[:1], WorkerAssetDir: fx.assets["worker"], TriageAssetDir: t.TempDir()}).Validate()
+	require.Error(t, err)
+	var got []PropsError
+	for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+		var pe *PropsError
+		require.True(t, errors.As(e, &pe), "%v", e)
+		got = append(got, PropsError{Field: pe.Field, Pipeline: pe.Pipeline})
+	}
+	assert.Equal(t, []PropsError{{Field: "Props.RedrivePrincipals", Pipeline: "agent-tasks"}, {Field: "Props.TriageAssetDir"}}, got)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the missing bootstrap's cause is kept")
 }
