@@ -4,8 +4,8 @@
 // the whole app, the team's resources and agentdlq's alike.
 //
 //	cd examples/cdk
-//	go test ./...                 # synthesizes offline and checks cdk-nag
-//	../../node_modules/.bin/cdk synth -c redrivePrincipal=arn:aws:iam::111122223333:role/OrdersOncall
+//	go test ./...   # builds the bootstraps as docs/deploying.md says, synthesizes offline, checks cdk-nag
+//	./cdk.sh synth -c redrivePrincipal=arn:aws:iam::111122223333:role/OrdersOncall -c workerAsset=dist/worker -c triageAsset=dist/triage
 package main
 
 import (
@@ -28,8 +28,8 @@ func main() {
 		return def
 	}
 	if _, err := NewOrders(app, "Orders", &OrdersProps{
-		WorkerAssetDir:   context("workerAsset", "../../dist/worker"),
-		TriageAssetDir:   context("triageAsset", "../../dist/triage"),
+		WorkerAssetDir:   context("workerAsset", "dist/worker"),
+		TriageAssetDir:   context("triageAsset", "dist/triage"),
 		RedrivePrincipal: context("redrivePrincipal", ""),
 	}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

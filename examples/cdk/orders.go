@@ -16,8 +16,9 @@ import (
 // OrdersProps configures the orders team's stack.
 type OrdersProps struct {
 	// WorkerAssetDir and TriageAssetDir are required: the directories holding
-	// the agentdlq worker's and triage's arm64 bootstrap (in this repository,
-	// `make build` writes ../../dist/worker and ../../dist/triage).
+	// the worker's and the triage's arm64 bootstrap, which the go build
+	// commands of docs/deploying.md write into dist/worker and dist/triage
+	// of this module.
 	WorkerAssetDir string
 	TriageAssetDir string
 	// RedrivePrincipal is required: the IAM role or user ARN of the team's
