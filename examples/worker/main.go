@@ -3,7 +3,11 @@
 // idempotency ledger, and the Lambda entry. It reads the environment that
 // agentdlq's CDK constructs give a worker (docs/wiring.md) plus TOOLS_URL.
 //
-//	GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -o bootstrap .
+//	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -tags lambda.norpc -trimpath -ldflags='-s -w' -o dist/worker/bootstrap .
+//
+// The bootstrap stays under the 10 MB budget of docs/deploying.md because it
+// takes its AWS configuration from the Lambda environment (awsConfig), not
+// from config.LoadDefaultConfig.
 package main
 
 import (
@@ -17,7 +21,8 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -109,7 +114,7 @@ func (h httpTools) Call(ctx context.Context, tool, key string, args json.RawMess
 
 func main() {
 	log := slog.New(batch.NewLogHandler(os.Stdout, nil))
-	p, err := newProcessor(context.Background(), os.Getenv, log)
+	p, err := newProcessor(os.Getenv, log)
 	if err != nil { // fail fast: a misconfigured worker acknowledges nothing
 		log.Error("worker configuration", slog.String("error", err.Error()))
 		os.Exit(1)
@@ -117,16 +122,34 @@ func main() {
 	lambda.Start(p) // a lambda.Handler: the payload decoded once, lean (p.Handle takes an events.SQSEvent)
 }
 
-func newProcessor(ctx context.Context, env func(string) string, log *slog.Logger) (*batch.Processor, error) {
+// awsConfig is the region and the execution role's credentials that the
+// Lambda runtime puts in every function's environment. A Lambda needs no
+// more: config.LoadDefaultConfig would also link the shared config files,
+// SSO and IMDS, about 2 MB of the bootstrap that a function never uses.
+func awsConfig(env func(string) string) (aws.Config, error) {
+	region, key, secret := env("AWS_REGION"), env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")
+	if region == "" || key == "" || secret == "" {
+		return aws.Config{}, errors.New("AWS_REGION, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (the Lambda runtime sets them)")
+	}
+	creds := credentials.NewStaticCredentialsProvider(key, secret, env("AWS_SESSION_TOKEN"))
+	return aws.Config{Region: region, Credentials: aws.NewCredentialsCache(creds)}, nil
+}
+
+func newProcessor(env func(string) string, log *slog.Logger) (*batch.Processor, error) {
 	pl, err := pipeline.ParseOne([]byte(env("AGENTDLQ_PIPELINE_JSON")))
 	if err != nil {
 		return nil, err
 	}
-	awsCfg, err := config.LoadDefaultConfig(ctx)
+	awsCfg, err := awsConfig(env)
 	if err != nil {
 		return nil, err
 	}
 	cfg := batch.PipelineConfig(pl) // max receive count, FIFO, backoff, lease
+	// The DLQ's size, which the construct sets: a dead letter as large as
+	// the hot queue's largest message fits.
+	if cfg.MaxMessageBytes, err = pl.WorkerDLQMaxMessageBytes(env); err != nil {
+		return nil, err
+	}
 	cfg.Handler, cfg.Classify = handler(httpTools{base: env("TOOLS_URL")}), classify
 	cfg.SQS, cfg.DLQURL, cfg.HotQueueURL = sqs.NewFromConfig(awsCfg), env("AGENTDLQ_DLQ_URL"), env("AGENTDLQ_HOT_QUEUE_URL")
 	cfg.Ledger = ledger.NewDynamo(dynamodb.NewFromConfig(awsCfg), env("AGENTDLQ_LEDGER_TABLE"))

@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -136,20 +139,76 @@ func TestHTTPTools(t *testing.T) {
 }
 
 func TestNewProcessor(t *testing.T) {
-	t.Setenv("AWS_REGION", "eu-west-1") // LoadDefaultConfig needs a region and nothing else offline
-	env := map[string]string{
-		"AGENTDLQ_PIPELINE_JSON": `{"name":"refunds","owner":"payments-oncall","max_receive_count":4}`,
-		"AGENTDLQ_DLQ_URL":       "https://sqs.eu-west-1.amazonaws.com/111122223333/refunds-dlq",
-		"AGENTDLQ_LEDGER_TABLE":  "agentdlq-ledger",
+	t.Parallel()
+	lambdaEnv := func() map[string]string { // what the runtime and the construct set
+		return map[string]string{
+			"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "token",
+			"AGENTDLQ_PIPELINE_JSON":         `{"name":"refunds","owner":"payments-oncall","max_receive_count":4}`,
+			"AGENTDLQ_DLQ_URL":               "https://sqs.eu-west-1.amazonaws.com/111122223333/refunds-dlq",
+			"AGENTDLQ_DLQ_MAX_MESSAGE_BYTES": "1048576",
+			"AGENTDLQ_LEDGER_TABLE":          "agentdlq-ledger",
+		}
 	}
-	log := slog.New(slog.DiscardHandler)
-	p, err := newProcessor(t.Context(), func(k string) string { return env[k] }, log)
-	require.NoError(t, err)
-	assert.NotNil(t, p)
+	tests := []struct {
+		name    string
+		change  func(env map[string]string)
+		wantErr string // "" when the processor is built
+	}{
+		{name: "the Lambda environment", change: func(map[string]string) {}},
+		{name: "a DLQ of 256 KiB", change: func(env map[string]string) { env["AGENTDLQ_DLQ_MAX_MESSAGE_BYTES"] = "262144" }},
+		{name: "the DLQ's size unset: the definition's", change: func(env map[string]string) { delete(env, "AGENTDLQ_DLQ_MAX_MESSAGE_BYTES") }},
+		{name: "the DLQ's size over SQS's 1 MiB", change: func(env map[string]string) { env["AGENTDLQ_DLQ_MAX_MESSAGE_BYTES"] = "2097152" },
+			wantErr: `AGENTDLQ_DLQ_MAX_MESSAGE_BYTES "2097152" is not a message size`},
+		{name: "no DLQ", change: func(env map[string]string) { delete(env, "AGENTDLQ_DLQ_URL") }, wantErr: "DLQURL is required"},
+		{name: "no pipeline", change: func(env map[string]string) { delete(env, "AGENTDLQ_PIPELINE_JSON") }, wantErr: "pipeline JSON"},
+		{name: "no credentials", change: func(env map[string]string) { delete(env, "AWS_SECRET_ACCESS_KEY") }, wantErr: "the Lambda runtime sets them"},
+		{name: "no region", change: func(env map[string]string) { delete(env, "AWS_REGION") }, wantErr: "AWS_REGION"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			env := lambdaEnv()
+			tt.change(env)
+			p, err := newProcessor(func(k string) string { return env[k] }, slog.New(slog.DiscardHandler))
+			if tt.wantErr != "" {
+				assert.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.NotNil(t, p)
+		})
+	}
+}
 
-	delete(env, "AGENTDLQ_DLQ_URL")
-	_, err = newProcessor(t.Context(), func(k string) string { return env[k] }, log)
-	assert.ErrorContains(t, err, "DLQURL is required")
-	_, err = newProcessor(t.Context(), func(string) string { return "" }, log)
-	assert.ErrorContains(t, err, "pipeline JSON")
+func TestAWSConfig(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"AWS_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret", "AWS_SESSION_TOKEN": "token"}
+	cfg, err := awsConfig(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	assert.Equal(t, "eu-west-1", cfg.Region)
+	creds, err := cfg.Credentials.Retrieve(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, "AKIAEXAMPLE", creds.AccessKeyID)
+	assert.Equal(t, "secret", creds.SecretAccessKey)
+	assert.Equal(t, "token", creds.SessionToken)
+}
+
+// TestBootstrapWithinBudget builds this worker as docs/deploying.md says
+// and holds it to the 10,000,000-byte budget stated there (and in
+// scripts/build.sh for agentdlq's own worker).
+func TestBootstrapWithinBudget(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the arm64 bootstrap")
+	}
+	t.Parallel()
+	const budget = 10_000_000
+	out := filepath.Join(t.TempDir(), "bootstrap")
+	cmd := exec.Command("go", "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags=-s -w", "-o", out, ".")
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	b, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", b)
+	st, err := os.Stat(out)
+	require.NoError(t, err)
+	t.Logf("arm64 bootstrap: %d bytes", st.Size())
+	assert.Less(t, st.Size(), int64(budget), "the worker's bootstrap is over the %d-byte budget of docs/deploying.md", budget)
 }
