@@ -3,7 +3,8 @@
 #   dist/<name>/bootstrap and dist/<name>.zip (deterministic: scripts/detzip)
 # for each Lambda entry: worker (functions/sampleworker/lambda), triage (triage/lambda).
 # An entry whose main.go does not exist yet is reported and makes the build fail
-# after the others are built. The worker bootstrap must stay under 10 MB.
+# after the others are built. The worker bootstrap must stay under 10 MB
+# (10,000,000 bytes; docs/deploying.md says why and how an adopter keeps to it).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
