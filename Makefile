@@ -14,7 +14,7 @@ BUILD_CLI = mkdir -p .local/bin && scripts/progress.sh "building agentdlq into .
 help:
 	@grep -hE '^## ' $(MAKEFILE_LIST) | sed -e 's/^## /  /' | column -t -s ':'
 
-## test: unit, stack and end-to-end tests (starts private emulators on free ports, always stops them)
+## test: unit, stack and end-to-end tests (starts private emulators on free ports, always stops them), the arm64 unit tests under qemu-user and the example modules; installs qemu-user and chromium from Debian's packages the first time
 .PHONY: test
 test:
 	@scripts/test.sh
