@@ -32,12 +32,16 @@ missing() {
   echo "${pkgs[*]}"
 }
 
+# names PKGS...: what a person would call them ("qemu-user and chromium").
+names() {
+  local n="$*"
+  n="${n/ fonts-dejavu-core/}"
+  echo "${n/qemu-user chromium/qemu-user and chromium}"
+}
+
 read -r -a PKGS <<<"$(missing)"
 [[ ${#PKGS[@]} -eq 0 ]] && exit 0
-
-NAMES="$(missing)"
-NAMES="${NAMES/ fonts-dejavu-core/}"
-NAMES="${NAMES/qemu-user chromium/qemu-user and chromium}"
+NAMES="$(names "${PKGS[@]}")"
 manual="install them yourself (Debian: apt-get install ${PKGS[*]}), then run make test again"
 
 if ! command -v apt-get >/dev/null 2>&1; then
@@ -62,6 +66,9 @@ fi
 hash -r
 left="$(missing)"
 if [[ -n "$left" ]]; then
-  say "apt-get ran, but ${left% fonts-dejavu-core} is still not on the PATH: $manual"
+  # shellcheck disable=SC2086
+  left="$(names $left)"
+  verb=is; [[ "$left" == *" and "* ]] && verb=are
+  say "apt-get ran, but $left $verb still not on the PATH: $manual"
   exit 1
 fi

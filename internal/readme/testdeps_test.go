@@ -90,6 +90,14 @@ func TestTestDeps(t *testing.T) {
 			wantStderr: []string{line, "apt-get could not install qemu-user chromium fonts-dejavu-core"},
 		},
 		{
+			name: "installed, neither on the PATH", uid: "0",
+			wantCalls: []string{
+				"apt-get -qq update",
+				"apt-get install -y -qq --no-install-recommends qemu-user chromium fonts-dejavu-core",
+			},
+			wantStderr: []string{"qemu-user and chromium are still not on the PATH"},
+		},
+		{
 			name: "installed, still not on the PATH", uid: "0", installs: []string{"qemu-aarch64"},
 			wantCalls: []string{
 				"apt-get -qq update",
