@@ -17,7 +17,6 @@ import (
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/localpipeline"
 	"github.com/agentdlq/agentdlq/internal/topology"
-	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 func newLocalCmd(g *globalFlags) *cobra.Command {
@@ -112,7 +111,7 @@ func initFromScriptEnv(ctx context.Context, g *globalFlags) error {
 // initLocal creates the local topology of every pipeline of the definition:
 // the hot queues and DLQs, the ledger table and the eval bucket.
 func initLocal(ctx context.Context, g *globalFlags, w io.Writer) error {
-	f, err := pipeline.Load(g.configPath)
+	f, err := g.loadFile()
 	if err != nil {
 		return err
 	}

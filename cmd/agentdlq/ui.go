@@ -72,7 +72,7 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if !cmd.Flags().Changed("reports") {
 		f.reports = g.outRoot()
 	}
-	def, err := pipeline.Load(g.configPath)
+	def, err := g.loadFile()
 	if err != nil {
 		return withExit(2, err)
 	}
