@@ -237,7 +237,13 @@ func harden(root *cobra.Command) {
 			return nil
 		}
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return badUsage(c, err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		var fe *formatError
+		if errors.As(err, &fe) {
+			err = fe // pflag's "invalid argument "true" for "--markdown" flag: " says nothing more
+		}
+		return badUsage(c, err)
+	})
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		c.SuggestionsMinimumDistance = 2
