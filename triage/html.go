@@ -110,7 +110,7 @@ func Condition(r deadletter.Redrivable) string {
 	case deadletter.RedriveAfterReview:
 		return "after a review"
 	case deadletter.RedriveNeverBlind:
-		return "never blindly: reconcile, then override"
+		return "never blindly: reconcile each key first"
 	case deadletter.RedriveNever:
 		return "no: reject (owner override only)"
 	default:
