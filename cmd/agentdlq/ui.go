@@ -106,6 +106,10 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		Reports: reports, Loopback: loopback, Logger: g.logger(cmd.ErrOrStderr()),
 		Resolve: func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error) {
 			q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
+			if errors.Is(err, topology.ErrNotFound) {
+				// Not created (locally: make local-up): the overview says so.
+				err = fmt.Errorf("%w: %w", console.ErrQueuesNotFound, err)
+			}
 			return q, err
 		},
 	}
