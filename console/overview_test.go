@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -86,4 +87,40 @@ func TestEffectUnknownBadgeAgreesWithThePolicy(t *testing.T) {
 	assert.Contains(t, body, "never blindly: reconcile each key first</span>")
 	assert.NotContains(t, body, "then override")
 	assert.NotContains(t, f.get(t, "/pipeline?p=agent-tasks").Body.String(), "then override")
+}
+
+// A refused dry run says so once, in words that name what is at fault,
+// shows no "0 of 0 would move" after it, and links back to the form with
+// what was entered (it showed "Refused (owner_mismatch): refused
+// (owner_mismatch): …", then "Dry run: 0 of 0 …", and no way back).
+func TestRefusedDryRunPage(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 8)
+	w := f.post(t, "/redrive", url.Values{"p": {"agent-tasks"}, "r": {"budget_exhausted"}, "owner": {"mallory"}, "why": {"search API back (INC-7)"},
+		"rate": {"25"}, "canary": {"2"}, "mode": {"dry_run"}})
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	jobURL := w.Header().Get("Location")
+	id := strings.TrimPrefix(jobURL, "/job?id=")
+	j := f.s.job(id)
+	require.NotNil(t, j)
+	require.Eventually(t, func() bool { return j.view().Done }, time.Minute, 10*time.Millisecond, "the job ends")
+
+	body := f.get(t, jobURL).Body.String()
+	assert.Contains(t, body, "<b>Refused</b> (owner_mismatch): ")
+	assert.Equal(t, 1, strings.Count(body, "owner_mismatch"), "the code once: %s", body)
+	assert.NotContains(t, body, "refused (owner_mismatch)")
+	assert.NotContains(t, body, "would move")
+	assert.NotContains(t, body, "0 of 0")
+	back := "/redrive?job=" + id + "&amp;p=agent-tasks&amp;r=budget_exhausted"
+	assert.Contains(t, body, `href="`+back+`">Back to the form`)
+
+	form := f.get(t, strings.ReplaceAll(back, "&amp;", "&")).Body.String()
+	assert.Contains(t, form, `name="owner" value="mallory"`, "the values are kept")
+	assert.Contains(t, form, `name="why" value="search API back (INC-7)"`)
+	assert.Contains(t, form, `name="rate" type="number" min="1" max="500" value="25"`)
+	assert.Contains(t, form, `name="canary" type="number" min="0" value="2"`)
+
+	// Another pipeline's job, or none, gives the defaults.
+	form = f.get(t, "/redrive?p=agent-tasks&r=budget_exhausted&job=nope").Body.String()
+	assert.Contains(t, form, `name="owner" value=""`)
 }
