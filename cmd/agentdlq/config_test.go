@@ -52,3 +52,38 @@ func TestConfigRefusals(t *testing.T) {
 		})
 	}
 }
+
+// Bad input to the commands this file's helpers serve says which flag or
+// value is at fault and what to give instead, in words on stderr, also
+// where JSON is only the default output (work): JSON errors are for a
+// command line that asked for JSON.
+func TestBadInputNamesTheFlag(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		stderr string
+		json   bool // the error is JSON on stdout instead
+	}{
+		{name: "work --log-level", args: []string{"work", "--pipeline", "agent-tasks", "--log-level", "loud"}, stderr: `agentdlq: --log-level "loud": use debug, info, warn or error` + "\n"},
+		{name: "work --log-level -o json", args: []string{"work", "--pipeline", "agent-tasks", "--log-level", "loud", "-o", "json"}, json: true},
+		{name: "send a missing file", args: []string{"send", "--pipeline", "agent-tasks", "nofile.jsonl"}, stderr: "agentdlq: nofile.jsonl: no such file: give a file of tasks (JSON Lines, a JSON array or a Lambda SQS event), or - for stdin\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			repo, err := filepath.Abs(filepath.Join("..", "..", "pipelines.json"))
+			require.NoError(t, err)
+			t.Chdir(t.TempDir())
+			var out, errb bytes.Buffer
+			code := run(context.Background(), append([]string{"--config", repo}, tt.args...), &out, &errb)
+			stdout, stderr := out.String(), errb.String()
+			assert.Equal(t, 2, code)
+			if tt.json {
+				assert.Contains(t, stdout, `"code": "bad_input"`)
+				assert.Empty(t, stderr)
+				return
+			}
+			assert.Equal(t, tt.stderr, stderr)
+			assert.Empty(t, stdout)
+		})
+	}
+}

@@ -106,6 +106,12 @@ func (e *formatError) Error() string { return e.msg }
 // JSON reports whether the result (and an error) is printed as JSON.
 func (o *output) JSON() bool { return o != nil && !o.undecided && o.format == formatJSON }
 
+// errorJSON reports whether an error is printed as JSON (on stdout): when
+// the command line asked for JSON (-o json, --json), not when JSON is only
+// the command's default (agentdlq work), whose refusals are words on
+// stderr.
+func (o *output) errorJSON() bool { return o.JSON() && o.chosen == string(formatJSON) }
+
 // Markdown reports whether the result is printed as Markdown.
 func (o *output) Markdown() bool { return o != nil && o.format == formatMarkdown }
 

@@ -81,7 +81,7 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return withExit(2, fmt.Errorf("--log-level: %w", err))
+		return withExit(2, fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel))
 	}
 	log := slog.New(logHandler(g.console(stderr), g.logFormat, level))
 	table := ledgerTableName(f.table)
