@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,7 +68,9 @@ func (j *Job) view() JobView {
 		v.RefusalReason = v.Error
 		var rf *redrive.Refusal
 		if errors.As(j.err, &rf) {
-			v.RefusalReason = rf.Reason
+			// The refusal without its "refused (code): ", which the page
+			// shows once, beside "Refused".
+			v.RefusalReason = strings.TrimPrefix(rf.Error(), "refused ("+string(rf.Code)+"): ")
 		}
 	}
 	if j.form != nil {
