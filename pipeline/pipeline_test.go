@@ -172,6 +172,24 @@ func TestParseOne(t *testing.T) {
 	}
 }
 
+// Load names the file, and a definition of the wrong shape is a
+// *SyntaxError that says where and what is expected.
+func TestLoadNamesTheFileAndTheShape(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "arr.json")
+	require.NoError(t, os.WriteFile(path, []byte("[]"), 0o600))
+	_, err := Load(path)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "Go value", "no Go type names in the message")
+	assert.True(t, strings.HasPrefix(err.Error(), path+": "), "the file comes first: %v", err)
+	var se *SyntaxError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "", se.Field)
+	assert.Contains(t, se.Msg, `must be an object {"version": 1, "pipelines": [...]}`)
+	var je *json.UnmarshalTypeError
+	assert.ErrorAs(t, err, &je, "encoding/json's error stays reachable")
+}
+
 // The repository's own definition is valid and holds a standard and a FIFO pipeline.
 func TestRepositoryDefinition(t *testing.T) {
 	t.Parallel()
@@ -191,22 +209,4 @@ func TestRepositoryDefinition(t *testing.T) {
 	assert.ErrorContains(t, err, `unknown pipeline "no-such-pipeline" (known: agent-tasks, agent-steps)`)
 	_, err = Load("does-not-exist.json")
 	assert.ErrorIs(t, err, os.ErrNotExist)
-}
-
-// Load names the file, and a definition of the wrong shape is a
-// *SyntaxError that says where and what is expected.
-func TestLoadNamesTheFileAndTheShape(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "arr.json")
-	require.NoError(t, os.WriteFile(path, []byte("[]"), 0o600))
-	_, err := Load(path)
-	require.Error(t, err)
-	assert.NotContains(t, err.Error(), "Go value", "no Go type names in the message")
-	assert.True(t, strings.HasPrefix(err.Error(), path+": "), "the file comes first: %v", err)
-	var se *SyntaxError
-	require.ErrorAs(t, err, &se)
-	assert.Equal(t, "", se.Field)
-	assert.Contains(t, se.Msg, `must be an object {"version": 1, "pipelines": [...]}`)
-	var je *json.UnmarshalTypeError
-	assert.ErrorAs(t, err, &je, "encoding/json's error stays reachable")
 }
