@@ -91,14 +91,6 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 		return withExit(2, err)
 	}
 	p := workload.Quick(base)
-	// Start over: an earlier run's audit and reports would show in this
-	// run's plan, console and chart. They are set aside, not deleted.
-	if err := startOver(out, start, g.outRoot(), f.out); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
-		return err
-	}
 
 	step("1/9 local emulators (127.0.0.1 only)")
 	stopEmulators := func() {}
@@ -132,6 +124,15 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	// with every endpoint on this machine.
 	if local, err := redrive.Locality(configEndpoints(cfg)); err != nil || !local {
 		return withExit(2, fmt.Errorf("agentdlq demo runs on the local emulators only, and not every endpoint (SQS %s, DynamoDB, S3) is on this machine: unset AWS_ENDPOINT_URL* to let it start its own", os.Getenv("AWS_ENDPOINT_URL_SQS")))
+	}
+	// Start over: an earlier run's audit and reports would show in this
+	// run's plan, console and chart. They are set aside, not deleted, once
+	// nothing can refuse the demo any more.
+	if err := startOver(out, start, g.outRoot(), f.out); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return err
 	}
 	logPath := filepath.Join(f.out, "worker.log")
 	logFile, err := os.Create(logPath)
