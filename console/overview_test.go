@@ -112,7 +112,8 @@ func TestRefusedDryRunPage(t *testing.T) {
 	assert.NotContains(t, body, "would move")
 	assert.NotContains(t, body, "0 of 0")
 	back := "/redrive?job=" + id + "&amp;p=agent-tasks&amp;r=budget_exhausted"
-	assert.Contains(t, body, `href="`+back+`">Back to the form`)
+	assert.Contains(t, body, `id="back" href="`+back+`">Back to the form (values kept)</a>`)
+	assert.Equal(t, 1, strings.Count(body, `href="`+back+`"`), "one way back")
 
 	form := f.get(t, strings.ReplaceAll(back, "&amp;", "&")).Body.String()
 	assert.Contains(t, form, `name="owner" value="mallory"`, "the values are kept")
