@@ -49,6 +49,7 @@ func TestExitCodes(t *testing.T) {
 		{"misspelt redrive subcommand", []string{"redrive", "plna"}, 2, "Did you mean this?\n\tplan"},
 		{"unknown local subcommand", []string{"local", "bogus"}, 2, `for "agentdlq local"`},
 		{"unknown ledger subcommand", []string{"ledger", "gte"}, 2, "Did you mean this?\n\tget"},
+		{"dependency without a name", []string{"local", "dependency", "up"}, 2, "name one dependency, as a task's args.fault.dependency names it (e.g. search-api): agentdlq local dependency up NAME"},
 		{"unknown dependency subcommand", []string{"local", "dependency", "sideways"}, 2, `for "agentdlq local dependency"`},
 		{"unknown flag", []string{"redrive", "plan", "--bogus"}, 2, "unknown flag: --bogus"},
 		{"bad -o", []string{"redrive", "plan", "--pipeline", "agent-tasks", "-o", "yaml"}, 2, `-o "yaml" is not an output format of this command: use one of -o table|json|markdown`},
