@@ -10,8 +10,11 @@ import (
 
 // Chart is the "dead letters by reason over time" chart, laid out for an SVG
 // of Width × Height user units: one stacked bar per triage run, oldest on the
-// left, one colour per reason. It is pure data: the HTML report and the
-// console draw it with the same template, with no script.
+// left, one colour per reason. A run whose scan was partial is no count, so
+// it is no coloured bar either: it is a dashed outline of what it saw (a
+// lower bound), marked "?", with its own legend entry, so that a partial
+// run between two full ones never reads as a drop. It is pure data: the
+// HTML report and the console draw it with the same template, with no script.
 type Chart struct {
 	Width, Height float64
 	// PlotTop and PlotBottom bound the bars vertically; PlotLeft is the y axis.
@@ -19,16 +22,23 @@ type Chart struct {
 	Max                           int
 	Bars                          []ChartBar
 	Ticks                         []ChartTick
-	Legend                        []ChartLegend
+	// Legend's counts are the latest complete run's, LatestLabel its time
+	// ("" when no run was complete: the legend then shows no counts).
+	Legend      []ChartLegend
+	LatestLabel string
+	// PartialRuns counts the runs drawn as outlines (partial scans).
+	PartialRuns int
 	// FirstLabel and LastLabel name the first and the last run's time.
 	FirstLabel, LastLabel string
 }
 
-// ChartBar is one run.
+// ChartBar is one run: reason segments for a complete scan; for a partial
+// one (Partial) no segments, and an outline from Y of height H.
 type ChartBar struct {
 	X, W     float64
 	Title    string // what a hover shows: the time and the counts
 	Partial  bool
+	Y, H     float64
 	Segments []ChartSegment
 }
 
@@ -109,7 +119,14 @@ func BuildChart(history []HistoryPoint) Chart {
 			reasons = append(reasons, r)
 		}
 	}
-	latest := history[len(history)-1]
+	latest := HistoryPoint{}
+	for i := len(history) - 1; i >= 0; i-- {
+		if !history[i].Partial {
+			latest = history[i]
+			c.LatestLabel = latest.GeneratedAt.UTC().Format("Jan 2 15:04Z")
+			break
+		}
+	}
 	for _, r := range reasons {
 		c.Legend = append(c.Legend, ChartLegend{Reason: r, Color: ReasonColor(r), Latest: latest.ByReason[r]})
 	}
@@ -120,7 +137,14 @@ func BuildChart(history []HistoryPoint) Chart {
 		b := ChartBar{X: c.PlotLeft + slot*float64(i) + (slot-w)/2, W: w, Partial: p.Partial}
 		b.Title = fmt.Sprintf("%s: %d dead letters", p.GeneratedAt.UTC().Format("2006-01-02 15:04Z"), p.Messages)
 		if p.Partial {
-			b.Title += " (partial scan)"
+			// A lower bound: an outline, no reason colours, and no count.
+			c.PartialRuns++
+			b.H = plotH * float64(max(p.Messages, sum(p.ByReason))) / float64(scaleMax)
+			b.Y = c.PlotBottom - b.H
+			b.Title = fmt.Sprintf("%s: partial scan, saw at least %d dead letters (not a count: the scan did not see every letter)",
+				p.GeneratedAt.UTC().Format("2006-01-02 15:04Z"), p.Messages)
+			c.Bars = append(c.Bars, b)
+			continue
 		}
 		y := c.PlotBottom
 		for _, r := range reasons {
@@ -136,7 +160,7 @@ func BuildChart(history []HistoryPoint) Chart {
 		c.Bars = append(c.Bars, b)
 	}
 	c.FirstLabel = history[0].GeneratedAt.UTC().Format("Jan 2 15:04Z")
-	c.LastLabel = latest.GeneratedAt.UTC().Format("Jan 2 15:04Z")
+	c.LastLabel = history[len(history)-1].GeneratedAt.UTC().Format("Jan 2 15:04Z")
 	return c
 }
 

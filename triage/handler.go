@@ -146,8 +146,11 @@ type Result struct {
 
 // PipelineResult is one pipeline's triage in an invocation.
 type PipelineResult struct {
-	Pipeline  string `json:"pipeline"`
-	Messages  int    `json:"messages"`
+	Pipeline string `json:"pipeline"`
+	Messages int    `json:"messages"`
+	// Complete is the report's: the scan saw every dead letter. Partial is
+	// the report's too: not Complete, or an export or the ledger fell short.
+	Complete  bool   `json:"complete"`
 	Partial   bool   `json:"partial"`
 	Exported  int    `json:"exported"`
 	ReportKey string `json:"report_key,omitempty"`
@@ -223,7 +226,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 			errs = append(errs, err)
 		}
 		if r != nil {
-			pr.Messages, pr.Partial = r.Totals.Messages, r.Partial
+			pr.Messages, pr.Complete, pr.Partial = r.Totals.Messages, r.Complete, r.Partial
 			if r.Export != nil {
 				pr.Exported = r.Export.Exported
 			}
@@ -357,6 +360,9 @@ func lastSegment(s, sep string) string {
 // are at most 100 characters.
 func Summary(r *Report, alarmName string, links ReportLinks) (subject, body string) {
 	subject = fmt.Sprintf("agentdlq %s: %d dead letters", r.Pipeline, r.Totals.Messages)
+	if !r.Complete {
+		subject = fmt.Sprintf("agentdlq %s: at least %d dead letters (partial scan)", r.Pipeline, r.Totals.Messages)
+	}
 	if len(r.Totals.ByReason) > 0 {
 		subject += fmt.Sprintf(", top %s (%d)", r.Totals.ByReason[0].Reason, r.Totals.ByReason[0].Count)
 	}
@@ -366,6 +372,9 @@ func Summary(r *Report, alarmName string, links ReportLinks) (subject, body stri
 	var b strings.Builder
 	fmt.Fprintf(&b, "Triage of pipeline %s (owner %s) after alarm %s.\n", r.Pipeline, r.Owner, alarmName)
 	fmt.Fprintf(&b, "%d dead letters in %d groups.", r.Totals.Messages, r.Totals.Groups)
+	if c := coverage(r); c != "" {
+		fmt.Fprintf(&b, "\n%s", c)
+	}
 	if r.Partial {
 		fmt.Fprintf(&b, " PARTIAL: %s.", strings.Join(r.PartialReasons, "; "))
 	}

@@ -62,8 +62,10 @@ func HTMLFuncs() template.FuncMap {
 		"age":       func(sec int64) string { return age(sec) },
 		"since":     since,
 		"condition": Condition,
+		"coverage":  coverage,
 		"add":       func(a, b float64) float64 { return a + b },
 		"sub":       func(a, b float64) float64 { return a - b },
+		"half":      func(a float64) float64 { return a / 2 },
 		"groupsOf": func(r *Report, reason deadletter.Reason, limit int) []Group {
 			gs := GroupsOf(r, reason)
 			if limit > 0 && len(gs) > limit {

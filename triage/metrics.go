@@ -35,6 +35,10 @@ type emfMeta struct {
 //
 // DLQHoursToExpiry is left out when the DLQ is empty: there is nothing to
 // lose, and an alarm on it treats missing data as not breaching.
+//
+// The first document also carries the property ScanComplete (not a metric:
+// CloudWatch Logs Insights reads it). When it is false the scan did not see
+// every dead letter and the counts are a lower bound; the report says why.
 func WriteEMF(w io.Writer, r *Report, now time.Time) error {
 	enc := json.NewEncoder(w)
 	ts := now.UnixMilli()
@@ -44,6 +48,7 @@ func WriteEMF(w io.Writer, r *Report, now time.Time) error {
 		"DLQOldestAgeSeconds":   r.Expiry.OldestAgeSeconds,
 		"DLQExpiringSoon":       r.Expiry.ExpiringSoon,
 		"RecurringPoisonGroups": r.Totals.RecurringPoisonGroups,
+		"ScanComplete":          r.Complete,
 	}
 	metrics := []emfMetric{
 		{"DLQMessages", "Count"}, {"DLQOldestAgeSeconds", "Seconds"},

@@ -39,8 +39,16 @@ type Report struct {
 	Queue         string    `json:"queue,omitempty"`
 	FIFO          bool      `json:"fifo"`
 	GeneratedAt   time.Time `json:"generated_at"`
-	// Partial is true when the report does not cover the whole DLQ or an
-	// export failed; PartialReasons say why.
+	// Complete is true when the scan saw every dead letter the DLQ held: the
+	// counts are exact and the lists of letters and keys are whole. False
+	// (added within version 1; a report without the field reads it from
+	// scan.partial): the counts are a lower bound, and Scan says why
+	// (partial_reason, partial_cause) and when a rerun may see everything
+	// (retry_after_seconds). A command that must see every letter fails on it.
+	Complete bool `json:"complete"`
+	// Partial is true when the report does not cover the whole DLQ (Complete
+	// is false) or another stage fell short (an export failed, the ledger
+	// could not be read); PartialReasons say why.
 	Partial        bool          `json:"partial"`
 	PartialReasons []string      `json:"partial_reasons,omitempty"`
 	Scan           ScanStats     `json:"scan"`
@@ -208,7 +216,7 @@ func BuildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o BuildOpti
 	hashTenants := slices.Contains(p.Eval.HashFields, tenantFieldHashName)
 
 	r := &Report{
-		ReportVersion: ReportVersion, Pipeline: p.Name, Owner: p.Owner, FIFO: fifo, GeneratedAt: now,
+		ReportVersion: ReportVersion, Pipeline: p.Name, Owner: p.Owner, FIFO: fifo, GeneratedAt: now, Complete: true,
 		Expiry: ExpirySummary{
 			DLQRetentionHours: p.DLQRetentionHours, DLQRetentionSeconds: int64(retention / time.Second), RetentionSource: source,
 			WarningHours: p.Triage.WarningHours,

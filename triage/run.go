@@ -83,7 +83,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r := BuildWith(tagged, p, now, BuildOptions{Retention: time.Duration(stats.RetentionSeconds) * time.Second, FIFO: stats.FIFO})
 	r.Queue, r.Scan = cfg.DLQURL, stats
 	if stats.Partial {
-		r.Partial = true
+		r.Complete, r.Partial = false, true
 		r.PartialReasons = append(r.PartialReasons, "scan: "+stats.PartialReason)
 	}
 	if ledgerErr != nil {
@@ -102,7 +102,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		log.WarnContext(ctx, "more dead letters with unreadable metadata", "queue", cfg.DLQURL, "count", r.Totals.Unreadable-logged)
 	}
 	log.InfoContext(ctx, "triage scanned", "pipeline", p.Name, "queue", cfg.DLQURL, "messages", r.Totals.Messages,
-		"groups", r.Totals.Groups, "partial", r.Partial, "duration_s", stats.DurationSeconds, "messages_per_s", stats.MessagesPerSecond)
+		"groups", r.Totals.Groups, "complete", r.Complete, "partial", r.Partial, "duration_s", stats.DurationSeconds, "messages_per_s", stats.MessagesPerSecond)
+	if stats.Partial {
+		log.WarnContext(ctx, "triage scan partial: the report's counts are a lower bound", "pipeline", p.Name, "queue", cfg.DLQURL,
+			"partial_cause", stats.PartialCause, "seen", stats.Unique, "approx_visible", stats.ApproxDepth, "approx_in_flight", stats.ApproxInFlight,
+			"retry_after_s", stats.RetryAfterSeconds)
+	}
 
 	var errs []error
 	if cfg.Dest != nil {
