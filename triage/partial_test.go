@@ -72,7 +72,7 @@ func TestRunMarksAPartialScan(t *testing.T) {
 			assert.Contains(t, text.String(), "Rerun in about 45s")
 			assert.True(t, strings.HasPrefix(mdown.String(), "# Triage of `agent-tasks`\n\n> **"+banner), mdown.String()[:200])
 			assert.Contains(t, page.String(), `<div class="notice bad" id="partial-scan"><b>`+banner)
-			assert.Contains(t, page.String(), "held by another reader until their visibility timeout lapses (about 45s)")
+			assert.Contains(t, page.String(), "held by another reader until their visibility timeout lapses (about 45s: ")
 			assert.True(t, strings.HasPrefix(subject, "agentdlq agent-tasks: at least 15 dead letters (partial scan), top "), subject)
 			assert.Contains(t, body, banner)
 		})

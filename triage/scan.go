@@ -381,7 +381,9 @@ func (s *scanner) judge() {
 	// A letter held elsewhere comes back when its holder's visibility
 	// timeout lapses: the queue's own when the holder set none, the scan's
 	// when it was a receive of a scan like this one whose response was lost.
+	// A holder may set a longer one: a rerun then says so again.
 	holdBack := max(st.QueueVisibilityTimeoutSeconds, st.VisibilityTimeoutSeconds)
+	held := fmt.Sprintf("until their visibility timeout lapses (about %ds: the longer of the queue's and this scan's; a reader may set a longer one)", holdBack)
 	partial := func(cause, why string, retryAfter int) {
 		st.Partial, st.PartialCause, st.PartialReason, st.RetryAfterSeconds = true, cause, why, retryAfter
 	}
@@ -405,11 +407,11 @@ func (s *scanner) judge() {
 		case st.FIFO:
 			partial(CauseFIFOGroups, why+": the rest were not visible (behind an in-flight message of the same FIFO group, or in flight elsewhere)", 0)
 		default:
-			partial(CauseHidden, why+fmt.Sprintf(": the rest were hidden during the scan (received by another reader, or by a receive whose response was lost) until their visibility timeout lapses (about %ds)", holdBack), holdBack)
+			partial(CauseHidden, why+": the rest were hidden during the scan (received by another reader, or by a receive whose response was lost) "+held, holdBack)
 		}
 	}
 	if st.ApproxInFlight > 0 && !st.Partial {
-		partial(CauseInFlight, fmt.Sprintf("%s in flight when the scan started could not be read: held by another reader until their visibility timeout lapses (about %ds)", plural(st.ApproxInFlight, "message"), holdBack), holdBack)
+		partial(CauseInFlight, fmt.Sprintf("%s in flight when the scan started could not be read: held by another reader %s", plural(st.ApproxInFlight, "message"), held), holdBack)
 	}
 }
 
