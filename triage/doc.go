@@ -11,7 +11,12 @@
 //     ChangeMessageVisibilityBatch(0). It never deletes, sends, purges or
 //     moves: ScanAPI does not even name those calls. When it may have missed
 //     messages (bounds, visibility lapse, in-flight or FIFO-locked messages,
-//     a failed receive) the stats and the report say so and why.
+//     a failed receive) the stats say so, why (PartialCause) and when a
+//     rerun may see everything (RetryAfterSeconds); the report is then not
+//     Complete, every form of it opens with a PARTIAL SCAN banner, the chart
+//     draws the run as an outline, never as a count, and ScanStats.Err
+//     (ErrScanPartial) is what a caller that must see every letter returns
+//     (docs/triage.md).
 //   - Tag (message.go) gives each dead letter a reason: dlq_reason/dlq_meta
 //     where the worker wrote them; receive_limit, labelled inferred, for a
 //     message without them (the broker moved it after maxReceiveCount: the
