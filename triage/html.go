@@ -59,13 +59,14 @@ func HTMLFuncs() template.FuncMap {
 			}
 			return t.UTC().Format("2006-01-02 15:04Z")
 		},
-		"age":       func(sec int64) string { return age(sec) },
-		"since":     since,
-		"condition": Condition,
-		"coverage":  coverage,
-		"add":       func(a, b float64) float64 { return a + b },
-		"sub":       func(a, b float64) float64 { return a - b },
-		"half":      func(a float64) float64 { return a / 2 },
+		"age":          func(sec int64) string { return age(sec) },
+		"since":        since,
+		"condition":    Condition,
+		"coverage":     coverage,
+		"otherPartial": otherPartialReasons,
+		"add":          func(a, b float64) float64 { return a + b },
+		"sub":          func(a, b float64) float64 { return a - b },
+		"half":         func(a float64) float64 { return a / 2 },
 		"groupsOf": func(r *Report, reason deadletter.Reason, limit int) []Group {
 			gs := GroupsOf(r, reason)
 			if limit > 0 && len(gs) > limit {

@@ -20,7 +20,7 @@ func Text(w io.Writer, r *Report) error {
 	if c := coverage(r); c != "" {
 		fmt.Fprintf(&b, "\n!!! %s\n\n", c)
 	}
-	for _, why := range r.PartialReasons {
+	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "PARTIAL: %s\n", why)
 	}
 	fmt.Fprintf(&b, "%s\n\n", expiryLine(r))
@@ -81,7 +81,7 @@ func Markdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "- DLQ: `%s`\n", r.Queue)
 	}
 	fmt.Fprintf(&b, "- %s\n", scanLine(r))
-	for _, why := range r.PartialReasons {
+	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "- **partial**: %s\n", md(why))
 	}
 	fmt.Fprintf(&b, "- %s\n\n", expiryLine(r))
@@ -161,6 +161,21 @@ func coverage(r *Report) string {
 		c += ": " + s.PartialReason
 	}
 	return c + ". " + retryAdvice(s)
+}
+
+// otherPartialReasons are the report's partial reasons the coverage banner
+// does not already say (an export or a ledger read that fell short).
+func otherPartialReasons(r *Report) []string {
+	if r.Complete {
+		return r.PartialReasons
+	}
+	var out []string
+	for _, why := range r.PartialReasons {
+		if !strings.HasPrefix(why, scanReasonPrefix) {
+			out = append(out, why)
+		}
+	}
+	return out
 }
 
 // retryAdvice says when, or with what change, a rerun may see everything.

@@ -10,6 +10,10 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
+// scanReasonPrefix starts the partial reason of a scan that did not see
+// every letter (Report.PartialReasons); the coverage banner says it in full.
+const scanReasonPrefix = "scan: "
+
 // Config is one triage run of one pipeline's DLQ.
 type Config struct {
 	// Pipeline is required (defaults applied).
@@ -84,7 +88,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.Queue, r.Scan = cfg.DLQURL, stats
 	if stats.Partial {
 		r.Complete, r.Partial = false, true
-		r.PartialReasons = append(r.PartialReasons, "scan: "+stats.PartialReason)
+		r.PartialReasons = append(r.PartialReasons, scanReasonPrefix+stats.PartialReason)
 	}
 	if ledgerErr != nil {
 		r.Partial = true
