@@ -313,3 +313,26 @@ func TestScanBudget(t *testing.T) {
 	defer cancel2()
 	assert.Equal(t, time.Second, scanBudget(ctx2, p, 0, 1, wall), "at least a second")
 }
+
+// TestHandlePartialScan: the Lambda keeps working on a partial scan: no
+// error, metrics emitted, the report kept and marked, the result says so.
+func TestHandlePartialScan(t *testing.T) {
+	t.Parallel()
+	h, _, metrics, queues := newHandler(t)
+	queues[h.Targets[1].DLQURL].msgs[0].hiddenUntil = t0.Add(time.Hour) // held by another reader
+	res, err := h.Handle(t.Context(), json.RawMessage(`{"trigger":"schedule","pipeline":"`+h.Targets[1].Pipeline.Name+`"}`))
+	require.NoError(t, err, "a partial scan is reported, not failed")
+	require.Len(t, res.Pipelines, 1)
+	pr := res.Pipelines[0]
+	assert.False(t, pr.Complete)
+	assert.True(t, pr.Partial)
+	assert.Equal(t, 2, pr.Messages, "what it saw")
+	require.NotEmpty(t, pr.ReportKey)
+	docs := emfDocs(t, metrics.Bytes())
+	require.NotEmpty(t, docs)
+	assert.Equal(t, false, docs[0]["ScanComplete"])
+	r, _, err := LatestReport(t.Context(), h.Dest, h.Targets[1].Pipeline.Name)
+	require.NoError(t, err)
+	assert.False(t, r.Complete)
+	assert.Equal(t, CauseInFlight, r.Scan.PartialCause)
+}
