@@ -64,7 +64,7 @@ func TestScan(t *testing.T) {
 			setup:  func(f *fakeSQS) { f.msgs[3].hiddenUntil = t0.Add(time.Hour); f.visibility = 2 * time.Minute },
 			unique: 14, stop: StopEmpty, partial: "(about 120s: the longer of the queue's and this scan's", cause: CauseInFlight, retryAfter: 120, wantRelease: true, hiddenAfter: 1},
 		{name: "in flight at the start, back and read during the scan: complete", msgs: 15,
-			setup: func(f *fakeSQS) { f.msgs[0].hiddenUntil = t0.Add(time.Second); f.receiveTakes = time.Second },
+			setup:  func(f *fakeSQS) { f.msgs[0].hiddenUntil = t0.Add(time.Second); f.receiveTakes = time.Second },
 			unique: 15, stop: StopEmpty, wantRelease: true},
 		{name: "a receive's response is lost: its letters stay hidden", msgs: 35, setup: func(f *fakeSQS) { f.loseReceive = 2 },
 			unique: 10, stop: StopEmpty, partial: "saw 10 of about 35 messages: the rest were hidden during the scan", cause: CauseHidden, retryAfter: 30,
