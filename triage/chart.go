@@ -83,8 +83,8 @@ var reasonColors = []string{
 	"#7b4173", // redrive_loop: plum
 }
 
-// ReasonColor is the chart colour of a reason.
-func ReasonColor(r deadletter.Reason) string {
+// reasonColor is the chart colour of a reason.
+func reasonColor(r deadletter.Reason) string {
 	i := slices.Index(deadletter.AllReasons(), r)
 	if i < 0 {
 		return "#888888"
@@ -128,7 +128,7 @@ func BuildChart(history []HistoryPoint) Chart {
 		}
 	}
 	for _, r := range reasons {
-		c.Legend = append(c.Legend, ChartLegend{Reason: r, Color: ReasonColor(r), Latest: latest.ByReason[r]})
+		c.Legend = append(c.Legend, ChartLegend{Reason: r, Color: reasonColor(r), Latest: latest.ByReason[r]})
 	}
 	plotW := c.Width - c.PlotLeft - 8
 	slot := plotW / float64(len(history))
@@ -154,7 +154,7 @@ func BuildChart(history []HistoryPoint) Chart {
 			}
 			h := plotH * float64(n) / float64(scaleMax)
 			y -= h
-			b.Segments = append(b.Segments, ChartSegment{Y: y, H: h, Color: ReasonColor(r), Reason: r, Count: n})
+			b.Segments = append(b.Segments, ChartSegment{Y: y, H: h, Color: reasonColor(r), Reason: r, Count: n})
 			b.Title += fmt.Sprintf("\n%s %d", r, n)
 		}
 		c.Bars = append(c.Bars, b)

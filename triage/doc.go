@@ -57,7 +57,7 @@
 //     export.go) of recurring poison and unclassified groups as JSONL eval
 //     records with a manifest, to a folder or S3 (s3dest.go).
 //   - Reports are kept, one set per run, under <pipeline>/reports/ (history.go:
-//     ReportBase, History for the chart, LatestReport for the console).
+//     reportBase, History for the chart, LatestReport for the console).
 //   - Handler (handler.go) is the Lambda's logic: schedule and alarm events,
 //     reports kept in the eval bucket, EMF, and a summary on the alarm topic
 //     that names the HTML report's S3 URI and its AWS console link.

@@ -99,9 +99,9 @@ func TestEvalRecords(t *testing.T) {
 		assert.Regexp(t, `^[0-9a-f]{32}$`, rec.ID)
 		assert.Equal(t, rec.Expected.Reason.Class(), rec.Expected.Class)
 		assert.Equal(t, string(rec.Expected.Reason), rec.Tags[0])
-		assert.Equal(t, InputHash(rec.Input), rec.Metadata.InputSHA256)
-		assert.Equal(t, CaseHash(rec.Input), rec.Metadata.CaseSHA256)
-		assert.Equal(t, EvalID(rec.Expected.Reason, rec.Metadata.Tool, rec.Metadata.ToolVersion, rec.Metadata.SchemaVersion, rec.Metadata.ErrorSignature, rec.Metadata.CaseSHA256), rec.ID)
+		assert.Equal(t, inputHash(rec.Input), rec.Metadata.InputSHA256)
+		assert.Equal(t, caseHash(rec.Input), rec.Metadata.CaseSHA256)
+		assert.Equal(t, evalID(rec.Expected.Reason, rec.Metadata.Tool, rec.Metadata.ToolVersion, rec.Metadata.SchemaVersion, rec.Metadata.ErrorSignature, rec.Metadata.CaseSHA256), rec.ID)
 	}
 	assert.Len(t, recs, 5, "schema_invalid: 3 distinct inputs of 4; json_invalid: 2 of 3")
 	require.Len(t, byReason[deadletter.ReasonSchemaInvalid], 3)
@@ -221,13 +221,13 @@ func TestExportFolder(t *testing.T) {
 	require.NoError(t, json.Unmarshal(mdata, &m))
 	assert.Equal(t, ManifestVersion, m.ManifestVersion)
 	assert.Equal(t, "agent-tasks", m.Pipeline)
-	assert.Equal(t, ReportHash(r), m.ReportSHA256)
+	assert.Equal(t, reportHash(r), m.ReportSHA256)
 	assert.Equal(t, res.IDs, m.IDs)
 	assert.Equal(t, map[string]int{"schema_invalid": 3, "json_invalid": 2}, m.ByReason)
 
 	// Other files under the pipeline's prefix are not read as exports.
 	require.NoError(t, dest.Put(ctx, "agent-tasks/audit/2026-11-29.jsonl", []byte(`{"id":"not-an-eval"}`+"\n"), "application/x-ndjson"))
-	got, err := ExistingIDs(ctx, dest, "agent-tasks")
+	got, err := existingIDs(ctx, dest, "agent-tasks")
 	require.NoError(t, err)
 	assert.Len(t, got, 5)
 	assert.False(t, got["not-an-eval"])

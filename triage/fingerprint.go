@@ -10,9 +10,9 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
-// FingerprintVersion is mixed into every fingerprint: changing how
+// fingerprintVersion is mixed into every fingerprint: changing how
 // fingerprints are made changes the version, so old and new never collide.
-const FingerprintVersion = "fp1"
+const fingerprintVersion = "fp1"
 
 // FingerprintLen is the length of a fingerprint: 16 hexadecimal characters.
 // An operator may name a group by any unique prefix of at least 8
@@ -25,7 +25,7 @@ const FingerprintLen = 16
 // Message ids, tenants, timestamps and bodies are not part of it.
 func Fingerprint(reason deadletter.Reason, tool, toolVersion string, schemaVersion int, signature string) string {
 	h := sha256.New()
-	for _, s := range []string{FingerprintVersion, string(reason), tool, toolVersion, strconv.Itoa(schemaVersion), signature} {
+	for _, s := range []string{fingerprintVersion, string(reason), tool, toolVersion, strconv.Itoa(schemaVersion), signature} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -64,7 +64,7 @@ var spaces = regexp.MustCompile(`\s+`)
 // whitespace collapsed, so that "fetch 7f3a… failed after 3 tries" and
 // "fetch 9b1c… failed after 5 tries" make one signature.
 func Signature(code, text string) string {
-	s := NormaliseError(text)
+	s := normaliseError(text)
 	switch {
 	case code == "":
 		return s
@@ -75,8 +75,8 @@ func Signature(code, text string) string {
 	}
 }
 
-// NormaliseError strips the varying parts of an error text; see Signature.
-func NormaliseError(text string) string {
+// normaliseError strips the varying parts of an error text; see Signature.
+func normaliseError(text string) string {
 	if text == "" {
 		return ""
 	}

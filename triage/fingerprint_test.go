@@ -27,7 +27,7 @@ func TestNormaliseError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, NormaliseError(tt.in))
+			assert.Equal(t, tt.want, normaliseError(tt.in))
 		})
 	}
 }

@@ -70,7 +70,7 @@ func alarmEvent(name string, state string, dims map[string]string) json.RawMessa
 			"id": "m1", "metricStat": map[string]any{"metric": map[string]any{"namespace": "AWS/SQS", "name": "ApproximateNumberOfMessagesVisible", "dimensions": dims}, "period": 60, "stat": "Maximum"},
 		}}},
 	}
-	ev, _ := json.Marshal(map[string]any{"version": "0", "detail-type": DetailAlarmState, "source": "aws.cloudwatch", "detail": detail})
+	ev, _ := json.Marshal(map[string]any{"version": "0", "detail-type": detailAlarmState, "source": "aws.cloudwatch", "detail": detail})
 	return ev
 }
 
@@ -95,7 +95,7 @@ func TestMatchAlarm(t *testing.T) {
 			require.NoError(t, json.Unmarshal(tt.event, &ev))
 			var a AlarmDetail
 			require.NoError(t, json.Unmarshal(ev.Detail, &a))
-			got, ok := MatchAlarm(ts, &a)
+			got, ok := matchAlarm(ts, &a)
 			assert.Equal(t, tt.want != "", ok)
 			assert.Equal(t, tt.want, got.Pipeline.Name)
 		})

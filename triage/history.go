@@ -19,10 +19,10 @@ const HistoryLimit = 48
 // run: "<pipeline>/reports/" in a folder or the eval bucket.
 func ReportsPrefix(pipelineName string) string { return pipelineName + "/reports/" }
 
-// ReportBase is the key of one run's report files without the extension:
+// reportBase is the key of one run's report files without the extension:
 // ReportsPrefix + "<yyyymmddThhmmssZ>-<hash>", so that keys sort by time.
-func ReportBase(r *Report, now time.Time) string {
-	return ReportsPrefix(r.Pipeline) + now.UTC().Format("20060102T150405Z") + "-" + ReportHash(r)[:8]
+func reportBase(r *Report, now time.Time) string {
+	return ReportsPrefix(r.Pipeline) + now.UTC().Format("20060102T150405Z") + "-" + reportHash(r)[:8]
 }
 
 // HistoryPoint is one triage run as the chart shows it.
@@ -52,7 +52,7 @@ func PointOf(r *Report, key string) HistoryPoint {
 // first). A report that cannot be read is left out of the chart and named in
 // the error, after the others were read: a chart with a gap beats none.
 func History(ctx context.Context, dest Destination, pipelineName string, limit int) ([]HistoryPoint, error) {
-	keys, err := ReportKeys(ctx, dest, pipelineName)
+	keys, err := reportKeys(ctx, dest, pipelineName)
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +82,8 @@ func History(ctx context.Context, dest Destination, pipelineName string, limit i
 	return out, nil
 }
 
-// ReportKeys lists the JSON report keys of a pipeline, oldest first.
-func ReportKeys(ctx context.Context, dest Destination, pipelineName string) ([]string, error) {
+// reportKeys lists the JSON report keys of a pipeline, oldest first.
+func reportKeys(ctx context.Context, dest Destination, pipelineName string) ([]string, error) {
 	all, err := dest.List(ctx, ReportsPrefix(pipelineName))
 	if err != nil {
 		return nil, fmt.Errorf("triage: list reports in %s: %w", dest, err)
@@ -101,7 +101,7 @@ func ReportKeys(ctx context.Context, dest Destination, pipelineName string) ([]s
 // LatestReport reads a pipeline's newest report from dest; nil without error
 // when there is none yet.
 func LatestReport(ctx context.Context, dest Destination, pipelineName string) (*Report, string, error) {
-	keys, err := ReportKeys(ctx, dest, pipelineName)
+	keys, err := reportKeys(ctx, dest, pipelineName)
 	if err != nil || len(keys) == 0 {
 		return nil, "", err
 	}

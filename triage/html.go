@@ -61,21 +61,21 @@ func HTMLFuncs() template.FuncMap {
 		},
 		"age":          func(sec int64) string { return age(sec) },
 		"since":        since,
-		"condition":    Condition,
+		"condition":    condition,
 		"coverage":     coverage,
 		"otherPartial": otherPartialReasons,
 		"add":          func(a, b float64) float64 { return a + b },
 		"sub":          func(a, b float64) float64 { return a - b },
 		"half":         func(a float64) float64 { return a / 2 },
 		"groupsOf": func(r *Report, reason deadletter.Reason, limit int) []Group {
-			gs := GroupsOf(r, reason)
+			gs := groupsOf(r, reason)
 			if limit > 0 && len(gs) > limit {
 				gs = gs[:limit]
 			}
 			return gs
 		},
 		"moreGroups": func(r *Report, reason deadletter.Reason, limit int) int {
-			if n := len(GroupsOf(r, reason)); limit > 0 && n > limit {
+			if n := len(groupsOf(r, reason)); limit > 0 && n > limit {
 				return n - limit
 			}
 			return 0
@@ -83,9 +83,9 @@ func HTMLFuncs() template.FuncMap {
 	}
 }
 
-// GroupsOf returns the report's groups of one reason (a sub-slice: the
+// groupsOf returns the report's groups of one reason (a sub-slice: the
 // report keeps a reason's groups together).
-func GroupsOf(r *Report, reason deadletter.Reason) []Group {
+func groupsOf(r *Report, reason deadletter.Reason) []Group {
 	start := -1
 	for i := range r.Groups {
 		if r.Groups[i].Reason == reason {
@@ -102,9 +102,9 @@ func GroupsOf(r *Report, reason deadletter.Reason) []Group {
 	return r.Groups[start:]
 }
 
-// Condition says in a few words whether and when a reason's dead letters
+// condition says in a few words whether and when a reason's dead letters
 // may be redriven (the redrive policy's condition).
-func Condition(r deadletter.Redrivable) string {
+func condition(r deadletter.Redrivable) string {
 	switch r {
 	case deadletter.RedriveYes:
 		return "yes"

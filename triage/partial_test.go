@@ -47,7 +47,7 @@ func TestRunMarksAPartialScan(t *testing.T) {
 			require.NoError(t, Markdown(&mdown, r))
 			require.NoError(t, HTML(&page, r, []HistoryPoint{PointOf(r, "")}))
 			require.NoError(t, WriteEMF(&emf, r, t0))
-			subject, body := Summary(r, "dlq-alarm", ReportLinks{})
+			subject, body := summary(r, "dlq-alarm", ReportLinks{})
 			assert.Equal(t, !held, emfDocs(t, emf.Bytes())[0]["ScanComplete"])
 
 			if !held {
@@ -142,7 +142,7 @@ func TestChartPartialIsNotADrop(t *testing.T) {
 			assert.Equal(t, partials, strings.Count(page, `<g class="partial">`))
 			assert.Equal(t, partials, strings.Count(page, `fill="none" stroke="#6b7785" stroke-width="1.5" stroke-dasharray="4 3"`))
 			assert.Contains(t, page, "partial scan (1): saw at least this many, not a count")
-			assert.Equal(t, len(tc.colored), strings.Count(page, `fill="`+ReasonColor(deadletter.ReasonEffectUnknown)+`"/>`)-1, "coloured rects: one a full run, plus the legend's")
+			assert.Equal(t, len(tc.colored), strings.Count(page, `fill="`+reasonColor(deadletter.ReasonEffectUnknown)+`"/>`)-1, "coloured rects: one a full run, plus the legend's")
 		})
 	}
 }
@@ -176,7 +176,7 @@ func TestHistoryPartial(t *testing.T) {
 	delete(m, "complete")
 	data, err = json.Marshal(m)
 	require.NoError(t, err)
-	require.NoError(t, dest.Put(ctx, ReportBase(old, old.GeneratedAt)+".json", data, "application/json"))
+	require.NoError(t, dest.Put(ctx, reportBase(old, old.GeneratedAt)+".json", data, "application/json"))
 
 	hist, err := History(ctx, dest, p.Name, 0)
 	require.NoError(t, err)
@@ -191,7 +191,7 @@ func TestHistoryPartial(t *testing.T) {
 	latest, _, err := LatestReport(ctx, dest, p.Name)
 	require.NoError(t, err)
 	assert.False(t, latest.Complete, "an old partial report reads as incomplete")
-	require.NoError(t, dest.Put(ctx, ReportBase(old, old.GeneratedAt.Add(time.Hour))+".json", bytes.Replace(data, []byte(`"partial":true`), []byte(`"partial":false`), -1), "application/json"))
+	require.NoError(t, dest.Put(ctx, reportBase(old, old.GeneratedAt.Add(time.Hour))+".json", bytes.Replace(data, []byte(`"partial":true`), []byte(`"partial":false`), -1), "application/json"))
 	latest, _, err = LatestReport(ctx, dest, p.Name)
 	require.NoError(t, err)
 	assert.True(t, latest.Complete, "an old complete report reads as complete")

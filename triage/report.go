@@ -191,12 +191,12 @@ type Entry struct {
 // retention and queue type of the pipeline definition. It is pure: the scan
 // statistics, queue and export are filled in by the caller.
 func Build(tagged []Tagged, p *pipeline.Pipeline, now time.Time) *Report {
-	return BuildWith(tagged, p, now, BuildOptions{})
+	return buildWith(tagged, p, now, buildOptions{})
 }
 
-// BuildOptions are what the queue itself says, where it differs from the
+// buildOptions are what the queue itself says, where it differs from the
 // pipeline definition. Zero fields mean "as the pipeline says".
-type BuildOptions struct {
+type buildOptions struct {
 	// Retention is the DLQ's MessageRetentionPeriod as the queue reports it:
 	// SQS deletes by the queue's attribute, not by the definition.
 	Retention time.Duration
@@ -204,8 +204,8 @@ type BuildOptions struct {
 	FIFO bool
 }
 
-// BuildWith is Build with the queue's own retention and type.
-func BuildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o BuildOptions) *Report {
+// buildWith is Build with the queue's own retention and type.
+func buildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o buildOptions) *Report {
 	now = now.UTC()
 	retention, source := p.DLQRetention(), "pipeline"
 	if o.Retention > 0 {

@@ -79,12 +79,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	tagged := TagAll(msgs)
 	var ledgerErr error
 	if cfg.Ledger != nil {
-		if _, ledgerErr = LookupLedger(ctx, tagged, cfg.Ledger); ledgerErr != nil {
+		if _, ledgerErr = lookupLedger(ctx, tagged, cfg.Ledger); ledgerErr != nil {
 			log.WarnContext(ctx, "triage ledger lookup failed", "pipeline", p.Name, "error", ledgerErr.Error())
 		}
 	}
 	now := cfg.Now()
-	r := BuildWith(tagged, p, now, BuildOptions{Retention: time.Duration(stats.RetentionSeconds) * time.Second, FIFO: stats.FIFO})
+	r := buildWith(tagged, p, now, buildOptions{Retention: time.Duration(stats.RetentionSeconds) * time.Second, FIFO: stats.FIFO})
 	r.Queue, r.Scan = cfg.DLQURL, stats
 	if stats.Partial {
 		r.Complete, r.Partial = false, true
