@@ -20,11 +20,11 @@ type Chart struct {
 	// PlotTop and PlotBottom bound the bars vertically; PlotLeft is the y axis.
 	PlotTop, PlotBottom, PlotLeft float64
 	Max                           int
-	Bars                          []ChartBar
-	Ticks                         []ChartTick
+	Bars                          []chartBar
+	Ticks                         []chartTick
 	// Legend's counts are the latest complete run's, LatestLabel its time
 	// ("" when no run was complete: the legend then shows no counts).
-	Legend      []ChartLegend
+	Legend      []chartLegend
 	LatestLabel string
 	// PartialRuns counts the runs drawn as outlines (partial scans).
 	PartialRuns int
@@ -32,32 +32,32 @@ type Chart struct {
 	FirstLabel, LastLabel string
 }
 
-// ChartBar is one run: reason segments for a complete scan; for a partial
+// chartBar is one run: reason segments for a complete scan; for a partial
 // one (Partial) no segments, and an outline from Y of height H.
-type ChartBar struct {
+type chartBar struct {
 	X, W     float64
 	Title    string // what a hover shows: the time and the counts
 	Partial  bool
 	Y, H     float64
-	Segments []ChartSegment
+	Segments []chartSegment
 }
 
-// ChartSegment is one reason's share of a bar.
-type ChartSegment struct {
+// chartSegment is one reason's share of a bar.
+type chartSegment struct {
 	Y, H   float64
 	Color  string
 	Reason deadletter.Reason
 	Count  int
 }
 
-// ChartTick is a y-axis line.
-type ChartTick struct {
+// chartTick is a y-axis line.
+type chartTick struct {
 	Y     float64
 	Label string
 }
 
-// ChartLegend is one reason's colour.
-type ChartLegend struct {
+// chartLegend is one reason's colour.
+type chartLegend struct {
 	Reason deadletter.Reason
 	Color  string
 	Latest int // its count in the latest run
@@ -111,7 +111,7 @@ func BuildChart(history []HistoryPoint) Chart {
 	plotH := c.PlotBottom - c.PlotTop
 	for i := 0; i <= 4; i++ {
 		v := scaleMax * i / 4
-		c.Ticks = append(c.Ticks, ChartTick{Y: c.PlotBottom - plotH*float64(v)/float64(scaleMax), Label: fmt.Sprint(v)})
+		c.Ticks = append(c.Ticks, chartTick{Y: c.PlotBottom - plotH*float64(v)/float64(scaleMax), Label: fmt.Sprint(v)})
 	}
 	reasons := []deadletter.Reason{}
 	for _, r := range deadletter.AllReasons() {
@@ -128,13 +128,13 @@ func BuildChart(history []HistoryPoint) Chart {
 		}
 	}
 	for _, r := range reasons {
-		c.Legend = append(c.Legend, ChartLegend{Reason: r, Color: reasonColor(r), Latest: latest.ByReason[r]})
+		c.Legend = append(c.Legend, chartLegend{Reason: r, Color: reasonColor(r), Latest: latest.ByReason[r]})
 	}
 	plotW := c.Width - c.PlotLeft - 8
 	slot := plotW / float64(len(history))
 	w := min(slot*0.7, 48)
 	for i, p := range history {
-		b := ChartBar{X: c.PlotLeft + slot*float64(i) + (slot-w)/2, W: w, Partial: p.Partial}
+		b := chartBar{X: c.PlotLeft + slot*float64(i) + (slot-w)/2, W: w, Partial: p.Partial}
 		b.Title = fmt.Sprintf("%s: %d dead letters", p.GeneratedAt.UTC().Format("2006-01-02 15:04Z"), p.Messages)
 		if p.Partial {
 			// A lower bound: an outline, no reason colours, and no count.
@@ -154,7 +154,7 @@ func BuildChart(history []HistoryPoint) Chart {
 			}
 			h := plotH * float64(n) / float64(scaleMax)
 			y -= h
-			b.Segments = append(b.Segments, ChartSegment{Y: y, H: h, Color: reasonColor(r), Reason: r, Count: n})
+			b.Segments = append(b.Segments, chartSegment{Y: y, H: h, Color: reasonColor(r), Reason: r, Count: n})
 			b.Title += fmt.Sprintf("\n%s %d", r, n)
 		}
 		c.Bars = append(c.Bars, b)

@@ -57,13 +57,13 @@ type EvalMetadata struct {
 	CaseSHA256 string `json:"case_sha256"`
 }
 
-// EvalRecords turns the recurring poison and unclassified groups of a report
+// evalRecords turns the recurring poison and unclassified groups of a report
 // into eval records, one per distinct case (representatives deduplicated by
 // caseHash, the SHA-256 of the redacted input without its per-delivery
 // identifiers; the first message of a case is its input, the others count as
 // occurrences), ordered by group then id. Messages
 // that cannot be exported (a body that is not UTF-8) are returned as skipped.
-func EvalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
+func evalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
 	var out []EvalRecord
 	var skipped []Entry
 	for gi := range r.Groups {

@@ -89,7 +89,7 @@ func TestEvalRecords(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
 	r := Build(TagAll(fixture(t)), p, t0)
-	recs, skipped := EvalRecords(r, p)
+	recs, skipped := evalRecords(r, p)
 	assert.Empty(t, skipped)
 
 	byReason := map[deadletter.Reason][]EvalRecord{}
@@ -128,7 +128,7 @@ func TestEvalRecords(t *testing.T) {
 		again[i].MessageID = "redriven-" + again[i].MessageID
 	}
 	r2 := Build(TagAll(again), p, t0.Add(time.Hour))
-	recs2, _ := EvalRecords(r2, p)
+	recs2, _ := evalRecords(r2, p)
 	assert.Equal(t, ids(recs), ids(recs2))
 }
 
@@ -146,7 +146,7 @@ func TestEvalRecordsOneCasePerContent(t *testing.T) {
 		msgs = append(msgs, deadLetter(t, "m"+id, task(id, "acme", "web.search", "1", args),
 			poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "acme", "key-"+id, "bad"), t0))
 	}
-	recs, _ := EvalRecords(Build(TagAll(msgs), p, t0), p)
+	recs, _ := evalRecords(Build(TagAll(msgs), p, t0), p)
 	require.Len(t, recs, 2)
 	occ := map[string]int{}
 	for _, r := range recs {
@@ -173,7 +173,7 @@ func TestEvalRecordsSkipNonUTF8(t *testing.T) {
 		msgs = append(msgs, m)
 	}
 	r := Build(TagAll(msgs), p, t0)
-	recs, skipped := EvalRecords(r, p)
+	recs, skipped := evalRecords(r, p)
 	assert.Empty(t, recs)
 	assert.Len(t, skipped, 3)
 	assert.Equal(t, "export", skipped[0].Stage)

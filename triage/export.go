@@ -124,7 +124,7 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 		return res, err
 	}
 
-	records, skipped := EvalRecords(r, p)
+	records, skipped := evalRecords(r, p)
 	r.Skipped = append(r.Skipped, skipped...)
 	res.Candidates = len(records)
 	existing, err := existingIDs(ctx, dest, p.Name)

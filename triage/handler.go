@@ -86,13 +86,13 @@ type Handler struct {
 	Logger *slog.Logger
 }
 
-// Event is what the handler is invoked with: either an EventBridge event as
+// event is what the handler is invoked with: either an EventBridge event as
 // it stands (DetailType and Detail set), or the compact event the CDK app's
 // rules build with an input transformer (Trigger and Pipeline set):
 //
 //	{"trigger":"schedule","pipeline":"agent-tasks"}
 //	{"trigger":"alarm","pipeline":"agent-tasks","alarm_name":"…","alarm_arn":"…","state":"ALARM","time":"…"}
-type Event struct {
+type event struct {
 	DetailType string          `json:"detail-type"`
 	Source     string          `json:"source"`
 	Resources  []string        `json:"resources"`
@@ -119,8 +119,8 @@ const (
 // ErrUnknownEvent: the handler was invoked with something it does not read.
 var ErrUnknownEvent = errors.New("triage: unknown event")
 
-// AlarmDetail is the part of a "CloudWatch Alarm State Change" detail the handler reads.
-type AlarmDetail struct {
+// alarmDetail is the part of a "CloudWatch Alarm State Change" detail the handler reads.
+type alarmDetail struct {
 	AlarmName string `json:"alarmName"`
 	State     struct {
 		Value string `json:"value"`
@@ -172,12 +172,12 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 	if log == nil {
 		log = slog.Default()
 	}
-	var ev Event
+	var ev event
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrUnknownEvent, err)
 	}
 	var targets []Target
-	var alarm *AlarmDetail
+	var alarm *alarmDetail
 	res := Result{}
 	switch {
 	case ev.Trigger == triggerSchedule || ev.Trigger == triggerAlarm:
@@ -188,13 +188,13 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 		targets, res.Trigger = []Target{t}, triggerSchedule
 		if ev.Trigger == triggerAlarm {
 			res.Trigger = "alarm:" + ev.AlarmName
-			alarm = &AlarmDetail{AlarmName: ev.AlarmName}
+			alarm = &alarmDetail{AlarmName: ev.AlarmName}
 			alarm.State.Value = ev.State
 		}
 	case ev.DetailType == detailScheduled:
 		res.Trigger, targets = "schedule", h.Targets
 	case ev.DetailType == detailAlarmState:
-		alarm = &AlarmDetail{}
+		alarm = &alarmDetail{}
 		if err := json.Unmarshal(ev.Detail, alarm); err != nil {
 			return Result{}, fmt.Errorf("%w: alarm detail: %v", ErrUnknownEvent, err)
 		}
@@ -233,7 +233,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 			if len(r.Written) > 0 {
 				pr.ReportKey = r.Written[0]
 			}
-			if err := WriteEMF(metrics, r, now()); err != nil {
+			if err := writeEMF(metrics, r, now()); err != nil {
 				errs = append(errs, err)
 			}
 			if alarm != nil && alarm.State.Value == "ALARM" && h.SNS != nil && t.AlarmTopicARN != "" {
@@ -280,8 +280,8 @@ func scanBudget(ctx context.Context, p *pipeline.Pipeline, configured time.Durat
 	return d
 }
 
-// ReportLinks say where the reader of an alarm summary finds the report.
-type ReportLinks struct {
+// alarmLinks say where the reader of an alarm summary finds the report.
+type alarmLinks struct {
 	// HTML is the self-contained report: its S3 URI, or its path in a folder.
 	HTML string
 	// JSON is the full report beside it.
@@ -291,17 +291,17 @@ type ReportLinks struct {
 }
 
 // reportLinks names the report files Run wrote (JSON, Markdown, HTML).
-func (h *Handler) reportLinks(written []string) ReportLinks {
+func (h *Handler) reportLinks(written []string) alarmLinks {
 	if h.Dest == nil || len(written) < 3 {
-		return ReportLinks{}
+		return alarmLinks{}
 	}
 	jsonKey, htmlKey := written[0], written[2]
 	s3d, ok := h.Dest.(*S3)
 	if !ok {
 		root := strings.TrimSuffix(h.Dest.String(), "/") + "/"
-		return ReportLinks{HTML: root + htmlKey, JSON: root + jsonKey}
+		return alarmLinks{HTML: root + htmlKey, JSON: root + jsonKey}
 	}
-	return ReportLinks{
+	return alarmLinks{
 		HTML: "s3://" + s3d.Bucket + "/" + s3d.Prefix + htmlKey, JSON: "s3://" + s3d.Bucket + "/" + s3d.Prefix + jsonKey,
 		Console: s3ConsoleURL(h.Region, s3d.Bucket, s3d.Prefix+htmlKey),
 	}
@@ -327,7 +327,7 @@ func s3ConsoleURL(region, bucket, key string) string {
 //     segment of dlq_url, or of dlq_arn) — the AWS/SQS depth alarms;
 //  3. the alarm name containing a pipeline's name (the longest wins), for
 //     composite alarms and math expressions without dimensions.
-func matchAlarm(targets []Target, a *AlarmDetail) (Target, bool) {
+func matchAlarm(targets []Target, a *alarmDetail) (Target, bool) {
 	for _, m := range a.Configuration.Metrics {
 		dims := m.MetricStat.Metric.Dimensions
 		for _, t := range targets {
@@ -358,7 +358,7 @@ func lastSegment(s, sep string) string {
 // summary is the short text published to a pipeline's alarm topic: the top
 // reasons, the soonest expiry, and the commands to run next. SNS subjects
 // are at most 100 characters.
-func summary(r *Report, alarmName string, links ReportLinks) (subject, body string) {
+func summary(r *Report, alarmName string, links alarmLinks) (subject, body string) {
 	subject = fmt.Sprintf("agentdlq %s: %d dead letters", r.Pipeline, r.Totals.Messages)
 	if !r.Complete {
 		subject = fmt.Sprintf("agentdlq %s: at least %d dead letters (partial scan)", r.Pipeline, r.Totals.Messages)

@@ -91,9 +91,9 @@ func TestMatchAlarm(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var ev Event
+			var ev event
 			require.NoError(t, json.Unmarshal(tt.event, &ev))
-			var a AlarmDetail
+			var a alarmDetail
 			require.NoError(t, json.Unmarshal(ev.Detail, &a))
 			got, ok := matchAlarm(ts, &a)
 			assert.Equal(t, tt.want != "", ok)
@@ -223,7 +223,7 @@ func TestWriteEMF(t *testing.T) {
 	t.Parallel()
 	r := Build(TagAll(fixture(t)), testPipeline(t, false), t0)
 	var buf bytes.Buffer
-	require.NoError(t, WriteEMF(&buf, r, t0))
+	require.NoError(t, writeEMF(&buf, r, t0))
 	docs := emfDocs(t, buf.Bytes())
 	require.Len(t, docs, 8)
 	first := docs[0]
@@ -260,7 +260,7 @@ func TestWriteEMF(t *testing.T) {
 
 	// An empty DLQ: no hours to expiry (nothing to lose).
 	buf.Reset()
-	require.NoError(t, WriteEMF(&buf, Build(nil, testPipeline(t, false), t0), t0.Add(time.Minute)))
+	require.NoError(t, writeEMF(&buf, Build(nil, testPipeline(t, false), t0), t0.Add(time.Minute)))
 	docs = emfDocs(t, buf.Bytes())
 	require.Len(t, docs, 1)
 	assert.NotContains(t, docs[0], "DLQHoursToExpiry")

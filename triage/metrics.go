@@ -25,7 +25,7 @@ type emfMeta struct {
 	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
 }
 
-// WriteEMF writes the report's metrics in CloudWatch embedded metric format,
+// writeEMF writes the report's metrics in CloudWatch embedded metric format,
 // one JSON document a line, as docs/wiring.md pins them:
 //
 //	dimensions Pipeline:         DLQMessages (Count), DLQOldestAgeSeconds (Seconds),
@@ -39,7 +39,7 @@ type emfMeta struct {
 // The first document also carries the property ScanComplete (not a metric:
 // CloudWatch Logs Insights reads it). When it is false the scan did not see
 // every dead letter and the counts are a lower bound; the report says why.
-func WriteEMF(w io.Writer, r *Report, now time.Time) error {
+func writeEMF(w io.Writer, r *Report, now time.Time) error {
 	enc := json.NewEncoder(w)
 	ts := now.UnixMilli()
 	doc := map[string]any{

@@ -46,8 +46,8 @@ func TestRunMarksAPartialScan(t *testing.T) {
 			require.NoError(t, Text(&text, r))
 			require.NoError(t, Markdown(&mdown, r))
 			require.NoError(t, HTML(&page, r, []HistoryPoint{PointOf(r, "")}))
-			require.NoError(t, WriteEMF(&emf, r, t0))
-			subject, body := summary(r, "dlq-alarm", ReportLinks{})
+			require.NoError(t, writeEMF(&emf, r, t0))
+			subject, body := summary(r, "dlq-alarm", alarmLinks{})
 			assert.Equal(t, !held, emfDocs(t, emf.Bytes())[0]["ScanComplete"])
 
 			if !held {
