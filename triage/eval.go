@@ -111,7 +111,7 @@ func evalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
 // evalID is the stable id of an eval case; see EvalRecord.ID.
 func evalID(reason deadletter.Reason, tool, toolVersion string, schemaVersion int, signature, inputSHA256 string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "eval1\x00%s\x00%s\n", Fingerprint(reason, tool, toolVersion, schemaVersion, signature), inputSHA256)
+	fmt.Fprintf(h, "eval1\x00%s\x00%s\n", fingerprintOf(reason, tool, toolVersion, schemaVersion, signature), inputSHA256)
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 

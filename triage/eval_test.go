@@ -219,7 +219,7 @@ func TestExportFolder(t *testing.T) {
 	mdata, err := os.ReadFile(filepath.Join(dest.Root, res.ManifestKey))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(mdata, &m))
-	assert.Equal(t, ManifestVersion, m.ManifestVersion)
+	assert.Equal(t, manifestVersion, m.ManifestVersion)
 	assert.Equal(t, "agent-tasks", m.Pipeline)
 	assert.Equal(t, reportHash(r), m.ReportSHA256)
 	assert.Equal(t, res.IDs, m.IDs)

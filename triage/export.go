@@ -52,8 +52,8 @@ func (e *ExportError) Error() string {
 func (e *ExportError) Unwrap() error        { return e.Err }
 func (e *ExportError) Is(target error) bool { return target == ErrExport }
 
-// ManifestVersion is the version of the export manifest document.
-const ManifestVersion = 1
+// manifestVersion is the version of the export manifest document.
+const manifestVersion = 1
 
 // Manifest describes one export.
 type Manifest struct {
@@ -158,7 +158,7 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 		res.RecordsKey = key
 	}
 	m := Manifest{
-		ManifestVersion: ManifestVersion, Pipeline: p.Name, ExportedAt: now.UTC(), ReportSHA256: hash,
+		ManifestVersion: manifestVersion, Pipeline: p.Name, ExportedAt: now.UTC(), ReportSHA256: hash,
 		RecordsKey: res.RecordsKey, Candidates: res.Candidates, Exported: res.Exported, AlreadyExported: res.AlreadyExported,
 		ByReason: byReason, IDs: res.IDs, Skipped: append([]Entry{}, skipped...),
 	}
@@ -226,7 +226,7 @@ func WriteReport(ctx context.Context, dest Destination, r *Report, now time.Time
 	}
 	history, _ := History(ctx, dest, r.Pipeline, HistoryLimit-1) // a gap in the chart at worst
 	history = append(history, PointOf(r, base+".json"))
-	if err := HTML(&page, r, history); err != nil {
+	if err := renderHTML(&page, r, history); err != nil {
 		return nil, err
 	}
 	files := []struct {

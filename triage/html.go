@@ -125,9 +125,9 @@ func condition(r deadletter.Redrivable) string {
 // beside it has them all.
 const reportGroupLimit = 200
 
-// HTML writes the report as one self-contained page: inline styles, the
+// renderHTML writes the report as one self-contained page: inline styles, the
 // chart of history as inline SVG, no script and nothing fetched.
-func HTML(w io.Writer, r *Report, history []HistoryPoint) error {
+func renderHTML(w io.Writer, r *Report, history []HistoryPoint) error {
 	t, err := template.New("report").Funcs(HTMLFuncs()).ParseFS(HTMLFiles(), "*.tmpl")
 	if err != nil {
 		return fmt.Errorf("triage: report templates: %w", err)

@@ -22,7 +22,7 @@ func TestHTMLSelfContained(t *testing.T) {
 		PointOf(r, ""),
 	}
 	var b bytes.Buffer
-	require.NoError(t, HTML(&b, r, hist))
+	require.NoError(t, renderHTML(&b, r, hist))
 	page := b.String()
 	for _, want := range []string{
 		"<style>", "<svg", "agent-tasks", "schema_invalid", "after the fix is deployed", "Attention",

@@ -38,7 +38,7 @@ type Tagged struct {
 	Reason deadletter.Reason
 	// Inferred is true when the reason did not come from readable worker metadata.
 	Inferred bool
-	// Fingerprint groups dead letters of the same cause; see Fingerprint.
+	// Fingerprint groups dead letters of the same cause; see fingerprintOf.
 	Fingerprint string
 	// Meta is the decoded dlq_meta (nil without metadata or when it is unreadable,
 	// except on a reason mismatch, where it holds what was decoded).
@@ -128,12 +128,12 @@ func tag(m Message, sigs map[[2]string]string) Tagged {
 		// attributes, then moved back by the broker.
 		t.StaleMeta = !m.SentTimestamp.IsZero() && !meta.DeadLetteredAt.IsZero() && m.SentTimestamp.After(meta.DeadLetteredAt.Add(staleMetaAfter))
 		if sigs == nil {
-			t.Signature = Signature(meta.ErrorCode, meta.Error)
+			t.Signature = signatureOf(meta.ErrorCode, meta.Error)
 		} else {
 			k := [2]string{meta.ErrorCode, meta.Error}
 			sig, ok := sigs[k]
 			if !ok {
-				sig = Signature(meta.ErrorCode, meta.Error)
+				sig = signatureOf(meta.ErrorCode, meta.Error)
 				if len(sigs) < maxSignatureMemo {
 					sigs[k] = sig
 				}
@@ -153,7 +153,7 @@ func tag(m Message, sigs map[[2]string]string) Tagged {
 	if t.Hints.Tool == "" && t.BodyErr == nil {
 		t.Hints = bodyHints(m.Body, t.Hints)
 	}
-	t.Fingerprint = Fingerprint(t.Reason, t.Hints.Tool, t.Hints.ToolVersion, t.Hints.SchemaVersion, t.Signature)
+	t.Fingerprint = fingerprintOf(t.Reason, t.Hints.Tool, t.Hints.ToolVersion, t.Hints.SchemaVersion, t.Signature)
 	return t
 }
 

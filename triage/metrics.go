@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Namespace is the CloudWatch namespace of every agentdlq metric.
-const Namespace = "AgentDLQ"
+// namespace is the CloudWatch namespace of every agentdlq metric.
+const namespace = "AgentDLQ"
 
 type emfMetric struct {
 	Name string `json:"Name"`
@@ -58,14 +58,14 @@ func writeEMF(w io.Writer, r *Report, now time.Time) error {
 		metrics = append(metrics, emfMetric{"DLQHoursToExpiry", "None"})
 	}
 	metrics = append(metrics, emfMetric{"DLQExpiringSoon", "Count"}, emfMetric{"RecurringPoisonGroups", "Count"})
-	doc["_aws"] = emfMeta{Timestamp: ts, CloudWatchMetrics: []emfDirective{{Namespace: Namespace, Dimensions: [][]string{{"Pipeline"}}, Metrics: metrics}}}
+	doc["_aws"] = emfMeta{Timestamp: ts, CloudWatchMetrics: []emfDirective{{Namespace: namespace, Dimensions: [][]string{{"Pipeline"}}, Metrics: metrics}}}
 	if err := enc.Encode(doc); err != nil {
 		return err
 	}
 	for _, rt := range r.Totals.ByReason {
 		if err := enc.Encode(map[string]any{
 			"_aws": emfMeta{Timestamp: ts, CloudWatchMetrics: []emfDirective{{
-				Namespace: Namespace, Dimensions: [][]string{{"Pipeline", "Reason"}},
+				Namespace: namespace, Dimensions: [][]string{{"Pipeline", "Reason"}},
 				Metrics: []emfMetric{{"DLQMessagesByReason", "Count"}},
 			}}},
 			"Pipeline":            r.Pipeline,

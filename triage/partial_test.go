@@ -45,7 +45,7 @@ func TestRunMarksAPartialScan(t *testing.T) {
 			var text, mdown, page, emf bytes.Buffer
 			require.NoError(t, Text(&text, r))
 			require.NoError(t, Markdown(&mdown, r))
-			require.NoError(t, HTML(&page, r, []HistoryPoint{PointOf(r, "")}))
+			require.NoError(t, renderHTML(&page, r, []HistoryPoint{PointOf(r, "")}))
 			require.NoError(t, writeEMF(&emf, r, t0))
 			subject, body := summary(r, "dlq-alarm", alarmLinks{})
 			assert.Equal(t, !held, emfDocs(t, emf.Bytes())[0]["ScanComplete"])
@@ -137,7 +137,7 @@ func TestChartPartialIsNotADrop(t *testing.T) {
 
 			var b bytes.Buffer
 			r := Build(nil, testPipeline(t, false), t0)
-			require.NoError(t, HTML(&b, r, tc.history))
+			require.NoError(t, renderHTML(&b, r, tc.history))
 			page := b.String()
 			assert.Equal(t, partials, strings.Count(page, `<g class="partial">`))
 			assert.Equal(t, partials, strings.Count(page, `fill="none" stroke="#6b7785" stroke-width="1.5" stroke-dasharray="4 3"`))
