@@ -196,6 +196,8 @@ type groupData struct {
 	KeysFrom, KeysTotal int
 	KeysOmitted         int
 	KeysPrev, KeysNext  int // offsets of the previous and next pages; -1: none
+	// ScanPartial: the report's scan did not see every letter (keys may be missing).
+	ScanPartial bool
 }
 
 type letterRow struct {
@@ -228,7 +230,8 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.cfg.Now()
-	d := groupData{G: g, InMemory: sn.letters != nil, Verdict: redrive.Decide(g.Reason, redrive.Ack{}), Warning: p.Triage.WarningHours, KeysPrev: -1, KeysNext: -1}
+	d := groupData{G: g, InMemory: sn.letters != nil, Verdict: redrive.Decide(g.Reason, redrive.Ack{}), Warning: p.Triage.WarningHours, KeysPrev: -1, KeysNext: -1,
+		ScanPartial: !sn.report.Complete}
 	pl, dec := s.plan(r.Context(), p, sn, []redrive.Group{{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count}})
 	d.Decision, d.DecisionsUnread = pl.Groups[0], pl.DecisionsUnread
 	if ks := g.IdempotencyKeys; len(ks) > 0 {
