@@ -41,7 +41,7 @@ local-up:
 local-env:
 	@scripts/local.sh env
 
-## local-down: stop the local emulators
+## local-down: stop the local emulators (they keep nothing) and move out/'s audit and reports to out/previous/<UTC time>/ (start over)
 .PHONY: local-down
 local-down:
 	@scripts/local.sh down
