@@ -57,7 +57,7 @@ unless they run already):
 
 It exits 1 when the numbers do not add up or a message did not end where its
 kind says it must. The pipeline is pipelines.json's, with the timings shortened
-so that retries happen within seconds (worker timeout 5 s, visibility 30 s,
+so that retries happen within seconds (worker timeout 10 s, visibility 60 s,
 backoff 1-2 s). The emulators keep running afterwards with what the demo left,
 so that RUNBOOK.md can be walked on it; make local-down stops them and forgets
 everything (start over: make local-down, then make demo). An earlier run's
