@@ -14,10 +14,15 @@ BUILD_CLI = mkdir -p .local/bin && scripts/progress.sh "building agentdlq into .
 help:
 	@grep -hE '^## ' $(MAKEFILE_LIST) | sed -e 's/^## /  /' | column -t -s ':'
 
-## test: unit, stack and end-to-end tests (starts private emulators on free ports, always stops them)
+## test: unit, stack and end-to-end tests (starts private emulators on free ports, always stops them), the arm64 unit tests under qemu-user and the example modules; installs qemu-user and chromium from Debian's packages the first time
 .PHONY: test
 test:
 	@scripts/test.sh
+
+## test-under-load: make test RUNS (5) times in a row with BURNERS (2) CPU-burning processes beside it; logs in .local/under-load/
+.PHONY: test-under-load
+test-under-load:
+	@scripts/test-under-load.sh
 
 ## test-arm64: the unit tests of the contract, scanner, codec, processor and worker built for arm64 and run under qemu-user (make test runs them too)
 .PHONY: test-arm64
@@ -36,7 +41,7 @@ local-up:
 local-env:
 	@scripts/local.sh env
 
-## local-down: stop the local emulators
+## local-down: stop the local emulators (they keep nothing) and move out/'s audit and reports to out/previous/<UTC time>/ (start over)
 .PHONY: local-down
 local-down:
 	@scripts/local.sh down
