@@ -14,44 +14,36 @@
 //		RedrivePrincipals: map[string]string{"orders": "arn:aws:iam::111122223333:role/OrdersOncall"},
 //	})
 //
-// examples/cdk is such an app, in a module of its own. New creates a stack of
+// examples/cdk is such an app, in a module of its own; docs/deploying.md says
+// how it builds the Lambda bootstraps without make. New creates a stack of
 // its own with the same parts (infra/main.go calls it through FromContext,
 // which reads the CDK context). The parts can also be composed one by one:
-// NewShared (the ledger, the eval bucket, the keys), NewPipeline per hot
-// queue, NewTriage. Each validates its props before it creates anything and
-// returns an error, never a panic: bad props, a scope in no stack, an id
-// already taken, a synthesizer without a deploy role. None depends on context
-// that only New sets, and none hard-codes a physical name.
+// NewShared, NewPipeline per hot queue, NewTriage. Each validates its props
+// before it creates anything and returns an error, never a panic; each
+// problem of the props is a *PropsError naming the field at fault. None
+// depends on context that only New sets, and none hard-codes a physical name.
 //
-// The package keeps the name stack, which it has had since the first deploy,
-// rather than moving to a package named for adopters: its constructs' logical
-// ids and an adopter's import path stay stable. It is the one package of the
-// module that imports the CDK (github.com/aws/aws-cdk-go/awscdk/v2,
-// cdk-nag-go): a module that uses the libraries but not this package does
-// not build the CDK.
+// It is the one package of the module that imports the CDK
+// (github.com/aws/aws-cdk-go/awscdk/v2, cdk-nag-go): a module that uses the
+// libraries but not this package does not build the CDK.
 //
 // # What deploys
 //
 //   - Shared: the idempotency ledger (DynamoDB, on demand, TTL on expires_at,
 //     point-in-time recovery, encryption), the eval bucket (block public
-//     access, TLS only, SSE-KMS, versioning, lifecycle, access logs to a log
-//     bucket under a bucket policy, ACLs disabled) and the KMS keys of the
-//     alarm topics and of the data.
+//     access, TLS only, SSE-KMS, versioning, lifecycle, access logs, ACLs
+//     disabled) and the KMS keys of the alarm topics and of the data.
 //   - Pipeline (one per hot queue): the hot queue (standard or FIFO,
-//     MaximumMessageSize max_message_bytes, 1 MiB less the dead-letter
-//     reserve by default) and its own DLQ (same type, 14 days, the
-//     reserve larger, so that every dead letter fits, RedriveAllowPolicy
-//     byQueue naming only its source), SSE and TLS-only queue policies; a DLQ policy that denies the
-//     message-move-task calls, DeleteMessage and PurgeQueue to everyone but
-//     the pipeline's redrive role, and SetQueueAttributes, DeleteQueue,
-//     AddPermission, RemovePermission, TagQueue and UntagQueue to everyone
-//     but the principal that deploys the stack; the worker Lambda
-//     (provided.al2023, arm64, GOMEMLIMIT at 90% of its memory, its DLQ's
-//     size in AGENTDLQ_DLQ_MAX_MESSAGE_BYTES) with its SQS event source
+//     MaximumMessageSize max_message_bytes) and its own DLQ (same type, 14
+//     days, the dead-letter reserve larger, RedriveAllowPolicy naming only its
+//     source), SSE and TLS-only queue policies; a DLQ policy that leaves
+//     moving and deleting dead letters to the redrive role and changing the
+//     queue to the deployer; the worker Lambda (provided.al2023, arm64,
+//     GOMEMLIMIT at 90% of its memory, its DLQ's size in
+//     AGENTDLQ_DLQ_MAX_MESSAGE_BYTES) with its SQS event source
 //     (ReportBatchItemFailures) and a role with exactly the calls its code
 //     makes; the redrive role, trusted by one named principal only; an
-//     encrypted, TLS-only alarm topic, the alarms of the pipeline and its
-//     dashboard.
+//     encrypted, TLS-only alarm topic, the alarms and a dashboard.
 //   - Triage: the read-only triage Lambda, run on an EventBridge schedule per
 //     pipeline and on every DLQ alarm.
 //
@@ -60,11 +52,8 @@
 // Each role is granted the SDK calls of the narrow client interfaces its code
 // is written against, mapped to IAM actions, and nothing else; the stack tests
 // derive that list from the interfaces and fail on any action beyond it. The
-// redrive role's ledger writes are limited with dynamodb:Attributes, in two
-// statements: RedriveLedgerAttributes (the redrive count) and
-// ReconcileLedgerAttributes (the owner's reconciliation of an unknown
-// effect). No IAM role carries the agentdlq:owner tag.
-//
-// The names that tie the Lambdas, the CLI and this app together (environment,
-// tags, metrics) are pinned in docs/wiring.md.
+// redrive role's ledger writes are limited with dynamodb:Attributes
+// (RedriveLedgerAttributes, ReconcileLedgerAttributes). No IAM role carries
+// the agentdlq:owner tag. The names that tie the Lambdas, the CLI and this app
+// together (environment, tags, metrics) are pinned in docs/wiring.md.
 package stack
