@@ -50,23 +50,38 @@ var built struct {
 	err    error
 }
 
-// buildCommands are docs/deploying.md's make-free build commands, as an
-// adopter copies them: every line that starts with the go build of a
-// bootstrap.
-func buildCommands(t *testing.T) []string {
+// The Lambda entries of agentdlq that an adopter's module builds.
+const (
+	triagePackage = "github.com/agentdlq/agentdlq/triage/lambda"
+	workerPackage = "github.com/agentdlq/agentdlq/functions/sampleworker/lambda"
+)
+
+// buildCommands are docs/deploying.md's make-free build commands of the
+// triage and the sample worker, as an adopter copies them: the first line
+// that starts with the go build of a bootstrap into dist/triage, and into
+// dist/worker.
+func buildCommands(t *testing.T) (triage, worker string) {
 	t.Helper()
 	f, err := os.Open("../../docs/deploying.md")
 	require.NoError(t, err)
 	defer f.Close()
-	var cmds []string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if line := sc.Text(); strings.HasPrefix(line, "GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build ") {
-			cmds = append(cmds, line)
+		line := sc.Text()
+		if !strings.HasPrefix(line, "GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build ") {
+			continue
+		}
+		switch {
+		case triage == "" && strings.HasSuffix(line, " -o dist/triage/bootstrap "+triagePackage):
+			triage = line
+		case worker == "" && strings.HasSuffix(line, " -o dist/worker/bootstrap "+workerPackage):
+			worker = line
 		}
 	}
 	require.NoError(t, sc.Err())
-	return cmds
+	require.NotEmpty(t, triage, "docs/deploying.md gives the triage's build command")
+	require.NotEmpty(t, worker, "docs/deploying.md gives the sample worker's build command")
+	return triage, worker
 }
 
 // bootstraps runs docs/deploying.md's build commands in this module, as
@@ -76,7 +91,8 @@ func buildCommands(t *testing.T) []string {
 func bootstraps(t *testing.T) (worker, triage string) {
 	t.Helper()
 	built.once.Do(func() {
-		cmds := buildCommands(t)
+		triage, worker := buildCommands(t)
+		cmds := []string{triage, worker}
 		if built.dir, built.err = os.MkdirTemp("", "orders-cdk-dist-"); built.err != nil {
 			return
 		}
@@ -98,12 +114,10 @@ func bootstraps(t *testing.T) (worker, triage string) {
 // run in this module (which lists the two Lambda entries as tools), build
 // an arm64 Linux executable for each Lambda.
 func TestBootstrapsFromOwnModule(t *testing.T) {
-	cmds := buildCommands(t)
-	require.Len(t, cmds, 2, "docs/deploying.md gives the triage's and the worker's build command")
-	for i, pkg := range []string{"github.com/agentdlq/agentdlq/triage/lambda", "github.com/agentdlq/agentdlq/functions/sampleworker/lambda"} {
-		assert.True(t, strings.HasSuffix(cmds[i], " "+pkg), "%q builds %s", cmds[i], pkg)
+	triageCmd, workerCmd := buildCommands(t)
+	for _, c := range []string{triageCmd, workerCmd} {
 		for _, flag := range []string{"-tags lambda.norpc", "-trimpath", "-ldflags='-s -w'"} {
-			assert.Contains(t, cmds[i], flag)
+			assert.Contains(t, c, flag)
 		}
 	}
 	worker, triage := bootstraps(t)
@@ -280,8 +294,7 @@ func TestMissingBootstrapSaysHowToBuild(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Context: cdkContext(t)})
 	_, err := NewOrders(app, "Orders", &OrdersProps{WorkerAssetDir: worker, TriageAssetDir: missing, RedrivePrincipal: "arn:aws:iam::111122223333:role/OrdersOncall"})
 	require.Error(t, err)
-	cmds := buildCommands(t)
-	require.NotEmpty(t, cmds)
-	assert.Contains(t, err.Error(), strings.Replace(cmds[0], " -o dist/triage/", " -o "+missing+"/", 1),
+	triageCmd, _ := buildCommands(t)
+	assert.Contains(t, err.Error(), strings.Replace(triageCmd, " -o dist/triage/", " -o "+missing+"/", 1),
 		"the error gives docs/deploying.md's triage command, writing into the props' directory")
 }
