@@ -85,8 +85,9 @@ const (
 	// OutcomeStopped: the action was interrupted (its context ended); what
 	// moved is counted, and a rerun is safe.
 	OutcomeStopped AuditOutcome = "stopped"
-	// OutcomePartial: a selective redrive saw fewer dead letters than the
-	// DLQ held; a rerun goes on.
+	// OutcomePartial: the action saw only part of the DLQ (a selective
+	// redrive saw fewer dead letters than the DLQ held, or the scan behind
+	// a plan, start or reject was partial); a rerun goes on.
 	OutcomePartial AuditOutcome = "partial"
 	// OutcomeCanceled: the running move task was cancelled.
 	OutcomeCanceled AuditOutcome = "canceled"

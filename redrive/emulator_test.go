@@ -3,6 +3,7 @@ package redrive
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -435,7 +436,7 @@ func TestEmulatorConcurrentSelectOfTheSameGroup(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			res, err := l.redriver().Select(ctx, req)
-			if err != nil {
+			if err != nil && !errors.Is(err, ErrScanPartial) { // the other run holds letters
 				assert.Equal(t, CodeNothingSelected, RefusalCode(err), err)
 			}
 			moved[i] = res.Moved
@@ -447,7 +448,7 @@ func TestEmulatorConcurrentSelectOfTheSameGroup(t *testing.T) {
 		require.Less(t, try, 20, "the DLQ does not drain")
 		time.Sleep(200 * time.Millisecond)
 		res, err := l.redriver().Select(ctx, req)
-		if err == nil {
+		if err == nil || errors.Is(err, ErrScanPartial) {
 			moved = append(moved, res.Moved)
 		}
 	}

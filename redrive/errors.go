@@ -3,6 +3,7 @@ package redrive
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Errors to test with errors.Is. A *Refusal matches ErrRefused; the CLI exits
@@ -14,6 +15,12 @@ var (
 	ErrUnsupported = errors.New("endpoint does not support message move tasks")
 	// ErrCanaryFailed: a canary message failed again (or its outcome stayed unknown).
 	ErrCanaryFailed = errors.New("canary failed")
+	// ErrScanPartial: the command could not see every dead letter of the
+	// DLQ, so it cannot vouch for what it did not see. A *PartialError
+	// matches it. Not a refusal (the request was sound) and not an outage:
+	// the letters it missed are held (in flight) by a receive, and a rerun
+	// after their visibility timeout sees them (PartialError.RetryAfter).
+	ErrScanPartial = errors.New("the scan of the DLQ was partial")
 )
 
 // Code says what was refused: stable for tests, the audit log and the
@@ -63,8 +70,9 @@ const (
 	CodeDLQMissing Code = "dlq_missing"
 	// CodeNothingSelected: the DLQ holds no dead letter of the chosen reasons.
 	CodeNothingSelected Code = "nothing_selected"
-	// CodeScanPartial: the triage scan was partial, so a move task (which
-	// moves everything) could move groups nobody saw.
+	// CodeScanPartial: the command saw only part of the DLQ (a *PartialError,
+	// ErrScanPartial), the code its callers report it under. It is not a
+	// refusal: RefusalCode never returns it.
 	CodeScanPartial Code = "scan_partial"
 	// CodeNoMapping: pause or resume found no event source mapping on the
 	// hot queue, or more than one.
@@ -108,3 +116,55 @@ func RefusalCode(err error) Code {
 	}
 	return ""
 }
+
+// PartialError is the outcome of a command that must see every dead letter
+// (plan, select, start, reject) when its scan of the DLQ saw only part of
+// it: letters held (in flight) by another receive, by a receive whose
+// response was lost, or, in a FIFO DLQ, behind the head of their message
+// group. What the command did with the letters it saw stands (its result
+// says so); what it did not see is untouched. errors.Is(err,
+// ErrScanPartial) is true; its code is CodeScanPartial.
+type PartialError struct {
+	// Seen counts the distinct dead letters the scan saw; Depth is the
+	// DLQ's approximate depth (visible and in flight) when it started, 0
+	// when unknown.
+	Seen, Depth int
+	// Why is what the scan reported, when it said more than the counts.
+	Why string
+	// FIFO: the DLQ is a FIFO queue, which hands out the letters of a
+	// message group behind the ones in flight only after those.
+	FIFO bool
+	// RetryAfter is how long a letter held by this command's own receives
+	// stays hidden (its visibility timeout, or the DLQ's default when that
+	// is longer): a rerun after it sees what this one missed. A letter
+	// another reader holds comes back after that reader's timeout.
+	RetryAfter time.Duration
+}
+
+func (e *PartialError) Error() string {
+	var b []byte
+	b = append(b, "partial scan: "...)
+	switch {
+	case e.Depth > 0:
+		b = fmt.Appendf(b, "saw %d of about %d dead letters", e.Seen, e.Depth)
+	default:
+		b = fmt.Appendf(b, "saw %d dead letters", e.Seen)
+	}
+	if e.Why != "" {
+		b = fmt.Appendf(b, " (%s)", e.Why)
+	}
+	if e.FIFO {
+		b = append(b, "; the others are held (in flight), or behind a held letter of their FIFO message group, until their visibility timeout lapses"...)
+	} else {
+		b = append(b, "; the others are held (in flight) by a receive until their visibility timeout lapses"...)
+	}
+	if e.RetryAfter > 0 {
+		b = fmt.Appendf(b, ": retry after %s", e.RetryAfter.Round(time.Second))
+	} else {
+		b = append(b, ": retry after it"...)
+	}
+	return string(b)
+}
+
+// Is makes errors.Is(err, ErrScanPartial) true.
+func (e *PartialError) Is(target error) bool { return target == ErrScanPartial }

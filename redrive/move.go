@@ -99,6 +99,8 @@ func (r *Redriver) record(ctx context.Context, rec AuditEntry, err error) error 
 		switch {
 		case errors.Is(err, ErrRefused):
 			rec.Outcome = OutcomeRefused
+		case errors.Is(err, ErrScanPartial):
+			rec.Outcome = OutcomePartial
 		case err != nil:
 			rec.Outcome = OutcomeFailed
 		default:
@@ -150,11 +152,13 @@ func ackDetail(ack Ack) map[string]string {
 // audited, before any scan.
 func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error) {
 	var scanErr error
+	var partial *PartialError
 	if req.Groups == nil {
 		if scanErr = r.pureGate(req.Who, req.Rate); scanErr == nil {
 			var rep *triage.Report
 			if req.Groups, rep, scanErr = r.scan(ctx); scanErr == nil && rep.Scan.Partial {
 				req.ScanPartial = rep.Scan.PartialReason
+				partial = scanPartial(rep)
 			}
 		}
 	}
@@ -166,14 +170,14 @@ func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error
 	if scanErr != nil {
 		return MoveTask{}, r.record(ctx, rec, scanErr)
 	}
-	task, err := r.start(ctx, req)
+	task, err := r.start(ctx, req, partial)
 	if task.TaskHandle != "" {
 		rec.Detail["task_handle"] = task.TaskHandle
 	}
 	return task, r.record(ctx, rec, err)
 }
 
-func (r *Redriver) start(ctx context.Context, req StartRequest) (MoveTask, error) {
+func (r *Redriver) start(ctx context.Context, req StartRequest, partial *PartialError) (MoveTask, error) {
 	api := r.cfg.SQS
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
 		return MoveTask{}, err
@@ -193,7 +197,11 @@ func (r *Redriver) start(ctx context.Context, req StartRequest) (MoveTask, error
 		return MoveTask{}, refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.cfg.Pipeline.Name)
 	}
 	if req.ScanPartial != "" {
-		return MoveTask{}, refuse(CodeScanPartial, "the triage scan of the DLQ was partial (%s): a move task moves everything, and not every group was seen; use `agentdlq redrive select` per reason", req.ScanPartial)
+		// A move task moves everything, and not every group was seen.
+		if partial == nil {
+			partial = &PartialError{Why: req.ScanPartial}
+		}
+		return MoveTask{}, partial
 	}
 	var refused []string
 	for _, g := range req.Groups {

@@ -57,7 +57,6 @@ func TestStartRefusals(t *testing.T) {
 			f.moveTasks = []sqstypes.ListMessageMoveTasksResultEntry{{TaskHandle: aws.String("t0"), Status: aws.String("RUNNING"), SourceArn: aws.String(q.DLQARN)}}
 		}, nil, CodeTaskActive},
 		{"empty DLQ", nil, func(s StartRequest) StartRequest { s.Groups = nil; return s }, CodeDLQEmpty},
-		{"the scan was partial", nil, func(s StartRequest) StartRequest { s.ScanPartial = "max_messages reached"; return s }, CodeScanPartial},
 		{"DLQ missing", func(f *fakeSQS, q Queues, _ *Redriver) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
 		{"AWS: caller is not the redrive role", func(f *fakeSQS, q Queues, r *Redriver) {
 			f.queues[q.DLQURL].tags[TagRedriveRole] = "AgentTasksRedrive"
@@ -88,6 +87,25 @@ func TestStartRefusals(t *testing.T) {
 			assert.NotEmpty(t, recs[0].Error)
 		})
 	}
+}
+
+// A move task moves everything: on a partial scan start does not run, and
+// says so as its own outcome (not a refusal of the request).
+func TestStartOnAPartialScan(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	r, store, _ := newRedriver(t, p, f, q)
+	_, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: p.Owner, Why: "503s over"}, Rate: 10,
+		Groups: transientGroups(2), ScanPartial: "stopped at the message bound (10)"})
+	require.ErrorIs(t, err, ErrScanPartial)
+	assert.NotErrorIs(t, err, ErrRefused)
+	assert.Contains(t, err.Error(), "stopped at the message bound (10)")
+	assert.Empty(t, f.started, "nothing started")
+	recs := store.all()
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomePartial, recs[0].Outcome)
 }
 
 func TestStartWithOverrideStatusAndCancel(t *testing.T) {

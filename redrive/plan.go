@@ -267,12 +267,32 @@ func (r *Redriver) Plan(ctx context.Context, actor string) (*Plan, error) {
 	if err != nil {
 		return nil, r.record(ctx, AuditEntry{Actor: actor, Action: ActionPlan}, err)
 	}
-	pl, err := r.ShowPlan(ctx, actor, groups)
+	var partial *PartialError
+	if rep != nil && rep.Scan.Partial {
+		partial = scanPartial(rep)
+	}
+	pl := BuildPlan(r.cfg.Pipeline, groups)
 	if rep != nil && rep.Partial {
 		pl.Partial = rep.PartialReasons
 	}
 	r.AnnotatePlan(ctx, pl, rep)
-	return pl, err
+	reasons, fps, counts := groupFacts(groups)
+	counts["total"] = pl.Total
+	rec := AuditEntry{Actor: actor, Action: ActionPlan, Reasons: reasons, Fingerprints: fps, Counts: counts, Outcome: OutcomeShown}
+	if partial != nil {
+		// Shown, but it cannot vouch for the letters the scan missed: the
+		// caller exits non-zero and says when to look again.
+		rec.Outcome = OutcomePartial
+		return pl, r.record(ctx, rec, partial)
+	}
+	return pl, r.record(ctx, rec, nil)
+}
+
+// scanPartial is the outcome of a triage scan that saw part of the DLQ.
+func scanPartial(rep *triage.Report) *PartialError {
+	st := rep.Scan
+	return &PartialError{Seen: st.Unique, Depth: st.ApproxDepth + st.ApproxInFlight, Why: st.PartialReason, FIFO: st.FIFO,
+		RetryAfter: time.Duration(st.VisibilityTimeoutSeconds) * time.Second}
 }
 
 // AnnotatePlan marks pl with the owner's past decisions as Plan does, for a
@@ -376,6 +396,7 @@ func (r *Redriver) RejectGroups(ctx context.Context, who Who, reasons []deadlett
 		rs[i] = string(x)
 	}
 	rec := AuditEntry{Actor: who.Owner, Action: ActionReject, Why: who.Why, Reasons: rs, Fingerprints: fingerprints}
+	var partial *PartialError
 	err := func() error {
 		if len(reasons) == 0 {
 			return refuse(CodeUnknownReason, "--reason is required")
@@ -385,8 +406,12 @@ func (r *Redriver) RejectGroups(ctx context.Context, who Who, reasons []deadlett
 				return err
 			}
 			var err error
-			if groups, _, err = r.scan(ctx); err != nil {
+			var rep *triage.Report
+			if groups, rep, err = r.scan(ctx); err != nil {
 				return err
+			}
+			if rep != nil && rep.Scan.Partial {
+				partial = scanPartial(rep)
 			}
 		}
 		if err := r.authorizeAs(ctx, ActionReject, who, MinRate); err != nil {
@@ -408,6 +433,9 @@ func (r *Redriver) RejectGroups(ctx context.Context, who Who, reasons []deadlett
 			}
 		}
 		if len(rec.Counts) == 0 {
+			if partial != nil {
+				return partial // the letters of the reason may be among those not seen
+			}
 			return refuse(CodeNothingSelected, "the DLQ holds no dead letter of reason %s", joinReasons(reasons))
 		}
 		d, derr := r.Decisions(ctx)

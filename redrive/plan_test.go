@@ -5,11 +5,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 func TestBuildPlan(t *testing.T) {
@@ -96,4 +98,33 @@ func TestRejectIsAuditedAndGated(t *testing.T) {
 	assert.Equal(t, 3, recs[0].Counts["policy_limit"])
 	assert.Equal(t, OutcomeRefused, recs[1].Outcome)
 	assert.Equal(t, OutcomeRefused, recs[2].Outcome)
+}
+
+// A plan over a partial scan is shown (with what was seen) but its outcome
+// is a partial scan, so the caller exits non-zero and says when to retry;
+// the audit says partial, not shown.
+func TestPlanOnAPartialScan(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	r, store, _ := newRedriver(t, p, f, f.addPair(p))
+	r.cfg.Scan = func(context.Context) (*triage.Report, error) {
+		rep := &triage.Report{Partial: true, PartialReasons: []string{"scan: saw 0 of about 3 messages"}}
+		rep.Scan = triage.ScanStats{Unique: 0, ApproxDepth: 0, ApproxInFlight: 3, VisibilityTimeoutSeconds: 30,
+			Partial: true, PartialReason: "3 messages in flight elsewhere when the scan started could not be read"}
+		return rep, nil
+	}
+	pl, err := r.Plan(context.Background(), "alice")
+	require.ErrorIs(t, err, ErrScanPartial)
+	require.NotNil(t, pl, "what was seen is still shown")
+	assert.Equal(t, []string{"scan: saw 0 of about 3 messages"}, pl.Partial)
+	var pe *PartialError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 3, pe.Depth)
+	assert.Equal(t, 30*time.Second, pe.RetryAfter)
+	assert.Contains(t, err.Error(), "saw 0 of about 3 dead letters")
+	assert.Contains(t, err.Error(), "retry after 30s")
+	recs := store.all()
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomePartial, recs[0].Outcome)
 }

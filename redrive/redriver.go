@@ -283,20 +283,35 @@ func (r *Redriver) queueErr(err error, url string) error {
 // and in flight. It calls no gate and writes no audit: a read of queue
 // attributes, as Select's DepthAtStart and a progress bar's total.
 func (r *Redriver) Depth(ctx context.Context) (visible, inFlight int, err error) {
+	d, err := r.depth(ctx)
+	return d.visible, d.inFlight, err
+}
+
+// dlqDepth is the DLQ's approximate depth and its default visibility timeout.
+type dlqDepth struct {
+	visible, inFlight int
+	visibility        time.Duration
+}
+
+func (r *Redriver) depth(ctx context.Context) (dlqDepth, error) {
 	out, err := r.cfg.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(r.cfg.Queues.DLQURL),
 		AttributeNames: []sqstypes.QueueAttributeName{
 			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
 			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
 			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+			sqstypes.QueueAttributeNameVisibilityTimeout,
 		},
 	})
 	if err != nil {
-		return 0, 0, r.queueErr(err, r.cfg.Queues.DLQURL)
+		return dlqDepth{}, r.queueErr(err, r.cfg.Queues.DLQURL)
 	}
 	n := func(k sqstypes.QueueAttributeName) int { v, _ := strconv.Atoi(out.Attributes[string(k)]); return v }
-	return n(sqstypes.QueueAttributeNameApproximateNumberOfMessages) + n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed),
-		n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible), nil
+	return dlqDepth{
+		visible:    n(sqstypes.QueueAttributeNameApproximateNumberOfMessages) + n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed),
+		inFlight:   n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
+		visibility: time.Duration(n(sqstypes.QueueAttributeNameVisibilityTimeout)) * time.Second,
+	}, nil
 }
 
 // CheckDestination refuses any destination but the pipeline's own hot queue:

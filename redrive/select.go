@@ -172,6 +172,9 @@ type SelectResult struct {
 
 	// claimCheckErr is the first claim check error, for Select's error.
 	claimCheckErr *ClaimCheckError
+	// dlqVisibility is the DLQ's default visibility timeout, for the
+	// retry-after of a partial pass.
+	dlqVisibility time.Duration
 }
 
 func (r *Redriver) selectRecord(req SelectRequest) AuditEntry {
@@ -272,16 +275,27 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 	if err == nil && res.ClaimCheckFailed > 0 && !req.DryRun {
 		err = unrestoredErr(res)
 	}
+	var partial *PartialError
 	if err == nil && res.Partial == "" && res.Seen < res.DepthAtStart {
-		// Released dead letters come back and a pass ends after a few receives
-		// that bring nothing new; in a FIFO DLQ only the head of each message
-		// group is visible. Say so: a rerun goes on where this one stopped.
+		// Letters held by another receive (or by one of ours whose response
+		// was lost) stay hidden until their visibility timeout; in a FIFO
+		// DLQ only the head of each message group is visible. The pass
+		// cannot vouch for what it did not see: that is its own outcome,
+		// never "nothing selected", and a rerun after the hold goes on.
 		res.Partial = fmt.Sprintf("saw %d of about %d dead letters", res.Seen, res.DepthAtStart)
+		partial = &PartialError{Seen: res.Seen, Depth: res.DepthAtStart, FIFO: r.cfg.Queues.FIFO,
+			RetryAfter: max(selectHold(req), res.dlqVisibility)}
 	}
 	rec.Counts = res.counts()
 	switch {
-	case err == nil && res.Matched == 0:
+	case err == nil && res.Matched == 0 && (partial == nil || res.EffectConfirmed+res.NotReconciled > 0):
 		err = r.nothingMatched(req, res)
+	case err == nil && partial != nil:
+		err = partial
+		rec.Outcome = OutcomePartial
+		if req.DryRun {
+			rec.Outcome = OutcomeDryRun
+		}
 	case err == nil && req.DryRun:
 		rec.Outcome = OutcomeDryRun
 	case err == nil && res.Partial != "":
@@ -290,6 +304,14 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 		rec.Outcome = OutcomeStopped
 	}
 	return res, r.record(ctx, rec, err)
+}
+
+// selectHold is the visibility timeout of a pass's receives.
+func selectHold(req SelectRequest) time.Duration {
+	if req.Hold > 0 {
+		return req.Hold
+	}
+	return DefaultHold
 }
 
 // unrestoredErr is the error of a pass that left chosen dead letters in the
@@ -315,15 +337,6 @@ func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
 			why = append(why, fmt.Sprintf("%d with their effect confirmed: they never run again; reject them (agentdlq redrive reject --reason effect_unknown) or let retention drop them", res.EffectConfirmed))
 		}
 		return refuse(CodeForbidden, "no effect_unknown dead letter may move: %s", strings.Join(why, "; "))
-	}
-	if res.Partial != "" {
-		// Not every dead letter was seen: say so rather than that none matches.
-		why := "rerun later: letters held by another reader come back"
-		if r.cfg.Queues.FIFO {
-			why = "in a FIFO DLQ a letter behind others of its message group that are not chosen may not be received until those are redriven or removed (SQS hands out at most ten of a group at once)"
-		}
-		return refuse(CodeNothingSelected, "no dead letter of reason %s among those seen (%s); %s (see `agentdlq redrive plan`)",
-			joinReasons(req.Reasons), res.Partial, why)
 	}
 	if len(req.Fingerprints) > 0 {
 		return refuse(CodeUnknownGroup, "no dead letter of reason %s has fingerprint %s (see `agentdlq redrive plan`)",
@@ -368,22 +381,19 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 	if err := r.CheckDestination(ctx, ""); err != nil {
 		return err
 	}
-	visible, inFlight, err := r.Depth(ctx)
+	d, err := r.depth(ctx)
 	if err != nil {
 		return err
 	}
-	if visible+inFlight == 0 {
+	if d.visible+d.inFlight == 0 {
 		return refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.cfg.Pipeline.Name)
 	}
-	res.DepthAtStart = visible + inFlight
+	res.DepthAtStart, res.dlqVisibility = d.visible+d.inFlight, d.visibility
 	return nil
 }
 
 func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectRequest, res *SelectResult) error {
-	hold := req.Hold
-	if hold <= 0 {
-		hold = DefaultHold
-	}
+	hold := selectHold(req)
 	idleMax := req.IdleReceives
 	if idleMax <= 0 {
 		idleMax = DefaultIdleReceives

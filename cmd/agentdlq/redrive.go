@@ -253,16 +253,26 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 				return err
 			}
 			pl, err := r.Plan(ctx, actorOr(actor))
+			if pl == nil || (err != nil && !errors.Is(err, redrive.ErrScanPartial)) {
+				return err
+			}
+			// A partial scan: the plan is shown, and the command exits 1
+			// saying when to look again (with -o json, one document).
+			var werr error
+			switch {
+			case out.JSON() && err != nil:
+				return withResult(err, pl)
+			case out.JSON():
+				werr = writeJSON(cmd.OutOrStdout(), pl)
+			case out.Markdown():
+				werr = planMarkdown(cmd.OutOrStdout(), pl)
+			default:
+				werr = pl.WriteText(cmd.OutOrStdout())
+			}
 			if err != nil {
 				return err
 			}
-			switch {
-			case out.JSON():
-				return writeJSON(cmd.OutOrStdout(), pl)
-			case out.Markdown():
-				return planMarkdown(cmd.OutOrStdout(), pl)
-			}
-			return pl.WriteText(cmd.OutOrStdout())
+			return werr
 		},
 	}
 	c.Flags().StringVar(&actor, "owner", "", "who looks (recorded in the audit; default $USER)")
@@ -450,7 +460,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 				case out.JSON():
 					return writeJSON(w, res)
 				case !errors.Is(err, redrive.ErrRefused):
-					writeSelectResult(w, r.Pipeline().Name, res)
+					writeSelectResult(w, r.Pipeline().Name, res, errors.Is(err, redrive.ErrScanPartial))
 				}
 			}
 			return err
@@ -495,7 +505,10 @@ func writeRejectWarnings(w io.Writer, warnings []string) {
 	}
 }
 
-func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
+// writeSelectResult prints what a pass did; scanPartial says that the
+// pass's error is a partial scan, which the error itself explains (on
+// stderr, with when to retry).
+func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult, scanPartial bool) {
 	verb := "moved"
 	n := res.Moved
 	if res.DryRun {
@@ -546,7 +559,7 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
 	case res.Canary != nil && res.Canary.Pending > 0:
 		fmt.Fprintf(w, "stopped: the canary has no outcome after %s: is the worker running? A worker must consume the hot queue while the canary waits (locally: agentdlq work --pipeline %s). The rest stays in the DLQ; start the worker and run the canary again\n",
 			res.Canary.Waited.Round(time.Second), name)
-	case res.Partial != "":
+	case res.Partial != "" && !scanPartial:
 		fmt.Fprintf(w, "partial: %s; rerunning is safe\n", res.Partial)
 	}
 }

@@ -289,7 +289,7 @@ func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
 			{DLQMessageID: "d-2", Reason: deadletter.ReasonUnclassified, Cause: redrive.ClaimCheckUnreadable, Error: "read claim check s3://b/k2: AccessDenied: the dead letter stays in the DLQ"},
 		}}
 	var out strings.Builder
-	writeSelectResult(&out, "agent-tasks", res)
+	writeSelectResult(&out, "agent-tasks", res, false)
 	s := out.String()
 	assert.Contains(t, s, "agent-tasks: moved 1 of 3 dead letters seen")
 	assert.Contains(t, s, "left in the DLQ: 2 whose claim check restored nothing (missing 1, unreadable 1)")
@@ -301,7 +301,7 @@ func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
 	// and would-move counts the others only.
 	res.DryRun, res.Moved = true, 0
 	out.Reset()
-	writeSelectResult(&out, "agent-tasks", res)
+	writeSelectResult(&out, "agent-tasks", res, false)
 	s = out.String()
 	assert.Contains(t, s, "agent-tasks: would move 1 of 3 dead letters seen")
 	assert.Contains(t, s, "would stay in the DLQ: 2 whose claim check restores nothing (missing 1, unreadable 1)")
