@@ -157,11 +157,9 @@ func (a *Auditor) Record(ctx context.Context, r AuditEntry) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	level := slog.LevelInfo
-	if r.Outcome == OutcomeRefused || r.Outcome == OutcomeFailed {
-		level = slog.LevelWarn
-	}
-	log.Log(ctx, level, "redrive audit",
+	// Info, refusals and failures too: the record is in the store, and the
+	// caller has the error to show; the line is for a log collector.
+	log.InfoContext(ctx, "redrive audit",
 		"pipeline", r.Pipeline, "action", r.Action, "actor", r.Actor,
 		"caller_check", r.Caller.Check, "caller_arn", r.Caller.ARN, "os_user", r.Caller.OSUser, "outcome", r.Outcome,
 		"reasons", r.Reasons, "fingerprints", r.Fingerprints, "counts", r.Counts,

@@ -44,6 +44,8 @@ const (
 	CodeRate Code = "rate_out_of_range"
 	// CodeWhy: the why is missing or blank.
 	CodeWhy Code = "why_missing"
+	// CodeOwnerMissing: no owner was given (Who.Owner is empty).
+	CodeOwnerMissing Code = "owner_missing"
 	// CodeOwner: the actor is not the pipeline's declared owner.
 	CodeOwner Code = "owner_mismatch"
 	// CodeOwnerTag: the DLQ's agentdlq:owner tag disagrees with the pipeline.
@@ -89,23 +91,45 @@ const (
 // AllCodes lists every refusal code in the order above.
 func AllCodes() []Code {
 	return []Code{CodeBadInput, CodeUnknownPipeline, CodeUnknownReason, CodeUnknownGroup, CodeAmbiguousGroup, CodeRate, CodeWhy,
-		CodeOwner, CodeOwnerTag, CodeIdentity, CodeSTSEndpoint, CodeForbidden, CodeDestination, CodeTaskActive, CodeNoTask,
+		CodeOwnerMissing, CodeOwner, CodeOwnerTag, CodeIdentity, CodeSTSEndpoint, CodeForbidden, CodeDestination, CodeTaskActive, CodeNoTask,
 		CodeDLQEmpty, CodeDLQMissing, CodeNothingSelected, CodeScanPartial, CodeNoMapping, CodeNotEffectUnknown, CodeReconciled}
 }
 
-// Refusal is a refused action: a code and a one-line reason. Nothing moved.
+// Refusal is a refused action: a code, the request field at fault and a
+// one-line reason. Nothing moved.
 type Refusal struct {
-	Code   Code
+	Code Code
+	// Field is the request field at fault, by its Go name: "Owner", "Why",
+	// "Rate", "Reasons", "Fingerprints", "Canary", "Limit", "Destination",
+	// "Ack.FixDeployed", "Ack.Reviewed", "Ack.Overrides", "Key", "Outcome",
+	// "Receipt"; empty when the refusal is about the DLQ, its tags, the
+	// caller or the policy rather than one input. A caller names it in its
+	// own words (the CLI its flag, the console its form field).
+	Field string
+	// Reason says what is wrong and what to do, in words that follow the
+	// field's name when Field is set ("is required: say why ...").
 	Reason string
 }
 
-func (r *Refusal) Error() string { return "refused (" + string(r.Code) + "): " + r.Reason }
+// Error is "refused (code): Field reason", or without a Field
+// "refused (code): reason".
+func (r *Refusal) Error() string {
+	if r.Field != "" {
+		return "refused (" + string(r.Code) + "): " + r.Field + " " + r.Reason
+	}
+	return "refused (" + string(r.Code) + "): " + r.Reason
+}
 
 // Is makes errors.Is(err, ErrRefused) true for every refusal.
 func (r *Refusal) Is(target error) bool { return target == ErrRefused }
 
 func refuse(code Code, format string, args ...any) *Refusal {
 	return &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// refuseField is a refusal of one request field; format follows its name.
+func refuseField(code Code, field, format string, args ...any) *Refusal {
+	return &Refusal{Code: code, Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // RefusalCode returns the code of the refusal in err's chain, or "".

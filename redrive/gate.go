@@ -62,14 +62,17 @@ func Gate(in GateInput) error {
 	if p == nil {
 		return refuse(CodeUnknownPipeline, "no pipeline")
 	}
+	if strings.TrimSpace(in.Owner) == "" {
+		return refuseField(CodeOwnerMissing, "Owner", "is required: only the owner of pipeline %q (%q) may %s it", p.Name, p.Owner, verb(in.Action))
+	}
 	if strings.TrimSpace(in.Why) == "" {
-		return refuse(CodeWhy, "%s", whyNeeded(in.Action))
+		return refuseField(CodeWhy, "Why", "is required: %s", whyNeeded(in.Action))
 	}
 	if err := CheckRate(in.Rate); err != nil {
 		return err
 	}
 	if in.Owner != p.Owner {
-		return refuse(CodeOwner, "owner %q may not %s pipeline %q: only its owner %q may", in.Owner, verb(in.Action), p.Name, p.Owner)
+		return refuseField(CodeOwner, "Owner", "%q may not %s pipeline %q: only its owner %q may", in.Owner, verb(in.Action), p.Name, p.Owner)
 	}
 	tag, ok := in.QueueTags[pipeline.TagOwner]
 	if !ok {
@@ -87,24 +90,36 @@ func Gate(in GateInput) error {
 	return CheckCaller(in.Identity.CallerARN, in.Identity.RedriveRole)
 }
 
-// whyNeeded is the refusal of a missing --why, in the words of the action.
+// whyNeeded is what a missing why should say, in the words of the action.
 func whyNeeded(a Action) string {
 	switch a {
 	case ActionReject:
-		return "--why is required: say why these dead letters are rejected, never redriven (the decision, who was told)"
+		return "say why these dead letters are rejected, never redriven (the decision, who was told)"
 	case ActionReconcile:
-		return "--why is required: say how the effect was reconciled (which system was checked, what it showed)"
+		return "say how the effect was reconciled (which system was checked, what it showed)"
+	case ActionPause:
+		return "say why the worker must stop now (the incident)"
+	case ActionResume:
+		return "say why the worker may run again (the fix, the incident)"
+	case ActionCancel:
+		return "say why the move task must stop (the incident)"
 	}
-	return "--why is required: say why this redrive is safe now (the fix, the incident)"
+	return "say why this redrive is safe now (the fix, the incident)"
 }
 
-// verb is what the owner check says the actor may not do.
+// verb is what the owner check says the actor may not do to a pipeline.
 func verb(a Action) string {
 	switch a {
 	case ActionReject:
 		return "reject the dead letters of"
 	case ActionReconcile:
 		return "reconcile the ledger keys of"
+	case ActionPause:
+		return "pause the worker of"
+	case ActionResume:
+		return "resume the worker of"
+	case ActionCancel:
+		return "cancel the move task of"
 	}
 	return "redrive"
 }
@@ -112,7 +127,7 @@ func verb(a Action) string {
 // CheckRate refuses a rate outside 1..500 messages a second.
 func CheckRate(rate int) error {
 	if rate < MinRate || rate > MaxRate {
-		return refuse(CodeRate, "--rate %d is outside %d..%d messages a second", rate, MinRate, MaxRate)
+		return refuseField(CodeRate, "Rate", "%d is outside %d..%d messages a second", rate, MinRate, MaxRate)
 	}
 	return nil
 }

@@ -203,22 +203,8 @@ func (r *Redriver) start(ctx context.Context, req StartRequest, partial *Partial
 		}
 		return MoveTask{}, partial
 	}
-	var refused []string
-	for _, g := range req.Groups {
-		if g.Reason.Redrivable() == deadletter.RedriveNeverBlind {
-			// Even overridden: a move task cannot leave behind the keys
-			// whose effect the owner confirmed. select can.
-			refused = append(refused, fmt.Sprintf("%s (%d, %s): a move task cannot skip the keys whose effect was confirmed; reconcile each key (agentdlq ledger reconcile) and redrive with `agentdlq redrive select --reason %s`",
-				g.Reason, g.Count, orDash(g.Fingerprint), g.Reason))
-			continue
-		}
-		if v := Decide(g.Reason, req.Ack); !v.Allowed {
-			refused = append(refused, fmt.Sprintf("%s (%d, %s): %s", g.Reason, g.Count, orDash(g.Fingerprint), v.Why))
-		}
-	}
-	if len(refused) > 0 {
-		return MoveTask{}, refuse(CodeForbidden, "a move task moves everything, and the DLQ holds groups that may not be redriven: %s. Redrive the others with `agentdlq redrive select`, or name the reasons in --override REASON=JUSTIFICATION",
-			strings.Join(refused, "; "))
+	if err := startForbidden(req.Groups, req.Ack); err != nil {
+		return MoveTask{}, err
 	}
 	tasks, err := r.listTasks(ctx, api)
 	if err != nil {
@@ -301,7 +287,7 @@ func (r *Redriver) Cancel(ctx context.Context, req CancelRequest) (int64, error)
 
 func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string, error) {
 	api := r.cfg.SQS
-	if err := r.authorize(ctx, req.Who, MinRate); err != nil {
+	if err := r.authorizeAs(ctx, ActionCancel, req.Who, MinRate); err != nil {
 		return 0, "", err
 	}
 	handle := req.TaskHandle
@@ -325,6 +311,45 @@ func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string
 		return 0, handle, r.unsupported("CancelMessageMoveTask", err)
 	}
 	return out.ApproximateNumberOfMessagesMoved, handle, nil
+}
+
+// startForbidden refuses a move task while the DLQ holds a group that the
+// policy does not let go with ack, naming each such reason once, with its
+// count and what it would take: one short line, however many groups.
+func startForbidden(groups []Group, ack Ack) error {
+	counts := map[deadletter.Reason]int{}
+	for _, g := range groups {
+		switch {
+		case g.Reason.Redrivable() == deadletter.RedriveNeverBlind:
+			// Even overridden: a move task cannot leave behind the keys
+			// whose effect the owner confirmed. select can.
+		case Decide(g.Reason, ack).Allowed:
+			continue
+		}
+		counts[g.Reason] += g.Count
+	}
+	if len(counts) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, reason := range SortedReasons(counts) {
+		parts = append(parts, fmt.Sprintf("%s %d (%s)", reason, counts[reason], startNeeds(reason)))
+	}
+	return refuse(CodeForbidden, "a move task moves everything, and the DLQ holds dead letters it may not move: %s; redrive the others selectively, reason by reason",
+		strings.Join(parts, ", "))
+}
+
+// startNeeds is what a move task of reason's dead letters would take.
+func startNeeds(reason deadletter.Reason) string {
+	switch reason.Redrivable() {
+	case deadletter.RedriveAfterFix:
+		return "after the fix is deployed"
+	case deadletter.RedriveAfterReview:
+		return "after a review"
+	case deadletter.RedriveNeverBlind:
+		return "never by a move task: reconcile each key, then redrive selectively"
+	}
+	return "never, without an override"
 }
 
 // orDash is the fingerprint in full (what --fingerprint accepts), or "-".

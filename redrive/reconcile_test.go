@@ -44,7 +44,13 @@ func TestGateSpeaksOfTheAction(t *testing.T) {
 		{ActionSelect, p.Owner, " ", CodeWhy, "why this redrive is safe now", "reject"},
 		{ActionReject, p.Owner, "", CodeWhy, "why these dead letters are rejected, never redriven", "redrive is safe"},
 		{ActionReconcile, p.Owner, "", CodeWhy, "how the effect was reconciled", "redrive is safe"},
-		{"", "mallory", "x", CodeOwner, `owner "mallory" may not redrive pipeline "agent-tasks"`, ""},
+		{"", "mallory", "x", CodeOwner, `Owner "mallory" may not redrive pipeline "agent-tasks"`, ""},
+		{"", "", "x", CodeOwnerMissing, `Owner is required: only the owner of pipeline "agent-tasks" ("platform-oncall") may redrive it`, "mismatch"},
+		{ActionPause, "", "", CodeOwnerMissing, "may pause the worker of it", "redrive"},
+		{ActionPause, p.Owner, "", CodeWhy, "Why is required: say why the worker must stop now", "redrive"},
+		{ActionResume, p.Owner, "", CodeWhy, "why the worker may run again", "redrive is safe"},
+		{ActionPause, "mallory", "x", CodeOwner, `may not pause the worker of pipeline "agent-tasks"`, "may not redrive"},
+		{ActionCancel, "mallory", "x", CodeOwner, `may not cancel the move task of pipeline "agent-tasks"`, "may not redrive"},
 		{ActionReject, "mallory", "x", CodeOwner, `may not reject the dead letters of pipeline "agent-tasks"`, "may not redrive"},
 		{ActionReconcile, "mallory", "x", CodeOwner, `may not reconcile the ledger keys of pipeline "agent-tasks"`, "may not redrive"},
 	}
@@ -55,6 +61,9 @@ func TestGateSpeaksOfTheAction(t *testing.T) {
 			require.Error(t, err)
 			assert.Equal(t, tt.code, RefusalCode(err))
 			assert.Contains(t, err.Error(), tt.contains)
+			var rf *Refusal
+			require.ErrorAs(t, err, &rf)
+			assert.NotEmpty(t, rf.Field, "the refusal names the input at fault")
 			if tt.notContains != "" {
 				assert.NotContains(t, err.Error(), tt.notContains)
 			}
@@ -260,7 +269,7 @@ func TestStartRefusesEffectUnknownEvenOverridden(t *testing.T) {
 		Ack:    Ack{Overrides: map[deadletter.Reason]string{deadletter.ReasonEffectUnknown: "checked"}},
 		Groups: []Group{{deadletter.ReasonEffectUnknown, "fp", 2}, {deadletter.ReasonBudgetExhausted, "fp2", 1}}})
 	assert.Equal(t, CodeForbidden, RefusalCode(err), err)
-	assert.Contains(t, err.Error(), "a move task cannot skip the keys whose effect was confirmed")
+	assert.Contains(t, err.Error(), "effect_unknown 2 (never by a move task: reconcile each key")
 }
 
 // TestPlanShowsDecisions: plan reads the audit (a real FileStore) and shows

@@ -168,5 +168,5 @@ func TestTypedValues(t *testing.T) {
 	}
 	check(t, actions, 11)
 	check(t, outcomes, 9)
-	check(t, codes, 22)
+	check(t, codes, 23)
 }

@@ -77,6 +77,9 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	pf.StringVar(&f.ledgerTable, "ledger-table", "", "the idempotency ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	cmd.AddCommand(newRedrivePlanCmd(f), newRedriveStartCmd(f), newRedriveSelectCmd(f),
 		newRedriveStatusCmd(f), newRedriveCancelCmd(f), newRedriveRejectCmd(f))
+	for _, c := range cmd.Commands() {
+		c.RunE = refusalsInFlags(c.RunE)
+	}
 	return cmd
 }
 
@@ -103,28 +106,53 @@ func (f *redriveFlags) ack() (redrive.Ack, error) {
 }
 
 // refused audits a refusal that came before the Redriver could act
-// (redrive.Auditor.Refuse) and returns it with exit 2.
+// (redrive.Auditor.Refuse) and returns it with exit 2. A command that never
+// reached a pipeline (no --pipeline, a definition file that does not load,
+// a name it does not define) writes nothing: there is no pipeline to file
+// the record under, and a typo must not create an audit file.
 func (f *redriveFlags) refused(ctx context.Context, cfg *aws.Config, action redrive.Action, who redrive.Who, err error) error {
+	if f.pipeline == "" {
+		return withExit(exitRefused, err)
+	}
+	if _, perr := f.g.loadPipeline(f.pipeline); perr != nil {
+		return withExit(exitRefused, err)
+	}
 	var s3api redrive.S3PutAPI
 	if cfg != nil {
 		s3api = s3.NewFromConfig(*cfg)
 	}
-	if a, aerr := redrive.OpenAuditor(f.g.auditDest(f.audit, f.pipeline), f.pipeline, s3api, f.g.log()); aerr == nil {
+	if a, aerr := redrive.OpenAuditor(f.g.auditDest(f.audit, f.pipeline), f.pipeline, s3api, f.g.auditLog()); aerr == nil {
 		err = a.Refuse(ctx, f.pipeline, action, who, err)
 	}
 	return withExit(exitRefused, err)
 }
 
+// auditLog is the logger of the audit records: the record is in the audit
+// store, so its log line goes to stderr only when asked for (--verbose, or
+// --log-format json for a log collector), never on its own beside the
+// refusal a terminal already shows.
+func (g *globalFlags) auditLog() *slog.Logger {
+	if !g.verbose && g.logFormat != logJSON {
+		return slog.New(slog.DiscardHandler)
+	}
+	w := g.stderr
+	if w == nil {
+		w = os.Stderr
+	}
+	return slog.New(logHandler(g.console(w), g.logFormat, slog.LevelInfo))
+}
+
 // open builds the pipeline's Redriver from the flags and the environment:
 // the pipeline, the AWS clients, the queues, the ledger and the audit
-// store. What goes wrong before the gate is refused and audited.
+// store. What goes wrong before the gate is refused, and audited once the
+// pipeline is known.
 func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redrive.Who, onMove func()) (*redrive.Redriver, error) {
 	if f.pipeline == "" {
-		return nil, f.refused(ctx, nil, action, who, errors.New("--pipeline is required"))
+		return nil, withExit(exitRefused, errors.New("--pipeline is required: name the pipeline whose DLQ this is (agentdlq triage lists them)"))
 	}
 	p, err := f.g.loadPipeline(f.pipeline)
 	if err != nil {
-		return nil, f.refused(ctx, nil, action, who, err)
+		return nil, withExit(exitRefused, err)
 	}
 	cfg, err := awscfg.Load(ctx)
 	if err != nil {
@@ -151,7 +179,7 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		}
 		return nil, fmt.Errorf("pipeline %q queues: %w", p.Name, err)
 	}
-	a, err := redrive.OpenAuditor(f.g.auditDest(f.audit, p.Name), p.Name, s3c, logger)
+	a, err := redrive.OpenAuditor(f.g.auditDest(f.audit, p.Name), p.Name, s3c, f.g.auditLog())
 	if err != nil {
 		return nil, withExit(exitRefused, err)
 	}
@@ -172,6 +200,45 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		return nil, a.Refuse(ctx, p.Name, action, who, err)
 	}
 	return r, nil
+}
+
+// flagOf is the flag of each request field a redrive refusal can name
+// (redrive.Refusal.Field).
+var flagOf = map[string]string{
+	"Owner": "--owner", "Why": "--why", "Rate": "--rate", "Reasons": "--reason", "Fingerprints": "--fingerprint",
+	"Canary": "--canary", "Limit": "--limit", "Destination": "--destination", "Ack.FixDeployed": "--fix-deployed",
+	"Ack.Reviewed": "--reviewed", "Ack.Overrides": "--override", "Key": "--key",
+	"Outcome": "--no-effect or --effect-confirmed", "Receipt": "--effect-confirmed RECEIPT", "Hold": "--hold",
+}
+
+// flagError is a refusal told in the command line's words: the flag at
+// fault instead of the request field (redrive.Refusal.Field).
+type flagError struct {
+	msg string
+	err error
+}
+
+func (e *flagError) Error() string { return e.msg }
+func (e *flagError) Unwrap() error { return e.err }
+
+// inFlags names the flag of the refusal in err's chain, if it names a field.
+func inFlags(err error) error {
+	var rf *redrive.Refusal
+	if !errors.As(err, &rf) || rf.Field == "" {
+		return err
+	}
+	flag, ok := flagOf[rf.Field]
+	if !ok {
+		return err
+	}
+	told := *rf
+	told.Field = flag
+	return &flagError{msg: strings.Replace(err.Error(), rf.Error(), told.Error(), 1), err: err}
+}
+
+// refusalsInFlags wraps a command's RunE so that its refusals name flags.
+func refusalsInFlags(run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error { return inFlags(run(c, args)) }
 }
 
 // evalBucketName is the eval bucket, the only one claim checks are read
