@@ -183,7 +183,7 @@ func (s *Server) rejectPost(w http.ResponseWriter, r *http.Request) {
 		err = rd.Reject(r.Context(), redrive.Who{Owner: f.Owner, Why: f.Why}, []deadletter.Reason{deadletter.Reason(f.Reason)}, fps, groups)
 	}
 	if err != nil {
-		s.renderRedrive(w, r, http.StatusUnprocessableEntity, f, "Reject refused: "+err.Error())
+		s.renderRedrive(w, r, http.StatusUnprocessableEntity, f, "Reject refused: "+refusalText(err))
 		return
 	}
 	http.Redirect(w, r, "/audit?"+url.Values{"p": {p.Name}, "action": {string(redrive.ActionReject)}}.Encode(), http.StatusSeeOther)

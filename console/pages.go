@@ -502,6 +502,8 @@ func consoleFuncs() template.FuncMap {
 		"counts":     countsLine,
 		"reconciled": reconciledLine,
 		"plus":       func(a, b int) int { return a + b },
+		"steps":      stepLinks,
+		"need":       func(field string) string { return needLabel[field] },
 	}
 }
 

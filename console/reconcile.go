@@ -304,5 +304,8 @@ func refusalText(err error) string {
 	case redrive.CodeNotEffectUnknown:
 		lead = "there is nothing to reconcile for this key now: "
 	}
+	if l, ok := fieldLabel[rf.Field]; ok {
+		return "(" + string(rf.Code) + ") " + lead + l + " " + rf.Reason
+	}
 	return "(" + string(rf.Code) + ") " + lead + rf.Reason
 }

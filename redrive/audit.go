@@ -316,12 +316,12 @@ func ParseAuditDest(dest string) (bucket, prefix, path string, err error) {
 	if rest, ok := strings.CutPrefix(dest, "s3://"); ok {
 		bucket, prefix, _ = strings.Cut(rest, "/")
 		if bucket == "" {
-			return "", "", "", fmt.Errorf("--audit %q: no bucket", dest)
+			return "", "", "", fmt.Errorf("audit destination %q: no bucket", dest)
 		}
 		return bucket, strings.Trim(prefix, "/"), "", nil
 	}
 	if strings.TrimSpace(dest) == "" {
-		return "", "", "", fmt.Errorf("--audit: empty destination")
+		return "", "", "", fmt.Errorf("audit destination: empty")
 	}
 	return "", "", dest, nil
 }

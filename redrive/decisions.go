@@ -259,9 +259,9 @@ func RejectWarnings(d Decisions, reasons []deadletter.Reason, fingerprints []str
 		case deadletter.RedriveYes:
 			out = append(out, fmt.Sprintf("%s may be redriven by policy (%s): a rejection gives up work a redrive could finish", reason, reason.NextAction()))
 		case deadletter.RedriveAfterFix:
-			out = append(out, fmt.Sprintf("%s may be redriven once the fix is deployed (--fix-deployed): a rejection gives up work a redrive could finish", reason))
+			out = append(out, fmt.Sprintf("%s may be redriven once the fix is deployed: a rejection gives up work a redrive could finish", reason))
 		case deadletter.RedriveAfterReview:
-			out = append(out, fmt.Sprintf("%s may be redriven after a review of the logs (--reviewed): a rejection gives up work a redrive could finish", reason))
+			out = append(out, fmt.Sprintf("%s may be redriven after a review of the logs: a rejection gives up work a redrive could finish", reason))
 		}
 	}
 	return out

@@ -382,7 +382,7 @@ func TestEmulatorStartIsUnsupported(t *testing.T) {
 	_, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: l.p.Owner, Why: "x"}, Rate: 10,
 		Groups: []Group{{deadletter.ReasonUnclassified, "fp", 1}}, Ack: Ack{FixDeployed: "v2", Overrides: map[deadletter.Reason]string{deadletter.ReasonPolicyLimit: "cap raised"}}})
 	require.ErrorIs(t, err, ErrUnsupported)
-	assert.Contains(t, err.Error(), "agentdlq redrive select")
+	assert.Contains(t, err.Error(), "redrive selectively")
 	assert.Equal(t, 2, l.depth(l.q.DLQURL))
 }
 

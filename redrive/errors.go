@@ -109,6 +109,10 @@ type Refusal struct {
 	// Reason says what is wrong and what to do, in words that follow the
 	// field's name when Field is set ("is required: say why ...").
 	Reason string
+	// Next are the steps that would get past the refusal, when there are
+	// some to suggest (a select with the acknowledgement the policy wants,
+	// a reconciliation, a look at the plan).
+	Next []Step
 }
 
 // Error is "refused (code): Field reason", or without a Field

@@ -18,9 +18,9 @@ func ExampleDecide() {
 	// Output:
 	// budget_exhausted allowed=true  via=policy       needs=
 	// schema_invalid   allowed=true  via=fix_deployed needs=
-	// receive_limit    allowed=false via=             needs=--reviewed NOTE
-	// effect_unknown   allowed=false via=             needs=--override effect_unknown=JUSTIFICATION
-	// policy_limit     allowed=false via=             needs=--override policy_limit=JUSTIFICATION
+	// receive_limit    allowed=false via=             needs=Ack.Reviewed
+	// effect_unknown   allowed=false via=             needs=Ack.Overrides
+	// policy_limit     allowed=false via=             needs=Ack.Overrides
 }
 
 // Gate refuses with a one-line reason and a stable code.

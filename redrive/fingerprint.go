@@ -43,7 +43,9 @@ func ResolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups 
 	for _, p := range prefixes {
 		p = strings.TrimSpace(p)
 		if len(p) < MinFingerprintPrefix {
-			return nil, refuse(CodeUnknownGroup, "fingerprint %q is too short: give at least %d characters of it (see `agentdlq redrive plan`)", p, MinFingerprintPrefix)
+			rf := refuseField(CodeUnknownGroup, "Fingerprints", "%q is too short: give at least %d characters of it (the plan lists each group's)", p, MinFingerprintPrefix)
+			rf.Next = []Step{{Action: ActionPlan}}
+			return nil, rf
 		}
 		seen := map[string]bool{}
 		var candidates []string
@@ -56,12 +58,14 @@ func ResolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups 
 		}
 		switch len(candidates) {
 		case 0:
-			return nil, refuse(CodeUnknownGroup, "no group of reason %s has a fingerprint starting %s (see `agentdlq redrive plan`)", joinReasons(reasons), p)
+			rf := refuseField(CodeUnknownGroup, "Fingerprints", "%s: no group of reason %s has a fingerprint starting so (the plan lists each group's)", p, joinReasons(reasons))
+			rf.Next = []Step{{Action: ActionPlan}}
+			return nil, rf
 		case 1:
 			out = append(out, candidates[0])
 		default:
 			sort.Strings(candidates)
-			return nil, refuse(CodeAmbiguousGroup, "fingerprint %s is ambiguous: it starts %s; give more characters", p, strings.Join(candidates, " and "))
+			return nil, refuseField(CodeAmbiguousGroup, "Fingerprints", "%s is ambiguous: it starts %s; give more characters", p, strings.Join(candidates, " and "))
 		}
 	}
 	return out, nil

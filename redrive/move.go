@@ -78,7 +78,7 @@ func (r *Redriver) unsupported(op string, err error) error {
 		switch api.ErrorCode() {
 		case "InvalidAction", "UnknownOperationException", "UnsupportedOperation",
 			"AWS.SimpleQueueService.UnsupportedOperation", "NotImplemented", "InvalidOperation":
-			return fmt.Errorf("%w: %s answered %s (%s). The local emulator (fauxqs) has no move tasks: use `agentdlq redrive select`, which works on any endpoint",
+			return fmt.Errorf("%w: %s answered %s (%s). The local emulator (fauxqs) has no move tasks: redrive selectively, which works on any endpoint",
 				ErrUnsupported, op, api.ErrorCode(), api.ErrorMessage())
 		}
 	}
@@ -212,7 +212,9 @@ func (r *Redriver) start(ctx context.Context, req StartRequest, partial *Partial
 	}
 	for _, t := range tasks {
 		if t.Status == "RUNNING" {
-			return MoveTask{}, refuse(CodeTaskActive, "a move task is already running on this DLQ (%s, %s moved): wait, or `agentdlq redrive cancel`", t.TaskHandle, t.Progress())
+			rf := refuse(CodeTaskActive, "a move task is already running on this DLQ (%s, %s moved): wait for it, or cancel it", t.TaskHandle, t.Progress())
+			rf.Next = []Step{{Action: ActionStatus}, {Action: ActionCancel}}
+			return MoveTask{}, rf
 		}
 	}
 	out, err := api.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{
@@ -335,8 +337,12 @@ func startForbidden(groups []Group, ack Ack) error {
 	for _, reason := range SortedReasons(counts) {
 		parts = append(parts, fmt.Sprintf("%s %d (%s)", reason, counts[reason], startNeeds(reason)))
 	}
-	return refuse(CodeForbidden, "a move task moves everything, and the DLQ holds dead letters it may not move: %s; redrive the others selectively, reason by reason",
+	rf := refuse(CodeForbidden, "a move task moves everything, and the DLQ holds dead letters it may not move: %s; redrive the others selectively, reason by reason",
 		strings.Join(parts, ", "))
+	for _, reason := range SortedReasons(counts) {
+		rf.Next = append(rf.Next, policySteps(reason, "", counts[reason])...)
+	}
+	return rf
 }
 
 // startNeeds is what a move task of reason's dead letters would take.

@@ -264,7 +264,7 @@ func TestStartUnsupportedEndpoint(t *testing.T) {
 	r, srv, store := newServerRedriver(t, true)
 	_, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: r.cfg.Pipeline.Owner, Why: "503s over"}, Rate: 10, Groups: transientGroups(3)})
 	require.ErrorIs(t, err, ErrUnsupported)
-	assert.Contains(t, err.Error(), "agentdlq redrive select")
+	assert.Contains(t, err.Error(), "redrive selectively")
 	assert.Contains(t, err.Error(), "InvalidAction")
 	assert.Empty(t, srv.requests["StartMessageMoveTask"], "refused at ListMessageMoveTasks, before any start")
 	_, err = r.Status(context.Background(), "alice")

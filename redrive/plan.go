@@ -3,10 +3,8 @@ package redrive
 import (
 	"context"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
@@ -16,15 +14,17 @@ import (
 )
 
 // Plan says, for each group of dead letters in a DLQ, whether it may be
-// redriven, why or why not, and the exact command to run next.
+// redriven, why or why not, and what to do next (Steps, which the CLI and
+// the console render as commands and forms).
 type Plan struct {
 	Pipeline string      `json:"pipeline"`
 	Owner    string      `json:"owner"`
 	Total    int         `json:"total"`
 	Groups   []PlanGroup `json:"groups"`
-	// Start is the `redrive start` command when every group may be redriven
-	// by policy alone; otherwise it says why a move task is not the tool.
-	Start string `json:"start"`
+	// Start is the move task of the whole DLQ when every group may be
+	// redriven by policy alone; nil otherwise, and StartWhy says why.
+	Start    *Step  `json:"start,omitempty"`
+	StartWhy string `json:"start_why"`
 	// Partial says why the triage scan behind the plan may have missed dead
 	// letters (counts may be low); empty when it saw the whole DLQ.
 	Partial []string `json:"partial,omitempty"`
@@ -44,9 +44,12 @@ type PlanGroup struct {
 	// acknowledgement (Needs) or may never be redriven.
 	MayRedrive bool   `json:"may_redrive"`
 	Why        string `json:"why"`
-	Needs      string `json:"needs,omitempty"`
-	// Command is the exact command to run for this group.
-	Command string `json:"command"`
+	// Needs names the acknowledgement the policy wants (the request field:
+	// "Ack.FixDeployed", "Ack.Reviewed", "Ack.Overrides"); "" when allowed.
+	Needs string `json:"needs,omitempty"`
+	// Next are the steps to take for this group, in order; empty when
+	// nothing is left to do (rejected).
+	Next []Step `json:"next"`
 	// Rejected is the owner's latest rejection of the group, read from the
 	// audit; nil when there is none.
 	Rejected *Decision `json:"rejected,omitempty"`
@@ -74,8 +77,12 @@ func BuildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
 	for _, g := range gs {
 		v := Decide(g.Reason, Ack{})
 		pg := PlanGroup{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count, NextAction: g.Reason.NextAction(),
-			Redrivable: g.Reason.Redrivable(), MayRedrive: v.Allowed, Why: v.Why, Needs: v.Needs}
-		pg.Command = GroupCommand(p, g, v)
+			Redrivable: g.Reason.Redrivable(), MayRedrive: v.Allowed, Why: v.Why, Needs: v.Needs, Next: policySteps(g.Reason, g.Fingerprint, g.Count)}
+		if g.Reason.Redrivable() == deadletter.RedriveYes {
+			// Redrivable by policy is not "will succeed": these letters
+			// failed on every receive the budget allowed.
+			pg.Why = v.Why + "; but these letters failed on every receive the budget allowed: redrive once the cause is gone, a canary first"
+		}
 		pl.Total += g.Count
 		if !v.Allowed {
 			allYes = false
@@ -84,41 +91,14 @@ func BuildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
 	}
 	switch {
 	case len(gs) == 0:
-		pl.Start = "nothing to redrive: the DLQ is empty"
+		pl.StartWhy = "nothing to redrive: the DLQ is empty"
 	case allYes:
-		pl.Start = fmt.Sprintf("agentdlq redrive start --pipeline %s --owner %s --why %s --rate %d", p.Name, shq(p.Owner), "'<why>'", DefaultRate)
+		pl.Start = &Step{Action: ActionStart}
+		pl.StartWhy = "every group may be redriven by policy: a move task of the whole DLQ, or group by group with a canary"
 	default:
-		pl.Start = "not a move task: the DLQ holds groups that need an acknowledgement or may never be redriven; redrive group by group with the commands above"
+		pl.StartWhy = "not a move task: the DLQ holds groups that need an acknowledgement or may never be redriven; redrive group by group"
 	}
 	return pl
-}
-
-// GroupCommand is the command for one group: a canaried selective redrive
-// with the acknowledgement the policy needs, or, for a group that may never
-// be redriven, the rejection to record.
-func GroupCommand(p *pipeline.Pipeline, g Group, v Verdict) string {
-	base := fmt.Sprintf("agentdlq redrive select --pipeline %s --reason %s", p.Name, g.Reason)
-	if g.Fingerprint != "" {
-		base += " --fingerprint " + g.Fingerprint
-	}
-	base += fmt.Sprintf(" --owner %s --why %s --rate %d", shq(p.Owner), "'<why>'", DefaultRate)
-	canary := min(5, g.Count)
-	if canary < 1 {
-		canary = 1
-	}
-	switch g.Reason.Redrivable() {
-	case deadletter.RedriveYes:
-		return fmt.Sprintf("%s --canary %d", base, canary)
-	case deadletter.RedriveAfterFix:
-		return fmt.Sprintf("%s --fix-deployed '<deployed fix ref>' --canary %d", base, canary)
-	case deadletter.RedriveAfterReview:
-		return fmt.Sprintf("%s --reviewed '<what the review found>' --canary %d", base, canary)
-	case deadletter.RedriveNeverBlind:
-		return fmt.Sprintf("reconcile each key first: agentdlq triage --pipeline %s --keys; agentdlq ledger get --key K; agentdlq ledger reconcile --pipeline %s --key K --no-effect|--effect-confirmed RECEIPT --owner %s --why '<what the external system shows>'; then (moves only the keys reconciled as no effect): %s --canary %d",
-			p.Name, p.Name, shq(p.Owner), base, canary)
-	default:
-		return fmt.Sprintf("agentdlq redrive reject --pipeline %s --reason %s%s --owner %s --why '<why>'", p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner))
-	}
 }
 
 // GroupID names a group in maps: reason/fingerprint.
@@ -153,10 +133,10 @@ func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, infos map[string]Gro
 			at := prev.Time.UTC().Format(time.RFC3339)
 			if info.LastSeen.After(prev.Time) {
 				g.Why = fmt.Sprintf("rejected by %s at %s (%s), but dead letters arrived since (the last at %s): decide again", prev.Actor, at, prev.Why, info.LastSeen.UTC().Format(time.RFC3339))
-				continue // the policy's command stands
+				continue // the policy's steps stand
 			}
 			g.Why = fmt.Sprintf("rejected by %s at %s (%s): the dead letters stay until retention deletes them", prev.Actor, at, prev.Why)
-			g.Command = "nothing to do: already rejected"
+			g.Next = nil // nothing to do
 			continue
 		}
 		if g.Reason.Redrivable() != deadletter.RedriveNeverBlind {
@@ -174,14 +154,12 @@ func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, infos map[string]Gro
 		}
 		conf, none := g.Reconciled[ledger.OutcomeEffectConfirmed], g.Reconciled[ledger.OutcomeNoEffect]
 		open := g.Keys - conf - none
-		base := fmt.Sprintf("agentdlq redrive select --pipeline %s --reason %s%s --owner %s --why %s --rate %d",
-			p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner), "'<why>'", DefaultRate)
 		switch {
 		case g.Keys > 0 && conf == g.Keys:
 			g.Why = "reconciled: effect confirmed, reject or let retention drop it (select never moves these)"
-			g.Command = fmt.Sprintf("agentdlq redrive reject --pipeline %s --reason %s%s --owner %s --why '<why>'", p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner))
+			g.Next = []Step{{Action: ActionReject, Reason: g.Reason, Fingerprint: g.Fingerprint}}
 		case none > 0:
-			parts := []string{fmt.Sprintf("%d of %d keys no effect (select moves them without --override)", none, g.Keys)}
+			parts := []string{fmt.Sprintf("%d of %d keys no effect (select moves them without an override)", none, g.Keys)}
 			if conf > 0 {
 				parts = append(parts, fmt.Sprintf("%d effect confirmed (never moved)", conf))
 			}
@@ -189,72 +167,11 @@ func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, infos map[string]Gro
 				parts = append(parts, fmt.Sprintf("%d not reconciled yet (left in the DLQ)", open))
 			}
 			g.Why = "reconciled: " + strings.Join(parts, ", ")
-			g.Command = fmt.Sprintf("%s --canary %d", base, max(1, min(5, none)))
+			g.Next = []Step{selectStep(g.Reason, g.Fingerprint, none)}
 		case conf > 0:
 			g.Why = fmt.Sprintf("reconciled: %d of %d keys effect confirmed (never moved); reconcile the other %d first", conf, g.Keys, open)
 		}
 	}
-}
-
-// decisionText is the plan's DECISION column.
-func (g PlanGroup) decisionText() string {
-	switch {
-	case g.Rejected != nil:
-		return "rejected " + g.Rejected.Time.UTC().Format("2006-01-02")
-	case g.Keys > 0 || len(g.Reconciled) > 0:
-		return fmt.Sprintf("%d/%d keys reconciled", g.Reconciled[ledger.OutcomeEffectConfirmed]+g.Reconciled[ledger.OutcomeNoEffect], g.Keys)
-	}
-	return "-"
-}
-
-func fpFlag(fp string) string {
-	if fp == "" {
-		return ""
-	}
-	return " --fingerprint " + fp
-}
-
-// shq quotes a word for a POSIX shell when it needs quoting.
-func shq(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// WriteText renders the plan for a terminal.
-func (pl *Plan) WriteText(w io.Writer) error {
-	if len(pl.Partial) > 0 {
-		fmt.Fprintf(w, "note: the triage scan was partial (%s): counts may be low\n", strings.Join(pl.Partial, "; "))
-	}
-	if pl.DecisionsUnread != "" {
-		fmt.Fprintf(w, "note: past decisions not shown, the audit could not be read (%s)\n", pl.DecisionsUnread)
-	}
-	fmt.Fprintf(w, "Redrive plan for %s (owner %s): %d dead letters in %d groups\n\n", pl.Pipeline, pl.Owner, pl.Total, len(pl.Groups))
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REASON\tFINGERPRINT\tCOUNT\tREDRIVE\tDECISION\tWHY")
-	for _, g := range pl.Groups {
-		may := "yes"
-		if !g.MayRedrive {
-			may = "no"
-			if g.Needs != "" && g.Redrivable != deadletter.RedriveNever && g.Redrivable != deadletter.RedriveNeverBlind {
-				may = "after " + g.Needs
-			}
-			if g.Rejected == nil && g.Reconciled[ledger.OutcomeNoEffect] > 0 {
-				may = "reconciled keys"
-			}
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", g.Reason, orDash(g.Fingerprint), g.Count, may, g.decisionText(), g.Why)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\nCommands:")
-	for _, g := range pl.Groups {
-		fmt.Fprintf(w, "  # %s %s (%d)\n  %s\n", g.Reason, orDash(g.Fingerprint), g.Count, g.Command)
-	}
-	_, err := fmt.Fprintf(w, "\nWhole DLQ: %s\n", pl.Start)
-	return err
 }
 
 // Plan scans the DLQ read-only (Config.Scan), builds the plan of its groups
@@ -399,7 +316,7 @@ func (r *Redriver) RejectGroups(ctx context.Context, who Who, reasons []deadlett
 	var partial *PartialError
 	err := func() error {
 		if len(reasons) == 0 {
-			return refuse(CodeUnknownReason, "--reason is required")
+			return refuseField(CodeUnknownReason, "Reasons", "is required: reject one class of cause at a time")
 		}
 		if groups == nil {
 			if err := r.pureGateAs(ActionReject, who, MinRate); err != nil {

@@ -1,8 +1,8 @@
 package redrive
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -39,30 +39,33 @@ func TestBuildPlan(t *testing.T) {
 	}
 	be := byReason[deadletter.ReasonBudgetExhausted]
 	assert.True(t, be.MayRedrive)
-	assert.Equal(t, "agentdlq redrive select --pipeline agent-tasks --reason budget_exhausted --fingerprint fp-be --owner platform-oncall --why '<why>' --rate 10 --canary 5", be.Command)
+	assert.Equal(t, []Step{{Action: ActionSelect, Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp-be", Canary: 5}}, be.Next)
+	assert.Contains(t, be.Why, "failed on every receive", "redrivable by policy is not a promise: canary first")
 	si := byReason[deadletter.ReasonSchemaInvalid]
 	assert.False(t, si.MayRedrive)
 	assert.Contains(t, si.Why, "fix is deployed")
-	assert.Contains(t, si.Command, "--fix-deployed '<deployed fix ref>' --canary 4")
+	assert.Equal(t, "Ack.FixDeployed", si.Needs)
+	assert.Equal(t, []Step{{Action: ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp-si", Canary: 4, Needs: []string{"Ack.FixDeployed"}}}, si.Next)
 	eu := byReason[deadletter.ReasonEffectUnknown]
-	assert.Contains(t, eu.Command, "agentdlq triage --pipeline agent-tasks --keys")
-	assert.Contains(t, eu.Command, "agentdlq ledger reconcile --pipeline agent-tasks --key K --no-effect|--effect-confirmed RECEIPT --owner platform-oncall")
-	assert.NotContains(t, eu.Command, "--override", "reconciled keys need no made-up override")
+	assert.Equal(t, []Step{
+		{Action: ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Fingerprint: "fp-eu", Needs: []string{"Key", "Outcome"}},
+		{Action: ActionSelect, Reason: deadletter.ReasonEffectUnknown, Fingerprint: "fp-eu", Canary: 2},
+	}, eu.Next, "reconcile first; then a select that needs no made-up override")
 	pll := byReason[deadletter.ReasonPolicyLimit]
-	assert.Equal(t, "agentdlq redrive reject --pipeline agent-tasks --reason policy_limit --fingerprint fp-pl --owner platform-oncall --why '<why>'", pll.Command)
-	assert.Contains(t, byReason[deadletter.ReasonReceiveLimit].Command, "--reviewed")
-	assert.True(t, strings.HasPrefix(pl.Start, "not a move task"))
+	assert.Equal(t, []Step{{Action: ActionReject, Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl"}}, pll.Next)
+	assert.Equal(t, []string{"Ack.Reviewed"}, byReason[deadletter.ReasonReceiveLimit].Next[0].Needs)
+	assert.Nil(t, pl.Start)
+	assert.True(t, strings.HasPrefix(pl.StartWhy, "not a move task"))
 
 	onlyTransient := BuildPlan(p, []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}, {deadletter.ReasonDependencyOpen, "fp2", 1}})
-	assert.Equal(t, "agentdlq redrive start --pipeline agent-tasks --owner platform-oncall --why '<why>' --rate 10", onlyTransient.Start)
-	assert.Contains(t, BuildPlan(p, nil).Start, "empty")
+	assert.Equal(t, &Step{Action: ActionStart}, onlyTransient.Start)
+	assert.Contains(t, BuildPlan(p, nil).StartWhy, "empty")
 
-	var buf bytes.Buffer
-	require.NoError(t, pl.WriteText(&buf))
-	out := buf.String()
-	assert.Contains(t, out, "Redrive plan for agent-tasks (owner platform-oncall): 17 dead letters in 5 groups")
-	assert.Contains(t, out, "after --fix-deployed REF")
-	assert.Contains(t, out, be.Command)
+	// Data, not words for a shell: no command line anywhere in the plan.
+	b, err := json.Marshal(pl)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "agentdlq")
+	assert.NotContains(t, string(b), "--")
 }
 
 func TestShowPlanIsAudited(t *testing.T) {

@@ -48,14 +48,14 @@ func (r *Redriver) Reconcile(ctx context.Context, req ReconcileRequest) (ledger.
 	var e ledger.Entry
 	err := func() error {
 		if strings.TrimSpace(req.Key) == "" {
-			return refuse(CodeBadInput, "--key is required: an idempotency key of an effect_unknown dead letter (agentdlq triage --keys)")
+			return refuseField(CodeBadInput, "Key", "is required: an idempotency key of an effect_unknown dead letter (the triage report lists them)")
 		}
 		rc := ledger.Reconciliation{Outcome: req.Outcome, Receipt: strings.TrimSpace(req.Receipt), By: req.Owner}
 		if rc.By == "" {
 			rc.By = "-" // the gate refuses it below; Validate must not speak first
 		}
 		if err := rc.Validate(); err != nil {
-			return refuse(CodeBadInput, "%s", strings.TrimPrefix(err.Error(), ledger.ErrInvalid.Error()+": "))
+			return refuseField(CodeBadInput, "Outcome", "%s", strings.TrimPrefix(err.Error(), ledger.ErrInvalid.Error()+": "))
 		}
 		if err := r.authorizeAs(ctx, ActionReconcile, req.Who, MinRate); err != nil {
 			return err
@@ -72,7 +72,7 @@ func (r *Redriver) Reconcile(ctx context.Context, req ReconcileRequest) (ledger.
 		case errors.Is(err, ledger.ErrReconciled):
 			return refuse(CodeReconciled, "%v: a reconciliation is not changed", err)
 		case errors.Is(err, ledger.ErrNotEffectUnknown), errors.Is(err, ledger.ErrLeased):
-			return refuse(CodeNotEffectUnknown, "%v: only a key whose mutating call started without a receipt may be reconciled (see agentdlq ledger get)", err)
+			return refuseField(CodeNotEffectUnknown, "Key", "%q: %v: only a key whose mutating call started without a receipt may be reconciled (its ledger entry shows why not)", req.Key, err)
 		}
 		return err
 	}()

@@ -1,7 +1,6 @@
 package redrive
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"testing"
@@ -253,7 +252,10 @@ func TestSelectRefusesWhenNoEffectUnknownKeyIsSettled(t *testing.T) {
 	assert.Equal(t, CodeForbidden, RefusalCode(err), err)
 	assert.Contains(t, err.Error(), "1 not reconciled as no effect")
 	assert.Contains(t, err.Error(), "1 with their effect confirmed")
-	assert.Contains(t, err.Error(), "agentdlq redrive reject --reason effect_unknown")
+	var rf *Refusal
+	require.ErrorAs(t, err, &rf)
+	assert.Equal(t, []Step{{Action: ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Needs: []string{"Key", "Outcome"}},
+		{Action: ActionReject, Reason: deadletter.ReasonEffectUnknown}}, rf.Next, "the ways out, as data")
 	assert.Equal(t, 0, res.Moved)
 	assert.Empty(t, f.snapshot(q.HotURL))
 	assert.Len(t, f.snapshot(q.DLQURL), 2)
@@ -315,21 +317,22 @@ func TestPlanShowsDecisions(t *testing.T) {
 	}
 	require.NotNil(t, by["fp-pl"].Rejected)
 	assert.Equal(t, "cost cap is right", by["fp-pl"].Rejected.Why)
-	assert.Contains(t, by["fp-pl"].Command, "already rejected")
+	assert.Empty(t, by["fp-pl"].Next, "already rejected: nothing to do")
 	assert.Nil(t, by["fp-gr"].Rejected, "another reason's group is not rejected")
 
 	all := by["fp-all-confirmed"]
 	assert.Equal(t, "reconciled: effect confirmed, reject or let retention drop it (select never moves these)", all.Why)
-	assert.Equal(t, "agentdlq redrive reject --pipeline agent-tasks --reason effect_unknown --fingerprint fp-all-confirmed --owner platform-oncall --why '<why>'", all.Command)
+	assert.Equal(t, []Step{{Action: ActionReject, Reason: eu, Fingerprint: "fp-all-confirmed"}}, all.Next)
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeEffectConfirmed: 2}, all.Reconciled)
 
 	some := by["fp-some-none"]
-	assert.Equal(t, "reconciled: 1 of 2 keys no effect (select moves them without --override), 1 effect confirmed (never moved)", some.Why)
-	assert.Equal(t, "agentdlq redrive select --pipeline agent-tasks --reason effect_unknown --fingerprint fp-some-none --owner platform-oncall --why '<why>' --rate 10 --canary 1", some.Command)
+	assert.Equal(t, "reconciled: 1 of 2 keys no effect (select moves them without an override), 1 effect confirmed (never moved)", some.Why)
+	assert.Equal(t, []Step{{Action: ActionSelect, Reason: eu, Fingerprint: "fp-some-none", Canary: 1}}, some.Next)
 
 	open := by["fp-open"]
 	assert.Nil(t, open.Reconciled)
-	assert.Contains(t, open.Command, "agentdlq ledger reconcile")
+	require.NotEmpty(t, open.Next)
+	assert.Equal(t, ActionReconcile, open.Next[0].Action)
 
 	// Every listed key confirmed, but the report left keys out: no reject of
 	// the whole group, whose other keys nobody has looked at.
@@ -339,7 +342,7 @@ func TestPlanShowsDecisions(t *testing.T) {
 		if g.Fingerprint == "fp-all-confirmed" {
 			assert.Equal(t, 5, g.Keys)
 			assert.Equal(t, "reconciled: 2 of 5 keys effect confirmed (never moved); reconcile the other 3 first", g.Why)
-			assert.NotContains(t, g.Command, "redrive reject")
+			assert.NotContains(t, g.Next, Step{Action: ActionReject, Reason: eu, Fingerprint: "fp-all-confirmed"})
 		}
 	}
 
@@ -350,16 +353,10 @@ func TestPlanShowsDecisions(t *testing.T) {
 		if g.Fingerprint == "fp-pl" {
 			require.NotNil(t, g.Rejected)
 			assert.Contains(t, g.Why, "but dead letters arrived since")
-			assert.Equal(t, "agentdlq redrive reject --pipeline agent-tasks --reason policy_limit --fingerprint fp-pl --owner platform-oncall --why '<why>'", g.Command)
+			assert.Equal(t, []Step{{Action: ActionReject, Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl"}}, g.Next)
 		}
 	}
 
-	var buf bytes.Buffer
-	require.NoError(t, pl.WriteText(&buf))
-	assert.Contains(t, buf.String(), "DECISION")
-	assert.Contains(t, buf.String(), "rejected 2026-11-29")
-	assert.Contains(t, buf.String(), "2/2 keys reconciled")
-	assert.Regexp(t, `fp-some-none +2 +reconciled keys +2/2 keys reconciled`, buf.String())
 }
 
 func TestRejectWarns(t *testing.T) {
@@ -469,8 +466,7 @@ func TestPlanCountsOnlyReconciliationsTheLedgerHolds(t *testing.T) {
 	require.NoError(t, err)
 	g := eu(pl)
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeNoEffect: 1}, g.Reconciled, "a's old reconciliation no longer holds")
-	assert.Equal(t, "reconciled: 1 of 2 keys no effect (select moves them without --override), 1 not reconciled yet (left in the DLQ)", g.Why)
-	assert.Equal(t, "1/2 keys reconciled", g.decisionText())
+	assert.Equal(t, "reconciled: 1 of 2 keys no effect (select moves them without an override), 1 not reconciled yet (left in the DLQ)", g.Why)
 
 	// What plan says is what select does: it moves b and leaves a.
 	res, err := r.Select(ctx, selReq(p, deadletter.ReasonEffectUnknown))
@@ -533,10 +529,10 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	}
 	assert.Equal(t, 3, by["fp-eu"].Keys)
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeNoEffect: 1}, by["fp-eu"].Reconciled, "k-again is effect unknown anew")
-	assert.Equal(t, "reconciled: 1 of 3 keys no effect (select moves them without --override), 2 not reconciled yet (left in the DLQ)", by["fp-eu"].Why)
+	assert.Equal(t, "reconciled: 1 of 3 keys no effect (select moves them without an override), 2 not reconciled yet (left in the DLQ)", by["fp-eu"].Why)
 	require.NotNil(t, by["fp-pl"].Rejected)
 	assert.Equal(t, "cost cap is right", by["fp-pl"].Rejected.Why)
-	assert.Equal(t, "nothing to do: already rejected", by["fp-pl"].Command)
+	assert.Empty(t, by["fp-pl"].Next, "nothing to do: already rejected")
 	after, err := store.Entries(ctx, p.Name)
 	require.NoError(t, err)
 	assert.Equal(t, before, after, "AnnotatePlan audits nothing")

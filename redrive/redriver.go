@@ -177,8 +177,11 @@ func (r *Redriver) Queues() Queues { return r.cfg.Queues }
 
 // Who is the person acting and why.
 type Who struct {
-	Owner string // --owner
-	Why   string // --why
+	// Owner is who acts: the gate lets only the pipeline's owner through
+	// (a declaration, not an authentication; see Caller).
+	Owner string
+	// Why is required: why this is safe (or needed) now.
+	Why string
 }
 
 func (r *Redriver) log() *slog.Logger { return r.cfg.Logger }

@@ -329,20 +329,31 @@ func unrestoredErr(res *SelectResult) error {
 func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
 	if res.EffectConfirmed+res.NotReconciled > 0 {
 		var why []string
+		var next []Step
+		eu := deadletter.ReasonEffectUnknown
 		if res.NotReconciled > 0 {
-			why = append(why, fmt.Sprintf("%d not reconciled as no effect: reconcile each key first (agentdlq triage --pipeline %s --keys; agentdlq ledger get --key K; agentdlq ledger reconcile --pipeline %s --key K --no-effect|--effect-confirmed RECEIPT ...)",
-				res.NotReconciled, r.cfg.Pipeline.Name, r.cfg.Pipeline.Name))
+			why = append(why, fmt.Sprintf("%d not reconciled as no effect: reconcile each key first (the triage report lists them)", res.NotReconciled))
+			next = append(next, Step{Action: ActionReconcile, Reason: eu, Needs: []string{"Key", "Outcome"}})
 		}
 		if res.EffectConfirmed > 0 {
-			why = append(why, fmt.Sprintf("%d with their effect confirmed: they never run again; reject them (agentdlq redrive reject --reason effect_unknown) or let retention drop them", res.EffectConfirmed))
+			why = append(why, fmt.Sprintf("%d with their effect confirmed: they never run again; reject them or let retention drop them", res.EffectConfirmed))
+			next = append(next, Step{Action: ActionReject, Reason: eu})
 		}
-		return refuse(CodeForbidden, "no effect_unknown dead letter may move: %s", strings.Join(why, "; "))
+		rf := refuse(CodeForbidden, "no effect_unknown dead letter may move: %s", strings.Join(why, "; "))
+		rf.Next = next
+		return rf
 	}
 	if len(req.Fingerprints) > 0 {
-		return refuse(CodeUnknownGroup, "no dead letter of reason %s has fingerprint %s (see `agentdlq redrive plan`)",
-			joinReasons(req.Reasons), strings.Join(req.Fingerprints, ", "))
+		// Letters a canary moved are on the hot queue until the worker
+		// dead-letters them again: a rerun then finds them.
+		rf := refuseField(CodeUnknownGroup, "Fingerprints", "%s: the DLQ, seen whole, holds no dead letter of reason %s with it now (letters a canary moved come back only when the worker dead-letters them again)",
+			strings.Join(req.Fingerprints, ", "), joinReasons(req.Reasons))
+		rf.Next = []Step{{Action: ActionPlan}}
+		return rf
 	}
-	return refuse(CodeNothingSelected, "the DLQ holds no dead letter of reason %s (see `agentdlq redrive plan`)", joinReasons(req.Reasons))
+	rf := refuseField(CodeNothingSelected, "Reasons", "%s: the DLQ, seen whole, holds no dead letter of it", joinReasons(req.Reasons))
+	rf.Next = []Step{{Action: ActionPlan}}
+	return rf
 }
 
 func joinReasons(rs []deadletter.Reason) string {
@@ -356,15 +367,18 @@ func joinReasons(rs []deadletter.Reason) string {
 // checkSelect is everything that must hold before a message moves.
 func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *SelectResult) error {
 	if len(req.Reasons) == 0 {
-		return refuse(CodeUnknownReason, "--reason is required: redrive one class of cause at a time")
+		return refuseField(CodeUnknownReason, "Reasons", "is required: redrive one class of cause at a time")
 	}
 	for _, x := range req.Reasons {
 		if !x.Valid() {
-			return refuse(CodeUnknownReason, "unknown reason %q", x)
+			return refuseField(CodeUnknownReason, "Reasons", "%q is not a reason of the taxonomy", x)
 		}
 	}
-	if req.Canary < 0 || req.Limit < 0 {
-		return refuse(CodeBadInput, "--canary and --limit must not be negative")
+	if req.Canary < 0 {
+		return refuseField(CodeBadInput, "Canary", "%d is negative: give 0 (no canary) or more", req.Canary)
+	}
+	if req.Limit < 0 {
+		return refuseField(CodeBadInput, "Limit", "%d is negative: give 0 (every chosen letter) or more", req.Limit)
 	}
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
 		return err

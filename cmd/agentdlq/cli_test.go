@@ -225,7 +225,8 @@ func TestPlanMarkdown(t *testing.T) {
 	for _, row := range table {
 		assert.Equal(t, 6, strings.Count(strings.ReplaceAll(row, `\|`, ""), "|"), "every row has 5 cells: %s", row)
 	}
-	assert.Contains(t, md, "| dependency_open | `aaaaaaaaaaaa` | 12 | yes |")
+	assert.Contains(t, md, "| dependency_open | `aaaaaaaaaaaa` | 12 | yes, canary first |")
+	assert.Contains(t, md, "| schema_invalid | - | 3 | after --fix-deployed |")
 	assert.Equal(t, 3, strings.Count(md, "```sh\n"), "one command block a group")
 
 	b.Reset()

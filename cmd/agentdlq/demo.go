@@ -203,7 +203,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	for _, gr := range report.Groups {
 		groups = append(groups, redrive.Group{Reason: gr.Reason, Fingerprint: gr.Fingerprint, Count: gr.Count})
 	}
-	if err := redrive.BuildPlan(p, groups).WriteText(out); err != nil {
+	if err := writePlanText(out, redrive.BuildPlan(p, groups)); err != nil {
 		return err
 	}
 

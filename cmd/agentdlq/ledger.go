@@ -168,7 +168,7 @@ Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
 			return nil
 		},
 	}
-	c.RunE = refusalsInFlags(c.RunE) // a refusal names the flag at fault (redrive.go)
+	c.RunE = refusalsInFlags(f, c.RunE) // a refusal names the flag at fault (redrive.go)
 	fl := c.Flags()
 	fl.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required: its owner is the only one who may reconcile)")
 	fl.StringVar(&key, "key", "", "the idempotency key (agentdlq triage --keys)")

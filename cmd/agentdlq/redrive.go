@@ -22,6 +22,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 )
 
@@ -78,7 +79,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	cmd.AddCommand(newRedrivePlanCmd(f), newRedriveStartCmd(f), newRedriveSelectCmd(f),
 		newRedriveStatusCmd(f), newRedriveCancelCmd(f), newRedriveRejectCmd(f))
 	for _, c := range cmd.Commands() {
-		c.RunE = refusalsInFlags(c.RunE)
+		c.RunE = refusalsInFlags(f, c.RunE)
 	}
 	return cmd
 }
@@ -221,24 +222,40 @@ type flagError struct {
 func (e *flagError) Error() string { return e.msg }
 func (e *flagError) Unwrap() error { return e.err }
 
-// inFlags names the flag of the refusal in err's chain, if it names a field.
-func inFlags(err error) error {
-	var rf *redrive.Refusal
-	if !errors.As(err, &rf) || rf.Field == "" {
-		return err
+// inFlags tells the refusal in err's chain in the command line's words: the
+// flag of the field at fault, and its next steps as command lines on pipeline
+// p (nil: none known, the steps are left out).
+func inFlags(err error, p *pipeline.Pipeline) error {
+	if errors.Is(err, redrive.ErrUnsupported) && p != nil {
+		// No move tasks on this endpoint (the local emulator): select works.
+		return &flagError{msg: err.Error() + nextLines(p, []redrive.Step{{Action: redrive.ActionSelect, Reason: "REASON"}}), err: err}
 	}
-	flag, ok := flagOf[rf.Field]
-	if !ok {
+	var rf *redrive.Refusal
+	if !errors.As(err, &rf) || (rf.Field == "" && (len(rf.Next) == 0 || p == nil)) {
 		return err
 	}
 	told := *rf
-	told.Field = flag
-	return &flagError{msg: strings.Replace(err.Error(), rf.Error(), told.Error(), 1), err: err}
+	if flag, ok := flagOf[rf.Field]; ok {
+		told.Field = flag
+	}
+	msg := strings.Replace(err.Error(), rf.Error(), told.Error(), 1)
+	if p != nil {
+		msg += nextLines(p, rf.Next)
+	}
+	return &flagError{msg: msg, err: err}
 }
 
-// refusalsInFlags wraps a command's RunE so that its refusals name flags.
-func refusalsInFlags(run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
-	return func(c *cobra.Command, args []string) error { return inFlags(run(c, args)) }
+// refusalsInFlags wraps a command's RunE so that its refusals name flags
+// and their next steps (on f's pipeline, when it is defined).
+func refusalsInFlags(f *redriveFlags, run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		err := run(c, args)
+		if err == nil {
+			return nil
+		}
+		p, _ := f.g.loadPipeline(f.pipeline)
+		return inFlags(err, p)
+	}
 }
 
 // evalBucketName is the eval bucket, the only one claim checks are read
@@ -328,13 +345,13 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 			var werr error
 			switch {
 			case out.JSON() && err != nil:
-				return withResult(err, pl)
+				return withResult(err, planView(pl))
 			case out.JSON():
-				werr = writeJSON(cmd.OutOrStdout(), pl)
+				werr = writeJSON(cmd.OutOrStdout(), planView(pl))
 			case out.Markdown():
 				werr = planMarkdown(cmd.OutOrStdout(), pl)
 			default:
-				werr = pl.WriteText(cmd.OutOrStdout())
+				werr = writePlanText(cmd.OutOrStdout(), pl)
 			}
 			if err != nil {
 				return err
