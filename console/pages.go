@@ -409,8 +409,12 @@ func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
 		rec.Actor = "(unnamed)"
 	}
 	// Who runs the console, as the machine knows it: in AWS the STS caller
-	// (one call per reveal), locally the OS user.
-	caller, _ := redrive.LookupCaller(r.Context(), s.cfg.STS, s.cfg.Local)
+	// (one call per reveal), locally the OS user; as the pipeline's
+	// Redriver decides, else not checked.
+	caller := redrive.UncheckedCaller()
+	if rd, err := s.redriver(r.Context(), p, nil); err == nil {
+		caller, _ = rd.Identify(r.Context())
+	}
 	rec.Caller = &caller
 	a := &redrive.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now}
 	if err := a.Record(r.Context(), rec); err != nil && refusal == "" {

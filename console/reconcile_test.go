@@ -312,7 +312,7 @@ func TestReconcileInAWSRecordsTheCaller(t *testing.T) {
 	t.Parallel()
 	f, g := reconcileFixture(t, "eu-a")
 	const arn = "arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice"
-	f.s.cfg.Local, f.s.cfg.STS = false, fakeSTS{arn: arn}
+	f.s.cfg.SQS.(*fakeSQS).inAWS, f.s.cfg.STS = true, fakeSTS{arn: arn}
 	f.s.cfg.SQS.(*fakeSQS).tags[redrive.TagRedriveRole] = "AgentTasksRedrive"
 	want := &redrive.Caller{Check: redrive.CallerSTS, ARN: arn, Account: "123456789012", OSUser: redrive.OSUser()}
 

@@ -125,7 +125,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		seed(t, f, q, 2, deadletter.ReasonBudgetExhausted)
 		f.queues[q.DLQURL].tags[TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
 		r, store, _ := newRedriver(t, p, f, q)
-		r.cfg.Local, r.cfg.STS = false, st
+		r.local, r.cfg.STS = false, st
 		return r, store, f, q
 	}
 	want := &Caller{Check: CallerSTS, ARN: arn, Account: "000000000000", OSUser: OSUser()}

@@ -82,9 +82,11 @@
 // missing or blank --why; a rate outside 1..500. In AWS it also requires the
 // caller (sts GetCallerIdentity, asked once per Redriver) to be an
 // assumed-role session of the pipeline's redrive role, named by the DLQ's
-// agentdlq:redrive-role tag that the CDK app sets. Locality decides when the
-// identity check is skipped, with a logged note: only when every endpoint
-// the command uses resolves to a loopback address (the local emulators);
+// agentdlq:redrive-role tag that the CDK app sets. New decides, from the
+// clients it is given (an SDK client's Options().BaseEndpoint, the
+// ledger's through ledger.Dynamo.API; no Config field), when the identity
+// check is skipped, with a logged note: only when every client that says
+// where it runs is on a loopback address (the local emulators);
 // when the check must run, an STS endpoint that is not AWS's own is refused
 // (CodeSTSEndpoint). No flag turns the gate off. The gate runs in the
 // caller's process: what holds regardless is IAM (the redrive role's trust

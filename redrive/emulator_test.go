@@ -57,7 +57,6 @@ func (l *local) redriver() *Redriver {
 	r, err := New(Config{
 		Pipeline: l.p, SQS: l.client, Ledger: l.led, Tag: TriageTagger,
 		Queues: Queues{HotURL: l.q.HotURL, HotARN: l.q.HotARN, DLQURL: l.q.DLQURL, DLQARN: l.q.DLQARN, FIFO: l.q.FIFO},
-		Local:  IsLocalEndpoint(aws.ToString(l.client.Options().BaseEndpoint)),
 		Audit:  &Auditor{Store: l.store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))},
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
@@ -222,7 +221,7 @@ func TestEmulatorSelectiveRedrive(t *testing.T) {
 	l := newLocal(t, "agent-tasks")
 	originals := l.seedMixed(4)
 	r := l.redriver()
-	require.True(t, r.cfg.Local)
+	require.True(t, r.local, "New decides: every client is on loopback")
 	ctx := context.Background()
 	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed in worker v2"}, Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}},
 		Rate: 200, Hold: lostReceiveHold, WaitSeconds: 1, IdleReceives: 3}

@@ -60,7 +60,7 @@ func TestStartRefusals(t *testing.T) {
 		{"DLQ missing", func(f *fakeSQS, q Queues, _ *Redriver) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
 		{"AWS: caller is not the redrive role", func(f *fakeSQS, q Queues, r *Redriver) {
 			f.queues[q.DLQURL].tags[TagRedriveRole] = "AgentTasksRedrive"
-			r.cfg.Local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::123456789012:assumed-role/Developer/bob"}
+			r.local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::123456789012:assumed-role/Developer/bob"}
 		}, nil, CodeIdentity},
 	}
 	for _, tt := range tests {
@@ -114,7 +114,7 @@ func TestStartWithOverrideStatusAndCancel(t *testing.T) {
 	f := newFakeSQS()
 	q := f.addPair(p)
 	r, store, _ := newRedriver(t, p, f, q)
-	r.cfg.Local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice"}
+	r.local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice"}
 	f.queues[q.DLQURL].tags[TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
 	ctx := context.Background()
 	req := StartRequest{Who: Who{Owner: p.Owner, Why: "cap raised for tenant acme"}, Rate: 500,
@@ -228,8 +228,9 @@ func newServerRedriver(t *testing.T, unsupported bool) (*Redriver, *sqsServer, *
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
 	r, store, _ := newRedriver(t, p, newFakeSQS(), srv.q)
 	r.cfg.SQS = client
-	r.cfg.Local = IsLocalEndpoint(ts.URL)
-	require.True(t, r.cfg.Local, "httptest listens on loopback")
+	local, err := locality(r.cfg)
+	require.NoError(t, err)
+	require.True(t, local, "httptest listens on loopback")
 	return r, srv, store
 }
 

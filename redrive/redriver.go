@@ -49,13 +49,14 @@ type Config struct {
 	Queues Queues
 	// SQS is required: an *sqs.Client.
 	SQS API
-	// STS is required in AWS (Local false): the caller identity check.
+	// STS is required in AWS: the caller identity check (an *sts.Client).
+	// New decides whether the check runs, from the clients themselves:
+	// only when every client that says where it runs (an SDK client's
+	// Options().BaseEndpoint; the ledger's through ledger.Dynamo.API) is on
+	// a loopback address — the local emulators, where there is no IAM — is
+	// it skipped, and the audit's caller is then the OS user (check
+	// "local"). Nothing in a Config turns it off.
 	STS IdentityAPI
-	// Local is optional (default false): true when every endpoint the
-	// command uses is on a loopback address (see Locality). It skips the
-	// caller identity check, and the audit's caller is the OS user (check
-	// "local").
-	Local bool
 	// Evidence is optional: the S3 client that reads claim checks back (an
 	// *s3.Client). Select needs it to move a dead letter that gave up
 	// attributes to a claim check (dlq_meta's evidence); without it such a
@@ -115,6 +116,8 @@ var ErrNoLedger = &Refusal{Code: CodeBadInput, Reason: "no ledger: the ledger co
 // New; it is safe for concurrent use.
 type Redriver struct {
 	cfg Config
+	// local is New's locality decision (see Config.STS).
+	local bool
 
 	// The caller, asked of STS at most once per Redriver (per command).
 	callerMu  sync.Mutex
@@ -150,8 +153,14 @@ func New(cfg Config) (*Redriver, error) {
 	if cfg.SQS == nil {
 		bad("SQS is required")
 	}
-	if cfg.STS == nil && !cfg.Local {
-		bad("STS is required outside a local endpoint: the gate checks the caller is the pipeline's redrive role")
+	local, lerr := locality(cfg)
+	if lerr != nil {
+		// An STS that is not AWS's while the check must run: a refusal of
+		// its own (sts_endpoint_untrusted), not a bad Config.
+		return nil, lerr
+	}
+	if cfg.STS == nil && !local {
+		bad("STS is required outside the local emulators: the gate checks the caller is the pipeline's redrive role")
 	}
 	if cfg.Ledger == nil {
 		errs = append(errs, ErrNoLedger)
@@ -162,7 +171,7 @@ func New(cfg Config) (*Redriver, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
 	}
-	r := &Redriver{cfg: cfg}
+	r := &Redriver{cfg: cfg, local: local}
 	if r.cfg.Scan == nil {
 		r.cfg.Scan = r.triageScan
 	}
@@ -208,7 +217,7 @@ func (r *Redriver) identify(ctx context.Context) (Caller, error) {
 	r.callerMu.Lock()
 	defer r.callerMu.Unlock()
 	if r.caller == nil {
-		c, err := LookupCaller(ctx, r.cfg.STS, r.cfg.Local)
+		c, err := LookupCaller(ctx, r.cfg.STS, r.local)
 		r.caller, r.callerErr = &c, err
 	}
 	return *r.caller, r.callerErr
@@ -232,7 +241,7 @@ func (r *Redriver) knownCaller() Caller {
 	switch {
 	case r.caller != nil:
 		return *r.caller
-	case r.cfg.Local:
+	case r.local:
 		return Caller{Check: CallerLocal, OSUser: OSUser()}
 	}
 	return UncheckedCaller()
@@ -257,8 +266,8 @@ func (r *Redriver) authorizeAs(ctx context.Context, action Action, who Who, rate
 	if err != nil {
 		return r.queueErr(err, r.cfg.Queues.DLQURL)
 	}
-	id := Identity{Local: r.cfg.Local}
-	if !r.cfg.Local {
+	id := Identity{Local: r.local}
+	if !r.local {
 		id.RedriveRole = tags.Tags[TagRedriveRole]
 		c, err := r.identify(ctx)
 		if err != nil {

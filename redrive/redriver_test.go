@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,13 +21,63 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 )
 
+// hiddenSQS is an SQS client that does not say where it runs (a wrapper
+// without the SDK client's Options).
+type hiddenSQS struct{ API }
+
+// New decides whether the caller check runs from the clients it is given;
+// no Config field turns it off.
+func TestNewDecidesLocality(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	lo, aws_ := aws.String("http://127.0.0.1:4566"), aws.String("https://dynamodb.us-east-1.amazonaws.com")
+	ddb := func(ep *string) ledger.Ledger {
+		return ledger.NewDynamo(dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: ep}), "t")
+	}
+	tests := []struct {
+		name  string
+		mod   func(*Config)
+		local bool // want: the check is skipped
+		code  Code // want: New's refusal
+	}{
+		{"every client on loopback", func(*Config) {}, true, ""},
+		{"the ledger's DynamoDB on loopback too", func(c *Config) { c.Ledger = ddb(lo) }, true, ""},
+		{"SQS in AWS, STS the SDK's", func(c *Config) {
+			c.SQS, c.STS = sqs.New(sqs.Options{Region: "us-east-1"}), sts.New(sts.Options{Region: "us-east-1"})
+		}, false, ""},
+		{"SQS local, the ledger in AWS, STS the SDK's: not local", func(c *Config) {
+			c.Ledger, c.STS = ddb(aws_), sts.New(sts.Options{Region: "us-east-1"})
+		}, false, ""},
+		{"SQS local, the ledger in AWS, STS local: refused", func(c *Config) {
+			c.Ledger, c.STS = ddb(aws_), sts.New(sts.Options{Region: "us-east-1", BaseEndpoint: lo})
+		}, false, CodeSTSEndpoint},
+		{"a client that does not say where it runs, with STS", func(c *Config) { c.SQS, c.STS = hiddenSQS{f}, fakeSTS{} }, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(), Audit: &Auditor{Store: &memStore{}}}
+			tt.mod(&cfg)
+			r, err := New(cfg)
+			if tt.code != "" {
+				assert.Equal(t, tt.code, RefusalCode(err), err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.local, r.local)
+		})
+	}
+}
+
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
 	valid := func() Config {
-		return Config{Pipeline: p, Queues: q, SQS: f, Local: true, Ledger: ledger.NewMemory(), Audit: &Auditor{Store: &memStore{}}}
+		return Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(), Audit: &Auditor{Store: &memStore{}}}
 	}
 	tests := []struct {
 		name     string
@@ -37,7 +91,8 @@ func TestNewValidates(t *testing.T) {
 		{name: "no SQS", mod: func(c *Config) { c.SQS = nil }, wantErr: "SQS is required"},
 		{name: "no ledger", mod: func(c *Config) { c.Ledger = nil }, wantErr: "no redrive without it", noLedger: true},
 		{name: "no audit", mod: func(c *Config) { c.Audit = nil }, wantErr: "Audit is required"},
-		{name: "no STS in AWS", mod: func(c *Config) { c.Local = false }, wantErr: "STS is required"},
+		{name: "no STS in AWS", mod: func(c *Config) { c.SQS = sqs.New(sqs.Options{Region: "us-east-1"}) }, wantErr: "STS is required"},
+		{name: "no STS, a client that does not say where it runs", mod: func(c *Config) { c.SQS = hiddenSQS{c.SQS} }, wantErr: "STS is required"},
 		{name: "every problem named", mod: func(c *Config) { c.SQS, c.Ledger, c.Audit = nil, nil, nil }, wantErr: "Audit is required", noLedger: true},
 	}
 	for _, tt := range tests {
@@ -73,7 +128,7 @@ func TestStartScansAfterThePureGate(t *testing.T) {
 	q := f.addPair(p)
 	scans := 0
 	store := &memStore{}
-	r, err := New(Config{Pipeline: p, Queues: q, SQS: f, Local: true, Ledger: ledger.NewMemory(), Tag: testTag,
+	r, err := New(Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(), Tag: testTag,
 		Audit: &Auditor{Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Scan: func(context.Context) (*triage.Report, error) {
 			scans++

@@ -497,7 +497,7 @@ func TestSelectInAWSChecksTheCaller(t *testing.T) {
 				f.queues[q.DLQURL].tags[TagRedriveRole] = tt.roleTag
 			}
 			r, _, _ := newRedriver(t, p, f, q)
-			r.cfg.Local, r.cfg.STS = false, fakeSTS{arn: tt.caller}
+			r.local, r.cfg.STS = false, fakeSTS{arn: tt.caller}
 			res, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
 			if tt.code == "" {
 				require.NoError(t, err)

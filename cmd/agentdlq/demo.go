@@ -116,8 +116,8 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	if err != nil {
 		return err
 	}
-	// The demo's redrive skips the caller check (redrive.Config.Local): only
-	// with every endpoint on this machine.
+	// The demo runs on this machine only (its redrive then skips the caller
+	// check: redrive.New decides so from its clients).
 	if local, err := redrive.Locality(configEndpoints(cfg)); err != nil || !local {
 		return withExit(2, fmt.Errorf("agentdlq demo runs on the local emulators only, and not every endpoint (SQS %s, DynamoDB, S3) is on this machine: unset AWS_ENDPOINT_URL* to let it start its own", os.Getenv("AWS_ENDPOINT_URL_SQS")))
 	}
@@ -321,7 +321,7 @@ func demoRedrive(ctx context.Context, out io.Writer, lp *localpipeline.Local, au
 	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
 		Queues:   q,
-		SQS:      lp.SQS, Local: true, Ledger: lp.Ledger, Tag: redrive.TriageTagger, Logger: log,
+		SQS:      lp.SQS, Ledger: lp.Ledger, Tag: redrive.TriageTagger, Logger: log,
 		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: auditPath}, Logger: log},
 	})
 	if err != nil {

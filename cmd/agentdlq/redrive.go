@@ -193,7 +193,7 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
 		Queues:   q,
-		SQS:      client, STS: stsc, Local: local, Lambda: lam, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
+		SQS:      client, STS: stsc, Lambda: lam, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
 		Ledger: ledger.NewDynamo(ddb, table),
 		Audit:  a, Logger: logger, OnMove: onMove, OnCanary: f.onCanary,
 	})

@@ -454,7 +454,7 @@ func TestSelectBarTotal(t *testing.T) {
 	got, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.DLQURL), MaxNumberOfMessages: 1, VisibilityTimeout: 60})
 	require.NoError(t, err)
 	require.Len(t, got.Messages, 1)
-	r, err := redrive.New(redrive.Config{Pipeline: p, Queues: q, SQS: client, Local: true, Ledger: ledger.NewMemory(),
+	r, err := redrive.New(redrive.Config{Pipeline: p, Queues: q, SQS: client, Ledger: ledger.NewMemory(),
 		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}})
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, selectBarTotal(ctx, r.Depth, 0, log))

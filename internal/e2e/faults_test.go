@@ -263,7 +263,7 @@ func newRedriverTo(t *testing.T, h *harness, hotURL, hotARN string) *redrive.Red
 	r, err := redrive.New(redrive.Config{
 		Pipeline: h.p,
 		Queues:   redrive.Queues{HotURL: hotURL, HotARN: hotARN, DLQURL: h.q.DLQURL, DLQARN: h.q.DLQARN, FIFO: h.q.FIFO},
-		SQS:      h.sqs, Local: true, Ledger: h.ledger, Tag: redrive.TriageTagger,
+		SQS:      h.sqs, Ledger: h.ledger, Tag: redrive.TriageTagger,
 		Audit:  &redrive.Auditor{Store: &redrive.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}, Logger: h.log},
 		Logger: h.log,
 	})
