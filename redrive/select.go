@@ -12,7 +12,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/time/rate"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
@@ -271,7 +270,7 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 			return res, err // no audit, no move
 		}
 	}
-	err := r.runSelect(ctx, api, req, res)
+	err := r.newPass(api, req, res).run(ctx)
 	if err == nil && res.ClaimCheckFailed > 0 && !req.DryRun {
 		err = unrestoredErr(res)
 	}
@@ -403,182 +402,6 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 		return refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.cfg.Pipeline.Name)
 	}
 	res.DepthAtStart, res.dlqVisibility = d.visible+d.inFlight, d.visibility
-	return nil
-}
-
-func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectRequest, res *SelectResult) error {
-	hold := selectHold(req)
-	idleMax := req.IdleReceives
-	if idleMax <= 0 {
-		idleMax = DefaultIdleReceives
-	}
-	wait := req.WaitSeconds
-	if wait == 0 {
-		wait = 1
-	}
-	if wait < 0 {
-		wait = 0
-	}
-	workers := req.Workers
-	if workers <= 0 {
-		workers = DefaultWorkers
-	}
-	limiter := rate.NewLimiter(rate.Limit(req.Rate), 1)
-	seen := map[string]bool{}
-	// The letters the pass leaves in a standard DLQ stay hidden (for the
-	// hold) until it ends, then are released together: released at once,
-	// they would come straight back and fill the next receives, and a deep
-	// DLQ's chosen letters behind them might never be reached.
-	held := map[string]string{} // message id → latest receipt handle
-	defer func() {
-		// A context of its own: an interrupted pass still gives back what it holds.
-		relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		r.releaseHeld(relCtx, api, held)
-	}()
-	leave := func(l *Letter) {
-		// Not in a FIFO DLQ: a held letter would block its message group,
-		// and the letters behind it come only with it once it is visible.
-		if !r.cfg.Queues.FIFO && len(held) < MaxHeld {
-			held[l.MessageID] = l.ReceiptHandle
-			return
-		}
-		r.release(ctx, api, l)
-	}
-	var canary []canaryItem
-	canaryDone := req.Canary == 0 || req.DryRun
-	planned := 0 // moves started: the limit and the canary count these
-	idle := 0
-	// Released letters come straight back and can fill several receives in a
-	// row with letters already seen; while fewer letters were seen than the
-	// DLQ held at the start, the pass keeps going ten times longer before it
-	// calls the DLQ exhausted (it still ends, and says partial, if they never
-	// show up).
-	exhausted := func() bool {
-		if res.Seen < res.DepthAtStart {
-			return idle >= 10*idleMax
-		}
-		return idle >= idleMax
-	}
-	for !exhausted() {
-		if err := ctx.Err(); err != nil {
-			res.Partial = "interrupted"
-			return err
-		}
-		if req.Limit > 0 && planned >= req.Limit {
-			res.Partial = fmt.Sprintf("limit of %d reached", req.Limit)
-			return nil
-		}
-		out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(r.cfg.Queues.DLQURL),
-			MaxNumberOfMessages:         10,
-			VisibilityTimeout:           int32(hold / time.Second),
-			WaitTimeSeconds:             wait,
-			MessageAttributeNames:       []string{"All"},
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-		})
-		if err != nil {
-			res.Partial = "receive failed"
-			return r.queueErr(err, r.cfg.Queues.DLQURL)
-		}
-		fresh := 0
-		var todo []Letter
-		for _, m := range out.Messages {
-			l := fromSQS(m)
-			if seen[l.MessageID] {
-				if _, ok := held[l.MessageID]; ok {
-					// Back after its hold lapsed (a pass longer than the hold):
-					// hide it four times longer, so that letters which keep
-					// coming back cannot fill every receive, and keep the new
-					// handle for the release at the end.
-					held[l.MessageID] = l.ReceiptHandle
-					r.rehide(ctx, api, &l, 4*hold)
-					continue
-				}
-				r.release(ctx, api, &l)
-				continue
-			}
-			seen[l.MessageID] = true
-			fresh++
-			res.Seen++
-			r.cfg.Tag(&l)
-			match := req.Selector.Match(&l) && r.settled(ctx, req, &l, res)
-			full := (req.Limit > 0 && planned >= req.Limit) || (!canaryDone && planned >= req.Canary)
-			if !match || full {
-				if match {
-					r.release(ctx, api, &l)
-					delete(seen, l.MessageID) // deferred, not handled yet: see it again later
-					res.Seen--
-				} else {
-					leave(&l)
-					res.Released++
-				}
-				continue
-			}
-			res.Matched++
-			if req.DryRun {
-				o := Restore(&l)
-				mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID,
-					Reason: l.Reason, Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)}
-				// A claim check is read as the move would read it (S3
-				// GetObject only): a letter it would leave behind is
-				// reported so, not as one that would move.
-				if err := r.restoreEvidence(ctx, &o); err != nil {
-					leave(&l)
-					res.Released++
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
-					var cc *ClaimCheckError
-					if !errors.As(err, &cc) {
-						cc = &ClaimCheckError{Ref: o.Evidence, Cause: ClaimCheckUnreadable, Err: err}
-					}
-					moveStatus{claimCheck: cc}.apply(res, l.Reason, mv)
-					continue
-				}
-				res.Letters = append(res.Letters, mv)
-				leave(&l)
-				res.Released++
-				continue
-			}
-			planned++
-			todo = append(todo, l)
-		}
-		items, left, err := r.moveBatch(ctx, api, limiter, workers, todo, res)
-		for _, l := range left {
-			// Its claim check restored nothing: it stays, hidden until the
-			// pass ends like the letters not chosen, and counts toward
-			// neither the limit nor the canary.
-			leave(l)
-			planned--
-		}
-		if !canaryDone {
-			canary = append(canary, items...)
-		}
-		if err != nil {
-			res.Partial = "stopped on an error"
-			return err
-		}
-		if fresh == 0 {
-			idle++
-		} else {
-			idle = 0
-		}
-		if !canaryDone && (len(canary) >= req.Canary || (exhausted() && len(canary) > 0)) {
-			cr, err := r.waitCanary(ctx, api, req, canary, seen)
-			res.Canary = cr
-			if aerr := r.record(ctx, AuditEntry{Actor: req.Owner, Action: ActionCanary, Why: req.Why,
-				Reasons: r.selectRecord(req).Reasons, Fingerprints: req.Fingerprints, Counts: cr.counts()}, err); aerr != nil && err == nil {
-				return aerr
-			}
-			if err != nil {
-				res.Partial = "canary failed"
-				return err
-			}
-			canaryDone = true
-			idle = 0
-		}
-	}
 	return nil
 }
 

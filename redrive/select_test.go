@@ -152,6 +152,27 @@ func TestSelectDryRunMovesNothing(t *testing.T) {
 	recs := store.all()
 	require.Len(t, recs, 1)
 	assert.Equal(t, OutcomeDryRun, recs[0].Outcome)
+	assert.IsType(t, dryMover{}, r.newPass(f, req, &SelectResult{}).mover, "a dry run is a mover of its own, not a branch of the move")
+	assert.IsType(t, sendMover{}, r.newPass(f, selReq(p, deadletter.ReasonDependencyOpen), &SelectResult{}).mover)
+}
+
+// A dry run says what the same request would move: with a limit, at most
+// that many.
+func TestSelectDryRunHonoursTheLimit(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 3, deadletter.ReasonDependencyOpen)
+	r, _, _ := newRedriver(t, p, f, q)
+	req := selReq(p, deadletter.ReasonDependencyOpen)
+	req.DryRun, req.Limit = true, 2
+	res, err := r.Select(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.WouldMove())
+	assert.Len(t, res.Letters, 2)
+	assert.Equal(t, "limit of 2 reached", res.Partial)
+	assert.Len(t, f.snapshot(q.DLQURL), 3, "nothing moved")
 }
 
 func TestSelectBadInputMovesNothing(t *testing.T) {
