@@ -72,7 +72,7 @@ func UncheckedCaller() Caller {
 // LookupCaller asks STS who the caller is (one GetCallerIdentity call), or,
 // when local, says so without a call. It never fails: a failure is a Caller
 // with Check CallerSTSFailed, and the error is returned too for the gate.
-func LookupCaller(ctx context.Context, api IdentityAPI, local bool) (Caller, error) {
+func lookupCaller(ctx context.Context, api IdentityAPI, local bool) (Caller, error) {
 	c := Caller{Check: CallerLocal, OSUser: OSUser()}
 	if local {
 		return c, nil

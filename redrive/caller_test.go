@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // countingSTS answers GetCallerIdentity (or fails with err) and counts the calls.
@@ -109,7 +110,7 @@ func TestIsAWSSTSEndpoint(t *testing.T) {
 		"http://127.0.0.1:4566":                                                  false,
 		"::not a url":                                                            false,
 	} {
-		assert.Equal(t, want, IsAWSSTSEndpoint(url), url)
+		assert.Equal(t, want, isAWSSTSEndpoint(url), url)
 	}
 }
 
@@ -148,7 +149,8 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		t.Parallel()
 		st := &countingSTS{arn: arn}
 		r, store, _, _ := inAWS(t, st)
-		_, err := r.ShowPlan(context.Background(), "alice", nil)
+		r.cfg.Scan = func(context.Context) (*triage.Report, error) { return &triage.Report{}, nil }
+		_, err := r.Plan(context.Background(), PlanRequest{Actor: "alice"})
 		require.NoError(t, err)
 		_, err = r.Status(context.Background(), "alice")
 		require.NoError(t, err)

@@ -238,7 +238,7 @@ func (l *local) deadLetterBig(key string) sent {
 
 // claimCheckRequest redrives the unclassified dead letters of l.
 func claimCheckRequest(l *local) SelectRequest {
-	return SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed in worker v2"}, Selector: Selector{Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}},
+	return SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed in worker v2"}, Reasons: []deadletter.Reason{deadletter.ReasonUnclassified},
 		Rate: 200, Hold: lostReceiveHold, WaitSeconds: 1, IdleReceives: 3, Ack: Ack{FixDeployed: "worker v2"}}
 }
 

@@ -82,7 +82,7 @@ func (e *ClaimCheckError) Unwrap() error { return e.Err }
 // Config.EvidenceBucket), the reference is in another bucket, the object
 // cannot be read, is too large or does not parse, or it belongs to another
 // message: a letter is never sent back without the attributes it gave up.
-func (r *Redriver) restoreEvidence(ctx context.Context, o *Original) error {
+func (r *Redriver) restoreEvidence(ctx context.Context, o *original) error {
 	if o.Evidence == "" {
 		return nil
 	}

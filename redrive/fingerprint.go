@@ -11,11 +11,11 @@ import (
 // MinFingerprintPrefix is the fewest characters of a fingerprint an operator
 // may give: like a git commit id, any unique prefix at least this long names
 // its group.
-const MinFingerprintPrefix = 8
+const minFingerprintPrefix = 8
 
 // NeedsGroups reports whether a fingerprint is shorter than triage's
 // (triage.FingerprintLen): a prefix, to resolve against the DLQ's groups.
-func NeedsGroups(fingerprints []string) bool {
+func needsGroups(fingerprints []string) bool {
 	for _, fp := range fingerprints {
 		if len(fp) < triage.FingerprintLen {
 			return true
@@ -31,7 +31,7 @@ func NeedsGroups(fingerprints []string) bool {
 // fingerprints is refused (ambiguous_fingerprint) with the candidates, so
 // that the operator gives more characters. Full fingerprints resolve to
 // themselves.
-func ResolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups []Group) ([]string, error) {
+func resolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups []Group) ([]string, error) {
 	if len(prefixes) == 0 {
 		return nil, nil
 	}
@@ -42,8 +42,8 @@ func ResolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups 
 	out := make([]string, 0, len(prefixes))
 	for _, p := range prefixes {
 		p = strings.TrimSpace(p)
-		if len(p) < MinFingerprintPrefix {
-			rf := refuseField(CodeUnknownGroup, "Fingerprints", "%q is too short: give at least %d characters of it (the plan lists each group's)", p, MinFingerprintPrefix)
+		if len(p) < minFingerprintPrefix {
+			rf := refuseField(CodeUnknownGroup, "Fingerprints", "%q is too short: give at least %d characters of it (the plan lists each group's)", p, minFingerprintPrefix)
 			rf.Next = []Step{{Action: ActionPlan}}
 			return nil, rf
 		}

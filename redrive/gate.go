@@ -18,13 +18,13 @@ const TagRedriveRole = "agentdlq:redrive-role"
 // Rate bounds: SQS move tasks take at most 500 messages a second, and select
 // keeps to the same bound.
 const (
-	MinRate     = 1
-	MaxRate     = 500
+	minRate     = 1
+	maxRate     = 500
 	DefaultRate = 10
 )
 
 // Identity is what the gate knows of the caller.
-type Identity struct {
+type identity struct {
 	// Local is true when every endpoint the command uses is on a loopback
 	// address (the local emulators; see Locality): there is no IAM to check,
 	// and the check is skipped with a logged note.
@@ -37,7 +37,7 @@ type Identity struct {
 }
 
 // GateInput is everything the gate decides on.
-type GateInput struct {
+type gateInput struct {
 	// Action is optional: what is asked for, so that a refusal speaks of
 	// it (a rejection, a reconciliation); empty means a redrive.
 	Action   Action
@@ -51,13 +51,13 @@ type GateInput struct {
 	// QueueTags are the DLQ's tags (ListQueueTags): agentdlq:owner must
 	// equal Pipeline.Owner.
 	QueueTags map[string]string
-	Identity  Identity
+	identity  identity
 }
 
 // Gate checks who may redrive. It is pure; it returns nil or a *Refusal with
 // a one-line reason (the first failed rule, in the order: why, rate, owner,
 // owner tag, identity).
-func Gate(in GateInput) error {
+func gate(in gateInput) error {
 	p := in.Pipeline
 	if p == nil {
 		return refuse(CodeUnknownPipeline, "no pipeline")
@@ -68,7 +68,7 @@ func Gate(in GateInput) error {
 	if strings.TrimSpace(in.Why) == "" {
 		return refuseField(CodeWhy, "Why", "is required: %s", whyNeeded(in.Action))
 	}
-	if err := CheckRate(in.Rate); err != nil {
+	if err := checkRate(in.Rate); err != nil {
 		return err
 	}
 	if in.Owner != p.Owner {
@@ -84,10 +84,10 @@ func Gate(in GateInput) error {
 	if pt, ok := in.QueueTags[pipeline.TagPipeline]; ok && pt != p.Name {
 		return refuse(CodeOwnerTag, "the DLQ is tagged %s=%q, not %q", pipeline.TagPipeline, pt, p.Name)
 	}
-	if in.Identity.Local {
+	if in.identity.Local {
 		return nil
 	}
-	return CheckCaller(in.Identity.CallerARN, in.Identity.RedriveRole)
+	return checkCaller(in.identity.CallerARN, in.identity.RedriveRole)
 }
 
 // whyNeeded is what a missing why should say, in the words of the action.
@@ -125,9 +125,9 @@ func verb(a Action) string {
 }
 
 // CheckRate refuses a rate outside 1..500 messages a second.
-func CheckRate(rate int) error {
-	if rate < MinRate || rate > MaxRate {
-		return refuseField(CodeRate, "Rate", "%d is outside %d..%d messages a second", rate, MinRate, MaxRate)
+func checkRate(rate int) error {
+	if rate < minRate || rate > maxRate {
+		return refuseField(CodeRate, "Rate", "%d is outside %d..%d messages a second", rate, minRate, maxRate)
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func CheckRate(rate int) error {
 // redrive role: arn:PARTITION:sts::ACCOUNT:assumed-role/NAME/SESSION, where
 // NAME is the role's name (an IAM role ARN's last path element) and, when
 // role is an ARN, ACCOUNT is the role's account.
-func CheckCaller(callerARN, role string) error {
+func checkCaller(callerARN, role string) error {
 	role = strings.TrimSpace(role)
 	if role == "" {
 		return refuse(CodeIdentity, "the DLQ carries no %s tag naming the pipeline's redrive role: deploy it with the CDK app", TagRedriveRole)
@@ -166,7 +166,7 @@ func CheckCaller(callerARN, role string) error {
 // (localhost, 127.0.0.0/8 or ::1). That is how redrive tells the local
 // emulators from AWS: an empty endpoint (the SDK's default, AWS itself) and any
 // other host are AWS, where the identity check runs.
-func IsLocalEndpoint(endpoint string) bool {
+func isLocalEndpoint(endpoint string) bool {
 	if endpoint == "" {
 		return false
 	}
@@ -217,7 +217,7 @@ func Locality(eps []Endpoint) (local bool, err error) {
 			continue
 		}
 		counted++
-		if !IsLocalEndpoint(e.URL) {
+		if !isLocalEndpoint(e.URL) {
 			allLocal = false
 		}
 	}
@@ -227,7 +227,7 @@ func Locality(eps []Endpoint) (local bool, err error) {
 	if !haveSTS {
 		return false, refuse(CodeSTSEndpoint, "no STS endpoint: the caller check needs one")
 	}
-	if sts != "" && !IsAWSSTSEndpoint(sts) {
+	if sts != "" && !isAWSSTSEndpoint(sts) {
 		return false, refuse(CodeSTSEndpoint, "the STS endpoint %s is not AWS's, and %s: a caller identity from it proves nothing. Unset AWS_ENDPOINT_URL_STS (or the services section's sts) to check the caller in AWS, or point every endpoint at the local emulators",
 			redactURL(sts), notLocal(eps))
 	}
@@ -238,7 +238,7 @@ func Locality(eps []Endpoint) (local bool, err error) {
 func notLocal(eps []Endpoint) string {
 	var out []string
 	for _, e := range eps {
-		if e.AWSOnly && e.URL == "" || IsLocalEndpoint(e.URL) {
+		if e.AWSOnly && e.URL == "" || isLocalEndpoint(e.URL) {
 			continue
 		}
 		u := "AWS"
@@ -281,7 +281,7 @@ var stsHostRE = regexp.MustCompile(`^(?:(?:sts|sts-fips)(?:\.[a-z0-9-]+)?|vpce-[
 // an STS interface VPC endpoint) under an AWS partition's DNS suffix. Any
 // other host — a loopback emulator, a proxy, or another AWS service's host
 // such as API Gateway, which anyone can make answer like STS — is not.
-func IsAWSSTSEndpoint(endpoint string) bool {
+func isAWSSTSEndpoint(endpoint string) bool {
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Scheme != "https" || u.User != nil || (u.Port() != "" && u.Port() != "443") {
 		return false

@@ -182,7 +182,7 @@ func (r *Redriver) start(ctx context.Context, req StartRequest, partial *Partial
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
 		return MoveTask{}, err
 	}
-	if err := r.CheckDestination(ctx, req.Destination); err != nil {
+	if err := r.checkDestination(ctx, req.Destination); err != nil {
 		return MoveTask{}, err
 	}
 	visible, inFlight, err := r.Depth(ctx)
@@ -289,7 +289,7 @@ func (r *Redriver) Cancel(ctx context.Context, req CancelRequest) (int64, error)
 
 func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string, error) {
 	api := r.cfg.SQS
-	if err := r.authorizeAs(ctx, ActionCancel, req.Who, MinRate); err != nil {
+	if err := r.authorizeAs(ctx, ActionCancel, req.Who, minRate); err != nil {
 		return 0, "", err
 	}
 	handle := req.TaskHandle
@@ -334,12 +334,12 @@ func startForbidden(groups []Group, ack Ack) error {
 		return nil
 	}
 	var parts []string
-	for _, reason := range SortedReasons(counts) {
+	for _, reason := range sortedReasons(counts) {
 		parts = append(parts, fmt.Sprintf("%s %d (%s)", reason, counts[reason], startNeeds(reason)))
 	}
 	rf := refuse(CodeForbidden, "a move task moves everything, and the DLQ holds dead letters it may not move: %s; redrive the others selectively, reason by reason",
 		strings.Join(parts, ", "))
-	for _, reason := range SortedReasons(counts) {
+	for _, reason := range sortedReasons(counts) {
 		rf.Next = append(rf.Next, policySteps(reason, "", counts[reason])...)
 	}
 	return rf

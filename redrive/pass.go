@@ -46,7 +46,7 @@ type mover interface {
 	// of the letters it moved, the letters it left (their claim check
 	// restored nothing: they stay hidden with the ones not chosen), and
 	// the first error, after which the pass stops.
-	move(ctx context.Context, p *pass, todo []Letter) (items []canaryItem, left []*Letter, err error)
+	move(ctx context.Context, p *pass, todo []letter) (items []canaryItem, left []*letter, err error)
 }
 
 // sendMover moves for real: send, count the redrive, delete (moveBatch),
@@ -56,7 +56,7 @@ type sendMover struct {
 	workers int
 }
 
-func (m sendMover) move(ctx context.Context, p *pass, todo []Letter) ([]canaryItem, []*Letter, error) {
+func (m sendMover) move(ctx context.Context, p *pass, todo []letter) ([]canaryItem, []*letter, error) {
 	return p.r.moveBatch(ctx, p.api, m.limiter, m.workers, todo, p.res)
 }
 
@@ -66,10 +66,10 @@ func (m sendMover) move(ctx context.Context, p *pass, todo []Letter) ([]canaryIt
 // letter stays in the DLQ, released when the pass ends.
 type dryMover struct{}
 
-func (dryMover) move(ctx context.Context, p *pass, todo []Letter) ([]canaryItem, []*Letter, error) {
+func (dryMover) move(ctx context.Context, p *pass, todo []letter) ([]canaryItem, []*letter, error) {
 	for i := range todo {
 		l := &todo[i]
-		o := Restore(l)
+		o := restore(l)
 		mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID,
 			Reason: l.Reason, Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)}
 		err := p.r.restoreEvidence(ctx, &o)
@@ -98,7 +98,7 @@ func (r *Redriver) newPass(api SelectAPI, req SelectRequest, res *SelectResult) 
 		seen: map[string]bool{}, held: map[string]string{},
 		canaryDone: req.Canary == 0 || req.DryRun}
 	if p.idleMax <= 0 {
-		p.idleMax = DefaultIdleReceives
+		p.idleMax = defaultIdleReceives
 	}
 	switch {
 	case p.wait == 0:
@@ -108,7 +108,7 @@ func (r *Redriver) newPass(api SelectAPI, req SelectRequest, res *SelectResult) 
 	}
 	workers := req.Workers
 	if workers <= 0 {
-		workers = DefaultWorkers
+		workers = defaultWorkers
 	}
 	p.mover = sendMover{limiter: rate.NewLimiter(rate.Limit(req.Rate), 1), workers: workers}
 	if req.DryRun {
@@ -185,7 +185,7 @@ func (p *pass) receive(ctx context.Context) ([]sqstypes.Message, error) {
 // is chosen (todo), deferred (chosen, but the limit or the canary is full:
 // released, to be seen again) or left (not chosen: held until the pass
 // ends). fresh counts the new ones.
-func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []Letter, fresh int) {
+func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []letter, fresh int) {
 	for _, m := range msgs {
 		l := fromSQS(m)
 		if p.seen[l.MessageID] {
@@ -204,8 +204,8 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []Letter
 		p.seen[l.MessageID] = true
 		fresh++
 		p.res.Seen++
-		p.r.cfg.Tag(&l)
-		match := p.req.Selector.Match(&l) && p.r.settled(ctx, p.req, &l, p.res)
+		p.r.tag(&l)
+		match := selector{p.req.Reasons, p.req.Fingerprints}.match(&l) && p.r.settled(ctx, p.req, &l, p.res)
 		full := (p.req.Limit > 0 && p.planned >= p.req.Limit) || (!p.canaryDone && p.planned >= p.req.Canary)
 		switch {
 		case match && full:
@@ -227,7 +227,7 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []Letter
 // moveChosen hands the chosen letters to the mover; the ones it left stay
 // hidden like the letters not chosen and count toward neither the limit
 // nor the canary.
-func (p *pass) moveChosen(ctx context.Context, todo []Letter) error {
+func (p *pass) moveChosen(ctx context.Context, todo []letter) error {
 	if len(todo) == 0 {
 		return nil
 	}
@@ -268,8 +268,8 @@ func (p *pass) checkCanary(ctx context.Context) error {
 // the next receives, and a deep DLQ's chosen letters behind it might never
 // be reached). In a FIFO DLQ it is released at once: held, it would block
 // its message group, whose letters behind it come only with it.
-func (p *pass) leave(ctx context.Context, l *Letter) {
-	if !p.r.cfg.Queues.FIFO && len(p.held) < MaxHeld {
+func (p *pass) leave(ctx context.Context, l *letter) {
+	if !p.r.cfg.Queues.FIFO && len(p.held) < maxHeld {
 		p.held[l.MessageID] = l.ReceiptHandle
 		return
 	}

@@ -48,7 +48,7 @@ func (r *Redriver) Pause(ctx context.Context, who Who, paused bool) (*PauseResul
 }
 
 func (r *Redriver) pause(ctx context.Context, action Action, who Who, paused bool) (*PauseResult, error) {
-	if err := r.authorizeAs(ctx, action, who, MinRate); err != nil {
+	if err := r.authorizeAs(ctx, action, who, minRate); err != nil {
 		return nil, err
 	}
 	if r.cfg.Lambda == nil {

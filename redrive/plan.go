@@ -60,8 +60,8 @@ type PlanGroup struct {
 	Reconciled map[ledger.Outcome]int `json:"reconciled,omitempty"`
 }
 
-// BuildPlan is pure: the plan for the groups a triage scan found.
-func BuildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
+// buildPlan is pure: the plan for the groups a triage scan found.
+func buildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
 	pl := &Plan{Pipeline: p.Name, Owner: p.Owner}
 	gs := append([]Group(nil), groups...)
 	sort.SliceStable(gs, func(i, j int) bool {
@@ -101,14 +101,14 @@ func BuildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
 	return pl
 }
 
-// GroupID names a group in maps: reason/fingerprint.
-func GroupID(reason deadletter.Reason, fingerprint string) string {
+// groupID names a group in maps: reason/fingerprint.
+func groupID(reason deadletter.Reason, fingerprint string) string {
 	return string(reason) + "/" + fingerprint
 }
 
-// GroupInfo is what the triage report says of a group that the plan's
+// groupInfo is what the triage report says of a group that the plan's
 // decisions need.
-type GroupInfo struct {
+type groupInfo struct {
 	// Keys are the idempotency keys the report lists (effect_unknown groups).
 	Keys []string
 	// Omitted counts the group's keys the report left out of Keys (it lists
@@ -118,16 +118,16 @@ type GroupInfo struct {
 	LastSeen time.Time
 }
 
-// Annotate marks the plan's groups with the owner's past decisions (infos:
-// by GroupID, from the triage report, GroupInfos): a group already rejected
+// annotate marks the plan's groups with the owner's past decisions (infos:
+// by groupID, from the triage report, groupInfos): a group already rejected
 // (nothing to do, unless dead letters arrived after the rejection), and, in
 // an effect_unknown group, how many of its keys were reconciled, and what to
 // run next: a reject when every key's effect was confirmed, a select
 // without --override when some were reconciled as no effect.
-func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, infos map[string]GroupInfo) {
+func (pl *Plan) annotate(d Decisions, infos map[string]groupInfo) {
 	for i := range pl.Groups {
 		g := &pl.Groups[i]
-		info := infos[GroupID(g.Reason, g.Fingerprint)]
+		info := infos[groupID(g.Reason, g.Fingerprint)]
 		if prev, ok := d.Rejection(g.Reason, g.Fingerprint); ok {
 			g.Rejected = &prev
 			at := prev.Time.UTC().Format(time.RFC3339)
@@ -174,28 +174,63 @@ func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, infos map[string]Gro
 	}
 }
 
-// Plan scans the DLQ read-only (Config.Scan), builds the plan of its groups
-// and audits that it was shown. A scan that failed is audited too.
-func (r *Redriver) Plan(ctx context.Context, actor string) (*Plan, error) {
+// PlanRequest asks for the plan of a DLQ.
+type PlanRequest struct {
+	// Actor is who looks: recorded in the audit (a plan is not gated).
+	Actor string
+	// Report is optional: a triage report the caller holds (the console's
+	// kept report). With it (or with Groups), Plan neither scans the DLQ
+	// nor audits: a page view. Without both, Plan scans the DLQ read-only
+	// (Config.Scan) and audits that the plan was shown.
+	Report *triage.Report
+	// Groups is optional: the groups to plan (by default every group of
+	// Report, or of the scan).
+	Groups []Group
+}
+
+// Plan is the one plan entry point: for each group of the DLQ, whether it
+// may be redriven, why or why not, and the next steps, marked with the
+// owner's past decisions read from the audit (a group already rejected;
+// for effect_unknown, how many keys were reconciled, counting a key
+// reconciled as no effect only while the ledger still holds it so).
+//
+// A scan that saw only part of the DLQ returns the plan of what it saw
+// and a *PartialError; a scan that failed is audited too.
+func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
+	if req.Report != nil || req.Groups != nil {
+		groups := req.Groups
+		if groups == nil {
+			groups = groupsFromReport(req.Report)
+		}
+		pl := buildPlan(r.cfg.Pipeline, groups)
+		if req.Report != nil && req.Report.Partial {
+			pl.Partial = req.Report.PartialReasons
+		}
+		r.annotatePlan(ctx, pl, req.Report)
+		return pl, nil
+	}
 	// Not gated, but its record says who looked: in AWS the STS caller (a
 	// failure to ask is recorded, and does not hide the plan).
 	_, _ = r.identify(ctx)
 	groups, rep, err := r.scan(ctx)
 	if err != nil {
-		return nil, r.record(ctx, AuditEntry{Actor: actor, Action: ActionPlan}, err)
+		return nil, r.record(ctx, AuditEntry{Actor: req.Actor, Action: ActionPlan}, err)
+	}
+	if req.Groups != nil {
+		groups = req.Groups
 	}
 	var partial *PartialError
 	if rep != nil && rep.Scan.Partial {
 		partial = scanPartial(rep)
 	}
-	pl := BuildPlan(r.cfg.Pipeline, groups)
+	pl := buildPlan(r.cfg.Pipeline, groups)
 	if rep != nil && rep.Partial {
 		pl.Partial = rep.PartialReasons
 	}
-	r.AnnotatePlan(ctx, pl, rep)
+	r.annotatePlan(ctx, pl, rep)
 	reasons, fps, counts := groupFacts(groups)
 	counts["total"] = pl.Total
-	rec := AuditEntry{Actor: actor, Action: ActionPlan, Reasons: reasons, Fingerprints: fps, Counts: counts, Outcome: OutcomeShown}
+	rec := AuditEntry{Actor: req.Actor, Action: ActionPlan, Reasons: reasons, Fingerprints: fps, Counts: counts, Outcome: OutcomeShown}
 	if partial != nil {
 		// Shown, but it cannot vouch for the letters the scan missed: the
 		// caller exits non-zero and says when to look again.
@@ -212,21 +247,16 @@ func scanPartial(rep *triage.Report) *PartialError {
 		RetryAfter: time.Duration(st.VisibilityTimeoutSeconds) * time.Second}
 }
 
-// AnnotatePlan marks pl with the owner's past decisions as Plan does, for a
-// caller that holds the triage report itself (rep; the console's kept
-// report): it reads the decisions from the audit (pl.DecisionsUnread says
-// why it could not) and counts a key reconciled as no effect only while the
-// ledger still holds it so. It neither scans the DLQ nor audits. It returns
-// the decisions as the audit holds them (each key's latest reconciliation:
-// who, when, why), for a caller that lists the keys.
-func (r *Redriver) AnnotatePlan(ctx context.Context, pl *Plan, rep *triage.Report) Decisions {
+// annotatePlan marks pl with the owner's past decisions: it reads them from
+// the audit (pl.DecisionsUnread says why it could not) and counts a key
+// reconciled as no effect only while the ledger still holds it so.
+func (r *Redriver) annotatePlan(ctx context.Context, pl *Plan, rep *triage.Report) {
 	d, derr := r.Decisions(ctx)
 	if derr != nil {
 		pl.DecisionsUnread = derr.Error()
 	}
-	infos := GroupInfos(rep)
-	pl.Annotate(r.cfg.Pipeline, r.stillReconciled(ctx, d, infos), infos)
-	return d
+	infos := groupInfos(rep)
+	pl.annotate(r.stillReconciled(ctx, d, infos), infos)
 }
 
 // stillReconciled is d without the no-effect reconciliations the ledger no
@@ -235,7 +265,7 @@ func (r *Redriver) AnnotatePlan(ctx context.Context, pl *Plan, rep *triage.Repor
 // and select refuses to move it until it is reconciled again, so the plan
 // must not count it as reconciled nor offer a select for it. A key the
 // ledger cannot be read for is not counted either: select would not move it.
-func (r *Redriver) stillReconciled(ctx context.Context, d Decisions, infos map[string]GroupInfo) Decisions {
+func (r *Redriver) stillReconciled(ctx context.Context, d Decisions, infos map[string]groupInfo) Decisions {
 	if len(d.Reconciled) == 0 {
 		return d
 	}
@@ -258,38 +288,30 @@ func (r *Redriver) stillReconciled(ctx context.Context, d Decisions, infos map[s
 	return out
 }
 
-// GroupInfos maps each group of a triage report (by GroupID) to what
-// Annotate needs of it.
-func GroupInfos(rep *triage.Report) map[string]GroupInfo {
-	out := map[string]GroupInfo{}
+// groupInfos maps each group of a triage report (by groupID) to what
+// annotate needs of it.
+func groupInfos(rep *triage.Report) map[string]groupInfo {
+	out := map[string]groupInfo{}
 	if rep == nil {
 		return out
 	}
 	for _, g := range rep.Groups {
-		out[GroupID(g.Reason, g.Fingerprint)] = GroupInfo{Keys: g.IdempotencyKeys, Omitted: g.IdempotencyKeysOmitted, LastSeen: g.LastSeen}
+		out[groupID(g.Reason, g.Fingerprint)] = groupInfo{Keys: g.IdempotencyKeys, Omitted: g.IdempotencyKeysOmitted, LastSeen: g.LastSeen}
 	}
 	return out
 }
 
-// ShowPlan builds the plan of groups a caller scanned itself and audits
-// that it was shown.
-func (r *Redriver) ShowPlan(ctx context.Context, actor string, groups []Group) (*Plan, error) {
-	_, _ = r.identify(ctx) // as Plan: the record says who looked
-	pl := BuildPlan(r.cfg.Pipeline, groups)
-	reasons, fps, counts := groupFacts(groups)
-	counts["total"] = pl.Total
-	return pl, r.record(ctx, AuditEntry{Actor: actor, Action: ActionPlan, Reasons: reasons, Fingerprints: fps, Counts: counts, Outcome: OutcomeShown}, nil)
-}
-
-// Reject records that the owner rejects a group that must not be redriven:
-// an audit entry only; the dead letters stay until retention deletes them
-// (or the owner deletes them after archiving). groups is what the DLQ
-// holds; when nil, Reject scans the DLQ itself (Config.Scan) after the
-// checks that need no AWS call. A fingerprint may be any unique prefix of
-// 8 characters or more (ResolveFingerprints).
-func (r *Redriver) Reject(ctx context.Context, who Who, reasons []deadletter.Reason, fingerprints []string, groups []Group) error {
-	_, err := r.RejectGroups(ctx, who, reasons, fingerprints, groups)
-	return err
+// RejectRequest asks to record that the owner rejects the dead letters of
+// reasons (and fingerprints): never redriven.
+type RejectRequest struct {
+	Who
+	// Reasons is required; Fingerprints optional (every group of the
+	// reasons when empty), each any unique prefix of at least 8 characters.
+	Reasons      []deadletter.Reason
+	Fingerprints []string
+	// Groups is optional: what the DLQ holds; when nil, Reject scans the
+	// DLQ itself (Config.Scan) after the checks that need no AWS call.
+	Groups []Group
 }
 
 // RejectResult is what a rejection recorded, and the warnings it gave.
@@ -298,15 +320,19 @@ type RejectResult struct {
 	Reasons      []string       `json:"reasons"`
 	Fingerprints []string       `json:"fingerprints,omitempty"`
 	Counts       map[string]int `json:"counts"`
-	// Warnings say what should make the owner think twice (RejectWarnings):
+	// Warnings say what should make the owner think twice:
 	// a group rejected before, a reason the policy would let be redriven.
 	// They are in the audit record too (detail "warnings"); they refuse nothing.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// RejectGroups is Reject, returning what was recorded and its warnings
-// (RejectWarnings over the audit's past rejections, after the gate).
-func (r *Redriver) RejectGroups(ctx context.Context, who Who, reasons []deadletter.Reason, fingerprints []string, groups []Group) (*RejectResult, error) {
+// Reject records that the owner rejects a group that must not be redriven:
+// an audit entry only; the dead letters stay until retention deletes them
+// (or the owner deletes them after archiving). It returns what was
+// recorded and its warnings (a group rejected before, a reason the policy
+// would let be redriven), which refuse nothing and are audited too.
+func (r *Redriver) Reject(ctx context.Context, req RejectRequest) (*RejectResult, error) {
+	who, reasons, fingerprints, groups := req.Who, req.Reasons, req.Fingerprints, req.Groups
 	res := &RejectResult{Pipeline: r.cfg.Pipeline.Name}
 	rs := make([]string, len(reasons))
 	for i, x := range reasons {
@@ -319,7 +345,7 @@ func (r *Redriver) RejectGroups(ctx context.Context, who Who, reasons []deadlett
 			return refuseField(CodeUnknownReason, "Reasons", "is required: reject one class of cause at a time")
 		}
 		if groups == nil {
-			if err := r.pureGateAs(ActionReject, who, MinRate); err != nil {
+			if err := r.pureGateAs(ActionReject, who, minRate); err != nil {
 				return err
 			}
 			var err error
@@ -331,21 +357,21 @@ func (r *Redriver) RejectGroups(ctx context.Context, who Who, reasons []deadlett
 				partial = scanPartial(rep)
 			}
 		}
-		if err := r.authorizeAs(ctx, ActionReject, who, MinRate); err != nil {
+		if err := r.authorizeAs(ctx, ActionReject, who, minRate); err != nil {
 			return err
 		}
 		if len(fingerprints) > 0 {
-			full, err := ResolveFingerprints(fingerprints, reasons, groups)
+			full, err := resolveFingerprints(fingerprints, reasons, groups)
 			if err != nil {
 				return err
 			}
 			rec.Fingerprints = full
 		}
-		sel := Selector{Reasons: reasons, Fingerprints: rec.Fingerprints}
+		sel := selector{Reasons: reasons, Fingerprints: rec.Fingerprints}
 		rec.Counts = map[string]int{}
 		for _, g := range groups {
-			l := Letter{Reason: g.Reason, Fingerprint: g.Fingerprint}
-			if sel.Match(&l) {
+			l := letter{Reason: g.Reason, Fingerprint: g.Fingerprint}
+			if sel.match(&l) {
 				rec.Counts[string(g.Reason)] += g.Count
 			}
 		}
@@ -359,7 +385,7 @@ func (r *Redriver) RejectGroups(ctx context.Context, who Who, reasons []deadlett
 		if derr != nil {
 			res.Warnings = append(res.Warnings, "past rejections not checked: "+derr.Error())
 		}
-		res.Warnings = append(res.Warnings, RejectWarnings(d, reasons, rec.Fingerprints, groups)...)
+		res.Warnings = append(res.Warnings, rejectWarnings(d, reasons, rec.Fingerprints, groups)...)
 		if len(res.Warnings) > 0 {
 			rec.Detail = map[string]string{"warnings": strings.Join(res.Warnings, "; ")}
 		}

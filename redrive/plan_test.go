@@ -24,7 +24,7 @@ func TestBuildPlan(t *testing.T) {
 		{deadletter.ReasonEffectUnknown, "fp-eu", 2},
 		{deadletter.ReasonReceiveLimit, "fp-rl", 3},
 	}
-	pl := BuildPlan(p, groups)
+	pl := buildPlan(p, groups)
 	assert.Equal(t, 17, pl.Total)
 	require.Len(t, pl.Groups, 5)
 	// Taxonomy order.
@@ -57,9 +57,9 @@ func TestBuildPlan(t *testing.T) {
 	assert.Nil(t, pl.Start)
 	assert.True(t, strings.HasPrefix(pl.StartWhy, "not a move task"))
 
-	onlyTransient := BuildPlan(p, []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}, {deadletter.ReasonDependencyOpen, "fp2", 1}})
+	onlyTransient := buildPlan(p, []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}, {deadletter.ReasonDependencyOpen, "fp2", 1}})
 	assert.Equal(t, &Step{Action: ActionStart}, onlyTransient.Start)
-	assert.Contains(t, BuildPlan(p, nil).StartWhy, "empty")
+	assert.Contains(t, buildPlan(p, nil).StartWhy, "empty")
 
 	// Data, not words for a shell: no command line anywhere in the plan.
 	b, err := json.Marshal(pl)
@@ -68,12 +68,20 @@ func TestBuildPlan(t *testing.T) {
 	assert.NotContains(t, string(b), "--")
 }
 
-func TestShowPlanIsAudited(t *testing.T) {
+// The one plan entry point: scanned (no report given), it is audited; over
+// a report the caller holds, it neither scans nor audits.
+func TestPlanIsAuditedWhenItScans(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	r, store, _ := newRedriver(t, p, f, f.addPair(p))
-	_, err := r.ShowPlan(context.Background(), "alice", []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}})
+	rep := &triage.Report{Groups: []triage.Group{{Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp", Count: 2}}}
+	r.cfg.Scan = func(context.Context) (*triage.Report, error) { return rep, nil }
+	held, err := r.Plan(context.Background(), PlanRequest{Actor: "alice", Report: rep})
+	require.NoError(t, err)
+	assert.Equal(t, 2, held.Total)
+	assert.Empty(t, store.all(), "a plan over a held report audits nothing")
+	_, err = r.Plan(context.Background(), PlanRequest{Actor: "alice"})
 	require.NoError(t, err)
 	recs := store.all()
 	require.Len(t, recs, 1)
@@ -90,10 +98,11 @@ func TestRejectIsAuditedAndGated(t *testing.T) {
 	r, store, _ := newRedriver(t, p, f, f.addPair(p))
 	groups := []Group{{deadletter.ReasonPolicyLimit, "fp-pl", 3}}
 	ctx := context.Background()
-	require.NoError(t, r.Reject(ctx, Who{Owner: p.Owner, Why: "cost cap is right; tenant told"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, groups))
-	err := r.Reject(ctx, Who{Owner: "mallory", Why: "x"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, groups)
+	_, err := r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner, Why: "cost cap is right; tenant told"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Groups: groups})
+	require.NoError(t, err)
+	_, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: "mallory", Why: "x"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Groups: groups})
 	assert.Equal(t, CodeOwner, RefusalCode(err))
-	err = r.Reject(ctx, Who{Owner: p.Owner, Why: "x"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, []string{"fp-none"}, groups)
+	_, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner, Why: "x"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Fingerprints: []string{"fp-none"}, Groups: groups})
 	assert.Equal(t, CodeUnknownGroup, RefusalCode(err))
 	recs := store.all()
 	require.Len(t, recs, 3)
@@ -117,7 +126,7 @@ func TestPlanOnAPartialScan(t *testing.T) {
 			Partial: true, PartialReason: "3 messages in flight elsewhere when the scan started could not be read"}
 		return rep, nil
 	}
-	pl, err := r.Plan(context.Background(), "alice")
+	pl, err := r.Plan(context.Background(), PlanRequest{Actor: "alice"})
 	require.ErrorIs(t, err, ErrScanPartial)
 	require.NotNil(t, pl, "what was seen is still shown")
 	assert.Equal(t, []string{"scan: saw 0 of about 3 messages"}, pl.Partial)

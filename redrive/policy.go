@@ -129,7 +129,7 @@ func ParseReasons(values []string) ([]deadletter.Reason, error) {
 
 // CheckReasons refuses the first reason (in taxonomy order) that the policy
 // does not allow with ack, naming every refused one.
-func CheckReasons(reasons []deadletter.Reason, ack Ack) error {
+func checkReasons(reasons []deadletter.Reason, ack Ack) error {
 	var refused []string
 	var next []Step
 	rs := append([]deadletter.Reason(nil), reasons...)

@@ -89,12 +89,12 @@ func TestParseReasons(t *testing.T) {
 
 func TestCheckReasons(t *testing.T) {
 	t.Parallel()
-	err := CheckReasons([]deadletter.Reason{deadletter.ReasonPolicyLimit, deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid}, Ack{})
+	err := checkReasons([]deadletter.Reason{deadletter.ReasonPolicyLimit, deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid}, Ack{})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrRefused))
 	assert.Equal(t, CodeForbidden, RefusalCode(err))
 	assert.Contains(t, err.Error(), "schema_invalid")
 	assert.Contains(t, err.Error(), "policy_limit")
 	assert.NotContains(t, err.Error(), "budget_exhausted")
-	assert.NoError(t, CheckReasons([]deadletter.Reason{deadletter.ReasonBudgetExhausted}, Ack{}))
+	assert.NoError(t, checkReasons([]deadletter.Reason{deadletter.ReasonBudgetExhausted}, Ack{}))
 }

@@ -57,7 +57,7 @@ func (r *Redriver) Reconcile(ctx context.Context, req ReconcileRequest) (ledger.
 		if err := rc.Validate(); err != nil {
 			return refuseField(CodeBadInput, "Outcome", "%s", strings.TrimPrefix(err.Error(), ledger.ErrInvalid.Error()+": "))
 		}
-		if err := r.authorizeAs(ctx, ActionReconcile, req.Who, MinRate); err != nil {
+		if err := r.authorizeAs(ctx, ActionReconcile, req.Who, minRate); err != nil {
 			return err
 		}
 		now := r.now()

@@ -56,7 +56,7 @@ func TestGateSpeaksOfTheAction(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(string(tt.action)+"/"+tt.owner+"/"+string(tt.code), func(t *testing.T) {
 			t.Parallel()
-			err := Gate(GateInput{Action: tt.action, Pipeline: p, Owner: tt.owner, Why: tt.why, Rate: 1, QueueTags: tags, Identity: Identity{Local: true}})
+			err := gate(gateInput{Action: tt.action, Pipeline: p, Owner: tt.owner, Why: tt.why, Rate: 1, QueueTags: tags, identity: identity{Local: true}})
 			require.Error(t, err)
 			assert.Equal(t, tt.code, RefusalCode(err))
 			assert.Contains(t, err.Error(), tt.contains)
@@ -87,7 +87,7 @@ func TestReconciledOnly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, ReconciledOnly(tt.reasons, tt.ack))
+			assert.Equal(t, tt.want, reconciledFor(tt.reasons, tt.ack))
 		})
 	}
 }
@@ -299,17 +299,18 @@ func TestPlanShowsDecisions(t *testing.T) {
 		_, _ = r.Reconcile(ctx, rc)
 	}
 	groups := []Group{{eu, "fp-all-confirmed", 2}, {eu, "fp-some-none", 2}, {eu, "fp-open", 1}, {deadletter.ReasonPolicyLimit, "fp-pl", 3}, {deadletter.ReasonGuardrailReject, "fp-gr", 1}}
-	require.NoError(t, r.Reject(ctx, Who{Owner: p.Owner, Why: "cost cap is right"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, groups))
+	_, err := r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner, Why: "cost cap is right"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Groups: groups})
+	require.NoError(t, err)
 
 	d, err := r.Decisions(ctx)
 	require.NoError(t, err)
 	assert.Len(t, d.Rejections, 1)
 	assert.Len(t, d.Reconciled, 4, "refused reconciliations are not decisions")
-	pl := BuildPlan(p, groups)
+	pl := buildPlan(p, groups)
 	rejectedAt := d.Rejections[0].Time
-	pl.Annotate(p, d, map[string]GroupInfo{
-		GroupID(eu, "fp-all-confirmed"): {Keys: []string{"a1", "a2"}}, GroupID(eu, "fp-some-none"): {Keys: []string{"b1", "b2"}},
-		GroupID(eu, "fp-open"): {Keys: []string{"c1"}}, GroupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(-time.Hour)},
+	pl.annotate(d, map[string]groupInfo{
+		groupID(eu, "fp-all-confirmed"): {Keys: []string{"a1", "a2"}}, groupID(eu, "fp-some-none"): {Keys: []string{"b1", "b2"}},
+		groupID(eu, "fp-open"): {Keys: []string{"c1"}}, groupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(-time.Hour)},
 	})
 	by := map[string]PlanGroup{}
 	for _, g := range pl.Groups {
@@ -336,8 +337,8 @@ func TestPlanShowsDecisions(t *testing.T) {
 
 	// Every listed key confirmed, but the report left keys out: no reject of
 	// the whole group, whose other keys nobody has looked at.
-	capped := BuildPlan(p, groups)
-	capped.Annotate(p, d, map[string]GroupInfo{GroupID(eu, "fp-all-confirmed"): {Keys: []string{"a1", "a2"}, Omitted: 3}})
+	capped := buildPlan(p, groups)
+	capped.annotate(d, map[string]groupInfo{groupID(eu, "fp-all-confirmed"): {Keys: []string{"a1", "a2"}, Omitted: 3}})
 	for _, g := range capped.Groups {
 		if g.Fingerprint == "fp-all-confirmed" {
 			assert.Equal(t, 5, g.Keys)
@@ -347,8 +348,8 @@ func TestPlanShowsDecisions(t *testing.T) {
 	}
 
 	// Dead letters of a rejected group that arrived after the rejection: decide again.
-	again := BuildPlan(p, groups)
-	again.Annotate(p, d, map[string]GroupInfo{GroupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(time.Minute)}})
+	again := buildPlan(p, groups)
+	again.annotate(d, map[string]groupInfo{groupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(time.Minute)}})
 	for _, g := range again.Groups {
 		if g.Fingerprint == "fp-pl" {
 			require.NotNil(t, g.Rejected)
@@ -370,15 +371,15 @@ func TestRejectWarns(t *testing.T) {
 	who := Who{Owner: p.Owner, Why: "tenant told"}
 	pl := []deadletter.Reason{deadletter.ReasonPolicyLimit}
 
-	res, err := r.RejectGroups(ctx, who, pl, nil, groups)
+	res, err := r.Reject(ctx, RejectRequest{Who: who, Reasons: pl, Groups: groups})
 	require.NoError(t, err)
 	assert.Empty(t, res.Warnings, "a first rejection of a reason that is never redriven")
-	res, err = r.RejectGroups(ctx, who, pl, []string{"fp-policy"}, groups)
+	res, err = r.Reject(ctx, RejectRequest{Who: who, Reasons: pl, Fingerprints: []string{"fp-policy"}, Groups: groups})
 	require.NoError(t, err)
 	require.Len(t, res.Warnings, 1)
 	assert.Contains(t, res.Warnings[0], "policy_limit fp-policy was already rejected by platform-oncall")
 
-	res, err = r.RejectGroups(ctx, who, []deadletter.Reason{deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid}, nil, groups)
+	res, err = r.Reject(ctx, RejectRequest{Who: who, Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid}, Groups: groups})
 	require.NoError(t, err)
 	require.Len(t, res.Warnings, 2)
 	assert.Contains(t, res.Warnings[0], "budget_exhausted may be redriven by policy")
@@ -390,7 +391,7 @@ func TestRejectWarns(t *testing.T) {
 	assert.Contains(t, es[1].Detail["warnings"], "already rejected", "the warnings are audited")
 
 	// A refused rejection gives no warning and reads no audit.
-	res, err = r.RejectGroups(ctx, Who{Owner: p.Owner}, pl, nil, groups)
+	res, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner}, Reasons: pl, Groups: groups})
 	assert.Equal(t, CodeWhy, RefusalCode(err))
 	assert.Contains(t, err.Error(), "rejected, never redriven")
 	assert.Empty(t, res.Warnings)
@@ -412,7 +413,7 @@ func TestFileStoreReadsBack(t *testing.T) {
 	} {
 		require.NoError(t, s.Append(ctx, e), i)
 	}
-	es, err = s.Entries(ctx, "p1", DecisionActions()...)
+	es, err = s.Entries(ctx, "p1", decisionActions()...)
 	require.NoError(t, err)
 	require.Len(t, es, 2, "p1's decisions only")
 	assert.Equal(t, ActionReconcile, es[0].Action, "oldest first")
@@ -450,7 +451,7 @@ func TestPlanCountsOnlyReconciliationsTheLedgerHolds(t *testing.T) {
 		t.Fatalf("no effect_unknown group in %+v", pl.Groups)
 		return PlanGroup{}
 	}
-	pl, err := r.Plan(ctx, "viewer")
+	pl, err := r.Plan(ctx, PlanRequest{Actor: "viewer"})
 	require.NoError(t, err)
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeNoEffect: 2}, eu(pl).Reconciled)
 
@@ -462,7 +463,7 @@ func TestPlanCountsOnlyReconciliationsTheLedgerHolds(t *testing.T) {
 	_, err = led.DeadLettered(ctx, a, deadletter.ReasonEffectUnknown, t1)
 	require.NoError(t, err)
 
-	pl, err = r.Plan(ctx, "viewer")
+	pl, err = r.Plan(ctx, PlanRequest{Actor: "viewer"})
 	require.NoError(t, err)
 	g := eu(pl)
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeNoEffect: 1}, g.Reconciled, "a's old reconciliation no longer holds")
@@ -489,7 +490,7 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	store := &FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
 	r.cfg.Audit.Store = store
 	r.cfg.Scan = func(context.Context) (*triage.Report, error) {
-		t.Error("AnnotatePlan must not scan the DLQ")
+		t.Error("a plan over a held report must not scan the DLQ")
 		return nil, nil
 	}
 	ctx := context.Background()
@@ -510,7 +511,8 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	_, err = led.DeadLettered(ctx, "k-again", eu, at)
 	require.NoError(t, err)
 	groups := []Group{{eu, "fp-eu", 3}, {deadletter.ReasonPolicyLimit, "fp-pl", 2}}
-	require.NoError(t, r.Reject(ctx, Who{Owner: p.Owner, Why: "cost cap is right"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, groups))
+	_, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner, Why: "cost cap is right"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Groups: groups})
+	require.NoError(t, err)
 	before, err := store.Entries(ctx, p.Name)
 	require.NoError(t, err)
 
@@ -518,9 +520,11 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 		{Reason: eu, Fingerprint: "fp-eu", Count: 3, IdempotencyKeys: []string{"k-again", "k-none", "k-open"}},
 		{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl", Count: 2, LastSeen: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)},
 	}}
-	pl := BuildPlan(p, groups)
-	d := r.AnnotatePlan(ctx, pl, rep)
+	pl, err := r.Plan(ctx, PlanRequest{Actor: "viewer", Report: rep})
+	require.NoError(t, err)
 	assert.Empty(t, pl.DecisionsUnread)
+	d, err := r.Decisions(ctx)
+	require.NoError(t, err)
 	assert.Len(t, d.Reconciled, 2, "the decisions as the audit holds them")
 	assert.Equal(t, "mail log: nothing sent", d.Reconciled["k-none"].Why)
 	by := map[string]PlanGroup{}
@@ -535,12 +539,12 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	assert.Empty(t, by["fp-pl"].Next, "nothing to do: already rejected")
 	after, err := store.Entries(ctx, p.Name)
 	require.NoError(t, err)
-	assert.Equal(t, before, after, "AnnotatePlan audits nothing")
+	assert.Equal(t, before, after, "a plan over a held report audits nothing")
 
 	// An audit that cannot be read back: the plan says so and stands.
 	r.cfg.Audit.Store = &memStore{}
-	pl = BuildPlan(p, groups)
-	r.AnnotatePlan(ctx, pl, rep)
+	pl, err = r.Plan(ctx, PlanRequest{Actor: "viewer", Report: rep})
+	require.NoError(t, err)
 	assert.Contains(t, pl.DecisionsUnread, ErrAuditUnreadable.Error())
 	for _, g := range pl.Groups {
 		assert.Nil(t, g.Rejected)

@@ -77,9 +77,6 @@ type Config struct {
 	Ledger ledger.Ledger
 	// Audit is required: every action and every refusal is recorded there.
 	Audit *Auditor
-	// Tag is optional (default TriageTagger): tags a dead letter with its
-	// reason and fingerprint, as triage does.
-	Tag Tagger
 	// Scan is optional (default: a read-only triage scan of the DLQ,
 	// triage.Run): the groups the DLQ holds, for Plan, Start and Reject.
 	Scan func(ctx context.Context) (*triage.Report, error)
@@ -104,7 +101,7 @@ type Config struct {
 
 // ErrConfig wraps every error of New. It is also a refusal (errors.Is
 // ErrRefused, code bad_input): nothing moved.
-var ErrConfig = &Refusal{Code: CodeBadInput, Reason: "redrive: invalid configuration"}
+var errConfig = &Refusal{Code: CodeBadInput, Reason: "redrive: invalid configuration"}
 
 // ErrNoLedger is New's refusal of a Config without a Ledger: the ledger
 // counts every redrive, which is how a key that keeps coming back becomes
@@ -116,6 +113,9 @@ var ErrNoLedger = &Refusal{Code: CodeBadInput, Reason: "no ledger: the ledger co
 // New; it is safe for concurrent use.
 type Redriver struct {
 	cfg Config
+	// tag tags a dead letter with its reason and fingerprint, as triage
+	// does (triageTag; tests swap it).
+	tag func(*letter)
 	// local is New's locality decision (see Config.STS).
 	local bool
 
@@ -129,9 +129,6 @@ type Redriver struct {
 // naming every problem, on a missing pipeline, queue, SQS client, ledger or
 // audit store, and on a missing STS client outside a local endpoint.
 func New(cfg Config) (*Redriver, error) {
-	if cfg.Tag == nil {
-		cfg.Tag = TriageTagger
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -169,20 +166,14 @@ func New(cfg Config) (*Redriver, error) {
 		bad("Audit is required: every action and refusal is audited")
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+		return nil, fmt.Errorf("%w: %w", errConfig, errors.Join(errs...))
 	}
-	r := &Redriver{cfg: cfg, local: local}
+	r := &Redriver{cfg: cfg, local: local, tag: triageTag}
 	if r.cfg.Scan == nil {
 		r.cfg.Scan = r.triageScan
 	}
 	return r, nil
 }
-
-// Pipeline returns the pipeline the Redriver acts on.
-func (r *Redriver) Pipeline() *pipeline.Pipeline { return r.cfg.Pipeline }
-
-// Queues returns the pipeline's queues.
-func (r *Redriver) Queues() Queues { return r.cfg.Queues }
 
 // Who is the person acting and why.
 type Who struct {
@@ -217,7 +208,7 @@ func (r *Redriver) identify(ctx context.Context) (Caller, error) {
 	r.callerMu.Lock()
 	defer r.callerMu.Unlock()
 	if r.caller == nil {
-		c, err := LookupCaller(ctx, r.cfg.STS, r.local)
+		c, err := lookupCaller(ctx, r.cfg.STS, r.local)
 		r.caller, r.callerErr = &c, err
 	}
 	return *r.caller, r.callerErr
@@ -266,7 +257,7 @@ func (r *Redriver) authorizeAs(ctx context.Context, action Action, who Who, rate
 	if err != nil {
 		return r.queueErr(err, r.cfg.Queues.DLQURL)
 	}
-	id := Identity{Local: r.local}
+	id := identity{Local: r.local}
 	if !r.local {
 		id.RedriveRole = tags.Tags[TagRedriveRole]
 		c, err := r.identify(ctx)
@@ -278,7 +269,7 @@ func (r *Redriver) authorizeAs(ctx context.Context, action Action, who Who, rate
 		r.log().InfoContext(ctx, "redrive gate: every endpoint is local, caller identity check skipped",
 			"pipeline", r.cfg.Pipeline.Name, "queue", r.cfg.Queues.DLQURL)
 	}
-	return Gate(GateInput{Action: action, Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate, QueueTags: tags.Tags, Identity: id})
+	return gate(gateInput{Action: action, Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate, QueueTags: tags.Tags, identity: id})
 }
 
 // queueErr turns a missing queue into a refusal and keeps any other error.
@@ -330,7 +321,7 @@ func (r *Redriver) depth(ctx context.Context) (dlqDepth, error) {
 // dest must be the hot queue's ARN (or empty, meaning it), the hot queue's
 // RedrivePolicy must name this DLQ, and the DLQ's RedriveAllowPolicy (when
 // set) must allow the hot queue as a source.
-func (r *Redriver) CheckDestination(ctx context.Context, dest string) error {
+func (r *Redriver) checkDestination(ctx context.Context, dest string) error {
 	q := r.cfg.Queues
 	if dest != "" && dest != q.HotARN {
 		return refuse(CodeDestination, "destination %s is not the pipeline's hot queue %s: a DLQ is redriven only to its own source", dest, q.HotARN)
@@ -352,7 +343,7 @@ func (r *Redriver) CheckDestination(ctx context.Context, dest string) error {
 	if err != nil {
 		return r.queueErr(err, q.DLQURL)
 	}
-	return CheckRedrivePolicies(q.HotARN, q.DLQARN,
+	return checkRedrivePolicies(q.HotARN, q.DLQARN,
 		hot.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)],
 		dlq.Attributes[string(sqstypes.QueueAttributeNameRedriveAllowPolicy)])
 }

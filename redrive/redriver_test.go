@@ -103,14 +103,14 @@ func TestNewValidates(t *testing.T) {
 			r, err := New(cfg)
 			if tt.wantErr == "" {
 				require.NoError(t, err)
-				assert.NotNil(t, r.cfg.Tag, "Tag defaults to TriageTagger")
+				assert.NotNil(t, r.tag, "tagging is triage's")
 				assert.NotNil(t, r.cfg.Scan, "Scan defaults to a triage scan")
-				assert.Equal(t, p, r.Pipeline())
+				assert.Equal(t, p, r.cfg.Pipeline)
 				return
 			}
 			require.Error(t, err)
 			assert.Nil(t, r)
-			assert.ErrorIs(t, err, ErrConfig)
+			assert.ErrorIs(t, err, errConfig)
 			assert.ErrorIs(t, err, ErrRefused, "a Config New refuses moves nothing")
 			assert.Equal(t, CodeBadInput, RefusalCode(err))
 			assert.Contains(t, err.Error(), tt.wantErr)
@@ -128,13 +128,14 @@ func TestStartScansAfterThePureGate(t *testing.T) {
 	q := f.addPair(p)
 	scans := 0
 	store := &memStore{}
-	r, err := New(Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(), Tag: testTag,
+	r, err := New(Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(),
 		Audit: &Auditor{Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Scan: func(context.Context) (*triage.Report, error) {
 			scans++
 			return &triage.Report{Groups: []triage.Group{{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp", Count: 1}}}, nil
 		}})
 	require.NoError(t, err)
+	r.tag = testTag
 	ctx := context.Background()
 
 	_, err = r.Start(ctx, StartRequest{Who: Who{Owner: "mallory", Why: "x"}, Rate: 10})
@@ -145,11 +146,11 @@ func TestStartScansAfterThePureGate(t *testing.T) {
 	assert.Equal(t, CodeForbidden, RefusalCode(err), "the scan found policy_limit")
 	assert.Equal(t, 1, scans)
 
-	err = r.Reject(ctx, Who{Owner: p.Owner, Why: "over budget by design"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, nil)
+	_, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner, Why: "over budget by design"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}})
 	require.NoError(t, err)
 	assert.Equal(t, 2, scans, "Reject scans when given no groups")
 
-	pl, err := r.Plan(ctx, "viewer")
+	pl, err := r.Plan(ctx, PlanRequest{Actor: "viewer"})
 	require.NoError(t, err)
 	assert.Equal(t, 1, pl.Total)
 	assert.Equal(t, 3, scans)

@@ -37,28 +37,32 @@ const (
 	DefaultHold = 60 * time.Second
 	// DefaultIdleReceives: a pass ends after this many receives that brought
 	// no message it had not seen.
-	DefaultIdleReceives = 3
+	defaultIdleReceives = 3
 	// DefaultCanaryTimeout bounds the wait for the canary's outcome.
 	DefaultCanaryTimeout = 5 * time.Minute
 	// DefaultCanaryPoll is how often the canary's outcome is checked.
-	DefaultCanaryPoll = 2 * time.Second
+	defaultCanaryPoll = 2 * time.Second
 	// MaxLetters bounds the moved letters a result lists (the counts stay exact).
 	MaxLetters = 1000
 	// DefaultWorkers is how many dead letters of one receive move at once
 	// (the rate limiter paces them all).
-	DefaultWorkers = 8
+	defaultWorkers = 8
 	// MaxHeld bounds the dead letters a pass keeps hidden until it ends (the
 	// ones it did not choose, and a dry run's). Past it they are released at
 	// once, and may crowd the receives that follow.
-	MaxHeld = 100_000
+	maxHeld = 100_000
 )
 
 // SelectRequest asks for a selective redrive.
 type SelectRequest struct {
 	Who
-	Selector
+	// Reasons is required: the reasons whose dead letters move, one class
+	// of cause at a time. Fingerprints is optional: only these groups of
+	// them (every group when empty).
+	Reasons      []deadletter.Reason
+	Fingerprints []string
 	// Groups is optional: the DLQ's groups from a read-only scan
-	// (GroupsFromReport). With them, each of Selector.Fingerprints may be a
+	// (a triage report's). With them, each of Fingerprints may be a
 	// unique prefix of at least MinFingerprintPrefix characters
 	// (ResolveFingerprints). Without them, Select scans the DLQ itself when
 	// a fingerprint is a prefix (NeedsGroups), after the gate's checks that
@@ -238,11 +242,11 @@ func (res *SelectResult) counts() map[string]int {
 // goes on; Select then returns an error that says how many stay and why. A
 // failed send, delete or receive stops the pass.
 func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult, error) {
-	req.reconciledOnly = ReconciledOnly(req.Reasons, req.Ack)
+	req.reconciledOnly = reconciledFor(req.Reasons, req.Ack)
 	rec := r.selectRecord(req)
 	res := &SelectResult{ByReason: map[deadletter.Reason]int{}, DryRun: req.DryRun}
 	api := r.cfg.SQS
-	if req.Groups == nil && NeedsGroups(req.Fingerprints) {
+	if req.Groups == nil && needsGroups(req.Fingerprints) {
 		// A fingerprint prefix resolves against the DLQ's groups.
 		if err := r.pureGate(req.Who, req.Rate); err != nil {
 			return res, r.record(ctx, rec, err)
@@ -254,7 +258,7 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 		req.Groups = groups
 	}
 	if req.Groups != nil && len(req.Fingerprints) > 0 {
-		full, err := ResolveFingerprints(req.Fingerprints, req.Reasons, req.Groups)
+		full, err := resolveFingerprints(req.Fingerprints, req.Reasons, req.Groups)
 		if err != nil {
 			return res, r.record(ctx, rec, err)
 		}
@@ -388,10 +392,10 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 			checked = append(checked, x)
 		}
 	}
-	if err := CheckReasons(checked, req.Ack); err != nil {
+	if err := checkReasons(checked, req.Ack); err != nil {
 		return err
 	}
-	if err := r.CheckDestination(ctx, ""); err != nil {
+	if err := r.checkDestination(ctx, ""); err != nil {
 		return err
 	}
 	d, err := r.depth(ctx)
@@ -408,7 +412,7 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 // ReconciledOnly returns the reasons of reasons that may never be redriven
 // blindly (effect_unknown) and that ack does not override: Select moves
 // their dead letters only when the key was reconciled as no effect.
-func ReconciledOnly(reasons []deadletter.Reason, ack Ack) map[deadletter.Reason]bool {
+func reconciledFor(reasons []deadletter.Reason, ack Ack) map[deadletter.Reason]bool {
 	out := map[deadletter.Reason]bool{}
 	for _, x := range reasons {
 		if x.Redrivable() == deadletter.RedriveNeverBlind && !Decide(x, ack).Allowed {
@@ -423,11 +427,11 @@ func ReconciledOnly(reasons []deadletter.Reason, ack Ack) map[deadletter.Reason]
 // effect_unknown; never for a key whose effect the owner confirmed; and,
 // for a reason in req.reconciledOnly, only for a key reconciled as no
 // effect. A letter that may not move is counted and left in the DLQ.
-func (r *Redriver) settled(ctx context.Context, req SelectRequest, l *Letter, res *SelectResult) bool {
+func (r *Redriver) settled(ctx context.Context, req SelectRequest, l *letter, res *SelectResult) bool {
 	if l.Reason.Redrivable() != deadletter.RedriveNeverBlind {
 		return true
 	}
-	key := Restore(l).IdempotencyKey
+	key := restore(l).IdempotencyKey
 	var e ledger.Entry
 	ok := false
 	if key != "" {
@@ -456,12 +460,12 @@ func (r *Redriver) settled(ctx context.Context, req SelectRequest, l *Letter, re
 // canary items of the letters it moved, the letters it left because their
 // claim check restored nothing (not a failure: the others go on), and the
 // first error.
-func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.Limiter, workers int, todo []Letter, res *SelectResult) ([]canaryItem, []*Letter, error) {
+func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.Limiter, workers int, todo []letter, res *SelectResult) ([]canaryItem, []*letter, error) {
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
 		items    []canaryItem
-		left     []*Letter
+		left     []*letter
 		firstErr error
 	)
 	sem := make(chan struct{}, workers)
@@ -552,9 +556,9 @@ func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved
 
 // moveOne sends one dead letter back, then counts its redrive, then deletes
 // it. It never deletes before the send succeeded.
-func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Limiter, l *Letter) (Moved, ledger.Entry, moveStatus, error) {
+func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Limiter, l *letter) (Moved, ledger.Entry, moveStatus, error) {
 	var st moveStatus
-	o := Restore(l)
+	o := restore(l)
 	mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID, Reason: l.Reason,
 		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)}
 	log := r.log().With("message_id", l.MessageID, "queue", r.cfg.Queues.HotURL, "reason", string(l.Reason), "pipeline", r.cfg.Pipeline.Name)
@@ -625,7 +629,7 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 }
 
 // release makes a received dead letter visible again at once.
-func (r *Redriver) release(ctx context.Context, api SelectAPI, l *Letter) {
+func (r *Redriver) release(ctx context.Context, api SelectAPI, l *letter) {
 	_, err := api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(r.cfg.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: 0,
 	})
@@ -635,7 +639,7 @@ func (r *Redriver) release(ctx context.Context, api SelectAPI, l *Letter) {
 }
 
 // rehide hides a held letter that came back for d (at most SQS's 12 hours).
-func (r *Redriver) rehide(ctx context.Context, api SelectAPI, l *Letter, d time.Duration) {
+func (r *Redriver) rehide(ctx context.Context, api SelectAPI, l *letter, d time.Duration) {
 	_, err := api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(r.cfg.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: int32(min(d, 12*time.Hour) / time.Second),
 	})
@@ -657,7 +661,7 @@ func (r *Redriver) releaseHeld(ctx context.Context, api SelectAPI, held map[stri
 }
 
 // SortedReasons returns the keys of a count by reason, in taxonomy order.
-func SortedReasons(m map[deadletter.Reason]int) []deadletter.Reason {
+func sortedReasons(m map[deadletter.Reason]int) []deadletter.Reason {
 	out := make([]deadletter.Reason, 0, len(m))
 	for k := range m {
 		out = append(out, k)

@@ -43,7 +43,7 @@ func seed(t *testing.T, f *fakeSQS, q Queues, n int, reasons ...deadletter.Reaso
 }
 
 func selReq(p *pipeline.Pipeline, reasons ...deadletter.Reason) SelectRequest {
-	return SelectRequest{Who: Who{Owner: p.Owner, Why: "search API back up"}, Selector: Selector{Reasons: reasons}, Rate: 500}
+	return SelectRequest{Who: Who{Owner: p.Owner, Why: "search API back up"}, Reasons: reasons, Rate: 500}
 }
 
 func keyOf(t *testing.T, body string) string {
@@ -448,7 +448,7 @@ func TestSelectFIFOGroupAndDedup(t *testing.T) {
 	require.Len(t, sent, 2)
 	for _, in := range sent {
 		key := keyOf(t, aws.ToString(in.MessageBody))
-		want := Restore(&Letter{MessageID: "x", Attributes: mustEncode(t, key)})
+		want := restore(&letter{MessageID: "x", Attributes: mustEncode(t, key)})
 		assert.Equal(t, "run-"+key[len(key)-1:], aws.ToString(in.MessageGroupId))
 		assert.Equal(t, want.DedupID, aws.ToString(in.MessageDeduplicationId), "derived from the original message id")
 		assert.Len(t, aws.ToString(in.MessageDeduplicationId), 64)

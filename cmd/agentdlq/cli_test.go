@@ -202,13 +202,15 @@ func TestOutputFlag(t *testing.T) {
 }
 
 func TestPlanMarkdown(t *testing.T) {
-	p := &pipeline.Pipeline{Name: "agent-tasks", Owner: "platform-oncall"}
-	p.ApplyDefaults()
-	pl := redrive.BuildPlan(p, []redrive.Group{
-		{Reason: deadletter.ReasonDependencyOpen, Fingerprint: "aaaaaaaaaaaa", Count: 12},
-		{Reason: deadletter.ReasonSignatureInvalid, Fingerprint: "bbbbbbbbbbbb", Count: 2},
-		{Reason: deadletter.ReasonSchemaInvalid, Count: 3},
-	})
+	do, si, sc := deadletter.ReasonDependencyOpen, deadletter.ReasonSignatureInvalid, deadletter.ReasonSchemaInvalid
+	pl := &redrive.Plan{Pipeline: "agent-tasks", Owner: "platform-oncall", Total: 17, StartWhy: "not a move task", Groups: []redrive.PlanGroup{
+		{Reason: sc, Count: 3, Redrivable: sc.Redrivable(), Needs: "Ack.FixDeployed", Why: "after the fix",
+			Next: []redrive.Step{{Action: redrive.ActionSelect, Reason: sc, Canary: 3, Needs: []string{"Ack.FixDeployed"}}}},
+		{Reason: si, Fingerprint: "bbbbbbbbbbbb", Count: 2, Redrivable: si.Redrivable(), Needs: "Ack.Overrides", Why: "never",
+			Next: []redrive.Step{{Action: redrive.ActionReject, Reason: si, Fingerprint: "bbbbbbbbbbbb"}}},
+		{Reason: do, Fingerprint: "aaaaaaaaaaaa", Count: 12, Redrivable: do.Redrivable(), MayRedrive: true, Why: "a | pipe",
+			Next: []redrive.Step{{Action: redrive.ActionSelect, Reason: do, Fingerprint: "aaaaaaaaaaaa", Canary: 5}}},
+	}}
 	var b bytes.Buffer
 	require.NoError(t, planMarkdown(&b, pl))
 	md := b.String()

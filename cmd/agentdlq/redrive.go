@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
@@ -336,7 +337,7 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			pl, err := r.Plan(ctx, actorOr(actor))
+			pl, err := r.Plan(ctx, redrive.PlanRequest{Actor: actorOr(actor)})
 			if pl == nil || (err != nil && !errors.Is(err, redrive.ErrScanPartial)) {
 				return err
 			}
@@ -392,7 +393,7 @@ func newRedriveStartCmd(f *redriveFlags) *cobra.Command {
 				return writeJSON(cmd.OutOrStdout(), task)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "move task started: %s\n  from %s\n  to   %s\n  at most %d messages a second\nwatch it: agentdlq redrive status --pipeline %s\n",
-				task.TaskHandle, task.SourceARN, task.DestinationARN, task.Rate, r.Pipeline().Name)
+				task.TaskHandle, task.SourceARN, task.DestinationARN, task.Rate, f.pipeline)
 			return nil
 		},
 	}
@@ -468,7 +469,7 @@ func newRedriveCancelCmd(f *redriveFlags) *cobra.Command {
 				return err
 			}
 			if out.JSON() {
-				return writeJSON(cmd.OutOrStdout(), cancelResult{Pipeline: r.Pipeline().Name, Cancelled: true, Moved: moved})
+				return writeJSON(cmd.OutOrStdout(), cancelResult{Pipeline: f.pipeline, Cancelled: true, Moved: moved})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "move task cancelled after about %d messages moved\n", moved)
 			return nil
@@ -530,7 +531,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 				b = f.g.newBar(cmd.ErrOrStderr(), selectBarTotal(ctx, r.Depth, limit, f.g.log()), "redriving")
 			}
 			res, err := r.Select(ctx, redrive.SelectRequest{
-				Who: who, Selector: redrive.Selector{Reasons: rs, Fingerprints: fps},
+				Who: who, Reasons: rs, Fingerprints: fps,
 				Rate: f.rate, Canary: canary, DryRun: dryRun, Limit: limit, Ack: ack, Hold: hold, CanaryTimeout: canaryTimeout,
 			})
 			b.Finish()
@@ -544,7 +545,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 				case out.JSON():
 					return writeJSON(w, res)
 				case !errors.Is(err, redrive.ErrRefused):
-					writeSelectResult(w, r.Pipeline().Name, res, errors.Is(err, redrive.ErrScanPartial))
+					writeSelectResult(w, f.pipeline, res, errors.Is(err, redrive.ErrScanPartial))
 				}
 			}
 			return err
@@ -599,7 +600,10 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult, scan
 		verb, n = "would move", res.WouldMove()
 	}
 	fmt.Fprintf(w, "%s: %s %d of %d dead letters seen (released %d)\n", name, verb, n, res.Seen, res.Released)
-	for _, reason := range redrive.SortedReasons(res.ByReason) {
+	for _, reason := range deadletter.AllReasons() { // taxonomy order
+		if _, ok := res.ByReason[reason]; !ok {
+			continue
+		}
 		fmt.Fprintf(w, "  %-26s %d\n", reason, res.ByReason[reason])
 	}
 	if res.DryRun {
@@ -691,7 +695,7 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := r.RejectGroups(ctx, who, rs, fps, nil)
+			res, err := r.Reject(ctx, redrive.RejectRequest{Who: who, Reasons: rs, Fingerprints: fps})
 			if err != nil {
 				return err
 			}
