@@ -46,10 +46,10 @@ const (
 	// ActionResume: the worker's event source mapping was enabled again.
 	ActionResume Action = "resume"
 	// ActionReveal: one dead letter's body was shown unredacted in the
-	// console (agentdlq ui), after the viewer said who and why.
+	// console, after the viewer said who and why.
 	ActionReveal Action = "reveal"
 	// ActionReconcile: the owner recorded what an effect_unknown key's
-	// mutating call did (`agentdlq ledger reconcile`): its effect confirmed
+	// mutating call did (Reconcile): its effect confirmed
 	// with a receipt, or no effect. Detail holds idempotency_key, outcome
 	// and receipt.
 	ActionReconcile Action = "reconcile"
@@ -101,7 +101,7 @@ func AllAuditOutcomes() []AuditOutcome {
 // AuditEntry is one audit record: who decided what, when, on which pipeline, why,
 // and what came of it.
 //
-// Actor is who the command said acts (--owner, the console's form; for plan
+// Actor is who the command said acts (Who.Owner; for plan
 // and status the OS user when none was given): the gate compares it with
 // the pipeline's owner, but anyone can type it. Caller is who ran it as the
 // machine knows it: in AWS the STS caller ARN and account, locally (every
@@ -310,7 +310,7 @@ func (a *Auditor) Refuse(ctx context.Context, pipelineName string, action Action
 	return err
 }
 
-// ParseAuditDest splits an --audit destination: "s3://bucket/prefix" gives
+// ParseAuditDest splits an audit destination: "s3://bucket/prefix" gives
 // bucket and prefix; anything else is a local file path.
 func ParseAuditDest(dest string) (bucket, prefix, path string, err error) {
 	if rest, ok := strings.CutPrefix(dest, "s3://"); ok {

@@ -57,7 +57,7 @@ const (
 	// local) but the STS endpoint is not AWS's own (see Locality).
 	CodeSTSEndpoint Code = "sts_endpoint_untrusted"
 	// CodeForbidden: policy forbids a chosen reason without an
-	// acknowledgement (--fix-deployed, --reviewed, --override).
+	// acknowledgement (Ack.FixDeployed, Ack.Reviewed, Ack.Overrides).
 	CodeForbidden Code = "reason_not_redrivable"
 	// CodeDestination: the destination is not the pipeline's own hot queue,
 	// or the queues' redrive policies do not pair them.

@@ -42,11 +42,11 @@ type gateInput struct {
 	// it (a rejection, a reconciliation); empty means a redrive.
 	Action   Action
 	Pipeline *pipeline.Pipeline
-	// Owner is --owner: it must equal Pipeline.Owner.
+	// Owner is Who.Owner: it must equal Pipeline.Owner.
 	Owner string
-	// Why is --why: required, non-blank.
+	// Why is Who.Why: required, non-blank.
 	Why string
-	// Rate is --rate in messages a second: 1..500.
+	// Rate is the rate in messages a second: 1..500.
 	Rate int
 	// QueueTags are the DLQ's tags (ListQueueTags): agentdlq:owner must
 	// equal Pipeline.Owner.

@@ -358,7 +358,7 @@ func startNeeds(reason deadletter.Reason) string {
 	return "never, without an override"
 }
 
-// orDash is the fingerprint in full (what --fingerprint accepts), or "-".
+// orDash is the fingerprint in full (what a request accepts), or "-".
 func orDash(fp string) string {
 	if fp == "" {
 		return "-"

@@ -123,7 +123,7 @@ type groupInfo struct {
 // (nothing to do, unless dead letters arrived after the rejection), and, in
 // an effect_unknown group, how many of its keys were reconciled, and what to
 // run next: a reject when every key's effect was confirmed, a select
-// without --override when some were reconciled as no effect.
+// without an override when some were reconciled as no effect.
 func (pl *Plan) annotate(d Decisions, infos map[string]groupInfo) {
 	for i := range pl.Groups {
 		g := &pl.Groups[i]

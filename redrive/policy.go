@@ -87,7 +87,7 @@ func Decide(r deadletter.Reason, ack Ack) Verdict {
 	return v
 }
 
-// ParseOverrides reads --override values of the form reason=justification.
+// ParseOverrides reads override values of the form reason=justification.
 // An unknown reason or an empty justification is an error.
 func ParseOverrides(values []string) (map[deadletter.Reason]string, error) {
 	out := make(map[deadletter.Reason]string, len(values))
@@ -105,7 +105,7 @@ func ParseOverrides(values []string) (map[deadletter.Reason]string, error) {
 	return out, nil
 }
 
-// ParseReasons reads --reason values (repeatable, or comma-separated).
+// ParseReasons reads reason values (repeated, or comma-separated).
 func ParseReasons(values []string) ([]deadletter.Reason, error) {
 	var out []deadletter.Reason
 	seen := map[deadletter.Reason]bool{}

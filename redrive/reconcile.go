@@ -13,7 +13,7 @@ import (
 // call did.
 type ReconcileRequest struct {
 	Who
-	// Key is the idempotency key (from `agentdlq triage --keys`).
+	// Key is the idempotency key (the triage report lists them).
 	Key string
 	// Outcome is ledger.OutcomeEffectConfirmed or ledger.OutcomeNoEffect.
 	Outcome ledger.Outcome
@@ -31,8 +31,8 @@ type ReconcileRequest struct {
 // A confirmed effect marks the key done with the receipt: the dead letter
 // is never run again (select skips it, start refuses effect_unknown, and a
 // redelivery would be acknowledged as a no-op); reject it or let retention
-// drop it. No effect clears the key's effect_started mark: `select --reason
-// effect_unknown` moves that key's dead letter without an --override, and
+// drop it. No effect clears the key's effect_started mark: a select of
+// effect_unknown moves that key's dead letter without an override, and
 // the worker runs it afresh.
 //
 // Only a key whose effect is unknown may be reconciled (CodeNotEffectUnknown

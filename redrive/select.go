@@ -92,7 +92,7 @@ type SelectRequest struct {
 	CanaryPoll    time.Duration
 
 	// reconciledOnly are the chosen reasons that may never be redriven
-	// blindly (effect_unknown) and have no --override: of them, only the
+	// blindly (effect_unknown) and have no override: of them, only the
 	// dead letters whose key the owner reconciled as no effect move.
 	reconciledOnly map[deadletter.Reason]bool
 }
@@ -155,11 +155,11 @@ type SelectResult struct {
 	NoKey int `json:"no_key"`
 	// EffectConfirmed: chosen effect_unknown dead letters left in the DLQ
 	// because the owner confirmed their effect (ledger reconcile
-	// --effect-confirmed): they never run again; reject them.
+	// effect confirmed): they never run again; reject them.
 	EffectConfirmed int `json:"skipped_effect_confirmed"`
 	// NotReconciled: chosen effect_unknown dead letters left in the DLQ
-	// because, without an --override, only keys reconciled as no effect
-	// move (ledger reconcile --no-effect).
+	// because, without an override, only keys reconciled as no effect
+	// move (Reconcile, no effect).
 	NotReconciled int                       `json:"skipped_not_reconciled"`
 	ByReason      map[deadletter.Reason]int `json:"by_reason"`
 	Letters       []Moved                   `json:"letters,omitempty"`
@@ -230,8 +230,8 @@ func (res *SelectResult) counts() map[string]int {
 //
 // A chosen effect_unknown dead letter moves only when its key's effect is
 // settled: never when the owner confirmed the effect (ledger reconcile
-// --effect-confirmed; counted in EffectConfirmed), and, without an
-// --override of effect_unknown, only when the owner reconciled it as no
+// effect confirmed; counted in EffectConfirmed), and, without an
+// override of effect_unknown, only when the owner reconciled it as no
 // effect (the others are counted in NotReconciled).
 //
 // A chosen dead letter whose claim check restores nothing (ClaimCheckError:

@@ -5,7 +5,7 @@ import "github.com/agentdlq/agentdlq/events/deadletter"
 // Step is one thing the owner can do next, as data: the plan's next steps
 // for each group and a refusal's way out (Plan, PlanGroup.Next,
 // Refusal.Next). A library never spells a command line: the CLI renders a
-// Step as one (agentdlq redrive select --pipeline … --reason …), the console
+// Step as one command line, the console
 // as a link or a form.
 type Step struct {
 	// Action is what to run: ActionSelect, ActionReject, ActionReconcile
