@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -304,8 +305,9 @@ func TestFaultConcurrentSelectiveRedrive(t *testing.T) {
 	moved := 0
 	for i := range 2 {
 		if errs[i] != nil {
-			// The run that found nothing left to move says so; it moved nothing.
-			assert.ErrorIs(t, errs[i], redrive.ErrRefused)
+			// The run that found nothing left to move says so, or that it
+			// saw only part of the DLQ (the other run held letters).
+			assert.True(t, errors.Is(errs[i], redrive.ErrRefused) || errors.Is(errs[i], redrive.ErrScanPartial), errs[i])
 		}
 		if results[i] != nil {
 			moved += results[i].Moved
