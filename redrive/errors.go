@@ -178,18 +178,19 @@ func (e *PartialError) Error() string {
 	default:
 		b = fmt.Appendf(b, "saw %d dead letters", e.Seen)
 	}
-	if e.Why != "" {
+	switch {
+	case e.Why != "":
+		// The scan said why (triage's words): once, not twice.
 		b = fmt.Appendf(b, " (%s)", e.Why)
-	}
-	if e.FIFO {
+	case e.FIFO:
 		b = append(b, "; the others are held (in flight), or behind a held letter of their FIFO message group, until their visibility timeout lapses"...)
-	} else {
+	default:
 		b = append(b, "; the others are held (in flight) by a receive until their visibility timeout lapses"...)
 	}
 	if e.RetryAfter > 0 {
-		b = fmt.Appendf(b, ": retry after %s", e.RetryAfter.Round(time.Second))
+		b = fmt.Appendf(b, ": retry after %s (a reader that set a longer timeout holds them longer)", e.RetryAfter.Round(time.Second))
 	} else {
-		b = append(b, ": retry after it"...)
+		b = append(b, ": retry after their visibility timeout"...)
 	}
 	return string(b)
 }
