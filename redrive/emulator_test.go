@@ -224,7 +224,7 @@ func TestEmulatorSelectiveRedrive(t *testing.T) {
 	require.True(t, r.local, "New decides: every client is on loopback")
 	ctx := context.Background()
 	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed in worker v2"}, Reasons: []deadletter.Reason{deadletter.ReasonUnclassified},
-		Rate: 200, Hold: lostReceiveHold, WaitSeconds: 1, IdleReceives: 3}
+		Rate: 200, WaitSeconds: 1, IdleReceives: 3}
 
 	// Refused without the deployed fix, and for a wrong owner: nothing moves.
 	_, err := r.Select(ctx, req)
@@ -359,7 +359,7 @@ func TestEmulatorCanaryStopsOnFailure(t *testing.T) {
 	}
 	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "tool fixed?"}, Reasons: []deadletter.Reason{deadletter.ReasonUnclassified},
 		Ack: Ack{FixDeployed: "worker v2 (not really)"}, Rate: 100, Canary: 2, CanaryTimeout: 20 * time.Second, CanaryPoll: 200 * time.Millisecond,
-		Hold: lostReceiveHold, WaitSeconds: 1, IdleReceives: 3}
+		WaitSeconds: 1, IdleReceives: 3}
 	res, err := r.Select(context.Background(), req)
 	require.ErrorIs(t, err, ErrCanaryFailed)
 	require.NotNil(t, res.Canary)
@@ -555,7 +555,7 @@ func TestEmulatorRedriveLoop(t *testing.T) {
 	l.work()
 	r := l.redriver()
 	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "try again"}, Reasons: []deadletter.Reason{deadletter.ReasonUnclassified},
-		Ack: Ack{FixDeployed: "not really fixed"}, Rate: 100, Hold: lostReceiveHold, WaitSeconds: 1, IdleReceives: 3}
+		Ack: Ack{FixDeployed: "not really fixed"}, Rate: 100, WaitSeconds: 1, IdleReceives: 3}
 	reasonInDLQ := func() string {
 		out, err := l.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(l.q.DLQURL), MaxNumberOfMessages: 1, VisibilityTimeout: 5,
 			MessageAttributeNames: []string{"All"}})
@@ -582,10 +582,3 @@ func TestEmulatorRedriveLoop(t *testing.T) {
 	_, err = r.Select(ctx, req)
 	assert.Equal(t, CodeForbidden, RefusalCode(err))
 }
-
-// lostReceiveHold is the hold of the emulator tests' passes that must see
-// every letter: a receive whose response the client loses (the race of
-// docs/local.md, rare, seen under make test's load) hides its letters for
-// the hold, and a pass that polls for three 1-second receives after the
-// last new letter outlasts a hold this short and sees them come back.
-const lostReceiveHold = 2 * time.Second
