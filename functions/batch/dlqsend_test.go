@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -231,7 +232,11 @@ func TestDeadLetterAttributesAreFitDeadLetters(t *testing.T) {
 				}
 				meta, err := deadletter.ParseMeta([]byte(got[deadletter.AttrMeta].StringValue))
 				require.NoError(t, err)
-				original := attributeMap(Record{Message: &msg}.appendDeadLetterAttrs(nil))
+				payload, err := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{msg}})
+				require.NoError(t, err)
+				lean, err := DecodeEvent(payload)
+				require.NoError(t, err)
+				original := attributeMap(lean.records[0].appendDeadLetterAttrs(nil))
 				want, ev, err := deadletter.FitDeadLetter(*meta, original, len(msg.Body), DefaultMaxMessageBytes, "")
 				require.NoError(t, err)
 				require.Nil(t, ev)

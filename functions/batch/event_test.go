@@ -43,10 +43,7 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 	case jerr != nil:
 		t.Fatalf("DecodeEvent accepted what encoding/json refuses (%v)\npayload: %q", jerr, truncate(string(payload), 2000))
 	}
-	got, err := lean.SQSEvent()
-	if err != nil {
-		t.Fatalf("SQSEvent of a decoded event: %v", err)
-	}
+	got := lean.SQSEvent()
 	if !reflect.DeepEqual(got, want) {
 		for i := range min(len(got.Records), len(want.Records)) {
 			if !reflect.DeepEqual(got.Records[i], want.Records[i]) {
@@ -344,20 +341,36 @@ func TestDecodeEventDuplicateAttributeName(t *testing.T) {
 	}
 }
 
-// TestDecodeEventInPlace: the body is decoded in the payload's own bytes.
-func TestDecodeEventInPlace(t *testing.T) {
-	payload := []byte(`{"Records":[{"messageId":"m","body":"{\"a\":\"\u00e9\"}"}]}`)
+// TestDecodeEventOwnsItsData: DecodeEvent leaves the payload as it was
+// and keeps nothing of it (the event decodes its own copy); decodeEvent,
+// Invoke's, decodes the body in the buffer it is given.
+func TestDecodeEventOwnsItsData(t *testing.T) {
+	const raw = `{"Records":[{"messageId":"m","body":"{\"a\":\"\u00e9\"}"}]}`
+	payload := []byte(raw)
 	ev, err := DecodeEvent(payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := ev.records[0].body
-	if string(body) != `{"a":"é"}` {
-		t.Fatalf("body %q", body)
+	if string(payload) != raw {
+		t.Fatalf("DecodeEvent modified the payload: %q", payload)
 	}
-	start := bytes.Index(payload, []byte(`"body":"`)) + len(`"body":"`)
-	if &body[0] != &payload[start] {
-		t.Fatal("the body was copied, not decoded in place")
+	copy(payload, bytes.Repeat([]byte{'x'}, len(payload))) // the runtime reuses its buffer
+	if body := string(ev.records[0].body); body != `{"a":"é"}` {
+		t.Fatalf("body %q after the payload was reused", body)
+	}
+	if id := ev.MessageID(0); id != "m" {
+		t.Fatalf("message id %q after the payload was reused", id)
+	}
+
+	buf := []byte(raw)
+	inPlace, err := decodeEvent(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := inPlace.records[0].body
+	start := bytes.Index([]byte(raw), []byte(`"body":"`)) + len(`"body":"`)
+	if string(body) != `{"a":"é"}` || &body[0] != &buf[start] {
+		t.Fatalf("decodeEvent: body %q not decoded in place", body)
 	}
 }
 

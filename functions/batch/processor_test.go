@@ -38,7 +38,7 @@ var testNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 // scripted is a handler driven by the body: "<action>[:<key>]". Any other
 // body is decoded as an agent task.
 func scripted(ctx context.Context, r Record) error {
-	action, key, _ := strings.Cut(r.Message.Body, ":")
+	action, key, _ := strings.Cut(string(r.Body()), ":")
 	switch action {
 	case "ok":
 		return nil
@@ -253,7 +253,7 @@ func TestDeadLetterIsFaithful(t *testing.T) {
 	assert.Equal(t, testNow, meta.DeadLetteredAt)
 	assert.Equal(t, 1, meta.Attempts)
 	assert.Equal(t, "test", meta.WorkerVersion)
-	assert.Equal(t, sha256Hex(body), meta.InputSHA256)
+	assert.Equal(t, hexSHA256(body), meta.InputSHA256)
 	require.Len(t, meta.History, 1)
 	assert.Equal(t, 1, meta.History[0].Receive)
 }
@@ -750,7 +750,7 @@ func TestLedgerPanics(t *testing.T) {
 				h := newHarness(t, func(c *Config) {
 					c.Concurrency = concurrency
 					c.Handler = func(ctx context.Context, r Record) error {
-						if key, ok := strings.CutPrefix(r.Message.Body, "transient-begin:"); ok {
+						if key, ok := strings.CutPrefix(string(r.Body()), "transient-begin:"); ok {
 							if err := r.Begin(ctx, key, false); err != nil {
 								return err
 							}
@@ -820,7 +820,8 @@ func TestOversizedDeadLetterIsSentOnce(t *testing.T) {
 	}
 }
 
-func sha256Hex(s string) string {
+// hexSHA256 is the dlq_meta input_sha256 of body, computed apart from the processor.
+func hexSHA256(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }

@@ -114,9 +114,8 @@ func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 	return w.proc.Handle(ctx, ev)
 }
 
-// Invoke makes the Worker a lambda.Handler on the lean path (see
-// batch.Processor.Invoke): the Lambda entry runs lambda.Start(w). The
-// payload's bodies are decoded in place.
+// Invoke makes the Worker a lambda.Handler (see batch.Processor.Invoke):
+// the Lambda entry runs lambda.Start(w).
 func (w *Worker) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	return w.proc.Invoke(ctx, payload)
 }
@@ -128,20 +127,9 @@ func (w *Worker) HandleEvent(ctx context.Context, ev *batch.Event) (events.SQSEv
 
 // handle runs one agent task.
 func (w *Worker) handle(ctx context.Context, r batch.Record) error {
-	// Through Handle, from the body string: the task's strings are cut from
-	// it, not copied. On the lean path the body aliases the invocation's
-	// payload, so the strings are copied (one allocation): the key goes to
-	// the ledger, which may keep it. The tool is checked apart so that the
-	// catalog is searched once.
+	// The tool is checked apart so that the catalog is searched once;
 	// args.fault is found in the pass that validates args.
-	var task agenttask.Task
-	var faultValue []byte
-	var err error
-	if r.Message != nil {
-		task, faultValue, err = agenttask.DecodeTaskStringArg(r.Message.Body, nil, "fault")
-	} else {
-		task, faultValue, err = agenttask.DecodeTaskArg(r.Body(), nil, "fault")
-	}
+	task, faultValue, err := agenttask.DecodeTaskArg(r.Body(), nil, "fault")
 	if err != nil {
 		return err // a *agenttask.ValidationError: poison with its reason
 	}
