@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
@@ -62,6 +61,7 @@ type outbox struct {
 	bytes   int // their size, as SQS counts it
 	pending [maxBatchEntries]pendingLetter
 	entries []types.SendMessageBatchRequestEntry // the batch being filled
+	strs    []string                             // its *string values point here
 	metas   [maxBatchEntries][]byte              // dlq_meta encoded, copied into the entry
 
 	// Scratch for the dead letter being encoded (its Meta is encoded, or
@@ -102,10 +102,22 @@ func putOutbox(o *outbox) {
 	outboxPool.Put(o)
 }
 
+// ptr returns a pointer to a copy of s in the batch's own slab: an
+// aws.String each was an allocation per attribute. The slab is never
+// written again once its batch is sent (reset starts a new one), and a
+// pointer into a slab that append outgrew still points at its value.
+func (o *outbox) ptr(s string) *string {
+	if len(o.strs) == cap(o.strs) {
+		o.strs = make([]string, 0, 64)
+	}
+	o.strs = append(o.strs, s)
+	return &o.strs[len(o.strs)-1]
+}
+
 // reset forgets the sent batch: its input belongs to the client now.
 func (o *outbox) reset() {
 	o.pending = [maxBatchEntries]pendingLetter{}
-	o.entries = nil
+	o.entries, o.strs = nil, nil
 	o.hist = [1]deadletter.Attempt{}
 	o.n, o.bytes = 0, 0
 }
@@ -178,25 +190,25 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	}
 	o.entries = o.entries[:slot+1]
 	e := &o.entries[slot]
-	*e = types.SendMessageBatchRequestEntry{Id: aws.String(entryIDs[slot]), MessageBody: aws.String(body)}
+	*e = types.SendMessageBatchRequestEntry{Id: &entryIDs[slot], MessageBody: o.ptr(body)}
 	if fitted == nil {
 		am := make(map[string]types.MessageAttributeValue, len(kept)+2)
 		for i := range kept {
-			am[kept[i].name] = attrValue(&kept[i].Attribute)
+			am[kept[i].name] = o.attrValue(&kept[i].Attribute)
 		}
-		am[deadletter.AttrReason] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(string(letter.reason))}
-		am[deadletter.AttrMeta] = types.MessageAttributeValue{DataType: aws.String("String"), StringValue: aws.String(string(o.metas[slot]))}
+		am[deadletter.AttrReason] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(string(letter.reason))}
+		am[deadletter.AttrMeta] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(string(o.metas[slot]))}
 		e.MessageAttributes = am
 	} else {
 		am := make(map[string]types.MessageAttributeValue, len(fitted))
 		for name, a := range fitted {
-			am[name] = attrValue(&a)
+			am[name] = o.attrValue(&a)
 		}
 		e.MessageAttributes = am
 	}
 	if th := rec.m.traceHeader(); th != "" {
 		e.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
-			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(th)},
+			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: o.ptr("String"), StringValue: o.ptr(th)},
 		}
 	}
 	if p.fifo {
@@ -204,8 +216,8 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 		if group == "" {
 			group = rec.MessageID()
 		}
-		e.MessageGroupId = aws.String(group)
-		e.MessageDeduplicationId = aws.String(DeduplicationID(rec.MessageID()))
+		e.MessageGroupId = o.ptr(group)
+		e.MessageDeduplicationId = o.ptr(DeduplicationID(rec.MessageID()))
 	}
 	o.pending[slot] = letter
 	o.n, o.bytes = slot+1, o.bytes+size
@@ -215,12 +227,12 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 }
 
 // attrValue is the SQS attribute of a dead letter's attribute.
-func attrValue(a *deadletter.Attribute) types.MessageAttributeValue {
-	v := types.MessageAttributeValue{DataType: aws.String(a.DataType)}
+func (o *outbox) attrValue(a *deadletter.Attribute) types.MessageAttributeValue {
+	v := types.MessageAttributeValue{DataType: o.ptr(a.DataType)}
 	if strings.HasPrefix(a.DataType, "Binary") {
 		v.BinaryValue = a.BinaryValue
 	} else {
-		v.StringValue = aws.String(a.StringValue)
+		v.StringValue = o.ptr(a.StringValue)
 	}
 	return v
 }
@@ -269,7 +281,7 @@ func (p *Processor) flush(ctx context.Context, m *counters) {
 		return
 	}
 	n := o.n
-	out, err := p.sendBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(p.dlqURL), Entries: o.entries[:n]})
+	out, err := p.sendBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: o.ptr(p.dlqURL), Entries: o.entries[:n]})
 	var errs [maxBatchEntries]error
 	if err != nil {
 		for i := range n {

@@ -1110,10 +1110,34 @@ func (r *message) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
 	}
 	var d decoder // base64's scratch
 	var kbuf [32]byte
+	// The names and string values are decoded into one buffer and made one
+	// string, which they are cut from: one allocation a record, not two an
+	// attribute.
+	var sbuf [1024]byte
+	sb := sbuf[:0]
+	type spans struct{ name, value [2]int }
+	var cut [deadletter.MaxAttributes]spans
+	first := len(dst)
+	appendContent := func(content []byte, flags uint8) [2]int {
+		off := len(sb)
+		if flags == 0 {
+			sb = append(sb, content...)
+		} else {
+			sb = plainOrUnquoteAppend(sb, content)
+		}
+		return [2]int{off, len(sb)}
+	}
 	i := jsonscan.SkipWS(b, 1)
 	for i < len(b) && b[i] == '"' {
 		end, fl := jsonscan.ScanString(b, i)
-		a := namedAttr{name: flaggedString(b[i+1:end-1], fl)}
+		var a namedAttr
+		var sp spans
+		n := len(dst) - first
+		if n < len(cut) {
+			sp.name = appendContent(b[i+1:end-1], fl)
+		} else {
+			a.name = flaggedString(b[i+1:end-1], fl)
+		}
 		i = jsonscan.SkipWS(b, jsonscan.SkipWS(b, end)+1) // past ':'
 		if b[i] == 'n' {
 			i += len("null")
@@ -1137,10 +1161,17 @@ func (r *message) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
 				switch {
 				case b[j] == 'n':
 					k = j + len("null") // the zero value
+					if f == mStringValue {
+						sp.value, a.StringValue = [2]int{}, ""
+					}
 				case f == mStringValue:
 					var vfl uint8
 					k, vfl = jsonscan.ScanString(b, j)
-					a.StringValue = flaggedString(b[j+1:k-1], vfl)
+					if n < len(cut) {
+						sp.value = appendContent(b[j+1:k-1], vfl)
+					} else {
+						a.StringValue = flaggedString(b[j+1:k-1], vfl)
+					}
 				case f == mDataType:
 					k = jsonscan.SkipString(b, j)
 					a.DataType = dataTypeString(b[j+1 : k-1])
@@ -1157,11 +1188,19 @@ func (r *message) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
 			}
 			i++ // '}'
 		}
+		if n < len(cut) {
+			cut[n] = sp
+		}
 		dst = append(dst, a)
 		i = jsonscan.SkipWS(b, i)
 		if b[i] == ',' {
 			i = jsonscan.SkipWS(b, i+1)
 		}
+	}
+	all := string(sb)
+	for n := range min(len(dst)-first, len(cut)) {
+		a, sp := &dst[first+n], cut[n]
+		a.name, a.StringValue = all[sp.name[0]:sp.name[1]], all[sp.value[0]:sp.value[1]]
 	}
 	return dst
 }
