@@ -69,12 +69,17 @@ type Config struct {
 	// a dependency's own error types, as asynq's IsFailure and Watermill's
 	// poison filter allow, instead of wrapping every error in the handler.
 	Classify ClassifyFunc
-	// MaxMessageBytes is optional (default 262144, 256 KiB): the DLQ's
-	// MaximumMessageSize. A dead letter that would be larger gives up, in
-	// order, its history, folded attributes, kept attributes and all but
-	// the identity of its metadata (deadletter.FitDeadLetter); the body
-	// stays byte for byte. Set it when the DLQ allows more (at most
-	// 1048576).
+	// MaxMessageBytes is optional (default 1048576, 1 MiB: SQS's maximum
+	// and the MaximumMessageSize of a new queue): the DLQ's
+	// MaximumMessageSize, 1024..1048576. A dead letter that would be larger
+	// gives up, in order, its history, folded attributes, kept attributes
+	// and all but the identity of its metadata (deadletter.FitDeadLetter);
+	// the body stays byte for byte. A body within deadletter.Reserve of it
+	// is dead-lettered with its reason all the same, so a hot queue whose
+	// MaximumMessageSize is this less deadletter.Reserve sends the
+	// processor nothing it cannot dead-letter. Set it to the DLQ's own
+	// value: a larger one makes SQS refuse the send (the record is then
+	// retried, and moved by the broker as receive_limit).
 	MaxMessageBytes int
 	// Evidence is optional: where the processor keeps, as a claim check,
 	// what a dead letter had to give up to fit (an *s3.Client). Without it,
@@ -118,10 +123,11 @@ func PipelineConfig(p *pipeline.Pipeline) Config {
 	}
 }
 
-// DefaultMaxMessageBytes is the default Config.MaxMessageBytes: 256 KiB,
-// the SQS message size limit of queues made before 2025, and so safe for
-// every DLQ.
-const DefaultMaxMessageBytes = 256 * 1024
+// DefaultMaxMessageBytes is the default Config.MaxMessageBytes: 1 MiB,
+// SQS's maximum message size and the MaximumMessageSize of a queue made
+// without one. A DLQ made before August 2025 with the then default of 256
+// KiB needs Config.MaxMessageBytes set to 262144.
+const DefaultMaxMessageBytes = 1024 * 1024
 
 // ErrConfig wraps every error of New and of Handle on a processor that New
 // did not build.

@@ -148,9 +148,9 @@ func TestBatchSendRespectsTheBatchSize(t *testing.T) {
 		maxMessage, body, limit int
 		batches                 []int
 	}{
-		{maxMessage: 0, body: 100 << 10, limit: 256 << 10, batches: []int{2, 2, 2, 1}},
-		{maxMessage: 1 << 20, body: 300 << 10, limit: 1 << 20, batches: []int{3, 3, 1}},
-		{maxMessage: 0, body: 20 << 10, limit: 256 << 10, batches: []int{7}},
+		{maxMessage: 256 << 10, body: 100 << 10, limit: 256 << 10, batches: []int{2, 2, 2, 1}},
+		{maxMessage: 0, body: 300 << 10, limit: 1 << 20, batches: []int{3, 3, 1}}, // the default: 1 MiB
+		{maxMessage: 256 << 10, body: 20 << 10, limit: 256 << 10, batches: []int{7}},
 	} {
 		t.Run(fmt.Sprintf("max=%d,body=%d", tc.maxMessage, tc.body), func(t *testing.T) {
 			t.Parallel()

@@ -42,6 +42,9 @@ type Config struct {
 	// Concurrency is optional (default 1): records (standard queue) or
 	// message groups (FIFO) handled at once; see batch.Config.Concurrency.
 	Concurrency int
+	// DLQMaxMessageBytes is optional (default batch.DefaultMaxMessageBytes,
+	// 1 MiB): the DLQ's MaximumMessageSize (batch.Config.MaxMessageBytes).
+	DLQMaxMessageBytes int
 	// Evidence and EvidenceBucket are optional, together: where a dead
 	// letter too large for the DLQ keeps what it gave up (a claim check; see
 	// batch.Config.Evidence), an *s3.Client and the eval bucket.
@@ -91,6 +94,7 @@ func New(cfg Config) (*Worker, error) {
 	bc.Ledger = cfg.Ledger
 	bc.WorkerVersion = cfg.WorkerVersion
 	bc.Evidence, bc.EvidenceBucket = cfg.Evidence, cfg.EvidenceBucket
+	bc.MaxMessageBytes = cfg.DLQMaxMessageBytes
 	bc.Concurrency = cfg.Concurrency
 	bc.Logger, bc.Metrics, bc.Now, bc.Rand = cfg.Logger, cfg.Metrics, cfg.Now, cfg.Rand
 	p, err := batch.New(bc)
