@@ -53,6 +53,20 @@ const (
 	EffectReadOnly EffectState = "read_only" // the tool does not mutate the outside world
 )
 
+// TaskFields is what dlq_meta says of the task a message carried, for
+// triage, redrive and logs; a worker that decoded the body names them
+// (batch.Record.Describe). No prompt, no argument, no result.
+type TaskFields struct {
+	TaskID         string
+	RunID          string
+	Tenant         string
+	Tool           string
+	ToolVersion    string
+	SchemaVersion  int
+	IdempotencyKey string
+	TraceID        string
+}
+
 // Attempt is one failed attempt in a dead letter's history.
 type Attempt struct {
 	Receive   int       `json:"n"`

@@ -74,7 +74,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		meta.SourceQueueARN = rec.EventSourceARN()
 	}
 	if st.described {
-		t := &st.task
+		t := &st.fields
 		meta.TaskID, meta.RunID, meta.Tenant, meta.Tool, meta.ToolVersion = t.TaskID, t.RunID, t.Tenant, t.Tool, t.ToolVersion
 		meta.SchemaVersion, meta.TraceID = t.SchemaVersion, t.TraceID
 		if meta.IdempotencyKey == "" {

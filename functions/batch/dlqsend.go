@@ -367,7 +367,7 @@ func (p *Processor) settle(ctx context.Context, l *pendingLetter, err error, m *
 	m.byReason[reasonIndex(l.reason)]++
 	line := deadLetterLine{
 		messageID: rec.MessageID(), queue: queueName(rec.EventSourceARN()), reason: string(l.reason), attempt: rec.ReceiveCount,
-		traceID: st.task.TraceID, code: l.code, err: l.errMsg,
+		traceID: st.fields.TraceID, code: l.code, err: l.errMsg,
 	}
 	if pe, ok := errors.AsType[*panicError](l.cause); ok {
 		line.stack = truncate(pe.stack(), 4096)

@@ -24,7 +24,6 @@ import (
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
-	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 const (
@@ -468,14 +467,14 @@ func TestFIFO(t *testing.T) {
 	}}
 	tests := []struct {
 		name   string
-		poison pipeline.FIFOPoison
+		poison FIFOPoison
 		want   map[string]outcome
 	}{
-		{name: "dead_letter", poison: pipeline.FIFOPoisonDeadLetter, want: map[string]outcome{
+		{name: "dead_letter", poison: FIFOPoisonDeadLetter, want: map[string]outcome{
 			"a1": acked, "b1": acked, "a2": retried, "b2": deadLettered(deadletter.ReasonSchemaInvalid),
 			"a3": retried /* held behind a2 */, "b3": acked, "c1": deadLettered(deadletter.ReasonSchemaInvalid), "c2": acked,
 		}},
-		{name: "hold_group", poison: pipeline.FIFOPoisonHoldGroup, want: map[string]outcome{
+		{name: "hold_group", poison: FIFOPoisonHoldGroup, want: map[string]outcome{
 			"a1": acked, "b1": acked, "a2": retried, "b2": retried /* held */, "a3": retried, "b3": retried,
 			"c1": deadLettered(deadletter.ReasonSchemaInvalid) /* last receive */, "c2": acked,
 		}},

@@ -10,7 +10,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 )
 
@@ -42,7 +42,7 @@ type Record struct {
 
 // recordState is what the handler tells the processor about a record.
 type recordState struct {
-	task          agenttask.Task
+	fields        deadletter.TaskFields // what Describe named
 	described     bool
 	key           string
 	begun         bool
@@ -102,15 +102,21 @@ func (r Record) SQSMessage() events.SQSMessage {
 	return r.m.sqsMessage()
 }
 
-// Describe attaches the decoded task, so that a dead letter's dlq_meta
-// carries its task, run, tenant, tool, idempotency key and trace id, and
-// logs carry its trace_id. The task is copied; its Args are not kept.
-func (r Record) Describe(t *agenttask.Task) {
-	if r.st == nil || t == nil {
+// Describer is a decoded message that names what its dead letter's
+// dlq_meta and the processor's log lines say of it: an agenttask.Task, or a
+// type of the handler's own.
+type Describer interface {
+	DeadLetterFields() deadletter.TaskFields
+}
+
+// Describe attaches what the handler decoded, so that a dead letter's
+// dlq_meta carries the task, run, tenant, tool, idempotency key and trace
+// id, and the log lines its trace_id. The fields are read at once.
+func (r Record) Describe(d Describer) {
+	if r.st == nil || d == nil {
 		return
 	}
-	r.st.task = *t
-	r.st.task.Args = nil
+	r.st.fields = d.DeadLetterFields()
 	r.st.described = true
 }
 

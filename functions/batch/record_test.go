@@ -147,3 +147,32 @@ func TestRecordValuesAreSafeToKeep(t *testing.T) {
 		})
 	}
 }
+
+// order is a payload of a handler's own, not an agent task.
+type order struct{ id, tenant, trace string }
+
+func (o order) DeadLetterFields() deadletter.TaskFields {
+	return deadletter.TaskFields{TaskID: o.id, Tenant: o.tenant, TraceID: o.trace, IdempotencyKey: "order:" + o.id}
+}
+
+// TestDescribeTakesAnyPayload: what a handler's own type names is what the
+// dead letter's dlq_meta and the log line carry.
+func TestDescribeTakesAnyPayload(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, func(c *Config) {
+		c.Handler = func(_ context.Context, r Record) error {
+			r.Describe(order{id: "o-1", tenant: "acme", trace: "trace-o-1"})
+			return Poison(deadletter.ReasonSchemaInvalid, nil)
+		}
+	})
+	got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", `{"order":"o-1"}`, 1)}})
+	require.Equal(t, deadLettered(deadletter.ReasonSchemaInvalid), got["m1"])
+	require.Len(t, h.sqs.sent, 1)
+	meta, err := deadletter.ParseMeta([]byte(aws.ToString(h.sqs.sent[0].MessageAttributes[deadletter.AttrMeta].StringValue)))
+	require.NoError(t, err)
+	assert.Equal(t, "o-1", meta.TaskID)
+	assert.Equal(t, "acme", meta.Tenant)
+	assert.Equal(t, "trace-o-1", meta.TraceID)
+	assert.Equal(t, "order:o-1", meta.IdempotencyKey)
+	assert.Contains(t, h.logs.String(), `"trace_id":"trace-o-1"`)
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/batch"
+	"github.com/agentdlq/agentdlq/functions/batch/batchpipeline"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -85,7 +86,7 @@ func New(cfg Config) (*Worker, error) {
 	if w.catalog == nil {
 		w.catalog = agenttask.SampleCatalog()
 	}
-	bc := batch.PipelineConfig(cfg.Pipeline)
+	bc := batchpipeline.Config(cfg.Pipeline)
 	bc.Handler = w.handle
 	bc.SQS = cfg.SQS
 	bc.DLQURL = cfg.Queues.DLQURL
