@@ -19,6 +19,11 @@ help:
 test:
 	@scripts/test.sh
 
+## test-under-load: make test RUNS (5) times in a row with BURNERS (2) CPU-burning processes beside it; logs in .local/under-load/
+.PHONY: test-under-load
+test-under-load:
+	@scripts/test-under-load.sh
+
 ## test-arm64: the unit tests of the contract, scanner, codec, processor and worker built for arm64 and run under qemu-user (make test runs them too)
 .PHONY: test-arm64
 test-arm64:

@@ -59,6 +59,8 @@ install() {
     command -v npm >/dev/null || die "npm is needed to install the emulators (package.json, package-lock.json)"
     (cd "$ROOT" && scripts/progress.sh "local: installing the pinned emulators: npm ci (first time: about 40 s)" npm ci --no-audit --no-fund --loglevel=error >&2)
   fi
+  # The pinned fauxqs, patched where it differs from SQS (scripts/patch-fauxqs.mjs).
+  "$(node_bin)" "$ROOT/scripts/patch-fauxqs.mjs" || die "could not patch fauxqs (scripts/patch-fauxqs.mjs)"
   mkdir -p "$BIN"
   # Rebuild the S3 server only when its source or the module versions changed.
   if [[ ! -x "$BIN/s3server" || "$ROOT/scripts/s3server/main.go" -nt "$BIN/s3server" || "$ROOT/go.sum" -nt "$BIN/s3server" ]]; then

@@ -8,6 +8,10 @@
 // endpoint such as the local gofakes3 server cannot serve virtual-hosted
 // buckets (bucket.127.0.0.1), so S3PathStyle turns path style on for every S3
 // client built from the config whenever its endpoint is custom.
+//
+// Every config Load returns carries internal/sdkhttp's fix for the SDK's
+// request-body race, which otherwise loses responses (ReceiveMessage's
+// messages among them) on a fast or loaded connection.
 package awscfg
 
 import (
@@ -16,9 +20,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/agentdlq/agentdlq/internal/sdkhttp"
 )
 
-// Load is config.LoadDefaultConfig with S3PathStyle applied, and the
+// Load is config.LoadDefaultConfig with S3PathStyle and sdkhttp.Apply applied, and the
 // profile and region of the Options ctx carries (WithOptions) applied
 // before optFns.
 func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
@@ -27,6 +33,7 @@ func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.C
 		return aws.Config{}, err
 	}
 	S3PathStyle(&cfg)
+	sdkhttp.Apply(&cfg)
 	return cfg, nil
 }
 

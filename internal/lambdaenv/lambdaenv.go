@@ -17,6 +17,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/agentdlq/agentdlq/internal/sdkhttp"
 )
 
 // Load returns a Config with the region and the static credentials of the
@@ -33,10 +35,12 @@ func Load(lookup func(string) string) (aws.Config, error) {
 	if key == "" || secret == "" {
 		return aws.Config{}, errors.New("AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (the Lambda runtime sets them from the execution role)")
 	}
-	return aws.Config{
+	cfg := aws.Config{
 		Region:      region,
 		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(key, secret, lookup("AWS_SESSION_TOKEN"))),
-	}, nil
+	}
+	sdkhttp.Apply(&cfg) // the SDK's request-body race: see internal/sdkhttp
+	return cfg, nil
 }
 
 // Endpoint returns the custom endpoint for a service as the SDK's own

@@ -1,7 +1,6 @@
 package localtest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -20,24 +19,6 @@ type debugClient struct{ base aws.HTTPClient }
 
 func (d debugClient) Do(req *http.Request) (*http.Response, error) {
 	op := req.Header.Get("X-Amz-Target")
-	if req.Body != nil && req.Body != http.NoBody {
-		// net/http gets a body of its own, which nothing else reads or
-		// closes. The suspected cause of the lost receives of docs/local.md
-		// ("body broke off ... use of closed network connection"): the SDK
-		// closes its request stream once the response's headers are in,
-		// and net/http's write loop, which closes the body too after
-		// writing it, takes a bare io.EOF from Request.write as a failed
-		// write and closes the connection while the response body is still
-		// being read. Not proven: it was seen in 3 of 9 full test runs
-		// before this, in none of the runs since.
-		data, err := io.ReadAll(req.Body)
-		_ = req.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		req.Body = io.NopCloser(bytes.NewReader(data))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
-	}
 	start := time.Now()
 	resp, err := d.base.Do(req)
 	if err != nil {

@@ -1,10 +1,18 @@
 package localtest_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -256,4 +264,73 @@ func TestSQSAbandonedLongPollTakesNothing(t *testing.T) {
 		require.Len(t, got, 1, "fifo=%v: the message is not held by the abandoned poll", fifo)
 		assert.Equal(t, "after the abandoned poll", aws.ToString(got[0].Body))
 	}
+}
+
+// What fauxqs writes on the wire for bodies the project sends (issue 18's
+// first suspect for the lost receives): for multi-byte UTF-8, JSON escapes,
+// the edges of SQS's allowed characters and a large body, each
+// ReceiveMessage response read off a raw connection has exactly the bytes
+// its Content-Length says (none missing, none after it), is valid JSON, and
+// gives back every body byte for byte. It holds: the lost receives were the
+// SDK's request-body race (internal/sdkhttp), not the emulator.
+func TestSQSResponsesAreWholeAndValid(t *testing.T) {
+	t.Parallel()
+	cfg := localtest.AWS(t)
+	c := sqs.NewFromConfig(cfg)
+	q := localtest.Queues(t, cfg, testPipeline(t, false))
+	bodies := []string{
+		`{"task_id":"t1","tenant":"` + strings.Repeat("ü", 121) + `","args":{}}`,
+		`{"q":"東京の天気","emoji":"🙂🚀","mixed":"aé漢😀"}`,
+		`{"esc":"\"\\\/\b\f\n\r\t\u0001\u001f\u2028\u2029\ud83d\ude00"}`,
+		"raw controls allowed by SQS:\t\n\r end",
+		"edges: \ud7ff \ue000 \ufffd \U00010000 \U0010ffff",
+		`{"big":"` + strings.Repeat("aé漢😀\\\"", 9000) + `"}`,
+		"</xml> & <not-xml attr=\"1\"> ' \\u0000 as text",
+	}
+	for _, b := range bodies {
+		_, err := c.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(q.HotURL), MessageBody: aws.String(b)})
+		require.NoError(t, err, "send %.40q", b)
+	}
+	endpoint := os.Getenv(localtest.EnvSQS)
+	got := map[string]bool{}
+	for attempt := 0; attempt < 20 && len(got) < len(bodies); attempt++ {
+		for _, m := range rawReceive(t, endpoint, q.HotURL) {
+			got[m] = true
+		}
+	}
+	for _, b := range bodies {
+		assert.True(t, got[b], "body not given back byte for byte: %.60q", b)
+	}
+}
+
+// rawReceive sends one ReceiveMessage over a fresh connection, reads the
+// response with net/http's parser, checks that nothing follows the
+// Content-Length bytes and that they are valid JSON, and returns the bodies.
+func rawReceive(t *testing.T, endpoint, queueURL string) []string {
+	t.Helper()
+	u, err := url.Parse(endpoint)
+	require.NoError(t, err)
+	conn, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	require.NoError(t, err)
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	req := fmt.Sprintf(`{"QueueUrl":%q,"MaxNumberOfMessages":10,"VisibilityTimeout":60,"WaitTimeSeconds":1}`, queueURL)
+	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.ReceiveMessage\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", u.Host, len(req), req)
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Greater(t, resp.ContentLength, int64(0), "fauxqs sends a Content-Length")
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err, "the body has fewer bytes than its Content-Length")
+	rest, _ := io.ReadAll(br)
+	require.Empty(t, rest, "bytes after the Content-Length's %d: the header undercounts the body", resp.ContentLength)
+	require.True(t, json.Valid(body), "the response is not valid JSON")
+	var out struct{ Messages []struct{ Body string } }
+	require.NoError(t, json.Unmarshal(body, &out))
+	var bodies []string
+	for _, m := range out.Messages {
+		bodies = append(bodies, m.Body)
+	}
+	return bodies
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/internal/sdkhttp"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -73,6 +74,7 @@ func AWS(t testing.TB) aws.Config {
 		t.Fatalf("localtest: aws config: %v", err)
 	}
 	awscfg.S3PathStyle(&cfg)
+	sdkhttp.Apply(&cfg) // as awscfg.Load and lambdaenv.Load do: the SDK's request-body race
 	// An HTTP exchange with an emulator that fails or breaks off is logged
 	// (only then): a flake then says what the client saw.
 	cfg.HTTPClient = debugClient{base: cfg.HTTPClient}
