@@ -83,7 +83,9 @@ func (o *outbox) history(a deadletter.Attempt) []deadletter.Attempt {
 // sha256Hex is the hex SHA-256 of b.
 func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var buf [2 * sha256.Size]byte
+	hex.Encode(buf[:], sum[:])
+	return string(buf[:])
 }
 
 var outboxPool = sync.Pool{New: func() any { return new(outbox) }}
@@ -132,9 +134,9 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	o := m.dlq
 	rec.st.result = resultRetry
 	letter := pendingLetter{rec: rec, reason: meta.Reason, code: code, cause: cause, now: meta.DeadLetteredAt}
-	// The message's attributes and body as the dead letter carries them: on
-	// the lean path the attributes are decoded now (data type and values
-	// only) and the body copied out of the invocation's payload.
+	// The message's attributes and body as the dead letter carries them:
+	// the attributes decoded now (data type and values only), the body
+	// copied as it was received.
 	clear(o.rattrs)
 	o.rattrs = rec.m.appendDeadLetterAttrs(o.rattrs[:0])
 	body := rec.m.sendBody()

@@ -1250,8 +1250,8 @@ func (r *message) sqsMessage() events.SQSMessage {
 }
 
 // SQSEvent returns the event as aws-lambda-go's type, every string and
-// slice a new copy (for tests and for code that needs the maps; it costs
-// what the lean path saves).
+// slice a new copy (for tests and for code that needs the maps, which the
+// processor otherwise never builds).
 func (e *Event) SQSEvent() events.SQSEvent {
 	var ev events.SQSEvent
 	if e == nil || e.records == nil {

@@ -66,7 +66,7 @@ const (
 // Handler over every record and returns the partial batch response. Record
 // failures never make it return an error; it returns one (and acknowledges
 // nothing) only when the processor was not built by New or the event is not
-// an SQS event. Invoke is the lean path to the same processing.
+// an SQS event. Invoke runs the same processing on the raw payload.
 func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	if p == nil || p.handler == nil {
 		return events.SQSEventResponse{}, fmt.Errorf("%w: use batch.New", ErrConfig)
