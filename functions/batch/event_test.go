@@ -52,9 +52,28 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 		}
 		t.Fatalf("events differ: lean %d records, json %d (nil: %v, %v)", len(got.Records), len(want.Records), got.Records == nil, want.Records == nil)
 	}
-	// What the processor reads without materializing the record.
-	for i := range lean.records {
-		r, w := &lean.records[i], &want.Records[i]
+	sameMessages(t, "DecodeEvent", lean.records, want)
+	// Handle's way to the same messages, from the decoded event.
+	fromSQS, err := fromSQSEvent(want)
+	if err != nil {
+		t.Fatalf("fromSQSEvent of a decoded event: %v", err)
+	}
+	if got := (&Event{records: fromSQS}).SQSEvent(); !reflect.DeepEqual(got.Records, want.Records) && len(want.Records) > 0 {
+		t.Fatalf("fromSQSEvent:\n got %#v\nwant %#v", got.Records, want.Records)
+	}
+	sameMessages(t, "fromSQSEvent", fromSQS, want)
+	if cerr, werr := lean.check(), CheckSQSEvent(want); (cerr == nil) != (werr == nil) {
+		t.Fatalf("check: lean %v, CheckSQSEvent %v", cerr, werr)
+	}
+	return lean
+}
+
+// sameMessages fails t when what the processor reads of msgs without
+// materializing a record differs from the decoded event want.
+func sameMessages(t *testing.T, path string, msgs []message, want events.SQSEvent) {
+	t.Helper()
+	for i := range msgs {
+		r, w := &msgs[i], &want.Records[i]
 		n, ok := r.receiveCount()
 		wn, wok := receiveCount(w.Attributes[attrReceiveCount])
 		if n != wn || ok != wok {
@@ -94,13 +113,9 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 			wdl[name] = v
 		}
 		if !reflect.DeepEqual(dl, wdl) {
-			t.Fatalf("record %d: dead-letter attributes\n lean %#v\n json %#v", i, dl, wdl)
+			t.Fatalf("%s: record %d: dead-letter attributes\n lean %#v\n json %#v", path, i, dl, wdl)
 		}
 	}
-	if cerr, werr := lean.check(), CheckSQSEvent(want); (cerr == nil) != (werr == nil) {
-		t.Fatalf("check: lean %v, CheckSQSEvent %v", cerr, werr)
-	}
-	return lean
 }
 
 func TestDecodeEventTestdata(t *testing.T) {

@@ -74,18 +74,13 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 	if err := CheckSQSEvent(ev); err != nil {
 		return events.SQSEventResponse{}, err
 	}
-	// One representation of a record on every entry: the event as Lambda
-	// would hand it to Invoke. A string that is not valid UTF-8 becomes
-	// U+FFFD, as it would in a Lambda payload.
-	payload, err := json.Marshal(ev)
-	if err != nil {
-		return events.SQSEventResponse{}, fmt.Errorf("%w: %w", ErrNotSQSEvent, err)
-	}
-	lean, err := decodeEvent(payload)
+	// One representation of a record on every entry: a message as Invoke
+	// decodes one.
+	msgs, err := fromSQSEvent(ev)
 	if err != nil {
 		return events.SQSEventResponse{}, err
 	}
-	return p.run(ctx, lean.records), nil
+	return p.run(ctx, msgs), nil
 }
 
 // HandleEvent is Handle on an event decoded by DecodeEvent. Handlers see
