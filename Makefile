@@ -14,7 +14,7 @@ BUILD_CLI = mkdir -p .local/bin && scripts/progress.sh "building agentdlq into .
 help:
 	@grep -hE '^## ' $(MAKEFILE_LIST) | sed -e 's/^## /  /' | column -t -s ':'
 
-## test: unit, stack and end-to-end tests (starts private emulators on free ports, always stops them)
+## test: unit, stack and end-to-end tests (starts private emulators on free ports, always stops them), the arm64 unit tests under qemu-user and the example modules; installs qemu-user and chromium from Debian's packages the first time
 .PHONY: test
 test:
 	@scripts/test.sh
@@ -41,7 +41,7 @@ local-up:
 local-env:
 	@scripts/local.sh env
 
-## local-down: stop the local emulators
+## local-down: stop the local emulators (they keep nothing) and move out/'s audit and reports to out/previous/<UTC time>/ (start over)
 .PHONY: local-down
 local-down:
 	@scripts/local.sh down
@@ -161,14 +161,14 @@ bench-indep:
 	  "indep-10000-ok90.json:10:90 % ok" "indep-100-ok40.json:1000:40 % ok, 60 % failing" \
 	  "indep-100-ok100.json:1000:all ok" "indep-100-ok10.json:1000:10 % ok, 90 % failing"
 
-## synth: synthesize the stack to cdk.out offline (no AWS account or credentials; name each pipeline's redrive principal in CDK_ARGS, see README Deploying); runs make build when a bootstrap is missing
+## synth: synthesize the stack to cdk.out offline (no AWS account or credentials; name each pipeline's redrive principal in CDK_ARGS, see docs/deploying.md); runs make build when a bootstrap is missing
 .PHONY: synth
 synth: cdk-cli
 	@test -x dist/worker/bootstrap -a -x dist/triage/bootstrap || $(MAKE) --no-print-directory build
 	AWS_EC2_METADATA_DISABLED=true $(CDK) synth --quiet $(CDK_ARGS)
 	@echo "synthesized: cdk.out/$$(cd cdk.out && ls *.template.json)"
 
-## deploy: make build, then cdk deploy to the account and region of your AWS credentials (bootstrap once, see README "Deploying")
+## deploy: make build, then cdk deploy to the account and region of your AWS credentials (bootstrap once, see docs/deploying.md)
 .PHONY: deploy
 deploy: cdk-cli build
 	$(CDK) deploy --require-approval broadening $(CDK_ARGS)

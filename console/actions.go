@@ -53,6 +53,10 @@ const planLimit = 50
 // redrivePage shows the plan of a reason or one group, the form, and reject.
 func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request) {
 	f := redriveForm{Reason: r.FormValue("r"), Fingerprint: r.FormValue("fp"), Rate: redrive.DefaultRate, Canary: 1}
+	// Back from a dry run's or a redrive's page: its values, to change or run.
+	if j := s.job(r.FormValue("job")); j != nil && j.Pipeline == r.FormValue("p") && j.form != nil {
+		f = *j.form
+	}
 	s.renderRedrive(w, r, http.StatusOK, f, "")
 }
 
@@ -155,6 +159,7 @@ func (s *Server) redrivePost(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	j := s.newJob(kind, p, label, total)
+	j.form = &f
 	go s.runRedrive(p, j, req)
 	http.Redirect(w, r, "/job?id="+j.ID, http.StatusSeeOther)
 }

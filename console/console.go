@@ -29,12 +29,21 @@ type SQSAPI interface {
 	triage.ScanAPI
 }
 
+// ErrQueuesNotFound is what Config.Resolve wraps when a pipeline's queues
+// do not exist (not created locally, not deployed in this account and
+// region): a defined pipeline without queues is a fact to show, not an
+// error.
+var ErrQueuesNotFound = errors.New("the pipeline's queues do not exist")
+
 // Config is one console. The CLI (agentdlq ui) builds it from the AWS
 // config; tests build it on the local emulators or fakes.
 type Config struct {
 	// Pipelines is required: every pipeline the console shows (defaults applied).
 	Pipelines []*pipeline.Pipeline
-	// Resolve is required: finds a pipeline's hot queue and DLQ.
+	// Resolve is required: finds a pipeline's hot queue and DLQ. When they
+	// do not exist its error wraps ErrQueuesNotFound (errors.Is): the
+	// overview then says the pipeline's queues are not created, not that
+	// something failed.
 	Resolve func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error)
 	// SQS is required.
 	SQS SQSAPI

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,6 +32,9 @@ type Job struct {
 	err      error
 	result   *redrive.SelectResult
 	report   *triage.Report
+	// form is a dry run's or a redrive's form as submitted: the job's page
+	// links back to it with the values kept.
+	form *redriveForm
 }
 
 // JobView is a job's state at one moment, for a page.
@@ -41,8 +46,14 @@ type JobView struct {
 	Error                     string
 	Refused                   bool
 	RefusalCode               string
-	Result                    *redrive.SelectResult
-	Report                    *triage.Report
+	// RefusalReason is the refusal in words, without the code Error
+	// repeats ("refused (owner_mismatch): …").
+	RefusalReason string
+	// Back is the redrive form's address with the job's values kept ("" for
+	// a refresh).
+	Back   string
+	Result *redrive.SelectResult
+	Report *triage.Report
 }
 
 func (j *Job) view() JobView {
@@ -54,6 +65,20 @@ func (j *Job) view() JobView {
 		v.Error = j.err.Error()
 		v.Refused = errors.Is(j.err, redrive.ErrRefused)
 		v.RefusalCode = string(redrive.RefusalCode(j.err))
+		v.RefusalReason = v.Error
+		var rf *redrive.Refusal
+		if errors.As(j.err, &rf) {
+			// The refusal without its "refused (code): ", which the page
+			// shows once, beside "Refused".
+			v.RefusalReason = strings.TrimPrefix(rf.Error(), "refused ("+string(rf.Code)+"): ")
+		}
+	}
+	if j.form != nil {
+		q := url.Values{"p": {j.Pipeline}, "r": {j.form.Reason}, "job": {j.ID}}
+		if j.form.Fingerprint != "" {
+			q.Set("fp", j.form.Fingerprint)
+		}
+		v.Back = "/redrive?" + q.Encode()
 	}
 	return v
 }

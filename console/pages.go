@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"html/template"
 	"net/http"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
@@ -65,8 +67,11 @@ type overviewRow struct {
 	HotVisible, HotInFlight string
 	DLQVisible, DLQInFlight string
 	QueueErr                string
-	Report                  *triage.Report
-	Refreshing              bool
+	// NotCreated is set when the pipeline's queues do not exist
+	// (ErrQueuesNotFound, or SQS says so): Local says where.
+	NotCreated, Local bool
+	Report            *triage.Report
+	Refreshing        bool
 }
 
 // overview reads each pipeline's queue attributes (one GetQueueAttributes
@@ -75,7 +80,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	rows := make([]overviewRow, len(s.cfg.Pipelines))
 	var wg sync.WaitGroup
 	for i, p := range s.cfg.Pipelines {
-		rows[i] = overviewRow{P: p, Report: s.snapshotOf(p.Name).report, HotVisible: "-", HotInFlight: "-", DLQVisible: "-", DLQInFlight: "-"}
+		rows[i] = overviewRow{P: p, Report: s.snapshotOf(p.Name).report, HotVisible: "-", HotInFlight: "-", DLQVisible: "-", DLQInFlight: "-", Local: s.cfg.Local}
 		wg.Add(1)
 		go func(row *overviewRow) {
 			defer wg.Done()
@@ -83,19 +88,35 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 			defer cancel()
 			q, err := s.cfg.Resolve(ctx, row.P)
 			if err != nil {
-				row.QueueErr = err.Error()
+				row.queueErr(err)
 				return
 			}
 			if row.HotVisible, row.HotInFlight, err = s.depth(ctx, q.HotURL); err != nil {
-				row.QueueErr = err.Error()
+				row.queueErr(err)
 			}
 			if row.DLQVisible, row.DLQInFlight, err = s.depth(ctx, q.DLQURL); err != nil {
-				row.QueueErr = err.Error()
+				row.queueErr(err)
+			}
+			if row.NotCreated {
+				row.HotVisible, row.HotInFlight, row.DLQVisible, row.DLQInFlight = "-", "-", "-", "-"
 			}
 		}(&rows[i])
 	}
 	wg.Wait()
 	s.render(w, r, http.StatusOK, "overview", page{Title: "Overview", Nav: "overview", Data: rows})
+}
+
+// queueErr records what went wrong reading the row's queues: queues that
+// do not exist are NotCreated, anything else an error to show.
+func (row *overviewRow) queueErr(err error) {
+	var nf *sqstypes.QueueDoesNotExist
+	var api smithy.APIError
+	if errors.Is(err, ErrQueuesNotFound) || errors.As(err, &nf) ||
+		(errors.As(err, &api) && (api.ErrorCode() == "AWS.SimpleQueueService.NonExistentQueue" || api.ErrorCode() == "QueueDoesNotExist")) {
+		row.NotCreated = true
+		return
+	}
+	row.QueueErr = err.Error()
 }
 
 func (s *Server) depth(ctx context.Context, url string) (visible, inFlight string, err error) {
@@ -175,6 +196,8 @@ type groupData struct {
 	KeysFrom, KeysTotal int
 	KeysOmitted         int
 	KeysPrev, KeysNext  int // offsets of the previous and next pages; -1: none
+	// ScanPartial: the report's scan did not see every letter (keys may be missing).
+	ScanPartial bool
 }
 
 type letterRow struct {
@@ -207,7 +230,8 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.cfg.Now()
-	d := groupData{G: g, InMemory: sn.letters != nil, Verdict: redrive.Decide(g.Reason, redrive.Ack{}), Warning: p.Triage.WarningHours, KeysPrev: -1, KeysNext: -1}
+	d := groupData{G: g, InMemory: sn.letters != nil, Verdict: redrive.Decide(g.Reason, redrive.Ack{}), Warning: p.Triage.WarningHours, KeysPrev: -1, KeysNext: -1,
+		ScanPartial: !sn.report.Complete}
 	pl, dec := s.plan(r.Context(), p, sn, []redrive.Group{{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count}})
 	d.Decision, d.DecisionsUnread = pl.Groups[0], pl.DecisionsUnread
 	if ks := g.IdempotencyKeys; len(ks) > 0 {

@@ -48,27 +48,14 @@
 //     (an error nobody classified): unclassified, dead-lettered at once,
 //     never assumed retryable.
 //
-// The sample worker also reads other producers' spellings of the same
-// faults: "type" for "kind"; kinds "timeout" and "effect_unknown" as
-// timeout_after_effect, "authorization", "auth_config", "access_denied",
-// "unauthorized", "forbidden" and "expired_token" as auth, "circuit_open"
-// as dependency_open, "guardrail" and "signature" as the security kinds;
-// and a fault with no kind, not retryable, with HTTP status 401 or 403 as
-// auth. Kinds are matched without regard to case.
+// The sample worker also reads other producers' spellings of them
+// (go doc ./functions/sampleworker).
 //
 // A poison body (any ValidationError) is dead-lettered at once with its
-// reason, whatever the receive count. A task whose idempotency key is
-// already done is acknowledged as a no-op (sqs-duplicate-key). In a FIFO
-// batch, the first failure of a message group stops that group: its later
-// records are reported as batch item failures without being processed;
-// poison in a FIFO group is dead-lettered and the group goes on when the
-// pipeline's fifo_poison is "dead_letter" (both sample pipelines).
-//
-// Malformed events: a file that is not an SQS event (no record with
-// eventSource "aws:sqs") is refused with an error and nothing is
-// acknowledged (expected.json: "event_error": true). A record without
-// attributes, or whose ApproximateReceiveCount is not a number, has an
-// unknown receive count: it is processed, and it is never taken for the last
-// receive (a transient failure is retried and the redrive policy has the
-// last word).
+// reason, whatever the receive count; a task whose idempotency key is done
+// is acknowledged as a no-op (sqs-duplicate-key); the FIFO rules are
+// functions/batch's. A file that is not an SQS event is refused and nothing
+// is acknowledged (expected.json: "event_error": true); a record whose
+// ApproximateReceiveCount is missing or not a number is processed and never
+// taken for its last receive (the redrive policy has the last word).
 package events

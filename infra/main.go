@@ -2,7 +2,7 @@
 // (cdk.json: "app": "go run ./infra"). It reads the CDK context, loads the
 // pipeline definition file named by "agentdlq:pipelines" and synthesizes one
 // environment-agnostic stack with the cdk-nag AwsSolutions checks applied.
-// See package stack for the constructs and README.md ("Deploying").
+// See package stack for the constructs and docs/deploying.md.
 package main
 
 import (

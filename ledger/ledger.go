@@ -179,39 +179,58 @@ var (
 
 // Ledger is what the worker, triage and redrive need of the ledger.
 type Ledger interface {
-	// Begin claims key for owner until now+lease and returns the entry as it
-	// was before the claim (zero Entry for a new key). It fails with ErrDone
-	// when the key is done (the returned entry holds the receipt) and with
-	// ErrLeased when another owner holds an unexpired lease. A dead-lettered
-	// key may be claimed again (that is what a redrive does).
+	// Begin claims key for owner (the SQS message id) until now+lease and
+	// returns the entry as it was before the claim (the zero Entry for a new
+	// key). It fails with ErrDone when the key is done (the returned entry
+	// holds the receipt) and with ErrLeased when another owner holds a lease
+	// that has not expired (it holds while now < LeaseUntil; the entry names
+	// the holder). The same owner may Begin again (a redelivery of the same
+	// message); anyone may Begin a dead-lettered key (that is what a redrive
+	// does), a released key, a key whose lease expired and a key with no
+	// state. Of concurrent Begins on one key exactly one wins. A refused
+	// Begin changes nothing, so a redelivery of done work is a no-op.
 	Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (Entry, error)
-	// StartEffect records, before a mutating call, that its effect may happen.
+	// StartEffect records, before a mutating call, that its effect may happen
+	// (EffectStarted). Only the holder of an in_progress key may; anyone else
+	// gets ErrLeased and must not make the call.
 	StartEffect(ctx context.Context, key, owner string, now time.Time) error
-	// Complete marks key done with its effect receipt.
+	// Complete marks key done with its effect receipt and clears the lease.
+	// It is unconditional: the effect happened, and its receipt must not be
+	// lost because a lease ran out.
 	Complete(ctx context.Context, key, owner, receipt string, now time.Time) error
-	// Release gives up the lease after a failure that will be retried.
+	// Release gives up the lease after a failure that will be retried, so
+	// that the next delivery need not wait for it to expire. It does nothing
+	// (and returns nil) when the caller does not hold the key, or the key is
+	// unknown or done.
 	Release(ctx context.Context, key, owner string, now time.Time) error
-	// DeadLettered records that the key was dead-lettered with reason,
-	// incrementing its dead-letter count, and returns the new entry.
+	// DeadLettered records that the key was dead-lettered with reason: it
+	// sets dead_lettered and the reason, clears the lease and adds one to
+	// DeadLetterCount (creating the entry if need be), and returns the new
+	// entry. The worker calls it after the DLQ accepted the letter.
 	DeadLettered(ctx context.Context, key string, reason deadletter.Reason, now time.Time) (Entry, error)
-	// Redriven increments the key's redrive count and returns the new entry.
+	// Redriven adds one to the key's redrive count and returns the new entry;
+	// it does not change the state (creating an entry with no state if need
+	// be). redrive calls it for each letter it moves back; the worker
+	// dead-letters a key as redrive_loop once its count reaches the limit.
 	Redriven(ctx context.Context, key string, now time.Time) (Entry, error)
-	// Get returns the key's entry; ok is false when there is none.
+	// Get returns the key's entry (strongly consistent in Dynamo); ok is
+	// false when there is none. triage and redrive only read.
 	Get(ctx context.Context, key string) (e Entry, ok bool, err error)
 	// Reconcile records what the owner found out about a key whose effect
-	// is unknown (Entry.EffectUnknown at now), in one conditional write, and
-	// returns the entry after it. OutcomeEffectConfirmed marks the key done
-	// with rc.Receipt: a redelivery is acknowledged as a no-op, the task
-	// never runs again. OutcomeNoEffect clears EffectStarted: a redrive runs
-	// the task afresh. Both set Reconciled, ReconciledBy and ReconciledAt.
-	// The same reconciliation again is a no-op that returns the entry; a
-	// different one fails with ErrReconciled; a key whose effect is not
-	// unknown fails with ErrNotEffectUnknown (ErrLeased while a delivery
-	// holds it); a malformed rc with ErrInvalid.
+	// is unknown (Entry.EffectUnknown at now: EffectStarted, no receipt, not
+	// done, no unexpired lease), in one conditional write, and returns the
+	// entry after it. OutcomeEffectConfirmed marks the key done with
+	// rc.Receipt: a redelivery is acknowledged as a no-op, the task never
+	// runs again. OutcomeNoEffect clears EffectStarted: a redrive runs the
+	// task afresh. Both set Reconciled, ReconciledBy and ReconciledAt and
+	// keep the counts. The same reconciliation again is a no-op that
+	// returns the entry; a different one fails with ErrReconciled; a key
+	// whose effect is not unknown fails with ErrNotEffectUnknown (ErrLeased
+	// while a delivery holds it); a malformed rc with ErrInvalid; none
+	// changes anything. Of concurrent reconciliations with different
+	// outcomes exactly one wins. An effect started again after no effect is
+	// unknown again: a new incident, reconciled on its own.
 	Reconcile(ctx context.Context, key string, rc Reconciliation, now time.Time) (Entry, error)
 }
 
-// DefaultTTL is how long an entry is kept after its last update: longer than
-// the DLQ's 14-day retention, so that a redrive of the oldest dead letter
-// still finds its key.
 const DefaultTTL = 30 * 24 * time.Hour

@@ -175,7 +175,7 @@ func Parse(data []byte) (*File, error) {
 	dec.DisallowUnknownFields()
 	var f File
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("pipeline definition: %w", err)
+		return nil, fmt.Errorf("pipeline definition: %w", decodeError(data, err, "an object {\"version\": 1, \"pipelines\": [...]}"))
 	}
 	// One object and nothing after it but white space: text after the
 	// object is a mistake (a second object, a half-finished edit), not
@@ -199,7 +199,7 @@ func ParseOne(data []byte) (*Pipeline, error) {
 	dec.DisallowUnknownFields()
 	var p Pipeline
 	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("pipeline JSON: %w", err)
+		return nil, fmt.Errorf("pipeline JSON: %w", decodeError(data, err, "one pipeline's object {\"name\": ..., \"owner\": ..., ...}"))
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, fmt.Errorf("pipeline JSON: text after the JSON object at byte %d", dec.InputOffset())

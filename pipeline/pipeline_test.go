@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -105,6 +107,12 @@ func TestParse(t *testing.T) {
 		wantErr string
 	}{
 		{"not JSON", `{`, "pipeline definition"},
+		{"an array", `[{"name":"abc"}]`, `the definition is an array; it must be an object {"version": 1, "pipelines": [...]}`},
+		{"empty", ``, "the file is empty"},
+		{"cut short", "{\"version\":1,\n\"pipelines\":[", "line 2, column 14: the JSON ends early"},
+		{"pipelines not an array", `{"version":1,"pipelines":{}}`, "pipelines is an object; it must be an array"},
+		{"a field of the wrong type", "{\"version\":1,\n\"pipelines\":[{\"name\":\"abc\",\"max_receive_count\":\"4\"}]}", "line 2, column 51: pipelines.max_receive_count is a string; it must be a whole number"},
+		{"bad syntax", `{"version":1,]`, "line 1, column 15: not valid JSON"},
 		{"unknown field", `{"version":1,"pipelines":[{"name":"abc","owner":"x","max_receive_count":4,"maxReceive":3}]}`, `unknown field "maxReceive"`},
 		{"wrong version", `{"version":2,"pipelines":[{"name":"abc","owner":"x","max_receive_count":4}]}`, "version 2 is not supported"},
 		{"no pipelines", `{"version":1,"pipelines":[]}`, "no pipelines defined"},
@@ -162,6 +170,24 @@ func TestParseOne(t *testing.T) {
 			assert.Equal(t, 4, p.MaxReceiveCount)
 		})
 	}
+}
+
+// Load names the file, and a definition of the wrong shape is a
+// *SyntaxError that says where and what is expected.
+func TestLoadNamesTheFileAndTheShape(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "arr.json")
+	require.NoError(t, os.WriteFile(path, []byte("[]"), 0o600))
+	_, err := Load(path)
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "Go value", "no Go type names in the message")
+	assert.True(t, strings.HasPrefix(err.Error(), path+": "), "the file comes first: %v", err)
+	var se *SyntaxError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "", se.Field)
+	assert.Contains(t, se.Msg, `must be an object {"version": 1, "pipelines": [...]}`)
+	var je *json.UnmarshalTypeError
+	assert.ErrorAs(t, err, &je, "encoding/json's error stays reachable")
 }
 
 // The repository's own definition is valid and holds a standard and a FIFO pipeline.

@@ -5,7 +5,8 @@
 #   scripts/local.sh up      install if needed, start the three emulators, wait until they answer
 #   scripts/local.sh env     print the export lines that point a shell and the AWS SDKs at them
 #   scripts/local.sh status  say which emulators run, on which ports
-#   scripts/local.sh down    stop them by the process ids written at start
+#   scripts/local.sh down    stop them by the process ids written at start; with the default
+#                            state directory, also set out/'s run outputs aside (start over)
 #
 # Settings (environment):
 #   AGENTDLQ_LOCAL_DIR       state directory: pids, ports, logs, env  (default ./.local)
@@ -13,6 +14,7 @@
 #   AGENTDLQ_DYNAMODB_PORT   default 4567  } so that test runs never collide with a
 #   AGENTDLQ_S3_PORT         default 4568  } running `make local-up`)
 #   AGENTDLQ_NODE            the Node.js 22 binary (default: the one npm installed)
+#   AGENTDLQ_KEEP_OUT        1: down leaves out/ as it is (agentdlq demo --stop-emulators)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -147,6 +149,34 @@ down() {
   done
   for svc in "${SERVICES[@]}"; do rm -f "$DIR/$svc.pid" "$DIR/$svc.port"; done
   rm -f "$DIR/env"
+  # Start over: the emulators forgot the run, so its audit and reports go
+  # too, aside. Only for the emulators of make local-up and the demo (the
+  # default state directory), never a test run's private ones.
+  if [[ "$DIR" == "$ROOT/.local" && "${AGENTDLQ_KEEP_OUT:-}" != 1 ]]; then set_aside "$ROOT/out"; fi
+}
+
+# set_aside OUT: move an earlier run's outputs (audit/, evals/, worker.log and
+# each pipeline's folder of reports, <pipeline>/reports/) to
+# OUT/previous/<UTC time>/, and say so in one line. Nothing is deleted; the
+# rest of OUT (previous/, screenshots/) stays. cmd/agentdlq/startover.go
+# (agentdlq demo) keeps the same list.
+set_aside() {
+  local out="$1" name moved=() dest stamp i=2
+  [[ -d "$out" ]] || return 0
+  for name in audit evals; do [[ -d "$out/$name" ]] && moved+=("$name"); done
+  [[ -f "$out/worker.log" ]] && moved+=(worker.log)
+  for name in "$out"/*/; do
+    name="$(basename "$name")"
+    case "$name" in audit | evals | previous) continue ;; esac
+    [[ -d "$out/$name/reports" ]] && moved+=("$name")
+  done
+  ((${#moved[@]} > 0)) || return 0
+  stamp="$(date -u +%Y%m%dT%H%M%SZ)"
+  dest="$out/previous/$stamp"
+  while [[ -e "$dest" ]]; do dest="$out/previous/$stamp-$i"; i=$((i + 1)); done
+  mkdir -p "$dest"
+  for name in "${moved[@]}"; do mv "$out/$name" "$dest/"; done
+  log "start over: an earlier run's $(printf '%s, ' "${moved[@]}" | sed 's/, $//') moved from ${out#"$ROOT"/} to ${dest#"$ROOT"/}"
 }
 
 env_lines() {

@@ -13,7 +13,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 QEMU="$(command -v qemu-aarch64 || command -v qemu-aarch64-static || true)"
 if [ -z "$QEMU" ]; then
-  echo "test-arm64: qemu-aarch64 not found; install Debian's qemu-user (apt-get install qemu-user)" >&2
+  echo "test-arm64: qemu-aarch64 not found; make test installs it (scripts/test-deps.sh), or apt-get install qemu-user" >&2
   exit 1
 fi
 PKGS=(./events/agenttask ./events/deadletter ./functions/batch ./functions/sampleworker ./internal/jsonscan)

@@ -4,11 +4,18 @@
 # fails instead), always stop the emulators, and exit with go test's status.
 #
 # Extra arguments go to `go test` (default ./...). GOTESTFLAGS adds flags.
-# Without arguments it then runs the arm64 unit tests under qemu-user
-# (scripts/test-arm64.sh) and the tests of every module under examples/.
+# Without arguments it first installs what the whole run needs from Debian's
+# packages when it is missing (scripts/test-deps.sh: qemu-user, chromium),
+# then runs the arm64 unit tests under qemu-user (scripts/test-arm64.sh) and
+# the tests of every module under examples/ after the Go tests. The emulators
+# and the CDK CLI come from npm (scripts/local.sh runs npm ci when
+# node_modules is missing), Go modules from the module proxy.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
+if [ $# -eq 0 ]; then
+  scripts/test-deps.sh
+fi
 mkdir -p .local
 export AGENTDLQ_LOCAL_DIR
 AGENTDLQ_LOCAL_DIR="$(mktemp -d "$ROOT/.local/test.XXXXXX")"

@@ -10,44 +10,54 @@ import (
 
 // Chart is the "dead letters by reason over time" chart, laid out for an SVG
 // of Width × Height user units: one stacked bar per triage run, oldest on the
-// left, one colour per reason. It is pure data: the HTML report and the
-// console draw it with the same template, with no script.
+// left, one colour per reason. A run whose scan was partial is no count, so
+// it is no coloured bar either: it is a dashed outline of what it saw (a
+// lower bound), marked "?", with its own legend entry, so that a partial
+// run between two full ones never reads as a drop. It is pure data: the
+// HTML report and the console draw it with the same template, with no script.
 type Chart struct {
 	Width, Height float64
 	// PlotTop and PlotBottom bound the bars vertically; PlotLeft is the y axis.
 	PlotTop, PlotBottom, PlotLeft float64
 	Max                           int
-	Bars                          []ChartBar
-	Ticks                         []ChartTick
-	Legend                        []ChartLegend
+	Bars                          []chartBar
+	Ticks                         []chartTick
+	// Legend's counts are the latest complete run's, LatestLabel its time
+	// ("" when no run was complete: the legend then shows no counts).
+	Legend      []chartLegend
+	LatestLabel string
+	// PartialRuns counts the runs drawn as outlines (partial scans).
+	PartialRuns int
 	// FirstLabel and LastLabel name the first and the last run's time.
 	FirstLabel, LastLabel string
 }
 
-// ChartBar is one run.
-type ChartBar struct {
+// chartBar is one run: reason segments for a complete scan; for a partial
+// one (Partial) no segments, and an outline from Y of height H.
+type chartBar struct {
 	X, W     float64
 	Title    string // what a hover shows: the time and the counts
 	Partial  bool
-	Segments []ChartSegment
+	Y, H     float64
+	Segments []chartSegment
 }
 
-// ChartSegment is one reason's share of a bar.
-type ChartSegment struct {
+// chartSegment is one reason's share of a bar.
+type chartSegment struct {
 	Y, H   float64
 	Color  string
 	Reason deadletter.Reason
 	Count  int
 }
 
-// ChartTick is a y-axis line.
-type ChartTick struct {
+// chartTick is a y-axis line.
+type chartTick struct {
 	Y     float64
 	Label string
 }
 
-// ChartLegend is one reason's colour.
-type ChartLegend struct {
+// chartLegend is one reason's colour.
+type chartLegend struct {
 	Reason deadletter.Reason
 	Color  string
 	Latest int // its count in the latest run
@@ -73,8 +83,8 @@ var reasonColors = []string{
 	"#7b4173", // redrive_loop: plum
 }
 
-// ReasonColor is the chart colour of a reason.
-func ReasonColor(r deadletter.Reason) string {
+// reasonColor is the chart colour of a reason.
+func reasonColor(r deadletter.Reason) string {
 	i := slices.Index(deadletter.AllReasons(), r)
 	if i < 0 {
 		return "#888888"
@@ -101,7 +111,7 @@ func BuildChart(history []HistoryPoint) Chart {
 	plotH := c.PlotBottom - c.PlotTop
 	for i := 0; i <= 4; i++ {
 		v := scaleMax * i / 4
-		c.Ticks = append(c.Ticks, ChartTick{Y: c.PlotBottom - plotH*float64(v)/float64(scaleMax), Label: fmt.Sprint(v)})
+		c.Ticks = append(c.Ticks, chartTick{Y: c.PlotBottom - plotH*float64(v)/float64(scaleMax), Label: fmt.Sprint(v)})
 	}
 	reasons := []deadletter.Reason{}
 	for _, r := range deadletter.AllReasons() {
@@ -109,18 +119,32 @@ func BuildChart(history []HistoryPoint) Chart {
 			reasons = append(reasons, r)
 		}
 	}
-	latest := history[len(history)-1]
+	latest := HistoryPoint{}
+	for i := len(history) - 1; i >= 0; i-- {
+		if !history[i].Partial {
+			latest = history[i]
+			c.LatestLabel = latest.GeneratedAt.UTC().Format("Jan 2 15:04Z")
+			break
+		}
+	}
 	for _, r := range reasons {
-		c.Legend = append(c.Legend, ChartLegend{Reason: r, Color: ReasonColor(r), Latest: latest.ByReason[r]})
+		c.Legend = append(c.Legend, chartLegend{Reason: r, Color: reasonColor(r), Latest: latest.ByReason[r]})
 	}
 	plotW := c.Width - c.PlotLeft - 8
 	slot := plotW / float64(len(history))
 	w := min(slot*0.7, 48)
 	for i, p := range history {
-		b := ChartBar{X: c.PlotLeft + slot*float64(i) + (slot-w)/2, W: w, Partial: p.Partial}
+		b := chartBar{X: c.PlotLeft + slot*float64(i) + (slot-w)/2, W: w, Partial: p.Partial}
 		b.Title = fmt.Sprintf("%s: %d dead letters", p.GeneratedAt.UTC().Format("2006-01-02 15:04Z"), p.Messages)
 		if p.Partial {
-			b.Title += " (partial scan)"
+			// A lower bound: an outline, no reason colours, and no count.
+			c.PartialRuns++
+			b.H = plotH * float64(max(p.Messages, sum(p.ByReason))) / float64(scaleMax)
+			b.Y = c.PlotBottom - b.H
+			b.Title = fmt.Sprintf("%s: partial scan, saw at least %d dead letters (not a count: the scan did not see every letter)",
+				p.GeneratedAt.UTC().Format("2006-01-02 15:04Z"), p.Messages)
+			c.Bars = append(c.Bars, b)
+			continue
 		}
 		y := c.PlotBottom
 		for _, r := range reasons {
@@ -130,13 +154,13 @@ func BuildChart(history []HistoryPoint) Chart {
 			}
 			h := plotH * float64(n) / float64(scaleMax)
 			y -= h
-			b.Segments = append(b.Segments, ChartSegment{Y: y, H: h, Color: ReasonColor(r), Reason: r, Count: n})
+			b.Segments = append(b.Segments, chartSegment{Y: y, H: h, Color: reasonColor(r), Reason: r, Count: n})
 			b.Title += fmt.Sprintf("\n%s %d", r, n)
 		}
 		c.Bars = append(c.Bars, b)
 	}
 	c.FirstLabel = history[0].GeneratedAt.UTC().Format("Jan 2 15:04Z")
-	c.LastLabel = latest.GeneratedAt.UTC().Format("Jan 2 15:04Z")
+	c.LastLabel = history[len(history)-1].GeneratedAt.UTC().Format("Jan 2 15:04Z")
 	return c
 }
 

@@ -11,7 +11,12 @@
 //     ChangeMessageVisibilityBatch(0). It never deletes, sends, purges or
 //     moves: ScanAPI does not even name those calls. When it may have missed
 //     messages (bounds, visibility lapse, in-flight or FIFO-locked messages,
-//     a failed receive) the stats and the report say so and why.
+//     a failed receive) the stats say so, why (PartialCause) and when a
+//     rerun may see everything (RetryAfterSeconds); the report is then not
+//     Complete, every form of it opens with a PARTIAL SCAN banner, the chart
+//     draws the run as an outline, never as a count, and ScanStats.Err
+//     (ErrScanPartial) is what a caller that must see every letter returns
+//     (docs/triage.md).
 //   - Tag (message.go) gives each dead letter a reason: dlq_reason/dlq_meta
 //     where the worker wrote them; receive_limit, labelled inferred, for a
 //     message without them (the broker moved it after maxReceiveCount: the
@@ -52,7 +57,7 @@
 //     export.go) of recurring poison and unclassified groups as JSONL eval
 //     records with a manifest, to a folder or S3 (s3dest.go).
 //   - Reports are kept, one set per run, under <pipeline>/reports/ (history.go:
-//     ReportBase, History for the chart, LatestReport for the console).
+//     reportBase, History for the chart, LatestReport for the console).
 //   - Handler (handler.go) is the Lambda's logic: schedule and alarm events,
 //     reports kept in the eval bucket, EMF, and a summary on the alarm topic
 //     that names the HTML report's S3 URI and its AWS console link.

@@ -50,20 +50,20 @@ type EvalMetadata struct {
 	// them had this very input.
 	GroupCount  int `json:"group_count"`
 	Occurrences int `json:"occurrences"`
-	// InputSHA256 is the hash of the exported input as it stands (InputHash).
+	// InputSHA256 is the hash of the exported input as it stands (inputHash).
 	InputSHA256 string `json:"input_sha256"`
 	// CaseSHA256 is the hash that deduplicates cases and keys the id
-	// (CaseHash: the input without its per-delivery identifiers).
+	// (caseHash: the input without its per-delivery identifiers).
 	CaseSHA256 string `json:"case_sha256"`
 }
 
-// EvalRecords turns the recurring poison and unclassified groups of a report
+// evalRecords turns the recurring poison and unclassified groups of a report
 // into eval records, one per distinct case (representatives deduplicated by
-// CaseHash, the SHA-256 of the redacted input without its per-delivery
+// caseHash, the SHA-256 of the redacted input without its per-delivery
 // identifiers; the first message of a case is its input, the others count as
 // occurrences), ordered by group then id. Messages
 // that cannot be exported (a body that is not UTF-8) are returned as skipped.
-func EvalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
+func evalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
 	var out []EvalRecord
 	var skipped []Entry
 	for gi := range r.Groups {
@@ -79,8 +79,8 @@ func EvalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
 				continue
 			}
 			input := RedactInput(t.Body, p.Eval)
-			sum, caseSum := InputHash(input), CaseHash(input)
-			id := EvalID(g.Reason, g.Tool, g.ToolVersion, g.SchemaVersion, g.Signature, caseSum)
+			sum, caseSum := inputHash(input), caseHash(input)
+			id := evalID(g.Reason, g.Tool, g.ToolVersion, g.SchemaVersion, g.Signature, caseSum)
 			if i, ok := byID[id]; ok {
 				out[i].Metadata.Occurrences++
 				continue
@@ -108,15 +108,15 @@ func EvalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
 	return out, skipped
 }
 
-// EvalID is the stable id of an eval case; see EvalRecord.ID.
-func EvalID(reason deadletter.Reason, tool, toolVersion string, schemaVersion int, signature, inputSHA256 string) string {
+// evalID is the stable id of an eval case; see EvalRecord.ID.
+func evalID(reason deadletter.Reason, tool, toolVersion string, schemaVersion int, signature, inputSHA256 string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "eval1\x00%s\x00%s\n", Fingerprint(reason, tool, toolVersion, schemaVersion, signature), inputSHA256)
+	fmt.Fprintf(h, "eval1\x00%s\x00%s\n", fingerprintOf(reason, tool, toolVersion, schemaVersion, signature), inputSHA256)
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
-// InputHash is the hex SHA-256 of an input's canonical JSON (keys sorted).
-func InputHash(input any) string {
+// inputHash is the hex SHA-256 of an input's canonical JSON (keys sorted).
+func inputHash(input any) string {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -127,18 +127,18 @@ func InputHash(input any) string {
 
 // identityFields are the agent task fields that differ between deliveries
 // of the same case (ids, trace, creation time). They stay in the exported
-// input (an input without them breaks the task schema), but CaseHash leaves
+// input (an input without them breaks the task schema), but caseHash leaves
 // them out, so that a producer sending the same bad task a thousand times
 // makes one case, not a thousand. An eval harness must give each replay
 // fresh ids anyway: a replayed idempotency key is a ledger no-op.
 var identityFields = []string{"task_id", "run_id", "idempotency_key", "trace_id", "created_at"}
 
-// CaseHash is the hex SHA-256 of an input's canonical JSON without the
-// top-level identityFields (InputHash of the whole input when it is not an object).
-func CaseHash(input any) string {
+// caseHash is the hex SHA-256 of an input's canonical JSON without the
+// top-level identityFields (inputHash of the whole input when it is not an object).
+func caseHash(input any) string {
 	obj, ok := input.(map[string]any)
 	if !ok {
-		return InputHash(input)
+		return inputHash(input)
 	}
 	c := make(map[string]any, len(obj))
 	for k, v := range obj {
@@ -147,7 +147,7 @@ func CaseHash(input any) string {
 	for _, f := range identityFields {
 		delete(c, f)
 	}
-	return InputHash(c)
+	return inputHash(c)
 }
 
 // RedactInput is the task as an eval input: the body parsed as JSON (kept as

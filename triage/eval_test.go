@@ -89,7 +89,7 @@ func TestEvalRecords(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
 	r := Build(TagAll(fixture(t)), p, t0)
-	recs, skipped := EvalRecords(r, p)
+	recs, skipped := evalRecords(r, p)
 	assert.Empty(t, skipped)
 
 	byReason := map[deadletter.Reason][]EvalRecord{}
@@ -99,9 +99,9 @@ func TestEvalRecords(t *testing.T) {
 		assert.Regexp(t, `^[0-9a-f]{32}$`, rec.ID)
 		assert.Equal(t, rec.Expected.Reason.Class(), rec.Expected.Class)
 		assert.Equal(t, string(rec.Expected.Reason), rec.Tags[0])
-		assert.Equal(t, InputHash(rec.Input), rec.Metadata.InputSHA256)
-		assert.Equal(t, CaseHash(rec.Input), rec.Metadata.CaseSHA256)
-		assert.Equal(t, EvalID(rec.Expected.Reason, rec.Metadata.Tool, rec.Metadata.ToolVersion, rec.Metadata.SchemaVersion, rec.Metadata.ErrorSignature, rec.Metadata.CaseSHA256), rec.ID)
+		assert.Equal(t, inputHash(rec.Input), rec.Metadata.InputSHA256)
+		assert.Equal(t, caseHash(rec.Input), rec.Metadata.CaseSHA256)
+		assert.Equal(t, evalID(rec.Expected.Reason, rec.Metadata.Tool, rec.Metadata.ToolVersion, rec.Metadata.SchemaVersion, rec.Metadata.ErrorSignature, rec.Metadata.CaseSHA256), rec.ID)
 	}
 	assert.Len(t, recs, 5, "schema_invalid: 3 distinct inputs of 4; json_invalid: 2 of 3")
 	require.Len(t, byReason[deadletter.ReasonSchemaInvalid], 3)
@@ -128,7 +128,7 @@ func TestEvalRecords(t *testing.T) {
 		again[i].MessageID = "redriven-" + again[i].MessageID
 	}
 	r2 := Build(TagAll(again), p, t0.Add(time.Hour))
-	recs2, _ := EvalRecords(r2, p)
+	recs2, _ := evalRecords(r2, p)
 	assert.Equal(t, ids(recs), ids(recs2))
 }
 
@@ -146,7 +146,7 @@ func TestEvalRecordsOneCasePerContent(t *testing.T) {
 		msgs = append(msgs, deadLetter(t, "m"+id, task(id, "acme", "web.search", "1", args),
 			poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "acme", "key-"+id, "bad"), t0))
 	}
-	recs, _ := EvalRecords(Build(TagAll(msgs), p, t0), p)
+	recs, _ := evalRecords(Build(TagAll(msgs), p, t0), p)
 	require.Len(t, recs, 2)
 	occ := map[string]int{}
 	for _, r := range recs {
@@ -173,7 +173,7 @@ func TestEvalRecordsSkipNonUTF8(t *testing.T) {
 		msgs = append(msgs, m)
 	}
 	r := Build(TagAll(msgs), p, t0)
-	recs, skipped := EvalRecords(r, p)
+	recs, skipped := evalRecords(r, p)
 	assert.Empty(t, recs)
 	assert.Len(t, skipped, 3)
 	assert.Equal(t, "export", skipped[0].Stage)
@@ -219,15 +219,15 @@ func TestExportFolder(t *testing.T) {
 	mdata, err := os.ReadFile(filepath.Join(dest.Root, res.ManifestKey))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(mdata, &m))
-	assert.Equal(t, ManifestVersion, m.ManifestVersion)
+	assert.Equal(t, manifestVersion, m.ManifestVersion)
 	assert.Equal(t, "agent-tasks", m.Pipeline)
-	assert.Equal(t, ReportHash(r), m.ReportSHA256)
+	assert.Equal(t, reportHash(r), m.ReportSHA256)
 	assert.Equal(t, res.IDs, m.IDs)
 	assert.Equal(t, map[string]int{"schema_invalid": 3, "json_invalid": 2}, m.ByReason)
 
 	// Other files under the pipeline's prefix are not read as exports.
 	require.NoError(t, dest.Put(ctx, "agent-tasks/audit/2026-11-29.jsonl", []byte(`{"id":"not-an-eval"}`+"\n"), "application/x-ndjson"))
-	got, err := ExistingIDs(ctx, dest, "agent-tasks")
+	got, err := existingIDs(ctx, dest, "agent-tasks")
 	require.NoError(t, err)
 	assert.Len(t, got, 5)
 	assert.False(t, got["not-an-eval"])

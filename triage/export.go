@@ -52,8 +52,8 @@ func (e *ExportError) Error() string {
 func (e *ExportError) Unwrap() error        { return e.Err }
 func (e *ExportError) Is(target error) bool { return target == ErrExport }
 
-// ManifestVersion is the version of the export manifest document.
-const ManifestVersion = 1
+// manifestVersion is the version of the export manifest document.
+const manifestVersion = 1
 
 // Manifest describes one export.
 type Manifest struct {
@@ -88,9 +88,9 @@ type ExportResult struct {
 	Error     string   `json:"error,omitempty"`
 }
 
-// ExportPrefix is the key prefix of a pipeline's eval exports on a
+// exportPrefix is the key prefix of a pipeline's eval exports on a
 // day: "<pipeline>/<yyyy-mm-dd>/".
-func ExportPrefix(pipelineName string, now time.Time) string {
+func exportPrefix(pipelineName string, now time.Time) string {
 	return pipelineName + "/" + now.UTC().Format("2006-01-02") + "/"
 }
 
@@ -99,8 +99,8 @@ func stamp(now time.Time, reportHash string) string {
 	return now.UTC().Format("150405Z") + "-" + reportHash[:8]
 }
 
-// ReportHash is the hex SHA-256 of the report's JSON without its export section.
-func ReportHash(r *Report) string {
+// reportHash is the hex SHA-256 of the report's JSON without its export section.
+func reportHash(r *Report) string {
 	c := *r
 	c.Export = nil
 	data, _ := json.Marshal(&c) // a Report always encodes
@@ -109,12 +109,12 @@ func ReportHash(r *Report) string {
 }
 
 // Export writes the report's new eval records as JSONL and a manifest to
-// dest under ExportPrefix: records whose id any earlier export of the
+// dest under exportPrefix: records whose id any earlier export of the
 // pipeline holds are left out, so a case is never exported twice. It sets
 // r.Export (also on failure, with the error, and marks the report partial)
 // and adds what it skipped to r.Skipped.
 func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeline, now time.Time) (*ExportResult, error) {
-	hash := ReportHash(r)
+	hash := reportHash(r)
 	res := &ExportResult{Destination: dest.String(), IDs: []string{}, SampleIDs: []string{}}
 	r.Export = res
 	fail := func(err error) (*ExportResult, error) {
@@ -124,10 +124,10 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 		return res, err
 	}
 
-	records, skipped := EvalRecords(r, p)
+	records, skipped := evalRecords(r, p)
 	r.Skipped = append(r.Skipped, skipped...)
 	res.Candidates = len(records)
-	existing, err := ExistingIDs(ctx, dest, p.Name)
+	existing, err := existingIDs(ctx, dest, p.Name)
 	if err != nil {
 		return fail(err)
 	}
@@ -148,7 +148,7 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 	}
 	res.Exported = len(res.IDs)
 	res.SampleIDs = res.IDs[:min(len(res.IDs), 20)]
-	prefix := ExportPrefix(p.Name, now)
+	prefix := exportPrefix(p.Name, now)
 	st := stamp(now, hash)
 	if res.Exported > 0 {
 		key := prefix + "evals-" + st + ".jsonl"
@@ -158,7 +158,7 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 		res.RecordsKey = key
 	}
 	m := Manifest{
-		ManifestVersion: ManifestVersion, Pipeline: p.Name, ExportedAt: now.UTC(), ReportSHA256: hash,
+		ManifestVersion: manifestVersion, Pipeline: p.Name, ExportedAt: now.UTC(), ReportSHA256: hash,
 		RecordsKey: res.RecordsKey, Candidates: res.Candidates, Exported: res.Exported, AlreadyExported: res.AlreadyExported,
 		ByReason: byReason, IDs: res.IDs, Skipped: append([]Entry{}, skipped...),
 	}
@@ -175,10 +175,10 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 // evalsKey matches the records files Export writes: "<pipeline>/<yyyy-mm-dd>/evals-….jsonl".
 var evalsKey = regexp.MustCompile(`^[^/]+/\d{4}-\d{2}-\d{2}/evals-[^/]+\.jsonl$`)
 
-// ExistingIDs reads the ids of every eval record already exported for a
+// existingIDs reads the ids of every eval record already exported for a
 // pipeline: every records file under "<pipeline>/<yyyy-mm-dd>/" (other
 // objects under the prefix, such as the redrive's audit records, are not read).
-func ExistingIDs(ctx context.Context, dest Destination, pipelineName string) (map[string]bool, error) {
+func existingIDs(ctx context.Context, dest Destination, pipelineName string) (map[string]bool, error) {
 	keys, err := dest.List(ctx, pipelineName+"/")
 	if err != nil {
 		return nil, &ExportError{Dest: dest.String(), Op: "read existing ids", Key: pipelineName + "/", Err: err}
@@ -210,12 +210,12 @@ func ExistingIDs(ctx context.Context, dest Destination, pipelineName string) (ma
 }
 
 // WriteReport keeps one triage run's report in dest under
-// ReportsPrefix: ReportBase + ".json", ".md" and ".html" (the self-contained
+// ReportsPrefix: reportBase + ".json", ".md" and ".html" (the self-contained
 // page, whose chart shows this run and the HistoryLimit-1 before it). It
 // returns the keys in that order. An earlier report that cannot be read only
 // leaves a gap in the chart.
 func WriteReport(ctx context.Context, dest Destination, r *Report, now time.Time) ([]string, error) {
-	base := ReportBase(r, now)
+	base := reportBase(r, now)
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return nil, err
@@ -226,7 +226,7 @@ func WriteReport(ctx context.Context, dest Destination, r *Report, now time.Time
 	}
 	history, _ := History(ctx, dest, r.Pipeline, HistoryLimit-1) // a gap in the chart at worst
 	history = append(history, PointOf(r, base+".json"))
-	if err := HTML(&page, r, history); err != nil {
+	if err := renderHTML(&page, r, history); err != nil {
 		return nil, err
 	}
 	files := []struct {

@@ -29,6 +29,8 @@ type fakeSQS struct {
 	failReceive  int           // the n-th receive fails (1-based; 0: never)
 	fifo         bool          // a message group with a message in flight hands out nothing more
 	retention    time.Duration // MessageRetentionPeriod to report (0: not reported)
+	visibility   time.Duration // the queue's VisibilityTimeout to report (0: not reported)
+	loseReceive  int           // the n-th receive takes messages but its response is lost: it returns none (1-based; 0: never)
 	// Observations.
 	receives int
 	released int
@@ -116,6 +118,9 @@ func (f *fakeSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInpu
 		})
 	}
 	f.clock.Advance(f.receiveTakes)
+	if f.loseReceive == f.receives {
+		return &sqs.ReceiveMessageOutput{}, nil // taken and hidden on the server's side, never seen by the client
+	}
 	return out, nil
 }
 
@@ -159,6 +164,9 @@ func (f *fakeSQS) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttribut
 		"ApproximateNumberOfMessagesNotVisible": strconv.Itoa(hidden),
 		"FifoQueue":                             strconv.FormatBool(f.fifo),
 	}}
+	if f.visibility > 0 {
+		out.Attributes["VisibilityTimeout"] = strconv.Itoa(int(f.visibility / time.Second))
+	}
 	if f.retention > 0 {
 		out.Attributes["MessageRetentionPeriod"] = strconv.Itoa(int(f.retention / time.Second))
 	}

@@ -10,22 +10,22 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
-// FingerprintVersion is mixed into every fingerprint: changing how
+// fingerprintVersion is mixed into every fingerprint: changing how
 // fingerprints are made changes the version, so old and new never collide.
-const FingerprintVersion = "fp1"
+const fingerprintVersion = "fp1"
 
 // FingerprintLen is the length of a fingerprint: 16 hexadecimal characters.
 // An operator may name a group by any unique prefix of at least 8
 // (redrive.MinFingerprintPrefix).
 const FingerprintLen = 16
 
-// Fingerprint is the stable hash (16 hex digits of SHA-256) of what makes
+// fingerprintOf is the stable hash (16 hex digits of SHA-256) of what makes
 // dead letters "the same problem": the reason, the tool, its version, the
-// task schema version and the normalised error signature (see Signature).
+// task schema version and the normalised error signature (see signatureOf).
 // Message ids, tenants, timestamps and bodies are not part of it.
-func Fingerprint(reason deadletter.Reason, tool, toolVersion string, schemaVersion int, signature string) string {
+func fingerprintOf(reason deadletter.Reason, tool, toolVersion string, schemaVersion int, signature string) string {
 	h := sha256.New()
-	for _, s := range []string{FingerprintVersion, string(reason), tool, toolVersion, strconv.Itoa(schemaVersion), signature} {
+	for _, s := range []string{fingerprintVersion, string(reason), tool, toolVersion, strconv.Itoa(schemaVersion), signature} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -58,13 +58,13 @@ const hexOrKeep = "\x00hex"
 
 var spaces = regexp.MustCompile(`\s+`)
 
-// Signature is the normalised error signature of a dead letter: the error
+// signatureOf is the normalised error signature of a dead letter: the error
 // code as it is, then the (already redacted) error text with quoted values,
 // UUIDs, timestamps, hex, numbers and identifiers replaced by placeholders and
 // whitespace collapsed, so that "fetch 7f3a… failed after 3 tries" and
 // "fetch 9b1c… failed after 5 tries" make one signature.
-func Signature(code, text string) string {
-	s := NormaliseError(text)
+func signatureOf(code, text string) string {
+	s := normaliseError(text)
 	switch {
 	case code == "":
 		return s
@@ -75,8 +75,8 @@ func Signature(code, text string) string {
 	}
 }
 
-// NormaliseError strips the varying parts of an error text; see Signature.
-func NormaliseError(text string) string {
+// normaliseError strips the varying parts of an error text; see signatureOf.
+func normaliseError(text string) string {
 	if text == "" {
 		return ""
 	}

@@ -27,33 +27,33 @@ func TestNormaliseError(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, NormaliseError(tt.in))
+			assert.Equal(t, tt.want, normaliseError(tt.in))
 		})
 	}
 }
 
 func TestSignature(t *testing.T) {
 	t.Parallel()
-	assert.Equal(t, "ThrottlingException: rate <n>", Signature("ThrottlingException", "rate 42"))
-	assert.Equal(t, "HTTP503", Signature("HTTP503", ""), "the error code is kept as it is")
-	assert.Equal(t, "x <n>", Signature("", "x 1"))
+	assert.Equal(t, "ThrottlingException: rate <n>", signatureOf("ThrottlingException", "rate 42"))
+	assert.Equal(t, "HTTP503", signatureOf("HTTP503", ""), "the error code is kept as it is")
+	assert.Equal(t, "x <n>", signatureOf("", "x 1"))
 }
 
 func TestFingerprint(t *testing.T) {
 	t.Parallel()
-	base := Fingerprint(deadletter.ReasonSchemaInvalid, "web.search", "1", 1, Signature("", "args.q missing in task 42"))
+	base := fingerprintOf(deadletter.ReasonSchemaInvalid, "web.search", "1", 1, signatureOf("", "args.q missing in task 42"))
 	// Same problem, different ids: same fingerprint.
-	assert.Equal(t, base, Fingerprint(deadletter.ReasonSchemaInvalid, "web.search", "1", 1, Signature("", "args.q missing in task 97")))
+	assert.Equal(t, base, fingerprintOf(deadletter.ReasonSchemaInvalid, "web.search", "1", 1, signatureOf("", "args.q missing in task 97")))
 	assert.Len(t, base, 16)
 	assert.Equal(t, "187e4b6b239201cd", base, "fingerprints are stable across releases: a change here re-keys every eval case")
 	// Each part matters.
 	for name, other := range map[string]string{
-		"reason":         Fingerprint(deadletter.ReasonToolUnknown, "web.search", "1", 1, "args.q missing in task <n>"),
-		"tool":           Fingerprint(deadletter.ReasonSchemaInvalid, "http.fetch", "1", 1, "args.q missing in task <n>"),
-		"tool version":   Fingerprint(deadletter.ReasonSchemaInvalid, "web.search", "2", 1, "args.q missing in task <n>"),
-		"schema version": Fingerprint(deadletter.ReasonSchemaInvalid, "web.search", "1", 2, "args.q missing in task <n>"),
-		"signature":      Fingerprint(deadletter.ReasonSchemaInvalid, "web.search", "1", 1, "args.x missing in task <n>"),
-		"field boundary": Fingerprint(deadletter.ReasonSchemaInvalid, "web.search1", "", 1, "args.q missing in task <n>"),
+		"reason":         fingerprintOf(deadletter.ReasonToolUnknown, "web.search", "1", 1, "args.q missing in task <n>"),
+		"tool":           fingerprintOf(deadletter.ReasonSchemaInvalid, "http.fetch", "1", 1, "args.q missing in task <n>"),
+		"tool version":   fingerprintOf(deadletter.ReasonSchemaInvalid, "web.search", "2", 1, "args.q missing in task <n>"),
+		"schema version": fingerprintOf(deadletter.ReasonSchemaInvalid, "web.search", "1", 2, "args.q missing in task <n>"),
+		"signature":      fingerprintOf(deadletter.ReasonSchemaInvalid, "web.search", "1", 1, "args.x missing in task <n>"),
+		"field boundary": fingerprintOf(deadletter.ReasonSchemaInvalid, "web.search1", "", 1, "args.q missing in task <n>"),
 	} {
 		assert.NotEqual(t, base, other, name)
 	}

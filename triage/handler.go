@@ -86,13 +86,13 @@ type Handler struct {
 	Logger *slog.Logger
 }
 
-// Event is what the handler is invoked with: either an EventBridge event as
+// event is what the handler is invoked with: either an EventBridge event as
 // it stands (DetailType and Detail set), or the compact event the CDK app's
 // rules build with an input transformer (Trigger and Pipeline set):
 //
 //	{"trigger":"schedule","pipeline":"agent-tasks"}
 //	{"trigger":"alarm","pipeline":"agent-tasks","alarm_name":"…","alarm_arn":"…","state":"ALARM","time":"…"}
-type Event struct {
+type event struct {
 	DetailType string          `json:"detail-type"`
 	Source     string          `json:"source"`
 	Resources  []string        `json:"resources"`
@@ -106,21 +106,21 @@ type Event struct {
 
 // Trigger values of the compact event.
 const (
-	TriggerSchedule = "schedule"
-	TriggerAlarm    = "alarm"
+	triggerSchedule = "schedule"
+	triggerAlarm    = "alarm"
 )
 
 // The EventBridge detail types the handler accepts.
 const (
-	DetailScheduled  = "Scheduled Event"
-	DetailAlarmState = "CloudWatch Alarm State Change"
+	detailScheduled  = "Scheduled Event"
+	detailAlarmState = "CloudWatch Alarm State Change"
 )
 
 // ErrUnknownEvent: the handler was invoked with something it does not read.
 var ErrUnknownEvent = errors.New("triage: unknown event")
 
-// AlarmDetail is the part of a "CloudWatch Alarm State Change" detail the handler reads.
-type AlarmDetail struct {
+// alarmDetail is the part of a "CloudWatch Alarm State Change" detail the handler reads.
+type alarmDetail struct {
 	AlarmName string `json:"alarmName"`
 	State     struct {
 		Value string `json:"value"`
@@ -146,8 +146,11 @@ type Result struct {
 
 // PipelineResult is one pipeline's triage in an invocation.
 type PipelineResult struct {
-	Pipeline  string `json:"pipeline"`
-	Messages  int    `json:"messages"`
+	Pipeline string `json:"pipeline"`
+	Messages int    `json:"messages"`
+	// Complete is the report's: the scan saw every dead letter. Partial is
+	// the report's too: not Complete, or an export or the ledger fell short.
+	Complete  bool   `json:"complete"`
 	Partial   bool   `json:"partial"`
 	Exported  int    `json:"exported"`
 	ReportKey string `json:"report_key,omitempty"`
@@ -156,9 +159,9 @@ type PipelineResult struct {
 }
 
 // Handle triages on a schedule (every target) or on a DLQ alarm (the
-// pipeline whose alarm fired; see MatchAlarm), writes each report's JSON
+// pipeline whose alarm fired; see matchAlarm), writes each report's JSON
 // and Markdown next to the eval exports, emits the EMF metrics, and on an
-// alarm in state ALARM publishes Summary to the pipeline's alarm topic. It
+// alarm in state ALARM publishes summary to the pipeline's alarm topic. It
 // returns an error when any pipeline could not be triaged, after doing the others.
 func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, error) {
 	now := time.Now
@@ -169,34 +172,34 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 	if log == nil {
 		log = slog.Default()
 	}
-	var ev Event
+	var ev event
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return Result{}, fmt.Errorf("%w: %v", ErrUnknownEvent, err)
 	}
 	var targets []Target
-	var alarm *AlarmDetail
+	var alarm *alarmDetail
 	res := Result{}
 	switch {
-	case ev.Trigger == TriggerSchedule || ev.Trigger == TriggerAlarm:
+	case ev.Trigger == triggerSchedule || ev.Trigger == triggerAlarm:
 		t, ok := h.target(ev.Pipeline)
 		if !ok {
 			return Result{}, fmt.Errorf("%w: pipeline %q is not among the targets", ErrUnknownEvent, ev.Pipeline)
 		}
-		targets, res.Trigger = []Target{t}, TriggerSchedule
-		if ev.Trigger == TriggerAlarm {
+		targets, res.Trigger = []Target{t}, triggerSchedule
+		if ev.Trigger == triggerAlarm {
 			res.Trigger = "alarm:" + ev.AlarmName
-			alarm = &AlarmDetail{AlarmName: ev.AlarmName}
+			alarm = &alarmDetail{AlarmName: ev.AlarmName}
 			alarm.State.Value = ev.State
 		}
-	case ev.DetailType == DetailScheduled:
+	case ev.DetailType == detailScheduled:
 		res.Trigger, targets = "schedule", h.Targets
-	case ev.DetailType == DetailAlarmState:
-		alarm = &AlarmDetail{}
+	case ev.DetailType == detailAlarmState:
+		alarm = &alarmDetail{}
 		if err := json.Unmarshal(ev.Detail, alarm); err != nil {
 			return Result{}, fmt.Errorf("%w: alarm detail: %v", ErrUnknownEvent, err)
 		}
 		res.Trigger = "alarm:" + alarm.AlarmName
-		if t, ok := MatchAlarm(h.Targets, alarm); ok {
+		if t, ok := matchAlarm(h.Targets, alarm); ok {
 			targets = []Target{t}
 		} else {
 			log.WarnContext(ctx, "alarm matches no pipeline: triaging every pipeline, publishing nothing", "alarm", alarm.AlarmName)
@@ -204,7 +207,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 		}
 	default:
 		return Result{}, fmt.Errorf("%w: detail-type %q, trigger %q (want %q or %q, or trigger %q or %q)",
-			ErrUnknownEvent, ev.DetailType, ev.Trigger, DetailScheduled, DetailAlarmState, TriggerSchedule, TriggerAlarm)
+			ErrUnknownEvent, ev.DetailType, ev.Trigger, detailScheduled, detailAlarmState, triggerSchedule, triggerAlarm)
 	}
 
 	metrics := h.Metrics
@@ -223,18 +226,18 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 			errs = append(errs, err)
 		}
 		if r != nil {
-			pr.Messages, pr.Partial = r.Totals.Messages, r.Partial
+			pr.Messages, pr.Complete, pr.Partial = r.Totals.Messages, r.Complete, r.Partial
 			if r.Export != nil {
 				pr.Exported = r.Export.Exported
 			}
 			if len(r.Written) > 0 {
 				pr.ReportKey = r.Written[0]
 			}
-			if err := WriteEMF(metrics, r, now()); err != nil {
+			if err := writeEMF(metrics, r, now()); err != nil {
 				errs = append(errs, err)
 			}
 			if alarm != nil && alarm.State.Value == "ALARM" && h.SNS != nil && t.AlarmTopicARN != "" {
-				subject, body := Summary(r, alarm.AlarmName, h.reportLinks(r.Written))
+				subject, body := summary(r, alarm.AlarmName, h.reportLinks(r.Written))
 				if _, err := h.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(t.AlarmTopicARN), Subject: aws.String(subject), Message: aws.String(body)}); err != nil {
 					log.ErrorContext(ctx, "triage summary publish failed", "pipeline", t.Pipeline.Name, "error", err.Error())
 					errs = append(errs, fmt.Errorf("publish summary of %s: %w", t.Pipeline.Name, err))
@@ -277,8 +280,8 @@ func scanBudget(ctx context.Context, p *pipeline.Pipeline, configured time.Durat
 	return d
 }
 
-// ReportLinks say where the reader of an alarm summary finds the report.
-type ReportLinks struct {
+// alarmLinks say where the reader of an alarm summary finds the report.
+type alarmLinks struct {
 	// HTML is the self-contained report: its S3 URI, or its path in a folder.
 	HTML string
 	// JSON is the full report beside it.
@@ -288,25 +291,25 @@ type ReportLinks struct {
 }
 
 // reportLinks names the report files Run wrote (JSON, Markdown, HTML).
-func (h *Handler) reportLinks(written []string) ReportLinks {
+func (h *Handler) reportLinks(written []string) alarmLinks {
 	if h.Dest == nil || len(written) < 3 {
-		return ReportLinks{}
+		return alarmLinks{}
 	}
 	jsonKey, htmlKey := written[0], written[2]
 	s3d, ok := h.Dest.(*S3)
 	if !ok {
 		root := strings.TrimSuffix(h.Dest.String(), "/") + "/"
-		return ReportLinks{HTML: root + htmlKey, JSON: root + jsonKey}
+		return alarmLinks{HTML: root + htmlKey, JSON: root + jsonKey}
 	}
-	return ReportLinks{
+	return alarmLinks{
 		HTML: "s3://" + s3d.Bucket + "/" + s3d.Prefix + htmlKey, JSON: "s3://" + s3d.Bucket + "/" + s3d.Prefix + jsonKey,
-		Console: S3ConsoleURL(h.Region, s3d.Bucket, s3d.Prefix+htmlKey),
+		Console: s3ConsoleURL(h.Region, s3d.Bucket, s3d.Prefix+htmlKey),
 	}
 }
 
-// S3ConsoleURL is the AWS console's page of one S3 object (where a
+// s3ConsoleURL is the AWS console's page of one S3 object (where a
 // responder opens or downloads it with their own console session).
-func S3ConsoleURL(region, bucket, key string) string {
+func s3ConsoleURL(region, bucket, key string) string {
 	host, q := "console.aws.amazon.com", url.Values{}
 	if region != "" {
 		host = region + ".console.aws.amazon.com"
@@ -317,14 +320,14 @@ func S3ConsoleURL(region, bucket, key string) string {
 	return "https://" + host + "/s3/object/" + url.PathEscape(bucket) + "?" + q.Encode()
 }
 
-// MatchAlarm finds the pipeline an alarm is about, in this order:
+// matchAlarm finds the pipeline an alarm is about, in this order:
 //  1. a metric dimension Pipeline equal to a pipeline's name (agentdlq's own
 //     metrics, namespace AgentDLQ);
 //  2. a metric dimension QueueName equal to a target's DLQ name (the last
 //     segment of dlq_url, or of dlq_arn) — the AWS/SQS depth alarms;
 //  3. the alarm name containing a pipeline's name (the longest wins), for
 //     composite alarms and math expressions without dimensions.
-func MatchAlarm(targets []Target, a *AlarmDetail) (Target, bool) {
+func matchAlarm(targets []Target, a *alarmDetail) (Target, bool) {
 	for _, m := range a.Configuration.Metrics {
 		dims := m.MetricStat.Metric.Dimensions
 		for _, t := range targets {
@@ -352,11 +355,14 @@ func lastSegment(s, sep string) string {
 	return s[strings.LastIndex(s, sep)+1:]
 }
 
-// Summary is the short text published to a pipeline's alarm topic: the top
+// summary is the short text published to a pipeline's alarm topic: the top
 // reasons, the soonest expiry, and the commands to run next. SNS subjects
 // are at most 100 characters.
-func Summary(r *Report, alarmName string, links ReportLinks) (subject, body string) {
+func summary(r *Report, alarmName string, links alarmLinks) (subject, body string) {
 	subject = fmt.Sprintf("agentdlq %s: %d dead letters", r.Pipeline, r.Totals.Messages)
+	if !r.Complete {
+		subject = fmt.Sprintf("agentdlq %s: at least %d dead letters (partial scan)", r.Pipeline, r.Totals.Messages)
+	}
 	if len(r.Totals.ByReason) > 0 {
 		subject += fmt.Sprintf(", top %s (%d)", r.Totals.ByReason[0].Reason, r.Totals.ByReason[0].Count)
 	}
@@ -366,6 +372,9 @@ func Summary(r *Report, alarmName string, links ReportLinks) (subject, body stri
 	var b strings.Builder
 	fmt.Fprintf(&b, "Triage of pipeline %s (owner %s) after alarm %s.\n", r.Pipeline, r.Owner, alarmName)
 	fmt.Fprintf(&b, "%d dead letters in %d groups.", r.Totals.Messages, r.Totals.Groups)
+	if c := coverage(r); c != "" {
+		fmt.Fprintf(&b, "\n%s", c)
+	}
 	if r.Partial {
 		fmt.Fprintf(&b, " PARTIAL: %s.", strings.Join(r.PartialReasons, "; "))
 	}

@@ -70,7 +70,7 @@ func alarmEvent(name string, state string, dims map[string]string) json.RawMessa
 			"id": "m1", "metricStat": map[string]any{"metric": map[string]any{"namespace": "AWS/SQS", "name": "ApproximateNumberOfMessagesVisible", "dimensions": dims}, "period": 60, "stat": "Maximum"},
 		}}},
 	}
-	ev, _ := json.Marshal(map[string]any{"version": "0", "detail-type": DetailAlarmState, "source": "aws.cloudwatch", "detail": detail})
+	ev, _ := json.Marshal(map[string]any{"version": "0", "detail-type": detailAlarmState, "source": "aws.cloudwatch", "detail": detail})
 	return ev
 }
 
@@ -91,11 +91,11 @@ func TestMatchAlarm(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var ev Event
+			var ev event
 			require.NoError(t, json.Unmarshal(tt.event, &ev))
-			var a AlarmDetail
+			var a alarmDetail
 			require.NoError(t, json.Unmarshal(ev.Detail, &a))
-			got, ok := MatchAlarm(ts, &a)
+			got, ok := matchAlarm(ts, &a)
 			assert.Equal(t, tt.want != "", ok)
 			assert.Equal(t, tt.want, got.Pipeline.Name)
 		})
@@ -223,7 +223,7 @@ func TestWriteEMF(t *testing.T) {
 	t.Parallel()
 	r := Build(TagAll(fixture(t)), testPipeline(t, false), t0)
 	var buf bytes.Buffer
-	require.NoError(t, WriteEMF(&buf, r, t0))
+	require.NoError(t, writeEMF(&buf, r, t0))
 	docs := emfDocs(t, buf.Bytes())
 	require.Len(t, docs, 8)
 	first := docs[0]
@@ -260,7 +260,7 @@ func TestWriteEMF(t *testing.T) {
 
 	// An empty DLQ: no hours to expiry (nothing to lose).
 	buf.Reset()
-	require.NoError(t, WriteEMF(&buf, Build(nil, testPipeline(t, false), t0), t0.Add(time.Minute)))
+	require.NoError(t, writeEMF(&buf, Build(nil, testPipeline(t, false), t0), t0.Add(time.Minute)))
 	docs = emfDocs(t, buf.Bytes())
 	require.Len(t, docs, 1)
 	assert.NotContains(t, docs[0], "DLQHoursToExpiry")
@@ -312,4 +312,27 @@ func TestScanBudget(t *testing.T) {
 	ctx2, cancel2 := context.WithDeadline(t.Context(), wall.Add(5*time.Second))
 	defer cancel2()
 	assert.Equal(t, time.Second, scanBudget(ctx2, p, 0, 1, wall), "at least a second")
+}
+
+// TestHandlePartialScan: the Lambda keeps working on a partial scan: no
+// error, metrics emitted, the report kept and marked, the result says so.
+func TestHandlePartialScan(t *testing.T) {
+	t.Parallel()
+	h, _, metrics, queues := newHandler(t)
+	queues[h.Targets[1].DLQURL].msgs[0].hiddenUntil = t0.Add(time.Hour) // held by another reader
+	res, err := h.Handle(t.Context(), json.RawMessage(`{"trigger":"schedule","pipeline":"`+h.Targets[1].Pipeline.Name+`"}`))
+	require.NoError(t, err, "a partial scan is reported, not failed")
+	require.Len(t, res.Pipelines, 1)
+	pr := res.Pipelines[0]
+	assert.False(t, pr.Complete)
+	assert.True(t, pr.Partial)
+	assert.Equal(t, 2, pr.Messages, "what it saw")
+	require.NotEmpty(t, pr.ReportKey)
+	docs := emfDocs(t, metrics.Bytes())
+	require.NotEmpty(t, docs)
+	assert.Equal(t, false, docs[0]["ScanComplete"])
+	r, _, err := LatestReport(t.Context(), h.Dest, h.Targets[1].Pipeline.Name)
+	require.NoError(t, err)
+	assert.False(t, r.Complete)
+	assert.Equal(t, CauseInFlight, r.Scan.PartialCause)
 }

@@ -19,10 +19,10 @@ const HistoryLimit = 48
 // run: "<pipeline>/reports/" in a folder or the eval bucket.
 func ReportsPrefix(pipelineName string) string { return pipelineName + "/reports/" }
 
-// ReportBase is the key of one run's report files without the extension:
+// reportBase is the key of one run's report files without the extension:
 // ReportsPrefix + "<yyyymmddThhmmssZ>-<hash>", so that keys sort by time.
-func ReportBase(r *Report, now time.Time) string {
-	return ReportsPrefix(r.Pipeline) + now.UTC().Format("20060102T150405Z") + "-" + ReportHash(r)[:8]
+func reportBase(r *Report, now time.Time) string {
+	return ReportsPrefix(r.Pipeline) + now.UTC().Format("20060102T150405Z") + "-" + reportHash(r)[:8]
 }
 
 // HistoryPoint is one triage run as the chart shows it.
@@ -31,13 +31,17 @@ type HistoryPoint struct {
 	Key         string
 	GeneratedAt time.Time
 	Messages    int
-	Partial     bool
-	ByReason    map[deadletter.Reason]int
+	// Partial is true when the run's scan did not see every dead letter
+	// (the report is not Complete): Messages and ByReason are then a lower
+	// bound, never a count, and the chart does not draw them as one. A run
+	// whose scan was complete but whose export failed is a count.
+	Partial  bool
+	ByReason map[deadletter.Reason]int
 }
 
 // PointOf is a report's point in the history.
 func PointOf(r *Report, key string) HistoryPoint {
-	p := HistoryPoint{Key: key, GeneratedAt: r.GeneratedAt, Messages: r.Totals.Messages, Partial: r.Partial, ByReason: map[deadletter.Reason]int{}}
+	p := HistoryPoint{Key: key, GeneratedAt: r.GeneratedAt, Messages: r.Totals.Messages, Partial: !r.Complete, ByReason: map[deadletter.Reason]int{}}
 	for _, rt := range r.Totals.ByReason {
 		p.ByReason[rt.Reason] = rt.Count
 	}
@@ -48,7 +52,7 @@ func PointOf(r *Report, key string) HistoryPoint {
 // first). A report that cannot be read is left out of the chart and named in
 // the error, after the others were read: a chart with a gap beats none.
 func History(ctx context.Context, dest Destination, pipelineName string, limit int) ([]HistoryPoint, error) {
-	keys, err := ReportKeys(ctx, dest, pipelineName)
+	keys, err := reportKeys(ctx, dest, pipelineName)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +82,8 @@ func History(ctx context.Context, dest Destination, pipelineName string, limit i
 	return out, nil
 }
 
-// ReportKeys lists the JSON report keys of a pipeline, oldest first.
-func ReportKeys(ctx context.Context, dest Destination, pipelineName string) ([]string, error) {
+// reportKeys lists the JSON report keys of a pipeline, oldest first.
+func reportKeys(ctx context.Context, dest Destination, pipelineName string) ([]string, error) {
 	all, err := dest.List(ctx, ReportsPrefix(pipelineName))
 	if err != nil {
 		return nil, fmt.Errorf("triage: list reports in %s: %w", dest, err)
@@ -97,7 +101,7 @@ func ReportKeys(ctx context.Context, dest Destination, pipelineName string) ([]s
 // LatestReport reads a pipeline's newest report from dest; nil without error
 // when there is none yet.
 func LatestReport(ctx context.Context, dest Destination, pipelineName string) (*Report, string, error) {
-	keys, err := ReportKeys(ctx, dest, pipelineName)
+	keys, err := reportKeys(ctx, dest, pipelineName)
 	if err != nil || len(keys) == 0 {
 		return nil, "", err
 	}
@@ -113,6 +117,12 @@ func LatestReport(ctx context.Context, dest Destination, pipelineName string) (*
 	if r.ReportVersion != ReportVersion {
 		return nil, k, fmt.Errorf("triage: report %s has report_version %d, want %d", k, r.ReportVersion, ReportVersion)
 	}
+	var has struct {
+		Complete *bool `json:"complete"`
+	}
+	if err := json.Unmarshal(data, &has); err == nil && has.Complete == nil {
+		r.Complete = !r.Scan.Partial // a report written before "complete" was added
+	}
 	return &r, k, nil
 }
 
@@ -121,8 +131,11 @@ func decodePoint(data []byte) (HistoryPoint, error) {
 	var doc struct {
 		ReportVersion int       `json:"report_version"`
 		GeneratedAt   time.Time `json:"generated_at"`
-		Partial       bool      `json:"partial"`
-		Totals        struct {
+		Complete      *bool     `json:"complete"` // absent before it was added: scan.partial says
+		Scan          struct {
+			Partial bool `json:"partial"`
+		} `json:"scan"`
+		Totals struct {
 			Messages int `json:"messages"`
 			ByReason []struct {
 				Reason deadletter.Reason `json:"reason"`
@@ -136,7 +149,11 @@ func decodePoint(data []byte) (HistoryPoint, error) {
 	if doc.ReportVersion != ReportVersion {
 		return HistoryPoint{}, fmt.Errorf("report_version %d, want %d", doc.ReportVersion, ReportVersion)
 	}
-	p := HistoryPoint{GeneratedAt: doc.GeneratedAt, Messages: doc.Totals.Messages, Partial: doc.Partial, ByReason: map[deadletter.Reason]int{}}
+	partial := doc.Scan.Partial
+	if doc.Complete != nil {
+		partial = !*doc.Complete
+	}
+	p := HistoryPoint{GeneratedAt: doc.GeneratedAt, Messages: doc.Totals.Messages, Partial: partial, ByReason: map[deadletter.Reason]int{}}
 	for _, rt := range doc.Totals.ByReason {
 		p.ByReason[rt.Reason] += rt.Count
 	}

@@ -59,20 +59,23 @@ func HTMLFuncs() template.FuncMap {
 			}
 			return t.UTC().Format("2006-01-02 15:04Z")
 		},
-		"age":       func(sec int64) string { return age(sec) },
-		"since":     since,
-		"condition": Condition,
-		"add":       func(a, b float64) float64 { return a + b },
-		"sub":       func(a, b float64) float64 { return a - b },
+		"age":          func(sec int64) string { return age(sec) },
+		"since":        since,
+		"condition":    condition,
+		"coverage":     coverage,
+		"otherPartial": otherPartialReasons,
+		"add":          func(a, b float64) float64 { return a + b },
+		"sub":          func(a, b float64) float64 { return a - b },
+		"half":         func(a float64) float64 { return a / 2 },
 		"groupsOf": func(r *Report, reason deadletter.Reason, limit int) []Group {
-			gs := GroupsOf(r, reason)
+			gs := groupsOf(r, reason)
 			if limit > 0 && len(gs) > limit {
 				gs = gs[:limit]
 			}
 			return gs
 		},
 		"moreGroups": func(r *Report, reason deadletter.Reason, limit int) int {
-			if n := len(GroupsOf(r, reason)); limit > 0 && n > limit {
+			if n := len(groupsOf(r, reason)); limit > 0 && n > limit {
 				return n - limit
 			}
 			return 0
@@ -80,9 +83,9 @@ func HTMLFuncs() template.FuncMap {
 	}
 }
 
-// GroupsOf returns the report's groups of one reason (a sub-slice: the
+// groupsOf returns the report's groups of one reason (a sub-slice: the
 // report keeps a reason's groups together).
-func GroupsOf(r *Report, reason deadletter.Reason) []Group {
+func groupsOf(r *Report, reason deadletter.Reason) []Group {
 	start := -1
 	for i := range r.Groups {
 		if r.Groups[i].Reason == reason {
@@ -99,9 +102,9 @@ func GroupsOf(r *Report, reason deadletter.Reason) []Group {
 	return r.Groups[start:]
 }
 
-// Condition says in a few words whether and when a reason's dead letters
+// condition says in a few words whether and when a reason's dead letters
 // may be redriven (the redrive policy's condition).
-func Condition(r deadletter.Redrivable) string {
+func condition(r deadletter.Redrivable) string {
 	switch r {
 	case deadletter.RedriveYes:
 		return "yes"
@@ -110,7 +113,7 @@ func Condition(r deadletter.Redrivable) string {
 	case deadletter.RedriveAfterReview:
 		return "after a review"
 	case deadletter.RedriveNeverBlind:
-		return "never blindly: reconcile, then override"
+		return "never blindly: reconcile each key first"
 	case deadletter.RedriveNever:
 		return "no: reject (owner override only)"
 	default:
@@ -122,9 +125,9 @@ func Condition(r deadletter.Redrivable) string {
 // beside it has them all.
 const reportGroupLimit = 200
 
-// HTML writes the report as one self-contained page: inline styles, the
+// renderHTML writes the report as one self-contained page: inline styles, the
 // chart of history as inline SVG, no script and nothing fetched.
-func HTML(w io.Writer, r *Report, history []HistoryPoint) error {
+func renderHTML(w io.Writer, r *Report, history []HistoryPoint) error {
 	t, err := template.New("report").Funcs(HTMLFuncs()).ParseFS(HTMLFiles(), "*.tmpl")
 	if err != nil {
 		return fmt.Errorf("triage: report templates: %w", err)

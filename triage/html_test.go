@@ -22,7 +22,7 @@ func TestHTMLSelfContained(t *testing.T) {
 		PointOf(r, ""),
 	}
 	var b bytes.Buffer
-	require.NoError(t, HTML(&b, r, hist))
+	require.NoError(t, renderHTML(&b, r, hist))
 	page := b.String()
 	for _, want := range []string{
 		"<style>", "<svg", "agent-tasks", "schema_invalid", "after the fix is deployed", "Attention",
@@ -115,6 +115,6 @@ func TestBuildChart(t *testing.T) {
 func TestS3ConsoleURL(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, "https://eu-west-1.console.aws.amazon.com/s3/object/evals-bucket?bucketType=general&prefix=agent-tasks%2Freports%2F20261129T120000Z-0a1b2c3d.html&region=eu-west-1",
-		S3ConsoleURL("eu-west-1", "evals-bucket", "agent-tasks/reports/20261129T120000Z-0a1b2c3d.html"))
-	assert.True(t, strings.HasPrefix(S3ConsoleURL("", "b", "k"), "https://console.aws.amazon.com/s3/object/b?"))
+		s3ConsoleURL("eu-west-1", "evals-bucket", "agent-tasks/reports/20261129T120000Z-0a1b2c3d.html"))
+	assert.True(t, strings.HasPrefix(s3ConsoleURL("", "b", "k"), "https://console.aws.amazon.com/s3/object/b?"))
 }

@@ -13,14 +13,14 @@ type KeyReader interface {
 	Get(ctx context.Context, key string) (e ledger.Entry, ok bool, err error)
 }
 
-// MaxLedgerLookups bounds the keys one triage reads from the ledger.
-const MaxLedgerLookups = 5000
+// maxLedgerLookups bounds the keys one triage reads from the ledger.
+const maxLedgerLookups = 5000
 
-// LookupLedger reads the ledger entry of each distinct idempotency key (up
-// to MaxLedgerLookups) and sets Tagged.Ledger, so that Build sees dead-letter
+// lookupLedger reads the ledger entry of each distinct idempotency key (up
+// to maxLedgerLookups) and sets Tagged.Ledger, so that Build sees dead-letter
 // and redrive counts. It stops at the first error and returns it with what
 // it had read; the entries are only ever read.
-func LookupLedger(ctx context.Context, tagged []Tagged, kr KeyReader) (looked int, err error) {
+func lookupLedger(ctx context.Context, tagged []Tagged, kr KeyReader) (looked int, err error) {
 	entries := map[string]*ledger.Entry{}
 	for i := range tagged {
 		key := tagged[i].Hints.IdempotencyKey
@@ -29,7 +29,7 @@ func LookupLedger(ctx context.Context, tagged []Tagged, kr KeyReader) (looked in
 		}
 		e, seen := entries[key]
 		if !seen {
-			if looked >= MaxLedgerLookups {
+			if looked >= maxLedgerLookups {
 				continue
 			}
 			looked++

@@ -38,7 +38,7 @@ type Tagged struct {
 	Reason deadletter.Reason
 	// Inferred is true when the reason did not come from readable worker metadata.
 	Inferred bool
-	// Fingerprint groups dead letters of the same cause; see Fingerprint.
+	// Fingerprint groups dead letters of the same cause; see fingerprintOf.
 	Fingerprint string
 	// Meta is the decoded dlq_meta (nil without metadata or when it is unreadable,
 	// except on a reason mismatch, where it holds what was decoded).
@@ -56,7 +56,7 @@ type Tagged struct {
 	// DeadLetteredAt is when the message became a dead letter, as far as it is
 	// known: dlq_meta's dead_lettered_at, else the DLQ SentTimestamp.
 	DeadLetteredAt time.Time
-	// Ledger is the ledger entry of the idempotency key, when LookupLedger found one.
+	// Ledger is the ledger entry of the idempotency key, when lookupLedger found one.
 	Ledger *ledger.Entry
 	// StaleMeta is set when the dlq_meta predates the message's own enqueue
 	// time: most likely an earlier dead letter, redriven with its attributes
@@ -66,10 +66,10 @@ type Tagged struct {
 	StaleMeta bool
 }
 
-// StaleMetaAfter is how much later than dlq_meta's dead_lettered_at a
+// staleMetaAfter is how much later than dlq_meta's dead_lettered_at a
 // message's SentTimestamp must be for the metadata to count as stale (the
 // worker's send lands within seconds; the margin absorbs clock skew).
-const StaleMetaAfter = 5 * time.Minute
+const staleMetaAfter = 5 * time.Minute
 
 // Hints are the fields of an agent task that triage groups by. All optional.
 type Hints struct {
@@ -97,7 +97,7 @@ var ErrBodyNotUTF8 = errors.New("body is not valid UTF-8")
 //     without dlq_meta, dlq_reason disagreeing with dlq_meta): the dlq_reason
 //     attribute's reason when it is a known one, else unclassified (inferred);
 //     MetaErr set either way, and the report lists it as unreadable;
-//   - metadata older than the message (SentTimestamp more than StaleMetaAfter
+//   - metadata older than the message (SentTimestamp more than staleMetaAfter
 //     after dead_lettered_at): the metadata's reason, StaleMeta set.
 func Tag(m Message) Tagged { return tag(m, nil) }
 
@@ -126,14 +126,14 @@ func tag(m Message, sigs map[[2]string]string) Tagged {
 		t.Reason, t.Meta = meta.Reason, meta
 		// Enqueued well after it was dead-lettered: redriven with its
 		// attributes, then moved back by the broker.
-		t.StaleMeta = !m.SentTimestamp.IsZero() && !meta.DeadLetteredAt.IsZero() && m.SentTimestamp.After(meta.DeadLetteredAt.Add(StaleMetaAfter))
+		t.StaleMeta = !m.SentTimestamp.IsZero() && !meta.DeadLetteredAt.IsZero() && m.SentTimestamp.After(meta.DeadLetteredAt.Add(staleMetaAfter))
 		if sigs == nil {
-			t.Signature = Signature(meta.ErrorCode, meta.Error)
+			t.Signature = signatureOf(meta.ErrorCode, meta.Error)
 		} else {
 			k := [2]string{meta.ErrorCode, meta.Error}
 			sig, ok := sigs[k]
 			if !ok {
-				sig = Signature(meta.ErrorCode, meta.Error)
+				sig = signatureOf(meta.ErrorCode, meta.Error)
 				if len(sigs) < maxSignatureMemo {
 					sigs[k] = sig
 				}
@@ -153,7 +153,7 @@ func tag(m Message, sigs map[[2]string]string) Tagged {
 	if t.Hints.Tool == "" && t.BodyErr == nil {
 		t.Hints = bodyHints(m.Body, t.Hints)
 	}
-	t.Fingerprint = Fingerprint(t.Reason, t.Hints.Tool, t.Hints.ToolVersion, t.Hints.SchemaVersion, t.Signature)
+	t.Fingerprint = fingerprintOf(t.Reason, t.Hints.Tool, t.Hints.ToolVersion, t.Hints.SchemaVersion, t.Signature)
 	return t
 }
 

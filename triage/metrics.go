@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// Namespace is the CloudWatch namespace of every agentdlq metric.
-const Namespace = "AgentDLQ"
+// namespace is the CloudWatch namespace of every agentdlq metric.
+const namespace = "AgentDLQ"
 
 type emfMetric struct {
 	Name string `json:"Name"`
@@ -25,7 +25,7 @@ type emfMeta struct {
 	CloudWatchMetrics []emfDirective `json:"CloudWatchMetrics"`
 }
 
-// WriteEMF writes the report's metrics in CloudWatch embedded metric format,
+// writeEMF writes the report's metrics in CloudWatch embedded metric format,
 // one JSON document a line, as docs/wiring.md pins them:
 //
 //	dimensions Pipeline:         DLQMessages (Count), DLQOldestAgeSeconds (Seconds),
@@ -35,7 +35,11 @@ type emfMeta struct {
 //
 // DLQHoursToExpiry is left out when the DLQ is empty: there is nothing to
 // lose, and an alarm on it treats missing data as not breaching.
-func WriteEMF(w io.Writer, r *Report, now time.Time) error {
+//
+// The first document also carries the property ScanComplete (not a metric:
+// CloudWatch Logs Insights reads it). When it is false the scan did not see
+// every dead letter and the counts are a lower bound; the report says why.
+func writeEMF(w io.Writer, r *Report, now time.Time) error {
 	enc := json.NewEncoder(w)
 	ts := now.UnixMilli()
 	doc := map[string]any{
@@ -44,6 +48,7 @@ func WriteEMF(w io.Writer, r *Report, now time.Time) error {
 		"DLQOldestAgeSeconds":   r.Expiry.OldestAgeSeconds,
 		"DLQExpiringSoon":       r.Expiry.ExpiringSoon,
 		"RecurringPoisonGroups": r.Totals.RecurringPoisonGroups,
+		"ScanComplete":          r.Complete,
 	}
 	metrics := []emfMetric{
 		{"DLQMessages", "Count"}, {"DLQOldestAgeSeconds", "Seconds"},
@@ -53,14 +58,14 @@ func WriteEMF(w io.Writer, r *Report, now time.Time) error {
 		metrics = append(metrics, emfMetric{"DLQHoursToExpiry", "None"})
 	}
 	metrics = append(metrics, emfMetric{"DLQExpiringSoon", "Count"}, emfMetric{"RecurringPoisonGroups", "Count"})
-	doc["_aws"] = emfMeta{Timestamp: ts, CloudWatchMetrics: []emfDirective{{Namespace: Namespace, Dimensions: [][]string{{"Pipeline"}}, Metrics: metrics}}}
+	doc["_aws"] = emfMeta{Timestamp: ts, CloudWatchMetrics: []emfDirective{{Namespace: namespace, Dimensions: [][]string{{"Pipeline"}}, Metrics: metrics}}}
 	if err := enc.Encode(doc); err != nil {
 		return err
 	}
 	for _, rt := range r.Totals.ByReason {
 		if err := enc.Encode(map[string]any{
 			"_aws": emfMeta{Timestamp: ts, CloudWatchMetrics: []emfDirective{{
-				Namespace: Namespace, Dimensions: [][]string{{"Pipeline", "Reason"}},
+				Namespace: namespace, Dimensions: [][]string{{"Pipeline", "Reason"}},
 				Metrics: []emfMetric{{"DLQMessagesByReason", "Count"}},
 			}}},
 			"Pipeline":            r.Pipeline,

@@ -17,7 +17,10 @@ func Text(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "DLQ %s\n", r.Queue)
 	}
 	fmt.Fprintf(&b, "%s\n", scanLine(r))
-	for _, why := range r.PartialReasons {
+	if c := coverage(r); c != "" {
+		fmt.Fprintf(&b, "\n!!! %s\n\n", c)
+	}
+	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "PARTIAL: %s\n", why)
 	}
 	fmt.Fprintf(&b, "%s\n\n", expiryLine(r))
@@ -70,12 +73,15 @@ func Text(w io.Writer, r *Report) error {
 func Markdown(w io.Writer, r *Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Triage of `%s`\n\n", r.Pipeline)
+	if c := coverage(r); c != "" {
+		fmt.Fprintf(&b, "> **%s**\n\n", md(c))
+	}
 	fmt.Fprintf(&b, "- owner: `%s`%s\n", r.Owner, fifoNote(r.FIFO))
 	if r.Queue != "" {
 		fmt.Fprintf(&b, "- DLQ: `%s`\n", r.Queue)
 	}
 	fmt.Fprintf(&b, "- %s\n", scanLine(r))
-	for _, why := range r.PartialReasons {
+	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "- **partial**: %s\n", md(why))
 	}
 	fmt.Fprintf(&b, "- %s\n\n", expiryLine(r))
@@ -139,6 +145,53 @@ func scanLine(r *Report) string {
 	}
 	return fmt.Sprintf("generated %s; %s in %s; scan %s: %d read in %.1fs (%.0f msg/s), stopped: %s",
 		r.GeneratedAt.Format(time.RFC3339), plural(r.Totals.Messages, "message"), plural(r.Totals.Groups, "group"), state, s.Unique, s.DurationSeconds, s.MessagesPerSecond, orDash(s.StopReason))
+}
+
+// coverage is the banner of a report whose scan did not see every dead
+// letter ("" for a complete one): what it saw against the queue's depth,
+// why, and when or how a rerun may see everything.
+func coverage(r *Report) string {
+	if r.Complete {
+		return ""
+	}
+	s := r.Scan
+	c := fmt.Sprintf("PARTIAL SCAN: saw %d of about %d dead letters (%d visible and %d in flight when it started); the counts are a lower bound, not the DLQ's content",
+		s.Unique, s.ApproxDepth+s.ApproxInFlight, s.ApproxDepth, s.ApproxInFlight)
+	if s.PartialReason != "" {
+		c += ": " + s.PartialReason
+	}
+	return c + ". " + retryAdvice(s)
+}
+
+// otherPartialReasons are the report's partial reasons the coverage banner
+// does not already say (an export or a ledger read that fell short).
+func otherPartialReasons(r *Report) []string {
+	if r.Complete {
+		return r.PartialReasons
+	}
+	var out []string
+	for _, why := range r.PartialReasons {
+		if !strings.HasPrefix(why, scanReasonPrefix) {
+			out = append(out, why)
+		}
+	}
+	return out
+}
+
+// retryAdvice says when, or with what change, a rerun may see everything.
+func retryAdvice(s ScanStats) string {
+	switch {
+	case s.RetryAfterSeconds > 0:
+		return fmt.Sprintf("Rerun in about %s, when the hidden letters are visible again.", age(int64(s.RetryAfterSeconds)))
+	case s.PartialCause == CauseMaxMessages || s.PartialCause == CauseMaxDuration:
+		return "Rerun with a higher bound."
+	case s.PartialCause == CauseVisibilityLapsed:
+		return "Rerun with a longer visibility timeout."
+	case s.PartialCause == CauseFIFOGroups:
+		return "A rerun sees the same: a read-only scan of a FIFO DLQ sees at most a batch of each message group."
+	default:
+		return "Rerun."
+	}
 }
 
 func expiryLine(r *Report) string {

@@ -39,8 +39,16 @@ type Report struct {
 	Queue         string    `json:"queue,omitempty"`
 	FIFO          bool      `json:"fifo"`
 	GeneratedAt   time.Time `json:"generated_at"`
-	// Partial is true when the report does not cover the whole DLQ or an
-	// export failed; PartialReasons say why.
+	// Complete is true when the scan saw every dead letter the DLQ held: the
+	// counts are exact and the lists of letters and keys are whole. False
+	// (added within version 1; a report without the field reads it from
+	// scan.partial): the counts are a lower bound, and Scan says why
+	// (partial_reason, partial_cause) and when a rerun may see everything
+	// (retry_after_seconds). A command that must see every letter fails on it.
+	Complete bool `json:"complete"`
+	// Partial is true when the report does not cover the whole DLQ (Complete
+	// is false) or another stage fell short (an export failed, the ledger
+	// could not be read); PartialReasons say why.
 	Partial        bool          `json:"partial"`
 	PartialReasons []string      `json:"partial_reasons,omitempty"`
 	Scan           ScanStats     `json:"scan"`
@@ -183,12 +191,12 @@ type Entry struct {
 // retention and queue type of the pipeline definition. It is pure: the scan
 // statistics, queue and export are filled in by the caller.
 func Build(tagged []Tagged, p *pipeline.Pipeline, now time.Time) *Report {
-	return BuildWith(tagged, p, now, BuildOptions{})
+	return buildWith(tagged, p, now, buildOptions{})
 }
 
-// BuildOptions are what the queue itself says, where it differs from the
+// buildOptions are what the queue itself says, where it differs from the
 // pipeline definition. Zero fields mean "as the pipeline says".
-type BuildOptions struct {
+type buildOptions struct {
 	// Retention is the DLQ's MessageRetentionPeriod as the queue reports it:
 	// SQS deletes by the queue's attribute, not by the definition.
 	Retention time.Duration
@@ -196,8 +204,8 @@ type BuildOptions struct {
 	FIFO bool
 }
 
-// BuildWith is Build with the queue's own retention and type.
-func BuildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o BuildOptions) *Report {
+// buildWith is Build with the queue's own retention and type.
+func buildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o buildOptions) *Report {
 	now = now.UTC()
 	retention, source := p.DLQRetention(), "pipeline"
 	if o.Retention > 0 {
@@ -208,7 +216,7 @@ func BuildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o BuildOpti
 	hashTenants := slices.Contains(p.Eval.HashFields, tenantFieldHashName)
 
 	r := &Report{
-		ReportVersion: ReportVersion, Pipeline: p.Name, Owner: p.Owner, FIFO: fifo, GeneratedAt: now,
+		ReportVersion: ReportVersion, Pipeline: p.Name, Owner: p.Owner, FIFO: fifo, GeneratedAt: now, Complete: true,
 		Expiry: ExpirySummary{
 			DLQRetentionHours: p.DLQRetentionHours, DLQRetentionSeconds: int64(retention / time.Second), RetentionSource: source,
 			WarningHours: p.Triage.WarningHours,

@@ -170,7 +170,7 @@ func TestBuildWithLedger(t *testing.T) {
 	msgs := []Message{deadLetter(t, "a", "{}", poisonMeta(deadletter.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-a", "503"), t0)}
 	tagged := TagAll(msgs)
 	l := fakeLedger{"key-a": {DeadLetterCount: 3, RedriveCount: 1}}
-	n, err := LookupLedger(t.Context(), tagged, l)
+	n, err := lookupLedger(t.Context(), tagged, l)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	r := Build(tagged, p, t0)

@@ -10,6 +10,10 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
+// scanReasonPrefix starts the partial reason of a scan that did not see
+// every letter (Report.PartialReasons); the coverage banner says it in full.
+const scanReasonPrefix = "scan: "
+
 // Config is one triage run of one pipeline's DLQ.
 type Config struct {
 	// Pipeline is required (defaults applied).
@@ -75,16 +79,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	tagged := TagAll(msgs)
 	var ledgerErr error
 	if cfg.Ledger != nil {
-		if _, ledgerErr = LookupLedger(ctx, tagged, cfg.Ledger); ledgerErr != nil {
+		if _, ledgerErr = lookupLedger(ctx, tagged, cfg.Ledger); ledgerErr != nil {
 			log.WarnContext(ctx, "triage ledger lookup failed", "pipeline", p.Name, "error", ledgerErr.Error())
 		}
 	}
 	now := cfg.Now()
-	r := BuildWith(tagged, p, now, BuildOptions{Retention: time.Duration(stats.RetentionSeconds) * time.Second, FIFO: stats.FIFO})
+	r := buildWith(tagged, p, now, buildOptions{Retention: time.Duration(stats.RetentionSeconds) * time.Second, FIFO: stats.FIFO})
 	r.Queue, r.Scan = cfg.DLQURL, stats
 	if stats.Partial {
-		r.Partial = true
-		r.PartialReasons = append(r.PartialReasons, "scan: "+stats.PartialReason)
+		r.Complete, r.Partial = false, true
+		r.PartialReasons = append(r.PartialReasons, scanReasonPrefix+stats.PartialReason)
 	}
 	if ledgerErr != nil {
 		r.Partial = true
@@ -102,7 +106,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		log.WarnContext(ctx, "more dead letters with unreadable metadata", "queue", cfg.DLQURL, "count", r.Totals.Unreadable-logged)
 	}
 	log.InfoContext(ctx, "triage scanned", "pipeline", p.Name, "queue", cfg.DLQURL, "messages", r.Totals.Messages,
-		"groups", r.Totals.Groups, "partial", r.Partial, "duration_s", stats.DurationSeconds, "messages_per_s", stats.MessagesPerSecond)
+		"groups", r.Totals.Groups, "complete", r.Complete, "partial", r.Partial, "duration_s", stats.DurationSeconds, "messages_per_s", stats.MessagesPerSecond)
+	if stats.Partial {
+		log.WarnContext(ctx, "triage scan partial: the report's counts are a lower bound", "pipeline", p.Name, "queue", cfg.DLQURL,
+			"partial_cause", stats.PartialCause, "seen", stats.Unique, "approx_visible", stats.ApproxDepth, "approx_in_flight", stats.ApproxInFlight,
+			"retry_after_s", stats.RetryAfterSeconds)
+	}
 
 	var errs []error
 	if cfg.Dest != nil {

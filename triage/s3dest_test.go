@@ -50,7 +50,7 @@ func TestExportS3(t *testing.T) {
 	defer out.Body.Close()
 	assert.True(t, strings.HasPrefix(res.RecordsKey, "agent-tasks/2026-11-29/"), "one prefix per pipeline and date")
 
-	got, err := ExistingIDs(ctx, dest, "agent-tasks")
+	got, err := existingIDs(ctx, dest, "agent-tasks")
 	require.NoError(t, err)
 	assert.Len(t, got, 5)
 	for _, id := range res.IDs {

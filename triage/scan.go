@@ -93,6 +93,36 @@ const (
 	StopError       = "error"        // a receive failed
 )
 
+// Why a scan is partial (ScanStats.PartialCause): what it could not see, and
+// so what helps. RetryAfterSeconds says when a rerun may see everything.
+const (
+	// CauseInFlight: letters were in flight when the scan started, held by
+	// another reader (another triage, a selective redrive, a receive whose
+	// response was lost) until their visibility timeout lapses: retry then.
+	CauseInFlight = "in_flight"
+	// CauseHidden: letters the queue counted at the start were not handed
+	// to the scan: received by another reader meanwhile, or taken by a
+	// receive of this scan whose response was lost: retry when their
+	// visibility timeout lapses.
+	CauseHidden = "hidden"
+	// CauseFIFOGroups: a FIFO queue hands out no further letter of a message
+	// group while one of it is in flight, so a read-only scan sees at most a
+	// batch a group; a rerun sees the same (see Scan).
+	CauseFIFOGroups = "fifo_groups"
+	// CauseVisibilityLapsed: letters came back before the scan ended: raise
+	// the visibility timeout (--visibility) and rerun.
+	CauseVisibilityLapsed = "visibility_lapsed"
+	// CauseMaxMessages and CauseMaxDuration: a bound stopped the scan: raise
+	// it (--max-messages, --max-seconds; the pipeline's triage settings).
+	CauseMaxMessages = "max_messages"
+	CauseMaxDuration = "max_duration"
+	// CauseCanceled: the scan was canceled: rerun.
+	CauseCanceled = "canceled"
+	// CauseReceiveFailed: a receive failed; the letters it may have taken
+	// on the server's side come back after the scan's visibility timeout.
+	CauseReceiveFailed = "receive_failed"
+)
+
 // ScanStats say what a scan did and whether it covered the queue.
 type ScanStats struct {
 	Queue string `json:"queue"`
@@ -118,9 +148,28 @@ type ScanStats struct {
 	DurationSeconds          float64   `json:"duration_seconds"`
 	MessagesPerSecond        float64   `json:"messages_per_second"`
 	StopReason               string    `json:"stop_reason"`
-	// Partial is true when the scan may have missed messages; PartialReason says why.
-	Partial       bool   `json:"partial"`
-	PartialReason string `json:"partial_reason,omitempty"`
+	// QueueVisibilityTimeoutSeconds is the DLQ's own VisibilityTimeout: how
+	// long a reader that sets none holds what it receives (0 if not reported).
+	QueueVisibilityTimeoutSeconds int `json:"queue_visibility_timeout_seconds"`
+	// Partial is true when the scan may have missed messages: Unique is then
+	// a lower bound of the DLQ's letters. PartialReason says why in words,
+	// PartialCause as one of the Cause… values, and RetryAfterSeconds when a
+	// rerun may see everything (0: a rerun now, or only a changed bound,
+	// helps; see the cause).
+	Partial           bool   `json:"partial"`
+	PartialReason     string `json:"partial_reason,omitempty"`
+	PartialCause      string `json:"partial_cause,omitempty"`
+	RetryAfterSeconds int    `json:"retry_after_seconds,omitempty"`
+}
+
+// Err is nil for a complete scan and, for a partial one, an error that
+// wraps ErrScanPartial and says why: what a caller that must see every
+// letter (a list of keys, a selection) returns instead of its answer.
+func (s ScanStats) Err() error {
+	if !s.Partial {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrScanPartial, s.PartialReason)
 }
 
 // Errors of Scan; test with errors.Is.
@@ -129,6 +178,8 @@ var (
 	ErrQueueNotFound = errors.New("triage: DLQ does not exist")
 	// ErrBadOptions: the scan options are out of range.
 	ErrBadOptions = errors.New("triage: bad scan options")
+	// ErrScanPartial: the scan did not see every dead letter (ScanStats.Err).
+	ErrScanPartial = errors.New("triage: the scan did not see every dead letter")
 )
 
 // Scan reads every visible message of a DLQ once, without changing it: it
@@ -161,6 +212,7 @@ func Scan(ctx context.Context, api ScanAPI, dlqURL string, opts ScanOptions) ([]
 			types.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
 			types.QueueAttributeNameMessageRetentionPeriod,
 			types.QueueAttributeNameFifoQueue,
+			types.QueueAttributeNameVisibilityTimeout,
 		},
 	})
 	if err != nil {
@@ -169,6 +221,7 @@ func Scan(ctx context.Context, api ScanAPI, dlqURL string, opts ScanOptions) ([]
 	st.ApproxDepth = atoiAttr(attrs.Attributes, string(types.QueueAttributeNameApproximateNumberOfMessages))
 	st.ApproxInFlight = atoiAttr(attrs.Attributes, string(types.QueueAttributeNameApproximateNumberOfMessagesNotVisible))
 	st.RetentionSeconds = atoiAttr(attrs.Attributes, string(types.QueueAttributeNameMessageRetentionPeriod))
+	st.QueueVisibilityTimeoutSeconds = atoiAttr(attrs.Attributes, string(types.QueueAttributeNameVisibilityTimeout))
 	st.FIFO = attrs.Attributes[string(types.QueueAttributeNameFifoQueue)] == "true" || strings.HasSuffix(dlqURL, ".fifo")
 	if opts.Receivers == 0 {
 		opts.Receivers = min(8, 1+st.ApproxDepth/2000)
@@ -321,32 +374,46 @@ func (s *scanner) release(ctx context.Context) {
 	s.st.ReleaseFailed += failed
 }
 
-// judge decides whether the scan covered the queue.
+// judge decides whether the scan covered the queue, and if not, why, what
+// helps and when a rerun may see everything.
 func (s *scanner) judge() {
 	st := s.st
-	partial := func(why string) { st.Partial, st.PartialReason = true, why }
+	// A letter held elsewhere comes back when its holder's visibility
+	// timeout lapses: the queue's own when the holder set none, the scan's
+	// when it was a receive of a scan like this one whose response was lost.
+	// A holder may set a longer one: a rerun then says so again.
+	holdBack := max(st.QueueVisibilityTimeoutSeconds, st.VisibilityTimeoutSeconds)
+	held := fmt.Sprintf("until their visibility timeout lapses (about %ds: the longer of the queue's and this scan's; a reader may set a longer one)", holdBack)
+	partial := func(cause, why string, retryAfter int) {
+		st.Partial, st.PartialCause, st.PartialReason, st.RetryAfterSeconds = true, cause, why, retryAfter
+	}
 	switch st.StopReason {
 	case StopMaxMessages:
-		partial(fmt.Sprintf("stopped at the message bound (%d); the queue held about %d", s.opts.MaxMessages, st.ApproxDepth))
+		partial(CauseMaxMessages, fmt.Sprintf("stopped at the message bound (%d); the queue held about %d: raise the bound", s.opts.MaxMessages, st.ApproxDepth+st.ApproxInFlight), 0)
 	case StopMaxDuration:
-		partial(fmt.Sprintf("stopped at the time bound (%s) after %d messages; the queue held about %d", s.opts.MaxDuration, st.Unique, st.ApproxDepth))
+		partial(CauseMaxDuration, fmt.Sprintf("stopped at the time bound (%s) after %d messages; the queue held about %d: raise the bound", s.opts.MaxDuration, st.Unique, st.ApproxDepth+st.ApproxInFlight), 0)
 	case StopCanceled:
-		partial(fmt.Sprintf("canceled after %d messages", st.Unique))
+		partial(CauseCanceled, fmt.Sprintf("canceled after %d messages", st.Unique), 0)
 	case StopError:
-		partial(fmt.Sprintf("a receive failed after %d messages: %v", st.Unique, s.firstErr))
+		partial(CauseReceiveFailed, fmt.Sprintf("a receive failed after %d messages: %v; what it took comes back after the scan's visibility timeout (%ds)", st.Unique, s.firstErr, st.VisibilityTimeoutSeconds), st.VisibilityTimeoutSeconds)
 	case StopRepeats, StopEmpty:
-		if st.Unique < st.ApproxDepth {
-			why := fmt.Sprintf("saw %d of about %d messages", st.Unique, st.ApproxDepth)
-			if st.StopReason == StopRepeats {
-				why += fmt.Sprintf(": messages came back before the scan ended (visibility timeout %ds lapsed); raise it", st.VisibilityTimeoutSeconds)
-			} else {
-				why += ": the rest were not visible (in flight elsewhere, or behind an in-flight message of the same FIFO group)"
-			}
-			partial(why)
+		if st.Unique >= st.ApproxDepth {
+			break
+		}
+		why := fmt.Sprintf("saw %d of about %d messages", st.Unique, st.ApproxDepth)
+		switch {
+		case st.StopReason == StopRepeats:
+			partial(CauseVisibilityLapsed, why+fmt.Sprintf(": messages came back before the scan ended (visibility timeout %ds lapsed); raise it", st.VisibilityTimeoutSeconds), 0)
+		case st.FIFO:
+			partial(CauseFIFOGroups, why+": the rest were not visible (behind an in-flight message of the same FIFO group, or in flight elsewhere)", 0)
+		default:
+			partial(CauseHidden, why+": the rest were hidden during the scan (received by another reader, or by a receive whose response was lost) "+held, holdBack)
 		}
 	}
-	if st.ApproxInFlight > 0 && !st.Partial {
-		partial(fmt.Sprintf("%s in flight elsewhere when the scan started could not be read", plural(st.ApproxInFlight, "message")))
+	// Letters in flight at the start are missed unless they came back and
+	// were read during the scan (then it saw as many as the queue held).
+	if st.ApproxInFlight > 0 && !st.Partial && st.Unique < st.ApproxDepth+st.ApproxInFlight {
+		partial(CauseInFlight, fmt.Sprintf("%s in flight when the scan started could not be read: held by another reader %s", plural(st.ApproxInFlight, "message"), held), holdBack)
 	}
 }
 

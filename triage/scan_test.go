@@ -38,22 +38,37 @@ func TestScan(t *testing.T) {
 		unique      int
 		stop        string
 		partial     string // substring of the partial reason; "" for a complete scan
+		cause       string // the partial cause
+		retryAfter  int    // seconds until a rerun may see everything (0: not a matter of time)
 		wantRelease bool
+		hiddenAfter int // letters still hidden after the scan (held elsewhere, or taken by a lost receive)
 	}{
 		{name: "complete, one receiver", msgs: 35, unique: 35, stop: StopEmpty, wantRelease: true},
 		{name: "complete, parallel receivers", msgs: 250, opts: ScanOptions{Receivers: 4}, unique: 250, stop: StopEmpty, wantRelease: true},
 		{name: "empty queue", msgs: 0, unique: 0, stop: StopEmpty},
 		{name: "message bound", msgs: 35, opts: ScanOptions{MaxMessages: 20}, unique: 20, stop: StopMaxMessages,
-			partial: "message bound (20); the queue held about 35", wantRelease: true},
+			partial: "message bound (20); the queue held about 35", cause: CauseMaxMessages, wantRelease: true},
 		{name: "time bound", msgs: 100, opts: ScanOptions{MaxDuration: 3 * time.Second},
-			setup: func(f *fakeSQS) { f.receiveTakes = time.Second }, unique: 30, stop: StopMaxDuration, partial: "time bound (3s) after 30 messages", wantRelease: true},
+			setup: func(f *fakeSQS) { f.receiveTakes = time.Second }, unique: 30, stop: StopMaxDuration, partial: "time bound (3s) after 30 messages",
+			cause: CauseMaxDuration, wantRelease: true},
 		{name: "visibility lapses: repeats stop the scan", msgs: 100, opts: ScanOptions{VisibilityTimeout: time.Second},
-			setup: func(f *fakeSQS) { f.receiveTakes = 2 * time.Second }, unique: 10, stop: StopRepeats, partial: "visibility timeout 1s lapsed"},
+			setup: func(f *fakeSQS) { f.receiveTakes = 2 * time.Second }, unique: 10, stop: StopRepeats, partial: "visibility timeout 1s lapsed",
+			cause: CauseVisibilityLapsed},
 		{name: "a receive fails mid-scan", msgs: 35, setup: func(f *fakeSQS) { f.failReceive = 3 }, unique: 20, stop: StopError,
-			partial: "a receive failed after 20 messages: triage: scan", wantRelease: true},
+			partial: "a receive failed after 20 messages: triage: scan", cause: CauseReceiveFailed, retryAfter: 30, wantRelease: true},
 		{name: "the first receive fails", msgs: 35, setup: func(f *fakeSQS) { f.failReceive = 1 }, wantErr: fmt.Errorf("connection reset by peer")},
 		{name: "messages in flight elsewhere", msgs: 15, setup: func(f *fakeSQS) { f.msgs[0].hiddenUntil = t0.Add(time.Hour) },
-			unique: 14, stop: StopEmpty, partial: "1 message in flight elsewhere", wantRelease: true},
+			unique: 14, stop: StopEmpty, partial: "1 message in flight when the scan started", cause: CauseInFlight, retryAfter: 30,
+			wantRelease: true, hiddenAfter: 1},
+		{name: "in flight elsewhere, the queue's visibility timeout longer than the scan's", msgs: 15,
+			setup:  func(f *fakeSQS) { f.msgs[3].hiddenUntil = t0.Add(time.Hour); f.visibility = 2 * time.Minute },
+			unique: 14, stop: StopEmpty, partial: "(about 120s: the longer of the queue's and this scan's", cause: CauseInFlight, retryAfter: 120, wantRelease: true, hiddenAfter: 1},
+		{name: "in flight at the start, back and read during the scan: complete", msgs: 15,
+			setup:  func(f *fakeSQS) { f.msgs[0].hiddenUntil = t0.Add(time.Second); f.receiveTakes = time.Second },
+			unique: 15, stop: StopEmpty, wantRelease: true},
+		{name: "a receive's response is lost: its letters stay hidden", msgs: 35, setup: func(f *fakeSQS) { f.loseReceive = 2 },
+			unique: 10, stop: StopEmpty, partial: "saw 10 of about 35 messages: the rest were hidden during the scan", cause: CauseHidden, retryAfter: 30,
+			wantRelease: true, hiddenAfter: 10},
 		{name: "missing queue", msgs: 3, setup: func(f *fakeSQS) { f.missing = true }, wantErr: ErrQueueNotFound},
 	}
 	for _, tt := range tests {
@@ -91,7 +106,11 @@ func TestScan(t *testing.T) {
 			} else {
 				assert.True(t, st.Partial)
 				assert.Contains(t, st.PartialReason, tt.partial)
+				assert.ErrorIs(t, st.Err(), ErrScanPartial)
 			}
+			assert.Equal(t, tt.cause, st.PartialCause)
+			assert.Equal(t, tt.retryAfter, st.RetryAfterSeconds)
+			assert.Equal(t, tt.partial == "", st.Err() == nil, "Err is nil exactly for a complete scan")
 			seen := map[string]bool{}
 			for _, m := range msgs {
 				assert.False(t, seen[m.MessageID], "each message once")
@@ -99,11 +118,7 @@ func TestScan(t *testing.T) {
 			}
 			if tt.wantRelease {
 				_, hidden := f.counts()
-				if tt.name == "messages in flight elsewhere" {
-					assert.Equal(t, 1, hidden, "only the other consumer's message stays hidden")
-				} else {
-					assert.Equal(t, 0, hidden, "everything the scan held is visible again at once")
-				}
+				assert.Equal(t, tt.hiddenAfter, hidden, "everything the scan held is visible again at once; what others hold is not")
 				assert.Equal(t, st.Released, f.released)
 				assert.Positive(t, st.Released)
 				assert.Zero(t, st.ReleaseFailed, "only the latest receipt handle of each message is used")
@@ -137,6 +152,8 @@ func TestScanFIFOGroups(t *testing.T) {
 	assert.True(t, st.Partial)
 	assert.Contains(t, st.PartialReason, "saw 30 of about 45")
 	assert.Contains(t, st.PartialReason, "FIFO group")
+	assert.Equal(t, CauseFIFOGroups, st.PartialCause)
+	assert.Zero(t, st.RetryAfterSeconds, "a rerun sees the same")
 	_, hidden := f.counts()
 	assert.Equal(t, 0, hidden, "released")
 }

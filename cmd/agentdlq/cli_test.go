@@ -49,11 +49,13 @@ func TestExitCodes(t *testing.T) {
 		{"misspelt redrive subcommand", []string{"redrive", "plna"}, 2, "Did you mean this?\n\tplan"},
 		{"unknown local subcommand", []string{"local", "bogus"}, 2, `for "agentdlq local"`},
 		{"unknown ledger subcommand", []string{"ledger", "gte"}, 2, "Did you mean this?\n\tget"},
+		{"dependency without a name", []string{"local", "dependency", "up"}, 2, "name one dependency, as a task's args.fault.dependency names it (e.g. search-api): agentdlq local dependency up NAME"},
 		{"unknown dependency subcommand", []string{"local", "dependency", "sideways"}, 2, `for "agentdlq local dependency"`},
 		{"unknown flag", []string{"redrive", "plan", "--bogus"}, 2, "unknown flag: --bogus"},
-		{"bad -o", []string{"redrive", "plan", "--pipeline", "agent-tasks", "-o", "yaml"}, 2, `"yaml" is not an output format of this command: table, json, markdown`},
+		{"bad -o", []string{"redrive", "plan", "--pipeline", "agent-tasks", "-o", "yaml"}, 2, `-o "yaml" is not an output format of this command: use one of -o table|json|markdown`},
 		{"bad -o of send", []string{"send", "--pipeline", "agent-tasks", "-o", "xml", "f.jsonl"}, 2, "is not an output format"},
-		{"markdown where a command has none", []string{"redrive", "start", "-o", "markdown"}, 2, "table, json"},
+		{"markdown where a command has none", []string{"redrive", "start", "-o", "markdown"}, 2, "use one of -o table|json"},
+		{"--json and --markdown", []string{"triage", "--json", "--markdown"}, 2, "agentdlq: --json and --markdown choose different formats (json, markdown): use one of -o table|json|markdown\n"},
 		{"bad --log-format", []string{"--log-format", "xml", "version"}, 2, `--log-format "xml"`},
 		{"missing argument", []string{"send", "--pipeline", "agent-tasks"}, 2, "accepts 1 arg(s)"},
 		{"missing required flag", []string{"send", "f.jsonl"}, 2, `required flag(s) "pipeline" not set`},
@@ -185,15 +187,15 @@ func TestOutputFlag(t *testing.T) {
 		assert.Equal(t, tt.want, o.format, "%v", tt.args)
 	}
 	_, err := parse([]format{formatTable, formatJSON}, "-o", "markdown")
-	assert.ErrorContains(t, err, "not an output format of this command: table, json")
+	assert.ErrorContains(t, err, `-o "markdown" is not an output format of this command: use one of -o table|json`)
 	_, err = parse([]format{formatTable, formatJSON}, "--markdown")
 	assert.ErrorContains(t, err, "unknown flag: --markdown", "no --markdown alias where there is no markdown")
 	_, err = parse(all, "-o", "yaml")
 	assert.Error(t, err)
 	_, err = parse(all, "--json", "--markdown")
-	assert.ErrorContains(t, err, "--json and --markdown choose different formats")
+	assert.ErrorContains(t, err, "--json and --markdown choose different formats (json, markdown): use one of -o table|json|markdown")
 	_, err = parse(all, "--json", "-o", "table")
-	assert.ErrorContains(t, err, "--json and -o choose different formats")
+	assert.ErrorContains(t, err, "--json and -o choose different formats (json, table): use one of -o table|json|markdown")
 }
 
 func TestPlanMarkdown(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -56,10 +57,13 @@ unless they run already):
 
 It exits 1 when the numbers do not add up or a message did not end where its
 kind says it must. The pipeline is pipelines.json's, with the timings shortened
-so that retries happen within seconds (worker timeout 5 s, visibility 30 s,
+so that retries happen within seconds (worker timeout 10 s, visibility 60 s,
 backoff 1-2 s). The emulators keep running afterwards with what the demo left,
 so that RUNBOOK.md can be walked on it; make local-down stops them and forgets
-everything (start over: make local-down, then make demo).`,
+everything (start over: make local-down, then make demo). An earlier run's
+audit, eval export, worker log and reports under out/ are moved to
+out/previous/<UTC time>/ first (by the demo and by make local-down), so that
+this run's plan, console and chart show only this run.`,
 		Example: `  make demo                                  # builds the CLI, then runs this
   agentdlq demo --out /tmp/demo              # the eval export, report and worker log there
   agentdlq demo --stop-emulators             # leave nothing running`,
@@ -87,9 +91,6 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 		return withExit(2, err)
 	}
 	p := workload.Quick(base)
-	if err := os.MkdirAll(f.out, 0o755); err != nil {
-		return err
-	}
 
 	step("1/9 local emulators (127.0.0.1 only)")
 	stopEmulators := func() {}
@@ -99,7 +100,10 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 		}
 		if f.stop {
 			var once sync.Once
-			stopEmulators = func() { once.Do(func() { _ = runLocalScript(context.Background(), "down", out, os.Stderr) }) }
+			// AGENTDLQ_KEEP_OUT: this run's outputs stay where they are.
+			stopEmulators = func() {
+				once.Do(func() { _ = runLocalScriptEnv(context.Background(), "down", out, os.Stderr, "AGENTDLQ_KEEP_OUT=1") })
+			}
 			defer stopEmulators()
 		}
 	} else {
@@ -120,6 +124,15 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	// with every endpoint on this machine.
 	if local, err := redrive.Locality(configEndpoints(cfg)); err != nil || !local {
 		return withExit(2, fmt.Errorf("agentdlq demo runs on the local emulators only, and not every endpoint (SQS %s, DynamoDB, S3) is on this machine: unset AWS_ENDPOINT_URL* to let it start its own", os.Getenv("AWS_ENDPOINT_URL_SQS")))
+	}
+	// Start over: an earlier run's audit and reports would show in this
+	// run's plan, console and chart. They are set aside, not deleted, once
+	// nothing can refuse the demo any more.
+	if err := startOver(out, start, g.outRoot(), f.out); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return err
 	}
 	logPath := filepath.Join(f.out, "worker.log")
 	logFile, err := os.Create(logPath)
@@ -248,8 +261,32 @@ Walk RUNBOOK.md on them:
   agentdlq triage --pipeline %s
   agentdlq redrive plan --pipeline %s
   agentdlq ui                                # or look at it in the console
-Start over: make local-down (the emulators keep nothing), then make demo.
+Start over: make local-down (the emulators keep nothing; out/'s audit and
+reports go to out/previous/), then make demo (which sets them aside too).
 `, acct.DeadLettered, p.Name, p.Name, p.Name)
+	}
+	return nil
+}
+
+// startOver sets an earlier run's outputs aside (setAside) in each of the
+// roots (the output root, where the audit is, and --out), and says where
+// they went in one line a root.
+func startOver(out io.Writer, now time.Time, roots ...string) error {
+	seen := map[string]bool{}
+	for _, root := range roots {
+		if abs, err := filepath.Abs(root); err == nil {
+			if seen[abs] {
+				continue
+			}
+			seen[abs] = true
+		}
+		dest, moved, err := setAside(root, now)
+		if err != nil {
+			return err
+		}
+		if len(moved) > 0 {
+			fmt.Fprintf(out, "start over: an earlier run's %s moved from %s to %s\n", strings.Join(moved, ", "), root, dest)
+		}
 	}
 	return nil
 }

@@ -26,6 +26,7 @@ func TestDemoAccountsForEveryMessage(t *testing.T) {
 	dir := t.TempDir()
 	g := &globalFlags{configPath: filepath.Join("..", "..", "pipelines.json"), outDir: dir}
 	f := &demoFlags{pipeline: "agent-tasks", out: dir}
+	outTree(t, dir) // an earlier run's audit, evals, worker log and reports
 	require.NoError(t, runDemo(context.Background(), g, f, &out, io.Discard), out.String())
 
 	re := regexp.MustCompile(`sent (\d+) = processed (\d+) \(\d+ sharing an idempotency key\) \+ dead-lettered (\d+) \((.*)\) \+ in flight (\d+) \+ lost (\d+): adds up`)
@@ -49,7 +50,12 @@ func TestDemoAccountsForEveryMessage(t *testing.T) {
 	assert.NotEmpty(t, entries)
 	reports, err := filepath.Glob(filepath.Join(f.out, "agent-tasks", "reports", "*.html"))
 	require.NoError(t, err)
-	assert.Len(t, reports, 1, "the report is kept where agentdlq ui reads it")
+	assert.Len(t, reports, 1, "the report is kept where agentdlq ui reads it, and only this run's")
+	assert.Contains(t, out.String(), "start over: an earlier run's agent-tasks, audit, evals, worker.log moved from "+dir+" to "+filepath.Join(dir, "previous"))
+	audit, err := os.ReadFile(g.auditPath("agent-tasks"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(audit), "x\n", "the earlier run's audit is not in this run's")
+	assert.FileExists(t, filepath.Join(dir, "mine.txt"), "what is not a run's output stays")
 	assert.Contains(t, out.String(), "agentdlq ui ", "the demo ends with the console among the next commands")
-	assert.True(t, strings.HasSuffix(out.String(), "Start over: make local-down (the emulators keep nothing), then make demo.\n"), "and with how to start over")
+	assert.True(t, strings.HasSuffix(out.String(), "then make demo (which sets them aside too).\n"), "and with how to start over")
 }

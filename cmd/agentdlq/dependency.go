@@ -83,7 +83,12 @@ worker on its next receive.`,
 			Use:     verb + " NAME",
 			Short:   short,
 			Example: "  agentdlq local dependency " + verb + " search-api",
-			Args:    cobra.ExactArgs(1),
+			Args: func(_ *cobra.Command, args []string) error {
+				if len(args) != 1 {
+					return fmt.Errorf("name one dependency, as a task's args.fault.dependency names it (e.g. search-api): agentdlq local dependency %s NAME", verb)
+				}
+				return nil
+			},
 			RunE: func(c *cobra.Command, args []string) error {
 				d, err := localDependencies()
 				if err != nil {

@@ -169,7 +169,8 @@ type jsonError struct {
 }
 
 // report prints err for the command c that ran (or failed to parse) and
-// returns the process exit code. With -o json the error is one JSON object on
+// returns the process exit code. With -o json (or --json) on the command
+// line the error is one JSON object on
 // stdout ({"error","code","exit_code"} and, when the command had one, the
 // "result"); otherwise it is "agentdlq: <error>" on stderr, with a pointer
 // to --help when the command line itself was wrong.
@@ -178,7 +179,7 @@ func report(c *cobra.Command, err error, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exit
 	}
-	if outputOf(c).JSON() {
+	if outputOf(c).errorJSON() {
 		je := jsonError{Error: err.Error(), Code: code, ExitCode: exit}
 		var re *resultError
 		if errors.As(err, &re) {
@@ -237,7 +238,13 @@ func harden(root *cobra.Command) {
 			return nil
 		}
 	}
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return badUsage(c, err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		var fe *formatError
+		if errors.As(err, &fe) {
+			err = fe // pflag's "invalid argument "true" for "--markdown" flag: " says nothing more
+		}
+		return badUsage(c, err)
+	})
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		c.SuggestionsMinimumDistance = 2

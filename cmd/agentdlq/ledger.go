@@ -48,7 +48,7 @@ on stderr; with -o json the error object {"error":…,"code":"not_found",
 The keys of effect_unknown dead letters: agentdlq triage --pipeline NAME --keys.`,
 		Example: `  agentdlq ledger get --key acme:r-w:w-1
   agentdlq ledger get --key acme:r-w:w-1 --key acme:r-w:w-2 -o json | jq -r .state
-  agentdlq triage --pipeline agent-tasks --keys --reports "" | while read -r k; do agentdlq ledger get --key "$k"; done`,
+  keys=$(agentdlq triage --pipeline agent-tasks --keys --reports "") && while read -r k; do agentdlq ledger get --key "$k"; done <<<"$keys"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			keys, _ := cmd.Flags().GetStringArray("key")

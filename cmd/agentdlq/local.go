@@ -17,7 +17,6 @@ import (
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/localpipeline"
 	"github.com/agentdlq/agentdlq/internal/topology"
-	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 func newLocalCmd(g *globalFlags) *cobra.Command {
@@ -28,7 +27,8 @@ func newLocalCmd(g *globalFlags) *cobra.Command {
 
   agentdlq local up       start the emulators and create the topology (make local-up)
   agentdlq local env      print the export lines for a shell (make -s local-env)
-  agentdlq local down     stop the emulators (make local-down)
+  agentdlq local down     stop the emulators (make local-down); an earlier run's
+                          audit and reports under out/ go to out/previous/
   agentdlq local status   say what runs where
   agentdlq local init     create the topology on running emulators
   agentdlq local bench    the no-loss load bench (make bench-load)
@@ -42,7 +42,7 @@ up, env, down and status run the checkout's scripts/local.sh from any folder of 
 	for _, sub := range []struct{ name, short, example string }{
 		{"up", "start the emulators and create the topology of every pipeline", "  agentdlq local up                        # as make local-up\n  AGENTDLQ_SQS_PORT=0 agentdlq local up     # on a free port"},
 		{"env", "print the export lines that point a shell at the emulators", `  eval "$(agentdlq local env)"              # as eval "$(make -s local-env)"`},
-		{"down", "stop the emulators", "  agentdlq local down                      # as make local-down: the emulators keep nothing"},
+		{"down", "stop the emulators and set out/'s audit and reports aside (out/previous/<UTC time>/)", "  agentdlq local down                      # as make local-down: the emulators keep nothing"},
 		{"status", "say which emulators run, on which ports (exit 1 when one is stopped)", "  agentdlq local status"},
 	} {
 		cmd.AddCommand(&cobra.Command{
@@ -77,6 +77,12 @@ up, env, down and status run the checkout's scripts/local.sh from any folder of 
 // runLocalScript runs the checkout's scripts/local.sh (found from any folder
 // of it) with the command's stdout and stderr.
 func runLocalScript(ctx context.Context, sub string, stdout, stderr io.Writer) error {
+	return runLocalScriptEnv(ctx, sub, stdout, stderr)
+}
+
+// runLocalScriptEnv is runLocalScript with env (KEY=value) added to this
+// process's environment.
+func runLocalScriptEnv(ctx context.Context, sub string, stdout, stderr io.Writer, env ...string) error {
 	root, err := projectRoot()
 	if err != nil {
 		return withExit(2, err)
@@ -84,6 +90,9 @@ func runLocalScript(ctx context.Context, sub string, stdout, stderr io.Writer) e
 	script := filepath.Join(root, "scripts", "local.sh")
 	c := exec.CommandContext(ctx, script, sub)
 	c.Stdout, c.Stderr = stdout, stderr
+	if len(env) > 0 {
+		c.Env = append(os.Environ(), env...)
+	}
 	if err := c.Run(); err != nil {
 		return fmt.Errorf("%s %s: %w", script, sub, err)
 	}
@@ -112,7 +121,7 @@ func initFromScriptEnv(ctx context.Context, g *globalFlags) error {
 // initLocal creates the local topology of every pipeline of the definition:
 // the hot queues and DLQs, the ledger table and the eval bucket.
 func initLocal(ctx context.Context, g *globalFlags, w io.Writer) error {
-	f, err := pipeline.Load(g.configPath)
+	f, err := g.loadFile()
 	if err != nil {
 		return err
 	}

@@ -28,6 +28,9 @@ type output struct {
 	// chosen is the format a flag of the command line chose, and by which
 	// flag: two flags that choose different formats are bad input.
 	chosen, by string
+	// undecided is set when two flags chose different formats: the
+	// refusal is plain text on stderr, as neither format was agreed on.
+	undecided bool
 }
 
 // addOutput registers -o/--output (default table) on c for the formats it
@@ -73,21 +76,41 @@ func (o *output) choose(v, by string) error {
 		f = formatTable
 	}
 	if !o.has(f) {
-		names := make([]string, len(o.allowed))
-		for i, a := range o.allowed {
-			names[i] = string(a)
-		}
-		return fmt.Errorf("%q is not an output format of this command: %s", v, strings.Join(names, ", "))
+		return &formatError{msg: fmt.Sprintf("%s %q is not an output format of this command: %s", by, v, o.useOne())}
 	}
 	if o.chosen != "" && o.chosen != string(f) && o.by != by {
-		return fmt.Errorf("%s and %s choose different formats (%s, %s): give one", o.by, by, o.chosen, f)
+		o.undecided = true
+		return &formatError{msg: fmt.Sprintf("%s and %s choose different formats (%s, %s): %s", o.by, by, o.chosen, f, o.useOne())}
 	}
 	o.format, o.chosen, o.by = f, string(f), by
 	return nil
 }
 
+// useOne is what to do about a format refused: "use one of -o table|json".
+func (o *output) useOne() string {
+	names := make([]string, len(o.allowed))
+	for i, a := range o.allowed {
+		names[i] = string(a)
+	}
+	return "use one of -o " + strings.Join(names, "|")
+}
+
+// formatError is an -o, --json or --markdown refused: its message names
+// the flags at fault and the formats to choose from, and stands alone
+// (the flag error function drops pflag's `invalid argument "true" for
+// "--markdown" flag:` around it).
+type formatError struct{ msg string }
+
+func (e *formatError) Error() string { return e.msg }
+
 // JSON reports whether the result (and an error) is printed as JSON.
-func (o *output) JSON() bool { return o != nil && o.format == formatJSON }
+func (o *output) JSON() bool { return o != nil && !o.undecided && o.format == formatJSON }
+
+// errorJSON reports whether an error is printed as JSON (on stdout): when
+// the command line asked for JSON (-o json, --json), not when JSON is only
+// the command's default (agentdlq work), whose refusals are words on
+// stderr.
+func (o *output) errorJSON() bool { return o.JSON() && o.chosen == string(formatJSON) }
 
 // Markdown reports whether the result is printed as Markdown.
 func (o *output) Markdown() bool { return o != nil && o.format == formatMarkdown }

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -19,6 +21,11 @@ import (
 // globalFlags are the flags every subcommand shares.
 type globalFlags struct {
 	configPath string
+	// configFrom says where configPath came from (configFromFlag when
+	// empty: a test's literal); searchedFrom is the folder the search for
+	// pipelines.json started in, when it found none.
+	configFrom   configSource
+	searchedFrom string
 	// outDir is the default root of local outputs (outRoot).
 	outDir string
 	// profile and region choose the AWS config, as the AWS CLI's flags.
@@ -74,13 +81,16 @@ Conventions of every command:
 		}
 		g.outDir = defaultOut
 		if !c.Flags().Changed("config") {
-			env := os.Getenv("AGENTDLQ_CONFIG")
-			g.configPath = findConfig(env)
-			if env == "" {
+			env := os.Getenv(envConfig)
+			g.configPath, g.configFrom = findConfig(env)
+			switch g.configFrom {
+			case configFromSearch:
 				// Found by searching: the outputs go beside it, so that an
 				// incident's commands share one audit whatever folder of the
 				// checkout they run from.
 				g.outDir = filepath.Join(filepath.Dir(g.configPath), defaultOut)
+			case configNotFound:
+				g.searchedFrom = mustGetwd()
 			}
 		}
 		c.SetContext(awscfg.WithOptions(c.Context(), awscfg.Options{Profile: g.profile, Region: g.region}))
@@ -143,32 +153,66 @@ func (g *globalFlags) auditDest(flag, pipelineName string) string {
 	return g.auditPath(pipelineName)
 }
 
+// envConfig names the definition file when --config is not given.
+const envConfig = "AGENTDLQ_CONFIG"
+
+// configSource is where the definition file's path came from.
+type configSource int
+
+const (
+	configFromFlag   configSource = iota // --config
+	configFromEnv                        // $AGENTDLQ_CONFIG
+	configFromSearch                     // pipelines.json here or in a parent
+	configNotFound                       // the search found none
+)
+
 // findConfig is the definition file when --config is not given: env (the
 // AGENTDLQ_CONFIG variable) when set, else pipelines.json in the working
-// directory or its nearest parent that has one, else pipelines.json (whose
-// absence Load reports).
-func findConfig(env string) string {
+// directory or its nearest parent that has one, else pipelines.json
+// (configNotFound, whose absence loadFile reports with the search).
+func findConfig(env string) (string, configSource) {
 	if env != "" {
-		return env
+		return env, configFromEnv
 	}
 	dir, err := os.Getwd()
 	if err != nil {
-		return pipeline.DefaultFile
+		return pipeline.DefaultFile, configNotFound
 	}
 	for {
 		p := filepath.Join(dir, pipeline.DefaultFile)
 		if isFile(p) {
 			if rel, err := filepath.Rel(mustGetwd(), p); err == nil && !strings.HasPrefix(rel, "..") {
-				return rel
+				return rel, configFromSearch
 			}
-			return p
+			return p, configFromSearch
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return pipeline.DefaultFile
+			return pipeline.DefaultFile, configNotFound
 		}
 		dir = parent
 	}
+}
+
+// loadFile reads the definition file. A missing file is bad input that
+// says where the file was looked for and how to name one: the search's
+// folder and its parents, --config FILE, $AGENTDLQ_CONFIG.
+func (g *globalFlags) loadFile() (*pipeline.File, error) {
+	f, err := pipeline.Load(g.configPath)
+	if err == nil {
+		return f, nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, withExit(exitRefused, err)
+	}
+	const how = "name one with --config FILE or $" + envConfig
+	switch g.configFrom {
+	case configNotFound:
+		return nil, withExit(exitRefused, fmt.Errorf("no %s in %s or any folder above it: %s, or run from the folder that holds it", pipeline.DefaultFile, g.searchedFrom, how))
+	case configFromEnv:
+		return nil, withExit(exitRefused, fmt.Errorf("$%s=%s: no such file: set it to the pipeline definition file, or unset it to use the nearest %s", envConfig, g.configPath, pipeline.DefaultFile))
+	}
+	return nil, withExit(exitRefused, fmt.Errorf("--config %s: no such file: give the path of the pipeline definition file (%s)", g.configPath, pipeline.DefaultFile))
 }
 
 func mustGetwd() string {
@@ -247,9 +291,13 @@ func newVersionCmd() *cobra.Command {
 
 // loadPipeline reads the definition file and returns the named pipeline.
 func (g *globalFlags) loadPipeline(name string) (*pipeline.Pipeline, error) {
-	f, err := pipeline.Load(g.configPath)
+	f, err := g.loadFile()
 	if err != nil {
 		return nil, err
 	}
-	return f.Get(name)
+	p, err := f.Get(name)
+	if err != nil {
+		return nil, withExit(exitRefused, fmt.Errorf("--pipeline: %w", err))
+	}
+	return p, nil
 }

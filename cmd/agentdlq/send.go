@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -55,6 +56,9 @@ deduplication id.`,
 				tasks, err = workload.Read("stdin", c.InOrStdin())
 			} else {
 				tasks, err = workload.ReadFile(args[0])
+			}
+			if errors.Is(err, fs.ErrNotExist) {
+				return withExit(2, fmt.Errorf("%s: no such file: give a file of tasks (JSON Lines, a JSON array or a Lambda SQS event), or - for stdin", args[0]))
 			}
 			if err != nil {
 				return withExit(2, err)

@@ -61,9 +61,18 @@ report_version 1) or Markdown (-o markdown or --markdown). On a terminal a
 progress bar shows the scan against the DLQ's approximate depth; logs go to
 stderr, progress (info) only with --verbose.
 
-Exit codes: 0 done (a partial scan is reported in the output), 2 bad input
-(unknown pipeline, missing DLQ, bad destination or flags), 1 anything else,
-an export failure included (the report is printed first).`,
+Exit codes: 0 done; 1 failed: a partial scan (letters in flight, hidden,
+beyond a bound, a failed receive) or an export failure; 2 bad input
+(unknown pipeline, missing DLQ, bad destination or flags).
+
+A partial scan did not see every dead letter, so its counts are a lower
+bound: the report is printed with a PARTIAL SCAN banner (-o json: one
+document {"error","code","exit_code","result"} with the report as result,
+"complete": false) and kept, and triage exits 1 with why and when to rerun
+on stderr. With --keys it prints no key at all on stdout: a list of some
+keys would look whole. Letters held by another reader (another triage, a
+selective redrive, a receive whose response was lost) come back when their
+visibility timeout lapses: rerun after the seconds the message names.`,
 		Example: `  agentdlq triage --pipeline agent-tasks
   agentdlq triage --pipeline agent-tasks -o markdown > triage.md
   agentdlq triage --pipeline agent-tasks --export-evals s3://my-eval-bucket/agent-tasks -o json | jq .totals
@@ -159,21 +168,62 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 			return runErr
 		}
 	}
+	// A scan that did not see every letter fails the command: the report
+	// is printed (it says so) and kept, the keys are not.
+	if scanErr := r.Scan.Err(); scanErr != nil {
+		runErr = errors.Join(partialScanError(scanErr, r.Scan, p.Name, f.keys), runErr)
+	}
 	if f.keys {
+		if r.Scan.Partial {
+			return runErr // no keys: a list of some of them would look whole
+		}
 		if err := printKeys(cmd.OutOrStdout(), cmd.ErrOrStderr(), r); err != nil {
 			return err
 		}
 		return runErr
 	}
+	if runErr != nil && f.out.JSON() {
+		return withResult(runErr, r) // one document: the error, and the report as its result
+	}
 	if err := f.print(cmd.OutOrStdout(), r); err != nil {
 		return err
 	}
-	return runErr // an export failure: the report (marked partial) is printed above
+	return runErr // a partial scan or an export failure: the report (marked partial) is printed above
+}
+
+// partialScanError says that the scan did not see every dead letter, why,
+// and when or how a rerun may: err wraps triage.ErrScanPartial.
+func partialScanError(err error, st triage.ScanStats, pipelineName string, keys bool) error {
+	rerun := "agentdlq triage --pipeline " + pipelineName
+	if keys {
+		rerun += " --keys"
+	}
+	var next string
+	switch {
+	case st.RetryAfterSeconds > 0:
+		next = fmt.Sprintf("rerun in about %ds, when the letters held are visible again: %s", st.RetryAfterSeconds, rerun)
+	case st.PartialCause == triage.CauseMaxMessages:
+		next = "rerun with a higher bound: " + rerun + " --max-messages N"
+	case st.PartialCause == triage.CauseMaxDuration:
+		next = "rerun with a higher bound: " + rerun + " --max-seconds N"
+	case st.PartialCause == triage.CauseVisibilityLapsed:
+		next = "rerun with a longer hold: " + rerun + " --visibility 2m"
+	case st.PartialCause == triage.CauseFIFOGroups:
+		next = "a rerun sees the same: a read-only scan of a FIFO DLQ sees at most a batch of each message group"
+	default:
+		next = "rerun: " + rerun
+	}
+	what := "the report's counts are a lower bound"
+	if keys {
+		what = "no keys printed: some would be missing"
+	}
+	return fmt.Errorf("%w (saw %d of about %d: %d visible and %d in flight at the start); %s; %s",
+		err, st.Unique, st.ApproxDepth+st.ApproxInFlight, st.ApproxDepth, st.ApproxInFlight, what, next)
 }
 
 // printKeys prints the idempotency keys of the report's effect_unknown
-// groups, one a line, sorted; what the report could not list (keys beyond
-// its cap, a partial scan) is said on stderr, so that stdout stays a list.
+// groups, one a line, sorted; keys beyond the report's cap are said on
+// stderr, so that stdout stays a list. A partial scan prints none (run).
 func printKeys(w, stderr io.Writer, r *triage.Report) error {
 	keys, omitted := r.EffectUnknownKeys()
 	for _, k := range keys {
@@ -183,9 +233,6 @@ func printKeys(w, stderr io.Writer, r *triage.Report) error {
 	}
 	if omitted > 0 {
 		fmt.Fprintf(stderr, "note: %d more effect_unknown keys not listed (at most %d a group): reconcile these, then run triage again\n", omitted, triage.MaxKeysListed)
-	}
-	if r.Partial {
-		fmt.Fprintf(stderr, "note: the scan was partial (%v): keys may be missing\n", r.PartialReasons)
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -91,4 +93,87 @@ func TestTriageCLIEmulator(t *testing.T) {
 	t.Setenv("AGENTDLQ_DLQ_ARN", "")
 	_, code = runCLI(t, "triage", "--pipeline", "agent-tasks", "--no-progress")
 	assert.Equal(t, 2, code)
+}
+
+// TestTriageCLIPartialScan: letters held in flight by another reader (here
+// the test, with a long visibility timeout) make the scan partial, made so
+// deterministically: `triage --keys` then prints no key and exits 1 with why
+// and when to rerun; -o json is one document with the report, "complete":
+// false, as its result; the report is kept, marked; nothing is taken.
+func TestTriageCLIPartialScan(t *testing.T) {
+	cfg, _, q, table := onEmulators(t, "agent-tasks")
+	client := sqs.NewFromConfig(cfg)
+	ctx := t.Context()
+	for i := range 3 {
+		attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonEffectUnknown, Tool: "email.send", ToolVersion: "1.0.0", SchemaVersion: 1,
+			IdempotencyKey: fmt.Sprintf("key-%d", i), Error: "timeout after the send started"}, nil)
+		require.NoError(t, err)
+		in := &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageAttributes: map[string]sqstypes.MessageAttributeValue{},
+			MessageBody: aws.String(fmt.Sprintf(`{"task_id":"t%d","run_id":"r","tenant":"acme","idempotency_key":"key-%d","tool":"email.send","tool_version":"1.0.0","trace_id":"x","created_at":"2026-11-29T00:00:00Z","schema_version":1,"args":{}}`, i, i))}
+		for k, a := range attrs {
+			in.MessageAttributes[k] = sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType), StringValue: aws.String(a.StringValue)}
+		}
+		_, err = client.SendMessage(ctx, in)
+		require.NoError(t, err)
+	}
+	// Another reader holds one letter for ten minutes: in flight, unseen by any scan.
+	held, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.DLQURL), MaxNumberOfMessages: 1, VisibilityTimeout: 600})
+	require.NoError(t, err)
+	require.Len(t, held.Messages, 1)
+	t.Cleanup(func() {
+		_, _ = client.ChangeMessageVisibility(context.Background(), &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(q.DLQURL), ReceiptHandle: held.Messages[0].ReceiptHandle})
+	})
+
+	reports := t.TempDir()
+	stdout, stderr, code := runArgs(t, "triage", "--pipeline", "agent-tasks", "--keys", "--ledger-table", table, "--reports", reports, "--no-progress")
+	assert.Equal(t, exitFailed, code, stderr)
+	assert.Empty(t, stdout, "no keys: a list of some of them would look whole")
+	for _, want := range []string{
+		"the scan did not see every dead letter",
+		"saw 2 of about 3: 2 visible and 1 in flight at the start",
+		"held by another reader until their visibility timeout lapses",
+		"no keys printed",
+		"rerun in about ", "agentdlq triage --pipeline agent-tasks --keys",
+	} {
+		assert.Contains(t, stderr, want)
+	}
+
+	stdout, _, code = runArgs(t, "triage", "--pipeline", "agent-tasks", "-o", "json", "--ledger-table", table, "--reports", reports, "--no-progress")
+	assert.Equal(t, exitFailed, code)
+	var doc struct {
+		Error    string        `json:"error"`
+		Code     string        `json:"code"`
+		ExitCode int           `json:"exit_code"`
+		Result   triage.Report `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), "one JSON document: %s", stdout)
+	assert.Equal(t, "failed", doc.Code)
+	assert.Equal(t, exitFailed, doc.ExitCode)
+	assert.Contains(t, doc.Error, "the report's counts are a lower bound")
+	assert.False(t, doc.Result.Complete)
+	assert.Equal(t, triage.CauseInFlight, doc.Result.Scan.PartialCause)
+	assert.Positive(t, doc.Result.Scan.RetryAfterSeconds)
+	assert.Equal(t, 2, doc.Result.Totals.Messages)
+
+	// The table names it at the top; the kept reports say so too.
+	stdout, _, code = runArgs(t, "triage", "--pipeline", "agent-tasks", "--reports", reports, "--no-progress")
+	assert.Equal(t, exitFailed, code)
+	assert.Contains(t, stdout, "!!! PARTIAL SCAN: saw 2 of about 3 dead letters")
+	hist, err := triage.History(ctx, triage.Folder{Root: reports}, "agent-tasks", 0)
+	require.NoError(t, err)
+	require.Len(t, hist, 3)
+	for _, h := range hist {
+		assert.True(t, h.Partial, "every kept report of a partial scan is marked")
+	}
+
+	visible, inFlight := dlqDepth(t, client, q.DLQURL)
+	assert.Equal(t, "2", visible, "triage gave back what it read")
+	assert.Equal(t, "1", inFlight, "the other reader's letter is still its own")
+}
+
+func dlqDepth(t *testing.T, client *sqs.Client, url string) (visible, inFlight string) {
+	t.Helper()
+	got, err := client.GetQueueAttributes(t.Context(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{"All"}})
+	require.NoError(t, err)
+	return got.Attributes["ApproximateNumberOfMessages"], got.Attributes["ApproximateNumberOfMessagesNotVisible"]
 }

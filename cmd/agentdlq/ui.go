@@ -72,7 +72,7 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if !cmd.Flags().Changed("reports") {
 		f.reports = g.outRoot()
 	}
-	def, err := pipeline.Load(g.configPath)
+	def, err := g.loadFile()
 	if err != nil {
 		return withExit(2, err)
 	}
@@ -104,10 +104,7 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	cc := console.Config{
 		SQS: client, STS: stsc, Local: local, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
 		Reports: reports, Loopback: loopback, Logger: g.logger(cmd.ErrOrStderr()),
-		Resolve: func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error) {
-			q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
-			return q, err
-		},
+		Resolve: consoleResolve(client),
 	}
 	for i := range def.Pipelines {
 		cc.Pipelines = append(cc.Pipelines, &def.Pipelines[i])
@@ -180,5 +177,19 @@ func openBrowser(url string) {
 	c := exec.Command(name, url)
 	if c.Start() == nil {
 		go func() { _ = c.Wait() }()
+	}
+}
+
+// consoleResolve is the console's Resolve: the pipeline's queues as the
+// other commands find them; queues that do not exist (not created locally:
+// make local-up) are console.ErrQueuesNotFound, which the overview shows
+// as such rather than as an error.
+func consoleResolve(api topology.ResolveAPI) func(context.Context, *pipeline.Pipeline) (redrive.Queues, error) {
+	return func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error) {
+		q, err := topology.ResolveWith(ctx, api, p, topology.OverrideFromEnv(os.Getenv))
+		if errors.Is(err, topology.ErrNotFound) {
+			err = fmt.Errorf("%w: %w", console.ErrQueuesNotFound, err)
+		}
+		return q, err
 	}
 }

@@ -11,9 +11,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentdlq/agentdlq/console"
+	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -64,4 +68,25 @@ func TestUIFirstLineAndStop(t *testing.T) {
 	assert.NotEqual(t, line, line2, "a fresh token each start")
 	cancel2()
 	require.NoError(t, <-done2)
+}
+
+// The console's Resolve on the emulators: a pipeline whose queues were
+// never created is console.ErrQueuesNotFound (the overview says "not
+// created locally"), one whose queues exist resolves.
+func TestConsoleResolveNotCreated(t *testing.T) {
+	cfg := localtest.AWS(t)
+	client := sqs.NewFromConfig(cfg)
+	made := &pipeline.Pipeline{Name: localtest.Unique("made"), Owner: "o", MaxReceiveCount: 3}
+	made.ApplyDefaults()
+	q := localtest.Queues(t, cfg, made)
+	missing := &pipeline.Pipeline{Name: localtest.Unique("never"), Owner: "o", MaxReceiveCount: 3}
+	missing.ApplyDefaults()
+	resolve := consoleResolve(client)
+
+	got, err := resolve(t.Context(), made)
+	require.NoError(t, err)
+	assert.Equal(t, q.DLQURL, got.DLQURL)
+	_, err = resolve(t.Context(), missing)
+	require.ErrorIs(t, err, console.ErrQueuesNotFound)
+	assert.ErrorIs(t, err, topology.ErrNotFound)
 }

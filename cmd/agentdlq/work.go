@@ -48,7 +48,11 @@ AGENTDLQ_LEDGER_TABLE, or agentdlq-ledger when the endpoints are local.
 
 Logs (text on a terminal, JSON otherwise or with --log-format json) and
 metrics (embedded metric format) go to stderr; the final counts to stdout,
-as JSON (the default) or a table (-o table). See docs/local.md for where this
+as JSON (the default) or a table (-o table): records received, processed,
+duplicates skipped, dead-lettered (by reason), retried (left to their
+visibility timeout, to be received again; dead-lettered on their last
+receive if the failure lasts), dead-letter sends that failed (retried, not
+lost), deleted, and the errors of whole batches, deletes and receives. See docs/local.md for where this
 differs from Lambda.`,
 		Example: `  agentdlq work --pipeline agent-tasks --until-idle
   agentdlq work --pipeline agent-tasks &                 # a worker for a canary to wait on
@@ -77,14 +81,15 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		return withExit(2, fmt.Errorf("--log-level: %w", err))
+		return withExit(2, fmt.Errorf("--log-level %q: use debug, info, warn or error", f.logLevel))
 	}
 	log := slog.New(logHandler(g.console(stderr), g.logFormat, level))
 	table := ledgerTableName(f.table)
 	if table == "" {
 		return withExit(2, errors.New("work: no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (local endpoints default to "+topology.LocalLedgerTable+")"))
 	}
-	rt, err := newLocalRuntime(ctx, p, table, log, stderr)
+	counts := newMetricCounts(stderr)
+	rt, err := newLocalRuntime(ctx, p, table, log, counts)
 	if err != nil {
 		return err
 	}
@@ -105,13 +110,11 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 		return err
 	}
 	stats, err := m.Run(ctx)
+	sum := newWorkSummary(p.Name, stats, counts)
 	if f.out == nil || f.out.JSON() { // JSON is the default
-		_ = writeJSONLine(stdout, struct {
-			Pipeline string `json:"pipeline"`
-			esm.Stats
-		}{p.Name, stats})
+		_ = writeJSONLine(stdout, sum)
 	} else {
-		writeWorkTable(stdout, p.Name, stats)
+		sum.writeTable(stdout)
 	}
 	if err != nil {
 		return err
@@ -159,12 +162,4 @@ func newLocalRuntime(ctx context.Context, p *pipeline.Pipeline, table string, lo
 		return nil, err
 	}
 	return &localRuntime{queues: q, region: cfg.Region, sqs: sqsc, ledger: l, worker: w}, nil
-}
-
-// writeWorkTable prints the mapping's counts as -o table does: every field
-// of esm.Stats, the JSON's too.
-func writeWorkTable(w io.Writer, pipelineName string, stats esm.Stats) {
-	writeTable(w, []string{"pipeline", "invocations", "received", "deleted", "failed", "batch errors", "delete errors", "receive errors"},
-		[][]string{{pipelineName, fmt.Sprint(stats.Batches), fmt.Sprint(stats.Received), fmt.Sprint(stats.Deleted), fmt.Sprint(stats.Failed),
-			fmt.Sprint(stats.BatchErrors), fmt.Sprint(stats.DeleteErrors), fmt.Sprint(stats.ReceiveErrors)}})
 }

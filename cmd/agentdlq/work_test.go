@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentdlq/agentdlq/functions/batch"
 	"github.com/agentdlq/agentdlq/internal/esm"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/topology"
@@ -45,14 +47,15 @@ func TestWorkUntilIdle(t *testing.T) {
 	g := &globalFlags{configPath: configPath}
 	f := &workFlags{pipeline: "agent-tasks", untilIdle: true, idleTimeout: 20 * time.Second, pollers: 2, table: table, logLevel: "warn"}
 	require.NoError(t, runWork(context.Background(), g, f, &out, &logs))
-	var got struct {
-		Pipeline string `json:"pipeline"`
-		esm.Stats
-	}
+	var got workSummary
 	require.NoError(t, json.Unmarshal(out.Bytes(), &got), out.String())
 	assert.Equal(t, "agent-tasks", got.Pipeline)
 	assert.Equal(t, int64(2), got.Received)
 	assert.Equal(t, int64(2), got.Deleted, "processed, and dead-lettered then acknowledged")
+	assert.Equal(t, int64(1), got.Processed)
+	assert.Equal(t, int64(1), got.DeadLettered)
+	assert.Equal(t, map[string]int64{"tool_unknown": 1}, got.DeadLetteredByReason)
+	assert.Zero(t, got.Retried)
 	assert.Contains(t, logs.String(), `"reason":"tool_unknown"`)
 	n, err := esm.Depth(context.Background(), client, q.DLQURL)
 	require.NoError(t, err)
@@ -83,18 +86,63 @@ func TestWorkFailsFastWithoutItsDLQ(t *testing.T) {
 	assert.Equal(t, 1, n, "nothing received")
 }
 
-// The table shows every count the JSON has (receive errors were missing).
-func TestWorkTableHasEveryCount(t *testing.T) {
-	stats := esm.Stats{Batches: 1, Received: 2, Deleted: 3, Failed: 4, BatchErrors: 5, DeleteErrors: 6, ReceiveErrors: 7}
-	var b bytes.Buffer
-	writeWorkTable(&b, "p", stats)
-	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
-	require.Len(t, lines, 2, b.String())
-	js, err := json.Marshal(stats)
+// The summary names what became of the records: one retried three times
+// and then dead-lettered is "retried" 3 and "dead_lettered" 1, never
+// "failed" (the summary used to print esm's "failed":3 for it).
+func TestWorkSummaryNamesRetriesAndDeadLetters(t *testing.T) {
+	t.Parallel()
+	var passed bytes.Buffer
+	m := newMetricCounts(&passed)
+	lines := []string{
+		`{"_aws":{"Timestamp":1,"CloudWatchMetrics":[]},"Pipeline":"p","Processed":0,"Retried":1,"DeadLettered":0,"DLQSendFailures":0,"DuplicatesSkipped":0}`,
+		`{"_aws":{"Timestamp":2,"CloudWatchMetrics":[]},"Pipeline":"p","Processed":2,"Retried":2,"DeadLettered":0,"DLQSendFailures":1,"DuplicatesSkipped":1}`,
+		`{"_aws":{"Timestamp":3,"CloudWatchMetrics":[]},"Pipeline":"p","Processed":0,"Retried":0,"DeadLettered":2,"DLQSendFailures":0,"DuplicatesSkipped":0}` + "\n" +
+			`{"_aws":{"Timestamp":3,"CloudWatchMetrics":[]},"Pipeline":"p","Reason":"budget_exhausted","DeadLettered":1}` + "\n" +
+			`{"_aws":{"Timestamp":3,"CloudWatchMetrics":[]},"Pipeline":"p","Reason":"tool_unknown","DeadLettered":1}`,
+		`{"time":"…","level":"WARN","msg":"not a metric","Processed":99}`,
+	}
+	for _, l := range lines {
+		// A line may come in two writes: it is counted once, when whole.
+		half := len(l) / 2
+		_, err := m.Write([]byte(l[:half]))
+		require.NoError(t, err)
+		_, err = m.Write([]byte(l[half:] + "\n"))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, strings.Join(lines, "\n")+"\n", passed.String(), "every line passed on as it was")
+	stats := esm.Stats{Batches: 3, Received: 8, Deleted: 5, Failed: 3}
+	sum := newWorkSummary("p", stats, m)
+	assert.Equal(t, workSummary{
+		Pipeline: "p", Batches: 3, Received: 8, Processed: 2, DuplicatesSkipped: 1, DeadLettered: 2,
+		DeadLetteredByReason: map[string]int64{"budget_exhausted": 1, "tool_unknown": 1},
+		Retried:              3, DLQSendFailures: 1, Deleted: 5,
+	}, sum)
+	js, err := json.Marshal(sum)
 	require.NoError(t, err)
-	var fields map[string]any
-	require.NoError(t, json.Unmarshal(js, &fields))
-	assert.Len(t, strings.Fields(lines[1]), len(fields)+1, "the pipeline and one column per JSON field: %q", b.String())
-	assert.Equal(t, []string{"p", "1", "2", "3", "4", "5", "6", "7"}, strings.Fields(lines[1]))
-	assert.Contains(t, lines[0], "RECEIVE ERRORS")
+	assert.NotContains(t, string(js), `"failed"`)
+	assert.Contains(t, string(js), `"retried":3`)
+	assert.Contains(t, string(js), `"dead_lettered":2`)
+
+	var b bytes.Buffer
+	sum.writeTable(&b)
+	got := strings.Split(strings.TrimSpace(b.String()), "\n")
+	require.Len(t, got, 3, b.String())
+	assert.Contains(t, got[0], "RETRIED")
+	assert.Contains(t, got[0], "DEAD-LETTERED")
+	assert.NotContains(t, got[0], " FAILED ")
+	assert.Equal(t, []string{"p", "3", "8", "2", "1", "2", "3", "1", "5", "0", "0", "0"}, strings.Fields(got[1]))
+	assert.Equal(t, "dead-lettered by reason: budget_exhausted 1, tool_unknown 1", got[2])
+}
+
+// The summary reads batch's metric names.
+func TestEMFLineNamesBatchMetrics(t *testing.T) {
+	t.Parallel()
+	typ := reflect.TypeOf(emfLine{})
+	var tags []string
+	for i := 0; i < typ.NumField(); i++ {
+		tags = append(tags, typ.Field(i).Tag.Get("json"))
+	}
+	for _, name := range []string{batch.MetricProcessed, batch.MetricRetried, batch.MetricDeadLettered, batch.MetricDLQSendFailures, batch.MetricDuplicatesSkipped} {
+		assert.Contains(t, tags, name)
+	}
 }

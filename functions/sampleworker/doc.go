@@ -36,6 +36,14 @@
 // an outage can end and its dead letters be redriven and processed. Without
 // it, the fault fails on every receive (the fixtures and the benchmarks).
 //
+// Other producers' spellings of the same faults are read too: "type" for
+// "kind"; kinds "timeout" and "effect_unknown" as timeout_after_effect,
+// "authorization", "auth_config", "access_denied", "unauthorized",
+// "forbidden" and "expired_token" as auth, "circuit_open" as
+// dependency_open, "guardrail" and "signature" as the security kinds; and a
+// fault with no kind, not retryable, with HTTP status 401 or 403 as auth.
+// Kinds are matched without regard to case.
+//
 // Any other fault is an unclassified error: never assumed retryable. The
 // fault is parsed only when the args hold a "fault" key (ParseFaultValue on
 // the member DecodeTaskArg found), so a task without one pays no JSON decode

@@ -21,23 +21,47 @@ func readme(t *testing.T) string {
 	return string(b)
 }
 
-var snippetRE = regexp.MustCompile("(?s)<!-- snippet: ([^ ]+) -->\n```[a-z]*\n(.*?)```\n")
+var shownRE = regexp.MustCompile("(?s)<!-- (snippet|excerpt): ([^ ]+) -->\n```[a-z]*\n(.*?)```\n")
 
-// TestSnippets: a marked code block is its file as it is. To update one,
-// paste the file between the fences again.
+// pages are README.md and the pages of docs/: the files whose marked
+// blocks must match the tree.
+func pages(t *testing.T) []string {
+	t.Helper()
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	require.NoError(t, err)
+	return append([]string{filepath.Join(root, "README.md")}, docs...)
+}
+
+// TestSnippets: a block marked `<!-- snippet: PATH -->` is its file as it
+// is; one marked `<!-- excerpt: PATH -->` is a run of whole lines of it, as
+// they stand. To update one, paste the file (or the lines) between the
+// fences again. The README shows examples/worker/main.go.
 func TestSnippets(t *testing.T) {
 	t.Parallel()
-	found := snippetRE.FindAllStringSubmatch(readme(t), -1)
-	require.NotEmpty(t, found, "README.md has no <!-- snippet: PATH --> block")
-	paths := map[string]bool{}
-	for _, m := range found {
-		path, block := m[1], m[2]
-		paths[path] = true
-		want, err := os.ReadFile(filepath.Join(root, path))
-		require.NoError(t, err, "README.md shows %s", path)
-		assert.Equal(t, string(want), block, "README.md's block of %s differs from the file", path)
+	inREADME := map[string]bool{}
+	for _, page := range pages(t) {
+		b, err := os.ReadFile(page)
+		require.NoError(t, err)
+		name, _ := filepath.Rel(root, page)
+		for _, m := range shownRE.FindAllStringSubmatch(string(b), -1) {
+			kind, path, block := m[1], m[2], m[3]
+			if name == "README.md" {
+				inREADME[path] = true
+			}
+			want, err := os.ReadFile(filepath.Join(root, path))
+			if !assert.NoError(t, err, "%s shows %s", name, path) {
+				continue
+			}
+			if kind == "snippet" {
+				assert.Equal(t, string(want), block, "%s's block of %s differs from the file", name, path)
+				continue
+			}
+			file := string(want)
+			assert.True(t, strings.HasPrefix(file, block) || strings.Contains(file, "\n"+block),
+				"%s's excerpt of %s is not a run of its lines as they stand:\n%s", name, path, block)
+		}
 	}
-	assert.True(t, paths["examples/worker/main.go"], "the worker in a page is examples/worker/main.go")
+	assert.True(t, inREADME["examples/worker/main.go"], "the README shows the worker of examples/worker/main.go")
 }
 
 // TestLayout: every entry of the Layout block exists, and every top-level
@@ -115,8 +139,8 @@ func holdsGo(t *testing.T, dir string) bool {
 	return found
 }
 
-// TestCDKOnlyInInfra: what README's "What you pin" says: only infra/...
-// imports the CDK, so a worker module never needs it.
+// TestCDKOnlyInInfra: what the README's "Use it from your own module"
+// says: only infra/... imports the CDK, so a worker module never needs it.
 func TestCDKOnlyInInfra(t *testing.T) {
 	t.Parallel()
 	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, "./...")

@@ -16,14 +16,18 @@ import (
 // Quick returns a copy of p with the timings shortened so that retries
 // happen within seconds: the demo and the end-to-end tests run the pipeline
 // of pipelines.json with exactly these changes and nothing else — worker
-// timeout 5 s, visibility timeout 30 s (still six times the worker timeout),
-// backoff 1 s doubling to at most 2 s. maxReceiveCount, batch size and
+// timeout 10 s, visibility timeout 60 s (still six times the worker timeout),
+// backoff 1 s doubling to at most 2 s. Retries come from the backoff, so the
+// timeouts cost nothing while all goes well; they are long enough that a
+// batch on a loaded two-core machine does not run out of time (an invocation
+// out of time retries its records not started, which would add attempts the
+// end-to-end tests count). maxReceiveCount, batch size and
 // window, concurrency, retentions, redrive-loop threshold, FIFO behaviour,
 // alarms, triage and eval settings stay as defined.
 func Quick(p *pipeline.Pipeline) *pipeline.Pipeline {
 	cp := *p
-	cp.WorkerTimeoutSeconds = 5
-	cp.VisibilityTimeoutSeconds = 30
+	cp.WorkerTimeoutSeconds = 10
+	cp.VisibilityTimeoutSeconds = 60
 	cp.Backoff = pipeline.Backoff{BaseSeconds: 1, MaxSeconds: 2}
 	return &cp
 }
