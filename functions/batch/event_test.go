@@ -357,35 +357,28 @@ func TestDecodeEventDuplicateAttributeName(t *testing.T) {
 }
 
 // TestDecodeEventOwnsItsData: DecodeEvent leaves the payload as it was
-// and keeps nothing of it (the event decodes its own copy); decodeEvent,
-// Invoke's, decodes the body in the buffer it is given.
+// and keeps nothing of it; decodeEvent, Invoke's, decodes the body in the
+// buffer it is given (which it may overwrite) and keeps a copy.
 func TestDecodeEventOwnsItsData(t *testing.T) {
-	const raw = `{"Records":[{"messageId":"m","body":"{\"a\":\"\u00e9\"}"}]}`
-	payload := []byte(raw)
-	ev, err := DecodeEvent(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(payload) != raw {
-		t.Fatalf("DecodeEvent modified the payload: %q", payload)
-	}
-	copy(payload, bytes.Repeat([]byte{'x'}, len(payload))) // the runtime reuses its buffer
-	if body := string(ev.records[0].body); body != `{"a":"é"}` {
-		t.Fatalf("body %q after the payload was reused", body)
-	}
-	if id := ev.MessageID(0); id != "m" {
-		t.Fatalf("message id %q after the payload was reused", id)
-	}
-
-	buf := []byte(raw)
-	inPlace, err := decodeEvent(buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := inPlace.records[0].body
-	start := bytes.Index([]byte(raw), []byte(`"body":"`)) + len(`"body":"`)
-	if string(body) != `{"a":"é"}` || &body[0] != &buf[start] {
-		t.Fatalf("decodeEvent: body %q not decoded in place", body)
+	const raw = `{"Records":[{"messageId":"m","body":"{\"a\":\"\u00e9\"}","attributes":{"SentTimestamp":"1"},"messageAttributes":{"k":{"dataType":"String","stringValue":"v"}},"awsRegion":"eu-west-1"}]}`
+	for _, decode := range []struct {
+		name string
+		f    func([]byte) (*Event, error)
+	}{{"DecodeEvent", DecodeEvent}, {"decodeEvent", decodeEvent}} {
+		payload := []byte(raw)
+		ev, err := decode.f(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if decode.name == "DecodeEvent" && string(payload) != raw {
+			t.Fatalf("DecodeEvent modified the payload: %q", payload)
+		}
+		copy(payload, bytes.Repeat([]byte{'x'}, len(payload))) // the runtime reuses its buffer
+		m := ev.records[0].sqsMessage()
+		if m.Body != `{"a":"é"}` || m.MessageId != "m" || m.Attributes["SentTimestamp"] != "1" ||
+			*m.MessageAttributes["k"].StringValue != "v" || m.AWSRegion != "eu-west-1" {
+			t.Fatalf("%s: after the payload was reused: %#v", decode.name, m)
+		}
 	}
 }
 

@@ -119,18 +119,7 @@ func (p *Processor) fanOut(ctx context.Context, n int, m *counters, do func(k in
 	}
 }
 
-// statePool recycles the per-record state of a batch between invocations
-// (a record's state is only valid during its handler call).
-var statePool sync.Pool
-
-func getStates(n int) []recordState {
-	if p, ok := statePool.Get().(*[]recordState); ok && cap(*p) >= n {
-		return (*p)[:n]
-	}
-	return make([]recordState, n)
-}
-
-func putStates(s []recordState) {
-	clear(s) // drop the strings, so that a pooled slice keeps no message alive
-	statePool.Put(&s)
-}
+// getStates returns the per-record state of a batch: new for each
+// invocation, never recycled, so that a Record a handler kept writes only
+// its own invocation's state.
+func getStates(n int) []recordState { return make([]recordState, n) }

@@ -149,7 +149,6 @@ func (p *Processor) run(ctx context.Context, rs []message) events.SQSEventRespon
 	var resp events.SQSEventResponse
 	n := len(rs)
 	states := getStates(n)
-	defer putStates(states)
 	m := counters{dlq: getOutbox()}
 	defer putOutbox(m.dlq)
 	now := p.now()

@@ -72,11 +72,13 @@ func TestRecordValuesAreSafeToKeep(t *testing.T) {
 	for _, entry := range []string{"Invoke", "Handle", "HandleEvent"} {
 		t.Run(entry, func(t *testing.T) {
 			var kept []keptRecord
+			var records []Record // the records themselves, read after their calls
 			client := &keepingSQS{}
 			p, err := New(Config{
 				SQS: client, DLQURL: testDLQ, MaxReceiveCount: 4, Pipeline: "agent-tasks",
 				Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: io.Discard,
 				Handler: func(_ context.Context, r Record) error {
+					records = append(records, r)
 					kept = append(kept, keptRecord{
 						id: r.MessageID(), receipt: r.ReceiptHandle(), arn: r.EventSourceARN(), sentAt: r.Attribute("SentTimestamp"),
 						body: r.Body(), attrs: r.MessageAttributes(), msg: r.SQSMessage(),
@@ -127,6 +129,15 @@ func TestRecordValuesAreSafeToKeep(t *testing.T) {
 				assert.Equal(t, m.MessageAttributes, k.attrs)
 				assert.Equal(t, m.Body, k.msg.Body)
 				assert.Equal(t, m.Attributes, k.msg.Attributes)
+				// The record read after its call, the payload reused since.
+				r := records[i]
+				assert.Equal(t, m.MessageId, r.MessageID())
+				assert.Equal(t, "Root=1-"+m.MessageId, r.Attribute("AWSTraceHeader"))
+				assert.Equal(t, int64(1796047200000), r.SentAt().UnixMilli())
+				assert.Equal(t, m.MessageAttributes, r.MessageAttributes())
+				assert.Equal(t, m.Attributes, r.SQSMessage().Attributes)
+				assert.Equal(t, m.Body, r.SQSMessage().Body, "as received")
+				assert.Equal(t, "aws:sqs", r.SQSMessage().EventSource)
 			}
 			// The dead letters, as the client kept them: the bodies as
 			// received, whatever the handler did to its copy.

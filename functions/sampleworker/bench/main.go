@@ -18,7 +18,7 @@
 // It prints one JSON line: records, repeats, cpu_ns_per_record (user+sys
 // CPU of handling, getrusage, without the event's decoding, as the peer's
 // bench counts it), decode_cpu_ns_per_record (the lean path's decoding: DecodeEvent's
-// CPU a record, measured apart before the clock and taken out of Invoke's,
+// CPU a record, measured apart after the repeats and taken out of Invoke's,
 // 0 for -path events), rss_mb (the process's peak RSS, everything
 // included), handler_rss_mb (peak RSS from the timed repeats on), idle_rss_mb
 // (RSS with the worker built, before the event is read), gomemlimit_mib,
@@ -205,6 +205,15 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode s
 	if err := last.summarize(res, b); err != nil {
 		return err
 	}
+	if l, ok := b.(*lean); ok && l.once == nil {
+		// Invoke's CPU is decode and handling: split with DecodeEvent's.
+		est, err := l.estimateDecode()
+		if err != nil {
+			return err
+		}
+		res.DecodeCPUNsPerRecord = round(min(est, res.CPUNsPerRecord))
+		res.CPUNsPerRecord = round(res.CPUNsPerRecord - res.DecodeCPUNsPerRecord)
+	}
 	return json.NewEncoder(os.Stdout).Encode(res)
 }
 
@@ -232,10 +241,6 @@ type lean struct {
 	bufs [][]byte // payload buffers, reused as the runtime reuses its own
 	n    int
 	once *batch.Event // -decode once: the event every repeat handles
-	// decodeNs is DecodeEvent's CPU a record, measured apart before the
-	// clock: Invoke decodes and handles in one call, and the bench splits
-	// its CPU with this estimate.
-	decodeNs float64
 }
 
 func newLean(size int, fill func([]byte) error, once bool) (*lean, error) {
@@ -253,18 +258,27 @@ func newLean(size int, fill func([]byte) error, once bool) (*lean, error) {
 		l.once = ev
 		return l, nil
 	}
-	// The decode's share: DecodeEvent on the payload, about 20,000 records'
-	// worth (DecodeEvent decodes a copy of the payload, which Invoke spares).
+	l.bufs = [][]byte{buf}
+	return l, nil
+}
+
+// estimateDecode measures DecodeEvent's CPU a record on the payload, about
+// 20,000 records' worth, after the timed repeats and the RSS readings (its
+// garbage would raise the peak): DecodeEvent decodes a copy of the payload,
+// which Invoke spares, so the estimate is a little high.
+func (l *lean) estimateDecode() (float64, error) {
+	buf := make([]byte, l.size)
+	if err := l.fill(buf); err != nil {
+		return 0, err
+	}
 	k := max(3, 20000/max(1, l.n))
 	c0 := rusage.CPUTime()
 	for range k {
 		if _, err := batch.DecodeEvent(buf); err != nil {
-			return nil, err
+			return 0, err
 		}
 	}
-	l.decodeNs = float64((rusage.CPUTime() - c0).Nanoseconds()) / float64(k*max(1, l.n))
-	l.bufs = [][]byte{buf}
-	return l, nil
+	return float64((rusage.CPUTime() - c0).Nanoseconds()) / float64(k*max(1, l.n)), nil
 }
 
 func (l *lean) records() int { return l.n }
@@ -296,12 +310,10 @@ func (l *lean) chunk(ctx context.Context, n, maxReceive int, fifo, drop bool) (*
 			return nil, err
 		}
 	}
-	whole := rusage.CPUTime() - c0
+	o.handleCPU = rusage.CPUTime() - c0 // decode and handling: run splits it
 	if err := json.Unmarshal(out, &o.resp); err != nil {
 		return nil, err
 	}
-	o.decodeCPU = time.Duration(l.decodeNs * float64(n*l.n))
-	o.handleCPU = max(0, whole-o.decodeCPU)
 	o.rec = recs[n-1]
 	return o, nil
 }
