@@ -16,7 +16,7 @@ import (
 )
 
 // Event is a Lambda SQS event decoded by DecodeEvent. It owns its data:
-// each record copied what it keeps of the payload, and nothing it hands out
+// DecodeEvent decoded a copy of the payload, and nothing it hands out
 // shares memory with the payload. A record keeps its message id, receipt
 // handle and event source ARN as strings and its body decoded; its
 // attributes and message attributes stay raw JSON, decoded when read
@@ -25,16 +25,17 @@ type Event struct {
 	records []message
 }
 
-// message is one record of an event, as the processor holds it: its own
-// copy of what it keeps of the payload (ownRaw), never handed out.
+// message is one record of an event, as the processor holds it: views of
+// the buffer it was decoded in (Invoke's payload, valid during the
+// invocation), never handed out; a Record reads a copy (ownRaw).
 type message struct {
 	id, receipt, arn, group string // cut from the event's one string of copies
-	body                    []byte // the body, decoded, copied
-	attrs, mattrs           []byte // raw JSON objects, copied; nil when absent or null
+	body                    []byte // the body, decoded in place in the buffer
+	attrs, mattrs           []byte // raw JSON objects in the buffer; nil when absent or null
 	count                   []byte // ApproximateReceiveCount's raw string content; nil when absent
 	countEscaped            bool   // count holds an escape (decoded when read)
-	// Raw string literals (quotes included), copied; nil when absent or
-	// null. Decoded when read.
+	// Raw string literals (quotes included) in the buffer; nil when absent
+	// or null. Decoded when read.
 	md5Body, md5Attrs, source, region []byte
 	null                              bool // the record was JSON null
 	// SentTimestamp, ApproximateFirstReceiveTimestamp and AWSTraceHeader,
@@ -94,17 +95,17 @@ func (e *Event) Body(i int) []byte { return bytes.Clone(e.records[i].body) }
 // wrapping ErrDuplicateKey. Any other malformed payload is an error
 // wrapping ErrNotSQSEvent that says where.
 //
-// The payload is neither modified nor kept. Per record it allocates one
-// string holding its message id, receipt handle and group id (the event
-// source ARN is shared by records that have the same) and one slice holding
-// its body and raw attributes; the records themselves are one slice.
+// The payload is neither modified nor kept: the Event decodes a copy of it,
+// which it owns. Per record it allocates one string holding its message
+// id, receipt handle and group id (the event source ARN is shared by
+// records that have the same); the records themselves are one slice.
 func DecodeEvent(payload []byte) (*Event, error) {
 	return decodeEvent(bytes.Clone(payload))
 }
 
 // decodeEvent is DecodeEvent on a buffer it may overwrite (each body is
-// decoded in place, then copied): DecodeEvent's copy, or the payload during
-// Invoke.
+// decoded in place): DecodeEvent's copy, or the payload during Invoke,
+// where the Event never leaves the call.
 func decodeEvent(buf []byte) (*Event, error) {
 	d := decoder{b: buf}
 	return d.event()
@@ -432,14 +433,14 @@ func (d *decoder) record(r *message, i, n int) (int, error) {
 		}
 		r.arn = d.lastARN
 	}
-	r.ownRaw()
 	return end, nil
 }
 
-// ownRaw copies what the record keeps of the buffer (its decoded body, its
-// raw attributes and string literals) into one slice of its own: a Record
-// read after its handler call, once the runtime reused the payload, reads
-// its own bytes.
+// ownRaw copies what r holds of the buffer (its decoded body, its raw
+// attributes and string literals) into one slice of its own: a Record,
+// read after its handler call once the runtime reused the payload, reads
+// such a copy (newRecord), and an Event that DecodeEvent returns holds
+// only such copies.
 func (r *message) ownRaw() {
 	n := len(r.body) + len(r.attrs) + len(r.mattrs) + len(r.count) + len(r.md5Body) + len(r.md5Attrs) + len(r.source) + len(r.region)
 	if n == 0 {

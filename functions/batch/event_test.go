@@ -357,29 +357,37 @@ func TestDecodeEventDuplicateAttributeName(t *testing.T) {
 }
 
 // TestDecodeEventOwnsItsData: DecodeEvent leaves the payload as it was
-// and keeps nothing of it; decodeEvent, Invoke's, decodes the body in the
-// buffer it is given (which it may overwrite) and keeps a copy.
+// and keeps nothing of it; decodeEvent, Invoke's, decodes in the buffer it
+// is given, and the copy a Record reads (ownRaw) keeps nothing of it.
 func TestDecodeEventOwnsItsData(t *testing.T) {
 	const raw = `{"Records":[{"messageId":"m","body":"{\"a\":\"\u00e9\"}","attributes":{"SentTimestamp":"1"},"messageAttributes":{"k":{"dataType":"String","stringValue":"v"}},"awsRegion":"eu-west-1"}]}`
-	for _, decode := range []struct {
-		name string
-		f    func([]byte) (*Event, error)
-	}{{"DecodeEvent", DecodeEvent}, {"decodeEvent", decodeEvent}} {
-		payload := []byte(raw)
-		ev, err := decode.f(payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if decode.name == "DecodeEvent" && string(payload) != raw {
-			t.Fatalf("DecodeEvent modified the payload: %q", payload)
-		}
-		copy(payload, bytes.Repeat([]byte{'x'}, len(payload))) // the runtime reuses its buffer
-		m := ev.records[0].sqsMessage()
+	check := func(name string, m events.SQSMessage) {
+		t.Helper()
 		if m.Body != `{"a":"é"}` || m.MessageId != "m" || m.Attributes["SentTimestamp"] != "1" ||
 			*m.MessageAttributes["k"].StringValue != "v" || m.AWSRegion != "eu-west-1" {
-			t.Fatalf("%s: after the payload was reused: %#v", decode.name, m)
+			t.Fatalf("%s: after the payload was reused: %#v", name, m)
 		}
 	}
+	payload := []byte(raw)
+	ev, err := DecodeEvent(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(payload) != raw {
+		t.Fatalf("DecodeEvent modified the payload: %q", payload)
+	}
+	copy(payload, bytes.Repeat([]byte{'x'}, len(payload))) // the runtime reuses its buffer
+	check("DecodeEvent", ev.records[0].sqsMessage())
+
+	buf := []byte(raw)
+	inPlace, err := decodeEvent(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := inPlace.records[0]
+	own.ownRaw()
+	copy(buf, bytes.Repeat([]byte{'x'}, len(buf)))
+	check("ownRaw", own.sqsMessage())
 }
 
 func FuzzDecodeEvent(f *testing.F) {

@@ -36,7 +36,8 @@ type Record struct {
 
 	p    *Processor
 	st   *recordState
-	m    *message // the message as decoded: the processor's, never handed out
+	m    *message // the message as decoded, valid during the invocation: the processor's
+	own  *message // the record's own copy of it, which its accessors read
 	body []byte   // the handler's copy of the body
 }
 
@@ -59,13 +60,13 @@ type recordState struct {
 // SentAt returns SentTimestamp (zero when missing), read on demand: only
 // dead letters need it.
 func (r Record) SentAt() time.Time {
-	return r.m.epochAttribute(sysSentAt)
+	return r.own.epochAttribute(sysSentAt)
 }
 
 // FirstReceivedAt returns ApproximateFirstReceiveTimestamp (zero when
 // missing), read on demand: only dead letters need it.
 func (r Record) FirstReceivedAt() time.Time {
-	return r.m.epochAttribute(sysFirstReceive)
+	return r.own.epochAttribute(sysFirstReceive)
 }
 
 // Body returns the message body (nil when it is empty). The slice is the
@@ -85,21 +86,21 @@ func (r Record) ReceiptHandle() string { return r.m.receipt }
 // Attribute returns the SQS system attribute name (SentTimestamp,
 // AWSTraceHeader, ...), "" when the message has none.
 func (r Record) Attribute(name string) string {
-	v, _ := r.m.attribute(name)
+	v, _ := r.own.attribute(name)
 	return v
 }
 
 // MessageAttributes returns the message attributes, nil when there are
 // none: a new map on each call, decoded when called.
 func (r Record) MessageAttributes() map[string]events.SQSMessageAttribute {
-	return r.m.messageAttributes()
+	return r.own.messageAttributes()
 }
 
 // SQSMessage returns the message as aws-lambda-go's type, decoded when
 // called (a new value on each call: the attribute maps cost what the
 // processor otherwise spares; call it only where a library needs the type).
 func (r Record) SQSMessage() events.SQSMessage {
-	return r.m.sqsMessage()
+	return r.own.sqsMessage()
 }
 
 // Describer is a decoded message that names what its dead letter's
@@ -200,10 +201,13 @@ const (
 )
 
 // newRecord decodes the system attributes of message m that every record
-// needs and copies its body for the handler; now is the record's clock
-// reading (see runOne).
+// needs, copies what its accessors read (m is a view of the invocation's
+// payload) and its body for the handler; now is the record's clock reading
+// (see runOne).
 func (p *Processor) newRecord(m *message, st *recordState, now time.Time) Record {
-	r := Record{ReceiveCount: 1, p: p, st: st, m: m}
+	own := *m
+	own.ownRaw() // what the accessors read, even after the call
+	r := Record{ReceiveCount: 1, p: p, st: st, m: m, own: &own}
 	if len(m.body) > 0 {
 		r.body = bytes.Clone(m.body)
 	}
