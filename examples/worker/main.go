@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/batch"
+	"github.com/agentdlq/agentdlq/functions/batch/batchpipeline"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -126,7 +127,7 @@ func newProcessor(ctx context.Context, env func(string) string, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	cfg := batch.PipelineConfig(pl) // max receive count, FIFO, backoff, lease
+	cfg := batchpipeline.Config(pl) // max receive count, FIFO, backoff, lease
 	cfg.Handler, cfg.Classify = handler(httpTools{base: env("TOOLS_URL")}), classify
 	cfg.SQS, cfg.DLQURL, cfg.HotQueueURL = sqs.NewFromConfig(awsCfg), env("AGENTDLQ_DLQ_URL"), env("AGENTDLQ_HOT_QUEUE_URL")
 	cfg.Ledger = ledger.NewDynamo(dynamodb.NewFromConfig(awsCfg), env("AGENTDLQ_LEDGER_TABLE"))
