@@ -133,7 +133,7 @@ func (s *Server) redrivePost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := redrive.SelectRequest{
-		Who: redrive.Who{Owner: f.Owner, Why: f.Why}, Selector: redrive.Selector{Reasons: []deadletter.Reason{deadletter.Reason(f.Reason)}},
+		Who: redrive.Who{Owner: f.Owner, Why: f.Why}, Reasons: []deadletter.Reason{deadletter.Reason(f.Reason)},
 		Rate: f.Rate, Canary: f.Canary, DryRun: r.PostFormValue("mode") != "redrive",
 		Ack: redrive.Ack{FixDeployed: f.FixDeployed, Reviewed: f.Reviewed},
 	}
@@ -183,12 +183,16 @@ func (s *Server) rejectPost(w http.ResponseWriter, r *http.Request) {
 		}
 		var groups []redrive.Group
 		if sn.report != nil {
-			groups = redrive.GroupsFromReport(sn.report)
+			groups = []redrive.Group{}
+			for _, g := range sn.report.Groups {
+				groups = append(groups, redrive.Group{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count})
+			}
 		}
-		err = rd.Reject(r.Context(), redrive.Who{Owner: f.Owner, Why: f.Why}, []deadletter.Reason{deadletter.Reason(f.Reason)}, fps, groups)
+		_, err = rd.Reject(r.Context(), redrive.RejectRequest{Who: redrive.Who{Owner: f.Owner, Why: f.Why},
+			Reasons: []deadletter.Reason{deadletter.Reason(f.Reason)}, Fingerprints: fps, Groups: groups})
 	}
 	if err != nil {
-		s.renderRedrive(w, r, http.StatusUnprocessableEntity, f, "Reject refused: "+err.Error())
+		s.renderRedrive(w, r, http.StatusUnprocessableEntity, f, "Reject refused: "+refusalText(err))
 		return
 	}
 	http.Redirect(w, r, "/audit?"+url.Values{"p": {p.Name}, "action": {string(redrive.ActionReject)}}.Encode(), http.StatusSeeOther)

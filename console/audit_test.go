@@ -54,10 +54,10 @@ func TestAuditLogs(t *testing.T) {
 			require.NoError(t, log.Append(ctx, redrive.AuditEntry{Time: t0.Add(time.Minute), Actor: "platform-oncall", Pipeline: "agent-tasks",
 				Action: redrive.ActionReconcile, Outcome: redrive.OutcomeOK, Why: "mail log: nothing sent",
 				Detail: map[string]string{"idempotency_key": "k-1", "outcome": "no_effect"}}))
-			es, err := (&redrive.Auditor{Store: log}).Entries(ctx, "agent-tasks", redrive.DecisionActions()...)
+			es, err := (&redrive.Auditor{Store: log}).Entries(ctx, "agent-tasks", redrive.ActionReject, redrive.ActionReconcile)
 			require.NoError(t, err)
 			require.Len(t, es, 1, "only the decisions' actions")
-			assert.Equal(t, "mail log: nothing sent", redrive.DecisionsFrom(es).Reconciled["k-1"].Why)
+			assert.Equal(t, "mail log: nothing sent", es[0].Why)
 		})
 	}
 }

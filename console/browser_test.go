@@ -158,7 +158,7 @@ func seed(t *testing.T) *seeded {
 
 	s.audit = &FileAudit{FileStore: redrive.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}
 	s.srv, err = New(ctx, Config{
-		Pipelines: []*pipeline.Pipeline{p}, SQS: s.client, Local: true, Ledger: s.led, Reports: reports, Loopback: true, Logger: quiet,
+		Pipelines: []*pipeline.Pipeline{p}, SQS: s.client, Ledger: s.led, Reports: reports, Loopback: true, Logger: quiet,
 		Audit: func(string) AuditLog { return s.audit },
 		Resolve: func(context.Context, *pipeline.Pipeline) (redrive.Queues, error) {
 			return s.q, nil

@@ -47,13 +47,11 @@ type Config struct {
 	Resolve func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error)
 	// SQS is required.
 	SQS SQSAPI
-	// STS is required in AWS (Local false): the redrive gate's identity
-	// check, and the caller every audit record carries.
+	// STS is required in AWS: the redrive gate's identity check, and the
+	// caller every audit record carries. redrive.New decides from the
+	// clients whether the check runs (skipped only when every one is on
+	// this machine: the local emulators).
 	STS redrive.IdentityAPI
-	// Local is true when every endpoint the console uses is on a loopback
-	// address (the local emulators; see redrive.Locality): the caller check
-	// is skipped and the audit's caller is the OS user.
-	Local bool
 	// Evidence is optional: reads the claim checks of oversized dead
 	// letters back (an *s3.Client), so that a redrive sends them with every
 	// original attribute; without it such a letter stays in the DLQ.

@@ -43,7 +43,7 @@
 // Redrive, reject and reconcile run redrive.Redriver: the same gate, policy,
 // canary and audit as `agentdlq redrive select`, `reject` and `agentdlq
 // ledger reconcile`. The past decisions are the Redriver's too
-// (Redriver.AnnotatePlan over the kept report: no scan, no audit record).
+// (Redriver.Plan over the kept report: no scan, no audit record).
 //
 // # Safety
 //

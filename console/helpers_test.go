@@ -44,6 +44,7 @@ func testPipeline(t testing.TB) *pipeline.Pipeline {
 // gate of an action: reject, reconcile) only; a page that called anything
 // else would panic on the nil interface: pages never scan.
 type fakeSQS struct {
+	inAWS bool // Options says AWS (the caller check runs), not loopback
 	SQSAPI
 	depth string
 	tags  map[string]string // the DLQ's
@@ -195,7 +196,7 @@ func newFixtureOf(t testing.TB, msgs []triage.Message) *fixture {
 	f := &fixture{audit: &memAudit{}, led: ledger.NewMemory(), p: p}
 	tags := map[string]string{pipeline.TagOwner: p.Owner, pipeline.TagPipeline: p.Name}
 	s, err := New(context.Background(), Config{
-		Pipelines: []*pipeline.Pipeline{p}, SQS: &fakeSQS{depth: fmt.Sprint(n), tags: tags}, Local: true, Ledger: f.led,
+		Pipelines: []*pipeline.Pipeline{p}, SQS: &fakeSQS{depth: fmt.Sprint(n), tags: tags}, Ledger: f.led,
 		Reports: triage.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return f.audit },
 		Resolve: func(context.Context, *pipeline.Pipeline) (redrive.Queues, error) {
 			return redrive.Queues{HotURL: "http://q/hot", HotARN: "arn:aws:sqs:us-east-1:000000000000:hot", DLQURL: "http://q/dlq", DLQARN: "arn:aws:sqs:us-east-1:000000000000:dlq"}, nil
@@ -245,3 +246,14 @@ func (f *fixture) postFollow(t testing.TB, path string, form url.Values) *httpte
 }
 
 func parseDuration(s string) (time.Duration, error) { return time.ParseDuration(s) }
+
+// Options says where the fake runs, as an *sqs.Client does: on this
+// machine, so redrive.New skips the caller check (there is no IAM here).
+// With inAWS it is AWS's own endpoint (the SDK's default).
+func (f *fakeSQS) Options() sqs.Options {
+	if f.inAWS {
+		return sqs.Options{}
+	}
+	lo := "http://127.0.0.1:4566"
+	return sqs.Options{BaseEndpoint: &lo}
+}

@@ -187,8 +187,8 @@ func (s *Server) redriver(ctx context.Context, p *pipeline.Pipeline, onMove func
 		return nil, fmt.Errorf("pipeline %s queues: %w", p.Name, err)
 	}
 	return redrive.New(redrive.Config{
-		Pipeline: p, Queues: q, SQS: s.cfg.SQS, STS: s.cfg.STS, Local: s.cfg.Local, Ledger: s.cfg.Ledger, Evidence: s.cfg.Evidence, EvidenceBucket: s.cfg.EvidenceBucket,
-		Tag: redrive.TriageTagger, Audit: &redrive.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now},
+		Pipeline: p, Queues: q, SQS: s.cfg.SQS, STS: s.cfg.STS, Ledger: s.cfg.Ledger, Evidence: s.cfg.Evidence, EvidenceBucket: s.cfg.EvidenceBucket,
+		Audit:  &redrive.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now},
 		Logger: s.log, Now: s.cfg.Now, OnMove: onMove,
 	})
 }

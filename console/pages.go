@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"html/template"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,13 +76,33 @@ type overviewRow struct {
 	Refreshing        bool
 }
 
+// onThisMachine says, for the overview's words only ("not created locally"
+// or "not deployed here"), whether the SQS client runs on this machine (its
+// Options().BaseEndpoint on loopback). The redrive gate decides for itself
+// (redrive.New), from every client.
+func (s *Server) onThisMachine() bool {
+	c, ok := s.cfg.SQS.(interface{ Options() sqs.Options })
+	if !ok {
+		return false
+	}
+	u, err := url.Parse(aws.ToString(c.Options().BaseEndpoint))
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Hostname(), "localhost") {
+		return true
+	}
+	ip := net.ParseIP(u.Hostname())
+	return ip != nil && ip.IsLoopback()
+}
+
 // overview reads each pipeline's queue attributes (one GetQueueAttributes
 // a queue, never a receive) and its latest report.
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	rows := make([]overviewRow, len(s.cfg.Pipelines))
 	var wg sync.WaitGroup
 	for i, p := range s.cfg.Pipelines {
-		rows[i] = overviewRow{P: p, Report: s.snapshotOf(p.Name).report, HotVisible: "-", HotInFlight: "-", DLQVisible: "-", DLQInFlight: "-", Local: s.cfg.Local}
+		rows[i] = overviewRow{P: p, Report: s.snapshotOf(p.Name).report, HotVisible: "-", HotInFlight: "-", DLQVisible: "-", DLQInFlight: "-", Local: s.onThisMachine()}
 		wg.Add(1)
 		go func(row *overviewRow) {
 			defer wg.Done()
@@ -433,8 +455,12 @@ func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
 		rec.Actor = "(unnamed)"
 	}
 	// Who runs the console, as the machine knows it: in AWS the STS caller
-	// (one call per reveal), locally the OS user.
-	caller, _ := redrive.LookupCaller(r.Context(), s.cfg.STS, s.cfg.Local)
+	// (one call per reveal), locally the OS user; as the pipeline's
+	// Redriver decides, else not checked.
+	caller := redrive.UncheckedCaller()
+	if rd, err := s.redriver(r.Context(), p, nil); err == nil {
+		caller, _ = rd.Identify(r.Context())
+	}
 	rec.Caller = &caller
 	a := &redrive.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now}
 	if err := a.Record(r.Context(), rec); err != nil && refusal == "" {
@@ -526,6 +552,8 @@ func consoleFuncs() template.FuncMap {
 		"counts":     countsLine,
 		"reconciled": reconciledLine,
 		"plus":       func(a, b int) int { return a + b },
+		"steps":      stepLinks,
+		"need":       func(field string) string { return needLabel[field] },
 	}
 }
 

@@ -17,20 +17,33 @@ import (
 
 // ---- past decisions ----
 
-// plan is the plan of groups (redrive.BuildPlan) marked with the owner's
-// past decisions the way `agentdlq redrive plan` marks it
-// (redrive.Redriver.AnnotatePlan over the snapshot's report: no scan, no
-// audit record). It also returns the decisions as the audit holds them.
-// Without a Redriver (no ledger, queues not resolved) the plan says why in
-// DecisionsUnread.
+// plan is the plan of groups marked with the owner's past decisions the way
+// `agentdlq redrive plan` marks it (redrive.Redriver.Plan over the
+// snapshot's report: no scan, no audit record). It also returns the
+// decisions as the audit holds them. Without a Redriver (no ledger, queues
+// not resolved) the plan is empty and says why in DecisionsUnread.
 func (s *Server) plan(ctx context.Context, p *pipeline.Pipeline, sn *snapshot, groups []redrive.Group) (*redrive.Plan, redrive.Decisions) {
-	pl := redrive.BuildPlan(p, groups)
+	none := redrive.Decisions{Reconciled: map[string]redrive.KeyDecision{}}
 	rd, err := s.redriver(ctx, p, nil)
 	if err != nil {
-		pl.DecisionsUnread = err.Error()
-		return pl, redrive.Decisions{Reconciled: map[string]redrive.KeyDecision{}}
+		// No Redriver (the queues could not be resolved): the policy's plan,
+		// without the owner's decisions.
+		pl := &redrive.Plan{Pipeline: p.Name, Owner: p.Owner, DecisionsUnread: err.Error()}
+		return pl, none
 	}
-	return pl, rd.AnnotatePlan(ctx, pl, sn.report)
+	if groups == nil {
+		groups = []redrive.Group{}
+	}
+	pl, err := rd.Plan(ctx, redrive.PlanRequest{Report: sn.report, Groups: groups}) // a page view: no scan, no audit
+	if err != nil {
+		pl = &redrive.Plan{Pipeline: p.Name, Owner: p.Owner, DecisionsUnread: err.Error()}
+		return pl, none
+	}
+	d, err := rd.Decisions(ctx)
+	if err != nil {
+		return pl, none
+	}
+	return pl, d
 }
 
 // ---- keys and their ledger state ----
@@ -303,6 +316,9 @@ func refusalText(err error) string {
 		lead = "another outcome was recorded for this key before: "
 	case redrive.CodeNotEffectUnknown:
 		lead = "there is nothing to reconcile for this key now: "
+	}
+	if l, ok := fieldLabel[rf.Field]; ok {
+		return "(" + string(rf.Code) + ") " + lead + l + " " + rf.Reason
 	}
 	return "(" + string(rf.Code) + ") " + lead + rf.Reason
 }

@@ -140,8 +140,11 @@ func TestReconcileInTheConsole(t *testing.T) {
 	assert.Contains(t, body, "2/3 keys reconciled (1 effect_confirmed, 1 no_effect)")
 	plan := f.get(t, "/redrive?p=agent-tasks&r=effect_unknown").Body.String()
 	assert.Contains(t, plan, "2/3 keys reconciled (1 effect_confirmed, 1 no_effect)")
-	assert.Contains(t, plan, "reconciled: 1 of 3 keys no effect (select moves them without --override), 1 effect confirmed (never moved), 1 not reconciled yet (left in the DLQ)")
-	assert.Contains(t, plan, "agentdlq redrive select --pipeline agent-tasks --reason effect_unknown --fingerprint "+g.Fingerprint+" --owner platform-oncall --why &#39;&lt;why&gt;&#39; --rate 10 --canary 1")
+	assert.Contains(t, plan, "reconciled: 1 of 3 keys no effect (select moves them without an override), 1 effect confirmed (never moved), 1 not reconciled yet (left in the DLQ)")
+	// The next step is data the console renders as a link to the form that takes it.
+	assert.Contains(t, plan, `next: <a href="/redrive?fp=`+g.Fingerprint+`&amp;p=agent-tasks&amp;r=effect_unknown">Redrive, a canary of 1 first…</a>`)
+	assert.Contains(t, plan, "reconcile each key first")
+	assert.NotContains(t, plan, "needs an owner", "reconciled keys move without an override")
 	// A key no longer effect_unknown has no form.
 	assert.NotContains(t, f.get(t, "/letter?p=agent-tasks&id=eu-eu-a").Body.String(), `action="/reconcile"`)
 	assert.Contains(t, f.get(t, "/reconcile?p=agent-tasks&key=eu-b").Body.String(), `id="closed"`)
@@ -188,7 +191,7 @@ func TestReconcileRefusals(t *testing.T) {
 				return raw(withCSRF(reconcileValues(g, "eu-b", "no_effect", "", owner, "x")), "http://evil.example")
 			}},
 		{name: "wrong owner", code: http.StatusUnprocessableEntity, refusal: redrive.CodeOwner,
-			want: []string{`owner &#34;mallory&#34; may not reconcile the ledger keys of pipeline &#34;agent-tasks&#34;`},
+			want: []string{`Owner &#34;mallory&#34; may not reconcile the ledger keys of pipeline &#34;agent-tasks&#34;`},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "eu-b", "no_effect", "", "mallory", "x"))
 			}},
@@ -272,18 +275,18 @@ func TestPastDecisionsShown(t *testing.T) {
 	plan := f.get(t, "/redrive?p=agent-tasks&r=schema_invalid").Body.String()
 	assert.Contains(t, plan, "<b>rejected</b> by "+owner+" at "+t0.Format("2006-01-02 15:04:05Z"))
 	assert.Contains(t, plan, "why: producer bug, tenant told (INC-9)")
-	assert.Contains(t, plan, "nothing to do: already rejected")
+	assert.Contains(t, plan, "nothing to do")
 	again := f.get(t, "/redrive?p=agent-tasks&r=budget_exhausted").Body.String()
 	assert.Contains(t, again, "why: quota is final")
 	assert.Contains(t, again, "but dead letters arrived since")
 	assert.Contains(t, again, "decide again")
-	assert.NotContains(t, again, "nothing to do: already rejected")
+	assert.NotContains(t, again, "nothing to do")
 
 	for _, g := range f.r.Groups {
 		if g.Reason == deadletter.ReasonSchemaInvalid {
 			body := f.get(t, "/group?p=agent-tasks&r=schema_invalid&fp="+g.Fingerprint).Body.String()
 			assert.Contains(t, body, `<dd id="decision"><b>rejected</b> by `+owner)
-			assert.Contains(t, body, "nothing to do: already rejected")
+			assert.Contains(t, body, "nothing to do")
 		}
 	}
 	assert.Len(t, f.audit.all(), 2, "page views record nothing")
@@ -310,7 +313,7 @@ func TestReconcileInAWSRecordsTheCaller(t *testing.T) {
 	t.Parallel()
 	f, g := reconcileFixture(t, "eu-a")
 	const arn = "arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice"
-	f.s.cfg.Local, f.s.cfg.STS = false, fakeSTS{arn: arn}
+	f.s.cfg.SQS.(*fakeSQS).inAWS, f.s.cfg.STS = true, fakeSTS{arn: arn}
 	f.s.cfg.SQS.(*fakeSQS).tags[pipeline.TagRedriveRole] = "AgentTasksRedrive"
 	want := &redrive.Caller{Check: redrive.CallerSTS, ARN: arn, Account: "123456789012", OSUser: redrive.OSUser()}
 

@@ -46,6 +46,11 @@ func NewDynamo(api DynamoAPI, table string) *Dynamo {
 	return &Dynamo{api: api, table: table, ttl: DefaultTTL}
 }
 
+// API is the DynamoDB client the ledger calls: a redrive asks its endpoint
+// (the SDK client's Options().BaseEndpoint) to tell the local emulators
+// from AWS.
+func (d *Dynamo) API() DynamoAPI { return d.api }
+
 // timeLayout is RFC 3339 with a fixed nine-digit fraction, always in UTC, so
 // that string order is time order (the lease condition compares strings).
 const timeLayout = "2006-01-02T15:04:05.000000000Z"

@@ -233,7 +233,7 @@ func Parse(data []byte) (*File, error) {
 // ParseOne decodes one pipeline definition, an entry of pipelines.json as
 // a worker's AGENTDLQ_PIPELINE_JSON carries it (docs/wiring.md), rejecting
 // unknown fields and text after the object, applies the defaults and
-// validates it. batch.PipelineConfig turns the result into a processor's
+// validates it. batchpipeline.Config (functions/batch/batchpipeline) turns the result into a processor's
 // settings.
 func ParseOne(data []byte) (*Pipeline, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))

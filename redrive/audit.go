@@ -46,10 +46,10 @@ const (
 	// ActionResume: the worker's event source mapping was enabled again.
 	ActionResume Action = "resume"
 	// ActionReveal: one dead letter's body was shown unredacted in the
-	// console (agentdlq ui), after the viewer said who and why.
+	// console, after the viewer said who and why.
 	ActionReveal Action = "reveal"
 	// ActionReconcile: the owner recorded what an effect_unknown key's
-	// mutating call did (`agentdlq ledger reconcile`): its effect confirmed
+	// mutating call did (Reconcile): its effect confirmed
 	// with a receipt, or no effect. Detail holds idempotency_key, outcome
 	// and receipt.
 	ActionReconcile Action = "reconcile"
@@ -85,8 +85,9 @@ const (
 	// OutcomeStopped: the action was interrupted (its context ended); what
 	// moved is counted, and a rerun is safe.
 	OutcomeStopped AuditOutcome = "stopped"
-	// OutcomePartial: a selective redrive saw fewer dead letters than the
-	// DLQ held; a rerun goes on.
+	// OutcomePartial: the action saw only part of the DLQ (a selective
+	// redrive saw fewer dead letters than the DLQ held, or the scan behind
+	// a plan, start or reject was partial); a rerun goes on.
 	OutcomePartial AuditOutcome = "partial"
 	// OutcomeCanceled: the running move task was cancelled.
 	OutcomeCanceled AuditOutcome = "canceled"
@@ -100,7 +101,7 @@ func AllAuditOutcomes() []AuditOutcome {
 // AuditEntry is one audit record: who decided what, when, on which pipeline, why,
 // and what came of it.
 //
-// Actor is who the command said acts (--owner, the console's form; for plan
+// Actor is who the command said acts (Who.Owner; for plan
 // and status the OS user when none was given): the gate compares it with
 // the pipeline's owner, but anyone can type it. Caller is who ran it as the
 // machine knows it: in AWS the STS caller ARN and account, locally (every
@@ -156,11 +157,9 @@ func (a *Auditor) Record(ctx context.Context, r AuditEntry) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	level := slog.LevelInfo
-	if r.Outcome == OutcomeRefused || r.Outcome == OutcomeFailed {
-		level = slog.LevelWarn
-	}
-	log.Log(ctx, level, "redrive audit",
+	// Info, refusals and failures too: the record is in the store, and the
+	// caller has the error to show; the line is for a log collector.
+	log.InfoContext(ctx, "redrive audit",
 		"pipeline", r.Pipeline, "action", r.Action, "actor", r.Actor,
 		"caller_check", r.Caller.Check, "caller_arn", r.Caller.ARN, "os_user", r.Caller.OSUser, "outcome", r.Outcome,
 		"reasons", r.Reasons, "fingerprints", r.Fingerprints, "counts", r.Counts,
@@ -311,18 +310,18 @@ func (a *Auditor) Refuse(ctx context.Context, pipelineName string, action Action
 	return err
 }
 
-// ParseAuditDest splits an --audit destination: "s3://bucket/prefix" gives
+// ParseAuditDest splits an audit destination: "s3://bucket/prefix" gives
 // bucket and prefix; anything else is a local file path.
 func ParseAuditDest(dest string) (bucket, prefix, path string, err error) {
 	if rest, ok := strings.CutPrefix(dest, "s3://"); ok {
 		bucket, prefix, _ = strings.Cut(rest, "/")
 		if bucket == "" {
-			return "", "", "", fmt.Errorf("--audit %q: no bucket", dest)
+			return "", "", "", fmt.Errorf("audit destination %q: no bucket", dest)
 		}
 		return bucket, strings.Trim(prefix, "/"), "", nil
 	}
 	if strings.TrimSpace(dest) == "" {
-		return "", "", "", fmt.Errorf("--audit: empty destination")
+		return "", "", "", fmt.Errorf("audit destination: empty")
 	}
 	return "", "", dest, nil
 }

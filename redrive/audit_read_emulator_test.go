@@ -35,7 +35,7 @@ func TestS3StoreReadsBackOnEmulator(t *testing.T) {
 	} {
 		require.NoError(t, a.Record(ctx, e))
 	}
-	es, err := a.Entries(ctx, "agent-tasks", DecisionActions()...)
+	es, err := a.Entries(ctx, "agent-tasks", decisionActions()...)
 	require.NoError(t, err)
 	require.Len(t, es, 3)
 	assert.Equal(t, "first", es[0].Why)
@@ -45,7 +45,7 @@ func TestS3StoreReadsBackOnEmulator(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, all, 4, "with no action named, every record of the pipeline")
 
-	d := DecisionsFrom(es)
+	d := decisionsFrom(es)
 	assert.Len(t, d.Rejections, 2)
 	assert.Equal(t, "no_effect", string(d.Reconciled["k1"].Outcome))
 

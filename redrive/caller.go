@@ -32,7 +32,7 @@ const (
 )
 
 // Caller is who ran an audited action as the machine knows it, beside the
-// entry's Actor (the declared --owner). In an audit record (JSON "caller"):
+// entry's Actor (the declared Who.Owner). In an audit record (JSON "caller"):
 //
 //	{"check":"sts","arn":"arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice","account":"123456789012","os_user":"alice"}
 //	{"check":"local","os_user":"alice"}
@@ -47,7 +47,7 @@ type Caller struct {
 	ARN     string `json:"arn,omitempty"`
 	Account string `json:"account,omitempty"`
 	// OSUser is the operating-system account that runs the process (for the
-	// console: the one that runs agentdlq ui), always set: the account name
+	// console: the one that runs it), always set: the account name
 	// of the process's uid, else "uid:N". Not $USER, which anyone sets.
 	OSUser string `json:"os_user"`
 	// Error is why STS did not answer (Check CallerSTSFailed only).
@@ -72,7 +72,7 @@ func UncheckedCaller() Caller {
 // LookupCaller asks STS who the caller is (one GetCallerIdentity call), or,
 // when local, says so without a call. It never fails: a failure is a Caller
 // with Check CallerSTSFailed, and the error is returned too for the gate.
-func LookupCaller(ctx context.Context, api IdentityAPI, local bool) (Caller, error) {
+func lookupCaller(ctx context.Context, api IdentityAPI, local bool) (Caller, error) {
 	c := Caller{Check: CallerLocal, OSUser: OSUser()}
 	if local {
 		return c, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // countingSTS answers GetCallerIdentity (or fails with err) and counts the calls.
@@ -110,7 +111,7 @@ func TestIsAWSSTSEndpoint(t *testing.T) {
 		"http://127.0.0.1:4566":                                                  false,
 		"::not a url":                                                            false,
 	} {
-		assert.Equal(t, want, IsAWSSTSEndpoint(url), url)
+		assert.Equal(t, want, isAWSSTSEndpoint(url), url)
 	}
 }
 
@@ -126,7 +127,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		seed(t, f, q, 2, deadletter.ReasonBudgetExhausted)
 		f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
 		r, store, _ := newRedriver(t, p, f, q)
-		r.cfg.Local, r.cfg.STS = false, st
+		r.local, r.cfg.STS = false, st
 		return r, store, f, q
 	}
 	want := &Caller{Check: CallerSTS, ARN: arn, Account: "000000000000", OSUser: OSUser()}
@@ -149,7 +150,8 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		t.Parallel()
 		st := &countingSTS{arn: arn}
 		r, store, _, _ := inAWS(t, st)
-		_, err := r.ShowPlan(context.Background(), "alice", nil)
+		r.cfg.Scan = func(context.Context) (*triage.Report, error) { return &triage.Report{}, nil }
+		_, err := r.Plan(context.Background(), PlanRequest{Actor: "alice"})
 		require.NoError(t, err)
 		_, err = r.Status(context.Background(), "alice")
 		require.NoError(t, err)

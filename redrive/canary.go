@@ -2,7 +2,6 @@ package redrive
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -15,9 +14,9 @@ import (
 
 // Canary outcomes of one message.
 const (
-	CanaryProcessed    = "processed"     // the ledger says done
-	CanaryDeadLettered = "dead_lettered" // back in the DLQ
-	CanaryPending      = "pending"       // no outcome before the timeout
+	canaryProcessed    = "processed"     // the ledger says done
+	canaryDeadLettered = "dead_lettered" // back in the DLQ
+	canaryPending      = "pending"       // no outcome before the timeout
 )
 
 type canaryItem struct {
@@ -49,16 +48,16 @@ func (c *CanaryResult) counts() map[string]int {
 // entry was before when it was moved and is now now (ok false: no entry).
 // A done key is processed (a redrive of a done key is a no-op, which is a
 // success); a higher dead-letter count means it was dead-lettered again.
-func CanaryOutcome(before, now ledger.Entry, ok bool) string {
+func canaryOutcome(before, now ledger.Entry, ok bool) string {
 	switch {
 	case !ok:
-		return CanaryPending
+		return canaryPending
 	case now.DeadLetterCount > before.DeadLetterCount:
-		return CanaryDeadLettered
+		return canaryDeadLettered
 	case now.State == ledger.StateDone:
-		return CanaryProcessed
+		return canaryProcessed
 	default:
-		return CanaryPending
+		return canaryPending
 	}
 }
 
@@ -71,7 +70,7 @@ func (r *Redriver) waitCanary(ctx context.Context, api SelectAPI, req SelectRequ
 		timeout = DefaultCanaryTimeout
 	}
 	if poll <= 0 {
-		poll = DefaultCanaryPoll
+		poll = defaultCanaryPoll
 	}
 	start := r.now()
 	deadline := start.Add(timeout)
@@ -81,7 +80,7 @@ func (r *Redriver) waitCanary(ctx context.Context, api SelectAPI, req SelectRequ
 		if !items[i].at.IsZero() && items[i].at.Before(since) {
 			since = items[i].at
 		}
-		items[i].state = CanaryPending
+		items[i].state = canaryPending
 		bodies[items[i].moved.BodySHA256] = append(bodies[items[i].moved.BodySHA256], i)
 	}
 	r.log().InfoContext(ctx, "canary: waiting for the outcome", "pipeline", r.cfg.Pipeline.Name, "count", len(items), "timeout_s", int(timeout.Seconds()))
@@ -89,7 +88,7 @@ func (r *Redriver) waitCanary(ctx context.Context, api SelectAPI, req SelectRequ
 		pending := 0
 		for i := range items {
 			it := &items[i]
-			if it.state != CanaryPending || it.moved.IdempotencyKey == "" {
+			if it.state != canaryPending || it.moved.IdempotencyKey == "" {
 				continue
 			}
 			e, ok, err := r.cfg.Ledger.Get(ctx, it.moved.IdempotencyKey)
@@ -97,13 +96,13 @@ func (r *Redriver) waitCanary(ctx context.Context, api SelectAPI, req SelectRequ
 				r.log().WarnContext(ctx, "canary: ledger read failed", "error", err.Error())
 				continue
 			}
-			it.state = CanaryOutcome(it.before, e, ok)
+			it.state = canaryOutcome(it.before, e, ok)
 		}
 		if err := r.peekDLQ(ctx, api, items, bodies, seen, since.Add(-canarySkew)); err != nil {
 			r.log().WarnContext(ctx, "canary: DLQ peek failed", "error", err.Error())
 		}
 		for i := range items {
-			if items[i].state == CanaryPending {
+			if items[i].state == canaryPending {
 				pending++
 			}
 		}
@@ -134,9 +133,9 @@ func (r *Redriver) canaryResult(items []canaryItem, start time.Time) *CanaryResu
 	for _, it := range items {
 		res.Outcomes[it.moved.HotMessageID] = it.state
 		switch it.state {
-		case CanaryProcessed:
+		case canaryProcessed:
 			res.Processed++
-		case CanaryDeadLettered:
+		case canaryDeadLettered:
 			res.DeadLettered++
 		default:
 			res.Pending++
@@ -179,8 +178,8 @@ func (r *Redriver) peekDLQ(ctx context.Context, api SelectAPI, items []canaryIte
 				continue
 			}
 			for _, i := range bodies[BodySHA256(l.Body)] {
-				if items[i].state == CanaryPending {
-					items[i].state = CanaryDeadLettered
+				if items[i].state == canaryPending {
+					items[i].state = canaryDeadLettered
 					break
 				}
 			}
@@ -191,6 +190,3 @@ func (r *Redriver) peekDLQ(ctx context.Context, api SelectAPI, items []canaryIte
 	}
 	return nil
 }
-
-// IsCanaryFailure reports whether err is a failed canary.
-func IsCanaryFailure(err error) bool { return errors.Is(err, ErrCanaryFailed) }

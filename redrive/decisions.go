@@ -185,10 +185,10 @@ type Decisions struct {
 }
 
 // DecisionActions are the audit actions Decisions are read from.
-func DecisionActions() []Action { return []Action{ActionReject, ActionReconcile} }
+func decisionActions() []Action { return []Action{ActionReject, ActionReconcile} }
 
 // DecisionsFrom picks the decisions out of audit records.
-func DecisionsFrom(entries []AuditEntry) Decisions {
+func decisionsFrom(entries []AuditEntry) Decisions {
 	d := Decisions{Reconciled: map[string]KeyDecision{}}
 	es := slices.Clone(entries)
 	sortEntries(es)
@@ -229,22 +229,22 @@ func (d Decisions) Rejection(reason deadletter.Reason, fingerprint string) (Deci
 
 // Decisions reads the pipeline's decisions from the audit store.
 func (r *Redriver) Decisions(ctx context.Context) (Decisions, error) {
-	es, err := r.cfg.Audit.Entries(ctx, r.cfg.Pipeline.Name, DecisionActions()...)
+	es, err := r.cfg.Audit.Entries(ctx, r.cfg.Pipeline.Name, decisionActions()...)
 	if err != nil {
 		return Decisions{Reconciled: map[string]KeyDecision{}}, err
 	}
-	return DecisionsFrom(es), nil
+	return decisionsFrom(es), nil
 }
 
-// RejectWarnings says what a rejection of reasons (and fingerprints,
+// rejectWarnings says what a rejection of reasons (and fingerprints,
 // full ones; none means every group of the reasons) should make the owner
 // think twice about: a group already rejected, and a reason the policy
 // would let be redriven (now, or after a fix or a review). It is pure.
-func RejectWarnings(d Decisions, reasons []deadletter.Reason, fingerprints []string, groups []Group) []string {
+func rejectWarnings(d Decisions, reasons []deadletter.Reason, fingerprints []string, groups []Group) []string {
 	var out []string
-	sel := Selector{Reasons: reasons, Fingerprints: fingerprints}
+	sel := selector{Reasons: reasons, Fingerprints: fingerprints}
 	for _, g := range groups {
-		if !sel.Match(&Letter{Reason: g.Reason, Fingerprint: g.Fingerprint}) {
+		if !sel.match(&letter{Reason: g.Reason, Fingerprint: g.Fingerprint}) {
 			continue
 		}
 		if prev, ok := d.Rejection(g.Reason, g.Fingerprint); ok {
@@ -259,9 +259,9 @@ func RejectWarnings(d Decisions, reasons []deadletter.Reason, fingerprints []str
 		case deadletter.RedriveYes:
 			out = append(out, fmt.Sprintf("%s may be redriven by policy (%s): a rejection gives up work a redrive could finish", reason, reason.NextAction()))
 		case deadletter.RedriveAfterFix:
-			out = append(out, fmt.Sprintf("%s may be redriven once the fix is deployed (--fix-deployed): a rejection gives up work a redrive could finish", reason))
+			out = append(out, fmt.Sprintf("%s may be redriven once the fix is deployed: a rejection gives up work a redrive could finish", reason))
 		case deadletter.RedriveAfterReview:
-			out = append(out, fmt.Sprintf("%s may be redriven after a review of the logs (--reviewed): a rejection gives up work a redrive could finish", reason))
+			out = append(out, fmt.Sprintf("%s may be redriven after a review of the logs: a rejection gives up work a redrive could finish", reason))
 		}
 	}
 	return out

@@ -9,7 +9,7 @@ import (
 // RedrivePolicy attribute must send its dead letters to dlqARN (so the hot
 // queue is this DLQ's source), and the DLQ's RedriveAllowPolicy, when set,
 // must allow hotARN (allowAll, or byQueue listing it; denyAll refuses).
-func CheckRedrivePolicies(hotARN, dlqARN, hotRedrivePolicy, dlqRedriveAllowPolicy string) error {
+func checkRedrivePolicies(hotARN, dlqARN, hotRedrivePolicy, dlqRedriveAllowPolicy string) error {
 	if hotRedrivePolicy == "" {
 		return refuse(CodeDestination, "the hot queue %s has no RedrivePolicy: it is not the source of DLQ %s", hotARN, dlqARN)
 	}

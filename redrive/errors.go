@@ -3,6 +3,7 @@ package redrive
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Errors to test with errors.Is. A *Refusal matches ErrRefused; the CLI exits
@@ -14,6 +15,12 @@ var (
 	ErrUnsupported = errors.New("endpoint does not support message move tasks")
 	// ErrCanaryFailed: a canary message failed again (or its outcome stayed unknown).
 	ErrCanaryFailed = errors.New("canary failed")
+	// ErrScanPartial: the command could not see every dead letter of the
+	// DLQ, so it cannot vouch for what it did not see. A *PartialError
+	// matches it. Not a refusal (the request was sound) and not an outage:
+	// the letters it missed are held (in flight) by a receive, and a rerun
+	// after their visibility timeout sees them (PartialError.RetryAfter).
+	ErrScanPartial = errors.New("the scan of the DLQ was partial")
 )
 
 // Code says what was refused: stable for tests, the audit log and the
@@ -37,6 +44,8 @@ const (
 	CodeRate Code = "rate_out_of_range"
 	// CodeWhy: the why is missing or blank.
 	CodeWhy Code = "why_missing"
+	// CodeOwnerMissing: no owner was given (Who.Owner is empty).
+	CodeOwnerMissing Code = "owner_missing"
 	// CodeOwner: the actor is not the pipeline's declared owner.
 	CodeOwner Code = "owner_mismatch"
 	// CodeOwnerTag: the DLQ's agentdlq:owner tag disagrees with the pipeline.
@@ -48,7 +57,7 @@ const (
 	// local) but the STS endpoint is not AWS's own (see Locality).
 	CodeSTSEndpoint Code = "sts_endpoint_untrusted"
 	// CodeForbidden: policy forbids a chosen reason without an
-	// acknowledgement (--fix-deployed, --reviewed, --override).
+	// acknowledgement (Ack.FixDeployed, Ack.Reviewed, Ack.Overrides).
 	CodeForbidden Code = "reason_not_redrivable"
 	// CodeDestination: the destination is not the pipeline's own hot queue,
 	// or the queues' redrive policies do not pair them.
@@ -63,8 +72,9 @@ const (
 	CodeDLQMissing Code = "dlq_missing"
 	// CodeNothingSelected: the DLQ holds no dead letter of the chosen reasons.
 	CodeNothingSelected Code = "nothing_selected"
-	// CodeScanPartial: the triage scan was partial, so a move task (which
-	// moves everything) could move groups nobody saw.
+	// CodeScanPartial: the command saw only part of the DLQ (a *PartialError,
+	// ErrScanPartial), the code its callers report it under. It is not a
+	// refusal: RefusalCode never returns it.
 	CodeScanPartial Code = "scan_partial"
 	// CodeNoMapping: pause or resume found no event source mapping on the
 	// hot queue, or more than one.
@@ -81,23 +91,49 @@ const (
 // AllCodes lists every refusal code in the order above.
 func AllCodes() []Code {
 	return []Code{CodeBadInput, CodeUnknownPipeline, CodeUnknownReason, CodeUnknownGroup, CodeAmbiguousGroup, CodeRate, CodeWhy,
-		CodeOwner, CodeOwnerTag, CodeIdentity, CodeSTSEndpoint, CodeForbidden, CodeDestination, CodeTaskActive, CodeNoTask,
+		CodeOwnerMissing, CodeOwner, CodeOwnerTag, CodeIdentity, CodeSTSEndpoint, CodeForbidden, CodeDestination, CodeTaskActive, CodeNoTask,
 		CodeDLQEmpty, CodeDLQMissing, CodeNothingSelected, CodeScanPartial, CodeNoMapping, CodeNotEffectUnknown, CodeReconciled}
 }
 
-// Refusal is a refused action: a code and a one-line reason. Nothing moved.
+// Refusal is a refused action: a code, the request field at fault and a
+// one-line reason. Nothing moved.
 type Refusal struct {
-	Code   Code
+	Code Code
+	// Field is the request field at fault, by its Go name: "Owner", "Why",
+	// "Rate", "Reasons", "Fingerprints", "Canary", "Limit", "Destination",
+	// "Ack.FixDeployed", "Ack.Reviewed", "Ack.Overrides", "Key", "Outcome",
+	// "Receipt"; empty when the refusal is about the DLQ, its tags, the
+	// caller or the policy rather than one input. A caller names it in its
+	// own words (the CLI its flag, the console its form field).
+	Field string
+	// Reason says what is wrong and what to do, in words that follow the
+	// field's name when Field is set ("is required: say why ...").
 	Reason string
+	// Next are the steps that would get past the refusal, when there are
+	// some to suggest (a select with the acknowledgement the policy wants,
+	// a reconciliation, a look at the plan).
+	Next []Step
 }
 
-func (r *Refusal) Error() string { return "refused (" + string(r.Code) + "): " + r.Reason }
+// Error is "refused (code): Field reason", or without a Field
+// "refused (code): reason".
+func (r *Refusal) Error() string {
+	if r.Field != "" {
+		return "refused (" + string(r.Code) + "): " + r.Field + " " + r.Reason
+	}
+	return "refused (" + string(r.Code) + "): " + r.Reason
+}
 
 // Is makes errors.Is(err, ErrRefused) true for every refusal.
 func (r *Refusal) Is(target error) bool { return target == ErrRefused }
 
 func refuse(code Code, format string, args ...any) *Refusal {
 	return &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// refuseField is a refusal of one request field; format follows its name.
+func refuseField(code Code, field, format string, args ...any) *Refusal {
+	return &Refusal{Code: code, Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // RefusalCode returns the code of the refusal in err's chain, or "".
@@ -108,3 +144,56 @@ func RefusalCode(err error) Code {
 	}
 	return ""
 }
+
+// PartialError is the outcome of a command that must see every dead letter
+// (plan, select, start, reject) when its scan of the DLQ saw only part of
+// it: letters held (in flight) by another receive, by a receive whose
+// response was lost, or, in a FIFO DLQ, behind the head of their message
+// group. What the command did with the letters it saw stands (its result
+// says so); what it did not see is untouched. errors.Is(err,
+// ErrScanPartial) is true; its code is CodeScanPartial.
+type PartialError struct {
+	// Seen counts the distinct dead letters the scan saw; Depth is the
+	// DLQ's approximate depth (visible and in flight) when it started, 0
+	// when unknown.
+	Seen, Depth int
+	// Why is what the scan reported, when it said more than the counts.
+	Why string
+	// FIFO: the DLQ is a FIFO queue, which hands out the letters of a
+	// message group behind the ones in flight only after those.
+	FIFO bool
+	// RetryAfter is how long a letter held by this command's own receives
+	// stays hidden (its visibility timeout, or the DLQ's default when that
+	// is longer): a rerun after it sees what this one missed. A letter
+	// another reader holds comes back after that reader's timeout.
+	RetryAfter time.Duration
+}
+
+func (e *PartialError) Error() string {
+	var b []byte
+	b = append(b, "partial scan: "...)
+	switch {
+	case e.Depth > 0:
+		b = fmt.Appendf(b, "saw %d of about %d dead letters", e.Seen, e.Depth)
+	default:
+		b = fmt.Appendf(b, "saw %d dead letters", e.Seen)
+	}
+	switch {
+	case e.Why != "":
+		// The scan said why (triage's words): once, not twice.
+		b = fmt.Appendf(b, " (%s)", e.Why)
+	case e.FIFO:
+		b = append(b, "; the others are held (in flight), or behind a held letter of their FIFO message group, until their visibility timeout lapses"...)
+	default:
+		b = append(b, "; the others are held (in flight) by a receive until their visibility timeout lapses"...)
+	}
+	if e.RetryAfter > 0 {
+		b = fmt.Appendf(b, ": retry after %s (a reader that set a longer timeout holds them longer)", e.RetryAfter.Round(time.Second))
+	} else {
+		b = append(b, ": retry after their visibility timeout"...)
+	}
+	return string(b)
+}
+
+// Is makes errors.Is(err, ErrScanPartial) true.
+func (e *PartialError) Is(target error) bool { return target == ErrScanPartial }

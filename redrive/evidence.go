@@ -82,7 +82,7 @@ func (e *ClaimCheckError) Unwrap() error { return e.Err }
 // Config.EvidenceBucket), the reference is in another bucket, the object
 // cannot be read, is too large or does not parse, or it belongs to another
 // message: a letter is never sent back without the attributes it gave up.
-func (r *Redriver) restoreEvidence(ctx context.Context, o *Original) error {
+func (r *Redriver) restoreEvidence(ctx context.Context, o *original) error {
 	if o.Evidence == "" {
 		return nil
 	}
@@ -99,7 +99,7 @@ func (r *Redriver) restoreEvidence(ctx context.Context, o *Original) error {
 		return fail(ClaimCheckNoClient, "the dead letter's attributes are in claim check %s and redrive has no S3 client to read it (Config.Evidence)", o.Evidence)
 	}
 	if r.cfg.EvidenceBucket == "" {
-		return fail(ClaimCheckNoBucket, "the dead letter's attributes are in claim check %s and no eval bucket is configured, so no bucket is read (Config.EvidenceBucket; agentdlq redrive select --evidence-bucket, or AGENTDLQ_EVAL_BUCKET: the stack output EvalBucketName)", o.Evidence)
+		return fail(ClaimCheckNoBucket, "the dead letter's attributes are in claim check %s and no eval bucket is configured, so no bucket is read (Config.EvidenceBucket: the eval bucket, the stack output EvalBucketName)", o.Evidence)
 	}
 	if bucket != r.cfg.EvidenceBucket {
 		return fail(ClaimCheckOtherBucket, "claim check %s is not in the eval bucket %s", o.Evidence, r.cfg.EvidenceBucket)

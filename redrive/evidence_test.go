@@ -65,7 +65,7 @@ func TestRestoreEvidence(t *testing.T) {
 		{"another bucket", "s3://other/agent-tasks/evidence/2026-11-29/m-1.json", "m-1", "not in the eval bucket eval", ClaimCheckOtherBucket},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			o := Original{Evidence: tt.ref, OriginalMessageID: tt.msgID, Attributes: kept}
+			o := original{Evidence: tt.ref, OriginalMessageID: tt.msgID, Attributes: kept}
 			err := r.restoreEvidence(context.Background(), &o)
 			if tt.err == "" {
 				require.NoError(t, err)
@@ -83,7 +83,7 @@ func TestRestoreEvidence(t *testing.T) {
 	}
 	// No eval bucket configured: no bucket is read, and the error says why.
 	r.cfg.EvidenceBucket = ""
-	o := Original{Evidence: "s3://eval/agent-tasks/evidence/2026-11-29/m-1.json", OriginalMessageID: "m-1"}
+	o := original{Evidence: "s3://eval/agent-tasks/evidence/2026-11-29/m-1.json", OriginalMessageID: "m-1"}
 	err = r.restoreEvidence(context.Background(), &o)
 	var cc *ClaimCheckError
 	require.ErrorAs(t, err, &cc)

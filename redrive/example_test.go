@@ -1,6 +1,7 @@
 package redrive_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
@@ -18,18 +19,22 @@ func ExampleDecide() {
 	// Output:
 	// budget_exhausted allowed=true  via=policy       needs=
 	// schema_invalid   allowed=true  via=fix_deployed needs=
-	// receive_limit    allowed=false via=             needs=--reviewed NOTE
-	// effect_unknown   allowed=false via=             needs=--override effect_unknown=JUSTIFICATION
-	// policy_limit     allowed=false via=             needs=--override policy_limit=JUSTIFICATION
+	// receive_limit    allowed=false via=             needs=Ack.Reviewed
+	// effect_unknown   allowed=false via=             needs=Ack.Overrides
+	// policy_limit     allowed=false via=             needs=Ack.Overrides
 }
 
-// Gate refuses with a one-line reason and a stable code.
-func ExampleGate() {
-	err := redrive.CheckCaller("arn:aws:sts::123456789012:assumed-role/Developer/bob",
-		"arn:aws:iam::123456789012:role/agentdlq/AgentTasksRedrive")
-	fmt.Println(redrive.RefusalCode(err))
-	fmt.Println(redrive.IsLocalEndpoint("http://127.0.0.1:4566"), redrive.IsLocalEndpoint("https://sqs.us-east-1.amazonaws.com"))
+// A refusal is data: a stable code, the request field at fault (which the
+// CLI names as its flag and the console as its form field) and words that
+// follow the field's name.
+func ExampleParseOverrides() {
+	_, err := redrive.ParseOverrides([]string{"policy_limit="})
+	var rf *redrive.Refusal
+	if errors.As(err, &rf) {
+		fmt.Println(rf.Code, rf.Field)
+	}
+	fmt.Println(err)
 	// Output:
-	// identity_not_redrive_role
-	// true false
+	// bad_input Ack.Overrides
+	// refused (bad_input): Ack.Overrides "policy_limit=": want reason=justification, with a justification
 }

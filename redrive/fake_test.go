@@ -325,3 +325,9 @@ func (m *memStore) all() []AuditEntry {
 	defer m.mu.Unlock()
 	return append([]AuditEntry(nil), m.recs...)
 }
+
+// Options says where the fake runs, as an *sqs.Client does: on this
+// machine, so a Redriver built on it is local (no STS, no caller check).
+func (f *fakeSQS) Options() sqs.Options {
+	return sqs.Options{BaseEndpoint: aws.String("http://127.0.0.1:4566")}
+}

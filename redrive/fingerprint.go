@@ -11,11 +11,11 @@ import (
 // MinFingerprintPrefix is the fewest characters of a fingerprint an operator
 // may give: like a git commit id, any unique prefix at least this long names
 // its group.
-const MinFingerprintPrefix = 8
+const minFingerprintPrefix = 8
 
 // NeedsGroups reports whether a fingerprint is shorter than triage's
 // (triage.FingerprintLen): a prefix, to resolve against the DLQ's groups.
-func NeedsGroups(fingerprints []string) bool {
+func needsGroups(fingerprints []string) bool {
 	for _, fp := range fingerprints {
 		if len(fp) < triage.FingerprintLen {
 			return true
@@ -31,7 +31,7 @@ func NeedsGroups(fingerprints []string) bool {
 // fingerprints is refused (ambiguous_fingerprint) with the candidates, so
 // that the operator gives more characters. Full fingerprints resolve to
 // themselves.
-func ResolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups []Group) ([]string, error) {
+func resolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups []Group) ([]string, error) {
 	if len(prefixes) == 0 {
 		return nil, nil
 	}
@@ -42,8 +42,10 @@ func ResolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups 
 	out := make([]string, 0, len(prefixes))
 	for _, p := range prefixes {
 		p = strings.TrimSpace(p)
-		if len(p) < MinFingerprintPrefix {
-			return nil, refuse(CodeUnknownGroup, "fingerprint %q is too short: give at least %d characters of it (see `agentdlq redrive plan`)", p, MinFingerprintPrefix)
+		if len(p) < minFingerprintPrefix {
+			rf := refuseField(CodeUnknownGroup, "Fingerprints", "%q is too short: give at least %d characters of it (the plan lists each group's)", p, minFingerprintPrefix)
+			rf.Next = []Step{{Action: ActionPlan}}
+			return nil, rf
 		}
 		seen := map[string]bool{}
 		var candidates []string
@@ -56,12 +58,14 @@ func ResolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups 
 		}
 		switch len(candidates) {
 		case 0:
-			return nil, refuse(CodeUnknownGroup, "no group of reason %s has a fingerprint starting %s (see `agentdlq redrive plan`)", joinReasons(reasons), p)
+			rf := refuseField(CodeUnknownGroup, "Fingerprints", "%s: no group of reason %s has a fingerprint starting so (the plan lists each group's)", p, joinReasons(reasons))
+			rf.Next = []Step{{Action: ActionPlan}}
+			return nil, rf
 		case 1:
 			out = append(out, candidates[0])
 		default:
 			sort.Strings(candidates)
-			return nil, refuse(CodeAmbiguousGroup, "fingerprint %s is ambiguous: it starts %s; give more characters", p, strings.Join(candidates, " and "))
+			return nil, refuseField(CodeAmbiguousGroup, "Fingerprints", "%s is ambiguous: it starts %s; give more characters", p, strings.Join(candidates, " and "))
 		}
 	}
 	return out, nil

@@ -41,7 +41,7 @@ func TestResolveFingerprints(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := ResolveFingerprints(tt.prefixes, tt.reasons, groups)
+			got, err := resolveFingerprints(tt.prefixes, tt.reasons, groups)
 			assert.Equal(t, tt.code, RefusalCode(err), "err: %v", err)
 			assert.Equal(t, tt.want, got)
 		})
@@ -51,7 +51,7 @@ func TestResolveFingerprints(t *testing.T) {
 func TestAmbiguousPrefixNamesTheCandidates(t *testing.T) {
 	t.Parallel()
 	groups := []Group{{deadletter.ReasonBudgetExhausted, "3f9a2c1d8e7b6a50", 4}, {deadletter.ReasonBudgetExhausted, "3f9a2c1d11111111", 2}}
-	_, err := ResolveFingerprints([]string{"3f9a2c1d"}, []deadletter.Reason{deadletter.ReasonBudgetExhausted}, groups)
+	_, err := resolveFingerprints([]string{"3f9a2c1d"}, []deadletter.Reason{deadletter.ReasonBudgetExhausted}, groups)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "3f9a2c1d11111111 and 3f9a2c1d8e7b6a50")
 	assert.Contains(t, err.Error(), "give more characters")
@@ -88,7 +88,7 @@ func TestSelectAndRejectAcceptAPrefix(t *testing.T) {
 	assert.Equal(t, []string{"fp-schema_invalid-sql.query"}, last.Fingerprints, "the audit names the full fingerprint")
 
 	who := Who{Owner: p.Owner, Why: "the producer was fixed"}
-	err = r.Reject(ctx, who, []deadletter.Reason{deadletter.ReasonSchemaInvalid}, []string{"fp-schema_invalid-web"}, groups)
+	_, err = r.Reject(ctx, RejectRequest{Who: who, Reasons: []deadletter.Reason{deadletter.ReasonSchemaInvalid}, Fingerprints: []string{"fp-schema_invalid-web"}, Groups: groups})
 	require.NoError(t, err)
 	last = store.all()[len(store.all())-1]
 	assert.Equal(t, []string{"fp-schema_invalid-web.search"}, last.Fingerprints)

@@ -13,13 +13,13 @@ import (
 // Rate bounds: SQS move tasks take at most 500 messages a second, and select
 // keeps to the same bound.
 const (
-	MinRate     = 1
-	MaxRate     = 500
+	minRate     = 1
+	maxRate     = 500
 	DefaultRate = 10
 )
 
 // Identity is what the gate knows of the caller.
-type Identity struct {
+type identity struct {
 	// Local is true when every endpoint the command uses is on a loopback
 	// address (the local emulators; see Locality): there is no IAM to check,
 	// and the check is skipped with a logged note.
@@ -32,39 +32,42 @@ type Identity struct {
 }
 
 // GateInput is everything the gate decides on.
-type GateInput struct {
+type gateInput struct {
 	// Action is optional: what is asked for, so that a refusal speaks of
 	// it (a rejection, a reconciliation); empty means a redrive.
 	Action   Action
 	Pipeline *pipeline.Pipeline
-	// Owner is --owner: it must equal Pipeline.Owner.
+	// Owner is Who.Owner: it must equal Pipeline.Owner.
 	Owner string
-	// Why is --why: required, non-blank.
+	// Why is Who.Why: required, non-blank.
 	Why string
-	// Rate is --rate in messages a second: 1..500.
+	// Rate is the rate in messages a second: 1..500.
 	Rate int
 	// QueueTags are the DLQ's tags (ListQueueTags): agentdlq:owner must
 	// equal Pipeline.Owner.
 	QueueTags map[string]string
-	Identity  Identity
+	identity  identity
 }
 
 // Gate checks who may redrive. It is pure; it returns nil or a *Refusal with
 // a one-line reason (the first failed rule, in the order: why, rate, owner,
 // owner tag, identity).
-func Gate(in GateInput) error {
+func gate(in gateInput) error {
 	p := in.Pipeline
 	if p == nil {
 		return refuse(CodeUnknownPipeline, "no pipeline")
 	}
-	if strings.TrimSpace(in.Why) == "" {
-		return refuse(CodeWhy, "%s", whyNeeded(in.Action))
+	if strings.TrimSpace(in.Owner) == "" {
+		return refuseField(CodeOwnerMissing, "Owner", "is required: only the owner of pipeline %q (%q) may %s it", p.Name, p.Owner, verb(in.Action))
 	}
-	if err := CheckRate(in.Rate); err != nil {
+	if strings.TrimSpace(in.Why) == "" {
+		return refuseField(CodeWhy, "Why", "is required: %s", whyNeeded(in.Action))
+	}
+	if err := checkRate(in.Rate); err != nil {
 		return err
 	}
 	if in.Owner != p.Owner {
-		return refuse(CodeOwner, "owner %q may not %s pipeline %q: only its owner %q may", in.Owner, verb(in.Action), p.Name, p.Owner)
+		return refuseField(CodeOwner, "Owner", "%q may not %s pipeline %q: only its owner %q may", in.Owner, verb(in.Action), p.Name, p.Owner)
 	}
 	tag, ok := in.QueueTags[pipeline.TagOwner]
 	if !ok {
@@ -76,38 +79,50 @@ func Gate(in GateInput) error {
 	if pt, ok := in.QueueTags[pipeline.TagPipeline]; ok && pt != p.Name {
 		return refuse(CodeOwnerTag, "the DLQ is tagged %s=%q, not %q", pipeline.TagPipeline, pt, p.Name)
 	}
-	if in.Identity.Local {
+	if in.identity.Local {
 		return nil
 	}
-	return CheckCaller(in.Identity.CallerARN, in.Identity.RedriveRole)
+	return checkCaller(in.identity.CallerARN, in.identity.RedriveRole)
 }
 
-// whyNeeded is the refusal of a missing --why, in the words of the action.
+// whyNeeded is what a missing why should say, in the words of the action.
 func whyNeeded(a Action) string {
 	switch a {
 	case ActionReject:
-		return "--why is required: say why these dead letters are rejected, never redriven (the decision, who was told)"
+		return "say why these dead letters are rejected, never redriven (the decision, who was told)"
 	case ActionReconcile:
-		return "--why is required: say how the effect was reconciled (which system was checked, what it showed)"
+		return "say how the effect was reconciled (which system was checked, what it showed)"
+	case ActionPause:
+		return "say why the worker must stop now (the incident)"
+	case ActionResume:
+		return "say why the worker may run again (the fix, the incident)"
+	case ActionCancel:
+		return "say why the move task must stop (the incident)"
 	}
-	return "--why is required: say why this redrive is safe now (the fix, the incident)"
+	return "say why this redrive is safe now (the fix, the incident)"
 }
 
-// verb is what the owner check says the actor may not do.
+// verb is what the owner check says the actor may not do to a pipeline.
 func verb(a Action) string {
 	switch a {
 	case ActionReject:
 		return "reject the dead letters of"
 	case ActionReconcile:
 		return "reconcile the ledger keys of"
+	case ActionPause:
+		return "pause the worker of"
+	case ActionResume:
+		return "resume the worker of"
+	case ActionCancel:
+		return "cancel the move task of"
 	}
 	return "redrive"
 }
 
 // CheckRate refuses a rate outside 1..500 messages a second.
-func CheckRate(rate int) error {
-	if rate < MinRate || rate > MaxRate {
-		return refuse(CodeRate, "--rate %d is outside %d..%d messages a second", rate, MinRate, MaxRate)
+func checkRate(rate int) error {
+	if rate < minRate || rate > maxRate {
+		return refuseField(CodeRate, "Rate", "%d is outside %d..%d messages a second", rate, minRate, maxRate)
 	}
 	return nil
 }
@@ -116,7 +131,7 @@ func CheckRate(rate int) error {
 // redrive role: arn:PARTITION:sts::ACCOUNT:assumed-role/NAME/SESSION, where
 // NAME is the role's name (an IAM role ARN's last path element) and, when
 // role is an ARN, ACCOUNT is the role's account.
-func CheckCaller(callerARN, role string) error {
+func checkCaller(callerARN, role string) error {
 	role = strings.TrimSpace(role)
 	if role == "" {
 		return refuse(CodeIdentity, "the DLQ carries no %s tag naming the pipeline's redrive role: deploy it with the CDK app", pipeline.TagRedriveRole)
@@ -146,7 +161,7 @@ func CheckCaller(callerARN, role string) error {
 // (localhost, 127.0.0.0/8 or ::1). That is how redrive tells the local
 // emulators from AWS: an empty endpoint (the SDK's default, AWS itself) and any
 // other host are AWS, where the identity check runs.
-func IsLocalEndpoint(endpoint string) bool {
+func isLocalEndpoint(endpoint string) bool {
 	if endpoint == "" {
 		return false
 	}
@@ -197,7 +212,7 @@ func Locality(eps []Endpoint) (local bool, err error) {
 			continue
 		}
 		counted++
-		if !IsLocalEndpoint(e.URL) {
+		if !isLocalEndpoint(e.URL) {
 			allLocal = false
 		}
 	}
@@ -207,7 +222,7 @@ func Locality(eps []Endpoint) (local bool, err error) {
 	if !haveSTS {
 		return false, refuse(CodeSTSEndpoint, "no STS endpoint: the caller check needs one")
 	}
-	if sts != "" && !IsAWSSTSEndpoint(sts) {
+	if sts != "" && !isAWSSTSEndpoint(sts) {
 		return false, refuse(CodeSTSEndpoint, "the STS endpoint %s is not AWS's, and %s: a caller identity from it proves nothing. Unset AWS_ENDPOINT_URL_STS (or the services section's sts) to check the caller in AWS, or point every endpoint at the local emulators",
 			redactURL(sts), notLocal(eps))
 	}
@@ -218,7 +233,7 @@ func Locality(eps []Endpoint) (local bool, err error) {
 func notLocal(eps []Endpoint) string {
 	var out []string
 	for _, e := range eps {
-		if e.AWSOnly && e.URL == "" || IsLocalEndpoint(e.URL) {
+		if e.AWSOnly && e.URL == "" || isLocalEndpoint(e.URL) {
 			continue
 		}
 		u := "AWS"
@@ -261,7 +276,7 @@ var stsHostRE = regexp.MustCompile(`^(?:(?:sts|sts-fips)(?:\.[a-z0-9-]+)?|vpce-[
 // an STS interface VPC endpoint) under an AWS partition's DNS suffix. Any
 // other host — a loopback emulator, a proxy, or another AWS service's host
 // such as API Gateway, which anyone can make answer like STS — is not.
-func IsAWSSTSEndpoint(endpoint string) bool {
+func isAWSSTSEndpoint(endpoint string) bool {
 	u, err := url.Parse(endpoint)
 	if err != nil || u.Scheme != "https" || u.User != nil || (u.Port() != "" && u.Port() != "443") {
 		return false

@@ -14,39 +14,39 @@ func TestGate(t *testing.T) {
 	tags := func(owner string) map[string]string {
 		return map[string]string{pipeline.TagOwner: owner, pipeline.TagPipeline: p.Name, pipeline.TagRedriveRole: "arn:aws:iam::123456789012:role/agentdlq/AgentTasksRedrive"}
 	}
-	local := Identity{Local: true}
-	aws := func(caller string) Identity {
-		return Identity{CallerARN: caller, RedriveRole: "arn:aws:iam::123456789012:role/agentdlq/AgentTasksRedrive"}
+	local := identity{Local: true}
+	aws := func(caller string) identity {
+		return identity{CallerARN: caller, RedriveRole: "arn:aws:iam::123456789012:role/agentdlq/AgentTasksRedrive"}
 	}
 	tests := []struct {
 		name string
-		in   GateInput
+		in   gateInput
 		code Code // want: refusal code, "" for allowed
 	}{
-		{"owner, why, rate, tag: allowed locally", GateInput{Owner: p.Owner, Why: "fix v2 deployed", Rate: 10, QueueTags: tags(p.Owner), Identity: local}, ""},
-		{"wrong owner", GateInput{Owner: "mallory", Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: local}, CodeOwner},
-		{"owner differs in case", GateInput{Owner: "Platform-Oncall", Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: local}, CodeOwner},
-		{"missing why", GateInput{Owner: p.Owner, Rate: 10, QueueTags: tags(p.Owner), Identity: local}, CodeWhy},
-		{"blank why", GateInput{Owner: p.Owner, Why: " \t", Rate: 10, QueueTags: tags(p.Owner), Identity: local}, CodeWhy},
-		{"rate 0", GateInput{Owner: p.Owner, Why: "x", Rate: 0, QueueTags: tags(p.Owner), Identity: local}, CodeRate},
-		{"rate 501", GateInput{Owner: p.Owner, Why: "x", Rate: 501, QueueTags: tags(p.Owner), Identity: local}, CodeRate},
-		{"rate 500", GateInput{Owner: p.Owner, Why: "x", Rate: 500, QueueTags: tags(p.Owner), Identity: local}, ""},
-		{"tag disagrees with the definition", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags("someone-else"), Identity: local}, CodeOwnerTag},
-		{"no owner tag", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: map[string]string{}, Identity: local}, CodeOwnerTag},
-		{"tagged for another pipeline", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: map[string]string{pipeline.TagOwner: p.Owner, pipeline.TagPipeline: "agent-steps"}, Identity: local}, CodeOwnerTag},
-		{"AWS: the redrive role", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: aws("arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice")}, ""},
-		{"AWS: another role", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: aws("arn:aws:sts::123456789012:assumed-role/Admin/alice")}, CodeIdentity},
-		{"AWS: the role in another account", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: aws("arn:aws:sts::999999999999:assumed-role/AgentTasksRedrive/alice")}, CodeIdentity},
-		{"AWS: an IAM user", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: aws("arn:aws:iam::123456789012:user/alice")}, CodeIdentity},
-		{"AWS: no redrive role tag", GateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: Identity{CallerARN: "arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice"}}, CodeIdentity},
-		{"AWS: the owner check comes first", GateInput{Owner: "mallory", Why: "x", Rate: 10, QueueTags: tags(p.Owner), Identity: aws("arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice")}, CodeOwner},
+		{"owner, why, rate, tag: allowed locally", gateInput{Owner: p.Owner, Why: "fix v2 deployed", Rate: 10, QueueTags: tags(p.Owner), identity: local}, ""},
+		{"wrong owner", gateInput{Owner: "mallory", Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: local}, CodeOwner},
+		{"owner differs in case", gateInput{Owner: "Platform-Oncall", Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: local}, CodeOwner},
+		{"missing why", gateInput{Owner: p.Owner, Rate: 10, QueueTags: tags(p.Owner), identity: local}, CodeWhy},
+		{"blank why", gateInput{Owner: p.Owner, Why: " \t", Rate: 10, QueueTags: tags(p.Owner), identity: local}, CodeWhy},
+		{"rate 0", gateInput{Owner: p.Owner, Why: "x", Rate: 0, QueueTags: tags(p.Owner), identity: local}, CodeRate},
+		{"rate 501", gateInput{Owner: p.Owner, Why: "x", Rate: 501, QueueTags: tags(p.Owner), identity: local}, CodeRate},
+		{"rate 500", gateInput{Owner: p.Owner, Why: "x", Rate: 500, QueueTags: tags(p.Owner), identity: local}, ""},
+		{"tag disagrees with the definition", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags("someone-else"), identity: local}, CodeOwnerTag},
+		{"no owner tag", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: map[string]string{}, identity: local}, CodeOwnerTag},
+		{"tagged for another pipeline", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: map[string]string{pipeline.TagOwner: p.Owner, pipeline.TagPipeline: "agent-steps"}, identity: local}, CodeOwnerTag},
+		{"AWS: the redrive role", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice")}, ""},
+		{"AWS: another role", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:sts::123456789012:assumed-role/Admin/alice")}, CodeIdentity},
+		{"AWS: the role in another account", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:sts::999999999999:assumed-role/AgentTasksRedrive/alice")}, CodeIdentity},
+		{"AWS: an IAM user", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:iam::123456789012:user/alice")}, CodeIdentity},
+		{"AWS: no redrive role tag", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: identity{CallerARN: "arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice"}}, CodeIdentity},
+		{"AWS: the owner check comes first", gateInput{Owner: "mallory", Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice")}, CodeOwner},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			in := tt.in
 			in.Pipeline = p
-			err := Gate(in)
+			err := gate(in)
 			if tt.code == "" {
 				assert.NoError(t, err)
 				return
@@ -60,9 +60,9 @@ func TestGate(t *testing.T) {
 
 func TestCheckCallerByName(t *testing.T) {
 	t.Parallel()
-	assert.NoError(t, CheckCaller("arn:aws:sts::1:assumed-role/RedriveRole/s", "RedriveRole"))
-	assert.Error(t, CheckCaller("arn:aws:sts::1:assumed-role/RedriveRoleX/s", "RedriveRole"))
-	assert.Error(t, CheckCaller("arn:aws:sts::1:assumed-role/RedriveRole/s", "arn:aws:sqs:us-east-1:1:queue"))
+	assert.NoError(t, checkCaller("arn:aws:sts::1:assumed-role/RedriveRole/s", "RedriveRole"))
+	assert.Error(t, checkCaller("arn:aws:sts::1:assumed-role/RedriveRoleX/s", "RedriveRole"))
+	assert.Error(t, checkCaller("arn:aws:sts::1:assumed-role/RedriveRole/s", "arn:aws:sqs:us-east-1:1:queue"))
 }
 
 func TestIsLocalEndpoint(t *testing.T) {
@@ -78,7 +78,7 @@ func TestIsLocalEndpoint(t *testing.T) {
 		"http://localhost.evil.example.com:80": false,
 		"not a url":                            false,
 	} {
-		assert.Equal(t, want, IsLocalEndpoint(ep), ep)
+		assert.Equal(t, want, isLocalEndpoint(ep), ep)
 	}
 }
 
@@ -101,7 +101,7 @@ func TestCheckRedrivePolicies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := CheckRedrivePolicies(hot, dlq, tt.hotPolicy, tt.allow)
+			err := checkRedrivePolicies(hot, dlq, tt.hotPolicy, tt.allow)
 			if tt.ok {
 				assert.NoError(t, err)
 			} else {

@@ -32,7 +32,7 @@ func testPipeline(t testing.TB, name string) *pipeline.Pipeline {
 
 // testTag tags from the worker's metadata like triage does (reason from
 // dlq_meta, receive_limit without it), with a fingerprint of reason and tool.
-func testTag(l *Letter) {
+func testTag(l *letter) {
 	meta, _, err := deadletter.DecodeDeadLetter(l.Attributes)
 	switch {
 	case err != nil:
@@ -107,7 +107,7 @@ func newRedriver(t testing.TB, p *pipeline.Pipeline, f *fakeSQS, q Queues) (*Red
 	clock := &testClock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	r, err := New(Config{
-		Pipeline: p, Queues: q, SQS: f, Local: true, Ledger: led, Tag: testTag, Logger: quiet,
+		Pipeline: p, Queues: q, SQS: f, Ledger: led, Logger: quiet,
 		Audit: &Auditor{Store: store, Now: clock.get, Logger: quiet},
 		Now:   func() time.Time { return clock.advance(10 * time.Millisecond) },
 		Sleep: func(ctx context.Context, d time.Duration) error { clock.advance(d); return ctx.Err() },
@@ -115,6 +115,7 @@ func newRedriver(t testing.TB, p *pipeline.Pipeline, f *fakeSQS, q Queues) (*Red
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.tag = testTag
 	return r, store, led
 }
 

@@ -15,8 +15,8 @@ import (
 )
 
 // Letter is one dead letter as redrive sees it: the SQS message, and the
-// reason, fingerprint and metadata that the Tagger gave it.
-type Letter struct {
+// reason, fingerprint and metadata that tagging gave it (triageTag).
+type letter struct {
 	MessageID      string
 	ReceiptHandle  string
 	Body           string
@@ -25,31 +25,26 @@ type Letter struct {
 	ReceiveCount   int
 	MessageGroupID string
 
-	// Filled by the Tagger.
+	// Filled by the Redriver's tag.
 	Reason      deadletter.Reason
 	Fingerprint string
 	Meta        *deadletter.Meta
 }
 
-// Tagger fills a letter's Reason, Fingerprint and Meta. The CLI uses
-// triage.Tag, so that redrive groups dead letters exactly as triage reports
-// them.
-type Tagger func(l *Letter)
-
 // Queues is the pipeline's hot queue and DLQ: pipeline.Queues, the one type
 // the worker, redrive and the local runner share.
 type Queues = pipeline.Queues
 
-// Selector chooses the dead letters a selective redrive moves: the letter's
+// selector chooses the dead letters a selective redrive moves: the letter's
 // reason must be one of Reasons, and, when Fingerprints is not empty, its
 // fingerprint one of them.
-type Selector struct {
+type selector struct {
 	Reasons      []deadletter.Reason
 	Fingerprints []string
 }
 
-// Match reports whether l is chosen.
-func (s Selector) Match(l *Letter) bool {
+// match reports whether l is chosen.
+func (s selector) match(l *letter) bool {
 	ok := false
 	for _, r := range s.Reasons {
 		if l.Reason == r {
@@ -73,7 +68,7 @@ func (s Selector) Match(l *Letter) bool {
 
 // Original is what a redrive sends back: the body byte for byte and the
 // original attributes (dlq_* removed, folded attributes restored).
-type Original struct {
+type original struct {
 	Body       string
 	Attributes map[string]deadletter.Attribute
 	// IdempotencyKey is the task's key ("" when the body has none: a json_invalid body).
@@ -95,12 +90,12 @@ type Original struct {
 // be read still has its dlq_* attributes removed (deadletter.DecodeDeadLetter).
 // The attributes of a letter that gave some up to a claim check (Evidence)
 // are completed from it by Select, which reads S3; Restore does not.
-func Restore(l *Letter) Original {
+func restore(l *letter) original {
 	meta, attrs, _ := deadletter.DecodeDeadLetter(l.Attributes)
 	if meta == nil {
 		meta = l.Meta
 	}
-	o := Original{Body: l.Body, Attributes: attrs, OriginalMessageID: l.MessageID, GroupID: l.MessageGroupID}
+	o := original{Body: l.Body, Attributes: attrs, OriginalMessageID: l.MessageID, GroupID: l.MessageGroupID}
 	if meta != nil {
 		o.IdempotencyKey = meta.IdempotencyKey
 		if meta.MessageID != "" {
@@ -131,8 +126,8 @@ func BodySHA256(body string) string {
 }
 
 // fromSQS converts a received message.
-func fromSQS(m sqstypes.Message) Letter {
-	l := Letter{
+func fromSQS(m sqstypes.Message) letter {
+	l := letter{
 		MessageID:     aws.ToString(m.MessageId),
 		ReceiptHandle: aws.ToString(m.ReceiptHandle),
 		Body:          aws.ToString(m.Body),

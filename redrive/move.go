@@ -78,7 +78,7 @@ func (r *Redriver) unsupported(op string, err error) error {
 		switch api.ErrorCode() {
 		case "InvalidAction", "UnknownOperationException", "UnsupportedOperation",
 			"AWS.SimpleQueueService.UnsupportedOperation", "NotImplemented", "InvalidOperation":
-			return fmt.Errorf("%w: %s answered %s (%s). The local emulator (fauxqs) has no move tasks: use `agentdlq redrive select`, which works on any endpoint",
+			return fmt.Errorf("%w: %s answered %s (%s). The local emulator (fauxqs) has no move tasks: redrive selectively, which works on any endpoint",
 				ErrUnsupported, op, api.ErrorCode(), api.ErrorMessage())
 		}
 	}
@@ -99,6 +99,8 @@ func (r *Redriver) record(ctx context.Context, rec AuditEntry, err error) error 
 		switch {
 		case errors.Is(err, ErrRefused):
 			rec.Outcome = OutcomeRefused
+		case errors.Is(err, ErrScanPartial):
+			rec.Outcome = OutcomePartial
 		case err != nil:
 			rec.Outcome = OutcomeFailed
 		default:
@@ -150,11 +152,13 @@ func ackDetail(ack Ack) map[string]string {
 // audited, before any scan.
 func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error) {
 	var scanErr error
+	var partial *PartialError
 	if req.Groups == nil {
 		if scanErr = r.pureGate(req.Who, req.Rate); scanErr == nil {
 			var rep *triage.Report
 			if req.Groups, rep, scanErr = r.scan(ctx); scanErr == nil && rep.Scan.Partial {
 				req.ScanPartial = rep.Scan.PartialReason
+				partial = scanPartial(rep)
 			}
 		}
 	}
@@ -166,19 +170,19 @@ func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error
 	if scanErr != nil {
 		return MoveTask{}, r.record(ctx, rec, scanErr)
 	}
-	task, err := r.start(ctx, req)
+	task, err := r.start(ctx, req, partial)
 	if task.TaskHandle != "" {
 		rec.Detail["task_handle"] = task.TaskHandle
 	}
 	return task, r.record(ctx, rec, err)
 }
 
-func (r *Redriver) start(ctx context.Context, req StartRequest) (MoveTask, error) {
+func (r *Redriver) start(ctx context.Context, req StartRequest, partial *PartialError) (MoveTask, error) {
 	api := r.cfg.SQS
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
 		return MoveTask{}, err
 	}
-	if err := r.CheckDestination(ctx, req.Destination); err != nil {
+	if err := r.checkDestination(ctx, req.Destination); err != nil {
 		return MoveTask{}, err
 	}
 	visible, inFlight, err := r.Depth(ctx)
@@ -193,24 +197,14 @@ func (r *Redriver) start(ctx context.Context, req StartRequest) (MoveTask, error
 		return MoveTask{}, refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.cfg.Pipeline.Name)
 	}
 	if req.ScanPartial != "" {
-		return MoveTask{}, refuse(CodeScanPartial, "the triage scan of the DLQ was partial (%s): a move task moves everything, and not every group was seen; use `agentdlq redrive select` per reason", req.ScanPartial)
-	}
-	var refused []string
-	for _, g := range req.Groups {
-		if g.Reason.Redrivable() == deadletter.RedriveNeverBlind {
-			// Even overridden: a move task cannot leave behind the keys
-			// whose effect the owner confirmed. select can.
-			refused = append(refused, fmt.Sprintf("%s (%d, %s): a move task cannot skip the keys whose effect was confirmed; reconcile each key (agentdlq ledger reconcile) and redrive with `agentdlq redrive select --reason %s`",
-				g.Reason, g.Count, orDash(g.Fingerprint), g.Reason))
-			continue
+		// A move task moves everything, and not every group was seen.
+		if partial == nil {
+			partial = &PartialError{Why: req.ScanPartial}
 		}
-		if v := Decide(g.Reason, req.Ack); !v.Allowed {
-			refused = append(refused, fmt.Sprintf("%s (%d, %s): %s", g.Reason, g.Count, orDash(g.Fingerprint), v.Why))
-		}
+		return MoveTask{}, partial
 	}
-	if len(refused) > 0 {
-		return MoveTask{}, refuse(CodeForbidden, "a move task moves everything, and the DLQ holds groups that may not be redriven: %s. Redrive the others with `agentdlq redrive select`, or name the reasons in --override REASON=JUSTIFICATION",
-			strings.Join(refused, "; "))
+	if err := startForbidden(req.Groups, req.Ack); err != nil {
+		return MoveTask{}, err
 	}
 	tasks, err := r.listTasks(ctx, api)
 	if err != nil {
@@ -218,7 +212,9 @@ func (r *Redriver) start(ctx context.Context, req StartRequest) (MoveTask, error
 	}
 	for _, t := range tasks {
 		if t.Status == "RUNNING" {
-			return MoveTask{}, refuse(CodeTaskActive, "a move task is already running on this DLQ (%s, %s moved): wait, or `agentdlq redrive cancel`", t.TaskHandle, t.Progress())
+			rf := refuse(CodeTaskActive, "a move task is already running on this DLQ (%s, %s moved): wait for it, or cancel it", t.TaskHandle, t.Progress())
+			rf.Next = []Step{{Action: ActionStatus}, {Action: ActionCancel}}
+			return MoveTask{}, rf
 		}
 	}
 	out, err := api.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{
@@ -293,7 +289,7 @@ func (r *Redriver) Cancel(ctx context.Context, req CancelRequest) (int64, error)
 
 func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string, error) {
 	api := r.cfg.SQS
-	if err := r.authorize(ctx, req.Who, MinRate); err != nil {
+	if err := r.authorizeAs(ctx, ActionCancel, req.Who, minRate); err != nil {
 		return 0, "", err
 	}
 	handle := req.TaskHandle
@@ -319,7 +315,50 @@ func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string
 	return out.ApproximateNumberOfMessagesMoved, handle, nil
 }
 
-// orDash is the fingerprint in full (what --fingerprint accepts), or "-".
+// startForbidden refuses a move task while the DLQ holds a group that the
+// policy does not let go with ack, naming each such reason once, with its
+// count and what it would take: one short line, however many groups.
+func startForbidden(groups []Group, ack Ack) error {
+	counts := map[deadletter.Reason]int{}
+	for _, g := range groups {
+		switch {
+		case g.Reason.Redrivable() == deadletter.RedriveNeverBlind:
+			// Even overridden: a move task cannot leave behind the keys
+			// whose effect the owner confirmed. select can.
+		case Decide(g.Reason, ack).Allowed:
+			continue
+		}
+		counts[g.Reason] += g.Count
+	}
+	if len(counts) == 0 {
+		return nil
+	}
+	var parts []string
+	for _, reason := range sortedReasons(counts) {
+		parts = append(parts, fmt.Sprintf("%s %d (%s)", reason, counts[reason], startNeeds(reason)))
+	}
+	rf := refuse(CodeForbidden, "a move task moves everything, and the DLQ holds dead letters it may not move: %s; redrive the others selectively, reason by reason",
+		strings.Join(parts, ", "))
+	for _, reason := range sortedReasons(counts) {
+		rf.Next = append(rf.Next, policySteps(reason, "", counts[reason])...)
+	}
+	return rf
+}
+
+// startNeeds is what a move task of reason's dead letters would take.
+func startNeeds(reason deadletter.Reason) string {
+	switch reason.Redrivable() {
+	case deadletter.RedriveAfterFix:
+		return "after the fix is deployed"
+	case deadletter.RedriveAfterReview:
+		return "after a review"
+	case deadletter.RedriveNeverBlind:
+		return "never by a move task: reconcile each key, then redrive selectively"
+	}
+	return "never, without an override"
+}
+
+// orDash is the fingerprint in full (what a request accepts), or "-".
 func orDash(fp string) string {
 	if fp == "" {
 		return "-"

@@ -57,11 +57,10 @@ func TestStartRefusals(t *testing.T) {
 			f.moveTasks = []sqstypes.ListMessageMoveTasksResultEntry{{TaskHandle: aws.String("t0"), Status: aws.String("RUNNING"), SourceArn: aws.String(q.DLQARN)}}
 		}, nil, CodeTaskActive},
 		{"empty DLQ", nil, func(s StartRequest) StartRequest { s.Groups = nil; return s }, CodeDLQEmpty},
-		{"the scan was partial", nil, func(s StartRequest) StartRequest { s.ScanPartial = "max_messages reached"; return s }, CodeScanPartial},
 		{"DLQ missing", func(f *fakeSQS, q Queues, _ *Redriver) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
 		{"AWS: caller is not the redrive role", func(f *fakeSQS, q Queues, r *Redriver) {
 			f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = "AgentTasksRedrive"
-			r.cfg.Local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::123456789012:assumed-role/Developer/bob"}
+			r.local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::123456789012:assumed-role/Developer/bob"}
 		}, nil, CodeIdentity},
 	}
 	for _, tt := range tests {
@@ -90,13 +89,32 @@ func TestStartRefusals(t *testing.T) {
 	}
 }
 
+// A move task moves everything: on a partial scan start does not run, and
+// says so as its own outcome (not a refusal of the request).
+func TestStartOnAPartialScan(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	r, store, _ := newRedriver(t, p, f, q)
+	_, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: p.Owner, Why: "503s over"}, Rate: 10,
+		Groups: transientGroups(2), ScanPartial: "stopped at the message bound (10)"})
+	require.ErrorIs(t, err, ErrScanPartial)
+	assert.NotErrorIs(t, err, ErrRefused)
+	assert.Contains(t, err.Error(), "stopped at the message bound (10)")
+	assert.Empty(t, f.started, "nothing started")
+	recs := store.all()
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomePartial, recs[0].Outcome)
+}
+
 func TestStartWithOverrideStatusAndCancel(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
 	r, store, _ := newRedriver(t, p, f, q)
-	r.cfg.Local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice"}
+	r.local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice"}
 	f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
 	ctx := context.Background()
 	req := StartRequest{Who: Who{Owner: p.Owner, Why: "cap raised for tenant acme"}, Rate: 500,
@@ -210,8 +228,9 @@ func newServerRedriver(t *testing.T, unsupported bool) (*Redriver, *sqsServer, *
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
 	r, store, _ := newRedriver(t, p, newFakeSQS(), srv.q)
 	r.cfg.SQS = client
-	r.cfg.Local = IsLocalEndpoint(ts.URL)
-	require.True(t, r.cfg.Local, "httptest listens on loopback")
+	local, err := locality(r.cfg)
+	require.NoError(t, err)
+	require.True(t, local, "httptest listens on loopback")
 	return r, srv, store
 }
 
@@ -246,7 +265,7 @@ func TestStartUnsupportedEndpoint(t *testing.T) {
 	r, srv, store := newServerRedriver(t, true)
 	_, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: r.cfg.Pipeline.Owner, Why: "503s over"}, Rate: 10, Groups: transientGroups(3)})
 	require.ErrorIs(t, err, ErrUnsupported)
-	assert.Contains(t, err.Error(), "agentdlq redrive select")
+	assert.Contains(t, err.Error(), "redrive selectively")
 	assert.Contains(t, err.Error(), "InvalidAction")
 	assert.Empty(t, srv.requests["StartMessageMoveTask"], "refused at ListMessageMoveTasks, before any start")
 	_, err = r.Status(context.Background(), "alice")

@@ -40,15 +40,15 @@ func (r *Redriver) Pause(ctx context.Context, who Who, paused bool) (*PauseResul
 		action = ActionPause
 	}
 	rec := AuditEntry{Actor: who.Owner, Action: action, Why: who.Why, Detail: map[string]string{"hot_queue_arn": r.cfg.Queues.HotARN}}
-	res, err := r.pause(ctx, who, paused)
+	res, err := r.pause(ctx, action, who, paused)
 	if res != nil {
 		rec.Detail["uuid"], rec.Detail["state"] = res.UUID, res.State
 	}
 	return res, r.record(ctx, rec, err)
 }
 
-func (r *Redriver) pause(ctx context.Context, who Who, paused bool) (*PauseResult, error) {
-	if err := r.authorize(ctx, who, MinRate); err != nil {
+func (r *Redriver) pause(ctx context.Context, action Action, who Who, paused bool) (*PauseResult, error) {
+	if err := r.authorizeAs(ctx, action, who, minRate); err != nil {
 		return nil, err
 	}
 	if r.cfg.Lambda == nil {

@@ -3,10 +3,8 @@ package redrive
 import (
 	"context"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
@@ -16,15 +14,17 @@ import (
 )
 
 // Plan says, for each group of dead letters in a DLQ, whether it may be
-// redriven, why or why not, and the exact command to run next.
+// redriven, why or why not, and what to do next (Steps, which the CLI and
+// the console render as commands and forms).
 type Plan struct {
 	Pipeline string      `json:"pipeline"`
 	Owner    string      `json:"owner"`
 	Total    int         `json:"total"`
 	Groups   []PlanGroup `json:"groups"`
-	// Start is the `redrive start` command when every group may be redriven
-	// by policy alone; otherwise it says why a move task is not the tool.
-	Start string `json:"start"`
+	// Start is the move task of the whole DLQ when every group may be
+	// redriven by policy alone; nil otherwise, and StartWhy says why.
+	Start    *Step  `json:"start,omitempty"`
+	StartWhy string `json:"start_why"`
 	// Partial says why the triage scan behind the plan may have missed dead
 	// letters (counts may be low); empty when it saw the whole DLQ.
 	Partial []string `json:"partial,omitempty"`
@@ -44,9 +44,12 @@ type PlanGroup struct {
 	// acknowledgement (Needs) or may never be redriven.
 	MayRedrive bool   `json:"may_redrive"`
 	Why        string `json:"why"`
-	Needs      string `json:"needs,omitempty"`
-	// Command is the exact command to run for this group.
-	Command string `json:"command"`
+	// Needs names the acknowledgement the policy wants (the request field:
+	// "Ack.FixDeployed", "Ack.Reviewed", "Ack.Overrides"); "" when allowed.
+	Needs string `json:"needs,omitempty"`
+	// Next are the steps to take for this group, in order; empty when
+	// nothing is left to do (rejected).
+	Next []Step `json:"next"`
 	// Rejected is the owner's latest rejection of the group, read from the
 	// audit; nil when there is none.
 	Rejected *Decision `json:"rejected,omitempty"`
@@ -57,8 +60,8 @@ type PlanGroup struct {
 	Reconciled map[ledger.Outcome]int `json:"reconciled,omitempty"`
 }
 
-// BuildPlan is pure: the plan for the groups a triage scan found.
-func BuildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
+// buildPlan is pure: the plan for the groups a triage scan found.
+func buildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
 	pl := &Plan{Pipeline: p.Name, Owner: p.Owner}
 	gs := append([]Group(nil), groups...)
 	sort.SliceStable(gs, func(i, j int) bool {
@@ -74,8 +77,12 @@ func BuildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
 	for _, g := range gs {
 		v := Decide(g.Reason, Ack{})
 		pg := PlanGroup{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count, NextAction: g.Reason.NextAction(),
-			Redrivable: g.Reason.Redrivable(), MayRedrive: v.Allowed, Why: v.Why, Needs: v.Needs}
-		pg.Command = GroupCommand(p, g, v)
+			Redrivable: g.Reason.Redrivable(), MayRedrive: v.Allowed, Why: v.Why, Needs: v.Needs, Next: policySteps(g.Reason, g.Fingerprint, g.Count)}
+		if g.Reason.Redrivable() == deadletter.RedriveYes {
+			// Redrivable by policy is not "will succeed": these letters
+			// failed on every receive the budget allowed.
+			pg.Why = v.Why + "; but these letters failed on every receive the budget allowed: redrive once the cause is gone, a canary first"
+		}
 		pl.Total += g.Count
 		if !v.Allowed {
 			allYes = false
@@ -84,51 +91,24 @@ func BuildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
 	}
 	switch {
 	case len(gs) == 0:
-		pl.Start = "nothing to redrive: the DLQ is empty"
+		pl.StartWhy = "nothing to redrive: the DLQ is empty"
 	case allYes:
-		pl.Start = fmt.Sprintf("agentdlq redrive start --pipeline %s --owner %s --why %s --rate %d", p.Name, shq(p.Owner), "'<why>'", DefaultRate)
+		pl.Start = &Step{Action: ActionStart}
+		pl.StartWhy = "every group may be redriven by policy: a move task of the whole DLQ, or group by group with a canary"
 	default:
-		pl.Start = "not a move task: the DLQ holds groups that need an acknowledgement or may never be redriven; redrive group by group with the commands above"
+		pl.StartWhy = "not a move task: the DLQ holds groups that need an acknowledgement or may never be redriven; redrive group by group"
 	}
 	return pl
 }
 
-// GroupCommand is the command for one group: a canaried selective redrive
-// with the acknowledgement the policy needs, or, for a group that may never
-// be redriven, the rejection to record.
-func GroupCommand(p *pipeline.Pipeline, g Group, v Verdict) string {
-	base := fmt.Sprintf("agentdlq redrive select --pipeline %s --reason %s", p.Name, g.Reason)
-	if g.Fingerprint != "" {
-		base += " --fingerprint " + g.Fingerprint
-	}
-	base += fmt.Sprintf(" --owner %s --why %s --rate %d", shq(p.Owner), "'<why>'", DefaultRate)
-	canary := min(5, g.Count)
-	if canary < 1 {
-		canary = 1
-	}
-	switch g.Reason.Redrivable() {
-	case deadletter.RedriveYes:
-		return fmt.Sprintf("%s --canary %d", base, canary)
-	case deadletter.RedriveAfterFix:
-		return fmt.Sprintf("%s --fix-deployed '<deployed fix ref>' --canary %d", base, canary)
-	case deadletter.RedriveAfterReview:
-		return fmt.Sprintf("%s --reviewed '<what the review found>' --canary %d", base, canary)
-	case deadletter.RedriveNeverBlind:
-		return fmt.Sprintf("reconcile each key first: agentdlq triage --pipeline %s --keys; agentdlq ledger get --key K; agentdlq ledger reconcile --pipeline %s --key K --no-effect|--effect-confirmed RECEIPT --owner %s --why '<what the external system shows>'; then (moves only the keys reconciled as no effect): %s --canary %d",
-			p.Name, p.Name, shq(p.Owner), base, canary)
-	default:
-		return fmt.Sprintf("agentdlq redrive reject --pipeline %s --reason %s%s --owner %s --why '<why>'", p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner))
-	}
-}
-
-// GroupID names a group in maps: reason/fingerprint.
-func GroupID(reason deadletter.Reason, fingerprint string) string {
+// groupID names a group in maps: reason/fingerprint.
+func groupID(reason deadletter.Reason, fingerprint string) string {
 	return string(reason) + "/" + fingerprint
 }
 
-// GroupInfo is what the triage report says of a group that the plan's
+// groupInfo is what the triage report says of a group that the plan's
 // decisions need.
-type GroupInfo struct {
+type groupInfo struct {
 	// Keys are the idempotency keys the report lists (effect_unknown groups).
 	Keys []string
 	// Omitted counts the group's keys the report left out of Keys (it lists
@@ -138,25 +118,25 @@ type GroupInfo struct {
 	LastSeen time.Time
 }
 
-// Annotate marks the plan's groups with the owner's past decisions (infos:
-// by GroupID, from the triage report, GroupInfos): a group already rejected
+// annotate marks the plan's groups with the owner's past decisions (infos:
+// by groupID, from the triage report, groupInfos): a group already rejected
 // (nothing to do, unless dead letters arrived after the rejection), and, in
 // an effect_unknown group, how many of its keys were reconciled, and what to
 // run next: a reject when every key's effect was confirmed, a select
-// without --override when some were reconciled as no effect.
-func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, infos map[string]GroupInfo) {
+// without an override when some were reconciled as no effect.
+func (pl *Plan) annotate(d Decisions, infos map[string]groupInfo) {
 	for i := range pl.Groups {
 		g := &pl.Groups[i]
-		info := infos[GroupID(g.Reason, g.Fingerprint)]
+		info := infos[groupID(g.Reason, g.Fingerprint)]
 		if prev, ok := d.Rejection(g.Reason, g.Fingerprint); ok {
 			g.Rejected = &prev
 			at := prev.Time.UTC().Format(time.RFC3339)
 			if info.LastSeen.After(prev.Time) {
 				g.Why = fmt.Sprintf("rejected by %s at %s (%s), but dead letters arrived since (the last at %s): decide again", prev.Actor, at, prev.Why, info.LastSeen.UTC().Format(time.RFC3339))
-				continue // the policy's command stands
+				continue // the policy's steps stand
 			}
 			g.Why = fmt.Sprintf("rejected by %s at %s (%s): the dead letters stay until retention deletes them", prev.Actor, at, prev.Why)
-			g.Command = "nothing to do: already rejected"
+			g.Next = nil // nothing to do
 			continue
 		}
 		if g.Reason.Redrivable() != deadletter.RedriveNeverBlind {
@@ -174,14 +154,12 @@ func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, infos map[string]Gro
 		}
 		conf, none := g.Reconciled[ledger.OutcomeEffectConfirmed], g.Reconciled[ledger.OutcomeNoEffect]
 		open := g.Keys - conf - none
-		base := fmt.Sprintf("agentdlq redrive select --pipeline %s --reason %s%s --owner %s --why %s --rate %d",
-			p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner), "'<why>'", DefaultRate)
 		switch {
 		case g.Keys > 0 && conf == g.Keys:
 			g.Why = "reconciled: effect confirmed, reject or let retention drop it (select never moves these)"
-			g.Command = fmt.Sprintf("agentdlq redrive reject --pipeline %s --reason %s%s --owner %s --why '<why>'", p.Name, g.Reason, fpFlag(g.Fingerprint), shq(p.Owner))
+			g.Next = []Step{{Action: ActionReject, Reason: g.Reason, Fingerprint: g.Fingerprint}}
 		case none > 0:
-			parts := []string{fmt.Sprintf("%d of %d keys no effect (select moves them without --override)", none, g.Keys)}
+			parts := []string{fmt.Sprintf("%d of %d keys no effect (select moves them without an override)", none, g.Keys)}
 			if conf > 0 {
 				parts = append(parts, fmt.Sprintf("%d effect confirmed (never moved)", conf))
 			}
@@ -189,107 +167,96 @@ func (pl *Plan) Annotate(p *pipeline.Pipeline, d Decisions, infos map[string]Gro
 				parts = append(parts, fmt.Sprintf("%d not reconciled yet (left in the DLQ)", open))
 			}
 			g.Why = "reconciled: " + strings.Join(parts, ", ")
-			g.Command = fmt.Sprintf("%s --canary %d", base, max(1, min(5, none)))
+			g.Next = []Step{selectStep(g.Reason, g.Fingerprint, none)}
 		case conf > 0:
 			g.Why = fmt.Sprintf("reconciled: %d of %d keys effect confirmed (never moved); reconcile the other %d first", conf, g.Keys, open)
 		}
 	}
 }
 
-// decisionText is the plan's DECISION column.
-func (g PlanGroup) decisionText() string {
-	switch {
-	case g.Rejected != nil:
-		return "rejected " + g.Rejected.Time.UTC().Format("2006-01-02")
-	case g.Keys > 0 || len(g.Reconciled) > 0:
-		return fmt.Sprintf("%d/%d keys reconciled", g.Reconciled[ledger.OutcomeEffectConfirmed]+g.Reconciled[ledger.OutcomeNoEffect], g.Keys)
-	}
-	return "-"
+// PlanRequest asks for the plan of a DLQ.
+type PlanRequest struct {
+	// Actor is who looks: recorded in the audit (a plan is not gated).
+	Actor string
+	// Report is optional: a triage report the caller holds (the console's
+	// kept report). With it (or with Groups), Plan neither scans the DLQ
+	// nor audits: a page view. Without both, Plan scans the DLQ read-only
+	// (Config.Scan) and audits that the plan was shown.
+	Report *triage.Report
+	// Groups is optional: the groups to plan (by default every group of
+	// Report, or of the scan).
+	Groups []Group
 }
 
-func fpFlag(fp string) string {
-	if fp == "" {
-		return ""
-	}
-	return " --fingerprint " + fp
-}
-
-// shq quotes a word for a POSIX shell when it needs quoting.
-func shq(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:/@") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// WriteText renders the plan for a terminal.
-func (pl *Plan) WriteText(w io.Writer) error {
-	if len(pl.Partial) > 0 {
-		fmt.Fprintf(w, "note: the triage scan was partial (%s): counts may be low\n", strings.Join(pl.Partial, "; "))
-	}
-	if pl.DecisionsUnread != "" {
-		fmt.Fprintf(w, "note: past decisions not shown, the audit could not be read (%s)\n", pl.DecisionsUnread)
-	}
-	fmt.Fprintf(w, "Redrive plan for %s (owner %s): %d dead letters in %d groups\n\n", pl.Pipeline, pl.Owner, pl.Total, len(pl.Groups))
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REASON\tFINGERPRINT\tCOUNT\tREDRIVE\tDECISION\tWHY")
-	for _, g := range pl.Groups {
-		may := "yes"
-		if !g.MayRedrive {
-			may = "no"
-			if g.Needs != "" && g.Redrivable != deadletter.RedriveNever && g.Redrivable != deadletter.RedriveNeverBlind {
-				may = "after " + g.Needs
-			}
-			if g.Rejected == nil && g.Reconciled[ledger.OutcomeNoEffect] > 0 {
-				may = "reconciled keys"
-			}
+// Plan is the one plan entry point: for each group of the DLQ, whether it
+// may be redriven, why or why not, and the next steps, marked with the
+// owner's past decisions read from the audit (a group already rejected;
+// for effect_unknown, how many keys were reconciled, counting a key
+// reconciled as no effect only while the ledger still holds it so).
+//
+// A scan that saw only part of the DLQ returns the plan of what it saw
+// and a *PartialError; a scan that failed is audited too.
+func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
+	if req.Report != nil || req.Groups != nil {
+		groups := req.Groups
+		if groups == nil {
+			groups = groupsFromReport(req.Report)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", g.Reason, orDash(g.Fingerprint), g.Count, may, g.decisionText(), g.Why)
+		pl := buildPlan(r.cfg.Pipeline, groups)
+		if req.Report != nil && req.Report.Partial {
+			pl.Partial = req.Report.PartialReasons
+		}
+		r.annotatePlan(ctx, pl, req.Report)
+		return pl, nil
 	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "\nCommands:")
-	for _, g := range pl.Groups {
-		fmt.Fprintf(w, "  # %s %s (%d)\n  %s\n", g.Reason, orDash(g.Fingerprint), g.Count, g.Command)
-	}
-	_, err := fmt.Fprintf(w, "\nWhole DLQ: %s\n", pl.Start)
-	return err
-}
-
-// Plan scans the DLQ read-only (Config.Scan), builds the plan of its groups
-// and audits that it was shown. A scan that failed is audited too.
-func (r *Redriver) Plan(ctx context.Context, actor string) (*Plan, error) {
 	// Not gated, but its record says who looked: in AWS the STS caller (a
 	// failure to ask is recorded, and does not hide the plan).
 	_, _ = r.identify(ctx)
 	groups, rep, err := r.scan(ctx)
 	if err != nil {
-		return nil, r.record(ctx, AuditEntry{Actor: actor, Action: ActionPlan}, err)
+		return nil, r.record(ctx, AuditEntry{Actor: req.Actor, Action: ActionPlan}, err)
 	}
-	pl, err := r.ShowPlan(ctx, actor, groups)
+	if req.Groups != nil {
+		groups = req.Groups
+	}
+	var partial *PartialError
+	if rep != nil && rep.Scan.Partial {
+		partial = scanPartial(rep)
+	}
+	pl := buildPlan(r.cfg.Pipeline, groups)
 	if rep != nil && rep.Partial {
 		pl.Partial = rep.PartialReasons
 	}
-	r.AnnotatePlan(ctx, pl, rep)
-	return pl, err
+	r.annotatePlan(ctx, pl, rep)
+	reasons, fps, counts := groupFacts(groups)
+	counts["total"] = pl.Total
+	rec := AuditEntry{Actor: req.Actor, Action: ActionPlan, Reasons: reasons, Fingerprints: fps, Counts: counts, Outcome: OutcomeShown}
+	if partial != nil {
+		// Shown, but it cannot vouch for the letters the scan missed: the
+		// caller exits non-zero and says when to look again.
+		rec.Outcome = OutcomePartial
+		return pl, r.record(ctx, rec, partial)
+	}
+	return pl, r.record(ctx, rec, nil)
 }
 
-// AnnotatePlan marks pl with the owner's past decisions as Plan does, for a
-// caller that holds the triage report itself (rep; the console's kept
-// report): it reads the decisions from the audit (pl.DecisionsUnread says
-// why it could not) and counts a key reconciled as no effect only while the
-// ledger still holds it so. It neither scans the DLQ nor audits. It returns
-// the decisions as the audit holds them (each key's latest reconciliation:
-// who, when, why), for a caller that lists the keys.
-func (r *Redriver) AnnotatePlan(ctx context.Context, pl *Plan, rep *triage.Report) Decisions {
+// scanPartial is the outcome of a triage scan that saw part of the DLQ.
+func scanPartial(rep *triage.Report) *PartialError {
+	st := rep.Scan
+	return &PartialError{Seen: st.Unique, Depth: st.ApproxDepth + st.ApproxInFlight, Why: st.PartialReason, FIFO: st.FIFO,
+		RetryAfter: time.Duration(st.VisibilityTimeoutSeconds) * time.Second}
+}
+
+// annotatePlan marks pl with the owner's past decisions: it reads them from
+// the audit (pl.DecisionsUnread says why it could not) and counts a key
+// reconciled as no effect only while the ledger still holds it so.
+func (r *Redriver) annotatePlan(ctx context.Context, pl *Plan, rep *triage.Report) {
 	d, derr := r.Decisions(ctx)
 	if derr != nil {
 		pl.DecisionsUnread = derr.Error()
 	}
-	infos := GroupInfos(rep)
-	pl.Annotate(r.cfg.Pipeline, r.stillReconciled(ctx, d, infos), infos)
-	return d
+	infos := groupInfos(rep)
+	pl.annotate(r.stillReconciled(ctx, d, infos), infos)
 }
 
 // stillReconciled is d without the no-effect reconciliations the ledger no
@@ -298,7 +265,7 @@ func (r *Redriver) AnnotatePlan(ctx context.Context, pl *Plan, rep *triage.Repor
 // and select refuses to move it until it is reconciled again, so the plan
 // must not count it as reconciled nor offer a select for it. A key the
 // ledger cannot be read for is not counted either: select would not move it.
-func (r *Redriver) stillReconciled(ctx context.Context, d Decisions, infos map[string]GroupInfo) Decisions {
+func (r *Redriver) stillReconciled(ctx context.Context, d Decisions, infos map[string]groupInfo) Decisions {
 	if len(d.Reconciled) == 0 {
 		return d
 	}
@@ -321,38 +288,30 @@ func (r *Redriver) stillReconciled(ctx context.Context, d Decisions, infos map[s
 	return out
 }
 
-// GroupInfos maps each group of a triage report (by GroupID) to what
-// Annotate needs of it.
-func GroupInfos(rep *triage.Report) map[string]GroupInfo {
-	out := map[string]GroupInfo{}
+// groupInfos maps each group of a triage report (by groupID) to what
+// annotate needs of it.
+func groupInfos(rep *triage.Report) map[string]groupInfo {
+	out := map[string]groupInfo{}
 	if rep == nil {
 		return out
 	}
 	for _, g := range rep.Groups {
-		out[GroupID(g.Reason, g.Fingerprint)] = GroupInfo{Keys: g.IdempotencyKeys, Omitted: g.IdempotencyKeysOmitted, LastSeen: g.LastSeen}
+		out[groupID(g.Reason, g.Fingerprint)] = groupInfo{Keys: g.IdempotencyKeys, Omitted: g.IdempotencyKeysOmitted, LastSeen: g.LastSeen}
 	}
 	return out
 }
 
-// ShowPlan builds the plan of groups a caller scanned itself and audits
-// that it was shown.
-func (r *Redriver) ShowPlan(ctx context.Context, actor string, groups []Group) (*Plan, error) {
-	_, _ = r.identify(ctx) // as Plan: the record says who looked
-	pl := BuildPlan(r.cfg.Pipeline, groups)
-	reasons, fps, counts := groupFacts(groups)
-	counts["total"] = pl.Total
-	return pl, r.record(ctx, AuditEntry{Actor: actor, Action: ActionPlan, Reasons: reasons, Fingerprints: fps, Counts: counts, Outcome: OutcomeShown}, nil)
-}
-
-// Reject records that the owner rejects a group that must not be redriven:
-// an audit entry only; the dead letters stay until retention deletes them
-// (or the owner deletes them after archiving). groups is what the DLQ
-// holds; when nil, Reject scans the DLQ itself (Config.Scan) after the
-// checks that need no AWS call. A fingerprint may be any unique prefix of
-// 8 characters or more (ResolveFingerprints).
-func (r *Redriver) Reject(ctx context.Context, who Who, reasons []deadletter.Reason, fingerprints []string, groups []Group) error {
-	_, err := r.RejectGroups(ctx, who, reasons, fingerprints, groups)
-	return err
+// RejectRequest asks to record that the owner rejects the dead letters of
+// reasons (and fingerprints): never redriven.
+type RejectRequest struct {
+	Who
+	// Reasons is required; Fingerprints optional (every group of the
+	// reasons when empty), each any unique prefix of at least 8 characters.
+	Reasons      []deadletter.Reason
+	Fingerprints []string
+	// Groups is optional: what the DLQ holds; when nil, Reject scans the
+	// DLQ itself (Config.Scan) after the checks that need no AWS call.
+	Groups []Group
 }
 
 // RejectResult is what a rejection recorded, and the warnings it gave.
@@ -361,60 +320,72 @@ type RejectResult struct {
 	Reasons      []string       `json:"reasons"`
 	Fingerprints []string       `json:"fingerprints,omitempty"`
 	Counts       map[string]int `json:"counts"`
-	// Warnings say what should make the owner think twice (RejectWarnings):
+	// Warnings say what should make the owner think twice:
 	// a group rejected before, a reason the policy would let be redriven.
 	// They are in the audit record too (detail "warnings"); they refuse nothing.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// RejectGroups is Reject, returning what was recorded and its warnings
-// (RejectWarnings over the audit's past rejections, after the gate).
-func (r *Redriver) RejectGroups(ctx context.Context, who Who, reasons []deadletter.Reason, fingerprints []string, groups []Group) (*RejectResult, error) {
+// Reject records that the owner rejects a group that must not be redriven:
+// an audit entry only; the dead letters stay until retention deletes them
+// (or the owner deletes them after archiving). It returns what was
+// recorded and its warnings (a group rejected before, a reason the policy
+// would let be redriven), which refuse nothing and are audited too.
+func (r *Redriver) Reject(ctx context.Context, req RejectRequest) (*RejectResult, error) {
+	who, reasons, fingerprints, groups := req.Who, req.Reasons, req.Fingerprints, req.Groups
 	res := &RejectResult{Pipeline: r.cfg.Pipeline.Name}
 	rs := make([]string, len(reasons))
 	for i, x := range reasons {
 		rs[i] = string(x)
 	}
 	rec := AuditEntry{Actor: who.Owner, Action: ActionReject, Why: who.Why, Reasons: rs, Fingerprints: fingerprints}
+	var partial *PartialError
 	err := func() error {
 		if len(reasons) == 0 {
-			return refuse(CodeUnknownReason, "--reason is required")
+			return refuseField(CodeUnknownReason, "Reasons", "is required: reject one class of cause at a time")
 		}
 		if groups == nil {
-			if err := r.pureGateAs(ActionReject, who, MinRate); err != nil {
+			if err := r.pureGateAs(ActionReject, who, minRate); err != nil {
 				return err
 			}
 			var err error
-			if groups, _, err = r.scan(ctx); err != nil {
+			var rep *triage.Report
+			if groups, rep, err = r.scan(ctx); err != nil {
 				return err
 			}
+			if rep != nil && rep.Scan.Partial {
+				partial = scanPartial(rep)
+			}
 		}
-		if err := r.authorizeAs(ctx, ActionReject, who, MinRate); err != nil {
+		if err := r.authorizeAs(ctx, ActionReject, who, minRate); err != nil {
 			return err
 		}
 		if len(fingerprints) > 0 {
-			full, err := ResolveFingerprints(fingerprints, reasons, groups)
+			full, err := resolveFingerprints(fingerprints, reasons, groups)
 			if err != nil {
 				return err
 			}
 			rec.Fingerprints = full
 		}
-		sel := Selector{Reasons: reasons, Fingerprints: rec.Fingerprints}
+		sel := selector{Reasons: reasons, Fingerprints: rec.Fingerprints}
 		rec.Counts = map[string]int{}
 		for _, g := range groups {
-			l := Letter{Reason: g.Reason, Fingerprint: g.Fingerprint}
-			if sel.Match(&l) {
+			l := letter{Reason: g.Reason, Fingerprint: g.Fingerprint}
+			if sel.match(&l) {
 				rec.Counts[string(g.Reason)] += g.Count
 			}
 		}
 		if len(rec.Counts) == 0 {
+			if partial != nil {
+				return partial // the letters of the reason may be among those not seen
+			}
 			return refuse(CodeNothingSelected, "the DLQ holds no dead letter of reason %s", joinReasons(reasons))
 		}
 		d, derr := r.Decisions(ctx)
 		if derr != nil {
 			res.Warnings = append(res.Warnings, "past rejections not checked: "+derr.Error())
 		}
-		res.Warnings = append(res.Warnings, RejectWarnings(d, reasons, rec.Fingerprints, groups)...)
+		res.Warnings = append(res.Warnings, rejectWarnings(d, reasons, rec.Fingerprints, groups)...)
 		if len(res.Warnings) > 0 {
 			rec.Detail = map[string]string{"warnings": strings.Join(res.Warnings, "; ")}
 		}

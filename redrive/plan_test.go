@@ -1,15 +1,17 @@
 package redrive
 
 import (
-	"bytes"
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 func TestBuildPlan(t *testing.T) {
@@ -22,7 +24,7 @@ func TestBuildPlan(t *testing.T) {
 		{deadletter.ReasonEffectUnknown, "fp-eu", 2},
 		{deadletter.ReasonReceiveLimit, "fp-rl", 3},
 	}
-	pl := BuildPlan(p, groups)
+	pl := buildPlan(p, groups)
 	assert.Equal(t, 17, pl.Total)
 	require.Len(t, pl.Groups, 5)
 	// Taxonomy order.
@@ -37,38 +39,49 @@ func TestBuildPlan(t *testing.T) {
 	}
 	be := byReason[deadletter.ReasonBudgetExhausted]
 	assert.True(t, be.MayRedrive)
-	assert.Equal(t, "agentdlq redrive select --pipeline agent-tasks --reason budget_exhausted --fingerprint fp-be --owner platform-oncall --why '<why>' --rate 10 --canary 5", be.Command)
+	assert.Equal(t, []Step{{Action: ActionSelect, Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp-be", Canary: 5}}, be.Next)
+	assert.Contains(t, be.Why, "failed on every receive", "redrivable by policy is not a promise: canary first")
 	si := byReason[deadletter.ReasonSchemaInvalid]
 	assert.False(t, si.MayRedrive)
 	assert.Contains(t, si.Why, "fix is deployed")
-	assert.Contains(t, si.Command, "--fix-deployed '<deployed fix ref>' --canary 4")
+	assert.Equal(t, "Ack.FixDeployed", si.Needs)
+	assert.Equal(t, []Step{{Action: ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp-si", Canary: 4, Needs: []string{"Ack.FixDeployed"}}}, si.Next)
 	eu := byReason[deadletter.ReasonEffectUnknown]
-	assert.Contains(t, eu.Command, "agentdlq triage --pipeline agent-tasks --keys")
-	assert.Contains(t, eu.Command, "agentdlq ledger reconcile --pipeline agent-tasks --key K --no-effect|--effect-confirmed RECEIPT --owner platform-oncall")
-	assert.NotContains(t, eu.Command, "--override", "reconciled keys need no made-up override")
+	assert.Equal(t, []Step{
+		{Action: ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Fingerprint: "fp-eu", Needs: []string{"Key", "Outcome"}},
+		{Action: ActionSelect, Reason: deadletter.ReasonEffectUnknown, Fingerprint: "fp-eu", Canary: 2},
+	}, eu.Next, "reconcile first; then a select that needs no made-up override")
 	pll := byReason[deadletter.ReasonPolicyLimit]
-	assert.Equal(t, "agentdlq redrive reject --pipeline agent-tasks --reason policy_limit --fingerprint fp-pl --owner platform-oncall --why '<why>'", pll.Command)
-	assert.Contains(t, byReason[deadletter.ReasonReceiveLimit].Command, "--reviewed")
-	assert.True(t, strings.HasPrefix(pl.Start, "not a move task"))
+	assert.Equal(t, []Step{{Action: ActionReject, Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl"}}, pll.Next)
+	assert.Equal(t, []string{"Ack.Reviewed"}, byReason[deadletter.ReasonReceiveLimit].Next[0].Needs)
+	assert.Nil(t, pl.Start)
+	assert.True(t, strings.HasPrefix(pl.StartWhy, "not a move task"))
 
-	onlyTransient := BuildPlan(p, []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}, {deadletter.ReasonDependencyOpen, "fp2", 1}})
-	assert.Equal(t, "agentdlq redrive start --pipeline agent-tasks --owner platform-oncall --why '<why>' --rate 10", onlyTransient.Start)
-	assert.Contains(t, BuildPlan(p, nil).Start, "empty")
+	onlyTransient := buildPlan(p, []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}, {deadletter.ReasonDependencyOpen, "fp2", 1}})
+	assert.Equal(t, &Step{Action: ActionStart}, onlyTransient.Start)
+	assert.Contains(t, buildPlan(p, nil).StartWhy, "empty")
 
-	var buf bytes.Buffer
-	require.NoError(t, pl.WriteText(&buf))
-	out := buf.String()
-	assert.Contains(t, out, "Redrive plan for agent-tasks (owner platform-oncall): 17 dead letters in 5 groups")
-	assert.Contains(t, out, "after --fix-deployed REF")
-	assert.Contains(t, out, be.Command)
+	// Data, not words for a shell: no command line anywhere in the plan.
+	b, err := json.Marshal(pl)
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "agentdlq")
+	assert.NotContains(t, string(b), "--")
 }
 
-func TestShowPlanIsAudited(t *testing.T) {
+// The one plan entry point: scanned (no report given), it is audited; over
+// a report the caller holds, it neither scans nor audits.
+func TestPlanIsAuditedWhenItScans(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	r, store, _ := newRedriver(t, p, f, f.addPair(p))
-	_, err := r.ShowPlan(context.Background(), "alice", []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}})
+	rep := &triage.Report{Groups: []triage.Group{{Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp", Count: 2}}}
+	r.cfg.Scan = func(context.Context) (*triage.Report, error) { return rep, nil }
+	held, err := r.Plan(context.Background(), PlanRequest{Actor: "alice", Report: rep})
+	require.NoError(t, err)
+	assert.Equal(t, 2, held.Total)
+	assert.Empty(t, store.all(), "a plan over a held report audits nothing")
+	_, err = r.Plan(context.Background(), PlanRequest{Actor: "alice"})
 	require.NoError(t, err)
 	recs := store.all()
 	require.Len(t, recs, 1)
@@ -85,10 +98,11 @@ func TestRejectIsAuditedAndGated(t *testing.T) {
 	r, store, _ := newRedriver(t, p, f, f.addPair(p))
 	groups := []Group{{deadletter.ReasonPolicyLimit, "fp-pl", 3}}
 	ctx := context.Background()
-	require.NoError(t, r.Reject(ctx, Who{Owner: p.Owner, Why: "cost cap is right; tenant told"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, groups))
-	err := r.Reject(ctx, Who{Owner: "mallory", Why: "x"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, groups)
+	_, err := r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner, Why: "cost cap is right; tenant told"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Groups: groups})
+	require.NoError(t, err)
+	_, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: "mallory", Why: "x"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Groups: groups})
 	assert.Equal(t, CodeOwner, RefusalCode(err))
-	err = r.Reject(ctx, Who{Owner: p.Owner, Why: "x"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, []string{"fp-none"}, groups)
+	_, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner, Why: "x"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Fingerprints: []string{"fp-none"}, Groups: groups})
 	assert.Equal(t, CodeUnknownGroup, RefusalCode(err))
 	recs := store.all()
 	require.Len(t, recs, 3)
@@ -96,4 +110,33 @@ func TestRejectIsAuditedAndGated(t *testing.T) {
 	assert.Equal(t, 3, recs[0].Counts["policy_limit"])
 	assert.Equal(t, OutcomeRefused, recs[1].Outcome)
 	assert.Equal(t, OutcomeRefused, recs[2].Outcome)
+}
+
+// A plan over a partial scan is shown (with what was seen) but its outcome
+// is a partial scan, so the caller exits non-zero and says when to retry;
+// the audit says partial, not shown.
+func TestPlanOnAPartialScan(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	r, store, _ := newRedriver(t, p, f, f.addPair(p))
+	r.cfg.Scan = func(context.Context) (*triage.Report, error) {
+		rep := &triage.Report{Partial: true, PartialReasons: []string{"scan: saw 0 of about 3 messages"}}
+		rep.Scan = triage.ScanStats{Unique: 0, ApproxDepth: 0, ApproxInFlight: 3, VisibilityTimeoutSeconds: 30,
+			Partial: true, PartialReason: "3 messages in flight elsewhere when the scan started could not be read"}
+		return rep, nil
+	}
+	pl, err := r.Plan(context.Background(), PlanRequest{Actor: "alice"})
+	require.ErrorIs(t, err, ErrScanPartial)
+	require.NotNil(t, pl, "what was seen is still shown")
+	assert.Equal(t, []string{"scan: saw 0 of about 3 messages"}, pl.Partial)
+	var pe *PartialError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, 3, pe.Depth)
+	assert.Equal(t, 30*time.Second, pe.RetryAfter)
+	assert.Contains(t, err.Error(), "saw 0 of about 3 dead letters")
+	assert.Contains(t, err.Error(), "retry after 30s")
+	recs := store.all()
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomePartial, recs[0].Outcome)
 }

@@ -32,7 +32,9 @@ type Verdict struct {
 	Via string
 	// Why is one line: why it may not be redriven (when !Allowed), or what allowed it.
 	Why string
-	// Needs is the flag that would allow it ("" when allowed or never allowed by a flag).
+	// Needs is the Ack field that would allow it ("Ack.FixDeployed",
+	// "Ack.Reviewed", "Ack.Overrides"; "" when allowed), by the name
+	// Refusal.Field and Step.Needs use.
 	Needs string
 }
 
@@ -54,8 +56,8 @@ func Decide(r deadletter.Reason, ack Ack) Verdict {
 		case just != "":
 			v.Allowed, v.Via, v.Why = true, "override", "override: "+just
 		default:
-			v.Needs = "--fix-deployed REF"
-			v.Why = "redrive only after the fix is deployed (" + info.Summary + "); name the deployed fix with --fix-deployed"
+			v.Needs = "Ack.FixDeployed"
+			v.Why = "redrive only after the fix is deployed (" + info.Summary + "); name the deployed fix"
 		}
 	case deadletter.RedriveAfterReview:
 		switch {
@@ -64,46 +66,46 @@ func Decide(r deadletter.Reason, ack Ack) Verdict {
 		case just != "":
 			v.Allowed, v.Via, v.Why = true, "override", "override: "+just
 		default:
-			v.Needs = "--reviewed NOTE"
-			v.Why = "the worker never finished these (crash, Lambda timeout or out of memory): review the logs, then say what you found with --reviewed"
+			v.Needs = "Ack.Reviewed"
+			v.Why = "the worker never finished these (crash, Lambda timeout or out of memory): review the logs, then say what you found"
 		}
 	case deadletter.RedriveNeverBlind:
 		if just != "" {
 			v.Allowed, v.Via, v.Why = true, "override", "override: "+just
 		} else {
-			v.Needs = "--override " + string(r) + "=JUSTIFICATION"
-			v.Why = "a mutating call may have taken effect: reconcile each key first (agentdlq ledger reconcile); select then moves the keys reconciled as no effect, without --override, and never one whose effect was confirmed"
+			v.Needs = "Ack.Overrides"
+			v.Why = "a mutating call may have taken effect: reconcile each key first; a selective redrive then moves the keys reconciled as no effect, without an override, and never one whose effect was confirmed"
 		}
 	default: // deadletter.RedriveNever
 		if just != "" {
 			v.Allowed, v.Via, v.Why = true, "override", "override: "+just
 		} else {
-			v.Needs = "--override " + string(r) + "=JUSTIFICATION"
+			v.Needs = "Ack.Overrides"
 			v.Why = "never redriven (" + info.Summary + "): reject it with an audit record"
 		}
 	}
 	return v
 }
 
-// ParseOverrides reads --override values of the form reason=justification.
+// ParseOverrides reads override values of the form reason=justification.
 // An unknown reason or an empty justification is an error.
 func ParseOverrides(values []string) (map[deadletter.Reason]string, error) {
 	out := make(map[deadletter.Reason]string, len(values))
 	for _, s := range values {
 		name, just, ok := strings.Cut(s, "=")
 		if !ok || strings.TrimSpace(just) == "" {
-			return nil, refuse(CodeBadInput, "--override %q: want reason=justification with a non-empty justification", s)
+			return nil, refuseField(CodeBadInput, "Ack.Overrides", "%q: want reason=justification, with a justification", s)
 		}
 		r, err := deadletter.ParseReason(name)
 		if err != nil {
-			return nil, refuse(CodeUnknownReason, "--override: %v", err)
+			return nil, refuseField(CodeUnknownReason, "Ack.Overrides", "%q: %v", s, err)
 		}
 		out[r] = strings.TrimSpace(just)
 	}
 	return out, nil
 }
 
-// ParseReasons reads --reason values (repeatable, or comma-separated).
+// ParseReasons reads reason values (repeated, or comma-separated).
 func ParseReasons(values []string) ([]deadletter.Reason, error) {
 	var out []deadletter.Reason
 	seen := map[deadletter.Reason]bool{}
@@ -114,7 +116,7 @@ func ParseReasons(values []string) ([]deadletter.Reason, error) {
 			}
 			r, err := deadletter.ParseReason(s)
 			if err != nil {
-				return nil, refuse(CodeUnknownReason, "%v", err)
+				return nil, refuseField(CodeUnknownReason, "Reasons", "%q: %v", strings.TrimSpace(s), err)
 			}
 			if !seen[r] {
 				seen[r] = true
@@ -127,17 +129,21 @@ func ParseReasons(values []string) ([]deadletter.Reason, error) {
 
 // CheckReasons refuses the first reason (in taxonomy order) that the policy
 // does not allow with ack, naming every refused one.
-func CheckReasons(reasons []deadletter.Reason, ack Ack) error {
+func checkReasons(reasons []deadletter.Reason, ack Ack) error {
 	var refused []string
+	var next []Step
 	rs := append([]deadletter.Reason(nil), reasons...)
 	sort.Slice(rs, func(i, j int) bool { return order(rs[i]) < order(rs[j]) })
 	for _, r := range rs {
 		if v := Decide(r, ack); !v.Allowed {
 			refused = append(refused, string(r)+": "+v.Why)
+			next = append(next, policySteps(r, "", 0)...)
 		}
 	}
 	if len(refused) > 0 {
-		return refuse(CodeForbidden, "%s", strings.Join(refused, "; "))
+		rf := refuse(CodeForbidden, "%s", strings.Join(refused, "; "))
+		rf.Next = next
+		return rf
 	}
 	return nil
 }

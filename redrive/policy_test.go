@@ -25,22 +25,22 @@ func TestDecide(t *testing.T) {
 	}{
 		{"transient exhausted is redrivable", deadletter.ReasonBudgetExhausted, Ack{}, true, "policy", ""},
 		{"dependency open is redrivable", deadletter.ReasonDependencyOpen, Ack{}, true, "policy", ""},
-		{"poison needs the fix", deadletter.ReasonSchemaInvalid, Ack{}, false, "", "--fix-deployed REF"},
+		{"poison needs the fix", deadletter.ReasonSchemaInvalid, Ack{}, false, "", "Ack.FixDeployed"},
 		{"poison after the fix", deadletter.ReasonSchemaInvalid, Ack{FixDeployed: "v1.4.2"}, true, "fix_deployed", ""},
-		{"blank fix ref is no fix", deadletter.ReasonToolUnknown, Ack{FixDeployed: "  "}, false, "", "--fix-deployed REF"},
-		{"unclassified needs the fix", deadletter.ReasonUnclassified, Ack{}, false, "", "--fix-deployed REF"},
+		{"blank fix ref is no fix", deadletter.ReasonToolUnknown, Ack{FixDeployed: "  "}, false, "", "Ack.FixDeployed"},
+		{"unclassified needs the fix", deadletter.ReasonUnclassified, Ack{}, false, "", "Ack.FixDeployed"},
 		{"auth_config after the fix", deadletter.ReasonAuthConfig, Ack{FixDeployed: "iam-change-7"}, true, "fix_deployed", ""},
-		{"receive_limit needs a review", deadletter.ReasonReceiveLimit, Ack{}, false, "", "--reviewed NOTE"},
+		{"receive_limit needs a review", deadletter.ReasonReceiveLimit, Ack{}, false, "", "Ack.Reviewed"},
 		{"receive_limit reviewed", deadletter.ReasonReceiveLimit, Ack{Reviewed: "OOM fixed: memory 512"}, true, "reviewed", ""},
-		{"receive_limit: a fix ref is not a review", deadletter.ReasonReceiveLimit, Ack{FixDeployed: "x"}, false, "", "--reviewed NOTE"},
-		{"effect_unknown never blindly", deadletter.ReasonEffectUnknown, Ack{FixDeployed: "x", Reviewed: "y"}, false, "", "--override effect_unknown=JUSTIFICATION"},
+		{"receive_limit: a fix ref is not a review", deadletter.ReasonReceiveLimit, Ack{FixDeployed: "x"}, false, "", "Ack.Reviewed"},
+		{"effect_unknown never blindly", deadletter.ReasonEffectUnknown, Ack{FixDeployed: "x", Reviewed: "y"}, false, "", "Ack.Overrides"},
 		{"effect_unknown overridden after reconciling", deadletter.ReasonEffectUnknown, over(deadletter.ReasonEffectUnknown), true, "override", ""},
-		{"signature_invalid never", deadletter.ReasonSignatureInvalid, Ack{FixDeployed: "x"}, false, "", "--override signature_invalid=JUSTIFICATION"},
-		{"guardrail_reject never", deadletter.ReasonGuardrailReject, Ack{}, false, "", "--override guardrail_reject=JUSTIFICATION"},
-		{"policy_limit never", deadletter.ReasonPolicyLimit, Ack{}, false, "", "--override policy_limit=JUSTIFICATION"},
-		{"redrive_loop never", deadletter.ReasonRedriveLoop, Ack{}, false, "", "--override redrive_loop=JUSTIFICATION"},
+		{"signature_invalid never", deadletter.ReasonSignatureInvalid, Ack{FixDeployed: "x"}, false, "", "Ack.Overrides"},
+		{"guardrail_reject never", deadletter.ReasonGuardrailReject, Ack{}, false, "", "Ack.Overrides"},
+		{"policy_limit never", deadletter.ReasonPolicyLimit, Ack{}, false, "", "Ack.Overrides"},
+		{"redrive_loop never", deadletter.ReasonRedriveLoop, Ack{}, false, "", "Ack.Overrides"},
 		{"redrive_loop overridden", deadletter.ReasonRedriveLoop, over(deadletter.ReasonRedriveLoop), true, "override", ""},
-		{"an override of another reason does not count", deadletter.ReasonPolicyLimit, over(deadletter.ReasonRedriveLoop), false, "", "--override policy_limit=JUSTIFICATION"},
+		{"an override of another reason does not count", deadletter.ReasonPolicyLimit, over(deadletter.ReasonRedriveLoop), false, "", "Ack.Overrides"},
 		{"unknown reason", deadletter.Reason("nope"), Ack{}, false, "", ""},
 	}
 	for _, tt := range tests {
@@ -89,12 +89,12 @@ func TestParseReasons(t *testing.T) {
 
 func TestCheckReasons(t *testing.T) {
 	t.Parallel()
-	err := CheckReasons([]deadletter.Reason{deadletter.ReasonPolicyLimit, deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid}, Ack{})
+	err := checkReasons([]deadletter.Reason{deadletter.ReasonPolicyLimit, deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid}, Ack{})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrRefused))
 	assert.Equal(t, CodeForbidden, RefusalCode(err))
 	assert.Contains(t, err.Error(), "schema_invalid")
 	assert.Contains(t, err.Error(), "policy_limit")
 	assert.NotContains(t, err.Error(), "budget_exhausted")
-	assert.NoError(t, CheckReasons([]deadletter.Reason{deadletter.ReasonBudgetExhausted}, Ack{}))
+	assert.NoError(t, checkReasons([]deadletter.Reason{deadletter.ReasonBudgetExhausted}, Ack{}))
 }

@@ -13,7 +13,7 @@ import (
 // call did.
 type ReconcileRequest struct {
 	Who
-	// Key is the idempotency key (from `agentdlq triage --keys`).
+	// Key is the idempotency key (the triage report lists them).
 	Key string
 	// Outcome is ledger.OutcomeEffectConfirmed or ledger.OutcomeNoEffect.
 	Outcome ledger.Outcome
@@ -31,8 +31,8 @@ type ReconcileRequest struct {
 // A confirmed effect marks the key done with the receipt: the dead letter
 // is never run again (select skips it, start refuses effect_unknown, and a
 // redelivery would be acknowledged as a no-op); reject it or let retention
-// drop it. No effect clears the key's effect_started mark: `select --reason
-// effect_unknown` moves that key's dead letter without an --override, and
+// drop it. No effect clears the key's effect_started mark: a select of
+// effect_unknown moves that key's dead letter without an override, and
 // the worker runs it afresh.
 //
 // Only a key whose effect is unknown may be reconciled (CodeNotEffectUnknown
@@ -48,16 +48,16 @@ func (r *Redriver) Reconcile(ctx context.Context, req ReconcileRequest) (ledger.
 	var e ledger.Entry
 	err := func() error {
 		if strings.TrimSpace(req.Key) == "" {
-			return refuse(CodeBadInput, "--key is required: an idempotency key of an effect_unknown dead letter (agentdlq triage --keys)")
+			return refuseField(CodeBadInput, "Key", "is required: an idempotency key of an effect_unknown dead letter (the triage report lists them)")
 		}
 		rc := ledger.Reconciliation{Outcome: req.Outcome, Receipt: strings.TrimSpace(req.Receipt), By: req.Owner}
 		if rc.By == "" {
 			rc.By = "-" // the gate refuses it below; Validate must not speak first
 		}
 		if err := rc.Validate(); err != nil {
-			return refuse(CodeBadInput, "%s", strings.TrimPrefix(err.Error(), ledger.ErrInvalid.Error()+": "))
+			return refuseField(CodeBadInput, "Outcome", "%s", strings.TrimPrefix(err.Error(), ledger.ErrInvalid.Error()+": "))
 		}
-		if err := r.authorizeAs(ctx, ActionReconcile, req.Who, MinRate); err != nil {
+		if err := r.authorizeAs(ctx, ActionReconcile, req.Who, minRate); err != nil {
 			return err
 		}
 		now := r.now()
@@ -72,7 +72,7 @@ func (r *Redriver) Reconcile(ctx context.Context, req ReconcileRequest) (ledger.
 		case errors.Is(err, ledger.ErrReconciled):
 			return refuse(CodeReconciled, "%v: a reconciliation is not changed", err)
 		case errors.Is(err, ledger.ErrNotEffectUnknown), errors.Is(err, ledger.ErrLeased):
-			return refuse(CodeNotEffectUnknown, "%v: only a key whose mutating call started without a receipt may be reconciled (see agentdlq ledger get)", err)
+			return refuseField(CodeNotEffectUnknown, "Key", "%q: %v: only a key whose mutating call started without a receipt may be reconciled (its ledger entry shows why not)", req.Key, err)
 		}
 		return err
 	}()

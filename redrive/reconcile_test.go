@@ -1,7 +1,6 @@
 package redrive
 
 import (
-	"bytes"
 	"context"
 	"path/filepath"
 	"testing"
@@ -44,17 +43,26 @@ func TestGateSpeaksOfTheAction(t *testing.T) {
 		{ActionSelect, p.Owner, " ", CodeWhy, "why this redrive is safe now", "reject"},
 		{ActionReject, p.Owner, "", CodeWhy, "why these dead letters are rejected, never redriven", "redrive is safe"},
 		{ActionReconcile, p.Owner, "", CodeWhy, "how the effect was reconciled", "redrive is safe"},
-		{"", "mallory", "x", CodeOwner, `owner "mallory" may not redrive pipeline "agent-tasks"`, ""},
+		{"", "mallory", "x", CodeOwner, `Owner "mallory" may not redrive pipeline "agent-tasks"`, ""},
+		{"", "", "x", CodeOwnerMissing, `Owner is required: only the owner of pipeline "agent-tasks" ("platform-oncall") may redrive it`, "mismatch"},
+		{ActionPause, "", "", CodeOwnerMissing, "may pause the worker of it", "redrive"},
+		{ActionPause, p.Owner, "", CodeWhy, "Why is required: say why the worker must stop now", "redrive"},
+		{ActionResume, p.Owner, "", CodeWhy, "why the worker may run again", "redrive is safe"},
+		{ActionPause, "mallory", "x", CodeOwner, `may not pause the worker of pipeline "agent-tasks"`, "may not redrive"},
+		{ActionCancel, "mallory", "x", CodeOwner, `may not cancel the move task of pipeline "agent-tasks"`, "may not redrive"},
 		{ActionReject, "mallory", "x", CodeOwner, `may not reject the dead letters of pipeline "agent-tasks"`, "may not redrive"},
 		{ActionReconcile, "mallory", "x", CodeOwner, `may not reconcile the ledger keys of pipeline "agent-tasks"`, "may not redrive"},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.action)+"/"+tt.owner+"/"+string(tt.code), func(t *testing.T) {
 			t.Parallel()
-			err := Gate(GateInput{Action: tt.action, Pipeline: p, Owner: tt.owner, Why: tt.why, Rate: 1, QueueTags: tags, Identity: Identity{Local: true}})
+			err := gate(gateInput{Action: tt.action, Pipeline: p, Owner: tt.owner, Why: tt.why, Rate: 1, QueueTags: tags, identity: identity{Local: true}})
 			require.Error(t, err)
 			assert.Equal(t, tt.code, RefusalCode(err))
 			assert.Contains(t, err.Error(), tt.contains)
+			var rf *Refusal
+			require.ErrorAs(t, err, &rf)
+			assert.NotEmpty(t, rf.Field, "the refusal names the input at fault")
 			if tt.notContains != "" {
 				assert.NotContains(t, err.Error(), tt.notContains)
 			}
@@ -79,7 +87,7 @@ func TestReconciledOnly(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			assert.Equal(t, tt.want, ReconciledOnly(tt.reasons, tt.ack))
+			assert.Equal(t, tt.want, reconciledFor(tt.reasons, tt.ack))
 		})
 	}
 }
@@ -244,7 +252,10 @@ func TestSelectRefusesWhenNoEffectUnknownKeyIsSettled(t *testing.T) {
 	assert.Equal(t, CodeForbidden, RefusalCode(err), err)
 	assert.Contains(t, err.Error(), "1 not reconciled as no effect")
 	assert.Contains(t, err.Error(), "1 with their effect confirmed")
-	assert.Contains(t, err.Error(), "agentdlq redrive reject --reason effect_unknown")
+	var rf *Refusal
+	require.ErrorAs(t, err, &rf)
+	assert.Equal(t, []Step{{Action: ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Needs: []string{"Key", "Outcome"}},
+		{Action: ActionReject, Reason: deadletter.ReasonEffectUnknown}}, rf.Next, "the ways out, as data")
 	assert.Equal(t, 0, res.Moved)
 	assert.Empty(t, f.snapshot(q.HotURL))
 	assert.Len(t, f.snapshot(q.DLQURL), 2)
@@ -260,7 +271,7 @@ func TestStartRefusesEffectUnknownEvenOverridden(t *testing.T) {
 		Ack:    Ack{Overrides: map[deadletter.Reason]string{deadletter.ReasonEffectUnknown: "checked"}},
 		Groups: []Group{{deadletter.ReasonEffectUnknown, "fp", 2}, {deadletter.ReasonBudgetExhausted, "fp2", 1}}})
 	assert.Equal(t, CodeForbidden, RefusalCode(err), err)
-	assert.Contains(t, err.Error(), "a move task cannot skip the keys whose effect was confirmed")
+	assert.Contains(t, err.Error(), "effect_unknown 2 (never by a move task: reconcile each key")
 }
 
 // TestPlanShowsDecisions: plan reads the audit (a real FileStore) and shows
@@ -288,17 +299,18 @@ func TestPlanShowsDecisions(t *testing.T) {
 		_, _ = r.Reconcile(ctx, rc)
 	}
 	groups := []Group{{eu, "fp-all-confirmed", 2}, {eu, "fp-some-none", 2}, {eu, "fp-open", 1}, {deadletter.ReasonPolicyLimit, "fp-pl", 3}, {deadletter.ReasonGuardrailReject, "fp-gr", 1}}
-	require.NoError(t, r.Reject(ctx, Who{Owner: p.Owner, Why: "cost cap is right"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, groups))
+	_, err := r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner, Why: "cost cap is right"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Groups: groups})
+	require.NoError(t, err)
 
 	d, err := r.Decisions(ctx)
 	require.NoError(t, err)
 	assert.Len(t, d.Rejections, 1)
 	assert.Len(t, d.Reconciled, 4, "refused reconciliations are not decisions")
-	pl := BuildPlan(p, groups)
+	pl := buildPlan(p, groups)
 	rejectedAt := d.Rejections[0].Time
-	pl.Annotate(p, d, map[string]GroupInfo{
-		GroupID(eu, "fp-all-confirmed"): {Keys: []string{"a1", "a2"}}, GroupID(eu, "fp-some-none"): {Keys: []string{"b1", "b2"}},
-		GroupID(eu, "fp-open"): {Keys: []string{"c1"}}, GroupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(-time.Hour)},
+	pl.annotate(d, map[string]groupInfo{
+		groupID(eu, "fp-all-confirmed"): {Keys: []string{"a1", "a2"}}, groupID(eu, "fp-some-none"): {Keys: []string{"b1", "b2"}},
+		groupID(eu, "fp-open"): {Keys: []string{"c1"}}, groupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(-time.Hour)},
 	})
 	by := map[string]PlanGroup{}
 	for _, g := range pl.Groups {
@@ -306,51 +318,46 @@ func TestPlanShowsDecisions(t *testing.T) {
 	}
 	require.NotNil(t, by["fp-pl"].Rejected)
 	assert.Equal(t, "cost cap is right", by["fp-pl"].Rejected.Why)
-	assert.Contains(t, by["fp-pl"].Command, "already rejected")
+	assert.Empty(t, by["fp-pl"].Next, "already rejected: nothing to do")
 	assert.Nil(t, by["fp-gr"].Rejected, "another reason's group is not rejected")
 
 	all := by["fp-all-confirmed"]
 	assert.Equal(t, "reconciled: effect confirmed, reject or let retention drop it (select never moves these)", all.Why)
-	assert.Equal(t, "agentdlq redrive reject --pipeline agent-tasks --reason effect_unknown --fingerprint fp-all-confirmed --owner platform-oncall --why '<why>'", all.Command)
+	assert.Equal(t, []Step{{Action: ActionReject, Reason: eu, Fingerprint: "fp-all-confirmed"}}, all.Next)
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeEffectConfirmed: 2}, all.Reconciled)
 
 	some := by["fp-some-none"]
-	assert.Equal(t, "reconciled: 1 of 2 keys no effect (select moves them without --override), 1 effect confirmed (never moved)", some.Why)
-	assert.Equal(t, "agentdlq redrive select --pipeline agent-tasks --reason effect_unknown --fingerprint fp-some-none --owner platform-oncall --why '<why>' --rate 10 --canary 1", some.Command)
+	assert.Equal(t, "reconciled: 1 of 2 keys no effect (select moves them without an override), 1 effect confirmed (never moved)", some.Why)
+	assert.Equal(t, []Step{{Action: ActionSelect, Reason: eu, Fingerprint: "fp-some-none", Canary: 1}}, some.Next)
 
 	open := by["fp-open"]
 	assert.Nil(t, open.Reconciled)
-	assert.Contains(t, open.Command, "agentdlq ledger reconcile")
+	require.NotEmpty(t, open.Next)
+	assert.Equal(t, ActionReconcile, open.Next[0].Action)
 
 	// Every listed key confirmed, but the report left keys out: no reject of
 	// the whole group, whose other keys nobody has looked at.
-	capped := BuildPlan(p, groups)
-	capped.Annotate(p, d, map[string]GroupInfo{GroupID(eu, "fp-all-confirmed"): {Keys: []string{"a1", "a2"}, Omitted: 3}})
+	capped := buildPlan(p, groups)
+	capped.annotate(d, map[string]groupInfo{groupID(eu, "fp-all-confirmed"): {Keys: []string{"a1", "a2"}, Omitted: 3}})
 	for _, g := range capped.Groups {
 		if g.Fingerprint == "fp-all-confirmed" {
 			assert.Equal(t, 5, g.Keys)
 			assert.Equal(t, "reconciled: 2 of 5 keys effect confirmed (never moved); reconcile the other 3 first", g.Why)
-			assert.NotContains(t, g.Command, "redrive reject")
+			assert.NotContains(t, g.Next, Step{Action: ActionReject, Reason: eu, Fingerprint: "fp-all-confirmed"})
 		}
 	}
 
 	// Dead letters of a rejected group that arrived after the rejection: decide again.
-	again := BuildPlan(p, groups)
-	again.Annotate(p, d, map[string]GroupInfo{GroupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(time.Minute)}})
+	again := buildPlan(p, groups)
+	again.annotate(d, map[string]groupInfo{groupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(time.Minute)}})
 	for _, g := range again.Groups {
 		if g.Fingerprint == "fp-pl" {
 			require.NotNil(t, g.Rejected)
 			assert.Contains(t, g.Why, "but dead letters arrived since")
-			assert.Equal(t, "agentdlq redrive reject --pipeline agent-tasks --reason policy_limit --fingerprint fp-pl --owner platform-oncall --why '<why>'", g.Command)
+			assert.Equal(t, []Step{{Action: ActionReject, Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl"}}, g.Next)
 		}
 	}
 
-	var buf bytes.Buffer
-	require.NoError(t, pl.WriteText(&buf))
-	assert.Contains(t, buf.String(), "DECISION")
-	assert.Contains(t, buf.String(), "rejected 2026-11-29")
-	assert.Contains(t, buf.String(), "2/2 keys reconciled")
-	assert.Regexp(t, `fp-some-none +2 +reconciled keys +2/2 keys reconciled`, buf.String())
 }
 
 func TestRejectWarns(t *testing.T) {
@@ -364,15 +371,15 @@ func TestRejectWarns(t *testing.T) {
 	who := Who{Owner: p.Owner, Why: "tenant told"}
 	pl := []deadletter.Reason{deadletter.ReasonPolicyLimit}
 
-	res, err := r.RejectGroups(ctx, who, pl, nil, groups)
+	res, err := r.Reject(ctx, RejectRequest{Who: who, Reasons: pl, Groups: groups})
 	require.NoError(t, err)
 	assert.Empty(t, res.Warnings, "a first rejection of a reason that is never redriven")
-	res, err = r.RejectGroups(ctx, who, pl, []string{"fp-policy"}, groups)
+	res, err = r.Reject(ctx, RejectRequest{Who: who, Reasons: pl, Fingerprints: []string{"fp-policy"}, Groups: groups})
 	require.NoError(t, err)
 	require.Len(t, res.Warnings, 1)
 	assert.Contains(t, res.Warnings[0], "policy_limit fp-policy was already rejected by platform-oncall")
 
-	res, err = r.RejectGroups(ctx, who, []deadletter.Reason{deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid}, nil, groups)
+	res, err = r.Reject(ctx, RejectRequest{Who: who, Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid}, Groups: groups})
 	require.NoError(t, err)
 	require.Len(t, res.Warnings, 2)
 	assert.Contains(t, res.Warnings[0], "budget_exhausted may be redriven by policy")
@@ -384,7 +391,7 @@ func TestRejectWarns(t *testing.T) {
 	assert.Contains(t, es[1].Detail["warnings"], "already rejected", "the warnings are audited")
 
 	// A refused rejection gives no warning and reads no audit.
-	res, err = r.RejectGroups(ctx, Who{Owner: p.Owner}, pl, nil, groups)
+	res, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner}, Reasons: pl, Groups: groups})
 	assert.Equal(t, CodeWhy, RefusalCode(err))
 	assert.Contains(t, err.Error(), "rejected, never redriven")
 	assert.Empty(t, res.Warnings)
@@ -406,7 +413,7 @@ func TestFileStoreReadsBack(t *testing.T) {
 	} {
 		require.NoError(t, s.Append(ctx, e), i)
 	}
-	es, err = s.Entries(ctx, "p1", DecisionActions()...)
+	es, err = s.Entries(ctx, "p1", decisionActions()...)
 	require.NoError(t, err)
 	require.Len(t, es, 2, "p1's decisions only")
 	assert.Equal(t, ActionReconcile, es[0].Action, "oldest first")
@@ -444,7 +451,7 @@ func TestPlanCountsOnlyReconciliationsTheLedgerHolds(t *testing.T) {
 		t.Fatalf("no effect_unknown group in %+v", pl.Groups)
 		return PlanGroup{}
 	}
-	pl, err := r.Plan(ctx, "viewer")
+	pl, err := r.Plan(ctx, PlanRequest{Actor: "viewer"})
 	require.NoError(t, err)
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeNoEffect: 2}, eu(pl).Reconciled)
 
@@ -456,12 +463,11 @@ func TestPlanCountsOnlyReconciliationsTheLedgerHolds(t *testing.T) {
 	_, err = led.DeadLettered(ctx, a, deadletter.ReasonEffectUnknown, t1)
 	require.NoError(t, err)
 
-	pl, err = r.Plan(ctx, "viewer")
+	pl, err = r.Plan(ctx, PlanRequest{Actor: "viewer"})
 	require.NoError(t, err)
 	g := eu(pl)
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeNoEffect: 1}, g.Reconciled, "a's old reconciliation no longer holds")
-	assert.Equal(t, "reconciled: 1 of 2 keys no effect (select moves them without --override), 1 not reconciled yet (left in the DLQ)", g.Why)
-	assert.Equal(t, "1/2 keys reconciled", g.decisionText())
+	assert.Equal(t, "reconciled: 1 of 2 keys no effect (select moves them without an override), 1 not reconciled yet (left in the DLQ)", g.Why)
 
 	// What plan says is what select does: it moves b and leaves a.
 	res, err := r.Select(ctx, selReq(p, deadletter.ReasonEffectUnknown))
@@ -484,7 +490,7 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	store := &FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
 	r.cfg.Audit.Store = store
 	r.cfg.Scan = func(context.Context) (*triage.Report, error) {
-		t.Error("AnnotatePlan must not scan the DLQ")
+		t.Error("a plan over a held report must not scan the DLQ")
 		return nil, nil
 	}
 	ctx := context.Background()
@@ -505,7 +511,8 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	_, err = led.DeadLettered(ctx, "k-again", eu, at)
 	require.NoError(t, err)
 	groups := []Group{{eu, "fp-eu", 3}, {deadletter.ReasonPolicyLimit, "fp-pl", 2}}
-	require.NoError(t, r.Reject(ctx, Who{Owner: p.Owner, Why: "cost cap is right"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, groups))
+	_, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner, Why: "cost cap is right"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Groups: groups})
+	require.NoError(t, err)
 	before, err := store.Entries(ctx, p.Name)
 	require.NoError(t, err)
 
@@ -513,9 +520,11 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 		{Reason: eu, Fingerprint: "fp-eu", Count: 3, IdempotencyKeys: []string{"k-again", "k-none", "k-open"}},
 		{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl", Count: 2, LastSeen: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)},
 	}}
-	pl := BuildPlan(p, groups)
-	d := r.AnnotatePlan(ctx, pl, rep)
+	pl, err := r.Plan(ctx, PlanRequest{Actor: "viewer", Report: rep})
+	require.NoError(t, err)
 	assert.Empty(t, pl.DecisionsUnread)
+	d, err := r.Decisions(ctx)
+	require.NoError(t, err)
 	assert.Len(t, d.Reconciled, 2, "the decisions as the audit holds them")
 	assert.Equal(t, "mail log: nothing sent", d.Reconciled["k-none"].Why)
 	by := map[string]PlanGroup{}
@@ -524,18 +533,18 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	}
 	assert.Equal(t, 3, by["fp-eu"].Keys)
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeNoEffect: 1}, by["fp-eu"].Reconciled, "k-again is effect unknown anew")
-	assert.Equal(t, "reconciled: 1 of 3 keys no effect (select moves them without --override), 2 not reconciled yet (left in the DLQ)", by["fp-eu"].Why)
+	assert.Equal(t, "reconciled: 1 of 3 keys no effect (select moves them without an override), 2 not reconciled yet (left in the DLQ)", by["fp-eu"].Why)
 	require.NotNil(t, by["fp-pl"].Rejected)
 	assert.Equal(t, "cost cap is right", by["fp-pl"].Rejected.Why)
-	assert.Equal(t, "nothing to do: already rejected", by["fp-pl"].Command)
+	assert.Empty(t, by["fp-pl"].Next, "nothing to do: already rejected")
 	after, err := store.Entries(ctx, p.Name)
 	require.NoError(t, err)
-	assert.Equal(t, before, after, "AnnotatePlan audits nothing")
+	assert.Equal(t, before, after, "a plan over a held report audits nothing")
 
 	// An audit that cannot be read back: the plan says so and stands.
 	r.cfg.Audit.Store = &memStore{}
-	pl = BuildPlan(p, groups)
-	r.AnnotatePlan(ctx, pl, rep)
+	pl, err = r.Plan(ctx, PlanRequest{Actor: "viewer", Report: rep})
+	require.NoError(t, err)
 	assert.Contains(t, pl.DecisionsUnread, ErrAuditUnreadable.Error())
 	for _, g := range pl.Groups {
 		assert.Nil(t, g.Rejected)

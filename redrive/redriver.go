@@ -49,13 +49,14 @@ type Config struct {
 	Queues Queues
 	// SQS is required: an *sqs.Client.
 	SQS API
-	// STS is required in AWS (Local false): the caller identity check.
+	// STS is required in AWS: the caller identity check (an *sts.Client).
+	// New decides whether the check runs, from the clients themselves:
+	// only when every client that says where it runs (an SDK client's
+	// Options().BaseEndpoint; the ledger's through ledger.Dynamo.API) is on
+	// a loopback address — the local emulators, where there is no IAM — is
+	// it skipped, and the audit's caller is then the OS user (check
+	// "local"). Nothing in a Config turns it off.
 	STS IdentityAPI
-	// Local is optional (default false): true when every endpoint the
-	// command uses is on a loopback address (see Locality). It skips the
-	// caller identity check, and the audit's caller is the OS user (check
-	// "local").
-	Local bool
 	// Evidence is optional: the S3 client that reads claim checks back (an
 	// *s3.Client). Select needs it to move a dead letter that gave up
 	// attributes to a claim check (dlq_meta's evidence); without it such a
@@ -76,9 +77,6 @@ type Config struct {
 	Ledger ledger.Ledger
 	// Audit is required: every action and every refusal is recorded there.
 	Audit *Auditor
-	// Tag is optional (default TriageTagger): tags a dead letter with its
-	// reason and fingerprint, as triage does.
-	Tag Tagger
 	// Scan is optional (default: a read-only triage scan of the DLQ,
 	// triage.Run): the groups the DLQ holds, for Plan, Start and Reject.
 	Scan func(ctx context.Context) (*triage.Report, error)
@@ -103,7 +101,7 @@ type Config struct {
 
 // ErrConfig wraps every error of New. It is also a refusal (errors.Is
 // ErrRefused, code bad_input): nothing moved.
-var ErrConfig = &Refusal{Code: CodeBadInput, Reason: "redrive: invalid configuration"}
+var errConfig = &Refusal{Code: CodeBadInput, Reason: "redrive: invalid configuration"}
 
 // ErrNoLedger is New's refusal of a Config without a Ledger: the ledger
 // counts every redrive, which is how a key that keeps coming back becomes
@@ -115,6 +113,11 @@ var ErrNoLedger = &Refusal{Code: CodeBadInput, Reason: "no ledger: the ledger co
 // New; it is safe for concurrent use.
 type Redriver struct {
 	cfg Config
+	// tag tags a dead letter with its reason and fingerprint, as triage
+	// does (triageTag; tests swap it).
+	tag func(*letter)
+	// local is New's locality decision (see Config.STS).
+	local bool
 
 	// The caller, asked of STS at most once per Redriver (per command).
 	callerMu  sync.Mutex
@@ -126,9 +129,6 @@ type Redriver struct {
 // naming every problem, on a missing pipeline, queue, SQS client, ledger or
 // audit store, and on a missing STS client outside a local endpoint.
 func New(cfg Config) (*Redriver, error) {
-	if cfg.Tag == nil {
-		cfg.Tag = TriageTagger
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -150,8 +150,14 @@ func New(cfg Config) (*Redriver, error) {
 	if cfg.SQS == nil {
 		bad("SQS is required")
 	}
-	if cfg.STS == nil && !cfg.Local {
-		bad("STS is required outside a local endpoint: the gate checks the caller is the pipeline's redrive role")
+	local, lerr := locality(cfg)
+	if lerr != nil {
+		// An STS that is not AWS's while the check must run: a refusal of
+		// its own (sts_endpoint_untrusted), not a bad Config.
+		return nil, lerr
+	}
+	if cfg.STS == nil && !local {
+		bad("STS is required outside the local emulators: the gate checks the caller is the pipeline's redrive role")
 	}
 	if cfg.Ledger == nil {
 		errs = append(errs, ErrNoLedger)
@@ -160,25 +166,22 @@ func New(cfg Config) (*Redriver, error) {
 		bad("Audit is required: every action and refusal is audited")
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, errors.Join(errs...))
+		return nil, fmt.Errorf("%w: %w", errConfig, errors.Join(errs...))
 	}
-	r := &Redriver{cfg: cfg}
+	r := &Redriver{cfg: cfg, local: local, tag: triageTag}
 	if r.cfg.Scan == nil {
 		r.cfg.Scan = r.triageScan
 	}
 	return r, nil
 }
 
-// Pipeline returns the pipeline the Redriver acts on.
-func (r *Redriver) Pipeline() *pipeline.Pipeline { return r.cfg.Pipeline }
-
-// Queues returns the pipeline's queues.
-func (r *Redriver) Queues() Queues { return r.cfg.Queues }
-
 // Who is the person acting and why.
 type Who struct {
-	Owner string // --owner
-	Why   string // --why
+	// Owner is who acts: the gate lets only the pipeline's owner through
+	// (a declaration, not an authentication; see Caller).
+	Owner string
+	// Why is required: why this is safe (or needed) now.
+	Why string
 }
 
 func (r *Redriver) log() *slog.Logger { return r.cfg.Logger }
@@ -205,7 +208,7 @@ func (r *Redriver) identify(ctx context.Context) (Caller, error) {
 	r.callerMu.Lock()
 	defer r.callerMu.Unlock()
 	if r.caller == nil {
-		c, err := LookupCaller(ctx, r.cfg.STS, r.cfg.Local)
+		c, err := lookupCaller(ctx, r.cfg.STS, r.local)
 		r.caller, r.callerErr = &c, err
 	}
 	return *r.caller, r.callerErr
@@ -229,7 +232,7 @@ func (r *Redriver) knownCaller() Caller {
 	switch {
 	case r.caller != nil:
 		return *r.caller
-	case r.cfg.Local:
+	case r.local:
 		return Caller{Check: CallerLocal, OSUser: OSUser()}
 	}
 	return UncheckedCaller()
@@ -254,8 +257,8 @@ func (r *Redriver) authorizeAs(ctx context.Context, action Action, who Who, rate
 	if err != nil {
 		return r.queueErr(err, r.cfg.Queues.DLQURL)
 	}
-	id := Identity{Local: r.cfg.Local}
-	if !r.cfg.Local {
+	id := identity{Local: r.local}
+	if !r.local {
 		id.RedriveRole = tags.Tags[pipeline.TagRedriveRole]
 		c, err := r.identify(ctx)
 		if err != nil {
@@ -266,7 +269,7 @@ func (r *Redriver) authorizeAs(ctx context.Context, action Action, who Who, rate
 		r.log().InfoContext(ctx, "redrive gate: every endpoint is local, caller identity check skipped",
 			"pipeline", r.cfg.Pipeline.Name, "queue", r.cfg.Queues.DLQURL)
 	}
-	return Gate(GateInput{Action: action, Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate, QueueTags: tags.Tags, Identity: id})
+	return gate(gateInput{Action: action, Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate, QueueTags: tags.Tags, identity: id})
 }
 
 // queueErr turns a missing queue into a refusal and keeps any other error.
@@ -283,27 +286,42 @@ func (r *Redriver) queueErr(err error, url string) error {
 // and in flight. It calls no gate and writes no audit: a read of queue
 // attributes, as Select's DepthAtStart and a progress bar's total.
 func (r *Redriver) Depth(ctx context.Context) (visible, inFlight int, err error) {
+	d, err := r.depth(ctx)
+	return d.visible, d.inFlight, err
+}
+
+// dlqDepth is the DLQ's approximate depth and its default visibility timeout.
+type dlqDepth struct {
+	visible, inFlight int
+	visibility        time.Duration
+}
+
+func (r *Redriver) depth(ctx context.Context) (dlqDepth, error) {
 	out, err := r.cfg.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl: aws.String(r.cfg.Queues.DLQURL),
 		AttributeNames: []sqstypes.QueueAttributeName{
 			sqstypes.QueueAttributeNameApproximateNumberOfMessages,
 			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
 			sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+			sqstypes.QueueAttributeNameVisibilityTimeout,
 		},
 	})
 	if err != nil {
-		return 0, 0, r.queueErr(err, r.cfg.Queues.DLQURL)
+		return dlqDepth{}, r.queueErr(err, r.cfg.Queues.DLQURL)
 	}
 	n := func(k sqstypes.QueueAttributeName) int { v, _ := strconv.Atoi(out.Attributes[string(k)]); return v }
-	return n(sqstypes.QueueAttributeNameApproximateNumberOfMessages) + n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed),
-		n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible), nil
+	return dlqDepth{
+		visible:    n(sqstypes.QueueAttributeNameApproximateNumberOfMessages) + n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed),
+		inFlight:   n(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible),
+		visibility: time.Duration(n(sqstypes.QueueAttributeNameVisibilityTimeout)) * time.Second,
+	}, nil
 }
 
 // CheckDestination refuses any destination but the pipeline's own hot queue:
 // dest must be the hot queue's ARN (or empty, meaning it), the hot queue's
 // RedrivePolicy must name this DLQ, and the DLQ's RedriveAllowPolicy (when
 // set) must allow the hot queue as a source.
-func (r *Redriver) CheckDestination(ctx context.Context, dest string) error {
+func (r *Redriver) checkDestination(ctx context.Context, dest string) error {
 	q := r.cfg.Queues
 	if dest != "" && dest != q.HotARN {
 		return refuse(CodeDestination, "destination %s is not the pipeline's hot queue %s: a DLQ is redriven only to its own source", dest, q.HotARN)
@@ -325,7 +343,7 @@ func (r *Redriver) CheckDestination(ctx context.Context, dest string) error {
 	if err != nil {
 		return r.queueErr(err, q.DLQURL)
 	}
-	return CheckRedrivePolicies(q.HotARN, q.DLQARN,
+	return checkRedrivePolicies(q.HotARN, q.DLQARN,
 		hot.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)],
 		dlq.Attributes[string(sqstypes.QueueAttributeNameRedriveAllowPolicy)])
 }

@@ -9,6 +9,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,13 +21,63 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 )
 
+// hiddenSQS is an SQS client that does not say where it runs (a wrapper
+// without the SDK client's Options).
+type hiddenSQS struct{ API }
+
+// New decides whether the caller check runs from the clients it is given;
+// no Config field turns it off.
+func TestNewDecidesLocality(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	lo, aws_ := aws.String("http://127.0.0.1:4566"), aws.String("https://dynamodb.us-east-1.amazonaws.com")
+	ddb := func(ep *string) ledger.Ledger {
+		return ledger.NewDynamo(dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: ep}), "t")
+	}
+	tests := []struct {
+		name  string
+		mod   func(*Config)
+		local bool // want: the check is skipped
+		code  Code // want: New's refusal
+	}{
+		{"every client on loopback", func(*Config) {}, true, ""},
+		{"the ledger's DynamoDB on loopback too", func(c *Config) { c.Ledger = ddb(lo) }, true, ""},
+		{"SQS in AWS, STS the SDK's", func(c *Config) {
+			c.SQS, c.STS = sqs.New(sqs.Options{Region: "us-east-1"}), sts.New(sts.Options{Region: "us-east-1"})
+		}, false, ""},
+		{"SQS local, the ledger in AWS, STS the SDK's: not local", func(c *Config) {
+			c.Ledger, c.STS = ddb(aws_), sts.New(sts.Options{Region: "us-east-1"})
+		}, false, ""},
+		{"SQS local, the ledger in AWS, STS local: refused", func(c *Config) {
+			c.Ledger, c.STS = ddb(aws_), sts.New(sts.Options{Region: "us-east-1", BaseEndpoint: lo})
+		}, false, CodeSTSEndpoint},
+		{"a client that does not say where it runs, with STS", func(c *Config) { c.SQS, c.STS = hiddenSQS{f}, fakeSTS{} }, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(), Audit: &Auditor{Store: &memStore{}}}
+			tt.mod(&cfg)
+			r, err := New(cfg)
+			if tt.code != "" {
+				assert.Equal(t, tt.code, RefusalCode(err), err)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.local, r.local)
+		})
+	}
+}
+
 func TestNewValidates(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
 	valid := func() Config {
-		return Config{Pipeline: p, Queues: q, SQS: f, Local: true, Ledger: ledger.NewMemory(), Audit: &Auditor{Store: &memStore{}}}
+		return Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(), Audit: &Auditor{Store: &memStore{}}}
 	}
 	tests := []struct {
 		name     string
@@ -37,7 +91,8 @@ func TestNewValidates(t *testing.T) {
 		{name: "no SQS", mod: func(c *Config) { c.SQS = nil }, wantErr: "SQS is required"},
 		{name: "no ledger", mod: func(c *Config) { c.Ledger = nil }, wantErr: "no redrive without it", noLedger: true},
 		{name: "no audit", mod: func(c *Config) { c.Audit = nil }, wantErr: "Audit is required"},
-		{name: "no STS in AWS", mod: func(c *Config) { c.Local = false }, wantErr: "STS is required"},
+		{name: "no STS in AWS", mod: func(c *Config) { c.SQS = sqs.New(sqs.Options{Region: "us-east-1"}) }, wantErr: "STS is required"},
+		{name: "no STS, a client that does not say where it runs", mod: func(c *Config) { c.SQS = hiddenSQS{c.SQS} }, wantErr: "STS is required"},
 		{name: "every problem named", mod: func(c *Config) { c.SQS, c.Ledger, c.Audit = nil, nil, nil }, wantErr: "Audit is required", noLedger: true},
 	}
 	for _, tt := range tests {
@@ -48,14 +103,14 @@ func TestNewValidates(t *testing.T) {
 			r, err := New(cfg)
 			if tt.wantErr == "" {
 				require.NoError(t, err)
-				assert.NotNil(t, r.cfg.Tag, "Tag defaults to TriageTagger")
+				assert.NotNil(t, r.tag, "tagging is triage's")
 				assert.NotNil(t, r.cfg.Scan, "Scan defaults to a triage scan")
-				assert.Equal(t, p, r.Pipeline())
+				assert.Equal(t, p, r.cfg.Pipeline)
 				return
 			}
 			require.Error(t, err)
 			assert.Nil(t, r)
-			assert.ErrorIs(t, err, ErrConfig)
+			assert.ErrorIs(t, err, errConfig)
 			assert.ErrorIs(t, err, ErrRefused, "a Config New refuses moves nothing")
 			assert.Equal(t, CodeBadInput, RefusalCode(err))
 			assert.Contains(t, err.Error(), tt.wantErr)
@@ -73,13 +128,14 @@ func TestStartScansAfterThePureGate(t *testing.T) {
 	q := f.addPair(p)
 	scans := 0
 	store := &memStore{}
-	r, err := New(Config{Pipeline: p, Queues: q, SQS: f, Local: true, Ledger: ledger.NewMemory(), Tag: testTag,
+	r, err := New(Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(),
 		Audit: &Auditor{Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Scan: func(context.Context) (*triage.Report, error) {
 			scans++
 			return &triage.Report{Groups: []triage.Group{{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp", Count: 1}}}, nil
 		}})
 	require.NoError(t, err)
+	r.tag = testTag
 	ctx := context.Background()
 
 	_, err = r.Start(ctx, StartRequest{Who: Who{Owner: "mallory", Why: "x"}, Rate: 10})
@@ -90,11 +146,11 @@ func TestStartScansAfterThePureGate(t *testing.T) {
 	assert.Equal(t, CodeForbidden, RefusalCode(err), "the scan found policy_limit")
 	assert.Equal(t, 1, scans)
 
-	err = r.Reject(ctx, Who{Owner: p.Owner, Why: "over budget by design"}, []deadletter.Reason{deadletter.ReasonPolicyLimit}, nil, nil)
+	_, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner, Why: "over budget by design"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}})
 	require.NoError(t, err)
 	assert.Equal(t, 2, scans, "Reject scans when given no groups")
 
-	pl, err := r.Plan(ctx, "viewer")
+	pl, err := r.Plan(ctx, PlanRequest{Actor: "viewer"})
 	require.NoError(t, err)
 	assert.Equal(t, 1, pl.Total)
 	assert.Equal(t, 3, scans)
@@ -168,5 +224,5 @@ func TestTypedValues(t *testing.T) {
 	}
 	check(t, actions, 11)
 	check(t, outcomes, 9)
-	check(t, codes, 22)
+	check(t, codes, 23)
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/time/rate"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
@@ -38,28 +37,32 @@ const (
 	DefaultHold = 60 * time.Second
 	// DefaultIdleReceives: a pass ends after this many receives that brought
 	// no message it had not seen.
-	DefaultIdleReceives = 3
+	defaultIdleReceives = 3
 	// DefaultCanaryTimeout bounds the wait for the canary's outcome.
 	DefaultCanaryTimeout = 5 * time.Minute
 	// DefaultCanaryPoll is how often the canary's outcome is checked.
-	DefaultCanaryPoll = 2 * time.Second
+	defaultCanaryPoll = 2 * time.Second
 	// MaxLetters bounds the moved letters a result lists (the counts stay exact).
 	MaxLetters = 1000
 	// DefaultWorkers is how many dead letters of one receive move at once
 	// (the rate limiter paces them all).
-	DefaultWorkers = 8
+	defaultWorkers = 8
 	// MaxHeld bounds the dead letters a pass keeps hidden until it ends (the
 	// ones it did not choose, and a dry run's). Past it they are released at
 	// once, and may crowd the receives that follow.
-	MaxHeld = 100_000
+	maxHeld = 100_000
 )
 
 // SelectRequest asks for a selective redrive.
 type SelectRequest struct {
 	Who
-	Selector
+	// Reasons is required: the reasons whose dead letters move, one class
+	// of cause at a time. Fingerprints is optional: only these groups of
+	// them (every group when empty).
+	Reasons      []deadletter.Reason
+	Fingerprints []string
 	// Groups is optional: the DLQ's groups from a read-only scan
-	// (GroupsFromReport). With them, each of Selector.Fingerprints may be a
+	// (a triage report's). With them, each of Fingerprints may be a
 	// unique prefix of at least MinFingerprintPrefix characters
 	// (ResolveFingerprints). Without them, Select scans the DLQ itself when
 	// a fingerprint is a prefix (NeedsGroups), after the gate's checks that
@@ -89,7 +92,7 @@ type SelectRequest struct {
 	CanaryPoll    time.Duration
 
 	// reconciledOnly are the chosen reasons that may never be redriven
-	// blindly (effect_unknown) and have no --override: of them, only the
+	// blindly (effect_unknown) and have no override: of them, only the
 	// dead letters whose key the owner reconciled as no effect move.
 	reconciledOnly map[deadletter.Reason]bool
 }
@@ -152,11 +155,11 @@ type SelectResult struct {
 	NoKey int `json:"no_key"`
 	// EffectConfirmed: chosen effect_unknown dead letters left in the DLQ
 	// because the owner confirmed their effect (ledger reconcile
-	// --effect-confirmed): they never run again; reject them.
+	// effect confirmed): they never run again; reject them.
 	EffectConfirmed int `json:"skipped_effect_confirmed"`
 	// NotReconciled: chosen effect_unknown dead letters left in the DLQ
-	// because, without an --override, only keys reconciled as no effect
-	// move (ledger reconcile --no-effect).
+	// because, without an override, only keys reconciled as no effect
+	// move (Reconcile, no effect).
 	NotReconciled int                       `json:"skipped_not_reconciled"`
 	ByReason      map[deadletter.Reason]int `json:"by_reason"`
 	Letters       []Moved                   `json:"letters,omitempty"`
@@ -172,6 +175,9 @@ type SelectResult struct {
 
 	// claimCheckErr is the first claim check error, for Select's error.
 	claimCheckErr *ClaimCheckError
+	// dlqVisibility is the DLQ's default visibility timeout, for the
+	// retry-after of a partial pass.
+	dlqVisibility time.Duration
 }
 
 func (r *Redriver) selectRecord(req SelectRequest) AuditEntry {
@@ -224,8 +230,8 @@ func (res *SelectResult) counts() map[string]int {
 //
 // A chosen effect_unknown dead letter moves only when its key's effect is
 // settled: never when the owner confirmed the effect (ledger reconcile
-// --effect-confirmed; counted in EffectConfirmed), and, without an
-// --override of effect_unknown, only when the owner reconciled it as no
+// effect confirmed; counted in EffectConfirmed), and, without an
+// override of effect_unknown, only when the owner reconciled it as no
 // effect (the others are counted in NotReconciled).
 //
 // A chosen dead letter whose claim check restores nothing (ClaimCheckError:
@@ -236,11 +242,11 @@ func (res *SelectResult) counts() map[string]int {
 // goes on; Select then returns an error that says how many stay and why. A
 // failed send, delete or receive stops the pass.
 func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult, error) {
-	req.reconciledOnly = ReconciledOnly(req.Reasons, req.Ack)
+	req.reconciledOnly = reconciledFor(req.Reasons, req.Ack)
 	rec := r.selectRecord(req)
 	res := &SelectResult{ByReason: map[deadletter.Reason]int{}, DryRun: req.DryRun}
 	api := r.cfg.SQS
-	if req.Groups == nil && NeedsGroups(req.Fingerprints) {
+	if req.Groups == nil && needsGroups(req.Fingerprints) {
 		// A fingerprint prefix resolves against the DLQ's groups.
 		if err := r.pureGate(req.Who, req.Rate); err != nil {
 			return res, r.record(ctx, rec, err)
@@ -252,7 +258,7 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 		req.Groups = groups
 	}
 	if req.Groups != nil && len(req.Fingerprints) > 0 {
-		full, err := ResolveFingerprints(req.Fingerprints, req.Reasons, req.Groups)
+		full, err := resolveFingerprints(req.Fingerprints, req.Reasons, req.Groups)
 		if err != nil {
 			return res, r.record(ctx, rec, err)
 		}
@@ -268,20 +274,31 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 			return res, err // no audit, no move
 		}
 	}
-	err := r.runSelect(ctx, api, req, res)
+	err := r.newPass(api, req, res).run(ctx)
 	if err == nil && res.ClaimCheckFailed > 0 && !req.DryRun {
 		err = unrestoredErr(res)
 	}
+	var partial *PartialError
 	if err == nil && res.Partial == "" && res.Seen < res.DepthAtStart {
-		// Released dead letters come back and a pass ends after a few receives
-		// that bring nothing new; in a FIFO DLQ only the head of each message
-		// group is visible. Say so: a rerun goes on where this one stopped.
+		// Letters held by another receive (or by one of ours whose response
+		// was lost) stay hidden until their visibility timeout; in a FIFO
+		// DLQ only the head of each message group is visible. The pass
+		// cannot vouch for what it did not see: that is its own outcome,
+		// never "nothing selected", and a rerun after the hold goes on.
 		res.Partial = fmt.Sprintf("saw %d of about %d dead letters", res.Seen, res.DepthAtStart)
+		partial = &PartialError{Seen: res.Seen, Depth: res.DepthAtStart, FIFO: r.cfg.Queues.FIFO,
+			RetryAfter: max(selectHold(req), res.dlqVisibility)}
 	}
 	rec.Counts = res.counts()
 	switch {
-	case err == nil && res.Matched == 0:
+	case err == nil && res.Matched == 0 && (partial == nil || res.EffectConfirmed+res.NotReconciled > 0):
 		err = r.nothingMatched(req, res)
+	case err == nil && partial != nil:
+		err = partial
+		rec.Outcome = OutcomePartial
+		if req.DryRun {
+			rec.Outcome = OutcomeDryRun
+		}
 	case err == nil && req.DryRun:
 		rec.Outcome = OutcomeDryRun
 	case err == nil && res.Partial != "":
@@ -290,6 +307,14 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 		rec.Outcome = OutcomeStopped
 	}
 	return res, r.record(ctx, rec, err)
+}
+
+// selectHold is the visibility timeout of a pass's receives.
+func selectHold(req SelectRequest) time.Duration {
+	if req.Hold > 0 {
+		return req.Hold
+	}
+	return DefaultHold
 }
 
 // unrestoredErr is the error of a pass that left chosen dead letters in the
@@ -307,29 +332,31 @@ func unrestoredErr(res *SelectResult) error {
 func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
 	if res.EffectConfirmed+res.NotReconciled > 0 {
 		var why []string
+		var next []Step
+		eu := deadletter.ReasonEffectUnknown
 		if res.NotReconciled > 0 {
-			why = append(why, fmt.Sprintf("%d not reconciled as no effect: reconcile each key first (agentdlq triage --pipeline %s --keys; agentdlq ledger get --key K; agentdlq ledger reconcile --pipeline %s --key K --no-effect|--effect-confirmed RECEIPT ...)",
-				res.NotReconciled, r.cfg.Pipeline.Name, r.cfg.Pipeline.Name))
+			why = append(why, fmt.Sprintf("%d not reconciled as no effect: reconcile each key first (the triage report lists them)", res.NotReconciled))
+			next = append(next, Step{Action: ActionReconcile, Reason: eu, Needs: []string{"Key", "Outcome"}})
 		}
 		if res.EffectConfirmed > 0 {
-			why = append(why, fmt.Sprintf("%d with their effect confirmed: they never run again; reject them (agentdlq redrive reject --reason effect_unknown) or let retention drop them", res.EffectConfirmed))
+			why = append(why, fmt.Sprintf("%d with their effect confirmed: they never run again; reject them or let retention drop them", res.EffectConfirmed))
+			next = append(next, Step{Action: ActionReject, Reason: eu})
 		}
-		return refuse(CodeForbidden, "no effect_unknown dead letter may move: %s", strings.Join(why, "; "))
-	}
-	if res.Partial != "" {
-		// Not every dead letter was seen: say so rather than that none matches.
-		why := "rerun later: letters held by another reader come back"
-		if r.cfg.Queues.FIFO {
-			why = "in a FIFO DLQ a letter behind others of its message group that are not chosen may not be received until those are redriven or removed (SQS hands out at most ten of a group at once)"
-		}
-		return refuse(CodeNothingSelected, "no dead letter of reason %s among those seen (%s); %s (see `agentdlq redrive plan`)",
-			joinReasons(req.Reasons), res.Partial, why)
+		rf := refuse(CodeForbidden, "no effect_unknown dead letter may move: %s", strings.Join(why, "; "))
+		rf.Next = next
+		return rf
 	}
 	if len(req.Fingerprints) > 0 {
-		return refuse(CodeUnknownGroup, "no dead letter of reason %s has fingerprint %s (see `agentdlq redrive plan`)",
-			joinReasons(req.Reasons), strings.Join(req.Fingerprints, ", "))
+		// Letters a canary moved are on the hot queue until the worker
+		// dead-letters them again: a rerun then finds them.
+		rf := refuseField(CodeUnknownGroup, "Fingerprints", "%s: the DLQ, seen whole, holds no dead letter of reason %s with it now (letters a canary moved come back only when the worker dead-letters them again)",
+			strings.Join(req.Fingerprints, ", "), joinReasons(req.Reasons))
+		rf.Next = []Step{{Action: ActionPlan}}
+		return rf
 	}
-	return refuse(CodeNothingSelected, "the DLQ holds no dead letter of reason %s (see `agentdlq redrive plan`)", joinReasons(req.Reasons))
+	rf := refuseField(CodeNothingSelected, "Reasons", "%s: the DLQ, seen whole, holds no dead letter of it", joinReasons(req.Reasons))
+	rf.Next = []Step{{Action: ActionPlan}}
+	return rf
 }
 
 func joinReasons(rs []deadletter.Reason) string {
@@ -343,15 +370,18 @@ func joinReasons(rs []deadletter.Reason) string {
 // checkSelect is everything that must hold before a message moves.
 func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *SelectResult) error {
 	if len(req.Reasons) == 0 {
-		return refuse(CodeUnknownReason, "--reason is required: redrive one class of cause at a time")
+		return refuseField(CodeUnknownReason, "Reasons", "is required: redrive one class of cause at a time")
 	}
 	for _, x := range req.Reasons {
 		if !x.Valid() {
-			return refuse(CodeUnknownReason, "unknown reason %q", x)
+			return refuseField(CodeUnknownReason, "Reasons", "%q is not a reason of the taxonomy", x)
 		}
 	}
-	if req.Canary < 0 || req.Limit < 0 {
-		return refuse(CodeBadInput, "--canary and --limit must not be negative")
+	if req.Canary < 0 {
+		return refuseField(CodeBadInput, "Canary", "%d is negative: give 0 (no canary) or more", req.Canary)
+	}
+	if req.Limit < 0 {
+		return refuseField(CodeBadInput, "Limit", "%d is negative: give 0 (every chosen letter) or more", req.Limit)
 	}
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
 		return err
@@ -362,206 +392,27 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 			checked = append(checked, x)
 		}
 	}
-	if err := CheckReasons(checked, req.Ack); err != nil {
+	if err := checkReasons(checked, req.Ack); err != nil {
 		return err
 	}
-	if err := r.CheckDestination(ctx, ""); err != nil {
+	if err := r.checkDestination(ctx, ""); err != nil {
 		return err
 	}
-	visible, inFlight, err := r.Depth(ctx)
+	d, err := r.depth(ctx)
 	if err != nil {
 		return err
 	}
-	if visible+inFlight == 0 {
+	if d.visible+d.inFlight == 0 {
 		return refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.cfg.Pipeline.Name)
 	}
-	res.DepthAtStart = visible + inFlight
-	return nil
-}
-
-func (r *Redriver) runSelect(ctx context.Context, api SelectAPI, req SelectRequest, res *SelectResult) error {
-	hold := req.Hold
-	if hold <= 0 {
-		hold = DefaultHold
-	}
-	idleMax := req.IdleReceives
-	if idleMax <= 0 {
-		idleMax = DefaultIdleReceives
-	}
-	wait := req.WaitSeconds
-	if wait == 0 {
-		wait = 1
-	}
-	if wait < 0 {
-		wait = 0
-	}
-	workers := req.Workers
-	if workers <= 0 {
-		workers = DefaultWorkers
-	}
-	limiter := rate.NewLimiter(rate.Limit(req.Rate), 1)
-	seen := map[string]bool{}
-	// The letters the pass leaves in a standard DLQ stay hidden (for the
-	// hold) until it ends, then are released together: released at once,
-	// they would come straight back and fill the next receives, and a deep
-	// DLQ's chosen letters behind them might never be reached.
-	held := map[string]string{} // message id → latest receipt handle
-	defer func() {
-		// A context of its own: an interrupted pass still gives back what it holds.
-		relCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		r.releaseHeld(relCtx, api, held)
-	}()
-	leave := func(l *Letter) {
-		// Not in a FIFO DLQ: a held letter would block its message group,
-		// and the letters behind it come only with it once it is visible.
-		if !r.cfg.Queues.FIFO && len(held) < MaxHeld {
-			held[l.MessageID] = l.ReceiptHandle
-			return
-		}
-		r.release(ctx, api, l)
-	}
-	var canary []canaryItem
-	canaryDone := req.Canary == 0 || req.DryRun
-	planned := 0 // moves started: the limit and the canary count these
-	idle := 0
-	// Released letters come straight back and can fill several receives in a
-	// row with letters already seen; while fewer letters were seen than the
-	// DLQ held at the start, the pass keeps going ten times longer before it
-	// calls the DLQ exhausted (it still ends, and says partial, if they never
-	// show up).
-	exhausted := func() bool {
-		if res.Seen < res.DepthAtStart {
-			return idle >= 10*idleMax
-		}
-		return idle >= idleMax
-	}
-	for !exhausted() {
-		if err := ctx.Err(); err != nil {
-			res.Partial = "interrupted"
-			return err
-		}
-		if req.Limit > 0 && planned >= req.Limit {
-			res.Partial = fmt.Sprintf("limit of %d reached", req.Limit)
-			return nil
-		}
-		out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(r.cfg.Queues.DLQURL),
-			MaxNumberOfMessages:         10,
-			VisibilityTimeout:           int32(hold / time.Second),
-			WaitTimeSeconds:             wait,
-			MessageAttributeNames:       []string{"All"},
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-		})
-		if err != nil {
-			res.Partial = "receive failed"
-			return r.queueErr(err, r.cfg.Queues.DLQURL)
-		}
-		fresh := 0
-		var todo []Letter
-		for _, m := range out.Messages {
-			l := fromSQS(m)
-			if seen[l.MessageID] {
-				if _, ok := held[l.MessageID]; ok {
-					// Back after its hold lapsed (a pass longer than the hold):
-					// hide it four times longer, so that letters which keep
-					// coming back cannot fill every receive, and keep the new
-					// handle for the release at the end.
-					held[l.MessageID] = l.ReceiptHandle
-					r.rehide(ctx, api, &l, 4*hold)
-					continue
-				}
-				r.release(ctx, api, &l)
-				continue
-			}
-			seen[l.MessageID] = true
-			fresh++
-			res.Seen++
-			r.cfg.Tag(&l)
-			match := req.Selector.Match(&l) && r.settled(ctx, req, &l, res)
-			full := (req.Limit > 0 && planned >= req.Limit) || (!canaryDone && planned >= req.Canary)
-			if !match || full {
-				if match {
-					r.release(ctx, api, &l)
-					delete(seen, l.MessageID) // deferred, not handled yet: see it again later
-					res.Seen--
-				} else {
-					leave(&l)
-					res.Released++
-				}
-				continue
-			}
-			res.Matched++
-			if req.DryRun {
-				o := Restore(&l)
-				mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID,
-					Reason: l.Reason, Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)}
-				// A claim check is read as the move would read it (S3
-				// GetObject only): a letter it would leave behind is
-				// reported so, not as one that would move.
-				if err := r.restoreEvidence(ctx, &o); err != nil {
-					leave(&l)
-					res.Released++
-					if ctx.Err() != nil {
-						return ctx.Err()
-					}
-					var cc *ClaimCheckError
-					if !errors.As(err, &cc) {
-						cc = &ClaimCheckError{Ref: o.Evidence, Cause: ClaimCheckUnreadable, Err: err}
-					}
-					moveStatus{claimCheck: cc}.apply(res, l.Reason, mv)
-					continue
-				}
-				res.Letters = append(res.Letters, mv)
-				leave(&l)
-				res.Released++
-				continue
-			}
-			planned++
-			todo = append(todo, l)
-		}
-		items, left, err := r.moveBatch(ctx, api, limiter, workers, todo, res)
-		for _, l := range left {
-			// Its claim check restored nothing: it stays, hidden until the
-			// pass ends like the letters not chosen, and counts toward
-			// neither the limit nor the canary.
-			leave(l)
-			planned--
-		}
-		if !canaryDone {
-			canary = append(canary, items...)
-		}
-		if err != nil {
-			res.Partial = "stopped on an error"
-			return err
-		}
-		if fresh == 0 {
-			idle++
-		} else {
-			idle = 0
-		}
-		if !canaryDone && (len(canary) >= req.Canary || (exhausted() && len(canary) > 0)) {
-			cr, err := r.waitCanary(ctx, api, req, canary, seen)
-			res.Canary = cr
-			if aerr := r.record(ctx, AuditEntry{Actor: req.Owner, Action: ActionCanary, Why: req.Why,
-				Reasons: r.selectRecord(req).Reasons, Fingerprints: req.Fingerprints, Counts: cr.counts()}, err); aerr != nil && err == nil {
-				return aerr
-			}
-			if err != nil {
-				res.Partial = "canary failed"
-				return err
-			}
-			canaryDone = true
-			idle = 0
-		}
-	}
+	res.DepthAtStart, res.dlqVisibility = d.visible+d.inFlight, d.visibility
 	return nil
 }
 
 // ReconciledOnly returns the reasons of reasons that may never be redriven
 // blindly (effect_unknown) and that ack does not override: Select moves
 // their dead letters only when the key was reconciled as no effect.
-func ReconciledOnly(reasons []deadletter.Reason, ack Ack) map[deadletter.Reason]bool {
+func reconciledFor(reasons []deadletter.Reason, ack Ack) map[deadletter.Reason]bool {
 	out := map[deadletter.Reason]bool{}
 	for _, x := range reasons {
 		if x.Redrivable() == deadletter.RedriveNeverBlind && !Decide(x, ack).Allowed {
@@ -576,11 +427,11 @@ func ReconciledOnly(reasons []deadletter.Reason, ack Ack) map[deadletter.Reason]
 // effect_unknown; never for a key whose effect the owner confirmed; and,
 // for a reason in req.reconciledOnly, only for a key reconciled as no
 // effect. A letter that may not move is counted and left in the DLQ.
-func (r *Redriver) settled(ctx context.Context, req SelectRequest, l *Letter, res *SelectResult) bool {
+func (r *Redriver) settled(ctx context.Context, req SelectRequest, l *letter, res *SelectResult) bool {
 	if l.Reason.Redrivable() != deadletter.RedriveNeverBlind {
 		return true
 	}
-	key := Restore(l).IdempotencyKey
+	key := restore(l).IdempotencyKey
 	var e ledger.Entry
 	ok := false
 	if key != "" {
@@ -609,12 +460,12 @@ func (r *Redriver) settled(ctx context.Context, req SelectRequest, l *Letter, re
 // canary items of the letters it moved, the letters it left because their
 // claim check restored nothing (not a failure: the others go on), and the
 // first error.
-func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.Limiter, workers int, todo []Letter, res *SelectResult) ([]canaryItem, []*Letter, error) {
+func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.Limiter, workers int, todo []letter, res *SelectResult) ([]canaryItem, []*letter, error) {
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
 		items    []canaryItem
-		left     []*Letter
+		left     []*letter
 		firstErr error
 	)
 	sem := make(chan struct{}, workers)
@@ -705,9 +556,9 @@ func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved
 
 // moveOne sends one dead letter back, then counts its redrive, then deletes
 // it. It never deletes before the send succeeded.
-func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Limiter, l *Letter) (Moved, ledger.Entry, moveStatus, error) {
+func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Limiter, l *letter) (Moved, ledger.Entry, moveStatus, error) {
 	var st moveStatus
-	o := Restore(l)
+	o := restore(l)
 	mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID, Reason: l.Reason,
 		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)}
 	log := r.log().With("message_id", l.MessageID, "queue", r.cfg.Queues.HotURL, "reason", string(l.Reason), "pipeline", r.cfg.Pipeline.Name)
@@ -778,7 +629,7 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 }
 
 // release makes a received dead letter visible again at once.
-func (r *Redriver) release(ctx context.Context, api SelectAPI, l *Letter) {
+func (r *Redriver) release(ctx context.Context, api SelectAPI, l *letter) {
 	_, err := api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(r.cfg.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: 0,
 	})
@@ -788,7 +639,7 @@ func (r *Redriver) release(ctx context.Context, api SelectAPI, l *Letter) {
 }
 
 // rehide hides a held letter that came back for d (at most SQS's 12 hours).
-func (r *Redriver) rehide(ctx context.Context, api SelectAPI, l *Letter, d time.Duration) {
+func (r *Redriver) rehide(ctx context.Context, api SelectAPI, l *letter, d time.Duration) {
 	_, err := api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(r.cfg.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: int32(min(d, 12*time.Hour) / time.Second),
 	})
@@ -810,7 +661,7 @@ func (r *Redriver) releaseHeld(ctx context.Context, api SelectAPI, held map[stri
 }
 
 // SortedReasons returns the keys of a count by reason, in taxonomy order.
-func SortedReasons(m map[deadletter.Reason]int) []deadletter.Reason {
+func sortedReasons(m map[deadletter.Reason]int) []deadletter.Reason {
 	out := make([]deadletter.Reason, 0, len(m))
 	for k := range m {
 		out = append(out, k)

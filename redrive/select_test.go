@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -42,7 +43,7 @@ func seed(t *testing.T, f *fakeSQS, q Queues, n int, reasons ...deadletter.Reaso
 }
 
 func selReq(p *pipeline.Pipeline, reasons ...deadletter.Reason) SelectRequest {
-	return SelectRequest{Who: Who{Owner: p.Owner, Why: "search API back up"}, Selector: Selector{Reasons: reasons}, Rate: 500}
+	return SelectRequest{Who: Who{Owner: p.Owner, Why: "search API back up"}, Reasons: reasons, Rate: 500}
 }
 
 func keyOf(t *testing.T, body string) string {
@@ -151,6 +152,27 @@ func TestSelectDryRunMovesNothing(t *testing.T) {
 	recs := store.all()
 	require.Len(t, recs, 1)
 	assert.Equal(t, OutcomeDryRun, recs[0].Outcome)
+	assert.IsType(t, dryMover{}, r.newPass(f, req, &SelectResult{}).mover, "a dry run is a mover of its own, not a branch of the move")
+	assert.IsType(t, sendMover{}, r.newPass(f, selReq(p, deadletter.ReasonDependencyOpen), &SelectResult{}).mover)
+}
+
+// A dry run says what the same request would move: with a limit, at most
+// that many.
+func TestSelectDryRunHonoursTheLimit(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 3, deadletter.ReasonDependencyOpen)
+	r, _, _ := newRedriver(t, p, f, q)
+	req := selReq(p, deadletter.ReasonDependencyOpen)
+	req.DryRun, req.Limit = true, 2
+	res, err := r.Select(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.WouldMove())
+	assert.Len(t, res.Letters, 2)
+	assert.Equal(t, "limit of 2 reached", res.Partial)
+	assert.Len(t, f.snapshot(q.DLQURL), 3, "nothing moved")
 }
 
 func TestSelectBadInputMovesNothing(t *testing.T) {
@@ -426,7 +448,7 @@ func TestSelectFIFOGroupAndDedup(t *testing.T) {
 	require.Len(t, sent, 2)
 	for _, in := range sent {
 		key := keyOf(t, aws.ToString(in.MessageBody))
-		want := Restore(&Letter{MessageID: "x", Attributes: mustEncode(t, key)})
+		want := restore(&letter{MessageID: "x", Attributes: mustEncode(t, key)})
 		assert.Equal(t, "run-"+key[len(key)-1:], aws.ToString(in.MessageGroupId))
 		assert.Equal(t, want.DedupID, aws.ToString(in.MessageDeduplicationId), "derived from the original message id")
 		assert.Len(t, aws.ToString(in.MessageDeduplicationId), 64)
@@ -456,7 +478,8 @@ func TestSelectConcurrentRunsOfTheSameGroup(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			res, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
-			assert.True(t, err == nil || RefusalCode(err) == CodeNothingSelected, err)
+			// The other run holds letters: this one saw part of the DLQ.
+			assert.True(t, err == nil || RefusalCode(err) == CodeNothingSelected || errors.Is(err, ErrScanPartial), err)
 			results[i] = res
 		}()
 	}
@@ -495,7 +518,7 @@ func TestSelectInAWSChecksTheCaller(t *testing.T) {
 				f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = tt.roleTag
 			}
 			r, _, _ := newRedriver(t, p, f, q)
-			r.cfg.Local, r.cfg.STS = false, fakeSTS{arn: tt.caller}
+			r.local, r.cfg.STS = false, fakeSTS{arn: tt.caller}
 			res, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
 			if tt.code == "" {
 				require.NoError(t, err)
@@ -607,4 +630,63 @@ func (c *cancelAfterReceives) ReceiveMessage(ctx context.Context, in *sqs.Receiv
 		c.cancel()
 	}
 	return out, err
+}
+
+// hide makes every message of url in flight for d (another reader holds
+// it, or a receive whose response was lost).
+func (f *fakeSQS) hide(url string, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range f.queues[url].msgs {
+		m.visibleAt = f.now.Add(d)
+	}
+}
+
+// A pass that cannot see every dead letter never says "nothing selected"
+// (which blames the selection) nor succeeds: its outcome is a partial scan,
+// with the counts and when to retry, audited as partial; nothing moves.
+func TestSelectPartialScanIsItsOwnOutcome(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	tests := []struct {
+		name   string
+		dryRun bool
+		hidden int // letters in flight elsewhere when the pass starts
+		want   AuditOutcome
+	}{
+		{"every letter in flight", false, 3, OutcomePartial},
+		{"every letter in flight, dry run", true, 3, OutcomeDryRun},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeSQS()
+			q := f.addPair(p)
+			f.queues[q.DLQURL].attrs["VisibilityTimeout"] = "90"
+			seed(t, f, q, tt.hidden, deadletter.ReasonBudgetExhausted)
+			f.hide(q.DLQURL, time.Hour)
+			r, store, _ := newRedriver(t, p, f, q)
+			req := selReq(p, deadletter.ReasonBudgetExhausted)
+			req.DryRun = tt.dryRun
+			res, err := r.Select(context.Background(), req)
+			require.ErrorIs(t, err, ErrScanPartial)
+			assert.NotErrorIs(t, err, ErrRefused, "not a refusal: the selection was sound")
+			assert.Empty(t, RefusalCode(err))
+			var pe *PartialError
+			require.ErrorAs(t, err, &pe)
+			assert.Equal(t, 0, pe.Seen)
+			assert.Equal(t, tt.hidden, pe.Depth)
+			assert.Equal(t, 90*time.Second, pe.RetryAfter, "the DLQ's visibility timeout, longer than the pass's hold")
+			assert.Contains(t, err.Error(), fmt.Sprintf("saw 0 of about %d dead letters", tt.hidden))
+			assert.Contains(t, err.Error(), "held (in flight)")
+			assert.Contains(t, err.Error(), "retry after 1m30s")
+			assert.Equal(t, 0, res.Moved)
+			assert.Len(t, f.snapshot(q.DLQURL), tt.hidden, "nothing moved, nothing lost")
+			recs := store.all()
+			require.NotEmpty(t, recs)
+			last := recs[len(recs)-1]
+			assert.Equal(t, tt.want, last.Outcome)
+			assert.Contains(t, last.Error, "partial scan")
+		})
+	}
 }

@@ -8,10 +8,10 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 )
 
-// TriageTagger tags a letter exactly as triage does (triage.Tag), so that
+// triageTag tags a letter exactly as triage does (triage.Tag), so that
 // the reasons and fingerprints redrive selects by are the ones the triage
 // report and the plan show.
-func TriageTagger(l *Letter) {
+func triageTag(l *letter) {
 	t := triage.Tag(triage.Message{
 		MessageID: l.MessageID, ReceiptHandle: l.ReceiptHandle, Body: l.Body, Attributes: l.Attributes,
 		SentTimestamp: l.SentTimestamp, ReceiveCount: l.ReceiveCount, MessageGroupID: l.MessageGroupID,
@@ -19,8 +19,8 @@ func TriageTagger(l *Letter) {
 	l.Reason, l.Fingerprint, l.Meta = t.Reason, t.Fingerprint, t.Meta
 }
 
-// GroupsFromReport turns a triage report's groups into redrive groups.
-func GroupsFromReport(r *triage.Report) []Group {
+// groupsFromReport turns a triage report's groups into redrive groups.
+func groupsFromReport(r *triage.Report) []Group {
 	if r == nil {
 		return nil
 	}
@@ -30,8 +30,6 @@ func GroupsFromReport(r *triage.Report) []Group {
 	}
 	return out
 }
-
-var _ Tagger = TriageTagger
 
 // triageScan is the default Config.Scan: a read-only triage scan of the DLQ.
 func (r *Redriver) triageScan(ctx context.Context) (*triage.Report, error) {
@@ -48,7 +46,7 @@ func (r *Redriver) scan(ctx context.Context) ([]Group, *triage.Report, error) {
 		}
 		return nil, nil, err
 	}
-	groups := GroupsFromReport(rep)
+	groups := groupsFromReport(rep)
 	if groups == nil {
 		groups = []Group{}
 	}
@@ -61,6 +59,6 @@ func (r *Redriver) pureGate(who Who, rate int) error { return r.pureGateAs("", w
 
 // pureGateAs is pureGate for action, whose refusals speak of it.
 func (r *Redriver) pureGateAs(action Action, who Who, rate int) error {
-	return Gate(GateInput{Action: action, Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate,
-		QueueTags: map[string]string{pipeline.TagOwner: r.cfg.Pipeline.Owner}, Identity: Identity{Local: true}})
+	return gate(gateInput{Action: action, Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate,
+		QueueTags: map[string]string{pipeline.TagOwner: r.cfg.Pipeline.Owner}, identity: identity{Local: true}})
 }

@@ -42,7 +42,7 @@ func TestOutputConventionsOnEmulators(t *testing.T) {
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "## Redrive plan: agent-tasks")
 	assert.Contains(t, stdout, "| reason | fingerprint | count | redrive | why |")
-	assert.Regexp(t, "\\| budget_exhausted \\| `[0-9a-f]+` \\| 3 \\| yes \\|", stdout)
+	assert.Regexp(t, "\\| budget_exhausted \\| `[0-9a-f]+` \\| 3 \\| yes, canary first \\|", stdout)
 	assert.Empty(t, stderr, "plan logs at info only with --verbose")
 
 	_, stderr, code = runArgs(t, append([]string{"--verbose", "--log-format", "json", "redrive", "plan"}, common...)...)

@@ -60,7 +60,8 @@ func TestExitCodes(t *testing.T) {
 		{"missing argument", []string{"send", "--pipeline", "agent-tasks"}, 2, "accepts 1 arg(s)"},
 		{"missing required flag", []string{"send", "f.jsonl"}, 2, `required flag(s) "pipeline" not set`},
 		{"stray argument", []string{"version", "extra"}, 2, "extra"},
-		{"refused", []string{"redrive", "plan", "--pipeline", "nope", "--audit", audit}, 2, "refused (bad_input)"},
+		{"refused", []string{"redrive", "plan", "--pipeline", "nope", "--audit", audit}, 2, `unknown pipeline "nope"`},
+		{"refused, the flag named", []string{"redrive", "start", "--pipeline", "agent-tasks", "--why", "x", "--override", "policy_limit=", "--audit", audit}, 2, `refused (bad_input): --override "policy_limit="`},
 		{"bad input", []string{"triage"}, 2, "--pipeline is required"},
 		{"help of an unknown command", []string{"help", "redrive", "bogus"}, 2, `unknown command "bogus" for "agentdlq redrive"`},
 		{"help of a command", []string{"help", "redrive", "plan"}, 0, ""},
@@ -100,6 +101,10 @@ func TestClassify(t *testing.T) {
 		{errors.New(`required flag(s) "pipeline" not set`), "bad_input", 2},
 		{errors.New("throttled"), "failed", 1},
 		{fmt.Errorf("scan: %w", context.Canceled), "interrupted", 1},
+		// A partial scan is not the operator's fault (exit 2) but the command's
+		// unfinished job: exit 1, with a code of its own, never nothing_selected.
+		{&redrive.PartialError{Seen: 0, Depth: 3}, "scan_partial", 1},
+		{withResult(&redrive.PartialError{Seen: 1, Depth: 3}, struct{}{}), "scan_partial", 1},
 	}
 	for _, tt := range tests {
 		code, exit := classify(tt.err)
@@ -199,13 +204,15 @@ func TestOutputFlag(t *testing.T) {
 }
 
 func TestPlanMarkdown(t *testing.T) {
-	p := &pipeline.Pipeline{Name: "agent-tasks", Owner: "platform-oncall"}
-	p.ApplyDefaults()
-	pl := redrive.BuildPlan(p, []redrive.Group{
-		{Reason: deadletter.ReasonDependencyOpen, Fingerprint: "aaaaaaaaaaaa", Count: 12},
-		{Reason: deadletter.ReasonSignatureInvalid, Fingerprint: "bbbbbbbbbbbb", Count: 2},
-		{Reason: deadletter.ReasonSchemaInvalid, Count: 3},
-	})
+	do, si, sc := deadletter.ReasonDependencyOpen, deadletter.ReasonSignatureInvalid, deadletter.ReasonSchemaInvalid
+	pl := &redrive.Plan{Pipeline: "agent-tasks", Owner: "platform-oncall", Total: 17, StartWhy: "not a move task", Groups: []redrive.PlanGroup{
+		{Reason: sc, Count: 3, Redrivable: sc.Redrivable(), Needs: "Ack.FixDeployed", Why: "after the fix",
+			Next: []redrive.Step{{Action: redrive.ActionSelect, Reason: sc, Canary: 3, Needs: []string{"Ack.FixDeployed"}}}},
+		{Reason: si, Fingerprint: "bbbbbbbbbbbb", Count: 2, Redrivable: si.Redrivable(), Needs: "Ack.Overrides", Why: "never",
+			Next: []redrive.Step{{Action: redrive.ActionReject, Reason: si, Fingerprint: "bbbbbbbbbbbb"}}},
+		{Reason: do, Fingerprint: "aaaaaaaaaaaa", Count: 12, Redrivable: do.Redrivable(), MayRedrive: true, Why: "a | pipe",
+			Next: []redrive.Step{{Action: redrive.ActionSelect, Reason: do, Fingerprint: "aaaaaaaaaaaa", Canary: 5}}},
+	}}
 	var b bytes.Buffer
 	require.NoError(t, planMarkdown(&b, pl))
 	md := b.String()
@@ -222,7 +229,8 @@ func TestPlanMarkdown(t *testing.T) {
 	for _, row := range table {
 		assert.Equal(t, 6, strings.Count(strings.ReplaceAll(row, `\|`, ""), "|"), "every row has 5 cells: %s", row)
 	}
-	assert.Contains(t, md, "| dependency_open | `aaaaaaaaaaaa` | 12 | yes |")
+	assert.Contains(t, md, "| dependency_open | `aaaaaaaaaaaa` | 12 | yes, canary first |")
+	assert.Contains(t, md, "| schema_invalid | - | 3 | after --fix-deployed |")
 	assert.Equal(t, 3, strings.Count(md, "```sh\n"), "one command block a group")
 
 	b.Reset()

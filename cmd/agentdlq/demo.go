@@ -120,8 +120,8 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	if err != nil {
 		return err
 	}
-	// The demo's redrive skips the caller check (redrive.Config.Local): only
-	// with every endpoint on this machine.
+	// The demo runs on this machine only (its redrive then skips the caller
+	// check: redrive.New decides so from its clients).
 	if local, err := redrive.Locality(configEndpoints(cfg)); err != nil || !local {
 		return withExit(2, fmt.Errorf("agentdlq demo runs on the local emulators only, and not every endpoint (SQS %s, DynamoDB, S3) is on this machine: unset AWS_ENDPOINT_URL* to let it start its own", os.Getenv("AWS_ENDPOINT_URL_SQS")))
 	}
@@ -212,11 +212,16 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	}
 
 	step("6/9 redrive plan")
-	var groups []redrive.Group
-	for _, gr := range report.Groups {
-		groups = append(groups, redrive.Group{Reason: gr.Reason, Fingerprint: gr.Fingerprint, Count: gr.Count})
+	// The plan of the report triage just wrote: no second scan, no audit.
+	rd, err := demoRedriver(lp, g.auditPath(lp.Pipeline.Name), log)
+	if err != nil {
+		return err
 	}
-	if err := redrive.BuildPlan(p, groups).WriteText(out); err != nil {
+	pl, err := rd.Plan(ctx, redrive.PlanRequest{Report: report})
+	if err != nil {
+		return err
+	}
+	if err := writePlanText(out, pl); err != nil {
 		return err
 	}
 
@@ -350,17 +355,21 @@ func startLocalEmulators(ctx context.Context, out io.Writer) error {
 // demoDependency is the sample dependency whose outage the demo shows.
 const demoDependency = "search-api"
 
+// demoRedriver is the demo pipeline's Redriver (local: redrive.New sees
+// every client on this machine).
+func demoRedriver(lp *localpipeline.Local, auditPath string, log *slog.Logger) (*redrive.Redriver, error) {
+	return redrive.New(redrive.Config{
+		Pipeline: lp.Pipeline, Queues: lp.Queues, SQS: lp.SQS, Ledger: lp.Ledger, Logger: log,
+		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: auditPath}, Logger: log},
+	})
+}
+
 // demoRedrive moves the dependency_open dead letters back, one canary first,
 // with the worker consuming the hot queue meanwhile, and says what became of
 // them.
 func demoRedrive(ctx context.Context, out io.Writer, lp *localpipeline.Local, auditPath string, log *slog.Logger) error {
 	p, q := lp.Pipeline, lp.Queues
-	r, err := redrive.New(redrive.Config{
-		Pipeline: p,
-		Queues:   q,
-		SQS:      lp.SQS, Local: true, Ledger: lp.Ledger, Tag: redrive.TriageTagger, Logger: log,
-		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: auditPath}, Logger: log},
-	})
+	r, err := demoRedriver(lp, auditPath, log)
 	if err != nil {
 		return err
 	}
@@ -382,9 +391,9 @@ func demoRedrive(ctx context.Context, out io.Writer, lp *localpipeline.Local, au
 	why := demoDependency + " is back up"
 	fmt.Fprintf(out, "$ agentdlq redrive select --pipeline %s --reason %s --owner %s --why '%s' --canary 1\n", p.Name, deadletter.ReasonDependencyOpen, p.Owner, why)
 	res, err := r.Select(ctx, redrive.SelectRequest{
-		Who:      redrive.Who{Owner: p.Owner, Why: why},
-		Selector: redrive.Selector{Reasons: []deadletter.Reason{deadletter.ReasonDependencyOpen}},
-		Rate:     50, Canary: 1, CanaryTimeout: 2 * time.Minute,
+		Who:     redrive.Who{Owner: p.Owner, Why: why},
+		Reasons: []deadletter.Reason{deadletter.ReasonDependencyOpen},
+		Rate:    50, Canary: 1, CanaryTimeout: 2 * time.Minute,
 	})
 	if err == nil {
 		// The worker stops once the hot queue is empty: every redriven

@@ -117,6 +117,9 @@ func classify(err error) (code string, exit int) {
 	switch {
 	case errors.Is(err, redrive.ErrCanaryFailed):
 		return codeCanaryFailed, exitCanaryFailed
+	case errors.Is(err, redrive.ErrScanPartial):
+		// Not the operator's input: the scan missed held letters; retry.
+		return string(redrive.CodeScanPartial), exitFailed
 	case errors.Is(err, redrive.ErrRefused):
 		return codeRefused, exitRefused
 	case errors.As(err, &ue):

@@ -157,7 +157,10 @@ Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
 				return writeJSONLine(cmd.OutOrStdout(), e)
 			}
 			writeTable(cmd.OutOrStdout(), reconcileHeader, [][]string{reconcileRow(e)})
-			p := r.Pipeline()
+			p, err := f.g.loadPipeline(f.pipeline)
+			if err != nil {
+				return err
+			}
 			if e.EffectConfirmed() {
 				fmt.Fprintf(cmd.ErrOrStderr(), "key %s: effect confirmed (receipt %s); it never runs again. Reject its dead letter: agentdlq redrive reject --pipeline %s --reason effect_unknown --owner %s --why '<why>'\n",
 					e.Key, e.Receipt, p.Name, p.Owner)
@@ -168,6 +171,7 @@ Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
 			return nil
 		},
 	}
+	c.RunE = refusalsInFlags(f, c.RunE) // a refusal names the flag at fault (redrive.go)
 	fl := c.Flags()
 	fl.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required: its owner is the only one who may reconcile)")
 	fl.StringVar(&key, "key", "", "the idempotency key (agentdlq triage --keys)")

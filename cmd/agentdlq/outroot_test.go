@@ -57,46 +57,48 @@ func auditCount(t *testing.T, path string) int {
 // they run from: with pipelines.json found by searching, the default audit
 // is out/audit/ beside it; with --config or $AGENTDLQ_CONFIG, it is ./out
 // of the working directory (nothing is written next to a config in /etc).
-// The audited records here are refusals (an unknown pipeline), which every
-// auditing command writes before any AWS call.
+// The audited records here are refusals of bad flags on a defined pipeline,
+// which every auditing command writes before any AWS call (a refusal that
+// never reached a pipeline writes nothing).
 func TestDefaultAuditBesidePipelinesJSON(t *testing.T) {
 	tree := checkoutTree(t)
 	docs := filepath.Join(tree, "docs")
 	t.Setenv("AGENTDLQ_CONFIG", "")
-	beside := filepath.Join(tree, "out", "audit", "nope.jsonl")
-	here := filepath.Join(docs, "out", "audit", "nope.jsonl")
+	beside := filepath.Join(tree, "out", "audit", "agent-tasks.jsonl")
+	here := filepath.Join(docs, "out", "audit", "agent-tasks.jsonl")
+	refused := []string{"redrive", "select", "--pipeline", "agent-tasks", "--reason", "bogus", "--owner", "x", "--why", "y"}
 
 	t.Chdir(docs)
-	_, stderr, code := runHere("redrive", "plan", "--pipeline", "nope")
+	_, stderr, code := runHere(refused...)
 	require.Equal(t, 2, code, stderr)
-	_, stderr, code = runHere("redrive", "reject", "--pipeline", "nope", "--reason", "poison", "--owner", "x", "--why", "y")
+	_, stderr, code = runHere("redrive", "reject", "--pipeline", "agent-tasks", "--reason", "poison", "--owner", "x", "--why", "y")
 	require.Equal(t, 2, code, stderr)
 	assert.Equal(t, 2, auditCount(t, beside), "both refusals audited beside pipelines.json")
 	assert.NoDirExists(t, filepath.Join(docs, "out"), "nothing written under the working directory")
 
 	// From the top folder: the same file.
 	t.Chdir(tree)
-	_, stderr, code = runHere("redrive", "plan", "--pipeline", "nope")
+	_, stderr, code = runHere(refused...)
 	require.Equal(t, 2, code, stderr)
 	assert.Equal(t, 3, auditCount(t, beside))
 
 	// --config given: ./out of the working directory.
 	t.Chdir(docs)
-	_, stderr, code = runHere("--config", filepath.Join(tree, pipeline.DefaultFile), "redrive", "plan", "--pipeline", "nope")
+	_, stderr, code = runHere(append([]string{"--config", filepath.Join(tree, pipeline.DefaultFile)}, refused...)...)
 	require.Equal(t, 2, code, stderr)
 	assert.Equal(t, 1, auditCount(t, here), "--config: ./out of the working directory")
 	assert.Equal(t, 3, auditCount(t, beside), "--config: nothing beside the config")
 
 	// $AGENTDLQ_CONFIG set: the same.
 	t.Setenv("AGENTDLQ_CONFIG", filepath.Join(tree, pipeline.DefaultFile))
-	_, stderr, code = runHere("redrive", "plan", "--pipeline", "nope")
+	_, stderr, code = runHere(refused...)
 	require.Equal(t, 2, code, stderr)
 	assert.Equal(t, 2, auditCount(t, here), "$AGENTDLQ_CONFIG: ./out of the working directory")
 	assert.Equal(t, 3, auditCount(t, beside))
 
 	// --audit given: used as given, relative to the working directory.
 	t.Setenv("AGENTDLQ_CONFIG", "")
-	_, stderr, code = runHere("redrive", "plan", "--pipeline", "nope", "--audit", "mine.jsonl")
+	_, stderr, code = runHere(append(refused, "--audit", "mine.jsonl")...)
 	require.Equal(t, 2, code, stderr)
 	assert.Equal(t, 1, auditCount(t, filepath.Join(docs, "mine.jsonl")))
 	assert.Equal(t, 3, auditCount(t, beside))

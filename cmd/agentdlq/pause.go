@@ -70,6 +70,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input.`,
 			return nil
 		},
 	}
+	c.RunE = refusalsInFlags(f, c.RunE)
 	c.Flags().StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
 	c.Flags().StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix ("+outHelp("audit/<pipeline>.jsonl")+")")
 	c.Flags().StringVar(&f.ledgerTable, "ledger-table", "", "the idempotency ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")

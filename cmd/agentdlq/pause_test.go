@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"testing"
 
@@ -9,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/internal/esm"
+	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 )
 
@@ -24,17 +27,27 @@ func TestPauseResumeCLI(t *testing.T) {
 
 	steps := []struct {
 		args    []string
-		code    int  // exit code
-		enabled bool // want: the local mapping's flag afterwards
+		code    int    // exit code
+		says    string // want: in the refusal, the flag at fault and the action's words
+		enabled bool   // want: the local mapping's flag afterwards
 	}{
-		{args: []string{"pause", "--owner", "mallory", "--why", "x"}, code: exitRefused, enabled: true},
-		{args: []string{"pause", "--owner", "platform-oncall"}, code: exitRefused, enabled: true},
+		{args: []string{"pause", "--owner", "mallory", "--why", "x"}, code: exitRefused, enabled: true,
+			says: `refused (owner_mismatch): --owner "mallory" may not pause the worker of pipeline "agent-tasks"`},
+		{args: []string{"pause", "--why", "x"}, code: exitRefused, enabled: true,
+			says: `refused (owner_missing): --owner is required`},
+		{args: []string{"pause", "--owner", "platform-oncall"}, code: exitRefused, enabled: true,
+			says: "refused (why_missing): --why is required: say why the worker must stop now"},
 		{args: []string{"pause", "--owner", "platform-oncall", "--why", "INC-9: charges twice"}, enabled: false},
 		{args: []string{"resume", "--owner", "platform-oncall", "--why", "fix deployed", "--json"}, enabled: true},
 	}
 	for _, s := range steps {
 		out, code := runCLI(t, append(s.args, common...)...)
 		assert.Equal(t, s.code, code, "%v: %s", s.args, out)
+		if s.says != "" {
+			msg := cliErr(t, append(s.args, common...)...)
+			assert.Contains(t, msg, s.says)
+			assert.NotContains(t, msg, "redrive", "pause is not a redrive")
+		}
 		assert.Equal(t, s.enabled, sw.Enabled(q.HotARN), s.args)
 		if code == 0 && s.args[len(s.args)-1] == "--json" {
 			var res redrive.PauseResult
@@ -46,5 +59,19 @@ func TestPauseResumeCLI(t *testing.T) {
 	for _, r := range auditLines(t, audit) {
 		got = append(got, string(r.Action)+":"+string(r.Outcome))
 	}
-	assert.Equal(t, []string{"pause:refused", "pause:refused", "pause:ok", "resume:ok"}, got)
+	assert.Equal(t, []string{"pause:refused", "pause:refused", "pause:refused", "pause:refused", "pause:refused", "pause:refused", "pause:ok", "resume:ok"}, got)
+}
+
+// cliErr runs agentdlq with args and returns its error's message.
+func cliErr(t *testing.T, args ...string) string {
+	t.Helper()
+	root := newRootCmd()
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	root.SetArgs(append([]string{"--config", filepath.Join("..", "..", pipeline.DefaultFile)}, args...))
+	err := root.ExecuteContext(context.Background())
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

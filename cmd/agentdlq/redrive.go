@@ -19,9 +19,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 )
 
@@ -77,6 +79,9 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	pf.StringVar(&f.ledgerTable, "ledger-table", "", "the idempotency ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	cmd.AddCommand(newRedrivePlanCmd(f), newRedriveStartCmd(f), newRedriveSelectCmd(f),
 		newRedriveStatusCmd(f), newRedriveCancelCmd(f), newRedriveRejectCmd(f))
+	for _, c := range cmd.Commands() {
+		c.RunE = refusalsInFlags(f, c.RunE)
+	}
 	return cmd
 }
 
@@ -103,28 +108,53 @@ func (f *redriveFlags) ack() (redrive.Ack, error) {
 }
 
 // refused audits a refusal that came before the Redriver could act
-// (redrive.Auditor.Refuse) and returns it with exit 2.
+// (redrive.Auditor.Refuse) and returns it with exit 2. A command that never
+// reached a pipeline (no --pipeline, a definition file that does not load,
+// a name it does not define) writes nothing: there is no pipeline to file
+// the record under, and a typo must not create an audit file.
 func (f *redriveFlags) refused(ctx context.Context, cfg *aws.Config, action redrive.Action, who redrive.Who, err error) error {
+	if f.pipeline == "" {
+		return withExit(exitRefused, err)
+	}
+	if _, perr := f.g.loadPipeline(f.pipeline); perr != nil {
+		return withExit(exitRefused, err)
+	}
 	var s3api redrive.S3PutAPI
 	if cfg != nil {
 		s3api = s3.NewFromConfig(*cfg)
 	}
-	if a, aerr := redrive.OpenAuditor(f.g.auditDest(f.audit, f.pipeline), f.pipeline, s3api, f.g.log()); aerr == nil {
+	if a, aerr := redrive.OpenAuditor(f.g.auditDest(f.audit, f.pipeline), f.pipeline, s3api, f.g.auditLog()); aerr == nil {
 		err = a.Refuse(ctx, f.pipeline, action, who, err)
 	}
 	return withExit(exitRefused, err)
 }
 
+// auditLog is the logger of the audit records: the record is in the audit
+// store, so its log line goes to stderr only when asked for (--verbose, or
+// --log-format json for a log collector), never on its own beside the
+// refusal a terminal already shows.
+func (g *globalFlags) auditLog() *slog.Logger {
+	if !g.verbose && g.logFormat != logJSON {
+		return slog.New(slog.DiscardHandler)
+	}
+	w := g.stderr
+	if w == nil {
+		w = os.Stderr
+	}
+	return slog.New(logHandler(g.console(w), g.logFormat, slog.LevelInfo))
+}
+
 // open builds the pipeline's Redriver from the flags and the environment:
 // the pipeline, the AWS clients, the queues, the ledger and the audit
-// store. What goes wrong before the gate is refused and audited.
+// store. What goes wrong before the gate is refused, and audited once the
+// pipeline is known.
 func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redrive.Who, onMove func()) (*redrive.Redriver, error) {
 	if f.pipeline == "" {
-		return nil, f.refused(ctx, nil, action, who, errors.New("--pipeline is required"))
+		return nil, withExit(exitRefused, errors.New("--pipeline is required: name the pipeline whose DLQ this is (agentdlq triage lists them)"))
 	}
 	p, err := f.g.loadPipeline(f.pipeline)
 	if err != nil {
-		return nil, f.refused(ctx, nil, action, who, err)
+		return nil, withExit(exitRefused, err)
 	}
 	cfg, err := awscfg.Load(ctx)
 	if err != nil {
@@ -151,7 +181,7 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		}
 		return nil, fmt.Errorf("pipeline %q queues: %w", p.Name, err)
 	}
-	a, err := redrive.OpenAuditor(f.g.auditDest(f.audit, p.Name), p.Name, s3c, logger)
+	a, err := redrive.OpenAuditor(f.g.auditDest(f.audit, p.Name), p.Name, s3c, f.g.auditLog())
 	if err != nil {
 		return nil, withExit(exitRefused, err)
 	}
@@ -164,7 +194,7 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
 		Queues:   q,
-		SQS:      client, STS: stsc, Local: local, Lambda: lam, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
+		SQS:      client, STS: stsc, Lambda: lam, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
 		Ledger: ledger.NewDynamo(ddb, table),
 		Audit:  a, Logger: logger, OnMove: onMove, OnCanary: f.onCanary,
 	})
@@ -172,6 +202,61 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		return nil, a.Refuse(ctx, p.Name, action, who, err)
 	}
 	return r, nil
+}
+
+// flagOf is the flag of each request field a redrive refusal can name
+// (redrive.Refusal.Field).
+var flagOf = map[string]string{
+	"Owner": "--owner", "Why": "--why", "Rate": "--rate", "Reasons": "--reason", "Fingerprints": "--fingerprint",
+	"Canary": "--canary", "Limit": "--limit", "Destination": "--destination", "Ack.FixDeployed": "--fix-deployed",
+	"Ack.Reviewed": "--reviewed", "Ack.Overrides": "--override", "Key": "--key",
+	"Outcome": "--no-effect or --effect-confirmed", "Receipt": "--effect-confirmed RECEIPT", "Hold": "--hold",
+}
+
+// flagError is a refusal told in the command line's words: the flag at
+// fault instead of the request field (redrive.Refusal.Field).
+type flagError struct {
+	msg string
+	err error
+}
+
+func (e *flagError) Error() string { return e.msg }
+func (e *flagError) Unwrap() error { return e.err }
+
+// inFlags tells the refusal in err's chain in the command line's words: the
+// flag of the field at fault, and its next steps as command lines on pipeline
+// p (nil: none known, the steps are left out).
+func inFlags(err error, p *pipeline.Pipeline) error {
+	if errors.Is(err, redrive.ErrUnsupported) && p != nil {
+		// No move tasks on this endpoint (the local emulator): select works.
+		return &flagError{msg: err.Error() + nextLines(p, []redrive.Step{{Action: redrive.ActionSelect, Reason: "REASON"}}), err: err}
+	}
+	var rf *redrive.Refusal
+	if !errors.As(err, &rf) || (rf.Field == "" && (len(rf.Next) == 0 || p == nil)) {
+		return err
+	}
+	told := *rf
+	if flag, ok := flagOf[rf.Field]; ok {
+		told.Field = flag
+	}
+	msg := strings.Replace(err.Error(), rf.Error(), told.Error(), 1)
+	if p != nil {
+		msg += nextLines(p, rf.Next)
+	}
+	return &flagError{msg: msg, err: err}
+}
+
+// refusalsInFlags wraps a command's RunE so that its refusals name flags
+// and their next steps (on f's pipeline, when it is defined).
+func refusalsInFlags(f *redriveFlags, run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	return func(c *cobra.Command, args []string) error {
+		err := run(c, args)
+		if err == nil {
+			return nil
+		}
+		p, _ := f.g.loadPipeline(f.pipeline)
+		return inFlags(err, p)
+	}
 }
 
 // evalBucketName is the eval bucket, the only one claim checks are read
@@ -252,17 +337,27 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			pl, err := r.Plan(ctx, actorOr(actor))
+			pl, err := r.Plan(ctx, redrive.PlanRequest{Actor: actorOr(actor)})
+			if pl == nil || (err != nil && !errors.Is(err, redrive.ErrScanPartial)) {
+				return err
+			}
+			// A partial scan: the plan is shown, and the command exits 1
+			// saying when to look again (with -o json, one document).
+			var werr error
+			switch {
+			case out.JSON() && err != nil:
+				return withResult(err, planView(pl))
+			case out.JSON():
+				werr = writeJSON(cmd.OutOrStdout(), planView(pl))
+			case out.Markdown():
+				werr = planMarkdown(cmd.OutOrStdout(), pl)
+			default:
+				werr = writePlanText(cmd.OutOrStdout(), pl)
+			}
 			if err != nil {
 				return err
 			}
-			switch {
-			case out.JSON():
-				return writeJSON(cmd.OutOrStdout(), pl)
-			case out.Markdown():
-				return planMarkdown(cmd.OutOrStdout(), pl)
-			}
-			return pl.WriteText(cmd.OutOrStdout())
+			return werr
 		},
 	}
 	c.Flags().StringVar(&actor, "owner", "", "who looks (recorded in the audit; default $USER)")
@@ -298,7 +393,7 @@ func newRedriveStartCmd(f *redriveFlags) *cobra.Command {
 				return writeJSON(cmd.OutOrStdout(), task)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "move task started: %s\n  from %s\n  to   %s\n  at most %d messages a second\nwatch it: agentdlq redrive status --pipeline %s\n",
-				task.TaskHandle, task.SourceARN, task.DestinationARN, task.Rate, r.Pipeline().Name)
+				task.TaskHandle, task.SourceARN, task.DestinationARN, task.Rate, f.pipeline)
 			return nil
 		},
 	}
@@ -374,7 +469,7 @@ func newRedriveCancelCmd(f *redriveFlags) *cobra.Command {
 				return err
 			}
 			if out.JSON() {
-				return writeJSON(cmd.OutOrStdout(), cancelResult{Pipeline: r.Pipeline().Name, Cancelled: true, Moved: moved})
+				return writeJSON(cmd.OutOrStdout(), cancelResult{Pipeline: f.pipeline, Cancelled: true, Moved: moved})
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "move task cancelled after about %d messages moved\n", moved)
 			return nil
@@ -436,7 +531,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 				b = f.g.newBar(cmd.ErrOrStderr(), selectBarTotal(ctx, r.Depth, limit, f.g.log()), "redriving")
 			}
 			res, err := r.Select(ctx, redrive.SelectRequest{
-				Who: who, Selector: redrive.Selector{Reasons: rs, Fingerprints: fps},
+				Who: who, Reasons: rs, Fingerprints: fps,
 				Rate: f.rate, Canary: canary, DryRun: dryRun, Limit: limit, Ack: ack, Hold: hold, CanaryTimeout: canaryTimeout,
 			})
 			b.Finish()
@@ -450,7 +545,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 				case out.JSON():
 					return writeJSON(w, res)
 				case !errors.Is(err, redrive.ErrRefused):
-					writeSelectResult(w, r.Pipeline().Name, res)
+					writeSelectResult(w, f.pipeline, res, errors.Is(err, redrive.ErrScanPartial))
 				}
 			}
 			return err
@@ -495,14 +590,20 @@ func writeRejectWarnings(w io.Writer, warnings []string) {
 	}
 }
 
-func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
+// writeSelectResult prints what a pass did; scanPartial says that the
+// pass's error is a partial scan, which the error itself explains (on
+// stderr, with when to retry).
+func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult, scanPartial bool) {
 	verb := "moved"
 	n := res.Moved
 	if res.DryRun {
 		verb, n = "would move", res.WouldMove()
 	}
 	fmt.Fprintf(w, "%s: %s %d of %d dead letters seen (released %d)\n", name, verb, n, res.Seen, res.Released)
-	for _, reason := range redrive.SortedReasons(res.ByReason) {
+	for _, reason := range deadletter.AllReasons() { // taxonomy order
+		if _, ok := res.ByReason[reason]; !ok {
+			continue
+		}
 		fmt.Fprintf(w, "  %-26s %d\n", reason, res.ByReason[reason])
 	}
 	if res.DryRun {
@@ -546,7 +647,7 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult) {
 	case res.Canary != nil && res.Canary.Pending > 0:
 		fmt.Fprintf(w, "stopped: the canary has no outcome after %s: is the worker running? A worker must consume the hot queue while the canary waits (locally: agentdlq work --pipeline %s). The rest stays in the DLQ; start the worker and run the canary again\n",
 			res.Canary.Waited.Round(time.Second), name)
-	case res.Partial != "":
+	case res.Partial != "" && !scanPartial:
 		fmt.Fprintf(w, "partial: %s; rerunning is safe\n", res.Partial)
 	}
 }
@@ -594,7 +695,7 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			res, err := r.RejectGroups(ctx, who, rs, fps, nil)
+			res, err := r.Reject(ctx, redrive.RejectRequest{Who: who, Reasons: rs, Fingerprints: fps})
 			if err != nil {
 				return err
 			}

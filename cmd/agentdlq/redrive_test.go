@@ -64,12 +64,10 @@ func TestRedriveCLIBadInputIsRefusedAndAudited(t *testing.T) {
 		name string
 		args []string
 	}{
-		{"unknown pipeline", []string{"redrive", "select", "--pipeline", "nope", "--reason", "budget_exhausted", "--owner", "x", "--why", "y", "--audit", audit}},
 		{"unknown reason", []string{"redrive", "select", "--pipeline", "agent-tasks", "--reason", "bogus", "--owner", "platform-oncall", "--why", "y", "--audit", audit}},
 		{"no reason", []string{"redrive", "select", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "y", "--audit", audit}},
 		{"override without justification", []string{"redrive", "start", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "y", "--override", "policy_limit=", "--audit", audit}},
 		{"override of an unknown reason", []string{"redrive", "start", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "y", "--override", "nope=x", "--audit", audit}},
-		{"no pipeline", []string{"redrive", "plan", "--audit", audit}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,6 +86,49 @@ func TestRedriveCLIBadInputIsRefusedAndAudited(t *testing.T) {
 	}
 	_, code := runCLI(t, "redrive", "select", "--pipeline", "agent-tasks", "--rate", "abc")
 	assert.Equal(t, exitRefused, code, "a flag that does not parse is bad input")
+}
+
+// A command refused before it reached a pipeline (none named, a name the
+// definition does not have, a definition that does not load) writes
+// nothing: no _unknown.jsonl, no file per typo; the refusal is on stderr
+// once, and no audit line precedes it.
+func TestRedriveCLIRefusedBeforeAPipelineWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	defs, err := filepath.Abs(filepath.Join("..", "..", pipeline.DefaultFile))
+	require.NoError(t, err)
+	bad := filepath.Join(dir, "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(`[1,2]`), 0o644))
+	tests := []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"mistyped pipeline", []string{"redrive", "select", "--pipeline", "agent-task", "--reason", "budget_exhausted", "--owner", "x", "--why", "y"}, "agent-task"},
+		{"mistyped pipeline, bad reason too", []string{"redrive", "select", "--pipeline", "agent-task", "--reason", "bogus", "--owner", "x", "--why", "y"}, "bogus"},
+		{"no pipeline", []string{"redrive", "plan"}, "--pipeline is required"},
+		{"bad definition file", []string{"--config", bad, "redrive", "plan", "--pipeline", "agent-tasks"}, ""},
+		{"pause, mistyped pipeline", []string{"pause", "--pipeline", "agent-task", "--owner", "x", "--why", "y"}, "agent-task"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Chdir(dir)
+			var stdout, stderr bytes.Buffer
+			root := newRootCmd()
+			root.SetOut(&stdout)
+			root.SetErr(&stderr)
+			args := tt.args
+			if args[0] != "--config" {
+				args = append([]string{"--config", defs}, args...)
+			}
+			root.SetArgs(append(args, "--audit", filepath.Join(dir, "out", "audit.jsonl")))
+			err := root.ExecuteContext(context.Background())
+			require.Error(t, err)
+			assert.Equal(t, exitRefused, exitCode(err))
+			assert.Contains(t, err.Error(), tt.says)
+			assert.NoDirExists(t, filepath.Join(dir, "out"), "nothing written")
+			assert.Empty(t, stderr.String(), "no audit line on stderr before the refusal")
+		})
+	}
 }
 
 // Outside the emulators, with no ledger table named, redrive refuses before
@@ -190,6 +231,9 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 	assert.Equal(t, exitRefused, code)
 	_, code = runCLI(t, append([]string{"redrive", "start", "--owner", "platform-oncall", "--why", "x"}, common...)...)
 	assert.Equal(t, exitRefused, code, "the DLQ holds policy_limit")
+	// A refusal names the flag at fault, once, and what to do.
+	msg := cliErr(t, append([]string{"redrive", "start", "--why", "x"}, common...)...)
+	assert.Contains(t, msg, `refused (owner_missing): --owner is required: only the owner of pipeline "agent-tasks" ("platform-oncall") may redrive it`)
 	assert.Equal(t, 0, depth(q.HotURL), "nothing moved")
 	assert.Equal(t, 4, depth(q.DLQURL))
 
@@ -215,7 +259,7 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 			assert.Equal(t, redrive.Caller{Check: redrive.CallerLocal, OSUser: redrive.OSUser()}, *r.Caller, r.Action)
 		}
 	}
-	assert.Equal(t, []string{"plan:shown", "select:refused", "select:refused", "select:refused", "start:refused",
+	assert.Equal(t, []string{"plan:shown", "select:refused", "select:refused", "select:refused", "start:refused", "start:refused",
 		"select:dry_run", "select:begun", "select:ok", "start:failed"}, actions)
 }
 
@@ -289,7 +333,7 @@ func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
 			{DLQMessageID: "d-2", Reason: deadletter.ReasonUnclassified, Cause: redrive.ClaimCheckUnreadable, Error: "read claim check s3://b/k2: AccessDenied: the dead letter stays in the DLQ"},
 		}}
 	var out strings.Builder
-	writeSelectResult(&out, "agent-tasks", res)
+	writeSelectResult(&out, "agent-tasks", res, false)
 	s := out.String()
 	assert.Contains(t, s, "agent-tasks: moved 1 of 3 dead letters seen")
 	assert.Contains(t, s, "left in the DLQ: 2 whose claim check restored nothing (missing 1, unreadable 1)")
@@ -301,7 +345,7 @@ func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
 	// and would-move counts the others only.
 	res.DryRun, res.Moved = true, 0
 	out.Reset()
-	writeSelectResult(&out, "agent-tasks", res)
+	writeSelectResult(&out, "agent-tasks", res, false)
 	s = out.String()
 	assert.Contains(t, s, "agent-tasks: would move 1 of 3 dead letters seen")
 	assert.Contains(t, s, "would stay in the DLQ: 2 whose claim check restores nothing (missing 1, unreadable 1)")
@@ -410,7 +454,7 @@ func TestSelectBarTotal(t *testing.T) {
 	got, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.DLQURL), MaxNumberOfMessages: 1, VisibilityTimeout: 60})
 	require.NoError(t, err)
 	require.Len(t, got.Messages, 1)
-	r, err := redrive.New(redrive.Config{Pipeline: p, Queues: q, SQS: client, Local: true, Ledger: ledger.NewMemory(),
+	r, err := redrive.New(redrive.Config{Pipeline: p, Queues: q, SQS: client, Ledger: ledger.NewMemory(),
 		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}})
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, selectBarTotal(ctx, r.Depth, 0, log))

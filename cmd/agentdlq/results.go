@@ -42,14 +42,7 @@ func planMarkdown(w io.Writer, pl *redrive.Plan) error {
 	}
 	rows := make([][]string, 0, len(pl.Groups))
 	for _, g := range pl.Groups {
-		may := "yes"
-		if !g.MayRedrive {
-			may = "no"
-			if g.Needs != "" {
-				may = "after " + g.Needs
-			}
-		}
-		rows = append(rows, []string{string(g.Reason), code(orDash(g.Fingerprint)), strconv.Itoa(g.Count), may, g.Why})
+		rows = append(rows, []string{string(g.Reason), code(orDash(g.Fingerprint)), strconv.Itoa(g.Count), mayText(g), g.Why})
 	}
 	if err := mdTable(w, []string{"reason", "fingerprint", "count", "redrive", "why"}, rows); err != nil {
 		return err
@@ -57,10 +50,10 @@ func planMarkdown(w io.Writer, pl *redrive.Plan) error {
 	if len(pl.Groups) > 0 {
 		fmt.Fprintln(w, "\n### Commands")
 		for _, g := range pl.Groups {
-			fmt.Fprintf(w, "\n%s %s (%d):\n\n```sh\n%s\n```\n", g.Reason, orDash(g.Fingerprint), g.Count, g.Command)
+			fmt.Fprintf(w, "\n%s %s (%d):\n\n```sh\n%s\n```\n", g.Reason, orDash(g.Fingerprint), g.Count, stepsCommand(planPipeline(pl), g.Next))
 		}
 	}
-	_, err := fmt.Fprintf(w, "\nWhole DLQ: %s\n", pl.Start)
+	_, err := fmt.Fprintf(w, "\nWhole DLQ: %s\n", startLine(pl))
 	return err
 }
 

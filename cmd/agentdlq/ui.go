@@ -94,15 +94,14 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 
 	client, stsc, s3c := sqs.NewFromConfig(cfg), sts.NewFromConfig(cfg), s3.NewFromConfig(cfg)
 	ddb := dynamodb.NewFromConfig(cfg)
-	// The console's redrive and reject are gated as agentdlq redrive's: the
-	// caller check is skipped only when every endpoint it uses (SQS, the
-	// ledger's DynamoDB, S3 for reports, audit and claim checks) is local.
-	local, err := redrive.Locality(configEndpoints(cfg))
-	if err != nil {
+	// The console's redrive and reject are gated as agentdlq redrive's
+	// (redrive.New decides from the clients whether the caller check runs);
+	// an STS that is not AWS's while it must run is refused here, at once.
+	if _, err := redrive.Locality(configEndpoints(cfg)); err != nil {
 		return withExit(2, err)
 	}
 	cc := console.Config{
-		SQS: client, STS: stsc, Local: local, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
+		SQS: client, STS: stsc, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
 		Reports: reports, Loopback: loopback, Logger: g.logger(cmd.ErrOrStderr()),
 		Resolve: consoleResolve(client),
 	}

@@ -149,32 +149,6 @@ func BenchmarkDecodeTaskLargeBatch(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeTaskStringLargeBatch is BenchmarkDecodeTaskLargeBatch
-// through DecodeTaskString, as the worker decodes: no copy of the strings.
-func BenchmarkDecodeTaskStringLargeBatch(b *testing.B) {
-	bodies := fixtureBodiesOf(b, "sqs-large-batch.json")
-	if len(bodies) == 0 {
-		b.Fatal("no bodies")
-	}
-	var total int64
-	for _, s := range bodies {
-		total += int64(len(s))
-	}
-	catalog := agenttask.SampleCatalog()
-	b.SetBytes(total / int64(len(bodies)))
-	b.ReportAllocs()
-	cpuPerOp(b)
-	i := 0
-	for b.Loop() {
-		if _, err := agenttask.DecodeTaskString(bodies[i], catalog); err != nil {
-			b.Fatal(err)
-		}
-		if i++; i == len(bodies) {
-			i = 0
-		}
-	}
-}
-
 // BenchmarkUnmarshalTaskStruct is the baseline the issue measured: plain
 // encoding/json into the Task struct, with no validation at all.
 func BenchmarkUnmarshalTaskStruct(b *testing.B) {

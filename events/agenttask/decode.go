@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"math/big"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/jsonscan"
@@ -109,16 +108,6 @@ func DecodeTaskStd(body []byte, catalog Catalog) (Task, error) {
 		return Task{}, err
 	}
 	return t, nil
-}
-
-// plainStrings reports whether the eight strings of ms are read as they
-// stand (no escape, no byte >= 0x80); decodeTask has checked they are strings.
-func plainStrings(ms *[numMembers]member) bool {
-	var flags uint8
-	for _, m := range ms[:len(requiredStrings)] {
-		flags |= m.flags
-	}
-	return flags == 0
 }
 
 func checkCatalog(t Task, catalog Catalog) error {
@@ -371,20 +360,8 @@ func keyIs(content []byte, flags uint8, name string) bool {
 // pass that validates args, where a search of Args after DecodeTask would
 // walk them again: the sample worker reads args.fault so.
 func DecodeTaskArg(body []byte, catalog Catalog, name string) (Task, []byte, error) {
-	return decodeTaskArg(body, "", catalog, name)
-}
-
-// DecodeTaskStringArg is DecodeTaskArg on a body held in a string, as
-// DecodeTaskString is DecodeTask: the value aliases body's bytes and must
-// never be modified.
-func DecodeTaskStringArg(body string, catalog Catalog, name string) (Task, []byte, error) {
-	b := unsafe.Slice(unsafe.StringData(body), len(body))
-	return decodeTaskArg(b, body, catalog, name)
-}
-
-func decodeTaskArg(body []byte, src string, catalog Catalog, name string) (Task, []byte, error) {
 	var a member
-	t, err := decodeTaskMembers(body, src, catalog, name, &a)
+	t, err := decodeTaskMembers(body, catalog, name, &a)
 	if err != nil || a.kind == 0 {
 		return t, nil, err
 	}
@@ -400,45 +377,17 @@ func decodeTaskArg(body []byte, src string, catalog Catalog, name string) (Task,
 // It allocates once on success (the eight strings share one backing string)
 // and validates the whole body, args included, as encoding/json would.
 func DecodeTask(body []byte, catalog Catalog) (Task, error) {
-	return decodeTask(body, "", catalog)
+	return decodeTaskMembers(body, catalog, "", nil)
 }
 
-// DecodeTaskString is DecodeTask on a body held in a string (an SQS
-// message's Body), with the same result on every input. When none of the
-// eight strings holds an escape or a byte >= 0x80 — the usual case — they
-// are substrings of body and nothing is allocated; Args aliases body's
-// bytes and must never be modified. On the 1 KB tasks of the large-batch
-// fixture it saved the 168-byte allocation and its copy (~0.2 µs a task).
-func DecodeTaskString(body string, catalog Catalog) (Task, error) {
-	// The bytes are only read: strings are immutable, and so is this view.
-	b := unsafe.Slice(unsafe.StringData(body), len(body))
-	return decodeTask(b, body, catalog)
-}
-
-// decodeTask is DecodeTask; src, when not empty, is body as a string, and
-// the strings that need no decoding are cut from it instead of copied.
-func decodeTask(body []byte, src string, catalog Catalog) (Task, error) {
-	return decodeTaskMembers(body, src, catalog, "", nil)
-}
-
-// decodeTaskMembers is decodeTask, with *arg set as scanTask sets it for
+// decodeTaskMembers is DecodeTask, with *arg set as scanTask sets it for
 // name (arg is nil when name is empty).
-func decodeTaskMembers(body []byte, src string, catalog Catalog, name string, arg *member) (Task, error) {
+func decodeTaskMembers(body []byte, catalog Catalog, name string, arg *member) (Task, error) {
 	var ms [numMembers]member
 	if !scanTask(body, &ms, name, arg) {
 		return Task{}, invalid(deadletter.ReasonJSONInvalid, "", detailNotObject)
 	}
-	// plain: every string is cut from src as it stands; nothing is copied
-	// (and decodeStrings' buffer is not even zeroed: ~40 ns a task).
-	plain := src != "" && plainStrings(&ms)
-	var s string
-	var ends [len(requiredStrings)]int
-	var err error
-	if plain {
-		err = checkPlainStrings(&ms)
-	} else {
-		s, ends, err = decodeStrings(body, &ms)
-	}
+	s, ends, err := decodeStrings(body, &ms)
 	if err != nil {
 		return Task{}, err
 	}
@@ -463,24 +412,15 @@ func decodeTaskMembers(body []byte, src string, catalog Catalog, name string, ar
 	default:
 		return Task{}, invalid(deadletter.ReasonSchemaInvalid, "args", detailArgs)
 	}
-	var t Task
-	if plain {
-		cut := func(k int) string { return src[ms[k].start+1 : ms[k].end-1] }
-		t = Task{
-			TaskID: cut(0), RunID: cut(1), Tenant: cut(2), IdempotencyKey: cut(3),
-			Tool: cut(4), ToolVersion: cut(5), TraceID: cut(6), CreatedAt: cut(7),
-		}
-	} else {
-		t = Task{
-			TaskID:         s[:ends[0]],
-			RunID:          s[ends[0]:ends[1]],
-			Tenant:         s[ends[1]:ends[2]],
-			IdempotencyKey: s[ends[2]:ends[3]],
-			Tool:           s[ends[3]:ends[4]],
-			ToolVersion:    s[ends[4]:ends[5]],
-			TraceID:        s[ends[5]:ends[6]],
-			CreatedAt:      s[ends[6]:ends[7]],
-		}
+	t := Task{
+		TaskID:         s[:ends[0]],
+		RunID:          s[ends[0]:ends[1]],
+		Tenant:         s[ends[1]:ends[2]],
+		IdempotencyKey: s[ends[2]:ends[3]],
+		Tool:           s[ends[3]:ends[4]],
+		ToolVersion:    s[ends[4]:ends[5]],
+		TraceID:        s[ends[5]:ends[6]],
+		CreatedAt:      s[ends[6]:ends[7]],
 	}
 	t.SchemaVersion = SchemaVersion
 	t.Args = body[args.start:args.end:args.end]
@@ -488,26 +428,6 @@ func decodeTaskMembers(body []byte, src string, catalog Catalog, name string, ar
 		return Task{}, err
 	}
 	return t, nil
-}
-
-// checkPlainStrings applies the string rules to the eight members of ms,
-// which plainStrings found free of escapes and bytes >= 0x80 (so their
-// length in bytes is their length in characters).
-func checkPlainStrings(ms *[numMembers]member) error {
-	for k, f := range requiredStrings {
-		m := ms[k]
-		switch n := m.end - m.start - 2; {
-		case m.kind == 0:
-			return invalid(deadletter.ReasonSchemaInvalid, f.name, detailMissing)
-		case m.kind != '"':
-			return invalid(deadletter.ReasonSchemaInvalid, f.name, detailString)
-		case n == 0:
-			return invalid(deadletter.ReasonSchemaInvalid, f.name, detailEmpty)
-		case n > f.max:
-			return invalid(deadletter.ReasonSchemaInvalid, f.name, f.detail)
-		}
-	}
-	return nil
 }
 
 // decodeStrings applies the string rules to the eight members of ms and

@@ -301,13 +301,6 @@ func fixtureBodiesOf(t testing.TB, pattern string) []string {
 // sameDecode reports how DecodeTask and DecodeTaskStd differ on body, or "".
 func sameDecode(body []byte, catalog agenttask.Catalog) string {
 	got, gotErr := agenttask.DecodeTask(body, catalog)
-	fromString, fromStringErr := agenttask.DecodeTaskString(string(body), catalog)
-	if fmt.Sprint(gotErr) != fmt.Sprint(fromStringErr) {
-		return fmt.Sprintf("DecodeTask error %v, DecodeTaskString error %v", gotErr, fromStringErr)
-	}
-	if diff := cmp.Diff(got, fromString); diff != "" {
-		return "DecodeTask and DecodeTaskString differ: " + diff
-	}
 	// DecodeTask without a catalog, then CheckTool, is DecodeTask.
 	split, splitErr := agenttask.DecodeTask(body, nil)
 	if splitErr == nil {
@@ -341,24 +334,17 @@ func sameDecode(body []byte, catalog agenttask.Catalog) string {
 // argNames are the names of args members sameArg looks up.
 var argNames = []string{"fault", "q", "a", "é", "tool", "\u0000"}
 
-// sameArg checks DecodeTaskArg and DecodeTaskStringArg against DecodeTask
+// sameArg checks DecodeTaskArg against DecodeTask
 // (got, gotErr: the same task and error) and the value of args' member
 // name against encoding/json's: the raw value a map of json.RawMessage
 // keeps for that key, byte for byte, or none.
 func sameArg(body []byte, catalog agenttask.Catalog, got agenttask.Task, gotErr error, name string) string {
 	task, value, err := agenttask.DecodeTaskArg(body, catalog, name)
-	fromString, fromStringValue, fromStringErr := agenttask.DecodeTaskStringArg(string(body), catalog, name)
-	if fmt.Sprint(err) != fmt.Sprint(gotErr) || fmt.Sprint(fromStringErr) != fmt.Sprint(gotErr) {
-		return fmt.Sprintf("DecodeTask error %v, DecodeTaskArg %v, DecodeTaskStringArg %v", gotErr, err, fromStringErr)
+	if fmt.Sprint(err) != fmt.Sprint(gotErr) {
+		return fmt.Sprintf("DecodeTask error %v, DecodeTaskArg %v", gotErr, err)
 	}
 	if diff := cmp.Diff(got, task); diff != "" {
 		return "DecodeTask and DecodeTaskArg differ: " + diff
-	}
-	if diff := cmp.Diff(got, fromString); diff != "" {
-		return "DecodeTask and DecodeTaskStringArg differ: " + diff
-	}
-	if !bytes.Equal(value, fromStringValue) {
-		return fmt.Sprintf("args member %q: DecodeTaskArg %q, DecodeTaskStringArg %q", name, value, fromStringValue)
 	}
 	var want json.RawMessage
 	if err == nil {

@@ -29,6 +29,16 @@ type Task struct {
 	Args json.RawMessage `json:"args"`
 }
 
+// DeadLetterFields returns what a dead letter's dlq_meta and the worker's
+// log lines say of the task (batch.Record.Describe takes it): its ids,
+// tool and version, never its args.
+func (t Task) DeadLetterFields() deadletter.TaskFields {
+	return deadletter.TaskFields{
+		TaskID: t.TaskID, RunID: t.RunID, Tenant: t.Tenant, Tool: t.Tool, ToolVersion: t.ToolVersion,
+		SchemaVersion: t.SchemaVersion, IdempotencyKey: t.IdempotencyKey, TraceID: t.TraceID,
+	}
+}
+
 // Tool describes one tool of a catalog.
 type Tool struct {
 	Name string
@@ -97,6 +107,20 @@ type ValidationError struct {
 	Reason deadletter.Reason // json_invalid, schema_invalid, tool_unknown or tool_version_unsupported
 	Field  string            // the field that failed, where one did ("args", "schema_version")
 	Detail string            // what was wrong, without the field's value
+}
+
+// DeadLetterReason is the reason the message is dead-lettered with: the
+// batch processor reads it from any error in a handler's chain that has
+// this method.
+func (e *ValidationError) DeadLetterReason() deadletter.Reason { return e.Reason }
+
+// ErrorCode is the dead letter's error code: "field:" and the field that
+// failed, or "" when the rule is the whole body's.
+func (e *ValidationError) ErrorCode() string {
+	if e.Field == "" {
+		return ""
+	}
+	return "field:" + e.Field
 }
 
 func (e *ValidationError) Error() string {

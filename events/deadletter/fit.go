@@ -42,6 +42,18 @@ type Evidence struct {
 	Attributes map[string]Attribute `json:"attributes,omitempty"`
 }
 
+// Reserve is the most room a dead letter needs beside its body:
+// dlq_reason and the identity dlq_meta FitDeadLetter falls back to,
+// whatever its fields hold (each is bounded there). A DLQ whose
+// MaximumMessageSize is at least its hot queue's plus Reserve takes the dead
+// letter of every message its hot queue takes: at SQS's maximum of 1 MiB
+// (1,048,576 bytes) for the DLQ, a hot queue of at most 1,032,192 bytes.
+const Reserve = 16 * 1024
+
+// maxEvidenceRef bounds the claim check's address kept in the identity
+// dlq_meta; a longer one (a message id no SQS queue gives) is left out.
+const maxEvidenceRef = 1024
+
 // ErrBodyTooLarge: the body alone leaves no room for dlq_reason and the
 // smallest dlq_meta under the size limit; nothing can be dead-lettered.
 var ErrBodyTooLarge = errors.New("message body leaves no room for the dead-letter attributes")
@@ -106,11 +118,16 @@ func FitDeadLetter(m Meta, original map[string]Attribute, bodyBytes, maxBytes in
 		},
 		func() { original, m.Reduced = nil, append(m.Reduced, ReducedAttributes) },
 		func() {
+			// Every field is bounded, so that the whole fits Reserve.
+			ref := evidenceRef
+			if len(ref) > maxEvidenceRef {
+				ref = ""
+			}
 			m = Meta{
 				Class: m.Class, Reason: m.Reason, NextAction: m.NextAction, Attempts: m.Attempts,
-				MessageID: m.MessageID, DeadLetteredAt: m.DeadLetteredAt, IdempotencyKey: truncate(m.IdempotencyKey, 256),
-				TaskID: truncate(m.TaskID, 256), TraceID: truncate(m.TraceID, 256), InputSHA256: m.InputSHA256, Effect: m.Effect,
-				Reduced: append(m.Reduced, ReducedMeta), Evidence: evidenceRef,
+				MessageID: truncate(m.MessageID, 256), DeadLetteredAt: m.DeadLetteredAt, IdempotencyKey: truncate(m.IdempotencyKey, 256),
+				TaskID: truncate(m.TaskID, 256), TraceID: truncate(m.TraceID, 256), InputSHA256: truncate(m.InputSHA256, 64), Effect: EffectState(truncate(string(m.Effect), 32)),
+				Reduced: append(m.Reduced, ReducedMeta), Evidence: ref,
 			}
 			if dropBadTimes(&m) {
 				m.Reduced = append(m.Reduced, ReducedTimes)

@@ -99,3 +99,38 @@ func TestFitDeadLetter(t *testing.T) {
 		})
 	}
 }
+
+// TestFitDeadLetterWithinReserve: whatever the metadata and the original
+// attributes hold, the dead letter of a body that leaves Reserve bytes under
+// the limit fits, at the 1 MiB and the 256 KiB limits: fields at and past
+// their bounds, every byte one that JSON escapes as six, a long claim
+// check address, the largest attributes.
+func TestFitDeadLetterWithinReserve(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	escaped := func(n int) string { return strings.Repeat("\x01", n) } // \u0001 in JSON
+	worst := deadletter.Meta{
+		Reason: deadletter.ReasonToolVersionUnsupported, Attempts: 1000, Error: escaped(5000), ErrorCode: escaped(5000),
+		History:   []deadletter.Attempt{{Receive: 1, At: now, Class: deadletter.ClassPoison, Error: escaped(5000)}},
+		MessageID: escaped(5000), DeadLetteredAt: now, SentAt: now, FirstFailureAt: now, LastFailureAt: now,
+		SourceQueueARN: escaped(5000), WorkerVersion: escaped(5000), MessageGroupID: escaped(5000),
+		TaskID: escaped(5000), RunID: escaped(5000), Tenant: escaped(5000), Tool: escaped(5000), ToolVersion: escaped(5000),
+		IdempotencyKey: escaped(5000), TraceID: escaped(5000), InputSHA256: escaped(5000), Effect: deadletter.EffectState(escaped(5000)),
+	}
+	original := map[string]deadletter.Attribute{}
+	for i := range 10 {
+		original[fmt.Sprintf("a%02d", i)] = deadletter.Attribute{DataType: "String", StringValue: strings.Repeat("v", 100000)}
+	}
+	for _, limit := range []int{1 << 20, 256 << 10} {
+		for _, ref := range []string{"", "s3://" + escaped(deadletter.Reserve)} {
+			body := limit - deadletter.Reserve
+			attrs, _, err := deadletter.FitDeadLetter(worst, original, body, limit, ref)
+			require.NoError(t, err, "limit %d, ref of %d bytes", limit, len(ref))
+			assert.LessOrEqual(t, deadletter.MessageSize(body, attrs), limit)
+			meta, _, err := deadletter.DecodeDeadLetter(attrs)
+			require.NoError(t, err)
+			assert.Equal(t, deadletter.ReasonToolVersionUnsupported, meta.Reason)
+			assert.Contains(t, meta.Reduced, deadletter.ReducedMeta)
+		}
+	}
+}

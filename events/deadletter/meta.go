@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unsafe"
 )
 
 // Attribute names the worker stamps on a dead letter.
@@ -51,9 +50,22 @@ type EffectState string
 const (
 	EffectNone     EffectState = "none"      // no mutating call started
 	EffectUnknown  EffectState = "unknown"   // a mutating call started, outcome not known
-	EffectDone     EffectState = "done"      // the ledger holds a receipt
 	EffectReadOnly EffectState = "read_only" // the tool does not mutate the outside world
 )
+
+// TaskFields is what dlq_meta says of the task a message carried, for
+// triage, redrive and logs; a worker that decoded the body names them
+// (batch.Record.Describe). No prompt, no argument, no result.
+type TaskFields struct {
+	TaskID         string
+	RunID          string
+	Tenant         string
+	Tool           string
+	ToolVersion    string
+	SchemaVersion  int
+	IdempotencyKey string
+	TraceID        string
+}
 
 // Attempt is one failed attempt in a dead letter's history.
 type Attempt struct {
@@ -169,9 +181,7 @@ func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribu
 		return nil, err
 	}
 	out[AttrReason] = Attribute{DataType: "String", StringValue: string(m.Reason)}
-	// data is not written again: the string shares its bytes instead of
-	// copying them (~1 KB and an allocation per dead letter).
-	out[AttrMeta] = Attribute{DataType: "String", StringValue: unsafe.String(unsafe.SliceData(data), len(data))}
+	out[AttrMeta] = Attribute{DataType: "String", StringValue: string(data)}
 	return out, nil
 }
 

@@ -1,9 +1,6 @@
 package deadletter
 
-import (
-	"strings"
-	"sync"
-)
+import "sync"
 
 // Redact removes tokens, keys, authorization headers, credentials in URLs and
 // email addresses from s, then truncates it to at most maxRunes runes (an
@@ -30,18 +27,11 @@ func Redact(s string, maxRunes int) string {
 		return out
 	}
 	out = redact(s, maxRunes)
-	// The key is copied: a caller's string may share bytes that are
-	// written later (unsafe.String over a reused buffer).
-	k.s = strings.Clone(s)
-	kept := out
-	if out == s {
-		kept = k.s // nothing was redacted: out is s itself
-	}
 	redactMemo.Lock()
 	if len(redactMemo.m) >= redactMemoEntries {
 		clear(redactMemo.m) // the next texts start over; no eviction order to keep
 	}
-	redactMemo.m[k] = kept
+	redactMemo.m[k] = out
 	redactMemo.Unlock()
 	return out
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/batch"
+	"github.com/agentdlq/agentdlq/functions/batch/batchpipeline"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -144,7 +145,7 @@ func newProcessor(env func(string) string, log *slog.Logger) (*batch.Processor, 
 	if err != nil {
 		return nil, err
 	}
-	cfg := batch.PipelineConfig(pl) // max receive count, FIFO, backoff, lease
+	cfg := batchpipeline.Config(pl) // max receive count, FIFO, backoff, lease
 	// The DLQ's size, which the construct sets: a dead letter as large as
 	// the hot queue's largest message fits.
 	if cfg.MaxMessageBytes, err = pl.WorkerDLQMaxMessageBytes(env); err != nil {

@@ -36,7 +36,7 @@ func (p *Processor) retry(ctx context.Context, rec Record, c Classification, err
 	}
 	logAttrs(ctx, p.log, slog.LevelWarn, "retried",
 		slog.String("message_id", rec.MessageID()), slog.String("queue", queueName(rec.EventSourceARN())),
-		slog.String("reason", string(c.Reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", rec.st.task.TraceID),
+		slog.String("reason", string(c.Reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", rec.st.fields.TraceID),
 		slog.String("class", string(c.Class())), slog.String("error_code", c.Code), slog.Int("backoff_s", int(delay)),
 		slog.String("error", deadletter.Redact(err.Error(), deadletter.MaxErrorRunes)))
 }

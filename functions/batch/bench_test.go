@@ -26,10 +26,10 @@ import (
 func BenchmarkProcessor(b *testing.B) {
 	body := strings.Repeat("x", 1024)
 	handler := func(ctx context.Context, r Record) error {
-		if r.Message.MessageId[len(r.Message.MessageId)-1] == 'p' {
+		if id := r.MessageID(); id[len(id)-1] == 'p' {
 			return Poison(deadletter.ReasonSchemaInvalid, &agenttask.ValidationError{Reason: deadletter.ReasonSchemaInvalid, Field: "tenant", Detail: "required field is missing"})
 		}
-		if err := r.Begin(ctx, r.Message.MessageId, false); err != nil {
+		if err := r.Begin(ctx, r.MessageID(), false); err != nil {
 			return err
 		}
 		r.SetReceipt("receipt")

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/smithy-go"
 
-	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
@@ -21,8 +20,8 @@ type Classification struct {
 	// classes.
 	Reason deadletter.Reason
 	// Code is the error code that decided it, when there is one: the AWS
-	// error code, "DeadlineExceeded", "Canceled", "Timeout", or the
-	// validation field ("field:args").
+	// error code, "DeadlineExceeded", "Canceled", "Timeout", or a
+	// ReasonError's code (agenttask's "field:args").
 	Code string
 }
 
@@ -49,7 +48,9 @@ type ClassifyFunc func(err error) (reason deadletter.Reason, ok bool)
 //     AuthConfig, DependencyOpen, PolicyLimit), bare or wrapped;
 //  2. the caller's Config.Classify, when it knows the error (the processor
 //     only: Classify itself has no Config);
-//  3. an *agenttask.ValidationError: poison with its reason;
+//  3. a ReasonError (agenttask.ValidationError, say): the reason it names
+//     (unclassified when the worker cannot write that reason), its
+//     ErrorCode as the code;
 //  4. context.DeadlineExceeded, context.Canceled or a net.Error timeout:
 //     transient (effect_unknown once a mutating call started, see below);
 //  5. a smithy.APIError, by ErrorCode and ErrorFault: throttling codes and
@@ -86,12 +87,9 @@ func classifyBare(err error, own ClassifyFunc) Classification {
 			return c
 		}
 	}
-	if ve, ok := agenttask.AsValidationError(err); ok {
-		c := Classification{Reason: ve.Reason}
-		if ve.Field != "" {
-			c.Code = "field:" + ve.Field
-		}
-		if ve.Reason.Class() != deadletter.ClassPoison {
+	if r, ok := errors.AsType[ReasonError](err); ok {
+		c := Classification{Reason: r.DeadLetterReason(), Code: errorCode(err)}
+		if !workerReason(c.Reason) {
 			c.Reason = deadletter.ReasonUnclassified
 		}
 		return c
@@ -116,6 +114,31 @@ func classifyBare(err error, own ClassifyFunc) Classification {
 		return Classification{Reason: deadletter.ReasonBudgetExhausted, Code: "Timeout"}
 	}
 	return Classification{Reason: deadletter.ReasonUnclassified}
+}
+
+// ReasonError is an error that names its own dead-letter reason, as a
+// payload's validation error does (agenttask.ValidationError: json_invalid,
+// schema_invalid, ...). ErrorCode, when the error has it, is the dead
+// letter's error code. See Classify for where it stands among the rules.
+type ReasonError interface {
+	error
+	DeadLetterReason() deadletter.Reason
+}
+
+// errorCoder is an error with an error code: smithy.APIError, or a
+// ReasonError's own.
+type errorCoder interface {
+	error
+	ErrorCode() string
+}
+
+// errorCode is the error code of the first error in err's chain that has
+// one, or "".
+func errorCode(err error) string {
+	if e, ok := errors.AsType[errorCoder](err); ok {
+		return e.ErrorCode()
+	}
+	return ""
 }
 
 // apiCode is the AWS error code in err's chain, or "".

@@ -24,6 +24,19 @@ func opErr(err error) error {
 	return &smithy.OperationError{ServiceID: "SQS", OperationName: "SendMessage", Err: err}
 }
 
+// orderError is a payload's own validation error, not agenttask's: the
+// processor reads its reason and code through ReasonError.
+type orderError struct {
+	reason deadletter.Reason
+	code   string
+	cause  error
+}
+
+func (e orderError) Error() string                       { return "order invalid: " + string(e.reason) }
+func (e orderError) DeadLetterReason() deadletter.Reason { return e.reason }
+func (e orderError) ErrorCode() string                   { return e.code }
+func (e orderError) Unwrap() error                       { return e.cause }
+
 type timeoutErr struct{}
 
 func (timeoutErr) Error() string   { return "i/o timeout" }
@@ -57,6 +70,10 @@ func TestClassifyPrecedence(t *testing.T) {
 		{name: "typed outcome beats a deadline it wraps", err: PolicyLimit(context.DeadlineExceeded), wantClass: deadletter.ClassPolicy, wantReason: deadletter.ReasonPolicyLimit},
 		{name: "validation error", err: &agenttask.ValidationError{Reason: deadletter.ReasonToolVersionUnsupported, Field: "tool_version"}, wantClass: deadletter.ClassPoison, wantReason: deadletter.ReasonToolVersionUnsupported, wantCode: "field:tool_version"},
 		{name: "wrapped validation error", err: fmt.Errorf("decode: %w", &agenttask.ValidationError{Reason: deadletter.ReasonJSONInvalid}), wantClass: deadletter.ClassPoison, wantReason: deadletter.ReasonJSONInvalid},
+		{name: "a payload's own reason error", err: fmt.Errorf("order: %w", orderError{reason: deadletter.ReasonSchemaInvalid, code: "order:amount"}), wantClass: deadletter.ClassPoison, wantReason: deadletter.ReasonSchemaInvalid, wantCode: "order:amount"},
+		{name: "a reason error naming a retryable reason", err: orderError{reason: deadletter.ReasonDependencyOpen}, wantClass: deadletter.ClassDependency, wantReason: deadletter.ReasonDependencyOpen},
+		{name: "a reason error naming a reason the worker cannot write", err: orderError{reason: deadletter.ReasonReceiveLimit}, wantClass: deadletter.ClassUnknown, wantReason: deadletter.ReasonUnclassified},
+		{name: "a reason error beats a deadline it wraps", err: orderError{reason: deadletter.ReasonToolUnknown, cause: context.DeadlineExceeded}, wantClass: deadletter.ClassPoison, wantReason: deadletter.ReasonToolUnknown},
 		{name: "deadline", err: context.DeadlineExceeded, wantClass: deadletter.ClassTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "DeadlineExceeded"},
 		{name: "wrapped deadline beats the API error", err: fmt.Errorf("call: %w", errors.Join(context.DeadlineExceeded, apiErr("AccessDenied", smithy.FaultClient))), wantClass: deadletter.ClassTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "DeadlineExceeded"},
 		{name: "canceled", err: fmt.Errorf("x: %w", context.Canceled), wantClass: deadletter.ClassTransient, wantReason: deadletter.ReasonBudgetExhausted, wantCode: "Canceled"},

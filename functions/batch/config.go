@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/ledger"
-	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 // Config configures a Processor. New applies the defaults, then validates.
@@ -34,7 +33,7 @@ type Config struct {
 	FIFO bool
 	// FIFOPoison is optional (default dead_letter): what a FIFO queue does
 	// with a failure that is dead-lettered at once (see the package doc).
-	FIFOPoison pipeline.FIFOPoison
+	FIFOPoison FIFOPoison
 	// HotQueueURL is optional: the hot queue's URL, needed for the
 	// visibility backoff. Empty disables the backoff.
 	HotQueueURL string
@@ -69,12 +68,17 @@ type Config struct {
 	// a dependency's own error types, as asynq's IsFailure and Watermill's
 	// poison filter allow, instead of wrapping every error in the handler.
 	Classify ClassifyFunc
-	// MaxMessageBytes is optional (default 262144, 256 KiB): the DLQ's
-	// MaximumMessageSize. A dead letter that would be larger gives up, in
-	// order, its history, folded attributes, kept attributes and all but
-	// the identity of its metadata (deadletter.FitDeadLetter); the body
-	// stays byte for byte. Set it when the DLQ allows more (at most
-	// 1048576).
+	// MaxMessageBytes is optional (default 1048576, 1 MiB: SQS's maximum
+	// and the MaximumMessageSize of a new queue): the DLQ's
+	// MaximumMessageSize, 1024..1048576. A dead letter that would be larger
+	// gives up, in order, its history, folded attributes, kept attributes
+	// and all but the identity of its metadata (deadletter.FitDeadLetter);
+	// the body stays byte for byte. A body within deadletter.Reserve of it
+	// is dead-lettered with its reason all the same, so a hot queue whose
+	// MaximumMessageSize is this less deadletter.Reserve sends the
+	// processor nothing it cannot dead-letter. Set it to the DLQ's own
+	// value: a larger one makes SQS refuse the send (the record is then
+	// retried, and moved by the broker as receive_limit).
 	MaxMessageBytes int
 	// Evidence is optional: where the processor keeps, as a claim check,
 	// what a dead letter had to give up to fit (an *s3.Client). Without it,
@@ -102,26 +106,26 @@ type Config struct {
 	Rand func(n int64) int64
 }
 
-// PipelineConfig returns a Config with the settings of a pipeline
-// definition filled in: MaxReceiveCount, Pipeline, FIFO, FIFOPoison,
-// Backoff, RedriveLoopAfter and Lease (the visibility timeout). The caller
-// adds Handler, SQS, DLQURL and the rest.
-func PipelineConfig(p *pipeline.Pipeline) Config {
-	return Config{
-		MaxReceiveCount:  p.MaxReceiveCount,
-		Pipeline:         p.Name,
-		FIFO:             p.FIFO,
-		FIFOPoison:       p.FIFOPoison,
-		Backoff:          Backoff{Base: time.Duration(p.Backoff.BaseSeconds) * time.Second, Max: time.Duration(p.Backoff.MaxSeconds) * time.Second, Disabled: p.Backoff.Disabled},
-		RedriveLoopAfter: p.RedriveLoopAfter,
-		Lease:            p.VisibilityTimeout(),
-	}
-}
+// FIFOPoison says what a FIFO queue does with a failure that is
+// dead-lettered at once (Config.FIFOPoison); the values are a pipeline
+// definition's fifo_poison.
+type FIFOPoison string
 
-// DefaultMaxMessageBytes is the default Config.MaxMessageBytes: 256 KiB,
-// the SQS message size limit of queues made before 2025, and so safe for
-// every DLQ.
-const DefaultMaxMessageBytes = 256 * 1024
+const (
+	// FIFOPoisonDeadLetter dead-letters the record with its reason and lets
+	// the rest of its message group go on.
+	FIFOPoisonDeadLetter FIFOPoison = "dead_letter"
+	// FIFOPoisonHoldGroup holds the group instead: the record and the rest
+	// of its group are retried until the record's last allowed receive, when
+	// it is dead-lettered with its own reason.
+	FIFOPoisonHoldGroup FIFOPoison = "hold_group"
+)
+
+// DefaultMaxMessageBytes is the default Config.MaxMessageBytes: 1 MiB,
+// SQS's maximum message size and the MaximumMessageSize of a queue made
+// without one. A DLQ made before August 2025 with the then default of 256
+// KiB needs Config.MaxMessageBytes set to 262144.
+const DefaultMaxMessageBytes = 1024 * 1024
 
 // ErrConfig wraps every error of New and of Handle on a processor that New
 // did not build.
@@ -134,7 +138,7 @@ func New(cfg Config) (*Processor, error) {
 		cfg.Backoff.Base, cfg.Backoff.Max = 2*time.Second, 120*time.Second
 	}
 	if cfg.FIFOPoison == "" {
-		cfg.FIFOPoison = pipeline.FIFOPoisonDeadLetter
+		cfg.FIFOPoison = FIFOPoisonDeadLetter
 	}
 	if cfg.Lease == 0 {
 		cfg.Lease = 5 * time.Minute
@@ -182,8 +186,8 @@ func New(cfg Config) (*Processor, error) {
 	if strings.TrimSpace(cfg.Pipeline) == "" {
 		bad("Pipeline is required: it names the metrics' Pipeline dimension")
 	}
-	if cfg.FIFOPoison != pipeline.FIFOPoisonDeadLetter && cfg.FIFOPoison != pipeline.FIFOPoisonHoldGroup {
-		bad("FIFOPoison %q must be %q or %q", cfg.FIFOPoison, pipeline.FIFOPoisonDeadLetter, pipeline.FIFOPoisonHoldGroup)
+	if cfg.FIFOPoison != FIFOPoisonDeadLetter && cfg.FIFOPoison != FIFOPoisonHoldGroup {
+		bad("FIFOPoison %q must be %q or %q", cfg.FIFOPoison, FIFOPoisonDeadLetter, FIFOPoisonHoldGroup)
 	}
 	if !cfg.Backoff.Disabled && (cfg.Backoff.Base < time.Second || cfg.Backoff.Max < cfg.Backoff.Base || cfg.Backoff.Max > 12*time.Hour) {
 		bad("Backoff needs 1s <= Base <= Max <= 12h (got %v, %v)", cfg.Backoff.Base, cfg.Backoff.Max)
@@ -210,7 +214,7 @@ func New(cfg Config) (*Processor, error) {
 	return &Processor{
 		handler: cfg.Handler, sqs: cfg.SQS, dlqURL: cfg.DLQURL, hotURL: cfg.HotQueueURL,
 		sourceARN: cfg.SourceQueueARN, maxReceive: cfg.MaxReceiveCount, pipeline: cfg.Pipeline,
-		fifo: cfg.FIFO, holdGroup: cfg.FIFO && cfg.FIFOPoison == pipeline.FIFOPoisonHoldGroup,
+		fifo: cfg.FIFO, holdGroup: cfg.FIFO && cfg.FIFOPoison == FIFOPoisonHoldGroup,
 		backoff: cfg.Backoff, ledger: l, lease: cfg.Lease, concurrency: cfg.Concurrency, margin: cfg.DeadlineMargin, loopAfter: cfg.RedriveLoopAfter,
 		classify: cfg.Classify, version: cfg.WorkerVersion, log: cfg.Logger, metrics: cfg.Metrics, now: cfg.Now, rand: cfg.Rand,
 		pipelineKey: quoteJSON(cfg.Pipeline),

@@ -18,13 +18,9 @@ import (
 
 // SQSAPI is what the processor calls on SQS, with the SDK's signatures: an
 // *sqs.Client satisfies it. Dead letters go to the DLQ with SendMessageBatch,
-// up to ten a call (IAM: sqs:SendMessage allows it).
-//
-// The processor reuses the memory of a SendMessageBatch input (the entries,
-// their attribute maps and the strings they point to) once the call has
-// returned, as the SDK client allows: it has serialized the request by then.
-// An implementation that keeps any part of the input after returning (a
-// recording fake in a test) must copy it.
+// up to ten a call (IAM: sqs:SendMessage allows it). The processor never
+// writes an input again once it has passed it: an implementation may keep
+// it.
 type SQSAPI interface {
 	SendMessageBatch(ctx context.Context, params *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 	ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
@@ -67,7 +63,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		WorkerVersion:  p.version,
 		MessageGroupID: rec.GroupID,
 		IdempotencyKey: st.key,
-		InputSHA256:    m.dlq.sha256Hex(rec.Body()),
+		InputSHA256:    sha256Hex(rec.m.body),
 		Effect:         effectState(st),
 		RedriveCount:   st.redriveCount,
 	}
@@ -78,7 +74,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		meta.SourceQueueARN = rec.EventSourceARN()
 	}
 	if st.described {
-		t := &st.task
+		t := &st.fields
 		meta.TaskID, meta.RunID, meta.Tenant, meta.Tool, meta.ToolVersion = t.TaskID, t.RunID, t.Tenant, t.Tool, t.ToolVersion
 		meta.SchemaVersion, meta.TraceID = t.SchemaVersion, t.TraceID
 		if meta.IdempotencyKey == "" {
@@ -102,7 +98,7 @@ func (p *Processor) fit(ctx context.Context, rec Record, recAttrs []namedAttr, m
 		key = p.pipeline + "/evidence/" + meta.DeadLetteredAt.Format(time.DateOnly) + "/" + rec.MessageID() + ".json"
 		ref = "s3://" + p.evidenceBucket + "/" + key
 	}
-	attrs, ev, err := deadletter.FitDeadLetter(meta, original, len(rec.Body()), p.maxMessage, ref)
+	attrs, ev, err := deadletter.FitDeadLetter(meta, original, len(rec.m.body), p.maxMessage, ref)
 	if err != nil || ev == nil {
 		return attrs, err
 	}
@@ -118,7 +114,7 @@ func (p *Processor) fit(ctx context.Context, rec Record, recAttrs []namedAttr, m
 			return attrs, nil
 		}
 		p.logFailure(ctx, slog.LevelError, "claim check could not be stored; the dead letter is sent without it", rec, meta.Reason, perr)
-		if attrs, _, err = deadletter.FitDeadLetter(meta, original, len(rec.Body()), p.maxMessage, ""); err != nil {
+		if attrs, _, err = deadletter.FitDeadLetter(meta, original, len(rec.m.body), p.maxMessage, ""); err != nil {
 			return nil, err
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -54,29 +53,22 @@ type pendingLetter struct {
 
 // outbox holds up to ten dead letters of one lane of an invocation (the
 // sequential loop, or one of the Concurrency goroutines) for one
-// SendMessageBatch. Everything the batch input points to (the entries, their
-// attribute maps, the dlq_meta buffers and the *string values) is reused
-// for the next batch once SendMessageBatch has returned: the SDK has
-// serialized the request by then, and a client that keeps the input (a
-// recording fake) must copy it (see SQSAPI).
+// SendMessageBatch. Each batch's input (its entries, their attribute maps
+// and strings) is new and never written again once sent: the client may
+// keep it. Only the scratch of the dead letter being encoded is reused.
 type outbox struct {
 	n       int // letters waiting
 	bytes   int // their size, as SQS counts it
 	pending [maxBatchEntries]pendingLetter
-	entries [maxBatchEntries]types.SendMessageBatchRequestEntry
-	attrs   [maxBatchEntries]map[string]types.MessageAttributeValue
-	system  [maxBatchEntries]map[string]types.MessageSystemAttributeValue
-	metas   [maxBatchEntries][]byte
-	strs    []string // the *string values of the entries point here
-	in      sqs.SendMessageBatchInput
+	entries []types.SendMessageBatchRequestEntry // the batch being filled
+	strs    []string                             // its *string values point here
+	metas   [maxBatchEntries][]byte              // dlq_meta encoded, copied into the entry
 
 	// Scratch for the dead letter being encoded (its Meta is encoded, or
 	// copied into a claim check, before the next one is built).
 	hist [1]deadletter.Attempt
-	hex  [2 * sha256.Size]byte
-	// The record's attributes as the dead letter being encoded carries them
-	// (on the lean path decoded now, viewing the payload), those kept on
-	// the message, and the ones folded into dlq_meta.
+	// The record's attributes as the dead letter being encoded carries them,
+	// those kept on the message, and the ones folded into dlq_meta.
 	rattrs []namedAttr
 	kept   []namedAttr
 	folded map[string]deadletter.Attribute
@@ -88,15 +80,15 @@ func (o *outbox) history(a deadletter.Attempt) []deadletter.Attempt {
 	return o.hist[:]
 }
 
-// sha256Hex is the hex SHA-256 of b, in the outbox's scratch: valid until
-// the next call.
-func (o *outbox) sha256Hex(b []byte) string {
+// sha256Hex is the hex SHA-256 of b.
+func sha256Hex(b []byte) string {
 	sum := sha256.Sum256(b)
-	hex.Encode(o.hex[:], sum[:])
-	return unsafe.String(&o.hex[0], len(o.hex))
+	var buf [2 * sha256.Size]byte
+	hex.Encode(buf[:], sum[:])
+	return string(buf[:])
 }
 
-var outboxPool = sync.Pool{New: func() any { return &outbox{strs: make([]string, 0, 256)} }}
+var outboxPool = sync.Pool{New: func() any { return new(outbox) }}
 
 func getOutbox() *outbox { return outboxPool.Get().(*outbox) }
 
@@ -106,42 +98,30 @@ func putOutbox(o *outbox) {
 		return // never: every lane flushes before it ends
 	}
 	o.reset()
-	// The fold's scratch is not reset with each batch: a batch may be sent
-	// while a dead letter that uses it is being built.
 	clear(o.rattrs)
 	clear(o.kept)
 	clear(o.folded)
 	outboxPool.Put(o)
 }
 
-// ptr returns a pointer to a copy of s that lives until the outbox is reset:
-// an aws.String each was an allocation per attribute.
+// ptr returns a pointer to a copy of s in the batch's own slab: an
+// aws.String each was an allocation per attribute. The slab is never
+// written again once its batch is sent (reset starts a new one), and a
+// pointer into a slab that append outgrew still points at its value.
 func (o *outbox) ptr(s string) *string {
+	if len(o.strs) == cap(o.strs) {
+		o.strs = make([]string, 0, 64)
+	}
 	o.strs = append(o.strs, s)
 	return &o.strs[len(o.strs)-1]
 }
 
-// reset forgets the sent batch; the buffers stay for the next one.
+// reset forgets the sent batch: its input belongs to the client now.
 func (o *outbox) reset() {
-	for i := range o.n {
-		o.pending[i] = pendingLetter{}
-		o.entries[i] = types.SendMessageBatchRequestEntry{}
-		clear(o.attrs[i])
-		clear(o.system[i])
-	}
-	clear(o.strs)
-	o.strs = o.strs[:0]
-	o.in = sqs.SendMessageBatchInput{}
+	o.pending = [maxBatchEntries]pendingLetter{}
+	o.entries, o.strs = nil, nil
 	o.hist = [1]deadletter.Attempt{}
 	o.n, o.bytes = 0, 0
-}
-
-// attrMap returns slot i's attribute map, empty.
-func (o *outbox) attrMap(i, hint int) map[string]types.MessageAttributeValue {
-	if o.attrs[i] == nil {
-		o.attrs[i] = make(map[string]types.MessageAttributeValue, max(hint, deadletter.MaxAttributes))
-	}
-	return o.attrs[i]
 }
 
 // enqueue encodes the dead letter of rec into the lane's outbox and sends
@@ -154,12 +134,12 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	o := m.dlq
 	rec.st.result = resultRetry
 	letter := pendingLetter{rec: rec, reason: meta.Reason, code: code, cause: cause, now: meta.DeadLetteredAt}
-	// The message's attributes and body as the dead letter carries them: on
-	// the lean path the attributes are decoded now (data type and values
-	// only) and the body copied out of the invocation's payload.
+	// The message's attributes and body as the dead letter carries them:
+	// the attributes decoded now (data type and values only), the body
+	// copied as it was received.
 	clear(o.rattrs)
-	o.rattrs = rec.appendDeadLetterAttrs(o.rattrs[:0])
-	body := rec.sendBody()
+	o.rattrs = rec.m.appendDeadLetterAttrs(o.rattrs[:0])
+	body := rec.m.sendBody()
 
 	// The common case: the metadata is written into the slot's reused
 	// buffer, the original attributes kept on the message (all of them, or
@@ -207,30 +187,31 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 		slot = 0
 	}
 
+	if o.entries == nil {
+		o.entries = make([]types.SendMessageBatchRequestEntry, 0, maxBatchEntries)
+	}
+	o.entries = o.entries[:slot+1]
 	e := &o.entries[slot]
 	*e = types.SendMessageBatchRequestEntry{Id: &entryIDs[slot], MessageBody: o.ptr(body)}
 	if fitted == nil {
-		am := o.attrMap(slot, len(kept)+2)
+		am := make(map[string]types.MessageAttributeValue, len(kept)+2)
 		for i := range kept {
 			am[kept[i].name] = o.attrValue(&kept[i].Attribute)
 		}
-		meta := o.metas[slot]
 		am[deadletter.AttrReason] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(string(letter.reason))}
-		am[deadletter.AttrMeta] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(unsafe.String(unsafe.SliceData(meta), len(meta)))}
+		am[deadletter.AttrMeta] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(string(o.metas[slot]))}
 		e.MessageAttributes = am
 	} else {
-		am := o.attrMap(slot, len(fitted))
+		am := make(map[string]types.MessageAttributeValue, len(fitted))
 		for name, a := range fitted {
 			am[name] = o.attrValue(&a)
 		}
 		e.MessageAttributes = am
 	}
-	if th := rec.traceHeader(); th != "" {
-		if o.system[slot] == nil {
-			o.system[slot] = make(map[string]types.MessageSystemAttributeValue, 1)
+	if th := rec.m.traceHeader(); th != "" {
+		e.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
+			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: o.ptr("String"), StringValue: o.ptr(th)},
 		}
-		o.system[slot][string(types.MessageSystemAttributeNameForSendsAWSTraceHeader)] = types.MessageSystemAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(th)}
-		e.MessageSystemAttributes = o.system[slot]
 	}
 	if p.fifo {
 		group := rec.GroupID
@@ -247,8 +228,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	}
 }
 
-// attrValue is the SQS attribute of a dead letter's attribute, its *string
-// values in the outbox.
+// attrValue is the SQS attribute of a dead letter's attribute.
 func (o *outbox) attrValue(a *deadletter.Attribute) types.MessageAttributeValue {
 	v := types.MessageAttributeValue{DataType: o.ptr(a.DataType)}
 	if strings.HasPrefix(a.DataType, "Binary") {
@@ -303,8 +283,7 @@ func (p *Processor) flush(ctx context.Context, m *counters) {
 		return
 	}
 	n := o.n
-	o.in = sqs.SendMessageBatchInput{QueueUrl: o.ptr(p.dlqURL), Entries: o.entries[:n]}
-	out, err := p.sendBatch(ctx, &o.in)
+	out, err := p.sendBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: o.ptr(p.dlqURL), Entries: o.entries[:n]})
 	var errs [maxBatchEntries]error
 	if err != nil {
 		for i := range n {
@@ -390,7 +369,7 @@ func (p *Processor) settle(ctx context.Context, l *pendingLetter, err error, m *
 	m.byReason[reasonIndex(l.reason)]++
 	line := deadLetterLine{
 		messageID: rec.MessageID(), queue: queueName(rec.EventSourceARN()), reason: string(l.reason), attempt: rec.ReceiveCount,
-		traceID: st.task.TraceID, code: l.code, err: l.errMsg,
+		traceID: st.fields.TraceID, code: l.code, err: l.errMsg,
 	}
 	if pe, ok := errors.AsType[*panicError](l.cause); ok {
 		line.stack = truncate(pe.stack(), 4096)

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -147,9 +148,9 @@ func TestBatchSendRespectsTheBatchSize(t *testing.T) {
 		maxMessage, body, limit int
 		batches                 []int
 	}{
-		{maxMessage: 0, body: 100 << 10, limit: 256 << 10, batches: []int{2, 2, 2, 1}},
-		{maxMessage: 1 << 20, body: 300 << 10, limit: 1 << 20, batches: []int{3, 3, 1}},
-		{maxMessage: 0, body: 20 << 10, limit: 256 << 10, batches: []int{7}},
+		{maxMessage: 256 << 10, body: 100 << 10, limit: 256 << 10, batches: []int{2, 2, 2, 1}},
+		{maxMessage: 0, body: 300 << 10, limit: 1 << 20, batches: []int{3, 3, 1}}, // the default: 1 MiB
+		{maxMessage: 256 << 10, body: 20 << 10, limit: 256 << 10, batches: []int{7}},
 	} {
 		t.Run(fmt.Sprintf("max=%d,body=%d", tc.maxMessage, tc.body), func(t *testing.T) {
 			t.Parallel()
@@ -231,7 +232,11 @@ func TestDeadLetterAttributesAreFitDeadLetters(t *testing.T) {
 				}
 				meta, err := deadletter.ParseMeta([]byte(got[deadletter.AttrMeta].StringValue))
 				require.NoError(t, err)
-				original := attributeMap(Record{Message: &msg}.appendDeadLetterAttrs(nil))
+				payload, err := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{msg}})
+				require.NoError(t, err)
+				lean, err := DecodeEvent(payload)
+				require.NoError(t, err)
+				original := attributeMap(lean.records[0].appendDeadLetterAttrs(nil))
 				want, ev, err := deadletter.FitDeadLetter(*meta, original, len(msg.Body), DefaultMaxMessageBytes, "")
 				require.NoError(t, err)
 				require.Nil(t, ev)

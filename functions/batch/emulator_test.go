@@ -26,8 +26,9 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
-// TestDeadLettersFitAtTheSizeLimit sends dead letters at SQS's 256 KiB
-// message size limit to the SQS emulator (whose DLQ refuses a larger
+// TestDeadLettersFitAtTheSizeLimit sends dead letters at a DLQ's 256 KiB
+// message size limit (the default of queues made before August 2025) to
+// the SQS emulator (whose DLQ refuses a larger
 // message, counting body, attribute names, types and values as SQS does)
 // and the claim checks to the S3 emulator. Before FitDeadLetter, the first
 // two were batch item failures on every receive.
@@ -39,7 +40,7 @@ func TestDeadLettersFitAtTheSizeLimit(t *testing.T) {
 	p.ApplyDefaults()
 	q := localtest.Queues(t, cfg, p)
 	client := sqs.NewFromConfig(cfg)
-	const limit = batch.DefaultMaxMessageBytes
+	const limit = 256 * 1024
 	_, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(q.DLQURL),
 		Attributes: map[string]string{string(types.QueueAttributeNameMaximumMessageSize): strconv.Itoa(limit)}})
 	require.NoError(t, err)
@@ -51,7 +52,7 @@ func TestDeadLettersFitAtTheSizeLimit(t *testing.T) {
 			// A long error text: the full dlq_meta is ~900 bytes, its identity ~400.
 			return batch.Poison(deadletter.ReasonSchemaInvalid, errors.New("args must be an object: "+strings.Repeat("detail ", 40)))
 		},
-		SQS: client, DLQURL: q.DLQURL, MaxReceiveCount: 3, Pipeline: p.Name,
+		SQS: client, DLQURL: q.DLQURL, MaxReceiveCount: 3, Pipeline: p.Name, MaxMessageBytes: limit,
 		Evidence: s3c, EvidenceBucket: bucket,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: io.Discard,
 	})

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -15,24 +15,26 @@ import (
 	"github.com/agentdlq/agentdlq/internal/jsonscan"
 )
 
-// Event is a Lambda SQS event decoded by DecodeEvent: the lean path. A
-// record keeps its message id, receipt handle and event source ARN as
-// strings of their own; its body is decoded in place in the payload, and
-// its attributes and message attributes stay raw JSON in the payload,
-// decoded when read (Record.Attribute, Record.MessageAttributes). An Event
-// is valid only while its payload is neither modified nor reused.
+// Event is a Lambda SQS event decoded by DecodeEvent. It owns its data:
+// DecodeEvent decoded a copy of the payload, and nothing it hands out
+// shares memory with the payload. A record keeps its message id, receipt
+// handle and event source ARN as strings and its body decoded; its
+// attributes and message attributes stay raw JSON, decoded when read
+// (Record.Attribute, Record.MessageAttributes).
 type Event struct {
-	records []leanRecord
+	records []message
 }
 
-// leanRecord is one record of an Event.
-type leanRecord struct {
+// message is one record of an event, as the processor holds it: views of
+// the buffer it was decoded in (Invoke's payload, valid during the
+// invocation), never handed out; a Record reads a copy (ownRaw).
+type message struct {
 	id, receipt, arn, group string // cut from the event's one string of copies
-	body                    []byte // the body, decoded in place in the payload
-	attrs, mattrs           []byte // raw JSON objects in the payload; nil when absent or null
+	body                    []byte // the body, decoded in place in the buffer
+	attrs, mattrs           []byte // raw JSON objects in the buffer; nil when absent or null
 	count                   []byte // ApproximateReceiveCount's raw string content; nil when absent
 	countEscaped            bool   // count holds an escape (decoded when read)
-	// Raw string literals (quotes included) in the payload; nil when absent
+	// Raw string literals (quotes included) in the buffer; nil when absent
 	// or null. Decoded when read.
 	md5Body, md5Attrs, source, region []byte
 	null                              bool // the record was JSON null
@@ -44,7 +46,7 @@ type leanRecord struct {
 	sysSlow bool
 }
 
-// The system attributes a dead letter reads, in leanRecord.sys.
+// The system attributes a dead letter reads, in message.sys.
 const (
 	sysSentAt = iota
 	sysFirstReceive
@@ -55,9 +57,9 @@ const (
 var sysNames = [numSys]string{attrSentAt, attrFirstReceive, attrTraceHeader}
 
 // sysAttr is the value of system attribute k (sysSentAt, ...) as bytes in
-// the payload, valid during the invocation, and whether they are its value
-// as is (false: use attribute, which decodes it).
-func (r *leanRecord) sysAttr(k int) ([]byte, bool) {
+// the buffer, and whether they are its value as is (false: use attribute,
+// which decodes it).
+func (r *message) sysAttr(k int) ([]byte, bool) {
 	if r.sysSlow {
 		return nil, false
 	}
@@ -81,9 +83,8 @@ func (e *Event) Len() int {
 // MessageID returns the message id of record i.
 func (e *Event) MessageID(i int) string { return e.records[i].id }
 
-// Body returns the body of record i, decoded in the payload: valid while the
-// payload is, never to be modified.
-func (e *Event) Body(i int) []byte { return e.records[i].body }
+// Body returns a copy of the body of record i.
+func (e *Event) Body(i int) []byte { return bytes.Clone(e.records[i].body) }
 
 // DecodeEvent decodes a Lambda SQS event from the invocation payload, as
 // the Lambda runtime hands it to a handler (lambda.Handler's Invoke). It
@@ -94,19 +95,20 @@ func (e *Event) Body(i int) []byte { return e.records[i].body }
 // wrapping ErrDuplicateKey. Any other malformed payload is an error
 // wrapping ErrNotSQSEvent that says where.
 //
-// It decodes each body in place: the payload is overwritten (its bodies'
-// bytes) and the Event aliases it, so the payload must not be modified or
-// reused while the Event is in use. Per record it allocates one string
-// holding its message id, receipt handle and group id (the event source
-// ARN is shared by records that have the same); the records themselves are
-// one slice.
+// The payload is neither modified nor kept: the Event decodes a copy of it,
+// which it owns. Per record it allocates one string holding its message
+// id, receipt handle and group id (the event source ARN is shared by
+// records that have the same); the records themselves are one slice.
 func DecodeEvent(payload []byte) (*Event, error) {
-	d := decoder{b: payload}
-	ev, err := d.event()
-	if err != nil {
-		return nil, err
-	}
-	return ev, nil
+	return decodeEvent(bytes.Clone(payload))
+}
+
+// decodeEvent is DecodeEvent on a buffer it may overwrite (each body is
+// decoded in place): DecodeEvent's copy, or the payload during Invoke,
+// where the Event never leaves the call.
+func decodeEvent(buf []byte) (*Event, error) {
+	d := decoder{b: buf}
+	return d.event()
 }
 
 type decoder struct {
@@ -118,7 +120,7 @@ type decoder struct {
 	cur     [6]uint32 // their (offset, length) pairs in tmp
 	arn     []byte    // the current record's eventSourceARN, decoded
 	lastARN string    // the previous record's: records share it
-	blocks  []*[recordBlock]leanRecord
+	blocks  []*[recordBlock]message
 	scratch []byte // base64 validation: a value's content, decoded
 	b64     []byte // base64 validation: its decoded bytes, kept by no one
 }
@@ -253,7 +255,7 @@ func (d *decoder) records(ev *Event, i int) (int, error) {
 		}
 		return -1, d.fail(i, "invalid JSON")
 	case '[':
-		ev.records = []leanRecord{}
+		ev.records = []message{}
 	default:
 		return -1, d.typeError(i, "\"Records\" is not an array")
 	}
@@ -279,7 +281,7 @@ func (d *decoder) records(ev *Event, i int) (int, error) {
 		return -1, d.typeError(j, fmt.Sprintf("record %d is not an object", n-1))
 	})
 	if err == nil {
-		ev.records = make([]leanRecord, n)
+		ev.records = make([]message, n)
 		for k, blk := range d.blocks {
 			copy(ev.records[k*recordBlock:], blk[:])
 		}
@@ -299,13 +301,13 @@ func (d *decoder) records(ev *Event, i int) (int, error) {
 // recordBlock is the number of records in a block of the decoder's scratch.
 const recordBlock = 256
 
-var blockPool sync.Pool // *[recordBlock]leanRecord
+var blockPool sync.Pool // *[recordBlock]message
 
-func getBlock() *[recordBlock]leanRecord {
-	if b, ok := blockPool.Get().(*[recordBlock]leanRecord); ok {
+func getBlock() *[recordBlock]message {
+	if b, ok := blockPool.Get().(*[recordBlock]message); ok {
 		return b
 	}
-	return new([recordBlock]leanRecord)
+	return new([recordBlock]message)
 }
 
 // typeError is a valid JSON value of the wrong type at b[i].
@@ -346,7 +348,7 @@ func fieldIndex(key []byte) int {
 }
 
 // record decodes the record object whose '{' is b[i] into r.
-func (d *decoder) record(r *leanRecord, i, n int) (int, error) {
+func (d *decoder) record(r *message, i, n int) (int, error) {
 	b := d.b
 	var seen [numFields]bool
 	d.tmp, d.cur, d.arn = d.tmp[:0], [6]uint32{}, d.arn[:0]
@@ -434,9 +436,32 @@ func (d *decoder) record(r *leanRecord, i, n int) (int, error) {
 	return end, nil
 }
 
+// ownRaw copies what r holds of the buffer (its decoded body, its raw
+// attributes and string literals) into one slice of its own: a Record,
+// read after its handler call once the runtime reused the payload, reads
+// such a copy (newRecord), and an Event that DecodeEvent returns holds
+// only such copies.
+func (r *message) ownRaw() {
+	n := len(r.body) + len(r.attrs) + len(r.mattrs) + len(r.count) + len(r.md5Body) + len(r.md5Attrs) + len(r.source) + len(r.region)
+	if n == 0 {
+		return
+	}
+	own := make([]byte, 0, n)
+	keep := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		start := len(own)
+		own = append(own, b...)
+		return own[start:len(own):len(own)]
+	}
+	r.body, r.attrs, r.mattrs, r.count = keep(r.body), keep(r.attrs), keep(r.mattrs), keep(r.count)
+	r.md5Body, r.md5Attrs, r.source, r.region = keep(r.md5Body), keep(r.md5Attrs), keep(r.source), keep(r.region)
+}
+
 // attributes validates the attributes object (string or null values) at
 // b[i], keeps it raw, and notes ApproximateReceiveCount and MessageGroupId.
-func (d *decoder) attributes(r *leanRecord, i, n int) (int, error) {
+func (d *decoder) attributes(r *message, i, n int) (int, error) {
 	b := d.b
 	switch b[i] {
 	case 'n':
@@ -508,7 +533,7 @@ func (d *decoder) attributes(r *leanRecord, i, n int) (int, error) {
 // messageAttributes validates the messageAttributes object at b[i] as
 // encoding/json would decode it into map[string]events.SQSMessageAttribute
 // and keeps it raw.
-func (d *decoder) messageAttributes(r *leanRecord, i, n int) (int, error) {
+func (d *decoder) messageAttributes(r *message, i, n int) (int, error) {
 	b := d.b
 	switch b[i] {
 	case 'n':
@@ -1024,7 +1049,7 @@ func litString(lit []byte) string {
 // attribute returns the value of the system attribute name ("" when
 // absent), decoded from the raw attributes; the last of duplicate keys
 // wins, as in a decoded map.
-func (r *leanRecord) attribute(name string) (string, bool) {
+func (r *message) attribute(name string) (string, bool) {
 	if r.attrs == nil {
 		return "", false
 	}
@@ -1054,24 +1079,26 @@ func (r *leanRecord) attribute(name string) (string, bool) {
 }
 
 // receiveCount parses the record's ApproximateReceiveCount.
-func (r *leanRecord) receiveCount() (int, bool) {
+func (r *message) receiveCount() (int, bool) {
 	if r.count == nil {
 		return receiveCount("")
 	}
 	if !r.countEscaped {
-		return receiveCount(unsafe.String(unsafe.SliceData(r.count), len(r.count)))
+		return receiveCount(string(r.count)) // a short, non-escaping string: no allocation
 	}
 	return receiveCount(string(jsonscan.AppendUnquoted(nil, r.count)))
 }
 
-// messageAttributes decodes the raw message attributes.
-func (r *leanRecord) messageAttributes() (map[string]events.SQSMessageAttribute, error) {
+// messageAttributes decodes the raw message attributes into a new map,
+// every value its own copy. DecodeEvent validated them: the walk does not
+// fail.
+func (r *message) messageAttributes() map[string]events.SQSMessageAttribute {
 	if r.mattrs == nil {
-		return nil, nil
+		return nil
 	}
 	out := make(map[string]events.SQSMessageAttribute)
 	d := decoder{b: r.mattrs}
-	_, err := walkMessageAttributes(&d, 0, func(name string, a mattr) {
+	_, _ = walkMessageAttributes(&d, 0, func(name string, a mattr) {
 		v := events.SQSMessageAttribute{DataType: a.dataType, BinaryValue: a.binaryValue,
 			StringListValues: a.stringList, BinaryListValues: a.binaryList}
 		if a.hasString {
@@ -1079,10 +1106,7 @@ func (r *leanRecord) messageAttributes() (map[string]events.SQSMessageAttribute,
 		}
 		out[name] = v
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return out
 }
 
 // namedAttr is one message attribute of a dead letter being built: its
@@ -1094,25 +1118,47 @@ type namedAttr struct {
 }
 
 // appendDeadLetterAttrs appends the raw message attributes, without their
-// lists, to dst. Names and string values that need no decoding view the
-// payload's bytes, as the body does; a binary value is decoded into a new
-// slice. DecodeEvent refused a duplicate name, so dst holds each name once.
+// lists, to dst: names and values decoded into new strings and slices. DecodeEvent refused a duplicate name, so dst holds each name once.
 //
 // The attributes were validated by DecodeEvent (well-formed, no duplicate
 // name or member, every member of the right type), so this walk trusts them:
 // no duplicate bookkeeping, no callbacks, no second validation. A fuzz test
 // (diffDecode) holds it to encoding/json's decoding.
-func (r *leanRecord) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
+func (r *message) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
 	b := r.mattrs
 	if len(b) <= 2 {
 		return dst // absent, null or {}
 	}
 	var d decoder // base64's scratch
 	var kbuf [32]byte
+	// The names and string values are decoded into one buffer and made one
+	// string, which they are cut from: one allocation a record, not two an
+	// attribute.
+	var sbuf [1024]byte
+	sb := sbuf[:0]
+	type spans struct{ name, value [2]int }
+	var cut [deadletter.MaxAttributes]spans
+	first := len(dst)
+	appendContent := func(content []byte, flags uint8) [2]int {
+		off := len(sb)
+		if flags == 0 {
+			sb = append(sb, content...)
+		} else {
+			sb = plainOrUnquoteAppend(sb, content)
+		}
+		return [2]int{off, len(sb)}
+	}
 	i := jsonscan.SkipWS(b, 1)
 	for i < len(b) && b[i] == '"' {
 		end, fl := jsonscan.ScanString(b, i)
-		a := namedAttr{name: flaggedString(b[i+1:end-1], fl)}
+		var a namedAttr
+		var sp spans
+		n := len(dst) - first
+		if n < len(cut) {
+			sp.name = appendContent(b[i+1:end-1], fl)
+		} else {
+			a.name = flaggedString(b[i+1:end-1], fl)
+		}
 		i = jsonscan.SkipWS(b, jsonscan.SkipWS(b, end)+1) // past ':'
 		if b[i] == 'n' {
 			i += len("null")
@@ -1136,10 +1182,17 @@ func (r *leanRecord) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
 				switch {
 				case b[j] == 'n':
 					k = j + len("null") // the zero value
+					if f == mStringValue {
+						sp.value, a.StringValue = [2]int{}, ""
+					}
 				case f == mStringValue:
 					var vfl uint8
 					k, vfl = jsonscan.ScanString(b, j)
-					a.StringValue = flaggedString(b[j+1:k-1], vfl)
+					if n < len(cut) {
+						sp.value = appendContent(b[j+1:k-1], vfl)
+					} else {
+						a.StringValue = flaggedString(b[j+1:k-1], vfl)
+					}
 				case f == mDataType:
 					k = jsonscan.SkipString(b, j)
 					a.DataType = dataTypeString(b[j+1 : k-1])
@@ -1156,35 +1209,35 @@ func (r *leanRecord) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
 			}
 			i++ // '}'
 		}
+		if n < len(cut) {
+			cut[n] = sp
+		}
 		dst = append(dst, a)
 		i = jsonscan.SkipWS(b, i)
 		if b[i] == ',' {
 			i = jsonscan.SkipWS(b, i+1)
 		}
 	}
+	all := string(sb)
+	for n := range min(len(dst)-first, len(cut)) {
+		a, sp := &dst[first+n], cut[n]
+		a.name, a.StringValue = all[sp.name[0]:sp.name[1]], all[sp.value[0]:sp.value[1]]
+	}
 	return dst
 }
 
-// flaggedString is viewString for a string whose jsonscan.ScanString flags
-// are known: plain ASCII is a view with no second look.
+// flaggedString is the raw content of a validated JSON string whose
+// jsonscan.ScanString flags are known, decoded into a new string: plain
+// ASCII is copied with no second look.
 func flaggedString(content []byte, flags uint8) string {
 	if flags == 0 {
-		return unsafe.String(unsafe.SliceData(content), len(content))
+		return string(content)
 	}
-	return viewString(content)
-}
-
-// viewString is the raw content of a validated JSON string decoded: a view
-// of content when it needs no decoding, otherwise a copy.
-func viewString(content []byte) string {
-	if bytes.IndexByte(content, '\\') < 0 && utf8.Valid(content) {
-		return unsafe.String(unsafe.SliceData(content), len(content))
-	}
-	return string(jsonscan.AppendUnquoted(nil, content))
+	return string(plainOrUnquote(nil, content))
 }
 
 // attributes decodes the raw attributes.
-func (r *leanRecord) attributes() map[string]string {
+func (r *message) attributes() map[string]string {
 	if r.attrs == nil {
 		return nil
 	}
@@ -1203,41 +1256,57 @@ func (r *leanRecord) attributes() map[string]string {
 	return out
 }
 
-// sqsMessage materializes the record as aws-lambda-go would decode it.
-func (r *leanRecord) sqsMessage() (events.SQSMessage, error) {
+// sqsMessage materializes the record as aws-lambda-go would decode it,
+// every string and slice a new copy.
+func (r *message) sqsMessage() events.SQSMessage {
 	if r.null {
-		return events.SQSMessage{}, nil
-	}
-	ma, err := r.messageAttributes()
-	if err != nil {
-		return events.SQSMessage{}, err
+		return events.SQSMessage{}
 	}
 	return events.SQSMessage{
 		MessageId: r.id, ReceiptHandle: r.receipt, Body: string(r.body),
 		Md5OfBody: litString(r.md5Body), Md5OfMessageAttributes: litString(r.md5Attrs),
-		Attributes: r.attributes(), MessageAttributes: ma,
+		Attributes: r.attributes(), MessageAttributes: r.messageAttributes(),
 		EventSourceARN: r.arn, EventSource: litString(r.source), AWSRegion: litString(r.region),
-	}, nil
+	}
 }
 
-// SQSEvent returns the event as aws-lambda-go's type, every string copied
-// (for tests and for code that needs the maps; it costs what the lean path
-// saves).
-func (e *Event) SQSEvent() (events.SQSEvent, error) {
+// SQSEvent returns the event as aws-lambda-go's type, every string and
+// slice a new copy (for tests and for code that needs the maps, which the
+// processor otherwise never builds).
+func (e *Event) SQSEvent() events.SQSEvent {
 	var ev events.SQSEvent
 	if e == nil || e.records == nil {
-		return ev, nil
+		return ev
 	}
 	ev.Records = make([]events.SQSMessage, len(e.records))
 	for i := range e.records {
-		m, err := e.records[i].sqsMessage()
-		if err != nil {
-			return events.SQSEvent{}, fmt.Errorf("record %d: %w", i, err)
-		}
-		ev.Records[i] = m
+		ev.Records[i] = e.records[i].sqsMessage()
 	}
-	return ev, nil
+	return ev
 }
+
+// epochAttribute reads the timestamp system attribute k (sysSentAt,
+// sysFirstReceive).
+func (r *message) epochAttribute(k int) time.Time {
+	if v, ok := r.sysAttr(k); ok {
+		return epochMillis(string(v))
+	}
+	v, _ := r.attribute(sysNames[k])
+	return epochMillis(v)
+}
+
+// traceHeader is AWSTraceHeader, for the dead letter's send.
+func (r *message) traceHeader() string {
+	if v, ok := r.sysAttr(sysTraceHeader); ok {
+		return string(v)
+	}
+	v, _ := r.attribute(attrTraceHeader)
+	return v
+}
+
+// sendBody is the body as the dead letter's MessageBody: as received, a
+// new string.
+func (r *message) sendBody() string { return string(r.body) }
 
 // check is CheckSQSEvent on the lean records.
 func (e *Event) check() error {

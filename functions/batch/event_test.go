@@ -43,10 +43,7 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 	case jerr != nil:
 		t.Fatalf("DecodeEvent accepted what encoding/json refuses (%v)\npayload: %q", jerr, truncate(string(payload), 2000))
 	}
-	got, err := lean.SQSEvent()
-	if err != nil {
-		t.Fatalf("SQSEvent of a decoded event: %v", err)
-	}
+	got := lean.SQSEvent()
 	if !reflect.DeepEqual(got, want) {
 		for i := range min(len(got.Records), len(want.Records)) {
 			if !reflect.DeepEqual(got.Records[i], want.Records[i]) {
@@ -55,9 +52,28 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 		}
 		t.Fatalf("events differ: lean %d records, json %d (nil: %v, %v)", len(got.Records), len(want.Records), got.Records == nil, want.Records == nil)
 	}
-	// What the processor reads without materializing the record.
-	for i := range lean.records {
-		r, w := &lean.records[i], &want.Records[i]
+	sameMessages(t, "DecodeEvent", lean.records, want)
+	// Handle's way to the same messages, from the decoded event.
+	fromSQS, err := fromSQSEvent(want)
+	if err != nil {
+		t.Fatalf("fromSQSEvent of a decoded event: %v", err)
+	}
+	if got := (&Event{records: fromSQS}).SQSEvent(); !reflect.DeepEqual(got.Records, want.Records) && len(want.Records) > 0 {
+		t.Fatalf("fromSQSEvent:\n got %#v\nwant %#v", got.Records, want.Records)
+	}
+	sameMessages(t, "fromSQSEvent", fromSQS, want)
+	if cerr, werr := lean.check(), CheckSQSEvent(want); (cerr == nil) != (werr == nil) {
+		t.Fatalf("check: lean %v, CheckSQSEvent %v", cerr, werr)
+	}
+	return lean
+}
+
+// sameMessages fails t when what the processor reads of msgs without
+// materializing a record differs from the decoded event want.
+func sameMessages(t *testing.T, path string, msgs []message, want events.SQSEvent) {
+	t.Helper()
+	for i := range msgs {
+		r, w := &msgs[i], &want.Records[i]
 		n, ok := r.receiveCount()
 		wn, wok := receiveCount(w.Attributes[attrReceiveCount])
 		if n != wn || ok != wok {
@@ -97,13 +113,9 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 			wdl[name] = v
 		}
 		if !reflect.DeepEqual(dl, wdl) {
-			t.Fatalf("record %d: dead-letter attributes\n lean %#v\n json %#v", i, dl, wdl)
+			t.Fatalf("%s: record %d: dead-letter attributes\n lean %#v\n json %#v", path, i, dl, wdl)
 		}
 	}
-	if cerr, werr := lean.check(), CheckSQSEvent(want); (cerr == nil) != (werr == nil) {
-		t.Fatalf("check: lean %v, CheckSQSEvent %v", cerr, werr)
-	}
-	return lean
 }
 
 func TestDecodeEventTestdata(t *testing.T) {
@@ -344,21 +356,38 @@ func TestDecodeEventDuplicateAttributeName(t *testing.T) {
 	}
 }
 
-// TestDecodeEventInPlace: the body is decoded in the payload's own bytes.
-func TestDecodeEventInPlace(t *testing.T) {
-	payload := []byte(`{"Records":[{"messageId":"m","body":"{\"a\":\"\u00e9\"}"}]}`)
+// TestDecodeEventOwnsItsData: DecodeEvent leaves the payload as it was
+// and keeps nothing of it; decodeEvent, Invoke's, decodes in the buffer it
+// is given, and the copy a Record reads (ownRaw) keeps nothing of it.
+func TestDecodeEventOwnsItsData(t *testing.T) {
+	const raw = `{"Records":[{"messageId":"m","body":"{\"a\":\"\u00e9\"}","attributes":{"SentTimestamp":"1"},"messageAttributes":{"k":{"dataType":"String","stringValue":"v"}},"awsRegion":"eu-west-1"}]}`
+	check := func(name string, m events.SQSMessage) {
+		t.Helper()
+		if m.Body != `{"a":"é"}` || m.MessageId != "m" || m.Attributes["SentTimestamp"] != "1" ||
+			*m.MessageAttributes["k"].StringValue != "v" || m.AWSRegion != "eu-west-1" {
+			t.Fatalf("%s: after the payload was reused: %#v", name, m)
+		}
+	}
+	payload := []byte(raw)
 	ev, err := DecodeEvent(payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	body := ev.records[0].body
-	if string(body) != `{"a":"é"}` {
-		t.Fatalf("body %q", body)
+	if string(payload) != raw {
+		t.Fatalf("DecodeEvent modified the payload: %q", payload)
 	}
-	start := bytes.Index(payload, []byte(`"body":"`)) + len(`"body":"`)
-	if &body[0] != &payload[start] {
-		t.Fatal("the body was copied, not decoded in place")
+	copy(payload, bytes.Repeat([]byte{'x'}, len(payload))) // the runtime reuses its buffer
+	check("DecodeEvent", ev.records[0].sqsMessage())
+
+	buf := []byte(raw)
+	inPlace, err := decodeEvent(buf)
+	if err != nil {
+		t.Fatal(err)
 	}
+	own := inPlace.records[0]
+	own.ownRaw()
+	copy(buf, bytes.Repeat([]byte{'x'}, len(buf)))
+	check("ownRaw", own.sqsMessage())
 }
 
 func FuzzDecodeEvent(f *testing.F) {

@@ -23,7 +23,8 @@ import (
 
 // A whole worker: decode the task, begin its idempotency key, do the work,
 // say what a failure means. In a Lambda, SQS is sqs.NewFromConfig(cfg) and
-// the last line is lambda.Start(p.Handle).
+// the last line is lambda.Start(p); Handle, used here, takes the same
+// event as aws-lambda-go's type.
 func Example() {
 	catalog := agenttask.SampleCatalog()
 	handle := func(ctx context.Context, r batch.Record) error {

@@ -12,7 +12,7 @@ import (
 // is the clock read once when the batch started: without a deadline the
 // record's ledger calls use it (each time.Now cost ~0.1 µs a record); with
 // one, the reading taken for the deadline check serves the record.
-func (p *Processor) runOne(ctx context.Context, rs *records, i int, st *recordState, held bool, batchNow time.Time, m *counters) {
+func (p *Processor) runOne(ctx context.Context, rs []message, i int, st *recordState, held bool, batchNow time.Time, m *counters) {
 	if held {
 		st.result = resultRetry // reported, not handled: the group's order holds
 		return
@@ -27,7 +27,7 @@ func (p *Processor) runOne(ctx context.Context, rs *records, i int, st *recordSt
 			return
 		}
 	}
-	rec := p.newRecord(rs, i, st, now)
+	rec := p.newRecord(&rs[i], st, now)
 	if st.badCount {
 		value := rec.Attribute(attrReceiveCount)
 		logAttrs(ctx, p.log, slog.LevelWarn, "unreadable ApproximateReceiveCount; counted as 1",
@@ -40,12 +40,12 @@ func (p *Processor) runOne(ctx context.Context, rs *records, i int, st *recordSt
 }
 
 // runSequential handles the records one after the other, in event order.
-func (p *Processor) runSequential(ctx context.Context, rs *records, states []recordState, now time.Time, m *counters) {
+func (p *Processor) runSequential(ctx context.Context, rs []message, states []recordState, now time.Time, m *counters) {
 	var held map[string]struct{} // FIFO message groups stopped at a failure
-	for i := range rs.len() {
+	for i := range len(rs) {
 		group := ""
 		if p.fifo {
-			group = rs.group(i)
+			group = rs[i].group
 		}
 		_, stop := held[group]
 		p.runOne(ctx, rs, i, &states[i], p.fifo && stop, now, m)
@@ -60,19 +60,19 @@ func (p *Processor) runSequential(ctx context.Context, rs *records, states []rec
 
 // runConcurrent handles the records of a standard queue with up to
 // Concurrency goroutines.
-func (p *Processor) runConcurrent(ctx context.Context, rs *records, states []recordState, now time.Time, m *counters) {
-	p.fanOut(ctx, rs.len(), m, func(i int, part *counters) {
+func (p *Processor) runConcurrent(ctx context.Context, rs []message, states []recordState, now time.Time, m *counters) {
+	p.fanOut(ctx, len(rs), m, func(i int, part *counters) {
 		p.runOne(ctx, rs, i, &states[i], false, now, part)
 	})
 }
 
 // runGroups handles the message groups of a FIFO queue with up to
 // Concurrency goroutines, each group's records in order.
-func (p *Processor) runGroups(ctx context.Context, rs *records, states []recordState, now time.Time, m *counters) {
+func (p *Processor) runGroups(ctx context.Context, rs []message, states []recordState, now time.Time, m *counters) {
 	var order []string
 	groups := map[string][]int{}
-	for i := range rs.len() {
-		g := rs.group(i)
+	for i := range len(rs) {
+		g := rs[i].group
 		if _, ok := groups[g]; !ok {
 			order = append(order, g)
 		}
@@ -119,18 +119,7 @@ func (p *Processor) fanOut(ctx context.Context, n int, m *counters, do func(k in
 	}
 }
 
-// statePool recycles the per-record state of a batch between invocations
-// (a record's state is only valid during its handler call).
-var statePool sync.Pool
-
-func getStates(n int) []recordState {
-	if p, ok := statePool.Get().(*[]recordState); ok && cap(*p) >= n {
-		return (*p)[:n]
-	}
-	return make([]recordState, n)
-}
-
-func putStates(s []recordState) {
-	clear(s) // drop the strings, so that a pooled slice keeps no message alive
-	statePool.Put(&s)
-}
+// getStates returns the per-record state of a batch: new for each
+// invocation, never recycled, so that a Record a handler kept writes only
+// its own invocation's state.
+func getStates(n int) []recordState { return make([]recordState, n) }

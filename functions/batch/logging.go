@@ -27,7 +27,7 @@ func logAttrs(ctx context.Context, l *slog.Logger, level slog.Level, msg string,
 func (p *Processor) logFailure(ctx context.Context, level slog.Level, msg string, rec Record, reason deadletter.Reason, err error) {
 	logAttrs(ctx, p.log, level, msg,
 		slog.String("message_id", rec.MessageID()), slog.String("queue", queueName(rec.EventSourceARN())),
-		slog.String("reason", string(reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", rec.st.task.TraceID),
+		slog.String("reason", string(reason)), slog.Int("attempt", rec.ReceiveCount), slog.String("trace_id", rec.st.fields.TraceID),
 		slog.String("error", deadletter.Redact(err.Error(), deadletter.MaxErrorRunes)))
 }
 

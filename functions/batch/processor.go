@@ -66,7 +66,7 @@ const (
 // Handler over every record and returns the partial batch response. Record
 // failures never make it return an error; it returns one (and acknowledges
 // nothing) only when the processor was not built by New or the event is not
-// an SQS event. Invoke is the lean path to the same processing.
+// an SQS event. Invoke runs the same processing on the raw payload.
 func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	if p == nil || p.handler == nil {
 		return events.SQSEventResponse{}, fmt.Errorf("%w: use batch.New", ErrConfig)
@@ -74,12 +74,17 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 	if err := CheckSQSEvent(ev); err != nil {
 		return events.SQSEventResponse{}, err
 	}
-	return p.run(ctx, &records{sqs: ev.Records}), nil
+	// One representation of a record on every entry: a message as Invoke
+	// decodes one.
+	msgs, err := fromSQSEvent(ev)
+	if err != nil {
+		return events.SQSEventResponse{}, err
+	}
+	return p.run(ctx, msgs), nil
 }
 
-// HandleEvent is Handle on an event decoded by DecodeEvent (the lean path).
-// Handlers see the same Record, with Message nil: its accessors read the
-// lean record.
+// HandleEvent is Handle on an event decoded by DecodeEvent. Handlers see
+// the same Record on every entry.
 func (p *Processor) HandleEvent(ctx context.Context, ev *Event) (events.SQSEventResponse, error) {
 	if p == nil || p.handler == nil {
 		return events.SQSEventResponse{}, fmt.Errorf("%w: use batch.New", ErrConfig)
@@ -90,18 +95,20 @@ func (p *Processor) HandleEvent(ctx context.Context, ev *Event) (events.SQSEvent
 	if err := ev.check(); err != nil {
 		return events.SQSEventResponse{}, err
 	}
-	return p.run(ctx, &records{lean: ev.records}), nil
+	return p.run(ctx, ev.records), nil
 }
 
-// Invoke makes the Processor an aws-lambda-go lambda.Handler, the lean
-// path: lambda.Start(p) hands it the invocation's payload, which it decodes
-// with DecodeEvent (bodies in place, attributes when read: no
-// events.SQSEvent is built, so the event is not decoded twice) and runs as
-// HandleEvent does, and it returns the partial batch response as JSON. A
-// payload that is not an SQS event is an error, and nothing is
-// acknowledged: Lambda retries the whole batch, nothing is lost.
+// Invoke makes the Processor an aws-lambda-go lambda.Handler:
+// lambda.Start(p) hands it the invocation's payload, which it decodes as
+// DecodeEvent does (attributes when read: no events.SQSEvent is built, so
+// the event is not decoded twice) and runs as HandleEvent does, and it
+// returns the partial batch response as JSON. A payload that is not an SQS
+// event is an error, and nothing is acknowledged: Lambda retries the whole
+// batch, nothing is lost. Invoke decodes the bodies in place in payload
+// (the runtime's buffer, which it hands over for the call) and keeps
+// nothing of it when it returns.
 func (p *Processor) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	ev, err := DecodeEvent(payload)
+	ev, err := decodeEvent(payload)
 	if err != nil {
 		return nil, err
 	}
@@ -138,11 +145,10 @@ func MarshalResponse(resp events.SQSEventResponse) []byte {
 }
 
 // run handles the records and builds the partial batch response.
-func (p *Processor) run(ctx context.Context, rs *records) events.SQSEventResponse {
+func (p *Processor) run(ctx context.Context, rs []message) events.SQSEventResponse {
 	var resp events.SQSEventResponse
-	n := rs.len()
+	n := len(rs)
 	states := getStates(n)
-	defer putStates(states)
 	m := counters{dlq: getOutbox()}
 	defer putOutbox(m.dlq)
 	now := p.now()
@@ -163,7 +169,7 @@ func (p *Processor) run(ctx context.Context, rs *records) events.SQSEventRespons
 		}
 		switch states[i].result {
 		case resultRetry:
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rs.id(i)})
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rs[i].id})
 			m.retried++
 		case resultDeadLettered:
 			m.deadLettered++

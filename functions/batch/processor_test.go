@@ -24,7 +24,6 @@ import (
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
-	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 const (
@@ -38,7 +37,7 @@ var testNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 // scripted is a handler driven by the body: "<action>[:<key>]". Any other
 // body is decoded as an agent task.
 func scripted(ctx context.Context, r Record) error {
-	action, key, _ := strings.Cut(r.Message.Body, ":")
+	action, key, _ := strings.Cut(string(r.Body()), ":")
 	switch action {
 	case "ok":
 		return nil
@@ -253,7 +252,7 @@ func TestDeadLetterIsFaithful(t *testing.T) {
 	assert.Equal(t, testNow, meta.DeadLetteredAt)
 	assert.Equal(t, 1, meta.Attempts)
 	assert.Equal(t, "test", meta.WorkerVersion)
-	assert.Equal(t, sha256Hex(body), meta.InputSHA256)
+	assert.Equal(t, hexSHA256(body), meta.InputSHA256)
 	require.Len(t, meta.History, 1)
 	assert.Equal(t, 1, meta.History[0].Receive)
 }
@@ -468,14 +467,14 @@ func TestFIFO(t *testing.T) {
 	}}
 	tests := []struct {
 		name   string
-		poison pipeline.FIFOPoison
+		poison FIFOPoison
 		want   map[string]outcome
 	}{
-		{name: "dead_letter", poison: pipeline.FIFOPoisonDeadLetter, want: map[string]outcome{
+		{name: "dead_letter", poison: FIFOPoisonDeadLetter, want: map[string]outcome{
 			"a1": acked, "b1": acked, "a2": retried, "b2": deadLettered(deadletter.ReasonSchemaInvalid),
 			"a3": retried /* held behind a2 */, "b3": acked, "c1": deadLettered(deadletter.ReasonSchemaInvalid), "c2": acked,
 		}},
-		{name: "hold_group", poison: pipeline.FIFOPoisonHoldGroup, want: map[string]outcome{
+		{name: "hold_group", poison: FIFOPoisonHoldGroup, want: map[string]outcome{
 			"a1": acked, "b1": acked, "a2": retried, "b2": retried /* held */, "a3": retried, "b3": retried,
 			"c1": deadLettered(deadletter.ReasonSchemaInvalid) /* last receive */, "c2": acked,
 		}},
@@ -750,7 +749,7 @@ func TestLedgerPanics(t *testing.T) {
 				h := newHarness(t, func(c *Config) {
 					c.Concurrency = concurrency
 					c.Handler = func(ctx context.Context, r Record) error {
-						if key, ok := strings.CutPrefix(r.Message.Body, "transient-begin:"); ok {
+						if key, ok := strings.CutPrefix(string(r.Body()), "transient-begin:"); ok {
 							if err := r.Begin(ctx, key, false); err != nil {
 								return err
 							}
@@ -820,7 +819,8 @@ func TestOversizedDeadLetterIsSentOnce(t *testing.T) {
 	}
 }
 
-func sha256Hex(s string) string {
+// hexSHA256 is the dlq_meta input_sha256 of body, computed apart from the processor.
+func hexSHA256(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }

@@ -1,16 +1,15 @@
 package batch
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
 	"time"
-	"unsafe"
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 )
@@ -23,19 +22,12 @@ import (
 type Handler func(ctx context.Context, r Record) error
 
 // Record is one SQS message as a handler sees it, with its SQS system
-// attributes decoded. It is passed by value; its methods share the
-// record's state with the processor and are valid only during the handler
-// call (the state is recycled for the next batch).
-//
-// Its accessors (MessageID, Body, Attribute, MessageAttributes,
-// EventSourceARN, ReceiptHandle, SQSMessage) read the message on either
-// path: Handle's events.SQSEvent or the lean path of Invoke and HandleEvent.
+// attributes decoded. It is the same on every entry (Handle, Invoke,
+// HandleEvent), and everything its methods return is the record's own: a
+// handler may keep any of it after the call, and nothing it does to a value
+// it was given changes the dead letter, which carries the message as it was
+// received.
 type Record struct {
-	// Message is the Lambda SQS record when the event came through Handle
-	// (events.SQSEvent). Read only. It is nil on the lean path (Invoke,
-	// HandleEvent), which decodes no events.SQSMessage: use the accessors,
-	// which work on both paths.
-	Message *events.SQSMessage
 	// ReceiveCount is ApproximateReceiveCount: 1 on the first delivery. A
 	// missing or unreadable value counts as 1 (and is logged).
 	ReceiveCount int
@@ -44,12 +36,14 @@ type Record struct {
 
 	p    *Processor
 	st   *recordState
-	lean *leanRecord // the record on the lean path (Message is nil)
+	m    *message // the message as decoded, valid during the invocation: the processor's
+	own  *message // the record's own copy of it, which its accessors read
+	body []byte   // the handler's copy of the body
 }
 
 // recordState is what the handler tells the processor about a record.
 type recordState struct {
-	task          agenttask.Task
+	fields        deadletter.TaskFields // what Describe named
 	described     bool
 	key           string
 	begun         bool
@@ -64,177 +58,66 @@ type recordState struct {
 }
 
 // SentAt returns SentTimestamp (zero when missing), read on demand: only
-// dead letters need it (parsing it for every record cost ~0.1 µs).
+// dead letters need it.
 func (r Record) SentAt() time.Time {
-	return r.epochAttribute(sysSentAt, attrSentAt)
-}
-
-// epochAttribute reads a timestamp attribute, on the lean path without
-// making a string of it.
-func (r Record) epochAttribute(k int, name string) time.Time {
-	if r.lean != nil {
-		if v, ok := r.lean.sysAttr(k); ok {
-			return epochMillis(unsafe.String(unsafe.SliceData(v), len(v)))
-		}
-	}
-	return epochMillis(r.Attribute(name))
-}
-
-// traceHeader is AWSTraceHeader for the dead letter's send: on the lean
-// path a view of the payload's bytes, as sendBody.
-func (r Record) traceHeader() string {
-	if r.lean != nil {
-		if v, ok := r.lean.sysAttr(sysTraceHeader); ok {
-			return unsafe.String(unsafe.SliceData(v), len(v))
-		}
-	}
-	return r.Attribute(attrTraceHeader)
+	return r.own.epochAttribute(sysSentAt)
 }
 
 // FirstReceivedAt returns ApproximateFirstReceiveTimestamp (zero when
 // missing), read on demand: only dead letters need it.
 func (r Record) FirstReceivedAt() time.Time {
-	return r.epochAttribute(sysFirstReceive, attrFirstReceive)
+	return r.own.epochAttribute(sysFirstReceive)
 }
 
-// Body returns the message body as bytes without copying it: never modify
-// it. Through Handle the slice aliases the event's string; on the lean path
-// it aliases the invocation's payload, which the Lambda runtime reuses for
-// the next invocation, so it is valid only during the handler call: copy
-// what you keep (strings made from it, as string(b), are copies).
-func (r Record) Body() []byte {
-	if r.lean != nil {
-		if len(r.lean.body) == 0 {
-			return nil
-		}
-		return r.lean.body
-	}
-	if r.Message == nil || r.Message.Body == "" {
-		return nil
-	}
-	return unsafe.Slice(unsafe.StringData(r.Message.Body), len(r.Message.Body))
-}
-
-// sendBody is the body as the dead letter's MessageBody: the event's own
-// string, or on the lean path a view of the payload's bytes, which do not
-// change during the invocation. The SendMessageBatch input holds it only
-// until the call returns (SQSAPI: a client that keeps the input copies it),
-// and the lane's outbox is sent and reset before the invocation ends.
-func (r Record) sendBody() string {
-	if r.lean != nil {
-		return unsafe.String(unsafe.SliceData(r.lean.body), len(r.lean.body))
-	}
-	if r.Message == nil {
-		return ""
-	}
-	return r.Message.Body
-}
+// Body returns the message body (nil when it is empty). The slice is the
+// record's own copy, made for this handler call: keep it or modify it as
+// you like; the dead letter carries the body as it was received.
+func (r Record) Body() []byte { return r.body }
 
 // MessageID returns the SQS message id.
-func (r Record) MessageID() string {
-	if r.lean != nil {
-		return r.lean.id
-	}
-	if r.Message == nil {
-		return ""
-	}
-	return r.Message.MessageId
-}
+func (r Record) MessageID() string { return r.m.id }
 
 // EventSourceARN returns the ARN of the queue the message came from.
-func (r Record) EventSourceARN() string {
-	if r.lean != nil {
-		return r.lean.arn
-	}
-	if r.Message == nil {
-		return ""
-	}
-	return r.Message.EventSourceARN
-}
+func (r Record) EventSourceARN() string { return r.m.arn }
 
 // ReceiptHandle returns the message's receipt handle.
-func (r Record) ReceiptHandle() string {
-	if r.lean != nil {
-		return r.lean.receipt
-	}
-	if r.Message == nil {
-		return ""
-	}
-	return r.Message.ReceiptHandle
-}
+func (r Record) ReceiptHandle() string { return r.m.receipt }
 
 // Attribute returns the SQS system attribute name (SentTimestamp,
-// AWSTraceHeader, ...), "" when the message has none. On the lean path it
-// is decoded from the raw attributes when read.
+// AWSTraceHeader, ...), "" when the message has none.
 func (r Record) Attribute(name string) string {
-	if r.lean != nil {
-		v, _ := r.lean.attribute(name)
-		return v
-	}
-	if r.Message == nil {
-		return ""
-	}
-	return r.Message.Attributes[name]
+	v, _ := r.own.attribute(name)
+	return v
 }
 
-// MessageAttributes returns the message attributes (nil when there are
-// none). On the lean path they are decoded when read, into a new map on
-// each call; DecodeEvent validated them, so the error is not expected.
-func (r Record) MessageAttributes() (map[string]events.SQSMessageAttribute, error) {
-	if r.lean != nil {
-		return r.lean.messageAttributes()
-	}
-	if r.Message == nil {
-		return nil, nil
-	}
-	return r.Message.MessageAttributes, nil
+// MessageAttributes returns the message attributes, nil when there are
+// none: a new map on each call, decoded when called.
+func (r Record) MessageAttributes() map[string]events.SQSMessageAttribute {
+	return r.own.messageAttributes()
 }
 
-// appendDeadLetterAttrs appends to dst the message attributes as a dead
-// letter carries them: data type and value, no lists. Through Handle they
-// come from Message's map; on the lean path they are decoded now, the names
-// and values that need no decoding viewing the payload's bytes (as
-// sendBody).
-func (r Record) appendDeadLetterAttrs(dst []namedAttr) []namedAttr {
-	if r.lean != nil {
-		return r.lean.appendDeadLetterAttrs(dst)
-	}
-	if r.Message == nil {
-		return dst
-	}
-	for name, a := range r.Message.MessageAttributes {
-		v := namedAttr{name: name, Attribute: deadletter.Attribute{DataType: a.DataType, BinaryValue: a.BinaryValue}}
-		if a.StringValue != nil {
-			v.StringValue = *a.StringValue
-		}
-		dst = append(dst, v)
-	}
-	return dst
+// SQSMessage returns the message as aws-lambda-go's type, decoded when
+// called (a new value on each call: the attribute maps cost what the
+// processor otherwise spares; call it only where a library needs the type).
+func (r Record) SQSMessage() events.SQSMessage {
+	return r.own.sqsMessage()
 }
 
-// SQSMessage returns the message as aws-lambda-go's type: Message itself
-// through Handle, a copy decoded when called on the lean path (it costs what
-// the lean path saves: call it only where a library needs the type).
-func (r Record) SQSMessage() (*events.SQSMessage, error) {
-	if r.lean != nil {
-		m, err := r.lean.sqsMessage()
-		if err != nil {
-			return nil, err
-		}
-		return &m, nil
-	}
-	return r.Message, nil
+// Describer is a decoded message that names what its dead letter's
+// dlq_meta and the processor's log lines say of it: an agenttask.Task, or a
+// type of the handler's own.
+type Describer interface {
+	DeadLetterFields() deadletter.TaskFields
 }
 
-// Describe attaches the decoded task, so that a dead letter's dlq_meta
-// carries its task, run, tenant, tool, idempotency key and trace id, and
-// logs carry its trace_id. The task is copied; its Args are not kept.
-func (r Record) Describe(t *agenttask.Task) {
-	if r.st == nil || t == nil {
+// Describe attaches what the handler decoded, so that a dead letter's
+// dlq_meta carries the task, run, tenant, tool, idempotency key and trace
+// id, and the log lines its trace_id. The fields are read at once.
+func (r Record) Describe(d Describer) {
+	if r.st == nil || d == nil {
 		return
 	}
-	r.st.task = *t
-	r.st.task.Args = nil
+	r.st.fields = d.DeadLetterFields()
 	r.st.described = true
 }
 
@@ -317,62 +200,27 @@ const (
 	attrTraceHeader  = "AWSTraceHeader"
 )
 
-// newRecord decodes the system attributes of record i that every record
-// needs; now is the record's clock reading (see runOne).
-func (p *Processor) newRecord(rs *records, i int, st *recordState, now time.Time) Record {
-	r := Record{ReceiveCount: 1, p: p, st: st}
-	st.now = now
-	var n int
-	var ok bool
-	if rs.lean != nil {
-		r.lean = &rs.lean[i]
-		n, ok = r.lean.receiveCount()
-		if p.fifo {
-			r.GroupID = r.lean.group
-		}
-	} else {
-		r.Message = &rs.sqs[i]
-		a := r.Message.Attributes
-		n, ok = receiveCount(a[attrReceiveCount])
-		if p.fifo {
-			r.GroupID = a[attrGroupID]
-		}
+// newRecord decodes the system attributes of message m that every record
+// needs, copies what its accessors read (m is a view of the invocation's
+// payload) and its body for the handler; now is the record's clock reading
+// (see runOne).
+func (p *Processor) newRecord(m *message, st *recordState, now time.Time) Record {
+	own := *m
+	own.ownRaw() // what the accessors read, even after the call
+	r := Record{ReceiveCount: 1, p: p, st: st, m: m, own: &own}
+	if len(m.body) > 0 {
+		r.body = bytes.Clone(m.body)
 	}
-	if ok {
+	st.now = now
+	if p.fifo {
+		r.GroupID = m.group
+	}
+	if n, ok := m.receiveCount(); ok {
 		r.ReceiveCount = n
 	} else {
 		st.badCount = true
 	}
 	return r
-}
-
-// records are the records of an event on either path: Handle's
-// events.SQSEvent (sqs) or the lean path (lean).
-type records struct {
-	sqs  []events.SQSMessage
-	lean []leanRecord
-}
-
-func (rs *records) len() int {
-	if rs.lean != nil {
-		return len(rs.lean)
-	}
-	return len(rs.sqs)
-}
-
-func (rs *records) id(i int) string {
-	if rs.lean != nil {
-		return rs.lean[i].id
-	}
-	return rs.sqs[i].MessageId
-}
-
-// group is record i's MessageGroupId.
-func (rs *records) group(i int) string {
-	if rs.lean != nil {
-		return rs.lean[i].group
-	}
-	return rs.sqs[i].Attributes[attrGroupID]
 }
 
 // receiveCount parses ApproximateReceiveCount (at least 1). A single digit,

@@ -16,6 +16,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/batch"
+	"github.com/agentdlq/agentdlq/functions/batch/batchpipeline"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -42,6 +43,9 @@ type Config struct {
 	// Concurrency is optional (default 1): records (standard queue) or
 	// message groups (FIFO) handled at once; see batch.Config.Concurrency.
 	Concurrency int
+	// DLQMaxMessageBytes is optional (default batch.DefaultMaxMessageBytes,
+	// 1 MiB): the DLQ's MaximumMessageSize (batch.Config.MaxMessageBytes).
+	DLQMaxMessageBytes int
 	// Evidence and EvidenceBucket are optional, together: where a dead
 	// letter too large for the DLQ keeps what it gave up (a claim check; see
 	// batch.Config.Evidence), an *s3.Client and the eval bucket.
@@ -82,7 +86,7 @@ func New(cfg Config) (*Worker, error) {
 	if w.catalog == nil {
 		w.catalog = agenttask.SampleCatalog()
 	}
-	bc := batch.PipelineConfig(cfg.Pipeline)
+	bc := batchpipeline.Config(cfg.Pipeline)
 	bc.Handler = w.handle
 	bc.SQS = cfg.SQS
 	bc.DLQURL = cfg.Queues.DLQURL
@@ -91,6 +95,7 @@ func New(cfg Config) (*Worker, error) {
 	bc.Ledger = cfg.Ledger
 	bc.WorkerVersion = cfg.WorkerVersion
 	bc.Evidence, bc.EvidenceBucket = cfg.Evidence, cfg.EvidenceBucket
+	bc.MaxMessageBytes = cfg.DLQMaxMessageBytes
 	bc.Concurrency = cfg.Concurrency
 	bc.Logger, bc.Metrics, bc.Now, bc.Rand = cfg.Logger, cfg.Metrics, cfg.Now, cfg.Rand
 	p, err := batch.New(bc)
@@ -114,9 +119,8 @@ func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 	return w.proc.Handle(ctx, ev)
 }
 
-// Invoke makes the Worker a lambda.Handler on the lean path (see
-// batch.Processor.Invoke): the Lambda entry runs lambda.Start(w). The
-// payload's bodies are decoded in place.
+// Invoke makes the Worker a lambda.Handler (see batch.Processor.Invoke):
+// the Lambda entry runs lambda.Start(w).
 func (w *Worker) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	return w.proc.Invoke(ctx, payload)
 }
@@ -128,20 +132,9 @@ func (w *Worker) HandleEvent(ctx context.Context, ev *batch.Event) (events.SQSEv
 
 // handle runs one agent task.
 func (w *Worker) handle(ctx context.Context, r batch.Record) error {
-	// Through Handle, from the body string: the task's strings are cut from
-	// it, not copied. On the lean path the body aliases the invocation's
-	// payload, so the strings are copied (one allocation): the key goes to
-	// the ledger, which may keep it. The tool is checked apart so that the
-	// catalog is searched once.
+	// The tool is checked apart so that the catalog is searched once;
 	// args.fault is found in the pass that validates args.
-	var task agenttask.Task
-	var faultValue []byte
-	var err error
-	if r.Message != nil {
-		task, faultValue, err = agenttask.DecodeTaskStringArg(r.Message.Body, nil, "fault")
-	} else {
-		task, faultValue, err = agenttask.DecodeTaskArg(r.Body(), nil, "fault")
-	}
+	task, faultValue, err := agenttask.DecodeTaskArg(r.Body(), nil, "fault")
 	if err != nil {
 		return err // a *agenttask.ValidationError: poison with its reason
 	}

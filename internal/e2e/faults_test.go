@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -263,7 +264,7 @@ func newRedriverTo(t *testing.T, h *harness, hotURL, hotARN string) *redrive.Red
 	r, err := redrive.New(redrive.Config{
 		Pipeline: h.p,
 		Queues:   redrive.Queues{HotURL: hotURL, HotARN: hotARN, DLQURL: h.q.DLQURL, DLQARN: h.q.DLQARN, FIFO: h.q.FIFO},
-		SQS:      h.sqs, Local: true, Ledger: h.ledger, Tag: redrive.TriageTagger,
+		SQS:      h.sqs, Ledger: h.ledger,
 		Audit:  &redrive.Auditor{Store: &redrive.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}, Logger: h.log},
 		Logger: h.log,
 	})
@@ -289,7 +290,7 @@ func TestFaultConcurrentSelectiveRedrive(t *testing.T) {
 
 	r := newRedriver(t, h)
 	req := redrive.SelectRequest{Who: redrive.Who{Owner: h.p.Owner, Why: "upstream 429s fixed (e2e)"},
-		Selector: redrive.Selector{Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted}}, Rate: 100}
+		Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted}, Rate: 100}
 	var wg sync.WaitGroup
 	results := make([]*redrive.SelectResult, 2)
 	errs := make([]error, 2)
@@ -304,8 +305,9 @@ func TestFaultConcurrentSelectiveRedrive(t *testing.T) {
 	moved := 0
 	for i := range 2 {
 		if errs[i] != nil {
-			// The run that found nothing left to move says so; it moved nothing.
-			assert.ErrorIs(t, errs[i], redrive.ErrRefused)
+			// The run that found nothing left to move says so, or that it
+			// saw only part of the DLQ (the other run held letters).
+			assert.True(t, errors.Is(errs[i], redrive.ErrRefused) || errors.Is(errs[i], redrive.ErrScanPartial), errs[i])
 		}
 		if results[i] != nil {
 			moved += results[i].Moved
@@ -385,8 +387,8 @@ func TestFaultRedriveOfATaskThatFailsAgain(t *testing.T) {
 		dead := h.deadLetters()
 		require.Len(t, dead, 1)
 		_, err := r.Select(context.Background(), redrive.SelectRequest{
-			Who:      redrive.Who{Owner: h.p.Owner, Why: "retry after a fix (e2e)"},
-			Selector: redrive.Selector{Reasons: []deadletter.Reason{dead[0].Reason}}, Rate: 100,
+			Who:     redrive.Who{Owner: h.p.Owner, Why: "retry after a fix (e2e)"},
+			Reasons: []deadletter.Reason{dead[0].Reason}, Rate: 100,
 			Ack: redrive.Ack{FixDeployed: "e2e-fix-1"},
 		})
 		require.NoError(t, err)
@@ -403,8 +405,8 @@ func TestFaultRedriveOfATaskThatFailsAgain(t *testing.T) {
 	assert.Equal(t, 2, e.RedriveCount)
 	// redrive_loop is never redriven.
 	_, err = r.Select(context.Background(), redrive.SelectRequest{
-		Who:      redrive.Who{Owner: h.p.Owner, Why: "try again (e2e)"},
-		Selector: redrive.Selector{Reasons: []deadletter.Reason{deadletter.ReasonRedriveLoop}}, Rate: 100,
+		Who:     redrive.Who{Owner: h.p.Owner, Why: "try again (e2e)"},
+		Reasons: []deadletter.Reason{deadletter.ReasonRedriveLoop}, Rate: 100,
 		Ack: redrive.Ack{FixDeployed: "e2e-fix-2"},
 	})
 	assert.ErrorIs(t, err, redrive.ErrRefused)
@@ -465,7 +467,7 @@ func TestFaultRedriveToTheWrongQueue(t *testing.T) {
 	mis := newRedriverTo(t, h, other.HotURL, other.HotARN) // its redrive policy names the other DLQ
 	_, err = mis.Select(context.Background(), redrive.SelectRequest{
 		Who: redrive.Who{Owner: h.p.Owner, Why: "e2e"}, Rate: 10,
-		Selector: redrive.Selector{Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted}},
+		Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted},
 	})
 	require.ErrorIs(t, err, redrive.ErrRefused)
 	assert.Equal(t, redrive.CodeDestination, redrive.RefusalCode(err))

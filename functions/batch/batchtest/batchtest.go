@@ -161,10 +161,9 @@ type Worker struct {
 	DLQ *DLQ
 	// Handle makes Run hand the event to Processor.Handle as an
 	// events.SQSEvent (lambda.Start(p.Handle)). By default Run takes the
-	// lean path of lambda.Start(p): the event is marshaled to the payload
-	// Lambda would send and given to Processor.Invoke, so a handler that
-	// reads Record.Message (nil there) fails its test as it would fail in
-	// Lambda.
+	// path of lambda.Start(p): the event is marshaled to the payload Lambda
+	// would send and given to Processor.Invoke. A handler sees the same
+	// Record on both.
 	Handle bool
 
 	t    testing.TB

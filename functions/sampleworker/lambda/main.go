@@ -4,9 +4,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -51,13 +53,17 @@ func setup(log *slog.Logger) (*sampleworker.Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	dlqMax, err := dlqMaxMessageBytes(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
 	var evidence batch.S3API
 	bucket := os.Getenv("AGENTDLQ_EVIDENCE_BUCKET") // optional: claim checks of oversized dead letters
 	if bucket != "" {
 		evidence = s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = lambdaenv.Endpoint(os.Getenv, "S3") })
 	}
 	return sampleworker.New(sampleworker.Config{
-		Evidence: evidence, EvidenceBucket: bucket,
+		Evidence: evidence, EvidenceBucket: bucket, DLQMaxMessageBytes: dlqMax,
 		Pipeline: p,
 		Queues: pipeline.Queues{HotURL: os.Getenv("AGENTDLQ_HOT_QUEUE_URL"), HotARN: os.Getenv("AGENTDLQ_HOT_QUEUE_ARN"),
 			DLQURL: os.Getenv("AGENTDLQ_DLQ_URL"), DLQARN: os.Getenv("AGENTDLQ_DLQ_ARN"), FIFO: p.FIFO},
@@ -69,4 +75,18 @@ func setup(log *slog.Logger) (*sampleworker.Worker, error) {
 		Concurrency:   sampleworker.LambdaConcurrency,
 		Logger:        log,
 	})
+}
+
+// dlqMaxMessageBytes reads AGENTDLQ_DLQ_MAX_MESSAGE_BYTES, the DLQ's
+// MaximumMessageSize (unset: the processor's default, 1 MiB).
+func dlqMaxMessageBytes(env func(string) string) (int, error) {
+	v := env("AGENTDLQ_DLQ_MAX_MESSAGE_BYTES")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1024 || n > 1048576 {
+		return 0, fmt.Errorf("AGENTDLQ_DLQ_MAX_MESSAGE_BYTES %q must be the DLQ's MaximumMessageSize, 1024..1048576", v)
+	}
+	return n, nil
 }

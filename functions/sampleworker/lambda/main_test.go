@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -84,4 +85,133 @@ func TestSetupKeepsClaimChecks(t *testing.T) {
 	assert.Equal(t, "m-claim-1", claim.Meta.MessageID)
 	require.Len(t, claim.Attributes, 9)
 	assert.Equal(t, strings.Repeat("b", 17_000), claim.Attributes["z-big"].StringValue)
+}
+
+// TestDLQMaxMessageBytesFromTheEnvironment: the variable is the DLQ's
+// MaximumMessageSize; unset is the processor's default; anything else is a
+// configuration error.
+func TestDLQMaxMessageBytesFromTheEnvironment(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		value   string
+		want    int
+		wantErr bool
+	}{
+		{value: "", want: 0},
+		{value: "1048576", want: 1048576},
+		{value: "262144", want: 262144},
+		{value: "1024", want: 1024},
+		{value: "1023", wantErr: true},
+		{value: "1048577", wantErr: true},
+		{value: "1MiB", wantErr: true},
+	} {
+		got, err := dlqMaxMessageBytes(func(k string) string {
+			if k == "AGENTDLQ_DLQ_MAX_MESSAGE_BYTES" {
+				return tt.value
+			}
+			return ""
+		})
+		if tt.wantErr {
+			assert.Error(t, err, tt.value)
+			continue
+		}
+		require.NoError(t, err, tt.value)
+		assert.Equal(t, tt.want, got, tt.value)
+	}
+}
+
+// TestBodyAtTheHotQueueMaximumOnTheEmulators: on the SQS emulator, a hot
+// queue whose MaximumMessageSize is its DLQ's (1 MiB) less
+// deadletter.Reserve takes a poison body of that size; the worker wired from
+// its environment dead-letters it on its first receive as json_invalid,
+// with its attributes, into the DLQ, which takes it.
+func TestBodyAtTheHotQueueMaximumOnTheEmulators(t *testing.T) {
+	cfg := localtest.AWS(t)
+	ctx := context.Background()
+	def, err := pipeline.Load(filepath.Join("..", "..", "..", pipeline.DefaultFile))
+	require.NoError(t, err)
+	p, err := def.Get("agent-tasks")
+	require.NoError(t, err)
+	q := localtest.Queues(t, cfg, p)
+	client := sqs.NewFromConfig(cfg)
+	const dlqMax = 1 << 20
+	hotMax := dlqMax - deadletter.Reserve
+	for url, size := range map[string]int{q.HotURL: hotMax, q.DLQURL: dlqMax} {
+		_, err := client.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: aws.String(url),
+			Attributes: map[string]string{"MaximumMessageSize": strconv.Itoa(size)}})
+		require.NoError(t, err)
+	}
+	pj, err := json.Marshal(p)
+	require.NoError(t, err)
+	for k, v := range map[string]string{
+		"AGENTDLQ_PIPELINE_JSON": string(pj), "AGENTDLQ_LEDGER_TABLE": localtest.Table(t, cfg),
+		"AGENTDLQ_HOT_QUEUE_URL": q.HotURL, "AGENTDLQ_HOT_QUEUE_ARN": q.HotARN, "AGENTDLQ_DLQ_URL": q.DLQURL, "AGENTDLQ_DLQ_ARN": q.DLQARN,
+		"AGENTDLQ_DLQ_MAX_MESSAGE_BYTES": strconv.Itoa(dlqMax),
+		"AWS_REGION":                     localtest.Region, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+	} {
+		t.Setenv(k, v)
+	}
+	w, err := setup(slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	require.NoError(t, err)
+
+	// The hot queue's largest message: the body and its two attributes.
+	attrs := map[string]sqstypes.MessageAttributeValue{
+		"tenant": {DataType: aws.String("String"), StringValue: aws.String("acme")},
+		"source": {DataType: aws.String("String"), StringValue: aws.String("agent-runner")},
+	}
+	attrBytes := 0
+	for name, a := range attrs {
+		attrBytes += len(name) + len(aws.ToString(a.DataType)) + len(aws.ToString(a.StringValue))
+	}
+	body := `{"task_id":"` + strings.Repeat("x", hotMax-attrBytes-len(`{"task_id":"`)) // invalid JSON: never closed
+	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.HotURL), MessageBody: aws.String(body), MessageAttributes: attrs})
+	require.NoError(t, err, "the hot queue takes its maximum")
+	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.HotURL), MessageBody: aws.String(body + "x"), MessageAttributes: attrs})
+	require.Error(t, err, "and nothing larger")
+
+	var got []sqstypes.Message
+	for range 10 {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.HotURL), MessageAttributeNames: []string{"All"},
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}, WaitTimeSeconds: 1})
+		require.NoError(t, err)
+		if got = out.Messages; len(got) > 0 {
+			break
+		}
+	}
+	require.Len(t, got, 1)
+	m := got[0]
+	rec := events.SQSMessage{MessageId: aws.ToString(m.MessageId), ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body),
+		Attributes: m.Attributes, MessageAttributes: map[string]events.SQSMessageAttribute{},
+		EventSource: "aws:sqs", EventSourceARN: q.HotARN, AWSRegion: localtest.Region}
+	for name, a := range m.MessageAttributes {
+		rec.MessageAttributes[name] = events.SQSMessageAttribute{DataType: aws.ToString(a.DataType), StringValue: a.StringValue}
+	}
+	require.Equal(t, "1", rec.Attributes["ApproximateReceiveCount"])
+	payload, err := json.Marshal(events.SQSEvent{Records: []events.SQSMessage{rec}})
+	require.NoError(t, err)
+	out, err := w.Invoke(ctx, payload)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"batchItemFailures":null}`, string(out), "dead-lettered on the first receive, not retried")
+
+	var dl []sqstypes.Message
+	for range 10 {
+		res, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.DLQURL), MessageAttributeNames: []string{"All"}, WaitTimeSeconds: 1})
+		require.NoError(t, err)
+		if dl = res.Messages; len(dl) > 0 {
+			break
+		}
+	}
+	require.Len(t, dl, 1)
+	assert.Equal(t, body, aws.ToString(dl[0].Body), "the body byte for byte")
+	letter := map[string]deadletter.Attribute{}
+	for k, v := range dl[0].MessageAttributes {
+		letter[k] = deadletter.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue)}
+	}
+	meta, original, err := deadletter.DecodeDeadLetter(letter)
+	require.NoError(t, err)
+	assert.Equal(t, deadletter.ReasonJSONInvalid, meta.Reason)
+	assert.Equal(t, 1, meta.Attempts)
+	assert.Empty(t, meta.Reduced)
+	assert.Equal(t, "acme", original["tenant"].StringValue)
+	assert.Equal(t, "agent-runner", original["source"].StringValue)
 }
