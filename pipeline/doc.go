@@ -13,7 +13,7 @@
 // spaces around it.
 //
 // max_message_bytes, the hot queue's MaximumMessageSize, stops
-// DeadLetterReserveBytes short of SQS's 1 MiB: the DLQ takes that much more
+// deadletter.Reserve (16 KiB) short of SQS's 1 MiB: the DLQ takes that much more
 // (DLQMaxMessageBytes), so that the dead letter of any message the hot queue
 // accepts fits with its dlq_reason and dlq_meta.
 package pipeline

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // DefaultFile is the pipeline definition file at the project root. cdk.json
@@ -55,7 +57,7 @@ const (
 // value.
 //
 // A dead letter is the original body, byte for byte, plus dlq_reason and
-// dlq_meta, so a DLQ must take DeadLetterReserveBytes more than its hot
+// dlq_meta, so a DLQ must take deadletter.Reserve (16 KiB) more than its hot
 // queue: the hot queue's MaximumMessageSize is at most 1 MiB less the
 // reserve (max_message_bytes, default DefaultMaxMessageBytes), and its DLQ's
 // is the hot queue's plus the reserve (Pipeline.DLQMaxMessageBytes). The
@@ -66,18 +68,9 @@ const (
 const (
 	SQSMinMessageBytes = 1024
 	SQSMaxMessageBytes = 1 << 20
-	// DeadLetterReserveBytes is what a dead letter may add to its original
-	// message once deadletter.FitDeadLetter has given up all it can (the
-	// original attributes, the attempt history, all of dlq_meta but its
-	// identity): dlq_reason and an identity-only dlq_meta, whose
-	// idempotency key, task id and trace id are cut to 256 bytes, each
-	// byte JSON-escaped to as many as six, beside the message id and the
-	// claim check's reference. 16 KiB is room for all of them at their
-	// worst; TestReserveFitsTheWorstDeadLetter holds it to FitDeadLetter.
-	DeadLetterReserveBytes = 16 * 1024
 	// DefaultMaxMessageBytes is the hot queue's default MaximumMessageSize,
-	// the most it can be: 1 MiB less the dead-letter reserve (1,032,192 bytes).
-	DefaultMaxMessageBytes = SQSMaxMessageBytes - DeadLetterReserveBytes
+	// the most it can be: 1 MiB less deadletter.Reserve (1,032,192 bytes).
+	DefaultMaxMessageBytes = SQSMaxMessageBytes - deadletter.Reserve
 )
 
 // EnvDLQMaxMessageBytes is the worker's environment variable that states its
@@ -148,7 +141,7 @@ type Pipeline struct {
 	WorkerMemoryMB int `json:"worker_memory_mb,omitempty"`
 	// MaxMessageBytes is optional (default DefaultMaxMessageBytes, 1,032,192):
 	// the hot queue's MaximumMessageSize, 1,024 up to 1 MiB less
-	// DeadLetterReserveBytes; its DLQ's is this plus the reserve.
+	// deadletter.Reserve; its DLQ's is this plus the reserve.
 	MaxMessageBytes int `json:"max_message_bytes,omitempty"`
 	// Backoff is optional: the visibility backoff of transient failures.
 	Backoff Backoff `json:"backoff"`
@@ -410,7 +403,7 @@ func (p *Pipeline) Validate() error {
 	}
 	if !within(p.MaxMessageBytes, SQSMinMessageBytes, DefaultMaxMessageBytes) {
 		bad("max_message_bytes %d is outside %d..%d: SQS allows 1 MiB (%d bytes) a message, and the DLQ needs %d bytes more than the hot queue for dlq_reason and dlq_meta",
-			p.MaxMessageBytes, SQSMinMessageBytes, DefaultMaxMessageBytes, SQSMaxMessageBytes, DeadLetterReserveBytes)
+			p.MaxMessageBytes, SQSMinMessageBytes, DefaultMaxMessageBytes, SQSMaxMessageBytes, deadletter.Reserve)
 	}
 	if !p.Backoff.Disabled {
 		if p.Backoff.BaseSeconds < 1 || p.Backoff.MaxSeconds < p.Backoff.BaseSeconds || p.Backoff.MaxSeconds > int(MaxVisibilityTimeout/time.Second) {
@@ -495,9 +488,9 @@ func (p *Pipeline) BatchWindow() time.Duration {
 }
 
 // DLQMaxMessageBytes is the DLQ's MaximumMessageSize: the hot queue's plus
-// DeadLetterReserveBytes, so that the dead letter of any message the hot
+// deadletter.Reserve, so that the dead letter of any message the hot
 // queue accepted fits.
-func (p *Pipeline) DLQMaxMessageBytes() int { return p.MaxMessageBytes + DeadLetterReserveBytes }
+func (p *Pipeline) DLQMaxMessageBytes() int { return p.MaxMessageBytes + deadletter.Reserve }
 
 // WorkerDLQMaxMessageBytes is the DLQ's MaximumMessageSize as a worker's
 // environment states it: getenv(EnvDLQMaxMessageBytes), which the construct

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 func valid() Pipeline {
@@ -83,7 +85,7 @@ func TestValidate(t *testing.T) {
 		{"owner with tag characters", func(p *Pipeline) { p.Owner = "team:platform/on-call@example.com + ops_1=é" }, ""},
 		{"owner of 256", func(p *Pipeline) { p.Owner = strings.Repeat("é", 256) }, ""},
 		// The hot queue leaves the DLQ room for the dead-letter attributes.
-		{"max message bytes at the most", func(p *Pipeline) { p.MaxMessageBytes = SQSMaxMessageBytes - DeadLetterReserveBytes }, ""},
+		{"max message bytes at the most", func(p *Pipeline) { p.MaxMessageBytes = SQSMaxMessageBytes - deadletter.Reserve }, ""},
 		{"max message bytes at SQS's least", func(p *Pipeline) { p.MaxMessageBytes = 1024 }, ""},
 		{"max message bytes of 1 MiB", func(p *Pipeline) { p.MaxMessageBytes = 1 << 20 },
 			"max_message_bytes 1048576 is outside 1024..1032192: SQS allows 1 MiB (1048576 bytes) a message, and the DLQ needs 16384 bytes more"},
@@ -233,7 +235,7 @@ func TestWorkerDLQMaxMessageBytes(t *testing.T) {
 		want    int
 		wantErr string
 	}{
-		{name: "unset: the definition's DLQ", want: 200_000 + DeadLetterReserveBytes},
+		{name: "unset: the definition's DLQ", want: 200_000 + deadletter.Reserve},
 		{name: "set by the construct", env: map[string]string{"AGENTDLQ_DLQ_MAX_MESSAGE_BYTES": "1048576"}, want: 1 << 20},
 		{name: "a DLQ made before 2025", env: map[string]string{"AGENTDLQ_DLQ_MAX_MESSAGE_BYTES": "262144"}, want: 262144},
 		{name: "SQS's least", env: map[string]string{"AGENTDLQ_DLQ_MAX_MESSAGE_BYTES": "1024"}, want: 1024},

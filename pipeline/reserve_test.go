@@ -11,7 +11,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
-// TestReserveFitsTheWorstDeadLetter holds DeadLetterReserveBytes to
+// TestReserveFitsTheWorstDeadLetter holds deadletter.Reserve to
 // deadletter.FitDeadLetter: the dead letter of any message the hot queue
 // accepts (body and attributes at most max_message_bytes) fits the DLQ
 // (DLQMaxMessageBytes), whatever the producer put into the identity fields,
@@ -90,7 +90,7 @@ func TestReserveFitsTheWorstDeadLetter(t *testing.T) {
 			require.NoError(t, err)
 			size := deadletter.MessageSize(body, got)
 			assert.LessOrEqual(t, size, p.DLQMaxMessageBytes())
-			t.Logf("dead letter %d bytes: body %d + dead-letter attributes %d of the %d reserved", size, body, size-body, DeadLetterReserveBytes)
+			t.Logf("dead letter %d bytes: body %d + dead-letter attributes %d of the %d reserved", size, body, size-body, deadletter.Reserve)
 
 			if tt.needsAll {
 				_, _, err = deadletter.FitDeadLetter(tt.meta, tt.attrs, body, tt.hotMax, tt.ref)

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -83,7 +84,7 @@ func TestHotQueueAndDLQ(t *testing.T) {
 		// The DLQ takes the dead-letter reserve more than the hot queue,
 		// and the defaults reach SQS's 1 MiB.
 		assert.Equal(t, float64(withDefaults.MaxMessageBytes), hp["MaximumMessageSize"])
-		assert.Equal(t, float64(withDefaults.MaxMessageBytes+pipeline.DeadLetterReserveBytes), dp["MaximumMessageSize"])
+		assert.Equal(t, float64(withDefaults.MaxMessageBytes+deadletter.Reserve), dp["MaximumMessageSize"])
 		switch withDefaults.MaxMessageBytes {
 		case pipeline.DefaultMaxMessageBytes:
 			assert.Equal(t, float64(1_032_192), hp["MaximumMessageSize"])
