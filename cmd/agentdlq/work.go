@@ -156,7 +156,8 @@ func newLocalRuntime(ctx context.Context, p *pipeline.Pipeline, table string, lo
 		// Claim checks of dead letters too large for the DLQ, as in AWS.
 		Evidence: s3.NewFromConfig(cfg), EvidenceBucket: topology.LocalEvalBucket,
 		WorkerVersion: "local", Logger: log, Metrics: metrics,
-		Concurrency: sampleworker.LambdaConcurrency, // as the deployed Lambda
+		Concurrency:        sampleworker.LambdaConcurrency, // as the deployed Lambda
+		DLQMaxMessageBytes: p.DLQMaxMessageBytes(),         // the local DLQ's size (topology), as the construct tells the Lambda
 	})
 	if err != nil {
 		return nil, err

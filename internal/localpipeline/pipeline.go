@@ -134,7 +134,8 @@ func Setup(ctx context.Context, cfg Config) (*Local, error) {
 		workerLedger = cfg.WrapLedger(l.Ledger)
 	}
 	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: l.Queues, SQS: workerSQS, Ledger: workerLedger,
-		WorkerVersion: cfg.WorkerVersion, Logger: cfg.Logger, Metrics: cfg.Metrics, Concurrency: cfg.Concurrency, Dependencies: cfg.Dependencies})
+		WorkerVersion: cfg.WorkerVersion, Logger: cfg.Logger, Metrics: cfg.Metrics, Concurrency: cfg.Concurrency, Dependencies: cfg.Dependencies,
+		DLQMaxMessageBytes: p.DLQMaxMessageBytes()}) // the DLQ's size as the topology made it
 	if err != nil {
 		return nil, err
 	}
