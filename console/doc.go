@@ -4,45 +4,28 @@
 //
 // # Pages
 //
-// Lists with counts first, one item's detail second, actions last:
+// Lists with counts first, one item's detail second, actions last
+// (docs/console.md has each page's contents):
 //
-//	/            overview: every pipeline's hot-queue depth and in flight, DLQ
-//	             depth, oldest dead letter, soonest deletion, owner, last triage
-//	/pipeline    reason groups, then fingerprint groups, with counts, first and
-//	             last seen, tenants, next action, redrivability and its
-//	             condition, letters expiring within the warning window, and the
-//	             chart of dead letters by reason over the kept reports (the
-//	             template of triage's report.html)
-//	/group       one group: its facts, the owner's past decision on it (a
-//	             rejection: who, when, why; for effect_unknown, how many keys
-//	             are reconciled) and the command to run next, its letters,
-//	             and, for effect_unknown, its idempotency keys with their
-//	             ledger state (done, effect_unknown, reconciled)
-//	/letter      one dead letter: decoded metadata, attempt history as a
-//	             timeline, countdown to deletion, ledger entry, body
-//	             pretty-printed and redacted (revealing it is an audited
-//	             POST), and the reconcile form while its key's effect is
-//	             unknown
-//	/redrive     the plan of a group, marked with the past decisions as
-//	             `agentdlq redrive plan` marks it, the form (owner, why, rate,
-//	             canary, and fix deployed / reviewed / override where the
-//	             policy asks), a dry run, the redrive itself, and reject
-//	/reconcile   one effect_unknown key: its ledger entry, its last
-//	             reconciliation in the audit, its letters, and the form
-//	             (no effect, or effect confirmed with the receipt; owner,
-//	             why); the POST shows what changed in the ledger
-//	/job         a refresh's or a redrive's progress: seen or moved of total,
-//	             the canary's outcome, the result
-//	/audit       every decision of a pipeline, newest first, by action and outcome
+//	/            overview: every pipeline's queues, oldest dead letter,
+//	             soonest deletion, owner, last triage
+//	/pipeline    reason and fingerprint groups and the chart of dead letters
+//	             by reason over the kept reports (triage's report.html template)
+//	/group       one group: its facts, the owner's past decision, the next
+//	             steps, its letters and, for effect_unknown, its keys
+//	/letter      one dead letter: metadata, attempt history, countdown to
+//	             deletion, ledger entry, the redacted body, reconcile
+//	/redrive     a group's plan, the gated form, dry run, redrive and reject
+//	/reconcile   one effect_unknown key: its ledger entry and the form
+//	/job         a refresh's or a redrive's progress and result
+//	/audit       every decision of a pipeline, newest first
 //
 // Pages render from the pipeline's latest kept triage report and the ledger;
 // no page view scans a DLQ. Refresh is an explicit POST that runs triage
 // (triage.Run, which keeps the report under <pipeline>/reports/) and holds
-// the tagged letters in memory for the letter pages. A console started on
-// reports alone shows every list; a letter's page asks for a refresh.
-// Redrive, reject and reconcile run redrive.Redriver: the same gate, policy,
-// canary and audit as `agentdlq redrive select`, `reject` and `agentdlq
-// ledger reconcile`. The past decisions are the Redriver's too
+// the tagged letters in memory for the letter pages. Redrive, reject and
+// reconcile run redrive.Redriver: the same gate, policy, canary and audit as
+// the CLI; the past decisions and next steps are the Redriver's too
 // (Redriver.Plan over the kept report: no scan, no audit record).
 //
 // # Safety
