@@ -32,6 +32,7 @@ import (
 	"github.com/agentdlq/agentdlq/functions/batch/batchpipeline"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/sdkhttp"
 )
 
 // catalog is the team's tools; a refund changes the outside world.
@@ -133,7 +134,11 @@ func awsConfig(env func(string) string) (aws.Config, error) {
 		return aws.Config{}, errors.New("AWS_REGION, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set (the Lambda runtime sets them)")
 	}
 	creds := credentials.NewStaticCredentialsProvider(key, secret, env("AWS_SESSION_TOKEN"))
-	return aws.Config{Region: region, Credentials: aws.NewCredentialsCache(creds)}, nil
+	cfg := aws.Config{Region: region, Credentials: aws.NewCredentialsCache(creds)}
+	// The SDK's request-body race loses responses on a fast connection: a
+	// dead letter sent twice, a ledger write retried against itself.
+	sdkhttp.Apply(&cfg)
+	return cfg, nil
 }
 
 func newProcessor(env func(string) string, log *slog.Logger) (*batch.Processor, error) {

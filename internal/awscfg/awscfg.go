@@ -9,7 +9,7 @@
 // buckets (bucket.127.0.0.1), so S3PathStyle turns path style on for every S3
 // client built from the config whenever its endpoint is custom.
 //
-// Every config Load returns carries internal/sdkhttp's fix for the SDK's
+// Every config Load returns carries sdkhttp's fix for the SDK's
 // request-body race, which otherwise loses responses (ReceiveMessage's
 // messages among them) on a fast or loaded connection.
 package awscfg
@@ -21,7 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/agentdlq/agentdlq/internal/sdkhttp"
+	"github.com/agentdlq/agentdlq/sdkhttp"
 )
 
 // Load is config.LoadDefaultConfig with S3PathStyle and sdkhttp.Apply applied, and the

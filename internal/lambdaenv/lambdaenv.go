@@ -18,7 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/agentdlq/agentdlq/internal/sdkhttp"
+	"github.com/agentdlq/agentdlq/sdkhttp"
 )
 
 // Load returns a Config with the region and the static credentials of the
@@ -39,7 +39,7 @@ func Load(lookup func(string) string) (aws.Config, error) {
 		Region:      region,
 		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(key, secret, lookup("AWS_SESSION_TOKEN"))),
 	}
-	sdkhttp.Apply(&cfg) // the SDK's request-body race: see internal/sdkhttp
+	sdkhttp.Apply(&cfg) // the SDK's request-body race: see sdkhttp
 	return cfg, nil
 }
 

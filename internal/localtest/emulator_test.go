@@ -272,7 +272,7 @@ func TestSQSAbandonedLongPollTakesNothing(t *testing.T) {
 // ReceiveMessage response read off a raw connection has exactly the bytes
 // its Content-Length says (none missing, none after it), is valid JSON, and
 // gives back every body byte for byte. It holds: the lost receives were the
-// SDK's request-body race (internal/sdkhttp), not the emulator.
+// SDK's request-body race (sdkhttp), not the emulator.
 func TestSQSResponsesAreWholeAndValid(t *testing.T) {
 	t.Parallel()
 	cfg := localtest.AWS(t)

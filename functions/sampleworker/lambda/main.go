@@ -4,11 +4,9 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"runtime/debug"
-	"strconv"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -53,7 +51,8 @@ func setup(log *slog.Logger) (*sampleworker.Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	dlqMax, err := dlqMaxMessageBytes(os.Getenv)
+	// The DLQ's size as the construct states it (pipeline.EnvDLQMaxMessageBytes).
+	dlqMax, err := p.WorkerDLQMaxMessageBytes(os.Getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -75,18 +74,4 @@ func setup(log *slog.Logger) (*sampleworker.Worker, error) {
 		Concurrency:   sampleworker.LambdaConcurrency,
 		Logger:        log,
 	})
-}
-
-// dlqMaxMessageBytes reads AGENTDLQ_DLQ_MAX_MESSAGE_BYTES, the DLQ's
-// MaximumMessageSize (unset: the processor's default, 1 MiB).
-func dlqMaxMessageBytes(env func(string) string) (int, error) {
-	v := env("AGENTDLQ_DLQ_MAX_MESSAGE_BYTES")
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1024 || n > 1048576 {
-		return 0, fmt.Errorf("AGENTDLQ_DLQ_MAX_MESSAGE_BYTES %q must be the DLQ's MaximumMessageSize, 1024..1048576", v)
-	}
-	return n, nil
 }

@@ -87,39 +87,6 @@ func TestSetupKeepsClaimChecks(t *testing.T) {
 	assert.Equal(t, strings.Repeat("b", 17_000), claim.Attributes["z-big"].StringValue)
 }
 
-// TestDLQMaxMessageBytesFromTheEnvironment: the variable is the DLQ's
-// MaximumMessageSize; unset is the processor's default; anything else is a
-// configuration error.
-func TestDLQMaxMessageBytesFromTheEnvironment(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		value   string
-		want    int
-		wantErr bool
-	}{
-		{value: "", want: 0},
-		{value: "1048576", want: 1048576},
-		{value: "262144", want: 262144},
-		{value: "1024", want: 1024},
-		{value: "1023", wantErr: true},
-		{value: "1048577", wantErr: true},
-		{value: "1MiB", wantErr: true},
-	} {
-		got, err := dlqMaxMessageBytes(func(k string) string {
-			if k == "AGENTDLQ_DLQ_MAX_MESSAGE_BYTES" {
-				return tt.value
-			}
-			return ""
-		})
-		if tt.wantErr {
-			assert.Error(t, err, tt.value)
-			continue
-		}
-		require.NoError(t, err, tt.value)
-		assert.Equal(t, tt.want, got, tt.value)
-	}
-}
-
 // TestBodyAtTheHotQueueMaximumOnTheEmulators: on the SQS emulator, a hot
 // queue whose MaximumMessageSize is its DLQ's (1 MiB) less
 // deadletter.Reserve takes a poison body of that size; the worker wired from

@@ -1,6 +1,8 @@
 // Package sdkhttp holds the one fix agentdlq applies to the AWS SDK's HTTP
 // exchange: the cause of the lost ReceiveMessage responses of issue 18
-// (docs/local.md, "lost receives").
+// (docs/local.md, "lost receives"). Every client agentdlq builds has it; a
+// worker of your own applies it to its aws.Config with Apply, as
+// examples/worker does.
 //
 // The defect lives between smithy-go and net/http, not in an emulator:
 //

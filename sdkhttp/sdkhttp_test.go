@@ -22,7 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/agentdlq/agentdlq/internal/sdkhttp"
+	"github.com/agentdlq/agentdlq/sdkhttp"
 )
 
 // TestBodyClosedBeforeWriteLoopEnds reproduces the lost receives of issue 18
@@ -41,7 +41,7 @@ import (
 // sdkhttp's middleware the same exchange is one request and all 10 messages.
 //
 // The "sdk" case pins the defect in the dependencies: when it fails, check
-// whether smithy-go or net/http fixed it, and retire internal/sdkhttp.
+// whether smithy-go or net/http fixed it, and retire sdkhttp.
 func TestBodyClosedBeforeWriteLoopEnds(t *testing.T) {
 	for _, tc := range []struct {
 		name         string
