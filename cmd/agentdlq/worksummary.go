@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/agentdlq/agentdlq/internal/esm"
 	"io"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/agentdlq/agentdlq/internal/esm"
 )
 
 // workSummary is what agentdlq work prints at the end: what became of the
