@@ -20,6 +20,9 @@ type ReconcileRequest struct {
 	// Receipt is the external system's proof of the effect: required with
 	// ledger.OutcomeEffectConfirmed, empty otherwise.
 	Receipt string
+	// Evidence is optional: what the check found (Verify passes its
+	// verifier's), kept in the audit record's detail, redacted.
+	Evidence string
 }
 
 // Reconcile records, after the gate (the pipeline's owner, a why, the DLQ's
@@ -44,6 +47,9 @@ func (r *Redriver) Reconcile(ctx context.Context, req ReconcileRequest) (ledger.
 		Detail:  map[string]string{"idempotency_key": req.Key, "outcome": string(req.Outcome)}}
 	if req.Receipt != "" {
 		rec.Detail["receipt"] = req.Receipt
+	}
+	if req.Evidence != "" {
+		rec.Detail["evidence"] = deadletter.Redact(req.Evidence, maxEvidence)
 	}
 	var e ledger.Entry
 	err := func() error {

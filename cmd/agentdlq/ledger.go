@@ -95,7 +95,7 @@ The keys of effect_unknown dead letters: agentdlq triage --pipeline NAME --keys.
 	get.Flags().StringArray("key", nil, "idempotency key (repeatable)")
 	get.Flags().StringVar(&table, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	out = addOutput(get, formatTable, formatJSON)
-	cmd.AddCommand(get, newLedgerReconcileCmd(g))
+	cmd.AddCommand(get, newLedgerReconcileCmd(g), newLedgerVerifyCmd(g))
 	return cmd
 }
 

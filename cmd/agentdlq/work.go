@@ -151,8 +151,12 @@ func newLocalRuntime(ctx context.Context, p *pipeline.Pipeline, table string, lo
 	if d, err := localDependencies(); err == nil {
 		deps = d // agentdlq local dependency down|up NAME
 	}
+	var effects sampleworker.Effects
+	if e, err := localEffects(); err == nil {
+		effects = e // what agentdlq ledger verify reads back
+	}
 	w, err := sampleworker.New(sampleworker.Config{
-		Pipeline: p, Queues: q, SQS: sqsc, Ledger: l, Dependencies: deps,
+		Pipeline: p, Queues: q, SQS: sqsc, Ledger: l, Dependencies: deps, Effects: effects,
 		// Claim checks of dead letters too large for the DLQ, as in AWS.
 		Evidence: s3.NewFromConfig(cfg), EvidenceBucket: topology.LocalEvalBucket,
 		WorkerVersion: "local", Logger: log, Metrics: metrics,

@@ -52,13 +52,19 @@ type Tool struct {
 	// email, writes a file): a failure after such a call started is
 	// effect_unknown unless the ledger holds a receipt.
 	Mutates bool
+	// Verify is optional, for a mutating tool: the read-only check of
+	// whether a call of it took effect, which `agentdlq ledger verify`
+	// runs over the effect_unknown dead letters (see Verifier). Without
+	// it, such a key's verdict is unknown: the owner checks by hand.
+	Verify Verifier
 }
 
 // Catalog is the set of tools a worker knows, by name.
 type Catalog map[string]Tool
 
 // NewCatalog returns the catalog of tools, or an error naming the first tool
-// without a name, named twice, or whose Versions is not a semver range.
+// without a name, named twice, whose Versions is not a semver range, or
+// with a verifier (Verify) but not Mutates.
 func NewCatalog(tools ...Tool) (Catalog, error) {
 	c := make(Catalog, len(tools))
 	for _, t := range tools {
@@ -70,6 +76,9 @@ func NewCatalog(tools ...Tool) (Catalog, error) {
 		}
 		if err := ParseVersions(t.Versions); err != nil {
 			return nil, fmt.Errorf("catalog: tool %s: %w", t.Name, err)
+		}
+		if t.Verify != nil && !t.Mutates {
+			return nil, fmt.Errorf("catalog: tool %s has a verifier but does not mutate: only a mutating call's effect can be unknown", t.Name)
 		}
 		c[t.Name] = t
 	}

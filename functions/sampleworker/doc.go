@@ -21,6 +21,8 @@
 //	                                                   effect_unknown for a mutating tool
 //	                                                   (file.write, email.send), transient
 //	                                                   for a read-only one
+//	{"kind":"lost_reply"}                              the same, but the call took effect and
+//	                                                   only its reply was lost (see Effects)
 //	{"kind":"auth","code":"AccessDenied"}              auth_config (retried inside the budget)
 //	{"kind":"dependency_open","dependency":"x"}        dependency_open (retried inside the budget)
 //	{"kind":"policy_limit"}                            policy_limit, dead-lettered at once
@@ -43,6 +45,15 @@
 // dependency_open, "guardrail" and "signature" as the security kinds; and a
 // fault with no kind, not retryable, with HTTP status 401 or 403 as auth.
 // Kinds are matched without regard to case.
+//
+// # Effects and their verifiers
+//
+// With Config.Effects (EffectDir locally), a mutating tool's call leaves a
+// trace where it lands, as a real tool's does in the mail provider's log:
+// the call reached the system, and whether it took effect (always without
+// a fault; never with timeout_after_effect; with lost_reply, yes). The
+// tools' Verifier reads it back, read-only, for `agentdlq ledger verify`;
+// Catalog registers it on the mutating tools.
 //
 // Any other fault is an unclassified error: never assumed retryable. The
 // fault is parsed only when the args hold a "fault" key (ParseFaultValue on

@@ -35,6 +35,12 @@ const (
 	FaultError              = "error"
 )
 
+// FaultLostReply is the kind of a fault where the call took effect and its
+// reply was lost: a timeout after the effect, effect_unknown for a mutating
+// tool, whose Effects store then holds the effect (timeout_after_effect's
+// holds only the call).
+const FaultLostReply = "lost_reply"
+
 // faultTail is searched without its opening quote: bytes.Index is fast on a
 // rare first byte and slow on '"', the commonest byte of JSON.
 var faultTail = []byte(`fault"`)

@@ -40,6 +40,10 @@ type Config struct {
 	// dependency fails only while that dependency is down (DependencyDir
 	// locally); without it, a fault fails on every receive.
 	Dependencies Dependencies
+	// Effects is optional: where the mutating tools' calls land (see
+	// Effects; EffectDir locally), which their verifiers read. Without it
+	// the calls leave no trace but the ledger's.
+	Effects Effects
 	// Concurrency is optional (default 1): records (standard queue) or
 	// message groups (FIFO) handled at once; see batch.Config.Concurrency.
 	Concurrency int
@@ -67,6 +71,7 @@ type Config struct {
 type Worker struct {
 	catalog agenttask.Catalog
 	deps    Dependencies
+	effects Effects
 	proc    *batch.Processor
 }
 
@@ -82,7 +87,7 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.Queues.FIFO != cfg.Pipeline.FIFO {
 		return nil, fmt.Errorf("%w: worker: pipeline %q has fifo=%v but its queues have fifo=%v", batch.ErrConfig, cfg.Pipeline.Name, cfg.Pipeline.FIFO, cfg.Queues.FIFO)
 	}
-	w := &Worker{catalog: cfg.Catalog, deps: cfg.Dependencies}
+	w := &Worker{catalog: cfg.Catalog, deps: cfg.Dependencies, effects: cfg.Effects}
 	if w.catalog == nil {
 		w.catalog = agenttask.SampleCatalog()
 	}
@@ -163,17 +168,36 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 		}
 	}
 	if fault != nil {
-		if err := w.inject(ctx, r, tool, fault); err != nil {
+		if err := w.inject(ctx, r, &task, tool, fault); err != nil {
 			return err
 		}
 	}
+	receipt := Receipt(task.Args)
 	if tool.Mutates {
 		if err := r.StartEffect(ctx); err != nil {
 			return err
 		}
+		if err := w.call(ctx, task.IdempotencyKey, receipt, true); err != nil {
+			return err // after the call started: effect_unknown
+		}
 	}
-	r.SetReceipt(Receipt(task.Args))
+	r.SetReceipt(receipt)
 	return nil
+}
+
+// call records a mutating call in Effects, when there is a store: it
+// reached the system and, when applied, took effect with receipt.
+func (w *Worker) call(ctx context.Context, key, receipt string, applied bool) error {
+	if w.effects == nil {
+		return nil
+	}
+	if err := w.effects.Reached(ctx, key); err != nil {
+		return err
+	}
+	if !applied {
+		return nil
+	}
+	return w.effects.Applied(ctx, key, receipt)
 }
 
 // Receipt is a sample tool's work and its effect receipt: the hex SHA-256
@@ -187,7 +211,7 @@ func Receipt(args []byte) string {
 
 // inject raises the failure a fault asks for (nil when it does not apply on
 // this receive).
-func (w *Worker) inject(ctx context.Context, r batch.Record, tool agenttask.Tool, f *Fault) error {
+func (w *Worker) inject(ctx context.Context, r batch.Record, task *agenttask.Task, tool agenttask.Tool, f *Fault) error {
 	if f.Retryable {
 		if f.UntilReceive > 0 && r.ReceiveCount >= f.UntilReceive {
 			return nil // the upstream recovered
@@ -195,9 +219,14 @@ func (w *Worker) inject(ctx context.Context, r batch.Record, tool agenttask.Tool
 		return batch.Transient(&statusError{status: f.Status, msg: f.Error})
 	}
 	switch f.Kind {
-	case FaultTimeoutAfterEffect:
+	case FaultTimeoutAfterEffect, FaultLostReply:
 		if tool.Mutates {
 			if err := r.StartEffect(ctx); err != nil {
+				return err
+			}
+			// The call reached the system; with lost_reply it took effect
+			// too, and only its reply was lost.
+			if err := w.call(ctx, task.IdempotencyKey, Receipt(task.Args), f.Kind == FaultLostReply); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,316 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/triage"
+)
+
+// VerifyRequest asks to run the tools' verifiers over the idempotency keys
+// of dead letters whose mutating call's effect is unknown.
+type VerifyRequest struct {
+	Who
+	// Reason is optional (default effect_unknown): the dead letters whose
+	// keys are verified. receive_limit is the other reason that may hold
+	// one: the worker crashed (a Lambda timeout, out of memory) after the
+	// call started, and the broker moved the message.
+	Reason deadletter.Reason
+	// Catalog is required: the tools, with their verifiers
+	// (agenttask.Tool.Verify). A key whose tool has none is unknown.
+	Catalog agenttask.Catalog
+	// Apply reconciles each key with a definite verdict (Reconcile, with the
+	// verifier's evidence): confirmed as ledger.OutcomeEffectConfirmed with
+	// the verifier's receipt, no effect as ledger.OutcomeNoEffect; unknown
+	// keys are left alone. Without it nothing is written but the audit
+	// record of the proposal.
+	Apply bool
+	// Timeout is optional (default DefaultVerifyTimeout): how long one
+	// verifier may take; one that takes longer is unknown.
+	Timeout time.Duration
+}
+
+// DefaultVerifyTimeout is how long one verifier may take by default.
+const DefaultVerifyTimeout = 30 * time.Second
+
+// maxEvidence is how many characters of a verifier's evidence are kept.
+const maxEvidence = 512
+
+// Verified is what Verify found for one idempotency key.
+type Verified struct {
+	Key string `json:"idempotency_key"`
+	// Tool is the task's tool; MessageID the id of (the first of) the key's
+	// dead letters, and Letters how many the scan saw with the reason.
+	Tool      string `json:"tool,omitempty"`
+	MessageID string `json:"message_id"`
+	Letters   int    `json:"letters"`
+	// Verdict, Receipt and Evidence are the verifier's answer (evidence
+	// redacted, at most 512 characters); Verdict is empty when the key was
+	// not verified, and Skipped says why: its effect is not unknown in the
+	// ledger (reconciled, done, no call started, a delivery holds it), the
+	// ledger holds no entry, or the dead letter is not an agent task.
+	Verdict  agenttask.Verdict `json:"verdict,omitempty"`
+	Receipt  string            `json:"receipt,omitempty"`
+	Evidence string            `json:"evidence,omitempty"`
+	Skipped  string            `json:"skipped,omitempty"`
+	// Reconciled is the outcome Apply recorded for the key; Refused is why
+	// its reconciliation was refused (nothing was written for it).
+	Reconciled ledger.Outcome `json:"reconciled,omitempty"`
+	Refused    string         `json:"refused,omitempty"`
+}
+
+// VerifyResult is Verify's answer.
+type VerifyResult struct {
+	Pipeline string            `json:"pipeline"`
+	Reason   deadletter.Reason `json:"reason"`
+	Applied  bool              `json:"applied"`
+	// Seen counts the distinct dead letters the scan saw (of every reason).
+	Seen int `json:"seen"`
+	// Keys are the keys of the reason's dead letters, sorted.
+	Keys []Verified `json:"keys"`
+	// Counts are the keys by verdict (confirmed, no_effect, unknown), and
+	// skipped, reconciled and refused.
+	Counts map[string]int `json:"counts"`
+}
+
+// Verify runs, after the gate (as for Reconcile: the pipeline's owner, a
+// why, the DLQ's tags and, in AWS, the caller's identity), the tools'
+// verifiers over the keys of the DLQ's dead letters of req.Reason whose
+// effect the ledger holds as unknown, and proposes an outcome for each. A
+// read-only scan finds the letters (each key's task is in its letter's
+// body) and the ledger says which keys are still unknown; a verifier that
+// fails, panics, overruns req.Timeout or answers a Verification that fails
+// Check is unknown, with why as evidence.
+//
+// With req.Apply, each key with a definite verdict is reconciled through
+// Reconcile (gated and audited as ActionReconcile, with the verifier's
+// evidence); a refusal of one key is recorded on its row and the others go
+// on. Without it nothing changes. Either way one more ActionReconcile
+// record (Detail verify=propose or apply, Counts by verdict) says what was
+// proposed.
+//
+// A scan that saw part of the DLQ returns the result with a *PartialError:
+// what was verified (and, with Apply, reconciled) stands; a rerun after
+// PartialError.RetryAfter verifies the rest.
+func (r *Redriver) Verify(ctx context.Context, req VerifyRequest) (*VerifyResult, error) {
+	if req.Reason == "" {
+		req.Reason = deadletter.ReasonEffectUnknown
+	}
+	mode := "propose"
+	if req.Apply {
+		mode = "apply"
+	}
+	res := &VerifyResult{Pipeline: r.cfg.Pipeline.Name, Reason: req.Reason, Applied: req.Apply, Keys: []Verified{}, Counts: map[string]int{}}
+	rec := AuditEntry{Actor: req.Owner, Action: ActionReconcile, Why: req.Why, Reasons: []string{string(req.Reason)},
+		Detail: map[string]string{"verify": mode}}
+	partial, err := r.verify(ctx, req, res)
+	rec.Counts = res.Counts
+	switch {
+	case err != nil:
+	case partial != nil:
+		err = partial
+	case !req.Apply:
+		rec.Outcome = OutcomeDryRun
+	}
+	return res, r.record(ctx, rec, err)
+}
+
+func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *VerifyResult) (*PartialError, error) {
+	if !req.Reason.Valid() {
+		return nil, refuseField(CodeUnknownReason, "Reason", "%q is not a reason (the taxonomy: docs/reasons.md)", req.Reason)
+	}
+	if len(req.Catalog) == 0 {
+		return nil, refuseField(CodeBadInput, "Catalog", "no tools: the verifiers are registered on the catalog's tools (agenttask.Tool.Verify)")
+	}
+	if req.Timeout < 0 {
+		return nil, refuseField(CodeBadInput, "Timeout", "%s is negative", req.Timeout)
+	}
+	if req.Timeout == 0 {
+		req.Timeout = DefaultVerifyTimeout
+	}
+	if err := r.authorizeAs(ctx, ActionReconcile, req.Who, minRate); err != nil {
+		return nil, err
+	}
+	msgs, st, err := triage.Scan(ctx, r.cfg.SQS, r.cfg.Queues.DLQURL, triage.ScanOptions{})
+	if err != nil {
+		if errors.Is(err, triage.ErrQueueNotFound) {
+			return nil, refuse(CodeDLQMissing, "%v", err)
+		}
+		return nil, err
+	}
+	res.Seen = st.Unique
+	var partial *PartialError
+	if st.Partial {
+		partial = &PartialError{Seen: st.Unique, Depth: st.ApproxDepth + st.ApproxInFlight, Why: st.PartialReason, FIFO: st.FIFO,
+			RetryAfter: time.Duration(st.VisibilityTimeoutSeconds) * time.Second}
+	}
+
+	// The reason's letters, by key: one verification a key.
+	type keyed struct {
+		row  Verified
+		body string
+	}
+	byKey := map[string]*keyed{}
+	for _, m := range msgs {
+		l := letter{MessageID: m.MessageID, Body: m.Body, Attributes: m.Attributes, SentTimestamp: m.SentTimestamp,
+			ReceiveCount: m.ReceiveCount, MessageGroupID: m.MessageGroupID}
+		r.tag(&l)
+		if l.Reason != req.Reason {
+			continue
+		}
+		key := ""
+		if l.Meta != nil {
+			key = l.Meta.IdempotencyKey
+		}
+		if key == "" {
+			if t, err := agenttask.DecodeTask([]byte(l.Body), nil); err == nil {
+				key = t.IdempotencyKey
+			}
+		}
+		id := key
+		if id == "" {
+			id = "\x00" + l.MessageID // no key: a row of its own
+		}
+		k := byKey[id]
+		if k == nil {
+			k = &keyed{row: Verified{Key: key, MessageID: l.MessageID}, body: l.Body}
+			byKey[id] = k
+		}
+		k.row.Letters++
+	}
+	ids := make([]string, 0, len(byKey))
+	for id := range byKey {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+
+	for _, id := range ids {
+		k := byKey[id]
+		row := &k.row
+		if err := r.verifyKey(ctx, req, row, k.body); err != nil {
+			res.Keys = append(res.Keys, *row)
+			countVerified(res)
+			return partial, err
+		}
+		res.Keys = append(res.Keys, *row)
+	}
+	countVerified(res)
+	return partial, nil
+}
+
+// verifyKey fills row: why the key is skipped, or its verdict and, with
+// req.Apply, its reconciliation. An error is a ledger or audit failure:
+// the pass stops.
+func (r *Redriver) verifyKey(ctx context.Context, req VerifyRequest, row *Verified, body string) error {
+	task, terr := agenttask.DecodeTask([]byte(body), nil)
+	if terr == nil {
+		row.Tool = task.Tool
+	}
+	switch {
+	case row.Key == "":
+		row.Skipped = "the dead letter holds no idempotency key"
+		return nil
+	case terr != nil:
+		row.Skipped = fmt.Sprintf("the dead letter's body is not an agent task (%v): nothing to verify", terr)
+		return nil
+	}
+	e, ok, err := r.cfg.Ledger.Get(ctx, row.Key)
+	if err != nil {
+		return fmt.Errorf("ledger %q: %w", row.Key, err)
+	}
+	now := r.now()
+	if !ok {
+		row.Skipped = "the ledger holds no entry for the key (no worker began it, or its entry expired)"
+		return nil
+	}
+	if !e.EffectUnknown(now) {
+		row.Skipped = notUnknown(e, now)
+		return nil
+	}
+	v := r.runVerifier(ctx, req, task, e)
+	row.Verdict, row.Receipt, row.Evidence = v.Verdict, v.Receipt, v.Evidence
+	if !req.Apply || v.Verdict == agenttask.VerdictUnknown {
+		return nil
+	}
+	rr := ReconcileRequest{Who: req.Who, Key: row.Key, Outcome: ledger.OutcomeNoEffect,
+		Evidence: fmt.Sprintf("%s verifier: %s", task.Tool, v.Evidence)}
+	if v.Verdict == agenttask.VerdictConfirmed {
+		rr.Outcome, rr.Receipt = ledger.OutcomeEffectConfirmed, v.Receipt
+	}
+	got, err := r.Reconcile(ctx, rr)
+	var rf *Refusal
+	switch {
+	case errors.As(err, &rf):
+		row.Refused = rf.Error()
+	case err != nil:
+		return err
+	default:
+		row.Reconciled = got.Reconciled
+	}
+	return nil
+}
+
+// runVerifier runs the tool's verifier under req.Timeout: a missing one, an
+// error, a panic or an answer that fails Check is unknown, with why.
+func (r *Redriver) runVerifier(ctx context.Context, req VerifyRequest, task agenttask.Task, e ledger.Entry) (v agenttask.Verification) {
+	tool, ok := req.Catalog[task.Tool]
+	if !ok || tool.Verify == nil {
+		return agenttask.Verification{Verdict: agenttask.VerdictUnknown, Evidence: fmt.Sprintf("no verifier is registered for %s: check by hand", task.Tool)}
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			v = agenttask.Verification{Verdict: agenttask.VerdictUnknown, Evidence: deadletter.Redact(fmt.Sprintf("the verifier of %s panicked: %v", task.Tool, p), maxEvidence)}
+		}
+	}()
+	vctx, cancel := context.WithTimeout(ctx, req.Timeout)
+	defer cancel()
+	got, err := tool.Verify(vctx, agenttask.Call{Key: e.Key, Task: task, StartedBy: e.Owner, Before: e.UpdatedAt})
+	switch {
+	case err != nil:
+		return agenttask.Verification{Verdict: agenttask.VerdictUnknown, Evidence: deadletter.Redact(fmt.Sprintf("the verifier of %s failed: %v", task.Tool, err), maxEvidence)}
+	case got.Check() != nil:
+		return agenttask.Verification{Verdict: agenttask.VerdictUnknown, Evidence: deadletter.Redact(fmt.Sprintf("the verifier of %s answered %v: not applied", task.Tool, got.Check()), maxEvidence)}
+	}
+	got.Evidence = deadletter.Redact(got.Evidence, maxEvidence)
+	return got
+}
+
+// notUnknown says why an entry's effect is not unknown at now.
+func notUnknown(e ledger.Entry, now time.Time) string {
+	switch {
+	case e.Reconciled != "" && (!e.EffectStarted || e.EffectConfirmed()):
+		return fmt.Sprintf("reconciled as %s by %s at %s", e.Reconciled, e.ReconciledBy, e.ReconciledAt.UTC().Format(time.RFC3339))
+	case e.State == ledger.StateDone:
+		return "done with a receipt: its effect is known"
+	case !e.EffectStarted:
+		return "no mutating call was started for the key: nothing to verify"
+	case e.State == ledger.StateInProgress && now.Before(e.LeaseUntil):
+		return fmt.Sprintf("a delivery holds the key until %s: verify after it ends", e.LeaseUntil.UTC().Format(time.RFC3339))
+	}
+	return fmt.Sprintf("its effect is not unknown (state %s)", e.State)
+}
+
+func countVerified(res *VerifyResult) {
+	c := map[string]int{}
+	for _, k := range res.Keys {
+		switch {
+		case k.Skipped != "":
+			c["skipped"]++
+		default:
+			c[string(k.Verdict)]++
+		}
+		if k.Reconciled != "" {
+			c["reconciled"]++
+		}
+		if k.Refused != "" {
+			c["refused"]++
+		}
+	}
+	res.Counts = c
+}
