@@ -1,0 +1,240 @@
+package redrive
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
+)
+
+// fakeVerifier answers by key, with a behaviour per key: every way a
+// verifier can answer or fail.
+type fakeVerifier struct{ calls atomic.Int32 }
+
+func (f *fakeVerifier) verify(ctx context.Context, c agenttask.Call) (agenttask.Verification, error) {
+	f.calls.Add(1)
+	switch c.Key {
+	case "k-confirmed":
+		return agenttask.Verification{Verdict: agenttask.VerdictConfirmed, Receipt: "msg-7731", Evidence: "relay log: 1 message for the key"}, nil
+	case "k-none":
+		return agenttask.Verification{Verdict: agenttask.VerdictNoEffect, Evidence: "relay log: the call was refused, nothing sent"}, nil
+	case "k-unknown":
+		return agenttask.Verification{Verdict: agenttask.VerdictUnknown, Evidence: "relay log has a gap"}, nil
+	case "k-err":
+		return agenttask.Verification{}, errors.New("relay API: 503")
+	case "k-panic":
+		panic("verifier bug")
+	case "k-bad":
+		return agenttask.Verification{Verdict: agenttask.VerdictConfirmed, Evidence: "seen"}, nil // no receipt
+	case "k-bare":
+		return agenttask.Verification{Verdict: agenttask.VerdictNoEffect}, nil // no evidence
+	case "k-slow":
+		<-ctx.Done()
+		return agenttask.Verification{}, ctx.Err()
+	}
+	return agenttask.Verification{}, errors.New("unexpected key " + c.Key)
+}
+
+func TestVerifyProposesThenApplies(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	r, store, led := newRedriver(t, p, f, q)
+	ctx := context.Background()
+	eu := deadletter.ReasonEffectUnknown
+
+	verifiable := []string{"k-confirmed", "k-none", "k-unknown", "k-err", "k-panic", "k-bad", "k-bare", "k-slow"}
+	for _, k := range verifiable {
+		d := newDeadLetter(t, k, "email.send", eu, 0, "")
+		f.put(q.DLQURL, d.body, d.attrs, "")
+		effectUnknownKey(t, led, k)
+	}
+	d := newDeadLetter(t, "k-confirmed", "email.send", eu, 0, "") // a second letter of a key
+	f.put(q.DLQURL, d.body, d.attrs, "")
+	for _, k := range []string{"k-noverifier", "k-reconciled", "k-nostart", "k-noentry"} {
+		tool := "email.send"
+		if k == "k-noverifier" {
+			tool = "file.write"
+		}
+		d := newDeadLetter(t, k, tool, eu, 0, "")
+		f.put(q.DLQURL, d.body, d.attrs, "")
+	}
+	effectUnknownKey(t, led, "k-noverifier")
+	effectUnknownKey(t, led, "k-reconciled")
+	_, err := led.Reconcile(ctx, "k-reconciled", ledger.Reconciliation{Outcome: ledger.OutcomeNoEffect, By: p.Owner}, time.Date(2026, 11, 29, 11, 30, 0, 0, time.UTC))
+	require.NoError(t, err)
+	_, err = led.DeadLettered(ctx, "k-nostart", eu, time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC))
+	require.NoError(t, err)
+	other := newDeadLetter(t, "k-budget", "web.search", deadletter.ReasonBudgetExhausted, 0, "")
+	f.put(q.DLQURL, other.body, other.attrs, "")
+
+	fv := &fakeVerifier{}
+	catalog := agenttask.SampleCatalog()
+	mail := catalog["email.send"]
+	mail.Verify = fv.verify
+	catalog["email.send"] = mail
+	who := Who{Owner: p.Owner, Why: "INC-77: check the mail relay"}
+	keys := func() map[string]ledger.Entry {
+		out := map[string]ledger.Entry{}
+		for _, k := range append(verifiable, "k-noverifier", "k-reconciled", "k-nostart") {
+			e, _, err := led.Get(ctx, k)
+			require.NoError(t, err)
+			out[k] = e
+		}
+		return out
+	}
+	before := keys()
+
+	// Refusals: nothing runs, nothing changes, each is audited.
+	for _, tt := range []struct {
+		name string
+		req  VerifyRequest
+		code Code
+	}{
+		{"a stranger", VerifyRequest{Who: Who{Owner: "mallory", Why: "x"}, Catalog: catalog}, CodeOwner},
+		{"no why", VerifyRequest{Who: Who{Owner: p.Owner}, Catalog: catalog}, CodeWhy},
+		{"no such reason", VerifyRequest{Who: who, Reason: "maybe", Catalog: catalog}, CodeUnknownReason},
+		{"no tools", VerifyRequest{Who: who}, CodeBadInput},
+		{"a negative timeout", VerifyRequest{Who: who, Catalog: catalog, Timeout: -time.Second}, CodeBadInput},
+	} {
+		_, err := r.Verify(ctx, tt.req)
+		require.ErrorIs(t, err, ErrRefused, tt.name)
+		assert.Equal(t, tt.code, RefusalCode(err), "%s: %v", tt.name, err)
+	}
+	assert.Zero(t, fv.calls.Load(), "a refusal runs no verifier")
+	assert.Equal(t, before, keys(), "a refusal changes nothing")
+	recs := store.all()
+	require.Len(t, recs, 5)
+	for _, rec := range recs {
+		assert.Equal(t, ActionReconcile, rec.Action)
+		assert.Equal(t, OutcomeRefused, rec.Outcome)
+	}
+
+	// The proposal: a verdict a key, nothing written but its audit record.
+	req := VerifyRequest{Who: who, Catalog: catalog, Timeout: 50 * time.Millisecond}
+	res, err := r.Verify(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, before, keys(), "a proposal changes nothing")
+	assert.False(t, res.Applied)
+	assert.Equal(t, eu, res.Reason)
+	assert.Equal(t, 14, res.Seen)
+	got := map[string]Verified{}
+	for _, k := range res.Keys {
+		got[k.Key] = k
+	}
+	require.Len(t, got, 12, "one row a key of the reason; the budget_exhausted letter is not one")
+	verdicts := map[string]agenttask.Verdict{
+		"k-confirmed": agenttask.VerdictConfirmed, "k-none": agenttask.VerdictNoEffect,
+		"k-unknown": agenttask.VerdictUnknown, "k-err": agenttask.VerdictUnknown, "k-panic": agenttask.VerdictUnknown,
+		"k-bad": agenttask.VerdictUnknown, "k-bare": agenttask.VerdictUnknown, "k-slow": agenttask.VerdictUnknown,
+		"k-noverifier": agenttask.VerdictUnknown,
+	}
+	for k, v := range verdicts {
+		assert.Equal(t, v, got[k].Verdict, "%s: %+v", k, got[k])
+		assert.Empty(t, got[k].Skipped, k)
+		assert.NotEmpty(t, got[k].Evidence, k)
+		assert.Empty(t, got[k].Reconciled, "%s: proposed only", k)
+	}
+	assert.Equal(t, 2, got["k-confirmed"].Letters)
+	assert.Equal(t, "msg-7731", got["k-confirmed"].Receipt)
+	assert.Equal(t, "email.send", got["k-confirmed"].Tool)
+	assert.Contains(t, got["k-err"].Evidence, "relay API: 503")
+	assert.Contains(t, got["k-panic"].Evidence, "panicked: verifier bug")
+	assert.Contains(t, got["k-bad"].Evidence, "without the effect's receipt")
+	assert.Contains(t, got["k-bare"].Evidence, "without evidence")
+	assert.Contains(t, got["k-slow"].Evidence, "deadline exceeded")
+	assert.Contains(t, got["k-noverifier"].Evidence, "no verifier is registered for file.write")
+	assert.Contains(t, got["k-reconciled"].Skipped, "reconciled as no_effect by platform-oncall")
+	assert.Contains(t, got["k-nostart"].Skipped, "no mutating call was started")
+	assert.Contains(t, got["k-noentry"].Skipped, "the ledger holds no entry")
+	assert.Equal(t, map[string]int{"confirmed": 1, "no_effect": 1, "unknown": 7, "skipped": 3}, res.Counts)
+	recs = store.all()
+	require.Len(t, recs, 6)
+	last := recs[5]
+	assert.Equal(t, ActionReconcile, last.Action)
+	assert.Equal(t, OutcomeDryRun, last.Outcome)
+	assert.Equal(t, "propose", last.Detail["verify"])
+	assert.Empty(t, last.Detail["idempotency_key"], "not a decision on a key")
+	assert.Equal(t, 1, last.Counts["confirmed"])
+
+	// Apply: the definite verdicts are reconciled, with their evidence; the
+	// unknown ones are left alone.
+	req.Apply = true
+	res, err = r.Verify(ctx, req)
+	require.NoError(t, err)
+	after := keys()
+	assert.True(t, after["k-confirmed"].EffectConfirmed())
+	assert.Equal(t, "msg-7731", after["k-confirmed"].Receipt)
+	assert.True(t, after["k-none"].NoEffect())
+	for _, k := range []string{"k-unknown", "k-err", "k-panic", "k-bad", "k-bare", "k-slow", "k-noverifier", "k-reconciled", "k-nostart"} {
+		assert.Equal(t, before[k], after[k], "%s is left alone", k)
+	}
+	assert.Equal(t, 2, res.Counts["reconciled"])
+	recs = store.all()[6:]
+	require.Len(t, recs, 3, "a reconcile record a reconciled key, then the summary")
+	for _, rec := range recs[:2] {
+		assert.Equal(t, ActionReconcile, rec.Action)
+		assert.Equal(t, OutcomeOK, rec.Outcome)
+		assert.Equal(t, who.Why, rec.Why)
+		assert.Contains(t, rec.Detail["evidence"], "email.send verifier: relay log")
+	}
+	assert.Equal(t, "k-confirmed", recs[0].Detail["idempotency_key"])
+	assert.Equal(t, "msg-7731", recs[0].Detail["receipt"])
+	assert.Equal(t, string(ledger.OutcomeNoEffect), recs[1].Detail["outcome"])
+	assert.Equal(t, "apply", recs[2].Detail["verify"])
+	assert.Equal(t, OutcomeOK, recs[2].Outcome)
+	assert.Len(t, decisionsFrom(store.all()).Reconciled, 2, "the plan reads the two as the owner's decisions, and the summary as none")
+
+	// Again: both are reconciled now, skipped; nothing more is written.
+	res, err = r.Verify(ctx, req)
+	require.NoError(t, err)
+	assert.Equal(t, 5, res.Counts["skipped"])
+	assert.Zero(t, res.Counts["reconciled"])
+	assert.Len(t, store.all(), 10, "the summary only")
+	assert.Len(t, f.snapshot(q.DLQURL), 14, "verify moves no letter")
+}
+
+// A refusal of one key's reconciliation is on its row; the others go on.
+func TestVerifyApplyRecordsARefusalOnItsRow(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	r, _, led := newRedriver(t, p, f, q)
+	ctx := context.Background()
+	for _, k := range []string{"k-confirmed", "k-none"} {
+		d := newDeadLetter(t, k, "email.send", deadletter.ReasonEffectUnknown, 0, "")
+		f.put(q.DLQURL, d.body, d.attrs, "")
+		effectUnknownKey(t, led, k)
+	}
+	// Between the verifier's answer and the write, someone reconciles
+	// k-confirmed otherwise: the conditional write refuses.
+	catalog := agenttask.SampleCatalog()
+	mail := catalog["email.send"]
+	fv := &fakeVerifier{}
+	mail.Verify = func(ctx context.Context, c agenttask.Call) (agenttask.Verification, error) {
+		if c.Key == "k-confirmed" {
+			_, err := led.Reconcile(ctx, c.Key, ledger.Reconciliation{Outcome: ledger.OutcomeNoEffect, By: "someone"}, time.Date(2026, 11, 29, 11, 30, 0, 0, time.UTC))
+			require.NoError(t, err)
+		}
+		return fv.verify(ctx, c)
+	}
+	catalog["email.send"] = mail
+	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: p.Owner, Why: "x"}, Catalog: catalog, Apply: true})
+	require.NoError(t, err)
+	require.Len(t, res.Keys, 2)
+	assert.Equal(t, "k-confirmed", res.Keys[0].Key)
+	assert.Contains(t, res.Keys[0].Refused, "already_reconciled")
+	assert.Empty(t, res.Keys[0].Reconciled)
+	assert.Equal(t, ledger.OutcomeNoEffect, res.Keys[1].Reconciled)
+	assert.Equal(t, 1, res.Counts["refused"])
+}
