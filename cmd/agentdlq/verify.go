@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -96,7 +97,12 @@ scan saw only part of the DLQ (what was verified stands; rerun later).`,
 			who := redrive.Who{Owner: f.owner, Why: f.why}
 			rs, err := deadletter.ParseReason(reason)
 			if err != nil {
-				return f.refused(ctx, nil, redrive.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeUnknownReason, Field: "Reason", Reason: err.Error()})
+				known := make([]string, 0, len(deadletter.AllReasons()))
+				for _, r := range deadletter.AllReasons() {
+					known = append(known, string(r))
+				}
+				return f.refused(ctx, nil, redrive.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeUnknownReason, Field: "Reason",
+					Reason: fmt.Sprintf("%q is not a reason (known: %s)", reason, strings.Join(known, ", "))})
 			}
 			if timeout <= 0 {
 				return f.refused(ctx, nil, redrive.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeBadInput, Field: "Timeout", Reason: fmt.Sprintf("%s is not positive", timeout)})
