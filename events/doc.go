@@ -35,6 +35,9 @@
 //     started. For a tool that mutates the outside world (email.send,
 //     file.write) it is effect_unknown, dead-lettered at once; for a
 //     read-only tool it is a transient timeout (as above).
+//     {"kind":"lost_reply"} is the same failure after the call took
+//     effect: the two differ only in the sample worker's effect store,
+//     which its tools' verifiers read (agentdlq ledger verify).
 //   - {"kind":"auth","code":"AccessDenied"} (or ExpiredToken, ...): an
 //     authorization or configuration failure, retried inside the budget (a
 //     fix may land): retry at receive < maxReceiveCount, dead_letter
