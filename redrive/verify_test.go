@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -237,4 +238,42 @@ func TestVerifyApplyRecordsARefusalOnItsRow(t *testing.T) {
 	assert.Empty(t, res.Keys[0].Reconciled)
 	assert.Equal(t, ledger.OutcomeNoEffect, res.Keys[1].Reconciled)
 	assert.Equal(t, 1, res.Counts["refused"])
+}
+
+// A letter held by another reader: the scan is partial. What was seen is
+// verified (and applied) and stands; the outcome says when to rerun.
+func TestVerifyOnAPartialScan(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	r, store, led := newRedriver(t, p, f, q)
+	ctx := context.Background()
+	for _, k := range []string{"k-confirmed", "k-none"} {
+		d := newDeadLetter(t, k, "email.send", deadletter.ReasonEffectUnknown, 0, "")
+		f.put(q.DLQURL, d.body, d.attrs, "")
+		effectUnknownKey(t, led, k)
+	}
+	// Another reader holds one letter.
+	out, err := f.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &q.DLQURL, MaxNumberOfMessages: 1, VisibilityTimeout: 300})
+	require.NoError(t, err)
+	require.Len(t, out.Messages, 1)
+
+	fv := &fakeVerifier{}
+	catalog := agenttask.SampleCatalog()
+	mail := catalog["email.send"]
+	mail.Verify = fv.verify
+	catalog["email.send"] = mail
+	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: p.Owner, Why: "x"}, Catalog: catalog, Apply: true})
+	require.ErrorIs(t, err, ErrScanPartial)
+	assert.NotErrorIs(t, err, ErrRefused)
+	var pe *PartialError
+	require.ErrorAs(t, err, &pe)
+	require.NotNil(t, res)
+	require.Len(t, res.Keys, 1, "the letter seen")
+	assert.NotEmpty(t, res.Keys[0].Reconciled, "what was seen is applied and stands")
+	recs := store.all()
+	last := recs[len(recs)-1]
+	assert.Equal(t, OutcomePartial, last.Outcome)
+	assert.Equal(t, "apply", last.Detail["verify"])
 }

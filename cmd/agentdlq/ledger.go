@@ -21,10 +21,11 @@ import (
 func newLedgerCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ledger",
-		Short: "Read the idempotency ledger (state, effect receipt, counts of a key) and reconcile effect_unknown keys (owner only)",
+		Short: "Read the idempotency ledger (state, effect receipt, counts of a key), verify and reconcile effect_unknown keys (owner only)",
 		Example: `  agentdlq ledger get --key acme:r-w:w-1
   agentdlq ledger get --key acme:r-w:w-1 --key acme:r-w:w-2 -o json
-  agentdlq ledger reconcile --pipeline agent-tasks --key acme:r-w:w-1 --no-effect --owner platform-oncall --why "mail log: nothing sent"`,
+  agentdlq ledger reconcile --pipeline agent-tasks --key acme:r-w:w-1 --no-effect --owner platform-oncall --why "mail log: nothing sent"
+  agentdlq ledger verify --pipeline agent-tasks --owner platform-oncall --why "INC-77" [--apply]`,
 	}
 	var table string
 	var out *output
