@@ -257,28 +257,48 @@ func (r *Redriver) verifyKey(ctx context.Context, req VerifyRequest, row *Verifi
 }
 
 // runVerifier runs the tool's verifier under req.Timeout: a missing one, an
-// error, a panic or an answer that fails Check is unknown, with why.
-func (r *Redriver) runVerifier(ctx context.Context, req VerifyRequest, task agenttask.Task, e ledger.Entry) (v agenttask.Verification) {
+// error, a panic, an overrun or an answer that fails Check is unknown, with
+// why. A verifier that ignores its context is abandoned at the deadline
+// (its goroutine ends when it returns), so one stuck check cannot hold the
+// pass.
+func (r *Redriver) runVerifier(ctx context.Context, req VerifyRequest, task agenttask.Task, e ledger.Entry) agenttask.Verification {
 	tool, ok := req.Catalog[task.Tool]
 	if !ok || tool.Verify == nil {
 		return agenttask.Verification{Verdict: agenttask.VerdictUnknown, Evidence: fmt.Sprintf("no verifier is registered for %s: check by hand", task.Tool)}
 	}
-	defer func() {
-		if p := recover(); p != nil {
-			v = agenttask.Verification{Verdict: agenttask.VerdictUnknown, Evidence: deadletter.Redact(fmt.Sprintf("the verifier of %s panicked: %v", task.Tool, p), maxEvidence)}
-		}
-	}()
+	unknown := func(format string, args ...any) agenttask.Verification {
+		return agenttask.Verification{Verdict: agenttask.VerdictUnknown, Evidence: deadletter.Redact(fmt.Sprintf(format, args...), maxEvidence)}
+	}
 	vctx, cancel := context.WithTimeout(ctx, req.Timeout)
 	defer cancel()
-	got, err := tool.Verify(vctx, agenttask.Call{Key: e.Key, Task: task, StartedBy: e.Owner, Before: e.UpdatedAt})
-	switch {
-	case err != nil:
-		return agenttask.Verification{Verdict: agenttask.VerdictUnknown, Evidence: deadletter.Redact(fmt.Sprintf("the verifier of %s failed: %v", task.Tool, err), maxEvidence)}
-	case got.Check() != nil:
-		return agenttask.Verification{Verdict: agenttask.VerdictUnknown, Evidence: deadletter.Redact(fmt.Sprintf("the verifier of %s answered %v: not applied", task.Tool, got.Check()), maxEvidence)}
+	type answer struct {
+		v   agenttask.Verification
+		err error
 	}
-	got.Evidence = deadletter.Redact(got.Evidence, maxEvidence)
-	return got
+	done := make(chan answer, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- answer{err: fmt.Errorf("panicked: %v", p)}
+			}
+		}()
+		v, err := tool.Verify(vctx, agenttask.Call{Key: e.Key, Task: task, StartedBy: e.Owner, Before: e.UpdatedAt})
+		done <- answer{v, err}
+	}()
+	var a answer
+	select {
+	case a = <-done:
+	case <-vctx.Done():
+		return unknown("the verifier of %s did not answer within %s: %v", task.Tool, req.Timeout, vctx.Err())
+	}
+	switch {
+	case a.err != nil:
+		return unknown("the verifier of %s failed: %v", task.Tool, a.err)
+	case a.v.Check() != nil:
+		return unknown("the verifier of %s answered %v: not applied", task.Tool, a.v.Check())
+	}
+	a.v.Evidence = deadletter.Redact(a.v.Evidence, maxEvidence)
+	return a.v
 }
 
 // notUnknown says why an entry's effect is not unknown at now.

@@ -40,6 +40,9 @@ func (f *fakeVerifier) verify(ctx context.Context, c agenttask.Call) (agenttask.
 	case "k-slow":
 		<-ctx.Done()
 		return agenttask.Verification{}, ctx.Err()
+	case "k-stuck": // ignores its context
+		time.Sleep(time.Second)
+		return agenttask.Verification{Verdict: agenttask.VerdictNoEffect, Evidence: "too late"}, nil
 	}
 	return agenttask.Verification{}, errors.New("unexpected key " + c.Key)
 }
@@ -53,7 +56,7 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 	ctx := context.Background()
 	eu := deadletter.ReasonEffectUnknown
 
-	verifiable := []string{"k-confirmed", "k-none", "k-unknown", "k-err", "k-panic", "k-bad", "k-bare", "k-slow"}
+	verifiable := []string{"k-confirmed", "k-none", "k-unknown", "k-err", "k-panic", "k-bad", "k-bare", "k-slow", "k-stuck"}
 	for _, k := range verifiable {
 		d := newDeadLetter(t, k, "email.send", eu, 0, "")
 		f.put(q.DLQURL, d.body, d.attrs, "")
@@ -127,17 +130,17 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 	assert.Equal(t, before, keys(), "a proposal changes nothing")
 	assert.False(t, res.Applied)
 	assert.Equal(t, eu, res.Reason)
-	assert.Equal(t, 14, res.Seen)
+	assert.Equal(t, 15, res.Seen)
 	got := map[string]Verified{}
 	for _, k := range res.Keys {
 		got[k.Key] = k
 	}
-	require.Len(t, got, 12, "one row a key of the reason; the budget_exhausted letter is not one")
+	require.Len(t, got, 13, "one row a key of the reason; the budget_exhausted letter is not one")
 	verdicts := map[string]agenttask.Verdict{
 		"k-confirmed": agenttask.VerdictConfirmed, "k-none": agenttask.VerdictNoEffect,
 		"k-unknown": agenttask.VerdictUnknown, "k-err": agenttask.VerdictUnknown, "k-panic": agenttask.VerdictUnknown,
 		"k-bad": agenttask.VerdictUnknown, "k-bare": agenttask.VerdictUnknown, "k-slow": agenttask.VerdictUnknown,
-		"k-noverifier": agenttask.VerdictUnknown,
+		"k-stuck": agenttask.VerdictUnknown, "k-noverifier": agenttask.VerdictUnknown,
 	}
 	for k, v := range verdicts {
 		assert.Equal(t, v, got[k].Verdict, "%s: %+v", k, got[k])
@@ -153,11 +156,12 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 	assert.Contains(t, got["k-bad"].Evidence, "without the effect's receipt")
 	assert.Contains(t, got["k-bare"].Evidence, "without evidence")
 	assert.Contains(t, got["k-slow"].Evidence, "deadline exceeded")
+	assert.Contains(t, got["k-stuck"].Evidence, "did not answer within 50ms")
 	assert.Contains(t, got["k-noverifier"].Evidence, "no verifier is registered for file.write")
 	assert.Contains(t, got["k-reconciled"].Skipped, "reconciled as no_effect by platform-oncall")
 	assert.Contains(t, got["k-nostart"].Skipped, "no mutating call was started")
 	assert.Contains(t, got["k-noentry"].Skipped, "the ledger holds no entry")
-	assert.Equal(t, map[string]int{"confirmed": 1, "no_effect": 1, "unknown": 7, "skipped": 3}, res.Counts)
+	assert.Equal(t, map[string]int{"confirmed": 1, "no_effect": 1, "unknown": 8, "skipped": 3}, res.Counts)
 	recs = store.all()
 	require.Len(t, recs, 6)
 	last := recs[5]
@@ -176,7 +180,7 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 	assert.True(t, after["k-confirmed"].EffectConfirmed())
 	assert.Equal(t, "msg-7731", after["k-confirmed"].Receipt)
 	assert.True(t, after["k-none"].NoEffect())
-	for _, k := range []string{"k-unknown", "k-err", "k-panic", "k-bad", "k-bare", "k-slow", "k-noverifier", "k-reconciled", "k-nostart"} {
+	for _, k := range []string{"k-unknown", "k-err", "k-panic", "k-bad", "k-bare", "k-slow", "k-stuck", "k-noverifier", "k-reconciled", "k-nostart"} {
 		assert.Equal(t, before[k], after[k], "%s is left alone", k)
 	}
 	assert.Equal(t, 2, res.Counts["reconciled"])
@@ -201,7 +205,7 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 	assert.Equal(t, 5, res.Counts["skipped"])
 	assert.Zero(t, res.Counts["reconciled"])
 	assert.Len(t, store.all(), 10, "the summary only")
-	assert.Len(t, f.snapshot(q.DLQURL), 14, "verify moves no letter")
+	assert.Len(t, f.snapshot(q.DLQURL), 15, "verify moves no letter")
 }
 
 // A refusal of one key's reconciliation is on its row; the others go on.
