@@ -211,7 +211,6 @@ var flagOf = map[string]string{
 	"Canary": "--canary", "Limit": "--limit", "Destination": "--destination", "Ack.FixDeployed": "--fix-deployed",
 	"Ack.Reviewed": "--reviewed", "Ack.Overrides": "--override", "Key": "--key",
 	"Outcome": "--no-effect or --effect-confirmed", "Receipt": "--effect-confirmed RECEIPT", "Hold": "--hold",
-	"Reason": "--reason", "Timeout": "--timeout",
 }
 
 // flagError is a refusal told in the command line's words: the flag at

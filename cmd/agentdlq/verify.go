@@ -101,11 +101,11 @@ scan saw only part of the DLQ (what was verified stands; rerun later).`,
 				for _, r := range deadletter.AllReasons() {
 					known = append(known, string(r))
 				}
-				return f.refused(ctx, nil, redrive.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeUnknownReason, Field: "Reason",
+				return f.refused(ctx, nil, redrive.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeUnknownReason, Field: "--reason",
 					Reason: fmt.Sprintf("%q is not a reason (known: %s)", reason, strings.Join(known, ", "))})
 			}
 			if timeout <= 0 {
-				return f.refused(ctx, nil, redrive.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeBadInput, Field: "Timeout", Reason: fmt.Sprintf("%s is not positive", timeout)})
+				return f.refused(ctx, nil, redrive.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeBadInput, Field: "--timeout", Reason: fmt.Sprintf("%s is not positive", timeout)})
 			}
 			catalog, note, err := verifyCatalog(ctx)
 			if err != nil {

@@ -168,7 +168,15 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 		}
 	}
 	if fault != nil {
-		if err := w.inject(ctx, r, &task, tool, fault); err != nil {
+		if err := w.inject(ctx, r, tool, fault); err != nil {
+			if tool.Mutates && errors.Is(err, context.DeadlineExceeded) && (fault.Kind == FaultTimeoutAfterEffect || fault.Kind == FaultLostReply) {
+				// The call started (inject marked it) and reached the
+				// system; with lost_reply it took effect too, and only
+				// its reply was lost.
+				if cerr := w.call(ctx, task.IdempotencyKey, Receipt(task.Args), fault.Kind == FaultLostReply); cerr != nil {
+					return cerr
+				}
+			}
 			return err
 		}
 	}
@@ -211,7 +219,7 @@ func Receipt(args []byte) string {
 
 // inject raises the failure a fault asks for (nil when it does not apply on
 // this receive).
-func (w *Worker) inject(ctx context.Context, r batch.Record, task *agenttask.Task, tool agenttask.Tool, f *Fault) error {
+func (w *Worker) inject(ctx context.Context, r batch.Record, tool agenttask.Tool, f *Fault) error {
 	if f.Retryable {
 		if f.UntilReceive > 0 && r.ReceiveCount >= f.UntilReceive {
 			return nil // the upstream recovered
@@ -222,11 +230,6 @@ func (w *Worker) inject(ctx context.Context, r batch.Record, task *agenttask.Tas
 	case FaultTimeoutAfterEffect, FaultLostReply:
 		if tool.Mutates {
 			if err := r.StartEffect(ctx); err != nil {
-				return err
-			}
-			// The call reached the system; with lost_reply it took effect
-			// too, and only its reply was lost.
-			if err := w.call(ctx, task.IdempotencyKey, Receipt(task.Args), f.Kind == FaultLostReply); err != nil {
 				return err
 			}
 		}
