@@ -137,10 +137,12 @@ type Group struct {
 	// pipeline's eval.threshold messages: the eval export's candidates.
 	Recurring        bool     `json:"recurring"`
 	SampleMessageIDs []string `json:"sample_message_ids"`
-	// IdempotencyKeys lists, for an effect_unknown group only, the distinct
-	// idempotency keys of its dead letters, sorted, at most MaxKeysListed
-	// (IdempotencyKeysOmitted counts the rest): each must be reconciled
-	// (`agentdlq ledger get`, `agentdlq ledger reconcile`) before a redrive.
+	// IdempotencyKeys lists, for an effect_unknown or idempotency_key_reused
+	// group only, the distinct idempotency keys of its dead letters, sorted,
+	// at most MaxKeysListed (IdempotencyKeysOmitted counts the rest):
+	// effect_unknown keys must be reconciled (`agentdlq ledger get`,
+	// `agentdlq ledger reconcile`) before a redrive; a reused key's ledger
+	// entry names the task that holds it, and so the producer to fix.
 	IdempotencyKeys        []string `json:"idempotency_keys,omitempty"`
 	IdempotencyKeysOmitted int      `json:"idempotency_keys_omitted,omitempty"`
 
@@ -367,7 +369,7 @@ func buildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o buildOpti
 		g.TenantsAffected = len(acc.tenants)
 		g.Tenants = tenantList(acc.tenants, hashTenants)
 		g.RepeatKeys = len(acc.repeat)
-		if g.Reason == deadletter.ReasonEffectUnknown {
+		if g.Reason == deadletter.ReasonEffectUnknown || g.Reason == deadletter.ReasonIdempotencyKeyReused {
 			g.IdempotencyKeys, g.IdempotencyKeysOmitted = keyList(g.tagged)
 		}
 		for k := range acc.repeat {
@@ -494,6 +496,10 @@ func attention(r *Report, p *pipeline.Pipeline) []string {
 		out = append(out, plural(r.Totals.Unreadable, "message")+" with unreadable dlq_meta, counted as unclassified")
 	}
 	for _, rt := range r.Totals.ByReason {
+		if rt.Reason == deadletter.ReasonIdempotencyKeyReused {
+			out = append(out, plural(rt.Count, "message")+" idempotency_key_reused: a producer reused a key for other args, or the args were changed after the key was issued; none ran. "+
+				"Look up each key in the ledger (the task that holds it), fix the producer, then reject them: a redrive is refused again")
+		}
 		if rt.Reason == deadletter.ReasonEffectUnknown {
 			out = append(out, plural(rt.Count, "message")+" effect_unknown: reconcile the external effect before anything else (their keys: agentdlq triage --keys; then agentdlq ledger reconcile)")
 		}

@@ -55,8 +55,12 @@ func handler(tools Tools) batch.Handler {
 		}
 		r.Describe(&task) // dead letters and logs carry the task's ids
 		tool := catalog[task.Tool]
-		if err := r.Begin(ctx, task.IdempotencyKey, tool.Mutates); err != nil {
-			return err // done already (a no-op), leased elsewhere, ledger down
+		digest, err := agenttask.ArgsDigest(task.Args) // RFC 8785, then SHA-256
+		if err != nil {
+			return err // unreachable: DecodeTask checked that args is JSON
+		}
+		if err := r.Begin(ctx, task.IdempotencyKey, digest, tool.Mutates); err != nil {
+			return err // done (a no-op), the key reused with other args, leased elsewhere, ledger down
 		}
 		if tool.Mutates {
 			if err := r.StartEffect(ctx); err != nil {

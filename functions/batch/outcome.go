@@ -13,7 +13,8 @@ import (
 //	transient      retried inside the budget (batch item failure, optional
 //	               visibility backoff); budget_exhausted on the last receive
 //	poison         dead-lettered at once with its poison reason
-//	security       dead-lettered at once (signature_invalid, guardrail_reject)
+//	security       dead-lettered at once (signature_invalid, guardrail_reject,
+//	               idempotency_key_reused)
 //	authorization  retried inside the budget; auth_config on the last receive
 //	dependency     retried inside the budget; dependency_open on the last receive
 //	ambiguous      dead-lettered at once as effect_unknown
@@ -80,9 +81,11 @@ func Poison(reason deadletter.Reason, err error) error {
 	return newOutcome(reason, err)
 }
 
-// Security: a signature that did not verify or a guardrail rejection. The
-// message is dead-lettered at once with reason (signature_invalid or
-// guardrail_reject; any other reason makes the outcome unclassified).
+// Security: a signature that did not verify, a guardrail rejection or a
+// reused idempotency key. The message is dead-lettered at once with reason
+// (signature_invalid, guardrail_reject or idempotency_key_reused, which
+// Record.Begin returns itself; any other reason makes the outcome
+// unclassified).
 func Security(reason deadletter.Reason, err error) error {
 	if reason.Class() != deadletter.ClassSecurity {
 		return unclassified("batch.Security called with non-security reason "+string(reason), err)

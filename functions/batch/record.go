@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -122,19 +123,26 @@ func (r Record) Describe(d Describer) {
 }
 
 // Begin takes the task's idempotency key in the ledger for this delivery
-// (owner: the message id) with a lease, before any work. Return its error
-// unchanged from the handler:
+// (owner: the message id) with a lease, before any work. digest is the
+// digest of the task's canonical args (agenttask.ArgsDigest; "" checks
+// nothing): the ledger keeps the first one a key is claimed with, and a
+// task that brings another is not the task the key was issued for. Return
+// Begin's error unchanged from the handler:
 //
 //   - nil: go on; on success the processor marks the key done with the
 //     receipt given to SetReceipt;
 //   - ErrDuplicate: the key is done; the message is acknowledged as a no-op;
+//   - a Security outcome, idempotency_key_reused: the ledger holds the key
+//     with another digest; the message is dead-lettered at once, the task
+//     never runs and the key's entry is left as it was (neither marked done
+//     nor counted as dead-lettered: the entry is the other task's);
 //   - a Transient outcome: another delivery holds the lease; retried;
 //   - an EffectUnknown outcome: mutates is true and an earlier delivery
 //     started the mutating call without leaving a receipt;
 //   - a ledger outage: retried, never dead-lettered.
 //
 // Without a ledger in the Config, Begin only records the key and returns nil.
-func (r Record) Begin(ctx context.Context, key string, mutates bool) error {
+func (r Record) Begin(ctx context.Context, key, digest string, mutates bool) error {
 	if r.st == nil {
 		return nil
 	}
@@ -142,9 +150,12 @@ func (r Record) Begin(ctx context.Context, key string, mutates bool) error {
 	if r.p == nil || r.p.ledger == nil {
 		return nil
 	}
-	prev, err := r.p.ledger.Begin(ctx, key, r.MessageID(), r.st.now, r.p.lease)
+	prev, err := r.p.ledger.Begin(ctx, key, r.MessageID(), digest, r.st.now, r.p.lease)
 	switch {
 	case err == nil:
+	case errors.Is(err, ledger.ErrKeyReused):
+		return Security(deadletter.ReasonIdempotencyKeyReused,
+			fmt.Errorf("%w: the ledger holds the key with args digest %s, this task's is %s", err, shortDigest(prev.ArgsDigest), shortDigest(digest)))
 	case errors.Is(err, ledger.ErrDone):
 		return ErrDuplicate
 	case errors.Is(err, ledger.ErrLeased):
@@ -159,6 +170,15 @@ func (r Record) Begin(ctx context.Context, key string, mutates bool) error {
 		return EffectUnknown(errors.New("an earlier delivery started the mutating call and left no receipt"))
 	}
 	return nil
+}
+
+// shortDigest is a digest as an error text shows it: its prefix and 12 hex
+// digits, enough to tell two apart, not the whole hash.
+func shortDigest(d string) string {
+	if n := strings.LastIndexByte(d, ':') + 1 + 12; len(d) > n {
+		return d[:n] + "…"
+	}
+	return d
 }
 
 // StartEffect records, before a mutating call, that its effect may happen.

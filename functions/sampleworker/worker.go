@@ -143,7 +143,12 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 		return err // tool_unknown or tool_version_unsupported
 	}
 	r.Describe(&task)
-	if err := r.Begin(ctx, task.IdempotencyKey, tool.Mutates); err != nil {
+	// DecodeTask checked that args is a JSON object: the digest is taken.
+	digest, err := agenttask.ArgsDigest(task.Args)
+	if err != nil {
+		return batch.Poison(deadletter.ReasonSchemaInvalid, err)
+	}
+	if err := r.Begin(ctx, task.IdempotencyKey, digest, tool.Mutates); err != nil {
 		return err
 	}
 	fault, err := ParseFaultValue(faultValue)
