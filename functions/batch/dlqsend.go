@@ -139,6 +139,9 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	// copied as it was received.
 	clear(o.rattrs)
 	o.rattrs = rec.m.appendDeadLetterAttrs(o.rattrs[:0])
+	if rec.st.requeues > 0 { // the processor's own bookkeeping stays behind
+		o.rattrs = withoutRequeued(o.rattrs)
+	}
 	body := rec.m.sendBody()
 
 	// The common case: the metadata is written into the slot's reused

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"errors"
+	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
@@ -51,6 +52,7 @@ type Outcome struct {
 	class  deadletter.Class // always reason.Class(), but for the sentinels
 	reason deadletter.Reason
 	err    error
+	after  time.Duration // the provider's Retry-After (see After)
 }
 
 func newOutcome(reason deadletter.Reason, err error) *Outcome {
@@ -65,8 +67,9 @@ func unclassified(msg string, err error) *Outcome {
 
 // Transient: retry. The message is reported as a batch item failure (and
 // hidden for a backoff); on its last allowed receive it is dead-lettered as
-// budget_exhausted with its attempt history.
-func Transient(err error) error {
+// budget_exhausted with its attempt history. Transient(err).After(d) says
+// when the provider asked to be tried again (a 429's Retry-After).
+func Transient(err error) *Outcome {
 	return newOutcome(deadletter.ReasonBudgetExhausted, err)
 }
 
@@ -103,13 +106,13 @@ func EffectUnknown(err error) error {
 // AuthConfig: an expired credential, AccessDenied, KMS denied. Retried
 // inside the budget (a configuration fix may land); dead-lettered as
 // auth_config on the last allowed receive.
-func AuthConfig(err error) error {
+func AuthConfig(err error) *Outcome {
 	return newOutcome(deadletter.ReasonAuthConfig, err)
 }
 
 // DependencyOpen: a dependency's circuit breaker is open. Retried inside the
 // budget; dead-lettered as dependency_open on the last allowed receive.
-func DependencyOpen(err error) error {
+func DependencyOpen(err error) *Outcome {
 	return newOutcome(deadletter.ReasonDependencyOpen, err)
 }
 

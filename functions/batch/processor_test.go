@@ -74,6 +74,9 @@ func scripted(ctx context.Context, r Record) error {
 		}
 		r.SetReceipt("receipt-" + key)
 		return nil
+	case "ratelimited": // ratelimited:<Retry-After in seconds>
+		secs, _ := strconv.Atoi(key)
+		return Transient(errors.New("upstream returned 429")).After(time.Duration(secs) * time.Second)
 	case "digest": // digest:<key>|<args digest>
 		k, digest, _ := strings.Cut(key, "|")
 		if err := r.Begin(ctx, k, digest, true); err != nil {

@@ -30,7 +30,10 @@ type Handler func(ctx context.Context, r Record) error
 // received.
 type Record struct {
 	// ReceiveCount is ApproximateReceiveCount: 1 on the first delivery. A
-	// missing or unreadable value counts as 1 (and is logged).
+	// missing or unreadable value counts as 1 (and is logged). A message
+	// the processor requeued after a Retry-After (Config.RetryAfterRequeues)
+	// adds the receives it had spent before (AttrRequeued): the count the
+	// budget is held to.
 	ReceiveCount int
 	// GroupID is MessageGroupId (FIFO queues only).
 	GroupID string
@@ -54,6 +57,7 @@ type recordState struct {
 	receipt       string
 	now           time.Time // the record's clock reading: the ledger's "now"
 	badCount      bool      // ApproximateReceiveCount was missing or unreadable
+	requeues      int       // requeues after a Retry-After so far (AttrRequeued)
 	result        result    // what happened to the record
 	notStarted    bool      // not handled: the invocation was out of time
 }
@@ -239,6 +243,11 @@ func (p *Processor) newRecord(m *message, st *recordState, now time.Time) Record
 		r.ReceiveCount = n
 	} else {
 		st.badCount = true
+	}
+	// A requeued message carries the receives it spent before (AttrRequeued).
+	if spent, requeues := m.carried(); spent > 0 || requeues > 0 {
+		r.ReceiveCount += spent
+		st.requeues = requeues
 	}
 	return r
 }
