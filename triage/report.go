@@ -498,7 +498,7 @@ func attention(r *Report, p *pipeline.Pipeline) []string {
 	for _, rt := range r.Totals.ByReason {
 		if rt.Reason == deadletter.ReasonIdempotencyKeyReused {
 			out = append(out, plural(rt.Count, "message")+" idempotency_key_reused: a producer reused a key for other args, or the args were changed after the key was issued; none ran. "+
-				"Look up each key in the ledger (the task that holds it), fix the producer, then reject them: a redrive is refused again")
+				"Look up each key in the ledger (the task that holds it), fix the producer, then reject them (a redrive meets the same digest and is dead-lettered again)")
 		}
 		if rt.Reason == deadletter.ReasonEffectUnknown {
 			out = append(out, plural(rt.Count, "message")+" effect_unknown: reconcile the external effect before anything else (their keys: agentdlq triage --keys; then agentdlq ledger reconcile)")

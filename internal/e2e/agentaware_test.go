@@ -1,7 +1,12 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -182,4 +188,57 @@ func TestRetryAfterEndToEnd(t *testing.T) {
 		assert.Equal(t, deadletter.ReasonBudgetExhausted, dead[0].Reason)
 		assert.Equal(t, 3, dead[0].Meta.Attempts)
 	})
+}
+
+// Issue 21, part 6: eval records keep their trace. Three deliveries of one
+// recurring poison case (schema_invalid: no tenant; fresh ids and trace ids
+// each), sent with an X-Ray header (the AWSTraceHeader system attribute),
+// are dead-lettered by the worker and exported by triage. Must hold: the
+// exported record's metadata carries the trace_id of the case's first task
+// — the one its input holds — so the dataset item links back to its run;
+// and its aws_trace_header is that message's header as the dead letter kept
+// it. fauxqs keeps no system attribute a producer sends (docs/local.md), so
+// locally the dead letters have none and the record must then carry none
+// (omitted, never another message's); triage's TestEvalRecordsKeepTheTrace
+// covers a header that is there.
+func TestEvalExportKeepsTheTraceEndToEnd(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, false, 0, nil)
+	ctx := context.Background()
+	prefix := localtest.Unique("trace")
+	for i := range 3 {
+		body := fmt.Sprintf(`{"task_id":"%s-%d","run_id":"%s-run","idempotency_key":"%s:%d","tool":"web.search","tool_version":"2.4.1",`+
+			`"trace_id":"1-6b0c13c0-%024x","created_at":"2026-12-02T09:00:00Z","schema_version":1,"args":{"query":"no tenant"}}`, prefix, i, prefix, prefix, i, i+1)
+		header := fmt.Sprintf("Root=1-6b0c13c0-%024x;Parent=%016x;Sampled=1", i+1, i+1)
+		_, err := h.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(h.q.HotURL), MessageBody: aws.String(body),
+			MessageSystemAttributes: map[string]types.MessageSystemAttributeValue{
+				string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(header)}}})
+		require.NoError(t, err)
+	}
+	h.drain(h.worker().Handle)
+	dead := h.deadLetters()
+	require.Len(t, dead, 3)
+	headerOf := map[string]string{} // trace_id -> the dead letter's AWSTraceHeader
+	for _, d := range dead {
+		require.Equal(t, deadletter.ReasonSchemaInvalid, d.Reason)
+		var task map[string]any
+		require.NoError(t, json.Unmarshal([]byte(d.Body), &task))
+		headerOf[task["trace_id"].(string)] = d.System["AWSTraceHeader"]
+	}
+
+	r := triage.Build(dead, h.p, time.Now())
+	dir := t.TempDir()
+	res, err := triage.Export(ctx, triage.Folder{Root: dir}, r, h.p, time.Now())
+	require.NoError(t, err)
+	require.Equal(t, 1, res.Exported, "one case, three occurrences")
+	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(res.RecordsKey)))
+	require.NoError(t, err)
+	var rec triage.EvalRecord
+	require.NoError(t, json.Unmarshal(bytes.TrimSpace(data), &rec))
+	assert.Equal(t, 3, rec.Metadata.Occurrences)
+	require.NotEmpty(t, rec.Metadata.TraceID)
+	assert.Equal(t, rec.Input.(map[string]any)["trace_id"], rec.Metadata.TraceID, "the case's first task: its input's trace")
+	header, ok := headerOf[rec.Metadata.TraceID]
+	require.True(t, ok, "the trace of one of the dead letters")
+	assert.Equal(t, header, rec.Metadata.AWSTraceHeader, "that dead letter's X-Ray header, or none where it has none")
 }
