@@ -230,6 +230,7 @@ func (p *Processor) process(ctx context.Context, rec Record, m *counters) result
 		// back with that delay, this receive not counted (even the last).
 		rerr := p.requeue(ctx, rec, c)
 		if rerr == nil {
+			m.requeued++
 			return resultAck
 		}
 		p.logFailure(ctx, slog.LevelWarn, "Retry-After not requeued; the receive counts", rec, c.Reason, rerr)

@@ -121,6 +121,10 @@ func TestRetryAfterRequeue(t *testing.T) {
 		assert.Equal(t, "acme", aws.ToString(in.MessageAttributes["tenant"].StringValue), "the original attributes")
 		assert.Equal(t, "Root=1-abc", aws.ToString(in.MessageSystemAttributes["AWSTraceHeader"].StringValue))
 		assert.Contains(t, h.logs.String(), "requeued after the provider's Retry-After")
+		emf := parseEMF(t, h.metrics.String())
+		assert.Equal(t, 1.0, emf[0][MetricRequeued])
+		assert.Equal(t, 0.0, emf[0][MetricRetried], "not a batch item failure")
+		assert.Equal(t, 0.0, emf[0][MetricProcessed])
 	})
 	t.Run("the copy counts what was spent, and stops at the limit", func(t *testing.T) {
 		t.Parallel()
