@@ -332,7 +332,7 @@ func TestParseDestination(t *testing.T) {
 // body that is not a task object takes dlq_meta's trace id.
 func TestEvalRecordsKeepTheTrace(t *testing.T) {
 	t.Parallel()
-	build := func(p *pipeline.Pipeline, body func(i int) string, header bool) []EvalRecord {
+	letters := func(body func(i int) string, header bool) []Tagged {
 		var msgs []Message
 		for i := range 3 {
 			id := fmt.Sprintf("t%d", i)
@@ -344,15 +344,14 @@ func TestEvalRecordsKeepTheTrace(t *testing.T) {
 			}
 			msgs = append(msgs, m)
 		}
-		recs, skipped := evalRecords(Build(TagAll(msgs), p, t0.Add(time.Hour)), p)
-		require.Empty(t, skipped)
-		return recs
+		return TagAll(msgs)
 	}
 	sameTask := func(i int) string { return task(fmt.Sprintf("t%d", i), "acme", "web.search", "1", `{"query":"a"}`) }
 
 	t.Run("from the task, with the X-Ray header", func(t *testing.T) {
 		t.Parallel()
-		recs := build(testPipeline(t, false), sameTask, true)
+		p := testPipeline(t, false)
+		recs, _ := evalRecords(Build(letters(sameTask, true), p, t0.Add(time.Hour)), p)
 		require.Len(t, recs, 1, "one case, three occurrences")
 		md := recs[0].Metadata
 		assert.Equal(t, 3, md.Occurrences)
@@ -366,7 +365,8 @@ func TestEvalRecordsKeepTheTrace(t *testing.T) {
 	})
 	t.Run("without a header", func(t *testing.T) {
 		t.Parallel()
-		recs := build(testPipeline(t, false), sameTask, false)
+		p := testPipeline(t, false)
+		recs, _ := evalRecords(Build(letters(sameTask, false), p, t0.Add(time.Hour)), p)
 		require.Len(t, recs, 1)
 		assert.Empty(t, recs[0].Metadata.AWSTraceHeader)
 		data, _ := json.Marshal(recs[0].Metadata)
@@ -376,7 +376,7 @@ func TestEvalRecordsKeepTheTrace(t *testing.T) {
 		t.Parallel()
 		p := testPipeline(t, false)
 		p.Eval.HashFields = append(p.Eval.HashFields, "trace_id")
-		recs := build(p, sameTask, false)
+		recs, _ := evalRecords(Build(letters(sameTask, false), p, t0.Add(time.Hour)), p)
 		require.Len(t, recs, 1)
 		assert.Equal(t, HashValue("trace-t0"), recs[0].Metadata.TraceID)
 	})
@@ -384,13 +384,14 @@ func TestEvalRecordsKeepTheTrace(t *testing.T) {
 		t.Parallel()
 		p := testPipeline(t, false)
 		p.Eval.DropFields = append(p.Eval.DropFields, "trace_id")
-		recs := build(p, sameTask, false)
+		recs, _ := evalRecords(Build(letters(sameTask, false), p, t0.Add(time.Hour)), p)
 		require.Len(t, recs, 1)
 		assert.Empty(t, recs[0].Metadata.TraceID)
 	})
 	t.Run("a body that is not a task: dlq_meta's trace", func(t *testing.T) {
 		t.Parallel()
-		recs := build(testPipeline(t, false), func(i int) string { return fmt.Sprintf("not json %d", i) }, true)
+		p := testPipeline(t, false)
+		recs, _ := evalRecords(Build(letters(func(i int) string { return fmt.Sprintf("not json %d", i) }, true), p, t0.Add(time.Hour)), p)
 		require.Len(t, recs, 3, "three distinct inputs")
 		got := map[string]bool{}
 		for _, r := range recs {

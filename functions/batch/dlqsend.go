@@ -139,9 +139,6 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	// copied as it was received.
 	clear(o.rattrs)
 	o.rattrs = rec.m.appendDeadLetterAttrs(o.rattrs[:0])
-	if rec.st.requeues > 0 { // the processor's own bookkeeping stays behind
-		o.rattrs = withoutRequeued(o.rattrs)
-	}
 	body := rec.m.sendBody()
 
 	// The common case: the metadata is written into the slot's reused
@@ -149,6 +146,9 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	// the first eight by name without the dlq_ prefix, the rest folded into
 	// dlq_meta, as deadletter.EncodeDeadLetter does) are read from the
 	// record, and the message fits.
+	if rec.st.requeues > 0 { // the processor's own bookkeeping stays behind
+		o.rattrs = withoutRequeued(o.rattrs)
+	}
 	slot, size := o.n, -1
 	var fitted map[string]deadletter.Attribute
 	orig := *meta

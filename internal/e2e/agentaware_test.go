@@ -233,11 +233,18 @@ func TestEvalExportKeepsTheTraceEndToEnd(t *testing.T) {
 	require.Equal(t, 1, res.Exported, "one case, three occurrences")
 	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(res.RecordsKey)))
 	require.NoError(t, err)
-	var rec triage.EvalRecord
+	var rec struct { // one JSONL line, as a dataset tool reads it
+		Input    map[string]any `json:"input"`
+		Metadata struct {
+			Occurrences    int    `json:"occurrences"`
+			TraceID        string `json:"trace_id"`
+			AWSTraceHeader string `json:"aws_trace_header"`
+		} `json:"metadata"`
+	}
 	require.NoError(t, json.Unmarshal(bytes.TrimSpace(data), &rec))
 	assert.Equal(t, 3, rec.Metadata.Occurrences)
 	require.NotEmpty(t, rec.Metadata.TraceID)
-	assert.Equal(t, rec.Input.(map[string]any)["trace_id"], rec.Metadata.TraceID, "the case's first task: its input's trace")
+	assert.Equal(t, rec.Input["trace_id"], rec.Metadata.TraceID, "the case's first task: its input's trace")
 	header, ok := headerOf[rec.Metadata.TraceID]
 	require.True(t, ok, "the trace of one of the dead letters")
 	assert.Equal(t, header, rec.Metadata.AWSTraceHeader, "that dead letter's X-Ray header, or none where it has none")
