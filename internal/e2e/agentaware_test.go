@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -227,11 +227,11 @@ func TestEvalExportKeepsTheTraceEndToEnd(t *testing.T) {
 	}
 
 	r := triage.Build(dead, h.p, time.Now())
-	dir := t.TempDir()
-	res, err := triage.Export(ctx, triage.Folder{Root: dir}, r, h.p, time.Now())
+	dest := memDest{}
+	res, err := triage.Export(ctx, dest, r, h.p, time.Now())
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Exported, "one case, three occurrences")
-	data, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(res.RecordsKey)))
+	data, err := dest.Get(ctx, res.RecordsKey)
 	require.NoError(t, err)
 	var rec struct { // one JSONL line, as a dataset tool reads it
 		Input    map[string]any `json:"input"`
@@ -249,3 +249,32 @@ func TestEvalExportKeepsTheTraceEndToEnd(t *testing.T) {
 	require.True(t, ok, "the trace of one of the dead letters")
 	assert.Equal(t, header, rec.Metadata.AWSTraceHeader, "that dead letter's X-Ray header, or none where it has none")
 }
+
+// memDest is an export destination in memory: the objects by key.
+type memDest map[string][]byte
+
+func (d memDest) Put(_ context.Context, key string, data []byte, _ string) error {
+	d[key] = bytes.Clone(data)
+	return nil
+}
+
+func (d memDest) List(_ context.Context, prefix string) ([]string, error) {
+	var keys []string
+	for k := range d {
+		if strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+func (d memDest) Get(_ context.Context, key string) ([]byte, error) {
+	data, ok := d[key]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", key, os.ErrNotExist)
+	}
+	return data, nil
+}
+
+func (d memDest) String() string { return "memory" }
