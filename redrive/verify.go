@@ -233,6 +233,14 @@ func (r *Redriver) verifyKey(ctx context.Context, req VerifyRequest, row *Verifi
 		row.Skipped = notUnknown(e, now)
 		return nil
 	}
+	if e.ArgsDigest != "" {
+		if d, err := agenttask.ArgsDigest(task.Args); err != nil || d != e.ArgsDigest {
+			// Not the task whose call started: what a verifier finds for
+			// the key would not be this letter's.
+			row.Verdict, row.Evidence = agenttask.VerdictUnknown, "the dead letter's args are not those the key's call was started with (the ledger's args digest differs): check by hand"
+			return nil
+		}
+	}
 	v := r.runVerifier(ctx, req, task, e)
 	row.Verdict, row.Receipt, row.Evidence = v.Verdict, v.Receipt, v.Evidence
 	if !req.Apply || v.Verdict == agenttask.VerdictUnknown {
@@ -282,7 +290,7 @@ func (r *Redriver) runVerifier(ctx context.Context, req VerifyRequest, task agen
 				done <- answer{err: fmt.Errorf("panicked: %v", p)}
 			}
 		}()
-		v, err := tool.Verify(vctx, agenttask.Call{Key: e.Key, Task: task, StartedBy: e.Owner, Before: e.UpdatedAt})
+		v, err := tool.Verify(vctx, agenttask.Call{Key: e.Key, Task: task, StartedBy: e.Owner, Before: e.UpdatedAt, ArgsDigest: e.ArgsDigest})
 		done <- answer{v, err}
 	}()
 	var a answer

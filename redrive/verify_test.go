@@ -208,6 +208,48 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 	assert.Len(t, f.snapshot(q.DLQURL), 15, "verify moves no letter")
 }
 
+// A letter whose args are not those the ledger began the key with is
+// unknown: its verifier is not asked, nothing is reconciled.
+func TestVerifyRefusesALetterOfOtherArgs(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	r, _, led := newRedriver(t, p, f, q)
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
+	for _, k := range []string{"k-confirmed", "k-none"} {
+		d := newDeadLetter(t, k, "email.send", deadletter.ReasonEffectUnknown, 0, "")
+		f.put(q.DLQURL, d.body, d.attrs, "")
+		task, err := agenttask.DecodeTask([]byte(d.body), nil)
+		require.NoError(t, err)
+		digest, err := agenttask.ArgsDigest(task.Args)
+		require.NoError(t, err)
+		if k == "k-confirmed" {
+			digest, err = agenttask.ArgsDigest([]byte(`{"q":"another task"}`))
+			require.NoError(t, err)
+		}
+		_, err = led.Begin(ctx, k, "m-"+k, digest, t0, time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, led.StartEffect(ctx, k, "m-"+k, t0))
+		_, err = led.DeadLettered(ctx, k, deadletter.ReasonEffectUnknown, t0)
+		require.NoError(t, err)
+	}
+	fv := &fakeVerifier{}
+	catalog := agenttask.SampleCatalog()
+	mail := catalog["email.send"]
+	mail.Verify = fv.verify
+	catalog["email.send"] = mail
+	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: p.Owner, Why: "x"}, Catalog: catalog, Apply: true})
+	require.NoError(t, err)
+	require.Len(t, res.Keys, 2)
+	assert.Equal(t, agenttask.VerdictUnknown, res.Keys[0].Verdict)
+	assert.Contains(t, res.Keys[0].Evidence, "args digest differs")
+	assert.Empty(t, res.Keys[0].Reconciled)
+	assert.Equal(t, ledger.OutcomeNoEffect, res.Keys[1].Reconciled, "the digest matches: verified")
+	assert.Equal(t, int32(1), fv.calls.Load(), "the mismatched key's verifier is not asked")
+}
+
 // A refusal of one key's reconciliation is on its row; the others go on.
 func TestVerifyApplyRecordsARefusalOnItsRow(t *testing.T) {
 	t.Parallel()

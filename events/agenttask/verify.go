@@ -85,6 +85,10 @@ type Call struct {
 	// task was dead-lettered): the call started before it, which bounds a
 	// search of the external system's log.
 	Before time.Time
+	// ArgsDigest is the digest of the args the key was begun with, as the
+	// ledger keeps it (ArgsDigest; empty for an entry written without one).
+	// Verify checks it against Task.Args before it asks a verifier.
+	ArgsDigest string
 }
 
 // Verifier checks, in the system a mutating tool changes, whether a call
