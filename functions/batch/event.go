@@ -3,8 +3,11 @@ package batch
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -129,6 +132,46 @@ func (d *decoder) fail(i int, what string) error {
 	return fmt.Errorf("%w: %s at byte %d", ErrNotSQSEvent, what, i)
 }
 
+// invalid is the error for a value at b[i] that is not valid JSON: it
+// says where encoding/json finds the first byte that makes it invalid
+// (len(b) when the payload ends first), and what that byte is. Only the
+// error path pays for the second look; the value at b[i] is as received
+// (bodies are decoded in place only once valid: see bodyInPlace).
+func (d *decoder) invalid(i int) error {
+	pos, why := syntaxError(d.b, i)
+	return d.fail(pos, "invalid JSON: "+why)
+}
+
+// invalidString is the error for a string literal made invalid by the
+// byte at b[i] (i is len(b) when the payload ends inside it), as
+// encoding/json words it. The literal was being decoded in place: the
+// bytes before i may have been overwritten, so i is not looked for again.
+func (d *decoder) invalidString(i int) error {
+	if i >= len(d.b) {
+		return d.fail(len(d.b), "invalid JSON: unexpected end of JSON input")
+	}
+	return d.fail(i, "invalid JSON: invalid character "+strconv.QuoteRune(rune(d.b[i]))+" in string literal")
+}
+
+// syntaxError finds, with encoding/json, the first byte of the JSON value
+// at b[i] that makes it invalid: its index and encoding/json's words for
+// it. When encoding/json reads a whole value there (it is not reached: the
+// decoder refuses only what encoding/json refuses), the index is i.
+func syntaxError(b []byte, i int) (int, string) {
+	var v json.RawMessage
+	err := json.NewDecoder(bytes.NewReader(b[i:])).Decode(&v)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se) && se.Offset > 0:
+		return i + int(se.Offset) - 1, se.Error()
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return len(b), "unexpected end of JSON input"
+	case err != nil:
+		return i, err.Error()
+	}
+	return i, "not accepted"
+}
+
 func (d *decoder) event() (*Event, error) {
 	b := d.b
 	i := jsonscan.SkipWS(b, 0)
@@ -138,9 +181,11 @@ func (d *decoder) event() (*Event, error) {
 	ev := &Event{}
 	switch b[i] {
 	case 'n':
-		if i = jsonscan.ScanLiteral(b, i, "null"); i < 0 {
-			return nil, d.fail(len(b), "invalid JSON")
+		k := jsonscan.ScanLiteral(b, i, "null")
+		if k < 0 {
+			return nil, d.invalid(i)
 		}
+		i = k
 	case '{':
 		var err error
 		if i, err = d.top(ev, i); err != nil {
@@ -161,10 +206,11 @@ func (d *decoder) top(ev *Event, i int) (int, error) {
 	seen := false
 	return d.object(i, 1, func(key []byte, j int) (int, error) {
 		if !bytes.EqualFold(key, []byte("Records")) {
-			if j = jsonscan.SkipValue(b, j, 1); j < 0 {
-				return -1, d.fail(j, "invalid JSON")
+			k := jsonscan.SkipValue(b, j, 1)
+			if k < 0 {
+				return -1, d.invalid(j)
 			}
-			return j, nil
+			return k, nil
 		}
 		if seen {
 			return -1, fmt.Errorf("%w: %w: \"Records\" twice", ErrNotSQSEvent, ErrDuplicateKey)
@@ -253,7 +299,7 @@ func (d *decoder) records(ev *Event, i int) (int, error) {
 			ev.records = nil
 			return j, nil
 		}
-		return -1, d.fail(i, "invalid JSON")
+		return -1, d.invalid(i)
 	case '[':
 		ev.records = []message{}
 	default:
@@ -274,7 +320,7 @@ func (d *decoder) records(ev *Event, i int) (int, error) {
 				r.null = true
 				return k, nil
 			}
-			return -1, d.fail(j, "invalid JSON")
+			return -1, d.invalid(j)
 		case '{':
 			return d.record(r, j, n-1)
 		}
@@ -355,10 +401,11 @@ func (d *decoder) record(r *message, i, n int) (int, error) {
 	end, err := d.object(i, 3, func(key []byte, j int) (int, error) {
 		f := fieldIndex(key)
 		if f < 0 {
-			if j = jsonscan.SkipValue(b, j, 3); j < 0 {
-				return -1, d.fail(j, "invalid JSON")
+			k := jsonscan.SkipValue(b, j, 3)
+			if k < 0 {
+				return -1, d.invalid(j)
 			}
-			return j, nil
+			return k, nil
 		}
 		if seen[f] {
 			return -1, fmt.Errorf("%w: %w: record %d has %q twice", ErrNotSQSEvent, ErrDuplicateKey, n, fieldNames[f])
@@ -375,25 +422,25 @@ func (d *decoder) record(r *message, i, n int) (int, error) {
 			if k := jsonscan.ScanLiteral(b, j, "null"); k >= 0 {
 				return k, nil
 			}
-			return -1, d.fail(j, "invalid JSON")
+			return -1, d.invalid(j)
 		}
 		if b[j] != '"' {
 			if k := jsonscan.SkipValue(b, j, 3); k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 			return -1, d.typeError(j, fmt.Sprintf("record %d: %q is not a string", n, fieldNames[f]))
 		}
 		if f == fBody {
-			end, body, ok := bodyInPlace(b, j)
-			if !ok {
-				return -1, d.fail(j, "invalid JSON string")
+			end, body, bad := bodyInPlace(b, j)
+			if end < 0 {
+				return -1, d.invalidString(bad)
 			}
 			r.body = body
 			return end, nil
 		}
 		end := jsonscan.SkipString(b, j)
 		if end < 0 {
-			return -1, d.fail(j, "invalid JSON string")
+			return -1, d.invalid(j)
 		}
 		switch f {
 		case fMessageID, fReceipt:
@@ -468,7 +515,7 @@ func (d *decoder) attributes(r *message, i, n int) (int, error) {
 		if k := jsonscan.ScanLiteral(b, i, "null"); k >= 0 {
 			return k, nil
 		}
-		return -1, d.fail(i, "invalid JSON")
+		return -1, d.invalid(i)
 	case '{':
 	default:
 		return -1, d.typeError(i, fmt.Sprintf("record %d: \"attributes\" is not an object", n))
@@ -478,15 +525,15 @@ func (d *decoder) attributes(r *message, i, n int) (int, error) {
 		switch b[j] {
 		case 'n':
 			if k = jsonscan.ScanLiteral(b, j, "null"); k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 		case '"':
 			if k = jsonscan.SkipString(b, j); k < 0 {
-				return -1, d.fail(j, "invalid JSON string")
+				return -1, d.invalid(j)
 			}
 		default:
 			if k = jsonscan.SkipValue(b, j, 4); k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 			return -1, d.typeError(j, fmt.Sprintf("record %d: attribute %q is not a string", n, truncate(string(key), 64)))
 		}
@@ -540,7 +587,7 @@ func (d *decoder) messageAttributes(r *message, i, n int) (int, error) {
 		if k := jsonscan.ScanLiteral(b, i, "null"); k >= 0 {
 			return k, nil
 		}
-		return -1, d.fail(i, "invalid JSON")
+		return -1, d.invalid(i)
 	case '{':
 	default:
 		return -1, d.typeError(i, fmt.Sprintf("record %d: \"messageAttributes\" is not an object", n))
@@ -643,7 +690,7 @@ func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (i
 		case 'n':
 			k := jsonscan.ScanLiteral(b, j, "null")
 			if k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 			j = k
 		case '{':
@@ -652,7 +699,7 @@ func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (i
 			}
 		default:
 			if k := jsonscan.SkipValue(b, j, 4); k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 			return -1, d.typeError(j, fmt.Sprintf("message attribute %q is not an object", truncate(string(key), 64)))
 		}
@@ -677,7 +724,7 @@ func (d *decoder) keyAt(i, depth int) ([]byte, int, error) {
 	}
 	end, flags := jsonscan.ScanString(b, i)
 	if end < 0 {
-		return nil, -1, d.fail(i, "invalid JSON string")
+		return nil, -1, d.invalid(i)
 	}
 	key := b[i+1 : end-1]
 	if flags != 0 {
@@ -804,7 +851,7 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (i
 		case f < 0:
 			k := jsonscan.SkipValue(b, j, 5)
 			if k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 			j = k
 		case seen[f]:
@@ -813,7 +860,7 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (i
 			seen[f] = true
 			k := jsonscan.ScanLiteral(b, j, "null") // the zero value
 			if k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 			j = k
 		case f == mStringList || f == mBinaryList:
@@ -825,13 +872,13 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (i
 			seen[f] = true
 			if b[j] != '"' {
 				if k := jsonscan.SkipValue(b, j, 5); k < 0 {
-					return -1, d.fail(j, "invalid JSON")
+					return -1, d.invalid(j)
 				}
 				return -1, d.mattrError(j, name, mFieldNames[f]+" is not a string")
 			}
 			k, vflags := jsonscan.ScanString(b, j)
 			if k < 0 {
-				return -1, d.fail(j, "invalid JSON string")
+				return -1, d.invalid(j)
 			}
 			v := b[j+1 : k-1]
 			switch f {
@@ -869,7 +916,7 @@ func (d *decoder) messageAttributeList(i int, name []byte, f int, decode bool, a
 	b := d.b
 	if b[i] != '[' {
 		if k := jsonscan.SkipValue(b, i, 5); k < 0 {
-			return -1, d.fail(i, "invalid JSON")
+			return -1, d.invalid(i)
 		}
 		return -1, d.mattrError(i, name, mFieldNames[f]+" is not an array")
 	}
@@ -892,7 +939,7 @@ func (d *decoder) messageAttributeList(i int, name []byte, f int, decode bool, a
 		switch b[i] {
 		case 'n':
 			if k = jsonscan.ScanLiteral(b, i, "null"); k < 0 {
-				return -1, d.fail(i, "invalid JSON")
+				return -1, d.invalid(i)
 			}
 			if decode {
 				if f == mStringList {
@@ -904,7 +951,7 @@ func (d *decoder) messageAttributeList(i int, name []byte, f int, decode bool, a
 		case '"':
 			var flags uint8
 			if k, flags = jsonscan.ScanString(b, i); k < 0 {
-				return -1, d.fail(i, "invalid JSON string")
+				return -1, d.invalid(i)
 			}
 			v := b[i+1 : k-1]
 			if f == mBinaryList {
@@ -925,7 +972,7 @@ func (d *decoder) messageAttributeList(i int, name []byte, f int, decode bool, a
 			}
 		default:
 			if k = jsonscan.SkipValue(b, i, 6); k < 0 {
-				return -1, d.fail(i, "invalid JSON")
+				return -1, d.invalid(i)
 			}
 			return -1, d.mattrError(i, name, mFieldNames[f]+" holds a value that is not a string")
 		}
@@ -1022,19 +1069,20 @@ func plainOrUnquoteAppend(dst, content []byte) []byte {
 // decodes it in place, in one pass (jsonscan.ScanUnquoteInPlace: a body
 // that is itself JSON has an escape every few bytes, and a scan then an
 // unquote looked at each twice). It returns the index after the literal
-// and the decoded body, a view of b; false when the literal is not valid.
+// and the decoded body, a view of b; when the literal is not valid, -1 and
+// the index of the byte that makes it invalid (len(b) when b ends first).
 // Decoding never makes valid UTF-8 longer; a body with invalid UTF-8, whose
 // bytes become U+FFFD's three, is decoded into a new slice.
-func bodyInPlace(b []byte, j int) (int, []byte, bool) {
+func bodyInPlace(b []byte, j int) (int, []byte, int) {
 	end, n, flags := jsonscan.ScanUnquoteInPlace(b, j)
 	if end < 0 {
-		return -1, nil, false
+		return -1, nil, n
 	}
 	body := b[j+1 : n]
 	if flags&jsonscan.StrHigh != 0 && !utf8.Valid(body) {
 		body = jsonscan.AppendReplacingInvalid(nil, body)
 	}
-	return end, body, true
+	return end, body, 0
 }
 
 // litString decodes a raw JSON string literal (quotes included) kept by
