@@ -34,6 +34,12 @@ type Event struct {
 type message struct {
 	id, receipt, arn, group string // cut from the event's one string of copies
 	body                    []byte // the body, decoded in place in the buffer
+	// bodyStr is the body as a string when hasBodyStr: a record's own copy
+	// (ownRaw), or the events.SQSMessage's own Body (fromSQSEvent), which
+	// SQSMessage and the dead letter's MessageBody share (a string never
+	// changes) instead of copying body again.
+	bodyStr    string
+	hasBodyStr bool
 	attrs, mattrs           []byte // raw JSON objects in the buffer; nil when absent or null
 	count                   []byte // ApproximateReceiveCount's raw string content; nil when absent
 	countEscaped            bool   // count holds an escape (decoded when read)
@@ -483,13 +489,18 @@ func (d *decoder) record(r *message, i, n int) (int, error) {
 	return end, nil
 }
 
-// ownRaw copies what r holds of the buffer (its decoded body, its raw
-// attributes and string literals) into one slice of its own: a Record,
+// ownRaw copies what r holds of the buffer into memory of its own: its
+// decoded body into a string (bodyStr), its raw attributes and string
+// literals into one slice: a Record,
 // read after its handler call once the runtime reused the payload, reads
 // such a copy (newRecord), and an Event that DecodeEvent returns holds
 // only such copies.
 func (r *message) ownRaw() {
-	n := len(r.body) + len(r.attrs) + len(r.mattrs) + len(r.count) + len(r.md5Body) + len(r.md5Attrs) + len(r.source) + len(r.region)
+	if !r.hasBodyStr {
+		r.bodyStr, r.hasBodyStr = string(r.body), true
+	}
+	r.body = nil // read as bodyStr
+	n := len(r.attrs) + len(r.mattrs) + len(r.count) + len(r.md5Body) + len(r.md5Attrs) + len(r.source) + len(r.region)
 	if n == 0 {
 		return
 	}
@@ -502,7 +513,7 @@ func (r *message) ownRaw() {
 		own = append(own, b...)
 		return own[start:len(own):len(own)]
 	}
-	r.body, r.attrs, r.mattrs, r.count = keep(r.body), keep(r.attrs), keep(r.mattrs), keep(r.count)
+	r.attrs, r.mattrs, r.count = keep(r.attrs), keep(r.mattrs), keep(r.count)
 	r.md5Body, r.md5Attrs, r.source, r.region = keep(r.md5Body), keep(r.md5Attrs), keep(r.source), keep(r.region)
 }
 
@@ -1311,7 +1322,7 @@ func (r *message) sqsMessage() events.SQSMessage {
 		return events.SQSMessage{}
 	}
 	return events.SQSMessage{
-		MessageId: r.id, ReceiptHandle: r.receipt, Body: string(r.body),
+		MessageId: r.id, ReceiptHandle: r.receipt, Body: r.bodyString(),
 		Md5OfBody: litString(r.md5Body), Md5OfMessageAttributes: litString(r.md5Attrs),
 		Attributes: r.attributes(), MessageAttributes: r.messageAttributes(),
 		EventSourceARN: r.arn, EventSource: litString(r.source), AWSRegion: litString(r.region),
@@ -1352,9 +1363,15 @@ func (r *message) traceHeader() string {
 	return v
 }
 
-// sendBody is the body as the dead letter's MessageBody: as received, a
-// new string.
-func (r *message) sendBody() string { return string(r.body) }
+// bodyString is the body as received, as a string: bodyStr when the
+// message has it (a record's own copy: no second copy for the dead
+// letter's MessageBody), else a new string.
+func (r *message) bodyString() string {
+	if r.hasBodyStr {
+		return r.bodyStr
+	}
+	return string(r.body)
+}
 
 // check is CheckSQSEvent on the lean records.
 func (e *Event) check() error {
