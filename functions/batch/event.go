@@ -38,11 +38,11 @@ type message struct {
 	// (ownRaw), or the events.SQSMessage's own Body (fromSQSEvent), which
 	// SQSMessage and the dead letter's MessageBody share (a string never
 	// changes) instead of copying body again.
-	bodyStr    string
-	hasBodyStr bool
-	attrs, mattrs           []byte // raw JSON objects in the buffer; nil when absent or null
-	count                   []byte // ApproximateReceiveCount's raw string content; nil when absent
-	countEscaped            bool   // count holds an escape (decoded when read)
+	bodyStr       string
+	hasBodyStr    bool
+	attrs, mattrs []byte // raw JSON objects in the buffer; nil when absent or null
+	count         []byte // ApproximateReceiveCount's raw string content; nil when absent
+	countEscaped  bool   // count holds an escape (decoded when read)
 	// Raw string literals (quotes included) in the buffer; nil when absent
 	// or null. Decoded when read.
 	md5Body, md5Attrs, source, region []byte
