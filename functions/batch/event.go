@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -102,7 +103,9 @@ func (e *Event) Body(i int) []byte { return bytes.Clone(e.records[i].body) }
 // surrogate pairs and invalid UTF-8 decoded as encoding/json does), except
 // a record or message attribute with a duplicate key, which is an error
 // wrapping ErrDuplicateKey. Any other malformed payload is an error
-// wrapping ErrNotSQSEvent that says where.
+// wrapping ErrNotSQSEvent that says where: for invalid JSON, the index of
+// the byte where encoding/json finds it invalid (the payload's length when
+// it ends first), with encoding/json's words for it.
 //
 // The payload is neither modified nor kept: the Event decodes a copy of it,
 // which it owns. Per record it allocates one string holding its message
@@ -162,12 +165,17 @@ func (d *decoder) invalidString(i int) error {
 // syntaxError finds, with encoding/json, the first byte of the JSON value
 // at b[i] that makes it invalid: its index and encoding/json's words for
 // it. When encoding/json reads a whole value there (it is not reached: the
-// decoder refuses only what encoding/json refuses), the index is i.
+// decoder refuses only what encoding/json refuses), or the value is nested
+// too deep, the index is i.
 func syntaxError(b []byte, i int) (int, string) {
 	var v json.RawMessage
 	err := json.NewDecoder(bytes.NewReader(b[i:])).Decode(&v)
 	var se *json.SyntaxError
 	switch {
+	case errors.As(err, &se) && strings.Contains(se.Error(), "exceeded max depth"):
+		// encoding/json counts depth from where it starts, here the value,
+		// not the payload: the value's start is the honest position.
+		return i, fmt.Sprintf("nested deeper than %d", jsonscan.MaxDepth)
 	case errors.As(err, &se) && se.Offset > 0:
 		return i + int(se.Offset) - 1, se.Error()
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):

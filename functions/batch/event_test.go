@@ -34,6 +34,9 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 		if !errors.Is(lerr, ErrNotSQSEvent) {
 			t.Fatalf("DecodeEvent error %v does not wrap ErrNotSQSEvent", lerr)
 		}
+		samePosition(t, payload, lerr, "DecodeEvent")
+		_, ierr := decodeEvent(bytes.Clone(payload)) // Invoke's way: in place
+		samePosition(t, payload, ierr, "in place")
 		return nil
 	case lerr != nil:
 		if !errors.Is(lerr, ErrDuplicateKey) {
@@ -66,6 +69,36 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 		t.Fatalf("check: lean %v, CheckSQSEvent %v", cerr, werr)
 	}
 	return lean
+}
+
+// samePosition fails t when err says the payload is invalid JSON at
+// another byte than the one encoding/json finds (json.Valid's scan, which
+// json.Unmarshal runs first). A decoder that stopped earlier for a valid
+// value of the wrong type says so, not "invalid JSON".
+func samePosition(t *testing.T, payload []byte, err error, entry string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), "invalid JSON") || strings.Contains(err.Error(), "nested deeper") {
+		return // nesting: the position is the too-deep value's start
+	}
+	want := len(payload)
+	var se *json.SyntaxError
+	if jerr := json.Unmarshal(payload, new(json.RawMessage)); errors.As(jerr, &se) {
+		// At the end of the input json.Unmarshal's scan says "unexpected
+		// end of JSON input", or, inside a literal, reads a space that is
+		// not there ("invalid character ' ' in literal null"): Offset is
+		// then len(payload), and so is the position. Otherwise the byte
+		// is the Offset-th.
+		eof := se.Error() == "unexpected end of JSON input" ||
+			int(se.Offset) == len(payload) && strings.HasPrefix(se.Error(), "invalid character ' '") && payload[len(payload)-1] != ' '
+		if !eof {
+			want = int(se.Offset) - 1
+		}
+	} else if jerr == nil {
+		t.Fatalf("%s: %v, but encoding/json finds the payload valid JSON", entry, err)
+	}
+	if at := fmt.Sprintf(" at byte %d", want); !strings.HasSuffix(err.Error(), at) {
+		t.Fatalf("%s: %v, want the error%s (encoding/json's)\npayload: %q", entry, err, at, truncate(string(payload), 2000))
+	}
 }
 
 // sameMessages fails t when what the processor reads of msgs without
@@ -398,6 +431,11 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 	}
 	for _, c := range eventEdgeCases {
+		f.Add([]byte(c))
+	}
+	// Invalid ones, whose error position diffDecode holds to encoding/json's.
+	for _, c := range []string{`{"x": [1,}`, `{"Records": [{"messageId": "m`, `{"Records": [{"body": "a\q"}]}`,
+		"{\"Records\": [{\"body\": \"{\\\"a\\\":1}\"}, {\"body\": \"a\nb\"}]}", `{"Records": [{"attributes": {"x": tru}}]}`} {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
