@@ -144,8 +144,9 @@ func (d *decoder) fail(i int, what string) error {
 // invalid is the error for a value at b[i] that is not valid JSON: it
 // says where encoding/json finds the first byte that makes it invalid
 // (len(b) when the payload ends first), and what that byte is. Only the
-// error path pays for the second look; the value at b[i] is as received
-// (bodies are decoded in place only once valid: see bodyInPlace).
+// error path pays for the second look. The value at b[i] is as received:
+// the bodies decoded in place so far all stand before it (a body that is
+// itself invalid is invalidString's).
 func (d *decoder) invalid(i int) error {
 	pos, why := syntaxError(d.b, i)
 	return d.fail(pos, "invalid JSON: "+why)
@@ -159,7 +160,15 @@ func (d *decoder) invalidString(i int) error {
 	if i >= len(d.b) {
 		return d.fail(len(d.b), "invalid JSON: unexpected end of JSON input")
 	}
-	return d.fail(i, "invalid JSON: invalid character "+strconv.QuoteRune(rune(d.b[i]))+" in string literal")
+	where := "in string literal" // a control character
+	switch {
+	case d.b[i] < 0x20:
+	case d.b[i-1] == '\\': // the escape's backslash, before i: not overwritten
+		where = "in string escape code"
+	default:
+		where = "in \\u hexadecimal character escape"
+	}
+	return d.fail(i, "invalid JSON: invalid character "+strconv.QuoteRune(rune(d.b[i]))+" "+where)
 }
 
 // syntaxError finds, with encoding/json, the first byte of the JSON value
