@@ -620,7 +620,7 @@ func (d *decoder) messageAttributes(r *message, i, n int) (int, error) {
 	default:
 		return -1, d.typeError(i, fmt.Sprintf("record %d: \"messageAttributes\" is not an object", n))
 	}
-	end, err := walkMessageAttributes(d, i, nil)
+	end, err := walkMessageAttributes(d, i)
 	if err != nil {
 		return -1, err
 	}
@@ -654,18 +654,10 @@ func mFieldIndex(key []byte) int {
 	return -1
 }
 
-// mattr is one message attribute, decoded.
-type mattr struct {
-	dataType, stringValue string
-	hasString             bool
-	binaryValue           []byte
-	stringList            []string
-	binaryList            [][]byte
-}
-
 // walkMessageAttributes validates the messageAttributes object whose '{' is
-// d.b[i] and, when out is not nil, decodes each attribute and calls out with
-// it. It returns the index after the object.
+// d.b[i] as encoding/json would decode it into
+// map[string]events.SQSMessageAttribute. It returns the index after the
+// object.
 //
 // It is a loop, not the decoder's object walk with a callback per member:
 // DecodeEvent runs it on every record, and a record of the generated mix
@@ -674,7 +666,7 @@ type mattr struct {
 // and refuses exactly what d.object with the checks below would (same
 // grammar, same nesting depths, same errors); diffDecode holds it to
 // encoding/json.
-func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (int, error) {
+func walkMessageAttributes(d *decoder, i int) (int, error) {
 	b := d.b
 	var names map[string]struct{} // duplicate attribute names, past 16 of them
 	d.mkeys, d.moffs = d.mkeys[:0], d.moffs[:0]
@@ -713,7 +705,6 @@ func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (i
 		if dup {
 			return -1, fmt.Errorf("%w: %w: message attribute %q twice", ErrNotSQSEvent, ErrDuplicateKey, truncate(string(key), 64))
 		}
-		var a mattr
 		switch b[j] {
 		case 'n':
 			k := jsonscan.ScanLiteral(b, j, "null")
@@ -722,7 +713,7 @@ func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (i
 			}
 			j = k
 		case '{':
-			if j, err = d.messageAttribute(j, key, out != nil, &a); err != nil {
+			if j, err = d.messageAttribute(j, key); err != nil {
 				return -1, err
 			}
 		default:
@@ -730,9 +721,6 @@ func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (i
 				return -1, d.invalid(j)
 			}
 			return -1, d.typeError(j, fmt.Sprintf("message attribute %q is not an object", truncate(string(key), 64)))
-		}
-		if out != nil {
-			out(string(key), a)
 		}
 		var done bool
 		if i, done, err = d.next(j, '}'); err != nil || done {
@@ -850,9 +838,8 @@ func mFieldAt(b []byte, i int) (int, int) {
 }
 
 // messageAttribute validates one message attribute object at b[i] (depth
-// 5) and, when decode is true, decodes it into a. It is a loop for the
-// reason walkMessageAttributes is.
-func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (int, error) {
+// 5). It is a loop for the reason walkMessageAttributes is.
+func (d *decoder) messageAttribute(i int, name []byte) (int, error) {
 	b := d.b
 	var seen [numMFields]bool
 	i = jsonscan.SkipWS(b, i+1)
@@ -893,7 +880,7 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (i
 			j = k
 		case f == mStringList || f == mBinaryList:
 			seen[f] = true
-			if j, err = d.messageAttributeList(j, name, f, decode, a); err != nil {
+			if j, err = d.messageAttributeList(j, name, f); err != nil {
 				return -1, err
 			}
 		default: // stringValue, binaryValue, dataType
@@ -909,23 +896,9 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (i
 				return -1, d.invalid(j)
 			}
 			v := b[j+1 : k-1]
-			switch f {
-			case mBinaryValue:
-				if decode {
-					a.binaryValue, err = d.base64(v)
-				} else {
-					err = d.checkBase64(v, vflags)
-				}
-				if err != nil {
+			if f == mBinaryValue {
+				if err := d.checkBase64(v, vflags); err != nil {
 					return -1, d.mattrError(j, name, "binaryValue: "+err.Error())
-				}
-			case mStringValue:
-				if decode {
-					a.stringValue, a.hasString = d.str(v), true
-				}
-			case mDataType:
-				if decode {
-					a.dataType = dataTypeString(v)
 				}
 			}
 			j = k
@@ -938,22 +911,14 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (i
 }
 
 // messageAttributeList validates the list member f (mStringList or
-// mBinaryList) of message attribute name, whose '[' is b[i] (depth 6), and
-// when decode is true decodes it into a.
-func (d *decoder) messageAttributeList(i int, name []byte, f int, decode bool, a *mattr) (int, error) {
+// mBinaryList) of message attribute name, whose '[' is b[i] (depth 6).
+func (d *decoder) messageAttributeList(i int, name []byte, f int) (int, error) {
 	b := d.b
 	if b[i] != '[' {
 		if k := jsonscan.SkipValue(b, i, 5); k < 0 {
 			return -1, d.invalid(i)
 		}
 		return -1, d.mattrError(i, name, mFieldNames[f]+" is not an array")
-	}
-	if decode {
-		if f == mStringList {
-			a.stringList = []string{}
-		} else {
-			a.binaryList = [][]byte{}
-		}
 	}
 	i = jsonscan.SkipWS(b, i+1)
 	if i < len(b) && b[i] == ']' {
@@ -969,34 +934,15 @@ func (d *decoder) messageAttributeList(i int, name []byte, f int, decode bool, a
 			if k = jsonscan.ScanLiteral(b, i, "null"); k < 0 {
 				return -1, d.invalid(i)
 			}
-			if decode {
-				if f == mStringList {
-					a.stringList = append(a.stringList, "")
-				} else {
-					a.binaryList = append(a.binaryList, nil)
-				}
-			}
 		case '"':
 			var flags uint8
 			if k, flags = jsonscan.ScanString(b, i); k < 0 {
 				return -1, d.invalid(i)
 			}
-			v := b[i+1 : k-1]
 			if f == mBinaryList {
-				var err error
-				if decode {
-					var bv []byte
-					if bv, err = d.base64(v); err == nil {
-						a.binaryList = append(a.binaryList, bv)
-					}
-				} else {
-					err = d.checkBase64(v, flags)
-				}
-				if err != nil {
+				if err := d.checkBase64(b[i+1:k-1], flags); err != nil {
 					return -1, d.mattrError(i, name, "binaryListValues: "+err.Error())
 				}
-			} else if decode {
-				a.stringList = append(a.stringList, string(plainOrUnquote(nil, v)))
 			}
 		default:
 			if k = jsonscan.SkipValue(b, i, 6); k < 0 {
@@ -1034,11 +980,6 @@ func (d *decoder) checkBase64(content []byte, flags uint8) error {
 	}
 	_, err := base64.StdEncoding.Decode(d.b64[:n], s)
 	return err
-}
-
-// str decodes the raw content of a JSON string into a new string.
-func (d *decoder) str(content []byte) string {
-	return string(plainOrUnquote(nil, content))
 }
 
 // dataTypeString decodes the raw content of a validated JSON string holding
@@ -1166,22 +1107,17 @@ func (r *message) receiveCount() (int, bool) {
 }
 
 // messageAttributes decodes the raw message attributes into a new map,
-// every value its own copy. DecodeEvent validated them: the walk does not
-// fail.
+// every value its own copy, with encoding/json: the accessors that build
+// aws-lambda-go's maps are not on the processor's path, so they take the
+// standard library's decoding, the one DecodeEvent is held to. DecodeEvent
+// validated the object (no duplicate name or member, every member of its
+// type), so it does not fail.
 func (r *message) messageAttributes() map[string]events.SQSMessageAttribute {
 	if r.mattrs == nil {
 		return nil
 	}
-	out := make(map[string]events.SQSMessageAttribute)
-	d := decoder{b: r.mattrs}
-	_, _ = walkMessageAttributes(&d, 0, func(name string, a mattr) {
-		v := events.SQSMessageAttribute{DataType: a.dataType, BinaryValue: a.binaryValue,
-			StringListValues: a.stringList, BinaryListValues: a.binaryList}
-		if a.hasString {
-			v.StringValue = &a.stringValue
-		}
-		out[name] = v
-	})
+	var out map[string]events.SQSMessageAttribute
+	_ = json.Unmarshal(r.mattrs, &out)
 	return out
 }
 
@@ -1317,18 +1253,8 @@ func (r *message) attributes() map[string]string {
 	if r.attrs == nil {
 		return nil
 	}
-	out := make(map[string]string)
-	d := decoder{b: r.attrs}
-	_, _ = d.object(0, 4, func(key []byte, j int) (int, error) {
-		b := d.b
-		if b[j] == 'n' {
-			out[string(key)] = ""
-			return j + 4, nil
-		}
-		k := jsonscan.SkipString(b, j)
-		out[string(key)] = litString(b[j:k])
-		return k, nil
-	})
+	var out map[string]string
+	_ = json.Unmarshal(r.attrs, &out) // validated by DecodeEvent, as messageAttributes
 	return out
 }
 
