@@ -25,7 +25,7 @@ import (
 )
 
 func TestLedgerVerifyBadInput(t *testing.T) {
-	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
 	for _, tt := range []struct {
 		args   []string
 		stderr string
@@ -34,12 +34,12 @@ func TestLedgerVerifyBadInput(t *testing.T) {
 		{[]string{"--pipeline", "agent-tasks", "--timeout", "0s", "--owner", "platform-oncall", "--why", "x"}, "refused (bad_input): --timeout 0s is not positive"},
 		{[]string{"--owner", "platform-oncall", "--why", "x"}, "--pipeline is required"},
 	} {
-		stdout, stderr, code := runArgs(t, append(append([]string{"ledger", "verify"}, tt.args...), "--audit", audit)...)
+		stdout, stderr, code := runArgs(t, append(append([]string{"ledger", "verify"}, tt.args...), "--audit", auditPath)...)
 		assert.Equal(t, exitRefused, code, tt.args)
 		assert.Empty(t, stdout)
 		assert.Contains(t, stderr, tt.stderr)
 	}
-	recs := auditLines(t, audit)
+	recs := auditLines(t, auditPath)
 	require.Len(t, recs, 2, "every refusal on a pipeline is audited; without a pipeline nothing is written")
 	for _, r := range recs {
 		assert.Equal(t, redrive.ActionReconcile, r.Action)
@@ -101,8 +101,8 @@ func TestVerifyWalkOnEmulators(t *testing.T) {
 		require.True(t, e.EffectUnknown(time.Now()), "%s: %+v", k, e)
 	}
 
-	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	common := []string{"--pipeline", "agent-tasks", "--audit", audit, "--ledger-table", table}
+	auditPath := filepath.Join(t.TempDir(), "audit.jsonl")
+	common := []string{"--pipeline", "agent-tasks", "--audit", auditPath, "--ledger-table", table}
 	verify := func(args ...string) (string, string, int) {
 		t.Helper()
 		return runArgs(t, append(append([]string{"ledger", "verify"}, common...), args...)...)
@@ -176,7 +176,7 @@ func TestVerifyWalkOnEmulators(t *testing.T) {
 	assert.Equal(t, 2, n, "the confirmed key and the unknown one stay")
 
 	var actions []string
-	for _, r := range auditLines(t, audit) {
+	for _, r := range auditLines(t, auditPath) {
 		a := string(r.Action) + ":" + string(r.Outcome)
 		if v := r.Detail["verify"]; v != "" {
 			a += ":" + v
