@@ -31,6 +31,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -156,7 +157,7 @@ func seed(t *testing.T) *seeded {
 		require.NoError(t, err)
 	}
 
-	s.audit = &FileAudit{FileStore: redrive.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}
+	s.audit = &FileAudit{FileStore: audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}
 	s.srv, err = New(ctx, Config{
 		Pipelines: []*pipeline.Pipeline{p}, SQS: s.client, Ledger: s.led, Reports: reports, Loopback: true, Logger: quiet,
 		Audit: func(string) AuditLog { return s.audit },
@@ -280,11 +281,11 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, text("#progress"), fmt.Sprintf("%d of %d moved", s.budget, s.budget))
 	assert.Contains(t, text("main"), "1 processed")
 	run("audit", chromedp.Click(`//a[text()="Audit"]`), chromedp.WaitVisible(css(`#audit`)), shoot("audit"))
-	audit := text("#audit")
-	assert.Contains(t, audit, "select")
-	assert.Contains(t, audit, "canary")
-	assert.Contains(t, audit, "owner_mismatch")
-	assert.Contains(t, audit, "dry_run")
+	auditText := text("#audit")
+	assert.Contains(t, auditText, "select")
+	assert.Contains(t, auditText, "canary")
+	assert.Contains(t, auditText, "owner_mismatch")
+	assert.Contains(t, auditText, "dry_run")
 	require.Eventually(t, func() bool { return depth(t, s.client, s.q.DLQURL) == 12 }, 30*time.Second, 250*time.Millisecond, "the redriven letters were processed, not dead-lettered again")
 
 	// 6. Reconcile the key of the effect_unknown letter the worker left: the
@@ -311,7 +312,7 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, text(`#decision`), "1/1 keys reconciled (1 no_effect)")
 	run("audit of the reconcile", chromedp.Navigate(ts.URL+"/audit?p=agent-tasks&action=reconcile"), chromedp.WaitVisible(css(`#audit`)))
 	assert.Contains(t, text(`#audit`), "idempotency_key="+key)
-	assert.Contains(t, text(`#audit`), "local: "+redrive.OSUser())
+	assert.Contains(t, text(`#audit`), "local: "+audit.OSUser())
 
 	// Phone-sized screenshots of the same pages.
 	if shots != "" {

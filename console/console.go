@@ -15,6 +15,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -68,7 +69,7 @@ type Config struct {
 	// pipelines.json it found; the eval bucket in AWS).
 	Reports triage.Destination
 	// Audit is optional: a pipeline's audit log (default: the file
-	// redrive.DefaultAuditPath, under ./out of the working directory;
+	// audit.DefaultPath, under ./out of the working directory;
 	// agentdlq ui gives the file `agentdlq redrive` writes, under out/
 	// beside the pipelines.json it found).
 	Audit func(pipelineName string) AuditLog
@@ -84,8 +85,8 @@ type Config struct {
 
 // AuditLog is a pipeline's audit: where records go and how they are read back.
 type AuditLog interface {
-	redrive.Store
-	Records(ctx context.Context) ([]redrive.AuditEntry, error)
+	audit.Store
+	Records(ctx context.Context) ([]audit.Entry, error)
 }
 
 // Server is the console: an http.Handler.
@@ -131,7 +132,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.Audit == nil {
 		cfg.Audit = func(name string) AuditLog {
-			return &FileAudit{FileStore: redrive.FileStore{Path: redrive.DefaultAuditPath(name)}}
+			return &FileAudit{FileStore: audit.FileStore{Path: audit.DefaultPath(name)}}
 		}
 	}
 	t, err := parseTemplates()

@@ -32,15 +32,15 @@
 // Every action passes the gate first (Who.Owner must be the pipeline's
 // owner and agree with the DLQ's agentdlq:owner tag, Who.Why is required,
 // the rate is 1..500; in AWS the caller must be the pipeline's redrive role,
-// named by the DLQ's agentdlq:redrive-role tag) and leaves an AuditEntry,
+// named by the DLQ's agentdlq:redrive-role tag) and leaves an audit.Entry (package redrive/audit),
 // refusals included.
 //
 // # Outcomes
 //
 // Libraries return data; faces render it. A refusal is a *Refusal
-// (errors.Is ErrRefused): a Code from AllCodes, the request Field at fault
-// by its Go name, a Reason in words, and Next steps; nothing moved. A
-// command that saw only part of the DLQ returns a *PartialError
+// (errors.Is ErrRefused): a Code (errors.go lists them), the request Field
+// at fault by its Go name, a Reason in words, and Next steps; nothing
+// moved. A command that saw only part of the DLQ returns a *PartialError
 // (errors.Is ErrScanPartial) with when to retry; what it did with what it
 // saw stands. A canary that failed is ErrCanaryFailed.
 //

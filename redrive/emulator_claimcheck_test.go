@@ -20,6 +20,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // A dead letter too large for the DLQ gives up the attributes it cannot
@@ -169,8 +170,8 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 
 	recs := l.store.all()
 	last := recs[len(recs)-1]
-	assert.Equal(t, ActionSelect, last.Action)
-	assert.Equal(t, OutcomeFailed, last.Outcome)
+	assert.Equal(t, audit.ActionSelect, last.Action)
+	assert.Equal(t, audit.OutcomeFailed, last.Outcome)
 	assert.Equal(t, 1, last.Counts["claim_check_failed"])
 	assert.Equal(t, 1, last.Counts["claim_check_failed.missing"])
 	assert.Equal(t, 1, last.Counts["moved"])

@@ -25,6 +25,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // local is one pipeline on the emulators: its queues, a fresh ledger table,
@@ -57,7 +58,7 @@ func (l *local) redriver() *Redriver {
 	r, err := New(Config{
 		Pipeline: l.p, SQS: l.client, Ledger: l.led,
 		Queues: Queues{HotURL: l.q.HotURL, HotARN: l.q.HotARN, DLQURL: l.q.DLQURL, DLQARN: l.q.DLQARN, FIFO: l.q.FIFO},
-		Audit:  &Auditor{Store: l.store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))},
+		Audit:  &audit.Auditor{Store: l.store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))},
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -368,9 +369,9 @@ func TestEmulatorCanaryStopsOnFailure(t *testing.T) {
 	assert.Equal(t, 2, res.Moved, "the rest was not moved")
 	assert.Equal(t, 8, l.depth(l.q.DLQURL), "two back in the DLQ, two untouched, four policy_limit")
 	recs := l.store.all()
-	assert.Equal(t, ActionCanary, recs[len(recs)-2].Action)
-	assert.Equal(t, OutcomeFailed, recs[len(recs)-2].Outcome)
-	assert.Equal(t, OutcomeStopped, recs[len(recs)-1].Outcome)
+	assert.Equal(t, audit.ActionCanary, recs[len(recs)-2].Action)
+	assert.Equal(t, audit.OutcomeFailed, recs[len(recs)-2].Outcome)
+	assert.Equal(t, audit.OutcomeStopped, recs[len(recs)-1].Outcome)
 }
 
 func TestEmulatorStartIsUnsupported(t *testing.T) {
@@ -484,10 +485,10 @@ func TestEmulatorS3AuditStore(t *testing.T) {
 	cfg := localtest.AWS(t)
 	bucket := localtest.Bucket(t, cfg)
 	api := s3.NewFromConfig(cfg)
-	store := &S3Store{API: api, Bucket: bucket, Prefix: "team"}
-	a := &Auditor{Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	for _, action := range []Action{ActionPlan, ActionSelect, ActionSelect} {
-		require.NoError(t, a.Record(context.Background(), AuditEntry{Actor: "platform-oncall", Pipeline: "agent-tasks", Action: action, Outcome: OutcomeOK}))
+	store := &audit.S3Store{API: api, Bucket: bucket, Prefix: "team"}
+	a := &audit.Auditor{Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	for _, action := range []audit.Action{audit.ActionPlan, audit.ActionSelect, audit.ActionSelect} {
+		require.NoError(t, a.Record(context.Background(), audit.Entry{Actor: "platform-oncall", Pipeline: "agent-tasks", Action: action, Outcome: audit.OutcomeOK}))
 	}
 	out, err := api.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String("team/agent-tasks/audit/")})
 	require.NoError(t, err)
@@ -495,7 +496,7 @@ func TestEmulatorS3AuditStore(t *testing.T) {
 	got, err := api.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: out.Contents[0].Key})
 	require.NoError(t, err)
 	defer got.Body.Close()
-	var rec AuditEntry
+	var rec audit.Entry
 	require.NoError(t, json.NewDecoder(got.Body).Decode(&rec))
 	assert.Equal(t, "agent-tasks", rec.Pipeline)
 }

@@ -88,8 +88,8 @@ const (
 	CodeReconciled Code = "already_reconciled"
 )
 
-// AllCodes lists every refusal code in the order above.
-func AllCodes() []Code {
+// allCodes lists every refusal code in the order above.
+func allCodes() []Code {
 	return []Code{CodeBadInput, CodeUnknownPipeline, CodeUnknownReason, CodeUnknownGroup, CodeAmbiguousGroup, CodeRate, CodeWhy,
 		CodeOwnerMissing, CodeOwner, CodeOwnerTag, CodeIdentity, CodeSTSEndpoint, CodeForbidden, CodeDestination, CodeTaskActive, CodeNoTask,
 		CodeDLQEmpty, CodeDLQMissing, CodeNothingSelected, CodeScanPartial, CodeNoMapping, CodeNotEffectUnknown, CodeReconciled}

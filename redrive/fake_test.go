@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // fakeSQS is an in-memory SQS with visibility timeouts, tags, redrive
@@ -306,11 +307,11 @@ func (s fakeSTS) GetCallerIdentity(context.Context, *sts.GetCallerIdentityInput,
 // memStore is an audit Store in memory.
 type memStore struct {
 	mu   sync.Mutex
-	recs []AuditEntry
+	recs []audit.Entry
 	err  error
 }
 
-func (m *memStore) Append(_ context.Context, r AuditEntry) error {
+func (m *memStore) Append(_ context.Context, r audit.Entry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
@@ -320,10 +321,10 @@ func (m *memStore) Append(_ context.Context, r AuditEntry) error {
 	return nil
 }
 
-func (m *memStore) all() []AuditEntry {
+func (m *memStore) all() []audit.Entry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]AuditEntry(nil), m.recs...)
+	return append([]audit.Entry(nil), m.recs...)
 }
 
 // Options says where the fake runs, as an *sqs.Client does: on this

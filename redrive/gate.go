@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // Rate bounds: SQS move tasks take at most 500 messages a second, and select
@@ -35,7 +36,7 @@ type identity struct {
 type gateInput struct {
 	// Action is optional: what is asked for, so that a refusal speaks of
 	// it (a rejection, a reconciliation); empty means a redrive.
-	Action   Action
+	Action   audit.Action
 	Pipeline *pipeline.Pipeline
 	// Owner is Who.Owner: it must equal Pipeline.Owner.
 	Owner string
@@ -86,34 +87,34 @@ func gate(in gateInput) error {
 }
 
 // whyNeeded is what a missing why should say, in the words of the action.
-func whyNeeded(a Action) string {
+func whyNeeded(a audit.Action) string {
 	switch a {
-	case ActionReject:
+	case audit.ActionReject:
 		return "say why these dead letters are rejected, never redriven (the decision, who was told)"
-	case ActionReconcile:
+	case audit.ActionReconcile:
 		return "say how the effect was reconciled (which system was checked, what it showed)"
-	case ActionPause:
+	case audit.ActionPause:
 		return "say why the worker must stop now (the incident)"
-	case ActionResume:
+	case audit.ActionResume:
 		return "say why the worker may run again (the fix, the incident)"
-	case ActionCancel:
+	case audit.ActionCancel:
 		return "say why the move task must stop (the incident)"
 	}
 	return "say why this redrive is safe now (the fix, the incident)"
 }
 
 // verb is what the owner check says the actor may not do to a pipeline.
-func verb(a Action) string {
+func verb(a audit.Action) string {
 	switch a {
-	case ActionReject:
+	case audit.ActionReject:
 		return "reject the dead letters of"
-	case ActionReconcile:
+	case audit.ActionReconcile:
 		return "reconcile the ledger keys of"
-	case ActionPause:
+	case audit.ActionPause:
 		return "pause the worker of"
-	case ActionResume:
+	case audit.ActionResume:
 		return "resume the worker of"
-	case ActionCancel:
+	case audit.ActionCancel:
 		return "cancel the move task of"
 	}
 	return "redrive"

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // clientEndpoints are the endpoints of the clients cfg holds, as each
@@ -41,7 +42,7 @@ func clientEndpoints(cfg Config) []Endpoint {
 		}
 	}
 	if cfg.Audit != nil {
-		if st, ok := cfg.Audit.Store.(*S3Store); ok {
+		if st, ok := cfg.Audit.Store.(*audit.S3Store); ok {
 			if c, ok := st.API.(interface{ Options() s3.Options }); ok {
 				add("S3", aws.ToString(c.Options().BaseEndpoint), false)
 			}

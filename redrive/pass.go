@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/time/rate"
+
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // pass is one selective redrive over the DLQ: it receives, sorts what it
@@ -250,7 +252,7 @@ func (p *pass) checkCanary(ctx context.Context) error {
 	}
 	cr, err := p.r.waitCanary(ctx, p.api, p.req, p.canary, p.seen)
 	p.res.Canary = cr
-	if aerr := p.r.record(ctx, AuditEntry{Actor: p.req.Owner, Action: ActionCanary, Why: p.req.Why,
+	if aerr := p.r.record(ctx, audit.Entry{Actor: p.req.Owner, Action: audit.ActionCanary, Why: p.req.Why,
 		Reasons: p.r.selectRecord(p.req).Reasons, Fingerprints: p.req.Fingerprints, Counts: cr.counts()}, err); aerr != nil && err == nil {
 		return aerr
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -93,7 +94,7 @@ func buildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
 	case len(gs) == 0:
 		pl.StartWhy = "nothing to redrive: the DLQ is empty"
 	case allYes:
-		pl.Start = &Step{Action: ActionStart}
+		pl.Start = &Step{Action: audit.ActionStart}
 		pl.StartWhy = "every group may be redriven by policy: a move task of the whole DLQ, or group by group with a canary"
 	default:
 		pl.StartWhy = "not a move task: the DLQ holds groups that need an acknowledgement or may never be redriven; redrive group by group"
@@ -157,7 +158,7 @@ func (pl *Plan) annotate(d Decisions, infos map[string]groupInfo) {
 		switch {
 		case g.Keys > 0 && conf == g.Keys:
 			g.Why = "reconciled: effect confirmed, reject or let retention drop it (select never moves these)"
-			g.Next = []Step{{Action: ActionReject, Reason: g.Reason, Fingerprint: g.Fingerprint}}
+			g.Next = []Step{{Action: audit.ActionReject, Reason: g.Reason, Fingerprint: g.Fingerprint}}
 		case none > 0:
 			parts := []string{fmt.Sprintf("%d of %d keys no effect (select moves them without an override)", none, g.Keys)}
 			if conf > 0 {
@@ -214,7 +215,7 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 	_, _ = r.identify(ctx)
 	groups, rep, err := r.scan(ctx)
 	if err != nil {
-		return nil, r.record(ctx, AuditEntry{Actor: req.Actor, Action: ActionPlan}, err)
+		return nil, r.record(ctx, audit.Entry{Actor: req.Actor, Action: audit.ActionPlan}, err)
 	}
 	if req.Groups != nil {
 		groups = req.Groups
@@ -230,11 +231,11 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 	r.annotatePlan(ctx, pl, rep)
 	reasons, fps, counts := groupFacts(groups)
 	counts["total"] = pl.Total
-	rec := AuditEntry{Actor: req.Actor, Action: ActionPlan, Reasons: reasons, Fingerprints: fps, Counts: counts, Outcome: OutcomeShown}
+	rec := audit.Entry{Actor: req.Actor, Action: audit.ActionPlan, Reasons: reasons, Fingerprints: fps, Counts: counts, Outcome: audit.OutcomeShown}
 	if partial != nil {
 		// Shown, but it cannot vouch for the letters the scan missed: the
 		// caller exits non-zero and says when to look again.
-		rec.Outcome = OutcomePartial
+		rec.Outcome = audit.OutcomePartial
 		return pl, r.record(ctx, rec, partial)
 	}
 	return pl, r.record(ctx, rec, nil)
@@ -338,14 +339,14 @@ func (r *Redriver) Reject(ctx context.Context, req RejectRequest) (*RejectResult
 	for i, x := range reasons {
 		rs[i] = string(x)
 	}
-	rec := AuditEntry{Actor: who.Owner, Action: ActionReject, Why: who.Why, Reasons: rs, Fingerprints: fingerprints}
+	rec := audit.Entry{Actor: who.Owner, Action: audit.ActionReject, Why: who.Why, Reasons: rs, Fingerprints: fingerprints}
 	var partial *PartialError
 	err := func() error {
 		if len(reasons) == 0 {
 			return refuseField(CodeUnknownReason, "Reasons", "is required: reject one class of cause at a time")
 		}
 		if groups == nil {
-			if err := r.pureGateAs(ActionReject, who, minRate); err != nil {
+			if err := r.pureGateAs(audit.ActionReject, who, minRate); err != nil {
 				return err
 			}
 			var err error
@@ -357,7 +358,7 @@ func (r *Redriver) Reject(ctx context.Context, req RejectRequest) (*RejectResult
 				partial = scanPartial(rep)
 			}
 		}
-		if err := r.authorizeAs(ctx, ActionReject, who, minRate); err != nil {
+		if err := r.authorizeAs(ctx, audit.ActionReject, who, minRate); err != nil {
 			return err
 		}
 		if len(fingerprints) > 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -76,7 +77,7 @@ type Config struct {
 	// canary reads its outcome there. There is no redrive without it.
 	Ledger ledger.Ledger
 	// Audit is required: every action and every refusal is recorded there.
-	Audit *Auditor
+	Audit *audit.Auditor
 	// Scan is optional (default: a read-only triage scan of the DLQ,
 	// triage.Run): the groups the DLQ holds, for Plan, Start and Reject.
 	Scan func(ctx context.Context) (*triage.Report, error)
@@ -121,7 +122,7 @@ type Redriver struct {
 
 	// The caller, asked of STS at most once per Redriver (per command).
 	callerMu  sync.Mutex
-	caller    *Caller
+	caller    *audit.Caller
 	callerErr error
 }
 
@@ -204,7 +205,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // identify is the caller: asked of STS the first time (in AWS), then
 // remembered, so that a command calls STS once however many records it
 // writes. Locally it is the OS user, without a call.
-func (r *Redriver) identify(ctx context.Context) (Caller, error) {
+func (r *Redriver) identify(ctx context.Context) (audit.Caller, error) {
 	r.callerMu.Lock()
 	defer r.callerMu.Unlock()
 	if r.caller == nil {
@@ -222,20 +223,20 @@ func (r *Redriver) identify(ctx context.Context) (Caller, error) {
 // acts for a person on every request (the console) calls it first. A
 // failure is in the Caller (CallerSTSFailed) and returned; the gate refuses
 // on it again.
-func (r *Redriver) Identify(ctx context.Context) (Caller, error) { return r.identify(ctx) }
+func (r *Redriver) Identify(ctx context.Context) (audit.Caller, error) { return r.identify(ctx) }
 
 // knownCaller is the caller as far as it is known without an AWS call: what
 // identify found, or locally the OS user, or else the OS user not checked.
-func (r *Redriver) knownCaller() Caller {
+func (r *Redriver) knownCaller() audit.Caller {
 	r.callerMu.Lock()
 	defer r.callerMu.Unlock()
 	switch {
 	case r.caller != nil:
 		return *r.caller
 	case r.local:
-		return Caller{Check: CallerLocal, OSUser: OSUser()}
+		return audit.Caller{Check: audit.CallerLocal, OSUser: audit.OSUser()}
 	}
-	return UncheckedCaller()
+	return audit.UncheckedCaller()
 }
 
 // authorize runs the gate: the DLQ's tags (and its existence), then, in AWS,
@@ -245,7 +246,7 @@ func (r *Redriver) authorize(ctx context.Context, who Who, rate int) error {
 }
 
 // authorizeAs is authorize for action, whose refusals speak of it.
-func (r *Redriver) authorizeAs(ctx context.Context, action Action, who Who, rate int) error {
+func (r *Redriver) authorizeAs(ctx context.Context, action audit.Action, who Who, rate int) error {
 	if r.cfg.Pipeline == nil {
 		return refuse(CodeUnknownPipeline, "no pipeline")
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // SelectAPI is the SQS calls of a selective redrive.
@@ -180,7 +181,7 @@ type SelectResult struct {
 	dlqVisibility time.Duration
 }
 
-func (r *Redriver) selectRecord(req SelectRequest) AuditEntry {
+func (r *Redriver) selectRecord(req SelectRequest) audit.Entry {
 	rs := make([]string, len(req.Reasons))
 	for i, x := range req.Reasons {
 		rs[i] = string(x)
@@ -200,7 +201,7 @@ func (r *Redriver) selectRecord(req SelectRequest) AuditEntry {
 	if len(only) > 0 {
 		d["reconciled_only"] = strings.Join(only, ",")
 	}
-	return AuditEntry{Actor: req.Owner, Action: ActionSelect, Why: req.Why, Reasons: rs, Fingerprints: req.Fingerprints, Detail: d}
+	return audit.Entry{Actor: req.Owner, Action: audit.ActionSelect, Why: req.Why, Reasons: rs, Fingerprints: req.Fingerprints, Detail: d}
 }
 
 // WouldMove is, for a dry run, how many chosen dead letters would move:
@@ -269,7 +270,7 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 	}
 	if !req.DryRun {
 		begun := rec
-		begun.Outcome = OutcomeBegun
+		begun.Outcome = audit.OutcomeBegun
 		if err := r.record(ctx, begun, nil); err != nil {
 			return res, err // no audit, no move
 		}
@@ -295,16 +296,16 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 		err = r.nothingMatched(req, res)
 	case err == nil && partial != nil:
 		err = partial
-		rec.Outcome = OutcomePartial
+		rec.Outcome = audit.OutcomePartial
 		if req.DryRun {
-			rec.Outcome = OutcomeDryRun
+			rec.Outcome = audit.OutcomeDryRun
 		}
 	case err == nil && req.DryRun:
-		rec.Outcome = OutcomeDryRun
+		rec.Outcome = audit.OutcomeDryRun
 	case err == nil && res.Partial != "":
-		rec.Outcome = OutcomePartial
+		rec.Outcome = audit.OutcomePartial
 	case errors.Is(err, ErrCanaryFailed):
-		rec.Outcome = OutcomeStopped
+		rec.Outcome = audit.OutcomeStopped
 	}
 	return res, r.record(ctx, rec, err)
 }
@@ -336,11 +337,11 @@ func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
 		eu := deadletter.ReasonEffectUnknown
 		if res.NotReconciled > 0 {
 			why = append(why, fmt.Sprintf("%d not reconciled as no effect: reconcile each key first (the triage report lists them)", res.NotReconciled))
-			next = append(next, Step{Action: ActionReconcile, Reason: eu, Needs: []string{"Key", "Outcome"}})
+			next = append(next, Step{Action: audit.ActionReconcile, Reason: eu, Needs: []string{"Key", "Outcome"}})
 		}
 		if res.EffectConfirmed > 0 {
 			why = append(why, fmt.Sprintf("%d with their effect confirmed: they never run again; reject them or let retention drop them", res.EffectConfirmed))
-			next = append(next, Step{Action: ActionReject, Reason: eu})
+			next = append(next, Step{Action: audit.ActionReject, Reason: eu})
 		}
 		rf := refuse(CodeForbidden, "no effect_unknown dead letter may move: %s", strings.Join(why, "; "))
 		rf.Next = next
@@ -351,11 +352,11 @@ func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
 		// dead-letters them again: a rerun then finds them.
 		rf := refuseField(CodeUnknownGroup, "Fingerprints", "%s: the DLQ, seen whole, holds no dead letter of reason %s with it now (letters a canary moved come back only when the worker dead-letters them again)",
 			strings.Join(req.Fingerprints, ", "), joinReasons(req.Reasons))
-		rf.Next = []Step{{Action: ActionPlan}}
+		rf.Next = []Step{{Action: audit.ActionPlan}}
 		return rf
 	}
 	rf := refuseField(CodeNothingSelected, "Reasons", "%s: the DLQ, seen whole, holds no dead letter of it", joinReasons(req.Reasons))
-	rf.Next = []Step{{Action: ActionPlan}}
+	rf.Next = []Step{{Action: audit.ActionPlan}}
 	return rf
 }
 

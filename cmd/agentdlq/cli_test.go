@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // runArgs runs the whole CLI as main does (run) and returns its stdout,
@@ -36,7 +37,7 @@ func runArgs(t *testing.T, args ...string) (stdout, stderr string, code int) {
 }
 
 func TestExitCodes(t *testing.T) {
-	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	tests := []struct {
 		name   string
 		args   []string
@@ -60,8 +61,8 @@ func TestExitCodes(t *testing.T) {
 		{"missing argument", []string{"send", "--pipeline", "agent-tasks"}, 2, "accepts 1 arg(s)"},
 		{"missing required flag", []string{"send", "f.jsonl"}, 2, `required flag(s) "pipeline" not set`},
 		{"stray argument", []string{"version", "extra"}, 2, "extra"},
-		{"refused", []string{"redrive", "plan", "--pipeline", "nope", "--audit", audit}, 2, `unknown pipeline "nope"`},
-		{"refused, the flag named", []string{"redrive", "start", "--pipeline", "agent-tasks", "--why", "x", "--override", "policy_limit=", "--audit", audit}, 2, `refused (bad_input): --override "policy_limit="`},
+		{"refused", []string{"redrive", "plan", "--pipeline", "nope", "--audit", auditFile}, 2, `unknown pipeline "nope"`},
+		{"refused, the flag named", []string{"redrive", "start", "--pipeline", "agent-tasks", "--why", "x", "--override", "policy_limit=", "--audit", auditFile}, 2, `refused (bad_input): --override "policy_limit="`},
 		{"bad input", []string{"triage"}, 2, "--pipeline is required"},
 		{"help of an unknown command", []string{"help", "redrive", "bogus"}, 2, `unknown command "bogus" for "agentdlq redrive"`},
 		{"help of a command", []string{"help", "redrive", "plan"}, 0, ""},
@@ -117,9 +118,9 @@ func TestClassify(t *testing.T) {
 }
 
 func TestJSONErrors(t *testing.T) {
-	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	for _, flag := range [][]string{{"-o", "json"}, {"--json"}, {"--output=json"}} {
-		stdout, _, code := runArgs(t, append([]string{"redrive", "plan", "--pipeline", "nope", "--audit", audit}, flag...)...)
+		stdout, _, code := runArgs(t, append([]string{"redrive", "plan", "--pipeline", "nope", "--audit", auditFile}, flag...)...)
 		assert.Equal(t, 2, code)
 		var je struct {
 			Error    string `json:"error"`
@@ -207,11 +208,11 @@ func TestPlanMarkdown(t *testing.T) {
 	do, si, sc := deadletter.ReasonDependencyOpen, deadletter.ReasonSignatureInvalid, deadletter.ReasonSchemaInvalid
 	pl := &redrive.Plan{Pipeline: "agent-tasks", Owner: "platform-oncall", Total: 17, StartWhy: "not a move task", Groups: []redrive.PlanGroup{
 		{Reason: sc, Count: 3, Redrivable: sc.Redrivable(), Needs: "Ack.FixDeployed", Why: "after the fix",
-			Next: []redrive.Step{{Action: redrive.ActionSelect, Reason: sc, Canary: 3, Needs: []string{"Ack.FixDeployed"}}}},
+			Next: []redrive.Step{{Action: audit.ActionSelect, Reason: sc, Canary: 3, Needs: []string{"Ack.FixDeployed"}}}},
 		{Reason: si, Fingerprint: "bbbbbbbbbbbb", Count: 2, Redrivable: si.Redrivable(), Needs: "Ack.Overrides", Why: "never",
-			Next: []redrive.Step{{Action: redrive.ActionReject, Reason: si, Fingerprint: "bbbbbbbbbbbb"}}},
+			Next: []redrive.Step{{Action: audit.ActionReject, Reason: si, Fingerprint: "bbbbbbbbbbbb"}}},
 		{Reason: do, Fingerprint: "aaaaaaaaaaaa", Count: 12, Redrivable: do.Redrivable(), MayRedrive: true, Why: "a | pipe",
-			Next: []redrive.Step{{Action: redrive.ActionSelect, Reason: do, Fingerprint: "aaaaaaaaaaaa", Canary: 5}}},
+			Next: []redrive.Step{{Action: audit.ActionSelect, Reason: do, Fingerprint: "aaaaaaaaaaaa", Canary: 5}}},
 	}}
 	var b bytes.Buffer
 	require.NoError(t, planMarkdown(&b, pl))

@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/internal/workload"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -360,7 +361,7 @@ const demoDependency = "search-api"
 func demoRedriver(lp *localpipeline.Local, auditPath string, log *slog.Logger) (*redrive.Redriver, error) {
 	return redrive.New(redrive.Config{
 		Pipeline: lp.Pipeline, Queues: lp.Queues, SQS: lp.SQS, Ledger: lp.Ledger, Logger: log,
-		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: auditPath}, Logger: log},
+		Audit: &audit.Auditor{Store: &audit.FileStore{Path: auditPath}, Logger: log},
 	})
 }
 

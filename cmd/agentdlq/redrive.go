@@ -25,6 +25,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // redriveFlags are the flags the redrive subcommands share.
@@ -108,23 +109,23 @@ func (f *redriveFlags) ack() (redrive.Ack, error) {
 }
 
 // refused audits a refusal that came before the Redriver could act
-// (redrive.Auditor.Refuse) and returns it with exit 2. A command that never
+// (redrive.Refuse) and returns it with exit 2. A command that never
 // reached a pipeline (no --pipeline, a definition file that does not load,
 // a name it does not define) writes nothing: there is no pipeline to file
 // the record under, and a typo must not create an audit file.
-func (f *redriveFlags) refused(ctx context.Context, cfg *aws.Config, action redrive.Action, who redrive.Who, err error) error {
+func (f *redriveFlags) refused(ctx context.Context, cfg *aws.Config, action audit.Action, who redrive.Who, err error) error {
 	if f.pipeline == "" {
 		return withExit(exitRefused, err)
 	}
 	if _, perr := f.g.loadPipeline(f.pipeline); perr != nil {
 		return withExit(exitRefused, err)
 	}
-	var s3api redrive.S3PutAPI
+	var s3api audit.S3PutAPI
 	if cfg != nil {
 		s3api = s3.NewFromConfig(*cfg)
 	}
-	if a, aerr := redrive.OpenAuditor(f.g.auditDest(f.audit, f.pipeline), f.pipeline, s3api, f.g.auditLog()); aerr == nil {
-		err = a.Refuse(ctx, f.pipeline, action, who, err)
+	if a, aerr := audit.Open(f.g.auditDest(f.audit, f.pipeline), f.pipeline, s3api, f.g.auditLog()); aerr == nil {
+		err = redrive.Refuse(ctx, a, f.pipeline, action, who, err)
 	}
 	return withExit(exitRefused, err)
 }
@@ -148,7 +149,7 @@ func (g *globalFlags) auditLog() *slog.Logger {
 // the pipeline, the AWS clients, the queues, the ledger and the audit
 // store. What goes wrong before the gate is refused, and audited once the
 // pipeline is known.
-func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redrive.Who, onMove func()) (*redrive.Redriver, error) {
+func (f *redriveFlags) open(ctx context.Context, action audit.Action, who redrive.Who, onMove func()) (*redrive.Redriver, error) {
 	if f.pipeline == "" {
 		return nil, withExit(exitRefused, errors.New("--pipeline is required: name the pipeline whose DLQ this is (agentdlq triage lists them)"))
 	}
@@ -181,7 +182,7 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		}
 		return nil, fmt.Errorf("pipeline %q queues: %w", p.Name, err)
 	}
-	a, err := redrive.OpenAuditor(f.g.auditDest(f.audit, p.Name), p.Name, s3c, f.g.auditLog())
+	a, err := audit.Open(f.g.auditDest(f.audit, p.Name), p.Name, s3c, f.g.auditLog())
 	if err != nil {
 		return nil, withExit(exitRefused, err)
 	}
@@ -199,7 +200,7 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		Audit:  a, Logger: logger, OnMove: onMove, OnCanary: f.onCanary,
 	})
 	if err != nil {
-		return nil, a.Refuse(ctx, p.Name, action, who, err)
+		return nil, redrive.Refuse(ctx, a, p.Name, action, who, err)
 	}
 	return r, nil
 }
@@ -229,7 +230,7 @@ func (e *flagError) Unwrap() error { return e.err }
 func inFlags(err error, p *pipeline.Pipeline) error {
 	if errors.Is(err, redrive.ErrUnsupported) && p != nil {
 		// No move tasks on this endpoint (the local emulator): select works.
-		return &flagError{msg: err.Error() + nextLines(p, []redrive.Step{{Action: redrive.ActionSelect, Reason: "REASON"}}), err: err}
+		return &flagError{msg: err.Error() + nextLines(p, []redrive.Step{{Action: audit.ActionSelect, Reason: "REASON"}}), err: err}
 	}
 	var rf *redrive.Refusal
 	if !errors.As(err, &rf) || (rf.Field == "" && (len(rf.Next) == 0 || p == nil)) {
@@ -282,16 +283,16 @@ func evalBucketName(flag string) string {
 // AWS only), S3 for an s3:// audit and for select (claim checks of
 // oversized dead letters), Lambda for pause and resume (in AWS only:
 // locally the local switch).
-func (f *redriveFlags) endpoints(action redrive.Action, q *sqs.Client, st *sts.Client, db *dynamodb.Client, s3c *s3.Client, lam *lambda.Client) []redrive.Endpoint {
+func (f *redriveFlags) endpoints(action audit.Action, q *sqs.Client, st *sts.Client, db *dynamodb.Client, s3c *s3.Client, lam *lambda.Client) []redrive.Endpoint {
 	eps := []redrive.Endpoint{
 		{Service: "SQS", URL: aws.ToString(q.Options().BaseEndpoint)},
 		{Service: "DynamoDB", URL: aws.ToString(db.Options().BaseEndpoint)},
 		{Service: "STS", URL: aws.ToString(st.Options().BaseEndpoint), AWSOnly: true},
 	}
-	if strings.HasPrefix(f.audit, "s3://") || action == redrive.ActionSelect {
+	if strings.HasPrefix(f.audit, "s3://") || action == audit.ActionSelect {
 		eps = append(eps, redrive.Endpoint{Service: "S3", URL: aws.ToString(s3c.Options().BaseEndpoint)})
 	}
-	if action == redrive.ActionPause || action == redrive.ActionResume {
+	if action == audit.ActionPause || action == audit.ActionResume {
 		eps = append(eps, redrive.Endpoint{Service: "Lambda", URL: aws.ToString(lam.Options().BaseEndpoint), AWSOnly: true})
 	}
 	return eps
@@ -318,7 +319,7 @@ func actorOr(owner string) string {
 	if u := os.Getenv("USER"); u != "" {
 		return u
 	}
-	return redrive.OSUser()
+	return audit.OSUser()
 }
 
 func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
@@ -333,7 +334,7 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			r, err := f.open(ctx, redrive.ActionPlan, redrive.Who{Owner: actorOr(actor)}, nil)
+			r, err := f.open(ctx, audit.ActionPlan, redrive.Who{Owner: actorOr(actor)}, nil)
 			if err != nil {
 				return err
 			}
@@ -379,9 +380,9 @@ func newRedriveStartCmd(f *redriveFlags) *cobra.Command {
 			who := redrive.Who{Owner: f.owner, Why: f.why}
 			ack, err := f.ack()
 			if err != nil {
-				return f.refused(ctx, nil, redrive.ActionStart, who, err)
+				return f.refused(ctx, nil, audit.ActionStart, who, err)
 			}
-			r, err := f.open(ctx, redrive.ActionStart, who, nil)
+			r, err := f.open(ctx, audit.ActionStart, who, nil)
 			if err != nil {
 				return err
 			}
@@ -414,7 +415,7 @@ func newRedriveStatusCmd(f *redriveFlags) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			r, err := f.open(ctx, redrive.ActionStatus, redrive.Who{Owner: actorOr(actor)}, nil)
+			r, err := f.open(ctx, audit.ActionStatus, redrive.Who{Owner: actorOr(actor)}, nil)
 			if err != nil {
 				return err
 			}
@@ -460,7 +461,7 @@ func newRedriveCancelCmd(f *redriveFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			who := redrive.Who{Owner: f.owner, Why: f.why}
-			r, err := f.open(ctx, redrive.ActionCancel, who, nil)
+			r, err := f.open(ctx, audit.ActionCancel, who, nil)
 			if err != nil {
 				return err
 			}
@@ -515,15 +516,15 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 			who := redrive.Who{Owner: f.owner, Why: f.why}
 			rs, err := redrive.ParseReasons(reasons)
 			if err != nil {
-				return f.refused(ctx, nil, redrive.ActionSelect, who, err)
+				return f.refused(ctx, nil, audit.ActionSelect, who, err)
 			}
 			ack, err := f.ack()
 			if err != nil {
-				return f.refused(ctx, nil, redrive.ActionSelect, who, err)
+				return f.refused(ctx, nil, audit.ActionSelect, who, err)
 			}
 			var b *bar
 			f.onCanary = canaryProgress(f.g.console(cmd.ErrOrStderr()))
-			r, err := f.open(ctx, redrive.ActionSelect, who, func() { b.Add(1) })
+			r, err := f.open(ctx, audit.ActionSelect, who, func() { b.Add(1) })
 			if err != nil {
 				return err
 			}
@@ -689,9 +690,9 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 			who := redrive.Who{Owner: f.owner, Why: f.why}
 			rs, err := redrive.ParseReasons(reasons)
 			if err != nil {
-				return f.refused(ctx, nil, redrive.ActionReject, who, err)
+				return f.refused(ctx, nil, audit.ActionReject, who, err)
 			}
-			r, err := f.open(ctx, redrive.ActionReject, who, nil)
+			r, err := f.open(ctx, audit.ActionReject, who, nil)
 			if err != nil {
 				return err
 			}

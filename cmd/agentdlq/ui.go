@@ -23,6 +23,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -109,12 +110,12 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		cc.Pipelines = append(cc.Pipelines, &def.Pipelines[i])
 	}
 	// The file audit of agentdlq redrive (g.auditPath), not the console's
-	// default (redrive.DefaultAuditPath, under ./out of the working directory).
+	// default (audit.DefaultPath, under ./out of the working directory).
 	cc.Audit = func(name string) console.AuditLog {
-		return &console.FileAudit{FileStore: redrive.FileStore{Path: g.auditPath(name)}}
+		return &console.FileAudit{FileStore: audit.FileStore{Path: g.auditPath(name)}}
 	}
 	if f.audit != "" {
-		bucket, prefix, _, err := redrive.ParseAuditDest(f.audit)
+		bucket, prefix, _, err := audit.ParseDest(f.audit)
 		if err != nil {
 			return withExit(2, fmt.Errorf("--audit: %w", err))
 		}
@@ -122,7 +123,7 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 			return withExit(2, errors.New("--audit: the console keeps one file per pipeline (the default, out/audit/<pipeline>.jsonl) or s3://bucket/prefix"))
 		}
 		cc.Audit = func(name string) console.AuditLog {
-			return &console.S3Audit{S3Store: redrive.S3Store{API: s3c, Bucket: bucket, Prefix: prefix}, Read: s3c, Pipeline: name}
+			return &console.S3Audit{S3Store: audit.S3Store{API: s3c, Bucket: bucket, Prefix: prefix}, Read: s3c, Pipeline: name}
 		}
 	}
 	if table := ledgerTableName(f.ledgerTable); table != "" {

@@ -22,6 +22,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -242,7 +243,7 @@ func deriveCalls(t *testing.T) codeCalls {
 		_, c.reconcileWrites = ledgerActions(t, "Reconcile")
 	}
 	c.redrive = append(sdkActions(t, iface[topology.ResolveAPI](), iface[redrive.QueueAPI](), iface[redrive.SelectAPI](),
-		iface[redrive.MoveAPI](), iface[redrive.S3PutAPI](), iface[redrive.EvidenceAPI](), iface[redrive.AuditReadAPI](), iface[redrive.IdentityAPI](), iface[redrive.LambdaAPI]()), redriveLedger...)
+		iface[redrive.MoveAPI](), iface[audit.S3PutAPI](), iface[redrive.EvidenceAPI](), iface[audit.S3ReadAPI](), iface[redrive.IdentityAPI](), iface[redrive.LambdaAPI]()), redriveLedger...)
 
 	for _, a := range append(append(c.worker, c.triage...), c.redrive...) {
 		if strings.HasPrefix(a, "dynamodb:") {
