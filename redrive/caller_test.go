@@ -44,38 +44,38 @@ func TestLocality(t *testing.T) {
 		awsSTS = "https://sts.us-east-1.amazonaws.com"
 		remote = "http://10.0.0.7:4566" // an emulator on another machine: not this one
 	)
-	ep := func(svc, url string) Endpoint {
-		return Endpoint{Service: svc, URL: url, AWSOnly: svc == "STS" || svc == "Lambda"}
+	ep := func(svc, url string) endpoint {
+		return endpoint{Service: svc, URL: url, AWSOnly: svc == "STS" || svc == "Lambda"}
 	}
 	tests := []struct {
 		name  string
-		eps   []Endpoint
+		eps   []endpoint
 		local bool
 		code  Code // a refusal, "" for none
 	}{
-		{"all local, STS unset (make local-env)", []Endpoint{ep("SQS", lo), ep("DynamoDB", host), ep("S3", lo6), ep("STS", "")}, true, ""},
-		{"all local, STS local too", []Endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", lo)}, true, ""},
-		{"all local, Lambda unset (pause uses the local switch)", []Endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", ""), ep("Lambda", "")}, true, ""},
-		{"all AWS defaults", []Endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "")}, false, ""},
-		{"AWS, STS pinned to a regional AWS endpoint", []Endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", awsSTS)}, false, ""},
+		{"all local, STS unset (make local-env)", []endpoint{ep("SQS", lo), ep("DynamoDB", host), ep("S3", lo6), ep("STS", "")}, true, ""},
+		{"all local, STS local too", []endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", lo)}, true, ""},
+		{"all local, Lambda unset (pause uses the local switch)", []endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", ""), ep("Lambda", "")}, true, ""},
+		{"all AWS defaults", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "")}, false, ""},
+		{"AWS, STS pinned to a regional AWS endpoint", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", awsSTS)}, false, ""},
 		// The hole of issue 12: the SQS endpoint alone decided.
-		{"SQS local, DynamoDB AWS: mixed, checked", []Endpoint{ep("SQS", lo), ep("DynamoDB", ""), ep("STS", "")}, false, ""},
-		{"SQS local, S3 audit in AWS: mixed, checked", []Endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("S3", ""), ep("STS", "")}, false, ""},
-		{"local, but Lambda set to AWS: mixed, checked", []Endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", ""), ep("Lambda", "https://lambda.us-east-1.amazonaws.com")}, false, ""},
-		{"local, but STS set to AWS: mixed, checked", []Endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", awsSTS)}, false, ""},
-		{"an emulator on another host is not local", []Endpoint{ep("SQS", remote), ep("DynamoDB", remote), ep("STS", "")}, false, ""},
+		{"SQS local, DynamoDB AWS: mixed, checked", []endpoint{ep("SQS", lo), ep("DynamoDB", ""), ep("STS", "")}, false, ""},
+		{"SQS local, S3 audit in AWS: mixed, checked", []endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("S3", ""), ep("STS", "")}, false, ""},
+		{"local, but Lambda set to AWS: mixed, checked", []endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", ""), ep("Lambda", "https://lambda.us-east-1.amazonaws.com")}, false, ""},
+		{"local, but STS set to AWS: mixed, checked", []endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", awsSTS)}, false, ""},
+		{"an emulator on another host is not local", []endpoint{ep("SQS", remote), ep("DynamoDB", remote), ep("STS", "")}, false, ""},
 		// A fake STS is never believed once the check must run.
-		{"AWS SQS, local STS: refused", []Endpoint{ep("SQS", awsSQS), ep("DynamoDB", ""), ep("STS", lo)}, false, CodeSTSEndpoint},
-		{"AWS SQS, STS elsewhere: refused", []Endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "https://sts.example.com")}, false, CodeSTSEndpoint},
-		{"SQS local, DynamoDB AWS, STS local: refused", []Endpoint{ep("SQS", lo), ep("DynamoDB", ""), ep("STS", lo)}, false, CodeSTSEndpoint},
-		{"STS on an API Gateway host: refused", []Endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "https://abc123.execute-api.us-east-1.amazonaws.com")}, false, CodeSTSEndpoint},
-		{"STS over plain http: refused", []Endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "http://sts.amazonaws.com")}, false, CodeSTSEndpoint},
-		{"no STS named", []Endpoint{ep("SQS", "")}, false, CodeSTSEndpoint},
+		{"AWS SQS, local STS: refused", []endpoint{ep("SQS", awsSQS), ep("DynamoDB", ""), ep("STS", lo)}, false, CodeSTSEndpoint},
+		{"AWS SQS, STS elsewhere: refused", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "https://sts.example.com")}, false, CodeSTSEndpoint},
+		{"SQS local, DynamoDB AWS, STS local: refused", []endpoint{ep("SQS", lo), ep("DynamoDB", ""), ep("STS", lo)}, false, CodeSTSEndpoint},
+		{"STS on an API Gateway host: refused", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "https://abc123.execute-api.us-east-1.amazonaws.com")}, false, CodeSTSEndpoint},
+		{"STS over plain http: refused", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "http://sts.amazonaws.com")}, false, CodeSTSEndpoint},
+		{"no STS named", []endpoint{ep("SQS", "")}, false, CodeSTSEndpoint},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			local, err := Locality(tt.eps)
+			local, err := localityOf(tt.eps)
 			assert.Equal(t, tt.local, local)
 			if tt.code == "" {
 				assert.NoError(t, err)

@@ -58,8 +58,8 @@ func gate(in gateInput) error {
 	if p == nil {
 		return refuse(CodeUnknownPipeline, "no pipeline")
 	}
-	if strings.TrimSpace(in.Owner) == "" {
-		return refuseField(CodeOwnerMissing, "Owner", "is required: only the owner of pipeline %q (%q) may %s it", p.Name, p.Owner, verb(in.Action))
+	if err := requireOwner(p, in.Action, in.Owner); err != nil {
+		return err
 	}
 	if strings.TrimSpace(in.Why) == "" {
 		return refuseField(CodeWhy, "Why", "is required: %s", whyNeeded(in.Action))
@@ -84,6 +84,29 @@ func gate(in gateInput) error {
 		return nil
 	}
 	return checkCaller(in.identity.CallerARN, in.identity.RedriveRole)
+}
+
+// RequireOwner is the gate's first rule alone: every gated action (all but
+// ActionPlan and ActionStatus, which only read) needs who.Owner. It makes no
+// call and reads nothing but p, so that a face asks it before it resolves
+// anything (configuration, queues, clients): a command without an owner
+// is refused at once, with the gate's own refusal (CodeOwnerMissing, Field
+// "Owner"). The gate asks it again, with the rest of its rules.
+func RequireOwner(p *pipeline.Pipeline, action audit.Action, who Who) error {
+	if action == audit.ActionPlan || action == audit.ActionStatus {
+		return nil
+	}
+	if p == nil {
+		return refuse(CodeUnknownPipeline, "no pipeline")
+	}
+	return requireOwner(p, action, who.Owner)
+}
+
+func requireOwner(p *pipeline.Pipeline, action audit.Action, owner string) error {
+	if strings.TrimSpace(owner) == "" {
+		return refuseField(CodeOwnerMissing, "Owner", "is required: only the owner of pipeline %q (%q) may %s it", p.Name, p.Owner, verb(action))
+	}
+	return nil
 }
 
 // whyNeeded is what a missing why should say, in the words of the action.
@@ -178,13 +201,13 @@ func isLocalEndpoint(endpoint string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Endpoint is the endpoint one AWS client of a command resolved to: the
+// endpoint is the endpoint one AWS client of a command resolved to: the
 // client's BaseEndpoint after NewFromConfig (Options().BaseEndpoint). The
 // SDK fills it from AWS_ENDPOINT_URL_<SERVICE>, else the shared config's
 // services section, else AWS_ENDPOINT_URL (none of them when
 // AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is true). "" is the SDK's default:
 // the service in AWS.
-type Endpoint struct {
+type endpoint struct {
 	// Service names the client ("SQS", "STS", "DynamoDB", "S3", "Lambda").
 	Service string
 	URL     string
@@ -195,14 +218,14 @@ type Endpoint struct {
 	AWSOnly bool
 }
 
-// Locality decides whether the caller identity check may be skipped: only
-// when every endpoint the command uses is on this machine (IsLocalEndpoint),
+// localityOf decides whether the caller identity check may be skipped: only
+// when every endpoint the command uses is on this machine (isLocalEndpoint),
 // where there is no IAM. Any other mix — some local, some AWS or elsewhere
 // — is not local, and the check runs; then STS must be AWS's own endpoint
-// (the SDK default, or IsAWSSTSEndpoint), because a caller ARN from any
+// (the SDK default, or isAWSSTSEndpoint), because a caller ARN from any
 // other STS proves nothing: that is a refusal with code
 // CodeSTSEndpoint. eps must name STS.
-func Locality(eps []Endpoint) (local bool, err error) {
+func localityOf(eps []endpoint) (local bool, err error) {
 	counted, allLocal := 0, true
 	sts, haveSTS := "", false
 	for _, e := range eps {
@@ -231,7 +254,7 @@ func Locality(eps []Endpoint) (local bool, err error) {
 }
 
 // notLocal names the endpoints that are not on this machine.
-func notLocal(eps []Endpoint) string {
+func notLocal(eps []endpoint) string {
 	var out []string
 	for _, e := range eps {
 		if e.AWSOnly && e.URL == "" || isLocalEndpoint(e.URL) {

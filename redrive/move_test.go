@@ -229,7 +229,7 @@ func newServerRedriver(t *testing.T, unsupported bool) (*Redriver, *sqsServer, *
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
 	r, store, _ := newRedriver(t, p, newFakeSQS(), srv.q)
 	r.cfg.SQS = client
-	local, err := locality(r.cfg)
+	local, err := Locality(r.cfg)
 	require.NoError(t, err)
 	require.True(t, local, "httptest listens on loopback")
 	return r, srv, store

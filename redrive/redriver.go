@@ -151,7 +151,7 @@ func New(cfg Config) (*Redriver, error) {
 	if cfg.SQS == nil {
 		bad("SQS is required")
 	}
-	local, lerr := locality(cfg)
+	local, lerr := Locality(cfg)
 	if lerr != nil {
 		// An STS that is not AWS's while the check must run: a refusal of
 		// its own (sts_endpoint_untrusted), not a bad Config.

@@ -122,8 +122,8 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 		return err
 	}
 	// The demo runs on this machine only (its redrive then skips the caller
-	// check: redrive.New decides so from its clients).
-	if local, err := redrive.Locality(configEndpoints(cfg)); err != nil || !local {
+	// check: redrive decides so from its clients, as New will).
+	if local, err := redrive.Locality(clientsOf(cfg, topology.LocalLedgerTable)); err != nil || !local {
 		return withExit(2, fmt.Errorf("agentdlq demo runs on the local emulators only, and not every endpoint (SQS %s, DynamoDB, S3) is on this machine: unset AWS_ENDPOINT_URL* to let it start its own", os.Getenv("AWS_ENDPOINT_URL_SQS")))
 	}
 	// Start over: an earlier run's audit and reports would show in this

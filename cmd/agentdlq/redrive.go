@@ -121,6 +121,13 @@ func (f *redriveFlags) refused(ctx context.Context, cfg *aws.Config, action audi
 		return withExit(exitRefused, err)
 	}
 	var s3api audit.S3PutAPI
+	if cfg == nil && strings.HasPrefix(f.g.auditDest(f.audit, f.pipeline), "s3://") {
+		// Refused before the AWS configuration was loaded; an S3 audit
+		// needs it to record the refusal.
+		if c, cerr := awscfg.Load(ctx); cerr == nil {
+			cfg = &c
+		}
+	}
 	if cfg != nil {
 		s3api = s3.NewFromConfig(*cfg)
 	}
@@ -157,6 +164,11 @@ func (f *redriveFlags) open(ctx context.Context, action audit.Action, who redriv
 	if err != nil {
 		return nil, withExit(exitRefused, err)
 	}
+	// A gated command without --owner is refused before anything is
+	// resolved (AWS configuration, queues, STS): nothing to look up for it.
+	if err := redrive.RequireOwner(p, action, who); err != nil {
+		return nil, f.refused(ctx, nil, action, who, err)
+	}
 	cfg, err := awscfg.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
@@ -167,14 +179,15 @@ func (f *redriveFlags) open(ctx context.Context, action audit.Action, who redriv
 		return nil, f.refused(ctx, &cfg, action, who, fmt.Errorf("no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (the stack output LedgerTableName): %w", redrive.ErrNoLedger))
 	}
 	logger := f.g.log()
-	client, stsc, ddb, s3c := sqs.NewFromConfig(cfg), sts.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg), s3.NewFromConfig(cfg)
-	lamc := lambda.NewFromConfig(cfg)
-	// Before any AWS call: the caller check is skipped only when every
-	// endpoint this command uses is local, and then STS must be AWS's.
-	local, err := redrive.Locality(f.endpoints(action, client, stsc, ddb, s3c, lamc))
+	rc := clientsOf(cfg, table)
+	// Before any AWS call: redrive decides from the clients whether the
+	// caller check runs (every endpoint local) and refuses an STS that is
+	// not AWS's while it must.
+	local, err := redrive.Locality(rc)
 	if err != nil {
 		return nil, f.refused(ctx, &cfg, action, who, err)
 	}
+	client, s3c := rc.SQS.(*sqs.Client), rc.Evidence.(*s3.Client)
 	q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
 	if err != nil {
 		if errors.Is(err, topology.ErrNotFound) {
@@ -186,19 +199,16 @@ func (f *redriveFlags) open(ctx context.Context, action audit.Action, who redriv
 	if err != nil {
 		return nil, withExit(exitRefused, err)
 	}
-	var lam redrive.LambdaAPI = lamc
 	if local {
-		if lam, err = localSwitch(); err != nil {
+		// No Lambda locally: pause and resume switch the local worker.
+		if rc.Lambda, err = localSwitch(); err != nil {
 			return nil, err
 		}
 	}
-	r, err := redrive.New(redrive.Config{
-		Pipeline: p,
-		Queues:   q,
-		SQS:      client, STS: stsc, Lambda: lam, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
-		Ledger: ledger.NewDynamo(ddb, table),
-		Audit:  a, Logger: logger, OnMove: onMove, OnCanary: f.onCanary,
-	})
+	rc.Pipeline, rc.Queues, rc.Audit = p, q, a
+	rc.EvidenceBucket = evalBucketName(f.evidenceBucket)
+	rc.Logger, rc.OnMove, rc.OnCanary = logger, onMove, f.onCanary
+	r, err := redrive.New(rc)
 	if err != nil {
 		return nil, redrive.Refuse(ctx, a, p.Name, action, who, err)
 	}
@@ -278,34 +288,13 @@ func evalBucketName(flag string) string {
 	return ""
 }
 
-// endpoints are the resolved endpoints of the clients action uses (see
-// redrive.Locality): SQS, DynamoDB (the ledger), STS (the caller check, in
-// AWS only), S3 for an s3:// audit and for select (claim checks of
-// oversized dead letters), Lambda for pause and resume (in AWS only:
-// locally the local switch).
-func (f *redriveFlags) endpoints(action audit.Action, q *sqs.Client, st *sts.Client, db *dynamodb.Client, s3c *s3.Client, lam *lambda.Client) []redrive.Endpoint {
-	eps := []redrive.Endpoint{
-		{Service: "SQS", URL: aws.ToString(q.Options().BaseEndpoint)},
-		{Service: "DynamoDB", URL: aws.ToString(db.Options().BaseEndpoint)},
-		{Service: "STS", URL: aws.ToString(st.Options().BaseEndpoint), AWSOnly: true},
-	}
-	if strings.HasPrefix(f.audit, "s3://") || action == audit.ActionSelect {
-		eps = append(eps, redrive.Endpoint{Service: "S3", URL: aws.ToString(s3c.Options().BaseEndpoint)})
-	}
-	if action == audit.ActionPause || action == audit.ActionResume {
-		eps = append(eps, redrive.Endpoint{Service: "Lambda", URL: aws.ToString(lam.Options().BaseEndpoint), AWSOnly: true})
-	}
-	return eps
-}
-
-// configEndpoints are the resolved endpoints of SQS, DynamoDB, S3 and STS
-// clients built from cfg (see redrive.Locality).
-func configEndpoints(cfg aws.Config) []redrive.Endpoint {
-	return []redrive.Endpoint{
-		{Service: "SQS", URL: aws.ToString(sqs.NewFromConfig(cfg).Options().BaseEndpoint)},
-		{Service: "DynamoDB", URL: aws.ToString(dynamodb.NewFromConfig(cfg).Options().BaseEndpoint)},
-		{Service: "S3", URL: aws.ToString(s3.NewFromConfig(cfg).Options().BaseEndpoint)},
-		{Service: "STS", URL: aws.ToString(sts.NewFromConfig(cfg).Options().BaseEndpoint), AWSOnly: true},
+// clientsOf are the clients every redrive command builds from cfg, as a
+// partial redrive.Config (no pipeline, queues or audit yet): what
+// redrive.Locality decides from, and what open completes for redrive.New.
+func clientsOf(cfg aws.Config, ledgerTable string) redrive.Config {
+	return redrive.Config{
+		SQS: sqs.NewFromConfig(cfg), STS: sts.NewFromConfig(cfg), Evidence: s3.NewFromConfig(cfg),
+		Lambda: lambda.NewFromConfig(cfg), Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg), ledgerTable),
 	}
 }
 

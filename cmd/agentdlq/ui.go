@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
@@ -20,7 +19,6 @@ import (
 	"github.com/agentdlq/agentdlq/console"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
-	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
@@ -93,14 +91,15 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	addr := ln.Addr().(*net.TCPAddr)
 	loopback := addr.IP.IsLoopback()
 
-	client, stsc, s3c := sqs.NewFromConfig(cfg), sts.NewFromConfig(cfg), s3.NewFromConfig(cfg)
-	ddb := dynamodb.NewFromConfig(cfg)
+	rc := clientsOf(cfg, ledgerTableName(f.ledgerTable))
 	// The console's redrive and reject are gated as agentdlq redrive's
-	// (redrive.New decides from the clients whether the caller check runs);
-	// an STS that is not AWS's while it must run is refused here, at once.
-	if _, err := redrive.Locality(configEndpoints(cfg)); err != nil {
+	// (redrive.New decides from these clients whether the caller check
+	// runs); an STS that is not AWS's while it must run is refused here, at
+	// once, by the same decision.
+	if _, err := redrive.Locality(rc); err != nil {
 		return withExit(2, err)
 	}
+	client, stsc, s3c := rc.SQS.(*sqs.Client), rc.STS.(*sts.Client), rc.Evidence.(*s3.Client)
 	cc := console.Config{
 		SQS: client, STS: stsc, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
 		Reports: reports, Loopback: loopback, Logger: g.logger(cmd.ErrOrStderr()),
@@ -126,8 +125,8 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 			return &console.S3Audit{S3Store: audit.S3Store{API: s3c, Bucket: bucket, Prefix: prefix}, Read: s3c, Pipeline: name}
 		}
 	}
-	if table := ledgerTableName(f.ledgerTable); table != "" {
-		cc.Ledger = ledger.NewDynamo(ddb, table)
+	if ledgerTableName(f.ledgerTable) != "" {
+		cc.Ledger = rc.Ledger
 	}
 	srv, err := console.New(ctx, cc)
 	if err != nil {
