@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -132,10 +133,10 @@ func seed(t *testing.T) *seeded {
 			Error: "search API 429 Too Many Requests (retry after 30s)", History: hist, SourceQueueARN: s.q.HotARN,
 			MessageID: fmt.Sprintf("orig-%d", i), SentAt: hist[0].At, DeadLetteredAt: at, WorkerVersion: "v1.8.2",
 			TaskID: "task-" + key, RunID: "run-7", Tenant: []string{"acme", "globex"}[i%2], Tool: "web.search", ToolVersion: "1.4.0",
-			SchemaVersion: 1, IdempotencyKey: key, TraceID: "trace-" + key, InputSHA256: redrive.BodySHA256(string(body)),
+			SchemaVersion: 1, IdempotencyKey: key, TraceID: "trace-" + key, InputSHA256: fmt.Sprintf("%x", sha256.Sum256(body)),
 		}, map[string]deadletter.Attribute{"traceparent": {DataType: "String", StringValue: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}})
 		require.NoError(t, err)
-		_, err = s.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.q.DLQURL), MessageBody: aws.String(string(body)), MessageAttributes: redrive.AttributesToSQS(attrs)})
+		_, err = s.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.q.DLQURL), MessageBody: aws.String(string(body)), MessageAttributes: localtest.SQSAttributes(attrs)})
 		require.NoError(t, err)
 		_, err = s.led.DeadLettered(ctx, key, deadletter.ReasonBudgetExhausted, at)
 		require.NoError(t, err)

@@ -65,10 +65,10 @@ func decisionsFrom(entries []audit.Entry) Decisions {
 	return d
 }
 
-// Rejection returns the latest rejection that covers the group of reason
+// rejection returns the latest rejection that covers the group of reason
 // and fingerprint: one that named the reason and either no fingerprint
 // (every group of it) or this one.
-func (d Decisions) Rejection(reason deadletter.Reason, fingerprint string) (Decision, bool) {
+func (d Decisions) rejection(reason deadletter.Reason, fingerprint string) (Decision, bool) {
 	for i := len(d.Rejections) - 1; i >= 0; i-- {
 		e := d.Rejections[i]
 		if !slices.Contains(e.Reasons, string(reason)) {
@@ -101,7 +101,7 @@ func rejectWarnings(d Decisions, reasons []deadletter.Reason, fingerprints []str
 		if !sel.match(&letter{Reason: g.Reason, Fingerprint: g.Fingerprint}) {
 			continue
 		}
-		if prev, ok := d.Rejection(g.Reason, g.Fingerprint); ok {
+		if prev, ok := d.rejection(g.Reason, g.Fingerprint); ok {
 			out = append(out, fmt.Sprintf("%s %s was already rejected by %s at %s (%s): this records the decision again",
 				g.Reason, orDash(g.Fingerprint), prev.Actor, prev.Time.UTC().Format(time.RFC3339), prev.Why))
 		}

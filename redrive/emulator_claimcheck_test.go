@@ -40,7 +40,7 @@ func TestEmulatorRedriveRestoresClaimCheckAttributes(t *testing.T) {
 
 	// The dead letters gave the two large attributes up and point to claim checks.
 	for _, m := range l.drainQueueKeep(l.q.DLQURL) {
-		attrs := AttributesFromSQS(m.MessageAttributes)
+		attrs := attributesFromSQS(m.MessageAttributes)
 		meta, restored, err := deadletter.DecodeDeadLetter(attrs)
 		require.NoError(t, err)
 		assert.NotContains(t, restored, "z-trace-context", "given up: not on the dead letter")
@@ -85,7 +85,7 @@ func TestEmulatorRedriveRestoresClaimCheckAttributes(t *testing.T) {
 		orig, ok := originals[key]
 		require.True(t, ok, key)
 		assert.Equal(t, orig.body, aws.ToString(m.Body), "body byte-identical")
-		assert.Equal(t, orig.attrs, AttributesFromSQS(m.MessageAttributes), "every attribute as the producer sent it")
+		assert.Equal(t, orig.attrs, attributesFromSQS(m.MessageAttributes), "every attribute as the producer sent it")
 	}
 }
 
@@ -102,7 +102,7 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	kept := l.deadLetterBig("claim-kept")
 	refs := map[string]string{}
 	for _, m := range l.drainQueueKeep(l.q.DLQURL) {
-		meta, _, err := deadletter.DecodeDeadLetter(AttributesFromSQS(m.MessageAttributes))
+		meta, _, err := deadletter.DecodeDeadLetter(attributesFromSQS(m.MessageAttributes))
 		require.NoError(t, err)
 		refs[keyOf(t, aws.ToString(m.Body))] = meta.Evidence
 	}
@@ -143,7 +143,7 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	}
 
 	res, err = r.Select(ctx, req)
-	var cc *ClaimCheckError
+	var cc *claimCheckError
 	require.ErrorAs(t, err, &cc, "the pass says what it left")
 	assert.Equal(t, ClaimCheckMissing, cc.Cause)
 	assert.Equal(t, refs["claim-gone"], cc.Ref)
@@ -163,7 +163,7 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	hot := l.drainQueue(l.q.HotURL)
 	require.Len(t, hot, 1)
 	assert.Equal(t, kept.body, aws.ToString(hot[0].Body))
-	assert.Equal(t, kept.attrs, AttributesFromSQS(hot[0].MessageAttributes), "with every attribute")
+	assert.Equal(t, kept.attrs, attributesFromSQS(hot[0].MessageAttributes), "with every attribute")
 	// Left in the DLQ and visible at once (released when the pass ended), not hidden for the hold.
 	assert.Equal(t, 1, l.visible(l.q.DLQURL))
 	assert.Equal(t, 1, l.depth(l.q.DLQURL))
@@ -189,7 +189,7 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	hot = l.drainQueue(l.q.HotURL)
 	require.Len(t, hot, 1)
 	assert.Equal(t, gone.body, aws.ToString(hot[0].Body))
-	assert.Equal(t, gone.attrs, AttributesFromSQS(hot[0].MessageAttributes))
+	assert.Equal(t, gone.attrs, attributesFromSQS(hot[0].MessageAttributes))
 }
 
 // newClaimCheckLocal is a pipeline on the emulators whose real worker keeps
@@ -220,7 +220,7 @@ func (l *local) deadLetterBig(key string) sent {
 	s.attrs["z-blob"] = deadletter.Attribute{DataType: "Binary", BinaryValue: []byte(strings.Repeat("\x00\x01\xfe", 3_400))}
 	// produce sent it without attributes: drain it and send the real one.
 	require.Len(l.t, l.drainQueue(l.q.HotURL), 1)
-	_, err := l.client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(l.q.HotURL), MessageBody: aws.String(s.body), MessageAttributes: AttributesToSQS(s.attrs)})
+	_, err := l.client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(l.q.HotURL), MessageBody: aws.String(s.body), MessageAttributes: attributesToSQS(s.attrs)})
 	require.NoError(l.t, err)
 	l.work()
 	return s

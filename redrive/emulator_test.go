@@ -83,7 +83,7 @@ func (l *local) produce(key string, fault string, n int) sent {
 	}
 	b, _ := json.Marshal(body)
 	s := sent{body: string(b), attrs: originalAttrs(n)}
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(l.q.HotURL), MessageBody: aws.String(s.body), MessageAttributes: AttributesToSQS(s.attrs)}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(l.q.HotURL), MessageBody: aws.String(s.body), MessageAttributes: attributesToSQS(s.attrs)}
 	if l.q.FIFO {
 		in.MessageGroupId, in.MessageDeduplicationId = aws.String("run-"+key), aws.String("d-"+key)
 	}
@@ -255,14 +255,14 @@ func TestEmulatorSelectiveRedrive(t *testing.T) {
 		require.True(t, ok, key)
 		assert.Contains(t, key, "uncl-")
 		assert.Equal(t, orig.body, aws.ToString(m.Body), "body byte-identical")
-		assert.Equal(t, orig.attrs, AttributesFromSQS(m.MessageAttributes), "attributes as the producer sent them")
+		assert.Equal(t, orig.attrs, attributesFromSQS(m.MessageAttributes), "attributes as the producer sent them")
 		e, ok, err := l.led.Get(ctx, key)
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, 1, e.RedriveCount)
 	}
 	for _, m := range l.drainQueue(l.q.DLQURL) {
-		assert.Equal(t, "policy_limit", AttributesFromSQS(m.MessageAttributes)[deadletter.AttrReason].StringValue)
+		assert.Equal(t, "policy_limit", attributesFromSQS(m.MessageAttributes)[deadletter.AttrReason].StringValue)
 	}
 	var outcomes []string
 	for _, rec := range l.store.all() {
@@ -300,7 +300,7 @@ func TestEmulatorInterruptedBetweenSendAndDelete(t *testing.T) {
 	ctx := context.Background()
 	for i := range 3 {
 		d := newDeadLetter(t, fmt.Sprintf("int-%d", i), "web.search", deadletter.ReasonBudgetExhausted, 2, "")
-		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: AttributesToSQS(d.attrs)})
+		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: attributesToSQS(d.attrs)})
 		require.NoError(t, err)
 	}
 	r := l.redriver()
@@ -424,7 +424,7 @@ func TestEmulatorConcurrentSelectOfTheSameGroup(t *testing.T) {
 	const n = 30
 	for i := range n {
 		d := newDeadLetter(t, fmt.Sprintf("cc-%02d", i), "web.search", deadletter.ReasonBudgetExhausted, 1, "")
-		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: AttributesToSQS(d.attrs)})
+		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: attributesToSQS(d.attrs)})
 		require.NoError(t, err)
 	}
 	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "503s over"}, Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted},
@@ -564,7 +564,7 @@ func TestEmulatorRedriveLoop(t *testing.T) {
 		require.Len(t, out.Messages, 1)
 		_, err = l.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(l.q.DLQURL), ReceiptHandle: out.Messages[0].ReceiptHandle, VisibilityTimeout: 0})
 		require.NoError(t, err)
-		return AttributesFromSQS(out.Messages[0].MessageAttributes)[deadletter.AttrReason].StringValue
+		return attributesFromSQS(out.Messages[0].MessageAttributes)[deadletter.AttrReason].StringValue
 	}
 	var reasons []string
 	for range l.p.RedriveLoopAfter {

@@ -58,25 +58,25 @@ const (
 	ClaimCheckOtherMessage ClaimCheckCause = "other_message"
 )
 
-// ClaimCheckError is why a dead letter's claim check restored nothing. The
+// claimCheckError is why a dead letter's claim check restored nothing. The
 // letter is never sent without the attributes it gave up: Select leaves it
 // in the DLQ, counts it (SelectResult.ClaimCheckFailed) and goes on.
-type ClaimCheckError struct {
+type claimCheckError struct {
 	// Ref is the reference the dead letter carries (dlq_meta's evidence).
 	Ref   string
 	Cause ClaimCheckCause
 	Err   error
 }
 
-func (e *ClaimCheckError) Error() string {
+func (e *claimCheckError) Error() string {
 	return e.Err.Error() + ": the dead letter stays in the DLQ"
 }
 
-func (e *ClaimCheckError) Unwrap() error { return e.Err }
+func (e *claimCheckError) Unwrap() error { return e.Err }
 
 // restoreEvidence completes o's attributes from the claim check its dead
 // letter points to (o.Evidence): every original attribute, as the producer
-// sent it. It refuses, with a *ClaimCheckError, and nothing is sent, when the
+// sent it. It refuses, with a *claimCheckError, and nothing is sent, when the
 // reference is not under the pipeline's own <pipeline>/evidence/ prefix,
 // there is no S3 client or no eval bucket configured (Config.Evidence,
 // Config.EvidenceBucket), the reference is in another bucket, the object
@@ -87,7 +87,7 @@ func (r *Redriver) restoreEvidence(ctx context.Context, o *original) error {
 		return nil
 	}
 	fail := func(cause ClaimCheckCause, format string, args ...any) error {
-		return &ClaimCheckError{Ref: o.Evidence, Cause: cause, Err: fmt.Errorf(format, args...)}
+		return &claimCheckError{Ref: o.Evidence, Cause: cause, Err: fmt.Errorf(format, args...)}
 	}
 	rest, ok := strings.CutPrefix(o.Evidence, "s3://")
 	bucket, key, _ := strings.Cut(rest, "/")

@@ -72,7 +72,7 @@ func TestRestoreEvidence(t *testing.T) {
 				assert.Equal(t, map[string]deadletter.Attribute{"kept": kept["kept"], "given-up": {DataType: "Binary", BinaryValue: []byte{0, 1, 2}}}, o.Attributes)
 				return
 			}
-			var cc *ClaimCheckError
+			var cc *claimCheckError
 			require.ErrorAs(t, err, &cc)
 			assert.Equal(t, tt.cause, cc.Cause)
 			assert.Equal(t, tt.ref, cc.Ref)
@@ -85,7 +85,7 @@ func TestRestoreEvidence(t *testing.T) {
 	r.cfg.EvidenceBucket = ""
 	o := original{Evidence: "s3://eval/agent-tasks/evidence/2026-11-29/m-1.json", OriginalMessageID: "m-1"}
 	err = r.restoreEvidence(context.Background(), &o)
-	var cc *ClaimCheckError
+	var cc *claimCheckError
 	require.ErrorAs(t, err, &cc)
 	assert.Equal(t, ClaimCheckNoBucket, cc.Cause)
 	assert.ErrorContains(t, err, "no eval bucket is configured")
@@ -130,7 +130,7 @@ func TestSelectClaimCheckLeftIsNotCountedInTheLimit(t *testing.T) {
 	req.Limit, req.Workers = 1, 1
 
 	res, err := r.Select(context.Background(), req)
-	var cc *ClaimCheckError
+	var cc *claimCheckError
 	require.ErrorAs(t, err, &cc)
 	assert.Equal(t, ClaimCheckMissing, cc.Cause)
 	assert.Equal(t, 1, res.Moved)
@@ -140,7 +140,7 @@ func TestSelectClaimCheckLeftIsNotCountedInTheLimit(t *testing.T) {
 	hot, dlq := f.snapshot(q.HotURL), f.snapshot(q.DLQURL)
 	require.Len(t, hot, 1)
 	assert.Equal(t, map[string]deadletter.Attribute{"kept": {DataType: "String", StringValue: "k"}, "given-up": {DataType: "String", StringValue: "g"}},
-		AttributesFromSQS(hot[0].attrs))
+		attributesFromSQS(hot[0].attrs))
 	require.Len(t, dlq, 1, "counts conserved: 2 = 1 moved + 1 left")
 	assert.False(t, dlq[0].visibleAt.After(f.now), "visible again when the pass ended")
 	recs := store.all()

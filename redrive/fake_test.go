@@ -54,8 +54,8 @@ type fakeMsg struct {
 }
 
 var (
-	_ SelectAPI = (*fakeSQS)(nil)
-	_ MoveAPI   = (*fakeSQS)(nil)
+	_ selectAPI = (*fakeSQS)(nil)
+	_ moveAPI   = (*fakeSQS)(nil)
 )
 
 func newFakeSQS() *fakeSQS {
@@ -94,7 +94,7 @@ func (f *fakeSQS) put(url, body string, attrs map[string]deadletter.Attribute, g
 	q := f.queues[url]
 	f.seq++
 	id := fmt.Sprintf("m-%04d", f.seq)
-	q.msgs = append(q.msgs, &fakeMsg{id: id, body: body, attrs: AttributesToSQS(attrs), group: group, sent: f.tick()})
+	q.msgs = append(q.msgs, &fakeMsg{id: id, body: body, attrs: attributesToSQS(attrs), group: group, sent: f.tick()})
 	return id
 }
 

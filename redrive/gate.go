@@ -56,7 +56,7 @@ type gateInput struct {
 func gate(in gateInput) error {
 	p := in.Pipeline
 	if p == nil {
-		return refuse(CodeUnknownPipeline, "no pipeline")
+		return refuse(CodeBadInput, "no pipeline")
 	}
 	if err := requireOwner(p, in.Action, in.Owner); err != nil {
 		return err
@@ -97,7 +97,7 @@ func RequireOwner(p *pipeline.Pipeline, action audit.Action, who Who) error {
 		return nil
 	}
 	if p == nil {
-		return refuse(CodeUnknownPipeline, "no pipeline")
+		return refuse(CodeBadInput, "no pipeline")
 	}
 	return requireOwner(p, action, who.Owner)
 }

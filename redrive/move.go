@@ -18,8 +18,8 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 )
 
-// MoveAPI is the SQS calls of the native move task actions.
-type MoveAPI interface {
+// moveAPI is the SQS calls of the native move task actions (part of API).
+type moveAPI interface {
 	QueueAPI
 	StartMessageMoveTask(ctx context.Context, params *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
 	ListMessageMoveTasks(ctx context.Context, params *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
@@ -230,7 +230,7 @@ func (r *Redriver) start(ctx context.Context, req StartRequest, partial *Partial
 		DestinationARN: r.cfg.Queues.HotARN, Rate: req.Rate, StartedAt: r.now().UTC()}, nil
 }
 
-func (r *Redriver) listTasks(ctx context.Context, api MoveAPI) ([]MoveTask, error) {
+func (r *Redriver) listTasks(ctx context.Context, api moveAPI) ([]MoveTask, error) {
 	out, err := api.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(r.cfg.Queues.DLQARN), MaxResults: aws.Int32(10)})
 	if err != nil {
 		return nil, r.unsupported("ListMessageMoveTasks", err)

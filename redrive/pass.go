@@ -21,7 +21,7 @@ import (
 // means is the mover's (a real move, or a dry run's account of one).
 type pass struct {
 	r     *Redriver
-	api   SelectAPI
+	api   selectAPI
 	req   SelectRequest
 	res   *SelectResult
 	mover mover
@@ -73,7 +73,7 @@ func (dryMover) move(ctx context.Context, p *pass, todo []letter) ([]canaryItem,
 		l := &todo[i]
 		o := restore(l)
 		mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID,
-			Reason: l.Reason, Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)}
+			Reason: l.Reason, Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: bodySHA256(l.Body)}
 		err := p.r.restoreEvidence(ctx, &o)
 		p.leave(ctx, l)
 		p.res.Released++
@@ -84,9 +84,9 @@ func (dryMover) move(ctx context.Context, p *pass, todo []letter) ([]canaryItem,
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
 		}
-		var cc *ClaimCheckError
+		var cc *claimCheckError
 		if !errors.As(err, &cc) {
-			cc = &ClaimCheckError{Ref: o.Evidence, Cause: ClaimCheckUnreadable, Err: err}
+			cc = &claimCheckError{Ref: o.Evidence, Cause: ClaimCheckUnreadable, Err: err}
 		}
 		moveStatus{claimCheck: cc}.apply(p.res, l.Reason, mv)
 	}
@@ -94,7 +94,7 @@ func (dryMover) move(ctx context.Context, p *pass, todo []letter) ([]canaryItem,
 }
 
 // newPass applies the request's defaults and picks the mover.
-func (r *Redriver) newPass(api SelectAPI, req SelectRequest, res *SelectResult) *pass {
+func (r *Redriver) newPass(api selectAPI, req SelectRequest, res *SelectResult) *pass {
 	p := &pass{r: r, api: api, req: req, res: res, hold: selectHold(req),
 		idleMax: req.IdleReceives, wait: req.WaitSeconds,
 		seen: map[string]bool{}, held: map[string]string{},

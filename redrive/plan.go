@@ -129,7 +129,7 @@ func (pl *Plan) annotate(d Decisions, infos map[string]groupInfo) {
 	for i := range pl.Groups {
 		g := &pl.Groups[i]
 		info := infos[groupID(g.Reason, g.Fingerprint)]
-		if prev, ok := d.Rejection(g.Reason, g.Fingerprint); ok {
+		if prev, ok := d.rejection(g.Reason, g.Fingerprint); ok {
 			g.Rejected = &prev
 			at := prev.Time.UTC().Format(time.RFC3339)
 			if info.LastSeen.After(prev.Time) {

@@ -37,9 +37,23 @@ type IdentityAPI interface {
 // native move task's. An *sqs.Client satisfies it; the compiler checks it,
 // so no action fails at run time for a client that lacks a call.
 type API interface {
-	SelectAPI
-	MoveAPI
+	QueueAPI
+	// The selective redrive's.
+	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	// The native move task's.
+	StartMessageMoveTask(ctx context.Context, params *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
+	ListMessageMoveTasks(ctx context.Context, params *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
+	CancelMessageMoveTask(ctx context.Context, params *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error)
 }
+
+var (
+	_ selectAPI = API(nil)
+	_ moveAPI   = API(nil)
+)
 
 // Config configures a Redriver. New applies the defaults, then validates.
 type Config struct {
@@ -248,7 +262,7 @@ func (r *Redriver) authorize(ctx context.Context, who Who, rate int) error {
 // authorizeAs is authorize for action, whose refusals speak of it.
 func (r *Redriver) authorizeAs(ctx context.Context, action audit.Action, who Who, rate int) error {
 	if r.cfg.Pipeline == nil {
-		return refuse(CodeUnknownPipeline, "no pipeline")
+		return refuse(CodeBadInput, "no pipeline")
 	}
 	// The pure checks first, so that bad input costs no AWS call.
 	if err := r.pureGateAs(action, who, rate); err != nil {

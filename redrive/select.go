@@ -20,8 +20,8 @@ import (
 	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
-// SelectAPI is the SQS calls of a selective redrive.
-type SelectAPI interface {
+// selectAPI is the SQS calls of a selective redrive (part of API).
+type selectAPI interface {
 	QueueAPI
 	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
@@ -110,7 +110,7 @@ type Moved struct {
 }
 
 // Unrestored is a chosen dead letter that a selective redrive left in the
-// DLQ because its claim check restored nothing (ClaimCheckError).
+// DLQ because its claim check restored nothing (claimCheckError).
 type Unrestored struct {
 	DLQMessageID      string            `json:"dlq_message_id"`
 	OriginalMessageID string            `json:"original_message_id,omitempty"`
@@ -175,7 +175,7 @@ type SelectResult struct {
 	LettersOmitted int `json:"letters_omitted,omitempty"`
 
 	// claimCheckErr is the first claim check error, for Select's error.
-	claimCheckErr *ClaimCheckError
+	claimCheckErr *claimCheckError
 	// dlqVisibility is the DLQ's default visibility timeout, for the
 	// retry-after of a partial pass.
 	dlqVisibility time.Duration
@@ -235,7 +235,7 @@ func (res *SelectResult) counts() map[string]int {
 // override of effect_unknown, only when the owner reconciled it as no
 // effect (the others are counted in NotReconciled).
 //
-// A chosen dead letter whose claim check restores nothing (ClaimCheckError:
+// A chosen dead letter whose claim check restores nothing (claimCheckError:
 // missing, unreadable, outside the pipeline's prefix or the eval bucket, of
 // another message)
 // is never sent without the attributes it gave up: it stays in the DLQ,
@@ -461,7 +461,7 @@ func (r *Redriver) settled(ctx context.Context, req SelectRequest, l *letter, re
 // canary items of the letters it moved, the letters it left because their
 // claim check restored nothing (not a failure: the others go on), and the
 // first error.
-func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.Limiter, workers int, todo []letter, res *SelectResult) ([]canaryItem, []*letter, error) {
+func (r *Redriver) moveBatch(ctx context.Context, api selectAPI, limiter *rate.Limiter, workers int, todo []letter, res *SelectResult) ([]canaryItem, []*letter, error) {
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
@@ -515,7 +515,7 @@ func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.L
 type moveStatus struct {
 	moved, sendFailed, deleteFailed, ledgerFailed, noKey, released bool
 	// claimCheck: its claim check restored nothing; not sent, not released.
-	claimCheck *ClaimCheckError
+	claimCheck *claimCheckError
 }
 
 func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved) {
@@ -557,11 +557,11 @@ func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved
 
 // moveOne sends one dead letter back, then counts its redrive, then deletes
 // it. It never deletes before the send succeeded.
-func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Limiter, l *letter) (Moved, ledger.Entry, moveStatus, error) {
+func (r *Redriver) moveOne(ctx context.Context, api selectAPI, limiter *rate.Limiter, l *letter) (Moved, ledger.Entry, moveStatus, error) {
 	var st moveStatus
 	o := restore(l)
 	mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID, Reason: l.Reason,
-		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)}
+		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: bodySHA256(l.Body)}
 	log := r.log().With("message_id", l.MessageID, "queue", r.cfg.Queues.HotURL, "reason", string(l.Reason), "pipeline", r.cfg.Pipeline.Name)
 	var before ledger.Entry
 	if o.IdempotencyKey != "" {
@@ -578,9 +578,9 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 		}
 		// Never sent without the attributes it gave up: it stays, and the
 		// caller leaves it in the DLQ with the letters it did not choose.
-		var cc *ClaimCheckError
+		var cc *claimCheckError
 		if !errors.As(err, &cc) {
-			cc = &ClaimCheckError{Ref: o.Evidence, Cause: ClaimCheckUnreadable, Err: err}
+			cc = &claimCheckError{Ref: o.Evidence, Cause: ClaimCheckUnreadable, Err: err}
 		}
 		st.claimCheck = cc
 		log.WarnContext(ctx, "claim check restored nothing; the dead letter stays in the DLQ", "cause", string(cc.Cause), "error", err.Error())
@@ -594,7 +594,7 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 	in := &sqs.SendMessageInput{
 		QueueUrl:          aws.String(r.cfg.Queues.HotURL),
 		MessageBody:       aws.String(o.Body),
-		MessageAttributes: AttributesToSQS(o.Attributes),
+		MessageAttributes: attributesToSQS(o.Attributes),
 	}
 	if r.cfg.Queues.FIFO {
 		if o.GroupID == "" {
@@ -630,7 +630,7 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 }
 
 // release makes a received dead letter visible again at once.
-func (r *Redriver) release(ctx context.Context, api SelectAPI, l *letter) {
+func (r *Redriver) release(ctx context.Context, api selectAPI, l *letter) {
 	_, err := api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(r.cfg.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: 0,
 	})
@@ -640,7 +640,7 @@ func (r *Redriver) release(ctx context.Context, api SelectAPI, l *letter) {
 }
 
 // rehide hides a held letter that came back for d (at most SQS's 12 hours).
-func (r *Redriver) rehide(ctx context.Context, api SelectAPI, l *letter, d time.Duration) {
+func (r *Redriver) rehide(ctx context.Context, api selectAPI, l *letter, d time.Duration) {
 	_, err := api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(r.cfg.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: int32(min(d, 12*time.Hour) / time.Second),
 	})
@@ -651,7 +651,7 @@ func (r *Redriver) rehide(ctx context.Context, api SelectAPI, l *letter, d time.
 
 // releaseHeld makes the letters a pass held visible again, ten a call. A
 // failure is not fatal: they come back when their hold lapses.
-func (r *Redriver) releaseHeld(ctx context.Context, api SelectAPI, held map[string]string) {
+func (r *Redriver) releaseHeld(ctx context.Context, api selectAPI, held map[string]string) {
 	if _, failed, err := sqsio.Release(ctx, api, r.cfg.Queues.DLQURL, held); failed > 0 {
 		attrs := []any{"count", failed, "queue", r.cfg.Queues.DLQURL}
 		if err != nil {

@@ -82,14 +82,14 @@ func TestSelectMovesOnlyTheChosenByteIdentical(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, deadletter.ReasonBudgetExhausted, d.reason)
 		assert.Equal(t, d.body, m.body, "body byte-identical")
-		assert.Equal(t, d.original, AttributesFromSQS(m.attrs), "original attributes, dlq_* removed, folded restored")
+		assert.Equal(t, d.original, attributesFromSQS(m.attrs), "original attributes, dlq_* removed, folded restored")
 		e, ok, err := led.Get(context.Background(), d.key)
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, 1, e.RedriveCount)
 	}
 	for _, m := range dlq {
-		assert.NotEqual(t, "budget_exhausted", AttributesFromSQS(m.attrs)[deadletter.AttrReason].StringValue)
+		assert.NotEqual(t, "budget_exhausted", attributesFromSQS(m.attrs)[deadletter.AttrReason].StringValue)
 		assert.True(t, m.visibleAt.IsZero() || !m.visibleAt.After(f.now), "the others were released at once")
 	}
 	var actions []string
@@ -304,7 +304,7 @@ func (w *simWorker) handle(ctx context.Context, id, body string, attrs map[strin
 		return
 	}
 	if w.fail[key] {
-		dl, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: id}, AttributesFromSQS(attrs))
+		dl, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: id}, attributesFromSQS(attrs))
 		require.NoError(w.t, err)
 		w.f.put(w.q.DLQURL, body, dl, "")
 		_, err = w.led.DeadLettered(ctx, key, deadletter.ReasonBudgetExhausted, now)

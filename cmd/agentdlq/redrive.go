@@ -101,7 +101,7 @@ func (f *redriveFlags) gateFlags(c *cobra.Command, withRate, withAck bool) {
 }
 
 func (f *redriveFlags) ack() (redrive.Ack, error) {
-	ov, err := redrive.ParseOverrides(f.overrides)
+	ov, err := parseOverrides(f.overrides)
 	if err != nil {
 		return redrive.Ack{}, err
 	}
@@ -503,7 +503,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			who := redrive.Who{Owner: f.owner, Why: f.why}
-			rs, err := redrive.ParseReasons(reasons)
+			rs, err := parseReasons(reasons)
 			if err != nil {
 				return f.refused(ctx, nil, audit.ActionSelect, who, err)
 			}
@@ -677,7 +677,7 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			who := redrive.Who{Owner: f.owner, Why: f.why}
-			rs, err := redrive.ParseReasons(reasons)
+			rs, err := parseReasons(reasons)
 			if err != nil {
 				return f.refused(ctx, nil, audit.ActionReject, who, err)
 			}

@@ -200,7 +200,7 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 		body := `{"task_id":"t","run_id":"r","tenant":"acme","idempotency_key":"` + key + `","tool":"web.search","tool_version":"1","trace_id":"x","created_at":"2026-11-29T10:00:00Z","schema_version":1,"args":{}}`
 		attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: reason, IdempotencyKey: key, MessageID: "orig-" + key, Tool: "web.search"}, map[string]deadletter.Attribute{"src": {DataType: "String", StringValue: "t"}})
 		require.NoError(t, err)
-		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: redrive.AttributesToSQS(attrs)})
+		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: localtest.SQSAttributes(attrs)})
 		require.NoError(t, err)
 	}
 	for i := range 3 {
@@ -319,7 +319,7 @@ func TestRedriveCLICanaryWithoutAWorker(t *testing.T) {
 		body := `{"task_id":"t","run_id":"r","tenant":"acme","idempotency_key":"` + key + `","tool":"web.search","tool_version":"1","trace_id":"x","created_at":"2026-11-29T10:00:00Z","schema_version":1,"args":{}}`
 		attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: "orig-" + key, Tool: "web.search"}, nil)
 		require.NoError(t, err)
-		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: redrive.AttributesToSQS(attrs)})
+		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: localtest.SQSAttributes(attrs)})
 		require.NoError(t, err)
 	}
 	out, code := runCLI(t, "redrive", "select", "--pipeline", "agent-tasks", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"), "--ledger-table", table,
@@ -381,7 +381,7 @@ func TestRedriveCLIClaimCheckBucket(t *testing.T) {
 	meta.Evidence, meta.Reduced = "s3://"+bucket+"/"+ref, []deadletter.Reduction{deadletter.ReducedFolded}
 	attrs, err := deadletter.EncodeDeadLetter(meta, kept)
 	require.NoError(t, err)
-	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: redrive.AttributesToSQS(attrs)})
+	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: localtest.SQSAttributes(attrs)})
 	require.NoError(t, err)
 
 	common := []string{"redrive", "select", "--pipeline", "agent-tasks", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"), "--ledger-table", table,
@@ -406,7 +406,7 @@ func TestRedriveCLIClaimCheckBucket(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, m.Messages, 1)
 	assert.Equal(t, body, aws.ToString(m.Messages[0].Body))
-	assert.Equal(t, all, redrive.AttributesFromSQS(m.Messages[0].MessageAttributes), "the attribute the claim check held is back")
+	assert.Equal(t, all, localtest.Attributes(m.Messages[0].MessageAttributes), "the attribute the claim check held is back")
 }
 
 // One rule names the eval bucket select reads claim checks from.

@@ -242,8 +242,8 @@ func deriveCalls(t *testing.T) codeCalls {
 	if slices.Contains(redriveMethods, "Reconcile") {
 		_, c.reconcileWrites = ledgerActions(t, "Reconcile")
 	}
-	c.redrive = append(sdkActions(t, iface[topology.ResolveAPI](), iface[redrive.QueueAPI](), iface[redrive.SelectAPI](),
-		iface[redrive.MoveAPI](), iface[audit.S3PutAPI](), iface[redrive.EvidenceAPI](), iface[audit.S3ReadAPI](), iface[redrive.IdentityAPI](), iface[redrive.LambdaAPI]()), redriveLedger...)
+	c.redrive = append(sdkActions(t, iface[topology.ResolveAPI](), iface[redrive.API](),
+		iface[audit.S3PutAPI](), iface[redrive.EvidenceAPI](), iface[audit.S3ReadAPI](), iface[redrive.IdentityAPI](), iface[redrive.LambdaAPI]()), redriveLedger...)
 
 	for _, a := range append(append(c.worker, c.triage...), c.redrive...) {
 		if strings.HasPrefix(a, "dynamodb:") {
