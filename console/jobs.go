@@ -50,6 +50,9 @@ type JobView struct {
 	// RefusalReason is the refusal in words, without the code Error
 	// repeats ("refused (owner_mismatch): …").
 	RefusalReason string
+	// Next are the refusal's next steps (redrive.Refusal.Next) as the
+	// console offers them: links to the forms that take them.
+	Next []stepLink
 	// Back is the redrive form's address with the job's values kept ("" for
 	// a refresh).
 	Back   string
@@ -72,6 +75,7 @@ func (j *Job) view() JobView {
 			// The refusal without its "refused (code): ", which the page
 			// shows once, beside "Refused".
 			v.RefusalReason = strings.TrimPrefix(rf.Error(), "refused ("+string(rf.Code)+"): ")
+			v.Next = stepLinks(j.Pipeline, rf.Next)
 		}
 	}
 	if j.form != nil {

@@ -47,7 +47,7 @@ func TestRunMarksAPartialScan(t *testing.T) {
 			require.NoError(t, Markdown(&mdown, r))
 			require.NoError(t, renderHTML(&page, r, []HistoryPoint{PointOf(r, "")}))
 			require.NoError(t, writeEMF(&emf, r, t0))
-			subject, body := summary(r, "dlq-alarm", alarmLinks{})
+			subject, body := summary(r, "dlq-alarm", alarmLinks{}, nil)
 			assert.Equal(t, !held, emfDocs(t, emf.Bytes())[0]["ScanComplete"])
 
 			if !held {

@@ -491,3 +491,49 @@ func TestTablesAndVersionJSON(t *testing.T) {
 	assert.NotEmpty(t, v.Version)
 	assert.Equal(t, readVersion(), v)
 }
+
+// A refusal's next steps reach the JSON error as data (action, reason,
+// fingerprint, canary, needs) with the command line that takes each, as
+// the text error prints them.
+func TestJSONErrorNextSteps(t *testing.T) {
+	c := &cobra.Command{Use: "x"}
+	o := addOutput(c, formatTable, formatJSON)
+	require.NoError(t, o.Set("json"))
+	p := &pipeline.Pipeline{Name: "agent-tasks", Owner: "platform-oncall"}
+	rf := &redrive.Refusal{Code: redrive.CodeForbidden, Reason: "schema_invalid: needs the deployed fix",
+		Next: []redrive.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp1", Canary: 3, Needs: []string{"Ack.FixDeployed"}}}}
+	var out, errb bytes.Buffer
+	exit := report(c, inFlags(fmt.Errorf("select: %w", rf), p), &out, &errb)
+	assert.Equal(t, exitRefused, exit)
+	var doc struct {
+		Code string `json:"code"`
+		Next []struct {
+			Action      string   `json:"action"`
+			Reason      string   `json:"reason"`
+			Fingerprint string   `json:"fingerprint"`
+			Canary      int      `json:"canary"`
+			Needs       []string `json:"needs"`
+			Command     string   `json:"command"`
+		} `json:"next"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc), out.String())
+	assert.Equal(t, "reason_not_redrivable", doc.Code)
+	require.Len(t, doc.Next, 1, out.String())
+	n := doc.Next[0]
+	assert.Equal(t, "select", n.Action)
+	assert.Equal(t, "schema_invalid", n.Reason)
+	assert.Equal(t, "fp1", n.Fingerprint)
+	assert.Equal(t, 3, n.Canary)
+	assert.Equal(t, []string{"Ack.FixDeployed"}, n.Needs)
+	assert.Equal(t, stepCommand(p, rf.Next[0]), n.Command)
+	assert.Contains(t, n.Command, "agentdlq redrive select --pipeline agent-tasks --reason schema_invalid --fingerprint fp1")
+
+	// Without the pipeline (it did not load) the steps are data only.
+	out.Reset()
+	report(c, rf, &out, &errb)
+	doc.Next = nil
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc), out.String())
+	require.Len(t, doc.Next, 1)
+	assert.Empty(t, doc.Next[0].Command)
+	assert.Equal(t, "select", doc.Next[0].Action)
+}

@@ -229,6 +229,10 @@ var flagOf = map[string]string{
 type flagError struct {
 	msg string
 	err error
+	// p and next are the pipeline and the refusal's next steps, which
+	// a JSON error lists as data with their command lines.
+	p    *pipeline.Pipeline
+	next []redrive.Step
 }
 
 func (e *flagError) Error() string { return e.msg }
@@ -240,7 +244,8 @@ func (e *flagError) Unwrap() error { return e.err }
 func inFlags(err error, p *pipeline.Pipeline) error {
 	if errors.Is(err, redrive.ErrUnsupported) && p != nil {
 		// No move tasks on this endpoint (the local emulator): select works.
-		return &flagError{msg: err.Error() + nextLines(p, []redrive.Step{{Action: audit.ActionSelect, Reason: "REASON"}}), err: err}
+		next := []redrive.Step{{Action: audit.ActionSelect, Reason: "REASON"}}
+		return &flagError{msg: err.Error() + nextLines(p, next), err: err, p: p, next: next}
 	}
 	var rf *redrive.Refusal
 	if !errors.As(err, &rf) || (rf.Field == "" && (len(rf.Next) == 0 || p == nil)) {
@@ -251,10 +256,12 @@ func inFlags(err error, p *pipeline.Pipeline) error {
 		told.Field = flag
 	}
 	msg := strings.Replace(err.Error(), rf.Error(), told.Error(), 1)
+	fe := &flagError{msg: msg, err: err, p: p}
 	if p != nil {
-		msg += nextLines(p, rf.Next)
+		fe.msg += nextLines(p, rf.Next)
+		fe.next = rf.Next
 	}
-	return &flagError{msg: msg, err: err}
+	return fe
 }
 
 // refusalsInFlags wraps a command's RunE so that its refusals name flags

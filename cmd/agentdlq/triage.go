@@ -245,7 +245,12 @@ func (f *triageFlags) print(w io.Writer, r *triage.Report) error {
 	case f.out.JSON():
 		return writeJSON(w, r)
 	case f.out.Markdown():
-		return triage.Markdown(w, r)
+		if err := triage.Markdown(w, r); err != nil {
+			return err
+		}
+		// The library's report names no command; the CLI does.
+		_, err := fmt.Fprintf(w, "\nNext: `agentdlq triage --pipeline %s`, then `agentdlq redrive plan --pipeline %s`.\n", r.Pipeline, r.Pipeline)
+		return err
 	default:
 		return triage.Text(w, r)
 	}

@@ -39,7 +39,8 @@ func setup(log *slog.Logger) (*triage.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &triage.Handler{Targets: targets, SQS: sqs.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg), Metrics: os.Stdout, Region: cfg.Region, Logger: log}
+	h := &triage.Handler{Targets: targets, SQS: sqs.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg), Metrics: os.Stdout, Region: cfg.Region, Logger: log,
+		Next: nextCommands}
 	if bucket := os.Getenv("AGENTDLQ_EVAL_BUCKET"); bucket != "" {
 		h.Dest = &triage.S3{API: s3.NewFromConfig(cfg), Bucket: bucket}
 	}
@@ -47,4 +48,15 @@ func setup(log *slog.Logger) (*triage.Handler, error) {
 		h.Ledger = ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
 	}
 	return h, nil
+}
+
+// nextCommands are the alarm summary's last lines: what the pipeline's
+// owner runs next. The Lambda is a face of triage, so it, not the library,
+// spells the command lines.
+func nextCommands(pipelineName string) []string {
+	return []string{
+		"agentdlq ui   (the console: groups, letters, gated redrive)",
+		"agentdlq triage --pipeline " + pipelineName,
+		"agentdlq redrive plan --pipeline " + pipelineName,
+	}
 }
