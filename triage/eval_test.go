@@ -92,7 +92,7 @@ func TestEvalRecords(t *testing.T) {
 	recs, skipped := evalRecords(r, p)
 	assert.Empty(t, skipped)
 
-	byReason := map[deadletter.Reason][]EvalRecord{}
+	byReason := map[deadletter.Reason][]evalRecord{}
 	for _, rec := range recs {
 		byReason[rec.Expected.Reason] = append(byReason[rec.Expected.Reason], rec)
 		assert.Equal(t, "dead_letter", rec.Expected.Outcome)
@@ -156,7 +156,7 @@ func TestEvalRecordsOneCasePerContent(t *testing.T) {
 	assert.Equal(t, map[string]int{"a": 50, "b": 10}, occ)
 }
 
-func ids(recs []EvalRecord) []string {
+func ids(recs []evalRecord) []string {
 	out := make([]string, len(recs))
 	for i, r := range recs {
 		out[i] = r.ID
@@ -179,9 +179,9 @@ func TestEvalRecordsSkipNonUTF8(t *testing.T) {
 	assert.Equal(t, "export", skipped[0].Stage)
 }
 
-func readJSONL(t *testing.T, data []byte) []EvalRecord {
+func readJSONL(t *testing.T, data []byte) []evalRecord {
 	t.Helper()
-	var out []EvalRecord
+	var out []evalRecord
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		var raw map[string]json.RawMessage
@@ -191,7 +191,7 @@ func readJSONL(t *testing.T, data []byte) []EvalRecord {
 			keys = append(keys, k)
 		}
 		assert.ElementsMatch(t, []string{"id", "input", "expected", "metadata", "tags"}, keys)
-		var rec EvalRecord
+		var rec evalRecord
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &rec))
 		out = append(out, rec)
 	}
@@ -215,7 +215,7 @@ func TestExportFolder(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, readJSONL(t, data), 5)
 
-	var m Manifest
+	var m manifest
 	mdata, err := os.ReadFile(filepath.Join(dest.Root, res.ManifestKey))
 	require.NoError(t, err)
 	require.NoError(t, json.Unmarshal(mdata, &m))
@@ -295,9 +295,7 @@ func TestExportRefused(t *testing.T) {
 			res, err := Export(t.Context(), tt.dest, r, p, t0)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, ErrExport)
-			var ee *ExportError
-			require.ErrorAs(t, err, &ee)
-			assert.Equal(t, tt.op, ee.Op)
+			assert.Contains(t, err.Error(), ": "+tt.op+" ")
 			assert.True(t, r.Partial, "the report says it is partial")
 			assert.Contains(t, r.PartialReasons[0], "eval export failed")
 			assert.Equal(t, err.Error(), res.Error)

@@ -38,25 +38,17 @@ type Destination interface {
 // touched by an export, so a failed export loses nothing: rerun it.
 var ErrExport = errors.New("triage: eval export failed")
 
-// ExportError says which step of an export failed where.
-type ExportError struct {
-	Dest string // the destination
-	Op   string // "read existing ids", "write records", "write manifest", "write report"
-	Key  string
-	Err  error
+// exportErr says which step of an export failed where; errors.Is(err,
+// ErrExport) holds.
+func exportErr(dest, op, key string, err error) error {
+	return fmt.Errorf("%w: to %s: %s %s: %w", ErrExport, dest, op, key, err)
 }
-
-func (e *ExportError) Error() string {
-	return fmt.Sprintf("triage: eval export to %s: %s %s: %v", e.Dest, e.Op, e.Key, e.Err)
-}
-func (e *ExportError) Unwrap() error        { return e.Err }
-func (e *ExportError) Is(target error) bool { return target == ErrExport }
 
 // manifestVersion is the version of the export manifest document.
 const manifestVersion = 1
 
-// Manifest describes one export.
-type Manifest struct {
+// manifest describes one export.
+type manifest struct {
 	ManifestVersion int       `json:"manifest_version"`
 	Pipeline        string    `json:"pipeline"`
 	ExportedAt      time.Time `json:"exported_at"`
@@ -141,7 +133,7 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 			continue
 		}
 		if err := enc.Encode(rec); err != nil {
-			return fail(&ExportError{Dest: dest.String(), Op: "encode record", Key: rec.ID, Err: err})
+			return fail(exportErr(dest.String(), "encode record", rec.ID, err))
 		}
 		res.IDs = append(res.IDs, rec.ID)
 		byReason[string(rec.Expected.Reason)]++
@@ -153,11 +145,11 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 	if res.Exported > 0 {
 		key := prefix + "evals-" + st + ".jsonl"
 		if err := dest.Put(ctx, key, buf.Bytes(), "application/x-ndjson"); err != nil {
-			return fail(&ExportError{Dest: dest.String(), Op: "write records", Key: key, Err: err})
+			return fail(exportErr(dest.String(), "write records", key, err))
 		}
 		res.RecordsKey = key
 	}
-	m := Manifest{
+	m := manifest{
 		ManifestVersion: manifestVersion, Pipeline: p.Name, ExportedAt: now.UTC(), ReportSHA256: hash,
 		RecordsKey: res.RecordsKey, Candidates: res.Candidates, Exported: res.Exported, AlreadyExported: res.AlreadyExported,
 		ByReason: byReason, IDs: res.IDs, Skipped: append([]Entry{}, skipped...),
@@ -166,7 +158,7 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 	msum := sha256.Sum256(data)
 	key := prefix + "manifest-" + st + "-" + hex.EncodeToString(msum[:])[:8] + ".json" // never overwrites another export's manifest
 	if err := dest.Put(ctx, key, append(data, '\n'), "application/json"); err != nil {
-		return fail(&ExportError{Dest: dest.String(), Op: "write manifest", Key: key, Err: err})
+		return fail(exportErr(dest.String(), "write manifest", key, err))
 	}
 	res.ManifestKey = key
 	return res, nil
@@ -181,7 +173,7 @@ var evalsKey = regexp.MustCompile(`^[^/]+/\d{4}-\d{2}-\d{2}/evals-[^/]+\.jsonl$`
 func existingIDs(ctx context.Context, dest Destination, pipelineName string) (map[string]bool, error) {
 	keys, err := dest.List(ctx, pipelineName+"/")
 	if err != nil {
-		return nil, &ExportError{Dest: dest.String(), Op: "read existing ids", Key: pipelineName + "/", Err: err}
+		return nil, exportErr(dest.String(), "read existing ids", pipelineName+"/", err)
 	}
 	ids := map[string]bool{}
 	for _, key := range keys {
@@ -190,7 +182,7 @@ func existingIDs(ctx context.Context, dest Destination, pipelineName string) (ma
 		}
 		data, err := dest.Get(ctx, key)
 		if err != nil {
-			return nil, &ExportError{Dest: dest.String(), Op: "read existing ids", Key: key, Err: err}
+			return nil, exportErr(dest.String(), "read existing ids", key, err)
 		}
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
@@ -203,14 +195,14 @@ func existingIDs(ctx context.Context, dest Destination, pipelineName string) (ma
 			}
 		}
 		if err := sc.Err(); err != nil {
-			return nil, &ExportError{Dest: dest.String(), Op: "read existing ids", Key: key, Err: err}
+			return nil, exportErr(dest.String(), "read existing ids", key, err)
 		}
 	}
 	return ids, nil
 }
 
 // WriteReport keeps one triage run's report in dest under
-// ReportsPrefix: reportBase + ".json", ".md" and ".html" (the self-contained
+// reportsPrefix: reportBase + ".json", ".md" and ".html" (the self-contained
 // page, whose chart shows this run and the HistoryLimit-1 before it). It
 // returns the keys in that order. An earlier report that cannot be read only
 // leaves a gap in the chart.
@@ -240,7 +232,7 @@ func WriteReport(ctx context.Context, dest Destination, r *Report, now time.Time
 	keys := make([]string, 0, len(files))
 	for _, o := range files {
 		if err := dest.Put(ctx, o.key, o.data, o.ct); err != nil {
-			return nil, &ExportError{Dest: dest.String(), Op: "write report", Key: o.key, Err: err}
+			return nil, exportErr(dest.String(), "write report", o.key, err)
 		}
 		keys = append(keys, o.key)
 	}

@@ -15,14 +15,14 @@ import (
 // the chart of dead letters by reason over time.
 const HistoryLimit = 48
 
-// ReportsPrefix is where a pipeline's reports are kept, one set per triage
+// reportsPrefix is where a pipeline's reports are kept, one set per triage
 // run: "<pipeline>/reports/" in a folder or the eval bucket.
-func ReportsPrefix(pipelineName string) string { return pipelineName + "/reports/" }
+func reportsPrefix(pipelineName string) string { return pipelineName + "/reports/" }
 
 // reportBase is the key of one run's report files without the extension:
-// ReportsPrefix + "<yyyymmddThhmmssZ>-<hash>", so that keys sort by time.
+// reportsPrefix + "<yyyymmddThhmmssZ>-<hash>", so that keys sort by time.
 func reportBase(r *Report, now time.Time) string {
-	return ReportsPrefix(r.Pipeline) + now.UTC().Format("20060102T150405Z") + "-" + reportHash(r)[:8]
+	return reportsPrefix(r.Pipeline) + now.UTC().Format("20060102T150405Z") + "-" + reportHash(r)[:8]
 }
 
 // HistoryPoint is one triage run as the chart shows it.
@@ -84,7 +84,7 @@ func History(ctx context.Context, dest Destination, pipelineName string, limit i
 
 // reportKeys lists the JSON report keys of a pipeline, oldest first.
 func reportKeys(ctx context.Context, dest Destination, pipelineName string) ([]string, error) {
-	all, err := dest.List(ctx, ReportsPrefix(pipelineName))
+	all, err := dest.List(ctx, reportsPrefix(pipelineName))
 	if err != nil {
 		return nil, fmt.Errorf("triage: list reports in %s: %w", dest, err)
 	}

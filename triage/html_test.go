@@ -49,7 +49,7 @@ func TestHistoryKeepsEveryRun(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, keys, 3)
 	}
-	require.NoError(t, dest.Put(ctx, ReportsPrefix("agent-tasks")+"broken.json", []byte("{"), "application/json"))
+	require.NoError(t, dest.Put(ctx, reportsPrefix("agent-tasks")+"broken.json", []byte("{"), "application/json"))
 
 	hist, err := History(ctx, dest, "agent-tasks", 0)
 	require.Error(t, err, "the broken report is named")

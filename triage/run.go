@@ -28,7 +28,7 @@ type Config struct {
 	// Dest is optional: where eval records (and, with WriteReport, the report) go.
 	Dest Destination
 	// WriteReport keeps the report in Reports (default Dest): JSON,
-	// Markdown and HTML under ReportsPrefix (see WriteReport).
+	// Markdown and HTML under reportsPrefix (see WriteReport).
 	WriteReport bool
 	// Reports is optional: where the report is kept when it is not Dest
 	// (the CLI keeps reports in ./out without exporting evals there).

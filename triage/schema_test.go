@@ -15,7 +15,7 @@ import (
 
 func compileReportSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(ReportSchema))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(reportSchema))
 	require.NoError(t, err)
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -67,7 +67,7 @@ func TestReportSchema(t *testing.T) {
 			} `json:"groups"`
 		} `json:"properties"`
 	}
-	require.NoError(t, json.Unmarshal(ReportSchema, &doc))
+	require.NoError(t, json.Unmarshal(reportSchema, &doc))
 	var want []string
 	for _, r := range deadletter.AllReasons() {
 		want = append(want, string(r))
