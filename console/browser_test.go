@@ -34,6 +34,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // EnvScreenshots names the folder TestBrowser writes a PNG of every page
@@ -145,7 +146,7 @@ func seed(t *testing.T) *seeded {
 	require.Eventually(t, func() bool { return depth(t, s.client, s.q.DLQURL) == want }, 60*time.Second, 250*time.Millisecond, "the worker dead-letters the poison")
 
 	// Earlier triage runs, for the chart's history.
-	reports := triage.Folder{Root: t.TempDir()}
+	reports := store.Folder{Root: t.TempDir()}
 	for h := 6; h >= 1; h-- {
 		var msgs []triage.Message
 		for i := range 3 + (6-h)*2 {

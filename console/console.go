@@ -17,6 +17,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 //go:embed templates/*.tmpl static/*
@@ -65,9 +66,9 @@ type Config struct {
 	// one (redrive.ErrNoLedger).
 	Ledger ledger.Ledger
 	// Reports is required: where triage reports are kept and read
-	// (locally a triage.Folder: agentdlq ui's is out/ beside the
+	// (locally a store.Folder: agentdlq ui's is out/ beside the
 	// pipelines.json it found; the eval bucket in AWS).
-	Reports triage.Destination
+	Reports store.Destination
 	// Audit is optional: a pipeline's audit log (default: the file
 	// audit.DefaultPath, under ./out of the working directory;
 	// agentdlq ui gives the file `agentdlq redrive` writes, under out/

@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // t0 is the fake clock's now.
@@ -198,7 +199,7 @@ func newFixtureOf(t testing.TB, msgs []triage.Message) *fixture {
 	tags := map[string]string{pipeline.TagOwner: p.Owner, pipeline.TagPipeline: p.Name}
 	s, err := New(context.Background(), Config{
 		Pipelines: []*pipeline.Pipeline{p}, SQS: &fakeSQS{depth: fmt.Sprint(n), tags: tags}, Ledger: f.led,
-		Reports: triage.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return f.audit },
+		Reports: store.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return f.audit },
 		Resolve: func(context.Context, *pipeline.Pipeline) (redrive.Queues, error) {
 			return redrive.Queues{HotURL: "http://q/hot", HotARN: "arn:aws:sqs:us-east-1:000000000000:hot", DLQURL: "http://q/dlq", DLQARN: "arn:aws:sqs:us-east-1:000000000000:dlq"}, nil
 		},

@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // The free text inside an input goes through deadletter.Redact, whose markers
@@ -201,7 +202,7 @@ func readJSONL(t *testing.T, data []byte) []evalRecord {
 func TestExportFolder(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
-	dest := Folder{Root: t.TempDir()}
+	dest := store.Folder{Root: t.TempDir()}
 	ctx := t.Context()
 
 	r := Build(TagAll(fixture(t)), p, t0)
@@ -253,7 +254,7 @@ func TestExportFolder(t *testing.T) {
 
 // refusingDest refuses what its switches say.
 type refusingDest struct {
-	Folder
+	store.Folder
 	refuseList, refusePut bool
 }
 
@@ -281,12 +282,12 @@ func TestExportRefused(t *testing.T) {
 	require.NoError(t, os.WriteFile(file, []byte("x"), 0o644))
 	tests := []struct {
 		name string
-		dest Destination
+		dest store.Destination
 		op   string
 	}{
-		{"list refused", refusingDest{Folder: Folder{Root: t.TempDir()}, refuseList: true}, "read existing ids"},
-		{"write refused", refusingDest{Folder: Folder{Root: t.TempDir()}, refusePut: true}, "write records"},
-		{"folder is a file", Folder{Root: file}, "write records"},
+		{"list refused", refusingDest{Folder: store.Folder{Root: t.TempDir()}, refuseList: true}, "read existing ids"},
+		{"write refused", refusingDest{Folder: store.Folder{Root: t.TempDir()}, refusePut: true}, "write records"},
+		{"folder is a file", store.Folder{Root: file}, "write records"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -302,23 +303,4 @@ func TestExportRefused(t *testing.T) {
 			assert.Equal(t, 16, r.Totals.Messages, "the report itself is whole")
 		})
 	}
-}
-
-func TestParseDestination(t *testing.T) {
-	t.Parallel()
-	d, err := ParseDestination("s3://bucket/evals/prod/", &fakeS3{})
-	require.NoError(t, err)
-	assert.Equal(t, "s3://bucket/evals/prod/", d.String())
-	d, err = ParseDestination("s3://bucket", &fakeS3{})
-	require.NoError(t, err)
-	assert.Equal(t, "s3://bucket/", d.String())
-	d, err = ParseDestination("./out/evals", nil)
-	require.NoError(t, err)
-	assert.Equal(t, Folder{Root: "./out/evals"}, d)
-	for _, bad := range []string{"s3://", "https://x/y", " "} {
-		_, err := ParseDestination(bad, &fakeS3{})
-		assert.ErrorIs(t, err, ErrBadDestination, bad)
-	}
-	_, err = ParseDestination("s3://b/p", nil)
-	assert.ErrorIs(t, err, ErrBadDestination)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // Target is one pipeline the triage Lambda watches: one entry of
@@ -69,7 +70,7 @@ type Handler struct {
 	// SQS is required.
 	SQS ScanAPI
 	// Dest is optional: where reports and eval exports go (the eval bucket).
-	Dest Destination
+	Dest store.Destination
 	// SNS is optional: without it no alarm summary is published.
 	SNS PublishAPI
 	// Ledger is optional.
@@ -304,7 +305,7 @@ func (h *Handler) reportLinks(written []string) alarmLinks {
 		return alarmLinks{}
 	}
 	jsonKey, htmlKey := written[0], written[2]
-	s3d, ok := h.Dest.(*S3)
+	s3d, ok := h.Dest.(*store.S3)
 	if !ok {
 		root := strings.TrimSuffix(h.Dest.String(), "/") + "/"
 		return alarmLinks{HTML: root + htmlKey, JSON: root + jsonKey}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // fakeSNS records what is published.
@@ -113,7 +114,7 @@ func newHandler(t *testing.T) (*Handler, *fakeSNS, *bytes.Buffer, map[string]*fa
 	}
 	pub := &fakeSNS{}
 	var metrics bytes.Buffer
-	h := &Handler{Targets: ts, SQS: routeSQS{queues}, Dest: Folder{Root: t.TempDir()}, SNS: pub, Metrics: &metrics, Now: clock.Now, Logger: quiet,
+	h := &Handler{Targets: ts, SQS: routeSQS{queues}, Dest: store.Folder{Root: t.TempDir()}, SNS: pub, Metrics: &metrics, Now: clock.Now, Logger: quiet,
 		Next: func(p string) []string { return []string{"the owner's step for " + p} }}
 	return h, pub, &metrics, queues
 }

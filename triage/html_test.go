@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // TestHTMLSelfContained: report.html needs no server and runs no script.
@@ -41,7 +42,7 @@ func TestHTMLSelfContained(t *testing.T) {
 func TestHistoryKeepsEveryRun(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	dest := Folder{Root: t.TempDir()}
+	dest := store.Folder{Root: t.TempDir()}
 	p := testPipeline(t, false)
 	for i := range 3 {
 		now := t0.Add(time.Duration(i) * time.Hour)
@@ -64,7 +65,7 @@ func TestHistoryKeepsEveryRun(t *testing.T) {
 	require.Error(t, err)
 	assert.Len(t, last, 1, "the limit counts the latest keys, the broken one included")
 
-	latest, key, err := LatestReport(ctx, Folder{Root: dest.Root}, "other")
+	latest, key, err := LatestReport(ctx, store.Folder{Root: dest.Root}, "other")
 	require.NoError(t, err)
 	assert.Nil(t, latest, "no report yet is not an error")
 	assert.Empty(t, key)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // TestRunMarksAPartialScan: a letter held by another reader makes the scan
@@ -153,7 +154,7 @@ func TestChartPartialIsNotADrop(t *testing.T) {
 func TestHistoryPartial(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	dest := Folder{Root: t.TempDir()}
+	dest := store.Folder{Root: t.TempDir()}
 	p := testPipeline(t, false)
 
 	complete := Build(TagAll(fixture(t)), p, t0)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // many makes n broker-moved messages.
@@ -240,9 +241,9 @@ func TestRunNeverChangesTheDLQ(t *testing.T) {
 			clock := newClock()
 			f := newFakeSQS(t, clock, fixture(t))
 			before := f.snapshot()
-			var dest Destination = Folder{Root: t.TempDir()}
+			var dest store.Destination = store.Folder{Root: t.TempDir()}
 			if refuse {
-				dest = refusingDest{Folder: Folder{Root: t.TempDir()}, refusePut: true}
+				dest = refusingDest{Folder: store.Folder{Root: t.TempDir()}, refusePut: true}
 			}
 			r, err := Run(t.Context(), Config{Pipeline: testPipeline(t, false), DLQURL: "http://q/agent-tasks-dlq", SQS: f, Dest: dest, WriteReport: true, Now: clock.Now, Logger: quiet})
 			require.NotNil(t, r)

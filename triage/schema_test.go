@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 func compileReportSchema(t *testing.T) *jsonschema.Schema {
@@ -44,7 +45,7 @@ func TestReportSchema(t *testing.T) {
 	// A report with an export and an empty one.
 	p := testPipeline(t, false)
 	r := Build(TagAll(fixture(t)), p, t0)
-	_, err = Export(t.Context(), Folder{Root: t.TempDir()}, r, p, t0)
+	_, err = Export(t.Context(), store.Folder{Root: t.TempDir()}, r, p, t0)
 	require.NoError(t, err)
 	data, err := json.Marshal(r)
 	require.NoError(t, err)

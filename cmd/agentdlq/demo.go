@@ -26,6 +26,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 type demoFlags struct {
@@ -200,7 +201,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	evalDir := filepath.Join(f.out, "evals")
 	report, err := triage.Run(ctx, triage.Config{
 		Pipeline: p, DLQURL: q.DLQURL, SQS: sqsc, Ledger: l,
-		Dest: triage.Folder{Root: evalDir}, Reports: triage.Folder{Root: f.out}, WriteReport: true, Logger: log,
+		Dest: store.Folder{Root: evalDir}, Reports: store.Folder{Root: f.out}, WriteReport: true, Logger: log,
 	})
 	if err != nil && report == nil {
 		return err

@@ -17,6 +17,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 type triageFlags struct {
@@ -120,15 +121,15 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if err != nil {
 		return fmt.Errorf("aws config: %w", err)
 	}
-	var dest triage.Destination
+	var dest store.Destination
 	if f.exportEvals != "" {
-		if dest, err = triage.ParseDestination(f.exportEvals, s3.NewFromConfig(cfg)); err != nil {
+		if dest, err = store.Parse(f.exportEvals, s3.NewFromConfig(cfg)); err != nil {
 			return withExit(2, err)
 		}
 	}
-	var reports triage.Destination
+	var reports store.Destination
 	if f.reports != "" {
-		if reports, err = triage.ParseDestination(f.reports, s3.NewFromConfig(cfg)); err != nil {
+		if reports, err = store.Parse(f.reports, s3.NewFromConfig(cfg)); err != nil {
 			return withExit(2, fmt.Errorf("--reports: %w", err))
 		}
 	}

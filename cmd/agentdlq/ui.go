@@ -22,7 +22,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 type uiFlags struct {
@@ -79,7 +79,7 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if err != nil {
 		return fmt.Errorf("aws config: %w", err)
 	}
-	reports, err := triage.ParseDestination(f.reports, s3.NewFromConfig(cfg))
+	reports, err := store.Parse(f.reports, s3.NewFromConfig(cfg))
 	if err != nil {
 		return withExit(2, fmt.Errorf("--reports: %w", err))
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // The IAM actions each role's code calls are derived from the narrow client
@@ -228,7 +229,7 @@ func deriveCalls(t *testing.T) codeCalls {
 	// The triage Lambda: the scan, the alarm summary, the eval bucket and
 	// the ledger read (triage.KeyReader).
 	triageLedger, _ := ledgerActions(t, methodNames(iface[triage.KeyReader]())...)
-	c.triage = append(sdkActions(t, iface[triage.ScanAPI](), iface[triage.PublishAPI](), iface[triage.S3API]()), triageLedger...)
+	c.triage = append(sdkActions(t, iface[triage.ScanAPI](), iface[triage.PublishAPI](), iface[store.S3API]()), triageLedger...)
 
 	// The redrive role: what `agentdlq redrive` (and pause) calls in AWS:
 	// finding the queues, the gate, the selective redrive (with the claim
