@@ -172,7 +172,7 @@ func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
 	d := pipelineData{Key: sn.key, LoadErr: sn.loadErr, Letters: sn.letters != nil}
 	pg := page{Title: p.Name, Nav: "pipeline", P: p, Data: &d, CSRF: s.csrf}
 	if sn.report != nil {
-		d.View = triage.HTMLView{Report: sn.report, Chart: sn.chart, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit,
+		d.View = triage.HTMLView{Report: sn.report, History: sn.history, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit,
 			Extra: map[string]any{"Page": &pg, "Data": &d}}
 	}
 	s.render(w, r, http.StatusOK, "pipeline-page", pg)

@@ -93,7 +93,7 @@ func TestBuildChart(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := BuildChart(tc.history)
+			c := buildChart(tc.history)
 			assert.Len(t, c.Bars, tc.bars)
 			var legend []deadletter.Reason
 			for _, l := range c.Legend {

@@ -110,7 +110,7 @@ func TestChartPartialIsNotADrop(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := BuildChart(tc.history)
+			c := buildChart(tc.history)
 			require.Len(t, c.Bars, len(tc.history), "every run has its place on the time axis")
 			var colored []int
 			partials := 0
