@@ -110,10 +110,10 @@ const (
 	// batch a group; a rerun sees the same (see Scan).
 	CauseFIFOGroups = "fifo_groups"
 	// CauseVisibilityLapsed: letters came back before the scan ended: raise
-	// the visibility timeout (--visibility) and rerun.
+	// the visibility timeout (ScanOptions.VisibilityTimeout) and rerun.
 	CauseVisibilityLapsed = "visibility_lapsed"
 	// CauseMaxMessages and CauseMaxDuration: a bound stopped the scan: raise
-	// it (--max-messages, --max-seconds; the pipeline's triage settings).
+	// it (ScanOptions.MaxMessages, MaxDuration; the pipeline's triage settings).
 	CauseMaxMessages = "max_messages"
 	CauseMaxDuration = "max_duration"
 	// CauseCanceled: the scan was canceled: rerun.
