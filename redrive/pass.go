@@ -2,7 +2,6 @@ package redrive
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -74,19 +73,15 @@ func (dryMover) move(ctx context.Context, p *pass, todo []letter) ([]canaryItem,
 		o := restore(l)
 		mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID,
 			Reason: l.Reason, Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: bodySHA256(l.Body)}
-		err := p.r.restoreEvidence(ctx, &o)
+		cc := p.r.restoreEvidence(ctx, &o)
 		p.leave(ctx, l)
 		p.res.Released++
-		if err == nil {
+		if cc == nil {
 			p.res.Letters = append(p.res.Letters, mv)
 			continue
 		}
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
-		}
-		var cc *claimCheckError
-		if !errors.As(err, &cc) {
-			cc = &claimCheckError{Ref: o.Evidence, Cause: ClaimCheckUnreadable, Err: err}
 		}
 		moveStatus{claimCheck: cc}.apply(p.res, l.Reason, mv)
 	}

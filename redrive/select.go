@@ -110,7 +110,7 @@ type Moved struct {
 }
 
 // Unrestored is a chosen dead letter that a selective redrive left in the
-// DLQ because its claim check restored nothing (claimCheckError).
+// DLQ because its claim check restored nothing.
 type Unrestored struct {
 	DLQMessageID      string            `json:"dlq_message_id"`
 	OriginalMessageID string            `json:"original_message_id,omitempty"`
@@ -175,7 +175,7 @@ type SelectResult struct {
 	LettersOmitted int `json:"letters_omitted,omitempty"`
 
 	// claimCheckErr is the first claim check error, for Select's error.
-	claimCheckErr *claimCheckError
+	claimCheckErr *claimCheckFailure
 	// dlqVisibility is the DLQ's default visibility timeout, for the
 	// retry-after of a partial pass.
 	dlqVisibility time.Duration
@@ -235,7 +235,7 @@ func (res *SelectResult) counts() map[string]int {
 // override of effect_unknown, only when the owner reconciled it as no
 // effect (the others are counted in NotReconciled).
 //
-// A chosen dead letter whose claim check restores nothing (claimCheckError:
+// A chosen dead letter whose claim check restores nothing (claimCheckFailure:
 // missing, unreadable, outside the pipeline's prefix or the eval bucket, of
 // another message)
 // is never sent without the attributes it gave up: it stays in the DLQ,
@@ -326,8 +326,8 @@ func unrestoredErr(res *SelectResult) error {
 		causes = append(causes, fmt.Sprintf("%s %d", c, n))
 	}
 	sort.Strings(causes)
-	return fmt.Errorf("%d chosen dead letters stay in the DLQ because their claim check restored nothing (%s), %d moved: fix the claim check or the eval bucket setting and rerun, or reject them; the first: %w",
-		res.ClaimCheckFailed, strings.Join(causes, ", "), res.Moved, res.claimCheckErr)
+	return fmt.Errorf("%d chosen dead letters stay in the DLQ because their claim check restored nothing (%s), %d moved: fix the claim check or the eval bucket setting and rerun, or reject them; the first: %w: the dead letter stays in the DLQ",
+		res.ClaimCheckFailed, strings.Join(causes, ", "), res.Moved, res.claimCheckErr.Err)
 }
 
 func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
@@ -515,7 +515,7 @@ func (r *Redriver) moveBatch(ctx context.Context, api selectAPI, limiter *rate.L
 type moveStatus struct {
 	moved, sendFailed, deleteFailed, ledgerFailed, noKey, released bool
 	// claimCheck: its claim check restored nothing; not sent, not released.
-	claimCheck *claimCheckError
+	claimCheck *claimCheckFailure
 }
 
 func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved) {
@@ -541,7 +541,7 @@ func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved
 		}
 		if len(res.Unrestored) < MaxLetters {
 			res.Unrestored = append(res.Unrestored, Unrestored{DLQMessageID: mv.DLQMessageID, OriginalMessageID: mv.OriginalMessageID,
-				Reason: reason, ClaimCheck: cc.Ref, Cause: cc.Cause, Error: cc.Error()})
+				Reason: reason, ClaimCheck: cc.Ref, Cause: cc.Cause, Error: cc.message()})
 		}
 	}
 	if st.moved {
@@ -569,7 +569,7 @@ func (r *Redriver) moveOne(ctx context.Context, api selectAPI, limiter *rate.Lim
 			before = e
 		}
 	}
-	if err := r.restoreEvidence(ctx, &o); err != nil {
+	if cc := r.restoreEvidence(ctx, &o); cc != nil {
 		if ctx.Err() != nil {
 			// Interrupted during the read: not the claim check's fault.
 			r.release(context.WithoutCancel(ctx), api, l)
@@ -578,12 +578,8 @@ func (r *Redriver) moveOne(ctx context.Context, api selectAPI, limiter *rate.Lim
 		}
 		// Never sent without the attributes it gave up: it stays, and the
 		// caller leaves it in the DLQ with the letters it did not choose.
-		var cc *claimCheckError
-		if !errors.As(err, &cc) {
-			cc = &claimCheckError{Ref: o.Evidence, Cause: ClaimCheckUnreadable, Err: err}
-		}
 		st.claimCheck = cc
-		log.WarnContext(ctx, "claim check restored nothing; the dead letter stays in the DLQ", "cause", string(cc.Cause), "error", err.Error())
+		log.WarnContext(ctx, "claim check restored nothing; the dead letter stays in the DLQ", "cause", string(cc.Cause), "error", cc.Err.Error())
 		return mv, before, st, nil
 	}
 	if err := limiter.Wait(ctx); err != nil {
