@@ -9,7 +9,8 @@
 // check runs: it is skipped only when every client that says where it runs
 // (an SDK client's Options().BaseEndpoint, the ledger's DynamoDB through
 // ledger.Dynamo.API) is on a loopback address — the local emulators, where
-// there is no IAM. No Config field turns it off.
+// there is no IAM. No Config field turns it off. Locality is that decision,
+// for a caller that needs it before it has the rest of a Config.
 //
 // One method per action, each with a request struct:
 //
