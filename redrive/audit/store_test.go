@@ -1,4 +1,4 @@
-package redrive
+package audit
 
 import (
 	"bufio"
@@ -18,15 +18,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 func TestFileStoreAppendsJSONLines(t *testing.T) {
 	t.Parallel()
 	path := filepath.Join(t.TempDir(), "audit", "agent-tasks.jsonl")
 	var logBuf bytes.Buffer
-	a := &audit.Auditor{Store: &audit.FileStore{Path: path}, Logger: slog.New(slog.NewJSONHandler(&logBuf, nil)),
+	a := &Auditor{Store: &FileStore{Path: path}, Logger: slog.New(slog.NewJSONHandler(&logBuf, nil)),
 		Now: func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC) }}
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -34,24 +32,24 @@ func TestFileStoreAppendsJSONLines(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			assert.NoError(t, a.Record(ctx, audit.Entry{Actor: "platform-oncall", Pipeline: "agent-tasks", Action: audit.ActionSelect,
-				Reasons: []string{"schema_invalid"}, Counts: map[string]int{"moved": i}, Why: "fix v2", Outcome: audit.OutcomeOK}))
+			assert.NoError(t, a.Record(ctx, Entry{Actor: "platform-oncall", Pipeline: "agent-tasks", Action: ActionSelect,
+				Reasons: []string{"schema_invalid"}, Counts: map[string]int{"moved": i}, Why: "fix v2", Outcome: OutcomeOK}))
 		}()
 	}
 	wg.Wait()
-	require.NoError(t, a.Record(ctx, audit.Entry{Actor: "mallory", Pipeline: "agent-tasks", Action: audit.ActionStart, Outcome: audit.OutcomeRefused, Error: "refused (owner_mismatch): x"}))
+	require.NoError(t, a.Record(ctx, Entry{Actor: "mallory", Pipeline: "agent-tasks", Action: ActionStart, Outcome: OutcomeRefused, Error: "refused (owner_mismatch): x"}))
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	var recs []audit.Entry
+	var recs []Entry
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var r audit.Entry
+		var r Entry
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &r), sc.Text())
 		recs = append(recs, r)
 	}
 	require.Len(t, recs, 21)
-	assert.Equal(t, audit.OutcomeRefused, recs[20].Outcome)
+	assert.Equal(t, OutcomeRefused, recs[20].Outcome)
 	assert.Equal(t, time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), recs[0].Time)
 	// The log got every record too, with the fixed keys.
 	assert.Equal(t, 21, bytes.Count(logBuf.Bytes(), []byte(`"msg":"redrive audit"`)))
@@ -77,40 +75,40 @@ func (f *fakeS3) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*
 func TestS3StoreOneObjectPerRecord(t *testing.T) {
 	t.Parallel()
 	s := &fakeS3{objs: map[string][]byte{}}
-	store := &audit.S3Store{API: s, Bucket: "evals", Prefix: "team/"}
+	store := &S3Store{API: s, Bucket: "evals", Prefix: "team/"}
 	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	for range 3 {
-		require.NoError(t, store.Append(context.Background(), audit.Entry{Time: at, Pipeline: "agent-tasks", Action: audit.ActionStart, Outcome: audit.OutcomeOK}))
+		require.NoError(t, store.Append(context.Background(), Entry{Time: at, Pipeline: "agent-tasks", Action: ActionStart, Outcome: OutcomeOK}))
 	}
 	require.Len(t, s.objs, 3, "records at the same instant never overwrite each other")
 	re := regexp.MustCompile(`^evals/team/agent-tasks/audit/2026/11/29/20261129T120000\.000000000Z-start-[0-9a-f]{8}\.json$`)
 	for k, v := range s.objs {
 		assert.Regexp(t, re, k)
-		var r audit.Entry
+		var r Entry
 		require.NoError(t, json.Unmarshal(v, &r))
-		assert.Equal(t, audit.ActionStart, r.Action)
+		assert.Equal(t, ActionStart, r.Action)
 	}
 }
 
-func TestParseAuditDest(t *testing.T) {
+func TestParseDest(t *testing.T) {
 	t.Parallel()
-	b, p, path, err := audit.ParseDest("s3://bucket/some/prefix/")
+	b, p, path, err := ParseDest("s3://bucket/some/prefix/")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"bucket", "some/prefix", ""}, []string{b, p, path})
-	b, p, path, err = audit.ParseDest("out/audit/x.jsonl")
+	b, p, path, err = ParseDest("out/audit/x.jsonl")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"", "", "out/audit/x.jsonl"}, []string{b, p, path})
-	_, _, _, err = audit.ParseDest("s3://")
+	_, _, _, err = ParseDest("s3://")
 	assert.Error(t, err)
-	assert.Equal(t, filepath.Join("out", "audit", "agent-tasks.jsonl"), audit.DefaultPath("agent-tasks"))
-	assert.Equal(t, filepath.Join("out", "audit", "_unknown.jsonl"), audit.DefaultPath("../../etc/passwd"), "a path as a pipeline name names no file")
-	assert.Equal(t, filepath.Join("/x", "audit", "agent-tasks.jsonl"), audit.Path("/x", "agent-tasks"))
+	assert.Equal(t, filepath.Join("out", "audit", "agent-tasks.jsonl"), DefaultPath("agent-tasks"))
+	assert.Equal(t, filepath.Join("out", "audit", "_unknown.jsonl"), DefaultPath("../../etc/passwd"), "a path as a pipeline name names no file")
+	assert.Equal(t, filepath.Join("/x", "audit", "agent-tasks.jsonl"), Path("/x", "agent-tasks"))
 }
 
 func TestAuditStoreFailureIsReturned(t *testing.T) {
 	t.Parallel()
-	a := &audit.Auditor{Store: &memStore{err: io.ErrClosedPipe}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	err := a.Record(context.Background(), audit.Entry{Pipeline: "p", Action: audit.ActionPlan})
+	a := &Auditor{Store: failingStore{io.ErrClosedPipe}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	err := a.Record(context.Background(), Entry{Pipeline: "p", Action: ActionPlan})
 	assert.ErrorIs(t, err, io.ErrClosedPipe)
 }
 
@@ -118,19 +116,19 @@ func TestAuditStoreFailureIsReturned(t *testing.T) {
 // from) a line that is not a record is an error naming it; leniently (the
 // console's audit page) it is skipped and the records around it are kept.
 func TestFileStoreRead(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	s := &audit.FileStore{Path: path}
+	path := filepath.Join(t.TempDir(), "jsonl")
+	s := &FileStore{Path: path}
 	got, err := s.Read(false)
 	require.NoError(t, err)
 	assert.Empty(t, got, "a missing file holds no record")
 	ctx := context.Background()
-	require.NoError(t, s.Append(ctx, audit.Entry{Pipeline: "agent-tasks", Action: audit.ActionReject, Actor: "alice", Outcome: audit.OutcomeOK}))
+	require.NoError(t, s.Append(ctx, Entry{Pipeline: "agent-tasks", Action: ActionReject, Actor: "alice", Outcome: OutcomeOK}))
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	require.NoError(t, err)
 	_, err = f.WriteString("not json\n\n{\"pipeline\":\"agent-tasks\"}\n")
 	require.NoError(t, err)
 	require.NoError(t, f.Close())
-	require.NoError(t, s.Append(ctx, audit.Entry{Pipeline: "other", Action: audit.ActionSelect, Actor: "bob", Outcome: audit.OutcomeOK}))
+	require.NoError(t, s.Append(ctx, Entry{Pipeline: "other", Action: ActionSelect, Actor: "bob", Outcome: OutcomeOK}))
 
 	_, err = s.Read(false)
 	require.ErrorContains(t, err, "line 2")
@@ -141,3 +139,8 @@ func TestFileStoreRead(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.Equal(t, []string{"alice", "bob"}, []string{got[0].Actor, got[1].Actor})
 }
+
+// failingStore refuses every record.
+type failingStore struct{ err error }
+
+func (f failingStore) Append(context.Context, Entry) error { return f.err }
