@@ -201,13 +201,9 @@ func (s *Server) staticFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func parseTemplates() (*template.Template, error) {
-	funcs := triage.HTMLFuncs()
-	for k, v := range consoleFuncs() {
-		funcs[k] = v
-	}
-	t, err := template.New("console").Funcs(funcs).ParseFS(triage.HTMLFiles(), "*.tmpl")
+	t, err := triage.HTMLTemplates("console", consoleFuncs())
 	if err != nil {
-		return nil, fmt.Errorf("console: triage templates: %w", err)
+		return nil, fmt.Errorf("console: %w", err)
 	}
 	if t, err = t.ParseFS(files, "templates/*.tmpl"); err != nil {
 		return nil, fmt.Errorf("console: templates: %w", err)

@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"maps"
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
@@ -14,10 +15,9 @@ import (
 //go:embed html
 var htmlFiles embed.FS
 
-// HTMLFiles holds the report's templates (html/*.tmpl) and its stylesheet
-// (html/report.css). The console (package console) parses the same files,
-// so that its pipeline page and report.html are one template.
-func HTMLFiles() fs.FS {
+// htmlFS holds the report's templates (html/*.tmpl) and its stylesheet
+// (html/report.css).
+func htmlFS() fs.FS {
 	sub, err := fs.Sub(htmlFiles, "html")
 	if err != nil {
 		panic(err) // the embedded folder exists at build time
@@ -27,7 +27,7 @@ func HTMLFiles() fs.FS {
 
 // HTMLStyle is the stylesheet of the report and the console.
 func HTMLStyle() []byte {
-	b, _ := fs.ReadFile(HTMLFiles(), "report.css") // embedded: always there
+	b, _ := fs.ReadFile(htmlFS(), "report.css") // embedded: always there
 	return b
 }
 
@@ -50,9 +50,23 @@ type HTMLView struct {
 	Extra any
 }
 
-// HTMLFuncs are the template functions of the report's templates; the
-// console adds its own beside them.
-func HTMLFuncs() template.FuncMap {
+// HTMLTemplates parses the report's templates (the "report" page and the
+// "pipeline" view it shares) into a set named name, with their functions
+// and then extra's (which win on a name both have). The console parses its
+// own templates into the same set, so that its pipeline page and
+// report.html are one template.
+func HTMLTemplates(name string, extra template.FuncMap) (*template.Template, error) {
+	funcs := htmlFuncs()
+	maps.Copy(funcs, extra)
+	t, err := template.New(name).Funcs(funcs).ParseFS(htmlFS(), "*.tmpl")
+	if err != nil {
+		return nil, fmt.Errorf("triage: report templates: %w", err)
+	}
+	return t, nil
+}
+
+// htmlFuncs are the template functions of the report's templates.
+func htmlFuncs() template.FuncMap {
 	return template.FuncMap{
 		"ts": func(t time.Time) string {
 			if t.IsZero() {
@@ -130,9 +144,9 @@ const reportGroupLimit = 200
 // renderHTML writes the report as one self-contained page: inline styles, the
 // chart of history as inline SVG, no script and nothing fetched.
 func renderHTML(w io.Writer, r *Report, history []HistoryPoint) error {
-	t, err := template.New("report").Funcs(HTMLFuncs()).ParseFS(HTMLFiles(), "*.tmpl")
+	t, err := HTMLTemplates("report", nil)
 	if err != nil {
-		return fmt.Errorf("triage: report templates: %w", err)
+		return err
 	}
 	v := HTMLView{Report: r, History: history, Now: r.GeneratedAt, GroupLimit: reportGroupLimit, CSS: template.CSS(HTMLStyle())}
 	return t.ExecuteTemplate(w, "report", v)
