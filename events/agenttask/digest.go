@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/gowebpki/jcs"
+
+	"github.com/agentdlq/agentdlq/internal/jsonscan"
 )
 
 // DigestPrefix starts every ArgsDigest: the hash, and that it is taken of
@@ -23,10 +25,16 @@ const DigestPrefix = "jcs-sha256:"
 // of a value, key or array order gives another. RFC 8785 reads numbers as
 // IEEE doubles: two integers beyond 2^53 that round to the same double make
 // one digest. It fails on args that are not JSON.
+//
+// Args in the forms producers usually write are put in that form here
+// (appendCanonical); the others by the library.
 func ArgsDigest(args []byte) (string, error) {
-	canon, err := jcs.Transform(args)
-	if err != nil {
-		return "", fmt.Errorf("agenttask: canonical args: %w", err)
+	canon, end, ok := appendCanonical(make([]byte, 0, len(args)), args, 0, 0)
+	if !ok || jsonscan.SkipWS(args, end) != len(args) {
+		var err error
+		if canon, err = jcs.Transform(args); err != nil {
+			return "", fmt.Errorf("agenttask: canonical args: %w", err)
+		}
 	}
 	sum := sha256.Sum256(canon)
 	return DigestPrefix + hex.EncodeToString(sum[:]), nil

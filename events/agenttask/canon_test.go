@@ -1,0 +1,70 @@
+package agenttask
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/gowebpki/jcs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var canonSeeds = []string{
+	`{"to":["a@example.com","b@example.com"],"subject":"x","n":1}`,
+	" {\n \"b\" : [ 1 , {\"z\":null,\"a\":true} ],\t\"a\":\"x\", \"c\":{} }",
+	`{"amount_cents":1999,"currency":"EUR","customer":"cus_1","meta":{"run":"r-1","step":3,"tags":["a","b"]},"neg":-12}`,
+	`{"caf\u00e9":1}`, `{"a":"\u0078"}`, `{"n":1.0E0}`, `{"n":12345678901234567}`, `{"a":1,"a":2}`,
+	`{"é":1,"e":2}`, `[]`, `[[],{},""]`, `"x"`, `-0`, `0`, `{"a":-0}`, `{"a":01}`, "{\"a\":\"\xff\"}",
+}
+
+// The fast form is RFC 8785's wherever it answers.
+func FuzzArgsDigest(f *testing.F) {
+	for _, s := range canonSeeds {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, args []byte) {
+		canon, end, ok := appendCanonical(nil, args, 0, 0)
+		if !ok || end < 0 {
+			return
+		}
+		if len(args[end:]) > 0 && !json.Valid(args) {
+			return // trailing bytes: ArgsDigest gives these to the library
+		}
+		require.True(t, json.Valid(args[:end]), "the fast form accepted invalid JSON %q", args[:end])
+		want, err := jcs.Transform(args[:end])
+		require.NoError(t, err, "%q", args[:end])
+		assert.Equal(t, string(want), string(canon), "%q", args[:end])
+	})
+}
+
+func TestAppendCanonicalAnswersTheUsualForms(t *testing.T) {
+	t.Parallel()
+	for _, s := range canonSeeds[:3] {
+		_, _, ok := appendCanonical(nil, []byte(s), 0, 0)
+		assert.True(t, ok, "%s", s)
+	}
+	for _, s := range []string{`{"a":"\u0078"}`, `{"n":1.0E0}`, `{"n":12345678901234567}`, `{"a":1,"a":2}`, `{"é":1}`, `-0`, "{\"a\":\"\xff\"}"} {
+		_, _, ok := appendCanonical(nil, []byte(s), 0, 0)
+		assert.False(t, ok, "%s goes to the library", s)
+	}
+}
+
+func BenchmarkArgsDigest(b *testing.B) {
+	args := []byte(canonSeeds[2])
+	b.Run("fast", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ArgsDigest(args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("jcs", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := jcs.Transform(args); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
