@@ -176,7 +176,8 @@ func ParseWhen(s string, now time.Time) (time.Time, error) {
 	if d <= 0 {
 		return time.Time{}, fmt.Errorf("%w: %q: a duration ago must be positive", ErrBadFilter, s)
 	}
-	return now.Add(-d).UTC(), nil
+	// Whole seconds: what Fields and String show is exactly what matches.
+	return now.Add(-d).UTC().Truncate(time.Second), nil
 }
 
 // parseAgo is time.ParseDuration with days ("7d", "1d12h").

@@ -211,6 +211,7 @@ var flagOf = map[string]string{
 	"Canary": "--canary", "Limit": "--limit", "Destination": "--destination", "Ack.FixDeployed": "--fix-deployed",
 	"Ack.Reviewed": "--reviewed", "Ack.Overrides": "--override", "Key": "--key",
 	"Outcome": "--no-effect or --effect-confirmed", "Receipt": "--effect-confirmed RECEIPT", "Hold": "--hold",
+	"Filter": "--tool/--tenant/--since/--until/--contains",
 }
 
 // flagError is a refusal told in the command line's words: the flag at
@@ -324,20 +325,26 @@ func actorOr(owner string) string {
 func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 	var actor string
 	var out *output
+	var ff filterFlags
 	c := &cobra.Command{
-		Use:   "plan --pipeline NAME [-o table|json|markdown]",
+		Use:   "plan --pipeline NAME [--tool T] [--tenant T] [--since WHEN] [--until WHEN] [--contains TEXT] [-o table|json|markdown]",
 		Short: "What the DLQ holds by reason and group, what may be redriven and why, and the command for each group",
 		Example: `  agentdlq redrive plan --pipeline agent-tasks
   agentdlq redrive plan --pipeline agent-tasks -o markdown >> incident.md
-  agentdlq redrive plan --pipeline agent-tasks -o json | jq -r '.groups[].command'`,
+  agentdlq redrive plan --pipeline agent-tasks -o json | jq -r '.groups[].command'
+  agentdlq redrive plan --pipeline agent-tasks --tool web.search --since 2h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			filter, err := ff.parse(time.Now())
+			if err != nil {
+				return f.refused(ctx, nil, redrive.ActionPlan, redrive.Who{Owner: actorOr(actor)}, &redrive.Refusal{Code: redrive.CodeBadInput, Reason: err.Error()})
+			}
 			r, err := f.open(ctx, redrive.ActionPlan, redrive.Who{Owner: actorOr(actor)}, nil)
 			if err != nil {
 				return err
 			}
-			pl, err := r.Plan(ctx, redrive.PlanRequest{Actor: actorOr(actor)})
+			pl, err := r.Plan(ctx, redrive.PlanRequest{Actor: actorOr(actor), Filter: filter})
 			if pl == nil || (err != nil && !errors.Is(err, redrive.ErrScanPartial)) {
 				return err
 			}
@@ -361,6 +368,7 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&actor, "owner", "", "who looks (recorded in the audit; default $USER)")
+	ff.add(c.Flags())
 	out = addOutput(c, formatTable, formatJSON, formatMarkdown)
 	return c
 }
@@ -489,9 +497,10 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 		canaryTimeout time.Duration
 		hold          time.Duration
 		out           *output
+		ff            filterFlags
 	)
 	c := &cobra.Command{
-		Use:   "select --pipeline NAME --reason R [--fingerprint F] --owner WHO --why TEXT [--rate N] [--canary N] [--dry-run] [-o table|json]",
+		Use:   "select --pipeline NAME --reason R [--fingerprint F] [--tool T] [--tenant T] [--since WHEN] [--until WHEN] [--contains TEXT] --owner WHO --why TEXT [--rate N] [--canary N] [--dry-run] [-o table|json]",
 		Short: "Move only the dead letters of the chosen reasons (and fingerprints) back to the hot queue",
 		Long: `select receives the DLQ's dead letters, moves those of the chosen reasons (and
 fingerprints, from plan) to the pipeline's own hot queue at --rate, and
@@ -505,10 +514,17 @@ the eval bucket; select reads them back from --evidence-bucket only. A letter
 whose claim check restores nothing stays in the DLQ, counted by cause
 (claim_check_failed), while the others move; the command then exits 1.
 
+Filters narrow the chosen reason's letters further: --tool, --tenant,
+--since and --until (RFC 3339, or a duration ago such as 2h), --contains
+TEXT (in the error). The reason stays required (its policy and gate
+apply); the audit record names the filter. A filter that chooses none of
+the reason's letters is refused (nothing_selected), and nothing moves.
+
 Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary failed.`,
 		Example: `  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "search-api is back (INC-412)" --canary 5
   agentdlq redrive select --pipeline agent-tasks --reason schema_invalid --fingerprint 3f9a2c1e --owner platform-oncall --why "schema v2 accepted" --fix-deployed v1.4.2 --dry-run
-  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "fixed" -o json | jq .moved`,
+  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "fixed" -o json | jq .moved
+  agentdlq redrive select --pipeline agent-tasks --reason budget_exhausted --tool web.search --since 2h --owner platform-oncall --why "search quota raised" --canary 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -521,6 +537,10 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 			if err != nil {
 				return f.refused(ctx, nil, redrive.ActionSelect, who, err)
 			}
+			filter, err := ff.parse(time.Now())
+			if err != nil {
+				return f.refused(ctx, nil, redrive.ActionSelect, who, &redrive.Refusal{Code: redrive.CodeBadInput, Reason: err.Error()})
+			}
 			var b *bar
 			f.onCanary = canaryProgress(f.g.console(cmd.ErrOrStderr()))
 			r, err := f.open(ctx, redrive.ActionSelect, who, func() { b.Add(1) })
@@ -531,7 +551,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 				b = f.g.newBar(cmd.ErrOrStderr(), selectBarTotal(ctx, r.Depth, limit, f.g.log()), "redriving")
 			}
 			res, err := r.Select(ctx, redrive.SelectRequest{
-				Who: who, Reasons: rs, Fingerprints: fps,
+				Who: who, Reasons: rs, Fingerprints: fps, Filter: filter,
 				Rate: f.rate, Canary: canary, DryRun: dryRun, Limit: limit, Ack: ack, Hold: hold, CanaryTimeout: canaryTimeout,
 			})
 			b.Finish()
@@ -558,6 +578,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	c.Flags().DurationVar(&canaryTimeout, "canary-timeout", redrive.DefaultCanaryTimeout, "how long to wait for the canary's outcome")
 	c.Flags().IntVar(&limit, "limit", 0, "move at most N (0: all that match)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "move nothing; say what would move")
+	ff.add(c.Flags())
 	c.Flags().StringVar(&f.evidenceBucket, "evidence-bucket", "", "the eval bucket, the only one claim checks of oversized dead letters are read from (default $AGENTDLQ_EVAL_BUCKET, the stack output EvalBucketName; agentdlq-evals with local endpoints)")
 	out = addOutput(c, formatTable, formatJSON)
 	c.Flags().DurationVar(&hold, "hold", redrive.DefaultHold, "visibility timeout of the dead letters a pass receives: how long one is hidden while it moves, and, after a crash, how long the letters the pass left stay hidden")
