@@ -53,11 +53,16 @@ const (
 	// with a receipt, or no effect. Detail holds idempotency_key, outcome
 	// and receipt.
 	ActionReconcile Action = "reconcile"
+	// ActionRepair: the owner patched one dead letter's task args and sent
+	// the repaired task to the hot queue (Repair), or previewed it (a dry
+	// run). Detail holds the patch, the args' and bodies' digests before
+	// and after, where the original is kept (evidence) and the hot message id.
+	ActionRepair Action = "repair"
 )
 
 // AllActions lists every action in the order above.
 func AllActions() []Action {
-	return []Action{ActionPlan, ActionStart, ActionSelect, ActionCanary, ActionStatus, ActionCancel, ActionReject, ActionPause, ActionResume, ActionReveal, ActionReconcile}
+	return []Action{ActionPlan, ActionStart, ActionSelect, ActionCanary, ActionStatus, ActionCancel, ActionReject, ActionPause, ActionResume, ActionReveal, ActionReconcile, ActionRepair}
 }
 
 // AuditOutcome is what came of an audited action.

@@ -98,6 +98,8 @@ func whyNeeded(a Action) string {
 		return "say why the worker may run again (the fix, the incident)"
 	case ActionCancel:
 		return "say why the move task must stop (the incident)"
+	case ActionRepair:
+		return "say why this repair is right (what was wrong in the args, the incident)"
 	}
 	return "say why this redrive is safe now (the fix, the incident)"
 }
@@ -115,6 +117,8 @@ func verb(a Action) string {
 		return "resume the worker of"
 	case ActionCancel:
 		return "cancel the move task of"
+	case ActionRepair:
+		return "repair the dead letters of"
 	}
 	return "redrive"
 }

@@ -222,7 +222,7 @@ func TestTypedValues(t *testing.T) {
 	for _, c := range AllCodes() {
 		codes = append(codes, string(c))
 	}
-	check(t, actions, 11)
+	check(t, actions, 12)
 	check(t, outcomes, 9)
-	check(t, codes, 23)
+	check(t, codes, 26)
 }
