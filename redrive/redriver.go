@@ -76,7 +76,7 @@ type Config struct {
 	// original of a repaired task in EvidenceBucket, under
 	// <pipeline>/repairs/, before the repaired task is sent. In AWS the
 	// redrive role may write only there.
-	EvidenceWriter EvidenceWriterAPI
+	EvidenceWriter S3PutAPI
 	// Catalog is optional: the worker's tools, which Repair checks a
 	// repaired task against (tool known, version supported) and asks
 	// whether the tool mutates. Without it the task is checked against the

@@ -70,12 +70,6 @@ type RepairResult struct {
 	Seen int `json:"seen"`
 }
 
-// EvidenceWriterAPI is the S3 call that keeps the original of a repaired
-// task in the eval bucket (an *s3.Client).
-type EvidenceWriterAPI interface {
-	PutObject(ctx context.Context, params *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
-}
-
 // maxAuditedPatch bounds the patch an audit record holds (the evidence
 // document in the eval bucket holds it whole).
 const maxAuditedPatch = 4096

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
@@ -61,6 +62,7 @@ after triage. Only the pipeline's named owner may move anything; every decision 
   status   the DLQ's move tasks and their progress
   cancel   cancel the running move task
   reject   record that a group is rejected (never redriven)
+  repair   patch one dead letter's task args (RFC 6902 JSON Patch), then send it back
 
 Each subcommand prints its result as a table (the default), JSON (-o json, or
 --json) or, for plan and status, Markdown (-o markdown). With -o json a refusal
@@ -78,7 +80,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	pf.StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix ("+outHelp("audit/<pipeline>.jsonl")+")")
 	pf.StringVar(&f.ledgerTable, "ledger-table", "", "the idempotency ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	cmd.AddCommand(newRedrivePlanCmd(f), newRedriveStartCmd(f), newRedriveSelectCmd(f),
-		newRedriveStatusCmd(f), newRedriveCancelCmd(f), newRedriveRejectCmd(f))
+		newRedriveStatusCmd(f), newRedriveCancelCmd(f), newRedriveRejectCmd(f), newRedriveRepairCmd(f))
 	for _, c := range cmd.Commands() {
 		c.RunE = refusalsInFlags(f, c.RunE)
 	}
@@ -194,9 +196,10 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 	r, err := redrive.New(redrive.Config{
 		Pipeline: p,
 		Queues:   q,
-		SQS:      client, STS: stsc, Lambda: lam, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
-		Ledger: ledger.NewDynamo(ddb, table),
-		Audit:  a, Logger: logger, OnMove: onMove, OnCanary: f.onCanary,
+		SQS:      client, STS: stsc, Lambda: lam, Evidence: s3c, EvidenceWriter: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
+		Catalog: agenttask.SampleCatalog(),
+		Ledger:  ledger.NewDynamo(ddb, table),
+		Audit:   a, Logger: logger, OnMove: onMove, OnCanary: f.onCanary,
 	})
 	if err != nil {
 		return nil, a.Refuse(ctx, p.Name, action, who, err)
@@ -211,7 +214,7 @@ var flagOf = map[string]string{
 	"Canary": "--canary", "Limit": "--limit", "Destination": "--destination", "Ack.FixDeployed": "--fix-deployed",
 	"Ack.Reviewed": "--reviewed", "Ack.Overrides": "--override", "Key": "--key",
 	"Outcome": "--no-effect or --effect-confirmed", "Receipt": "--effect-confirmed RECEIPT", "Hold": "--hold",
-	"Filter": "--tool/--tenant/--since/--until/--contains",
+	"Filter": "--tool/--tenant/--since/--until/--contains", "MessageID": "--message-id", "Patch": "--patch",
 }
 
 // flagError is a refusal told in the command line's words: the flag at
@@ -289,7 +292,7 @@ func (f *redriveFlags) endpoints(action redrive.Action, q *sqs.Client, st *sts.C
 		{Service: "DynamoDB", URL: aws.ToString(db.Options().BaseEndpoint)},
 		{Service: "STS", URL: aws.ToString(st.Options().BaseEndpoint), AWSOnly: true},
 	}
-	if strings.HasPrefix(f.audit, "s3://") || action == redrive.ActionSelect {
+	if strings.HasPrefix(f.audit, "s3://") || action == redrive.ActionSelect || action == redrive.ActionRepair {
 		eps = append(eps, redrive.Endpoint{Service: "S3", URL: aws.ToString(s3c.Options().BaseEndpoint)})
 	}
 	if action == redrive.ActionPause || action == redrive.ActionResume {
