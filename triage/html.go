@@ -47,6 +47,9 @@ type HTMLView struct {
 	// Extra is what the console's own templates need beside the report
 	// (its "pipeline-actions" block); nil in report.html.
 	Extra any
+	// Query is appended to the console's links to groups and redrives
+	// ("&tool=…": the page's filter, which they keep); "" in report.html.
+	Query template.URL
 }
 
 // HTMLFuncs are the template functions of the report's templates; the
