@@ -585,7 +585,7 @@ func consoleFuncs() template.FuncMap {
 		"repairForm": func(csrf, pipeline, id, owner, why, patch string) repairFormView {
 			return repairFormView{CSRF: csrf, Pipeline: pipeline, ID: id, Owner: owner, Why: why, Patch: patch}
 		},
-		"need":       func(field string) string { return needLabel[field] },
+		"need": func(field string) string { return needLabel[field] },
 	}
 }
 
