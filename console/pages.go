@@ -582,10 +582,8 @@ func consoleFuncs() template.FuncMap {
 		"plus":       func(a, b int) int { return a + b },
 		"steps":      stepLinks,
 		"fsteps":     filteredStepLinks,
-		"repairForm": func(csrf, pipeline, id, owner, why, patch string) repairFormView {
-			return repairFormView{CSRF: csrf, Pipeline: pipeline, ID: id, Owner: owner, Why: why, Patch: patch}
-		},
-		"need": func(field string) string { return needLabel[field] },
+		"repairForm": newRepairFormView,
+		"need":       func(field string) string { return needLabel[field] },
 	}
 }
 

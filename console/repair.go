@@ -69,3 +69,7 @@ func (s *Server) repairPost(w http.ResponseWriter, r *http.Request) {
 type repairFormView struct {
 	CSRF, Pipeline, ID, Owner, Why, Patch string
 }
+
+func newRepairFormView(csrf, pipeline, id, owner, why, patch string) repairFormView {
+	return repairFormView{CSRF: csrf, Pipeline: pipeline, ID: id, Owner: owner, Why: why, Patch: patch}
+}
