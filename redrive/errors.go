@@ -112,7 +112,7 @@ type Refusal struct {
 	// Field is the request field at fault, by its Go name: "Owner", "Why",
 	// "Rate", "Reasons", "Fingerprints", "Canary", "Limit", "Destination",
 	// "Ack.FixDeployed", "Ack.Reviewed", "Ack.Overrides", "Key", "Outcome",
-	// "Receipt"; empty when the refusal is about the DLQ, its tags, the
+	// "Receipt", "Filter", "MessageID", "Patch"; empty when the refusal is about the DLQ, its tags, the
 	// caller or the policy rather than one input. A caller names it in its
 	// own words (the CLI its flag, the console its form field).
 	Field string
