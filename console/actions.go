@@ -34,6 +34,9 @@ type redriveForm struct {
 	FixDeployed string
 	Reviewed    string
 	Override    string
+	// Filter is the page's filter the form was sent with (its fields, as
+	// the URL carries them): the way back to the form keeps it.
+	Filter map[string]string
 }
 
 type redriveData struct {
@@ -182,6 +185,7 @@ func (s *Server) redrivePost(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	f.Filter = pf.Hidden
 	j := s.newJob(kind, p, label, total)
 	j.form = &f
 	go s.runRedrive(p, j, req)

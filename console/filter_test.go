@@ -162,3 +162,16 @@ func TestRepairInTheConsoleOnEmulators(t *testing.T) {
 	}
 	assert.Equal(t, []string{"refused", "refused", "dry_run", "begun", "ok", "refused"}, got)
 }
+
+// The way back from a dry run's page keeps the filter the form was sent with.
+func TestJobBackKeepsTheFilter(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 4)
+	j := f.s.newJob("dry_run", f.p, "budget_exhausted", 3)
+	j.form = &redriveForm{Reason: "budget_exhausted", Filter: map[string]string{"tool": "web.search", "since": "2026-11-29T11:00:00Z"}}
+	back, err := url.Parse(j.view().Back)
+	require.NoError(t, err)
+	assert.Equal(t, "web.search", back.Query().Get("tool"))
+	assert.Equal(t, "2026-11-29T11:00:00Z", back.Query().Get("since"))
+	assert.Equal(t, "budget_exhausted", back.Query().Get("r"))
+}

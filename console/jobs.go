@@ -78,6 +78,9 @@ func (j *Job) view() JobView {
 		if j.form.Fingerprint != "" {
 			q.Set("fp", j.form.Fingerprint)
 		}
+		for k, val := range j.form.Filter {
+			q.Set(k, val)
+		}
 		v.Back = "/redrive?" + q.Encode()
 	}
 	return v
