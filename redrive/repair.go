@@ -54,13 +54,16 @@ type RepairResult struct {
 	Reason            deadletter.Reason `json:"reason"`
 	Tool              string            `json:"tool"`
 	IdempotencyKey    string            `json:"idempotency_key"`
-	Patch             json.RawMessage   `json:"patch"`
-	Before            json.RawMessage   `json:"args_before"`
-	After             json.RawMessage   `json:"args_after"`
-	ArgsBeforeSHA256  string            `json:"args_before_sha256"`
-	ArgsAfterSHA256   string            `json:"args_after_sha256"`
-	BodyBeforeSHA256  string            `json:"body_before_sha256"`
-	BodyAfterSHA256   string            `json:"body_after_sha256"`
+	// RepairedKey is the repaired task's idempotency key (repairedKey):
+	// the repaired task is another task, so it has a key of its own.
+	RepairedKey      string          `json:"repaired_idempotency_key"`
+	Patch            json.RawMessage `json:"patch"`
+	Before           json.RawMessage `json:"args_before"`
+	After            json.RawMessage `json:"args_after"`
+	ArgsBeforeSHA256 string          `json:"args_before_sha256"`
+	ArgsAfterSHA256  string          `json:"args_after_sha256"`
+	BodyBeforeSHA256 string          `json:"body_before_sha256"`
+	BodyAfterSHA256  string          `json:"body_after_sha256"`
 	// Evidence is where the original was kept (s3://<eval bucket>/<pipeline>/repairs/<date>/<dlq message id>.json).
 	Evidence string `json:"evidence,omitempty"`
 	// HotMessageID is the repaired task's message id on the hot queue.
@@ -104,6 +107,7 @@ type repairEvidence struct {
 	Patch             json.RawMessage                 `json:"patch"`
 	BodyBeforeSHA256  string                          `json:"body_before_sha256"`
 	BodyAfterSHA256   string                          `json:"body_after_sha256"`
+	RepairedKey       string                          `json:"repaired_idempotency_key,omitempty"`
 	Body              string                          `json:"body"`
 	Attributes        map[string]deadletter.Attribute `json:"attributes,omitempty"`
 	Meta              *deadletter.Meta                `json:"dlq_meta,omitempty"`
@@ -318,11 +322,11 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 	if err != nil {
 		return err
 	}
-	res.Tool, res.IdempotencyKey = task.Tool, task.IdempotencyKey
-	rec.Detail["tool"], rec.Detail["idempotency_key"] = task.Tool, task.IdempotencyKey
+	res.Tool, res.IdempotencyKey, res.RepairedKey = task.Tool, o.IdempotencyKey, task.IdempotencyKey
+	rec.Detail["tool"], rec.Detail["idempotency_key"], rec.Detail["repaired_idempotency_key"] = task.Tool, o.IdempotencyKey, task.IdempotencyKey
 	rec.Detail["args_before_sha256"], rec.Detail["args_after_sha256"] = res.ArgsBeforeSHA256, res.ArgsAfterSHA256
 	rec.Detail["body_before_sha256"], rec.Detail["body_after_sha256"] = res.BodyBeforeSHA256, res.BodyAfterSHA256
-	if err := r.repairSettled(ctx, l, task); err != nil {
+	if err := r.repairSettled(ctx, l, task.Tool, o.IdempotencyKey); err != nil {
 		return err
 	}
 	if req.Preview {
@@ -392,6 +396,11 @@ func repairedBody(body string, patch jsonpatch.Patch, catalog agenttask.Catalog,
 		return "", agenttask.Task{}, refuseField(CodeBadInput, "Patch", "changes nothing in the task's args")
 	}
 	raw["args"] = after
+	res.ArgsAfterSHA256 = sha256Hex(string(res.After))
+	var key string
+	if json.Unmarshal(raw["idempotency_key"], &key) == nil && key != "" {
+		raw["idempotency_key"], _ = json.Marshal(repairedKey(key, res.ArgsAfterSHA256))
+	}
 	nb, err := json.Marshal(raw)
 	if err != nil {
 		return "", agenttask.Task{}, refuseField(CodeBadInput, "Patch", "makes args that are not JSON: %v", err)
@@ -404,6 +413,23 @@ func repairedBody(body string, patch jsonpatch.Patch, catalog agenttask.Catalog,
 	return string(nb), task, nil
 }
 
+// repairedKeySuffix starts what repairedKey appends to a key.
+const repairedKeySuffix = "~repair-"
+
+// repairedKey is the idempotency key of a repaired task: the original key,
+// "~repair-" and the first 12 hex digits of the SHA-256 of the repaired
+// args (the original cut so that the whole stays within the contract's 256
+// characters). The repaired task is another task — the project's own rule
+// says a key known with other args is a reused key — so it runs under a key
+// of its own; the same repair gives the same key, so a resend is absorbed.
+func repairedKey(key, argsAfterSHA256 string) string {
+	suffix := repairedKeySuffix + argsAfterSHA256[:min(12, len(argsAfterSHA256))]
+	if r := []rune(key); len(r)+len([]rune(suffix)) > 256 {
+		key = string(r[:256-len([]rune(suffix))])
+	}
+	return key + suffix
+}
+
 // repairSettled says whether a repaired task may run, as far as its key's
 // effect goes. A read-only tool's task (the catalog says it does not
 // mutate; without a catalog, only the dead letter's effect read_only
@@ -414,7 +440,8 @@ func repairedBody(body string, patch jsonpatch.Patch, catalog agenttask.Catalog,
 // entry, only when the dead letter says no mutating call started and its
 // reason is not effect_unknown. A ledger that cannot be read settles
 // nothing.
-func (r *Redriver) repairSettled(ctx context.Context, l *letter, task agenttask.Task) error {
+func (r *Redriver) repairSettled(ctx context.Context, l *letter, toolName, key string) error {
+	task := agenttask.Task{Tool: toolName}
 	mutates := true
 	if tool, ok := r.cfg.Catalog[task.Tool]; ok {
 		mutates = tool.Mutates
@@ -424,7 +451,6 @@ func (r *Redriver) repairSettled(ctx context.Context, l *letter, task agenttask.
 	if !mutates {
 		return nil
 	}
-	key := task.IdempotencyKey
 	next := []Step{{Action: ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Needs: []string{"Key", "Outcome"}}}
 	e, found, err := r.cfg.Ledger.Get(ctx, key)
 	switch {
@@ -460,7 +486,7 @@ func (r *Redriver) repairSettled(ctx context.Context, l *letter, task agenttask.
 func (r *Redriver) keepOriginal(ctx context.Context, req RepairRequest, l *letter, o original, res *RepairResult, now time.Time) (string, error) {
 	doc := repairEvidence{Version: repairRecordVersion, Kind: "repair", Pipeline: r.cfg.Pipeline.Name, DLQMessageID: l.MessageID,
 		OriginalMessageID: o.OriginalMessageID, Reason: l.Reason, RepairedAt: now.UTC(), Actor: req.Owner, Why: req.Why,
-		Patch: res.Patch, BodyBeforeSHA256: res.BodyBeforeSHA256, BodyAfterSHA256: res.BodyAfterSHA256,
+		Patch: res.Patch, BodyBeforeSHA256: res.BodyBeforeSHA256, BodyAfterSHA256: res.BodyAfterSHA256, RepairedKey: res.RepairedKey,
 		Body: l.Body, Attributes: o.Attributes, Meta: l.Meta}
 	data, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {

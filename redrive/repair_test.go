@@ -82,7 +82,9 @@ func TestRepairSendsTheRepairedTaskKeepsTheOriginalAndDeletesAfter(t *testing.T)
 	require.Len(t, hot, 1)
 	var sent agenttask.Task
 	require.NoError(t, json.Unmarshal([]byte(hot[0].body), &sent))
-	assert.Equal(t, "k1", sent.IdempotencyKey)
+	assert.Equal(t, "k1~repair-"+res.ArgsAfterSHA256[:12], sent.IdempotencyKey, "the repaired task is another task: a key of its own")
+	assert.Equal(t, sent.IdempotencyKey, res.RepairedKey)
+	assert.Equal(t, "k1", res.IdempotencyKey)
 	assert.JSONEq(t, `{"q":"hello again","max_results":5}`, string(sent.Args))
 	assert.Equal(t, originalAttrs(2), AttributesFromSQS(hot[0].attrs), "the original attributes go with it, dlq_* removed")
 	assert.Equal(t, BodySHA256(hot[0].body), res.BodyAfterSHA256)
@@ -110,10 +112,12 @@ func TestRepairSendsTheRepairedTaskKeepsTheOriginalAndDeletesAfter(t *testing.T)
 	assert.Equal(t, res.Evidence, last.Detail["evidence"])
 	assert.Equal(t, res.HotMessageID, last.Detail["hot_message_id"])
 	assert.NotContains(t, last.Detail["patch"]+last.Detail["args_before_sha256"], "hello k1", "the args are not in the audit")
-	e, ok, err := g.led.Get(context.Background(), "k1")
+	e, ok, err := g.led.Get(context.Background(), res.RepairedKey)
 	require.NoError(t, err)
 	require.True(t, ok)
-	assert.Equal(t, 1, e.RedriveCount)
+	assert.Equal(t, 1, e.RedriveCount, "the repaired key's redrive count: a repair that keeps failing becomes redrive_loop")
+	assert.Equal(t, res.RepairedKey, last.Detail["repaired_idempotency_key"])
+	assert.Equal(t, "k1", last.Detail["idempotency_key"])
 
 	// A rerun finds no letter, says so and when it was repaired; nothing changes.
 	_, err = g.r.Repair(context.Background(), g.req(id, patch))
@@ -230,4 +234,15 @@ func (a *fileAudit) all() []AuditEntry {
 	es, err := a.Entries(context.Background(), "agent-tasks")
 	require.NoError(a.t, err)
 	return es
+}
+
+func TestRepairedKeyStaysWithinTheContract(t *testing.T) {
+	t.Parallel()
+	sum := sha256Hex("args")
+	assert.Equal(t, "k~repair-"+sum[:12], repairedKey("k", sum))
+	long := strings.Repeat("ü", 256)
+	got := repairedKey(long, sum)
+	assert.Equal(t, 256, len([]rune(got)))
+	assert.True(t, strings.HasSuffix(got, "~repair-"+sum[:12]))
+	assert.Equal(t, got, repairedKey(long, sum), "the same repair, the same key")
 }

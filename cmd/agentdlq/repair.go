@@ -36,7 +36,9 @@ and the worker's tool catalog, and then:
   1. keeps the original (body, attributes, dlq_meta, the patch) in the eval
      bucket, s3://<eval bucket>/<pipeline>/repairs/<date>/<id>.json;
   2. audits the patch and the args' and bodies' SHA-256 before and after;
-  3. sends the repaired task to the pipeline's own hot queue;
+  3. sends the repaired task to the pipeline's own hot queue, under a key
+     of its own (<key>~repair-<12 hex of the repaired args' SHA-256>: a
+     key known with other args would be a reused key);
   4. deletes the dead letter, only after the send succeeded.
 
 --dry-run does every check and prints the diff; nothing is sent, kept or
@@ -126,11 +128,12 @@ func writeRepairResult(w io.Writer, res *redrive.RepairResult) {
 	fmt.Fprintf(w, "  args before  %s  sha256 %s\n", res.Before, short12(res.ArgsBeforeSHA256))
 	fmt.Fprintf(w, "  args after   %s  sha256 %s\n", res.After, short12(res.ArgsAfterSHA256))
 	fmt.Fprintf(w, "  patch        %s\n", res.Patch)
+	fmt.Fprintf(w, "  new key      %s (the repaired task is another task)\n", res.RepairedKey)
 	if res.Preview {
 		fmt.Fprintln(w, "dry run: nothing sent, kept or deleted")
 		return
 	}
-	fmt.Fprintf(w, "  original kept at %s\n  sent to the hot queue as %s; the dead letter is deleted\n", res.Evidence, res.HotMessageID)
+	fmt.Fprintf(w, "  original kept at %s\n  sent to the hot queue as %s, key %s; the dead letter is deleted\n", res.Evidence, res.HotMessageID, res.RepairedKey)
 }
 
 func short12(s string) string {

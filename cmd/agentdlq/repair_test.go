@@ -144,10 +144,11 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	assert.Contains(t, msg, "it was repaired by platform-oncall at")
 	assert.Equal(t, 1, depth(q.HotURL), "nothing sent twice")
 
-	// The worker runs the repaired task.
+	// The worker runs the repaired task, under a key of its own.
+	assert.Equal(t, tasks[0].Key+"~repair-"+res.ArgsAfterSHA256[:12], res.RepairedKey)
 	work()
 	led := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
-	e, ok, err := led.Get(ctx, tasks[0].Key)
+	e, ok, err := led.Get(ctx, res.RepairedKey)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, ledger.StateDone, e.State)
@@ -156,11 +157,12 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	out, code = runCLI(t, "ledger", "reconcile", "--pipeline", "agent-tasks", "--audit", audit, "--ledger-table", table, "--key", tasks[1].Key, "--no-effect",
 		"--owner", "platform-oncall", "--why", "mail provider log: nothing sent")
 	require.Equal(t, 0, code, out)
-	out, code = run(append([]string{"--message-id", mail, "--patch", fix}, owner...)...)
+	out, code = run(append([]string{"--message-id", mail, "--patch", fix, "-o", "json"}, owner...)...)
 	require.Equal(t, 0, code, out)
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	assert.Equal(t, 0, depth(q.DLQURL))
 	work()
-	e, ok, err = led.Get(ctx, tasks[1].Key)
+	e, ok, err = led.Get(ctx, res.RepairedKey)
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, ledger.StateDone, e.State, "the repaired email ran")
