@@ -146,10 +146,10 @@ func (f Filter) Hashed() Filter {
 func ParseFilter(tool, tenant, since, until, contains string, now time.Time) (Filter, error) {
 	f := Filter{Tool: strings.TrimSpace(tool), Tenant: strings.TrimSpace(tenant), Contains: strings.TrimSpace(contains)}
 	var err error
-	if f.Since, err = ParseWhen(since, now); err != nil {
+	if f.Since, err = parseWhen(since, now); err != nil {
 		return Filter{}, fmt.Errorf("since: %w", err)
 	}
-	if f.Until, err = ParseWhen(until, now); err != nil {
+	if f.Until, err = parseWhen(until, now); err != nil {
 		return Filter{}, fmt.Errorf("until: %w", err)
 	}
 	if err := f.Validate(); err != nil {
@@ -158,10 +158,10 @@ func ParseFilter(tool, tenant, since, until, contains string, now time.Time) (Fi
 	return f, nil
 }
 
-// ParseWhen reads a point in time: an RFC 3339 time, or a duration ago
+// parseWhen reads a point in time: an RFC 3339 time, or a duration ago
 // ("2h", "90m", "1h30m", or days as "7d"), relative to now. "" is the zero
 // time.
-func ParseWhen(s string, now time.Time) (time.Time, error) {
+func parseWhen(s string, now time.Time) (time.Time, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return time.Time{}, nil

@@ -75,10 +75,10 @@ func TestParseFilter(t *testing.T) {
 	assert.Equal(t, HashValue("acme"), f.Hashed().Tenant)
 	assert.Equal(t, HashValue("acme"), f.Hashed().Hashed().Tenant, "hashing twice keeps the hash")
 
-	d, err := ParseWhen("7d", t0)
+	d, err := parseWhen("7d", t0)
 	require.NoError(t, err)
 	assert.Equal(t, t0.Add(-7*24*time.Hour), d)
-	d, err = ParseWhen("1d12h", t0)
+	d, err = parseWhen("1d12h", t0)
 	require.NoError(t, err)
 	assert.Equal(t, t0.Add(-36*time.Hour), d)
 
