@@ -35,7 +35,7 @@ func TestFiltersInTheURL(t *testing.T) {
 	w := f.get(t, "/pipeline?p=agent-tasks&contains=429")
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	body := w.Body.String()
-	assert.Contains(t, body, "Filtered:</b> filtered (contains=429): 10 of 40 dead letters seen")
+	assert.Contains(t, body, "Filtered:</b> contains=429: 10 of 40 dead letters seen")
 	assert.Contains(t, body, "&amp;contains=429\">", "group links keep the filter")
 	assert.NotContains(t, body, "schema_invalid</h3>")
 	assert.Contains(t, body, `name="contains" value="429"`, "the form shows the filter")

@@ -210,7 +210,7 @@ type Filtered struct {
 
 // Line is the filter as a report's header says it.
 func (fd *Filtered) Line() string {
-	return fmt.Sprintf("filtered (%s): %d of %d dead letters seen", fd.Filter.String(), fd.Matched, fd.Scanned)
+	return fmt.Sprintf("%s: %d of %d dead letters seen", fd.Filter.String(), fd.Matched, fd.Scanned)
 }
 
 // ErrNoLetters is Narrow's error for a report read back from storage: it

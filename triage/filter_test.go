@@ -156,6 +156,6 @@ func TestNarrowNeedsTheLetters(t *testing.T) {
 	var text, mdown strings.Builder
 	require.NoError(t, Text(&text, n))
 	require.NoError(t, Markdown(&mdown, n))
-	assert.Contains(t, text.String(), "FILTERED: filtered (tenant=acme since=2026-11-29T11:00:00Z): 2 of 4 dead letters seen")
+	assert.Contains(t, text.String(), "FILTERED: tenant=acme since=2026-11-29T11:00:00Z: 2 of 4 dead letters seen")
 	assert.Contains(t, mdown.String(), "2 of 4 dead letters seen")
 }

@@ -72,7 +72,7 @@ func TestFiltersOnEmulators(t *testing.T) {
 	assert.Equal(t, 4, rep.Filter.Scanned)
 	out, code = runCLI(t, "triage", "--pipeline", "agent-tasks", "--ledger-table", table, "--reports", "", "--no-progress", "--contains", "RATE LIMIT", "--tenant", "globex")
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "FILTERED: filtered (tenant=globex contains=\"RATE LIMIT\"): 1 of 4 dead letters seen")
+	assert.Contains(t, out, "FILTERED: tenant=globex contains=\"RATE LIMIT\": 1 of 4 dead letters seen")
 	// A filtered report is neither kept nor exported from.
 	_, code = runCLI(t, "triage", "--pipeline", "agent-tasks", "--no-progress", "--tool", "web.search", "--export-evals", t.TempDir())
 	assert.Equal(t, exitRefused, code)
