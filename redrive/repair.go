@@ -463,7 +463,7 @@ func (r *Redriver) repairSettled(ctx context.Context, l *letter, toolName, key s
 	case found && e.NoEffect():
 		return nil
 	case found && e.EffectStarted:
-		rf := refuse(CodeNotSettled, "%s mutates and key %q has a mutating call started without a receipt: reconcile it as no effect first (ledger reconcile)", task.Tool, key)
+		rf := refuse(CodeNotSettled, "%s mutates and key %q has a mutating call started without a receipt: reconcile it as no effect first", task.Tool, key)
 		rf.Next = next
 		return rf
 	case l.Reason == deadletter.ReasonEffectUnknown:
