@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -223,7 +224,7 @@ func (s *Server) rejectPost(w http.ResponseWriter, r *http.Request) {
 		s.renderRedrive(w, r, http.StatusUnprocessableEntity, f, "Reject refused: "+refusalText(err))
 		return
 	}
-	http.Redirect(w, r, "/audit?"+url.Values{"p": {p.Name}, "action": {string(redrive.ActionReject)}}.Encode(), http.StatusSeeOther)
+	http.Redirect(w, r, "/audit?"+url.Values{"p": {p.Name}, "action": {string(audit.ActionReject)}}.Encode(), http.StatusSeeOther)
 }
 
 // jobPage shows a job's progress, reloading itself every second until done.

@@ -16,7 +16,9 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 //go:embed templates/*.tmpl static/*
@@ -63,7 +65,7 @@ type Config struct {
 	// EvidenceWriter is optional: keeps the original of a repaired task in
 	// EvidenceBucket (redrive.Config.EvidenceWriter); without it the
 	// letter page previews repairs and refuses to apply them.
-	EvidenceWriter redrive.S3PutAPI
+	EvidenceWriter audit.S3PutAPI
 	// Catalog is optional: the worker's tools, a repaired task is checked
 	// against (redrive.Config.Catalog).
 	Catalog agenttask.Catalog
@@ -72,11 +74,11 @@ type Config struct {
 	// one (redrive.ErrNoLedger).
 	Ledger ledger.Ledger
 	// Reports is required: where triage reports are kept and read
-	// (locally a triage.Folder: agentdlq ui's is out/ beside the
+	// (locally a store.Folder: agentdlq ui's is out/ beside the
 	// pipelines.json it found; the eval bucket in AWS).
-	Reports triage.Destination
+	Reports store.Destination
 	// Audit is optional: a pipeline's audit log (default: the file
-	// redrive.DefaultAuditPath, under ./out of the working directory;
+	// audit.DefaultPath, under ./out of the working directory;
 	// agentdlq ui gives the file `agentdlq redrive` writes, under out/
 	// beside the pipelines.json it found).
 	Audit func(pipelineName string) AuditLog
@@ -92,8 +94,8 @@ type Config struct {
 
 // AuditLog is a pipeline's audit: where records go and how they are read back.
 type AuditLog interface {
-	redrive.Store
-	Records(ctx context.Context) ([]redrive.AuditEntry, error)
+	audit.Store
+	Records(ctx context.Context) ([]audit.Entry, error)
 }
 
 // Server is the console: an http.Handler.
@@ -139,7 +141,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.Audit == nil {
 		cfg.Audit = func(name string) AuditLog {
-			return &FileAudit{FileStore: redrive.FileStore{Path: redrive.DefaultAuditPath(name)}}
+			return &FileAudit{FileStore: audit.FileStore{Path: audit.DefaultPath(name)}}
 		}
 	}
 	t, err := parseTemplates()

@@ -22,7 +22,9 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // The console's filters are the URL's: the pages show the letters they
@@ -108,14 +110,14 @@ func TestRepairInTheConsoleOnEmulators(t *testing.T) {
 	attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonUnclassified, IdempotencyKey: "rp-1", MessageID: "orig-rp-1", Tool: "web.search",
 		ToolVersion: "1.2.0", Tenant: "acme", Error: "web.search: max_results: not a number", Effect: deadletter.EffectNone}, nil)
 	require.NoError(t, err)
-	sent, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: redrive.AttributesToSQS(attrs)})
+	sent, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: localtest.SQSAttributes(attrs)})
 	require.NoError(t, err)
 	id := aws.ToString(sent.MessageId)
-	audit := &FileAudit{FileStore: redrive.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}
+	log := &FileAudit{FileStore: audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}
 	srv, err := New(ctx, Config{
-		Pipelines: []*pipeline.Pipeline{p}, SQS: client, Ledger: led, Reports: triage.Folder{Root: t.TempDir()}, Loopback: true, Logger: quiet,
+		Pipelines: []*pipeline.Pipeline{p}, SQS: client, Ledger: led, Reports: store.Folder{Root: t.TempDir()}, Loopback: true, Logger: quiet,
 		Evidence: s3c, EvidenceWriter: s3c, EvidenceBucket: bucket, Catalog: agenttask.SampleCatalog(),
-		Audit:   func(string) AuditLog { return audit },
+		Audit:   func(string) AuditLog { return log },
 		Resolve: func(context.Context, *pipeline.Pipeline) (redrive.Queues, error) { return q, nil },
 	})
 	require.NoError(t, err)
@@ -154,7 +156,7 @@ func TestRepairInTheConsoleOnEmulators(t *testing.T) {
 	assert.Equal(t, http.StatusUnprocessableEntity, w.Code, "a rerun finds no letter")
 	assert.Equal(t, 1, depth(t, client, q.HotURL), "nothing sent twice")
 
-	recs, err := audit.Entries(ctx, p.Name, redrive.ActionRepair)
+	recs, err := log.Entries(ctx, p.Name, audit.ActionRepair)
 	require.NoError(t, err)
 	var got []string
 	for _, r := range recs {

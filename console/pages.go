@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -183,7 +184,7 @@ func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
 		if rep == nil || d.Filter.Err != "" {
 			rep, d.Filter.Query = sn.report, "" // the whole report, and the notice says why
 		}
-		d.View = triage.HTMLView{Report: rep, Chart: sn.chart, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit,
+		d.View = triage.HTMLView{Report: rep, History: sn.history, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit,
 			Extra: map[string]any{"Page": &pg, "Data": &d}, Query: d.Filter.Query}
 	}
 	s.render(w, r, code, "pipeline-page", pg)
@@ -456,8 +457,8 @@ func prettyBody(body string, p *pipeline.Pipeline, revealed bool) string {
 }
 
 // ActionReveal is the audit action of revealing a letter's body
-// (redrive.ActionReveal, listed by redrive.AllActions with the others).
-const ActionReveal = redrive.ActionReveal
+// (audit.ActionReveal, listed by redrive.AllActions with the others).
+const ActionReveal = audit.ActionReveal
 
 // reveal shows one letter's body unredacted, after recording who and why.
 func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
@@ -472,11 +473,11 @@ func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
 		s.renderLetter(w, r, false, "")
 		return
 	}
-	rec := redrive.AuditEntry{Actor: actor, Pipeline: p.Name, Action: ActionReveal, Why: why, Outcome: redrive.OutcomeOK,
+	rec := audit.Entry{Actor: actor, Pipeline: p.Name, Action: ActionReveal, Why: why, Outcome: audit.OutcomeOK,
 		Reasons: []string{string(sn.letters[id].Reason)}, Fingerprints: []string{sn.letters[id].Fingerprint}, Detail: map[string]string{"message_id": id}}
 	refusal := ""
 	if actor == "" || why == "" {
-		rec.Outcome, rec.Error = redrive.OutcomeRefused, "who and why are required to reveal a body"
+		rec.Outcome, rec.Error = audit.OutcomeRefused, "who and why are required to reveal a body"
 		refusal = rec.Error
 	}
 	if rec.Actor == "" {
@@ -485,12 +486,12 @@ func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
 	// Who runs the console, as the machine knows it: in AWS the STS caller
 	// (one call per reveal), locally the OS user; as the pipeline's
 	// Redriver decides, else not checked.
-	caller := redrive.UncheckedCaller()
+	caller := audit.UncheckedCaller()
 	if rd, err := s.redriver(r.Context(), p, nil); err == nil {
 		caller, _ = rd.Identify(r.Context())
 	}
 	rec.Caller = &caller
-	a := &redrive.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now}
+	a := &audit.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now}
 	if err := a.Record(r.Context(), rec); err != nil && refusal == "" {
 		refusal = "the audit could not record the reveal, so the body stays redacted: " + err.Error()
 	}
@@ -500,7 +501,7 @@ func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
 // ---- audit ----
 
 type auditData struct {
-	Records           []redrive.AuditEntry
+	Records           []audit.Entry
 	Total, Shown      int
 	Action, Outcome   string
 	Actions, Outcomes []string

@@ -32,8 +32,6 @@ const (
 	// CodeBadInput: a request or configuration that cannot be acted on (a
 	// malformed flag, an override without a justification, no ledger).
 	CodeBadInput Code = "bad_input"
-	// CodeUnknownPipeline: the pipeline is not in the definition file.
-	CodeUnknownPipeline Code = "unknown_pipeline"
 	// CodeUnknownReason: no reason given, or one that is not in the taxonomy.
 	CodeUnknownReason Code = "unknown_reason"
 	// CodeUnknownGroup: no group of the reason has that fingerprint.
@@ -97,9 +95,9 @@ const (
 	CodeNotSettled Code = "effect_not_settled"
 )
 
-// AllCodes lists every refusal code in the order above.
-func AllCodes() []Code {
-	return []Code{CodeBadInput, CodeUnknownPipeline, CodeUnknownReason, CodeUnknownGroup, CodeAmbiguousGroup, CodeRate, CodeWhy,
+// allCodes lists every refusal code in the order above.
+func allCodes() []Code {
+	return []Code{CodeBadInput, CodeUnknownReason, CodeUnknownGroup, CodeAmbiguousGroup, CodeRate, CodeWhy,
 		CodeOwnerMissing, CodeOwner, CodeOwnerTag, CodeIdentity, CodeSTSEndpoint, CodeForbidden, CodeDestination, CodeTaskActive, CodeNoTask,
 		CodeDLQEmpty, CodeDLQMissing, CodeNothingSelected, CodeScanPartial, CodeNoMapping, CodeNotEffectUnknown, CodeReconciled,
 		CodeLetterNotFound, CodeRepairInvalid, CodeNotSettled}

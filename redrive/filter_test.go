@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -54,11 +55,11 @@ func TestSelectByFilterMovesOnlyWhatItChoosesAndAuditsIt(t *testing.T) {
 	}
 	recs := store.all()
 	last := recs[len(recs)-1]
-	assert.Equal(t, ActionSelect, last.Action)
-	assert.Equal(t, OutcomeOK, last.Outcome)
+	assert.Equal(t, audit.ActionSelect, last.Action)
+	assert.Equal(t, audit.OutcomeOK, last.Outcome)
 	assert.Equal(t, "tool=sql.query tenant="+triage.HashValue("acme"), last.Detail["filter"], "the filter is named, its tenant hashed as the pipeline hashes tenants")
 	for _, rec := range recs {
-		if rec.Action == ActionSelect {
+		if rec.Action == audit.ActionSelect {
 			assert.NotEmpty(t, rec.Detail["filter"], "every select record names the filter, refusals included: %+v", rec)
 		}
 	}

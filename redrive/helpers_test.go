@@ -13,6 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // testPipeline returns a pipeline of the project's definition file.
@@ -108,7 +109,7 @@ func newRedriver(t testing.TB, p *pipeline.Pipeline, f *fakeSQS, q Queues) (*Red
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	r, err := New(Config{
 		Pipeline: p, Queues: q, SQS: f, Ledger: led, Logger: quiet,
-		Audit: &Auditor{Store: store, Now: clock.get, Logger: quiet},
+		Audit: &audit.Auditor{Store: store, Now: clock.get, Logger: quiet},
 		Now:   func() time.Time { return clock.advance(10 * time.Millisecond) },
 		Sleep: func(ctx context.Context, d time.Duration) error { clock.advance(d); return ctx.Err() },
 	})

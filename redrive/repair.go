@@ -21,6 +21,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // RepairRequest asks to repair one dead letter's task and send it back:
@@ -131,7 +132,7 @@ type repairEvidence struct {
 // repaired). A DLQ seen only in part is a *PartialError, as in Select.
 func (r *Redriver) Repair(ctx context.Context, req RepairRequest) (*RepairResult, error) {
 	res := &RepairResult{Pipeline: r.cfg.Pipeline.Name, Preview: req.Preview}
-	rec := AuditEntry{Actor: req.Owner, Action: ActionRepair, Why: req.Why,
+	rec := audit.Entry{Actor: req.Owner, Action: audit.ActionRepair, Why: req.Why,
 		Detail: map[string]string{"message_id": req.MessageID, "destination_arn": r.cfg.Queues.HotARN}}
 	if json.Valid(req.Patch) {
 		res.Patch = compactJSON(req.Patch)
@@ -146,7 +147,7 @@ func (r *Redriver) Repair(ctx context.Context, req RepairRequest) (*RepairResult
 	defer r.releaseHeld(context.WithoutCancel(ctx), r.cfg.SQS, held)
 	if err != nil {
 		if errors.Is(err, ErrScanPartial) {
-			rec.Outcome = OutcomePartial
+			rec.Outcome = audit.OutcomePartial
 		}
 		return res, r.record(ctx, rec, r.notFoundWhy(ctx, req, err))
 	}
@@ -170,7 +171,7 @@ func (r *Redriver) checkRepair(ctx context.Context, req RepairRequest) (jsonpatc
 	if len(patch) == 0 {
 		return nil, refuseField(CodeBadInput, "Patch", "holds no operation: it would change nothing")
 	}
-	if err := r.authorizeAs(ctx, ActionRepair, req.Who, minRate); err != nil {
+	if err := r.authorizeAs(ctx, audit.ActionRepair, req.Who, minRate); err != nil {
 		return nil, err
 	}
 	if !req.Preview && (r.cfg.EvidenceWriter == nil || r.cfg.EvidenceBucket == "") {
@@ -277,13 +278,13 @@ func (r *Redriver) notFoundWhy(ctx context.Context, req RepairRequest, err error
 	if !errors.As(err, &rf) || rf.Code != CodeLetterNotFound {
 		return err
 	}
-	es, aerr := r.cfg.Audit.Entries(ctx, r.cfg.Pipeline.Name, ActionRepair)
+	es, aerr := r.cfg.Audit.Entries(ctx, r.cfg.Pipeline.Name, audit.ActionRepair)
 	if aerr != nil {
 		return err
 	}
 	for i := len(es) - 1; i >= 0; i-- {
 		e := es[i]
-		if e.Outcome == OutcomeOK && (e.Detail["dlq_message_id"] == req.MessageID || e.Detail["original_message_id"] == req.MessageID) {
+		if e.Outcome == audit.OutcomeOK && (e.Detail["dlq_message_id"] == req.MessageID || e.Detail["original_message_id"] == req.MessageID) {
 			told := *rf
 			told.Reason += fmt.Sprintf(": it was repaired by %s at %s and sent as %s (the original is kept at %s)",
 				e.Actor, e.Time.UTC().Format(time.RFC3339), e.Detail["hot_message_id"], e.Detail["evidence"])
@@ -295,7 +296,7 @@ func (r *Redriver) notFoundWhy(ctx context.Context, req RepairRequest, err error
 
 // repairLetter repairs the found letter l (held by this receive): patch,
 // check, keep, send, delete. Whatever stops it releases l untouched.
-func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch jsonpatch.Patch, l *letter, res *RepairResult, rec *AuditEntry) (err error) {
+func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch jsonpatch.Patch, l *letter, res *RepairResult, rec *audit.Entry) (err error) {
 	deleted := false
 	defer func() {
 		if !deleted {
@@ -315,8 +316,8 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 			true:  "a patch must not go around a signature or a guardrail; reject it",
 			false: "its key keeps coming back; reject it, and send a new task with a new key if the work is still wanted"}[l.Reason.Class() == deadletter.ClassSecurity])
 	}
-	if err := r.restoreEvidence(ctx, &o); err != nil {
-		return fmt.Errorf("the dead letter's claim check restored nothing, so its attributes cannot be sent back: %w", err)
+	if cc := r.restoreEvidence(ctx, &o); cc != nil {
+		return fmt.Errorf("the dead letter's claim check restored nothing, so its attributes cannot be sent back: %v", cc)
 	}
 	body, task, err := repairedBody(o.Body, patch, r.cfg.Catalog, res)
 	if err != nil {
@@ -330,7 +331,7 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 		return err
 	}
 	if req.Preview {
-		rec.Outcome = OutcomeDryRun
+		rec.Outcome = audit.OutcomeDryRun
 		return nil
 	}
 	now := r.now()
@@ -340,12 +341,12 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 	}
 	res.Evidence, rec.Detail["evidence"] = ref, ref
 	begun := *rec
-	begun.Outcome = OutcomeBegun
+	begun.Outcome = audit.OutcomeBegun
 	begun.Detail = cloneDetail(rec.Detail)
 	if err := r.record(ctx, begun, nil); err != nil {
 		return err // no audit, no send
 	}
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(r.cfg.Queues.HotURL), MessageBody: aws.String(body), MessageAttributes: AttributesToSQS(o.Attributes)}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(r.cfg.Queues.HotURL), MessageBody: aws.String(body), MessageAttributes: attributesToSQS(o.Attributes)}
 	if r.cfg.Queues.FIFO {
 		if o.GroupID == "" {
 			return fmt.Errorf("dead letter %s has no message group id: cannot send it to FIFO queue %s", l.MessageID, r.cfg.Queues.HotURL)
@@ -405,7 +406,7 @@ func repairedBody(body string, patch jsonpatch.Patch, catalog agenttask.Catalog,
 	if err != nil {
 		return "", agenttask.Task{}, refuseField(CodeBadInput, "Patch", "makes args that are not JSON: %v", err)
 	}
-	res.BodyBeforeSHA256, res.BodyAfterSHA256 = BodySHA256(body), BodySHA256(string(nb))
+	res.BodyBeforeSHA256, res.BodyAfterSHA256 = bodySHA256(body), bodySHA256(string(nb))
 	task, err := agenttask.DecodeTask(nb, catalog)
 	if err != nil {
 		return "", agenttask.Task{}, refuse(CodeRepairInvalid, "the repaired task breaks the agent task contract: %v", err)
@@ -451,7 +452,7 @@ func (r *Redriver) repairSettled(ctx context.Context, l *letter, toolName, key s
 	if !mutates {
 		return nil
 	}
-	next := []Step{{Action: ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Needs: []string{"Key", "Outcome"}}}
+	next := []Step{{Action: audit.ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Needs: []string{"Key", "Outcome"}}}
 	e, found, err := r.cfg.Ledger.Get(ctx, key)
 	switch {
 	case err != nil:

@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,6 +20,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // repairRig is a Redriver on the fake SQS with an eval bucket and the
@@ -25,7 +29,7 @@ type repairRig struct {
 	r     *Redriver
 	f     *fakeSQS
 	q     Queues
-	s3    *fakeS3
+	s3    *memPut
 	store *fileAudit
 	led   *ledger.Memory
 	p     *pipeline.Pipeline
@@ -37,9 +41,9 @@ func newRepairRig(t *testing.T) *repairRig {
 	f := newFakeSQS()
 	q := f.addPair(p)
 	r, _, led := newRedriver(t, p, f, q)
-	store := &fileAudit{FileStore: &FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}, t: t}
+	store := &fileAudit{FileStore: &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}, t: t}
 	r.cfg.Audit.Store = store.FileStore
-	s := &fakeS3{objs: map[string][]byte{}}
+	s := &memPut{objs: map[string][]byte{}}
 	r.cfg.EvidenceWriter, r.cfg.EvidenceBucket, r.cfg.Catalog = s, "evals", agenttask.SampleCatalog()
 	return &repairRig{r: r, f: f, q: q, s3: s, store: store, led: led, p: p}
 }
@@ -86,8 +90,8 @@ func TestRepairSendsTheRepairedTaskKeepsTheOriginalAndDeletesAfter(t *testing.T)
 	assert.Equal(t, sent.IdempotencyKey, res.RepairedKey)
 	assert.Equal(t, "k1", res.IdempotencyKey)
 	assert.JSONEq(t, `{"q":"hello again","max_results":5}`, string(sent.Args))
-	assert.Equal(t, originalAttrs(2), AttributesFromSQS(hot[0].attrs), "the original attributes go with it, dlq_* removed")
-	assert.Equal(t, BodySHA256(hot[0].body), res.BodyAfterSHA256)
+	assert.Equal(t, originalAttrs(2), attributesFromSQS(hot[0].attrs), "the original attributes go with it, dlq_* removed")
+	assert.Equal(t, bodySHA256(hot[0].body), res.BodyAfterSHA256)
 	require.Len(t, g.f.snapshot(g.q.DLQURL), 1, "the repaired letter is gone, the other stays")
 	assert.GreaterOrEqual(t, res.Seen, 1)
 
@@ -96,7 +100,7 @@ func TestRepairSendsTheRepairedTaskKeepsTheOriginalAndDeletesAfter(t *testing.T)
 	var ev repairEvidence
 	require.NoError(t, json.Unmarshal(g.s3.objs[strings.TrimPrefix(res.Evidence, "s3://")], &ev))
 	assert.Equal(t, task("k1", "web.search"), ev.Body)
-	assert.Equal(t, BodySHA256(ev.Body), res.BodyBeforeSHA256)
+	assert.Equal(t, bodySHA256(ev.Body), res.BodyBeforeSHA256)
 	assert.JSONEq(t, patch, string(ev.Patch))
 
 	// The audit: a dry run, then begun and ok with the diff.
@@ -169,8 +173,8 @@ func TestRepairRefusalsChangeNothing(t *testing.T) {
 		assert.Empty(t, g.s3.objs, tt.name)
 	}
 	for _, rec := range g.store.all() {
-		assert.Equal(t, OutcomeRefused, rec.Outcome, "%+v", rec)
-		assert.Equal(t, ActionRepair, rec.Action)
+		assert.Equal(t, audit.OutcomeRefused, rec.Outcome, "%+v", rec)
+		assert.Equal(t, audit.ActionRepair, rec.Action)
 	}
 	assert.Len(t, g.store.all(), len(tests), "every refusal is audited")
 
@@ -226,11 +230,11 @@ func (failingPut) PutObject(context.Context, *s3.PutObjectInput, ...func(*s3.Opt
 
 // fileAudit is the rig's audit: a file, which Repair reads back.
 type fileAudit struct {
-	*FileStore
+	*audit.FileStore
 	t *testing.T
 }
 
-func (a *fileAudit) all() []AuditEntry {
+func (a *fileAudit) all() []audit.Entry {
 	es, err := a.Entries(context.Background(), "agent-tasks")
 	require.NoError(a.t, err)
 	return es
@@ -245,4 +249,21 @@ func TestRepairedKeyStaysWithinTheContract(t *testing.T) {
 	assert.Equal(t, 256, len([]rune(got)))
 	assert.True(t, strings.HasSuffix(got, "~repair-"+sum[:12]))
 	assert.Equal(t, got, repairedKey(long, sum), "the same repair, the same key")
+}
+
+// memPut is an S3 PutObject in memory: the eval bucket's objects.
+type memPut struct {
+	mu   sync.Mutex
+	objs map[string][]byte
+}
+
+func (f *memPut) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*s3.Options)) (*s3.PutObjectOutput, error) {
+	b, err := io.ReadAll(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.objs[aws.ToString(in.Bucket)+"/"+aws.ToString(in.Key)] = b
+	return &s3.PutObjectOutput{}, nil
 }

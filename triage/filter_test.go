@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // filterLetters are four dead letters that differ in tool, tenant, time and error.
@@ -130,7 +131,7 @@ func TestRunWithAFilter(t *testing.T) {
 	assert.Nil(t, full.Filter, "Narrow never changes the report it narrows")
 
 	// A filtered run keeps and exports nothing: refused before any receive.
-	_, err = Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Dest: Folder{Root: t.TempDir()}, Now: clock.Now, Logger: quiet, Filter: Filter{Tool: tool}})
+	_, err = Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Dest: store.Folder{Root: t.TempDir()}, Now: clock.Now, Logger: quiet, Filter: Filter{Tool: tool}})
 	require.ErrorIs(t, err, ErrBadOptions)
 	_, err = Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Now: clock.Now, Logger: quiet, Filter: Filter{Since: t0, Until: t0}})
 	require.ErrorIs(t, err, ErrBadOptions)

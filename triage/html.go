@@ -34,8 +34,9 @@ func HTMLStyle() []byte {
 // HTMLView is what the "pipeline" template renders.
 type HTMLView struct {
 	Report *Report
-	// Chart is the history of the pipeline's reports (BuildChart).
-	Chart Chart
+	// History is the pipeline's kept reports, oldest first (History,
+	// PointOf): the page charts them.
+	History []HistoryPoint
 	// Now is the time the page is seen at (report.html: the report's time).
 	Now time.Time
 	// Console turns groups into links to the console's pages.
@@ -63,6 +64,7 @@ func HTMLFuncs() template.FuncMap {
 			return t.UTC().Format("2006-01-02 15:04Z")
 		},
 		"age":          func(sec int64) string { return age(sec) },
+		"chart":        buildChart,
 		"since":        since,
 		"condition":    condition,
 		"coverage":     coverage,
@@ -135,6 +137,6 @@ func renderHTML(w io.Writer, r *Report, history []HistoryPoint) error {
 	if err != nil {
 		return fmt.Errorf("triage: report templates: %w", err)
 	}
-	v := HTMLView{Report: r, Chart: BuildChart(history), Now: r.GeneratedAt, GroupLimit: reportGroupLimit, CSS: template.CSS(HTMLStyle())}
+	v := HTMLView{Report: r, History: history, Now: r.GeneratedAt, GroupLimit: reportGroupLimit, CSS: template.CSS(HTMLStyle())}
 	return t.ExecuteTemplate(w, "report", v)
 }

@@ -63,7 +63,7 @@ func Text(w io.Writer, r *Report) error {
 		}
 	}
 	if n := len(r.Unreadable) + len(r.Skipped); n > 0 {
-		fmt.Fprintf(&b, "\n%d unreadable, %d skipped (listed in --json).\n", len(r.Unreadable), len(r.Skipped))
+		fmt.Fprintf(&b, "\n%d unreadable, %d skipped (listed in the JSON report).\n", len(r.Unreadable), len(r.Skipped))
 	}
 	if r.Export != nil {
 		fmt.Fprintf(&b, "\n%s\n", exportLine(r.Export))
@@ -131,7 +131,6 @@ func Markdown(w io.Writer, r *Report) error {
 	if r.Export != nil {
 		fmt.Fprintf(&b, "\n## Eval export\n\n%s\n", md(exportLine(r.Export)))
 	}
-	fmt.Fprintf(&b, "\nNext: `agentdlq triage --pipeline %s`, then `agentdlq redrive plan --pipeline %s`.\n", r.Pipeline, r.Pipeline)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -143,7 +143,7 @@ type Group struct {
 	// IdempotencyKeys lists, for an effect_unknown group only, the distinct
 	// idempotency keys of its dead letters, sorted, at most MaxKeysListed
 	// (IdempotencyKeysOmitted counts the rest): each must be reconciled
-	// (`agentdlq ledger get`, `agentdlq ledger reconcile`) before a redrive.
+	// in the ledger (its entry read, its outcome recorded) before a redrive.
 	IdempotencyKeys        []string `json:"idempotency_keys,omitempty"`
 	IdempotencyKeysOmitted int      `json:"idempotency_keys_omitted,omitempty"`
 
@@ -498,7 +498,7 @@ func attention(r *Report, p *pipeline.Pipeline) []string {
 	}
 	for _, rt := range r.Totals.ByReason {
 		if rt.Reason == deadletter.ReasonEffectUnknown {
-			out = append(out, plural(rt.Count, "message")+" effect_unknown: reconcile the external effect before anything else (their keys: agentdlq triage --keys; then agentdlq ledger reconcile)")
+			out = append(out, plural(rt.Count, "message")+" effect_unknown: reconcile the external effect of each key in the ledger before anything else (the keys are in the group's idempotency_keys)")
 		}
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // scanReasonPrefix starts the partial reason of a scan that did not see
@@ -26,13 +27,13 @@ type Config struct {
 	// and redrive counts of each key.
 	Ledger KeyReader
 	// Dest is optional: where eval records (and, with WriteReport, the report) go.
-	Dest Destination
+	Dest store.Destination
 	// WriteReport keeps the report in Reports (default Dest): JSON,
-	// Markdown and HTML under ReportsPrefix (see WriteReport).
+	// Markdown and HTML under reportsPrefix (see WriteReport).
 	WriteReport bool
 	// Reports is optional: where the report is kept when it is not Dest
 	// (the CLI keeps reports in ./out without exporting evals there).
-	Reports Destination
+	Reports store.Destination
 	// Scan bounds the scan; zero fields default from the pipeline's triage
 	// settings (max_messages, max_seconds) and ScanOptions.
 	Scan ScanOptions

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/esm"
+	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -45,7 +46,7 @@ func TestFiltersOnEmulators(t *testing.T) {
 		attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: "orig-" + key,
 			Tool: tool, ToolVersion: "1", Tenant: tenant, Error: errText, DeadLetteredAt: at}, nil)
 		require.NoError(t, err)
-		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: redrive.AttributesToSQS(attrs)})
+		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: localtest.SQSAttributes(attrs)})
 		require.NoError(t, err)
 	}
 	seed("ws-old", "web.search", "acme", "search API: 503 Service Unavailable", now.Add(-5*time.Hour))
@@ -59,8 +60,8 @@ func TestFiltersOnEmulators(t *testing.T) {
 		return n
 	}
 	require.Equal(t, 4, depth(q.DLQURL))
-	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	common := []string{"--pipeline", "agent-tasks", "--audit", audit, "--ledger-table", table}
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
+	common := []string{"--pipeline", "agent-tasks", "--audit", auditFile, "--ledger-table", table}
 
 	// triage: the report of the chosen letters only, said so.
 	out, code := runCLI(t, "triage", "--pipeline", "agent-tasks", "--ledger-table", table, "--reports", "", "--no-progress", "--tool", "web.search", "--since", "2h", "-o", "json")
@@ -127,7 +128,7 @@ func TestFiltersOnEmulators(t *testing.T) {
 	assert.Equal(t, 2, depth(q.HotURL))
 
 	var got []string
-	for _, r := range auditLines(t, audit) {
+	for _, r := range auditLines(t, auditFile) {
 		line := string(r.Action) + ":" + string(r.Outcome)
 		if f := r.Detail["filter"]; f != "" {
 			// The pipeline hashes tenants: a filter names none in the clear.

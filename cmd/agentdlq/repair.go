@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // maxPatchBytes bounds a --patch file: a patch of a task's args, which fit
@@ -64,9 +65,9 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing changed).`,
 			who := redrive.Who{Owner: f.owner, Why: f.why}
 			patch, err := readPatch(patchFile, cmd.InOrStdin())
 			if err != nil {
-				return f.refused(ctx, nil, redrive.ActionRepair, who, &redrive.Refusal{Code: redrive.CodeBadInput, Field: "--patch", Reason: err.Error()})
+				return f.refused(ctx, nil, audit.ActionRepair, who, &redrive.Refusal{Code: redrive.CodeBadInput, Field: "--patch", Reason: err.Error()})
 			}
-			r, err := f.open(ctx, redrive.ActionRepair, who, nil)
+			r, err := f.open(ctx, audit.ActionRepair, who, nil)
 			if err != nil {
 				return err
 			}

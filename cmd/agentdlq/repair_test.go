@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -81,8 +82,8 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 		return p
 	}
 	fix := file("fix.json", `[{"op":"remove","path":"/fault"}]`)
-	audit := filepath.Join(dir, "audit.jsonl")
-	common := []string{"redrive", "repair", "--pipeline", "agent-tasks", "--audit", audit, "--ledger-table", table, "--evidence-bucket", bucket, "--hold", "5s"}
+	auditFile := filepath.Join(dir, "audit.jsonl")
+	common := []string{"redrive", "repair", "--pipeline", "agent-tasks", "--audit", auditFile, "--ledger-table", table, "--evidence-bucket", bucket, "--hold", "5s"}
 	owner := []string{"--owner", "platform-oncall", "--why", "the planner put a test fault in production args (INC-21)"}
 	run := func(args ...string) (string, int) {
 		t.Helper()
@@ -154,7 +155,7 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	assert.Equal(t, ledger.StateDone, e.State)
 
 	// The mutating task, once reconciled as no effect.
-	out, code = runCLI(t, "ledger", "reconcile", "--pipeline", "agent-tasks", "--audit", audit, "--ledger-table", table, "--key", tasks[1].Key, "--no-effect",
+	out, code = runCLI(t, "ledger", "reconcile", "--pipeline", "agent-tasks", "--audit", auditFile, "--ledger-table", table, "--key", tasks[1].Key, "--no-effect",
 		"--owner", "platform-oncall", "--why", "mail provider log: nothing sent")
 	require.Equal(t, 0, code, out)
 	out, code = run(append([]string{"--message-id", mail, "--patch", fix, "-o", "json"}, owner...)...)
@@ -168,9 +169,9 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	assert.Equal(t, ledger.StateDone, e.State, "the repaired email ran")
 
 	var got []string
-	for _, r := range auditLines(t, audit) {
+	for _, r := range auditLines(t, auditFile) {
 		got = append(got, string(r.Action)+":"+string(r.Outcome))
-		if r.Action == redrive.ActionRepair && r.Outcome == redrive.OutcomeOK {
+		if r.Action == audit.ActionRepair && r.Outcome == audit.OutcomeOK {
 			assert.JSONEq(t, `[{"op":"remove","path":"/fault"}]`, r.Detail["patch"])
 			assert.Len(t, r.Detail["args_before_sha256"], 64)
 			assert.Len(t, r.Detail["args_after_sha256"], 64)

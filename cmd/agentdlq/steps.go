@@ -9,6 +9,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -39,7 +40,7 @@ func filteredStep(p *pipeline.Pipeline, s redrive.Step, f triage.Filter) string 
 		group += " --fingerprint " + s.Fingerprint
 	}
 	switch s.Action {
-	case redrive.ActionSelect:
+	case audit.ActionSelect:
 		cmd := fmt.Sprintf("agentdlq redrive select --pipeline %s%s%s --owner %s --why '<why>' --rate %d", p.Name, group, fa, owner, redrive.DefaultRate)
 		for _, n := range s.Needs {
 			switch n {
@@ -55,18 +56,18 @@ func filteredStep(p *pipeline.Pipeline, s redrive.Step, f triage.Filter) string 
 			cmd += fmt.Sprintf(" --canary %d", s.Canary)
 		}
 		return cmd
-	case redrive.ActionReject:
+	case audit.ActionReject:
 		return fmt.Sprintf("agentdlq redrive reject --pipeline %s%s --owner %s --why '<why>'", p.Name, group, owner)
-	case redrive.ActionReconcile:
+	case audit.ActionReconcile:
 		return fmt.Sprintf("agentdlq triage --pipeline %s%s --keys; agentdlq ledger get --key K; agentdlq ledger reconcile --pipeline %s --key K --no-effect|--effect-confirmed RECEIPT --owner %s --why '<what the external system shows>'",
 			p.Name, fa, p.Name, owner)
-	case redrive.ActionStart:
+	case audit.ActionStart:
 		return fmt.Sprintf("agentdlq redrive start --pipeline %s --owner %s --why '<why>' --rate %d", p.Name, owner, redrive.DefaultRate)
-	case redrive.ActionPlan:
+	case audit.ActionPlan:
 		return "agentdlq redrive plan --pipeline " + p.Name + fa
-	case redrive.ActionStatus:
+	case audit.ActionStatus:
 		return "agentdlq redrive status --pipeline " + p.Name
-	case redrive.ActionCancel:
+	case audit.ActionCancel:
 		return fmt.Sprintf("agentdlq redrive cancel --pipeline %s --owner %s --why '<why>'", p.Name, owner)
 	}
 	return fmt.Sprintf("agentdlq redrive %s --pipeline %s%s", s.Action, p.Name, group)
@@ -82,9 +83,9 @@ func stepsCommand(p *pipeline.Pipeline, steps []redrive.Step, f triage.Filter) s
 	var b strings.Builder
 	for i, s := range steps {
 		switch {
-		case s.Action == redrive.ActionReconcile:
+		case s.Action == audit.ActionReconcile:
 			b.WriteString("reconcile each key first: ")
-		case i > 0 && steps[i-1].Action == redrive.ActionReconcile:
+		case i > 0 && steps[i-1].Action == audit.ActionReconcile:
 			b.WriteString("; then (moves only the keys reconciled as no effect): ")
 		case i > 0:
 			b.WriteString("; or: ")

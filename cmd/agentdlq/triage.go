@@ -17,6 +17,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 type triageFlags struct {
@@ -141,15 +142,15 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if err != nil {
 		return fmt.Errorf("aws config: %w", err)
 	}
-	var dest triage.Destination
+	var dest store.Destination
 	if f.exportEvals != "" {
-		if dest, err = triage.ParseDestination(f.exportEvals, s3.NewFromConfig(cfg)); err != nil {
+		if dest, err = store.Parse(f.exportEvals, s3.NewFromConfig(cfg)); err != nil {
 			return withExit(2, err)
 		}
 	}
-	var reports triage.Destination
+	var reports store.Destination
 	if f.reports != "" {
-		if reports, err = triage.ParseDestination(f.reports, s3.NewFromConfig(cfg)); err != nil {
+		if reports, err = store.Parse(f.reports, s3.NewFromConfig(cfg)); err != nil {
 			return withExit(2, fmt.Errorf("--reports: %w", err))
 		}
 	}
@@ -266,7 +267,12 @@ func (f *triageFlags) print(w io.Writer, r *triage.Report) error {
 	case f.out.JSON():
 		return writeJSON(w, r)
 	case f.out.Markdown():
-		return triage.Markdown(w, r)
+		if err := triage.Markdown(w, r); err != nil {
+			return err
+		}
+		// The library's report names no command; the CLI does.
+		_, err := fmt.Fprintf(w, "\nNext: `agentdlq triage --pipeline %s`, then `agentdlq redrive plan --pipeline %s`.\n", r.Pipeline, r.Pipeline)
+		return err
 	default:
 		return triage.Text(w, r)
 	}
