@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
@@ -61,6 +62,13 @@ type Config struct {
 	// EvidenceBucket is the eval bucket, the only one claim checks are read
 	// from (redrive.Config.EvidenceBucket).
 	EvidenceBucket string
+	// EvidenceWriter is optional: keeps the original of a repaired task in
+	// EvidenceBucket (redrive.Config.EvidenceWriter); without it the
+	// letter page previews repairs and refuses to apply them.
+	EvidenceWriter audit.S3PutAPI
+	// Catalog is optional: the worker's tools, a repaired task is checked
+	// against (redrive.Config.Catalog).
+	Catalog agenttask.Catalog
 	// Ledger is optional: the letter page's ledger entry, triage's counts;
 	// a redrive (a dry run included) needs it: redrive.New refuses without
 	// one (redrive.ErrNoLedger).
@@ -179,6 +187,7 @@ func (s *Server) routes() {
 	g("POST /reject", s.rejectPost)
 	g("GET /reconcile", s.reconcilePage)
 	g("POST /reconcile", s.reconcilePost)
+	g("POST /repair", s.repairPost)
 	g("POST /refresh", s.refreshPost)
 	g("GET /job", s.jobPage)
 	g("GET /audit", s.auditPage)

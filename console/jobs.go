@@ -83,6 +83,9 @@ func (j *Job) view() JobView {
 		if j.form.Fingerprint != "" {
 			q.Set("fp", j.form.Fingerprint)
 		}
+		for k, val := range j.form.Filter {
+			q.Set(k, val)
+		}
 		v.Back = "/redrive?" + q.Encode()
 	}
 	return v
@@ -193,6 +196,7 @@ func (s *Server) redriver(ctx context.Context, p *pipeline.Pipeline, onMove func
 	}
 	return redrive.New(redrive.Config{
 		Pipeline: p, Queues: q, SQS: s.cfg.SQS, STS: s.cfg.STS, Ledger: s.cfg.Ledger, Evidence: s.cfg.Evidence, EvidenceBucket: s.cfg.EvidenceBucket,
+		EvidenceWriter: s.cfg.EvidenceWriter, Catalog: s.cfg.Catalog,
 		Audit:  &audit.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now},
 		Logger: s.log, Now: s.cfg.Now, OnMove: onMove,
 	})

@@ -158,6 +158,10 @@ type pipelineData struct {
 	Key     string // the latest report's key
 	LoadErr string // why kept reports could not be read
 	Letters bool   // the letters are in memory
+	// Filter is the page's filter (the URL's); FilterErr why the report
+	// could not be filtered.
+	Filter    pageFilter
+	FilterErr string
 }
 
 // consoleGroupLimit caps the groups a reason lists on the pipeline page.
@@ -169,13 +173,21 @@ func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r, "No such pipeline.")
 		return
 	}
-	d := pipelineData{Key: sn.key, LoadErr: sn.loadErr, Letters: sn.letters != nil}
+	d := pipelineData{Key: sn.key, LoadErr: sn.loadErr, Letters: sn.letters != nil, Filter: s.filterOf(r)}
 	pg := page{Title: p.Name, Nav: "pipeline", P: p, Data: &d, CSRF: s.csrf}
+	code := http.StatusOK
 	if sn.report != nil {
-		d.View = triage.HTMLView{Report: sn.report, History: sn.history, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit,
-			Extra: map[string]any{"Page": &pg, "Data": &d}}
+		rep, why := s.narrowed(p, sn, d.Filter)
+		if d.FilterErr = why; d.Filter.Err != "" {
+			d.FilterErr, code = d.Filter.Err, http.StatusBadRequest
+		}
+		if rep == nil || d.Filter.Err != "" {
+			rep, d.Filter.Query = sn.report, "" // the whole report, and the notice says why
+		}
+		d.View = triage.HTMLView{Report: rep, History: sn.history, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit,
+			Extra: map[string]any{"Page": &pg, "Data": &d}, Query: d.Filter.Query}
 	}
-	s.render(w, r, http.StatusOK, "pipeline-page", pg)
+	s.render(w, r, code, "pipeline-page", pg)
 }
 
 // reportHTML serves the kept report.html of the latest report.
@@ -221,6 +233,8 @@ type groupData struct {
 	KeysPrev, KeysNext  int // offsets of the previous and next pages; -1: none
 	// ScanPartial: the report's scan did not see every letter (keys may be missing).
 	ScanPartial bool
+	// Filter is the page's filter: the group's letters it chose; its links keep it.
+	Filter pageFilter
 }
 
 type letterRow struct {
@@ -247,15 +261,29 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r, "No such pipeline.")
 		return
 	}
-	g := sn.group(r.FormValue("r"), r.FormValue("fp"))
+	pf := s.filterOf(r)
+	if pf.Err != "" {
+		s.render(w, r, http.StatusBadRequest, "message", page{Title: "Bad filter", Data: pf.Err})
+		return
+	}
+	rep, why := s.narrowed(p, sn, pf)
+	if why != "" {
+		s.render(w, r, http.StatusConflict, "message", page{Title: "Refresh first", P: p, Data: why})
+		return
+	}
+	g := (&snapshot{report: rep}).group(r.FormValue("r"), r.FormValue("fp"))
 	if g == nil {
-		s.notFound(w, r, "No such group in the latest report of "+p.Name+". Refresh the pipeline: the DLQ may have changed.")
+		msg := "No such group in the latest report of " + p.Name + ". Refresh the pipeline: the DLQ may have changed."
+		if pf.On() {
+			msg = "No dead letter of this group matches the filter (" + pf.F.String() + ")."
+		}
+		s.notFound(w, r, msg)
 		return
 	}
 	now := s.cfg.Now()
 	d := groupData{G: g, InMemory: sn.letters != nil, Verdict: redrive.Decide(g.Reason, redrive.Ack{}), Warning: p.Triage.WarningHours, KeysPrev: -1, KeysNext: -1,
-		ScanPartial: !sn.report.Complete}
-	pl, dec := s.plan(r.Context(), p, sn, []redrive.Group{{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count}})
+		ScanPartial: !rep.Complete, Filter: pf}
+	pl, dec := s.plan(r.Context(), p, rep, []redrive.Group{{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count}})
 	d.Decision, d.DecisionsUnread = pl.Groups[0], pl.DecisionsUnread
 	if ks := g.IdempotencyKeys; len(ks) > 0 {
 		from, _ := strconv.Atoi(r.FormValue("ko"))
@@ -273,13 +301,13 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 	if d.InMemory {
 		ls := g.Letters()
 		window := time.Duration(p.Triage.WarningHours) * time.Hour
-		retention := time.Duration(sn.report.Expiry.DLQRetentionSeconds) * time.Second
+		retention := time.Duration(rep.Expiry.DLQRetentionSeconds) * time.Second
 		for _, t := range ls {
 			if len(d.Letters) == groupLetterLimit {
 				d.More = len(ls) - groupLetterLimit
 				break
 			}
-			e := triage.ExpiryOf(t, sn.report.FIFO, retention, now)
+			e := triage.ExpiryOf(t, rep.FIFO, retention, now)
 			row := letterRow{ID: t.MessageID, At: t.DeadLetteredAt, Tenant: s.tenant(p, t.Hints.Tenant), Tool: t.Hints.Tool, DeletesAt: e.DeletesAt, ExpiresSoon: e.DeletesAt.Sub(now) <= window}
 			if t.Meta != nil {
 				row.Attempts, row.Error = t.Meta.Attempts, t.Meta.Error
@@ -554,6 +582,8 @@ func consoleFuncs() template.FuncMap {
 		"reconciled": reconciledLine,
 		"plus":       func(a, b int) int { return a + b },
 		"steps":      stepLinks,
+		"fsteps":     filteredStepLinks,
+		"repairForm": newRepairFormView,
 		"need":       func(field string) string { return needLabel[field] },
 	}
 }

@@ -20,7 +20,8 @@ type stepLink struct {
 var fieldLabel = map[string]string{
 	"Owner": "Owner", "Why": "Why", "Rate": "Rate", "Canary": "Canary", "Reasons": "Reason", "Fingerprints": "Fingerprint",
 	"Ack.FixDeployed": "Fix deployed", "Ack.Reviewed": "Reviewed", "Ack.Overrides": "Override",
-	"Key": "Key", "Outcome": "Outcome", "Receipt": "Receipt",
+	"Key": "Key", "Outcome": "Outcome", "Receipt": "Receipt", "Patch": "Patch", "MessageID": "Letter",
+	"Filter": "Filter",
 }
 
 // needLabel is what each field a step needs is called on the forms.

@@ -122,6 +122,8 @@ func whyNeeded(a audit.Action) string {
 		return "say why the worker may run again (the fix, the incident)"
 	case audit.ActionCancel:
 		return "say why the move task must stop (the incident)"
+	case audit.ActionRepair:
+		return "say why this repair is right (what was wrong in the args, the incident)"
 	}
 	return "say why this redrive is safe now (the fix, the incident)"
 }
@@ -139,6 +141,8 @@ func verb(a audit.Action) string {
 		return "resume the worker of"
 	case audit.ActionCancel:
 		return "cancel the move task of"
+	case audit.ActionRepair:
+		return "repair the dead letters of"
 	}
 	return "redrive"
 }

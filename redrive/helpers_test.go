@@ -90,7 +90,7 @@ func newDeadLetter(t testing.TB, key, tool string, reason deadletter.Reason, nat
 	t.Helper()
 	d := deadLetter{key: key, tool: tool, reason: reason, body: task(key, tool), original: originalAttrs(nattrs), origID: "orig-" + key}
 	attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{
-		Reason: reason, Attempts: 1, Error: "boom", MessageID: d.origID, IdempotencyKey: key, Tool: tool, ToolVersion: "1",
+		Reason: reason, Attempts: 1, Error: "boom", MessageID: d.origID, IdempotencyKey: key, Tool: tool, ToolVersion: "1", Tenant: "acme",
 		SchemaVersion: 1, DeadLetteredAt: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC), MessageGroupID: group,
 	}, d.original)
 	if err != nil {

@@ -33,6 +33,9 @@ func clientEndpoints(cfg Config) []endpoint {
 	if c, ok := cfg.Evidence.(interface{ Options() s3.Options }); ok {
 		add("S3", aws.ToString(c.Options().BaseEndpoint), false)
 	}
+	if c, ok := cfg.EvidenceWriter.(interface{ Options() s3.Options }); ok {
+		add("S3", aws.ToString(c.Options().BaseEndpoint), false)
+	}
 	if c, ok := cfg.Lambda.(interface{ Options() lambda.Options }); ok {
 		add("Lambda", aws.ToString(c.Options().BaseEndpoint), true)
 	}

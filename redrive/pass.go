@@ -202,13 +202,18 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []letter
 		fresh++
 		p.res.Seen++
 		p.r.tag(&l)
-		match := selector{p.req.Reasons, p.req.Fingerprints}.match(&l) && p.r.settled(ctx, p.req, &l, p.res)
+		match := selector{p.req.Reasons, p.req.Fingerprints}.match(&l)
+		if match {
+			p.res.ofReason++
+			match = matchFilter(p.req.Filter, &l) && p.r.settled(ctx, p.req, &l, p.res)
+		}
 		full := (p.req.Limit > 0 && p.planned >= p.req.Limit) || (!p.canaryDone && p.planned >= p.req.Canary)
 		switch {
 		case match && full:
 			p.r.release(ctx, p.api, &l)
 			delete(p.seen, l.MessageID) // deferred, not handled yet: see it again later
 			p.res.Seen--
+			p.res.ofReason--
 		case !match:
 			p.leave(ctx, &l)
 			p.res.Released++

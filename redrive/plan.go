@@ -32,6 +32,10 @@ type Plan struct {
 	// DecisionsUnread says why the owner's past decisions (rejections,
 	// reconciliations) could not be read from the audit; empty when they were.
 	DecisionsUnread string `json:"decisions_unread,omitempty"`
+	// Filter is set when the plan is of the dead letters a filter chose
+	// (PlanRequest.Filter): its groups and counts are of those, and each
+	// step moves only those (a select with the same filter).
+	Filter *triage.Filtered `json:"filter,omitempty"`
 }
 
 // PlanGroup is one group and its decision.
@@ -187,6 +191,10 @@ type PlanRequest struct {
 	// Groups is optional: the groups to plan (by default every group of
 	// Report, or of the scan).
 	Groups []Group
+	// Filter is optional: plan only the dead letters it chooses (the
+	// report's or the scan's letters, narrowed with triage.Narrow). A
+	// Report read back from storage holds no letters: refused.
+	Filter triage.Filter
 }
 
 // Plan is the one plan entry point: for each group of the DLQ, whether it
@@ -198,6 +206,16 @@ type PlanRequest struct {
 // A scan that saw only part of the DLQ returns the plan of what it saw
 // and a *PartialError; a scan that failed is audited too.
 func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
+	if err := checkFilter(req.Filter); err != nil {
+		return nil, r.record(ctx, audit.Entry{Actor: req.Actor, Action: audit.ActionPlan}, err)
+	}
+	if req.Report != nil && !req.Filter.IsZero() {
+		rep, err := triage.Narrow(req.Report, r.cfg.Pipeline, req.Filter)
+		if err != nil {
+			return nil, refuseField(CodeBadInput, "Filter", "%v", err)
+		}
+		req.Report = rep
+	}
 	if req.Report != nil || req.Groups != nil {
 		groups := req.Groups
 		if groups == nil {
@@ -207,15 +225,27 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 		if req.Report != nil && req.Report.Partial {
 			pl.Partial = req.Report.PartialReasons
 		}
+		if req.Report != nil {
+			pl.narrowed(req.Report.Filter)
+		}
 		r.annotatePlan(ctx, pl, req.Report)
 		return pl, nil
 	}
 	// Not gated, but its record says who looked: in AWS the STS caller (a
 	// failure to ask is recorded, and does not hide the plan).
 	_, _ = r.identify(ctx)
+	rec := audit.Entry{Actor: req.Actor, Action: audit.ActionPlan}
+	if !req.Filter.IsZero() {
+		rec.Detail = map[string]string{"filter": r.filterText(req.Filter)}
+	}
 	groups, rep, err := r.scan(ctx)
+	if err == nil && !req.Filter.IsZero() {
+		if rep, err = triage.Narrow(rep, r.cfg.Pipeline, req.Filter); err == nil {
+			groups = groupsFromReport(rep)
+		}
+	}
 	if err != nil {
-		return nil, r.record(ctx, audit.Entry{Actor: req.Actor, Action: audit.ActionPlan}, err)
+		return nil, r.record(ctx, rec, err)
 	}
 	if req.Groups != nil {
 		groups = req.Groups
@@ -228,10 +258,13 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 	if rep != nil && rep.Partial {
 		pl.Partial = rep.PartialReasons
 	}
+	if rep != nil {
+		pl.narrowed(rep.Filter)
+	}
 	r.annotatePlan(ctx, pl, rep)
 	reasons, fps, counts := groupFacts(groups)
 	counts["total"] = pl.Total
-	rec := audit.Entry{Actor: req.Actor, Action: audit.ActionPlan, Reasons: reasons, Fingerprints: fps, Counts: counts, Outcome: audit.OutcomeShown}
+	rec.Reasons, rec.Fingerprints, rec.Counts, rec.Outcome = reasons, fps, counts, audit.OutcomeShown
 	if partial != nil {
 		// Shown, but it cannot vouch for the letters the scan missed: the
 		// caller exits non-zero and says when to look again.

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 
+	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
@@ -86,6 +87,17 @@ type Config struct {
 	// the redrive role may read only the eval bucket's <pipeline>/evidence/;
 	// locally nothing else confines the read.
 	EvidenceBucket string
+	// EvidenceWriter is required by Repair (an *s3.Client): it keeps the
+	// original of a repaired task in EvidenceBucket, under
+	// <pipeline>/repairs/, before the repaired task is sent. In AWS the
+	// redrive role may write only there.
+	EvidenceWriter audit.S3PutAPI
+	// Catalog is optional: the worker's tools, which Repair checks a
+	// repaired task against (tool known, version supported) and asks
+	// whether the tool mutates. Without it the task is checked against the
+	// contract alone, and every tool counts as mutating unless the dead
+	// letter says read_only.
+	Catalog agenttask.Catalog
 	// Ledger is required: every redrive is counted in it, which is how a key
 	// that keeps coming back is dead-lettered as redrive_loop, and the
 	// canary reads its outcome there. There is no redrive without it.

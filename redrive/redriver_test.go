@@ -217,5 +217,5 @@ func TestTypedValues(t *testing.T) {
 	for _, c := range allCodes() {
 		codes = append(codes, string(c))
 	}
-	check(t, codes, 22)
+	check(t, codes, 25)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // selectAPI is the SQS calls of a selective redrive (part of API).
@@ -62,6 +63,10 @@ type SelectRequest struct {
 	// them (every group when empty).
 	Reasons      []deadletter.Reason
 	Fingerprints []string
+	// Filter is optional: of the dead letters of Reasons (and
+	// Fingerprints), only those it chooses move (triage.Filter: tool,
+	// tenant, time window, error text). The audit record names it.
+	Filter triage.Filter
 	// Groups is optional: the DLQ's groups from a read-only scan
 	// (a triage report's). With them, each of Fingerprints may be a
 	// unique prefix of at least MinFingerprintPrefix characters
@@ -179,6 +184,9 @@ type SelectResult struct {
 	// dlqVisibility is the DLQ's default visibility timeout, for the
 	// retry-after of a partial pass.
 	dlqVisibility time.Duration
+	// ofReason counts the letters of the chosen reasons (and fingerprints)
+	// seen, filter or not: what a filter that chose none is told against.
+	ofReason int
 }
 
 func (r *Redriver) selectRecord(req SelectRequest) audit.Entry {
@@ -200,6 +208,9 @@ func (r *Redriver) selectRecord(req SelectRequest) audit.Entry {
 	}
 	if len(only) > 0 {
 		d["reconciled_only"] = strings.Join(only, ",")
+	}
+	if !req.Filter.IsZero() {
+		d["filter"] = r.filterText(req.Filter)
 	}
 	return audit.Entry{Actor: req.Owner, Action: audit.ActionSelect, Why: req.Why, Reasons: rs, Fingerprints: req.Fingerprints, Detail: d}
 }
@@ -355,6 +366,12 @@ func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
 		rf.Next = []Step{{Action: audit.ActionPlan}}
 		return rf
 	}
+	if !req.Filter.IsZero() {
+		rf := refuseField(CodeNothingSelected, "Filter", "%s: the DLQ, seen whole, holds no dead letter of reason %s that the filter chooses (%d of the reason seen)",
+			r.filterText(req.Filter), joinReasons(req.Reasons), res.ofReason)
+		rf.Next = []Step{{Action: audit.ActionPlan}}
+		return rf
+	}
 	rf := refuseField(CodeNothingSelected, "Reasons", "%s: the DLQ, seen whole, holds no dead letter of it", joinReasons(req.Reasons))
 	rf.Next = []Step{{Action: audit.ActionPlan}}
 	return rf
@@ -383,6 +400,9 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 	}
 	if req.Limit < 0 {
 		return refuseField(CodeBadInput, "Limit", "%d is negative: give 0 (every chosen letter) or more", req.Limit)
+	}
+	if err := checkFilter(req.Filter); err != nil {
+		return err
 	}
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
 		return err

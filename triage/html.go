@@ -48,6 +48,9 @@ type HTMLView struct {
 	// Extra is what the console's own templates need beside the report
 	// (its "pipeline-actions" block); nil in report.html.
 	Extra any
+	// Query is appended to the console's links to groups and redrives
+	// ("&tool=…": the page's filter, which they keep); "" in report.html.
+	Query template.URL
 }
 
 // HTMLTemplates parses the report's templates (the "report" page and the

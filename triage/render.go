@@ -17,6 +17,9 @@ func Text(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "DLQ %s\n", r.Queue)
 	}
 	fmt.Fprintf(&b, "%s\n", scanLine(r))
+	if r.Filter != nil {
+		fmt.Fprintf(&b, "FILTERED: %s; the counts below are of those only\n", r.Filter.Line())
+	}
 	if c := coverage(r); c != "" {
 		fmt.Fprintf(&b, "\n!!! %s\n\n", c)
 	}
@@ -81,6 +84,9 @@ func Markdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "- DLQ: `%s`\n", r.Queue)
 	}
 	fmt.Fprintf(&b, "- %s\n", scanLine(r))
+	if r.Filter != nil {
+		fmt.Fprintf(&b, "- **filtered**: %s; the counts below are of those only\n", md(r.Filter.Line()))
+	}
 	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "- **partial**: %s\n", md(why))
 	}

@@ -66,6 +66,9 @@ type Report struct {
 	Skipped []Entry `json:"skipped"`
 	// Export is the eval export's outcome, when one ran.
 	Export *ExportResult `json:"export,omitempty"`
+	// Filter is set when the report holds only the dead letters a Filter
+	// chose (added within version 1): its counts are of those.
+	Filter *Filtered `json:"filter,omitempty"`
 	// Written holds the keys of the report files Run wrote, JSON, Markdown
 	// and HTML (not serialised:
 	// the report cannot name its own file's hash).

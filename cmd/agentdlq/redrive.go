@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
@@ -62,6 +63,7 @@ after triage. Only the pipeline's named owner may move anything; every decision 
   status   the DLQ's move tasks and their progress
   cancel   cancel the running move task
   reject   record that a group is rejected (never redriven)
+  repair   patch one dead letter's task args (RFC 6902 JSON Patch), then send it back
 
 Each subcommand prints its result as a table (the default), JSON (-o json, or
 --json) or, for plan and status, Markdown (-o markdown). With -o json a refusal
@@ -79,7 +81,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	pf.StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix ("+outHelp("audit/<pipeline>.jsonl")+")")
 	pf.StringVar(&f.ledgerTable, "ledger-table", "", "the idempotency ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	cmd.AddCommand(newRedrivePlanCmd(f), newRedriveStartCmd(f), newRedriveSelectCmd(f),
-		newRedriveStatusCmd(f), newRedriveCancelCmd(f), newRedriveRejectCmd(f))
+		newRedriveStatusCmd(f), newRedriveCancelCmd(f), newRedriveRejectCmd(f), newRedriveRepairCmd(f))
 	for _, c := range cmd.Commands() {
 		c.RunE = refusalsInFlags(f, c.RunE)
 	}
@@ -222,6 +224,7 @@ var flagOf = map[string]string{
 	"Canary": "--canary", "Limit": "--limit", "Destination": "--destination", "Ack.FixDeployed": "--fix-deployed",
 	"Ack.Reviewed": "--reviewed", "Ack.Overrides": "--override", "Key": "--key",
 	"Outcome": "--no-effect or --effect-confirmed", "Receipt": "--effect-confirmed RECEIPT", "Hold": "--hold",
+	"Filter": "--tool/--tenant/--since/--until/--contains", "MessageID": "--message-id", "Patch": "--patch",
 }
 
 // flagError is a refusal told in the command line's words: the flag at
@@ -299,9 +302,11 @@ func evalBucketName(flag string) string {
 // partial redrive.Config (no pipeline, queues or audit yet): what
 // redrive.Locality decides from, and what open completes for redrive.New.
 func clientsOf(cfg aws.Config, ledgerTable string) redrive.Config {
+	s3c := s3.NewFromConfig(cfg)
 	return redrive.Config{
-		SQS: sqs.NewFromConfig(cfg), STS: sts.NewFromConfig(cfg), Evidence: s3.NewFromConfig(cfg),
+		SQS: sqs.NewFromConfig(cfg), STS: sts.NewFromConfig(cfg), Evidence: s3c, EvidenceWriter: s3c,
 		Lambda: lambda.NewFromConfig(cfg), Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg), ledgerTable),
+		Catalog: agenttask.SampleCatalog(),
 	}
 }
 
@@ -321,20 +326,26 @@ func actorOr(owner string) string {
 func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 	var actor string
 	var out *output
+	var ff filterFlags
 	c := &cobra.Command{
-		Use:   "plan --pipeline NAME [-o table|json|markdown]",
+		Use:   "plan --pipeline NAME [--tool T] [--tenant T] [--since WHEN] [--until WHEN] [--contains TEXT] [-o table|json|markdown]",
 		Short: "What the DLQ holds by reason and group, what may be redriven and why, and the command for each group",
 		Example: `  agentdlq redrive plan --pipeline agent-tasks
   agentdlq redrive plan --pipeline agent-tasks -o markdown >> incident.md
-  agentdlq redrive plan --pipeline agent-tasks -o json | jq -r '.groups[].command'`,
+  agentdlq redrive plan --pipeline agent-tasks -o json | jq -r '.groups[].command'
+  agentdlq redrive plan --pipeline agent-tasks --tool web.search --since 2h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			filter, err := ff.parse(time.Now())
+			if err != nil {
+				return f.refused(ctx, nil, audit.ActionPlan, redrive.Who{Owner: actorOr(actor)}, &redrive.Refusal{Code: redrive.CodeBadInput, Reason: err.Error()})
+			}
 			r, err := f.open(ctx, audit.ActionPlan, redrive.Who{Owner: actorOr(actor)}, nil)
 			if err != nil {
 				return err
 			}
-			pl, err := r.Plan(ctx, redrive.PlanRequest{Actor: actorOr(actor)})
+			pl, err := r.Plan(ctx, redrive.PlanRequest{Actor: actorOr(actor), Filter: filter})
 			if pl == nil || (err != nil && !errors.Is(err, redrive.ErrScanPartial)) {
 				return err
 			}
@@ -358,6 +369,7 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&actor, "owner", "", "who looks (recorded in the audit; default $USER)")
+	ff.add(c.Flags())
 	out = addOutput(c, formatTable, formatJSON, formatMarkdown)
 	return c
 }
@@ -486,9 +498,10 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 		canaryTimeout time.Duration
 		hold          time.Duration
 		out           *output
+		ff            filterFlags
 	)
 	c := &cobra.Command{
-		Use:   "select --pipeline NAME --reason R [--fingerprint F] --owner WHO --why TEXT [--rate N] [--canary N] [--dry-run] [-o table|json]",
+		Use:   "select --pipeline NAME --reason R [--fingerprint F] [--tool T] [--tenant T] [--since WHEN] [--until WHEN] [--contains TEXT] --owner WHO --why TEXT [--rate N] [--canary N] [--dry-run] [-o table|json]",
 		Short: "Move only the dead letters of the chosen reasons (and fingerprints) back to the hot queue",
 		Long: `select receives the DLQ's dead letters, moves those of the chosen reasons (and
 fingerprints, from plan) to the pipeline's own hot queue at --rate, and
@@ -502,10 +515,17 @@ the eval bucket; select reads them back from --evidence-bucket only. A letter
 whose claim check restores nothing stays in the DLQ, counted by cause
 (claim_check_failed), while the others move; the command then exits 1.
 
+Filters narrow the chosen reason's letters further: --tool, --tenant,
+--since and --until (RFC 3339, or a duration ago such as 2h), --contains
+TEXT (in the error). The reason stays required (its policy and gate
+apply); the audit record names the filter. A filter that chooses none of
+the reason's letters is refused (nothing_selected), and nothing moves.
+
 Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary failed.`,
 		Example: `  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "search-api is back (INC-412)" --canary 5
   agentdlq redrive select --pipeline agent-tasks --reason schema_invalid --fingerprint 3f9a2c1e --owner platform-oncall --why "schema v2 accepted" --fix-deployed v1.4.2 --dry-run
-  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "fixed" -o json | jq .moved`,
+  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "fixed" -o json | jq .moved
+  agentdlq redrive select --pipeline agent-tasks --reason budget_exhausted --tool web.search --since 2h --owner platform-oncall --why "search quota raised" --canary 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -518,6 +538,10 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 			if err != nil {
 				return f.refused(ctx, nil, audit.ActionSelect, who, err)
 			}
+			filter, err := ff.parse(time.Now())
+			if err != nil {
+				return f.refused(ctx, nil, audit.ActionSelect, who, &redrive.Refusal{Code: redrive.CodeBadInput, Reason: err.Error()})
+			}
 			var b *bar
 			f.onCanary = canaryProgress(f.g.console(cmd.ErrOrStderr()))
 			r, err := f.open(ctx, audit.ActionSelect, who, func() { b.Add(1) })
@@ -528,7 +552,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 				b = f.g.newBar(cmd.ErrOrStderr(), selectBarTotal(ctx, r.Depth, limit, f.g.log()), "redriving")
 			}
 			res, err := r.Select(ctx, redrive.SelectRequest{
-				Who: who, Reasons: rs, Fingerprints: fps,
+				Who: who, Reasons: rs, Fingerprints: fps, Filter: filter,
 				Rate: f.rate, Canary: canary, DryRun: dryRun, Limit: limit, Ack: ack, Hold: hold, CanaryTimeout: canaryTimeout,
 			})
 			b.Finish()
@@ -555,6 +579,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	c.Flags().DurationVar(&canaryTimeout, "canary-timeout", redrive.DefaultCanaryTimeout, "how long to wait for the canary's outcome")
 	c.Flags().IntVar(&limit, "limit", 0, "move at most N (0: all that match)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "move nothing; say what would move")
+	ff.add(c.Flags())
 	c.Flags().StringVar(&f.evidenceBucket, "evidence-bucket", "", "the eval bucket, the only one claim checks of oversized dead letters are read from (default $AGENTDLQ_EVAL_BUCKET, the stack output EvalBucketName; agentdlq-evals with local endpoints)")
 	out = addOutput(c, formatTable, formatJSON)
 	c.Flags().DurationVar(&hold, "hold", redrive.DefaultHold, "visibility timeout of the dead letters a pass receives: how long one is hidden while it moves, and, after a crash, how long the letters the pass left stay hidden")

@@ -10,6 +10,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // The library returns next steps as data (redrive.Step); this file is where
@@ -23,7 +24,14 @@ var placeholderOf = map[string]string{
 
 // stepCommand is the command line that takes step s on pipeline p.
 func stepCommand(p *pipeline.Pipeline, s redrive.Step) string {
+	return filteredStep(p, s, triage.Filter{})
+}
+
+// filteredStep is stepCommand for the letters filter f chose: a select, a
+// plan and a triage carry the filter's flags (filterArgs).
+func filteredStep(p *pipeline.Pipeline, s redrive.Step, f triage.Filter) string {
 	owner := shq(p.Owner)
+	fa := filterArgs(f)
 	group := ""
 	if s.Reason != "" {
 		group = " --reason " + string(s.Reason)
@@ -33,7 +41,7 @@ func stepCommand(p *pipeline.Pipeline, s redrive.Step) string {
 	}
 	switch s.Action {
 	case audit.ActionSelect:
-		cmd := fmt.Sprintf("agentdlq redrive select --pipeline %s%s --owner %s --why '<why>' --rate %d", p.Name, group, owner, redrive.DefaultRate)
+		cmd := fmt.Sprintf("agentdlq redrive select --pipeline %s%s%s --owner %s --why '<why>' --rate %d", p.Name, group, fa, owner, redrive.DefaultRate)
 		for _, n := range s.Needs {
 			switch n {
 			case "Ack.Overrides":
@@ -51,12 +59,12 @@ func stepCommand(p *pipeline.Pipeline, s redrive.Step) string {
 	case audit.ActionReject:
 		return fmt.Sprintf("agentdlq redrive reject --pipeline %s%s --owner %s --why '<why>'", p.Name, group, owner)
 	case audit.ActionReconcile:
-		return fmt.Sprintf("agentdlq triage --pipeline %s --keys; agentdlq ledger get --key K; agentdlq ledger reconcile --pipeline %s --key K --no-effect|--effect-confirmed RECEIPT --owner %s --why '<what the external system shows>'",
-			p.Name, p.Name, owner)
+		return fmt.Sprintf("agentdlq triage --pipeline %s%s --keys; agentdlq ledger get --key K; agentdlq ledger reconcile --pipeline %s --key K --no-effect|--effect-confirmed RECEIPT --owner %s --why '<what the external system shows>'",
+			p.Name, fa, p.Name, owner)
 	case audit.ActionStart:
 		return fmt.Sprintf("agentdlq redrive start --pipeline %s --owner %s --why '<why>' --rate %d", p.Name, owner, redrive.DefaultRate)
 	case audit.ActionPlan:
-		return "agentdlq redrive plan --pipeline " + p.Name
+		return "agentdlq redrive plan --pipeline " + p.Name + fa
 	case audit.ActionStatus:
 		return "agentdlq redrive status --pipeline " + p.Name
 	case audit.ActionCancel:
@@ -68,7 +76,7 @@ func stepCommand(p *pipeline.Pipeline, s redrive.Step) string {
 // stepsCommand is a group's steps as one line, in order: "nothing to do"
 // when there are none; a reconciliation comes first, each key at a time,
 // and says so.
-func stepsCommand(p *pipeline.Pipeline, steps []redrive.Step) string {
+func stepsCommand(p *pipeline.Pipeline, steps []redrive.Step, f triage.Filter) string {
 	if len(steps) == 0 {
 		return "nothing to do: already rejected"
 	}
@@ -82,7 +90,7 @@ func stepsCommand(p *pipeline.Pipeline, steps []redrive.Step) string {
 		case i > 0:
 			b.WriteString("; or: ")
 		}
-		b.WriteString(stepCommand(p, s))
+		b.WriteString(filteredStep(p, s, f))
 	}
 	return b.String()
 }
@@ -136,6 +144,9 @@ func decisionText(g redrive.PlanGroup) string {
 // writePlanText renders a plan for a terminal: the groups, then each
 // group's command, then the whole DLQ's.
 func writePlanText(w io.Writer, pl *redrive.Plan) error {
+	if pl.Filter != nil {
+		fmt.Fprintf(w, "FILTERED: %s; the plan and its commands are of those only\n", pl.Filter.Line())
+	}
 	if len(pl.Partial) > 0 {
 		fmt.Fprintf(w, "note: the triage scan was partial (%s): counts may be low\n", strings.Join(pl.Partial, "; "))
 	}
@@ -154,7 +165,7 @@ func writePlanText(w io.Writer, pl *redrive.Plan) error {
 	p := planPipeline(pl)
 	fmt.Fprintln(w, "\nCommands:")
 	for _, g := range pl.Groups {
-		fmt.Fprintf(w, "  # %s %s (%d)\n  %s\n", g.Reason, orDash(g.Fingerprint), g.Count, stepsCommand(p, g.Next))
+		fmt.Fprintf(w, "  # %s %s (%d)\n  %s\n", g.Reason, orDash(g.Fingerprint), g.Count, stepsCommand(p, g.Next, planFilter(pl)))
 	}
 	_, err := fmt.Fprintf(w, "\nWhole DLQ: %s\n", startLine(pl))
 	return err
@@ -178,7 +189,7 @@ func planView(pl *redrive.Plan) planJSON {
 	v := planJSON{Plan: pl, Groups: make([]planGroupJSON, 0, len(pl.Groups)), StartCommand: startLine(pl)}
 	p := planPipeline(pl)
 	for _, g := range pl.Groups {
-		v.Groups = append(v.Groups, planGroupJSON{PlanGroup: g, Command: stepsCommand(p, g.Next)})
+		v.Groups = append(v.Groups, planGroupJSON{PlanGroup: g, Command: stepsCommand(p, g.Next, planFilter(pl))})
 	}
 	return v
 }

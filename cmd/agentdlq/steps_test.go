@@ -11,6 +11,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // The library's next steps are data; the CLI spells them as the command
@@ -42,8 +43,8 @@ func TestStepCommand(t *testing.T) {
 			assert.Equal(t, tt.want, stepCommand(p, tt.step))
 		})
 	}
-	assert.Equal(t, "nothing to do: already rejected", stepsCommand(p, nil))
-	assert.Contains(t, stepsCommand(p, []redrive.Step{tests[5].step, tests[0].step}), "; then (moves only the keys reconciled as no effect): agentdlq redrive select")
+	assert.Equal(t, "nothing to do: already rejected", stepsCommand(p, nil, triage.Filter{}))
+	assert.Contains(t, stepsCommand(p, []redrive.Step{tests[5].step, tests[0].step}, triage.Filter{}), "; then (moves only the keys reconciled as no effect): agentdlq redrive select")
 	assert.Equal(t, "'on call'", shq("on call"))
 }
 

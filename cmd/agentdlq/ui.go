@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentdlq/agentdlq/console"
+	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/pipeline"
@@ -101,7 +102,8 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	}
 	client, stsc, s3c := rc.SQS.(*sqs.Client), rc.STS.(*sts.Client), rc.Evidence.(*s3.Client)
 	cc := console.Config{
-		SQS: client, STS: stsc, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
+		SQS: client, STS: stsc, Evidence: s3c, EvidenceWriter: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
+		Catalog: agenttask.SampleCatalog(),
 		Reports: reports, Loopback: loopback, Logger: g.logger(cmd.ErrOrStderr()),
 		Resolve: consoleResolve(client),
 	}

@@ -53,11 +53,17 @@ const (
 	// with a receipt, or no effect. Detail holds idempotency_key, outcome
 	// and receipt.
 	ActionReconcile Action = "reconcile"
+	// ActionRepair: the owner patched one dead letter's task args and sent
+	// the repaired task to the hot queue (redrive's Repair), or previewed it
+	// (a dry run). Detail holds the patch, the args' and bodies' digests
+	// before and after, where the original is kept (evidence), both keys
+	// and the hot message id.
+	ActionRepair Action = "repair"
 )
 
 // allActions lists every action in the order above.
 func allActions() []Action {
-	return []Action{ActionPlan, ActionStart, ActionSelect, ActionCanary, ActionStatus, ActionCancel, ActionReject, ActionPause, ActionResume, ActionReveal, ActionReconcile}
+	return []Action{ActionPlan, ActionStart, ActionSelect, ActionCanary, ActionStatus, ActionCancel, ActionReject, ActionPause, ActionResume, ActionReveal, ActionReconcile, ActionRepair}
 }
 
 // Outcome is what came of an audited action.
