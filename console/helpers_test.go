@@ -128,7 +128,7 @@ func effectUnknownKey(t testing.TB, led ledger.Ledger, key string) {
 	t.Helper()
 	ctx := context.Background()
 	at := t0.Add(-time.Hour)
-	_, err := led.Begin(ctx, key, "m-"+key, at, time.Minute)
+	_, err := led.Begin(ctx, key, "m-"+key, "", at, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, led.StartEffect(ctx, key, "m-"+key, at))
 	_, err = led.DeadLettered(ctx, key, deadletter.ReasonEffectUnknown, at)

@@ -156,7 +156,7 @@ func TestReconcileRefusals(t *testing.T) {
 	owner := f.p.Owner
 	ctx := context.Background()
 	// eu-leased: a delivery holds it now, its call started.
-	_, err := f.led.Begin(ctx, "eu-leased", "m-live", t0, 10*time.Minute)
+	_, err := f.led.Begin(ctx, "eu-leased", "m-live", "", t0, 10*time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, f.led.StartEffect(ctx, "eu-leased", "m-live", t0))
 	// eu-a was reconciled as no effect.

@@ -42,6 +42,12 @@
 //   - {"kind":"dependency_open","dependency":"search-api"}: a dependency's
 //     circuit breaker is open; fails fast, same budget behaviour, reason
 //     dependency_open.
+//   - {"kind":"rate_limited","retry_after_seconds":S}: a 429 with the
+//     provider's Retry-After S (default 1; "until_receive":N lets it
+//     through from receive N): retried after S, hidden for S (counted) or,
+//     where the pipeline's retry_after_requeues allows it, requeued with
+//     that delay (not counted); budget_exhausted when the counted budget
+//     is spent.
 //   - {"kind":"policy_limit"}, {"kind":"signature_invalid"},
 //     {"kind":"guardrail_reject"}: dead-lettered at once with that reason.
 //   - {"kind":"panic"} (the tool panics) and {"kind":"error","error":"..."}

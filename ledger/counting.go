@@ -46,8 +46,8 @@ func (c *Counting) record(per map[string]int, key string, err error) {
 	c.mu.Unlock()
 }
 
-func (c *Counting) Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (Entry, error) {
-	e, err := c.Ledger.Begin(ctx, key, owner, now, lease)
+func (c *Counting) Begin(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error) {
+	e, err := c.Ledger.Begin(ctx, key, owner, digest, now, lease)
 	c.record(nil, key, err)
 	return e, err
 }

@@ -30,7 +30,7 @@ func TestCountingCountsSucceededEffectsAndEveryCall(t *testing.T) {
 	ctx, now := context.Background(), time.Now()
 	c := NewCounting(refusingComplete{Memory: NewMemory(), key: "k2"})
 	for _, key := range []string{"k1", "k2"} {
-		_, err := c.Begin(ctx, key, "m-"+key, now, time.Minute)
+		_, err := c.Begin(ctx, key, "m-"+key, "", now, time.Minute)
 		require.NoError(t, err)
 		require.NoError(t, c.StartEffect(ctx, key, "m-"+key, now))
 	}

@@ -28,7 +28,13 @@
 //	      still in_progress)   └────────Begin───────────┘  (a redrive runs it again)
 //
 // Begin on a done key fails with ErrDone, so a redelivery or a redrive of
-// done work is a no-op; a mutating handler calls StartEffect before its
+// done work is a no-op. Begin keeps the first digest of the task's
+// canonical args a key is claimed with (Entry.ArgsDigest), and a Begin
+// with another digest fails with ErrKeyReused before any other check and
+// changes nothing: the key was issued for another task. An entry without a
+// digest (written before digests were kept) takes the first one a
+// successful Begin brings; a done entry without one cannot tell and stays
+// a no-op for any args; a mutating handler calls StartEffect before its
 // call, and a failure after it without a receipt is an unknown effect,
 // which only the owner's Reconcile settles. Counts never go down and
 // concurrent increments are never lost. Every change sets UpdatedAt to the
@@ -45,7 +51,8 @@
 //
 // # Errors
 //
-// Test with errors.Is: ErrDone and ErrLeased (Begin, StartEffect),
+// Test with errors.Is: ErrKeyReused, ErrDone and ErrLeased (Begin,
+// StartEffect),
 // ErrNotEffectUnknown, ErrReconciled and ErrInvalid (Reconcile), and
 // ErrUnavailable for an outage (throttling, a server fault, the network, a
 // deadline): the worker retries the record and never dead-letters it on a

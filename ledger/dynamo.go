@@ -26,7 +26,7 @@ type DynamoAPI interface {
 // string: the idempotency key). Every change is one conditional UpdateItem,
 // so concurrent deliveries of the same key cannot both hold its lease.
 //
-// Item attributes: pk, state, owner, lease_until and updated_at (UTC
+// Item attributes: pk, state, args_digest, owner, lease_until and updated_at (UTC
 // timestamps in a fixed-width RFC 3339 form, so that they compare as
 // strings), effect_started (BOOL), receipt, last_reason, dead_letter_count
 // and redrive_count (numbers, incremented with ADD), expires_at (epoch
@@ -77,18 +77,28 @@ func (d *Dynamo) touch(vals map[string]types.AttributeValue, now time.Time) map[
 }
 
 // Begin implements Ledger: one conditional update that claims the key
-// unless it is done or leased by another owner until after now.
-func (d *Dynamo) Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (Entry, error) {
+// unless it is done, leased by another owner until after now, or (with a
+// digest) holds another args digest; it records the digest where the item
+// has none (if_not_exists).
+func (d *Dynamo) Begin(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error) {
+	update := "SET #st = :inprog, #ow = :owner, lease_until = :lease, updated_at = :now, expires_at = :exp"
+	cond := "attribute_not_exists(pk) OR (#st <> :done AND (#st <> :inprog OR #ow = :owner OR attribute_not_exists(lease_until) OR lease_until <= :now))"
+	vals := d.touch(map[string]types.AttributeValue{
+		":inprog": s(string(StateInProgress)), ":done": s(string(StateDone)),
+		":owner": s(owner), ":lease": s(ts(now.Add(lease))),
+	}, now)
+	if digest != "" {
+		update += ", args_digest = if_not_exists(args_digest, :digest)"
+		cond = "(attribute_not_exists(args_digest) OR args_digest = :digest) AND (" + cond + ")"
+		vals[":digest"] = s(digest)
+	}
 	out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                d.tableName(),
-		Key:                      d.key(key),
-		UpdateExpression:         aws.String("SET #st = :inprog, #ow = :owner, lease_until = :lease, updated_at = :now, expires_at = :exp"),
-		ConditionExpression:      aws.String("attribute_not_exists(pk) OR (#st <> :done AND (#st <> :inprog OR #ow = :owner OR attribute_not_exists(lease_until) OR lease_until <= :now))"),
-		ExpressionAttributeNames: names,
-		ExpressionAttributeValues: d.touch(map[string]types.AttributeValue{
-			":inprog": s(string(StateInProgress)), ":done": s(string(StateDone)),
-			":owner": s(owner), ":lease": s(ts(now.Add(lease))),
-		}, now),
+		TableName:                           d.tableName(),
+		Key:                                 d.key(key),
+		UpdateExpression:                    aws.String(update),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           vals,
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -111,17 +121,22 @@ func (d *Dynamo) Begin(ctx context.Context, key, owner string, now time.Time, le
 		if !ok {
 			return Entry{}, fmt.Errorf("%w: the entry changed during the claim", ErrLeased)
 		}
-		return conflict(e)
+		return conflict(e, digest)
 	}
 	e, derr := decodeEntry(item)
 	if derr != nil {
 		return Entry{}, derr
 	}
-	return conflict(e)
+	return conflict(e, digest)
 }
 
-func conflict(e Entry) (Entry, error) {
-	if e.State == StateDone {
+// conflict is Begin's error for the entry that failed its condition, in
+// the precedence the Ledger doc gives.
+func conflict(e Entry, digest string) (Entry, error) {
+	switch {
+	case e.KeyReused(digest):
+		return e, ErrKeyReused
+	case e.State == StateDone:
 		return e, ErrDone
 	}
 	return e, ErrLeased
@@ -316,6 +331,7 @@ func decodeEntry(item map[string]types.AttributeValue) (Entry, error) {
 	}
 	e.Key = str("pk")
 	e.State = State(str("state"))
+	e.ArgsDigest = str("args_digest")
 	e.Owner = str("owner")
 	e.LeaseUntil = tm("lease_until")
 	if v, ok := item["effect_started"].(*types.AttributeValueMemberBOOL); ok {

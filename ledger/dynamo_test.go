@@ -47,7 +47,7 @@ func TestDynamoItem(t *testing.T) {
 	t.Parallel()
 	d, client, table := newDynamo(t)
 	ctx := context.Background()
-	_, err := d.Begin(ctx, "k", "m1", t0, time.Minute)
+	_, err := d.Begin(ctx, "k", "m1", "", t0, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, d.StartEffect(ctx, "k", "m1", t0))
 	require.NoError(t, d.Complete(ctx, "k", "m1", "sha256:abc", t0.Add(4*time.Minute)))
@@ -102,7 +102,7 @@ func TestDynamoUnavailable(t *testing.T) {
 			t.Parallel()
 			d := ledger.NewDynamo(&failingDynamo{err: tt.err}, "t")
 			ctx := context.Background()
-			_, errBegin := d.Begin(ctx, "k", "m", t0, time.Minute)
+			_, errBegin := d.Begin(ctx, "k", "m", "", t0, time.Minute)
 			_, _, errGet := d.Get(ctx, "k")
 			_, errDL := d.DeadLettered(ctx, "k", deadletter.ReasonPolicyLimit, t0)
 			for _, err := range []error{errBegin, errGet, errDL, d.Complete(ctx, "k", "m", "r", t0)} {

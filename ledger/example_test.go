@@ -18,7 +18,7 @@ func ExampleMemory() {
 	l := ledger.NewMemory()
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
-	if _, err := l.Begin(ctx, "refund-42", "msg-1", now, 30*time.Second); err != nil {
+	if _, err := l.Begin(ctx, "refund-42", "msg-1", "", now, 30*time.Second); err != nil {
 		fmt.Println("begin:", err)
 		return
 	}
@@ -31,7 +31,7 @@ func ExampleMemory() {
 		return
 	}
 
-	prev, err := l.Begin(ctx, "refund-42", "msg-2", now.Add(time.Minute), 30*time.Second)
+	prev, err := l.Begin(ctx, "refund-42", "msg-2", "", now.Add(time.Minute), 30*time.Second)
 	fmt.Println(errors.Is(err, ledger.ErrDone), prev.State, prev.Receipt)
 
 	e, _, _ := l.Get(ctx, "refund-42")
@@ -49,7 +49,7 @@ func ExampleMemory_Reconcile() {
 	l := ledger.NewMemory()
 	now := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 
-	_, _ = l.Begin(ctx, "refund-43", "msg-1", now, 30*time.Second)
+	_, _ = l.Begin(ctx, "refund-43", "msg-1", "", now, 30*time.Second)
 	_ = l.StartEffect(ctx, "refund-43", "msg-1", now)
 	_, _ = l.DeadLettered(ctx, "refund-43", deadletter.ReasonEffectUnknown, now)
 

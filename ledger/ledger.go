@@ -25,8 +25,12 @@ const (
 
 // Entry is one key's record.
 type Entry struct {
-	Key        string    `json:"idempotency_key" dynamodbav:"pk"`
-	State      State     `json:"state" dynamodbav:"state"`
+	Key   string `json:"idempotency_key" dynamodbav:"pk"`
+	State State  `json:"state" dynamodbav:"state"`
+	// ArgsDigest is the digest of the task's canonical args the key was
+	// first claimed with (see Ledger.Begin), "" for an entry written
+	// before digests were kept or by a caller that gives none.
+	ArgsDigest string    `json:"args_digest,omitempty" dynamodbav:"args_digest,omitempty"`
 	LeaseUntil time.Time `json:"lease_until,omitzero" dynamodbav:"lease_until,omitempty"`
 	// Owner identifies the holder of the lease (the message id that claimed it).
 	Owner string `json:"owner,omitempty" dynamodbav:"owner,omitempty"`
@@ -160,7 +164,22 @@ var (
 	ErrLeased = errors.New("ledger: idempotency key is leased by another delivery")
 	// ErrUnavailable wraps a ledger outage (throttling, network): retry later.
 	ErrUnavailable = errors.New("ledger: unavailable")
+	// ErrKeyReused: the key is known with another args digest. The task
+	// is not the one the key was claimed for (a producer that reuses keys,
+	// or args changed after the key was issued): it must not run, and it
+	// must not be taken for done. The worker dead-letters it as
+	// idempotency_key_reused; the entry is left as it was.
+	ErrKeyReused = errors.New("ledger: idempotency key reused with other args")
 )
+
+// KeyReused reports whether a Begin with digest on an entry holding e would
+// fail with ErrKeyReused: both digests are known and they differ. An entry
+// without a digest (older, or written only by Redriven or DeadLettered)
+// takes the first digest a Begin brings; a Begin without one checks
+// nothing.
+func (e Entry) KeyReused(digest string) bool {
+	return digest != "" && e.ArgsDigest != "" && e.ArgsDigest != digest
+}
 
 // Errors of Reconcile; test with errors.Is.
 var (
@@ -178,15 +197,19 @@ var (
 type Ledger interface {
 	// Begin claims key for owner (the SQS message id) until now+lease and
 	// returns the entry as it was before the claim (the zero Entry for a new
-	// key). It fails with ErrDone when the key is done (the returned entry
-	// holds the receipt) and with ErrLeased when another owner holds a lease
-	// that has not expired (it holds while now < LeaseUntil; the entry names
-	// the holder). The same owner may Begin again (a redelivery of the same
+	// key). digest is the digest of the task's canonical args (optional:
+	// "" checks nothing); the first Begin that brings one records it as
+	// ArgsDigest. Begin fails with ErrKeyReused, before any other check,
+	// when the entry holds another digest (Entry.KeyReused: the returned
+	// entry is the key's, untouched); with ErrDone when the key is done (the
+	// returned entry holds the receipt); and with ErrLeased when another
+	// owner holds a lease that has not expired (it holds while now <
+	// LeaseUntil; the entry names the holder). The same owner may Begin again (a redelivery of the same
 	// message); anyone may Begin a dead-lettered key (that is what a redrive
 	// does), a released key, a key whose lease expired and a key with no
 	// state. Of concurrent Begins on one key exactly one wins. A refused
 	// Begin changes nothing, so a redelivery of done work is a no-op.
-	Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (Entry, error)
+	Begin(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error)
 	// StartEffect records, before a mutating call, that its effect may happen
 	// (EffectStarted). Only the holder of an in_progress key may; anyone else
 	// gets ErrLeased and must not make the call.

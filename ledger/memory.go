@@ -35,7 +35,7 @@ func NewMemory() *Memory {
 }
 
 // Begin implements Ledger.
-func (m *Memory) Begin(_ context.Context, key, owner string, now time.Time, lease time.Duration) (Entry, error) {
+func (m *Memory) Begin(_ context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.lookup(key)
@@ -43,6 +43,8 @@ func (m *Memory) Begin(_ context.Context, key, owner string, now time.Time, leas
 	if ok {
 		before = *e
 		switch {
+		case e.KeyReused(digest):
+			return before, ErrKeyReused
 		case e.State == StateDone:
 			return before, ErrDone
 		case e.State == StateInProgress && e.Owner != owner && now.Before(e.LeaseUntil):
@@ -52,6 +54,9 @@ func (m *Memory) Begin(_ context.Context, key, owner string, now time.Time, leas
 		e = m.newEntry(key)
 	}
 	e.State, e.Owner, e.LeaseUntil = StateInProgress, owner, now.Add(lease)
+	if e.ArgsDigest == "" {
+		e.ArgsDigest = digest
+	}
 	m.touch(e, now)
 	return before, nil
 }

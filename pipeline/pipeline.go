@@ -150,6 +150,13 @@ type Pipeline struct {
 	RedriveLoopAfter int `json:"redrive_loop_after,omitempty"`
 	// FIFOPoison is optional (default dead_letter); only read for FIFO pipelines.
 	FIFOPoison FIFOPoison `json:"fifo_poison,omitempty"`
+	// RetryAfterRequeues is optional (default 0: off), 0..100, standard
+	// queues only: how many times the worker sends a message whose tool
+	// returned the provider's Retry-After (of at most 15 minutes) back to
+	// the hot queue with that delay, so that the receive does not count
+	// against max_receive_count (batch.Config.RetryAfterRequeues). Off, a
+	// Retry-After hides the message for that long and the receive counts.
+	RetryAfterRequeues int `json:"retry_after_requeues,omitempty"`
 	// Alarms is optional: thresholds of the alarms (defaults below).
 	Alarms Alarms `json:"alarms"`
 	// Triage is optional: how the triage scans and warns.
@@ -412,6 +419,12 @@ func (p *Pipeline) Validate() error {
 	}
 	if p.RedriveLoopAfter < 1 {
 		bad("redrive_loop_after %d must be at least 1", p.RedriveLoopAfter)
+	}
+	switch {
+	case p.RetryAfterRequeues < 0 || p.RetryAfterRequeues > 100:
+		bad("retry_after_requeues %d is outside 0..100", p.RetryAfterRequeues)
+	case p.RetryAfterRequeues > 0 && p.FIFO:
+		bad("retry_after_requeues needs a standard queue: a FIFO queue takes no per-message delay, and a requeued copy would leave its message group's order")
 	}
 	if p.FIFOPoison != FIFOPoisonDeadLetter && p.FIFOPoison != FIFOPoisonHoldGroup {
 		bad("fifo_poison %q must be %q or %q", p.FIFOPoison, FIFOPoisonDeadLetter, FIFOPoisonHoldGroup)

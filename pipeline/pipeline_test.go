@@ -63,6 +63,10 @@ func TestValidate(t *testing.T) {
 		{"big batch needs window", func(p *Pipeline) { p.BatchSize = 100 }, "needs batch_window_seconds"},
 		{"concurrency 1", func(p *Pipeline) { p.MaxConcurrency = 1 }, "max_concurrency 1"},
 		{"fifo poison unknown", func(p *Pipeline) { p.FIFOPoison = "drop" }, "fifo_poison"},
+		{"retry-after requeues", func(p *Pipeline) { p.RetryAfterRequeues = 3 }, ""},
+		{"retry-after requeues on a FIFO queue", func(p *Pipeline) { p.FIFO, p.RetryAfterRequeues = true, 3 }, "retry_after_requeues needs a standard queue"},
+		{"retry-after requeues 101", func(p *Pipeline) { p.RetryAfterRequeues = 101 }, "retry_after_requeues 101 is outside 0..100"},
+		{"retry-after requeues negative", func(p *Pipeline) { p.RetryAfterRequeues = -1 }, "retry_after_requeues -1 is outside"},
 		{"backoff inverted", func(p *Pipeline) { p.Backoff = Backoff{BaseSeconds: 10, MaxSeconds: 5} }, "backoff needs"},
 		{"expiry alarm beyond retention", func(p *Pipeline) { p.Alarms.ExpiryRiskHours = 400 }, "expiry_risk_hours"},
 		// Raw integers are bounded before they become durations: these

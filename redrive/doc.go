@@ -56,7 +56,8 @@
 //	after_review   receive_limit                             Reviewed (what the review found)
 //	never_blindly  effect_unknown                            per key: Reconcile; Select only
 //	no             signature_invalid, guardrail_reject,
-//	               policy_limit, redrive_loop                Overrides[reason] (a justification)
+//	               idempotency_key_reused, policy_limit,
+//	               redrive_loop                              Overrides[reason] (a justification)
 //
 // Select never deletes before a confirmed send: a crash leaves the letter
 // in the DLQ, and the resend is absorbed by the FIFO deduplication id or

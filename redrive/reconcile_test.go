@@ -21,7 +21,7 @@ func effectUnknownKey(t *testing.T, led ledger.Ledger, key string) {
 	t.Helper()
 	ctx := context.Background()
 	t0 := time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)
-	_, err := led.Begin(ctx, key, "m-"+key, t0, time.Minute)
+	_, err := led.Begin(ctx, key, "m-"+key, "", t0, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, led.StartEffect(ctx, key, "m-"+key, t0))
 	_, err = led.DeadLettered(ctx, key, deadletter.ReasonEffectUnknown, t0)
@@ -457,7 +457,7 @@ func TestPlanCountsOnlyReconciliationsTheLedgerHolds(t *testing.T) {
 
 	// Key a runs again after its redrive and its call starts: unknown again.
 	t1 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	_, err = led.Begin(ctx, a, "m2-"+a, t1, time.Minute)
+	_, err = led.Begin(ctx, a, "m2-"+a, "", t1, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, led.StartEffect(ctx, a, "m2-"+a, t1))
 	_, err = led.DeadLettered(ctx, a, deadletter.ReasonEffectUnknown, t1)
@@ -505,7 +505,7 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	}
 	// k-again was redriven and its call started again: effect unknown anew.
 	at := time.Date(2026, 11, 29, 13, 0, 0, 0, time.UTC)
-	_, err := led.Begin(ctx, "k-again", "m-2", at, time.Minute)
+	_, err := led.Begin(ctx, "k-again", "m-2", "", at, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, led.StartEffect(ctx, "k-again", "m-2", at))
 	_, err = led.DeadLettered(ctx, "k-again", eu, at)

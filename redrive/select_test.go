@@ -296,7 +296,7 @@ func (w *simWorker) drain() {
 func (w *simWorker) handle(ctx context.Context, id, body string, attrs map[string]sqstypes.MessageAttributeValue) {
 	key := keyOf(w.t, body)
 	now := time.Now()
-	if _, err := w.led.Begin(ctx, key, id, now, time.Minute); errors.Is(err, ledger.ErrDone) {
+	if _, err := w.led.Begin(ctx, key, id, "", now, time.Minute); errors.Is(err, ledger.ErrDone) {
 		w.mu.Lock()
 		w.noops++
 		w.mu.Unlock()

@@ -74,6 +74,7 @@ var reasonColors = []string{
 	"#ff9da7", // tool_version_unsupported: pink
 	"#9c755f", // signature_invalid: brown
 	"#76b7b2", // guardrail_reject: teal
+	"#d62728", // idempotency_key_reused: crimson
 	"#edc948", // auth_config: yellow
 	"#59a14f", // dependency_open: green
 	"#2b2b2b", // effect_unknown: near black

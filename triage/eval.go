@@ -55,6 +55,15 @@ type EvalMetadata struct {
 	// CaseSHA256 is the hash that deduplicates cases and keys the id
 	// (caseHash: the input without its per-delivery identifiers).
 	CaseSHA256 string `json:"case_sha256"`
+	// TraceID is the task's trace_id of the message the input came from
+	// (the first of the case), so that the item links back to its run: as
+	// the exported input carries it (hashed or dropped when eval.hash_fields
+	// or eval.drop_fields name trace_id), else dlq_meta's trace id under
+	// the same rules. Empty when the task has none.
+	TraceID string `json:"trace_id,omitempty"`
+	// AWSTraceHeader is the X-Ray header (the AWSTraceHeader system
+	// attribute) of that message, where the dead letter carries one.
+	AWSTraceHeader string `json:"aws_trace_header,omitempty"`
 }
 
 // evalRecords turns the recurring poison and unclassified groups of a report
@@ -98,6 +107,7 @@ func evalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
 					Pipeline: p.Name, Fingerprint: g.Fingerprint, Tool: g.Tool, ToolVersion: g.ToolVersion,
 					SchemaVersion: g.SchemaVersion, ErrorSignature: g.Signature, Inferred: g.Inferred == g.Count,
 					FirstSeen: g.FirstSeen, LastSeen: g.LastSeen, GroupCount: g.Count, Occurrences: 1, InputSHA256: sum, CaseSHA256: caseSum,
+					TraceID: traceOf(t, input, p.Eval), AWSTraceHeader: deadletter.Redact(t.System[awsTraceHeader], 0),
 				},
 				Tags: tags,
 			})

@@ -146,6 +146,9 @@ type Group struct {
 	// (`agentdlq ledger get`, `agentdlq ledger reconcile`) before a redrive.
 	IdempotencyKeys        []string `json:"idempotency_keys,omitempty"`
 	IdempotencyKeysOmitted int      `json:"idempotency_keys_omitted,omitempty"`
+	// An idempotency_key_reused group lists its keys too, the same way: a
+	// reused key's ledger entry names the task that holds it, and so the
+	// producer to fix.
 
 	tagged []*Tagged // the members, for the eval export; not serialised
 }
@@ -370,7 +373,7 @@ func buildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o buildOpti
 		g.TenantsAffected = len(acc.tenants)
 		g.Tenants = tenantList(acc.tenants, hashTenants)
 		g.RepeatKeys = len(acc.repeat)
-		if g.Reason == deadletter.ReasonEffectUnknown {
+		if g.Reason == deadletter.ReasonEffectUnknown || g.Reason == deadletter.ReasonIdempotencyKeyReused {
 			g.IdempotencyKeys, g.IdempotencyKeysOmitted = keyList(g.tagged)
 		}
 		for k := range acc.repeat {
@@ -497,6 +500,10 @@ func attention(r *Report, p *pipeline.Pipeline) []string {
 		out = append(out, plural(r.Totals.Unreadable, "message")+" with unreadable dlq_meta, counted as unclassified")
 	}
 	for _, rt := range r.Totals.ByReason {
+		if rt.Reason == deadletter.ReasonIdempotencyKeyReused {
+			out = append(out, plural(rt.Count, "message")+" idempotency_key_reused: a producer reused a key for other args, or the args were changed after the key was issued; none ran. "+
+				"Look up each key in the ledger (the task that holds it), fix the producer, then reject them (a redrive meets the same digest and is dead-lettered again)")
+		}
 		if rt.Reason == deadletter.ReasonEffectUnknown {
 			out = append(out, plural(rt.Count, "message")+" effect_unknown: reconcile the external effect before anything else (their keys: agentdlq triage --keys; then agentdlq ledger reconcile)")
 		}

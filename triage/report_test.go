@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -225,8 +226,41 @@ func TestEffectUnknownKeys(t *testing.T) {
 	assert.Equal(t, "k00000", keys[0])
 	assert.True(t, sort.StringsAreSorted(keys))
 	for _, g := range r.Groups {
-		if g.Reason != deadletter.ReasonEffectUnknown {
-			assert.Empty(t, g.IdempotencyKeys, "only effect_unknown groups list their keys")
+		if g.Reason != deadletter.ReasonEffectUnknown && g.Reason != deadletter.ReasonIdempotencyKeyReused {
+			assert.Empty(t, g.IdempotencyKeys, "only effect_unknown and idempotency_key_reused groups list their keys")
 		}
 	}
+}
+
+// TestKeyReused: reused keys make one security group per tool and error
+// signature (the digests in the error text are normalised away), list
+// their keys (EffectUnknownKeys does not: they are not reconciled), say
+// never to redrive, and put a line under Attention.
+func TestKeyReused(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, false)
+	var msgs []Tagged
+	for i, key := range []string{"acme:run-1:t1", "acme:run-2:t7", "acme:run-1:t1"} {
+		m := poisonMeta(deadletter.ReasonIdempotencyKeyReused, "email.send", "1", "acme", key,
+			fmt.Sprintf("security: ledger: idempotency key reused with other args: the ledger holds the key with args digest jcs-sha256:%012x…, this task's is jcs-sha256:%012x…", 1000+i, 2000+i))
+		msgs = append(msgs, Tag(deadLetter(t, fmt.Sprintf("m%d", i), task(fmt.Sprintf("t%d", i), "acme", "email.send", "1", `{"to":["x@example.com"]}`), m, t0.Add(-time.Hour))))
+	}
+	r := Build(msgs, p, t0)
+	require.Len(t, r.Groups, 1, "one group: the digests differ, the signature does not")
+	g := r.Groups[0]
+	assert.Equal(t, deadletter.ClassSecurity, g.Class)
+	assert.Equal(t, deadletter.NextHumanReview, g.NextAction)
+	assert.Equal(t, deadletter.RedriveNever, g.Redrivable)
+	assert.Equal(t, []string{"acme:run-1:t1", "acme:run-2:t7"}, g.IdempotencyKeys)
+	assert.False(t, g.Recurring, "not an eval candidate: the task is fine, its key is not")
+	keys, _ := r.EffectUnknownKeys()
+	assert.Empty(t, keys)
+	var line string
+	for _, a := range r.Attention {
+		if strings.Contains(a, "idempotency_key_reused") {
+			line = a
+		}
+	}
+	assert.Contains(t, line, "3 messages idempotency_key_reused")
+	assert.Contains(t, line, "none ran")
 }

@@ -32,7 +32,7 @@ func TestLedgerGetEmulator(t *testing.T) {
 	table, l := ledgerWithDoneKey(t)
 	ctx := t.Context()
 	now := time.Now()
-	_, err := l.Begin(ctx, "mail-key", "m2", now, time.Minute)
+	_, err := l.Begin(ctx, "mail-key", "m2", "", now, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, l.StartEffect(ctx, "mail-key", "m2", now))
 	_, err = l.DeadLettered(ctx, "mail-key", deadletter.ReasonEffectUnknown, now)
@@ -124,7 +124,7 @@ func ledgerWithDoneKey(t *testing.T) (string, *ledger.Dynamo) {
 	table := localtest.Table(t, cfg)
 	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
 	now := time.Now()
-	_, err := l.Begin(t.Context(), "done-key", "m1", now, time.Minute)
+	_, err := l.Begin(t.Context(), "done-key", "m1", "", now, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, l.Complete(t.Context(), "done-key", "m1", "receipt-abc", now))
 	return table, l

@@ -142,7 +142,7 @@ func TestEMFLineNamesBatchMetrics(t *testing.T) {
 	for i := 0; i < typ.NumField(); i++ {
 		tags = append(tags, typ.Field(i).Tag.Get("json"))
 	}
-	for _, name := range []string{batch.MetricProcessed, batch.MetricRetried, batch.MetricDeadLettered, batch.MetricDLQSendFailures, batch.MetricDuplicatesSkipped} {
+	for _, name := range []string{batch.MetricProcessed, batch.MetricRetried, batch.MetricDeadLettered, batch.MetricDLQSendFailures, batch.MetricDuplicatesSkipped, batch.MetricRequeued} {
 		assert.Contains(t, tags, name)
 	}
 }

@@ -33,10 +33,14 @@ type workSummary struct {
 	Retried int64 `json:"retried"`
 	// DLQSendFailures are dead letters whose send failed: retried, not lost.
 	DLQSendFailures int64 `json:"dlq_send_failures"`
-	Deleted         int64 `json:"deleted"`      // records deleted from the hot queue
-	BatchErrors     int64 `json:"batch_errors"` // invocations that failed as a whole
-	DeleteErrors    int64 `json:"delete_errors"`
-	ReceiveErrors   int64 `json:"receive_errors"`
+	// Requeued were sent back to the hot queue after the provider's
+	// Retry-After (retry_after_requeues) and acknowledged: the copy is
+	// received again, the receive not counted.
+	Requeued      int64 `json:"requeued,omitempty"`
+	Deleted       int64 `json:"deleted"`      // records deleted from the hot queue
+	BatchErrors   int64 `json:"batch_errors"` // invocations that failed as a whole
+	DeleteErrors  int64 `json:"delete_errors"`
+	ReceiveErrors int64 `json:"receive_errors"`
 }
 
 func newWorkSummary(pipelineName string, s esm.Stats, m *metricCounts) workSummary {
@@ -48,6 +52,7 @@ func newWorkSummary(pipelineName string, s esm.Stats, m *metricCounts) workSumma
 		m.mu.Lock()
 		defer m.mu.Unlock()
 		w.Processed, w.DuplicatesSkipped, w.DeadLettered, w.DLQSendFailures = m.processed, m.duplicates, m.deadLettered, m.dlqSendFailures
+		w.Requeued = m.requeued
 		if len(m.byReason) > 0 {
 			w.DeadLetteredByReason = make(map[string]int64, len(m.byReason))
 			for r, n := range m.byReason {
@@ -86,10 +91,10 @@ func (w workSummary) writeTable(out io.Writer) {
 type metricCounts struct {
 	w io.Writer
 
-	mu                                                            sync.Mutex
-	partial                                                       []byte
-	processed, retried, deadLettered, dlqSendFailures, duplicates int64
-	byReason                                                      map[string]int64
+	mu                                                                      sync.Mutex
+	partial                                                                 []byte
+	processed, retried, deadLettered, dlqSendFailures, duplicates, requeued int64
+	byReason                                                                map[string]int64
 }
 
 func newMetricCounts(w io.Writer) *metricCounts {
@@ -106,6 +111,7 @@ type emfLine struct {
 	DeadLettered      int64           `json:"DeadLettered"`
 	DLQSendFailures   int64           `json:"DLQSendFailures"`
 	DuplicatesSkipped int64           `json:"DuplicatesSkipped"`
+	Requeued          int64           `json:"Requeued"`
 }
 
 func (m *metricCounts) Write(p []byte) (int, error) {
@@ -139,4 +145,5 @@ func (m *metricCounts) add(line []byte) {
 	m.deadLettered += l.DeadLettered
 	m.dlqSendFailures += l.DLQSendFailures
 	m.duplicates += l.DuplicatesSkipped
+	m.requeued += l.Requeued
 }

@@ -15,7 +15,8 @@ const (
 	ClassTransient Class = "transient"
 	// ClassPoison: the message can never succeed as it is. Dead-lettered at once.
 	ClassPoison Class = "poison"
-	// ClassSecurity: a bad signature or a guardrail rejection. Dead-lettered at once.
+	// ClassSecurity: a bad signature, a guardrail rejection or a reused
+	// idempotency key. Dead-lettered at once.
 	ClassSecurity Class = "security"
 	// ClassAuthorization: an expired credential, AccessDenied, KMS denied.
 	// Retried inside the budget, since a configuration fix may land.
@@ -107,6 +108,11 @@ const (
 	ReasonSignatureInvalid Reason = "signature_invalid"
 	// ReasonGuardrailReject: a guardrail rejected the task.
 	ReasonGuardrailReject Reason = "guardrail_reject"
+	// ReasonIdempotencyKeyReused: the ledger knows the task's idempotency
+	// key with another digest of its canonical args: a producer reused the
+	// key for another task, or the args were changed after the key was
+	// issued. The task never ran and its key's entry was left as it was.
+	ReasonIdempotencyKeyReused Reason = "idempotency_key_reused"
 	// ReasonAuthConfig: credentials or permissions failed on every allowed receive.
 	ReasonAuthConfig Reason = "auth_config"
 	// ReasonDependencyOpen: a dependency's circuit stayed open for the whole budget.
@@ -148,6 +154,7 @@ var taxonomy = []ReasonInfo{
 	{ReasonToolVersionUnsupported, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the tool exists, but tool_version is not semver or is outside the tool's range"},
 	{ReasonSignatureInvalid, ClassSecurity, NextReject, RedriveNever, true, false, "the task's signature did not verify"},
 	{ReasonGuardrailReject, ClassSecurity, NextHumanReview, RedriveNever, true, false, "a guardrail rejected the task"},
+	{ReasonIdempotencyKeyReused, ClassSecurity, NextHumanReview, RedriveNever, true, false, "the idempotency key is known with other args (a reused key or changed args): never run"},
 	{ReasonAuthConfig, ClassAuthorization, NextRetryAfter, RedriveAfterFix, false, false, "expired credential, AccessDenied or KMS denied on every allowed receive"},
 	{ReasonDependencyOpen, ClassDependency, NextRetry, RedriveYes, false, false, "a dependency's circuit breaker stayed open for the whole budget"},
 	{ReasonEffectUnknown, ClassAmbiguous, NextHumanReview, RedriveNeverBlind, true, false, "a mutating tool call started and its outcome is unknown: reconcile first"},

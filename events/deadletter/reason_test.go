@@ -22,7 +22,8 @@ var architectureRows = []struct {
 }{
 	{"transient", "retry with backoff inside the budget", []deadletter.Reason{"budget_exhausted"}, []string{"retry"}, "yes"},
 	{"poison", "dead-letter at once, zero retries", []deadletter.Reason{"json_invalid", "schema_invalid", "tool_unknown", "tool_version_unsupported"}, []string{"repair", "repair", "repair", "repair"}, "after the fix"},
-	{"security", "dead-letter at once", []deadletter.Reason{"signature_invalid", "guardrail_reject"}, []string{"reject", "human_review"}, "no"},
+	// idempotency_key_reused is issue 21's addition to the security row.
+	{"security", "dead-letter at once", []deadletter.Reason{"signature_invalid", "guardrail_reject", "idempotency_key_reused"}, []string{"reject", "human_review", "human_review"}, "no"},
 	{"authorization / configuration", "retry inside the budget (a config fix may land)", []deadletter.Reason{"auth_config"}, []string{"retry after the fix"}, "after the fix"},
 	{"dependency open", "fail fast; dead-letter when the budget is spent", []deadletter.Reason{"dependency_open"}, []string{"retry"}, "yes"},
 	{"ambiguous external outcome", "dead-letter at once", []deadletter.Reason{"effect_unknown"}, []string{"human_review (reconcile first)"}, "never blindly"},
@@ -82,7 +83,7 @@ func TestTaxonomyMatchesArchitecture(t *testing.T) {
 func TestAllReasonsOrderAndTaxonomyCopy(t *testing.T) {
 	t.Parallel()
 	all := deadletter.AllReasons()
-	require.Len(t, all, 14)
+	require.Len(t, all, 15)
 	assert.Equal(t, deadletter.ReasonBudgetExhausted, all[0])
 	assert.Equal(t, deadletter.ReasonRedriveLoop, all[len(all)-1])
 	seen := map[deadletter.Reason]bool{}

@@ -789,6 +789,15 @@ func scenarios() []scenario {
 		{body: dup, receive: 1, outcome: OutcomeOK, why: "second delivery of a done key: acknowledged as a no-op"},
 	}})
 
+	sc = "key-reused"
+	first := task(sc, 0, "email.send", "1", nil)
+	args := toolArgs("email.send", 0).set("to", []string{"payouts@example.com"})
+	add(scenario{name: sc, description: "an idempotency key reused for other args: the first task is done, the second is never run", records: []rec{
+		{body: body(first), receive: 1, outcome: OutcomeOK, why: "first task with the key: done, its args digest kept"},
+		{body: body(first.set("task_id", "task-key-reused-001").set("args", args)), receive: 1, outcome: OutcomeDeadLetter,
+			reason: deadletter.ReasonIdempotencyKeyReused, why: "the same key with other args: idempotency_key_reused, dead-lettered at once, never run"},
+	}})
+
 	sc = "mixed"
 	mix := []rec{
 		valid(sc, 0, "web.search", nil, 1),

@@ -25,6 +25,7 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/internal/s3shared v1.20.12 // indirect
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.10 // indirect
 	github.com/aws/smithy-go v1.28.9 // indirect
+	github.com/gowebpki/jcs v1.0.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
 

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -55,8 +56,12 @@ func handler(tools Tools) batch.Handler {
 		}
 		r.Describe(&task) // dead letters and logs carry the task's ids
 		tool := catalog[task.Tool]
-		if err := r.Begin(ctx, task.IdempotencyKey, tool.Mutates); err != nil {
-			return err // done already (a no-op), leased elsewhere, ledger down
+		digest, err := agenttask.ArgsDigest(task.Args) // RFC 8785, then SHA-256
+		if err != nil {
+			return err // unreachable: DecodeTask checked that args is JSON
+		}
+		if err := r.Begin(ctx, task.IdempotencyKey, digest, tool.Mutates); err != nil {
+			return err // done (a no-op), the key reused with other args, leased elsewhere, ledger down
 		}
 		if tool.Mutates {
 			if err := r.StartEffect(ctx); err != nil {
@@ -64,6 +69,9 @@ func handler(tools Tools) batch.Handler {
 			}
 		}
 		receipt, err := tools.Call(ctx, task.Tool, task.IdempotencyKey, task.Args)
+		if se, ok := errors.AsType[*StatusError](err); ok && se.RetryAfter > 0 {
+			return batch.Transient(err).After(se.RetryAfter) // the provider said when
+		}
 		if err != nil {
 			return err // classify, then the built-in rules, decide
 		}
@@ -72,8 +80,11 @@ func handler(tools Tools) batch.Handler {
 	}
 }
 
-// StatusError is a tool API answer other than 2xx.
-type StatusError struct{ Code int }
+// StatusError is a tool API answer other than 2xx, with its Retry-After.
+type StatusError struct {
+	Code       int
+	RetryAfter time.Duration // 0 without the header
+}
 
 func (e *StatusError) Error() string { return "tool API answered " + strconv.Itoa(e.Code) }
 
@@ -109,9 +120,21 @@ func (h httpTools) Call(ctx context.Context, tool, key string, args json.RawMess
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return "", &StatusError{Code: resp.StatusCode}
+		return "", &StatusError{Code: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"), time.Now())}
 	}
 	return resp.Header.Get("Receipt-Id"), nil
+}
+
+// retryAfter reads a Retry-After header: delay-seconds or an HTTP date
+// (RFC 9110); 0 when it is absent, malformed or in the past.
+func retryAfter(v string, now time.Time) time.Duration {
+	if secs, err := strconv.Atoi(v); err == nil && secs > 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
 }
 
 func main() {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,9 +25,10 @@ import (
 
 // fakeTools answers each tool with a status (200 unless set) and counts calls.
 type fakeTools struct {
-	mu     sync.Mutex
-	status map[string]int // by tool
-	calls  map[string]int // by idempotency key
+	mu         sync.Mutex
+	status     map[string]int // by tool
+	retryAfter time.Duration  // with a status
+	calls      map[string]int // by idempotency key
 }
 
 func (f *fakeTools) Call(_ context.Context, tool, key string, _ json.RawMessage) (string, error) {
@@ -34,7 +36,7 @@ func (f *fakeTools) Call(_ context.Context, tool, key string, _ json.RawMessage)
 	defer f.mu.Unlock()
 	f.calls[key]++
 	if code := f.status[tool]; code != 0 && code != http.StatusOK {
-		return "", &StatusError{Code: code}
+		return "", &StatusError{Code: code, RetryAfter: f.retryAfter}
 	}
 	return "rcpt-" + key, nil
 }
@@ -101,6 +103,30 @@ func TestHandler(t *testing.T) {
 				assert.Equal(t, "rcpt-k", e.Receipt)
 			}
 		})
+	}
+}
+
+// TestRetryAfter: a 429 with a Retry-After hides the task for that long
+// instead of the backoff (HotQueueURL set, as main sets it).
+func TestRetryAfter(t *testing.T) {
+	t.Parallel()
+	tools := &fakeTools{status: map[string]int{"crm.lookup": 429}, retryAfter: 90 * time.Second, calls: map[string]int{}}
+	w := batchtest.NewWorker(t, batch.Config{Handler: handler(tools), Classify: classify, MaxReceiveCount: 4,
+		HotQueueURL: "http://127.0.0.1:1/000000000000/hot"})
+	batchtest.RequireRetried(t, w.Run(batchtest.Bodies(task("k", "crm.lookup", "1"))), "m1")
+	vis := w.DLQ.VisibilityChanges()
+	require.Len(t, vis, 1)
+	assert.Equal(t, int32(90), vis[0].VisibilityTimeout)
+}
+
+func TestRetryAfterHeader(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+	for v, want := range map[string]time.Duration{
+		"120": 2 * time.Minute, "": 0, "0": 0, "-5": 0, "soon": 0,
+		"Wed, 02 Dec 2026 12:00:30 GMT": 30 * time.Second, "Wed, 02 Dec 2026 11:00:00 GMT": 0,
+	} {
+		assert.Equal(t, want, retryAfter(v, now), "Retry-After: %q", v)
 	}
 }
 

@@ -28,7 +28,16 @@ type Backoff struct {
 func (p *Processor) retry(ctx context.Context, rec Record, c Classification, err error) {
 	p.release(ctx, rec)
 	var delay int32 = -1
-	if !p.backoff.Disabled && p.hotURL != "" && rec.ReceiptHandle() != "" {
+	switch {
+	case p.hotURL == "" || rec.ReceiptHandle() == "":
+	case c.RetryAfter > 0:
+		// The provider said when: its delay, not the backoff (even with the
+		// backoff disabled), at most SQS's 12 hours.
+		delay = retryAfterSeconds(c.RetryAfter, MaxVisibility)
+		if verr := p.changeVisibility(ctx, rec.ReceiptHandle(), delay); verr != nil {
+			p.logFailure(ctx, slog.LevelWarn, "Retry-After visibility failed; the visibility timeout applies", rec, c.Reason, verr)
+		}
+	case !p.backoff.Disabled:
 		delay = p.backoff.delaySeconds(rec.ReceiveCount, p.rand)
 		if verr := p.changeVisibility(ctx, rec.ReceiptHandle(), delay); verr != nil {
 			p.logFailure(ctx, slog.LevelWarn, "visibility backoff failed; the visibility timeout applies", rec, c.Reason, verr)

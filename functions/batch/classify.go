@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/aws/smithy-go"
 
@@ -23,6 +24,9 @@ type Classification struct {
 	// error code, "DeadlineExceeded", "Canceled", "Timeout", or a
 	// ReasonError's code (agenttask's "field:args").
 	Code string
+	// RetryAfter is the provider's delay a retryable outcome carries
+	// (Outcome.After), 0 without one.
+	RetryAfter time.Duration
 }
 
 // Class returns the failure class of the reason, which decides what the
@@ -80,7 +84,7 @@ func classifyBare(err error, own ClassifyFunc) Classification {
 	// errors.AsType, not errors.As: a target passed by pointer escapes, and
 	// each call cost an allocation on every failed record.
 	if o, ok := errors.AsType[*Outcome](err); ok {
-		return Classification{Reason: o.reason, Code: apiCode(o.err)}
+		return Classification{Reason: o.reason, Code: apiCode(o.err), RetryAfter: o.after}
 	}
 	if own != nil {
 		if c, ok := callClassify(own, err); ok {

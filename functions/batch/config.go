@@ -62,6 +62,19 @@ type Config struct {
 	// RedriveLoopAfter is optional (default 2): a key dead-lettered again
 	// after this many redrives is dead-lettered as redrive_loop.
 	RedriveLoopAfter int
+	// RetryAfterRequeues is optional (default 0: off): how many times a
+	// message whose handler returned a retryable outcome with the
+	// provider's Retry-After (Outcome.After) of at most MaxRequeueDelay is
+	// sent back to the hot queue with that delay (SendMessageBatch, IAM
+	// sqs:SendMessage on the hot queue) and acknowledged, so that the
+	// receive does not count against MaxReceiveCount. The copy carries
+	// AttrRequeued, which keeps the count of the receives spent before; past
+	// the limit, and for a longer delay, the message is hidden for the
+	// Retry-After instead (ChangeMessageVisibility, counted). 0..100;
+	// standard queues only (a FIFO queue takes no per-message delay, and a
+	// copy would leave its group's order); needs HotQueueURL. docs/worker.md
+	// has the trade-off.
+	RetryAfterRequeues int
 	// Classify is optional (default none): the caller's own error
 	// classification, asked about every failure that is not a typed outcome
 	// before the built-in rules (see Classify and ClassifyFunc). Use it for
@@ -201,6 +214,14 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.Concurrency < 1 || cfg.Concurrency > 1000 {
 		bad("Concurrency %d is outside 1..1000", cfg.Concurrency)
 	}
+	switch {
+	case cfg.RetryAfterRequeues < 0 || cfg.RetryAfterRequeues > 100:
+		bad("RetryAfterRequeues %d is outside 0..100", cfg.RetryAfterRequeues)
+	case cfg.RetryAfterRequeues > 0 && cfg.FIFO:
+		bad("RetryAfterRequeues needs a standard queue: a FIFO queue takes no per-message delay, and a requeued copy would leave its group's order")
+	case cfg.RetryAfterRequeues > 0 && strings.TrimSpace(cfg.HotQueueURL) == "":
+		bad("RetryAfterRequeues needs HotQueueURL: the requeued copy is sent there")
+	}
 	if cfg.Lease < 0 || cfg.RedriveLoopAfter < 1 {
 		bad("Lease must be positive and RedriveLoopAfter at least 1 (got %v, %d)", cfg.Lease, cfg.RedriveLoopAfter)
 	}
@@ -215,7 +236,7 @@ func New(cfg Config) (*Processor, error) {
 		handler: cfg.Handler, sqs: cfg.SQS, dlqURL: cfg.DLQURL, hotURL: cfg.HotQueueURL,
 		sourceARN: cfg.SourceQueueARN, maxReceive: cfg.MaxReceiveCount, pipeline: cfg.Pipeline,
 		fifo: cfg.FIFO, holdGroup: cfg.FIFO && cfg.FIFOPoison == FIFOPoisonHoldGroup,
-		backoff: cfg.Backoff, ledger: l, lease: cfg.Lease, concurrency: cfg.Concurrency, margin: cfg.DeadlineMargin, loopAfter: cfg.RedriveLoopAfter,
+		backoff: cfg.Backoff, ledger: l, lease: cfg.Lease, concurrency: cfg.Concurrency, margin: cfg.DeadlineMargin, loopAfter: cfg.RedriveLoopAfter, requeues: cfg.RetryAfterRequeues,
 		classify: cfg.Classify, version: cfg.WorkerVersion, log: cfg.Logger, metrics: cfg.Metrics, now: cfg.Now, rand: cfg.Rand,
 		pipelineKey: quoteJSON(cfg.Pipeline),
 		maxMessage:  cfg.MaxMessageBytes, evidence: cfg.Evidence, evidenceBucket: cfg.EvidenceBucket,

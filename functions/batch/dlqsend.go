@@ -146,6 +146,9 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	// the first eight by name without the dlq_ prefix, the rest folded into
 	// dlq_meta, as deadletter.EncodeDeadLetter does) are read from the
 	// record, and the message fits.
+	if rec.st.requeues > 0 { // the processor's own bookkeeping stays behind
+		o.rattrs = withoutRequeued(o.rattrs)
+	}
 	slot, size := o.n, -1
 	var fitted map[string]deadletter.Attribute
 	orig := *meta

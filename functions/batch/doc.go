@@ -22,7 +22,8 @@
 //	AuthConfig(err)       retried; auth_config on the last receive
 //	DependencyOpen(err)   retried; dependency_open on the last receive
 //	Poison(reason, err)   dead-lettered at once with its poison reason
-//	Security(reason, err) dead-lettered at once (signature_invalid, guardrail_reject)
+//	Security(reason, err) dead-lettered at once (signature_invalid, guardrail_reject,
+//	                      idempotency_key_reused from Record.Begin)
 //	EffectUnknown(err)    dead-lettered at once: effect_unknown
 //	PolicyLimit(err)      dead-lettered at once: policy_limit
 //	ErrDuplicate          acknowledged as a no-op (from Record.Begin)

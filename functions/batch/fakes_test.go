@@ -133,11 +133,11 @@ func (f *fakeLedger) act(op string, b behaviour) error {
 	return nil
 }
 
-func (f *fakeLedger) Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (ledger.Entry, error) {
+func (f *fakeLedger) Begin(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (ledger.Entry, error) {
 	if err := f.act("Begin", f.begin); err != nil {
 		return ledger.Entry{}, err
 	}
-	return f.Memory.Begin(ctx, key, owner, now, lease)
+	return f.Memory.Begin(ctx, key, owner, digest, now, lease)
 }
 
 func (f *fakeLedger) Complete(ctx context.Context, key, owner, receipt string, now time.Time) error {

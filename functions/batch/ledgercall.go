@@ -26,9 +26,9 @@ func guard(op string, err *error) {
 	}
 }
 
-func (r recoveringLedger) Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (e ledger.Entry, err error) {
+func (r recoveringLedger) Begin(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (e ledger.Entry, err error) {
 	defer guard("Begin", &err)
-	return r.l.Begin(ctx, key, owner, now, lease)
+	return r.l.Begin(ctx, key, owner, digest, now, lease)
 }
 
 func (r recoveringLedger) StartEffect(ctx context.Context, key, owner string, now time.Time) (err error) {

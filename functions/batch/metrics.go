@@ -15,6 +15,7 @@ const (
 	MetricDeadLettered      = "DeadLettered"
 	MetricDLQSendFailures   = "DLQSendFailures"
 	MetricDuplicatesSkipped = "DuplicatesSkipped"
+	MetricRequeued          = "Requeued"
 )
 
 // counters are one invocation's metrics.
@@ -24,10 +25,13 @@ const (
 //   - Retried: records reported as batch item failures, for any cause
 //     (retryable failure, ledger outage, FIFO group held, failed DLQ send);
 //   - DeadLettered: records sent to the DLQ (and by Reason);
-//   - DLQSendFailures: dead letters whose send failed (they are also Retried).
+//   - DLQSendFailures: dead letters whose send failed (they are also Retried);
+//   - Requeued: records sent back to the hot queue after the provider's
+//     Retry-After, not counted against the budget (Config.RetryAfterRequeues;
+//     the original is acknowledged).
 type counters struct {
-	processed, retried, deadLettered, dlqSendFailures, duplicates int
-	byReason                                                      [maxReasons]int
+	processed, retried, deadLettered, dlqSendFailures, duplicates, requeued int
+	byReason                                                                [maxReasons]int
 
 	// dlq holds the lane's dead letters until they are sent (flush); the
 	// counts above of a dead letter are taken when it is.
@@ -43,6 +47,7 @@ func (c *counters) add(o *counters) {
 	c.deadLettered += o.deadLettered
 	c.dlqSendFailures += o.dlqSendFailures
 	c.duplicates += o.duplicates
+	c.requeued += o.requeued
 	for i, n := range o.byReason {
 		c.byReason[i] += n
 	}
@@ -71,12 +76,12 @@ func (p *Processor) emit(m *counters) {
 	buf = append(buf, `,"CloudWatchMetrics":[{"Namespace":"`+MetricNamespace+`","Dimensions":[["Pipeline"]],"Metrics":[`+
 		`{"Name":"`+MetricProcessed+`","Unit":"Count"},{"Name":"`+MetricRetried+`","Unit":"Count"},`+
 		`{"Name":"`+MetricDeadLettered+`","Unit":"Count"},{"Name":"`+MetricDLQSendFailures+`","Unit":"Count"},`+
-		`{"Name":"`+MetricDuplicatesSkipped+`","Unit":"Count"}]}]},"Pipeline":`...)
+		`{"Name":"`+MetricRequeued+`","Unit":"Count"},{"Name":"`+MetricDuplicatesSkipped+`","Unit":"Count"}]}]},"Pipeline":`...)
 	buf = append(buf, p.pipelineKey...)
 	for _, kv := range [...]struct {
 		name string
 		v    int
-	}{{MetricProcessed, m.processed}, {MetricRetried, m.retried}, {MetricDeadLettered, m.deadLettered}, {MetricDLQSendFailures, m.dlqSendFailures}, {MetricDuplicatesSkipped, m.duplicates}} {
+	}{{MetricProcessed, m.processed}, {MetricRetried, m.retried}, {MetricDeadLettered, m.deadLettered}, {MetricDLQSendFailures, m.dlqSendFailures}, {MetricRequeued, m.requeued}, {MetricDuplicatesSkipped, m.duplicates}} {
 		buf = append(buf, `,"`...)
 		buf = append(buf, kv.name...)
 		buf = append(buf, `":`...)

@@ -2,6 +2,7 @@ package batch
 
 import (
 	"errors"
+	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
@@ -13,7 +14,8 @@ import (
 //	transient      retried inside the budget (batch item failure, optional
 //	               visibility backoff); budget_exhausted on the last receive
 //	poison         dead-lettered at once with its poison reason
-//	security       dead-lettered at once (signature_invalid, guardrail_reject)
+//	security       dead-lettered at once (signature_invalid, guardrail_reject,
+//	               idempotency_key_reused)
 //	authorization  retried inside the budget; auth_config on the last receive
 //	dependency     retried inside the budget; dependency_open on the last receive
 //	ambiguous      dead-lettered at once as effect_unknown
@@ -50,6 +52,7 @@ type Outcome struct {
 	class  deadletter.Class // always reason.Class(), but for the sentinels
 	reason deadletter.Reason
 	err    error
+	after  time.Duration // the provider's Retry-After (see After)
 }
 
 func newOutcome(reason deadletter.Reason, err error) *Outcome {
@@ -64,8 +67,9 @@ func unclassified(msg string, err error) *Outcome {
 
 // Transient: retry. The message is reported as a batch item failure (and
 // hidden for a backoff); on its last allowed receive it is dead-lettered as
-// budget_exhausted with its attempt history.
-func Transient(err error) error {
+// budget_exhausted with its attempt history. Transient(err).After(d) says
+// when the provider asked to be tried again (a 429's Retry-After).
+func Transient(err error) *Outcome {
 	return newOutcome(deadletter.ReasonBudgetExhausted, err)
 }
 
@@ -80,9 +84,11 @@ func Poison(reason deadletter.Reason, err error) error {
 	return newOutcome(reason, err)
 }
 
-// Security: a signature that did not verify or a guardrail rejection. The
-// message is dead-lettered at once with reason (signature_invalid or
-// guardrail_reject; any other reason makes the outcome unclassified).
+// Security: a signature that did not verify, a guardrail rejection or a
+// reused idempotency key. The message is dead-lettered at once with reason
+// (signature_invalid, guardrail_reject or idempotency_key_reused, which
+// Record.Begin returns itself; any other reason makes the outcome
+// unclassified).
 func Security(reason deadletter.Reason, err error) error {
 	if reason.Class() != deadletter.ClassSecurity {
 		return unclassified("batch.Security called with non-security reason "+string(reason), err)
@@ -100,13 +106,13 @@ func EffectUnknown(err error) error {
 // AuthConfig: an expired credential, AccessDenied, KMS denied. Retried
 // inside the budget (a configuration fix may land); dead-lettered as
 // auth_config on the last allowed receive.
-func AuthConfig(err error) error {
+func AuthConfig(err error) *Outcome {
 	return newOutcome(deadletter.ReasonAuthConfig, err)
 }
 
 // DependencyOpen: a dependency's circuit breaker is open. Retried inside the
 // budget; dead-lettered as dependency_open on the last allowed receive.
-func DependencyOpen(err error) error {
+func DependencyOpen(err error) *Outcome {
 	return newOutcome(deadletter.ReasonDependencyOpen, err)
 }
 

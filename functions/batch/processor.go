@@ -37,6 +37,7 @@ type Processor struct {
 	concurrency int
 	margin      time.Duration
 	loopAfter   int
+	requeues    int
 	classify    ClassifyFunc
 	version     string
 	log         *slog.Logger
@@ -224,6 +225,16 @@ func (p *Processor) process(ctx context.Context, rec Record, m *counters) result
 	}
 	c := classify(err, st.effectStarted, p.classify)
 	lastReceive := rec.ReceiveCount >= p.maxReceive
+	if c.Class().Retryable() && c.RetryAfter > 0 && p.requeues > 0 {
+		// The provider's Retry-After, where the pipeline allows it: sent
+		// back with that delay, this receive not counted (even the last).
+		rerr := p.requeue(ctx, rec, c)
+		if rerr == nil {
+			m.requeued++
+			return resultAck
+		}
+		p.logFailure(ctx, slog.LevelWarn, "Retry-After not requeued; the receive counts", rec, c.Reason, rerr)
+	}
 	if c.Class().Retryable() && !lastReceive {
 		p.retry(ctx, rec, c, err)
 		return resultRetry

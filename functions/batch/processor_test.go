@@ -17,6 +17,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,18 +69,28 @@ func scripted(ctx context.Context, r Record) error {
 		m["x"] = 1 // a nil map write: a real runtime panic
 		return nil
 	case "begin", "begin-mutate":
-		if err := r.Begin(ctx, key, action == "begin-mutate"); err != nil {
+		if err := r.Begin(ctx, key, "", action == "begin-mutate"); err != nil {
 			return err
 		}
 		r.SetReceipt("receipt-" + key)
 		return nil
+	case "ratelimited": // ratelimited:<Retry-After in seconds>
+		secs, _ := strconv.Atoi(key)
+		return Transient(errors.New("upstream returned 429")).After(time.Duration(secs) * time.Second)
+	case "digest": // digest:<key>|<args digest>
+		k, digest, _ := strings.Cut(key, "|")
+		if err := r.Begin(ctx, k, digest, true); err != nil {
+			return err
+		}
+		r.SetReceipt("receipt-" + digest)
+		return nil
 	case "begin-fail":
-		if err := r.Begin(ctx, key, false); err != nil {
+		if err := r.Begin(ctx, key, "", false); err != nil {
 			return err
 		}
 		return errors.New("tool failed")
 	case "begin-mutate-timeout":
-		if err := r.Begin(ctx, key, true); err != nil {
+		if err := r.Begin(ctx, key, "", true); err != nil {
 			return err
 		}
 		if err := r.StartEffect(ctx); err != nil {
@@ -383,10 +394,41 @@ func TestLedger(t *testing.T) {
 		assert.Equal(t, 1.0, m[0]["Processed"])
 		assert.Equal(t, 1.0, m[0]["DuplicatesSkipped"])
 	})
+	t.Run("a key reused with other args is dead-lettered, never run, the entry untouched", func(t *testing.T) {
+		t.Parallel()
+		h := newHarness(t, nil)
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "digest:k|jcs-sha256:aaaaaaaaaaaaaaaa", 1)}})
+		require.Equal(t, acked, got["m1"])
+		before, _, _ := h.ledger.Get(context.Background(), "k")
+		got = h.run(t, events.SQSEvent{Records: []events.SQSMessage{
+			sqsMsg("m2", "digest:k|jcs-sha256:bbbbbbbbbbbbbbbb", 1), // another task with the key
+			sqsMsg("m3", "digest:k|jcs-sha256:aaaaaaaaaaaaaaaa", 1), // the first task again
+		}})
+		assert.Equal(t, map[string]outcome{"m2": deadLettered(deadletter.ReasonIdempotencyKeyReused), "m3": acked}, got)
+		after, _, _ := h.ledger.Get(context.Background(), "k")
+		assert.Equal(t, before, after, "the entry is the first task's: not dead-lettered, not counted, receipt kept")
+		assert.Equal(t, "receipt-jcs-sha256:aaaaaaaaaaaaaaaa", after.Receipt)
+		require.Len(t, h.sqs.sent, 1)
+		meta, _, err := deadletter.DecodeDeadLetter(attrsOf(h.sqs.sent[0]))
+		require.NoError(t, err)
+		assert.Equal(t, deadletter.ReasonIdempotencyKeyReused, meta.Reason)
+		assert.Equal(t, deadletter.ClassSecurity, meta.Reason.Class())
+		assert.Equal(t, "k", meta.IdempotencyKey)
+		assert.Equal(t, deadletter.EffectNone, meta.Effect, "the mutating call never started")
+		assert.Contains(t, meta.Error, "jcs-sha256:aaaaaaaaaaaa…")
+		assert.Contains(t, meta.Error, "jcs-sha256:bbbbbbbbbbbb…")
+		dups := 0.0
+		for _, doc := range parseEMF(t, h.metrics.String()) {
+			if v, ok := doc["DuplicatesSkipped"].(float64); ok {
+				dups += v
+			}
+		}
+		assert.Equal(t, 1.0, dups, "the first task again is a duplicate")
+	})
 	t.Run("a key leased by another delivery is retried", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)
-		_, err := h.ledger.Begin(context.Background(), "k", "other", testNow, time.Minute)
+		_, err := h.ledger.Begin(context.Background(), "k", "other", "", testNow, time.Minute)
 		require.NoError(t, err)
 		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "begin:k", 1)}})
 		assert.Equal(t, retried, got["m1"])
@@ -417,7 +459,7 @@ func TestLedger(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)
 		// The first delivery started the effect and crashed (no failure reported).
-		_, err := h.ledger.Begin(context.Background(), "k", "m1", testNow.Add(-time.Hour), time.Minute)
+		_, err := h.ledger.Begin(context.Background(), "k", "m1", "", testNow.Add(-time.Hour), time.Minute)
 		require.NoError(t, err)
 		require.NoError(t, h.ledger.StartEffect(context.Background(), "k", "m1", testNow.Add(-time.Hour)))
 		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "begin-mutate:k", 2)}})
@@ -750,7 +792,7 @@ func TestLedgerPanics(t *testing.T) {
 					c.Concurrency = concurrency
 					c.Handler = func(ctx context.Context, r Record) error {
 						if key, ok := strings.CutPrefix(string(r.Body()), "transient-begin:"); ok {
-							if err := r.Begin(ctx, key, false); err != nil {
+							if err := r.Begin(ctx, key, "", false); err != nil {
 								return err
 							}
 							return Transient(errors.New("upstream 503"))
@@ -823,4 +865,13 @@ func TestOversizedDeadLetterIsSentOnce(t *testing.T) {
 func hexSHA256(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
+}
+
+// attrsOf is a sent dead letter's attributes as deadletter decodes them.
+func attrsOf(in *sqs.SendMessageInput) map[string]deadletter.Attribute {
+	attrs := map[string]deadletter.Attribute{}
+	for name, v := range in.MessageAttributes {
+		attrs[name] = deadletter.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
+	}
+	return attrs
 }

@@ -46,7 +46,7 @@ func TestRedriveAfterReconcile(t *testing.T) {
 			var attempts, calls atomic.Int32
 			h := newHarness(t, func(c *Config) {
 				c.Handler = func(ctx context.Context, r Record) error {
-					if err := r.Begin(ctx, "k", true); err != nil {
+					if err := r.Begin(ctx, "k", "", true); err != nil {
 						return err
 					}
 					if attempts.Add(1) == 1 {
@@ -62,7 +62,7 @@ func TestRedriveAfterReconcile(t *testing.T) {
 			})
 			ctx := context.Background()
 			earlier := testNow.Add(-time.Hour)
-			_, err := h.ledger.Begin(ctx, "k", "m0", earlier, time.Minute)
+			_, err := h.ledger.Begin(ctx, "k", "m0", "", earlier, time.Minute)
 			require.NoError(t, err)
 			require.NoError(t, h.ledger.StartEffect(ctx, "k", "m0", earlier))
 			_, err = h.ledger.DeadLettered(ctx, "k", deadletter.ReasonEffectUnknown, earlier)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -29,7 +30,10 @@ type Handler func(ctx context.Context, r Record) error
 // received.
 type Record struct {
 	// ReceiveCount is ApproximateReceiveCount: 1 on the first delivery. A
-	// missing or unreadable value counts as 1 (and is logged).
+	// missing or unreadable value counts as 1 (and is logged). A message
+	// the processor requeued after a Retry-After (Config.RetryAfterRequeues)
+	// adds the receives it had spent before (AttrRequeued): the count the
+	// budget is held to.
 	ReceiveCount int
 	// GroupID is MessageGroupId (FIFO queues only).
 	GroupID string
@@ -53,6 +57,7 @@ type recordState struct {
 	receipt       string
 	now           time.Time // the record's clock reading: the ledger's "now"
 	badCount      bool      // ApproximateReceiveCount was missing or unreadable
+	requeues      int       // requeues after a Retry-After so far (AttrRequeued)
 	result        result    // what happened to the record
 	notStarted    bool      // not handled: the invocation was out of time
 }
@@ -122,19 +127,26 @@ func (r Record) Describe(d Describer) {
 }
 
 // Begin takes the task's idempotency key in the ledger for this delivery
-// (owner: the message id) with a lease, before any work. Return its error
-// unchanged from the handler:
+// (owner: the message id) with a lease, before any work. digest is the
+// digest of the task's canonical args (agenttask.ArgsDigest; "" checks
+// nothing): the ledger keeps the first one a key is claimed with, and a
+// task that brings another is not the task the key was issued for. Return
+// Begin's error unchanged from the handler:
 //
 //   - nil: go on; on success the processor marks the key done with the
 //     receipt given to SetReceipt;
 //   - ErrDuplicate: the key is done; the message is acknowledged as a no-op;
+//   - a Security outcome, idempotency_key_reused: the ledger holds the key
+//     with another digest; the message is dead-lettered at once, the task
+//     never runs and the key's entry is left as it was (neither marked done
+//     nor counted as dead-lettered: the entry is the other task's);
 //   - a Transient outcome: another delivery holds the lease; retried;
 //   - an EffectUnknown outcome: mutates is true and an earlier delivery
 //     started the mutating call without leaving a receipt;
 //   - a ledger outage: retried, never dead-lettered.
 //
 // Without a ledger in the Config, Begin only records the key and returns nil.
-func (r Record) Begin(ctx context.Context, key string, mutates bool) error {
+func (r Record) Begin(ctx context.Context, key, digest string, mutates bool) error {
 	if r.st == nil {
 		return nil
 	}
@@ -142,9 +154,12 @@ func (r Record) Begin(ctx context.Context, key string, mutates bool) error {
 	if r.p == nil || r.p.ledger == nil {
 		return nil
 	}
-	prev, err := r.p.ledger.Begin(ctx, key, r.MessageID(), r.st.now, r.p.lease)
+	prev, err := r.p.ledger.Begin(ctx, key, r.MessageID(), digest, r.st.now, r.p.lease)
 	switch {
 	case err == nil:
+	case errors.Is(err, ledger.ErrKeyReused):
+		return Security(deadletter.ReasonIdempotencyKeyReused,
+			fmt.Errorf("%w: the ledger holds the key with args digest %s, this task's is %s", err, shortDigest(prev.ArgsDigest), shortDigest(digest)))
 	case errors.Is(err, ledger.ErrDone):
 		return ErrDuplicate
 	case errors.Is(err, ledger.ErrLeased):
@@ -159,6 +174,15 @@ func (r Record) Begin(ctx context.Context, key string, mutates bool) error {
 		return EffectUnknown(errors.New("an earlier delivery started the mutating call and left no receipt"))
 	}
 	return nil
+}
+
+// shortDigest is a digest as an error text shows it: its prefix and 12 hex
+// digits, enough to tell two apart, not the whole hash.
+func shortDigest(d string) string {
+	if n := strings.LastIndexByte(d, ':') + 1 + 12; len(d) > n {
+		return d[:n] + "…"
+	}
+	return d
 }
 
 // StartEffect records, before a mutating call, that its effect may happen.
@@ -219,6 +243,11 @@ func (p *Processor) newRecord(m *message, st *recordState, now time.Time) Record
 		r.ReceiveCount = n
 	} else {
 		st.badCount = true
+	}
+	// A requeued message carries the receives it spent before (AttrRequeued).
+	if spent, requeues := m.carried(); spent > 0 || requeues > 0 {
+		r.ReceiveCount += spent
+		st.requeues = requeues
 	}
 	return r
 }

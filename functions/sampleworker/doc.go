@@ -17,6 +17,11 @@
 //	{"retryable":true,"status":503|429,"error":"..."}  transient (retried; budget_exhausted
 //	                                                   on the last receive)
 //	  ... ,"until_receive":N                           transient before receive N, then ok
+//	  ... ,"retry_after_seconds":S                     with the provider's Retry-After S
+//	{"kind":"rate_limited","retry_after_seconds":S}    a 429 with Retry-After S (default 1):
+//	                                                   transient, retried after S; not
+//	                                                   counted where retry_after_requeues
+//	                                                   allows it (until_receive works too)
 //	{"kind":"timeout_after_effect"}                    a timeout after the call started:
 //	                                                   effect_unknown for a mutating tool
 //	                                                   (file.write, email.send), transient
@@ -40,7 +45,8 @@
 // "kind"; kinds "timeout" and "effect_unknown" as timeout_after_effect,
 // "authorization", "auth_config", "access_denied", "unauthorized",
 // "forbidden" and "expired_token" as auth, "circuit_open" as
-// dependency_open, "guardrail" and "signature" as the security kinds; and a
+// dependency_open, "guardrail" and "signature" as the security kinds,
+// "rate_limit", "throttled" and "too_many_requests" as rate_limited; and a
 // fault with no kind, not retryable, with HTTP status 401 or 403 as auth.
 // Kinds are matched without regard to case.
 //

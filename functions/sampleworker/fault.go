@@ -21,6 +21,10 @@ type Fault struct {
 	Type       string `json:"type"`
 	Code       string `json:"code"`
 	Dependency string `json:"dependency"`
+	// RetryAfterSeconds is the provider's Retry-After of a rate_limited
+	// fault (or of a retryable 429): the tool's error carries it
+	// (batch.Transient(err).After).
+	RetryAfterSeconds int `json:"retry_after_seconds"`
 }
 
 // The fault kinds.
@@ -33,6 +37,12 @@ const (
 	FaultGuardrailReject    = "guardrail_reject"
 	FaultPanic              = "panic"
 	FaultError              = "error"
+	// FaultRateLimited is a provider's 429 with a Retry-After of
+	// retry_after_seconds (default 1): transient, retried after that delay
+	// (not counted against the budget where the pipeline's
+	// retry_after_requeues allows it); with until_receive N the provider
+	// lets the call through from receive N.
+	FaultRateLimited = "rate_limited"
 )
 
 // faultTail is searched without its opening quote: bytes.Index is fast on a
@@ -302,6 +312,7 @@ var kindAliases = map[string]string{
 	"policy": FaultPolicyLimit, "limit": FaultPolicyLimit,
 	"signature": FaultSignatureInvalid, "bad_signature": FaultSignatureInvalid,
 	"guardrail": FaultGuardrailReject, "unclassified": FaultError,
+	"rate_limit": FaultRateLimited, "throttled": FaultRateLimited, "too_many_requests": FaultRateLimited,
 }
 
 // normalize settles a fault's kind: "type" stands for "kind"; the aliases
@@ -435,6 +446,8 @@ func (f *Fault) set(key []byte, kind byte, str []byte, num int, b bool) bool {
 		s = &f.Code
 	case "dependency":
 		s = &f.Dependency
+	case "retry_after_seconds":
+		n = &f.RetryAfterSeconds
 	default:
 		for _, name := range faultFields {
 			if bytes.EqualFold(key, []byte(name)) {
@@ -454,7 +467,7 @@ func (f *Fault) set(key []byte, kind byte, str []byte, num int, b bool) bool {
 	return true
 }
 
-var faultFields = []string{"retryable", "status", "error", "until_receive", "kind", "type", "code", "dependency"}
+var faultFields = []string{"retryable", "status", "error", "until_receive", "kind", "type", "code", "dependency", "retry_after_seconds"}
 
 func skipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {

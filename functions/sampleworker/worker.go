@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -143,7 +144,12 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 		return err // tool_unknown or tool_version_unsupported
 	}
 	r.Describe(&task)
-	if err := r.Begin(ctx, task.IdempotencyKey, tool.Mutates); err != nil {
+	// DecodeTask checked that args is a JSON object: the digest is taken.
+	digest, err := agenttask.ArgsDigest(task.Args)
+	if err != nil {
+		return batch.Poison(deadletter.ReasonSchemaInvalid, err)
+	}
+	if err := r.Begin(ctx, task.IdempotencyKey, digest, tool.Mutates); err != nil {
 		return err
 	}
 	fault, err := ParseFaultValue(faultValue)
@@ -188,11 +194,23 @@ func Receipt(args []byte) string {
 // inject raises the failure a fault asks for (nil when it does not apply on
 // this receive).
 func (w *Worker) inject(ctx context.Context, r batch.Record, tool agenttask.Tool, f *Fault) error {
-	if f.Retryable {
+	if f.Retryable || f.Kind == FaultRateLimited {
 		if f.UntilReceive > 0 && r.ReceiveCount >= f.UntilReceive {
 			return nil // the upstream recovered
 		}
-		return batch.Transient(&statusError{status: f.Status, msg: f.Error})
+		if f.Kind == FaultRateLimited {
+			secs := max(f.RetryAfterSeconds, 1)
+			msg := f.Error
+			if msg == "" {
+				msg = "upstream returned 429 Too Many Requests, Retry-After: " + strconv.Itoa(secs)
+			}
+			return batch.Transient(&statusError{status: 429, msg: msg}).After(time.Duration(secs) * time.Second)
+		}
+		o := batch.Transient(&statusError{status: f.Status, msg: f.Error})
+		if f.RetryAfterSeconds > 0 { // a retryable status with the provider's Retry-After
+			return o.After(time.Duration(f.RetryAfterSeconds) * time.Second)
+		}
+		return o
 	}
 	switch f.Kind {
 	case FaultTimeoutAfterEffect:

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -204,6 +205,9 @@ func TestParseFault(t *testing.T) {
 		{name: "403 without a kind is auth", args: `{"fault":{"status":403,"error":"denied"}}`, want: &Fault{Kind: FaultAuth, Status: 403, Error: "denied", Code: "AccessDenied"}},
 		{name: "401 without a kind is auth", args: `{"fault":{"retryable":false,"status":401}}`, want: &Fault{Kind: FaultAuth, Status: 401, Code: "UnrecognizedClientException"}},
 		{name: "a retryable 403 stays transient", args: `{"fault":{"retryable":true,"status":403}}`, want: &Fault{Retryable: true, Status: 403}},
+		{name: "rate limited", args: `{"fault":{"kind":"rate_limited","retry_after_seconds":30,"until_receive":3}}`, want: &Fault{Kind: FaultRateLimited, RetryAfterSeconds: 30, UntilReceive: 3}},
+		{name: "throttled alias", args: `{"fault":{"type":"Throttled"}}`, want: &Fault{Kind: FaultRateLimited, Type: "Throttled"}},
+		{name: "a retryable 429 with Retry-After", args: `{"fault":{"retryable":true,"status":429,"retry_after_seconds":5}}`, want: &Fault{Retryable: true, Status: 429, RetryAfterSeconds: 5}},
 		{name: "nested path normalizes too", args: `{"context":{"fault":1},"fault":{"type":"circuit_open"}}`, want: &Fault{Kind: FaultDependencyOpen, Type: "circuit_open"}},
 		// The walk over the top-level keys (mayHaveFaultKey).
 		{name: "a closing brace in a string does not lift a nested fault", args: `{"q":"}","x":{"fault":{"kind":"panic"}}}`},
@@ -404,5 +408,60 @@ func TestLeanPathConcurrent(t *testing.T) {
 	require.Equal(t, len(want), len(got))
 	for id, in := range want {
 		require.Equal(t, in, got[id], "dead letter of %s", id)
+	}
+}
+
+// TestRateLimitedFault: a rate_limited task is retried after its
+// retry_after_seconds: hidden for that long (the receive counts), or, with
+// the pipeline's retry_after_requeues, sent back with that delay and
+// acknowledged (the receive does not count); from until_receive on it
+// succeeds.
+func TestRateLimitedFault(t *testing.T) {
+	t.Parallel()
+	body := `{"task_id":"t1","run_id":"r1","tenant":"acme","idempotency_key":"acme:r1:t1","tool":"web.search","tool_version":"1",` +
+		`"trace_id":"1-abc","created_at":"2026-11-29T12:00:00Z","schema_version":1,"args":{"query":"q","fault":{"kind":"rate_limited","retry_after_seconds":7,"until_receive":3}}}`
+	msg := func(receive int) events.SQSEvent {
+		return events.SQSEvent{Records: []events.SQSMessage{{MessageId: fmt.Sprint("m", receive), ReceiptHandle: "rh", Body: body, EventSource: "aws:sqs",
+			EventSourceARN: "arn:aws:sqs:us-east-1:000000000000:fixtures", Attributes: map[string]string{"ApproximateReceiveCount": fmt.Sprint(receive)}}}}
+	}
+	for _, tt := range []struct {
+		name     string
+		requeues int
+		receive  int
+		want     string // retried, requeued, ok
+	}{
+		{name: "counted: hidden for the Retry-After", receive: 1, want: "retried"},
+		{name: "requeued where the pipeline allows it", requeues: 2, receive: 1, want: "requeued"},
+		{name: "the provider recovered", requeues: 2, receive: 3, want: "ok"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p, q := testPipeline(t, false, 4)
+			p.RetryAfterRequeues = tt.requeues
+			require.NoError(t, p.Validate())
+			rec := &sqsio.Recorder{}
+			w, err := New(Config{Pipeline: p, Queues: q, SQS: rec, Ledger: ledger.NewMemory(),
+				Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: io.Discard})
+			require.NoError(t, err)
+			resp, err := w.Handle(context.Background(), msg(tt.receive))
+			require.NoError(t, err)
+			switch tt.want {
+			case "retried":
+				require.Len(t, resp.BatchItemFailures, 1)
+				require.Len(t, rec.VisibilityChanges(), 1)
+				assert.Equal(t, int32(7), rec.VisibilityChanges()[0].VisibilityTimeout)
+				assert.Empty(t, rec.Sent())
+			case "requeued":
+				assert.Empty(t, resp.BatchItemFailures)
+				require.Len(t, rec.Sent(), 1)
+				in := rec.Sent()[0]
+				assert.Equal(t, q.HotURL, aws.ToString(in.QueueUrl))
+				assert.Equal(t, int32(7), in.DelaySeconds)
+				assert.Equal(t, body, aws.ToString(in.MessageBody))
+			case "ok":
+				assert.Empty(t, resp.BatchItemFailures)
+				assert.Empty(t, rec.Sent())
+			}
+		})
 	}
 }

@@ -128,7 +128,9 @@ var conditionKeywords = map[string]bool{"AND": true, "OR": true, "NOT": true, "B
 
 // ledgerCall runs one ledger.Ledger method on ledger.Dynamo over a recorder.
 var ledgerCall = map[string]func(ctx context.Context, l *ledger.Dynamo){
-	"Begin":       func(ctx context.Context, l *ledger.Dynamo) { _, _ = l.Begin(ctx, "k", "o", time.Now(), time.Minute) },
+	"Begin": func(ctx context.Context, l *ledger.Dynamo) {
+		_, _ = l.Begin(ctx, "k", "o", "", time.Now(), time.Minute)
+	},
 	"StartEffect": func(ctx context.Context, l *ledger.Dynamo) { _ = l.StartEffect(ctx, "k", "o", time.Now()) },
 	"Complete":    func(ctx context.Context, l *ledger.Dynamo) { _ = l.Complete(ctx, "k", "o", "r", time.Now()) },
 	"Release":     func(ctx context.Context, l *ledger.Dynamo) { _ = l.Release(ctx, "k", "o", time.Now()) },

@@ -112,7 +112,8 @@ func (p *Pipeline) newDashboard(def pipeline.Pipeline, runbook string) {
 					[]awscloudwatch.IMetric{sumOf(p.Worker.MetricErrors(nil), "errors"), sumOf(p.Worker.MetricThrottles(nil), "throttles"),
 						sumOf(agentMetric(def, "DLQSendFailures", "Sum", five), "DLQ send failures")},
 					[]awscloudwatch.IMetric{sumOf(agentMetric(def, "Processed", "Sum", five), "processed"), sumOf(agentMetric(def, "Retried", "Sum", five), "retried"),
-						sumOf(agentMetric(def, "DuplicatesSkipped", "Sum", five), "duplicates skipped")}),
+						sumOf(agentMetric(def, "DuplicatesSkipped", "Sum", five), "duplicates skipped"),
+						sumOf(agentMetric(def, "Requeued", "Sum", five), "requeued after a Retry-After")}),
 				graph(GraphWorkerDuration,
 					[]awscloudwatch.IMetric{
 						p.Worker.MetricDuration(&awscloudwatch.MetricOptions{Statistic: jsii.String("p50"), Label: jsii.String("p50"), Period: five}),

@@ -189,7 +189,11 @@ func TestIAMBoundaries(t *testing.T) {
 				for _, a := range []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"} {
 					assert.Equal(t, []string{hot}, w[a], "worker %s on its hot queue only", a)
 				}
-				assert.Equal(t, []string{dlq}, w["sqs:SendMessage"], "worker sends to its DLQ only")
+				if def.RetryAfterRequeues > 0 {
+					assert.ElementsMatch(t, []string{dlq, hot}, w["sqs:SendMessage"], "worker sends to its DLQ, and requeues to its hot queue")
+				} else {
+					assert.Equal(t, []string{dlq}, w["sqs:SendMessage"], "worker sends to its DLQ only (no retry_after_requeues)")
+				}
 				require.Len(t, w["s3:PutObject"], 1)
 				assert.True(t, strings.HasSuffix(w["s3:PutObject"][0], "/"+def.Name+"/evidence/*"), "worker's claim checks under <pipeline>/evidence/ only: %s", w["s3:PutObject"][0])
 

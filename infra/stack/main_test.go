@@ -146,6 +146,7 @@ func setup() (err error) {
 	extra := fx.file.Pipelines[0]
 	extra.Name, extra.Owner = "agent-tasks-extra", "extra-team"
 	extra.MaxMessageBytes = 256 * 1024 // a hot queue of the classic size: its DLQ is 16 KiB larger
+	extra.RetryAfterRequeues = 3       // requeues after a Retry-After: the worker may send to its hot queue
 	kms.Pipelines = append(append([]pipeline.Pipeline(nil), fx.file.Pipelines...), extra)
 	kms.QueueKMS = true
 	kms.RedrivePrincipals = principals(kmsStack, kms.Pipelines)

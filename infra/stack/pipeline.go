@@ -364,6 +364,17 @@ func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *Pipel
 			Actions:   jsii.Strings("sqs:SendMessage"),
 			Resources: jsii.Strings(*p.DLQ.QueueArn()),
 		}),
+	}
+	if def.RetryAfterRequeues > 0 {
+		// Only where the pipeline requeues after a provider's Retry-After
+		// (retry_after_requeues): the copy goes back to the hot queue.
+		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("RequeueRetryAfter"),
+			Actions:   jsii.Strings("sqs:SendMessage"),
+			Resources: jsii.Strings(*p.HotQueue.QueueArn()),
+		}))
+	}
+	statements = append(statements, []awsiam.PolicyStatement{
 		// ledger.Dynamo changes an entry only with conditional UpdateItem
 		// calls: no PutItem or DeleteItem, which could erase the record
 		// that prevents a second effect.
@@ -377,7 +388,7 @@ func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *Pipel
 			Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
 			Resources: jsii.Strings(*p.WorkerLogs.LogGroupArn()),
 		}),
-	}
+	}...)
 	// A dead letter too large for the DLQ keeps what it gave up as a claim
 	// check under <pipeline>/evidence/ of the eval bucket (batch.S3API).
 	statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{

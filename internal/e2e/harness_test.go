@@ -172,7 +172,7 @@ type countingLedger struct {
 
 var _ ledger.Ledger = (*countingLedger)(nil)
 
-func (c *countingLedger) Begin(ctx context.Context, key, owner string, now time.Time, lease time.Duration) (ledger.Entry, error) {
+func (c *countingLedger) Begin(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (ledger.Entry, error) {
 	c.mu.Lock()
 	fail := c.failBegin
 	c.mu.Unlock()
@@ -181,7 +181,7 @@ func (c *countingLedger) Begin(ctx context.Context, key, owner string, now time.
 			return ledger.Entry{}, err
 		}
 	}
-	return c.Counting.Begin(ctx, key, owner, now, lease)
+	return c.Counting.Begin(ctx, key, owner, digest, now, lease)
 }
 
 // counts is the effects recorded per key.

@@ -524,7 +524,7 @@ func ledgerRate(ctx context.Context, l ledger.Ledger, conc int, d time.Duration)
 			for i := 0; ctx.Err() == nil; i++ {
 				key, owner := fmt.Sprintf("raw-%d-%d", g, i), fmt.Sprintf("raw-%d", g)
 				now := time.Now()
-				_, err := l.Begin(ctx, key, owner, now, time.Minute)
+				_, err := l.Begin(ctx, key, owner, "", now, time.Minute)
 				calls := 1
 				if err == nil {
 					err = l.Complete(ctx, key, owner, "raw", now)

@@ -171,7 +171,13 @@ func Make(prefix string, n int, k Kind, dupOf int) Task {
 		}
 		args += "}"
 	case Duplicate:
-		key = fmt.Sprintf("%s:%s:%s", tenants[dupOf%len(tenants)], fmt.Sprintf("%s-run-%03d", prefix, dupOf%97), fmt.Sprintf("%s-%06d~%s", prefix, dupOf, OK))
+		// The same task again (a producer's re-send): the key, tool and args
+		// of task dupOf, so that the ledger's args digest matches and the
+		// second delivery is a no-op, not idempotency_key_reused.
+		dupRun := fmt.Sprintf("%s-run-%03d", prefix, dupOf%97)
+		key = fmt.Sprintf("%s:%s:%s", tenants[dupOf%len(tenants)], dupRun, fmt.Sprintf("%s-%06d~%s", prefix, dupOf, OK))
+		tool = readTools[dupOf%len(readTools)]
+		args = fmt.Sprintf(`{"query":"step %d of %s","max_results":%d}`, dupOf, dupRun, 1+dupOf%10)
 	case ToolUnknown:
 		tool = "shell.exec"
 	case ToolVersionUnsupported:

@@ -90,7 +90,7 @@ func (s *suite) get(t testing.TB, key string) ledger.Entry {
 // begin claims key for owner at now, which must succeed.
 func (s *suite) begin(t testing.TB, key, owner string, now time.Time) ledger.Entry {
 	t.Helper()
-	prev, err := s.l.Begin(ctx, key, owner, now, lease)
+	prev, err := s.l.Begin(ctx, key, owner, "", now, lease)
 	require.NoError(t, err, "Begin(%q, %q)", key, owner)
 	return prev
 }
@@ -120,6 +120,13 @@ func (s *suite) effectUnknown(t testing.TB, key string) ledger.Entry {
 	require.True(t, e.EffectUnknown(t0.Add(time.Second)), "the entry is effect unknown: %+v", e)
 	return e
 }
+
+// Two digests of different args (any non-empty strings will do: the
+// ledger compares them, it does not compute them).
+const (
+	digestA = "jcs-sha256:aaaa"
+	digestB = "jcs-sha256:bbbb"
+)
 
 var (
 	confirmed = ledger.Reconciliation{Outcome: ledger.OutcomeEffectConfirmed, Receipt: "ext-42", By: "alice"}
@@ -168,7 +175,7 @@ var cases = []testCase{
 		k := s.key("k")
 		s.begin(t, k, "m1", t0)
 		before := s.get(t, k)
-		prev, err := s.l.Begin(ctx, k, "m2", t0.Add(time.Second), lease)
+		prev, err := s.l.Begin(ctx, k, "m2", "", t0.Add(time.Second), lease)
 		require.ErrorIs(t, err, ledger.ErrLeased)
 		assert.NotErrorIs(t, err, ledger.ErrDone)
 		assert.Equal(t, "m1", prev.Owner, "ErrLeased returns the entry: the holder")
@@ -179,15 +186,15 @@ var cases = []testCase{
 		// The lease holds while now < LeaseUntil.
 		k := s.key("k")
 		s.begin(t, k, "m1", t0)
-		_, err := s.l.Begin(ctx, k, "m2", t0.Add(lease-time.Millisecond), lease)
+		_, err := s.l.Begin(ctx, k, "m2", "", t0.Add(lease-time.Millisecond), lease)
 		require.ErrorIs(t, err, ledger.ErrLeased, "a millisecond before LeaseUntil the lease holds")
-		prev, err := s.l.Begin(ctx, k, "m2", t0.Add(lease), lease)
+		prev, err := s.l.Begin(ctx, k, "m2", "", t0.Add(lease), lease)
 		require.NoError(t, err, "at LeaseUntil the lease has expired")
 		assert.Equal(t, "m1", prev.Owner)
 		e := s.get(t, k)
 		assert.Equal(t, "m2", e.Owner, "the new owner holds the key")
 		sameTime(t, t0.Add(2*lease), e.LeaseUntil, "the new lease")
-		_, err = s.l.Begin(ctx, k, "m1", t0.Add(lease+time.Second), lease)
+		_, err = s.l.Begin(ctx, k, "m1", "", t0.Add(lease+time.Second), lease)
 		require.ErrorIs(t, err, ledger.ErrLeased, "the first owner lost the key")
 	}},
 	{"Begin of a done key is a no-op", func(t testing.TB, s *suite) {
@@ -196,7 +203,7 @@ var cases = []testCase{
 		require.NoError(t, s.l.Complete(ctx, k, "m1", "receipt-1", t0.Add(time.Second)))
 		before := s.get(t, k)
 		for _, owner := range []string{"m1", "m2"} {
-			prev, err := s.l.Begin(ctx, k, owner, t0.Add(time.Hour), lease)
+			prev, err := s.l.Begin(ctx, k, owner, "", t0.Add(time.Hour), lease)
 			require.ErrorIs(t, err, ledger.ErrDone, "owner %s", owner)
 			assert.NotErrorIs(t, err, ledger.ErrLeased)
 			assert.Equal(t, ledger.StateDone, prev.State, "ErrDone returns the entry")
@@ -248,7 +255,7 @@ var cases = []testCase{
 		var wg sync.WaitGroup
 		for i := range Concurrency {
 			wg.Go(func() {
-				_, errs[i] = s.l.Begin(ctx, k, fmt.Sprint("m", i), t0, lease)
+				_, errs[i] = s.l.Begin(ctx, k, fmt.Sprint("m", i), "", t0, lease)
 			})
 		}
 		wg.Wait()
@@ -263,6 +270,125 @@ var cases = []testCase{
 		}
 		require.NotEqual(t, -1, won, "one Begin must win")
 		assert.Equal(t, fmt.Sprint("m", won), s.get(t, k).Owner, "the winner holds the key")
+	}},
+	{"Begin records the args digest", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		_, err := s.l.Begin(ctx, k, "m1", digestA, t0, lease)
+		require.NoError(t, err)
+		assert.Equal(t, digestA, s.get(t, k).ArgsDigest, "the first Begin's digest is kept")
+		// A redelivery (the same digest, the same or another owner) goes on.
+		require.NoError(t, s.l.Release(ctx, k, "m1", t0.Add(time.Second)))
+		prev, err := s.l.Begin(ctx, k, "m2", digestA, t0.Add(2*time.Second), lease)
+		require.NoError(t, err)
+		assert.Equal(t, digestA, prev.ArgsDigest)
+		assert.Equal(t, digestA, s.get(t, k).ArgsDigest)
+	}},
+	{"Begin with another digest is refused in every state", func(t testing.TB, s *suite) {
+		// The key was issued for another task: ErrKeyReused comes before
+		// ErrDone and ErrLeased, and changes nothing.
+		for _, st := range []struct {
+			name string
+			make func(k string)
+		}{
+			{"in progress, leased by another owner", func(k string) {}},
+			{"in progress, leased by the same owner", func(k string) {}},
+			{"released", func(k string) { require.NoError(t, s.l.Release(ctx, k, "m1", t0.Add(time.Second))) }},
+			{"done", func(k string) { require.NoError(t, s.l.Complete(ctx, k, "m1", "receipt-1", t0.Add(time.Second))) }},
+			{"dead-lettered", func(k string) {
+				_, err := s.l.DeadLettered(ctx, k, deadletter.ReasonUnclassified, t0.Add(time.Second))
+				require.NoError(t, err)
+			}},
+			{"lease expired", func(k string) {}},
+		} {
+			k := s.key(strings.ReplaceAll(st.name, " ", "_"))
+			_, err := s.l.Begin(ctx, k, "m1", digestA, t0, lease)
+			require.NoError(t, err, st.name)
+			st.make(k)
+			before := s.get(t, k)
+			owner, now := "m2", t0.Add(time.Minute)
+			switch st.name {
+			case "in progress, leased by the same owner":
+				owner = "m1"
+			case "lease expired":
+				now = t0.Add(2 * lease)
+			}
+			prev, err := s.l.Begin(ctx, k, owner, digestB, now, lease)
+			require.ErrorIs(t, err, ledger.ErrKeyReused, st.name)
+			assert.NotErrorIs(t, err, ledger.ErrDone, st.name)
+			assert.NotErrorIs(t, err, ledger.ErrLeased, st.name)
+			assert.Equal(t, digestA, prev.ArgsDigest, "%s: ErrKeyReused returns the entry, with the digest it holds", st.name)
+			assert.Equal(t, before, s.get(t, k), "%s: a refused Begin changes nothing, not even UpdatedAt", st.name)
+		}
+	}},
+	{"Begin without a digest checks nothing and keeps the digest", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		_, err := s.l.Begin(ctx, k, "m1", digestA, t0, lease)
+		require.NoError(t, err)
+		require.NoError(t, s.l.Release(ctx, k, "m1", t0.Add(time.Second)))
+		_, err = s.l.Begin(ctx, k, "m2", "", t0.Add(2*time.Second), lease)
+		require.NoError(t, err, "a caller that gives no digest is not checked")
+		assert.Equal(t, digestA, s.get(t, k).ArgsDigest, "and does not erase the digest")
+	}},
+	{"An entry without a digest takes the first one", func(t testing.TB, s *suite) {
+		// Entries written before digests were kept (or by Redriven and
+		// DeadLettered alone) have none: the first Begin that brings one
+		// records it, and from then on the key is checked.
+		old := s.key("old")
+		s.begin(t, old, "m1", t0) // no digest: an older row
+		require.NoError(t, s.l.Release(ctx, old, "m1", t0.Add(time.Second)))
+		require.Empty(t, s.get(t, old).ArgsDigest)
+		_, err := s.l.Begin(ctx, old, "m2", digestA, t0.Add(2*time.Second), lease)
+		require.NoError(t, err, "an entry without a digest accepts any")
+		assert.Equal(t, digestA, s.get(t, old).ArgsDigest, "and records it")
+		require.NoError(t, s.l.Release(ctx, old, "m2", t0.Add(3*time.Second)))
+		_, err = s.l.Begin(ctx, old, "m3", digestB, t0.Add(4*time.Second), lease)
+		require.ErrorIs(t, err, ledger.ErrKeyReused, "then another digest is refused")
+
+		moved := s.key("moved") // a broker-moved letter, redriven
+		_, err = s.l.Redriven(ctx, moved, t0)
+		require.NoError(t, err)
+		_, err = s.l.Begin(ctx, moved, "m1", digestB, t0.Add(time.Second), lease)
+		require.NoError(t, err)
+		assert.Equal(t, digestB, s.get(t, moved).ArgsDigest)
+
+		// A done entry without a digest cannot tell: any args are the done
+		// task, as before digests (ErrDone), and the entry stays as it was.
+		done := s.key("done")
+		s.begin(t, done, "m1", t0)
+		require.NoError(t, s.l.Complete(ctx, done, "m1", "receipt-1", t0.Add(time.Second)))
+		before := s.get(t, done)
+		_, err = s.l.Begin(ctx, done, "m2", digestA, t0.Add(time.Hour), lease)
+		require.ErrorIs(t, err, ledger.ErrDone)
+		assert.Equal(t, before, s.get(t, done), "a refused Begin records no digest")
+	}},
+	{"Begin concurrently with other digests: one wins, the rest are refused", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		errs := make([]error, Concurrency)
+		var wg sync.WaitGroup
+		for i := range Concurrency {
+			wg.Go(func() {
+				_, errs[i] = s.l.Begin(ctx, k, fmt.Sprint("m", i), fmt.Sprint("digest-", i), t0, lease)
+			})
+		}
+		wg.Wait()
+		won := -1
+		for i, err := range errs {
+			if err == nil {
+				assert.Equal(t, -1, won, "m%d and m%d both won", won, i)
+				won = i
+				continue
+			}
+			// A Begin that lost the race to the write sees the winner's
+			// digest (ErrKeyReused); one that read the item first may see
+			// only its lease (ErrLeased). Neither ran.
+			if !errors.Is(err, ledger.ErrKeyReused) {
+				assert.ErrorIs(t, err, ledger.ErrLeased, "m%d", i)
+			}
+		}
+		require.NotEqual(t, -1, won, "one Begin must win")
+		e := s.get(t, k)
+		assert.Equal(t, fmt.Sprint("m", won), e.Owner, "the winner holds the key")
+		assert.Equal(t, fmt.Sprint("digest-", won), e.ArgsDigest, "with its digest")
 	}},
 	{"StartEffect by the holder", func(t testing.TB, s *suite) {
 		k := s.key("k")
@@ -317,7 +443,7 @@ var cases = []testCase{
 		e := s.get(t, k)
 		assert.Equal(t, ledger.StateDone, e.State)
 		assert.Equal(t, "r1", e.Receipt)
-		_, err := s.l.Begin(ctx, k, "m2", t0.Add(lease+2*time.Second), lease)
+		_, err := s.l.Begin(ctx, k, "m2", "", t0.Add(lease+2*time.Second), lease)
 		require.ErrorIs(t, err, ledger.ErrDone)
 	}},
 	{"Release by the holder", func(t testing.TB, s *suite) {
@@ -346,7 +472,7 @@ var cases = []testCase{
 			assert.Equal(t, existed, exists, "Release(%q, %q) creates no entry", c.key, c.owner)
 			assert.Equal(t, before, after, "Release(%q, %q) changes nothing", c.key, c.owner)
 		}
-		_, err = s.l.Begin(ctx, held, "m2", t0.Add(time.Second), lease)
+		_, err = s.l.Begin(ctx, held, "m2", "", t0.Add(time.Second), lease)
 		require.ErrorIs(t, err, ledger.ErrLeased, "m1 still holds the key")
 	}},
 	{"DeadLettered counts", func(t testing.TB, s *suite) {
@@ -434,7 +560,7 @@ var cases = []testCase{
 		touched(t, e, now)
 		assert.Equal(t, e, s.get(t, k), "Reconcile returns the new entry")
 		// Never run again: a redrive's delivery is a no-op.
-		_, err = s.l.Begin(ctx, k, "m2", now.Add(time.Second), lease)
+		_, err = s.l.Begin(ctx, k, "m2", "", now.Add(time.Second), lease)
 		require.ErrorIs(t, err, ledger.ErrDone)
 	}},
 	{"Reconcile: no effect lets a redrive run the task afresh", func(t testing.TB, s *suite) {

@@ -35,6 +35,10 @@ const (
 	changesReconciliation           // Reconcile overwrites another outcome
 	keepsEffectStarted              // no effect leaves effect_started set
 	confirmKeepsState               // effect confirmed does not mark the key done
+	ignoresDigest                   // Begin never compares digests
+	reusedAfterDone                 // ErrDone comes before ErrKeyReused
+	overwritesDigest                // every Begin records its digest
+	keepsNoDigest                   // Begin records no digest
 )
 
 // naive is a ledger written from the package doc alone, with switches that
@@ -54,7 +58,7 @@ func (n *naive) touch(e *ledger.Entry, now time.Time) {
 	}
 }
 
-func (n *naive) Begin(_ context.Context, key, owner string, now time.Time, lease time.Duration) (ledger.Entry, error) {
+func (n *naive) Begin(_ context.Context, key, owner, digest string, now time.Time, lease time.Duration) (ledger.Entry, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	e, ok := n.entries[key]
@@ -67,7 +71,10 @@ func (n *naive) Begin(_ context.Context, key, owner string, now time.Time, lease
 	if n.broken == leaseInclusive {
 		leased = !now.After(e.LeaseUntil)
 	}
+	reused := digest != "" && e.ArgsDigest != "" && e.ArgsDigest != digest && n.broken != ignoresDigest
 	switch {
+	case reused && n.broken != reusedAfterDone:
+		return before, ledger.ErrKeyReused
 	case e.State == ledger.StateDone && n.broken != claimsDone:
 		if n.broken == beginTouchesDone {
 			n.touch(&e, now)
@@ -77,7 +84,13 @@ func (n *naive) Begin(_ context.Context, key, owner string, now time.Time, lease
 	case e.State == ledger.StateInProgress && e.Owner != owner && leased && n.broken != ignoresLeases:
 		return before, ledger.ErrLeased
 	}
+	if reused { // reusedAfterDone: the other checks passed
+		return before, ledger.ErrKeyReused
+	}
 	e.State, e.Owner, e.LeaseUntil = ledger.StateInProgress, owner, now.Add(lease)
+	if (e.ArgsDigest == "" || n.broken == overwritesDigest) && n.broken != keepsNoDigest {
+		e.ArgsDigest = digest
+	}
 	if n.broken == beginResetsCounts {
 		e.DeadLetterCount, e.RedriveCount = 0, 0
 	}
@@ -256,6 +269,11 @@ func TestSuiteFailsBrokenLedgers(t *testing.T) {
 		{name: "Reconcile overwrites another outcome: the race", broken: changesReconciliation, want: "Reconcile concurrently: one outcome wins"},
 		{name: "no effect keeps effect_started", broken: keepsEffectStarted, want: "Reconcile: no effect lets a redrive run the task afresh"},
 		{name: "effect confirmed keeps the state", broken: confirmKeepsState, want: "Reconcile: effect confirmed marks the key done"},
+		{name: "Begin ignores the digest", broken: ignoresDigest, want: "Begin with another digest is refused in every state"},
+		{name: "a done key hides a reused one", broken: reusedAfterDone, want: "Begin with another digest is refused in every state"},
+		{name: "Begin overwrites the digest", broken: overwritesDigest, want: "Begin without a digest checks nothing and keeps the digest"},
+		{name: "Begin keeps no digest", broken: keepsNoDigest, want: "Begin records the args digest"},
+		{name: "Begin keeps no digest: older rows", broken: keepsNoDigest, want: "An entry without a digest takes the first one"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

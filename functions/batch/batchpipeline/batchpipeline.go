@@ -16,16 +16,18 @@ import (
 
 // Config returns a batch.Config with the settings of the pipeline
 // definition p filled in: MaxReceiveCount, Pipeline, FIFO, FIFOPoison,
-// Backoff, RedriveLoopAfter and Lease (the visibility timeout). The caller
+// Backoff, RedriveLoopAfter, RetryAfterRequeues and Lease (the visibility
+// timeout). The caller
 // adds Handler, SQS, DLQURL and the rest.
 func Config(p *pipeline.Pipeline) batch.Config {
 	return batch.Config{
-		MaxReceiveCount:  p.MaxReceiveCount,
-		Pipeline:         p.Name,
-		FIFO:             p.FIFO,
-		FIFOPoison:       batch.FIFOPoison(p.FIFOPoison),
-		Backoff:          batch.Backoff{Base: time.Duration(p.Backoff.BaseSeconds) * time.Second, Max: time.Duration(p.Backoff.MaxSeconds) * time.Second, Disabled: p.Backoff.Disabled},
-		RedriveLoopAfter: p.RedriveLoopAfter,
-		Lease:            p.VisibilityTimeout(),
+		MaxReceiveCount:    p.MaxReceiveCount,
+		Pipeline:           p.Name,
+		FIFO:               p.FIFO,
+		FIFOPoison:         batch.FIFOPoison(p.FIFOPoison),
+		Backoff:            batch.Backoff{Base: time.Duration(p.Backoff.BaseSeconds) * time.Second, Max: time.Duration(p.Backoff.MaxSeconds) * time.Second, Disabled: p.Backoff.Disabled},
+		RedriveLoopAfter:   p.RedriveLoopAfter,
+		RetryAfterRequeues: p.RetryAfterRequeues,
+		Lease:              p.VisibilityTimeout(),
 	}
 }

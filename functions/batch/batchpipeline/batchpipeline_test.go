@@ -25,6 +25,12 @@ func TestConfig(t *testing.T) {
 				Backoff: batch.Backoff{Base: 2 * time.Second, Max: 120 * time.Second}, RedriveLoopAfter: 2},
 		},
 		{
+			name: "standard, requeues after a Retry-After",
+			p:    pipeline.Pipeline{Name: "agent-tasks", Owner: "o", MaxReceiveCount: 4, RetryAfterRequeues: 3},
+			want: batch.Config{MaxReceiveCount: 4, Pipeline: "agent-tasks", FIFOPoison: batch.FIFOPoisonDeadLetter,
+				Backoff: batch.Backoff{Base: 2 * time.Second, Max: 120 * time.Second}, RedriveLoopAfter: 2, RetryAfterRequeues: 3},
+		},
+		{
 			name: "FIFO holding its groups, backoff off",
 			p: pipeline.Pipeline{Name: "orders", Owner: "o", MaxReceiveCount: 3, FIFO: true, FIFOPoison: pipeline.FIFOPoisonHoldGroup,
 				Backoff: pipeline.Backoff{Disabled: true}, RedriveLoopAfter: 5},

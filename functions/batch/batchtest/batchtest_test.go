@@ -141,7 +141,7 @@ func TestWorkerKeepsState(t *testing.T) {
 	t.Parallel()
 	worked := 0 // records that got past Begin
 	w := batchtest.NewWorker(t, batch.Config{Handler: func(ctx context.Context, r batch.Record) error {
-		if err := r.Begin(ctx, string(r.Body()), false); err != nil {
+		if err := r.Begin(ctx, string(r.Body()), "", false); err != nil {
 			return err
 		}
 		worked++

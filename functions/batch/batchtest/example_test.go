@@ -30,7 +30,7 @@ func handleRefund(ctx context.Context, r batch.Record) error {
 	if rf.ID == "" || rf.Amount <= 0 {
 		return batch.Poison(deadletter.ReasonSchemaInvalid, errors.New("refund_id and a positive amount_cents are required"))
 	}
-	if err := r.Begin(ctx, rf.ID, true); err != nil {
+	if err := r.Begin(ctx, rf.ID, "", true); err != nil {
 		return err // done already (a no-op), leased elsewhere, or the ledger is down
 	}
 	if rf.Flaky {

@@ -1,0 +1,33 @@
+package agenttask
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"github.com/gowebpki/jcs"
+)
+
+// DigestPrefix starts every ArgsDigest: the hash, and that it is taken of
+// the RFC 8785 form. A digest of another form would carry another prefix,
+// so the two never compare equal by accident.
+const DigestPrefix = "jcs-sha256:"
+
+// ArgsDigest is the digest of a task's args that the ledger keeps with its
+// idempotency key (batch.Record.Begin): DigestPrefix and the hex SHA-256 of
+// the args in the JSON Canonicalization Scheme (RFC 8785, by
+// github.com/gowebpki/jcs): object members sorted, no insignificant
+// whitespace, strings and numbers in one spelling. So the same args give
+// the same digest however a producer spaced, ordered or escaped them
+// ({"b":1, "a":"\u0078"} and {"a":"x","b":1.0} are one task), and any change
+// of a value, key or array order gives another. RFC 8785 reads numbers as
+// IEEE doubles: two integers beyond 2^53 that round to the same double make
+// one digest. It fails on args that are not JSON.
+func ArgsDigest(args []byte) (string, error) {
+	canon, err := jcs.Transform(args)
+	if err != nil {
+		return "", fmt.Errorf("agenttask: canonical args: %w", err)
+	}
+	sum := sha256.Sum256(canon)
+	return DigestPrefix + hex.EncodeToString(sum[:]), nil
+}
