@@ -128,7 +128,7 @@ bench-peer:
 	  echo "agentdlq: $$(GOMEMLIMIT=$(BENCH_GOMEMLIMIT) .local/bin/worker-bench -event $(EVENT) -repeats $(REPEATS))"; \
 	  echo "peer:     $$($$node scripts/peer-bench/bench.mjs $(EVENT) $(REPEATS))"
 
-## bench-sizes: the worker's bench and the peer on generated mixes (600-1,500 B bodies, every tool and shape, 0-10 attributes, receive counts 1-5; batches of 10 to 10,000; all ok to 90 % dead letters), same run, medians of RUNS (3); the worker's GOMEMLIMIT is the construct's for WORKER_MEMORY_MB (256, the default worker_memory_mb)
+## bench-sizes: the worker's bench and the peer on generated mixes (600-1,500 B bodies, every tool and shape, 0-10 attributes, receive counts 1-5; batches of 10 to 10,000; all ok to 90 % dead letters), same run, whole invocations (the worker decoding, the peer parsing each payload), medians of RUNS (3); the worker's GOMEMLIMIT is the construct's for WORKER_MEMORY_MB (256, the default worker_memory_mb)
 .PHONY: bench-sizes
 BENCH_MIXES = 10:90 100:90 1000:90 10000:90 100:40 100:100 10000:100 100:10
 # What the construct sets on the worker (stack.GoMemLimit: 90 % of its memory).

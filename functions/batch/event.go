@@ -3,8 +3,12 @@ package batch
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -31,9 +35,15 @@ type Event struct {
 type message struct {
 	id, receipt, arn, group string // cut from the event's one string of copies
 	body                    []byte // the body, decoded in place in the buffer
-	attrs, mattrs           []byte // raw JSON objects in the buffer; nil when absent or null
-	count                   []byte // ApproximateReceiveCount's raw string content; nil when absent
-	countEscaped            bool   // count holds an escape (decoded when read)
+	// bodyStr is the body as a string when hasBodyStr: a record's own copy
+	// (ownRaw), or the events.SQSMessage's own Body (fromSQSEvent), which
+	// SQSMessage and the dead letter's MessageBody share (a string never
+	// changes) instead of copying body again.
+	bodyStr       string
+	hasBodyStr    bool
+	attrs, mattrs []byte // raw JSON objects in the buffer; nil when absent or null
+	count         []byte // ApproximateReceiveCount's raw string content; nil when absent
+	countEscaped  bool   // count holds an escape (decoded when read)
 	// Raw string literals (quotes included) in the buffer; nil when absent
 	// or null. Decoded when read.
 	md5Body, md5Attrs, source, region []byte
@@ -93,7 +103,9 @@ func (e *Event) Body(i int) []byte { return bytes.Clone(e.records[i].body) }
 // surrogate pairs and invalid UTF-8 decoded as encoding/json does), except
 // a record or message attribute with a duplicate key, which is an error
 // wrapping ErrDuplicateKey. Any other malformed payload is an error
-// wrapping ErrNotSQSEvent that says where.
+// wrapping ErrNotSQSEvent that says where: for invalid JSON, the index of
+// the byte where encoding/json finds it invalid (the payload's length when
+// it ends first), with encoding/json's words for it.
 //
 // The payload is neither modified nor kept: the Event decodes a copy of it,
 // which it owns. Per record it allocates one string holding its message
@@ -129,6 +141,60 @@ func (d *decoder) fail(i int, what string) error {
 	return fmt.Errorf("%w: %s at byte %d", ErrNotSQSEvent, what, i)
 }
 
+// invalid is the error for a value at b[i] that is not valid JSON: it
+// says where encoding/json finds the first byte that makes it invalid
+// (len(b) when the payload ends first), and what that byte is. Only the
+// error path pays for the second look. The value at b[i] is as received:
+// the bodies decoded in place so far all stand before it (a body that is
+// itself invalid is invalidString's).
+func (d *decoder) invalid(i int) error {
+	pos, why := syntaxError(d.b, i)
+	return d.fail(pos, "invalid JSON: "+why)
+}
+
+// invalidString is the error for a string literal made invalid by the
+// byte at b[i] (i is len(b) when the payload ends inside it), as
+// encoding/json words it. The literal was being decoded in place: the
+// bytes before i may have been overwritten, so i is not looked for again.
+func (d *decoder) invalidString(i int) error {
+	if i >= len(d.b) {
+		return d.fail(len(d.b), "invalid JSON: unexpected end of JSON input")
+	}
+	where := "in string literal" // a control character
+	switch {
+	case d.b[i] < 0x20:
+	case d.b[i-1] == '\\': // the escape's backslash, before i: not overwritten
+		where = "in string escape code"
+	default:
+		where = "in \\u hexadecimal character escape"
+	}
+	return d.fail(i, "invalid JSON: invalid character "+strconv.QuoteRune(rune(d.b[i]))+" "+where)
+}
+
+// syntaxError finds, with encoding/json, the first byte of the JSON value
+// at b[i] that makes it invalid: its index and encoding/json's words for
+// it. When encoding/json reads a whole value there (it is not reached: the
+// decoder refuses only what encoding/json refuses), or the value is nested
+// too deep, the index is i.
+func syntaxError(b []byte, i int) (int, string) {
+	var v json.RawMessage
+	err := json.NewDecoder(bytes.NewReader(b[i:])).Decode(&v)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se) && strings.Contains(se.Error(), "exceeded max depth"):
+		// encoding/json counts depth from where it starts, here the value,
+		// not the payload: the value's start is the honest position.
+		return i, fmt.Sprintf("nested deeper than %d", jsonscan.MaxDepth)
+	case errors.As(err, &se) && se.Offset > 0:
+		return i + int(se.Offset) - 1, se.Error()
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return len(b), "unexpected end of JSON input"
+	case err != nil:
+		return i, err.Error()
+	}
+	return i, "not accepted"
+}
+
 func (d *decoder) event() (*Event, error) {
 	b := d.b
 	i := jsonscan.SkipWS(b, 0)
@@ -138,9 +204,11 @@ func (d *decoder) event() (*Event, error) {
 	ev := &Event{}
 	switch b[i] {
 	case 'n':
-		if i = jsonscan.ScanLiteral(b, i, "null"); i < 0 {
-			return nil, d.fail(len(b), "invalid JSON")
+		k := jsonscan.ScanLiteral(b, i, "null")
+		if k < 0 {
+			return nil, d.invalid(i)
 		}
+		i = k
 	case '{':
 		var err error
 		if i, err = d.top(ev, i); err != nil {
@@ -161,10 +229,11 @@ func (d *decoder) top(ev *Event, i int) (int, error) {
 	seen := false
 	return d.object(i, 1, func(key []byte, j int) (int, error) {
 		if !bytes.EqualFold(key, []byte("Records")) {
-			if j = jsonscan.SkipValue(b, j, 1); j < 0 {
-				return -1, d.fail(j, "invalid JSON")
+			k := jsonscan.SkipValue(b, j, 1)
+			if k < 0 {
+				return -1, d.invalid(j)
 			}
-			return j, nil
+			return k, nil
 		}
 		if seen {
 			return -1, fmt.Errorf("%w: %w: \"Records\" twice", ErrNotSQSEvent, ErrDuplicateKey)
@@ -253,7 +322,7 @@ func (d *decoder) records(ev *Event, i int) (int, error) {
 			ev.records = nil
 			return j, nil
 		}
-		return -1, d.fail(i, "invalid JSON")
+		return -1, d.invalid(i)
 	case '[':
 		ev.records = []message{}
 	default:
@@ -274,7 +343,7 @@ func (d *decoder) records(ev *Event, i int) (int, error) {
 				r.null = true
 				return k, nil
 			}
-			return -1, d.fail(j, "invalid JSON")
+			return -1, d.invalid(j)
 		case '{':
 			return d.record(r, j, n-1)
 		}
@@ -355,10 +424,11 @@ func (d *decoder) record(r *message, i, n int) (int, error) {
 	end, err := d.object(i, 3, func(key []byte, j int) (int, error) {
 		f := fieldIndex(key)
 		if f < 0 {
-			if j = jsonscan.SkipValue(b, j, 3); j < 0 {
-				return -1, d.fail(j, "invalid JSON")
+			k := jsonscan.SkipValue(b, j, 3)
+			if k < 0 {
+				return -1, d.invalid(j)
 			}
-			return j, nil
+			return k, nil
 		}
 		if seen[f] {
 			return -1, fmt.Errorf("%w: %w: record %d has %q twice", ErrNotSQSEvent, ErrDuplicateKey, n, fieldNames[f])
@@ -375,25 +445,25 @@ func (d *decoder) record(r *message, i, n int) (int, error) {
 			if k := jsonscan.ScanLiteral(b, j, "null"); k >= 0 {
 				return k, nil
 			}
-			return -1, d.fail(j, "invalid JSON")
+			return -1, d.invalid(j)
 		}
 		if b[j] != '"' {
 			if k := jsonscan.SkipValue(b, j, 3); k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 			return -1, d.typeError(j, fmt.Sprintf("record %d: %q is not a string", n, fieldNames[f]))
 		}
 		if f == fBody {
-			end, body, ok := bodyInPlace(b, j)
-			if !ok {
-				return -1, d.fail(j, "invalid JSON string")
+			end, body, bad := bodyInPlace(b, j)
+			if end < 0 {
+				return -1, d.invalidString(bad)
 			}
 			r.body = body
 			return end, nil
 		}
 		end := jsonscan.SkipString(b, j)
 		if end < 0 {
-			return -1, d.fail(j, "invalid JSON string")
+			return -1, d.invalid(j)
 		}
 		switch f {
 		case fMessageID, fReceipt:
@@ -436,13 +506,18 @@ func (d *decoder) record(r *message, i, n int) (int, error) {
 	return end, nil
 }
 
-// ownRaw copies what r holds of the buffer (its decoded body, its raw
-// attributes and string literals) into one slice of its own: a Record,
+// ownRaw copies what r holds of the buffer into memory of its own: its
+// decoded body into a string (bodyStr), its raw attributes and string
+// literals into one slice: a Record,
 // read after its handler call once the runtime reused the payload, reads
 // such a copy (newRecord), and an Event that DecodeEvent returns holds
 // only such copies.
 func (r *message) ownRaw() {
-	n := len(r.body) + len(r.attrs) + len(r.mattrs) + len(r.count) + len(r.md5Body) + len(r.md5Attrs) + len(r.source) + len(r.region)
+	if !r.hasBodyStr {
+		r.bodyStr, r.hasBodyStr = string(r.body), true
+	}
+	r.body = nil // read as bodyStr
+	n := len(r.attrs) + len(r.mattrs) + len(r.count) + len(r.md5Body) + len(r.md5Attrs) + len(r.source) + len(r.region)
 	if n == 0 {
 		return
 	}
@@ -455,7 +530,7 @@ func (r *message) ownRaw() {
 		own = append(own, b...)
 		return own[start:len(own):len(own)]
 	}
-	r.body, r.attrs, r.mattrs, r.count = keep(r.body), keep(r.attrs), keep(r.mattrs), keep(r.count)
+	r.attrs, r.mattrs, r.count = keep(r.attrs), keep(r.mattrs), keep(r.count)
 	r.md5Body, r.md5Attrs, r.source, r.region = keep(r.md5Body), keep(r.md5Attrs), keep(r.source), keep(r.region)
 }
 
@@ -468,7 +543,7 @@ func (d *decoder) attributes(r *message, i, n int) (int, error) {
 		if k := jsonscan.ScanLiteral(b, i, "null"); k >= 0 {
 			return k, nil
 		}
-		return -1, d.fail(i, "invalid JSON")
+		return -1, d.invalid(i)
 	case '{':
 	default:
 		return -1, d.typeError(i, fmt.Sprintf("record %d: \"attributes\" is not an object", n))
@@ -478,15 +553,15 @@ func (d *decoder) attributes(r *message, i, n int) (int, error) {
 		switch b[j] {
 		case 'n':
 			if k = jsonscan.ScanLiteral(b, j, "null"); k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 		case '"':
 			if k = jsonscan.SkipString(b, j); k < 0 {
-				return -1, d.fail(j, "invalid JSON string")
+				return -1, d.invalid(j)
 			}
 		default:
 			if k = jsonscan.SkipValue(b, j, 4); k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 			return -1, d.typeError(j, fmt.Sprintf("record %d: attribute %q is not a string", n, truncate(string(key), 64)))
 		}
@@ -540,12 +615,12 @@ func (d *decoder) messageAttributes(r *message, i, n int) (int, error) {
 		if k := jsonscan.ScanLiteral(b, i, "null"); k >= 0 {
 			return k, nil
 		}
-		return -1, d.fail(i, "invalid JSON")
+		return -1, d.invalid(i)
 	case '{':
 	default:
 		return -1, d.typeError(i, fmt.Sprintf("record %d: \"messageAttributes\" is not an object", n))
 	}
-	end, err := walkMessageAttributes(d, i, nil)
+	end, err := walkMessageAttributes(d, i)
 	if err != nil {
 		return -1, err
 	}
@@ -579,18 +654,10 @@ func mFieldIndex(key []byte) int {
 	return -1
 }
 
-// mattr is one message attribute, decoded.
-type mattr struct {
-	dataType, stringValue string
-	hasString             bool
-	binaryValue           []byte
-	stringList            []string
-	binaryList            [][]byte
-}
-
 // walkMessageAttributes validates the messageAttributes object whose '{' is
-// d.b[i] and, when out is not nil, decodes each attribute and calls out with
-// it. It returns the index after the object.
+// d.b[i] as encoding/json would decode it into
+// map[string]events.SQSMessageAttribute. It returns the index after the
+// object.
 //
 // It is a loop, not the decoder's object walk with a callback per member:
 // DecodeEvent runs it on every record, and a record of the generated mix
@@ -599,7 +666,7 @@ type mattr struct {
 // and refuses exactly what d.object with the checks below would (same
 // grammar, same nesting depths, same errors); diffDecode holds it to
 // encoding/json.
-func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (int, error) {
+func walkMessageAttributes(d *decoder, i int) (int, error) {
 	b := d.b
 	var names map[string]struct{} // duplicate attribute names, past 16 of them
 	d.mkeys, d.moffs = d.mkeys[:0], d.moffs[:0]
@@ -638,26 +705,22 @@ func walkMessageAttributes(d *decoder, i int, out func(name string, a mattr)) (i
 		if dup {
 			return -1, fmt.Errorf("%w: %w: message attribute %q twice", ErrNotSQSEvent, ErrDuplicateKey, truncate(string(key), 64))
 		}
-		var a mattr
 		switch b[j] {
 		case 'n':
 			k := jsonscan.ScanLiteral(b, j, "null")
 			if k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 			j = k
 		case '{':
-			if j, err = d.messageAttribute(j, key, out != nil, &a); err != nil {
+			if j, err = d.messageAttribute(j, key); err != nil {
 				return -1, err
 			}
 		default:
 			if k := jsonscan.SkipValue(b, j, 4); k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 			return -1, d.typeError(j, fmt.Sprintf("message attribute %q is not an object", truncate(string(key), 64)))
-		}
-		if out != nil {
-			out(string(key), a)
 		}
 		var done bool
 		if i, done, err = d.next(j, '}'); err != nil || done {
@@ -677,7 +740,7 @@ func (d *decoder) keyAt(i, depth int) ([]byte, int, error) {
 	}
 	end, flags := jsonscan.ScanString(b, i)
 	if end < 0 {
-		return nil, -1, d.fail(i, "invalid JSON string")
+		return nil, -1, d.invalid(i)
 	}
 	key := b[i+1 : end-1]
 	if flags != 0 {
@@ -775,9 +838,8 @@ func mFieldAt(b []byte, i int) (int, int) {
 }
 
 // messageAttribute validates one message attribute object at b[i] (depth
-// 5) and, when decode is true, decodes it into a. It is a loop for the
-// reason walkMessageAttributes is.
-func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (int, error) {
+// 5). It is a loop for the reason walkMessageAttributes is.
+func (d *decoder) messageAttribute(i int, name []byte) (int, error) {
 	b := d.b
 	var seen [numMFields]bool
 	i = jsonscan.SkipWS(b, i+1)
@@ -804,7 +866,7 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (i
 		case f < 0:
 			k := jsonscan.SkipValue(b, j, 5)
 			if k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 			j = k
 		case seen[f]:
@@ -813,44 +875,30 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (i
 			seen[f] = true
 			k := jsonscan.ScanLiteral(b, j, "null") // the zero value
 			if k < 0 {
-				return -1, d.fail(j, "invalid JSON")
+				return -1, d.invalid(j)
 			}
 			j = k
 		case f == mStringList || f == mBinaryList:
 			seen[f] = true
-			if j, err = d.messageAttributeList(j, name, f, decode, a); err != nil {
+			if j, err = d.messageAttributeList(j, name, f); err != nil {
 				return -1, err
 			}
 		default: // stringValue, binaryValue, dataType
 			seen[f] = true
 			if b[j] != '"' {
 				if k := jsonscan.SkipValue(b, j, 5); k < 0 {
-					return -1, d.fail(j, "invalid JSON")
+					return -1, d.invalid(j)
 				}
 				return -1, d.mattrError(j, name, mFieldNames[f]+" is not a string")
 			}
 			k, vflags := jsonscan.ScanString(b, j)
 			if k < 0 {
-				return -1, d.fail(j, "invalid JSON string")
+				return -1, d.invalid(j)
 			}
 			v := b[j+1 : k-1]
-			switch f {
-			case mBinaryValue:
-				if decode {
-					a.binaryValue, err = d.base64(v)
-				} else {
-					err = d.checkBase64(v, vflags)
-				}
-				if err != nil {
+			if f == mBinaryValue {
+				if err := d.checkBase64(v, vflags); err != nil {
 					return -1, d.mattrError(j, name, "binaryValue: "+err.Error())
-				}
-			case mStringValue:
-				if decode {
-					a.stringValue, a.hasString = d.str(v), true
-				}
-			case mDataType:
-				if decode {
-					a.dataType = dataTypeString(v)
 				}
 			}
 			j = k
@@ -863,22 +911,14 @@ func (d *decoder) messageAttribute(i int, name []byte, decode bool, a *mattr) (i
 }
 
 // messageAttributeList validates the list member f (mStringList or
-// mBinaryList) of message attribute name, whose '[' is b[i] (depth 6), and
-// when decode is true decodes it into a.
-func (d *decoder) messageAttributeList(i int, name []byte, f int, decode bool, a *mattr) (int, error) {
+// mBinaryList) of message attribute name, whose '[' is b[i] (depth 6).
+func (d *decoder) messageAttributeList(i int, name []byte, f int) (int, error) {
 	b := d.b
 	if b[i] != '[' {
 		if k := jsonscan.SkipValue(b, i, 5); k < 0 {
-			return -1, d.fail(i, "invalid JSON")
+			return -1, d.invalid(i)
 		}
 		return -1, d.mattrError(i, name, mFieldNames[f]+" is not an array")
-	}
-	if decode {
-		if f == mStringList {
-			a.stringList = []string{}
-		} else {
-			a.binaryList = [][]byte{}
-		}
 	}
 	i = jsonscan.SkipWS(b, i+1)
 	if i < len(b) && b[i] == ']' {
@@ -892,40 +932,21 @@ func (d *decoder) messageAttributeList(i int, name []byte, f int, decode bool, a
 		switch b[i] {
 		case 'n':
 			if k = jsonscan.ScanLiteral(b, i, "null"); k < 0 {
-				return -1, d.fail(i, "invalid JSON")
-			}
-			if decode {
-				if f == mStringList {
-					a.stringList = append(a.stringList, "")
-				} else {
-					a.binaryList = append(a.binaryList, nil)
-				}
+				return -1, d.invalid(i)
 			}
 		case '"':
 			var flags uint8
 			if k, flags = jsonscan.ScanString(b, i); k < 0 {
-				return -1, d.fail(i, "invalid JSON string")
+				return -1, d.invalid(i)
 			}
-			v := b[i+1 : k-1]
 			if f == mBinaryList {
-				var err error
-				if decode {
-					var bv []byte
-					if bv, err = d.base64(v); err == nil {
-						a.binaryList = append(a.binaryList, bv)
-					}
-				} else {
-					err = d.checkBase64(v, flags)
-				}
-				if err != nil {
+				if err := d.checkBase64(b[i+1:k-1], flags); err != nil {
 					return -1, d.mattrError(i, name, "binaryListValues: "+err.Error())
 				}
-			} else if decode {
-				a.stringList = append(a.stringList, string(plainOrUnquote(nil, v)))
 			}
 		default:
 			if k = jsonscan.SkipValue(b, i, 6); k < 0 {
-				return -1, d.fail(i, "invalid JSON")
+				return -1, d.invalid(i)
 			}
 			return -1, d.mattrError(i, name, mFieldNames[f]+" holds a value that is not a string")
 		}
@@ -959,11 +980,6 @@ func (d *decoder) checkBase64(content []byte, flags uint8) error {
 	}
 	_, err := base64.StdEncoding.Decode(d.b64[:n], s)
 	return err
-}
-
-// str decodes the raw content of a JSON string into a new string.
-func (d *decoder) str(content []byte) string {
-	return string(plainOrUnquote(nil, content))
 }
 
 // dataTypeString decodes the raw content of a validated JSON string holding
@@ -1022,19 +1038,20 @@ func plainOrUnquoteAppend(dst, content []byte) []byte {
 // decodes it in place, in one pass (jsonscan.ScanUnquoteInPlace: a body
 // that is itself JSON has an escape every few bytes, and a scan then an
 // unquote looked at each twice). It returns the index after the literal
-// and the decoded body, a view of b; false when the literal is not valid.
+// and the decoded body, a view of b; when the literal is not valid, -1 and
+// the index of the byte that makes it invalid (len(b) when b ends first).
 // Decoding never makes valid UTF-8 longer; a body with invalid UTF-8, whose
 // bytes become U+FFFD's three, is decoded into a new slice.
-func bodyInPlace(b []byte, j int) (int, []byte, bool) {
+func bodyInPlace(b []byte, j int) (int, []byte, int) {
 	end, n, flags := jsonscan.ScanUnquoteInPlace(b, j)
 	if end < 0 {
-		return -1, nil, false
+		return -1, nil, n
 	}
 	body := b[j+1 : n]
 	if flags&jsonscan.StrHigh != 0 && !utf8.Valid(body) {
 		body = jsonscan.AppendReplacingInvalid(nil, body)
 	}
-	return end, body, true
+	return end, body, 0
 }
 
 // litString decodes a raw JSON string literal (quotes included) kept by
@@ -1090,22 +1107,17 @@ func (r *message) receiveCount() (int, bool) {
 }
 
 // messageAttributes decodes the raw message attributes into a new map,
-// every value its own copy. DecodeEvent validated them: the walk does not
-// fail.
+// every value its own copy, with encoding/json: the accessors that build
+// aws-lambda-go's maps are not on the processor's path, so they take the
+// standard library's decoding, the one DecodeEvent is held to. DecodeEvent
+// validated the object (no duplicate name or member, every member of its
+// type), so it does not fail.
 func (r *message) messageAttributes() map[string]events.SQSMessageAttribute {
 	if r.mattrs == nil {
 		return nil
 	}
-	out := make(map[string]events.SQSMessageAttribute)
-	d := decoder{b: r.mattrs}
-	_, _ = walkMessageAttributes(&d, 0, func(name string, a mattr) {
-		v := events.SQSMessageAttribute{DataType: a.dataType, BinaryValue: a.binaryValue,
-			StringListValues: a.stringList, BinaryListValues: a.binaryList}
-		if a.hasString {
-			v.StringValue = &a.stringValue
-		}
-		out[name] = v
-	})
+	var out map[string]events.SQSMessageAttribute
+	_ = json.Unmarshal(r.mattrs, &out)
 	return out
 }
 
@@ -1241,18 +1253,8 @@ func (r *message) attributes() map[string]string {
 	if r.attrs == nil {
 		return nil
 	}
-	out := make(map[string]string)
-	d := decoder{b: r.attrs}
-	_, _ = d.object(0, 4, func(key []byte, j int) (int, error) {
-		b := d.b
-		if b[j] == 'n' {
-			out[string(key)] = ""
-			return j + 4, nil
-		}
-		k := jsonscan.SkipString(b, j)
-		out[string(key)] = litString(b[j:k])
-		return k, nil
-	})
+	var out map[string]string
+	_ = json.Unmarshal(r.attrs, &out) // validated by DecodeEvent, as messageAttributes
 	return out
 }
 
@@ -1263,7 +1265,7 @@ func (r *message) sqsMessage() events.SQSMessage {
 		return events.SQSMessage{}
 	}
 	return events.SQSMessage{
-		MessageId: r.id, ReceiptHandle: r.receipt, Body: string(r.body),
+		MessageId: r.id, ReceiptHandle: r.receipt, Body: r.bodyString(),
 		Md5OfBody: litString(r.md5Body), Md5OfMessageAttributes: litString(r.md5Attrs),
 		Attributes: r.attributes(), MessageAttributes: r.messageAttributes(),
 		EventSourceARN: r.arn, EventSource: litString(r.source), AWSRegion: litString(r.region),
@@ -1304,9 +1306,15 @@ func (r *message) traceHeader() string {
 	return v
 }
 
-// sendBody is the body as the dead letter's MessageBody: as received, a
-// new string.
-func (r *message) sendBody() string { return string(r.body) }
+// bodyString is the body as received, as a string: bodyStr when the
+// message has it (a record's own copy: no second copy for the dead
+// letter's MessageBody), else a new string.
+func (r *message) bodyString() string {
+	if r.hasBodyStr {
+		return r.bodyStr
+	}
+	return string(r.body)
+}
 
 // check is CheckSQSEvent on the lean records.
 func (e *Event) check() error {

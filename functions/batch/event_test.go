@@ -34,6 +34,9 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 		if !errors.Is(lerr, ErrNotSQSEvent) {
 			t.Fatalf("DecodeEvent error %v does not wrap ErrNotSQSEvent", lerr)
 		}
+		samePosition(t, payload, lerr, "DecodeEvent")
+		_, ierr := decodeEvent(bytes.Clone(payload)) // Invoke's way: in place
+		samePosition(t, payload, ierr, "in place")
 		return nil
 	case lerr != nil:
 		if !errors.Is(lerr, ErrDuplicateKey) {
@@ -66,6 +69,36 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 		t.Fatalf("check: lean %v, CheckSQSEvent %v", cerr, werr)
 	}
 	return lean
+}
+
+// samePosition fails t when err says the payload is invalid JSON at
+// another byte than the one encoding/json finds (json.Valid's scan, which
+// json.Unmarshal runs first). A decoder that stopped earlier for a valid
+// value of the wrong type says so, not "invalid JSON".
+func samePosition(t *testing.T, payload []byte, err error, entry string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), "invalid JSON") || strings.Contains(err.Error(), "nested deeper") {
+		return // nesting: the position is the too-deep value's start
+	}
+	want := len(payload)
+	var se *json.SyntaxError
+	if jerr := json.Unmarshal(payload, new(json.RawMessage)); errors.As(jerr, &se) {
+		// At the end of the input json.Unmarshal's scan says "unexpected
+		// end of JSON input", or, inside a literal, reads a space that is
+		// not there ("invalid character ' ' in literal null"): Offset is
+		// then len(payload), and so is the position. Otherwise the byte
+		// is the Offset-th.
+		eof := se.Error() == "unexpected end of JSON input" ||
+			int(se.Offset) == len(payload) && strings.HasPrefix(se.Error(), "invalid character ' '") && payload[len(payload)-1] != ' '
+		if !eof {
+			want = int(se.Offset) - 1
+		}
+	} else if jerr == nil {
+		t.Fatalf("%s: %v, but encoding/json finds the payload valid JSON", entry, err)
+	}
+	if at := fmt.Sprintf(" at byte %d", want); !strings.HasSuffix(err.Error(), at) {
+		t.Fatalf("%s: %v, want the error%s (encoding/json's)\npayload: %q", entry, err, at, truncate(string(payload), 2000))
+	}
 }
 
 // sameMessages fails t when what the processor reads of msgs without
@@ -400,6 +433,11 @@ func FuzzDecodeEvent(f *testing.F) {
 	for _, c := range eventEdgeCases {
 		f.Add([]byte(c))
 	}
+	// Invalid ones, whose error position diffDecode holds to encoding/json's.
+	for _, c := range []string{`{"x": [1,}`, `{"Records": [{"messageId": "m`, `{"Records": [{"body": "a\q"}]}`,
+		"{\"Records\": [{\"body\": \"{\\\"a\\\":1}\"}, {\"body\": \"a\nb\"}]}", `{"Records": [{"attributes": {"x": tru}}]}`} {
+		f.Add([]byte(c))
+	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		diffDecode(t, payload)
 	})
@@ -459,4 +497,57 @@ func benchDecodeLean(b *testing.B, data []byte, n int) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
 	b.ReportMetric(float64((rusage.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/record")
+}
+
+// TestDecodeEventErrorPosition holds DecodeEvent's error to the byte that
+// makes the payload invalid JSON: the index encoding/json finds (the
+// offending byte, or the payload's length when it ends first), on both
+// entries (DecodeEvent on a copy, and Invoke's decoding in place, where
+// bodies before the error were already overwritten).
+func TestDecodeEventErrorPosition(t *testing.T) {
+	rec := func(s string) string { return `{"Records": [{"messageId": "m1", "body": "{\"a\":1}"}, ` + s + `]}` }
+	tests := []struct {
+		name, payload string
+		at            int // -1: len(payload)
+		why           string
+	}{
+		{"array missing a value", `{"x": [1,}`, 9, "invalid character '}' looking for beginning of value"},
+		{"unterminated payload", `{"Records": [{"messageId": "m`, -1, "unexpected end of JSON input"},
+		{"bad literal at the top", `nul`, -1, "unexpected end of JSON input"},
+		{"bad literal in a record", rec(`{"messageId": nulx}`), strings.Index(rec(`{"messageId": nulx}`), "x}"), "invalid character 'x' in literal null"},
+		{"bad escape in a body", rec(`{"body": "a\q"}`), strings.Index(rec(`{"body": "a\q"}`), `q"}`), "invalid character 'q' in string escape code"},
+		{"bad \\u in a body", rec(`{"body": "{\"a\u00x1"}`), strings.Index(rec(`{"body": "{\"a\u00x1"}`), `x1"}`), "invalid character 'x' in \\u hexadecimal character escape"},
+		{"control character in a body", rec("{\"body\": \"a\nb\"}"), strings.Index(rec("{\"body\": \"a\nb\"}"), "\nb"), `invalid character '\n' in string literal`},
+		{"body ends the payload", `{"Records": [{"body": "{\"a\":`, -1, "unexpected end of JSON input"},
+		{"bad escape in an id", rec(`{"messageId": "a\x"}`), strings.Index(rec(`{"messageId": "a\x"}`), `x"}`), "invalid character 'x' in string escape code"},
+		{"bad \\u in a key", rec(`{"mess\u00zgeId": "a"}`), strings.Index(rec(`{"mess\u00zgeId": "a"}`), `zg`), "invalid character 'z' in \\u hexadecimal character escape"},
+		{"bad value in an unknown member", `{"Records": [], "other": [1, 2 3]}`, strings.Index(`{"Records": [], "other": [1, 2 3]}`, "3]"), "invalid character '3' after array element"},
+		{"bad attribute value", rec(`{"attributes": {"SentTimestamp": "1", "x": tru}}`), strings.Index(rec(`{"attributes": {"SentTimestamp": "1", "x": tru}}`), "}}]"), "invalid character '}' in literal true"},
+		{"bad message attribute", rec(`{"messageAttributes": {"a": {"dataType": "String", "stringValue": "x", "y": [}}}`), strings.Index(rec(`{"messageAttributes": {"a": {"dataType": "String", "stringValue": "x", "y": [}}}`), "}}}]"), "invalid character '}' looking for beginning of value"},
+		{"missing comma between records", `{"Records": [{} {}]}`, 16, "want ',' or ']'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := tt.at
+			if want < 0 {
+				want = len(tt.payload)
+			}
+			// encoding/json agrees that the payload is invalid.
+			if json.Valid([]byte(tt.payload)) {
+				t.Fatalf("payload %q is valid JSON", tt.payload)
+			}
+			for _, entry := range []struct {
+				name   string
+				decode func([]byte) (*Event, error)
+			}{{"DecodeEvent", DecodeEvent}, {"in place", decodeEvent}} {
+				_, err := entry.decode([]byte(tt.payload))
+				if !errors.Is(err, ErrNotSQSEvent) {
+					t.Fatalf("%s: err = %v, want ErrNotSQSEvent", entry.name, err)
+				}
+				if at := fmt.Sprintf(" at byte %d", want); !strings.Contains(err.Error(), at) || !strings.Contains(err.Error(), tt.why) {
+					t.Errorf("%s: err = %q, want %q and %q (byte %d is %q)", entry.name, err, at, tt.why, want, tt.payload[min(want, len(tt.payload)-1):])
+				}
+			}
+		})
+	}
 }

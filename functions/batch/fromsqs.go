@@ -21,6 +21,7 @@ func fromSQSEvent(ev events.SQSEvent) ([]message, error) {
 		if m.Body != "" {
 			r.body = []byte(m.Body)
 		}
+		r.bodyStr, r.hasBodyStr = m.Body, true // shared: a string never changes
 		r.md5Body, r.md5Attrs = literal(m.Md5OfBody), literal(m.Md5OfMessageAttributes)
 		r.source, r.region = literal(m.EventSource), literal(m.AWSRegion)
 		// One buffer a record for both objects, sized for them unescaped:

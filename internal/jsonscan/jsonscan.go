@@ -558,6 +558,10 @@ func AppendUnquoted(dst, s []byte) []byte {
 // Decoding never makes the content longer (an escape is at least as long
 // as what it stands for), so the write index w never passes the read
 // index r: a word written at w overwrites only bytes already read.
+//
+// When the literal is not valid, end is -1 and n is the index of the byte
+// that makes it invalid (len(b) when b ends inside it); the bytes before
+// that index may have been overwritten, the ones from it on have not.
 func ScanUnquoteInPlace(b []byte, i int) (end, n int, flags uint8) {
 	var high uint64 // the plain bytes OR-ed, as in ScanString
 	r := i + 1
@@ -575,7 +579,7 @@ func ScanUnquoteInPlace(b []byte, i int) (end, n int, flags uint8) {
 					r++
 				}
 				if r >= len(b) {
-					return -1, 0, 0
+					return -1, r, 0
 				}
 				break
 			}
@@ -614,7 +618,7 @@ func ScanUnquoteInPlace(b []byte, i int) (end, n int, flags uint8) {
 			// A long plain run, as in SkipString; moved with copy (memmove).
 			if q < r {
 				if q = bytes.IndexByte(b[r:], '"'); q < 0 {
-					return -1, 0, 0
+					return -1, len(b), 0
 				}
 				q += r
 			}
@@ -624,7 +628,10 @@ func ScanUnquoteInPlace(b []byte, i int) (end, n int, flags uint8) {
 			}
 			ctrl, hi := controlOrHigh(b[r:next])
 			if ctrl {
-				return -1, 0, 0
+				for b[r] >= 0x20 {
+					r++
+				}
+				return -1, r, 0
 			}
 			if hi {
 				high |= swarHi
@@ -645,7 +652,7 @@ func ScanUnquoteInPlace(b []byte, i int) (end, n int, flags uint8) {
 		case '\\':
 			flags |= StrEscape
 			if r+1 >= len(b) {
-				return -1, 0, 0
+				return -1, len(b), 0
 			}
 			// A two-byte escape by table: one branch, the same one for
 			// every \" of a quoted JSON body.
@@ -656,7 +663,7 @@ func ScanUnquoteInPlace(b []byte, i int) (end, n int, flags uint8) {
 				continue
 			}
 			if b[r+1] != 'u' || r+6 > len(b) || !isHex(b[r+2]) || !isHex(b[r+3]) || !isHex(b[r+4]) || !isHex(b[r+5]) {
-				return -1, 0, 0
+				return -1, badEscape(b, r), 0
 			}
 			rr := hex4(b[r+2:])
 			r += 6
@@ -673,7 +680,7 @@ func ScanUnquoteInPlace(b []byte, i int) (end, n int, flags uint8) {
 			}
 			w += utf8.EncodeRune(b[w:], rr)
 		default: // a control character
-			return -1, 0, 0
+			return -1, r, 0
 		}
 	}
 }
@@ -719,4 +726,26 @@ func hex4(s []byte) rune {
 		r = r<<4 | rune(c)
 	}
 	return r
+}
+
+// badEscape is the index of the byte that makes the escape at b[r] (a
+// backslash) invalid, as encoding/json reports it: the byte after the
+// backslash, or the first one of \u's four that is not a hex digit, or
+// len(b) when b ends first.
+func badEscape(b []byte, r int) int {
+	if r+1 >= len(b) {
+		return len(b)
+	}
+	if b[r+1] != 'u' {
+		return r + 1
+	}
+	for k := r + 2; k < r+6; k++ {
+		if k >= len(b) {
+			return len(b)
+		}
+		if !isHex(b[k]) {
+			return k
+		}
+	}
+	return r // a valid escape: not reached
 }

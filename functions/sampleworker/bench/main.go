@@ -16,10 +16,11 @@
 // repeat (how `agentdlq bench` measures).
 //
 // It prints one JSON line: records, repeats, cpu_ns_per_record (user+sys
-// CPU of handling, getrusage, without the event's decoding, as the peer's
-// bench counts it), decode_cpu_ns_per_record (the lean path's decoding: DecodeEvent's
-// CPU a record, measured apart after the repeats and taken out of Invoke's,
-// 0 for -path events), rss_mb (the process's peak RSS, everything
+// CPU of handling, getrusage, without the event's decoding),
+// decode_cpu_ns_per_record (the decoding: on the lean path DecodeEvent's
+// CPU a record, measured apart after the repeats and taken out of Invoke's;
+// on -path events the json.Decoder's), the two adding up to the whole
+// invocation's CPU, which make bench-sizes compares with the peer's, rss_mb (the process's peak RSS, everything
 // included), handler_rss_mb (peak RSS from the timed repeats on), idle_rss_mb
 // (RSS with the worker built, before the event is read), gomemlimit_mib,
 // failures_by_kind, dead_letters_by_reason and ok_digest (as `agentdlq
