@@ -125,8 +125,8 @@ type repairEvidence struct {
 // It is refused, and nothing changes, when: the gate refuses (owner, why,
 // the DLQ's tags, the caller); the patch is not a JSON Patch, does not
 // apply, or changes nothing; the repaired task breaks the contract; the
-// reason is a security one (a signature or a guardrail is never patched
-// around) or redrive_loop; a mutating tool's task is not settled as no
+// reason is a security one (a signature, a guardrail or a reused key is
+// never patched around) or redrive_loop; a mutating tool's task is not settled as no
 // effect in the ledger (see repairSettled); or the DLQ holds no such
 // letter (a rerun after a repair finds none, and says when it was
 // repaired). A DLQ seen only in part is a *PartialError, as in Select.
@@ -313,7 +313,7 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 	rec.Detail["dlq_message_id"], rec.Detail["original_message_id"] = l.MessageID, o.OriginalMessageID
 	if l.Reason.Class() == deadletter.ClassSecurity || l.Reason == deadletter.ReasonRedriveLoop {
 		return refuse(CodeForbidden, "a %s dead letter is never repaired: %s", l.Reason, map[bool]string{
-			true:  "a patch must not go around a signature or a guardrail; reject it",
+			true:  "a patch must not go around a signature, a guardrail or a reused idempotency key; reject it",
 			false: "its key keeps coming back; reject it, and send a new task with a new key if the work is still wanted"}[l.Reason.Class() == deadletter.ClassSecurity])
 	}
 	if cc := r.restoreEvidence(ctx, &o); cc != nil {

@@ -139,6 +139,7 @@ func TestRepairRefusalsChangeNothing(t *testing.T) {
 	ok := g.letterOf(t, "ok", "web.search", deadletter.ReasonSchemaInvalid, deadletter.EffectNone)
 	mail := g.letterOf(t, "mail", "email.send", deadletter.ReasonEffectUnknown, deadletter.EffectUnknown)
 	forged := g.letterOf(t, "forged", "web.search", deadletter.ReasonSignatureInvalid, deadletter.EffectNone)
+	reused := g.letterOf(t, "reused", "web.search", deadletter.ReasonIdempotencyKeyReused, deadletter.EffectNone)
 	fix := `[{"op":"replace","path":"/q","value":"x"}]`
 	tests := []struct {
 		name  string
@@ -156,6 +157,7 @@ func TestRepairRefusalsChangeNothing(t *testing.T) {
 		{"a task the patch breaks", g.req(ok, `[{"op":"replace","path":"","value":[1]}]`), CodeRepairInvalid, ""},
 		{"a mutating tool's task not reconciled", g.req(mail, `[{"op":"replace","path":"/q","value":"y"}]`), CodeNotSettled, ""},
 		{"a security reason", g.req(forged, fix), CodeForbidden, ""},
+		{"a reused key", g.req(reused, fix), CodeForbidden, ""},
 		{"no such letter", g.req("m-9999", fix), CodeLetterNotFound, "MessageID"},
 	}
 	for _, tt := range tests {
@@ -165,7 +167,7 @@ func TestRepairRefusalsChangeNothing(t *testing.T) {
 		assert.Equal(t, tt.code, rf.Code, "%s: %v", tt.name, err)
 		assert.Equal(t, tt.field, rf.Field, "%s: %v", tt.name, err)
 		require.NotNil(t, res, tt.name)
-		assert.Len(t, g.f.snapshot(g.q.DLQURL), 3, "%s: the DLQ keeps every letter", tt.name)
+		assert.Len(t, g.f.snapshot(g.q.DLQURL), 4, "%s: the DLQ keeps every letter", tt.name)
 		for _, m := range g.f.snapshot(g.q.DLQURL) {
 			assert.False(t, m.visibleAt.After(g.f.now), "%s: every letter released", tt.name)
 		}
@@ -179,7 +181,7 @@ func TestRepairRefusalsChangeNothing(t *testing.T) {
 	assert.Len(t, g.store.all(), len(tests), "every refusal is audited")
 
 	// Reconciled as no effect, the mutating tool's task may be repaired.
-	_, err := g.led.Begin(context.Background(), "mail", "o", time.Now(), time.Minute)
+	_, err := g.led.Begin(context.Background(), "mail", "o", "", time.Now(), time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, g.led.StartEffect(context.Background(), "mail", "o", time.Now()))
 	_, err = g.led.DeadLettered(context.Background(), "mail", deadletter.ReasonEffectUnknown, time.Now())
