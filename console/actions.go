@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -34,6 +35,9 @@ type redriveForm struct {
 	FixDeployed string
 	Reviewed    string
 	Override    string
+	// Filter is the page's filter the form was sent with (its fields, as
+	// the URL carries them): the way back to the form keeps it.
+	Filter map[string]string
 }
 
 type redriveData struct {
@@ -45,6 +49,9 @@ type redriveData struct {
 	Error   string
 	// PlanMore counts the plan's groups beyond the first planLimit, not listed.
 	PlanMore int
+	// Filter is the page's filter: the select moves only the letters it
+	// chooses (the form carries it), and the audit names it.
+	Filter pageFilter
 }
 
 // planLimit caps the plan's groups the redrive page lists.
@@ -70,9 +77,18 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 		s.notFound(w, r, "No triage report of "+p.Name+" yet: refresh the pipeline first.")
 		return
 	}
-	d := redriveData{Form: f, Error: msg}
+	d := redriveData{Form: f, Error: msg, Filter: s.filterOf(r)}
+	if d.Filter.Err != "" {
+		s.render(w, r, http.StatusBadRequest, "message", page{Title: "Bad filter", P: p, Data: d.Filter.Err})
+		return
+	}
+	rep, why := s.narrowed(p, sn, d.Filter)
+	if why != "" {
+		s.render(w, r, http.StatusConflict, "message", page{Title: "Refresh first", P: p, Data: why})
+		return
+	}
 	var groups []redrive.Group
-	for _, g := range sn.report.Groups {
+	for _, g := range rep.Groups {
 		if string(g.Reason) == f.Reason && (f.Fingerprint == "" || g.Fingerprint == f.Fingerprint) {
 			d.Groups = append(d.Groups, g)
 			groups = append(groups, redrive.Group{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count})
@@ -80,10 +96,14 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 		}
 	}
 	if len(d.Groups) == 0 {
-		s.notFound(w, r, "No such group in the latest report of "+p.Name+".")
+		msg := "No such group in the latest report of " + p.Name + "."
+		if d.Filter.On() {
+			msg = "No dead letter of this selection matches the filter (" + d.Filter.F.String() + ")."
+		}
+		s.notFound(w, r, msg)
 		return
 	}
-	d.Plan, _ = s.plan(r.Context(), p, sn, groups)
+	d.Plan, _ = s.plan(r.Context(), p, rep, groups)
 	if n := len(d.Plan.Groups); n > planLimit {
 		d.Plan.Groups, d.PlanMore = d.Plan.Groups[:planLimit], n-planLimit
 	}
@@ -132,8 +152,13 @@ func (s *Server) redrivePost(w http.ResponseWriter, r *http.Request) {
 		s.renderRedrive(w, r, http.StatusBadRequest, f, err.Error())
 		return
 	}
+	pf := s.filterOf(r)
+	if pf.Err != "" {
+		s.renderRedrive(w, r, http.StatusBadRequest, f, pf.Err)
+		return
+	}
 	req := redrive.SelectRequest{
-		Who: redrive.Who{Owner: f.Owner, Why: f.Why}, Reasons: []deadletter.Reason{deadletter.Reason(f.Reason)},
+		Who: redrive.Who{Owner: f.Owner, Why: f.Why}, Reasons: []deadletter.Reason{deadletter.Reason(f.Reason)}, Filter: pf.F,
 		Rate: f.Rate, Canary: f.Canary, DryRun: r.PostFormValue("mode") != "redrive",
 		Ack: redrive.Ack{FixDeployed: f.FixDeployed, Reviewed: f.Reviewed},
 	}
@@ -150,14 +175,18 @@ func (s *Server) redrivePost(w http.ResponseWriter, r *http.Request) {
 	if f.Fingerprint != "" {
 		label += " " + short(f.Fingerprint)
 	}
+	if pf.On() {
+		label += " (" + pf.F.String() + ")"
+	}
 	total := 0
-	if sn := s.snapshotOf(p.Name); sn.report != nil {
-		for _, g := range sn.report.Groups {
+	if rep, _ := s.narrowed(p, s.snapshotOf(p.Name), pf); rep != nil {
+		for _, g := range rep.Groups {
 			if string(g.Reason) == f.Reason && (f.Fingerprint == "" || g.Fingerprint == f.Fingerprint) {
 				total += g.Count
 			}
 		}
 	}
+	f.Filter = pf.Hidden
 	j := s.newJob(kind, p, label, total)
 	j.form = &f
 	go s.runRedrive(p, j, req)
@@ -195,7 +224,7 @@ func (s *Server) rejectPost(w http.ResponseWriter, r *http.Request) {
 		s.renderRedrive(w, r, http.StatusUnprocessableEntity, f, "Reject refused: "+refusalText(err))
 		return
 	}
-	http.Redirect(w, r, "/audit?"+url.Values{"p": {p.Name}, "action": {string(redrive.ActionReject)}}.Encode(), http.StatusSeeOther)
+	http.Redirect(w, r, "/audit?"+url.Values{"p": {p.Name}, "action": {string(audit.ActionReject)}}.Encode(), http.StatusSeeOther)
 }
 
 // jobPage shows a job's progress, reloading itself every second until done.

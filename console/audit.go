@@ -13,18 +13,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
-// FileAudit is the local audit log: redrive.FileStore's JSONL file, read
+// FileAudit is the local audit log: audit.FileStore's JSONL file, read
 // back for the audit page.
 type FileAudit struct {
-	redrive.FileStore
+	audit.FileStore
 }
 
 // Records reads every entry (none when the file does not exist yet). A line
 // that is not an entry is skipped: the page shows what it can.
-func (a *FileAudit) Records(_ context.Context) ([]redrive.AuditEntry, error) {
+func (a *FileAudit) Records(_ context.Context) ([]audit.Entry, error) {
 	out, err := a.Read(true)
 	if err != nil {
 		return out, fmt.Errorf("console: audit: %w", err)
@@ -39,20 +39,20 @@ type S3ReadAPI interface {
 }
 
 // S3Audit is the audit in S3 that `agentdlq redrive --audit s3://bucket/prefix`
-// writes (redrive.S3Store: one object per entry under
+// writes (audit.S3Store: one object per entry under
 // <prefix>/<pipeline>/audit/, keys in time order). Records reads the newest
 // S3AuditLimit entries.
 type S3Audit struct {
-	redrive.S3Store
+	audit.S3Store
 	Read     S3ReadAPI
 	Pipeline string
 }
 
-// Entries implements redrive.AuditReader (the past decisions the redrive
+// Entries implements audit.Reader (the past decisions the redrive
 // and group pages show: redrive.Redriver.Decisions) with the S3Store's
 // ReadAPI, or else Read.
-func (a *S3Audit) Entries(ctx context.Context, pipelineName string, actions ...redrive.Action) ([]redrive.AuditEntry, error) {
-	st := redrive.S3Store{API: a.API, Bucket: a.Bucket, Prefix: a.Prefix, ReadAPI: a.ReadAPI}
+func (a *S3Audit) Entries(ctx context.Context, pipelineName string, actions ...audit.Action) ([]audit.Entry, error) {
+	st := audit.S3Store{API: a.API, Bucket: a.Bucket, Prefix: a.Prefix, ReadAPI: a.ReadAPI}
 	if st.ReadAPI == nil && a.Read != nil {
 		st.ReadAPI = a.Read
 	}
@@ -65,8 +65,8 @@ const S3AuditLimit = 500
 
 // Records lists the pipeline's audit objects and reads the newest
 // S3AuditLimit of them, a few at a time.
-func (a *S3Audit) Records(ctx context.Context) ([]redrive.AuditEntry, error) {
-	prefix := redrive.AuditName(a.Pipeline) + "/audit/"
+func (a *S3Audit) Records(ctx context.Context) ([]audit.Entry, error) {
+	prefix := audit.Name(a.Pipeline) + "/audit/"
 	if a.Prefix != "" {
 		prefix = strings.TrimSuffix(a.Prefix, "/") + "/" + prefix
 	}
@@ -89,7 +89,7 @@ func (a *S3Audit) Records(ctx context.Context) ([]redrive.AuditEntry, error) {
 	if len(keys) > S3AuditLimit {
 		keys = keys[len(keys)-S3AuditLimit:]
 	}
-	out := make([]redrive.AuditEntry, len(keys))
+	out := make([]audit.Entry, len(keys))
 	ok := make([]bool, len(keys))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
@@ -134,7 +134,7 @@ func (a *S3Audit) Records(ctx context.Context) ([]redrive.AuditEntry, error) {
 
 // newestFirst orders audit entries by time, newest first; entries of the
 // same time keep the reverse of their order in the log (later appended first).
-func newestFirst(recs []redrive.AuditEntry) {
+func newestFirst(recs []audit.Entry) {
 	slices.Reverse(recs)
-	slices.SortStableFunc(recs, func(a, b redrive.AuditEntry) int { return b.Time.Compare(a.Time) })
+	slices.SortStableFunc(recs, func(a, b audit.Entry) int { return b.Time.Compare(a.Time) })
 }

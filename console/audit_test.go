@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // Both audit logs read back what redrive's stores wrote, and the page puts
@@ -30,8 +30,8 @@ func TestAuditLogs(t *testing.T) {
 	require.NoError(t, err)
 
 	logs := map[string]AuditLog{
-		"file": &FileAudit{FileStore: redrive.FileStore{Path: filepath.Join(t.TempDir(), "a", "agent-tasks.jsonl")}},
-		"s3":   &S3Audit{S3Store: redrive.S3Store{API: client, Bucket: "audit", Prefix: "team"}, Read: client, Pipeline: "agent-tasks"},
+		"file": &FileAudit{FileStore: audit.FileStore{Path: filepath.Join(t.TempDir(), "a", "agent-tasks.jsonl")}},
+		"s3":   &S3Audit{S3Store: audit.S3Store{API: client, Bucket: "audit", Prefix: "team"}, Read: client, Pipeline: "agent-tasks"},
 	}
 	for name, log := range logs {
 		t.Run(name, func(t *testing.T) {
@@ -39,22 +39,22 @@ func TestAuditLogs(t *testing.T) {
 			none, err := log.Records(ctx)
 			require.NoError(t, err)
 			assert.Empty(t, none, "no audit yet is not an error")
-			for i, action := range []redrive.Action{redrive.ActionPlan, redrive.ActionSelect, ActionReveal} {
-				require.NoError(t, log.Append(ctx, redrive.AuditEntry{Time: t0.Add(time.Duration(i) * time.Second), Actor: "platform-oncall",
-					Pipeline: "agent-tasks", Action: action, Outcome: redrive.OutcomeOK}))
+			for i, action := range []audit.Action{audit.ActionPlan, audit.ActionSelect, ActionReveal} {
+				require.NoError(t, log.Append(ctx, audit.Entry{Time: t0.Add(time.Duration(i) * time.Second), Actor: "platform-oncall",
+					Pipeline: "agent-tasks", Action: action, Outcome: audit.OutcomeOK}))
 			}
 			recs, err := log.Records(ctx)
 			require.NoError(t, err)
 			newestFirst(recs)
 			require.Len(t, recs, 3)
-			assert.Equal(t, []redrive.Action{ActionReveal, redrive.ActionSelect, redrive.ActionPlan}, []redrive.Action{recs[0].Action, recs[1].Action, recs[2].Action})
+			assert.Equal(t, []audit.Action{ActionReveal, audit.ActionSelect, audit.ActionPlan}, []audit.Action{recs[0].Action, recs[1].Action, recs[2].Action})
 
 			// The decisions the redrive and group pages show are read back
-			// through redrive's reader (redrive.Auditor.Entries).
-			require.NoError(t, log.Append(ctx, redrive.AuditEntry{Time: t0.Add(time.Minute), Actor: "platform-oncall", Pipeline: "agent-tasks",
-				Action: redrive.ActionReconcile, Outcome: redrive.OutcomeOK, Why: "mail log: nothing sent",
+			// through redrive's reader (audit.Auditor.Entries).
+			require.NoError(t, log.Append(ctx, audit.Entry{Time: t0.Add(time.Minute), Actor: "platform-oncall", Pipeline: "agent-tasks",
+				Action: audit.ActionReconcile, Outcome: audit.OutcomeOK, Why: "mail log: nothing sent",
 				Detail: map[string]string{"idempotency_key": "k-1", "outcome": "no_effect"}}))
-			es, err := (&redrive.Auditor{Store: log}).Entries(ctx, "agent-tasks", redrive.ActionReject, redrive.ActionReconcile)
+			es, err := (&audit.Auditor{Store: log}).Entries(ctx, "agent-tasks", audit.ActionReject, audit.ActionReconcile)
 			require.NoError(t, err)
 			require.Len(t, es, 1, "only the decisions' actions")
 			assert.Equal(t, "mail log: nothing sent", es[0].Why)

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // BenchmarkPages100k serves each page of a console whose pipeline's report
@@ -15,7 +15,7 @@ import (
 func BenchmarkPages100k(b *testing.B) {
 	f := newFixture(b, 100_000)
 	for i := range 10_000 {
-		f.audit.recs = append(f.audit.recs, redrive.AuditEntry{Time: t0, Actor: "platform-oncall", Pipeline: "agent-tasks", Action: redrive.ActionPlan, Outcome: redrive.OutcomeShown,
+		f.audit.recs = append(f.audit.recs, audit.Entry{Time: t0, Actor: "platform-oncall", Pipeline: "agent-tasks", Action: audit.ActionPlan, Outcome: audit.OutcomeShown,
 			Reasons: []string{"budget_exhausted"}, Counts: map[string]int{"total": i}})
 	}
 	g := f.r.Groups[0]

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -31,7 +32,9 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // EnvScreenshots names the folder TestBrowser writes a PNG of every page
@@ -131,10 +134,10 @@ func seed(t *testing.T) *seeded {
 			Error: "search API 429 Too Many Requests (retry after 30s)", History: hist, SourceQueueARN: s.q.HotARN,
 			MessageID: fmt.Sprintf("orig-%d", i), SentAt: hist[0].At, DeadLetteredAt: at, WorkerVersion: "v1.8.2",
 			TaskID: "task-" + key, RunID: "run-7", Tenant: []string{"acme", "globex"}[i%2], Tool: "web.search", ToolVersion: "1.4.0",
-			SchemaVersion: 1, IdempotencyKey: key, TraceID: "trace-" + key, InputSHA256: redrive.BodySHA256(string(body)),
+			SchemaVersion: 1, IdempotencyKey: key, TraceID: "trace-" + key, InputSHA256: fmt.Sprintf("%x", sha256.Sum256(body)),
 		}, map[string]deadletter.Attribute{"traceparent": {DataType: "String", StringValue: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}})
 		require.NoError(t, err)
-		_, err = s.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.q.DLQURL), MessageBody: aws.String(string(body)), MessageAttributes: redrive.AttributesToSQS(attrs)})
+		_, err = s.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.q.DLQURL), MessageBody: aws.String(string(body)), MessageAttributes: localtest.SQSAttributes(attrs)})
 		require.NoError(t, err)
 		_, err = s.led.DeadLettered(ctx, key, deadletter.ReasonBudgetExhausted, at)
 		require.NoError(t, err)
@@ -143,7 +146,7 @@ func seed(t *testing.T) *seeded {
 	require.Eventually(t, func() bool { return depth(t, s.client, s.q.DLQURL) == want }, 60*time.Second, 250*time.Millisecond, "the worker dead-letters the poison")
 
 	// Earlier triage runs, for the chart's history.
-	reports := triage.Folder{Root: t.TempDir()}
+	reports := store.Folder{Root: t.TempDir()}
 	for h := 6; h >= 1; h-- {
 		var msgs []triage.Message
 		for i := range 3 + (6-h)*2 {
@@ -156,7 +159,7 @@ func seed(t *testing.T) *seeded {
 		require.NoError(t, err)
 	}
 
-	s.audit = &FileAudit{FileStore: redrive.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}
+	s.audit = &FileAudit{FileStore: audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}
 	s.srv, err = New(ctx, Config{
 		Pipelines: []*pipeline.Pipeline{p}, SQS: s.client, Ledger: s.led, Reports: reports, Loopback: true, Logger: quiet,
 		Audit: func(string) AuditLog { return s.audit },
@@ -280,11 +283,11 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, text("#progress"), fmt.Sprintf("%d of %d moved", s.budget, s.budget))
 	assert.Contains(t, text("main"), "1 processed")
 	run("audit", chromedp.Click(`//a[text()="Audit"]`), chromedp.WaitVisible(css(`#audit`)), shoot("audit"))
-	audit := text("#audit")
-	assert.Contains(t, audit, "select")
-	assert.Contains(t, audit, "canary")
-	assert.Contains(t, audit, "owner_mismatch")
-	assert.Contains(t, audit, "dry_run")
+	auditText := text("#audit")
+	assert.Contains(t, auditText, "select")
+	assert.Contains(t, auditText, "canary")
+	assert.Contains(t, auditText, "owner_mismatch")
+	assert.Contains(t, auditText, "dry_run")
 	require.Eventually(t, func() bool { return depth(t, s.client, s.q.DLQURL) == 12 }, 30*time.Second, 250*time.Millisecond, "the redriven letters were processed, not dead-lettered again")
 
 	// 6. Reconcile the key of the effect_unknown letter the worker left: the
@@ -311,7 +314,7 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, text(`#decision`), "1/1 keys reconciled (1 no_effect)")
 	run("audit of the reconcile", chromedp.Navigate(ts.URL+"/audit?p=agent-tasks&action=reconcile"), chromedp.WaitVisible(css(`#audit`)))
 	assert.Contains(t, text(`#audit`), "idempotency_key="+key)
-	assert.Contains(t, text(`#audit`), "local: "+redrive.OSUser())
+	assert.Contains(t, text(`#audit`), "local: "+audit.OSUser())
 
 	// Phone-sized screenshots of the same pages.
 	if shots != "" {

@@ -12,10 +12,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 //go:embed templates/*.tmpl static/*
@@ -59,16 +62,23 @@ type Config struct {
 	// EvidenceBucket is the eval bucket, the only one claim checks are read
 	// from (redrive.Config.EvidenceBucket).
 	EvidenceBucket string
+	// EvidenceWriter is optional: keeps the original of a repaired task in
+	// EvidenceBucket (redrive.Config.EvidenceWriter); without it the
+	// letter page previews repairs and refuses to apply them.
+	EvidenceWriter audit.S3PutAPI
+	// Catalog is optional: the worker's tools, a repaired task is checked
+	// against (redrive.Config.Catalog).
+	Catalog agenttask.Catalog
 	// Ledger is optional: the letter page's ledger entry, triage's counts;
 	// a redrive (a dry run included) needs it: redrive.New refuses without
 	// one (redrive.ErrNoLedger).
 	Ledger ledger.Ledger
 	// Reports is required: where triage reports are kept and read
-	// (locally a triage.Folder: agentdlq ui's is out/ beside the
+	// (locally a store.Folder: agentdlq ui's is out/ beside the
 	// pipelines.json it found; the eval bucket in AWS).
-	Reports triage.Destination
+	Reports store.Destination
 	// Audit is optional: a pipeline's audit log (default: the file
-	// redrive.DefaultAuditPath, under ./out of the working directory;
+	// audit.DefaultPath, under ./out of the working directory;
 	// agentdlq ui gives the file `agentdlq redrive` writes, under out/
 	// beside the pipelines.json it found).
 	Audit func(pipelineName string) AuditLog
@@ -84,8 +94,8 @@ type Config struct {
 
 // AuditLog is a pipeline's audit: where records go and how they are read back.
 type AuditLog interface {
-	redrive.Store
-	Records(ctx context.Context) ([]redrive.AuditEntry, error)
+	audit.Store
+	Records(ctx context.Context) ([]audit.Entry, error)
 }
 
 // Server is the console: an http.Handler.
@@ -131,7 +141,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.Audit == nil {
 		cfg.Audit = func(name string) AuditLog {
-			return &FileAudit{FileStore: redrive.FileStore{Path: redrive.DefaultAuditPath(name)}}
+			return &FileAudit{FileStore: audit.FileStore{Path: audit.DefaultPath(name)}}
 		}
 	}
 	t, err := parseTemplates()
@@ -177,6 +187,7 @@ func (s *Server) routes() {
 	g("POST /reject", s.rejectPost)
 	g("GET /reconcile", s.reconcilePage)
 	g("POST /reconcile", s.reconcilePost)
+	g("POST /repair", s.repairPost)
 	g("POST /refresh", s.refreshPost)
 	g("GET /job", s.jobPage)
 	g("GET /audit", s.auditPage)
@@ -199,13 +210,9 @@ func (s *Server) staticFile(w http.ResponseWriter, r *http.Request) {
 }
 
 func parseTemplates() (*template.Template, error) {
-	funcs := triage.HTMLFuncs()
-	for k, v := range consoleFuncs() {
-		funcs[k] = v
-	}
-	t, err := template.New("console").Funcs(funcs).ParseFS(triage.HTMLFiles(), "*.tmpl")
+	t, err := triage.HTMLTemplates("console", consoleFuncs())
 	if err != nil {
-		return nil, fmt.Errorf("console: triage templates: %w", err)
+		return nil, fmt.Errorf("console: %w", err)
 	}
 	if t, err = t.ParseFS(files, "templates/*.tmpl"); err != nil {
 		return nil, fmt.Errorf("console: templates: %w", err)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 func TestTokenAndCSRF(t *testing.T) {
@@ -144,19 +145,19 @@ func TestReveal(t *testing.T) {
 	assert.Contains(t, w.Body.String(), "revealed")
 
 	require.Len(t, f.audit.recs, 2)
-	assert.Equal(t, []redrive.AuditOutcome{redrive.OutcomeRefused, redrive.OutcomeOK}, []redrive.AuditOutcome{f.audit.recs[0].Outcome, f.audit.recs[1].Outcome})
+	assert.Equal(t, []audit.Outcome{audit.OutcomeRefused, audit.OutcomeOK}, []audit.Outcome{f.audit.recs[0].Outcome, f.audit.recs[1].Outcome})
 	rec := f.audit.recs[1]
 	assert.Equal(t, ActionReveal, rec.Action)
 	assert.Equal(t, "ana", rec.Actor)
 	assert.Equal(t, "INC-41: check the args", rec.Why)
 	assert.Equal(t, "m-000001", rec.Detail["message_id"])
 	for _, r := range f.audit.recs {
-		assert.Equal(t, &redrive.Caller{Check: redrive.CallerLocal, OSUser: redrive.OSUser()}, r.Caller, "who ran the console, refusals included")
+		assert.Equal(t, &audit.Caller{Check: audit.CallerLocal, OSUser: audit.OSUser()}, r.Caller, "who ran the console, refusals included")
 	}
 
 	// The audit page lists them newest first, filterable.
 	body := f.get(t, "/audit?p=agent-tasks").Body.String()
-	assert.Contains(t, body, "local: "+redrive.OSUser(), "the caller beside the actor")
+	assert.Contains(t, body, "local: "+audit.OSUser(), "the caller beside the actor")
 	assert.Less(t, strings.Index(body, "INC-41"), strings.Index(body, "who and why are required"), "newest first")
 	body = f.get(t, "/audit?p=agent-tasks&outcome=refused").Body.String()
 	assert.NotContains(t, body, "INC-41")
@@ -174,8 +175,8 @@ func TestRedriveRefusedIsShownAndAudited(t *testing.T) {
 	assert.Contains(t, w.Body.String(), "Reject refused")
 	assert.Contains(t, w.Body.String(), redrive.CodeOwner)
 	require.Len(t, f.audit.recs, 1)
-	assert.Equal(t, redrive.ActionReject, f.audit.recs[0].Action)
-	assert.Equal(t, redrive.OutcomeRefused, f.audit.recs[0].Outcome)
+	assert.Equal(t, audit.ActionReject, f.audit.recs[0].Action)
+	assert.Equal(t, audit.OutcomeRefused, f.audit.recs[0].Outcome)
 
 	// A rate that is not a number never reaches redrive.
 	w = f.post(t, "/redrive", url.Values{"p": {"agent-tasks"}, "r": {"budget_exhausted"}, "owner": {"platform-oncall"}, "why": {"x"}, "rate": {"fast"}})

@@ -22,7 +22,9 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // t0 is the fake clock's now.
@@ -136,28 +138,28 @@ func effectUnknownKey(t testing.TB, led ledger.Ledger, key string) {
 }
 
 // memAudit is an in-memory AuditLog that redrive can read back
-// (redrive.AuditReader), as FileAudit and S3Audit can.
+// (audit.Reader), as FileAudit and S3Audit can.
 type memAudit struct {
 	mu   sync.Mutex
-	recs []redrive.AuditEntry
+	recs []audit.Entry
 }
 
-func (m *memAudit) Append(_ context.Context, r redrive.AuditEntry) error {
+func (m *memAudit) Append(_ context.Context, r audit.Entry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.recs = append(m.recs, r)
 	return nil
 }
-func (m *memAudit) Records(context.Context) ([]redrive.AuditEntry, error) {
+func (m *memAudit) Records(context.Context) ([]audit.Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]redrive.AuditEntry(nil), m.recs...), nil
+	return append([]audit.Entry(nil), m.recs...), nil
 }
 
-func (m *memAudit) Entries(_ context.Context, pipelineName string, actions ...redrive.Action) ([]redrive.AuditEntry, error) {
+func (m *memAudit) Entries(_ context.Context, pipelineName string, actions ...audit.Action) ([]audit.Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out []redrive.AuditEntry
+	var out []audit.Entry
 	for _, r := range m.recs {
 		if r.Pipeline == pipelineName && (len(actions) == 0 || slices.Contains(actions, r.Action)) {
 			out = append(out, r)
@@ -167,10 +169,10 @@ func (m *memAudit) Entries(_ context.Context, pipelineName string, actions ...re
 }
 
 // all is every record so far.
-func (m *memAudit) all() []redrive.AuditEntry {
+func (m *memAudit) all() []audit.Entry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]redrive.AuditEntry(nil), m.recs...)
+	return append([]audit.Entry(nil), m.recs...)
 }
 
 // fixture is a console over n synthetic letters, triaged in this process
@@ -197,7 +199,7 @@ func newFixtureOf(t testing.TB, msgs []triage.Message) *fixture {
 	tags := map[string]string{pipeline.TagOwner: p.Owner, pipeline.TagPipeline: p.Name}
 	s, err := New(context.Background(), Config{
 		Pipelines: []*pipeline.Pipeline{p}, SQS: &fakeSQS{depth: fmt.Sprint(n), tags: tags}, Ledger: f.led,
-		Reports: triage.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return f.audit },
+		Reports: store.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return f.audit },
 		Resolve: func(context.Context, *pipeline.Pipeline) (redrive.Queues, error) {
 			return redrive.Queues{HotURL: "http://q/hot", HotARN: "arn:aws:sqs:us-east-1:000000000000:hot", DLQURL: "http://q/dlq", DLQARN: "arn:aws:sqs:us-east-1:000000000000:dlq"}, nil
 		},

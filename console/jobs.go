@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -49,6 +50,9 @@ type JobView struct {
 	// RefusalReason is the refusal in words, without the code Error
 	// repeats ("refused (owner_mismatch): …").
 	RefusalReason string
+	// Next are the refusal's next steps (redrive.Refusal.Next) as the
+	// console offers them: links to the forms that take them.
+	Next []stepLink
 	// Back is the redrive form's address with the job's values kept ("" for
 	// a refresh).
 	Back   string
@@ -71,12 +75,16 @@ func (j *Job) view() JobView {
 			// The refusal without its "refused (code): ", which the page
 			// shows once, beside "Refused".
 			v.RefusalReason = strings.TrimPrefix(rf.Error(), "refused ("+string(rf.Code)+"): ")
+			v.Next = stepLinks(j.Pipeline, rf.Next)
 		}
 	}
 	if j.form != nil {
 		q := url.Values{"p": {j.Pipeline}, "r": {j.form.Reason}, "job": {j.ID}}
 		if j.form.Fingerprint != "" {
 			q.Set("fp", j.form.Fingerprint)
+		}
+		for k, val := range j.form.Filter {
+			q.Set(k, val)
 		}
 		v.Back = "/redrive?" + q.Encode()
 	}
@@ -188,7 +196,8 @@ func (s *Server) redriver(ctx context.Context, p *pipeline.Pipeline, onMove func
 	}
 	return redrive.New(redrive.Config{
 		Pipeline: p, Queues: q, SQS: s.cfg.SQS, STS: s.cfg.STS, Ledger: s.cfg.Ledger, Evidence: s.cfg.Evidence, EvidenceBucket: s.cfg.EvidenceBucket,
-		Audit:  &redrive.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now},
+		EvidenceWriter: s.cfg.EvidenceWriter, Catalog: s.cfg.Catalog,
+		Audit:  &audit.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now},
 		Logger: s.log, Now: s.cfg.Now, OnMove: onMove,
 	})
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // A defined pipeline whose queues were never created (the demo creates
@@ -49,7 +49,7 @@ func TestOverviewSaysWhatIsNotCreated(t *testing.T) {
 			t.Parallel()
 			s, err := New(context.Background(), Config{
 				Pipelines: ps, SQS: &fakeSQS{depth: "7", inAWS: !tc.local}, STS: nil,
-				Reports: triage.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return &memAudit{} },
+				Reports: store.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return &memAudit{} },
 				Resolve: func(_ context.Context, p *pipeline.Pipeline) (redrive.Queues, error) {
 					if p.Name == "agent-steps" {
 						return redrive.Queues{}, tc.err

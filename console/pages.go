@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -157,6 +158,10 @@ type pipelineData struct {
 	Key     string // the latest report's key
 	LoadErr string // why kept reports could not be read
 	Letters bool   // the letters are in memory
+	// Filter is the page's filter (the URL's); FilterErr why the report
+	// could not be filtered.
+	Filter    pageFilter
+	FilterErr string
 }
 
 // consoleGroupLimit caps the groups a reason lists on the pipeline page.
@@ -168,13 +173,21 @@ func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r, "No such pipeline.")
 		return
 	}
-	d := pipelineData{Key: sn.key, LoadErr: sn.loadErr, Letters: sn.letters != nil}
+	d := pipelineData{Key: sn.key, LoadErr: sn.loadErr, Letters: sn.letters != nil, Filter: s.filterOf(r)}
 	pg := page{Title: p.Name, Nav: "pipeline", P: p, Data: &d, CSRF: s.csrf}
+	code := http.StatusOK
 	if sn.report != nil {
-		d.View = triage.HTMLView{Report: sn.report, Chart: sn.chart, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit,
-			Extra: map[string]any{"Page": &pg, "Data": &d}}
+		rep, why := s.narrowed(p, sn, d.Filter)
+		if d.FilterErr = why; d.Filter.Err != "" {
+			d.FilterErr, code = d.Filter.Err, http.StatusBadRequest
+		}
+		if rep == nil || d.Filter.Err != "" {
+			rep, d.Filter.Query = sn.report, "" // the whole report, and the notice says why
+		}
+		d.View = triage.HTMLView{Report: rep, History: sn.history, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit,
+			Extra: map[string]any{"Page": &pg, "Data": &d}, Query: d.Filter.Query}
 	}
-	s.render(w, r, http.StatusOK, "pipeline-page", pg)
+	s.render(w, r, code, "pipeline-page", pg)
 }
 
 // reportHTML serves the kept report.html of the latest report.
@@ -220,6 +233,8 @@ type groupData struct {
 	KeysPrev, KeysNext  int // offsets of the previous and next pages; -1: none
 	// ScanPartial: the report's scan did not see every letter (keys may be missing).
 	ScanPartial bool
+	// Filter is the page's filter: the group's letters it chose; its links keep it.
+	Filter pageFilter
 }
 
 type letterRow struct {
@@ -246,15 +261,29 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r, "No such pipeline.")
 		return
 	}
-	g := sn.group(r.FormValue("r"), r.FormValue("fp"))
+	pf := s.filterOf(r)
+	if pf.Err != "" {
+		s.render(w, r, http.StatusBadRequest, "message", page{Title: "Bad filter", Data: pf.Err})
+		return
+	}
+	rep, why := s.narrowed(p, sn, pf)
+	if why != "" {
+		s.render(w, r, http.StatusConflict, "message", page{Title: "Refresh first", P: p, Data: why})
+		return
+	}
+	g := (&snapshot{report: rep}).group(r.FormValue("r"), r.FormValue("fp"))
 	if g == nil {
-		s.notFound(w, r, "No such group in the latest report of "+p.Name+". Refresh the pipeline: the DLQ may have changed.")
+		msg := "No such group in the latest report of " + p.Name + ". Refresh the pipeline: the DLQ may have changed."
+		if pf.On() {
+			msg = "No dead letter of this group matches the filter (" + pf.F.String() + ")."
+		}
+		s.notFound(w, r, msg)
 		return
 	}
 	now := s.cfg.Now()
 	d := groupData{G: g, InMemory: sn.letters != nil, Verdict: redrive.Decide(g.Reason, redrive.Ack{}), Warning: p.Triage.WarningHours, KeysPrev: -1, KeysNext: -1,
-		ScanPartial: !sn.report.Complete}
-	pl, dec := s.plan(r.Context(), p, sn, []redrive.Group{{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count}})
+		ScanPartial: !rep.Complete, Filter: pf}
+	pl, dec := s.plan(r.Context(), p, rep, []redrive.Group{{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count}})
 	d.Decision, d.DecisionsUnread = pl.Groups[0], pl.DecisionsUnread
 	if ks := g.IdempotencyKeys; len(ks) > 0 {
 		from, _ := strconv.Atoi(r.FormValue("ko"))
@@ -272,13 +301,13 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 	if d.InMemory {
 		ls := g.Letters()
 		window := time.Duration(p.Triage.WarningHours) * time.Hour
-		retention := time.Duration(sn.report.Expiry.DLQRetentionSeconds) * time.Second
+		retention := time.Duration(rep.Expiry.DLQRetentionSeconds) * time.Second
 		for _, t := range ls {
 			if len(d.Letters) == groupLetterLimit {
 				d.More = len(ls) - groupLetterLimit
 				break
 			}
-			e := triage.ExpiryOf(t, sn.report.FIFO, retention, now)
+			e := triage.ExpiryOf(t, rep.FIFO, retention, now)
 			row := letterRow{ID: t.MessageID, At: t.DeadLetteredAt, Tenant: s.tenant(p, t.Hints.Tenant), Tool: t.Hints.Tool, DeletesAt: e.DeletesAt, ExpiresSoon: e.DeletesAt.Sub(now) <= window}
 			if t.Meta != nil {
 				row.Attempts, row.Error = t.Meta.Attempts, t.Meta.Error
@@ -428,8 +457,8 @@ func prettyBody(body string, p *pipeline.Pipeline, revealed bool) string {
 }
 
 // ActionReveal is the audit action of revealing a letter's body
-// (redrive.ActionReveal, listed by redrive.AllActions with the others).
-const ActionReveal = redrive.ActionReveal
+// (audit.ActionReveal, listed by redrive.AllActions with the others).
+const ActionReveal = audit.ActionReveal
 
 // reveal shows one letter's body unredacted, after recording who and why.
 func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
@@ -444,11 +473,11 @@ func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
 		s.renderLetter(w, r, false, "")
 		return
 	}
-	rec := redrive.AuditEntry{Actor: actor, Pipeline: p.Name, Action: ActionReveal, Why: why, Outcome: redrive.OutcomeOK,
+	rec := audit.Entry{Actor: actor, Pipeline: p.Name, Action: ActionReveal, Why: why, Outcome: audit.OutcomeOK,
 		Reasons: []string{string(sn.letters[id].Reason)}, Fingerprints: []string{sn.letters[id].Fingerprint}, Detail: map[string]string{"message_id": id}}
 	refusal := ""
 	if actor == "" || why == "" {
-		rec.Outcome, rec.Error = redrive.OutcomeRefused, "who and why are required to reveal a body"
+		rec.Outcome, rec.Error = audit.OutcomeRefused, "who and why are required to reveal a body"
 		refusal = rec.Error
 	}
 	if rec.Actor == "" {
@@ -457,12 +486,12 @@ func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
 	// Who runs the console, as the machine knows it: in AWS the STS caller
 	// (one call per reveal), locally the OS user; as the pipeline's
 	// Redriver decides, else not checked.
-	caller := redrive.UncheckedCaller()
+	caller := audit.UncheckedCaller()
 	if rd, err := s.redriver(r.Context(), p, nil); err == nil {
 		caller, _ = rd.Identify(r.Context())
 	}
 	rec.Caller = &caller
-	a := &redrive.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now}
+	a := &audit.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now}
 	if err := a.Record(r.Context(), rec); err != nil && refusal == "" {
 		refusal = "the audit could not record the reveal, so the body stays redacted: " + err.Error()
 	}
@@ -472,7 +501,7 @@ func (s *Server) reveal(w http.ResponseWriter, r *http.Request) {
 // ---- audit ----
 
 type auditData struct {
-	Records           []redrive.AuditEntry
+	Records           []audit.Entry
 	Total, Shown      int
 	Action, Outcome   string
 	Actions, Outcomes []string
@@ -553,6 +582,8 @@ func consoleFuncs() template.FuncMap {
 		"reconciled": reconciledLine,
 		"plus":       func(a, b int) int { return a + b },
 		"steps":      stepLinks,
+		"fsteps":     filteredStepLinks,
+		"repairForm": newRepairFormView,
 		"need":       func(field string) string { return needLabel[field] },
 	}
 }

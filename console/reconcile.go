@@ -13,6 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // ---- past decisions ----
@@ -22,7 +23,7 @@ import (
 // snapshot's report: no scan, no audit record). It also returns the
 // decisions as the audit holds them. Without a Redriver (no ledger, queues
 // not resolved) the plan is empty and says why in DecisionsUnread.
-func (s *Server) plan(ctx context.Context, p *pipeline.Pipeline, sn *snapshot, groups []redrive.Group) (*redrive.Plan, redrive.Decisions) {
+func (s *Server) plan(ctx context.Context, p *pipeline.Pipeline, rep *triage.Report, groups []redrive.Group) (*redrive.Plan, redrive.Decisions) {
 	none := redrive.Decisions{Reconciled: map[string]redrive.KeyDecision{}}
 	rd, err := s.redriver(ctx, p, nil)
 	if err != nil {
@@ -34,7 +35,7 @@ func (s *Server) plan(ctx context.Context, p *pipeline.Pipeline, sn *snapshot, g
 	if groups == nil {
 		groups = []redrive.Group{}
 	}
-	pl, err := rd.Plan(ctx, redrive.PlanRequest{Report: sn.report, Groups: groups}) // a page view: no scan, no audit
+	pl, err := rd.Plan(ctx, redrive.PlanRequest{Report: rep, Groups: groups}) // a page view: no scan, no audit
 	if err != nil {
 		pl = &redrive.Plan{Pipeline: p.Name, Owner: p.Owner, DecisionsUnread: err.Error()}
 		return pl, none
@@ -316,6 +317,8 @@ func refusalText(err error) string {
 		lead = "another outcome was recorded for this key before: "
 	case redrive.CodeNotEffectUnknown:
 		lead = "there is nothing to reconcile for this key now: "
+	case redrive.CodeNotSettled:
+		lead = "reconcile the key as no effect first: "
 	}
 	if l, ok := fieldLabel[rf.Field]; ok {
 		return "(" + string(rf.Code) + ") " + lead + l + " " + rf.Reason

@@ -18,6 +18,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -120,10 +121,10 @@ func TestReconcileInTheConsole(t *testing.T) {
 	recs := f.audit.all()
 	require.Len(t, recs, 3)
 	for _, rec := range recs {
-		assert.Equal(t, redrive.ActionReconcile, rec.Action)
-		assert.Equal(t, redrive.OutcomeOK, rec.Outcome)
+		assert.Equal(t, audit.ActionReconcile, rec.Action)
+		assert.Equal(t, audit.OutcomeOK, rec.Outcome)
 		assert.Equal(t, owner, rec.Actor)
-		assert.Equal(t, &redrive.Caller{Check: redrive.CallerLocal, OSUser: redrive.OSUser()}, rec.Caller, "who ran the console")
+		assert.Equal(t, &audit.Caller{Check: audit.CallerLocal, OSUser: audit.OSUser()}, rec.Caller, "who ran the console")
 	}
 	assert.Equal(t, map[string]string{"idempotency_key": "eu-a", "outcome": "no_effect"}, recs[0].Detail)
 	assert.Equal(t, "mail log: nothing sent (INC-77)", recs[0].Why)
@@ -236,8 +237,8 @@ func TestReconcileRefusals(t *testing.T) {
 			assert.Contains(t, w.Body.String(), "Reconcile refused ("+string(tc.refusal)+")")
 			require.Len(t, recs, before+1)
 			rec := recs[before]
-			assert.Equal(t, redrive.ActionReconcile, rec.Action)
-			assert.Equal(t, redrive.OutcomeRefused, rec.Outcome)
+			assert.Equal(t, audit.ActionReconcile, rec.Action)
+			assert.Equal(t, audit.OutcomeRefused, rec.Outcome)
 			assert.Contains(t, rec.Error, string(tc.refusal))
 			assert.NotNil(t, rec.Caller)
 		})
@@ -269,8 +270,8 @@ func TestPastDecisionsShown(t *testing.T) {
 	// arrived after.
 	w := f.post(t, "/reject", url.Values{"p": {"agent-tasks"}, "r": {"schema_invalid"}, "owner": {owner}, "why": {"producer bug, tenant told (INC-9)"}})
 	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
-	require.NoError(t, f.audit.Append(context.Background(), redrive.AuditEntry{Time: t0.Add(-24 * time.Hour), Actor: owner, Pipeline: "agent-tasks",
-		Action: redrive.ActionReject, Reasons: []string{"budget_exhausted"}, Why: "quota is final", Outcome: redrive.OutcomeOK}))
+	require.NoError(t, f.audit.Append(context.Background(), audit.Entry{Time: t0.Add(-24 * time.Hour), Actor: owner, Pipeline: "agent-tasks",
+		Action: audit.ActionReject, Reasons: []string{"budget_exhausted"}, Why: "quota is final", Outcome: audit.OutcomeOK}))
 
 	plan := f.get(t, "/redrive?p=agent-tasks&r=schema_invalid").Body.String()
 	assert.Contains(t, plan, "<b>rejected</b> by "+owner+" at "+t0.Format("2006-01-02 15:04:05Z"))
@@ -295,7 +296,7 @@ func TestPastDecisionsShown(t *testing.T) {
 	f.s.cfg.Audit = func(string) AuditLog { return struct{ AuditLog }{f.audit} }
 	w = f.get(t, "/redrive?p=agent-tasks&r=schema_invalid")
 	require.Equal(t, http.StatusOK, w.Code)
-	assert.Contains(t, w.Body.String(), "Past decisions not shown: the audit could not be read ("+redrive.ErrAuditUnreadable.Error())
+	assert.Contains(t, w.Body.String(), "Past decisions not shown: the audit could not be read ("+audit.ErrUnreadable.Error())
 	assert.NotContains(t, w.Body.String(), "<b>rejected</b>")
 }
 
@@ -315,7 +316,7 @@ func TestReconcileInAWSRecordsTheCaller(t *testing.T) {
 	const arn = "arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice"
 	f.s.cfg.SQS.(*fakeSQS).inAWS, f.s.cfg.STS = true, fakeSTS{arn: arn}
 	f.s.cfg.SQS.(*fakeSQS).tags[pipeline.TagRedriveRole] = "AgentTasksRedrive"
-	want := &redrive.Caller{Check: redrive.CallerSTS, ARN: arn, Account: "123456789012", OSUser: redrive.OSUser()}
+	want := &audit.Caller{Check: audit.CallerSTS, ARN: arn, Account: "123456789012", OSUser: audit.OSUser()}
 
 	w := f.post(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", "mallory", "x"))
 	require.Equal(t, http.StatusUnprocessableEntity, w.Code)
@@ -323,7 +324,7 @@ func TestReconcileInAWSRecordsTheCaller(t *testing.T) {
 	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
 	recs := f.audit.all()
 	require.Len(t, recs, 2)
-	assert.Equal(t, []redrive.AuditOutcome{redrive.OutcomeRefused, redrive.OutcomeOK}, []redrive.AuditOutcome{recs[0].Outcome, recs[1].Outcome})
+	assert.Equal(t, []audit.Outcome{audit.OutcomeRefused, audit.OutcomeOK}, []audit.Outcome{recs[0].Outcome, recs[1].Outcome})
 	for _, rec := range recs {
 		assert.Equal(t, want, rec.Caller, rec.Outcome)
 	}
@@ -343,6 +344,6 @@ func TestReconcileInAWSRecordsTheCaller(t *testing.T) {
 	w = f.post(t, "/reject", url.Values{"p": {"agent-tasks"}, "r": {"schema_invalid"}, "owner": {"mallory"}, "why": {"x"}})
 	require.Equal(t, http.StatusUnprocessableEntity, w.Code)
 	recs = f.audit.all()
-	assert.Equal(t, redrive.ActionReject, recs[len(recs)-1].Action)
+	assert.Equal(t, audit.ActionReject, recs[len(recs)-1].Action)
 	assert.Equal(t, want, recs[len(recs)-1].Caller)
 }

@@ -17,14 +17,13 @@ type snapshot struct {
 	report  *triage.Report // nil: never triaged
 	key     string         // the report's JSON key in Reports
 	history []triage.HistoryPoint
-	chart   triage.Chart
 	// letters by message id; nil when the report was read from Reports.
 	letters map[string]*triage.Tagged
 	loadErr string
 }
 
 func newSnapshot(r *triage.Report, key string, history []triage.HistoryPoint) *snapshot {
-	s := &snapshot{report: r, key: key, history: history, chart: triage.BuildChart(history)}
+	s := &snapshot{report: r, key: key, history: history}
 	if r == nil {
 		return s
 	}

@@ -5,6 +5,7 @@ import (
 	"net/url"
 
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // stepLink is a next step (redrive.Step) as the console offers it: a link to
@@ -19,7 +20,8 @@ type stepLink struct {
 var fieldLabel = map[string]string{
 	"Owner": "Owner", "Why": "Why", "Rate": "Rate", "Canary": "Canary", "Reasons": "Reason", "Fingerprints": "Fingerprint",
 	"Ack.FixDeployed": "Fix deployed", "Ack.Reviewed": "Reviewed", "Ack.Overrides": "Override",
-	"Key": "Key", "Outcome": "Outcome", "Receipt": "Receipt",
+	"Key": "Key", "Outcome": "Outcome", "Receipt": "Receipt", "Patch": "Patch", "MessageID": "Letter",
+	"Filter": "Filter",
 }
 
 // needLabel is what each field a step needs is called on the forms.
@@ -53,7 +55,7 @@ func stepLinks(p string, steps []redrive.Step) []stepLink {
 			needs += needLabel[n]
 		}
 		switch s.Action {
-		case redrive.ActionSelect:
+		case audit.ActionSelect:
 			l := "Redrive"
 			if s.Canary > 0 {
 				l = fmt.Sprintf("Redrive, a canary of %d first", s.Canary)
@@ -62,11 +64,11 @@ func stepLinks(p string, steps []redrive.Step) []stepLink {
 				l += ", with " + needs
 			}
 			out = append(out, stepLink{Label: l + "…", Href: "/redrive?" + q.Encode()})
-		case redrive.ActionReject:
+		case audit.ActionReject:
 			out = append(out, stepLink{Label: "Reject…", Href: "/redrive?" + q.Encode() + "#reject"})
-		case redrive.ActionReconcile:
+		case audit.ActionReconcile:
 			out = append(out, stepLink{Label: "Reconcile each key first…", Href: "/group?" + q.Encode() + "#keys"})
-		case redrive.ActionPlan:
+		case audit.ActionPlan:
 			out = append(out, stepLink{Label: "See the plan…", Href: "/redrive?" + q.Encode()})
 		default:
 			out = append(out, stepLink{Label: string(s.Action) + " (agentdlq redrive " + string(s.Action) + ")"})

@@ -2,90 +2,30 @@ package redrive
 
 import (
 	"context"
-	"os"
-	"os/user"
-	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
+
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
-
-// CallerCheck says where an audit record's caller identity comes from, and
-// so how far it can be trusted.
-type CallerCheck string
-
-// The caller checks.
-const (
-	// CallerSTS: ARN and Account are sts GetCallerIdentity's answer, from
-	// the real AWS STS endpoint (see Locality): who the credentials are.
-	CallerSTS CallerCheck = "sts"
-	// CallerLocal: every endpoint the command uses is on this machine (the
-	// local emulators): there is no IAM, STS is not called; the OS user is
-	// the identity.
-	CallerLocal CallerCheck = "local"
-	// CallerNotChecked: the record was written before STS was called (a
-	// refusal of bad flags or an unknown pipeline, or a refusal of the
-	// gate's pure checks); only the OS user is known.
-	CallerNotChecked CallerCheck = "not_checked"
-	// CallerSTSFailed: STS was asked and did not answer; Error says why.
-	CallerSTSFailed CallerCheck = "sts_failed"
-)
-
-// Caller is who ran an audited action as the machine knows it, beside the
-// entry's Actor (the declared Who.Owner). In an audit record (JSON "caller"):
-//
-//	{"check":"sts","arn":"arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice","account":"123456789012","os_user":"alice"}
-//	{"check":"local","os_user":"alice"}
-//	{"check":"not_checked","os_user":"alice"}
-//	{"check":"sts_failed","os_user":"alice","error":"..."}
-//
-// Records written before the field existed have no "caller"; readers must
-// accept that (AuditEntry.Caller is nil then).
-type Caller struct {
-	Check CallerCheck `json:"check"`
-	// ARN and Account are GetCallerIdentity's (Check CallerSTS only).
-	ARN     string `json:"arn,omitempty"`
-	Account string `json:"account,omitempty"`
-	// OSUser is the operating-system account that runs the process (for the
-	// console: the one that runs it), always set: the account name
-	// of the process's uid, else "uid:N". Not $USER, which anyone sets.
-	OSUser string `json:"os_user"`
-	// Error is why STS did not answer (Check CallerSTSFailed only).
-	Error string `json:"error,omitempty"`
-}
-
-// OSUser is the operating-system account that runs this process: the
-// account name of its uid (os/user), else "uid:N".
-func OSUser() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return "uid:" + strconv.Itoa(os.Getuid())
-}
-
-// UncheckedCaller is the caller of a record written before STS was asked:
-// the OS user only.
-func UncheckedCaller() Caller {
-	return Caller{Check: CallerNotChecked, OSUser: OSUser()}
-}
 
 // LookupCaller asks STS who the caller is (one GetCallerIdentity call), or,
 // when local, says so without a call. It never fails: a failure is a Caller
 // with Check CallerSTSFailed, and the error is returned too for the gate.
-func lookupCaller(ctx context.Context, api IdentityAPI, local bool) (Caller, error) {
-	c := Caller{Check: CallerLocal, OSUser: OSUser()}
+func lookupCaller(ctx context.Context, api IdentityAPI, local bool) (audit.Caller, error) {
+	c := audit.Caller{Check: audit.CallerLocal, OSUser: audit.OSUser()}
 	if local {
 		return c, nil
 	}
 	if api == nil {
-		c.Check, c.Error = CallerSTSFailed, "no STS client"
+		c.Check, c.Error = audit.CallerSTSFailed, "no STS client"
 		return c, refuse(CodeIdentity, "no STS client to check the caller's identity")
 	}
 	out, err := api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	if err != nil {
-		c.Check, c.Error = CallerSTSFailed, err.Error()
+		c.Check, c.Error = audit.CallerSTSFailed, err.Error()
 		return c, refuse(CodeIdentity, "sts GetCallerIdentity: %v", err)
 	}
-	c.Check, c.ARN, c.Account = CallerSTS, aws.ToString(out.Arn), aws.ToString(out.Account)
+	c.Check, c.ARN, c.Account = audit.CallerSTS, aws.ToString(out.Arn), aws.ToString(out.Account)
 	return c, nil
 }

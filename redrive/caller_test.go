@@ -15,6 +15,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -43,38 +44,38 @@ func TestLocality(t *testing.T) {
 		awsSTS = "https://sts.us-east-1.amazonaws.com"
 		remote = "http://10.0.0.7:4566" // an emulator on another machine: not this one
 	)
-	ep := func(svc, url string) Endpoint {
-		return Endpoint{Service: svc, URL: url, AWSOnly: svc == "STS" || svc == "Lambda"}
+	ep := func(svc, url string) endpoint {
+		return endpoint{Service: svc, URL: url, AWSOnly: svc == "STS" || svc == "Lambda"}
 	}
 	tests := []struct {
 		name  string
-		eps   []Endpoint
+		eps   []endpoint
 		local bool
 		code  Code // a refusal, "" for none
 	}{
-		{"all local, STS unset (make local-env)", []Endpoint{ep("SQS", lo), ep("DynamoDB", host), ep("S3", lo6), ep("STS", "")}, true, ""},
-		{"all local, STS local too", []Endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", lo)}, true, ""},
-		{"all local, Lambda unset (pause uses the local switch)", []Endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", ""), ep("Lambda", "")}, true, ""},
-		{"all AWS defaults", []Endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "")}, false, ""},
-		{"AWS, STS pinned to a regional AWS endpoint", []Endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", awsSTS)}, false, ""},
+		{"all local, STS unset (make local-env)", []endpoint{ep("SQS", lo), ep("DynamoDB", host), ep("S3", lo6), ep("STS", "")}, true, ""},
+		{"all local, STS local too", []endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", lo)}, true, ""},
+		{"all local, Lambda unset (pause uses the local switch)", []endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", ""), ep("Lambda", "")}, true, ""},
+		{"all AWS defaults", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "")}, false, ""},
+		{"AWS, STS pinned to a regional AWS endpoint", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", awsSTS)}, false, ""},
 		// The hole of issue 12: the SQS endpoint alone decided.
-		{"SQS local, DynamoDB AWS: mixed, checked", []Endpoint{ep("SQS", lo), ep("DynamoDB", ""), ep("STS", "")}, false, ""},
-		{"SQS local, S3 audit in AWS: mixed, checked", []Endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("S3", ""), ep("STS", "")}, false, ""},
-		{"local, but Lambda set to AWS: mixed, checked", []Endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", ""), ep("Lambda", "https://lambda.us-east-1.amazonaws.com")}, false, ""},
-		{"local, but STS set to AWS: mixed, checked", []Endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", awsSTS)}, false, ""},
-		{"an emulator on another host is not local", []Endpoint{ep("SQS", remote), ep("DynamoDB", remote), ep("STS", "")}, false, ""},
+		{"SQS local, DynamoDB AWS: mixed, checked", []endpoint{ep("SQS", lo), ep("DynamoDB", ""), ep("STS", "")}, false, ""},
+		{"SQS local, S3 audit in AWS: mixed, checked", []endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("S3", ""), ep("STS", "")}, false, ""},
+		{"local, but Lambda set to AWS: mixed, checked", []endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", ""), ep("Lambda", "https://lambda.us-east-1.amazonaws.com")}, false, ""},
+		{"local, but STS set to AWS: mixed, checked", []endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", awsSTS)}, false, ""},
+		{"an emulator on another host is not local", []endpoint{ep("SQS", remote), ep("DynamoDB", remote), ep("STS", "")}, false, ""},
 		// A fake STS is never believed once the check must run.
-		{"AWS SQS, local STS: refused", []Endpoint{ep("SQS", awsSQS), ep("DynamoDB", ""), ep("STS", lo)}, false, CodeSTSEndpoint},
-		{"AWS SQS, STS elsewhere: refused", []Endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "https://sts.example.com")}, false, CodeSTSEndpoint},
-		{"SQS local, DynamoDB AWS, STS local: refused", []Endpoint{ep("SQS", lo), ep("DynamoDB", ""), ep("STS", lo)}, false, CodeSTSEndpoint},
-		{"STS on an API Gateway host: refused", []Endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "https://abc123.execute-api.us-east-1.amazonaws.com")}, false, CodeSTSEndpoint},
-		{"STS over plain http: refused", []Endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "http://sts.amazonaws.com")}, false, CodeSTSEndpoint},
-		{"no STS named", []Endpoint{ep("SQS", "")}, false, CodeSTSEndpoint},
+		{"AWS SQS, local STS: refused", []endpoint{ep("SQS", awsSQS), ep("DynamoDB", ""), ep("STS", lo)}, false, CodeSTSEndpoint},
+		{"AWS SQS, STS elsewhere: refused", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "https://sts.example.com")}, false, CodeSTSEndpoint},
+		{"SQS local, DynamoDB AWS, STS local: refused", []endpoint{ep("SQS", lo), ep("DynamoDB", ""), ep("STS", lo)}, false, CodeSTSEndpoint},
+		{"STS on an API Gateway host: refused", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "https://abc123.execute-api.us-east-1.amazonaws.com")}, false, CodeSTSEndpoint},
+		{"STS over plain http: refused", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "http://sts.amazonaws.com")}, false, CodeSTSEndpoint},
+		{"no STS named", []endpoint{ep("SQS", "")}, false, CodeSTSEndpoint},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			local, err := Locality(tt.eps)
+			local, err := localityOf(tt.eps)
 			assert.Equal(t, tt.local, local)
 			if tt.code == "" {
 				assert.NoError(t, err)
@@ -130,7 +131,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		r.local, r.cfg.STS = false, st
 		return r, store, f, q
 	}
-	want := &Caller{Check: CallerSTS, ARN: arn, Account: "000000000000", OSUser: OSUser()}
+	want := &audit.Caller{Check: audit.CallerSTS, ARN: arn, Account: "000000000000", OSUser: audit.OSUser()}
 
 	t.Run("select: begun and done", func(t *testing.T) {
 		t.Parallel()
@@ -170,7 +171,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		assert.Equal(t, CodeWhy, RefusalCode(err))
 		recs := store.all()
 		require.Len(t, recs, 1)
-		assert.Equal(t, &Caller{Check: CallerNotChecked, OSUser: OSUser()}, recs[0].Caller)
+		assert.Equal(t, &audit.Caller{Check: audit.CallerNotChecked, OSUser: audit.OSUser()}, recs[0].Caller)
 		assert.Zero(t, st.calls.Load())
 	})
 	t.Run("identified first: a refusal of the pure checks names the STS caller", func(t *testing.T) {
@@ -195,9 +196,9 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		assert.Equal(t, CodeIdentity, RefusalCode(err))
 		recs := store.all()
 		require.Len(t, recs, 1)
-		assert.Equal(t, OutcomeRefused, recs[0].Outcome)
+		assert.Equal(t, audit.OutcomeRefused, recs[0].Outcome)
 		assert.Equal(t, "arn:aws:sts::000000000000:assumed-role/PowerUser/mallory", recs[0].Caller.ARN)
-		assert.Equal(t, CallerSTS, recs[0].Caller.Check)
+		assert.Equal(t, audit.CallerSTS, recs[0].Caller.Check)
 		assert.Empty(t, f.snapshot(q.HotURL))
 	})
 	t.Run("STS fails: refused, the failure recorded", func(t *testing.T) {
@@ -208,7 +209,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		assert.Equal(t, CodeIdentity, RefusalCode(err))
 		recs := store.all()
 		require.Len(t, recs, 1)
-		assert.Equal(t, CallerSTSFailed, recs[0].Caller.Check)
+		assert.Equal(t, audit.CallerSTSFailed, recs[0].Caller.Check)
 		assert.Contains(t, recs[0].Caller.Error, "ExpiredToken")
 		assert.Empty(t, recs[0].Caller.ARN)
 	})
@@ -221,7 +222,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		_, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
 		require.NoError(t, err)
 		for _, rec := range store.all() {
-			assert.Equal(t, &Caller{Check: CallerLocal, OSUser: OSUser()}, rec.Caller)
+			assert.Equal(t, &audit.Caller{Check: audit.CallerLocal, OSUser: audit.OSUser()}, rec.Caller)
 		}
 	})
 }
@@ -231,24 +232,24 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 func TestAuditCallerField(t *testing.T) {
 	t.Parallel()
 	store := &memStore{}
-	a := &Auditor{Store: store}
-	err := a.Refuse(context.Background(), "agent-tasks", ActionSelect, Who{Owner: "x"}, errors.New("--rate: not a number"))
+	a := &audit.Auditor{Store: store}
+	err := Refuse(context.Background(), a, "agent-tasks", audit.ActionSelect, Who{Owner: "x"}, errors.New("--rate: not a number"))
 	assert.Equal(t, CodeBadInput, RefusalCode(err))
 	recs := store.all()
 	require.Len(t, recs, 1)
 	require.NotNil(t, recs[0].Caller)
-	assert.Equal(t, CallerNotChecked, recs[0].Caller.Check)
+	assert.Equal(t, audit.CallerNotChecked, recs[0].Caller.Check)
 	assert.NotEmpty(t, recs[0].Caller.OSUser)
 
-	b, err := json.Marshal(AuditEntry{Actor: "platform-oncall", Action: ActionSelect, Outcome: OutcomeOK,
-		Caller: &Caller{Check: CallerSTS, ARN: "arn:aws:sts::1:assumed-role/R/s", Account: "1", OSUser: "alice"}})
+	b, err := json.Marshal(audit.Entry{Actor: "platform-oncall", Action: audit.ActionSelect, Outcome: audit.OutcomeOK,
+		Caller: &audit.Caller{Check: audit.CallerSTS, ARN: "arn:aws:sts::1:assumed-role/R/s", Account: "1", OSUser: "alice"}})
 	require.NoError(t, err)
 	assert.Contains(t, string(b), `"caller":{"check":"sts","arn":"arn:aws:sts::1:assumed-role/R/s","account":"1","os_user":"alice"}`)
 
-	var old AuditEntry
+	var old audit.Entry
 	require.NoError(t, json.Unmarshal([]byte(`{"time":"2026-11-29T12:00:00Z","actor":"platform-oncall","pipeline":"agent-tasks","action":"plan","outcome":"shown"}`), &old))
 	assert.Nil(t, old.Caller)
-	assert.Equal(t, ActionPlan, old.Action)
+	assert.Equal(t, audit.ActionPlan, old.Action)
 	// An old reader (no caller field) reads a new record.
 	var oldReader struct {
 		Actor   string `json:"actor"`

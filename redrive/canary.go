@@ -64,7 +64,7 @@ func canaryOutcome(before, now ledger.Entry, ok bool) string {
 // waitCanary waits, bounded, until every canary message is processed or back
 // in the DLQ. It fails with ErrCanaryFailed when any came back, or when any
 // outcome is still unknown at the timeout.
-func (r *Redriver) waitCanary(ctx context.Context, api SelectAPI, req SelectRequest, items []canaryItem, seen map[string]bool) (*CanaryResult, error) {
+func (r *Redriver) waitCanary(ctx context.Context, api selectAPI, req SelectRequest, items []canaryItem, seen map[string]bool) (*CanaryResult, error) {
 	timeout, poll := req.CanaryTimeout, req.CanaryPoll
 	if timeout <= 0 {
 		timeout = DefaultCanaryTimeout
@@ -150,7 +150,7 @@ const canarySkew = 30 * time.Second
 // peekDLQ looks for canary messages back in the DLQ: a dead letter this run
 // has not seen whose body is byte-identical to a canary message's. What it
 // receives it releases at once.
-func (r *Redriver) peekDLQ(ctx context.Context, api SelectAPI, items []canaryItem, bodies map[string][]int, seen map[string]bool, since time.Time) error {
+func (r *Redriver) peekDLQ(ctx context.Context, api selectAPI, items []canaryItem, bodies map[string][]int, seen map[string]bool, since time.Time) error {
 	peeked := map[string]bool{}
 	for range 5 {
 		out, err := api.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
@@ -177,7 +177,7 @@ func (r *Redriver) peekDLQ(ctx context.Context, api SelectAPI, items []canaryIte
 			if seen[l.MessageID] || (!l.SentTimestamp.IsZero() && l.SentTimestamp.Before(since)) {
 				continue
 			}
-			for _, i := range bodies[BodySHA256(l.Body)] {
+			for _, i := range bodies[bodySHA256(l.Body)] {
 				if items[i].state == canaryPending {
 					items[i].state = canaryDeadLettered
 					break

@@ -9,7 +9,8 @@
 // check runs: it is skipped only when every client that says where it runs
 // (an SDK client's Options().BaseEndpoint, the ledger's DynamoDB through
 // ledger.Dynamo.API) is on a loopback address — the local emulators, where
-// there is no IAM. No Config field turns it off.
+// there is no IAM. No Config field turns it off. Locality is that decision,
+// for a caller that needs it before it has the rest of a Config.
 //
 // One method per action, each with a request struct:
 //
@@ -35,15 +36,15 @@
 // Every action passes the gate first (Who.Owner must be the pipeline's
 // owner and agree with the DLQ's agentdlq:owner tag, Who.Why is required,
 // the rate is 1..500; in AWS the caller must be the pipeline's redrive role,
-// named by the DLQ's agentdlq:redrive-role tag) and leaves an AuditEntry,
+// named by the DLQ's agentdlq:redrive-role tag) and leaves an audit.Entry (package redrive/audit),
 // refusals included.
 //
 // # Outcomes
 //
 // Libraries return data; faces render it. A refusal is a *Refusal
-// (errors.Is ErrRefused): a Code from AllCodes, the request Field at fault
-// by its Go name, a Reason in words, and Next steps; nothing moved. A
-// command that saw only part of the DLQ returns a *PartialError
+// (errors.Is ErrRefused): a Code (errors.go lists them), the request Field
+// at fault by its Go name, a Reason in words, and Next steps; nothing
+// moved. A command that saw only part of the DLQ returns a *PartialError
 // (errors.Is ErrScanPartial) with when to retry; what it did with what it
 // saw stands. A canary that failed is ErrCanaryFailed.
 //

@@ -20,6 +20,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // A dead letter too large for the DLQ gives up the attributes it cannot
@@ -39,7 +40,7 @@ func TestEmulatorRedriveRestoresClaimCheckAttributes(t *testing.T) {
 
 	// The dead letters gave the two large attributes up and point to claim checks.
 	for _, m := range l.drainQueueKeep(l.q.DLQURL) {
-		attrs := AttributesFromSQS(m.MessageAttributes)
+		attrs := attributesFromSQS(m.MessageAttributes)
 		meta, restored, err := deadletter.DecodeDeadLetter(attrs)
 		require.NoError(t, err)
 		assert.NotContains(t, restored, "z-trace-context", "given up: not on the dead letter")
@@ -84,7 +85,7 @@ func TestEmulatorRedriveRestoresClaimCheckAttributes(t *testing.T) {
 		orig, ok := originals[key]
 		require.True(t, ok, key)
 		assert.Equal(t, orig.body, aws.ToString(m.Body), "body byte-identical")
-		assert.Equal(t, orig.attrs, AttributesFromSQS(m.MessageAttributes), "every attribute as the producer sent it")
+		assert.Equal(t, orig.attrs, attributesFromSQS(m.MessageAttributes), "every attribute as the producer sent it")
 	}
 }
 
@@ -101,7 +102,7 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	kept := l.deadLetterBig("claim-kept")
 	refs := map[string]string{}
 	for _, m := range l.drainQueueKeep(l.q.DLQURL) {
-		meta, _, err := deadletter.DecodeDeadLetter(AttributesFromSQS(m.MessageAttributes))
+		meta, _, err := deadletter.DecodeDeadLetter(attributesFromSQS(m.MessageAttributes))
 		require.NoError(t, err)
 		refs[keyOf(t, aws.ToString(m.Body))] = meta.Evidence
 	}
@@ -142,10 +143,10 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	}
 
 	res, err = r.Select(ctx, req)
-	var cc *ClaimCheckError
-	require.ErrorAs(t, err, &cc, "the pass says what it left")
-	assert.Equal(t, ClaimCheckMissing, cc.Cause)
-	assert.Equal(t, refs["claim-gone"], cc.Ref)
+	require.ErrorContains(t, err, "claim check restored nothing", "the pass says what it left")
+	require.Len(t, res.Unrestored, 1)
+	assert.Equal(t, ClaimCheckMissing, res.Unrestored[0].Cause)
+	assert.Equal(t, refs["claim-gone"], res.Unrestored[0].ClaimCheck)
 	assert.Equal(t, 2, res.Seen)
 	assert.Equal(t, 2, res.Matched)
 	assert.Equal(t, 1, res.Moved, "the letter behind it moved")
@@ -162,15 +163,15 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	hot := l.drainQueue(l.q.HotURL)
 	require.Len(t, hot, 1)
 	assert.Equal(t, kept.body, aws.ToString(hot[0].Body))
-	assert.Equal(t, kept.attrs, AttributesFromSQS(hot[0].MessageAttributes), "with every attribute")
+	assert.Equal(t, kept.attrs, attributesFromSQS(hot[0].MessageAttributes), "with every attribute")
 	// Left in the DLQ and visible at once (released when the pass ended), not hidden for the hold.
 	assert.Equal(t, 1, l.visible(l.q.DLQURL))
 	assert.Equal(t, 1, l.depth(l.q.DLQURL))
 
 	recs := l.store.all()
 	last := recs[len(recs)-1]
-	assert.Equal(t, ActionSelect, last.Action)
-	assert.Equal(t, OutcomeFailed, last.Outcome)
+	assert.Equal(t, audit.ActionSelect, last.Action)
+	assert.Equal(t, audit.OutcomeFailed, last.Outcome)
 	assert.Equal(t, 1, last.Counts["claim_check_failed"])
 	assert.Equal(t, 1, last.Counts["claim_check_failed.missing"])
 	assert.Equal(t, 1, last.Counts["moved"])
@@ -188,7 +189,7 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	hot = l.drainQueue(l.q.HotURL)
 	require.Len(t, hot, 1)
 	assert.Equal(t, gone.body, aws.ToString(hot[0].Body))
-	assert.Equal(t, gone.attrs, AttributesFromSQS(hot[0].MessageAttributes))
+	assert.Equal(t, gone.attrs, attributesFromSQS(hot[0].MessageAttributes))
 }
 
 // newClaimCheckLocal is a pipeline on the emulators whose real worker keeps
@@ -219,7 +220,7 @@ func (l *local) deadLetterBig(key string) sent {
 	s.attrs["z-blob"] = deadletter.Attribute{DataType: "Binary", BinaryValue: []byte(strings.Repeat("\x00\x01\xfe", 3_400))}
 	// produce sent it without attributes: drain it and send the real one.
 	require.Len(l.t, l.drainQueue(l.q.HotURL), 1)
-	_, err := l.client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(l.q.HotURL), MessageBody: aws.String(s.body), MessageAttributes: AttributesToSQS(s.attrs)})
+	_, err := l.client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(l.q.HotURL), MessageBody: aws.String(s.body), MessageAttributes: attributesToSQS(s.attrs)})
 	require.NoError(l.t, err)
 	l.work()
 	return s

@@ -22,7 +22,7 @@ func TestEmulatorSelectBehindManyOthers(t *testing.T) {
 	ctx := context.Background()
 	put := func(key string, reason deadletter.Reason) {
 		d := newDeadLetter(t, key, "web.search", reason, 1, "")
-		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: AttributesToSQS(d.attrs)})
+		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: attributesToSQS(d.attrs)})
 		require.NoError(t, err)
 	}
 	for i := range 120 {
@@ -57,7 +57,7 @@ func TestEmulatorSelectFIFOBehindOthersOfItsGroup(t *testing.T) {
 	put := func(key string, reason deadletter.Reason) {
 		d := newDeadLetter(t, key, "web.search", reason, 1, "run-shared")
 		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body),
-			MessageAttributes: AttributesToSQS(d.attrs), MessageGroupId: aws.String("run-shared"), MessageDeduplicationId: aws.String("d-" + key)})
+			MessageAttributes: attributesToSQS(d.attrs), MessageGroupId: aws.String("run-shared"), MessageDeduplicationId: aws.String("d-" + key)})
 		require.NoError(t, err)
 	}
 	for i := range 12 {

@@ -25,6 +25,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // local is one pipeline on the emulators: its queues, a fresh ledger table,
@@ -57,7 +58,7 @@ func (l *local) redriver() *Redriver {
 	r, err := New(Config{
 		Pipeline: l.p, SQS: l.client, Ledger: l.led,
 		Queues: Queues{HotURL: l.q.HotURL, HotARN: l.q.HotARN, DLQURL: l.q.DLQURL, DLQARN: l.q.DLQARN, FIFO: l.q.FIFO},
-		Audit:  &Auditor{Store: l.store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))},
+		Audit:  &audit.Auditor{Store: l.store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))},
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	if err != nil {
@@ -82,7 +83,7 @@ func (l *local) produce(key string, fault string, n int) sent {
 	}
 	b, _ := json.Marshal(body)
 	s := sent{body: string(b), attrs: originalAttrs(n)}
-	in := &sqs.SendMessageInput{QueueUrl: aws.String(l.q.HotURL), MessageBody: aws.String(s.body), MessageAttributes: AttributesToSQS(s.attrs)}
+	in := &sqs.SendMessageInput{QueueUrl: aws.String(l.q.HotURL), MessageBody: aws.String(s.body), MessageAttributes: attributesToSQS(s.attrs)}
 	if l.q.FIFO {
 		in.MessageGroupId, in.MessageDeduplicationId = aws.String("run-"+key), aws.String("d-"+key)
 	}
@@ -254,14 +255,14 @@ func TestEmulatorSelectiveRedrive(t *testing.T) {
 		require.True(t, ok, key)
 		assert.Contains(t, key, "uncl-")
 		assert.Equal(t, orig.body, aws.ToString(m.Body), "body byte-identical")
-		assert.Equal(t, orig.attrs, AttributesFromSQS(m.MessageAttributes), "attributes as the producer sent them")
+		assert.Equal(t, orig.attrs, attributesFromSQS(m.MessageAttributes), "attributes as the producer sent them")
 		e, ok, err := l.led.Get(ctx, key)
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, 1, e.RedriveCount)
 	}
 	for _, m := range l.drainQueue(l.q.DLQURL) {
-		assert.Equal(t, "policy_limit", AttributesFromSQS(m.MessageAttributes)[deadletter.AttrReason].StringValue)
+		assert.Equal(t, "policy_limit", attributesFromSQS(m.MessageAttributes)[deadletter.AttrReason].StringValue)
 	}
 	var outcomes []string
 	for _, rec := range l.store.all() {
@@ -299,7 +300,7 @@ func TestEmulatorInterruptedBetweenSendAndDelete(t *testing.T) {
 	ctx := context.Background()
 	for i := range 3 {
 		d := newDeadLetter(t, fmt.Sprintf("int-%d", i), "web.search", deadletter.ReasonBudgetExhausted, 2, "")
-		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: AttributesToSQS(d.attrs)})
+		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: attributesToSQS(d.attrs)})
 		require.NoError(t, err)
 	}
 	r := l.redriver()
@@ -368,9 +369,9 @@ func TestEmulatorCanaryStopsOnFailure(t *testing.T) {
 	assert.Equal(t, 2, res.Moved, "the rest was not moved")
 	assert.Equal(t, 8, l.depth(l.q.DLQURL), "two back in the DLQ, two untouched, four policy_limit")
 	recs := l.store.all()
-	assert.Equal(t, ActionCanary, recs[len(recs)-2].Action)
-	assert.Equal(t, OutcomeFailed, recs[len(recs)-2].Outcome)
-	assert.Equal(t, OutcomeStopped, recs[len(recs)-1].Outcome)
+	assert.Equal(t, audit.ActionCanary, recs[len(recs)-2].Action)
+	assert.Equal(t, audit.OutcomeFailed, recs[len(recs)-2].Outcome)
+	assert.Equal(t, audit.OutcomeStopped, recs[len(recs)-1].Outcome)
 }
 
 func TestEmulatorStartIsUnsupported(t *testing.T) {
@@ -423,7 +424,7 @@ func TestEmulatorConcurrentSelectOfTheSameGroup(t *testing.T) {
 	const n = 30
 	for i := range n {
 		d := newDeadLetter(t, fmt.Sprintf("cc-%02d", i), "web.search", deadletter.ReasonBudgetExhausted, 1, "")
-		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: AttributesToSQS(d.attrs)})
+		_, err := l.client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(l.q.DLQURL), MessageBody: aws.String(d.body), MessageAttributes: attributesToSQS(d.attrs)})
 		require.NoError(t, err)
 	}
 	req := SelectRequest{Who: Who{Owner: l.p.Owner, Why: "503s over"}, Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted},
@@ -484,10 +485,10 @@ func TestEmulatorS3AuditStore(t *testing.T) {
 	cfg := localtest.AWS(t)
 	bucket := localtest.Bucket(t, cfg)
 	api := s3.NewFromConfig(cfg)
-	store := &S3Store{API: api, Bucket: bucket, Prefix: "team"}
-	a := &Auditor{Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
-	for _, action := range []Action{ActionPlan, ActionSelect, ActionSelect} {
-		require.NoError(t, a.Record(context.Background(), AuditEntry{Actor: "platform-oncall", Pipeline: "agent-tasks", Action: action, Outcome: OutcomeOK}))
+	store := &audit.S3Store{API: api, Bucket: bucket, Prefix: "team"}
+	a := &audit.Auditor{Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}
+	for _, action := range []audit.Action{audit.ActionPlan, audit.ActionSelect, audit.ActionSelect} {
+		require.NoError(t, a.Record(context.Background(), audit.Entry{Actor: "platform-oncall", Pipeline: "agent-tasks", Action: action, Outcome: audit.OutcomeOK}))
 	}
 	out, err := api.ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket), Prefix: aws.String("team/agent-tasks/audit/")})
 	require.NoError(t, err)
@@ -495,7 +496,7 @@ func TestEmulatorS3AuditStore(t *testing.T) {
 	got, err := api.GetObject(context.Background(), &s3.GetObjectInput{Bucket: aws.String(bucket), Key: out.Contents[0].Key})
 	require.NoError(t, err)
 	defer got.Body.Close()
-	var rec AuditEntry
+	var rec audit.Entry
 	require.NoError(t, json.NewDecoder(got.Body).Decode(&rec))
 	assert.Equal(t, "agent-tasks", rec.Pipeline)
 }
@@ -563,7 +564,7 @@ func TestEmulatorRedriveLoop(t *testing.T) {
 		require.Len(t, out.Messages, 1)
 		_, err = l.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{QueueUrl: aws.String(l.q.DLQURL), ReceiptHandle: out.Messages[0].ReceiptHandle, VisibilityTimeout: 0})
 		require.NoError(t, err)
-		return AttributesFromSQS(out.Messages[0].MessageAttributes)[deadletter.AttrReason].StringValue
+		return attributesFromSQS(out.Messages[0].MessageAttributes)[deadletter.AttrReason].StringValue
 	}
 	var reasons []string
 	for range l.p.RedriveLoopAfter {

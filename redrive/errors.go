@@ -32,8 +32,6 @@ const (
 	// CodeBadInput: a request or configuration that cannot be acted on (a
 	// malformed flag, an override without a justification, no ledger).
 	CodeBadInput Code = "bad_input"
-	// CodeUnknownPipeline: the pipeline is not in the definition file.
-	CodeUnknownPipeline Code = "unknown_pipeline"
 	// CodeUnknownReason: no reason given, or one that is not in the taxonomy.
 	CodeUnknownReason Code = "unknown_reason"
 	// CodeUnknownGroup: no group of the reason has that fingerprint.
@@ -86,13 +84,23 @@ const (
 	// CodeReconciled: the key was reconciled with another outcome (or
 	// receipt) already; a reconciliation is never changed.
 	CodeReconciled Code = "already_reconciled"
+	// CodeLetterNotFound: repair found no dead letter of that message id in
+	// the DLQ, seen whole (already repaired, redriven, or never there).
+	CodeLetterNotFound Code = "letter_not_found"
+	// CodeRepairInvalid: the repaired task breaks the agent task contract,
+	// or the dead letter holds no task args to patch.
+	CodeRepairInvalid Code = "repair_invalid"
+	// CodeNotSettled: repair of a mutating tool's task whose effect the
+	// ledger does not settle as none (reconcile it as no effect first).
+	CodeNotSettled Code = "effect_not_settled"
 )
 
-// AllCodes lists every refusal code in the order above.
-func AllCodes() []Code {
-	return []Code{CodeBadInput, CodeUnknownPipeline, CodeUnknownReason, CodeUnknownGroup, CodeAmbiguousGroup, CodeRate, CodeWhy,
+// allCodes lists every refusal code in the order above.
+func allCodes() []Code {
+	return []Code{CodeBadInput, CodeUnknownReason, CodeUnknownGroup, CodeAmbiguousGroup, CodeRate, CodeWhy,
 		CodeOwnerMissing, CodeOwner, CodeOwnerTag, CodeIdentity, CodeSTSEndpoint, CodeForbidden, CodeDestination, CodeTaskActive, CodeNoTask,
-		CodeDLQEmpty, CodeDLQMissing, CodeNothingSelected, CodeScanPartial, CodeNoMapping, CodeNotEffectUnknown, CodeReconciled}
+		CodeDLQEmpty, CodeDLQMissing, CodeNothingSelected, CodeScanPartial, CodeNoMapping, CodeNotEffectUnknown, CodeReconciled,
+		CodeLetterNotFound, CodeRepairInvalid, CodeNotSettled}
 }
 
 // Refusal is a refused action: a code, the request field at fault and a
@@ -102,7 +110,7 @@ type Refusal struct {
 	// Field is the request field at fault, by its Go name: "Owner", "Why",
 	// "Rate", "Reasons", "Fingerprints", "Canary", "Limit", "Destination",
 	// "Ack.FixDeployed", "Ack.Reviewed", "Ack.Overrides", "Key", "Outcome",
-	// "Receipt"; empty when the refusal is about the DLQ, its tags, the
+	// "Receipt", "Filter", "MessageID", "Patch"; empty when the refusal is about the DLQ, its tags, the
 	// caller or the policy rather than one input. A caller names it in its
 	// own words (the CLI its flag, the console its form field).
 	Field string

@@ -58,36 +58,35 @@ const (
 	ClaimCheckOtherMessage ClaimCheckCause = "other_message"
 )
 
-// ClaimCheckError is why a dead letter's claim check restored nothing. The
-// letter is never sent without the attributes it gave up: Select leaves it
-// in the DLQ, counts it (SelectResult.ClaimCheckFailed) and goes on.
-type ClaimCheckError struct {
+// claimCheckFailure is why a dead letter's claim check restored nothing.
+// The letter is never sent without the attributes it gave up: Select leaves
+// it in the DLQ, counts it (SelectResult.ClaimCheckFailed, Unrestored) and
+// goes on.
+type claimCheckFailure struct {
 	// Ref is the reference the dead letter carries (dlq_meta's evidence).
 	Ref   string
 	Cause ClaimCheckCause
 	Err   error
 }
 
-func (e *ClaimCheckError) Error() string {
-	return e.Err.Error() + ": the dead letter stays in the DLQ"
+func (f *claimCheckFailure) message() string {
+	return f.Err.Error() + ": the dead letter stays in the DLQ"
 }
-
-func (e *ClaimCheckError) Unwrap() error { return e.Err }
 
 // restoreEvidence completes o's attributes from the claim check its dead
 // letter points to (o.Evidence): every original attribute, as the producer
-// sent it. It refuses, with a *ClaimCheckError, and nothing is sent, when the
+// sent it. It refuses, with a *claimCheckFailure, and nothing is sent, when the
 // reference is not under the pipeline's own <pipeline>/evidence/ prefix,
 // there is no S3 client or no eval bucket configured (Config.Evidence,
 // Config.EvidenceBucket), the reference is in another bucket, the object
 // cannot be read, is too large or does not parse, or it belongs to another
 // message: a letter is never sent back without the attributes it gave up.
-func (r *Redriver) restoreEvidence(ctx context.Context, o *original) error {
+func (r *Redriver) restoreEvidence(ctx context.Context, o *original) *claimCheckFailure {
 	if o.Evidence == "" {
 		return nil
 	}
-	fail := func(cause ClaimCheckCause, format string, args ...any) error {
-		return &ClaimCheckError{Ref: o.Evidence, Cause: cause, Err: fmt.Errorf(format, args...)}
+	fail := func(cause ClaimCheckCause, format string, args ...any) *claimCheckFailure {
+		return &claimCheckFailure{Ref: o.Evidence, Cause: cause, Err: fmt.Errorf(format, args...)}
 	}
 	rest, ok := strings.CutPrefix(o.Evidence, "s3://")
 	bucket, key, _ := strings.Cut(rest, "/")

@@ -66,37 +66,35 @@ func TestRestoreEvidence(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := original{Evidence: tt.ref, OriginalMessageID: tt.msgID, Attributes: kept}
-			err := r.restoreEvidence(context.Background(), &o)
+			cc := r.restoreEvidence(context.Background(), &o)
 			if tt.err == "" {
-				require.NoError(t, err)
+				require.Nil(t, cc)
 				assert.Equal(t, map[string]deadletter.Attribute{"kept": kept["kept"], "given-up": {DataType: "Binary", BinaryValue: []byte{0, 1, 2}}}, o.Attributes)
 				return
 			}
-			var cc *ClaimCheckError
-			require.ErrorAs(t, err, &cc)
+			require.NotNil(t, cc)
 			assert.Equal(t, tt.cause, cc.Cause)
 			assert.Equal(t, tt.ref, cc.Ref)
-			assert.Contains(t, err.Error(), tt.err)
-			assert.Contains(t, err.Error(), "stays in the DLQ")
+			assert.Contains(t, cc.message(), tt.err)
+			assert.Contains(t, cc.message(), "stays in the DLQ")
 			assert.Equal(t, kept, o.Attributes, "unchanged")
 		})
 	}
 	// No eval bucket configured: no bucket is read, and the error says why.
 	r.cfg.EvidenceBucket = ""
 	o := original{Evidence: "s3://eval/agent-tasks/evidence/2026-11-29/m-1.json", OriginalMessageID: "m-1"}
-	err = r.restoreEvidence(context.Background(), &o)
-	var cc *ClaimCheckError
-	require.ErrorAs(t, err, &cc)
+	cc := r.restoreEvidence(context.Background(), &o)
+	require.NotNil(t, cc)
 	assert.Equal(t, ClaimCheckNoBucket, cc.Cause)
-	assert.ErrorContains(t, err, "no eval bucket is configured")
-	assert.ErrorContains(t, err, "Config.EvidenceBucket")
+	assert.Contains(t, cc.message(), "no eval bucket is configured")
+	assert.Contains(t, cc.message(), "Config.EvidenceBucket")
 	assert.Empty(t, o.Attributes)
 
 	r.cfg.Evidence = nil
-	err = r.restoreEvidence(context.Background(), &o)
-	require.ErrorAs(t, err, &cc)
+	cc = r.restoreEvidence(context.Background(), &o)
+	require.NotNil(t, cc)
 	assert.Equal(t, ClaimCheckNoClient, cc.Cause)
-	assert.ErrorContains(t, err, "no S3 client")
+	assert.Contains(t, cc.message(), "no S3 client")
 }
 
 // putClaimCheckLetter puts in the DLQ a budget_exhausted dead letter whose
@@ -130,9 +128,9 @@ func TestSelectClaimCheckLeftIsNotCountedInTheLimit(t *testing.T) {
 	req.Limit, req.Workers = 1, 1
 
 	res, err := r.Select(context.Background(), req)
-	var cc *ClaimCheckError
-	require.ErrorAs(t, err, &cc)
-	assert.Equal(t, ClaimCheckMissing, cc.Cause)
+	require.ErrorContains(t, err, "claim check restored nothing")
+	require.Len(t, res.Unrestored, 1)
+	assert.Equal(t, ClaimCheckMissing, res.Unrestored[0].Cause)
 	assert.Equal(t, 1, res.Moved)
 	assert.Equal(t, 1, res.ClaimCheckFailed)
 	require.Len(t, res.Letters, 1)
@@ -140,7 +138,7 @@ func TestSelectClaimCheckLeftIsNotCountedInTheLimit(t *testing.T) {
 	hot, dlq := f.snapshot(q.HotURL), f.snapshot(q.DLQURL)
 	require.Len(t, hot, 1)
 	assert.Equal(t, map[string]deadletter.Attribute{"kept": {DataType: "String", StringValue: "k"}, "given-up": {DataType: "String", StringValue: "g"}},
-		AttributesFromSQS(hot[0].attrs))
+		attributesFromSQS(hot[0].attrs))
 	require.Len(t, dlq, 1, "counts conserved: 2 = 1 moved + 1 left")
 	assert.False(t, dlq[0].visibleAt.After(f.now), "visible again when the pass ended")
 	recs := store.all()

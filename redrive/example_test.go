@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // Decide says, per reason, whether a redrive is allowed and what would allow it.
@@ -26,15 +28,17 @@ func ExampleDecide() {
 
 // A refusal is data: a stable code, the request field at fault (which the
 // CLI names as its flag and the console as its form field) and words that
-// follow the field's name.
-func ExampleParseOverrides() {
-	_, err := redrive.ParseOverrides([]string{"policy_limit="})
+// follow the field's name. RequireOwner is the gate's first rule, asked
+// before anything is resolved.
+func ExampleRequireOwner() {
+	p := &pipeline.Pipeline{Name: "agent-tasks", Owner: "platform-oncall"}
+	err := redrive.RequireOwner(p, audit.ActionSelect, redrive.Who{Why: "search-api is back"})
 	var rf *redrive.Refusal
 	if errors.As(err, &rf) {
 		fmt.Println(rf.Code, rf.Field)
 	}
 	fmt.Println(err)
 	// Output:
-	// bad_input Ack.Overrides
-	// refused (bad_input): Ack.Overrides "policy_limit=": want reason=justification, with a justification
+	// owner_missing Owner
+	// refused (owner_missing): Owner is required: only the owner of pipeline "agent-tasks" ("platform-oncall") may redrive it
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // fakeSQS is an in-memory SQS with visibility timeouts, tags, redrive
@@ -53,8 +54,8 @@ type fakeMsg struct {
 }
 
 var (
-	_ SelectAPI = (*fakeSQS)(nil)
-	_ MoveAPI   = (*fakeSQS)(nil)
+	_ selectAPI = (*fakeSQS)(nil)
+	_ moveAPI   = (*fakeSQS)(nil)
 )
 
 func newFakeSQS() *fakeSQS {
@@ -93,7 +94,7 @@ func (f *fakeSQS) put(url, body string, attrs map[string]deadletter.Attribute, g
 	q := f.queues[url]
 	f.seq++
 	id := fmt.Sprintf("m-%04d", f.seq)
-	q.msgs = append(q.msgs, &fakeMsg{id: id, body: body, attrs: AttributesToSQS(attrs), group: group, sent: f.tick()})
+	q.msgs = append(q.msgs, &fakeMsg{id: id, body: body, attrs: attributesToSQS(attrs), group: group, sent: f.tick()})
 	return id
 }
 
@@ -306,11 +307,11 @@ func (s fakeSTS) GetCallerIdentity(context.Context, *sts.GetCallerIdentityInput,
 // memStore is an audit Store in memory.
 type memStore struct {
 	mu   sync.Mutex
-	recs []AuditEntry
+	recs []audit.Entry
 	err  error
 }
 
-func (m *memStore) Append(_ context.Context, r AuditEntry) error {
+func (m *memStore) Append(_ context.Context, r audit.Entry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.err != nil {
@@ -320,10 +321,10 @@ func (m *memStore) Append(_ context.Context, r AuditEntry) error {
 	return nil
 }
 
-func (m *memStore) all() []AuditEntry {
+func (m *memStore) all() []audit.Entry {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]AuditEntry(nil), m.recs...)
+	return append([]audit.Entry(nil), m.recs...)
 }
 
 // Options says where the fake runs, as an *sqs.Client does: on this

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -44,7 +45,7 @@ func resolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups 
 		p = strings.TrimSpace(p)
 		if len(p) < minFingerprintPrefix {
 			rf := refuseField(CodeUnknownGroup, "Fingerprints", "%q is too short: give at least %d characters of it (the plan lists each group's)", p, minFingerprintPrefix)
-			rf.Next = []Step{{Action: ActionPlan}}
+			rf.Next = []Step{{Action: audit.ActionPlan}}
 			return nil, rf
 		}
 		seen := map[string]bool{}
@@ -59,7 +60,7 @@ func resolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups 
 		switch len(candidates) {
 		case 0:
 			rf := refuseField(CodeUnknownGroup, "Fingerprints", "%s: no group of reason %s has a fingerprint starting so (the plan lists each group's)", p, joinReasons(reasons))
-			rf.Next = []Step{{Action: ActionPlan}}
+			rf.Next = []Step{{Action: audit.ActionPlan}}
 			return nil, rf
 		case 1:
 			out = append(out, candidates[0])

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // Rate bounds: SQS move tasks take at most 500 messages a second, and select
@@ -35,7 +36,7 @@ type identity struct {
 type gateInput struct {
 	// Action is optional: what is asked for, so that a refusal speaks of
 	// it (a rejection, a reconciliation); empty means a redrive.
-	Action   Action
+	Action   audit.Action
 	Pipeline *pipeline.Pipeline
 	// Owner is Who.Owner: it must equal Pipeline.Owner.
 	Owner string
@@ -55,10 +56,10 @@ type gateInput struct {
 func gate(in gateInput) error {
 	p := in.Pipeline
 	if p == nil {
-		return refuse(CodeUnknownPipeline, "no pipeline")
+		return refuse(CodeBadInput, "no pipeline")
 	}
-	if strings.TrimSpace(in.Owner) == "" {
-		return refuseField(CodeOwnerMissing, "Owner", "is required: only the owner of pipeline %q (%q) may %s it", p.Name, p.Owner, verb(in.Action))
+	if err := requireOwner(p, in.Action, in.Owner); err != nil {
+		return err
 	}
 	if strings.TrimSpace(in.Why) == "" {
 		return refuseField(CodeWhy, "Why", "is required: %s", whyNeeded(in.Action))
@@ -85,36 +86,63 @@ func gate(in gateInput) error {
 	return checkCaller(in.identity.CallerARN, in.identity.RedriveRole)
 }
 
+// RequireOwner is the gate's first rule alone: every gated action (all but
+// ActionPlan and ActionStatus, which only read) needs who.Owner. It makes no
+// call and reads nothing but p, so that a face asks it before it resolves
+// anything (configuration, queues, clients): a command without an owner
+// is refused at once, with the gate's own refusal (CodeOwnerMissing, Field
+// "Owner"). The gate asks it again, with the rest of its rules.
+func RequireOwner(p *pipeline.Pipeline, action audit.Action, who Who) error {
+	if action == audit.ActionPlan || action == audit.ActionStatus {
+		return nil
+	}
+	if p == nil {
+		return refuse(CodeBadInput, "no pipeline")
+	}
+	return requireOwner(p, action, who.Owner)
+}
+
+func requireOwner(p *pipeline.Pipeline, action audit.Action, owner string) error {
+	if strings.TrimSpace(owner) == "" {
+		return refuseField(CodeOwnerMissing, "Owner", "is required: only the owner of pipeline %q (%q) may %s it", p.Name, p.Owner, verb(action))
+	}
+	return nil
+}
+
 // whyNeeded is what a missing why should say, in the words of the action.
-func whyNeeded(a Action) string {
+func whyNeeded(a audit.Action) string {
 	switch a {
-	case ActionReject:
+	case audit.ActionReject:
 		return "say why these dead letters are rejected, never redriven (the decision, who was told)"
-	case ActionReconcile:
+	case audit.ActionReconcile:
 		return "say how the effect was reconciled (which system was checked, what it showed)"
-	case ActionPause:
+	case audit.ActionPause:
 		return "say why the worker must stop now (the incident)"
-	case ActionResume:
+	case audit.ActionResume:
 		return "say why the worker may run again (the fix, the incident)"
-	case ActionCancel:
+	case audit.ActionCancel:
 		return "say why the move task must stop (the incident)"
+	case audit.ActionRepair:
+		return "say why this repair is right (what was wrong in the args, the incident)"
 	}
 	return "say why this redrive is safe now (the fix, the incident)"
 }
 
 // verb is what the owner check says the actor may not do to a pipeline.
-func verb(a Action) string {
+func verb(a audit.Action) string {
 	switch a {
-	case ActionReject:
+	case audit.ActionReject:
 		return "reject the dead letters of"
-	case ActionReconcile:
+	case audit.ActionReconcile:
 		return "reconcile the ledger keys of"
-	case ActionPause:
+	case audit.ActionPause:
 		return "pause the worker of"
-	case ActionResume:
+	case audit.ActionResume:
 		return "resume the worker of"
-	case ActionCancel:
+	case audit.ActionCancel:
 		return "cancel the move task of"
+	case audit.ActionRepair:
+		return "repair the dead letters of"
 	}
 	return "redrive"
 }
@@ -177,13 +205,13 @@ func isLocalEndpoint(endpoint string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Endpoint is the endpoint one AWS client of a command resolved to: the
+// endpoint is the endpoint one AWS client of a command resolved to: the
 // client's BaseEndpoint after NewFromConfig (Options().BaseEndpoint). The
 // SDK fills it from AWS_ENDPOINT_URL_<SERVICE>, else the shared config's
 // services section, else AWS_ENDPOINT_URL (none of them when
 // AWS_IGNORE_CONFIGURED_ENDPOINT_URLS is true). "" is the SDK's default:
 // the service in AWS.
-type Endpoint struct {
+type endpoint struct {
 	// Service names the client ("SQS", "STS", "DynamoDB", "S3", "Lambda").
 	Service string
 	URL     string
@@ -194,14 +222,14 @@ type Endpoint struct {
 	AWSOnly bool
 }
 
-// Locality decides whether the caller identity check may be skipped: only
-// when every endpoint the command uses is on this machine (IsLocalEndpoint),
+// localityOf decides whether the caller identity check may be skipped: only
+// when every endpoint the command uses is on this machine (isLocalEndpoint),
 // where there is no IAM. Any other mix — some local, some AWS or elsewhere
 // — is not local, and the check runs; then STS must be AWS's own endpoint
-// (the SDK default, or IsAWSSTSEndpoint), because a caller ARN from any
+// (the SDK default, or isAWSSTSEndpoint), because a caller ARN from any
 // other STS proves nothing: that is a refusal with code
 // CodeSTSEndpoint. eps must name STS.
-func Locality(eps []Endpoint) (local bool, err error) {
+func localityOf(eps []endpoint) (local bool, err error) {
 	counted, allLocal := 0, true
 	sts, haveSTS := "", false
 	for _, e := range eps {
@@ -230,7 +258,7 @@ func Locality(eps []Endpoint) (local bool, err error) {
 }
 
 // notLocal names the endpoints that are not on this machine.
-func notLocal(eps []Endpoint) string {
+func notLocal(eps []endpoint) string {
 	var out []string
 	for _, e := range eps {
 		if e.AWSOnly && e.URL == "" || isLocalEndpoint(e.URL) {

@@ -13,6 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // testPipeline returns a pipeline of the project's definition file.
@@ -89,7 +90,7 @@ func newDeadLetter(t testing.TB, key, tool string, reason deadletter.Reason, nat
 	t.Helper()
 	d := deadLetter{key: key, tool: tool, reason: reason, body: task(key, tool), original: originalAttrs(nattrs), origID: "orig-" + key}
 	attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{
-		Reason: reason, Attempts: 1, Error: "boom", MessageID: d.origID, IdempotencyKey: key, Tool: tool, ToolVersion: "1",
+		Reason: reason, Attempts: 1, Error: "boom", MessageID: d.origID, IdempotencyKey: key, Tool: tool, ToolVersion: "1", Tenant: "acme",
 		SchemaVersion: 1, DeadLetteredAt: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC), MessageGroupID: group,
 	}, d.original)
 	if err != nil {
@@ -108,7 +109,7 @@ func newRedriver(t testing.TB, p *pipeline.Pipeline, f *fakeSQS, q Queues) (*Red
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	r, err := New(Config{
 		Pipeline: p, Queues: q, SQS: f, Ledger: led, Logger: quiet,
-		Audit: &Auditor{Store: store, Now: clock.get, Logger: quiet},
+		Audit: &audit.Auditor{Store: store, Now: clock.get, Logger: quiet},
 		Now:   func() time.Time { return clock.advance(10 * time.Millisecond) },
 		Sleep: func(ctx context.Context, d time.Duration) error { clock.advance(d); return ctx.Err() },
 	})

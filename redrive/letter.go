@@ -119,8 +119,8 @@ func restore(l *letter) original {
 	return o
 }
 
-// BodySHA256 is the hex SHA-256 of a body.
-func BodySHA256(body string) string {
+// bodySHA256 is the hex SHA-256 of a body.
+func bodySHA256(body string) string {
 	s := sha256.Sum256([]byte(body))
 	return hex.EncodeToString(s[:])
 }
@@ -131,7 +131,7 @@ func fromSQS(m sqstypes.Message) letter {
 		MessageID:     aws.ToString(m.MessageId),
 		ReceiptHandle: aws.ToString(m.ReceiptHandle),
 		Body:          aws.ToString(m.Body),
-		Attributes:    AttributesFromSQS(m.MessageAttributes),
+		Attributes:    attributesFromSQS(m.MessageAttributes),
 	}
 	if v, ok := m.Attributes[string(sqstypes.MessageSystemAttributeNameSentTimestamp)]; ok {
 		if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
@@ -145,8 +145,8 @@ func fromSQS(m sqstypes.Message) letter {
 	return l
 }
 
-// AttributesFromSQS converts SDK message attributes.
-func AttributesFromSQS(in map[string]sqstypes.MessageAttributeValue) map[string]deadletter.Attribute {
+// attributesFromSQS converts SDK message attributes.
+func attributesFromSQS(in map[string]sqstypes.MessageAttributeValue) map[string]deadletter.Attribute {
 	out := make(map[string]deadletter.Attribute, len(in))
 	for k, v := range in {
 		out[k] = deadletter.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
@@ -154,8 +154,8 @@ func AttributesFromSQS(in map[string]sqstypes.MessageAttributeValue) map[string]
 	return out
 }
 
-// AttributesToSQS converts to SDK message attributes.
-func AttributesToSQS(in map[string]deadletter.Attribute) map[string]sqstypes.MessageAttributeValue {
+// attributesToSQS converts to SDK message attributes.
+func attributesToSQS(in map[string]deadletter.Attribute) map[string]sqstypes.MessageAttributeValue {
 	if len(in) == 0 {
 		return nil
 	}

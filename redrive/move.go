@@ -14,11 +14,12 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
-// MoveAPI is the SQS calls of the native move task actions.
-type MoveAPI interface {
+// moveAPI is the SQS calls of the native move task actions (part of API).
+type moveAPI interface {
 	QueueAPI
 	StartMessageMoveTask(ctx context.Context, params *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
 	ListMessageMoveTasks(ctx context.Context, params *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
@@ -86,7 +87,7 @@ func (r *Redriver) unsupported(op string, err error) error {
 }
 
 // record writes an audit record; a failure to audit is returned (joined with err).
-func (r *Redriver) record(ctx context.Context, rec AuditEntry, err error) error {
+func (r *Redriver) record(ctx context.Context, rec audit.Entry, err error) error {
 	rec.Pipeline = r.cfg.Pipeline.Name
 	if rec.Caller == nil {
 		c := r.knownCaller()
@@ -98,13 +99,13 @@ func (r *Redriver) record(ctx context.Context, rec AuditEntry, err error) error 
 	if rec.Outcome == "" {
 		switch {
 		case errors.Is(err, ErrRefused):
-			rec.Outcome = OutcomeRefused
+			rec.Outcome = audit.OutcomeRefused
 		case errors.Is(err, ErrScanPartial):
-			rec.Outcome = OutcomePartial
+			rec.Outcome = audit.OutcomePartial
 		case err != nil:
-			rec.Outcome = OutcomeFailed
+			rec.Outcome = audit.OutcomeFailed
 		default:
-			rec.Outcome = OutcomeOK
+			rec.Outcome = audit.OutcomeOK
 		}
 	}
 	if aerr := r.cfg.Audit.Record(ctx, rec); aerr != nil {
@@ -163,7 +164,7 @@ func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error
 		}
 	}
 	reasons, fps, counts := groupFacts(req.Groups)
-	rec := AuditEntry{Actor: req.Owner, Action: ActionStart, Why: req.Why, Reasons: reasons, Fingerprints: fps, Counts: counts,
+	rec := audit.Entry{Actor: req.Owner, Action: audit.ActionStart, Why: req.Why, Reasons: reasons, Fingerprints: fps, Counts: counts,
 		Detail: ackDetail(req.Ack)}
 	rec.Detail["destination_arn"] = r.cfg.Queues.HotARN
 	rec.Detail["rate"] = strconv.Itoa(req.Rate)
@@ -213,7 +214,7 @@ func (r *Redriver) start(ctx context.Context, req StartRequest, partial *Partial
 	for _, t := range tasks {
 		if t.Status == "RUNNING" {
 			rf := refuse(CodeTaskActive, "a move task is already running on this DLQ (%s, %s moved): wait for it, or cancel it", t.TaskHandle, t.Progress())
-			rf.Next = []Step{{Action: ActionStatus}, {Action: ActionCancel}}
+			rf.Next = []Step{{Action: audit.ActionStatus}, {Action: audit.ActionCancel}}
 			return MoveTask{}, rf
 		}
 	}
@@ -229,7 +230,7 @@ func (r *Redriver) start(ctx context.Context, req StartRequest, partial *Partial
 		DestinationARN: r.cfg.Queues.HotARN, Rate: req.Rate, StartedAt: r.now().UTC()}, nil
 }
 
-func (r *Redriver) listTasks(ctx context.Context, api MoveAPI) ([]MoveTask, error) {
+func (r *Redriver) listTasks(ctx context.Context, api moveAPI) ([]MoveTask, error) {
 	out, err := api.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(r.cfg.Queues.DLQARN), MaxResults: aws.Int32(10)})
 	if err != nil {
 		return nil, r.unsupported("ListMessageMoveTasks", err)
@@ -258,9 +259,9 @@ func (r *Redriver) Status(ctx context.Context, actor string) ([]MoveTask, error)
 	// failure to ask is recorded, and does not hide the status).
 	_, _ = r.identify(ctx)
 	tasks, err := r.listTasks(ctx, api)
-	rec := AuditEntry{Actor: actor, Action: ActionStatus, Counts: map[string]int{"tasks": len(tasks)}}
+	rec := audit.Entry{Actor: actor, Action: audit.ActionStatus, Counts: map[string]int{"tasks": len(tasks)}}
 	if err == nil {
-		rec.Outcome = OutcomeShown
+		rec.Outcome = audit.OutcomeShown
 	}
 	return tasks, r.record(ctx, rec, err)
 }
@@ -275,13 +276,13 @@ type CancelRequest struct {
 // Cancel cancels a running move task (gated: the owner, a reason). It
 // returns how many messages the task had moved.
 func (r *Redriver) Cancel(ctx context.Context, req CancelRequest) (int64, error) {
-	rec := AuditEntry{Actor: req.Owner, Action: ActionCancel, Why: req.Why, Detail: map[string]string{}}
+	rec := audit.Entry{Actor: req.Owner, Action: audit.ActionCancel, Why: req.Why, Detail: map[string]string{}}
 	moved, handle, err := r.cancel(ctx, req)
 	if handle != "" {
 		rec.Detail["task_handle"] = handle
 	}
 	if err == nil {
-		rec.Outcome = OutcomeCanceled
+		rec.Outcome = audit.OutcomeCanceled
 		rec.Counts = map[string]int{"moved": int(moved)}
 	}
 	return moved, r.record(ctx, rec, err)
@@ -289,7 +290,7 @@ func (r *Redriver) Cancel(ctx context.Context, req CancelRequest) (int64, error)
 
 func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string, error) {
 	api := r.cfg.SQS
-	if err := r.authorizeAs(ctx, ActionCancel, req.Who, minRate); err != nil {
+	if err := r.authorizeAs(ctx, audit.ActionCancel, req.Who, minRate); err != nil {
 		return 0, "", err
 	}
 	handle := req.TaskHandle

@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 func transientGroups(n int) []Group { return []Group{{deadletter.ReasonBudgetExhausted, "fp-be", n}} }
@@ -82,8 +83,8 @@ func TestStartRefusals(t *testing.T) {
 			assert.Empty(t, f.started, "nothing started")
 			recs := store.all()
 			require.Len(t, recs, 1, "the refusal is audited")
-			assert.Equal(t, OutcomeRefused, recs[0].Outcome)
-			assert.Equal(t, ActionStart, recs[0].Action)
+			assert.Equal(t, audit.OutcomeRefused, recs[0].Outcome)
+			assert.Equal(t, audit.ActionStart, recs[0].Action)
 			assert.NotEmpty(t, recs[0].Error)
 		})
 	}
@@ -105,7 +106,7 @@ func TestStartOnAPartialScan(t *testing.T) {
 	assert.Empty(t, f.started, "nothing started")
 	recs := store.all()
 	require.Len(t, recs, 1)
-	assert.Equal(t, OutcomePartial, recs[0].Outcome)
+	assert.Equal(t, audit.OutcomePartial, recs[0].Outcome)
 }
 
 func TestStartWithOverrideStatusAndCancel(t *testing.T) {
@@ -228,7 +229,7 @@ func newServerRedriver(t *testing.T, unsupported bool) (*Redriver, *sqsServer, *
 		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
 	r, store, _ := newRedriver(t, p, newFakeSQS(), srv.q)
 	r.cfg.SQS = client
-	local, err := locality(r.cfg)
+	local, err := Locality(r.cfg)
 	require.NoError(t, err)
 	require.True(t, local, "httptest listens on loopback")
 	return r, srv, store
@@ -272,5 +273,5 @@ func TestStartUnsupportedEndpoint(t *testing.T) {
 	assert.ErrorIs(t, err, ErrUnsupported)
 	recs := store.all()
 	require.Len(t, recs, 2)
-	assert.Equal(t, OutcomeFailed, recs[0].Outcome)
+	assert.Equal(t, audit.OutcomeFailed, recs[0].Outcome)
 }

@@ -2,7 +2,6 @@ package redrive
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"golang.org/x/time/rate"
+
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // pass is one selective redrive over the DLQ: it receives, sorts what it
@@ -19,7 +20,7 @@ import (
 // means is the mover's (a real move, or a dry run's account of one).
 type pass struct {
 	r     *Redriver
-	api   SelectAPI
+	api   selectAPI
 	req   SelectRequest
 	res   *SelectResult
 	mover mover
@@ -71,20 +72,16 @@ func (dryMover) move(ctx context.Context, p *pass, todo []letter) ([]canaryItem,
 		l := &todo[i]
 		o := restore(l)
 		mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID,
-			Reason: l.Reason, Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)}
-		err := p.r.restoreEvidence(ctx, &o)
+			Reason: l.Reason, Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: bodySHA256(l.Body)}
+		cc := p.r.restoreEvidence(ctx, &o)
 		p.leave(ctx, l)
 		p.res.Released++
-		if err == nil {
+		if cc == nil {
 			p.res.Letters = append(p.res.Letters, mv)
 			continue
 		}
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()
-		}
-		var cc *ClaimCheckError
-		if !errors.As(err, &cc) {
-			cc = &ClaimCheckError{Ref: o.Evidence, Cause: ClaimCheckUnreadable, Err: err}
 		}
 		moveStatus{claimCheck: cc}.apply(p.res, l.Reason, mv)
 	}
@@ -92,7 +89,7 @@ func (dryMover) move(ctx context.Context, p *pass, todo []letter) ([]canaryItem,
 }
 
 // newPass applies the request's defaults and picks the mover.
-func (r *Redriver) newPass(api SelectAPI, req SelectRequest, res *SelectResult) *pass {
+func (r *Redriver) newPass(api selectAPI, req SelectRequest, res *SelectResult) *pass {
 	p := &pass{r: r, api: api, req: req, res: res, hold: selectHold(req),
 		idleMax: req.IdleReceives, wait: req.WaitSeconds,
 		seen: map[string]bool{}, held: map[string]string{},
@@ -205,13 +202,18 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []letter
 		fresh++
 		p.res.Seen++
 		p.r.tag(&l)
-		match := selector{p.req.Reasons, p.req.Fingerprints}.match(&l) && p.r.settled(ctx, p.req, &l, p.res)
+		match := selector{p.req.Reasons, p.req.Fingerprints}.match(&l)
+		if match {
+			p.res.ofReason++
+			match = matchFilter(p.req.Filter, &l) && p.r.settled(ctx, p.req, &l, p.res)
+		}
 		full := (p.req.Limit > 0 && p.planned >= p.req.Limit) || (!p.canaryDone && p.planned >= p.req.Canary)
 		switch {
 		case match && full:
 			p.r.release(ctx, p.api, &l)
 			delete(p.seen, l.MessageID) // deferred, not handled yet: see it again later
 			p.res.Seen--
+			p.res.ofReason--
 		case !match:
 			p.leave(ctx, &l)
 			p.res.Released++
@@ -250,7 +252,7 @@ func (p *pass) checkCanary(ctx context.Context) error {
 	}
 	cr, err := p.r.waitCanary(ctx, p.api, p.req, p.canary, p.seen)
 	p.res.Canary = cr
-	if aerr := p.r.record(ctx, AuditEntry{Actor: p.req.Owner, Action: ActionCanary, Why: p.req.Why,
+	if aerr := p.r.record(ctx, audit.Entry{Actor: p.req.Owner, Action: audit.ActionCanary, Why: p.req.Why,
 		Reasons: p.r.selectRecord(p.req).Reasons, Fingerprints: p.req.Fingerprints, Counts: cr.counts()}, err); aerr != nil && err == nil {
 		return aerr
 	}

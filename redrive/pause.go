@@ -7,6 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
+
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // LambdaAPI is the Lambda calls Pause makes: find the event source mapping
@@ -35,11 +37,11 @@ type PauseResult struct {
 // owner, a why, the DLQ's owner tag, in AWS the redrive role) and audited
 // (pause or resume). The hot queue must have exactly one mapping.
 func (r *Redriver) Pause(ctx context.Context, who Who, paused bool) (*PauseResult, error) {
-	action := ActionResume
+	action := audit.ActionResume
 	if paused {
-		action = ActionPause
+		action = audit.ActionPause
 	}
-	rec := AuditEntry{Actor: who.Owner, Action: action, Why: who.Why, Detail: map[string]string{"hot_queue_arn": r.cfg.Queues.HotARN}}
+	rec := audit.Entry{Actor: who.Owner, Action: action, Why: who.Why, Detail: map[string]string{"hot_queue_arn": r.cfg.Queues.HotARN}}
 	res, err := r.pause(ctx, action, who, paused)
 	if res != nil {
 		rec.Detail["uuid"], rec.Detail["state"] = res.UUID, res.State
@@ -47,7 +49,7 @@ func (r *Redriver) Pause(ctx context.Context, who Who, paused bool) (*PauseResul
 	return res, r.record(ctx, rec, err)
 }
 
-func (r *Redriver) pause(ctx context.Context, action Action, who Who, paused bool) (*PauseResult, error) {
+func (r *Redriver) pause(ctx context.Context, action audit.Action, who Who, paused bool) (*PauseResult, error) {
 	if err := r.authorizeAs(ctx, action, who, minRate); err != nil {
 		return nil, err
 	}

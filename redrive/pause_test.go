@@ -10,6 +10,8 @@ import (
 	lambdatypes "github.com/aws/aws-sdk-go-v2/service/lambda/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // fakeLambda is LambdaAPI with behaviour switches: how many mappings the
@@ -51,26 +53,26 @@ func TestPauseAndResume(t *testing.T) {
 		lambda  *fakeLambda
 		who     Who
 		paused  bool
-		code    Code         // the refusal's code, "" when none
-		failed  bool         // an error that is not a refusal
-		enabled *bool        // want: the mapping's Enabled afterwards (nil: untouched)
-		outcome AuditOutcome // want: the audit entry's outcome
-		wantAct Action
+		code    Code          // the refusal's code, "" when none
+		failed  bool          // an error that is not a refusal
+		enabled *bool         // want: the mapping's Enabled afterwards (nil: untouched)
+		outcome audit.Outcome // want: the audit entry's outcome
+		wantAct audit.Action
 	}{
 		{name: "pause disables the mapping", lambda: &fakeLambda{mappings: 1}, who: Who{Owner: p.Owner, Why: "INC-9: stop the bleeding"}, paused: true,
-			enabled: aws.Bool(false), outcome: OutcomeOK, wantAct: ActionPause},
+			enabled: aws.Bool(false), outcome: audit.OutcomeOK, wantAct: audit.ActionPause},
 		{name: "resume enables it", lambda: &fakeLambda{mappings: 1}, who: Who{Owner: p.Owner, Why: "fix deployed"}, paused: false,
-			enabled: aws.Bool(true), outcome: OutcomeOK, wantAct: ActionResume},
+			enabled: aws.Bool(true), outcome: audit.OutcomeOK, wantAct: audit.ActionResume},
 		{name: "not the owner", lambda: &fakeLambda{mappings: 1}, who: Who{Owner: "mallory", Why: "x"}, paused: true,
-			code: CodeOwner, outcome: OutcomeRefused, wantAct: ActionPause},
+			code: CodeOwner, outcome: audit.OutcomeRefused, wantAct: audit.ActionPause},
 		{name: "no why", lambda: &fakeLambda{mappings: 1}, who: Who{Owner: p.Owner}, paused: true,
-			code: CodeWhy, outcome: OutcomeRefused, wantAct: ActionPause},
+			code: CodeWhy, outcome: audit.OutcomeRefused, wantAct: audit.ActionPause},
 		{name: "no mapping", lambda: &fakeLambda{}, who: Who{Owner: p.Owner, Why: "x"}, paused: true,
-			code: CodeNoMapping, outcome: OutcomeRefused, wantAct: ActionPause},
+			code: CodeNoMapping, outcome: audit.OutcomeRefused, wantAct: audit.ActionPause},
 		{name: "two mappings", lambda: &fakeLambda{mappings: 2}, who: Who{Owner: p.Owner, Why: "x"}, paused: true,
-			code: CodeNoMapping, outcome: OutcomeRefused, wantAct: ActionPause},
+			code: CodeNoMapping, outcome: audit.OutcomeRefused, wantAct: audit.ActionPause},
 		{name: "the update fails", lambda: &fakeLambda{mappings: 1, updateErr: errors.New("AccessDenied")}, who: Who{Owner: p.Owner, Why: "x"}, paused: true,
-			failed: true, outcome: OutcomeFailed, wantAct: ActionPause},
+			failed: true, outcome: audit.OutcomeFailed, wantAct: audit.ActionPause},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

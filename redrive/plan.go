@@ -10,6 +10,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -31,6 +32,10 @@ type Plan struct {
 	// DecisionsUnread says why the owner's past decisions (rejections,
 	// reconciliations) could not be read from the audit; empty when they were.
 	DecisionsUnread string `json:"decisions_unread,omitempty"`
+	// Filter is set when the plan is of the dead letters a filter chose
+	// (PlanRequest.Filter): its groups and counts are of those, and each
+	// step moves only those (a select with the same filter).
+	Filter *triage.Filtered `json:"filter,omitempty"`
 }
 
 // PlanGroup is one group and its decision.
@@ -93,7 +98,7 @@ func buildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
 	case len(gs) == 0:
 		pl.StartWhy = "nothing to redrive: the DLQ is empty"
 	case allYes:
-		pl.Start = &Step{Action: ActionStart}
+		pl.Start = &Step{Action: audit.ActionStart}
 		pl.StartWhy = "every group may be redriven by policy: a move task of the whole DLQ, or group by group with a canary"
 	default:
 		pl.StartWhy = "not a move task: the DLQ holds groups that need an acknowledgement or may never be redriven; redrive group by group"
@@ -128,7 +133,7 @@ func (pl *Plan) annotate(d Decisions, infos map[string]groupInfo) {
 	for i := range pl.Groups {
 		g := &pl.Groups[i]
 		info := infos[groupID(g.Reason, g.Fingerprint)]
-		if prev, ok := d.Rejection(g.Reason, g.Fingerprint); ok {
+		if prev, ok := d.rejection(g.Reason, g.Fingerprint); ok {
 			g.Rejected = &prev
 			at := prev.Time.UTC().Format(time.RFC3339)
 			if info.LastSeen.After(prev.Time) {
@@ -157,7 +162,7 @@ func (pl *Plan) annotate(d Decisions, infos map[string]groupInfo) {
 		switch {
 		case g.Keys > 0 && conf == g.Keys:
 			g.Why = "reconciled: effect confirmed, reject or let retention drop it (select never moves these)"
-			g.Next = []Step{{Action: ActionReject, Reason: g.Reason, Fingerprint: g.Fingerprint}}
+			g.Next = []Step{{Action: audit.ActionReject, Reason: g.Reason, Fingerprint: g.Fingerprint}}
 		case none > 0:
 			parts := []string{fmt.Sprintf("%d of %d keys no effect (select moves them without an override)", none, g.Keys)}
 			if conf > 0 {
@@ -186,6 +191,10 @@ type PlanRequest struct {
 	// Groups is optional: the groups to plan (by default every group of
 	// Report, or of the scan).
 	Groups []Group
+	// Filter is optional: plan only the dead letters it chooses (the
+	// report's or the scan's letters, narrowed with triage.Narrow). A
+	// Report read back from storage holds no letters: refused.
+	Filter triage.Filter
 }
 
 // Plan is the one plan entry point: for each group of the DLQ, whether it
@@ -197,6 +206,16 @@ type PlanRequest struct {
 // A scan that saw only part of the DLQ returns the plan of what it saw
 // and a *PartialError; a scan that failed is audited too.
 func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
+	if err := checkFilter(req.Filter); err != nil {
+		return nil, r.record(ctx, audit.Entry{Actor: req.Actor, Action: audit.ActionPlan}, err)
+	}
+	if req.Report != nil && !req.Filter.IsZero() {
+		rep, err := triage.Narrow(req.Report, r.cfg.Pipeline, req.Filter)
+		if err != nil {
+			return nil, refuseField(CodeBadInput, "Filter", "%v", err)
+		}
+		req.Report = rep
+	}
 	if req.Report != nil || req.Groups != nil {
 		groups := req.Groups
 		if groups == nil {
@@ -206,15 +225,27 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 		if req.Report != nil && req.Report.Partial {
 			pl.Partial = req.Report.PartialReasons
 		}
+		if req.Report != nil {
+			pl.narrowed(req.Report.Filter)
+		}
 		r.annotatePlan(ctx, pl, req.Report)
 		return pl, nil
 	}
 	// Not gated, but its record says who looked: in AWS the STS caller (a
 	// failure to ask is recorded, and does not hide the plan).
 	_, _ = r.identify(ctx)
+	rec := audit.Entry{Actor: req.Actor, Action: audit.ActionPlan}
+	if !req.Filter.IsZero() {
+		rec.Detail = map[string]string{"filter": r.filterText(req.Filter)}
+	}
 	groups, rep, err := r.scan(ctx)
+	if err == nil && !req.Filter.IsZero() {
+		if rep, err = triage.Narrow(rep, r.cfg.Pipeline, req.Filter); err == nil {
+			groups = groupsFromReport(rep)
+		}
+	}
 	if err != nil {
-		return nil, r.record(ctx, AuditEntry{Actor: req.Actor, Action: ActionPlan}, err)
+		return nil, r.record(ctx, rec, err)
 	}
 	if req.Groups != nil {
 		groups = req.Groups
@@ -227,14 +258,17 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 	if rep != nil && rep.Partial {
 		pl.Partial = rep.PartialReasons
 	}
+	if rep != nil {
+		pl.narrowed(rep.Filter)
+	}
 	r.annotatePlan(ctx, pl, rep)
 	reasons, fps, counts := groupFacts(groups)
 	counts["total"] = pl.Total
-	rec := AuditEntry{Actor: req.Actor, Action: ActionPlan, Reasons: reasons, Fingerprints: fps, Counts: counts, Outcome: OutcomeShown}
+	rec.Reasons, rec.Fingerprints, rec.Counts, rec.Outcome = reasons, fps, counts, audit.OutcomeShown
 	if partial != nil {
 		// Shown, but it cannot vouch for the letters the scan missed: the
 		// caller exits non-zero and says when to look again.
-		rec.Outcome = OutcomePartial
+		rec.Outcome = audit.OutcomePartial
 		return pl, r.record(ctx, rec, partial)
 	}
 	return pl, r.record(ctx, rec, nil)
@@ -338,14 +372,14 @@ func (r *Redriver) Reject(ctx context.Context, req RejectRequest) (*RejectResult
 	for i, x := range reasons {
 		rs[i] = string(x)
 	}
-	rec := AuditEntry{Actor: who.Owner, Action: ActionReject, Why: who.Why, Reasons: rs, Fingerprints: fingerprints}
+	rec := audit.Entry{Actor: who.Owner, Action: audit.ActionReject, Why: who.Why, Reasons: rs, Fingerprints: fingerprints}
 	var partial *PartialError
 	err := func() error {
 		if len(reasons) == 0 {
 			return refuseField(CodeUnknownReason, "Reasons", "is required: reject one class of cause at a time")
 		}
 		if groups == nil {
-			if err := r.pureGateAs(ActionReject, who, minRate); err != nil {
+			if err := r.pureGateAs(audit.ActionReject, who, minRate); err != nil {
 				return err
 			}
 			var err error
@@ -357,7 +391,7 @@ func (r *Redriver) Reject(ctx context.Context, req RejectRequest) (*RejectResult
 				partial = scanPartial(rep)
 			}
 		}
-		if err := r.authorizeAs(ctx, ActionReject, who, minRate); err != nil {
+		if err := r.authorizeAs(ctx, audit.ActionReject, who, minRate); err != nil {
 			return err
 		}
 		if len(fingerprints) > 0 {

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -39,26 +40,26 @@ func TestBuildPlan(t *testing.T) {
 	}
 	be := byReason[deadletter.ReasonBudgetExhausted]
 	assert.True(t, be.MayRedrive)
-	assert.Equal(t, []Step{{Action: ActionSelect, Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp-be", Canary: 5}}, be.Next)
+	assert.Equal(t, []Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp-be", Canary: 5}}, be.Next)
 	assert.Contains(t, be.Why, "failed on every receive", "redrivable by policy is not a promise: canary first")
 	si := byReason[deadletter.ReasonSchemaInvalid]
 	assert.False(t, si.MayRedrive)
 	assert.Contains(t, si.Why, "fix is deployed")
 	assert.Equal(t, "Ack.FixDeployed", si.Needs)
-	assert.Equal(t, []Step{{Action: ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp-si", Canary: 4, Needs: []string{"Ack.FixDeployed"}}}, si.Next)
+	assert.Equal(t, []Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp-si", Canary: 4, Needs: []string{"Ack.FixDeployed"}}}, si.Next)
 	eu := byReason[deadletter.ReasonEffectUnknown]
 	assert.Equal(t, []Step{
-		{Action: ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Fingerprint: "fp-eu", Needs: []string{"Key", "Outcome"}},
-		{Action: ActionSelect, Reason: deadletter.ReasonEffectUnknown, Fingerprint: "fp-eu", Canary: 2},
+		{Action: audit.ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Fingerprint: "fp-eu", Needs: []string{"Key", "Outcome"}},
+		{Action: audit.ActionSelect, Reason: deadletter.ReasonEffectUnknown, Fingerprint: "fp-eu", Canary: 2},
 	}, eu.Next, "reconcile first; then a select that needs no made-up override")
 	pll := byReason[deadletter.ReasonPolicyLimit]
-	assert.Equal(t, []Step{{Action: ActionReject, Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl"}}, pll.Next)
+	assert.Equal(t, []Step{{Action: audit.ActionReject, Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl"}}, pll.Next)
 	assert.Equal(t, []string{"Ack.Reviewed"}, byReason[deadletter.ReasonReceiveLimit].Next[0].Needs)
 	assert.Nil(t, pl.Start)
 	assert.True(t, strings.HasPrefix(pl.StartWhy, "not a move task"))
 
 	onlyTransient := buildPlan(p, []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}, {deadletter.ReasonDependencyOpen, "fp2", 1}})
-	assert.Equal(t, &Step{Action: ActionStart}, onlyTransient.Start)
+	assert.Equal(t, &Step{Action: audit.ActionStart}, onlyTransient.Start)
 	assert.Contains(t, buildPlan(p, nil).StartWhy, "empty")
 
 	// Data, not words for a shell: no command line anywhere in the plan.
@@ -85,8 +86,8 @@ func TestPlanIsAuditedWhenItScans(t *testing.T) {
 	require.NoError(t, err)
 	recs := store.all()
 	require.Len(t, recs, 1)
-	assert.Equal(t, ActionPlan, recs[0].Action)
-	assert.Equal(t, OutcomeShown, recs[0].Outcome)
+	assert.Equal(t, audit.ActionPlan, recs[0].Action)
+	assert.Equal(t, audit.OutcomeShown, recs[0].Outcome)
 	assert.Equal(t, 2, recs[0].Counts["total"])
 	assert.Equal(t, "alice", recs[0].Actor)
 }
@@ -106,10 +107,10 @@ func TestRejectIsAuditedAndGated(t *testing.T) {
 	assert.Equal(t, CodeUnknownGroup, RefusalCode(err))
 	recs := store.all()
 	require.Len(t, recs, 3)
-	assert.Equal(t, OutcomeOK, recs[0].Outcome)
+	assert.Equal(t, audit.OutcomeOK, recs[0].Outcome)
 	assert.Equal(t, 3, recs[0].Counts["policy_limit"])
-	assert.Equal(t, OutcomeRefused, recs[1].Outcome)
-	assert.Equal(t, OutcomeRefused, recs[2].Outcome)
+	assert.Equal(t, audit.OutcomeRefused, recs[1].Outcome)
+	assert.Equal(t, audit.OutcomeRefused, recs[2].Outcome)
 }
 
 // A plan over a partial scan is shown (with what was seen) but its outcome
@@ -138,5 +139,5 @@ func TestPlanOnAPartialScan(t *testing.T) {
 	assert.Contains(t, err.Error(), "retry after 30s")
 	recs := store.all()
 	require.Len(t, recs, 1)
-	assert.Equal(t, OutcomePartial, recs[0].Outcome)
+	assert.Equal(t, audit.OutcomePartial, recs[0].Outcome)
 }

@@ -87,46 +87,6 @@ func Decide(r deadletter.Reason, ack Ack) Verdict {
 	return v
 }
 
-// ParseOverrides reads override values of the form reason=justification.
-// An unknown reason or an empty justification is an error.
-func ParseOverrides(values []string) (map[deadletter.Reason]string, error) {
-	out := make(map[deadletter.Reason]string, len(values))
-	for _, s := range values {
-		name, just, ok := strings.Cut(s, "=")
-		if !ok || strings.TrimSpace(just) == "" {
-			return nil, refuseField(CodeBadInput, "Ack.Overrides", "%q: want reason=justification, with a justification", s)
-		}
-		r, err := deadletter.ParseReason(name)
-		if err != nil {
-			return nil, refuseField(CodeUnknownReason, "Ack.Overrides", "%q: %v", s, err)
-		}
-		out[r] = strings.TrimSpace(just)
-	}
-	return out, nil
-}
-
-// ParseReasons reads reason values (repeated, or comma-separated).
-func ParseReasons(values []string) ([]deadletter.Reason, error) {
-	var out []deadletter.Reason
-	seen := map[deadletter.Reason]bool{}
-	for _, v := range values {
-		for _, s := range strings.Split(v, ",") {
-			if strings.TrimSpace(s) == "" {
-				continue
-			}
-			r, err := deadletter.ParseReason(s)
-			if err != nil {
-				return nil, refuseField(CodeUnknownReason, "Reasons", "%q: %v", strings.TrimSpace(s), err)
-			}
-			if !seen[r] {
-				seen[r] = true
-				out = append(out, r)
-			}
-		}
-	}
-	return out, nil
-}
-
 // CheckReasons refuses the first reason (in taxonomy order) that the policy
 // does not allow with ack, naming every refused one.
 func checkReasons(reasons []deadletter.Reason, ack Ack) error {

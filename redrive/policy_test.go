@@ -65,28 +65,6 @@ func TestEveryReasonHasAPolicy(t *testing.T) {
 	}
 }
 
-func TestParseOverrides(t *testing.T) {
-	t.Parallel()
-	got, err := ParseOverrides([]string{"effect_unknown=reconciled INC-1", "redrive_loop = fixed the loop"})
-	require.NoError(t, err)
-	assert.Equal(t, map[deadletter.Reason]string{deadletter.ReasonEffectUnknown: "reconciled INC-1", deadletter.ReasonRedriveLoop: "fixed the loop"}, got)
-	for _, bad := range []string{"effect_unknown", "effect_unknown=", "effect_unknown=  ", "nope=x"} {
-		_, err := ParseOverrides([]string{bad})
-		assert.ErrorIs(t, err, ErrRefused, bad)
-	}
-	_, err = ParseOverrides([]string{"nope=x"})
-	assert.Equal(t, CodeUnknownReason, RefusalCode(err))
-}
-
-func TestParseReasons(t *testing.T) {
-	t.Parallel()
-	got, err := ParseReasons([]string{"schema_invalid,tool_unknown", "schema_invalid"})
-	require.NoError(t, err)
-	assert.Equal(t, []deadletter.Reason{deadletter.ReasonSchemaInvalid, deadletter.ReasonToolUnknown}, got)
-	_, err = ParseReasons([]string{"schema_invalid,bogus"})
-	assert.Equal(t, CodeUnknownReason, RefusalCode(err))
-}
-
 func TestCheckReasons(t *testing.T) {
 	t.Parallel()
 	err := checkReasons([]deadletter.Reason{deadletter.ReasonPolicyLimit, deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid}, Ack{})

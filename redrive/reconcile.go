@@ -7,6 +7,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // ReconcileRequest asks to record what an effect_unknown key's mutating
@@ -42,7 +43,7 @@ type ReconcileRequest struct {
 // otherwise); the same reconciliation again is a no-op, another one is
 // refused (CodeReconciled).
 func (r *Redriver) Reconcile(ctx context.Context, req ReconcileRequest) (ledger.Entry, error) {
-	rec := AuditEntry{Actor: req.Owner, Action: ActionReconcile, Why: req.Why,
+	rec := audit.Entry{Actor: req.Owner, Action: audit.ActionReconcile, Why: req.Why,
 		Reasons: []string{string(deadletter.ReasonEffectUnknown)},
 		Detail:  map[string]string{"idempotency_key": req.Key, "outcome": string(req.Outcome)}}
 	if req.Receipt != "" {
@@ -63,7 +64,7 @@ func (r *Redriver) Reconcile(ctx context.Context, req ReconcileRequest) (ledger.
 		if err := rc.Validate(); err != nil {
 			return refuseField(CodeBadInput, "Outcome", "%s", strings.TrimPrefix(err.Error(), ledger.ErrInvalid.Error()+": "))
 		}
-		if err := r.authorizeAs(ctx, ActionReconcile, req.Who, minRate); err != nil {
+		if err := r.authorizeAs(ctx, audit.ActionReconcile, req.Who, minRate); err != nil {
 			return err
 		}
 		now := r.now()

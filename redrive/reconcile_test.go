@@ -12,6 +12,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -33,25 +34,25 @@ func TestGateSpeaksOfTheAction(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	tags := map[string]string{pipeline.TagOwner: p.Owner}
 	tests := []struct {
-		action      Action
+		action      audit.Action
 		owner, why  string
 		code        Code
 		contains    string
 		notContains string
 	}{
 		{"", p.Owner, "", CodeWhy, "why this redrive is safe now", "reject"},
-		{ActionSelect, p.Owner, " ", CodeWhy, "why this redrive is safe now", "reject"},
-		{ActionReject, p.Owner, "", CodeWhy, "why these dead letters are rejected, never redriven", "redrive is safe"},
-		{ActionReconcile, p.Owner, "", CodeWhy, "how the effect was reconciled", "redrive is safe"},
+		{audit.ActionSelect, p.Owner, " ", CodeWhy, "why this redrive is safe now", "reject"},
+		{audit.ActionReject, p.Owner, "", CodeWhy, "why these dead letters are rejected, never redriven", "redrive is safe"},
+		{audit.ActionReconcile, p.Owner, "", CodeWhy, "how the effect was reconciled", "redrive is safe"},
 		{"", "mallory", "x", CodeOwner, `Owner "mallory" may not redrive pipeline "agent-tasks"`, ""},
 		{"", "", "x", CodeOwnerMissing, `Owner is required: only the owner of pipeline "agent-tasks" ("platform-oncall") may redrive it`, "mismatch"},
-		{ActionPause, "", "", CodeOwnerMissing, "may pause the worker of it", "redrive"},
-		{ActionPause, p.Owner, "", CodeWhy, "Why is required: say why the worker must stop now", "redrive"},
-		{ActionResume, p.Owner, "", CodeWhy, "why the worker may run again", "redrive is safe"},
-		{ActionPause, "mallory", "x", CodeOwner, `may not pause the worker of pipeline "agent-tasks"`, "may not redrive"},
-		{ActionCancel, "mallory", "x", CodeOwner, `may not cancel the move task of pipeline "agent-tasks"`, "may not redrive"},
-		{ActionReject, "mallory", "x", CodeOwner, `may not reject the dead letters of pipeline "agent-tasks"`, "may not redrive"},
-		{ActionReconcile, "mallory", "x", CodeOwner, `may not reconcile the ledger keys of pipeline "agent-tasks"`, "may not redrive"},
+		{audit.ActionPause, "", "", CodeOwnerMissing, "may pause the worker of it", "redrive"},
+		{audit.ActionPause, p.Owner, "", CodeWhy, "Why is required: say why the worker must stop now", "redrive"},
+		{audit.ActionResume, p.Owner, "", CodeWhy, "why the worker may run again", "redrive is safe"},
+		{audit.ActionPause, "mallory", "x", CodeOwner, `may not pause the worker of pipeline "agent-tasks"`, "may not redrive"},
+		{audit.ActionCancel, "mallory", "x", CodeOwner, `may not cancel the move task of pipeline "agent-tasks"`, "may not redrive"},
+		{audit.ActionReject, "mallory", "x", CodeOwner, `may not reject the dead letters of pipeline "agent-tasks"`, "may not redrive"},
+		{audit.ActionReconcile, "mallory", "x", CodeOwner, `may not reconcile the ledger keys of pipeline "agent-tasks"`, "may not redrive"},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.action)+"/"+tt.owner+"/"+string(tt.code), func(t *testing.T) {
@@ -153,13 +154,13 @@ func TestReconcileIsGatedConditionalAndAudited(t *testing.T) {
 	require.Len(t, recs, len(steps), "every attempt is audited, refusals too")
 	for i, s := range steps {
 		rec := recs[i]
-		assert.Equal(t, ActionReconcile, rec.Action, s.name)
+		assert.Equal(t, audit.ActionReconcile, rec.Action, s.name)
 		assert.Equal(t, s.req.Why, rec.Why, s.name)
 		assert.Equal(t, s.req.Key, rec.Detail["idempotency_key"], s.name)
 		if s.code == "" {
-			assert.Equal(t, OutcomeOK, rec.Outcome, s.name)
+			assert.Equal(t, audit.OutcomeOK, rec.Outcome, s.name)
 		} else {
-			assert.Equal(t, OutcomeRefused, rec.Outcome, s.name)
+			assert.Equal(t, audit.OutcomeRefused, rec.Outcome, s.name)
 		}
 	}
 	assert.Equal(t, "true", recs[9].Detail["repeat"], "the repeat is marked")
@@ -226,7 +227,7 @@ func TestSelectEffectUnknownBySettlement(t *testing.T) {
 			}
 			recs := store.all()
 			last := recs[len(recs)-1]
-			assert.Equal(t, ActionSelect, last.Action)
+			assert.Equal(t, audit.ActionSelect, last.Action)
 			assert.Equal(t, tt.confirmedLeft, last.Counts["skipped_effect_confirmed"])
 			if len(tt.ack.Overrides) == 0 {
 				assert.Equal(t, "effect_unknown", last.Detail["reconciled_only"])
@@ -254,8 +255,8 @@ func TestSelectRefusesWhenNoEffectUnknownKeyIsSettled(t *testing.T) {
 	assert.Contains(t, err.Error(), "1 with their effect confirmed")
 	var rf *Refusal
 	require.ErrorAs(t, err, &rf)
-	assert.Equal(t, []Step{{Action: ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Needs: []string{"Key", "Outcome"}},
-		{Action: ActionReject, Reason: deadletter.ReasonEffectUnknown}}, rf.Next, "the ways out, as data")
+	assert.Equal(t, []Step{{Action: audit.ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Needs: []string{"Key", "Outcome"}},
+		{Action: audit.ActionReject, Reason: deadletter.ReasonEffectUnknown}}, rf.Next, "the ways out, as data")
 	assert.Equal(t, 0, res.Moved)
 	assert.Empty(t, f.snapshot(q.HotURL))
 	assert.Len(t, f.snapshot(q.DLQURL), 2)
@@ -282,7 +283,7 @@ func TestPlanShowsDecisions(t *testing.T) {
 	f := newFakeSQS()
 	q := f.addPair(p)
 	r, _, led := newRedriver(t, p, f, q)
-	r.cfg.Audit.Store = &FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
+	r.cfg.Audit.Store = &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
 	ctx := context.Background()
 	eu := deadletter.ReasonEffectUnknown
 	for _, k := range []string{"a1", "a2", "b1", "b2", "c1"} {
@@ -323,17 +324,17 @@ func TestPlanShowsDecisions(t *testing.T) {
 
 	all := by["fp-all-confirmed"]
 	assert.Equal(t, "reconciled: effect confirmed, reject or let retention drop it (select never moves these)", all.Why)
-	assert.Equal(t, []Step{{Action: ActionReject, Reason: eu, Fingerprint: "fp-all-confirmed"}}, all.Next)
+	assert.Equal(t, []Step{{Action: audit.ActionReject, Reason: eu, Fingerprint: "fp-all-confirmed"}}, all.Next)
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeEffectConfirmed: 2}, all.Reconciled)
 
 	some := by["fp-some-none"]
 	assert.Equal(t, "reconciled: 1 of 2 keys no effect (select moves them without an override), 1 effect confirmed (never moved)", some.Why)
-	assert.Equal(t, []Step{{Action: ActionSelect, Reason: eu, Fingerprint: "fp-some-none", Canary: 1}}, some.Next)
+	assert.Equal(t, []Step{{Action: audit.ActionSelect, Reason: eu, Fingerprint: "fp-some-none", Canary: 1}}, some.Next)
 
 	open := by["fp-open"]
 	assert.Nil(t, open.Reconciled)
 	require.NotEmpty(t, open.Next)
-	assert.Equal(t, ActionReconcile, open.Next[0].Action)
+	assert.Equal(t, audit.ActionReconcile, open.Next[0].Action)
 
 	// Every listed key confirmed, but the report left keys out: no reject of
 	// the whole group, whose other keys nobody has looked at.
@@ -343,7 +344,7 @@ func TestPlanShowsDecisions(t *testing.T) {
 		if g.Fingerprint == "fp-all-confirmed" {
 			assert.Equal(t, 5, g.Keys)
 			assert.Equal(t, "reconciled: 2 of 5 keys effect confirmed (never moved); reconcile the other 3 first", g.Why)
-			assert.NotContains(t, g.Next, Step{Action: ActionReject, Reason: eu, Fingerprint: "fp-all-confirmed"})
+			assert.NotContains(t, g.Next, Step{Action: audit.ActionReject, Reason: eu, Fingerprint: "fp-all-confirmed"})
 		}
 	}
 
@@ -354,7 +355,7 @@ func TestPlanShowsDecisions(t *testing.T) {
 		if g.Fingerprint == "fp-pl" {
 			require.NotNil(t, g.Rejected)
 			assert.Contains(t, g.Why, "but dead letters arrived since")
-			assert.Equal(t, []Step{{Action: ActionReject, Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl"}}, g.Next)
+			assert.Equal(t, []Step{{Action: audit.ActionReject, Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl"}}, g.Next)
 		}
 	}
 
@@ -365,7 +366,7 @@ func TestRejectWarns(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	r, store, _ := newRedriver(t, p, f, f.addPair(p))
-	r.cfg.Audit.Store = &FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
+	r.cfg.Audit.Store = &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
 	ctx := context.Background()
 	groups := []Group{{deadletter.ReasonPolicyLimit, "fp-policy", 3}, {deadletter.ReasonBudgetExhausted, "fp-be", 2}, {deadletter.ReasonSchemaInvalid, "fp-si", 1}}
 	who := Who{Owner: p.Owner, Why: "tenant told"}
@@ -385,7 +386,7 @@ func TestRejectWarns(t *testing.T) {
 	assert.Contains(t, res.Warnings[0], "budget_exhausted may be redriven by policy")
 	assert.Contains(t, res.Warnings[1], "schema_invalid may be redriven once the fix is deployed")
 	_ = store
-	es, err := r.cfg.Audit.Entries(ctx, p.Name, ActionReject)
+	es, err := r.cfg.Audit.Entries(ctx, p.Name, audit.ActionReject)
 	require.NoError(t, err)
 	require.Len(t, es, 3)
 	assert.Contains(t, es[1].Detail["warnings"], "already rejected", "the warnings are audited")
@@ -400,23 +401,23 @@ func TestRejectWarns(t *testing.T) {
 func TestFileStoreReadsBack(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s := &FileStore{Path: filepath.Join(t.TempDir(), "a", "audit.jsonl")}
+	s := &audit.FileStore{Path: filepath.Join(t.TempDir(), "a", "audit.jsonl")}
 	es, err := s.Entries(ctx, "p1")
 	require.NoError(t, err)
 	assert.Empty(t, es, "no file: no record")
 	t0 := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	for i, e := range []AuditEntry{
-		{Time: t0.Add(2 * time.Second), Pipeline: "p1", Action: ActionReject, Outcome: OutcomeOK},
-		{Time: t0, Pipeline: "p1", Action: ActionPlan, Outcome: OutcomeShown},
-		{Time: t0.Add(time.Second), Pipeline: "p1", Action: ActionReconcile, Outcome: OutcomeOK, Detail: map[string]string{"idempotency_key": "k"}},
-		{Time: t0, Pipeline: "p2", Action: ActionReject, Outcome: OutcomeOK},
+	for i, e := range []audit.Entry{
+		{Time: t0.Add(2 * time.Second), Pipeline: "p1", Action: audit.ActionReject, Outcome: audit.OutcomeOK},
+		{Time: t0, Pipeline: "p1", Action: audit.ActionPlan, Outcome: audit.OutcomeShown},
+		{Time: t0.Add(time.Second), Pipeline: "p1", Action: audit.ActionReconcile, Outcome: audit.OutcomeOK, Detail: map[string]string{"idempotency_key": "k"}},
+		{Time: t0, Pipeline: "p2", Action: audit.ActionReject, Outcome: audit.OutcomeOK},
 	} {
 		require.NoError(t, s.Append(ctx, e), i)
 	}
 	es, err = s.Entries(ctx, "p1", decisionActions()...)
 	require.NoError(t, err)
 	require.Len(t, es, 2, "p1's decisions only")
-	assert.Equal(t, ActionReconcile, es[0].Action, "oldest first")
+	assert.Equal(t, audit.ActionReconcile, es[0].Action, "oldest first")
 	es, err = s.Entries(ctx, "p1")
 	require.NoError(t, err)
 	assert.Len(t, es, 3)
@@ -434,7 +435,7 @@ func TestPlanCountsOnlyReconciliationsTheLedgerHolds(t *testing.T) {
 	q := f.addPair(p)
 	seed(t, f, q, 2, deadletter.ReasonEffectUnknown)
 	r, _, led := newRedriver(t, p, f, q)
-	r.cfg.Audit.Store = &FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
+	r.cfg.Audit.Store = &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
 	ctx := context.Background()
 	a, b := "effect_unknown-a", "effect_unknown-b"
 	for _, k := range []string{a, b} {
@@ -487,7 +488,7 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	r, _, led := newRedriver(t, p, f, f.addPair(p))
-	store := &FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
+	store := &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
 	r.cfg.Audit.Store = store
 	r.cfg.Scan = func(context.Context) (*triage.Report, error) {
 		t.Error("a plan over a held report must not scan the DLQ")
@@ -545,7 +546,7 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	r.cfg.Audit.Store = &memStore{}
 	pl, err = r.Plan(ctx, PlanRequest{Actor: "viewer", Report: rep})
 	require.NoError(t, err)
-	assert.Contains(t, pl.DecisionsUnread, ErrAuditUnreadable.Error())
+	assert.Contains(t, pl.DecisionsUnread, audit.ErrUnreadable.Error())
 	for _, g := range pl.Groups {
 		assert.Nil(t, g.Rejected)
 	}

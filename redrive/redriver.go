@@ -15,8 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/aws/smithy-go"
 
+	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -36,9 +38,23 @@ type IdentityAPI interface {
 // native move task's. An *sqs.Client satisfies it; the compiler checks it,
 // so no action fails at run time for a client that lacks a call.
 type API interface {
-	SelectAPI
-	MoveAPI
+	QueueAPI
+	// The selective redrive's.
+	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+	ChangeMessageVisibility(ctx context.Context, params *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+	ChangeMessageVisibilityBatch(ctx context.Context, params *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
+	// The native move task's.
+	StartMessageMoveTask(ctx context.Context, params *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
+	ListMessageMoveTasks(ctx context.Context, params *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
+	CancelMessageMoveTask(ctx context.Context, params *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error)
 }
+
+var (
+	_ selectAPI = API(nil)
+	_ moveAPI   = API(nil)
+)
 
 // Config configures a Redriver. New applies the defaults, then validates.
 type Config struct {
@@ -71,12 +87,23 @@ type Config struct {
 	// the redrive role may read only the eval bucket's <pipeline>/evidence/;
 	// locally nothing else confines the read.
 	EvidenceBucket string
+	// EvidenceWriter is required by Repair (an *s3.Client): it keeps the
+	// original of a repaired task in EvidenceBucket, under
+	// <pipeline>/repairs/, before the repaired task is sent. In AWS the
+	// redrive role may write only there.
+	EvidenceWriter audit.S3PutAPI
+	// Catalog is optional: the worker's tools, which Repair checks a
+	// repaired task against (tool known, version supported) and asks
+	// whether the tool mutates. Without it the task is checked against the
+	// contract alone, and every tool counts as mutating unless the dead
+	// letter says read_only.
+	Catalog agenttask.Catalog
 	// Ledger is required: every redrive is counted in it, which is how a key
 	// that keeps coming back is dead-lettered as redrive_loop, and the
 	// canary reads its outcome there. There is no redrive without it.
 	Ledger ledger.Ledger
 	// Audit is required: every action and every refusal is recorded there.
-	Audit *Auditor
+	Audit *audit.Auditor
 	// Scan is optional (default: a read-only triage scan of the DLQ,
 	// triage.Run): the groups the DLQ holds, for Plan, Start and Reject.
 	Scan func(ctx context.Context) (*triage.Report, error)
@@ -121,7 +148,7 @@ type Redriver struct {
 
 	// The caller, asked of STS at most once per Redriver (per command).
 	callerMu  sync.Mutex
-	caller    *Caller
+	caller    *audit.Caller
 	callerErr error
 }
 
@@ -150,7 +177,7 @@ func New(cfg Config) (*Redriver, error) {
 	if cfg.SQS == nil {
 		bad("SQS is required")
 	}
-	local, lerr := locality(cfg)
+	local, lerr := Locality(cfg)
 	if lerr != nil {
 		// An STS that is not AWS's while the check must run: a refusal of
 		// its own (sts_endpoint_untrusted), not a bad Config.
@@ -204,7 +231,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // identify is the caller: asked of STS the first time (in AWS), then
 // remembered, so that a command calls STS once however many records it
 // writes. Locally it is the OS user, without a call.
-func (r *Redriver) identify(ctx context.Context) (Caller, error) {
+func (r *Redriver) identify(ctx context.Context) (audit.Caller, error) {
 	r.callerMu.Lock()
 	defer r.callerMu.Unlock()
 	if r.caller == nil {
@@ -222,20 +249,20 @@ func (r *Redriver) identify(ctx context.Context) (Caller, error) {
 // acts for a person on every request (the console) calls it first. A
 // failure is in the Caller (CallerSTSFailed) and returned; the gate refuses
 // on it again.
-func (r *Redriver) Identify(ctx context.Context) (Caller, error) { return r.identify(ctx) }
+func (r *Redriver) Identify(ctx context.Context) (audit.Caller, error) { return r.identify(ctx) }
 
 // knownCaller is the caller as far as it is known without an AWS call: what
 // identify found, or locally the OS user, or else the OS user not checked.
-func (r *Redriver) knownCaller() Caller {
+func (r *Redriver) knownCaller() audit.Caller {
 	r.callerMu.Lock()
 	defer r.callerMu.Unlock()
 	switch {
 	case r.caller != nil:
 		return *r.caller
 	case r.local:
-		return Caller{Check: CallerLocal, OSUser: OSUser()}
+		return audit.Caller{Check: audit.CallerLocal, OSUser: audit.OSUser()}
 	}
-	return UncheckedCaller()
+	return audit.UncheckedCaller()
 }
 
 // authorize runs the gate: the DLQ's tags (and its existence), then, in AWS,
@@ -245,9 +272,9 @@ func (r *Redriver) authorize(ctx context.Context, who Who, rate int) error {
 }
 
 // authorizeAs is authorize for action, whose refusals speak of it.
-func (r *Redriver) authorizeAs(ctx context.Context, action Action, who Who, rate int) error {
+func (r *Redriver) authorizeAs(ctx context.Context, action audit.Action, who Who, rate int) error {
 	if r.cfg.Pipeline == nil {
-		return refuse(CodeUnknownPipeline, "no pipeline")
+		return refuse(CodeBadInput, "no pipeline")
 	}
 	// The pure checks first, so that bad input costs no AWS call.
 	if err := r.pureGateAs(action, who, rate); err != nil {

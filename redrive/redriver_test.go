@@ -18,6 +18,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -58,7 +59,7 @@ func TestNewDecidesLocality(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			cfg := Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(), Audit: &Auditor{Store: &memStore{}}}
+			cfg := Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(), Audit: &audit.Auditor{Store: &memStore{}}}
 			tt.mod(&cfg)
 			r, err := New(cfg)
 			if tt.code != "" {
@@ -77,7 +78,7 @@ func TestNewValidates(t *testing.T) {
 	f := newFakeSQS()
 	q := f.addPair(p)
 	valid := func() Config {
-		return Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(), Audit: &Auditor{Store: &memStore{}}}
+		return Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(), Audit: &audit.Auditor{Store: &memStore{}}}
 	}
 	tests := []struct {
 		name     string
@@ -129,7 +130,7 @@ func TestStartScansAfterThePureGate(t *testing.T) {
 	scans := 0
 	store := &memStore{}
 	r, err := New(Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(),
-		Audit: &Auditor{Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Audit: &audit.Auditor{Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 		Scan: func(context.Context) (*triage.Report, error) {
 			scans++
 			return &triage.Report{Groups: []triage.Group{{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp", Count: 1}}}, nil
@@ -180,23 +181,23 @@ func TestRefuseAuditsEarlyRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			a, err := OpenAuditor("", tt.pipeline, nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+			a, err := audit.Open("", tt.pipeline, nil, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 			require.NoError(t, err)
-			fs := a.Store.(*FileStore)
-			assert.Equal(t, DefaultAuditPath(tt.wantFile), fs.Path)
+			fs := a.Store.(*audit.FileStore)
+			assert.Equal(t, audit.DefaultPath(tt.wantFile), fs.Path)
 			fs.Path = filepath.Join(dir, tt.wantFile+"-"+string(tt.wantCode)+".jsonl")
-			got := a.Refuse(context.Background(), tt.pipeline, ActionSelect, Who{Owner: "alice", Why: "why"}, tt.err)
+			got := Refuse(context.Background(), a, tt.pipeline, audit.ActionSelect, Who{Owner: "alice", Why: "why"}, tt.err)
 			require.ErrorIs(t, got, ErrRefused)
 			assert.Equal(t, tt.wantCode, RefusalCode(got))
 		})
 	}
-	_, err := OpenAuditor("s3://bucket/prefix", "agent-tasks", nil, nil)
+	_, err := audit.Open("s3://bucket/prefix", "agent-tasks", nil, nil)
 	assert.ErrorContains(t, err, "needs an S3 client")
-	_, err = OpenAuditor("s3://", "agent-tasks", nil, nil)
-	assert.ErrorIs(t, err, ErrRefused)
+	_, err = audit.Open("s3://", "agent-tasks", nil, nil)
+	assert.ErrorContains(t, err, "no bucket")
 }
 
-// The typed codes, actions and outcomes: each list is complete, without
+// The typed codes: the list is complete, without
 // duplicates, and each value is its JSON spelling.
 func TestTypedValues(t *testing.T) {
 	t.Parallel()
@@ -212,17 +213,9 @@ func TestTypedValues(t *testing.T) {
 			assert.Equal(t, `"`+v+`"`, string(b))
 		}
 	}
-	var actions, outcomes, codes []string
-	for _, a := range AllActions() {
-		actions = append(actions, string(a))
-	}
-	for _, o := range AllAuditOutcomes() {
-		outcomes = append(outcomes, string(o))
-	}
-	for _, c := range AllCodes() {
+	var codes []string
+	for _, c := range allCodes() {
 		codes = append(codes, string(c))
 	}
-	check(t, actions, 11)
-	check(t, outcomes, 9)
-	check(t, codes, 23)
+	check(t, codes, 25)
 }

@@ -17,10 +17,12 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
-// SelectAPI is the SQS calls of a selective redrive.
-type SelectAPI interface {
+// selectAPI is the SQS calls of a selective redrive (part of API).
+type selectAPI interface {
 	QueueAPI
 	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
@@ -61,6 +63,10 @@ type SelectRequest struct {
 	// them (every group when empty).
 	Reasons      []deadletter.Reason
 	Fingerprints []string
+	// Filter is optional: of the dead letters of Reasons (and
+	// Fingerprints), only those it chooses move (triage.Filter: tool,
+	// tenant, time window, error text). The audit record names it.
+	Filter triage.Filter
 	// Groups is optional: the DLQ's groups from a read-only scan
 	// (a triage report's). With them, each of Fingerprints may be a
 	// unique prefix of at least MinFingerprintPrefix characters
@@ -109,7 +115,7 @@ type Moved struct {
 }
 
 // Unrestored is a chosen dead letter that a selective redrive left in the
-// DLQ because its claim check restored nothing (ClaimCheckError).
+// DLQ because its claim check restored nothing.
 type Unrestored struct {
 	DLQMessageID      string            `json:"dlq_message_id"`
 	OriginalMessageID string            `json:"original_message_id,omitempty"`
@@ -174,13 +180,16 @@ type SelectResult struct {
 	LettersOmitted int `json:"letters_omitted,omitempty"`
 
 	// claimCheckErr is the first claim check error, for Select's error.
-	claimCheckErr *ClaimCheckError
+	claimCheckErr *claimCheckFailure
 	// dlqVisibility is the DLQ's default visibility timeout, for the
 	// retry-after of a partial pass.
 	dlqVisibility time.Duration
+	// ofReason counts the letters of the chosen reasons (and fingerprints)
+	// seen, filter or not: what a filter that chose none is told against.
+	ofReason int
 }
 
-func (r *Redriver) selectRecord(req SelectRequest) AuditEntry {
+func (r *Redriver) selectRecord(req SelectRequest) audit.Entry {
 	rs := make([]string, len(req.Reasons))
 	for i, x := range req.Reasons {
 		rs[i] = string(x)
@@ -200,7 +209,10 @@ func (r *Redriver) selectRecord(req SelectRequest) AuditEntry {
 	if len(only) > 0 {
 		d["reconciled_only"] = strings.Join(only, ",")
 	}
-	return AuditEntry{Actor: req.Owner, Action: ActionSelect, Why: req.Why, Reasons: rs, Fingerprints: req.Fingerprints, Detail: d}
+	if !req.Filter.IsZero() {
+		d["filter"] = r.filterText(req.Filter)
+	}
+	return audit.Entry{Actor: req.Owner, Action: audit.ActionSelect, Why: req.Why, Reasons: rs, Fingerprints: req.Fingerprints, Detail: d}
 }
 
 // WouldMove is, for a dry run, how many chosen dead letters would move:
@@ -234,7 +246,7 @@ func (res *SelectResult) counts() map[string]int {
 // override of effect_unknown, only when the owner reconciled it as no
 // effect (the others are counted in NotReconciled).
 //
-// A chosen dead letter whose claim check restores nothing (ClaimCheckError:
+// A chosen dead letter whose claim check restores nothing (claimCheckFailure:
 // missing, unreadable, outside the pipeline's prefix or the eval bucket, of
 // another message)
 // is never sent without the attributes it gave up: it stays in the DLQ,
@@ -269,7 +281,7 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 	}
 	if !req.DryRun {
 		begun := rec
-		begun.Outcome = OutcomeBegun
+		begun.Outcome = audit.OutcomeBegun
 		if err := r.record(ctx, begun, nil); err != nil {
 			return res, err // no audit, no move
 		}
@@ -295,16 +307,16 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 		err = r.nothingMatched(req, res)
 	case err == nil && partial != nil:
 		err = partial
-		rec.Outcome = OutcomePartial
+		rec.Outcome = audit.OutcomePartial
 		if req.DryRun {
-			rec.Outcome = OutcomeDryRun
+			rec.Outcome = audit.OutcomeDryRun
 		}
 	case err == nil && req.DryRun:
-		rec.Outcome = OutcomeDryRun
+		rec.Outcome = audit.OutcomeDryRun
 	case err == nil && res.Partial != "":
-		rec.Outcome = OutcomePartial
+		rec.Outcome = audit.OutcomePartial
 	case errors.Is(err, ErrCanaryFailed):
-		rec.Outcome = OutcomeStopped
+		rec.Outcome = audit.OutcomeStopped
 	}
 	return res, r.record(ctx, rec, err)
 }
@@ -325,8 +337,8 @@ func unrestoredErr(res *SelectResult) error {
 		causes = append(causes, fmt.Sprintf("%s %d", c, n))
 	}
 	sort.Strings(causes)
-	return fmt.Errorf("%d chosen dead letters stay in the DLQ because their claim check restored nothing (%s), %d moved: fix the claim check or the eval bucket setting and rerun, or reject them; the first: %w",
-		res.ClaimCheckFailed, strings.Join(causes, ", "), res.Moved, res.claimCheckErr)
+	return fmt.Errorf("%d chosen dead letters stay in the DLQ because their claim check restored nothing (%s), %d moved: fix the claim check or the eval bucket setting and rerun, or reject them; the first: %w: the dead letter stays in the DLQ",
+		res.ClaimCheckFailed, strings.Join(causes, ", "), res.Moved, res.claimCheckErr.Err)
 }
 
 func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
@@ -336,11 +348,11 @@ func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
 		eu := deadletter.ReasonEffectUnknown
 		if res.NotReconciled > 0 {
 			why = append(why, fmt.Sprintf("%d not reconciled as no effect: reconcile each key first (the triage report lists them)", res.NotReconciled))
-			next = append(next, Step{Action: ActionReconcile, Reason: eu, Needs: []string{"Key", "Outcome"}})
+			next = append(next, Step{Action: audit.ActionReconcile, Reason: eu, Needs: []string{"Key", "Outcome"}})
 		}
 		if res.EffectConfirmed > 0 {
 			why = append(why, fmt.Sprintf("%d with their effect confirmed: they never run again; reject them or let retention drop them", res.EffectConfirmed))
-			next = append(next, Step{Action: ActionReject, Reason: eu})
+			next = append(next, Step{Action: audit.ActionReject, Reason: eu})
 		}
 		rf := refuse(CodeForbidden, "no effect_unknown dead letter may move: %s", strings.Join(why, "; "))
 		rf.Next = next
@@ -351,11 +363,17 @@ func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
 		// dead-letters them again: a rerun then finds them.
 		rf := refuseField(CodeUnknownGroup, "Fingerprints", "%s: the DLQ, seen whole, holds no dead letter of reason %s with it now (letters a canary moved come back only when the worker dead-letters them again)",
 			strings.Join(req.Fingerprints, ", "), joinReasons(req.Reasons))
-		rf.Next = []Step{{Action: ActionPlan}}
+		rf.Next = []Step{{Action: audit.ActionPlan}}
+		return rf
+	}
+	if !req.Filter.IsZero() {
+		rf := refuseField(CodeNothingSelected, "Filter", "%s: the DLQ, seen whole, holds no dead letter of reason %s that the filter chooses (%d of the reason seen)",
+			r.filterText(req.Filter), joinReasons(req.Reasons), res.ofReason)
+		rf.Next = []Step{{Action: audit.ActionPlan}}
 		return rf
 	}
 	rf := refuseField(CodeNothingSelected, "Reasons", "%s: the DLQ, seen whole, holds no dead letter of it", joinReasons(req.Reasons))
-	rf.Next = []Step{{Action: ActionPlan}}
+	rf.Next = []Step{{Action: audit.ActionPlan}}
 	return rf
 }
 
@@ -382,6 +400,9 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 	}
 	if req.Limit < 0 {
 		return refuseField(CodeBadInput, "Limit", "%d is negative: give 0 (every chosen letter) or more", req.Limit)
+	}
+	if err := checkFilter(req.Filter); err != nil {
+		return err
 	}
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
 		return err
@@ -460,7 +481,7 @@ func (r *Redriver) settled(ctx context.Context, req SelectRequest, l *letter, re
 // canary items of the letters it moved, the letters it left because their
 // claim check restored nothing (not a failure: the others go on), and the
 // first error.
-func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.Limiter, workers int, todo []letter, res *SelectResult) ([]canaryItem, []*letter, error) {
+func (r *Redriver) moveBatch(ctx context.Context, api selectAPI, limiter *rate.Limiter, workers int, todo []letter, res *SelectResult) ([]canaryItem, []*letter, error) {
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
@@ -514,7 +535,7 @@ func (r *Redriver) moveBatch(ctx context.Context, api SelectAPI, limiter *rate.L
 type moveStatus struct {
 	moved, sendFailed, deleteFailed, ledgerFailed, noKey, released bool
 	// claimCheck: its claim check restored nothing; not sent, not released.
-	claimCheck *ClaimCheckError
+	claimCheck *claimCheckFailure
 }
 
 func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved) {
@@ -540,7 +561,7 @@ func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved
 		}
 		if len(res.Unrestored) < MaxLetters {
 			res.Unrestored = append(res.Unrestored, Unrestored{DLQMessageID: mv.DLQMessageID, OriginalMessageID: mv.OriginalMessageID,
-				Reason: reason, ClaimCheck: cc.Ref, Cause: cc.Cause, Error: cc.Error()})
+				Reason: reason, ClaimCheck: cc.Ref, Cause: cc.Cause, Error: cc.message()})
 		}
 	}
 	if st.moved {
@@ -556,11 +577,11 @@ func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved
 
 // moveOne sends one dead letter back, then counts its redrive, then deletes
 // it. It never deletes before the send succeeded.
-func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Limiter, l *letter) (Moved, ledger.Entry, moveStatus, error) {
+func (r *Redriver) moveOne(ctx context.Context, api selectAPI, limiter *rate.Limiter, l *letter) (Moved, ledger.Entry, moveStatus, error) {
 	var st moveStatus
 	o := restore(l)
 	mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID, Reason: l.Reason,
-		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: BodySHA256(l.Body)}
+		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: bodySHA256(l.Body)}
 	log := r.log().With("message_id", l.MessageID, "queue", r.cfg.Queues.HotURL, "reason", string(l.Reason), "pipeline", r.cfg.Pipeline.Name)
 	var before ledger.Entry
 	if o.IdempotencyKey != "" {
@@ -568,7 +589,7 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 			before = e
 		}
 	}
-	if err := r.restoreEvidence(ctx, &o); err != nil {
+	if cc := r.restoreEvidence(ctx, &o); cc != nil {
 		if ctx.Err() != nil {
 			// Interrupted during the read: not the claim check's fault.
 			r.release(context.WithoutCancel(ctx), api, l)
@@ -577,12 +598,8 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 		}
 		// Never sent without the attributes it gave up: it stays, and the
 		// caller leaves it in the DLQ with the letters it did not choose.
-		var cc *ClaimCheckError
-		if !errors.As(err, &cc) {
-			cc = &ClaimCheckError{Ref: o.Evidence, Cause: ClaimCheckUnreadable, Err: err}
-		}
 		st.claimCheck = cc
-		log.WarnContext(ctx, "claim check restored nothing; the dead letter stays in the DLQ", "cause", string(cc.Cause), "error", err.Error())
+		log.WarnContext(ctx, "claim check restored nothing; the dead letter stays in the DLQ", "cause", string(cc.Cause), "error", cc.Err.Error())
 		return mv, before, st, nil
 	}
 	if err := limiter.Wait(ctx); err != nil {
@@ -593,7 +610,7 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 	in := &sqs.SendMessageInput{
 		QueueUrl:          aws.String(r.cfg.Queues.HotURL),
 		MessageBody:       aws.String(o.Body),
-		MessageAttributes: AttributesToSQS(o.Attributes),
+		MessageAttributes: attributesToSQS(o.Attributes),
 	}
 	if r.cfg.Queues.FIFO {
 		if o.GroupID == "" {
@@ -629,7 +646,7 @@ func (r *Redriver) moveOne(ctx context.Context, api SelectAPI, limiter *rate.Lim
 }
 
 // release makes a received dead letter visible again at once.
-func (r *Redriver) release(ctx context.Context, api SelectAPI, l *letter) {
+func (r *Redriver) release(ctx context.Context, api selectAPI, l *letter) {
 	_, err := api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(r.cfg.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: 0,
 	})
@@ -639,7 +656,7 @@ func (r *Redriver) release(ctx context.Context, api SelectAPI, l *letter) {
 }
 
 // rehide hides a held letter that came back for d (at most SQS's 12 hours).
-func (r *Redriver) rehide(ctx context.Context, api SelectAPI, l *letter, d time.Duration) {
+func (r *Redriver) rehide(ctx context.Context, api selectAPI, l *letter, d time.Duration) {
 	_, err := api.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(r.cfg.Queues.DLQURL), ReceiptHandle: aws.String(l.ReceiptHandle), VisibilityTimeout: int32(min(d, 12*time.Hour) / time.Second),
 	})
@@ -650,7 +667,7 @@ func (r *Redriver) rehide(ctx context.Context, api SelectAPI, l *letter, d time.
 
 // releaseHeld makes the letters a pass held visible again, ten a call. A
 // failure is not fatal: they come back when their hold lapses.
-func (r *Redriver) releaseHeld(ctx context.Context, api SelectAPI, held map[string]string) {
+func (r *Redriver) releaseHeld(ctx context.Context, api selectAPI, held map[string]string) {
 	if _, failed, err := sqsio.Release(ctx, api, r.cfg.Queues.DLQURL, held); failed > 0 {
 		attrs := []any{"count", failed, "queue", r.cfg.Queues.DLQURL}
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // seed puts a mixed DLQ: n dead letters of each reason, the first ones with
@@ -81,14 +82,14 @@ func TestSelectMovesOnlyTheChosenByteIdentical(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, deadletter.ReasonBudgetExhausted, d.reason)
 		assert.Equal(t, d.body, m.body, "body byte-identical")
-		assert.Equal(t, d.original, AttributesFromSQS(m.attrs), "original attributes, dlq_* removed, folded restored")
+		assert.Equal(t, d.original, attributesFromSQS(m.attrs), "original attributes, dlq_* removed, folded restored")
 		e, ok, err := led.Get(context.Background(), d.key)
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, 1, e.RedriveCount)
 	}
 	for _, m := range dlq {
-		assert.NotEqual(t, "budget_exhausted", AttributesFromSQS(m.attrs)[deadletter.AttrReason].StringValue)
+		assert.NotEqual(t, "budget_exhausted", attributesFromSQS(m.attrs)[deadletter.AttrReason].StringValue)
 		assert.True(t, m.visibleAt.IsZero() || !m.visibleAt.After(f.now), "the others were released at once")
 	}
 	var actions []string
@@ -151,7 +152,7 @@ func TestSelectDryRunMovesNothing(t *testing.T) {
 	assert.Equal(t, 0, led.Len())
 	recs := store.all()
 	require.Len(t, recs, 1)
-	assert.Equal(t, OutcomeDryRun, recs[0].Outcome)
+	assert.Equal(t, audit.OutcomeDryRun, recs[0].Outcome)
 	assert.IsType(t, dryMover{}, r.newPass(f, req, &SelectResult{}).mover, "a dry run is a mover of its own, not a branch of the move")
 	assert.IsType(t, sendMover{}, r.newPass(f, selReq(p, deadletter.ReasonDependencyOpen), &SelectResult{}).mover)
 }
@@ -235,7 +236,7 @@ func TestSelectBadInputMovesNothing(t *testing.T) {
 			assert.Equal(t, 0, led.Len())
 			recs := store.all()
 			require.NotEmpty(t, recs)
-			assert.Equal(t, OutcomeRefused, recs[len(recs)-1].Outcome)
+			assert.Equal(t, audit.OutcomeRefused, recs[len(recs)-1].Outcome)
 		})
 	}
 }
@@ -260,7 +261,7 @@ func TestSelectSendFailureLosesNothing(t *testing.T) {
 		assert.False(t, m.visibleAt.After(f.now), "released at once")
 	}
 	recs := store.all()
-	assert.Equal(t, OutcomeFailed, recs[len(recs)-1].Outcome)
+	assert.Equal(t, audit.OutcomeFailed, recs[len(recs)-1].Outcome)
 }
 
 // worker simulates the worker on the hot queue: it claims the key in the
@@ -303,7 +304,7 @@ func (w *simWorker) handle(ctx context.Context, id, body string, attrs map[strin
 		return
 	}
 	if w.fail[key] {
-		dl, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: id}, AttributesFromSQS(attrs))
+		dl, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: id}, attributesFromSQS(attrs))
 		require.NoError(w.t, err)
 		w.f.put(w.q.DLQURL, body, dl, "")
 		_, err = w.led.DeadLettered(ctx, key, deadletter.ReasonBudgetExhausted, now)
@@ -343,7 +344,7 @@ func TestSelectInterruptedBetweenSendAndDelete(t *testing.T) {
 	assert.Equal(t, 1, res.DeleteFailed)
 	assert.Len(t, f.snapshot(q.HotURL), 2, "two sent")
 	assert.Len(t, f.snapshot(q.DLQURL), 2, "the interrupted one is still in the DLQ, and the unsent one")
-	assert.Equal(t, OutcomeFailed, store.all()[len(store.all())-1].Outcome)
+	assert.Equal(t, audit.OutcomeFailed, store.all()[len(store.all())-1].Outcome)
 
 	// The worker processes what was sent.
 	w := &simWorker{t: t, f: f, q: q, led: led, processed: map[string]int{}}
@@ -392,9 +393,9 @@ func TestSelectCanary(t *testing.T) {
 			require.NotNil(t, res.Canary)
 			assert.Equal(t, tt.wantMoved, res.Moved)
 			assert.Len(t, f.snapshot(q.DLQURL), tt.wantDLQ)
-			var canary AuditEntry
+			var canary audit.Entry
 			for _, rec := range store.all() {
-				if rec.Action == ActionCanary {
+				if rec.Action == audit.ActionCanary {
 					canary = rec
 				}
 			}
@@ -402,13 +403,13 @@ func TestSelectCanary(t *testing.T) {
 				require.ErrorIs(t, err, ErrCanaryFailed)
 				assert.Equal(t, 1, res.Canary.DeadLettered)
 				assert.Equal(t, 1, res.Canary.Processed)
-				assert.Equal(t, OutcomeFailed, canary.Outcome)
-				assert.Equal(t, OutcomeStopped, store.all()[len(store.all())-1].Outcome)
+				assert.Equal(t, audit.OutcomeFailed, canary.Outcome)
+				assert.Equal(t, audit.OutcomeStopped, store.all()[len(store.all())-1].Outcome)
 				return
 			}
 			require.NoError(t, err)
 			assert.Equal(t, 2, res.Canary.Processed)
-			assert.Equal(t, OutcomeOK, canary.Outcome)
+			assert.Equal(t, audit.OutcomeOK, canary.Outcome)
 		})
 	}
 }
@@ -652,10 +653,10 @@ func TestSelectPartialScanIsItsOwnOutcome(t *testing.T) {
 		name   string
 		dryRun bool
 		hidden int // letters in flight elsewhere when the pass starts
-		want   AuditOutcome
+		want   audit.Outcome
 	}{
-		{"every letter in flight", false, 3, OutcomePartial},
-		{"every letter in flight, dry run", true, 3, OutcomeDryRun},
+		{"every letter in flight", false, 3, audit.OutcomePartial},
+		{"every letter in flight, dry run", true, 3, audit.OutcomeDryRun},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,9 @@
 package redrive
 
-import "github.com/agentdlq/agentdlq/events/deadletter"
+import (
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/redrive/audit"
+)
 
 // Step is one thing the owner can do next, as data: the plan's next steps
 // for each group and a refusal's way out (Plan, PlanGroup.Next,
@@ -11,7 +14,7 @@ type Step struct {
 	// Action is what to run: ActionSelect, ActionReject, ActionReconcile
 	// (each key of the group, one at a time), ActionStart (a move task of
 	// the whole DLQ), ActionPlan (look again), ActionStatus or ActionCancel.
-	Action Action `json:"action"`
+	Action audit.Action `json:"action"`
 	// Reason and Fingerprint choose the dead letters: a reason, and one of
 	// its groups ("" for every group of the reason).
 	Reason      deadletter.Reason `json:"reason,omitempty"`
@@ -32,7 +35,7 @@ func canaryOf(n int) int { return max(1, min(5, n)) }
 
 // selectStep is a canaried select of a group, with what the policy needs.
 func selectStep(reason deadletter.Reason, fingerprint string, n int, needs ...string) Step {
-	return Step{Action: ActionSelect, Reason: reason, Fingerprint: fingerprint, Canary: canaryOf(n), Needs: needs}
+	return Step{Action: audit.ActionSelect, Reason: reason, Fingerprint: fingerprint, Canary: canaryOf(n), Needs: needs}
 }
 
 // policySteps are a group's next steps by policy alone (before the owner's
@@ -49,7 +52,7 @@ func policySteps(reason deadletter.Reason, fingerprint string, n int) []Step {
 	case deadletter.RedriveAfterReview:
 		return []Step{selectStep(reason, fingerprint, n, "Ack.Reviewed")}
 	case deadletter.RedriveNeverBlind:
-		return []Step{{Action: ActionReconcile, Reason: reason, Fingerprint: fingerprint, Needs: []string{"Key", "Outcome"}}, selectStep(reason, fingerprint, n)}
+		return []Step{{Action: audit.ActionReconcile, Reason: reason, Fingerprint: fingerprint, Needs: []string{"Key", "Outcome"}}, selectStep(reason, fingerprint, n)}
 	}
-	return []Step{{Action: ActionReject, Reason: reason, Fingerprint: fingerprint}}
+	return []Step{{Action: audit.ActionReject, Reason: reason, Fingerprint: fingerprint}}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -58,7 +59,7 @@ func (r *Redriver) scan(ctx context.Context) ([]Group, *triage.Report, error) {
 func (r *Redriver) pureGate(who Who, rate int) error { return r.pureGateAs("", who, rate) }
 
 // pureGateAs is pureGate for action, whose refusals speak of it.
-func (r *Redriver) pureGateAs(action Action, who Who, rate int) error {
+func (r *Redriver) pureGateAs(action audit.Action, who Who, rate int) error {
 	return gate(gateInput{Action: action, Pipeline: r.cfg.Pipeline, Owner: who.Owner, Why: who.Why, Rate: rate,
 		QueueTags: map[string]string{pipeline.TagOwner: r.cfg.Pipeline.Owner}, identity: identity{Local: true}})
 }

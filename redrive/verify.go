@@ -10,6 +10,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -89,9 +90,9 @@ type VerifyResult struct {
 // Check is unknown, with why as evidence.
 //
 // With req.Apply, each key with a definite verdict is reconciled through
-// Reconcile (gated and audited as ActionReconcile, with the verifier's
+// Reconcile (gated and audited as audit.ActionReconcile, with the verifier's
 // evidence); a refusal of one key is recorded on its row and the others go
-// on. Without it nothing changes. Either way one more ActionReconcile
+// on. Without it nothing changes. Either way one more audit.ActionReconcile
 // record (Detail verify=propose or apply, Counts by verdict) says what was
 // proposed.
 //
@@ -107,7 +108,7 @@ func (r *Redriver) Verify(ctx context.Context, req VerifyRequest) (*VerifyResult
 		mode = "apply"
 	}
 	res := &VerifyResult{Pipeline: r.cfg.Pipeline.Name, Reason: req.Reason, Applied: req.Apply, Keys: []Verified{}, Counts: map[string]int{}}
-	rec := AuditEntry{Actor: req.Owner, Action: ActionReconcile, Why: req.Why, Reasons: []string{string(req.Reason)},
+	rec := audit.Entry{Actor: req.Owner, Action: audit.ActionReconcile, Why: req.Why, Reasons: []string{string(req.Reason)},
 		Detail: map[string]string{"verify": mode}}
 	partial, err := r.verify(ctx, req, res)
 	rec.Counts = res.Counts
@@ -116,7 +117,7 @@ func (r *Redriver) Verify(ctx context.Context, req VerifyRequest) (*VerifyResult
 	case partial != nil:
 		err = partial
 	case !req.Apply:
-		rec.Outcome = OutcomeDryRun
+		rec.Outcome = audit.OutcomeDryRun
 	}
 	return res, r.record(ctx, rec, err)
 }
@@ -134,7 +135,7 @@ func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *VerifyRes
 	if req.Timeout == 0 {
 		req.Timeout = DefaultVerifyTimeout
 	}
-	if err := r.authorizeAs(ctx, ActionReconcile, req.Who, minRate); err != nil {
+	if err := r.authorizeAs(ctx, audit.ActionReconcile, req.Who, minRate); err != nil {
 		return nil, err
 	}
 	msgs, st, err := triage.Scan(ctx, r.cfg.SQS, r.cfg.Queues.DLQURL, triage.ScanOptions{})

@@ -14,6 +14,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // fakeVerifier answers by key, with a behaviour per key: every way a
@@ -119,8 +120,8 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 	recs := store.all()
 	require.Len(t, recs, 5)
 	for _, rec := range recs {
-		assert.Equal(t, ActionReconcile, rec.Action)
-		assert.Equal(t, OutcomeRefused, rec.Outcome)
+		assert.Equal(t, audit.ActionReconcile, rec.Action)
+		assert.Equal(t, audit.OutcomeRefused, rec.Outcome)
 	}
 
 	// The proposal: a verdict a key, nothing written but its audit record.
@@ -165,8 +166,8 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 	recs = store.all()
 	require.Len(t, recs, 6)
 	last := recs[5]
-	assert.Equal(t, ActionReconcile, last.Action)
-	assert.Equal(t, OutcomeDryRun, last.Outcome)
+	assert.Equal(t, audit.ActionReconcile, last.Action)
+	assert.Equal(t, audit.OutcomeDryRun, last.Outcome)
 	assert.Equal(t, "propose", last.Detail["verify"])
 	assert.Empty(t, last.Detail["idempotency_key"], "not a decision on a key")
 	assert.Equal(t, 1, last.Counts["confirmed"])
@@ -187,8 +188,8 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 	recs = store.all()[6:]
 	require.Len(t, recs, 3, "a reconcile record a reconciled key, then the summary")
 	for _, rec := range recs[:2] {
-		assert.Equal(t, ActionReconcile, rec.Action)
-		assert.Equal(t, OutcomeOK, rec.Outcome)
+		assert.Equal(t, audit.ActionReconcile, rec.Action)
+		assert.Equal(t, audit.OutcomeOK, rec.Outcome)
 		assert.Equal(t, who.Why, rec.Why)
 		assert.Contains(t, rec.Detail["evidence"], "email.send verifier: relay log")
 	}
@@ -196,7 +197,7 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 	assert.Equal(t, "msg-7731", recs[0].Detail["receipt"])
 	assert.Equal(t, string(ledger.OutcomeNoEffect), recs[1].Detail["outcome"])
 	assert.Equal(t, "apply", recs[2].Detail["verify"])
-	assert.Equal(t, OutcomeOK, recs[2].Outcome)
+	assert.Equal(t, audit.OutcomeOK, recs[2].Outcome)
 	assert.Len(t, decisionsFrom(store.all()).Reconciled, 2, "the plan reads the two as the owner's decisions, and the summary as none")
 
 	// Again: both are reconciled now, skipped; nothing more is written.
@@ -320,6 +321,6 @@ func TestVerifyOnAPartialScan(t *testing.T) {
 	assert.NotEmpty(t, res.Keys[0].Reconciled, "what was seen is applied and stands")
 	recs := store.all()
 	last := recs[len(recs)-1]
-	assert.Equal(t, OutcomePartial, last.Outcome)
+	assert.Equal(t, audit.OutcomePartial, last.Outcome)
 	assert.Equal(t, "apply", last.Detail["verify"])
 }

@@ -8,14 +8,14 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
-// Chart is the "dead letters by reason over time" chart, laid out for an SVG
+// barChart is the "dead letters by reason over time" chart, laid out for an SVG
 // of Width × Height user units: one stacked bar per triage run, oldest on the
 // left, one colour per reason. A run whose scan was partial is no count, so
 // it is no coloured bar either: it is a dashed outline of what it saw (a
 // lower bound), marked "?", with its own legend entry, so that a partial
 // run between two full ones never reads as a drop. It is pure data: the
 // HTML report and the console draw it with the same template, with no script.
-type Chart struct {
+type barChart struct {
 	Width, Height float64
 	// PlotTop and PlotBottom bound the bars vertically; PlotLeft is the y axis.
 	PlotTop, PlotBottom, PlotLeft float64
@@ -93,9 +93,9 @@ func reasonColor(r deadletter.Reason) string {
 	return reasonColors[i%len(reasonColors)]
 }
 
-// BuildChart lays out the history (oldest first) as a stacked bar chart.
-func BuildChart(history []HistoryPoint) Chart {
-	c := Chart{Width: 960, Height: 190, PlotTop: 10, PlotBottom: 162, PlotLeft: 44}
+// buildChart lays out the history (oldest first) as a stacked bar chart.
+func buildChart(history []HistoryPoint) barChart {
+	c := barChart{Width: 960, Height: 190, PlotTop: 10, PlotBottom: 162, PlotLeft: 44}
 	if len(history) == 0 {
 		return c
 	}

@@ -33,8 +33,8 @@
 //     kept reports and no script (html.go, chart.go; the console renders the
 //     same templates); EMF metrics as docs/wiring.md names them
 //     (metrics.go); the eval export of recurring poison and unclassified
-//     groups as JSONL records with a manifest, to a folder or S3 (eval.go,
-//     export.go, s3dest.go).
+//     groups as JSONL records with a manifest (eval.go, export.go), to a
+//     store.Destination: a folder or S3 (package triage/store).
 //   - Reports are kept, one set per run, under <pipeline>/reports/
 //     (History for the chart, LatestReport for the console).
 //   - Handler (handler.go) is the Lambda's logic: schedule and alarm events,
@@ -42,5 +42,5 @@
 //
 // The decision core (message.go, fingerprint.go, expiry.go, report.go,
 // render.go, metrics.go, eval.go) imports no AWS SDK; the adapters
-// (scan.go, s3dest.go, handler.go) declare the small interfaces they need.
+// (scan.go, handler.go, triage/store) declare the small interfaces they need.
 package triage

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // dlqContent is everything a redrive needs of a DLQ's messages: id, body and
@@ -135,7 +136,7 @@ func TestEmulatorTriageLeavesDLQUnchanged(t *testing.T) {
 	require.Eventually(t, func() bool { v, f := depth(t, client, q.DLQURL); return v == "8" && f == "0" }, 5*time.Second, 100*time.Millisecond)
 
 	bucket := localtest.Bucket(t, cfg)
-	dest, err := ParseDestination("s3://"+bucket+"/evals", s3.NewFromConfig(cfg))
+	dest, err := store.Parse("s3://"+bucket+"/evals", s3.NewFromConfig(cfg))
 	require.NoError(t, err)
 	clock := &fakeClock{now: seeded.Add(time.Minute)} // frozen just after seeding
 	run := func() *Report {

@@ -14,29 +14,29 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
-// EvalRecord is one eval case, one JSONL line, Braintrust-shaped (it converts
+// evalRecord is one eval case, one JSONL line, Braintrust-shaped (it converts
 // to LangSmith, promptfoo and OpenAI Evals): the redacted task as input, the
 // outcome it must get as expected.
-type EvalRecord struct {
+type evalRecord struct {
 	// ID is stable across runs and redrives: the hash of the group's reason,
 	// tool, tool version, schema version and error signature, plus the input
 	// hash; never the SQS message id (a redrive changes it).
 	ID       string       `json:"id"`
 	Input    any          `json:"input"`
-	Expected EvalExpected `json:"expected"`
-	Metadata EvalMetadata `json:"metadata"`
+	Expected evalExpected `json:"expected"`
+	Metadata evalMetadata `json:"metadata"`
 	Tags     []string     `json:"tags"`
 }
 
-// EvalExpected is what the worker must do with the input.
-type EvalExpected struct {
+// evalExpected is what the worker must do with the input.
+type evalExpected struct {
 	Outcome string            `json:"outcome"` // always "dead_letter"
 	Reason  deadletter.Reason `json:"reason"`
 	Class   deadletter.Class  `json:"class"`
 }
 
-// EvalMetadata says where a case came from.
-type EvalMetadata struct {
+// evalMetadata says where a case came from.
+type evalMetadata struct {
 	Pipeline       string    `json:"pipeline"`
 	Fingerprint    string    `json:"fingerprint"`
 	Tool           string    `json:"tool,omitempty"`
@@ -72,8 +72,8 @@ type EvalMetadata struct {
 // identifiers; the first message of a case is its input, the others count as
 // occurrences), ordered by group then id. Messages
 // that cannot be exported (a body that is not UTF-8) are returned as skipped.
-func evalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
-	var out []EvalRecord
+func evalRecords(r *Report, p *pipeline.Pipeline) ([]evalRecord, []Entry) {
+	var out []evalRecord
 	var skipped []Entry
 	for gi := range r.Groups {
 		g := &r.Groups[gi]
@@ -99,11 +99,11 @@ func evalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
 			if g.Tool != "" {
 				tags = append(tags, g.Tool)
 			}
-			out = append(out, EvalRecord{
+			out = append(out, evalRecord{
 				ID:       id,
 				Input:    input,
-				Expected: EvalExpected{Outcome: "dead_letter", Reason: g.Reason, Class: g.Class},
-				Metadata: EvalMetadata{
+				Expected: evalExpected{Outcome: "dead_letter", Reason: g.Reason, Class: g.Class},
+				Metadata: evalMetadata{
 					Pipeline: p.Name, Fingerprint: g.Fingerprint, Tool: g.Tool, ToolVersion: g.ToolVersion,
 					SchemaVersion: g.SchemaVersion, ErrorSignature: g.Signature, Inferred: g.Inferred == g.Count,
 					FirstSeen: g.FirstSeen, LastSeen: g.LastSeen, GroupCount: g.Count, Occurrences: 1, InputSHA256: sum, CaseSHA256: caseSum,
@@ -118,7 +118,7 @@ func evalRecords(r *Report, p *pipeline.Pipeline) ([]EvalRecord, []Entry) {
 	return out, skipped
 }
 
-// evalID is the stable id of an eval case; see EvalRecord.ID.
+// evalID is the stable id of an eval case; see evalRecord.ID.
 func evalID(reason deadletter.Reason, tool, toolVersion string, schemaVersion int, signature, inputSHA256 string) string {
 	h := sha256.New()
 	fmt.Fprintf(h, "eval1\x00%s\x00%s\n", fingerprintOf(reason, tool, toolVersion, schemaVersion, signature), inputSHA256)

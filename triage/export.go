@@ -9,54 +9,28 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path"
-	"path/filepath"
 	"regexp"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
-
-// Destination is where eval exports and reports go: a folder locally, an S3
-// bucket and prefix in AWS. Keys are slash-separated and relative to the
-// destination's root.
-type Destination interface {
-	// Put writes one object, replacing any object of that key.
-	Put(ctx context.Context, key string, data []byte, contentType string) error
-	// List returns the keys under prefix, in lexical order.
-	List(ctx context.Context, prefix string) ([]string, error)
-	// Get reads one object.
-	Get(ctx context.Context, key string) ([]byte, error)
-	// String names the destination for people ("s3://bucket/prefix", a path).
-	String() string
-}
 
 // ErrExport marks every export failure; test with errors.Is. The DLQ is never
 // touched by an export, so a failed export loses nothing: rerun it.
 var ErrExport = errors.New("triage: eval export failed")
 
-// ExportError says which step of an export failed where.
-type ExportError struct {
-	Dest string // the destination
-	Op   string // "read existing ids", "write records", "write manifest", "write report"
-	Key  string
-	Err  error
+// exportErr says which step of an export failed where; errors.Is(err,
+// ErrExport) holds.
+func exportErr(dest, op, key string, err error) error {
+	return fmt.Errorf("%w: to %s: %s %s: %w", ErrExport, dest, op, key, err)
 }
-
-func (e *ExportError) Error() string {
-	return fmt.Sprintf("triage: eval export to %s: %s %s: %v", e.Dest, e.Op, e.Key, e.Err)
-}
-func (e *ExportError) Unwrap() error        { return e.Err }
-func (e *ExportError) Is(target error) bool { return target == ErrExport }
 
 // manifestVersion is the version of the export manifest document.
 const manifestVersion = 1
 
-// Manifest describes one export.
-type Manifest struct {
+// manifest describes one export.
+type manifest struct {
 	ManifestVersion int       `json:"manifest_version"`
 	Pipeline        string    `json:"pipeline"`
 	ExportedAt      time.Time `json:"exported_at"`
@@ -113,7 +87,7 @@ func reportHash(r *Report) string {
 // pipeline holds are left out, so a case is never exported twice. It sets
 // r.Export (also on failure, with the error, and marks the report partial)
 // and adds what it skipped to r.Skipped.
-func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeline, now time.Time) (*ExportResult, error) {
+func Export(ctx context.Context, dest store.Destination, r *Report, p *pipeline.Pipeline, now time.Time) (*ExportResult, error) {
 	hash := reportHash(r)
 	res := &ExportResult{Destination: dest.String(), IDs: []string{}, SampleIDs: []string{}}
 	r.Export = res
@@ -141,7 +115,7 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 			continue
 		}
 		if err := enc.Encode(rec); err != nil {
-			return fail(&ExportError{Dest: dest.String(), Op: "encode record", Key: rec.ID, Err: err})
+			return fail(exportErr(dest.String(), "encode record", rec.ID, err))
 		}
 		res.IDs = append(res.IDs, rec.ID)
 		byReason[string(rec.Expected.Reason)]++
@@ -153,11 +127,11 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 	if res.Exported > 0 {
 		key := prefix + "evals-" + st + ".jsonl"
 		if err := dest.Put(ctx, key, buf.Bytes(), "application/x-ndjson"); err != nil {
-			return fail(&ExportError{Dest: dest.String(), Op: "write records", Key: key, Err: err})
+			return fail(exportErr(dest.String(), "write records", key, err))
 		}
 		res.RecordsKey = key
 	}
-	m := Manifest{
+	m := manifest{
 		ManifestVersion: manifestVersion, Pipeline: p.Name, ExportedAt: now.UTC(), ReportSHA256: hash,
 		RecordsKey: res.RecordsKey, Candidates: res.Candidates, Exported: res.Exported, AlreadyExported: res.AlreadyExported,
 		ByReason: byReason, IDs: res.IDs, Skipped: append([]Entry{}, skipped...),
@@ -166,7 +140,7 @@ func Export(ctx context.Context, dest Destination, r *Report, p *pipeline.Pipeli
 	msum := sha256.Sum256(data)
 	key := prefix + "manifest-" + st + "-" + hex.EncodeToString(msum[:])[:8] + ".json" // never overwrites another export's manifest
 	if err := dest.Put(ctx, key, append(data, '\n'), "application/json"); err != nil {
-		return fail(&ExportError{Dest: dest.String(), Op: "write manifest", Key: key, Err: err})
+		return fail(exportErr(dest.String(), "write manifest", key, err))
 	}
 	res.ManifestKey = key
 	return res, nil
@@ -178,10 +152,10 @@ var evalsKey = regexp.MustCompile(`^[^/]+/\d{4}-\d{2}-\d{2}/evals-[^/]+\.jsonl$`
 // existingIDs reads the ids of every eval record already exported for a
 // pipeline: every records file under "<pipeline>/<yyyy-mm-dd>/" (other
 // objects under the prefix, such as the redrive's audit records, are not read).
-func existingIDs(ctx context.Context, dest Destination, pipelineName string) (map[string]bool, error) {
+func existingIDs(ctx context.Context, dest store.Destination, pipelineName string) (map[string]bool, error) {
 	keys, err := dest.List(ctx, pipelineName+"/")
 	if err != nil {
-		return nil, &ExportError{Dest: dest.String(), Op: "read existing ids", Key: pipelineName + "/", Err: err}
+		return nil, exportErr(dest.String(), "read existing ids", pipelineName+"/", err)
 	}
 	ids := map[string]bool{}
 	for _, key := range keys {
@@ -190,7 +164,7 @@ func existingIDs(ctx context.Context, dest Destination, pipelineName string) (ma
 		}
 		data, err := dest.Get(ctx, key)
 		if err != nil {
-			return nil, &ExportError{Dest: dest.String(), Op: "read existing ids", Key: key, Err: err}
+			return nil, exportErr(dest.String(), "read existing ids", key, err)
 		}
 		sc := bufio.NewScanner(bytes.NewReader(data))
 		sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
@@ -203,18 +177,18 @@ func existingIDs(ctx context.Context, dest Destination, pipelineName string) (ma
 			}
 		}
 		if err := sc.Err(); err != nil {
-			return nil, &ExportError{Dest: dest.String(), Op: "read existing ids", Key: key, Err: err}
+			return nil, exportErr(dest.String(), "read existing ids", key, err)
 		}
 	}
 	return ids, nil
 }
 
 // WriteReport keeps one triage run's report in dest under
-// ReportsPrefix: reportBase + ".json", ".md" and ".html" (the self-contained
+// reportsPrefix: reportBase + ".json", ".md" and ".html" (the self-contained
 // page, whose chart shows this run and the HistoryLimit-1 before it). It
 // returns the keys in that order. An earlier report that cannot be read only
 // leaves a gap in the chart.
-func WriteReport(ctx context.Context, dest Destination, r *Report, now time.Time) ([]string, error) {
+func WriteReport(ctx context.Context, dest store.Destination, r *Report, now time.Time) ([]string, error) {
 	base := reportBase(r, now)
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
@@ -240,85 +214,9 @@ func WriteReport(ctx context.Context, dest Destination, r *Report, now time.Time
 	keys := make([]string, 0, len(files))
 	for _, o := range files {
 		if err := dest.Put(ctx, o.key, o.data, o.ct); err != nil {
-			return nil, &ExportError{Dest: dest.String(), Op: "write report", Key: o.key, Err: err}
+			return nil, exportErr(dest.String(), "write report", o.key, err)
 		}
 		keys = append(keys, o.key)
 	}
 	return keys, nil
 }
-
-// Folder is a Destination on the local file system.
-type Folder struct{ Root string }
-
-var _ Destination = Folder{}
-
-func (f Folder) String() string { return f.Root }
-
-func (f Folder) path(key string) (string, error) {
-	clean := path.Clean("/" + key)[1:]
-	if clean == "" || clean != key {
-		return "", fmt.Errorf("bad key %q", key)
-	}
-	return filepath.Join(f.Root, filepath.FromSlash(clean)), nil
-}
-
-// Put writes the file through a temporary file and a rename, so a reader never sees half of it.
-func (f Folder) Put(_ context.Context, key string, data []byte, _ string) error {
-	p, err := f.path(key)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), p)
-}
-
-func (f Folder) List(_ context.Context, prefix string) ([]string, error) {
-	var keys []string
-	err := filepath.WalkDir(f.Root, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) && p == f.Root {
-				return filepath.SkipAll // nothing exported yet
-			}
-			return err
-		}
-		if d.IsDir() || strings.HasPrefix(d.Name(), ".tmp-") {
-			return nil
-		}
-		rel, err := filepath.Rel(f.Root, p)
-		if err != nil {
-			return err
-		}
-		if key := filepath.ToSlash(rel); strings.HasPrefix(key, prefix) {
-			keys = append(keys, key)
-		}
-		return nil
-	})
-	sort.Strings(keys)
-	return keys, err
-}
-
-func (f Folder) Get(_ context.Context, key string) ([]byte, error) {
-	p, err := f.path(key)
-	if err != nil {
-		return nil, err
-	}
-	return os.ReadFile(p)
-}
-
-// ErrBadDestination: an export destination that cannot be used as written (bad input).
-var ErrBadDestination = errors.New("triage: bad export destination")

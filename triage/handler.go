@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // Target is one pipeline the triage Lambda watches: one entry of
@@ -69,7 +70,7 @@ type Handler struct {
 	// SQS is required.
 	SQS ScanAPI
 	// Dest is optional: where reports and eval exports go (the eval bucket).
-	Dest Destination
+	Dest store.Destination
 	// SNS is optional: without it no alarm summary is published.
 	SNS PublishAPI
 	// Ledger is optional.
@@ -81,6 +82,10 @@ type Handler struct {
 	// Region is optional: the AWS region of the eval bucket, for the S3
 	// console link of the report in the alarm summary (AWS_REGION).
 	Region string
+	// Next is optional: the lines the alarm summary ends with, under
+	// "Next:", for a pipeline (the Lambda's: the commands an owner runs).
+	// A library does not spell command lines; without Next there are none.
+	Next func(pipelineName string) []string
 	// Now is the clock (default time.Now); Logger defaults to slog.Default().
 	Now    func() time.Time
 	Logger *slog.Logger
@@ -237,7 +242,11 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 				errs = append(errs, err)
 			}
 			if alarm != nil && alarm.State.Value == "ALARM" && h.SNS != nil && t.AlarmTopicARN != "" {
-				subject, body := summary(r, alarm.AlarmName, h.reportLinks(r.Written))
+				var next []string
+				if h.Next != nil {
+					next = h.Next(r.Pipeline)
+				}
+				subject, body := summary(r, alarm.AlarmName, h.reportLinks(r.Written), next)
 				if _, err := h.SNS.Publish(ctx, &sns.PublishInput{TopicArn: aws.String(t.AlarmTopicARN), Subject: aws.String(subject), Message: aws.String(body)}); err != nil {
 					log.ErrorContext(ctx, "triage summary publish failed", "pipeline", t.Pipeline.Name, "error", err.Error())
 					errs = append(errs, fmt.Errorf("publish summary of %s: %w", t.Pipeline.Name, err))
@@ -296,7 +305,7 @@ func (h *Handler) reportLinks(written []string) alarmLinks {
 		return alarmLinks{}
 	}
 	jsonKey, htmlKey := written[0], written[2]
-	s3d, ok := h.Dest.(*S3)
+	s3d, ok := h.Dest.(*store.S3)
 	if !ok {
 		root := strings.TrimSuffix(h.Dest.String(), "/") + "/"
 		return alarmLinks{HTML: root + htmlKey, JSON: root + jsonKey}
@@ -356,9 +365,10 @@ func lastSegment(s, sep string) string {
 }
 
 // summary is the short text published to a pipeline's alarm topic: the top
-// reasons, the soonest expiry, and the commands to run next. SNS subjects
-// are at most 100 characters.
-func summary(r *Report, alarmName string, links alarmLinks) (subject, body string) {
+// reasons, the soonest expiry, and next, the lines Handler.Next gives (the
+// Lambda's: what to run). SNS subjects are at most 100 characters; the
+// subject names the product, as a sender does, never a command.
+func summary(r *Report, alarmName string, links alarmLinks, next []string) (subject, body string) {
 	subject = fmt.Sprintf("agentdlq %s: %d dead letters", r.Pipeline, r.Totals.Messages)
 	if !r.Complete {
 		subject = fmt.Sprintf("agentdlq %s: at least %d dead letters (partial scan)", r.Pipeline, r.Totals.Messages)
@@ -397,6 +407,11 @@ func summary(r *Report, alarmName string, links alarmLinks) (subject, body strin
 		}
 		fmt.Fprintf(&b, "Full report (JSON): %s\n", links.JSON)
 	}
-	fmt.Fprintf(&b, "\nNext:\n  agentdlq ui   (the console: groups, letters, gated redrive)\n  agentdlq triage --pipeline %s\n  agentdlq redrive plan --pipeline %s\n", r.Pipeline, r.Pipeline)
+	if len(next) > 0 {
+		b.WriteString("\nNext:\n")
+		for _, n := range next {
+			fmt.Fprintf(&b, "  %s\n", n)
+		}
+	}
 	return subject, b.String()
 }

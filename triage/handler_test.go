@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // fakeSNS records what is published.
@@ -113,7 +114,8 @@ func newHandler(t *testing.T) (*Handler, *fakeSNS, *bytes.Buffer, map[string]*fa
 	}
 	pub := &fakeSNS{}
 	var metrics bytes.Buffer
-	h := &Handler{Targets: ts, SQS: routeSQS{queues}, Dest: Folder{Root: t.TempDir()}, SNS: pub, Metrics: &metrics, Now: clock.Now, Logger: quiet}
+	h := &Handler{Targets: ts, SQS: routeSQS{queues}, Dest: store.Folder{Root: t.TempDir()}, SNS: pub, Metrics: &metrics, Now: clock.Now, Logger: quiet,
+		Next: func(p string) []string { return []string{"the owner's step for " + p} }}
 	return h, pub, &metrics, queues
 }
 
@@ -169,7 +171,7 @@ func TestHandleAlarm(t *testing.T) {
 	body := aws.ToString(in.Message)
 	for _, want := range []string{
 		"after alarm Stack-AgentTasksDlqDepth", "schema_invalid", "soonest 2026-11-30 04:00Z (in 16h0m)",
-		"agentdlq triage --pipeline agent-tasks\n", "agentdlq redrive plan --pipeline agent-tasks\n", "Report (HTML, open in a browser): ", "/agent-tasks/reports/20261129T", ".html\n", "Full report (JSON): ",
+		"\nNext:\n  the owner's step for agent-tasks\n", "Report (HTML, open in a browser): ", "/agent-tasks/reports/20261129T", ".html\n", "Full report (JSON): ",
 	} {
 		assert.Contains(t, body, want)
 	}

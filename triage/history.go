@@ -9,20 +9,21 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // HistoryLimit is how many of a pipeline's latest reports History reads for
 // the chart of dead letters by reason over time.
 const HistoryLimit = 48
 
-// ReportsPrefix is where a pipeline's reports are kept, one set per triage
+// reportsPrefix is where a pipeline's reports are kept, one set per triage
 // run: "<pipeline>/reports/" in a folder or the eval bucket.
-func ReportsPrefix(pipelineName string) string { return pipelineName + "/reports/" }
+func reportsPrefix(pipelineName string) string { return pipelineName + "/reports/" }
 
 // reportBase is the key of one run's report files without the extension:
-// ReportsPrefix + "<yyyymmddThhmmssZ>-<hash>", so that keys sort by time.
+// reportsPrefix + "<yyyymmddThhmmssZ>-<hash>", so that keys sort by time.
 func reportBase(r *Report, now time.Time) string {
-	return ReportsPrefix(r.Pipeline) + now.UTC().Format("20060102T150405Z") + "-" + reportHash(r)[:8]
+	return reportsPrefix(r.Pipeline) + now.UTC().Format("20060102T150405Z") + "-" + reportHash(r)[:8]
 }
 
 // HistoryPoint is one triage run as the chart shows it.
@@ -51,7 +52,7 @@ func PointOf(r *Report, key string) HistoryPoint {
 // History reads the latest limit reports of a pipeline from dest (oldest
 // first). A report that cannot be read is left out of the chart and named in
 // the error, after the others were read: a chart with a gap beats none.
-func History(ctx context.Context, dest Destination, pipelineName string, limit int) ([]HistoryPoint, error) {
+func History(ctx context.Context, dest store.Destination, pipelineName string, limit int) ([]HistoryPoint, error) {
 	keys, err := reportKeys(ctx, dest, pipelineName)
 	if err != nil {
 		return nil, err
@@ -83,8 +84,8 @@ func History(ctx context.Context, dest Destination, pipelineName string, limit i
 }
 
 // reportKeys lists the JSON report keys of a pipeline, oldest first.
-func reportKeys(ctx context.Context, dest Destination, pipelineName string) ([]string, error) {
-	all, err := dest.List(ctx, ReportsPrefix(pipelineName))
+func reportKeys(ctx context.Context, dest store.Destination, pipelineName string) ([]string, error) {
+	all, err := dest.List(ctx, reportsPrefix(pipelineName))
 	if err != nil {
 		return nil, fmt.Errorf("triage: list reports in %s: %w", dest, err)
 	}
@@ -100,7 +101,7 @@ func reportKeys(ctx context.Context, dest Destination, pipelineName string) ([]s
 
 // LatestReport reads a pipeline's newest report from dest; nil without error
 // when there is none yet.
-func LatestReport(ctx context.Context, dest Destination, pipelineName string) (*Report, string, error) {
+func LatestReport(ctx context.Context, dest store.Destination, pipelineName string) (*Report, string, error) {
 	keys, err := reportKeys(ctx, dest, pipelineName)
 	if err != nil || len(keys) == 0 {
 		return nil, "", err

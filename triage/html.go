@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"io"
 	"io/fs"
+	"maps"
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
@@ -14,10 +15,9 @@ import (
 //go:embed html
 var htmlFiles embed.FS
 
-// HTMLFiles holds the report's templates (html/*.tmpl) and its stylesheet
-// (html/report.css). The console (package console) parses the same files,
-// so that its pipeline page and report.html are one template.
-func HTMLFiles() fs.FS {
+// htmlFS holds the report's templates (html/*.tmpl) and its stylesheet
+// (html/report.css).
+func htmlFS() fs.FS {
 	sub, err := fs.Sub(htmlFiles, "html")
 	if err != nil {
 		panic(err) // the embedded folder exists at build time
@@ -27,15 +27,16 @@ func HTMLFiles() fs.FS {
 
 // HTMLStyle is the stylesheet of the report and the console.
 func HTMLStyle() []byte {
-	b, _ := fs.ReadFile(HTMLFiles(), "report.css") // embedded: always there
+	b, _ := fs.ReadFile(htmlFS(), "report.css") // embedded: always there
 	return b
 }
 
 // HTMLView is what the "pipeline" template renders.
 type HTMLView struct {
 	Report *Report
-	// Chart is the history of the pipeline's reports (BuildChart).
-	Chart Chart
+	// History is the pipeline's kept reports, oldest first (History,
+	// PointOf): the page charts them.
+	History []HistoryPoint
 	// Now is the time the page is seen at (report.html: the report's time).
 	Now time.Time
 	// Console turns groups into links to the console's pages.
@@ -47,11 +48,28 @@ type HTMLView struct {
 	// Extra is what the console's own templates need beside the report
 	// (its "pipeline-actions" block); nil in report.html.
 	Extra any
+	// Query is appended to the console's links to groups and redrives
+	// ("&tool=…": the page's filter, which they keep); "" in report.html.
+	Query template.URL
 }
 
-// HTMLFuncs are the template functions of the report's templates; the
-// console adds its own beside them.
-func HTMLFuncs() template.FuncMap {
+// HTMLTemplates parses the report's templates (the "report" page and the
+// "pipeline" view it shares) into a set named name, with their functions
+// and then extra's (which win on a name both have). The console parses its
+// own templates into the same set, so that its pipeline page and
+// report.html are one template.
+func HTMLTemplates(name string, extra template.FuncMap) (*template.Template, error) {
+	funcs := htmlFuncs()
+	maps.Copy(funcs, extra)
+	t, err := template.New(name).Funcs(funcs).ParseFS(htmlFS(), "*.tmpl")
+	if err != nil {
+		return nil, fmt.Errorf("triage: report templates: %w", err)
+	}
+	return t, nil
+}
+
+// htmlFuncs are the template functions of the report's templates.
+func htmlFuncs() template.FuncMap {
 	return template.FuncMap{
 		"ts": func(t time.Time) string {
 			if t.IsZero() {
@@ -60,6 +78,7 @@ func HTMLFuncs() template.FuncMap {
 			return t.UTC().Format("2006-01-02 15:04Z")
 		},
 		"age":          func(sec int64) string { return age(sec) },
+		"chart":        buildChart,
 		"since":        since,
 		"condition":    condition,
 		"coverage":     coverage,
@@ -128,10 +147,10 @@ const reportGroupLimit = 200
 // renderHTML writes the report as one self-contained page: inline styles, the
 // chart of history as inline SVG, no script and nothing fetched.
 func renderHTML(w io.Writer, r *Report, history []HistoryPoint) error {
-	t, err := template.New("report").Funcs(HTMLFuncs()).ParseFS(HTMLFiles(), "*.tmpl")
+	t, err := HTMLTemplates("report", nil)
 	if err != nil {
-		return fmt.Errorf("triage: report templates: %w", err)
+		return err
 	}
-	v := HTMLView{Report: r, Chart: BuildChart(history), Now: r.GeneratedAt, GroupLimit: reportGroupLimit, CSS: template.CSS(HTMLStyle())}
+	v := HTMLView{Report: r, History: history, Now: r.GeneratedAt, GroupLimit: reportGroupLimit, CSS: template.CSS(HTMLStyle())}
 	return t.ExecuteTemplate(w, "report", v)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // TestHTMLSelfContained: report.html needs no server and runs no script.
@@ -41,7 +42,7 @@ func TestHTMLSelfContained(t *testing.T) {
 func TestHistoryKeepsEveryRun(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	dest := Folder{Root: t.TempDir()}
+	dest := store.Folder{Root: t.TempDir()}
 	p := testPipeline(t, false)
 	for i := range 3 {
 		now := t0.Add(time.Duration(i) * time.Hour)
@@ -49,7 +50,7 @@ func TestHistoryKeepsEveryRun(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, keys, 3)
 	}
-	require.NoError(t, dest.Put(ctx, ReportsPrefix("agent-tasks")+"broken.json", []byte("{"), "application/json"))
+	require.NoError(t, dest.Put(ctx, reportsPrefix("agent-tasks")+"broken.json", []byte("{"), "application/json"))
 
 	hist, err := History(ctx, dest, "agent-tasks", 0)
 	require.Error(t, err, "the broken report is named")
@@ -64,7 +65,7 @@ func TestHistoryKeepsEveryRun(t *testing.T) {
 	require.Error(t, err)
 	assert.Len(t, last, 1, "the limit counts the latest keys, the broken one included")
 
-	latest, key, err := LatestReport(ctx, Folder{Root: dest.Root}, "other")
+	latest, key, err := LatestReport(ctx, store.Folder{Root: dest.Root}, "other")
 	require.NoError(t, err)
 	assert.Nil(t, latest, "no report yet is not an error")
 	assert.Empty(t, key)
@@ -92,7 +93,7 @@ func TestBuildChart(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := BuildChart(tc.history)
+			c := buildChart(tc.history)
 			assert.Len(t, c.Bars, tc.bars)
 			var legend []deadletter.Reason
 			for _, l := range c.Legend {

@@ -3,7 +3,6 @@ package triage
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 	"unicode/utf8"
 
@@ -219,6 +218,3 @@ func TagAll(msgs []Message) []Tagged {
 	}
 	return out
 }
-
-// String is for logs: the message id and reason.
-func (t Tagged) String() string { return fmt.Sprintf("%s:%s", t.MessageID, t.Reason) }

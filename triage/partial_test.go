@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // TestRunMarksAPartialScan: a letter held by another reader makes the scan
@@ -47,7 +48,7 @@ func TestRunMarksAPartialScan(t *testing.T) {
 			require.NoError(t, Markdown(&mdown, r))
 			require.NoError(t, renderHTML(&page, r, []HistoryPoint{PointOf(r, "")}))
 			require.NoError(t, writeEMF(&emf, r, t0))
-			subject, body := summary(r, "dlq-alarm", alarmLinks{})
+			subject, body := summary(r, "dlq-alarm", alarmLinks{}, nil)
 			assert.Equal(t, !held, emfDocs(t, emf.Bytes())[0]["ScanComplete"])
 
 			if !held {
@@ -109,7 +110,7 @@ func TestChartPartialIsNotADrop(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			c := BuildChart(tc.history)
+			c := buildChart(tc.history)
 			require.Len(t, c.Bars, len(tc.history), "every run has its place on the time axis")
 			var colored []int
 			partials := 0
@@ -153,7 +154,7 @@ func TestChartPartialIsNotADrop(t *testing.T) {
 func TestHistoryPartial(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	dest := Folder{Root: t.TempDir()}
+	dest := store.Folder{Root: t.TempDir()}
 	p := testPipeline(t, false)
 
 	complete := Build(TagAll(fixture(t)), p, t0)

@@ -17,6 +17,9 @@ func Text(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "DLQ %s\n", r.Queue)
 	}
 	fmt.Fprintf(&b, "%s\n", scanLine(r))
+	if r.Filter != nil {
+		fmt.Fprintf(&b, "FILTERED: %s; the counts below are of those only\n", r.Filter.Line())
+	}
 	if c := coverage(r); c != "" {
 		fmt.Fprintf(&b, "\n!!! %s\n\n", c)
 	}
@@ -60,7 +63,7 @@ func Text(w io.Writer, r *Report) error {
 		}
 	}
 	if n := len(r.Unreadable) + len(r.Skipped); n > 0 {
-		fmt.Fprintf(&b, "\n%d unreadable, %d skipped (listed in --json).\n", len(r.Unreadable), len(r.Skipped))
+		fmt.Fprintf(&b, "\n%d unreadable, %d skipped (listed in the JSON report).\n", len(r.Unreadable), len(r.Skipped))
 	}
 	if r.Export != nil {
 		fmt.Fprintf(&b, "\n%s\n", exportLine(r.Export))
@@ -81,6 +84,9 @@ func Markdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, "- DLQ: `%s`\n", r.Queue)
 	}
 	fmt.Fprintf(&b, "- %s\n", scanLine(r))
+	if r.Filter != nil {
+		fmt.Fprintf(&b, "- **filtered**: %s; the counts below are of those only\n", md(r.Filter.Line()))
+	}
 	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "- **partial**: %s\n", md(why))
 	}
@@ -125,7 +131,6 @@ func Markdown(w io.Writer, r *Report) error {
 	if r.Export != nil {
 		fmt.Fprintf(&b, "\n## Eval export\n\n%s\n", md(exportLine(r.Export)))
 	}
-	fmt.Fprintf(&b, "\nNext: `agentdlq triage --pipeline %s`, then `agentdlq redrive plan --pipeline %s`.\n", r.Pipeline, r.Pipeline)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -66,6 +66,9 @@ type Report struct {
 	Skipped []Entry `json:"skipped"`
 	// Export is the eval export's outcome, when one ran.
 	Export *ExportResult `json:"export,omitempty"`
+	// Filter is set when the report holds only the dead letters a Filter
+	// chose (added within version 1): its counts are of those.
+	Filter *Filtered `json:"filter,omitempty"`
 	// Written holds the keys of the report files Run wrote, JSON, Markdown
 	// and HTML (not serialised:
 	// the report cannot name its own file's hash).
@@ -140,7 +143,7 @@ type Group struct {
 	// IdempotencyKeys lists, for an effect_unknown group only, the distinct
 	// idempotency keys of its dead letters, sorted, at most MaxKeysListed
 	// (IdempotencyKeysOmitted counts the rest): each must be reconciled
-	// (`agentdlq ledger get`, `agentdlq ledger reconcile`) before a redrive.
+	// in the ledger (its entry read, its outcome recorded) before a redrive.
 	IdempotencyKeys        []string `json:"idempotency_keys,omitempty"`
 	IdempotencyKeysOmitted int      `json:"idempotency_keys_omitted,omitempty"`
 	// An idempotency_key_reused group lists its keys too, the same way: a
@@ -502,7 +505,7 @@ func attention(r *Report, p *pipeline.Pipeline) []string {
 				"Look up each key in the ledger (the task that holds it), fix the producer, then reject them (a redrive meets the same digest and is dead-lettered again)")
 		}
 		if rt.Reason == deadletter.ReasonEffectUnknown {
-			out = append(out, plural(rt.Count, "message")+" effect_unknown: reconcile the external effect before anything else (their keys: agentdlq triage --keys; then agentdlq ledger reconcile)")
+			out = append(out, plural(rt.Count, "message")+" effect_unknown: reconcile the external effect of each key in the ledger before anything else (the keys are in the group's idempotency_keys)")
 		}
 	}
 	return out

@@ -186,7 +186,7 @@ func TestReportGolden(t *testing.T) {
 	r := Build(TagAll(fixture(t)), testPipeline(t, false), t0)
 	r.Queue = "http://127.0.0.1:4566/000000000000/agent-tasks-dlq"
 	r.Scan = ScanStats{Queue: r.Queue, ApproxDepth: 16, Receives: 3, EmptyReceives: 1, Received: 16, Unique: 16, Released: 16,
-		Receivers: 1, VisibilityTimeoutSeconds: 30, StartedAt: t0.Add(-2 * time.Second), DurationSeconds: 2, MessagesPerSecond: 8, StopReason: StopEmpty}
+		Receivers: 1, VisibilityTimeoutSeconds: 30, StartedAt: t0.Add(-2 * time.Second), DurationSeconds: 2, MessagesPerSecond: 8, StopReason: stopEmpty}
 
 	data, err := json.MarshalIndent(r, "", "  ")
 	require.NoError(t, err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // scanReasonPrefix starts the partial reason of a scan that did not see
@@ -26,16 +27,21 @@ type Config struct {
 	// and redrive counts of each key.
 	Ledger KeyReader
 	// Dest is optional: where eval records (and, with WriteReport, the report) go.
-	Dest Destination
+	Dest store.Destination
 	// WriteReport keeps the report in Reports (default Dest): JSON,
-	// Markdown and HTML under ReportsPrefix (see WriteReport).
+	// Markdown and HTML under reportsPrefix (see WriteReport).
 	WriteReport bool
 	// Reports is optional: where the report is kept when it is not Dest
 	// (the CLI keeps reports in ./out without exporting evals there).
-	Reports Destination
+	Reports store.Destination
 	// Scan bounds the scan; zero fields default from the pipeline's triage
 	// settings (max_messages, max_seconds) and ScanOptions.
 	Scan ScanOptions
+	// Filter is optional: the report holds only the dead letters it
+	// chooses (Report.Filter says so). A filtered run exports nothing and
+	// keeps no report (Dest and WriteReport are refused with it): the
+	// DLQ's kept reports and their chart are of the whole DLQ.
+	Filter Filter
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger is optional (default slog.Default()).
@@ -54,6 +60,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if !cfg.Filter.IsZero() {
+		if err := cfg.Filter.Validate(); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadOptions, err)
+		}
+		if cfg.Dest != nil || cfg.WriteReport {
+			return nil, fmt.Errorf("%w: a filtered triage exports nothing and keeps no report (they are of the whole DLQ)", ErrBadOptions)
+		}
 	}
 	log := cfg.Logger
 	if log == nil {
@@ -77,6 +91,12 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	tagged := TagAll(msgs)
+	var filtered *Filtered
+	if !cfg.Filter.IsZero() {
+		scanned := len(tagged)
+		tagged = filterTagged(tagged, cfg.Filter)
+		filtered = &Filtered{Filter: cfg.Filter, Scanned: scanned, Matched: len(tagged)}
+	}
 	var ledgerErr error
 	if cfg.Ledger != nil {
 		if _, ledgerErr = lookupLedger(ctx, tagged, cfg.Ledger); ledgerErr != nil {
@@ -85,7 +105,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	now := cfg.Now()
 	r := buildWith(tagged, p, now, buildOptions{Retention: time.Duration(stats.RetentionSeconds) * time.Second, FIFO: stats.FIFO})
-	r.Queue, r.Scan = cfg.DLQURL, stats
+	r.Queue, r.Scan, r.Filter = cfg.DLQURL, stats, filtered
 	if stats.Partial {
 		r.Complete, r.Partial = false, true
 		r.PartialReasons = append(r.PartialReasons, scanReasonPrefix+stats.PartialReason)

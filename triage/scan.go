@@ -85,12 +85,12 @@ func (o *ScanOptions) applyDefaults() error {
 
 // Why a scan stopped (ScanStats.StopReason).
 const (
-	StopEmpty       = "empty"        // a receive returned nothing: everything visible was seen
-	StopRepeats     = "repeats"      // a receive returned only messages already seen
-	StopMaxMessages = "max_messages" // the message bound was reached
-	StopMaxDuration = "max_duration" // the time bound was reached
-	StopCanceled    = "canceled"     // the context ended
-	StopError       = "error"        // a receive failed
+	stopEmpty       = "empty"        // a receive returned nothing: everything visible was seen
+	stopRepeats     = "repeats"      // a receive returned only messages already seen
+	stopMaxMessages = "max_messages" // the message bound was reached
+	stopMaxDuration = "max_duration" // the time bound was reached
+	stopCanceled    = "canceled"     // the context ended
+	stopError       = "error"        // a receive failed
 )
 
 // Why a scan is partial (ScanStats.PartialCause): what it could not see, and
@@ -110,10 +110,10 @@ const (
 	// batch a group; a rerun sees the same (see Scan).
 	CauseFIFOGroups = "fifo_groups"
 	// CauseVisibilityLapsed: letters came back before the scan ended: raise
-	// the visibility timeout (--visibility) and rerun.
+	// the visibility timeout (ScanOptions.VisibilityTimeout) and rerun.
 	CauseVisibilityLapsed = "visibility_lapsed"
 	// CauseMaxMessages and CauseMaxDuration: a bound stopped the scan: raise
-	// it (--max-messages, --max-seconds; the pipeline's triage settings).
+	// it (ScanOptions.MaxMessages, MaxDuration; the pipeline's triage settings).
 	CauseMaxMessages = "max_messages"
 	CauseMaxDuration = "max_duration"
 	// CauseCanceled: the scan was canceled: rerun.
@@ -147,7 +147,10 @@ type ScanStats struct {
 	StartedAt                time.Time `json:"started_at"`
 	DurationSeconds          float64   `json:"duration_seconds"`
 	MessagesPerSecond        float64   `json:"messages_per_second"`
-	StopReason               string    `json:"stop_reason"`
+	// StopReason is why the scan stopped: "empty" (a receive returned
+	// nothing), "repeats" (only messages already seen), "max_messages" or
+	// "max_duration" (a bound), "canceled" or "error" (a receive failed).
+	StopReason string `json:"stop_reason"`
 	// QueueVisibilityTimeoutSeconds is the DLQ's own VisibilityTimeout: how
 	// long a reader that sets none holds what it receives (0 if not reported).
 	QueueVisibilityTimeoutSeconds int `json:"queue_visibility_timeout_seconds"`
@@ -295,12 +298,12 @@ func (s *scanner) receive(ctx context.Context) {
 		s.mu.Lock()
 		if err != nil {
 			if ctx.Err() != nil {
-				s.setStop(StopCanceled)
+				s.setStop(stopCanceled)
 			} else {
 				if s.firstErr == nil {
 					s.firstErr = queueError(s.url, err)
 				}
-				s.setStop(StopError)
+				s.setStop(stopError)
 			}
 			s.mu.Unlock()
 			return
@@ -326,9 +329,9 @@ func (s *scanner) receive(ctx context.Context) {
 		switch {
 		case len(out.Messages) == 0:
 			s.st.EmptyReceives++
-			s.setStop(StopEmpty)
+			s.setStop(stopEmpty)
 		case fresh == 0 && len(s.msgs) < s.opts.MaxMessages:
-			s.setStop(StopRepeats)
+			s.setStop(stopRepeats)
 		}
 		if s.opts.Progress != nil {
 			s.opts.Progress(len(s.msgs), s.st.ApproxDepth)
@@ -348,11 +351,11 @@ func (s *scanner) stop(ctx context.Context) bool {
 	switch {
 	case s.stopped != "":
 	case ctx.Err() != nil:
-		s.setStop(StopCanceled)
+		s.setStop(stopCanceled)
 	case len(s.msgs) >= s.opts.MaxMessages:
-		s.setStop(StopMaxMessages)
+		s.setStop(stopMaxMessages)
 	case s.opts.Now().Sub(s.start) >= s.opts.MaxDuration:
-		s.setStop(StopMaxDuration)
+		s.setStop(stopMaxDuration)
 	}
 	return s.stopped != ""
 }
@@ -388,21 +391,21 @@ func (s *scanner) judge() {
 		st.Partial, st.PartialCause, st.PartialReason, st.RetryAfterSeconds = true, cause, why, retryAfter
 	}
 	switch st.StopReason {
-	case StopMaxMessages:
+	case stopMaxMessages:
 		partial(CauseMaxMessages, fmt.Sprintf("stopped at the message bound (%d); the queue held about %d: raise the bound", s.opts.MaxMessages, st.ApproxDepth+st.ApproxInFlight), 0)
-	case StopMaxDuration:
+	case stopMaxDuration:
 		partial(CauseMaxDuration, fmt.Sprintf("stopped at the time bound (%s) after %d messages; the queue held about %d: raise the bound", s.opts.MaxDuration, st.Unique, st.ApproxDepth+st.ApproxInFlight), 0)
-	case StopCanceled:
+	case stopCanceled:
 		partial(CauseCanceled, fmt.Sprintf("canceled after %d messages", st.Unique), 0)
-	case StopError:
+	case stopError:
 		partial(CauseReceiveFailed, fmt.Sprintf("a receive failed after %d messages: %v; what it took comes back after the scan's visibility timeout (%ds)", st.Unique, s.firstErr, st.VisibilityTimeoutSeconds), st.VisibilityTimeoutSeconds)
-	case StopRepeats, StopEmpty:
+	case stopRepeats, stopEmpty:
 		if st.Unique >= st.ApproxDepth {
 			break
 		}
 		why := fmt.Sprintf("saw %d of about %d messages", st.Unique, st.ApproxDepth)
 		switch {
-		case st.StopReason == StopRepeats:
+		case st.StopReason == stopRepeats:
 			partial(CauseVisibilityLapsed, why+fmt.Sprintf(": messages came back before the scan ended (visibility timeout %ds lapsed); raise it", st.VisibilityTimeoutSeconds), 0)
 		case st.FIFO:
 			partial(CauseFIFOGroups, why+": the rest were not visible (behind an in-flight message of the same FIFO group, or in flight elsewhere)", 0)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // many makes n broker-moved messages.
@@ -43,31 +44,31 @@ func TestScan(t *testing.T) {
 		wantRelease bool
 		hiddenAfter int // letters still hidden after the scan (held elsewhere, or taken by a lost receive)
 	}{
-		{name: "complete, one receiver", msgs: 35, unique: 35, stop: StopEmpty, wantRelease: true},
-		{name: "complete, parallel receivers", msgs: 250, opts: ScanOptions{Receivers: 4}, unique: 250, stop: StopEmpty, wantRelease: true},
-		{name: "empty queue", msgs: 0, unique: 0, stop: StopEmpty},
-		{name: "message bound", msgs: 35, opts: ScanOptions{MaxMessages: 20}, unique: 20, stop: StopMaxMessages,
+		{name: "complete, one receiver", msgs: 35, unique: 35, stop: stopEmpty, wantRelease: true},
+		{name: "complete, parallel receivers", msgs: 250, opts: ScanOptions{Receivers: 4}, unique: 250, stop: stopEmpty, wantRelease: true},
+		{name: "empty queue", msgs: 0, unique: 0, stop: stopEmpty},
+		{name: "message bound", msgs: 35, opts: ScanOptions{MaxMessages: 20}, unique: 20, stop: stopMaxMessages,
 			partial: "message bound (20); the queue held about 35", cause: CauseMaxMessages, wantRelease: true},
 		{name: "time bound", msgs: 100, opts: ScanOptions{MaxDuration: 3 * time.Second},
-			setup: func(f *fakeSQS) { f.receiveTakes = time.Second }, unique: 30, stop: StopMaxDuration, partial: "time bound (3s) after 30 messages",
+			setup: func(f *fakeSQS) { f.receiveTakes = time.Second }, unique: 30, stop: stopMaxDuration, partial: "time bound (3s) after 30 messages",
 			cause: CauseMaxDuration, wantRelease: true},
 		{name: "visibility lapses: repeats stop the scan", msgs: 100, opts: ScanOptions{VisibilityTimeout: time.Second},
-			setup: func(f *fakeSQS) { f.receiveTakes = 2 * time.Second }, unique: 10, stop: StopRepeats, partial: "visibility timeout 1s lapsed",
+			setup: func(f *fakeSQS) { f.receiveTakes = 2 * time.Second }, unique: 10, stop: stopRepeats, partial: "visibility timeout 1s lapsed",
 			cause: CauseVisibilityLapsed},
-		{name: "a receive fails mid-scan", msgs: 35, setup: func(f *fakeSQS) { f.failReceive = 3 }, unique: 20, stop: StopError,
+		{name: "a receive fails mid-scan", msgs: 35, setup: func(f *fakeSQS) { f.failReceive = 3 }, unique: 20, stop: stopError,
 			partial: "a receive failed after 20 messages: triage: scan", cause: CauseReceiveFailed, retryAfter: 30, wantRelease: true},
 		{name: "the first receive fails", msgs: 35, setup: func(f *fakeSQS) { f.failReceive = 1 }, wantErr: fmt.Errorf("connection reset by peer")},
 		{name: "messages in flight elsewhere", msgs: 15, setup: func(f *fakeSQS) { f.msgs[0].hiddenUntil = t0.Add(time.Hour) },
-			unique: 14, stop: StopEmpty, partial: "1 message in flight when the scan started", cause: CauseInFlight, retryAfter: 30,
+			unique: 14, stop: stopEmpty, partial: "1 message in flight when the scan started", cause: CauseInFlight, retryAfter: 30,
 			wantRelease: true, hiddenAfter: 1},
 		{name: "in flight elsewhere, the queue's visibility timeout longer than the scan's", msgs: 15,
 			setup:  func(f *fakeSQS) { f.msgs[3].hiddenUntil = t0.Add(time.Hour); f.visibility = 2 * time.Minute },
-			unique: 14, stop: StopEmpty, partial: "(about 120s: the longer of the queue's and this scan's", cause: CauseInFlight, retryAfter: 120, wantRelease: true, hiddenAfter: 1},
+			unique: 14, stop: stopEmpty, partial: "(about 120s: the longer of the queue's and this scan's", cause: CauseInFlight, retryAfter: 120, wantRelease: true, hiddenAfter: 1},
 		{name: "in flight at the start, back and read during the scan: complete", msgs: 15,
 			setup:  func(f *fakeSQS) { f.msgs[0].hiddenUntil = t0.Add(time.Second); f.receiveTakes = time.Second },
-			unique: 15, stop: StopEmpty, wantRelease: true},
+			unique: 15, stop: stopEmpty, wantRelease: true},
 		{name: "a receive's response is lost: its letters stay hidden", msgs: 35, setup: func(f *fakeSQS) { f.loseReceive = 2 },
-			unique: 10, stop: StopEmpty, partial: "saw 10 of about 35 messages: the rest were hidden during the scan", cause: CauseHidden, retryAfter: 30,
+			unique: 10, stop: stopEmpty, partial: "saw 10 of about 35 messages: the rest were hidden during the scan", cause: CauseHidden, retryAfter: 30,
 			wantRelease: true, hiddenAfter: 10},
 		{name: "missing queue", msgs: 3, setup: func(f *fakeSQS) { f.missing = true }, wantErr: ErrQueueNotFound},
 	}
@@ -240,9 +241,9 @@ func TestRunNeverChangesTheDLQ(t *testing.T) {
 			clock := newClock()
 			f := newFakeSQS(t, clock, fixture(t))
 			before := f.snapshot()
-			var dest Destination = Folder{Root: t.TempDir()}
+			var dest store.Destination = store.Folder{Root: t.TempDir()}
 			if refuse {
-				dest = refusingDest{Folder: Folder{Root: t.TempDir()}, refusePut: true}
+				dest = refusingDest{Folder: store.Folder{Root: t.TempDir()}, refusePut: true}
 			}
 			r, err := Run(t.Context(), Config{Pipeline: testPipeline(t, false), DLQURL: "http://q/agent-tasks-dlq", SQS: f, Dest: dest, WriteReport: true, Now: clock.Now, Logger: quiet})
 			require.NotNil(t, r)

@@ -2,9 +2,9 @@ package triage
 
 import _ "embed"
 
-// ReportSchema is the JSON Schema (draft 2020-12) of the report's JSON form,
+// reportSchema is the JSON Schema (draft 2020-12) of the report's JSON form,
 // report_version 1; a test validates the golden report and live reports
 // against it.
 //
 //go:embed report.schema.json
-var ReportSchema []byte
+var reportSchema []byte

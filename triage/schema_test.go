@@ -11,11 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 func compileReportSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(ReportSchema))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(reportSchema))
 	require.NoError(t, err)
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -44,7 +45,7 @@ func TestReportSchema(t *testing.T) {
 	// A report with an export and an empty one.
 	p := testPipeline(t, false)
 	r := Build(TagAll(fixture(t)), p, t0)
-	_, err = Export(t.Context(), Folder{Root: t.TempDir()}, r, p, t0)
+	_, err = Export(t.Context(), store.Folder{Root: t.TempDir()}, r, p, t0)
 	require.NoError(t, err)
 	data, err := json.Marshal(r)
 	require.NoError(t, err)
@@ -67,7 +68,7 @@ func TestReportSchema(t *testing.T) {
 			} `json:"groups"`
 		} `json:"properties"`
 	}
-	require.NoError(t, json.Unmarshal(ReportSchema, &doc))
+	require.NoError(t, json.Unmarshal(reportSchema, &doc))
 	var want []string
 	for _, r := range deadletter.AllReasons() {
 		want = append(want, string(r))

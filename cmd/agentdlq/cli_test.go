@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // runArgs runs the whole CLI as main does (run) and returns its stdout,
@@ -36,7 +37,7 @@ func runArgs(t *testing.T, args ...string) (stdout, stderr string, code int) {
 }
 
 func TestExitCodes(t *testing.T) {
-	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	tests := []struct {
 		name   string
 		args   []string
@@ -60,8 +61,8 @@ func TestExitCodes(t *testing.T) {
 		{"missing argument", []string{"send", "--pipeline", "agent-tasks"}, 2, "accepts 1 arg(s)"},
 		{"missing required flag", []string{"send", "f.jsonl"}, 2, `required flag(s) "pipeline" not set`},
 		{"stray argument", []string{"version", "extra"}, 2, "extra"},
-		{"refused", []string{"redrive", "plan", "--pipeline", "nope", "--audit", audit}, 2, `unknown pipeline "nope"`},
-		{"refused, the flag named", []string{"redrive", "start", "--pipeline", "agent-tasks", "--why", "x", "--override", "policy_limit=", "--audit", audit}, 2, `refused (bad_input): --override "policy_limit="`},
+		{"refused", []string{"redrive", "plan", "--pipeline", "nope", "--audit", auditFile}, 2, `unknown pipeline "nope"`},
+		{"refused, the flag named", []string{"redrive", "start", "--pipeline", "agent-tasks", "--why", "x", "--override", "policy_limit=", "--audit", auditFile}, 2, `refused (bad_input): --override "policy_limit="`},
 		{"bad input", []string{"triage"}, 2, "--pipeline is required"},
 		{"help of an unknown command", []string{"help", "redrive", "bogus"}, 2, `unknown command "bogus" for "agentdlq redrive"`},
 		{"help of a command", []string{"help", "redrive", "plan"}, 0, ""},
@@ -117,9 +118,9 @@ func TestClassify(t *testing.T) {
 }
 
 func TestJSONErrors(t *testing.T) {
-	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	for _, flag := range [][]string{{"-o", "json"}, {"--json"}, {"--output=json"}} {
-		stdout, _, code := runArgs(t, append([]string{"redrive", "plan", "--pipeline", "nope", "--audit", audit}, flag...)...)
+		stdout, _, code := runArgs(t, append([]string{"redrive", "plan", "--pipeline", "nope", "--audit", auditFile}, flag...)...)
 		assert.Equal(t, 2, code)
 		var je struct {
 			Error    string `json:"error"`
@@ -207,11 +208,11 @@ func TestPlanMarkdown(t *testing.T) {
 	do, si, sc := deadletter.ReasonDependencyOpen, deadletter.ReasonSignatureInvalid, deadletter.ReasonSchemaInvalid
 	pl := &redrive.Plan{Pipeline: "agent-tasks", Owner: "platform-oncall", Total: 17, StartWhy: "not a move task", Groups: []redrive.PlanGroup{
 		{Reason: sc, Count: 3, Redrivable: sc.Redrivable(), Needs: "Ack.FixDeployed", Why: "after the fix",
-			Next: []redrive.Step{{Action: redrive.ActionSelect, Reason: sc, Canary: 3, Needs: []string{"Ack.FixDeployed"}}}},
+			Next: []redrive.Step{{Action: audit.ActionSelect, Reason: sc, Canary: 3, Needs: []string{"Ack.FixDeployed"}}}},
 		{Reason: si, Fingerprint: "bbbbbbbbbbbb", Count: 2, Redrivable: si.Redrivable(), Needs: "Ack.Overrides", Why: "never",
-			Next: []redrive.Step{{Action: redrive.ActionReject, Reason: si, Fingerprint: "bbbbbbbbbbbb"}}},
+			Next: []redrive.Step{{Action: audit.ActionReject, Reason: si, Fingerprint: "bbbbbbbbbbbb"}}},
 		{Reason: do, Fingerprint: "aaaaaaaaaaaa", Count: 12, Redrivable: do.Redrivable(), MayRedrive: true, Why: "a | pipe",
-			Next: []redrive.Step{{Action: redrive.ActionSelect, Reason: do, Fingerprint: "aaaaaaaaaaaa", Canary: 5}}},
+			Next: []redrive.Step{{Action: audit.ActionSelect, Reason: do, Fingerprint: "aaaaaaaaaaaa", Canary: 5}}},
 	}}
 	var b bytes.Buffer
 	require.NoError(t, planMarkdown(&b, pl))
@@ -489,4 +490,50 @@ func TestTablesAndVersionJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(stdout), &v), stdout)
 	assert.NotEmpty(t, v.Version)
 	assert.Equal(t, readVersion(), v)
+}
+
+// A refusal's next steps reach the JSON error as data (action, reason,
+// fingerprint, canary, needs) with the command line that takes each, as
+// the text error prints them.
+func TestJSONErrorNextSteps(t *testing.T) {
+	c := &cobra.Command{Use: "x"}
+	o := addOutput(c, formatTable, formatJSON)
+	require.NoError(t, o.Set("json"))
+	p := &pipeline.Pipeline{Name: "agent-tasks", Owner: "platform-oncall"}
+	rf := &redrive.Refusal{Code: redrive.CodeForbidden, Reason: "schema_invalid: needs the deployed fix",
+		Next: []redrive.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp1", Canary: 3, Needs: []string{"Ack.FixDeployed"}}}}
+	var out, errb bytes.Buffer
+	exit := report(c, inFlags(fmt.Errorf("select: %w", rf), p), &out, &errb)
+	assert.Equal(t, exitRefused, exit)
+	var doc struct {
+		Code string `json:"code"`
+		Next []struct {
+			Action      string   `json:"action"`
+			Reason      string   `json:"reason"`
+			Fingerprint string   `json:"fingerprint"`
+			Canary      int      `json:"canary"`
+			Needs       []string `json:"needs"`
+			Command     string   `json:"command"`
+		} `json:"next"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc), out.String())
+	assert.Equal(t, "reason_not_redrivable", doc.Code)
+	require.Len(t, doc.Next, 1, out.String())
+	n := doc.Next[0]
+	assert.Equal(t, "select", n.Action)
+	assert.Equal(t, "schema_invalid", n.Reason)
+	assert.Equal(t, "fp1", n.Fingerprint)
+	assert.Equal(t, 3, n.Canary)
+	assert.Equal(t, []string{"Ack.FixDeployed"}, n.Needs)
+	assert.Equal(t, stepCommand(p, rf.Next[0]), n.Command)
+	assert.Contains(t, n.Command, "agentdlq redrive select --pipeline agent-tasks --reason schema_invalid --fingerprint fp1")
+
+	// Without the pipeline (it did not load) the steps are data only.
+	out.Reset()
+	report(c, rf, &out, &errb)
+	doc.Next = nil
+	require.NoError(t, json.Unmarshal(out.Bytes(), &doc), out.String())
+	require.Len(t, doc.Next, 1)
+	assert.Empty(t, doc.Next[0].Command)
+	assert.Equal(t, "select", doc.Next[0].Action)
 }

@@ -24,7 +24,9 @@ import (
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/internal/workload"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 type demoFlags struct {
@@ -121,8 +123,8 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 		return err
 	}
 	// The demo runs on this machine only (its redrive then skips the caller
-	// check: redrive.New decides so from its clients).
-	if local, err := redrive.Locality(configEndpoints(cfg)); err != nil || !local {
+	// check: redrive decides so from its clients, as New will).
+	if local, err := redrive.Locality(clientsOf(cfg, topology.LocalLedgerTable)); err != nil || !local {
 		return withExit(2, fmt.Errorf("agentdlq demo runs on the local emulators only, and not every endpoint (SQS %s, DynamoDB, S3) is on this machine: unset AWS_ENDPOINT_URL* to let it start its own", os.Getenv("AWS_ENDPOINT_URL_SQS")))
 	}
 	// Start over: an earlier run's audit and reports would show in this
@@ -199,7 +201,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	evalDir := filepath.Join(f.out, "evals")
 	report, err := triage.Run(ctx, triage.Config{
 		Pipeline: p, DLQURL: q.DLQURL, SQS: sqsc, Ledger: l,
-		Dest: triage.Folder{Root: evalDir}, Reports: triage.Folder{Root: f.out}, WriteReport: true, Logger: log,
+		Dest: store.Folder{Root: evalDir}, Reports: store.Folder{Root: f.out}, WriteReport: true, Logger: log,
 	})
 	if err != nil && report == nil {
 		return err
@@ -360,7 +362,7 @@ const demoDependency = "search-api"
 func demoRedriver(lp *localpipeline.Local, auditPath string, log *slog.Logger) (*redrive.Redriver, error) {
 	return redrive.New(redrive.Config{
 		Pipeline: lp.Pipeline, Queues: lp.Queues, SQS: lp.SQS, Ledger: lp.Ledger, Logger: log,
-		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: auditPath}, Logger: log},
+		Audit: &audit.Auditor{Store: &audit.FileStore{Path: auditPath}, Logger: log},
 	})
 }
 

@@ -168,14 +168,47 @@ type jsonError struct {
 	Error    string `json:"error"`
 	Code     string `json:"code"`
 	ExitCode int    `json:"exit_code"`
-	Result   any    `json:"result,omitempty"`
+	// Next are a refusal's next steps (redrive.Refusal.Next) as data, each
+	// with its command line when the pipeline is known.
+	Next   []jsonStep `json:"next,omitempty"`
+	Result any        `json:"result,omitempty"`
+}
+
+// jsonStep is one next step of a JSON error: the library's step
+// (action, reason, fingerprint, canary, needs) and the command that takes it.
+type jsonStep struct {
+	redrive.Step
+	Command string `json:"command,omitempty"`
+}
+
+// nextOf are the next steps err carries: those the CLI told in flags (with
+// their pipeline, so with commands), else a refusal's own.
+func nextOf(err error) []jsonStep {
+	var steps []redrive.Step
+	var fe *flagError
+	var rf *redrive.Refusal
+	switch {
+	case errors.As(err, &fe) && len(fe.next) > 0:
+		steps = fe.next
+	case errors.As(err, &rf):
+		steps = rf.Next
+	}
+	out := make([]jsonStep, 0, len(steps))
+	for _, s := range steps {
+		js := jsonStep{Step: s}
+		if fe != nil && fe.p != nil {
+			js.Command = stepCommand(fe.p, s)
+		}
+		out = append(out, js)
+	}
+	return out
 }
 
 // report prints err for the command c that ran (or failed to parse) and
 // returns the process exit code. With -o json (or --json) on the command
 // line the error is one JSON object on
-// stdout ({"error","code","exit_code"} and, when the command had one, the
-// "result"); otherwise it is "agentdlq: <error>" on stderr, with a pointer
+// stdout ({"error","code","exit_code"}, a refusal's "next" steps and, when
+// the command had one, the "result"); otherwise it is "agentdlq: <error>" on stderr, with a pointer
 // to --help when the command line itself was wrong.
 func report(c *cobra.Command, err error, stdout, stderr io.Writer) int {
 	code, exit := classify(err)
@@ -183,7 +216,7 @@ func report(c *cobra.Command, err error, stdout, stderr io.Writer) int {
 		return exit
 	}
 	if outputOf(c).errorJSON() {
-		je := jsonError{Error: err.Error(), Code: code, ExitCode: exit}
+		je := jsonError{Error: err.Error(), Code: code, ExitCode: exit, Next: nextOf(err)}
 		var re *resultError
 		if errors.As(err, &re) {
 			je.Result = re.result

@@ -14,6 +14,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // newLedgerCmd is the read-only look at the idempotency ledger that an
@@ -140,13 +141,13 @@ Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
 			req := redrive.ReconcileRequest{Who: who, Key: key, Receipt: receipt}
 			switch {
 			case cmd.Flags().Changed("effect-confirmed") == noEffect:
-				return f.refused(ctx, nil, redrive.ActionReconcile, who, errors.New("give exactly one of --effect-confirmed RECEIPT and --no-effect"))
+				return f.refused(ctx, nil, audit.ActionReconcile, who, errors.New("give exactly one of --effect-confirmed RECEIPT and --no-effect"))
 			case noEffect:
 				req.Outcome = ledger.OutcomeNoEffect
 			default:
 				req.Outcome = ledger.OutcomeEffectConfirmed
 			}
-			r, err := f.open(ctx, redrive.ActionReconcile, who, nil)
+			r, err := f.open(ctx, audit.ActionReconcile, who, nil)
 			if err != nil {
 				return err
 			}

@@ -16,7 +16,7 @@ import (
 // The locality decision reads each client's endpoint as the SDK resolved it
 // (AWS_ENDPOINT_URL_<SERVICE>, the shared config's services section,
 // AWS_ENDPOINT_URL, AWS_IGNORE_CONFIGURED_ENDPOINT_URLS), not one variable.
-func TestConfigEndpointsAsTheSDKResolvesThem(t *testing.T) {
+func TestLocalityAsTheSDKResolvesEndpoints(t *testing.T) {
 	const lo = "http://127.0.0.1:4566"
 	shared := filepath.Join(t.TempDir(), "config")
 	require.NoError(t, os.WriteFile(shared, []byte("[profile emu]\nregion = us-east-1\nservices = emu\n\n[services emu]\nsqs =\n  endpoint_url = "+lo+"\ndynamodb =\n  endpoint_url = "+lo+"\ns3 =\n  endpoint_url = "+lo+"\n"), 0o600))
@@ -46,7 +46,7 @@ func TestConfigEndpointsAsTheSDKResolvesThem(t *testing.T) {
 			}
 			cfg, err := awscfg.Load(context.Background())
 			require.NoError(t, err)
-			local, err := redrive.Locality(configEndpoints(cfg))
+			local, err := redrive.Locality(clientsOf(cfg, "agentdlq-ledger"))
 			assert.Equal(t, tt.local, local)
 			assert.Equal(t, tt.code, redrive.RefusalCode(err), err)
 		})

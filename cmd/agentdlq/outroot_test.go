@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -159,9 +159,9 @@ func TestUIAuditBesidePipelinesJSON(t *testing.T) {
 	t.Setenv("AGENTDLQ_CONFIG", "")
 	tree := checkoutTree(t)
 	docs := filepath.Join(tree, "docs")
-	fs := &redrive.FileStore{Path: filepath.Join(tree, "out", "audit", "agent-tasks.jsonl")}
-	require.NoError(t, fs.Append(t.Context(), redrive.AuditEntry{Time: time.Now(), Actor: "platform-oncall", Pipeline: "agent-tasks",
-		Action: redrive.ActionReject, Reasons: []string{"tool_unknown"}, Why: "recorded-from-the-checkout-top", Outcome: redrive.OutcomeOK}))
+	fs := &audit.FileStore{Path: filepath.Join(tree, "out", "audit", "agent-tasks.jsonl")}
+	require.NoError(t, fs.Append(t.Context(), audit.Entry{Time: time.Now(), Actor: "platform-oncall", Pipeline: "agent-tasks",
+		Action: audit.ActionReject, Reasons: []string{"tool_unknown"}, Why: "recorded-from-the-checkout-top", Outcome: audit.OutcomeOK}))
 	t.Chdir(docs)
 
 	root := newRootCmd()

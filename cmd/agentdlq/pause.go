@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/internal/esm"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // localSwitch is the local event source mappings' Enabled flags, read by
@@ -24,10 +25,10 @@ func localSwitch() (esm.Switch, error) {
 func newPauseCmd(g *globalFlags, paused bool) *cobra.Command {
 	f := &redriveFlags{g: g}
 	var out *output
-	use, short, action := "resume", "Enable the worker's event source mapping again (it does not pull anything back from the DLQ)", redrive.ActionResume
+	use, short, action := "resume", "Enable the worker's event source mapping again (it does not pull anything back from the DLQ)", audit.ActionResume
 	example := `  agentdlq resume --pipeline agent-tasks --owner platform-oncall --why "fix v1.4.2 deployed (INC-412)"`
 	if paused {
-		use, short, action = "pause", "Disable the worker's event source mapping: the kill switch (messages wait on the hot queue)", redrive.ActionPause
+		use, short, action = "pause", "Disable the worker's event source mapping: the kill switch (messages wait on the hot queue)", audit.ActionPause
 		example = `  agentdlq pause --pipeline agent-tasks --owner platform-oncall --why "worker charges twice (INC-412)"`
 	}
 	c := &cobra.Command{

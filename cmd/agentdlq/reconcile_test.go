@@ -22,23 +22,24 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 func TestLedgerReconcileBadInput(t *testing.T) {
-	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	for _, args := range [][]string{
 		{"--pipeline", "agent-tasks", "--key", "k", "--owner", "platform-oncall", "--why", "x"},                                           // neither outcome
 		{"--pipeline", "agent-tasks", "--key", "k", "--no-effect", "--effect-confirmed", "r", "--owner", "platform-oncall", "--why", "x"}, // both
 		{"--key", "k", "--no-effect", "--owner", "platform-oncall", "--why", "x"},                                                         // no pipeline
 	} {
-		_, code := runCLI(t, append(append([]string{"ledger", "reconcile"}, args...), "--audit", audit)...)
+		_, code := runCLI(t, append(append([]string{"ledger", "reconcile"}, args...), "--audit", auditFile)...)
 		assert.Equal(t, exitRefused, code, args)
 	}
-	recs := auditLines(t, audit)
+	recs := auditLines(t, auditFile)
 	require.Len(t, recs, 2, "every refusal on a pipeline is audited; without a pipeline nothing is written")
 	for _, r := range recs {
-		assert.Equal(t, redrive.ActionReconcile, r.Action)
-		assert.Equal(t, redrive.OutcomeRefused, r.Outcome)
+		assert.Equal(t, audit.ActionReconcile, r.Action)
+		assert.Equal(t, audit.OutcomeRefused, r.Outcome)
 	}
 }
 
@@ -93,8 +94,8 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 		assert.Equal(t, deadletter.ReasonEffectUnknown, e.LastReason)
 	}
 
-	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	common := []string{"--pipeline", "agent-tasks", "--audit", audit, "--ledger-table", table}
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
+	common := []string{"--pipeline", "agent-tasks", "--audit", auditFile, "--ledger-table", table}
 	owner := []string{"--owner", "platform-oncall"}
 
 	// A stranger may not reconcile; the owner must say why.
@@ -127,7 +128,7 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
 	require.Len(t, plan.Groups, 1)
 	g := plan.Groups[0]
-	assert.Equal(t, []redrive.Step{{Action: redrive.ActionSelect, Reason: deadletter.ReasonEffectUnknown, Fingerprint: g.Fingerprint, Canary: 1}}, g.Next)
+	assert.Equal(t, []redrive.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonEffectUnknown, Fingerprint: g.Fingerprint, Canary: 1}}, g.Next)
 	assert.Equal(t, 2, g.Keys)
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeNoEffect: 1, ledger.OutcomeEffectConfirmed: 1}, g.Reconciled)
 	assert.NotContains(t, g.Command, "--override")
@@ -191,7 +192,7 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	assert.Equal(t, 2, depth(q.DLQURL), "a rejection moves nothing")
 
 	var actions []string
-	for _, r := range auditLines(t, audit) {
+	for _, r := range auditLines(t, auditFile) {
 		actions = append(actions, string(r.Action)+":"+string(r.Outcome))
 	}
 	assert.Equal(t, []string{"reconcile:refused", "reconcile:refused", "reconcile:ok", "reconcile:ok", "reconcile:ok", "reconcile:refused", "reconcile:ok",

@@ -19,12 +19,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // redriveFlags are the flags the redrive subcommands share.
@@ -61,6 +63,7 @@ after triage. Only the pipeline's named owner may move anything; every decision 
   status   the DLQ's move tasks and their progress
   cancel   cancel the running move task
   reject   record that a group is rejected (never redriven)
+  repair   patch one dead letter's task args (RFC 6902 JSON Patch), then send it back
 
 Each subcommand prints its result as a table (the default), JSON (-o json, or
 --json) or, for plan and status, Markdown (-o markdown). With -o json a refusal
@@ -78,7 +81,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	pf.StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix ("+outHelp("audit/<pipeline>.jsonl")+")")
 	pf.StringVar(&f.ledgerTable, "ledger-table", "", "the idempotency ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	cmd.AddCommand(newRedrivePlanCmd(f), newRedriveStartCmd(f), newRedriveSelectCmd(f),
-		newRedriveStatusCmd(f), newRedriveCancelCmd(f), newRedriveRejectCmd(f))
+		newRedriveStatusCmd(f), newRedriveCancelCmd(f), newRedriveRejectCmd(f), newRedriveRepairCmd(f))
 	for _, c := range cmd.Commands() {
 		c.RunE = refusalsInFlags(f, c.RunE)
 	}
@@ -100,7 +103,7 @@ func (f *redriveFlags) gateFlags(c *cobra.Command, withRate, withAck bool) {
 }
 
 func (f *redriveFlags) ack() (redrive.Ack, error) {
-	ov, err := redrive.ParseOverrides(f.overrides)
+	ov, err := parseOverrides(f.overrides)
 	if err != nil {
 		return redrive.Ack{}, err
 	}
@@ -108,23 +111,30 @@ func (f *redriveFlags) ack() (redrive.Ack, error) {
 }
 
 // refused audits a refusal that came before the Redriver could act
-// (redrive.Auditor.Refuse) and returns it with exit 2. A command that never
+// (redrive.Refuse) and returns it with exit 2. A command that never
 // reached a pipeline (no --pipeline, a definition file that does not load,
 // a name it does not define) writes nothing: there is no pipeline to file
 // the record under, and a typo must not create an audit file.
-func (f *redriveFlags) refused(ctx context.Context, cfg *aws.Config, action redrive.Action, who redrive.Who, err error) error {
+func (f *redriveFlags) refused(ctx context.Context, cfg *aws.Config, action audit.Action, who redrive.Who, err error) error {
 	if f.pipeline == "" {
 		return withExit(exitRefused, err)
 	}
 	if _, perr := f.g.loadPipeline(f.pipeline); perr != nil {
 		return withExit(exitRefused, err)
 	}
-	var s3api redrive.S3PutAPI
+	var s3api audit.S3PutAPI
+	if cfg == nil && strings.HasPrefix(f.g.auditDest(f.audit, f.pipeline), "s3://") {
+		// Refused before the AWS configuration was loaded; an S3 audit
+		// needs it to record the refusal.
+		if c, cerr := awscfg.Load(ctx); cerr == nil {
+			cfg = &c
+		}
+	}
 	if cfg != nil {
 		s3api = s3.NewFromConfig(*cfg)
 	}
-	if a, aerr := redrive.OpenAuditor(f.g.auditDest(f.audit, f.pipeline), f.pipeline, s3api, f.g.auditLog()); aerr == nil {
-		err = a.Refuse(ctx, f.pipeline, action, who, err)
+	if a, aerr := audit.Open(f.g.auditDest(f.audit, f.pipeline), f.pipeline, s3api, f.g.auditLog()); aerr == nil {
+		err = redrive.Refuse(ctx, a, f.pipeline, action, who, err)
 	}
 	return withExit(exitRefused, err)
 }
@@ -148,13 +158,18 @@ func (g *globalFlags) auditLog() *slog.Logger {
 // the pipeline, the AWS clients, the queues, the ledger and the audit
 // store. What goes wrong before the gate is refused, and audited once the
 // pipeline is known.
-func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redrive.Who, onMove func()) (*redrive.Redriver, error) {
+func (f *redriveFlags) open(ctx context.Context, action audit.Action, who redrive.Who, onMove func()) (*redrive.Redriver, error) {
 	if f.pipeline == "" {
 		return nil, withExit(exitRefused, errors.New("--pipeline is required: name the pipeline whose DLQ this is (agentdlq triage lists them)"))
 	}
 	p, err := f.g.loadPipeline(f.pipeline)
 	if err != nil {
 		return nil, withExit(exitRefused, err)
+	}
+	// A gated command without --owner is refused before anything is
+	// resolved (AWS configuration, queues, STS): nothing to look up for it.
+	if err := redrive.RequireOwner(p, action, who); err != nil {
+		return nil, f.refused(ctx, nil, action, who, err)
 	}
 	cfg, err := awscfg.Load(ctx)
 	if err != nil {
@@ -166,14 +181,15 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		return nil, f.refused(ctx, &cfg, action, who, fmt.Errorf("no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (the stack output LedgerTableName): %w", redrive.ErrNoLedger))
 	}
 	logger := f.g.log()
-	client, stsc, ddb, s3c := sqs.NewFromConfig(cfg), sts.NewFromConfig(cfg), dynamodb.NewFromConfig(cfg), s3.NewFromConfig(cfg)
-	lamc := lambda.NewFromConfig(cfg)
-	// Before any AWS call: the caller check is skipped only when every
-	// endpoint this command uses is local, and then STS must be AWS's.
-	local, err := redrive.Locality(f.endpoints(action, client, stsc, ddb, s3c, lamc))
+	rc := clientsOf(cfg, table)
+	// Before any AWS call: redrive decides from the clients whether the
+	// caller check runs (every endpoint local) and refuses an STS that is
+	// not AWS's while it must.
+	local, err := redrive.Locality(rc)
 	if err != nil {
 		return nil, f.refused(ctx, &cfg, action, who, err)
 	}
+	client, s3c := rc.SQS.(*sqs.Client), rc.Evidence.(*s3.Client)
 	q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
 	if err != nil {
 		if errors.Is(err, topology.ErrNotFound) {
@@ -181,25 +197,22 @@ func (f *redriveFlags) open(ctx context.Context, action redrive.Action, who redr
 		}
 		return nil, fmt.Errorf("pipeline %q queues: %w", p.Name, err)
 	}
-	a, err := redrive.OpenAuditor(f.g.auditDest(f.audit, p.Name), p.Name, s3c, f.g.auditLog())
+	a, err := audit.Open(f.g.auditDest(f.audit, p.Name), p.Name, s3c, f.g.auditLog())
 	if err != nil {
 		return nil, withExit(exitRefused, err)
 	}
-	var lam redrive.LambdaAPI = lamc
 	if local {
-		if lam, err = localSwitch(); err != nil {
+		// No Lambda locally: pause and resume switch the local worker.
+		if rc.Lambda, err = localSwitch(); err != nil {
 			return nil, err
 		}
 	}
-	r, err := redrive.New(redrive.Config{
-		Pipeline: p,
-		Queues:   q,
-		SQS:      client, STS: stsc, Lambda: lam, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
-		Ledger: ledger.NewDynamo(ddb, table),
-		Audit:  a, Logger: logger, OnMove: onMove, OnCanary: f.onCanary,
-	})
+	rc.Pipeline, rc.Queues, rc.Audit = p, q, a
+	rc.EvidenceBucket = evalBucketName(f.evidenceBucket)
+	rc.Logger, rc.OnMove, rc.OnCanary = logger, onMove, f.onCanary
+	r, err := redrive.New(rc)
 	if err != nil {
-		return nil, a.Refuse(ctx, p.Name, action, who, err)
+		return nil, redrive.Refuse(ctx, a, p.Name, action, who, err)
 	}
 	return r, nil
 }
@@ -211,6 +224,7 @@ var flagOf = map[string]string{
 	"Canary": "--canary", "Limit": "--limit", "Destination": "--destination", "Ack.FixDeployed": "--fix-deployed",
 	"Ack.Reviewed": "--reviewed", "Ack.Overrides": "--override", "Key": "--key",
 	"Outcome": "--no-effect or --effect-confirmed", "Receipt": "--effect-confirmed RECEIPT", "Hold": "--hold",
+	"Filter": "--tool/--tenant/--since/--until/--contains", "MessageID": "--message-id", "Patch": "--patch",
 }
 
 // flagError is a refusal told in the command line's words: the flag at
@@ -218,6 +232,10 @@ var flagOf = map[string]string{
 type flagError struct {
 	msg string
 	err error
+	// p and next are the pipeline and the refusal's next steps, which
+	// a JSON error lists as data with their command lines.
+	p    *pipeline.Pipeline
+	next []redrive.Step
 }
 
 func (e *flagError) Error() string { return e.msg }
@@ -229,7 +247,8 @@ func (e *flagError) Unwrap() error { return e.err }
 func inFlags(err error, p *pipeline.Pipeline) error {
 	if errors.Is(err, redrive.ErrUnsupported) && p != nil {
 		// No move tasks on this endpoint (the local emulator): select works.
-		return &flagError{msg: err.Error() + nextLines(p, []redrive.Step{{Action: redrive.ActionSelect, Reason: "REASON"}}), err: err}
+		next := []redrive.Step{{Action: audit.ActionSelect, Reason: "REASON"}}
+		return &flagError{msg: err.Error() + nextLines(p, next), err: err, p: p, next: next}
 	}
 	var rf *redrive.Refusal
 	if !errors.As(err, &rf) || (rf.Field == "" && (len(rf.Next) == 0 || p == nil)) {
@@ -240,10 +259,12 @@ func inFlags(err error, p *pipeline.Pipeline) error {
 		told.Field = flag
 	}
 	msg := strings.Replace(err.Error(), rf.Error(), told.Error(), 1)
+	fe := &flagError{msg: msg, err: err, p: p}
 	if p != nil {
-		msg += nextLines(p, rf.Next)
+		fe.msg += nextLines(p, rf.Next)
+		fe.next = rf.Next
 	}
-	return &flagError{msg: msg, err: err}
+	return fe
 }
 
 // refusalsInFlags wraps a command's RunE so that its refusals name flags
@@ -277,34 +298,15 @@ func evalBucketName(flag string) string {
 	return ""
 }
 
-// endpoints are the resolved endpoints of the clients action uses (see
-// redrive.Locality): SQS, DynamoDB (the ledger), STS (the caller check, in
-// AWS only), S3 for an s3:// audit and for select (claim checks of
-// oversized dead letters), Lambda for pause and resume (in AWS only:
-// locally the local switch).
-func (f *redriveFlags) endpoints(action redrive.Action, q *sqs.Client, st *sts.Client, db *dynamodb.Client, s3c *s3.Client, lam *lambda.Client) []redrive.Endpoint {
-	eps := []redrive.Endpoint{
-		{Service: "SQS", URL: aws.ToString(q.Options().BaseEndpoint)},
-		{Service: "DynamoDB", URL: aws.ToString(db.Options().BaseEndpoint)},
-		{Service: "STS", URL: aws.ToString(st.Options().BaseEndpoint), AWSOnly: true},
-	}
-	if strings.HasPrefix(f.audit, "s3://") || action == redrive.ActionSelect {
-		eps = append(eps, redrive.Endpoint{Service: "S3", URL: aws.ToString(s3c.Options().BaseEndpoint)})
-	}
-	if action == redrive.ActionPause || action == redrive.ActionResume {
-		eps = append(eps, redrive.Endpoint{Service: "Lambda", URL: aws.ToString(lam.Options().BaseEndpoint), AWSOnly: true})
-	}
-	return eps
-}
-
-// configEndpoints are the resolved endpoints of SQS, DynamoDB, S3 and STS
-// clients built from cfg (see redrive.Locality).
-func configEndpoints(cfg aws.Config) []redrive.Endpoint {
-	return []redrive.Endpoint{
-		{Service: "SQS", URL: aws.ToString(sqs.NewFromConfig(cfg).Options().BaseEndpoint)},
-		{Service: "DynamoDB", URL: aws.ToString(dynamodb.NewFromConfig(cfg).Options().BaseEndpoint)},
-		{Service: "S3", URL: aws.ToString(s3.NewFromConfig(cfg).Options().BaseEndpoint)},
-		{Service: "STS", URL: aws.ToString(sts.NewFromConfig(cfg).Options().BaseEndpoint), AWSOnly: true},
+// clientsOf are the clients every redrive command builds from cfg, as a
+// partial redrive.Config (no pipeline, queues or audit yet): what
+// redrive.Locality decides from, and what open completes for redrive.New.
+func clientsOf(cfg aws.Config, ledgerTable string) redrive.Config {
+	s3c := s3.NewFromConfig(cfg)
+	return redrive.Config{
+		SQS: sqs.NewFromConfig(cfg), STS: sts.NewFromConfig(cfg), Evidence: s3c, EvidenceWriter: s3c,
+		Lambda: lambda.NewFromConfig(cfg), Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg), ledgerTable),
+		Catalog: agenttask.SampleCatalog(),
 	}
 }
 
@@ -318,26 +320,32 @@ func actorOr(owner string) string {
 	if u := os.Getenv("USER"); u != "" {
 		return u
 	}
-	return redrive.OSUser()
+	return audit.OSUser()
 }
 
 func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 	var actor string
 	var out *output
+	var ff filterFlags
 	c := &cobra.Command{
-		Use:   "plan --pipeline NAME [-o table|json|markdown]",
+		Use:   "plan --pipeline NAME [--tool T] [--tenant T] [--since WHEN] [--until WHEN] [--contains TEXT] [-o table|json|markdown]",
 		Short: "What the DLQ holds by reason and group, what may be redriven and why, and the command for each group",
 		Example: `  agentdlq redrive plan --pipeline agent-tasks
   agentdlq redrive plan --pipeline agent-tasks -o markdown >> incident.md
-  agentdlq redrive plan --pipeline agent-tasks -o json | jq -r '.groups[].command'`,
+  agentdlq redrive plan --pipeline agent-tasks -o json | jq -r '.groups[].command'
+  agentdlq redrive plan --pipeline agent-tasks --tool web.search --since 2h`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			r, err := f.open(ctx, redrive.ActionPlan, redrive.Who{Owner: actorOr(actor)}, nil)
+			filter, err := ff.parse(time.Now())
+			if err != nil {
+				return f.refused(ctx, nil, audit.ActionPlan, redrive.Who{Owner: actorOr(actor)}, &redrive.Refusal{Code: redrive.CodeBadInput, Reason: err.Error()})
+			}
+			r, err := f.open(ctx, audit.ActionPlan, redrive.Who{Owner: actorOr(actor)}, nil)
 			if err != nil {
 				return err
 			}
-			pl, err := r.Plan(ctx, redrive.PlanRequest{Actor: actorOr(actor)})
+			pl, err := r.Plan(ctx, redrive.PlanRequest{Actor: actorOr(actor), Filter: filter})
 			if pl == nil || (err != nil && !errors.Is(err, redrive.ErrScanPartial)) {
 				return err
 			}
@@ -361,6 +369,7 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&actor, "owner", "", "who looks (recorded in the audit; default $USER)")
+	ff.add(c.Flags())
 	out = addOutput(c, formatTable, formatJSON, formatMarkdown)
 	return c
 }
@@ -379,9 +388,9 @@ func newRedriveStartCmd(f *redriveFlags) *cobra.Command {
 			who := redrive.Who{Owner: f.owner, Why: f.why}
 			ack, err := f.ack()
 			if err != nil {
-				return f.refused(ctx, nil, redrive.ActionStart, who, err)
+				return f.refused(ctx, nil, audit.ActionStart, who, err)
 			}
-			r, err := f.open(ctx, redrive.ActionStart, who, nil)
+			r, err := f.open(ctx, audit.ActionStart, who, nil)
 			if err != nil {
 				return err
 			}
@@ -414,7 +423,7 @@ func newRedriveStatusCmd(f *redriveFlags) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			r, err := f.open(ctx, redrive.ActionStatus, redrive.Who{Owner: actorOr(actor)}, nil)
+			r, err := f.open(ctx, audit.ActionStatus, redrive.Who{Owner: actorOr(actor)}, nil)
 			if err != nil {
 				return err
 			}
@@ -460,7 +469,7 @@ func newRedriveCancelCmd(f *redriveFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			who := redrive.Who{Owner: f.owner, Why: f.why}
-			r, err := f.open(ctx, redrive.ActionCancel, who, nil)
+			r, err := f.open(ctx, audit.ActionCancel, who, nil)
 			if err != nil {
 				return err
 			}
@@ -489,9 +498,10 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 		canaryTimeout time.Duration
 		hold          time.Duration
 		out           *output
+		ff            filterFlags
 	)
 	c := &cobra.Command{
-		Use:   "select --pipeline NAME --reason R [--fingerprint F] --owner WHO --why TEXT [--rate N] [--canary N] [--dry-run] [-o table|json]",
+		Use:   "select --pipeline NAME --reason R [--fingerprint F] [--tool T] [--tenant T] [--since WHEN] [--until WHEN] [--contains TEXT] --owner WHO --why TEXT [--rate N] [--canary N] [--dry-run] [-o table|json]",
 		Short: "Move only the dead letters of the chosen reasons (and fingerprints) back to the hot queue",
 		Long: `select receives the DLQ's dead letters, moves those of the chosen reasons (and
 fingerprints, from plan) to the pipeline's own hot queue at --rate, and
@@ -505,25 +515,36 @@ the eval bucket; select reads them back from --evidence-bucket only. A letter
 whose claim check restores nothing stays in the DLQ, counted by cause
 (claim_check_failed), while the others move; the command then exits 1.
 
+Filters narrow the chosen reason's letters further: --tool, --tenant,
+--since and --until (RFC 3339, or a duration ago such as 2h), --contains
+TEXT (in the error). The reason stays required (its policy and gate
+apply); the audit record names the filter. A filter that chooses none of
+the reason's letters is refused (nothing_selected), and nothing moves.
+
 Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary failed.`,
 		Example: `  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "search-api is back (INC-412)" --canary 5
   agentdlq redrive select --pipeline agent-tasks --reason schema_invalid --fingerprint 3f9a2c1e --owner platform-oncall --why "schema v2 accepted" --fix-deployed v1.4.2 --dry-run
-  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "fixed" -o json | jq .moved`,
+  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "fixed" -o json | jq .moved
+  agentdlq redrive select --pipeline agent-tasks --reason budget_exhausted --tool web.search --since 2h --owner platform-oncall --why "search quota raised" --canary 3`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			who := redrive.Who{Owner: f.owner, Why: f.why}
-			rs, err := redrive.ParseReasons(reasons)
+			rs, err := parseReasons(reasons)
 			if err != nil {
-				return f.refused(ctx, nil, redrive.ActionSelect, who, err)
+				return f.refused(ctx, nil, audit.ActionSelect, who, err)
 			}
 			ack, err := f.ack()
 			if err != nil {
-				return f.refused(ctx, nil, redrive.ActionSelect, who, err)
+				return f.refused(ctx, nil, audit.ActionSelect, who, err)
+			}
+			filter, err := ff.parse(time.Now())
+			if err != nil {
+				return f.refused(ctx, nil, audit.ActionSelect, who, &redrive.Refusal{Code: redrive.CodeBadInput, Reason: err.Error()})
 			}
 			var b *bar
 			f.onCanary = canaryProgress(f.g.console(cmd.ErrOrStderr()))
-			r, err := f.open(ctx, redrive.ActionSelect, who, func() { b.Add(1) })
+			r, err := f.open(ctx, audit.ActionSelect, who, func() { b.Add(1) })
 			if err != nil {
 				return err
 			}
@@ -531,7 +552,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 				b = f.g.newBar(cmd.ErrOrStderr(), selectBarTotal(ctx, r.Depth, limit, f.g.log()), "redriving")
 			}
 			res, err := r.Select(ctx, redrive.SelectRequest{
-				Who: who, Reasons: rs, Fingerprints: fps,
+				Who: who, Reasons: rs, Fingerprints: fps, Filter: filter,
 				Rate: f.rate, Canary: canary, DryRun: dryRun, Limit: limit, Ack: ack, Hold: hold, CanaryTimeout: canaryTimeout,
 			})
 			b.Finish()
@@ -558,6 +579,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	c.Flags().DurationVar(&canaryTimeout, "canary-timeout", redrive.DefaultCanaryTimeout, "how long to wait for the canary's outcome")
 	c.Flags().IntVar(&limit, "limit", 0, "move at most N (0: all that match)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "move nothing; say what would move")
+	ff.add(c.Flags())
 	c.Flags().StringVar(&f.evidenceBucket, "evidence-bucket", "", "the eval bucket, the only one claim checks of oversized dead letters are read from (default $AGENTDLQ_EVAL_BUCKET, the stack output EvalBucketName; agentdlq-evals with local endpoints)")
 	out = addOutput(c, formatTable, formatJSON)
 	c.Flags().DurationVar(&hold, "hold", redrive.DefaultHold, "visibility timeout of the dead letters a pass receives: how long one is hidden while it moves, and, after a crash, how long the letters the pass left stay hidden")
@@ -687,11 +709,11 @@ func newRedriveRejectCmd(f *redriveFlags) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			who := redrive.Who{Owner: f.owner, Why: f.why}
-			rs, err := redrive.ParseReasons(reasons)
+			rs, err := parseReasons(reasons)
 			if err != nil {
-				return f.refused(ctx, nil, redrive.ActionReject, who, err)
+				return f.refused(ctx, nil, audit.ActionReject, who, err)
 			}
-			r, err := f.open(ctx, redrive.ActionReject, who, nil)
+			r, err := f.open(ctx, audit.ActionReject, who, nil)
 			if err != nil {
 				return err
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // runCLI runs agentdlq with args and returns stdout and the exit code.
@@ -43,15 +44,15 @@ func runCLI(t *testing.T, args ...string) (string, int) {
 	return out.String(), 0
 }
 
-func auditLines(t *testing.T, path string) []redrive.AuditEntry {
+func auditLines(t *testing.T, path string) []audit.Entry {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	var recs []redrive.AuditEntry
+	var recs []audit.Entry
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var r redrive.AuditEntry
+		var r audit.Entry
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
 		recs = append(recs, r)
 	}
@@ -59,29 +60,29 @@ func auditLines(t *testing.T, path string) []redrive.AuditEntry {
 }
 
 func TestRedriveCLIBadInputIsRefusedAndAudited(t *testing.T) {
-	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	tests := []struct {
 		name string
 		args []string
 	}{
-		{"unknown reason", []string{"redrive", "select", "--pipeline", "agent-tasks", "--reason", "bogus", "--owner", "platform-oncall", "--why", "y", "--audit", audit}},
-		{"no reason", []string{"redrive", "select", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "y", "--audit", audit}},
-		{"override without justification", []string{"redrive", "start", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "y", "--override", "policy_limit=", "--audit", audit}},
-		{"override of an unknown reason", []string{"redrive", "start", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "y", "--override", "nope=x", "--audit", audit}},
+		{"unknown reason", []string{"redrive", "select", "--pipeline", "agent-tasks", "--reason", "bogus", "--owner", "platform-oncall", "--why", "y", "--audit", auditFile}},
+		{"no reason", []string{"redrive", "select", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "y", "--audit", auditFile}},
+		{"override without justification", []string{"redrive", "start", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "y", "--override", "policy_limit=", "--audit", auditFile}},
+		{"override of an unknown reason", []string{"redrive", "start", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "y", "--override", "nope=x", "--audit", auditFile}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, code := runCLI(t, tt.args...)
 			assert.Equal(t, exitRefused, code)
-			recs := auditLines(t, audit)
+			recs := auditLines(t, auditFile)
 			require.Len(t, recs, i+1)
-			assert.Equal(t, redrive.OutcomeRefused, recs[i].Outcome)
+			assert.Equal(t, audit.OutcomeRefused, recs[i].Outcome)
 			// Refused before STS was asked: the OS user, not checked (or
 			// local, when the refusal came after the endpoints were known).
 			require.NotNil(t, recs[i].Caller)
-			assert.Contains(t, []redrive.CallerCheck{redrive.CallerNotChecked, redrive.CallerLocal}, recs[i].Caller.Check)
+			assert.Contains(t, []audit.CallerCheck{audit.CallerNotChecked, audit.CallerLocal}, recs[i].Caller.Check)
 			assert.Empty(t, recs[i].Caller.ARN)
-			assert.Equal(t, redrive.OSUser(), recs[i].Caller.OSUser)
+			assert.Equal(t, audit.OSUser(), recs[i].Caller.OSUser)
 		})
 	}
 	_, code := runCLI(t, "redrive", "select", "--pipeline", "agent-tasks", "--rate", "abc")
@@ -140,13 +141,13 @@ func TestRedriveCLIRefusesWithoutLedgerTable(t *testing.T) {
 	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "")
 	t.Setenv("AGENTDLQ_LEDGER_TABLE", "")
 	t.Setenv("AWS_REGION", "us-east-1")
-	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	_, code := runCLI(t, "redrive", "select", "--pipeline", "agent-tasks", "--reason", "budget_exhausted",
-		"--owner", "platform-oncall", "--why", "503s over", "--audit", audit)
+		"--owner", "platform-oncall", "--why", "503s over", "--audit", auditFile)
 	assert.Equal(t, exitRefused, code)
-	recs := auditLines(t, audit)
+	recs := auditLines(t, auditFile)
 	require.Len(t, recs, 1)
-	assert.Equal(t, redrive.OutcomeRefused, recs[0].Outcome)
+	assert.Equal(t, audit.OutcomeRefused, recs[0].Outcome)
 	assert.Contains(t, recs[0].Error, "no ledger table")
 }
 
@@ -177,15 +178,15 @@ func TestRedriveCLIMixedEndpointsAreNotLocal(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			audit := filepath.Join(t.TempDir(), "audit.jsonl")
+			auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 			out, code := runCLI(t, "redrive", "select", "--pipeline", "agent-tasks", "--reason", "budget_exhausted",
-				"--owner", "platform-oncall", "--why", "503s over", "--audit", audit, "--ledger-table", "agentdlq-ledger")
+				"--owner", "platform-oncall", "--why", "503s over", "--audit", auditFile, "--ledger-table", "agentdlq-ledger")
 			assert.Equal(t, exitRefused, code, out)
-			recs := auditLines(t, audit)
+			recs := auditLines(t, auditFile)
 			require.Len(t, recs, 1)
-			assert.Equal(t, redrive.OutcomeRefused, recs[0].Outcome)
+			assert.Equal(t, audit.OutcomeRefused, recs[0].Outcome)
 			assert.Equal(t, string(redrive.CodeSTSEndpoint), redriveCode(recs[0].Error), recs[0].Error)
-			assert.Equal(t, redrive.CallerNotChecked, recs[0].Caller.Check)
+			assert.Equal(t, audit.CallerNotChecked, recs[0].Caller.Check)
 		})
 	}
 }
@@ -199,7 +200,7 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 		body := `{"task_id":"t","run_id":"r","tenant":"acme","idempotency_key":"` + key + `","tool":"web.search","tool_version":"1","trace_id":"x","created_at":"2026-11-29T10:00:00Z","schema_version":1,"args":{}}`
 		attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: reason, IdempotencyKey: key, MessageID: "orig-" + key, Tool: "web.search"}, map[string]deadletter.Attribute{"src": {DataType: "String", StringValue: "t"}})
 		require.NoError(t, err)
-		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: redrive.AttributesToSQS(attrs)})
+		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: localtest.SQSAttributes(attrs)})
 		require.NoError(t, err)
 	}
 	for i := range 3 {
@@ -213,8 +214,8 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 		b, _ := strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
 		return a + b
 	}
-	audit := filepath.Join(t.TempDir(), "audit.jsonl")
-	common := []string{"--pipeline", "agent-tasks", "--audit", audit, "--ledger-table", table}
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
+	common := []string{"--pipeline", "agent-tasks", "--audit", auditFile, "--ledger-table", table}
 
 	out, code := runCLI(t, append([]string{"redrive", "plan", "--json"}, common...)...)
 	require.Equal(t, 0, code, out)
@@ -252,11 +253,17 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 	assert.Equal(t, 1, code, out)
 
 	var actions []string
-	for _, r := range auditLines(t, audit) {
+	for _, r := range auditLines(t, auditFile) {
 		actions = append(actions, string(r.Action)+":"+string(r.Outcome))
-		// Every endpoint is an emulator: the caller is the OS user, local.
+		// Every endpoint is an emulator: the caller is the OS user, local;
+		// a missing --owner is refused before anything is resolved, so its
+		// caller is not checked.
+		want := audit.CallerLocal
+		if strings.Contains(r.Error, "owner_missing") {
+			want = audit.CallerNotChecked
+		}
 		if assert.NotNil(t, r.Caller, r.Action) {
-			assert.Equal(t, redrive.Caller{Check: redrive.CallerLocal, OSUser: redrive.OSUser()}, *r.Caller, r.Action)
+			assert.Equal(t, audit.Caller{Check: want, OSUser: audit.OSUser()}, *r.Caller, r.Action)
 		}
 	}
 	assert.Equal(t, []string{"plan:shown", "select:refused", "select:refused", "select:refused", "start:refused", "start:refused",
@@ -265,14 +272,14 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 
 func TestRedriveCLIEmptyAndMissingDLQ(t *testing.T) {
 	_, _, q, table := onEmulators(t, "agent-tasks")
-	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	args := []string{"redrive", "select", "--pipeline", "agent-tasks", "--reason", "budget_exhausted", "--owner", "platform-oncall",
-		"--why", "x", "--audit", audit, "--ledger-table", table}
+		"--why", "x", "--audit", auditFile, "--ledger-table", table}
 
 	_, code := runCLI(t, args...)
 	assert.Equal(t, exitRefused, code, "empty DLQ")
 	_, code = runCLI(t, "redrive", "start", "--pipeline", "agent-tasks", "--owner", "platform-oncall", "--why", "x",
-		"--audit", audit, "--ledger-table", table)
+		"--audit", auditFile, "--ledger-table", table)
 	assert.Equal(t, exitRefused, code, "empty DLQ")
 
 	t.Setenv("AGENTDLQ_DLQ_URL", q.DLQURL+"-missing")
@@ -281,7 +288,7 @@ func TestRedriveCLIEmptyAndMissingDLQ(t *testing.T) {
 	assert.Equal(t, exitRefused, code, "missing DLQ")
 
 	var got []string
-	for _, r := range auditLines(t, audit) {
+	for _, r := range auditLines(t, auditFile) {
 		got = append(got, string(r.Action)+":"+string(r.Outcome)+":"+redriveCode(r.Error))
 	}
 	assert.Equal(t, []string{"select:refused:dlq_empty", "start:refused:dlq_empty", "select:refused:dlq_missing"}, got)
@@ -312,7 +319,7 @@ func TestRedriveCLICanaryWithoutAWorker(t *testing.T) {
 		body := `{"task_id":"t","run_id":"r","tenant":"acme","idempotency_key":"` + key + `","tool":"web.search","tool_version":"1","trace_id":"x","created_at":"2026-11-29T10:00:00Z","schema_version":1,"args":{}}`
 		attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: "orig-" + key, Tool: "web.search"}, nil)
 		require.NoError(t, err)
-		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: redrive.AttributesToSQS(attrs)})
+		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: localtest.SQSAttributes(attrs)})
 		require.NoError(t, err)
 	}
 	out, code := runCLI(t, "redrive", "select", "--pipeline", "agent-tasks", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"), "--ledger-table", table,
@@ -374,7 +381,7 @@ func TestRedriveCLIClaimCheckBucket(t *testing.T) {
 	meta.Evidence, meta.Reduced = "s3://"+bucket+"/"+ref, []deadletter.Reduction{deadletter.ReducedFolded}
 	attrs, err := deadletter.EncodeDeadLetter(meta, kept)
 	require.NoError(t, err)
-	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: redrive.AttributesToSQS(attrs)})
+	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: localtest.SQSAttributes(attrs)})
 	require.NoError(t, err)
 
 	common := []string{"redrive", "select", "--pipeline", "agent-tasks", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"), "--ledger-table", table,
@@ -399,7 +406,7 @@ func TestRedriveCLIClaimCheckBucket(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, m.Messages, 1)
 	assert.Equal(t, body, aws.ToString(m.Messages[0].Body))
-	assert.Equal(t, all, redrive.AttributesFromSQS(m.Messages[0].MessageAttributes), "the attribute the claim check held is back")
+	assert.Equal(t, all, localtest.Attributes(m.Messages[0].MessageAttributes), "the attribute the claim check held is back")
 }
 
 // One rule names the eval bucket select reads claim checks from.
@@ -455,7 +462,7 @@ func TestSelectBarTotal(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got.Messages, 1)
 	r, err := redrive.New(redrive.Config{Pipeline: p, Queues: q, SQS: client, Ledger: ledger.NewMemory(),
-		Audit: &redrive.Auditor{Store: &redrive.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}})
+		Audit: &audit.Auditor{Store: &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}})
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, selectBarTotal(ctx, r.Depth, 0, log))
 }

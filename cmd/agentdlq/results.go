@@ -40,6 +40,9 @@ func planMarkdown(w io.Writer, pl *redrive.Plan) error {
 	for _, p := range pl.Partial {
 		fmt.Fprintf(w, "> The triage scan was partial (%s): counts may be low.\n\n", p)
 	}
+	if pl.Filter != nil {
+		fmt.Fprintf(w, "> **Filtered**: %s; the plan and its commands are of those only.\n\n", pl.Filter.Line())
+	}
 	rows := make([][]string, 0, len(pl.Groups))
 	for _, g := range pl.Groups {
 		rows = append(rows, []string{string(g.Reason), code(orDash(g.Fingerprint)), strconv.Itoa(g.Count), mayText(g), g.Why})
@@ -50,7 +53,7 @@ func planMarkdown(w io.Writer, pl *redrive.Plan) error {
 	if len(pl.Groups) > 0 {
 		fmt.Fprintln(w, "\n### Commands")
 		for _, g := range pl.Groups {
-			fmt.Fprintf(w, "\n%s %s (%d):\n\n```sh\n%s\n```\n", g.Reason, orDash(g.Fingerprint), g.Count, stepsCommand(planPipeline(pl), g.Next))
+			fmt.Fprintf(w, "\n%s %s (%d):\n\n```sh\n%s\n```\n", g.Reason, orDash(g.Fingerprint), g.Count, stepsCommand(planPipeline(pl), g.Next, planFilter(pl)))
 		}
 	}
 	_, err := fmt.Fprintf(w, "\nWhole DLQ: %s\n", startLine(pl))

@@ -15,7 +15,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // globalFlags are the flags every subcommand shares.
@@ -140,9 +140,9 @@ func (g *globalFlags) outRoot() string {
 }
 
 // auditPath is a pipeline's default local audit file under outRoot (as
-// redrive.DefaultAuditPath is under ./out).
+// audit.DefaultPath is under ./out).
 func (g *globalFlags) auditPath(pipelineName string) string {
-	return redrive.AuditPath(g.outRoot(), pipelineName)
+	return audit.Path(g.outRoot(), pipelineName)
 }
 
 // auditDest is the --audit value to open: the flag as given, else auditPath.

@@ -9,6 +9,8 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // The library returns next steps as data (redrive.Step); this file is where
@@ -22,7 +24,14 @@ var placeholderOf = map[string]string{
 
 // stepCommand is the command line that takes step s on pipeline p.
 func stepCommand(p *pipeline.Pipeline, s redrive.Step) string {
+	return filteredStep(p, s, triage.Filter{})
+}
+
+// filteredStep is stepCommand for the letters filter f chose: a select, a
+// plan and a triage carry the filter's flags (filterArgs).
+func filteredStep(p *pipeline.Pipeline, s redrive.Step, f triage.Filter) string {
 	owner := shq(p.Owner)
+	fa := filterArgs(f)
 	group := ""
 	if s.Reason != "" {
 		group = " --reason " + string(s.Reason)
@@ -31,8 +40,8 @@ func stepCommand(p *pipeline.Pipeline, s redrive.Step) string {
 		group += " --fingerprint " + s.Fingerprint
 	}
 	switch s.Action {
-	case redrive.ActionSelect:
-		cmd := fmt.Sprintf("agentdlq redrive select --pipeline %s%s --owner %s --why '<why>' --rate %d", p.Name, group, owner, redrive.DefaultRate)
+	case audit.ActionSelect:
+		cmd := fmt.Sprintf("agentdlq redrive select --pipeline %s%s%s --owner %s --why '<why>' --rate %d", p.Name, group, fa, owner, redrive.DefaultRate)
 		for _, n := range s.Needs {
 			switch n {
 			case "Ack.Overrides":
@@ -47,18 +56,18 @@ func stepCommand(p *pipeline.Pipeline, s redrive.Step) string {
 			cmd += fmt.Sprintf(" --canary %d", s.Canary)
 		}
 		return cmd
-	case redrive.ActionReject:
+	case audit.ActionReject:
 		return fmt.Sprintf("agentdlq redrive reject --pipeline %s%s --owner %s --why '<why>'", p.Name, group, owner)
-	case redrive.ActionReconcile:
-		return fmt.Sprintf("agentdlq triage --pipeline %s --keys; agentdlq ledger get --key K; agentdlq ledger reconcile --pipeline %s --key K --no-effect|--effect-confirmed RECEIPT --owner %s --why '<what the external system shows>'",
-			p.Name, p.Name, owner)
-	case redrive.ActionStart:
+	case audit.ActionReconcile:
+		return fmt.Sprintf("agentdlq triage --pipeline %s%s --keys; agentdlq ledger get --key K; agentdlq ledger reconcile --pipeline %s --key K --no-effect|--effect-confirmed RECEIPT --owner %s --why '<what the external system shows>'",
+			p.Name, fa, p.Name, owner)
+	case audit.ActionStart:
 		return fmt.Sprintf("agentdlq redrive start --pipeline %s --owner %s --why '<why>' --rate %d", p.Name, owner, redrive.DefaultRate)
-	case redrive.ActionPlan:
-		return "agentdlq redrive plan --pipeline " + p.Name
-	case redrive.ActionStatus:
+	case audit.ActionPlan:
+		return "agentdlq redrive plan --pipeline " + p.Name + fa
+	case audit.ActionStatus:
 		return "agentdlq redrive status --pipeline " + p.Name
-	case redrive.ActionCancel:
+	case audit.ActionCancel:
 		return fmt.Sprintf("agentdlq redrive cancel --pipeline %s --owner %s --why '<why>'", p.Name, owner)
 	}
 	return fmt.Sprintf("agentdlq redrive %s --pipeline %s%s", s.Action, p.Name, group)
@@ -67,21 +76,21 @@ func stepCommand(p *pipeline.Pipeline, s redrive.Step) string {
 // stepsCommand is a group's steps as one line, in order: "nothing to do"
 // when there are none; a reconciliation comes first, each key at a time,
 // and says so.
-func stepsCommand(p *pipeline.Pipeline, steps []redrive.Step) string {
+func stepsCommand(p *pipeline.Pipeline, steps []redrive.Step, f triage.Filter) string {
 	if len(steps) == 0 {
 		return "nothing to do: already rejected"
 	}
 	var b strings.Builder
 	for i, s := range steps {
 		switch {
-		case s.Action == redrive.ActionReconcile:
+		case s.Action == audit.ActionReconcile:
 			b.WriteString("reconcile each key first: ")
-		case i > 0 && steps[i-1].Action == redrive.ActionReconcile:
+		case i > 0 && steps[i-1].Action == audit.ActionReconcile:
 			b.WriteString("; then (moves only the keys reconciled as no effect): ")
 		case i > 0:
 			b.WriteString("; or: ")
 		}
-		b.WriteString(stepCommand(p, s))
+		b.WriteString(filteredStep(p, s, f))
 	}
 	return b.String()
 }
@@ -135,6 +144,9 @@ func decisionText(g redrive.PlanGroup) string {
 // writePlanText renders a plan for a terminal: the groups, then each
 // group's command, then the whole DLQ's.
 func writePlanText(w io.Writer, pl *redrive.Plan) error {
+	if pl.Filter != nil {
+		fmt.Fprintf(w, "FILTERED: %s; the plan and its commands are of those only\n", pl.Filter.Line())
+	}
 	if len(pl.Partial) > 0 {
 		fmt.Fprintf(w, "note: the triage scan was partial (%s): counts may be low\n", strings.Join(pl.Partial, "; "))
 	}
@@ -153,7 +165,7 @@ func writePlanText(w io.Writer, pl *redrive.Plan) error {
 	p := planPipeline(pl)
 	fmt.Fprintln(w, "\nCommands:")
 	for _, g := range pl.Groups {
-		fmt.Fprintf(w, "  # %s %s (%d)\n  %s\n", g.Reason, orDash(g.Fingerprint), g.Count, stepsCommand(p, g.Next))
+		fmt.Fprintf(w, "  # %s %s (%d)\n  %s\n", g.Reason, orDash(g.Fingerprint), g.Count, stepsCommand(p, g.Next, planFilter(pl)))
 	}
 	_, err := fmt.Fprintf(w, "\nWhole DLQ: %s\n", startLine(pl))
 	return err
@@ -177,7 +189,7 @@ func planView(pl *redrive.Plan) planJSON {
 	v := planJSON{Plan: pl, Groups: make([]planGroupJSON, 0, len(pl.Groups)), StartCommand: startLine(pl)}
 	p := planPipeline(pl)
 	for _, g := range pl.Groups {
-		v.Groups = append(v.Groups, planGroupJSON{PlanGroup: g, Command: stepsCommand(p, g.Next)})
+		v.Groups = append(v.Groups, planGroupJSON{PlanGroup: g, Command: stepsCommand(p, g.Next, planFilter(pl))})
 	}
 	return v
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 type triageFlags struct {
@@ -31,12 +32,13 @@ type triageFlags struct {
 	maxMessages int
 	maxSeconds  int
 	noProgress  bool
+	filter      filterFlags
 }
 
 func newTriageCmd(g *globalFlags) *cobra.Command {
 	f := &triageFlags{}
 	cmd := &cobra.Command{
-		Use:   "triage --pipeline NAME [-o table|json|markdown | --keys] [--export-evals DEST]",
+		Use:   "triage --pipeline NAME [-o table|json|markdown | --keys] [--export-evals DEST] [--tool T] [--tenant T] [--since WHEN] [--until WHEN] [--contains TEXT]",
 		Short: "Read-only look at a pipeline's DLQ: reasons, groups, expiry risk, eval export",
 		Long: `triage reads every dead letter of the pipeline's DLQ once, without deleting,
 sending or moving any, and reports them by reason and group (fingerprint),
@@ -72,11 +74,18 @@ document {"error","code","exit_code","result"} with the report as result,
 on stderr. With --keys it prints no key at all on stdout: a list of some
 keys would look whole. Letters held by another reader (another triage, a
 selective redrive, a receive whose response was lost) come back when their
-visibility timeout lapses: rerun after the seconds the message names.`,
+visibility timeout lapses: rerun after the seconds the message names.
+
+Filters (--tool, --tenant, --since, --until, --contains) narrow the report
+to the dead letters they choose; the report says so (FILTERED, and
+"filter" in JSON) and counts only those. A filtered report is neither kept
+nor exported from (--reports and --export-evals are refused with a filter):
+the kept reports and their chart are of the whole DLQ.`,
 		Example: `  agentdlq triage --pipeline agent-tasks
   agentdlq triage --pipeline agent-tasks -o markdown > triage.md
   agentdlq triage --pipeline agent-tasks --export-evals s3://my-eval-bucket/agent-tasks -o json | jq .totals
-  agentdlq triage --pipeline agent-tasks --profile prod --region eu-west-1 --verbose`,
+  agentdlq triage --pipeline agent-tasks --profile prod --region eu-west-1 --verbose
+  agentdlq triage --pipeline agent-tasks --tool email.send --since 2h --contains timeout`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, g) },
 	}
@@ -91,6 +100,7 @@ visibility timeout lapses: rerun after the seconds the message names.`,
 	fl.IntVar(&f.maxMessages, "max-messages", 0, "bound on messages read (default: the pipeline's triage.max_messages)")
 	fl.IntVar(&f.maxSeconds, "max-seconds", 0, "bound on the scan's duration (default: the pipeline's triage.max_seconds)")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar")
+	f.filter.add(fl)
 	f.out = addOutput(cmd, formatTable, formatJSON, formatMarkdown)
 	return cmd
 }
@@ -112,6 +122,18 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if f.visibility < time.Second || f.visibility > 12*time.Hour {
 		return withExit(2, fmt.Errorf("--visibility %s is outside 1s..12h", f.visibility))
 	}
+	filter, err := f.filter.parse(time.Now())
+	if err != nil {
+		return withExit(2, err)
+	}
+	if !filter.IsZero() {
+		// A filtered report is of some letters: never kept beside the
+		// DLQ's reports (the chart would draw a drop), never exported from.
+		if f.exportEvals != "" || (cmd.Flags().Changed("reports") && f.reports != "") {
+			return withExit(2, errors.New("--tool, --tenant, --since, --until and --contains exclude --export-evals and --reports: a filtered report is of some dead letters, and is neither exported from nor kept"))
+		}
+		f.reports = ""
+	}
 	p, err := g.loadPipeline(f.pipeline)
 	if err != nil {
 		return withExit(2, err)
@@ -120,15 +142,15 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if err != nil {
 		return fmt.Errorf("aws config: %w", err)
 	}
-	var dest triage.Destination
+	var dest store.Destination
 	if f.exportEvals != "" {
-		if dest, err = triage.ParseDestination(f.exportEvals, s3.NewFromConfig(cfg)); err != nil {
+		if dest, err = store.Parse(f.exportEvals, s3.NewFromConfig(cfg)); err != nil {
 			return withExit(2, err)
 		}
 	}
-	var reports triage.Destination
+	var reports store.Destination
 	if f.reports != "" {
-		if reports, err = triage.ParseDestination(f.reports, s3.NewFromConfig(cfg)); err != nil {
+		if reports, err = store.Parse(f.reports, s3.NewFromConfig(cfg)); err != nil {
 			return withExit(2, fmt.Errorf("--reports: %w", err))
 		}
 	}
@@ -142,7 +164,7 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	}
 
 	log := g.logger(cmd.ErrOrStderr())
-	rc := triage.Config{Pipeline: p, DLQURL: q.DLQURL, SQS: client, Logger: log, Scan: triage.ScanOptions{
+	rc := triage.Config{Pipeline: p, DLQURL: q.DLQURL, SQS: client, Logger: log, Filter: filter, Scan: triage.ScanOptions{
 		VisibilityTimeout: f.visibility, Receivers: f.receivers, MaxMessages: f.maxMessages,
 		MaxDuration: time.Duration(f.maxSeconds) * time.Second,
 	}}
@@ -171,7 +193,7 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	// A scan that did not see every letter fails the command: the report
 	// is printed (it says so) and kept, the keys are not.
 	if scanErr := r.Scan.Err(); scanErr != nil {
-		runErr = errors.Join(partialScanError(scanErr, r.Scan, p.Name, f.keys), runErr)
+		runErr = errors.Join(partialScanError(scanErr, r.Scan, p.Name+filterArgs(filter), f.keys), runErr)
 	}
 	if f.keys {
 		if r.Scan.Partial {
@@ -245,7 +267,12 @@ func (f *triageFlags) print(w io.Writer, r *triage.Report) error {
 	case f.out.JSON():
 		return writeJSON(w, r)
 	case f.out.Markdown():
-		return triage.Markdown(w, r)
+		if err := triage.Markdown(w, r); err != nil {
+			return err
+		}
+		// The library's report names no command; the CLI does.
+		_, err := fmt.Fprintf(w, "\nNext: `agentdlq triage --pipeline %s`, then `agentdlq redrive plan --pipeline %s`.\n", r.Pipeline, r.Pipeline)
+		return err
 	default:
 		return triage.Text(w, r)
 	}

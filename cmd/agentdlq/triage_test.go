@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 func TestTriageCLIBadInput(t *testing.T) {
@@ -159,7 +160,7 @@ func TestTriageCLIPartialScan(t *testing.T) {
 	stdout, _, code = runArgs(t, "triage", "--pipeline", "agent-tasks", "--reports", reports, "--no-progress")
 	assert.Equal(t, exitFailed, code)
 	assert.Contains(t, stdout, "!!! PARTIAL SCAN: saw 2 of about 3 dead letters")
-	hist, err := triage.History(ctx, triage.Folder{Root: reports}, "agent-tasks", 0)
+	hist, err := triage.History(ctx, store.Folder{Root: reports}, "agent-tasks", 0)
 	require.NoError(t, err)
 	require.Len(t, hist, 3)
 	for _, h := range hist {

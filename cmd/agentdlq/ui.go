@@ -11,19 +11,19 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/spf13/cobra"
 
 	"github.com/agentdlq/agentdlq/console"
+	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
-	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 type uiFlags struct {
@@ -80,7 +80,7 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if err != nil {
 		return fmt.Errorf("aws config: %w", err)
 	}
-	reports, err := triage.ParseDestination(f.reports, s3.NewFromConfig(cfg))
+	reports, err := store.Parse(f.reports, s3.NewFromConfig(cfg))
 	if err != nil {
 		return withExit(2, fmt.Errorf("--reports: %w", err))
 	}
@@ -92,16 +92,18 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	addr := ln.Addr().(*net.TCPAddr)
 	loopback := addr.IP.IsLoopback()
 
-	client, stsc, s3c := sqs.NewFromConfig(cfg), sts.NewFromConfig(cfg), s3.NewFromConfig(cfg)
-	ddb := dynamodb.NewFromConfig(cfg)
+	rc := clientsOf(cfg, ledgerTableName(f.ledgerTable))
 	// The console's redrive and reject are gated as agentdlq redrive's
-	// (redrive.New decides from the clients whether the caller check runs);
-	// an STS that is not AWS's while it must run is refused here, at once.
-	if _, err := redrive.Locality(configEndpoints(cfg)); err != nil {
+	// (redrive.New decides from these clients whether the caller check
+	// runs); an STS that is not AWS's while it must run is refused here, at
+	// once, by the same decision.
+	if _, err := redrive.Locality(rc); err != nil {
 		return withExit(2, err)
 	}
+	client, stsc, s3c := rc.SQS.(*sqs.Client), rc.STS.(*sts.Client), rc.Evidence.(*s3.Client)
 	cc := console.Config{
-		SQS: client, STS: stsc, Evidence: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
+		SQS: client, STS: stsc, Evidence: s3c, EvidenceWriter: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
+		Catalog: agenttask.SampleCatalog(),
 		Reports: reports, Loopback: loopback, Logger: g.logger(cmd.ErrOrStderr()),
 		Resolve: consoleResolve(client),
 	}
@@ -109,12 +111,12 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		cc.Pipelines = append(cc.Pipelines, &def.Pipelines[i])
 	}
 	// The file audit of agentdlq redrive (g.auditPath), not the console's
-	// default (redrive.DefaultAuditPath, under ./out of the working directory).
+	// default (audit.DefaultPath, under ./out of the working directory).
 	cc.Audit = func(name string) console.AuditLog {
-		return &console.FileAudit{FileStore: redrive.FileStore{Path: g.auditPath(name)}}
+		return &console.FileAudit{FileStore: audit.FileStore{Path: g.auditPath(name)}}
 	}
 	if f.audit != "" {
-		bucket, prefix, _, err := redrive.ParseAuditDest(f.audit)
+		bucket, prefix, _, err := audit.ParseDest(f.audit)
 		if err != nil {
 			return withExit(2, fmt.Errorf("--audit: %w", err))
 		}
@@ -122,11 +124,11 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 			return withExit(2, errors.New("--audit: the console keeps one file per pipeline (the default, out/audit/<pipeline>.jsonl) or s3://bucket/prefix"))
 		}
 		cc.Audit = func(name string) console.AuditLog {
-			return &console.S3Audit{S3Store: redrive.S3Store{API: s3c, Bucket: bucket, Prefix: prefix}, Read: s3c, Pipeline: name}
+			return &console.S3Audit{S3Store: audit.S3Store{API: s3c, Bucket: bucket, Prefix: prefix}, Read: s3c, Pipeline: name}
 		}
 	}
-	if table := ledgerTableName(f.ledgerTable); table != "" {
-		cc.Ledger = ledger.NewDynamo(ddb, table)
+	if ledgerTableName(f.ledgerTable) != "" {
+		cc.Ledger = rc.Ledger
 	}
 	srv, err := console.New(ctx, cc)
 	if err != nil {

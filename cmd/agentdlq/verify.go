@@ -16,7 +16,9 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 // localEffects is the sample tools' effect store every local worker of
@@ -40,7 +42,7 @@ func verifyCatalog(ctx context.Context) (agenttask.Catalog, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("aws config: %w", err)
 	}
-	if local, err := redrive.Locality(configEndpoints(cfg)); err != nil || !local {
+	if local, err := redrive.Locality(clientsOf(cfg, topology.LocalLedgerTable)); err != nil || !local {
 		return sampleworker.Catalog(nil), "the sample tools keep no effect store in AWS: no verifier ran (docs/redrive.md: verifying with your own tools)", nil
 	}
 	eff, err := localEffects()
@@ -101,17 +103,17 @@ scan saw only part of the DLQ (what was verified stands; rerun later).`,
 				for _, r := range deadletter.AllReasons() {
 					known = append(known, string(r))
 				}
-				return f.refused(ctx, nil, redrive.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeUnknownReason, Field: "--reason",
+				return f.refused(ctx, nil, audit.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeUnknownReason, Field: "--reason",
 					Reason: fmt.Sprintf("%q is not a reason (known: %s)", reason, strings.Join(known, ", "))})
 			}
 			if timeout <= 0 {
-				return f.refused(ctx, nil, redrive.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeBadInput, Field: "--timeout", Reason: fmt.Sprintf("%s is not positive", timeout)})
+				return f.refused(ctx, nil, audit.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeBadInput, Field: "--timeout", Reason: fmt.Sprintf("%s is not positive", timeout)})
 			}
 			catalog, note, err := verifyCatalog(ctx)
 			if err != nil {
 				return err
 			}
-			r, err := f.open(ctx, redrive.ActionReconcile, who, nil)
+			r, err := f.open(ctx, audit.ActionReconcile, who, nil)
 			if err != nil {
 				return err
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
 func TestLedgerVerifyBadInput(t *testing.T) {
@@ -42,8 +43,8 @@ func TestLedgerVerifyBadInput(t *testing.T) {
 	recs := auditLines(t, auditPath)
 	require.Len(t, recs, 2, "every refusal on a pipeline is audited; without a pipeline nothing is written")
 	for _, r := range recs {
-		assert.Equal(t, redrive.ActionReconcile, r.Action)
-		assert.Equal(t, redrive.OutcomeRefused, r.Outcome)
+		assert.Equal(t, audit.ActionReconcile, r.Action)
+		assert.Equal(t, audit.OutcomeRefused, r.Outcome)
 	}
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/sdkhttp"
 )
 
@@ -115,7 +116,7 @@ func run(ctx context.Context, defs, name string, who redrive.Who, apply bool) er
 			DLQURL: env("AGENTDLQ_DLQ_URL"), DLQARN: env("AGENTDLQ_DLQ_ARN"), FIFO: p.FIFO},
 		SQS: sqs.NewFromConfig(cfg), STS: sts.NewFromConfig(cfg),
 		Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg), env("AGENTDLQ_LEDGER_TABLE")),
-		Audit:  &redrive.Auditor{Store: &redrive.S3Store{API: s3.NewFromConfig(cfg), Bucket: env("AGENTDLQ_AUDIT_BUCKET")}},
+		Audit:  &audit.Auditor{Store: &audit.S3Store{API: s3.NewFromConfig(cfg), Bucket: env("AGENTDLQ_AUDIT_BUCKET")}},
 	})
 	if err != nil {
 		return err

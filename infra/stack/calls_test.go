@@ -22,7 +22,9 @@ import (
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // The IAM actions each role's code calls are derived from the narrow client
@@ -229,7 +231,7 @@ func deriveCalls(t *testing.T) codeCalls {
 	// The triage Lambda: the scan, the alarm summary, the eval bucket and
 	// the ledger read (triage.KeyReader).
 	triageLedger, _ := ledgerActions(t, methodNames(iface[triage.KeyReader]())...)
-	c.triage = append(sdkActions(t, iface[triage.ScanAPI](), iface[triage.PublishAPI](), iface[triage.S3API]()), triageLedger...)
+	c.triage = append(sdkActions(t, iface[triage.ScanAPI](), iface[triage.PublishAPI](), iface[store.S3API]()), triageLedger...)
 
 	// The redrive role: what `agentdlq redrive` (and pause) calls in AWS:
 	// finding the queues, the gate, the selective redrive (with the claim
@@ -243,8 +245,8 @@ func deriveCalls(t *testing.T) codeCalls {
 	if slices.Contains(redriveMethods, "Reconcile") {
 		_, c.reconcileWrites = ledgerActions(t, "Reconcile")
 	}
-	c.redrive = append(sdkActions(t, iface[topology.ResolveAPI](), iface[redrive.QueueAPI](), iface[redrive.SelectAPI](),
-		iface[redrive.MoveAPI](), iface[redrive.S3PutAPI](), iface[redrive.EvidenceAPI](), iface[redrive.AuditReadAPI](), iface[redrive.IdentityAPI](), iface[redrive.LambdaAPI]()), redriveLedger...)
+	c.redrive = append(sdkActions(t, iface[topology.ResolveAPI](), iface[redrive.API](),
+		iface[audit.S3PutAPI](), iface[redrive.EvidenceAPI](), iface[audit.S3ReadAPI](), iface[redrive.IdentityAPI](), iface[redrive.LambdaAPI]()), redriveLedger...)
 
 	for _, a := range append(append(c.worker, c.triage...), c.redrive...) {
 		if strings.HasPrefix(a, "dynamodb:") {

@@ -237,8 +237,12 @@ func TestIAMBoundaries(t *testing.T) {
 				require.NotEmpty(t, esm, "the worker's event source mapping")
 				require.Len(t, r[PauseAction], 1)
 				assert.Contains(t, r[PauseAction][0], ":event-source-mapping:${Ref:"+esm+"}", "%s on the worker's mapping only", PauseAction)
-				require.Len(t, r["s3:PutObject"], 1)
-				assert.True(t, strings.HasSuffix(r["s3:PutObject"][0], "/"+def.Name+"/audit/*"), r["s3:PutObject"][0])
+				// It writes its audit and the originals of repaired tasks, nothing else.
+				var puts []string
+				for _, res := range r["s3:PutObject"] {
+					puts = append(puts, res[strings.LastIndex(res, "/"+def.Name+"/"):])
+				}
+				assert.ElementsMatch(t, []string{"/" + def.Name + "/audit/*", "/" + def.Name + "/repairs/*"}, puts, "redrive writes its audit and repaired originals only")
 				assert.NotContains(t, r, "sqs:PurgeQueue")
 
 				// Who may assume it.

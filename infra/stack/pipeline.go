@@ -549,6 +549,13 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 			Actions:   jsii.Strings("s3:GetObject"),
 			Resources: jsii.Strings(*props.Bucket.ArnForObjects(jsii.String(def.Name + "/evidence/*"))),
 		}),
+		// A repair keeps the original of the task it replaces (agentdlq
+		// redrive repair): written once, never read back by the role.
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("KeepRepairedOriginals"),
+			Actions:   jsii.Strings("s3:PutObject"),
+			Resources: jsii.Strings(*props.Bucket.ArnForObjects(jsii.String(def.Name + "/repairs/*"))),
+		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:        jsii.String("ListAuditRecords"),
 			Actions:    jsii.Strings("s3:ListBucket"),
@@ -580,6 +587,9 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 	suppress(policy, "AwsSolutions-IAM5",
 		"claim checks are one object per oversized dead letter under the pipeline's own prefix <pipeline>/evidence/*, named by date and message id at run time; the redrive reads them back",
 		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/evidence\/\*$/`)
+	suppress(policy, "AwsSolutions-IAM5",
+		"a repair keeps the original of each repaired task as one object under the pipeline's own prefix <pipeline>/repairs/*, named by date and message id at run time",
+		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/repairs\/\*$/`)
 	suppress(policy, "AwsSolutions-IAM5",
 		"sqs:ListQueues and lambda:ListEventSourceMappings support no resource-level permission and return identifiers only; `agentdlq redrive` finds the pipeline's queues by their agentdlq tags, and pause the worker's mapping by the hot queue's ARN",
 		"Resource::*")

@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -265,7 +266,7 @@ func newRedriverTo(t *testing.T, h *harness, hotURL, hotARN string) *redrive.Red
 		Pipeline: h.p,
 		Queues:   redrive.Queues{HotURL: hotURL, HotARN: hotARN, DLQURL: h.q.DLQURL, DLQARN: h.q.DLQARN, FIFO: h.q.FIFO},
 		SQS:      h.sqs, Ledger: h.ledger,
-		Audit:  &redrive.Auditor{Store: &redrive.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}, Logger: h.log},
+		Audit:  &audit.Auditor{Store: &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}, Logger: h.log},
 		Logger: h.log,
 	})
 	require.NoError(t, err)

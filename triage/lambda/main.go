@@ -18,6 +18,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 func main() {
@@ -39,12 +40,24 @@ func setup(log *slog.Logger) (*triage.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &triage.Handler{Targets: targets, SQS: sqs.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg), Metrics: os.Stdout, Region: cfg.Region, Logger: log}
+	h := &triage.Handler{Targets: targets, SQS: sqs.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg), Metrics: os.Stdout, Region: cfg.Region, Logger: log,
+		Next: nextCommands}
 	if bucket := os.Getenv("AGENTDLQ_EVAL_BUCKET"); bucket != "" {
-		h.Dest = &triage.S3{API: s3.NewFromConfig(cfg), Bucket: bucket}
+		h.Dest = &store.S3{API: s3.NewFromConfig(cfg), Bucket: bucket}
 	}
 	if table := os.Getenv("AGENTDLQ_LEDGER_TABLE"); table != "" {
 		h.Ledger = ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
 	}
 	return h, nil
+}
+
+// nextCommands are the alarm summary's last lines: what the pipeline's
+// owner runs next. The Lambda is a face of triage, so it, not the library,
+// spells the command lines.
+func nextCommands(pipelineName string) []string {
+	return []string{
+		"agentdlq ui   (the console: groups, letters, gated redrive)",
+		"agentdlq triage --pipeline " + pipelineName,
+		"agentdlq redrive plan --pipeline " + pipelineName,
+	}
 }

@@ -1,4 +1,4 @@
-package triage
+package store
 
 import (
 	"bytes"
@@ -26,11 +26,9 @@ type S3 struct {
 	Prefix string
 }
 
-var _ Destination = (*S3)(nil)
-
-// ParseDestination reads a destination: "s3://bucket[/prefix]" (needs an
+// Parse reads a destination: "s3://bucket[/prefix]" (needs an
 // S3API) or a folder path.
-func ParseDestination(dest string, api S3API) (Destination, error) {
+func Parse(dest string, api S3API) (Destination, error) {
 	if rest, ok := strings.CutPrefix(dest, "s3://"); ok {
 		bucket, prefix, _ := strings.Cut(rest, "/")
 		if bucket == "" {

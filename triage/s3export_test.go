@@ -13,10 +13,12 @@ import (
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // fakeS3 is an S3API that must not be called (for parsing tests).
-type fakeS3 struct{ S3API }
+type fakeS3 struct{ store.S3API }
 
 // newFakeS3 serves gofakes3 in-process and returns a real S3 client for it.
 func newFakeS3(t *testing.T) *s3.Client {
@@ -37,7 +39,7 @@ func TestExportS3(t *testing.T) {
 	api := newFakeS3(t)
 	_, err := api.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("evals")})
 	require.NoError(t, err)
-	dest, err := ParseDestination("s3://evals/datasets", api)
+	dest, err := store.Parse("s3://evals/datasets", api)
 	require.NoError(t, err)
 	p := testPipeline(t, false)
 
@@ -69,7 +71,7 @@ func TestExportS3(t *testing.T) {
 func TestExportS3MissingBucket(t *testing.T) {
 	t.Parallel()
 	api := newFakeS3(t)
-	dest, err := ParseDestination("s3://no-such-bucket/x", api)
+	dest, err := store.Parse("s3://no-such-bucket/x", api)
 	require.NoError(t, err)
 	p := testPipeline(t, false)
 	r := Build(TagAll(fixture(t)), p, t0)

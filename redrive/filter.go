@@ -1,0 +1,55 @@
+package redrive
+
+import (
+	"slices"
+
+	"github.com/agentdlq/agentdlq/triage"
+)
+
+// matchFilter reports whether the letter l is one f chooses (triage.Filter,
+// on the letter as triage tags it). The zero Filter chooses every letter.
+func matchFilter(f triage.Filter, l *letter) bool {
+	if f.IsZero() {
+		return true
+	}
+	t := triage.Tag(triage.Message{
+		MessageID: l.MessageID, ReceiptHandle: l.ReceiptHandle, Body: l.Body, Attributes: l.Attributes,
+		SentTimestamp: l.SentTimestamp, ReceiveCount: l.ReceiveCount, MessageGroupID: l.MessageGroupID,
+	})
+	return f.Match(&t)
+}
+
+// filterText is f as an audit record names it (detail "filter"): its
+// tenant hashed when the pipeline hashes tenants (eval.hash_fields), as
+// the triage report shows them.
+func (r *Redriver) filterText(f triage.Filter) string {
+	if slices.Contains(r.cfg.Pipeline.Eval.HashFields, "tenant") {
+		f = f.Hashed()
+	}
+	return f.String()
+}
+
+// checkFilter refuses a filter whose window is empty.
+func checkFilter(f triage.Filter) error {
+	if err := f.Validate(); err != nil {
+		return refuseField(CodeBadInput, "Filter", "%v", err)
+	}
+	return nil
+}
+
+// narrowed marks a plan as the plan of the letters a filter chose: a move
+// task would move the whole DLQ, so it is never offered; each group's
+// select is of the filtered letters (the caller renders the filter with
+// the steps).
+func (pl *Plan) narrowed(fd *triage.Filtered) {
+	if fd == nil {
+		return
+	}
+	pl.Filter = fd
+	pl.Start = nil
+	if fd.Matched == 0 {
+		pl.StartWhy = "no dead letter the filter chooses"
+		return
+	}
+	pl.StartWhy = "not a move task: a move task moves the whole DLQ, not the letters the filter chose; redrive group by group with the filter"
+}
