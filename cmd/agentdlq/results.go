@@ -41,7 +41,7 @@ func planMarkdown(w io.Writer, pl *redrive.Plan) error {
 		fmt.Fprintf(w, "> The triage scan was partial (%s): counts may be low.\n\n", p)
 	}
 	if pl.Filter != nil {
-		fmt.Fprintf(w, "> **Filtered**: %s; the plan and its commands are of those only.\n\n", pl.Filter.Line())
+		fmt.Fprintf(w, "> **Filtered**: %s; the plan and its commands are of those only.\n\n", filterLine(pl.Filter))
 	}
 	rows := make([][]string, 0, len(pl.Groups))
 	for _, g := range pl.Groups {
