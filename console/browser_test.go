@@ -155,7 +155,7 @@ func seed(t *testing.T) *seeded {
 			msgs = append(msgs, triage.Message{MessageID: fmt.Sprintf("h%d-%d", h, i), Body: "{}", Attributes: attrs, SentTimestamp: now.Add(-time.Duration(h) * time.Hour)})
 		}
 		at := now.Add(-time.Duration(h) * time.Hour)
-		_, err := triage.WriteReport(ctx, reports, triage.Build(triage.TagAll(msgs), p, at), at)
+		_, err := triage.WriteReport(ctx, reports, triage.Build(tagAll(msgs), p, at), at)
 		require.NoError(t, err)
 	}
 

@@ -31,7 +31,7 @@ type pageFilter struct {
 // filterOf reads the filter of r (its URL, or its form when posted).
 func (s *Server) filterOf(r *http.Request) pageFilter {
 	pf := pageFilter{Raw: map[string]string{}}
-	for _, k := range triage.FilterFieldNames {
+	for _, k := range []string{"tool", "tenant", "since", "until", "contains"} { // triage.Filter.Fields' names
 		if v := r.FormValue(k); v != "" {
 			pf.Raw[k] = v
 		}

@@ -206,7 +206,7 @@ func newFixtureOf(t testing.TB, msgs []triage.Message) *fixture {
 		Token: "test-token", Loopback: true, Now: func() time.Time { return t0 }, Logger: quiet,
 	})
 	require.NoError(t, err)
-	f.r = triage.Build(triage.TagAll(msgs), p, t0)
+	f.r = triage.Build(tagAll(msgs), p, t0)
 	hist := []triage.HistoryPoint{
 		{GeneratedAt: t0.Add(-2 * time.Hour), Messages: n / 2, ByReason: map[deadletter.Reason]int{deadletter.ReasonBudgetExhausted: n / 2}},
 		triage.PointOf(f.r, "agent-tasks/reports/x.json"),
@@ -258,4 +258,13 @@ func (f *fakeSQS) Options() sqs.Options {
 	}
 	lo := "http://127.0.0.1:4566"
 	return sqs.Options{BaseEndpoint: &lo}
+}
+
+// tagAll tags msgs as triage.Run does.
+func tagAll(msgs []triage.Message) []triage.Tagged {
+	out := make([]triage.Tagged, len(msgs))
+	for i, m := range msgs {
+		out[i] = triage.Tag(m)
+	}
+	return out
 }

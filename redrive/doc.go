@@ -45,7 +45,7 @@
 // (errors.Is ErrRefused): a Code (errors.go lists them), the request Field
 // at fault by its Go name, a Reason in words, and Next steps; nothing
 // moved. A command that saw only part of the DLQ returns a *PartialError
-// (errors.Is ErrScanPartial) with when to retry; what it did with what it
+// (errors.Is triage.ErrScanPartial) with when to retry; what it did with what it
 // saw stands. A canary that failed is ErrCanaryFailed.
 //
 // # What may be redriven

@@ -130,7 +130,7 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	res, err := r.Select(ctx, dry)
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.Matched)
-	assert.Equal(t, 1, res.WouldMove())
+	assert.Equal(t, 1, res.WouldMove)
 	assert.Equal(t, 1, res.ClaimCheckFailed)
 	require.Len(t, res.Unrestored, 1)
 	assert.Equal(t, ClaimCheckMissing, res.Unrestored[0].Cause)

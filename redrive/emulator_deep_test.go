@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // A deep DLQ where the chosen dead letters sit behind many others: the pass
@@ -66,7 +67,7 @@ func TestEmulatorSelectFIFOBehindOthersOfItsGroup(t *testing.T) {
 	put("behind", deadletter.ReasonBudgetExhausted)
 	res, err := l.redriver().Select(ctx, SelectRequest{Who: Who{Owner: l.p.Owner, Why: "503s over"},
 		Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted}, Rate: 500, Hold: 5 * time.Second, IdleReceives: 1})
-	require.ErrorIs(t, err, ErrScanPartial, "not nothing_selected: the chosen letter may be among those not seen")
+	require.ErrorIs(t, err, triage.ErrScanPartial, "not nothing_selected: the chosen letter may be among those not seen")
 	assert.Contains(t, err.Error(), "of about 13 dead letters")
 	assert.Contains(t, err.Error(), "FIFO")
 	assert.Equal(t, 0, res.Moved)

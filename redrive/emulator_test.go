@@ -26,6 +26,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // local is one pipeline on the emulators: its queues, a fresh ledger table,
@@ -436,7 +437,7 @@ func TestEmulatorConcurrentSelectOfTheSameGroup(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			res, err := l.redriver().Select(ctx, req)
-			if err != nil && !errors.Is(err, ErrScanPartial) { // the other run holds letters
+			if err != nil && !errors.Is(err, triage.ErrScanPartial) { // the other run holds letters
 				assert.Equal(t, CodeNothingSelected, RefusalCode(err), err)
 			}
 			moved[i] = res.Moved
@@ -448,7 +449,7 @@ func TestEmulatorConcurrentSelectOfTheSameGroup(t *testing.T) {
 		require.Less(t, try, 20, "the DLQ does not drain")
 		time.Sleep(200 * time.Millisecond)
 		res, err := l.redriver().Select(ctx, req)
-		if err == nil || errors.Is(err, ErrScanPartial) {
+		if err == nil || errors.Is(err, triage.ErrScanPartial) {
 			moved = append(moved, res.Moved)
 		}
 	}

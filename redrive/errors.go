@@ -4,10 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // Errors to test with errors.Is. A *Refusal matches ErrRefused; the CLI exits
-// with code 2 on it.
+// with code 2 on it. A command that could not see every dead letter of the
+// DLQ returns a *PartialError, which matches triage.ErrScanPartial (one
+// sentinel for the fact, whichever package scanned).
 var (
 	// ErrRefused: the gate or the policy refused the action; nothing moved.
 	ErrRefused = errors.New("redrive refused")
@@ -15,12 +19,6 @@ var (
 	ErrUnsupported = errors.New("endpoint does not support message move tasks")
 	// ErrCanaryFailed: a canary message failed again (or its outcome stayed unknown).
 	ErrCanaryFailed = errors.New("canary failed")
-	// ErrScanPartial: the command could not see every dead letter of the
-	// DLQ, so it cannot vouch for what it did not see. A *PartialError
-	// matches it. Not a refusal (the request was sound) and not an outage:
-	// the letters it missed are held (in flight) by a receive, and a rerun
-	// after their visibility timeout sees them (PartialError.RetryAfter).
-	ErrScanPartial = errors.New("the scan of the DLQ was partial")
 )
 
 // Code says what was refused: stable for tests, the audit log and the
@@ -71,7 +69,7 @@ const (
 	// CodeNothingSelected: the DLQ holds no dead letter of the chosen reasons.
 	CodeNothingSelected Code = "nothing_selected"
 	// CodeScanPartial: the command saw only part of the DLQ (a *PartialError,
-	// ErrScanPartial), the code its callers report it under. It is not a
+	// triage.ErrScanPartial), the code its callers report it under. It is not a
 	// refusal: RefusalCode never returns it.
 	CodeScanPartial Code = "scan_partial"
 	// CodeNoMapping: pause or resume found no event source mapping on the
@@ -159,7 +157,7 @@ func RefusalCode(err error) Code {
 // response was lost, or, in a FIFO DLQ, behind the head of their message
 // group. What the command did with the letters it saw stands (its result
 // says so); what it did not see is untouched. errors.Is(err,
-// ErrScanPartial) is true; its code is CodeScanPartial.
+// triage.ErrScanPartial) is true; its code is CodeScanPartial.
 type PartialError struct {
 	// Seen counts the distinct dead letters the scan saw; Depth is the
 	// DLQ's approximate depth (visible and in flight) when it started, 0
@@ -203,5 +201,8 @@ func (e *PartialError) Error() string {
 	return string(b)
 }
 
-// Is makes errors.Is(err, ErrScanPartial) true.
-func (e *PartialError) Is(target error) bool { return target == ErrScanPartial }
+// Is makes errors.Is(err, triage.ErrScanPartial) true: not a refusal (the
+// request was sound) and not an outage: the letters it missed are held (in
+// flight) by a receive, and a rerun after their visibility timeout sees
+// them (RetryAfter).
+func (e *PartialError) Is(target error) bool { return target == triage.ErrScanPartial }

@@ -2,6 +2,7 @@ package redrive
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -23,8 +24,8 @@ func matchFilter(f triage.Filter, l *letter) bool {
 // tenant hashed when the pipeline hashes tenants (eval.hash_fields), as
 // the triage report shows them.
 func (r *Redriver) filterText(f triage.Filter) string {
-	if slices.Contains(r.cfg.Pipeline.Eval.HashFields, "tenant") {
-		f = f.Hashed()
+	if f.Tenant != "" && !strings.HasPrefix(f.Tenant, "sha256:") && slices.Contains(r.cfg.Pipeline.Eval.HashFields, "tenant") {
+		f.Tenant = triage.HashValue(f.Tenant)
 	}
 	return f.String()
 }

@@ -20,7 +20,7 @@ import (
 
 // moveAPI is the SQS calls of the native move task actions (part of API).
 type moveAPI interface {
-	QueueAPI
+	queueAPI
 	StartMessageMoveTask(ctx context.Context, params *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
 	ListMessageMoveTasks(ctx context.Context, params *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
 	CancelMessageMoveTask(ctx context.Context, params *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error)
@@ -64,8 +64,9 @@ type MoveTask struct {
 	StartedAt      time.Time `json:"started_at"`
 }
 
-// Progress is "moved/total" ("moved/?" while the total is unknown).
-func (t MoveTask) Progress() string {
+// progress is "moved/total" ("moved/?" while the total is unknown), as a
+// refusal says it.
+func (t MoveTask) progress() string {
 	if t.ToMove == 0 && t.Status == "RUNNING" {
 		return fmt.Sprintf("%d/?", t.Moved)
 	}
@@ -100,7 +101,7 @@ func (r *Redriver) record(ctx context.Context, rec audit.Entry, err error) error
 		switch {
 		case errors.Is(err, ErrRefused):
 			rec.Outcome = audit.OutcomeRefused
-		case errors.Is(err, ErrScanPartial):
+		case errors.Is(err, triage.ErrScanPartial):
 			rec.Outcome = audit.OutcomePartial
 		case err != nil:
 			rec.Outcome = audit.OutcomeFailed
@@ -213,7 +214,7 @@ func (r *Redriver) start(ctx context.Context, req StartRequest, partial *Partial
 	}
 	for _, t := range tasks {
 		if t.Status == "RUNNING" {
-			rf := refuse(CodeTaskActive, "a move task is already running on this DLQ (%s, %s moved): wait for it, or cancel it", t.TaskHandle, t.Progress())
+			rf := refuse(CodeTaskActive, "a move task is already running on this DLQ (%s, %s moved): wait for it, or cancel it", t.TaskHandle, t.progress())
 			rf.Next = []Step{{Action: audit.ActionStatus}, {Action: audit.ActionCancel}}
 			return MoveTask{}, rf
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 func transientGroups(n int) []Group { return []Group{{deadletter.ReasonBudgetExhausted, "fp-be", n}} }
@@ -100,7 +101,7 @@ func TestStartOnAPartialScan(t *testing.T) {
 	r, store, _ := newRedriver(t, p, f, q)
 	_, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: p.Owner, Why: "503s over"}, Rate: 10,
 		Groups: transientGroups(2), ScanPartial: "stopped at the message bound (10)"})
-	require.ErrorIs(t, err, ErrScanPartial)
+	require.ErrorIs(t, err, triage.ErrScanPartial)
 	assert.NotErrorIs(t, err, ErrRefused)
 	assert.Contains(t, err.Error(), "stopped at the message bound (10)")
 	assert.Empty(t, f.started, "nothing started")
@@ -136,7 +137,7 @@ func TestStartWithOverrideStatusAndCancel(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, tasks, 1)
 	assert.Equal(t, "RUNNING", tasks[0].Status)
-	assert.Equal(t, "0/?", tasks[0].Progress())
+	assert.Equal(t, "0/?", tasks[0].progress())
 
 	_, err = r.Cancel(ctx, CancelRequest{Who: Who{Owner: "mallory", Why: "x"}})
 	assert.Equal(t, CodeOwner, RefusalCode(err))

@@ -128,7 +128,7 @@ func TestPlanOnAPartialScan(t *testing.T) {
 		return rep, nil
 	}
 	pl, err := r.Plan(context.Background(), PlanRequest{Actor: "alice"})
-	require.ErrorIs(t, err, ErrScanPartial)
+	require.ErrorIs(t, err, triage.ErrScanPartial)
 	require.NotNil(t, pl, "what was seen is still shown")
 	assert.Equal(t, []string{"scan: saw 0 of about 3 messages"}, pl.Partial)
 	var pe *PartialError

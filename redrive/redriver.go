@@ -22,9 +22,9 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 )
 
-// QueueAPI is the SQS calls every redrive action makes: the DLQ's tags for
+// queueAPI is the SQS calls every redrive action makes: the DLQ's tags for
 // the gate and the queues' attributes for the destination and depth checks.
-type QueueAPI interface {
+type queueAPI interface {
 	ListQueueTags(ctx context.Context, params *sqs.ListQueueTagsInput, optFns ...func(*sqs.Options)) (*sqs.ListQueueTagsOutput, error)
 	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 }
@@ -38,7 +38,9 @@ type IdentityAPI interface {
 // native move task's. An *sqs.Client satisfies it; the compiler checks it,
 // so no action fails at run time for a client that lacks a call.
 type API interface {
-	QueueAPI
+	// Every action's: the DLQ's tags and the queues' attributes.
+	ListQueueTags(ctx context.Context, params *sqs.ListQueueTagsInput, optFns ...func(*sqs.Options)) (*sqs.ListQueueTagsOutput, error)
+	GetQueueAttributes(ctx context.Context, params *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
 	// The selective redrive's.
 	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)

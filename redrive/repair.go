@@ -22,6 +22,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // RepairRequest asks to repair one dead letter's task and send it back:
@@ -146,7 +147,7 @@ func (r *Redriver) Repair(ctx context.Context, req RepairRequest) (*RepairResult
 	res.Seen = seen
 	defer r.releaseHeld(context.WithoutCancel(ctx), r.cfg.SQS, held)
 	if err != nil {
-		if errors.Is(err, ErrScanPartial) {
+		if errors.Is(err, triage.ErrScanPartial) {
 			rec.Outcome = audit.OutcomePartial
 		}
 		return res, r.record(ctx, rec, r.notFoundWhy(ctx, req, err))

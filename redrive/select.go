@@ -23,7 +23,7 @@ import (
 
 // selectAPI is the SQS calls of a selective redrive (part of API).
 type selectAPI interface {
-	QueueAPI
+	queueAPI
 	ReceiveMessage(ctx context.Context, params *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	SendMessage(ctx context.Context, params *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 	DeleteMessage(ctx context.Context, params *sqs.DeleteMessageInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
@@ -171,6 +171,9 @@ type SelectResult struct {
 	Letters       []Moved                   `json:"letters,omitempty"`
 	Canary        *CanaryResult             `json:"canary,omitempty"`
 	DryRun        bool                      `json:"dry_run"`
+	// WouldMove is, for a dry run, how many chosen dead letters would move:
+	// Matched less those whose claim check would restore nothing.
+	WouldMove int `json:"would_move,omitempty"`
 	// DepthAtStart is the DLQ's approximate depth (visible and in flight) before the pass.
 	DepthAtStart int `json:"depth_at_start"`
 	// Partial is set when the pass ended before the DLQ was exhausted, or
@@ -214,10 +217,6 @@ func (r *Redriver) selectRecord(req SelectRequest) audit.Entry {
 	}
 	return audit.Entry{Actor: req.Owner, Action: audit.ActionSelect, Why: req.Why, Reasons: rs, Fingerprints: req.Fingerprints, Detail: d}
 }
-
-// WouldMove is, for a dry run, how many chosen dead letters would move:
-// Matched less those whose claim check would restore nothing.
-func (res *SelectResult) WouldMove() int { return res.Matched - res.ClaimCheckFailed }
 
 func (res *SelectResult) counts() map[string]int {
 	c := map[string]int{"seen": res.Seen, "matched": res.Matched, "moved": res.Moved, "released": res.Released,
@@ -287,6 +286,9 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 		}
 	}
 	err := r.newPass(api, req, res).run(ctx)
+	if req.DryRun {
+		res.WouldMove = res.Matched - res.ClaimCheckFailed
+	}
 	if err == nil && res.ClaimCheckFailed > 0 && !req.DryRun {
 		err = unrestoredErr(res)
 	}

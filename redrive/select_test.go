@@ -20,6 +20,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // seed puts a mixed DLQ: n dead letters of each reason, the first ones with
@@ -170,7 +171,7 @@ func TestSelectDryRunHonoursTheLimit(t *testing.T) {
 	req.DryRun, req.Limit = true, 2
 	res, err := r.Select(context.Background(), req)
 	require.NoError(t, err)
-	assert.Equal(t, 2, res.WouldMove())
+	assert.Equal(t, 2, res.WouldMove)
 	assert.Len(t, res.Letters, 2)
 	assert.Equal(t, "limit of 2 reached", res.Partial)
 	assert.Len(t, f.snapshot(q.DLQURL), 3, "nothing moved")
@@ -480,7 +481,7 @@ func TestSelectConcurrentRunsOfTheSameGroup(t *testing.T) {
 			defer wg.Done()
 			res, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
 			// The other run holds letters: this one saw part of the DLQ.
-			assert.True(t, err == nil || RefusalCode(err) == CodeNothingSelected || errors.Is(err, ErrScanPartial), err)
+			assert.True(t, err == nil || RefusalCode(err) == CodeNothingSelected || errors.Is(err, triage.ErrScanPartial), err)
 			results[i] = res
 		}()
 	}
@@ -670,7 +671,7 @@ func TestSelectPartialScanIsItsOwnOutcome(t *testing.T) {
 			req := selReq(p, deadletter.ReasonBudgetExhausted)
 			req.DryRun = tt.dryRun
 			res, err := r.Select(context.Background(), req)
-			require.ErrorIs(t, err, ErrScanPartial)
+			require.ErrorIs(t, err, triage.ErrScanPartial)
 			assert.NotErrorIs(t, err, ErrRefused, "not a refusal: the selection was sound")
 			assert.Empty(t, RefusalCode(err))
 			var pe *PartialError

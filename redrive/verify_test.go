@@ -15,6 +15,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // fakeVerifier answers by key, with a behaviour per key: every way a
@@ -312,7 +313,7 @@ func TestVerifyOnAPartialScan(t *testing.T) {
 	mail.Verify = fv.verify
 	catalog["email.send"] = mail
 	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: p.Owner, Why: "x"}, Catalog: catalog, Apply: true})
-	require.ErrorIs(t, err, ErrScanPartial)
+	require.ErrorIs(t, err, triage.ErrScanPartial)
 	assert.NotErrorIs(t, err, ErrRefused)
 	var pe *PartialError
 	require.ErrorAs(t, err, &pe)

@@ -89,7 +89,7 @@ func TestRedactInput(t *testing.T) {
 func TestEvalRecords(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
-	r := Build(TagAll(fixture(t)), p, t0)
+	r := Build(tagAll(fixture(t)), p, t0)
 	recs, skipped := evalRecords(r, p)
 	assert.Empty(t, skipped)
 
@@ -128,7 +128,7 @@ func TestEvalRecords(t *testing.T) {
 	for i := range again {
 		again[i].MessageID = "redriven-" + again[i].MessageID
 	}
-	r2 := Build(TagAll(again), p, t0.Add(time.Hour))
+	r2 := Build(tagAll(again), p, t0.Add(time.Hour))
 	recs2, _ := evalRecords(r2, p)
 	assert.Equal(t, ids(recs), ids(recs2))
 }
@@ -147,7 +147,7 @@ func TestEvalRecordsOneCasePerContent(t *testing.T) {
 		msgs = append(msgs, deadLetter(t, "m"+id, task(id, "acme", "web.search", "1", args),
 			poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "acme", "key-"+id, "bad"), t0))
 	}
-	recs, _ := evalRecords(Build(TagAll(msgs), p, t0), p)
+	recs, _ := evalRecords(Build(tagAll(msgs), p, t0), p)
 	require.Len(t, recs, 2)
 	occ := map[string]int{}
 	for _, r := range recs {
@@ -173,7 +173,7 @@ func TestEvalRecordsSkipNonUTF8(t *testing.T) {
 		m := deadLetter(t, "m"+string(rune('0'+i)), "{\"q\":\"\xff\"}", poisonMeta(deadletter.ReasonJSONInvalid, "", "", "", "", "not JSON"), t0)
 		msgs = append(msgs, m)
 	}
-	r := Build(TagAll(msgs), p, t0)
+	r := Build(tagAll(msgs), p, t0)
 	recs, skipped := evalRecords(r, p)
 	assert.Empty(t, recs)
 	assert.Len(t, skipped, 3)
@@ -205,7 +205,7 @@ func TestExportFolder(t *testing.T) {
 	dest := store.Folder{Root: t.TempDir()}
 	ctx := t.Context()
 
-	r := Build(TagAll(fixture(t)), p, t0)
+	r := Build(tagAll(fixture(t)), p, t0)
 	res, err := Export(ctx, dest, r, p, t0)
 	require.NoError(t, err)
 	assert.Equal(t, 5, res.Exported)
@@ -234,7 +234,7 @@ func TestExportFolder(t *testing.T) {
 	assert.False(t, got["not-an-eval"])
 
 	// The next run, a day later, finds the same cases: nothing is exported twice.
-	r2 := Build(TagAll(fixture(t)), p, t0.Add(24*time.Hour))
+	r2 := Build(tagAll(fixture(t)), p, t0.Add(24*time.Hour))
 	res2, err := Export(ctx, dest, r2, p, t0.Add(24*time.Hour))
 	require.NoError(t, err)
 	assert.Equal(t, 0, res2.Exported)
@@ -292,10 +292,10 @@ func TestExportRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := Build(TagAll(fixture(t)), p, t0)
+			r := Build(tagAll(fixture(t)), p, t0)
 			res, err := Export(t.Context(), tt.dest, r, p, t0)
 			require.Error(t, err)
-			assert.ErrorIs(t, err, ErrExport)
+			assert.ErrorIs(t, err, errExport)
 			assert.Contains(t, err.Error(), ": "+tt.op+" ")
 			assert.True(t, r.Partial, "the report says it is partial")
 			assert.Contains(t, r.PartialReasons[0], "eval export failed")

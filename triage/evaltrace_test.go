@@ -31,7 +31,7 @@ func TestEvalRecordsKeepTheTrace(t *testing.T) {
 			}
 			msgs = append(msgs, m)
 		}
-		return TagAll(msgs)
+		return tagAll(msgs)
 	}
 	sameTask := func(i int) string { return task(fmt.Sprintf("t%d", i), "acme", "web.search", "1", `{"query":"a"}`) }
 

@@ -35,7 +35,11 @@ func ExampleBuild() {
 		{MessageID: "old", Body: "{}", SentTimestamp: now.Add(-300 * time.Hour)},
 		{MessageID: "new", Body: "{}", SentTimestamp: now.Add(-time.Hour)},
 	}
-	r := triage.Build(triage.TagAll(msgs), p, now)
+	tagged := make([]triage.Tagged, len(msgs))
+	for i, m := range msgs {
+		tagged[i] = triage.Tag(m)
+	}
+	r := triage.Build(tagged, p, now)
 	fmt.Println(r.Totals.Messages, r.Groups[0].Reason, r.Groups[0].NextAction, r.Groups[0].Redrivable)
 	fmt.Println(r.Expiry.SoonestMessageID, r.Expiry.SoonestExpiry.Format(time.RFC3339), r.Expiry.ExpiringSoon)
 	// Output:

@@ -16,14 +16,15 @@ import (
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
-// ErrExport marks every export failure; test with errors.Is. The DLQ is never
-// touched by an export, so a failed export loses nothing: rerun it.
-var ErrExport = errors.New("triage: eval export failed")
+// errExport marks every export failure (the report says so too: its
+// Export.Error, and it is partial). The DLQ is never touched by an export,
+// so a failed export loses nothing: rerun it.
+var errExport = errors.New("triage: eval export failed")
 
 // exportErr says which step of an export failed where; errors.Is(err,
-// ErrExport) holds.
+// errExport) holds.
 func exportErr(dest, op, key string, err error) error {
-	return fmt.Errorf("%w: to %s: %s %s: %w", ErrExport, dest, op, key, err)
+	return fmt.Errorf("%w: to %s: %s %s: %w", errExport, dest, op, key, err)
 }
 
 // manifestVersion is the version of the export manifest document.

@@ -33,8 +33,8 @@ type Filter struct {
 	Contains string `json:"contains,omitempty"`
 }
 
-// ErrBadFilter wraps every error of ParseFilter and Filter.Validate.
-var ErrBadFilter = errors.New("bad filter")
+// errBadFilter wraps every error of ParseFilter and Filter.Validate.
+var errBadFilter = errors.New("bad filter")
 
 // IsZero reports whether f matches every letter.
 func (f Filter) IsZero() bool {
@@ -44,7 +44,7 @@ func (f Filter) IsZero() bool {
 // Validate says what is wrong with f, or nil: a time window that is empty.
 func (f Filter) Validate() error {
 	if !f.Since.IsZero() && !f.Until.IsZero() && !f.Since.Before(f.Until) {
-		return fmt.Errorf("%w: since %s is not before until %s", ErrBadFilter, f.Since.UTC().Format(time.RFC3339), f.Until.UTC().Format(time.RFC3339))
+		return fmt.Errorf("%w: since %s is not before until %s", errBadFilter, f.Since.UTC().Format(time.RFC3339), f.Until.UTC().Format(time.RFC3339))
 	}
 	return nil
 }
@@ -109,15 +109,15 @@ func (f Filter) Fields() map[string]string {
 	return out
 }
 
-// FilterFieldNames are the names of Fields, in the order String writes them.
-var FilterFieldNames = []string{"tool", "tenant", "since", "until", "contains"}
+// filterFieldNames are the names of Fields, in the order String writes them.
+var filterFieldNames = []string{"tool", "tenant", "since", "until", "contains"}
 
 // String is f as one line, "tool=web.search since=2026-12-02T08:00:00Z"
 // (values with a space or a quote quoted); "" for the zero Filter.
 func (f Filter) String() string {
 	fs := f.Fields()
 	var parts []string
-	for _, k := range FilterFieldNames {
+	for _, k := range filterFieldNames {
 		v, ok := fs[k]
 		if !ok {
 			continue
@@ -128,15 +128,6 @@ func (f Filter) String() string {
 		parts = append(parts, k+"="+v)
 	}
 	return strings.Join(parts, " ")
-}
-
-// Hashed is f with its tenant hashed (HashValue), for a record that must
-// not name a tenant when the pipeline hashes them.
-func (f Filter) Hashed() Filter {
-	if f.Tenant != "" && !strings.HasPrefix(f.Tenant, "sha256:") {
-		f.Tenant = HashValue(f.Tenant)
-	}
-	return f
 }
 
 // ParseFilter builds a Filter from text, as flags and URLs carry it: tool,
@@ -171,10 +162,10 @@ func parseWhen(s string, now time.Time) (time.Time, error) {
 	}
 	d, err := parseAgo(s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %q is neither an RFC 3339 time (2026-12-02T08:00:00Z) nor a duration ago (2h, 90m, 7d)", ErrBadFilter, s)
+		return time.Time{}, fmt.Errorf("%w: %q is neither an RFC 3339 time (2026-12-02T08:00:00Z) nor a duration ago (2h, 90m, 7d)", errBadFilter, s)
 	}
 	if d <= 0 {
-		return time.Time{}, fmt.Errorf("%w: %q: a duration ago must be positive", ErrBadFilter, s)
+		return time.Time{}, fmt.Errorf("%w: %q: a duration ago must be positive", errBadFilter, s)
 	}
 	// Whole seconds: what Fields and String show is exactly what matches.
 	return now.Add(-d).UTC().Truncate(time.Second), nil
@@ -208,18 +199,18 @@ type Filtered struct {
 	Matched int `json:"matched"`
 }
 
-// Line is the filter as a report's header says it.
-func (fd *Filtered) Line() string {
+// line is the filter as a report's header says it.
+func (fd *Filtered) line() string {
 	return fmt.Sprintf("%s: %d of %d dead letters seen", fd.Filter.String(), fd.Matched, fd.Scanned)
 }
 
-// ErrNoLetters is Narrow's error for a report read back from storage: it
+// errNoLetters is Narrow's error for a report read back from storage: it
 // holds counts and groups, not the letters a filter needs.
-var ErrNoLetters = errors.New("the report holds no letters (it was read back from storage): filtering needs a fresh scan")
+var errNoLetters = errors.New("the report holds no letters (it was read back from storage): filtering needs a fresh scan")
 
 // Narrow returns the report of the letters of r that f chooses: the same
 // scan, rebuilt from the letters it holds (a report from Run; one read back
-// from storage holds none: ErrNoLetters), as of r's own time. The zero
+// from storage holds none: errNoLetters), as of r's own time. The zero
 // Filter returns r. Narrow never changes r.
 func Narrow(r *Report, p *pipeline.Pipeline, f Filter) (*Report, error) {
 	if r == nil || f.IsZero() {
@@ -235,7 +226,7 @@ func Narrow(r *Report, p *pipeline.Pipeline, f Filter) (*Report, error) {
 		}
 	}
 	if len(all) < r.Totals.Messages {
-		return nil, ErrNoLetters
+		return nil, errNoLetters
 	}
 	o := buildOptions{FIFO: r.FIFO}
 	if r.Expiry.RetentionSource == "queue" {

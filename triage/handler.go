@@ -121,8 +121,8 @@ const (
 	detailAlarmState = "CloudWatch Alarm State Change"
 )
 
-// ErrUnknownEvent: the handler was invoked with something it does not read.
-var ErrUnknownEvent = errors.New("triage: unknown event")
+// errUnknownEvent: the handler was invoked with something it does not read.
+var errUnknownEvent = errors.New("triage: unknown event")
 
 // alarmDetail is the part of a "CloudWatch Alarm State Change" detail the handler reads.
 type alarmDetail struct {
@@ -179,7 +179,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 	}
 	var ev event
 	if err := json.Unmarshal(raw, &ev); err != nil {
-		return Result{}, fmt.Errorf("%w: %v", ErrUnknownEvent, err)
+		return Result{}, fmt.Errorf("%w: %v", errUnknownEvent, err)
 	}
 	var targets []Target
 	var alarm *alarmDetail
@@ -188,7 +188,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 	case ev.Trigger == triggerSchedule || ev.Trigger == triggerAlarm:
 		t, ok := h.target(ev.Pipeline)
 		if !ok {
-			return Result{}, fmt.Errorf("%w: pipeline %q is not among the targets", ErrUnknownEvent, ev.Pipeline)
+			return Result{}, fmt.Errorf("%w: pipeline %q is not among the targets", errUnknownEvent, ev.Pipeline)
 		}
 		targets, res.Trigger = []Target{t}, triggerSchedule
 		if ev.Trigger == triggerAlarm {
@@ -201,7 +201,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 	case ev.DetailType == detailAlarmState:
 		alarm = &alarmDetail{}
 		if err := json.Unmarshal(ev.Detail, alarm); err != nil {
-			return Result{}, fmt.Errorf("%w: alarm detail: %v", ErrUnknownEvent, err)
+			return Result{}, fmt.Errorf("%w: alarm detail: %v", errUnknownEvent, err)
 		}
 		res.Trigger = "alarm:" + alarm.AlarmName
 		if t, ok := matchAlarm(h.Targets, alarm); ok {
@@ -212,7 +212,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 		}
 	default:
 		return Result{}, fmt.Errorf("%w: detail-type %q, trigger %q (want %q or %q, or trigger %q or %q)",
-			ErrUnknownEvent, ev.DetailType, ev.Trigger, detailScheduled, detailAlarmState, triggerSchedule, triggerAlarm)
+			errUnknownEvent, ev.DetailType, ev.Trigger, detailScheduled, detailAlarmState, triggerSchedule, triggerAlarm)
 	}
 
 	metrics := h.Metrics

@@ -193,9 +193,9 @@ func TestHandleBadInput(t *testing.T) {
 	t.Parallel()
 	h, _, _, queues := newHandler(t)
 	_, err := h.Handle(t.Context(), json.RawMessage(`{"Records":[]}`))
-	assert.ErrorIs(t, err, ErrUnknownEvent)
+	assert.ErrorIs(t, err, errUnknownEvent)
 	_, err = h.Handle(t.Context(), json.RawMessage(`[`))
-	assert.ErrorIs(t, err, ErrUnknownEvent)
+	assert.ErrorIs(t, err, errUnknownEvent)
 
 	// A missing DLQ fails its pipeline; the other one is still triaged.
 	queues[h.Targets[1].DLQURL].missing = true
@@ -223,7 +223,7 @@ func emfDocs(t *testing.T, data []byte) []map[string]any {
 
 func TestWriteEMF(t *testing.T) {
 	t.Parallel()
-	r := Build(TagAll(fixture(t)), testPipeline(t, false), t0)
+	r := Build(tagAll(fixture(t)), testPipeline(t, false), t0)
 	var buf bytes.Buffer
 	require.NoError(t, writeEMF(&buf, r, t0))
 	docs := emfDocs(t, buf.Bytes())
@@ -299,7 +299,7 @@ func TestHandleCompactEvents(t *testing.T) {
 	assert.Contains(t, aws.ToString(pub.published[0].Message), "after alarm tasks-dlq-depth")
 
 	_, err = h.Handle(t.Context(), json.RawMessage(`{"trigger":"schedule","pipeline":"nope"}`))
-	assert.ErrorIs(t, err, ErrUnknownEvent)
+	assert.ErrorIs(t, err, errUnknownEvent)
 }
 
 func TestScanBudget(t *testing.T) {

@@ -115,8 +115,8 @@ func LatestReport(ctx context.Context, dest store.Destination, pipelineName stri
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, k, fmt.Errorf("triage: report %s: %w", k, err)
 	}
-	if r.ReportVersion != ReportVersion {
-		return nil, k, fmt.Errorf("triage: report %s has report_version %d, want %d", k, r.ReportVersion, ReportVersion)
+	if r.ReportVersion != reportVersion {
+		return nil, k, fmt.Errorf("triage: report %s has report_version %d, want %d", k, r.ReportVersion, reportVersion)
 	}
 	var has struct {
 		Complete *bool `json:"complete"`
@@ -147,8 +147,8 @@ func decodePoint(data []byte) (HistoryPoint, error) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return HistoryPoint{}, err
 	}
-	if doc.ReportVersion != ReportVersion {
-		return HistoryPoint{}, fmt.Errorf("report_version %d, want %d", doc.ReportVersion, ReportVersion)
+	if doc.ReportVersion != reportVersion {
+		return HistoryPoint{}, fmt.Errorf("report_version %d, want %d", doc.ReportVersion, reportVersion)
 	}
 	partial := doc.Scan.Partial
 	if doc.Complete != nil {

@@ -78,6 +78,7 @@ func htmlFuncs() template.FuncMap {
 			return t.UTC().Format("2006-01-02 15:04Z")
 		},
 		"age":          func(sec int64) string { return age(sec) },
+		"filterLine":   func(fd *Filtered) string { return fd.line() },
 		"chart":        buildChart,
 		"since":        since,
 		"condition":    condition,

@@ -17,7 +17,7 @@ import (
 // TestHTMLSelfContained: report.html needs no server and runs no script.
 func TestHTMLSelfContained(t *testing.T) {
 	t.Parallel()
-	r := Build(TagAll(fixture(t)), testPipeline(t, false), t0)
+	r := Build(tagAll(fixture(t)), testPipeline(t, false), t0)
 	hist := []HistoryPoint{
 		{GeneratedAt: t0.Add(-2 * time.Hour), Messages: 3, ByReason: map[deadletter.Reason]int{deadletter.ReasonSchemaInvalid: 3}},
 		PointOf(r, ""),
@@ -46,7 +46,7 @@ func TestHistoryKeepsEveryRun(t *testing.T) {
 	p := testPipeline(t, false)
 	for i := range 3 {
 		now := t0.Add(time.Duration(i) * time.Hour)
-		keys, err := WriteReport(ctx, dest, Build(TagAll(fixture(t)[:5+i]), p, now), now)
+		keys, err := WriteReport(ctx, dest, Build(tagAll(fixture(t)[:5+i]), p, now), now)
 		require.NoError(t, err)
 		require.Len(t, keys, 3)
 	}

@@ -50,7 +50,7 @@ type Tagged struct {
 	Hints Hints
 	// Signature is the normalised error signature in the fingerprint.
 	Signature string
-	// BodyErr is set when the body is not valid UTF-8 (ErrBodyNotUTF8).
+	// BodyErr is set when the body is not valid UTF-8 (errBodyNotUTF8).
 	BodyErr error
 	// DeadLetteredAt is when the message became a dead letter, as far as it is
 	// known: dlq_meta's dead_lettered_at, else the DLQ SentTimestamp.
@@ -80,9 +80,9 @@ type Hints struct {
 	TaskID         string `json:"task_id,omitempty"`
 }
 
-// ErrBodyNotUTF8 marks a body that is not valid UTF-8: it is tagged and
+// errBodyNotUTF8 marks a body that is not valid UTF-8: it is tagged and
 // counted, but not read for hints and not exported to an eval dataset.
-var ErrBodyNotUTF8 = errors.New("body is not valid UTF-8")
+var errBodyNotUTF8 = errors.New("body is not valid UTF-8")
 
 // Tag gives a dead letter its reason and fingerprint. It never fails: a
 // message whose metadata cannot be read keeps its dlq_reason (or is tagged
@@ -105,7 +105,7 @@ func Tag(m Message) Tagged { return tag(m, nil) }
 func tag(m Message, sigs map[[2]string]string) Tagged {
 	t := Tagged{Message: m, DeadLetteredAt: m.SentTimestamp}
 	if !utf8.ValidString(m.Body) {
-		t.BodyErr = ErrBodyNotUTF8
+		t.BodyErr = errBodyNotUTF8
 	}
 	meta, _, err := deadletter.DecodeDeadLetter(m.Attributes)
 	switch {
@@ -206,11 +206,12 @@ func bodyHints(body string, base Hints) Hints {
 	return base
 }
 
-// maxSignatureMemo bounds TagAll's memo of error signatures.
+// maxSignatureMemo bounds tagAll's memo of error signatures.
 const maxSignatureMemo = 10000
 
-// TagAll tags every message (as Tag does, remembering signatures it has made).
-func TagAll(msgs []Message) []Tagged {
+// tagAll tags every message (as Tag does, remembering the error signatures
+// it has made: a DLQ repeats its errors).
+func tagAll(msgs []Message) []Tagged {
 	out := make([]Tagged, len(msgs))
 	sigs := map[[2]string]string{}
 	for i, m := range msgs {

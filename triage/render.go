@@ -18,7 +18,7 @@ func Text(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintf(&b, "%s\n", scanLine(r))
 	if r.Filter != nil {
-		fmt.Fprintf(&b, "FILTERED: %s; the counts below are of those only\n", r.Filter.Line())
+		fmt.Fprintf(&b, "FILTERED: %s; the counts below are of those only\n", r.Filter.line())
 	}
 	if c := coverage(r); c != "" {
 		fmt.Fprintf(&b, "\n!!! %s\n\n", c)
@@ -85,7 +85,7 @@ func Markdown(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintf(&b, "- %s\n", scanLine(r))
 	if r.Filter != nil {
-		fmt.Fprintf(&b, "- **filtered**: %s; the counts below are of those only\n", md(r.Filter.Line()))
+		fmt.Fprintf(&b, "- **filtered**: %s; the counts below are of those only\n", md(r.Filter.line()))
 	}
 	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "- **partial**: %s\n", md(why))

@@ -14,10 +14,10 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
-// ReportVersion is the version of the report's JSON document (report_version).
+// reportVersion is the version of the report's JSON document (report_version).
 // Fields are only added within a version; a removal or a change of meaning
 // makes a new version.
-const ReportVersion = 1
+const reportVersion = 1
 
 // Caps on the lists a report carries, so that a deep DLQ makes a bounded report.
 const (
@@ -25,8 +25,8 @@ const (
 	maxTenantsListed  = 20
 	maxExpiringListed = 1000
 	maxEntriesListed  = 1000
-	// MaxKeysListed bounds the idempotency keys an effect_unknown group lists.
-	MaxKeysListed       = 1000
+	// maxKeysListed bounds the idempotency keys an effect_unknown group lists.
+	maxKeysListed       = 1000
 	tenantFieldHashName = "tenant"
 )
 
@@ -141,7 +141,7 @@ type Group struct {
 	Recurring        bool     `json:"recurring"`
 	SampleMessageIDs []string `json:"sample_message_ids"`
 	// IdempotencyKeys lists, for an effect_unknown group only, the distinct
-	// idempotency keys of its dead letters, sorted, at most MaxKeysListed
+	// idempotency keys of its dead letters, sorted, at most maxKeysListed
 	// (IdempotencyKeysOmitted counts the rest): each must be reconciled
 	// in the ledger (its entry read, its outcome recorded) before a redrive.
 	IdempotencyKeys        []string `json:"idempotency_keys,omitempty"`
@@ -222,7 +222,7 @@ func buildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o buildOpti
 	hashTenants := slices.Contains(p.Eval.HashFields, tenantFieldHashName)
 
 	r := &Report{
-		ReportVersion: ReportVersion, Pipeline: p.Name, Owner: p.Owner, FIFO: fifo, GeneratedAt: now, Complete: true,
+		ReportVersion: reportVersion, Pipeline: p.Name, Owner: p.Owner, FIFO: fifo, GeneratedAt: now, Complete: true,
 		Expiry: ExpirySummary{
 			DLQRetentionHours: p.DLQRetentionHours, DLQRetentionSeconds: int64(retention / time.Second), RetentionSource: source,
 			WarningHours: p.Triage.WarningHours,
@@ -529,7 +529,7 @@ func itoa(n int) string { return strconv.Itoa(n) }
 func (g *Group) Letters() []*Tagged { return g.tagged }
 
 // keyList is the distinct idempotency keys of a group's members, sorted,
-// at most MaxKeysListed, and how many more there are.
+// at most maxKeysListed, and how many more there are.
 func keyList(members []*Tagged) ([]string, int) {
 	seen := map[string]bool{}
 	var keys []string
@@ -540,28 +540,8 @@ func keyList(members []*Tagged) ([]string, int) {
 		}
 	}
 	sort.Strings(keys)
-	if len(keys) > MaxKeysListed {
-		return keys[:MaxKeysListed], len(keys) - MaxKeysListed
+	if len(keys) > maxKeysListed {
+		return keys[:maxKeysListed], len(keys) - maxKeysListed
 	}
 	return keys, 0
-}
-
-// EffectUnknownKeys returns the idempotency keys the report lists for its
-// effect_unknown groups, sorted and distinct, and how many it left out.
-func (r *Report) EffectUnknownKeys() (keys []string, omitted int) {
-	seen := map[string]bool{}
-	for _, g := range r.Groups {
-		if g.Reason != deadletter.ReasonEffectUnknown {
-			continue
-		}
-		omitted += g.IdempotencyKeysOmitted
-		for _, k := range g.IdempotencyKeys {
-			if !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
-		}
-	}
-	sort.Strings(keys)
-	return keys, omitted
 }

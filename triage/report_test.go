@@ -94,7 +94,7 @@ func fixture(t testing.TB) []Message {
 func TestBuildGroups(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
-	r := Build(TagAll(fixture(t)), p, t0)
+	r := Build(tagAll(fixture(t)), p, t0)
 
 	assert.Equal(t, 16, r.Totals.Messages)
 	byReason := map[deadletter.Reason]int{}
@@ -161,7 +161,7 @@ func TestBuildTenantsListedWhenNotHashed(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
 	p.Eval.HashFields = nil
-	r := Build(TagAll(fixture(t)), p, t0)
+	r := Build(tagAll(fixture(t)), p, t0)
 	assert.Equal(t, []string{"acme", "globex", "initech"}, r.Groups[0].Tenants)
 }
 
@@ -169,7 +169,7 @@ func TestBuildWithLedger(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
 	msgs := []Message{deadLetter(t, "a", "{}", poisonMeta(deadletter.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-a", "503"), t0)}
-	tagged := TagAll(msgs)
+	tagged := tagAll(msgs)
 	l := fakeLedger{"key-a": {DeadLetterCount: 3, RedriveCount: 1}}
 	n, err := lookupLedger(t.Context(), tagged, l)
 	require.NoError(t, err)
@@ -183,7 +183,7 @@ func TestBuildWithLedger(t *testing.T) {
 // TestReportGolden pins the JSON, terminal and Markdown forms of a report.
 func TestReportGolden(t *testing.T) {
 	t.Parallel()
-	r := Build(TagAll(fixture(t)), testPipeline(t, false), t0)
+	r := Build(tagAll(fixture(t)), testPipeline(t, false), t0)
 	r.Queue = "http://127.0.0.1:4566/000000000000/agent-tasks-dlq"
 	r.Scan = ScanStats{Queue: r.Queue, ApproxDepth: 16, Receives: 3, EmptyReceives: 1, Received: 16, Unique: 16, Released: 16,
 		Receivers: 1, VisibilityTimeoutSeconds: 30, StartedAt: t0.Add(-2 * time.Second), DurationSeconds: 2, MessagesPerSecond: 8, StopReason: stopEmpty}
@@ -200,11 +200,12 @@ func TestReportGolden(t *testing.T) {
 	// The JSON form is versioned and round-trips.
 	var back map[string]any
 	require.NoError(t, json.Unmarshal(data, &back))
-	assert.EqualValues(t, ReportVersion, back["report_version"])
+	assert.EqualValues(t, reportVersion, back["report_version"])
 }
 
 // TestEffectUnknownKeys: an effect_unknown group lists its distinct keys,
-// sorted, at most MaxKeysListed, counting the rest; other groups list none.
+// sorted, at most maxKeysListed, counting the rest (the CLI's triage --keys
+// prints them); other groups list none.
 func TestEffectUnknownKeys(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
@@ -213,16 +214,22 @@ func TestEffectUnknownKeys(t *testing.T) {
 		tagged = append(tagged, Tagged{Message: Message{MessageID: fmt.Sprintf("m%d", len(tagged))}, Reason: reason, Fingerprint: "fp-" + string(reason),
 			Hints: Hints{IdempotencyKey: key}})
 	}
-	for i := range MaxKeysListed + 2 {
-		add(deadletter.ReasonEffectUnknown, fmt.Sprintf("k%05d", MaxKeysListed+1-i)) // reverse order
+	for i := range maxKeysListed + 2 {
+		add(deadletter.ReasonEffectUnknown, fmt.Sprintf("k%05d", maxKeysListed+1-i)) // reverse order
 	}
 	add(deadletter.ReasonEffectUnknown, "k00001") // a key twice
 	add(deadletter.ReasonEffectUnknown, "")       // no key
 	add(deadletter.ReasonBudgetExhausted, "be-1")
 	r := Build(tagged, p, t0)
-	keys, omitted := r.EffectUnknownKeys()
-	require.Len(t, keys, MaxKeysListed)
-	assert.Equal(t, 2, omitted, "%d distinct keys, %d listed", MaxKeysListed+2, MaxKeysListed)
+	var keys []string
+	omitted := 0
+	for _, g := range r.Groups {
+		if g.Reason == deadletter.ReasonEffectUnknown {
+			keys, omitted = g.IdempotencyKeys, g.IdempotencyKeysOmitted
+		}
+	}
+	require.Len(t, keys, maxKeysListed)
+	assert.Equal(t, 2, omitted, "%d distinct keys, %d listed", maxKeysListed+2, maxKeysListed)
 	assert.Equal(t, "k00000", keys[0])
 	assert.True(t, sort.StringsAreSorted(keys))
 	for _, g := range r.Groups {
@@ -234,7 +241,7 @@ func TestEffectUnknownKeys(t *testing.T) {
 
 // TestKeyReused: reused keys make one security group per tool and error
 // signature (the digests in the error text are normalised away), list
-// their keys (EffectUnknownKeys does not: they are not reconciled), say
+// their keys (not as effect_unknown keys: they are not reconciled), say
 // never to redrive, and put a line under Attention.
 func TestKeyReused(t *testing.T) {
 	t.Parallel()
@@ -253,8 +260,6 @@ func TestKeyReused(t *testing.T) {
 	assert.Equal(t, deadletter.RedriveNever, g.Redrivable)
 	assert.Equal(t, []string{"acme:run-1:t1", "acme:run-2:t7"}, g.IdempotencyKeys)
 	assert.False(t, g.Recurring, "not an eval candidate: the task is fine, its key is not")
-	keys, _ := r.EffectUnknownKeys()
-	assert.Empty(t, keys)
 	var line string
 	for _, a := range r.Attention {
 		if strings.Contains(a, "idempotency_key_reused") {

@@ -90,7 +90,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		log.ErrorContext(ctx, "triage scan failed", "pipeline", p.Name, "queue", cfg.DLQURL, "error", err.Error())
 		return nil, err
 	}
-	tagged := TagAll(msgs)
+	tagged := tagAll(msgs)
 	var filtered *Filtered
 	if !cfg.Filter.IsZero() {
 		scanned := len(tagged)

@@ -43,7 +43,7 @@ func TestExportS3(t *testing.T) {
 	require.NoError(t, err)
 	p := testPipeline(t, false)
 
-	r := Build(TagAll(fixture(t)), p, t0)
+	r := Build(tagAll(fixture(t)), p, t0)
 	res, err := Export(ctx, dest, r, p, t0)
 	require.NoError(t, err)
 	assert.Equal(t, 5, res.Exported)
@@ -58,7 +58,7 @@ func TestExportS3(t *testing.T) {
 	for _, id := range res.IDs {
 		assert.True(t, got[id])
 	}
-	res2, err := Export(ctx, dest, Build(TagAll(fixture(t)), p, t0), p, t0)
+	res2, err := Export(ctx, dest, Build(tagAll(fixture(t)), p, t0), p, t0)
 	require.NoError(t, err)
 	assert.Equal(t, 0, res2.Exported)
 	assert.Equal(t, 5, res2.AlreadyExported)
@@ -74,9 +74,9 @@ func TestExportS3MissingBucket(t *testing.T) {
 	dest, err := store.Parse("s3://no-such-bucket/x", api)
 	require.NoError(t, err)
 	p := testPipeline(t, false)
-	r := Build(TagAll(fixture(t)), p, t0)
+	r := Build(tagAll(fixture(t)), p, t0)
 	_, err = Export(context.Background(), dest, r, p, t0)
-	require.ErrorIs(t, err, ErrExport)
+	require.ErrorIs(t, err, errExport)
 	assert.Contains(t, err.Error(), "s3://no-such-bucket/x/")
 	assert.True(t, r.Partial)
 }

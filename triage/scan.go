@@ -165,16 +165,6 @@ type ScanStats struct {
 	RetryAfterSeconds int    `json:"retry_after_seconds,omitempty"`
 }
 
-// Err is nil for a complete scan and, for a partial one, an error that
-// wraps ErrScanPartial and says why: what a caller that must see every
-// letter (a list of keys, a selection) returns instead of its answer.
-func (s ScanStats) Err() error {
-	if !s.Partial {
-		return nil
-	}
-	return fmt.Errorf("%w: %s", ErrScanPartial, s.PartialReason)
-}
-
 // Errors of Scan; test with errors.Is.
 var (
 	// ErrQueueNotFound: the DLQ does not exist (bad input: nothing was read).

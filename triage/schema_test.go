@@ -44,7 +44,7 @@ func TestReportSchema(t *testing.T) {
 
 	// A report with an export and an empty one.
 	p := testPipeline(t, false)
-	r := Build(TagAll(fixture(t)), p, t0)
+	r := Build(tagAll(fixture(t)), p, t0)
 	_, err = Export(t.Context(), store.Folder{Root: t.TempDir()}, r, p, t0)
 	require.NoError(t, err)
 	data, err := json.Marshal(r)

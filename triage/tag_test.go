@@ -74,7 +74,7 @@ func TestTag(t *testing.T) {
 			assert.Equal(t, tt.tool, got.Hints.Tool)
 			assert.Equal(t, tt.version, got.Hints.ToolVersion)
 			assert.Equal(t, tt.signature, got.Signature)
-			assert.Equal(t, tt.bodyErr, errors.Is(got.BodyErr, ErrBodyNotUTF8))
+			assert.Equal(t, tt.bodyErr, errors.Is(got.BodyErr, errBodyNotUTF8))
 			assert.Len(t, got.Fingerprint, 16)
 			assert.Equal(t, tt.msg.Body, got.Body, "the body is never changed")
 		})

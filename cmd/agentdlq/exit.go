@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // The exit codes of every agentdlq command.
@@ -117,7 +118,7 @@ func classify(err error) (code string, exit int) {
 	switch {
 	case errors.Is(err, redrive.ErrCanaryFailed):
 		return codeCanaryFailed, exitCanaryFailed
-	case errors.Is(err, redrive.ErrScanPartial):
+	case errors.Is(err, triage.ErrScanPartial):
 		// Not the operator's input: the scan missed held letters; retry.
 		return string(redrive.CodeScanPartial), exitFailed
 	case errors.Is(err, redrive.ErrRefused):

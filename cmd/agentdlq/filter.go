@@ -46,7 +46,7 @@ func (ff *filterFlags) parse(now time.Time) (triage.Filter, error) {
 func filterArgs(f triage.Filter) string {
 	fs := f.Fields()
 	out := ""
-	for _, k := range triage.FilterFieldNames {
+	for _, k := range filterFlagNames {
 		if v, ok := fs[k]; ok {
 			out += " --" + k + " " + shq(v)
 		}
@@ -60,4 +60,13 @@ func planFilter(pl *redrive.Plan) triage.Filter {
 		return triage.Filter{}
 	}
 	return pl.Filter.Filter
+}
+
+// filterFlagNames are the filter's flags, in the order a command line
+// spells them: the names of triage.Filter.Fields.
+var filterFlagNames = []string{"tool", "tenant", "since", "until", "contains"}
+
+// filterLine is the filter a plan was made with, as its header says it.
+func filterLine(fd *triage.Filtered) string {
+	return fmt.Sprintf("%s: %d of %d dead letters seen", fd.Filter.String(), fd.Matched, fd.Scanned)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // redriveFlags are the flags the redrive subcommands share.
@@ -346,7 +347,7 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 				return err
 			}
 			pl, err := r.Plan(ctx, redrive.PlanRequest{Actor: actorOr(actor), Filter: filter})
-			if pl == nil || (err != nil && !errors.Is(err, redrive.ErrScanPartial)) {
+			if pl == nil || (err != nil && !errors.Is(err, triage.ErrScanPartial)) {
 				return err
 			}
 			// A partial scan: the plan is shown, and the command exits 1
@@ -445,7 +446,7 @@ func newRedriveStatusCmd(f *redriveFlags) *cobra.Command {
 				fmt.Fprintln(w, "no move task on this DLQ")
 			}
 			for _, t := range tasks {
-				fmt.Fprintf(w, "%-10s %s moved  rate %d/s  started %s  %s\n", t.Status, t.Progress(), t.Rate, t.StartedAt.Format(time.RFC3339), t.TaskHandle)
+				fmt.Fprintf(w, "%-10s %s moved  rate %d/s  started %s  %s\n", t.Status, taskProgress(t), t.Rate, t.StartedAt.Format(time.RFC3339), t.TaskHandle)
 				if t.FailureReason != "" {
 					fmt.Fprintf(w, "           failure: %s\n", t.FailureReason)
 				}
@@ -566,7 +567,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 				case out.JSON():
 					return writeJSON(w, res)
 				case !errors.Is(err, redrive.ErrRefused):
-					writeSelectResult(w, f.pipeline, res, errors.Is(err, redrive.ErrScanPartial))
+					writeSelectResult(w, f.pipeline, res, errors.Is(err, triage.ErrScanPartial))
 				}
 			}
 			return err
@@ -619,7 +620,7 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult, scan
 	verb := "moved"
 	n := res.Moved
 	if res.DryRun {
-		verb, n = "would move", res.WouldMove()
+		verb, n = "would move", res.WouldMove
 	}
 	fmt.Fprintf(w, "%s: %s %d of %d dead letters seen (released %d)\n", name, verb, n, res.Seen, res.Released)
 	for _, reason := range deadletter.AllReasons() { // taxonomy order

@@ -349,8 +349,8 @@ func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
 	assert.NotContains(t, s, "sends failed", "not a failed send")
 
 	// A dry run says the same as a prediction: those letters would stay,
-	// and would-move counts the others only.
-	res.DryRun, res.Moved = true, 0
+	// and would-move counts the others only (Select sets WouldMove so).
+	res.DryRun, res.Moved, res.WouldMove = true, 0, 1
 	out.Reset()
 	writeSelectResult(&out, "agent-tasks", res, false)
 	s = out.String()

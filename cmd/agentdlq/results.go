@@ -41,7 +41,7 @@ func planMarkdown(w io.Writer, pl *redrive.Plan) error {
 		fmt.Fprintf(w, "> The triage scan was partial (%s): counts may be low.\n\n", p)
 	}
 	if pl.Filter != nil {
-		fmt.Fprintf(w, "> **Filtered**: %s; the plan and its commands are of those only.\n\n", pl.Filter.Line())
+		fmt.Fprintf(w, "> **Filtered**: %s; the plan and its commands are of those only.\n\n", filterLine(pl.Filter))
 	}
 	rows := make([][]string, 0, len(pl.Groups))
 	for _, g := range pl.Groups {
@@ -64,7 +64,7 @@ func planMarkdown(w io.Writer, pl *redrive.Plan) error {
 func tasksMarkdown(w io.Writer, tasks []redrive.MoveTask) error {
 	rows := make([][]string, 0, len(tasks))
 	for _, t := range tasks {
-		rows = append(rows, []string{t.Status, t.Progress(), strconv.Itoa(t.Rate), t.StartedAt.Format(time.RFC3339), code(t.TaskHandle), t.FailureReason})
+		rows = append(rows, []string{t.Status, taskProgress(t), strconv.Itoa(t.Rate), t.StartedAt.Format(time.RFC3339), code(t.TaskHandle), t.FailureReason})
 	}
 	return mdTable(w, []string{"status", "moved", "rate/s", "started", "task handle", "failure"}, rows)
 }
@@ -104,4 +104,13 @@ func ledgerRow(e ledger.Entry) []string {
 	}
 	return []string{e.Key, string(e.State), started, orDash(e.Receipt), strconv.Itoa(e.DeadLetterCount), strconv.Itoa(e.RedriveCount),
 		orDash(string(e.LastReason)), e.UpdatedAt.UTC().Format(time.RFC3339)}
+}
+
+// taskProgress is a move task's "moved/total" ("moved/?" while SQS does
+// not know the total yet).
+func taskProgress(t redrive.MoveTask) string {
+	if t.ToMove == 0 && t.Status == "RUNNING" {
+		return fmt.Sprintf("%d/?", t.Moved)
+	}
+	return fmt.Sprintf("%d/%d", t.Moved, t.ToMove)
 }

@@ -145,7 +145,7 @@ func decisionText(g redrive.PlanGroup) string {
 // group's command, then the whole DLQ's.
 func writePlanText(w io.Writer, pl *redrive.Plan) error {
 	if pl.Filter != nil {
-		fmt.Fprintf(w, "FILTERED: %s; the plan and its commands are of those only\n", pl.Filter.Line())
+		fmt.Fprintf(w, "FILTERED: %s; the plan and its commands are of those only\n", filterLine(pl.Filter))
 	}
 	if len(pl.Partial) > 0 {
 		fmt.Fprintf(w, "note: the triage scan was partial (%s): counts may be low\n", strings.Join(pl.Partial, "; "))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
@@ -192,8 +194,8 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	}
 	// A scan that did not see every letter fails the command: the report
 	// is printed (it says so) and kept, the keys are not.
-	if scanErr := r.Scan.Err(); scanErr != nil {
-		runErr = errors.Join(partialScanError(scanErr, r.Scan, p.Name+filterArgs(filter), f.keys), runErr)
+	if r.Scan.Partial {
+		runErr = errors.Join(partialScanError(r.Scan, p.Name+filterArgs(filter), f.keys), runErr)
 	}
 	if f.keys {
 		if r.Scan.Partial {
@@ -214,8 +216,8 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 }
 
 // partialScanError says that the scan did not see every dead letter, why,
-// and when or how a rerun may: err wraps triage.ErrScanPartial.
-func partialScanError(err error, st triage.ScanStats, pipelineName string, keys bool) error {
+// and when or how a rerun may; it wraps triage.ErrScanPartial.
+func partialScanError(st triage.ScanStats, pipelineName string, keys bool) error {
 	rerun := "agentdlq triage --pipeline " + pipelineName
 	if keys {
 		rerun += " --keys"
@@ -239,22 +241,22 @@ func partialScanError(err error, st triage.ScanStats, pipelineName string, keys 
 	if keys {
 		what = "no keys printed: some would be missing"
 	}
-	return fmt.Errorf("%w (saw %d of about %d: %d visible and %d in flight at the start); %s; %s",
-		err, st.Unique, st.ApproxDepth+st.ApproxInFlight, st.ApproxDepth, st.ApproxInFlight, what, next)
+	return fmt.Errorf("%w: %s (saw %d of about %d: %d visible and %d in flight at the start); %s; %s",
+		triage.ErrScanPartial, st.PartialReason, st.Unique, st.ApproxDepth+st.ApproxInFlight, st.ApproxDepth, st.ApproxInFlight, what, next)
 }
 
 // printKeys prints the idempotency keys of the report's effect_unknown
 // groups, one a line, sorted; keys beyond the report's cap are said on
 // stderr, so that stdout stays a list. A partial scan prints none (run).
 func printKeys(w, stderr io.Writer, r *triage.Report) error {
-	keys, omitted := r.EffectUnknownKeys()
+	keys, omitted := effectUnknownKeys(r)
 	for _, k := range keys {
 		if _, err := fmt.Fprintln(w, k); err != nil {
 			return err
 		}
 	}
 	if omitted > 0 {
-		fmt.Fprintf(stderr, "note: %d more effect_unknown keys not listed (at most %d a group): reconcile these, then run triage again\n", omitted, triage.MaxKeysListed)
+		fmt.Fprintf(stderr, "note: %d more effect_unknown keys not listed (the report lists a bounded number a group): reconcile these, then run triage again\n", omitted)
 	}
 	return nil
 }
@@ -307,4 +309,24 @@ func (b *scanBar) finish() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.bar.Finish()
+}
+
+// effectUnknownKeys returns the idempotency keys the report lists for its
+// effect_unknown groups, sorted and distinct, and how many it left out.
+func effectUnknownKeys(r *triage.Report) (keys []string, omitted int) {
+	seen := map[string]bool{}
+	for _, g := range r.Groups {
+		if g.Reason != deadletter.ReasonEffectUnknown {
+			continue
+		}
+		omitted += g.IdempotencyKeysOmitted
+		for _, k := range g.IdempotencyKeys {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	sort.Strings(keys)
+	return keys, omitted
 }

@@ -148,7 +148,7 @@ func TestTriageCLIPartialScan(t *testing.T) {
 		Result   triage.Report `json:"result"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), "one JSON document: %s", stdout)
-	assert.Equal(t, "failed", doc.Code)
+	assert.Equal(t, "scan_partial", doc.Code, "a partial scan is the same outcome whether triage or redrive scanned")
 	assert.Equal(t, exitFailed, doc.ExitCode)
 	assert.Contains(t, doc.Error, "the report's counts are a lower bound")
 	assert.False(t, doc.Result.Complete)

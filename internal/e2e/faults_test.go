@@ -308,7 +308,7 @@ func TestFaultConcurrentSelectiveRedrive(t *testing.T) {
 		if errs[i] != nil {
 			// The run that found nothing left to move says so, or that it
 			// saw only part of the DLQ (the other run held letters).
-			assert.True(t, errors.Is(errs[i], redrive.ErrRefused) || errors.Is(errs[i], redrive.ErrScanPartial), errs[i])
+			assert.True(t, errors.Is(errs[i], redrive.ErrRefused) || errors.Is(errs[i], triage.ErrScanPartial), errs[i])
 		}
 		if results[i] != nil {
 			moved += results[i].Moved

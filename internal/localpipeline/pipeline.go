@@ -283,7 +283,11 @@ func (l *Local) DeadLetters(ctx context.Context, o triage.ScanOptions) ([]triage
 	if err != nil {
 		return nil, err
 	}
-	return triage.TagAll(msgs), nil
+	out := make([]triage.Tagged, len(msgs))
+	for i, m := range msgs {
+		out[i] = triage.Tag(m)
+	}
+	return out, nil
 }
 
 // Depth is a queue's approximate count: visible, in flight and delayed.
