@@ -11,6 +11,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -155,19 +156,4 @@ func attributesFromSQS(in map[string]sqstypes.MessageAttributeValue) map[string]
 }
 
 // attributesToSQS converts to SDK message attributes.
-func attributesToSQS(in map[string]deadletter.Attribute) map[string]sqstypes.MessageAttributeValue {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make(map[string]sqstypes.MessageAttributeValue, len(in))
-	for k, a := range in {
-		v := sqstypes.MessageAttributeValue{DataType: aws.String(a.DataType)}
-		if a.BinaryValue != nil {
-			v.BinaryValue = a.BinaryValue
-		} else {
-			v.StringValue = aws.String(a.StringValue)
-		}
-		out[k] = v
-	}
-	return out
-}
+var attributesToSQS = sqsio.MessageAttributes
