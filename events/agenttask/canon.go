@@ -2,7 +2,9 @@ package agenttask
 
 import (
 	"bytes"
+	"math"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	"github.com/agentdlq/agentdlq/internal/jsonscan"
@@ -10,12 +12,10 @@ import (
 
 // appendCanonical appends the RFC 8785 form of the JSON value at b[i:] to
 // dst for the args producers usually write, and reports false for anything
-// else, which ArgsDigest then gives to github.com/gowebpki/jcs: strings
-// without escapes (their bytes are then already RFC 8785's, valid UTF-8
-// checked), object keys of plain ASCII (sorted by bytes, which is RFC 8785's
-// UTF-16 order for ASCII) and not repeated, integers of at most 15 digits
-// (exact as IEEE doubles, and written as RFC 8785 writes them), true, false
-// and null. The library costs about 150 allocations an args object (half of
+// else, which ArgsDigest then gives to github.com/gowebpki/jcs: strings of
+// valid UTF-8 (appendEscaped where they hold escapes), object keys of plain ASCII (sorted by bytes, which is RFC 8785's
+// UTF-16 order for ASCII) and not repeated, numbers of magnitude 1e-6 to 1e21
+// (appendNumber), true, false and null. The library costs about 150 allocations an args object (half of
 // the worker's CPU on a batch of ok tasks); this costs a sort and the copy.
 // FuzzArgsDigest holds the two to the same digest.
 func appendCanonical(dst, b []byte, i, depth int) ([]byte, int, bool) {
@@ -29,10 +29,13 @@ func appendCanonical(dst, b []byte, i, depth int) ([]byte, int, bool) {
 	switch c := b[i]; {
 	case c == '"':
 		end, flags := jsonscan.ScanString(b, i)
-		if end < 0 || flags&jsonscan.StrEscape != 0 || (flags&jsonscan.StrHigh != 0 && !utf8.Valid(b[i:end])) {
+		if end < 0 || (flags&jsonscan.StrHigh != 0 && !utf8.Valid(b[i:end])) {
 			return dst, -1, false
 		}
-		return append(dst, b[i:end]...), end, true
+		if flags&jsonscan.StrEscape == 0 {
+			return append(dst, b[i:end]...), end, true
+		}
+		return appendEscaped(dst, b[i+1:end-1], end)
 	case c == '{':
 		return appendObject(dst, b, i, depth)
 	case c == '[':
@@ -63,10 +66,10 @@ func appendCanonical(dst, b []byte, i, depth int) ([]byte, int, bool) {
 		}
 	case c == '-' || jsonscan.IsDigit(c):
 		end := jsonscan.ScanNumber(b, i)
-		if end < 0 || !plainInteger(b[i:end]) {
+		if end < 0 {
 			return dst, -1, false
 		}
-		return append(dst, b[i:end]...), end, true
+		return appendNumber(dst, b[i:end], end)
 	case c == 't':
 		return appendLiteral(dst, b, i, "true")
 	case c == 'f':
@@ -77,6 +80,40 @@ func appendCanonical(dst, b []byte, i, depth int) ([]byte, int, bool) {
 	return dst, -1, false
 }
 
+// appendEscaped writes a string that held escapes as RFC 8785 does: its
+// characters as they are but for " and \ and the control characters
+// (\b \t \n \f \r, the others as \u00xx). A lone surrogate goes to the
+// library.
+func appendEscaped(dst, content []byte, end int) ([]byte, int, bool) {
+	text := jsonscan.AppendUnquoted(nil, content)
+	if bytes.ContainsRune(text, utf8.RuneError) {
+		return dst, -1, false
+	}
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	for _, c := range text {
+		switch {
+		case c == '"' || c == '\\':
+			dst = append(dst, '\\', c)
+		case c == '\b':
+			dst = append(dst, '\\', 'b')
+		case c == '\t':
+			dst = append(dst, '\\', 't')
+		case c == '\n':
+			dst = append(dst, '\\', 'n')
+		case c == '\f':
+			dst = append(dst, '\\', 'f')
+		case c == '\r':
+			dst = append(dst, '\\', 'r')
+		case c < 0x20:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return append(dst, '"'), end, true
+}
+
 func appendLiteral(dst, b []byte, i int, lit string) ([]byte, int, bool) {
 	end := jsonscan.ScanLiteral(b, i, lit)
 	if end < 0 {
@@ -85,21 +122,25 @@ func appendLiteral(dst, b []byte, i int, lit string) ([]byte, int, bool) {
 	return append(dst, lit...), end, true
 }
 
-// plainInteger: -?(0|[1-9][0-9]{0,14}), not -0.
-func plainInteger(n []byte) bool {
-	d := n
-	if len(d) > 0 && d[0] == '-' {
-		d = d[1:]
+// appendNumber writes a number as RFC 8785 (ECMAScript's Number
+// toString) does where that is the shortest round-trip decimal in plain
+// notation: 0, and magnitudes from 1e-6 up to 1e21. Others (-0, exponent
+// notation) go to the library.
+func appendNumber(dst, n []byte, end int) ([]byte, int, bool) {
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		return dst, -1, false
 	}
-	if len(d) == 0 || len(d) > 15 || (d[0] == '0' && len(n) > 1) {
-		return false
-	}
-	for _, c := range d {
-		if !jsonscan.IsDigit(c) {
-			return false
+	if f == 0 {
+		if n[0] == '-' {
+			return dst, -1, false
 		}
+		return append(dst, '0'), end, true
 	}
-	return true
+	if a := math.Abs(f); a < 1e-6 || a >= 1e21 {
+		return dst, -1, false
+	}
+	return strconv.AppendFloat(dst, f, 'f', -1, 64), end, true
 }
 
 // canonMember is an object member: its key, and where its canonical value
