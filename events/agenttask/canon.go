@@ -89,29 +89,7 @@ func appendEscaped(dst, content []byte, end int) ([]byte, int, bool) {
 	if bytes.ContainsRune(text, utf8.RuneError) {
 		return dst, -1, false
 	}
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	for _, c := range text {
-		switch {
-		case c == '"' || c == '\\':
-			dst = append(dst, '\\', c)
-		case c == '\b':
-			dst = append(dst, '\\', 'b')
-		case c == '\t':
-			dst = append(dst, '\\', 't')
-		case c == '\n':
-			dst = append(dst, '\\', 'n')
-		case c == '\f':
-			dst = append(dst, '\\', 'f')
-		case c == '\r':
-			dst = append(dst, '\\', 'r')
-		case c < 0x20:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		default:
-			dst = append(dst, c)
-		}
-	}
-	return append(dst, '"'), end, true
+	return jsonscan.AppendString(dst, string(text), jsonscan.ShortBF|jsonscan.RawLineSeps), end, true
 }
 
 func appendLiteral(dst, b []byte, i int, lit string) ([]byte, int, bool) {

@@ -14,6 +14,9 @@ const (
 	// only characters a valid Go string can hold that SQS refuses in a
 	// String attribute. Neither encoding/json nor log/slog escapes them.
 	Nonchars
+	// RawLineSeps writes U+2028 and U+2029 as they are, as RFC 8785
+	// (events/agenttask's canonical args) does, instead of escaping them.
+	RawLineSeps
 )
 
 const hexDigits = "0123456789abcdef"
@@ -69,7 +72,7 @@ func AppendString(dst []byte, s string, esc Escapes) []byte {
 			start = i
 			continue
 		}
-		if c == '\u2028' || c == '\u2029' || (c == 0xFFFE || c == 0xFFFF) && esc&Nonchars != 0 {
+		if (c == '\u2028' || c == '\u2029') && esc&RawLineSeps == 0 || (c == 0xFFFE || c == 0xFFFF) && esc&Nonchars != 0 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, '\\', 'u', hexDigits[c>>12], hexDigits[c>>8&0xF], hexDigits[c>>4&0xF], hexDigits[c&0xF])
 			i += size
