@@ -233,7 +233,11 @@ func (p *Processor) process(ctx context.Context, rec Record, m *counters) result
 			m.requeued++
 			return resultAck
 		}
-		p.logFailure(ctx, slog.LevelWarn, "Retry-After not requeued; the receive counts", rec, c.Reason, rerr)
+		if !errors.Is(rerr, errNoRequeue) {
+			// Over the delay SQS allows or out of requeues is the documented
+			// fallback (hidden, counted); a failed send is worth a warning.
+			p.logFailure(ctx, slog.LevelWarn, "Retry-After not requeued; the receive counts", rec, c.Reason, rerr)
+		}
 	}
 	if c.Class().Retryable() && !lastReceive {
 		p.retry(ctx, rec, c, err)

@@ -51,6 +51,7 @@ type recordState struct {
 	described     bool
 	key           string
 	begun         bool
+	released      bool // the lease was given back (release): not twice
 	mutates       bool
 	effectStarted bool
 	redriveCount  int

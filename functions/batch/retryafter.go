@@ -140,7 +140,7 @@ func (p *Processor) requeue(ctx context.Context, rec Record, c Classification) (
 	am[AttrRequeued] = types.MessageAttributeValue{DataType: aws.String("String"),
 		StringValue: aws.String(strconv.Itoa(spent) + "/" + strconv.Itoa(st.requeues+1))}
 	e := types.SendMessageBatchRequestEntry{
-		Id: aws.String("requeue"), MessageBody: aws.String(string(rec.m.body)), MessageAttributes: am,
+		Id: aws.String("requeue"), MessageBody: aws.String(rec.own.bodyString()), MessageAttributes: am,
 		DelaySeconds: retryAfterSeconds(c.RetryAfter, MaxRequeueDelay),
 	}
 	if th := rec.m.traceHeader(); th != "" {
