@@ -3,11 +3,10 @@ package redrive
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -343,7 +342,7 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 	res.Evidence, rec.Detail["evidence"] = ref, ref
 	begun := *rec
 	begun.Outcome = audit.OutcomeBegun
-	begun.Detail = cloneDetail(rec.Detail)
+	begun.Detail = maps.Clone(rec.Detail)
 	if err := r.record(ctx, begun, nil); err != nil {
 		return err // no audit, no send
 	}
@@ -354,7 +353,7 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 		}
 		// Deduplicated against a resend of the same repair, not of the original.
 		in.MessageGroupId = aws.String(o.GroupID)
-		in.MessageDeduplicationId = aws.String(sha256Hex("agentdlq-repair:" + o.OriginalMessageID + ":" + res.BodyAfterSHA256))
+		in.MessageDeduplicationId = aws.String(bodySHA256("agentdlq-repair:" + o.OriginalMessageID + ":" + res.BodyAfterSHA256))
 	}
 	out, err := r.cfg.SQS.SendMessage(ctx, in)
 	if err != nil {
@@ -393,12 +392,11 @@ func repairedBody(body string, patch jsonpatch.Patch, catalog agenttask.Catalog,
 		return "", agenttask.Task{}, refuseField(CodeBadInput, "Patch", "does not apply to the task's args: %v", err)
 	}
 	res.Before, res.After = compactJSON(args), compactJSON(after)
-	res.ArgsBeforeSHA256, res.ArgsAfterSHA256 = sha256Hex(string(res.Before)), sha256Hex(string(res.After))
+	res.ArgsBeforeSHA256, res.ArgsAfterSHA256 = bodySHA256(string(res.Before)), bodySHA256(string(res.After))
 	if bytes.Equal(res.Before, res.After) {
 		return "", agenttask.Task{}, refuseField(CodeBadInput, "Patch", "changes nothing in the task's args")
 	}
 	raw["args"] = after
-	res.ArgsAfterSHA256 = sha256Hex(string(res.After))
 	var key string
 	if json.Unmarshal(raw["idempotency_key"], &key) == nil && key != "" {
 		raw["idempotency_key"], _ = json.Marshal(repairedKey(key, res.ArgsAfterSHA256))
@@ -443,9 +441,8 @@ func repairedKey(key, argsAfterSHA256 string) string {
 // reason is not effect_unknown. A ledger that cannot be read settles
 // nothing.
 func (r *Redriver) repairSettled(ctx context.Context, l *letter, toolName, key string) error {
-	task := agenttask.Task{Tool: toolName}
 	mutates := true
-	if tool, ok := r.cfg.Catalog[task.Tool]; ok {
+	if tool, ok := r.cfg.Catalog[toolName]; ok {
 		mutates = tool.Mutates
 	} else if r.cfg.Catalog == nil && l.Meta != nil && l.Meta.Effect == deadletter.EffectReadOnly {
 		mutates = false
@@ -457,19 +454,19 @@ func (r *Redriver) repairSettled(ctx context.Context, l *letter, toolName, key s
 	e, found, err := r.cfg.Ledger.Get(ctx, key)
 	switch {
 	case err != nil:
-		return fmt.Errorf("%s mutates, and the ledger could not be read for key %q, so its effect is not known to be none: %w (nothing changed; rerun)", task.Tool, key, err)
+		return fmt.Errorf("%s mutates, and the ledger could not be read for key %q, so its effect is not known to be none: %w (nothing changed; rerun)", toolName, key, err)
 	case found && e.EffectConfirmed():
-		return refuse(CodeNotSettled, "%s mutates and key %q was reconciled as effect confirmed: the task must never run again; reject it", task.Tool, key)
+		return refuse(CodeNotSettled, "%s mutates and key %q was reconciled as effect confirmed: the task must never run again; reject it", toolName, key)
 	case found && e.State == ledger.StateDone:
-		return refuse(CodeNotSettled, "%s mutates and key %q is done in the ledger: a repaired task would be acknowledged as a no-op; send a new task with a new key if the work is still wanted", task.Tool, key)
+		return refuse(CodeNotSettled, "%s mutates and key %q is done in the ledger: a repaired task would be acknowledged as a no-op; send a new task with a new key if the work is still wanted", toolName, key)
 	case found && e.NoEffect():
 		return nil
 	case found && e.EffectStarted:
-		rf := refuse(CodeNotSettled, "%s mutates and key %q has a mutating call started without a receipt: reconcile it as no effect first", task.Tool, key)
+		rf := refuse(CodeNotSettled, "%s mutates and key %q has a mutating call started without a receipt: reconcile it as no effect first", toolName, key)
 		rf.Next = next
 		return rf
 	case l.Reason == deadletter.ReasonEffectUnknown:
-		rf := refuse(CodeNotSettled, "%s mutates and the dead letter is effect_unknown: reconcile key %q as no effect first", task.Tool, key)
+		rf := refuse(CodeNotSettled, "%s mutates and the dead letter is effect_unknown: reconcile key %q as no effect first", toolName, key)
 		rf.Next = next
 		return rf
 	case found:
@@ -477,7 +474,7 @@ func (r *Redriver) repairSettled(ctx context.Context, l *letter, toolName, key s
 	case l.Meta != nil && l.Meta.Effect == deadletter.EffectNone:
 		return nil // never begun: the worker said no mutating call started
 	}
-	rf := refuse(CodeNotSettled, "%s mutates, and neither the ledger (no entry for key %q) nor the dead letter says no mutating call started: its effect is not known to be none", task.Tool, key)
+	rf := refuse(CodeNotSettled, "%s mutates, and neither the ledger (no entry for key %q) nor the dead letter says no mutating call started: its effect is not known to be none", toolName, key)
 	rf.Next = next
 	return rf
 }
@@ -523,7 +520,7 @@ func (r *Redriver) auditedPatch(patch json.RawMessage) json.RawMessage {
 			}
 			p := "/" + strings.ReplaceAll(field, ".", "/")
 			if v, has := op["value"]; has && (path == p || strings.HasPrefix(path, p+"/")) {
-				op["value"], _ = json.Marshal("[dropped: sha256:" + sha256Hex(string(v))[:16] + "]")
+				op["value"], _ = json.Marshal("[dropped: sha256:" + bodySHA256(string(v))[:16] + "]")
 				changed = true
 			}
 		}
@@ -545,17 +542,4 @@ func compactJSON(b []byte) json.RawMessage {
 		return json.RawMessage(bytes.TrimSpace(b))
 	}
 	return buf.Bytes()
-}
-
-func sha256Hex(s string) string {
-	sum := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(sum[:])
-}
-
-func cloneDetail(d map[string]string) map[string]string {
-	out := make(map[string]string, len(d))
-	for k, v := range d {
-		out[k] = v
-	}
-	return out
 }

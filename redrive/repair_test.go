@@ -244,7 +244,7 @@ func (a *fileAudit) all() []audit.Entry {
 
 func TestRepairedKeyStaysWithinTheContract(t *testing.T) {
 	t.Parallel()
-	sum := sha256Hex("args")
+	sum := bodySHA256("args")
 	assert.Equal(t, "k~repair-"+sum[:12], repairedKey("k", sum))
 	long := strings.Repeat("ü", 256)
 	got := repairedKey(long, sum)

@@ -25,8 +25,6 @@ const (
 	VerdictUnknown Verdict = "unknown"
 )
 
-// AllVerdicts lists the verdicts.
-func AllVerdicts() []Verdict { return []Verdict{VerdictConfirmed, VerdictNoEffect, VerdictUnknown} }
 
 // Verification is a verifier's answer.
 type Verification struct {

@@ -36,5 +36,4 @@ func TestVerificationCheck(t *testing.T) {
 			assert.ErrorContains(t, err, tt.want)
 		})
 	}
-	assert.Len(t, agenttask.AllVerdicts(), 3)
 }
