@@ -147,13 +147,7 @@ func fromSQS(m sqstypes.Message) letter {
 }
 
 // attributesFromSQS converts SDK message attributes.
-func attributesFromSQS(in map[string]sqstypes.MessageAttributeValue) map[string]deadletter.Attribute {
-	out := make(map[string]deadletter.Attribute, len(in))
-	for k, v := range in {
-		out[k] = deadletter.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
-	}
-	return out
-}
+var attributesFromSQS = sqsio.DeadLetterAttributes
 
 // attributesToSQS converts to SDK message attributes.
 var attributesToSQS = sqsio.MessageAttributes

@@ -26,3 +26,13 @@ func MessageAttributes(in map[string]deadletter.Attribute) map[string]types.Mess
 	}
 	return out
 }
+
+// DeadLetterAttributes converts received (or sent) SDK message attributes
+// back to dead-letter attributes.
+func DeadLetterAttributes(in map[string]types.MessageAttributeValue) map[string]deadletter.Attribute {
+	out := make(map[string]deadletter.Attribute, len(in))
+	for k, v := range in {
+		out[k] = deadletter.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
+	}
+	return out
+}

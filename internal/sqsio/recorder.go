@@ -137,10 +137,7 @@ func (r *Recorder) DeadLetters() ([]DeadLetter, error) {
 	sent := r.Sent()
 	out := make([]DeadLetter, 0, len(sent))
 	for i, in := range sent {
-		attrs := make(map[string]deadletter.Attribute, len(in.MessageAttributes))
-		for name, v := range in.MessageAttributes {
-			attrs[name] = deadletter.Attribute{DataType: aws.ToString(v.DataType), StringValue: aws.ToString(v.StringValue), BinaryValue: v.BinaryValue}
-		}
+		attrs := DeadLetterAttributes(in.MessageAttributes)
 		raw := attrs[deadletter.AttrMeta].StringValue
 		meta, err := deadletter.ParseMeta([]byte(raw))
 		if err != nil {
