@@ -32,6 +32,7 @@ type canon struct {
 type canonMember struct {
 	key      []byte
 	val, end int
+	raw      bool // b[val:end] is already in its canonical form
 }
 
 var canonPool = sync.Pool{New: func() any { return new(canon) }}
@@ -128,11 +129,14 @@ func (c *canon) object(b []byte, i, depth int) (int, bool) {
 			return -1, false
 		}
 		val := jsonscan.SkipWS(b, i+1)
-		end := jsonscan.SkipValue(b, val, depth+1)
+		end, raw := scalar(b, val)
+		if !raw {
+			end = jsonscan.SkipValue(b, val, depth+1)
+		}
 		if end < 0 {
 			return -1, false
 		}
-		c.members = append(c.members, canonMember{key, val, end})
+		c.members = append(c.members, canonMember{key, val, end, raw})
 		i = jsonscan.SkipWS(b, end)
 		if i >= len(b) {
 			return -1, false
@@ -147,7 +151,9 @@ func (c *canon) object(b []byte, i, depth int) (int, bool) {
 		i = jsonscan.SkipWS(b, i+1)
 	}
 	members := c.members[base:]
-	slices.SortFunc(members, func(x, y canonMember) int { return bytes.Compare(x.key, y.key) })
+	if !slices.IsSortedFunc(members, compareKeys) {
+		slices.SortFunc(members, compareKeys)
+	}
 	for k := 1; k < len(members); k++ {
 		if string(members[k].key) == string(members[k-1].key) {
 			return -1, false
@@ -164,12 +170,50 @@ func (c *canon) object(b []byte, i, depth int) (int, bool) {
 		c.out = append(c.out, '"')
 		c.out = append(c.out, m.key...)
 		c.out = append(c.out, '"', ':')
-		if end, ok := c.value(b, m.val, depth+1); !ok || end != m.end {
+		if m.raw {
+			c.out = append(c.out, b[m.val:m.end]...)
+		} else if end, ok := c.value(b, m.val, depth+1); !ok || end != m.end {
 			return -1, false
 		}
 	}
 	c.out = append(c.out, '}')
 	return i, true
+}
+
+func compareKeys(x, y canonMember) int { return bytes.Compare(x.key, y.key) }
+
+// scalar reads the string, number or literal at b[i] whose text is
+// already its canonical form (a string of ASCII without escapes, a number
+// plainNumber accepts, true, false, null) and returns the index after it;
+// raw is false for any other value.
+func scalar(b []byte, i int) (end int, raw bool) {
+	if i >= len(b) {
+		return -1, false
+	}
+	switch ch := b[i]; {
+	case ch == '"':
+		end, flags := jsonscan.ScanString(b, i)
+		if end >= 0 && flags == 0 {
+			return end, true
+		}
+	case ch == '-' || jsonscan.IsDigit(ch):
+		if end := jsonscan.ScanNumber(b, i); end >= 0 && plainNumber(b[i:end]) {
+			return end, true
+		}
+	case ch == 't':
+		if end := jsonscan.ScanLiteral(b, i, "true"); end >= 0 {
+			return end, true
+		}
+	case ch == 'f':
+		if end := jsonscan.ScanLiteral(b, i, "false"); end >= 0 {
+			return end, true
+		}
+	case ch == 'n':
+		if end := jsonscan.ScanLiteral(b, i, "null"); end >= 0 {
+			return end, true
+		}
+	}
+	return -1, false
 }
 
 // escaped writes a string that held escapes as RFC 8785 does: its
@@ -199,7 +243,7 @@ func (c *canon) literal(b []byte, i int, lit string) (int, bool) {
 // magnitudes from 1e-6 up to 1e21; an integer of up to 15 digits is
 // already in that form. Others (-0, exponent notation) go to the library.
 func (c *canon) number(n []byte) bool {
-	if plainInt(n) {
+	if plainNumber(n) {
 		c.out = append(c.out, n...)
 		return true
 	}
@@ -221,23 +265,53 @@ func (c *canon) number(n []byte) bool {
 	return true
 }
 
-// plainInt reports whether n (a valid JSON number) is 0 or an integer of
-// 1 to 15 digits without a leading zero: exactly a double, written as
-// ECMAScript writes it.
-func plainInt(n []byte) bool {
+// plainNumber reports whether the valid JSON number n is written as
+// ECMAScript's Number toString writes its double, so that RFC 8785 keeps
+// it as it is: no exponent, no leading zero (but the one of "0.x"), no
+// trailing zero in a fraction, at most 15 significant digits (a decimal of
+// 15 digits or fewer is the shortest that reads back to its double: no two
+// such decimals make one double), and a magnitude from 1e-6 up to 1e21
+// (outside that, toString uses an exponent); not -0.
+func plainNumber(n []byte) bool {
 	d := n
-	if len(d) > 0 && d[0] == '-' {
+	if d[0] == '-' {
 		d = d[1:]
 	}
-	if len(d) == 0 || len(d) > 15 || (d[0] == '0' && (len(d) > 1 || len(n) > 1)) {
+	intLen := len(d)
+	if dot := bytes.IndexByte(d, '.'); dot >= 0 {
+		intLen = dot
+	}
+	if bytes.IndexAny(d, "eE") >= 0 || intLen == 0 || intLen > 21 {
 		return false
 	}
-	for _, ch := range d {
-		if !jsonscan.IsDigit(ch) {
+	sig := 0 // significant digits
+	if d[0] == '0' {
+		if intLen > 1 {
 			return false
 		}
+		if intLen == len(d) { // 0 or -0
+			return len(d) == len(n)
+		}
+		frac := d[2:]
+		lead := len(frac) - len(bytes.TrimLeft(frac, "0"))
+		if lead > 5 || lead == len(frac) { // below 1e-6, or zero
+			return false
+		}
+		sig = len(frac) - lead
+	} else {
+		sig = len(d)
+		if intLen < len(d) {
+			sig-- // the point
+		}
 	}
-	return true
+	if intLen < len(d) && d[len(d)-1] == '0' {
+		return false // a trailing zero in the fraction
+	}
+	if intLen == len(d) {
+		// An integer: its trailing zeros are not significant.
+		sig = len(bytes.TrimRight(d, "0"))
+	}
+	return sig <= 15
 }
 
 // appendCanonical appends the fast form of the args value at b[i:] to dst

@@ -91,3 +91,29 @@ func TestArgsDigestPooledBuffers(t *testing.T) {
 		assert.Equal(t, DigestPrefix+hex.EncodeToString(sum[:]), got, "%s", s)
 	}
 }
+
+// plainNumber keeps a number's text only where RFC 8785 writes that text,
+// and keeps the forms producers usually write.
+func TestPlainNumber(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		n    string
+		keep bool
+	}{
+		{"0", true}, {"7", true}, {"-12", true}, {"100", true}, {"100000000000000000000", true},
+		{"123456789012345", true}, {"12345678901234500000", true}, {"0.5", true}, {"-0.5", true},
+		{"0.000001", true}, {"12.345", true}, {"123456789.123456", true}, {"0.0123", true},
+		// Sent on: an exponent or a spelling toString does not write, or
+		// more digits than plainNumber vouches for (ParseFloat decides).
+		{"-0", false}, {"1000000000000000000000", false}, {"1234567890123456", false}, {"0.0000001", false},
+		{"0.0", false}, {"1.50", false}, {"123456789.1234567", false}, {"5e-324", false}, {"1E2", false},
+	} {
+		canon, err := jcs.Transform([]byte(tt.n))
+		require.NoError(t, err, tt.n)
+		got := plainNumber([]byte(tt.n))
+		assert.Equal(t, tt.keep, got, tt.n)
+		if got {
+			assert.Equal(t, tt.n, string(canon), "plainNumber kept %s", tt.n)
+		}
+	}
+}
