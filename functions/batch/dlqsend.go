@@ -139,7 +139,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	// copied as it was received.
 	clear(o.rattrs)
 	o.rattrs = rec.m.appendDeadLetterAttrs(o.rattrs[:0])
-	body := rec.own.bodyString() // the record's own copy, as received
+	body := rec.m.bodyString() // the record's own copy, as received
 
 	// The common case: the metadata is written into the slot's reused
 	// buffer, the original attributes kept on the message (all of them, or

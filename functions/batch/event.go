@@ -30,18 +30,20 @@ type Event struct {
 }
 
 // message is one record of an event, as the processor holds it: views of
-// the buffer it was decoded in (Invoke's payload, valid during the
-// invocation), never handed out; a Record reads a copy (ownRaw).
+// the buffer it was decoded in, the Event's own copy of the payload, which
+// nothing writes once it is decoded; a Record reads it, and hands out
+// copies.
 type message struct {
 	id, receipt, arn, group string // cut from the event's one string of copies
 	body                    []byte // the body, decoded in place in the buffer
-	// bodyStr is the body as a string when hasBodyStr: a record's own copy
-	// (ownRaw), or the events.SQSMessage's own Body (fromSQSEvent), which
-	// SQSMessage and the dead letter's MessageBody share (a string never
-	// changes) instead of copying body again.
+	// bodyStr is the body as a string when hasBodyStr: the
+	// events.SQSMessage's own Body (fromSQSEvent), which SQSMessage and the
+	// dead letter's MessageBody share (a string never changes) instead of
+	// copying body again.
 	bodyStr       string
 	hasBodyStr    bool
 	attrs, mattrs []byte // raw JSON objects in the buffer; nil when absent or null
+	requeued      bool   // mattrs has AttrRequeued (carried)
 	count         []byte // ApproximateReceiveCount's raw string content; nil when absent
 	countEscaped  bool   // count holds an escape (decoded when read)
 	// Raw string literals (quotes included) in the buffer; nil when absent
@@ -116,25 +118,25 @@ func DecodeEvent(payload []byte) (*Event, error) {
 }
 
 // decodeEvent is DecodeEvent on a buffer it may overwrite (each body is
-// decoded in place): DecodeEvent's copy, or the payload during Invoke,
-// where the Event never leaves the call.
+// decoded in place) and then owns: DecodeEvent's copy.
 func decodeEvent(buf []byte) (*Event, error) {
 	d := decoder{b: buf}
 	return d.event()
 }
 
 type decoder struct {
-	b       []byte
-	kbufs   [8][]byte // decoded keys, one buffer per nesting depth
-	mkeys   []byte    // the message attribute names of one record, for duplicates
-	moffs   []int
-	tmp     []byte    // the current record's strings, decoded: id, receipt, group
-	cur     [6]uint32 // their (offset, length) pairs in tmp
-	arn     []byte    // the current record's eventSourceARN, decoded
-	lastARN string    // the previous record's: records share it
-	blocks  []*[recordBlock]message
-	scratch []byte // base64 validation: a value's content, decoded
-	b64     []byte // base64 validation: its decoded bytes, kept by no one
+	b        []byte
+	kbufs    [8][]byte // decoded keys, one buffer per nesting depth
+	mkeys    []byte    // the message attribute names of one record, for duplicates
+	moffs    []int
+	requeued bool      // the last messageAttributes walked held AttrRequeued
+	tmp      []byte    // the current record's strings, decoded: id, receipt, group
+	cur      [6]uint32 // their (offset, length) pairs in tmp
+	arn      []byte    // the current record's eventSourceARN, decoded
+	lastARN  string    // the previous record's: records share it
+	blocks   []*[recordBlock]message
+	scratch  []byte // base64 validation: a value's content, decoded
+	b64      []byte // base64 validation: its decoded bytes, kept by no one
 }
 
 func (d *decoder) fail(i int, what string) error {
@@ -506,34 +508,6 @@ func (d *decoder) record(r *message, i, n int) (int, error) {
 	return end, nil
 }
 
-// ownRaw copies what r holds of the buffer into memory of its own: its
-// decoded body into a string (bodyStr), its raw attributes and string
-// literals into one slice: a Record,
-// read after its handler call once the runtime reused the payload, reads
-// such a copy (newRecord), and an Event that DecodeEvent returns holds
-// only such copies.
-func (r *message) ownRaw() {
-	if !r.hasBodyStr {
-		r.bodyStr, r.hasBodyStr = string(r.body), true
-	}
-	r.body = nil // read as bodyStr
-	n := len(r.attrs) + len(r.mattrs) + len(r.count) + len(r.md5Body) + len(r.md5Attrs) + len(r.source) + len(r.region)
-	if n == 0 {
-		return
-	}
-	own := make([]byte, 0, n)
-	keep := func(b []byte) []byte {
-		if b == nil {
-			return nil
-		}
-		start := len(own)
-		own = append(own, b...)
-		return own[start:len(own):len(own)]
-	}
-	r.attrs, r.mattrs, r.count = keep(r.attrs), keep(r.mattrs), keep(r.count)
-	r.md5Body, r.md5Attrs, r.source, r.region = keep(r.md5Body), keep(r.md5Attrs), keep(r.source), keep(r.region)
-}
-
 // attributes validates the attributes object (string or null values) at
 // b[i], keeps it raw, and notes ApproximateReceiveCount and MessageGroupId.
 func (d *decoder) attributes(r *message, i, n int) (int, error) {
@@ -624,7 +598,7 @@ func (d *decoder) messageAttributes(r *message, i, n int) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	r.mattrs = b[i:end]
+	r.mattrs, r.requeued = b[i:end], d.requeued
 	return end, nil
 }
 
@@ -669,7 +643,7 @@ func mFieldIndex(key []byte) int {
 func walkMessageAttributes(d *decoder, i int) (int, error) {
 	b := d.b
 	var names map[string]struct{} // duplicate attribute names, past 16 of them
-	d.mkeys, d.moffs = d.mkeys[:0], d.moffs[:0]
+	d.mkeys, d.moffs, d.requeued = d.mkeys[:0], d.moffs[:0], false
 	i = jsonscan.SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
@@ -698,6 +672,7 @@ func walkMessageAttributes(d *decoder, i int) (int, error) {
 				}
 			}
 		}
+		d.requeued = d.requeued || string(key) == AttrRequeued
 		j, err := d.colon(end)
 		if err != nil {
 			return -1, err

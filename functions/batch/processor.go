@@ -105,11 +105,13 @@ func (p *Processor) HandleEvent(ctx context.Context, ev *Event) (events.SQSEvent
 // the event is not decoded twice) and runs as HandleEvent does, and it
 // returns the partial batch response as JSON. A payload that is not an SQS
 // event is an error, and nothing is acknowledged: Lambda retries the whole
-// batch, nothing is lost. Invoke decodes the bodies in place in payload
-// (the runtime's buffer, which it hands over for the call) and keeps
-// nothing of it when it returns.
+// batch, nothing is lost. Like DecodeEvent, Invoke neither modifies nor
+// keeps payload (the runtime's buffer, which the runtime reuses): it
+// decodes one copy of it, which the records' views share, so a Record a
+// handler keeps reads the message as received after the runtime reused its
+// buffer, and keeps that copy alive while it is kept.
 func (p *Processor) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	ev, err := decodeEvent(payload)
+	ev, err := DecodeEvent(payload)
 	if err != nil {
 		return nil, err
 	}

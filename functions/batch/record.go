@@ -40,8 +40,7 @@ type Record struct {
 
 	p    *Processor
 	st   *recordState
-	m    *message // the message as decoded, valid during the invocation: the processor's
-	own  *message // the record's own copy of it, which its accessors read
+	m    *message // the message as decoded: views of the event's copy of the payload, never written
 	body []byte   // the handler's copy of the body
 }
 
@@ -66,13 +65,13 @@ type recordState struct {
 // SentAt returns SentTimestamp (zero when missing), read on demand: only
 // dead letters need it.
 func (r Record) SentAt() time.Time {
-	return r.own.epochAttribute(sysSentAt)
+	return r.m.epochAttribute(sysSentAt)
 }
 
 // FirstReceivedAt returns ApproximateFirstReceiveTimestamp (zero when
 // missing), read on demand: only dead letters need it.
 func (r Record) FirstReceivedAt() time.Time {
-	return r.own.epochAttribute(sysFirstReceive)
+	return r.m.epochAttribute(sysFirstReceive)
 }
 
 // Body returns the message body (nil when it is empty). The slice is the
@@ -92,21 +91,21 @@ func (r Record) ReceiptHandle() string { return r.m.receipt }
 // Attribute returns the SQS system attribute name (SentTimestamp,
 // AWSTraceHeader, ...), "" when the message has none.
 func (r Record) Attribute(name string) string {
-	v, _ := r.own.attribute(name)
+	v, _ := r.m.attribute(name)
 	return v
 }
 
 // MessageAttributes returns the message attributes, nil when there are
 // none: a new map on each call, decoded when called.
 func (r Record) MessageAttributes() map[string]events.SQSMessageAttribute {
-	return r.own.messageAttributes()
+	return r.m.messageAttributes()
 }
 
 // SQSMessage returns the message as aws-lambda-go's type, decoded when
 // called (a new value on each call: the attribute maps cost what the
 // processor otherwise spares; call it only where a library needs the type).
 func (r Record) SQSMessage() events.SQSMessage {
-	return r.own.sqsMessage()
+	return r.m.sqsMessage()
 }
 
 // Describer is a decoded message that names what its dead letter's
@@ -226,13 +225,10 @@ const (
 )
 
 // newRecord decodes the system attributes of message m that every record
-// needs, copies what its accessors read (m is a view of the invocation's
-// payload) and its body for the handler; now is the record's clock reading
-// (see runOne).
+// needs and copies its body for the handler; now is the record's clock
+// reading (see runOne).
 func (p *Processor) newRecord(m *message, st *recordState, now time.Time) Record {
-	own := *m
-	own.ownRaw() // what the accessors read, even after the call
-	r := Record{ReceiveCount: 1, p: p, st: st, m: m, own: &own}
+	r := Record{ReceiveCount: 1, p: p, st: st, m: m}
 	if len(m.body) > 0 {
 		r.body = bytes.Clone(m.body)
 	}

@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -76,10 +75,10 @@ func requeueState(v string) (receives, requeues int, ok bool) {
 }
 
 // carried reads AttrRequeued off m: the receives and requeues a requeue
-// carried over. A message without it (the commonest case, decided without
-// decoding its attributes) carries none; an unreadable value counts as none.
+// carried over. A message without it (the commonest case, noted when its
+// attributes were decoded) carries none; an unreadable value counts as none.
 func (m *message) carried() (receives, requeues int) {
-	if !bytes.Contains(m.mattrs, []byte(AttrRequeued)) {
+	if !m.requeued {
 		return 0, 0
 	}
 	for _, a := range m.appendDeadLetterAttrs(nil) {
@@ -140,7 +139,7 @@ func (p *Processor) requeue(ctx context.Context, rec Record, c Classification) (
 	am[AttrRequeued] = types.MessageAttributeValue{DataType: aws.String("String"),
 		StringValue: aws.String(strconv.Itoa(spent) + "/" + strconv.Itoa(st.requeues+1))}
 	e := types.SendMessageBatchRequestEntry{
-		Id: aws.String("requeue"), MessageBody: aws.String(rec.own.bodyString()), MessageAttributes: am,
+		Id: aws.String("requeue"), MessageBody: aws.String(rec.m.bodyString()), MessageAttributes: am,
 		DelaySeconds: retryAfterSeconds(c.RetryAfter, MaxRequeueDelay),
 	}
 	if th := rec.m.traceHeader(); th != "" {
