@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 // evidenceS3 serves claim checks by key.
@@ -100,7 +101,7 @@ func TestRestoreEvidence(t *testing.T) {
 // putClaimCheckLetter puts in the DLQ a budget_exhausted dead letter whose
 // attributes beyond "kept" are in claim check s3://eval/<ref>; it returns
 // the claim check's document.
-func putClaimCheckLetter(t *testing.T, f *fakeSQS, q Queues, key, ref string) []byte {
+func putClaimCheckLetter(t *testing.T, f *fakeSQS, q pipeline.Queues, key, ref string) []byte {
 	t.Helper()
 	meta := deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, Attempts: 1, MessageID: "orig-" + key, IdempotencyKey: key, Tool: "web.search"}
 	ev, err := deadletter.MarshalEvidence(&deadletter.Evidence{Meta: meta, Reduced: []deadletter.Reduction{deadletter.ReducedFolded},

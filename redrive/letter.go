@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
-	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 // Letter is one dead letter as redrive sees it: the SQS message, and the
@@ -31,10 +30,6 @@ type letter struct {
 	Fingerprint string
 	Meta        *deadletter.Meta
 }
-
-// Queues is the pipeline's hot queue and DLQ: pipeline.Queues, the one type
-// the worker, redrive and the local runner share.
-type Queues = pipeline.Queues
 
 // selector chooses the dead letters a selective redrive moves: the letter's
 // reason must be one of Reasons, and, when Fingerprints is not empty, its

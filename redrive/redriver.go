@@ -64,7 +64,7 @@ type Config struct {
 	// is the only actor the gate lets through.
 	Pipeline *pipeline.Pipeline
 	// Queues is required: the pipeline's hot queue and DLQ (URLs and ARNs).
-	Queues Queues
+	Queues pipeline.Queues
 	// SQS is required: an *sqs.Client.
 	SQS API
 	// STS is required in AWS: the caller identity check (an *sts.Client).
