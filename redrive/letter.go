@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // Letter is one dead letter as redrive sees it: the SQS message, and the
@@ -29,6 +30,9 @@ type letter struct {
 	Reason      deadletter.Reason
 	Fingerprint string
 	Meta        *deadletter.Meta
+	// tagged is the letter as triage tagged it (triageTag), which a
+	// filter matches on; nil until then, or under a test's tag.
+	tagged *triage.Tagged
 }
 
 // selector chooses the dead letters a selective redrive moves: the letter's
