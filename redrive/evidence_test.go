@@ -130,6 +130,7 @@ func TestSelectClaimCheckLeftIsNotCountedInTheLimit(t *testing.T) {
 
 	res, err := r.Select(context.Background(), req)
 	require.ErrorContains(t, err, "claim check restored nothing")
+	assert.Equal(t, 1, strings.Count(err.Error(), "in the DLQ"), "where the letters are, said once: %v", err)
 	require.Len(t, res.Unrestored, 1)
 	assert.Equal(t, ClaimCheckMissing, res.Unrestored[0].Cause)
 	assert.Equal(t, 1, res.Moved)

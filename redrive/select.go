@@ -345,7 +345,7 @@ func unrestoredErr(res *SelectResult) error {
 		causes = append(causes, fmt.Sprintf("%s %d", c, n))
 	}
 	sort.Strings(causes)
-	return fmt.Errorf("%d chosen dead letters stay in the DLQ because their claim check restored nothing (%s), %d moved: fix the claim check or the eval bucket setting and rerun, or reject them; the first: %w: the dead letter stays in the DLQ",
+	return fmt.Errorf("%d chosen dead letters stay in the DLQ because their claim check restored nothing (%s), %d moved: fix the claim check or the eval bucket setting and rerun, or reject them; the first: %w",
 		res.ClaimCheckFailed, strings.Join(causes, ", "), res.Moved, res.claimCheckErr.Err)
 }
 
