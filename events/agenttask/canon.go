@@ -5,188 +5,245 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/agentdlq/agentdlq/internal/jsonscan"
 )
 
-// appendCanonical appends the RFC 8785 form of the JSON value at b[i:] to
-// dst for the args producers usually write, and reports false for anything
-// else, which ArgsDigest then gives to github.com/gowebpki/jcs: strings of
-// valid UTF-8 (appendEscaped where they hold escapes), object keys of plain ASCII (sorted by bytes, which is RFC 8785's
-// UTF-16 order for ASCII) and not repeated, numbers of magnitude 1e-6 to 1e21
-// (appendNumber), true, false and null. The library costs about 150 allocations an args object (half of
-// the worker's CPU on a batch of ok tasks); this costs a sort and the copy.
-// FuzzArgsDigest holds the two to the same digest.
-func appendCanonical(dst, b []byte, i, depth int) ([]byte, int, bool) {
+// canon writes the RFC 8785 form of the args producers usually write
+// (ArgsDigest), and reports false for anything else, which ArgsDigest then
+// gives to github.com/gowebpki/jcs: strings of valid UTF-8 (escaped where
+// they hold escapes), object keys of plain ASCII (sorted by bytes, which is
+// RFC 8785's UTF-16 order for ASCII) and not repeated, numbers of magnitude
+// 1e-6 to 1e21, true, false and null. Its buffers are reused (canonPool):
+// a digest allocates nothing but its string. FuzzArgsDigest holds it to
+// the library.
+type canon struct {
+	out []byte
+	// members is a stack of the objects being written, innermost last:
+	// each object's members sorted in place, then written in turn.
+	members []canonMember
+	text    []byte // an escaped string's text
+}
+
+// canonMember is an object member: its key (without quotes) and its value
+// (b[val:end]), views of the args.
+type canonMember struct {
+	key      []byte
+	val, end int
+}
+
+var canonPool = sync.Pool{New: func() any { return new(canon) }}
+
+// value writes the value at b[i:] (after white space) and returns the index
+// after it.
+func (c *canon) value(b []byte, i, depth int) (int, bool) {
 	if depth > jsonscan.MaxDepth {
-		return dst, -1, false
+		return -1, false
 	}
 	i = jsonscan.SkipWS(b, i)
 	if i >= len(b) {
-		return dst, -1, false
+		return -1, false
 	}
-	switch c := b[i]; {
-	case c == '"':
+	switch ch := b[i]; {
+	case ch == '"':
 		end, flags := jsonscan.ScanString(b, i)
 		if end < 0 || (flags&jsonscan.StrHigh != 0 && !utf8.Valid(b[i:end])) {
-			return dst, -1, false
+			return -1, false
 		}
 		if flags&jsonscan.StrEscape == 0 {
-			return append(dst, b[i:end]...), end, true
+			c.out = append(c.out, b[i:end]...)
+			return end, true
 		}
-		return appendEscaped(dst, b[i+1:end-1], end)
-	case c == '{':
-		return appendObject(dst, b, i, depth)
-	case c == '[':
-		dst = append(dst, '[')
-		i = jsonscan.SkipWS(b, i+1)
-		if i < len(b) && b[i] == ']' {
-			return append(dst, ']'), i + 1, true
-		}
-		for n := 0; ; n++ {
-			if n > 0 {
-				dst = append(dst, ',')
-			}
-			var ok bool
-			if dst, i, ok = appendCanonical(dst, b, i, depth+1); !ok {
-				return dst, -1, false
-			}
-			i = jsonscan.SkipWS(b, i)
-			if i >= len(b) {
-				return dst, -1, false
-			}
-			if b[i] == ']' {
-				return append(dst, ']'), i + 1, true
-			}
-			if b[i] != ',' {
-				return dst, -1, false
-			}
-			i++
-		}
-	case c == '-' || jsonscan.IsDigit(c):
+		return end, c.escaped(b[i+1 : end-1])
+	case ch == '{':
+		return c.object(b, i, depth)
+	case ch == '[':
+		return c.array(b, i, depth)
+	case ch == '-' || jsonscan.IsDigit(ch):
 		end := jsonscan.ScanNumber(b, i)
-		if end < 0 {
-			return dst, -1, false
+		return end, end >= 0 && c.number(b[i:end])
+	case ch == 't':
+		return c.literal(b, i, "true")
+	case ch == 'f':
+		return c.literal(b, i, "false")
+	case ch == 'n':
+		return c.literal(b, i, "null")
+	}
+	return -1, false
+}
+
+func (c *canon) array(b []byte, i, depth int) (int, bool) {
+	c.out = append(c.out, '[')
+	i = jsonscan.SkipWS(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		c.out = append(c.out, ']')
+		return i + 1, true
+	}
+	for n := 0; ; n++ {
+		if n > 0 {
+			c.out = append(c.out, ',')
 		}
-		return appendNumber(dst, b[i:end], end)
-	case c == 't':
-		return appendLiteral(dst, b, i, "true")
-	case c == 'f':
-		return appendLiteral(dst, b, i, "false")
-	case c == 'n':
-		return appendLiteral(dst, b, i, "null")
-	}
-	return dst, -1, false
-}
-
-// appendEscaped writes a string that held escapes as RFC 8785 does: its
-// characters as they are but for " and \ and the control characters
-// (\b \t \n \f \r, the others as \u00xx). A lone surrogate goes to the
-// library.
-func appendEscaped(dst, content []byte, end int) ([]byte, int, bool) {
-	text := jsonscan.AppendUnquoted(nil, content)
-	if bytes.ContainsRune(text, utf8.RuneError) {
-		return dst, -1, false
-	}
-	return jsonscan.AppendString(dst, string(text), jsonscan.ShortBF|jsonscan.RawLineSeps), end, true
-}
-
-func appendLiteral(dst, b []byte, i int, lit string) ([]byte, int, bool) {
-	end := jsonscan.ScanLiteral(b, i, lit)
-	if end < 0 {
-		return dst, -1, false
-	}
-	return append(dst, lit...), end, true
-}
-
-// appendNumber writes a number as RFC 8785 (ECMAScript's Number
-// toString) does where that is the shortest round-trip decimal in plain
-// notation: 0, and magnitudes from 1e-6 up to 1e21. Others (-0, exponent
-// notation) go to the library.
-func appendNumber(dst, n []byte, end int) ([]byte, int, bool) {
-	f, err := strconv.ParseFloat(string(n), 64)
-	if err != nil {
-		return dst, -1, false
-	}
-	if f == 0 {
-		if n[0] == '-' {
-			return dst, -1, false
+		var ok bool
+		if i, ok = c.value(b, i, depth+1); !ok {
+			return -1, false
 		}
-		return append(dst, '0'), end, true
+		i = jsonscan.SkipWS(b, i)
+		if i >= len(b) {
+			return -1, false
+		}
+		if b[i] == ']' {
+			c.out = append(c.out, ']')
+			return i + 1, true
+		}
+		if b[i] != ',' {
+			return -1, false
+		}
+		i++
 	}
-	if a := math.Abs(f); a < 1e-6 || a >= 1e21 {
-		return dst, -1, false
-	}
-	return strconv.AppendFloat(dst, f, 'f', -1, 64), end, true
 }
 
-// canonMember is an object member: its key, and where its canonical value
-// lies in the object's tail of dst.
-type canonMember struct {
-	key    []byte
-	off, n int
-}
-
-func appendObject(dst, b []byte, i, depth int) ([]byte, int, bool) {
-	var members []canonMember
-	tail := len(dst)
+// object reads the object's members (keys, and where each value lies),
+// sorts them by key, and writes each value in that order.
+func (c *canon) object(b []byte, i, depth int) (int, bool) {
+	base := len(c.members)
+	defer func() { c.members = c.members[:base] }()
 	i = jsonscan.SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		return append(dst, '{', '}'), i + 1, true
+		c.out = append(c.out, '{', '}')
+		return i + 1, true
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
-			return dst, -1, false
+			return -1, false
 		}
 		kend, flags := jsonscan.ScanString(b, i)
 		if kend < 0 || flags != 0 {
-			return dst, -1, false
+			return -1, false
 		}
 		key := b[i+1 : kend-1]
 		i = jsonscan.SkipWS(b, kend)
 		if i >= len(b) || b[i] != ':' {
-			return dst, -1, false
+			return -1, false
 		}
-		// Each value is written on its own (its members sorted in turn),
-		// then the members are sorted and joined.
-		start := len(dst)
-		var ok bool
-		if dst, i, ok = appendCanonical(dst, b, i+1, depth+1); !ok {
-			return dst, -1, false
+		val := jsonscan.SkipWS(b, i+1)
+		end := jsonscan.SkipValue(b, val, depth+1)
+		if end < 0 {
+			return -1, false
 		}
-		members = append(members, canonMember{key, start - tail, len(dst) - start})
-		i = jsonscan.SkipWS(b, i)
+		c.members = append(c.members, canonMember{key, val, end})
+		i = jsonscan.SkipWS(b, end)
 		if i >= len(b) {
-			return dst, -1, false
+			return -1, false
 		}
 		if b[i] == '}' {
 			i++
 			break
 		}
 		if b[i] != ',' {
-			return dst, -1, false
+			return -1, false
 		}
 		i = jsonscan.SkipWS(b, i+1)
 	}
+	members := c.members[base:]
 	slices.SortFunc(members, func(x, y canonMember) int { return bytes.Compare(x.key, y.key) })
 	for k := 1; k < len(members); k++ {
 		if string(members[k].key) == string(members[k-1].key) {
-			return dst, -1, false
+			return -1, false
 		}
 	}
-	// The values were written into dst's tail, in the order read; the
-	// object is written over that tail from a copy of it.
-	vals := append([]byte(nil), dst[tail:]...)
-	dst = append(dst[:tail], '{')
-	for k, m := range members {
-		if k > 0 {
-			dst = append(dst, ',')
+	c.out = append(c.out, '{')
+	// Each value's own objects push their members past this object's and
+	// pop them again, so members keep their indexes (not the slice).
+	for k, top := base, len(c.members); k < top; k++ {
+		m := c.members[k]
+		if k > base {
+			c.out = append(c.out, ',')
 		}
-		dst = append(dst, '"')
-		dst = append(dst, m.key...)
-		dst = append(dst, '"', ':')
-		dst = append(dst, vals[m.off:m.off+m.n]...)
+		c.out = append(c.out, '"')
+		c.out = append(c.out, m.key...)
+		c.out = append(c.out, '"', ':')
+		if end, ok := c.value(b, m.val, depth+1); !ok || end != m.end {
+			return -1, false
+		}
 	}
-	return append(dst, '}'), i, true
+	c.out = append(c.out, '}')
+	return i, true
+}
+
+// escaped writes a string that held escapes as RFC 8785 does: its
+// characters as they are but for " and \ and the control characters
+// (\b \t \n \f \r, the others as \u00xx). A lone surrogate goes to the
+// library.
+func (c *canon) escaped(content []byte) bool {
+	c.text = jsonscan.AppendUnquoted(c.text[:0], content)
+	if bytes.ContainsRune(c.text, utf8.RuneError) {
+		return false
+	}
+	c.out = jsonscan.AppendString(c.out, string(c.text), jsonscan.ShortBF|jsonscan.RawLineSeps)
+	return true
+}
+
+func (c *canon) literal(b []byte, i int, lit string) (int, bool) {
+	end := jsonscan.ScanLiteral(b, i, lit)
+	if end < 0 {
+		return -1, false
+	}
+	c.out = append(c.out, lit...)
+	return end, true
+}
+
+// number writes a number as RFC 8785 (ECMAScript's Number toString) does
+// where that is the shortest round-trip decimal in plain notation: 0, and
+// magnitudes from 1e-6 up to 1e21; an integer of up to 15 digits is
+// already in that form. Others (-0, exponent notation) go to the library.
+func (c *canon) number(n []byte) bool {
+	if plainInt(n) {
+		c.out = append(c.out, n...)
+		return true
+	}
+	f, err := strconv.ParseFloat(string(n), 64)
+	if err != nil {
+		return false
+	}
+	if f == 0 {
+		if n[0] == '-' {
+			return false
+		}
+		c.out = append(c.out, '0')
+		return true
+	}
+	if a := math.Abs(f); a < 1e-6 || a >= 1e21 {
+		return false
+	}
+	c.out = strconv.AppendFloat(c.out, f, 'f', -1, 64)
+	return true
+}
+
+// plainInt reports whether n (a valid JSON number) is 0 or an integer of
+// 1 to 15 digits without a leading zero: exactly a double, written as
+// ECMAScript writes it.
+func plainInt(n []byte) bool {
+	d := n
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 15 || (d[0] == '0' && (len(d) > 1 || len(n) > 1)) {
+		return false
+	}
+	for _, ch := range d {
+		if !jsonscan.IsDigit(ch) {
+			return false
+		}
+	}
+	return true
+}
+
+// appendCanonical appends the fast form of the args value at b[i:] to dst
+// (canon), with the index after it.
+func appendCanonical(dst, b []byte) ([]byte, int, bool) {
+	c := canon{out: dst}
+	end, ok := c.value(b, 0, 0)
+	return c.out, end, ok
 }

@@ -1,7 +1,10 @@
 package agenttask
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/gowebpki/jcs"
@@ -23,7 +26,7 @@ func FuzzArgsDigest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, args []byte) {
-		canon, end, ok := appendCanonical(nil, args, 0, 0)
+		canon, end, ok := appendCanonical(nil, args)
 		if !ok || end < 0 {
 			return
 		}
@@ -40,11 +43,11 @@ func FuzzArgsDigest(f *testing.F) {
 func TestAppendCanonicalAnswersTheUsualForms(t *testing.T) {
 	t.Parallel()
 	for _, s := range canonSeeds[:3] {
-		_, _, ok := appendCanonical(nil, []byte(s), 0, 0)
+		_, _, ok := appendCanonical(nil, []byte(s))
 		assert.True(t, ok, "%s", s)
 	}
 	for _, s := range []string{`{"a":"\ud800"}`, `{"n":1e-7}`, `{"n":1e21}`, `{"a":1,"a":2}`, `{"é":1}`, `-0`, "{\"a\":\"\xff\"}"} {
-		_, _, ok := appendCanonical(nil, []byte(s), 0, 0)
+		_, _, ok := appendCanonical(nil, []byte(s))
 		assert.False(t, ok, "%s goes to the library", s)
 	}
 }
@@ -67,4 +70,24 @@ func BenchmarkArgsDigest(b *testing.B) {
 			}
 		}
 	})
+}
+
+// ArgsDigest's pooled buffers carry nothing from one call to the next: each
+// seed, valid or not, in turn and again in reverse, digests as the library's
+// form does, whatever failed halfway before it.
+func TestArgsDigestPooledBuffers(t *testing.T) {
+	t.Parallel()
+	order := append(slices.Clone(canonSeeds), canonSeeds...)
+	slices.Reverse(order[len(canonSeeds):])
+	for _, s := range order {
+		got, err := ArgsDigest([]byte(s))
+		want, jerr := jcs.Transform([]byte(s))
+		if jerr != nil {
+			assert.Error(t, err, "%s", s)
+			continue
+		}
+		require.NoError(t, err, "%s", s)
+		sum := sha256.Sum256(want)
+		assert.Equal(t, DigestPrefix+hex.EncodeToString(sum[:]), got, "%s", s)
+	}
 }

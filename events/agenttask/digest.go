@@ -27,15 +27,29 @@ const DigestPrefix = "jcs-sha256:"
 // one digest. It fails on args that are not JSON.
 //
 // Args in the forms producers usually write are put in that form here
-// (appendCanonical); the others by the library.
+// (canon, whose buffers are reused); the others by the library.
 func ArgsDigest(args []byte) (string, error) {
-	canon, end, ok := appendCanonical(make([]byte, 0, len(args)), args, 0, 0)
-	if !ok || jsonscan.SkipWS(args, end) != len(args) {
+	c := canonPool.Get().(*canon)
+	defer canonPool.Put(c)
+	c.out = c.out[:0]
+	canonical := c.out
+	if end, ok := c.value(args, 0, 0); ok && jsonscan.SkipWS(args, end) == len(args) {
+		canonical = c.out
+	} else {
 		var err error
-		if canon, err = jcs.Transform(args); err != nil {
+		if canonical, err = jcs.Transform(args); err != nil {
 			return "", fmt.Errorf("agenttask: canonical args: %w", err)
 		}
 	}
-	sum := sha256.Sum256(canon)
-	return DigestPrefix + hex.EncodeToString(sum[:]), nil
+	sum := sha256.Sum256(canonical)
+	var digest [len(DigestPrefix) + 2*sha256.Size]byte
+	copy(digest[:], DigestPrefix)
+	hex.Encode(digest[len(DigestPrefix):], sum[:])
+	if cap(c.out) > maxPooledCanon {
+		c.out = nil // a rare large args: not kept for the next
+	}
+	return string(digest[:]), nil
 }
+
+// maxPooledCanon is the largest buffer a pooled canon keeps.
+const maxPooledCanon = 64 << 10

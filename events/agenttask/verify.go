@@ -25,7 +25,6 @@ const (
 	VerdictUnknown Verdict = "unknown"
 )
 
-
 // Verification is a verifier's answer.
 type Verification struct {
 	Verdict Verdict

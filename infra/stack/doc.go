@@ -39,7 +39,8 @@
 //     source), SSE and TLS-only queue policies; a DLQ policy that leaves
 //     moving and deleting dead letters to the redrive role and changing the
 //     queue to the deployer; the worker Lambda (provided.al2023, arm64,
-//     GOMEMLIMIT at 90% of its memory, its DLQ's size in
+//     GOMEMLIMIT at 90% of its memory, GOMAXPROCS at the vCPUs it pays
+//     for, its DLQ's size in
 //     AGENTDLQ_DLQ_MAX_MESSAGE_BYTES) with its SQS event source
 //     (ReportBatchItemFailures) and a role with exactly the calls its code
 //     makes; the redrive role, trusted by one named principal only; an

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/agentdlq/agentdlq/internal/lambdaenv"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -341,6 +342,11 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (p
 // runtime's own stacks and the Lambda runtime interface.
 func GoMemLimit(memoryMB int) string { return fmt.Sprintf("%dMiB", memoryMB*9/10) }
 
+// GoMaxProcs is the worker's GOMAXPROCS for a function of memoryMB: the
+// vCPUs its memory pays for, rounded up (lambdaenv.VCPUs: one below 1,769
+// MB, where the two cores Lambda shows add up to less than one vCPU).
+func GoMaxProcs(memoryMB int) string { return strconv.Itoa(lambdaenv.VCPUs(memoryMB)) }
+
 // newWorker creates the worker Lambda, its log group, its least-privilege
 // role and its SQS event source.
 func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *PipelineProps) {
@@ -441,6 +447,8 @@ func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *Pipel
 			pipeline.EnvDLQMaxMessageBytes: jsii.String(strconv.Itoa(def.DLQMaxMessageBytes())),
 			// The Go runtime collects before the function's memory runs out.
 			"GOMEMLIMIT": jsii.String(GoMemLimit(def.WorkerMemoryMB)),
+			// As many Ps as the function has vCPUs, not the cores it sees.
+			"GOMAXPROCS": jsii.String(GoMaxProcs(def.WorkerMemoryMB)),
 		},
 	})
 	p.Worker.Node().AddDependency(p.WorkerPolicy)

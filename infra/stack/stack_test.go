@@ -304,7 +304,7 @@ func TestWorker(t *testing.T) {
 		}
 		sort.Strings(keys)
 		assert.Equal(t, []string{"AGENTDLQ_DLQ_ARN", "AGENTDLQ_DLQ_MAX_MESSAGE_BYTES", "AGENTDLQ_DLQ_URL", "AGENTDLQ_EVIDENCE_BUCKET", "AGENTDLQ_HOT_QUEUE_ARN", "AGENTDLQ_HOT_QUEUE_URL",
-			"AGENTDLQ_LEDGER_TABLE", "AGENTDLQ_PIPELINE_JSON", "AGENTDLQ_WORKER_VERSION", "GOMEMLIMIT"}, keys)
+			"AGENTDLQ_LEDGER_TABLE", "AGENTDLQ_PIPELINE_JSON", "AGENTDLQ_WORKER_VERSION", "GOMAXPROCS", "GOMEMLIMIT"}, keys)
 		// The worker's dead letters may be as large as its DLQ takes, and
 		// it reads that size as the worker's main does.
 		_, dlq := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
@@ -316,6 +316,7 @@ func TestWorker(t *testing.T) {
 		assert.Equal(t, props(dlq)["MaximumMessageSize"], float64(n))
 		// The Go runtime's soft limit: 90% of the function's memory, in MiB.
 		assert.Equal(t, GoMemLimit(def.WorkerMemoryMB), env["GOMEMLIMIT"])
+		assert.Equal(t, GoMaxProcs(def.WorkerMemoryMB), env["GOMAXPROCS"])
 		assert.Equal(t, "${"+hotID+".Arn}", flat(env["AGENTDLQ_HOT_QUEUE_ARN"]))
 		assert.Equal(t, "${Ref:"+hotID+"}", flat(env["AGENTDLQ_HOT_QUEUE_URL"]))
 		assert.Equal(t, "${"+dlqID+".Arn}", flat(env["AGENTDLQ_DLQ_ARN"]))
@@ -798,6 +799,23 @@ func TestGoMemLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, GoMemLimit(tt.memoryMB), "%d MB", tt.memoryMB)
+	}
+}
+
+func TestGoMaxProcs(t *testing.T) {
+	tests := []struct {
+		memoryMB int
+		want     string // the vCPUs the memory pays for, rounded up
+	}{
+		{128, "1"},
+		{256, "1"},
+		{1769, "1"},
+		{1770, "2"},
+		{3008, "2"},
+		{10240, "6"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, GoMaxProcs(tt.memoryMB), "%d MB", tt.memoryMB)
 	}
 }
 

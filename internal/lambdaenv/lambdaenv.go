@@ -79,3 +79,36 @@ func MemoryLimit(lookup func(string) string) (limit int64, ok bool) {
 	}
 	return mb << 20 / 10 * 9, true
 }
+
+// MBPerVCPU is the memory at which a Lambda function has the CPU of one
+// vCPU (one vCPU-second of credits a second): Lambda allocates CPU in
+// proportion to memory.
+const MBPerVCPU = 1769
+
+// VCPUs is GOMAXPROCS for a function of memoryMB: the vCPUs its memory pays
+// for, rounded up, at least 1. Lambda shows a function two cores or more at
+// every size, and the Go runtime's default GOMAXPROCS is what it sees; but
+// below 1,769 MB their credits add up to less than one vCPU, and a second P
+// only runs the collector's idle and fractional mark workers, and the
+// preemptions they cause, on CPU the function does not have (the worker's
+// bench measured about twice the CPU a record with 2 as with 1:
+// docs/performance.md). The worker handles records one at a time by
+// default, and its concurrent mode waits on I/O, which one P serves.
+func VCPUs(memoryMB int) int {
+	return max(1, (memoryMB+MBPerVCPU-1)/MBPerVCPU)
+}
+
+// MaxProcs is VCPUs of AWS_LAMBDA_FUNCTION_MEMORY_SIZE for a function whose
+// environment has no GOMAXPROCS (the agentdlq construct sets it; another
+// deployment may not). ok is false when GOMAXPROCS is set (the Go runtime
+// has read it) or the size is missing or not a positive number.
+func MaxProcs(lookup func(string) string) (n int, ok bool) {
+	if lookup("GOMAXPROCS") != "" {
+		return 0, false
+	}
+	mb, err := strconv.Atoi(lookup("AWS_LAMBDA_FUNCTION_MEMORY_SIZE"))
+	if err != nil || mb <= 0 || mb > 1<<20 {
+		return 0, false
+	}
+	return VCPUs(mb), true
+}

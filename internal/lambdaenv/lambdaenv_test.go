@@ -75,3 +75,34 @@ func TestMemoryLimit(t *testing.T) {
 		})
 	}
 }
+
+func TestVCPUs(t *testing.T) {
+	t.Parallel()
+	for mb, want := range map[int]int{128: 1, 256: 1, 1769: 1, 1770: 2, 3008: 2, 10240: 6} {
+		assert.Equal(t, want, VCPUs(mb), "%d MB", mb)
+	}
+}
+
+func TestMaxProcs(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		env  map[string]string
+		n    int  // want
+		ok   bool // want
+	}{
+		{"256 MB: one P", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256"}, 1, true},
+		{"4096 MB: three", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "4096"}, 3, true},
+		{"GOMAXPROCS set: the runtime's", map[string]string{"GOMAXPROCS": "2", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256"}, 0, false},
+		{"no size", map[string]string{}, 0, false},
+		{"size not a number", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "1GB"}, 0, false},
+		{"size zero", map[string]string{"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "0"}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, ok := MaxProcs(env(tt.env))
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.n, n)
+		})
+	}
+}

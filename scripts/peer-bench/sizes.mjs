@@ -13,7 +13,9 @@
 // and says so.
 //
 // usage: node sizes.mjs WORKER_BENCH_BINARY DIR ROWS...   (a row: FILE:REPEATS:LABEL)
-// env:   RUNS (default 3); GOMEMLIMIT and the like reach the worker's bench
+// env:   RUNS (default 3); AWS_LAMBDA_FUNCTION_MEMORY_SIZE (from which the
+//        worker's bench sets GOMEMLIMIT and GOMAXPROCS as the Lambda entry
+//        does), GOMEMLIMIT, GOMAXPROCS and the like reach the worker's bench
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
@@ -37,7 +39,7 @@ const mb = (x) => Math.round(x) + ' MB';
 console.log(`runs ${runs} per row, medians; ratio = agentdlq / peer, the median of each run's ratio`);
 console.log('');
 const idle = run(bin, ['-idle']);
-console.log(`worker bench idle RSS ${idle.idle_rss_mb} MB; GOMEMLIMIT ${process.env.GOMEMLIMIT || 'unset'}`);
+console.log(`worker bench idle RSS ${idle.idle_rss_mb} MB; GOMEMLIMIT ${idle.gomemlimit_mib ? idle.gomemlimit_mib + 'MiB' : 'unset'}; GOMAXPROCS ${idle.gomaxprocs}`);
 console.log('');
 console.log('| batch | mix | agentdlq CPU/record | of it decode | peer CPU/record | of it parse | CPU ratio | agentdlq peak RSS | peer peak RSS | RSS ratio | same ok_digest |');
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');

@@ -23,11 +23,12 @@
 // invocation's CPU, which make bench-sizes compares with the peer's, rss_mb (the process's peak RSS, everything
 // included), handler_rss_mb (peak RSS from the timed repeats on), idle_rss_mb
 // (RSS with the worker built, before the event is read), gomemlimit_mib,
-// failures_by_kind, dead_letters_by_reason and ok_digest (as `agentdlq
+// gomaxprocs, failures_by_kind, dead_letters_by_reason and ok_digest (as `agentdlq
 // bench`: hex SHA-256 over "<messageId>:<hex SHA-256 of args>\n" of the
-// successful records in event order). GOMEMLIMIT is the Go runtime's; with
-// it unset and AWS_LAMBDA_FUNCTION_MEMORY_SIZE set, the bench takes 90% of
-// that as the Lambda entry does.
+// successful records in event order). GOMEMLIMIT and GOMAXPROCS are the Go
+// runtime's; with them unset and AWS_LAMBDA_FUNCTION_MEMORY_SIZE set, the
+// bench derives them from it as the Lambda entry does (90 % of it; the
+// vCPUs it pays for: lambdaenv.MaxProcs), which is what the construct sets.
 package main
 
 import (
@@ -69,6 +70,7 @@ type result struct {
 	HandlerRSSMB         float64           `json:"handler_rss_mb"`
 	IdleRSSMB            float64           `json:"idle_rss_mb"`
 	GoMemLimitMiB        float64           `json:"gomemlimit_mib"`
+	GoMaxProcs           int               `json:"gomaxprocs"`
 	FailuresByKind       benchsum.Failures `json:"failures_by_kind"`
 	DeadLetters          map[string]int    `json:"dead_letters_by_reason"`
 	OKDigest             string            `json:"ok_digest"`
@@ -79,6 +81,9 @@ type result struct {
 func main() {
 	if limit, ok := lambdaenv.MemoryLimit(os.Getenv); ok { // as the Lambda entry
 		debug.SetMemoryLimit(limit)
+	}
+	if n, ok := lambdaenv.MaxProcs(os.Getenv); ok {
+		runtime.GOMAXPROCS(n)
 	}
 	var (
 		event      = flag.String("event", "", "Lambda SQS event file (JSON, as Lambda delivers it)")
@@ -123,7 +128,11 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode s
 	runtime.GC()
 	idleMB := rusage.StatusMB("VmRSS")
 	if idle {
-		return json.NewEncoder(os.Stdout).Encode(map[string]float64{"idle_rss_mb": round(idleMB), "peak_rss_mb": round(rusage.MaxRSSMB())})
+		idleRes := map[string]float64{"idle_rss_mb": round(idleMB), "peak_rss_mb": round(rusage.MaxRSSMB()), "gomaxprocs": float64(runtime.GOMAXPROCS(0))}
+		if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+			idleRes["gomemlimit_mib"] = round(float64(l) / (1 << 20))
+		}
+		return json.NewEncoder(os.Stdout).Encode(idleRes)
 	}
 	if file == "" || repeats < 1 || warmup < 0 || (path != "lean" && path != "events") || (decode != "each" && decode != "once") || (decode == "once" && path != "lean") {
 		return errors.New("usage: bench -event FILE -repeats R [-warmup W] [-max-receive-count N] [-fifo] [-path lean|events] [-decode each|once (lean)]")
@@ -195,6 +204,7 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode s
 		DecodeCPUNsPerRecord: round(float64(decodeCPU.Nanoseconds()) / total),
 		RSSMB:                round(rusage.MaxRSSMB()),
 		IdleRSSMB:            round(idleMB),
+		GoMaxProcs:           runtime.GOMAXPROCS(0),
 		GOARCH:               runtime.GOARCH, GoVersion: runtime.Version(),
 	}
 	if peak {

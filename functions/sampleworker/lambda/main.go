@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -24,6 +25,9 @@ func main() {
 	log := slog.New(batch.NewLogHandler(os.Stdout, nil))
 	if limit, ok := lambdaenv.MemoryLimit(os.Getenv); ok { // GOMEMLIMIT unset: 90% of the function's memory
 		debug.SetMemoryLimit(limit)
+	}
+	if n, ok := lambdaenv.MaxProcs(os.Getenv); ok { // GOMAXPROCS unset: the vCPUs the memory pays for
+		runtime.GOMAXPROCS(n)
 	}
 	w, err := setup(log)
 	if err != nil { // fail fast: a misconfigured worker acknowledges nothing
