@@ -163,7 +163,7 @@ func seed(t *testing.T) *seeded {
 	s.srv, err = New(ctx, Config{
 		Pipelines: []*pipeline.Pipeline{p}, SQS: s.client, Ledger: s.led, Reports: reports, Loopback: true, Logger: quiet,
 		Audit: func(string) AuditLog { return s.audit },
-		Resolve: func(context.Context, *pipeline.Pipeline) (redrive.Queues, error) {
+		Resolve: func(context.Context, *pipeline.Pipeline) (pipeline.Queues, error) {
 			return s.q, nil
 		},
 	})

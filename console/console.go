@@ -47,7 +47,7 @@ type Config struct {
 	// do not exist its error wraps ErrQueuesNotFound (errors.Is): the
 	// overview then says the pipeline's queues are not created, not that
 	// something failed.
-	Resolve func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error)
+	Resolve func(ctx context.Context, p *pipeline.Pipeline) (pipeline.Queues, error)
 	// SQS is required.
 	SQS SQSAPI
 	// STS is required in AWS: the redrive gate's identity check, and the

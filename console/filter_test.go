@@ -21,7 +21,6 @@ import (
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/store"
@@ -118,7 +117,7 @@ func TestRepairInTheConsoleOnEmulators(t *testing.T) {
 		Pipelines: []*pipeline.Pipeline{p}, SQS: client, Ledger: led, Reports: store.Folder{Root: t.TempDir()}, Loopback: true, Logger: quiet,
 		Evidence: s3c, EvidenceWriter: s3c, EvidenceBucket: bucket, Catalog: agenttask.SampleCatalog(),
 		Audit:   func(string) AuditLog { return log },
-		Resolve: func(context.Context, *pipeline.Pipeline) (redrive.Queues, error) { return q, nil },
+		Resolve: func(context.Context, *pipeline.Pipeline) (pipeline.Queues, error) { return q, nil },
 	})
 	require.NoError(t, err)
 	f := &fixture{s: srv, p: p}

@@ -21,7 +21,6 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/store"
@@ -200,8 +199,8 @@ func newFixtureOf(t testing.TB, msgs []triage.Message) *fixture {
 	s, err := New(context.Background(), Config{
 		Pipelines: []*pipeline.Pipeline{p}, SQS: &fakeSQS{depth: fmt.Sprint(n), tags: tags}, Ledger: f.led,
 		Reports: store.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return f.audit },
-		Resolve: func(context.Context, *pipeline.Pipeline) (redrive.Queues, error) {
-			return redrive.Queues{HotURL: "http://q/hot", HotARN: "arn:aws:sqs:us-east-1:000000000000:hot", DLQURL: "http://q/dlq", DLQARN: "arn:aws:sqs:us-east-1:000000000000:dlq"}, nil
+		Resolve: func(context.Context, *pipeline.Pipeline) (pipeline.Queues, error) {
+			return pipeline.Queues{HotURL: "http://q/hot", HotARN: "arn:aws:sqs:us-east-1:000000000000:hot", DLQURL: "http://q/dlq", DLQARN: "arn:aws:sqs:us-east-1:000000000000:dlq"}, nil
 		},
 		Token: "test-token", Loopback: true, Now: func() time.Time { return t0 }, Logger: quiet,
 	})

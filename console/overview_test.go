@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -50,11 +49,11 @@ func TestOverviewSaysWhatIsNotCreated(t *testing.T) {
 			s, err := New(context.Background(), Config{
 				Pipelines: ps, SQS: &fakeSQS{depth: "7", inAWS: !tc.local}, STS: nil,
 				Reports: store.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return &memAudit{} },
-				Resolve: func(_ context.Context, p *pipeline.Pipeline) (redrive.Queues, error) {
+				Resolve: func(_ context.Context, p *pipeline.Pipeline) (pipeline.Queues, error) {
 					if p.Name == "agent-steps" {
-						return redrive.Queues{}, tc.err
+						return pipeline.Queues{}, tc.err
 					}
-					return redrive.Queues{HotURL: "http://q/hot", DLQURL: "http://q/dlq"}, nil
+					return pipeline.Queues{HotURL: "http://q/hot", DLQURL: "http://q/dlq"}, nil
 				},
 				Token: "test-token", Loopback: true, Now: func() time.Time { return t0 }, Logger: quiet,
 			})

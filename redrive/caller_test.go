@@ -122,7 +122,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, "agent-tasks")
 	const arn = "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice"
-	inAWS := func(t *testing.T, st *countingSTS) (*Redriver, *memStore, *fakeSQS, Queues) {
+	inAWS := func(t *testing.T, st *countingSTS) (*Redriver, *memStore, *fakeSQS, pipeline.Queues) {
 		f := newFakeSQS()
 		q := f.addPair(p)
 		seed(t, f, q, 2, deadletter.ReasonBudgetExhausted)

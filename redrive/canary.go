@@ -20,14 +20,14 @@ const (
 )
 
 type canaryItem struct {
-	moved  Moved
+	moved  movedLetter
 	before ledger.Entry
 	at     time.Time // when it was sent back
 	state  string
 }
 
-// CanaryResult is the outcome of the canary messages.
-type CanaryResult struct {
+// canaryResult is the outcome of the canary messages.
+type canaryResult struct {
 	Moved        int               `json:"moved"`
 	Processed    int               `json:"processed"`
 	DeadLettered int               `json:"dead_lettered"`
@@ -36,7 +36,7 @@ type CanaryResult struct {
 	Waited       time.Duration     `json:"waited_ns"`
 }
 
-func (c *CanaryResult) counts() map[string]int {
+func (c *canaryResult) counts() map[string]int {
 	if c == nil {
 		return nil
 	}
@@ -64,7 +64,7 @@ func canaryOutcome(before, now ledger.Entry, ok bool) string {
 // waitCanary waits, bounded, until every canary message is processed or back
 // in the DLQ. It fails with ErrCanaryFailed when any came back, or when any
 // outcome is still unknown at the timeout.
-func (r *Redriver) waitCanary(ctx context.Context, api selectAPI, req SelectRequest, items []canaryItem, seen map[string]bool) (*CanaryResult, error) {
+func (r *Redriver) waitCanary(ctx context.Context, api selectAPI, req SelectRequest, items []canaryItem, seen map[string]bool) (*canaryResult, error) {
 	timeout, poll := req.CanaryTimeout, req.CanaryPoll
 	if timeout <= 0 {
 		timeout = DefaultCanaryTimeout
@@ -113,10 +113,10 @@ func (r *Redriver) waitCanary(ctx context.Context, api selectAPI, req SelectRequ
 			break
 		}
 		if err := r.sleep(ctx, poll); err != nil {
-			return r.canaryResult(items, start), err
+			return r.tallyCanary(items, start), err
 		}
 	}
-	res := r.canaryResult(items, start)
+	res := r.tallyCanary(items, start)
 	switch {
 	case res.DeadLettered > 0:
 		return res, fmt.Errorf("%w: %d of %d canary messages were dead-lettered again (%d processed): fix the cause before redriving the rest",
@@ -128,8 +128,8 @@ func (r *Redriver) waitCanary(ctx context.Context, api selectAPI, req SelectRequ
 	return res, nil
 }
 
-func (r *Redriver) canaryResult(items []canaryItem, start time.Time) *CanaryResult {
-	res := &CanaryResult{Moved: len(items), Outcomes: map[string]string{}, Waited: r.now().Sub(start)}
+func (r *Redriver) tallyCanary(items []canaryItem, start time.Time) *canaryResult {
+	res := &canaryResult{Moved: len(items), Outcomes: map[string]string{}, Waited: r.now().Sub(start)}
 	for _, it := range items {
 		res.Outcomes[it.moved.HotMessageID] = it.state
 		switch it.state {

@@ -12,16 +12,21 @@ import (
 	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
-// Decision is one decision the owner recorded, as the audit holds it.
-type Decision struct {
+// decision is one decision the owner recorded, as the audit holds it: a
+// rejection (PlanGroup.Rejected).
+type decision struct {
 	Time  time.Time `json:"time"`
 	Actor string    `json:"actor"`
 	Why   string    `json:"why,omitempty"`
 }
 
-// KeyDecision is the owner's reconciliation of one idempotency key.
+// KeyDecision is the owner's reconciliation of one idempotency key, as the
+// audit holds it: when, by whom, why, and the outcome (and receipt)
+// recorded.
 type KeyDecision struct {
-	Decision
+	Time    time.Time      `json:"time"`
+	Actor   string         `json:"actor"`
+	Why     string         `json:"why,omitempty"`
 	Key     string         `json:"idempotency_key"`
 	Outcome ledger.Outcome `json:"outcome"`
 	Receipt string         `json:"receipt,omitempty"`
@@ -58,7 +63,7 @@ func decisionsFrom(entries []audit.Entry) Decisions {
 			if k == "" {
 				continue
 			}
-			d.Reconciled[k] = KeyDecision{Decision: Decision{Time: e.Time, Actor: e.Actor, Why: e.Why}, Key: k,
+			d.Reconciled[k] = KeyDecision{Time: e.Time, Actor: e.Actor, Why: e.Why, Key: k,
 				Outcome: ledger.Outcome(e.Detail["outcome"]), Receipt: e.Detail["receipt"]}
 		}
 	}
@@ -68,17 +73,17 @@ func decisionsFrom(entries []audit.Entry) Decisions {
 // rejection returns the latest rejection that covers the group of reason
 // and fingerprint: one that named the reason and either no fingerprint
 // (every group of it) or this one.
-func (d Decisions) rejection(reason deadletter.Reason, fingerprint string) (Decision, bool) {
+func (d Decisions) rejection(reason deadletter.Reason, fingerprint string) (decision, bool) {
 	for i := len(d.Rejections) - 1; i >= 0; i-- {
 		e := d.Rejections[i]
 		if !slices.Contains(e.Reasons, string(reason)) {
 			continue
 		}
 		if len(e.Fingerprints) == 0 || slices.Contains(e.Fingerprints, fingerprint) {
-			return Decision{Time: e.Time, Actor: e.Actor, Why: e.Why}, true
+			return decision{Time: e.Time, Actor: e.Actor, Why: e.Why}, true
 		}
 	}
-	return Decision{}, false
+	return decision{}, false
 }
 
 // Decisions reads the pipeline's decisions from the audit store.

@@ -28,7 +28,7 @@
 //   - Reject: records that a group is never redriven (an audit entry).
 //   - Reconcile: records what an effect_unknown key's call did; Select then
 //     moves the keys reconciled as no effect, and never a confirmed one.
-//   - Verify: runs the tools' read-only verifiers (agenttask.Tool.Verify)
+//   - Verify: runs Config.Catalog's read-only verifiers (agenttask.Tool.Verify)
 //     over the effect_unknown keys and proposes each outcome, or reconciles
 //     the definite ones with the verifier's evidence.
 //   - Pause: the worker's event source mapping off (the kill switch) or on.

@@ -58,7 +58,7 @@ func newLocal(t *testing.T, name string) *local {
 func (l *local) redriver() *Redriver {
 	r, err := New(Config{
 		Pipeline: l.p, SQS: l.client, Ledger: l.led,
-		Queues: Queues{HotURL: l.q.HotURL, HotARN: l.q.HotARN, DLQURL: l.q.DLQURL, DLQARN: l.q.DLQARN, FIFO: l.q.FIFO},
+		Queues: pipeline.Queues{HotURL: l.q.HotURL, HotARN: l.q.HotARN, DLQURL: l.q.DLQURL, DLQARN: l.q.DLQARN, FIFO: l.q.FIFO},
 		Audit:  &audit.Auditor{Store: l.store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))},
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})

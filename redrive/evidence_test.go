@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 // evidenceS3 serves claim checks by key.
@@ -100,7 +101,7 @@ func TestRestoreEvidence(t *testing.T) {
 // putClaimCheckLetter puts in the DLQ a budget_exhausted dead letter whose
 // attributes beyond "kept" are in claim check s3://eval/<ref>; it returns
 // the claim check's document.
-func putClaimCheckLetter(t *testing.T, f *fakeSQS, q Queues, key, ref string) []byte {
+func putClaimCheckLetter(t *testing.T, f *fakeSQS, q pipeline.Queues, key, ref string) []byte {
 	t.Helper()
 	meta := deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, Attempts: 1, MessageID: "orig-" + key, IdempotencyKey: key, Tool: "web.search"}
 	ev, err := deadletter.MarshalEvidence(&deadletter.Evidence{Meta: meta, Reduced: []deadletter.Reduction{deadletter.ReducedFolded},
@@ -129,6 +130,7 @@ func TestSelectClaimCheckLeftIsNotCountedInTheLimit(t *testing.T) {
 
 	res, err := r.Select(context.Background(), req)
 	require.ErrorContains(t, err, "claim check restored nothing")
+	assert.Equal(t, 1, strings.Count(err.Error(), "in the DLQ"), "where the letters are, said once: %v", err)
 	require.Len(t, res.Unrestored, 1)
 	assert.Equal(t, ClaimCheckMissing, res.Unrestored[0].Cause)
 	assert.Equal(t, 1, res.Moved)

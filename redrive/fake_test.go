@@ -66,7 +66,7 @@ func (f *fakeSQS) tick() time.Time { f.now = f.now.Add(time.Millisecond); return
 
 // addPair creates a hot queue and DLQ for p as the CDK app and the local
 // topology do: redrive policy, redrive allow policy, tags.
-func (f *fakeSQS) addPair(p *pipeline.Pipeline) Queues {
+func (f *fakeSQS) addPair(p *pipeline.Pipeline) pipeline.Queues {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	hot := &fakeQueue{url: "http://fake/q/" + p.HotQueueName(), arn: "arn:aws:sqs:us-east-1:000000000000:" + p.HotQueueName()}
@@ -76,7 +76,7 @@ func (f *fakeSQS) addPair(p *pipeline.Pipeline) Queues {
 	hot.tags = map[string]string{pipeline.TagPipeline: p.Name, pipeline.TagOwner: p.Owner, pipeline.TagRole: "hot"}
 	dlq.tags = map[string]string{pipeline.TagPipeline: p.Name, pipeline.TagOwner: p.Owner, pipeline.TagRole: "dlq"}
 	f.queues[hot.url], f.queues[dlq.url] = hot, dlq
-	return Queues{HotURL: hot.url, HotARN: hot.arn, DLQURL: dlq.url, DLQARN: dlq.arn, FIFO: p.FIFO}
+	return pipeline.Queues{HotURL: hot.url, HotARN: hot.arn, DLQURL: dlq.url, DLQARN: dlq.arn, FIFO: p.FIFO}
 }
 
 func (f *fakeSQS) q(url string) (*fakeQueue, error) {

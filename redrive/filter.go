@@ -8,15 +8,16 @@ import (
 )
 
 // matchFilter reports whether the letter l is one f chooses (triage.Filter,
-// on the letter as triage tags it). The zero Filter chooses every letter.
+// on the letter as triage tagged it: the tag the selection already made,
+// else one made here). The zero Filter chooses every letter.
 func matchFilter(f triage.Filter, l *letter) bool {
 	if f.IsZero() {
 		return true
 	}
-	t := triage.Tag(triage.Message{
-		MessageID: l.MessageID, ReceiptHandle: l.ReceiptHandle, Body: l.Body, Attributes: l.Attributes,
-		SentTimestamp: l.SentTimestamp, ReceiveCount: l.ReceiveCount, MessageGroupID: l.MessageGroupID,
-	})
+	if l.tagged != nil {
+		return f.Match(l.tagged)
+	}
+	t := triage.Tag(l.message())
 	return f.Match(&t)
 }
 

@@ -97,3 +97,32 @@ func TestPlanWithAFilter(t *testing.T) {
 	assert.Equal(t, 0, none.Total)
 	assert.Equal(t, "no dead letter the filter chooses", none.StartWhy)
 }
+
+// A letter triage tagged is matched on that tag, as a letter tagged
+// otherwise (a test's tag) is matched on a tag made for the filter: the
+// same answers, and the letter's own tag is left as it was.
+func TestMatchFilterOnTheTagTheSelectionMade(t *testing.T) {
+	t.Parallel()
+	d := newDeadLetter(t, "k1", "sql.query", deadletter.ReasonBudgetExhausted, 0, "")
+	tagged := &letter{MessageID: "m1", Body: d.body, Attributes: d.attrs}
+	triageTag(tagged)
+	require.NotNil(t, tagged.tagged)
+	assert.Equal(t, deadletter.ReasonBudgetExhausted, tagged.Reason)
+	other := &letter{MessageID: "m1", Body: d.body, Attributes: d.attrs}
+	testTag(other)
+	require.Nil(t, other.tagged)
+	fp := other.Fingerprint
+	for _, tt := range []struct {
+		f    triage.Filter
+		want bool
+	}{
+		{triage.Filter{}, true},
+		{triage.Filter{Tool: "sql.query"}, true},
+		{triage.Filter{Tool: "email.send"}, false},
+	} {
+		assert.Equal(t, tt.want, matchFilter(tt.f, tagged), "triage's tag: %s", tt.f)
+		assert.Equal(t, tt.want, matchFilter(tt.f, other), "a tag made here: %s", tt.f)
+	}
+	assert.Nil(t, other.tagged, "the filter's tag is not kept")
+	assert.Equal(t, fp, other.Fingerprint, "nor does it change the letter's")
+}

@@ -101,7 +101,7 @@ func newDeadLetter(t testing.TB, key, tool string, reason deadletter.Reason, nat
 }
 
 // newRedriver wires a Redriver on the fake SQS, locally (no STS).
-func newRedriver(t testing.TB, p *pipeline.Pipeline, f *fakeSQS, q Queues) (*Redriver, *memStore, *ledger.Memory) {
+func newRedriver(t testing.TB, p *pipeline.Pipeline, f *fakeSQS, q pipeline.Queues) (*Redriver, *memStore, *ledger.Memory) {
 	t.Helper()
 	store := &memStore{}
 	led := ledger.NewMemory()

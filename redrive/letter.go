@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
-	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // Letter is one dead letter as redrive sees it: the SQS message, and the
@@ -30,11 +30,10 @@ type letter struct {
 	Reason      deadletter.Reason
 	Fingerprint string
 	Meta        *deadletter.Meta
+	// tagged is the letter as triage tagged it (triageTag), which a
+	// filter matches on; nil until then, or under a test's tag.
+	tagged *triage.Tagged
 }
-
-// Queues is the pipeline's hot queue and DLQ: pipeline.Queues, the one type
-// the worker, redrive and the local runner share.
-type Queues = pipeline.Queues
 
 // selector chooses the dead letters a selective redrive moves: the letter's
 // reason must be one of Reasons, and, when Fingerprints is not empty, its

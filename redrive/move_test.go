@@ -31,7 +31,7 @@ func TestStartRefusals(t *testing.T) {
 	ok := StartRequest{Who: Who{Owner: p.Owner, Why: "upstream 503s over"}, Rate: 50, Groups: transientGroups(3)}
 	tests := []struct {
 		name  string
-		setup func(f *fakeSQS, q Queues, r *Redriver)
+		setup func(f *fakeSQS, q pipeline.Queues, r *Redriver)
 		req   func(StartRequest) StartRequest
 		code  Code // want: the refusal code
 	}{
@@ -47,20 +47,22 @@ func TestStartRefusals(t *testing.T) {
 			s.Groups = append(s.Groups, Group{deadletter.ReasonSchemaInvalid, "fp-si", 1})
 			return s
 		}, CodeForbidden},
-		{"owner tag mismatch", func(f *fakeSQS, q Queues, _ *Redriver) { f.queues[q.DLQURL].tags[pipeline.TagOwner] = "someone-else" }, nil, CodeOwnerTag},
+		{"owner tag mismatch", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) {
+			f.queues[q.DLQURL].tags[pipeline.TagOwner] = "someone-else"
+		}, nil, CodeOwnerTag},
 		{"another destination", nil, func(s StartRequest) StartRequest {
 			s.Destination = "arn:aws:sqs:us-east-1:000000000000:other"
 			return s
 		}, CodeDestination},
-		{"hot queue dead-letters elsewhere", func(f *fakeSQS, q Queues, _ *Redriver) {
+		{"hot queue dead-letters elsewhere", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) {
 			f.queues[q.HotURL].attrs["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:other-dlq","maxReceiveCount":4}`
 		}, nil, CodeDestination},
-		{"a task is running", func(f *fakeSQS, q Queues, _ *Redriver) {
+		{"a task is running", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) {
 			f.moveTasks = []sqstypes.ListMessageMoveTasksResultEntry{{TaskHandle: aws.String("t0"), Status: aws.String("RUNNING"), SourceArn: aws.String(q.DLQARN)}}
 		}, nil, CodeTaskActive},
 		{"empty DLQ", nil, func(s StartRequest) StartRequest { s.Groups = nil; return s }, CodeDLQEmpty},
-		{"DLQ missing", func(f *fakeSQS, q Queues, _ *Redriver) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
-		{"AWS: caller is not the redrive role", func(f *fakeSQS, q Queues, r *Redriver) {
+		{"DLQ missing", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
+		{"AWS: caller is not the redrive role", func(f *fakeSQS, q pipeline.Queues, r *Redriver) {
 			f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = "AgentTasksRedrive"
 			r.local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::123456789012:assumed-role/Developer/bob"}
 		}, nil, CodeIdentity},
@@ -164,7 +166,7 @@ func TestStartWithOverrideStatusAndCancel(t *testing.T) {
 type sqsServer struct {
 	mu       sync.Mutex
 	requests map[string][]capturedRequest // by operation
-	q        Queues
+	q        pipeline.Queues
 	p        *pipeline.Pipeline
 	// unsupported answers move task operations like fauxqs does.
 	unsupported bool
@@ -222,7 +224,7 @@ func newServerRedriver(t *testing.T, unsupported bool) (*Redriver, *sqsServer, *
 	srv := &sqsServer{requests: map[string][]capturedRequest{}, p: p, unsupported: unsupported}
 	ts := httptest.NewServer(srv)
 	t.Cleanup(ts.Close)
-	srv.q = Queues{
+	srv.q = pipeline.Queues{
 		HotURL: ts.URL + "/000000000000/agent-tasks", HotARN: "arn:aws:sqs:us-east-1:000000000000:agent-tasks",
 		DLQURL: ts.URL + "/000000000000/agent-tasks-dlq", DLQARN: "arn:aws:sqs:us-east-1:000000000000:agent-tasks-dlq",
 	}

@@ -71,7 +71,7 @@ func (dryMover) move(ctx context.Context, p *pass, todo []letter) ([]canaryItem,
 	for i := range todo {
 		l := &todo[i]
 		o := restore(l)
-		mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID,
+		mv := movedLetter{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID,
 			Reason: l.Reason, Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: bodySHA256(l.Body)}
 		cc := p.r.restoreEvidence(ctx, &o)
 		p.leave(ctx, l)

@@ -56,8 +56,8 @@ type PlanGroup struct {
 	// nothing is left to do (rejected).
 	Next []Step `json:"next"`
 	// Rejected is the owner's latest rejection of the group, read from the
-	// audit; nil when there is none.
-	Rejected *Decision `json:"rejected,omitempty"`
+	// audit: its Time, Actor and Why; nil when there is none.
+	Rejected *decision `json:"rejected,omitempty"`
 	// Keys counts the idempotency keys the triage report listed for an
 	// effect_unknown group; Reconciled counts those the owner reconciled,
 	// by outcome, read from the audit.

@@ -64,7 +64,7 @@ type Config struct {
 	// is the only actor the gate lets through.
 	Pipeline *pipeline.Pipeline
 	// Queues is required: the pipeline's hot queue and DLQ (URLs and ARNs).
-	Queues Queues
+	Queues pipeline.Queues
 	// SQS is required: an *sqs.Client.
 	SQS API
 	// STS is required in AWS: the caller identity check (an *sts.Client).
@@ -94,11 +94,12 @@ type Config struct {
 	// <pipeline>/repairs/, before the repaired task is sent. In AWS the
 	// redrive role may write only there.
 	EvidenceWriter audit.S3PutAPI
-	// Catalog is optional: the worker's tools, which Repair checks a
-	// repaired task against (tool known, version supported) and asks
-	// whether the tool mutates. Without it the task is checked against the
+	// Catalog is the worker's tools. Verify requires it and runs the
+	// verifiers registered on them (agenttask.Tool.Verify). Repair checks a
+	// repaired task against it (tool known, version supported) and asks
+	// whether the tool mutates; without it the task is checked against the
 	// contract alone, and every tool counts as mutating unless the dead
-	// letter says read_only.
+	// letter says read_only. The other actions do not read it.
 	Catalog agenttask.Catalog
 	// Ledger is required: every redrive is counted in it, which is how a key
 	// that keeps coming back is dead-lettered as redrive_loop, and the

@@ -28,7 +28,7 @@ import (
 type repairRig struct {
 	r     *Redriver
 	f     *fakeSQS
-	q     Queues
+	q     pipeline.Queues
 	s3    *memPut
 	store *fileAudit
 	led   *ledger.Memory

@@ -103,8 +103,8 @@ type SelectRequest struct {
 	reconciledOnly map[deadletter.Reason]bool
 }
 
-// Moved is one dead letter a selective redrive moved (or would move).
-type Moved struct {
+// movedLetter is one dead letter a selective redrive moved (or would move).
+type movedLetter struct {
 	DLQMessageID      string            `json:"dlq_message_id"`
 	HotMessageID      string            `json:"hot_message_id,omitempty"`
 	OriginalMessageID string            `json:"original_message_id,omitempty"`
@@ -168,9 +168,15 @@ type SelectResult struct {
 	// move (Reconcile, no effect).
 	NotReconciled int                       `json:"skipped_not_reconciled"`
 	ByReason      map[deadletter.Reason]int `json:"by_reason"`
-	Letters       []Moved                   `json:"letters,omitempty"`
-	Canary        *CanaryResult             `json:"canary,omitempty"`
-	DryRun        bool                      `json:"dry_run"`
+	// Letters lists the first MaxLetters letters moved (or, in a dry run,
+	// that would move): each one's DLQ and hot message ids, original
+	// message id, reason, fingerprint, idempotency key and body SHA-256.
+	Letters []movedLetter `json:"letters,omitempty"`
+	// Canary is the canary's outcome (nil without one): how many moved,
+	// were processed, came back to the DLQ or are still pending, each hot
+	// message's outcome, and how long the wait took.
+	Canary *canaryResult `json:"canary,omitempty"`
+	DryRun bool          `json:"dry_run"`
 	// WouldMove is, for a dry run, how many chosen dead letters would move:
 	// Matched less those whose claim check would restore nothing.
 	WouldMove int `json:"would_move,omitempty"`
@@ -339,7 +345,7 @@ func unrestoredErr(res *SelectResult) error {
 		causes = append(causes, fmt.Sprintf("%s %d", c, n))
 	}
 	sort.Strings(causes)
-	return fmt.Errorf("%d chosen dead letters stay in the DLQ because their claim check restored nothing (%s), %d moved: fix the claim check or the eval bucket setting and rerun, or reject them; the first: %w: the dead letter stays in the DLQ",
+	return fmt.Errorf("%d chosen dead letters stay in the DLQ because their claim check restored nothing (%s), %d moved: fix the claim check or the eval bucket setting and rerun, or reject them; the first: %w",
 		res.ClaimCheckFailed, strings.Join(causes, ", "), res.Moved, res.claimCheckErr.Err)
 }
 
@@ -540,7 +546,7 @@ type moveStatus struct {
 	claimCheck *claimCheckFailure
 }
 
-func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved) {
+func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv movedLetter) {
 	b := func(v bool) int {
 		if v {
 			return 1
@@ -579,10 +585,10 @@ func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv Moved
 
 // moveOne sends one dead letter back, then counts its redrive, then deletes
 // it. It never deletes before the send succeeded.
-func (r *Redriver) moveOne(ctx context.Context, api selectAPI, limiter *rate.Limiter, l *letter) (Moved, ledger.Entry, moveStatus, error) {
+func (r *Redriver) moveOne(ctx context.Context, api selectAPI, limiter *rate.Limiter, l *letter) (movedLetter, ledger.Entry, moveStatus, error) {
 	var st moveStatus
 	o := restore(l)
-	mv := Moved{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID, Reason: l.Reason,
+	mv := movedLetter{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID, Reason: l.Reason,
 		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: bodySHA256(l.Body)}
 	log := r.log().With("message_id", l.MessageID, "queue", r.cfg.Queues.HotURL, "reason", string(l.Reason), "pipeline", r.cfg.Pipeline.Name)
 	var before ledger.Entry

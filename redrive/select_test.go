@@ -26,7 +26,7 @@ import (
 // seed puts a mixed DLQ: n dead letters of each reason, the first ones with
 // ten original attributes (two folded into dlq_meta), and one without
 // metadata (receive_limit).
-func seed(t *testing.T, f *fakeSQS, q Queues, n int, reasons ...deadletter.Reason) map[string]deadLetter {
+func seed(t *testing.T, f *fakeSQS, q pipeline.Queues, n int, reasons ...deadletter.Reason) map[string]deadLetter {
 	t.Helper()
 	out := map[string]deadLetter{}
 	for _, r := range reasons {
@@ -182,7 +182,7 @@ func TestSelectBadInputMovesNothing(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	tests := []struct {
 		name  string
-		setup func(f *fakeSQS, q Queues)
+		setup func(f *fakeSQS, q pipeline.Queues)
 		req   func(SelectRequest) SelectRequest
 		code  Code // want: refusal code
 	}{
@@ -200,15 +200,15 @@ func TestSelectBadInputMovesNothing(t *testing.T) {
 			s.Reasons = []deadletter.Reason{deadletter.ReasonEffectUnknown}
 			return s
 		}, CodeForbidden},
-		{"owner tag mismatch", func(f *fakeSQS, q Queues) { f.queues[q.DLQURL].tags[pipeline.TagOwner] = "x" }, nil, CodeOwnerTag},
+		{"owner tag mismatch", func(f *fakeSQS, q pipeline.Queues) { f.queues[q.DLQURL].tags[pipeline.TagOwner] = "x" }, nil, CodeOwnerTag},
 		{"reason not in the DLQ", nil, func(s SelectRequest) SelectRequest {
 			s.Reasons = []deadletter.Reason{deadletter.ReasonDependencyOpen}
 			return s
 		}, CodeNothingSelected},
 		{"unknown fingerprint", nil, func(s SelectRequest) SelectRequest { s.Fingerprints = []string{"nope"}; return s }, CodeUnknownGroup},
-		{"empty DLQ", func(f *fakeSQS, q Queues) { f.queues[q.DLQURL].msgs = nil }, nil, CodeDLQEmpty},
-		{"DLQ missing", func(f *fakeSQS, q Queues) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
-		{"aimed at the wrong queue", func(f *fakeSQS, q Queues) {
+		{"empty DLQ", func(f *fakeSQS, q pipeline.Queues) { f.queues[q.DLQURL].msgs = nil }, nil, CodeDLQEmpty},
+		{"DLQ missing", func(f *fakeSQS, q pipeline.Queues) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
+		{"aimed at the wrong queue", func(f *fakeSQS, q pipeline.Queues) {
 			f.queues[q.HotURL].attrs["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:elsewhere","maxReceiveCount":4}`
 		}, nil, CodeDestination},
 	}
@@ -271,7 +271,7 @@ func TestSelectSendFailureLosesNothing(t *testing.T) {
 type simWorker struct {
 	t         *testing.T
 	f         *fakeSQS
-	q         Queues
+	q         pipeline.Queues
 	led       ledger.Ledger
 	fail      map[string]bool
 	mu        sync.Mutex

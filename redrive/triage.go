@@ -13,11 +13,16 @@ import (
 // the reasons and fingerprints redrive selects by are the ones the triage
 // report and the plan show.
 func triageTag(l *letter) {
-	t := triage.Tag(triage.Message{
+	t := triage.Tag(l.message())
+	l.Reason, l.Fingerprint, l.Meta, l.tagged = t.Reason, t.Fingerprint, t.Meta, &t
+}
+
+// message is l as triage reads it.
+func (l *letter) message() triage.Message {
+	return triage.Message{
 		MessageID: l.MessageID, ReceiptHandle: l.ReceiptHandle, Body: l.Body, Attributes: l.Attributes,
 		SentTimestamp: l.SentTimestamp, ReceiveCount: l.ReceiveCount, MessageGroupID: l.MessageGroupID,
-	})
-	l.Reason, l.Fingerprint, l.Meta = t.Reason, t.Fingerprint, t.Meta
+	}
 }
 
 // groupsFromReport turns a triage report's groups into redrive groups.

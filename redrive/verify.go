@@ -23,22 +23,19 @@ type VerifyRequest struct {
 	// one: the worker crashed (a Lambda timeout, out of memory) after the
 	// call started, and the broker moved the message.
 	Reason deadletter.Reason
-	// Catalog is required: the tools, with their verifiers
-	// (agenttask.Tool.Verify). A key whose tool has none is unknown.
-	Catalog agenttask.Catalog
 	// Apply reconciles each key with a definite verdict (Reconcile, with the
 	// verifier's evidence): confirmed as ledger.OutcomeEffectConfirmed with
 	// the verifier's receipt, no effect as ledger.OutcomeNoEffect; unknown
 	// keys are left alone. Without it nothing is written but the audit
 	// record of the proposal.
 	Apply bool
-	// Timeout is optional (default DefaultVerifyTimeout): how long one
-	// verifier may take; one that takes longer is unknown.
+	// Timeout is optional (default 30 seconds): how long one verifier may
+	// take; one that takes longer is unknown.
 	Timeout time.Duration
 }
 
-// DefaultVerifyTimeout is how long one verifier may take by default.
-const DefaultVerifyTimeout = 30 * time.Second
+// defaultVerifyTimeout is VerifyRequest.Timeout's default.
+const defaultVerifyTimeout = 30 * time.Second
 
 // maxEvidence is how many characters of a verifier's evidence are kept.
 const maxEvidence = 512
@@ -81,8 +78,9 @@ type VerifyResult struct {
 }
 
 // Verify runs, after the gate (as for Reconcile: the pipeline's owner, a
-// why, the DLQ's tags and, in AWS, the caller's identity), the tools'
-// verifiers over the keys of the DLQ's dead letters of req.Reason whose
+// why, the DLQ's tags and, in AWS, the caller's identity), the verifiers
+// of Config.Catalog's tools (agenttask.Tool.Verify; it is required here)
+// over the keys of the DLQ's dead letters of req.Reason whose
 // effect the ledger holds as unknown, and proposes an outcome for each. A
 // read-only scan finds the letters (each key's task is in its letter's
 // body) and the ledger says which keys are still unknown; a verifier that
@@ -126,14 +124,14 @@ func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *VerifyRes
 	if !req.Reason.Valid() {
 		return nil, refuseField(CodeUnknownReason, "Reason", "%q is not a reason (the taxonomy: docs/reasons.md)", req.Reason)
 	}
-	if len(req.Catalog) == 0 {
-		return nil, refuseField(CodeBadInput, "Catalog", "no tools: the verifiers are registered on the catalog's tools (agenttask.Tool.Verify)")
+	if len(r.cfg.Catalog) == 0 {
+		return nil, refuse(CodeBadInput, "no tools to verify with (Config.Catalog): the verifiers are registered on the catalog's tools (agenttask.Tool.Verify)")
 	}
 	if req.Timeout < 0 {
 		return nil, refuseField(CodeBadInput, "Timeout", "%s is negative", req.Timeout)
 	}
 	if req.Timeout == 0 {
-		req.Timeout = DefaultVerifyTimeout
+		req.Timeout = defaultVerifyTimeout
 	}
 	if err := r.authorizeAs(ctx, audit.ActionReconcile, req.Who, minRate); err != nil {
 		return nil, err
@@ -271,7 +269,7 @@ func (r *Redriver) verifyKey(ctx context.Context, req VerifyRequest, row *Verifi
 // (its goroutine ends when it returns), so one stuck check cannot hold the
 // pass.
 func (r *Redriver) runVerifier(ctx context.Context, req VerifyRequest, task agenttask.Task, e ledger.Entry) agenttask.Verification {
-	tool, ok := req.Catalog[task.Tool]
+	tool, ok := r.cfg.Catalog[task.Tool]
 	if !ok || tool.Verify == nil {
 		return agenttask.Verification{Verdict: agenttask.VerdictUnknown, Evidence: fmt.Sprintf("no verifier is registered for %s: check by hand", task.Tool)}
 	}

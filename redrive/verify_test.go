@@ -102,16 +102,18 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 
 	// Refusals: nothing runs, nothing changes, each is audited.
 	for _, tt := range []struct {
-		name string
-		req  VerifyRequest
-		code Code
+		name    string
+		catalog agenttask.Catalog
+		req     VerifyRequest
+		code    Code
 	}{
-		{"a stranger", VerifyRequest{Who: Who{Owner: "mallory", Why: "x"}, Catalog: catalog}, CodeOwner},
-		{"no why", VerifyRequest{Who: Who{Owner: p.Owner}, Catalog: catalog}, CodeWhy},
-		{"no such reason", VerifyRequest{Who: who, Reason: "maybe", Catalog: catalog}, CodeUnknownReason},
-		{"no tools", VerifyRequest{Who: who}, CodeBadInput},
-		{"a negative timeout", VerifyRequest{Who: who, Catalog: catalog, Timeout: -time.Second}, CodeBadInput},
+		{"a stranger", catalog, VerifyRequest{Who: Who{Owner: "mallory", Why: "x"}}, CodeOwner},
+		{"no why", catalog, VerifyRequest{Who: Who{Owner: p.Owner}}, CodeWhy},
+		{"no such reason", catalog, VerifyRequest{Who: who, Reason: "maybe"}, CodeUnknownReason},
+		{"no tools", nil, VerifyRequest{Who: who}, CodeBadInput},
+		{"a negative timeout", catalog, VerifyRequest{Who: who, Timeout: -time.Second}, CodeBadInput},
 	} {
+		r.cfg.Catalog = tt.catalog
 		_, err := r.Verify(ctx, tt.req)
 		require.ErrorIs(t, err, ErrRefused, tt.name)
 		assert.Equal(t, tt.code, RefusalCode(err), "%s: %v", tt.name, err)
@@ -126,7 +128,8 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 	}
 
 	// The proposal: a verdict a key, nothing written but its audit record.
-	req := VerifyRequest{Who: who, Catalog: catalog, Timeout: 50 * time.Millisecond}
+	r.cfg.Catalog = catalog
+	req := VerifyRequest{Who: who, Timeout: 50 * time.Millisecond}
 	res, err := r.Verify(ctx, req)
 	require.NoError(t, err)
 	assert.Equal(t, before, keys(), "a proposal changes nothing")
@@ -242,7 +245,8 @@ func TestVerifyRefusesALetterOfOtherArgs(t *testing.T) {
 	mail := catalog["email.send"]
 	mail.Verify = fv.verify
 	catalog["email.send"] = mail
-	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: p.Owner, Why: "x"}, Catalog: catalog, Apply: true})
+	r.cfg.Catalog = catalog
+	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: p.Owner, Why: "x"}, Apply: true})
 	require.NoError(t, err)
 	require.Len(t, res.Keys, 2)
 	assert.Equal(t, agenttask.VerdictUnknown, res.Keys[0].Verdict)
@@ -278,7 +282,8 @@ func TestVerifyApplyRecordsARefusalOnItsRow(t *testing.T) {
 		return fv.verify(ctx, c)
 	}
 	catalog["email.send"] = mail
-	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: p.Owner, Why: "x"}, Catalog: catalog, Apply: true})
+	r.cfg.Catalog = catalog
+	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: p.Owner, Why: "x"}, Apply: true})
 	require.NoError(t, err)
 	require.Len(t, res.Keys, 2)
 	assert.Equal(t, "k-confirmed", res.Keys[0].Key)
@@ -312,7 +317,8 @@ func TestVerifyOnAPartialScan(t *testing.T) {
 	mail := catalog["email.send"]
 	mail.Verify = fv.verify
 	catalog["email.send"] = mail
-	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: p.Owner, Why: "x"}, Catalog: catalog, Apply: true})
+	r.cfg.Catalog = catalog
+	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: p.Owner, Why: "x"}, Apply: true})
 	require.ErrorIs(t, err, triage.ErrScanPartial)
 	assert.NotErrorIs(t, err, ErrRefused)
 	var pe *PartialError

@@ -48,6 +48,11 @@ type redriveFlags struct {
 
 	// onCanary is the canary's progress (select only).
 	onCanary func(pending, moved int, waited, timeout time.Duration)
+
+	// catalog, when set, is the Config.Catalog open gives the Redriver, by
+	// the locality it decided (ledger verify only); else the sample
+	// catalog.
+	catalog func(local bool) agenttask.Catalog
 }
 
 func newRedriveCmd(g *globalFlags) *cobra.Command {
@@ -211,6 +216,9 @@ func (f *redriveFlags) open(ctx context.Context, action audit.Action, who redriv
 	rc.Pipeline, rc.Queues, rc.Audit = p, q, a
 	rc.EvidenceBucket = evalBucketName(f.evidenceBucket)
 	rc.Logger, rc.OnMove, rc.OnCanary = logger, onMove, f.onCanary
+	if f.catalog != nil {
+		rc.Catalog = f.catalog(local)
+	}
 	r, err := redrive.New(rc)
 	if err != nil {
 		return nil, redrive.Refuse(ctx, a, p.Name, action, who, err)

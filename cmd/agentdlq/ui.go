@@ -185,8 +185,8 @@ func openBrowser(url string) {
 // other commands find them; queues that do not exist (not created locally:
 // make local-up) are console.ErrQueuesNotFound, which the overview shows
 // as such rather than as an error.
-func consoleResolve(api topology.ResolveAPI) func(context.Context, *pipeline.Pipeline) (redrive.Queues, error) {
-	return func(ctx context.Context, p *pipeline.Pipeline) (redrive.Queues, error) {
+func consoleResolve(api topology.ResolveAPI) func(context.Context, *pipeline.Pipeline) (pipeline.Queues, error) {
+	return func(ctx context.Context, p *pipeline.Pipeline) (pipeline.Queues, error) {
 		q, err := topology.ResolveWith(ctx, api, p, topology.OverrideFromEnv(os.Getenv))
 		if errors.Is(err, topology.ErrNotFound) {
 			err = fmt.Errorf("%w: %w", console.ErrQueuesNotFound, err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,8 +14,6 @@ import (
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
-	"github.com/agentdlq/agentdlq/internal/awscfg"
-	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 )
@@ -31,26 +28,26 @@ func localEffects() (sampleworker.EffectDir, error) {
 	return sampleworker.EffectDir{Dir: filepath.Join(dir, "effects")}, nil
 }
 
-// verifyCatalog is the catalog whose verifiers ledger verify runs: the
-// sample tools', over the local effect store, when every endpoint is local
-// (where agentdlq work runs the sample worker with that store); else the
-// sample catalog without verifiers, since the deployed sample worker keeps
-// no effect store, and every key is unknown. An adopter's tools run from
-// the adopter's own main (docs/redrive.md).
-func verifyCatalog(ctx context.Context) (agenttask.Catalog, string, error) {
-	cfg, err := awscfg.Load(ctx)
-	if err != nil {
-		return nil, "", fmt.Errorf("aws config: %w", err)
-	}
-	if local, err := redrive.Locality(clientsOf(cfg, topology.LocalLedgerTable)); err != nil || !local {
-		return sampleworker.Catalog(nil), "the sample tools keep no effect store in AWS: no verifier ran (docs/redrive.md: verifying with your own tools)", nil
+// verifyCatalog is the catalog whose verifiers ledger verify runs, by the
+// locality open decided: the sample tools', over the local effect store,
+// when every endpoint is local (where agentdlq work runs the sample worker
+// with that store); else the sample catalog without verifiers, since the
+// deployed sample worker keeps no effect store, and every key is unknown.
+// note says why no verifier ran, when none can. An adopter's tools run
+// from the adopter's own main (docs/redrive.md).
+func verifyCatalog(local bool) (catalog agenttask.Catalog, note string) {
+	if !local {
+		return sampleworker.Catalog(nil), "the sample tools keep no effect store in AWS: no verifier ran (docs/redrive.md: verifying with your own tools)"
 	}
 	eff, err := localEffects()
 	if err != nil {
-		return sampleworker.Catalog(nil), "no local effect store (" + err.Error() + "): no verifier ran", nil
+		return sampleworker.Catalog(nil), "no local effect store (" + err.Error() + "): no verifier ran"
 	}
-	return sampleworker.Catalog(eff), "", nil
+	return sampleworker.Catalog(eff), ""
 }
+
+// verifyTimeout is --timeout's default: how long one verifier may take.
+const verifyTimeout = 30 * time.Second
 
 // newLedgerVerifyCmd runs the tools' verifiers over the effect_unknown
 // keys and proposes, or with --apply records, their outcomes
@@ -109,15 +106,16 @@ scan saw only part of the DLQ (what was verified stands; rerun later).`,
 			if timeout <= 0 {
 				return f.refused(ctx, nil, audit.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeBadInput, Field: "--timeout", Reason: fmt.Sprintf("%s is not positive", timeout)})
 			}
-			catalog, note, err := verifyCatalog(ctx)
-			if err != nil {
-				return err
+			var note string
+			f.catalog = func(local bool) (c agenttask.Catalog) {
+				c, note = verifyCatalog(local)
+				return c
 			}
 			r, err := f.open(ctx, audit.ActionReconcile, who, nil)
 			if err != nil {
 				return err
 			}
-			res, err := r.Verify(ctx, redrive.VerifyRequest{Who: who, Reason: rs, Catalog: catalog, Apply: apply, Timeout: timeout})
+			res, err := r.Verify(ctx, redrive.VerifyRequest{Who: who, Reason: rs, Apply: apply, Timeout: timeout})
 			if errors.Is(err, redrive.ErrRefused) {
 				return err // nothing was done: the error alone
 			}
@@ -139,7 +137,7 @@ scan saw only part of the DLQ (what was verified stands; rerun later).`,
 	fl.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required: its owner is the only one who may verify)")
 	fl.StringVar(&reason, "reason", string(deadletter.ReasonEffectUnknown), "the dead letters whose keys are verified (effect_unknown, or receive_limit after a crash)")
 	fl.BoolVar(&apply, "apply", false, "record the definite verdicts (confirmed, no_effect) as reconciliations; without it nothing changes")
-	fl.DurationVar(&timeout, "timeout", redrive.DefaultVerifyTimeout, "how long one verifier may take (longer: unknown)")
+	fl.DurationVar(&timeout, "timeout", verifyTimeout, "how long one verifier may take (longer: unknown)")
 	fl.StringVar(&f.owner, "owner", "", "who verifies: must be the pipeline's owner (required)")
 	fl.StringVar(&f.why, "why", "", "why now: the incident, what is being checked (required)")
 	fl.StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix ("+outHelp("audit/<pipeline>.jsonl")+")")

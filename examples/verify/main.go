@@ -115,14 +115,14 @@ func run(ctx context.Context, defs, name string, who redrive.Who, apply bool) er
 		Queues: pipeline.Queues{HotURL: env("AGENTDLQ_HOT_QUEUE_URL"), HotARN: env("AGENTDLQ_HOT_QUEUE_ARN"),
 			DLQURL: env("AGENTDLQ_DLQ_URL"), DLQARN: env("AGENTDLQ_DLQ_ARN"), FIFO: p.FIFO},
 		SQS: sqs.NewFromConfig(cfg), STS: sts.NewFromConfig(cfg),
-		Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg), env("AGENTDLQ_LEDGER_TABLE")),
-		Audit:  &audit.Auditor{Store: &audit.S3Store{API: s3.NewFromConfig(cfg), Bucket: env("AGENTDLQ_AUDIT_BUCKET")}},
+		Ledger:  ledger.NewDynamo(dynamodb.NewFromConfig(cfg), env("AGENTDLQ_LEDGER_TABLE")),
+		Audit:   &audit.Auditor{Store: &audit.S3Store{API: s3.NewFromConfig(cfg), Bucket: env("AGENTDLQ_AUDIT_BUCKET")}},
+		Catalog: catalog(verifyRefund(http.DefaultClient, env("TOOLS_URL"))),
 	})
 	if err != nil {
 		return err
 	}
-	res, err := r.Verify(ctx, redrive.VerifyRequest{Who: who, Apply: apply,
-		Catalog: catalog(verifyRefund(http.DefaultClient, env("TOOLS_URL")))})
+	res, err := r.Verify(ctx, redrive.VerifyRequest{Who: who, Apply: apply})
 	if res != nil {
 		tw := tabwriter.NewWriter(os.Stdout, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "KEY\tVERDICT\tRECEIPT\tEVIDENCE OR WHY SKIPPED\tRECONCILED")
@@ -131,5 +131,5 @@ func run(ctx context.Context, defs, name string, who redrive.Who, apply bool) er
 		}
 		_ = tw.Flush()
 	}
-	return err // a refusal (errors.Is redrive.ErrRefused), or a partial scan (redrive.ErrScanPartial): rerun later
+	return err // a refusal (errors.Is redrive.ErrRefused), or a partial scan (triage.ErrScanPartial): rerun later
 }

@@ -264,7 +264,7 @@ func newRedriverTo(t *testing.T, h *harness, hotURL, hotARN string) *redrive.Red
 	t.Helper()
 	r, err := redrive.New(redrive.Config{
 		Pipeline: h.p,
-		Queues:   redrive.Queues{HotURL: hotURL, HotARN: hotARN, DLQURL: h.q.DLQURL, DLQARN: h.q.DLQARN, FIFO: h.q.FIFO},
+		Queues:   pipeline.Queues{HotURL: hotURL, HotARN: hotARN, DLQURL: h.q.DLQURL, DLQARN: h.q.DLQARN, FIFO: h.q.FIFO},
 		SQS:      h.sqs, Ledger: h.ledger,
 		Audit:  &audit.Auditor{Store: &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}, Logger: h.log},
 		Logger: h.log,
