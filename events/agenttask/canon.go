@@ -25,14 +25,14 @@ type canon struct {
 	// each object's members sorted in place, then written in turn.
 	members []canonMember
 	text    []byte // an escaped string's text
+	tmp     []byte // an object's members as read, while they are written sorted
 }
 
-// canonMember is an object member: its key (without quotes) and its value
-// (b[val:end]), views of the args.
+// canonMember is an object member: its key (without quotes, a view of the
+// args) and where its text, "key":value, lies in out.
 type canonMember struct {
-	key      []byte
-	val, end int
-	raw      bool // b[val:end] is already in its canonical form
+	key    []byte
+	off, n int
 }
 
 var canonPool = sync.Pool{New: func() any { return new(canon) }}
@@ -105,39 +105,44 @@ func (c *canon) array(b []byte, i, depth int) (int, bool) {
 	}
 }
 
-// object reads the object's members (keys, and where each value lies),
-// sorts them by key, and writes each value in that order.
+// object writes the object's members as they come, each "key":value
+// with its value in its canonical form, then, unless they came sorted,
+// sorts them by key and writes them again in that order over the same
+// bytes (the object's canonical text is as long either way).
 func (c *canon) object(b []byte, i, depth int) (int, bool) {
 	base := len(c.members)
 	defer func() { c.members = c.members[:base] }()
+	start := len(c.out)
+	c.out = append(c.out, '{')
 	i = jsonscan.SkipWS(b, i+1)
 	if i < len(b) && b[i] == '}' {
-		c.out = append(c.out, '{', '}')
+		c.out = append(c.out, '}')
 		return i + 1, true
 	}
 	for {
 		if i >= len(b) || b[i] != '"' {
 			return -1, false
 		}
+		kstart := i
 		kend, flags := jsonscan.ScanString(b, i)
 		if kend < 0 || flags != 0 {
 			return -1, false
 		}
-		key := b[i+1 : kend-1]
+		off := len(c.out)
+		c.out = append(c.out, b[i:kend]...)
+		c.out = append(c.out, ':')
 		i = jsonscan.SkipWS(b, kend)
 		if i >= len(b) || b[i] != ':' {
 			return -1, false
 		}
-		val := jsonscan.SkipWS(b, i+1)
-		end, raw := scalar(b, val)
-		if !raw {
-			end = jsonscan.SkipValue(b, val, depth+1)
-		}
-		if end < 0 {
+		var ok bool
+		if i, ok = c.value(b, i+1, depth+1); !ok {
 			return -1, false
 		}
-		c.members = append(c.members, canonMember{key, val, end, raw})
-		i = jsonscan.SkipWS(b, end)
+		// Nested objects have pushed and popped their own members by now.
+		c.members = append(c.members, canonMember{b[kstart+1 : kend-1], off, len(c.out) - off})
+		c.out = append(c.out, ',')
+		i = jsonscan.SkipWS(b, i)
 		if i >= len(b) {
 			return -1, false
 		}
@@ -150,71 +155,36 @@ func (c *canon) object(b []byte, i, depth int) (int, bool) {
 		}
 		i = jsonscan.SkipWS(b, i+1)
 	}
+	c.out[len(c.out)-1] = '}' // the last member's comma
 	members := c.members[base:]
-	if !slices.IsSortedFunc(members, compareKeys) {
-		slices.SortFunc(members, compareKeys)
+	if slices.IsSortedFunc(members, compareKeys) {
+		return i, uniqueKeys(members)
 	}
-	for k := 1; k < len(members); k++ {
-		if string(members[k].key) == string(members[k-1].key) {
-			return -1, false
-		}
+	slices.SortFunc(members, compareKeys)
+	if !uniqueKeys(members) {
+		return -1, false
 	}
-	c.out = append(c.out, '{')
-	// Each value's own objects push their members past this object's and
-	// pop them again, so members keep their indexes (not the slice).
-	for k, top := base, len(c.members); k < top; k++ {
-		m := c.members[k]
-		if k > base {
-			c.out = append(c.out, ',')
-		}
-		c.out = append(c.out, '"')
-		c.out = append(c.out, m.key...)
-		c.out = append(c.out, '"', ':')
-		if m.raw {
-			c.out = append(c.out, b[m.val:m.end]...)
-		} else if end, ok := c.value(b, m.val, depth+1); !ok || end != m.end {
-			return -1, false
-		}
+	c.tmp = append(c.tmp[:0], c.out[start:]...)
+	w := start + 1
+	for _, m := range members {
+		w += copy(c.out[w:], c.tmp[m.off-start:m.off-start+m.n])
+		c.out[w] = ','
+		w++
 	}
-	c.out = append(c.out, '}')
+	c.out[w-1] = '}'
 	return i, true
 }
 
-func compareKeys(x, y canonMember) int { return bytes.Compare(x.key, y.key) }
-
-// scalar reads the string, number or literal at b[i] whose text is
-// already its canonical form (a string of ASCII without escapes, a number
-// plainNumber accepts, true, false, null) and returns the index after it;
-// raw is false for any other value.
-func scalar(b []byte, i int) (end int, raw bool) {
-	if i >= len(b) {
-		return -1, false
-	}
-	switch ch := b[i]; {
-	case ch == '"':
-		end, flags := jsonscan.ScanString(b, i)
-		if end >= 0 && flags == 0 {
-			return end, true
-		}
-	case ch == '-' || jsonscan.IsDigit(ch):
-		if end := jsonscan.ScanNumber(b, i); end >= 0 && plainNumber(b[i:end]) {
-			return end, true
-		}
-	case ch == 't':
-		if end := jsonscan.ScanLiteral(b, i, "true"); end >= 0 {
-			return end, true
-		}
-	case ch == 'f':
-		if end := jsonscan.ScanLiteral(b, i, "false"); end >= 0 {
-			return end, true
-		}
-	case ch == 'n':
-		if end := jsonscan.ScanLiteral(b, i, "null"); end >= 0 {
-			return end, true
+func uniqueKeys(members []canonMember) bool {
+	for k := 1; k < len(members); k++ {
+		if string(members[k].key) == string(members[k-1].key) {
+			return false
 		}
 	}
-	return -1, false
+	return true
 }
+
+func compareKeys(x, y canonMember) int { return bytes.Compare(x.key, y.key) }
 
 // escaped writes a string that held escapes as RFC 8785 does: its
 // characters as they are but for " and \ and the control characters

@@ -45,8 +45,8 @@ func ArgsDigest(args []byte) (string, error) {
 	var digest [len(DigestPrefix) + 2*sha256.Size]byte
 	copy(digest[:], DigestPrefix)
 	hex.Encode(digest[len(DigestPrefix):], sum[:])
-	if cap(c.out) > maxPooledCanon {
-		c.out = nil // a rare large args: not kept for the next
+	if cap(c.out) > maxPooledCanon || cap(c.tmp) > maxPooledCanon {
+		c.out, c.tmp = nil, nil // a rare large args: not kept for the next
 	}
 	return string(digest[:]), nil
 }
