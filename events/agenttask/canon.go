@@ -157,10 +157,9 @@ func (c *canon) object(b []byte, i, depth int) (int, bool) {
 	}
 	c.out[len(c.out)-1] = '}' // the last member's comma
 	members := c.members[base:]
-	if slices.IsSortedFunc(members, compareKeys) {
+	if !sortKeys(members) {
 		return i, uniqueKeys(members)
 	}
-	slices.SortFunc(members, compareKeys)
 	if !uniqueKeys(members) {
 		return -1, false
 	}
@@ -182,6 +181,31 @@ func uniqueKeys(members []canonMember) bool {
 		}
 	}
 	return true
+}
+
+// sortKeys sorts members by key (bytes) and reports whether they were out
+// of order. An object has few members: an insertion sort of string
+// comparisons, a large one slices.SortFunc.
+func sortKeys(members []canonMember) (moved bool) {
+	if len(members) > 16 {
+		if slices.IsSortedFunc(members, compareKeys) {
+			return false
+		}
+		slices.SortFunc(members, compareKeys)
+		return true
+	}
+	for k := 1; k < len(members); k++ {
+		m := members[k]
+		j := k
+		for ; j > 0 && string(m.key) < string(members[j-1].key); j-- {
+			members[j] = members[j-1]
+		}
+		if j != k {
+			members[j] = m
+			moved = true
+		}
+	}
+	return moved
 }
 
 func compareKeys(x, y canonMember) int { return bytes.Compare(x.key, y.key) }
