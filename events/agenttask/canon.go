@@ -14,17 +14,18 @@ import (
 // canon writes the RFC 8785 form of the args producers usually write
 // (ArgsDigest), and reports false for anything else, which ArgsDigest then
 // gives to github.com/gowebpki/jcs: strings of valid UTF-8 (escaped where
-// they hold escapes), object keys of plain ASCII (sorted by bytes, which is
-// RFC 8785's UTF-16 order for ASCII) and not repeated, numbers of magnitude
-// 1e-6 to 1e21, true, false and null. Its buffers are reused (canonPool):
-// a digest allocates nothing but its string. FuzzArgsDigest holds it to
-// the library.
+// they hold escapes), object keys below U+E000 (sorted by their UTF-8
+// bytes, which is RFC 8785's UTF-16 order there) and not repeated, any
+// number, true, false and null. Its buffers are reused (canonPool): a
+// digest allocates nothing but its string. FuzzArgsDigest holds it to the
+// library.
 type canon struct {
 	out []byte
 	// members is a stack of the objects being written, innermost last:
 	// each object's members sorted in place, then written in turn.
 	members []canonMember
 	text    []byte // an escaped string's text
+	keys    []byte // the keys that held escapes, decoded (members' keys view it)
 	tmp     []byte // an object's members as read, while they are written sorted
 }
 
@@ -125,11 +126,16 @@ func (c *canon) object(b []byte, i, depth int) (int, bool) {
 		}
 		kstart := i
 		kend, flags := jsonscan.ScanString(b, i)
-		if kend < 0 || flags != 0 {
+		if kend < 0 {
 			return -1, false
 		}
 		off := len(c.out)
-		c.out = append(c.out, b[i:kend]...)
+		key := b[kstart+1 : kend-1]
+		if flags == 0 {
+			c.out = append(c.out, b[kstart:kend]...)
+		} else if key = c.key(key, flags); key == nil {
+			return -1, false
+		}
 		c.out = append(c.out, ':')
 		i = jsonscan.SkipWS(b, kend)
 		if i >= len(b) || b[i] != ':' {
@@ -140,7 +146,7 @@ func (c *canon) object(b []byte, i, depth int) (int, bool) {
 			return -1, false
 		}
 		// Nested objects have pushed and popped their own members by now.
-		c.members = append(c.members, canonMember{b[kstart+1 : kend-1], off, len(c.out) - off})
+		c.members = append(c.members, canonMember{key, off, len(c.out) - off})
 		c.out = append(c.out, ',')
 		i = jsonscan.SkipWS(b, i)
 		if i >= len(b) {
@@ -219,8 +225,46 @@ func (c *canon) escaped(content []byte) bool {
 	if bytes.ContainsRune(c.text, utf8.RuneError) {
 		return false
 	}
-	c.out = jsonscan.AppendString(c.out, string(c.text), jsonscan.ShortBF|jsonscan.RawLineSeps)
+	c.quote(c.text)
 	return true
+}
+
+// key writes a key that holds escapes or bytes past ASCII, and returns it
+// decoded (in c.keys, for the sort), or nil for the library: a lone
+// surrogate, invalid UTF-8, or a character from U+E000 up, where RFC
+// 8785's order (of UTF-16 code units) is not the order of UTF-8 bytes.
+func (c *canon) key(content []byte, flags uint8) []byte {
+	key := content
+	if flags&jsonscan.StrEscape != 0 {
+		k := len(c.keys)
+		c.keys = jsonscan.AppendUnquoted(c.keys, content)
+		key = c.keys[k:]
+		if bytes.ContainsRune(key, utf8.RuneError) {
+			return nil
+		}
+	} else if !utf8.Valid(key) {
+		return nil
+	}
+	for _, ch := range key {
+		if ch >= 0xEE { // the first byte of U+E000 and of everything above
+			return nil
+		}
+	}
+	c.quote(key)
+	return key
+}
+
+// quote writes text (valid UTF-8) as an RFC 8785 string.
+func (c *canon) quote(text []byte) {
+	for _, ch := range text {
+		if ch < 0x20 || ch == '"' || ch == '\\' {
+			c.out = jsonscan.AppendString(c.out, string(text), jsonscan.ShortBF|jsonscan.RawLineSeps)
+			return
+		}
+	}
+	c.out = append(c.out, '"')
+	c.out = append(c.out, text...)
+	c.out = append(c.out, '"')
 }
 
 func (c *canon) literal(b []byte, i int, lit string) (int, bool) {
@@ -232,10 +276,11 @@ func (c *canon) literal(b []byte, i int, lit string) (int, bool) {
 	return end, true
 }
 
-// number writes a number as RFC 8785 (ECMAScript's Number toString) does
-// where that is the shortest round-trip decimal in plain notation: 0, and
-// magnitudes from 1e-6 up to 1e21; an integer of up to 15 digits is
-// already in that form. Others (-0, exponent notation) go to the library.
+// number writes a number as RFC 8785 does, ECMAScript's Number toString:
+// the shortest decimal that reads back to its double, in plain notation
+// from 1e-6 up to 1e21 (an integer of up to 15 digits, and the like, is
+// already in that form: plainNumber), with an exponent outside (1e+21,
+// 1e-7), and 0 for -0.
 func (c *canon) number(n []byte) bool {
 	if plainNumber(n) {
 		c.out = append(c.out, n...)
@@ -245,17 +290,20 @@ func (c *canon) number(n []byte) bool {
 	if err != nil {
 		return false
 	}
-	if f == 0 {
-		if n[0] == '-' {
-			return false
-		}
+	switch a := math.Abs(f); {
+	case f == 0:
 		c.out = append(c.out, '0')
-		return true
+	case a < 1e-6 || a >= 1e21:
+		// Go writes the exponent with two digits at least, ECMAScript
+		// with no leading zero: 1e-07 is 1e-7.
+		start := len(c.out)
+		c.out = strconv.AppendFloat(c.out, f, 'e', -1, 64)
+		if e := bytes.IndexByte(c.out[start:], 'e') + start; c.out[e+2] == '0' {
+			c.out = append(c.out[:e+2], c.out[e+3:]...)
+		}
+	default:
+		c.out = strconv.AppendFloat(c.out, f, 'f', -1, 64)
 	}
-	if a := math.Abs(f); a < 1e-6 || a >= 1e21 {
-		return false
-	}
-	c.out = strconv.AppendFloat(c.out, f, 'f', -1, 64)
 	return true
 }
 

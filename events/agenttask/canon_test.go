@@ -19,6 +19,7 @@ var canonSeeds = []string{
 	`{"caf\u00e9":1}`, `{"a":"\u0078"}`, `{"n":1.0E0}`, `{"n":12345678901234567}`, `{"a":1,"a":2}`,
 	`{"é":1,"e":2}`, `{"s":"a\"b\\c\/d\n\u0001\u00e9\ud83d\ude00\u2028"}`, `{"v":[0.0123,-0.4561,0.789,1.0E0,123456789012345678,0.1e-5,5e-324]}`, `[]`, `[[],{},""]`, `"x"`, `-0`, `0`, `{"a":-0}`, `{"a":01}`, "{\"a\":\"\xff\"}",
 	// More members than the insertion sort takes, out of order, one repeated.
+	`{"con\u0074ex\u0074":{"step":7,"o\u006B":false,"w":6.02214076e23,"s":1e-7,"z":-0}}`, `{"😀":1,"\uffff":2,"é":3,"\u00e9t\u00e9":4}`, `{"a\nb":1,"a\"":[1e-7,-1.5e300]}`,
 	`{"t":1,"s":2,"r":3,"q":4,"p":5,"o":6,"n":7,"m":8,"l":9,"k":10,"j":11,"i":12,"h":13,"g":14,"f":15,"e":16,"d":17,"c":18,"b":19,"a":20}`,
 	`{"t":1,"s":2,"r":3,"q":4,"p":5,"o":6,"n":7,"m":8,"l":9,"k":10,"j":11,"i":12,"h":13,"g":14,"f":15,"e":16,"d":17,"c":18,"b":19,"t":20}`,
 }
@@ -49,7 +50,15 @@ func TestAppendCanonicalAnswersTheUsualForms(t *testing.T) {
 		_, _, ok := appendCanonical(nil, []byte(s))
 		assert.True(t, ok, "%s", s)
 	}
-	for _, s := range []string{`{"a":"\ud800"}`, `{"n":1e-7}`, `{"n":1e21}`, `{"a":1,"a":2}`, `{"é":1}`, `-0`, "{\"a\":\"\xff\"}"} {
+	// Also the forms of the independent generator (scripts/peer-bench/gen.mjs):
+	// escaped and non-ASCII keys, exponents, -0.
+	for _, s := range []string{`{"con\u0074ex\u0074":{"o\u006B":false}}`, `{"é":1,"e":2}`, `{"n":6.02214076e23}`, `{"n":1e-7}`, `{"n":1e21}`, `-0`} {
+		_, _, ok := appendCanonical(nil, []byte(s))
+		assert.True(t, ok, "%s", s)
+	}
+	// The library's: a lone surrogate, a repeated key, invalid UTF-8, a key
+	// from U+E000 up (UTF-16 order is not UTF-8's there).
+	for _, s := range []string{`{"a":"\ud800"}`, `{"a":1,"a":2}`, "{\"a\":\"\xff\"}", `{"\ue000":1}`, `{"😀":1,"\uffff":2}`} {
 		_, _, ok := appendCanonical(nil, []byte(s))
 		assert.False(t, ok, "%s goes to the library", s)
 	}

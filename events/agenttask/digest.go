@@ -31,7 +31,7 @@ const DigestPrefix = "jcs-sha256:"
 func ArgsDigest(args []byte) (string, error) {
 	c := canonPool.Get().(*canon)
 	defer canonPool.Put(c)
-	c.out = c.out[:0]
+	c.out, c.keys = c.out[:0], c.keys[:0]
 	canonical := c.out
 	if end, ok := c.value(args, 0, 0); ok && jsonscan.SkipWS(args, end) == len(args) {
 		canonical = c.out
@@ -45,8 +45,8 @@ func ArgsDigest(args []byte) (string, error) {
 	var digest [len(DigestPrefix) + 2*sha256.Size]byte
 	copy(digest[:], DigestPrefix)
 	hex.Encode(digest[len(DigestPrefix):], sum[:])
-	if cap(c.out) > maxPooledCanon || cap(c.tmp) > maxPooledCanon {
-		c.out, c.tmp = nil, nil // a rare large args: not kept for the next
+	if cap(c.out) > maxPooledCanon || cap(c.tmp) > maxPooledCanon || cap(c.keys) > maxPooledCanon {
+		c.out, c.tmp, c.keys = nil, nil, nil // a rare large args: not kept for the next
 	}
 	return string(digest[:]), nil
 }
