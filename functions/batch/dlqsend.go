@@ -231,13 +231,20 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	}
 }
 
-// attrValue is the SQS attribute of a dead letter's attribute.
+// attrValue is the SQS attribute of a dead letter's attribute, its strings
+// in the outbox's slab.
 func (o *outbox) attrValue(a *deadletter.Attribute) types.MessageAttributeValue {
-	v := types.MessageAttributeValue{DataType: o.ptr(a.DataType)}
+	return sqsAttribute(a, o.ptr)
+}
+
+// sqsAttribute is a as the SDK sends it, its strings' pointers made by ptr
+// (aws.String, or an outbox's slab).
+func sqsAttribute(a *deadletter.Attribute, ptr func(string) *string) types.MessageAttributeValue {
+	v := types.MessageAttributeValue{DataType: ptr(a.DataType)}
 	if strings.HasPrefix(a.DataType, "Binary") {
 		v.BinaryValue = a.BinaryValue
 	} else {
-		v.StringValue = o.ptr(a.StringValue)
+		v.StringValue = ptr(a.StringValue)
 	}
 	return v
 }

@@ -125,14 +125,8 @@ func (p *Processor) requeue(ctx context.Context, rec Record, c Classification) (
 		return fmt.Errorf("%w: the message has %d attributes, no room for %s", errNoRequeue, len(attrs), AttrRequeued)
 	}
 	am := make(map[string]types.MessageAttributeValue, len(attrs)+1)
-	for _, a := range attrs {
-		v := types.MessageAttributeValue{DataType: aws.String(a.DataType)}
-		if strings.HasPrefix(a.DataType, "Binary") {
-			v.BinaryValue = a.BinaryValue
-		} else {
-			v.StringValue = aws.String(a.StringValue)
-		}
-		am[a.name] = v
+	for i := range attrs {
+		am[attrs[i].name] = sqsAttribute(&attrs[i].Attribute, aws.String)
 	}
 	// The receives spent so far, this one not counted.
 	spent := rec.ReceiveCount - 1

@@ -230,17 +230,18 @@ func (w *Worker) inject(ctx context.Context, r batch.Record, tool agenttask.Tool
 		if f.UntilReceive > 0 && r.ReceiveCount >= f.UntilReceive {
 			return nil // the upstream recovered
 		}
+		// A retryable status, with the provider's Retry-After when it gave
+		// one; rate_limited is a 429 that always gives one.
+		status, msg, secs := f.Status, f.Error, f.RetryAfterSeconds
 		if f.Kind == FaultRateLimited {
-			secs := max(f.RetryAfterSeconds, 1)
-			msg := f.Error
+			status, secs = 429, max(secs, 1)
 			if msg == "" {
 				msg = "upstream returned 429 Too Many Requests, Retry-After: " + strconv.Itoa(secs)
 			}
-			return batch.Transient(&statusError{status: 429, msg: msg}).After(time.Duration(secs) * time.Second)
 		}
-		o := batch.Transient(&statusError{status: f.Status, msg: f.Error})
-		if f.RetryAfterSeconds > 0 { // a retryable status with the provider's Retry-After
-			return o.After(time.Duration(f.RetryAfterSeconds) * time.Second)
+		o := batch.Transient(&statusError{status: status, msg: msg})
+		if secs > 0 {
+			return o.After(time.Duration(secs) * time.Second)
 		}
 		return o
 	}
