@@ -60,6 +60,8 @@ func TestLedgerGetEmulator(t *testing.T) {
 	require.Len(t, lines, 2, stdout)
 	assert.Regexp(t, `^KEY\s+STATE\s+EFFECT STARTED\s+RECEIPT`, lines[0])
 	assert.Regexp(t, `^done-key\s+done\s+no\s+receipt-abc\s+0\s+0\s`, lines[1])
+	assert.Regexp(t, `ARGS DIGEST$`, lines[0])
+	assert.Regexp(t, `\sjcs-sha256:0123456789ab…$`, lines[1], "the digest, shortened: -o json has it whole")
 }
 
 // A key the ledger does not hold is not found: exit 2 and a message that
@@ -124,7 +126,7 @@ func ledgerWithDoneKey(t *testing.T) (string, *ledger.Dynamo) {
 	table := localtest.Table(t, cfg)
 	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
 	now := time.Now()
-	_, err := l.Begin(t.Context(), "done-key", "m1", "", now, time.Minute)
+	_, err := l.Begin(t.Context(), "done-key", "m1", "jcs-sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", now, time.Minute)
 	require.NoError(t, err)
 	require.NoError(t, l.Complete(t.Context(), "done-key", "m1", "receipt-abc", now))
 	return table, l
