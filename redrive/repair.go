@@ -317,7 +317,7 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 			false: "its key keeps coming back; reject it, and send a new task with a new key if the work is still wanted"}[l.Reason.Class() == deadletter.ClassSecurity])
 	}
 	if cc := r.restoreEvidence(ctx, &o); cc != nil {
-		return fmt.Errorf("the dead letter's claim check restored nothing, so its attributes cannot be sent back: %v", cc)
+		return fmt.Errorf("the dead letter's claim check restored nothing, so its attributes cannot be sent back: %w (the dead letter stays in the DLQ)", cc.Err)
 	}
 	body, task, err := repairedBody(o.Body, patch, r.cfg.Catalog, res)
 	if err != nil {

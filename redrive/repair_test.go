@@ -213,6 +213,24 @@ func TestRepairKeepsNothingSentWhenTheEvidenceCannotBeKept(t *testing.T) {
 	assert.Empty(t, g.f.snapshot(g.q.HotURL))
 }
 
+// A dead letter whose claim check restores nothing is not repaired: the
+// error says why, in words, and nothing is sent or kept.
+func TestRepairLeavesALetterWhoseClaimCheckRestoresNothing(t *testing.T) {
+	t.Parallel()
+	g := newRepairRig(t)
+	attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonSchemaInvalid, Attempts: 1, Error: "schema_invalid: args: bad",
+		MessageID: "orig-k", IdempotencyKey: "k", Tool: "web.search", ToolVersion: "1", Effect: deadletter.EffectNone,
+		Evidence: "s3://evals/agent-tasks/evidence/orig-k.json", DeadLetteredAt: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)}, originalAttrs(1))
+	require.NoError(t, err)
+	id := g.f.put(g.q.DLQURL, task("k", "web.search"), attrs, "")
+	_, err = g.r.Repair(context.Background(), g.req(id, `[{"op":"replace","path":"/q","value":"x"}]`))
+	require.ErrorContains(t, err, "no S3 client to read it (Config.Evidence)")
+	assert.NotContains(t, err.Error(), "&{", "the cause in words, not a struct")
+	assert.Len(t, g.f.snapshot(g.q.DLQURL), 1)
+	assert.Empty(t, g.f.snapshot(g.q.HotURL))
+	assert.Empty(t, g.s3.objs)
+}
+
 func TestAuditedPatchDropsTheValuesOfDroppedFields(t *testing.T) {
 	t.Parallel()
 	g := newRepairRig(t)
