@@ -191,16 +191,14 @@ func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *VerifyRes
 
 	for _, id := range ids {
 		k := byKey[id]
-		row := &k.row
-		if err := r.verifyKey(ctx, req, row, k.body); err != nil {
-			res.Keys = append(res.Keys, *row)
-			countVerified(res)
-			return partial, err
+		err = r.verifyKey(ctx, req, &k.row, k.body)
+		res.Keys = append(res.Keys, k.row)
+		if err != nil {
+			break
 		}
-		res.Keys = append(res.Keys, *row)
 	}
 	countVerified(res)
-	return partial, nil
+	return partial, err
 }
 
 // verifyKey fills row: why the key is skipped, or its verdict and, with
