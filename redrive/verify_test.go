@@ -14,6 +14,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -49,21 +50,39 @@ func (f *fakeVerifier) verify(ctx context.Context, c agenttask.Call) (agenttask.
 	return agenttask.Verification{}, errors.New("unexpected key " + c.Key)
 }
 
-func TestVerifyProposesThenApplies(t *testing.T) {
-	t.Parallel()
+// withVerifier is the sample catalog with verify as email.send's verifier.
+func withVerifier(verify func(context.Context, agenttask.Call) (agenttask.Verification, error)) agenttask.Catalog {
+	catalog := agenttask.SampleCatalog()
+	mail := catalog["email.send"]
+	mail.Verify = verify
+	catalog["email.send"] = mail
+	return catalog
+}
+
+// newVerifyRig is a Redriver on the fake SQS whose DLQ holds an
+// effect_unknown dead letter of email.send for each of keys, each key
+// effect unknown in the ledger.
+func newVerifyRig(t *testing.T, keys ...string) (*Redriver, *memStore, *ledger.Memory, *fakeSQS, pipeline.Queues) {
+	t.Helper()
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
 	r, store, led := newRedriver(t, p, f, q)
-	ctx := context.Background()
-	eu := deadletter.ReasonEffectUnknown
-
-	verifiable := []string{"k-confirmed", "k-none", "k-unknown", "k-err", "k-panic", "k-bad", "k-bare", "k-slow", "k-stuck"}
-	for _, k := range verifiable {
-		d := newDeadLetter(t, k, "email.send", eu, 0, "")
+	for _, k := range keys {
+		d := newDeadLetter(t, k, "email.send", deadletter.ReasonEffectUnknown, 0, "")
 		f.put(q.DLQURL, d.body, d.attrs, "")
 		effectUnknownKey(t, led, k)
 	}
+	return r, store, led, f, q
+}
+
+func TestVerifyProposesThenApplies(t *testing.T) {
+	t.Parallel()
+	verifiable := []string{"k-confirmed", "k-none", "k-unknown", "k-err", "k-panic", "k-bad", "k-bare", "k-slow", "k-stuck"}
+	r, store, led, f, q := newVerifyRig(t, verifiable...)
+	p := r.cfg.Pipeline
+	ctx := context.Background()
+	eu := deadletter.ReasonEffectUnknown
 	d := newDeadLetter(t, "k-confirmed", "email.send", eu, 0, "") // a second letter of a key
 	f.put(q.DLQURL, d.body, d.attrs, "")
 	for _, k := range []string{"k-noverifier", "k-reconciled", "k-nostart", "k-noentry"} {
@@ -84,10 +103,7 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 	f.put(q.DLQURL, other.body, other.attrs, "")
 
 	fv := &fakeVerifier{}
-	catalog := agenttask.SampleCatalog()
-	mail := catalog["email.send"]
-	mail.Verify = fv.verify
-	catalog["email.send"] = mail
+	catalog := withVerifier(fv.verify)
 	who := Who{Owner: p.Owner, Why: "INC-77: check the mail relay"}
 	keys := func() map[string]ledger.Entry {
 		out := map[string]ledger.Entry{}
@@ -241,11 +257,7 @@ func TestVerifyRefusesALetterOfOtherArgs(t *testing.T) {
 		require.NoError(t, err)
 	}
 	fv := &fakeVerifier{}
-	catalog := agenttask.SampleCatalog()
-	mail := catalog["email.send"]
-	mail.Verify = fv.verify
-	catalog["email.send"] = mail
-	r.cfg.Catalog = catalog
+	r.cfg.Catalog = withVerifier(fv.verify)
 	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: p.Owner, Why: "x"}, Apply: true})
 	require.NoError(t, err)
 	require.Len(t, res.Keys, 2)
@@ -259,31 +271,19 @@ func TestVerifyRefusesALetterOfOtherArgs(t *testing.T) {
 // A refusal of one key's reconciliation is on its row; the others go on.
 func TestVerifyApplyRecordsARefusalOnItsRow(t *testing.T) {
 	t.Parallel()
-	p := testPipeline(t, "agent-tasks")
-	f := newFakeSQS()
-	q := f.addPair(p)
-	r, _, led := newRedriver(t, p, f, q)
+	r, _, led, _, _ := newVerifyRig(t, "k-confirmed", "k-none")
 	ctx := context.Background()
-	for _, k := range []string{"k-confirmed", "k-none"} {
-		d := newDeadLetter(t, k, "email.send", deadletter.ReasonEffectUnknown, 0, "")
-		f.put(q.DLQURL, d.body, d.attrs, "")
-		effectUnknownKey(t, led, k)
-	}
 	// Between the verifier's answer and the write, someone reconciles
 	// k-confirmed otherwise: the conditional write refuses.
-	catalog := agenttask.SampleCatalog()
-	mail := catalog["email.send"]
 	fv := &fakeVerifier{}
-	mail.Verify = func(ctx context.Context, c agenttask.Call) (agenttask.Verification, error) {
+	r.cfg.Catalog = withVerifier(func(ctx context.Context, c agenttask.Call) (agenttask.Verification, error) {
 		if c.Key == "k-confirmed" {
 			_, err := led.Reconcile(ctx, c.Key, ledger.Reconciliation{Outcome: ledger.OutcomeNoEffect, By: "someone"}, time.Date(2026, 11, 29, 11, 30, 0, 0, time.UTC))
 			require.NoError(t, err)
 		}
 		return fv.verify(ctx, c)
-	}
-	catalog["email.send"] = mail
-	r.cfg.Catalog = catalog
-	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: p.Owner, Why: "x"}, Apply: true})
+	})
+	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: r.cfg.Pipeline.Owner, Why: "x"}, Apply: true})
 	require.NoError(t, err)
 	require.Len(t, res.Keys, 2)
 	assert.Equal(t, "k-confirmed", res.Keys[0].Key)
@@ -297,28 +297,15 @@ func TestVerifyApplyRecordsARefusalOnItsRow(t *testing.T) {
 // verified (and applied) and stands; the outcome says when to rerun.
 func TestVerifyOnAPartialScan(t *testing.T) {
 	t.Parallel()
-	p := testPipeline(t, "agent-tasks")
-	f := newFakeSQS()
-	q := f.addPair(p)
-	r, store, led := newRedriver(t, p, f, q)
+	r, store, _, f, q := newVerifyRig(t, "k-confirmed", "k-none")
 	ctx := context.Background()
-	for _, k := range []string{"k-confirmed", "k-none"} {
-		d := newDeadLetter(t, k, "email.send", deadletter.ReasonEffectUnknown, 0, "")
-		f.put(q.DLQURL, d.body, d.attrs, "")
-		effectUnknownKey(t, led, k)
-	}
 	// Another reader holds one letter.
 	out, err := f.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: &q.DLQURL, MaxNumberOfMessages: 1, VisibilityTimeout: 300})
 	require.NoError(t, err)
 	require.Len(t, out.Messages, 1)
 
-	fv := &fakeVerifier{}
-	catalog := agenttask.SampleCatalog()
-	mail := catalog["email.send"]
-	mail.Verify = fv.verify
-	catalog["email.send"] = mail
-	r.cfg.Catalog = catalog
-	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: p.Owner, Why: "x"}, Apply: true})
+	r.cfg.Catalog = withVerifier((&fakeVerifier{}).verify)
+	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: r.cfg.Pipeline.Owner, Why: "x"}, Apply: true})
 	require.ErrorIs(t, err, triage.ErrScanPartial)
 	assert.NotErrorIs(t, err, ErrRefused)
 	var pe *PartialError
