@@ -239,8 +239,10 @@ func (r *Redriver) findLetter(ctx context.Context, req RepairRequest) (*letter, 
 				found = &l
 				continue
 			}
-			if r.cfg.Queues.FIFO {
-				r.release(ctx, r.cfg.SQS, &l) // held, it would block its message group
+			if r.cfg.Queues.FIFO || len(held) >= maxHeld {
+				// Released at once, as a pass leaves them (pass.leave): held,
+				// a FIFO letter would block its message group.
+				r.release(ctx, r.cfg.SQS, &l)
 				continue
 			}
 			held[l.MessageID] = l.ReceiptHandle
