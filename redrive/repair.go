@@ -21,7 +21,6 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
 )
 
 // RepairRequest asks to repair one dead letter's task and send it back:
@@ -146,9 +145,6 @@ func (r *Redriver) Repair(ctx context.Context, req RepairRequest) (*RepairResult
 	res.Seen = seen
 	defer r.releaseHeld(context.WithoutCancel(ctx), r.cfg.SQS, held)
 	if err != nil {
-		if errors.Is(err, triage.ErrScanPartial) {
-			rec.Outcome = audit.OutcomePartial
-		}
 		return res, r.record(ctx, rec, r.notFoundWhy(ctx, req, err))
 	}
 	err = r.repairLetter(ctx, req, patch, l, res, &rec)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -229,6 +230,26 @@ func TestRepairLeavesALetterWhoseClaimCheckRestoresNothing(t *testing.T) {
 	assert.Len(t, g.f.snapshot(g.q.DLQURL), 1)
 	assert.Empty(t, g.f.snapshot(g.q.HotURL))
 	assert.Empty(t, g.s3.objs)
+}
+
+// A DLQ seen only in part: the letter may be among those another reader
+// holds, so the repair is partial (not a refusal), audited as such.
+func TestRepairOnAPartialScan(t *testing.T) {
+	t.Parallel()
+	g := newRepairRig(t)
+	g.letterOf(t, "k1", "web.search", deadletter.ReasonSchemaInvalid, deadletter.EffectNone)
+	g.letterOf(t, "k2", "web.search", deadletter.ReasonSchemaInvalid, deadletter.EffectNone)
+	out, err := g.f.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &g.q.DLQURL, MaxNumberOfMessages: 1, VisibilityTimeout: 300})
+	require.NoError(t, err)
+	require.Len(t, out.Messages, 1)
+	_, err = g.r.Repair(context.Background(), g.req("m-9999", `[{"op":"replace","path":"/q","value":"x"}]`))
+	var pe *PartialError
+	require.ErrorAs(t, err, &pe)
+	assert.NotErrorIs(t, err, ErrRefused)
+	recs := g.store.all()
+	require.Len(t, recs, 1)
+	assert.Equal(t, audit.OutcomePartial, recs[0].Outcome)
+	assert.Empty(t, g.f.snapshot(g.q.HotURL))
 }
 
 func TestAuditedPatchDropsTheValuesOfDroppedFields(t *testing.T) {
