@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
@@ -183,13 +184,7 @@ func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *VerifyRes
 		}
 		k.row.Letters++
 	}
-	ids := make([]string, 0, len(byKey))
-	for id := range byKey {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(byKey)) {
 		k := byKey[id]
 		err = r.verifyKey(ctx, req, &k.row, k.body)
 		res.Keys = append(res.Keys, k.row)
