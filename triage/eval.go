@@ -175,14 +175,20 @@ func RedactInput(body string, cfg pipeline.Eval) any {
 		return deadletter.Redact(body, 0)
 	}
 	if obj, ok := v.(map[string]any); ok {
-		for _, path := range cfg.DropFields {
-			dropPath(obj, strings.Split(path, "."))
-		}
-		for _, path := range cfg.HashFields {
-			hashPath(obj, strings.Split(path, "."))
-		}
+		dropAndHash(obj, cfg)
 	}
 	return redactValue(v, "")
+}
+
+// dropAndHash removes obj's configured drop fields and replaces its hash
+// fields by HashValue of their value.
+func dropAndHash(obj map[string]any, cfg pipeline.Eval) {
+	for _, path := range cfg.DropFields {
+		dropPath(obj, strings.Split(path, "."))
+	}
+	for _, path := range cfg.HashFields {
+		hashPath(obj, strings.Split(path, "."))
+	}
 }
 
 func dropPath(obj map[string]any, path []string) {

@@ -1,7 +1,6 @@
 package triage
 
 import (
-	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -11,24 +10,17 @@ const awsTraceHeader = "AWSTraceHeader"
 // traceOf is a case's EvalMetadata.TraceID: the redacted input's trace_id
 // when the input is a task object (so drop_fields and hash_fields apply as
 // they do to the input), else dlq_meta's trace id, dropped, hashed or
-// redacted by the same rules.
+// redacted by the same rules (RedactInput's, on {"trace_id": …}).
 func traceOf(t *Tagged, input any, cfg pipeline.Eval) string {
-	if obj, ok := input.(map[string]any); ok {
-		v, _ := obj["trace_id"].(string)
-		return v
-	}
-	if t.Meta == nil || t.Meta.TraceID == "" {
-		return ""
-	}
-	for _, f := range cfg.DropFields {
-		if f == "trace_id" {
+	obj, ok := input.(map[string]any)
+	if !ok {
+		if t.Meta == nil || t.Meta.TraceID == "" {
 			return ""
 		}
+		obj = map[string]any{"trace_id": t.Meta.TraceID}
+		dropAndHash(obj, cfg)
+		redactValue(obj, "")
 	}
-	for _, f := range cfg.HashFields {
-		if f == "trace_id" {
-			return HashValue(t.Meta.TraceID)
-		}
-	}
-	return deadletter.Redact(t.Meta.TraceID, 0)
+	v, _ := obj["trace_id"].(string)
+	return v
 }

@@ -87,4 +87,16 @@ func TestEvalRecordsKeepTheTrace(t *testing.T) {
 		}
 		assert.Equal(t, map[string]bool{"trace-meta-t0": true, "trace-meta-t1": true, "trace-meta-t2": true}, got)
 	})
+	t.Run("a body that is not a task: dlq_meta's trace, hashed", func(t *testing.T) {
+		t.Parallel()
+		p := testPipeline(t, false)
+		p.Eval.HashFields = append(p.Eval.HashFields, "trace_id")
+		recs, _ := evalRecords(Build(letters(func(i int) string { return fmt.Sprintf("not json %d", i) }, false), p, t0.Add(time.Hour)), p)
+		require.Len(t, recs, 3)
+		got := map[string]bool{}
+		for _, r := range recs {
+			got[r.Metadata.TraceID] = true
+		}
+		assert.Equal(t, map[string]bool{HashValue("trace-meta-t0"): true, HashValue("trace-meta-t1"): true, HashValue("trace-meta-t2"): true}, got)
+	})
 }

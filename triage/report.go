@@ -140,15 +140,14 @@ type Group struct {
 	// pipeline's eval.threshold messages: the eval export's candidates.
 	Recurring        bool     `json:"recurring"`
 	SampleMessageIDs []string `json:"sample_message_ids"`
-	// IdempotencyKeys lists, for an effect_unknown group only, the distinct
-	// idempotency keys of its dead letters, sorted, at most maxKeysListed
-	// (IdempotencyKeysOmitted counts the rest): each must be reconciled
-	// in the ledger (its entry read, its outcome recorded) before a redrive.
+	// IdempotencyKeys lists, for an effect_unknown or idempotency_key_reused
+	// group only, the distinct idempotency keys of its dead letters, sorted,
+	// at most maxKeysListed (IdempotencyKeysOmitted counts the rest). Each
+	// effect_unknown key must be reconciled in the ledger (its entry read,
+	// its outcome recorded) before a redrive; a reused key's ledger entry
+	// names the task that holds it, and so the producer to fix.
 	IdempotencyKeys        []string `json:"idempotency_keys,omitempty"`
 	IdempotencyKeysOmitted int      `json:"idempotency_keys_omitted,omitempty"`
-	// An idempotency_key_reused group lists its keys too, the same way: a
-	// reused key's ledger entry names the task that holds it, and so the
-	// producer to fix.
 
 	tagged []*Tagged // the members, for the eval export; not serialised
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 )
 
@@ -416,11 +415,8 @@ func fromSQS(m types.Message) Message {
 		MessageID:     aws.ToString(m.MessageId),
 		ReceiptHandle: aws.ToString(m.ReceiptHandle),
 		Body:          aws.ToString(m.Body),
-		Attributes:    make(map[string]deadletter.Attribute, len(m.MessageAttributes)),
+		Attributes:    sqsio.DeadLetterAttributes(m.MessageAttributes),
 		System:        make(map[string]string, len(m.Attributes)),
-	}
-	for name, a := range m.MessageAttributes {
-		out.Attributes[name] = deadletter.Attribute{DataType: aws.ToString(a.DataType), StringValue: aws.ToString(a.StringValue), BinaryValue: a.BinaryValue}
 	}
 	for name, v := range m.Attributes {
 		switch types.MessageSystemAttributeName(name) {

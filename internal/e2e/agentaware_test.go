@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +25,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // Issue 21, part 1: a reused idempotency key. A producer sends a mutating
@@ -227,7 +226,7 @@ func TestEvalExportKeepsTheTraceEndToEnd(t *testing.T) {
 	}
 
 	r := triage.Build(dead, h.p, time.Now())
-	dest := memDest{}
+	dest := store.Folder{Root: t.TempDir()}
 	res, err := triage.Export(ctx, dest, r, h.p, time.Now())
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Exported, "one case, three occurrences")
@@ -249,32 +248,3 @@ func TestEvalExportKeepsTheTraceEndToEnd(t *testing.T) {
 	require.True(t, ok, "the trace of one of the dead letters")
 	assert.Equal(t, header, rec.Metadata.AWSTraceHeader, "that dead letter's X-Ray header, or none where it has none")
 }
-
-// memDest is an export destination in memory: the objects by key.
-type memDest map[string][]byte
-
-func (d memDest) Put(_ context.Context, key string, data []byte, _ string) error {
-	d[key] = bytes.Clone(data)
-	return nil
-}
-
-func (d memDest) List(_ context.Context, prefix string) ([]string, error) {
-	var keys []string
-	for k := range d {
-		if strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	return keys, nil
-}
-
-func (d memDest) Get(_ context.Context, key string) ([]byte, error) {
-	data, ok := d[key]
-	if !ok {
-		return nil, fmt.Errorf("%s: %w", key, os.ErrNotExist)
-	}
-	return data, nil
-}
-
-func (d memDest) String() string { return "memory" }

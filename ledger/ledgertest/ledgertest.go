@@ -87,6 +87,30 @@ func (s *suite) get(t testing.TB, key string) ledger.Entry {
 	return e
 }
 
+// beginRace runs Concurrency Begins on key at once, owner "m<i>" with
+// digest(i), and requires that exactly one wins: it returns the winner's i
+// and every Begin's error (nil for the winner's).
+func (s *suite) beginRace(t testing.TB, key string, digest func(i int) string) (int, []error) {
+	t.Helper()
+	errs := make([]error, Concurrency)
+	var wg sync.WaitGroup
+	for i := range Concurrency {
+		wg.Go(func() {
+			_, errs[i] = s.l.Begin(ctx, key, fmt.Sprint("m", i), digest(i), t0, lease)
+		})
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		if err == nil {
+			assert.Equal(t, -1, won, "m%d and m%d both won", won, i)
+			won = i
+		}
+	}
+	require.NotEqual(t, -1, won, "one Begin must win")
+	return won, errs
+}
+
 // begin claims key for owner at now, which must succeed.
 func (s *suite) begin(t testing.TB, key, owner string, now time.Time) ledger.Entry {
 	t.Helper()
@@ -251,24 +275,12 @@ var cases = []testCase{
 	}},
 	{"Begin concurrently on one key: exactly one wins", func(t testing.TB, s *suite) {
 		k := s.key("k")
-		errs := make([]error, Concurrency)
-		var wg sync.WaitGroup
-		for i := range Concurrency {
-			wg.Go(func() {
-				_, errs[i] = s.l.Begin(ctx, k, fmt.Sprint("m", i), "", t0, lease)
-			})
-		}
-		wg.Wait()
-		won := -1
+		won, errs := s.beginRace(t, k, func(int) string { return "" })
 		for i, err := range errs {
-			if err == nil {
-				assert.Equal(t, -1, won, "m%d and m%d both won", won, i)
-				won = i
-				continue
+			if i != won {
+				assert.ErrorIs(t, err, ledger.ErrLeased, "m%d", i)
 			}
-			assert.ErrorIs(t, err, ledger.ErrLeased, "m%d", i)
 		}
-		require.NotEqual(t, -1, won, "one Begin must win")
 		assert.Equal(t, fmt.Sprint("m", won), s.get(t, k).Owner, "the winner holds the key")
 	}},
 	{"Begin records the args digest", func(t testing.TB, s *suite) {
@@ -363,29 +375,15 @@ var cases = []testCase{
 	}},
 	{"Begin concurrently with other digests: one wins, the rest are refused", func(t testing.TB, s *suite) {
 		k := s.key("k")
-		errs := make([]error, Concurrency)
-		var wg sync.WaitGroup
-		for i := range Concurrency {
-			wg.Go(func() {
-				_, errs[i] = s.l.Begin(ctx, k, fmt.Sprint("m", i), fmt.Sprint("digest-", i), t0, lease)
-			})
-		}
-		wg.Wait()
-		won := -1
+		won, errs := s.beginRace(t, k, func(i int) string { return fmt.Sprint("digest-", i) })
 		for i, err := range errs {
-			if err == nil {
-				assert.Equal(t, -1, won, "m%d and m%d both won", won, i)
-				won = i
-				continue
-			}
 			// A Begin that lost the race to the write sees the winner's
 			// digest (ErrKeyReused); one that read the item first may see
 			// only its lease (ErrLeased). Neither ran.
-			if !errors.Is(err, ledger.ErrKeyReused) {
+			if i != won && !errors.Is(err, ledger.ErrKeyReused) {
 				assert.ErrorIs(t, err, ledger.ErrLeased, "m%d", i)
 			}
 		}
-		require.NotEqual(t, -1, won, "one Begin must win")
 		e := s.get(t, k)
 		assert.Equal(t, fmt.Sprint("m", won), e.Owner, "the winner holds the key")
 		assert.Equal(t, fmt.Sprint("digest-", won), e.ArgsDigest, "with its digest")
