@@ -28,7 +28,7 @@ func TestLedgerVerifyBadInput(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{[]string{"--pipeline", "agent-tasks", "--reason", "maybe", "--owner", "platform-oncall", "--why", "x"}, `refused (unknown_reason): --reason "maybe" is not a reason (known: budget_exhausted,`},
+		{[]string{"--pipeline", "agent-tasks", "--reason", "maybe", "--owner", "platform-oncall", "--why", "x"}, `refused (unknown_reason): --reason "maybe": unknown reason "maybe" (known: budget_exhausted,`},
 		{[]string{"--pipeline", "agent-tasks", "--timeout", "0s", "--owner", "platform-oncall", "--why", "x"}, "refused (bad_input): --timeout 0s is not positive"},
 		{[]string{"--owner", "platform-oncall", "--why", "x"}, "--pipeline is required"},
 	} {
