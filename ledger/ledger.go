@@ -181,6 +181,15 @@ func (e Entry) KeyReused(digest string) bool {
 	return digest != "" && e.ArgsDigest != "" && e.ArgsDigest != digest
 }
 
+// ShortDigest is an args digest as messages and tables show it: its prefix
+// and 12 hex digits, enough to tell two apart, not the whole hash.
+func ShortDigest(d string) string {
+	if n := strings.LastIndexByte(d, ':') + 1 + 12; len(d) > n {
+		return d[:n] + "…"
+	}
+	return d
+}
+
 // Errors of Reconcile; test with errors.Is.
 var (
 	// ErrNotEffectUnknown: the key's effect is not unknown (no entry, no

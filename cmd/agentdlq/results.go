@@ -103,16 +103,7 @@ func ledgerRow(e ledger.Entry) []string {
 		started = "yes"
 	}
 	return []string{e.Key, string(e.State), started, orDash(e.Receipt), strconv.Itoa(e.DeadLetterCount), strconv.Itoa(e.RedriveCount),
-		orDash(string(e.LastReason)), e.UpdatedAt.UTC().Format(time.RFC3339), orDash(shortDigest(e.ArgsDigest))}
-}
-
-// shortDigest is an args digest as a table shows it: its prefix and 12 hex
-// digits, enough to tell two apart (-o json has it whole).
-func shortDigest(d string) string {
-	if n := strings.LastIndexByte(d, ':') + 1 + 12; len(d) > n {
-		return d[:n] + "…"
-	}
-	return d
+		orDash(string(e.LastReason)), e.UpdatedAt.UTC().Format(time.RFC3339), orDash(ledger.ShortDigest(e.ArgsDigest))}
 }
 
 // taskProgress is a move task's "moved/total" ("moved/?" while SQS does

@@ -22,15 +22,16 @@ import (
 type canon struct {
 	out []byte
 	// members is a stack of the objects being written, innermost last:
-	// each object's members sorted in place, then written in turn.
+	// each object's members as written, then sorted in place.
 	members []canonMember
 	text    []byte // an escaped string's text
 	keys    []byte // the keys that held escapes, decoded (members' keys view it)
 	tmp     []byte // an object's members as read, while they are written sorted
 }
 
-// canonMember is an object member: its key (without quotes, a view of the
-// args) and where its text, "key":value, lies in out.
+// canonMember is an object member: its key (without quotes: a view of the
+// args, or of keys where it held escapes) and where its text, "key":value,
+// lies in out.
 type canonMember struct {
 	key    []byte
 	off, n int
@@ -354,12 +355,4 @@ func plainNumber(n []byte) bool {
 		sig = len(bytes.TrimRight(d, "0"))
 	}
 	return sig <= 15
-}
-
-// appendCanonical appends the fast form of the args value at b[i:] to dst
-// (canon), with the index after it.
-func appendCanonical(dst, b []byte) ([]byte, int, bool) {
-	c := canon{out: dst}
-	end, ok := c.value(b, 0, 0)
-	return c.out, end, ok
 }

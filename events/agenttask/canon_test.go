@@ -129,3 +129,11 @@ func TestPlainNumber(t *testing.T) {
 		}
 	}
 }
+
+// appendCanonical appends the fast form of the args value at b[0:] to dst
+// (canon), with the index after it.
+func appendCanonical(dst, b []byte) ([]byte, int, bool) {
+	c := canon{out: dst}
+	end, ok := c.value(b, 0, 0)
+	return c.out, end, ok
+}

@@ -30,9 +30,13 @@ const DigestPrefix = "jcs-sha256:"
 // (canon, whose buffers are reused); the others by the library.
 func ArgsDigest(args []byte) (string, error) {
 	c := canonPool.Get().(*canon)
-	defer canonPool.Put(c)
 	c.out, c.keys = c.out[:0], c.keys[:0]
-	canonical := c.out
+	defer func() {
+		if max(cap(c.out), cap(c.keys), cap(c.tmp), cap(c.text)) <= maxPooledCanon {
+			canonPool.Put(c) // a rare large args' buffers are not kept
+		}
+	}()
+	var canonical []byte
 	if end, ok := c.value(args, 0, 0); ok && jsonscan.SkipWS(args, end) == len(args) {
 		canonical = c.out
 	} else {
@@ -45,9 +49,6 @@ func ArgsDigest(args []byte) (string, error) {
 	var digest [len(DigestPrefix) + 2*sha256.Size]byte
 	copy(digest[:], DigestPrefix)
 	hex.Encode(digest[len(DigestPrefix):], sum[:])
-	if cap(c.out) > maxPooledCanon || cap(c.tmp) > maxPooledCanon || cap(c.keys) > maxPooledCanon {
-		c.out, c.tmp, c.keys = nil, nil, nil // a rare large args: not kept for the next
-	}
 	return string(digest[:]), nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -159,7 +158,7 @@ func (r Record) Begin(ctx context.Context, key, digest string, mutates bool) err
 	case err == nil:
 	case errors.Is(err, ledger.ErrKeyReused):
 		return Security(deadletter.ReasonIdempotencyKeyReused,
-			fmt.Errorf("%w: the ledger holds the key with args digest %s, this task's is %s", err, shortDigest(prev.ArgsDigest), shortDigest(digest)))
+			fmt.Errorf("%w: the ledger holds the key with args digest %s, this task's is %s", err, ledger.ShortDigest(prev.ArgsDigest), ledger.ShortDigest(digest)))
 	case errors.Is(err, ledger.ErrDone):
 		return ErrDuplicate
 	case errors.Is(err, ledger.ErrLeased):
@@ -174,15 +173,6 @@ func (r Record) Begin(ctx context.Context, key, digest string, mutates bool) err
 		return EffectUnknown(errors.New("an earlier delivery started the mutating call and left no receipt"))
 	}
 	return nil
-}
-
-// shortDigest is a digest as an error text shows it: its prefix and 12 hex
-// digits, enough to tell two apart, not the whole hash.
-func shortDigest(d string) string {
-	if n := strings.LastIndexByte(d, ':') + 1 + 12; len(d) > n {
-		return d[:n] + "…"
-	}
-	return d
 }
 
 // StartEffect records, before a mutating call, that its effect may happen.
