@@ -77,16 +77,11 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 		s.notFound(w, r, "No triage report of "+p.Name+" yet: refresh the pipeline first.")
 		return
 	}
-	d := redriveData{Form: f, Error: msg, Filter: s.filterOf(r)}
-	if d.Filter.Err != "" {
-		s.render(w, r, http.StatusBadRequest, "message", page{Title: "Bad filter", P: p, Data: d.Filter.Err})
+	rep, pf, ok := s.filteredReport(w, r, p, sn)
+	if !ok {
 		return
 	}
-	rep, why := s.narrowed(p, sn, d.Filter)
-	if why != "" {
-		s.render(w, r, http.StatusConflict, "message", page{Title: "Refresh first", P: p, Data: why})
-		return
-	}
+	d := redriveData{Form: f, Error: msg, Filter: pf}
 	var groups []redrive.Group
 	for _, g := range rep.Groups {
 		if string(g.Reason) == f.Reason && (f.Fingerprint == "" || g.Fingerprint == f.Fingerprint) {

@@ -69,6 +69,24 @@ func (s *Server) narrowed(p *pipeline.Pipeline, sn *snapshot, pf pageFilter) (*t
 	return rep, ""
 }
 
+// filteredReport is the page's filter and the snapshot's report narrowed
+// to it, for the pages that cannot show the whole report instead (group,
+// redrive): a bad filter is rendered as a 400, a report without letters as
+// a 409 saying to refresh, and ok is false.
+func (s *Server) filteredReport(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline, sn *snapshot) (rep *triage.Report, pf pageFilter, ok bool) {
+	pf = s.filterOf(r)
+	if pf.Err != "" {
+		s.render(w, r, http.StatusBadRequest, "message", page{Title: "Bad filter", P: p, Data: pf.Err})
+		return nil, pf, false
+	}
+	rep, why := s.narrowed(p, sn, pf)
+	if why != "" {
+		s.render(w, r, http.StatusConflict, "message", page{Title: "Refresh first", P: p, Data: why})
+		return nil, pf, false
+	}
+	return rep, pf, true
+}
+
 func reportOf(sn *snapshot) *triage.Report {
 	if sn == nil {
 		return nil

@@ -261,14 +261,8 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r, "No such pipeline.")
 		return
 	}
-	pf := s.filterOf(r)
-	if pf.Err != "" {
-		s.render(w, r, http.StatusBadRequest, "message", page{Title: "Bad filter", Data: pf.Err})
-		return
-	}
-	rep, why := s.narrowed(p, sn, pf)
-	if why != "" {
-		s.render(w, r, http.StatusConflict, "message", page{Title: "Refresh first", P: p, Data: why})
+	rep, pf, ok := s.filteredReport(w, r, p, sn)
+	if !ok {
 		return
 	}
 	g := (&snapshot{report: rep}).group(r.FormValue("r"), r.FormValue("fp"))

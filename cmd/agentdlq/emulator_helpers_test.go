@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentdlq/agentdlq/internal/esm"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -29,4 +33,22 @@ func onEmulators(t *testing.T, name string) (aws.Config, *pipeline.Pipeline, pip
 	t.Setenv("AGENTDLQ_DLQ_URL", q.DLQURL)
 	t.Setenv("AGENTDLQ_DLQ_ARN", q.DLQARN)
 	return cfg, p, q, table
+}
+
+// workUntilIdle runs the local worker (agentdlq work) of the repository's
+// pipeline agent-tasks on ledger table until its hot queue is idle.
+func workUntilIdle(t *testing.T, table string) {
+	t.Helper()
+	var out, logs bytes.Buffer
+	f := &workFlags{pipeline: "agent-tasks", untilIdle: true, idleTimeout: 10 * time.Second, pollers: 1, table: table, logLevel: "warn"}
+	require.NoError(t, runWork(context.Background(), &globalFlags{configPath: filepath.Join("..", "..", pipeline.DefaultFile)}, f, &out, &logs))
+}
+
+// depthOf is the number of messages in the queue at url, visible and in
+// flight (esm.Depth).
+func depthOf(t *testing.T, client esm.AttributesAPI, url string) int {
+	t.Helper()
+	n, err := esm.Depth(context.Background(), client, url)
+	require.NoError(t, err)
+	return n
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
-	"github.com/agentdlq/agentdlq/internal/esm"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
@@ -53,13 +52,7 @@ func TestFiltersOnEmulators(t *testing.T) {
 	seed("ws-1", "web.search", "acme", "search API: 429 rate limit", now.Add(-time.Minute))
 	seed("ws-2", "web.search", "globex", "search API: 429 rate limit", now.Add(-time.Minute))
 	seed("sql-1", "sql.query", "acme", "sql: connection refused", now.Add(-time.Minute))
-	depth := func(url string) int {
-		t.Helper()
-		n, err := esm.Depth(ctx, client, url)
-		require.NoError(t, err)
-		return n
-	}
-	require.Equal(t, 4, depth(q.DLQURL))
+	require.Equal(t, 4, depthOf(t, client, q.DLQURL))
 	auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
 	common := []string{"--pipeline", "agent-tasks", "--audit", auditFile, "--ledger-table", table}
 
@@ -106,14 +99,14 @@ func TestFiltersOnEmulators(t *testing.T) {
 	msg := cliErr(t, append(append([]string{"redrive", "select", "--reason", "budget_exhausted", "--tool", "email.send"}, owner...), common...)...)
 	assert.Contains(t, msg, "refused (nothing_selected): --tool/--tenant/--since/--until/--contains tool=email.send")
 	assert.Contains(t, msg, "next: agentdlq redrive plan --pipeline agent-tasks")
-	assert.Equal(t, 4, depth(q.DLQURL), "nothing moved")
-	assert.Equal(t, 0, depth(q.HotURL), "nothing moved")
+	assert.Equal(t, 4, depthOf(t, client, q.DLQURL), "nothing moved")
+	assert.Equal(t, 0, depthOf(t, client, q.HotURL), "nothing moved")
 
 	// A dry run, then the move: only the letters chosen.
 	out, code = runCLI(t, append(append([]string{"redrive", "select", "--reason", "budget_exhausted", "--tool", "web.search", "--since", "2h", "--dry-run"}, owner...), common...)...)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "would move 2 of 4")
-	assert.Equal(t, 4, depth(q.DLQURL), "a dry run moves nothing")
+	assert.Equal(t, 4, depthOf(t, client, q.DLQURL), "a dry run moves nothing")
 	out, code = runCLI(t, append(append([]string{"redrive", "select", "--reason", "budget_exhausted", "--tool", "web.search", "--since", "2h", "-o", "json"}, owner...), common...)...)
 	require.Equal(t, 0, code, out)
 	var res redrive.SelectResult
@@ -124,8 +117,8 @@ func TestFiltersOnEmulators(t *testing.T) {
 		keys = append(keys, l.IdempotencyKey)
 	}
 	assert.ElementsMatch(t, []string{"ws-1", "ws-2"}, keys)
-	assert.Equal(t, 2, depth(q.DLQURL))
-	assert.Equal(t, 2, depth(q.HotURL))
+	assert.Equal(t, 2, depthOf(t, client, q.DLQURL))
+	assert.Equal(t, 2, depthOf(t, client, q.HotURL))
 
 	var got []string
 	for _, r := range auditLines(t, auditFile) {

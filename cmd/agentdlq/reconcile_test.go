@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -16,11 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
-	"github.com/agentdlq/agentdlq/internal/esm"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/workload"
 	"github.com/agentdlq/agentdlq/ledger"
-	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 )
@@ -59,21 +56,8 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	tasks := []workload.Task{workload.Make(prefix, 0, workload.EffectUnknown, 0), workload.Make(prefix, 1, workload.EffectUnknown, 0)}
 	_, err := workload.Send(ctx, client, q.HotURL, false, tasks, 1)
 	require.NoError(t, err)
-	configPath := filepath.Join("..", "..", pipeline.DefaultFile)
-	work := func() {
-		t.Helper()
-		var out, logs bytes.Buffer
-		f := &workFlags{pipeline: "agent-tasks", untilIdle: true, idleTimeout: 10 * time.Second, pollers: 1, table: table, logLevel: "warn"}
-		require.NoError(t, runWork(ctx, &globalFlags{configPath: configPath}, f, &out, &logs))
-	}
-	depth := func(url string) int {
-		t.Helper()
-		n, err := esm.Depth(ctx, client, url)
-		require.NoError(t, err)
-		return n
-	}
-	work()
-	require.Equal(t, 2, depth(q.DLQURL), "both dead-lettered")
+	workUntilIdle(t, table)
+	require.Equal(t, 2, depthOf(t, client, q.DLQURL), "both dead-lettered")
 
 	// triage --keys: the keys, one a line, sorted.
 	out, code := runCLI(t, "triage", "--pipeline", "agent-tasks", "--keys", "--reports", "", "--ledger-table", table, "--no-progress")
@@ -138,13 +122,13 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "moved 1")
 	assert.Contains(t, out, "left in the DLQ: 1 effect_unknown with their effect confirmed")
-	assert.Equal(t, 1, depth(q.HotURL))
-	assert.Equal(t, 1, depth(q.DLQURL))
+	assert.Equal(t, 1, depthOf(t, client, q.HotURL))
+	assert.Equal(t, 1, depthOf(t, client, q.DLQURL))
 
 	// The worker claims the redriven key and runs it: its injected fault
 	// times out after the call again, so it is dead-lettered again as a new
 	// incident; the confirmed key is never claimed.
-	work()
+	workUntilIdle(t, table)
 	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
 	a, _, err := l.Get(ctx, none)
 	require.NoError(t, err)
@@ -158,7 +142,7 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	assert.Equal(t, "msg-7731", b.Receipt)
 	assert.Equal(t, 0, b.RedriveCount)
 	assert.Equal(t, 1, b.DeadLetterCount)
-	require.Equal(t, 2, depth(q.DLQURL))
+	require.Equal(t, 2, depthOf(t, client, q.DLQURL))
 
 	// Nothing is settled for select now: refused, nothing moves. Even
 	// overridden, the confirmed key stays.
@@ -189,7 +173,7 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	require.Len(t, plan.Groups, 1)
 	require.NotNil(t, plan.Groups[0].Rejected)
 	assert.Equal(t, "again", plan.Groups[0].Rejected.Why, "the latest rejection")
-	assert.Equal(t, 2, depth(q.DLQURL), "a rejection moves nothing")
+	assert.Equal(t, 2, depthOf(t, client, q.DLQURL), "a rejection moves nothing")
 
 	var actions []string
 	for _, r := range auditLines(t, auditFile) {

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -18,11 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
-	"github.com/agentdlq/agentdlq/internal/esm"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/workload"
 	"github.com/agentdlq/agentdlq/ledger"
-	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
@@ -45,21 +41,8 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	tasks := []workload.Task{workload.Make(prefix, 0, workload.Unclassified, 0), workload.Make(prefix, 1, workload.EffectUnknown, 0)}
 	_, err := workload.Send(ctx, client, q.HotURL, false, tasks, 1)
 	require.NoError(t, err)
-	configPath := filepath.Join("..", "..", pipeline.DefaultFile)
-	work := func() {
-		t.Helper()
-		var out, logs bytes.Buffer
-		f := &workFlags{pipeline: "agent-tasks", untilIdle: true, idleTimeout: 10 * time.Second, pollers: 1, table: table, logLevel: "warn"}
-		require.NoError(t, runWork(ctx, &globalFlags{configPath: configPath}, f, &out, &logs))
-	}
-	depth := func(url string) int {
-		t.Helper()
-		n, err := esm.Depth(ctx, client, url)
-		require.NoError(t, err)
-		return n
-	}
-	work()
-	require.Equal(t, 2, depth(q.DLQURL), "both dead-lettered")
+	workUntilIdle(t, table)
+	require.Equal(t, 2, depthOf(t, client, q.DLQURL), "both dead-lettered")
 
 	// The letters' ids, as triage lists them.
 	out, code := runCLI(t, "triage", "--pipeline", "agent-tasks", "--ledger-table", table, "--reports", "", "--no-progress", "-o", "json")
@@ -103,8 +86,8 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	} {
 		out, code := run(args...)
 		assert.Equal(t, exitRefused, code, "%v: %s", args, out)
-		assert.Equal(t, 2, depth(q.DLQURL), "%v: the DLQ keeps both", args)
-		assert.Equal(t, 0, depth(q.HotURL), "%v: nothing sent", args)
+		assert.Equal(t, 2, depthOf(t, client, q.DLQURL), "%v: the DLQ keeps both", args)
+		assert.Equal(t, 0, depthOf(t, client, q.HotURL), "%v: nothing sent", args)
 	}
 	msg := cliErr(t, append(append([]string{}, common...), append([]string{"--message-id", mail, "--patch", fix}, owner...)...)...)
 	assert.Contains(t, msg, "refused (effect_not_settled): email.send mutates and key")
@@ -119,7 +102,7 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	assert.Contains(t, out, "would repair dead letter "+bad)
 	assert.Contains(t, out, `"fault":{"kind":"error","error":"tool returned an unexpected shape"}`)
 	assert.Contains(t, out, "dry run: nothing sent, kept or deleted")
-	assert.Equal(t, 2, depth(q.DLQURL))
+	assert.Equal(t, 2, depthOf(t, client, q.DLQURL))
 
 	// The repair.
 	out, code = run(append([]string{"--message-id", bad, "--patch", fix, "-o", "json"}, owner...)...)
@@ -127,8 +110,8 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	var res redrive.RepairResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	assert.NotContains(t, string(res.After), "fault")
-	assert.Equal(t, 1, depth(q.DLQURL), "the repaired letter is deleted")
-	assert.Equal(t, 1, depth(q.HotURL), "the repaired task is on the hot queue")
+	assert.Equal(t, 1, depthOf(t, client, q.DLQURL), "the repaired letter is deleted")
+	assert.Equal(t, 1, depthOf(t, client, q.HotURL), "the repaired task is on the hot queue")
 	key := strings.TrimPrefix(res.Evidence, "s3://"+bucket+"/")
 	obj, err := s3.NewFromConfig(cfg).GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	require.NoError(t, err)
@@ -143,11 +126,11 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	msg = cliErr(t, append(append([]string{}, common...), append([]string{"--message-id", bad, "--patch", fix}, owner...)...)...)
 	assert.Contains(t, msg, "refused (letter_not_found)")
 	assert.Contains(t, msg, "it was repaired by platform-oncall at")
-	assert.Equal(t, 1, depth(q.HotURL), "nothing sent twice")
+	assert.Equal(t, 1, depthOf(t, client, q.HotURL), "nothing sent twice")
 
 	// The worker runs the repaired task, under a key of its own.
 	assert.Equal(t, tasks[0].Key+"~repair-"+res.ArgsAfterSHA256[:12], res.RepairedKey)
-	work()
+	workUntilIdle(t, table)
 	led := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
 	e, ok, err := led.Get(ctx, res.RepairedKey)
 	require.NoError(t, err)
@@ -161,8 +144,8 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	out, code = run(append([]string{"--message-id", mail, "--patch", fix, "-o", "json"}, owner...)...)
 	require.Equal(t, 0, code, out)
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
-	assert.Equal(t, 0, depth(q.DLQURL))
-	work()
+	assert.Equal(t, 0, depthOf(t, client, q.DLQURL))
+	workUntilIdle(t, table)
 	e, ok, err = led.Get(ctx, res.RepairedKey)
 	require.NoError(t, err)
 	require.True(t, ok)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -95,13 +94,8 @@ scan saw only part of the DLQ (what was verified stands; rerun later).`,
 			ctx := cmd.Context()
 			who := redrive.Who{Owner: f.owner, Why: f.why}
 			rs, err := deadletter.ParseReason(reason)
-			if err != nil {
-				known := make([]string, 0, len(deadletter.AllReasons()))
-				for _, r := range deadletter.AllReasons() {
-					known = append(known, string(r))
-				}
-				return f.refused(ctx, nil, audit.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeUnknownReason, Field: "--reason",
-					Reason: fmt.Sprintf("%q is not a reason (known: %s)", reason, strings.Join(known, ", "))})
+			if err != nil { // ParseReason's error names the known reasons
+				return f.refused(ctx, nil, audit.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeUnknownReason, Field: "--reason", Reason: fmt.Sprintf("%q: %v", reason, err)})
 			}
 			if timeout <= 0 {
 				return f.refused(ctx, nil, audit.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeBadInput, Field: "--timeout", Reason: fmt.Sprintf("%s is not positive", timeout)})

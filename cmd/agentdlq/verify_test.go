@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -16,11 +15,9 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
-	"github.com/agentdlq/agentdlq/internal/esm"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/workload"
 	"github.com/agentdlq/agentdlq/ledger"
-	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 )
@@ -31,7 +28,7 @@ func TestLedgerVerifyBadInput(t *testing.T) {
 		args   []string
 		stderr string
 	}{
-		{[]string{"--pipeline", "agent-tasks", "--reason", "maybe", "--owner", "platform-oncall", "--why", "x"}, `refused (unknown_reason): --reason "maybe" is not a reason (known: budget_exhausted,`},
+		{[]string{"--pipeline", "agent-tasks", "--reason", "maybe", "--owner", "platform-oncall", "--why", "x"}, `refused (unknown_reason): --reason "maybe": unknown reason "maybe" (known: budget_exhausted,`},
 		{[]string{"--pipeline", "agent-tasks", "--timeout", "0s", "--owner", "platform-oncall", "--why", "x"}, "refused (bad_input): --timeout 0s is not positive"},
 		{[]string{"--owner", "platform-oncall", "--why", "x"}, "--pipeline is required"},
 	} {
@@ -68,23 +65,18 @@ func TestVerifyWalkOnEmulators(t *testing.T) {
 		return tk
 	}
 	none, done, elsewhere := mk(0, sampleworker.FaultTimeoutAfterEffect), mk(1, sampleworker.FaultLostReply), mk(2, sampleworker.FaultTimeoutAfterEffect)
-	configPath := filepath.Join("..", "..", pipeline.DefaultFile)
 	work := func(tasks ...workload.Task) {
 		t.Helper()
 		_, err := workload.Send(ctx, client, q.HotURL, false, tasks, 1)
 		require.NoError(t, err)
-		var out, logs bytes.Buffer
-		f := &workFlags{pipeline: "agent-tasks", untilIdle: true, idleTimeout: 10 * time.Second, pollers: 1, table: table, logLevel: "warn"}
-		require.NoError(t, runWork(ctx, &globalFlags{configPath: configPath}, f, &out, &logs))
+		workUntilIdle(t, table)
 	}
 	// A worker with another effect store (as a worker elsewhere would be).
 	t.Setenv("AGENTDLQ_LOCAL_DIR", t.TempDir())
 	work(elsewhere)
 	t.Setenv("AGENTDLQ_LOCAL_DIR", t.TempDir())
 	work(none, done)
-	n, err := esm.Depth(ctx, client, q.DLQURL)
-	require.NoError(t, err)
-	require.Equal(t, 3, n, "all three dead-lettered")
+	require.Equal(t, 3, depthOf(t, client, q.DLQURL), "all three dead-lettered")
 
 	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
 	entries := func() map[string]ledger.Entry {
@@ -172,9 +164,7 @@ func TestVerifyWalkOnEmulators(t *testing.T) {
 	out, code := runCLI(t, append([]string{"redrive", "select", "--reason", "effect_unknown", "--owner", "platform-oncall", "--why", "verified: nothing was sent", "--rate", "50"}, common...)...)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "moved 1")
-	n, err = esm.Depth(ctx, client, q.DLQURL)
-	require.NoError(t, err)
-	assert.Equal(t, 2, n, "the confirmed key and the unknown one stay")
+	assert.Equal(t, 2, depthOf(t, client, q.DLQURL), "the confirmed key and the unknown one stay")
 
 	var actions []string
 	for _, r := range auditLines(t, auditPath) {
