@@ -185,8 +185,9 @@ type PlanRequest struct {
 	Actor string
 	// Report is optional: a triage report the caller holds (the console's
 	// kept report). With it (or with Groups), Plan neither scans the DLQ
-	// nor audits: a page view. Without both, Plan scans the DLQ read-only
-	// (Config.Scan) and audits that the plan was shown.
+	// nor audits, a refusal (a bad Filter) included: a page view. Without
+	// both, Plan scans the DLQ read-only (Config.Scan) and audits that the
+	// plan was shown, or why it was refused.
 	Report *triage.Report
 	// Groups is optional: the groups to plan (by default every group of
 	// Report, or of the scan).
@@ -206,8 +207,10 @@ type PlanRequest struct {
 // A scan that saw only part of the DLQ returns the plan of what it saw
 // and a *PartialError; a scan that failed is audited too.
 func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
-	if err := checkFilter(req.Filter); err != nil {
-		return nil, r.record(ctx, audit.Entry{Actor: req.Actor, Action: audit.ActionPlan}, err)
+	badFilter := checkFilter(req.Filter)
+	if badFilter != nil && (req.Report != nil || req.Groups != nil) {
+		// A page view audits nothing, its refusal included.
+		return nil, badFilter
 	}
 	if req.Report != nil && !req.Filter.IsZero() {
 		rep, err := triage.Narrow(req.Report, r.cfg.Pipeline, req.Filter)
@@ -231,13 +234,18 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 		r.annotatePlan(ctx, pl, req.Report)
 		return pl, nil
 	}
-	// Not gated, but its record says who looked: in AWS the STS caller (a
-	// failure to ask is recorded, and does not hide the plan).
-	_, _ = r.identify(ctx)
 	rec := audit.Entry{Actor: req.Actor, Action: audit.ActionPlan}
 	if !req.Filter.IsZero() {
 		rec.Detail = map[string]string{"filter": r.filterText(req.Filter)}
 	}
+	if badFilter != nil {
+		// Refused before the caller is asked or the DLQ scanned, and
+		// audited: as every refusal of a command that reached a pipeline.
+		return nil, r.record(ctx, rec, badFilter)
+	}
+	// Not gated, but its record says who looked: in AWS the STS caller (a
+	// failure to ask is recorded, and does not hide the plan).
+	_, _ = r.identify(ctx)
 	groups, rep, err := r.scan(ctx)
 	if err == nil && !req.Filter.IsZero() {
 		if rep, err = triage.Narrow(rep, r.cfg.Pipeline, req.Filter); err == nil {

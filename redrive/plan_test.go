@@ -82,6 +82,17 @@ func TestPlanIsAuditedWhenItScans(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 2, held.Total)
 	assert.Empty(t, store.all(), "a plan over a held report audits nothing")
+
+	// An empty window over a held report is refused, and audits nothing
+	// either: a page view's refusal is the caller's to show.
+	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
+	empty := triage.Filter{Since: now, Until: now}
+	for _, req := range []PlanRequest{{Actor: "alice", Report: rep, Filter: empty}, {Actor: "alice", Groups: []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}}, Filter: empty}} {
+		_, err = r.Plan(context.Background(), req)
+		assert.Equal(t, CodeBadInput, RefusalCode(err))
+		assert.Empty(t, store.all(), "a refused page view audits nothing")
+	}
+
 	_, err = r.Plan(context.Background(), PlanRequest{Actor: "alice"})
 	require.NoError(t, err)
 	recs := store.all()
@@ -90,6 +101,20 @@ func TestPlanIsAuditedWhenItScans(t *testing.T) {
 	assert.Equal(t, audit.OutcomeShown, recs[0].Outcome)
 	assert.Equal(t, 2, recs[0].Counts["total"])
 	assert.Equal(t, "alice", recs[0].Actor)
+
+	// The same empty window on a plan that scans is refused before the
+	// scan, and audited, as every refusal of a command that reached a
+	// pipeline is.
+	scanned := 0
+	r.cfg.Scan = func(context.Context) (*triage.Report, error) { scanned++; return rep, nil }
+	_, err = r.Plan(context.Background(), PlanRequest{Actor: "alice", Filter: empty})
+	assert.Equal(t, CodeBadInput, RefusalCode(err))
+	assert.Zero(t, scanned, "refused before the scan")
+	recs = store.all()
+	require.Len(t, recs, 2)
+	assert.Equal(t, audit.ActionPlan, recs[1].Action)
+	assert.Equal(t, audit.OutcomeRefused, recs[1].Outcome)
+	assert.Equal(t, empty.String(), recs[1].Detail["filter"], "the refusal names the filter, as the plan shown does")
 }
 
 func TestRejectIsAuditedAndGated(t *testing.T) {
