@@ -9,7 +9,6 @@ import (
 	"maps"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 )
@@ -77,16 +77,13 @@ type RepairResult struct {
 // document in the eval bucket holds it whole).
 const maxAuditedPatch = 4096
 
-// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut
+// ("…"): a reader of the audit record must see that the patch goes on.
 func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
+	if t := textutil.Truncate(s, n); len(t) < len(s) {
+		return t + "…"
 	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return s
 }
 
 // repairRecordVersion is the version of the evidence document Repair keeps.

@@ -308,3 +308,11 @@ func (f *memPut) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*
 	f.objs[aws.ToString(in.Bucket)+"/"+aws.ToString(in.Key)] = b
 	return &s3.PutObjectOutput{}, nil
 }
+
+// An audited patch cut to its bound says so, and is cut on a rune.
+func TestTruncateMarksTheCut(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "abc", truncate("abc", 3))
+	assert.Equal(t, "ab…", truncate("abcd", 2))
+	assert.Equal(t, "a…", truncate("aéb", 2))
+}

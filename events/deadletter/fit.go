@@ -8,7 +8,8 @@ import (
 	"maps"
 	"slices"
 	"time"
-	"unicode/utf8"
+
+	"github.com/agentdlq/agentdlq/internal/textutil"
 )
 
 // Reduction is one thing FitDeadLetter gave up so that a dead letter fits.
@@ -125,8 +126,8 @@ func FitDeadLetter(m Meta, original map[string]Attribute, bodyBytes, maxBytes in
 			}
 			m = Meta{
 				Class: m.Class, Reason: m.Reason, NextAction: m.NextAction, Attempts: m.Attempts,
-				MessageID: truncate(m.MessageID, 256), DeadLetteredAt: m.DeadLetteredAt, IdempotencyKey: truncate(m.IdempotencyKey, 256),
-				TaskID: truncate(m.TaskID, 256), TraceID: truncate(m.TraceID, 256), InputSHA256: truncate(m.InputSHA256, 64), Effect: EffectState(truncate(string(m.Effect), 32)),
+				MessageID: textutil.Truncate(m.MessageID, 256), DeadLetteredAt: m.DeadLetteredAt, IdempotencyKey: textutil.Truncate(m.IdempotencyKey, 256),
+				TaskID: textutil.Truncate(m.TaskID, 256), TraceID: textutil.Truncate(m.TraceID, 256), InputSHA256: textutil.Truncate(m.InputSHA256, 64), Effect: EffectState(textutil.Truncate(string(m.Effect), 32)),
 				Reduced: append(m.Reduced, ReducedMeta), Evidence: ref,
 			}
 			if dropBadTimes(&m) {
@@ -189,17 +190,6 @@ func dropBadTimes(m *Meta) bool {
 		dropped = bad(&m.History[i].At) || dropped
 	}
 	return dropped
-}
-
-// truncate cuts s to at most n bytes, at a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // MarshalEvidence is the JSON document of a claim check.

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 )
 
 // Classification is what Classify decides about an error.
@@ -168,7 +169,7 @@ func callClassify(own ClassifyFunc, err error) (c Classification, ok bool) {
 	case !ok:
 		return Classification{}, false
 	case !workerReason(r):
-		return Classification{Reason: deadletter.ReasonUnclassified, Code: "classify:" + truncate(string(r), 64)}, true
+		return Classification{Reason: deadletter.ReasonUnclassified, Code: "classify:" + textutil.Truncate(string(r), 64)}, true
 	}
 	return Classification{Reason: r, Code: apiCode(err)}, true
 }

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/assert"
@@ -210,6 +212,19 @@ func TestClassifyHook(t *testing.T) {
 			assert.Equal(t, tt.wantCode, got.Code, "code")
 		})
 	}
+}
+
+// A hook's reason the worker cannot write is kept in the code, cut to 64
+// bytes: never inside a rune, or the dead letter's error_code attribute
+// would not be UTF-8.
+func TestClassifyHookLongReasonCutOnARune(t *testing.T) {
+	t.Parallel()
+	long := deadletter.Reason(strings.Repeat("x", 63) + "é-and-more")
+	c, ok := callClassify(func(error) (deadletter.Reason, bool) { return long, true }, errors.New("boom"))
+	require.True(t, ok)
+	assert.Equal(t, deadletter.ReasonUnclassified, c.Reason)
+	assert.Equal(t, "classify:"+strings.Repeat("x", 63), c.Code)
+	assert.True(t, utf8.ValidString(c.Code), "%q", c.Code)
 }
 
 func TestBackoffSchedule(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 )
 
 // SQSAPI is what the processor calls on SQS, with the SDK's signatures: an
@@ -163,7 +164,7 @@ func effectState(st *recordState) deadletter.EffectState {
 
 // DeduplicationID is the MessageDeduplicationId of the dead letter of a FIFO
 // message: "dlq-" and the original message id.
-func DeduplicationID(messageID string) string { return "dlq-" + truncate(messageID, 120) }
+func DeduplicationID(messageID string) string { return "dlq-" + textutil.Truncate(messageID, 120) }
 
 // attributeMap is a dead letter's original attributes as a map, nil when
 // there are none (the general path of a dead letter only: see enqueue).

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 )
 
 // SendMessageBatch takes at most ten entries, whose messages together are
@@ -382,7 +383,7 @@ func (p *Processor) settle(ctx context.Context, l *pendingLetter, err error, m *
 		traceID: st.fields.TraceID, code: l.code, err: l.errMsg,
 	}
 	if pe, ok := errors.AsType[*panicError](l.cause); ok {
-		line.stack = truncate(pe.stack(), 4096)
+		line.stack = textutil.Truncate(pe.stack(), 4096)
 	}
 	p.logDeadLettered(ctx, &line)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/jsonscan"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 )
 
 // Event is a Lambda SQS event decoded by DecodeEvent. It owns its data:
@@ -537,7 +538,7 @@ func (d *decoder) attributes(r *message, i, n int) (int, error) {
 			if k = jsonscan.SkipValue(b, j, 4); k < 0 {
 				return -1, d.invalid(j)
 			}
-			return -1, d.typeError(j, fmt.Sprintf("record %d: attribute %q is not a string", n, truncate(string(key), 64)))
+			return -1, d.typeError(j, fmt.Sprintf("record %d: attribute %q is not a string", n, textutil.Truncate(string(key), 64)))
 		}
 		// The last of duplicate keys wins, as in a decoded map.
 		switch string(key) {
@@ -678,7 +679,7 @@ func walkMessageAttributes(d *decoder, i int) (int, error) {
 			return -1, err
 		}
 		if dup {
-			return -1, fmt.Errorf("%w: %w: message attribute %q twice", ErrNotSQSEvent, ErrDuplicateKey, truncate(string(key), 64))
+			return -1, fmt.Errorf("%w: %w: message attribute %q twice", ErrNotSQSEvent, ErrDuplicateKey, textutil.Truncate(string(key), 64))
 		}
 		switch b[j] {
 		case 'n':
@@ -695,7 +696,7 @@ func walkMessageAttributes(d *decoder, i int) (int, error) {
 			if k := jsonscan.SkipValue(b, j, 4); k < 0 {
 				return -1, d.invalid(j)
 			}
-			return -1, d.typeError(j, fmt.Sprintf("message attribute %q is not an object", truncate(string(key), 64)))
+			return -1, d.typeError(j, fmt.Sprintf("message attribute %q is not an object", textutil.Truncate(string(key), 64)))
 		}
 		var done bool
 		if i, done, err = d.next(j, '}'); err != nil || done {
@@ -845,7 +846,7 @@ func (d *decoder) messageAttribute(i int, name []byte) (int, error) {
 			}
 			j = k
 		case seen[f]:
-			return -1, fmt.Errorf("%w: %w: message attribute %q has %q twice", ErrNotSQSEvent, ErrDuplicateKey, truncate(string(name), 64), mFieldNames[f])
+			return -1, fmt.Errorf("%w: %w: message attribute %q has %q twice", ErrNotSQSEvent, ErrDuplicateKey, textutil.Truncate(string(name), 64), mFieldNames[f])
 		case b[j] == 'n':
 			seen[f] = true
 			k := jsonscan.ScanLiteral(b, j, "null") // the zero value
@@ -935,7 +936,7 @@ func (d *decoder) messageAttributeList(i int, name []byte, f int) (int, error) {
 
 // mattrError is a message attribute's member of the wrong type at b[i].
 func (d *decoder) mattrError(i int, name []byte, what string) error {
-	return d.typeError(i, fmt.Sprintf("message attribute %q: %s", truncate(string(name), 64), what))
+	return d.typeError(i, fmt.Sprintf("message attribute %q: %s", textutil.Truncate(string(name), 64), what))
 }
 
 // checkBase64 validates the raw content of a JSON string (ScanString's
@@ -1300,7 +1301,7 @@ func (e *Event) check() error {
 		}
 		if r.source != nil && string(r.source) != `"aws:sqs"` {
 			if s := litString(r.source); s != "" && s != "aws:sqs" {
-				return fmt.Errorf("%w: record %d has eventSource %q", ErrNotSQSEvent, i, truncate(s, 64))
+				return fmt.Errorf("%w: record %d has eventSource %q", ErrNotSQSEvent, i, textutil.Truncate(s, 64))
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/rusage"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 )
 
 // diffDecode decodes payload with DecodeEvent (on a copy: it decodes in
@@ -40,11 +41,11 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 		return nil
 	case lerr != nil:
 		if !errors.Is(lerr, ErrDuplicateKey) {
-			t.Fatalf("DecodeEvent refused what encoding/json accepts: %v\npayload: %q", lerr, truncate(string(payload), 2000))
+			t.Fatalf("DecodeEvent refused what encoding/json accepts: %v\npayload: %q", lerr, textutil.Truncate(string(payload), 2000))
 		}
 		return nil
 	case jerr != nil:
-		t.Fatalf("DecodeEvent accepted what encoding/json refuses (%v)\npayload: %q", jerr, truncate(string(payload), 2000))
+		t.Fatalf("DecodeEvent accepted what encoding/json refuses (%v)\npayload: %q", jerr, textutil.Truncate(string(payload), 2000))
 	}
 	got := lean.SQSEvent()
 	if !reflect.DeepEqual(got, want) {
@@ -97,7 +98,7 @@ func samePosition(t *testing.T, payload []byte, err error, entry string) {
 		t.Fatalf("%s: %v, but encoding/json finds the payload valid JSON", entry, err)
 	}
 	if at := fmt.Sprintf(" at byte %d", want); !strings.HasSuffix(err.Error(), at) {
-		t.Fatalf("%s: %v, want the error%s (encoding/json's)\npayload: %q", entry, err, at, truncate(string(payload), 2000))
+		t.Fatalf("%s: %v, want the error%s (encoding/json's)\npayload: %q", entry, err, at, textutil.Truncate(string(payload), 2000))
 	}
 }
 
@@ -379,7 +380,7 @@ func TestDecodeEventDuplicateAttributeName(t *testing.T) {
 	} {
 		_, err := DecodeEvent(doc(c.attrs))
 		if got := errors.Is(err, ErrDuplicateKey); got != c.dup || (err != nil && !c.dup) {
-			t.Errorf("%s: err = %v, want a duplicate: %v", truncate(c.attrs, 80), err, c.dup)
+			t.Errorf("%s: err = %v, want a duplicate: %v", textutil.Truncate(c.attrs, 80), err, c.dup)
 		}
 	}
 	// The names of one record do not carry over to the next.

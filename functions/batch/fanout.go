@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentdlq/agentdlq/internal/textutil"
 )
 
 // runOne handles record i unless its FIFO group is already held. batchNow
@@ -32,7 +34,7 @@ func (p *Processor) runOne(ctx context.Context, rs []message, i int, st *recordS
 		value := rec.Attribute(attrReceiveCount)
 		logAttrs(ctx, p.log, slog.LevelWarn, "unreadable ApproximateReceiveCount; counted as 1",
 			slog.String("message_id", rec.MessageID()), slog.String("queue", queueName(rec.EventSourceARN())),
-			slog.String("value", truncate(value, 32)))
+			slog.String("value", textutil.Truncate(value, 32)))
 	}
 	if r := p.process(ctx, rec, m); r != resultPending {
 		st.result = r

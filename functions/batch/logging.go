@@ -38,10 +38,3 @@ func queueName(arn string) string {
 	}
 	return arn
 }
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
-}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/ledger"
 )
 
@@ -196,7 +197,7 @@ func CheckSQSEvent(ev events.SQSEvent) error {
 			return fmt.Errorf("%w: record %d has no messageId", ErrNotSQSEvent, i)
 		}
 		if r.EventSource != "" && r.EventSource != "aws:sqs" {
-			return fmt.Errorf("%w: record %d has eventSource %q", ErrNotSQSEvent, i, truncate(r.EventSource, 64))
+			return fmt.Errorf("%w: record %d has eventSource %q", ErrNotSQSEvent, i, textutil.Truncate(r.EventSource, 64))
 		}
 	}
 	return nil

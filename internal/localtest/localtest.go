@@ -30,6 +30,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/sdkhttp"
@@ -99,7 +100,7 @@ func Unique(prefix string) string {
 func Queues(t testing.TB, cfg aws.Config, p *pipeline.Pipeline) pipeline.Queues {
 	t.Helper()
 	client := sqs.NewFromConfig(cfg)
-	base := Unique("t-" + truncate(p.Name, 40))
+	base := Unique("t-" + textutil.Truncate(p.Name, 40))
 	n := topology.Names{Hot: base, DLQ: base + "-dlq"}
 	if p.FIFO {
 		n = topology.Names{Hot: base + ".fifo", DLQ: base + "-dlq.fifo"}
@@ -175,11 +176,4 @@ func Bucket(t testing.TB, cfg aws.Config) string {
 		}
 	})
 	return name
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
