@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/agentdlq/agentdlq/internal/filterfield"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
@@ -31,7 +32,7 @@ type pageFilter struct {
 // filterOf reads the filter of r (its URL, or its form when posted).
 func (s *Server) filterOf(r *http.Request) pageFilter {
 	pf := pageFilter{Raw: map[string]string{}}
-	for _, k := range []string{"tool", "tenant", "since", "until", "contains"} { // triage.Filter.Fields' names
+	for _, k := range filterfield.Names {
 		if v := r.FormValue(k); v != "" {
 			pf.Raw[k] = v
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentdlq/agentdlq/internal/filterfield"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -109,15 +110,12 @@ func (f Filter) Fields() map[string]string {
 	return out
 }
 
-// filterFieldNames are the names of Fields, in the order String writes them.
-var filterFieldNames = []string{"tool", "tenant", "since", "until", "contains"}
-
 // String is f as one line, "tool=web.search since=2026-12-02T08:00:00Z"
 // (values with a space or a quote quoted); "" for the zero Filter.
 func (f Filter) String() string {
 	fs := f.Fields()
 	var parts []string
-	for _, k := range filterFieldNames {
+	for _, k := range filterfield.Names {
 		v, ok := fs[k]
 		if !ok {
 			continue

@@ -2,6 +2,7 @@ package triage
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/filterfield"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -73,6 +75,12 @@ func TestParseFilter(t *testing.T) {
 	assert.Equal(t, Filter{Tool: "web.search", Tenant: "acme", Since: t0.Add(-2 * time.Hour), Until: t0.Add(-30 * time.Minute), Contains: "timeout"}, f)
 	assert.Equal(t, "tool=web.search tenant=acme since=2026-11-29T10:00:00Z until=2026-11-29T11:30:00Z contains=timeout", f.String())
 	assert.Equal(t, map[string]string{"tool": "web.search", "tenant": "acme", "since": "2026-11-29T10:00:00Z", "until": "2026-11-29T11:30:00Z", "contains": "timeout"}, f.Fields())
+	// A field added to Filter is named in the one list String, the CLI's
+	// flags and the console's form go by.
+	assert.Equal(t, reflect.TypeFor[Filter]().NumField(), len(filterfield.Names))
+	for _, k := range filterfield.Names {
+		assert.Contains(t, f.Fields(), k)
+	}
 
 	d, err := parseWhen("7d", t0)
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/agentdlq/agentdlq/internal/filterfield"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -46,7 +47,7 @@ func (ff *filterFlags) parse(now time.Time) (triage.Filter, error) {
 func filterArgs(f triage.Filter) string {
 	fs := f.Fields()
 	out := ""
-	for _, k := range filterFlagNames {
+	for _, k := range filterfield.Names {
 		if v, ok := fs[k]; ok {
 			out += " --" + k + " " + shq(v)
 		}
@@ -61,10 +62,6 @@ func planFilter(pl *redrive.Plan) triage.Filter {
 	}
 	return pl.Filter.Filter
 }
-
-// filterFlagNames are the filter's flags, in the order a command line
-// spells them: the names of triage.Filter.Fields.
-var filterFlagNames = []string{"tool", "tenant", "since", "until", "contains"}
 
 // filterLine is the filter a plan was made with, as its header says it.
 func filterLine(fd *triage.Filtered) string {

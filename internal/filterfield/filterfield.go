@@ -1,0 +1,9 @@
+// Package filterfield holds the names of triage.Filter's fields as the
+// CLI's flags, the console's URL and the audit records spell them, for
+// triage, cmd/agentdlq and console alike without triage exporting them.
+package filterfield
+
+// Names are the filter's fields (triage.Filter.Fields' keys), in the order
+// a filter is written: triage.Filter.String, a command line's flags, the
+// console's form.
+var Names = []string{"tool", "tenant", "since", "until", "contains"}
