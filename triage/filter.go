@@ -136,10 +136,10 @@ func ParseFilter(tool, tenant, since, until, contains string, now time.Time) (Fi
 	f := Filter{Tool: strings.TrimSpace(tool), Tenant: strings.TrimSpace(tenant), Contains: strings.TrimSpace(contains)}
 	var err error
 	if f.Since, err = parseWhen(since, now); err != nil {
-		return Filter{}, fmt.Errorf("since: %w", err)
+		return Filter{}, &filterfield.Error{Field: "since", Err: err}
 	}
 	if f.Until, err = parseWhen(until, now); err != nil {
-		return Filter{}, fmt.Errorf("until: %w", err)
+		return Filter{}, &filterfield.Error{Field: "until", Err: err}
 	}
 	if err := f.Validate(); err != nil {
 		return Filter{}, err

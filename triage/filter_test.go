@@ -89,10 +89,22 @@ func TestParseFilter(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, t0.Add(-36*time.Hour), d)
 
-	for _, bad := range [][2]string{{"yesterday", ""}, {"", "-2h"}, {"1h", "2h"}, {"x7d", ""}, {"0s", ""}} {
-		_, err := ParseFilter("", "", bad[0], bad[1], "", t0)
+	for _, bad := range []struct{ since, until, field string }{
+		{"yesterday", "", "since"}, {"", "-2h", "until"}, {"1h", "2h", ""}, {"x7d", "", "since"}, {"0s", "", "since"}, {"1h", "soon", "until"},
+	} {
+		_, err := ParseFilter("", "", bad.since, bad.until, "", t0)
 		require.Error(t, err, bad)
 		assert.True(t, errors.Is(err, errBadFilter), "%v: %v", bad, err)
+		// The field whose value does not parse is named by the error's
+		// type, as the message names it; an empty window names none.
+		var fe *filterfield.Error
+		if bad.field == "" {
+			assert.False(t, errors.As(err, &fe), "%v: %v", bad, err)
+			continue
+		}
+		require.ErrorAs(t, err, &fe, bad)
+		assert.Equal(t, bad.field, fe.Field)
+		assert.True(t, strings.HasPrefix(err.Error(), bad.field+": bad filter: "), err.Error())
 	}
 	q, err := ParseFilter("", "", "", "", `say "hi"`, t0)
 	require.NoError(t, err)

@@ -1,8 +1,8 @@
 package main
 
 import (
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -28,13 +28,15 @@ func (ff *filterFlags) add(fs *pflag.FlagSet) {
 }
 
 // parse reads the flags as of now; a bad time or an empty window is an error
-// naming the flag.
+// naming the flag: the one whose value does not parse (the error says
+// which field), else both.
 func (ff *filterFlags) parse(now time.Time) (triage.Filter, error) {
 	f, err := triage.ParseFilter(ff.tool, ff.tenant, ff.since, ff.until, ff.contains, now)
-	if err != nil {
-		if m := err.Error(); strings.HasPrefix(m, "since:") || strings.HasPrefix(m, "until:") {
-			return triage.Filter{}, fmt.Errorf("--%w", err) // "--since: bad filter: …"
-		}
+	var fe *filterfield.Error
+	switch {
+	case errors.As(err, &fe):
+		return triage.Filter{}, fmt.Errorf("--%s: %w", fe.Field, fe.Err) // "--since: bad filter: …"
+	case err != nil:
 		return triage.Filter{}, fmt.Errorf("--since/--until: %w", err)
 	}
 	return f, nil

@@ -25,9 +25,11 @@ func TestFilterArgs(t *testing.T) {
 	assert.Equal(t, " --tool web.search --since 2026-12-02T08:00:00Z --contains 'rate limit'", filterArgs(f))
 	assert.Equal(t, "", filterArgs(triage.Filter{}))
 	_, err = (&filterFlags{since: "soon"}).parse(time.Now())
-	assert.ErrorContains(t, err, "--since: bad filter")
+	assert.EqualError(t, err, `--since: bad filter: "soon" is neither an RFC 3339 time (2026-12-02T08:00:00Z) nor a duration ago (2h, 90m, 7d)`)
+	_, err = (&filterFlags{since: "1h", until: "soon"}).parse(time.Now())
+	assert.EqualError(t, err, `--until: bad filter: "soon" is neither an RFC 3339 time (2026-12-02T08:00:00Z) nor a duration ago (2h, 90m, 7d)`, "a good --since, a bad --until: the flag at fault")
 	_, err = (&filterFlags{since: "1h", until: "2h"}).parse(time.Now())
-	assert.ErrorContains(t, err, "--since/--until: bad filter")
+	assert.ErrorContains(t, err, "--since/--until: bad filter: since ")
 }
 
 // TestFiltersOnEmulators walks the filters on the emulators: triage, plan

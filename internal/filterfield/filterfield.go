@@ -7,3 +7,14 @@ package filterfield
 // a filter is written: triage.Filter.String, a command line's flags, the
 // console's form.
 var Names = []string{"tool", "tenant", "since", "until", "contains"}
+
+// Error is a field's value that does not parse (triage.ParseFilter's
+// error for a bad since or until): Field is one of Names, so that a caller
+// can name its own flag or parameter without reading the message.
+type Error struct {
+	Field string
+	Err   error
+}
+
+func (e *Error) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
