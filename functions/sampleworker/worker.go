@@ -173,20 +173,20 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 			fault = nil // the dependency is up: the call succeeds
 		}
 	}
+	receipt := Receipt(task.Args)
 	if fault != nil {
 		if err := w.inject(ctx, r, tool, fault); err != nil {
 			if tool.Mutates && errors.Is(err, context.DeadlineExceeded) && (fault.Kind == FaultTimeoutAfterEffect || fault.Kind == FaultLostReply) {
 				// The call started (inject marked it) and reached the
 				// system; with lost_reply it took effect too, and only
 				// its reply was lost.
-				if cerr := w.call(ctx, task.IdempotencyKey, Receipt(task.Args), fault.Kind == FaultLostReply); cerr != nil {
+				if cerr := w.call(ctx, task.IdempotencyKey, receipt, fault.Kind == FaultLostReply); cerr != nil {
 					return cerr
 				}
 			}
 			return err
 		}
 	}
-	receipt := Receipt(task.Args)
 	if tool.Mutates {
 		if err := r.StartEffect(ctx); err != nil {
 			return err
