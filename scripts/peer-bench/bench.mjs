@@ -9,7 +9,19 @@
 // body): cpu_ns_per_record is the whole invocation's, parse and handling;
 // parse_cpu_ns_per_record is the parse alone, measured apart afterwards.
 //
-// usage: node bench.mjs EVENT_FILE [REPEATS]
+// With --idempotency the peer also does the worker's idempotency work the
+// way a Powertools user would: the tool's call is made idempotent with
+// Powertools' own utility (makeIdempotent), keyed by the task's
+// idempotency_key, with payload validation of its args (the reused-key check
+// of agentdlq's ledger: Powertools hashes the deep-sorted args, the worker
+// the RFC 8785 form) and SHA-256, on a CachePersistenceLayer over an
+// in-memory client, as the worker's bench claims and completes its keys in
+// an in-memory ledger. Every invocation starts with an empty store, as
+// every repeat of the worker's bench starts with a fresh ledger. It is not
+// the budget's peer (issue 19 names Powertools' BatchProcessor with the
+// work above), but the same work on both sides.
+//
+// usage: node bench.mjs EVENT_FILE [REPEATS] [--idempotency]
 import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import {
@@ -17,11 +29,15 @@ import {
   EventType,
   processPartialResponse,
 } from '@aws-lambda-powertools/batch';
+import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import { CachePersistenceLayer } from '@aws-lambda-powertools/idempotency/cache';
 import { Range, SemVer } from 'semver';
 
-const [file, repeatsArg] = process.argv.slice(2);
+const argv = process.argv.slice(2);
+const idempotency = argv.includes('--idempotency');
+const [file, repeatsArg] = argv.filter((a) => a !== '--idempotency');
 if (!file) {
-  console.error('usage: node bench.mjs EVENT_FILE [REPEATS]');
+  console.error('usage: node bench.mjs EVENT_FILE [REPEATS] [--idempotency]');
   process.exit(2);
 }
 const repeats = Number(repeatsArg ?? 1000);
@@ -141,10 +157,40 @@ const faulted = (fault, record) => {
     Number(record.attributes?.ApproximateReceiveCount) >= n);
 };
 
+// The tool: args.fault, then the SHA-256 of the raw args.
+const tool = (task, record) => {
+  if (faulted(task.args.fault, record)) throw new Error('fault');
+  return createHash('sha256').update(rawArgs(record.body, task.args)).digest('hex');
+};
+
+// --idempotency: the tool's call made idempotent by Powertools, on a store
+// that is a Map behind the cache client's interface (get, set with NX,
+// del), emptied before every invocation.
+let store = new Map();
+const memoryClient = {
+  get: async (key) => store.get(key) ?? null,
+  set: async (key, value, options) => {
+    if (options?.NX && store.has(key)) return null;
+    store.set(key, value);
+    return 'OK';
+  },
+  del: async (keys) => keys.reduce((n, k) => n + (store.delete(k) ? 1 : 0), 0),
+};
+const idempotencyConfig = new IdempotencyConfig({
+  eventKeyJmesPath: 'idempotency_key',
+  payloadValidationJmesPath: 'args',
+  hashFunction: 'sha256',
+  throwOnNoIdempotencyKey: true,
+});
+const idempotentTool = makeIdempotent(tool, {
+  persistenceStore: new CachePersistenceLayer({ client: memoryClient }),
+  config: idempotencyConfig,
+});
+
 // The per-record work: the same checks the Go decoder makes, then the
-// SHA-256 of the raw args.
+// tool (idempotent with --idempotency).
 const digests = new Map();
-const recordHandler = (record) => {
+const recordHandler = async (record) => {
   const task = JSON.parse(record.body);
   if (task === null || typeof task !== 'object' || Array.isArray(task)) throw new Error('json_invalid');
   for (const [f, max] of required) {
@@ -157,8 +203,7 @@ const recordHandler = (record) => {
   const entry = catalog.get(task.tool);
   if (!entry) throw new Error('tool_unknown');
   if (!supports(entry, task.tool_version)) throw new Error(`tool_version_unsupported: outside the tool's supported range "${entry.range.raw}"`);
-  if (faulted(args.fault, record)) throw new Error('fault');
-  const sum = createHash('sha256').update(rawArgs(record.body, args)).digest('hex');
+  const sum = idempotency ? await idempotentTool(task, record) : tool(task, record);
   digests.set(record.messageId, sum);
   return sum;
 };
@@ -167,6 +212,8 @@ const processor = new BatchProcessor(EventType.SQS);
 const context = { getRemainingTimeInMillis: () => 60_000 };
 let failures = 0;
 const once = async () => {
+  store = new Map();
+  idempotencyConfig.registerLambdaContext(context);
   const res = await processPartialResponse(JSON.parse(text), recordHandler, processor, { context });
   failures = res.batchItemFailures.length;
 };
@@ -192,7 +239,7 @@ for (const r of event.Records) {
 }
 const round = (x) => Math.round(x * 10) / 10;
 console.log(JSON.stringify({
-  peer: '@aws-lambda-powertools/batch BatchProcessor',
+  peer: '@aws-lambda-powertools/batch BatchProcessor' + (idempotency ? ' + @aws-lambda-powertools/idempotency' : ''),
   node: process.version,
   records,
   repeats,
