@@ -67,8 +67,12 @@ type Config struct {
 	// letter page previews repairs and refuses to apply them.
 	EvidenceWriter audit.S3PutAPI
 	// Catalog is optional: the worker's tools, a repaired task is checked
-	// against (redrive.Config.Catalog).
+	// against, and whose verifiers (agenttask.Tool.Verify) "Verify with the
+	// tools" runs (redrive.Config.Catalog); without it verify is refused.
 	Catalog agenttask.Catalog
+	// VerifyNote is optional: why no verifier can run here (agentdlq ui: the
+	// sample tools keep no effect store in AWS), shown on the verify page.
+	VerifyNote string
 	// Ledger is optional: the letter page's ledger entry, triage's counts;
 	// a redrive (a dry run included) needs it: redrive.New refuses without
 	// one (redrive.ErrNoLedger).
@@ -117,6 +121,8 @@ type Server struct {
 	// to (by a random id, for reconcileKeep), so that reloading that page
 	// shows it again instead of submitting the form again.
 	done map[string]reconcileDone
+	// verified holds what an applied verify recorded, the same way.
+	verified map[string]verifyKept
 }
 
 // New checks the configuration, parses the templates and reads each
@@ -187,6 +193,8 @@ func (s *Server) routes() {
 	g("POST /reject", s.rejectPost)
 	g("GET /reconcile", s.reconcilePage)
 	g("POST /reconcile", s.reconcilePost)
+	g("GET /verify", s.verifyPage)
+	g("POST /verify", s.verifyPost)
 	g("POST /repair", s.repairPost)
 	g("POST /refresh", s.refreshPost)
 	g("GET /job", s.jobPage)

@@ -235,6 +235,8 @@ type groupData struct {
 	ScanPartial bool
 	// Filter is the page's filter: the group's letters it chose; its links keep it.
 	Filter pageFilter
+	// Verify is the "Verify with the tools" form of an effect_unknown group.
+	Verify *verifyForm
 }
 
 type letterRow struct {
@@ -278,6 +280,9 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 	d := groupData{G: g, InMemory: sn.letters != nil, Verdict: redrive.Decide(g.Reason, redrive.Ack{}), Warning: p.Triage.WarningHours, KeysPrev: -1, KeysNext: -1,
 		ScanPartial: !rep.Complete, Filter: pf}
 	pl, dec := s.plan(r.Context(), p, rep, []redrive.Group{{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count}})
+	if g.Reason == deadletter.ReasonEffectUnknown {
+		d.Verify = &verifyForm{CSRF: s.csrf, Pipeline: p.Name, Owner: p.Owner, Reason: string(g.Reason), Fingerprint: g.Fingerprint}
+	}
 	d.Decision, d.DecisionsUnread = pl.Groups[0], pl.DecisionsUnread
 	if ks := g.IdempotencyKeys; len(ks) > 0 {
 		from, _ := strconv.Atoi(r.FormValue("ko"))

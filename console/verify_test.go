@@ -1,0 +1,304 @@
+package console
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events/agenttask"
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
+	"github.com/agentdlq/agentdlq/internal/esm"
+	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage/store"
+)
+
+// TestVerifyInTheConsoleOnEmulators walks "Verify with the tools" on the
+// emulators, as TestVerifyWalkOnEmulators walks `agentdlq ledger verify`:
+// the real worker, with its local effect store, dead-letters two email.send
+// tasks as effect_unknown, one whose call reached the relay and did nothing
+// (timeout_after_effect), one whose call took effect and lost its reply
+// (lost_reply); a third effect_unknown letter's call never reached this
+// store. The form on the group's page proposes no_effect, confirmed and
+// unknown and changes nothing; refusals change nothing; "Apply the definite
+// ones" reconciles the two, with the verifiers' evidence, and leaves the
+// third alone.
+func TestVerifyInTheConsoleOnEmulators(t *testing.T) {
+	cfg := localtest.AWS(t)
+	ctx := context.Background()
+	p := workload.Quick(testPipeline(t))
+	client := sqs.NewFromConfig(cfg)
+	q := localtest.Queues(t, cfg, p)
+	led := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), localtest.Table(t, cfg))
+	effects := sampleworker.EffectDir{Dir: t.TempDir()}
+
+	// The worker with its effect store, as Lambda's event source runs it,
+	// until the two tasks are dead letters.
+	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: q, SQS: client, Ledger: led, WorkerVersion: "verify-test",
+		Logger: quiet, Metrics: io.Discard, Effects: effects})
+	require.NoError(t, err)
+	mc := esm.FromPipeline(p, q, cfg.Region)
+	mc.Logger, mc.WaitTime = quiet, time.Second
+	m, err := esm.New(client, w.Handle, mc)
+	require.NoError(t, err)
+	wctx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _, _ = m.Run(wctx) }()
+	defer func() { stop(); <-stopped }()
+	prefix := localtest.Unique("vc")
+	mk := func(n int, kind string) workload.Task {
+		tk := workload.Make(prefix, n, workload.EffectUnknown, 0)
+		tk.Body = strings.Replace(tk.Body, `"kind":"timeout_after_effect"`, `"kind":"`+kind+`"`, 1)
+		return tk
+	}
+	none, done := mk(0, sampleworker.FaultTimeoutAfterEffect), mk(1, sampleworker.FaultLostReply)
+	_, err = workload.Send(ctx, client, q.HotURL, p.FIFO, []workload.Task{none, done}, 1)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return depth(t, client, q.DLQURL) == 2 }, 90*time.Second, 250*time.Millisecond, "the worker dead-letters both")
+	stop()
+	<-stopped
+
+	// The third: its call started elsewhere (a worker without this store).
+	elsewhere := prefix + ":elsewhere"
+	now := time.Now()
+	_, err = led.Begin(ctx, elsewhere, "m-elsewhere", "", now.Add(-time.Hour), time.Minute)
+	require.NoError(t, err)
+	require.NoError(t, led.StartEffect(ctx, elsewhere, "m-elsewhere", now.Add(-time.Hour)))
+	_, err = led.DeadLettered(ctx, elsewhere, deadletter.ReasonEffectUnknown, now.Add(-time.Hour))
+	require.NoError(t, err)
+	third := effectUnknownLetters(t, elsewhere)[0]
+	_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(third.Body),
+		MessageAttributes: localtest.SQSAttributes(third.Attributes)})
+	require.NoError(t, err)
+
+	keys := []string{none.Key, done.Key, elsewhere}
+	entries := func() map[string]ledger.Entry {
+		t.Helper()
+		out := map[string]ledger.Entry{}
+		for _, k := range keys {
+			e, ok, err := led.Get(ctx, k)
+			require.NoError(t, err)
+			require.True(t, ok, k)
+			out[k] = e
+		}
+		return out
+	}
+	before := entries()
+	for k, e := range before {
+		require.True(t, e.EffectUnknown(time.Now()), "%s: %+v", k, e)
+	}
+
+	log := &FileAudit{FileStore: audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}
+	srv, err := New(ctx, Config{
+		Pipelines: []*pipeline.Pipeline{p}, SQS: client, Ledger: led, Reports: store.Folder{Root: t.TempDir()}, Loopback: true, Logger: quiet,
+		Catalog: sampleworker.Catalog(effects), // what agentdlq ui gives locally: the verifiers over the local store
+		Audit:   func(string) AuditLog { return log },
+		Resolve: func(context.Context, *pipeline.Pipeline) (pipeline.Queues, error) { return q, nil },
+	})
+	require.NoError(t, err)
+	f := &fixture{s: srv, p: p}
+	records := func() []audit.Entry {
+		t.Helper()
+		recs, err := log.Records(ctx)
+		require.NoError(t, err)
+		return recs
+	}
+
+	// Refresh, then the effect_unknown group's page carries the form beside its keys.
+	w0 := f.post(t, "/refresh", url.Values{"p": {p.Name}})
+	require.Equal(t, http.StatusSeeOther, w0.Code, w0.Body.String())
+	job := w0.Header().Get("Location")
+	require.Eventually(t, func() bool { return strings.Contains(f.get(t, job).Body.String(), "Open the pipeline") }, 60*time.Second, 250*time.Millisecond)
+	pl := f.get(t, "/pipeline?p="+p.Name).Body.String()
+	fp := regexp.MustCompile(`/group\?p=` + p.Name + `&amp;r=effect_unknown&amp;fp=([0-9a-f]+)`).FindStringSubmatch(pl)
+	require.NotNil(t, fp, "the pipeline page links the effect_unknown group")
+	group := f.get(t, "/group?p="+p.Name+"&r=effect_unknown&fp="+fp[1]).Body.String()
+	assert.Contains(t, group, `<form method="post" action="/verify" class="form" id="verify-form">`)
+	assert.Contains(t, group, `<input type="hidden" name="r" value="effect_unknown"><input type="hidden" name="fp" value="`+fp[1]+`">`)
+	form := func(mode, owner, why string) url.Values {
+		return url.Values{"p": {p.Name}, "r": {"effect_unknown"}, "fp": {fp[1]}, "owner": {owner}, "why": {why}, "mode": {mode}}
+	}
+	const why = "INC-77: check the mail relay"
+
+	// Refusals: a stranger, no why; shown in words, audited, nothing changed.
+	w1 := f.post(t, "/verify", form("apply", "mallory", why))
+	require.Equal(t, http.StatusUnprocessableEntity, w1.Code, w1.Body.String())
+	assert.Contains(t, w1.Body.String(), "Verify refused ("+string(redrive.CodeOwner)+")")
+	assert.Contains(t, w1.Body.String(), "Nothing was verified or changed.")
+	assert.NotContains(t, w1.Body.String(), `id="verify-table"`)
+	assert.Contains(t, w1.Body.String(), `id="vf-owner" name="owner" value="mallory"`, "the form again, as filled")
+	w1 = f.post(t, "/verify", form("apply", p.Owner, " "))
+	require.Equal(t, http.StatusUnprocessableEntity, w1.Code, w1.Body.String())
+	assert.Contains(t, w1.Body.String(), "Verify refused ("+string(redrive.CodeWhy)+")")
+	assert.Equal(t, before, entries(), "a refusal changes nothing")
+	recs := records()
+	require.Len(t, recs, 2)
+	for _, r := range recs {
+		assert.Equal(t, audit.ActionReconcile, r.Action)
+		assert.Equal(t, audit.OutcomeRefused, r.Outcome)
+		assert.Equal(t, "apply", r.Detail["verify"])
+	}
+
+	// The proposal: one row a key, the verifier's evidence; nothing changed
+	// but one dry-run record.
+	w2 := f.post(t, "/verify", form("propose", p.Owner, why))
+	require.Equal(t, http.StatusOK, w2.Code, w2.Body.String())
+	page := w2.Body.String()
+	assert.Contains(t, page, "<b>Proposal:</b> nothing changed")
+	assert.Contains(t, page, "apply the 2 definite one(s)")
+	assert.Equal(t, 3, strings.Count(page, `<tr data-key="`), "one row a key")
+	row := func(page, key string) string {
+		t.Helper()
+		i := strings.Index(page, `<tr data-key="`+key+`">`)
+		require.GreaterOrEqual(t, i, 0, key)
+		return page[i : i+strings.Index(page[i:], "</tr>")]
+	}
+	task, err := agenttask.DecodeTask([]byte(done.Body), nil)
+	require.NoError(t, err)
+	receipt := sampleworker.Receipt(task.Args)
+	assert.Contains(t, row(page, none.Key), `<span class="badge yes">no_effect</span>`)
+	assert.Contains(t, row(page, none.Key), "sample effect store: 1 call(s) of email.send reached it for the key, none took effect")
+	assert.Contains(t, row(page, done.Key), `<span class="badge yes">confirmed</span>`)
+	assert.Contains(t, row(page, done.Key), receipt)
+	assert.Contains(t, row(page, elsewhere), `<span class="badge no">unknown</span>`)
+	assert.Contains(t, row(page, elsewhere), "no call for the key reached it")
+	assert.Contains(t, row(page, elsewhere), "Reconcile by hand…")
+	assert.NotContains(t, page, "oncall@example.com", "no args on the page")
+	assert.Contains(t, page, `<button class="primary" type="submit" name="mode" value="apply">Apply the definite ones</button>`)
+	assert.Contains(t, page, `<input type="hidden" name="why" value="`+why+`">`)
+	assert.Equal(t, before, entries(), "a proposal changes nothing")
+	recs = records()
+	require.Len(t, recs, 3)
+	assert.Equal(t, audit.OutcomeDryRun, recs[2].Outcome)
+	assert.Equal(t, "propose", recs[2].Detail["verify"])
+	assert.Equal(t, map[string]int{"confirmed": 1, "no_effect": 1, "unknown": 1}, recs[2].Counts)
+
+	// Apply: the two definite verdicts are reconciled with the evidence; the
+	// unknown one is left alone; the POST redirects to the result.
+	w3 := f.post(t, "/verify", form("apply", p.Owner, why))
+	require.Equal(t, http.StatusSeeOther, w3.Code, w3.Body.String())
+	result := w3.Header().Get("Location")
+	assert.Regexp(t, `^/verify\?done=[0-9a-f]{16}&fp=[0-9a-f]+&p=agent-tasks&r=effect_unknown$`, result)
+	page = f.get(t, result).Body.String()
+	assert.Contains(t, page, "<b>Applied:</b> 2 key(s) reconciled, 0 refused")
+	assert.Contains(t, row(page, none.Key), `<td data-k="reconciled"><b>no_effect</b></td>`)
+	assert.Contains(t, row(page, done.Key), `<td data-k="reconciled"><b>effect_confirmed</b></td>`)
+	assert.Contains(t, row(page, elsewhere), `<td data-k="reconciled">-</td>`)
+	assert.NotContains(t, page, `value="apply"`, "nothing left to apply")
+	after := entries()
+	assert.True(t, after[none.Key].NoEffect(), "%+v", after[none.Key])
+	assert.True(t, after[done.Key].EffectConfirmed(), "%+v", after[done.Key])
+	assert.Equal(t, receipt, after[done.Key].Receipt)
+	assert.Equal(t, p.Owner, after[done.Key].ReconciledBy)
+	assert.Equal(t, before[elsewhere], after[elsewhere], "unknown is left alone")
+	recs = records()
+	require.Len(t, recs, 6)
+	for _, r := range recs[3:5] {
+		assert.Equal(t, audit.ActionReconcile, r.Action)
+		assert.Equal(t, audit.OutcomeOK, r.Outcome)
+		assert.Equal(t, why, r.Why)
+		assert.Contains(t, r.Detail["evidence"], "email.send verifier: sample effect store")
+		assert.NotNil(t, r.Caller, "who ran the console")
+	}
+	assert.Equal(t, audit.OutcomeOK, recs[5].Outcome)
+	assert.Equal(t, "apply", recs[5].Detail["verify"])
+
+	// Reloading the result reads it again and records nothing.
+	assert.Contains(t, f.get(t, result).Body.String(), "<b>Applied:</b> 2 key(s) reconciled")
+	assert.Len(t, records(), 6)
+
+	// The group's keys show the reconciliations; a second verify skips them.
+	group = f.get(t, "/group?p="+p.Name+"&r=effect_unknown&fp="+fp[1]).Body.String()
+	assert.Contains(t, group, "reconciled: no_effect")
+	assert.Contains(t, group, "reconciled: effect_confirmed")
+	page = f.post(t, "/verify", form("propose", p.Owner, why)).Body.String()
+	assert.Contains(t, row(page, none.Key), "skipped")
+	assert.Contains(t, page, "No key has a definite verdict: nothing to apply.")
+	assert.NotContains(t, page, `value="apply"`)
+}
+
+// The form is on the effect_unknown group's page only; a console without
+// the tools' catalog refuses verify in words, audited, and changes nothing;
+// a POST without the CSRF token is refused before it.
+func TestVerifyFormAndRefusals(t *testing.T) {
+	t.Parallel()
+	f, g := reconcileFixture(t, "eu-a", "eu-b")
+	body := f.get(t, "/group?p=agent-tasks&r=effect_unknown&fp="+g.Fingerprint).Body.String()
+	assert.Contains(t, body, `<h2 id="verify">Verify with the tools</h2>`)
+	assert.Contains(t, body, `<form method="post" action="/verify" class="form" id="verify-form"><input type="hidden" name="csrf" value="`+csrfToken(f.s.Token())+`">`)
+	for _, other := range f.r.Groups {
+		if other.Reason != deadletter.ReasonEffectUnknown {
+			assert.NotContains(t, f.get(t, "/group?p=agent-tasks&r="+string(other.Reason)+"&fp="+other.Fingerprint).Body.String(), `action="/verify"`, other.Reason)
+			break
+		}
+	}
+	w := f.get(t, "/verify?p=agent-tasks&r=effect_unknown&fp="+g.Fingerprint)
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Contains(t, w.Body.String(), `id="verify-form"`)
+	assert.Empty(t, f.audit.all(), "page views record nothing")
+
+	form := url.Values{"p": {"agent-tasks"}, "r": {"effect_unknown"}, "owner": {f.p.Owner}, "why": {"INC-77"}, "mode": {"apply"}}
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:8080/verify", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.AddCookie(&http.Cookie{Name: CookieName, Value: f.s.Token()})
+	rec := httptest.NewRecorder()
+	f.s.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusForbidden, rec.Code, "no CSRF token")
+	assert.Empty(t, f.audit.all())
+
+	w = f.post(t, "/verify", form) // the fixture's console has no Catalog
+	require.Equal(t, http.StatusUnprocessableEntity, w.Code, w.Body.String())
+	assert.Contains(t, w.Body.String(), "Verify refused ("+string(redrive.CodeBadInput)+") no tools to verify with")
+	assert.Contains(t, w.Body.String(), `id="verify-form"`, "the form again")
+	recs := f.audit.all()
+	require.Len(t, recs, 1)
+	assert.Equal(t, audit.OutcomeRefused, recs[0].Outcome)
+	for _, k := range []string{"eu-a", "eu-b"} {
+		e, _, err := f.led.Get(context.Background(), k)
+		require.NoError(t, err)
+		assert.True(t, e.EffectUnknown(t0), k)
+	}
+}
+
+// A verify whose scan saw part of the DLQ says so above its rows: they are
+// never presented as every key.
+func TestVerifyPartialIsSaid(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 4)
+	res := &redrive.VerifyResult{Pipeline: "agent-tasks", Reason: deadletter.ReasonEffectUnknown, Seen: 3,
+		Keys:   []redrive.Verified{{Key: "eu-a", Tool: "email.send", Letters: 1, Verdict: agenttask.VerdictNoEffect, Evidence: "relay log: nothing sent"}},
+		Counts: map[string]int{"no_effect": 1}}
+	pe := &redrive.PartialError{Seen: 3, Depth: 9}
+	for _, applied := range []bool{false, true} {
+		res.Applied = applied
+		req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8080/verify?p=agent-tasks", nil)
+		w := httptest.NewRecorder()
+		f.s.render(w, req, http.StatusOK, "verify", page{P: f.p, Data: verifyData{Form: verifyForm{Pipeline: "agent-tasks", Reason: "effect_unknown"},
+			Result: res, Partial: pe.Error(), Definite: 1}})
+		body := w.Body.String()
+		assert.Contains(t, body, `<div class="notice bad" id="partial"><b>Partial:</b> partial scan: saw 3 of about 9 dead letters`)
+		assert.Contains(t, body, "not every key")
+		assert.Contains(t, body, `<tr data-key="eu-a">`)
+		if applied {
+			assert.Contains(t, body, "(what was reconciled stands)")
+		}
+	}
+}
