@@ -17,7 +17,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentdlq/agentdlq/console"
-	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/pipeline"
@@ -97,13 +96,18 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	// (redrive.New decides from these clients whether the caller check
 	// runs); an STS that is not AWS's while it must run is refused here, at
 	// once, by the same decision.
-	if _, err := redrive.Locality(rc); err != nil {
+	local, err := redrive.Locality(rc)
+	if err != nil {
 		return withExit(2, err)
 	}
+	// The catalog ledger verify runs: locally the sample tools' verifiers
+	// over the local effect store, so that "Verify with the tools" checks
+	// what the local worker did; note says why none can run otherwise.
+	catalog, note := verifyCatalog(local)
 	client, stsc, s3c := rc.SQS.(*sqs.Client), rc.STS.(*sts.Client), rc.Evidence.(*s3.Client)
 	cc := console.Config{
 		SQS: client, STS: stsc, Evidence: s3c, EvidenceWriter: s3c, EvidenceBucket: evalBucketName(f.evidenceBucket),
-		Catalog: agenttask.SampleCatalog(),
+		Catalog: catalog, VerifyNote: note,
 		Reports: reports, Loopback: loopback, Logger: g.logger(cmd.ErrOrStderr()),
 		Resolve: consoleResolve(client),
 	}
