@@ -75,6 +75,9 @@ type seeded struct {
 	audit  *FileAudit
 	srv    *Server
 	budget int // crafted budget_exhausted letters: valid tasks, redrivable
+	// effects is the worker's effect store, which the console's catalog
+	// verifies against (as agentdlq ui's does locally).
+	effects sampleworker.EffectDir
 }
 
 // seed fills a fresh DLQ: the real worker dead-letters poison of several
@@ -86,12 +89,13 @@ func seed(t *testing.T) *seeded {
 	cfg := localtest.AWS(t)
 	ctx := t.Context()
 	p := workload.Quick(testPipeline(t))
-	s := &seeded{p: p, client: sqs.NewFromConfig(cfg), budget: 4}
+	s := &seeded{p: p, client: sqs.NewFromConfig(cfg), budget: 4, effects: sampleworker.EffectDir{Dir: t.TempDir()}}
 	s.q = localtest.Queues(t, cfg, p)
 	s.led = ledger.NewDynamo(dynamodb.NewFromConfig(cfg), localtest.Table(t, cfg))
 
 	// The worker, as Lambda's event source runs it.
-	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: s.q, SQS: s.client, Ledger: s.led, WorkerVersion: "ui-test", Logger: quiet, Metrics: io.Discard})
+	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: s.q, SQS: s.client, Ledger: s.led, WorkerVersion: "ui-test", Logger: quiet, Metrics: io.Discard,
+		Effects: s.effects})
 	require.NoError(t, err)
 	mc := esm.FromPipeline(p, s.q, cfg.Region)
 	mc.Logger, mc.WaitTime = quiet, time.Second
@@ -162,7 +166,8 @@ func seed(t *testing.T) *seeded {
 	s.audit = &FileAudit{FileStore: audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}
 	s.srv, err = New(ctx, Config{
 		Pipelines: []*pipeline.Pipeline{p}, SQS: s.client, Ledger: s.led, Reports: reports, Loopback: true, Logger: quiet,
-		Audit: func(string) AuditLog { return s.audit },
+		Catalog: sampleworker.Catalog(s.effects),
+		Audit:   func(string) AuditLog { return s.audit },
 		Resolve: func(context.Context, *pipeline.Pipeline) (pipeline.Queues, error) {
 			return s.q, nil
 		},
@@ -184,8 +189,8 @@ func depth(t *testing.T, c *sqs.Client, url string) int {
 // TestBrowser drives the console in headless Chromium the way a responder
 // would: open it with the token, refresh, go to a group and a letter, dry
 // run a redrive, be refused as the wrong owner, redrive with the worker
-// running and see the progress and the audit entry, reconcile the key of
-// the effect_unknown letter; then check that a request without the token
+// running and see the progress and the audit entry, let the tools verify
+// the key of the effect_unknown letter (a proposal), then reconcile it; then check that a request without the token
 // and a POST without the CSRF token are refused.
 func TestBrowser(t *testing.T) {
 	bin := chromium(t)
@@ -298,13 +303,27 @@ func TestBrowser(t *testing.T) {
 	key := text(`#keys-table td.lead`)
 	assert.Contains(t, text(`#keys-table`), "effect_unknown")
 	assert.Contains(t, text(`#decision`), "0/1 keys reconciled")
+	groupURL, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	// Let the tools check first: the verifier proposes no_effect (the call
+	// reached the worker's effect store and did nothing); nothing changes.
+	run("verify", chromedp.SetValue(css(`#vf-owner`), s.p.Owner), chromedp.SetValue(css(`#vf-why`), "INC-77: check the mail relay"),
+		chromedp.Click(css(`#verify-form button[value="propose"]`)), chromedp.WaitVisible(css(`#verify-table`)), shoot("verify"))
+	assert.Contains(t, text(`#outcome`), "Proposal: nothing changed")
+	assert.Regexp(t, key+`\s+email.send\s+1\s+no_effect`, text(`#verify-table`))
+	assert.Contains(t, text(`#verify-table`), "none took effect")
+	e, found, err := s.led.Get(ctx, key)
+	require.NoError(t, err)
+	require.True(t, found)
+	assert.True(t, e.EffectUnknown(time.Now()), "a proposal changes nothing")
+	run("back to the keys", chromedp.Navigate(groupURL), chromedp.WaitVisible(css(`#keys-table`)))
 	run("reconcile page", chromedp.Click(`//a[text()="Reconcile…"]`), chromedp.WaitVisible(css(`#rc-owner`)), shoot("reconcile"))
 	run("reconcile", chromedp.Click(css(`#rc-none`)), chromedp.SetValue(css(`#rc-owner`), s.p.Owner),
 		chromedp.SetValue(css(`#rc-why`), "mail log: nothing sent for the run (INC-77)"),
 		chromedp.Click(css(`#reconcile button[type="submit"]`)), chromedp.WaitVisible(css(`#outcome`)), shoot("reconciled"))
 	assert.Contains(t, text(`#outcome`), key+" is reconciled as no_effect by "+s.p.Owner)
 	assert.Regexp(t, `effect started\s+true\s+false`, text(`#changed`))
-	e, found, err := s.led.Get(ctx, key)
+	e, found, err = s.led.Get(ctx, key)
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.True(t, e.NoEffect(), "the ledger holds the reconciliation")
@@ -321,7 +340,7 @@ func TestBrowser(t *testing.T) {
 		run("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
 		for _, pg := range pages {
 			name, u, _ := strings.Cut(pg, " ")
-			if name == "refused" || name == "dry-run" || name == "redrive-done" || name == "reconciled" {
+			if name == "refused" || name == "dry-run" || name == "redrive-done" || name == "reconciled" || name == "verify" {
 				continue // job pages and a POST's result: on a desktop only
 			}
 			run("phone "+name, chromedp.Navigate(u), chromedp.WaitReady(css("main")))
