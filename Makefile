@@ -120,7 +120,7 @@ bench:
 # batch and idempotency, semver) when one is missing.
 PEER_NPM = for p in @aws-lambda-powertools/batch @aws-lambda-powertools/idempotency semver; do [ -d scripts/peer-bench/node_modules/$$p ] || { (cd scripts/peer-bench && ../progress.sh "installing the peer bench (Powertools): npm ci" npm ci --no-audit --no-fund --loglevel=error); break; }; done
 
-## bench-peer: the worker's bench (functions/sampleworker/bench, the worker as its Lambda runs it) and the peer (Powertools for AWS Lambda TypeScript BatchProcessor 2.35) on the same event and work, in the same run (EVENT, REPEATS)
+## bench-peer: the worker's bench (functions/sampleworker/bench, the worker as its Lambda runs it) and the peer (Powertools for AWS Lambda TypeScript BatchProcessor 2.35, alone and with Powertools idempotency around the tool's call) on the same event and work, in the same run (EVENT, REPEATS)
 EVENT ?= events/testdata/sqs-large-batch.json
 REPEATS ?= 3000
 .PHONY: bench-peer
@@ -133,7 +133,7 @@ bench-peer:
 	  echo "peer:     $$($$node scripts/peer-bench/bench.mjs $(EVENT) $(REPEATS))"; \
 	  echo "peer + idempotency: $$($$node scripts/peer-bench/bench.mjs $(EVENT) $(REPEATS) --idempotency)"
 
-## bench-sizes: the worker's bench and the peer on generated mixes (600-1,500 B bodies, every tool and shape, 0-10 attributes, receive counts 1-5; batches of 10 to 10,000; all ok to 90 % dead letters), same run, whole invocations (the worker decoding, the peer parsing each payload), medians of RUNS (3); the worker's GOMEMLIMIT and GOMAXPROCS are the construct's for WORKER_MEMORY_MB (256, the default worker_memory_mb)
+## bench-sizes: the worker's bench and the peer on generated mixes (600-1,500 B bodies, every tool and shape, 0-10 attributes, receive counts 1-5; batches of 10 to 10,000; all ok to 90 % dead letters), same run, whole invocations (the worker decoding, the peer parsing each payload), medians of RUNS (3); the peer also with Powertools idempotency (the same work as the ledger and args digest); the worker's GOMEMLIMIT and GOMAXPROCS are the construct's for WORKER_MEMORY_MB (256, the default worker_memory_mb)
 .PHONY: bench-sizes
 BENCH_MIXES = 10:90 100:90 1000:90 10000:90 100:40 100:100 10000:100 100:10
 # The worker's bench, given the function's memory as Lambda gives it, sets
