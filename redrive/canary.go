@@ -80,7 +80,9 @@ func (r *Redriver) waitCanary(ctx context.Context, api selectAPI, req SelectRequ
 		if !items[i].at.IsZero() && items[i].at.Before(since) {
 			since = items[i].at
 		}
-		items[i].state = canaryPending
+		if items[i].state == "" {
+			items[i].state = canaryPending
+		}
 		bodies[items[i].moved.BodySHA256] = append(bodies[items[i].moved.BodySHA256], i)
 	}
 	r.log().InfoContext(ctx, "canary: waiting for the outcome", "pipeline", r.cfg.Pipeline.Name, "count", len(items), "timeout_s", int(timeout.Seconds()))

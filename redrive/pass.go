@@ -34,6 +34,11 @@ type pass struct {
 	// handle), in a standard DLQ.
 	seen map[string]bool
 	held map[string]string
+	// sent are the hot message ids of the pass's moves; back the ones of
+	// them that came back to the DLQ while the pass ran (dead-lettered
+	// again), which it never moves a second time.
+	sent map[string]bool
+	back map[string]bool
 
 	canary     []canaryItem // the canary's letters, once moved
 	canaryDone bool         // no canary, or it passed
@@ -92,7 +97,7 @@ func (dryMover) move(ctx context.Context, p *pass, todo []letter) ([]canaryItem,
 func (r *Redriver) newPass(api selectAPI, req SelectRequest, res *SelectResult) *pass {
 	p := &pass{r: r, api: api, req: req, res: res, hold: selectHold(req),
 		idleMax: req.IdleReceives, wait: req.WaitSeconds,
-		seen: map[string]bool{}, held: map[string]string{},
+		seen: map[string]bool{}, held: map[string]string{}, sent: map[string]bool{}, back: map[string]bool{},
 		canaryDone: req.Canary == 0 || req.DryRun}
 	if p.idleMax <= 0 {
 		p.idleMax = defaultIdleReceives
@@ -198,10 +203,21 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []letter
 			p.r.release(ctx, p.api, &l)
 			continue
 		}
+		p.r.tag(&l)
+		if hot := p.sentAs(&l); hot != "" {
+			// One of this pass's moves, dead-lettered again while it runs
+			// (a new message in the DLQ): not another letter of the group.
+			// Moved again it would loop until redrive_loop; it stays, left
+			// like the letters not chosen, and the canary counts it.
+			p.seen[l.MessageID] = true
+			p.back[hot] = true
+			p.res.Returned++
+			p.leave(ctx, &l)
+			continue
+		}
 		p.seen[l.MessageID] = true
 		fresh++
 		p.res.Seen++
-		p.r.tag(&l)
 		match := selector{p.req.Reasons, p.req.Fingerprints}.match(&l)
 		if match {
 			p.res.ofReason++
@@ -226,6 +242,21 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []letter
 	return todo, fresh
 }
 
+// sentAs is the hot message id under which this pass moved the letter l
+// came back as, or "": the worker's dead letter names the message it
+// received (dlq_meta.message_id), and the broker's move keeps its id.
+func (p *pass) sentAs(l *letter) string {
+	switch {
+	case len(p.sent) == 0:
+		return ""
+	case p.sent[l.MessageID]:
+		return l.MessageID
+	case l.Meta != nil && p.sent[l.Meta.MessageID]:
+		return l.Meta.MessageID
+	}
+	return ""
+}
+
 // moveChosen hands the chosen letters to the mover; the ones it left stay
 // hidden like the letters not chosen and count toward neither the limit
 // nor the canary.
@@ -234,6 +265,11 @@ func (p *pass) moveChosen(ctx context.Context, todo []letter) error {
 		return nil
 	}
 	items, left, err := p.mover.move(ctx, p, todo)
+	for _, it := range items {
+		if it.moved.HotMessageID != "" {
+			p.sent[it.moved.HotMessageID] = true
+		}
+	}
 	for _, l := range left {
 		p.leave(ctx, l)
 		p.planned--
@@ -249,6 +285,11 @@ func (p *pass) moveChosen(ctx context.Context, todo []letter) error {
 func (p *pass) checkCanary(ctx context.Context) error {
 	if p.canaryDone || !(len(p.canary) >= p.req.Canary || (p.exhausted() && len(p.canary) > 0)) {
 		return nil
+	}
+	for i := range p.canary {
+		if p.back[p.canary[i].moved.HotMessageID] {
+			p.canary[i].state = canaryDeadLettered // back already: the pass holds it, no peek sees it
+		}
 	}
 	cr, err := p.r.waitCanary(ctx, p.api, p.req, p.canary, p.seen)
 	p.res.Canary = cr

@@ -159,6 +159,10 @@ type SelectResult struct {
 	LedgerFailed int `json:"ledger_failed"`
 	// NoKey: moved without an idempotency key (a body that is not a task).
 	NoKey int `json:"no_key"`
+	// Returned: letters this pass moved that were dead-lettered again
+	// while it ran (a fast worker failed them again). A pass moves a
+	// letter once: they stay in the DLQ, left like the ones not chosen.
+	Returned int `json:"returned"`
 	// EffectConfirmed: chosen effect_unknown dead letters left in the DLQ
 	// because the owner confirmed their effect (ledger reconcile
 	// effect confirmed): they never run again; reject them.
@@ -233,6 +237,9 @@ func (res *SelectResult) counts() map[string]int {
 	}
 	if res.ClaimCheckFailed > 0 {
 		c["claim_check_failed"] = res.ClaimCheckFailed
+	}
+	if res.Returned > 0 {
+		c["returned"] = res.Returned
 	}
 	for k, v := range res.ClaimCheckFailedBy {
 		c["claim_check_failed."+string(k)] = v

@@ -692,3 +692,70 @@ func TestSelectPartialScanIsItsOwnOutcome(t *testing.T) {
 		})
 	}
 }
+
+// fastWorker is a worker quicker than the pass: before each receive of
+// the DLQ it drains the hot queue (its first drains only, so that a pass
+// that moved letters again and again would still end), and what it fails
+// is back in the DLQ before the pass looks again.
+type fastWorker struct {
+	*fakeSQS
+	w      *simWorker
+	dlq    string
+	drains int
+}
+
+func (s *fastWorker) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opt ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	if aws.ToString(in.QueueUrl) == s.dlq && s.drains < 20 {
+		s.drains++
+		s.w.drain()
+	}
+	return s.fakeSQS.ReceiveMessage(ctx, in, opt...)
+}
+
+// A letter the pass moved that the worker dead-letters again while the
+// pass still runs is a new message in the DLQ; the pass must not take it
+// for another letter of the group and move it again (a canary larger than
+// the group redrove its own letters twice, a select looped them until
+// redrive_loop). It stays in the DLQ, counted as returned, and a canary
+// counts it dead-lettered again.
+func TestSelectNeverMovesALetterTwice(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	fail := map[string]bool{"budget_exhausted-a": true, "budget_exhausted-b": true, "budget_exhausted-c": true}
+	for _, canary := range []int{0, 5} {
+		t.Run(fmt.Sprintf("canary %d", canary), func(t *testing.T) {
+			t.Parallel()
+			f := newFakeSQS()
+			q := f.addPair(p)
+			seed(t, f, q, 3, deadletter.ReasonBudgetExhausted)
+			r, _, led := newRedriver(t, p, f, q)
+			w := &simWorker{t: t, f: f, q: q, led: led, fail: fail, processed: map[string]int{}}
+			r.cfg.SQS = &fastWorker{fakeSQS: f, w: w, dlq: q.DLQURL}
+			r.cfg.Sleep = func(ctx context.Context, d time.Duration) error { w.drain(); return ctx.Err() }
+			req := selReq(p, deadletter.ReasonBudgetExhausted)
+			req.Canary = canary
+
+			res, err := r.Select(context.Background(), req)
+			if canary > 0 {
+				require.ErrorIs(t, err, ErrCanaryFailed)
+				require.NotNil(t, res.Canary)
+				assert.Equal(t, 3, res.Canary.Moved)
+				assert.Equal(t, 3, res.Canary.DeadLettered)
+			} else {
+				require.NoError(t, err)
+			}
+			assert.Equal(t, 3, res.Moved, "each letter moved once")
+			assert.Equal(t, 3, res.Seen)
+			assert.Len(t, f.snapshot(q.DLQURL), 3, "each dead-lettered again once")
+			for key := range fail {
+				e, _, err := led.Get(context.Background(), key)
+				require.NoError(t, err)
+				assert.Equal(t, 1, e.RedriveCount, key)
+			}
+			assert.Equal(t, 3, res.Returned, "back in the DLQ while the pass ran")
+			for _, m := range f.snapshot(q.DLQURL) {
+				assert.False(t, m.visibleAt.After(f.now), "released when the pass ended: %s", m.id)
+			}
+		})
+	}
+}

@@ -646,6 +646,9 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult, scan
 		fmt.Fprintf(w, "left in the DLQ: %d effect_unknown with their effect confirmed (never run again: agentdlq redrive reject), %d not reconciled as no effect (agentdlq ledger reconcile)\n",
 			res.EffectConfirmed, res.NotReconciled)
 	}
+	if res.Returned > 0 {
+		fmt.Fprintf(w, "left in the DLQ: %d moved by this run and dead-lettered again while it ran (never moved twice by one run)\n", res.Returned)
+	}
 	if c := res.Canary; c != nil {
 		fmt.Fprintf(w, "canary: %d moved, %d processed, %d dead-lettered again, %d without outcome\n", c.Moved, c.Processed, c.DeadLettered, c.Pending)
 	}
