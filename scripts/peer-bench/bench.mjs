@@ -21,8 +21,12 @@
 // the budget's peer (issue 19 names Powertools' BatchProcessor with the
 // work above), but the same work on both sides.
 //
-// usage: node bench.mjs EVENT_FILE [REPEATS] [--idempotency]
-import { readFileSync } from 'node:fs';
+// --failed-out FILE writes the message ids of the last invocation's batch
+// item failures (what SQS delivers again) as a JSON array, from which make
+// bench-settle builds the next receive's event.
+//
+// usage: node bench.mjs EVENT_FILE [REPEATS] [--idempotency] [--failed-out FILE]
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import {
   BatchProcessor,
@@ -35,9 +39,11 @@ import { Range, SemVer } from 'semver';
 
 const argv = process.argv.slice(2);
 const idempotency = argv.includes('--idempotency');
-const [file, repeatsArg] = argv.filter((a) => a !== '--idempotency');
-if (!file) {
-  console.error('usage: node bench.mjs EVENT_FILE [REPEATS] [--idempotency]');
+const fo = argv.indexOf('--failed-out');
+const failedOut = fo >= 0 ? argv[fo + 1] : undefined;
+const [file, repeatsArg] = argv.filter((a, i) => a !== '--idempotency' && (fo < 0 || (i !== fo && i !== fo + 1)));
+if (!file || (fo >= 0 && !failedOut)) {
+  console.error('usage: node bench.mjs EVENT_FILE [REPEATS] [--idempotency] [--failed-out FILE]');
   process.exit(2);
 }
 const repeats = Number(repeatsArg ?? 1000);
@@ -208,14 +214,20 @@ const recordHandler = async (record) => {
   return sum;
 };
 
+// A batch whose every record failed is reported as such (all records in
+// batchItemFailures, which Lambda treats as the batch failing) instead of
+// thrown: a later receive of only failing records (make bench-settle) ends
+// the same way for SQS.
 const processor = new BatchProcessor(EventType.SQS);
 const context = { getRemainingTimeInMillis: () => 60_000 };
 let failures = 0;
+let failed = [];
 const once = async () => {
   store = new Map();
   idempotencyConfig.registerLambdaContext(context);
-  const res = await processPartialResponse(JSON.parse(text), recordHandler, processor, { context });
+  const res = await processPartialResponse(JSON.parse(text), recordHandler, processor, { context, throwOnFullBatchFailure: false });
   failures = res.batchItemFailures.length;
+  failed = res.batchItemFailures;
 };
 
 for (let i = 0; i < Math.min(50, repeats); i++) await once(); // warm-up (JIT)
@@ -237,6 +249,7 @@ const okDigest = createHash('sha256');
 for (const r of event.Records) {
   if (digests.has(r.messageId)) okDigest.update(`${r.messageId}:${digests.get(r.messageId)}\n`);
 }
+if (failedOut) writeFileSync(failedOut, JSON.stringify(failed.map((f) => f.itemIdentifier)));
 const round = (x) => Math.round(x * 10) / 10;
 console.log(JSON.stringify({
   peer: '@aws-lambda-powertools/batch BatchProcessor' + (idempotency ? ' + @aws-lambda-powertools/idempotency' : ''),

@@ -4,7 +4,7 @@
 // in-memory ledger and a recording DLQ, as `agentdlq bench` has. It is the
 // agentdlq side of make bench-sizes and make bench-peer.
 //
-//	bench -event FILE -repeats R [-warmup W] [-max-receive-count N] [-fifo] [-path lean|events]
+//	bench -event FILE -repeats R [-warmup W] [-max-receive-count N] [-fifo] [-path lean|events] [-failed-out FILE]
 //	bench -idle
 //
 // With -path lean (the default, what the Lambda entry runs), each repeat
@@ -29,6 +29,9 @@
 // runtime's; with them unset and AWS_LAMBDA_FUNCTION_MEMORY_SIZE set, the
 // bench derives them from it as the Lambda entry does (90 % of it; the
 // vCPUs it pays for: lambdaenv.MaxProcs), which is what the construct sets.
+// -failed-out writes the message ids of the last repeat's batch item
+// failures (the records the worker leaves to SQS to deliver again) as a JSON
+// array, from which make bench-settle builds the next receive's event.
 package main
 
 import (
@@ -96,6 +99,7 @@ func main() {
 		idle       = flag.Bool("idle", false, "print the RSS with the worker built and nothing handled, and exit")
 		memProfile = flag.String("memprofile", "", "write a heap profile after the run to this file (go tool pprof)")
 		cpuProfile = flag.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+		failedOut  = flag.String("failed-out", "", "write the message ids of the last repeat's batch item failures to this file (a JSON array)")
 	)
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -115,13 +119,13 @@ func main() {
 			}
 		}()
 	}
-	if err := run(*event, *repeats, *warmup, *maxReceive, *fifo, *path, *decode, *idle); err != nil {
+	if err := run(*event, *repeats, *warmup, *maxReceive, *fifo, *path, *decode, *failedOut, *idle); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1) //nolint:gocritic // the profile is not needed on failure
 	}
 }
 
-func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode string, idle bool) error {
+func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode, failedOut string, idle bool) error {
 	if _, err := newWorker(maxReceive, fifo, &sqsio.Recorder{}); err != nil {
 		return err
 	}
@@ -215,6 +219,19 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode s
 	}
 	if err := last.summarize(res, b); err != nil {
 		return err
+	}
+	if failedOut != "" {
+		ids := make([]string, 0, len(last.resp.BatchItemFailures))
+		for _, f := range last.resp.BatchItemFailures {
+			ids = append(ids, f.ItemIdentifier)
+		}
+		out, err := json.Marshal(ids)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(failedOut, out, 0o644); err != nil {
+			return err
+		}
 	}
 	if l, ok := b.(*lean); ok && l.once == nil {
 		// Invoke's CPU is decode and handling: split with DecodeEvent's.
