@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
 
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
@@ -381,7 +382,7 @@ func summary(r *Report, alarmName string, links alarmLinks, next []string) (subj
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Triage of pipeline %s (owner %s) after alarm %s.\n", r.Pipeline, r.Owner, alarmName)
-	fmt.Fprintf(&b, "%d dead letters in %d groups.", r.Totals.Messages, r.Totals.Groups)
+	fmt.Fprintf(&b, "%s in %s.", textutil.Count(r.Totals.Messages, "dead letter", "dead letters"), textutil.Count(r.Totals.Groups, "group", "groups"))
 	if c := coverage(r); c != "" {
 		fmt.Fprintf(&b, "\n%s", c)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive"
 )
@@ -36,7 +37,7 @@ type rejectResult struct {
 // planMarkdown prints a redrive plan as Markdown: a heading, the groups as a
 // table, and the command of each group.
 func planMarkdown(w io.Writer, pl *redrive.Plan) error {
-	fmt.Fprintf(w, "## Redrive plan: %s\n\nOwner %s. %d dead letters in %d groups.\n\n", pl.Pipeline, pl.Owner, pl.Total, len(pl.Groups))
+	fmt.Fprintf(w, "## Redrive plan: %s\n\nOwner %s. %s in %s.\n\n", pl.Pipeline, pl.Owner, textutil.Count(pl.Total, "dead letter", "dead letters"), textutil.Count(len(pl.Groups), "group", "groups"))
 	for _, p := range pl.Partial {
 		fmt.Fprintf(w, "> The triage scan was partial (%s): counts may be low.\n\n", p)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
@@ -153,7 +154,7 @@ func writePlanText(w io.Writer, pl *redrive.Plan) error {
 	if pl.DecisionsUnread != "" {
 		fmt.Fprintf(w, "note: past decisions not shown, the audit could not be read (%s)\n", pl.DecisionsUnread)
 	}
-	fmt.Fprintf(w, "Redrive plan for %s (owner %s): %d dead letters in %d groups\n\n", pl.Pipeline, pl.Owner, pl.Total, len(pl.Groups))
+	fmt.Fprintf(w, "Redrive plan for %s (owner %s): %s in %s\n\n", pl.Pipeline, pl.Owner, textutil.Count(pl.Total, "dead letter", "dead letters"), textutil.Count(len(pl.Groups), "group", "groups"))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REASON\tFINGERPRINT\tCOUNT\tREDRIVE\tDECISION\tWHY")
 	for _, g := range pl.Groups {

@@ -38,3 +38,12 @@ func TestTruncate(t *testing.T) {
 		}
 	}
 }
+
+func TestCount(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]string{0: "0 groups", 1: "1 group", 2: "2 groups", 1000: "1000 groups"} {
+		if got := Count(n, "group", "groups"); got != want {
+			t.Errorf("Count(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
