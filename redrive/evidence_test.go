@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -179,4 +180,36 @@ type cancelingS3 struct {
 func (c cancelingS3) GetObject(ctx context.Context, _ *s3.GetObjectInput, _ ...func(*s3.Options)) (*s3.GetObjectOutput, error) {
 	c.cancel()
 	return nil, ctx.Err()
+}
+
+// A letter left for its claim check was never sent: it is not one of the
+// canary's letters. The canary is the letter behind it, which moves and is
+// processed; the left letter neither fills the canary nor waits for an
+// outcome that cannot come.
+func TestSelectClaimCheckLeftIsNotInTheCanary(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	putClaimCheckLetter(t, f, q, "k-gone", "agent-tasks/evidence/2026-11-29/orig-k-gone.json")
+	ev := putClaimCheckLetter(t, f, q, "k-kept", "agent-tasks/evidence/2026-11-29/orig-k-kept.json")
+	r, _, led := newRedriver(t, p, f, q)
+	r.cfg.Evidence, r.cfg.EvidenceBucket = evidenceS3{"eval/agent-tasks/evidence/2026-11-29/orig-k-kept.json": ev}, "eval"
+	w := &simWorker{t: t, f: f, q: q, led: led, processed: map[string]int{}}
+	r.cfg.Sleep = func(ctx context.Context, d time.Duration) error { w.drain(); return ctx.Err() }
+	req := selReq(p, deadletter.ReasonBudgetExhausted)
+	req.Canary, req.Workers, req.CanaryTimeout = 1, 1, 5*time.Second
+
+	res, err := r.Select(context.Background(), req)
+	require.ErrorContains(t, err, "claim check restored nothing")
+	require.NotErrorIs(t, err, ErrCanaryFailed)
+	require.NotNil(t, res.Canary)
+	assert.Equal(t, 1, res.Canary.Moved)
+	assert.Equal(t, 1, res.Canary.Processed)
+	assert.Equal(t, 0, res.Canary.Pending)
+	assert.NotContains(t, res.Canary.Outcomes, "", "only sent letters have an outcome")
+	assert.Equal(t, 1, res.Moved)
+	assert.Equal(t, 1, res.ClaimCheckFailed)
+	assert.Equal(t, map[string]int{"k-kept": 1}, w.processed)
+	assert.Len(t, f.snapshot(q.DLQURL), 1, "the unrestored letter stays")
 }

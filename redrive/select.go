@@ -527,13 +527,15 @@ func (r *Redriver) moveBatch(ctx context.Context, api selectAPI, limiter *rate.L
 			mu.Lock()
 			defer mu.Unlock()
 			st.apply(res, l.Reason, mv)
-			if st.claimCheck != nil {
-				left = append(left, l)
-			}
 			if err != nil {
 				if firstErr == nil {
 					firstErr = err
 				}
+				return
+			}
+			if st.claimCheck != nil {
+				// Not sent: left, never a canary letter (no outcome could come).
+				left = append(left, l)
 				return
 			}
 			items = append(items, canaryItem{moved: mv, before: before, at: at})
