@@ -27,3 +27,22 @@ func TestJobViewRefusalNext(t *testing.T) {
 	j = &Job{ID: "j2", Kind: "redrive", Pipeline: "agent-tasks", err: fmt.Errorf("plain failure")}
 	assert.Empty(t, j.view().Next)
 }
+
+// A redrive's page says how many letters it left in the DLQ because the
+// worker dead-lettered them again while the run went on (never moved twice
+// by one run): without it, "Done: 3 moved" sat beside a DLQ that still
+// held them, unexplained.
+func TestJobPageShowsTheLettersReturned(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 3)
+	j := &Job{ID: "j-returned", Kind: "redrive", Pipeline: "agent-tasks", Started: t0, done: true,
+		result: &redrive.SelectResult{Seen: 3, Matched: 3, Moved: 3, Returned: 2}}
+	f.s.mu.Lock()
+	f.s.jobs[j.ID] = j
+	f.s.mu.Unlock()
+	body := f.get(t, "/job?id=j-returned").Body.String()
+	assert.Contains(t, body, "<dt>dead-lettered again, left in the DLQ</dt><dd>2</dd>")
+
+	j.result.Returned = 0
+	assert.NotContains(t, f.get(t, "/job?id=j-returned").Body.String(), "dead-lettered again, left")
+}
