@@ -112,6 +112,11 @@ func (s *Server) verifyPost(w http.ResponseWriter, r *http.Request) {
 		// What was seen was verified (and, with apply, reconciled): shown,
 		// and said to be part of the DLQ only.
 		d.Partial = pe.Error()
+		if err != error(pe) {
+			// Something else failed beside it: the audit record was not
+			// written (redrive.Redriver.record joins its failure).
+			code, d.Error = http.StatusBadGateway, "Verify failed: "+err.Error()
+		}
 	case err != nil:
 		// The ledger or the audit could not be reached: with apply, the keys
 		// before the failure may have been reconciled (their rows say so).

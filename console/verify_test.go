@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -300,5 +301,44 @@ func TestVerifyPartialIsSaid(t *testing.T) {
 		if applied {
 			assert.Contains(t, body, "(what was reconciled stands)")
 		}
+	}
+}
+
+// emptyDLQ is a DLQ that says it holds five letters and gives none: a
+// verify's scan of it is partial.
+type emptyDLQ struct{ *fakeSQS }
+
+func (emptyDLQ) ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	return &sqs.ReceiveMessageOutput{}, nil
+}
+
+// downAudit is an audit store that cannot be written.
+type downAudit struct{ *memAudit }
+
+func (downAudit) Append(context.Context, audit.Entry) error { return errors.New("audit store down") }
+
+// A verify whose scan was partial and whose audit record could not be
+// written says both: the page said only "Partial" (an apply even
+// redirected to "Applied"), and the failed audit went unsaid.
+func TestVerifyPartialWithTheAuditDownSaysTheAudit(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t)
+	tags := map[string]string{pipeline.TagOwner: p.Owner, pipeline.TagPipeline: p.Name}
+	s, err := New(context.Background(), Config{
+		Pipelines: []*pipeline.Pipeline{p}, SQS: emptyDLQ{&fakeSQS{depth: "5", tags: tags}}, Ledger: ledger.NewMemory(),
+		Reports: store.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return downAudit{&memAudit{}} },
+		Catalog: agenttask.SampleCatalog(),
+		Resolve: func(context.Context, *pipeline.Pipeline) (pipeline.Queues, error) {
+			return pipeline.Queues{HotURL: "http://q/hot", HotARN: "arn:aws:sqs:us-east-1:000000000000:hot", DLQURL: "http://q/dlq", DLQARN: "arn:aws:sqs:us-east-1:000000000000:dlq"}, nil
+		},
+		Token: "test-token", Loopback: true, Now: func() time.Time { return t0 }, Logger: quiet,
+	})
+	require.NoError(t, err)
+	f := &fixture{s: s, p: p}
+	for _, mode := range []string{"propose", "apply"} {
+		w := f.post(t, "/verify", url.Values{"p": {p.Name}, "r": {"effect_unknown"}, "owner": {p.Owner}, "why": {"INC-77"}, "mode": {mode}})
+		require.Equal(t, http.StatusBadGateway, w.Code, "%s: %s", mode, w.Body.String())
+		assert.Contains(t, w.Body.String(), "audit store down", mode)
+		assert.Contains(t, w.Body.String(), `id="partial"`, mode)
 	}
 }
