@@ -234,6 +234,10 @@ func (s *Server) jobPage(w http.ResponseWriter, r *http.Request) {
 	s.mu.RLock()
 	pg.P = s.byP[v.Pipeline]
 	s.mu.RUnlock()
+	if j.verify != nil {
+		s.verifyJobPage(w, r, pg.P, j)
+		return
+	}
 	if !v.Done {
 		pg.Refresh = 1
 	}

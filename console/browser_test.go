@@ -307,8 +307,14 @@ func TestBrowser(t *testing.T) {
 	require.NoError(t, err)
 	// Let the tools check first: the verifier proposes no_effect (the call
 	// reached the worker's effect store and did nothing); nothing changes.
+	// The POST starts a job; its page reloads itself until the rows are in.
 	run("verify", chromedp.SetValue(css(`#vf-owner`), s.p.Owner), chromedp.SetValue(css(`#vf-why`), "INC-77: check the mail relay"),
-		chromedp.Click(css(`#verify-form button[value="propose"]`)), chromedp.WaitVisible(css(`#verify-table`)), shoot("verify"))
+		chromedp.Click(css(`#verify-form button[value="propose"]`)), chromedp.WaitVisible(css(`#job-state`)),
+		chromedp.WaitVisible(css(`#verify-table`)), shoot("verify"))
+	verifyURL, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	assert.Regexp(t, `/job\?id=[0-9a-f]{16}$`, verifyURL, "the verify runs as a job")
+	assert.Regexp(t, `^Proposal: started .* · finished `, text(`#job-state`))
 	assert.Contains(t, text(`#outcome`), "Proposal: nothing changed")
 	assert.Regexp(t, key+`\s+email.send\s+1\s+no_effect`, text(`#verify-table`))
 	assert.Contains(t, text(`#verify-table`), "none took effect")

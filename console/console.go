@@ -121,8 +121,6 @@ type Server struct {
 	// to (by a random id, for reconcileKeep), so that reloading that page
 	// shows it again instead of submitting the form again.
 	done map[string]reconcileDone
-	// verified holds what an applied verify recorded, the same way.
-	verified map[string]verifyKept
 }
 
 // New checks the configuration, parses the templates and reads each

@@ -9,17 +9,18 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
-// Job is a refresh (a triage run) or a redrive that runs after its POST
+// Job is a refresh (a triage run), a redrive or a verify that runs after its POST
 // returned; its page shows the progress until it is done.
 type Job struct {
 	ID       string
-	Kind     string // "refresh", "dry_run", "redrive"
+	Kind     string // "refresh", "dry_run", "redrive", "verify", "verify_apply"
 	Pipeline string
 	Started  time.Time
 	// Label says what the job does ("schema_invalid 3f2a…", "triage").
@@ -28,14 +29,16 @@ type Job struct {
 	mu       sync.Mutex
 	done     bool
 	finished time.Time
-	count    int // refresh: letters seen; redrive: letters moved
-	total    int // refresh: the DLQ's approximate depth; redrive: the group's count
+	count    int // refresh: letters seen; redrive: letters moved; verify: keys handed to a verifier
+	total    int // refresh: the DLQ's approximate depth; redrive: the group's count; verify: the reason's letters in the last triage
 	err      error
 	result   *redrive.SelectResult
 	report   *triage.Report
 	// form is a dry run's or a redrive's form as submitted: the job's page
 	// links back to it with the values kept.
 	form *redriveForm
+	// verify is a verify job's form and result ("verify", "verify_apply").
+	verify *verifyJob
 }
 
 // JobView is a job's state at one moment, for a page.
@@ -190,13 +193,19 @@ func (s *Server) snapshotOf(name string) *snapshot {
 // redriver is the pipeline's redrive.Redriver: the gate, the policy, the
 // canary and the audit of `agentdlq redrive`.
 func (s *Server) redriver(ctx context.Context, p *pipeline.Pipeline, onMove func()) (*redrive.Redriver, error) {
+	return s.redriverWith(ctx, p, onMove, s.cfg.Catalog)
+}
+
+// redriverWith is redriver with the tools' catalog cat (a verify job's
+// counts its verifiers' calls).
+func (s *Server) redriverWith(ctx context.Context, p *pipeline.Pipeline, onMove func(), cat agenttask.Catalog) (*redrive.Redriver, error) {
 	q, err := s.cfg.Resolve(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s queues: %w", p.Name, err)
 	}
 	return redrive.New(redrive.Config{
 		Pipeline: p, Queues: q, SQS: s.cfg.SQS, STS: s.cfg.STS, Ledger: s.cfg.Ledger, Evidence: s.cfg.Evidence, EvidenceBucket: s.cfg.EvidenceBucket,
-		EvidenceWriter: s.cfg.EvidenceWriter, Catalog: s.cfg.Catalog,
+		EvidenceWriter: s.cfg.EvidenceWriter, Catalog: cat,
 		Audit:  &audit.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now},
 		Logger: s.log, Now: s.cfg.Now, OnMove: onMove,
 	})

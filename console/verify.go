@@ -1,10 +1,12 @@
 package console
 
 import (
+	"context"
 	"errors"
 	"net/http"
-	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
@@ -43,14 +45,27 @@ type verifyData struct {
 	Error, Code string
 	// Note says why no verifier can run here (Config.VerifyNote).
 	Note string
+	// Job is the verify job the page shows (nil: the form only); Running
+	// while it is not done.
+	Job     *verifyProgress
+	Running bool
 }
 
-// verifyKept is an applied verification, kept for the page its POST
-// redirects to (post/redirect/get, as reconcile's), for reconcileKeep.
-type verifyKept struct {
-	res     *redrive.VerifyResult
-	partial string
-	at      time.Time
+// verifyJob is a verify run as a job: the form as submitted and, when
+// done, Verify's result (the job's err is its error).
+type verifyJob struct {
+	form  verifyForm
+	apply bool
+	res   *redrive.VerifyResult
+}
+
+// verifyProgress is a verify job's state on its page.
+type verifyProgress struct {
+	Apply, Done       bool
+	Started, Finished time.Time
+	// Checked counts the keys handed to a verifier so far; Letters the
+	// reason's letters the last triage counted (0: none kept).
+	Checked, Letters int
 }
 
 // verifyFormOf reads the form; an empty reason is effect_unknown.
@@ -63,7 +78,7 @@ func (s *Server) verifyFormOf(r *http.Request, p *pipeline.Pipeline) verifyForm 
 	return f
 }
 
-// verifyPage shows the verify form or, with done, what an apply recorded.
+// verifyPage shows the verify form.
 func (s *Server) verifyPage(w http.ResponseWriter, r *http.Request) {
 	p, _, ok := s.pipeline(r)
 	if !ok {
@@ -71,19 +86,17 @@ func (s *Server) verifyPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := verifyData{Form: s.verifyFormOf(r, p), Note: s.cfg.VerifyNote}
-	if k, ok := s.takeVerified(r.FormValue("done")); ok {
-		d.Result, d.Partial = k.res, k.partial
-	}
 	s.render(w, r, http.StatusOK, "verify", page{Title: "Verify " + d.Form.Reason + " with the tools", Nav: "pipeline", P: p, Data: d})
 }
 
-// verifyPost runs the tools' verifiers over the keys of the DLQ's
-// effect_unknown letters: redrive.Redriver.Verify, the gate and the audit
-// of `agentdlq ledger verify`. mode=propose changes nothing and shows the
+// verifyPost starts the tools' verifiers over the keys of the DLQ's
+// effect_unknown letters as a job (redrive.Redriver.Verify, the gate and
+// the audit of `agentdlq ledger verify`) and redirects to its page, as a
+// redrive does: the scan and up to a timeout a verifier run there, not in
+// the request. mode=propose changes nothing and its page shows the
 // proposal with a button that applies it; mode=apply records the definite
-// verdicts as reconciliations (audited as reconcile with the evidence)
-// and redirects to the page that shows them. A refusal is audited there
-// and shown here (422), and changes nothing.
+// verdicts as reconciliations (audited as reconcile with the evidence).
+// A refusal is audited and shown on the job's page, and changes nothing.
 func (s *Server) verifyPost(w http.ResponseWriter, r *http.Request) {
 	p, _, ok := s.pipeline(r)
 	if !ok {
@@ -91,21 +104,90 @@ func (s *Server) verifyPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := s.verifyFormOf(r, p)
-	apply := r.PostFormValue("mode") == "apply"
-	d := verifyData{Form: f, Note: s.cfg.VerifyNote}
-	ctx := r.Context()
-	rd, err := s.redriver(ctx, p, nil)
+	mode := r.PostFormValue("mode")
+	if mode != "propose" && mode != "apply" {
+		d := verifyData{Form: f, Note: s.cfg.VerifyNote, Error: "Verify: mode is " + strconv.Quote(mode) + ", not propose or apply. Nothing was verified or changed."}
+		s.render(w, r, http.StatusBadRequest, "verify", page{Title: "Verify " + f.Reason + " with the tools", Nav: "pipeline", P: p, Data: d})
+		return
+	}
+	label := f.Reason
+	if f.Fingerprint != "" {
+		label += " " + short(f.Fingerprint)
+	}
+	letters := 0
+	if rep := s.snapshotOf(p.Name).report; rep != nil {
+		for _, g := range rep.Groups {
+			if string(g.Reason) == f.Reason {
+				letters += g.Count
+			}
+		}
+	}
+	kind := "verify"
+	if mode == "apply" {
+		kind = "verify_apply"
+	}
+	j := s.newJob(kind, p, label, letters)
+	j.verify = &verifyJob{form: f, apply: mode == "apply"}
+	go s.runVerify(p, j)
+	http.Redirect(w, r, "/job?id="+j.ID, http.StatusSeeOther)
+}
+
+// runVerify runs Verify as the job j; the job counts the keys handed to a
+// verifier (redrive.Verify has no progress hook: the console's catalog
+// counts its verifiers' calls).
+func (s *Server) runVerify(p *pipeline.Pipeline, j *Job) {
+	ctx := context.Background()
+	vj := j.verify
+	var mu sync.Mutex
+	checked := 0
+	cat := agenttask.Catalog{}
+	for name, tool := range s.cfg.Catalog {
+		if v := tool.Verify; v != nil {
+			tool.Verify = func(ctx context.Context, c agenttask.Call) (agenttask.Verification, error) {
+				mu.Lock()
+				checked++
+				n := checked
+				mu.Unlock()
+				j.progress(n, 0)
+				return v(ctx, c)
+			}
+		}
+		cat[name] = tool
+	}
 	var res *redrive.VerifyResult
+	rd, err := s.redriverWith(ctx, p, nil, cat)
 	if err == nil {
 		_, _ = rd.Identify(ctx) // the caller on every record, as reconcile's
-		res, err = rd.Verify(ctx, redrive.VerifyRequest{Who: redrive.Who{Owner: f.Actor, Why: f.Why},
-			Reason: deadletter.Reason(f.Reason), Apply: apply})
+		res, err = rd.Verify(ctx, redrive.VerifyRequest{Who: redrive.Who{Owner: vj.form.Actor, Why: vj.form.Why},
+			Reason: deadletter.Reason(vj.form.Reason), Apply: vj.apply})
 	}
+	j.mu.Lock()
+	vj.res = res
+	j.mu.Unlock()
+	j.finish(err)
+}
+
+// verifyJobPage shows a verify job: its progress while it runs (the page
+// reloads itself), then the proposal, the applied result or the refusal.
+// It only reads the job: a reload runs nothing again.
+func (s *Server) verifyJobPage(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline, j *Job) {
+	j.mu.Lock()
+	vj := *j.verify
+	prog := &verifyProgress{Apply: vj.apply, Done: j.done, Started: j.Started, Finished: j.finished, Checked: j.count, Letters: j.total}
+	err := j.err
+	j.mu.Unlock()
+	d := verifyData{Form: vj.form, Note: s.cfg.VerifyNote, Job: prog, Running: !prog.Done}
+	pg := page{Title: "Verify " + vj.form.Reason + " with the tools", Nav: "pipeline", P: p, Data: &d}
+	if !prog.Done {
+		pg.Refresh = 1
+		s.render(w, r, http.StatusOK, "verify", pg)
+		return
+	}
+	res := vj.res
 	var pe *redrive.PartialError
-	code := http.StatusOK
 	switch {
 	case errors.Is(err, redrive.ErrRefused):
-		code, d.Code = http.StatusUnprocessableEntity, string(redrive.RefusalCode(err))
+		d.Code = string(redrive.RefusalCode(err))
 		d.Error = "Verify refused " + refusalText(err) + ". Nothing was verified or changed."
 		res = nil
 	case errors.As(err, &pe):
@@ -115,57 +197,16 @@ func (s *Server) verifyPost(w http.ResponseWriter, r *http.Request) {
 		if err != error(pe) {
 			// Something else failed beside it: the audit record was not
 			// written (redrive.Redriver.record joins its failure).
-			code, d.Error = http.StatusBadGateway, "Verify failed: "+err.Error()
+			d.Error = "Verify failed: " + err.Error()
 		}
 	case err != nil:
 		// The ledger or the audit could not be reached: with apply, the keys
 		// before the failure may have been reconciled (their rows say so).
-		code, d.Error = http.StatusBadGateway, "Verify failed: "+err.Error()
-	}
-	if apply && code == http.StatusOK {
-		q := url.Values{"p": {p.Name}, "r": {f.Reason}, "done": {s.keepVerified(verifyKept{res: res, partial: d.Partial})}}
-		if f.Fingerprint != "" {
-			q.Set("fp", f.Fingerprint)
-		}
-		http.Redirect(w, r, "/verify?"+q.Encode(), http.StatusSeeOther)
-		return
+		d.Error = "Verify failed: " + err.Error()
 	}
 	d.Result = res
 	if res != nil && !res.Applied {
 		d.Definite = res.Counts[string(agenttask.VerdictConfirmed)] + res.Counts[string(agenttask.VerdictNoEffect)]
 	}
-	s.render(w, r, code, "verify", page{Title: "Verify " + f.Reason + " with the tools", Nav: "pipeline", P: p, Data: d})
-}
-
-// keepVerified keeps k for reconcileKeep and returns its id; older ones
-// are forgotten.
-func (s *Server) keepVerified(k verifyKept) string {
-	k.at = s.cfg.Now()
-	id := NewToken()[:16]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.verified == nil {
-		s.verified = map[string]verifyKept{}
-	}
-	for i, v := range s.verified {
-		if k.at.Sub(v.at) > reconcileKeep {
-			delete(s.verified, i)
-		}
-	}
-	s.verified[id] = k
-	return id
-}
-
-// takeVerified returns the kept verification of id, if it is still kept.
-func (s *Server) takeVerified(id string) (verifyKept, bool) {
-	if id == "" {
-		return verifyKept{}, false
-	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	k, ok := s.verified[id]
-	if !ok || s.cfg.Now().Sub(k.at) > reconcileKeep {
-		return verifyKept{}, false
-	}
-	return k, true
+	s.render(w, r, http.StatusOK, "verify", pg)
 }

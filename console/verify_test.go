@@ -3,6 +3,7 @@ package console
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,12 +11,14 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -29,6 +32,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -139,16 +143,15 @@ func TestVerifyInTheConsoleOnEmulators(t *testing.T) {
 	}
 	const why = "INC-77: check the mail relay"
 
-	// Refusals: a stranger, no why; shown in words, audited, nothing changed.
-	w1 := f.post(t, "/verify", form("apply", "mallory", why))
-	require.Equal(t, http.StatusUnprocessableEntity, w1.Code, w1.Body.String())
-	assert.Contains(t, w1.Body.String(), "Verify refused ("+string(redrive.CodeOwner)+")")
-	assert.Contains(t, w1.Body.String(), "Nothing was verified or changed.")
-	assert.NotContains(t, w1.Body.String(), `id="verify-table"`)
-	assert.Contains(t, w1.Body.String(), `id="vf-owner" name="owner" value="mallory"`, "the form again, as filled")
-	w1 = f.post(t, "/verify", form("apply", p.Owner, " "))
-	require.Equal(t, http.StatusUnprocessableEntity, w1.Code, w1.Body.String())
-	assert.Contains(t, w1.Body.String(), "Verify refused ("+string(redrive.CodeWhy)+")")
+	// Refusals: a stranger, no why; shown in words on the job's page,
+	// audited, nothing changed.
+	_, w1 := f.verifyRun(t, form("apply", "mallory", why))
+	assert.Contains(t, w1, "Verify refused ("+string(redrive.CodeOwner)+")")
+	assert.Contains(t, w1, "Nothing was verified or changed.")
+	assert.NotContains(t, w1, `id="verify-table"`)
+	assert.Contains(t, w1, `id="vf-owner" name="owner" value="mallory"`, "the form again, as filled")
+	_, w1 = f.verifyRun(t, form("apply", p.Owner, " "))
+	assert.Contains(t, w1, "Verify refused ("+string(redrive.CodeWhy)+")")
 	assert.Equal(t, before, entries(), "a refusal changes nothing")
 	recs := records()
 	require.Len(t, recs, 2)
@@ -160,9 +163,7 @@ func TestVerifyInTheConsoleOnEmulators(t *testing.T) {
 
 	// The proposal: one row a key, the verifier's evidence; nothing changed
 	// but one dry-run record.
-	w2 := f.post(t, "/verify", form("propose", p.Owner, why))
-	require.Equal(t, http.StatusOK, w2.Code, w2.Body.String())
-	page := w2.Body.String()
+	proposal, page := f.verifyRun(t, form("propose", p.Owner, why))
 	assert.Contains(t, page, "<b>Proposal:</b> nothing changed")
 	assert.Contains(t, page, "apply the 2 definite one(s)")
 	assert.Equal(t, 3, strings.Count(page, `<tr data-key="`), "one row a key")
@@ -191,14 +192,13 @@ func TestVerifyInTheConsoleOnEmulators(t *testing.T) {
 	assert.Equal(t, audit.OutcomeDryRun, recs[2].Outcome)
 	assert.Equal(t, "propose", recs[2].Detail["verify"])
 	assert.Equal(t, map[string]int{"confirmed": 1, "no_effect": 1, "unknown": 1}, recs[2].Counts)
+	assert.Equal(t, page, f.get(t, proposal).Body.String(), "a reload of the proposal shows it again")
+	assert.Len(t, records(), 3, "and runs nothing")
 
 	// Apply: the two definite verdicts are reconciled with the evidence; the
-	// unknown one is left alone; the POST redirects to the result.
-	w3 := f.post(t, "/verify", form("apply", p.Owner, why))
-	require.Equal(t, http.StatusSeeOther, w3.Code, w3.Body.String())
-	result := w3.Header().Get("Location")
-	assert.Regexp(t, `^/verify\?done=[0-9a-f]{16}&fp=[0-9a-f]+&p=agent-tasks&r=effect_unknown$`, result)
-	page = f.get(t, result).Body.String()
+	// unknown one is left alone; the job's page shows the result.
+	result, page := f.verifyRun(t, form("apply", p.Owner, why))
+	assert.Contains(t, page, `<p class="sub" id="job-state">Apply: started`)
 	assert.Contains(t, page, "<b>Applied:</b> 2 key(s) reconciled, 0 refused")
 	assert.Contains(t, row(page, none.Key), `<td data-k="reconciled"><b>no_effect</b></td>`)
 	assert.Contains(t, row(page, done.Key), `<td data-k="reconciled"><b>effect_confirmed</b></td>`)
@@ -223,14 +223,15 @@ func TestVerifyInTheConsoleOnEmulators(t *testing.T) {
 	assert.Equal(t, "apply", recs[5].Detail["verify"])
 
 	// Reloading the result reads it again and records nothing.
-	assert.Contains(t, f.get(t, result).Body.String(), "<b>Applied:</b> 2 key(s) reconciled")
+	assert.Equal(t, page, f.get(t, result).Body.String())
 	assert.Len(t, records(), 6)
+	assert.Equal(t, after, entries())
 
 	// The group's keys show the reconciliations; a second verify skips them.
 	group = f.get(t, "/group?p="+p.Name+"&r=effect_unknown&fp="+fp[1]).Body.String()
 	assert.Contains(t, group, "reconciled: no_effect")
 	assert.Contains(t, group, "reconciled: effect_confirmed")
-	page = f.post(t, "/verify", form("propose", p.Owner, why)).Body.String()
+	_, page = f.verifyRun(t, form("propose", p.Owner, why))
 	assert.Contains(t, row(page, none.Key), "skipped")
 	assert.Contains(t, page, "No key has a definite verdict: nothing to apply.")
 	assert.NotContains(t, page, `value="apply"`)
@@ -265,13 +266,22 @@ func TestVerifyFormAndRefusals(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, rec.Code, "no CSRF token")
 	assert.Empty(t, f.audit.all())
 
-	w = f.post(t, "/verify", form) // the fixture's console has no Catalog
-	require.Equal(t, http.StatusUnprocessableEntity, w.Code, w.Body.String())
-	assert.Contains(t, w.Body.String(), "Verify refused ("+string(redrive.CodeBadInput)+") no tools to verify with")
+	form.Set("mode", "delete")
+	w = f.post(t, "/verify", form)
+	require.Equal(t, http.StatusBadRequest, w.Code, "a mode that is neither propose nor apply: %s", w.Body.String())
+	assert.Contains(t, w.Body.String(), `mode is &#34;delete&#34;, not propose or apply`)
 	assert.Contains(t, w.Body.String(), `id="verify-form"`, "the form again")
+	assert.Empty(t, f.audit.all(), "nothing ran")
+
+	form.Set("mode", "apply")
+	job, body := f.verifyRun(t, form) // the fixture's console has no Catalog
+	assert.Contains(t, body, "Verify refused ("+string(redrive.CodeBadInput)+") no tools to verify with")
+	assert.Contains(t, body, `id="verify-form"`, "the form again")
 	recs := f.audit.all()
 	require.Len(t, recs, 1)
 	assert.Equal(t, audit.OutcomeRefused, recs[0].Outcome)
+	assert.Equal(t, body, f.get(t, job).Body.String(), "a reload shows the refusal again")
+	assert.Len(t, f.audit.all(), 1, "and runs nothing")
 	for _, k := range []string{"eu-a", "eu-b"} {
 		e, _, err := f.led.Get(context.Background(), k)
 		require.NoError(t, err)
@@ -336,9 +346,108 @@ func TestVerifyPartialWithTheAuditDownSaysTheAudit(t *testing.T) {
 	require.NoError(t, err)
 	f := &fixture{s: s, p: p}
 	for _, mode := range []string{"propose", "apply"} {
-		w := f.post(t, "/verify", url.Values{"p": {p.Name}, "r": {"effect_unknown"}, "owner": {p.Owner}, "why": {"INC-77"}, "mode": {mode}})
-		require.Equal(t, http.StatusBadGateway, w.Code, "%s: %s", mode, w.Body.String())
-		assert.Contains(t, w.Body.String(), "audit store down", mode)
-		assert.Contains(t, w.Body.String(), `id="partial"`, mode)
+		_, body := f.verifyRun(t, url.Values{"p": {p.Name}, "r": {"effect_unknown"}, "owner": {p.Owner}, "why": {"INC-77"}, "mode": {mode}})
+		assert.Contains(t, body, "Verify failed: ", mode)
+		assert.Contains(t, body, "audit store down", mode)
+		assert.Contains(t, body, `id="partial"`, mode)
 	}
+}
+
+// verifyRun submits the verify form, which starts a job and redirects to
+// its page, waits until the job is done and returns the page's address and
+// the finished page.
+func (f *fixture) verifyRun(t *testing.T, form url.Values) (string, string) {
+	t.Helper()
+	w := f.post(t, "/verify", form)
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	job := w.Header().Get("Location")
+	require.Regexp(t, `^/job\?id=[0-9a-f]{16}$`, job)
+	return f.verifyRunDone(t, job)
+}
+
+// verifyRunDone waits until the verify job at job is done and returns its
+// page.
+func (f *fixture) verifyRunDone(t *testing.T, job string) (string, string) {
+	t.Helper()
+	var body string
+	require.Eventually(t, func() bool {
+		r := f.get(t, job)
+		body = r.Body.String()
+		return r.Code == http.StatusOK && strings.Contains(body, `id="job-state"`) && !strings.Contains(body, "running (this page reloads every second)")
+	}, 60*time.Second, 50*time.Millisecond, "the verify job finishes")
+	assert.NotContains(t, body, `<meta http-equiv="refresh"`, "a finished job's page stays")
+	return job, body
+}
+
+// While the verify job runs (a verifier that waits), its page says so,
+// reloads itself, counts the keys handed to the verifiers and shows no form
+// and no rows; when it is done, the proposal.
+func TestVerifyJobShowsProgress(t *testing.T) {
+	t.Parallel()
+	f, g := reconcileFixture(t, "eu-a", "eu-b")
+	f.s.cfg.SQS = &lettersDLQ{fakeSQS: &fakeSQS{depth: "2", tags: map[string]string{pipeline.TagOwner: f.p.Owner, pipeline.TagPipeline: f.p.Name}},
+		msgs: effectUnknownLetters(t, "eu-a", "eu-b")}
+	release := make(chan struct{})
+	cat := agenttask.Catalog{}
+	for name, tool := range agenttask.SampleCatalog() {
+		if name == "email.send" {
+			tool.Verify = func(ctx context.Context, c agenttask.Call) (agenttask.Verification, error) {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return agenttask.Verification{Verdict: agenttask.VerdictNoEffect, Evidence: "relay log: nothing sent"}, nil
+			}
+		}
+		cat[name] = tool
+	}
+	f.s.cfg.Catalog = cat
+	w := f.post(t, "/verify", url.Values{"p": {"agent-tasks"}, "r": {"effect_unknown"}, "fp": {g.Fingerprint}, "owner": {f.p.Owner}, "why": {"INC-77"}, "mode": {"propose"}})
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	job := w.Header().Get("Location")
+	var body string
+	if !assert.Eventually(t, func() bool {
+		body = f.get(t, job).Body.String()
+		return strings.Contains(body, "1 key(s) handed to the tools' verifiers so far")
+	}, 10*time.Second, 20*time.Millisecond, "the first key waits in its verifier") {
+		t.Fatal(body)
+	}
+	assert.Contains(t, body, "running (this page reloads every second)")
+	assert.Contains(t, body, `<meta http-equiv="refresh" content="1">`)
+	assert.Contains(t, body, `id="progress"`)
+	assert.NotContains(t, body, `id="verify-form"`, "no form while it runs")
+	assert.NotContains(t, body, `id="verify-table"`)
+	assert.Empty(t, f.audit.all(), "nothing recorded yet")
+	close(release)
+	_, body = f.verifyRunDone(t, job)
+	assert.Contains(t, body, "<b>Proposal:</b> nothing changed")
+	assert.Equal(t, 2, strings.Count(body, `<tr data-key="`), body)
+	recs := f.audit.all()
+	require.Len(t, recs, 1)
+	assert.Equal(t, audit.OutcomeDryRun, recs[0].Outcome)
+}
+
+// lettersDLQ is a DLQ that gives its letters to the first receive and
+// none after.
+type lettersDLQ struct {
+	*fakeSQS
+	mu   sync.Mutex
+	msgs []triage.Message
+}
+
+func (d *lettersDLQ) ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := &sqs.ReceiveMessageOutput{}
+	for _, m := range d.msgs {
+		out.Messages = append(out.Messages, sqstypes.Message{MessageId: aws.String(m.MessageID), ReceiptHandle: aws.String("rh-" + m.MessageID),
+			Body: aws.String(m.Body), MessageAttributes: localtest.SQSAttributes(m.Attributes),
+			Attributes: map[string]string{"SentTimestamp": fmt.Sprint(m.SentTimestamp.UnixMilli()), "ApproximateReceiveCount": "1"}})
+	}
+	d.msgs = nil
+	return out, nil
+}
+
+func (d *lettersDLQ) ChangeMessageVisibilityBatch(context.Context, *sqs.ChangeMessageVisibilityBatchInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
+	return &sqs.ChangeMessageVisibilityBatchOutput{}, nil
 }
