@@ -17,16 +17,16 @@
 //	             deletion, ledger entry, the redacted body, reconcile
 //	/redrive     a group's plan, the gated form, dry run, redrive and reject
 //	/reconcile   one effect_unknown key: its ledger entry and the form
-//	/verify      the tools' verifiers over the effect_unknown keys (POST:
-//	             a proposal, or apply; GET: an applied result, or the form)
-//	/job         a refresh's or a redrive's progress and result
+//	/verify      the tools' verifiers over the effect_unknown keys (GET:
+//	             the form; POST: a proposal or apply, as a job)
+//	/job         a refresh's, a redrive's or a verify's progress and result
 //	/audit       every decision of a pipeline, newest first
 //
 // Pages render from the pipeline's latest kept triage report and the ledger;
 // no page view scans a DLQ. Refresh is an explicit POST that runs triage
 // (triage.Run, which keeps the report under <pipeline>/reports/) and holds
 // the tagged letters in memory for the letter pages. Redrive, reject,
-// reconcile and verify (a POST whose Redriver.Verify reads the DLQ as
+// reconcile and verify (a job whose Redriver.Verify reads the DLQ as
 // `agentdlq ledger verify` does) run redrive.Redriver: the same gate,
 // policy, canary and audit as the CLI; the past decisions and next steps
 // are the Redriver's too (Redriver.Plan over the kept report: no scan, no
