@@ -19,11 +19,11 @@
 // not in the bodies.
 //
 // usage: node settle.mjs WORKER_BENCH_BINARY DIR MAX_RECEIVE_COUNT ROWS...   (a row: FILE:REPEATS:LABEL)
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { median, run, us } from './runs.mjs';
 
 const [bin, dir, maxArg, ...rows] = process.argv.slice(2);
 const maxReceive = Number(maxArg);
@@ -35,13 +35,6 @@ const runs = Number(process.env.RUNS ?? 3);
 const peer = join(dirname(fileURLToPath(import.meta.url)), 'bench.mjs');
 const tmp = mkdtempSync(join(tmpdir(), 'settle-'));
 process.on('exit', () => rmSync(tmp, { recursive: true, force: true }));
-const run = (cmd, args) => JSON.parse(execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 24 }).trim().split('\n').pop());
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-const us = (ns) => (ns / 1000).toFixed(1) + ' µs';
 
 const sides = {
   agentdlq: (file, repeats, failed) => {

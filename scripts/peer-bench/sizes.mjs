@@ -19,9 +19,9 @@
 // env:   RUNS (default 3); AWS_LAMBDA_FUNCTION_MEMORY_SIZE (from which the
 //        worker's bench sets GOMEMLIMIT and GOMAXPROCS as the Lambda entry
 //        does), GOMEMLIMIT, GOMAXPROCS and the like reach the worker's bench
-import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
+import { median, run, us } from './runs.mjs';
 
 const [bin, dir, ...rows] = process.argv.slice(2);
 if (!bin || rows.length === 0) {
@@ -30,13 +30,6 @@ if (!bin || rows.length === 0) {
 }
 const runs = Number(process.env.RUNS ?? 3);
 const peer = join(dirname(fileURLToPath(import.meta.url)), 'bench.mjs');
-const run = (cmd, args) => JSON.parse(execFileSync(cmd, args, { encoding: 'utf8', maxBuffer: 1 << 24 }).trim().split('\n').pop());
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-const us = (ns) => (ns / 1000).toFixed(1) + ' µs';
 const mb = (x) => Math.round(x) + ' MB';
 
 console.log(`runs ${runs} per row, medians; ratio = agentdlq / peer, the median of each run's ratio`);
