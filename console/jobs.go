@@ -9,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
@@ -29,8 +28,8 @@ type Job struct {
 	mu       sync.Mutex
 	done     bool
 	finished time.Time
-	count    int // refresh: letters seen; redrive: letters moved; verify: keys handed to a verifier
-	total    int // refresh: the DLQ's approximate depth; redrive: the group's count; verify: the reason's letters in the last triage
+	count    int // refresh: letters seen; redrive: letters moved; verify: the key being verified
+	total    int // refresh: the DLQ's approximate depth; redrive: the group's count; verify: the keys the scan found
 	err      error
 	result   *redrive.SelectResult
 	report   *triage.Report
@@ -193,19 +192,13 @@ func (s *Server) snapshotOf(name string) *snapshot {
 // redriver is the pipeline's redrive.Redriver: the gate, the policy, the
 // canary and the audit of `agentdlq redrive`.
 func (s *Server) redriver(ctx context.Context, p *pipeline.Pipeline, onMove func()) (*redrive.Redriver, error) {
-	return s.redriverWith(ctx, p, onMove, s.cfg.Catalog)
-}
-
-// redriverWith is redriver with the tools' catalog cat (a verify job's
-// counts its verifiers' calls).
-func (s *Server) redriverWith(ctx context.Context, p *pipeline.Pipeline, onMove func(), cat agenttask.Catalog) (*redrive.Redriver, error) {
 	q, err := s.cfg.Resolve(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %s queues: %w", p.Name, err)
 	}
 	return redrive.New(redrive.Config{
 		Pipeline: p, Queues: q, SQS: s.cfg.SQS, STS: s.cfg.STS, Ledger: s.cfg.Ledger, Evidence: s.cfg.Evidence, EvidenceBucket: s.cfg.EvidenceBucket,
-		EvidenceWriter: s.cfg.EvidenceWriter, Catalog: cat,
+		EvidenceWriter: s.cfg.EvidenceWriter, Catalog: s.cfg.Catalog,
 		Audit:  &audit.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now},
 		Logger: s.log, Now: s.cfg.Now, OnMove: onMove,
 	})

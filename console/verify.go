@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
@@ -45,10 +44,8 @@ type verifyData struct {
 	Error, Code string
 	// Note says why no verifier can run here (Config.VerifyNote).
 	Note string
-	// Job is the verify job the page shows (nil: the form only); Running
-	// while it is not done.
-	Job     *verifyProgress
-	Running bool
+	// Job is the verify job the page shows (nil: the form only).
+	Job *verifyProgress
 }
 
 // verifyJob is a verify run as a job: the form as submitted and, when
@@ -63,9 +60,9 @@ type verifyJob struct {
 type verifyProgress struct {
 	Apply, Done       bool
 	Started, Finished time.Time
-	// Checked counts the keys handed to a verifier so far; Letters the
-	// reason's letters the last triage counted (0: none kept).
-	Checked, Letters int
+	// Key is the key being verified (from 1) of the Keys the scan found
+	// (0 while it scans).
+	Key, Keys int
 }
 
 // verifyFormOf reads the form; an empty reason is effect_unknown.
@@ -114,52 +111,27 @@ func (s *Server) verifyPost(w http.ResponseWriter, r *http.Request) {
 	if f.Fingerprint != "" {
 		label += " " + short(f.Fingerprint)
 	}
-	letters := 0
-	if rep := s.snapshotOf(p.Name).report; rep != nil {
-		for _, g := range rep.Groups {
-			if string(g.Reason) == f.Reason {
-				letters += g.Count
-			}
-		}
-	}
 	kind := "verify"
 	if mode == "apply" {
 		kind = "verify_apply"
 	}
-	j := s.newJob(kind, p, label, letters)
+	j := s.newJob(kind, p, label, 0)
 	j.verify = &verifyJob{form: f, apply: mode == "apply"}
 	go s.runVerify(p, j)
 	http.Redirect(w, r, "/job?id="+j.ID, http.StatusSeeOther)
 }
 
-// runVerify runs Verify as the job j; the job counts the keys handed to a
-// verifier (redrive.Verify has no progress hook: the console's catalog
-// counts its verifiers' calls).
+// runVerify runs Verify as the job j, whose count is the key being
+// verified.
 func (s *Server) runVerify(p *pipeline.Pipeline, j *Job) {
 	ctx := context.Background()
 	vj := j.verify
-	var mu sync.Mutex
-	checked := 0
-	cat := agenttask.Catalog{}
-	for name, tool := range s.cfg.Catalog {
-		if v := tool.Verify; v != nil {
-			tool.Verify = func(ctx context.Context, c agenttask.Call) (agenttask.Verification, error) {
-				mu.Lock()
-				checked++
-				n := checked
-				mu.Unlock()
-				j.progress(n, 0)
-				return v(ctx, c)
-			}
-		}
-		cat[name] = tool
-	}
 	var res *redrive.VerifyResult
-	rd, err := s.redriverWith(ctx, p, nil, cat)
+	rd, err := s.redriver(ctx, p, nil)
 	if err == nil {
 		_, _ = rd.Identify(ctx) // the caller on every record, as reconcile's
 		res, err = rd.Verify(ctx, redrive.VerifyRequest{Who: redrive.Who{Owner: vj.form.Actor, Why: vj.form.Why},
-			Reason: deadletter.Reason(vj.form.Reason), Apply: vj.apply})
+			Reason: deadletter.Reason(vj.form.Reason), Apply: vj.apply, OnKey: j.progress})
 	}
 	j.mu.Lock()
 	vj.res = res
@@ -173,10 +145,10 @@ func (s *Server) runVerify(p *pipeline.Pipeline, j *Job) {
 func (s *Server) verifyJobPage(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline, j *Job) {
 	j.mu.Lock()
 	vj := *j.verify
-	prog := &verifyProgress{Apply: vj.apply, Done: j.done, Started: j.Started, Finished: j.finished, Checked: j.count, Letters: j.total}
+	prog := &verifyProgress{Apply: vj.apply, Done: j.done, Started: j.Started, Finished: j.finished, Key: j.count, Keys: j.total}
 	err := j.err
 	j.mu.Unlock()
-	d := verifyData{Form: vj.form, Note: s.cfg.VerifyNote, Job: prog, Running: !prog.Done}
+	d := verifyData{Form: vj.form, Note: s.cfg.VerifyNote, Job: prog}
 	pg := page{Title: "Verify " + vj.form.Reason + " with the tools", Nav: "pipeline", P: p, Data: &d}
 	if !prog.Done {
 		pg.Refresh = 1

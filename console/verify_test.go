@@ -380,7 +380,7 @@ func (f *fixture) verifyRunDone(t *testing.T, job string) (string, string) {
 }
 
 // While the verify job runs (a verifier that waits), its page says so,
-// reloads itself, counts the keys handed to the verifiers and shows no form
+// reloads itself, says which key of how many is being verified, shows no form
 // and no rows; when it is done, the proposal.
 func TestVerifyJobShowsProgress(t *testing.T) {
 	t.Parallel()
@@ -408,7 +408,7 @@ func TestVerifyJobShowsProgress(t *testing.T) {
 	var body string
 	if !assert.Eventually(t, func() bool {
 		body = f.get(t, job).Body.String()
-		return strings.Contains(body, "1 key(s) handed to the tools' verifiers so far")
+		return strings.Contains(body, "Verifying key 1 of 2")
 	}, 10*time.Second, 20*time.Millisecond, "the first key waits in its verifier") {
 		t.Fatal(body)
 	}

@@ -33,6 +33,9 @@ type VerifyRequest struct {
 	// Timeout is optional (default 30 seconds): how long one verifier may
 	// take; one that takes longer is unknown.
 	Timeout time.Duration
+	// OnKey is optional: called as each key's turn comes, with its place
+	// (from 1) and the number of keys the scan found (a progress bar).
+	OnKey func(n, keys int)
 }
 
 // defaultVerifyTimeout is VerifyRequest.Timeout's default.
@@ -184,7 +187,11 @@ func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *VerifyRes
 		}
 		k.row.Letters++
 	}
-	for _, id := range slices.Sorted(maps.Keys(byKey)) {
+	ids := slices.Sorted(maps.Keys(byKey))
+	for i, id := range ids {
+		if req.OnKey != nil {
+			req.OnKey(i+1, len(ids))
+		}
 		k := byKey[id]
 		err = r.verifyKey(ctx, req, &k.row, k.body)
 		res.Keys = append(res.Keys, k.row)

@@ -145,10 +145,15 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 
 	// The proposal: a verdict a key, nothing written but its audit record.
 	r.cfg.Catalog = catalog
-	req := VerifyRequest{Who: who, Timeout: 50 * time.Millisecond}
+	var turns [][2]int
+	req := VerifyRequest{Who: who, Timeout: 50 * time.Millisecond, OnKey: func(n, keys int) { turns = append(turns, [2]int{n, keys}) }}
 	res, err := r.Verify(ctx, req)
 	require.NoError(t, err)
 	assert.Equal(t, before, keys(), "a proposal changes nothing")
+	require.Len(t, turns, 13, "OnKey once a key, skipped ones too")
+	for i, turn := range turns {
+		assert.Equal(t, [2]int{i + 1, 13}, turn)
+	}
 	assert.False(t, res.Applied)
 	assert.Equal(t, eu, res.Reason)
 	assert.Equal(t, 15, res.Seen)
