@@ -140,7 +140,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	// copied as it was received.
 	clear(o.rattrs)
 	o.rattrs = rec.m.appendDeadLetterAttrs(o.rattrs[:0])
-	body := rec.m.bodyString() // the record's own copy, as received
+	body := rec.m.bodyString() // as received (the handler's copy may have changed)
 
 	// The common case: the metadata is written into the slot's reused
 	// buffer, the original attributes kept on the message (all of them, or
@@ -200,7 +200,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	if fitted == nil {
 		am := make(map[string]types.MessageAttributeValue, len(kept)+2)
 		for i := range kept {
-			am[kept[i].name] = o.attrValue(&kept[i].Attribute)
+			am[kept[i].name] = sqsAttribute(&kept[i].Attribute, o.ptr)
 		}
 		am[deadletter.AttrReason] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(string(letter.reason))}
 		am[deadletter.AttrMeta] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(string(o.metas[slot]))}
@@ -208,7 +208,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	} else {
 		am := make(map[string]types.MessageAttributeValue, len(fitted))
 		for name, a := range fitted {
-			am[name] = o.attrValue(&a)
+			am[name] = sqsAttribute(&a, o.ptr)
 		}
 		e.MessageAttributes = am
 	}
@@ -230,12 +230,6 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	if o.n == maxBatchEntries || p.fifo {
 		p.flush(ctx, m)
 	}
-}
-
-// attrValue is the SQS attribute of a dead letter's attribute, its strings
-// in the outbox's slab.
-func (o *outbox) attrValue(a *deadletter.Attribute) types.MessageAttributeValue {
-	return sqsAttribute(a, o.ptr)
 }
 
 // sqsAttribute is a as the SDK sends it, its strings' pointers made by ptr
