@@ -29,9 +29,6 @@ func (f *fakeSNS) Publish(_ context.Context, in *sns.PublishInput, _ ...func(*sn
 	return &sns.PublishOutput{MessageId: aws.String("sns-1")}, nil
 }
 
-// multiSQS routes each queue URL to its own fake.
-type multiSQS map[string]*fakeSQS
-
 func targetsJSON(t *testing.T) []byte {
 	t.Helper()
 	std, fifo := testPipeline(t, false), testPipeline(t, true)

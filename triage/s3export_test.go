@@ -17,9 +17,6 @@ import (
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
-// fakeS3 is an S3API that must not be called (for parsing tests).
-type fakeS3 struct{ store.S3API }
-
 // newFakeS3 serves gofakes3 in-process and returns a real S3 client for it.
 func newFakeS3(t *testing.T) *s3.Client {
 	t.Helper()

@@ -13,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/esm"
 	"github.com/agentdlq/agentdlq/internal/localpipeline"
@@ -232,12 +231,4 @@ func (l *lossyDeletes) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMes
 	}
 	l.mu.Unlock()
 	return l.Client.DeleteMessageBatch(ctx, in, opts...)
-}
-
-func reasonsOf(tagged []triage.Tagged) map[deadletter.Reason]int {
-	out := map[deadletter.Reason]int{}
-	for _, t := range tagged {
-		out[t.Reason]++
-	}
-	return out
 }

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -180,12 +178,4 @@ func TestFIFOGroupsEndToEnd(t *testing.T) {
 	assert.Zero(t, acct.Lost)
 	assert.Equal(t, map[deadletter.Reason]int{deadletter.ReasonSchemaInvalid: 1}, acct.ByReason)
 	assert.Equal(t, 4, acct.Processed)
-}
-
-// sendRaw sends one body with attributes (for tests that need exact bytes).
-func sendRaw(t *testing.T, h *harness, body string) string {
-	t.Helper()
-	out, err := h.sqs.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(h.q.HotURL), MessageBody: aws.String(body)})
-	require.NoError(t, err)
-	return aws.ToString(out.MessageId)
 }
