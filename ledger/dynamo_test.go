@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
-	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/ledger/ledgertest"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 var _ ledger.DynamoAPI = (*dynamodb.Client)(nil)

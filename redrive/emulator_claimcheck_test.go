@@ -19,8 +19,8 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
-	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // A dead letter too large for the DLQ gives up the attributes it cannot

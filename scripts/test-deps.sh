@@ -10,7 +10,7 @@
 # it says what it installs, runs apt-get (as root, or through sudo), and
 # fails with a clear message when it cannot. Only bash builtins, `id`,
 # `sudo` and `apt-get` are used, so a test can run it on a PATH of fakes
-# (internal/readme/testdeps_test.go).
+# (testkit/readme/testdeps_test.go).
 set -euo pipefail
 
 say() { echo "test-deps: $*" >&2; }

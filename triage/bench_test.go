@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentdlq/agentdlq/bench/rusage"
 	"github.com/agentdlq/agentdlq/events/deadletter"
-	"github.com/agentdlq/agentdlq/internal/rusage"
 )
 
 // synthetic makes n dead letters: 60 % written by the worker (12 reasons ×

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
-	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 

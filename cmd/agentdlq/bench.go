@@ -15,9 +15,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/bench/benchsum"
+	"github.com/agentdlq/agentdlq/bench/rusage"
 	"github.com/agentdlq/agentdlq/events/agenttask"
-	"github.com/agentdlq/agentdlq/internal/benchsum"
-	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
 )

@@ -8,14 +8,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/internal/loadbench"
-	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/bench/loadbench"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // The CLI's --chaos and --chaos-path reach the bench: with the proxy alone
 // (none, on the DynamoDB path) every ledger call of the worker goes through
 // it and nothing breaks. The toxic scenario of make test is
-// internal/loadbench's TestRunUnderChaos; make bench-chaos runs every toxic
+// bench/loadbench's TestRunUnderChaos; make bench-chaos runs every toxic
 // over 20,000 tasks.
 func TestLoadBenchChaosFlags(t *testing.T) {
 	localtest.AWS(t) // the running emulators, or skip

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
-	"github.com/agentdlq/agentdlq/internal/esm"
-	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/local/esm"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // The output conventions end to end on a seeded local DLQ: Markdown plan,

@@ -19,10 +19,10 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
-	"github.com/agentdlq/agentdlq/internal/esm"
-	"github.com/agentdlq/agentdlq/internal/localpipeline"
-	"github.com/agentdlq/agentdlq/internal/topology"
-	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/local/esm"
+	"github.com/agentdlq/agentdlq/local/runner"
+	"github.com/agentdlq/agentdlq/local/topology"
+	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
@@ -145,7 +145,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	log := slog.New(slog.NewJSONHandler(logFile, nil))
 
 	step("2/9 topology of pipeline %q from %s", p.Name, g.configPath)
-	lp, err := localpipeline.Setup(ctx, localpipeline.Config{AWS: cfg, Pipeline: p, Names: names, WorkerVersion: "demo",
+	lp, err := runner.Setup(ctx, runner.Config{AWS: cfg, Pipeline: p, Names: names, WorkerVersion: "demo",
 		Concurrency: sampleworker.LambdaConcurrency, Dependencies: deps, Logger: log, Metrics: logFile})
 	if err != nil {
 		return err
@@ -175,14 +175,14 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "sent %d tasks: %s\n", len(sent), localpipeline.KindCounts(tasks))
+	fmt.Fprintf(out, "sent %d tasks: %s\n", len(sent), runner.KindCounts(tasks))
 
 	step("4/9 drain with the real worker through the local event source mapping")
 	// A running count of the records acknowledged (a terminal only): the
 	// drain waits out retried records' backoff and then 20 s of an empty
 	// queue, which would otherwise look like a hang.
 	var drain *bar
-	stats, mc, err := lp.Drain(ctx, localpipeline.DrainOptions{IdleTimeout: 20 * time.Second, Progress: func(deleted int, done bool) {
+	stats, mc, err := lp.Drain(ctx, runner.DrainOptions{IdleTimeout: 20 * time.Second, Progress: func(deleted int, done bool) {
 		if drain == nil && !done {
 			drain = g.newBar(stderr, int64(len(sent)), "acknowledged")
 		}
@@ -346,7 +346,7 @@ func startLocalEmulators(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for k, v := range localpipeline.ParseExports(string(env)) {
+	for k, v := range runner.ParseExports(string(env)) {
 		if err := os.Setenv(k, v); err != nil {
 			return err
 		}
@@ -359,7 +359,7 @@ const demoDependency = "search-api"
 
 // demoRedriver is the demo pipeline's Redriver (local: redrive.New sees
 // every client on this machine).
-func demoRedriver(lp *localpipeline.Local, auditPath string, log *slog.Logger) (*redrive.Redriver, error) {
+func demoRedriver(lp *runner.Local, auditPath string, log *slog.Logger) (*redrive.Redriver, error) {
 	return redrive.New(redrive.Config{
 		Pipeline: lp.Pipeline, Queues: lp.Queues, SQS: lp.SQS, Ledger: lp.Ledger, Logger: log,
 		Audit: &audit.Auditor{Store: &audit.FileStore{Path: auditPath}, Logger: log},
@@ -369,13 +369,13 @@ func demoRedriver(lp *localpipeline.Local, auditPath string, log *slog.Logger) (
 // demoRedrive moves the dependency_open dead letters back, one canary first,
 // with the worker consuming the hot queue meanwhile, and says what became of
 // them.
-func demoRedrive(ctx context.Context, out io.Writer, lp *localpipeline.Local, auditPath string, log *slog.Logger) error {
+func demoRedrive(ctx context.Context, out io.Writer, lp *runner.Local, auditPath string, log *slog.Logger) error {
 	p, q := lp.Pipeline, lp.Queues
 	r, err := demoRedriver(lp, auditPath, log)
 	if err != nil {
 		return err
 	}
-	m, _, err := lp.Mapping(localpipeline.DrainOptions{}, false)
+	m, _, err := lp.Mapping(runner.DrainOptions{}, false)
 	if err != nil {
 		return err
 	}

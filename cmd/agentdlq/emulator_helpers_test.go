@@ -10,9 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/internal/esm"
-	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/local/esm"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // onEmulators gives a CLI test the repository's pipeline of that name with a

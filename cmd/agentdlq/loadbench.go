@@ -10,10 +10,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/agentdlq/agentdlq/internal/chaos"
-	"github.com/agentdlq/agentdlq/internal/loadbench"
-	"github.com/agentdlq/agentdlq/internal/localpipeline"
-	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/bench/chaos"
+	"github.com/agentdlq/agentdlq/bench/loadbench"
+	"github.com/agentdlq/agentdlq/local/runner"
+	"github.com/agentdlq/agentdlq/local/workload"
 )
 
 type loadFlags struct {
@@ -125,7 +125,7 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out, stderr
 		progress = io.Discard
 	}
 	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
-		em, err := localpipeline.StartEmulators(ctx, progress, false)
+		em, err := runner.StartEmulators(ctx, progress, false)
 		if err != nil {
 			return err
 		}

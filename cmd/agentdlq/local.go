@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
-	"github.com/agentdlq/agentdlq/internal/localpipeline"
-	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/local/runner"
+	"github.com/agentdlq/agentdlq/local/topology"
 )
 
 func newLocalCmd(g *globalFlags) *cobra.Command {
@@ -110,7 +110,7 @@ func initFromScriptEnv(ctx context.Context, g *globalFlags) error {
 	if err != nil {
 		return fmt.Errorf("scripts/local.sh env: %w", err)
 	}
-	for k, v := range localpipeline.ParseExports(string(out)) {
+	for k, v := range runner.ParseExports(string(out)) {
 		if err := os.Setenv(k, v); err != nil {
 			return err
 		}

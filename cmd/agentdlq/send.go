@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
-	"github.com/agentdlq/agentdlq/internal/topology"
-	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/local/topology"
+	"github.com/agentdlq/agentdlq/local/workload"
 )
 
 // sendResult is what `agentdlq send` prints.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/console"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
-	"github.com/agentdlq/agentdlq/internal/topology"
+	"github.com/agentdlq/agentdlq/local/topology"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"

@@ -15,11 +15,11 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
-	"github.com/agentdlq/agentdlq/internal/localtest"
-	"github.com/agentdlq/agentdlq/internal/workload"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 func TestLedgerVerifyBadInput(t *testing.T) {

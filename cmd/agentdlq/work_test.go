@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/functions/batch"
-	"github.com/agentdlq/agentdlq/internal/esm"
-	"github.com/agentdlq/agentdlq/internal/localtest"
-	"github.com/agentdlq/agentdlq/internal/topology"
-	"github.com/agentdlq/agentdlq/internal/workload"
+	"github.com/agentdlq/agentdlq/local/esm"
+	"github.com/agentdlq/agentdlq/local/topology"
+	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // `agentdlq work --until-idle` on queues given by the Lambda environment

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/agentdlq/agentdlq/internal/esm"
+	"github.com/agentdlq/agentdlq/local/esm"
 )
 
 // workSummary is what agentdlq work prints at the end: what became of the

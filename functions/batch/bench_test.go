@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/agentdlq/agentdlq/bench/rusage"
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
-	"github.com/agentdlq/agentdlq/internal/localtest"
-	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // BenchmarkProcessor measures the processor alone: a handler that begins

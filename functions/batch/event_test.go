@@ -13,10 +13,10 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/agentdlq/agentdlq/bench/rusage"
 	"github.com/agentdlq/agentdlq/events/deadletter"
-	"github.com/agentdlq/agentdlq/internal/localtest"
-	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/internal/textutil"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // diffDecode decodes payload with DecodeEvent (on a copy: it decodes in

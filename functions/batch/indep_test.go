@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // TestDecodeEventIndependentEvents decodes the events of the independent

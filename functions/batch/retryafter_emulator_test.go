@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/functions/batch"
-	"github.com/agentdlq/agentdlq/internal/esm"
-	"github.com/agentdlq/agentdlq/internal/localtest"
+	"github.com/agentdlq/agentdlq/local/esm"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // TestRetryAfterOnTheEmulator shows on the SQS emulator what a Retry-After

@@ -14,12 +14,12 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/agentdlq/agentdlq/bench/rusage"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/batch"
-	"github.com/agentdlq/agentdlq/internal/localtest"
-	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // BenchmarkDeadLetterSendPath: what the SQS send path costs a dead letter,

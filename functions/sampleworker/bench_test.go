@@ -13,12 +13,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/agentdlq/agentdlq/bench/rusage"
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/functions/batch"
-	"github.com/agentdlq/agentdlq/internal/localtest"
-	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // notes pads a task to about 1 KB, as the fixtures do.

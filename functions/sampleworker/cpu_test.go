@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"testing"
 
-	"github.com/agentdlq/agentdlq/internal/rusage"
+	"github.com/agentdlq/agentdlq/bench/rusage"
 )
 
 // BenchmarkSHA256Baseline is the floor of a record's work: the SHA-256 of

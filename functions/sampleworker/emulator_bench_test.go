@@ -12,10 +12,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/agentdlq/agentdlq/bench/rusage"
 	"github.com/agentdlq/agentdlq/functions/batch"
-	"github.com/agentdlq/agentdlq/internal/localtest"
-	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // BenchmarkWorkerOnEmulators: the worker as its Lambda runs it, with the

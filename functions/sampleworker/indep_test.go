@@ -10,8 +10,8 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // TestIndependentEvents runs the events of the independent generator

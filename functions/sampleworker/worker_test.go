@@ -21,10 +21,10 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/batch"
-	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 var _ batch.SQSAPI = (*sqsio.Recorder)(nil)

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/functions/batch"
-	"github.com/agentdlq/agentdlq/internal/topology"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/local/topology"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"

@@ -52,11 +52,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/agentdlq/agentdlq/bench/benchsum"
+	"github.com/agentdlq/agentdlq/bench/rusage"
 	"github.com/agentdlq/agentdlq/functions/batch"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
-	"github.com/agentdlq/agentdlq/internal/benchsum"
 	"github.com/agentdlq/agentdlq/internal/lambdaenv"
-	"github.com/agentdlq/agentdlq/internal/rusage"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"

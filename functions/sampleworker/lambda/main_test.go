@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
-	"github.com/agentdlq/agentdlq/internal/localtest"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
 // The Lambda entry wired from its environment, as the CDK app sets it, on
