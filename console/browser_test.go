@@ -34,6 +34,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/render"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -159,7 +160,7 @@ func seed(t *testing.T) *seeded {
 			msgs = append(msgs, triage.Message{MessageID: fmt.Sprintf("h%d-%d", h, i), Body: "{}", Attributes: attrs, SentTimestamp: now.Add(-time.Duration(h) * time.Hour)})
 		}
 		at := now.Add(-time.Duration(h) * time.Hour)
-		_, err := triage.WriteReport(ctx, reports, triage.Build(tagAll(msgs), p, at), at)
+		_, err := render.WriteReport(ctx, reports, triage.Build(tagAll(msgs), p, at), at)
 		require.NoError(t, err)
 	}
 

@@ -18,6 +18,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/render"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -211,12 +212,12 @@ func (s *Server) staticFile(w http.ResponseWriter, r *http.Request) {
 	extra, _ := fs.ReadFile(s.static, "console.css")
 	w.Header().Set("Content-Type", "text/css; charset=utf-8")
 	w.Header().Set("Cache-Control", "private, max-age=300")
-	_, _ = w.Write(triage.HTMLStyle())
+	_, _ = w.Write(render.HTMLStyle())
 	_, _ = w.Write(extra)
 }
 
 func parseTemplates() (*template.Template, error) {
-	t, err := triage.HTMLTemplates("console", consoleFuncs())
+	t, err := render.HTMLTemplates("console", consoleFuncs())
 	if err != nil {
 		return nil, fmt.Errorf("console: %w", err)
 	}

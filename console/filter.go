@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/agentdlq/agentdlq/internal/filterfield"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
@@ -32,7 +31,7 @@ type pageFilter struct {
 // filterOf reads the filter of r (its URL, or its form when posted).
 func (s *Server) filterOf(r *http.Request) pageFilter {
 	pf := pageFilter{Raw: map[string]string{}}
-	for _, k := range filterfield.Names {
+	for _, k := range triage.FilterFields {
 		if v := r.FormValue(k); v != "" {
 			pf.Raw[k] = v
 		}

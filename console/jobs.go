@@ -13,6 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/render"
 )
 
 // Job is a refresh (a triage run), a redrive or a verify that runs after its POST
@@ -145,8 +146,11 @@ func (s *Server) refresh(p *pipeline.Pipeline, j *Job) {
 		if err != nil {
 			return fmt.Errorf("pipeline %s queues: %w", p.Name, err)
 		}
-		cfg := triage.Config{Pipeline: p, DLQURL: q.DLQURL, SQS: s.cfg.SQS, Reports: s.cfg.Reports, WriteReport: true,
+		cfg := triage.Config{Pipeline: p, DLQURL: q.DLQURL, SQS: s.cfg.SQS,
 			Now: s.cfg.Now, Logger: s.log, Scan: triage.ScanOptions{Progress: j.progress}}
+		if s.cfg.Reports != nil {
+			cfg.Keep = render.KeepIn(s.cfg.Reports)
+		}
 		if s.cfg.Ledger != nil {
 			cfg.Ledger = s.cfg.Ledger
 		}

@@ -26,6 +26,8 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/eval"
+	"github.com/agentdlq/agentdlq/triage/render"
 )
 
 // page is what the layout renders around a page's own data.
@@ -154,7 +156,7 @@ func (s *Server) depth(ctx context.Context, url string) (visible, inFlight strin
 // ---- pipeline ----
 
 type pipelineData struct {
-	View    triage.HTMLView
+	View    render.HTMLView
 	Key     string // the latest report's key
 	LoadErr string // why kept reports could not be read
 	Letters bool   // the letters are in memory
@@ -184,7 +186,7 @@ func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
 		if rep == nil || d.Filter.Err != "" {
 			rep, d.Filter.Query = sn.report, "" // the whole report, and the notice says why
 		}
-		d.View = triage.HTMLView{Report: rep, History: sn.history, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit,
+		d.View = render.HTMLView{Report: rep, History: sn.history, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit,
 			Extra: map[string]any{"Page": &pg, "Data": &d}, Query: d.Filter.Query}
 	}
 	s.render(w, r, code, "pipeline-page", pg)
@@ -438,7 +440,7 @@ func (s *Server) renderLetter(w http.ResponseWriter, r *http.Request, revealed b
 // input is, unless revealed.
 func prettyBody(body string, p *pipeline.Pipeline, revealed bool) string {
 	if !revealed {
-		v := triage.RedactInput(body, p.Eval)
+		v := eval.RedactInput(body, p.Eval)
 		if s, ok := v.(string); ok {
 			return s
 		}

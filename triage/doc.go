@@ -1,8 +1,9 @@
 // Package triage is agentdlq's read-only look at a DLQ: what is in there, why,
-// and how long before retention deletes it. It is used by the triage Lambda
-// (triage/lambda, on a schedule and on DLQ alarms), by `agentdlq triage` and
-// by the console. Run does it all for one pipeline; the stages are public
-// for callers that compose their own. docs/triage.md is the long form.
+// and how long before retention deletes it. It is the read model the triage
+// Lambda (triage/lambda, on a schedule and on DLQ alarms), `agentdlq
+// triage`, the console and package redrive share. Run does it all for one
+// pipeline; the stages are public for callers that compose their own.
+// docs/triage.md is the long form.
 //
 // # Stages
 //
@@ -28,19 +29,20 @@
 //     recurring poison).
 //   - Expiry (expiry.go): deletion time = SentTimestamp as SQS reports it in
 //     the DLQ + DLQ retention; ClockFIFOReset explains the FIFO reading.
-//   - Outputs: the Report as JSON (report_version 1), Text, Markdown
-//     (render.go) and one self-contained HTML page with an SVG chart of the
-//     kept reports and no script (html.go, chart.go; the console renders the
-//     same templates); EMF metrics as docs/wiring.md names them
-//     (metrics.go); the eval export of recurring poison and unclassified
-//     groups as JSONL records with a manifest (eval.go, export.go), to a
-//     store.Destination: a folder or S3 (package triage/store).
-//   - Reports are kept, one set per run, under <pipeline>/reports/
-//     (History for the chart, LatestReport for the console).
-//   - Handler (handler.go) is the Lambda's logic: schedule and alarm events,
-//     reports kept in the eval bucket, EMF, and a summary on the alarm topic.
+//   - Filter (filter.go) chooses letters by tool, tenant, time and error
+//     text; FilterFields are its fields' names as flags and URLs spell them.
+//   - The Report is JSON (report_version 1, report.schema.json). Run hands
+//     it to an Exporter (Config.Export) and a Keeper (Config.Keep) when the
+//     caller gives them; reports are kept, one set per run, under
+//     ReportBase (History for the chart, LatestReport for the console).
+//
+// What is done with a report lives beside it, each used by whoever needs
+// it: package triage/render writes it as text, Markdown and HTML (and
+// keeps it: render.KeepIn), package triage/eval exports its eval cases
+// (eval.To), and triage/lambda is the Lambda's handler, EMF metrics and
+// alarm summary. Package triage/store is where exports and reports go.
 //
 // The decision core (message.go, fingerprint.go, expiry.go, report.go,
-// render.go, metrics.go, eval.go) imports no AWS SDK; the adapters
-// (scan.go, handler.go, triage/store) declare the small interfaces they need.
+// filter.go) imports no AWS SDK; the adapter (scan.go) declares the small
+// interface it needs.
 package triage

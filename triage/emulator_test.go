@@ -1,4 +1,4 @@
-package triage
+package triage_test
 
 import (
 	"fmt"
@@ -16,6 +16,10 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
+	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/eval"
+	"github.com/agentdlq/agentdlq/triage/internal/triagetest"
+	"github.com/agentdlq/agentdlq/triage/render"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -80,7 +84,7 @@ func TestEmulatorTriageLeavesDLQUnchanged(t *testing.T) {
 	t.Parallel()
 	cfg := localtest.AWS(t)
 	ctx := t.Context()
-	p := testPipeline(t, false)
+	p := triagetest.Pipeline(t, false)
 	q := localtest.Queues(t, cfg, p)
 	client := sqs.NewFromConfig(cfg)
 	seeded := time.Now().UTC()
@@ -102,19 +106,19 @@ func TestEmulatorTriageLeavesDLQUnchanged(t *testing.T) {
 		send(body, attrs)
 	}
 	for i := range 4 { // recurring poison: one group of 4, three distinct inputs
-		worker(task(fmt.Sprintf("s%d", i), "acme", "web.search", "1", fmt.Sprintf(`{"query":"x%d"}`, min(i, 2))),
-			poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "acme", fmt.Sprintf("key-s%d", i), fmt.Sprintf("args.q: required in task %d", i)))
+		worker(triagetest.Task(fmt.Sprintf("s%d", i), "acme", "web.search", "1", fmt.Sprintf(`{"query":"x%d"}`, min(i, 2))),
+			triagetest.PoisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "acme", fmt.Sprintf("key-s%d", i), fmt.Sprintf("args.q: required in task %d", i)))
 	}
-	worker(task("u1", "acme", "web.crawl", "1", `{}`), poisonMeta(deadletter.ReasonToolUnknown, "web.crawl", "1", "acme", "key-u1", "not in catalog"))
-	send(task("x1", "acme", "sql.query", "1", `{}`), map[string]deadletter.Attribute{
+	worker(triagetest.Task("u1", "acme", "web.crawl", "1", `{}`), triagetest.PoisonMeta(deadletter.ReasonToolUnknown, "web.crawl", "1", "acme", "key-u1", "not in catalog"))
+	send(triagetest.Task("x1", "acme", "sql.query", "1", `{}`), map[string]deadletter.Attribute{
 		deadletter.AttrReason: {DataType: "String", StringValue: "schema_invalid"},
 		deadletter.AttrMeta:   {DataType: "String", StringValue: `{"v":9}`},
 	})
-	send(task("raw", "globex", "code.exec", "1", `{}`), nil) // no metadata
+	send(triagetest.Task("raw", "globex", "code.exec", "1", `{}`), nil) // no metadata
 
 	// A genuine broker move: receive the hot queue's message maxReceiveCount
 	// times without deleting it; the next receive moves it to the DLQ.
-	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.HotURL), MessageBody: aws.String(task("crash", "globex", "code.exec", "1", `{"src":"oom"}`))})
+	_, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.HotURL), MessageBody: aws.String(triagetest.Task("crash", "globex", "code.exec", "1", `{"src":"oom"}`))})
 	require.NoError(t, err)
 	// (A receive's VisibilityTimeout of 0 is not sent by the SDK, so each
 	// receive is released with ChangeMessageVisibility 0.)
@@ -138,11 +142,12 @@ func TestEmulatorTriageLeavesDLQUnchanged(t *testing.T) {
 	bucket := localtest.Bucket(t, cfg)
 	dest, err := store.Parse("s3://"+bucket+"/evals", s3.NewFromConfig(cfg))
 	require.NoError(t, err)
-	clock := &fakeClock{now: seeded.Add(time.Minute)} // frozen just after seeding
-	run := func() *Report {
+	clock := triagetest.NewClock()
+	clock.Set(seeded.Add(time.Minute)) // frozen just after seeding
+	run := func() *triage.Report {
 		t.Helper()
-		r, err := Run(ctx, Config{Pipeline: p, DLQURL: q.DLQURL, SQS: client, Dest: dest, WriteReport: true, Now: clock.Now, Logger: quiet,
-			Scan: ScanOptions{VisibilityTimeout: 30 * time.Second, Receivers: 2}})
+		r, err := triage.Run(ctx, triage.Config{Pipeline: p, DLQURL: q.DLQURL, SQS: client, Export: eval.To(dest), Keep: render.KeepIn(dest), Now: clock.Now, Logger: triagetest.Quiet,
+			Scan: triage.ScanOptions{VisibilityTimeout: 30 * time.Second, Receivers: 2}})
 		require.NoError(t, err)
 		return r
 	}
@@ -170,13 +175,13 @@ func TestEmulatorTriageLeavesDLQUnchanged(t *testing.T) {
 	// 300 hours later (the fake clock; retention 336 h) every dead letter is
 	// within the 48 h warning window, soonest the broker move, whose clock
 	// started when it was first sent to the hot queue.
-	clock.now = seeded.Add(300 * time.Hour)
+	clock.Set(seeded.Add(300 * time.Hour))
 	late := run()
 	assert.Equal(t, 8, late.Expiry.ExpiringSoon)
 	assert.Len(t, late.Expiry.Expiring, 8)
-	assert.Equal(t, 2, late.Expiry.ByBasis[ClockOriginalSend], "the message sent without metadata and the broker move")
-	assert.Equal(t, 6, late.Expiry.ByBasis[ClockWorkerSend])
-	clock.now = seeded.Add(time.Minute)
+	assert.Equal(t, 2, late.Expiry.ByBasis[triage.ClockOriginalSend], "the message sent without metadata and the broker move")
+	assert.Equal(t, 6, late.Expiry.ByBasis[triage.ClockWorkerSend])
+	clock.Set(seeded.Add(time.Minute))
 
 	// A second run sees everything again (the release worked) and exports nothing twice.
 	r2 := run()
@@ -194,6 +199,6 @@ func TestEmulatorMissingDLQ(t *testing.T) {
 	if url == "" {
 		url = "http://127.0.0.1"
 	}
-	_, _, err := Scan(t.Context(), client, url+"/000000000000/"+localtest.Unique("no-such-dlq"), ScanOptions{})
-	require.ErrorIs(t, err, ErrQueueNotFound)
+	_, _, err := triage.Scan(t.Context(), client, url+"/000000000000/"+localtest.Unique("no-such-dlq"), triage.ScanOptions{})
+	require.ErrorIs(t, err, triage.ErrQueueNotFound)
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agentdlq/agentdlq/internal/filterfield"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -110,12 +109,29 @@ func (f Filter) Fields() map[string]string {
 	return out
 }
 
+// FilterFields are the names of Filter's fields as the CLI's flags, the
+// console's URL and the audit records spell them (Fields' keys), in the
+// order a filter is written: String, a command line's flags, the console's
+// form.
+var FilterFields = []string{"tool", "tenant", "since", "until", "contains"}
+
+// FilterFieldError is ParseFilter's error for a field's value that does not
+// parse (a bad since or until): Field is one of FilterFields, so that a
+// caller can name its own flag or parameter without reading the message.
+type FilterFieldError struct {
+	Field string
+	Err   error
+}
+
+func (e *FilterFieldError) Error() string { return e.Field + ": " + e.Err.Error() }
+func (e *FilterFieldError) Unwrap() error { return e.Err }
+
 // String is f as one line, "tool=web.search since=2026-12-02T08:00:00Z"
 // (values with a space or a quote quoted); "" for the zero Filter.
 func (f Filter) String() string {
 	fs := f.Fields()
 	var parts []string
-	for _, k := range filterfield.Names {
+	for _, k := range FilterFields {
 		v, ok := fs[k]
 		if !ok {
 			continue
@@ -136,10 +152,10 @@ func ParseFilter(tool, tenant, since, until, contains string, now time.Time) (Fi
 	f := Filter{Tool: strings.TrimSpace(tool), Tenant: strings.TrimSpace(tenant), Contains: strings.TrimSpace(contains)}
 	var err error
 	if f.Since, err = parseWhen(since, now); err != nil {
-		return Filter{}, &filterfield.Error{Field: "since", Err: err}
+		return Filter{}, &FilterFieldError{Field: "since", Err: err}
 	}
 	if f.Until, err = parseWhen(until, now); err != nil {
-		return Filter{}, &filterfield.Error{Field: "until", Err: err}
+		return Filter{}, &FilterFieldError{Field: "until", Err: err}
 	}
 	if err := f.Validate(); err != nil {
 		return Filter{}, err
@@ -197,8 +213,9 @@ type Filtered struct {
 	Matched int `json:"matched"`
 }
 
-// line is the filter as a report's header says it.
-func (fd *Filtered) line() string {
+// Summary is the filter as a report's header says it: the filter and
+// how many of the letters seen it chose.
+func (fd *Filtered) Summary() string {
 	return fmt.Sprintf("%s: %d of %d dead letters seen", fd.Filter.String(), fd.Matched, fd.Scanned)
 }
 

@@ -1,6 +1,7 @@
 package triage
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -11,8 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
-	"github.com/agentdlq/agentdlq/internal/filterfield"
-	"github.com/agentdlq/agentdlq/triage/store"
+	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 // filterLetters are four dead letters that differ in tool, tenant, time and error.
@@ -77,8 +77,8 @@ func TestParseFilter(t *testing.T) {
 	assert.Equal(t, map[string]string{"tool": "web.search", "tenant": "acme", "since": "2026-11-29T10:00:00Z", "until": "2026-11-29T11:30:00Z", "contains": "timeout"}, f.Fields())
 	// A field added to Filter is named in the one list String, the CLI's
 	// flags and the console's form go by.
-	assert.Equal(t, reflect.TypeFor[Filter]().NumField(), len(filterfield.Names))
-	for _, k := range filterfield.Names {
+	assert.Equal(t, reflect.TypeFor[Filter]().NumField(), len(FilterFields))
+	for _, k := range FilterFields {
 		assert.Contains(t, f.Fields(), k)
 	}
 
@@ -97,7 +97,7 @@ func TestParseFilter(t *testing.T) {
 		assert.True(t, errors.Is(err, errBadFilter), "%v: %v", bad, err)
 		// The field whose value does not parse is named by the error's
 		// type, as the message names it; an empty window names none.
-		var fe *filterfield.Error
+		var fe *FilterFieldError
 		if bad.field == "" {
 			assert.False(t, errors.As(err, &fe), "%v: %v", bad, err)
 			continue
@@ -149,7 +149,7 @@ func TestRunWithAFilter(t *testing.T) {
 	assert.Nil(t, full.Filter, "Narrow never changes the report it narrows")
 
 	// A filtered run keeps and exports nothing: refused before any receive.
-	_, err = Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Dest: store.Folder{Root: t.TempDir()}, Now: clock.Now, Logger: quiet, Filter: Filter{Tool: tool}})
+	_, err = Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Export: refuseExport{t}, Now: clock.Now, Logger: quiet, Filter: Filter{Tool: tool}})
 	require.ErrorIs(t, err, ErrBadOptions)
 	_, err = Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Now: clock.Now, Logger: quiet, Filter: Filter{Since: t0, Until: t0}})
 	require.ErrorIs(t, err, ErrBadOptions)
@@ -172,9 +172,13 @@ func TestNarrowNeedsTheLetters(t *testing.T) {
 	n, err := Narrow(r, p, Filter{Tenant: "acme", Since: t0.Add(-time.Hour)})
 	require.NoError(t, err)
 	assert.Equal(t, 2, n.Totals.Messages)
-	var text, mdown strings.Builder
-	require.NoError(t, Text(&text, n))
-	require.NoError(t, Markdown(&mdown, n))
-	assert.Contains(t, text.String(), "FILTERED: tenant=acme since=2026-11-29T11:00:00Z: 2 of 4 dead letters seen")
-	assert.Contains(t, mdown.String(), "2 of 4 dead letters seen")
+	assert.Equal(t, "tenant=acme since=2026-11-29T11:00:00Z: 2 of 4 dead letters seen", n.Filter.Summary())
+}
+
+// refuseExport fails the test when a run exports.
+type refuseExport struct{ t *testing.T }
+
+func (e refuseExport) Export(context.Context, *Report, *pipeline.Pipeline, time.Time) (*ExportResult, error) {
+	e.t.Error("a filtered run exported")
+	return nil, nil
 }

@@ -20,10 +20,13 @@ const HistoryLimit = 48
 // run: "<pipeline>/reports/" in a folder or the eval bucket.
 func reportsPrefix(pipelineName string) string { return pipelineName + "/reports/" }
 
-// reportBase is the key of one run's report files without the extension:
-// reportsPrefix + "<yyyymmddThhmmssZ>-<hash>", so that keys sort by time.
-func reportBase(r *Report, now time.Time) string {
-	return reportsPrefix(r.Pipeline) + now.UTC().Format("20060102T150405Z") + "-" + reportHash(r)[:8]
+// ReportBase is the key of one run's report files without the extension
+// ("<pipeline>/reports/<yyyymmddThhmmssZ>-<hash>", so that keys sort by
+// time): a keeper (package triage/render's) writes the report's forms
+// beside one another under it, and History and LatestReport read the
+// ".json" one back.
+func ReportBase(r *Report, now time.Time) string {
+	return reportsPrefix(r.Pipeline) + now.UTC().Format("20060102T150405Z") + "-" + r.SHA256()[:8]
 }
 
 // HistoryPoint is one triage run as the chart shows it.

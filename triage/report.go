@@ -3,6 +3,7 @@ package triage
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -150,6 +151,32 @@ type Group struct {
 	IdempotencyKeysOmitted int      `json:"idempotency_keys_omitted,omitempty"`
 
 	tagged []*Tagged // the members, for the eval export; not serialised
+}
+
+// ExportResult is the export's outcome as the report carries it.
+type ExportResult struct {
+	Destination     string `json:"destination"`
+	RecordsKey      string `json:"records_key,omitempty"`
+	ManifestKey     string `json:"manifest_key,omitempty"`
+	Candidates      int    `json:"candidates"`
+	Exported        int    `json:"exported"`
+	AlreadyExported int    `json:"already_exported"`
+	// IDs are the ids exported (all of them; the manifest lists them too).
+	// The report's JSON carries the first 20 as sample_ids.
+	IDs       []string `json:"-"`
+	SampleIDs []string `json:"sample_ids"`
+	Error     string   `json:"error,omitempty"`
+}
+
+// SHA256 is the hex SHA-256 of the report's JSON without its export
+// section: the eval export's manifest names the report by it, and a kept
+// report's key carries its start (ReportBase).
+func (r *Report) SHA256() string {
+	c := *r
+	c.Export = nil
+	data, _ := json.Marshal(&c) // a Report always encodes
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // ExpirySummary is the retention risk of the whole DLQ.

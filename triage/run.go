@@ -8,12 +8,25 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/triage/store"
 )
 
-// scanReasonPrefix starts the partial reason of a scan that did not see
-// every letter (Report.PartialReasons); the coverage banner says it in full.
-const scanReasonPrefix = "scan: "
+// ScanReasonPrefix starts the partial reason of a scan that did not see
+// every letter (Report.PartialReasons); a renderer's coverage banner says
+// it in full, and lists the other reasons beside it.
+const ScanReasonPrefix = "scan: "
+
+// An Exporter exports a report's eval records: it sets r.Export (also on
+// failure, when it marks the report partial). Package triage/eval's To is
+// agentdlq's.
+type Exporter interface {
+	Export(ctx context.Context, r *Report, p *pipeline.Pipeline, now time.Time) (*ExportResult, error)
+}
+
+// A Keeper keeps one run's report and returns the keys it wrote, the
+// JSON's first. Package triage/render's KeepIn is agentdlq's.
+type Keeper interface {
+	Keep(ctx context.Context, r *Report, now time.Time) ([]string, error)
+}
 
 // Config is one triage run of one pipeline's DLQ.
 type Config struct {
@@ -26,20 +39,18 @@ type Config struct {
 	// Ledger is optional: with it, the report shows the ledger's dead-letter
 	// and redrive counts of each key.
 	Ledger KeyReader
-	// Dest is optional: where eval records (and, with WriteReport, the report) go.
-	Dest store.Destination
-	// WriteReport keeps the report in Reports (default Dest): JSON,
-	// Markdown and HTML under reportsPrefix (see WriteReport).
-	WriteReport bool
-	// Reports is optional: where the report is kept when it is not Dest
-	// (the CLI keeps reports in ./out without exporting evals there).
-	Reports store.Destination
+	// Export is optional: it exports the report's eval records
+	// (eval.To(dest), package triage/eval).
+	Export Exporter
+	// Keep is optional: it keeps the report (render.KeepIn(dest), package
+	// triage/render: JSON, Markdown and HTML under ReportBase).
+	Keep Keeper
 	// Scan bounds the scan; zero fields default from the pipeline's triage
 	// settings (max_messages, max_seconds) and ScanOptions.
 	Scan ScanOptions
 	// Filter is optional: the report holds only the dead letters it
 	// chooses (Report.Filter says so). A filtered run exports nothing and
-	// keeps no report (Dest and WriteReport are refused with it): the
+	// keeps no report (Export and Keep are refused with it): the
 	// DLQ's kept reports and their chart are of the whole DLQ.
 	Filter Filter
 	// Now is the clock (default time.Now).
@@ -65,7 +76,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err := cfg.Filter.Validate(); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadOptions, err)
 		}
-		if cfg.Dest != nil || cfg.WriteReport {
+		if cfg.Export != nil || cfg.Keep != nil {
 			return nil, fmt.Errorf("%w: a filtered triage exports nothing and keeps no report (they are of the whole DLQ)", ErrBadOptions)
 		}
 	}
@@ -108,7 +119,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	r.Queue, r.Scan, r.Filter = cfg.DLQURL, stats, filtered
 	if stats.Partial {
 		r.Complete, r.Partial = false, true
-		r.PartialReasons = append(r.PartialReasons, scanReasonPrefix+stats.PartialReason)
+		r.PartialReasons = append(r.PartialReasons, ScanReasonPrefix+stats.PartialReason)
 	}
 	if ledgerErr != nil {
 		r.Partial = true
@@ -134,18 +145,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	var errs []error
-	if cfg.Dest != nil {
-		if _, err := Export(ctx, cfg.Dest, r, p, now); err != nil {
+	if cfg.Export != nil {
+		if _, err := cfg.Export.Export(ctx, r, p, now); err != nil {
 			log.ErrorContext(ctx, "triage eval export failed", "pipeline", p.Name, "error", err.Error())
 			errs = append(errs, err)
 		}
 	}
-	reports := cfg.Reports
-	if reports == nil {
-		reports = cfg.Dest
-	}
-	if cfg.WriteReport && reports != nil {
-		if keys, err := WriteReport(ctx, reports, r, now); err == nil {
+	if cfg.Keep != nil {
+		if keys, err := cfg.Keep.Keep(ctx, r, now); err == nil {
 			r.Written = keys
 			log.InfoContext(ctx, "triage report written", "pipeline", p.Name, "key", keys[0])
 		} else {

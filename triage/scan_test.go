@@ -3,7 +3,6 @@ package triage
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
-	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // many makes n broker-moved messages.
@@ -227,41 +225,6 @@ func TestFromSQS(t *testing.T) {
 		SentTimestamp: time.UnixMilli(1764417600000).UTC(), ReceiveCount: 3, MessageGroupID: "run-7",
 		System: map[string]string{"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:1:hot"},
 	}, got)
-}
-
-// TestRunNeverChangesTheDLQ runs the whole triage, export included, against
-// the fake queue, and with a destination that refuses the write.
-func TestRunNeverChangesTheDLQ(t *testing.T) {
-	t.Parallel()
-	for _, refuse := range []bool{false, true} {
-		t.Run(fmt.Sprintf("refuse=%v", refuse), func(t *testing.T) {
-			t.Parallel()
-			clock := newClock()
-			f := newFakeSQS(t, clock, fixture(t))
-			before := f.snapshot()
-			var dest store.Destination = store.Folder{Root: t.TempDir()}
-			if refuse {
-				dest = refusingDest{Folder: store.Folder{Root: t.TempDir()}, refusePut: true}
-			}
-			r, err := Run(t.Context(), Config{Pipeline: testPipeline(t, false), DLQURL: "http://q/agent-tasks-dlq", SQS: f, Dest: dest, WriteReport: true, Now: clock.Now, Logger: quiet})
-			require.NotNil(t, r)
-			assert.Equal(t, 16, r.Totals.Messages)
-			assert.Equal(t, before, f.snapshot())
-			_, hidden := f.counts()
-			assert.Equal(t, 0, hidden)
-			if refuse {
-				require.ErrorIs(t, err, errExport)
-				assert.True(t, r.Partial)
-				assert.True(t, strings.HasPrefix(r.PartialReasons[0], "eval export failed"), r.PartialReasons)
-				assert.Empty(t, r.Written)
-				return
-			}
-			require.NoError(t, err)
-			assert.False(t, r.Partial, r.PartialReasons)
-			assert.Equal(t, 5, r.Export.Exported)
-			assert.Len(t, r.Written, 3) // JSON, Markdown, HTML
-		})
-	}
 }
 
 // failingLedger fails every read.

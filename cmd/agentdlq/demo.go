@@ -26,6 +26,8 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/eval"
+	"github.com/agentdlq/agentdlq/triage/render"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -201,12 +203,12 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	evalDir := filepath.Join(f.out, "evals")
 	report, err := triage.Run(ctx, triage.Config{
 		Pipeline: p, DLQURL: q.DLQURL, SQS: sqsc, Ledger: l,
-		Dest: store.Folder{Root: evalDir}, Reports: store.Folder{Root: f.out}, WriteReport: true, Logger: log,
+		Export: eval.To(store.Folder{Root: evalDir}), Keep: render.KeepIn(store.Folder{Root: f.out}), Logger: log,
 	})
 	if err != nil && report == nil {
 		return err
 	}
-	if err := triage.Text(out, report); err != nil {
+	if err := render.Text(out, report); err != nil {
 		return err
 	}
 	if report.Export != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/agentdlq/agentdlq/internal/filterfield"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -32,7 +31,7 @@ func (ff *filterFlags) add(fs *pflag.FlagSet) {
 // which field), else both.
 func (ff *filterFlags) parse(now time.Time) (triage.Filter, error) {
 	f, err := triage.ParseFilter(ff.tool, ff.tenant, ff.since, ff.until, ff.contains, now)
-	var fe *filterfield.Error
+	var fe *triage.FilterFieldError
 	switch {
 	case errors.As(err, &fe):
 		return triage.Filter{}, fmt.Errorf("--%s: %w", fe.Field, fe.Err) // "--since: bad filter: …"
@@ -49,7 +48,7 @@ func (ff *filterFlags) parse(now time.Time) (triage.Filter, error) {
 func filterArgs(f triage.Filter) string {
 	fs := f.Fields()
 	out := ""
-	for _, k := range filterfield.Names {
+	for _, k := range triage.FilterFields {
 		if v, ok := fs[k]; ok {
 			out += " --" + k + " " + shq(v)
 		}

@@ -19,6 +19,8 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/local/topology"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/eval"
+	"github.com/agentdlq/agentdlq/triage/render"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -171,10 +173,10 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		MaxDuration: time.Duration(f.maxSeconds) * time.Second,
 	}}
 	if dest != nil {
-		rc.Dest = dest
+		rc.Export = eval.To(dest)
 	}
 	if reports != nil {
-		rc.Reports, rc.WriteReport = reports, true
+		rc.Keep = render.KeepIn(reports)
 	}
 	if table := f.ledger(); table != "" {
 		rc.Ledger = ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
@@ -269,14 +271,14 @@ func (f *triageFlags) print(w io.Writer, r *triage.Report) error {
 	case f.out.JSON():
 		return writeJSON(w, r)
 	case f.out.Markdown():
-		if err := triage.Markdown(w, r); err != nil {
+		if err := render.Markdown(w, r); err != nil {
 			return err
 		}
 		// The library's report names no command; the CLI does.
 		_, err := fmt.Fprintf(w, "\nNext: `agentdlq triage --pipeline %s`, then `agentdlq redrive plan --pipeline %s`.\n", r.Pipeline, r.Pipeline)
 		return err
 	default:
-		return triage.Text(w, r)
+		return render.Text(w, r)
 	}
 }
 

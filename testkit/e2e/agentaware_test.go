@@ -25,6 +25,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/eval"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -227,7 +228,7 @@ func TestEvalExportKeepsTheTraceEndToEnd(t *testing.T) {
 
 	r := triage.Build(dead, h.p, time.Now())
 	dest := store.Folder{Root: t.TempDir()}
-	res, err := triage.Export(ctx, dest, r, h.p, time.Now())
+	res, err := eval.Export(ctx, dest, r, h.p, time.Now())
 	require.NoError(t, err)
 	require.Equal(t, 1, res.Exported, "one case, three occurrences")
 	data, err := dest.Get(ctx, res.RecordsKey)

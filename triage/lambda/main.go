@@ -1,5 +1,5 @@
 // Command lambda is the triage Lambda's entry: it reads the environment of
-// docs/wiring.md, builds the clients and starts triage.Handler, which runs on
+// docs/wiring.md, builds the clients and starts Handler, which runs on
 // an EventBridge schedule and on DLQ alarms.
 package main
 
@@ -17,7 +17,6 @@ import (
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/ledger"
-	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -31,8 +30,8 @@ func main() {
 	lambda.Start(h.Handle)
 }
 
-func setup(log *slog.Logger) (*triage.Handler, error) {
-	targets, err := triage.ParseTargets([]byte(os.Getenv("AGENTDLQ_TRIAGE_TARGETS")))
+func setup(log *slog.Logger) (*Handler, error) {
+	targets, err := ParseTargets([]byte(os.Getenv("AGENTDLQ_TRIAGE_TARGETS")))
 	if err != nil {
 		return nil, fmt.Errorf("AGENTDLQ_TRIAGE_TARGETS: %w", err)
 	}
@@ -40,7 +39,7 @@ func setup(log *slog.Logger) (*triage.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	h := &triage.Handler{Targets: targets, SQS: sqs.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg), Metrics: os.Stdout, Region: cfg.Region, Logger: log,
+	h := &Handler{Targets: targets, SQS: sqs.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg), Metrics: os.Stdout, Region: cfg.Region, Logger: log,
 		Next: nextCommands}
 	if bucket := os.Getenv("AGENTDLQ_EVAL_BUCKET"); bucket != "" {
 		h.Dest = &store.S3{API: s3.NewFromConfig(cfg), Bucket: bucket}

@@ -1,4 +1,4 @@
-package triage
+package render
 
 import (
 	"bytes"
@@ -11,19 +11,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 // TestHTMLSelfContained: report.html needs no server and runs no script.
 func TestHTMLSelfContained(t *testing.T) {
 	t.Parallel()
-	r := Build(tagAll(fixture(t)), testPipeline(t, false), t0)
-	hist := []HistoryPoint{
+	r := triage.Build(tagAll(fixture(t)), testPipeline(t, false), t0)
+	hist := []triage.HistoryPoint{
 		{GeneratedAt: t0.Add(-2 * time.Hour), Messages: 3, ByReason: map[deadletter.Reason]int{deadletter.ReasonSchemaInvalid: 3}},
-		PointOf(r, ""),
+		triage.PointOf(r, ""),
 	}
 	var b bytes.Buffer
-	require.NoError(t, renderHTML(&b, r, hist))
+	require.NoError(t, HTML(&b, r, hist))
 	page := b.String()
 	for _, want := range []string{
 		"<style>", "<svg", "agent-tasks", "schema_invalid", "after the fix is deployed", "Attention",
@@ -46,13 +47,13 @@ func TestHistoryKeepsEveryRun(t *testing.T) {
 	p := testPipeline(t, false)
 	for i := range 3 {
 		now := t0.Add(time.Duration(i) * time.Hour)
-		keys, err := WriteReport(ctx, dest, Build(tagAll(fixture(t)[:5+i]), p, now), now)
+		keys, err := WriteReport(ctx, dest, triage.Build(tagAll(fixture(t)[:5+i]), p, now), now)
 		require.NoError(t, err)
 		require.Len(t, keys, 3)
 	}
-	require.NoError(t, dest.Put(ctx, reportsPrefix("agent-tasks")+"broken.json", []byte("{"), "application/json"))
+	require.NoError(t, dest.Put(ctx, "agent-tasks/reports/broken.json", []byte("{"), "application/json"))
 
-	hist, err := History(ctx, dest, "agent-tasks", 0)
+	hist, err := triage.History(ctx, dest, "agent-tasks", 0)
 	require.Error(t, err, "the broken report is named")
 	assert.Contains(t, err.Error(), "broken.json")
 	require.Len(t, hist, 3, "the readable ones are kept")
@@ -61,11 +62,11 @@ func TestHistoryKeepsEveryRun(t *testing.T) {
 		assert.Equal(t, 5+i, h.Messages)
 		assert.Equal(t, 5+i, sum(h.ByReason))
 	}
-	last, err := History(ctx, dest, "agent-tasks", 2)
+	last, err := triage.History(ctx, dest, "agent-tasks", 2)
 	require.Error(t, err)
 	assert.Len(t, last, 1, "the limit counts the latest keys, the broken one included")
 
-	latest, key, err := LatestReport(ctx, store.Folder{Root: dest.Root}, "other")
+	latest, key, err := triage.LatestReport(ctx, store.Folder{Root: dest.Root}, "other")
 	require.NoError(t, err)
 	assert.Nil(t, latest, "no report yet is not an error")
 	assert.Empty(t, key)
@@ -75,17 +76,17 @@ func TestBuildChart(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name    string
-		history []HistoryPoint
+		history []triage.HistoryPoint
 		bars    int // want: bars drawn
 		legend  []deadletter.Reason
 		max     string // want: the top tick's label
 	}{
 		{name: "empty", history: nil, bars: 0},
 		{name: "one run", bars: 1, legend: []deadletter.Reason{deadletter.ReasonBudgetExhausted}, max: "4",
-			history: []HistoryPoint{{GeneratedAt: t0, Messages: 3, ByReason: map[deadletter.Reason]int{deadletter.ReasonBudgetExhausted: 3}}}},
+			history: []triage.HistoryPoint{{GeneratedAt: t0, Messages: 3, ByReason: map[deadletter.Reason]int{deadletter.ReasonBudgetExhausted: 3}}}},
 		{name: "reasons in taxonomy order", bars: 2, max: "200",
 			legend: []deadletter.Reason{deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid},
-			history: []HistoryPoint{
+			history: []triage.HistoryPoint{
 				{GeneratedAt: t0, Messages: 150, ByReason: map[deadletter.Reason]int{deadletter.ReasonSchemaInvalid: 100, deadletter.ReasonBudgetExhausted: 50}},
 				{GeneratedAt: t0.Add(time.Hour), Messages: 0, ByReason: map[deadletter.Reason]int{}},
 			}},
@@ -111,11 +112,4 @@ func TestBuildChart(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestS3ConsoleURL(t *testing.T) {
-	t.Parallel()
-	assert.Equal(t, "https://eu-west-1.console.aws.amazon.com/s3/object/evals-bucket?bucketType=general&prefix=agent-tasks%2Freports%2F20261129T120000Z-0a1b2c3d.html&region=eu-west-1",
-		s3ConsoleURL("eu-west-1", "evals-bucket", "agent-tasks/reports/20261129T120000Z-0a1b2c3d.html"))
-	assert.True(t, strings.HasPrefix(s3ConsoleURL("", "b", "k"), "https://console.aws.amazon.com/s3/object/b?"))
 }

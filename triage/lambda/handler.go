@@ -1,4 +1,4 @@
-package triage
+package main
 
 import (
 	"context"
@@ -17,6 +17,9 @@ import (
 
 	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/eval"
+	"github.com/agentdlq/agentdlq/triage/render"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -69,15 +72,15 @@ type Handler struct {
 	// Targets is required.
 	Targets []Target
 	// SQS is required.
-	SQS ScanAPI
+	SQS triage.ScanAPI
 	// Dest is optional: where reports and eval exports go (the eval bucket).
 	Dest store.Destination
 	// SNS is optional: without it no alarm summary is published.
 	SNS PublishAPI
 	// Ledger is optional.
-	Ledger KeyReader
+	Ledger triage.KeyReader
 	// Scan is optional (see Config.Scan).
-	Scan ScanOptions
+	Scan triage.ScanOptions
 	// Metrics receives the EMF documents (default os.Stdout).
 	Metrics io.Writer
 	// Region is optional: the AWS region of the eval bucket, for the S3
@@ -224,9 +227,12 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 	for i := range targets {
 		t := &targets[i]
 		pr := PipelineResult{Pipeline: t.Pipeline.Name}
-		cfg := Config{Pipeline: &t.Pipeline, DLQURL: t.DLQURL, SQS: h.SQS, Ledger: h.Ledger, Dest: h.Dest, WriteReport: true, Scan: h.Scan, Now: now, Logger: log}
+		cfg := triage.Config{Pipeline: &t.Pipeline, DLQURL: t.DLQURL, SQS: h.SQS, Ledger: h.Ledger, Scan: h.Scan, Now: now, Logger: log}
+		if h.Dest != nil {
+			cfg.Export, cfg.Keep = eval.To(h.Dest), render.KeepIn(h.Dest)
+		}
 		cfg.Scan.MaxDuration = scanBudget(ctx, &t.Pipeline, cfg.Scan.MaxDuration, len(targets)-i, time.Now())
-		r, err := Run(ctx, cfg)
+		r, err := triage.Run(ctx, cfg)
 		if err != nil {
 			pr.Error = err.Error()
 			errs = append(errs, err)
@@ -369,7 +375,7 @@ func lastSegment(s, sep string) string {
 // reasons, the soonest expiry, and next, the lines Handler.Next gives (the
 // Lambda's: what to run). SNS subjects are at most 100 characters; the
 // subject names the product, as a sender does, never a command.
-func summary(r *Report, alarmName string, links alarmLinks, next []string) (subject, body string) {
+func summary(r *triage.Report, alarmName string, links alarmLinks, next []string) (subject, body string) {
 	subject = fmt.Sprintf("agentdlq %s: %d dead letters", r.Pipeline, r.Totals.Messages)
 	if !r.Complete {
 		subject = fmt.Sprintf("agentdlq %s: at least %d dead letters (partial scan)", r.Pipeline, r.Totals.Messages)
@@ -383,7 +389,7 @@ func summary(r *Report, alarmName string, links alarmLinks, next []string) (subj
 	var b strings.Builder
 	fmt.Fprintf(&b, "Triage of pipeline %s (owner %s) after alarm %s.\n", r.Pipeline, r.Owner, alarmName)
 	fmt.Fprintf(&b, "%s in %s.", textutil.Count(r.Totals.Messages, "dead letter", "dead letters"), textutil.Count(r.Totals.Groups, "group", "groups"))
-	if c := coverage(r); c != "" {
+	if c := render.Coverage(r); c != "" {
 		fmt.Fprintf(&b, "\n%s", c)
 	}
 	if r.Partial {
@@ -397,7 +403,7 @@ func summary(r *Report, alarmName string, links alarmLinks, next []string) (subj
 		}
 		fmt.Fprintf(&b, "  %-26s %6d  next: %-15s redrivable: %s\n", rt.Reason, rt.Count, rt.NextAction, rt.Redrivable)
 	}
-	fmt.Fprintf(&b, "\n%s\n", expiryLine(r))
+	fmt.Fprintf(&b, "\n%s\n", render.ExpiryLine(r))
 	for _, a := range r.Attention {
 		fmt.Fprintf(&b, "! %s\n", a)
 	}

@@ -1,4 +1,4 @@
-package triage
+package render
 
 import (
 	"embed"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 //go:embed html
@@ -33,10 +34,10 @@ func HTMLStyle() []byte {
 
 // HTMLView is what the "pipeline" template renders.
 type HTMLView struct {
-	Report *Report
+	Report *triage.Report
 	// History is the pipeline's kept reports, oldest first (History,
 	// PointOf): the page charts them.
-	History []HistoryPoint
+	History []triage.HistoryPoint
 	// Now is the time the page is seen at (report.html: the report's time).
 	Now time.Time
 	// Console turns groups into links to the console's pages.
@@ -78,23 +79,23 @@ func htmlFuncs() template.FuncMap {
 			return t.UTC().Format("2006-01-02 15:04Z")
 		},
 		"age":          func(sec int64) string { return age(sec) },
-		"filterLine":   func(fd *Filtered) string { return fd.line() },
+		"filterLine":   func(fd *triage.Filtered) string { return fd.Summary() },
 		"chart":        buildChart,
 		"since":        since,
 		"condition":    condition,
-		"coverage":     coverage,
+		"coverage":     Coverage,
 		"otherPartial": otherPartialReasons,
 		"add":          func(a, b float64) float64 { return a + b },
 		"sub":          func(a, b float64) float64 { return a - b },
 		"half":         func(a float64) float64 { return a / 2 },
-		"groupsOf": func(r *Report, reason deadletter.Reason, limit int) []Group {
+		"groupsOf": func(r *triage.Report, reason deadletter.Reason, limit int) []triage.Group {
 			gs := groupsOf(r, reason)
 			if limit > 0 && len(gs) > limit {
 				gs = gs[:limit]
 			}
 			return gs
 		},
-		"moreGroups": func(r *Report, reason deadletter.Reason, limit int) int {
+		"moreGroups": func(r *triage.Report, reason deadletter.Reason, limit int) int {
 			if n := len(groupsOf(r, reason)); limit > 0 && n > limit {
 				return n - limit
 			}
@@ -105,7 +106,7 @@ func htmlFuncs() template.FuncMap {
 
 // groupsOf returns the report's groups of one reason (a sub-slice: the
 // report keeps a reason's groups together).
-func groupsOf(r *Report, reason deadletter.Reason) []Group {
+func groupsOf(r *triage.Report, reason deadletter.Reason) []triage.Group {
 	start := -1
 	for i := range r.Groups {
 		if r.Groups[i].Reason == reason {
@@ -145,9 +146,9 @@ func condition(r deadletter.Redrivable) string {
 // beside it has them all.
 const reportGroupLimit = 200
 
-// renderHTML writes the report as one self-contained page: inline styles, the
+// HTML writes the report as one self-contained page: inline styles, the
 // chart of history as inline SVG, no script and nothing fetched.
-func renderHTML(w io.Writer, r *Report, history []HistoryPoint) error {
+func HTML(w io.Writer, r *triage.Report, history []triage.HistoryPoint) error {
 	t, err := HTMLTemplates("report", nil)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package triage
+package eval
 
 import (
 	"bufio"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -45,22 +46,7 @@ type manifest struct {
 	AlreadyExported int            `json:"already_exported"`
 	ByReason        map[string]int `json:"by_reason"`
 	IDs             []string       `json:"ids"`
-	Skipped         []Entry        `json:"skipped"`
-}
-
-// ExportResult is the export's outcome as the report carries it.
-type ExportResult struct {
-	Destination     string `json:"destination"`
-	RecordsKey      string `json:"records_key,omitempty"`
-	ManifestKey     string `json:"manifest_key,omitempty"`
-	Candidates      int    `json:"candidates"`
-	Exported        int    `json:"exported"`
-	AlreadyExported int    `json:"already_exported"`
-	// IDs are the ids exported (all of them; the manifest lists them too).
-	// The report's JSON carries the first 20 as sample_ids.
-	IDs       []string `json:"-"`
-	SampleIDs []string `json:"sample_ids"`
-	Error     string   `json:"error,omitempty"`
+	Skipped         []triage.Entry `json:"skipped"`
 }
 
 // exportPrefix is the key prefix of a pipeline's eval exports on a
@@ -74,25 +60,16 @@ func stamp(now time.Time, reportHash string) string {
 	return now.UTC().Format("150405Z") + "-" + reportHash[:8]
 }
 
-// reportHash is the hex SHA-256 of the report's JSON without its export section.
-func reportHash(r *Report) string {
-	c := *r
-	c.Export = nil
-	data, _ := json.Marshal(&c) // a Report always encodes
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
-}
-
 // Export writes the report's new eval records as JSONL and a manifest to
 // dest under exportPrefix: records whose id any earlier export of the
 // pipeline holds are left out, so a case is never exported twice. It sets
 // r.Export (also on failure, with the error, and marks the report partial)
 // and adds what it skipped to r.Skipped.
-func Export(ctx context.Context, dest store.Destination, r *Report, p *pipeline.Pipeline, now time.Time) (*ExportResult, error) {
-	hash := reportHash(r)
-	res := &ExportResult{Destination: dest.String(), IDs: []string{}, SampleIDs: []string{}}
+func Export(ctx context.Context, dest store.Destination, r *triage.Report, p *pipeline.Pipeline, now time.Time) (*triage.ExportResult, error) {
+	hash := r.SHA256()
+	res := &triage.ExportResult{Destination: dest.String(), IDs: []string{}, SampleIDs: []string{}}
 	r.Export = res
-	fail := func(err error) (*ExportResult, error) {
+	fail := func(err error) (*triage.ExportResult, error) {
 		res.Error = err.Error()
 		r.Partial = true
 		r.PartialReasons = append(r.PartialReasons, "eval export failed: "+err.Error())
@@ -135,7 +112,7 @@ func Export(ctx context.Context, dest store.Destination, r *Report, p *pipeline.
 	m := manifest{
 		ManifestVersion: manifestVersion, Pipeline: p.Name, ExportedAt: now.UTC(), ReportSHA256: hash,
 		RecordsKey: res.RecordsKey, Candidates: res.Candidates, Exported: res.Exported, AlreadyExported: res.AlreadyExported,
-		ByReason: byReason, IDs: res.IDs, Skipped: append([]Entry{}, skipped...),
+		ByReason: byReason, IDs: res.IDs, Skipped: append([]triage.Entry{}, skipped...),
 	}
 	data, _ := json.MarshalIndent(&m, "", "  ")
 	msum := sha256.Sum256(data)
@@ -184,40 +161,12 @@ func existingIDs(ctx context.Context, dest store.Destination, pipelineName strin
 	return ids, nil
 }
 
-// WriteReport keeps one triage run's report in dest under
-// reportsPrefix: reportBase + ".json", ".md" and ".html" (the self-contained
-// page, whose chart shows this run and the HistoryLimit-1 before it). It
-// returns the keys in that order. An earlier report that cannot be read only
-// leaves a gap in the chart.
-func WriteReport(ctx context.Context, dest store.Destination, r *Report, now time.Time) ([]string, error) {
-	base := reportBase(r, now)
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	var md, page bytes.Buffer
-	if err := Markdown(&md, r); err != nil {
-		return nil, err
-	}
-	history, _ := History(ctx, dest, r.Pipeline, HistoryLimit-1) // a gap in the chart at worst
-	history = append(history, PointOf(r, base+".json"))
-	if err := renderHTML(&page, r, history); err != nil {
-		return nil, err
-	}
-	files := []struct {
-		key, ct string
-		data    []byte
-	}{
-		{base + ".json", "application/json", append(data, '\n')},
-		{base + ".md", "text/markdown; charset=utf-8", md.Bytes()},
-		{base + ".html", "text/html; charset=utf-8", page.Bytes()},
-	}
-	keys := make([]string, 0, len(files))
-	for _, o := range files {
-		if err := dest.Put(ctx, o.key, o.data, o.ct); err != nil {
-			return nil, exportErr(dest.String(), "write report", o.key, err)
-		}
-		keys = append(keys, o.key)
-	}
-	return keys, nil
+// To is the triage.Exporter that exports each run's eval records to dest
+// with Export (triage.Config.Export).
+func To(dest store.Destination) triage.Exporter { return exporter{dest} }
+
+type exporter struct{ dest store.Destination }
+
+func (e exporter) Export(ctx context.Context, r *triage.Report, p *pipeline.Pipeline, now time.Time) (*triage.ExportResult, error) {
+	return Export(ctx, e.dest, r, p, now)
 }

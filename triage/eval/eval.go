@@ -1,4 +1,4 @@
-package triage
+package eval
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // evalRecord is one eval case, one JSONL line, Braintrust-shaped (it converts
@@ -72,9 +73,9 @@ type evalMetadata struct {
 // identifiers; the first message of a case is its input, the others count as
 // occurrences), ordered by group then id. Messages
 // that cannot be exported (a body that is not UTF-8) are returned as skipped.
-func evalRecords(r *Report, p *pipeline.Pipeline) ([]evalRecord, []Entry) {
+func evalRecords(r *triage.Report, p *pipeline.Pipeline) ([]evalRecord, []triage.Entry) {
 	var out []evalRecord
-	var skipped []Entry
+	var skipped []triage.Entry
 	for gi := range r.Groups {
 		g := &r.Groups[gi]
 		if !g.Recurring {
@@ -82,14 +83,14 @@ func evalRecords(r *Report, p *pipeline.Pipeline) ([]evalRecord, []Entry) {
 		}
 		byID := map[string]int{}
 		start := len(out)
-		for _, t := range g.tagged {
+		for _, t := range g.Letters() {
 			if t.BodyErr != nil {
-				skipped = append(skipped, Entry{MessageID: t.MessageID, Stage: "export", Reason: t.Reason, Problem: t.BodyErr.Error() + ": not exported"})
+				skipped = append(skipped, triage.Entry{MessageID: t.MessageID, Stage: "export", Reason: t.Reason, Problem: t.BodyErr.Error() + ": not exported"})
 				continue
 			}
 			input := RedactInput(t.Body, p.Eval)
 			sum, caseSum := inputHash(input), caseHash(input)
-			id := evalID(g.Reason, g.Tool, g.ToolVersion, g.SchemaVersion, g.Signature, caseSum)
+			id := evalID(g.Fingerprint, caseSum)
 			if i, ok := byID[id]; ok {
 				out[i].Metadata.Occurrences++
 				continue
@@ -119,9 +120,11 @@ func evalRecords(r *Report, p *pipeline.Pipeline) ([]evalRecord, []Entry) {
 }
 
 // evalID is the stable id of an eval case; see evalRecord.ID.
-func evalID(reason deadletter.Reason, tool, toolVersion string, schemaVersion int, signature, inputSHA256 string) string {
+// fingerprint is the group's (the hash of its reason, tool, tool version,
+// schema version and error signature).
+func evalID(fingerprint, inputSHA256 string) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "eval1\x00%s\x00%s\n", fingerprintOf(reason, tool, toolVersion, schemaVersion, signature), inputSHA256)
+	fmt.Fprintf(h, "eval1\x00%s\x00%s\n", fingerprint, inputSHA256)
 	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
@@ -217,7 +220,7 @@ func hashPath(obj map[string]any, path []string) {
 		b, _ := json.Marshal(v)
 		s = string(b)
 	}
-	obj[path[0]] = HashValue(s)
+	obj[path[0]] = triage.HashValue(s)
 }
 
 func redactValue(v any, key string) any {

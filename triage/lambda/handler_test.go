@@ -1,4 +1,4 @@
-package triage
+package main
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -197,7 +198,7 @@ func TestHandleBadInput(t *testing.T) {
 	// A missing DLQ fails its pipeline; the other one is still triaged.
 	queues[h.Targets[1].DLQURL].missing = true
 	res, err := h.Handle(t.Context(), json.RawMessage(`{"detail-type":"Scheduled Event","detail":{}}`))
-	require.ErrorIs(t, err, ErrQueueNotFound)
+	require.ErrorIs(t, err, triage.ErrQueueNotFound)
 	require.Len(t, res.Pipelines, 2)
 	assert.Equal(t, 16, res.Pipelines[0].Messages)
 	assert.Contains(t, res.Pipelines[1].Error, "does not exist")
@@ -220,7 +221,7 @@ func emfDocs(t *testing.T, data []byte) []map[string]any {
 
 func TestWriteEMF(t *testing.T) {
 	t.Parallel()
-	r := Build(tagAll(fixture(t)), testPipeline(t, false), t0)
+	r := triage.Build(tagAll(fixture(t)), testPipeline(t, false), t0)
 	var buf bytes.Buffer
 	require.NoError(t, writeEMF(&buf, r, t0))
 	docs := emfDocs(t, buf.Bytes())
@@ -259,7 +260,7 @@ func TestWriteEMF(t *testing.T) {
 
 	// An empty DLQ: no hours to expiry (nothing to lose).
 	buf.Reset()
-	require.NoError(t, writeEMF(&buf, Build(nil, testPipeline(t, false), t0), t0.Add(time.Minute)))
+	require.NoError(t, writeEMF(&buf, triage.Build(nil, testPipeline(t, false), t0), t0.Add(time.Minute)))
 	docs = emfDocs(t, buf.Bytes())
 	require.Len(t, docs, 1)
 	assert.NotContains(t, docs[0], "DLQHoursToExpiry")
@@ -330,8 +331,15 @@ func TestHandlePartialScan(t *testing.T) {
 	docs := emfDocs(t, metrics.Bytes())
 	require.NotEmpty(t, docs)
 	assert.Equal(t, false, docs[0]["ScanComplete"])
-	r, _, err := LatestReport(t.Context(), h.Dest, h.Targets[1].Pipeline.Name)
+	r, _, err := triage.LatestReport(t.Context(), h.Dest, h.Targets[1].Pipeline.Name)
 	require.NoError(t, err)
 	assert.False(t, r.Complete)
-	assert.Equal(t, CauseInFlight, r.Scan.PartialCause)
+	assert.Equal(t, triage.CauseInFlight, r.Scan.PartialCause)
+}
+
+func TestS3ConsoleURL(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "https://eu-west-1.console.aws.amazon.com/s3/object/evals-bucket?bucketType=general&prefix=agent-tasks%2Freports%2F20261129T120000Z-0a1b2c3d.html&region=eu-west-1",
+		s3ConsoleURL("eu-west-1", "evals-bucket", "agent-tasks/reports/20261129T120000Z-0a1b2c3d.html"))
+	assert.True(t, strings.HasPrefix(s3ConsoleURL("", "b", "k"), "https://console.aws.amazon.com/s3/object/b?"))
 }

@@ -1,4 +1,4 @@
-package triage
+package eval
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // TestEvalRecordsKeepTheTrace: an eval item links back to its run. The
@@ -19,8 +20,8 @@ import (
 // body that is not a task object takes dlq_meta's trace id.
 func TestEvalRecordsKeepTheTrace(t *testing.T) {
 	t.Parallel()
-	letters := func(body func(i int) string, header bool) []Tagged {
-		var msgs []Message
+	letters := func(body func(i int) string, header bool) []triage.Tagged {
+		var msgs []triage.Message
 		for i := range 3 {
 			id := fmt.Sprintf("t%d", i)
 			meta := poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "acme", "key-"+id, "bad")
@@ -38,7 +39,7 @@ func TestEvalRecordsKeepTheTrace(t *testing.T) {
 	t.Run("from the task, with the X-Ray header", func(t *testing.T) {
 		t.Parallel()
 		p := testPipeline(t, false)
-		recs, _ := evalRecords(Build(letters(sameTask, true), p, t0.Add(time.Hour)), p)
+		recs, _ := evalRecords(triage.Build(letters(sameTask, true), p, t0.Add(time.Hour)), p)
 		require.Len(t, recs, 1, "one case, three occurrences")
 		md := recs[0].Metadata
 		assert.Equal(t, 3, md.Occurrences)
@@ -53,7 +54,7 @@ func TestEvalRecordsKeepTheTrace(t *testing.T) {
 	t.Run("without a header", func(t *testing.T) {
 		t.Parallel()
 		p := testPipeline(t, false)
-		recs, _ := evalRecords(Build(letters(sameTask, false), p, t0.Add(time.Hour)), p)
+		recs, _ := evalRecords(triage.Build(letters(sameTask, false), p, t0.Add(time.Hour)), p)
 		require.Len(t, recs, 1)
 		assert.Empty(t, recs[0].Metadata.AWSTraceHeader)
 		data, _ := json.Marshal(recs[0].Metadata)
@@ -63,22 +64,22 @@ func TestEvalRecordsKeepTheTrace(t *testing.T) {
 		t.Parallel()
 		p := testPipeline(t, false)
 		p.Eval.HashFields = append(p.Eval.HashFields, "trace_id")
-		recs, _ := evalRecords(Build(letters(sameTask, false), p, t0.Add(time.Hour)), p)
+		recs, _ := evalRecords(triage.Build(letters(sameTask, false), p, t0.Add(time.Hour)), p)
 		require.Len(t, recs, 1)
-		assert.Equal(t, HashValue("trace-t0"), recs[0].Metadata.TraceID)
+		assert.Equal(t, triage.HashValue("trace-t0"), recs[0].Metadata.TraceID)
 	})
 	t.Run("dropped as the input is", func(t *testing.T) {
 		t.Parallel()
 		p := testPipeline(t, false)
 		p.Eval.DropFields = append(p.Eval.DropFields, "trace_id")
-		recs, _ := evalRecords(Build(letters(sameTask, false), p, t0.Add(time.Hour)), p)
+		recs, _ := evalRecords(triage.Build(letters(sameTask, false), p, t0.Add(time.Hour)), p)
 		require.Len(t, recs, 1)
 		assert.Empty(t, recs[0].Metadata.TraceID)
 	})
 	t.Run("a body that is not a task: dlq_meta's trace", func(t *testing.T) {
 		t.Parallel()
 		p := testPipeline(t, false)
-		recs, _ := evalRecords(Build(letters(func(i int) string { return fmt.Sprintf("not json %d", i) }, true), p, t0.Add(time.Hour)), p)
+		recs, _ := evalRecords(triage.Build(letters(func(i int) string { return fmt.Sprintf("not json %d", i) }, true), p, t0.Add(time.Hour)), p)
 		require.Len(t, recs, 3, "three distinct inputs")
 		got := map[string]bool{}
 		for _, r := range recs {
@@ -91,12 +92,12 @@ func TestEvalRecordsKeepTheTrace(t *testing.T) {
 		t.Parallel()
 		p := testPipeline(t, false)
 		p.Eval.HashFields = append(p.Eval.HashFields, "trace_id")
-		recs, _ := evalRecords(Build(letters(func(i int) string { return fmt.Sprintf("not json %d", i) }, false), p, t0.Add(time.Hour)), p)
+		recs, _ := evalRecords(triage.Build(letters(func(i int) string { return fmt.Sprintf("not json %d", i) }, false), p, t0.Add(time.Hour)), p)
 		require.Len(t, recs, 3)
 		got := map[string]bool{}
 		for _, r := range recs {
 			got[r.Metadata.TraceID] = true
 		}
-		assert.Equal(t, map[string]bool{HashValue("trace-meta-t0"): true, HashValue("trace-meta-t1"): true, HashValue("trace-meta-t2"): true}, got)
+		assert.Equal(t, map[string]bool{triage.HashValue("trace-meta-t0"): true, triage.HashValue("trace-meta-t1"): true, triage.HashValue("trace-meta-t2"): true}, got)
 	})
 }

@@ -1,11 +1,9 @@
-package triage
+package eval
 
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +16,9 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/internal/triagetest"
+	"github.com/agentdlq/agentdlq/triage/render"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -38,9 +39,9 @@ func TestRedactInput(t *testing.T) {
 			name: "drop, hash, secret keys and free-text secrets",
 			body: `{"tenant":"acme","args":{"password":"hunter2","user":42,"q":"mail bob@example.com","token":"abc","api_key":null,"nested":{"drop":1,"keep":"Bearer abcdefghijklmnop"}}}`,
 			want: map[string]any{
-				"tenant": HashValue("acme"),
+				"tenant": triage.HashValue("acme"),
 				"args": map[string]any{
-					"user": HashValue("42"), "q": r("mail bob@example.com"), "token": "[REDACTED]", "api_key": nil,
+					"user": triage.HashValue("42"), "q": r("mail bob@example.com"), "token": "[REDACTED]", "api_key": nil,
 					"nested": map[string]any{"keep": r("Bearer abcdefghijklmnop")},
 				},
 			},
@@ -89,7 +90,7 @@ func TestRedactInput(t *testing.T) {
 func TestEvalRecords(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
-	r := Build(tagAll(fixture(t)), p, t0)
+	r := triage.Build(tagAll(fixture(t)), p, t0)
 	recs, skipped := evalRecords(r, p)
 	assert.Empty(t, skipped)
 
@@ -102,7 +103,7 @@ func TestEvalRecords(t *testing.T) {
 		assert.Equal(t, string(rec.Expected.Reason), rec.Tags[0])
 		assert.Equal(t, inputHash(rec.Input), rec.Metadata.InputSHA256)
 		assert.Equal(t, caseHash(rec.Input), rec.Metadata.CaseSHA256)
-		assert.Equal(t, evalID(rec.Expected.Reason, rec.Metadata.Tool, rec.Metadata.ToolVersion, rec.Metadata.SchemaVersion, rec.Metadata.ErrorSignature, rec.Metadata.CaseSHA256), rec.ID)
+		assert.Equal(t, evalID(rec.Metadata.Fingerprint, rec.Metadata.CaseSHA256), rec.ID)
 	}
 	assert.Len(t, recs, 5, "schema_invalid: 3 distinct inputs of 4; json_invalid: 2 of 3")
 	require.Len(t, byReason[deadletter.ReasonSchemaInvalid], 3)
@@ -128,7 +129,7 @@ func TestEvalRecords(t *testing.T) {
 	for i := range again {
 		again[i].MessageID = "redriven-" + again[i].MessageID
 	}
-	r2 := Build(tagAll(again), p, t0.Add(time.Hour))
+	r2 := triage.Build(tagAll(again), p, t0.Add(time.Hour))
 	recs2, _ := evalRecords(r2, p)
 	assert.Equal(t, ids(recs), ids(recs2))
 }
@@ -137,7 +138,7 @@ func TestEvalRecordsOneCasePerContent(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
 	// The same bad task sent 50 times with fresh ids, and a second one 10 times.
-	var msgs []Message
+	var msgs []triage.Message
 	for i := range 60 {
 		args := `{"query":"a"}`
 		if i >= 50 {
@@ -147,7 +148,7 @@ func TestEvalRecordsOneCasePerContent(t *testing.T) {
 		msgs = append(msgs, deadLetter(t, "m"+id, task(id, "acme", "web.search", "1", args),
 			poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "acme", "key-"+id, "bad"), t0))
 	}
-	recs, _ := evalRecords(Build(tagAll(msgs), p, t0), p)
+	recs, _ := evalRecords(triage.Build(tagAll(msgs), p, t0), p)
 	require.Len(t, recs, 2)
 	occ := map[string]int{}
 	for _, r := range recs {
@@ -168,12 +169,12 @@ func ids(recs []evalRecord) []string {
 func TestEvalRecordsSkipNonUTF8(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
-	var msgs []Message
+	var msgs []triage.Message
 	for i := range 3 {
 		m := deadLetter(t, "m"+string(rune('0'+i)), "{\"q\":\"\xff\"}", poisonMeta(deadletter.ReasonJSONInvalid, "", "", "", "", "not JSON"), t0)
 		msgs = append(msgs, m)
 	}
-	r := Build(tagAll(msgs), p, t0)
+	r := triage.Build(tagAll(msgs), p, t0)
 	recs, skipped := evalRecords(r, p)
 	assert.Empty(t, recs)
 	assert.Len(t, skipped, 3)
@@ -205,13 +206,16 @@ func TestExportFolder(t *testing.T) {
 	dest := store.Folder{Root: t.TempDir()}
 	ctx := t.Context()
 
-	r := Build(tagAll(fixture(t)), p, t0)
+	r := triage.Build(tagAll(fixture(t)), p, t0)
 	res, err := Export(ctx, dest, r, p, t0)
 	require.NoError(t, err)
 	assert.Equal(t, 5, res.Exported)
 	assert.Equal(t, 5, res.Candidates)
 	assert.True(t, strings.HasPrefix(res.RecordsKey, "agent-tasks/2026-11-29/evals-120000Z-"), res.RecordsKey)
 	assert.False(t, r.Partial)
+	doc, err := json.Marshal(r)
+	require.NoError(t, err)
+	assert.NoError(t, triagetest.ValidateReport(t, doc), "a report with an export")
 	data, err := os.ReadFile(filepath.Join(dest.Root, res.RecordsKey))
 	require.NoError(t, err)
 	assert.Len(t, readJSONL(t, data), 5)
@@ -222,7 +226,7 @@ func TestExportFolder(t *testing.T) {
 	require.NoError(t, json.Unmarshal(mdata, &m))
 	assert.Equal(t, manifestVersion, m.ManifestVersion)
 	assert.Equal(t, "agent-tasks", m.Pipeline)
-	assert.Equal(t, reportHash(r), m.ReportSHA256)
+	assert.Equal(t, r.SHA256(), m.ReportSHA256)
 	assert.Equal(t, res.IDs, m.IDs)
 	assert.Equal(t, map[string]int{"schema_invalid": 3, "json_invalid": 2}, m.ByReason)
 
@@ -234,7 +238,7 @@ func TestExportFolder(t *testing.T) {
 	assert.False(t, got["not-an-eval"])
 
 	// The next run, a day later, finds the same cases: nothing is exported twice.
-	r2 := Build(tagAll(fixture(t)), p, t0.Add(24*time.Hour))
+	r2 := triage.Build(tagAll(fixture(t)), p, t0.Add(24*time.Hour))
 	res2, err := Export(ctx, dest, r2, p, t0.Add(24*time.Hour))
 	require.NoError(t, err)
 	assert.Equal(t, 0, res2.Exported)
@@ -243,35 +247,13 @@ func TestExportFolder(t *testing.T) {
 	assert.NotEmpty(t, res2.ManifestKey, "a manifest per export, even an empty one")
 
 	// The report is kept under <pipeline>/reports/: JSON, Markdown, HTML.
-	keys, err := WriteReport(ctx, dest, r, t0)
+	keys, err := render.WriteReport(ctx, dest, r, t0)
 	require.NoError(t, err)
 	require.Len(t, keys, 3)
 	assert.True(t, strings.HasPrefix(keys[0], "agent-tasks/reports/20261129T"), keys[0])
 	md, err := os.ReadFile(filepath.Join(dest.Root, keys[1]))
 	require.NoError(t, err)
 	assert.Contains(t, string(md), "# Triage of `agent-tasks`")
-}
-
-// refusingDest refuses what its switches say.
-type refusingDest struct {
-	store.Folder
-	refuseList, refusePut bool
-}
-
-var errRefused = errors.New("AccessDenied: not allowed")
-
-func (d refusingDest) List(ctx context.Context, prefix string) ([]string, error) {
-	if d.refuseList {
-		return nil, errRefused
-	}
-	return d.Folder.List(ctx, prefix)
-}
-
-func (d refusingDest) Put(ctx context.Context, key string, data []byte, ct string) error {
-	if d.refusePut {
-		return errRefused
-	}
-	return d.Folder.Put(ctx, key, data, ct)
 }
 
 func TestExportRefused(t *testing.T) {
@@ -285,14 +267,14 @@ func TestExportRefused(t *testing.T) {
 		dest store.Destination
 		op   string
 	}{
-		{"list refused", refusingDest{Folder: store.Folder{Root: t.TempDir()}, refuseList: true}, "read existing ids"},
-		{"write refused", refusingDest{Folder: store.Folder{Root: t.TempDir()}, refusePut: true}, "write records"},
+		{"list refused", triagetest.RefusingDest{Folder: store.Folder{Root: t.TempDir()}, RefuseList: true}, "read existing ids"},
+		{"write refused", triagetest.RefusingDest{Folder: store.Folder{Root: t.TempDir()}, RefusePut: true}, "write records"},
 		{"folder is a file", store.Folder{Root: file}, "write records"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			r := Build(tagAll(fixture(t)), p, t0)
+			r := triage.Build(tagAll(fixture(t)), p, t0)
 			res, err := Export(t.Context(), tt.dest, r, p, t0)
 			require.Error(t, err)
 			assert.ErrorIs(t, err, errExport)

@@ -1,16 +1,19 @@
-package triage
+package render
 
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // Text writes the report for a terminal: a header, the expiry risk, an
 // aligned table by reason and group, and what needs attention.
-func Text(w io.Writer, r *Report) error {
+func Text(w io.Writer, r *triage.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "triage of %s (owner %s)%s\n", r.Pipeline, r.Owner, fifoNote(r.FIFO))
 	if r.Queue != "" {
@@ -18,15 +21,15 @@ func Text(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintf(&b, "%s\n", scanLine(r))
 	if r.Filter != nil {
-		fmt.Fprintf(&b, "FILTERED: %s; the counts below are of those only\n", r.Filter.line())
+		fmt.Fprintf(&b, "FILTERED: %s; the counts below are of those only\n", r.Filter.Summary())
 	}
-	if c := coverage(r); c != "" {
+	if c := Coverage(r); c != "" {
 		fmt.Fprintf(&b, "\n!!! %s\n\n", c)
 	}
 	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "PARTIAL: %s\n", why)
 	}
-	fmt.Fprintf(&b, "%s\n\n", expiryLine(r))
+	fmt.Fprintf(&b, "%s\n\n", ExpiryLine(r))
 	if r.Totals.Messages == 0 {
 		b.WriteString("The DLQ is empty.\n")
 	} else {
@@ -73,10 +76,10 @@ func Text(w io.Writer, r *Report) error {
 }
 
 // Markdown writes the report as Markdown (for the report file and tickets).
-func Markdown(w io.Writer, r *Report) error {
+func Markdown(w io.Writer, r *triage.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Triage of `%s`\n\n", r.Pipeline)
-	if c := coverage(r); c != "" {
+	if c := Coverage(r); c != "" {
 		fmt.Fprintf(&b, "> **%s**\n\n", md(c))
 	}
 	fmt.Fprintf(&b, "- owner: `%s`%s\n", r.Owner, fifoNote(r.FIFO))
@@ -85,12 +88,12 @@ func Markdown(w io.Writer, r *Report) error {
 	}
 	fmt.Fprintf(&b, "- %s\n", scanLine(r))
 	if r.Filter != nil {
-		fmt.Fprintf(&b, "- **filtered**: %s; the counts below are of those only\n", md(r.Filter.line()))
+		fmt.Fprintf(&b, "- **filtered**: %s; the counts below are of those only\n", md(r.Filter.Summary()))
 	}
 	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "- **partial**: %s\n", md(why))
 	}
-	fmt.Fprintf(&b, "- %s\n\n", expiryLine(r))
+	fmt.Fprintf(&b, "- %s\n\n", ExpiryLine(r))
 	if r.Totals.Messages == 0 {
 		b.WriteString("The DLQ is empty.\n")
 	} else {
@@ -142,7 +145,7 @@ func fifoNote(fifo bool) string {
 	return ""
 }
 
-func scanLine(r *Report) string {
+func scanLine(r *triage.Report) string {
 	s := r.Scan
 	state := "complete"
 	if r.Partial {
@@ -152,10 +155,10 @@ func scanLine(r *Report) string {
 		r.GeneratedAt.Format(time.RFC3339), plural(r.Totals.Messages, "message"), plural(r.Totals.Groups, "group"), state, s.Unique, s.DurationSeconds, s.MessagesPerSecond, orDash(s.StopReason))
 }
 
-// coverage is the banner of a report whose scan did not see every dead
+// Coverage is the banner of a report whose scan did not see every dead
 // letter ("" for a complete one): what it saw against the queue's depth,
 // why, and when or how a rerun may see everything.
-func coverage(r *Report) string {
+func Coverage(r *triage.Report) string {
 	if r.Complete {
 		return ""
 	}
@@ -170,13 +173,13 @@ func coverage(r *Report) string {
 
 // otherPartialReasons are the report's partial reasons the coverage banner
 // does not already say (an export or a ledger read that fell short).
-func otherPartialReasons(r *Report) []string {
+func otherPartialReasons(r *triage.Report) []string {
 	if r.Complete {
 		return r.PartialReasons
 	}
 	var out []string
 	for _, why := range r.PartialReasons {
-		if !strings.HasPrefix(why, scanReasonPrefix) {
+		if !strings.HasPrefix(why, triage.ScanReasonPrefix) {
 			out = append(out, why)
 		}
 	}
@@ -184,22 +187,24 @@ func otherPartialReasons(r *Report) []string {
 }
 
 // retryAdvice says when, or with what change, a rerun may see everything.
-func retryAdvice(s ScanStats) string {
+func retryAdvice(s triage.ScanStats) string {
 	switch {
 	case s.RetryAfterSeconds > 0:
 		return fmt.Sprintf("Rerun in about %s, when the hidden letters are visible again.", age(int64(s.RetryAfterSeconds)))
-	case s.PartialCause == CauseMaxMessages || s.PartialCause == CauseMaxDuration:
+	case s.PartialCause == triage.CauseMaxMessages || s.PartialCause == triage.CauseMaxDuration:
 		return "Rerun with a higher bound."
-	case s.PartialCause == CauseVisibilityLapsed:
+	case s.PartialCause == triage.CauseVisibilityLapsed:
 		return "Rerun with a longer visibility timeout."
-	case s.PartialCause == CauseFIFOGroups:
+	case s.PartialCause == triage.CauseFIFOGroups:
 		return "A rerun sees the same: a read-only scan of a FIFO DLQ sees at most a batch of each message group."
 	default:
 		return "Rerun."
 	}
 }
 
-func expiryLine(r *Report) string {
+// ExpiryLine is the report's expiry risk in one line: the soonest deletion
+// and how many fall within the warning window.
+func ExpiryLine(r *triage.Report) string {
 	e := r.Expiry
 	if e.SoonestExpiry.IsZero() {
 		return fmt.Sprintf("expiry: nothing to lose (DLQ retention %dh, warning window %dh)", e.DLQRetentionHours, e.WarningHours)
@@ -208,7 +213,7 @@ func expiryLine(r *Report) string {
 		until(e.SoonestExpiry, r.GeneratedAt), e.SoonestMessageID, e.ExpiringSoon, e.WarningHours, e.DLQRetentionHours)
 }
 
-func exportLine(e *ExportResult) string {
+func exportLine(e *triage.ExportResult) string {
 	if e.Error != "" {
 		return fmt.Sprintf("eval export to %s FAILED: %s", e.Destination, e.Error)
 	}
@@ -217,7 +222,7 @@ func exportLine(e *ExportResult) string {
 }
 
 // groupLabel is a group's short name: fingerprint start, tool and signature.
-func groupLabel(g Group, max int) string {
+func groupLabel(g triage.Group, max int) string {
 	parts := []string{g.Fingerprint}
 	if g.Tool != "" {
 		t := g.Tool
@@ -273,4 +278,15 @@ func orDash(s string) string {
 // md escapes the characters that break a Markdown table cell.
 func md(s string) string {
 	return strings.NewReplacer("|", `\|`, "\n", " ", "`", "'", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// plural is "1 noun" or "n nouns" (triage's report uses the same rule).
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if strings.HasSuffix(noun, "y") && !strings.HasSuffix(noun, "ey") {
+		return strconv.Itoa(n) + " " + noun[:len(noun)-1] + "ies"
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
 }

@@ -1,4 +1,4 @@
-package triage
+package eval
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -40,7 +41,7 @@ func TestExportS3(t *testing.T) {
 	require.NoError(t, err)
 	p := testPipeline(t, false)
 
-	r := Build(tagAll(fixture(t)), p, t0)
+	r := triage.Build(tagAll(fixture(t)), p, t0)
 	res, err := Export(ctx, dest, r, p, t0)
 	require.NoError(t, err)
 	assert.Equal(t, 5, res.Exported)
@@ -55,7 +56,7 @@ func TestExportS3(t *testing.T) {
 	for _, id := range res.IDs {
 		assert.True(t, got[id])
 	}
-	res2, err := Export(ctx, dest, Build(tagAll(fixture(t)), p, t0), p, t0)
+	res2, err := Export(ctx, dest, triage.Build(tagAll(fixture(t)), p, t0), p, t0)
 	require.NoError(t, err)
 	assert.Equal(t, 0, res2.Exported)
 	assert.Equal(t, 5, res2.AlreadyExported)
@@ -71,7 +72,7 @@ func TestExportS3MissingBucket(t *testing.T) {
 	dest, err := store.Parse("s3://no-such-bucket/x", api)
 	require.NoError(t, err)
 	p := testPipeline(t, false)
-	r := Build(tagAll(fixture(t)), p, t0)
+	r := triage.Build(tagAll(fixture(t)), p, t0)
 	_, err = Export(context.Background(), dest, r, p, t0)
 	require.ErrorIs(t, err, errExport)
 	assert.Contains(t, err.Error(), "s3://no-such-bucket/x/")

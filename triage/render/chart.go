@@ -1,4 +1,4 @@
-package triage
+package render
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // barChart is the "dead letters by reason over time" chart, laid out for an SVG
@@ -94,7 +95,7 @@ func reasonColor(r deadletter.Reason) string {
 }
 
 // buildChart lays out the history (oldest first) as a stacked bar chart.
-func buildChart(history []HistoryPoint) barChart {
+func buildChart(history []triage.HistoryPoint) barChart {
 	c := barChart{Width: 960, Height: 190, PlotTop: 10, PlotBottom: 162, PlotLeft: 44}
 	if len(history) == 0 {
 		return c
@@ -120,7 +121,7 @@ func buildChart(history []HistoryPoint) barChart {
 			reasons = append(reasons, r)
 		}
 	}
-	latest := HistoryPoint{}
+	latest := triage.HistoryPoint{}
 	for i := len(history) - 1; i >= 0; i-- {
 		if !history[i].Partial {
 			latest = history[i]
