@@ -686,7 +686,7 @@ func TestDashboard(t *testing.T) {
 			`SEARCH('{AgentDLQ,Pipeline,Reason} MetricName=\"DeadLettered\" Pipeline=\"` + def.Name + `\"'`, // dead letters by reason
 			"DLQHoursToExpiry", "DLQExpiringSoon", // expiry risk
 			`"Errors"`, `"Throttles"`, "DLQSendFailures", // the worker
-			"NumberOfMessagesDeleted", // redrive progress
+			"NumberOfMessagesDeleted",                                                                                   // redrive progress
 			"PolledEventCount", "InvokedEventCount", "FailedInvokeEventCount", "DroppedEventCount", "DeletedEventCount", // the event source mapping
 			"(owner: " + def.Owner + ")", "[RUNBOOK.md](RUNBOOK.md)",
 		} {
