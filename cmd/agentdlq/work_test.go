@@ -116,6 +116,7 @@ func TestWorkSummaryNamesRetriesAndDeadLetters(t *testing.T) {
 		Pipeline: "p", Batches: 3, Received: 8, Processed: 2, DuplicatesSkipped: 1, DeadLettered: 2,
 		DeadLetteredByReason: map[string]int64{"budget_exhausted": 1, "tool_unknown": 1},
 		Retried:              3, DLQSendFailures: 1, Deleted: 5,
+		EventSourceMapping: esm.EventCounts{PolledEventCount: 8, InvokedEventCount: 8, FailedInvokeEventCount: 3, DeletedEventCount: 5},
 	}, sum)
 	js, err := json.Marshal(sum)
 	require.NoError(t, err)
@@ -126,12 +127,14 @@ func TestWorkSummaryNamesRetriesAndDeadLetters(t *testing.T) {
 	var b bytes.Buffer
 	sum.writeTable(&b)
 	got := strings.Split(strings.TrimSpace(b.String()), "\n")
-	require.Len(t, got, 3, b.String())
+	require.Len(t, got, 4, b.String())
 	assert.Contains(t, got[0], "RETRIED")
 	assert.Contains(t, got[0], "DEAD-LETTERED")
 	assert.NotContains(t, got[0], " FAILED ")
 	assert.Equal(t, []string{"p", "3", "8", "2", "1", "2", "3", "1", "5", "0", "0", "0"}, strings.Fields(got[1]))
-	assert.Equal(t, "dead-lettered by reason: budget_exhausted 1, tool_unknown 1", got[2])
+	// The event source mapping's metric names, as the dashboard shows them.
+	assert.Equal(t, "event source mapping (as its metrics): PolledEventCount 8, InvokedEventCount 8, FailedInvokeEventCount 3 (retried), DroppedEventCount 0, DeletedEventCount 5", got[2])
+	assert.Equal(t, "dead-lettered by reason: budget_exhausted 1, tool_unknown 1", got[3])
 }
 
 // The summary reads batch's metric names.

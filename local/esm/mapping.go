@@ -75,15 +75,21 @@ type Config struct {
 
 // FromPipeline is the configuration that Lambda's event source gets from the
 // pipeline definition: batch size, batch window, maximum concurrency (the
-// pollers) and the worker timeout.
+// pollers) and the worker timeout. In provisioned mode the pollers are the
+// invocations the minimum of provisioned pollers keeps ready (ten a
+// poller): what Lambda runs before it scales.
 func FromPipeline(p *pipeline.Pipeline, q pipeline.Queues, region string) Config {
+	pollers := p.MaxConcurrency
+	if pp := p.ProvisionedPollers; pp != nil {
+		pollers = pp.Minimum * pipeline.PollerInvokes
+	}
 	return Config{
 		QueueURL:    q.HotURL,
 		QueueARN:    q.HotARN,
 		Region:      region,
 		BatchSize:   p.BatchSize,
 		BatchWindow: p.BatchWindow(),
-		Pollers:     p.MaxConcurrency,
+		Pollers:     pollers,
 		Timeout:     p.WorkerTimeout(),
 	}
 }
@@ -152,6 +158,45 @@ type Stats struct {
 	// SDK's retries (the context's own end aside): what a receive handed out
 	// before it failed waits out its visibility timeout.
 	ReceiveErrors int64 `json:"receive_errors"`
+}
+
+// EventCounts are a mapping's counts under the names of a Lambda event
+// source mapping's EventCount metrics (MetricsConfig EventCount; namespace
+// AWS/Lambda, dimension EventSourceMappingUUID), which the construct turns
+// on, alarms on (esm-dropped-events, esm-failed-events) and graphs: so that
+// a local run and a dashboard speak of the same events.
+type EventCounts struct {
+	// PolledEventCount: records the mapping read from the queue.
+	PolledEventCount int64 `json:"PolledEventCount"`
+	// FilteredOutEventCount: records filter criteria left out; always 0
+	// (the construct sets none).
+	FilteredOutEventCount int64 `json:"FilteredOutEventCount"`
+	// InvokedEventCount: records the handler was invoked with. Every
+	// polled record is handed over once (Lambda counts a record again
+	// when it retries a failed invocation; the local mapping does not).
+	InvokedEventCount int64 `json:"InvokedEventCount"`
+	// FailedInvokeEventCount: records that came back failed, a batch item
+	// failure or a whole failed invocation (error, panic, bad response,
+	// timeout), as Lambda counts them with partial batch responses on.
+	FailedInvokeEventCount int64 `json:"FailedInvokeEventCount"`
+	// DroppedEventCount: records given up without the handler finishing
+	// them; always 0 locally: a record the mapping cannot finish is left to
+	// its visibility timeout and the queue's redrive policy.
+	DroppedEventCount int64 `json:"DroppedEventCount"`
+	// DeletedEventCount: records deleted from the queue after the handler
+	// succeeded with them.
+	DeletedEventCount int64 `json:"DeletedEventCount"`
+}
+
+// EventCounts returns s under the names of the event source mapping's
+// metrics.
+func (s Stats) EventCounts() EventCounts {
+	return EventCounts{
+		PolledEventCount:       s.Received,
+		InvokedEventCount:      s.Received,
+		FailedInvokeEventCount: s.Failed,
+		DeletedEventCount:      s.Deleted,
+	}
 }
 
 // Mapping polls one queue and invokes one handler.

@@ -2,6 +2,7 @@ package esm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -213,6 +214,10 @@ func TestMappingOutcomes(t *testing.T) {
 			assert.ElementsMatch(t, tt.wantDeleted, f.deleted)
 			// Conservation: every received record was deleted, failed or lost its delete.
 			assert.Equal(t, stats.Received, stats.Deleted+stats.Failed+stats.DeleteErrors)
+			// Under the event source mapping's metric names.
+			ec := stats.EventCounts()
+			assert.Equal(t, esm.EventCounts{PolledEventCount: tt.wantStats.Received, InvokedEventCount: tt.wantStats.Received,
+				FailedInvokeEventCount: tt.wantStats.Failed, DeletedEventCount: tt.wantStats.Deleted}, ec)
 		})
 	}
 }
@@ -317,4 +322,18 @@ func TestFromPipeline(t *testing.T) {
 	got := esm.FromPipeline(p, q, "eu-west-1")
 	assert.Equal(t, esm.Config{QueueURL: "u", QueueARN: "arn:hot", Region: "eu-west-1", BatchSize: 25,
 		BatchWindow: 2 * time.Second, Pollers: 7, Timeout: 9 * time.Second}, got)
+	// Provisioned mode: the minimum pollers' invocations, ten a poller.
+	pp := &pipeline.Pipeline{Name: "agent-tasks", Owner: "o", MaxReceiveCount: 4, ProvisionedPollers: &pipeline.ProvisionedPollers{Minimum: 3, Maximum: 8}}
+	pp.ApplyDefaults()
+	require.NoError(t, pp.Validate())
+	assert.Equal(t, 30, esm.FromPipeline(pp, q, "eu-west-1").Pollers)
+}
+
+// TestEventCountsNames: the local counts carry the names of the metrics
+// the construct turns on (infra/stack ESM*EventCount), as JSON keys.
+func TestEventCountsNames(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal(esm.Stats{Received: 5, Failed: 2, Deleted: 3}.EventCounts())
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"PolledEventCount":5,"FilteredOutEventCount":0,"InvokedEventCount":5,"FailedInvokeEventCount":2,"DroppedEventCount":0,"DeletedEventCount":3}`, string(b))
 }
