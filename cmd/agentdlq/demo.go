@@ -402,7 +402,10 @@ func demoRedrive(ctx context.Context, out io.Writer, lp *runner.Local, auditPath
 		// letter processed (or, had it failed, back in the DLQ).
 		err = lp.WaitEmpty(ctx, q.HotURL, 2*time.Minute)
 	}
-	stopWorker()
+	// Stopped as an idle stop does, each poller finishing its receive (1 s):
+	// a poll abandoned would take the next message sent on the emulator (a
+	// receive of its budget spent, seen by no one; see agentdlq work).
+	m.Stop()
 	worker := <-done
 	if err != nil {
 		return fmt.Errorf("demo redrive: %w", err)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -102,14 +104,20 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 		mc.Pollers = f.pollers
 	}
 	mc.WaitTime = f.wait
-	if mc.WaitTime == 0 && f.untilIdle {
+	switch {
+	case mc.WaitTime > 0:
+	case f.untilIdle:
 		mc.WaitTime = time.Second
+	default:
+		mc.WaitTime = 20 * time.Second // as Lambda's event source polls
 	}
 	m, err := esm.New(rt.sqs, rt.worker.Handle, mc)
 	if err != nil {
 		return err
 	}
-	stats, err := m.Run(ctx)
+	runCtx, finished := stopGracefully(ctx, m, log, mc.WaitTime)
+	stats, err := m.Run(runCtx)
+	finished()
 	sum := newWorkSummary(p.Name, stats, counts)
 	if f.out == nil || f.out.JSON() { // JSON is the default
 		_ = writeJSONLine(stdout, sum)
@@ -123,6 +131,38 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 		return ctx.Err()
 	}
 	return nil
+}
+
+// stopGracefully returns the context to run m with, which ends only on a
+// second interrupt, and the func to call once m's Run has returned. The
+// first interrupt (Ctrl-C, or SIGTERM: kill %1) ends ctx and stops m as an
+// idle stop does, each poller finishing its current receive (up to wait)
+// and handling what it brought. Run with ctx itself, the worker would
+// abandon its long polls, and SQS (fauxqs always) may still answer one
+// with the next message sent: received by no worker, that message waits
+// out its visibility timeout with one receive of its budget spent, and the
+// next worker sees it first as attempt 2.
+func stopGracefully(ctx context.Context, m *esm.Mapping, log *slog.Logger, wait time.Duration) (context.Context, func()) {
+	run, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-finished:
+			return
+		case <-ctx.Done():
+		}
+		m.Stop()
+		log.Info("stopping: each poller finishes its current receive and handles what it brought (up to "+wait.String()+"); interrupt again to abandon the receives", "wait_s", wait.Seconds())
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sig)
+		select {
+		case <-finished:
+		case <-sig:
+			abandon()
+		}
+	}()
+	return run, func() { close(finished); abandon() }
 }
 
 // localRuntime is one pipeline's worker on the clients of this process's
