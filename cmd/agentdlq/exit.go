@@ -173,6 +173,9 @@ type jsonError struct {
 	// with its command line when the pipeline is known.
 	Next   []jsonStep `json:"next,omitempty"`
 	Result any        `json:"result,omitempty"`
+	// Hint says why a command could not reach AWS or the emulators, and
+	// what to run (reachHint).
+	Hint string `json:"hint,omitempty"`
 }
 
 // jsonStep is one next step of a JSON error: the library's step
@@ -217,7 +220,7 @@ func report(c *cobra.Command, err error, stdout, stderr io.Writer) int {
 		return exit
 	}
 	if outputOf(c).errorJSON() {
-		je := jsonError{Error: err.Error(), Code: code, ExitCode: exit, Next: nextOf(err)}
+		je := jsonError{Error: err.Error(), Code: code, ExitCode: exit, Next: nextOf(err), Hint: reachHint(err)}
 		var re *resultError
 		if errors.As(err, &re) {
 			je.Result = re.result
@@ -227,6 +230,9 @@ func report(c *cobra.Command, err error, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintln(stderr, "agentdlq:", strings.TrimRight(err.Error(), "\n"))
+	if hint := reachHint(err); hint != "" {
+		fmt.Fprintln(stderr, "agentdlq: hint:", hint)
+	}
 	help := ""
 	var ue *usageError
 	switch {
