@@ -206,11 +206,10 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	if err != nil && report == nil {
 		return err
 	}
+	// The report as agentdlq triage prints it, its eval export line
+	// included ("eval export to DIR: N new records … KEY"): said once.
 	if err := triage.Text(out, report); err != nil {
 		return err
-	}
-	if report.Export != nil {
-		fmt.Fprintf(out, "eval export: %d records → %s\n", report.Export.Exported, filepath.Join(evalDir, report.Export.RecordsKey))
 	}
 
 	step("6/9 redrive plan")

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -43,5 +45,17 @@ func TestEditDistance(t *testing.T) {
 		d    int
 	}{{"", "", 0}, {"pipline", "pipeline", 1}, {"pipeline", "pipeline", 0}, {"owner", "onwer", 2}, {"", "abc", 3}, {"kitten", "sitting", 3}} {
 		assert.Equal(t, tc.d, editDistance(tc.a, tc.b), "%q %q", tc.a, tc.b)
+	}
+}
+
+// Counts are said in words: "1 message", not "1 messages" (issue 30).
+func TestCanaryWaitCountsInWords(t *testing.T) {
+	for _, tc := range []struct {
+		moved int
+		want  string
+	}{{1, "for the outcome of 1 message ("}, {3, "for the outcome of 3 messages ("}} {
+		var b strings.Builder
+		canaryProgress(&errConsole{w: &b})(tc.moved, tc.moved, 0, 3*time.Second)
+		assert.Contains(t, b.String(), tc.want)
 	}
 }
