@@ -55,7 +55,12 @@ duplicates skipped, dead-lettered (by reason), retried (left to their
 visibility timeout, to be received again; dead-lettered on their last
 receive if the failure lasts), dead-letter sends that failed (retried, not
 lost), deleted, and the errors of whole batches, deletes and receives. See docs/local.md for where this
-differs from Lambda.`,
+differs from Lambda.
+
+Ctrl-C or SIGTERM (kill %1) stops it after each poller's current receive
+(up to --wait) and what that receive brought, then it prints its counts; a
+second one stops it at once. A receive abandoned would cost the next
+message sent one receive of its budget, seen by no worker.`,
 		Example: `  agentdlq work --pipeline agent-tasks --until-idle
   agentdlq work --pipeline agent-tasks &                 # a worker for a canary to wait on
   agentdlq work --pipeline agent-tasks --until-idle --log-format json 2> worker.log`,
@@ -68,7 +73,7 @@ differs from Lambda.`,
 	cmd.Flags().BoolVar(&f.untilIdle, "until-idle", false, "stop once the hot queue is drained (or nothing arrived for --idle-timeout)")
 	cmd.Flags().DurationVar(&f.idleTimeout, "idle-timeout", 30*time.Second, "with --until-idle: stop after this long without a message")
 	cmd.Flags().IntVar(&f.pollers, "pollers", 0, "concurrent pollers (default: the pipeline's max_concurrency)")
-	cmd.Flags().DurationVar(&f.wait, "wait", 0, "long-polling wait of each receive (default 20s, 1s with --until-idle)")
+	cmd.Flags().DurationVar(&f.wait, "wait", 0, "long-polling wait of each receive, and the longest a stop waits for it (default 20s, 1s with --until-idle)")
 	cmd.Flags().StringVar(&f.table, "ledger-table", "", "ledger table (default: $AGENTDLQ_LEDGER_TABLE; "+topology.LocalLedgerTable+" with local endpoints)")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.out = addOutput(cmd, formatJSON, formatTable)
