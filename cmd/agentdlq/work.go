@@ -73,7 +73,7 @@ message sent one receive of its budget, seen by no worker.`,
 	cmd.Flags().BoolVar(&f.untilIdle, "until-idle", false, "stop once the hot queue is drained (or nothing arrived for --idle-timeout)")
 	cmd.Flags().DurationVar(&f.idleTimeout, "idle-timeout", 30*time.Second, "with --until-idle: stop after this long without a message")
 	cmd.Flags().IntVar(&f.pollers, "pollers", 0, "concurrent pollers (default: the pipeline's max_concurrency)")
-	cmd.Flags().DurationVar(&f.wait, "wait", 0, "long-polling wait of each receive, and the longest a stop waits for it (default 20s, 1s with --until-idle)")
+	cmd.Flags().DurationVar(&f.wait, "wait", 0, "long-polling wait of each receive, and the longest a stop waits for it (default 5s, 1s with --until-idle; Lambda's event source waits 20s)")
 	cmd.Flags().StringVar(&f.table, "ledger-table", "", "ledger table (default: $AGENTDLQ_LEDGER_TABLE; "+topology.LocalLedgerTable+" with local endpoints)")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.out = addOutput(cmd, formatJSON, formatTable)
@@ -114,7 +114,10 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 	case f.untilIdle:
 		mc.WaitTime = time.Second
 	default:
-		mc.WaitTime = 20 * time.Second // as Lambda's event source polls
+		// Lambda's event source polls 20 s; shorter here, since a stop
+		// (kill %1) waits for the current poll, and meanwhile the stopping
+		// worker still takes what that poll brings.
+		mc.WaitTime = 5 * time.Second
 	}
 	m, err := esm.New(rt.sqs, rt.worker.Handle, mc)
 	if err != nil {
