@@ -103,7 +103,7 @@ func rejectWarnings(d Decisions, reasons []deadletter.Reason, fingerprints []str
 	var out []string
 	sel := selector{Reasons: reasons, Fingerprints: fingerprints}
 	for _, g := range groups {
-		if !sel.match(&letter{Reason: g.Reason, Fingerprint: g.Fingerprint}) {
+		if !sel.match(g.Reason, g.Fingerprint) {
 			continue
 		}
 		if prev, ok := d.rejection(g.Reason, g.Fingerprint); ok {

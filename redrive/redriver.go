@@ -143,9 +143,9 @@ var ErrNoLedger = &Refusal{Code: CodeBadInput, Reason: "no ledger: the ledger co
 // New; it is safe for concurrent use.
 type Redriver struct {
 	cfg Config
-	// tag tags a dead letter with its reason and fingerprint, as triage
-	// does (triageTag; tests swap it).
-	tag func(*letter)
+	// tag tags a dead letter with its reason and fingerprint: triage.Tag
+	// (tests swap it for one with fingerprints they can spell).
+	tag func(triage.Message) triage.Tagged
 	// local is New's locality decision (see Config.STS).
 	local bool
 
@@ -198,7 +198,7 @@ func New(cfg Config) (*Redriver, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", errConfig, errors.Join(errs...))
 	}
-	r := &Redriver{cfg: cfg, local: local, tag: triageTag}
+	r := &Redriver{cfg: cfg, local: local, tag: triage.Tag}
 	if r.cfg.Scan == nil {
 		r.cfg.Scan = r.triageScan
 	}
