@@ -56,7 +56,7 @@ func (s selector) match(reason deadletter.Reason, fingerprint string) bool {
 	return false
 }
 
-// Original is what a redrive sends back: the body byte for byte and the
+// original is what a redrive sends back: the body byte for byte and the
 // original attributes (dlq_* removed, folded attributes restored).
 type original struct {
 	Body       string
@@ -76,10 +76,10 @@ type original struct {
 	Evidence string
 }
 
-// Restore computes what to send back for l. A letter whose metadata cannot
+// restore computes what to send back for l. A letter whose metadata cannot
 // be read still has its dlq_* attributes removed (deadletter.DecodeDeadLetter).
 // The attributes of a letter that gave some up to a claim check (Evidence)
-// are completed from it by Select, which reads S3; Restore does not.
+// are completed from it by Select, which reads S3; restore does not.
 func restore(l *letter) original {
 	meta, attrs, _ := deadletter.DecodeDeadLetter(l.Attributes)
 	if meta == nil {

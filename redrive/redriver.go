@@ -129,7 +129,7 @@ type Config struct {
 	OnCanary func(pending, moved int, waited, timeout time.Duration)
 }
 
-// ErrConfig wraps every error of New. It is also a refusal (errors.Is
+// errConfig wraps every error of New. It is also a refusal (errors.Is
 // ErrRefused, code bad_input): nothing moved.
 var errConfig = &Refusal{Code: CodeBadInput, Reason: "redrive: invalid configuration"}
 
@@ -347,7 +347,7 @@ func (r *Redriver) depth(ctx context.Context) (dlqDepth, error) {
 	}, nil
 }
 
-// CheckDestination refuses any destination but the pipeline's own hot queue:
+// checkDestination refuses any destination but the pipeline's own hot queue:
 // dest must be the hot queue's ARN (or empty, meaning it), the hot queue's
 // RedrivePolicy must name this DLQ, and the DLQ's RedriveAllowPolicy (when
 // set) must allow the hot queue as a source.
