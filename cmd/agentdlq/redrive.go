@@ -437,7 +437,7 @@ func newRedriveStatusCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tasks, err := r.Status(ctx, actorOr(actor))
+			tasks, err := r.Status(ctx, redrive.StatusRequest{Actor: actorOr(actor)})
 			if err != nil {
 				return err
 			}
