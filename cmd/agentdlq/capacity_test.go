@@ -1,0 +1,44 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/capacity"
+)
+
+func TestCapacityCommand(t *testing.T) {
+	out, errOut, code := runArgs(t, "capacity", "--pipeline", "agent-steps", "--rate", "400", "--tool-latency", "150,900ms", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var plan capacity.Plan
+	require.NoError(t, json.Unmarshal([]byte(out), &plan))
+	assert.Equal(t, "agent-steps", plan.Pipeline)
+	assert.True(t, plan.FIFO)
+	assert.Equal(t, 150.0, plan.ToolP50Ms, "a bare number is milliseconds")
+	assert.Equal(t, 900.0, plan.ToolP99Ms)
+	assert.Equal(t, "FIFO throughput (not high-throughput)", plan.FirstQuota)
+	assert.NotEmpty(t, plan.Quotas)
+
+	out, errOut, code = runArgs(t, "capacity", "--pipeline", "agent-tasks", "--rate", "50")
+	require.Equal(t, 0, code, errOut)
+	for _, want := range []string{"maximum concurrency", "reserved concurrency", "billed GB-seconds", "cost per million tasks", "first quota:", "https://docs.aws.amazon.com/"} {
+		assert.Contains(t, out, want)
+	}
+
+	for name, args := range map[string][]string{
+		"no rate":            {"capacity", "--pipeline", "agent-tasks"},
+		"no pipeline":        {"capacity", "--rate", "5"},
+		"unknown pipeline":   {"capacity", "--pipeline", "nope", "--rate", "5"},
+		"bad latency":        {"capacity", "--pipeline", "agent-tasks", "--rate", "5", "--tool-latency", "fast"},
+		"p99 below p50":      {"capacity", "--pipeline", "agent-tasks", "--rate", "5", "--tool-latency", "2s,1s"},
+		"payload over limit": {"capacity", "--pipeline", "agent-tasks", "--rate", "5", "--payload-bytes", "9000000"},
+	} {
+		_, errOut, code := runArgs(t, args...)
+		assert.Equal(t, 2, code, "%s: %s", name, errOut)
+		assert.True(t, strings.HasPrefix(errOut, "agentdlq: "), "%s: %s", name, errOut)
+	}
+}
