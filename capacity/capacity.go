@@ -34,11 +34,12 @@ type Input struct {
 
 // MeasuredMostlyOK are the drain's requests per task on the mostly-ok mix
 // (97 % valid), measured on 2026-12-07 with `agentdlq local bench --mix
-// cost --tasks 5000` (docs/performance.md, "Requests per task"): the
-// figures Plan scales when Input.PerTask is nil.
+// cost --tasks 2000` (docs/performance.md, "What a task costs"): the
+// figures Size scales when Input.PerTask is nil. LogBytes holds Lambda's
+// platform lines at the measured 0.104 invocations a task.
 var MeasuredMostlyOK = PerTask{
-	SQSRequests: 0.2366, WriteUnits: 2.0132, ReadUnits: 0.0262, LedgerCalls: 2.0394,
-	LogBytes: 66, Invocations: 0.1, Deliveries: 1.0096, DeadLetters: 0.02,
+	SQSRequests: 0.243, WorkerSQSRequests: 0.0365, WriteUnits: 2.0265, ReadUnits: 0.040, LedgerCalls: 2.072,
+	LogBytes: 97, Invocations: 0.104, BilledMsPerInvocation: 25, Deliveries: 1.032, DeadLetters: 0.0205,
 }
 
 // Recommendation is what to set. Fields that have no pipeline setting yet
