@@ -48,6 +48,10 @@ type Config struct {
 	// NoRawRates is optional: skip the emulators' raw rates (the cost runs
 	// measure requests, not rates).
 	NoRawRates bool
+	// IdleTimeout is optional: how long the hot queue stays empty before
+	// the drain ends (default 30 s; a cost mix's, the visibility timeout
+	// and 15 s; under chaos, the same).
+	IdleTimeout time.Duration
 	// Workload is optional: tasks made elsewhere (workload.ReadFile),
 	// sent instead of the generated mix; WorkloadName names them.
 	Workload     []workload.Task
@@ -149,6 +153,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// A receive whose response was lost hides its messages for the
 		// visibility timeout: wait longer than that before calling it idle.
 		idle = time.Duration(p.VisibilityTimeoutSeconds+15) * time.Second
+	}
+	if cfg.IdleTimeout > 0 {
+		idle = cfg.IdleTimeout
 	}
 	if cfg.Mix == "outage" {
 		// The outage: search-api is down for the whole run (the sample

@@ -42,3 +42,14 @@ func TestCapacityCommand(t *testing.T) {
 		assert.True(t, strings.HasPrefix(errOut, "agentdlq: "), "%s: %s", name, errOut)
 	}
 }
+
+// local bench refuses a --mix it does not know, and a mix with a workload
+// file, before it starts anything.
+func TestLoadBenchMixRefused(t *testing.T) {
+	_, errOut, code := runArgs(t, "local", "bench", "--tasks", "10", "--mix", "nope")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, `--mix "nope": one of demo, failures-40, mostly-ok, outage, or cost`)
+	_, errOut, code = runArgs(t, "local", "bench", "--mix", "outage", "--workload", "tasks.jsonl")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "--mix and --workload: one or the other")
+}
