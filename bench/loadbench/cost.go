@@ -372,5 +372,8 @@ func PrintCostSummary(out io.Writer, results []*Result) {
 		q := r.Requests
 		fmt.Fprintf(out, "  %-12s %7d %9.3f %9.3f %9.0f %10.4f %10.4f %5d/%-5d\n", q.Mix, r.Tasks, q.PerTask.SQSRequests, q.PerTask.WriteUnits, q.PerTask.LogBytes,
 			q.Cost.Total, q.PowertoolsCost.Total, r.Lost, r.DuplicateEffects)
+		if rc := r.Recovery; rc != nil {
+			fmt.Fprintf(out, "  %-12s %7d %9.3f %9.3f %9s %10.4f   (per million tasks redriven: the redrive and the processing again)\n", "  recovery", rc.Moved, rc.PerTask.SQSRequests, rc.PerTask.WriteUnits, "", rc.Cost.Total)
+		}
 	}
 }

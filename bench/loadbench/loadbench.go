@@ -157,6 +157,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.IdleTimeout > 0 {
 		idle = cfg.IdleTimeout
 	}
+	var deps sampleworker.DependencyDir
 	if cfg.Mix == "outage" {
 		// The outage: search-api is down for the whole run (the sample
 		// worker's dependency switch, `agentdlq local dependency down`),
@@ -166,8 +167,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 		defer os.RemoveAll(dir)
-		lc.Dependencies = sampleworker.DependencyDir{Dir: dir}
-		if err := lc.Dependencies.Set(OutageDependency, true); err != nil {
+		deps = sampleworker.DependencyDir{Dir: dir}
+		lc.Dependencies = deps
+		if err := deps.Set(OutageDependency, true); err != nil {
 			return nil, err
 		}
 	}
@@ -322,6 +324,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Requests.Mix = name
 	}
 	res.LedgerCallsPerMsg = float64(ledgerCalls) / float64(len(sent))
+	if cfg.Mix == "outage" && acct.ByReason[deadletter.ReasonDependencyOpen] > 0 {
+		say("recovery: %s back up, redriving %d dependency_open dead letters", OutageDependency, acct.ByReason[deadletter.ReasonDependencyOpen])
+		res.Recovery, err = recoverOutage(ctx, cfg.AWS, l, meter, deps, mappingSQS, idle, memory, lc.Concurrency, acct.ByReason[deadletter.ReasonDependencyOpen])
+		if err != nil {
+			return nil, err
+		}
+	}
 	if cfg.NoRawRates {
 		res.Failures = failures(res)
 		return res, nil
@@ -443,6 +452,9 @@ type Result struct {
 	// Requests are the AWS calls of the drain, per 1,000 tasks, and what
 	// they cost per million tasks.
 	Requests *Requests `json:"requests,omitempty"`
+	// Recovery is the outage mix's last phase: the dependency back up and
+	// its dead letters redriven and processed, counted apart.
+	Recovery *Recovery `json:"recovery,omitempty"`
 }
 
 // InvocationStats are the handler invocations of a set of messages.
@@ -521,6 +533,9 @@ func (r *Result) Print(out io.Writer) {
 	}
 	if r.Requests != nil {
 		r.Requests.Print(out)
+	}
+	if r.Recovery != nil {
+		r.Recovery.Print(out)
 	}
 }
 
