@@ -74,3 +74,14 @@ func TestPowertoolsModel(t *testing.T) {
 	assert.InDelta(t, 12.0/5*2/10, pt.SQSRequests, 1e-9)
 	assert.Equal(t, 25.0, pt.BilledMsPerInvocation)
 }
+
+// A small run keeps the mix's proportions (a cost run of 40 tasks is half
+// outage, not 40 valid tasks).
+func TestMakeMixSmall(t *testing.T) {
+	tasks, err := MakeMix("outage", "t", 40, 5)
+	require.NoError(t, err)
+	assert.Equal(t, 20, kindCounts(tasks)[workload.DependencyOpen])
+	tasks, err = MakeMix("mostly-ok", "t", 7, 5)
+	require.NoError(t, err)
+	assert.Len(t, tasks, 7)
+}

@@ -166,3 +166,26 @@ func TestRunCountsRequests(t *testing.T) {
 	res.Print(&out)
 	assert.Contains(t, out.String(), "requests per 1,000 tasks (mostly-ok mix")
 }
+
+// The outage mix: search-api is down for the drain, so its tasks end
+// dependency_open after their receives; then it is back up, the dead
+// letters are redriven with the gated selective redrive and processed, and
+// that phase is counted apart (the redrive's own calls under "redrive").
+func TestRunOutageRecovers(t *testing.T) {
+	t.Parallel()
+	cfg := localtest.AWS(t)
+	res, err := loadbench.Run(context.Background(), loadbench.Config{AWS: cfg, Pipeline: agentTasks(t), Tasks: 40, Seed: 5, Mix: "outage",
+		NoRawRates: true, IdleTimeout: 8 * time.Second, Pollers: 4, Run: localtest.Unique("lbo")})
+	require.NoError(t, err)
+	require.Zero(t, res.Lost)
+	assert.Equal(t, 20, res.ByReason["dependency_open"], "half the outage mix calls search-api: %s", res.Line())
+	require.NotNil(t, res.Recovery)
+	assert.Equal(t, 20, res.Recovery.Moved)
+	roles := map[string]bool{}
+	for _, o := range res.Recovery.Ops {
+		roles[o.Role+" "+o.Service+" "+o.Operation] = true
+	}
+	assert.True(t, roles["redrive SQS SendMessage"] || roles["redrive SQS SendMessageBatch"], "the redrive's sends are counted: %v", roles)
+	assert.True(t, roles["worker DynamoDB UpdateItem"], "the tasks were processed again: %v", roles)
+	assert.Positive(t, res.Recovery.Cost.Total)
+}

@@ -68,14 +68,30 @@ func MakeMix(name, prefix string, n int, seed uint64) ([]workload.Task, error) {
 	if !ok {
 		return nil, fmt.Errorf("mix %q: one of %v", name, MixNames())
 	}
-	kinds := make([]workload.Kind, 0, n)
-	for len(kinds) < n {
-		for _, p := range parts {
-			for range p.n {
-				if len(kinds) < n {
-					kinds = append(kinds, p.kind)
-				}
+	// n tasks in the mix's proportions, exactly for any n: each kind's
+	// share rounded down, the tasks left over to the largest remainders.
+	counts := make([]int, len(parts))
+	rems := make([]int, len(parts))
+	left := n
+	for i, p := range parts {
+		counts[i] = n * p.n / 100
+		rems[i] = n * p.n % 100
+		left -= counts[i]
+	}
+	for ; left > 0; left-- {
+		best := 0
+		for i := range rems {
+			if rems[i] > rems[best] {
+				best = i
 			}
+		}
+		counts[best]++
+		rems[best] = -1
+	}
+	kinds := make([]workload.Kind, 0, n)
+	for i, p := range parts {
+		for range counts[i] {
+			kinds = append(kinds, p.kind)
 		}
 	}
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
