@@ -1,9 +1,11 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -19,6 +21,7 @@ type capacityFlags struct {
 	rate        float64
 	toolLatency string
 	payload     int
+	measured    string
 	out         *output
 }
 
@@ -45,10 +48,15 @@ arm64, dated) and the requests per task the load bench measured on its
 mostly-ok mix (agentdlq local bench --mix cost). --tool-latency is the tool
 call's latency at p50 and p99 (default 200ms,1s; a bare number is
 milliseconds); --payload-bytes a task's size on the queue (default 1024).
-docs/deploying.md shows how to read it.`,
+--measured FILE takes the requests per task from a bench run of your own
+instead (the JSON lines of agentdlq local bench -o json: the mostly-ok
+mix's line if there is one, else the last). docs/deploying.md shows how to
+read it.`,
 		Example: `  agentdlq capacity --pipeline agent-tasks --rate 50
   agentdlq capacity --pipeline agent-tasks --rate 2000 --tool-latency 300ms,2s --payload-bytes 4096
-  agentdlq capacity --pipeline agent-steps --rate 400 -o json | jq .first_quota`,
+  agentdlq capacity --pipeline agent-steps --rate 400 -o json | jq .first_quota
+  agentdlq local bench --mix cost --tasks 2000 -o json > cost.jsonl
+  agentdlq capacity --pipeline agent-tasks --rate 200 --measured cost.jsonl`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runCapacity(g, f, c.OutOrStdout())
@@ -58,6 +66,7 @@ docs/deploying.md shows how to read it.`,
 	cmd.Flags().Float64Var(&f.rate, "rate", 0, "sustained task rate, tasks a second (required)")
 	cmd.Flags().StringVar(&f.toolLatency, "tool-latency", "200ms,1s", "the tool call's latency at p50,p99 (durations; a bare number is milliseconds)")
 	cmd.Flags().IntVar(&f.payload, "payload-bytes", 1024, "a task's size on the queue, in bytes")
+	cmd.Flags().StringVar(&f.measured, "measured", "", "requests per task measured by a bench run of your own: the JSON lines of local bench -o json")
 	f.out = addOutput(cmd, formatTable, formatJSON)
 	return cmd
 }
@@ -77,7 +86,15 @@ func runCapacity(g *globalFlags, f *capacityFlags, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	plan, err := capacity.Size(capacity.Input{Pipeline: p, Rate: f.rate, ToolP50: p50, ToolP99: p99, PayloadBytes: f.payload})
+	in := capacity.Input{Pipeline: p, Rate: f.rate, ToolP50: p50, ToolP99: p99, PayloadBytes: f.payload}
+	if f.measured != "" {
+		pt, err := readMeasured(f.measured)
+		if err != nil {
+			return withExit(exitRefused, err)
+		}
+		in.PerTask = pt
+	}
+	plan, err := capacity.Size(in)
 	if err != nil {
 		if errors.Is(err, capacity.ErrInput) {
 			return withExit(exitRefused, err)
@@ -161,4 +178,44 @@ func printPlan(out io.Writer, p *pipeline.Pipeline, pl *capacity.Plan) {
 	if pl.FirstQuota != "" {
 		fmt.Fprintf(out, "\nfirst quota: %s, reached near %.0f tasks/s\n", pl.FirstQuota, pl.MaxRate)
 	}
+}
+
+// readMeasured reads the requests per task of a bench run from the JSON
+// lines of `agentdlq local bench -o json`: the mostly-ok mix's, else the
+// last line that has them.
+func readMeasured(path string) (*capacity.PerTask, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--measured: %w", err)
+	}
+	var found *capacity.PerTask
+	for i, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var res struct {
+			Requests *struct {
+				Mix     string           `json:"mix"`
+				PerTask capacity.PerTask `json:"per_task"`
+			} `json:"requests"`
+		}
+		if err := json.Unmarshal([]byte(line), &res); err != nil {
+			return nil, fmt.Errorf("--measured %s: line %d: %w", path, i+1, err)
+		}
+		if res.Requests == nil {
+			continue
+		}
+		pt := res.Requests.PerTask
+		if pt.Deliveries <= 0 || pt.Invocations <= 0 {
+			return nil, fmt.Errorf("--measured %s: line %d has no deliveries or invocations per task", path, i+1)
+		}
+		found = &pt
+		if res.Requests.Mix == "mostly-ok" {
+			break
+		}
+	}
+	if found == nil {
+		return nil, fmt.Errorf("--measured %s: no line of agentdlq local bench -o json with requests", path)
+	}
+	return found, nil
 }

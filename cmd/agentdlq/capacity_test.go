@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -52,4 +54,28 @@ func TestLoadBenchMixRefused(t *testing.T) {
 	_, errOut, code = runArgs(t, "local", "bench", "--mix", "outage", "--workload", "tasks.jsonl")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, errOut, "--mix and --workload: one or the other")
+}
+
+// --measured takes the requests per task of a bench run (its JSON lines):
+// the mostly-ok mix's line, and the plan scales those counts.
+func TestCapacityMeasured(t *testing.T) {
+	dir := t.TempDir()
+	lines := `{"mix":"failures-40","requests":{"mix":"failures-40","per_task":{"ledger_write_units":9,"invocations":0.2,"deliveries":1.5,"ledger_calls":9}}}
+{"mix":"mostly-ok","requests":{"mix":"mostly-ok","per_task":{"sqs_requests":0.25,"ledger_write_units":3,"ledger_read_units":0.5,"invocations":0.1,"deliveries":1,"ledger_calls":3.5,"worker_sqs_requests":0.05}}}
+{"mix":"outage","requests":{"mix":"outage","per_task":{"ledger_write_units":5,"invocations":0.25,"deliveries":2.5,"ledger_calls":5}}}
+`
+	file := filepath.Join(dir, "cost.jsonl")
+	require.NoError(t, os.WriteFile(file, []byte(lines), 0o644))
+	out, errOut, code := runArgs(t, "capacity", "--pipeline", "agent-tasks", "--rate", "100", "--measured", file, "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	var plan capacity.Plan
+	require.NoError(t, json.Unmarshal([]byte(out), &plan))
+	assert.InDelta(t, 300.0, plan.Predict.LedgerWriteUnitsPerS, 1e-9, "100 tasks/s at the mostly-ok line's 3 write units a task")
+	assert.InDelta(t, 50.0, plan.Predict.LedgerReadUnitsPerS, 1e-9)
+
+	bad := filepath.Join(dir, "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte(`{"tasks":3}`+"\n"), 0o644))
+	_, errOut, code = runArgs(t, "capacity", "--pipeline", "agent-tasks", "--rate", "100", "--measured", bad)
+	assert.Equal(t, 2, code)
+	assert.Contains(t, errOut, "no line of agentdlq local bench -o json with requests")
 }
