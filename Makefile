@@ -73,12 +73,20 @@ ui-screenshots:
 bench-console:
 	$(GO) test ./console -run '^$$' -bench Pages100k -benchtime 20x
 
-## bench-load: no-loss load bench, TASKS (default 20000) tasks of the demo's mix through the local pipeline
+## bench-load: no-loss load bench, TASKS (default 20000) tasks of the demo's mix through the local pipeline, then bench-cost
 .PHONY: bench-load
 TASKS ?= 20000
 bench-load:
 	@$(BUILD_CLI)
 	@.local/bin/agentdlq local bench --tasks $(TASKS)
+	@.local/bin/agentdlq local bench --mix cost --tasks $(COST_TASKS)
+
+## bench-cost: the AWS requests per 1,000 tasks and the cost per million tasks (beside Powertools) for the mostly-ok, 40 % failures and outage mixes, COST_TASKS (default 5000) tasks each
+.PHONY: bench-cost
+COST_TASKS ?= 5000
+bench-cost:
+	@$(BUILD_CLI)
+	@.local/bin/agentdlq local bench --mix cost --tasks $(COST_TASKS)
 
 ## bench-chaos: the load bench through a fault-injecting proxy (toxiproxy, in-process): each toxic (latency, reset, timeout, truncate, slicer; none is the proxy alone) on the SQS path, then on the DynamoDB path, TASKS (default 20000) tasks each; CHAOS / CHAOS_PATHS pick a subset
 .PHONY: bench-chaos

@@ -107,6 +107,7 @@ Conventions of every command:
 		newLedgerCmd(g),
 		newUICmd(g),
 		newSendCmd(g),
+		newCapacityCmd(g),
 		newVersionCmd(),
 		newPauseCmd(g, true),
 		newPauseCmd(g, false),
