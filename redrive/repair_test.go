@@ -20,6 +20,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
@@ -46,7 +47,7 @@ func newRepairRig(t *testing.T) *repairRig {
 	store := &fileAudit{FileStore: &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}, t: t}
 	r.cfg.Audit.Store = store.FileStore
 	s := &memPut{objs: map[string][]byte{}}
-	r.cfg.EvidenceWriter, r.cfg.EvidenceBucket, r.cfg.Catalog = s, "evals", agenttask.SampleCatalog()
+	r.cfg.EvidenceWriter, r.cfg.EvidenceBucket, r.cfg.Catalog = s, "evals", sampleworker.Catalog(nil)
 	return &repairRig{r: r, f: f, q: q, s3: s, store: store, led: led, p: p}
 }
 

@@ -80,10 +80,10 @@ func (r *message) sysAttr(k int) ([]byte, bool) {
 	return r.attrs[sp[0] : sp[0]+sp[1]], true
 }
 
-// ErrDuplicateKey is wrapped by DecodeEvent's error for a record (or a
+// ErrRepeatedJSONKey is wrapped by DecodeEvent's error for a record (or a
 // message attribute) with the same key twice, which encoding/json would
 // merge or let the last one win: DecodeEvent refuses the event instead.
-var ErrDuplicateKey = errors.New("duplicate key")
+var ErrRepeatedJSONKey = errors.New("repeated JSON key")
 
 // Len returns the number of records.
 func (e *Event) Len() int {
@@ -105,7 +105,7 @@ func (e *Event) Body(i int) []byte { return bytes.Clone(e.records[i].body) }
 // values (keys matched case-insensitively, unknown keys skipped, escapes,
 // surrogate pairs and invalid UTF-8 decoded as encoding/json does), except
 // a record or message attribute with a duplicate key, which is an error
-// wrapping ErrDuplicateKey. Any other malformed payload is an error
+// wrapping ErrRepeatedJSONKey. Any other malformed payload is an error
 // wrapping ErrNotSQSEvent that says where: for invalid JSON, the index of
 // the byte where encoding/json finds it invalid (the payload's length when
 // it ends first), with encoding/json's words for it.
@@ -239,7 +239,7 @@ func (d *decoder) top(ev *Event, i int) (int, error) {
 			return k, nil
 		}
 		if seen {
-			return -1, fmt.Errorf("%w: %w: \"Records\" twice", ErrNotSQSEvent, ErrDuplicateKey)
+			return -1, fmt.Errorf("%w: %w: \"Records\" twice", ErrNotSQSEvent, ErrRepeatedJSONKey)
 		}
 		seen = true
 		return d.records(ev, j)
@@ -434,7 +434,7 @@ func (d *decoder) record(r *message, i, n int) (int, error) {
 			return k, nil
 		}
 		if seen[f] {
-			return -1, fmt.Errorf("%w: %w: record %d has %q twice", ErrNotSQSEvent, ErrDuplicateKey, n, fieldNames[f])
+			return -1, fmt.Errorf("%w: %w: record %d has %q twice", ErrNotSQSEvent, ErrRepeatedJSONKey, n, fieldNames[f])
 		}
 		seen[f] = true
 		switch f {
@@ -679,7 +679,7 @@ func walkMessageAttributes(d *decoder, i int) (int, error) {
 			return -1, err
 		}
 		if dup {
-			return -1, fmt.Errorf("%w: %w: message attribute %q twice", ErrNotSQSEvent, ErrDuplicateKey, textutil.Truncate(string(key), 64))
+			return -1, fmt.Errorf("%w: %w: message attribute %q twice", ErrNotSQSEvent, ErrRepeatedJSONKey, textutil.Truncate(string(key), 64))
 		}
 		switch b[j] {
 		case 'n':
@@ -846,7 +846,7 @@ func (d *decoder) messageAttribute(i int, name []byte) (int, error) {
 			}
 			j = k
 		case seen[f]:
-			return -1, fmt.Errorf("%w: %w: message attribute %q has %q twice", ErrNotSQSEvent, ErrDuplicateKey, textutil.Truncate(string(name), 64), mFieldNames[f])
+			return -1, fmt.Errorf("%w: %w: message attribute %q has %q twice", ErrNotSQSEvent, ErrRepeatedJSONKey, textutil.Truncate(string(name), 64), mFieldNames[f])
 		case b[j] == 'n':
 			seen[f] = true
 			k := jsonscan.ScanLiteral(b, j, "null") // the zero value

@@ -40,7 +40,7 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 		samePosition(t, payload, ierr, "in place")
 		return nil
 	case lerr != nil:
-		if !errors.Is(lerr, ErrDuplicateKey) {
+		if !errors.Is(lerr, ErrRepeatedJSONKey) {
 			t.Fatalf("DecodeEvent refused what encoding/json accepts: %v\npayload: %q", lerr, textutil.Truncate(string(payload), 2000))
 		}
 		return nil
@@ -346,7 +346,7 @@ func TestDecodeEventDamagedAttributes(t *testing.T) {
 // error, where encoding/json would merge the two.
 func TestDecodeEventDuplicateKey(t *testing.T) {
 	_, err := DecodeEvent([]byte(`{"Records":[{"messageId":"a","body":"x","messageId":"b"}]}`))
-	if !errors.Is(err, ErrDuplicateKey) || !errors.Is(err, ErrNotSQSEvent) || !strings.Contains(err.Error(), `"messageId" twice`) {
+	if !errors.Is(err, ErrRepeatedJSONKey) || !errors.Is(err, ErrNotSQSEvent) || !strings.Contains(err.Error(), `"messageId" twice`) {
 		t.Fatalf("err = %v", err)
 	}
 }
@@ -379,7 +379,7 @@ func TestDecodeEventDuplicateAttributeName(t *testing.T) {
 		{`"a":{"dataType":"x"},"b":{"dataType":"y"}`, false},
 	} {
 		_, err := DecodeEvent(doc(c.attrs))
-		if got := errors.Is(err, ErrDuplicateKey); got != c.dup || (err != nil && !c.dup) {
+		if got := errors.Is(err, ErrRepeatedJSONKey); got != c.dup || (err != nil && !c.dup) {
 			t.Errorf("%s: err = %v, want a duplicate: %v", textutil.Truncate(c.attrs, 80), err, c.dup)
 		}
 	}

@@ -217,7 +217,7 @@ func (p *Processor) process(ctx context.Context, rec Record, m *counters) result
 		m.processed++
 		return resultAck
 	}
-	if errors.Is(err, ErrDuplicate) {
+	if errors.Is(err, ErrAlreadyDone) {
 		m.duplicates++
 		return resultAck
 	}

@@ -134,7 +134,7 @@ func (r Record) Describe(d Describer) {
 //
 //   - nil: go on; on success the processor marks the key done with the
 //     receipt given to SetReceipt;
-//   - ErrDuplicate: the key is done; the message is acknowledged as a no-op;
+//   - ErrAlreadyDone: the key is done; the message is acknowledged as a no-op;
 //   - a Security outcome, idempotency_key_reused: the ledger holds the key
 //     with another digest; the message is dead-lettered at once, the task
 //     never runs and the key's entry is left as it was (neither marked done
@@ -160,7 +160,7 @@ func (r Record) Begin(ctx context.Context, key, digest string, mutates bool) err
 		return Security(deadletter.ReasonIdempotencyKeyReused,
 			fmt.Errorf("%w: the ledger holds the key with args digest %s, this task's is %s", err, ledger.ShortDigest(prev.ArgsDigest), ledger.ShortDigest(digest)))
 	case errors.Is(err, ledger.ErrDone):
-		return ErrDuplicate
+		return ErrAlreadyDone
 	case errors.Is(err, ledger.ErrLeased):
 		return Transient(err)
 	default:
