@@ -227,6 +227,14 @@ func KeepsAll[V any](original map[string]V) bool {
 	return true
 }
 
+// NamedAttribute is one original message attribute with its name, for a
+// caller that holds a message's attributes in a slice rather than a map
+// (see FoldNamed and LetterSize).
+type NamedAttribute struct {
+	Name string
+	Attribute
+}
+
 // Keeps is the fold rule of EncodeDeadLetter for one original attribute,
 // the names taken in order: the attribute name is kept on the dead letter
 // when fewer than MaxKeptAttributes were kept before it and it has no

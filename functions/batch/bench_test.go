@@ -87,15 +87,15 @@ func BenchmarkDeadLetterAttrs(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var dst []namedAttr
+	var dst []deadletter.NamedAttribute
 	n := 0
 	for b.Loop() {
-		for i := range ev.records {
+		for i := range ev.ev.Records {
 			clear(dst)
-			dst = ev.records[i].appendDeadLetterAttrs(dst[:0])
+			dst = ev.ev.Records[i].AppendDeadLetterAttrs(dst[:0])
 			n += len(dst)
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ev.records)), "ns/record")
-	b.ReportMetric(float64(n)/float64(b.N*len(ev.records)), "attrs/record")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ev.ev.Records)), "ns/record")
+	b.ReportMetric(float64(n)/float64(b.N*len(ev.ev.Records)), "attrs/record")
 }

@@ -70,8 +70,8 @@ type outbox struct {
 	hist [1]deadletter.Attempt
 	// The record's attributes as the dead letter being encoded carries them,
 	// those kept on the message, and the ones folded into dlq_meta.
-	rattrs []namedAttr
-	kept   []namedAttr
+	rattrs []deadletter.NamedAttribute
+	kept   []deadletter.NamedAttribute
 	folded map[string]deadletter.Attribute
 }
 
@@ -139,8 +139,8 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	// the attributes decoded now (data type and values only), the body
 	// copied as it was received.
 	clear(o.rattrs)
-	o.rattrs = rec.m.appendDeadLetterAttrs(o.rattrs[:0])
-	body := rec.m.bodyString() // as received (the handler's copy may have changed)
+	o.rattrs = rec.m.AppendDeadLetterAttrs(o.rattrs[:0])
+	body := rec.m.BodyString() // as received (the handler's copy may have changed)
 
 	// The common case: the metadata is written into the slot's reused
 	// buffer, the original attributes kept on the message (all of them, or
@@ -165,7 +165,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 			len(deadletter.AttrReason) + len("String") + len(meta.Reason) +
 			len(deadletter.AttrMeta) + len("String") + len(buf)
 		for i := range kept {
-			size += deadletter.AttributeSize(kept[i].name, &kept[i].Attribute)
+			size += deadletter.AttributeSize(kept[i].Name, &kept[i].Attribute)
 		}
 		letter.errMsg = meta.Error // redacted by AppendMeta
 	}
@@ -200,7 +200,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	if fitted == nil {
 		am := make(map[string]types.MessageAttributeValue, len(kept)+2)
 		for i := range kept {
-			am[kept[i].name] = sqsAttribute(&kept[i].Attribute, o.ptr)
+			am[kept[i].Name] = sqsAttribute(&kept[i].Attribute, o.ptr)
 		}
 		am[deadletter.AttrReason] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(string(letter.reason))}
 		am[deadletter.AttrMeta] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(string(o.metas[slot]))}
@@ -212,7 +212,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 		}
 		e.MessageAttributes = am
 	}
-	if th := rec.m.traceHeader(); th != "" {
+	if th := rec.m.TraceHeader(); th != "" {
 		e.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
 			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: o.ptr("String"), StringValue: o.ptr(th)},
 		}
@@ -245,12 +245,12 @@ func sqsAttribute(a *deadletter.Attribute, ptr func(string) *string) types.Messa
 }
 
 // keepsAll is deadletter.KeepsAll for the attributes in a slice.
-func keepsAll(attrs []namedAttr) bool {
+func keepsAll(attrs []deadletter.NamedAttribute) bool {
 	if len(attrs) > deadletter.MaxKeptAttributes {
 		return false
 	}
 	for i := range attrs {
-		if !deadletter.Keeps(attrs[i].name, i) {
+		if !deadletter.Keeps(attrs[i].Name, i) {
 			return false
 		}
 	}
@@ -261,8 +261,8 @@ func keepsAll(attrs []namedAttr) bool {
 // deadletter.EncodeDeadLetter does: the ones deadletter.Keeps, in name
 // order, are returned (in o.kept), the others folded into dlq_meta
 // (o.folded).
-func (o *outbox) fold() []namedAttr {
-	slices.SortFunc(o.rattrs, func(a, b namedAttr) int { return strings.Compare(a.name, b.name) })
+func (o *outbox) fold() []deadletter.NamedAttribute {
+	slices.SortFunc(o.rattrs, func(a, b deadletter.NamedAttribute) int { return strings.Compare(a.Name, b.Name) })
 	clear(o.kept)
 	o.kept = o.kept[:0]
 	if o.folded == nil {
@@ -270,11 +270,11 @@ func (o *outbox) fold() []namedAttr {
 	}
 	clear(o.folded)
 	for _, a := range o.rattrs {
-		if deadletter.Keeps(a.name, len(o.kept)) {
+		if deadletter.Keeps(a.Name, len(o.kept)) {
 			o.kept = append(o.kept, a)
 			continue
 		}
-		o.folded[a.name] = a.Attribute
+		o.folded[a.Name] = a.Attribute
 	}
 	return o.kept
 }
