@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -145,28 +144,24 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	// The common case: the metadata is written into the slot's reused
 	// buffer, the original attributes kept on the message (all of them, or
 	// the first eight by name without the dlq_ prefix, the rest folded into
-	// dlq_meta, as deadletter.EncodeDeadLetter does) are read from the
-	// record, and the message fits.
+	// dlq_meta: deadletter.FoldNamed, EncodeDeadLetter's own fold) are read
+	// from the record, and the message fits (deadletter.LetterSize, the
+	// size FitDeadLetter checks).
 	if rec.st.requeues > 0 { // the processor's own bookkeeping stays behind
 		o.rattrs = withoutRequeued(o.rattrs)
 	}
 	slot, size := o.n, -1
 	var fitted map[string]deadletter.Attribute
 	orig := *meta
-	kept := o.rattrs
-	if !keepsAll(kept) {
-		kept = o.fold()
-		meta.Folded = o.folded
+	kept, folded := deadletter.FoldNamed(o.rattrs, o.kept, o.folded)
+	if len(kept) != len(o.rattrs) { // some were folded (FoldNamed keeps all or folds one at least)
+		o.kept, o.folded = kept, folded
+		meta.Folded = folded
 	}
 	buf, err := deadletter.AppendMeta(o.metas[slot][:0], meta)
 	o.metas[slot] = buf
 	if err == nil {
-		size = len(body) +
-			len(deadletter.AttrReason) + len("String") + len(meta.Reason) +
-			len(deadletter.AttrMeta) + len("String") + len(buf)
-		for i := range kept {
-			size += deadletter.AttributeSize(kept[i].Name, &kept[i].Attribute)
-		}
+		size = deadletter.LetterSize(len(body), meta.Reason, len(buf), kept)
 		letter.errMsg = meta.Error // redacted by AppendMeta
 	}
 	if err != nil || size > p.maxMessage {
@@ -242,41 +237,6 @@ func sqsAttribute(a *deadletter.Attribute, ptr func(string) *string) types.Messa
 		v.StringValue = ptr(a.StringValue)
 	}
 	return v
-}
-
-// keepsAll is deadletter.KeepsAll for the attributes in a slice.
-func keepsAll(attrs []deadletter.NamedAttribute) bool {
-	if len(attrs) > deadletter.MaxKeptAttributes {
-		return false
-	}
-	for i := range attrs {
-		if !deadletter.Keeps(attrs[i].Name, i) {
-			return false
-		}
-	}
-	return true
-}
-
-// fold splits the record's attributes (o.rattrs, sorted here by name) as
-// deadletter.EncodeDeadLetter does: the ones deadletter.Keeps, in name
-// order, are returned (in o.kept), the others folded into dlq_meta
-// (o.folded).
-func (o *outbox) fold() []deadletter.NamedAttribute {
-	slices.SortFunc(o.rattrs, func(a, b deadletter.NamedAttribute) int { return strings.Compare(a.Name, b.Name) })
-	clear(o.kept)
-	o.kept = o.kept[:0]
-	if o.folded == nil {
-		o.folded = make(map[string]deadletter.Attribute, deadletter.MaxAttributes)
-	}
-	clear(o.folded)
-	for _, a := range o.rattrs {
-		if deadletter.Keeps(a.Name, len(o.kept)) {
-			o.kept = append(o.kept, a)
-			continue
-		}
-		o.folded[a.Name] = a.Attribute
-	}
-	return o.kept
 }
 
 // flush sends the lane's waiting dead letters in one SendMessageBatch and
