@@ -80,7 +80,7 @@ func BenchmarkProcessor(b *testing.B) {
 }
 
 // BenchmarkDeadLetterAttrs: what a lean dead letter pays to read its
-// message attributes back from the payload (appendDeadLetterAttrs), per
+// message attributes back from the payload (AppendDeadLetterAttrs), per
 // record of a generated mix (0-10 attributes each, some binary).
 func BenchmarkDeadLetterAttrs(b *testing.B) {
 	ev, err := DecodeEvent(localtest.GenMix(b, 100, 10))

@@ -1088,16 +1088,10 @@ func (r *Message) MessageAttributes() map[string]events.SQSMessageAttribute {
 	return out
 }
 
-// namedAttr is one message attribute of a dead letter being built: its
-// name and what a dead letter carries of it (data type and value, no
-// lists).
-type namedAttr struct {
-	name string
-	deadletter.Attribute
-}
-
 // AppendDeadLetterAttrs appends the raw message attributes, without their
-// lists, to dst: names and values decoded into new strings and slices. Decode refused a duplicate name, so dst holds each name once.
+// lists, to dst: what a dead letter carries of each (name, data type and
+// value), names and values decoded into new strings and slices. Decode
+// refused a repeated name, so dst holds each name once.
 //
 // The attributes were validated by Decode (well-formed, no duplicate
 // name or member, every member of the right type), so this walk trusts them:
