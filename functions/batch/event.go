@@ -15,7 +15,7 @@ import (
 // attributes and message attributes stay raw JSON, decoded when read
 // (Record.Attribute, Record.MessageAttributes).
 type Event struct {
-	ev *sqsevent.Event
+	ev sqsevent.Event
 }
 
 // ErrRepeatedJSONKey is wrapped by DecodeEvent's error for a record (or a
@@ -25,7 +25,7 @@ var ErrRepeatedJSONKey = sqsevent.ErrRepeatedJSONKey
 
 // Len returns the number of records.
 func (e *Event) Len() int {
-	if e == nil || e.ev == nil {
+	if e == nil {
 		return 0
 	}
 	return len(e.ev.Records)
@@ -41,7 +41,7 @@ func (e *Event) Body(i int) []byte { return bytes.Clone(e.ev.Records[i].Body()) 
 // slice a new copy (for tests and for code that needs the maps, which the
 // processor otherwise never builds).
 func (e *Event) SQSEvent() events.SQSEvent {
-	if e == nil || e.ev == nil {
+	if e == nil {
 		return events.SQSEvent{}
 	}
 	return e.ev.SQSEvent()
@@ -63,9 +63,9 @@ func (e *Event) SQSEvent() events.SQSEvent {
 // id, receipt handle and group id (the event source ARN is shared by
 // records that have the same); the records themselves are one slice.
 func DecodeEvent(payload []byte) (*Event, error) {
-	ev, err := sqsevent.Decode(bytes.Clone(payload))
-	if err != nil {
+	e := &Event{}
+	if err := sqsevent.DecodeInto(&e.ev, bytes.Clone(payload)); err != nil {
 		return nil, err
 	}
-	return &Event{ev: ev}, nil
+	return e, nil
 }

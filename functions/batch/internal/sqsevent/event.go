@@ -104,8 +104,20 @@ var ErrRepeatedJSONKey = errors.New("repeated JSON key")
 // handle and group id (the event source ARN is shared by records that have
 // the same); the records themselves are one slice.
 func Decode(buf []byte) (*Event, error) {
+	ev := &Event{}
+	if err := DecodeInto(ev, buf); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// DecodeInto is Decode into an Event the caller holds (batch's, so that a
+// decoded event is one allocation, not two). On an error ev is left in an
+// unspecified state.
+func DecodeInto(ev *Event, buf []byte) error {
+	*ev = Event{}
 	d := decoder{b: buf}
-	return d.event()
+	return d.event(ev)
 }
 
 // The record's own strings, decoded into the decoder's tmp and cut from
@@ -190,32 +202,31 @@ func syntaxError(b []byte, i int) (int, string) {
 	return i, "not accepted"
 }
 
-func (d *decoder) event() (*Event, error) {
+func (d *decoder) event(ev *Event) error {
 	b := d.b
 	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) {
-		return nil, d.fail(i, "empty payload")
+		return d.fail(i, "empty payload")
 	}
-	ev := &Event{}
 	switch b[i] {
 	case 'n':
 		k := jsonscan.ScanLiteral(b, i, "null")
 		if k < 0 {
-			return nil, d.invalid(i)
+			return d.invalid(i)
 		}
 		i = k
 	case '{':
 		var err error
 		if i, err = d.top(ev, i); err != nil {
-			return nil, err
+			return err
 		}
 	default:
-		return nil, d.fail(i, "not a JSON object")
+		return d.fail(i, "not a JSON object")
 	}
 	if i = jsonscan.SkipWS(b, i); i != len(b) {
-		return nil, d.fail(i, "data after the event")
+		return d.fail(i, "data after the event")
 	}
-	return ev, nil
+	return nil
 }
 
 // top decodes the event object whose '{' is b[i].
