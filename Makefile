@@ -219,7 +219,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFlatFault$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/sampleworker
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFault$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/sampleworker
 	$(GO) test -run '^$$' -fuzz '^FuzzDeadLetteredLine$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/batch
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/batch
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/batch/internal/sqsevent
 	$(GO) test -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./internal/jsonscan
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendString$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./internal/jsonscan
 

@@ -585,6 +585,7 @@ func consoleFuncs() template.FuncMap {
 		"steps":      stepLinks,
 		"fsteps":     filteredStepLinks,
 		"repairForm": newRepairFormView,
+		"repairCard": newRepairCardView,
 		"need":       func(field string) string { return needLabel[field] },
 	}
 }

@@ -337,7 +337,7 @@ func TestVerifyPartialWithTheAuditDownSaysTheAudit(t *testing.T) {
 	s, err := New(context.Background(), Config{
 		Pipelines: []*pipeline.Pipeline{p}, SQS: emptyDLQ{&fakeSQS{depth: "5", tags: tags}}, Ledger: ledger.NewMemory(),
 		Reports: store.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return downAudit{&memAudit{}} },
-		Catalog: agenttask.SampleCatalog(),
+		Catalog: sampleworker.Catalog(nil),
 		Resolve: func(context.Context, *pipeline.Pipeline) (pipeline.Queues, error) {
 			return pipeline.Queues{HotURL: "http://q/hot", HotARN: "arn:aws:sqs:us-east-1:000000000000:hot", DLQURL: "http://q/dlq", DLQARN: "arn:aws:sqs:us-east-1:000000000000:dlq"}, nil
 		},
@@ -389,7 +389,7 @@ func TestVerifyJobShowsProgress(t *testing.T) {
 		msgs: effectUnknownLetters(t, "eu-a", "eu-b")}
 	release := make(chan struct{})
 	cat := agenttask.Catalog{}
-	for name, tool := range agenttask.SampleCatalog() {
+	for name, tool := range sampleworker.Catalog(nil) {
 		if name == "email.send" {
 			tool.Verify = func(ctx context.Context, c agenttask.Call) (agenttask.Verification, error) {
 				select {

@@ -134,7 +134,7 @@ func TestBuildGroups(t *testing.T) {
 	assert.True(t, si.Recurring)
 	assert.Equal(t, t0.Add(-30*time.Hour), si.FirstSeen)
 	assert.Equal(t, t0.Add(-5*time.Hour), si.LastSeen)
-	assert.Equal(t, deadletter.NextRepair, si.NextAction)
+	assert.Equal(t, deadletter.NextPatchAndRedrive, si.NextAction) // si is schema_invalid
 	assert.Equal(t, deadletter.RedriveAfterFix, si.Redrivable)
 
 	assert.False(t, find(deadletter.ReasonToolUnknown).Recurring, "one-off poison is not recurring")
@@ -251,7 +251,7 @@ func TestKeyReused(t *testing.T) {
 	require.Len(t, r.Groups, 1, "one group: the digests differ, the signature does not")
 	g := r.Groups[0]
 	assert.Equal(t, deadletter.ClassSecurity, g.Class)
-	assert.Equal(t, deadletter.NextHumanReview, g.NextAction)
+	assert.Equal(t, deadletter.NextReject, g.NextAction, "never run under its key: reject (issue 29: was human_review, which plan contradicted)")
 	assert.Equal(t, deadletter.RedriveNever, g.Redrivable)
 	assert.Equal(t, []string{"acme:run-1:t1", "acme:run-2:t7"}, g.IdempotencyKeys)
 	assert.False(t, g.Recurring, "not an eval candidate: the task is fine, its key is not")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/ledger"
@@ -316,7 +317,7 @@ func clientsOf(cfg aws.Config, ledgerTable string) redrive.Config {
 	return redrive.Config{
 		SQS: sqs.NewFromConfig(cfg), STS: sts.NewFromConfig(cfg), Evidence: s3c, EvidenceWriter: s3c,
 		Lambda: lambda.NewFromConfig(cfg), Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg), ledgerTable),
-		Catalog: agenttask.SampleCatalog(),
+		Catalog: sampleworker.Catalog(nil),
 	}
 }
 

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -142,47 +142,7 @@ var (
 // is redacted and truncated here, whatever the caller passed. original is not
 // modified.
 func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribute, error) {
-	if !m.Reason.Valid() {
-		return nil, fmt.Errorf("encode dead letter: unknown reason %q", m.Reason)
-	}
-	normalize(&m)
-
-	// Sized for what it will hold: a small map (eight entries or fewer) is
-	// much cheaper to make than one hinted for the SQS maximum.
-	out := make(map[string]Attribute, min(len(original), MaxKeptAttributes)+2)
-	var folded map[string]Attribute
-	if KeepsAll(original) {
-		// Nothing is folded, so the name order does not matter: no sort.
-		for name, a := range original {
-			out[name] = a
-		}
-	} else {
-		names := make([]string, 0, len(original))
-		for name := range original {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			a := original[name]
-			if Keeps(name, len(out)) {
-				out[name] = a
-				continue
-			}
-			if folded == nil {
-				folded = make(map[string]Attribute)
-			}
-			folded[name] = a
-		}
-	}
-	m.Folded = folded
-
-	data, err := encodeMeta(make([]byte, 0, 768+256*len(m.History)), &m)
-	if err != nil {
-		return nil, err
-	}
-	out[AttrReason] = Attribute{DataType: "String", StringValue: string(m.Reason)}
-	out[AttrMeta] = Attribute{DataType: "String", StringValue: string(data)}
-	return out, nil
+	return encodeSized(m, original, 0, math.MaxInt)
 }
 
 // AppendMeta appends to dst the dlq_meta document that EncodeDeadLetter
@@ -225,6 +185,14 @@ func KeepsAll[V any](original map[string]V) bool {
 		}
 	}
 	return true
+}
+
+// NamedAttribute is one original message attribute with its name, for a
+// caller that holds a message's attributes in a slice rather than a map
+// (see FoldNamed and LetterSize).
+type NamedAttribute struct {
+	Name string
+	Attribute
 }
 
 // Keeps is the fold rule of EncodeDeadLetter for one original attribute,
