@@ -347,5 +347,12 @@ func ParseMeta(data []byte) (*Meta, error) {
 	if !m.Reason.Valid() {
 		return nil, fmt.Errorf("%w: unknown reason %q", ErrMetaInvalid, m.Reason)
 	}
+	// The texts are redacted again by this build's rules: a letter written
+	// before them, or a dlq_meta a producer set itself, holds what they catch.
+	// The worker's own texts are already redacted and come out unchanged.
+	m.Error = Redact(m.Error, MaxErrorRunes)
+	for i := range m.History {
+		m.History[i].Error = Redact(m.History[i].Error, MaxErrorRunes/2)
+	}
 	return &m, nil
 }
