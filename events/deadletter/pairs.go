@@ -7,25 +7,36 @@ import "strings"
 // the text's key=value pairs.
 var pairTriggers = []string{
 	"pass", "pw", "secret", "token", "cred", "auth", "bearer", "cookie", "session", "sid",
-	"key", "sig", "otp", "pin", "cvv", "cvc", "card", "ssn", "jwt", "security",
+	"key", "sig", "otp", "mfa", "pin", "cvv", "cvc", "card", "ssn", "jwt", "security", "phrase", "recovery",
 }
 
-// twoWordTails are the key words that may take the word before them, a
-// space between, as their name in free text: "private key: ...",
-// "api key = ...", "pin code: ...".
-var twoWordTails = wordSet("key", "keys", "id", "number", "code")
+// keyTails are the key words that may take the words before them (at most
+// two, a single space between) as their name in free text: "private key:
+// ...", "access key id = ...", "pin code: ...", "password hash: ...".
+var keyTails = func() map[string]bool {
+	m := wordSet("number", "keys")
+	for _, s := range termSuffixes {
+		m[s] = true
+	}
+	return m
+}()
 
 // redactPairs replaces the value of every key=value, key: value and
 // "key": value pair of s whose key IsSecretKey holds. A key is the quoted
 // string or the run of letters, digits, '_', '-' and '.' before the
-// separator; a value is a quoted string (also an escaped one, \"...\"), an
-// array or object (to its closing bracket), or the run of characters up to
-// white space or one of ,;&}"'\. A value that does not end (a cut text) is
-// redacted to the end of s. The values of other keys are read too, so a
-// pair inside them (error=password=x) is found.
+// separator (with up to two words before a key word such as "key" or "id":
+// "private key: ..."); a value is a quoted string (also an escaped one,
+// \"...\"), an array or object (to its closing bracket), or the run of
+// characters up to white space or one of ,;&}"'\. A value that does not end
+// (a cut text) is redacted to the end of s. Every pair is read in s as it
+// was, the values of other keys included (error=password=x); the pairs
+// inside a secret's value go with it.
 func redactPairs(s string) string {
-	var b strings.Builder
-	last := 0
+	type span struct {
+		from, to int
+		repl     string
+	}
+	var spans []span
 	for pos := 0; pos < len(s); {
 		k := strings.IndexAny(s[pos:], ":=")
 		if k < 0 {
@@ -36,7 +47,7 @@ func redactPairs(s string) string {
 		if s[p] == ':' && strings.HasPrefix(s[p+1:], "//") {
 			continue // a URL's scheme; its credentials are the URL rule's
 		}
-		key, quote, ok := keyBefore(s, p, last)
+		quote, ok := secretKeyBefore(s, p)
 		if !ok {
 			continue
 		}
@@ -48,32 +59,32 @@ func redactPairs(s string) string {
 		if end <= v || strings.HasPrefix(s[v:], "[REDACTED") || strings.HasPrefix(s[v+len(open):], "[REDACTED") {
 			continue
 		}
-		if !IsSecretKey(key) {
-			continue
-		}
-		if b.Len() == 0 {
-			b.Grow(len(s))
-		}
-		b.WriteString(s[last:v])
+		repl := "[REDACTED]"
 		switch open {
 		case `\"`:
-			b.WriteString(`\"[REDACTED]\"`)
+			repl = `\"[REDACTED]\"`
 		case `"`, `'`:
-			b.WriteString(open + "[REDACTED]" + open)
+			repl = open + "[REDACTED]" + open
 		case "[", "{":
-			switch quote {
-			case `\"`, `"`:
-				b.WriteString(quote + "[REDACTED]" + quote)
-			default:
-				b.WriteString("[REDACTED]")
+			if quote == `\"` || quote == `"` {
+				repl = quote + "[REDACTED]" + quote
 			}
-		default:
-			b.WriteString("[REDACTED]")
 		}
-		last, pos = end, end
+		spans = append(spans, span{v, end, repl})
+		// The pairs inside the value go with it: each byte of s is read
+		// once by a value, however deeply pairs nest.
+		pos = end
 	}
-	if last == 0 {
+	if spans == nil {
 		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, sp := range spans {
+		b.WriteString(s[last:sp.from])
+		b.WriteString(sp.repl)
+		last = sp.to
 	}
 	b.WriteString(s[last:])
 	return b.String()
@@ -85,48 +96,63 @@ func isKeyByte(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.'
 }
 
-// keyBefore returns the key that the separator at s[p] follows, not before
-// index min, and the quote around it ("", `"`, `'` or `\"`).
-func keyBefore(s string, p, min int) (key, quote string, ok bool) {
+// secretKeyBefore reports whether the key that the separator at s[p]
+// follows names a secret, and the quote around it ("", `"`, `'` or `\"`).
+// A bare key that ends in a key word ("key", "id", "hash", ...) is also read
+// with the one and two words before it ("private key", "access key id").
+func secretKeyBefore(s string, p int) (quote string, secret bool) {
 	k := p - 1
-	for k >= min && isSpace(s[k]) {
+	for k >= 0 && isSpace(s[k]) {
 		k--
 	}
-	if k < min {
-		return "", "", false
+	if k < 0 {
+		return "", false
 	}
 	if c := s[k]; c == '"' || c == '\'' {
 		quote = string(c)
 		keyEnd := k
-		if c == '"' && k > min && s[k-1] == '\\' {
+		if c == '"' && k > 0 && s[k-1] == '\\' {
 			keyEnd, quote = k-1, `\"`
 		}
-		from := max(min, keyEnd-maxKeyBytes-1)
+		from := max(0, keyEnd-maxKeyBytes-1)
 		open := strings.LastIndexByte(s[from:keyEnd], c)
 		if open < 0 {
-			return "", "", false
+			return "", false
 		}
-		return s[from+open+1 : keyEnd], quote, true
+		return quote, IsSecretKey(s[from+open+1 : keyEnd])
 	}
 	start := k + 1
-	for start > min && k+1-start < maxKeyBytes && isKeyByte(s[start-1]) {
+	for start > 0 && k+1-start < maxKeyBytes && isKeyByte(s[start-1]) {
 		start--
 	}
 	if start > k {
-		return "", "", false
+		return "", false
 	}
-	key = s[start : k+1]
-	// "private key: ...": the word before a key word names it.
-	if twoWordTails[strings.ToLower(key)] && start-1 > min && s[start-1] == ' ' {
+	key := s[start : k+1]
+	if IsSecretKey(key) {
+		return "", true
+	}
+	if !keyTails[strings.ToLower(key)] {
+		return "", false
+	}
+	// "private key: ...": the words before a key word name it.
+	for range 2 {
+		if start-1 <= 0 || s[start-1] != ' ' {
+			break
+		}
 		w := start - 1
-		for w > min && start-w < maxKeyBytes && isKeyByte(s[w-1]) {
+		for w > 0 && start-w < maxKeyBytes && isKeyByte(s[w-1]) {
 			w--
 		}
-		if w < start-1 {
-			key = s[w : k+1]
+		if w == start-1 {
+			break
+		}
+		start = w
+		if IsSecretKey(s[start : k+1]) {
+			return "", true
 		}
 	}
-	return key, "", true
+	return "", false
 }
 
 // valueEnd returns the end of the value that starts at s[v] and how it

@@ -54,7 +54,7 @@ var redactions = []redaction{
 	// Authorization headers: the scheme and the credential after it.
 	{
 		triggers: []string{"authorization"},
-		re:       regexp.MustCompile(`(?i)\b((?:proxy-)?authorization)((?:\\?")?\s*[:=]\s*(?:\\?")?)(?:(?:bearer|basic|digest|negotiate|token|aws4-hmac-sha256)\s+)?[^\s",;)\\]+`),
+		re:       regexp.MustCompile(`(?i)\b((?:proxy-)?authorization)((?:\\?")?\s*[:=]\s*(?:\\?")?)(?:(?:bearer|basic|digest|negotiate|token|aws4-hmac-sha256)\s+)?[^\s",;)\\\[{][^\s",;)\\]*`),
 		repl:     "${1}${2}[REDACTED]",
 	},
 	// Bearer and basic credentials anywhere else.
@@ -216,12 +216,14 @@ func indexFold(s, sub string) int {
 }
 
 // assignedAt reports whether s[i:] is a key's rest and then ':' or '=':
-// letters, digits, '_' or '-', an optional quote (or escaped quote), white
-// space.
+// letters, digits, '_', '-', '.' and single spaces between them (a quoted
+// "access key id"), at most 64 bytes, an optional quote (or escaped quote),
+// white space.
 func assignedAt(s string, i int) bool {
-	for i < len(s) {
+	for n := 0; i < len(s) && n < 64; n++ {
 		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' {
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' ||
+			c == ' ' && i+1 < len(s) && isKeyByte(s[i+1]) && i > 0 && isKeyByte(s[i-1]) {
 			i++
 			continue
 		}

@@ -24,28 +24,29 @@ func RedactValue(v any) any { return redactValue(v, false) }
 func redactValue(v any, secret bool) any {
 	switch x := v.(type) {
 	case map[string]any:
-		var renamed map[string]any
+		type pair struct {
+			k string
+			v any
+		}
+		var renamed []pair
 		for k, e := range x {
 			under := secret || IsSecretKey(k)
 			if r := Redact(k, 0); r != k {
-				if renamed == nil {
-					renamed = make(map[string]any)
-				}
-				renamed[r] = redactValue(e, under)
+				renamed = append(renamed, pair{r, redactValue(e, under)})
 				delete(x, k)
 				continue
 			}
 			x[k] = redactValue(e, under)
 		}
-		for k, e := range renamed {
-			name := k
+		for _, p := range renamed {
+			name := p.k
 			for n := 2; ; n++ {
 				if _, taken := x[name]; !taken {
 					break
 				}
-				name = k + "#" + strconv.Itoa(n)
+				name = p.k + "#" + strconv.Itoa(n)
 			}
-			x[name] = e
+			x[name] = p.v
 		}
 		return x
 	case []any:

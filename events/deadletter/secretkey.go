@@ -35,15 +35,16 @@ var (
 		"apikey", "privatekey", "privkey", "accesskey", "accountkey", "sshkey", "encryptionkey",
 		"enckey", "decryptionkey", "signingkey", "masterkey", "sessionkey", "sharedkey",
 		"hmackey", "cryptokey", "clientkey", "subscriptionkey", "authkey", "authorization",
-		"cookie", "signature", "cardnumber", "creditcard", "securitycode", "sessionid",
+		"cookie", "signature", "cardnumber", "creditcard", "securitycode", "sessionid", "sessid",
+		"seedphrase", "recoveryphrase", "recoverycode",
 	}
 	shortTerms = []string{
 		"pw", "pwd", "pass", "auth", "authn", "authz", "bearer", "sid", "sig", "otp", "totp",
-		"hotp", "pin", "cred", "session", "jwt", "ssn", "cvv", "cvc",
+		"hotp", "mfa", "pin", "cred", "session", "jwt", "ssn", "cvv", "cvc",
 	}
 	// termSuffixes may follow a term inside its word: secretkey, tokenvalue,
 	// passwordhash, pwhash, pincode, sessionid.
-	termSuffixes = []string{"key", "id", "value", "val", "hash", "code", "string", "str", "text", "data", "b64", "base64", "hex", "pem", "enc", "plain", "raw"}
+	termSuffixes = []string{"key", "id", "confirm", "confirmation", "repeat", "value", "val", "hash", "code", "string", "str", "text", "data", "b64", "base64", "hex", "pem", "enc", "plain", "raw"}
 	// describeWords, after a term, make the name describe the secret rather
 	// than hold it.
 	describeWords = wordSet("count", "counts", "length", "len", "size", "min", "max", "limit", "limits",
@@ -85,18 +86,20 @@ func IsSecretKey(name string) bool {
 		return false
 	}
 	var buf [maxKeyBytes]byte
-	var starts [maxKeyBytes + 1]bool // starts[i]: a word starts at joined[i]
-	joined, words := splitKey(name, buf[:0], &starts)
+	// starts[i]: a word starts at joined[i]; hard[i]: after a separator
+	// (not a change of case).
+	var starts, hard [maxKeyBytes + 1]bool
+	joined, words := splitKey(name, buf[:0], &starts, &hard)
 	if len(joined) == 0 {
 		return false
 	}
 	for _, t := range longTerms {
-		if termAt(joined, &starts, words, t, false) {
+		if termAt(joined, &starts, &hard, words, t, false) {
 			return true
 		}
 	}
 	for _, t := range shortTerms {
-		if termAt(joined, &starts, words, t, true) {
+		if termAt(joined, &starts, &hard, words, t, true) {
 			return true
 		}
 	}
@@ -105,7 +108,7 @@ func IsSecretKey(name string) bool {
 
 // splitKey appends name's letters and digits, lower-cased, to buf, marks
 // where each word starts, and returns the words' bounds (at most 16).
-func splitKey(name string, buf []byte, starts *[maxKeyBytes + 1]bool) ([]byte, [][2]int) {
+func splitKey(name string, buf []byte, starts, hard *[maxKeyBytes + 1]bool) ([]byte, [][2]int) {
 	var words [][2]int
 	wordStart := -1
 	for i := 0; i < len(name); i++ {
@@ -116,6 +119,9 @@ func splitKey(name string, buf []byte, starts *[maxKeyBytes + 1]bool) ([]byte, [
 			continue
 		}
 		newWord := wordStart < 0
+		if newWord {
+			hard[len(buf)] = true
+		}
 		if !newWord && isUpper && i > 0 {
 			p := name[i-1]
 			// camelCase: lower or digit then upper; APIKey: the last upper
@@ -138,15 +144,17 @@ func splitKey(name string, buf []byte, starts *[maxKeyBytes + 1]bool) ([]byte, [
 	if len(words) > 0 {
 		words[len(words)-1][1] = len(buf)
 	}
-	starts[len(buf)] = true
+	starts[len(buf)], hard[len(buf)] = true, true
 	return buf, words
 }
 
 // termAt reports whether term occurs in joined as a secret: where it may
-// start (a short term at a word start; a long term anywhere, but spanning
-// words only from a word start), what may follow it in its word, and no
-// describing word after it.
-func termAt(joined []byte, starts *[maxKeyBytes + 1]bool, words [][2]int, term string, short bool) bool {
+// start, what may follow it in its word, and no describing word after it.
+// A term that starts a word may span words (api_key); one that starts inside
+// a word may span only changes of case (a long term: dbpassword,
+// secretACCESSkey), or must end its word (a short term: dbpass, adminpw,
+// but not one of the English words of shortTermWords: bypass, spin).
+func termAt(joined []byte, starts, hard *[maxKeyBytes + 1]bool, words [][2]int, term string, short bool) bool {
 	for from := 0; from+len(term) <= len(joined); {
 		i := bytes.Index(joined[from:], []byte(term))
 		if i < 0 {
@@ -155,13 +163,10 @@ func termAt(joined []byte, starts *[maxKeyBytes + 1]bool, words [][2]int, term s
 		i += from
 		from = i + 1
 		j := i + len(term)
-		if short && !starts[i] {
-			continue
-		}
 		if !starts[i] {
 			crosses := false
 			for k := i + 1; k < j; k++ {
-				if starts[k] {
+				if hard[k] {
 					crosses = true
 					break
 				}
@@ -170,12 +175,21 @@ func termAt(joined []byte, starts *[maxKeyBytes + 1]bool, words [][2]int, term s
 				continue // compass_word is not a password
 			}
 		}
-		// The rest of the word the term ends in.
+		// The rest of the word the term ends in: to the next change of
+		// case (passwordHash) or, for a name in mixed case, to the next
+		// separator (oTpcODe).
 		end := j
 		for end < len(joined) && !starts[end] {
 			end++
 		}
 		if !restAllowed(string(joined[j:end])) {
+			for end = j; end < len(joined) && !hard[end]; end++ {
+			}
+			if !restAllowed(string(joined[j:end])) {
+				continue
+			}
+		}
+		if short && !starts[i] && !shortTermEnds(joined, starts, i, j, end, term) {
 			continue
 		}
 		if describedAfter(joined, words, end) || term == "token" && countedBefore(joined, words, i) || flaggedBefore(joined, words, i) {
@@ -184,6 +198,48 @@ func termAt(joined []byte, starts *[maxKeyBytes + 1]bool, words [][2]int, term s
 		return true
 	}
 	return false
+}
+
+// shortTermWords are the English words that end in a short term, by the
+// letters before it in the word: they are not secrets (bypass, compass,
+// spin, hairpin, possession, sacred).
+var shortTermWords = map[string][]string{
+	"pass":    {"by", "com", "sur", "tres", "over", "under", "im", "encom"},
+	"pin":     {"s", "hair", "linch", "lynch", "king", "tie", "bobby", "safety", "push", "drawing"},
+	"session": {"ob", "pos"},
+	"cred":    {"sa"},
+	"sig":     {},
+	"auth":    {},
+}
+
+// shortTermEnds reports whether the short term at joined[i:j], inside a
+// word, ends that word (end is the word's end) after letters that do not
+// make it an English word. Terms that end no English word (pw, pwd, otp,
+// sid, jwt) need no list; the others are allowed inside a word only when
+// shortTermWords lists their English words.
+func shortTermEnds(joined []byte, starts *[maxKeyBytes + 1]bool, i, j, end int, term string) bool {
+	if j != end && !isDigits(string(joined[j:end])) && string(joined[j:end]) != "s" {
+		return false // pwhash is a word of its own; dbpwhash is not read
+	}
+	ws := i
+	for ws > 0 && !starts[ws] {
+		ws--
+	}
+	before := string(joined[ws:i])
+	englishEnds, listed := shortTermWords[term]
+	switch term {
+	case "pw", "pwd", "otp", "totp", "hotp", "sid", "jwt", "ssn", "cvv", "cvc", "mfa", "creds", "authn", "authz":
+		return true
+	}
+	if !listed {
+		return false // bearer, session's kin: only as words of their own
+	}
+	for _, e := range englishEnds {
+		if strings.HasSuffix(before, e) {
+			return false
+		}
+	}
+	return true
 }
 
 // restAllowed reports whether rest may follow a term in its word: nothing,
