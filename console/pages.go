@@ -426,8 +426,8 @@ func (s *Server) renderLetter(w http.ResponseWriter, r *http.Request, revealed b
 			v = a.StringValue
 			if n == deadletter.AttrMeta {
 				v = "(decoded above)"
-			} else if !revealed && n != deadletter.AttrReason {
-				v = deadletter.RedactAttribute(n, v, 120)
+			} else if !revealed {
+				v = deadletter.RedactAttribute(n, v, 120) // dlq_reason too: a producer may have set it
 			}
 		}
 		d.Attrs = append(d.Attrs, attrRow{Name: n, Type: a.DataType, Value: v})

@@ -301,7 +301,7 @@ func DecodeDeadLetter(attrs map[string]Attribute) (*Meta, map[string]Attribute, 
 	raw, ok := attrs[AttrMeta]
 	if !ok {
 		if r, ok := attrs[AttrReason]; ok {
-			return nil, original, fmt.Errorf("%w: dlq_reason %q without dlq_meta", ErrMetaInvalid, r.StringValue)
+			return nil, original, fmt.Errorf("%w: dlq_reason %q without dlq_meta", ErrMetaInvalid, Redact(r.StringValue, maxReasonRunes))
 		}
 		return nil, original, nil
 	}
@@ -315,10 +315,14 @@ func DecodeDeadLetter(attrs map[string]Attribute) (*Meta, map[string]Attribute, 
 		original[name] = a
 	}
 	if r, ok := attrs[AttrReason]; ok && Reason(r.StringValue) != m.Reason {
-		return m, original, fmt.Errorf("%w: dlq_reason %q, dlq_meta reason %q", ErrMetaMismatch, r.StringValue, m.Reason)
+		return m, original, fmt.Errorf("%w: dlq_reason %q, dlq_meta reason %q", ErrMetaMismatch, Redact(r.StringValue, maxReasonRunes), m.Reason)
 	}
 	return m, original, nil
 }
+
+// maxReasonRunes bounds a reason that is not one, as an error quotes it
+// (redacted: anyone may have written it).
+const maxReasonRunes = 64
 
 // ParseMeta decodes and checks one dlq_meta document.
 func ParseMeta(data []byte) (*Meta, error) {
@@ -345,7 +349,7 @@ func ParseMeta(data []byte) (*Meta, error) {
 		}
 	}
 	if !m.Reason.Valid() {
-		return nil, fmt.Errorf("%w: unknown reason %q", ErrMetaInvalid, m.Reason)
+		return nil, fmt.Errorf("%w: unknown reason %q", ErrMetaInvalid, Redact(string(m.Reason), maxReasonRunes))
 	}
 	// The texts are redacted again by this build's rules: a letter written
 	// before them, or a dlq_meta a producer set itself, holds what they catch.

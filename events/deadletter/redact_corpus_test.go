@@ -190,3 +190,20 @@ func TestParseMetaRedactsAgain(t *testing.T) {
 	assert.Equal(t, "privateKey=[REDACTED] rejected", m.Error)
 	assert.Equal(t, "[REDACTED_PEM]", m.History[0].Error)
 }
+
+// The errors that quote what a producer wrote quote it redacted.
+func TestMetaErrorsRedactWhatTheyQuote(t *testing.T) {
+	t.Parallel()
+	_, err := deadletter.ParseMeta([]byte(`{"v":1,"reason":"password=Zq7r1","dead_lettered_at":"2026-12-01T00:00:00Z"}`))
+	require.ErrorIs(t, err, deadletter.ErrMetaInvalid)
+	assert.NotContains(t, err.Error(), "Zq7")
+	_, _, err = deadletter.DecodeDeadLetter(map[string]deadletter.Attribute{deadletter.AttrReason: {DataType: "String", StringValue: "token=Zq7r2"}})
+	require.ErrorIs(t, err, deadletter.ErrMetaInvalid)
+	assert.NotContains(t, err.Error(), "Zq7")
+	attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonUnclassified}, nil)
+	require.NoError(t, err)
+	attrs[deadletter.AttrReason] = deadletter.Attribute{DataType: "String", StringValue: "secret: Zq7r3"}
+	_, _, err = deadletter.DecodeDeadLetter(attrs)
+	require.ErrorIs(t, err, deadletter.ErrMetaMismatch)
+	assert.NotContains(t, err.Error(), "Zq7")
+}
