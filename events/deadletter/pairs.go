@@ -38,7 +38,7 @@ func redactPairs(s string) string {
 	}
 	var spans []span
 	for pos := 0; pos < len(s); {
-		k := strings.IndexAny(s[pos:], ":=")
+		k := strings.IndexAny(s[pos:], ":=>")
 		if k < 0 {
 			break
 		}
@@ -46,6 +46,21 @@ func redactPairs(s string) string {
 		pos = p + 1
 		if s[p] == ':' && strings.HasPrefix(s[p+1:], "//") {
 			continue // a URL's scheme; its credentials are the URL rule's
+		}
+		if s[p] == '>' {
+			// <password>value</password>: the element's text.
+			if !secretElementBefore(s, p) {
+				continue
+			}
+			end := strings.IndexByte(s[p+1:], '<')
+			if end < 0 {
+				end = len(s) - p - 1
+			}
+			if end > 0 && !strings.HasPrefix(s[p+1:], "[REDACTED") {
+				spans = append(spans, span{p + 1, p + 1 + end, "[REDACTED]"})
+				pos = p + 1 + end
+			}
+			continue
 		}
 		quote, ok := secretKeyBefore(s, p)
 		if !ok {
@@ -125,8 +140,8 @@ func secretKeyBefore(s string, p int) (quote string, secret bool) {
 	for start > 0 && k+1-start < maxKeyBytes && isKeyByte(s[start-1]) {
 		start--
 	}
-	if start > k {
-		return "", false
+	if start > k || start > 0 && s[start-1] == '/' {
+		return "", false // no key, or a path's last name (open /etc/passwd: ...)
 	}
 	key := s[start : k+1]
 	if IsSecretKey(key) {
@@ -153,6 +168,17 @@ func secretKeyBefore(s string, p int) (quote string, secret bool) {
 		}
 	}
 	return "", false
+}
+
+// secretElementBefore reports whether the '>' at s[p] closes an XML or
+// HTML start tag without attributes whose name IsSecretKey holds
+// (<password>, <api-key>).
+func secretElementBefore(s string, p int) bool {
+	start := p
+	for start > 0 && p-start < maxKeyBytes && isKeyByte(s[start-1]) {
+		start--
+	}
+	return start < p && start > 0 && s[start-1] == '<' && IsSecretKey(s[start:p])
 }
 
 // valueEnd returns the end of the value that starts at s[v] and how it

@@ -113,6 +113,18 @@ var redactions = []redaction{
 		triggers: pairTriggers, assigned: true,
 		apply: redactPairs,
 	},
+	// Command-line flags: --password hunter2, --api-key sk-... (with '='
+	// they are pairs).
+	{
+		triggers: []string{"--"},
+		re:       regexp.MustCompile(`(--[A-Za-z][A-Za-z0-9_.-]*)([ \t]+)([^\s"'\\-][^\s"'\\]*|"[^"]*"|'[^']*')`),
+		fn: func(s string, loc []int) string {
+			if !IsSecretKey(s[loc[2]:loc[3]]) || strings.HasPrefix(s[loc[6]:loc[7]], "[REDACTED") {
+				return s[loc[0]:loc[1]]
+			}
+			return s[loc[2]:loc[5]] + "[REDACTED]"
+		},
+	},
 	// Email addresses.
 	{
 		triggers: []string{"@"},
@@ -215,7 +227,8 @@ func indexFold(s, sub string) int {
 	return -1
 }
 
-// assignedAt reports whether s[i:] is a key's rest and then ':' or '=':
+// assignedAt reports whether s[i:] is a key's rest and then ':', '=' or
+// '>' (an XML element):
 // letters, digits, '_', '-', '.' and single spaces between them (a quoted
 // "access key id"), at most 64 bytes, an optional quote (or escaped quote),
 // white space.
@@ -237,7 +250,7 @@ func assignedAt(s string, i int) bool {
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || s[i] == '\f') {
 		i++
 	}
-	return i < len(s) && (s[i] == ':' || s[i] == '=')
+	return i < len(s) && (s[i] == ':' || s[i] == '=' || s[i] == '>')
 }
 
 // triggered returns the bits of the rules whose triggers occur in s, in

@@ -207,3 +207,20 @@ func TestMetaErrorsRedactWhatTheyQuote(t *testing.T) {
 	require.ErrorIs(t, err, deadletter.ErrMetaMismatch)
 	assert.NotContains(t, err.Error(), "Zq7")
 }
+
+// Evidence that looks like a pair is kept: a path's last name, flags that
+// hold no secret, arrows.
+func TestRedactKeepsLookalikes(t *testing.T) {
+	t.Parallel()
+	for _, in := range []string{
+		"open /etc/passwd: permission denied",
+		"run --verbose true --max-tokens 512 --token-count 5",
+		"token-> next; pin -> 3",
+		"<token_count>12</token_count> <b>bold</b>",
+	} {
+		assert.Equal(t, in, deadletter.Redact(in, 0))
+	}
+	assert.Equal(t, "mysql --password [REDACTED] -h db", deadletter.Redact("mysql --password hunter2 -h db", 0))
+	assert.Equal(t, "cli --api-key [REDACTED] -v", deadletter.Redact(`cli --api-key "a b" -v`, 0))
+	assert.Equal(t, "<password>[REDACTED]</password>", deadletter.Redact("<password>hunter2</password>", 0))
+}

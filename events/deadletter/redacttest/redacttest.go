@@ -159,6 +159,12 @@ var TextShapes = []Shape{
 	{"env line", "SSH_KEY=Zq7t32", []string{"Zq7t32"}},
 	{"plural env", "SECRETS=Zq7t33,other", []string{"Zq7t33"}},
 	{"escaped json array", `{\"tokens\":[\"Zq7t34\"]}`, []string{"Zq7t34"}},
+	{"command-line flag", "exec: mysql --password Zq7t35 -h db failed", []string{"Zq7t35"}},
+	{"xml element", "<user>bob</user><password>Zq7t36</password>", []string{"Zq7t36"}},
+	{"connection string", "Server=db;Database=app;User Id=sa;Password=Zq7t37;Encrypt=true", []string{"Zq7t37"}},
+	{"storage connection string", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=Zq7t38+x==;EndpointSuffix=core.windows.net", []string{"Zq7t38"}},
+	{"toml", "[db]\npassword = \"Zq7t39\"", []string{"Zq7t39"}},
+	{"set-cookie", "Set-Cookie: sid=Zq7t40; Path=/; HttpOnly", []string{"Zq7t40"}},
 }
 
 // Args returns a task's args with every secret key of the corpus, each
