@@ -7,7 +7,7 @@ import "strings"
 // the text's key=value pairs.
 var pairTriggers = []string{
 	"pass", "pw", "secret", "token", "cred", "auth", "bearer", "cookie", "session", "sid",
-	"key", "sig", "otp", "mfa", "pin", "cvv", "cvc", "card", "ssn", "jwt", "security", "phrase", "recovery",
+	"key", "sig", "otp", "mfa", "pin", "cvv", "cvc", "card", "ssn", "jwt", "security", "phrase", "recovery", "hmac", "2fa", "tfa", "mnemonic", "backup",
 }
 
 // keyTails are the key words that may take the words before them (at most

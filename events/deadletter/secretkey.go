@@ -36,11 +36,12 @@ var (
 		"enckey", "decryptionkey", "signingkey", "masterkey", "sessionkey", "sharedkey",
 		"hmackey", "cryptokey", "clientkey", "subscriptionkey", "authkey", "authorization",
 		"cookie", "signature", "cardnumber", "creditcard", "securitycode", "sessionid", "sessid",
-		"seedphrase", "recoveryphrase", "recoverycode",
+		"seedphrase", "recoveryphrase", "recoverycode", "backupcode", "pgpkey", "gpgkey", "rsakey",
+		"socialsecurity",
 	}
 	shortTerms = []string{
 		"pw", "pwd", "pass", "auth", "authn", "authz", "bearer", "sid", "sig", "otp", "totp",
-		"hotp", "mfa", "pin", "cred", "session", "jwt", "ssn", "cvv", "cvc",
+		"hotp", "mfa", "2fa", "tfa", "hmac", "mnemonic", "pin", "cred", "session", "jwt", "ssn", "cvv", "cvc",
 	}
 	// termSuffixes may follow a term inside its word: secretkey, tokenvalue,
 	// passwordhash, pwhash, pincode, sessionid.
@@ -51,10 +52,17 @@ var (
 		"ttl", "timeout", "expiry", "expires", "expired", "expiration", "exp", "lifetime", "duration", "age",
 		"type", "kind", "policy", "algorithm", "alg", "format", "enabled", "required", "rotation",
 		"strength", "usage", "used", "remaining", "budget", "total", "estimate", "version", "changed",
-		"updated", "created", "issued", "per", "rate", "index")
+		"updated", "created", "issued", "per", "rate", "index",
+		// where or how a secret is found, not the secret: auth_method,
+		// token_url, private_key_path, secret_name, secret_arn.
+		"method", "mode", "scheme", "provider", "status", "url", "uri", "endpoint", "domain", "issuer",
+		"audience", "scope", "scopes", "strategy", "mechanism", "path", "file", "filename", "location",
+		"name", "arn")
 	// tokenCountWords, before "token", make it a count of LLM tokens.
 	tokenCountWords = wordSet("max", "min", "num", "n", "total", "input", "output", "prompt", "completion",
-		"cached", "reasoning", "used", "remaining", "context", "estimated", "count", "generated")
+		"cached", "reasoning", "used", "remaining", "context", "estimated", "count", "generated", "usage")
+	// tokenListWords, after "token", make it an LLM's tokens (token_ids).
+	tokenListWords = wordSet("ids", "logprobs", "probs", "offsets", "usage")
 	// flagWords before a term make the name a flag (has_password, is_auth).
 	flagWords = wordSet("has", "is", "needs", "requires", "use", "uses")
 )
@@ -192,7 +200,8 @@ func termAt(joined []byte, starts, hard *[maxKeyBytes + 1]bool, words [][2]int, 
 		if short && !starts[i] && !shortTermEnds(joined, starts, i, j, end, term) {
 			continue
 		}
-		if describedAfter(joined, words, end) || term == "token" && countedBefore(joined, words, i) || flaggedBefore(joined, words, i) {
+		if describedAfter(joined, words, end, describeWords) || flaggedBefore(joined, words, i) ||
+			term == "token" && (countedBefore(joined, words, i) || describedAfter(joined, words, end, tokenListWords)) {
 			continue
 		}
 		return true
@@ -271,9 +280,9 @@ func isDigits(s string) bool {
 
 // describedAfter reports whether a word starting at or after end describes
 // the term before it.
-func describedAfter(joined []byte, words [][2]int, end int) bool {
+func describedAfter(joined []byte, words [][2]int, end int, describe map[string]bool) bool {
 	for _, w := range words {
-		if w[0] >= end && describeWords[string(joined[w[0]:w[1]])] {
+		if w[0] >= end && describe[string(joined[w[0]:w[1]])] {
 			return true
 		}
 	}

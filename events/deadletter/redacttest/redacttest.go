@@ -74,7 +74,9 @@ var irregular = []string{
 	"APIKey", "XApiKey", "PGPASSWORD", "DBPASSWORD", "dbpassword", "userPassword2", "pwHash",
 	"OAuthToken", "IDToken", "SecretAccessKey", "AccessKeyId", "Ocp-Apim-Subscription-Key",
 	"x-amz-security-token", "X-Auth-Token", "privateKeyPem", "client_secret_b64", "CVV2",
-	"__Secure-session", "PASSPHRASE", "sessionTokenValue",
+	"__Secure-session", "PASSPHRASE", "sessionTokenValue", "JSESSIONID", "PHPSESSID", "connect.sid",
+	"ASP.NET_SessionId", "XSRF-TOKEN", "secret_key_base", "priv_key", "hmac", "2fa_code", "backup_codes",
+	"recovery_codes", "gpg_key", "social_security_number", "keystorePassword", "truststorePass",
 }
 
 // SecretKeys returns every secret key name of the corpus: the names in
@@ -112,6 +114,9 @@ var KeptKeys = []string{
 	"password_min_length", "passwordPolicy", "passwordless", "signature_version", "SignatureVersion",
 	"pinned", "spinner", "opinion", "credit", "tokenExpiresIn", "has_password", "query", "task_id",
 	"run_id", "trace_id", "tenant", "tool", "message", "error", "max_results", "authenticated",
+	"token_ids", "usage_tokens", "tokensPerSecond", "auth_method", "token_url", "private_key_path",
+	"password_file", "secret_name", "cookie_domain", "signature_algorithm", "pass_rate", "passport",
+	"passive", "keyboard", "monkey", "authorized", "authentication_method", "pinpoint", "client_id",
 }
 
 // A Shape is a secret in one shape inside text: Text holds it, Secrets are
