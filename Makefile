@@ -209,12 +209,13 @@ deploy: cdk-cli build
 gen:
 	$(GO) run ./events/gen
 
-## fuzz: fuzz DecodeTask against the encoding/json reference and the JSON Schema, the dlq_meta writer, redaction (no planted secret survives Redact or dlq_meta), the sample worker's fault reader (the flat object, and args.fault against encoding/json) and the lean SQS event decoder (batch.DecodeEvent) against encoding/json, the worker's dead-lettered log line against slog's JSON handler, and the shared scanner and string quoter (internal/jsonscan) against encoding/json and slog (FUZZTIME=60s each)
+## fuzz: fuzz DecodeTask against the encoding/json reference and the JSON Schema, the dlq_meta writer, redaction (no planted secret survives Redact or dlq_meta, no value under any spelling of a secret key survives Redact or RedactValue), the sample worker's fault reader (the flat object, and args.fault against encoding/json) and the lean SQS event decoder (batch.DecodeEvent) against encoding/json, the worker's dead-lettered log line against slog's JSON handler, and the shared scanner and string quoter (internal/jsonscan) against encoding/json and slog (FUZZTIME=60s each)
 .PHONY: fuzz
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTask$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/agenttask
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendMeta$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/deadletter
 	$(GO) test -run '^$$' -fuzz '^FuzzRedactSecrets$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/deadletter
+	$(GO) test -run '^$$' -fuzz '^FuzzRedactKeySpellings$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/deadletter
 	$(GO) test -run '^$$' -fuzz '^FuzzTaskSchema$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/agenttask
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFlatFault$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/sampleworker
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFault$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/sampleworker

@@ -269,7 +269,7 @@ func DecodeDeadLetter(attrs map[string]Attribute) (*Meta, map[string]Attribute, 
 	raw, ok := attrs[AttrMeta]
 	if !ok {
 		if r, ok := attrs[AttrReason]; ok {
-			return nil, original, fmt.Errorf("%w: dlq_reason %q without dlq_meta", ErrMetaInvalid, r.StringValue)
+			return nil, original, fmt.Errorf("%w: dlq_reason %q without dlq_meta", ErrMetaInvalid, Redact(r.StringValue, maxReasonRunes))
 		}
 		return nil, original, nil
 	}
@@ -283,10 +283,14 @@ func DecodeDeadLetter(attrs map[string]Attribute) (*Meta, map[string]Attribute, 
 		original[name] = a
 	}
 	if r, ok := attrs[AttrReason]; ok && Reason(r.StringValue) != m.Reason {
-		return m, original, fmt.Errorf("%w: dlq_reason %q, dlq_meta reason %q", ErrMetaMismatch, r.StringValue, m.Reason)
+		return m, original, fmt.Errorf("%w: dlq_reason %q, dlq_meta reason %q", ErrMetaMismatch, Redact(r.StringValue, maxReasonRunes), m.Reason)
 	}
 	return m, original, nil
 }
+
+// maxReasonRunes bounds a reason that is not one, as an error quotes it
+// (redacted: anyone may have written it).
+const maxReasonRunes = 64
 
 // ParseMeta decodes and checks one dlq_meta document.
 func ParseMeta(data []byte) (*Meta, error) {
@@ -313,7 +317,14 @@ func ParseMeta(data []byte) (*Meta, error) {
 		}
 	}
 	if !m.Reason.Valid() {
-		return nil, fmt.Errorf("%w: unknown reason %q", ErrMetaInvalid, m.Reason)
+		return nil, fmt.Errorf("%w: unknown reason %q", ErrMetaInvalid, Redact(string(m.Reason), maxReasonRunes))
+	}
+	// The texts are redacted again by this build's rules: a letter written
+	// before them, or a dlq_meta a producer set itself, holds what they catch.
+	// The worker's own texts are already redacted and come out unchanged.
+	m.Error = Redact(m.Error, MaxErrorRunes)
+	for i := range m.History {
+		m.History[i].Error = Redact(m.History[i].Error, MaxErrorRunes/2)
 	}
 	return &m, nil
 }
