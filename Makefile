@@ -10,9 +10,12 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 BUILD_CLI = mkdir -p .local/bin && scripts/progress.sh "building agentdlq into .local/bin (a first build compiles the AWS SDK: 1-2 min; later ones take seconds)" $(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
 
 ## help: list every target
+# Each "## target: description" line as "  target  description", the names
+# padded to the longest name only; a description keeps its own colons.
 .PHONY: help
 help:
-	@grep -hE '^## ' $(MAKEFILE_LIST) | sed -e 's/^## /  /' | column -t -s ':'
+	@awk '/^## [a-z0-9-]+: / { sub(/^## /, ""); i = index($$0, ": "); n++; t[n] = substr($$0, 1, i - 1); d[n] = substr($$0, i + 2); if (length(t[n]) > w) w = length(t[n]) } \
+	  END { f = "  %-" w "s  %s\n"; for (k = 1; k <= n; k++) printf f, t[k], d[k] }' $(MAKEFILE_LIST)
 
 ## test: unit, stack and end-to-end tests (starts private emulators on free ports, always stops them), the arm64 unit tests under qemu-user and the example modules; installs qemu-user and chromium from Debian's packages the first time
 .PHONY: test
@@ -46,7 +49,7 @@ local-env:
 local-down:
 	@scripts/local.sh down
 
-## demo: the whole lifecycle on private local emulators (send, drain, triage, eval export, redrive plan, accounting)
+## demo: an incident end to end on the local emulators, on free ports, left running for RUNBOOK.md (an outage, drain, triage, eval export, redrive plan, the fix, a canary, the redrive, accounting)
 .PHONY: demo
 demo:
 	@$(BUILD_CLI)

@@ -53,6 +53,19 @@ const (
 	MaxBatchSizeFIFO     = 10
 	MaxBatchSizeStandard = 10000
 	MaxBatchWindow       = 300 * time.Second
+	// Lambda's maximum concurrency of an SQS event source (ScalingConfig).
+	MinMaxConcurrency = 2
+	MaxMaxConcurrency = 1000
+	// Lambda's provisioned mode for SQS (ProvisionedPollerConfig): 2..200
+	// minimum and 2..2,000 maximum event pollers, each of which invokes
+	// the function at most PollerInvokes times at once (the Lambda
+	// developer guide, "Lambda parameters for Amazon SQS event source
+	// mappings" and "Configuring scaling behavior for SQS event source
+	// mappings", read 2026-12-07).
+	MinPollers        = 2
+	MaxMinimumPollers = 200
+	MaxMaximumPollers = 2000
+	PollerInvokes     = 10
 )
 
 // Message sizes. SQS bounds a queue's MaximumMessageSize to 1,024 ..
@@ -138,9 +151,22 @@ type Pipeline struct {
 	// BatchWindowSeconds is optional (default 0): how long the event source
 	// gathers records before invoking. FIFO queues accept 0 only.
 	BatchWindowSeconds int `json:"batch_window_seconds,omitempty"`
-	// MaxConcurrency is optional (default 10, at least 2): the event source's
-	// maximum concurrency, and the local poller count.
+	// MaxConcurrency is optional (default 10, 2..1000, not with
+	// ProvisionedPollers): the event source's maximum concurrency
+	// (ScalingConfig.MaximumConcurrency), and the local poller count.
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
+	// ProvisionedPollers is optional (default: none, Lambda's standard
+	// scaling under MaxConcurrency): Lambda's provisioned mode for the
+	// event source, dedicated event pollers between a minimum and a
+	// maximum. Lambda refuses it together with a maximum concurrency.
+	ProvisionedPollers *ProvisionedPollers `json:"provisioned_pollers,omitempty"`
+	// ReservedConcurrency is optional (default MappingConcurrency(): the
+	// most invocations the event source can make at once): the worker's
+	// reserved concurrency. It must be at least MappingConcurrency(): an
+	// invocation the function's own limit throttles hands its messages
+	// back with their receive spent, so that a healthy task could reach
+	// the DLQ as receive_limit without the worker ever seeing it.
+	ReservedConcurrency int `json:"reserved_concurrency,omitempty"`
 	// WorkerMemoryMB is optional (default 256).
 	WorkerMemoryMB int `json:"worker_memory_mb,omitempty"`
 	// MaxMessageBytes is optional (default DefaultMaxMessageBytes, 1,032,192):
@@ -169,6 +195,19 @@ type Pipeline struct {
 	Eval Eval `json:"eval"`
 }
 
+// ProvisionedPollers is the event source's provisioned mode: Lambda keeps
+// Minimum event pollers ready and scales up to Maximum, each invoking the
+// worker at most PollerInvokes times at once.
+type ProvisionedPollers struct {
+	// Minimum is optional (default 2): 2..200.
+	Minimum int `json:"minimum,omitempty"`
+	// Maximum is required: Minimum..2000. It bounds the worker's
+	// concurrency at PollerInvokes times Maximum, which the reserved
+	// concurrency must cover (Lambda's own default of 200 pollers would
+	// reserve 2,000), so it is never left to Lambda's default.
+	Maximum int `json:"maximum"`
+}
+
 // Backoff is the exponential backoff with full jitter that the worker applies
 // to transient failures through ChangeMessageVisibility: before receive n+1
 // the message stays hidden for a random time in [0, min(Max, Base*2^(n-1))].
@@ -191,6 +230,14 @@ type Alarms struct {
 	WorkerErrors        int `json:"worker_errors,omitempty"`          // default 1 in 5 minutes
 	WorkerThrottles     int `json:"worker_throttles,omitempty"`       // default 1 in 5 minutes
 	DLQSendFailures     int `json:"dlq_send_failures,omitempty"`      // default 1 in 5 minutes
+	// ESMDroppedEvents: events the event source mapping dropped without
+	// invoking the worker to the end (its DroppedEventCount).
+	ESMDroppedEvents int `json:"esm_dropped_events,omitempty"` // default 1 in 5 minutes
+	// ESMFailedPercent: the share of the events the mapping invoked the
+	// worker with that came back failed (its FailedInvokeEventCount over
+	// InvokedEventCount: failed invocations, throttles, and batch item
+	// failures, each a receive spent).
+	ESMFailedPercent int `json:"esm_failed_percent,omitempty"` // default 50 % in 5 minutes, 1..100
 }
 
 // Triage configures the read-only triage.
@@ -317,7 +364,12 @@ func (p *Pipeline) ApplyDefaults() {
 	def(&p.WorkerTimeoutSeconds, 30)
 	def(&p.VisibilityTimeoutSeconds, 6*p.WorkerTimeoutSeconds)
 	def(&p.BatchSize, 10)
-	def(&p.MaxConcurrency, 10)
+	if p.ProvisionedPollers == nil {
+		def(&p.MaxConcurrency, 10)
+	} else {
+		def(&p.ProvisionedPollers.Minimum, MinPollers)
+	}
+	def(&p.ReservedConcurrency, p.MappingConcurrency())
 	def(&p.WorkerMemoryMB, 256)
 	def(&p.MaxMessageBytes, DefaultMaxMessageBytes)
 	if !p.Backoff.Disabled {
@@ -337,6 +389,8 @@ func (p *Pipeline) ApplyDefaults() {
 	def(&a.WorkerErrors, 1)
 	def(&a.WorkerThrottles, 1)
 	def(&a.DLQSendFailures, 1)
+	def(&a.ESMDroppedEvents, 1)
+	def(&a.ESMFailedPercent, 50)
 	def(&p.Triage.ScheduleMinutes, 60)
 	def(&p.Triage.WarningHours, 48)
 	def(&p.Triage.MaxMessages, 100000)
@@ -406,8 +460,32 @@ func (p *Pipeline) Validate() error {
 	if !p.FIFO && p.BatchSize > 10 && p.BatchWindowSeconds == 0 {
 		bad("batch_size above 10 needs batch_window_seconds of at least 1 (a Lambda rule)")
 	}
-	if p.MaxConcurrency < 2 || p.MaxConcurrency > 1000 {
-		bad("max_concurrency %d is outside Lambda's 2..1000", p.MaxConcurrency)
+	if pp := p.ProvisionedPollers; pp == nil {
+		if !within(p.MaxConcurrency, MinMaxConcurrency, MaxMaxConcurrency) {
+			bad("max_concurrency %d is outside Lambda's %d..%d", p.MaxConcurrency, MinMaxConcurrency, MaxMaxConcurrency)
+		}
+	} else {
+		if p.MaxConcurrency != 0 {
+			bad("max_concurrency %d cannot go with provisioned_pollers: Lambda takes either a maximum concurrency or provisioned mode on an SQS event source, and provisioned_pollers.maximum bounds the concurrency (%d invocations a poller)",
+				p.MaxConcurrency, PollerInvokes)
+		}
+		minOK := within(pp.Minimum, MinPollers, MaxMinimumPollers)
+		if !minOK {
+			bad("provisioned_pollers.minimum %d is outside Lambda's %d..%d", pp.Minimum, MinPollers, MaxMinimumPollers)
+		}
+		switch {
+		case pp.Maximum == 0:
+			bad("provisioned_pollers.maximum is required: Lambda's default of 200 pollers can invoke the worker %d times at once, which the reserved concurrency would have to cover", 200*PollerInvokes)
+		case !within(pp.Maximum, MinPollers, MaxMaximumPollers):
+			bad("provisioned_pollers.maximum %d is outside Lambda's %d..%d", pp.Maximum, MinPollers, MaxMaximumPollers)
+		case minOK && pp.Maximum < pp.Minimum:
+			bad("provisioned_pollers.maximum %d is below its minimum %d", pp.Maximum, pp.Minimum)
+		}
+	}
+	// Bounded before MappingConcurrency multiplies the maximum.
+	if mc := p.MappingConcurrency(); p.ReservedConcurrency < mc && mc > 0 && mc <= MaxMaximumPollers*PollerInvokes {
+		bad("reserved_concurrency %d is below %d, the most invocations the event source can make at once (%s): a throttled invocation returns its messages with the receive spent, and a healthy task can reach the DLQ as receive_limit; set it to at least %d, or lower the event source's concurrency",
+			p.ReservedConcurrency, mc, p.mappingConcurrencySource(), mc)
 	}
 	if p.WorkerMemoryMB < 128 || p.WorkerMemoryMB > 10240 {
 		bad("worker_memory_mb %d is outside 128..10240", p.WorkerMemoryMB)
@@ -439,10 +517,14 @@ func (p *Pipeline) Validate() error {
 		"alarms.dlq_oldest_age_seconds": a.DLQOldestAgeSeconds, "alarms.expiry_risk_hours": a.ExpiryRiskHours,
 		"alarms.hot_oldest_age_seconds": a.HotOldestAgeSeconds, "alarms.worker_errors": a.WorkerErrors,
 		"alarms.worker_throttles": a.WorkerThrottles, "alarms.dlq_send_failures": a.DLQSendFailures,
+		"alarms.esm_dropped_events": a.ESMDroppedEvents, "alarms.esm_failed_percent": a.ESMFailedPercent,
 	} {
 		if v < 1 {
 			bad("%s %d must be at least 1", name, v)
 		}
+	}
+	if a.ESMFailedPercent > 100 {
+		bad("alarms.esm_failed_percent %d is a share of the invoked events: at most 100", a.ESMFailedPercent)
 	}
 	if a.ExpiryRiskHours >= p.DLQRetentionHours {
 		bad("alarms.expiry_risk_hours %d must be below dlq_retention_hours %d", a.ExpiryRiskHours, p.DLQRetentionHours)
@@ -502,6 +584,24 @@ func (p *Pipeline) VisibilityTimeout() time.Duration {
 // BatchWindow is the event source's maximum batching window.
 func (p *Pipeline) BatchWindow() time.Duration {
 	return time.Duration(p.BatchWindowSeconds) * time.Second
+}
+
+// MappingConcurrency is the most invocations of the worker the event
+// source makes at once: MaxConcurrency, or in provisioned mode
+// PollerInvokes for each of ProvisionedPollers.Maximum pollers. The
+// worker's reserved concurrency must be at least this.
+func (p *Pipeline) MappingConcurrency() int {
+	if p.ProvisionedPollers != nil {
+		return p.ProvisionedPollers.Maximum * PollerInvokes
+	}
+	return p.MaxConcurrency
+}
+
+func (p *Pipeline) mappingConcurrencySource() string {
+	if p.ProvisionedPollers != nil {
+		return fmt.Sprintf("provisioned_pollers.maximum %d × %d invocations a poller", p.ProvisionedPollers.Maximum, PollerInvokes)
+	}
+	return fmt.Sprintf("max_concurrency %d", p.MaxConcurrency)
 }
 
 // DLQMaxMessageBytes is the DLQ's MaximumMessageSize: the hot queue's plus

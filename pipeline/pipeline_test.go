@@ -34,6 +34,26 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, 1<<20, p.DLQMaxMessageBytes(), "the DLQ takes SQS's 1 MiB")
 	assert.Equal(t, "agent-tasks", p.HotQueueName())
 	assert.Equal(t, "agent-tasks-dlq", p.DLQName())
+	assert.Equal(t, 10, p.MaxConcurrency)
+	assert.Equal(t, 10, p.ReservedConcurrency, "the reserved concurrency covers the maximum concurrency")
+	assert.Equal(t, 1, p.Alarms.ESMDroppedEvents)
+	assert.Equal(t, 50, p.Alarms.ESMFailedPercent)
+	// Provisioned mode: no maximum concurrency, the reserved concurrency
+	// covers ten invocations a poller.
+	pp := valid()
+	pp.ProvisionedPollers = &ProvisionedPollers{Maximum: 4}
+	pp.ApplyDefaults()
+	require.NoError(t, pp.Validate())
+	assert.Equal(t, 0, pp.MaxConcurrency, "provisioned mode takes no maximum concurrency")
+	assert.Equal(t, 2, pp.ProvisionedPollers.Minimum)
+	assert.Equal(t, 40, pp.MappingConcurrency())
+	assert.Equal(t, 40, pp.ReservedConcurrency)
+	// The worker reads the definition back as the construct wrote it.
+	b, err := json.Marshal(pp)
+	require.NoError(t, err)
+	back, err := ParseOne(b)
+	require.NoError(t, err, "%s", b)
+	assert.Equal(t, pp, *back)
 	p.FIFO = true
 	assert.Equal(t, "agent-tasks.fifo", p.HotQueueName())
 	assert.Equal(t, "agent-tasks-dlq.fifo", p.DLQName())
@@ -96,6 +116,42 @@ func TestValidate(t *testing.T) {
 		{"max message bytes one over", func(p *Pipeline) { p.MaxMessageBytes = 1040385 }, "max_message_bytes 1040385 is outside"},
 		{"max message bytes below SQS's least", func(p *Pipeline) { p.MaxMessageBytes = 1023 }, "max_message_bytes 1023 is outside"},
 		{"max message bytes negative", func(p *Pipeline) { p.MaxMessageBytes = -1 }, "max_message_bytes -1 is outside"},
+		// The worker's reserved concurrency covers the event source's
+		// concurrency: a throttle spends a receive the worker never saw.
+		{"reserved concurrency at the maximum", func(p *Pipeline) { p.MaxConcurrency, p.ReservedConcurrency = 20, 20 }, ""},
+		{"reserved concurrency above the maximum", func(p *Pipeline) { p.MaxConcurrency, p.ReservedConcurrency = 20, 25 }, ""},
+		{"reserved concurrency below the maximum", func(p *Pipeline) { p.MaxConcurrency, p.ReservedConcurrency = 20, 19 },
+			"reserved_concurrency 19 is below 20, the most invocations the event source can make at once (max_concurrency 20)"},
+		{"reserved concurrency negative", func(p *Pipeline) { p.ReservedConcurrency = -1 }, "reserved_concurrency -1 is below 10"},
+		{"concurrency 1001", func(p *Pipeline) { p.MaxConcurrency = 1001 }, "max_concurrency 1001 is outside Lambda's 2..1000"},
+		// Provisioned mode: Lambda's bounds, not with a maximum concurrency,
+		// and the reserved concurrency covers ten invocations a poller.
+		{"provisioned", func(p *Pipeline) { p.ProvisionedPollers = &ProvisionedPollers{Minimum: 2, Maximum: 5} }, ""},
+		{"provisioned at the bounds", func(p *Pipeline) {
+			p.ProvisionedPollers, p.ReservedConcurrency = &ProvisionedPollers{Minimum: 200, Maximum: 2000}, 20000
+		}, ""},
+		{"provisioned with max concurrency", func(p *Pipeline) { p.MaxConcurrency, p.ProvisionedPollers = 10, &ProvisionedPollers{Maximum: 5} },
+			"max_concurrency 10 cannot go with provisioned_pollers"},
+		{"provisioned without a maximum", func(p *Pipeline) { p.ProvisionedPollers = &ProvisionedPollers{Minimum: 2} },
+			"provisioned_pollers.maximum is required"},
+		{"provisioned minimum 1", func(p *Pipeline) { p.ProvisionedPollers = &ProvisionedPollers{Minimum: 1, Maximum: 5} },
+			"provisioned_pollers.minimum 1 is outside Lambda's 2..200"},
+		{"provisioned minimum 201", func(p *Pipeline) { p.ProvisionedPollers = &ProvisionedPollers{Minimum: 201, Maximum: 300} },
+			"provisioned_pollers.minimum 201 is outside Lambda's 2..200"},
+		{"provisioned maximum 2001", func(p *Pipeline) { p.ProvisionedPollers = &ProvisionedPollers{Maximum: 2001} },
+			"provisioned_pollers.maximum 2001 is outside Lambda's 2..2000"},
+		{"provisioned maximum below minimum", func(p *Pipeline) { p.ProvisionedPollers = &ProvisionedPollers{Minimum: 10, Maximum: 5} },
+			"provisioned_pollers.maximum 5 is below its minimum 10"},
+		{"provisioned reserved concurrency too low", func(p *Pipeline) {
+			p.ProvisionedPollers, p.ReservedConcurrency = &ProvisionedPollers{Maximum: 5}, 49
+		}, "reserved_concurrency 49 is below 50, the most invocations the event source can make at once (provisioned_pollers.maximum 5 × 10 invocations a poller)"},
+		{"provisioned on a FIFO queue keeps the FIFO batch rules", func(p *Pipeline) {
+			p.FIFO, p.BatchSize, p.ProvisionedPollers = true, 11, &ProvisionedPollers{Maximum: 5}
+		}, "batch_size 11 is outside 1..10"},
+		{"provisioned keeps the batch window rule", func(p *Pipeline) { p.BatchSize, p.ProvisionedPollers = 100, &ProvisionedPollers{Maximum: 5} },
+			"needs batch_window_seconds"},
+		{"esm failed percent 101", func(p *Pipeline) { p.Alarms.ESMFailedPercent = 101 }, "alarms.esm_failed_percent 101"},
+		{"esm dropped events negative", func(p *Pipeline) { p.Alarms.ESMDroppedEvents = -1 }, "alarms.esm_dropped_events -1 must be at least 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -154,7 +154,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		r.cfg.Scan = func(context.Context) (*triage.Report, error) { return &triage.Report{}, nil }
 		_, err := r.Plan(context.Background(), PlanRequest{Actor: "alice"})
 		require.NoError(t, err)
-		_, err = r.Status(context.Background(), "alice")
+		_, err = r.Status(context.Background(), StatusRequest{Actor: "alice"})
 		require.NoError(t, err)
 		for _, rec := range store.all() {
 			assert.Equal(t, want, rec.Caller, rec.Action)

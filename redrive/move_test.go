@@ -135,7 +135,7 @@ func TestStartWithOverrideStatusAndCancel(t *testing.T) {
 	_, err = r.Start(ctx, req)
 	assert.Equal(t, CodeTaskActive, RefusalCode(err), "one active task a queue")
 
-	tasks, err := r.Status(ctx, "alice")
+	tasks, err := r.Status(ctx, StatusRequest{Actor: "alice"})
 	require.NoError(t, err)
 	require.Len(t, tasks, 1)
 	assert.Equal(t, "RUNNING", tasks[0].Status)
@@ -272,7 +272,7 @@ func TestStartUnsupportedEndpoint(t *testing.T) {
 	assert.Contains(t, err.Error(), "redrive selectively")
 	assert.Contains(t, err.Error(), "InvalidAction")
 	assert.Empty(t, srv.requests["StartMessageMoveTask"], "refused at ListMessageMoveTasks, before any start")
-	_, err = r.Status(context.Background(), "alice")
+	_, err = r.Status(context.Background(), StatusRequest{Actor: "alice"})
 	assert.ErrorIs(t, err, ErrUnsupported)
 	recs := store.all()
 	require.Len(t, recs, 2)

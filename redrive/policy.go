@@ -87,7 +87,7 @@ func Decide(r deadletter.Reason, ack Ack) Verdict {
 	return v
 }
 
-// CheckReasons refuses the first reason (in taxonomy order) that the policy
+// checkReasons refuses the first reason (in taxonomy order) that the policy
 // does not allow with ack, naming every refused one.
 func checkReasons(reasons []deadletter.Reason, ack Ack) error {
 	var refused []string

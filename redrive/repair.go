@@ -298,7 +298,7 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 			r.release(context.WithoutCancel(ctx), r.cfg.SQS, l)
 		}
 	}()
-	r.tag(l)
+	l.Tagged = r.tag(l.Message)
 	o := restore(l)
 	res.DLQMessageID, res.OriginalMessageID, res.Reason, res.IdempotencyKey = l.MessageID, o.OriginalMessageID, l.Reason, o.IdempotencyKey
 	rec.Reasons = []string{string(l.Reason)}

@@ -101,6 +101,29 @@ func TestSelectMovesOnlyTheChosenByteIdentical(t *testing.T) {
 	assert.Equal(t, 3, store.all()[1].Counts["moved"])
 }
 
+// A select pass tags each letter it reads once, filter included: the
+// filter matches on the tag the pass made (issue 29: no second tag).
+func TestSelectTagsEachLetterOnce(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 3, deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid)
+	r, _, _ := newRedriver(t, p, f, q)
+	tags := map[string]int{}
+	r.tag = func(m triage.Message) triage.Tagged { tags[m.MessageID]++; return testTag(m) }
+
+	req := selReq(p, deadletter.ReasonBudgetExhausted)
+	req.Filter = triage.Filter{Tool: "web.search"}
+	res, err := r.Select(context.Background(), req)
+	require.NoError(t, err)
+	assert.Equal(t, 3, res.Moved)
+	assert.Len(t, tags, res.Seen, "every letter seen is tagged")
+	for id, n := range tags {
+		assert.Equal(t, 1, n, "letter %s tagged %d times", id, n)
+	}
+}
+
 func TestSelectByFingerprintAndAcknowledgedPoison(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, "agent-tasks")
@@ -450,7 +473,7 @@ func TestSelectFIFOGroupAndDedup(t *testing.T) {
 	require.Len(t, sent, 2)
 	for _, in := range sent {
 		key := keyOf(t, aws.ToString(in.MessageBody))
-		want := restore(&letter{MessageID: "x", Attributes: mustEncode(t, key)})
+		want := restore(&letter{Tagged: triage.Tagged{Message: triage.Message{MessageID: "x", Attributes: mustEncode(t, key)}}})
 		assert.Equal(t, "run-"+key[len(key)-1:], aws.ToString(in.MessageGroupId))
 		assert.Equal(t, want.DedupID, aws.ToString(in.MessageDeduplicationId), "derived from the original message id")
 		assert.Len(t, aws.ToString(in.MessageDeduplicationId), 64)

@@ -9,22 +9,6 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 )
 
-// triageTag tags a letter exactly as triage does (triage.Tag), so that
-// the reasons and fingerprints redrive selects by are the ones the triage
-// report and the plan show.
-func triageTag(l *letter) {
-	t := triage.Tag(l.message())
-	l.Reason, l.Fingerprint, l.Meta, l.tagged = t.Reason, t.Fingerprint, t.Meta, &t
-}
-
-// message is l as triage reads it.
-func (l *letter) message() triage.Message {
-	return triage.Message{
-		MessageID: l.MessageID, ReceiptHandle: l.ReceiptHandle, Body: l.Body, Attributes: l.Attributes,
-		SentTimestamp: l.SentTimestamp, ReceiveCount: l.ReceiveCount, MessageGroupID: l.MessageGroupID,
-	}
-}
-
 // groupsFromReport turns a triage report's groups into redrive groups.
 func groupsFromReport(r *triage.Report) []Group {
 	if r == nil {

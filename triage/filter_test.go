@@ -115,7 +115,7 @@ func TestRunWithAFilter(t *testing.T) {
 	t.Parallel()
 	clock := newClock()
 	f := newFakeSQS(t, clock, fixture(t))
-	before := f.snapshot()
+	before := snapshot(f)
 	p := testPipeline(t, false)
 	full, err := Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Now: clock.Now, Logger: quiet})
 	require.NoError(t, err)
@@ -139,7 +139,7 @@ func TestRunWithAFilter(t *testing.T) {
 	for _, g := range r.Groups {
 		assert.Equal(t, tool, g.Tool)
 	}
-	assert.Equal(t, before, f.snapshot(), "a filtered triage changes nothing either")
+	assert.Equal(t, before, snapshot(f), "a filtered triage changes nothing either")
 
 	// Narrow gives the same report from the full one.
 	n, err := Narrow(full, p, Filter{Tool: tool})

@@ -22,6 +22,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/local/topology"
 	"github.com/agentdlq/agentdlq/pipeline"
@@ -436,7 +437,7 @@ func newRedriveStatusCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tasks, err := r.Status(ctx, actorOr(actor))
+			tasks, err := r.Status(ctx, redrive.StatusRequest{Actor: actorOr(actor)})
 			if err != nil {
 				return err
 			}
@@ -704,7 +705,7 @@ func canaryProgress(con *errConsole) func(pending, moved int, waited, timeout ti
 				fmt.Fprintln(w)
 			}
 		case !said && pending > 0:
-			fmt.Fprintf(w, "canary: waiting up to %s for the outcome of %d messages (a worker must consume the hot queue)\n", timeout, moved)
+			fmt.Fprintf(w, "canary: waiting up to %s for the outcome of %s (a worker must consume the hot queue)\n", timeout, textutil.Count(moved, "message", "messages"))
 			said = true
 		}
 	}

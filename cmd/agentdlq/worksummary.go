@@ -41,12 +41,19 @@ type workSummary struct {
 	BatchErrors   int64 `json:"batch_errors"` // invocations that failed as a whole
 	DeleteErrors  int64 `json:"delete_errors"`
 	ReceiveErrors int64 `json:"receive_errors"`
+	// EventSourceMapping are the same records under the names of the
+	// deployed event source mapping's metrics (PolledEventCount …, the
+	// dashboard's and the esm-* alarms'). Lambda's FailedInvokeEventCount
+	// is Retried here: records that came back failed and will be received
+	// again.
+	EventSourceMapping esm.EventCounts `json:"event_source_mapping"`
 }
 
 func newWorkSummary(pipelineName string, s esm.Stats, m *metricCounts) workSummary {
 	w := workSummary{
 		Pipeline: pipelineName, Batches: s.Batches, Received: s.Received, Retried: s.Failed, Deleted: s.Deleted,
 		BatchErrors: s.BatchErrors, DeleteErrors: s.DeleteErrors, ReceiveErrors: s.ReceiveErrors,
+		EventSourceMapping: s.EventCounts(),
 	}
 	if m != nil {
 		m.mu.Lock()
@@ -70,6 +77,9 @@ func (w workSummary) writeTable(out io.Writer) {
 		[][]string{{w.Pipeline, fmt.Sprint(w.Batches), fmt.Sprint(w.Received), fmt.Sprint(w.Processed), fmt.Sprint(w.DuplicatesSkipped),
 			fmt.Sprint(w.DeadLettered), fmt.Sprint(w.Retried), fmt.Sprint(w.DLQSendFailures), fmt.Sprint(w.Deleted),
 			fmt.Sprint(w.BatchErrors), fmt.Sprint(w.DeleteErrors), fmt.Sprint(w.ReceiveErrors)}})
+	e := w.EventSourceMapping
+	fmt.Fprintf(out, "event source mapping (as its metrics): PolledEventCount %d, InvokedEventCount %d, FailedInvokeEventCount %d (retried), DroppedEventCount %d, DeletedEventCount %d\n",
+		e.PolledEventCount, e.InvokedEventCount, e.FailedInvokeEventCount, e.DroppedEventCount, e.DeletedEventCount)
 	if len(w.DeadLetteredByReason) == 0 {
 		return
 	}

@@ -27,12 +27,42 @@ const (
 	AlarmWorkerErrors    = "worker-errors"
 	AlarmWorkerThrottles = "worker-throttles"
 	AlarmDLQSendFailures = "dlq-send-failures"
+	// The event source mapping's own alarms, on its EventCount metrics.
+	AlarmESMDroppedEvents = "esm-dropped-events"
+	AlarmESMFailedEvents  = "esm-failed-events"
 )
 
 // AllAlarms lists the alarm anchors in the order of RUNBOOK.md.
 func AllAlarms() []string {
 	return []string{AlarmDLQDepth, AlarmNewDeadLetters, AlarmDLQAge, AlarmExpiryRisk,
-		AlarmHotBacklogAge, AlarmWorkerErrors, AlarmWorkerThrottles, AlarmDLQSendFailures}
+		AlarmHotBacklogAge, AlarmWorkerErrors, AlarmWorkerThrottles, AlarmDLQSendFailures,
+		AlarmESMDroppedEvents, AlarmESMFailedEvents}
+}
+
+// The event source mapping's metrics with MetricsConfig EventCount on
+// (namespace AWS/Lambda, dimension EventSourceMappingUUID; the Lambda
+// developer guide, "Event source mapping metrics"). The local event
+// source mapping counts the same names (esm.EventCounts).
+const (
+	ESMDimension              = "EventSourceMappingUUID"
+	ESMPolledEventCount       = "PolledEventCount"
+	ESMInvokedEventCount      = "InvokedEventCount"
+	ESMFilteredOutEventCount  = "FilteredOutEventCount"
+	ESMFailedInvokeEventCount = "FailedInvokeEventCount"
+	ESMDroppedEventCount      = "DroppedEventCount"
+	ESMDeletedEventCount      = "DeletedEventCount"
+)
+
+// esmMetric is one of the worker's event source mapping's EventCount
+// metrics.
+func (p *Pipeline) esmMetric(name, statistic string, period awscdk.Duration) awscloudwatch.Metric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:     jsii.String("AWS/Lambda"),
+		MetricName:    jsii.String(name),
+		DimensionsMap: &map[string]*string{ESMDimension: p.EventSource.EventSourceMappingId()},
+		Statistic:     jsii.String(statistic),
+		Period:        period,
+	})
 }
 
 // dlqAlarms start the triage Lambda when they go to ALARM.
@@ -87,6 +117,19 @@ func (p *Pipeline) newAlarms(def pipeline.Pipeline, runbook, bucket string) {
 		Label:  jsii.String("new dead letters"),
 		Period: five,
 	})
+	// The share of the invoked events that came back failed: failed
+	// invocations (a throttle, a crash, a timeout) and batch item failures
+	// alike, each a receive spent towards maxReceiveCount. No invocation,
+	// no share.
+	esmFailedPercent := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("IF(FILL(invoked, 0) > 0, 100 * FILL(failed, 0) / invoked, 0)"),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"failed":  p.esmMetric(ESMFailedInvokeEventCount, "Sum", five),
+			"invoked": p.esmMetric(ESMInvokedEventCount, "Sum", five),
+		},
+		Label:  jsii.String("failed events (% of invoked)"),
+		Period: five,
+	})
 	ge := awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 	notBreaching := awscloudwatch.TreatMissingData_NOT_BREACHING
 	specs := []alarmSpec{
@@ -124,6 +167,14 @@ func (p *Pipeline) newAlarms(def pipeline.Pipeline, runbook, bucket string) {
 			def.Alarms.DLQSendFailures, ge, notBreaching,
 			fmt.Sprintf("the worker failed to send at least %d dead letter(s) to the DLQ in 5 minutes (they stay on the hot queue and are retried)", def.Alarms.DLQSendFailures),
 			"aws logs tail " + *p.WorkerLogs.LogGroupName() + " --since 15m --filter-pattern DLQSendFailures"},
+		{AlarmESMDroppedEvents, p.esmMetric(ESMDroppedEventCount, "Sum", five),
+			def.Alarms.ESMDroppedEvents, ge, notBreaching,
+			fmt.Sprintf("the event source mapping dropped at least %d event(s) in 5 minutes without the worker finishing them", def.Alarms.ESMDroppedEvents),
+			"aws lambda get-event-source-mapping --uuid " + *p.EventSource.EventSourceMappingId() + " (its State and LastProcessingResult), then " + triageCmd},
+		{AlarmESMFailedEvents, esmFailedPercent,
+			def.Alarms.ESMFailedPercent, ge, notBreaching,
+			fmt.Sprintf("at least %d %% of the events the event source mapping invoked the worker with came back failed in 5 minutes (batch item failures, throttles, failed invocations: each a receive spent)", def.Alarms.ESMFailedPercent),
+			"check worker-throttles and worker-errors, then aws logs tail " + *p.WorkerLogs.LogGroupName() + " --since 15m --filter-pattern retried"},
 	}
 	action := awscloudwatchactions.NewSnsAction(p.AlarmTopic)
 	for _, s := range specs {

@@ -31,6 +31,7 @@ const (
 	GraphWorker         = "Worker: errors and outcomes"
 	GraphWorkerDuration = "Worker duration (ms): p50 and p99"
 	GraphRedrive        = "Redrive tasks: messages leaving the DLQ"
+	GraphESM            = "Event source mapping: events polled, invoked, failed, dropped, deleted"
 )
 
 // newDashboard creates the pipeline's dashboard: each queue's depth beside
@@ -128,6 +129,17 @@ func (p *Pipeline) newDashboard(def pipeline.Pipeline, runbook string) {
 				graph(GraphRedrive,
 					[]awscloudwatch.IMetric{sumOf(p.DLQ.MetricNumberOfMessagesDeleted(nil), "deleted from the DLQ (redriven)")},
 					[]awscloudwatch.IMetric{sumOf(p.HotQueue.MetricNumberOfMessagesSent(nil), "sent to the hot queue")}),
+				// The mapping's own counts (MetricsConfig EventCount): what
+				// it read, handed to the worker, got back failed, dropped
+				// and deleted. Failed and dropped on the left, beside their
+				// alarms; the flow on the right.
+				graph(GraphESM,
+					[]awscloudwatch.IMetric{sumOf(p.esmMetric(ESMFailedInvokeEventCount, "Sum", five), "failed (batch item failures, throttles, failed invocations)"),
+						sumOf(p.esmMetric(ESMDroppedEventCount, "Sum", five), "dropped")},
+					[]awscloudwatch.IMetric{sumOf(p.esmMetric(ESMPolledEventCount, "Sum", five), "polled"),
+						sumOf(p.esmMetric(ESMInvokedEventCount, "Sum", five), "invoked"),
+						sumOf(p.esmMetric(ESMDeletedEventCount, "Sum", five), "deleted")},
+					&awscloudwatch.HorizontalAnnotation{Value: jsii.Number(float64(def.Alarms.ESMDroppedEvents)), Label: jsii.String("esm-dropped-events alarm")}),
 			},
 		},
 	})

@@ -26,7 +26,8 @@ import (
 //   - main: the defaults (SSE-SQS, the CDK bootstrap's execution role as the
 //     deployer), a named redrive principal per pipeline;
 //   - kms: queues under a customer-managed key, a configured deploy role, and
-//     one pipeline more than fit in one triage function's environment;
+//     one pipeline more than fit in one triage function's environment (in
+//     provisioned mode);
 //   - adopter: a platform team's own stack, with a table of its own and no
 //     agentdlq context, to which Add adds one pipeline.
 var fx struct {
@@ -147,6 +148,11 @@ func setup() (err error) {
 	extra.Name, extra.Owner = "agent-tasks-extra", "extra-team"
 	extra.MaxMessageBytes = 256 * 1024 // a hot queue of the classic size: its DLQ is 16 KiB larger
 	extra.RetryAfterRequeues = 3       // requeues after a Retry-After: the worker may send to its hot queue
+	// Provisioned mode: dedicated pollers instead of a maximum concurrency,
+	// and a reserved concurrency of ten invocations a poller (the default).
+	extra.MaxConcurrency, extra.ReservedConcurrency = 0, 0
+	extra.ProvisionedPollers = &pipeline.ProvisionedPollers{Minimum: 2, Maximum: 3}
+	extra.ApplyDefaults() // as pipeline.Load leaves the file's: reserved_concurrency 30
 	kms.Pipelines = append(append([]pipeline.Pipeline(nil), fx.file.Pipelines...), extra)
 	kms.QueueKMS = true
 	kms.RedrivePrincipals = principals(kmsStack, kms.Pipelines)

@@ -447,8 +447,12 @@ func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *Pipel
 		Code:         awslambda.Code_FromAsset(jsii.String(props.WorkerAssetDir), nil),
 		Timeout:      awscdk.Duration_Seconds(jsii.Number(float64(def.WorkerTimeoutSeconds))),
 		MemorySize:   jsii.Number(float64(def.WorkerMemoryMB)),
-		Role:         p.WorkerRole,
-		LogGroup:     p.WorkerLogs,
+		// At least the event source's concurrency (pipeline.Validate): the
+		// drain never throttles itself, and no other function can take the
+		// concurrency it needs.
+		ReservedConcurrentExecutions: jsii.Number(float64(def.ReservedConcurrency)),
+		Role:                         p.WorkerRole,
+		LogGroup:                     p.WorkerLogs,
 		Environment: &map[string]*string{
 			"AGENTDLQ_PIPELINE_JSON":   jsii.String(defJSON),
 			"AGENTDLQ_HOT_QUEUE_URL":   p.HotQueue.QueueUrl(),
@@ -472,13 +476,30 @@ func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *Pipel
 	if def.BatchWindowSeconds > 0 {
 		window = awscdk.Duration_Seconds(jsii.Number(float64(def.BatchWindowSeconds)))
 	}
+	// Either a maximum concurrency or provisioned mode: Lambda takes one of
+	// them on an SQS event source (pipeline.Validate).
+	var maxConcurrency *float64
+	var pollers *awslambda.ProvisionedPollerConfig
+	if pp := def.ProvisionedPollers; pp != nil {
+		pollers = &awslambda.ProvisionedPollerConfig{
+			MinimumPollers: jsii.Number(float64(pp.Minimum)),
+			MaximumPollers: jsii.Number(float64(pp.Maximum)),
+		}
+	} else {
+		maxConcurrency = jsii.Number(float64(def.MaxConcurrency))
+	}
 	p.EventSource = awslambda.NewEventSourceMapping(p.Construct, jsii.String("HotQueueSource"), &awslambda.EventSourceMappingProps{
 		Target:                  p.Worker,
 		EventSourceArn:          p.HotQueue.QueueArn(),
 		BatchSize:               jsii.Number(float64(def.BatchSize)),
 		MaxBatchingWindow:       window,
-		MaxConcurrency:          jsii.Number(float64(def.MaxConcurrency)),
+		MaxConcurrency:          maxConcurrency,
+		ProvisionedPollerConfig: pollers,
 		ReportBatchItemFailures: jsii.Bool(true),
+		// The mapping's own counts (AWS/Lambda, by EventSourceMappingUUID):
+		// polled, invoked, failed, dropped, deleted. The esm-dropped-events
+		// and esm-failed-events alarms and the dashboard read them.
+		MetricsConfig: &awslambda.MetricsConfig{Metrics: &[]awslambda.MetricType{awslambda.MetricType_EVENT_COUNT}},
 	})
 	// CloudFormation checks the role's SQS permissions when it creates the mapping.
 	p.EventSource.Node().AddDependency(p.WorkerPolicy)

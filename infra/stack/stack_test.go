@@ -332,13 +332,20 @@ func TestWorker(t *testing.T) {
 		want.ApplyDefaults()
 		assert.Empty(t, cmp.Diff(want, got.Pipelines[0], cmpopts.EquateEmpty()))
 
-		// The event source: partial batch responses, batch size, window and concurrency from the pipeline.
+		// The event source: partial batch responses, batch size, window and
+		// concurrency (or provisioned pollers) from the pipeline, and its
+		// own event counts on.
 		m := map[string]any{
 			"EventSourceArn":        map[string]any{"Fn::GetAtt": []any{hotID, "Arn"}},
 			"FunctionName":          map[string]any{"Ref": fnID},
 			"FunctionResponseTypes": []any{"ReportBatchItemFailures"},
 			"BatchSize":             def.BatchSize,
-			"ScalingConfig":         map[string]any{"MaximumConcurrency": def.MaxConcurrency},
+			"MetricsConfig":         map[string]any{"Metrics": []any{"EventCount"}},
+		}
+		if def.ProvisionedPollers != nil {
+			m["ProvisionedPollerConfig"] = map[string]any{"MinimumPollers": def.ProvisionedPollers.Minimum, "MaximumPollers": def.ProvisionedPollers.Maximum}
+		} else {
+			m["ScalingConfig"] = map[string]any{"MaximumConcurrency": def.MaxConcurrency}
 		}
 		if def.BatchWindowSeconds > 0 {
 			m["MaximumBatchingWindowInSeconds"] = def.BatchWindowSeconds
@@ -348,6 +355,21 @@ func TestWorker(t *testing.T) {
 		})
 		_, esm := s.resourceOf(t, "AWS::Lambda::EventSourceMapping", def.Name, "")
 		assert.Equal(t, []any{"ReportBatchItemFailures"}, props(esm)["FunctionResponseTypes"])
+		// Lambda takes a maximum concurrency or provisioned mode, never both.
+		_, hasScaling := props(esm)["ScalingConfig"]
+		_, hasPollers := props(esm)["ProvisionedPollerConfig"]
+		assert.True(t, hasScaling != hasPollers, "one of ScalingConfig and ProvisionedPollerConfig: %v", props(esm))
+
+		// The worker's reserved concurrency covers the most invocations the
+		// event source makes at once: the drain never throttles itself.
+		d := def
+		d.ApplyDefaults()
+		assert.Equal(t, float64(d.ReservedConcurrency), p["ReservedConcurrentExecutions"])
+		mc := def.MaxConcurrency
+		if pp := def.ProvisionedPollers; pp != nil {
+			mc = pp.Maximum * pipeline.PollerInvokes
+		}
+		assert.GreaterOrEqual(t, p["ReservedConcurrentExecutions"], float64(mc))
 	})
 }
 
@@ -396,6 +418,7 @@ func TestAlarms(t *testing.T) {
 		hotID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "hot")
 		dlqID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "dlq")
 		fnID, _ := s.resourceOf(t, "AWS::Lambda::Function", def.Name, "")
+		esmID, _ := s.resourceOf(t, "AWS::Lambda::EventSourceMapping", def.Name, "")
 		a := def.Alarms
 		type want struct {
 			namespace, metric, statistic, op string
@@ -411,6 +434,8 @@ func TestAlarms(t *testing.T) {
 			AlarmWorkerErrors:    {"AWS/Lambda", "Errors", "Sum", ge, a.WorkerErrors, "${Ref:" + fnID + "}"},
 			AlarmWorkerThrottles: {"AWS/Lambda", "Throttles", "Sum", ge, a.WorkerThrottles, "${Ref:" + fnID + "}"},
 			AlarmDLQSendFailures: {"AgentDLQ", "DLQSendFailures", "Sum", ge, a.DLQSendFailures, def.Name},
+			// The event source mapping's own count, by its UUID (its Ref).
+			AlarmESMDroppedEvents: {"AWS/Lambda", "DroppedEventCount", "Sum", ge, a.ESMDroppedEvents, "${Ref:" + esmID + "}"},
 		}
 		for _, anchor := range AllAlarms() {
 			t.Run(anchor, func(t *testing.T) {
@@ -434,6 +459,28 @@ func TestAlarms(t *testing.T) {
 				}
 			})
 		}
+		// Failed events: the mapping's failed over invoked, as a share.
+		fe := s.alarmOf(t, def, AlarmESMFailedEvents)
+		assert.Equal(t, ge, fe["ComparisonOperator"])
+		assert.Equal(t, float64(a.ESMFailedPercent), fe["Threshold"])
+		feMetrics := map[string]string{}
+		var feExpr string
+		for _, m := range fe["Metrics"].([]any) {
+			mm := m.(map[string]any)
+			if e, ok := mm["Expression"].(string); ok {
+				feExpr = e
+				continue
+			}
+			stat := mm["MetricStat"].(map[string]any)["Metric"].(map[string]any)
+			dims := stat["Dimensions"].([]any)
+			require.Len(t, dims, 1)
+			assert.Equal(t, "EventSourceMappingUUID", dims[0].(map[string]any)["Name"])
+			assert.Equal(t, "${Ref:"+esmID+"}", flat(dims[0].(map[string]any)["Value"]))
+			feMetrics[mm["Id"].(string)] = stat["Namespace"].(string) + "/" + stat["MetricName"].(string)
+		}
+		assert.Equal(t, "IF(FILL(invoked, 0) > 0, 100 * FILL(failed, 0) / invoked, 0)", feExpr)
+		assert.Equal(t, map[string]string{"failed": "AWS/Lambda/FailedInvokeEventCount", "invoked": "AWS/Lambda/InvokedEventCount"}, feMetrics)
+
 		// New dead letters: the worker's DeadLettered and the rise of the DLQ's count.
 		p := s.alarmOf(t, def, AlarmNewDeadLetters)
 		assert.Equal(t, ge, p["ComparisonOperator"])
@@ -639,7 +686,8 @@ func TestDashboard(t *testing.T) {
 			`SEARCH('{AgentDLQ,Pipeline,Reason} MetricName=\"DeadLettered\" Pipeline=\"` + def.Name + `\"'`, // dead letters by reason
 			"DLQHoursToExpiry", "DLQExpiringSoon", // expiry risk
 			`"Errors"`, `"Throttles"`, "DLQSendFailures", // the worker
-			"NumberOfMessagesDeleted", // redrive progress
+			"NumberOfMessagesDeleted",                                                                                   // redrive progress
+			"PolledEventCount", "InvokedEventCount", "FailedInvokeEventCount", "DroppedEventCount", "DeletedEventCount", // the event source mapping
 			"(owner: " + def.Owner + ")", "[RUNBOOK.md](RUNBOOK.md)",
 		} {
 			assert.Contains(t, body, want)
@@ -652,6 +700,13 @@ func TestDashboard(t *testing.T) {
 			require.True(t, ok, "graph %q", title)
 			assert.Contains(t, w, `"ApproximateNumberOfMessagesVisible","QueueName","${`+queueID+`.QueueName}"`, title)
 			assert.Contains(t, w, `"ApproximateAgeOfOldestMessage","QueueName","${`+queueID+`.QueueName}"`, title)
+		}
+		// The event source mapping's own counts, by its UUID.
+		esmID, _ := s.resourceOf(t, "AWS::Lambda::EventSourceMapping", def.Name, "")
+		esmGraph, ok := byTitle[GraphESM]
+		require.True(t, ok, "graph %q", GraphESM)
+		for _, name := range []string{"PolledEventCount", "InvokedEventCount", "FailedInvokeEventCount", "DroppedEventCount", "DeletedEventCount"} {
+			assert.Contains(t, esmGraph, `"AWS/Lambda","`+name+`","EventSourceMappingUUID","${Ref:`+esmID+`}"`, name)
 		}
 		// The worker's duration, p50 and p99, against its timeout.
 		w := byTitle[GraphWorkerDuration]
@@ -698,7 +753,7 @@ func TestRunbookNamesGraphsThatExist(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(fx.root, "RUNBOOK.md"))
 	require.NoError(t, err)
 	titles := map[string]bool{}
-	for _, title := range []string{GraphHotQueue, GraphDLQ, GraphByReason, GraphExpiryRisk, GraphWorker, GraphWorkerDuration, GraphRedrive} {
+	for _, title := range []string{GraphHotQueue, GraphDLQ, GraphByReason, GraphExpiryRisk, GraphWorker, GraphWorkerDuration, GraphRedrive, GraphESM} {
 		titles[title] = true
 	}
 	named := 0

@@ -67,6 +67,24 @@ func TestPipelineValidation(t *testing.T) {
 			p.WorkerTimeoutSeconds, p.VisibilityTimeoutSeconds = 60, 300
 			return props(p)
 		}, []string{"at least six times worker_timeout_seconds"}},
+		// The event source's safety nets: the worker never throttles itself,
+		// and Lambda's provisioned mode rules hold before CloudFormation sees them.
+		{"reserved concurrency below the maximum concurrency", func() *PipelineProps {
+			p := valid()
+			p.MaxConcurrency, p.ReservedConcurrency = 10, 5
+			return props(p)
+		}, []string{`pipeline "agent-tasks": reserved_concurrency 5 is below 10, the most invocations the event source can make at once (max_concurrency 10)`}},
+		{"provisioned pollers with a maximum concurrency", func() *PipelineProps {
+			p := valid()
+			p.ProvisionedPollers = &pipeline.ProvisionedPollers{Minimum: 2, Maximum: 4}
+			return props(p)
+		}, []string{"max_concurrency 10 cannot go with provisioned_pollers"}},
+		{"provisioned pollers above Lambda's maximum", func() *PipelineProps {
+			p := valid()
+			p.MaxConcurrency, p.ReservedConcurrency = 0, 0
+			p.ProvisionedPollers = &pipeline.ProvisionedPollers{Minimum: 2, Maximum: 2001}
+			return props(p)
+		}, []string{"provisioned_pollers.maximum 2001 is outside Lambda's 2..2000"}},
 		{"no pipeline", func() *PipelineProps { return &PipelineProps{} }, []string{"PipelineProps.Pipeline: is required"}},
 		{"no ledger, bucket or alarm key", func() *PipelineProps {
 			pp := props(valid())

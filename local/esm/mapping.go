@@ -75,15 +75,21 @@ type Config struct {
 
 // FromPipeline is the configuration that Lambda's event source gets from the
 // pipeline definition: batch size, batch window, maximum concurrency (the
-// pollers) and the worker timeout.
+// pollers) and the worker timeout. In provisioned mode the pollers are the
+// invocations the minimum of provisioned pollers keeps ready (ten a
+// poller): what Lambda runs before it scales.
 func FromPipeline(p *pipeline.Pipeline, q pipeline.Queues, region string) Config {
+	pollers := p.MaxConcurrency
+	if pp := p.ProvisionedPollers; pp != nil {
+		pollers = pp.Minimum * pipeline.PollerInvokes
+	}
 	return Config{
 		QueueURL:    q.HotURL,
 		QueueARN:    q.HotARN,
 		Region:      region,
 		BatchSize:   p.BatchSize,
 		BatchWindow: p.BatchWindow(),
-		Pollers:     p.MaxConcurrency,
+		Pollers:     pollers,
 		Timeout:     p.WorkerTimeout(),
 	}
 }
@@ -154,6 +160,45 @@ type Stats struct {
 	ReceiveErrors int64 `json:"receive_errors"`
 }
 
+// EventCounts are a mapping's counts under the names of a Lambda event
+// source mapping's EventCount metrics (MetricsConfig EventCount; namespace
+// AWS/Lambda, dimension EventSourceMappingUUID), which the construct turns
+// on, alarms on (esm-dropped-events, esm-failed-events) and graphs: so that
+// a local run and a dashboard speak of the same events.
+type EventCounts struct {
+	// PolledEventCount: records the mapping read from the queue.
+	PolledEventCount int64 `json:"PolledEventCount"`
+	// FilteredOutEventCount: records filter criteria left out; always 0
+	// (the construct sets none).
+	FilteredOutEventCount int64 `json:"FilteredOutEventCount"`
+	// InvokedEventCount: records the handler was invoked with. Every
+	// polled record is handed over once (Lambda counts a record again
+	// when it retries a failed invocation; the local mapping does not).
+	InvokedEventCount int64 `json:"InvokedEventCount"`
+	// FailedInvokeEventCount: records that came back failed, a batch item
+	// failure or a whole failed invocation (error, panic, bad response,
+	// timeout), as Lambda counts them with partial batch responses on.
+	FailedInvokeEventCount int64 `json:"FailedInvokeEventCount"`
+	// DroppedEventCount: records given up without the handler finishing
+	// them; always 0 locally: a record the mapping cannot finish is left to
+	// its visibility timeout and the queue's redrive policy.
+	DroppedEventCount int64 `json:"DroppedEventCount"`
+	// DeletedEventCount: records deleted from the queue after the handler
+	// succeeded with them.
+	DeletedEventCount int64 `json:"DeletedEventCount"`
+}
+
+// EventCounts returns s under the names of the event source mapping's
+// metrics.
+func (s Stats) EventCounts() EventCounts {
+	return EventCounts{
+		PolledEventCount:       s.Received,
+		InvokedEventCount:      s.Received,
+		FailedInvokeEventCount: s.Failed,
+		DeletedEventCount:      s.Deleted,
+	}
+}
+
 // Mapping polls one queue and invokes one handler.
 type Mapping struct {
 	api     API
@@ -165,6 +210,7 @@ type Mapping struct {
 	inFlight     atomic.Int64
 	failing      atomic.Int64 // pollers whose last receive failed
 	stopping     atomic.Bool  // set by an idle stop or a failed poller: finish the current receive, then return
+	stopped      atomic.Bool  // set by Stop (never reset): as stopping, for this Run and any later one
 	lastActivity atomic.Int64 // unix nanos of the last received record or finished batch
 	paused       atomic.Bool  // Enabled said false on the last look: logged once a pause, once a resume
 }
@@ -224,13 +270,25 @@ func (m *Mapping) Run(ctx context.Context) (Stats, error) {
 	return m.Stats(), firstErr
 }
 
+// Stop asks Run to return as an idle stop does: every poller finishes its
+// current receive (at most WaitTime) and handles what it brought, then
+// returns. Cancelling Run's context instead abandons the long polls, and a
+// poll abandoned is not always a poll ended: SQS may still answer it (and
+// fauxqs does, with the next message sent within WaitTime), which costs that
+// message one receive of its maxReceiveCount, seen by no worker. Stop may be
+// called before Run and from any goroutine.
+func (m *Mapping) Stop() { m.stopped.Store(true) }
+
+// halting reports whether the pollers are to stop after their current receive.
+func (m *Mapping) halting() bool { return m.stopping.Load() || m.stopped.Load() }
+
 func (m *Mapping) touch() { m.lastActivity.Store(m.cfg.Now().UnixNano()) }
 
 // poll is one poller's loop.
 func (m *Mapping) poll(ctx context.Context, poller int) error {
 	log := m.cfg.Logger.With("queue", m.cfg.QueueURL, "poller", poller)
 	consecutiveErrs := 0
-	for ctx.Err() == nil && !m.stopping.Load() {
+	for ctx.Err() == nil && !m.halting() {
 		if m.cfg.Enabled != nil && !m.cfg.Enabled(m.cfg.QueueARN) {
 			// Said once per pause (not per poller): a worker started while
 			// paused would otherwise wait without a word and, with UntilIdle,
@@ -281,7 +339,7 @@ func (m *Mapping) gather(ctx context.Context) ([]types.Message, error) {
 	var msgs []types.Message
 	var deadline time.Time
 	for len(msgs) < m.cfg.BatchSize {
-		if len(msgs) > 0 && m.stopping.Load() {
+		if len(msgs) > 0 && m.halting() {
 			break
 		}
 		wait := m.cfg.WaitTime

@@ -2,6 +2,7 @@ package esm_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -213,6 +214,10 @@ func TestMappingOutcomes(t *testing.T) {
 			assert.ElementsMatch(t, tt.wantDeleted, f.deleted)
 			// Conservation: every received record was deleted, failed or lost its delete.
 			assert.Equal(t, stats.Received, stats.Deleted+stats.Failed+stats.DeleteErrors)
+			// Under the event source mapping's metric names.
+			ec := stats.EventCounts()
+			assert.Equal(t, esm.EventCounts{PolledEventCount: tt.wantStats.Received, InvokedEventCount: tt.wantStats.Received,
+				FailedInvokeEventCount: tt.wantStats.Failed, DeletedEventCount: tt.wantStats.Deleted}, ec)
 		})
 	}
 }
@@ -317,4 +322,65 @@ func TestFromPipeline(t *testing.T) {
 	got := esm.FromPipeline(p, q, "eu-west-1")
 	assert.Equal(t, esm.Config{QueueURL: "u", QueueARN: "arn:hot", Region: "eu-west-1", BatchSize: 25,
 		BatchWindow: 2 * time.Second, Pollers: 7, Timeout: 9 * time.Second}, got)
+	// Provisioned mode: the minimum pollers' invocations, ten a poller.
+	pp := &pipeline.Pipeline{Name: "agent-tasks", Owner: "o", MaxReceiveCount: 4, ProvisionedPollers: &pipeline.ProvisionedPollers{Minimum: 3, Maximum: 8}}
+	pp.ApplyDefaults()
+	require.NoError(t, pp.Validate())
+	assert.Equal(t, 30, esm.FromPipeline(pp, q, "eu-west-1").Pollers)
+}
+
+// TestEventCountsNames: the local counts carry the names of the metrics
+// the construct turns on (infra/stack ESM*EventCount), as JSON keys.
+func TestEventCountsNames(t *testing.T) {
+	t.Parallel()
+	b, err := json.Marshal(esm.Stats{Received: 5, Failed: 2, Deleted: 3}.EventCounts())
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"PolledEventCount":5,"FilteredOutEventCount":0,"InvokedEventCount":5,"FailedInvokeEventCount":2,"DroppedEventCount":0,"DeletedEventCount":3}`, string(b))
+}
+
+// heldReceive is a long poll the test answers: ReceiveMessage says it
+// started, then waits for the messages to hand out, as SQS does when a
+// message arrives during the wait.
+type heldReceive struct {
+	*fakeSQS
+	started chan struct{}
+	answer  chan []types.Message
+}
+
+func (h *heldReceive) ReceiveMessage(ctx context.Context, _ *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	select {
+	case h.started <- struct{}{}:
+	default:
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case msgs := <-h.answer:
+		return &sqs.ReceiveMessageOutput{Messages: msgs}, nil
+	}
+}
+
+// Stop lets the poller finish the long poll it is in and handle what the
+// poll brought, where cancelling Run's context abandons it (and with it a
+// message SQS hands out to the abandoned poll).
+func TestMappingStopFinishesTheCurrentReceive(t *testing.T) {
+	t.Parallel()
+	h := &heldReceive{fakeSQS: newFake(0), started: make(chan struct{}, 1), answer: make(chan []types.Message)}
+	rec := &recorder{}
+	cfg := baseConfig()
+	cfg.UntilIdle = false
+	m, err := esm.New(h, rec.handle, cfg)
+	require.NoError(t, err)
+	done := make(chan esm.Stats, 1)
+	go func() {
+		st, _ := m.Run(context.Background())
+		done <- st
+	}()
+	<-h.started
+	m.Stop()
+	h.answer <- []types.Message{{MessageId: aws.String("late"), ReceiptHandle: aws.String("rh-late"), Body: aws.String("b")}}
+	st := <-done
+	assert.Equal(t, int64(1), st.Received)
+	assert.Equal(t, int64(1), st.Deleted, "the message the last receive brought is handled, not left in flight")
+	assert.Equal(t, [][]string{{"late"}}, rec.batches)
 }
