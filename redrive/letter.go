@@ -16,7 +16,7 @@ import (
 )
 
 // letter is one dead letter as redrive sees it: the message as triage reads
-// it and, once the Redriver tagged it (Redriver.tag: triage.Tag, once a
+// it and, once the Redriver tagged it (Redriver.tag: triage.Senders.Tag, once a
 // pass), its reason, fingerprint, metadata and hints, the very values the
 // triage report and the plan show and a filter matches on. A letter only
 // released or hidden again is never tagged.

@@ -143,8 +143,10 @@ var ErrNoLedger = &Refusal{Code: CodeBadInput, Reason: "no ledger: the ledger co
 // New; it is safe for concurrent use.
 type Redriver struct {
 	cfg Config
-	// tag tags a dead letter with its reason and fingerprint: triage.Tag
-	// (tests swap it for one with fingerprints they can spell).
+	// tag tags a dead letter with its reason and fingerprint: the Senders
+	// of the pipeline's queues' Tag, so that dlq_reason/dlq_meta count only
+	// on letters the worker sent (tests swap it for one with fingerprints
+	// they can spell).
 	tag func(triage.Message) triage.Tagged
 	// local is New's locality decision (see Config.STS).
 	local bool
@@ -198,7 +200,7 @@ func New(cfg Config) (*Redriver, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", errConfig, errors.Join(errs...))
 	}
-	r := &Redriver{cfg: cfg, local: local, tag: triage.Tag}
+	r := &Redriver{cfg: cfg, local: local, tag: triage.Senders(cfg.Queues.Senders).Tag}
 	if r.cfg.Scan == nil {
 		r.cfg.Scan = r.triageScan
 	}

@@ -23,7 +23,7 @@ func groupsFromReport(r *triage.Report) []Group {
 
 // triageScan is the default Config.Scan: a read-only triage scan of the DLQ.
 func (r *Redriver) triageScan(ctx context.Context) (*triage.Report, error) {
-	return triage.Run(ctx, triage.Config{Pipeline: r.cfg.Pipeline, DLQURL: r.cfg.Queues.DLQURL, SQS: r.cfg.SQS, Ledger: r.cfg.Ledger, Logger: r.cfg.Logger})
+	return triage.Run(ctx, triage.Config{Pipeline: r.cfg.Pipeline, DLQURL: r.cfg.Queues.DLQURL, SQS: r.cfg.SQS, Senders: r.cfg.Queues.Senders, Ledger: r.cfg.Ledger, Logger: r.cfg.Logger})
 }
 
 // scan returns the groups the DLQ holds and the report they came from. A

@@ -28,7 +28,7 @@ func filterLetters(t *testing.T) []Tagged {
 		m("b", "web.search", "globex", "schema_invalid: args: max_results is not an integer", t0.Add(-30*time.Minute)),
 		m("c", "email.send", "acme", "schema_invalid: args: To is empty", t0.Add(-10*time.Minute)),
 		brokerMoved("d", task("d", "acme", "http.fetch", "1", `{}`), t0.Add(-5*time.Minute)),
-	})
+	}, nil)
 }
 
 func messageIDs(ts []Tagged) []string {

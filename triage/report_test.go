@@ -93,7 +93,7 @@ func fixture(t testing.TB) []Message {
 func TestBuildGroups(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
-	r := Build(tagAll(fixture(t)), p, t0)
+	r := Build(tagAll(fixture(t), nil), p, t0)
 
 	assert.Equal(t, 16, r.Totals.Messages)
 	byReason := map[deadletter.Reason]int{}
@@ -160,7 +160,7 @@ func TestBuildTenantsListedWhenNotHashed(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
 	p.Eval.HashFields = nil
-	r := Build(tagAll(fixture(t)), p, t0)
+	r := Build(tagAll(fixture(t), nil), p, t0)
 	assert.Equal(t, []string{"acme", "globex", "initech"}, r.Groups[0].Tenants)
 }
 
@@ -168,7 +168,7 @@ func TestBuildWithLedger(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
 	msgs := []Message{deadLetter(t, "a", "{}", poisonMeta(deadletter.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-a", "503"), t0)}
-	tagged := tagAll(msgs)
+	tagged := tagAll(msgs, nil)
 	l := fakeLedger{"key-a": {DeadLetterCount: 3, RedriveCount: 1}}
 	n, err := lookupLedger(t.Context(), tagged, l)
 	require.NoError(t, err)
@@ -183,7 +183,7 @@ func TestBuildWithLedger(t *testing.T) {
 // TestReportGolden the terminal and Markdown forms of the same report).
 func TestReportGolden(t *testing.T) {
 	t.Parallel()
-	r := Build(tagAll(fixture(t)), testPipeline(t, false), t0)
+	r := Build(tagAll(fixture(t), nil), testPipeline(t, false), t0)
 	r.Queue = "http://127.0.0.1:4566/000000000000/agent-tasks-dlq"
 	r.Scan = ScanStats{Queue: r.Queue, ApproxDepth: 16, Receives: 3, EmptyReceives: 1, Received: 16, Unique: 16, Released: 16,
 		Receivers: 1, VisibilityTimeoutSeconds: 30, StartedAt: t0.Add(-2 * time.Second), DurationSeconds: 2, MessagesPerSecond: 8, StopReason: stopEmpty}

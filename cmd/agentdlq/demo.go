@@ -203,7 +203,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	step("5/9 triage the DLQ (read-only) and export the eval dataset")
 	evalDir := filepath.Join(f.out, "evals")
 	report, err := triage.Run(ctx, triage.Config{
-		Pipeline: p, DLQURL: q.DLQURL, SQS: sqsc, Ledger: l,
+		Pipeline: p, DLQURL: q.DLQURL, SQS: sqsc, Ledger: l, Senders: q.Senders,
 		Export: eval.To(store.Folder{Root: evalDir}), Keep: render.KeepIn(store.Folder{Root: f.out}), Logger: log,
 	})
 	if err != nil && report == nil {
