@@ -32,7 +32,8 @@ const (
 )
 
 // Report is what triage found in one DLQ. Its JSON form is versioned by
-// ReportVersion; Text and Markdown render it for people.
+// ReportVersion; package triage/render writes it for people (text,
+// Markdown, HTML).
 type Report struct {
 	ReportVersion int       `json:"report_version"`
 	Pipeline      string    `json:"pipeline"`
@@ -70,7 +71,7 @@ type Report struct {
 	// Filter is set when the report holds only the dead letters a Filter
 	// chose (added within version 1): its counts are of those.
 	Filter *Filtered `json:"filter,omitempty"`
-	// Written holds the keys of the report files Run wrote, JSON, Markdown
+	// Written holds the keys of the report files Run kept (Config.Keep), JSON, Markdown
 	// and HTML (not serialised:
 	// the report cannot name its own file's hash).
 	Written []string `json:"-"`
