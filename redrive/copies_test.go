@@ -138,3 +138,23 @@ func TestSelectDryRunCountsCopies(t *testing.T) {
 	assert.Len(t, f.Snapshot(q.DLQURL), 2)
 	assert.Empty(t, f.Snapshot(q.HotURL))
 }
+
+func TestPlanSaysHowManyCopies(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f, q, r, store := copiesPair(t, p)
+	d := newDeadLetter(t, "k1", "web.search", deadletter.ReasonDependencyOpen, 3, "")
+	putLetter(f, q, d)
+	putLetter(f, q, d)
+	putLetter(f, q, d)
+	putLetter(f, q, newDeadLetter(t, "k2", "web.search", deadletter.ReasonDependencyOpen, 3, ""))
+	r.cfg.Scan = r.triageScan
+
+	pl, err := r.Plan(context.Background(), PlanRequest{Actor: "alice"})
+	require.NoError(t, err)
+	assert.Equal(t, 2, pl.Total, "messages, not copies")
+	assert.Equal(t, 2, pl.Copies)
+	assert.Equal(t, 1, pl.CopiedLetters)
+	last := store.all()[len(store.all())-1]
+	assert.Equal(t, 2, last.Counts["copies"])
+}
