@@ -31,6 +31,11 @@ func copyKeyOf(l *letter) (string, bool) {
 	if l.Meta == nil || l.MetaErr != nil || l.Meta.MessageID == "" {
 		return "", false
 	}
+	return copyKey(l.Meta.MessageID, l), true
+}
+
+// copyKey is the copy key of a letter of original message id orig.
+func copyKey(orig string, l *letter) string {
 	h := sha256.New()
 	field := func(h hash.Hash, s []byte) {
 		var n [8]byte
@@ -52,7 +57,7 @@ func copyKeyOf(l *letter) (string, bool) {
 		field(h, []byte(a.StringValue))
 		field(h, a.BinaryValue)
 	}
-	return l.Meta.MessageID + "/" + hex.EncodeToString(h.Sum(nil)), true
+	return orig + "/" + hex.EncodeToString(h.Sum(nil))
 }
 
 // copyState is what a pass knows of one dead letter it chose and of the

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
@@ -157,4 +158,44 @@ func TestPlanSaysHowManyCopies(t *testing.T) {
 	assert.Equal(t, 1, pl.CopiedLetters)
 	last := store.all()[len(store.all())-1]
 	assert.Equal(t, 2, last.Counts["copies"])
+}
+
+func TestRepairDeletesTheCopiesAfterTheRepair(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f, q, r, store := copiesPair(t, p)
+	r.cfg.EvidenceWriter, r.cfg.EvidenceBucket, r.cfg.Catalog = &memPut{objs: map[string][]byte{}}, "evals", agenttask.SampleCatalog()
+	attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonSchemaInvalid, Attempts: 1, Error: "schema_invalid: args: bad", MessageID: "orig-k1",
+		IdempotencyKey: "k1", Tool: "web.search", ToolVersion: "1", Tenant: "acme", Effect: deadletter.EffectNone,
+		DeadLetteredAt: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)}, originalAttrs(2))
+	require.NoError(t, err)
+	d := deadLetter{body: task("k1", "web.search"), attrs: attrs}
+	// Twelve other letters between the copies: the second copy comes in a
+	// later receive than the letter repaired.
+	first := putLetter(f, q, d)
+	for i := range 12 {
+		putLetter(f, q, newDeadLetter(t, fmt.Sprintf("o%02d", i), "web.search", deadletter.ReasonSchemaInvalid, 1, ""))
+	}
+	second := putLetter(f, q, d)
+	near := deadLetter{body: d.body, original: originalAttrs(2), attrs: attrs}
+	near = nearCopy(t, near)
+	nearID := putLetter(f, q, near)
+
+	res, err := r.Repair(context.Background(), RepairRequest{Who: Who{Owner: p.Owner, Why: "INC-7"}, MessageID: first,
+		Patch: []byte(`[{"op":"replace","path":"/q","value":"hello again"}]`)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{second}, res.CopiesDeleted)
+	assert.Empty(t, res.CopiesLeft)
+	left := map[string]bool{}
+	for _, m := range f.Snapshot(q.DLQURL) {
+		left[m.ID] = true
+	}
+	assert.Len(t, left, 13, "the twelve others and the near-copy")
+	assert.True(t, left[nearID], "a near-copy is never deleted")
+	assert.False(t, left[first])
+	assert.False(t, left[second])
+	assert.Len(t, f.Snapshot(q.HotURL), 1)
+	last := store.all()[len(store.all())-1]
+	assert.Equal(t, audit.ActionRepair, last.Action)
+	assert.Equal(t, first+" (original orig-k1): deleted "+second, last.Detail["copies_deleted"])
 }
