@@ -40,9 +40,13 @@ type Plan struct {
 	// more than once (triage's totals.copies: a dead-letter send retried
 	// after SQS took it), which Total and the groups do not count;
 	// CopiedLetters the dead letters that have them. A select moves one of
-	// each and deletes the identical others after the move.
-	Copies        int `json:"copies,omitempty"`
-	CopiedLetters int `json:"copied_letters,omitempty"`
+	// each and deletes the identical others after the move;
+	// CopiesDiffering counts the copies whose dlq_meta or attributes differ
+	// (dead-lettered again, not sent twice), which it moves as letters of
+	// their own.
+	Copies          int `json:"copies,omitempty"`
+	CopiedLetters   int `json:"copied_letters,omitempty"`
+	CopiesDiffering int `json:"copies_differing,omitempty"`
 }
 
 // PlanGroup is one group and its decision.
@@ -237,7 +241,7 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 		}
 		if req.Report != nil {
 			pl.narrowed(req.Report.Filter)
-			pl.Copies, pl.CopiedLetters = req.Report.Totals.Copies, req.Report.Totals.CopiedLetters
+			pl.Copies, pl.CopiedLetters, pl.CopiesDiffering = req.Report.Totals.Copies, req.Report.Totals.CopiedLetters, req.Report.Totals.CopiesDiffering
 		}
 		r.annotatePlan(ctx, pl, req.Report)
 		return pl, nil
@@ -276,7 +280,7 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 	}
 	if rep != nil {
 		pl.narrowed(rep.Filter)
-		pl.Copies, pl.CopiedLetters = rep.Totals.Copies, rep.Totals.CopiedLetters
+		pl.Copies, pl.CopiedLetters, pl.CopiesDiffering = rep.Totals.Copies, rep.Totals.CopiedLetters, rep.Totals.CopiesDiffering
 	}
 	r.annotatePlan(ctx, pl, rep)
 	reasons, fps, counts := groupFacts(groups)

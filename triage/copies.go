@@ -1,10 +1,13 @@
 package triage
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"sort"
 	"strings"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
 // maxCopySetsListed bounds the copy sets a report lists (Report.Copies);
@@ -24,10 +27,17 @@ const maxCopyIDsInAttention = 5
 // dead letter once: MessageID is the copy it counts (the earliest
 // SentTimestamp, then the smallest message id), CopyMessageIDs the others,
 // which no total, group, expiry, metric or eval candidate counts.
+// DifferingMessageIDs are those of them whose message attributes
+// (dlq_meta, dlq_reason, the kept originals) are not byte for byte the
+// counted one's: the message was dead-lettered again on another receive
+// (its own attempts, times or error), not sent twice. A selective redrive
+// deletes only the identical copies; it moves these as letters of their
+// own.
 type CopySet struct {
-	OriginalMessageID string   `json:"original_message_id"`
-	MessageID         string   `json:"message_id"`
-	CopyMessageIDs    []string `json:"copy_message_ids"`
+	OriginalMessageID   string   `json:"original_message_id"`
+	MessageID           string   `json:"message_id"`
+	CopyMessageIDs      []string `json:"copy_message_ids"`
+	DifferingMessageIDs []string `json:"differing_message_ids,omitempty"`
 }
 
 // copyKey is what makes two dead letters copies of one: the original
@@ -89,6 +99,9 @@ func findCopies(tagged []Tagged) ([]bool, []CopySet) {
 			for _, i := range members[1:] {
 				isCopy[i] = true
 				set.CopyMessageIDs = append(set.CopyMessageIDs, tagged[i].MessageID)
+				if !sameAttributes(first.Attributes, tagged[i].Attributes) || first.MessageGroupID != tagged[i].MessageGroupID {
+					set.DifferingMessageIDs = append(set.DifferingMessageIDs, tagged[i].MessageID)
+				}
 			}
 			sets = append(sets, set)
 		}
@@ -103,6 +116,21 @@ func findCopies(tagged []Tagged) ([]bool, []CopySet) {
 		isCopy = make([]bool, len(tagged))
 	}
 	return isCopy, sets
+}
+
+// sameAttributes reports whether two letters' message attributes are the
+// same, byte for byte.
+func sameAttributes(a, b map[string]deadletter.Attribute) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, x := range a {
+		y, ok := b[name]
+		if !ok || x.DataType != y.DataType || x.StringValue != y.StringValue || !bytes.Equal(x.BinaryValue, y.BinaryValue) {
+			return false
+		}
+	}
+	return true
 }
 
 // copiesAttention is the "Attention" line about copies ("" without any).
@@ -122,7 +150,11 @@ func copiesAttention(r *Report) string {
 	if n > len(ids) {
 		more = ", …"
 	}
+	differ := ""
+	if d := r.Totals.CopiesDiffering; d > 0 {
+		differ = "; " + itoa(d) + " of the copies differ in their dlq_meta or attributes (dead-lettered again on another receive): redrive moves those as letters of their own"
+	}
 	return plural(n, "dead letter") + " held more than once (" + plural(r.Totals.Copies, "extra copy") +
-		": a dead-letter send retried after SQS took it), each counted once; redrive select moves one and deletes the identical others (original message ids: " +
+		": a dead-letter send retried after SQS took it), each counted once; redrive select moves one and deletes the identical others" + differ + " (original message ids: " +
 		strings.Join(ids, ", ") + more + ")"
 }

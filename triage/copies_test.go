@@ -13,7 +13,8 @@ import (
 )
 
 // copiesFixture is a DLQ holding one dead letter three times (the worker's
-// send retried twice after SQS took it), a near-copy of it (same original
+// send retried twice after SQS took it), once more dead-lettered again on
+// another receive (its metadata differs), a near-copy of it (same original
 // message, another body), and a letter of another task.
 func copiesFixture(t *testing.T) []Tagged {
 	t.Helper()
@@ -28,8 +29,11 @@ func copiesFixture(t *testing.T) []Tagged {
 	other := task("t2", "acme", "web.search", "2.1.0", `{"query":"q"}`)
 	otherMeta := poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "2.1.0", "acme", "key-t2", "args.query: wrong type")
 	otherMeta.MessageID, otherMeta.InputSHA256 = "orig-2", HashValue(other)
+	again := meta
+	again.Attempts++
 	// The copies arrive out of order; the earliest SentTimestamp is counted.
 	msgs := []Message{
+		deadLetter(t, "dlq-d", body, again, sent.Add(time.Minute)),
 		deadLetter(t, "dlq-c", body, meta, sent.Add(2*time.Second)),
 		deadLetter(t, "dlq-a", body, meta, sent),
 		deadLetter(t, "dlq-b", body, meta, sent.Add(time.Second)),
@@ -45,8 +49,9 @@ func TestBuildCountsCopiesOnce(t *testing.T) {
 	r := Build(copiesFixture(t), p, t0)
 
 	assert.Equal(t, 3, r.Totals.Messages, "three messages: the copied one, its near-copy, the other")
-	assert.Equal(t, 2, r.Totals.Copies)
+	assert.Equal(t, 3, r.Totals.Copies)
 	assert.Equal(t, 1, r.Totals.CopiedLetters)
+	assert.Equal(t, 1, r.Totals.CopiesDiffering)
 	require.Len(t, r.Totals.ByReason, 1)
 	assert.Equal(t, 3, r.Totals.ByReason[0].Count)
 	require.Len(t, r.Groups, 1)
@@ -60,14 +65,15 @@ func TestBuildCountsCopiesOnce(t *testing.T) {
 	// The copies' key is not a repeat key: it was dead-lettered once.
 	assert.Equal(t, 1, r.Totals.RepeatKeys, "key-t1 of the near-copy is still seen twice")
 
-	require.Equal(t, []CopySet{{OriginalMessageID: "orig-1", MessageID: "dlq-a", CopyMessageIDs: []string{"dlq-b", "dlq-c"}}}, r.Copies)
+	require.Equal(t, []CopySet{{OriginalMessageID: "orig-1", MessageID: "dlq-a", CopyMessageIDs: []string{"dlq-b", "dlq-c", "dlq-d"}, DifferingMessageIDs: []string{"dlq-d"}}}, r.Copies)
 	var line string
 	for _, a := range r.Attention {
 		if strings.Contains(a, "held more than once") {
 			line = a
 		}
 	}
-	assert.Contains(t, line, "1 dead letter held more than once (2 extra copies")
+	assert.Contains(t, line, "1 dead letter held more than once (3 extra copies")
+	assert.Contains(t, line, "1 of the copies differ")
 	assert.Contains(t, line, "orig-1")
 
 	data, err := json.Marshal(r)
@@ -94,6 +100,6 @@ func TestNarrowKeepsCopies(t *testing.T) {
 	n, err := Narrow(r, p, Filter{Tool: "web.search"})
 	require.NoError(t, err)
 	assert.Equal(t, 3, n.Totals.Messages)
-	assert.Equal(t, 2, n.Totals.Copies)
-	assert.Equal(t, 5, n.Filter.Scanned)
+	assert.Equal(t, 3, n.Totals.Copies)
+	assert.Equal(t, 6, n.Filter.Scanned)
 }

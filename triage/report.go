@@ -99,6 +99,9 @@ type Totals struct {
 	// Messages + Copies letters.
 	Copies        int `json:"copies,omitempty"`
 	CopiedLetters int `json:"copied_letters,omitempty"`
+	// CopiesDiffering counts the copies whose message attributes differ
+	// from the counted letter's (CopySet.DifferingMessageIDs).
+	CopiesDiffering int `json:"copies_differing,omitempty"`
 }
 
 // ReasonTotal is one reason's line.
@@ -282,6 +285,7 @@ func buildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o buildOpti
 	isCopy, sets := findCopies(tagged)
 	for _, s := range sets {
 		r.Totals.Copies += len(s.CopyMessageIDs)
+		r.Totals.CopiesDiffering += len(s.DifferingMessageIDs)
 	}
 	r.Totals.CopiedLetters = len(sets)
 	if len(sets) > maxCopySetsListed {

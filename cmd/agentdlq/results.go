@@ -122,6 +122,10 @@ func taskProgress(t redrive.MoveTask) string {
 // copiesLine says how many extra copies of dead letters a plan's DLQ holds
 // (not in its counts) and what a select does with them.
 func copiesLine(pl *redrive.Plan) string {
-	return fmt.Sprintf("the DLQ also holds %s of %s (a dead-letter send retried after SQS took it), not counted above: a select moves one and deletes the identical others after the move",
+	line := fmt.Sprintf("the DLQ also holds %s of %s (a dead-letter send retried after SQS took it), not counted above: a select moves one and deletes the identical others after the move",
 		textutil.Count(pl.Copies, "extra copy", "extra copies"), textutil.Count(pl.CopiedLetters, "dead letter", "dead letters"))
+	if pl.CopiesDiffering > 0 {
+		line += fmt.Sprintf("; %d of the copies differ in their dlq_meta (dead-lettered again): a select moves those too", pl.CopiesDiffering)
+	}
+	return line
 }
