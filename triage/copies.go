@@ -58,18 +58,32 @@ func copyKey(t *Tagged) (string, bool) {
 // hashed only for letters whose original message id is seen more than
 // once.
 func findCopies(tagged []Tagged) ([]bool, []CopySet) {
-	byOrig := map[string][]int{}
+	// The first letter of each original message id, and the ids seen more
+	// than once with all their letters (few: no slice per letter).
+	first := make(map[string]int, len(tagged))
+	var byOrig map[string][]int
 	for i := range tagged {
-		if t := &tagged[i]; t.Meta != nil && t.MetaErr == nil && t.Meta.MessageID != "" {
-			byOrig[t.Meta.MessageID] = append(byOrig[t.Meta.MessageID], i)
+		t := &tagged[i]
+		if t.Meta == nil || t.MetaErr != nil || t.Meta.MessageID == "" {
+			continue
 		}
+		id := t.Meta.MessageID
+		j, seen := first[id]
+		if !seen {
+			first[id] = i
+			continue
+		}
+		if byOrig == nil {
+			byOrig = map[string][]int{}
+		}
+		if byOrig[id] == nil {
+			byOrig[id] = []int{j}
+		}
+		byOrig[id] = append(byOrig[id], i)
 	}
 	var isCopy []bool
 	var sets []CopySet
 	for _, idx := range byOrig {
-		if len(idx) < 2 {
-			continue
-		}
 		byKey := map[string][]int{}
 		var keys []string
 		for _, i := range idx {
