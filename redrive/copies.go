@@ -78,11 +78,11 @@ type copiesDeleted struct {
 	Deleted           []string `json:"deleted_message_ids"`
 }
 
-// chosen notes a letter the pass is about to move, so that copies of it
-// received later (or in the same receive) are deleted once it moved.
-func (p *pass) chosen(l *letter) {
-	key, ok := copyKeyOf(l)
-	if !ok {
+// chosen notes a letter the pass is about to move, of copy key key ("":
+// none), so that copies of it received later (or in the same receive) are
+// deleted once it moved.
+func (p *pass) chosen(l *letter, key string) {
+	if key == "" {
 		return
 	}
 	cs := &copyState{kept: l.MessageID, original: l.Meta.MessageID, listed: -1}
@@ -90,13 +90,14 @@ func (p *pass) chosen(l *letter) {
 	p.keptAs[l.MessageID] = cs
 }
 
-// copyOf returns the state of the letter l is a copy of, if the pass chose one.
-func (p *pass) copyOf(l *letter) *copyState {
+// copyOf returns the state of the letter l is a copy of, if the pass chose
+// one, and l's copy key ("": none).
+func (p *pass) copyOf(l *letter) (*copyState, string) {
 	key, ok := copyKeyOf(l)
 	if !ok {
-		return nil
+		return nil, ""
 	}
-	return p.copies[key]
+	return p.copies[key], key
 }
 
 // onCopy handles a chosen letter that is a copy of one the pass chose:

@@ -228,8 +228,10 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []letter
 			p.res.ofReason++
 			match = matchFilter(p.req.Filter, &l) && p.r.settled(ctx, p.req, &l, p.res)
 		}
+		key := ""
 		if match {
-			if cs := p.copyOf(&l); cs != nil {
+			var cs *copyState
+			if cs, key = p.copyOf(&l); cs != nil {
 				// A copy of a letter this pass chose: never moved twice.
 				p.onCopy(ctx, cs, l)
 				continue
@@ -248,7 +250,7 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []letter
 		default:
 			p.res.Matched++
 			p.planned++
-			p.chosen(&l)
+			p.chosen(&l, key)
 			todo = append(todo, l)
 		}
 	}
