@@ -127,9 +127,10 @@ type Unrestored struct {
 }
 
 // SelectResult counts what a selective redrive saw and did. Every message
-// seen is either moved, released (not chosen, or a dry run), left in the
-// DLQ because its claim check restored nothing, or left in the DLQ after a
-// failure (it becomes visible again after the hold).
+// seen is either moved, released (not chosen, or a dry run), deleted as a
+// copy of one moved (CopiesDeleted), left in the DLQ because its claim
+// check restored nothing, or left in the DLQ after a failure (it becomes
+// visible again after the hold).
 type SelectResult struct {
 	// Seen counts distinct dead letters looked at; Matched those chosen;
 	// Moved those sent and deleted; Released those not chosen (or, in a dry
@@ -192,6 +193,17 @@ type SelectResult struct {
 	Partial string `json:"partial,omitempty"`
 	// LettersOmitted counts moved letters beyond MaxLetters, not listed in Letters.
 	LettersOmitted int `json:"letters_omitted,omitempty"`
+	// CopiesDeleted counts chosen dead letters that were copies of one the
+	// pass moved (the same original message id, body and attributes: a
+	// dead-letter send retried after SQS took it), deleted from the DLQ
+	// after that move succeeded; in a dry run, that would be. They are not
+	// in Seen's other counts (Matched, Moved, Released). Copies lists the
+	// first MaxLetters moved letters that had copies, and the copies' DLQ
+	// message ids. CopyDeleteFailed: copies whose delete failed; they stay
+	// in the DLQ.
+	CopiesDeleted    int             `json:"copies_deleted,omitempty"`
+	Copies           []copiesDeleted `json:"copies,omitempty"`
+	CopyDeleteFailed int             `json:"copy_delete_failed,omitempty"`
 
 	// claimCheckErr is the first claim check error, for Select's error.
 	claimCheckErr *claimCheckFailure
@@ -242,6 +254,12 @@ func (res *SelectResult) counts() map[string]int {
 	if res.Returned > 0 {
 		c["returned"] = res.Returned
 	}
+	if res.CopiesDeleted > 0 {
+		c["copies_deleted"] = res.CopiesDeleted
+	}
+	if res.CopyDeleteFailed > 0 {
+		c["copy_delete_failed"] = res.CopyDeleteFailed
+	}
 	for k, v := range res.ClaimCheckFailedBy {
 		c["claim_check_failed."+string(k)] = v
 	}
@@ -252,6 +270,13 @@ func (res *SelectResult) counts() map[string]int {
 // chosen dead letters (release the others at once), send each one's original
 // body and attributes to the hot queue, increment its key's redrive count,
 // and delete it from the DLQ only after the send succeeded.
+//
+// A chosen dead letter identical to one the pass moved (a copy: the same
+// original message id, body and attributes, from a dead-letter send
+// retried after SQS took it) is never sent: it is deleted from the DLQ
+// once that move succeeded, and left there when it did not
+// (CopiesDeleted, Copies; the audit record's detail copies_deleted names
+// the moved letter and its deleted copies).
 //
 // A chosen effect_unknown dead letter moves only when its key's effect is
 // settled: never when the owner confirmed the effect (ledger reconcile
@@ -318,6 +343,9 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 			RetryAfter: max(selectHold(req), res.dlqVisibility)}
 	}
 	rec.Counts = res.counts()
+	if len(res.Copies) > 0 {
+		rec.Detail["copies_deleted"] = copiesDetail(res.Copies)
+	}
 	switch {
 	case err == nil && res.Matched == 0 && (partial == nil || res.EffectConfirmed+res.NotReconciled > 0):
 		err = r.nothingMatched(req, res)
