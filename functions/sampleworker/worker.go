@@ -154,7 +154,7 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 	if err != nil {
 		return batch.Poison(deadletter.ReasonSchemaInvalid, err)
 	}
-	if err := r.Begin(ctx, task.IdempotencyKey, digest, tool.Mutates); err != nil {
+	if err := r.Begin(ctx, task.Tenant, task.IdempotencyKey, digest, tool.Mutates); err != nil {
 		return err
 	}
 	fault, err := ParseFaultValue(faultValue)
