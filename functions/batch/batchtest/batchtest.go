@@ -166,7 +166,7 @@ type Worker struct {
 	// Record on both.
 	Handle bool
 
-	t    testing.TB
+	t        testing.TB
 	logs     syncBuffer
 	pipeline string
 }
