@@ -115,10 +115,14 @@ func FromBody(body string, n int) Task {
 		TaskID         any `json:"task_id"`
 		RunID          any `json:"run_id"`
 		IdempotencyKey any `json:"idempotency_key"`
+		Tenant         any `json:"tenant"`
 	}
 	if json.Unmarshal([]byte(body), &fields) == nil {
 		if s, ok := fields.IdempotencyKey.(string); ok {
 			t.Key = s
+		}
+		if s, ok := fields.Tenant.(string); ok {
+			t.Tenant = s
 		}
 		if s, ok := fields.TaskID.(string); ok && s != "" {
 			t.TaskID = s
