@@ -297,7 +297,7 @@ func (r *Redriver) runVerifier(ctx context.Context, req VerifyRequest, task agen
 				done <- answer{err: fmt.Errorf("panicked: %v", p)}
 			}
 		}()
-		v, err := tool.Verify(vctx, agenttask.Call{Key: e.Key, Task: task, StartedBy: e.Owner, Before: e.UpdatedAt, ArgsDigest: e.ArgsDigest})
+		v, err := tool.Verify(vctx, agenttask.Call{Key: task.IdempotencyKey, Task: task, StartedBy: e.Owner, Before: e.UpdatedAt, ArgsDigest: e.ArgsDigest})
 		done <- answer{v, err}
 	}()
 	var a answer
