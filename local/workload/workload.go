@@ -106,6 +106,10 @@ type Task struct {
 	Body   string
 	// Group is the FIFO message group (the run id).
 	Group string
+	// Line is where a task read from input was (ReadFile, Parse): its
+	// 1-based line in JSON Lines, its element in a JSON array, its record
+	// in an SQS event; 0 for a task made here.
+	Line int
 }
 
 // KindOf reads the kind back from a body's task id (or from the raw body
