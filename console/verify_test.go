@@ -92,11 +92,15 @@ func TestVerifyInTheConsoleOnEmulators(t *testing.T) {
 	require.NoError(t, err)
 
 	keys := []string{none.Key, done.Key, elsewhere}
+	tenantOf := map[string]string{none.Key: none.Tenant, done.Key: done.Tenant}
 	entries := func() map[string]ledger.Entry {
 		t.Helper()
 		out := map[string]ledger.Entry{}
 		for _, k := range keys {
-			e, ok, err := led.Get(ctx, k)
+			// The worker's keys are scoped to the pipeline and the task's
+			// tenant; elsewhere's entry is a bare key (written as before
+			// scoping), which the scoped key falls back to.
+			e, ok, err := led.Get(ctx, ledger.Key(p.Name, tenantOf[k], k))
 			require.NoError(t, err)
 			require.True(t, ok, k)
 			out[k] = e

@@ -336,7 +336,7 @@ func (r *Redriver) stillReconciled(ctx context.Context, d Decisions, infos map[s
 				continue
 			}
 			if kd.Outcome == ledger.OutcomeNoEffect {
-				if e, found, err := r.cfg.Ledger.Get(ctx, k); err != nil || !found || !e.NoEffect() {
+				if e, found, err := r.cfg.Ledger.Get(ctx, r.ledgerKey(kd.Tenant, k)); err != nil || !found || !e.NoEffect() {
 					continue
 				}
 			}

@@ -434,7 +434,8 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 	rec.Detail["tool"], rec.Detail["idempotency_key"], rec.Detail["repaired_idempotency_key"] = task.Tool, o.IdempotencyKey, task.IdempotencyKey
 	rec.Detail["args_before_sha256"], rec.Detail["args_after_sha256"] = res.ArgsBeforeSHA256, res.ArgsAfterSHA256
 	rec.Detail["body_before_sha256"], rec.Detail["body_after_sha256"] = res.BodyBeforeSHA256, res.BodyAfterSHA256
-	if err := r.repairSettled(ctx, l, task.Tool, o.IdempotencyKey); err != nil {
+	rec.Detail["tenant"] = o.Tenant
+	if err := r.repairSettled(ctx, l, task.Tool, r.ledgerKey(o.Tenant, o.IdempotencyKey)); err != nil {
 		return err
 	}
 	if req.Preview {
@@ -469,7 +470,7 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 	res.HotMessageID = aws.ToString(out.MessageId)
 	rec.Detail["hot_message_id"] = res.HotMessageID
 	if task.IdempotencyKey != "" {
-		if _, err := r.cfg.Ledger.Redriven(ctx, task.IdempotencyKey, r.now()); err != nil {
+		if _, err := r.cfg.Ledger.Redriven(ctx, r.ledgerKey(task.Tenant, task.IdempotencyKey), r.now()); err != nil {
 			r.log().WarnContext(ctx, "redrive count not incremented after a repair", "message_id", l.MessageID, "error", err.Error())
 			rec.Detail["ledger_failed"] = "true"
 		}

@@ -112,6 +112,7 @@ type movedLetter struct {
 	Reason            deadletter.Reason `json:"reason"`
 	Fingerprint       string            `json:"fingerprint,omitempty"`
 	IdempotencyKey    string            `json:"idempotency_key,omitempty"`
+	Tenant            string            `json:"tenant,omitempty"`
 	BodySHA256        string            `json:"body_sha256"`
 }
 
@@ -496,12 +497,13 @@ func (r *Redriver) settled(ctx context.Context, req SelectRequest, l *letter, re
 	if l.Reason.Redrivable() != deadletter.RedriveNeverBlind {
 		return true
 	}
-	key := restore(l).IdempotencyKey
+	o := restore(l)
+	key := o.IdempotencyKey
 	var e ledger.Entry
 	ok := false
 	if key != "" {
 		var err error
-		if e, ok, err = r.cfg.Ledger.Get(ctx, key); err != nil {
+		if e, ok, err = r.cfg.Ledger.Get(ctx, r.ledgerKey(o.Tenant, key)); err != nil {
 			// Unknown is not "no effect": leave it.
 			r.log().WarnContext(ctx, "ledger read failed: the effect_unknown dead letter stays in the DLQ", "message_id", l.MessageID, "error", err.Error())
 			res.NotReconciled++
@@ -627,11 +629,11 @@ func (r *Redriver) moveOne(ctx context.Context, api selectAPI, limiter *rate.Lim
 	var st moveStatus
 	o := restore(l)
 	mv := movedLetter{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID, Reason: l.Reason,
-		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: bodySHA256(l.Body)}
+		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, Tenant: o.Tenant, BodySHA256: bodySHA256(l.Body)}
 	log := r.log().With("message_id", l.MessageID, "queue", r.cfg.Queues.HotURL, "reason", string(l.Reason), "pipeline", r.cfg.Pipeline.Name)
 	var before ledger.Entry
 	if o.IdempotencyKey != "" {
-		if e, ok, err := r.cfg.Ledger.Get(ctx, o.IdempotencyKey); err == nil && ok {
+		if e, ok, err := r.cfg.Ledger.Get(ctx, r.ledgerKey(o.Tenant, o.IdempotencyKey)); err == nil && ok {
 			before = e
 		}
 	}
@@ -677,7 +679,7 @@ func (r *Redriver) moveOne(ctx context.Context, api selectAPI, limiter *rate.Lim
 	mv.HotMessageID = aws.ToString(out.MessageId)
 	if o.IdempotencyKey == "" {
 		st.noKey = true
-	} else if _, err := r.cfg.Ledger.Redriven(ctx, o.IdempotencyKey, r.now()); err != nil {
+	} else if _, err := r.cfg.Ledger.Redriven(ctx, r.ledgerKey(o.Tenant, o.IdempotencyKey), r.now()); err != nil {
 		st.ledgerFailed = true
 		log.WarnContext(ctx, "redrive count not incremented", "error", err.Error())
 	}

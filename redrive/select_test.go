@@ -84,7 +84,7 @@ func TestSelectMovesOnlyTheChosenByteIdentical(t *testing.T) {
 		assert.Equal(t, deadletter.ReasonBudgetExhausted, d.reason)
 		assert.Equal(t, d.body, m.body, "body byte-identical")
 		assert.Equal(t, d.original, attributesFromSQS(m.attrs), "original attributes, dlq_* removed, folded restored")
-		e, ok, err := led.Get(context.Background(), d.key)
+		e, ok, err := led.Get(context.Background(), acmeKey(d.key))
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, 1, e.RedriveCount)
@@ -321,7 +321,7 @@ func (w *simWorker) drain() {
 func (w *simWorker) handle(ctx context.Context, id, body string, attrs map[string]sqstypes.MessageAttributeValue) {
 	key := keyOf(w.t, body)
 	now := time.Now()
-	if _, err := w.led.Begin(ctx, key, id, "", now, time.Minute); errors.Is(err, ledger.ErrDone) {
+	if _, err := w.led.Begin(ctx, acmeKey(key), id, "", now, time.Minute); errors.Is(err, ledger.ErrDone) {
 		w.mu.Lock()
 		w.noops++
 		w.mu.Unlock()
@@ -331,11 +331,11 @@ func (w *simWorker) handle(ctx context.Context, id, body string, attrs map[strin
 		dl, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: id}, attributesFromSQS(attrs))
 		require.NoError(w.t, err)
 		w.f.put(w.q.DLQURL, body, dl, "")
-		_, err = w.led.DeadLettered(ctx, key, deadletter.ReasonBudgetExhausted, now)
+		_, err = w.led.DeadLettered(ctx, acmeKey(key), deadletter.ReasonBudgetExhausted, now)
 		require.NoError(w.t, err)
 		return
 	}
-	require.NoError(w.t, w.led.Complete(ctx, key, id, "receipt-"+key, now))
+	require.NoError(w.t, w.led.Complete(ctx, acmeKey(key), id, "receipt-"+key, now))
 	w.mu.Lock()
 	w.processed[key]++
 	w.mu.Unlock()
@@ -386,7 +386,7 @@ func TestSelectInterruptedBetweenSendAndDelete(t *testing.T) {
 	// Every key took effect exactly once; the resend was a no-op.
 	assert.Equal(t, map[string]int{"budget_exhausted-a": 1, "budget_exhausted-b": 1, "budget_exhausted-c": 1}, w.processed)
 	assert.Equal(t, 1, w.noops, "one duplicate, absorbed by the idempotency key")
-	e, _, _ := led.Get(context.Background(), "budget_exhausted-b")
+	e, _, _ := led.Get(context.Background(), acmeKey("budget_exhausted-b"))
 	assert.Equal(t, 2, e.RedriveCount, "the redrive count counts both sends")
 }
 
@@ -768,7 +768,7 @@ func TestSelectNeverMovesALetterTwice(t *testing.T) {
 			assert.Equal(t, 3, res.Seen)
 			assert.Len(t, f.snapshot(q.DLQURL), 3, "each dead-lettered again once")
 			for key := range fail {
-				e, _, err := led.Get(context.Background(), key)
+				e, _, err := led.Get(context.Background(), acmeKey(key))
 				require.NoError(t, err)
 				assert.Equal(t, 1, e.RedriveCount, key)
 			}
