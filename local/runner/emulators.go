@@ -73,9 +73,16 @@ func (e *StartError) Error() string {
 	if e.Service != "" {
 		what = "the emulators (" + e.Service + ")"
 	}
+	// The failed emulator's logs when it is known (Logs has them all).
+	var logs []string
+	for _, l := range e.Logs {
+		if e.Service == "" || strings.HasSuffix(l, "."+e.Service+".log") {
+			logs = append(logs, l)
+		}
+	}
 	kept := ""
-	if len(e.Logs) > 0 {
-		kept = "; logs kept: " + strings.Join(e.Logs, ", ")
+	if len(logs) > 0 {
+		kept = "; logs kept: " + strings.Join(logs, ", ")
 	}
 	return fmt.Sprintf("starting %s failed %d time(s) (%s up): %v%s", what, e.Attempts, Script, e.Err, kept)
 }

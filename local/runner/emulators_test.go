@@ -95,6 +95,7 @@ func TestStartKeepsTheLogOfAnEmulatorThatExits(t *testing.T) {
 	assert.Equal(t, 2, serr.Attempts, "tried twice")
 	assert.Equal(t, "sqs", serr.Service)
 	assert.Contains(t, err.Error(), "sqs exited during start")
+	assert.Contains(t, err.Error(), "logs kept: "+logs+".1.sqs.log, "+logs+".2.sqs.log")
 	for attempt := 1; attempt <= 2; attempt++ {
 		kept := fmt.Sprintf("%s.%d.sqs.log", logs, attempt)
 		assert.Contains(t, serr.Logs, kept)
