@@ -56,7 +56,7 @@ alive() {
 # then said "exited during start" of an emulator that came up a moment later
 # (issue 33). The child is ours by its parent process id instead.
 started() {
-  local pidf="$DIR/$1.pid" pid stat
+  local pidf="$DIR/$1.pid" pid stat state ppid
   [[ -f "$pidf" ]] || return 1
   pid="$(cat "$pidf")"
   [[ -n "$pid" ]] && stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 1
