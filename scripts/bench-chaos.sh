@@ -28,11 +28,15 @@ for path in $CHAOS_PATHS; do
     base="$OUT/chaos-$toxic-$path"
     rm -f "$base".*.log # an earlier run's kept logs are not this run's
     echo "== $toxic on $path, $TASKS tasks"
-    "$BIN" local bench --tasks "$TASKS" --raw-messages 1000 --chaos "$toxic" --chaos-path "$path" --emulator-logs "$base" \
-      2> >(tee "$base.err" >&2) | tee "$base.txt" |
-      grep -E '^(lost|chaos|active|sent|keys done|receives lost|  dead-lettered budget)'
-    rc="${PIPESTATUS[0]}"
-    wait # for the stderr tee
+    # The group's stderr, not the bench's alone: a process substitution made
+    # inside a pipeline belongs to its subshell, and this shell could not
+    # wait for the tee to finish writing the .err it reads below.
+    {
+      "$BIN" local bench --tasks "$TASKS" --raw-messages 1000 --chaos "$toxic" --chaos-path "$path" --emulator-logs "$base" |
+        tee "$base.txt" | grep -E '^(lost|chaos|active|sent|keys done|receives lost|  dead-lettered budget)'
+      rc="${PIPESTATUS[0]}"
+    } 2> >(tee "$base.err" >&2)
+    wait "$!" # the tee
     files="$base.txt $base.err"
     for kept in "$base".*.log; do [[ -e "$kept" ]] && files+=" $kept"; done
     if [[ "$rc" == 0 ]]; then
