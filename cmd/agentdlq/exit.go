@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"io"
 	"strings"
 
@@ -226,7 +227,9 @@ func report(c *cobra.Command, err error, stdout, stderr io.Writer) int {
 			return exit
 		}
 	}
-	fmt.Fprintln(stderr, "agentdlq:", strings.TrimRight(err.Error(), "\n"))
+	// An error may quote a message (a key, a tool name): its controls are
+	// shown escaped, its own line breaks kept.
+	fmt.Fprintln(stderr, "agentdlq:", textutil.EscapeBlock(strings.TrimRight(err.Error(), "\n")))
 	help := ""
 	var ue *usageError
 	switch {

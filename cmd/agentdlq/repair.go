@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"io"
 	"os"
 	"time"
@@ -125,16 +126,16 @@ func writeRepairResult(w io.Writer, res *redrive.RepairResult) {
 	if res.Preview {
 		verb = "would repair"
 	}
-	fmt.Fprintf(w, "%s: %s dead letter %s (reason %s, tool %s, key %s)\n", res.Pipeline, verb, res.DLQMessageID, res.Reason, res.Tool, res.IdempotencyKey)
-	fmt.Fprintf(w, "  args before  %s  sha256 %s\n", res.Before, short12(res.ArgsBeforeSHA256))
-	fmt.Fprintf(w, "  args after   %s  sha256 %s\n", res.After, short12(res.ArgsAfterSHA256))
-	fmt.Fprintf(w, "  patch        %s\n", res.Patch)
-	fmt.Fprintf(w, "  new key      %s (the repaired task is another task)\n", res.RepairedKey)
+	fmt.Fprintf(w, "%s: %s dead letter %s (reason %s, tool %s, key %s)\n", res.Pipeline, verb, textutil.Escape(res.DLQMessageID), res.Reason, textutil.Escape(res.Tool), textutil.Escape(res.IdempotencyKey))
+	fmt.Fprintf(w, "  args before  %s  sha256 %s\n", string(textutil.JSONSafe(res.Before)), short12(res.ArgsBeforeSHA256))
+	fmt.Fprintf(w, "  args after   %s  sha256 %s\n", string(textutil.JSONSafe(res.After)), short12(res.ArgsAfterSHA256))
+	fmt.Fprintf(w, "  patch        %s\n", string(textutil.JSONSafe(res.Patch)))
+	fmt.Fprintf(w, "  new key      %s (the repaired task is another task)\n", textutil.Escape(res.RepairedKey))
 	if res.Preview {
 		fmt.Fprintln(w, "dry run: nothing sent, kept or deleted")
 		return
 	}
-	fmt.Fprintf(w, "  original kept at %s\n  sent to the hot queue as %s, key %s; the dead letter is deleted\n", res.Evidence, res.HotMessageID, res.RepairedKey)
+	fmt.Fprintf(w, "  original kept at %s\n  sent to the hot queue as %s, key %s; the dead letter is deleted\n", textutil.Escape(res.Evidence), res.HotMessageID, textutil.Escape(res.RepairedKey))
 }
 
 func short12(s string) string {

@@ -139,11 +139,13 @@ func writeHex(b *strings.Builder, prefix string, v uint32, width int) {
 
 // Markdown is s as inert Markdown text, for a table cell, a list item or a
 // paragraph: Escape'd (so one line), then every character Markdown or
-// GitHub's autolinks act on made literal. [ ] ( ) ` * _ ~ # ! | \ are
-// backslash-escaped, < > & written as entities (no HTML, no <autolink>,
+// GitHub's autolinks act on made literal. [ ] ` * ~ # ! | \ are
+// backslash-escaped, and _ unless it stands between two letters or digits
+// (where it is never emphasis); ( and ) are left, as no link can start
+// without a [; < > & written as entities (no HTML, no <autolink>,
 // no &#x202e; that renders as the bidi control), and the autolinks GitHub
-// finds in plain text broken: "://" as ":\/\/", "www." as "www\.", "@" as
-// "\@". Rendered, the text reads as s does (escaped), and no part of it is
+// finds in plain text broken: "://" as ":\/\/", "www." as "www\.", "@" before a
+// dotted domain as "\@". Rendered, the text reads as s does (escaped), and no part of it is
 // a link, an image, emphasis, code or HTML.
 func Markdown(s string) string {
 	s = Escape(s)
@@ -152,8 +154,23 @@ func Markdown(s string) string {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch c {
-		case '\\', '[', ']', '(', ')', '`', '*', '_', '~', '#', '!', '|', '@':
+		case '@':
+			// GitHub links x@y.z as an email: break one whose domain has a
+			// dot; "web.search@2" stays as it reads.
+			if dom, _, _ := strings.Cut(s[i+1:], " "); strings.Contains(dom, ".") {
+				b.WriteByte('\\')
+			}
+			b.WriteByte(c)
+		case '\\', '[', ']', '`', '*', '~', '#', '!', '|':
 			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '_':
+			// Between two letters or digits a _ never opens or closes
+			// emphasis (CommonMark's flanking rules): "effect_unknown"
+			// stays as it reads.
+			if i == 0 || i == len(s)-1 || !isAlnum(s[i-1]) || !isAlnum(s[i+1]) {
+				b.WriteByte('\\')
+			}
 			b.WriteByte(c)
 		case '<':
 			b.WriteString("&lt;")
@@ -180,6 +197,10 @@ func Markdown(s string) string {
 		}
 	}
 	return b.String()
+}
+
+func isAlnum(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= utf8.RuneSelf
 }
 
 // MarkdownCode is s as a Markdown code span (`s`), for identifiers a

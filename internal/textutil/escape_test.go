@@ -79,8 +79,8 @@ func TestEscapeNoCopy(t *testing.T) {
 func TestMarkdownInert(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct{ in, want string }{
-		{"[click me](http://evil.example)", `\[click me\]\(http:\/\/evil.example\)`},
-		{"![img](x.png)", `\!\[img\]\(x.png\)`},
+		{"[click me](http://evil.example)", `\[click me\](http:\/\/evil.example)`},
+		{"![img](x.png)", `\!\[img\](x.png)`},
 		{"<a href=x>y</a>", `&lt;a href=x&gt;y&lt;/a&gt;`},
 		{"<https://evil.example>", `&lt;https:\/\/evil.example&gt;`},
 		{"see www.evil.example or https://evil.example", `see www\.evil.example or https:\/\/evil.example`},
@@ -89,6 +89,7 @@ func TestMarkdownInert(t *testing.T) {
 		{"&#x202e;", `&amp;\#x202e;`},
 		{`\[escaped\]`, `\\\[escaped\\\]`},
 		{"a\nb", `a\\nb`},
+		{"effect_unknown _em_ a_", `effect_unknown \_em\_ a\_`},
 		{"\x1b[2J", `\\x1b\[2J`},
 	} {
 		if got := Markdown(tt.in); got != tt.want {
