@@ -1,11 +1,14 @@
 package console
 
 import (
+	"context"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,6 +21,60 @@ import (
 // an attribute: a terminal escape, a line break, a Markdown link and a
 // bidi override (html/template escapes the HTML, not these).
 const hostile = "\x1b[2J[click me](http://evil.example)\nrow\u202egnp.exe"
+
+// hostileLetter is a dead letter as the worker writes one, with every
+// field of the task (tool) and the error text given.
+func hostileLetter(t testing.TB, id, tool, errText string) triage.Message {
+	t.Helper()
+	at := t0.Add(-time.Minute)
+	reason := deadletter.ReasonUnclassified
+	m := deadletter.Meta{
+		Version: deadletter.MetaVersion, Class: reason.Class(), Reason: reason, NextAction: reason.NextAction(), Attempts: 1,
+		FirstFailureAt: at, LastFailureAt: at, Error: errText, DeadLetteredAt: at, TaskID: "task-" + id, RunID: "run-1",
+		Tenant: "t", Tool: tool, ToolVersion: "1.0.0", SchemaVersion: 1, IdempotencyKey: "key-" + id + strings.Repeat("k", 200), TraceID: "trace",
+	}
+	attrs, err := deadletter.EncodeDeadLetter(m, nil)
+	require.NoError(t, err)
+	return triage.Message{MessageID: id, Body: body("key-"+id, tool, "t"), Attributes: attrs, SentTimestamp: at}
+}
+
+// TestLongTokensWrap: in Chromium, a 128-character tool name and a long
+// error token without a space wrap inside the reason's card, the group's
+// and the letter's: no table is wider than the card that holds it.
+func TestLongTokensWrap(t *testing.T) {
+	bin := chromium(t)
+	tool := strings.Repeat("t", 124) + ".run"
+	f := newFixtureOf(t, []triage.Message{hostileLetter(t, "m-long", tool, "boom:"+strings.Repeat("x", 300))})
+	ts := httptest.NewServer(f.s)
+	defer ts.Close()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.WindowSize(1280, 800), chromedp.Flag("hide-scrollbars", true))
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelA()
+	bctx, cancelC := chromedp.NewContext(actx)
+	defer cancelC()
+	require.NoError(t, chromedp.Do(bctx, chromedp.EmulateViewport(1280, 800)), "start Chromium")
+	ctx, cancel := context.WithTimeout(bctx, 2*time.Minute)
+	defer cancel()
+	g := f.r.Groups[0]
+	// overflow lists each table or card wider than its card, by how much.
+	const overflow = `Array.from(document.querySelectorAll("section.reason, .card")).flatMap(c => {
+		const box = c.getBoundingClientRect();
+		return Array.from(c.querySelectorAll("table, .badge, dd, .sig")).filter(e => e.getBoundingClientRect().right > box.right + 1)
+			.map(e => e.tagName + "." + e.className + " overflows by " + Math.round(e.getBoundingClientRect().right - box.right) + "px");
+	})`
+	for _, path := range []string{"/pipeline?p=agent-tasks", "/group?p=agent-tasks&r=" + string(g.Reason) + "&fp=" + g.Fingerprint, "/letter?p=agent-tasks&id=m-long"} {
+		for _, width := range []int64{1280, 900, 390} {
+			require.NoError(t, chromedp.Do(ctx, chromedp.EmulateViewport(width, 800), chromedp.Navigate(ts.URL+path+"&token="+f.s.Token()), chromedp.WaitReady(chromedp.CSS("main"))), path)
+			got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](overflow))
+			require.NoError(t, err, path)
+			assert.Empty(t, got, "%s at %dpx: a long token pushes past its card", path, width)
+			body, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth + 1`))
+			require.NoError(t, err)
+			assert.True(t, body, "%s at %dpx: the page scrolls sideways", path, width)
+		}
+	}
+}
 
 // TestPagesEscapeControls: the group and letter pages show a producer's
 // control and bidi characters escaped, in every field they print.
