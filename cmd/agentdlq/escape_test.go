@@ -115,3 +115,13 @@ func TestLogsEscape(t *testing.T) {
 		assert.Contains(t, b.String(), `\u202e`, format)
 	}
 }
+
+// TestKeysFlags: --null needs --keys; --keys has no Markdown, and the NUL
+// form no JSON (bad input, before anything is read).
+func TestKeysFlags(t *testing.T) {
+	for _, args := range [][]string{{"--null"}, {"--keys", "-o", "markdown"}, {"--keys0", "-o", "json"}, {"--keys", "--null", "--json"}} {
+		stdout, stderr, code := runArgs(t, append([]string{"triage", "--pipeline", "agent-tasks"}, args...)...)
+		assert.Equal(t, 2, code, "%v: %s", args, stderr)
+		assert.Contains(t, stdout+stderr, "--keys", "%v (a JSON refusal is on stdout)", args)
+	}
+}
