@@ -10,9 +10,12 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 BUILD_CLI = mkdir -p .local/bin && scripts/progress.sh "building agentdlq into .local/bin (a first build compiles the AWS SDK: 1-2 min; later ones take seconds)" $(GO) build -o .local/bin/agentdlq ./cmd/agentdlq
 
 ## help: list every target
+# Each "## target: description" line as "  target  description", the names
+# padded to the longest name only; a description keeps its own colons.
 .PHONY: help
 help:
-	@grep -hE '^## ' $(MAKEFILE_LIST) | sed -e 's/^## /  /' | column -t -s ':'
+	@awk '/^## [a-z0-9-]+: / { sub(/^## /, ""); i = index($$0, ": "); n++; t[n] = substr($$0, 1, i - 1); d[n] = substr($$0, i + 2); if (length(t[n]) > w) w = length(t[n]) } \
+	  END { f = "  %-" w "s  %s\n"; for (k = 1; k <= n; k++) printf f, t[k], d[k] }' $(MAKEFILE_LIST)
 
 ## test: unit, stack and end-to-end tests (starts private emulators on free ports, always stops them), the arm64 unit tests under qemu-user and the example modules; installs qemu-user and chromium from Debian's packages the first time
 .PHONY: test
@@ -46,7 +49,7 @@ local-env:
 local-down:
 	@scripts/local.sh down
 
-## demo: the whole lifecycle on private local emulators (send, drain, triage, eval export, redrive plan, accounting)
+## demo: an incident end to end on the local emulators, on free ports, left running for RUNBOOK.md (an outage, drain, triage, eval export, redrive plan, the fix, a canary, the redrive, accounting)
 .PHONY: demo
 demo:
 	@$(BUILD_CLI)
@@ -70,12 +73,20 @@ ui-screenshots:
 bench-console:
 	$(GO) test ./console -run '^$$' -bench Pages100k -benchtime 20x
 
-## bench-load: no-loss load bench, TASKS (default 20000) tasks of the demo's mix through the local pipeline
+## bench-load: no-loss load bench, TASKS (default 20000) tasks of the demo's mix through the local pipeline, then bench-cost
 .PHONY: bench-load
 TASKS ?= 20000
 bench-load:
 	@$(BUILD_CLI)
 	@.local/bin/agentdlq local bench --tasks $(TASKS)
+	@.local/bin/agentdlq local bench --mix cost --tasks $(COST_TASKS)
+
+## bench-cost: the AWS requests per 1,000 tasks and the cost per million tasks (beside Powertools) for the mostly-ok, 40 % failures and outage mixes, COST_TASKS (default 5000) tasks each
+.PHONY: bench-cost
+COST_TASKS ?= 5000
+bench-cost:
+	@$(BUILD_CLI)
+	@.local/bin/agentdlq local bench --mix cost --tasks $(COST_TASKS)
 
 ## bench-chaos: the load bench through a fault-injecting proxy (toxiproxy, in-process): each toxic (latency, reset, timeout, truncate, slicer; none is the proxy alone) on the SQS path, then on the DynamoDB path, TASKS (default 20000) tasks each; CHAOS / CHAOS_PATHS pick a subset
 .PHONY: bench-chaos
@@ -198,17 +209,18 @@ deploy: cdk-cli build
 gen:
 	$(GO) run ./events/gen
 
-## fuzz: fuzz DecodeTask against the encoding/json reference and the JSON Schema, the dlq_meta writer, redaction (no planted secret survives Redact or dlq_meta), the sample worker's fault reader (the flat object, and args.fault against encoding/json) and the lean SQS event decoder (batch.DecodeEvent) against encoding/json, the worker's dead-lettered log line against slog's JSON handler, and the shared scanner and string quoter (internal/jsonscan) against encoding/json and slog (FUZZTIME=60s each)
+## fuzz: fuzz DecodeTask against the encoding/json reference and the JSON Schema, the dlq_meta writer, redaction (no planted secret survives Redact or dlq_meta, no value under any spelling of a secret key survives Redact or RedactValue), the sample worker's fault reader (the flat object, and args.fault against encoding/json) and the lean SQS event decoder (batch.DecodeEvent) against encoding/json, the worker's dead-lettered log line against slog's JSON handler, and the shared scanner and string quoter (internal/jsonscan) against encoding/json and slog (FUZZTIME=60s each)
 .PHONY: fuzz
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeTask$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/agenttask
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendMeta$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/deadletter
 	$(GO) test -run '^$$' -fuzz '^FuzzRedactSecrets$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/deadletter
+	$(GO) test -run '^$$' -fuzz '^FuzzRedactKeySpellings$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/deadletter
 	$(GO) test -run '^$$' -fuzz '^FuzzTaskSchema$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./events/agenttask
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFlatFault$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/sampleworker
 	$(GO) test -run '^$$' -fuzz '^FuzzParseFault$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/sampleworker
 	$(GO) test -run '^$$' -fuzz '^FuzzDeadLetteredLine$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/batch
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/batch
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./functions/batch/internal/sqsevent
 	$(GO) test -run '^$$' -fuzz '^FuzzValid$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./internal/jsonscan
 	$(GO) test -run '^$$' -fuzz '^FuzzAppendString$$' -fuzztime $(or $(FUZZTIME),60s) -fuzzminimizetime 5s ./internal/jsonscan
 

@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
@@ -115,7 +115,7 @@ func TestRepairInTheConsoleOnEmulators(t *testing.T) {
 	log := &FileAudit{FileStore: audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}
 	srv, err := New(ctx, Config{
 		Pipelines: []*pipeline.Pipeline{p}, SQS: client, Ledger: led, Reports: store.Folder{Root: t.TempDir()}, Loopback: true, Logger: quiet,
-		Evidence: s3c, EvidenceWriter: s3c, EvidenceBucket: bucket, Catalog: agenttask.SampleCatalog(),
+		Evidence: s3c, EvidenceWriter: s3c, EvidenceBucket: bucket, Catalog: sampleworker.Catalog(nil),
 		Audit:   func(string) AuditLog { return log },
 		Resolve: func(context.Context, *pipeline.Pipeline) (pipeline.Queues, error) { return q, nil },
 	})

@@ -146,7 +146,7 @@ func (s *Server) refresh(p *pipeline.Pipeline, j *Job) {
 		if err != nil {
 			return fmt.Errorf("pipeline %s queues: %w", p.Name, err)
 		}
-		cfg := triage.Config{Pipeline: p, DLQURL: q.DLQURL, SQS: s.cfg.SQS,
+		cfg := triage.Config{Pipeline: p, DLQURL: q.DLQURL, SQS: s.cfg.SQS, Senders: q.Senders,
 			Now: s.cfg.Now, Logger: s.log, Scan: triage.ScanOptions{Progress: j.progress}}
 		if s.cfg.Reports != nil {
 			cfg.Keep = render.KeepIn(s.cfg.Reports)

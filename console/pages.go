@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"html/template"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -427,11 +428,27 @@ func (s *Server) renderLetter(w http.ResponseWriter, r *http.Request, revealed b
 			v = a.StringValue
 			if n == deadletter.AttrMeta {
 				v = "(decoded above)"
-			} else if !revealed && n != deadletter.AttrReason {
-				v = deadletter.Redact(v, 120)
+			} else if !revealed {
+				v = deadletter.RedactAttribute(n, v, 120) // dlq_reason too: a producer may have set it
 			}
 		}
 		d.Attrs = append(d.Attrs, attrRow{Name: n, Type: a.DataType, Value: v})
+	}
+	// The attributes folded into dlq_meta (redrive restores them) are shown
+	// under the same rule as the others.
+	if t.Meta != nil {
+		folded := slices.Sorted(maps.Keys(t.Meta.Folded))
+		for _, n := range folded {
+			a := t.Meta.Folded[n]
+			v := "(binary, " + strconv.Itoa(len(a.BinaryValue)) + " bytes)"
+			if a.BinaryValue == nil {
+				v = a.StringValue
+				if !revealed {
+					v = deadletter.RedactAttribute(n, v, 120)
+				}
+			}
+			d.Attrs = append(d.Attrs, attrRow{Name: n, Type: a.DataType + " (folded in dlq_meta)", Value: v})
+		}
 	}
 	s.render(w, r, http.StatusOK, "letter", page{Title: "Letter " + short(id), Nav: "pipeline", P: p, Data: d})
 }
@@ -585,6 +602,7 @@ func consoleFuncs() template.FuncMap {
 		"steps":      stepLinks,
 		"fsteps":     filteredStepLinks,
 		"repairForm": newRepairFormView,
+		"repairCard": newRepairCardView,
 		"need":       func(field string) string { return needLabel[field] },
 	}
 }

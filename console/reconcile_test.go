@@ -19,6 +19,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/testkit/sqsfake"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -314,8 +315,9 @@ func TestReconcileInAWSRecordsTheCaller(t *testing.T) {
 	t.Parallel()
 	f, g := reconcileFixture(t, "eu-a")
 	const arn = "arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice"
-	f.s.cfg.SQS.(*fakeSQS).inAWS, f.s.cfg.STS = true, fakeSTS{arn: arn}
-	f.s.cfg.SQS.(*fakeSQS).tags[pipeline.TagRedriveRole] = "AgentTasksRedrive"
+	fake := f.s.cfg.SQS.(*sqsfake.Fake)
+	fake.InAWS, f.s.cfg.STS = true, fakeSTS{arn: arn}
+	fake.Queue("http://q/dlq").Tags[pipeline.TagRedriveRole] = "AgentTasksRedrive"
 	want := &audit.Caller{Check: audit.CallerSTS, ARN: arn, Account: "123456789012", OSUser: audit.OSUser()}
 
 	w := f.post(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", "mallory", "x"))

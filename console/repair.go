@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
 )
 
@@ -72,4 +73,20 @@ type repairFormView struct {
 
 func newRepairFormView(csrf, pipeline, id, owner, why, patch string) repairFormView {
 	return repairFormView{CSRF: csrf, Pipeline: pipeline, ID: id, Owner: owner, Why: why, Patch: patch}
+}
+
+// repairCardView is what the "repair-card" template renders: the
+// repair form where the reason's policy allows a patch
+// (deadletter.Reason.Patchable), else its next action in words.
+type repairCardView struct {
+	Reason    deadletter.Reason
+	Patchable bool
+	Next      deadletter.NextAction
+	NextWords string
+	Form      repairFormView
+}
+
+func newRepairCardView(csrf, pipeline, id string, reason deadletter.Reason) repairCardView {
+	return repairCardView{Reason: reason, Patchable: reason.Patchable(), Next: reason.NextAction(),
+		NextWords: reason.NextAction().Describe(), Form: newRepairFormView(csrf, pipeline, id, "", "", "")}
 }

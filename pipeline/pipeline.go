@@ -28,6 +28,10 @@ type Queues struct {
 	HotURL, HotARN string
 	DLQURL, DLQARN string
 	FIFO           bool
+	// Senders are the principals whose dead letters carry evidence (the
+	// DLQ's TagSenders tag: the worker's and the redrive role's unique ids),
+	// when the queues were found by name or tag; triage.Senders reads them.
+	Senders []string
 }
 
 // Version is the only supported version of the pipeline definition file.
@@ -648,4 +652,9 @@ const (
 	// the pipeline's redrive role. The CDK app sets it; in AWS the redrive
 	// gate admits only an assumed-role session of that role.
 	TagRedriveRole = "agentdlq:redrive-role"
+	// TagSenders is on the DLQ only: the IAM unique ids (AROA…) of the roles
+	// that may send to it — the worker's and the redrive role's — separated
+	// by spaces. Triage takes a letter's dlq_reason/dlq_meta as evidence only
+	// when its SenderId is one of them (triage.Senders).
+	TagSenders = "agentdlq:dlq-senders"
 )

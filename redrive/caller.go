@@ -9,7 +9,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive/audit"
 )
 
-// LookupCaller asks STS who the caller is (one GetCallerIdentity call), or,
+// lookupCaller asks STS who the caller is (one GetCallerIdentity call), or,
 // when local, says so without a call. It never fails: a failure is a Caller
 // with Check CallerSTSFailed, and the error is returned too for the gate.
 func lookupCaller(ctx context.Context, api IdentityAPI, local bool) (audit.Caller, error) {

@@ -126,7 +126,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		f := newFakeSQS()
 		q := f.addPair(p)
 		seed(t, f, q, 2, deadletter.ReasonBudgetExhausted)
-		f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
+		f.Queue(q.DLQURL).Tags[pipeline.TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
 		r, store, _ := newRedriver(t, p, f, q)
 		r.local, r.cfg.STS = false, st
 		return r, store, f, q
@@ -154,7 +154,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		r.cfg.Scan = func(context.Context) (*triage.Report, error) { return &triage.Report{}, nil }
 		_, err := r.Plan(context.Background(), PlanRequest{Actor: "alice"})
 		require.NoError(t, err)
-		_, err = r.Status(context.Background(), "alice")
+		_, err = r.Status(context.Background(), StatusRequest{Actor: "alice"})
 		require.NoError(t, err)
 		for _, rec := range store.all() {
 			assert.Equal(t, want, rec.Caller, rec.Action)

@@ -44,7 +44,7 @@ func (c *canaryResult) counts() map[string]int {
 		"canary_dead_lettered": c.DeadLettered, "canary_pending": c.Pending}
 }
 
-// CanaryOutcome is pure: what the ledger says of a canary message whose key's
+// canaryOutcome is pure: what the ledger says of a canary message whose key's
 // entry was before when it was moved and is now now (ok false: no entry).
 // A done key is processed (a redrive of a done key is a no-op, which is a
 // success); a higher dead-letter count means it was dead-lettered again.

@@ -41,12 +41,12 @@ type Decisions struct {
 	Reconciled map[string]KeyDecision
 }
 
-// DecisionActions are the audit actions Decisions are read from.
+// decisionActions are the audit actions Decisions are read from.
 func decisionActions() []audit.Action {
 	return []audit.Action{audit.ActionReject, audit.ActionReconcile}
 }
 
-// DecisionsFrom picks the decisions out of audit records.
+// decisionsFrom picks the decisions out of audit records.
 func decisionsFrom(entries []audit.Entry) Decisions {
 	d := Decisions{Reconciled: map[string]KeyDecision{}}
 	es := slices.Clone(entries)
@@ -103,7 +103,7 @@ func rejectWarnings(d Decisions, reasons []deadletter.Reason, fingerprints []str
 	var out []string
 	sel := selector{Reasons: reasons, Fingerprints: fingerprints}
 	for _, g := range groups {
-		if !sel.match(&letter{Reason: g.Reason, Fingerprint: g.Fingerprint}) {
+		if !sel.match(g.Reason, g.Fingerprint) {
 			continue
 		}
 		if prev, ok := d.rejection(g.Reason, g.Fingerprint); ok {

@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// CheckRedrivePolicies is the pure destination check: the hot queue's
+// checkRedrivePolicies is the pure destination check: the hot queue's
 // RedrivePolicy attribute must send its dead letters to dlqARN (so the hot
 // queue is this DLQ's source), and the DLQ's RedriveAllowPolicy, when set,
 // must allow hotARN (allowAll, or byQueue listing it; denyAll refuses).

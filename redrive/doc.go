@@ -63,6 +63,10 @@
 //	               idempotency_key_reused, policy_limit,
 //	               redrive_loop                              Overrides[reason] (a justification)
 //
+// Repair takes only a reason whose policy says a patch of its args may
+// repair it (deadletter.Reason.Patchable); a reason never redriven as it is
+// but patchable (policy_limit) is patched, or rejected.
+//
 // Select never deletes before a confirmed send: a crash leaves the letter
 // in the DLQ, and the resend is absorbed by the FIFO deduplication id or
 // the worker's idempotency ledger. docs/redrive.md has the detail.

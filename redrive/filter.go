@@ -7,18 +7,11 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 )
 
-// matchFilter reports whether the letter l is one f chooses (triage.Filter,
-// on the letter as triage tagged it: the tag the selection already made,
-// else one made here). The zero Filter chooses every letter.
+// matchFilter reports whether the tagged letter l is one f chooses
+// (triage.Filter, on the tag the pass made). The zero Filter chooses every
+// letter.
 func matchFilter(f triage.Filter, l *letter) bool {
-	if f.IsZero() {
-		return true
-	}
-	if l.tagged != nil {
-		return f.Match(l.tagged)
-	}
-	t := triage.Tag(l.message())
-	return f.Match(&t)
+	return f.IsZero() || f.Match(&l.Tagged)
 }
 
 // filterText is f as an audit record names it (detail "filter"): its

@@ -38,7 +38,7 @@ func TestSelectByFilterMovesOnlyWhatItChoosesAndAuditsIt(t *testing.T) {
 	assert.Len(t, f.snapshot(q.DLQURL), 5, "nothing moved")
 
 	// An empty window: refused before anything is received.
-	req.Filter = triage.Filter{Since: f.now, Until: f.now}
+	req.Filter = triage.Filter{Since: f.Now(), Until: f.Now()}
 	_, err = r.Select(context.Background(), req)
 	require.ErrorAs(t, err, &rf)
 	assert.Equal(t, CodeBadInput, rf.Code)
@@ -98,20 +98,13 @@ func TestPlanWithAFilter(t *testing.T) {
 	assert.Equal(t, "no dead letter the filter chooses", none.StartWhy)
 }
 
-// A letter triage tagged is matched on that tag, as a letter tagged
-// otherwise (a test's tag) is matched on a tag made for the filter: the
-// same answers, and the letter's own tag is left as it was.
+// A letter is matched on the tag its pass made, once: the filter reads the
+// letter's own hints, never a tag of its own.
 func TestMatchFilterOnTheTagTheSelectionMade(t *testing.T) {
 	t.Parallel()
 	d := newDeadLetter(t, "k1", "sql.query", deadletter.ReasonBudgetExhausted, 0, "")
-	tagged := &letter{MessageID: "m1", Body: d.body, Attributes: d.attrs}
-	triageTag(tagged)
-	require.NotNil(t, tagged.tagged)
-	assert.Equal(t, deadletter.ReasonBudgetExhausted, tagged.Reason)
-	other := &letter{MessageID: "m1", Body: d.body, Attributes: d.attrs}
-	testTag(other)
-	require.Nil(t, other.tagged)
-	fp := other.Fingerprint
+	l := &letter{Tagged: triage.Tag(triage.Message{MessageID: "m1", Body: d.body, Attributes: d.attrs})}
+	assert.Equal(t, deadletter.ReasonBudgetExhausted, l.Reason)
 	for _, tt := range []struct {
 		f    triage.Filter
 		want bool
@@ -120,9 +113,9 @@ func TestMatchFilterOnTheTagTheSelectionMade(t *testing.T) {
 		{triage.Filter{Tool: "sql.query"}, true},
 		{triage.Filter{Tool: "email.send"}, false},
 	} {
-		assert.Equal(t, tt.want, matchFilter(tt.f, tagged), "triage's tag: %s", tt.f)
-		assert.Equal(t, tt.want, matchFilter(tt.f, other), "a tag made here: %s", tt.f)
+		assert.Equal(t, tt.want, matchFilter(tt.f, l), "triage's tag: %s", tt.f)
 	}
-	assert.Nil(t, other.tagged, "the filter's tag is not kept")
-	assert.Equal(t, fp, other.Fingerprint, "nor does it change the letter's")
+	l.Hints.Tool = "email.send" // as if the pass had tagged it so
+	assert.True(t, matchFilter(triage.Filter{Tool: "email.send"}, l), "the letter's tag, not a new one")
+	assert.False(t, matchFilter(triage.Filter{Tool: "sql.query"}, l))
 }

@@ -9,12 +9,12 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 )
 
-// MinFingerprintPrefix is the fewest characters of a fingerprint an operator
+// minFingerprintPrefix is the fewest characters of a fingerprint an operator
 // may give: like a git commit id, any unique prefix at least this long names
 // its group.
 const minFingerprintPrefix = 8
 
-// NeedsGroups reports whether a fingerprint is shorter than triage's
+// needsGroups reports whether a fingerprint is shorter than triage's
 // (triage.FingerprintLen): a prefix, to resolve against the DLQ's groups.
 func needsGroups(fingerprints []string) bool {
 	for _, fp := range fingerprints {
@@ -25,9 +25,9 @@ func needsGroups(fingerprints []string) bool {
 	return false
 }
 
-// ResolveFingerprints returns the full fingerprints that prefixes name among
+// resolveFingerprints returns the full fingerprints that prefixes name among
 // the groups of the chosen reasons (all groups when reasons is empty). A
-// prefix shorter than MinFingerprintPrefix is refused (unknown_fingerprint),
+// prefix shorter than minFingerprintPrefix (8) is refused (unknown_fingerprint),
 // as is one that names no group; one that names groups with different
 // fingerprints is refused (ambiguous_fingerprint) with the candidates, so
 // that the operator gives more characters. Full fingerprints resolve to

@@ -19,7 +19,7 @@ const (
 	DefaultRate = 10
 )
 
-// Identity is what the gate knows of the caller.
+// identity is what the gate knows of the caller.
 type identity struct {
 	// Local is true when every endpoint the command uses is on a loopback
 	// address (the local emulators; see Locality): there is no IAM to check,
@@ -32,7 +32,7 @@ type identity struct {
 	RedriveRole string
 }
 
-// GateInput is everything the gate decides on.
+// gateInput is everything the gate decides on.
 type gateInput struct {
 	// Action is optional: what is asked for, so that a refusal speaks of
 	// it (a rejection, a reconciliation); empty means a redrive.
@@ -50,7 +50,7 @@ type gateInput struct {
 	identity  identity
 }
 
-// Gate checks who may redrive. It is pure; it returns nil or a *Refusal with
+// gate checks who may redrive. It is pure; it returns nil or a *Refusal with
 // a one-line reason (the first failed rule, in the order: why, rate, owner,
 // owner tag, identity).
 func gate(in gateInput) error {
@@ -147,7 +147,7 @@ func verb(a audit.Action) string {
 	return "redrive"
 }
 
-// CheckRate refuses a rate outside 1..500 messages a second.
+// checkRate refuses a rate outside 1..500 messages a second.
 func checkRate(rate int) error {
 	if rate < minRate || rate > maxRate {
 		return refuseField(CodeRate, "Rate", "%d is outside %d..%d messages a second", rate, minRate, maxRate)
@@ -155,7 +155,7 @@ func checkRate(rate int) error {
 	return nil
 }
 
-// CheckCaller accepts a caller whose ARN is an assumed-role session of the
+// checkCaller accepts a caller whose ARN is an assumed-role session of the
 // redrive role: arn:PARTITION:sts::ACCOUNT:assumed-role/NAME/SESSION, where
 // NAME is the role's name (an IAM role ARN's last path element) and, when
 // role is an ARN, ACCOUNT is the role's account.
@@ -185,7 +185,7 @@ func checkCaller(callerARN, role string) error {
 	return nil
 }
 
-// IsLocalEndpoint reports whether an endpoint URL points at this machine
+// isLocalEndpoint reports whether an endpoint URL points at this machine
 // (localhost, 127.0.0.0/8 or ::1). That is how redrive tells the local
 // emulators from AWS: an empty endpoint (the SDK's default, AWS itself) and any
 // other host are AWS, where the identity check runs.
@@ -299,7 +299,7 @@ var awsDNSSuffixes = []string{
 // (vpce-0abc-1234.sts.eu-west-1.vpce).
 var stsHostRE = regexp.MustCompile(`^(?:(?:sts|sts-fips)(?:\.[a-z0-9-]+)?|vpce-[a-z0-9-]+\.sts(?:-fips)?\.[a-z0-9-]+\.vpce)$`)
 
-// IsAWSSTSEndpoint reports whether an endpoint URL is AWS's own STS: https,
+// isAWSSTSEndpoint reports whether an endpoint URL is AWS's own STS: https,
 // port 443 or none, and a host that is STS's (sts., sts-fips., regional, or
 // an STS interface VPC endpoint) under an AWS partition's DNS suffix. Any
 // other host — a loopback emulator, a proxy, or another AWS service's host

@@ -14,6 +14,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
 )
 
 // testPipeline returns a pipeline of the project's definition file.
@@ -33,21 +34,23 @@ func testPipeline(t testing.TB, name string) *pipeline.Pipeline {
 
 // testTag tags from the worker's metadata like triage does (reason from
 // dlq_meta, receive_limit without it), with a fingerprint of reason and tool.
-func testTag(l *letter) {
-	meta, _, err := deadletter.DecodeDeadLetter(l.Attributes)
+func testTag(m triage.Message) triage.Tagged {
+	t := triage.Tag(m) // the hints and signature a filter matches on
+	meta, _, err := deadletter.DecodeDeadLetter(m.Attributes)
 	switch {
 	case err != nil:
-		l.Reason = deadletter.ReasonUnclassified
+		t.Reason, t.Meta = deadletter.ReasonUnclassified, nil
 	case meta == nil:
-		l.Reason = deadletter.ReasonReceiveLimit
+		t.Reason, t.Meta = deadletter.ReasonReceiveLimit, nil
 	default:
-		l.Reason, l.Meta = meta.Reason, meta
+		t.Reason, t.Meta = meta.Reason, meta
 	}
 	tool := ""
-	if l.Meta != nil {
-		tool = l.Meta.Tool
+	if t.Meta != nil {
+		tool = t.Meta.Tool
 	}
-	l.Fingerprint = "fp-" + string(l.Reason) + "-" + tool
+	t.Fingerprint = "fp-" + string(t.Reason) + "-" + tool
+	return t
 }
 
 // task is an agent task v1 body.

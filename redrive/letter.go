@@ -15,24 +15,13 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 )
 
-// Letter is one dead letter as redrive sees it: the SQS message, and the
-// reason, fingerprint and metadata that tagging gave it (triageTag).
+// letter is one dead letter as redrive sees it: the message as triage reads
+// it and, once the Redriver tagged it (Redriver.tag: triage.Senders.Tag, once a
+// pass), its reason, fingerprint, metadata and hints, the very values the
+// triage report and the plan show and a filter matches on. A letter only
+// released or hidden again is never tagged.
 type letter struct {
-	MessageID      string
-	ReceiptHandle  string
-	Body           string
-	Attributes     map[string]deadletter.Attribute
-	SentTimestamp  time.Time
-	ReceiveCount   int
-	MessageGroupID string
-
-	// Filled by the Redriver's tag.
-	Reason      deadletter.Reason
-	Fingerprint string
-	Meta        *deadletter.Meta
-	// tagged is the letter as triage tagged it (triageTag), which a
-	// filter matches on; nil until then, or under a test's tag.
-	tagged *triage.Tagged
+	triage.Tagged
 }
 
 // selector chooses the dead letters a selective redrive moves: the letter's
@@ -43,11 +32,12 @@ type selector struct {
 	Fingerprints []string
 }
 
-// match reports whether l is chosen.
-func (s selector) match(l *letter) bool {
+// match reports whether a letter (or a group) of reason and fingerprint
+// is chosen.
+func (s selector) match(reason deadletter.Reason, fingerprint string) bool {
 	ok := false
 	for _, r := range s.Reasons {
-		if l.Reason == r {
+		if reason == r {
 			ok = true
 			break
 		}
@@ -59,14 +49,14 @@ func (s selector) match(l *letter) bool {
 		return true
 	}
 	for _, f := range s.Fingerprints {
-		if l.Fingerprint == f {
+		if fingerprint == f {
 			return true
 		}
 	}
 	return false
 }
 
-// Original is what a redrive sends back: the body byte for byte and the
+// original is what a redrive sends back: the body byte for byte and the
 // original attributes (dlq_* removed, folded attributes restored).
 type original struct {
 	Body       string
@@ -86,10 +76,10 @@ type original struct {
 	Evidence string
 }
 
-// Restore computes what to send back for l. A letter whose metadata cannot
+// restore computes what to send back for l. A letter whose metadata cannot
 // be read still has its dlq_* attributes removed (deadletter.DecodeDeadLetter).
 // The attributes of a letter that gave some up to a claim check (Evidence)
-// are completed from it by Select, which reads S3; Restore does not.
+// are completed from it by Select, which reads S3; restore does not.
 func restore(l *letter) original {
 	meta, attrs, _ := deadletter.DecodeDeadLetter(l.Attributes)
 	if meta == nil {
@@ -125,14 +115,13 @@ func bodySHA256(body string) string {
 	return hex.EncodeToString(s[:])
 }
 
-// fromSQS converts a received message.
+// fromSQS converts a received message into an untagged letter.
 func fromSQS(m sqstypes.Message) letter {
-	l := letter{
-		MessageID:     aws.ToString(m.MessageId),
-		ReceiptHandle: aws.ToString(m.ReceiptHandle),
-		Body:          aws.ToString(m.Body),
-		Attributes:    attributesFromSQS(m.MessageAttributes),
-	}
+	var l letter
+	l.MessageID = aws.ToString(m.MessageId)
+	l.ReceiptHandle = aws.ToString(m.ReceiptHandle)
+	l.Body = aws.ToString(m.Body)
+	l.Attributes = attributesFromSQS(m.MessageAttributes)
 	if v, ok := m.Attributes[string(sqstypes.MessageSystemAttributeNameSentTimestamp)]; ok {
 		if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
 			l.SentTimestamp = time.UnixMilli(ms).UTC()

@@ -252,15 +252,21 @@ func (r *Redriver) listTasks(ctx context.Context, api moveAPI) ([]MoveTask, erro
 	return tasks, nil
 }
 
+// StatusRequest asks for the DLQ's move tasks.
+type StatusRequest struct {
+	// Actor is who looks: recorded in the audit (a status is not gated).
+	Actor string
+}
+
 // Status lists the DLQ's recent move tasks (newest first, as SQS returns
 // them), with their progress and failure reason. It is read-only and audited.
-func (r *Redriver) Status(ctx context.Context, actor string) ([]MoveTask, error) {
+func (r *Redriver) Status(ctx context.Context, req StatusRequest) ([]MoveTask, error) {
 	api := r.cfg.SQS
 	// Not gated, but its record says who looked: in AWS the STS caller (a
 	// failure to ask is recorded, and does not hide the status).
 	_, _ = r.identify(ctx)
 	tasks, err := r.listTasks(ctx, api)
-	rec := audit.Entry{Actor: actor, Action: audit.ActionStatus, Counts: map[string]int{"tasks": len(tasks)}}
+	rec := audit.Entry{Actor: req.Actor, Action: audit.ActionStatus, Counts: map[string]int{"tasks": len(tasks)}}
 	if err == nil {
 		rec.Outcome = audit.OutcomeShown
 	}

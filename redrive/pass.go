@@ -203,7 +203,7 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []letter
 			p.r.release(ctx, p.api, &l)
 			continue
 		}
-		p.r.tag(&l)
+		l.Tagged = p.r.tag(l.Message)
 		if hot := p.sentAs(&l); hot != "" {
 			// One of this pass's moves, dead-lettered again while it runs
 			// (a new message in the DLQ): not another letter of the group.
@@ -218,7 +218,7 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []letter
 		p.seen[l.MessageID] = true
 		fresh++
 		p.res.Seen++
-		match := selector{p.req.Reasons, p.req.Fingerprints}.match(&l)
+		match := selector{p.req.Reasons, p.req.Fingerprints}.match(l.Reason, l.Fingerprint)
 		if match {
 			p.res.ofReason++
 			match = matchFilter(p.req.Filter, &l) && p.r.settled(ctx, p.req, &l, p.res)

@@ -29,14 +29,22 @@ type PauseResult struct {
 	Paused bool `json:"paused"`
 }
 
-// Pause disables (paused true) or enables (false) the worker's event source
+// PauseRequest asks to pause (Paused) or resume the worker.
+type PauseRequest struct {
+	Who
+	// Paused is true to pause the worker, false to resume it.
+	Paused bool
+}
+
+// Pause disables (Paused true) or enables (false) the worker's event source
 // mapping on the pipeline's hot queue: the kill switch. While paused, nothing
 // is received: messages wait on the hot queue, their receive counts
 // untouched. Resuming only enables the mapping again: nothing comes back
 // from the DLQ (that is a redrive's job). It is gated like a redrive (the
 // owner, a why, the DLQ's owner tag, in AWS the redrive role) and audited
 // (pause or resume). The hot queue must have exactly one mapping.
-func (r *Redriver) Pause(ctx context.Context, who Who, paused bool) (*PauseResult, error) {
+func (r *Redriver) Pause(ctx context.Context, req PauseRequest) (*PauseResult, error) {
+	who, paused := req.Who, req.Paused
 	action := audit.ActionResume
 	if paused {
 		action = audit.ActionPause

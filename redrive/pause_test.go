@@ -82,7 +82,7 @@ func TestPauseAndResume(t *testing.T) {
 			r, store, _ := newRedriver(t, p, f, q)
 			tt.lambda.enabled = map[string]bool{}
 			r.cfg.Lambda = tt.lambda
-			res, err := r.Pause(context.Background(), tt.who, tt.paused)
+			res, err := r.Pause(context.Background(), PauseRequest{Who: tt.who, Paused: tt.paused})
 			assert.Equal(t, tt.code, RefusalCode(err), "err: %v", err)
 			assert.Equal(t, tt.failed, err != nil && tt.code == "", "err: %v", err)
 			if tt.enabled != nil {

@@ -412,8 +412,7 @@ func (r *Redriver) Reject(ctx context.Context, req RejectRequest) (*RejectResult
 		sel := selector{Reasons: reasons, Fingerprints: rec.Fingerprints}
 		rec.Counts = map[string]int{}
 		for _, g := range groups {
-			l := letter{Reason: g.Reason, Fingerprint: g.Fingerprint}
-			if sel.match(&l) {
+			if sel.match(g.Reason, g.Fingerprint) {
 				rec.Counts[string(g.Reason)] += g.Count
 			}
 		}

@@ -81,13 +81,23 @@ func Decide(r deadletter.Reason, ack Ack) Verdict {
 			v.Allowed, v.Via, v.Why = true, "override", "override: "+just
 		} else {
 			v.Needs = "Ack.Overrides"
-			v.Why = "never redriven (" + info.Summary + "): reject it with an audit record"
+			v.Why = "never redriven as it is (" + info.Summary + "): " + neverWhy(info)
 		}
 	}
 	return v
 }
 
-// CheckReasons refuses the first reason (in taxonomy order) that the policy
+// neverWhy is what to do instead with a reason never redriven as it is, by
+// its policy (deadletter.ReasonInfo): patch its args where a patch may
+// repair it, or reject it.
+func neverWhy(info deadletter.ReasonInfo) string {
+	if info.Next == deadletter.NextPatchAndRedrive {
+		return "patch its args and send it (redrive repair), or reject it with an audit record"
+	}
+	return "reject it with an audit record"
+}
+
+// checkReasons refuses the first reason (in taxonomy order) that the policy
 // does not allow with ack, naming every refused one.
 func checkReasons(reasons []deadletter.Reason, ack Ack) error {
 	var refused []string

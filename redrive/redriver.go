@@ -129,7 +129,7 @@ type Config struct {
 	OnCanary func(pending, moved int, waited, timeout time.Duration)
 }
 
-// ErrConfig wraps every error of New. It is also a refusal (errors.Is
+// errConfig wraps every error of New. It is also a refusal (errors.Is
 // ErrRefused, code bad_input): nothing moved.
 var errConfig = &Refusal{Code: CodeBadInput, Reason: "redrive: invalid configuration"}
 
@@ -143,9 +143,11 @@ var ErrNoLedger = &Refusal{Code: CodeBadInput, Reason: "no ledger: the ledger co
 // New; it is safe for concurrent use.
 type Redriver struct {
 	cfg Config
-	// tag tags a dead letter with its reason and fingerprint, as triage
-	// does (triageTag; tests swap it).
-	tag func(*letter)
+	// tag tags a dead letter with its reason and fingerprint: the Senders
+	// of the pipeline's queues' Tag, so that dlq_reason/dlq_meta count only
+	// on letters the worker sent (tests swap it for one with fingerprints
+	// they can spell).
+	tag func(triage.Message) triage.Tagged
 	// local is New's locality decision (see Config.STS).
 	local bool
 
@@ -198,7 +200,7 @@ func New(cfg Config) (*Redriver, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%w: %w", errConfig, errors.Join(errs...))
 	}
-	r := &Redriver{cfg: cfg, local: local, tag: triageTag}
+	r := &Redriver{cfg: cfg, local: local, tag: triage.Senders(cfg.Queues.Senders).Tag}
 	if r.cfg.Scan == nil {
 		r.cfg.Scan = r.triageScan
 	}
@@ -347,7 +349,7 @@ func (r *Redriver) depth(ctx context.Context) (dlqDepth, error) {
 	}, nil
 }
 
-// CheckDestination refuses any destination but the pipeline's own hot queue:
+// checkDestination refuses any destination but the pipeline's own hot queue:
 // dest must be the hot queue's ARN (or empty, meaning it), the hot queue's
 // RedrivePolicy must name this DLQ, and the DLQ's RedriveAllowPolicy (when
 // set) must allow the hot queue as a source.

@@ -121,8 +121,10 @@ type repairEvidence struct {
 // It is refused, and nothing changes, when: the gate refuses (owner, why,
 // the DLQ's tags, the caller); the patch is not a JSON Patch, does not
 // apply, or changes nothing; the repaired task breaks the contract; the
-// reason is a security one (a signature, a guardrail or a reused key is
-// never patched around) or redrive_loop; a mutating tool's task is not settled as no
+// reason's policy says a patch does not repair it (deadletter.Reason.Patchable:
+// a signature, a guardrail or a reused key is never patched around, nor a
+// redrive loop, and a letter whose args are not at fault is retried or
+// fixed instead); a mutating tool's task is not settled as no
 // effect in the ledger (see repairSettled); or the DLQ holds no such
 // letter (a rerun after a repair finds none, and says when it was
 // repaired). A DLQ seen only in part is a *PartialError, as in Select.
@@ -298,7 +300,7 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 			r.release(context.WithoutCancel(ctx), r.cfg.SQS, l)
 		}
 	}()
-	r.tag(l)
+	l.Tagged = r.tag(l.Message)
 	o := restore(l)
 	res.DLQMessageID, res.OriginalMessageID, res.Reason, res.IdempotencyKey = l.MessageID, o.OriginalMessageID, l.Reason, o.IdempotencyKey
 	rec.Reasons = []string{string(l.Reason)}
@@ -306,10 +308,8 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 		rec.Fingerprints = []string{l.Fingerprint}
 	}
 	rec.Detail["dlq_message_id"], rec.Detail["original_message_id"] = l.MessageID, o.OriginalMessageID
-	if l.Reason.Class() == deadletter.ClassSecurity || l.Reason == deadletter.ReasonRedriveLoop {
-		return refuse(CodeForbidden, "a %s dead letter is never repaired: %s", l.Reason, map[bool]string{
-			true:  "a patch must not go around a signature, a guardrail or a reused idempotency key; reject it",
-			false: "its key keeps coming back; reject it, and send a new task with a new key if the work is still wanted"}[l.Reason.Class() == deadletter.ClassSecurity])
+	if !l.Reason.Patchable() {
+		return refuse(CodeForbidden, "a %s dead letter is never repaired: %s", l.Reason, notPatchableWhy(l.Reason))
 	}
 	if cc := r.restoreEvidence(ctx, &o); cc != nil {
 		return fmt.Errorf("the dead letter's claim check restored nothing, so its attributes cannot be sent back: %w (the dead letter stays in the DLQ)", cc.Err)
@@ -368,6 +368,18 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 	deleted = true
 	r.log().InfoContext(ctx, "repaired and sent", "message_id", l.MessageID, "hot_message_id", res.HotMessageID, "reason", string(l.Reason), "pipeline", r.cfg.Pipeline.Name)
 	return nil
+}
+
+// notPatchableWhy says why a reason's dead letters are not repaired with
+// a patch of their args (deadletter.Reason.Patchable), and what to do instead.
+func notPatchableWhy(r deadletter.Reason) string {
+	switch {
+	case r.Class() == deadletter.ClassSecurity:
+		return "a patch must not go around a signature, a guardrail or a reused idempotency key; reject it"
+	case r == deadletter.ReasonRedriveLoop:
+		return "its key keeps coming back; reject it, and send a new task with a new key if the work is still wanted"
+	}
+	return "its args are not what is at fault; next action " + string(r.NextAction()) + ": " + r.NextAction().Describe()
 }
 
 // repairedBody applies patch to the args of body and checks the repaired

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
@@ -45,7 +47,7 @@ func newRepairRig(t *testing.T) *repairRig {
 	store := &fileAudit{FileStore: &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}, t: t}
 	r.cfg.Audit.Store = store.FileStore
 	s := &memPut{objs: map[string][]byte{}}
-	r.cfg.EvidenceWriter, r.cfg.EvidenceBucket, r.cfg.Catalog = s, "evals", agenttask.SampleCatalog()
+	r.cfg.EvidenceWriter, r.cfg.EvidenceBucket, r.cfg.Catalog = s, "evals", sampleworker.Catalog(nil)
 	return &repairRig{r: r, f: f, q: q, s3: s, store: store, led: led, p: p}
 }
 
@@ -170,7 +172,7 @@ func TestRepairRefusalsChangeNothing(t *testing.T) {
 		require.NotNil(t, res, tt.name)
 		assert.Len(t, g.f.snapshot(g.q.DLQURL), 4, "%s: the DLQ keeps every letter", tt.name)
 		for _, m := range g.f.snapshot(g.q.DLQURL) {
-			assert.False(t, m.visibleAt.After(g.f.now), "%s: every letter released", tt.name)
+			assert.False(t, m.visibleAt.After(g.f.Now()), "%s: every letter released", tt.name)
 		}
 		assert.Empty(t, g.f.snapshot(g.q.HotURL), tt.name)
 		assert.Empty(t, g.s3.objs, tt.name)
@@ -207,7 +209,7 @@ func TestRepairKeepsNothingSentWhenTheEvidenceCannotBeKept(t *testing.T) {
 
 	// A failed send leaves the letter too.
 	g.r.cfg.EvidenceWriter = g.s3
-	g.f.sendErr = errors.New("throttled")
+	g.f.SendErr = errors.New("throttled")
 	_, err = g.r.Repair(context.Background(), g.req(id, `[{"op":"replace","path":"/q","value":"x"}]`))
 	require.ErrorContains(t, err, "the dead letter stays in the DLQ")
 	assert.Len(t, g.f.snapshot(g.q.DLQURL), 1)
@@ -315,4 +317,32 @@ func TestTruncateMarksTheCut(t *testing.T) {
 	assert.Equal(t, "abc", truncate("abc", 3))
 	assert.Equal(t, "ab…", truncate("abcd", 2))
 	assert.Equal(t, "a…", truncate("aéb", 2))
+}
+
+// TestRepairFollowsThePolicy repairs (as a preview) a dead letter of every
+// reason: Repair refuses as forbidden exactly the reasons whose policy says
+// a patch of the args does not repair them (deadletter.Reason.Patchable),
+// naming the reason's next action, and previews the others.
+func TestRepairFollowsThePolicy(t *testing.T) {
+	t.Parallel()
+	g := newRepairRig(t)
+	for i, r := range deadletter.AllReasons() {
+		id := g.letterOf(t, fmt.Sprintf("k%02d", i), "web.search", r, deadletter.EffectNone)
+		req := g.req(id, `[{"op":"replace","path":"/q","value":"x"}]`)
+		req.Preview = true
+		_, err := g.r.Repair(context.Background(), req)
+		if r.Patchable() {
+			assert.NoError(t, err, "%s may be patched", r)
+			continue
+		}
+		var rf *Refusal
+		require.ErrorAs(t, err, &rf, "%s is never patched", r)
+		assert.Equal(t, CodeForbidden, rf.Code, "%s: %v", r, err)
+		assert.Contains(t, err.Error(), "a "+string(r)+" dead letter is never repaired", r)
+		if r.Class() != deadletter.ClassSecurity && r != deadletter.ReasonRedriveLoop {
+			assert.Contains(t, err.Error(), "next action "+string(r.NextAction()), r)
+		}
+	}
+	assert.Len(t, g.f.snapshot(g.q.DLQURL), len(deadletter.AllReasons()), "a preview or a refusal changes nothing")
+	assert.Empty(t, g.f.snapshot(g.q.HotURL))
 }

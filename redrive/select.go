@@ -37,19 +37,19 @@ const (
 	// long a message is hidden while it is sent and deleted. A crash leaves
 	// the message hidden this long, then a rerun sees it again.
 	DefaultHold = 60 * time.Second
-	// DefaultIdleReceives: a pass ends after this many receives that brought
+	// defaultIdleReceives: a pass ends after this many receives that brought
 	// no message it had not seen.
 	defaultIdleReceives = 3
 	// DefaultCanaryTimeout bounds the wait for the canary's outcome.
 	DefaultCanaryTimeout = 5 * time.Minute
-	// DefaultCanaryPoll is how often the canary's outcome is checked.
+	// defaultCanaryPoll is how often the canary's outcome is checked.
 	defaultCanaryPoll = 2 * time.Second
 	// MaxLetters bounds the moved letters a result lists (the counts stay exact).
 	MaxLetters = 1000
-	// DefaultWorkers is how many dead letters of one receive move at once
+	// defaultWorkers is how many dead letters of one receive move at once
 	// (the rate limiter paces them all).
 	defaultWorkers = 8
-	// MaxHeld bounds the dead letters a pass keeps hidden until it ends (the
+	// maxHeld bounds the dead letters a pass keeps hidden until it ends (the
 	// ones it did not choose, and a dry run's). Past it they are released at
 	// once, and may crowd the receives that follow.
 	maxHeld = 100_000
@@ -69,10 +69,9 @@ type SelectRequest struct {
 	Filter triage.Filter
 	// Groups is optional: the DLQ's groups from a read-only scan
 	// (a triage report's). With them, each of Fingerprints may be a
-	// unique prefix of at least MinFingerprintPrefix characters
-	// (ResolveFingerprints). Without them, Select scans the DLQ itself when
-	// a fingerprint is a prefix (NeedsGroups), after the gate's checks that
-	// need no AWS call.
+	// unique prefix of at least 8 characters. Without them, Select scans
+	// the DLQ itself when a fingerprint is shorter than
+	// triage.FingerprintLen, after the gate's checks that need no AWS call.
 	Groups []Group
 	// Rate is messages sent a second: 1..500.
 	Rate int
@@ -85,15 +84,17 @@ type SelectRequest struct {
 	Limit int
 	Ack   Ack
 
-	// Workers is optional (DefaultWorkers): concurrent moves.
+	// Workers is optional (default 8): concurrent moves.
 	Workers int
 	// Hold is optional (DefaultHold).
 	Hold time.Duration
 	// WaitSeconds is the receive long-poll wait (default 1).
 	WaitSeconds int32
-	// IdleReceives is optional (DefaultIdleReceives).
+	// IdleReceives is optional (default 3): a pass ends after this many
+	// receives that brought no letter it had not seen.
 	IdleReceives int
-	// CanaryTimeout and CanaryPoll are optional (DefaultCanaryTimeout, DefaultCanaryPoll).
+	// CanaryTimeout is optional (DefaultCanaryTimeout): how long the canary's
+	// outcome is awaited, polled every 2 s.
 	CanaryTimeout time.Duration
 	CanaryPoll    time.Duration
 
@@ -445,7 +446,7 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 	return nil
 }
 
-// ReconciledOnly returns the reasons of reasons that may never be redriven
+// reconciledFor returns the reasons of reasons that may never be redriven
 // blindly (effect_unknown) and that ack does not override: Select moves
 // their dead letters only when the key was reconciled as no effect.
 func reconciledFor(reasons []deadletter.Reason, ack Ack) map[deadletter.Reason]bool {
@@ -694,7 +695,7 @@ func (r *Redriver) releaseHeld(ctx context.Context, api selectAPI, held map[stri
 	}
 }
 
-// SortedReasons returns the keys of a count by reason, in taxonomy order.
+// sortedReasons returns the keys of a count by reason, in taxonomy order.
 func sortedReasons(m map[deadletter.Reason]int) []deadletter.Reason {
 	out := make([]deadletter.Reason, 0, len(m))
 	for k := range m {

@@ -9,22 +9,6 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 )
 
-// triageTag tags a letter exactly as triage does (triage.Tag), so that
-// the reasons and fingerprints redrive selects by are the ones the triage
-// report and the plan show.
-func triageTag(l *letter) {
-	t := triage.Tag(l.message())
-	l.Reason, l.Fingerprint, l.Meta, l.tagged = t.Reason, t.Fingerprint, t.Meta, &t
-}
-
-// message is l as triage reads it.
-func (l *letter) message() triage.Message {
-	return triage.Message{
-		MessageID: l.MessageID, ReceiptHandle: l.ReceiptHandle, Body: l.Body, Attributes: l.Attributes,
-		SentTimestamp: l.SentTimestamp, ReceiveCount: l.ReceiveCount, MessageGroupID: l.MessageGroupID,
-	}
-}
-
 // groupsFromReport turns a triage report's groups into redrive groups.
 func groupsFromReport(r *triage.Report) []Group {
 	if r == nil {
@@ -39,7 +23,7 @@ func groupsFromReport(r *triage.Report) []Group {
 
 // triageScan is the default Config.Scan: a read-only triage scan of the DLQ.
 func (r *Redriver) triageScan(ctx context.Context) (*triage.Report, error) {
-	return triage.Run(ctx, triage.Config{Pipeline: r.cfg.Pipeline, DLQURL: r.cfg.Queues.DLQURL, SQS: r.cfg.SQS, Ledger: r.cfg.Ledger, Logger: r.cfg.Logger})
+	return triage.Run(ctx, triage.Config{Pipeline: r.cfg.Pipeline, DLQURL: r.cfg.Queues.DLQURL, SQS: r.cfg.SQS, Senders: r.cfg.Queues.Senders, Ledger: r.cfg.Ledger, Logger: r.cfg.Logger})
 }
 
 // scan returns the groups the DLQ holds and the report they came from. A

@@ -161,9 +161,7 @@ func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *VerifyRes
 	}
 	byKey := map[string]*keyed{}
 	for _, m := range msgs {
-		l := letter{MessageID: m.MessageID, Body: m.Body, Attributes: m.Attributes, SentTimestamp: m.SentTimestamp,
-			ReceiveCount: m.ReceiveCount, MessageGroupID: m.MessageGroupID}
-		r.tag(&l)
+		l := letter{Tagged: r.tag(m)}
 		if l.Reason != req.Reason {
 			continue
 		}

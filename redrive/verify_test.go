@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
@@ -52,7 +53,7 @@ func (f *fakeVerifier) verify(ctx context.Context, c agenttask.Call) (agenttask.
 
 // withVerifier is the sample catalog with verify as email.send's verifier.
 func withVerifier(verify func(context.Context, agenttask.Call) (agenttask.Verification, error)) agenttask.Catalog {
-	catalog := agenttask.SampleCatalog()
+	catalog := sampleworker.Catalog(nil)
 	mail := catalog["email.send"]
 	mail.Verify = verify
 	catalog["email.send"] = mail

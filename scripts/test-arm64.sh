@@ -16,7 +16,7 @@ if [ -z "$QEMU" ]; then
   echo "test-arm64: qemu-aarch64 not found; make test installs it (scripts/test-deps.sh), or apt-get install qemu-user" >&2
   exit 1
 fi
-PKGS=(./events/agenttask ./events/deadletter ./functions/batch ./functions/sampleworker ./internal/jsonscan)
+PKGS=(./events/agenttask ./events/deadletter ./functions/batch ./functions/batch/internal/sqsevent ./functions/sampleworker ./internal/jsonscan)
 echo "test-arm64: GOARCH=arm64 under $("$QEMU" --version | head -1)"
 # shellcheck disable=SC2086
 env -u AWS_ENDPOINT_URL_SQS -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_S3 -u AGENTDLQ_REQUIRE_EMULATORS \

@@ -63,7 +63,7 @@ func BenchmarkTriage100k(b *testing.B) {
 	cpu0 := rusage.CPUTime()
 	var r *Report
 	for b.Loop() {
-		r = Build(tagAll(msgs), p, t0)
+		r = Build(tagAll(msgs, nil), p, t0)
 	}
 	cpu := rusage.CPUTime() - cpu0
 	if r.Totals.Messages != 100_000 {

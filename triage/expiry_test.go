@@ -75,7 +75,7 @@ func TestBuildExpiryWindow(t *testing.T) {
 		brokerMoved("fresh", "{}", t0.Add(-time.Hour)),       // 335 h left
 		brokerMoved("overdue", "{}", t0.Add(-340*time.Hour)), // due: SQS deletes it any moment
 	}
-	r := Build(tagAll(msgs), p, t0)
+	r := Build(tagAll(msgs, nil), p, t0)
 	assert.Equal(t, 4, r.Expiry.ExpiringSoon)
 	assert.Equal(t, "overdue", r.Expiry.SoonestMessageID)
 	assert.Equal(t, t0.Add(-4*time.Hour), r.Expiry.SoonestExpiry)

@@ -28,7 +28,7 @@ func filterLetters(t *testing.T) []Tagged {
 		m("b", "web.search", "globex", "schema_invalid: args: max_results is not an integer", t0.Add(-30*time.Minute)),
 		m("c", "email.send", "acme", "schema_invalid: args: To is empty", t0.Add(-10*time.Minute)),
 		brokerMoved("d", task("d", "acme", "http.fetch", "1", `{}`), t0.Add(-5*time.Minute)),
-	})
+	}, nil)
 }
 
 func messageIDs(ts []Tagged) []string {
@@ -115,7 +115,7 @@ func TestRunWithAFilter(t *testing.T) {
 	t.Parallel()
 	clock := newClock()
 	f := newFakeSQS(t, clock, fixture(t))
-	before := f.snapshot()
+	before := snapshot(f)
 	p := testPipeline(t, false)
 	full, err := Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Now: clock.Now, Logger: quiet})
 	require.NoError(t, err)
@@ -139,7 +139,7 @@ func TestRunWithAFilter(t *testing.T) {
 	for _, g := range r.Groups {
 		assert.Equal(t, tool, g.Tool)
 	}
-	assert.Equal(t, before, f.snapshot(), "a filtered triage changes nothing either")
+	assert.Equal(t, before, snapshot(f), "a filtered triage changes nothing either")
 
 	// Narrow gives the same report from the full one.
 	n, err := Narrow(full, p, Filter{Tool: tool})

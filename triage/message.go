@@ -57,6 +57,14 @@ type Tagged struct {
 	DeadLetteredAt time.Time
 	// Ledger is the ledger entry of the idempotency key, when lookupLedger found one.
 	Ledger *ledger.Entry
+	// Untrusted says why the letter's dlq_reason/dlq_meta attributes were not
+	// taken as evidence ("" when they were, or when it has none): the broker
+	// moved the letter (DeadLetterQueueSourceArn), so whoever sent the task
+	// wrote them, or a principal other than the worker sent it (SenderId
+	// against Senders). Such a letter is tagged receive_limit, inferred, as
+	// SQS knows it, and Meta is nil: a producer's word never makes a letter
+	// redrivable.
+	Untrusted string
 	// StaleMeta is set when the dlq_meta predates the message's own enqueue
 	// time: most likely an earlier dead letter, redriven with its attributes
 	// (a native move task keeps them) and moved back by the broker after a
@@ -98,17 +106,33 @@ var errBodyNotUTF8 = errors.New("body is not valid UTF-8")
 //     MetaErr set either way, and the report lists it as unreadable;
 //   - metadata older than the message (SentTimestamp more than staleMetaAfter
 //     after dead_lettered_at): the metadata's reason, StaleMeta set.
-func Tag(m Message) Tagged { return tag(m, nil) }
+//
+// Dead-letter attributes count as evidence only on a letter the worker sent:
+// see Senders.Tag, which also checks the sender. Tag checks only what SQS
+// marks on every letter the broker moved (DeadLetterQueueSourceArn).
+func Tag(m Message) Tagged { return tag(m, nil, nil) }
+
+// Tag is Tag that also trusts dlq_reason/dlq_meta only on letters whose
+// SenderId is one of s (see Senders). A nil or empty s checks no sender.
+func (s Senders) Tag(m Message) Tagged { return tag(m, nil, s) }
 
 // tag is Tag with an optional memo of error signatures (the normalisation's
 // regular expressions are the costly part, and a DLQ repeats its errors).
-func tag(m Message, sigs map[[2]string]string) Tagged {
+func tag(m Message, sigs map[[2]string]string, senders Senders) Tagged {
 	t := Tagged{Message: m, DeadLetteredAt: m.SentTimestamp}
 	if !utf8.ValidString(m.Body) {
 		t.BodyErr = errBodyNotUTF8
 	}
-	meta, _, err := deadletter.DecodeDeadLetter(m.Attributes)
+	t.Untrusted = senders.distrust(m)
+	var meta *deadletter.Meta
+	var err error
+	if t.Untrusted == "" {
+		meta, _, err = deadletter.DecodeDeadLetter(m.Attributes)
+	}
 	switch {
+	case t.Untrusted != "":
+		t.Reason, t.Inferred = deadletter.ReasonReceiveLimit, true
+		t.Signature = untrustedSignature
 	case err != nil:
 		// The worker's dlq_reason attribute, when it names a known reason, is
 		// kept even when dlq_meta cannot be read: the alarm, the operator and
@@ -211,11 +235,11 @@ const maxSignatureMemo = 10000
 
 // tagAll tags every message (as Tag does, remembering the error signatures
 // it has made: a DLQ repeats its errors).
-func tagAll(msgs []Message) []Tagged {
+func tagAll(msgs []Message, senders Senders) []Tagged {
 	out := make([]Tagged, len(msgs))
 	sigs := map[[2]string]string{}
 	for i, m := range msgs {
-		out[i] = tag(m, sigs)
+		out[i] = tag(m, sigs, senders)
 	}
 	return out
 }

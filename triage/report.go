@@ -32,7 +32,8 @@ const (
 )
 
 // Report is what triage found in one DLQ. Its JSON form is versioned by
-// ReportVersion; Text and Markdown render it for people.
+// ReportVersion; package triage/render writes it for people (text,
+// Markdown, HTML).
 type Report struct {
 	ReportVersion int       `json:"report_version"`
 	Pipeline      string    `json:"pipeline"`
@@ -70,7 +71,7 @@ type Report struct {
 	// Filter is set when the report holds only the dead letters a Filter
 	// chose (added within version 1): its counts are of those.
 	Filter *Filtered `json:"filter,omitempty"`
-	// Written holds the keys of the report files Run wrote, JSON, Markdown
+	// Written holds the keys of the report files Run kept (Config.Keep), JSON, Markdown
 	// and HTML (not serialised:
 	// the report cannot name its own file's hash).
 	Written []string `json:"-"`
@@ -78,10 +79,13 @@ type Report struct {
 
 // Totals sums the report.
 type Totals struct {
-	Messages              int           `json:"messages"`
-	Inferred              int           `json:"inferred"`
-	Unreadable            int           `json:"unreadable"`
-	StaleMeta             int           `json:"stale_meta"`
+	Messages   int `json:"messages"`
+	Inferred   int `json:"inferred"`
+	Unreadable int `json:"unreadable"`
+	StaleMeta  int `json:"stale_meta"`
+	// Untrusted counts letters whose dlq_reason/dlq_meta were not the
+	// worker's (Tagged.Untrusted): tagged receive_limit.
+	Untrusted             int           `json:"untrusted_evidence,omitempty"`
 	Groups                int           `json:"groups"`
 	RecurringPoisonGroups int           `json:"recurring_poison_groups"`
 	RedriveLoop           int           `json:"redrive_loop"`
@@ -300,6 +304,9 @@ func buildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o buildOpti
 		}
 		if t.StaleMeta {
 			r.Totals.StaleMeta++
+		}
+		if t.Untrusted != "" {
+			r.Totals.Untrusted++
 		}
 		if t.MetaErr != nil {
 			r.Totals.Unreadable++
@@ -521,6 +528,9 @@ func attention(r *Report, p *pipeline.Pipeline) []string {
 	}
 	if r.Totals.StaleMeta > 0 {
 		out = append(out, plural(r.Totals.StaleMeta, "message")+" enqueued well after their dlq_meta was written: redriven with their attributes and moved back by the broker (a crash, timeout or OOM on the redrive?)")
+	}
+	if r.Totals.Untrusted > 0 {
+		out = append(out, plural(r.Totals.Untrusted, "message")+" carry dlq_reason/dlq_meta the worker did not write (the broker moved them, or another principal sent them): shown as receive_limit, as SQS knows them; never redriven on that evidence")
 	}
 	if r.Totals.Unreadable > 0 {
 		out = append(out, plural(r.Totals.Unreadable, "message")+" with unreadable dlq_meta, counted as unclassified")

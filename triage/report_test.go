@@ -93,7 +93,7 @@ func fixture(t testing.TB) []Message {
 func TestBuildGroups(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
-	r := Build(tagAll(fixture(t)), p, t0)
+	r := Build(tagAll(fixture(t), nil), p, t0)
 
 	assert.Equal(t, 16, r.Totals.Messages)
 	byReason := map[deadletter.Reason]int{}
@@ -134,7 +134,7 @@ func TestBuildGroups(t *testing.T) {
 	assert.True(t, si.Recurring)
 	assert.Equal(t, t0.Add(-30*time.Hour), si.FirstSeen)
 	assert.Equal(t, t0.Add(-5*time.Hour), si.LastSeen)
-	assert.Equal(t, deadletter.NextRepair, si.NextAction)
+	assert.Equal(t, deadletter.NextPatchAndRedrive, si.NextAction) // si is schema_invalid
 	assert.Equal(t, deadletter.RedriveAfterFix, si.Redrivable)
 
 	assert.False(t, find(deadletter.ReasonToolUnknown).Recurring, "one-off poison is not recurring")
@@ -160,7 +160,7 @@ func TestBuildTenantsListedWhenNotHashed(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
 	p.Eval.HashFields = nil
-	r := Build(tagAll(fixture(t)), p, t0)
+	r := Build(tagAll(fixture(t), nil), p, t0)
 	assert.Equal(t, []string{"acme", "globex", "initech"}, r.Groups[0].Tenants)
 }
 
@@ -168,7 +168,7 @@ func TestBuildWithLedger(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
 	msgs := []Message{deadLetter(t, "a", "{}", poisonMeta(deadletter.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-a", "503"), t0)}
-	tagged := tagAll(msgs)
+	tagged := tagAll(msgs, nil)
 	l := fakeLedger{"key-a": {DeadLetterCount: 3, RedriveCount: 1}}
 	n, err := lookupLedger(t.Context(), tagged, l)
 	require.NoError(t, err)
@@ -183,7 +183,7 @@ func TestBuildWithLedger(t *testing.T) {
 // TestReportGolden the terminal and Markdown forms of the same report).
 func TestReportGolden(t *testing.T) {
 	t.Parallel()
-	r := Build(tagAll(fixture(t)), testPipeline(t, false), t0)
+	r := Build(tagAll(fixture(t), nil), testPipeline(t, false), t0)
 	r.Queue = "http://127.0.0.1:4566/000000000000/agent-tasks-dlq"
 	r.Scan = ScanStats{Queue: r.Queue, ApproxDepth: 16, Receives: 3, EmptyReceives: 1, Received: 16, Unique: 16, Released: 16,
 		Receivers: 1, VisibilityTimeoutSeconds: 30, StartedAt: t0.Add(-2 * time.Second), DurationSeconds: 2, MessagesPerSecond: 8, StopReason: stopEmpty}
@@ -251,7 +251,7 @@ func TestKeyReused(t *testing.T) {
 	require.Len(t, r.Groups, 1, "one group: the digests differ, the signature does not")
 	g := r.Groups[0]
 	assert.Equal(t, deadletter.ClassSecurity, g.Class)
-	assert.Equal(t, deadletter.NextHumanReview, g.NextAction)
+	assert.Equal(t, deadletter.NextReject, g.NextAction, "never run under its key: reject (issue 29: was human_review, which plan contradicted)")
 	assert.Equal(t, deadletter.RedriveNever, g.Redrivable)
 	assert.Equal(t, []string{"acme:run-1:t1", "acme:run-2:t7"}, g.IdempotencyKeys)
 	assert.False(t, g.Recurring, "not an eval candidate: the task is fine, its key is not")

@@ -53,6 +53,11 @@ type Config struct {
 	// keeps no report (Export and Keep are refused with it): the
 	// DLQ's kept reports and their chart are of the whole DLQ.
 	Filter Filter
+	// Senders is optional: the principals whose dead letters carry evidence
+	// (see Senders; pipeline.Queues.Senders, from the DLQ's
+	// pipeline.TagSenders tag). Without it only the broker's mark
+	// (DeadLetterQueueSourceArn) is checked.
+	Senders Senders
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger is optional (default slog.Default()).
@@ -101,7 +106,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		log.ErrorContext(ctx, "triage scan failed", "pipeline", p.Name, "queue", cfg.DLQURL, "error", err.Error())
 		return nil, err
 	}
-	tagged := tagAll(msgs)
+	tagged := tagAll(msgs, cfg.Senders)
 	var filtered *Filtered
 	if !cfg.Filter.IsZero() {
 		scanned := len(tagged)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/testkit/sqsfake"
 )
 
 // many makes n broker-moved messages.
@@ -31,7 +32,7 @@ func TestScan(t *testing.T) {
 		name    string
 		msgs    int
 		opts    ScanOptions
-		setup   func(f *fakeSQS)
+		setup   func(f *sqsfake.Fake)
 		wantErr error
 		// want
 		unique      int
@@ -48,27 +49,33 @@ func TestScan(t *testing.T) {
 		{name: "message bound", msgs: 35, opts: ScanOptions{MaxMessages: 20}, unique: 20, stop: stopMaxMessages,
 			partial: "message bound (20); the queue held about 35", cause: CauseMaxMessages, wantRelease: true},
 		{name: "time bound", msgs: 100, opts: ScanOptions{MaxDuration: 3 * time.Second},
-			setup: func(f *fakeSQS) { f.receiveTakes = time.Second }, unique: 30, stop: stopMaxDuration, partial: "time bound (3s) after 30 messages",
+			setup: func(f *sqsfake.Fake) { f.ReceiveTakes = time.Second }, unique: 30, stop: stopMaxDuration, partial: "time bound (3s) after 30 messages",
 			cause: CauseMaxDuration, wantRelease: true},
 		{name: "visibility lapses: repeats stop the scan", msgs: 100, opts: ScanOptions{VisibilityTimeout: time.Second},
-			setup: func(f *fakeSQS) { f.receiveTakes = 2 * time.Second }, unique: 10, stop: stopRepeats, partial: "visibility timeout 1s lapsed",
+			setup: func(f *sqsfake.Fake) { f.ReceiveTakes = 2 * time.Second }, unique: 10, stop: stopRepeats, partial: "visibility timeout 1s lapsed",
 			cause: CauseVisibilityLapsed},
-		{name: "a receive fails mid-scan", msgs: 35, setup: func(f *fakeSQS) { f.failReceive = 3 }, unique: 20, stop: stopError,
+		{name: "a receive fails mid-scan", msgs: 35, setup: func(f *sqsfake.Fake) { f.FailReceive = 3 }, unique: 20, stop: stopError,
 			partial: "a receive failed after 20 messages: triage: scan", cause: CauseReceiveFailed, retryAfter: 30, wantRelease: true},
-		{name: "the first receive fails", msgs: 35, setup: func(f *fakeSQS) { f.failReceive = 1 }, wantErr: fmt.Errorf("connection reset by peer")},
-		{name: "messages in flight elsewhere", msgs: 15, setup: func(f *fakeSQS) { f.msgs[0].hiddenUntil = t0.Add(time.Hour) },
+		{name: "the first receive fails", msgs: 35, setup: func(f *sqsfake.Fake) { f.FailReceive = 1 }, wantErr: fmt.Errorf("connection reset by peer")},
+		{name: "messages in flight elsewhere", msgs: 15, setup: func(f *sqsfake.Fake) { dlq(f).Messages[0].VisibleAt = t0.Add(time.Hour) },
 			unique: 14, stop: stopEmpty, partial: "1 message in flight when the scan started", cause: CauseInFlight, retryAfter: 30,
 			wantRelease: true, hiddenAfter: 1},
 		{name: "in flight elsewhere, the queue's visibility timeout longer than the scan's", msgs: 15,
-			setup:  func(f *fakeSQS) { f.msgs[3].hiddenUntil = t0.Add(time.Hour); f.visibility = 2 * time.Minute },
+			setup: func(f *sqsfake.Fake) {
+				dlq(f).Messages[3].VisibleAt = t0.Add(time.Hour)
+				setDuration(f, "VisibilityTimeout", 2*time.Minute)
+			},
 			unique: 14, stop: stopEmpty, partial: "(about 120s: the longer of the queue's and this scan's", cause: CauseInFlight, retryAfter: 120, wantRelease: true, hiddenAfter: 1},
 		{name: "in flight at the start, back and read during the scan: complete", msgs: 15,
-			setup:  func(f *fakeSQS) { f.msgs[0].hiddenUntil = t0.Add(time.Second); f.receiveTakes = time.Second },
+			setup: func(f *sqsfake.Fake) {
+				dlq(f).Messages[0].VisibleAt = t0.Add(time.Second)
+				f.ReceiveTakes = time.Second
+			},
 			unique: 15, stop: stopEmpty, wantRelease: true},
-		{name: "a receive's response is lost: its letters stay hidden", msgs: 35, setup: func(f *fakeSQS) { f.loseReceive = 2 },
+		{name: "a receive's response is lost: its letters stay hidden", msgs: 35, setup: func(f *sqsfake.Fake) { f.LoseReceive = 2 },
 			unique: 10, stop: stopEmpty, partial: "saw 10 of about 35 messages: the rest were hidden during the scan", cause: CauseHidden, retryAfter: 30,
 			wantRelease: true, hiddenAfter: 10},
-		{name: "missing queue", msgs: 3, setup: func(f *fakeSQS) { f.missing = true }, wantErr: ErrQueueNotFound},
+		{name: "missing queue", msgs: 3, setup: func(f *sqsfake.Fake) { f.RemoveQueue("http://q/agent-tasks-dlq") }, wantErr: ErrQueueNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,7 +85,7 @@ func TestScan(t *testing.T) {
 			if tt.setup != nil {
 				tt.setup(f)
 			}
-			before := f.snapshot()
+			before := snapshot(f)
 			opts := tt.opts
 			opts.Now = clock.Now
 			var mu sync.Mutex
@@ -86,7 +93,7 @@ func TestScan(t *testing.T) {
 			opts.Progress = func(seen, _ int) { mu.Lock(); progress = append(progress, seen); mu.Unlock() }
 
 			msgs, st, err := Scan(t.Context(), f, "http://q/dlq", opts)
-			assert.Equal(t, before, f.snapshot(), "the queue's contents never change")
+			assert.Equal(t, before, snapshot(f), "the queue's contents never change")
 			if tt.wantErr != nil {
 				require.Error(t, err)
 				if tt.wantErr == ErrQueueNotFound {
@@ -114,9 +121,9 @@ func TestScan(t *testing.T) {
 				seen[m.MessageID] = true
 			}
 			if tt.wantRelease {
-				_, hidden := f.counts()
+				_, hidden := counts(f)
 				assert.Equal(t, tt.hiddenAfter, hidden, "everything the scan held is visible again at once; what others hold is not")
-				assert.Equal(t, st.Released, f.released)
+				assert.Equal(t, st.Released, f.Released)
 				assert.Positive(t, st.Released)
 				assert.Zero(t, st.ReleaseFailed, "only the latest receipt handle of each message is used")
 			}
@@ -141,7 +148,7 @@ func TestScanFIFOGroups(t *testing.T) {
 		msgs[i].MessageGroupID = fmt.Sprintf("run-%d", i/15) // 3 groups of 15
 	}
 	f := newFakeSQS(t, clock, msgs)
-	f.fifo = true
+	setFIFO(f)
 	got, st, err := Scan(t.Context(), f, "q.fifo", ScanOptions{Now: clock.Now})
 	require.NoError(t, err)
 	assert.Len(t, got, 30, "10 of each group")
@@ -151,7 +158,7 @@ func TestScanFIFOGroups(t *testing.T) {
 	assert.Contains(t, st.PartialReason, "FIFO group")
 	assert.Equal(t, CauseFIFOGroups, st.PartialCause)
 	assert.Zero(t, st.RetryAfterSeconds, "a rerun sees the same")
-	_, hidden := f.counts()
+	_, hidden := counts(f)
 	assert.Equal(t, 0, hidden, "released")
 }
 
@@ -161,10 +168,10 @@ func TestScanKeepHidden(t *testing.T) {
 	f := newFakeSQS(t, clock, many(12))
 	_, st, err := Scan(t.Context(), f, "q", ScanOptions{KeepHidden: true, Now: clock.Now})
 	require.NoError(t, err)
-	assert.Equal(t, 0, f.changes)
+	assert.Equal(t, 0, f.Changes)
 	assert.Equal(t, 0, st.Released)
 	clock.Advance(31 * time.Second)
-	visible, _ := f.counts()
+	visible, _ := counts(f)
 	assert.Equal(t, 12, visible, "back after the 30 s visibility timeout")
 }
 
@@ -172,7 +179,7 @@ func TestScanStatsRate(t *testing.T) {
 	t.Parallel()
 	clock := newClock()
 	f := newFakeSQS(t, clock, many(40))
-	f.receiveTakes = 100 * time.Millisecond
+	f.ReceiveTakes = 100 * time.Millisecond
 	_, st, err := Scan(t.Context(), f, "q", ScanOptions{Now: clock.Now})
 	require.NoError(t, err)
 	assert.Equal(t, 5, st.Receives, "4 batches of 10 and one empty receive")
@@ -252,7 +259,7 @@ func TestRunExpiryFollowsTheQueue(t *testing.T) {
 	t.Parallel()
 	clock := newClock()
 	f := newFakeSQS(t, clock, []Message{brokerMoved("a", "{}", t0.Add(-10*time.Hour))})
-	f.retention = 24 * time.Hour
+	setDuration(f, "MessageRetentionPeriod", 24*time.Hour)
 	r, err := Run(t.Context(), Config{Pipeline: testPipeline(t, false), DLQURL: "q", SQS: f, Now: clock.Now, Logger: quiet})
 	require.NoError(t, err)
 	assert.Equal(t, "queue", r.Expiry.RetentionSource)
@@ -263,7 +270,7 @@ func TestRunExpiryFollowsTheQueue(t *testing.T) {
 
 	// A FIFO queue is read as FIFO even when the definition says otherwise.
 	g := newFakeSQS(t, clock, []Message{brokerMoved("b", "{}", t0)})
-	g.fifo = true
+	setFIFO(g)
 	r, err = Run(t.Context(), Config{Pipeline: testPipeline(t, false), DLQURL: "q", SQS: g, Now: clock.Now, Logger: quiet})
 	require.NoError(t, err)
 	assert.True(t, r.FIFO)

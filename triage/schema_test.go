@@ -68,6 +68,27 @@ func TestReportSchema(t *testing.T) {
 	}
 	assert.Equal(t, want, doc.Properties.Groups.Items.Properties.Reason.Enum)
 
+	// Its next_action enum is the policy's next actions.
+	var next struct {
+		Properties struct {
+			Groups struct {
+				Items struct {
+					Properties struct {
+						NextAction struct {
+							Enum []string `json:"enum"`
+						} `json:"next_action"`
+					} `json:"properties"`
+				} `json:"items"`
+			} `json:"groups"`
+		} `json:"properties"`
+	}
+	require.NoError(t, json.Unmarshal(reportSchema, &next))
+	var wantNext []string
+	for _, a := range deadletter.AllNextActions() {
+		wantNext = append(wantNext, string(a))
+	}
+	assert.ElementsMatch(t, wantNext, next.Properties.Groups.Items.Properties.NextAction.Enum)
+
 	// What the schema refuses.
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(golden, &m))

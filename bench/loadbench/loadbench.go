@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"sort"
 	"sync"
@@ -18,9 +20,10 @@ import (
 
 	"github.com/agentdlq/agentdlq/bench/chaos"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/batch"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
+	"github.com/agentdlq/agentdlq/internal/awsmeter"
 	"github.com/agentdlq/agentdlq/ledger"
-	"github.com/agentdlq/agentdlq/local/esm"
 	"github.com/agentdlq/agentdlq/local/runner"
 	"github.com/agentdlq/agentdlq/local/topology"
 	"github.com/agentdlq/agentdlq/local/workload"
@@ -39,6 +42,16 @@ type Config struct {
 	Tasks int
 	// Seed is optional (default 0): the generated mix's shuffle seed.
 	Seed uint64
+	// Mix is optional (default "demo", workload.Mix): the generated
+	// workload, one of MixNames (Mixes).
+	Mix string
+	// NoRawRates is optional: skip the emulators' raw rates (the cost runs
+	// measure requests, not rates).
+	NoRawRates bool
+	// IdleTimeout is optional: how long the hot queue stays empty before
+	// the drain ends (default 30 s; a cost mix's, the visibility timeout
+	// and 15 s; under chaos, the same).
+	IdleTimeout time.Duration
 	// Workload is optional: tasks made elsewhere (workload.ReadFile),
 	// sent instead of the generated mix; WorkloadName names them.
 	Workload     []workload.Task
@@ -102,7 +115,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	lc := runner.Config{AWS: cfg.AWS, Pipeline: p,
 		Names: topology.Names{Hot: p.Name + "-" + run, DLQ: p.Name + "-" + run + "-dlq"}, Table: "agentdlq-ledger-" + run,
 		WorkerVersion: "load", Concurrency: sampleworker.LambdaConcurrency}
+	// Every AWS call of the drain is counted at its SDK client: the
+	// worker's (ledger, dead letters, visibility) and the mapping's
+	// (receives, deletes); the worker's log and metric lines are counted
+	// in bytes, as CloudWatch Logs ingests them.
+	meter, logs := &awsmeter.Meter{}, &awsmeter.ByteCounter{}
+	workerAWS, mappingAWS := meter.Config(cfg.AWS, "worker"), meter.Config(cfg.AWS, "mapping")
+	lc.WorkerSQS, lc.WorkerDynamoDB = sqs.NewFromConfig(workerAWS), dynamodb.NewFromConfig(workerAWS)
+	mappingSQS := sqs.NewFromConfig(mappingAWS)
+	lc.Logger, lc.Metrics = slog.New(batch.NewLogHandler(logs, nil)), logs
 	idle := 30 * time.Second
+	if cfg.Mix != "" && cfg.Mix != "demo" {
+		// A cost mix counts every request until every task has ended: an
+		// invocation that ran out of time on a busy machine leaves its
+		// messages hidden for the visibility timeout.
+		idle = time.Duration(p.VisibilityTimeoutSeconds+15) * time.Second
+	}
 	var hc *chaos.Client
 	if cfg.Chaos != nil {
 		px, err := chaos.Start(cfg.ChaosPath, cfg.ChaosUpstream, *cfg.Chaos)
@@ -115,9 +143,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		hc = chaos.NewClient()
 		switch cfg.ChaosPath {
 		case "sqs":
-			lc.WorkerSQS = sqs.NewFromConfig(cfg.AWS, func(o *sqs.Options) { o.BaseEndpoint, o.HTTPClient = aws.String(px.URL), hc })
+			viaProxy := func(o *sqs.Options) { o.BaseEndpoint, o.HTTPClient = aws.String(px.URL), hc }
+			lc.WorkerSQS, mappingSQS = sqs.NewFromConfig(workerAWS, viaProxy), sqs.NewFromConfig(mappingAWS, viaProxy)
 		case "dynamodb":
-			lc.WorkerDynamoDB = dynamodb.NewFromConfig(cfg.AWS, func(o *dynamodb.Options) { o.BaseEndpoint, o.HTTPClient = aws.String(px.URL), hc })
+			lc.WorkerDynamoDB = dynamodb.NewFromConfig(workerAWS, func(o *dynamodb.Options) { o.BaseEndpoint, o.HTTPClient = aws.String(px.URL), hc })
 		default:
 			return nil, fmt.Errorf("loadbench: ChaosPath %q: sqs or dynamodb", cfg.ChaosPath)
 		}
@@ -125,14 +154,42 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		// visibility timeout: wait longer than that before calling it idle.
 		idle = time.Duration(p.VisibilityTimeoutSeconds+15) * time.Second
 	}
+	if cfg.IdleTimeout > 0 {
+		idle = cfg.IdleTimeout
+	}
+	var deps sampleworker.DependencyDir
+	if cfg.Mix == "outage" {
+		// The outage: search-api is down for the whole run (the sample
+		// worker's dependency switch, `agentdlq local dependency down`),
+		// in a directory of this run's own.
+		dir, err := os.MkdirTemp("", "agentdlq-outage-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		deps = sampleworker.DependencyDir{Dir: dir}
+		lc.Dependencies = deps
+		if err := deps.Set(OutageDependency, true); err != nil {
+			return nil, err
+		}
+	}
 	l, err := runner.Setup(ctx, lc)
 	if err != nil {
 		return nil, err
 	}
+	// The mapping logs apart from the worker: Lambda's own mapping writes
+	// nothing to the function's log group.
+	l.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 
 	tasks, name := cfg.Workload, cfg.WorkloadName
 	if tasks == nil {
-		tasks, name = workload.Mix(run, cfg.Tasks, cfg.Seed), "generated mix (seed "+fmt.Sprint(cfg.Seed)+")"
+		if tasks, err = MakeMix(cfg.Mix, run, cfg.Tasks, cfg.Seed); err != nil {
+			return nil, err
+		}
+		name = "generated mix (seed " + fmt.Sprint(cfg.Seed) + ")"
+		if cfg.Mix != "" && cfg.Mix != "demo" {
+			name = "generated " + cfg.Mix + " mix (seed " + fmt.Sprint(cfg.Seed) + ")"
+		}
 	}
 	say("sending %d tasks (%s) to %s", len(tasks), runner.KindCounts(tasks), l.Queues.HotURL)
 	t0 := time.Now()
@@ -142,11 +199,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	sendSecs := time.Since(t0).Seconds()
 
-	var pollSQS esm.API
-	if lc.WorkerSQS != nil {
-		pollSQS = lc.WorkerSQS
-	}
-	m, mc, err := l.Mapping(runner.DrainOptions{Pollers: cfg.Pollers, IdleTimeout: idle, SQS: pollSQS}, true)
+	m, mc, err := l.Mapping(runner.DrainOptions{Pollers: cfg.Pollers, IdleTimeout: idle, SQS: mappingSQS}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -165,7 +218,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	drainSecs := time.Since(t1).Seconds()
 	activeSecs := l.LastInvocationEnd().Sub(t1).Seconds()
 
-	tagged, err := deadLetters(ctx, l, len(tasks))
+	tagged, err := deadLetters(ctx, l, sqs.NewFromConfig(meter.Config(cfg.AWS, "triage")), len(tasks))
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +306,36 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.TransientInvocations[k] = statsOf(c, want)
 	}
 
+	items, err := itemSizes(ctx, l.DynamoDB, l.Table)
+	if err != nil {
+		return nil, err
+	}
+	res.Mix = cfg.Mix
+	if res.Mix == "" && cfg.Workload == nil {
+		res.Mix = "demo"
+	}
+	memory := p.WorkerMemoryMB
+	if memory == 0 {
+		memory = 256
+	}
+	res.Requests = requests(meter, logs, items, tasks, stats.Batches, res.HandlerMsPerInvocation, memory, p.MaxReceiveCount, res.Receives, lc.Concurrency, acct)
+	res.Requests.Mix = res.Mix
+	if res.Requests.Mix == "" {
+		res.Requests.Mix = name
+	}
+	res.LedgerCallsPerMsg = float64(ledgerCalls) / float64(len(sent))
+	if cfg.Mix == "outage" && acct.ByReason[deadletter.ReasonDependencyOpen] > 0 {
+		say("recovery: %s back up, redriving %d dependency_open dead letters", OutageDependency, acct.ByReason[deadletter.ReasonDependencyOpen])
+		res.Recovery, err = recoverOutage(ctx, cfg.AWS, l, meter, deps, mappingSQS, idle, memory, lc.Concurrency, acct.ByReason[deadletter.ReasonDependencyOpen])
+		if err != nil {
+			return nil, err
+		}
+	}
+	if cfg.NoRawRates {
+		res.Failures = failures(res)
+		return res, nil
+	}
+
 	say("measuring the emulator's raw receive-and-delete rate")
 	res.RawMessages = cfg.RawMessages
 	if res.RawMessages == 0 {
@@ -267,7 +350,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Ratio = res.PipelineMsgsPerSec / res.RawMsgsPerSec
 	}
 	say("measuring the ledger emulator's raw rate (Begin+Complete on fresh keys)")
-	res.LedgerCallsPerMsg = float64(ledgerCalls) / float64(len(sent))
 	res.LedgerRawCallsPerSec, err = ledgerRate(ctx, ledger.NewDynamo(l.DynamoDB, l.Table), mc.Pollers, 5*time.Second)
 	if err != nil {
 		return nil, err
@@ -365,6 +447,14 @@ type Result struct {
 	// silently (a first attempt the SDK retried, or a response never got).
 	ReceiveErrors int64    `json:"receive_errors"`
 	Failures      []string `json:"failures,omitempty"`
+	// Mix is the generated mix's name (empty for a workload file).
+	Mix string `json:"mix,omitempty"`
+	// Requests are the AWS calls of the drain, per 1,000 tasks, and what
+	// they cost per million tasks.
+	Requests *Requests `json:"requests,omitempty"`
+	// Recovery is the outage mix's last phase: the dependency back up and
+	// its dead letters redriven and processed, counted apart.
+	Recovery *Recovery `json:"recovery,omitempty"`
 }
 
 // InvocationStats are the handler invocations of a set of messages.
@@ -435,10 +525,18 @@ func (r *Result) Print(out io.Writer) {
 	fmt.Fprintf(out, "active drain %.1fs (until the last invocation returned): %.0f messages/s\n", r.ActiveSeconds, r.ActiveMsgsPerSec)
 	fmt.Fprintf(out, "sent in %.1fs; drained in %.1fs with %d invocations (%.0f ms each on average): %.0f messages/s through the pipeline\n",
 		r.SendSeconds, r.DrainSeconds, r.Invocations, r.HandlerMsPerInvocation, r.PipelineMsgsPerSec)
-	fmt.Fprintf(out, "emulator raw receive+delete: %.0f messages/s (%d messages, same pollers); pipeline/raw = %.2f\n",
-		r.RawMsgsPerSec, r.RawMessages, r.Ratio)
-	fmt.Fprintf(out, "ledger: %.2f calls per message; the ledger's own calls on the DynamoDB emulator alone: %.0f/s with the same concurrency (a ceiling of about %.0f messages/s)\n",
-		r.LedgerCallsPerMsg, r.LedgerRawCallsPerSec, r.LedgerRawCallsPerSec/max(r.LedgerCallsPerMsg, 1))
+	if r.RawMessages > 0 {
+		fmt.Fprintf(out, "emulator raw receive+delete: %.0f messages/s (%d messages, same pollers); pipeline/raw = %.2f\n",
+			r.RawMsgsPerSec, r.RawMessages, r.Ratio)
+		fmt.Fprintf(out, "ledger: %.2f calls per message; the ledger's own calls on the DynamoDB emulator alone: %.0f/s with the same concurrency (a ceiling of about %.0f messages/s)\n",
+			r.LedgerCallsPerMsg, r.LedgerRawCallsPerSec, r.LedgerRawCallsPerSec/max(r.LedgerCallsPerMsg, 1))
+	}
+	if r.Requests != nil {
+		r.Requests.Print(out)
+	}
+	if r.Recovery != nil {
+		r.Recovery.Print(out)
+	}
 }
 
 // rawRate sends the bodies to a fresh queue and measures how fast `pollers`
@@ -549,7 +647,7 @@ func ledgerRate(ctx context.Context, l ledger.Ledger, conc int, d time.Duration)
 // (docs/local.md) hides its messages from the scan for the scan's visibility
 // timeout, so a short scan is repeated after it, the results joined by
 // message id.
-func deadLetters(ctx context.Context, l *runner.Local, tasks int) ([]triage.Tagged, error) {
+func deadLetters(ctx context.Context, l *runner.Local, api triage.ScanAPI, tasks int) ([]triage.Tagged, error) {
 	opts := triage.ScanOptions{MaxMessages: 10 * tasks, Receivers: 4, MaxDuration: 10 * time.Minute, VisibilityTimeout: 5 * time.Second}
 	byID := map[string]triage.Tagged{}
 	for try := 0; ; try++ {
@@ -557,11 +655,12 @@ func deadLetters(ctx context.Context, l *runner.Local, tasks int) ([]triage.Tagg
 		if err != nil {
 			return nil, err
 		}
-		tagged, err := l.DeadLetters(ctx, opts)
+		msgs, _, err := triage.Scan(ctx, api, l.Queues.DLQURL, opts)
 		if err != nil {
 			return nil, err
 		}
-		for _, t := range tagged {
+		for _, m := range msgs {
+			t := triage.Tag(m)
 			byID[t.MessageID] = t
 		}
 		if len(byID) >= depth || try == 3 {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -125,4 +126,66 @@ func TestRunUnderChaos(t *testing.T) {
 	assert.GreaterOrEqual(t, res.Receives, res.Tasks, "every message was received")
 	t.Logf("%s; network broke %d of %d exchanges; %d extra receives, %.0f messages/s active",
 		res.Line(), res.ChaosBroken, res.ChaosRequests, res.ExtraReceives, res.ActiveMsgsPerSec)
+}
+
+// A cost mix counts the drain's AWS calls at its clients: the mapping's
+// receives and deletes, the worker's ledger writes with the capacity
+// DynamoDB reported (dynalite computes it as DynamoDB does), its log
+// bytes; the ledger's items are sized, and the counts are priced.
+func TestRunCountsRequests(t *testing.T) {
+	t.Parallel()
+	cfg := localtest.AWS(t)
+	res, err := loadbench.Run(context.Background(), loadbench.Config{AWS: cfg, Pipeline: agentTasks(t), Tasks: 100, Seed: 3, Mix: "mostly-ok",
+		NoRawRates: true, IdleTimeout: 5 * time.Second, Pollers: 4, Run: localtest.Unique("lbc")})
+	require.NoError(t, err)
+	require.Zero(t, res.Lost)
+	q := res.Requests
+	require.NotNil(t, q)
+	assert.Equal(t, "mostly-ok", q.Mix)
+	ops := map[string]loadbench.OpCount{}
+	for _, o := range q.Ops {
+		ops[o.Role+" "+o.Service+" "+o.Operation] = o
+	}
+	recv, del, upd := ops["mapping SQS ReceiveMessage"], ops["mapping SQS DeleteMessageBatch"], ops["worker DynamoDB UpdateItem"]
+	assert.Positive(t, recv.Calls)
+	assert.EqualValues(t, res.Receives, recv.Entries, "every delivery came through the counted receive")
+	assert.Positive(t, del.Entries)
+	// Two ledger writes a valid task (Begin, Complete), one unit each: the
+	// items are under 1 KB, and DynamoDB's reported units say so.
+	assert.GreaterOrEqual(t, upd.Calls, int64(2*90))
+	assert.InDelta(t, float64(upd.Calls), upd.WriteUnits+float64(upd.ConditionFailed), 0.5)
+	assert.Positive(t, q.Items.Count)
+	assert.Zero(t, q.Items.Over1KB)
+	assert.Positive(t, q.LogBytes)
+	assert.InDelta(t, 2.0, q.PerTask.WriteUnits, 0.5)
+	assert.Positive(t, q.Cost.DynamoDB)
+	assert.InDelta(t, q.Cost.SQS+q.Cost.DynamoDB+q.Cost.S3+q.Cost.LambdaRequests+q.Cost.LambdaDuration+q.Cost.Logs, q.Cost.Total, 1e-9)
+	assert.Positive(t, q.PowertoolsCost.Total)
+	require.Len(t, q.Options, 3)
+	var out bytes.Buffer
+	res.Print(&out)
+	assert.Contains(t, out.String(), "requests per 1,000 tasks (mostly-ok mix")
+}
+
+// The outage mix: search-api is down for the drain, so its tasks end
+// dependency_open after their receives; then it is back up, the dead
+// letters are redriven with the gated selective redrive and processed, and
+// that phase is counted apart (the redrive's own calls under "redrive").
+func TestRunOutageRecovers(t *testing.T) {
+	t.Parallel()
+	cfg := localtest.AWS(t)
+	res, err := loadbench.Run(context.Background(), loadbench.Config{AWS: cfg, Pipeline: agentTasks(t), Tasks: 40, Seed: 5, Mix: "outage",
+		NoRawRates: true, IdleTimeout: 8 * time.Second, Pollers: 4, Run: localtest.Unique("lbo")})
+	require.NoError(t, err)
+	require.Zero(t, res.Lost)
+	assert.Equal(t, 20, res.ByReason["dependency_open"], "half the outage mix calls search-api: %s", res.Line())
+	require.NotNil(t, res.Recovery)
+	assert.Equal(t, 20, res.Recovery.Moved)
+	roles := map[string]bool{}
+	for _, o := range res.Recovery.Ops {
+		roles[o.Role+" "+o.Service+" "+o.Operation] = true
+	}
+	assert.True(t, roles["redrive SQS SendMessage"] || roles["redrive SQS SendMessageBatch"], "the redrive's sends are counted: %v", roles)
+	assert.True(t, roles["worker DynamoDB UpdateItem"], "the tasks were processed again: %v", roles)
+	assert.Positive(t, res.Recovery.Cost.Total)
 }

@@ -403,6 +403,7 @@ func TestEveryCommandHasExamplesAndOutput(t *testing.T) {
 		"agentdlq send": "table, json, markdown", "agentdlq pause": "table, json", "agentdlq resume": "table, json",
 		"agentdlq invoke": "json, table", "agentdlq bench": "json, table", "agentdlq local bench": "table, json",
 		"agentdlq version": "table, json", "agentdlq work": "json, table", "agentdlq local dependency list": "table, json",
+		"agentdlq capacity": "table, json",
 	}
 	seen := map[string]bool{}
 	var walk func(c *cobra.Command)

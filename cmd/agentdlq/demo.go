@@ -19,6 +19,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/local/esm"
 	"github.com/agentdlq/agentdlq/local/runner"
 	"github.com/agentdlq/agentdlq/local/topology"
@@ -161,7 +162,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	if n, err := emptyQueues(ctx, sqsc, q.HotURL, q.DLQURL); err != nil {
 		return err
 	} else if n > 0 {
-		fmt.Fprintf(out, "emptied %d messages an earlier run left on the pipeline's local queues\n", n)
+		fmt.Fprintf(out, "emptied %s an earlier run left on the pipeline's local queues\n", textutil.Count(n, "message", "messages"))
 	}
 	fmt.Fprintf(out, "demo timings (shortened so that retries happen within seconds): worker timeout %ds, visibility %ds, backoff %d-%ds; the rest as in %s\n",
 		p.WorkerTimeoutSeconds, p.VisibilityTimeoutSeconds, p.Backoff.BaseSeconds, p.Backoff.MaxSeconds, g.configPath)
@@ -202,17 +203,16 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	step("5/9 triage the DLQ (read-only) and export the eval dataset")
 	evalDir := filepath.Join(f.out, "evals")
 	report, err := triage.Run(ctx, triage.Config{
-		Pipeline: p, DLQURL: q.DLQURL, SQS: sqsc, Ledger: l,
+		Pipeline: p, DLQURL: q.DLQURL, SQS: sqsc, Ledger: l, Senders: q.Senders,
 		Export: eval.To(store.Folder{Root: evalDir}), Keep: render.KeepIn(store.Folder{Root: f.out}), Logger: log,
 	})
 	if err != nil && report == nil {
 		return err
 	}
+	// The report as agentdlq triage prints it, its eval export line
+	// included ("eval export to DIR: N new records … KEY"): said once.
 	if err := render.Text(out, report); err != nil {
 		return err
-	}
-	if report.Export != nil {
-		fmt.Fprintf(out, "eval export: %d records → %s\n", report.Export.Exported, filepath.Join(evalDir, report.Export.RecordsKey))
 	}
 
 	step("6/9 redrive plan")
@@ -263,7 +263,7 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	}
 	if !f.stop {
 		fmt.Fprintf(out, `
-What is left is real: %d dead letters on pipeline %s's DLQ, on emulators that keep running.
+What is left is real: %s on pipeline %s's DLQ, on emulators that keep running.
 Walk RUNBOOK.md on them:
   eval "$(make -s local-env)"                # point this shell at the emulators
   export PATH="$PWD/.local/bin:$PATH"        # the agentdlq make demo built
@@ -272,7 +272,7 @@ Walk RUNBOOK.md on them:
   agentdlq ui                                # or look at it in the console
 Start over: make local-down (the emulators keep nothing; out/'s audit and
 reports go to out/previous/), then make demo (which sets them aside too).
-`, acct.DeadLettered, p.Name, p.Name, p.Name)
+`, textutil.Count(acct.DeadLettered, "dead letter", "dead letters"), p.Name, p.Name, p.Name)
 	}
 	return nil
 }
@@ -404,7 +404,10 @@ func demoRedrive(ctx context.Context, out io.Writer, lp *runner.Local, auditPath
 		// letter processed (or, had it failed, back in the DLQ).
 		err = lp.WaitEmpty(ctx, q.HotURL, 2*time.Minute)
 	}
-	stopWorker()
+	// Stopped as an idle stop does, each poller finishing its receive (1 s):
+	// a poll abandoned would take the next message sent on the emulator (a
+	// receive of its budget spent, seen by no one; see agentdlq work).
+	m.Stop()
 	worker := <-done
 	if err != nil {
 		return fmt.Errorf("demo redrive: %w", err)
@@ -415,7 +418,7 @@ func demoRedrive(ctx context.Context, out io.Writer, lp *runner.Local, auditPath
 	if res.Canary != nil {
 		fmt.Fprintf(out, "canary: %d moved, %d processed, %d dead-lettered again: it passed, the rest followed\n", res.Canary.Moved, res.Canary.Processed, res.Canary.DeadLettered)
 	}
-	fmt.Fprintf(out, "redriven %d dead letters of %s; the worker then processed %d records (audit: %s)\n",
-		res.Moved, deadletter.ReasonDependencyOpen, worker.stats.Deleted, auditPath)
+	fmt.Fprintf(out, "redriven %s of %s; the worker then processed %s (audit: %s)\n",
+		textutil.Count(res.Moved, "dead letter", "dead letters"), deadletter.ReasonDependencyOpen, textutil.Count(int(worker.stats.Deleted), "record", "records"), auditPath)
 	return nil
 }

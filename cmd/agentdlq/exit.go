@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentdlq/agentdlq/internal/textutil"
 	"io"
+	"sort"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/agentdlq/agentdlq/internal/textutil"
 
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
@@ -174,6 +177,9 @@ type jsonError struct {
 	// with its command line when the pipeline is known.
 	Next   []jsonStep `json:"next,omitempty"`
 	Result any        `json:"result,omitempty"`
+	// Hint says why a command could not reach AWS or the emulators, and
+	// what to run (reachHint).
+	Hint string `json:"hint,omitempty"`
 }
 
 // jsonStep is one next step of a JSON error: the library's step
@@ -218,7 +224,7 @@ func report(c *cobra.Command, err error, stdout, stderr io.Writer) int {
 		return exit
 	}
 	if outputOf(c).errorJSON() {
-		je := jsonError{Error: err.Error(), Code: code, ExitCode: exit, Next: nextOf(err)}
+		je := jsonError{Error: err.Error(), Code: code, ExitCode: exit, Next: nextOf(err), Hint: reachHint(err)}
 		var re *resultError
 		if errors.As(err, &re) {
 			je.Result = re.result
@@ -230,6 +236,9 @@ func report(c *cobra.Command, err error, stdout, stderr io.Writer) int {
 	// An error may quote a message (a key, a tool name): its controls are
 	// shown escaped, its own line breaks kept.
 	fmt.Fprintln(stderr, "agentdlq:", textutil.EscapeBlock(strings.TrimRight(err.Error(), "\n")))
+	if hint := reachHint(err); hint != "" {
+		fmt.Fprintln(stderr, "agentdlq: hint:", textutil.Escape(hint))
+	}
 	help := ""
 	var ue *usageError
 	switch {
@@ -252,6 +261,48 @@ func unknownCommand(c *cobra.Command, name string) error {
 		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t") + "\n"
 	}
 	return &usageError{code: codeUnknownCommand, err: errors.New(msg), help: c.CommandPath()}
+}
+
+// flagSuggestions are the flags of c (its own and those it inherits) whose
+// name is within two edits of typed or starts with it, as "--name": what
+// cobra's suggestions do for commands, which it does not do for flags.
+func flagSuggestions(c *cobra.Command, typed string) []string {
+	var out []string
+	seen := map[string]bool{}
+	visit := func(f *pflag.Flag) {
+		if f.Hidden || f.Deprecated != "" || seen[f.Name] {
+			return
+		}
+		seen[f.Name] = true
+		if editDistance(strings.ToLower(typed), f.Name) <= c.SuggestionsMinimumDistance || (len(typed) > 1 && strings.HasPrefix(f.Name, typed)) {
+			out = append(out, "--"+f.Name)
+		}
+	}
+	c.Flags().VisitAll(visit)
+	c.InheritedFlags().VisitAll(visit)
+	sort.Strings(out)
+	return out
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // harden applies the exit-code conventions to every command under root:
@@ -282,6 +333,18 @@ func harden(root *cobra.Command) {
 		var fe *formatError
 		if errors.As(err, &fe) {
 			err = fe // pflag's "invalid argument "true" for "--markdown" flag: " says nothing more
+		}
+		var ne *pflag.NotExistError
+		if errors.As(err, &ne) {
+			// "agentdlq redriv plan --pipeline x": no command is named
+			// redriv, so cobra parsed the rest as the root's flags. The
+			// first word is what is wrong, not the flag of the command meant.
+			if args := c.Flags().Args(); c.HasSubCommands() && len(args) > 0 {
+				return unknownCommand(c, args[0])
+			}
+			if s := flagSuggestions(c, ne.GetSpecifiedName()); ne.GetSpecifiedShortnames() == "" && len(s) > 0 {
+				err = fmt.Errorf("%w\n\nDid you mean this?\n\t%s\n", err, strings.Join(s, "\n\t"))
+			}
 		}
 		return badUsage(c, err)
 	})

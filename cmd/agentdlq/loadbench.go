@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +31,9 @@ type loadFlags struct {
 	// front of (sqs or dynamodb).
 	chaos     string
 	chaosPath string
+	// mix is a loadbench.MixNames name, or "cost" (the three cost mixes
+	// in turn).
+	mix string
 }
 
 func newLoadBenchCmd(g *globalFlags) *cobra.Command {
@@ -58,6 +63,17 @@ directly; processed means done in the ledger table, read directly. Under chaos t
 extra receives, extra dead letters and poison invoked more than once are
 what the fault costs, reported, not failures.
 
+--mix picks the generated workload: demo (the default, every kind), mostly-ok
+(97% valid), failures-40 (40% failing), outage (half the tasks call a
+dependency that is down), or cost: the last three in turn, without the raw
+emulator rates, and a summary. Every run counts the AWS calls the drain makes
+at its SDK clients (the event source mapping's receives and deletes; the
+worker's ledger reads and writes with the capacity DynamoDB reports, dead-letter
+sends, visibility changes, S3) and the bytes of the worker's log lines, prints
+them per 1,000 tasks, and prices them per million tasks (us-east-1, arm64, the
+pipeline's worker memory; docs/performance.md) beside the same work done with
+Powertools' BatchProcessor and Idempotency.
+
 --workload FILE sends a workload made elsewhere instead (JSON Lines of bodies,
 a JSON array of bodies, or a Lambda SQS event): every message is accounted for
 the same way, the idempotency key read from each body, and the invocation
@@ -69,6 +85,8 @@ is doing goes to stderr; the result to stdout, as text (-o table, the default)
 or one JSON line (-o json, or --json).`,
 		Example: `  agentdlq local bench --tasks 2000
   agentdlq local bench --tasks 20000 -o json > bench.json    # make bench-load
+  agentdlq local bench --tasks 2000 --mix mostly-ok
+  agentdlq local bench --tasks 5000 --mix cost              # make bench-cost
   agentdlq local bench --tasks 2000 --chaos reset --chaos-path sqs
   agentdlq local bench --workload tasks.jsonl`,
 		Args: cobra.NoArgs,
@@ -85,6 +103,7 @@ or one JSON line (-o json, or --json).`,
 	f.out = addOutput(cmd, formatTable, formatJSON)
 	cmd.Flags().StringVar(&f.chaos, "chaos", "", "put a fault-injecting proxy (toxiproxy) in front of --chaos-path: "+strings.Join(chaos.ScenarioNames(), ", "))
 	cmd.Flags().StringVar(&f.chaosPath, "chaos-path", "sqs", "the path the --chaos proxy sits on: sqs (the pollers' receives and deletes, the worker's DLQ sends) or dynamodb (the ledger)")
+	cmd.Flags().StringVar(&f.mix, "mix", "demo", "generated workload: "+strings.Join(loadbench.MixNames(), ", ")+", or cost (the three cost mixes in turn)")
 	cmd.Flags().StringVar(&f.file, "workload", "", "send the bodies of this file instead of the generated mix: JSON Lines (one body a line), a JSON array, or a Lambda SQS event")
 	return cmd
 }
@@ -94,6 +113,15 @@ or one JSON line (-o json, or --json).`,
 func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out, stderr io.Writer) error {
 	if f.tasks < 1 && f.file == "" {
 		return withExit(2, errors.New("--tasks must be at least 1"))
+	}
+	mixes := []string{f.mix}
+	if f.mix == "cost" {
+		mixes = loadbench.CostMixes
+	} else if !slices.Contains(loadbench.MixNames(), f.mix) {
+		return withExit(2, fmt.Errorf("--mix %q: one of %s, or cost", f.mix, strings.Join(loadbench.MixNames(), ", ")))
+	}
+	if f.file != "" && f.mix != "demo" {
+		return withExit(2, errors.New("--mix and --workload: one or the other"))
 	}
 	var external []workload.Task
 	if f.file != "" {
@@ -135,37 +163,55 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out, stderr
 	if err != nil {
 		return err
 	}
-	// A bar over the drain, the long quiet part (a terminal only, not with
-	// -o json): records acknowledged of those sent.
 	var (
-		drain   *bar
-		started bool
+		failed  []string
+		results []*loadbench.Result
 	)
-	drained := func(deleted, sent int, done bool) {
-		if !started && !f.out.JSON() {
-			started, drain = true, g.newBar(stderr, int64(sent), "draining")
+	for i, mix := range mixes {
+		// A bar over the drain, the long quiet part (a terminal only, not
+		// with -o json): records acknowledged of those sent.
+		var (
+			drain   *bar
+			started bool
+		)
+		drained := func(deleted, sent int, done bool) {
+			if !started && !f.out.JSON() {
+				started, drain = true, g.newBar(stderr, int64(sent), "draining "+mix)
+			}
+			drain.Set(deleted)
+			if done {
+				drain.Finish()
+			}
 		}
-		drain.Set(deleted)
-		if done {
-			drain.Finish()
+		run := ""
+		if len(mixes) > 1 {
+			run = fmt.Sprintf("cost%d-%s", i, time.Now().UTC().Format("150405"))
 		}
-	}
-	res, err := loadbench.Run(ctx, loadbench.Config{AWS: cfg, Pipeline: workload.Quick(base), Tasks: f.tasks, Seed: f.seed,
-		Workload: external, WorkloadName: f.file, Pollers: f.pollers, Senders: f.senders, RawMessages: f.rawN, Progress: progress, Drained: drained,
-		Chaos: toxic, ChaosName: f.chaos, ChaosPath: f.chaosPath, ChaosUpstream: os.Getenv(map[string]string{"sqs": "AWS_ENDPOINT_URL_SQS", "dynamodb": "AWS_ENDPOINT_URL_DYNAMODB"}[f.chaosPath])})
-	drain.Finish() // a run that failed mid-drain
-	if err != nil {
-		return err
-	}
-	if f.out.JSON() {
-		if err := writeJSONLine(out, res); err != nil {
+		res, err := loadbench.Run(ctx, loadbench.Config{AWS: cfg, Pipeline: workload.Quick(base), Tasks: f.tasks, Seed: f.seed, Mix: mix, Run: run,
+			NoRawRates: f.mix == "cost",
+			Workload:   external, WorkloadName: f.file, Pollers: f.pollers, Senders: f.senders, RawMessages: f.rawN, Progress: progress, Drained: drained,
+			Chaos: toxic, ChaosName: f.chaos, ChaosPath: f.chaosPath, ChaosUpstream: os.Getenv(map[string]string{"sqs": "AWS_ENDPOINT_URL_SQS", "dynamodb": "AWS_ENDPOINT_URL_DYNAMODB"}[f.chaosPath])})
+		drain.Finish() // a run that failed mid-drain
+		if err != nil {
 			return err
 		}
-	} else {
-		res.Print(out)
+		results = append(results, res)
+		if f.out.JSON() {
+			if err := writeJSONLine(out, res); err != nil {
+				return err
+			}
+		} else {
+			res.Print(out)
+		}
+		for _, fl := range res.Failures {
+			failed = append(failed, mix+": "+fl)
+		}
 	}
-	if len(res.Failures) > 0 {
-		return fmt.Errorf("load bench: %s", strings.Join(res.Failures, "; "))
+	if len(results) > 1 && !f.out.JSON() {
+		loadbench.PrintCostSummary(out, results)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("load bench: %s", strings.Join(failed, "; "))
 	}
 	return nil
 }

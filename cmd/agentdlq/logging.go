@@ -3,13 +3,14 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"github.com/agentdlq/agentdlq/internal/textutil"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
 
 	"golang.org/x/term"
+
+	"github.com/agentdlq/agentdlq/internal/textutil"
 )
 
 // Log formats of --log-format.

@@ -3,12 +3,13 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/agentdlq/agentdlq/internal/textutil"
 	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/agentdlq/agentdlq/internal/textutil"
 )
 
 // format is what a command prints its result as: -o/--output.

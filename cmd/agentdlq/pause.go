@@ -56,7 +56,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input.`,
 			if err != nil {
 				return err
 			}
-			res, err := r.Pause(ctx, who, paused)
+			res, err := r.Pause(ctx, redrive.PauseRequest{Who: who, Paused: paused})
 			if err != nil {
 				return err
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/agentdlq/agentdlq/internal/textutil"
 	"io"
 	"log/slog"
 	"os"
@@ -22,7 +21,9 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/local/topology"
 	"github.com/agentdlq/agentdlq/pipeline"
@@ -316,7 +317,7 @@ func clientsOf(cfg aws.Config, ledgerTable string) redrive.Config {
 	return redrive.Config{
 		SQS: sqs.NewFromConfig(cfg), STS: sts.NewFromConfig(cfg), Evidence: s3c, EvidenceWriter: s3c,
 		Lambda: lambda.NewFromConfig(cfg), Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg), ledgerTable),
-		Catalog: agenttask.SampleCatalog(),
+		Catalog: sampleworker.Catalog(nil),
 	}
 }
 
@@ -437,7 +438,7 @@ func newRedriveStatusCmd(f *redriveFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tasks, err := r.Status(ctx, actorOr(actor))
+			tasks, err := r.Status(ctx, redrive.StatusRequest{Actor: actorOr(actor)})
 			if err != nil {
 				return err
 			}
@@ -705,7 +706,7 @@ func canaryProgress(con *errConsole) func(pending, moved int, waited, timeout ti
 				fmt.Fprintln(w)
 			}
 		case !said && pending > 0:
-			fmt.Fprintf(w, "canary: waiting up to %s for the outcome of %d messages (a worker must consume the hot queue)\n", timeout, moved)
+			fmt.Fprintf(w, "canary: waiting up to %s for the outcome of %s (a worker must consume the hot queue)\n", timeout, textutil.Count(moved, "message", "messages"))
 			said = true
 		}
 	}

@@ -3,13 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/agentdlq/agentdlq/internal/textutil"
 	"io"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 )
@@ -48,8 +48,9 @@ deleted (audited as a dry run).
 
 Refused, and nothing changes (exit 2): not the owner, no why, a patch that
 is not one, does not apply or changes nothing, a repaired task that breaks
-the contract, a security reason (signature_invalid, guardrail_reject,
-idempotency_key_reused) or redrive_loop, a mutating tool's task whose effect the ledger does not
+the contract, a reason a patch does not repair (docs/reasons.md's patch
+column: a security reason, redrive_loop, json_invalid, and a reason whose
+args are not at fault), a mutating tool's task whose effect the ledger does not
 settle as none (reconcile it as no effect first), and a message id the DLQ
 does not hold (a rerun after a repair says when it was repaired). A DLQ
 seen only in part exits 1 and says when to rerun.

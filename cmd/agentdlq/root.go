@@ -93,7 +93,7 @@ Conventions of every command:
 				g.searchedFrom = mustGetwd()
 			}
 		}
-		c.SetContext(awscfg.WithOptions(c.Context(), awscfg.Options{Profile: g.profile, Region: g.region}))
+		c.SetContext(awscfg.WithOptions(c.Context(), awscfg.Options{Profile: g.profile, Region: g.region, Logger: sdkLogger{g}}))
 		return nil
 	}
 	root.AddCommand(
@@ -107,6 +107,7 @@ Conventions of every command:
 		newLedgerCmd(g),
 		newUICmd(g),
 		newSendCmd(g),
+		newCapacityCmd(g),
 		newVersionCmd(),
 		newPauseCmd(g, true),
 		newPauseCmd(g, false),

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/local/topology"
 	"github.com/agentdlq/agentdlq/local/workload"
 )
@@ -90,7 +91,7 @@ deduplication id.`,
 				return mdTable(c.OutOrStdout(), []string{"pipeline", "queue", "sent"},
 					[][]string{{res.Pipeline, res.QueueURL, fmt.Sprint(res.Sent)}})
 			}
-			fmt.Fprintf(c.OutOrStdout(), "sent %d messages to %s (pipeline %s)\n", res.Sent, res.QueueURL, res.Pipeline)
+			fmt.Fprintf(c.OutOrStdout(), "sent %s to %s (pipeline %s)\n", textutil.Count(res.Sent, "message", "messages"), res.QueueURL, res.Pipeline)
 			return nil
 		},
 	}

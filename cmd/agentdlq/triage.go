@@ -193,7 +193,7 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	}
 
 	log := g.logger(cmd.ErrOrStderr())
-	rc := triage.Config{Pipeline: p, DLQURL: q.DLQURL, SQS: client, Logger: log, Filter: filter, Scan: triage.ScanOptions{
+	rc := triage.Config{Pipeline: p, DLQURL: q.DLQURL, SQS: client, Senders: q.Senders, Logger: log, Filter: filter, Scan: triage.ScanOptions{
 		VisibilityTimeout: f.visibility, Receivers: f.receivers, MaxMessages: f.maxMessages,
 		MaxDuration: time.Duration(f.maxSeconds) * time.Second,
 	}}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -53,7 +55,12 @@ duplicates skipped, dead-lettered (by reason), retried (left to their
 visibility timeout, to be received again; dead-lettered on their last
 receive if the failure lasts), dead-letter sends that failed (retried, not
 lost), deleted, and the errors of whole batches, deletes and receives. See docs/local.md for where this
-differs from Lambda.`,
+differs from Lambda.
+
+Ctrl-C or SIGTERM (kill %1) stops it after each poller's current receive
+(up to --wait) and what that receive brought, then it prints its counts; a
+second one stops it at once. A receive abandoned would cost the next
+message sent one receive of its budget, seen by no worker.`,
 		Example: `  agentdlq work --pipeline agent-tasks --until-idle
   agentdlq work --pipeline agent-tasks &                 # a worker for a canary to wait on
   agentdlq work --pipeline agent-tasks --until-idle --log-format json 2> worker.log`,
@@ -66,7 +73,7 @@ differs from Lambda.`,
 	cmd.Flags().BoolVar(&f.untilIdle, "until-idle", false, "stop once the hot queue is drained (or nothing arrived for --idle-timeout)")
 	cmd.Flags().DurationVar(&f.idleTimeout, "idle-timeout", 30*time.Second, "with --until-idle: stop after this long without a message")
 	cmd.Flags().IntVar(&f.pollers, "pollers", 0, "concurrent pollers (default: the pipeline's max_concurrency)")
-	cmd.Flags().DurationVar(&f.wait, "wait", 0, "long-polling wait of each receive (default 20s, 1s with --until-idle)")
+	cmd.Flags().DurationVar(&f.wait, "wait", 0, "long-polling wait of each receive, and the longest a stop waits for it (default 5s, 1s with --until-idle; Lambda's event source waits 20s)")
 	cmd.Flags().StringVar(&f.table, "ledger-table", "", "ledger table (default: $AGENTDLQ_LEDGER_TABLE; "+topology.LocalLedgerTable+" with local endpoints)")
 	cmd.Flags().StringVar(&f.logLevel, "log-level", "info", "debug, info, warn or error")
 	f.out = addOutput(cmd, formatJSON, formatTable)
@@ -102,14 +109,23 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 		mc.Pollers = f.pollers
 	}
 	mc.WaitTime = f.wait
-	if mc.WaitTime == 0 && f.untilIdle {
+	switch {
+	case mc.WaitTime > 0:
+	case f.untilIdle:
 		mc.WaitTime = time.Second
+	default:
+		// Lambda's event source polls 20 s; shorter here, since a stop
+		// (kill %1) waits for the current poll, and meanwhile the stopping
+		// worker still takes what that poll brings.
+		mc.WaitTime = 5 * time.Second
 	}
 	m, err := esm.New(rt.sqs, rt.worker.Handle, mc)
 	if err != nil {
 		return err
 	}
-	stats, err := m.Run(ctx)
+	runCtx, finished := stopGracefully(ctx, m, log, mc.WaitTime)
+	stats, err := m.Run(runCtx)
+	finished()
 	sum := newWorkSummary(p.Name, stats, counts)
 	if f.out == nil || f.out.JSON() { // JSON is the default
 		_ = writeJSONLine(stdout, sum)
@@ -123,6 +139,38 @@ func runWork(ctx context.Context, g *globalFlags, f *workFlags, stdout, stderr i
 		return ctx.Err()
 	}
 	return nil
+}
+
+// stopGracefully returns the context to run m with, which ends only on a
+// second interrupt, and the func to call once m's Run has returned. The
+// first interrupt (Ctrl-C, or SIGTERM: kill %1) ends ctx and stops m as an
+// idle stop does, each poller finishing its current receive (up to wait)
+// and handling what it brought. Run with ctx itself, the worker would
+// abandon its long polls, and SQS (fauxqs always) may still answer one
+// with the next message sent: received by no worker, that message waits
+// out its visibility timeout with one receive of its budget spent, and the
+// next worker sees it first as attempt 2.
+func stopGracefully(ctx context.Context, m *esm.Mapping, log *slog.Logger, wait time.Duration) (context.Context, func()) {
+	run, abandon := context.WithCancel(context.WithoutCancel(ctx))
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case <-finished:
+			return
+		case <-ctx.Done():
+		}
+		m.Stop()
+		log.Info("stopping: each poller finishes its current receive and handles what it brought (up to "+wait.String()+"); interrupt again to abandon the receives", "wait_s", wait.Seconds())
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sig)
+		select {
+		case <-finished:
+		case <-sig:
+			abandon()
+		}
+	}()
+	return run, func() { close(finished); abandon() }
 }
 
 // localRuntime is one pipeline's worker on the clients of this process's

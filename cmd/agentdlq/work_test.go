@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -148,4 +149,55 @@ func TestEMFLineNamesBatchMetrics(t *testing.T) {
 	for _, name := range []string{batch.MetricProcessed, batch.MetricRetried, batch.MetricDeadLettered, batch.MetricDLQSendFailures, batch.MetricDuplicatesSkipped, batch.MetricRequeued} {
 		assert.Contains(t, tags, name)
 	}
+}
+
+// Stopping a worker (Ctrl-C, or kill %1 as RUNBOOK.md does) spends no
+// message's receive: the worker finishes its long poll instead of
+// abandoning it. An abandoned poll stays open on fauxqs for its wait and
+// takes the next message sent (given back at once by scripts/fauxqs.mjs, its
+// receive count up by one): the next worker then saw that task first as
+// attempt 2, and the runbook's four receives were three (issue 30).
+func TestWorkStopSpendsNoReceive(t *testing.T) {
+	cfg, _, q, table := onEmulators(t, "agent-tasks")
+	client := sqs.NewFromConfig(cfg)
+	prefix := localtest.Unique("stop")
+	_, err := workload.Send(context.Background(), client, q.HotURL, false, []workload.Task{workload.Make(prefix, 0, workload.OK, 0)}, 1)
+	require.NoError(t, err)
+
+	ctx, interrupt := context.WithCancel(context.Background())
+	defer interrupt()
+	var out, logs bytes.Buffer
+	f := &workFlags{pipeline: "agent-tasks", pollers: 1, wait: 3 * time.Second, table: table, logLevel: "info"}
+	done := make(chan error, 1)
+	go func() {
+		done <- runWork(ctx, &globalFlags{configPath: filepath.Join("..", "..", pipeline.DefaultFile)}, f, &out, &logs)
+	}()
+	// The first task processed: the worker polls again, a long poll of 3 s.
+	require.Eventually(t, func() bool { return depthOf(t, client, q.HotURL) == 0 }, time.Minute, 100*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // let the poller start its next receive (no assertion on time)
+
+	interrupt()
+	_, err = workload.Send(context.Background(), client, q.HotURL, false, []workload.Task{workload.Make(prefix, 1, workload.OK, 0)}, 1)
+	require.NoError(t, err)
+	require.NoError(t, <-done)
+
+	// The second task was either handled by the stopping worker or is on
+	// the queue received by no one.
+	if depthOf(t, client, q.HotURL) == 0 {
+		var got workSummary
+		require.NoError(t, json.Unmarshal(out.Bytes(), &got), out.String())
+		assert.Equal(t, int64(2), got.Processed, "the stopping worker handled what its last receive brought")
+		return
+	}
+	var msgs []string
+	require.Eventually(t, func() bool {
+		r, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: &q.HotURL, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameApproximateReceiveCount}})
+		require.NoError(t, err)
+		for _, m := range r.Messages {
+			msgs = append(msgs, m.Attributes[string(types.MessageSystemAttributeNameApproximateReceiveCount)])
+		}
+		return len(msgs) > 0
+	}, 30*time.Second, 10*time.Millisecond)
+	assert.Equal(t, []string{"1"}, msgs, "this receive is the task's first: no abandoned poll took one (worker log: %s)", logs.String())
 }

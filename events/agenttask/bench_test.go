@@ -33,8 +33,8 @@ func cpuPerOp(b *testing.B) {
 }
 
 func BenchmarkDecodeTask(b *testing.B) {
-	catalog := agenttask.SampleCatalog()
-	b.Logf("decoder %s, body %d bytes", agenttask.DecoderName, len(benchBody))
+	catalog := sampleCatalog()
+	b.Logf("body %d bytes", len(benchBody))
 	b.SetBytes(int64(len(benchBody)))
 	b.ReportAllocs()
 	cpuPerOp(b)
@@ -46,7 +46,7 @@ func BenchmarkDecodeTask(b *testing.B) {
 }
 
 func BenchmarkDecodeTaskStd(b *testing.B) {
-	catalog := agenttask.SampleCatalog()
+	catalog := sampleCatalog()
 	b.SetBytes(int64(len(benchBody)))
 	b.ReportAllocs()
 	cpuPerOp(b)
@@ -134,7 +134,7 @@ func BenchmarkDecodeTaskLargeBatch(b *testing.B) {
 	if len(bodies) == 0 {
 		b.Fatal("no bodies")
 	}
-	catalog := agenttask.SampleCatalog()
+	catalog := sampleCatalog()
 	b.SetBytes(total / int64(len(bodies)))
 	b.ReportAllocs()
 	cpuPerOp(b)

@@ -2,17 +2,11 @@ package agenttask
 
 import (
 	"bytes"
-	"encoding/json"
-	"math/big"
 	"unicode/utf8"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/jsonscan"
 )
-
-// DecoderName names the decoder DecodeTask runs, so that benchmarks and the
-// bench command can say which path they measured.
-const DecoderName = "scan-v1"
 
 // requiredStrings are the non-empty string fields of agent task v1, in schema
 // order, with the maxLength the schema gives each (in characters).
@@ -94,75 +88,6 @@ func identControl(s []byte) bool {
 		}
 	}
 	return false
-}
-
-// DecodeTaskStd is the reference decoder built on encoding/json: slow, simple
-// and obviously right. DecodeTask must agree with it on every input; tests
-// and fuzzing hold them together.
-//
-// The rules, checked in this order (the first that fails is reported):
-// the body is a JSON object (json_invalid); then each of task_id, run_id,
-// tenant, idempotency_key, tool, tool_version, trace_id, created_at is
-// present, a string, not empty and within its maxLength, and the first six
-// (the identifiers) hold no control character (identControl); schema_version is
-// present, a number whose value is an integer (1, 1.0 and 1e0 alike, as in
-// JSON Schema), and 1; args is present and an object (schema_invalid with
-// the field); then, with a catalog, the tool is known (tool_unknown) and
-// supports the version (tool_version_unsupported). Duplicate keys: the last
-// one wins, as in encoding/json.
-func DecodeTaskStd(body []byte, catalog Catalog) (Task, error) {
-	var t Task
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if !json.Valid(body) || trimmed[0] != '{' {
-		return t, invalid(deadletter.ReasonJSONInvalid, "", detailNotObject)
-	}
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return t, invalid(deadletter.ReasonJSONInvalid, "", detailNotObject)
-	}
-	dsts := [...]*string{&t.TaskID, &t.RunID, &t.Tenant, &t.IdempotencyKey, &t.Tool, &t.ToolVersion, &t.TraceID, &t.CreatedAt}
-	for i, f := range requiredStrings {
-		v, ok := raw[f.name]
-		switch {
-		case !ok:
-			return Task{}, invalid(deadletter.ReasonSchemaInvalid, f.name, detailMissing)
-		case v[0] != '"' || json.Unmarshal(v, dsts[i]) != nil:
-			return Task{}, invalid(deadletter.ReasonSchemaInvalid, f.name, detailString)
-		case *dsts[i] == "":
-			return Task{}, invalid(deadletter.ReasonSchemaInvalid, f.name, detailEmpty)
-		case utf8.RuneCountInString(*dsts[i]) > f.max:
-			return Task{}, invalid(deadletter.ReasonSchemaInvalid, f.name, f.detail)
-		case f.ident && identControl([]byte(*dsts[i])):
-			return Task{}, invalid(deadletter.ReasonSchemaInvalid, f.name, detailControl)
-		}
-	}
-	sv, ok := raw["schema_version"]
-	if !ok {
-		return Task{}, invalid(deadletter.ReasonSchemaInvalid, "schema_version", detailMissing)
-	}
-	if sv[0] != '-' && (sv[0] < '0' || sv[0] > '9') {
-		return Task{}, invalid(deadletter.ReasonSchemaInvalid, "schema_version", detailInteger)
-	}
-	n, ok := new(big.Rat).SetString(string(sv))
-	if !ok || !n.IsInt() {
-		return Task{}, invalid(deadletter.ReasonSchemaInvalid, "schema_version", detailInteger)
-	}
-	if n.Cmp(big.NewRat(SchemaVersion, 1)) != 0 {
-		return Task{}, invalid(deadletter.ReasonSchemaInvalid, "schema_version", detailVersion)
-	}
-	t.SchemaVersion = SchemaVersion
-	args, ok := raw["args"]
-	if !ok {
-		return Task{}, invalid(deadletter.ReasonSchemaInvalid, "args", detailMissing)
-	}
-	if args[0] != '{' {
-		return Task{}, invalid(deadletter.ReasonSchemaInvalid, "args", detailArgs)
-	}
-	t.Args = args
-	if err := checkCatalog(t, catalog); err != nil {
-		return Task{}, err
-	}
-	return t, nil
 }
 
 func checkCatalog(t Task, catalog Catalog) error {
@@ -253,12 +178,8 @@ func memberIndex(key string) int {
 }
 
 // scanTask validates body as a JSON object and records its members. It
-// returns false when the body is not valid JSON or not an object. With a
-// name, the args object's top-level members are walked here, and *arg is
-// where the last one whose key reads as name stands in the last args
-// object (kind 0 when none does; args that is not an object fails the
-// task).
-func scanTask(b []byte, ms *[numMembers]member, name string, arg *member) bool {
+// returns false when the body is not valid JSON or not an object.
+func scanTask(b []byte, ms *[numMembers]member) bool {
 	i := jsonscan.SkipWS(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return false
@@ -291,11 +212,7 @@ func scanTask(b []byte, ms *[numMembers]member, name string, arg *member) bool {
 		case '"':
 			ve, vflags = jsonscan.ScanString(b, vs)
 		case '{':
-			if name != "" && keyIndex(b, ks, ke, kflags, &keyBuf) == memberArgs {
-				ve, *arg = scanArgs(b, vs, name)
-			} else {
-				ve = jsonscan.SkipObject(b, vs, 2)
-			}
+			ve = jsonscan.SkipObject(b, vs, 2)
 		case '[':
 			ve = jsonscan.SkipArray(b, vs, 2)
 		default:
@@ -331,115 +248,27 @@ func scanTask(b []byte, ms *[numMembers]member, name string, arg *member) bool {
 	}
 }
 
-// keyIndex is the member of agent task v1 that the key b[ks:ke] (quotes
-// included, scanned with kflags) names, or -1, as scanTask finds it after
-// a value; this copy, for an object value, before it.
-func keyIndex(b []byte, ks, ke int, kflags uint8, keyBuf *[32]byte) int {
-	switch {
-	case kflags == 0:
-		return memberIndex(string(b[ks+1 : ke-1]))
-	case kflags&jsonscan.StrEscape != 0 && ke-ks <= 6*len(keyBuf):
-		// Rare: an escaped key. No member name has a byte >= 0x80, so a
-		// key with such a byte and no escape matches none.
-		return memberIndex(string(jsonscan.AppendUnquoted(keyBuf[:0], b[ks+1:ke-1])))
-	}
-	return -1
-}
-
-// scanArgs is jsonscan.SkipObject for the args object whose '{' is b[i] (at
-// depth 2), which also returns where the last of its top-level members
-// whose key reads as name stands (kind 0 when none does). A key reads as
-// name as encoding/json reads keys: escapes resolved, invalid UTF-8 as
-// U+FFFD, matched exactly.
-func scanArgs(b []byte, i int, name string) (int, member) {
-	var found member
-	i = jsonscan.SkipWS(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return i + 1, found
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return -1, found
-		}
-		ks := i
-		ke, kflags := jsonscan.ScanString(b, i)
-		if ke < 0 {
-			return -1, found
-		}
-		i = jsonscan.SkipWS(b, ke)
-		if i >= len(b) || b[i] != ':' {
-			return -1, found
-		}
-		vs := jsonscan.SkipWS(b, i+1)
-		ve := jsonscan.SkipValue(b, vs, 2)
-		if ve < 0 {
-			return -1, found
-		}
-		if keyIs(b[ks+1:ke-1], kflags, name) {
-			found = member{start: vs, end: ve, kind: b[vs]}
-		}
-		i = jsonscan.SkipWS(b, ve)
-		if i >= len(b) {
-			return -1, found
-		}
-		switch b[i] {
-		case ',':
-			i = jsonscan.SkipWS(b, i+1)
-		case '}':
-			return i + 1, found
-		default:
-			return -1, found
-		}
-	}
-}
-
-// keyIs reports whether the validated content of a key, scanned with
-// flags, reads as name. A decoded character takes at most 6 bytes of the
-// content (\uXXXX) and at least one byte of the name, so a content longer
-// than 6 bytes a byte of name cannot read as it.
-func keyIs(content []byte, flags uint8, name string) bool {
-	if flags == 0 {
-		return string(content) == name
-	}
-	if len(content) > 6*len(name) {
-		return false
-	}
-	var buf [64]byte
-	return string(jsonscan.AppendUnquoted(buf[:0], content)) == name
-}
-
-// DecodeTaskArg is DecodeTask that also returns the value of the args
-// member named name (the last one, keys read as encoding/json reads them:
-// escapes resolved, matched exactly), as its bytes stand in body (nil when
-// args has no such member, or on an error, or when name is empty). It finds the member in the
-// pass that validates args, where a search of Args after DecodeTask would
-// walk them again: the sample worker reads args.fault so.
-func DecodeTaskArg(body []byte, catalog Catalog, name string) (Task, []byte, error) {
-	var a member
-	t, err := decodeTaskMembers(body, catalog, name, &a)
-	if err != nil || a.kind == 0 {
-		return t, nil, err
-	}
-	return t, body[a.start:a.end:a.end], nil
-}
-
 // DecodeTask decodes and validates an agent task v1 body in a single pass. A
 // failure is a *ValidationError naming the poison reason and the field, the
-// same as DecodeTaskStd's on every input (see it for the rules). With a nil
+// same as the encoding/json reference decoder's in the tests on every input.
+//
+// The rules, checked in this order (the first that fails is reported):
+// the body is a JSON object (json_invalid); then each of task_id, run_id,
+// tenant, idempotency_key, tool, tool_version, trace_id, created_at is
+// present, a string, not empty and within its maxLength; schema_version is
+// present, a number whose value is an integer (1, 1.0 and 1e0 alike, as in
+// JSON Schema), and 1; args is present and an object (schema_invalid with
+// the field); then, with a catalog, the tool is known (tool_unknown) and
+// supports the version (tool_version_unsupported). Duplicate keys: the last
+// one wins, as in encoding/json. With a nil
 // catalog, tools are not checked. Args is a sub-slice of body: do not modify
 // body while the task is in use.
 //
 // It allocates once on success (the eight strings share one backing string)
 // and validates the whole body, args included, as encoding/json would.
 func DecodeTask(body []byte, catalog Catalog) (Task, error) {
-	return decodeTaskMembers(body, catalog, "", nil)
-}
-
-// decodeTaskMembers is DecodeTask, with *arg set as scanTask sets it for
-// name (arg is nil when name is empty).
-func decodeTaskMembers(body []byte, catalog Catalog, name string, arg *member) (Task, error) {
 	var ms [numMembers]member
-	if !scanTask(body, &ms, name, arg) {
+	if !scanTask(body, &ms) {
 		return Task{}, invalid(deadletter.ReasonJSONInvalid, "", detailNotObject)
 	}
 	s, ends, err := decodeStrings(body, &ms)

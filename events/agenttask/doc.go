@@ -14,11 +14,11 @@
 // DecodeTask validates a body and names the first rule it breaks, as a
 // *ValidationError with the poison reason (json_invalid, schema_invalid,
 // tool_unknown, tool_version_unsupported) and the field. It is a single pass
-// over the body (DecoderName says which decoder ran): the whole body,
+// over the body: the whole body,
 // args included, is validated as JSON exactly as encoding/json does; the
 // eight string fields are decoded (escapes, surrogate pairs, invalid UTF-8
 // replaced, as encoding/json) into one allocation; Args is the raw sub-slice
-// of the body. It must agree with DecodeTaskStd, the encoding/json reference,
+// of the body. It must agree with the tests' encoding/json reference decoder
 // on every input (tests and FuzzDecodeTask), and with the JSON Schema
 // (TestSchemaAgreesWithDecodeTask): schema_version is valid when its value is
 // the integer 1, whether written 1, 1.0 or 1e0; strings are limited to the
@@ -34,7 +34,8 @@
 // tool_version is semver. A catalog entry (Tool.Versions) declares the range
 // it supports: a major ("2", which is 2.x) or a constraint in the syntax of
 // github.com/Masterminds/semver/v3 (">=1.2.0 <4.0.0", "1.x || 3.x"); the
-// sample tools support 1.x through 3.x (SampleVersions). A version that is not
+// sample worker's tools support 1.x through 3.x (functions/sampleworker's
+// Versions). A version that is not
 // semver, or is outside the range, is tool_version_unsupported, and the
 // error names the range, so a producer's patch release is accepted and a
 // major the worker does not know is refused. Short forms read as the

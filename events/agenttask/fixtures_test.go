@@ -124,7 +124,7 @@ func TestFixturesAreLambdaSQSEvents(t *testing.T) {
 // args.fault conventions of doc.go.
 func checkExpectation(t *testing.T, sc string, k int, r events.SQSMessage, outcome string, reason deadletter.Reason, maxReceive int) {
 	t.Helper()
-	task, err := agenttask.DecodeTask([]byte(r.Body), agenttask.SampleCatalog())
+	task, err := agenttask.DecodeTask([]byte(r.Body), sampleCatalog())
 	if err != nil {
 		ve, ok := agenttask.AsValidationError(err)
 		require.True(t, ok)
@@ -180,7 +180,7 @@ func checkExpectation(t *testing.T, sc string, k int, r events.SQSMessage, outco
 		} else {
 			wantOutcome, wantReason = budget(deadletter.ReasonBudgetExhausted)
 		}
-	case f.Kind == "timeout_after_effect" && agenttask.SampleCatalog()[task.Tool].Mutates:
+	case f.Kind == "timeout_after_effect" && sampleCatalog()[task.Tool].Mutates:
 		wantOutcome, wantReason = "dead_letter", deadletter.ReasonEffectUnknown
 	case f.Kind == "timeout_after_effect":
 		wantOutcome, wantReason = budget(deadletter.ReasonBudgetExhausted)
@@ -298,7 +298,7 @@ func TestFixtureBodiesMalformed(t *testing.T) {
 		}
 		for _, b := range broken {
 			for _, d := range decoders {
-				_, err := d.fn([]byte(b), agenttask.SampleCatalog())
+				_, err := d.fn([]byte(b), sampleCatalog())
 				ve, ok := agenttask.AsValidationError(err)
 				if !ok || ve.Reason != deadletter.ReasonJSONInvalid {
 					t.Errorf("%s: body %d broken as %.60q...: %v", d.name, i, b, err)
@@ -306,4 +306,27 @@ func TestFixtureBodiesMalformed(t *testing.T) {
 			}
 		}
 	}
+}
+
+// sampleVersions is the range of tool_version the sample tools support.
+const sampleVersions = ">=1.0.0 <4.0.0"
+
+// sampleCatalog is the sample worker's tools (functions/sampleworker's
+// Catalog, without its verifiers), written out: the fixtures name them, and
+// agenttask's tests import nothing of the worker.
+func sampleCatalog() agenttask.Catalog {
+	c := agenttask.Catalog{}
+	for _, t := range []agenttask.Tool{
+		{Name: "web.search", Versions: sampleVersions},
+		{Name: "http.fetch", Versions: sampleVersions},
+		{Name: "code.exec", Versions: sampleVersions},
+		{Name: "file.read", Versions: sampleVersions},
+		{Name: "file.write", Versions: sampleVersions, Mutates: true},
+		{Name: "sql.query", Versions: sampleVersions},
+		{Name: "vector.search", Versions: sampleVersions},
+		{Name: "email.send", Versions: sampleVersions, Mutates: true},
+	} {
+		c[t.Name] = t
+	}
+	return c
 }

@@ -91,25 +91,6 @@ func (t Tool) SupportsVersion(v string) bool {
 	return rangeOf(t.Versions).check(v) == nil
 }
 
-// SampleCatalog returns the tools of the sample worker (ARCHITECTURE.md):
-// each supports tool versions 1.x through 3.x (SampleVersions).
-func SampleCatalog() Catalog {
-	c := Catalog{}
-	for _, t := range []Tool{
-		{Name: "web.search", Versions: SampleVersions},
-		{Name: "http.fetch", Versions: SampleVersions},
-		{Name: "code.exec", Versions: SampleVersions},
-		{Name: "file.read", Versions: SampleVersions},
-		{Name: "file.write", Versions: SampleVersions, Mutates: true},
-		{Name: "sql.query", Versions: SampleVersions},
-		{Name: "vector.search", Versions: SampleVersions},
-		{Name: "email.send", Versions: SampleVersions, Mutates: true},
-	} {
-		c[t.Name] = t
-	}
-	return c
-}
-
 // ValidationError is why a body is not a valid agent task: a poison reason and
 // the field or rule that failed.
 type ValidationError struct {

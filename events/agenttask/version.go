@@ -11,10 +11,6 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
-// SampleVersions is the range of tool_version the sample tools support:
-// 1.x through 3.x.
-const SampleVersions = ">=1.0.0 <4.0.0"
-
 // maxVerdicts bounds the verdicts a range remembers: producers send a handful
 // of distinct versions, and a flood of unique ones must not grow memory.
 const maxVerdicts = 64

@@ -82,10 +82,10 @@ func TestNewCatalogRefuses(t *testing.T) {
 	}
 }
 
-func TestSampleCatalogIsValid(t *testing.T) {
+func TestTestCatalogIsValid(t *testing.T) {
 	t.Parallel()
 	var tools []agenttask.Tool
-	for _, tool := range agenttask.SampleCatalog() {
+	for _, tool := range sampleCatalog() {
 		tools = append(tools, tool)
 	}
 	_, err := agenttask.NewCatalog(tools...)
@@ -115,7 +115,7 @@ func TestManyDistinctVersions(t *testing.T) {
 
 // The common versions are remembered: deciding one allocates nothing.
 func TestSupportedVersionDoesNotAllocate(t *testing.T) {
-	tool := agenttask.Tool{Name: "x", Versions: agenttask.SampleVersions}
+	tool := agenttask.Tool{Name: "x", Versions: sampleVersions}
 	tool.SupportsVersion("2.4.1")
 	allocs := testing.AllocsPerRun(100, func() { tool.SupportsVersion("2.4.1") })
 	assert.Zero(t, allocs)

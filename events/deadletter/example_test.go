@@ -20,7 +20,7 @@ func ExampleParseReason() {
 	}
 	// Output:
 	// budget_exhausted transient true retry yes
-	// tool_unknown poison false repair after_fix
+	// tool_unknown poison false fix_producer after_fix
 	// effect_unknown ambiguous false human_review never_blindly
 	// timeout is not a reason
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"time"
 
@@ -92,8 +91,8 @@ func AttributeSize(name string, a *Attribute) int {
 // and dlq_meta says so (Meta.Evidence). ErrBodyTooLarge is returned when
 // even the smallest dead letter does not fit.
 func FitDeadLetter(m Meta, original map[string]Attribute, bodyBytes, maxBytes int, evidenceRef string) (map[string]Attribute, *Evidence, error) {
-	attrs, err := EncodeDeadLetter(m, original)
-	if err == nil && MessageSize(bodyBytes, attrs) <= maxBytes {
+	attrs, err := encodeSized(m, original, bodyBytes, maxBytes)
+	if err == nil && attrs != nil {
 		return attrs, nil, nil
 	}
 	if err != nil && !errors.Is(err, ErrMetaTooLarge) {
@@ -137,11 +136,11 @@ func FitDeadLetter(m Meta, original map[string]Attribute, bodyBytes, maxBytes in
 	}
 	for i, step := range steps {
 		step()
-		attrs, err = EncodeDeadLetter(m, original)
+		attrs, err = encodeSized(m, original, bodyBytes, maxBytes)
 		if err != nil && !errors.Is(err, ErrMetaTooLarge) {
 			return nil, nil, fmt.Errorf("fit dead letter: %w", err)
 		}
-		if err == nil && MessageSize(bodyBytes, attrs) <= maxBytes {
+		if err == nil && attrs != nil {
 			if i == 0 { // the history alone: nothing to keep elsewhere
 				return attrs, nil, nil
 			}
@@ -158,15 +157,14 @@ func kept(original map[string]Attribute) map[string]Attribute {
 	if KeepsAll(original) {
 		return original
 	}
-	out := maps.Clone(original)
-	for name := range out {
-		if len(name) >= len(AttrPrefix) && name[:len(AttrPrefix)] == AttrPrefix {
-			delete(out, name)
-		}
+	named := make([]NamedAttribute, 0, len(original))
+	for name, a := range original {
+		named = append(named, NamedAttribute{Name: name, Attribute: a})
 	}
-	names := slices.Sorted(maps.Keys(out))
-	for _, name := range names[min(len(names), MaxKeptAttributes):] {
-		delete(out, name)
+	keep, _ := FoldNamed(named, nil, nil)
+	out := make(map[string]Attribute, len(keep))
+	for _, a := range keep {
+		out[a.Name] = a.Attribute
 	}
 	return out
 }

@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 )
@@ -142,47 +142,7 @@ var (
 // is redacted and truncated here, whatever the caller passed. original is not
 // modified.
 func EncodeDeadLetter(m Meta, original map[string]Attribute) (map[string]Attribute, error) {
-	if !m.Reason.Valid() {
-		return nil, fmt.Errorf("encode dead letter: unknown reason %q", m.Reason)
-	}
-	normalize(&m)
-
-	// Sized for what it will hold: a small map (eight entries or fewer) is
-	// much cheaper to make than one hinted for the SQS maximum.
-	out := make(map[string]Attribute, min(len(original), MaxKeptAttributes)+2)
-	var folded map[string]Attribute
-	if KeepsAll(original) {
-		// Nothing is folded, so the name order does not matter: no sort.
-		for name, a := range original {
-			out[name] = a
-		}
-	} else {
-		names := make([]string, 0, len(original))
-		for name := range original {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			a := original[name]
-			if Keeps(name, len(out)) {
-				out[name] = a
-				continue
-			}
-			if folded == nil {
-				folded = make(map[string]Attribute)
-			}
-			folded[name] = a
-		}
-	}
-	m.Folded = folded
-
-	data, err := encodeMeta(make([]byte, 0, 768+256*len(m.History)), &m)
-	if err != nil {
-		return nil, err
-	}
-	out[AttrReason] = Attribute{DataType: "String", StringValue: string(m.Reason)}
-	out[AttrMeta] = Attribute{DataType: "String", StringValue: string(data)}
-	return out, nil
+	return encodeSized(m, original, 0, math.MaxInt)
 }
 
 // AppendMeta appends to dst the dlq_meta document that EncodeDeadLetter
@@ -225,6 +185,14 @@ func KeepsAll[V any](original map[string]V) bool {
 		}
 	}
 	return true
+}
+
+// NamedAttribute is one original message attribute with its name, for a
+// caller that holds a message's attributes in a slice rather than a map
+// (see FoldNamed and LetterSize).
+type NamedAttribute struct {
+	Name string
+	Attribute
 }
 
 // Keeps is the fold rule of EncodeDeadLetter for one original attribute,
@@ -301,7 +269,7 @@ func DecodeDeadLetter(attrs map[string]Attribute) (*Meta, map[string]Attribute, 
 	raw, ok := attrs[AttrMeta]
 	if !ok {
 		if r, ok := attrs[AttrReason]; ok {
-			return nil, original, fmt.Errorf("%w: dlq_reason %q without dlq_meta", ErrMetaInvalid, r.StringValue)
+			return nil, original, fmt.Errorf("%w: dlq_reason %q without dlq_meta", ErrMetaInvalid, Redact(r.StringValue, maxReasonRunes))
 		}
 		return nil, original, nil
 	}
@@ -315,10 +283,14 @@ func DecodeDeadLetter(attrs map[string]Attribute) (*Meta, map[string]Attribute, 
 		original[name] = a
 	}
 	if r, ok := attrs[AttrReason]; ok && Reason(r.StringValue) != m.Reason {
-		return m, original, fmt.Errorf("%w: dlq_reason %q, dlq_meta reason %q", ErrMetaMismatch, r.StringValue, m.Reason)
+		return m, original, fmt.Errorf("%w: dlq_reason %q, dlq_meta reason %q", ErrMetaMismatch, Redact(r.StringValue, maxReasonRunes), m.Reason)
 	}
 	return m, original, nil
 }
+
+// maxReasonRunes bounds a reason that is not one, as an error quotes it
+// (redacted: anyone may have written it).
+const maxReasonRunes = 64
 
 // ParseMeta decodes and checks one dlq_meta document.
 func ParseMeta(data []byte) (*Meta, error) {
@@ -345,7 +317,14 @@ func ParseMeta(data []byte) (*Meta, error) {
 		}
 	}
 	if !m.Reason.Valid() {
-		return nil, fmt.Errorf("%w: unknown reason %q", ErrMetaInvalid, m.Reason)
+		return nil, fmt.Errorf("%w: unknown reason %q", ErrMetaInvalid, Redact(string(m.Reason), maxReasonRunes))
+	}
+	// The texts are redacted again by this build's rules: a letter written
+	// before them, or a dlq_meta a producer set itself, holds what they catch.
+	// The worker's own texts are already redacted and come out unchanged.
+	m.Error = Redact(m.Error, MaxErrorRunes)
+	for i := range m.History {
+		m.History[i].Error = Redact(m.History[i].Error, MaxErrorRunes/2)
 	}
 	return &m, nil
 }

@@ -159,7 +159,7 @@ func TestEncodeDeadLetterRedactsAndBounds(t *testing.T) {
 	assert.Equal(t, 12, got.History[9].Receive)
 	assert.Equal(t, "try 12: password=[REDACTED]", got.History[9].Error)
 	assert.Equal(t, deadletter.ClassUnknown, got.Class)
-	assert.Equal(t, deadletter.NextRepair, got.NextAction)
+	assert.Equal(t, deadletter.NextFixProducer, got.NextAction)
 }
 
 func TestEncodeDeadLetterTooLarge(t *testing.T) {
@@ -268,7 +268,7 @@ func TestMetaJSONIsCompact(t *testing.T) {
 	out, err := deadletter.EncodeDeadLetter(m, nil)
 	require.NoError(t, err)
 	raw := out[deadletter.AttrMeta].StringValue
-	assert.Equal(t, `{"v":1,"class":"poison","reason":"json_invalid","next_action":"repair","attempts":0,"dead_lettered_at":"2026-11-29T12:00:00Z"}`, raw)
+	assert.Equal(t, `{"v":1,"class":"poison","reason":"json_invalid","next_action":"fix_producer","attempts":0,"dead_lettered_at":"2026-11-29T12:00:00Z"}`, raw)
 	assert.True(t, json.Valid([]byte(raw)))
 }
 
@@ -295,7 +295,7 @@ func ExampleEncodeDeadLetter() {
 	// Output:
 	// [dlq_meta dlq_reason tenant trace]
 	// schema_invalid
-	// {"v":1,"class":"poison","reason":"schema_invalid","next_action":"repair","attempts":1,"error":"schema_invalid: args: must be an object; token=[REDACTED]","message_id":"0b4c6f9e-2f51-4c1a-9d2e-6a7b8c9d0e1f","dead_lettered_at":"2026-11-29T12:00:00Z"}
+	// {"v":1,"class":"poison","reason":"schema_invalid","next_action":"patch_and_redrive","attempts":1,"error":"schema_invalid: args: must be an object; token=[REDACTED]","message_id":"0b4c6f9e-2f51-4c1a-9d2e-6a7b8c9d0e1f","dead_lettered_at":"2026-11-29T12:00:00Z"}
 }
 
 func ExampleDecodeDeadLetter() {

@@ -65,18 +65,67 @@ func (c Class) Retryable() bool {
 	return c == ClassTransient || c == ClassAuthorization || c == ClassDependency
 }
 
-// NextAction is what an operator does next with a dead letter of a reason.
+// NextAction is what an operator does next with a dead letter of a reason:
+// one per reason, in the words Describe returns (docs/reasons.md, triage's
+// reports, redrive's plan and the console all show the same).
 type NextAction string
 
 const (
-	NextRetry       NextAction = "retry"           // redrive as it is
-	NextRetryAfter  NextAction = "retry_after_fix" // redrive once the configuration is fixed
-	NextRepair      NextAction = "repair"          // fix the producer or the worker, then redrive
-	NextReject      NextAction = "reject"          // never redrive; record the rejection
-	NextHumanReview NextAction = "human_review"    // a person decides (reconcile first where effects may have happened)
+	// NextRetry: redrive it as it is.
+	NextRetry NextAction = "retry"
+	// NextRetryAfter: fix the credential, permission or configuration, then
+	// redrive it as it is.
+	NextRetryAfter NextAction = "retry_after_fix"
+	// NextFixProducer: fix the producer (or the worker, where the fault is
+	// its own) and deploy; then redrive. The dead letter's body is not
+	// changed: a patch of its args does not repair it, or is not the first
+	// thing to try (see Reason.Patchable).
+	NextFixProducer NextAction = "fix_producer"
+	// NextPatchAndRedrive: the task's args are at fault: patch them
+	// (`agentdlq redrive repair`, the console's Repair form), which sends
+	// the repaired task; fix the producer too, so no more arrive.
+	NextPatchAndRedrive NextAction = "patch_and_redrive"
+	// NextReject: never redrive it; record the rejection (audit).
+	NextReject NextAction = "reject"
+	// NextHumanReview: a person decides (reconcile first where an effect
+	// may have happened).
+	NextHumanReview NextAction = "human_review"
 )
 
-// Redrivable says whether a reason's dead letters may be redriven.
+var nextActions = []struct {
+	a    NextAction
+	text string
+}{
+	{NextRetry, "redrive it as it is."},
+	{NextRetryAfter, "fix the credential, permission or configuration, then redrive it as it is."},
+	{NextFixProducer, "fix the producer (or the worker, where the fault is its own) and deploy, then redrive; the letter's body is not patched."},
+	{NextPatchAndRedrive, "patch the task's args (`agentdlq redrive repair`, the console's Repair form), which sends the repaired task; fix the producer too."},
+	{NextReject, "never redrive it; record the rejection (audit)."},
+	{NextHumanReview, "a person decides; where an effect may have happened, reconcile it first (ledger receipt or the external system)."},
+}
+
+// AllNextActions lists every next action in the order above.
+func AllNextActions() []NextAction {
+	out := make([]NextAction, len(nextActions))
+	for i, n := range nextActions {
+		out[i] = n.a
+	}
+	return out
+}
+
+// Describe is the next action in the words an operator acts on ("" for an
+// unknown one).
+func (a NextAction) Describe() string {
+	for _, n := range nextActions {
+		if n.a == a {
+			return n.text
+		}
+	}
+	return ""
+}
+
+// Redrivable says whether a reason's dead letters may be redriven as they
+// are (a redrive moves the body unchanged; a patch is Reason.Patchable).
 type Redrivable string
 
 const (
@@ -87,12 +136,44 @@ const (
 	RedriveNeverBlind  Redrivable = "never_blindly" // only after reconciling the external effect
 )
 
+var redrivables = []struct {
+	r    Redrivable
+	text string
+}{
+	{RedriveYes, "may be redriven as it is."},
+	{RedriveAfterFix, "may be redriven once the fix is deployed."},
+	{RedriveAfterReview, "may be redriven once a person has looked at why the broker moved it."},
+	{RedriveNeverBlind, "never blindly: only after the external effect is reconciled."},
+	{RedriveNever, "never as it is: reject it (or compensate, or patch its args where the reason allows a patch) instead."},
+}
+
+// AllRedrivables lists every redrivability in the order above.
+func AllRedrivables() []Redrivable {
+	out := make([]Redrivable, len(redrivables))
+	for i, r := range redrivables {
+		out[i] = r.r
+	}
+	return out
+}
+
+// Describe says what the redrivability allows ("" for an unknown one).
+func (r Redrivable) Describe() string {
+	for _, x := range redrivables {
+		if x.r == r {
+			return x.text
+		}
+	}
+	return ""
+}
+
 // Reason is why a message is in a DLQ: the value of the dlq_reason attribute.
 type Reason string
 
-// The reasons, one closed set. Each has a class, a default next action and a
-// redrivability; see Info and the table in docs/reasons.md, which a test keeps
-// in step with this file.
+// The reasons, one closed set. Each has one policy, written once in the
+// table below (see Info): its class, its next action, whether it may be
+// redriven as it is, and whether a patch of its args may repair it. Triage,
+// redrive (plan, select, repair), the console and docs/reasons.md all read
+// it; tests keep them in step.
 const (
 	// ReasonBudgetExhausted: a transient failure on the last allowed receive.
 	ReasonBudgetExhausted Reason = "budget_exhausted"
@@ -131,12 +212,23 @@ const (
 	ReasonRedriveLoop Reason = "redrive_loop"
 )
 
-// ReasonInfo is one row of the reason taxonomy.
+// ReasonInfo is one row of the reason taxonomy: the policy of a reason.
 type ReasonInfo struct {
-	Reason     Reason
-	Class      Class
-	Next       NextAction
+	Reason Reason
+	Class  Class
+	// Next is what an operator does next (NextAction.Describe says it in words).
+	Next NextAction
+	// Redrivable says whether its dead letters may be redriven as they are.
 	Redrivable Redrivable
+	// Patchable is true when a patch of the task's args may repair it
+	// (`agentdlq redrive repair`, the console's Repair form): the body is
+	// a task the worker read, its args may be at fault, and no control
+	// stands in the way. False where there are no args to patch
+	// (json_invalid), where what is at fault is not in the args (a tool's
+	// name or version, a credential, a dependency, a transient failure:
+	// retry or fix instead), and where a patch would go around a control
+	// (a signature, a guardrail, a reused key, a redrive loop).
+	Patchable bool
 	// Immediate is true when the worker dead-letters on the first failure,
 	// false when it retries inside the budget first.
 	Immediate bool
@@ -146,22 +238,24 @@ type ReasonInfo struct {
 	Summary string
 }
 
+// taxonomy is the policy table: one row per reason, and the only place a
+// reason's next action, redrivability and patchability are written.
 var taxonomy = []ReasonInfo{
-	{ReasonBudgetExhausted, ClassTransient, NextRetry, RedriveYes, false, false, "transient failure (429, 5xx, timeout before any effect) on the last allowed receive"},
-	{ReasonJSONInvalid, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the body is not a JSON object"},
-	{ReasonSchemaInvalid, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the body breaks the agent task v1 schema"},
-	{ReasonToolUnknown, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the task names a tool that is not in the catalog"},
-	{ReasonToolVersionUnsupported, ClassPoison, NextRepair, RedriveAfterFix, true, false, "the tool exists, but tool_version is not semver or is outside the tool's range"},
-	{ReasonSignatureInvalid, ClassSecurity, NextReject, RedriveNever, true, false, "the task's signature did not verify"},
-	{ReasonGuardrailReject, ClassSecurity, NextHumanReview, RedriveNever, true, false, "a guardrail rejected the task"},
-	{ReasonIdempotencyKeyReused, ClassSecurity, NextHumanReview, RedriveNever, true, false, "the idempotency key is known with other args (a reused key or changed args): never run"},
-	{ReasonAuthConfig, ClassAuthorization, NextRetryAfter, RedriveAfterFix, false, false, "expired credential, AccessDenied or KMS denied on every allowed receive"},
-	{ReasonDependencyOpen, ClassDependency, NextRetry, RedriveYes, false, false, "a dependency's circuit breaker stayed open for the whole budget"},
-	{ReasonEffectUnknown, ClassAmbiguous, NextHumanReview, RedriveNeverBlind, true, false, "a mutating tool call started and its outcome is unknown: reconcile first"},
-	{ReasonPolicyLimit, ClassPolicy, NextHumanReview, RedriveNever, true, false, "too many steps, turns or too much cost"},
-	{ReasonUnclassified, ClassUnknown, NextRepair, RedriveAfterFix, true, false, "an error nobody classified, or a panic"},
-	{ReasonReceiveLimit, ClassBroker, NextHumanReview, RedriveAfterReview, false, true, "the broker moved it after maxReceiveCount receives: crash, Lambda timeout or out of memory"},
-	{ReasonRedriveLoop, ClassLedger, NextReject, RedriveNever, true, false, "the same idempotency key dead-lettered again after repeated redrives"},
+	{ReasonBudgetExhausted, ClassTransient, NextRetry, RedriveYes, false, false, false, "transient failure (429, 5xx, timeout before any effect) on the last allowed receive"},
+	{ReasonJSONInvalid, ClassPoison, NextFixProducer, RedriveAfterFix, false, true, false, "the body is not a JSON object"},
+	{ReasonSchemaInvalid, ClassPoison, NextPatchAndRedrive, RedriveAfterFix, true, true, false, "the body breaks the agent task v1 schema"},
+	{ReasonToolUnknown, ClassPoison, NextFixProducer, RedriveAfterFix, false, true, false, "the task names a tool that is not in the catalog"},
+	{ReasonToolVersionUnsupported, ClassPoison, NextFixProducer, RedriveAfterFix, false, true, false, "the tool exists, but tool_version is not semver or is outside the tool's range"},
+	{ReasonSignatureInvalid, ClassSecurity, NextReject, RedriveNever, false, true, false, "the task's signature did not verify"},
+	{ReasonGuardrailReject, ClassSecurity, NextReject, RedriveNever, false, true, false, "a guardrail rejected the task"},
+	{ReasonIdempotencyKeyReused, ClassSecurity, NextReject, RedriveNever, false, true, false, "the idempotency key is known with other args (a reused key or changed args): never run"},
+	{ReasonAuthConfig, ClassAuthorization, NextRetryAfter, RedriveAfterFix, false, false, false, "expired credential, AccessDenied or KMS denied on every allowed receive"},
+	{ReasonDependencyOpen, ClassDependency, NextRetry, RedriveYes, false, false, false, "a dependency's circuit breaker stayed open for the whole budget"},
+	{ReasonEffectUnknown, ClassAmbiguous, NextHumanReview, RedriveNeverBlind, true, true, false, "a mutating tool call started and its outcome is unknown: reconcile first"},
+	{ReasonPolicyLimit, ClassPolicy, NextPatchAndRedrive, RedriveNever, true, true, false, "too many steps, turns or too much cost"},
+	{ReasonUnclassified, ClassUnknown, NextFixProducer, RedriveAfterFix, true, true, false, "an error nobody classified, or a panic"},
+	{ReasonReceiveLimit, ClassBroker, NextHumanReview, RedriveAfterReview, true, false, true, "the broker moved it after maxReceiveCount receives: crash, Lambda timeout or out of memory"},
+	{ReasonRedriveLoop, ClassLedger, NextReject, RedriveNever, false, true, false, "the same idempotency key dead-lettered again after repeated redrives"},
 }
 
 var byReason = func() map[Reason]ReasonInfo {
@@ -199,8 +293,13 @@ func (r Reason) Class() Class { return byReason[r].Class }
 // NextAction returns the reason's default next action ("" for an unknown reason).
 func (r Reason) NextAction() NextAction { return byReason[r].Next }
 
-// Redrivable returns whether the reason's dead letters may be redriven.
+// Redrivable returns whether the reason's dead letters may be redriven as
+// they are ("" for an unknown reason).
 func (r Reason) Redrivable() Redrivable { return byReason[r].Redrivable }
+
+// Patchable reports whether a patch of the task's args may repair a dead
+// letter of the reason (false for an unknown reason). See ReasonInfo.Patchable.
+func (r Reason) Patchable() bool { return byReason[r].Patchable }
 
 // ParseReason turns a string into a Reason, or fails naming the known ones.
 func ParseReason(s string) (Reason, error) {

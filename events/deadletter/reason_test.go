@@ -12,7 +12,11 @@ import (
 // architectureRows is the "Failure classes and reasons" table of
 // ARCHITECTURE.md, row by row, in the words of that table (shared/ is not in
 // the repository, so the rows are written out here). The taxonomy in
-// reason.go must say the same.
+// reason.go must say the same. Issue 29 changed the next actions where the
+// table contradicted itself: a reason never redriven is rejected, or
+// patched where its args may be at fault (guardrail_reject,
+// idempotency_key_reused and policy_limit said human_review); "repair"
+// became "fix the producer" or "patch and redrive", two names.
 var architectureRows = []struct {
 	class      string // the table's class column
 	action     string // the table's worker action column
@@ -21,14 +25,14 @@ var architectureRows = []struct {
 	redrivable string   // the table's redrivable column
 }{
 	{"transient", "retry with backoff inside the budget", []deadletter.Reason{"budget_exhausted"}, []string{"retry"}, "yes"},
-	{"poison", "dead-letter at once, zero retries", []deadletter.Reason{"json_invalid", "schema_invalid", "tool_unknown", "tool_version_unsupported"}, []string{"repair", "repair", "repair", "repair"}, "after the fix"},
+	{"poison", "dead-letter at once, zero retries", []deadletter.Reason{"json_invalid", "schema_invalid", "tool_unknown", "tool_version_unsupported"}, []string{"fix the producer", "patch and redrive", "fix the producer", "fix the producer"}, "after the fix"},
 	// idempotency_key_reused is issue 21's addition to the security row.
-	{"security", "dead-letter at once", []deadletter.Reason{"signature_invalid", "guardrail_reject", "idempotency_key_reused"}, []string{"reject", "human_review", "human_review"}, "no"},
+	{"security", "dead-letter at once", []deadletter.Reason{"signature_invalid", "guardrail_reject", "idempotency_key_reused"}, []string{"reject", "reject", "reject"}, "no"},
 	{"authorization / configuration", "retry inside the budget (a config fix may land)", []deadletter.Reason{"auth_config"}, []string{"retry after the fix"}, "after the fix"},
 	{"dependency open", "fail fast; dead-letter when the budget is spent", []deadletter.Reason{"dependency_open"}, []string{"retry"}, "yes"},
 	{"ambiguous external outcome", "dead-letter at once", []deadletter.Reason{"effect_unknown"}, []string{"human_review (reconcile first)"}, "never blindly"},
-	{"policy limit", "dead-letter at once", []deadletter.Reason{"policy_limit"}, []string{"human_review"}, "no"},
-	{"unknown", "dead-letter at once (never assume retryable)", []deadletter.Reason{"unclassified"}, []string{"repair"}, "after the fix"},
+	{"policy limit", "dead-letter at once", []deadletter.Reason{"policy_limit"}, []string{"patch and redrive"}, "no"},
+	{"unknown", "dead-letter at once (never assume retryable)", []deadletter.Reason{"unclassified"}, []string{"fix the producer"}, "after the fix"},
 	{"(inferred by triage)", "—", []deadletter.Reason{"receive_limit"}, []string{"human_review"}, "after review"},
 	{"(ledger)", "dead-letter", []deadletter.Reason{"redrive_loop"}, []string{"reject"}, "no"},
 }
@@ -42,7 +46,7 @@ var (
 		"(inferred by triage)": deadletter.ClassBroker, "(ledger)": deadletter.ClassLedger,
 	}
 	nextOf = map[string]deadletter.NextAction{
-		"retry": deadletter.NextRetry, "repair": deadletter.NextRepair, "reject": deadletter.NextReject, "human_review": deadletter.NextHumanReview,
+		"retry": deadletter.NextRetry, "fix the producer": deadletter.NextFixProducer, "patch and redrive": deadletter.NextPatchAndRedrive, "reject": deadletter.NextReject, "human_review": deadletter.NextHumanReview,
 		"retry after the fix": deadletter.NextRetryAfter, "human_review (reconcile first)": deadletter.NextHumanReview,
 	}
 	redrivableOf = map[string]deadletter.Redrivable{
@@ -140,6 +144,50 @@ func TestUnknownReason(t *testing.T) {
 	assert.Empty(t, r.Class())
 	assert.Empty(t, r.NextAction())
 	assert.Empty(t, r.Redrivable())
+	assert.False(t, r.Patchable())
+	assert.Empty(t, deadletter.NextAction("repair").Describe(), "repair is no next action: fix_producer or patch_and_redrive")
+}
+
+// TestPolicyHoldsTogether checks each reason's policy against itself: its
+// next action never contradicts its redrivability or its patch, and each
+// next action and redrivability has words an operator acts on.
+func TestPolicyHoldsTogether(t *testing.T) {
+	t.Parallel()
+	for _, info := range deadletter.Taxonomy() {
+		t.Run(string(info.Reason), func(t *testing.T) {
+			assert.NotEmpty(t, info.Next.Describe(), "the next action has words")
+			assert.NotEmpty(t, info.Redrivable.Describe(), "the redrivability has words")
+			assert.Equal(t, info.Patchable, info.Reason.Patchable())
+			// retry is exactly "redrivable as it is".
+			assert.Equal(t, info.Next == deadletter.NextRetry, info.Redrivable == deadletter.RedriveYes, "retry ⇔ redrivable yes")
+			// A reason never redriven as it is is rejected, or patched where a
+			// patch may repair it: never human_review (a review with no way on).
+			if info.Redrivable == deadletter.RedriveNever {
+				want := deadletter.NextReject
+				if info.Patchable {
+					want = deadletter.NextPatchAndRedrive
+				}
+				assert.Equal(t, want, info.Next, "never redriven as it is")
+			}
+			if info.Next == deadletter.NextReject {
+				assert.Equal(t, deadletter.RedriveNever, info.Redrivable, "a rejected reason is never redriven")
+				assert.False(t, info.Patchable, "a rejected reason is never patched")
+			}
+			if info.Next == deadletter.NextPatchAndRedrive {
+				assert.True(t, info.Patchable, "patch and redrive needs a patch")
+			}
+			if info.Next == deadletter.NextFixProducer || info.Next == deadletter.NextRetryAfter {
+				assert.Equal(t, deadletter.RedriveAfterFix, info.Redrivable, "a fix comes before the redrive")
+			}
+			// A patch never goes around a security control or a redrive loop,
+			// and needs args: a body that is a JSON object.
+			if info.Class == deadletter.ClassSecurity || info.Reason == deadletter.ReasonRedriveLoop || info.Reason == deadletter.ReasonJSONInvalid {
+				assert.False(t, info.Patchable, "never patched")
+			}
+		})
+	}
+	assert.Len(t, deadletter.AllNextActions(), 6)
+	assert.Len(t, deadletter.AllRedrivables(), 5)
 }
 
 func TestClassesMatchArchitecture(t *testing.T) {

@@ -35,54 +35,26 @@ type redaction struct {
 	apply func(s string) string
 }
 
-// secretKeys are the key names whose values are secrets in key=value and
-// "key": "value" pairs and, through IsSecretKey, in the objects of the eval
-// export. A name may have a prefix (client_secret) or a suffix after _ or -
-// (password_hash), or a camel-case one (passwordHash); "tokens" or
-// "secretsmanager" are other words, not secrets.
-var secretKeys = []string{
-	"password", "passwd", "pwd", "passphrase", "secret", "token",
-	"apikey", "api_key", "api-key", "access_key", "access-key", "private_key", "private-key",
-	"credential", "session_id", "session-id", "sessionid", "signature", "cookie", "authorization",
-	"card_number", "card-number", "cardnumber", "cvv", "cvc",
-}
-
-// secretKeySuffixes are the lower-case words that may follow a secret key
-// name directly (secretkey, tokenvalue) and still name a secret.
-var secretKeySuffixes = []string{"key", "id", "value", "hash", "string", "text", "data", "b64", "base64"}
-
-// IsSecretKey reports whether an object key or a key=value name holds a
-// secret whatever its value: it contains one of the secret key names
-// (password, pwd, passphrase, token, api_key, card_number, ...) that is not
-// the start of a longer lower-case word. The eval export and the key=value
-// rule of Redact decide with it alike.
-func IsSecretKey(name string) bool {
-	for _, w := range secretKeys {
-		for from := 0; from+len(w) <= len(name); {
-			i := indexFold(name[from:], w)
-			if i < 0 {
-				break
-			}
-			rest := name[from+i+len(w):]
-			if rest == "" || !('a' <= rest[0] && rest[0] <= 'z') {
-				return true // end, a separator, a digit or camel case
-			}
-			for _, suf := range secretKeySuffixes {
-				if hasPrefixFold(rest, suf) && (len(rest) == len(suf) || !('a' <= rest[len(suf)] && rest[len(suf)] <= 'z')) {
-					return true
-				}
-			}
-			from += i + 1
-		}
-	}
-	return false
-}
-
 var redactions = []redaction{
+	// PEM blocks (private keys, certificates, PGP blocks), whole: from the
+	// BEGIN line to the END line whatever the length of the lines between,
+	// and to the end of the text when the END line is missing (a cut text).
+	{
+		triggers: []string{"-begin", "- begin"},
+		re:       regexp.MustCompile(`(?is)-{3,}[ \t]*BEGIN[ A-Z0-9]*-*.*?(?:-{3,}[ \t]*END[ A-Z0-9]*-*|$)`),
+		repl:     "[REDACTED_PEM]",
+	},
+	// The tail of a PEM block whose BEGIN line was cut off: the lines of
+	// base64 before an END line (real or escaped line breaks).
+	{
+		triggers: []string{"-end"},
+		re:       regexp.MustCompile(`(?i)(?:[A-Za-z0-9+/=]+(?:\\r|\\n|[ \t]*[\r\n])+)+-{3,}[ \t]*END[ A-Z0-9]*-*`),
+		repl:     "[REDACTED_PEM]",
+	},
 	// Authorization headers: the scheme and the credential after it.
 	{
 		triggers: []string{"authorization"},
-		re:       regexp.MustCompile(`(?i)\b((?:proxy-)?authorization)((?:\\?")?\s*[:=]\s*(?:\\?")?)(?:(?:bearer|basic|digest|negotiate|token|aws4-hmac-sha256)\s+)?[^\s",;)\\]+`),
+		re:       regexp.MustCompile(`(?i)\b((?:proxy-)?authorization)((?:\\?")?\s*[:=]\s*(?:\\?")?)(?:(?:bearer|basic|digest|negotiate|token|aws4-hmac-sha256)\s+)?[^\s",;)\\\[{][^\s",;)\\]*`),
 		repl:     "${1}${2}[REDACTED]",
 	},
 	// Bearer and basic credentials anywhere else.
@@ -134,24 +106,23 @@ var redactions = []redaction{
 	},
 	// key=value, key: value and "key": "value" pairs whose key names a
 	// secret (IsSecretKey), also inside escaped JSON (a %q-formatted body:
-	// \"password\":\"...\").
+	// \"password\":\"...\"), query strings (?api_key=...) and headers
+	// (X-Api-Key: ...): the value whole, a quoted string, an array or an
+	// object included.
 	{
-		triggers: secretKeys, assigned: true,
-		re: regexp.MustCompile(`([A-Za-z0-9_-]*(?i:` + keyAlternation() + `)[A-Za-z0-9_-]*)((?:\\?["'])?\s*[:=]\s*)(\\"(?:\\\\\\.|\\[^\\"]|[^\\"])*\\"|"[^"]*"|'[^']*'|[^\s,;&}"'\\]+)`),
+		triggers: pairTriggers, assigned: true,
+		apply: redactPairs,
+	},
+	// Command-line flags: --password hunter2, --api-key sk-... (with '='
+	// they are pairs).
+	{
+		triggers: []string{"--"},
+		re:       regexp.MustCompile(`(--[A-Za-z][A-Za-z0-9_.-]*)([ \t]+)([^\s"'\\-][^\s"'\\]*|"[^"]*"|'[^']*')`),
 		fn: func(s string, loc []int) string {
-			name, sep, val := s[loc[2]:loc[3]], s[loc[4]:loc[5]], s[loc[6]:loc[7]]
-			if !IsSecretKey(name) || strings.HasPrefix(val, "[REDACTED") {
+			if !IsSecretKey(s[loc[2]:loc[3]]) || strings.HasPrefix(s[loc[6]:loc[7]], "[REDACTED") {
 				return s[loc[0]:loc[1]]
 			}
-			switch val[0] {
-			case '\\':
-				return name + sep + `\"[REDACTED]\"`
-			case '"':
-				return name + sep + `"[REDACTED]"`
-			case '\'':
-				return name + sep + `'[REDACTED]'`
-			}
-			return name + sep + "[REDACTED]"
+			return s[loc[2]:loc[5]] + "[REDACTED]"
 		},
 	},
 	// Email addresses.
@@ -179,15 +150,6 @@ var redactions = []redaction{
 			return m
 		},
 	},
-}
-
-// keyAlternation is secretKeys as a regular expression alternation.
-func keyAlternation() string {
-	q := make([]string, len(secretKeys))
-	for i, k := range secretKeys {
-		q[i] = regexp.QuoteMeta(k)
-	}
-	return strings.Join(q, "|")
 }
 
 // trigger is one trigger of the rule with bit rule.
@@ -265,13 +227,16 @@ func indexFold(s, sub string) int {
 	return -1
 }
 
-// assignedAt reports whether s[i:] is a key's rest and then ':' or '=':
-// letters, digits, '_' or '-', an optional quote (or escaped quote), white
-// space.
+// assignedAt reports whether s[i:] is a key's rest and then ':', '=' or
+// '>' (an XML element):
+// letters, digits, '_', '-', '.' and single spaces between them (a quoted
+// "access key id"), at most 64 bytes, an optional quote (or escaped quote),
+// white space.
 func assignedAt(s string, i int) bool {
-	for i < len(s) {
+	for n := 0; i < len(s) && n < 64; n++ {
 		c := s[i]
-		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' {
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-' || c == '.' ||
+			c == ' ' && i+1 < len(s) && isKeyByte(s[i+1]) && i > 0 && isKeyByte(s[i-1]) {
 			i++
 			continue
 		}
@@ -285,7 +250,7 @@ func assignedAt(s string, i int) bool {
 	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r' || s[i] == '\f') {
 		i++
 	}
-	return i < len(s) && (s[i] == ':' || s[i] == '=')
+	return i < len(s) && (s[i] == ':' || s[i] == '=' || s[i] == '>')
 }
 
 // triggered returns the bits of the rules whose triggers occur in s, in

@@ -159,7 +159,10 @@ func TestIsSecretKey(t *testing.T) {
 		{"password", true}, {"pwd", true}, {"passphrase", true}, {"card_number", true}, {"cardNumber", true},
 		{"client_secret", true}, {"password_hash", true}, {"passwordHash", true}, {"sessionTokenValue", true},
 		{"API_KEY", true}, {"x-api-key", true}, {"cvv", true}, {"Authorization", true},
-		{"max_tokens", false}, {"secretsmanager", false}, {"tokens", false}, {"query", false}, {"idempotency_key", false}, {"", false},
+		// "tokens" is the plural of token (issue 28: plurals are secrets);
+		// a count of tokens says so (max_tokens, token_count).
+		{"tokens", true},
+		{"max_tokens", false}, {"secretsmanager", false}, {"query", false}, {"idempotency_key", false}, {"", false},
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, deadletter.IsSecretKey(tt.key), tt.key)

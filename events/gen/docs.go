@@ -16,8 +16,8 @@ func ReasonsMarkdown() []byte {
 	b.WriteString("Every dead letter carries one reason in its `dlq_reason` attribute (and in `dlq_meta`). The set is closed: ")
 	b.WriteString("the *worker* column says when the worker writes each one, and which one triage infers instead. ")
 	b.WriteString("`deadletter.ParseReason` refuses any other value.\n\n")
-	b.WriteString("| reason | class | worker | next action | redrivable | what happened |\n")
-	b.WriteString("|---|---|---|---|---|---|\n")
+	b.WriteString("| reason | class | worker | next action | redrivable | patch | what happened |\n")
+	b.WriteString("|---|---|---|---|---|---|---|\n")
 	for _, r := range deadletter.Taxonomy() {
 		when := "dead-letters at once"
 		switch {
@@ -26,33 +26,27 @@ func ReasonsMarkdown() []byte {
 		case !r.Immediate:
 			when = "retries inside the budget, dead-letters on the last receive"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.Reason, r.Class, when, r.Next, r.Redrivable, r.Summary)
+		patch := "no"
+		if r.Patchable {
+			patch = "yes"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s | %s |\n", r.Reason, r.Class, when, r.Next, r.Redrivable, patch, r.Summary)
 	}
 	b.WriteString("\n## Next actions\n\n")
-	for _, n := range []struct {
-		v    deadletter.NextAction
-		text string
-	}{
-		{deadletter.NextRetry, "redrive as it is."},
-		{deadletter.NextRetryAfter, "fix the credential, permission or configuration, then redrive."},
-		{deadletter.NextRepair, "fix the producer or the worker and deploy, then redrive."},
-		{deadletter.NextReject, "never redrive; record the rejection (audit)."},
-		{deadletter.NextHumanReview, "a person decides; where an effect may have happened, reconcile it first (ledger receipt or the external system)."},
-	} {
-		fmt.Fprintf(&b, "- `%s`: %s\n", n.v, n.text)
+	for _, n := range deadletter.AllNextActions() {
+		fmt.Fprintf(&b, "- `%s`: %s\n", n, n.Describe())
 	}
 	b.WriteString("\n## Redrivable\n\n")
-	for _, r := range []struct {
-		v    deadletter.Redrivable
-		text string
-	}{
-		{deadletter.RedriveYes, "may be redriven as it is."},
-		{deadletter.RedriveAfterFix, "may be redriven once the fix is deployed."},
-		{deadletter.RedriveAfterReview, "may be redriven once a person has looked at why the broker moved it."},
-		{deadletter.RedriveNeverBlind, "never blindly: only after the external effect is reconciled."},
-		{deadletter.RedriveNever, "never: reject it (or compensate) instead."},
-	} {
-		fmt.Fprintf(&b, "- `%s`: %s\n", r.v, r.text)
+	b.WriteString("Whether a dead letter may be redriven as it is (its body unchanged):\n\n")
+	for _, r := range deadletter.AllRedrivables() {
+		fmt.Fprintf(&b, "- `%s`: %s\n", r, r.Describe())
 	}
+	b.WriteString("\n## Patch\n\n")
+	b.WriteString("Whether a patch of the task's args may repair it (`agentdlq redrive repair`, the console's Repair form; ")
+	b.WriteString("see [redrive.md](redrive.md#repair-then-redrive)): `yes` where the body is a task the worker read and its args may be at fault. ")
+	b.WriteString("`no` where there are no args to patch (`json_invalid`), where what is at fault is not in the args ")
+	b.WriteString("(the tool's name or version, a credential, a dependency, a transient failure: retry or fix instead), ")
+	b.WriteString("and where a patch would go around a control (a signature, a guardrail, a reused key, a redrive loop). ")
+	b.WriteString("`redrive repair` refuses the others, and the console shows its Repair form only on the `yes` ones.\n")
 	return b.Bytes()
 }

@@ -39,6 +39,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 )
 
 func main() {
@@ -284,7 +285,7 @@ func (sc scenario) render() ([]byte, ExpectedFixture, error) {
 	for i, r := range sc.records {
 		// The generator's own check: the poison it declares is what the
 		// contract's decoder says.
-		_, err := agenttask.DecodeTask([]byte(r.body), agenttask.SampleCatalog())
+		_, err := agenttask.DecodeTask([]byte(r.body), sampleworker.Catalog(nil))
 		ve, _ := agenttask.AsValidationError(err)
 		switch {
 		case r.poison == "" && err != nil:
@@ -547,7 +548,7 @@ func outcome(tool string, fault obj, n int) (string, deadletter.Reason, string) 
 	}
 	switch get("kind") {
 	case "timeout_after_effect":
-		if agenttask.SampleCatalog()[tool].Mutates {
+		if sampleworker.Catalog(nil)[tool].Mutates {
 			return OutcomeDeadLetter, deadletter.ReasonEffectUnknown, tool + " mutates and timed out after the call started: dead-lettered at once"
 		}
 		return budget(deadletter.ReasonBudgetExhausted, tool+" is read-only, so a timeout is transient")

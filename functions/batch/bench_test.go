@@ -80,22 +80,22 @@ func BenchmarkProcessor(b *testing.B) {
 }
 
 // BenchmarkDeadLetterAttrs: what a lean dead letter pays to read its
-// message attributes back from the payload (appendDeadLetterAttrs), per
+// message attributes back from the payload (AppendDeadLetterAttrs), per
 // record of a generated mix (0-10 attributes each, some binary).
 func BenchmarkDeadLetterAttrs(b *testing.B) {
 	ev, err := DecodeEvent(localtest.GenMix(b, 100, 10))
 	if err != nil {
 		b.Fatal(err)
 	}
-	var dst []namedAttr
+	var dst []deadletter.NamedAttribute
 	n := 0
 	for b.Loop() {
-		for i := range ev.records {
+		for i := range ev.ev.Records {
 			clear(dst)
-			dst = ev.records[i].appendDeadLetterAttrs(dst[:0])
+			dst = ev.ev.Records[i].AppendDeadLetterAttrs(dst[:0])
 			n += len(dst)
 		}
 	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ev.records)), "ns/record")
-	b.ReportMetric(float64(n)/float64(b.N*len(ev.records)), "attrs/record")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ev.ev.Records)), "ns/record")
+	b.ReportMetric(float64(n)/float64(b.N*len(ev.ev.Records)), "attrs/record")
 }

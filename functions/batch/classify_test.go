@@ -241,3 +241,40 @@ func TestBackoffSchedule(t *testing.T) {
 		assert.Zero(t, bottom, "smallest draw after receive %d", receive)
 	}
 }
+
+// TestOutcomeConstructorsOneType: every outcome constructor returns a
+// *Outcome (the table's field type says so at compile time), never nil;
+// wrapped, each still matches its class's sentinel and its cause with
+// errors.Is, and errors.As finds its reason.
+func TestOutcomeConstructorsOneType(t *testing.T) {
+	t.Parallel()
+	cause := errors.New("the cause")
+	tests := []struct {
+		name     string
+		o        *Outcome
+		sentinel error
+		reason   deadletter.Reason
+	}{
+		{"Transient", Transient(cause), ErrTransient, deadletter.ReasonBudgetExhausted},
+		{"AuthConfig", AuthConfig(cause), ErrAuthConfig, deadletter.ReasonAuthConfig},
+		{"DependencyOpen", DependencyOpen(cause), ErrDependencyOpen, deadletter.ReasonDependencyOpen},
+		{"Poison", Poison(deadletter.ReasonToolUnknown, cause), ErrPoison, deadletter.ReasonToolUnknown},
+		{"Security", Security(deadletter.ReasonGuardrailReject, cause), ErrSecurity, deadletter.ReasonGuardrailReject},
+		{"EffectUnknown", EffectUnknown(cause), ErrEffectUnknown, deadletter.ReasonEffectUnknown},
+		{"PolicyLimit", PolicyLimit(cause), ErrPolicyLimit, deadletter.ReasonPolicyLimit},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			require.NotNil(t, tt.o)
+			var err error = tt.o
+			wrapped := fmt.Errorf("handler: %w", err)
+			assert.ErrorIs(t, wrapped, tt.sentinel)
+			assert.ErrorIs(t, wrapped, cause)
+			var o *Outcome
+			require.ErrorAs(t, wrapped, &o)
+			assert.Equal(t, tt.reason, o.Reason())
+			assert.Equal(t, tt.reason.Class(), o.Class())
+		})
+	}
+}

@@ -64,7 +64,7 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 		WorkerVersion:  p.version,
 		MessageGroupID: rec.GroupID,
 		IdempotencyKey: st.key,
-		InputSHA256:    sha256Hex(rec.m.body),
+		InputSHA256:    sha256Hex(rec.m.Body()),
 		Effect:         effectState(st),
 		RedriveCount:   st.redriveCount,
 	}
@@ -92,14 +92,14 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 // the evidence bucket. A claim check that cannot be stored does not hold
 // the dead letter back: it is sent without the pointer, and the loss logged.
 // The one error is a body that leaves no room for any dead letter.
-func (p *Processor) fit(ctx context.Context, rec Record, recAttrs []namedAttr, meta deadletter.Meta) (map[string]deadletter.Attribute, error) {
+func (p *Processor) fit(ctx context.Context, rec Record, recAttrs []deadletter.NamedAttribute, meta deadletter.Meta) (map[string]deadletter.Attribute, error) {
 	original := attributeMap(recAttrs)
 	var key, ref string
 	if p.evidence != nil {
 		key = p.pipeline + "/evidence/" + meta.DeadLetteredAt.Format(time.DateOnly) + "/" + rec.MessageID() + ".json"
 		ref = "s3://" + p.evidenceBucket + "/" + key
 	}
-	attrs, ev, err := deadletter.FitDeadLetter(meta, original, len(rec.m.body), p.maxMessage, ref)
+	attrs, ev, err := deadletter.FitDeadLetter(meta, original, len(rec.m.Body()), p.maxMessage, ref)
 	if err != nil || ev == nil {
 		return attrs, err
 	}
@@ -115,7 +115,7 @@ func (p *Processor) fit(ctx context.Context, rec Record, recAttrs []namedAttr, m
 			return attrs, nil
 		}
 		p.logFailure(ctx, slog.LevelError, "claim check could not be stored; the dead letter is sent without it", rec, meta.Reason, perr)
-		if attrs, _, err = deadletter.FitDeadLetter(meta, original, len(rec.m.body), p.maxMessage, ""); err != nil {
+		if attrs, _, err = deadletter.FitDeadLetter(meta, original, len(rec.m.Body()), p.maxMessage, ""); err != nil {
 			return nil, err
 		}
 	}
@@ -168,13 +168,13 @@ func DeduplicationID(messageID string) string { return "dlq-" + textutil.Truncat
 
 // attributeMap is a dead letter's original attributes as a map, nil when
 // there are none (the general path of a dead letter only: see enqueue).
-func attributeMap(attrs []namedAttr) map[string]deadletter.Attribute {
+func attributeMap(attrs []deadletter.NamedAttribute) map[string]deadletter.Attribute {
 	if len(attrs) == 0 {
 		return nil
 	}
 	out := make(map[string]deadletter.Attribute, len(attrs))
 	for _, a := range attrs {
-		out[a.name] = a.Attribute
+		out[a.Name] = a.Attribute
 	}
 	return out
 }

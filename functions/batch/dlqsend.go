@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -70,8 +69,8 @@ type outbox struct {
 	hist [1]deadletter.Attempt
 	// The record's attributes as the dead letter being encoded carries them,
 	// those kept on the message, and the ones folded into dlq_meta.
-	rattrs []namedAttr
-	kept   []namedAttr
+	rattrs []deadletter.NamedAttribute
+	kept   []deadletter.NamedAttribute
 	folded map[string]deadletter.Attribute
 }
 
@@ -139,34 +138,30 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	// the attributes decoded now (data type and values only), the body
 	// copied as it was received.
 	clear(o.rattrs)
-	o.rattrs = rec.m.appendDeadLetterAttrs(o.rattrs[:0])
-	body := rec.m.bodyString() // as received (the handler's copy may have changed)
+	o.rattrs = rec.m.AppendDeadLetterAttrs(o.rattrs[:0])
+	body := rec.m.BodyString() // as received (the handler's copy may have changed)
 
 	// The common case: the metadata is written into the slot's reused
 	// buffer, the original attributes kept on the message (all of them, or
 	// the first eight by name without the dlq_ prefix, the rest folded into
-	// dlq_meta, as deadletter.EncodeDeadLetter does) are read from the
-	// record, and the message fits.
+	// dlq_meta: deadletter.FoldNamed, EncodeDeadLetter's own fold) are read
+	// from the record, and the message fits (deadletter.LetterSize, the
+	// size FitDeadLetter checks).
 	if rec.st.requeues > 0 { // the processor's own bookkeeping stays behind
 		o.rattrs = withoutRequeued(o.rattrs)
 	}
 	slot, size := o.n, -1
 	var fitted map[string]deadletter.Attribute
 	orig := *meta
-	kept := o.rattrs
-	if !keepsAll(kept) {
-		kept = o.fold()
-		meta.Folded = o.folded
+	kept, folded := deadletter.FoldNamed(o.rattrs, o.kept, o.folded)
+	if len(kept) != len(o.rattrs) { // some were folded (FoldNamed keeps all or folds one at least)
+		o.kept, o.folded = kept, folded
+		meta.Folded = folded
 	}
 	buf, err := deadletter.AppendMeta(o.metas[slot][:0], meta)
 	o.metas[slot] = buf
 	if err == nil {
-		size = len(body) +
-			len(deadletter.AttrReason) + len("String") + len(meta.Reason) +
-			len(deadletter.AttrMeta) + len("String") + len(buf)
-		for i := range kept {
-			size += deadletter.AttributeSize(kept[i].name, &kept[i].Attribute)
-		}
+		size = deadletter.LetterSize(len(body), meta.Reason, len(buf), kept)
 		letter.errMsg = meta.Error // redacted by AppendMeta
 	}
 	if err != nil || size > p.maxMessage {
@@ -200,7 +195,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 	if fitted == nil {
 		am := make(map[string]types.MessageAttributeValue, len(kept)+2)
 		for i := range kept {
-			am[kept[i].name] = sqsAttribute(&kept[i].Attribute, o.ptr)
+			am[kept[i].Name] = sqsAttribute(&kept[i].Attribute, o.ptr)
 		}
 		am[deadletter.AttrReason] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(string(letter.reason))}
 		am[deadletter.AttrMeta] = types.MessageAttributeValue{DataType: o.ptr("String"), StringValue: o.ptr(string(o.metas[slot]))}
@@ -212,7 +207,7 @@ func (p *Processor) enqueue(ctx context.Context, rec Record, meta *deadletter.Me
 		}
 		e.MessageAttributes = am
 	}
-	if th := rec.m.traceHeader(); th != "" {
+	if th := rec.m.TraceHeader(); th != "" {
 		e.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
 			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: o.ptr("String"), StringValue: o.ptr(th)},
 		}
@@ -242,41 +237,6 @@ func sqsAttribute(a *deadletter.Attribute, ptr func(string) *string) types.Messa
 		v.StringValue = ptr(a.StringValue)
 	}
 	return v
-}
-
-// keepsAll is deadletter.KeepsAll for the attributes in a slice.
-func keepsAll(attrs []namedAttr) bool {
-	if len(attrs) > deadletter.MaxKeptAttributes {
-		return false
-	}
-	for i := range attrs {
-		if !deadletter.Keeps(attrs[i].name, i) {
-			return false
-		}
-	}
-	return true
-}
-
-// fold splits the record's attributes (o.rattrs, sorted here by name) as
-// deadletter.EncodeDeadLetter does: the ones deadletter.Keeps, in name
-// order, are returned (in o.kept), the others folded into dlq_meta
-// (o.folded).
-func (o *outbox) fold() []namedAttr {
-	slices.SortFunc(o.rattrs, func(a, b namedAttr) int { return strings.Compare(a.name, b.name) })
-	clear(o.kept)
-	o.kept = o.kept[:0]
-	if o.folded == nil {
-		o.folded = make(map[string]deadletter.Attribute, deadletter.MaxAttributes)
-	}
-	clear(o.folded)
-	for _, a := range o.rattrs {
-		if deadletter.Keeps(a.name, len(o.kept)) {
-			o.kept = append(o.kept, a)
-			continue
-		}
-		o.folded[a.name] = a.Attribute
-	}
-	return o.kept
 }
 
 // flush sends the lane's waiting dead letters in one SendMessageBatch and

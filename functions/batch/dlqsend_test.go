@@ -236,7 +236,7 @@ func TestDeadLetterAttributesAreFitDeadLetters(t *testing.T) {
 				require.NoError(t, err)
 				lean, err := DecodeEvent(payload)
 				require.NoError(t, err)
-				original := attributeMap(lean.records[0].appendDeadLetterAttrs(nil))
+				original := attributeMap(lean.ev.Records[0].AppendDeadLetterAttrs(nil))
 				want, ev, err := deadletter.FitDeadLetter(*meta, original, len(msg.Body), DefaultMaxMessageBytes, "")
 				require.NoError(t, err)
 				require.Nil(t, ev)

@@ -26,7 +26,7 @@
 //	                      idempotency_key_reused from Record.Begin)
 //	EffectUnknown(err)    dead-lettered at once: effect_unknown
 //	PolicyLimit(err)      dead-lettered at once: policy_limit
-//	ErrDuplicate          acknowledged as a no-op (from Record.Begin)
+//	ErrAlreadyDone        acknowledged as a no-op (from Record.Begin)
 //
 // Any other error is classified (Classify): Config.Classify, then a
 // ReasonError's own reason, then deadlines, AWS error codes, and last

@@ -26,7 +26,14 @@ import (
 // the last line is lambda.Start(p); Handle, used here, takes the same
 // event as aws-lambda-go's type.
 func Example() {
-	catalog := agenttask.SampleCatalog()
+	catalog, err := agenttask.NewCatalog(
+		agenttask.Tool{Name: "web.search", Versions: "1.x"},
+		agenttask.Tool{Name: "email.send", Versions: "1.x", Mutates: true},
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	handle := func(ctx context.Context, r batch.Record) error {
 		task, err := agenttask.DecodeTask(r.Body(), catalog)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agentdlq/agentdlq/functions/batch/internal/sqsevent"
 	"github.com/agentdlq/agentdlq/internal/textutil"
 )
 
@@ -14,7 +15,7 @@ import (
 // is the clock read once when the batch started: without a deadline the
 // record's ledger calls use it (each time.Now cost ~0.1 µs a record); with
 // one, the reading taken for the deadline check serves the record.
-func (p *Processor) runOne(ctx context.Context, rs []message, i int, st *recordState, held bool, batchNow time.Time, m *counters) {
+func (p *Processor) runOne(ctx context.Context, rs []sqsevent.Message, i int, st *recordState, held bool, batchNow time.Time, m *counters) {
 	if held {
 		st.result = resultRetry // reported, not handled: the group's order holds
 		return
@@ -42,12 +43,12 @@ func (p *Processor) runOne(ctx context.Context, rs []message, i int, st *recordS
 }
 
 // runSequential handles the records one after the other, in event order.
-func (p *Processor) runSequential(ctx context.Context, rs []message, states []recordState, now time.Time, m *counters) {
+func (p *Processor) runSequential(ctx context.Context, rs []sqsevent.Message, states []recordState, now time.Time, m *counters) {
 	var held map[string]struct{} // FIFO message groups stopped at a failure
 	for i := range len(rs) {
 		group := ""
 		if p.fifo {
-			group = rs[i].group
+			group = rs[i].Group()
 		}
 		_, stop := held[group]
 		p.runOne(ctx, rs, i, &states[i], p.fifo && stop, now, m)
@@ -62,7 +63,7 @@ func (p *Processor) runSequential(ctx context.Context, rs []message, states []re
 
 // runConcurrent handles the records of a standard queue with up to
 // Concurrency goroutines.
-func (p *Processor) runConcurrent(ctx context.Context, rs []message, states []recordState, now time.Time, m *counters) {
+func (p *Processor) runConcurrent(ctx context.Context, rs []sqsevent.Message, states []recordState, now time.Time, m *counters) {
 	p.fanOut(ctx, len(rs), m, func(i int, part *counters) {
 		p.runOne(ctx, rs, i, &states[i], false, now, part)
 	})
@@ -70,11 +71,11 @@ func (p *Processor) runConcurrent(ctx context.Context, rs []message, states []re
 
 // runGroups handles the message groups of a FIFO queue with up to
 // Concurrency goroutines, each group's records in order.
-func (p *Processor) runGroups(ctx context.Context, rs []message, states []recordState, now time.Time, m *counters) {
+func (p *Processor) runGroups(ctx context.Context, rs []sqsevent.Message, states []recordState, now time.Time, m *counters) {
 	var order []string
 	groups := map[string][]int{}
 	for i := range len(rs) {
-		g := rs[i].group
+		g := rs[i].Group()
 		if _, ok := groups[g]; !ok {
 			order = append(order, g)
 		}

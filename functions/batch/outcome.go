@@ -35,10 +35,10 @@ var (
 	ErrPolicyLimit    = &Outcome{class: deadletter.ClassPolicy}
 )
 
-// ErrDuplicate is returned by Record.Begin when the task's idempotency key
+// ErrAlreadyDone is returned by Record.Begin when the task's idempotency key
 // is already done. Return it from the handler: the message is acknowledged
 // as a no-op and counted as DuplicatesSkipped.
-var ErrDuplicate = errors.New("batch: idempotency key already done")
+var ErrAlreadyDone = errors.New("batch: idempotency key already done")
 
 // errLedger marks a ledger outage: the record is retried and never
 // dead-lettered, whatever its receive count.
@@ -46,8 +46,11 @@ var errLedger = errors.New("batch: ledger unavailable")
 
 // Outcome is a handler's classified failure: the reason it is dead-lettered
 // with (which names its class), and the cause. Make one with the
-// constructors below; a handler returns it (possibly wrapped) and the
-// processor acts on it.
+// constructors below, which all return a *Outcome, never nil (so that
+// returning one as an error is never a nil interface holding a nil
+// pointer); a handler returns it (possibly wrapped) and the processor acts
+// on it. errors.As(err, &o) finds it through wrapping; errors.Is(err,
+// ErrPoison) and the other sentinels match its class.
 type Outcome struct {
 	class  deadletter.Class // always reason.Class(), but for the sentinels
 	reason deadletter.Reason
@@ -77,7 +80,7 @@ func Transient(err error) *Outcome {
 // once with reason, which must be of class poison (json_invalid,
 // schema_invalid, tool_unknown, tool_version_unsupported); any other reason
 // makes the outcome unclassified, so that a wrong reason is seen, not hidden.
-func Poison(reason deadletter.Reason, err error) error {
+func Poison(reason deadletter.Reason, err error) *Outcome {
 	if reason.Class() != deadletter.ClassPoison {
 		return unclassified("batch.Poison called with non-poison reason "+string(reason), err)
 	}
@@ -89,7 +92,7 @@ func Poison(reason deadletter.Reason, err error) error {
 // (signature_invalid, guardrail_reject or idempotency_key_reused, which
 // Record.Begin returns itself; any other reason makes the outcome
 // unclassified).
-func Security(reason deadletter.Reason, err error) error {
+func Security(reason deadletter.Reason, err error) *Outcome {
 	if reason.Class() != deadletter.ClassSecurity {
 		return unclassified("batch.Security called with non-security reason "+string(reason), err)
 	}
@@ -99,7 +102,7 @@ func Security(reason deadletter.Reason, err error) error {
 // EffectUnknown: a mutating call started and its outcome is not known. The
 // message is dead-lettered at once as effect_unknown: repeating it may
 // repeat the effect.
-func EffectUnknown(err error) error {
+func EffectUnknown(err error) *Outcome {
 	return newOutcome(deadletter.ReasonEffectUnknown, err)
 }
 
@@ -118,7 +121,7 @@ func DependencyOpen(err error) *Outcome {
 
 // PolicyLimit: too many steps, turns or too much cost. Dead-lettered at once
 // as policy_limit.
-func PolicyLimit(err error) error {
+func PolicyLimit(err error) *Outcome {
 	return newOutcome(deadletter.ReasonPolicyLimit, err)
 }
 

@@ -11,14 +11,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/agentdlq/agentdlq/internal/textutil"
+	"github.com/agentdlq/agentdlq/functions/batch/internal/sqsevent"
 	"github.com/agentdlq/agentdlq/ledger"
 )
 
 // ErrNotSQSEvent is returned by Handle for an event whose records are not
 // SQS messages (no messageId, or another eventSource): the function is wired
 // to the wrong source, and nothing is acknowledged.
-var ErrNotSQSEvent = errors.New("batch: not an SQS event")
+var ErrNotSQSEvent = sqsevent.ErrNotSQSEvent
 
 // Processor runs a Handler over Lambda SQS events. It is safe for
 // concurrent use.
@@ -78,7 +78,7 @@ func (p *Processor) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSE
 	}
 	// One representation of a record on every entry: a message as Invoke
 	// decodes one.
-	msgs, err := fromSQSEvent(ev)
+	msgs, err := sqsevent.FromSQSEvent(ev)
 	if err != nil {
 		return events.SQSEventResponse{}, err
 	}
@@ -94,10 +94,10 @@ func (p *Processor) HandleEvent(ctx context.Context, ev *Event) (events.SQSEvent
 	if ev == nil {
 		return events.SQSEventResponse{}, fmt.Errorf("%w: nil event", ErrNotSQSEvent)
 	}
-	if err := ev.check(); err != nil {
+	if err := ev.ev.Check(); err != nil {
 		return events.SQSEventResponse{}, err
 	}
-	return p.run(ctx, ev.records), nil
+	return p.run(ctx, ev.ev.Records), nil
 }
 
 // Invoke makes the Processor an aws-lambda-go lambda.Handler:
@@ -149,7 +149,7 @@ func MarshalResponse(resp events.SQSEventResponse) []byte {
 }
 
 // run handles the records and builds the partial batch response.
-func (p *Processor) run(ctx context.Context, rs []message) events.SQSEventResponse {
+func (p *Processor) run(ctx context.Context, rs []sqsevent.Message) events.SQSEventResponse {
 	var resp events.SQSEventResponse
 	n := len(rs)
 	states := getStates(n)
@@ -173,7 +173,7 @@ func (p *Processor) run(ctx context.Context, rs []message) events.SQSEventRespon
 		}
 		switch states[i].result {
 		case resultRetry:
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rs[i].id})
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: rs[i].ID()})
 			m.retried++
 		case resultDeadLettered:
 			m.deadLettered++
@@ -190,18 +190,7 @@ func (p *Processor) run(ctx context.Context, rs []message) events.SQSEventRespon
 // CheckSQSEvent returns an error wrapping ErrNotSQSEvent when a record of ev
 // is not an SQS message: it has no messageId, or an eventSource other than
 // aws:sqs. An event with no records is an SQS event with nothing to do.
-func CheckSQSEvent(ev events.SQSEvent) error {
-	for i := range ev.Records {
-		r := &ev.Records[i]
-		if r.MessageId == "" {
-			return fmt.Errorf("%w: record %d has no messageId", ErrNotSQSEvent, i)
-		}
-		if r.EventSource != "" && r.EventSource != "aws:sqs" {
-			return fmt.Errorf("%w: record %d has eventSource %q", ErrNotSQSEvent, i, textutil.Truncate(r.EventSource, 64))
-		}
-	}
-	return nil
-}
+func CheckSQSEvent(ev events.SQSEvent) error { return sqsevent.CheckSQSEvent(ev) }
 
 // process runs the handler on one record and acts on its outcome.
 func (p *Processor) process(ctx context.Context, rec Record, m *counters) result {
@@ -217,7 +206,7 @@ func (p *Processor) process(ctx context.Context, rec Record, m *counters) result
 		m.processed++
 		return resultAck
 	}
-	if errors.Is(err, ErrDuplicate) {
+	if errors.Is(err, ErrAlreadyDone) {
 		m.duplicates++
 		return resultAck
 	}

@@ -37,6 +37,19 @@ var testNow = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 
 // scripted is a handler driven by the body: "<action>[:<key>]". Any other
 // body is decoded as an agent task.
+// testCatalog is the tools the tests' tasks name (the sample worker's,
+// which batch's own tests cannot import: it imports batch).
+var testCatalog = func() agenttask.Catalog {
+	c := agenttask.Catalog{}
+	for _, name := range []string{"web.search", "http.fetch", "code.exec", "file.read", "sql.query", "vector.search"} {
+		c[name] = agenttask.Tool{Name: name, Versions: ">=1.0.0 <4.0.0"}
+	}
+	for _, name := range []string{"file.write", "email.send"} {
+		c[name] = agenttask.Tool{Name: name, Versions: ">=1.0.0 <4.0.0", Mutates: true}
+	}
+	return c
+}()
+
 func scripted(ctx context.Context, r Record) error {
 	action, key, _ := strings.Cut(string(r.Body()), ":")
 	switch action {
@@ -98,7 +111,7 @@ func scripted(ctx context.Context, r Record) error {
 		}
 		return fmt.Errorf("email.send: %w", context.DeadlineExceeded)
 	}
-	task, err := agenttask.DecodeTask(r.Body(), agenttask.SampleCatalog())
+	task, err := agenttask.DecodeTask(r.Body(), testCatalog)
 	if err != nil {
 		return err
 	}

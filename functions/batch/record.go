@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/batch/internal/sqsevent"
 	"github.com/agentdlq/agentdlq/ledger"
 )
 
@@ -39,8 +39,8 @@ type Record struct {
 
 	p    *Processor
 	st   *recordState
-	m    *message // the message as decoded: views of the event's copy of the payload, never written
-	body []byte   // the handler's copy of the body
+	m    *sqsevent.Message // the message as decoded: views of the event's copy of the payload, never written
+	body []byte            // the handler's copy of the body
 }
 
 // recordState is what the handler tells the processor about a record.
@@ -64,13 +64,13 @@ type recordState struct {
 // SentAt returns SentTimestamp (zero when missing), read on demand: only
 // dead letters need it.
 func (r Record) SentAt() time.Time {
-	return r.m.epochAttribute(sysSentAt)
+	return r.m.SentAt()
 }
 
 // FirstReceivedAt returns ApproximateFirstReceiveTimestamp (zero when
 // missing), read on demand: only dead letters need it.
 func (r Record) FirstReceivedAt() time.Time {
-	return r.m.epochAttribute(sysFirstReceive)
+	return r.m.FirstReceiveAt()
 }
 
 // Body returns the message body (nil when it is empty). The slice is the
@@ -79,32 +79,32 @@ func (r Record) FirstReceivedAt() time.Time {
 func (r Record) Body() []byte { return r.body }
 
 // MessageID returns the SQS message id.
-func (r Record) MessageID() string { return r.m.id }
+func (r Record) MessageID() string { return r.m.ID() }
 
 // EventSourceARN returns the ARN of the queue the message came from.
-func (r Record) EventSourceARN() string { return r.m.arn }
+func (r Record) EventSourceARN() string { return r.m.ARN() }
 
 // ReceiptHandle returns the message's receipt handle.
-func (r Record) ReceiptHandle() string { return r.m.receipt }
+func (r Record) ReceiptHandle() string { return r.m.Receipt() }
 
 // Attribute returns the SQS system attribute name (SentTimestamp,
 // AWSTraceHeader, ...), "" when the message has none.
 func (r Record) Attribute(name string) string {
-	v, _ := r.m.attribute(name)
+	v, _ := r.m.Attribute(name)
 	return v
 }
 
 // MessageAttributes returns the message attributes, nil when there are
 // none: a new map on each call, decoded when called.
 func (r Record) MessageAttributes() map[string]events.SQSMessageAttribute {
-	return r.m.messageAttributes()
+	return r.m.MessageAttributes()
 }
 
 // SQSMessage returns the message as aws-lambda-go's type, decoded when
 // called (a new value on each call: the attribute maps cost what the
 // processor otherwise spares; call it only where a library needs the type).
 func (r Record) SQSMessage() events.SQSMessage {
-	return r.m.sqsMessage()
+	return r.m.SQSMessage()
 }
 
 // Describer is a decoded message that names what its dead letter's
@@ -134,7 +134,7 @@ func (r Record) Describe(d Describer) {
 //
 //   - nil: go on; on success the processor marks the key done with the
 //     receipt given to SetReceipt;
-//   - ErrDuplicate: the key is done; the message is acknowledged as a no-op;
+//   - ErrAlreadyDone: the key is done; the message is acknowledged as a no-op;
 //   - a Security outcome, idempotency_key_reused: the ledger holds the key
 //     with another digest; the message is dead-lettered at once, the task
 //     never runs and the key's entry is left as it was (neither marked done
@@ -160,7 +160,7 @@ func (r Record) Begin(ctx context.Context, key, digest string, mutates bool) err
 		return Security(deadletter.ReasonIdempotencyKeyReused,
 			fmt.Errorf("%w: the ledger holds the key with args digest %s, this task's is %s", err, ledger.ShortDigest(prev.ArgsDigest), ledger.ShortDigest(digest)))
 	case errors.Is(err, ledger.ErrDone):
-		return ErrDuplicate
+		return ErrAlreadyDone
 	case errors.Is(err, ledger.ErrLeased):
 		return Transient(err)
 	default:
@@ -205,57 +205,30 @@ func (r Record) SetReceipt(receipt string) {
 	}
 }
 
-// Attribute names of the SQS system attributes read from each record.
-const (
-	attrReceiveCount = "ApproximateReceiveCount"
-	attrSentAt       = "SentTimestamp"
-	attrFirstReceive = "ApproximateFirstReceiveTimestamp"
-	attrGroupID      = "MessageGroupId"
-	attrTraceHeader  = "AWSTraceHeader"
-)
+// attrReceiveCount is the SQS system attribute ApproximateReceiveCount.
+const attrReceiveCount = "ApproximateReceiveCount"
 
 // newRecord decodes the system attributes of message m that every record
 // needs and copies its body for the handler; now is the record's clock
 // reading (see runOne).
-func (p *Processor) newRecord(m *message, st *recordState, now time.Time) Record {
+func (p *Processor) newRecord(m *sqsevent.Message, st *recordState, now time.Time) Record {
 	r := Record{ReceiveCount: 1, p: p, st: st, m: m}
-	if len(m.body) > 0 {
-		r.body = bytes.Clone(m.body)
+	if body := m.Body(); len(body) > 0 {
+		r.body = bytes.Clone(body)
 	}
 	st.now = now
 	if p.fifo {
-		r.GroupID = m.group
+		r.GroupID = m.Group()
 	}
-	if n, ok := m.receiveCount(); ok {
+	if n, ok := m.ReceiveCount(); ok {
 		r.ReceiveCount = n
 	} else {
 		st.badCount = true
 	}
 	// A requeued message carries the receives it spent before (AttrRequeued).
-	if spent, requeues := m.carried(); spent > 0 || requeues > 0 {
+	if spent, requeues := carried(m); spent > 0 || requeues > 0 {
 		r.ReceiveCount += spent
 		st.requeues = requeues
 	}
 	return r
-}
-
-// receiveCount parses ApproximateReceiveCount (at least 1). A single digit,
-// by far the commonest value, skips strconv.
-func receiveCount(s string) (int, bool) {
-	if len(s) == 1 && '1' <= s[0] && s[0] <= '9' {
-		return int(s[0] - '0'), true
-	}
-	n, err := strconv.Atoi(s)
-	return n, err == nil && n >= 1
-}
-
-func epochMillis(s string) time.Time {
-	if s == "" {
-		return time.Time{}
-	}
-	ms, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || ms <= 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms).UTC()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/batch/internal/sqsevent"
 )
 
 // AttrRequeued is the message attribute a requeue (see Config.RetryAfterRequeues)
@@ -23,7 +24,7 @@ import (
 // ApproximateReceiveCount (Record.ReceiveCount is the sum), and leaves the
 // attribute off a dead letter: it is the processor's bookkeeping, not the
 // producer's.
-const AttrRequeued = "agentdlq_requeued"
+const AttrRequeued = sqsevent.AttrRequeued
 
 // MaxVisibility is SQS's maximum visibility timeout: the longest a Retry-After
 // hides a message with ChangeMessageVisibility.
@@ -77,12 +78,12 @@ func requeueState(v string) (receives, requeues int, ok bool) {
 // carried reads AttrRequeued off m: the receives and requeues a requeue
 // carried over. A message without it (the commonest case, noted when its
 // attributes were decoded) carries none; an unreadable value counts as none.
-func (m *message) carried() (receives, requeues int) {
-	if !m.requeued {
+func carried(m *sqsevent.Message) (receives, requeues int) {
+	if !m.Requeued() {
 		return 0, 0
 	}
-	for _, a := range m.appendDeadLetterAttrs(nil) {
-		if a.name == AttrRequeued {
+	for _, a := range m.AppendDeadLetterAttrs(nil) {
+		if a.Name == AttrRequeued {
 			r, q, _ := requeueState(a.StringValue)
 			return r, q
 		}
@@ -91,10 +92,10 @@ func (m *message) carried() (receives, requeues int) {
 }
 
 // withoutRequeued drops AttrRequeued from a message's attributes.
-func withoutRequeued(attrs []namedAttr) []namedAttr {
+func withoutRequeued(attrs []deadletter.NamedAttribute) []deadletter.NamedAttribute {
 	out := attrs[:0]
 	for _, a := range attrs {
-		if a.name != AttrRequeued {
+		if a.Name != AttrRequeued {
 			out = append(out, a)
 		}
 	}
@@ -120,23 +121,23 @@ func (p *Processor) requeue(ctx context.Context, rec Record, c Classification) (
 	case st.requeues >= p.requeues:
 		return fmt.Errorf("%w: the message was requeued %d times already (RetryAfterRequeues)", errNoRequeue, st.requeues)
 	}
-	attrs := withoutRequeued(rec.m.appendDeadLetterAttrs(nil))
+	attrs := withoutRequeued(rec.m.AppendDeadLetterAttrs(nil))
 	if len(attrs) >= deadletter.MaxAttributes {
 		return fmt.Errorf("%w: the message has %d attributes, no room for %s", errNoRequeue, len(attrs), AttrRequeued)
 	}
 	am := make(map[string]types.MessageAttributeValue, len(attrs)+1)
 	for i := range attrs {
-		am[attrs[i].name] = sqsAttribute(&attrs[i].Attribute, aws.String)
+		am[attrs[i].Name] = sqsAttribute(&attrs[i].Attribute, aws.String)
 	}
 	// The receives spent so far, this one not counted.
 	spent := rec.ReceiveCount - 1
 	am[AttrRequeued] = types.MessageAttributeValue{DataType: aws.String("String"),
 		StringValue: aws.String(strconv.Itoa(spent) + "/" + strconv.Itoa(st.requeues+1))}
 	e := types.SendMessageBatchRequestEntry{
-		Id: aws.String("requeue"), MessageBody: aws.String(rec.m.bodyString()), MessageAttributes: am,
+		Id: aws.String("requeue"), MessageBody: aws.String(rec.m.BodyString()), MessageAttributes: am,
 		DelaySeconds: retryAfterSeconds(c.RetryAfter, MaxRequeueDelay),
 	}
-	if th := rec.m.traceHeader(); th != "" {
+	if th := rec.m.TraceHeader(); th != "" {
 		e.MessageSystemAttributes = map[string]types.MessageSystemAttributeValue{
 			string(types.MessageSystemAttributeNameForSendsAWSTraceHeader): {DataType: aws.String("String"), StringValue: aws.String(th)},
 		}

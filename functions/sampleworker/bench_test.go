@@ -124,7 +124,7 @@ func benchWorker(b *testing.B, lean bool) {
 // all). The difference of the last two is what the processor adds.
 func BenchmarkWorkerParts(b *testing.B) {
 	ev := benchEvent(100, 0)
-	catalog := agenttask.SampleCatalog()
+	catalog := Catalog(nil)
 	body := func(i int) []byte { return []byte(ev.Records[i].Body) }
 	bodies := make([][]byte, len(ev.Records))
 	for i := range bodies {

@@ -1,10 +1,9 @@
 // Package sampleworker is the sample agent-task worker: a batch.Handler over the
-// tool catalog of agenttask.SampleCatalog, wired to a pipeline's queues and the
+// tool catalog of Catalog, wired to a pipeline's queues and the
 // idempotency ledger. Its Lambda entry is functions/sampleworker/lambda.
 //
-// For each record it decodes the agent task (agenttask.DecodeTaskArg, which
-// also finds args.fault in the pass that validates args: a failure is
-// poison with its reason), begins the idempotency key in the ledger (a
+// For each record it decodes the agent task (agenttask.DecodeTask: a
+// failure is poison with its reason), begins the idempotency key in the ledger (a
 // done key is acknowledged as a no-op), runs the tool and records the
 // receipt. The tools are deterministic: their work, and their receipt, is
 // the hex SHA-256 of the raw args bytes as they stand in the body.
@@ -62,7 +61,7 @@
 // Catalog registers it on the mutating tools.
 //
 // Any other fault is an unclassified error: never assumed retryable. The
-// fault is parsed only when the args hold a "fault" key (ParseFaultValue on
-// the member DecodeTaskArg found), so a task without one pays no JSON decode
-// of its args, nor a second walk of them.
+// fault is parsed only when the args mention "fault" (ParseFault searches
+// for the word first), so a task without one pays one byte search of its
+// args and no JSON decode of them.
 package sampleworker

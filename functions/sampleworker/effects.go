@@ -162,20 +162,35 @@ func Verifier(effects Effects) agenttask.Verifier {
 	}
 }
 
-// Catalog is the sample catalog (agenttask.SampleCatalog) with Verifier
-// over effects registered on its mutating tools: what `agentdlq ledger
-// verify` runs locally. With nil effects it is the sample catalog.
+// Versions is the range of tool_version the sample tools support: 1.x
+// through 3.x.
+const Versions = ">=1.0.0 <4.0.0"
+
+// Catalog is the sample worker's tools, each supporting Versions (web.search,
+// http.fetch, code.exec, file.read, sql.query, vector.search; file.write and
+// email.send mutate), with Verifier over effects registered on its mutating
+// tools: what `agentdlq ledger verify` runs locally. With nil effects it is
+// the sample catalog alone. Each call returns a new map.
 func Catalog(effects Effects) agenttask.Catalog {
-	c := agenttask.SampleCatalog()
-	if effects == nil {
-		return c
+	var v agenttask.Verifier
+	if effects != nil {
+		v = Verifier(effects)
 	}
-	v := Verifier(effects)
-	for name, t := range c {
+	c := agenttask.Catalog{}
+	for _, t := range []agenttask.Tool{
+		{Name: "web.search", Versions: Versions},
+		{Name: "http.fetch", Versions: Versions},
+		{Name: "code.exec", Versions: Versions},
+		{Name: "file.read", Versions: Versions},
+		{Name: "file.write", Versions: Versions, Mutates: true},
+		{Name: "sql.query", Versions: Versions},
+		{Name: "vector.search", Versions: Versions},
+		{Name: "email.send", Versions: Versions, Mutates: true},
+	} {
 		if t.Mutates {
 			t.Verify = v
-			c[name] = t
 		}
+		c[t.Name] = t
 	}
 	return c
 }

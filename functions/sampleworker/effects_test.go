@@ -191,3 +191,22 @@ func TestWorkerRecordsEffects(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogIsValid: the sample tools pass NewCatalog, each supporting
+// Versions; with effects, exactly the mutating ones have a verifier.
+func TestCatalogIsValid(t *testing.T) {
+	t.Parallel()
+	var tools []agenttask.Tool
+	for _, tool := range Catalog(EffectDir{Dir: t.TempDir()}) {
+		tools = append(tools, tool)
+		assert.Equal(t, tool.Mutates, tool.Verify != nil, tool.Name)
+		assert.True(t, tool.SupportsVersion("3.9.0"), tool.Name)
+		assert.False(t, tool.SupportsVersion("4.0.0"), tool.Name)
+	}
+	_, err := agenttask.NewCatalog(tools...)
+	require.NoError(t, err)
+	assert.Len(t, tools, 8)
+	for _, tool := range Catalog(nil) {
+		assert.Nil(t, tool.Verify, tool.Name)
+	}
+}

@@ -198,9 +198,8 @@ func stringEnd(s []byte, i int) int {
 // reads as "fault" (escapes resolved, matched exactly, as DecodeTask reads
 // the task's keys and as any JSON reader would: "Fault" is not args.fault),
 // whose value alone is decoded. Args that cannot be walked are decoded
-// whole by encoding/json, with the same reading of keys. It is for args
-// held apart from their task; the worker, which decodes the task, takes
-// the member from agenttask.DecodeTaskArg and ParseFaultValue instead.
+// whole by encoding/json, with the same reading of keys. The worker reads
+// the fault of each task so, from its Args.
 func ParseFault(args []byte) (*Fault, error) {
 	if !mentionsFault(args) {
 		return nil, nil
@@ -234,34 +233,6 @@ func ParseFault(args []byte) (*Fault, error) {
 	}
 	var f *Fault
 	if err := json.NewDecoder(bytes.NewReader(v)).Decode(&f); err != nil {
-		return nil, fmt.Errorf("args.fault: %w", err)
-	}
-	if f != nil {
-		f.normalize()
-	}
-	return f, nil
-}
-
-// ParseFaultValue is ParseFault on the value of args.fault alone, as
-// agenttask.DecodeTaskArg(body, catalog, "fault") returns it (nil when args
-// has no fault): the worker finds the member in the pass that validates
-// args, where ParseFault walks them again (on the independent generator's
-// tasks, a fault outside args or nested in them on one ok record in three,
-// that walk cost ~0.4 µs a record). v is a JSON value, as DecodeTaskArg
-// validated it.
-func ParseFaultValue(v []byte) (*Fault, error) {
-	if v == nil {
-		return nil, nil
-	}
-	if v[0] == '{' {
-		// The flat reader, as in ParseFault.
-		if f, ok := parseFlatFault(v); ok {
-			f.normalize()
-			return f, nil
-		}
-	}
-	var f *Fault
-	if err := json.Unmarshal(v, &f); err != nil {
 		return nil, fmt.Errorf("args.fault: %w", err)
 	}
 	if f != nil {

@@ -69,7 +69,7 @@ var faultArgs = []string{
 	`{"a":{"fault":{"kind":"panic"}},"b":"\u00e9"}`, `{"a":"}","fault":{"kind":"panic"}}`, `{"a":"\"fault\":1"}`,
 	`{"fault" : { "kind" : "panic" } }`, "{\"fault\"\n:\t{\"kind\":\"guardrail\"}}", `{"fault":{"kind":"panic"}`, `{"fault":`,
 	`[]`, `{"\u0066ault":1,"x":2}`, `{"f\u0061ult":{"kind":"panic"},"f\u0061ult":null}`,
-	// Values ParseFaultValue takes whole: spaced, nested, escaped, numbers
+	// Values the flat reader takes whole: spaced, nested, escaped, numbers
 	// encoding/json reads or rejects.
 	"{\"fault\" :\n {\n\t\"kind\" : \"panic\" ,\n\t\"status\":503\n }\n}", `{"fault":{"kind":"p\u0061nic"}}`,
 	`{"fault":{"status":5e2}}`, `{"fault":{"status":-0}}`, `{"fault":{"retryable":true,"x":{"y":[1,{"z":null}]}}}`,
@@ -95,16 +95,15 @@ func checkParseFault(t *testing.T, args []byte) {
 	want, werr := faultStd(args)
 	require.Equal(t, werr != nil, err != nil, "%q: ParseFault error %v, encoding/json %v", args, err, werr)
 	assert.Equal(t, want, got, "%q", args)
-	// The worker's path: the member found by DecodeTaskArg in a task with
-	// these args, read by ParseFaultValue.
+	// The worker's path: the args of a task that DecodeTask decoded.
 	body := []byte(`{"task_id":"t","run_id":"r","tenant":"x","idempotency_key":"k","tool":"web.search",` +
 		`"tool_version":"1","trace_id":"tr","created_at":"c","schema_version":1,"args":` + string(args) + `}`)
-	task, v, derr := agenttask.DecodeTaskArg(body, nil, "fault")
+	task, derr := agenttask.DecodeTask(body, nil)
 	require.NoError(t, derr, "%q", body)
 	require.Equal(t, string(bytes.Trim(args, " \t\r\n")), string(task.Args))
-	got, err = ParseFaultValue(v)
-	require.Equal(t, werr != nil, err != nil, "%q: ParseFaultValue(%q) error %v, encoding/json %v", args, v, err, werr)
-	assert.Equal(t, want, got, "%q: ParseFaultValue(%q)", args, v)
+	got, err = ParseFault(task.Args)
+	require.Equal(t, werr != nil, err != nil, "%q: ParseFault(task.Args) error %v, encoding/json %v", args, err, werr)
+	assert.Equal(t, want, got, "%q: ParseFault(task.Args)", args)
 }
 
 func FuzzParseFault(f *testing.F) {

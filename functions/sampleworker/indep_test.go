@@ -78,8 +78,8 @@ func TestIndependentEvents(t *testing.T) {
 // TestLeanDeadLetterKeepsBinaryAttributes dead-letters a record whose Binary
 // message attribute is followed, in a later record, by one written with
 // "\/": the lean path must send the producer's bytes, as Handle does, and
-// must not panic (see TestDecodeEventBinaryValueThenEscapedOne in
-// functions/batch).
+// must not panic (see TestDecodeBinaryValueThenEscapedOne in
+// functions/batch/internal/sqsevent).
 func TestLeanDeadLetterKeepsBinaryAttributes(t *testing.T) {
 	t.Parallel()
 	for _, victim := range []string{"QUFBQUFBQUFBQUFBQUFBQUFB", "QUFB"} {

@@ -35,7 +35,7 @@ type Config struct {
 	// Ledger is required: the idempotency ledger (ledger.NewDynamo in AWS,
 	// ledger.NewMemory in tests and `agentdlq invoke`).
 	Ledger ledger.Ledger
-	// Catalog is optional (default agenttask.SampleCatalog()).
+	// Catalog is optional (default Catalog(nil), the sample tools).
 	Catalog agenttask.Catalog
 	// Dependencies is optional: with it, a task whose args.fault names a
 	// dependency fails only while that dependency is down (DependencyDir
@@ -90,7 +90,7 @@ func New(cfg Config) (*Worker, error) {
 	}
 	w := &Worker{catalog: cfg.Catalog, deps: cfg.Dependencies, effects: cfg.Effects}
 	if w.catalog == nil {
-		w.catalog = agenttask.SampleCatalog()
+		w.catalog = Catalog(nil)
 	}
 	bc := batchpipeline.Config(cfg.Pipeline)
 	bc.Handler = w.handle
@@ -138,9 +138,8 @@ func (w *Worker) HandleEvent(ctx context.Context, ev *batch.Event) (events.SQSEv
 
 // handle runs one agent task.
 func (w *Worker) handle(ctx context.Context, r batch.Record) error {
-	// The tool is checked apart so that the catalog is searched once;
-	// args.fault is found in the pass that validates args.
-	task, faultValue, err := agenttask.DecodeTaskArg(r.Body(), nil, "fault")
+	// The tool is checked apart so that the catalog is searched once.
+	task, err := agenttask.DecodeTask(r.Body(), nil)
 	if err != nil {
 		return err // a *agenttask.ValidationError: poison with its reason
 	}
@@ -157,7 +156,7 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 	if err := r.Begin(ctx, task.IdempotencyKey, digest, tool.Mutates); err != nil {
 		return err
 	}
-	fault, err := ParseFaultValue(faultValue)
+	fault, err := ParseFault(task.Args)
 	if err != nil {
 		// DecodeTask checked that args is JSON; a fault of the wrong shape
 		// is the producer's bug.

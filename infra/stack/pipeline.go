@@ -309,6 +309,21 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (p
 	awscdk.Tags_Of(p.HotQueue).Add(jsii.String(pipeline.TagRole), jsii.String("hot"), nil)
 
 	p.newWorker(def, string(defJSON), props)
+	// Dead-letter evidence is the worker's word: no other principal may put
+	// a letter on the DLQ (the broker's own moves are no SendMessage call),
+	// and the DLQ names who may, for triage to check each letter's SenderId
+	// (triage.Senders).
+	p.DLQ.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("OnlyTheWorkerSendsDeadLetters"),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("sqs:SendMessage"),
+		Resources:  jsii.Strings(*p.DLQ.QueueArn()),
+		Conditions: &map[string]any{
+			"ArnNotEquals": map[string]any{"aws:PrincipalArn": []any{p.WorkerRole.RoleArn(), p.RedriveRole.RoleArn()}},
+		},
+	}))
+	awscdk.Tags_Of(p.DLQ).Add(jsii.String(pipeline.TagSenders), jsii.String(*p.WorkerRole.RoleId()+" "+*p.RedriveRole.RoleId()), nil)
 	p.grantRedrive(def, props)
 
 	p.AlarmTopic = awssns.NewTopic(p.Construct, jsii.String("AlarmTopic"), &awssns.TopicProps{

@@ -80,6 +80,9 @@ type triageTarget struct {
 	DLQURL        string `json:"dlq_url"`
 	DLQARN        string `json:"dlq_arn"`
 	AlarmTopicARN string `json:"alarm_topic_arn"`
+	// Senders are the worker's and the redrive role's unique ids: triage
+	// trusts dlq_reason/dlq_meta only on letters they sent (triage.Senders).
+	Senders []string `json:"senders,omitempty"`
 }
 
 func (props *TriageProps) validate() error {
@@ -113,7 +116,8 @@ func (props *TriageProps) validate() error {
 func targetSize(def any) int {
 	const url = "https://sqs.ap-southeast-2.amazonaws.com/123456789012/AgentDLQ-agent-tasks-DLQ0123456789AB-AbCdEfGhIjKl.fifo"
 	const arn = "arn:aws:sqs:ap-southeast-2:123456789012:AgentDLQ-agent-tasks-DLQ0123456789AB-AbCdEfGhIjKl.fifo"
-	b, _ := json.Marshal(triageTarget{Pipeline: def, HotQueueURL: url, HotQueueARN: arn, DLQURL: url, DLQARN: arn, AlarmTopicARN: arn})
+	const roleID = "AROA0123456789ABCDEFG"
+	b, _ := json.Marshal(triageTarget{Pipeline: def, HotQueueURL: url, HotQueueARN: arn, DLQURL: url, DLQARN: arn, AlarmTopicARN: arn, Senders: []string{roleID, roleID}})
 	return len(b) + 1 // and a comma
 }
 
@@ -177,6 +181,7 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (t *Tr
 			HotQueueURL: *p.HotQueue.QueueUrl(), HotQueueARN: *p.HotQueue.QueueArn(),
 			DLQURL: *p.DLQ.QueueUrl(), DLQARN: *p.DLQ.QueueArn(),
 			AlarmTopicARN: *p.AlarmTopic.TopicArn(),
+			Senders:       []string{*p.WorkerRole.RoleId(), *p.RedriveRole.RoleId()},
 		})
 		if err == nil {
 			err = json.Unmarshal(b, &target)

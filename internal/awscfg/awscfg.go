@@ -25,8 +25,9 @@ import (
 )
 
 // Load is config.LoadDefaultConfig with S3PathStyle and sdkhttp.Apply applied, and the
-// profile and region of the Options ctx carries (WithOptions) applied
-// before optFns.
+// profile, region and logger of the Options ctx carries (WithOptions) applied
+// before optFns. A call that finds no credentials fails with a
+// CredentialsError.
 func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
 	cfg, err := config.LoadDefaultConfig(ctx, append(OptionsFrom(ctx).loadOptions(), optFns...)...)
 	if err != nil {
@@ -34,6 +35,7 @@ func Load(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.C
 	}
 	S3PathStyle(&cfg)
 	sdkhttp.Apply(&cfg)
+	typeCredentials(&cfg)
 	return cfg, nil
 }
 

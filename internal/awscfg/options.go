@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/smithy-go/logging"
 )
 
 type optionsKey struct{}
@@ -15,6 +16,11 @@ type optionsKey struct{}
 type Options struct {
 	Profile string
 	Region  string
+	// Logger is optional (default: the SDK's, on stderr): where the SDK's
+	// own log lines go, such as "falling back to IMDSv1" when no
+	// credentials are configured off EC2 (a command line sends them to its
+	// --verbose log; the failure itself comes back as a CredentialsError).
+	Logger logging.Logger
 }
 
 // WithOptions returns ctx carrying o: every Load with that context (or one
@@ -37,6 +43,9 @@ func (o Options) loadOptions() []func(*config.LoadOptions) error {
 	}
 	if o.Region != "" {
 		fns = append(fns, config.WithRegion(o.Region))
+	}
+	if o.Logger != nil {
+		fns = append(fns, config.WithLogger(o.Logger))
 	}
 	return fns
 }

@@ -44,5 +44,8 @@
 //     what it brought. (Cancelling a long poll instead would leave SQS free
 //     to hand the next message to a request nobody reads any more; that
 //     message would sit invisible for its visibility timeout. Cancelling
-//     Run's context does exactly that — it is not lost, only delayed.)
+//     Run's context does exactly that — it is not lost, only delayed, with
+//     one receive of its maxReceiveCount spent.) Mapping.Stop stops the
+//     same graceful way on request: agentdlq work calls it on its first
+//     interrupt.
 package esm

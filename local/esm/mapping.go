@@ -210,6 +210,7 @@ type Mapping struct {
 	inFlight     atomic.Int64
 	failing      atomic.Int64 // pollers whose last receive failed
 	stopping     atomic.Bool  // set by an idle stop or a failed poller: finish the current receive, then return
+	stopped      atomic.Bool  // set by Stop (never reset): as stopping, for this Run and any later one
 	lastActivity atomic.Int64 // unix nanos of the last received record or finished batch
 	paused       atomic.Bool  // Enabled said false on the last look: logged once a pause, once a resume
 }
@@ -269,13 +270,25 @@ func (m *Mapping) Run(ctx context.Context) (Stats, error) {
 	return m.Stats(), firstErr
 }
 
+// Stop asks Run to return as an idle stop does: every poller finishes its
+// current receive (at most WaitTime) and handles what it brought, then
+// returns. Cancelling Run's context instead abandons the long polls, and a
+// poll abandoned is not always a poll ended: SQS may still answer it (and
+// fauxqs does, with the next message sent within WaitTime), which costs that
+// message one receive of its maxReceiveCount, seen by no worker. Stop may be
+// called before Run and from any goroutine.
+func (m *Mapping) Stop() { m.stopped.Store(true) }
+
+// halting reports whether the pollers are to stop after their current receive.
+func (m *Mapping) halting() bool { return m.stopping.Load() || m.stopped.Load() }
+
 func (m *Mapping) touch() { m.lastActivity.Store(m.cfg.Now().UnixNano()) }
 
 // poll is one poller's loop.
 func (m *Mapping) poll(ctx context.Context, poller int) error {
 	log := m.cfg.Logger.With("queue", m.cfg.QueueURL, "poller", poller)
 	consecutiveErrs := 0
-	for ctx.Err() == nil && !m.stopping.Load() {
+	for ctx.Err() == nil && !m.halting() {
 		if m.cfg.Enabled != nil && !m.cfg.Enabled(m.cfg.QueueARN) {
 			// Said once per pause (not per poller): a worker started while
 			// paused would otherwise wait without a word and, with UntilIdle,
@@ -326,7 +339,7 @@ func (m *Mapping) gather(ctx context.Context) ([]types.Message, error) {
 	var msgs []types.Message
 	var deadline time.Time
 	for len(msgs) < m.cfg.BatchSize {
-		if len(msgs) > 0 && m.stopping.Load() {
+		if len(msgs) > 0 && m.halting() {
 			break
 		}
 		wait := m.cfg.WaitTime

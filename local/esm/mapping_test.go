@@ -337,3 +337,50 @@ func TestEventCountsNames(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"PolledEventCount":5,"FilteredOutEventCount":0,"InvokedEventCount":5,"FailedInvokeEventCount":2,"DroppedEventCount":0,"DeletedEventCount":3}`, string(b))
 }
+
+// heldReceive is a long poll the test answers: ReceiveMessage says it
+// started, then waits for the messages to hand out, as SQS does when a
+// message arrives during the wait.
+type heldReceive struct {
+	*fakeSQS
+	started chan struct{}
+	answer  chan []types.Message
+}
+
+func (h *heldReceive) ReceiveMessage(ctx context.Context, _ *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
+	select {
+	case h.started <- struct{}{}:
+	default:
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case msgs := <-h.answer:
+		return &sqs.ReceiveMessageOutput{Messages: msgs}, nil
+	}
+}
+
+// Stop lets the poller finish the long poll it is in and handle what the
+// poll brought, where cancelling Run's context abandons it (and with it a
+// message SQS hands out to the abandoned poll).
+func TestMappingStopFinishesTheCurrentReceive(t *testing.T) {
+	t.Parallel()
+	h := &heldReceive{fakeSQS: newFake(0), started: make(chan struct{}, 1), answer: make(chan []types.Message)}
+	rec := &recorder{}
+	cfg := baseConfig()
+	cfg.UntilIdle = false
+	m, err := esm.New(h, rec.handle, cfg)
+	require.NoError(t, err)
+	done := make(chan esm.Stats, 1)
+	go func() {
+		st, _ := m.Run(context.Background())
+		done <- st
+	}()
+	<-h.started
+	m.Stop()
+	h.answer <- []types.Message{{MessageId: aws.String("late"), ReceiptHandle: aws.String("rh-late"), Body: aws.String("b")}}
+	st := <-done
+	assert.Equal(t, int64(1), st.Received)
+	assert.Equal(t, int64(1), st.Deleted, "the message the last receive brought is handled, not left in flight")
+	assert.Equal(t, [][]string{{"late"}}, rec.batches)
+}

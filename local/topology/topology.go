@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -66,6 +67,7 @@ func ResolveWith(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline, o Ov
 		}
 		if q.DLQURL == "" {
 			q.DLQURL, q.DLQARN = found.DLQURL, found.DLQARN
+			q.Senders = found.Senders
 		}
 	}
 	var err error
@@ -80,6 +82,15 @@ func ResolveWith(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline, o Ov
 		}
 	}
 	return q, nil
+}
+
+// senders reads the DLQ's pipeline.TagSenders tag (nil when it has none).
+func senders(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline, dlqURL string) ([]string, error) {
+	tags, err := api.ListQueueTags(ctx, &sqs.ListQueueTagsInput{QueueUrl: aws.String(dlqURL)})
+	if err != nil {
+		return nil, fmt.Errorf("pipeline %q: ListQueueTags %s: %w", p.Name, dlqURL, err)
+	}
+	return strings.Fields(tags.Tags[pipeline.TagSenders]), nil
 }
 
 func byName(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (pipeline.Queues, error) {
@@ -98,6 +109,9 @@ func byName(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (pipeline
 		}
 		*x.url = aws.ToString(out.QueueUrl)
 	}
+	// Best effort: a caller that may not list the DLQ's tags (the worker)
+	// gets no senders, and triage then checks only the broker's mark.
+	q.Senders, _ = senders(ctx, api, p, q.DLQURL)
 	return q, nil
 }
 
@@ -122,6 +136,7 @@ func byTags(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (pipeline
 				q.HotURL = url
 			case RoleDLQ:
 				q.DLQURL = url
+				q.Senders = strings.Fields(tags.Tags[pipeline.TagSenders])
 			}
 		}
 	}

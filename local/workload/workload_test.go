@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -16,7 +17,7 @@ import (
 // the poison kinds fail with their own reason, and the kind reads back.
 func TestMakeDecodesAsIntended(t *testing.T) {
 	t.Parallel()
-	cat := agenttask.SampleCatalog()
+	cat := sampleworker.Catalog(nil)
 	for i, k := range workload.AllKinds() {
 		t.Run(string(k), func(t *testing.T) {
 			t.Parallel()

@@ -165,11 +165,13 @@ func caseHash(input any) string {
 
 // RedactInput is the task as an eval input: the body parsed as JSON (kept as
 // a redacted string when it is not JSON), the configured drop fields
-// removed, the hash fields replaced by HashValue of their value, values under
-// secret-named keys (deadletter.IsSecretKey: pwd, passphrase, card_number,
-// ...) replaced, and deadletter.Redact applied to every string and number (a
-// card number sent as a JSON number). These are the rules of the dead-letter
-// metadata and the worker's logs: one rule set.
+// removed, the hash fields replaced by HashValue of their value, then
+// deadletter.RedactValue: everything under secret-named keys
+// (deadletter.IsSecretKey: password, pw, apiKey, private_key, credentials,
+// session, ...) replaced, and deadletter.Redact applied to every string and
+// number (a password=... in an error string, a PEM block, a card number sent
+// as a JSON number). These are the rules of the dead-letter metadata and the
+// worker's logs: one rule set.
 func RedactInput(body string, cfg pipeline.Eval) any {
 	dec := json.NewDecoder(strings.NewReader(body))
 	dec.UseNumber()
@@ -223,35 +225,7 @@ func hashPath(obj map[string]any, path []string) {
 	obj[path[0]] = triage.HashValue(s)
 }
 
-func redactValue(v any, key string) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = redactValue(e, k)
-		}
-		return x
-	case []any:
-		for i, e := range x {
-			x[i] = redactValue(e, key)
-		}
-		return x
-	case string:
-		if key != "" && deadletter.IsSecretKey(key) && !strings.HasPrefix(x, "sha256:") {
-			return "[REDACTED]"
-		}
-		return deadletter.Redact(x, 0)
-	case json.Number:
-		if key != "" && deadletter.IsSecretKey(key) {
-			return "[REDACTED]"
-		}
-		if r := deadletter.Redact(string(x), 0); r != string(x) {
-			return r
-		}
-		return x
-	default:
-		if key != "" && deadletter.IsSecretKey(key) && x != nil {
-			return "[REDACTED]"
-		}
-		return x
-	}
-}
+// redactValue is deadletter.RedactValue: one rule set for every view of a
+// task's body (the values under secret-named keys, whatever their depth,
+// and Redact on every other string and number).
+func redactValue(v any, _ string) any { return deadletter.RedactValue(v) }

@@ -32,6 +32,9 @@ type Target struct {
 	DLQURL        string            `json:"dlq_url"`
 	DLQARN        string            `json:"dlq_arn"`
 	AlarmTopicARN string            `json:"alarm_topic_arn"`
+	// Senders are the principals whose dead letters carry evidence
+	// (triage.Senders: the worker's and the redrive role's unique ids).
+	Senders []string `json:"senders,omitempty"`
 }
 
 // ParseTargets reads AGENTDLQ_TRIAGE_TARGETS: a JSON list of targets. Each
@@ -79,7 +82,7 @@ type Handler struct {
 	SNS PublishAPI
 	// Ledger is optional.
 	Ledger triage.KeyReader
-	// Scan is optional (see Config.Scan).
+	// Scan is optional (see triage.Config.Scan).
 	Scan triage.ScanOptions
 	// Metrics receives the EMF documents (default os.Stdout).
 	Metrics io.Writer
@@ -227,7 +230,7 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 	for i := range targets {
 		t := &targets[i]
 		pr := PipelineResult{Pipeline: t.Pipeline.Name}
-		cfg := triage.Config{Pipeline: &t.Pipeline, DLQURL: t.DLQURL, SQS: h.SQS, Ledger: h.Ledger, Scan: h.Scan, Now: now, Logger: log}
+		cfg := triage.Config{Pipeline: &t.Pipeline, DLQURL: t.DLQURL, SQS: h.SQS, Senders: t.Senders, Ledger: h.Ledger, Scan: h.Scan, Now: now, Logger: log}
 		if h.Dest != nil {
 			cfg.Export, cfg.Keep = eval.To(h.Dest), render.KeepIn(h.Dest)
 		}

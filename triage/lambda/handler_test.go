@@ -11,11 +11,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/testkit/sqsfake"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
@@ -101,18 +101,15 @@ func TestMatchAlarm(t *testing.T) {
 	}
 }
 
-func newHandler(t *testing.T) (*Handler, *fakeSNS, *bytes.Buffer, map[string]*fakeSQS) {
+func newHandler(t *testing.T) (*Handler, *fakeSNS, *bytes.Buffer, *sqsfake.Fake) {
 	t.Helper()
 	ts, err := ParseTargets(targetsJSON(t))
 	require.NoError(t, err)
 	clock := newClock()
-	queues := map[string]*fakeSQS{
-		ts[0].DLQURL: newFakeSQS(t, clock, fixture(t)),
-		ts[1].DLQURL: newFakeSQS(t, clock, many(3)),
-	}
+	queues := newFakeSQS(t, clock, map[string][]triage.Message{ts[0].DLQURL: fixture(t), ts[1].DLQURL: many(3)})
 	pub := &fakeSNS{}
 	var metrics bytes.Buffer
-	h := &Handler{Targets: ts, SQS: routeSQS{queues}, Dest: store.Folder{Root: t.TempDir()}, SNS: pub, Metrics: &metrics, Now: clock.Now, Logger: quiet,
+	h := &Handler{Targets: ts, SQS: queues, Dest: store.Folder{Root: t.TempDir()}, SNS: pub, Metrics: &metrics, Now: clock.Now, Logger: quiet,
 		Next: func(p string) []string { return []string{"the owner's step for " + p} }}
 	return h, pub, &metrics, queues
 }
@@ -121,8 +118,8 @@ func TestHandleSchedule(t *testing.T) {
 	t.Parallel()
 	h, pub, metrics, queues := newHandler(t)
 	before := map[string]map[string]string{}
-	for url, q := range queues {
-		before[url] = q.snapshot()
+	for _, tg := range h.Targets {
+		before[tg.DLQURL] = snapshot(queues, tg.DLQURL)
 	}
 	res, err := h.Handle(t.Context(), json.RawMessage(`{"version":"0","detail-type":"Scheduled Event","source":"aws.events","detail":{}}`))
 	require.NoError(t, err)
@@ -134,8 +131,8 @@ func TestHandleSchedule(t *testing.T) {
 	assert.True(t, strings.HasPrefix(res.Pipelines[0].ReportKey, "agent-tasks/reports/20261129T"))
 	assert.Equal(t, 3, res.Pipelines[1].Messages)
 	assert.Empty(t, pub.published, "a scheduled run pages nobody")
-	for url, q := range queues {
-		assert.Equal(t, before[url], q.snapshot())
+	for url, want := range before {
+		assert.Equal(t, want, snapshot(queues, url))
 	}
 	docs := emfDocs(t, metrics.Bytes())
 	assert.Len(t, docs, 2+7+1, "one document a pipeline, plus one a reason (7 and 1)")
@@ -196,16 +193,13 @@ func TestHandleBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, errUnknownEvent)
 
 	// A missing DLQ fails its pipeline; the other one is still triaged.
-	queues[h.Targets[1].DLQURL].missing = true
+	queues.RemoveQueue(h.Targets[1].DLQURL)
 	res, err := h.Handle(t.Context(), json.RawMessage(`{"detail-type":"Scheduled Event","detail":{}}`))
 	require.ErrorIs(t, err, triage.ErrQueueNotFound)
 	require.Len(t, res.Pipelines, 2)
 	assert.Equal(t, 16, res.Pipelines[0].Messages)
 	assert.Contains(t, res.Pipelines[1].Error, "does not exist")
 }
-
-// routeSQS sends each call to the fake of its queue URL.
-type routeSQS struct{ m map[string]*fakeSQS }
 
 func emfDocs(t *testing.T, data []byte) []map[string]any {
 	t.Helper()
@@ -267,18 +261,6 @@ func TestWriteEMF(t *testing.T) {
 	assert.Equal(t, float64(0), docs[0]["DLQMessages"])
 }
 
-func (r routeSQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, o ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	return r.m[aws.ToString(in.QueueUrl)].ReceiveMessage(ctx, in, o...)
-}
-
-func (r routeSQS) ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, o ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
-	return r.m[aws.ToString(in.QueueUrl)].ChangeMessageVisibilityBatch(ctx, in, o...)
-}
-
-func (r routeSQS) GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, o ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
-	return r.m[aws.ToString(in.QueueUrl)].GetQueueAttributes(ctx, in, o...)
-}
-
 // TestHandleCompactEvents covers the events the CDK app's rules send.
 func TestHandleCompactEvents(t *testing.T) {
 	t.Parallel()
@@ -319,7 +301,7 @@ func TestScanBudget(t *testing.T) {
 func TestHandlePartialScan(t *testing.T) {
 	t.Parallel()
 	h, _, metrics, queues := newHandler(t)
-	queues[h.Targets[1].DLQURL].msgs[0].hiddenUntil = t0.Add(time.Hour) // held by another reader
+	queues.Queue(h.Targets[1].DLQURL).Messages[0].VisibleAt = t0.Add(time.Hour) // held by another reader
 	res, err := h.Handle(t.Context(), json.RawMessage(`{"trigger":"schedule","pipeline":"`+h.Targets[1].Pipeline.Name+`"}`))
 	require.NoError(t, err, "a partial scan is reported, not failed")
 	require.Len(t, res.Pipelines, 1)

@@ -34,10 +34,10 @@ func TestRunMarksAPartialScan(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			clock := newClock()
-			f := newFakeSQS(t, clock, fixture(t))
-			f.visibility = 45 * time.Second
+			f := newFakeSQS(t, clock, map[string][]triage.Message{dlqURL: fixture(t)})
+			setDuration(f, dlqURL, "VisibilityTimeout", 45*time.Second)
 			if held {
-				f.msgs[2].hiddenUntil = t0.Add(time.Hour)
+				f.Queue(dlqURL).Messages[2].VisibleAt = t0.Add(time.Hour)
 			}
 			r, err := triage.Run(t.Context(), triage.Config{Pipeline: testPipeline(t, false), DLQURL: "http://q/agent-tasks-dlq", SQS: f, Now: clock.Now, Logger: quiet})
 			require.NoError(t, err, "a partial scan is a report, not an error: the Lambda keeps reporting")
@@ -95,8 +95,8 @@ func TestRunNeverChangesTheDLQ(t *testing.T) {
 		t.Run(fmt.Sprintf("refuse=%v", refuse), func(t *testing.T) {
 			t.Parallel()
 			clock := newClock()
-			f := newFakeSQS(t, clock, fixture(t))
-			before := f.snapshot()
+			f := newFakeSQS(t, clock, map[string][]triage.Message{dlqURL: fixture(t)})
+			before := snapshot(f, dlqURL)
 			var dest store.Destination = store.Folder{Root: t.TempDir()}
 			if refuse {
 				dest = triagetest.RefusingDest{Folder: store.Folder{Root: t.TempDir()}, RefusePut: true}
@@ -104,9 +104,8 @@ func TestRunNeverChangesTheDLQ(t *testing.T) {
 			r, err := triage.Run(t.Context(), triage.Config{Pipeline: testPipeline(t, false), DLQURL: "http://q/agent-tasks-dlq", SQS: f, Export: eval.To(dest), Keep: render.KeepIn(dest), Now: clock.Now, Logger: quiet})
 			require.NotNil(t, r)
 			assert.Equal(t, 16, r.Totals.Messages)
-			assert.Equal(t, before, f.snapshot())
-			_, hidden := f.counts()
-			assert.Equal(t, 0, hidden)
+			assert.Equal(t, before, snapshot(f, dlqURL))
+			assert.Equal(t, 0, hidden(f, dlqURL))
 			if refuse {
 				require.ErrorContains(t, err, "triage: eval export failed")
 				assert.True(t, r.Partial)

@@ -1,4 +1,4 @@
-package batch
+package sqsevent
 
 import "testing"
 
@@ -12,7 +12,7 @@ import "testing"
 // dead letter of that record then carried other bytes than the producer's,
 // or the walk over the damaged attributes panicked
 // (TestLeanDeadLetterKeepsBinaryAttributes in functions/sampleworker).
-func TestDecodeEventBinaryValueThenEscapedOne(t *testing.T) {
+func TestDecodeBinaryValueThenEscapedOne(t *testing.T) {
 	t.Parallel()
 	for _, c := range []string{
 		`{"Records":[{"messageId":"a","messageAttributes":{"sig":{"binaryValue":"QUFBQUFBQUFBQUFBQUFBQUFB","dataType":"Binary"}}},` +

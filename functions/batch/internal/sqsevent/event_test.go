@@ -1,4 +1,4 @@
-package batch
+package sqsevent
 
 import (
 	"bytes"
@@ -13,39 +13,54 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/agentdlq/agentdlq/bench/rusage"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
-// diffDecode decodes payload with DecodeEvent (on a copy: it decodes in
+// decodeCopy is Decode on a copy of payload (batch.DecodeEvent's way), so
+// that the caller's payload is left as it was.
+func decodeCopy(payload []byte) (*Event, error) { return Decode(bytes.Clone(payload)) }
+
+// attributeMap is what a dead letter carries of a record's attributes, as a map.
+func attributeMap(attrs []deadletter.NamedAttribute) map[string]deadletter.Attribute {
+	if len(attrs) == 0 {
+		return nil
+	}
+	out := make(map[string]deadletter.Attribute, len(attrs))
+	for _, a := range attrs {
+		out[a.Name] = a.Attribute
+	}
+	return out
+}
+
+// diffDecode decodes payload with Decode (on a copy: it decodes in
 // place) and with json.Unmarshal into events.SQSEvent, as aws-lambda-go
 // does, and fails t when they disagree: both succeed with the same records
 // (every string byte for byte, nil and empty maps and slices alike), or
-// both fail, or DecodeEvent refuses a duplicate key that encoding/json
+// both fail, or Decode refuses a duplicate key that encoding/json
 // would have merged. It returns the lean event (nil on error).
 func diffDecode(t *testing.T, payload []byte) *Event {
 	t.Helper()
 	var want events.SQSEvent
 	jerr := json.Unmarshal(payload, &want)
-	lean, lerr := DecodeEvent(bytes.Clone(payload))
+	lean, lerr := decodeCopy(bytes.Clone(payload))
 	switch {
 	case lerr != nil && jerr != nil:
 		if !errors.Is(lerr, ErrNotSQSEvent) {
-			t.Fatalf("DecodeEvent error %v does not wrap ErrNotSQSEvent", lerr)
+			t.Fatalf("Decode error %v does not wrap ErrNotSQSEvent", lerr)
 		}
-		samePosition(t, payload, lerr, "DecodeEvent")
-		_, ierr := decodeEvent(bytes.Clone(payload)) // Invoke's way: in place
+		samePosition(t, payload, lerr, "Decode")
+		_, ierr := Decode(bytes.Clone(payload)) // Invoke's way: in place
 		samePosition(t, payload, ierr, "in place")
 		return nil
 	case lerr != nil:
-		if !errors.Is(lerr, ErrDuplicateKey) {
-			t.Fatalf("DecodeEvent refused what encoding/json accepts: %v\npayload: %q", lerr, textutil.Truncate(string(payload), 2000))
+		if !errors.Is(lerr, ErrRepeatedJSONKey) {
+			t.Fatalf("Decode refused what encoding/json accepts: %v\npayload: %q", lerr, textutil.Truncate(string(payload), 2000))
 		}
 		return nil
 	case jerr != nil:
-		t.Fatalf("DecodeEvent accepted what encoding/json refuses (%v)\npayload: %q", jerr, textutil.Truncate(string(payload), 2000))
+		t.Fatalf("Decode accepted what encoding/json refuses (%v)\npayload: %q", jerr, textutil.Truncate(string(payload), 2000))
 	}
 	got := lean.SQSEvent()
 	if !reflect.DeepEqual(got, want) {
@@ -56,17 +71,17 @@ func diffDecode(t *testing.T, payload []byte) *Event {
 		}
 		t.Fatalf("events differ: lean %d records, json %d (nil: %v, %v)", len(got.Records), len(want.Records), got.Records == nil, want.Records == nil)
 	}
-	sameMessages(t, "DecodeEvent", lean.records, want)
+	sameMessages(t, "Decode", lean.Records, want)
 	// Handle's way to the same messages, from the decoded event.
-	fromSQS, err := fromSQSEvent(want)
+	fromSQS, err := FromSQSEvent(want)
 	if err != nil {
-		t.Fatalf("fromSQSEvent of a decoded event: %v", err)
+		t.Fatalf("FromSQSEvent of a decoded event: %v", err)
 	}
-	if got := (&Event{records: fromSQS}).SQSEvent(); !reflect.DeepEqual(got.Records, want.Records) && len(want.Records) > 0 {
-		t.Fatalf("fromSQSEvent:\n got %#v\nwant %#v", got.Records, want.Records)
+	if got := (&Event{Records: fromSQS}).SQSEvent(); !reflect.DeepEqual(got.Records, want.Records) && len(want.Records) > 0 {
+		t.Fatalf("FromSQSEvent:\n got %#v\nwant %#v", got.Records, want.Records)
 	}
-	sameMessages(t, "fromSQSEvent", fromSQS, want)
-	if cerr, werr := lean.check(), CheckSQSEvent(want); (cerr == nil) != (werr == nil) {
+	sameMessages(t, "FromSQSEvent", fromSQS, want)
+	if cerr, werr := lean.Check(), CheckSQSEvent(want); (cerr == nil) != (werr == nil) {
 		t.Fatalf("check: lean %v, CheckSQSEvent %v", cerr, werr)
 	}
 	return lean
@@ -104,20 +119,20 @@ func samePosition(t *testing.T, payload []byte, err error, entry string) {
 
 // sameMessages fails t when what the processor reads of msgs without
 // materializing a record differs from the decoded event want.
-func sameMessages(t *testing.T, path string, msgs []message, want events.SQSEvent) {
+func sameMessages(t *testing.T, path string, msgs []Message, want events.SQSEvent) {
 	t.Helper()
 	for i := range msgs {
 		r, w := &msgs[i], &want.Records[i]
-		n, ok := r.receiveCount()
-		wn, wok := receiveCount(w.Attributes[attrReceiveCount])
+		n, ok := r.ReceiveCount()
+		wn, wok := ParseReceiveCount(w.Attributes[attrReceiveCount])
 		if n != wn || ok != wok {
 			t.Fatalf("record %d: receive count %d %v, want %d %v", i, n, ok, wn, wok)
 		}
-		if r.group != w.Attributes[attrGroupID] {
-			t.Fatalf("record %d: group %q, want %q", i, r.group, w.Attributes[attrGroupID])
+		if r.Group() != w.Attributes[attrGroupID] {
+			t.Fatalf("record %d: group %q, want %q", i, r.Group(), w.Attributes[attrGroupID])
 		}
 		for _, name := range []string{attrSentAt, attrFirstReceive, attrTraceHeader, attrReceiveCount} {
-			v, ok := r.attribute(name)
+			v, ok := r.Attribute(name)
 			wv, wok := w.Attributes[name]
 			if v != wv || ok != wok {
 				t.Fatalf("record %d: attribute %s = %q %v, want %q %v", i, name, v, ok, wv, wok)
@@ -130,7 +145,7 @@ func sameMessages(t *testing.T, path string, msgs []message, want events.SQSEven
 		}
 		// What a dead letter carries of them (the trusted walk): each name
 		// once, data type and value as encoding/json decodes them.
-		dla := r.appendDeadLetterAttrs(nil)
+		dla := r.AppendDeadLetterAttrs(nil)
 		dl := attributeMap(dla)
 		if len(dla) != len(dl) {
 			t.Fatalf("record %d: %d dead-letter attributes for %d names", i, len(dla), len(dl))
@@ -152,8 +167,8 @@ func sameMessages(t *testing.T, path string, msgs []message, want events.SQSEven
 	}
 }
 
-func TestDecodeEventTestdata(t *testing.T) {
-	files, err := filepath.Glob("../../events/testdata/*.json")
+func TestDecodeTestdata(t *testing.T) {
+	files, err := filepath.Glob("../../../../events/testdata/*.json")
 	if err != nil || len(files) < 20 {
 		t.Fatalf("testdata: %v (%d files)", err, len(files))
 	}
@@ -165,7 +180,7 @@ func TestDecodeEventTestdata(t *testing.T) {
 		}
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			if ev := diffDecode(t, data); ev != nil {
-				decoded += ev.Len()
+				decoded += len(ev.Records)
 			}
 		})
 	}
@@ -174,21 +189,21 @@ func TestDecodeEventTestdata(t *testing.T) {
 	}
 }
 
-// TestDecodeEventGenMix decodes the generator's mixes (every tool and shape,
+// TestDecodeGenMix decodes the generator's mixes (every tool and shape,
 // 0-10 message attributes, bodies with escapes) as make bench-sizes does.
-func TestDecodeEventGenMix(t *testing.T) {
+func TestDecodeGenMix(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs events/gen")
 	}
 	for _, mix := range [][2]string{{"1000", "90"}, {"300", "10"}} {
 		data := localtest.GenMix(t, atoiOr(mix[0]), atoiOr(mix[1]))
 		ev := diffDecode(t, data)
-		if ev == nil || ev.Len() != atoiOr(mix[0]) {
-			t.Fatalf("mix %v: decoded %d records", mix, ev.Len())
+		if ev == nil || len(ev.Records) != atoiOr(mix[0]) {
+			t.Fatalf("mix %v: decoded %d records", mix, len(ev.Records))
 		}
 		withAttrs := 0
-		for i := range ev.records {
-			if len(ev.records[i].mattrs) > 2 {
+		for i := range ev.Records {
+			if ev.Records[i].HasMessageAttributes() {
 				withAttrs++
 			}
 		}
@@ -310,7 +325,7 @@ func manyNames(n, from int) string {
 	return b.String()
 }
 
-func TestDecodeEventEdgeCases(t *testing.T) {
+func TestDecodeEdgeCases(t *testing.T) {
 	for _, c := range eventEdgeCases {
 		diffDecode(t, []byte(c))
 	}
@@ -321,11 +336,11 @@ func TestDecodeEventEdgeCases(t *testing.T) {
 	}
 }
 
-// TestDecodeEventDamagedAttributes damages a record with every kind of
+// TestDecodeDamagedAttributes damages a record with every kind of
 // attribute and message attribute member at every byte (and cuts it there)
-// and holds DecodeEvent to encoding/json on each: the attribute loops'
+// and holds Decode to encoding/json on each: the attribute loops'
 // grammar, member matching and base64 checks, byte by byte.
-func TestDecodeEventDamagedAttributes(t *testing.T) {
+func TestDecodeDamagedAttributes(t *testing.T) {
 	rec := `{"Records":[{"messageId":"m","attributes":{"ApproximateReceiveCount":"2","SentTimestamp":"1","MessageGroupId":"g"},` +
 		`"messageAttributes":{"s":{"stringValue":"v","stringListValues":["a",null],"binaryListValues":[],"dataType":"String"},` +
 		`"b":{"binaryValue":"aGk=","binaryListValues":["aGk=",null],"dataType":"Binary"},"n":null,"e":{"x":1}}}]}`
@@ -342,20 +357,20 @@ func TestDecodeEventDamagedAttributes(t *testing.T) {
 	}
 }
 
-// TestDecodeEventDuplicateKey: a duplicate key is refused with a clear
+// TestDecodeDuplicateKey: a duplicate key is refused with a clear
 // error, where encoding/json would merge the two.
-func TestDecodeEventDuplicateKey(t *testing.T) {
-	_, err := DecodeEvent([]byte(`{"Records":[{"messageId":"a","body":"x","messageId":"b"}]}`))
-	if !errors.Is(err, ErrDuplicateKey) || !errors.Is(err, ErrNotSQSEvent) || !strings.Contains(err.Error(), `"messageId" twice`) {
+func TestDecodeDuplicateKey(t *testing.T) {
+	_, err := decodeCopy([]byte(`{"Records":[{"messageId":"a","body":"x","messageId":"b"}]}`))
+	if !errors.Is(err, ErrRepeatedJSONKey) || !errors.Is(err, ErrNotSQSEvent) || !strings.Contains(err.Error(), `"messageId" twice`) {
 		t.Fatalf("err = %v", err)
 	}
 }
 
-// TestDecodeEventDuplicateAttributeName: a message attribute name or
+// TestDecodeDuplicateAttributeName: a message attribute name or
 // member twice, as written or once decoded, is refused, among the first
 // 16 names (compared in place) and past them (a map); names that only look
 // alike are not. diffDecode cannot tell: encoding/json takes either.
-func TestDecodeEventDuplicateAttributeName(t *testing.T) {
+func TestDecodeDuplicateAttributeName(t *testing.T) {
 	doc := func(attrs string) []byte {
 		return []byte(`{"Records":[{"messageId":"m","messageAttributes":{` + attrs + `}}]}`)
 	}
@@ -378,44 +393,20 @@ func TestDecodeEventDuplicateAttributeName(t *testing.T) {
 		{`"a":{"dataType":"x","data\u0054ype":null}`, true},
 		{`"a":{"dataType":"x"},"b":{"dataType":"y"}`, false},
 	} {
-		_, err := DecodeEvent(doc(c.attrs))
-		if got := errors.Is(err, ErrDuplicateKey); got != c.dup || (err != nil && !c.dup) {
+		_, err := decodeCopy(doc(c.attrs))
+		if got := errors.Is(err, ErrRepeatedJSONKey); got != c.dup || (err != nil && !c.dup) {
 			t.Errorf("%s: err = %v, want a duplicate: %v", textutil.Truncate(c.attrs, 80), err, c.dup)
 		}
 	}
 	// The names of one record do not carry over to the next.
-	if _, err := DecodeEvent([]byte(`{"Records":[{"messageAttributes":{"a\u0062":{},` + manyNames(20, 0) +
+	if _, err := decodeCopy([]byte(`{"Records":[{"messageAttributes":{"a\u0062":{},` + manyNames(20, 0) +
 		`}},{"messageAttributes":{"ab":{},"n3":{}}}]}`)); err != nil {
 		t.Errorf("names of two records: %v", err)
 	}
 }
 
-// TestDecodeEventOwnsItsData: DecodeEvent leaves the payload as it was
-// and keeps nothing of it; decodeEvent, Invoke's, decodes in the buffer it
-// is given, and the copy a Record reads (ownRaw) keeps nothing of it.
-func TestDecodeEventOwnsItsData(t *testing.T) {
-	const raw = `{"Records":[{"messageId":"m","body":"{\"a\":\"\u00e9\"}","attributes":{"SentTimestamp":"1"},"messageAttributes":{"k":{"dataType":"String","stringValue":"v"}},"awsRegion":"eu-west-1"}]}`
-	check := func(name string, m events.SQSMessage) {
-		t.Helper()
-		if m.Body != `{"a":"é"}` || m.MessageId != "m" || m.Attributes["SentTimestamp"] != "1" ||
-			*m.MessageAttributes["k"].StringValue != "v" || m.AWSRegion != "eu-west-1" {
-			t.Fatalf("%s: after the payload was reused: %#v", name, m)
-		}
-	}
-	payload := []byte(raw)
-	ev, err := DecodeEvent(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(payload) != raw {
-		t.Fatalf("DecodeEvent modified the payload: %q", payload)
-	}
-	copy(payload, bytes.Repeat([]byte{'x'}, len(payload))) // the runtime reuses its buffer
-	check("DecodeEvent", ev.records[0].sqsMessage())
-}
-
-func FuzzDecodeEvent(f *testing.F) {
-	files, _ := filepath.Glob("../../events/testdata/*.json")
+func FuzzDecode(f *testing.F) {
+	files, _ := filepath.Glob("../../../../events/testdata/*.json")
 	for _, file := range files {
 		if data, err := os.ReadFile(file); err == nil && len(data) < 64<<10 {
 			f.Add(data)
@@ -434,68 +425,12 @@ func FuzzDecodeEvent(f *testing.F) {
 	})
 }
 
-// BenchmarkDecodeEvent decodes the large-batch fixture (100 ~1 KB tasks)
-// with DecodeEvent and with json.Unmarshal into events.SQSEvent (what
-// aws-lambda-go does for Handle), each on a fresh copy of the payload.
-func BenchmarkDecodeEvent(b *testing.B) {
-	data, err := os.ReadFile("../../events/testdata/sqs-large-batch.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var ev events.SQSEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
-		b.Fatal(err)
-	}
-	n := len(ev.Records)
-	b.Run("lean", func(b *testing.B) { benchDecodeLean(b, data, n) })
-	b.Run("encoding-json", func(b *testing.B) {
-		b.SetBytes(int64(len(data)))
-		b.ReportAllocs()
-		for b.Loop() {
-			var ev events.SQSEvent
-			if err := json.Unmarshal(data, &ev); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
-	})
-}
-
-// BenchmarkDecodeEventMix decodes the generator's 100-record mix (the worker
-// bench's event: indented, seven message attributes a record, bodies of
-// every tool) with DecodeEvent, on a fresh copy of the payload each time.
-func BenchmarkDecodeEventMix(b *testing.B) {
-	data := localtest.GenMix(b, 100, 10)
-	var ev events.SQSEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
-		b.Fatal(err)
-	}
-	benchDecodeLean(b, data, len(ev.Records))
-}
-
-// benchDecodeLean decodes data (n records) with DecodeEvent, on a fresh copy
-// of the payload each time, as the runtime hands each invocation its own.
-func benchDecodeLean(b *testing.B, data []byte, n int) {
-	buf := make([]byte, len(data))
-	b.SetBytes(int64(len(data)))
-	b.ReportAllocs()
-	cpu0 := rusage.CPUTime()
-	for b.Loop() {
-		copy(buf, data)
-		if _, err := DecodeEvent(buf); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/record")
-	b.ReportMetric(float64((rusage.CPUTime()-cpu0).Nanoseconds())/float64(b.N*n), "cpu-ns/record")
-}
-
-// TestDecodeEventErrorPosition holds DecodeEvent's error to the byte that
+// TestDecodeErrorPosition holds Decode's error to the byte that
 // makes the payload invalid JSON: the index encoding/json finds (the
 // offending byte, or the payload's length when it ends first), on both
-// entries (DecodeEvent on a copy, and Invoke's decoding in place, where
+// entries (Decode on a copy, and Invoke's decoding in place, where
 // bodies before the error were already overwritten).
-func TestDecodeEventErrorPosition(t *testing.T) {
+func TestDecodeErrorPosition(t *testing.T) {
 	rec := func(s string) string { return `{"Records": [{"messageId": "m1", "body": "{\"a\":1}"}, ` + s + `]}` }
 	tests := []struct {
 		name, payload string
@@ -530,7 +465,7 @@ func TestDecodeEventErrorPosition(t *testing.T) {
 			for _, entry := range []struct {
 				name   string
 				decode func([]byte) (*Event, error)
-			}{{"DecodeEvent", DecodeEvent}, {"in place", decodeEvent}} {
+			}{{"on a copy", decodeCopy}, {"in place", Decode}} {
 				_, err := entry.decode([]byte(tt.payload))
 				if !errors.Is(err, ErrNotSQSEvent) {
 					t.Fatalf("%s: err = %v, want ErrNotSQSEvent", entry.name, err)

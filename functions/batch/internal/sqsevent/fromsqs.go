@@ -1,4 +1,4 @@
-package batch
+package sqsevent
 
 import (
 	"encoding/base64"
@@ -8,13 +8,13 @@ import (
 	"github.com/agentdlq/agentdlq/internal/jsonscan"
 )
 
-// fromSQSEvent is Handle's way to the processor's one representation of a
+// FromSQSEvent is Handle's way to the processor's one representation of a
 // record: each events.SQSMessage becomes a message as Invoke decodes one,
 // its strings shared (a Go string never changes), its body copied, and its
 // attribute maps written as the JSON Lambda would send, then read by the
 // decoder Invoke uses.
-func fromSQSEvent(ev events.SQSEvent) ([]message, error) {
-	out := make([]message, len(ev.Records))
+func FromSQSEvent(ev events.SQSEvent) ([]Message, error) {
+	out := make([]Message, len(ev.Records))
 	for i := range ev.Records {
 		m, r := &ev.Records[i], &out[i]
 		r.id, r.receipt, r.arn, r.group = m.MessageId, m.ReceiptHandle, m.EventSourceARN, m.Attributes[attrGroupID]

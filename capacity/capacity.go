@@ -1,0 +1,414 @@
+package capacity
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"time"
+
+	"github.com/agentdlq/agentdlq/pipeline"
+)
+
+// Input is what Plan needs. Pipeline and Rate are required.
+type Input struct {
+	Pipeline *pipeline.Pipeline
+	// Rate is the sustained task rate, tasks a second.
+	Rate float64
+	// ToolP50 and ToolP99 are the tool call's latency (default 200 ms and
+	// 1 s): the time a record waits on the team's tool, not the drain's.
+	ToolP50, ToolP99 time.Duration
+	// PayloadBytes is a task's size on the queue (default 1 KiB).
+	PayloadBytes int
+	// PerTask are the drain's requests per task (default MeasuredMostlyOK).
+	PerTask *PerTask
+	// Prices (default USEast1).
+	Prices *Prices
+	// CallLatency is one AWS call's latency from the worker (default 8 ms:
+	// DynamoDB's "single-digit millisecond" plus the network).
+	CallLatency time.Duration
+	// AccountConcurrency is the Region's Lambda concurrency quota
+	// (default 1,000), shared with the account's other functions.
+	AccountConcurrency int
+}
+
+// MeasuredMostlyOK are the drain's requests per task on the mostly-ok mix
+// (97 % valid), measured on 2026-12-07 with `agentdlq local bench --mix
+// cost --tasks 2000` (docs/performance.md, "What a task costs"): the
+// figures Size scales when Input.PerTask is nil. LogBytes holds Lambda's
+// platform lines at the measured 0.104 invocations a task.
+var MeasuredMostlyOK = PerTask{
+	SQSRequests: 0.243, WorkerSQSRequests: 0.0365, WriteUnits: 2.0265, ReadUnits: 0.040, LedgerCalls: 2.072,
+	LogBytes: 97, Invocations: 0.104, BilledMsPerInvocation: 25, Deliveries: 1.032, DeadLetters: 0.0205,
+}
+
+// Recommendation is what to set. Fields that have no pipeline setting yet
+// (ProvisionedPollers, ReservedConcurrency, ProcessorConcurrency) are
+// values to set in the construct or the worker by hand.
+type Recommendation struct {
+	BatchSize          int `json:"batch_size"`
+	BatchWindowSeconds int `json:"batch_window_seconds"`
+	// MaxConcurrency is the mapping's maximum concurrency (on-demand
+	// polling); 0 when ProvisionedPollers is recommended instead (the two
+	// do not combine).
+	MaxConcurrency     int      `json:"max_concurrency,omitempty"`
+	ProvisionedPollers *Pollers `json:"provisioned_pollers,omitempty"`
+	WorkerMemoryMB     int      `json:"worker_memory_mb"`
+	// ProcessorConcurrency is the worker's batch.Config.Concurrency: the
+	// records of a batch handled at once.
+	ProcessorConcurrency int `json:"processor_concurrency"`
+	// ReservedConcurrency is the worker's reserved concurrency: at least
+	// the mapping's maximum, so that the mapping never invokes into a
+	// throttle (a throttled batch returns to the queue with its receive
+	// spent).
+	ReservedConcurrency int `json:"reserved_concurrency"`
+	// VisibilityTimeoutSeconds is the smallest safe visibility timeout:
+	// six times the worker's timeout plus the batching window, Lambda's
+	// advice for SQS event sources.
+	VisibilityTimeoutSeconds int      `json:"visibility_timeout_seconds"`
+	Why                      []string `json:"why"`
+}
+
+// Pollers are provisioned mode's minimum and maximum event pollers.
+type Pollers struct {
+	Min int `json:"min"`
+	Max int `json:"max"`
+}
+
+// Prediction is what the rate costs with the recommendation.
+type Prediction struct {
+	RecordsPerInvocation  float64 `json:"records_per_invocation"`
+	InvocationsPerSecond  float64 `json:"invocations_per_second"`
+	BilledMsP50           float64 `json:"billed_ms_per_invocation_p50"`
+	BilledMsP99           float64 `json:"billed_ms_per_invocation_p99"`
+	LambdaConcurrency     float64 `json:"lambda_concurrency"`
+	LambdaConcurrencyP99  float64 `json:"lambda_concurrency_p99"`
+	GBSecondsPerSecond    float64 `json:"gb_seconds_per_second"`
+	GBSecondsPerMonth     float64 `json:"gb_seconds_per_month"`
+	LedgerWriteUnitsPerS  float64 `json:"ledger_write_units_per_second"`
+	LedgerReadUnitsPerS   float64 `json:"ledger_read_units_per_second"`
+	SQSRequestsPerSecond  float64 `json:"sqs_requests_per_second"`
+	InFlightMessages      float64 `json:"in_flight_messages"`
+	SecondsToScale        float64 `json:"seconds_to_scale"`
+	DrainCostPerMillion   Cost    `json:"drain_cost_per_million_tasks"`
+	WorkerCostPerMillion  Cost    `json:"worker_cost_per_million_tasks"`
+	DrainCostPerMonth     float64 `json:"drain_cost_per_month"`
+	WorkerCostPerMonth    float64 `json:"worker_cost_per_month"`
+	DrainPerTask          PerTask `json:"drain_per_task"`
+	BilledMsDrainOnly     float64 `json:"billed_ms_per_invocation_drain_only"`
+	DeadLettersPerSecond  float64 `json:"dead_letters_per_second"`
+	RedriveSecondsPerHour float64 `json:"redrive_seconds_per_hour_of_dead_letters"`
+}
+
+// Quota is a documented limit and how much of it the rate uses.
+type Quota struct {
+	Name   string  `json:"name"`
+	Limit  float64 `json:"limit"`
+	Unit   string  `json:"unit"`
+	Used   float64 `json:"used"`
+	Share  float64 `json:"share"` // Used / Limit
+	Source string  `json:"source"`
+	Note   string  `json:"note,omitempty"`
+	// Fixed is true for a limit the rate does not move toward (one key's
+	// writes on a partition): it is listed, and left out of FirstQuota.
+	Fixed bool `json:"fixed,omitempty"`
+}
+
+// Plan is Size's answer.
+type Plan struct {
+	Pipeline  string         `json:"pipeline"`
+	FIFO      bool           `json:"fifo"`
+	Rate      float64        `json:"rate"`
+	ToolP50Ms float64        `json:"tool_p50_ms"`
+	ToolP99Ms float64        `json:"tool_p99_ms"`
+	Payload   int            `json:"payload_bytes"`
+	Recommend Recommendation `json:"recommend"`
+	Predict   Prediction     `json:"predict"`
+	// Quotas are sorted by Share, the nearest first; FirstQuota names it
+	// and MaxRate is the rate at which it is reached (the rate divided by
+	// its share).
+	Quotas     []Quota `json:"quotas"`
+	FirstQuota string  `json:"first_quota"`
+	MaxRate    float64 `json:"max_rate"`
+	Prices     Prices  `json:"prices"`
+}
+
+// The documented figures Plan checks against (docs/deploying.md, "Sizing a
+// pipeline", cites each).
+const (
+	// ESMScalePerMinute: a standard queue's mapping adds up to 300
+	// concurrent invocations a minute, from 5, up to 1,000 batches.
+	ESMScalePerMinute = 300
+	ESMStartBatches   = 5
+	ESMMaxBatches     = 1000
+	// PollerBytesPerSecond: an event poller of provisioned mode moves
+	// about 5 MB/s.
+	PollerBytesPerSecond = 5e6
+	// PollerInvocations: the concurrent invocations one poller is assumed
+	// to keep going (not a documented figure; see Size's Why).
+	PollerInvocations = 10
+	// MinPollers, MaxPollers: provisioned mode's bounds for SQS.
+	MinPollers = 2
+	MaxPollers = 2000
+	// FIFOCallsPerSecond: a FIFO queue (not high throughput) supports 300
+	// calls a second per action, 3,000 messages with batches of ten.
+	FIFOCallsPerSecond = 300
+	// PartitionWCU, PartitionRCU: one DynamoDB partition's ceiling (one
+	// key's writes cannot exceed it).
+	PartitionWCU = 1000
+	PartitionRCU = 3000
+	// TableWRU: an on-demand table's default throughput quota.
+	TableWRU = 40000
+	// MoveTaskPerSecond: StartMessageMoveTask's maximum rate.
+	MoveTaskPerSecond = 500
+	// InFlightStandard, InFlightFIFO: messages received and not deleted.
+	InFlightStandard = 120000
+	InFlightFIFO     = 120000
+	// DefaultAccountConcurrency: a Region's Lambda concurrency quota.
+	DefaultAccountConcurrency = 1000
+)
+
+// Sources of the figures, each checked on 2026-12-07 (docs/deploying.md).
+var Sources = map[string]string{
+	"esm":        "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html",
+	"pollers":    "https://docs.aws.amazon.com/lambda/latest/api/API_ProvisionedPollerConfig.html",
+	"account":    "https://docs.aws.amazon.com/lambda/latest/dg/gettingstarted-limits.html",
+	"fifo":       "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html",
+	"partition":  "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/warm-throughput-scenarios.html",
+	"table":      "https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/on-demand-capacity-mode.html",
+	"movetask":   "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_StartMessageMoveTask.html",
+	"inflight":   "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-fifo.html",
+	"visibility": "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html",
+}
+
+// ErrInput is returned (wrapped) for inputs Plan cannot use.
+var ErrInput = errors.New("capacity: bad input")
+
+// Size sizes in.Pipeline for in.Rate. Its error wraps ErrInput for inputs
+// it cannot use.
+func Size(in Input) (*Plan, error) {
+	p := in.Pipeline
+	if p == nil {
+		return nil, fmt.Errorf("%w: a pipeline is required", ErrInput)
+	}
+	if !(in.Rate > 0) || math.IsInf(in.Rate, 0) {
+		return nil, fmt.Errorf("%w: the rate must be a positive number of tasks a second, not %v", ErrInput, in.Rate)
+	}
+	if in.ToolP50 == 0 {
+		in.ToolP50 = 200 * time.Millisecond
+	}
+	if in.ToolP99 == 0 {
+		in.ToolP99 = max(in.ToolP50, time.Second)
+	}
+	if in.ToolP50 < 0 || in.ToolP99 < in.ToolP50 {
+		return nil, fmt.Errorf("%w: tool latency p50 %v, p99 %v: want 0 <= p50 <= p99", ErrInput, in.ToolP50, in.ToolP99)
+	}
+	if in.PayloadBytes == 0 {
+		in.PayloadBytes = 1024
+	}
+	maxMsg := p.MaxMessageBytes
+	if maxMsg == 0 {
+		maxMsg = 1 << 20
+	}
+	if in.PayloadBytes < 0 || in.PayloadBytes > maxMsg {
+		return nil, fmt.Errorf("%w: payload %d bytes: the pipeline's messages hold 1 to %d", ErrInput, in.PayloadBytes, maxMsg)
+	}
+	pt := MeasuredMostlyOK
+	if in.PerTask != nil {
+		pt = *in.PerTask
+	}
+	prices := USEast1
+	if in.Prices != nil {
+		prices = *in.Prices
+	}
+	if in.CallLatency == 0 {
+		in.CallLatency = 8 * time.Millisecond
+	}
+	if in.AccountConcurrency == 0 {
+		in.AccountConcurrency = DefaultAccountConcurrency
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	out := &Plan{Pipeline: p.Name, FIFO: p.FIFO, Rate: in.Rate, ToolP50Ms: ms(in.ToolP50), ToolP99Ms: ms(in.ToolP99), Payload: in.PayloadBytes, Prices: prices}
+	rec := &out.Recommend
+	pr := &out.Predict
+
+	// Batch size: ten (a receive returns at most ten; FIFO's maximum),
+	// fewer when ten payloads would not fit Lambda's 6 MB invocation.
+	rec.BatchSize = 10
+	if n := int(6e6 / float64(in.PayloadBytes+500)); n < rec.BatchSize {
+		rec.BatchSize = max(1, n)
+		rec.Why = append(rec.Why, fmt.Sprintf("batch size %d: %d payloads of %d bytes fit Lambda's 6 MB synchronous invocation", rec.BatchSize, rec.BatchSize, in.PayloadBytes))
+	}
+	B := float64(rec.BatchSize)
+	// Batching window: batches fill by themselves above about five full
+	// batches a second (the mapping starts with five pollers); below, a
+	// one-second window fills them (fewer invocations and requests, up to
+	// a second more latency).
+	if in.Rate >= ESMStartBatches*B {
+		rec.BatchWindowSeconds = 0
+		rec.Why = append(rec.Why, fmt.Sprintf("batching window 0: at %.0f tasks/s batches of %d fill without waiting", in.Rate, rec.BatchSize))
+	} else {
+		rec.BatchWindowSeconds = 1
+		rec.Why = append(rec.Why, fmt.Sprintf("batching window 1 s: at %.1f tasks/s a batch of %d would not fill; the window trades up to 1 s of latency for fewer invocations and requests", in.Rate, rec.BatchSize))
+	}
+	pr.RecordsPerInvocation = math.Min(B, math.Max(1, in.Rate*float64(max(rec.BatchWindowSeconds, 1))/ESMStartBatches))
+	if in.Rate >= ESMStartBatches*B {
+		pr.RecordsPerInvocation = B
+	}
+	r := pr.RecordsPerInvocation
+	// The processor's Concurrency: every record of a batch at once (each
+	// waits on DynamoDB and on the tool); a FIFO batch's message groups in
+	// order.
+	rec.ProcessorConcurrency = rec.BatchSize
+	rec.Why = append(rec.Why, fmt.Sprintf("processor Concurrency %d: a record spends its time waiting (ledger calls, the tool), so a batch's records run together", rec.ProcessorConcurrency))
+
+	// Invocation duration: the records in waves of Concurrency, each wave
+	// the ledger calls in sequence plus the tool; then the batch's dead
+	// letters and visibility changes.
+	waves := math.Ceil(r / float64(rec.ProcessorConcurrency))
+	drainMs := DrainMs(r, rec.ProcessorConcurrency, pt.LedgerCalls/math.Max(pt.Deliveries, 1), in.CallLatency)
+	pr.BilledMsDrainOnly = math.Ceil(drainMs)
+	pr.BilledMsP50 = math.Ceil(drainMs + waves*ms(in.ToolP50))
+	pr.BilledMsP99 = math.Ceil(drainMs + waves*ms(in.ToolP99))
+
+	// Worker memory: the construct's 256 MB, more when a batch's payloads
+	// (held about four times: the event, the decoded records, a dead
+	// letter's copy, the response) need it.
+	need := 128 + 4*B*float64(in.PayloadBytes)/(1<<20)
+	rec.WorkerMemoryMB = 256
+	if need > 192 {
+		rec.WorkerMemoryMB = int(math.Ceil(need/64)*64) + 64
+		rec.Why = append(rec.Why, fmt.Sprintf("worker memory %d MB: a batch of %d payloads of %d bytes", rec.WorkerMemoryMB, rec.BatchSize, in.PayloadBytes))
+	}
+	memGB := float64(rec.WorkerMemoryMB) / 1024
+
+	// Concurrency by Little's law: invocations a second times their
+	// duration.
+	deliveries := math.Max(pt.Deliveries, 1)
+	pr.InvocationsPerSecond = in.Rate * deliveries / r
+	pr.LambdaConcurrency = pr.InvocationsPerSecond * pr.BilledMsP50 / 1000
+	pr.LambdaConcurrencyP99 = pr.InvocationsPerSecond * pr.BilledMsP99 / 1000
+	pr.GBSecondsPerSecond = pr.InvocationsPerSecond * pr.BilledMsP50 / 1000 * memGB
+	pr.GBSecondsPerMonth = pr.GBSecondsPerSecond * 730 * 3600
+
+	// Maximum concurrency, or provisioned pollers: the p99 concurrency with
+	// half again as headroom. When reaching it from the mapping's five
+	// takes more than a minute of scaling (300 a minute), or the payload
+	// bytes need more than a few pollers, provisioned mode (about three
+	// times faster scaling, pollers always on) is the answer.
+	target := int(math.Ceil(pr.LambdaConcurrencyP99 * 1.5))
+	target = max(target, 2)
+	pr.SecondsToScale = math.Max(0, (float64(target)-ESMStartBatches)/ESMScalePerMinute*60)
+	bytesPerS := in.Rate * deliveries * float64(in.PayloadBytes)
+	if !p.FIFO && (target > ESMScalePerMinute || bytesPerS > 2*PollerBytesPerSecond) {
+		// The minimum covers the bytes (about 5 MB/s a poller, documented);
+		// the maximum also the concurrency at about ten invocations a
+		// poller (an assumption: the figure is not in the API reference).
+		minP := max(MinPollers, int(math.Ceil(bytesPerS/PollerBytesPerSecond)))
+		maxP := max(2*minP, int(math.Ceil(float64(target)/PollerInvocations)))
+		rec.ProvisionedPollers = &Pollers{Min: min(minP, 200), Max: min(MaxPollers, maxP)}
+		rec.ReservedConcurrency = target
+		rec.Why = append(rec.Why, fmt.Sprintf("provisioned pollers %d..%d (no maximum concurrency: the two do not combine): %d concurrent invocations take %.0f s to reach at 300 a minute from 5; a poller moves about 5 MB/s (%.1f MB/s here), and is assumed to keep about %d invocations going",
+			rec.ProvisionedPollers.Min, rec.ProvisionedPollers.Max, target, pr.SecondsToScale, bytesPerS/1e6, PollerInvocations))
+	} else {
+		rec.MaxConcurrency = min(max(target, 2), ESMMaxBatches)
+		rec.ReservedConcurrency = rec.MaxConcurrency
+		rec.Why = append(rec.Why, fmt.Sprintf("maximum concurrency %d: the p99 concurrency %.1f with half again as headroom", rec.MaxConcurrency, pr.LambdaConcurrencyP99))
+	}
+	rec.Why = append(rec.Why, fmt.Sprintf("reserved concurrency %d: not below the mapping's maximum, so the drain never throttles itself (a throttled batch returns with its receive count spent, and can reach the DLQ as receive_limit unseen)", rec.ReservedConcurrency))
+	timeout := p.WorkerTimeoutSeconds
+	if timeout == 0 {
+		timeout = 30
+	}
+	if need := int(math.Ceil(pr.BilledMsP99 / 1000 * 2)); need > timeout {
+		rec.Why = append(rec.Why, fmt.Sprintf("worker timeout: a p99 batch takes %.1f s, more than half the worker's %d s: raise worker_timeout_seconds or lower the batch", pr.BilledMsP99/1000, timeout))
+	}
+	rec.VisibilityTimeoutSeconds = 6*timeout + rec.BatchWindowSeconds
+
+	// The drain's requests at this batch fill: the mapping's receive and
+	// delete a batch (payload in 64 KiB chunks), the worker's SQS calls
+	// as measured; the ledger's units as measured.
+	chunks := math.Max(1, math.Ceil(r*float64(in.PayloadBytes)/(64*1024)))
+	drain := pt
+	drain.Invocations = deliveries / r
+	drain.SQSRequests = deliveries/r*(chunks+1) + pt.WorkerSQSRequests
+	drain.BilledMsPerInvocation = pr.BilledMsDrainOnly
+	drain.LogBytes = pt.LogBytes
+	pr.DrainPerTask = drain
+	fifo := p.FIFO
+	pr.DrainCostPerMillion = prices.PerMillion(drain, rec.WorkerMemoryMB, fifo)
+	worker := drain
+	worker.BilledMsPerInvocation = pr.BilledMsP50
+	pr.WorkerCostPerMillion = prices.PerMillion(worker, rec.WorkerMemoryMB, fifo)
+	perMonth := in.Rate * 730 * 3600 / 1e6
+	pr.DrainCostPerMonth = pr.DrainCostPerMillion.Total * perMonth
+	pr.WorkerCostPerMonth = pr.WorkerCostPerMillion.Total * perMonth
+	pr.LedgerWriteUnitsPerS = in.Rate * pt.WriteUnits
+	pr.LedgerReadUnitsPerS = in.Rate * pt.ReadUnits
+	pr.SQSRequestsPerSecond = in.Rate * drain.SQSRequests
+	// In flight: every message from its receive to its delete (the window
+	// and the batch), and the retried ones hidden for their backoff.
+	backoff := float64(p.Backoff.BaseSeconds)
+	if backoff == 0 {
+		backoff = 2
+	}
+	pr.InFlightMessages = in.Rate*deliveries*(float64(rec.BatchWindowSeconds)+pr.BilledMsP99/1000) + in.Rate*(deliveries-1)*backoff
+	pr.DeadLettersPerSecond = in.Rate * pt.DeadLetters
+	pr.RedriveSecondsPerHour = pr.DeadLettersPerSecond * 3600 / MoveTaskPerSecond
+
+	out.Quotas = quotas(in, out, target)
+	sort.SliceStable(out.Quotas, func(i, j int) bool { return out.Quotas[i].Share > out.Quotas[j].Share })
+	for _, q := range out.Quotas {
+		if !q.Fixed && q.Share > 0 {
+			out.FirstQuota, out.MaxRate = q.Name, in.Rate/q.Share
+			break
+		}
+	}
+	return out, nil
+}
+
+// quotas lists the documented limits with what the plan uses of each.
+func quotas(in Input, pl *Plan, target int) []Quota {
+	pr := &pl.Predict
+	conc := math.Max(pr.LambdaConcurrencyP99, 1)
+	qs := []Quota{
+		{Name: "event source mapping concurrency", Limit: ESMMaxBatches, Unit: "concurrent batches", Used: conc, Source: Sources["esm"],
+			Note: fmt.Sprintf("scales from 5 by up to 300 a minute: %.0f s to reach %d; provisioned mode scales about 3x faster", pr.SecondsToScale, target)},
+		{Name: "account concurrency", Limit: float64(in.AccountConcurrency), Unit: "concurrent executions", Used: conc, Source: Sources["account"],
+			Note: "shared with every function of the account in the Region; new accounts start lower"},
+		{Name: "DynamoDB table throughput (on-demand default)", Limit: TableWRU, Unit: "write units/s", Used: pr.LedgerWriteUnitsPerS, Source: Sources["table"]},
+		{Name: "DynamoDB partition", Limit: PartitionWCU, Unit: "write units/s on one key", Used: pr.DrainPerTask.WriteUnits / math.Max(pr.BilledMsP50/1000, 0.001), Source: Sources["partition"], Fixed: true,
+			Note: "each ledger key takes a few writes; only a hot key (one idempotency key reused at a high rate) or a brand-new table's first partitions come near; 3,000 read units/s a partition"},
+		{Name: "StartMessageMoveTask rate", Limit: MoveTaskPerSecond, Unit: "messages/s", Used: pr.DeadLettersPerSecond, Source: Sources["movetask"],
+			Note: fmt.Sprintf("a redrive of one hour of dead letters takes %.0f s at 500/s; dead letters arriving faster than 500/s cannot be redriven as fast as they come", pr.RedriveSecondsPerHour)},
+	}
+	inflight := float64(InFlightStandard)
+	if pl.FIFO {
+		inflight = InFlightFIFO
+	}
+	qs = append(qs, Quota{Name: "in-flight messages", Limit: inflight, Unit: "messages", Used: pr.InFlightMessages, Source: Sources["inflight"],
+		Note: "standard 120,000; FIFO 120,000 on the current quotas page (20,000 before)"})
+	if pl.FIFO {
+		qs = append(qs, Quota{Name: "FIFO throughput (not high-throughput)", Limit: FIFOCallsPerSecond, Unit: "ReceiveMessage calls/s", Used: in.Rate * math.Max(pr.DrainPerTask.Invocations, 0.1), Source: Sources["fifo"],
+			Note: "300 calls/s per action, 3,000 messages/s in batches of ten; high-throughput mode raises it per partition"})
+	}
+	if pl.Recommend.ProvisionedPollers != nil {
+		qs = append(qs, Quota{Name: "provisioned pollers", Limit: MaxPollers, Unit: "pollers", Used: float64(pl.Recommend.ProvisionedPollers.Max), Source: Sources["pollers"],
+			Note: "minimum 2..200, maximum up to 2,000; about 5 MB/s a poller"})
+	}
+	for i := range qs {
+		qs[i].Share = qs[i].Used / qs[i].Limit
+	}
+	return qs
+}
+
+// DrainMs is the drain's own time in one invocation of records records
+// handled concurrency at a time: each wave the ledger's calls per record in
+// sequence, then one round of SQS calls for the batch (dead letters,
+// visibility), a call's latency each. The worker's CPU per record (a few
+// µs, docs/performance.md) is left out.
+func DrainMs(records float64, concurrency int, callsPerRecord float64, callLatency time.Duration) float64 {
+	waves := math.Ceil(records / float64(max(concurrency, 1)))
+	lat := float64(callLatency) / float64(time.Millisecond)
+	return waves*callsPerRecord*lat + lat
+}
