@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/agentdlq/agentdlq/internal/textutil"
+
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -231,9 +233,11 @@ func report(c *cobra.Command, err error, stdout, stderr io.Writer) int {
 			return exit
 		}
 	}
-	fmt.Fprintln(stderr, "agentdlq:", strings.TrimRight(err.Error(), "\n"))
+	// An error may quote a message (a key, a tool name): its controls are
+	// shown escaped, its own line breaks kept.
+	fmt.Fprintln(stderr, "agentdlq:", textutil.EscapeBlock(strings.TrimRight(err.Error(), "\n")))
 	if hint := reachHint(err); hint != "" {
-		fmt.Fprintln(stderr, "agentdlq: hint:", hint)
+		fmt.Fprintln(stderr, "agentdlq: hint:", textutil.Escape(hint))
 	}
 	help := ""
 	var ue *usageError

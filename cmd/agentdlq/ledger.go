@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/local/topology"
 	"github.com/agentdlq/agentdlq/redrive"
@@ -181,10 +182,10 @@ Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
 			}
 			if e.EffectConfirmed() {
 				fmt.Fprintf(cmd.ErrOrStderr(), "key %s: effect confirmed (receipt %s); it never runs again. Reject its dead letter: agentdlq redrive reject --pipeline %s --reason effect_unknown --owner %s --why '<why>'\n",
-					e.Key, e.Receipt, p.Name, p.Owner)
+					textutil.Escape(e.Key), textutil.Escape(e.Receipt), p.Name, p.Owner)
 			} else {
 				fmt.Fprintf(cmd.ErrOrStderr(), "key %s: no effect; redrive it without --override: agentdlq redrive select --pipeline %s --reason effect_unknown --owner %s --why '<why>' --canary 1\n",
-					e.Key, p.Name, p.Owner)
+					textutil.Escape(e.Key), p.Name, p.Owner)
 			}
 			return nil
 		},

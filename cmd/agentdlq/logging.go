@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"golang.org/x/term"
+
+	"github.com/agentdlq/agentdlq/internal/textutil"
 )
 
 // Log formats of --log-format.
@@ -42,9 +44,14 @@ func isTerminal(w io.Writer) bool {
 func logHandler(w io.Writer, format string, level slog.Leveler) slog.Handler {
 	opts := &slog.HandlerOptions{Level: level}
 	if format == logText || (format != logJSON && isTerminal(w)) {
+		// The text handler quotes a value holding a character that is not
+		// printable (strconv.Quote: \x1b, \n, \u202e): a logged key or
+		// tool name never drives the terminal.
 		return slog.NewTextHandler(w, opts)
 	}
-	return slog.NewJSONHandler(w, opts)
+	// JSON escapes the C0 controls; JSONWriter also writes the C1 and bidi
+	// controls a logged key or tool name may carry as \u escapes.
+	return slog.NewJSONHandler(textutil.JSONWriter(w), opts)
 }
 
 // logger is the logger of an operator command (triage, redrive, pause,

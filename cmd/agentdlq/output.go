@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/agentdlq/agentdlq/internal/textutil"
 )
 
 // format is what a command prints its result as: -o/--output.
@@ -156,9 +158,12 @@ func outputOf(c *cobra.Command) *output {
 }
 
 // writeJSON prints v as indented JSON without escaping <, > and &: a reason
-// such as "status <500 & retryable" reads as it was written.
+// such as "status <500 & retryable" reads as it was written. The bidi and
+// C1 controls, which JSON may carry raw, are written as their \u escapes
+// (textutil.JSONWriter): the same JSON value, and a terminal that shows it
+// shows the escape.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(textutil.JSONWriter(w))
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
@@ -166,19 +171,22 @@ func writeJSON(w io.Writer, v any) error {
 
 // writeJSONLine prints v as one line of JSON without escaping <, > and &.
 func writeJSONLine(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	enc := json.NewEncoder(textutil.JSONWriter(w))
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 
 // mdTable prints a Markdown (GitHub) table: a header row, the separator,
-// and the rows; a | or a line break in a cell is escaped so that the table
-// keeps its shape.
+// and the rows. Each cell is inert Markdown text (textutil.Markdown: one
+// line, a | that does not end the cell, no link, no HTML), or a code span
+// when code made it (textutil.MarkdownCode), so that the table keeps its
+// shape whatever a message put in a cell.
 func mdTable(w io.Writer, header []string, rows [][]string) error {
 	cell := func(s string) string {
-		s = strings.ReplaceAll(s, "|", `\|`)
-		s = strings.ReplaceAll(s, "\r\n", "<br>")
-		return strings.ReplaceAll(s, "\n", "<br>")
+		if c, ok := strings.CutPrefix(s, codeMark); ok {
+			return textutil.MarkdownCode(c)
+		}
+		return textutil.Markdown(s)
 	}
 	line := func(cells []string) string {
 		out := make([]string, len(cells))

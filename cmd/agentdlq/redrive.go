@@ -456,9 +456,9 @@ func newRedriveStatusCmd(f *redriveFlags) *cobra.Command {
 				fmt.Fprintln(w, "no move task on this DLQ")
 			}
 			for _, t := range tasks {
-				fmt.Fprintf(w, "%-10s %s moved  rate %d/s  started %s  %s\n", t.Status, taskProgress(t), t.Rate, t.StartedAt.Format(time.RFC3339), t.TaskHandle)
+				fmt.Fprintf(w, "%-10s %s moved  rate %d/s  started %s  %s\n", textutil.Escape(t.Status), taskProgress(t), t.Rate, t.StartedAt.Format(time.RFC3339), textutil.Escape(t.TaskHandle))
 				if t.FailureReason != "" {
-					fmt.Fprintf(w, "           failure: %s\n", t.FailureReason)
+					fmt.Fprintf(w, "           failure: %s\n", textutil.Escape(t.FailureReason))
 				}
 			}
 			return nil
@@ -619,7 +619,7 @@ func selectBarTotal(ctx context.Context, depth func(context.Context) (visible, i
 // writeRejectWarnings prints a rejection's warnings on stderr.
 func writeRejectWarnings(w io.Writer, warnings []string) {
 	for _, s := range warnings {
-		fmt.Fprintf(w, "warning: %s\n", s)
+		fmt.Fprintf(w, "warning: %s\n", textutil.Escape(s))
 	}
 }
 
@@ -641,7 +641,7 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult, scan
 	}
 	if res.DryRun {
 		for _, l := range res.Letters {
-			fmt.Fprintf(w, "  would move %s  reason %s  key %s  body sha256 %s\n", l.DLQMessageID, l.Reason, l.IdempotencyKey, l.BodySHA256[:12])
+			fmt.Fprintf(w, "  would move %s  reason %s  key %s  body sha256 %s\n", textutil.Escape(l.DLQMessageID), l.Reason, textutil.Escape(l.IdempotencyKey), l.BodySHA256[:12])
 		}
 	}
 	if res.EffectConfirmed+res.NotReconciled > 0 {
@@ -680,7 +680,7 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult, scan
 				fmt.Fprintf(w, "  … %d more (-o json lists up to %d)\n", res.ClaimCheckFailed-i, redrive.MaxLetters)
 				break
 			}
-			fmt.Fprintf(w, "  %s  reason %s  %s: %s\n", u.DLQMessageID, u.Reason, u.Cause, u.Error)
+			fmt.Fprintf(w, "  %s  reason %s  %s: %s\n", textutil.Escape(u.DLQMessageID), u.Reason, u.Cause, textutil.Escape(u.Error))
 		}
 	}
 	if res.SendFailed+res.DeleteFailed+res.LedgerFailed > 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 )
@@ -127,21 +128,21 @@ func writeRepairResult(w io.Writer, res *redrive.RepairResult) {
 	if res.Preview {
 		verb = "would repair"
 	}
-	fmt.Fprintf(w, "%s: %s dead letter %s (reason %s, tool %s, key %s)\n", res.Pipeline, verb, res.DLQMessageID, res.Reason, res.Tool, res.IdempotencyKey)
-	fmt.Fprintf(w, "  args before  %s  sha256 %s\n", res.Before, short12(res.ArgsBeforeSHA256))
-	fmt.Fprintf(w, "  args after   %s  sha256 %s\n", res.After, short12(res.ArgsAfterSHA256))
-	fmt.Fprintf(w, "  patch        %s\n", res.Patch)
-	fmt.Fprintf(w, "  new key      %s (the repaired task is another task)\n", res.RepairedKey)
+	fmt.Fprintf(w, "%s: %s dead letter %s (reason %s, tool %s, key %s)\n", res.Pipeline, verb, textutil.Escape(res.DLQMessageID), res.Reason, textutil.Escape(res.Tool), textutil.Escape(res.IdempotencyKey))
+	fmt.Fprintf(w, "  args before  %s  sha256 %s\n", string(textutil.JSONSafe(res.Before)), short12(res.ArgsBeforeSHA256))
+	fmt.Fprintf(w, "  args after   %s  sha256 %s\n", string(textutil.JSONSafe(res.After)), short12(res.ArgsAfterSHA256))
+	fmt.Fprintf(w, "  patch        %s\n", string(textutil.JSONSafe(res.Patch)))
+	fmt.Fprintf(w, "  new key      %s (the repaired task is another task)\n", textutil.Escape(res.RepairedKey))
 	if res.Preview {
 		fmt.Fprintln(w, "dry run: nothing sent, kept or deleted")
 		return
 	}
-	fmt.Fprintf(w, "  original kept at %s\n  sent to the hot queue as %s, key %s; the dead letter is deleted\n", res.Evidence, res.HotMessageID, res.RepairedKey)
+	fmt.Fprintf(w, "  original kept at %s\n  sent to the hot queue as %s, key %s; the dead letter is deleted\n", textutil.Escape(res.Evidence), res.HotMessageID, textutil.Escape(res.RepairedKey))
 	if len(res.CopiesDeleted) > 0 {
-		fmt.Fprintf(w, "  copies of it deleted from the DLQ: %s\n", strings.Join(res.CopiesDeleted, " "))
+		fmt.Fprintf(w, "  copies of it deleted from the DLQ: %s\n", textutil.Escape(strings.Join(res.CopiesDeleted, " ")))
 	}
 	if res.CopiesLeft != "" {
-		fmt.Fprintf(w, "  copies of it may stay in the DLQ: %s\n", res.CopiesLeft)
+		fmt.Fprintf(w, "  copies of it may stay in the DLQ: %s\n", textutil.Escape(res.CopiesLeft))
 	}
 }
 

@@ -37,15 +37,15 @@ type rejectResult struct {
 // planMarkdown prints a redrive plan as Markdown: a heading, the groups as a
 // table, and the command of each group.
 func planMarkdown(w io.Writer, pl *redrive.Plan) error {
-	fmt.Fprintf(w, "## Redrive plan: %s\n\nOwner %s. %s in %s.\n\n", pl.Pipeline, pl.Owner, textutil.Count(pl.Total, "dead letter", "dead letters"), textutil.Count(len(pl.Groups), "group", "groups"))
+	fmt.Fprintf(w, "## Redrive plan: %s\n\nOwner %s. %s in %s.\n\n", textutil.Markdown(pl.Pipeline), textutil.Markdown(pl.Owner), textutil.Count(pl.Total, "dead letter", "dead letters"), textutil.Count(len(pl.Groups), "group", "groups"))
 	for _, p := range pl.Partial {
-		fmt.Fprintf(w, "> The triage scan was partial (%s): counts may be low.\n\n", p)
+		fmt.Fprintf(w, "> The triage scan was partial (%s): counts may be low.\n\n", textutil.Markdown(p))
 	}
 	if pl.Copies > 0 {
 		fmt.Fprintf(w, "> %s.\n\n", copiesLine(pl))
 	}
 	if pl.Filter != nil {
-		fmt.Fprintf(w, "> **Filtered**: %s; the plan and its commands are of those only.\n\n", filterLine(pl.Filter))
+		fmt.Fprintf(w, "> **Filtered**: %s; the plan and its commands are of those only.\n\n", textutil.Markdown(filterLine(pl.Filter)))
 	}
 	rows := make([][]string, 0, len(pl.Groups))
 	for _, g := range pl.Groups {
@@ -73,12 +73,18 @@ func tasksMarkdown(w io.Writer, tasks []redrive.MoveTask) error {
 	return mdTable(w, []string{"status", "moved", "rate/s", "started", "task handle", "failure"}, rows)
 }
 
-// code is s as Markdown code, unless it is the dash of an empty value.
+// codeMark starts a cell of mdTable that is a code span (code): mdTable
+// writes the rest with textutil.MarkdownCode. A cell from a message that
+// starts so is only made a code span, as inert as text.
+const codeMark = "\x00code:"
+
+// code is s as a Markdown code span in a cell of mdTable, unless it is the
+// dash of an empty value.
 func code(s string) string {
 	if s == "" || s == "-" {
 		return s
 	}
-	return "`" + s + "`"
+	return codeMark + s
 }
 
 func orDash(s string) string {
@@ -89,11 +95,18 @@ func orDash(s string) string {
 }
 
 // writeTable prints rows under an upper-case header, in aligned columns.
+// Each cell is escaped (textutil.Escape): a tab, a line break or a terminal
+// escape a message put in it cannot move a column, split a row or reach
+// the terminal.
 func writeTable(w io.Writer, header []string, rows [][]string) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, strings.ToUpper(strings.Join(header, "\t")))
 	for _, r := range rows {
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
+		cells := make([]string, len(r))
+		for i, c := range r {
+			cells[i] = textutil.Escape(c)
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
 	_ = tw.Flush()
 }

@@ -146,13 +146,13 @@ func decisionText(g redrive.PlanGroup) string {
 // group's command, then the whole DLQ's.
 func writePlanText(w io.Writer, pl *redrive.Plan) error {
 	if pl.Filter != nil {
-		fmt.Fprintf(w, "FILTERED: %s; the plan and its commands are of those only\n", filterLine(pl.Filter))
+		fmt.Fprintf(w, "FILTERED: %s; the plan and its commands are of those only\n", textutil.Escape(filterLine(pl.Filter)))
 	}
 	if len(pl.Partial) > 0 {
-		fmt.Fprintf(w, "note: the triage scan was partial (%s): counts may be low\n", strings.Join(pl.Partial, "; "))
+		fmt.Fprintf(w, "note: the triage scan was partial (%s): counts may be low\n", textutil.Escape(strings.Join(pl.Partial, "; ")))
 	}
 	if pl.DecisionsUnread != "" {
-		fmt.Fprintf(w, "note: past decisions not shown, the audit could not be read (%s)\n", pl.DecisionsUnread)
+		fmt.Fprintf(w, "note: past decisions not shown, the audit could not be read (%s)\n", textutil.Escape(pl.DecisionsUnread))
 	}
 	fmt.Fprintf(w, "Redrive plan for %s (owner %s): %s in %s\n\n", pl.Pipeline, pl.Owner, textutil.Count(pl.Total, "dead letter", "dead letters"), textutil.Count(len(pl.Groups), "group", "groups"))
 	if pl.Copies > 0 {
@@ -161,7 +161,9 @@ func writePlanText(w io.Writer, pl *redrive.Plan) error {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REASON\tFINGERPRINT\tCOUNT\tREDRIVE\tDECISION\tWHY")
 	for _, g := range pl.Groups {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", g.Reason, orDash(g.Fingerprint), g.Count, mayText(g), decisionText(g), g.Why)
+		// decisions and whys quote the audit and the plan: escaped, so
+		// that a row stays one row.
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", g.Reason, textutil.Escape(orDash(g.Fingerprint)), g.Count, textutil.Escape(mayText(g)), textutil.Escape(decisionText(g)), textutil.Escape(g.Why))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

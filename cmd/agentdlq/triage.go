@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/local/topology"
 	"github.com/agentdlq/agentdlq/triage"
@@ -28,6 +31,8 @@ type triageFlags struct {
 	pipeline    string
 	out         *output
 	keys        bool
+	null        bool // --null (--keys0): the keys NUL-terminated
+	keys0       bool
 	exportEvals string
 	reports     string
 	ledgerTable string
@@ -42,7 +47,7 @@ type triageFlags struct {
 func newTriageCmd(g *globalFlags) *cobra.Command {
 	f := &triageFlags{}
 	cmd := &cobra.Command{
-		Use:   "triage --pipeline NAME [-o table|json|markdown | --keys] [--export-evals DEST] [--tool T] [--tenant T] [--since WHEN] [--until WHEN] [--contains TEXT]",
+		Use:   "triage --pipeline NAME [-o table|json|markdown | --keys [--null | -o json] | --keys0] [--export-evals DEST] [--tool T] [--tenant T] [--since WHEN] [--until WHEN] [--contains TEXT]",
 		Short: "Read-only look at a pipeline's DLQ: reasons, groups, expiry risk, eval export",
 		Long: `triage reads every dead letter of the pipeline's DLQ once, without deleting,
 sending or moving any, and reports them by reason and group (fingerprint),
@@ -76,7 +81,18 @@ bound: the report is printed with a PARTIAL SCAN banner (-o json: one
 document {"error","code","exit_code","result"} with the report as result,
 "complete": false) and kept, and triage exits 1 with why and when to rerun
 on stderr. With --keys it prints no key at all on stdout: a list of some
-keys would look whole. Letters held by another reader (another triage, a
+keys would look whole.
+
+--keys prints the idempotency keys of the effect_unknown dead letters, one
+a line, for a person: a key holding a control or bidi character (a line
+break would make it read as two keys) is printed escaped (\n, \x1b,
+\u202e), so not as stored, and said on stderr. For a script, use the exact
+forms: --keys0 (or --keys --null) ends each key with a NUL byte (xargs -0,
+while IFS= read -r -d ''), and --keys -o json prints {"keys": [...]}. A key
+holding a NUL byte is left out of --keys0 (said on stderr, exit 1): -o json
+has it.
+
+Letters held by another reader (another triage, a
 selective redrive, a receive whose response was lost) come back when their
 visibility timeout lapses: rerun after the seconds the message names.
 
@@ -89,13 +105,16 @@ the kept reports and their chart are of the whole DLQ.`,
   agentdlq triage --pipeline agent-tasks -o markdown > triage.md
   agentdlq triage --pipeline agent-tasks --export-evals s3://my-eval-bucket/agent-tasks -o json | jq .totals
   agentdlq triage --pipeline agent-tasks --profile prod --region eu-west-1 --verbose
-  agentdlq triage --pipeline agent-tasks --tool email.send --since 2h --contains timeout`,
+  agentdlq triage --pipeline agent-tasks --tool email.send --since 2h --contains timeout
+  agentdlq triage --pipeline agent-tasks --keys0 | xargs -0 -n1 agentdlq ledger get --key`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return f.run(cmd, g) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
-	fl.BoolVar(&f.keys, "keys", false, "print only the idempotency keys of the effect_unknown dead letters, one a line (to read with agentdlq ledger get, then settle with agentdlq ledger reconcile)")
+	fl.BoolVar(&f.keys, "keys", false, "print only the idempotency keys of the effect_unknown dead letters, one a line, escaped (to read with agentdlq ledger get, then settle with agentdlq ledger reconcile); for a script: --keys0 or --keys -o json")
+	fl.BoolVar(&f.null, "null", false, "with --keys: end each key with a NUL byte instead of a line break, exactly as stored (xargs -0, read -d '')")
+	fl.BoolVar(&f.keys0, "keys0", false, "same as --keys --null")
 	fl.StringVar(&f.exportEvals, "export-evals", "", "export recurring poison as eval records to a folder or s3://bucket/prefix")
 	fl.StringVar(&f.reports, "reports", "", "keep the report (JSON, Markdown, HTML) under <pipeline>/reports/ in a folder or s3://bucket/prefix; \"\" keeps none ("+outHelp("")+")")
 	fl.StringVar(&f.ledgerTable, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints; none otherwise)")
@@ -117,8 +136,14 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if f.pipeline == "" {
 		return withExit(2, errors.New("--pipeline is required"))
 	}
-	if f.keys && (f.out.JSON() || f.out.Markdown()) {
-		return withExit(2, errors.New("--keys prints a plain list: it excludes -o json and -o markdown"))
+	if f.keys0 {
+		f.keys, f.null = true, true
+	}
+	if f.null && !f.keys {
+		return withExit(2, errors.New("--null is a form of --keys: use --keys --null or --keys0"))
+	}
+	if f.keys && (f.out.Markdown() || (f.null && f.out.JSON())) {
+		return withExit(2, errors.New("--keys prints a list: plain, NUL-terminated (--keys0) or JSON (-o json); it excludes -o markdown, and --null excludes -o json"))
 	}
 	if f.maxMessages < 0 || f.maxSeconds < 0 || f.receivers < 0 || f.receivers > 32 {
 		return withExit(2, errors.New("--max-messages and --max-seconds must not be negative, --receivers is 0..32"))
@@ -203,10 +228,8 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		if r.Scan.Partial {
 			return runErr // no keys: a list of some of them would look whole
 		}
-		if err := printKeys(cmd.OutOrStdout(), cmd.ErrOrStderr(), r); err != nil {
-			return err
-		}
-		return runErr
+		err := printKeys(cmd.OutOrStdout(), cmd.ErrOrStderr(), r, f.keysForm())
+		return errors.Join(err, runErr)
 	}
 	if runErr != nil && f.out.JSON() {
 		return withResult(runErr, r) // one document: the error, and the report as its result
@@ -247,18 +270,80 @@ func partialScanError(st triage.ScanStats, pipelineName string, keys bool) error
 		triage.ErrScanPartial, st.PartialReason, st.Unique, st.ApproxDepth+st.ApproxInFlight, st.ApproxDepth, st.ApproxInFlight, what, next)
 }
 
+// keysForm is how --keys prints: plain lines, NUL-terminated or JSON.
+type keysForm int
+
+const (
+	keysPlain keysForm = iota
+	keysNull
+	keysJSON
+)
+
+func (f *triageFlags) keysForm() keysForm {
+	switch {
+	case f.null:
+		return keysNull
+	case f.out.JSON():
+		return keysJSON
+	}
+	return keysPlain
+}
+
+// keysResult is what --keys -o json prints.
+type keysResult struct {
+	Pipeline string   `json:"pipeline"`
+	Keys     []string `json:"keys"`
+	// Omitted is how many effect_unknown keys the report left out (it
+	// lists a bounded number a group).
+	Omitted int `json:"omitted"`
+}
+
+// errKeyWithNUL is --keys0 leaving out a key it cannot print.
+var errKeyWithNUL = errors.New("a key holds a NUL byte, which would end it early in --keys0: it is not listed; agentdlq triage --keys -o json has it")
+
 // printKeys prints the idempotency keys of the report's effect_unknown
-// groups, one a line, sorted; keys beyond the report's cap are said on
-// stderr, so that stdout stays a list. A partial scan prints none (run).
-func printKeys(w, stderr io.Writer, r *triage.Report) error {
+// groups, sorted: one a line and escaped (plain: a key never reads as two,
+// nor drives the terminal), each ending in a NUL byte and exactly as stored
+// (keysNull), or as JSON (keysJSON, JSON-escaped: exact). Keys beyond the
+// report's cap, and plain keys printed escaped, are said on stderr, so that
+// stdout stays a list. A partial scan prints none (run).
+func printKeys(w, stderr io.Writer, r *triage.Report, form keysForm) error {
 	keys, omitted := effectUnknownKeys(r)
-	for _, k := range keys {
-		if _, err := fmt.Fprintln(w, k); err != nil {
-			return err
+	if form == keysJSON {
+		if keys == nil {
+			keys = []string{}
 		}
+		return writeJSON(w, keysResult{Pipeline: r.Pipeline, Keys: keys, Omitted: omitted})
+	}
+	var b bytes.Buffer
+	escaped, withNUL := 0, 0
+	for _, k := range keys {
+		switch {
+		case form == keysNull && strings.IndexByte(k, 0) >= 0:
+			withNUL++
+			continue
+		case form == keysNull:
+			b.WriteString(k)
+			b.WriteByte(0)
+			continue
+		case textutil.NeedsEscape(k):
+			escaped++
+			k = textutil.Escape(k)
+		}
+		b.WriteString(k)
+		b.WriteByte('\n')
+	}
+	if _, err := w.Write(b.Bytes()); err != nil {
+		return err
 	}
 	if omitted > 0 {
 		fmt.Fprintf(stderr, "note: %d more effect_unknown keys not listed (the report lists a bounded number a group): reconcile these, then run triage again\n", omitted)
+	}
+	if escaped > 0 {
+		fmt.Fprintf(stderr, "note: %d keys hold control or bidi characters and are printed escaped, not as stored: for a script, agentdlq triage --keys0 or --keys -o json prints them exactly\n", escaped)
+	}
+	if withNUL > 0 {
+		return withExit(1, fmt.Errorf("%d keys not listed: %w", withNUL, errKeyWithNUL))
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package agenttask
 
 import (
+	"bytes"
 	"unicode/utf8"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
@@ -13,15 +14,18 @@ var requiredStrings = [...]struct {
 	name   string
 	max    int
 	detail string // the "too long" detail
+	// ident: an identifier, which refuses control characters
+	// (identControl).
+	ident bool
 }{
-	{"task_id", 256, "must be at most 256 characters"},
-	{"run_id", 256, "must be at most 256 characters"},
-	{"tenant", 256, "must be at most 256 characters"},
-	{"idempotency_key", 256, "must be at most 256 characters"},
-	{"tool", 128, "must be at most 128 characters"},
-	{"tool_version", 64, "must be at most 64 characters"},
-	{"trace_id", 256, "must be at most 256 characters"},
-	{"created_at", 64, "must be at most 64 characters"},
+	{"task_id", 256, "must be at most 256 characters", true},
+	{"run_id", 256, "must be at most 256 characters", true},
+	{"tenant", 256, "must be at most 256 characters", true},
+	{"idempotency_key", 256, "must be at most 256 characters", true},
+	{"tool", 128, "must be at most 128 characters", true},
+	{"tool_version", 64, "must be at most 64 characters", true},
+	{"trace_id", 256, "must be at most 256 characters", false},
+	{"created_at", 64, "must be at most 64 characters", false},
 }
 
 // The details of the rules, shared by both decoders so that they name every
@@ -35,7 +39,56 @@ const (
 	detailVersion   = "must be 1"
 	detailArgs      = "must be an object"
 	detailToolUnk   = "not in the catalog"
+	detailControl   = "must not contain control characters"
 )
+
+// identControl reports whether an identifier holds a character no
+// identifier needs and every terminal, page or script that shows it would
+// act on: a C0 control (a line break makes one key read as two; ESC starts
+// a terminal escape sequence), DEL, a C1 control (U+0080–U+009F), or a
+// bidi control that reorders what follows it (U+061C, U+200E, U+200F,
+// U+202A–U+202E, U+2066–U+2069). The schema's pattern says the same. It is
+// a byte scan of the decoded string: bytes below 0x80 other than these are
+// skipped at once, and only the lead bytes of those runes (0xC2, 0xD8,
+// 0xE2) look further.
+func identControl(s []byte) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x80 {
+			if c < 0x20 || c == 0x7f {
+				return true
+			}
+			continue
+		}
+		if i+1 >= len(s) {
+			continue
+		}
+		switch c {
+		case 0xc2: // U+0080–U+009F: C2 80–C2 9F
+			if s[i+1] >= 0x80 && s[i+1] <= 0x9f {
+				return true
+			}
+		case 0xd8: // U+061C: D8 9C
+			if s[i+1] == 0x9c {
+				return true
+			}
+		case 0xe2: // U+200E, U+200F, U+202A–U+202E: E2 80 …; U+2066–U+2069: E2 81 A6–A9
+			if i+2 < len(s) {
+				switch d := s[i+2]; s[i+1] {
+				case 0x80:
+					if d == 0x8e || d == 0x8f || (d >= 0xaa && d <= 0xae) {
+						return true
+					}
+				case 0x81:
+					if d >= 0xa6 && d <= 0xa9 {
+						return true
+					}
+				}
+			}
+		}
+	}
+	return false
+}
 
 func checkCatalog(t Task, catalog Catalog) error {
 	_, err := CheckTool(&t, catalog)
@@ -261,6 +314,16 @@ func DecodeTask(body []byte, catalog Catalog) (Task, error) {
 	return t, nil
 }
 
+// identHasControl is identControl for a string the scanner flagged: one
+// without escapes or high bytes can only hold DEL (JSON refuses a raw
+// control in a string), which one IndexByte finds.
+func identHasControl(s []byte, flags uint8) bool {
+	if flags == 0 {
+		return bytes.IndexByte(s, 0x7f) >= 0
+	}
+	return identControl(s)
+}
+
 // decodeStrings applies the string rules to the eight members of ms and
 // decodes them into one string: ends[k] is where string k stops in it.
 func decodeStrings(body []byte, ms *[numMembers]member) (string, [len(requiredStrings)]int, error) {
@@ -294,6 +357,8 @@ func decodeStrings(body []byte, ms *[numMembers]member) (string, [len(requiredSt
 			return "", ends, invalid(deadletter.ReasonSchemaInvalid, f.name, detailEmpty)
 		case n > f.max:
 			return "", ends, invalid(deadletter.ReasonSchemaInvalid, f.name, f.detail)
+		case f.ident && identHasControl(buf[start:], m.flags):
+			return "", ends, invalid(deadletter.ReasonSchemaInvalid, f.name, detailControl)
 		}
 		ends[k] = len(buf)
 	}

@@ -170,10 +170,10 @@ func TestDecodeTaskRules(t *testing.T) {
 func TestDecodeTaskFields(t *testing.T) {
 	t.Parallel()
 	body := `  {"args" : { "nested": {"deep": [1, 2.5e-3, true, null, "x"]}, "text": "a \"quoted\" \\ line\n" } ,
-	"task_id":"t\u00e9sk-\ud83d\ude00","run_id":"run\/1","tenant":"acmé","idempotency_key":"k\t1",
+	"task_id":"t\u00e9sk-\ud83d\ude00","run_id":"run\/1","tenant":"acmé","idempotency_key":"k\u00201",
 	"tool":"email.send","tool_version":"1","trace_id":"\ud800","created_at":"2026-11-29T00:00:00Z","schema_version":1.0}  `
 	want := agenttask.Task{
-		TaskID: "tésk-😀", RunID: "run/1", Tenant: "acmé", IdempotencyKey: "k\t1",
+		TaskID: "tésk-😀", RunID: "run/1", Tenant: "acmé", IdempotencyKey: "k 1",
 		Tool: "email.send", ToolVersion: "1", TraceID: "\uFFFD", CreatedAt: "2026-11-29T00:00:00Z",
 		SchemaVersion: 1,
 		Args:          json.RawMessage(`{ "nested": {"deep": [1, 2.5e-3, true, null, "x"]}, "text": "a \"quoted\" \\ line\n" }`),
@@ -213,7 +213,7 @@ func edgeBodies() []string {
 	deep := func(n int) string {
 		return with("args", `{"a":`+strings.Repeat("[", n-2)+strings.Repeat("]", n-2)+`}`)
 	}
-	return []string{
+	return append([]string{
 		validBody,
 		"\t\r\n " + validBody + "\n",
 		"\ufeff" + validBody,
@@ -272,7 +272,36 @@ func edgeBodies() []string {
 		strings.Replace(validBody, `"tool":`, "\"tool\xff\":", 1),
 		strings.ReplaceAll(validBody, ",", " ,\n\t"),
 		strings.ReplaceAll(validBody, ":", " : "),
+	}, controlBodies()...)
+}
+
+// identControls are, as JSON string contents, the characters an identifier
+// refuses (C0 escaped as JSON must, and \u-escaped, DEL, C1, bidi controls), and
+// their neighbours it keeps (a space, ~, U+00A0, U+200D, U+202F, U+2065,
+// U+206A, an invalid byte that reads as U+FFFD, a C2 lead byte before
+// ASCII).
+var identControls = []struct {
+	raw    string
+	refuse bool
+}{
+	{`\n`, true}, {`\u001b[2J`, true}, {`\t`, true}, {`\u0000`, true}, {`\r`, true}, {`\u001f`, true},
+	{"\x7f", true}, {`\u007f`, true}, {"\u0080", true}, {"\u009b", true}, {`\u0085`, true}, {"\u009f", true},
+	{"\u061c", true}, {"\u200e", true}, {"\u200f", true}, {"\u202a", true}, {"\u202e", true}, {`\u202E`, true},
+	{"\u2066", true}, {"\u2069", true},
+	{" ", false}, {"~", false}, {"\u00a0", false}, {"\u200d", false}, {"\u202f", false}, {"\u2065", false},
+	{"\u206a", false}, {"\u061b", false}, {"\u2029", false}, {"\xc2A", false}, {"\xe2\x80", false}, {"\xff", false},
+}
+
+// controlBodies are bodies whose identifiers (and, kept, trace_id and
+// created_at) carry each of identControls, in the middle and at the end.
+func controlBodies() []string {
+	var out []string
+	for _, f := range []string{"task_id", "run_id", "tenant", "idempotency_key", "tool", "tool_version", "trace_id", "created_at"} {
+		for _, c := range identControls {
+			out = append(out, with(f, `"a`+c.raw+`b"`), with(f, `"a`+c.raw+`"`))
+		}
 	}
+	return out
 }
 
 // fixtureBodies returns the body of every record of every SQS fixture.
@@ -383,4 +412,30 @@ func FuzzDecodeTask(f *testing.F) {
 			t.Errorf("%q: args %q is not JSON", body, task.Args)
 		}
 	})
+}
+
+// TestIdentifierControls: a control, DEL, C1 or bidi character in any of
+// the six identifiers is schema_invalid naming the field, in both
+// decoders; trace_id and created_at, and the characters beside them, pass.
+func TestIdentifierControls(t *testing.T) {
+	t.Parallel()
+	idents := map[string]bool{"task_id": true, "run_id": true, "tenant": true, "idempotency_key": true, "tool": true, "tool_version": true}
+	for _, f := range []string{"task_id", "run_id", "tenant", "idempotency_key", "tool", "tool_version", "trace_id", "created_at"} {
+		for _, c := range identControls {
+			body := with(f, `"a`+c.raw+`b"`)
+			for name, decode := range map[string]func([]byte, agenttask.Catalog) (agenttask.Task, error){"DecodeTask": agenttask.DecodeTask, "DecodeTaskStd": agenttask.DecodeTaskStd} {
+				_, err := decode([]byte(body), nil)
+				if !(idents[f] && c.refuse) {
+					assert.NoError(t, err, "%s: %s %q", name, f, c.raw)
+					continue
+				}
+				var ve *agenttask.ValidationError
+				if assert.ErrorAs(t, err, &ve, "%s: %s %q", name, f, c.raw) {
+					assert.Equal(t, deadletter.ReasonSchemaInvalid, ve.Reason, "%s: %s %q", name, f, c.raw)
+					assert.Equal(t, f, ve.Field, "%s: %s %q", name, f, c.raw)
+					assert.Contains(t, ve.Error(), "control characters")
+				}
+			}
+		}
+	}
 }

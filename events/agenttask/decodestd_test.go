@@ -17,7 +17,8 @@ import (
 // The rules, checked in this order (the first that fails is reported):
 // the body is a JSON object (json_invalid); then each of task_id, run_id,
 // tenant, idempotency_key, tool, tool_version, trace_id, created_at is
-// present, a string, not empty and within its maxLength; schema_version is
+// present, a string, not empty and within its maxLength, and the first six
+// (the identifiers) hold no control character (identControl); schema_version is
 // present, a number whose value is an integer (1, 1.0 and 1e0 alike, as in
 // JSON Schema), and 1; args is present and an object (schema_invalid with
 // the field); then, with a catalog, the tool is known (tool_unknown) and
@@ -45,6 +46,8 @@ func DecodeTaskStd(body []byte, catalog Catalog) (Task, error) {
 			return Task{}, invalid(deadletter.ReasonSchemaInvalid, f.name, detailEmpty)
 		case utf8.RuneCountInString(*dsts[i]) > f.max:
 			return Task{}, invalid(deadletter.ReasonSchemaInvalid, f.name, f.detail)
+		case f.ident && identControl([]byte(*dsts[i])):
+			return Task{}, invalid(deadletter.ReasonSchemaInvalid, f.name, detailControl)
 		}
 	}
 	sv, ok := raw["schema_version"]

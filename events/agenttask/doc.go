@@ -22,7 +22,12 @@
 // on every input (tests and FuzzDecodeTask), and with the JSON Schema
 // (TestSchemaAgreesWithDecodeTask): schema_version is valid when its value is
 // the integer 1, whether written 1, 1.0 or 1e0; strings are limited to the
-// schema's maxLength in characters; duplicate keys: the last one wins.
+// schema's maxLength in characters; the six identifiers (task_id, run_id,
+// tenant, idempotency_key, tool, tool_version) refuse the C0 and C1
+// controls, DEL and the bidi controls (U+061C, U+200E, U+200F,
+// U+202A–U+202E, U+2066–U+2069) as schema_invalid ("must not contain
+// control characters"; the schema's pattern), so that no key prints as two
+// nor drives the terminal that shows it; duplicate keys: the last one wins.
 //
 // # Tool versions
 //

@@ -393,10 +393,10 @@ func summary(r *triage.Report, alarmName string, links alarmLinks, next []string
 	fmt.Fprintf(&b, "Triage of pipeline %s (owner %s) after alarm %s.\n", r.Pipeline, r.Owner, alarmName)
 	fmt.Fprintf(&b, "%s in %s.", textutil.Count(r.Totals.Messages, "dead letter", "dead letters"), textutil.Count(r.Totals.Groups, "group", "groups"))
 	if c := render.Coverage(r); c != "" {
-		fmt.Fprintf(&b, "\n%s", c)
+		fmt.Fprintf(&b, "\n%s", textutil.Escape(c))
 	}
 	if r.Partial {
-		fmt.Fprintf(&b, " PARTIAL: %s.", strings.Join(r.PartialReasons, "; "))
+		fmt.Fprintf(&b, " PARTIAL: %s.", textutil.Escape(strings.Join(r.PartialReasons, "; ")))
 	}
 	b.WriteString("\n\nTop reasons:\n")
 	for i, rt := range r.Totals.ByReason {
@@ -408,7 +408,7 @@ func summary(r *triage.Report, alarmName string, links alarmLinks, next []string
 	}
 	fmt.Fprintf(&b, "\n%s\n", render.ExpiryLine(r))
 	for _, a := range r.Attention {
-		fmt.Fprintf(&b, "! %s\n", a)
+		fmt.Fprintf(&b, "! %s\n", textutil.Escape(a)) // may quote a message: shown, never a control
 	}
 	if links.HTML != "" {
 		fmt.Fprintf(&b, "\nReport (HTML, open in a browser): %s\n", links.HTML)

@@ -120,3 +120,15 @@ func TestRunNeverChangesTheDLQ(t *testing.T) {
 		})
 	}
 }
+
+// TestSummaryEscapes: the alarm summary (an email, a chat message) shows
+// an attention line that quotes a message with its controls escaped.
+func TestSummaryEscapes(t *testing.T) {
+	t.Parallel()
+	r := &triage.Report{Pipeline: "agent-tasks", Complete: true, Attention: []string{"tool web.search\x1b[2J\nfake line task-\u202egnp.exe failed"}}
+	_, body := summary(r, "dlq-alarm", alarmLinks{}, nil)
+	assert.NotContains(t, body, "\x1b")
+	assert.NotContains(t, body, "\u202e")
+	assert.NotContains(t, body, "\nfake line")
+	assert.Contains(t, body, `! tool web.search\x1b[2J\nfake line task-\u202egnp.exe failed`)
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -78,7 +79,13 @@ func htmlFuncs() template.FuncMap {
 			}
 			return t.UTC().Format("2006-01-02 15:04Z")
 		},
-		"age":          func(sec int64) string { return age(sec) },
+		"age": func(sec int64) string { return age(sec) },
+		// vis is message content as the page shows it: html/template
+		// escapes HTML, not the bidi controls that reorder what follows
+		// them, nor the controls a copied line would carry
+		// (textutil.Escape); visBlock keeps line breaks and tabs (a body).
+		"vis":          textutil.Escape,
+		"visBlock":     textutil.EscapeBlock,
 		"filterLine":   func(fd *triage.Filtered) string { return fd.Summary() },
 		"chart":        buildChart,
 		"since":        since,

@@ -8,28 +8,33 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/triage"
 )
+
+// esc is a value for a line of the text report (textutil.Escape): message
+// content never reaches the terminal as controls, and never breaks a row.
+var esc = textutil.Escape
 
 // Text writes the report for a terminal: a header, the expiry risk, an
 // aligned table by reason and group, and what needs attention.
 func Text(w io.Writer, r *triage.Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "triage of %s (owner %s)%s\n", r.Pipeline, r.Owner, fifoNote(r.FIFO))
+	fmt.Fprintf(&b, "triage of %s (owner %s)%s\n", esc(r.Pipeline), esc(r.Owner), fifoNote(r.FIFO))
 	if r.Queue != "" {
-		fmt.Fprintf(&b, "DLQ %s\n", r.Queue)
+		fmt.Fprintf(&b, "DLQ %s\n", esc(r.Queue))
 	}
-	fmt.Fprintf(&b, "%s\n", scanLine(r))
+	fmt.Fprintf(&b, "%s\n", esc(scanLine(r)))
 	if r.Filter != nil {
-		fmt.Fprintf(&b, "FILTERED: %s; the counts below are of those only\n", r.Filter.Summary())
+		fmt.Fprintf(&b, "FILTERED: %s; the counts below are of those only\n", esc(r.Filter.Summary()))
 	}
 	if c := Coverage(r); c != "" {
-		fmt.Fprintf(&b, "\n!!! %s\n\n", c)
+		fmt.Fprintf(&b, "\n!!! %s\n\n", esc(c))
 	}
 	for _, why := range otherPartialReasons(r) {
-		fmt.Fprintf(&b, "PARTIAL: %s\n", why)
+		fmt.Fprintf(&b, "PARTIAL: %s\n", esc(why))
 	}
-	fmt.Fprintf(&b, "%s\n\n", ExpiryLine(r))
+	fmt.Fprintf(&b, "%s\n\n", esc(ExpiryLine(r)))
 	if r.Totals.Messages == 0 {
 		b.WriteString("The DLQ is empty.\n")
 	} else {
@@ -40,11 +45,11 @@ func Text(w io.Writer, r *triage.Report) error {
 			if rt.Inferred == rt.Count {
 				inferred = " (inferred)"
 			}
-			fmt.Fprintf(tw, "%s%s\t%d\t%s\t%s\t%s\t%s\n", rt.Reason, inferred, rt.Count, age(rt.OldestAgeSeconds),
-				until(rt.SoonestExpiry, r.GeneratedAt), rt.NextAction, rt.Redrivable)
+			fmt.Fprintf(tw, "%s%s\t%d\t%s\t%s\t%s\t%s\n", esc(string(rt.Reason)), inferred, rt.Count, age(rt.OldestAgeSeconds),
+				until(rt.SoonestExpiry, r.GeneratedAt), esc(string(rt.NextAction)), esc(string(rt.Redrivable)))
 			for _, g := range r.Groups {
 				if g.Reason == rt.Reason {
-					fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t\t\n", groupLabel(g, 48), g.Count, age(g.OldestAgeSeconds), until(g.SoonestExpiry, r.GeneratedAt))
+					fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t\t\n", esc(groupLabel(g, 48)), g.Count, age(g.OldestAgeSeconds), until(g.SoonestExpiry, r.GeneratedAt))
 				}
 			}
 		}
@@ -62,14 +67,14 @@ func Text(w io.Writer, r *triage.Report) error {
 	if len(r.Attention) > 0 {
 		b.WriteString("\nAttention:\n")
 		for _, a := range r.Attention {
-			fmt.Fprintf(&b, "  ! %s\n", a)
+			fmt.Fprintf(&b, "  ! %s\n", esc(a))
 		}
 	}
 	if n := len(r.Unreadable) + len(r.Skipped); n > 0 {
 		fmt.Fprintf(&b, "\n%d unreadable, %d skipped (listed in the JSON report).\n", len(r.Unreadable), len(r.Skipped))
 	}
 	if r.Export != nil {
-		fmt.Fprintf(&b, "\n%s\n", exportLine(r.Export))
+		fmt.Fprintf(&b, "\n%s\n", esc(exportLine(r.Export)))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -78,22 +83,22 @@ func Text(w io.Writer, r *triage.Report) error {
 // Markdown writes the report as Markdown (for the report file and tickets).
 func Markdown(w io.Writer, r *triage.Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Triage of `%s`\n\n", r.Pipeline)
+	fmt.Fprintf(&b, "# Triage of %s\n\n", textutil.MarkdownCode(r.Pipeline))
 	if c := Coverage(r); c != "" {
 		fmt.Fprintf(&b, "> **%s**\n\n", md(c))
 	}
-	fmt.Fprintf(&b, "- owner: `%s`%s\n", r.Owner, fifoNote(r.FIFO))
+	fmt.Fprintf(&b, "- owner: %s%s\n", textutil.MarkdownCode(r.Owner), fifoNote(r.FIFO))
 	if r.Queue != "" {
-		fmt.Fprintf(&b, "- DLQ: `%s`\n", r.Queue)
+		fmt.Fprintf(&b, "- DLQ: %s\n", textutil.MarkdownCode(r.Queue))
 	}
-	fmt.Fprintf(&b, "- %s\n", scanLine(r))
+	fmt.Fprintf(&b, "- %s\n", esc(scanLine(r)))
 	if r.Filter != nil {
 		fmt.Fprintf(&b, "- **filtered**: %s; the counts below are of those only\n", md(r.Filter.Summary()))
 	}
 	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "- **partial**: %s\n", md(why))
 	}
-	fmt.Fprintf(&b, "- %s\n\n", ExpiryLine(r))
+	fmt.Fprintf(&b, "- %s\n\n", esc(ExpiryLine(r)))
 	if r.Totals.Messages == 0 {
 		b.WriteString("The DLQ is empty.\n")
 	} else {
@@ -104,8 +109,8 @@ func Markdown(w io.Writer, r *triage.Report) error {
 			if rt.Inferred == rt.Count {
 				inferred = " (inferred)"
 			}
-			fmt.Fprintf(&b, "| **%s**%s | %d | %s | %s | %s | %s |\n", rt.Reason, inferred, rt.Count, age(rt.OldestAgeSeconds),
-				until(rt.SoonestExpiry, r.GeneratedAt), rt.NextAction, rt.Redrivable)
+			fmt.Fprintf(&b, "| **%s**%s | %d | %s | %s | %s | %s |\n", esc(string(rt.Reason)), inferred, rt.Count, age(rt.OldestAgeSeconds),
+				until(rt.SoonestExpiry, r.GeneratedAt), esc(string(rt.NextAction)), esc(string(rt.Redrivable)))
 			for _, g := range r.Groups {
 				if g.Reason == rt.Reason {
 					fmt.Fprintf(&b, "| ↳ %s | %d | %s | %s | | |\n", md(groupLabel(g, 80)), g.Count, age(g.OldestAgeSeconds), until(g.SoonestExpiry, r.GeneratedAt))
@@ -122,13 +127,13 @@ func Markdown(w io.Writer, r *triage.Report) error {
 	if len(r.Unreadable) > 0 {
 		b.WriteString("\n## Unreadable metadata\n\n")
 		for _, e := range r.Unreadable {
-			fmt.Fprintf(&b, "- `%s`: %s\n", e.MessageID, md(e.Problem))
+			fmt.Fprintf(&b, "- %s: %s\n", textutil.MarkdownCode(e.MessageID), md(e.Problem))
 		}
 	}
 	if len(r.Skipped) > 0 {
 		b.WriteString("\n## Skipped\n\n")
 		for _, e := range r.Skipped {
-			fmt.Fprintf(&b, "- `%s` (%s): %s\n", e.MessageID, e.Stage, md(e.Problem))
+			fmt.Fprintf(&b, "- %s (%s): %s\n", textutil.MarkdownCode(e.MessageID), esc(string(e.Stage)), md(e.Problem))
 		}
 	}
 	if r.Export != nil {
@@ -275,10 +280,10 @@ func orDash(s string) string {
 	return s
 }
 
-// md escapes the characters that break a Markdown table cell.
-func md(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ", "`", "'", "<", "&lt;", ">", "&gt;").Replace(s)
-}
+// md is text of the report or a message's as inert Markdown
+// (textutil.Markdown): one line, no link, no HTML, no emphasis, and a | that
+// does not end a table cell.
+func md(s string) string { return textutil.Markdown(s) }
 
 // plural is "1 noun" or "n nouns" (triage's report uses the same rule).
 func plural(n int, noun string) string {
