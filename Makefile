@@ -96,12 +96,25 @@ bench-chaos:
 	@mkdir -p .local/bench && $(BUILD_CLI)
 	@CHAOS="$(CHAOS)" CHAOS_PATHS="$(CHAOS_PATHS)" TASKS="$(TASKS)" scripts/bench-chaos.sh
 
-## lint: gofmt and go vet
+## lint: gofmt, go vet and golangci-lint (.golangci.yml: staticcheck, errcheck, revive's doc-comment rules, gocritic, misspell) on this module and each module under examples/; installs the pinned golangci-lint into .local/bin the first time (a build of 2-5 minutes)
 .PHONY: lint
-lint:
+lint: golangci-lint
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	@for m in examples/*/go.mod; do (cd $$(dirname $$m) && $(GO) vet ./...) || exit 1; done
+	$(GOLANGCI_LINT) run ./...
+	@for m in examples/*/go.mod; do (cd $$(dirname $$m) && echo "$(GOLANGCI_LINT) run ./... (in $$(dirname $$m))" && $(GOLANGCI_LINT) run --config $(CURDIR)/.golangci.yml ./...) || exit 1; done
+
+# golangci-lint, pinned: built from source with the go command into
+# .local/bin when missing or of another version (the module proxy checks its
+# go.sum like any other module's).
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(CURDIR)/.local/bin/golangci-lint
+.PHONY: golangci-lint
+golangci-lint:
+	@$(GOLANGCI_LINT) version 2>/dev/null | grep -q "version $(GOLANGCI_LINT_VERSION:v%=%) " || \
+	  GOBIN=$(CURDIR)/.local/bin scripts/progress.sh "installing golangci-lint $(GOLANGCI_LINT_VERSION) into .local/bin (a first build: 2-5 min)" \
+	    $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 # The CDK CLI (node_modules/.bin/cdk, pinned in package.json) runs on the
 # project's Node 22 when npm installed it, and so does jsii for `go run ./infra`.

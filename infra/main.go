@@ -17,13 +17,20 @@ import (
 )
 
 func main() {
+	if err := synth(); err != nil {
+		fmt.Fprintln(os.Stderr, "agentdlq infra:", err)
+		os.Exit(1)
+	}
+}
+
+// synth synthesizes the app, and stops the jsii runtime before it returns.
+func synth() error {
 	defer jsii.Close()
 	app := awscdk.NewApp(nil)
 	stack.ApplyNag(app)
 	if _, err := stack.FromContext(app); err != nil {
-		fmt.Fprintln(os.Stderr, "agentdlq infra:", err)
-		jsii.Close()
-		os.Exit(1)
+		return err
 	}
 	app.Synth(nil)
+	return nil
 }

@@ -46,30 +46,35 @@ func (c *Counting) record(per map[string]int, key string, err error) {
 	c.mu.Unlock()
 }
 
+// Begin calls the ledger's Begin and counts the call.
 func (c *Counting) Begin(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error) {
 	e, err := c.Ledger.Begin(ctx, key, owner, digest, now, lease)
 	c.record(nil, key, err)
 	return e, err
 }
 
+// StartEffect calls the ledger's StartEffect and counts the call and, when it succeeds, the key.
 func (c *Counting) StartEffect(ctx context.Context, key, owner string, now time.Time) error {
 	err := c.Ledger.StartEffect(ctx, key, owner, now)
 	c.record(c.started, key, err)
 	return err
 }
 
+// Complete calls the ledger's Complete and counts the call and, when it succeeds, the key.
 func (c *Counting) Complete(ctx context.Context, key, owner, receipt string, now time.Time) error {
 	err := c.Ledger.Complete(ctx, key, owner, receipt, now)
 	c.record(c.completed, key, err)
 	return err
 }
 
+// Release calls the ledger's Release and counts the call.
 func (c *Counting) Release(ctx context.Context, key, owner string, now time.Time) error {
 	err := c.Ledger.Release(ctx, key, owner, now)
 	c.record(nil, key, err)
 	return err
 }
 
+// DeadLettered calls the ledger's DeadLettered and counts the call.
 func (c *Counting) DeadLettered(ctx context.Context, key string, reason deadletter.Reason, now time.Time) (Entry, error) {
 	e, err := c.Ledger.DeadLettered(ctx, key, reason, now)
 	c.record(nil, key, err)

@@ -14,12 +14,12 @@ import (
 type State string
 
 const (
-	// StateInProgress: a worker holds the key under a lease until LeaseUntil.
+	// StateInProgress means a worker holds the key under a lease until LeaseUntil.
 	StateInProgress State = "in_progress"
-	// StateDone: the task finished; Receipt holds its effect receipt. A
+	// StateDone means the task finished; Receipt holds its effect receipt. A
 	// redelivery or a redrive of a done key is acknowledged as a no-op.
 	StateDone State = "done"
-	// StateDeadLettered: the task was dead-lettered with LastReason.
+	// StateDeadLettered means the task was dead-lettered with LastReason.
 	StateDeadLettered State = "dead_lettered"
 )
 
@@ -56,11 +56,11 @@ type Entry struct {
 type Outcome string
 
 const (
-	// OutcomeEffectConfirmed: the mutating call did take effect (the
+	// OutcomeEffectConfirmed means the mutating call did take effect (the
 	// external system shows it). The key is done with the owner's receipt:
 	// the task must never run again.
 	OutcomeEffectConfirmed Outcome = "effect_confirmed"
-	// OutcomeNoEffect: the mutating call did not take effect. The key's
+	// OutcomeNoEffect means the mutating call did not take effect. The key's
 	// effect_started mark is cleared, so that a redrive runs the task
 	// afresh, as for any dead-lettered key.
 	OutcomeNoEffect Outcome = "no_effect"
@@ -262,4 +262,6 @@ type Ledger interface {
 	Reconcile(ctx context.Context, key string, rc Reconciliation, now time.Time) (Entry, error)
 }
 
+// DefaultTTL is how long after its last write an entry expires (doc.go says
+// why 30 days).
 const DefaultTTL = 30 * 24 * time.Hour

@@ -79,10 +79,10 @@ func position(data []byte, off int64) (line, col int) {
 // jsonValue names the JSON value encoding/json describes as v ("array",
 // "bool", "number 1.5"): "an array", "a boolean", "a number 1.5".
 func jsonValue(v string) string {
-	switch {
-	case v == "bool":
+	switch v {
+	case "bool":
 		return "a boolean"
-	case v == "array" || v == "object":
+	case "array", "object":
 		return "an " + v
 	}
 	return "a " + v

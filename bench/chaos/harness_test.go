@@ -59,7 +59,8 @@ echo "SDK 2026/12/07 WARN a line the summary skips" >&2
 	assert.Contains(t, lines[1], "--chaos reset --chaos-path sqs --emulator-logs "+out+"/chaos-reset-sqs")
 	assert.Contains(t, lines[5], "--chaos truncate --chaos-path dynamodb")
 
-	table := stdout.String()[strings.Index(stdout.String(), "== make bench-chaos"):]
+	_, table, found := strings.Cut(stdout.String(), "== make bench-chaos")
+	require.True(t, found, "the table's heading")
 	rows := map[string]string{}
 	for _, line := range strings.Split(table, "\n") {
 		f := strings.Fields(line)

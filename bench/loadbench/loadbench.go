@@ -166,7 +166,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(dir)
+		defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: a leftover costs nothing
 		deps = sampleworker.DependencyDir{Dir: dir}
 		lc.Dependencies = deps
 		if err := deps.Set(OutageDependency, true); err != nil {

@@ -3,7 +3,6 @@ package loadbench
 import (
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"sort"
 
 	"github.com/agentdlq/agentdlq/local/workload"
@@ -117,10 +116,4 @@ func kindCounts(tasks []workload.Task) map[workload.Kind]int {
 		out[t.Kind]++
 	}
 	return out
-}
-
-// readOnly reports whether a kind's tool is one of the sample's read tools
-// (every valid kind but the mutating ones).
-func readOnly(k workload.Kind) bool {
-	return !slices.Contains([]workload.Kind{workload.OKMutating, workload.EffectUnknown}, k)
 }

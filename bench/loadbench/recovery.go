@@ -56,7 +56,7 @@ func recoverOutage(ctx context.Context, awsCfg aws.Config, l *runner.Local, mete
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: a leftover costs nothing
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	redriveAWS := meter.Config(awsCfg, "redrive")
 	r, err := redrive.New(redrive.Config{Pipeline: l.Pipeline, Queues: l.Queues, SQS: sqs.NewFromConfig(redriveAWS),

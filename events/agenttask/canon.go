@@ -324,7 +324,7 @@ func plainNumber(n []byte) bool {
 	if dot := bytes.IndexByte(d, '.'); dot >= 0 {
 		intLen = dot
 	}
-	if bytes.IndexAny(d, "eE") >= 0 || intLen == 0 || intLen > 21 {
+	if bytes.ContainsAny(d, "eE") || intLen == 0 || intLen > 21 {
 		return false
 	}
 	sig := 0 // significant digits

@@ -12,14 +12,14 @@ import (
 type Verdict string
 
 const (
-	// VerdictConfirmed: the call took effect; the external system shows it
+	// VerdictConfirmed means the call took effect; the external system shows it
 	// (Verification.Receipt is its id of the effect). Reconciled, the key is
 	// done and the task never runs again.
 	VerdictConfirmed Verdict = "confirmed"
-	// VerdictNoEffect: the call reached the external system and nothing
+	// VerdictNoEffect means the call reached the external system and nothing
 	// took effect. Reconciled, the task may be redriven and runs afresh.
 	VerdictNoEffect Verdict = "no_effect"
-	// VerdictUnknown: the check could not tell (no record either way, the
+	// VerdictUnknown means the check could not tell (no record either way, the
 	// system unreachable, a record that does not match the task). Nothing
 	// is reconciled: the owner checks by hand.
 	VerdictUnknown Verdict = "unknown"

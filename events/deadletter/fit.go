@@ -15,18 +15,18 @@ import (
 type Reduction string
 
 const (
-	// ReducedHistory: the attempt history was dropped.
+	// ReducedHistory means the attempt history was dropped.
 	ReducedHistory Reduction = "history"
-	// ReducedFolded: the folded attributes (beyond the eight kept) were left out.
+	// ReducedFolded means the folded attributes (beyond the eight kept) were left out.
 	ReducedFolded Reduction = "folded"
-	// ReducedAttributes: the original attributes kept on the message were
+	// ReducedAttributes means the original attributes kept on the message were
 	// left out too.
 	ReducedAttributes Reduction = "attributes"
-	// ReducedMeta: dlq_meta keeps its identity fields only (reason, class,
+	// ReducedMeta means dlq_meta keeps its identity fields only (reason, class,
 	// next action, attempts, message id, idempotency key, task and trace
 	// ids, input hash, effect).
 	ReducedMeta Reduction = "meta"
-	// ReducedTimes: times outside the years 0..9999 (a producer's bad
+	// ReducedTimes means times outside the years 0..9999 (a producer's bad
 	// SentTimestamp) were left out: JSON cannot hold them.
 	ReducedTimes Reduction = "times"
 )
@@ -54,7 +54,7 @@ const Reserve = 16 * 1024
 // dlq_meta; a longer one (a message id no SQS queue gives) is left out.
 const maxEvidenceRef = 1024
 
-// ErrBodyTooLarge: the body alone leaves no room for dlq_reason and the
+// ErrBodyTooLarge is returned when the body alone leaves no room for dlq_reason and the
 // smallest dlq_meta under the size limit; nothing can be dead-lettered.
 var ErrBodyTooLarge = errors.New("message body leaves no room for the dead-letter attributes")
 

@@ -47,6 +47,7 @@ type Attribute struct {
 // EffectState says what is known of a task's external effect.
 type EffectState string
 
+// The effect states.
 const (
 	EffectNone     EffectState = "none"      // no mutating call started
 	EffectUnknown  EffectState = "unknown"   // a mutating call started, outcome not known

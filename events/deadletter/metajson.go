@@ -165,9 +165,9 @@ func (tc *timeCache) appendTimeField(dst []byte, name string, t time.Time, omitZ
 	dst = append(dst, '"', ':', '"')
 	switch {
 	// The same instant, location and clock reading: the same text.
-	case tc.end[0] > 0 && t == tc.t[0]:
+	case tc.end[0] > 0 && t == tc.t[0]: //nolint:staticcheck // QF1009: ==, not Equal: the same location and clock reading too
 		dst = append(dst, dst[tc.start[0]:tc.end[0]]...)
-	case tc.end[1] > 0 && t == tc.t[1]:
+	case tc.end[1] > 0 && t == tc.t[1]: //nolint:staticcheck // QF1009: as above
 		dst = append(dst, dst[tc.start[1]:tc.end[1]]...)
 	default:
 		start, k := len(dst), tc.next

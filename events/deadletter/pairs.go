@@ -208,9 +208,10 @@ func valueEnd(s string, v int) (end int, open string) {
 		return len(s), `\"`
 	case c == '"':
 		for k := v + 1; k < len(s); k++ {
-			if s[k] == '\\' {
+			switch s[k] {
+			case '\\':
 				k++
-			} else if s[k] == '"' {
+			case '"':
 				return k + 1, `"`
 			}
 		}

@@ -71,23 +71,23 @@ func (c Class) Retryable() bool {
 type NextAction string
 
 const (
-	// NextRetry: redrive it as it is.
+	// NextRetry means redrive it as it is.
 	NextRetry NextAction = "retry"
-	// NextRetryAfter: fix the credential, permission or configuration, then
+	// NextRetryAfter means fix the credential, permission or configuration, then
 	// redrive it as it is.
 	NextRetryAfter NextAction = "retry_after_fix"
-	// NextFixProducer: fix the producer (or the worker, where the fault is
+	// NextFixProducer means fix the producer (or the worker, where the fault is
 	// its own) and deploy; then redrive. The dead letter's body is not
 	// changed: a patch of its args does not repair it, or is not the first
 	// thing to try (see Reason.Patchable).
 	NextFixProducer NextAction = "fix_producer"
-	// NextPatchAndRedrive: the task's args are at fault: patch them
+	// NextPatchAndRedrive means the task's args are at fault: patch them
 	// (`agentdlq redrive repair`, the console's Repair form), which sends
 	// the repaired task; fix the producer too, so no more arrive.
 	NextPatchAndRedrive NextAction = "patch_and_redrive"
-	// NextReject: never redrive it; record the rejection (audit).
+	// NextReject means never redrive it; record the rejection (audit).
 	NextReject NextAction = "reject"
-	// NextHumanReview: a person decides (reconcile first where an effect
+	// NextHumanReview means a person decides (reconcile first where an effect
 	// may have happened).
 	NextHumanReview NextAction = "human_review"
 )
@@ -128,6 +128,7 @@ func (a NextAction) Describe() string {
 // are (a redrive moves the body unchanged; a patch is Reason.Patchable).
 type Redrivable string
 
+// The redrive answers, from "as it is" to "never".
 const (
 	RedriveYes         Redrivable = "yes"
 	RedriveAfterFix    Redrivable = "after_fix"     // once the fix is deployed

@@ -369,11 +369,12 @@ func redact(s string, maxRunes int) string {
 			continue
 		}
 		var out string
-		if r.apply != nil {
+		switch {
+		case r.apply != nil:
 			out = r.apply(s)
-		} else if r.fn != nil {
+		case r.fn != nil:
 			out = replaceFunc(r.re, s, r.fn)
-		} else {
+		default:
 			out = r.re.ReplaceAllString(s, r.repl)
 		}
 		if out != s {

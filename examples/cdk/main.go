@@ -18,6 +18,14 @@ import (
 )
 
 func main() {
+	if err := synth(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// synth synthesizes the app, and stops the jsii runtime before it returns.
+func synth() error {
 	defer jsii.Close()
 	app := awscdk.NewApp(nil)
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
@@ -32,9 +40,8 @@ func main() {
 		TriageAssetDir:   context("triageAsset", "dist/triage"),
 		RedrivePrincipal: context("redrivePrincipal", ""),
 	}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		jsii.Close()
-		os.Exit(1)
+		return err
 	}
 	app.Synth(nil)
+	return nil
 }

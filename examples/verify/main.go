@@ -129,7 +129,9 @@ func run(ctx context.Context, defs, name string, who redrive.Who, apply bool) er
 		for _, k := range res.Keys {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s%s\t%s%s\n", k.Key, k.Verdict, k.Receipt, k.Evidence, k.Skipped, k.Reconciled, k.Refused)
 		}
-		_ = tw.Flush()
+		if ferr := tw.Flush(); ferr != nil && err == nil {
+			err = ferr // stdout failed: the table was not seen
+		}
 	}
 	return err // a refusal (errors.Is redrive.ErrRefused), or a partial scan (triage.ErrScanPartial): rerun later
 }

@@ -81,7 +81,8 @@ func (p *Processor) logDeadLettered(ctx context.Context, l *deadLetterLine) {
 		return
 	}
 	bp := lineBufs.Get().(*[]byte)
-	b := append((*bp)[:0], `{"time":"`...)
+	b := (*bp)[:0]
+	b = append(b, `{"time":"`...)
 	b = time.Now().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","level":"WARN","msg":"dead-lettered","message_id":`...)
 	b = jsonscan.AppendString(b, l.messageID, logEscapes)

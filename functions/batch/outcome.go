@@ -68,7 +68,7 @@ func unclassified(msg string, err error) *Outcome {
 	return newOutcome(deadletter.ReasonUnclassified, errors.Join(errors.New(msg), err))
 }
 
-// Transient: retry. The message is reported as a batch item failure (and
+// Transient is the outcome to retry. The message is reported as a batch item failure (and
 // hidden for a backoff); on its last allowed receive it is dead-lettered as
 // budget_exhausted with its attempt history. Transient(err).After(d) says
 // when the provider asked to be tried again (a 429's Retry-After).
@@ -76,7 +76,7 @@ func Transient(err error) *Outcome {
 	return newOutcome(deadletter.ReasonBudgetExhausted, err)
 }
 
-// Poison: the message can never succeed as it is. It is dead-lettered at
+// Poison is the outcome of a message that can never succeed as it is. It is dead-lettered at
 // once with reason, which must be of class poison (json_invalid,
 // schema_invalid, tool_unknown, tool_version_unsupported); any other reason
 // makes the outcome unclassified, so that a wrong reason is seen, not hidden.
@@ -87,7 +87,7 @@ func Poison(reason deadletter.Reason, err error) *Outcome {
 	return newOutcome(reason, err)
 }
 
-// Security: a signature that did not verify, a guardrail rejection or a
+// Security is the outcome of a signature that did not verify, a guardrail rejection or a
 // reused idempotency key. The message is dead-lettered at once with reason
 // (signature_invalid, guardrail_reject or idempotency_key_reused, which
 // Record.Begin returns itself; any other reason makes the outcome
@@ -99,27 +99,27 @@ func Security(reason deadletter.Reason, err error) *Outcome {
 	return newOutcome(reason, err)
 }
 
-// EffectUnknown: a mutating call started and its outcome is not known. The
+// EffectUnknown is the outcome when a mutating call started and its outcome is not known. The
 // message is dead-lettered at once as effect_unknown: repeating it may
 // repeat the effect.
 func EffectUnknown(err error) *Outcome {
 	return newOutcome(deadletter.ReasonEffectUnknown, err)
 }
 
-// AuthConfig: an expired credential, AccessDenied, KMS denied. Retried
+// AuthConfig is the outcome of an expired credential, AccessDenied, KMS denied. Retried
 // inside the budget (a configuration fix may land); dead-lettered as
 // auth_config on the last allowed receive.
 func AuthConfig(err error) *Outcome {
 	return newOutcome(deadletter.ReasonAuthConfig, err)
 }
 
-// DependencyOpen: a dependency's circuit breaker is open. Retried inside the
+// DependencyOpen is the outcome when a dependency's circuit breaker is open. Retried inside the
 // budget; dead-lettered as dependency_open on the last allowed receive.
 func DependencyOpen(err error) *Outcome {
 	return newOutcome(deadletter.ReasonDependencyOpen, err)
 }
 
-// PolicyLimit: too many steps, turns or too much cost. Dead-lettered at once
+// PolicyLimit is the outcome of too many steps, turns or too much cost. Dead-lettered at once
 // as policy_limit.
 func PolicyLimit(err error) *Outcome {
 	return newOutcome(deadletter.ReasonPolicyLimit, err)

@@ -79,7 +79,7 @@ func scripted(ctx context.Context, r Record) error {
 		return &smithy.OperationError{ServiceID: "Bedrock", OperationName: "Converse", Err: &smithy.GenericAPIError{Code: "ThrottlingException", Fault: smithy.FaultClient}}
 	case "panic":
 		var m map[string]int
-		m["x"] = 1 // a nil map write: a real runtime panic
+		m["x"] = 1 //nolint:staticcheck // SA5000: a nil map write, a real runtime panic, is the point
 		return nil
 	case "begin", "begin-mutate":
 		if err := r.Begin(ctx, "t", key, "", action == "begin-mutate"); err != nil {
@@ -703,7 +703,7 @@ func TestConcurrencyKeepsOutcomes(t *testing.T) {
 // not fail the whole batch.
 func TestOutOfTime(t *testing.T) {
 	t.Parallel()
-	var clock time.Time = testNow
+	clock := testNow
 	h := newHarness(t, func(c *Config) {
 		c.DeadlineMargin = 2 * time.Second
 		c.Handler = func(ctx context.Context, r Record) error {

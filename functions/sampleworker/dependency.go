@@ -31,7 +31,7 @@ type DependencyDir struct {
 
 var _ Dependencies = DependencyDir{}
 
-// ErrDependencyName: a dependency name must be 1 to 64 characters of
+// ErrDependencyName says a dependency name must be 1 to 64 characters of
 // a-z, 0-9, '.', '_' and '-', starting with a letter or a digit.
 var ErrDependencyName = errors.New("dependency name must be 1 to 64 characters of a-z, 0-9, '.', '_' and '-', starting with a letter or digit")
 

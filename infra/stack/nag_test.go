@@ -40,8 +40,8 @@ func TestCdkNag(t *testing.T) {
 			f, err := os.Open(report)
 			require.NoError(t, err, "cdk-nag report in %s", fx.outdir)
 			rows, err := csv.NewReader(f).ReadAll()
-			f.Close()
 			require.NoError(t, err)
+			require.NoError(t, f.Close())
 			compliant := map[string]bool{}
 			for _, r := range rows[1:] {
 				switch r[2] {

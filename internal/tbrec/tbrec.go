@@ -36,11 +36,19 @@ func Run(t testing.TB, f func(t testing.TB)) (failed bool, msgs string) {
 	return rec.failed, strings.Join(rec.msgs, "; ")
 }
 
-func (r *TB) Helper()             {}
-func (r *TB) Log(...any)          {}
-func (r *TB) Logf(string, ...any) {}
-func (r *TB) Error(args ...any)   { r.Errorf("%s", fmt.Sprint(args...)) }
+// Helper does nothing.
+func (r *TB) Helper() {}
 
+// Log drops its arguments.
+func (r *TB) Log(...any) {}
+
+// Logf drops its arguments.
+func (r *TB) Logf(string, ...any) {}
+
+// Error records a failure with its arguments as the message.
+func (r *TB) Error(args ...any) { r.Errorf("%s", fmt.Sprint(args...)) }
+
+// Errorf records a failure with the formatted message.
 func (r *TB) Errorf(format string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -48,11 +56,19 @@ func (r *TB) Errorf(format string, args ...any) {
 	r.msgs = append(r.msgs, fmt.Sprintf(format, args...))
 }
 
-func (r *TB) Fail()                             { r.Errorf("failed") }
-func (r *TB) FailNow()                          { r.Fail(); runtime.Goexit() }
-func (r *TB) Fatal(args ...any)                 { r.Error(args...); runtime.Goexit() }
+// Fail records a failure.
+func (r *TB) Fail() { r.Errorf("failed") }
+
+// FailNow records a failure and ends the goroutine, as testing's does.
+func (r *TB) FailNow() { r.Fail(); runtime.Goexit() }
+
+// Fatal records a failure and ends the goroutine.
+func (r *TB) Fatal(args ...any) { r.Error(args...); runtime.Goexit() }
+
+// Fatalf records a failure and ends the goroutine.
 func (r *TB) Fatalf(format string, args ...any) { r.Errorf(format, args...); runtime.Goexit() }
 
+// Failed reports whether a failure was recorded.
 func (r *TB) Failed() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -159,7 +159,7 @@ func TestUpWaitsForAnEmulatorNotYetExeced(t *testing.T) {
 	// stderr too, and Wait would wait for it to close a pipe.
 	said, err := os.Create(filepath.Join(t.TempDir(), "up.err"))
 	require.NoError(t, err)
-	defer said.Close()
+	defer func() { _ = said.Close() }() // only read back
 	// Bounded: the script that took the held child for gone went on to
 	// tail its log, a pipe with a writer that never closes, and would
 	// wait for ever.

@@ -54,16 +54,17 @@ func run(out, dir string) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp)
+	// Gone after the rename; after a failure, a leftover .tmp is harmless.
+	defer func() { _ = os.Remove(tmp) }()
 	zw := zip.NewWriter(f)
 	for _, path := range files {
 		if err := add(zw, dir, path); err != nil {
-			f.Close()
+			_ = f.Close() // the write failed already: that error is the one to report
 			return err
 		}
 	}
 	if err := zw.Close(); err != nil {
-		f.Close()
+		_ = f.Close() // as above
 		return err
 	}
 	if err := f.Close(); err != nil {
@@ -95,7 +96,7 @@ func add(zw *zip.Writer, dir, path string) error {
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	defer func() { _ = src.Close() }() // only read
 	_, err = io.Copy(w, src)
 	return err
 }

@@ -314,10 +314,11 @@ func rawReceive(t *testing.T, endpoint, queueURL string) []string {
 	require.NoError(t, err)
 	conn, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { _ = conn.Close() }() // the response was read through it
 	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
 	req := fmt.Sprintf(`{"QueueUrl":%q,"MaxNumberOfMessages":10,"VisibilityTimeout":60,"WaitTimeSeconds":1}`, queueURL)
-	fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.ReceiveMessage\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", u.Host, len(req), req)
+	_, err = fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-amz-json-1.0\r\nX-Amz-Target: AmazonSQS.ReceiveMessage\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", u.Host, len(req), req)
+	require.NoError(t, err)
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	require.NoError(t, err)

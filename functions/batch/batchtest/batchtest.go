@@ -349,14 +349,14 @@ func decode(in *sqs.SendMessageInput) (DeadLetter, error) {
 type Fate string
 
 const (
-	// Acked: the record was acknowledged without a dead letter (the handler
+	// Acked means the record was acknowledged without a dead letter (the handler
 	// returned nil, or its key was done already).
 	Acked Fate = "acknowledged"
-	// Retried: the record is a batch item failure; SQS delivers it again.
+	// Retried means the record is a batch item failure; SQS delivers it again.
 	Retried Fate = "retried"
-	// DeadLettered: the record was sent to the DLQ, then acknowledged.
+	// DeadLettered means the record was sent to the DLQ, then acknowledged.
 	DeadLettered Fate = "dead-lettered"
-	// NotInEvent: the event has no record of that id.
+	// NotInEvent means the event has no record of that id.
 	NotInEvent Fate = "not in the event"
 )
 

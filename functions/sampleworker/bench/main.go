@@ -102,26 +102,52 @@ func main() {
 		failedOut  = flag.String("failed-out", "", "write the message ids of the last repeat's batch item failures to this file (a JSON array)")
 	)
 	flag.Parse()
-	if *cpuProfile != "" {
-		if f, err := os.Create(*cpuProfile); err == nil {
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err == nil {
-				defer pprof.StopCPUProfile()
-			}
-		}
-	}
-	if *memProfile != "" {
-		runtime.MemProfileRate = 64 << 10
-		defer func() {
-			if f, err := os.Create(*memProfile); err == nil {
-				_ = pprof.Lookup("heap").WriteTo(f, 0)
-				f.Close()
-			}
-		}()
-	}
+	defer profile(*cpuProfile, *memProfile)()
 	if err := run(*event, *repeats, *warmup, *maxReceive, *fifo, *path, *decode, *failedOut, *idle); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1) //nolint:gocritic // the profile is not needed on failure
+	}
+}
+
+// profile starts the CPU profile into cpu and the heap profiling for mem
+// (either may be ""), and returns the func that writes them. A profile that
+// cannot be written is said on stderr; the bench runs on without it.
+func profile(cpu, mem string) (stop func()) {
+	var cpuFile *os.File
+	if cpu != "" {
+		f, err := os.Create(cpu)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: cpu profile:", err)
+		} else {
+			cpuFile = f
+		}
+	}
+	if mem != "" {
+		runtime.MemProfileRate = 64 << 10
+	}
+	return func() {
+		if cpuFile != nil {
+			pprof.StopCPUProfile()
+			if err := cpuFile.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, "bench: cpu profile:", err)
+			}
+		}
+		if mem == "" {
+			return
+		}
+		f, err := os.Create(mem)
+		if err == nil {
+			err = pprof.Lookup("heap").WriteTo(f, 0)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: heap profile:", err)
+		}
 	}
 }
 
@@ -145,7 +171,7 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode, 
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read
 	st, err := f.Stat()
 	if err != nil {
 		return err

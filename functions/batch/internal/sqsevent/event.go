@@ -29,7 +29,7 @@ type Event struct {
 	Records []Message
 }
 
-// message is one record of an event, as the processor holds it: views of
+// Message is one record of an event, as the processor holds it: views of
 // the buffer it was decoded in, the Event's own copy of the payload, which
 // nothing writes once it is decoded; a Record reads it, and hands out
 // copies.
@@ -1041,7 +1041,7 @@ func litString(lit []byte) string {
 	return string(plainOrUnquote(nil, lit[1:len(lit)-1]))
 }
 
-// attribute returns the value of the system attribute name ("" when
+// Attribute returns the value of the system attribute name ("" when
 // absent), decoded from the raw attributes; the last of duplicate keys
 // wins, as in a decoded map.
 func (r *Message) Attribute(name string) (string, bool) {
@@ -1073,7 +1073,7 @@ func (r *Message) Attribute(name string) (string, bool) {
 	return litString(val), true
 }
 
-// receiveCount parses the record's ApproximateReceiveCount.
+// ReceiveCount parses the record's ApproximateReceiveCount.
 func (r *Message) ReceiveCount() (int, bool) {
 	if r.count == nil {
 		return ParseReceiveCount("")
@@ -1084,7 +1084,7 @@ func (r *Message) ReceiveCount() (int, bool) {
 	return ParseReceiveCount(string(jsonscan.AppendUnquoted(nil, r.count)))
 }
 
-// messageAttributes decodes the raw message attributes into a new map,
+// MessageAttributes decodes the raw message attributes into a new map,
 // every value its own copy, with encoding/json: the accessors that build
 // aws-lambda-go's maps are not on the processor's path, so they take the
 // standard library's decoding, the one Decode is held to. Decode
@@ -1230,7 +1230,7 @@ func (r *Message) attributes() map[string]string {
 	return out
 }
 
-// sqsMessage materializes the record as aws-lambda-go would decode it,
+// SQSMessage materializes the record as aws-lambda-go would decode it,
 // every string and slice a new copy.
 func (r *Message) SQSMessage() events.SQSMessage {
 	if r.null {
@@ -1269,7 +1269,7 @@ func (r *Message) epochAttribute(k int) time.Time {
 	return epochMillis(v)
 }
 
-// traceHeader is AWSTraceHeader, for the dead letter's send.
+// TraceHeader is AWSTraceHeader, for the dead letter's send.
 func (r *Message) TraceHeader() string {
 	if v, ok := r.sysAttr(sysTraceHeader); ok {
 		return string(v)
@@ -1278,7 +1278,7 @@ func (r *Message) TraceHeader() string {
 	return v
 }
 
-// bodyString is the body as received, as a string: bodyStr when the
+// BodyString is the body as received, as a string: bodyStr when the
 // message has it (a record's own copy: no second copy for the dead
 // letter's MessageBody), else a new string.
 func (r *Message) BodyString() string {
@@ -1288,7 +1288,7 @@ func (r *Message) BodyString() string {
 	return string(r.body)
 }
 
-// check is CheckSQSEvent on the lean records.
+// Check is CheckSQSEvent on the lean records.
 func (e *Event) Check() error {
 	for i := range e.Records {
 		r := &e.Records[i]
