@@ -191,27 +191,8 @@ func Size(in Input) (*Plan, error) {
 	if p == nil {
 		return nil, fmt.Errorf("%w: a pipeline is required", ErrInput)
 	}
-	if !(in.Rate > 0) || math.IsInf(in.Rate, 0) {
-		return nil, fmt.Errorf("%w: the rate must be a positive number of tasks a second, not %v", ErrInput, in.Rate)
-	}
-	if in.ToolP50 == 0 {
-		in.ToolP50 = 200 * time.Millisecond
-	}
-	if in.ToolP99 == 0 {
-		in.ToolP99 = max(in.ToolP50, time.Second)
-	}
-	if in.ToolP50 < 0 || in.ToolP99 < in.ToolP50 {
-		return nil, fmt.Errorf("%w: tool latency p50 %v, p99 %v: want 0 <= p50 <= p99", ErrInput, in.ToolP50, in.ToolP99)
-	}
-	if in.PayloadBytes == 0 {
-		in.PayloadBytes = 1024
-	}
-	maxMsg := p.MaxMessageBytes
-	if maxMsg == 0 {
-		maxMsg = 1 << 20
-	}
-	if in.PayloadBytes < 0 || in.PayloadBytes > maxMsg {
-		return nil, fmt.Errorf("%w: payload %d bytes: the pipeline's messages hold 1 to %d", ErrInput, in.PayloadBytes, maxMsg)
+	if err := in.check(); err != nil {
+		return nil, err
 	}
 	pt := MeasuredMostlyOK
 	if in.PerTask != nil {
@@ -221,40 +202,13 @@ func Size(in Input) (*Plan, error) {
 	if in.Prices != nil {
 		prices = *in.Prices
 	}
-	if in.CallLatency == 0 {
-		in.CallLatency = 8 * time.Millisecond
-	}
-	if in.AccountConcurrency == 0 {
-		in.AccountConcurrency = DefaultAccountConcurrency
-	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	out := &Plan{Pipeline: p.Name, FIFO: p.FIFO, Rate: in.Rate, ToolP50Ms: ms(in.ToolP50), ToolP99Ms: ms(in.ToolP99), Payload: in.PayloadBytes, Prices: prices}
 	rec := &out.Recommend
 	pr := &out.Predict
 
-	// Batch size: ten (a receive returns at most ten; FIFO's maximum),
-	// fewer when ten payloads would not fit Lambda's 6 MB invocation.
-	rec.BatchSize = 10
-	if n := int(6e6 / float64(in.PayloadBytes+500)); n < rec.BatchSize {
-		rec.BatchSize = max(1, n)
-		rec.Why = append(rec.Why, fmt.Sprintf("batch size %d: %d payloads of %d bytes fit Lambda's 6 MB synchronous invocation", rec.BatchSize, rec.BatchSize, in.PayloadBytes))
-	}
+	rec.batching(pr, in.Rate, in.PayloadBytes)
 	B := float64(rec.BatchSize)
-	// Batching window: batches fill by themselves above about five full
-	// batches a second (the mapping starts with five pollers); below, a
-	// one-second window fills them (fewer invocations and requests, up to
-	// a second more latency).
-	if in.Rate >= ESMStartBatches*B {
-		rec.BatchWindowSeconds = 0
-		rec.Why = append(rec.Why, fmt.Sprintf("batching window 0: at %.0f tasks/s batches of %d fill without waiting", in.Rate, rec.BatchSize))
-	} else {
-		rec.BatchWindowSeconds = 1
-		rec.Why = append(rec.Why, fmt.Sprintf("batching window 1 s: at %.1f tasks/s a batch of %d would not fill; the window trades up to 1 s of latency for fewer invocations and requests", in.Rate, rec.BatchSize))
-	}
-	pr.RecordsPerInvocation = math.Min(B, math.Max(1, in.Rate*float64(max(rec.BatchWindowSeconds, 1))/ESMStartBatches))
-	if in.Rate >= ESMStartBatches*B {
-		pr.RecordsPerInvocation = B
-	}
 	r := pr.RecordsPerInvocation
 	// The processor's Concurrency: every record of a batch at once (each
 	// waits on DynamoDB and on the tool); a FIFO batch's message groups in
@@ -296,25 +250,7 @@ func Size(in Input) (*Plan, error) {
 	// takes more than a minute of scaling (300 a minute), or the payload
 	// bytes need more than a few pollers, provisioned mode (about three
 	// times faster scaling, pollers always on) is the answer.
-	target := int(math.Ceil(pr.LambdaConcurrencyP99 * 1.5))
-	target = max(target, 2)
-	pr.SecondsToScale = math.Max(0, (float64(target)-ESMStartBatches)/ESMScalePerMinute*60)
-	bytesPerS := in.Rate * deliveries * float64(in.PayloadBytes)
-	if !p.FIFO && (target > ESMScalePerMinute || bytesPerS > 2*PollerBytesPerSecond) {
-		// The minimum covers the bytes (about 5 MB/s a poller, documented);
-		// the maximum also the concurrency at about ten invocations a
-		// poller (an assumption: the figure is not in the API reference).
-		minP := max(MinPollers, int(math.Ceil(bytesPerS/PollerBytesPerSecond)))
-		maxP := max(2*minP, int(math.Ceil(float64(target)/PollerInvocations)))
-		rec.ProvisionedPollers = &Pollers{Min: min(minP, 200), Max: min(MaxPollers, maxP)}
-		rec.ReservedConcurrency = target
-		rec.Why = append(rec.Why, fmt.Sprintf("provisioned pollers %d..%d (no maximum concurrency: the two do not combine): %d concurrent invocations take %.0f s to reach at 300 a minute from 5; a poller moves about 5 MB/s (%.1f MB/s here), and is assumed to keep about %d invocations going",
-			rec.ProvisionedPollers.Min, rec.ProvisionedPollers.Max, target, pr.SecondsToScale, bytesPerS/1e6, PollerInvocations))
-	} else {
-		rec.MaxConcurrency = min(max(target, 2), ESMMaxBatches)
-		rec.ReservedConcurrency = rec.MaxConcurrency
-		rec.Why = append(rec.Why, fmt.Sprintf("maximum concurrency %d: the p99 concurrency %.1f with half again as headroom", rec.MaxConcurrency, pr.LambdaConcurrencyP99))
-	}
+	target := rec.concurrency(pr, p.FIFO, in.Rate*deliveries*float64(in.PayloadBytes))
 	rec.Why = append(rec.Why, fmt.Sprintf("reserved concurrency %d: not below the mapping's maximum, so the drain never throttles itself (a throttled batch returns with its receive count spent, and can reach the DLQ as receive_limit unseen)", rec.ReservedConcurrency))
 	timeout := p.WorkerTimeoutSeconds
 	if timeout == 0 {
@@ -328,24 +264,7 @@ func Size(in Input) (*Plan, error) {
 	// The drain's requests at this batch fill: the mapping's receive and
 	// delete a batch (payload in 64 KiB chunks), the worker's SQS calls
 	// as measured; the ledger's units as measured.
-	chunks := math.Max(1, math.Ceil(r*float64(in.PayloadBytes)/(64*1024)))
-	drain := pt
-	drain.Invocations = deliveries / r
-	drain.SQSRequests = deliveries/r*(chunks+1) + pt.WorkerSQSRequests
-	drain.BilledMsPerInvocation = pr.BilledMsDrainOnly
-	drain.LogBytes = pt.LogBytes
-	pr.DrainPerTask = drain
-	fifo := p.FIFO
-	pr.DrainCostPerMillion = prices.PerMillion(drain, rec.WorkerMemoryMB, fifo)
-	worker := drain
-	worker.BilledMsPerInvocation = pr.BilledMsP50
-	pr.WorkerCostPerMillion = prices.PerMillion(worker, rec.WorkerMemoryMB, fifo)
-	perMonth := in.Rate * 730 * 3600 / 1e6
-	pr.DrainCostPerMonth = pr.DrainCostPerMillion.Total * perMonth
-	pr.WorkerCostPerMonth = pr.WorkerCostPerMillion.Total * perMonth
-	pr.LedgerWriteUnitsPerS = in.Rate * pt.WriteUnits
-	pr.LedgerReadUnitsPerS = in.Rate * pt.ReadUnits
-	pr.SQSRequestsPerSecond = in.Rate * drain.SQSRequests
+	pr.requests(in, pt, prices, rec.WorkerMemoryMB, p.FIFO)
 	// In flight: every message from its receive to its delete (the window
 	// and the batch), and the retried ones hidden for their backoff.
 	backoff := float64(p.Backoff.BaseSeconds)
@@ -365,6 +284,118 @@ func Size(in Input) (*Plan, error) {
 		}
 	}
 	return out, nil
+}
+
+// batching chooses the batch size and window for rate tasks a second of
+// payload bytes, and predicts the records an invocation gets.
+func (rec *Recommendation) batching(pr *Prediction, rate float64, payload int) {
+	// Batch size: ten (a receive returns at most ten; FIFO's maximum),
+	// fewer when ten payloads would not fit Lambda's 6 MB invocation.
+	rec.BatchSize = 10
+	if n := int(6e6 / float64(payload+500)); n < rec.BatchSize {
+		rec.BatchSize = max(1, n)
+		rec.Why = append(rec.Why, fmt.Sprintf("batch size %d: %d payloads of %d bytes fit Lambda's 6 MB synchronous invocation", rec.BatchSize, rec.BatchSize, payload))
+	}
+	B := float64(rec.BatchSize)
+	// Batching window: batches fill by themselves above about five full
+	// batches a second (the mapping starts with five pollers); below, a
+	// one-second window fills them (fewer invocations and requests, up to
+	// a second more latency).
+	if rate >= ESMStartBatches*B {
+		rec.BatchWindowSeconds = 0
+		rec.Why = append(rec.Why, fmt.Sprintf("batching window 0: at %.0f tasks/s batches of %d fill without waiting", rate, rec.BatchSize))
+	} else {
+		rec.BatchWindowSeconds = 1
+		rec.Why = append(rec.Why, fmt.Sprintf("batching window 1 s: at %.1f tasks/s a batch of %d would not fill; the window trades up to 1 s of latency for fewer invocations and requests", rate, rec.BatchSize))
+	}
+	pr.RecordsPerInvocation = math.Min(B, math.Max(1, rate*float64(max(rec.BatchWindowSeconds, 1))/ESMStartBatches))
+	if rate >= ESMStartBatches*B {
+		pr.RecordsPerInvocation = B
+	}
+}
+
+// check checks in, and fills in the defaults of what it leaves zero. Its
+// error wraps ErrInput.
+func (in *Input) check() error {
+	p := in.Pipeline
+	if !(in.Rate > 0) || math.IsInf(in.Rate, 0) {
+		return fmt.Errorf("%w: the rate must be a positive number of tasks a second, not %v", ErrInput, in.Rate)
+	}
+	if in.ToolP50 == 0 {
+		in.ToolP50 = 200 * time.Millisecond
+	}
+	if in.ToolP99 == 0 {
+		in.ToolP99 = max(in.ToolP50, time.Second)
+	}
+	if in.ToolP50 < 0 || in.ToolP99 < in.ToolP50 {
+		return fmt.Errorf("%w: tool latency p50 %v, p99 %v: want 0 <= p50 <= p99", ErrInput, in.ToolP50, in.ToolP99)
+	}
+	if in.PayloadBytes == 0 {
+		in.PayloadBytes = 1024
+	}
+	maxMsg := p.MaxMessageBytes
+	if maxMsg == 0 {
+		maxMsg = 1 << 20
+	}
+	if in.PayloadBytes < 0 || in.PayloadBytes > maxMsg {
+		return fmt.Errorf("%w: payload %d bytes: the pipeline's messages hold 1 to %d", ErrInput, in.PayloadBytes, maxMsg)
+	}
+	if in.CallLatency == 0 {
+		in.CallLatency = 8 * time.Millisecond
+	}
+	if in.AccountConcurrency == 0 {
+		in.AccountConcurrency = DefaultAccountConcurrency
+	}
+	return nil
+}
+
+// concurrency chooses the maximum concurrency, or provisioned pollers, and
+// the reserved concurrency, for the predicted p99 concurrency and the
+// payload bytes a second; it returns the target concurrency.
+func (rec *Recommendation) concurrency(pr *Prediction, fifo bool, bytesPerS float64) int {
+	target := int(math.Ceil(pr.LambdaConcurrencyP99 * 1.5))
+	target = max(target, 2)
+	pr.SecondsToScale = math.Max(0, (float64(target)-ESMStartBatches)/ESMScalePerMinute*60)
+	if !fifo && (target > ESMScalePerMinute || bytesPerS > 2*PollerBytesPerSecond) {
+		// The minimum covers the bytes (about 5 MB/s a poller, documented);
+		// the maximum also the concurrency at about ten invocations a
+		// poller (an assumption: the figure is not in the API reference).
+		minP := max(MinPollers, int(math.Ceil(bytesPerS/PollerBytesPerSecond)))
+		maxP := max(2*minP, int(math.Ceil(float64(target)/PollerInvocations)))
+		rec.ProvisionedPollers = &Pollers{Min: min(minP, 200), Max: min(MaxPollers, maxP)}
+		rec.ReservedConcurrency = target
+		rec.Why = append(rec.Why, fmt.Sprintf("provisioned pollers %d..%d (no maximum concurrency: the two do not combine): %d concurrent invocations take %.0f s to reach at 300 a minute from 5; a poller moves about 5 MB/s (%.1f MB/s here), and is assumed to keep about %d invocations going",
+			rec.ProvisionedPollers.Min, rec.ProvisionedPollers.Max, target, pr.SecondsToScale, bytesPerS/1e6, PollerInvocations))
+	} else {
+		rec.MaxConcurrency = min(max(target, 2), ESMMaxBatches)
+		rec.ReservedConcurrency = rec.MaxConcurrency
+		rec.Why = append(rec.Why, fmt.Sprintf("maximum concurrency %d: the p99 concurrency %.1f with half again as headroom", rec.MaxConcurrency, pr.LambdaConcurrencyP99))
+	}
+	return target
+}
+
+// requests predicts the drain's and the worker's requests and costs at the
+// predicted batch fill.
+func (pr *Prediction) requests(in Input, pt PerTask, prices Prices, memoryMB int, fifo bool) {
+	r := pr.RecordsPerInvocation
+	deliveries := math.Max(pt.Deliveries, 1)
+	chunks := math.Max(1, math.Ceil(r*float64(in.PayloadBytes)/(64*1024)))
+	drain := pt
+	drain.Invocations = deliveries / r
+	drain.SQSRequests = deliveries/r*(chunks+1) + pt.WorkerSQSRequests
+	drain.BilledMsPerInvocation = pr.BilledMsDrainOnly
+	drain.LogBytes = pt.LogBytes
+	pr.DrainPerTask = drain
+	pr.DrainCostPerMillion = prices.PerMillion(drain, memoryMB, fifo)
+	worker := drain
+	worker.BilledMsPerInvocation = pr.BilledMsP50
+	pr.WorkerCostPerMillion = prices.PerMillion(worker, memoryMB, fifo)
+	perMonth := in.Rate * 730 * 3600 / 1e6
+	pr.DrainCostPerMonth = pr.DrainCostPerMillion.Total * perMonth
+	pr.WorkerCostPerMonth = pr.WorkerCostPerMillion.Total * perMonth
+	pr.LedgerWriteUnitsPerS = in.Rate * pt.WriteUnits
+	pr.LedgerReadUnitsPerS = in.Rate * pt.ReadUnits
+	pr.SQSRequestsPerSecond = in.Rate * drain.SQSRequests
 }
 
 // quotas lists the documented limits with what the plan uses of each.

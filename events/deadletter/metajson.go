@@ -79,31 +79,7 @@ func appendMeta(dst []byte, m *Meta) ([]byte, error) {
 		dst = append(dst, `,"redrive_count":`...)
 		dst = strconv.AppendInt(dst, int64(m.RedriveCount), 10)
 	}
-	if len(m.Folded) > 0 {
-		names := make([]string, 0, len(m.Folded))
-		for name := range m.Folded {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		dst = append(dst, `,"folded":{`...)
-		for i, name := range names {
-			a := m.Folded[name]
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonscan.AppendString(dst, name, metaEscapes)
-			dst = append(dst, `:{"type":`...)
-			dst = jsonscan.AppendString(dst, a.DataType, metaEscapes)
-			dst = appendFieldOmit(dst, "s", a.StringValue)
-			if len(a.BinaryValue) > 0 {
-				dst = append(dst, `,"b":"`...)
-				dst = base64.StdEncoding.AppendEncode(dst, a.BinaryValue)
-				dst = append(dst, '"')
-			}
-			dst = append(dst, '}')
-		}
-		dst = append(dst, '}')
-	}
+	dst = appendFolded(dst, m.Folded)
 	if len(m.Reduced) > 0 {
 		dst = append(dst, `,"reduced":[`...)
 		for i, r := range m.Reduced {
@@ -116,6 +92,37 @@ func appendMeta(dst []byte, m *Meta) ([]byte, error) {
 	}
 	dst = appendFieldOmit(dst, "evidence", m.Evidence)
 	return append(dst, '}'), nil
+}
+
+// appendFolded appends the "folded" field: the folded attributes by name,
+// in name order (nothing when there are none).
+func appendFolded(dst []byte, folded map[string]Attribute) []byte {
+	if len(folded) == 0 {
+		return dst
+	}
+	names := make([]string, 0, len(folded))
+	for name := range folded {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	dst = append(dst, `,"folded":{`...)
+	for i, name := range names {
+		a := folded[name]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = jsonscan.AppendString(dst, name, metaEscapes)
+		dst = append(dst, `:{"type":`...)
+		dst = jsonscan.AppendString(dst, a.DataType, metaEscapes)
+		dst = appendFieldOmit(dst, "s", a.StringValue)
+		if len(a.BinaryValue) > 0 {
+			dst = append(dst, `,"b":"`...)
+			dst = base64.StdEncoding.AppendEncode(dst, a.BinaryValue)
+			dst = append(dst, '"')
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, '}')
 }
 
 func appendField(dst []byte, name, v string) []byte {

@@ -34,6 +34,32 @@ const (
 	GraphESM            = "Event source mapping: events polled, invoked, failed, dropped, deleted"
 )
 
+// graph draws left and right metrics; an annotation with a label that ends
+// in "(s)" goes on the right axis (ages), any other on the left.
+func graph(title string, left, right []awscloudwatch.IMetric, annotations ...*awscloudwatch.HorizontalAnnotation) awscloudwatch.IWidget {
+	props := &awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Width: jsii.Number(12), Height: jsii.Number(6), Left: &left,
+		// Depth and counts on the left, ages on the right: each its own axis.
+		LeftYAxis: &awscloudwatch.YAxisProps{Min: jsii.Number(0)}, RightYAxis: &awscloudwatch.YAxisProps{Min: jsii.Number(0)}}
+	if len(right) > 0 {
+		props.Right = &right
+	}
+	var onLeft, onRight []*awscloudwatch.HorizontalAnnotation
+	for _, a := range annotations {
+		if strings.HasSuffix(*a.Label, "(s)") {
+			onRight = append(onRight, a)
+		} else {
+			onLeft = append(onLeft, a)
+		}
+	}
+	if len(onLeft) > 0 {
+		props.LeftAnnotations = &onLeft
+	}
+	if len(onRight) > 0 {
+		props.RightAnnotations = &onRight
+	}
+	return awscloudwatch.NewGraphWidget(props)
+}
+
 // newDashboard creates the pipeline's dashboard: each queue's depth beside
 // its age, dead letters by reason (live from the worker, and in the DLQ as
 // of the last triage), expiry risk, the worker's outcomes and duration,
@@ -45,31 +71,6 @@ func (p *Pipeline) newDashboard(def pipeline.Pipeline, runbook string) {
 	}
 	sumOf := func(m awscloudwatch.Metric, label string) awscloudwatch.IMetric {
 		return m.With(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Label: jsii.String(label), Period: five})
-	}
-	// graph draws left and right metrics; an annotation with a label that
-	// ends in "(s)" goes on the right axis (ages), any other on the left.
-	graph := func(title string, left, right []awscloudwatch.IMetric, annotations ...*awscloudwatch.HorizontalAnnotation) awscloudwatch.IWidget {
-		props := &awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Width: jsii.Number(12), Height: jsii.Number(6), Left: &left,
-			// Depth and counts on the left, ages on the right: each its own axis.
-			LeftYAxis: &awscloudwatch.YAxisProps{Min: jsii.Number(0)}, RightYAxis: &awscloudwatch.YAxisProps{Min: jsii.Number(0)}}
-		if len(right) > 0 {
-			props.Right = &right
-		}
-		var onLeft, onRight []*awscloudwatch.HorizontalAnnotation
-		for _, a := range annotations {
-			if strings.HasSuffix(*a.Label, "(s)") {
-				onRight = append(onRight, a)
-			} else {
-				onLeft = append(onLeft, a)
-			}
-		}
-		if len(onLeft) > 0 {
-			props.LeftAnnotations = &onLeft
-		}
-		if len(onRight) > 0 {
-			props.RightAnnotations = &onRight
-		}
-		return awscloudwatch.NewGraphWidget(props)
 	}
 	alarms := make([]interfacesawscloudwatch.IAlarmRef, 0, len(p.Alarms))
 	for _, a := range AllAlarms() {

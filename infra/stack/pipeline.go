@@ -224,7 +224,6 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (p
 	}
 
 	p = &Pipeline{Construct: constructs.NewConstruct(scope, jsii.String(id)), Def: def, Alarms: map[string]awscloudwatch.Alarm{}}
-	stack := awscdk.Stack_Of(p.Construct)
 	tags := awscdk.Tags_Of(p.Construct)
 	tags.Add(jsii.String(pipeline.TagPipeline), jsii.String(def.Name), nil)
 	// Not on the roles: a principal tag must never stand for the owner.
@@ -235,6 +234,38 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (p
 	// The redrive role first: the DLQ's policy names it.
 	p.RedriveRole = newRedriveRole(p, def, props.RedrivePrincipalARN)
 
+	p.newQueues(def, props, deployer)
+
+	p.newWorker(def, string(defJSON), props)
+	// Dead-letter evidence is the worker's word: no other principal may put
+	// a letter on the DLQ (the broker's own moves are no SendMessage call),
+	// and the DLQ names who may, for triage to check each letter's SenderId
+	// (triage.Senders).
+	p.DLQ.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("OnlyTheWorkerSendsDeadLetters"),
+		Effect:     awsiam.Effect_DENY,
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
+		Actions:    jsii.Strings("sqs:SendMessage"),
+		Resources:  jsii.Strings(*p.DLQ.QueueArn()),
+		Conditions: &map[string]any{
+			"ArnNotEquals": map[string]any{"aws:PrincipalArn": []any{p.WorkerRole.RoleArn(), p.RedriveRole.RoleArn()}},
+		},
+	}))
+	awscdk.Tags_Of(p.DLQ).Add(jsii.String(pipeline.TagSenders), jsii.String(*p.WorkerRole.RoleId()+" "+*p.RedriveRole.RoleId()), nil)
+	p.grantRedrive(def, props)
+
+	p.newAlarmTopic(def, props)
+	p.newAlarms(def, props.RunbookURL, *props.Bucket.BucketName())
+	p.newDashboard(def, props.RunbookURL)
+	p.outputs(def)
+	return p, nil
+}
+
+// newQueues creates the DLQ, with the policy that keeps its dead letters
+// the redrive role's and the queue the deployer's, and the hot queue that
+// dead-letters into it.
+func (p *Pipeline) newQueues(def pipeline.Pipeline, props *PipelineProps, deployer string) {
+	stack := awscdk.Stack_Of(p.Construct)
 	// The hot queue's name is generated from the construct path (never
 	// hard-coded), so that the DLQ's RedriveAllowPolicy can name its source
 	// by ARN without a reference cycle (the hot queue's RedrivePolicy names
@@ -307,25 +338,12 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (p
 		DeadLetterQueue:     &awssqs.DeadLetterQueue{Queue: p.DLQ, MaxReceiveCount: jsii.Number(float64(def.MaxReceiveCount))},
 	})
 	awscdk.Tags_Of(p.HotQueue).Add(jsii.String(pipeline.TagRole), jsii.String("hot"), nil)
+}
 
-	p.newWorker(def, string(defJSON), props)
-	// Dead-letter evidence is the worker's word: no other principal may put
-	// a letter on the DLQ (the broker's own moves are no SendMessage call),
-	// and the DLQ names who may, for triage to check each letter's SenderId
-	// (triage.Senders).
-	p.DLQ.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("OnlyTheWorkerSendsDeadLetters"),
-		Effect:     awsiam.Effect_DENY,
-		Principals: &[]awsiam.IPrincipal{awsiam.NewAnyPrincipal()},
-		Actions:    jsii.Strings("sqs:SendMessage"),
-		Resources:  jsii.Strings(*p.DLQ.QueueArn()),
-		Conditions: &map[string]any{
-			"ArnNotEquals": map[string]any{"aws:PrincipalArn": []any{p.WorkerRole.RoleArn(), p.RedriveRole.RoleArn()}},
-		},
-	}))
-	awscdk.Tags_Of(p.DLQ).Add(jsii.String(pipeline.TagSenders), jsii.String(*p.WorkerRole.RoleId()+" "+*p.RedriveRole.RoleId()), nil)
-	p.grantRedrive(def, props)
-
+// newAlarmTopic creates the topic the pipeline's alarms publish to, which
+// only this account's CloudWatch alarms may publish to.
+func (p *Pipeline) newAlarmTopic(def pipeline.Pipeline, props *PipelineProps) {
+	stack := awscdk.Stack_Of(p.Construct)
 	p.AlarmTopic = awssns.NewTopic(p.Construct, jsii.String("AlarmTopic"), &awssns.TopicProps{
 		DisplayName: jsii.String("agentdlq " + def.Name + " alarms"),
 		MasterKey:   props.AlarmKey,
@@ -345,10 +363,6 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (p
 			})},
 		},
 	}))
-	p.newAlarms(def, props.RunbookURL, *props.Bucket.BucketName())
-	p.newDashboard(def, props.RunbookURL)
-	p.outputs(def)
-	return p, nil
 }
 
 // GoMemLimit is the worker's GOMEMLIMIT for a function of memoryMB: 90% of
@@ -375,6 +389,55 @@ func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *Pipel
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("agentdlq worker of " + def.Name + ": consume the hot queue, dead-letter to its DLQ, write the ledger"),
 	})
+	statements := p.workerStatements(def, props)
+	p.WorkerPolicy = awsiam.NewPolicy(p.Construct, jsii.String("WorkerPolicy"), &awsiam.PolicyProps{
+		Roles:      &[]awsiam.IRole{p.WorkerRole},
+		Statements: &statements,
+	})
+	suppress(p.WorkerPolicy, "AwsSolutions-IAM5",
+		"claim checks are one object per oversized dead letter under the pipeline's own prefix <pipeline>/evidence/*, named by date and message id at run time",
+		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/evidence\/\*$/`)
+
+	p.Worker = awslambda.NewFunction(p.Construct, jsii.String("Worker"), &awslambda.FunctionProps{
+		Description:  jsii.String("agentdlq worker of pipeline " + def.Name),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(props.WorkerAssetDir), nil),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(float64(def.WorkerTimeoutSeconds))),
+		MemorySize:   jsii.Number(float64(def.WorkerMemoryMB)),
+		// At least the event source's concurrency (pipeline.Validate): the
+		// drain never throttles itself, and no other function can take the
+		// concurrency it needs.
+		ReservedConcurrentExecutions: jsii.Number(float64(def.ReservedConcurrency)),
+		Role:                         p.WorkerRole,
+		LogGroup:                     p.WorkerLogs,
+		Environment: &map[string]*string{
+			"AGENTDLQ_PIPELINE_JSON":   jsii.String(defJSON),
+			"AGENTDLQ_HOT_QUEUE_URL":   p.HotQueue.QueueUrl(),
+			"AGENTDLQ_HOT_QUEUE_ARN":   p.HotQueue.QueueArn(),
+			"AGENTDLQ_DLQ_URL":         p.DLQ.QueueUrl(),
+			"AGENTDLQ_DLQ_ARN":         p.DLQ.QueueArn(),
+			"AGENTDLQ_LEDGER_TABLE":    props.Ledger.TableName(),
+			"AGENTDLQ_WORKER_VERSION":  jsii.String(props.WorkerVersion),
+			"AGENTDLQ_EVIDENCE_BUCKET": props.Bucket.BucketName(),
+			// The most a dead letter may be: the DLQ's MaximumMessageSize.
+			pipeline.EnvDLQMaxMessageBytes: jsii.String(strconv.Itoa(def.DLQMaxMessageBytes())),
+			// The Go runtime collects before the function's memory runs out.
+			"GOMEMLIMIT": jsii.String(GoMemLimit(def.WorkerMemoryMB)),
+			// As many Ps as the function has vCPUs, not the cores it sees.
+			"GOMAXPROCS": jsii.String(GoMaxProcs(def.WorkerMemoryMB)),
+		},
+	})
+	p.Worker.Node().AddDependency(p.WorkerPolicy)
+
+	p.newEventSource(def)
+}
+
+// workerStatements are the worker role's: consume the hot queue, send to
+// the DLQ (and requeue where the pipeline does), the ledger's items, its
+// logs, the claim checks and the keys.
+func (p *Pipeline) workerStatements(def pipeline.Pipeline, props *PipelineProps) []awsiam.PolicyStatement {
 	statements := []awsiam.PolicyStatement{
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("ConsumeHotQueue"),
@@ -432,47 +495,11 @@ func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *Pipel
 			Resources: jsii.Strings(*props.QueueKey.KeyArn()),
 		}))
 	}
-	p.WorkerPolicy = awsiam.NewPolicy(p.Construct, jsii.String("WorkerPolicy"), &awsiam.PolicyProps{
-		Roles:      &[]awsiam.IRole{p.WorkerRole},
-		Statements: &statements,
-	})
-	suppress(p.WorkerPolicy, "AwsSolutions-IAM5",
-		"claim checks are one object per oversized dead letter under the pipeline's own prefix <pipeline>/evidence/*, named by date and message id at run time",
-		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/evidence\/\*$/`)
+	return statements
+}
 
-	p.Worker = awslambda.NewFunction(p.Construct, jsii.String("Worker"), &awslambda.FunctionProps{
-		Description:  jsii.String("agentdlq worker of pipeline " + def.Name),
-		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture: awslambda.Architecture_ARM_64(),
-		Handler:      jsii.String("bootstrap"),
-		Code:         awslambda.Code_FromAsset(jsii.String(props.WorkerAssetDir), nil),
-		Timeout:      awscdk.Duration_Seconds(jsii.Number(float64(def.WorkerTimeoutSeconds))),
-		MemorySize:   jsii.Number(float64(def.WorkerMemoryMB)),
-		// At least the event source's concurrency (pipeline.Validate): the
-		// drain never throttles itself, and no other function can take the
-		// concurrency it needs.
-		ReservedConcurrentExecutions: jsii.Number(float64(def.ReservedConcurrency)),
-		Role:                         p.WorkerRole,
-		LogGroup:                     p.WorkerLogs,
-		Environment: &map[string]*string{
-			"AGENTDLQ_PIPELINE_JSON":   jsii.String(defJSON),
-			"AGENTDLQ_HOT_QUEUE_URL":   p.HotQueue.QueueUrl(),
-			"AGENTDLQ_HOT_QUEUE_ARN":   p.HotQueue.QueueArn(),
-			"AGENTDLQ_DLQ_URL":         p.DLQ.QueueUrl(),
-			"AGENTDLQ_DLQ_ARN":         p.DLQ.QueueArn(),
-			"AGENTDLQ_LEDGER_TABLE":    props.Ledger.TableName(),
-			"AGENTDLQ_WORKER_VERSION":  jsii.String(props.WorkerVersion),
-			"AGENTDLQ_EVIDENCE_BUCKET": props.Bucket.BucketName(),
-			// The most a dead letter may be: the DLQ's MaximumMessageSize.
-			pipeline.EnvDLQMaxMessageBytes: jsii.String(strconv.Itoa(def.DLQMaxMessageBytes())),
-			// The Go runtime collects before the function's memory runs out.
-			"GOMEMLIMIT": jsii.String(GoMemLimit(def.WorkerMemoryMB)),
-			// As many Ps as the function has vCPUs, not the cores it sees.
-			"GOMAXPROCS": jsii.String(GoMaxProcs(def.WorkerMemoryMB)),
-		},
-	})
-	p.Worker.Node().AddDependency(p.WorkerPolicy)
-
+// newEventSource creates the worker's SQS event source on the hot queue.
+func (p *Pipeline) newEventSource(def pipeline.Pipeline) {
 	var window awscdk.Duration
 	if def.BatchWindowSeconds > 0 {
 		window = awscdk.Duration_Seconds(jsii.Number(float64(def.BatchWindowSeconds)))
@@ -523,7 +550,44 @@ func newRedriveRole(p *Pipeline, def pipeline.Pipeline, principalARN string) aws
 // hot queue), the ledger's redrive count, its audit prefix, and reading the
 // claim checks of oversized dead letters back.
 func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
-	statements := []awsiam.PolicyStatement{
+	statements := append(p.redriveQueueAndLedgerStatements(props), p.redriveMappingAndObjectStatements(def, props)...)
+	if props.QueueKey != nil {
+		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("QueueKey"),
+			Actions:   jsii.Strings("kms:Decrypt", "kms:GenerateDataKey"),
+			Resources: jsii.Strings(*props.QueueKey.KeyArn()),
+		}))
+	}
+	if key := props.Bucket.EncryptionKey(); key != nil {
+		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("AuditRecordsEncryption"),
+			Actions:   jsii.Strings("kms:GenerateDataKey", "kms:Decrypt"), // Decrypt: the claim checks and the audit read back
+			Resources: jsii.Strings(*key.KeyArn()),
+		}))
+	}
+	policy := awsiam.NewPolicy(p.Construct, jsii.String("RedrivePolicy"), &awsiam.PolicyProps{
+		Roles:      &[]awsiam.IRole{p.RedriveRole},
+		Statements: &statements,
+	})
+	suppress(policy, "AwsSolutions-IAM5",
+		"the audit records are one object per decision under the pipeline's own prefix <pipeline>/audit/*; the key is chosen at run time",
+		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/audit\/\*$/`)
+	suppress(policy, "AwsSolutions-IAM5",
+		"claim checks are one object per oversized dead letter under the pipeline's own prefix <pipeline>/evidence/*, named by date and message id at run time; the redrive reads them back",
+		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/evidence\/\*$/`)
+	suppress(policy, "AwsSolutions-IAM5",
+		"a repair keeps the original of each repaired task as one object under the pipeline's own prefix <pipeline>/repairs/*, named by date and message id at run time",
+		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/repairs\/\*$/`)
+	suppress(policy, "AwsSolutions-IAM5",
+		"sqs:ListQueues and lambda:ListEventSourceMappings support no resource-level permission and return identifiers only; `agentdlq redrive` finds the pipeline's queues by their agentdlq tags, and pause the worker's mapping by the hot queue's ARN",
+		"Resource::*")
+}
+
+// redriveQueueAndLedgerStatements are the redrive role's on the queues
+// (move tasks, the selective redrive, finding them by tag) and the ledger
+// (its entries, the redrive count, the reconciliation).
+func (p *Pipeline) redriveQueueAndLedgerStatements(props *PipelineProps) []awsiam.PolicyStatement {
+	return []awsiam.PolicyStatement{
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid: jsii.String("MoveTasksAndSelectiveRedriveFromTheDLQ"),
 			Actions: jsii.Strings(append(append([]string(nil), MoveTaskActions...),
@@ -567,6 +631,14 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 			Resources:  jsii.Strings(*props.Ledger.TableArn()),
 			Conditions: &map[string]any{"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": ReconcileLedgerAttributes}},
 		}),
+	}
+}
+
+// redriveMappingAndObjectStatements are the redrive role's on the worker's
+// event source mapping (pause and resume) and on the pipeline's objects
+// (audit, claim checks, repaired originals).
+func (p *Pipeline) redriveMappingAndObjectStatements(def pipeline.Pipeline, props *PipelineProps) []awsiam.PolicyStatement {
+	return []awsiam.PolicyStatement{
 		// Pause and resume: the worker's event source mapping, and only it.
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("PauseAndResumeTheWorker"),
@@ -608,36 +680,6 @@ func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 			Conditions: &map[string]any{"StringLike": map[string]any{"s3:prefix": []string{def.Name + "/audit/*"}}},
 		}),
 	}
-	if props.QueueKey != nil {
-		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:       jsii.String("QueueKey"),
-			Actions:   jsii.Strings("kms:Decrypt", "kms:GenerateDataKey"),
-			Resources: jsii.Strings(*props.QueueKey.KeyArn()),
-		}))
-	}
-	if key := props.Bucket.EncryptionKey(); key != nil {
-		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:       jsii.String("AuditRecordsEncryption"),
-			Actions:   jsii.Strings("kms:GenerateDataKey", "kms:Decrypt"), // Decrypt: the claim checks and the audit read back
-			Resources: jsii.Strings(*key.KeyArn()),
-		}))
-	}
-	policy := awsiam.NewPolicy(p.Construct, jsii.String("RedrivePolicy"), &awsiam.PolicyProps{
-		Roles:      &[]awsiam.IRole{p.RedriveRole},
-		Statements: &statements,
-	})
-	suppress(policy, "AwsSolutions-IAM5",
-		"the audit records are one object per decision under the pipeline's own prefix <pipeline>/audit/*; the key is chosen at run time",
-		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/audit\/\*$/`)
-	suppress(policy, "AwsSolutions-IAM5",
-		"claim checks are one object per oversized dead letter under the pipeline's own prefix <pipeline>/evidence/*, named by date and message id at run time; the redrive reads them back",
-		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/evidence\/\*$/`)
-	suppress(policy, "AwsSolutions-IAM5",
-		"a repair keeps the original of each repaired task as one object under the pipeline's own prefix <pipeline>/repairs/*, named by date and message id at run time",
-		`/^Resource::<.*\.Arn>\/`+regexp.QuoteMeta(def.Name)+`\/repairs\/\*$/`)
-	suppress(policy, "AwsSolutions-IAM5",
-		"sqs:ListQueues and lambda:ListEventSourceMappings support no resource-level permission and return identifiers only; `agentdlq redrive` finds the pipeline's queues by their agentdlq tags, and pause the worker's mapping by the hot queue's ARN",
-		"Resource::*")
 }
 
 // outputs exports what operators and the CLI need in AWS (the

@@ -65,6 +65,23 @@ func NewShared(scope constructs.Construct, id string) (shared *Shared, err error
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
 
+	s.newDataKey()
+	s.newBuckets()
+	s.newAlarmKey()
+	awscdk.NewCfnOutput(s.Construct, jsii.String("EvalBucketName"), &awscdk.CfnOutputProps{
+		Value:       s.EvalBucket.BucketName(),
+		Description: jsii.String("agentdlq eval bucket: triage reports and evals under <pipeline>/, redrive audit under <pipeline>/audit/ (--audit s3://<this bucket>)"),
+	})
+	awscdk.NewCfnOutput(s.Construct, jsii.String("LedgerTableName"), &awscdk.CfnOutputProps{
+		Value:       s.Ledger.TableName(),
+		Description: jsii.String("agentdlq idempotency ledger table"),
+	})
+	return s, nil
+}
+
+// newDataKey creates the key of the eval bucket and of the stack's log
+// groups.
+func (s *Shared) newDataKey() {
 	s.DataKey = awskms.NewKey(s.Construct, jsii.String("DataKey"), &awskms.KeyProps{
 		Description:       jsii.String("agentdlq eval bucket and Lambda log groups"),
 		EnableKeyRotation: jsii.Bool(true),
@@ -83,7 +100,10 @@ func NewShared(scope constructs.Construct, id string) (shared *Shared, err error
 		})}},
 	}), nil)
 	denyForeignGrants(s.DataKey)
+}
 
+// newBuckets creates the eval bucket and the bucket of its access logs.
+func (s *Shared) newBuckets() {
 	s.AccessLogs = awss3.NewBucket(s.Construct, jsii.String("AccessLogs"), &awss3.BucketProps{
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
 		EnforceSSL:        jsii.Bool(true),
@@ -125,7 +145,10 @@ func NewShared(scope constructs.Construct, id string) (shared *Shared, err error
 		}},
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 	})
+}
 
+// newAlarmKey creates the key of the alarm topics.
+func (s *Shared) newAlarmKey() {
 	s.AlarmKey = awskms.NewKey(s.Construct, jsii.String("AlarmKey"), &awskms.KeyProps{
 		Description:       jsii.String("agentdlq alarm topics"),
 		EnableKeyRotation: jsii.Bool(true),
@@ -141,15 +164,6 @@ func NewShared(scope constructs.Construct, id string) (shared *Shared, err error
 		Conditions: &map[string]any{"StringEquals": map[string]any{"aws:SourceAccount": awscdk.Aws_ACCOUNT_ID()}},
 	}), nil)
 	denyForeignGrants(s.AlarmKey)
-	awscdk.NewCfnOutput(s.Construct, jsii.String("EvalBucketName"), &awscdk.CfnOutputProps{
-		Value:       s.EvalBucket.BucketName(),
-		Description: jsii.String("agentdlq eval bucket: triage reports and evals under <pipeline>/, redrive audit under <pipeline>/audit/ (--audit s3://<this bucket>)"),
-	})
-	awscdk.NewCfnOutput(s.Construct, jsii.String("LedgerTableName"), &awscdk.CfnOutputProps{
-		Value:       s.Ledger.TableName(),
-		Description: jsii.String("agentdlq idempotency ledger table"),
-	})
-	return s, nil
 }
 
 // denyForeignGrants adds the key-policy statement of Control Tower's

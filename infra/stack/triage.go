@@ -159,53 +159,12 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (t *Tr
 	}()
 	t = &Triage{Construct: constructs.NewConstruct(scope, jsii.String(id)), Schedules: map[string]awsevents.Rule{}, AlarmRules: map[string]awsevents.Rule{},
 		FunctionOf: map[string]awslambda.Function{}}
-	stack := awscdk.Stack_Of(t.Construct)
 
-	targets := make([]any, 0, len(props.Pipelines))
-	defs := make([]any, 0, len(props.Pipelines))
-	var dlqARNs, topicARNs, objectARNs, auditARNs, prefixes []string
-	maxSeconds := 0
-	for _, p := range props.Pipelines {
-		var def any
-		b, err := json.Marshal(p.Def)
-		if err == nil {
-			err = json.Unmarshal(b, &def)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("triage construct: encode pipeline %q: %w", p.Def.Name, err)
-		}
-		// Round-trip through encoding/json so that the JSON keys are the tags.
-		var target any
-		b, err = json.Marshal(triageTarget{
-			Pipeline:    def,
-			HotQueueURL: *p.HotQueue.QueueUrl(), HotQueueARN: *p.HotQueue.QueueArn(),
-			DLQURL: *p.DLQ.QueueUrl(), DLQARN: *p.DLQ.QueueArn(),
-			AlarmTopicARN: *p.AlarmTopic.TopicArn(),
-			Senders:       []string{*p.WorkerRole.RoleId(), *p.RedriveRole.RoleId()},
-		})
-		if err == nil {
-			err = json.Unmarshal(b, &target)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("triage construct: encode target %q: %w", p.Def.Name, err)
-		}
-		targets = append(targets, target)
-		defs = append(defs, def)
-		dlqARNs = append(dlqARNs, *p.DLQ.QueueArn())
-		topicARNs = append(topicARNs, *p.AlarmTopic.TopicArn())
-		// What triage writes and reads back: its reports (<pipeline>/reports/)
-		// and its eval exports (<pipeline>/<yyyy-mm-dd>/). Never the
-		// worker's claim checks (evidence/), the redrive's repairs (the
-		// unredacted originals) or its audit records.
-		objectARNs = append(objectARNs, *props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/reports/*")),
-			*props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/????-??-??/*")))
-		for _, theirs := range []string{"audit", "evidence", "repairs"} {
-			auditARNs = append(auditARNs, *props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/" + theirs + "/*")))
-		}
-		prefixes = append(prefixes, p.Def.Name+"/*")
-		maxSeconds = max(maxSeconds, p.Def.Triage.MaxSeconds)
+	in, err := collectTriageInputs(props)
+	if err != nil {
+		return nil, err
 	}
-	chunks, err := triageChunks(defs)
+	chunks, err := triageChunks(in.defs)
 	if err != nil {
 		return nil, fmt.Errorf("triage construct: %w", err)
 	}
@@ -220,16 +179,81 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (t *Tr
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
 		Description: jsii.String("agentdlq triage: read-only on the DLQs; never deletes, sends, purges or moves a message"),
 	})
+	t.newPolicy(props, in)
+	t.newFunctions(props, in, chunks)
+	t.Function = t.Functions[0]
+	t.newRules(props)
+	return t, nil
+}
+
+// triageInputs is what the triage's parts are made of, gathered from every
+// pipeline: the targets and definitions (as JSON values), the ARNs its policy
+// names and the longest run.
+type triageInputs struct {
+	targets, defs                                       []any
+	dlqARNs, topicARNs, objectARNs, auditARNs, prefixes []string
+	maxSeconds                                          int
+}
+
+// collectTriageInputs gathers the triage's inputs from every pipeline.
+func collectTriageInputs(props *TriageProps) (triageInputs, error) {
+	in := triageInputs{targets: make([]any, 0, len(props.Pipelines)), defs: make([]any, 0, len(props.Pipelines))}
+	for _, p := range props.Pipelines {
+		var def any
+		b, err := json.Marshal(p.Def)
+		if err == nil {
+			err = json.Unmarshal(b, &def)
+		}
+		if err != nil {
+			return in, fmt.Errorf("triage construct: encode pipeline %q: %w", p.Def.Name, err)
+		}
+		// Round-trip through encoding/json so that the JSON keys are the tags.
+		var target any
+		b, err = json.Marshal(triageTarget{
+			Pipeline:    def,
+			HotQueueURL: *p.HotQueue.QueueUrl(), HotQueueARN: *p.HotQueue.QueueArn(),
+			DLQURL: *p.DLQ.QueueUrl(), DLQARN: *p.DLQ.QueueArn(),
+			AlarmTopicARN: *p.AlarmTopic.TopicArn(),
+			Senders:       []string{*p.WorkerRole.RoleId(), *p.RedriveRole.RoleId()},
+		})
+		if err == nil {
+			err = json.Unmarshal(b, &target)
+		}
+		if err != nil {
+			return in, fmt.Errorf("triage construct: encode target %q: %w", p.Def.Name, err)
+		}
+		in.targets = append(in.targets, target)
+		in.defs = append(in.defs, def)
+		in.dlqARNs = append(in.dlqARNs, *p.DLQ.QueueArn())
+		in.topicARNs = append(in.topicARNs, *p.AlarmTopic.TopicArn())
+		// What triage writes and reads back: its reports (<pipeline>/reports/)
+		// and its eval exports (<pipeline>/<yyyy-mm-dd>/). Never the
+		// worker's claim checks (evidence/), the redrive's repairs (the
+		// unredacted originals) or its audit records.
+		in.objectARNs = append(in.objectARNs, *props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/reports/*")),
+			*props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/????-??-??/*")))
+		for _, theirs := range []string{"audit", "evidence", "repairs"} {
+			in.auditARNs = append(in.auditARNs, *props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/" + theirs + "/*")))
+		}
+		in.prefixes = append(in.prefixes, p.Def.Name+"/*")
+		in.maxSeconds = max(in.maxSeconds, p.Def.Triage.MaxSeconds)
+	}
+	return in, nil
+}
+
+// newPolicy creates the triage role's policy: read-only on the DLQs, its
+// own objects in the bucket, the alarm topics, the ledger and its logs.
+func (t *Triage) newPolicy(props *TriageProps, in triageInputs) {
 	statements := []awsiam.PolicyStatement{
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("ReadOnlyScanOfTheDLQs"),
 			Actions:   jsii.Strings("sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"),
-			Resources: jsii.Strings(dlqARNs...),
+			Resources: jsii.Strings(in.dlqARNs...),
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("ReportsAndEvalExports"),
 			Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
-			Resources: jsii.Strings(objectARNs...),
+			Resources: jsii.Strings(in.objectARNs...),
 		}),
 		// <pipeline>/audit/ holds the redrive's audit records, evidence/ the
 		// worker's claim checks (which a redrive trusts), repairs/ the
@@ -240,18 +264,18 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (t *Tr
 			Sid:       jsii.String("NotTheRedriveOrWorkerObjects"),
 			Effect:    awsiam.Effect_DENY,
 			Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
-			Resources: jsii.Strings(auditARNs...),
+			Resources: jsii.Strings(in.auditARNs...),
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:        jsii.String("ListItsPrefixes"),
 			Actions:    jsii.Strings("s3:ListBucket"),
 			Resources:  jsii.Strings(*props.Bucket.BucketArn()),
-			Conditions: &map[string]any{"StringLike": map[string]any{"s3:prefix": prefixes}},
+			Conditions: &map[string]any{"StringLike": map[string]any{"s3:prefix": in.prefixes}},
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("SummaryToTheAlarmTopics"),
 			Actions:   jsii.Strings("sns:Publish"),
-			Resources: jsii.Strings(topicARNs...),
+			Resources: jsii.Strings(in.topicARNs...),
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("EncryptedAlarmTopics"),
@@ -288,10 +312,16 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (t *Tr
 		"reports and eval exports are objects named at run time (time, report hash, export id) under each pipeline's <pipeline>/reports/ and <pipeline>/<yyyy-mm-dd>/ prefixes; <pipeline>/audit/*, evidence/* and repairs/* are denied",
 		`/^Resource::<.*\.Arn>\/[a-z0-9-]+\/(reports|\?\?\?\?-\?\?-\?\?|audit|evidence|repairs)\/\*$/`)
 
+}
+
+// newFunctions creates a Lambda per chunk of pipelines (a chunk's targets
+// fit in its environment).
+func (t *Triage) newFunctions(props *TriageProps, in triageInputs, chunks [][]int) {
+	stack := awscdk.Stack_Of(t.Construct)
 	for i, chunk := range chunks {
 		chunkTargets := make([]any, 0, len(chunk))
 		for _, j := range chunk {
-			chunkTargets = append(chunkTargets, targets[j])
+			chunkTargets = append(chunkTargets, in.targets[j])
 		}
 		fid := "Function"
 		if i > 0 {
@@ -303,7 +333,7 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (t *Tr
 			Architecture: awslambda.Architecture_ARM_64(),
 			Handler:      jsii.String("bootstrap"),
 			Code:         awslambda.Code_FromAsset(jsii.String(props.AssetDir), nil),
-			Timeout:      awscdk.Duration_Seconds(jsii.Number(float64(min(maxSeconds+30, 900)))),
+			Timeout:      awscdk.Duration_Seconds(jsii.Number(float64(min(in.maxSeconds+30, 900)))),
 			MemorySize:   jsii.Number(512),
 			Role:         t.Role,
 			LogGroup:     t.Logs,
@@ -319,8 +349,11 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (t *Tr
 			t.FunctionOf[props.Pipelines[j].Def.Name] = fn
 		}
 	}
-	t.Function = t.Functions[0]
+}
 
+// newRules creates each pipeline's schedule and the rule that starts its
+// triage when one of its DLQ alarms goes to ALARM.
+func (t *Triage) newRules(props *TriageProps) {
 	for _, p := range props.Pipelines {
 		name := p.Def.Name
 		idName := regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(name, "")
@@ -359,5 +392,4 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (t *Tr
 			})},
 		})
 	}
-	return t, nil
 }

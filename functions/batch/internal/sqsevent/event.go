@@ -1149,18 +1149,7 @@ func (r *Message) AppendDeadLetterAttrs(dst []deadletter.NamedAttribute) []deadl
 		} else { // '{'
 			i = jsonscan.SkipWS(b, i+1)
 			for b[i] == '"' {
-				f, kend := mFieldAt(b, i) // a member as SQS spells it
-				if f < 0 {
-					var kfl uint8
-					kend, kfl = jsonscan.ScanString(b, i)
-					key := b[i+1 : kend-1]
-					f = mFieldIndex(key)
-					if f < 0 && kfl&jsonscan.StrEscape != 0 {
-						// A member name no field matches as written: an
-						// escaped one may match once decoded.
-						f = mFieldIndex(jsonscan.AppendUnquoted(kbuf[:0], key))
-					}
-				}
+				f, kend := memberAt(b, i, &kbuf)
 				j := jsonscan.SkipWS(b, jsonscan.SkipWS(b, kend)+1) // past ':'
 				var k int
 				switch {
@@ -1208,6 +1197,26 @@ func (r *Message) AppendDeadLetterAttrs(dst []deadletter.NamedAttribute) []deadl
 		a.Name, a.StringValue = all[sp.name[0]:sp.name[1]], all[sp.value[0]:sp.value[1]]
 	}
 	return dst
+}
+
+// memberAt returns the field of the attribute member whose name starts at
+// b[i] (-1 for one no field has) and the end of its name, with kbuf the
+// scratch for an escaped name.
+func memberAt(b []byte, i int, kbuf *[32]byte) (f, kend int) {
+	f, kend = mFieldAt(b, i) // a member as SQS spells it
+	if f >= 0 {
+		return f, kend
+	}
+	var kfl uint8
+	kend, kfl = jsonscan.ScanString(b, i)
+	key := b[i+1 : kend-1]
+	f = mFieldIndex(key)
+	if f < 0 && kfl&jsonscan.StrEscape != 0 {
+		// A member name no field matches as written: an escaped one may
+		// match once decoded.
+		f = mFieldIndex(jsonscan.AppendUnquoted(kbuf[:0], key))
+	}
+	return f, kend
 }
 
 // flaggedString is the raw content of a validated JSON string whose
