@@ -404,6 +404,16 @@ func (p *Pipeline) Validate() error {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("pipeline %q: "+format, append([]any{p.Name}, args...)...))
 	}
+	p.validateIdentity(bad)
+	p.validateTimes(bad)
+	p.validateMapping(bad)
+	p.validateWorker(bad)
+	p.validateAlarms(bad)
+	return errors.Join(errs...)
+}
+
+// validateIdentity reports the problems of the name, the owner and the receive count.
+func (p *Pipeline) validateIdentity(bad func(format string, args ...any)) {
 	if !nameRE.MatchString(p.Name) {
 		bad("name must be 3-40 lower-case letters, digits and dashes, starting with a letter")
 	}
@@ -419,6 +429,10 @@ func (p *Pipeline) Validate() error {
 		bad("max_receive_count %d is outside %d..%d: fewer cannot ride out a transient failure, more burn invocations on poison",
 			p.MaxReceiveCount, MinMaxReceiveCount, MaxMaxReceiveCount)
 	}
+}
+
+// validateTimes reports the problems of the retention periods and the timeouts.
+func (p *Pipeline) validateTimes(bad func(format string, args ...any)) {
 	// The raw integers are bounded before any becomes a time.Duration:
 	// 5124095576030527 hours would overflow into about 96 hours.
 	retOK := within(p.RetentionHours, 1, int(MaxRetention/time.Hour))
@@ -444,6 +458,10 @@ func (p *Pipeline) Validate() error {
 		bad("visibility_timeout_seconds %d must be at least six times worker_timeout_seconds (%d)",
 			p.VisibilityTimeoutSeconds, 6*p.WorkerTimeoutSeconds)
 	}
+}
+
+// validateMapping reports the problems of the event source: batches, concurrency or pollers, and the reserved concurrency that covers them.
+func (p *Pipeline) validateMapping(bad func(format string, args ...any)) {
 	maxBatch := MaxBatchSizeStandard
 	if p.FIFO {
 		maxBatch = MaxBatchSizeFIFO
@@ -487,6 +505,10 @@ func (p *Pipeline) Validate() error {
 		bad("reserved_concurrency %d is below %d, the most invocations the event source can make at once (%s): a throttled invocation returns its messages with the receive spent, and a healthy task can reach the DLQ as receive_limit; set it to at least %d, or lower the event source's concurrency",
 			p.ReservedConcurrency, mc, p.mappingConcurrencySource(), mc)
 	}
+}
+
+// validateWorker reports the problems of the worker: memory, message size, backoff, redrive loops, requeues and FIFO poison.
+func (p *Pipeline) validateWorker(bad func(format string, args ...any)) {
 	if p.WorkerMemoryMB < 128 || p.WorkerMemoryMB > 10240 {
 		bad("worker_memory_mb %d is outside 128..10240", p.WorkerMemoryMB)
 	}
@@ -511,6 +533,10 @@ func (p *Pipeline) Validate() error {
 	if p.FIFOPoison != FIFOPoisonDeadLetter && p.FIFOPoison != FIFOPoisonHoldGroup {
 		bad("fifo_poison %q must be %q or %q", p.FIFOPoison, FIFOPoisonDeadLetter, FIFOPoisonHoldGroup)
 	}
+}
+
+// validateAlarms reports the problems of the alarms, the triage and the eval export.
+func (p *Pipeline) validateAlarms(bad func(format string, args ...any)) {
 	a := p.Alarms
 	for name, v := range map[string]int{
 		"alarms.dlq_depth": a.DLQDepth, "alarms.new_dead_letters": a.NewDeadLetters,
@@ -544,7 +570,6 @@ func (p *Pipeline) Validate() error {
 	if p.Eval.Threshold < 1 {
 		bad("eval.threshold %d must be at least 1", p.Eval.Threshold)
 	}
-	return errors.Join(errs...)
 }
 
 // within reports whether lo <= v <= hi.

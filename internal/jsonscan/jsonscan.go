@@ -572,13 +572,7 @@ func ScanUnquoteInPlace(b []byte, i int) (end, n int, flags uint8) {
 		for {
 			if r+8 > len(b) {
 				// Fewer than 8 bytes left in b (rare: b is a whole document).
-				for r < len(b) && b[r] != '"' && b[r] != '\\' && b[r] >= 0x20 {
-					high |= uint64(b[r])
-					b[w] = b[r]
-					w++
-					r++
-				}
-				if r >= len(b) {
+				if r, w, high = unquoteTail(b, r, w, high); r >= len(b) {
 					return -1, r, 0
 				}
 				break
@@ -587,21 +581,7 @@ func ScanUnquoteInPlace(b []byte, i int) (end, n int, flags uint8) {
 			if sx := special(x); sx != 0 {
 				k := bits.TrailingZeros64(sx) / 8
 				high |= x & (1<<(8*uint(k)) - 1)
-				switch {
-				case w == r:
-				case r-w >= 8:
-					// The whole word: its bytes after the k land below r,
-					// on bytes already read, and are overwritten later.
-					// (Until the writes are 8 bytes behind, a word would
-					// overwrite the backslash; merging it with the word
-					// read back at w costs more than the byte loop: that
-					// load waits on the store before it, which overlaps.)
-					binary.LittleEndian.PutUint64(b[w:], x)
-				default:
-					for j := range k {
-						b[w+j] = b[r+j]
-					}
-				}
+				movePlain(b, w, r, k, x)
 				w += k
 				r += k
 				break
@@ -662,27 +642,69 @@ func ScanUnquoteInPlace(b []byte, i int) (end, n int, flags uint8) {
 				r += 2
 				continue
 			}
-			if b[r+1] != 'u' || r+6 > len(b) || !isHex(b[r+2]) || !isHex(b[r+3]) || !isHex(b[r+4]) || !isHex(b[r+5]) {
-				return -1, badEscape(b, r), 0
+			if r, w = unquoteU(b, r, w); r < 0 {
+				return -1, w, 0
 			}
-			rr := hex4(b[r+2:])
-			r += 6
-			if utf16.IsSurrogate(rr) {
-				// Joined with a second half that follows, else U+FFFD (a
-				// \u that follows is then decoded, and checked, on its own).
-				dec := unicode.ReplacementChar
-				if r+6 <= len(b) && b[r] == '\\' && b[r+1] == 'u' {
-					if dec = utf16.DecodeRune(rr, hex4(b[r+2:])); dec != unicode.ReplacementChar {
-						r += 6
-					}
-				}
-				rr = dec
-			}
-			w += utf8.EncodeRune(b[w:], rr)
 		default: // a control character
 			return -1, r, 0
 		}
 	}
+}
+
+// movePlain moves the first k bytes of the word x, read at b[r], down to
+// b[w:] (nothing to do when w == r).
+func movePlain(b []byte, w, r, k int, x uint64) {
+	switch {
+	case w == r:
+	case r-w >= 8:
+		// The whole word: its bytes after the k land below r, on bytes
+		// already read, and are overwritten later. (Until the writes are 8
+		// bytes behind, a word would overwrite the backslash; merging it
+		// with the word read back at w costs more than the byte loop: that
+		// load waits on the store before it, which overlaps.)
+		binary.LittleEndian.PutUint64(b[w:], x)
+	default:
+		for j := range k {
+			b[w+j] = b[r+j]
+		}
+	}
+}
+
+// unquoteTail copies the plain bytes from b[r] on to b[w:], in a part of
+// b shorter than a word, ORing them into high; it stops at a quote, a
+// backslash, a control character or the end of b (then r == len(b)).
+func unquoteTail(b []byte, r, w int, high uint64) (int, int, uint64) {
+	for r < len(b) && b[r] != '"' && b[r] != '\\' && b[r] >= 0x20 {
+		high |= uint64(b[r])
+		b[w] = b[r]
+		w++
+		r++
+	}
+	return r, w, high
+}
+
+// unquoteU decodes the escape at b[r] that no table holds, a \u escape
+// (joined with the second half of a surrogate pair that follows), into
+// b[w:], and returns the indexes past it. An invalid escape returns -1 and
+// the index of its bad byte.
+func unquoteU(b []byte, r, w int) (int, int) {
+	if b[r+1] != 'u' || r+6 > len(b) || !isHex(b[r+2]) || !isHex(b[r+3]) || !isHex(b[r+4]) || !isHex(b[r+5]) {
+		return -1, badEscape(b, r)
+	}
+	rr := hex4(b[r+2:])
+	r += 6
+	if utf16.IsSurrogate(rr) {
+		// Joined with a second half that follows, else U+FFFD (a
+		// \u that follows is then decoded, and checked, on its own).
+		dec := unicode.ReplacementChar
+		if r+6 <= len(b) && b[r] == '\\' && b[r+1] == 'u' {
+			if dec = utf16.DecodeRune(rr, hex4(b[r+2:])); dec != unicode.ReplacementChar {
+				r += 6
+			}
+		}
+		rr = dec
+	}
+	return r, w + utf8.EncodeRune(b[w:], rr)
 }
 
 // AppendReplacingInvalid appends s to dst with each byte that is not part
