@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/awsmeter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/local/esm"
 	"github.com/agentdlq/agentdlq/local/runner"
 	"github.com/agentdlq/agentdlq/local/topology"
 	"github.com/agentdlq/agentdlq/local/workload"
@@ -92,88 +93,33 @@ type Config struct {
 // config, an emulator error); a run whose musts failed returns a Result
 // with Failures and a nil error.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if cfg.Pipeline == nil {
-		return nil, errors.New("loadbench: Pipeline is required")
+	if err := cfg.check(); err != nil {
+		return nil, err
 	}
-	if cfg.Pipeline.FIFO {
-		return nil, fmt.Errorf("pipeline %q is FIFO: the load bench runs standard pipelines", cfg.Pipeline.Name)
-	}
-	if cfg.Tasks < 1 && cfg.Workload == nil {
-		return nil, errors.New("loadbench: Tasks must be at least 1")
-	}
-	if cfg.Senders == 0 {
-		cfg.Senders = 8
-	}
-	if cfg.Run == "" {
-		cfg.Run = "load-" + time.Now().UTC().Format("150405")
-	}
-	if cfg.Progress == nil {
-		cfg.Progress = io.Discard
-	}
-	say := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, format+"\n", args...) }
-	p, run := cfg.Pipeline, cfg.Run
-	lc := runner.Config{AWS: cfg.AWS, Pipeline: p,
-		Names: topology.Names{Hot: p.Name + "-" + run, DLQ: p.Name + "-" + run + "-dlq"}, Table: "agentdlq-ledger-" + run,
-		WorkerVersion: "load", Concurrency: sampleworker.LambdaConcurrency}
-	// Every AWS call of the drain is counted at its SDK client: the
-	// worker's (ledger, dead letters, visibility) and the mapping's
-	// (receives, deletes); the worker's log and metric lines are counted
-	// in bytes, as CloudWatch Logs ingests them.
-	meter, logs := &awsmeter.Meter{}, &awsmeter.ByteCounter{}
-	workerAWS, mappingAWS := meter.Config(cfg.AWS, "worker"), meter.Config(cfg.AWS, "mapping")
-	lc.WorkerSQS, lc.WorkerDynamoDB = sqs.NewFromConfig(workerAWS), dynamodb.NewFromConfig(workerAWS)
-	mappingSQS := sqs.NewFromConfig(mappingAWS)
-	lc.Logger, lc.Metrics = slog.New(batch.NewLogHandler(logs, nil)), logs
-	idle := 30 * time.Second
-	if cfg.Mix != "" && cfg.Mix != "demo" {
-		// A cost mix counts every request until every task has ended: an
-		// invocation that ran out of time on a busy machine leaves its
-		// messages hidden for the visibility timeout.
-		idle = time.Duration(p.VisibilityTimeoutSeconds+15) * time.Second
-	}
-	var hc *chaos.Client
+	b := newBench(cfg)
 	if cfg.Chaos != nil {
-		px, err := chaos.Start(cfg.ChaosPath, cfg.ChaosUpstream, *cfg.Chaos)
+		stop, err := b.viaChaos()
+		if stop != nil {
+			defer stop()
+		}
 		if err != nil {
 			return nil, err
 		}
-		defer px.Stop()
-		say("chaos: %s on the %s path (%s, toxicity %.2f, %v) via %s", cfg.ChaosName, cfg.ChaosPath, cfg.Chaos.Type, cfg.Chaos.Toxicity, cfg.Chaos.Attributes, px.URL)
-		// One connection per request (see chaos.Client), counted.
-		hc = chaos.NewClient()
-		switch cfg.ChaosPath {
-		case "sqs":
-			viaProxy := func(o *sqs.Options) { o.BaseEndpoint, o.HTTPClient = aws.String(px.URL), hc }
-			lc.WorkerSQS, mappingSQS = sqs.NewFromConfig(workerAWS, viaProxy), sqs.NewFromConfig(mappingAWS, viaProxy)
-		case "dynamodb":
-			lc.WorkerDynamoDB = dynamodb.NewFromConfig(workerAWS, func(o *dynamodb.Options) { o.BaseEndpoint, o.HTTPClient = aws.String(px.URL), hc })
-		default:
-			return nil, fmt.Errorf("loadbench: ChaosPath %q: sqs or dynamodb", cfg.ChaosPath)
-		}
-		// A receive whose response was lost hides its messages for the
-		// visibility timeout: wait longer than that before calling it idle.
-		idle = time.Duration(p.VisibilityTimeoutSeconds+15) * time.Second
 	}
 	if cfg.IdleTimeout > 0 {
-		idle = cfg.IdleTimeout
+		b.idle = cfg.IdleTimeout
 	}
-	var deps sampleworker.DependencyDir
 	if cfg.Mix == "outage" {
-		// The outage: search-api is down for the whole run (the sample
-		// worker's dependency switch, `agentdlq local dependency down`),
-		// in a directory of this run's own.
-		dir, err := os.MkdirTemp("", "agentdlq-outage-")
+		cleanup, err := b.outage()
+		if cleanup != nil {
+			defer cleanup()
+		}
 		if err != nil {
 			return nil, err
 		}
-		defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: a leftover costs nothing
-		deps = sampleworker.DependencyDir{Dir: dir}
-		lc.Dependencies = deps
-		if err := deps.Set(OutageDependency, true); err != nil {
-			return nil, err
-		}
 	}
-	l, err := runner.Setup(ctx, lc)
+	p := cfg.Pipeline
+	l, err := runner.Setup(ctx, b.lc)
 	if err != nil {
 		return nil, err
 	}
@@ -181,17 +127,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// nothing to the function's log group.
 	l.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
 
-	tasks, name := cfg.Workload, cfg.WorkloadName
-	if tasks == nil {
-		if tasks, err = MakeMix(cfg.Mix, run, cfg.Tasks, cfg.Seed); err != nil {
-			return nil, err
-		}
-		name = "generated mix (seed " + fmt.Sprint(cfg.Seed) + ")"
-		if cfg.Mix != "" && cfg.Mix != "demo" {
-			name = "generated " + cfg.Mix + " mix (seed " + fmt.Sprint(cfg.Seed) + ")"
-		}
+	tasks, name, err := cfg.tasks()
+	if err != nil {
+		return nil, err
 	}
-	say("sending %d tasks (%s) to %s", len(tasks), runner.KindCounts(tasks), l.Queues.HotURL)
+	b.say("sending %d tasks (%s) to %s", len(tasks), runner.KindCounts(tasks), l.Queues.HotURL)
 	t0 := time.Now()
 	sent, err := l.Send(ctx, tasks, cfg.Senders)
 	if err != nil {
@@ -199,26 +139,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	sendSecs := time.Since(t0).Seconds()
 
-	m, mc, err := l.Mapping(runner.DrainOptions{Pollers: cfg.Pollers, IdleTimeout: idle, SQS: mappingSQS}, true)
+	d, err := b.drain(ctx, l, len(sent))
 	if err != nil {
 		return nil, err
 	}
-	say("draining with %d pollers, batch size %d, window %ds", mc.Pollers, mc.BatchSize, p.BatchWindowSeconds)
-	t1 := time.Now()
-	var progress func(int, bool)
-	if cfg.Drained != nil {
-		progress = func(deleted int, done bool) { cfg.Drained(deleted, len(sent), done) }
-	}
-	stopTicks := runner.Ticks(m, progress)
-	stats, err := m.Run(ctx)
-	stopTicks()
-	if err != nil {
-		return nil, err
-	}
-	drainSecs := time.Since(t1).Seconds()
-	activeSecs := l.LastInvocationEnd().Sub(t1).Seconds()
+	stats, mc, drainSecs, activeSecs := d.stats, d.mc, d.secs, d.activeSecs
 
-	tagged, err := deadLetters(ctx, l, sqs.NewFromConfig(meter.Config(cfg.AWS, "triage")), len(tasks))
+	tagged, err := deadLetters(ctx, l, sqs.NewFromConfig(b.meter.Config(cfg.AWS, "triage")), len(tasks))
 	if err != nil {
 		return nil, err
 	}
@@ -243,19 +170,191 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		ActiveSeconds: activeSecs, ActiveMsgsPerSec: float64(len(sent)) / max(activeSecs, 1e-3)}
 	if cfg.Chaos != nil {
 		res.Chaos = cfg.ChaosName + " on " + cfg.ChaosPath
-		res.ChaosRequests, res.ChaosBroken = hc.Counts()
-		res.ChaosBrokenSamples = hc.Samples()
+		res.ChaosRequests, res.ChaosBroken = b.hc.Counts()
+		res.ChaosBrokenSamples = b.hc.Samples()
 	}
+	res.countEffects(p.Name, sent, table, started, completed)
+	if res.Lost > 0 {
+		res.LostDetail = lostDetail(l, sent, tagged, table, completed, 20)
+	}
+	res.countInvocations(l, sent, tagged, p.MaxReceiveCount)
+	res.ReceiveErrors = stats.ReceiveErrors
+
+	if err := b.costs(ctx, res, l, tasks, name, stats.Batches, float64(ledgerCalls)/float64(len(sent))); err != nil {
+		return nil, err
+	}
+	if !cfg.NoRawRates {
+		if err := b.rawRates(ctx, res, l, tasks, mc.Pollers); err != nil {
+			return nil, err
+		}
+	}
+	res.Failures = failures(res)
+	return res, nil
+}
+
+// drained is what a drain of the hot queue took.
+type drained struct {
+	stats            esm.Stats
+	mc               esm.Config
+	secs, activeSecs float64 // until idle, and until the last invocation returned
+}
+
+// drain runs the event source mapping until the hot queue is idle, saying
+// how far it is (cfg.Drained) while it runs.
+func (b *bench) drain(ctx context.Context, l *runner.Local, sent int) (drained, error) {
+	cfg := b.cfg
+	m, mc, err := l.Mapping(runner.DrainOptions{Pollers: cfg.Pollers, IdleTimeout: b.idle, SQS: b.mappingSQS}, true)
+	if err != nil {
+		return drained{}, err
+	}
+	b.say("draining with %d pollers, batch size %d, window %ds", mc.Pollers, mc.BatchSize, cfg.Pipeline.BatchWindowSeconds)
+	t1 := time.Now()
+	var progress func(int, bool)
+	if cfg.Drained != nil {
+		progress = func(deleted int, done bool) { cfg.Drained(deleted, sent, done) }
+	}
+	stopTicks := runner.Ticks(m, progress)
+	stats, err := m.Run(ctx)
+	stopTicks()
+	if err != nil {
+		return drained{}, err
+	}
+	return drained{stats: stats, mc: mc, secs: time.Since(t1).Seconds(), activeSecs: l.LastInvocationEnd().Sub(t1).Seconds()}, nil
+}
+
+// check checks cfg and fills in the defaults of what it leaves zero.
+func (cfg *Config) check() error {
+	if cfg.Pipeline == nil {
+		return errors.New("loadbench: Pipeline is required")
+	}
+	if cfg.Pipeline.FIFO {
+		return fmt.Errorf("pipeline %q is FIFO: the load bench runs standard pipelines", cfg.Pipeline.Name)
+	}
+	if cfg.Tasks < 1 && cfg.Workload == nil {
+		return errors.New("loadbench: Tasks must be at least 1")
+	}
+	if cfg.Senders == 0 {
+		cfg.Senders = 8
+	}
+	if cfg.Run == "" {
+		cfg.Run = "load-" + time.Now().UTC().Format("150405")
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+	return nil
+}
+
+// tasks returns the tasks to send and the workload's name: cfg.Workload's,
+// or the mix cfg names.
+func (cfg *Config) tasks() ([]workload.Task, string, error) {
+	if cfg.Workload != nil {
+		return cfg.Workload, cfg.WorkloadName, nil
+	}
+	tasks, err := MakeMix(cfg.Mix, cfg.Run, cfg.Tasks, cfg.Seed)
+	if err != nil {
+		return nil, "", err
+	}
+	name := "generated mix (seed " + fmt.Sprint(cfg.Seed) + ")"
+	if cfg.Mix != "" && cfg.Mix != "demo" {
+		name = "generated " + cfg.Mix + " mix (seed " + fmt.Sprint(cfg.Seed) + ")"
+	}
+	return tasks, name, nil
+}
+
+// bench is one run's parts that its steps share: the local pipeline's
+// config, the meters, the mapping's SQS client, the chaos client and the
+// idle timeout.
+type bench struct {
+	cfg                   Config
+	lc                    runner.Config
+	meter                 *awsmeter.Meter
+	logs                  *awsmeter.ByteCounter
+	workerAWS, mappingAWS aws.Config
+	mappingSQS            *sqs.Client
+	hc                    *chaos.Client
+	idle                  time.Duration
+	deps                  sampleworker.DependencyDir
+}
+
+// newBench makes the run's parts, every AWS client counted.
+func newBench(cfg Config) *bench {
+	p, run := cfg.Pipeline, cfg.Run
+	b := &bench{cfg: cfg}
+	b.lc = runner.Config{AWS: cfg.AWS, Pipeline: p,
+		Names: topology.Names{Hot: p.Name + "-" + run, DLQ: p.Name + "-" + run + "-dlq"}, Table: "agentdlq-ledger-" + run,
+		WorkerVersion: "load", Concurrency: sampleworker.LambdaConcurrency}
+	// Every AWS call of the drain is counted at its SDK client: the
+	// worker's (ledger, dead letters, visibility) and the mapping's
+	// (receives, deletes); the worker's log and metric lines are counted
+	// in bytes, as CloudWatch Logs ingests them.
+	b.meter, b.logs = &awsmeter.Meter{}, &awsmeter.ByteCounter{}
+	b.workerAWS, b.mappingAWS = b.meter.Config(cfg.AWS, "worker"), b.meter.Config(cfg.AWS, "mapping")
+	b.lc.WorkerSQS, b.lc.WorkerDynamoDB = sqs.NewFromConfig(b.workerAWS), dynamodb.NewFromConfig(b.workerAWS)
+	b.mappingSQS = sqs.NewFromConfig(b.mappingAWS)
+	b.lc.Logger, b.lc.Metrics = slog.New(batch.NewLogHandler(b.logs, nil)), b.logs
+	b.idle = 30 * time.Second
+	if cfg.Mix != "" && cfg.Mix != "demo" {
+		// A cost mix counts every request until every task has ended: an
+		// invocation that ran out of time on a busy machine leaves its
+		// messages hidden for the visibility timeout.
+		b.idle = time.Duration(p.VisibilityTimeoutSeconds+15) * time.Second
+	}
+	return b
+}
+
+func (b *bench) say(format string, args ...any) { fmt.Fprintf(b.cfg.Progress, format+"\n", args...) }
+
+// viaChaos starts the fault-injecting proxy and sends the chaos path's
+// clients through it. stop, when not nil, stops the proxy.
+func (b *bench) viaChaos() (stop func(), err error) {
+	cfg := b.cfg
+	px, err := chaos.Start(cfg.ChaosPath, cfg.ChaosUpstream, *cfg.Chaos)
+	if err != nil {
+		return nil, err
+	}
+	b.say("chaos: %s on the %s path (%s, toxicity %.2f, %v) via %s", cfg.ChaosName, cfg.ChaosPath, cfg.Chaos.Type, cfg.Chaos.Toxicity, cfg.Chaos.Attributes, px.URL)
+	// One connection per request (see chaos.Client), counted.
+	b.hc = chaos.NewClient()
+	switch cfg.ChaosPath {
+	case "sqs":
+		viaProxy := func(o *sqs.Options) { o.BaseEndpoint, o.HTTPClient = aws.String(px.URL), b.hc }
+		b.lc.WorkerSQS, b.mappingSQS = sqs.NewFromConfig(b.workerAWS, viaProxy), sqs.NewFromConfig(b.mappingAWS, viaProxy)
+	case "dynamodb":
+		b.lc.WorkerDynamoDB = dynamodb.NewFromConfig(b.workerAWS, func(o *dynamodb.Options) { o.BaseEndpoint, o.HTTPClient = aws.String(px.URL), b.hc })
+	default:
+		return px.Stop, fmt.Errorf("loadbench: ChaosPath %q: sqs or dynamodb", cfg.ChaosPath)
+	}
+	// A receive whose response was lost hides its messages for the
+	// visibility timeout: wait longer than that before calling it idle.
+	b.idle = time.Duration(cfg.Pipeline.VisibilityTimeoutSeconds+15) * time.Second
+	return px.Stop, nil
+}
+
+// outage takes search-api down for the whole run (the sample worker's
+// dependency switch, `agentdlq local dependency down`), in a directory of
+// this run's own. cleanup, when not nil, removes the directory.
+func (b *bench) outage() (cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "agentdlq-outage-")
+	if err != nil {
+		return nil, err
+	}
+	cleanup = func() { _ = os.RemoveAll(dir) } // a temporary directory: a leftover costs nothing
+	b.deps = sampleworker.DependencyDir{Dir: dir}
+	b.lc.Dependencies = b.deps
+	return cleanup, b.deps.Set(OutageDependency, true)
+}
+
+// countEffects counts the keys done whose Complete the worker saw fail, and
+// the side effects started or completed more than once.
+func (res *Result) countEffects(pipelineName string, sent []workload.Sent, table map[string]ledger.Entry, started, completed map[string]int) {
 	seen := map[string]bool{}
 	for _, s := range sent {
-		k := ledger.Key(p.Name, s.Task.Tenant, s.Task.Key) // the ledger's key, as the worker scopes it
+		k := ledger.Key(pipelineName, s.Task.Tenant, s.Task.Key) // the ledger's key, as the worker scopes it
 		if s.Task.Key != "" && !seen[k] && table[k].State == ledger.StateDone && completed[k] == 0 {
 			res.DoneUnseen++
 		}
 		seen[k] = true
-	}
-	if res.Lost > 0 {
-		res.LostDetail = lostDetail(l, sent, tagged, table, completed, 20)
 	}
 	for k, n := range completed {
 		if n > 1 {
@@ -265,13 +364,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			res.DuplicateEffects += started[k] - 1
 		}
 	}
-	// Invocations by outcome, so that a workload made elsewhere is judged
-	// the same way: a message dead-lettered with a reason the worker writes
-	// at once (poison, security, effect_unknown, policy_limit, unclassified)
-	// must have had exactly one invocation; one dead-lettered after its
-	// budget (budget_exhausted, auth_config, dependency_open) or moved by
-	// the broker (receive_limit) maxReceiveCount; a processed message that
-	// was retried shows how many receives its recovery took.
+}
+
+// countInvocations counts the receives and the invocations by outcome, so
+// that a workload made elsewhere is judged the same way: a message
+// dead-lettered with a reason the worker writes at once (poison, security,
+// effect_unknown, policy_limit, unclassified) must have had exactly one
+// invocation; one dead-lettered after its budget (budget_exhausted,
+// auth_config, dependency_open) or moved by the broker (receive_limit)
+// maxReceiveCount; a processed message that was retried shows how many
+// receives its recovery took.
+func (res *Result) countInvocations(l *runner.Local, sent []workload.Sent, tagged []triage.Tagged, maxReceiveCount int) {
 	dead := map[string]deadletter.Reason{}
 	for _, d := range workload.DeadLetters(tagged) {
 		dead[d.OriginalMessageID] = d.Reason
@@ -296,19 +399,23 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	res.ExtraReceives = max(0, res.Receives-len(sent))
-	res.ReceiveErrors = stats.ReceiveErrors
 	res.PoisonInvocations = statsOf(poison, 1)
 	for k, c := range transient {
-		want := p.MaxReceiveCount
+		want := maxReceiveCount
 		if k == "retried_then_processed" {
 			want = 0
 		}
 		res.TransientInvocations[k] = statsOf(c, want)
 	}
+}
 
+// costs fills in the requests and costs of the run, and of the outage's
+// recovery.
+func (b *bench) costs(ctx context.Context, res *Result, l *runner.Local, tasks []workload.Task, name string, invocations int64, ledgerCallsPerMsg float64) error {
+	cfg, p, acct := b.cfg, b.cfg.Pipeline, res.Accounting
 	items, err := itemSizes(ctx, l.DynamoDB, l.Table)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	res.Mix = cfg.Mix
 	if res.Mix == "" && cfg.Workload == nil {
@@ -318,44 +425,43 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if memory == 0 {
 		memory = 256
 	}
-	res.Requests = requests(meter, logs, items, tasks, stats.Batches, res.HandlerMsPerInvocation, memory, p.MaxReceiveCount, res.Receives, lc.Concurrency, acct)
+	res.Requests = requests(b.meter, b.logs, items, tasks, invocations, res.HandlerMsPerInvocation, memory, p.MaxReceiveCount, res.Receives, b.lc.Concurrency, acct)
 	res.Requests.Mix = res.Mix
 	if res.Requests.Mix == "" {
 		res.Requests.Mix = name
 	}
-	res.LedgerCallsPerMsg = float64(ledgerCalls) / float64(len(sent))
+	res.LedgerCallsPerMsg = ledgerCallsPerMsg
 	if cfg.Mix == "outage" && acct.ByReason[deadletter.ReasonDependencyOpen] > 0 {
-		say("recovery: %s back up, redriving %d dependency_open dead letters", OutageDependency, acct.ByReason[deadletter.ReasonDependencyOpen])
-		res.Recovery, err = recoverOutage(ctx, cfg.AWS, l, meter, deps, mappingSQS, idle, memory, lc.Concurrency, acct.ByReason[deadletter.ReasonDependencyOpen])
+		b.say("recovery: %s back up, redriving %d dependency_open dead letters", OutageDependency, acct.ByReason[deadletter.ReasonDependencyOpen])
+		res.Recovery, err = recoverOutage(ctx, cfg.AWS, l, b.meter, b.deps, b.mappingSQS, b.idle, memory, b.lc.Concurrency, acct.ByReason[deadletter.ReasonDependencyOpen])
 		if err != nil {
-			return nil, err
+			return err
 		}
 	}
-	if cfg.NoRawRates {
-		res.Failures = failures(res)
-		return res, nil
-	}
+	return nil
+}
 
-	say("measuring the emulator's raw receive-and-delete rate")
+// rawRates measures the emulators' own rates: SQS receive-and-delete, and
+// the ledger's calls.
+func (b *bench) rawRates(ctx context.Context, res *Result, l *runner.Local, tasks []workload.Task, pollers int) error {
+	cfg := b.cfg
+	b.say("measuring the emulator's raw receive-and-delete rate")
 	res.RawMessages = cfg.RawMessages
 	if res.RawMessages == 0 {
 		res.RawMessages = min(len(tasks), 5000)
 	}
 	res.RawMessages = min(res.RawMessages, len(tasks))
-	res.RawMsgsPerSec, err = rawRate(ctx, l.SQS, p, run, tasks[:res.RawMessages], mc.Pollers, cfg.Senders)
+	var err error
+	res.RawMsgsPerSec, err = rawRate(ctx, l.SQS, cfg.Pipeline, cfg.Run, tasks[:res.RawMessages], pollers, cfg.Senders)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if res.RawMsgsPerSec > 0 {
 		res.Ratio = res.PipelineMsgsPerSec / res.RawMsgsPerSec
 	}
-	say("measuring the ledger emulator's raw rate (Begin+Complete on fresh keys)")
-	res.LedgerRawCallsPerSec, err = ledgerRate(ctx, ledger.NewDynamo(l.DynamoDB, l.Table), mc.Pollers, 5*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	res.Failures = failures(res)
-	return res, nil
+	b.say("measuring the ledger emulator's raw rate (Begin+Complete on fresh keys)")
+	res.LedgerRawCallsPerSec, err = ledgerRate(ctx, ledger.NewDynamo(l.DynamoDB, l.Table), pollers, 5*time.Second)
+	return err
 }
 
 // failures are the musts the run broke.

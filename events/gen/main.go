@@ -626,6 +626,10 @@ func withAttrs(sc string, rs []rec) []rec {
 	return rs
 }
 
+// scenarios is the table of the sample events, one entry per scenario in
+// the order of events/testdata: a data table, kept whole so that a reader
+// sees every scenario and what it expects in one place (it is longer than
+// a function should be; each entry is a few lines of data).
 func scenarios() []scenario {
 	base := func(sc string, n int) obj { return task(sc, n, "web.search", "2", nil) }
 	var scs []scenario

@@ -158,11 +158,7 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode, 
 	runtime.GC()
 	idleMB := rusage.StatusMB("VmRSS")
 	if idle {
-		idleRes := map[string]float64{"idle_rss_mb": round(idleMB), "peak_rss_mb": round(rusage.MaxRSSMB()), "gomaxprocs": float64(runtime.GOMAXPROCS(0))}
-		if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
-			idleRes["gomemlimit_mib"] = round(float64(l) / (1 << 20))
-		}
-		return json.NewEncoder(os.Stdout).Encode(idleRes)
+		return printIdle(idleMB)
 	}
 	if file == "" || repeats < 1 || warmup < 0 || (path != "lean" && path != "events") || (decode != "each" && decode != "once") || (decode == "once" && path != "lean") {
 		return errors.New("usage: bench -event FILE -repeats R [-warmup W] [-max-receive-count N] [-fifo] [-path lean|events] [-decode each|once (lean)]")
@@ -211,19 +207,10 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode, 
 	runtime.GC()
 	debug.FreeOSMemory()
 	peak := rusage.ResetPeak()
-	var decodeCPU, handleCPU time.Duration
 	start := time.Now()
-	var last *outcome
-	for done := 0; done < repeats; {
-		n := min(chunk, repeats-done)
-		o, err := b.chunk(ctx, n, maxReceive, fifo, done+n < repeats)
-		if err != nil {
-			return fmt.Errorf("%s: %w", file, err)
-		}
-		decodeCPU += o.decodeCPU
-		handleCPU += o.handleCPU
-		last = o
-		done += n
+	last, decodeCPU, handleCPU, err := timeChunks(ctx, b, repeats, chunk, maxReceive, fifo)
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
 	}
 	wall := time.Since(start)
 	total := float64(records * repeats)
@@ -247,15 +234,7 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode, 
 		return err
 	}
 	if failedOut != "" {
-		ids := make([]string, 0, len(last.resp.BatchItemFailures))
-		for _, f := range last.resp.BatchItemFailures {
-			ids = append(ids, f.ItemIdentifier)
-		}
-		out, err := json.Marshal(ids)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(failedOut, out, 0o644); err != nil {
+		if err := writeFailed(failedOut, last); err != nil {
 			return err
 		}
 	}
@@ -269,6 +248,46 @@ func run(file string, repeats, warmup, maxReceive int, fifo bool, path, decode, 
 		res.CPUNsPerRecord = round(res.CPUNsPerRecord - res.DecodeCPUNsPerRecord)
 	}
 	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// timeChunks runs repeats in chunks of at most chunk, and returns the last
+// chunk's outcome and the CPU time decoding and handling took in all.
+func timeChunks(ctx context.Context, b bencher, repeats, chunk, maxReceive int, fifo bool) (last *outcome, decodeCPU, handleCPU time.Duration, err error) {
+	for done := 0; done < repeats; {
+		n := min(chunk, repeats-done)
+		o, err := b.chunk(ctx, n, maxReceive, fifo, done+n < repeats)
+		if err != nil {
+			return nil, 0, 0, err
+		}
+		decodeCPU += o.decodeCPU
+		handleCPU += o.handleCPU
+		last = o
+		done += n
+	}
+	return last, decodeCPU, handleCPU, nil
+}
+
+// printIdle writes the memory of a worker built and idle, as JSON.
+func printIdle(idleMB float64) error {
+	idleRes := map[string]float64{"idle_rss_mb": round(idleMB), "peak_rss_mb": round(rusage.MaxRSSMB()), "gomaxprocs": float64(runtime.GOMAXPROCS(0))}
+	if l := debug.SetMemoryLimit(-1); l != math.MaxInt64 {
+		idleRes["gomemlimit_mib"] = round(float64(l) / (1 << 20))
+	}
+	return json.NewEncoder(os.Stdout).Encode(idleRes)
+}
+
+// writeFailed writes the message ids of the outcome's batch item failures
+// to file, as a JSON array.
+func writeFailed(file string, last *outcome) error {
+	ids := make([]string, 0, len(last.resp.BatchItemFailures))
+	for _, f := range last.resp.BatchItemFailures {
+		ids = append(ids, f.ItemIdentifier)
+	}
+	out, err := json.Marshal(ids)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, out, 0o644)
 }
 
 // bencher runs chunks of repeats on one path.
