@@ -9,7 +9,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // refreshPost starts a triage run of a pipeline and shows its progress.
@@ -42,7 +42,7 @@ type redriveForm struct {
 
 type redriveData struct {
 	Form    redriveForm
-	Groups  []triage.Group // the selection
+	Groups  []report.Group // the selection
 	Plan    *redrive.Plan
 	Verdict redrive.Verdict
 	Total   int

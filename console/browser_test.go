@@ -35,6 +35,7 @@ import (
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/render"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -153,11 +154,11 @@ func seed(t *testing.T) *seeded {
 	// Earlier triage runs, for the chart's history.
 	reports := store.Folder{Root: t.TempDir()}
 	for h := 6; h >= 1; h-- {
-		var msgs []triage.Message
+		var msgs []report.Message
 		for i := range 3 + (6-h)*2 {
 			reason := []deadletter.Reason{deadletter.ReasonToolUnknown, deadletter.ReasonSchemaInvalid, deadletter.ReasonBudgetExhausted}[i%3]
 			attrs, _ := deadletter.EncodeDeadLetter(deadletter.Meta{Class: reason.Class(), Reason: reason, NextAction: reason.NextAction(), DeadLetteredAt: now.Add(-time.Duration(h) * time.Hour)}, nil)
-			msgs = append(msgs, triage.Message{MessageID: fmt.Sprintf("h%d-%d", h, i), Body: "{}", Attributes: attrs, SentTimestamp: now.Add(-time.Duration(h) * time.Hour)})
+			msgs = append(msgs, report.Message{MessageID: fmt.Sprintf("h%d-%d", h, i), Body: "{}", Attributes: attrs, SentTimestamp: now.Add(-time.Duration(h) * time.Hour)})
 		}
 		at := now.Add(-time.Duration(h) * time.Hour)
 		_, err := render.WriteReport(ctx, reports, triage.Build(tagAll(msgs), p, at), at)

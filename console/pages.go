@@ -29,6 +29,7 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/eval"
 	"github.com/agentdlq/agentdlq/triage/render"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // page is what the layout renders around a page's own data.
@@ -76,7 +77,7 @@ type overviewRow struct {
 	// NotCreated is set when the pipeline's queues do not exist
 	// (ErrQueuesNotFound, or SQS says so): Local says where.
 	NotCreated, Local bool
-	Report            *triage.Report
+	Report            *report.Report
 	Refreshing        bool
 }
 
@@ -214,7 +215,7 @@ func (s *Server) reportHTML(w http.ResponseWriter, r *http.Request) {
 // ---- group ----
 
 type groupData struct {
-	G        *triage.Group
+	G        *report.Group
 	Letters  []letterRow
 	More     int
 	InMemory bool
@@ -301,7 +302,7 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if d.InMemory {
-		ls := g.Letters()
+		ls := g.Letters
 		window := time.Duration(p.Triage.WarningHours) * time.Hour
 		retention := time.Duration(rep.Expiry.DLQRetentionSeconds) * time.Second
 		for _, t := range ls {
@@ -335,8 +336,8 @@ func (s *Server) tenant(p *pipeline.Pipeline, tn string) string {
 
 type letterData struct {
 	ID        string
-	T         *triage.Tagged
-	Group     *triage.Group
+	T         *report.Tagged
+	Group     *report.Group
 	Expiry    triage.Expiry
 	Countdown string
 	Soon      bool

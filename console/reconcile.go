@@ -13,7 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // ---- past decisions ----
@@ -23,7 +23,7 @@ import (
 // snapshot's report: no scan, no audit record). It also returns the
 // decisions as the audit holds them. Without a Redriver (no ledger, queues
 // not resolved) the plan is empty and says why in DecisionsUnread.
-func (s *Server) plan(ctx context.Context, p *pipeline.Pipeline, rep *triage.Report, groups []redrive.Group) (*redrive.Plan, redrive.Decisions) {
+func (s *Server) plan(ctx context.Context, p *pipeline.Pipeline, rep *report.Report, groups []redrive.Group) (*redrive.Plan, redrive.Decisions) {
 	none := redrive.Decisions{Reconciled: map[string]redrive.KeyDecision{}}
 	rd, err := s.redriver(ctx, p, nil)
 	if err != nil {

@@ -20,13 +20,13 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/testkit/sqsfake"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // reconcileFixture is a console over 8 ordinary dead letters and one
 // effect_unknown letter for each key, whose ledger entries are what the
 // worker leaves (effect started, no receipt).
-func reconcileFixture(t *testing.T, keys ...string) (*fixture, *triage.Group) {
+func reconcileFixture(t *testing.T, keys ...string) (*fixture, *report.Group) {
 	t.Helper()
 	f := newFixtureOf(t, append(letters(t, 8), effectUnknownLetters(t, keys...)...))
 	for _, k := range keys {
@@ -42,7 +42,7 @@ func reconcileFixture(t *testing.T, keys ...string) (*fixture, *triage.Group) {
 	return nil, nil
 }
 
-func reconcileValues(g *triage.Group, key, outcome, receipt, owner, why string) url.Values {
+func reconcileValues(g *report.Group, key, outcome, receipt, owner, why string) url.Values {
 	return url.Values{"p": {"agent-tasks"}, "key": {key}, "r": {string(g.Reason)}, "fp": {g.Fingerprint},
 		"outcome": {outcome}, "receipt": {receipt}, "owner": {owner}, "why": {why}}
 }

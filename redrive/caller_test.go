@@ -16,7 +16,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // countingSTS answers GetCallerIdentity (or fails with err) and counts the calls.
@@ -151,7 +151,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		t.Parallel()
 		st := &countingSTS{arn: arn}
 		r, store, _, _ := inAWS(t, st)
-		r.cfg.Scan = func(context.Context) (*triage.Report, error) { return &triage.Report{}, nil }
+		r.cfg.Scan = func(context.Context) (*report.Report, error) { return &report.Report{}, nil }
 		_, err := r.Plan(context.Background(), PlanRequest{Actor: "alice"})
 		require.NoError(t, err)
 		_, err = r.Status(context.Background(), StatusRequest{Actor: "alice"})

@@ -5,19 +5,20 @@ import (
 	"strings"
 
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // matchFilter reports whether the tagged letter l is one f chooses
 // (triage.Filter, on the tag the pass made). The zero Filter chooses every
 // letter.
-func matchFilter(f triage.Filter, l *letter) bool {
+func matchFilter(f report.Filter, l *letter) bool {
 	return f.IsZero() || f.Match(&l.Tagged)
 }
 
 // filterText is f as an audit record names it (detail "filter"): its
 // tenant hashed when the pipeline hashes tenants (eval.hash_fields), as
 // the triage report shows them.
-func (r *Redriver) filterText(f triage.Filter) string {
+func (r *Redriver) filterText(f report.Filter) string {
 	if f.Tenant != "" && !strings.HasPrefix(f.Tenant, "sha256:") && slices.Contains(r.cfg.Pipeline.Eval.HashFields, "tenant") {
 		f.Tenant = triage.HashValue(f.Tenant)
 	}
@@ -25,7 +26,7 @@ func (r *Redriver) filterText(f triage.Filter) string {
 }
 
 // checkFilter refuses a filter whose window is empty.
-func checkFilter(f triage.Filter) error {
+func checkFilter(f report.Filter) error {
 	if err := f.Validate(); err != nil {
 		return refuseField(CodeBadInput, "Filter", "%v", err)
 	}
@@ -36,7 +37,7 @@ func checkFilter(f triage.Filter) error {
 // task would move the whole DLQ, so it is never offered; each group's
 // select is of the filtered letters (the caller renders the filter with
 // the steps).
-func (pl *Plan) narrowed(fd *triage.Filtered) {
+func (pl *Plan) narrowed(fd *report.Filtered) {
 	if fd == nil {
 		return
 	}

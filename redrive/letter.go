@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // letter is one dead letter as redrive sees it: the message as triage reads
@@ -21,7 +21,7 @@ import (
 // triage report and the plan show and a filter matches on. A letter only
 // released or hidden again is never tagged.
 type letter struct {
-	triage.Tagged
+	report.Tagged
 }
 
 // selector chooses the dead letters a selective redrive moves: the letter's

@@ -16,6 +16,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // moveAPI is the SQS calls of the native move task actions (part of API).
@@ -157,7 +158,7 @@ func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error
 	var partial *PartialError
 	if req.Groups == nil {
 		if scanErr = r.pureGate(req.Who, req.Rate); scanErr == nil {
-			var rep *triage.Report
+			var rep *report.Report
 			if req.Groups, rep, scanErr = r.scan(ctx); scanErr == nil && rep.Scan.Partial {
 				req.ScanPartial = rep.Scan.PartialReason
 				partial = scanPartial(rep)

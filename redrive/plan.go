@@ -12,6 +12,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // Plan says, for each group of dead letters in a DLQ, whether it may be
@@ -35,7 +36,7 @@ type Plan struct {
 	// Filter is set when the plan is of the dead letters a filter chose
 	// (PlanRequest.Filter): its groups and counts are of those, and each
 	// step moves only those (a select with the same filter).
-	Filter *triage.Filtered `json:"filter,omitempty"`
+	Filter *report.Filtered `json:"filter,omitempty"`
 }
 
 // PlanGroup is one group and its decision.
@@ -188,14 +189,14 @@ type PlanRequest struct {
 	// nor audits, a refusal (a bad Filter) included: a page view. Without
 	// both, Plan scans the DLQ read-only (Config.Scan) and audits that the
 	// plan was shown, or why it was refused.
-	Report *triage.Report
+	Report *report.Report
 	// Groups is optional: the groups to plan (by default every group of
 	// Report, or of the scan).
 	Groups []Group
 	// Filter is optional: plan only the dead letters it chooses (the
 	// report's or the scan's letters, narrowed with triage.Narrow). A
 	// Report read back from storage holds no letters: refused.
-	Filter triage.Filter
+	Filter report.Filter
 }
 
 // Plan is the one plan entry point: for each group of the DLQ, whether it
@@ -283,7 +284,7 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 }
 
 // scanPartial is the outcome of a triage scan that saw part of the DLQ.
-func scanPartial(rep *triage.Report) *PartialError {
+func scanPartial(rep *report.Report) *PartialError {
 	st := rep.Scan
 	return &PartialError{Seen: st.Unique, Depth: st.ApproxDepth + st.ApproxInFlight, Why: st.PartialReason, FIFO: st.FIFO,
 		RetryAfter: time.Duration(st.VisibilityTimeoutSeconds) * time.Second}
@@ -292,7 +293,7 @@ func scanPartial(rep *triage.Report) *PartialError {
 // annotatePlan marks pl with the owner's past decisions: it reads them from
 // the audit (pl.DecisionsUnread says why it could not) and counts a key
 // reconciled as no effect only while the ledger still holds it so.
-func (r *Redriver) annotatePlan(ctx context.Context, pl *Plan, rep *triage.Report) {
+func (r *Redriver) annotatePlan(ctx context.Context, pl *Plan, rep *report.Report) {
 	d, derr := r.Decisions(ctx)
 	if derr != nil {
 		pl.DecisionsUnread = derr.Error()
@@ -332,7 +333,7 @@ func (r *Redriver) stillReconciled(ctx context.Context, d Decisions, infos map[s
 
 // groupInfos maps each group of a triage report (by groupID) to what
 // annotate needs of it.
-func groupInfos(rep *triage.Report) map[string]groupInfo {
+func groupInfos(rep *report.Report) map[string]groupInfo {
 	out := map[string]groupInfo{}
 	if rep == nil {
 		return out
@@ -391,7 +392,7 @@ func (r *Redriver) Reject(ctx context.Context, req RejectRequest) (*RejectResult
 				return err
 			}
 			var err error
-			var rep *triage.Report
+			var rep *report.Report
 			if groups, rep, err = r.scan(ctx); err != nil {
 				return err
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 func TestBuildPlan(t *testing.T) {
@@ -76,8 +77,8 @@ func TestPlanIsAuditedWhenItScans(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	r, store, _ := newRedriver(t, p, f, f.addPair(p))
-	rep := &triage.Report{Groups: []triage.Group{{Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp", Count: 2}}}
-	r.cfg.Scan = func(context.Context) (*triage.Report, error) { return rep, nil }
+	rep := &report.Report{Groups: []report.Group{{Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp", Count: 2}}}
+	r.cfg.Scan = func(context.Context) (*report.Report, error) { return rep, nil }
 	held, err := r.Plan(context.Background(), PlanRequest{Actor: "alice", Report: rep})
 	require.NoError(t, err)
 	assert.Equal(t, 2, held.Total)
@@ -86,7 +87,7 @@ func TestPlanIsAuditedWhenItScans(t *testing.T) {
 	// An empty window over a held report is refused, and audits nothing
 	// either: a page view's refusal is the caller's to show.
 	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
-	empty := triage.Filter{Since: now, Until: now}
+	empty := report.Filter{Since: now, Until: now}
 	for _, req := range []PlanRequest{{Actor: "alice", Report: rep, Filter: empty}, {Actor: "alice", Groups: []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}}, Filter: empty}} {
 		_, err = r.Plan(context.Background(), req)
 		assert.Equal(t, CodeBadInput, RefusalCode(err))
@@ -106,7 +107,7 @@ func TestPlanIsAuditedWhenItScans(t *testing.T) {
 	// scan, and audited, as every refusal of a command that reached a
 	// pipeline is.
 	scanned := 0
-	r.cfg.Scan = func(context.Context) (*triage.Report, error) { scanned++; return rep, nil }
+	r.cfg.Scan = func(context.Context) (*report.Report, error) { scanned++; return rep, nil }
 	_, err = r.Plan(context.Background(), PlanRequest{Actor: "alice", Filter: empty})
 	assert.Equal(t, CodeBadInput, RefusalCode(err))
 	assert.Zero(t, scanned, "refused before the scan")
@@ -146,9 +147,9 @@ func TestPlanOnAPartialScan(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	r, store, _ := newRedriver(t, p, f, f.addPair(p))
-	r.cfg.Scan = func(context.Context) (*triage.Report, error) {
-		rep := &triage.Report{Partial: true, PartialReasons: []string{"scan: saw 0 of about 3 messages"}}
-		rep.Scan = triage.ScanStats{Unique: 0, ApproxDepth: 0, ApproxInFlight: 3, VisibilityTimeoutSeconds: 30,
+	r.cfg.Scan = func(context.Context) (*report.Report, error) {
+		rep := &report.Report{Partial: true, PartialReasons: []string{"scan: saw 0 of about 3 messages"}}
+		rep.Scan = report.ScanStats{Unique: 0, ApproxDepth: 0, ApproxInFlight: 3, VisibilityTimeoutSeconds: 30,
 			Partial: true, PartialReason: "3 messages in flight elsewhere when the scan started could not be read"}
 		return rep, nil
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // effectUnknownKey makes key what the worker leaves for an effect_unknown
@@ -490,7 +490,7 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	r, _, led := newRedriver(t, p, f, f.addPair(p))
 	store := &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
 	r.cfg.Audit.Store = store
-	r.cfg.Scan = func(context.Context) (*triage.Report, error) {
+	r.cfg.Scan = func(context.Context) (*report.Report, error) {
 		t.Error("a plan over a held report must not scan the DLQ")
 		return nil, nil
 	}
@@ -517,7 +517,7 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	before, err := store.Entries(ctx, p.Name)
 	require.NoError(t, err)
 
-	rep := &triage.Report{Groups: []triage.Group{
+	rep := &report.Report{Groups: []report.Group{
 		{Reason: eu, Fingerprint: "fp-eu", Count: 3, IdempotencyKeys: []string{"k-again", "k-none", "k-open"}},
 		{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl", Count: 2, LastSeen: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)},
 	}}

@@ -20,6 +20,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // queueAPI is the SQS calls every redrive action makes: the DLQ's tags for
@@ -109,7 +110,7 @@ type Config struct {
 	Audit *audit.Auditor
 	// Scan is optional (default: a read-only triage scan of the DLQ,
 	// triage.Run): the groups the DLQ holds, for Plan, Start and Reject.
-	Scan func(ctx context.Context) (*triage.Report, error)
+	Scan func(ctx context.Context) (*report.Report, error)
 	// Logger is optional (default slog.Default()).
 	Logger *slog.Logger
 	// Now is optional (default time.Now).
@@ -147,7 +148,7 @@ type Redriver struct {
 	// of the pipeline's queues' Tag, so that dlq_reason/dlq_meta count only
 	// on letters the worker sent (tests swap it for one with fingerprints
 	// they can spell).
-	tag func(triage.Message) triage.Tagged
+	tag func(report.Message) report.Tagged
 	// local is New's locality decision (see Config.STS).
 	local bool
 

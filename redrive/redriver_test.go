@@ -19,7 +19,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // hiddenSQS is an SQS client that does not say where it runs (a wrapper
@@ -131,9 +131,9 @@ func TestStartScansAfterThePureGate(t *testing.T) {
 	store := &memStore{}
 	r, err := New(Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(),
 		Audit: &audit.Auditor{Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Scan: func(context.Context) (*triage.Report, error) {
+		Scan: func(context.Context) (*report.Report, error) {
 			scans++
-			return &triage.Report{Groups: []triage.Group{{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp", Count: 1}}}, nil
+			return &report.Report{Groups: []report.Group{{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp", Count: 1}}}, nil
 		}})
 	require.NoError(t, err)
 	r.tag = testTag

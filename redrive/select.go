@@ -18,7 +18,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // selectAPI is the SQS calls of a selective redrive (part of API).
@@ -66,7 +66,7 @@ type SelectRequest struct {
 	// Filter is optional: of the dead letters of Reasons (and
 	// Fingerprints), only those it chooses move (triage.Filter: tool,
 	// tenant, time window, error text). The audit record names it.
-	Filter triage.Filter
+	Filter report.Filter
 	// Groups is optional: the DLQ's groups from a read-only scan
 	// (a triage report's). With them, each of Fingerprints may be a
 	// unique prefix of at least 8 characters. Without them, Select scans

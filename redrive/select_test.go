@@ -21,6 +21,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // seed puts a mixed DLQ: n dead letters of each reason, the first ones with
@@ -111,10 +112,10 @@ func TestSelectTagsEachLetterOnce(t *testing.T) {
 	seed(t, f, q, 3, deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid)
 	r, _, _ := newRedriver(t, p, f, q)
 	tags := map[string]int{}
-	r.tag = func(m triage.Message) triage.Tagged { tags[m.MessageID]++; return testTag(m) }
+	r.tag = func(m report.Message) report.Tagged { tags[m.MessageID]++; return testTag(m) }
 
 	req := selReq(p, deadletter.ReasonBudgetExhausted)
-	req.Filter = triage.Filter{Tool: "web.search"}
+	req.Filter = report.Filter{Tool: "web.search"}
 	res, err := r.Select(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, 3, res.Moved)
@@ -473,7 +474,7 @@ func TestSelectFIFOGroupAndDedup(t *testing.T) {
 	require.Len(t, sent, 2)
 	for _, in := range sent {
 		key := keyOf(t, aws.ToString(in.MessageBody))
-		want := restore(&letter{Tagged: triage.Tagged{Message: triage.Message{MessageID: "x", Attributes: mustEncode(t, key)}}})
+		want := restore(&letter{Tagged: report.Tagged{Message: report.Message{MessageID: "x", Attributes: mustEncode(t, key)}}})
 		assert.Equal(t, "run-"+key[len(key)-1:], aws.ToString(in.MessageGroupId))
 		assert.Equal(t, want.DedupID, aws.ToString(in.MessageDeduplicationId), "derived from the original message id")
 		assert.Len(t, aws.ToString(in.MessageDeduplicationId), 64)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/testkit/sqsfake"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 var _ ScanAPI = (*sqsfake.Fake)(nil)
@@ -14,7 +15,7 @@ var _ ScanAPI = (*sqsfake.Fake)(nil)
 // the test on any call that would change the queue's contents (delete,
 // send, purge, move), on a receive that does not ask for every attribute,
 // and it refuses a handle whose visibility lapsed, as SQS does.
-func newFakeSQS(t testing.TB, clock *fakeClock, msgs []Message) *sqsfake.Fake {
+func newFakeSQS(t testing.TB, clock *fakeClock, msgs []report.Message) *sqsfake.Fake {
 	f := sqsfake.New(clock)
 	f.T, f.ReadOnly, f.CheckReceive, f.StrictHandles, f.AnyURL = t, true, true, true, true
 	q := f.AddQueue(&sqsfake.Queue{URL: "http://q/agent-tasks-dlq", Attributes: map[string]string{"FifoQueue": "false"}})

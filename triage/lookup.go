@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // KeyReader is what triage reads of the ledger: one key's entry.
@@ -20,7 +21,7 @@ const maxLedgerLookups = 5000
 // to maxLedgerLookups) and sets Tagged.Ledger, so that Build sees dead-letter
 // and redrive counts. It stops at the first error and returns it with what
 // it had read; the entries are only ever read.
-func lookupLedger(ctx context.Context, tagged []Tagged, kr KeyReader) (looked int, err error) {
+func lookupLedger(ctx context.Context, tagged []report.Tagged, kr KeyReader) (looked int, err error) {
 	entries := map[string]*ledger.Entry{}
 	for i := range tagged {
 		key := tagged[i].Hints.IdempotencyKey

@@ -15,11 +15,12 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/testkit/sqsfake"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // many makes n broker-moved messages.
-func many(n int) []Message {
-	out := make([]Message, n)
+func many(n int) []report.Message {
+	out := make([]report.Message, n)
 	for i := range out {
 		out[i] = brokerMoved(fmt.Sprintf("m%04d", i), fmt.Sprintf(`{"n":%d}`, i), t0.Add(-time.Duration(i)*time.Minute))
 	}
@@ -223,7 +224,7 @@ func TestFromSQS(t *testing.T) {
 			"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:1:hot",
 		},
 	})
-	assert.Equal(t, Message{
+	assert.Equal(t, report.Message{
 		MessageID: "id-1", ReceiptHandle: "rh", Body: "{}",
 		Attributes: map[string]deadletter.Attribute{
 			"dlq_reason": {DataType: "String", StringValue: "json_invalid"},
@@ -258,7 +259,7 @@ func TestRunLedgerUnavailable(t *testing.T) {
 func TestRunExpiryFollowsTheQueue(t *testing.T) {
 	t.Parallel()
 	clock := newClock()
-	f := newFakeSQS(t, clock, []Message{brokerMoved("a", "{}", t0.Add(-10*time.Hour))})
+	f := newFakeSQS(t, clock, []report.Message{brokerMoved("a", "{}", t0.Add(-10*time.Hour))})
 	setDuration(f, "MessageRetentionPeriod", 24*time.Hour)
 	r, err := Run(t.Context(), Config{Pipeline: testPipeline(t, false), DLQURL: "q", SQS: f, Now: clock.Now, Logger: quiet})
 	require.NoError(t, err)
@@ -269,10 +270,10 @@ func TestRunExpiryFollowsTheQueue(t *testing.T) {
 	assert.Contains(t, r.Attention[0], "the DLQ's retention is 24h0m0s, the pipeline definition says 336h")
 
 	// A FIFO queue is read as FIFO even when the definition says otherwise.
-	g := newFakeSQS(t, clock, []Message{brokerMoved("b", "{}", t0)})
+	g := newFakeSQS(t, clock, []report.Message{brokerMoved("b", "{}", t0)})
 	setFIFO(g)
 	r, err = Run(t.Context(), Config{Pipeline: testPipeline(t, false), DLQURL: "q", SQS: g, Now: clock.Now, Logger: quiet})
 	require.NoError(t, err)
 	assert.True(t, r.FIFO)
-	assert.Equal(t, map[ClockBasis]int{ClockFIFOReset: 1}, r.Expiry.ByBasis)
+	assert.Equal(t, map[report.ClockBasis]int{report.ClockFIFOReset: 1}, r.Expiry.ByBasis)
 }

@@ -137,7 +137,7 @@ func TestJSONErrors(t *testing.T) {
 	o := addOutput(c, formatTable, formatJSON)
 	require.NoError(t, o.Set("json"))
 	var out, errb bytes.Buffer
-	exit := report(c, &redrive.Refusal{Code: redrive.CodeWhy, Reason: "--why <text> & more"}, &out, &errb)
+	exit := reportExit(c, &redrive.Refusal{Code: redrive.CodeWhy, Reason: "--why <text> & more"}, &out, &errb)
 	assert.Equal(t, 2, exit)
 	assert.Empty(t, errb.String())
 	assert.Contains(t, out.String(), `"error": "refused (why_missing): --why <text> & more"`)
@@ -145,7 +145,7 @@ func TestJSONErrors(t *testing.T) {
 	assert.NotContains(t, out.String(), `\u003c`)
 	// A result that comes with the error is in the same document.
 	out.Reset()
-	exit = report(c, withResult(fmt.Errorf("%w: dead-lettered again", redrive.ErrCanaryFailed), &redrive.SelectResult{Seen: 7, Moved: 1}), &out, &errb)
+	exit = reportExit(c, withResult(fmt.Errorf("%w: dead-lettered again", redrive.ErrCanaryFailed), &redrive.SelectResult{Seen: 7, Moved: 1}), &out, &errb)
 	assert.Equal(t, 3, exit)
 	var doc struct {
 		Code   string                `json:"code"`
@@ -159,7 +159,7 @@ func TestJSONErrors(t *testing.T) {
 	out.Reset()
 	errb.Reset()
 	require.NoError(t, o.Set("table"))
-	exit = report(c, errors.New("boom"), &out, &errb)
+	exit = reportExit(c, errors.New("boom"), &out, &errb)
 	assert.Equal(t, 1, exit)
 	assert.Empty(t, out.String())
 	assert.Equal(t, "agentdlq: boom\n", errb.String())
@@ -367,7 +367,7 @@ func TestProfileAndRegionFlags(t *testing.T) {
 		root.SetOut(&out)
 		root.SetErr(&errb)
 		c, err := root.ExecuteC()
-		return region, key, report(c, err, &out, &errb)
+		return region, key, reportExit(c, err, &out, &errb)
 	}
 	region, key, code := probe()
 	assert.Equal(t, []any{"us-east-1", "AKIDDEFAULT", 0}, []any{region, key, code})
@@ -504,7 +504,7 @@ func TestJSONErrorNextSteps(t *testing.T) {
 	rf := &redrive.Refusal{Code: redrive.CodeForbidden, Reason: "schema_invalid: needs the deployed fix",
 		Next: []redrive.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp1", Canary: 3, Needs: []string{"Ack.FixDeployed"}}}}
 	var out, errb bytes.Buffer
-	exit := report(c, inFlags(fmt.Errorf("select: %w", rf), p), &out, &errb)
+	exit := reportExit(c, inFlags(fmt.Errorf("select: %w", rf), p), &out, &errb)
 	assert.Equal(t, exitRefused, exit)
 	var doc struct {
 		Code string `json:"code"`
@@ -531,7 +531,7 @@ func TestJSONErrorNextSteps(t *testing.T) {
 
 	// Without the pipeline (it did not load) the steps are data only.
 	out.Reset()
-	report(c, rf, &out, &errb)
+	reportExit(c, rf, &out, &errb)
 	doc.Next = nil
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc), out.String())
 	require.Len(t, doc.Next, 1)

@@ -210,13 +210,13 @@ func nextOf(err error) []jsonStep {
 	return out
 }
 
-// report prints err for the command c that ran (or failed to parse) and
+// reportExit prints err for the command c that ran (or failed to parse) and
 // returns the process exit code. With -o json (or --json) on the command
 // line the error is one JSON object on
 // stdout ({"error","code","exit_code"}, a refusal's "next" steps and, when
 // the command had one, the "result"); otherwise it is "agentdlq: <error>" on stderr, with a pointer
 // to --help when the command line itself was wrong.
-func report(c *cobra.Command, err error, stdout, stderr io.Writer) int {
+func reportExit(c *cobra.Command, err error, stdout, stderr io.Writer) int {
 	code, exit := classify(err)
 	if err == nil {
 		return exit

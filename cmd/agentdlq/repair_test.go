@@ -21,7 +21,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // TestRepairWalkOnEmulators walks RUNBOOK.md's repair section on the
@@ -47,7 +47,7 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	// The letters' ids, as triage lists them.
 	out, code := runCLI(t, "triage", "--pipeline", "agent-tasks", "--ledger-table", table, "--reports", "", "--no-progress", "-o", "json")
 	require.Equal(t, 0, code, out)
-	var rep triage.Report
+	var rep report.Report
 	require.NoError(t, json.Unmarshal([]byte(out[strings.Index(out, "{\n"):]), &rep), out)
 	ids := map[deadletter.Reason]string{}
 	for _, g := range rep.Groups {

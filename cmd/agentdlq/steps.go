@@ -11,7 +11,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // The library returns next steps as data (redrive.Step); this file is where
@@ -25,12 +25,12 @@ var placeholderOf = map[string]string{
 
 // stepCommand is the command line that takes step s on pipeline p.
 func stepCommand(p *pipeline.Pipeline, s redrive.Step) string {
-	return filteredStep(p, s, triage.Filter{})
+	return filteredStep(p, s, report.Filter{})
 }
 
 // filteredStep is stepCommand for the letters filter f chose: a select, a
 // plan and a triage carry the filter's flags (filterArgs).
-func filteredStep(p *pipeline.Pipeline, s redrive.Step, f triage.Filter) string {
+func filteredStep(p *pipeline.Pipeline, s redrive.Step, f report.Filter) string {
 	owner := shq(p.Owner)
 	fa := filterArgs(f)
 	group := ""
@@ -77,7 +77,7 @@ func filteredStep(p *pipeline.Pipeline, s redrive.Step, f triage.Filter) string 
 // stepsCommand is a group's steps as one line, in order: "nothing to do"
 // when there are none; a reconciliation comes first, each key at a time,
 // and says so.
-func stepsCommand(p *pipeline.Pipeline, steps []redrive.Step, f triage.Filter) string {
+func stepsCommand(p *pipeline.Pipeline, steps []redrive.Step, f report.Filter) string {
 	if len(steps) == 0 {
 		return "nothing to do: already rejected"
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // The library's next steps are data; the CLI spells them as the command
@@ -43,8 +43,8 @@ func TestStepCommand(t *testing.T) {
 			assert.Equal(t, tt.want, stepCommand(p, tt.step))
 		})
 	}
-	assert.Equal(t, "nothing to do: already rejected", stepsCommand(p, nil, triage.Filter{}))
-	assert.Contains(t, stepsCommand(p, []redrive.Step{tests[5].step, tests[0].step}, triage.Filter{}), "; then (moves only the keys reconciled as no effect): agentdlq redrive select")
+	assert.Equal(t, "nothing to do: already rejected", stepsCommand(p, nil, report.Filter{}))
+	assert.Contains(t, stepsCommand(p, []redrive.Step{tests[5].step, tests[0].step}, report.Filter{}), "; then (moves only the keys reconciled as no effect): agentdlq redrive select")
 	assert.Equal(t, "'on call'", shq("on call"))
 }
 

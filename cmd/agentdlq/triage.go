@@ -21,6 +21,7 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/eval"
 	"github.com/agentdlq/agentdlq/triage/render"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -219,7 +220,7 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 
 // partialScanError says that the scan did not see every dead letter, why,
 // and when or how a rerun may; it wraps triage.ErrScanPartial.
-func partialScanError(st triage.ScanStats, pipelineName string, keys bool) error {
+func partialScanError(st report.ScanStats, pipelineName string, keys bool) error {
 	rerun := "agentdlq triage --pipeline " + pipelineName
 	if keys {
 		rerun += " --keys"
@@ -250,7 +251,7 @@ func partialScanError(st triage.ScanStats, pipelineName string, keys bool) error
 // printKeys prints the idempotency keys of the report's effect_unknown
 // groups, one a line, sorted; keys beyond the report's cap are said on
 // stderr, so that stdout stays a list. A partial scan prints none (run).
-func printKeys(w, stderr io.Writer, r *triage.Report) error {
+func printKeys(w, stderr io.Writer, r *report.Report) error {
 	keys, omitted := effectUnknownKeys(r)
 	for _, k := range keys {
 		if _, err := fmt.Fprintln(w, k); err != nil {
@@ -266,7 +267,7 @@ func printKeys(w, stderr io.Writer, r *triage.Report) error {
 // ledger is the ledger table to read, if any.
 func (f *triageFlags) ledger() string { return ledgerTableName(f.ledgerTable) }
 
-func (f *triageFlags) print(w io.Writer, r *triage.Report) error {
+func (f *triageFlags) print(w io.Writer, r *report.Report) error {
 	switch {
 	case f.out.JSON():
 		return writeJSON(w, r)
@@ -315,7 +316,7 @@ func (b *scanBar) finish() {
 
 // effectUnknownKeys returns the idempotency keys the report lists for its
 // effect_unknown groups, sorted and distinct, and how many it left out.
-func effectUnknownKeys(r *triage.Report) (keys []string, omitted int) {
+func effectUnknownKeys(r *report.Report) (keys []string, omitted int) {
 	seen := map[string]bool{}
 	for _, g := range r.Groups {
 		if g.Reason != deadletter.ReasonEffectUnknown {

@@ -26,6 +26,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // Fault: poison input — every kind of body that can never succeed, mixed
@@ -363,7 +364,7 @@ func TestFaultNearRetentionExpiry(t *testing.T) {
 	assert.Equal(t, 2, h.depth(h.q.DLQURL))
 }
 
-func ids(tagged []triage.Tagged) []string {
+func ids(tagged []report.Tagged) []string {
 	var out []string
 	for _, t := range tagged {
 		out = append(out, t.MessageID)

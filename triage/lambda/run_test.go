@@ -15,6 +15,7 @@ import (
 	"github.com/agentdlq/agentdlq/triage/eval"
 	"github.com/agentdlq/agentdlq/triage/internal/triagetest"
 	"github.com/agentdlq/agentdlq/triage/render"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -34,7 +35,7 @@ func TestRunMarksAPartialScan(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			clock := newClock()
-			f := newFakeSQS(t, clock, map[string][]triage.Message{dlqURL: fixture(t)})
+			f := newFakeSQS(t, clock, map[string][]report.Message{dlqURL: fixture(t)})
 			setDuration(f, dlqURL, "VisibilityTimeout", 45*time.Second)
 			if held {
 				f.Queue(dlqURL).Messages[2].VisibleAt = t0.Add(time.Hour)
@@ -95,7 +96,7 @@ func TestRunNeverChangesTheDLQ(t *testing.T) {
 		t.Run(fmt.Sprintf("refuse=%v", refuse), func(t *testing.T) {
 			t.Parallel()
 			clock := newClock()
-			f := newFakeSQS(t, clock, map[string][]triage.Message{dlqURL: fixture(t)})
+			f := newFakeSQS(t, clock, map[string][]report.Message{dlqURL: fixture(t)})
 			before := snapshot(f, dlqURL)
 			var dest store.Destination = store.Folder{Root: t.TempDir()}
 			if refuse {
