@@ -9,6 +9,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage/report"
 )
 
@@ -43,8 +44,8 @@ type redriveForm struct {
 type redriveData struct {
 	Form    redriveForm
 	Groups  []report.Group // the selection
-	Plan    *redrive.Plan
-	Verdict redrive.Verdict
+	Plan    *redrivetype.Plan
+	Verdict redrivetype.Verdict
 	Total   int
 	Error   string
 	// PlanMore counts the plan's groups beyond the first planLimit, not listed.

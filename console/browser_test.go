@@ -30,8 +30,8 @@ import (
 	"github.com/agentdlq/agentdlq/local/esm"
 	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/render"
@@ -280,7 +280,7 @@ func TestBrowser(t *testing.T) {
 	// 4. Refused: the wrong owner.
 	run("wrong owner", chromedp.Navigate(redriveURL), chromedp.WaitVisible(css(`#owner`)), form("mallory"),
 		chromedp.Click(css(`button[value="redrive"]`)), chromedp.WaitVisible(css(`#outcome`)), shoot("refused"))
-	assert.Contains(t, text("#outcome"), "Refused ("+redrive.CodeOwner+")")
+	assert.Contains(t, text("#outcome"), "Refused ("+redrivetype.CodeOwner+")")
 
 	// 5. The redrive, with the worker running: progress, the canary, the audit.
 	run("redrive", chromedp.Navigate(redriveURL), chromedp.WaitVisible(css(`#owner`)), form(s.p.Owner),

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/report"
 )
@@ -97,7 +97,7 @@ func reportOf(sn *snapshot) *report.Report {
 
 // filteredStepLinks is stepLinks on a filtered page: each link keeps the
 // filter (a select, a reconciliation and a plan are of its letters).
-func filteredStepLinks(p string, steps []redrive.Step, query template.URL) []stepLink {
+func filteredStepLinks(p string, steps []redrivetype.Step, query template.URL) []stepLink {
 	out := stepLinks(p, steps)
 	for i := range out {
 		if out[i].Href == "" || query == "" {

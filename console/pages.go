@@ -26,6 +26,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/eval"
 	"github.com/agentdlq/agentdlq/triage/render"
@@ -219,14 +220,14 @@ type groupData struct {
 	Letters  []letterRow
 	More     int
 	InMemory bool
-	Verdict  redrive.Verdict
+	Verdict  redrivetype.Verdict
 	Expiring int
 	Warning  int
 	// Decision is the group's line of the plan, marked with the owner's
 	// past decisions (a rejection; for effect_unknown, the keys reconciled)
 	// and the command to run next; DecisionsUnread says why the decisions
 	// could not be read.
-	Decision        redrive.PlanGroup
+	Decision        redrivetype.PlanGroup
 	DecisionsUnread string
 	// Keys are the effect_unknown group's idempotency keys from KeysFrom
 	// (at most groupKeyLimit), with their ledger state; KeysTotal counts the
@@ -610,7 +611,7 @@ func consoleFuncs() template.FuncMap {
 
 // reconciledLine is a plan group's reconciled keys in a line: "2/3 keys
 // reconciled (1 effect_confirmed, 1 no_effect)".
-func reconciledLine(g redrive.PlanGroup) string {
+func reconciledLine(g redrivetype.PlanGroup) string {
 	n := 0
 	var parts []string
 	for _, o := range ledger.AllOutcomes() {

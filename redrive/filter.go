@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/report"
 )
@@ -28,16 +29,16 @@ func (r *Redriver) filterText(f report.Filter) string {
 // checkFilter refuses a filter whose window is empty.
 func checkFilter(f report.Filter) error {
 	if err := f.Validate(); err != nil {
-		return refuseField(CodeBadInput, "Filter", "%v", err)
+		return refuseField(redrivetype.CodeBadInput, "Filter", "%v", err)
 	}
 	return nil
 }
 
-// narrowed marks a plan as the plan of the letters a filter chose: a move
+// narrowPlan marks a plan as the plan of the letters a filter chose: a move
 // task would move the whole DLQ, so it is never offered; each group's
 // select is of the filtered letters (the caller renders the filter with
 // the steps).
-func (pl *Plan) narrowed(fd *report.Filtered) {
+func narrowPlan(pl *redrivetype.Plan, fd *report.Filtered) {
 	if fd == nil {
 		return
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/report"
 )
@@ -31,7 +32,7 @@ func TestSelectByFilterMovesOnlyWhatItChoosesAndAuditsIt(t *testing.T) {
 	res, err := r.Select(context.Background(), req)
 	var rf *Refusal
 	require.ErrorAs(t, err, &rf)
-	assert.Equal(t, CodeNothingSelected, rf.Code)
+	assert.Equal(t, redrivetype.CodeNothingSelected, rf.Code)
 	assert.Equal(t, "Filter", rf.Field)
 	assert.Contains(t, err.Error(), "tool=email.send")
 	assert.Contains(t, err.Error(), "5 of the reason seen")
@@ -42,7 +43,7 @@ func TestSelectByFilterMovesOnlyWhatItChoosesAndAuditsIt(t *testing.T) {
 	req.Filter = report.Filter{Since: f.Now(), Until: f.Now()}
 	_, err = r.Select(context.Background(), req)
 	require.ErrorAs(t, err, &rf)
-	assert.Equal(t, CodeBadInput, rf.Code)
+	assert.Equal(t, redrivetype.CodeBadInput, rf.Code)
 	assert.Len(t, f.snapshot(q.DLQURL), 5, "nothing moved")
 
 	req.Filter = report.Filter{Tool: "sql.query", Tenant: "acme"}

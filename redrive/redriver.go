@@ -19,6 +19,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/report"
 )
@@ -132,12 +133,12 @@ type Config struct {
 
 // errConfig wraps every error of New. It is also a refusal (errors.Is
 // ErrRefused, code bad_input): nothing moved.
-var errConfig = &Refusal{Code: CodeBadInput, Reason: "redrive: invalid configuration"}
+var errConfig = &Refusal{Code: redrivetype.CodeBadInput, Reason: "redrive: invalid configuration"}
 
 // ErrNoLedger is New's refusal of a Config without a Ledger: the ledger
 // counts every redrive, which is how a key that keeps coming back becomes
 // redrive_loop, and the canary reads its outcome there. No redrive without it.
-var ErrNoLedger = &Refusal{Code: CodeBadInput, Reason: "no ledger: the ledger counts every redrive, which is how a key that keeps coming back becomes redrive_loop; no redrive without it"}
+var ErrNoLedger = &Refusal{Code: redrivetype.CodeBadInput, Reason: "no ledger: the ledger counts every redrive, which is how a key that keeps coming back becomes redrive_loop; no redrive without it"}
 
 // Redriver runs the redrive actions of one pipeline. Every action passes the
 // gate first and leaves an audit entry, refusals included. Build it with
@@ -280,7 +281,7 @@ func (r *Redriver) authorize(ctx context.Context, who Who, rate int) error {
 // authorizeAs is authorize for action, whose refusals speak of it.
 func (r *Redriver) authorizeAs(ctx context.Context, action audit.Action, who Who, rate int) error {
 	if r.cfg.Pipeline == nil {
-		return refuse(CodeBadInput, "no pipeline")
+		return refuse(redrivetype.CodeBadInput, "no pipeline")
 	}
 	// The pure checks first, so that bad input costs no AWS call.
 	if err := r.pureGateAs(action, who, rate); err != nil {
@@ -310,7 +311,7 @@ func (r *Redriver) queueErr(err error, url string) error {
 	var nf *sqstypes.QueueDoesNotExist
 	var api smithy.APIError
 	if errors.As(err, &nf) || (errors.As(err, &api) && (api.ErrorCode() == "AWS.SimpleQueueService.NonExistentQueue" || api.ErrorCode() == "QueueDoesNotExist")) {
-		return refuse(CodeDLQMissing, "queue %s does not exist", url)
+		return refuse(redrivetype.CodeDLQMissing, "queue %s does not exist", url)
 	}
 	return fmt.Errorf("%s: %w", url, err)
 }
@@ -357,7 +358,7 @@ func (r *Redriver) depth(ctx context.Context) (dlqDepth, error) {
 func (r *Redriver) checkDestination(ctx context.Context, dest string) error {
 	q := r.cfg.Queues
 	if dest != "" && dest != q.HotARN {
-		return refuse(CodeDestination, "destination %s is not the pipeline's hot queue %s: a DLQ is redriven only to its own source", dest, q.HotARN)
+		return refuse(redrivetype.CodeDestination, "destination %s is not the pipeline's hot queue %s: a DLQ is redriven only to its own source", dest, q.HotARN)
 	}
 	hot, err := r.cfg.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(q.HotURL),
@@ -367,7 +368,7 @@ func (r *Redriver) checkDestination(ctx context.Context, dest string) error {
 		return r.queueErr(err, q.HotURL)
 	}
 	if arn := hot.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]; arn != "" && arn != q.HotARN {
-		return refuse(CodeDestination, "the hot queue's ARN %s is not %s", arn, q.HotARN)
+		return refuse(redrivetype.CodeDestination, "the hot queue's ARN %s is not %s", arn, q.HotARN)
 	}
 	dlq, err := r.cfg.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(q.DLQURL),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/report"
 )
@@ -33,7 +34,7 @@ func (r *Redriver) scan(ctx context.Context) ([]Group, *report.Report, error) {
 	rep, err := r.cfg.Scan(ctx)
 	if err != nil {
 		if errors.Is(err, triage.ErrQueueNotFound) {
-			return nil, nil, refuse(CodeDLQMissing, "%v", err)
+			return nil, nil, refuse(redrivetype.CodeDLQMissing, "%v", err)
 		}
 		return nil, nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -122,7 +123,7 @@ func classify(err error) (code string, exit int) {
 		return codeCanaryFailed, exitCanaryFailed
 	case errors.Is(err, triage.ErrScanPartial):
 		// Not the operator's input: the scan missed held letters; retry.
-		return string(redrive.CodeScanPartial), exitFailed
+		return string(redrivetype.CodeScanPartial), exitFailed
 	case errors.Is(err, redrive.ErrRefused):
 		return codeRefused, exitRefused
 	case errors.As(err, &ue):
@@ -183,14 +184,14 @@ type jsonError struct {
 // jsonStep is one next step of a JSON error: the library's step
 // (action, reason, fingerprint, canary, needs) and the command that takes it.
 type jsonStep struct {
-	redrive.Step
+	redrivetype.Step
 	Command string `json:"command,omitempty"`
 }
 
 // nextOf are the next steps err carries: those the CLI told in flags (with
 // their pipeline, so with commands), else a refusal's own.
 func nextOf(err error) []jsonStep {
-	var steps []redrive.Step
+	var steps []redrivetype.Step
 	var fe *flagError
 	var rf *redrive.Refusal
 	switch {

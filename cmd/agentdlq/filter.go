@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/report"
 )
@@ -58,7 +58,7 @@ func filterArgs(f report.Filter) string {
 }
 
 // planFilter is the filter a plan was made with (the zero Filter for none).
-func planFilter(pl *redrive.Plan) report.Filter {
+func planFilter(pl *redrivetype.Plan) report.Filter {
 	if pl == nil || pl.Filter == nil {
 		return report.Filter{}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 	"github.com/agentdlq/agentdlq/triage/report"
 )
@@ -79,7 +80,7 @@ func TestFiltersOnEmulators(t *testing.T) {
 	out, code = runCLI(t, append([]string{"redrive", "plan", "--tool", "web.search", "--contains", "429", "-o", "json"}, common...)...)
 	require.Equal(t, 0, code, out)
 	var pl struct {
-		redrive.Plan
+		redrivetype.Plan
 		Groups []struct {
 			Count   int    `json:"count"`
 			Command string `json:"command"`

@@ -20,8 +20,8 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # The moved names, by old package.
-triage_ids='Report|Totals|ReasonTotal|Group|ExportResult|ExpirySummary|ExpiringMessage|Entry|ScanStats|ClockBasis|ClockOriginalSend|ClockWorkerSend|ClockFIFOReset|ClockUnknown|Filter|Filtered|FilterFields|Message|Tagged|Hints'
-redrive_ids=$(cat "$(dirname "$0")/api180-redrive-ids.txt" 2>/dev/null || true)
+triage_ids='Report|Totals|ReasonTotal|ExportResult|ExpirySummary|ExpiringMessage|Entry|ScanStats|ClockBasis|ClockOriginalSend|ClockWorkerSend|ClockFIFOReset|ClockUnknown|Filter|Filtered|FilterFields|Message|Tagged|Hints'
+redrive_ids='ClaimCheckCause|ClaimCheckMissing|ClaimCheckNoBucket|ClaimCheckNoClient|ClaimCheckNotClaimCheck|ClaimCheckOtherBucket|ClaimCheckOtherMessage|ClaimCheckOutsidePrefix|ClaimCheckTooLarge|ClaimCheckUnreadable|Code|CodeAmbiguousGroup|CodeBadInput|CodeDLQEmpty|CodeDLQMissing|CodeDestination|CodeForbidden|CodeIdentity|CodeLetterNotFound|CodeNoMapping|CodeNoTask|CodeNotEffectUnknown|CodeNotSettled|CodeNothingSelected|CodeOwner|CodeOwnerMissing|CodeOwnerTag|CodeRate|CodeReconciled|CodeRepairInvalid|CodeSTSEndpoint|CodeScanPartial|CodeTaskActive|CodeUnknownGroup|CodeUnknownReason|CodeWhy|Decisions|KeyDecision|MoveTask|PauseResult|Plan|PlanGroup|RejectResult|RepairResult|Step|Unrestored|Verdict|Verified|VerifyResult'
 
 # qualify.pl OLD NEW IDS: OLD.X -> NEW.X for X in IDS, in code (not comments, not strings).
 cat >"$work/qualify.pl" <<'PERL'
@@ -34,7 +34,12 @@ for (my $i = 0; $i < @parts; $i += 2) {
   if ($bare) {
     # inside the old package: a bare name, not a field, not a key, not a field's name
     $parts[$i] =~ s/(?<![\w.])($ids)\b(?!\s*:[^=])/$new.$1/g;
+    # constants as map keys (not a struct's field names: those are not in ids)
+    $parts[$i] =~ s/(?<![\w.])((?:Code|ClaimCheck|Clock)[A-Z]\w*)\b(?=\s*:[^=])/($1 =~ m{^(?:$ids)$}) ? "$new.$1" : $1/ge;
     $parts[$i] =~ s/^(\t+)$new\.(\w+)([ \t]+)(?=[^\s\/])/$1$2$3/;
+    $parts[$i] =~ s/^(func \([^)]*\) )$new\.(\w+)\(/$1$2(/;
+    $parts[$i] =~ s/^(\t+)$new\.(\w+)\(/$1$2(/ if $old eq "redrive" && /^\t+\w+\(ctx/;
+    $parts[$i] =~ s/(?<![\w.])decision\b(?!\s*:[^=])/redrivetype.Decision/g if $old eq "redrive";
   } else {
     $parts[$i] =~ s/(?<![\w.])$old\.($ids)\b/$new.$1/g;
   }
@@ -47,7 +52,7 @@ PERL
 # drop the import of OLDPATH (named OLD) where the code no longer uses OLD.
 cat >"$work/imports.pl" <<'PERL'
 BEGIN { ($name, $path, $old, $oldpath) = splice(@ARGV, 0, 4); }
-my $code = $_; $code =~ s{//[^\n]*}{}g; $code =~ s{"(?:[^"\\\n]|\\.)*"}{""}g; $code =~ s{`[^`]*`}{""}g;
+my $code = $_; $code =~ s{"(?:[^"\\\n]|\\.)*"|`[^`]*`|//[^\n]*|/\*.*?\*/}{""}gs;
 if ($code =~ /(?<![\w.])\Q$name\E\.[A-Z]/ && !/"\Q$path\E"/) {
   if (/^import \(\n/m) { s/^import \(\n(.*?)^\)/import (\n$1\t"$path"\n)/ms; }
   elsif (/^import ("[^"]+")\n/m) { s/^import ("[^"]+")\n/import (\n\t$1\n\t"$path"\n)\n/m; }
