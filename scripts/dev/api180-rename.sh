@@ -20,7 +20,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 # The moved names, by old package.
-triage_ids='Report|Totals|ReasonTotal|ExportResult|ExpirySummary|ExpiringMessage|Entry|ScanStats|ClockBasis|ClockOriginalSend|ClockWorkerSend|ClockFIFOReset|ClockUnknown|Filter|Filtered|FilterFields|Message|Tagged|Hints'
+triage_ids='Report|Totals|ReasonTotal|Group|ExportResult|ExpirySummary|ExpiringMessage|Entry|ScanStats|ClockBasis|ClockOriginalSend|ClockWorkerSend|ClockFIFOReset|ClockUnknown|Filter|Filtered|FilterFields|Message|Tagged|Hints'
 redrive_ids='ClaimCheckCause|ClaimCheckMissing|ClaimCheckNoBucket|ClaimCheckNoClient|ClaimCheckNotClaimCheck|ClaimCheckOtherBucket|ClaimCheckOtherMessage|ClaimCheckOutsidePrefix|ClaimCheckTooLarge|ClaimCheckUnreadable|Code|CodeAmbiguousGroup|CodeBadInput|CodeDLQEmpty|CodeDLQMissing|CodeDestination|CodeForbidden|CodeIdentity|CodeLetterNotFound|CodeNoMapping|CodeNoTask|CodeNotEffectUnknown|CodeNotSettled|CodeNothingSelected|CodeOwner|CodeOwnerMissing|CodeOwnerTag|CodeRate|CodeReconciled|CodeRepairInvalid|CodeSTSEndpoint|CodeScanPartial|CodeTaskActive|CodeUnknownGroup|CodeUnknownReason|CodeWhy|Decisions|KeyDecision|MoveTask|PauseResult|Plan|PlanGroup|RejectResult|RepairResult|Step|Unrestored|Verdict|Verified|VerifyResult'
 
 # qualify.pl OLD NEW IDS: OLD.X -> NEW.X for X in IDS, in code (not comments, not strings).
