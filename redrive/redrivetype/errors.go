@@ -3,7 +3,7 @@ package redrivetype
 import ()
 
 // Code says what was refused: stable for tests, the audit log and the
-// callers that branch on it (RefusalCode).
+// callers that branch on it (redrive.RefusalCode).
 type Code string
 
 // The refusal codes.
@@ -21,7 +21,7 @@ const (
 	CodeRate Code = "rate_out_of_range"
 	// CodeWhy: the why is missing or blank.
 	CodeWhy Code = "why_missing"
-	// CodeOwnerMissing: no owner was given (Who.Owner is empty).
+	// CodeOwnerMissing: no owner was given (redrive.Who.Owner is empty).
 	CodeOwnerMissing Code = "owner_missing"
 	// CodeOwner: the actor is not the pipeline's declared owner.
 	CodeOwner Code = "owner_mismatch"
@@ -31,10 +31,10 @@ const (
 	// (or its identity could not be checked).
 	CodeIdentity Code = "identity_not_redrive_role"
 	// CodeSTSEndpoint: the caller check must run (not every endpoint is
-	// local) but the STS endpoint is not AWS's own (see Locality).
+	// local) but the STS endpoint is not AWS's own (see redrive.Locality).
 	CodeSTSEndpoint Code = "sts_endpoint_untrusted"
 	// CodeForbidden: policy forbids a chosen reason without an
-	// acknowledgement (Ack.FixDeployed, Ack.Reviewed, Ack.Overrides).
+	// acknowledgement (redrive.Ack: FixDeployed, Reviewed, Overrides).
 	CodeForbidden Code = "reason_not_redrivable"
 	// CodeDestination: the destination is not the pipeline's own hot queue,
 	// or the queues' redrive policies do not pair them.
@@ -49,9 +49,9 @@ const (
 	CodeDLQMissing Code = "dlq_missing"
 	// CodeNothingSelected: the DLQ holds no dead letter of the chosen reasons.
 	CodeNothingSelected Code = "nothing_selected"
-	// CodeScanPartial: the command saw only part of the DLQ (a *PartialError,
+	// CodeScanPartial: the command saw only part of the DLQ (a *redrive.PartialError,
 	// triage.ErrScanPartial), the code its callers report it under. It is not a
-	// refusal: RefusalCode never returns it.
+	// refusal: redrive.RefusalCode never returns it.
 	CodeScanPartial Code = "scan_partial"
 	// CodeNoMapping: pause or resume found no event source mapping on the
 	// hot queue, or more than one.

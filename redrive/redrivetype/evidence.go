@@ -3,7 +3,7 @@ package redrivetype
 import ()
 
 // ClaimCheckCause says why a dead letter's claim check did not restore its
-// attributes (SelectResult.ClaimCheckFailedBy, the audit's
+// attributes (redrive.SelectResult.ClaimCheckFailedBy, the audit's
 // claim_check_failed.<cause> counts).
 type ClaimCheckCause string
 
@@ -11,9 +11,9 @@ type ClaimCheckCause string
 const (
 	// ClaimCheckOutsidePrefix: the reference is not s3://<bucket>/<pipeline>/evidence/….
 	ClaimCheckOutsidePrefix ClaimCheckCause = "outside_prefix"
-	// ClaimCheckNoClient: no S3 client to read it (Config.Evidence).
+	// ClaimCheckNoClient: no S3 client to read it (redrive.Config.Evidence).
 	ClaimCheckNoClient ClaimCheckCause = "no_client"
-	// ClaimCheckNoBucket: no eval bucket configured (Config.EvidenceBucket),
+	// ClaimCheckNoBucket: no eval bucket configured (redrive.Config.EvidenceBucket),
 	// so no bucket is trusted.
 	ClaimCheckNoBucket ClaimCheckCause = "no_bucket"
 	// ClaimCheckOtherBucket: the reference is in another bucket than the eval bucket.

@@ -25,7 +25,7 @@ type Plan struct {
 	// reconciliations) could not be read from the audit; empty when they were.
 	DecisionsUnread string `json:"decisions_unread,omitempty"`
 	// Filter is set when the plan is of the dead letters a filter chose
-	// (PlanRequest.Filter): its groups and counts are of those, and each
+	// (redrive.PlanRequest.Filter): its groups and counts are of those, and each
 	// step moves only those (a select with the same filter).
 	Filter *report.Filtered `json:"filter,omitempty"`
 }

@@ -13,12 +13,12 @@ import (
 // matches every field given.
 //
 // The CLI and the console only parse their flags or URL into a Filter
-// (ParseFilter); its matching lives here, once.
+// (triage.ParseFilter); its matching lives here, once.
 type Filter struct {
 	// Tool is the task's tool, exactly (dlq_meta's tool, else the body's).
 	Tool string `json:"tool,omitempty"`
 	// Tenant is the task's tenant, exactly, or its hashed form as reports
-	// show it where the pipeline hashes tenants (HashValue: "sha256:…").
+	// show it where the pipeline hashes tenants (triage.HashValue: "sha256:…").
 	Tenant string `json:"tenant,omitempty"`
 	// Since and Until bound when the letter was dead-lettered
 	// (Tagged.DeadLetteredAt): Since <= t < Until. A letter whose time is

@@ -57,7 +57,7 @@ type Tagged struct {
 	// taken as evidence ("" when they were, or when it has none): the broker
 	// moved the letter (DeadLetterQueueSourceArn), so whoever sent the task
 	// wrote them, or a principal other than the worker sent it (SenderId
-	// against Senders). Such a letter is tagged receive_limit, inferred, as
+	// against triage.Senders). Such a letter is tagged receive_limit, inferred, as
 	// SQS knows it, and Meta is nil: a producer's word never makes a letter
 	// redrivable.
 	Untrusted string

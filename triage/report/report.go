@@ -29,7 +29,7 @@ type Report struct {
 	// Complete is true when the scan saw every dead letter the DLQ held: the
 	// counts are exact and the lists of letters and keys are whole. False
 	// (added within version 1; a report without the field reads it from
-	// scan.partial): the counts are a lower bound, and Scan says why
+	// scan.partial): the counts are a lower bound, and triage.Scan says why
 	// (partial_reason, partial_cause) and when a rerun may see everything
 	// (retry_after_seconds). A command that must see every letter fails on it.
 	Complete bool `json:"complete"`
@@ -56,7 +56,7 @@ type Report struct {
 	// Filter is set when the report holds only the dead letters a Filter
 	// chose (added within version 1): its counts are of those.
 	Filter *Filtered `json:"filter,omitempty"`
-	// Written holds the keys of the report files Run kept (Config.Keep), JSON, Markdown
+	// Written holds the keys of the report files triage.Run kept (triage.Config.Keep), JSON, Markdown
 	// and HTML (not serialised:
 	// the report cannot name its own file's hash).
 	Written []string `json:"-"`
@@ -162,7 +162,7 @@ type ExportResult struct {
 
 // SHA256 is the hex SHA-256 of the report's JSON without its export
 // section: the eval export's manifest names the report by it, and a kept
-// report's key carries its start (ReportBase).
+// report's key carries its start (triage.ReportBase).
 func (r *Report) SHA256() string {
 	c := *r
 	c.Export = nil
