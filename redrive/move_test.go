@@ -24,9 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 )
 
-func transientGroups(n int) []Group {
-	return []Group{{deadletter.ReasonBudgetExhausted, "fp-be", n}}
-}
+func transientGroups(n int) []Group { return []Group{{deadletter.ReasonBudgetExhausted, "fp-be", n}} }
 
 func TestStartRefusals(t *testing.T) {
 	t.Parallel()

@@ -35,11 +35,18 @@ for (my $i = 0; $i < @parts; $i += 2) {
     # inside the old package: a bare name, not a field, not a key, not a field's name
     $parts[$i] =~ s/(?<![\w.])($ids)\b(?!\s*:[^=])/$new.$1/g;
     # constants as map keys (not a struct's field names: those are not in ids)
-    $parts[$i] =~ s/(?<![\w.])((?:Code|ClaimCheck|Clock)[A-Z]\w*)\b(?=\s*:[^=])/($1 =~ m{^(?:$ids)$}) ? "$new.$1" : $1/ge;
+    $parts[$i] =~ s/(?<![\w.])((?:Code|ClaimCheck|Clock)[A-Z]\w*)\b(?=\s*:[^=])/my $n = $1; ($n =~ m{^(?:$ids)$}) ? "$new.$n" : $n/ge;
     $parts[$i] =~ s/^(\t+)$new\.(\w+)([ \t]+)(?=[^\s\/])/$1$2$3/;
     $parts[$i] =~ s/^(func \([^)]*\) )$new\.(\w+)\(/$1$2(/;
     $parts[$i] =~ s/^(\t+)$new\.(\w+)\(/$1$2(/ if $old eq "redrive" && /^\t+\w+\(ctx/;
     $parts[$i] =~ s/(?<![\w.])decision\b(?!\s*:[^=])/redrivetype.Decision/g if $old eq "redrive";
+    if ($old eq "redrive") { # the moved types' unexported methods, now functions
+      $parts[$i] =~ s/\b([\w.]+)\.rejection\(/rejection($1, /g;
+      $parts[$i] =~ s/\b([\w.]+(?:\[\w+\])?)\.progress\(\)/progress($1)/g;
+      $parts[$i] =~ s/\b([\w.]+)\.narrowed\(/narrowPlan($1, /g;
+      $parts[$i] =~ s/\b([\w.]+)\.annotate\(/markDecisions($1, /g;
+    }
+    $parts[$i] =~ s/\.tagged\b/.Letters/g if $old eq "triage";
   } else {
     $parts[$i] =~ s/(?<![\w.])$old\.($ids)\b/$new.$1/g;
   }
