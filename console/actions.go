@@ -9,7 +9,8 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // refreshPost starts a triage run of a pipeline and shows its progress.
@@ -42,9 +43,9 @@ type redriveForm struct {
 
 type redriveData struct {
 	Form    redriveForm
-	Groups  []triage.Group // the selection
-	Plan    *redrive.Plan
-	Verdict redrive.Verdict
+	Groups  []report.Group // the selection
+	Plan    *redrivetype.Plan
+	Verdict redrivetype.Verdict
 	Total   int
 	Error   string
 	// PlanMore counts the plan's groups beyond the first planLimit, not listed.

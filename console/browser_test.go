@@ -30,10 +30,11 @@ import (
 	"github.com/agentdlq/agentdlq/local/esm"
 	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 	"github.com/agentdlq/agentdlq/triage/render"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
@@ -153,11 +154,11 @@ func seed(t *testing.T) *seeded {
 	// Earlier triage runs, for the chart's history.
 	reports := store.Folder{Root: t.TempDir()}
 	for h := 6; h >= 1; h-- {
-		var msgs []triage.Message
+		var msgs []dlq.Message
 		for i := range 3 + (6-h)*2 {
 			reason := []deadletter.Reason{deadletter.ReasonToolUnknown, deadletter.ReasonSchemaInvalid, deadletter.ReasonBudgetExhausted}[i%3]
 			attrs, _ := deadletter.EncodeDeadLetter(deadletter.Meta{Class: reason.Class(), Reason: reason, NextAction: reason.NextAction(), DeadLetteredAt: now.Add(-time.Duration(h) * time.Hour)}, nil)
-			msgs = append(msgs, triage.Message{MessageID: fmt.Sprintf("h%d-%d", h, i), Body: "{}", Attributes: attrs, SentTimestamp: now.Add(-time.Duration(h) * time.Hour)})
+			msgs = append(msgs, dlq.Message{MessageID: fmt.Sprintf("h%d-%d", h, i), Body: "{}", Attributes: attrs, SentTimestamp: now.Add(-time.Duration(h) * time.Hour)})
 		}
 		at := now.Add(-time.Duration(h) * time.Hour)
 		_, err := render.WriteReport(ctx, reports, triage.Build(tagAll(msgs), p, at), at)
@@ -279,7 +280,7 @@ func TestBrowser(t *testing.T) {
 	// 4. Refused: the wrong owner.
 	run("wrong owner", chromedp.Navigate(redriveURL), chromedp.WaitVisible(css(`#owner`)), form("mallory"),
 		chromedp.Click(css(`button[value="redrive"]`)), chromedp.WaitVisible(css(`#outcome`)), shoot("refused"))
-	assert.Contains(t, text("#outcome"), "Refused ("+redrive.CodeOwner+")")
+	assert.Contains(t, text("#outcome"), "Refused ("+redrivetype.CodeOwner+")")
 
 	// 5. The redrive, with the worker running: progress, the canary, the audit.
 	run("redrive", chromedp.Navigate(redriveURL), chromedp.WaitVisible(css(`#owner`)), form(s.p.Owner),

@@ -26,9 +26,12 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 	"github.com/agentdlq/agentdlq/triage/eval"
 	"github.com/agentdlq/agentdlq/triage/render"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // page is what the layout renders around a page's own data.
@@ -76,7 +79,7 @@ type overviewRow struct {
 	// NotCreated is set when the pipeline's queues do not exist
 	// (ErrQueuesNotFound, or SQS says so): Local says where.
 	NotCreated, Local bool
-	Report            *triage.Report
+	Report            *report.Report
 	Refreshing        bool
 }
 
@@ -214,18 +217,18 @@ func (s *Server) reportHTML(w http.ResponseWriter, r *http.Request) {
 // ---- group ----
 
 type groupData struct {
-	G        *triage.Group
+	G        *report.Group
 	Letters  []letterRow
 	More     int
 	InMemory bool
-	Verdict  redrive.Verdict
+	Verdict  redrivetype.Verdict
 	Expiring int
 	Warning  int
 	// Decision is the group's line of the plan, marked with the owner's
 	// past decisions (a rejection; for effect_unknown, the keys reconciled)
 	// and the command to run next; DecisionsUnread says why the decisions
 	// could not be read.
-	Decision        redrive.PlanGroup
+	Decision        redrivetype.PlanGroup
 	DecisionsUnread string
 	// Keys are the effect_unknown group's idempotency keys from KeysFrom
 	// (at most groupKeyLimit), with their ledger state; KeysTotal counts the
@@ -301,7 +304,7 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if d.InMemory {
-		ls := g.Letters()
+		ls := g.Letters
 		window := time.Duration(p.Triage.WarningHours) * time.Hour
 		retention := time.Duration(rep.Expiry.DLQRetentionSeconds) * time.Second
 		for _, t := range ls {
@@ -335,8 +338,8 @@ func (s *Server) tenant(p *pipeline.Pipeline, tn string) string {
 
 type letterData struct {
 	ID        string
-	T         *triage.Tagged
-	Group     *triage.Group
+	T         *dlq.Tagged
+	Group     *report.Group
 	Expiry    triage.Expiry
 	Countdown string
 	Soon      bool
@@ -609,7 +612,7 @@ func consoleFuncs() template.FuncMap {
 
 // reconciledLine is a plan group's reconciled keys in a line: "2/3 keys
 // reconciled (1 effect_confirmed, 1 no_effect)".
-func reconciledLine(g redrive.PlanGroup) string {
+func reconciledLine(g redrivetype.PlanGroup) string {
 	n := 0
 	var parts []string
 	for _, o := range ledger.AllOutcomes() {

@@ -17,16 +17,16 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/sqsfake"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // reconcileFixture is a console over 8 ordinary dead letters and one
 // effect_unknown letter for each key, whose ledger entries are what the
 // worker leaves (effect started, no receipt).
-func reconcileFixture(t *testing.T, keys ...string) (*fixture, *triage.Group) {
+func reconcileFixture(t *testing.T, keys ...string) (*fixture, *report.Group) {
 	t.Helper()
 	f := newFixtureOf(t, append(letters(t, 8), effectUnknownLetters(t, keys...)...))
 	for _, k := range keys {
@@ -42,7 +42,7 @@ func reconcileFixture(t *testing.T, keys ...string) (*fixture, *triage.Group) {
 	return nil, nil
 }
 
-func reconcileValues(g *triage.Group, key, outcome, receipt, owner, why string) url.Values {
+func reconcileValues(g *report.Group, key, outcome, receipt, owner, why string) url.Values {
 	return url.Values{"p": {"agent-tasks"}, "key": {key}, "r": {string(g.Reason)}, "fp": {g.Fingerprint},
 		"outcome": {outcome}, "receipt": {receipt}, "owner": {owner}, "why": {why}}
 }
@@ -191,7 +191,7 @@ func TestReconcileRefusals(t *testing.T) {
 		send    func() *httptest.ResponseRecorder
 		code    int
 		want    []string
-		refusal redrive.Code // "": not audited (refused before redrive)
+		refusal redrivetype.Code // "": not audited (refused before redrive)
 	}{
 		{name: "no CSRF token", code: http.StatusForbidden, want: []string{"CSRF token is missing or wrong"},
 			send: func() *httptest.ResponseRecorder {
@@ -201,30 +201,30 @@ func TestReconcileRefusals(t *testing.T) {
 			send: func() *httptest.ResponseRecorder {
 				return raw(withCSRF(reconcileValues(g, "eu-b", "no_effect", "", owner, "x")), "http://evil.example")
 			}},
-		{name: "wrong owner", code: http.StatusUnprocessableEntity, refusal: redrive.CodeOwner,
+		{name: "wrong owner", code: http.StatusUnprocessableEntity, refusal: redrivetype.CodeOwner,
 			want: []string{`Owner &#34;mallory&#34; may not reconcile the ledger keys of pipeline &#34;agent-tasks&#34;`},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "eu-b", "no_effect", "", "mallory", "x"))
 			}},
-		{name: "no why", code: http.StatusUnprocessableEntity, refusal: redrive.CodeWhy, want: []string{"say how the effect was reconciled"},
+		{name: "no why", code: http.StatusUnprocessableEntity, refusal: redrivetype.CodeWhy, want: []string{"say how the effect was reconciled"},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "eu-b", "no_effect", "", owner, " "))
 			}},
-		{name: "confirmed without a receipt", code: http.StatusUnprocessableEntity, refusal: redrive.CodeBadInput, want: []string{"needs the effect&#39;s receipt"},
+		{name: "confirmed without a receipt", code: http.StatusUnprocessableEntity, refusal: redrivetype.CodeBadInput, want: []string{"needs the effect&#39;s receipt"},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "eu-b", "effect_confirmed", "", owner, "x"))
 			}},
-		{name: "conflicting outcome", code: http.StatusUnprocessableEntity, refusal: redrive.CodeReconciled,
+		{name: "conflicting outcome", code: http.StatusUnprocessableEntity, refusal: redrivetype.CodeReconciled,
 			want: []string{"another outcome was recorded for this key before: ", "a reconciliation is not changed", "was reconciled as no_effect by " + owner, "reconciled: no_effect"},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "eu-a", "effect_confirmed", "msg-1", owner, "x"))
 			}},
-		{name: "live lease", code: http.StatusUnprocessableEntity, refusal: redrive.CodeNotEffectUnknown,
+		{name: "live lease", code: http.StatusUnprocessableEntity, refusal: redrivetype.CodeNotEffectUnknown,
 			want: []string{"there is nothing to reconcile for this key now", "a delivery holds &#34;eu-leased&#34; until", "in progress (a delivery holds it)"},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "eu-leased", "no_effect", "", owner, "x"))
 			}},
-		{name: "unknown key", code: http.StatusUnprocessableEntity, refusal: redrive.CodeNotEffectUnknown,
+		{name: "unknown key", code: http.StatusUnprocessableEntity, refusal: redrivetype.CodeNotEffectUnknown,
 			want: []string{"the ledger holds no entry for &#34;scope:11:agent-tasks:0::nope&#34;", "no ledger entry"},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "nope", "no_effect", "", owner, "x"))
@@ -345,7 +345,7 @@ func TestReconcileInAWSRecordsTheCaller(t *testing.T) {
 	effectUnknownKey(t, f.led, "eu-b")
 	w = f.post(t, "/reconcile", reconcileValues(g, "eu-b", "no_effect", "", f.p.Owner, "x"))
 	require.Equal(t, http.StatusUnprocessableEntity, w.Code)
-	assert.Contains(t, w.Body.String(), "Reconcile refused ("+string(redrive.CodeIdentity)+")")
+	assert.Contains(t, w.Body.String(), "Reconcile refused ("+string(redrivetype.CodeIdentity)+")")
 	e, _, err := f.led.Get(context.Background(), "eu-b")
 	require.NoError(t, err)
 	assert.True(t, e.EffectUnknown(t0))

@@ -18,7 +18,8 @@ import (
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // selectAPI is the SQS calls of a selective redrive (part of API).
@@ -66,7 +67,7 @@ type SelectRequest struct {
 	// Filter is optional: of the dead letters of Reasons (and
 	// Fingerprints), only those it chooses move (triage.Filter: tool,
 	// tenant, time window, error text). The audit record names it.
-	Filter triage.Filter
+	Filter dlq.Filter
 	// Groups is optional: the DLQ's groups from a read-only scan
 	// (a triage report's). With them, each of Fingerprints may be a
 	// unique prefix of at least 8 characters. Without them, Select scans
@@ -116,17 +117,6 @@ type movedLetter struct {
 	BodySHA256        string            `json:"body_sha256"`
 }
 
-// Unrestored is a chosen dead letter that a selective redrive left in the
-// DLQ because its claim check restored nothing.
-type Unrestored struct {
-	DLQMessageID      string            `json:"dlq_message_id"`
-	OriginalMessageID string            `json:"original_message_id,omitempty"`
-	Reason            deadletter.Reason `json:"reason"`
-	ClaimCheck        string            `json:"claim_check"`
-	Cause             ClaimCheckCause   `json:"cause"`
-	Error             string            `json:"error"`
-}
-
 // SelectResult counts what a selective redrive saw and did. Every message
 // seen is either moved, released (not chosen, or a dry run), deleted as a
 // copy of one moved (CopiesDeleted), left in the DLQ because its claim
@@ -151,10 +141,10 @@ type SelectResult struct {
 	// it again; the pass goes on with the others, and Select then returns
 	// an error that says so. A dry run reads the claim checks as a move
 	// would and counts here the letters that would stay (no error).
-	ClaimCheckFailed   int                     `json:"claim_check_failed"`
-	ClaimCheckFailedBy map[ClaimCheckCause]int `json:"claim_check_failed_by,omitempty"`
+	ClaimCheckFailed   int                                 `json:"claim_check_failed"`
+	ClaimCheckFailedBy map[redrivetype.ClaimCheckCause]int `json:"claim_check_failed_by,omitempty"`
 	// Unrestored lists the first MaxLetters of them.
-	Unrestored []Unrestored `json:"unrestored,omitempty"`
+	Unrestored []redrivetype.Unrestored `json:"unrestored,omitempty"`
 	// DeleteFailed: sent, but the delete failed: the dead letter stays in the
 	// DLQ and a rerun sends it again (absorbed by the idempotency key).
 	DeleteFailed int `json:"delete_failed"`
@@ -389,36 +379,36 @@ func unrestoredErr(res *SelectResult) error {
 func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
 	if res.EffectConfirmed+res.NotReconciled > 0 {
 		var why []string
-		var next []Step
+		var next []redrivetype.Step
 		eu := deadletter.ReasonEffectUnknown
 		if res.NotReconciled > 0 {
 			why = append(why, fmt.Sprintf("%d not reconciled as no effect: reconcile each key first (the triage report lists them)", res.NotReconciled))
-			next = append(next, Step{Action: audit.ActionReconcile, Reason: eu, Needs: []string{"Key", "Outcome"}})
+			next = append(next, redrivetype.Step{Action: audit.ActionReconcile, Reason: eu, Needs: []string{"Key", "Outcome"}})
 		}
 		if res.EffectConfirmed > 0 {
 			why = append(why, fmt.Sprintf("%d with their effect confirmed: they never run again; reject them or let retention drop them", res.EffectConfirmed))
-			next = append(next, Step{Action: audit.ActionReject, Reason: eu})
+			next = append(next, redrivetype.Step{Action: audit.ActionReject, Reason: eu})
 		}
-		rf := refuse(CodeForbidden, "no effect_unknown dead letter may move: %s", strings.Join(why, "; "))
+		rf := refuse(redrivetype.CodeForbidden, "no effect_unknown dead letter may move: %s", strings.Join(why, "; "))
 		rf.Next = next
 		return rf
 	}
 	if len(req.Fingerprints) > 0 {
 		// Letters a canary moved are on the hot queue until the worker
 		// dead-letters them again: a rerun then finds them.
-		rf := refuseField(CodeUnknownGroup, "Fingerprints", "%s: the DLQ, seen whole, holds no dead letter of reason %s with it now (letters a canary moved come back only when the worker dead-letters them again)",
+		rf := refuseField(redrivetype.CodeUnknownGroup, "Fingerprints", "%s: the DLQ, seen whole, holds no dead letter of reason %s with it now (letters a canary moved come back only when the worker dead-letters them again)",
 			strings.Join(req.Fingerprints, ", "), joinReasons(req.Reasons))
-		rf.Next = []Step{{Action: audit.ActionPlan}}
+		rf.Next = []redrivetype.Step{{Action: audit.ActionPlan}}
 		return rf
 	}
 	if !req.Filter.IsZero() {
-		rf := refuseField(CodeNothingSelected, "Filter", "%s: the DLQ, seen whole, holds no dead letter of reason %s that the filter chooses (%d of the reason seen)",
+		rf := refuseField(redrivetype.CodeNothingSelected, "Filter", "%s: the DLQ, seen whole, holds no dead letter of reason %s that the filter chooses (%d of the reason seen)",
 			r.filterText(req.Filter), joinReasons(req.Reasons), res.ofReason)
-		rf.Next = []Step{{Action: audit.ActionPlan}}
+		rf.Next = []redrivetype.Step{{Action: audit.ActionPlan}}
 		return rf
 	}
-	rf := refuseField(CodeNothingSelected, "Reasons", "%s: the DLQ, seen whole, holds no dead letter of it", joinReasons(req.Reasons))
-	rf.Next = []Step{{Action: audit.ActionPlan}}
+	rf := refuseField(redrivetype.CodeNothingSelected, "Reasons", "%s: the DLQ, seen whole, holds no dead letter of it", joinReasons(req.Reasons))
+	rf.Next = []redrivetype.Step{{Action: audit.ActionPlan}}
 	return rf
 }
 
@@ -433,18 +423,18 @@ func joinReasons(rs []deadletter.Reason) string {
 // checkSelect is everything that must hold before a message moves.
 func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *SelectResult) error {
 	if len(req.Reasons) == 0 {
-		return refuseField(CodeUnknownReason, "Reasons", "is required: redrive one class of cause at a time")
+		return refuseField(redrivetype.CodeUnknownReason, "Reasons", "is required: redrive one class of cause at a time")
 	}
 	for _, x := range req.Reasons {
 		if !x.Valid() {
-			return refuseField(CodeUnknownReason, "Reasons", "%q is not a reason of the taxonomy", x)
+			return refuseField(redrivetype.CodeUnknownReason, "Reasons", "%q is not a reason of the taxonomy", x)
 		}
 	}
 	if req.Canary < 0 {
-		return refuseField(CodeBadInput, "Canary", "%d is negative: give 0 (no canary) or more", req.Canary)
+		return refuseField(redrivetype.CodeBadInput, "Canary", "%d is negative: give 0 (no canary) or more", req.Canary)
 	}
 	if req.Limit < 0 {
-		return refuseField(CodeBadInput, "Limit", "%d is negative: give 0 (every chosen letter) or more", req.Limit)
+		return refuseField(redrivetype.CodeBadInput, "Limit", "%d is negative: give 0 (every chosen letter) or more", req.Limit)
 	}
 	if err := checkFilter(req.Filter); err != nil {
 		return err
@@ -469,7 +459,7 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 		return err
 	}
 	if d.visible+d.inFlight == 0 {
-		return refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.cfg.Pipeline.Name)
+		return refuse(redrivetype.CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.cfg.Pipeline.Name)
 	}
 	res.DepthAtStart, res.dlqVisibility = d.visible+d.inFlight, d.visibility
 	return nil
@@ -601,14 +591,14 @@ func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv moved
 	if cc := st.claimCheck; cc != nil {
 		res.ClaimCheckFailed++
 		if res.ClaimCheckFailedBy == nil {
-			res.ClaimCheckFailedBy = map[ClaimCheckCause]int{}
+			res.ClaimCheckFailedBy = map[redrivetype.ClaimCheckCause]int{}
 		}
 		res.ClaimCheckFailedBy[cc.Cause]++
 		if res.claimCheckErr == nil {
 			res.claimCheckErr = cc
 		}
 		if len(res.Unrestored) < MaxLetters {
-			res.Unrestored = append(res.Unrestored, Unrestored{DLQMessageID: mv.DLQMessageID, OriginalMessageID: mv.OriginalMessageID,
+			res.Unrestored = append(res.Unrestored, redrivetype.Unrestored{DLQMessageID: mv.DLQMessageID, OriginalMessageID: mv.OriginalMessageID,
 				Reason: reason, ClaimCheck: cc.Ref, Cause: cc.Cause, Error: cc.message()})
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -201,7 +202,7 @@ func (f *redriveFlags) open(ctx context.Context, action audit.Action, who redriv
 	q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
 	if err != nil {
 		if errors.Is(err, topology.ErrNotFound) {
-			return nil, f.refused(ctx, &cfg, action, who, &redrive.Refusal{Code: redrive.CodeDLQMissing, Reason: fmt.Sprintf("pipeline %q: %v", p.Name, err)})
+			return nil, f.refused(ctx, &cfg, action, who, &redrive.Refusal{Code: redrivetype.CodeDLQMissing, Reason: fmt.Sprintf("pipeline %q: %v", p.Name, err)})
 		}
 		return nil, fmt.Errorf("pipeline %q queues: %w", p.Name, err)
 	}
@@ -246,7 +247,7 @@ type flagError struct {
 	// p and next are the pipeline and the refusal's next steps, which
 	// a JSON error lists as data with their command lines.
 	p    *pipeline.Pipeline
-	next []redrive.Step
+	next []redrivetype.Step
 }
 
 func (e *flagError) Error() string { return e.msg }
@@ -258,7 +259,7 @@ func (e *flagError) Unwrap() error { return e.err }
 func inFlags(err error, p *pipeline.Pipeline) error {
 	if errors.Is(err, redrive.ErrUnsupported) && p != nil {
 		// No move tasks on this endpoint (the local emulator): select works.
-		next := []redrive.Step{{Action: audit.ActionSelect, Reason: "REASON"}}
+		next := []redrivetype.Step{{Action: audit.ActionSelect, Reason: "REASON"}}
 		return &flagError{msg: err.Error() + nextLines(p, next), err: err, p: p, next: next}
 	}
 	var rf *redrive.Refusal
@@ -350,7 +351,7 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 			ctx := cmd.Context()
 			filter, err := ff.parse(time.Now())
 			if err != nil {
-				return f.refused(ctx, nil, audit.ActionPlan, redrive.Who{Owner: actorOr(actor)}, &redrive.Refusal{Code: redrive.CodeBadInput, Reason: err.Error()})
+				return f.refused(ctx, nil, audit.ActionPlan, redrive.Who{Owner: actorOr(actor)}, &redrive.Refusal{Code: redrivetype.CodeBadInput, Reason: err.Error()})
 			}
 			r, err := f.open(ctx, audit.ActionPlan, redrive.Who{Owner: actorOr(actor)}, nil)
 			if err != nil {
@@ -446,7 +447,7 @@ func newRedriveStatusCmd(f *redriveFlags) *cobra.Command {
 			switch {
 			case out.JSON():
 				if tasks == nil {
-					tasks = []redrive.MoveTask{}
+					tasks = []redrivetype.MoveTask{}
 				}
 				return writeJSON(w, tasks)
 			case out.Markdown():
@@ -551,7 +552,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 			}
 			filter, err := ff.parse(time.Now())
 			if err != nil {
-				return f.refused(ctx, nil, audit.ActionSelect, who, &redrive.Refusal{Code: redrive.CodeBadInput, Reason: err.Error()})
+				return f.refused(ctx, nil, audit.ActionSelect, who, &redrive.Refusal{Code: redrivetype.CodeBadInput, Reason: err.Error()})
 			}
 			var b *bar
 			f.onCanary = canaryProgress(f.g.console(cmd.ErrOrStderr()))

@@ -25,6 +25,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
@@ -185,7 +186,7 @@ func TestRedriveCLIMixedEndpointsAreNotLocal(t *testing.T) {
 			recs := auditLines(t, auditFile)
 			require.Len(t, recs, 1)
 			assert.Equal(t, audit.OutcomeRefused, recs[0].Outcome)
-			assert.Equal(t, string(redrive.CodeSTSEndpoint), redriveCode(recs[0].Error), recs[0].Error)
+			assert.Equal(t, string(redrivetype.CodeSTSEndpoint), redriveCode(recs[0].Error), recs[0].Error)
 			assert.Equal(t, audit.CallerNotChecked, recs[0].Caller.Check)
 		})
 	}
@@ -219,7 +220,7 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 
 	out, code := runCLI(t, append([]string{"redrive", "plan", "--json"}, common...)...)
 	require.Equal(t, 0, code, out)
-	var plan redrive.Plan
+	var plan redrivetype.Plan
 	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
 	assert.Equal(t, 4, plan.Total)
 	require.Len(t, plan.Groups, 2)
@@ -334,10 +335,10 @@ func TestRedriveCLICanaryWithoutAWorker(t *testing.T) {
 // restored nothing, by cause, and names each one, apart from failed sends.
 func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
 	res := &redrive.SelectResult{Seen: 3, Matched: 3, Moved: 1, ByReason: map[deadletter.Reason]int{deadletter.ReasonUnclassified: 1},
-		ClaimCheckFailed: 2, ClaimCheckFailedBy: map[redrive.ClaimCheckCause]int{redrive.ClaimCheckMissing: 1, redrive.ClaimCheckUnreadable: 1},
-		Unrestored: []redrive.Unrestored{
-			{DLQMessageID: "d-1", Reason: deadletter.ReasonUnclassified, Cause: redrive.ClaimCheckMissing, Error: "read claim check s3://b/k1: NoSuchKey: the dead letter stays in the DLQ"},
-			{DLQMessageID: "d-2", Reason: deadletter.ReasonUnclassified, Cause: redrive.ClaimCheckUnreadable, Error: "read claim check s3://b/k2: AccessDenied: the dead letter stays in the DLQ"},
+		ClaimCheckFailed: 2, ClaimCheckFailedBy: map[redrivetype.ClaimCheckCause]int{redrivetype.ClaimCheckMissing: 1, redrivetype.ClaimCheckUnreadable: 1},
+		Unrestored: []redrivetype.Unrestored{
+			{DLQMessageID: "d-1", Reason: deadletter.ReasonUnclassified, Cause: redrivetype.ClaimCheckMissing, Error: "read claim check s3://b/k1: NoSuchKey: the dead letter stays in the DLQ"},
+			{DLQMessageID: "d-2", Reason: deadletter.ReasonUnclassified, Cause: redrivetype.ClaimCheckUnreadable, Error: "read claim check s3://b/k2: AccessDenied: the dead letter stays in the DLQ"},
 		}}
 	var out strings.Builder
 	writeSelectResult(&out, "agent-tasks", res, false)
@@ -395,7 +396,7 @@ func TestRedriveCLIClaimCheckBucket(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &je), out)
 	assert.Equal(t, codeFailed, je.Code)
 	assert.Equal(t, 0, je.Result.Moved)
-	assert.Equal(t, map[redrive.ClaimCheckCause]int{redrive.ClaimCheckOtherBucket: 1}, je.Result.ClaimCheckFailedBy)
+	assert.Equal(t, map[redrivetype.ClaimCheckCause]int{redrivetype.ClaimCheckOtherBucket: 1}, je.Result.ClaimCheckFailedBy)
 	require.Len(t, je.Result.Unrestored, 1)
 	assert.Contains(t, je.Result.Unrestored[0].Error, "is not in the eval bucket "+bucket+"-other")
 

@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/eval"
 	"github.com/agentdlq/agentdlq/triage/render"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -242,7 +243,7 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 
 // partialScanError says that the scan did not see every dead letter, why,
 // and when or how a rerun may; it wraps triage.ErrScanPartial.
-func partialScanError(st triage.ScanStats, pipelineName string, keys bool) error {
+func partialScanError(st report.ScanStats, pipelineName string, keys bool) error {
 	rerun := "agentdlq triage --pipeline " + pipelineName
 	if keys {
 		rerun += " --keys"
@@ -307,7 +308,7 @@ var errKeyWithNUL = errors.New("a key holds a NUL byte, which would end it early
 // (keysNull), or as JSON (keysJSON, JSON-escaped: exact). Keys beyond the
 // report's cap, and plain keys printed escaped, are said on stderr, so that
 // stdout stays a list. A partial scan prints none (run).
-func printKeys(w, stderr io.Writer, r *triage.Report, form keysForm) error {
+func printKeys(w, stderr io.Writer, r *report.Report, form keysForm) error {
 	keys, omitted := effectUnknownKeys(r)
 	if form == keysJSON {
 		if keys == nil {
@@ -351,7 +352,7 @@ func printKeys(w, stderr io.Writer, r *triage.Report, form keysForm) error {
 // ledger is the ledger table to read, if any.
 func (f *triageFlags) ledger() string { return ledgerTableName(f.ledgerTable) }
 
-func (f *triageFlags) print(w io.Writer, r *triage.Report) error {
+func (f *triageFlags) print(w io.Writer, r *report.Report) error {
 	switch {
 	case f.out.JSON():
 		return writeJSON(w, r)
@@ -400,7 +401,7 @@ func (b *scanBar) finish() {
 
 // effectUnknownKeys returns the idempotency keys the report lists for its
 // effect_unknown groups, sorted and distinct, and how many it left out.
-func effectUnknownKeys(r *triage.Report) (keys []string, omitted int) {
+func effectUnknownKeys(r *report.Report) (keys []string, omitted int) {
 	seen := map[string]bool{}
 	for _, g := range r.Groups {
 		if g.Reason != deadletter.ReasonEffectUnknown {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -62,7 +63,7 @@ func TestTriageCLIEmulator(t *testing.T) {
 	out, reports := t.TempDir(), t.TempDir()
 	stdout, code := runCLI(t, "triage", "--pipeline", "agent-tasks", "--json", "--ledger-table", table, "--export-evals", out, "--reports", reports, "--no-progress")
 	require.Equal(t, 0, code, stdout)
-	var r triage.Report
+	var r report.Report
 	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
 	assert.Equal(t, 5, r.Totals.Messages)
 	assert.False(t, r.Partial, r.PartialReasons)
@@ -145,7 +146,7 @@ func TestTriageCLIPartialScan(t *testing.T) {
 		Error    string        `json:"error"`
 		Code     string        `json:"code"`
 		ExitCode int           `json:"exit_code"`
-		Result   triage.Report `json:"result"`
+		Result   report.Report `json:"result"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), "one JSON document: %s", stdout)
 	assert.Equal(t, "scan_partial", doc.Code, "a partial scan is the same outcome whether triage or redrive scanned")

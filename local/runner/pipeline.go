@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // Config says which pipeline to set up, and how.
@@ -278,12 +279,12 @@ func (l *Local) HandlerTime() time.Duration {
 }
 
 // DeadLetters scans the DLQ read-only and tags every message as triage does.
-func (l *Local) DeadLetters(ctx context.Context, o triage.ScanOptions) ([]triage.Tagged, error) {
+func (l *Local) DeadLetters(ctx context.Context, o triage.ScanOptions) ([]dlq.Tagged, error) {
 	msgs, _, err := triage.Scan(ctx, l.SQS, l.Queues.DLQURL, o)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]triage.Tagged, len(msgs))
+	out := make([]dlq.Tagged, len(msgs))
 	for i, m := range msgs {
 		out[i] = triage.Tag(m)
 	}
@@ -298,7 +299,7 @@ func (l *Local) Depth(ctx context.Context, url string) (int, error) {
 // Account says where every sent message ended up: processed (done is
 // asked whether a key is done), dead-lettered by reason (the tagged DLQ),
 // in flight (the hot queue's depth), or lost.
-func (l *Local) Account(ctx context.Context, sent []workload.Sent, dead []triage.Tagged, done func(key string) bool) (workload.Accounting, error) {
+func (l *Local) Account(ctx context.Context, sent []workload.Sent, dead []dlq.Tagged, done func(key string) bool) (workload.Accounting, error) {
 	depth, err := l.Depth(ctx, l.Queues.HotURL)
 	if err != nil {
 		return workload.Accounting{}, err
