@@ -706,3 +706,27 @@ const (
 	// when its SenderId is one of them (triage.Senders).
 	TagSenders = "agentdlq:dlq-senders"
 )
+
+// MaxMessageGroupIDLen is SQS's limit on a MessageGroupId: 128 characters,
+// each a letter, a digit or ASCII punctuation.
+const MaxMessageGroupIDLen = 128
+
+// TenantGroupID is the MessageGroupId of a task of tenant on a fair
+// (standard) queue: the tenant itself, or "" when it cannot be one (empty,
+// longer than 128 characters, or holding a character SQS refuses in a
+// MessageGroupId: a space, a non-ASCII letter). A message sent without a
+// MessageGroupId is a tenant of its own to SQS, which keeps it from being
+// held behind a noisy tenant but makes no tenant of it either; a producer
+// whose tenants are not such identifiers should map them to ones that are.
+func TenantGroupID(tenant string) string {
+	if tenant == "" || len(tenant) > MaxMessageGroupIDLen {
+		return ""
+	}
+	for i := 0; i < len(tenant); i++ {
+		c := tenant[i]
+		if c <= ' ' || c > '~' { // ASCII letters, digits and punctuation are '!'..'~'
+			return ""
+		}
+	}
+	return tenant
+}

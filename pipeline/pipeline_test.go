@@ -361,3 +361,21 @@ func TestFairQueueTenants(t *testing.T) {
 		})
 	}
 }
+
+func TestTenantGroupID(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ tenant, want string }{
+		{"acme", "acme"},
+		{"tenant-0042", "tenant-0042"},
+		{"org:acme/team_1@eu", "org:acme/team_1@eu"},
+		{"", ""},
+		{"acme corp", ""}, // a space
+		{"café", ""},      // non-ASCII
+		{"acme\n", ""},    // a control character
+		{strings.Repeat("a", 128), strings.Repeat("a", 128)},
+		{strings.Repeat("a", 129), ""},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, TenantGroupID(tt.tenant), "%q", tt.tenant)
+	}
+}

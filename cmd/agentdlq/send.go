@@ -41,7 +41,9 @@ input is a file, or - for stdin, in one of three shapes detected from the conten
 
 Bodies are sent as they are, valid or not: the worker classifies them. On a
 FIFO queue each task's run_id is its message group and its task_id the
-deduplication id.`,
+deduplication id. On a standard queue each task's tenant is its message group
+(SQS fair queues: one tenant's backlog does not hold up the others), unless
+the pipeline sets fair_queue_tenant to false.`,
 		Example: `  agentdlq send --pipeline agent-tasks events/testdata/sqs-mixed.json
   agentdlq send --pipeline agent-tasks tasks.jsonl
   printf '%s\n' "$TASK_JSON" | agentdlq send --pipeline agent-tasks -
@@ -78,6 +80,9 @@ deduplication id.`,
 				return fmt.Errorf("pipeline %q: %w", p.Name, err)
 			}
 			bar := g.newBar(c.ErrOrStderr(), int64(len(tasks)), "sending")
+			if !q.FIFO {
+				tasks = workload.FairQueue(p, tasks) // the tenant as MessageGroupId (fair_queue_tenant)
+			}
 			sent, err := workload.SendProgress(ctx, client, q.HotURL, q.FIFO, tasks, 4, bar.Add)
 			bar.Finish()
 			if err != nil {

@@ -40,7 +40,9 @@ type SendAPI interface {
 // Send sends tasks to queueURL in batches of ten with `senders` concurrent
 // senders and returns them with their message ids, in task order. A FIFO
 // queue gets each task's run as its message group and its task id as the
-// deduplication id. Any entry that fails fails the whole Send.
+// deduplication id; a standard queue gets a task's TenantGroup, when it has
+// one, as its MessageGroupId (FairQueue). Any entry that fails fails the
+// whole Send.
 func Send(ctx context.Context, api SendAPI, queueURL string, fifo bool, tasks []Task, senders int) ([]Sent, error) {
 	return SendProgress(ctx, api, queueURL, fifo, tasks, senders, nil)
 }
@@ -67,6 +69,8 @@ func SendProgress(ctx context.Context, api SendAPI, queueURL string, fifo bool, 
 					if fifo {
 						e.MessageGroupId = aws.String(tasks[i].Group)
 						e.MessageDeduplicationId = aws.String(tasks[i].TaskID)
+					} else if g := tasks[i].TenantGroup; g != "" {
+						e.MessageGroupId = aws.String(g) // the tenant: a fair queue
 					}
 					entries = append(entries, e)
 				}

@@ -104,6 +104,10 @@ type Task struct {
 	Body string
 	// Group is the FIFO message group (the run id).
 	Group string
+	// TenantGroup is the MessageGroupId on a standard queue: the task's
+	// tenant when the pipeline makes its hot queue a fair queue
+	// (FairQueue); "" sends none.
+	TenantGroup string
 }
 
 // KindOf reads the kind back from a body's task id (or from the raw body
