@@ -57,6 +57,13 @@ type Report struct {
 	Expiry         ExpirySummary `json:"expiry"`
 	// Groups are ordered by reason (most messages first), then by count.
 	Groups []Group `json:"groups"`
+	// Tenants break the letters down by tenant, most letters first, at
+	// most 50 (TenantsOmitted counts the rest). Added within version 1.
+	Tenants        []TenantTotal `json:"tenants"`
+	TenantsOmitted int           `json:"tenants_omitted,omitempty"`
+	// SLO is the pipeline's dead-letter objective and the period's error
+	// budget spent (SLOStatus). Added within version 1.
+	SLO *SLOStatus `json:"slo,omitempty"`
 	// Attention lists what stands out: redrive loops, repeat keys, recurring
 	// poison, unreadable metadata, expiry risk.
 	Attention []string `json:"attention,omitempty"`
@@ -267,6 +274,7 @@ func buildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o buildOpti
 		repeat  map[string]bool
 	}
 	groups := map[string]*groupAcc{} // by reason + fingerprint
+	tenants := map[string]*tenantAcc{}
 	var order []*groupAcc
 	keyCount := map[string]int{} // idempotency key -> messages in this DLQ
 	for i := range tagged {
@@ -356,6 +364,12 @@ func buildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o buildOpti
 		if tn := t.Hints.Tenant; tn != "" {
 			acc.tenants[tn] = true
 		}
+		ta := tenants[t.Hints.Tenant]
+		if ta == nil {
+			ta = &tenantAcc{byReason: map[deadletter.Reason]int{}}
+			tenants[t.Hints.Tenant] = ta
+		}
+		ta.add(t, age)
 		if len(g.SampleMessageIDs) < maxSampleIDs {
 			g.SampleMessageIDs = append(g.SampleMessageIDs, t.MessageID)
 		}
@@ -467,6 +481,8 @@ func buildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o buildOpti
 			r.Totals.RecurringPoisonGroups++
 		}
 	}
+	r.Tenants, r.TenantsOmitted = tenantTotals(tenants, r.Totals.Messages, now, hashTenants)
+	r.SLO = sloStatus(tagged, p, now)
 	r.Attention = attention(r, p)
 	return r
 }
@@ -512,6 +528,11 @@ func attention(r *Report, p *pipeline.Pipeline) []string {
 	if e := r.Expiry; e.RetentionSource == "queue" && e.DLQRetentionSeconds != int64(e.DLQRetentionHours)*3600 {
 		out = append(out, fmt.Sprintf("the DLQ's retention is %s, the pipeline definition says %dh: expiry follows the queue; fix one of them",
 			time.Duration(e.DLQRetentionSeconds)*time.Second, e.DLQRetentionHours))
+	}
+	for _, t := range r.Tenants {
+		if t.Dominant {
+			out = append(out, dominantAttention(t))
+		}
 	}
 	if r.Totals.RedriveLoop > 0 {
 		out = append(out, plural(r.Totals.RedriveLoop, "message")+" in a redrive loop (redrive_loop, or redriven at least "+itoa(p.RedriveLoopAfter)+" times): reject, do not redrive")

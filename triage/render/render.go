@@ -29,7 +29,11 @@ func Text(w io.Writer, r *triage.Report) error {
 	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "PARTIAL: %s\n", why)
 	}
-	fmt.Fprintf(&b, "%s\n\n", ExpiryLine(r))
+	fmt.Fprintf(&b, "%s\n", ExpiryLine(r))
+	if l := SLOLine(r); l != "" {
+		fmt.Fprintf(&b, "%s\n", l)
+	}
+	b.WriteString("\n")
 	if r.Totals.Messages == 0 {
 		b.WriteString("The DLQ is empty.\n")
 	} else {
@@ -49,6 +53,9 @@ func Text(w io.Writer, r *triage.Report) error {
 			}
 		}
 		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if err := textTenants(&b, r); err != nil {
 			return err
 		}
 	}
@@ -93,7 +100,11 @@ func Markdown(w io.Writer, r *triage.Report) error {
 	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "- **partial**: %s\n", md(why))
 	}
-	fmt.Fprintf(&b, "- %s\n\n", ExpiryLine(r))
+	fmt.Fprintf(&b, "- %s\n", ExpiryLine(r))
+	if l := SLOLine(r); l != "" {
+		fmt.Fprintf(&b, "- %s\n", md(l))
+	}
+	b.WriteString("\n")
 	if r.Totals.Messages == 0 {
 		b.WriteString("The DLQ is empty.\n")
 	} else {
@@ -112,6 +123,7 @@ func Markdown(w io.Writer, r *triage.Report) error {
 				}
 			}
 		}
+		markdownTenants(&b, r)
 	}
 	if len(r.Attention) > 0 {
 		b.WriteString("\n## Attention\n\n")
