@@ -17,6 +17,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -82,7 +83,11 @@ type SelectRequest struct {
 	DryRun bool
 	// Limit is optional: move at most this many (0: all that match).
 	Limit int
-	Ack   Ack
+	// PerTenant is optional (0: none): move at most this many letters of
+	// any one tenant this pass, the rest staying for the next; with
+	// Canary, the canary is per tenant (tenant.go).
+	PerTenant int
+	Ack       Ack
 
 	// Workers is optional (default 8): concurrent moves.
 	Workers int
@@ -192,6 +197,13 @@ type SelectResult struct {
 	Partial string `json:"partial,omitempty"`
 	// LettersOmitted counts moved letters beyond MaxLetters, not listed in Letters.
 	LettersOmitted int `json:"letters_omitted,omitempty"`
+	// OverTenantBudget: chosen letters left in the DLQ because their
+	// tenant had its PerTenant share of the pass (a rerun moves the next);
+	// TenantStopped: those of tenants whose canary failed, named (hashed
+	// as reports hash tenants) in TenantsCanaryFailed.
+	OverTenantBudget    int      `json:"over_tenant_budget,omitempty"`
+	TenantStopped       int      `json:"tenant_canary_stopped,omitempty"`
+	TenantsCanaryFailed []string `json:"tenants_canary_failed,omitempty"`
 
 	// claimCheckErr is the first claim check error, for Select's error.
 	claimCheckErr *claimCheckFailure
@@ -213,6 +225,9 @@ func (r *Redriver) selectRecord(req SelectRequest) audit.Entry {
 	d["destination_arn"] = r.cfg.Queues.HotARN
 	if req.Canary > 0 {
 		d["canary"] = strconv.Itoa(req.Canary)
+	}
+	if req.PerTenant > 0 {
+		d["per_tenant"] = strconv.Itoa(req.PerTenant)
 	}
 	var only []string
 	for _, x := range req.Reasons {
@@ -241,6 +256,12 @@ func (res *SelectResult) counts() map[string]int {
 	}
 	if res.Returned > 0 {
 		c["returned"] = res.Returned
+	}
+	if res.OverTenantBudget > 0 {
+		c["over_tenant_budget"] = res.OverTenantBudget
+	}
+	if res.TenantStopped > 0 {
+		c["tenant_canary_stopped"] = res.TenantStopped
 	}
 	for k, v := range res.ClaimCheckFailedBy {
 		c["claim_check_failed."+string(k)] = v
@@ -416,6 +437,12 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 	}
 	if req.Limit < 0 {
 		return refuseField(CodeBadInput, "Limit", "%d is negative: give 0 (every chosen letter) or more", req.Limit)
+	}
+	switch {
+	case req.PerTenant < 0:
+		return refuseField(CodeBadInput, "PerTenant", "%d is negative: give 0 (no per-tenant budget) or more", req.PerTenant)
+	case req.PerTenant > 0 && req.Canary > req.PerTenant:
+		return refuseField(CodeBadInput, "Canary", "%d is more than the per-tenant budget %d: with a per-tenant budget the canary is per tenant, and must fit in it", req.Canary, req.PerTenant)
 	}
 	if err := checkFilter(req.Filter); err != nil {
 		return err
@@ -638,6 +665,8 @@ func (r *Redriver) moveOne(ctx context.Context, api selectAPI, limiter *rate.Lim
 		}
 		in.MessageGroupId = aws.String(o.GroupID)
 		in.MessageDeduplicationId = aws.String(o.DedupID)
+	} else if g := pipeline.TenantGroupID(l.Hints.Tenant); g != "" && r.cfg.Pipeline.FairQueueTenants() {
+		in.MessageGroupId = aws.String(g) // the tenant, as its producer sent it: a fair queue
 	}
 	out, err := api.SendMessage(ctx, in)
 	if err != nil {
