@@ -48,10 +48,10 @@ func (p *pass) tenant(t string) *tenantState {
 type tenantVerdict int
 
 const (
-	tenantMove     tenantVerdict = iota // moves now
-	tenantDefer                         // its tenant's canary is out: see it again later
-	tenantOver                          // its tenant's budget is spent: stays for the next pass
-	tenantStopped                       // its tenant's canary failed: stays
+	tenantMove    tenantVerdict = iota // moves now
+	tenantDefer                        // its tenant's canary is out: see it again later
+	tenantOver                         // its tenant's budget is spent: stays for the next pass
+	tenantStopped                      // its tenant's canary failed: stays
 )
 
 // tenantCheck decides, for a chosen letter, what its tenant's budget and
