@@ -35,7 +35,7 @@ func allCodes() []redrivetype.Code {
 type Refusal struct {
 	Code redrivetype.Code
 	// Field is the request field at fault, by its Go name: "Owner", "Why",
-	// "Rate", "Reasons", "Fingerprints", "Canary", "Limit", "Destination",
+	// "Rate", "Reasons", "Fingerprints", "Canary", "Limit", "PerTenant", "Destination",
 	// "Ack.FixDeployed", "Ack.Reviewed", "Ack.Overrides", "Key", "Outcome",
 	// "Receipt", "Filter", "MessageID", "Patch"; empty when the refusal is about the DLQ, its tags, the
 	// caller or the policy rather than one input. A caller names it in its

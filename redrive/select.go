@@ -17,6 +17,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage/dlq"
@@ -83,7 +84,11 @@ type SelectRequest struct {
 	DryRun bool
 	// Limit is optional: move at most this many (0: all that match).
 	Limit int
-	Ack   Ack
+	// PerTenant is optional (0: none): move at most this many letters of
+	// any one tenant this pass, the rest staying for the next; with
+	// Canary, the canary is per tenant (tenant.go).
+	PerTenant int
+	Ack       Ack
 
 	// Workers is optional (default 8): concurrent moves.
 	Workers int
@@ -195,6 +200,13 @@ type SelectResult struct {
 	CopiesDeleted    int             `json:"copies_deleted,omitempty"`
 	Copies           []copiesDeleted `json:"copies,omitempty"`
 	CopyDeleteFailed int             `json:"copy_delete_failed,omitempty"`
+	// OverTenantBudget: chosen letters left in the DLQ because their
+	// tenant had its PerTenant share of the pass (a rerun moves the next);
+	// TenantStopped: those of tenants whose canary failed, named (hashed
+	// as reports hash tenants) in TenantsCanaryFailed.
+	OverTenantBudget    int      `json:"over_tenant_budget,omitempty"`
+	TenantStopped       int      `json:"tenant_canary_stopped,omitempty"`
+	TenantsCanaryFailed []string `json:"tenants_canary_failed,omitempty"`
 
 	// claimCheckErr is the first claim check error, for Select's error.
 	claimCheckErr *claimCheckFailure
@@ -216,6 +228,9 @@ func (r *Redriver) selectRecord(req SelectRequest) audit.Entry {
 	d["destination_arn"] = r.cfg.Queues.HotARN
 	if req.Canary > 0 {
 		d["canary"] = strconv.Itoa(req.Canary)
+	}
+	if req.PerTenant > 0 {
+		d["per_tenant"] = strconv.Itoa(req.PerTenant)
 	}
 	var only []string
 	for _, x := range req.Reasons {
@@ -250,6 +265,12 @@ func (res *SelectResult) counts() map[string]int {
 	}
 	if res.CopyDeleteFailed > 0 {
 		c["copy_delete_failed"] = res.CopyDeleteFailed
+	}
+	if res.OverTenantBudget > 0 {
+		c["over_tenant_budget"] = res.OverTenantBudget
+	}
+	if res.TenantStopped > 0 {
+		c["tenant_canary_stopped"] = res.TenantStopped
 	}
 	for k, v := range res.ClaimCheckFailedBy {
 		c["claim_check_failed."+string(k)] = v
@@ -435,6 +456,12 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 	}
 	if req.Limit < 0 {
 		return refuseField(redrivetype.CodeBadInput, "Limit", "%d is negative: give 0 (every chosen letter) or more", req.Limit)
+	}
+	switch {
+	case req.PerTenant < 0:
+		return refuseField(redrivetype.CodeBadInput, "PerTenant", "%d is negative: give 0 (no per-tenant budget) or more", req.PerTenant)
+	case req.PerTenant > 0 && req.Canary > req.PerTenant:
+		return refuseField(redrivetype.CodeBadInput, "Canary", "%d is more than the per-tenant budget %d: with a per-tenant budget the canary is per tenant, and must fit in it", req.Canary, req.PerTenant)
 	}
 	if err := checkFilter(req.Filter); err != nil {
 		return err
@@ -658,6 +685,8 @@ func (r *Redriver) moveOne(ctx context.Context, api selectAPI, limiter *rate.Lim
 		}
 		in.MessageGroupId = aws.String(o.GroupID)
 		in.MessageDeduplicationId = aws.String(o.DedupID)
+	} else if g := pipeline.TenantGroupID(l.Hints.Tenant); g != "" && r.cfg.Pipeline.FairQueueTenants() {
+		in.MessageGroupId = aws.String(g) // the tenant, as its producer sent it: a fair queue
 	}
 	out, err := api.SendMessage(ctx, in)
 	if err != nil {

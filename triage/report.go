@@ -76,6 +76,7 @@ func buildWith(tagged []dlq.Tagged, p *pipeline.Pipeline, now time.Time, o build
 		repeat  map[string]bool
 	}
 	groups := map[string]*groupAcc{} // by reason + fingerprint
+	tenants := map[string]*tenantAcc{}
 	var order []*groupAcc
 	// Copies of one dead letter count once: only the one findCopies keeps
 	// is counted, anywhere.
@@ -181,6 +182,12 @@ func buildWith(tagged []dlq.Tagged, p *pipeline.Pipeline, now time.Time, o build
 		if tn := t.Hints.Tenant; tn != "" {
 			acc.tenants[tn] = true
 		}
+		ta := tenants[t.Hints.Tenant]
+		if ta == nil {
+			ta = &tenantAcc{byReason: map[deadletter.Reason]int{}}
+			tenants[t.Hints.Tenant] = ta
+		}
+		ta.add(t, age)
 		if len(g.SampleMessageIDs) < maxSampleIDs {
 			g.SampleMessageIDs = append(g.SampleMessageIDs, t.MessageID)
 		}
@@ -292,6 +299,8 @@ func buildWith(tagged []dlq.Tagged, p *pipeline.Pipeline, now time.Time, o build
 			r.Totals.RecurringPoisonGroups++
 		}
 	}
+	r.Tenants, r.TenantsOmitted = tenantTotals(tenants, r.Totals.Messages, now, hashTenants)
+	r.SLO = sloStatus(tagged, p, now)
 	r.Attention = attention(r, p)
 	return r
 }
@@ -334,6 +343,11 @@ func attention(r *report.Report, p *pipeline.Pipeline) []string {
 	if e := r.Expiry; e.RetentionSource == "queue" && e.DLQRetentionSeconds != int64(e.DLQRetentionHours)*3600 {
 		out = append(out, fmt.Sprintf("the DLQ's retention is %s, the pipeline definition says %dh: expiry follows the queue; fix one of them",
 			time.Duration(e.DLQRetentionSeconds)*time.Second, e.DLQRetentionHours))
+	}
+	for _, t := range r.Tenants {
+		if t.Dominant {
+			out = append(out, dominantAttention(t))
+		}
 	}
 	if r.Totals.RedriveLoop > 0 {
 		out = append(out, plural(r.Totals.RedriveLoop, "message")+" in a redrive loop (redrive_loop, or redriven at least "+itoa(p.RedriveLoopAfter)+" times): reject, do not redrive")

@@ -60,6 +60,12 @@ type Config struct {
 	// pipeline.TagSenders tag). Without it only the broker's mark
 	// (DeadLetterQueueSourceArn) is checked.
 	Senders Senders
+	// Processed is optional: how many tasks the worker processed in the
+	// SLO's period (the last schedule_minutes; its Processed metric), with
+	// which the report states the error budget the period spent
+	// (SLOStatus.SpendBudget). Without it the report states the target and
+	// the period's dead letters only: triage does not read metrics.
+	Processed *int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger is optional (default slog.Default()).
@@ -123,6 +129,9 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	}
 	now := cfg.Now()
 	r := buildWith(tagged, p, now, buildOptions{Retention: time.Duration(stats.RetentionSeconds) * time.Second, FIFO: stats.FIFO})
+	if cfg.Processed != nil {
+		r.SLO.SpendBudget(*cfg.Processed)
+	}
 	r.Queue, r.Scan, r.Filter = cfg.DLQURL, stats, filtered
 	if stats.Partial {
 		r.Complete, r.Partial = false, true

@@ -467,3 +467,28 @@ func TestSelectBarTotal(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, selectBarTotal(ctx, r.Depth, 0, log))
 }
+
+// --per-tenant on the emulators: a flooding tenant's letters move two a
+// pass, the others' at once; the summary says what stays; a canary larger
+// than the budget is refused.
+func TestRedriveCLIPerTenant(t *testing.T) {
+	cfg, _, q, table := onEmulators(t, "agent-tasks")
+	client := sqs.NewFromConfig(cfg)
+	ctx := context.Background()
+	for i, tenant := range []string{"flood", "flood", "flood", "flood", "flood", "quiet"} {
+		key := "pt-" + strconv.Itoa(i)
+		body := `{"task_id":"t","run_id":"r","tenant":"` + tenant + `","idempotency_key":"` + key + `","tool":"web.search","tool_version":"1","trace_id":"x","created_at":"2026-11-29T10:00:00Z","schema_version":1,"args":{}}`
+		attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: "orig-" + key, Tool: "web.search", Tenant: tenant}, nil)
+		require.NoError(t, err)
+		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: localtest.SQSAttributes(attrs)})
+		require.NoError(t, err)
+	}
+	args := []string{"redrive", "select", "--pipeline", "agent-tasks", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"), "--ledger-table", table,
+		"--reason", "budget_exhausted", "--owner", "platform-oncall", "--why", "503s over", "--per-tenant", "2"}
+	out, code := runCLI(t, append(args, "--canary", "3")...)
+	assert.Equal(t, 2, code, "a canary larger than the per-tenant budget is refused: %s", out)
+	out, code = runCLI(t, args...)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "agent-tasks: moved 3 of 6 dead letters seen")
+	assert.Contains(t, out, "left in the DLQ: 3 over the per-tenant budget")
+}

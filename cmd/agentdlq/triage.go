@@ -29,6 +29,7 @@ import (
 )
 
 type triageFlags struct {
+	processed   int
 	pipeline    string
 	out         *output
 	keys        bool
@@ -124,6 +125,7 @@ the kept reports and their chart are of the whole DLQ.`,
 	fl.IntVar(&f.maxMessages, "max-messages", 0, "bound on messages read (default: the pipeline's triage.max_messages)")
 	fl.IntVar(&f.maxSeconds, "max-seconds", 0, "bound on the scan's duration (default: the pipeline's triage.max_seconds)")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar")
+	fl.IntVar(&f.processed, "processed", -1, "tasks the worker processed in the SLO period (the last triage.schedule_minutes; the AgentDLQ Processed metric's sum): the report then states the error budget spent")
 	f.filter.add(fl)
 	f.out = addOutput(cmd, formatTable, formatJSON, formatMarkdown)
 	return cmd
@@ -145,6 +147,9 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	}
 	if f.keys && (f.out.Markdown() || (f.null && f.out.JSON())) {
 		return withExit(2, errors.New("--keys prints a list: plain, NUL-terminated (--keys0) or JSON (-o json); it excludes -o markdown, and --null excludes -o json"))
+	}
+	if cmd.Flags().Changed("processed") && f.processed < 0 {
+		return withExit(2, errors.New("--processed must not be negative"))
 	}
 	if f.maxMessages < 0 || f.maxSeconds < 0 || f.receivers < 0 || f.receivers > 32 {
 		return withExit(2, errors.New("--max-messages and --max-seconds must not be negative, --receivers is 0..32"))
@@ -198,6 +203,9 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		VisibilityTimeout: f.visibility, Receivers: f.receivers, MaxMessages: f.maxMessages,
 		MaxDuration: time.Duration(f.maxSeconds) * time.Second,
 	}}
+	if f.processed >= 0 {
+		rc.Processed = &f.processed
+	}
 	if dest != nil {
 		rc.Export = eval.To(dest)
 	}

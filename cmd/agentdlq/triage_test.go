@@ -30,6 +30,7 @@ func TestTriageCLIBadInput(t *testing.T) {
 		"negative bound":           {"triage", "--pipeline", "agent-tasks", "--max-messages", "-1"},
 		"visibility out of range":  {"triage", "--pipeline", "agent-tasks", "--visibility", "500ms"},
 		"flag that does not parse": {"triage", "--pipeline", "agent-tasks", "--receivers", "many"},
+		"negative processed count": {"triage", "--pipeline", "agent-tasks", "--processed", "-2"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, code := runCLI(t, args...)
@@ -75,6 +76,20 @@ func TestTriageCLIEmulator(t *testing.T) {
 	kept, err := filepath.Glob(filepath.Join(reports, "agent-tasks", "reports", "*"))
 	require.NoError(t, err)
 	assert.Len(t, kept, 3, "one report per run: JSON, Markdown, HTML")
+
+	// The SLO: the target, and with the period's processed count the budget spent.
+	assert.Equal(t, 99.9, r.SLO.TargetPercent)
+	assert.Nil(t, r.SLO.BudgetSpentPercent, "without --processed, triage does not know it")
+	require.NotEmpty(t, r.Tenants)
+	stdout, code = runCLI(t, "triage", "--pipeline", "agent-tasks", "--json", "--processed", "996", "--reports", "", "--no-progress")
+	require.Equal(t, 0, code, stdout)
+	var withCount report.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &withCount))
+	require.NotNil(t, withCount.SLO.Processed)
+	assert.Equal(t, 996, *withCount.SLO.Processed)
+	require.NotNil(t, withCount.SLO.BudgetSpentPercent)
+	dl := float64(withCount.SLO.DeadLettered)
+	assert.InDelta(t, 100*(100*dl/(996+dl))/0.1, *withCount.SLO.BudgetSpentPercent, 0.1)
 
 	// A destination that refuses the write: the report is printed, marked partial; exit 1.
 	file := filepath.Join(t.TempDir(), "a-file")

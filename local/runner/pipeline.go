@@ -144,9 +144,11 @@ func Setup(ctx context.Context, cfg Config) (*Local, error) {
 	return l, nil
 }
 
-// Send puts the tasks on the hot queue with `senders` concurrent senders.
+// Send puts the tasks on the hot queue with `senders` concurrent senders,
+// each task's tenant its MessageGroupId on a standard queue (fair queues,
+// workload.FairQueue), as a producer of the pipeline does.
 func (l *Local) Send(ctx context.Context, tasks []workload.Task, senders int) ([]workload.Sent, error) {
-	return workload.Send(ctx, l.SQS, l.Queues.HotURL, l.Pipeline.FIFO, tasks, senders)
+	return workload.Send(ctx, l.SQS, l.Queues.HotURL, l.Pipeline.FIFO, workload.FairQueue(l.Pipeline, tasks), senders)
 }
 
 // DrainOptions bound a drain. Every field is optional.

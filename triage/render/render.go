@@ -35,7 +35,11 @@ func Text(w io.Writer, r *report.Report) error {
 	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "PARTIAL: %s\n", esc(why))
 	}
-	fmt.Fprintf(&b, "%s\n\n", esc(ExpiryLine(r)))
+	fmt.Fprintf(&b, "%s\n", esc(ExpiryLine(r)))
+	if l := SLOLine(r); l != "" {
+		fmt.Fprintf(&b, "%s\n", esc(l))
+	}
+	b.WriteString("\n")
 	if r.Totals.Messages == 0 {
 		b.WriteString("The DLQ is empty.\n")
 	} else {
@@ -55,6 +59,9 @@ func Text(w io.Writer, r *report.Report) error {
 			}
 		}
 		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if err := textTenants(&b, r); err != nil {
 			return err
 		}
 	}
@@ -99,7 +106,11 @@ func Markdown(w io.Writer, r *report.Report) error {
 	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "- **partial**: %s\n", md(why))
 	}
-	fmt.Fprintf(&b, "- %s\n\n", esc(ExpiryLine(r)))
+	fmt.Fprintf(&b, "- %s\n", esc(ExpiryLine(r)))
+	if l := SLOLine(r); l != "" {
+		fmt.Fprintf(&b, "- %s\n", md(l))
+	}
+	b.WriteString("\n")
 	if r.Totals.Messages == 0 {
 		b.WriteString("The DLQ is empty.\n")
 	} else {
@@ -118,6 +129,7 @@ func Markdown(w io.Writer, r *report.Report) error {
 				}
 			}
 		}
+		markdownTenants(&b, r)
 	}
 	if len(r.Attention) > 0 {
 		b.WriteString("\n## Attention\n\n")

@@ -45,6 +45,13 @@ type Report struct {
 	Expiry         ExpirySummary `json:"expiry"`
 	// Groups are ordered by reason (most messages first), then by count.
 	Groups []Group `json:"groups"`
+	// Tenants break the letters down by tenant, most letters first, at
+	// most 50 (TenantsOmitted counts the rest). Added within version 1.
+	Tenants        []TenantTotal `json:"tenants"`
+	TenantsOmitted int           `json:"tenants_omitted,omitempty"`
+	// SLO is the pipeline's dead-letter objective and the period's error
+	// budget spent (SLOStatus). Added within version 1.
+	SLO *SLOStatus `json:"slo,omitempty"`
 	// Attention lists what stands out: redrive loops, repeat keys, recurring
 	// poison, unreadable metadata, expiry risk.
 	Attention []string `json:"attention,omitempty"`
