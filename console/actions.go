@@ -52,6 +52,14 @@ type redriveData struct {
 	// Filter is the page's filter: the select moves only the letters it
 	// chooses (the form carries it), and the audit names it.
 	Filter pageFilter
+	// Live is the DLQ's depth now beside the report's count and age.
+	Live *liveState
+	// Whole is the whole pipeline's plan (no reason chosen: /redrive?p=…):
+	// the plan of every group and its next steps, no form.
+	Whole bool
+	// Closed counts the chosen groups the owner rejected with nothing left
+	// to do; when it is every one, the page offers no redrive.
+	Closed int
 }
 
 // planLimit caps the plan's groups the redrive page lists.
@@ -59,7 +67,8 @@ const planLimit = 50
 
 // redrivePage shows the plan of a reason or one group, the form, and reject.
 func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request) {
-	f := redriveForm{Reason: r.FormValue("r"), Fingerprint: r.FormValue("fp"), Rate: redrive.DefaultRate, Canary: 1}
+	// Canary -1: the plan's suggestion (renderRedrive), as `redrive plan` prints it.
+	f := redriveForm{Reason: r.FormValue("r"), Fingerprint: r.FormValue("fp"), Rate: redrive.DefaultRate, Canary: -1}
 	// Back from a dry run's or a redrive's page: its values, to change or run.
 	if j := s.job(r.FormValue("job")); j != nil && j.Pipeline == r.FormValue("p") && j.form != nil {
 		f = *j.form
@@ -81,16 +90,16 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 	if !ok {
 		return
 	}
-	d := redriveData{Form: f, Error: msg, Filter: pf}
-	var groups []redrive.Group
+	d := redriveData{Form: f, Error: msg, Filter: pf, Whole: f.Reason == "", Live: s.live(r.Context(), p, sn)}
+	groups := []redrive.Group{}
 	for _, g := range rep.Groups {
-		if string(g.Reason) == f.Reason && (f.Fingerprint == "" || g.Fingerprint == f.Fingerprint) {
+		if d.Whole || (string(g.Reason) == f.Reason && (f.Fingerprint == "" || g.Fingerprint == f.Fingerprint)) {
 			d.Groups = append(d.Groups, g)
 			groups = append(groups, redrive.Group{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count})
 			d.Total += g.Count
 		}
 	}
-	if len(d.Groups) == 0 {
+	if len(d.Groups) == 0 && !d.Whole {
 		msg := "No such group in the latest report of " + p.Name + "."
 		if d.Filter.On() {
 			msg = "No dead letter of this selection matches the filter (" + d.Filter.F.String() + ")."
@@ -99,11 +108,22 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 		return
 	}
 	d.Plan, _ = s.plan(r.Context(), p, rep, groups)
+	if d.Form.Canary < 0 {
+		d.Form.Canary = suggestedCanary(d.Plan)
+	}
+	for _, g := range d.Plan.Groups {
+		if closed(g) {
+			d.Closed++
+		}
+	}
 	if n := len(d.Plan.Groups); n > planLimit {
 		d.Plan.Groups, d.PlanMore = d.Plan.Groups[:planLimit], n-planLimit
 	}
 	d.Verdict = redrive.Decide(deadletter.Reason(f.Reason), redrive.Ack{})
 	title := "Redrive " + f.Reason
+	if d.Whole {
+		title = "The plan of " + p.Name
+	}
 	if f.Fingerprint != "" {
 		title += " " + short(f.Fingerprint)
 	}
@@ -197,7 +217,7 @@ func (s *Server) rejectPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := redriveForm{Reason: r.PostFormValue("r"), Fingerprint: r.PostFormValue("fp"), Owner: strings.TrimSpace(r.PostFormValue("owner")),
-		Why: strings.TrimSpace(r.PostFormValue("why")), Rate: redrive.DefaultRate, Canary: 1}
+		Why: strings.TrimSpace(r.PostFormValue("why")), Rate: redrive.DefaultRate, Canary: -1}
 	rd, err := s.redriver(r.Context(), p, nil)
 	if err == nil {
 		_, _ = rd.Identify(r.Context()) // the caller on every record, as reveal's

@@ -165,6 +165,8 @@ type pipelineData struct {
 	// could not be filtered.
 	Filter    pageFilter
 	FilterErr string
+	// Live is the DLQ's depth now beside the report's count and age.
+	Live *liveState
 }
 
 // consoleGroupLimit caps the groups a reason lists on the pipeline page.
@@ -187,8 +189,10 @@ func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
 		if rep == nil || d.Filter.Err != "" {
 			rep, d.Filter.Query = sn.report, "" // the whole report, and the notice says why
 		}
+		d.Live = s.live(r.Context(), p, sn)
+		pl, _ := s.plan(r.Context(), p, rep, planGroups(rep))
 		d.View = render.HTMLView{Report: rep, History: sn.history, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit,
-			Extra: map[string]any{"Page": &pg, "Data": &d}, Query: d.Filter.Query}
+			Extra: map[string]any{"Page": &pg, "Data": &d}, Query: d.Filter.Query, Notes: groupNotes(pl)}
 	}
 	s.render(w, r, code, "pipeline-page", pg)
 }
@@ -240,6 +244,8 @@ type groupData struct {
 	Filter pageFilter
 	// Verify is the "Verify with the tools" form of an effect_unknown group.
 	Verify *verifyForm
+	// Live is the DLQ's depth now beside the report's count and age.
+	Live *liveState
 }
 
 type letterRow struct {
@@ -286,7 +292,11 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 	if g.Reason == deadletter.ReasonEffectUnknown {
 		d.Verify = &verifyForm{CSRF: s.csrf, Pipeline: p.Name, Owner: p.Owner, Reason: string(g.Reason), Fingerprint: g.Fingerprint}
 	}
-	d.Decision, d.DecisionsUnread = pl.Groups[0], pl.DecisionsUnread
+	if len(pl.Groups) > 0 {
+		d.Decision = pl.Groups[0]
+	}
+	d.DecisionsUnread = pl.DecisionsUnread
+	d.Live = s.live(r.Context(), p, sn)
 	if ks := g.IdempotencyKeys; len(ks) > 0 {
 		from, _ := strconv.Atoi(r.FormValue("ko"))
 		from = max(0, min(from, len(ks)-1))
@@ -594,16 +604,22 @@ func consoleFuncs() template.FuncMap {
 			}
 			return min(100, n*100/total)
 		},
-		"join":       strings.Join,
-		"detail":     detailLine,
-		"counts":     countsLine,
-		"reconciled": reconciledLine,
-		"plus":       func(a, b int) int { return a + b },
-		"steps":      stepLinks,
-		"fsteps":     filteredStepLinks,
-		"repairForm": newRepairFormView,
-		"repairCard": newRepairCardView,
-		"need":       func(field string) string { return needLabel[field] },
+		"join":        strings.Join,
+		"detail":      detailLine,
+		"counts":      countsLine,
+		"reconciled":  reconciledLine,
+		"plus":        func(a, b int) int { return a + b },
+		"steps":       stepLinks,
+		"fsteps":      filteredStepLinks,
+		"repairForm":  newRepairFormView,
+		"repairCard":  newRepairCardView,
+		"need":        func(field string) string { return needLabel[field] },
+		"policyWhy":   policyWhy,
+		"decisionWhy": decisionWhy,
+		"closed":      closed,
+		"letters":     lettersWord,
+		"words":       wordBreaks,
+		"clock":       clockWords,
 	}
 }
 
