@@ -366,6 +366,60 @@ type letterData struct {
 	// effect is unknown.
 	KeyState, KeyClass string
 	Reconcile          *reconcileForm
+	// IDs are the task's tool, versions and ids as its group shows them.
+	IDs taskIDs
+	// Decision is the plan's line for the letter's group (nil when the
+	// plan could not be read): a rejected group offers no redrive.
+	Decision *redrive.PlanGroup
+}
+
+// taskIDs are a letter's task fields: dlq_meta's and, where the metadata
+// lacks one, the body's (triage groups by the same fallback, so that the
+// letter page shows the tool, versions and ids its group page shows).
+type taskIDs struct {
+	Tool, ToolVersion         string
+	Schema                    int
+	TaskID, RunID, Key, Trace string
+	// FromBody names the fields read from the body, not the metadata.
+	FromBody []string
+}
+
+// idsOf reads a letter's task fields from its metadata, then its body.
+func idsOf(t *triage.Tagged) taskIDs {
+	var ids taskIDs
+	if m := t.Meta; m != nil {
+		ids = taskIDs{Tool: m.Tool, ToolVersion: m.ToolVersion, Schema: m.SchemaVersion, TaskID: m.TaskID, RunID: m.RunID, Key: m.IdempotencyKey, Trace: m.TraceID}
+	}
+	var b struct {
+		Tool          string `json:"tool"`
+		ToolVersion   string `json:"tool_version"`
+		SchemaVersion int    `json:"schema_version"`
+		TaskID        string `json:"task_id"`
+		RunID         string `json:"run_id"`
+		Key           string `json:"idempotency_key"`
+		Trace         string `json:"trace_id"`
+	}
+	if t.BodyErr != nil || json.Unmarshal([]byte(t.Body), &b) != nil {
+		// Not a JSON object: the hints triage read, if any.
+		b.Tool, b.ToolVersion, b.SchemaVersion, b.TaskID, b.Key = t.Hints.Tool, t.Hints.ToolVersion, t.Hints.SchemaVersion, t.Hints.TaskID, t.Hints.IdempotencyKey
+	}
+	fill := func(name string, dst *string, v string) {
+		if *dst == "" && v != "" {
+			*dst = v
+			ids.FromBody = append(ids.FromBody, name)
+		}
+	}
+	fill("tool", &ids.Tool, b.Tool)
+	fill("tool version", &ids.ToolVersion, b.ToolVersion)
+	if ids.Schema == 0 && b.SchemaVersion != 0 {
+		ids.Schema = b.SchemaVersion
+		ids.FromBody = append(ids.FromBody, "schema version")
+	}
+	fill("task id", &ids.TaskID, b.TaskID)
+	fill("run id", &ids.RunID, b.RunID)
+	fill("idempotency key", &ids.Key, b.Key)
+	fill("trace id", &ids.Trace, b.Trace)
+	return ids
 }
 
 type attrRow struct{ Name, Type, Value string }
@@ -419,6 +473,14 @@ func (s *Server) renderLetter(w http.ResponseWriter, r *http.Request, revealed b
 					Reason: string(t.Reason), Fingerprint: t.Fingerprint, LetterID: t.MessageID}
 			}
 		}
+	}
+	d.IDs = idsOf(t)
+	n := 1
+	if d.Group != nil {
+		n = d.Group.Count
+	}
+	if pl, _ := s.plan(r.Context(), p, sn.report, []redrive.Group{{Reason: t.Reason, Fingerprint: t.Fingerprint, Count: n}}); len(pl.Groups) > 0 {
+		d.Decision = &pl.Groups[0]
 	}
 	d.Revealed = revealed
 	d.Tenant = s.tenant(p, t.Hints.Tenant)

@@ -1,0 +1,105 @@
+package console
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/triage"
+)
+
+// The pages render from a report; beside it they say what the DLQ holds
+// now (its queue attributes) and how old the report is, and, when the two
+// differ, that the report is older than the queue: a kept report of 8
+// letters beside a DLQ of 6 was shown as the queue, with only "1m ago"
+// to hint at it.
+func TestLiveCountBesideTheReport(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 8)
+	f.s.cfg.Now = func() time.Time { return t0.Add(3 * time.Minute) }
+	g := f.r.Groups[0]
+	pages := []string{"/pipeline?p=agent-tasks", "/group?p=agent-tasks&r=" + string(g.Reason) + "&fp=" + g.Fingerprint,
+		"/redrive?p=agent-tasks&r=" + string(g.Reason), "/redrive?p=agent-tasks"}
+	for _, path := range pages {
+		body := f.get(t, path).Body.String()
+		assert.Contains(t, body, `<p class="sub" id="live">Live: the DLQ holds <b id="live-count">8</b> now, as this report counted 3m ago.</p>`, path)
+		assert.NotContains(t, body, "older than the queue", path)
+	}
+
+	f.s.cfg.SQS.(*fakeSQS).depth = "6" // two redriven, say, by the CLI
+	for _, path := range pages {
+		body := f.get(t, path).Body.String()
+		assert.Contains(t, body, "<b>This report is older than the queue.</b> It counted 8 dead letters 3m ago ("+t0.Format("2006-01-02 15:04:05Z")+"); the DLQ holds <b id=\"live-count\">6</b> now.", path)
+	}
+
+	// A report read from the kept reports (no letters in memory) says so.
+	f.s.mu.Lock()
+	sn := *f.s.snaps["agent-tasks"]
+	sn.letters = nil
+	f.s.snaps["agent-tasks"] = &sn
+	f.s.mu.Unlock()
+	assert.Contains(t, f.get(t, "/pipeline?p=agent-tasks").Body.String(), "3m ago ("+t0.Format("2006-01-02 15:04:05Z")+", read from the kept reports)")
+}
+
+// The letter page shows the tool, versions and ids its group shows: where
+// the worker dead-lettered a task before reading it (its dlq_meta names no
+// tool), from the body, as triage groups it; and it says in words what
+// the DLQ's receive count and the retention clock are.
+func TestLetterShowsItsGroupsIDs(t *testing.T) {
+	t.Parallel()
+	at := t0.Add(-time.Minute)
+	reason := deadletter.ReasonToolVersionUnsupported
+	m := deadletter.Meta{Version: deadletter.MetaVersion, Class: reason.Class(), Reason: reason, NextAction: reason.NextAction(), Attempts: 1,
+		FirstFailureAt: at, LastFailureAt: at, ErrorCode: "tool_version", Error: "http.fetch@9 is not served by this worker", DeadLetteredAt: at}
+	attrs, err := deadletter.EncodeDeadLetter(m, nil)
+	require.NoError(t, err)
+	b := `{"task_id":"task-k1","run_id":"run-9","tenant":"acme","idempotency_key":"k1","tool":"http.fetch","tool_version":"9","trace_id":"trace-k1","schema_version":1,"args":{}}`
+	f := newFixtureOf(t, []triage.Message{{MessageID: "m-1", Body: b, Attributes: attrs, SentTimestamp: at, ReceiveCount: 33}})
+	g := f.r.Groups[0]
+	require.Equal(t, "http.fetch", g.Tool, "triage groups it by the body's tool")
+
+	body := f.get(t, "/letter?p=agent-tasks&id=m-1").Body.String()
+	assert.Contains(t, body, `<dd id="tool">http.fetch@9 · schema v1</dd>`)
+	assert.Contains(t, body, `<dd class="mono" id="key">k1</dd>`)
+	assert.Contains(t, body, "task-k1 / run-9")
+	assert.Contains(t, body, "trace-k1")
+	assert.Contains(t, body, "tool, tool version, schema version, task id, run id, idempotency key, trace id: read from the body")
+	assert.NotContains(t, body, "schema v0")
+	assert.Contains(t, body, "SQS has handed it out 33 times from the DLQ")
+	assert.Contains(t, body, "the DLQ's retention clock is counted from when the worker sent it to the DLQ")
+	assert.NotContains(t, body, "worker_send clock")
+	assert.Contains(t, body, "tool_<wbr>version_<wbr>unsupported", "the reason card breaks between words")
+
+	// A letter whose metadata names them shows the metadata's, and says nothing of the body.
+	f = newFixture(t, 1)
+	body = f.get(t, "/letter?p=agent-tasks&id=m-000000").Body.String()
+	assert.Contains(t, body, `<dd id="tool">web.search@1.2.0 · schema v1</dd>`)
+	assert.NotContains(t, body, `id="from-body"`)
+}
+
+// The redrive form's canary is the one the plan suggests for the selection
+// (its select step's), not a number of the console's own.
+func TestRedriveFormCanaryIsThePlans(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 16)
+	for _, g := range f.r.Groups {
+		pl, _ := f.s.plan(context.Background(), f.p, f.r, []redrive.Group{{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count}})
+		want := -1
+		for _, st := range pl.Groups[0].Next {
+			if st.Action == audit.ActionSelect {
+				want = st.Canary
+			}
+		}
+		require.Positive(t, want, "the plan suggests a select of %s", g.Reason)
+		body := f.get(t, "/redrive?p=agent-tasks&r="+string(g.Reason)+"&fp="+g.Fingerprint).Body.String()
+		assert.Contains(t, body, fmt.Sprintf(`name="canary" type="number" min="0" value="%d"`, want), "group %s of %d", g.Fingerprint, g.Count)
+		assert.Contains(t, body, fmt.Sprintf("a canary of %d first", want), "the plan's line says the same number")
+	}
+}
