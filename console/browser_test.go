@@ -213,14 +213,11 @@ func TestBrowser(t *testing.T) {
 	ctx, cancelT := context.WithTimeout(bctx, 4*time.Minute) // after the first run: a timeout there would stop the browser
 	defer cancelT()
 
-	var pages []string // name and URL of each page, for the phone screenshots
+	// shoot writes the page as it is now at 1280×800 (the viewport), whole
+	// at 1280 px, and whole at a phone's 390 px (then back to the desktop): a page that
+	// changes later (a letter redriven) is shot as it was.
 	shoot := func(name string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			u, err := chromedp.Location()(ctx, tg)
-			if err != nil {
-				return err
-			}
-			pages = append(pages, name+" "+u)
 			if shots == "" {
 				return nil
 			}
@@ -228,7 +225,26 @@ func TestBrowser(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return os.WriteFile(filepath.Join(shots, name+"-1280x800.png"), png, 0o644)
+			if err := os.WriteFile(filepath.Join(shots, name+"-1280x800.png"), png, 0o644); err != nil {
+				return err
+			}
+			if png, err = chromedp.Screenshot(chromedp.CSS("body"))(ctx, tg); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(shots, name+"-1280-full.png"), png, 0o644); err != nil {
+				return err
+			}
+			if _, err := chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)(ctx, tg); err != nil {
+				return err
+			}
+			if png, err = chromedp.Screenshot(chromedp.CSS("body"))(ctx, tg); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(shots, name+"-phone.png"), png, 0o644); err != nil {
+				return err
+			}
+			_, err = chromedp.EmulateViewport(1280, 800)(ctx, tg)
+			return err
 		})
 	}
 	text := func(sel string) string {
@@ -246,13 +262,21 @@ func TestBrowser(t *testing.T) {
 	// 1. The overview, opened with the token; then a refresh runs triage.
 	run("open with the token", chromedp.Navigate(ts.URL+"/?token="+s.srv.Token()), chromedp.WaitVisible(`//h1[text()="Dead-letter queues"]`))
 	assert.Contains(t, text("main"), "agent-tasks")
-	run("refresh", chromedp.Click(css(`form[action="/refresh"] button`)), chromedp.WaitVisible(`//a[text()="Open the pipeline"]`))
+	// Before any refresh the pipeline page renders the latest kept report
+	// (an hour old, 13 letters) and says, beside it, what the DLQ holds now.
+	run("pipeline from the kept report", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.WaitVisible(css(`#live`)), shoot("pipeline-kept"))
+	assert.Contains(t, text(`#live`), "This report is older than the queue. It counted 13 dead letters 1h 0m ago")
+	assert.Contains(t, text(`#live`), "read from the kept reports")
+	assert.Equal(t, fmt.Sprint(12+s.budget), text(`#live-count`))
+	run("back to the overview", chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(`//h1[text()="Dead-letter queues"]`))
+	run("refresh", chromedp.Click(css(`form[action="/refresh"] button`)), chromedp.WaitVisible(`//a[text()="Open the pipeline"]`), shoot("refresh"))
 	assert.Contains(t, text("main"), fmt.Sprintf("Triaged: %d dead letters", 12+s.budget))
 	run("overview after", chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(`//h1[text()="Dead-letter queues"]`), shoot("overview"))
 
 	// 2. A group, then one of its letters.
 	run("pipeline", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.WaitVisible(css(`#reason-budget_exhausted`)), shoot("pipeline"))
 	assert.Contains(t, text("main"), "tool_unknown")
+	assert.Contains(t, text(`#live`), fmt.Sprintf("Live: the DLQ holds %d now, as this report counted", 12+s.budget), "fresh: the report is the queue")
 	run("group", chromedp.Click(css(`#reason-budget_exhausted a[href^="/group"]`)), chromedp.WaitVisible(`//h2[text()="Letters"]`), shoot("group"))
 	run("letter", chromedp.Click(css(`a[href^="/letter"]`)), chromedp.WaitVisible(`//h3[text()="Attempt history"]`), shoot("letter"))
 	letter := text("main")
@@ -295,6 +319,51 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, auditText, "owner_mismatch")
 	assert.Contains(t, auditText, "dry_run")
 	require.Eventually(t, func() bool { return depth(t, s.client, s.q.DLQURL) == 12 }, 30*time.Second, 250*time.Millisecond, "the redriven letters were processed, not dead-lettered again")
+	// The report still counts the redriven letters: the page says the DLQ holds fewer now.
+	run("pipeline after the redrive", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.WaitVisible(css(`#live`)))
+	assert.Contains(t, text(`#live`), fmt.Sprintf("This report is older than the queue. It counted %d dead letters", 12+s.budget))
+	assert.Equal(t, "12", text(`#live-count`))
+
+	// 5b. Reject the policy_limit group: its page shows it rejected and
+	// offers no redrive, before and after a refresh; the pipeline page marks it.
+	run("policy_limit group", chromedp.Click(css(`#reason-policy_limit a[href^="/group"]`)), chromedp.WaitVisible(css(`#redrive-link`)))
+	rejectedURL, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	run("reject", chromedp.Click(css(`#redrive-link`)), chromedp.WaitVisible(css(`#rowner`)),
+		chromedp.SetValue(css(`#rowner`), s.p.Owner), chromedp.SetValue(css(`#rwhy`), "over the tenant's budget by design (INC-52)"),
+		chromedp.Click(css(`form[action="/reject"] button`)), chromedp.WaitVisible(css(`#audit`)))
+	assert.Contains(t, text(`#audit`), "over the tenant's budget by design (INC-52)")
+	checkRejected := func(when string) {
+		t.Helper()
+		run("rejected group "+when, chromedp.Navigate(rejectedURL), chromedp.WaitVisible(css(`#closed`)))
+		assert.Equal(t, "rejected", text(`#rejected`), when)
+		assert.Contains(t, text(`#decision`), "rejected by "+s.p.Owner, when)
+		assert.Contains(t, text(`#decision`), "nothing to do", when)
+		links, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('main a[href^="/redrive"]')).map(a => a.textContent)`))
+		require.NoError(t, err)
+		assert.Empty(t, links, "a rejected group offers no redrive (%s)", when)
+	}
+	checkRejected("before a refresh")
+	run("rejected shot", shoot("group-rejected"))
+	run("refresh again", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.WaitVisible(css(`#live`)),
+		chromedp.Click(css(`form[action="/refresh"] button`)), chromedp.WaitVisible(`//a[text()="Open the pipeline"]`))
+	checkRejected("after a refresh")
+	run("pipeline marks it", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.WaitVisible(css(`#reason-policy_limit`)))
+	assert.Contains(t, text(`#reason-policy_limit`), "rejected")
+	assert.Contains(t, text(`#live`), "Live: the DLQ holds 12 now", "refreshed: the report is the queue again")
+
+	// 5c. The whole pipeline's plan: every group, its decision, its next step.
+	run("plan", chromedp.Click(css(`#plan-link`)), chromedp.WaitVisible(css(`#plan`)), shoot("plan"))
+	assert.Equal(t, "The plan of agent-tasks", text("h1"))
+	plan := text(`#plan`)
+	for _, r := range []string{"json_invalid", "schema_invalid", "tool_unknown", "policy_limit", "unclassified", "effect_unknown"} {
+		assert.Contains(t, plan, r)
+	}
+	assert.Contains(t, plan, "rejected by "+s.p.Owner)
+	assert.Contains(t, plan, "nothing to do: the dead letters stay until retention deletes them")
+	forms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('form[action="/redrive"], form[action="/reject"]').length`))
+	require.NoError(t, err)
+	assert.Zero(t, forms, "the whole plan is the plan, not a form")
 
 	// 6. Reconcile the key of the effect_unknown letter the worker left: the
 	// group lists it as effect_unknown; the owner records no effect; the
@@ -341,21 +410,6 @@ func TestBrowser(t *testing.T) {
 	run("audit of the reconcile", chromedp.Navigate(ts.URL+"/audit?p=agent-tasks&action=reconcile"), chromedp.WaitVisible(css(`#audit`)))
 	assert.Contains(t, text(`#audit`), "idempotency_key="+key)
 	assert.Contains(t, text(`#audit`), "local: "+audit.OSUser())
-
-	// Phone-sized screenshots of the same pages.
-	if shots != "" {
-		run("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
-		for _, pg := range pages {
-			name, u, _ := strings.Cut(pg, " ")
-			if name == "refused" || name == "dry-run" || name == "redrive-done" || name == "reconciled" || name == "verify" {
-				continue // job pages and a POST's result: on a desktop only
-			}
-			run("phone "+name, chromedp.Navigate(u), chromedp.WaitReady(css("main")))
-			png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(shots, name+"-phone.png"), png, 0o644))
-		}
-	}
 
 	// 7. Refused: a request without the token, a POST without the CSRF token.
 	resp, err := http.Get(ts.URL + "/pipeline?p=agent-tasks")
