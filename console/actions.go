@@ -67,8 +67,7 @@ const planLimit = 50
 
 // redrivePage shows the plan of a reason or one group, the form, and reject.
 func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request) {
-	// Canary -1: the plan's suggestion (renderRedrive), as `redrive plan` prints it.
-	f := redriveForm{Reason: r.FormValue("r"), Fingerprint: r.FormValue("fp"), Rate: redrive.DefaultRate, Canary: -1}
+	f := redriveForm{Reason: r.FormValue("r"), Fingerprint: r.FormValue("fp"), Rate: redrive.DefaultRate, Canary: 1}
 	// Back from a dry run's or a redrive's page: its values, to change or run.
 	if j := s.job(r.FormValue("job")); j != nil && j.Pipeline == r.FormValue("p") && j.form != nil {
 		f = *j.form
@@ -108,9 +107,6 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 		return
 	}
 	d.Plan, _ = s.plan(r.Context(), p, rep, groups)
-	if d.Form.Canary < 0 {
-		d.Form.Canary = suggestedCanary(d.Plan)
-	}
 	for _, g := range d.Plan.Groups {
 		if closed(g) {
 			d.Closed++
@@ -121,11 +117,11 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 	}
 	d.Verdict = redrive.Decide(deadletter.Reason(f.Reason), redrive.Ack{})
 	title := "Redrive " + f.Reason
-	if d.Whole {
-		title = "The plan of " + p.Name
-	}
 	if f.Fingerprint != "" {
 		title += " " + short(f.Fingerprint)
+	}
+	if d.Whole {
+		title = "The plan of " + p.Name
 	}
 	s.render(w, r, code, "redrive", page{Title: title, Nav: "pipeline", P: p, Data: d})
 }
@@ -217,7 +213,7 @@ func (s *Server) rejectPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := redriveForm{Reason: r.PostFormValue("r"), Fingerprint: r.PostFormValue("fp"), Owner: strings.TrimSpace(r.PostFormValue("owner")),
-		Why: strings.TrimSpace(r.PostFormValue("why")), Rate: redrive.DefaultRate, Canary: -1}
+		Why: strings.TrimSpace(r.PostFormValue("why")), Rate: redrive.DefaultRate, Canary: 1}
 	rd, err := s.redriver(r.Context(), p, nil)
 	if err == nil {
 		_, _ = rd.Identify(r.Context()) // the caller on every record, as reveal's

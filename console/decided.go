@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/agentdlq/agentdlq/redrive"
-	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -65,26 +64,6 @@ func decisionWhy(g redrive.PlanGroup) string {
 		return ""
 	}
 	return g.Why
-}
-
-// suggestedCanary is the canary the plan suggests for a select of its
-// groups (the largest of their select steps'), for the redrive form's
-// default; 1 when the plan suggests no select.
-func suggestedCanary(pl *redrive.Plan) int {
-	c := 0
-	if pl != nil {
-		for _, g := range pl.Groups {
-			for _, st := range g.Next {
-				if st.Action == audit.ActionSelect {
-					c = max(c, st.Canary)
-				}
-			}
-		}
-	}
-	if c == 0 {
-		return 1
-	}
-	return c
 }
 
 // wordBreaks is s escaped, with a break opportunity (<wbr>) after each

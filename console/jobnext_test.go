@@ -46,26 +46,3 @@ func TestJobPageShowsTheLettersReturned(t *testing.T) {
 	j.result.Returned = 0
 	assert.NotContains(t, f.get(t, "/job?id=j-returned").Body.String(), "dead-lettered again, left")
 }
-
-// A refused redrive moved nothing and never started: its page shows the
-// refusal, not an empty "0 of 2 moved" bar above it; a redrive that ran
-// shows its bar.
-func TestRefusedJobShowsNoProgressBar(t *testing.T) {
-	t.Parallel()
-	f := newFixture(t, 3)
-	rf := &redrive.Refusal{Code: redrive.CodeOwner, Reason: "mallory is not the owner"}
-	add := func(j *Job) string {
-		f.s.mu.Lock()
-		f.s.jobs[j.ID] = j
-		f.s.mu.Unlock()
-		return f.get(t, "/job?id="+j.ID).Body.String()
-	}
-	body := add(&Job{ID: "j-refused", Kind: "redrive", Pipeline: "agent-tasks", Started: t0, done: true, total: 2, err: fmt.Errorf("redrive: %w", rf)})
-	assert.Contains(t, body, "<b>Refused</b> ("+redrive.CodeOwner+")")
-	assert.NotContains(t, body, `id="progress"`)
-	assert.NotContains(t, body, "<progress")
-
-	body = add(&Job{ID: "j-ran", Kind: "redrive", Pipeline: "agent-tasks", Started: t0, done: true, total: 2, count: 2,
-		result: &redrive.SelectResult{Seen: 2, Matched: 2, Moved: 2}})
-	assert.Contains(t, body, `<div class="big" id="progress">2 of 2 moved</div>`)
-}

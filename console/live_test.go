@@ -1,7 +1,6 @@
 package console
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
-	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -84,22 +82,25 @@ func TestLetterShowsItsGroupsIDs(t *testing.T) {
 	assert.NotContains(t, body, `id="from-body"`)
 }
 
-// The redrive form's canary is the one the plan suggests for the selection
-// (its select step's), not a number of the console's own.
-func TestRedriveFormCanaryIsThePlans(t *testing.T) {
+// A refused redrive moved nothing and never started: its page shows the
+// refusal, not an empty "0 of 2 moved" bar above it; a redrive that ran
+// shows its bar.
+func TestRefusedJobShowsNoProgressBar(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, 16)
-	for _, g := range f.r.Groups {
-		pl, _ := f.s.plan(context.Background(), f.p, f.r, []redrive.Group{{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count}})
-		want := -1
-		for _, st := range pl.Groups[0].Next {
-			if st.Action == audit.ActionSelect {
-				want = st.Canary
-			}
-		}
-		require.Positive(t, want, "the plan suggests a select of %s", g.Reason)
-		body := f.get(t, "/redrive?p=agent-tasks&r="+string(g.Reason)+"&fp="+g.Fingerprint).Body.String()
-		assert.Contains(t, body, fmt.Sprintf(`name="canary" type="number" min="0" value="%d"`, want), "group %s of %d", g.Fingerprint, g.Count)
-		assert.Contains(t, body, fmt.Sprintf("a canary of %d first", want), "the plan's line says the same number")
+	f := newFixture(t, 3)
+	rf := &redrive.Refusal{Code: redrive.CodeOwner, Reason: "mallory is not the owner"}
+	add := func(j *Job) string {
+		f.s.mu.Lock()
+		f.s.jobs[j.ID] = j
+		f.s.mu.Unlock()
+		return f.get(t, "/job?id="+j.ID).Body.String()
 	}
+	body := add(&Job{ID: "j-refused", Kind: "redrive", Pipeline: "agent-tasks", Started: t0, done: true, total: 2, err: fmt.Errorf("redrive: %w", rf)})
+	assert.Contains(t, body, "<b>Refused</b> ("+redrive.CodeOwner+")")
+	assert.NotContains(t, body, `id="progress"`)
+	assert.NotContains(t, body, "<progress")
+
+	body = add(&Job{ID: "j-ran", Kind: "redrive", Pipeline: "agent-tasks", Started: t0, done: true, total: 2, count: 2,
+		result: &redrive.SelectResult{Seen: 2, Matched: 2, Moved: 2}})
+	assert.Contains(t, body, `<div class="big" id="progress">2 of 2 moved</div>`)
 }
