@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/testkit/sqsfake"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -31,7 +32,7 @@ func TestLiveCountBesideTheReport(t *testing.T) {
 		assert.NotContains(t, body, "older than the queue", path)
 	}
 
-	f.s.cfg.SQS.(*fakeSQS).depth = "6" // two redriven, say, by the CLI
+	f.s.cfg.SQS.(*sqsfake.Fake).Queue("http://q/dlq").Attributes["ApproximateNumberOfMessages"] = "6" // two redriven, say, by the CLI
 	for _, path := range pages {
 		body := f.get(t, path).Body.String()
 		assert.Contains(t, body, "<b>This report is older than the queue.</b> It counted 8 dead letters 3m ago ("+t0.Format("2006-01-02 15:04:05Z")+"); the DLQ holds <b id=\"live-count\">6</b> now.", path)
