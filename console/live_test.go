@@ -31,12 +31,15 @@ func TestLiveCountBesideTheReport(t *testing.T) {
 		assert.Contains(t, body, `<p class="sub" id="live">Live: the DLQ holds <b id="live-count">8</b> now, as this report counted 3m ago.</p>`, path)
 		assert.NotContains(t, body, "older than the queue", path)
 	}
+	assert.NotContains(t, f.get(t, "/").Body.String(), "older than the queue")
 
 	f.s.cfg.SQS.(*sqsfake.Fake).Queue("http://q/dlq").Attributes["ApproximateNumberOfMessages"] = "6" // two redriven, say, by the CLI
 	for _, path := range pages {
 		body := f.get(t, path).Body.String()
 		assert.Contains(t, body, "<b>This report is older than the queue.</b> It counted 8 dead letters 3m ago ("+t0.Format("2006-01-02 15:04:05Z")+"); the DLQ holds <b id=\"live-count\">6</b> now.", path)
 	}
+
+	assert.Contains(t, f.get(t, "/").Body.String(), `<div class="sig" id="stale-agent-tasks">counted 8: older than the queue</div>`, "the overview says so too")
 
 	// A report read from the kept reports (no letters in memory) says so.
 	f.s.mu.Lock()

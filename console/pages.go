@@ -80,6 +80,21 @@ type overviewRow struct {
 	Refreshing        bool
 }
 
+// Stale is true when the DLQ's depth now differs from what the row's
+// report counted: the overview marks the report older than the queue.
+func (row overviewRow) Stale() bool {
+	if row.Report == nil || row.NotCreated || row.QueueErr != "" {
+		return false
+	}
+	vis, err1 := strconv.Atoi(row.DLQVisible)
+	inf, err2 := strconv.Atoi(row.DLQInFlight)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	l := liveState{Known: true, Visible: vis, InFlight: inf, Counted: row.Report.Totals.Messages, Partial: !row.Report.Complete}
+	return l.Stale()
+}
+
 // onThisMachine says, for the overview's words only ("not created locally"
 // or "not deployed here"), whether the SQS client runs on this machine (its
 // Options().BaseEndpoint on loopback). The redrive gate decides for itself
