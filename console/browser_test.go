@@ -360,7 +360,7 @@ func TestBrowser(t *testing.T) {
 		run("rejected group "+when, chromedp.Navigate(rejectedURL), chromedp.WaitVisible(css(`#closed`)))
 		assert.Equal(t, "rejected", text(`#rejected`), when)
 		assert.Contains(t, text(`#decision`), "rejected by "+s.p.Owner, when)
-		assert.Contains(t, text(`#decision`), "nothing to do", when)
+		assert.Contains(t, text(`#decision`), "the dead letters stay until retention deletes them", when)
 		links, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('main a[href^="/redrive"]')).map(a => a.textContent)`))
 		require.NoError(t, err)
 		assert.Empty(t, links, "a rejected group offers no redrive (%s)", when)
@@ -382,7 +382,7 @@ func TestBrowser(t *testing.T) {
 		assert.Contains(t, plan, r)
 	}
 	assert.Contains(t, plan, "rejected by "+s.p.Owner)
-	assert.Contains(t, plan, "nothing to do: the dead letters stay until retention deletes them")
+	assert.Contains(t, plan, "the dead letters stay until retention deletes them")
 	forms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('form[action="/redrive"], form[action="/reject"]').length`))
 	require.NoError(t, err)
 	assert.Zero(t, forms, "the whole plan is the plan, not a form")

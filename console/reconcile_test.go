@@ -322,7 +322,7 @@ func TestPastDecisionsShown(t *testing.T) {
 	for _, g := range f.r.Groups {
 		assert.Contains(t, whole, "fp="+g.Fingerprint, "every group is in the plan")
 	}
-	assert.Contains(t, whole, "nothing to do: the dead letters stay")
+	assert.Contains(t, whole, "the dead letters stay until retention deletes them")
 	assert.NotContains(t, whole, `action="/redrive"`, "the whole plan is the plan, not a form")
 	assert.Len(t, f.audit.all(), 2, "page views record nothing")
 
