@@ -284,22 +284,46 @@ func TestPastDecisionsShown(t *testing.T) {
 		Action: audit.ActionReject, Reasons: []string{"budget_exhausted"}, Why: "quota is final", Outcome: audit.OutcomeOK}))
 
 	plan := f.get(t, "/redrive?p=agent-tasks&r=schema_invalid").Body.String()
-	assert.Contains(t, plan, "<b>rejected</b> by "+owner+" at "+t0.Format("2006-01-02 15:04:05Z"))
+	assert.Contains(t, plan, `<b class="outcome-refused">rejected</b> by `+owner+" at "+t0.Format("2006-01-02 15:04:05Z"))
 	assert.Contains(t, plan, "why: producer bug, tenant told (INC-9)")
 	assert.Contains(t, plan, "nothing to do")
+	// Rejected with nothing to do: no redrive and no reject offered.
+	assert.Contains(t, plan, `id="closed"`)
+	assert.NotContains(t, plan, `action="/redrive"`)
+	assert.NotContains(t, plan, `action="/reject"`)
+	assert.Equal(t, 1, strings.Count(plan, "producer bug, tenant told"), "the rejection is said once")
 	again := f.get(t, "/redrive?p=agent-tasks&r=budget_exhausted").Body.String()
 	assert.Contains(t, again, "why: quota is final")
-	assert.Contains(t, again, "but dead letters arrived since")
+	assert.Contains(t, again, "dead letters arrived since the rejection")
 	assert.Contains(t, again, "decide again")
 	assert.NotContains(t, again, "nothing to do")
+	assert.Contains(t, again, `action="/redrive"`, "a group rejected before new letters arrived may be decided again")
 
 	for _, g := range f.r.Groups {
 		if g.Reason == deadletter.ReasonSchemaInvalid {
 			body := f.get(t, "/group?p=agent-tasks&r=schema_invalid&fp="+g.Fingerprint).Body.String()
-			assert.Contains(t, body, `<dd id="decision"><b>rejected</b> by `+owner)
+			assert.Contains(t, body, `<dd id="decision"><b class="outcome-refused">rejected</b> by `+owner)
 			assert.Contains(t, body, "nothing to do")
+			assert.Contains(t, body, `id="rejected"`)
+			assert.NotContains(t, body, `id="redrive-link"`, "a rejected group offers no redrive")
+			assert.Equal(t, 1, strings.Count(body, "producer bug, tenant told"), "the rejection is said once")
+			assert.Equal(t, 1, strings.Count(body, "redrive only after the fix is deployed"), "the policy is said once")
 		}
 	}
+	// The pipeline page marks the rejected group; the whole pipeline's plan
+	// lists every group with its decision.
+	pipe := f.get(t, "/pipeline?p=agent-tasks").Body.String()
+	assert.Contains(t, pipe, `<span class="badge no decided">rejected</span>`)
+	assert.Contains(t, pipe, `<span class="badge no decided">rejected, new letters since</span>`)
+	w = f.get(t, "/redrive?p=agent-tasks")
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	whole := w.Body.String()
+	assert.Contains(t, whole, "<h1>The plan of agent-tasks</h1>")
+	for _, g := range f.r.Groups {
+		assert.Contains(t, whole, "fp="+g.Fingerprint, "every group is in the plan")
+	}
+	assert.Contains(t, whole, "the dead letters stay until retention deletes them")
+	assert.NotContains(t, whole, `action="/redrive"`, "the whole plan is the plan, not a form")
 	assert.Len(t, f.audit.all(), 2, "page views record nothing")
 
 	// An audit that cannot be read back: the pages say so and stand.
@@ -307,7 +331,7 @@ func TestPastDecisionsShown(t *testing.T) {
 	w = f.get(t, "/redrive?p=agent-tasks&r=schema_invalid")
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Contains(t, w.Body.String(), "Past decisions not shown: the audit could not be read ("+audit.ErrUnreadable.Error())
-	assert.NotContains(t, w.Body.String(), "<b>rejected</b>")
+	assert.NotContains(t, w.Body.String(), ">rejected</b>")
 }
 
 // fakeSTS answers GetCallerIdentity with a fixed ARN.

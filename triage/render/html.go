@@ -55,6 +55,10 @@ type HTMLView struct {
 	// Query is appended to the console's links to groups and redrives
 	// ("&tool=…": the page's filter, which they keep); "" in report.html.
 	Query template.URL
+	// Notes are words the console shows beside a group, by
+	// "reason/fingerprint" (the owner's decision: "rejected"); nil in
+	// report.html.
+	Notes map[string]string
 }
 
 // HTMLTemplates parses the report's templates (the "report" page and the
