@@ -9,7 +9,8 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // refreshPost starts a triage run of a pipeline and shows its progress.
@@ -42,9 +43,9 @@ type redriveForm struct {
 
 type redriveData struct {
 	Form    redriveForm
-	Groups  []triage.Group // the selection
-	Plan    *redrive.Plan
-	Verdict redrive.Verdict
+	Groups  []report.Group // the selection
+	Plan    *redrivetype.Plan
+	Verdict redrivetype.Verdict
 	Total   int
 	Error   string
 	// PlanMore counts the plan's groups beyond the first planLimit, not listed.
@@ -52,6 +53,14 @@ type redriveData struct {
 	// Filter is the page's filter: the select moves only the letters it
 	// chooses (the form carries it), and the audit names it.
 	Filter pageFilter
+	// Live is the DLQ's depth now beside the report's count and age.
+	Live *liveState
+	// Whole is the whole pipeline's plan (no reason chosen: /redrive?p=…):
+	// the plan of every group and its next steps, no form.
+	Whole bool
+	// Closed counts the chosen groups the owner rejected with nothing left
+	// to do; when it is every one, the page offers no redrive.
+	Closed int
 }
 
 // planLimit caps the plan's groups the redrive page lists.
@@ -81,16 +90,16 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 	if !ok {
 		return
 	}
-	d := redriveData{Form: f, Error: msg, Filter: pf}
-	var groups []redrive.Group
+	d := redriveData{Form: f, Error: msg, Filter: pf, Whole: f.Reason == "", Live: s.live(r.Context(), p, sn)}
+	groups := []redrive.Group{}
 	for _, g := range rep.Groups {
-		if string(g.Reason) == f.Reason && (f.Fingerprint == "" || g.Fingerprint == f.Fingerprint) {
+		if d.Whole || (string(g.Reason) == f.Reason && (f.Fingerprint == "" || g.Fingerprint == f.Fingerprint)) {
 			d.Groups = append(d.Groups, g)
 			groups = append(groups, redrive.Group{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count})
 			d.Total += g.Count
 		}
 	}
-	if len(d.Groups) == 0 {
+	if len(d.Groups) == 0 && !d.Whole {
 		msg := "No such group in the latest report of " + p.Name + "."
 		if d.Filter.On() {
 			msg = "No dead letter of this selection matches the filter (" + d.Filter.F.String() + ")."
@@ -99,6 +108,11 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 		return
 	}
 	d.Plan, _ = s.plan(r.Context(), p, rep, groups)
+	for _, g := range d.Plan.Groups {
+		if closed(g) {
+			d.Closed++
+		}
+	}
 	if n := len(d.Plan.Groups); n > planLimit {
 		d.Plan.Groups, d.PlanMore = d.Plan.Groups[:planLimit], n-planLimit
 	}
@@ -106,6 +120,9 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 	title := "Redrive " + f.Reason
 	if f.Fingerprint != "" {
 		title += " " + short(f.Fingerprint)
+	}
+	if d.Whole {
+		title = "The plan of " + p.Name
 	}
 	s.render(w, r, code, "redrive", page{Title: title, Nav: "pipeline", P: p, Data: d})
 }

@@ -25,6 +25,7 @@ func BenchmarkPages100k(b *testing.B) {
 		{"group", "/group?p=agent-tasks&r=" + string(g.Reason) + "&fp=" + g.Fingerprint},
 		{"letter", "/letter?p=agent-tasks&id=m-054321"},
 		{"redrive", "/redrive?p=agent-tasks&r=budget_exhausted"},
+		{"plan", "/redrive?p=agent-tasks"},
 		{"reconcile", "/reconcile?p=agent-tasks&key=key-054321"},
 		{"audit", "/audit?p=agent-tasks"},
 		{"audit_filtered", "/audit?p=agent-tasks&action=plan&outcome=shown"},

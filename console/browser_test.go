@@ -30,10 +30,11 @@ import (
 	"github.com/agentdlq/agentdlq/local/esm"
 	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 	"github.com/agentdlq/agentdlq/triage/render"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
@@ -76,6 +77,7 @@ type seeded struct {
 	audit  *FileAudit
 	srv    *Server
 	budget int // crafted budget_exhausted letters: valid tasks, redrivable
+	poison int // the letters the real worker dead-letters
 	// effects is the worker's effect store, which the console's catalog
 	// verifies against (as agentdlq ui's does locally).
 	effects sampleworker.EffectDir
@@ -110,7 +112,8 @@ func seed(t *testing.T) *seeded {
 	prefix := localtest.Unique("ui")
 	var tasks []workload.Task
 	n := 0
-	for k, count := range map[workload.Kind]int{workload.JSONInvalid: 2, workload.SchemaInvalid: 3, workload.ToolUnknown: 3, workload.PolicyLimit: 1, workload.Unclassified: 2, workload.EffectUnknown: 1} {
+	for k, count := range map[workload.Kind]int{workload.JSONInvalid: 2, workload.SchemaInvalid: 3, workload.ToolUnknown: 3, workload.PolicyLimit: 1, workload.Unclassified: 2, workload.EffectUnknown: 1,
+		workload.ToolVersionUnsupported: 1} {
 		for range count {
 			tasks = append(tasks, workload.Make(prefix, n, k, 0))
 			n++
@@ -147,17 +150,18 @@ func seed(t *testing.T) *seeded {
 		_, err = s.led.DeadLettered(ctx, key, deadletter.ReasonBudgetExhausted, at)
 		require.NoError(t, err)
 	}
+	s.poison = len(tasks)
 	want := len(tasks) + s.budget
 	require.Eventually(t, func() bool { return depth(t, s.client, s.q.DLQURL) == want }, 60*time.Second, 250*time.Millisecond, "the worker dead-letters the poison")
 
 	// Earlier triage runs, for the chart's history.
 	reports := store.Folder{Root: t.TempDir()}
 	for h := 6; h >= 1; h-- {
-		var msgs []triage.Message
+		var msgs []dlq.Message
 		for i := range 3 + (6-h)*2 {
 			reason := []deadletter.Reason{deadletter.ReasonToolUnknown, deadletter.ReasonSchemaInvalid, deadletter.ReasonBudgetExhausted}[i%3]
 			attrs, _ := deadletter.EncodeDeadLetter(deadletter.Meta{Class: reason.Class(), Reason: reason, NextAction: reason.NextAction(), DeadLetteredAt: now.Add(-time.Duration(h) * time.Hour)}, nil)
-			msgs = append(msgs, triage.Message{MessageID: fmt.Sprintf("h%d-%d", h, i), Body: "{}", Attributes: attrs, SentTimestamp: now.Add(-time.Duration(h) * time.Hour)})
+			msgs = append(msgs, dlq.Message{MessageID: fmt.Sprintf("h%d-%d", h, i), Body: "{}", Attributes: attrs, SentTimestamp: now.Add(-time.Duration(h) * time.Hour)})
 		}
 		at := now.Add(-time.Duration(h) * time.Hour)
 		_, err := render.WriteReport(ctx, reports, triage.Build(tagAll(msgs), p, at), at)
@@ -213,22 +217,45 @@ func TestBrowser(t *testing.T) {
 	ctx, cancelT := context.WithTimeout(bctx, 4*time.Minute) // after the first run: a timeout there would stop the browser
 	defer cancelT()
 
-	var pages []string // name and URL of each page, for the phone screenshots
+	// shoot writes the page as it is now at 1280×800 (the viewport), whole
+	// at 1280 px, and whole at a phone's 390 px (then back to the desktop): a page that
+	// changes later (a letter redriven) is shot as it was.
 	shoot := func(name string) chromedp.Action[chromedp.Void] {
 		return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			u, err := chromedp.Location()(ctx, tg)
+			write := func(suffix string, shot chromedp.Action[[]byte]) error {
+				if shots == "" {
+					return nil
+				}
+				png, err := shot(ctx, tg)
+				if err != nil {
+					return err
+				}
+				return os.WriteFile(filepath.Join(shots, name+suffix), png, 0o644)
+			}
+			if err := write("-1280x800.png", chromedp.CaptureScreenshot()); err != nil {
+				return err
+			}
+			if err := write("-1280-full.png", chromedp.Screenshot(chromedp.CSS("body"))); err != nil {
+				return err
+			}
+			if _, err := chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile)(ctx, tg); err != nil {
+				return err
+			}
+			// The layout holds on a phone: nothing wider than the window
+			// (a table scrolls inside its card; a long id or reason wraps).
+			wide, err := chromedp.Evaluate[int](`document.documentElement.scrollWidth - document.documentElement.clientWidth`)(ctx, tg)
 			if err != nil {
 				return err
 			}
-			pages = append(pages, name+" "+u)
-			if shots == "" {
-				return nil
+			if !assert.LessOrEqual(t, wide, 0, "%s: the page is %d px wider than a phone's window", name, wide) {
+				what, _ := chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('main *')).filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 1 && !e.closest('.scroll')).slice(-3).map(e => e.tagName + '.' + e.className + ' ' + (e.textContent || '').slice(0, 60))`)(ctx, tg)
+				t.Logf("%s: wider than the window: %q", name, what)
 			}
-			png, err := chromedp.CaptureScreenshot()(ctx, tg)
-			if err != nil {
+			if err := write("-phone.png", chromedp.Screenshot(chromedp.CSS("body"))); err != nil {
 				return err
 			}
-			return os.WriteFile(filepath.Join(shots, name+"-1280x800.png"), png, 0o644)
+			_, err = chromedp.EmulateViewport(1280, 800)(ctx, tg)
+			return err
 		})
 	}
 	text := func(sel string) string {
@@ -246,19 +273,39 @@ func TestBrowser(t *testing.T) {
 	// 1. The overview, opened with the token; then a refresh runs triage.
 	run("open with the token", chromedp.Navigate(ts.URL+"/?token="+s.srv.Token()), chromedp.WaitVisible(`//h1[text()="Dead-letter queues"]`))
 	assert.Contains(t, text("main"), "agent-tasks")
-	run("refresh", chromedp.Click(css(`form[action="/refresh"] button`)), chromedp.WaitVisible(`//a[text()="Open the pipeline"]`))
-	assert.Contains(t, text("main"), fmt.Sprintf("Triaged: %d dead letters", 12+s.budget))
+	// Before any refresh the pipeline page renders the latest kept report
+	// (an hour old, 13 letters) and says, beside it, what the DLQ holds now.
+	run("pipeline from the kept report", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.WaitVisible(css(`#live`)), shoot("pipeline-kept"))
+	assert.Contains(t, text(`#live`), "This report is older than the queue. It counted 13 dead letters 1h 0m ago")
+	assert.Contains(t, text(`#live`), "read from the kept reports")
+	assert.Equal(t, fmt.Sprint(s.poison+s.budget), text(`#live-count`))
+	run("back to the overview", chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(`//h1[text()="Dead-letter queues"]`))
+	run("refresh", chromedp.Click(css(`form[action="/refresh"] button`)), chromedp.WaitVisible(`//a[text()="Open the pipeline"]`), shoot("refresh"))
+	assert.Contains(t, text("main"), fmt.Sprintf("Triaged: %d dead letters", s.poison+s.budget))
 	run("overview after", chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(`//h1[text()="Dead-letter queues"]`), shoot("overview"))
 
 	// 2. A group, then one of its letters.
 	run("pipeline", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.WaitVisible(css(`#reason-budget_exhausted`)), shoot("pipeline"))
 	assert.Contains(t, text("main"), "tool_unknown")
+	assert.Contains(t, text(`#live`), fmt.Sprintf("Live: the DLQ holds %d now, as this report counted", s.poison+s.budget), "fresh: the report is the queue")
 	run("group", chromedp.Click(css(`#reason-budget_exhausted a[href^="/group"]`)), chromedp.WaitVisible(`//h2[text()="Letters"]`), shoot("group"))
 	run("letter", chromedp.Click(css(`a[href^="/letter"]`)), chromedp.WaitVisible(`//h3[text()="Attempt history"]`), shoot("letter"))
 	letter := text("main")
 	assert.Contains(t, letter, "search API 429")
 	assert.Contains(t, letter, "redacted")
 	assert.NotContains(t, letter, "sk-live-SECRET", "the body is redacted by default")
+	// The real worker dead-letters a task of an unknown tool version before
+	// reading it: its dlq_meta names no tool; the page shows the group's
+	// (from the body, and says so), and the long reason breaks between words.
+	run("tool_version_unsupported letter", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.Click(css(`#reason-tool_version_unsupported a[href^="/group"]`)),
+		chromedp.WaitVisible(`//h2[text()="Letters"]`), chromedp.Click(css(`a[href^="/letter"]`)), chromedp.WaitVisible(css(`#tool`)), shoot("letter-tool-version"))
+	assert.Equal(t, "http.fetch@9 · schema v1", text(`#tool`))
+	assert.NotEqual(t, "-", text(`#key`))
+	assert.Contains(t, text(`#from-body`), "read from the body")
+	assert.Contains(t, text(`#receives`), "not the worker's attempts")
+	assert.Contains(t, text(`#clock`), "counted from when the worker sent it to the DLQ")
+	run("back to the budget group", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.Click(css(`#reason-budget_exhausted a[href^="/group"]`)),
+		chromedp.WaitVisible(`//h2[text()="Letters"]`), chromedp.Click(css(`a[href^="/letter"]`)), chromedp.WaitVisible(`//h3[text()="Attempt history"]`))
 
 	// 3. A dry run of the group: the preview lists what would move; nothing moves.
 	form := func(owner string) chromedp.Action[chromedp.Void] {
@@ -274,12 +321,12 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, text("#outcome"), fmt.Sprintf("Dry run: %d of", s.budget))
 	assert.Contains(t, text("#preview"), "budget-0")
 	run("dry run shot", shoot("dry-run"))
-	assert.Equal(t, 12+s.budget, depth(t, s.client, s.q.DLQURL), "a dry run moves nothing")
+	assert.Equal(t, s.poison+s.budget, depth(t, s.client, s.q.DLQURL), "a dry run moves nothing")
 
 	// 4. Refused: the wrong owner.
 	run("wrong owner", chromedp.Navigate(redriveURL), chromedp.WaitVisible(css(`#owner`)), form("mallory"),
 		chromedp.Click(css(`button[value="redrive"]`)), chromedp.WaitVisible(css(`#outcome`)), shoot("refused"))
-	assert.Contains(t, text("#outcome"), "Refused ("+redrive.CodeOwner+")")
+	assert.Contains(t, text("#outcome"), "Refused ("+redrivetype.CodeOwner+")")
 
 	// 5. The redrive, with the worker running: progress, the canary, the audit.
 	run("redrive", chromedp.Navigate(redriveURL), chromedp.WaitVisible(css(`#owner`)), form(s.p.Owner),
@@ -294,7 +341,52 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, auditText, "canary")
 	assert.Contains(t, auditText, "owner_mismatch")
 	assert.Contains(t, auditText, "dry_run")
-	require.Eventually(t, func() bool { return depth(t, s.client, s.q.DLQURL) == 12 }, 30*time.Second, 250*time.Millisecond, "the redriven letters were processed, not dead-lettered again")
+	require.Eventually(t, func() bool { return depth(t, s.client, s.q.DLQURL) == s.poison }, 30*time.Second, 250*time.Millisecond, "the redriven letters were processed, not dead-lettered again")
+	// The report still counts the redriven letters: the page says the DLQ holds fewer now.
+	run("pipeline after the redrive", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.WaitVisible(css(`#live`)))
+	assert.Contains(t, text(`#live`), fmt.Sprintf("This report is older than the queue. It counted %d dead letters", s.poison+s.budget))
+	assert.Equal(t, fmt.Sprint(s.poison), text(`#live-count`))
+
+	// 5b. Reject the policy_limit group: its page shows it rejected and
+	// offers no redrive, before and after a refresh; the pipeline page marks it.
+	run("policy_limit group", chromedp.Click(css(`#reason-policy_limit a[href^="/group"]`)), chromedp.WaitVisible(css(`#redrive-link`)))
+	rejectedURL, err := chromedp.Run(ctx, chromedp.Location())
+	require.NoError(t, err)
+	run("reject", chromedp.Click(css(`#redrive-link`)), chromedp.WaitVisible(css(`#rowner`)),
+		chromedp.SetValue(css(`#rowner`), s.p.Owner), chromedp.SetValue(css(`#rwhy`), "over the tenant's budget by design (INC-52)"),
+		chromedp.Click(css(`form[action="/reject"] button`)), chromedp.WaitVisible(css(`#audit`)))
+	assert.Contains(t, text(`#audit`), "over the tenant's budget by design (INC-52)")
+	checkRejected := func(when string) {
+		t.Helper()
+		run("rejected group "+when, chromedp.Navigate(rejectedURL), chromedp.WaitVisible(css(`#closed`)))
+		assert.Equal(t, "rejected", text(`#rejected`), when)
+		assert.Contains(t, text(`#decision`), "rejected by "+s.p.Owner, when)
+		assert.Contains(t, text(`#decision`), "the dead letters stay until retention deletes them", when)
+		links, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('main a[href^="/redrive"]')).map(a => a.textContent)`))
+		require.NoError(t, err)
+		assert.Empty(t, links, "a rejected group offers no redrive (%s)", when)
+	}
+	checkRejected("before a refresh")
+	run("rejected shot", shoot("group-rejected"))
+	run("refresh again", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.WaitVisible(css(`#live`)),
+		chromedp.Click(css(`form[action="/refresh"] button`)), chromedp.WaitVisible(`//a[text()="Open the pipeline"]`))
+	checkRejected("after a refresh")
+	run("pipeline marks it", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.WaitVisible(css(`#reason-policy_limit`)))
+	assert.Contains(t, text(`#reason-policy_limit`), "rejected")
+	assert.Contains(t, text(`#live`), fmt.Sprintf("Live: the DLQ holds %d now", s.poison), "refreshed: the report is the queue again")
+
+	// 5c. The whole pipeline's plan: every group, its decision, its next step.
+	run("plan", chromedp.Click(css(`#plan-link`)), chromedp.WaitVisible(css(`#plan`)), shoot("plan"))
+	assert.Equal(t, "The plan of agent-tasks", text("h1"))
+	plan := text(`#plan`)
+	for _, r := range []string{"json_invalid", "schema_invalid", "tool_unknown", "tool_version_unsupported", "policy_limit", "unclassified", "effect_unknown"} {
+		assert.Contains(t, plan, r)
+	}
+	assert.Contains(t, plan, "rejected by "+s.p.Owner)
+	assert.Contains(t, plan, "the dead letters stay until retention deletes them")
+	forms, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('form[action="/redrive"], form[action="/reject"]').length`))
+	require.NoError(t, err)
+	assert.Zero(t, forms, "the whole plan is the plan, not a form")
 
 	// 6. Reconcile the key of the effect_unknown letter the worker left: the
 	// group lists it as effect_unknown; the owner records no effect; the
@@ -344,21 +436,6 @@ func TestBrowser(t *testing.T) {
 	run("audit of the reconcile", chromedp.Navigate(ts.URL+"/audit?p=agent-tasks&action=reconcile"), chromedp.WaitVisible(css(`#audit`)))
 	assert.Contains(t, text(`#audit`), "idempotency_key="+key)
 	assert.Contains(t, text(`#audit`), "local: "+audit.OSUser())
-
-	// Phone-sized screenshots of the same pages.
-	if shots != "" {
-		run("phone", chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2), chromedp.EmulateMobile))
-		for _, pg := range pages {
-			name, u, _ := strings.Cut(pg, " ")
-			if name == "refused" || name == "dry-run" || name == "redrive-done" || name == "reconciled" || name == "verify" {
-				continue // job pages and a POST's result: on a desktop only
-			}
-			run("phone "+name, chromedp.Navigate(u), chromedp.WaitReady(css("main")))
-			png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(shots, name+"-phone.png"), png, 0o644))
-		}
-	}
 
 	// 7. Refused: a request without the token, a POST without the CSRF token.
 	resp, err := http.Get(ts.URL + "/pipeline?p=agent-tasks")

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 func TestTokenAndCSRF(t *testing.T) {
@@ -173,7 +173,7 @@ func TestRedriveRefusedIsShownAndAudited(t *testing.T) {
 	w := f.post(t, "/reject", url.Values{"p": {"agent-tasks"}, "r": {"schema_invalid"}, "owner": {"mallory"}, "why": {"spam"}})
 	assert.Equal(t, http.StatusUnprocessableEntity, w.Code)
 	assert.Contains(t, w.Body.String(), "Reject refused")
-	assert.Contains(t, w.Body.String(), redrive.CodeOwner)
+	assert.Contains(t, w.Body.String(), redrivetype.CodeOwner)
 	require.Len(t, f.audit.recs, 1)
 	assert.Equal(t, audit.ActionReject, f.audit.recs[0].Action)
 	assert.Equal(t, audit.OutcomeRefused, f.audit.recs[0].Outcome)

@@ -14,7 +14,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/textutil"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // hostile is what a producer writes into a tool name, an error, a key and
@@ -24,7 +24,7 @@ const hostile = "\x1b[2J[click me](http://evil.example)\nrow\u202egnp.exe"
 
 // hostileLetter is a dead letter as the worker writes one, with every
 // field of the task (tool) and the error text given.
-func hostileLetter(t testing.TB, id, tool, errText string) triage.Message {
+func hostileLetter(t testing.TB, id, tool, errText string) dlq.Message {
 	t.Helper()
 	at := t0.Add(-time.Minute)
 	reason := deadletter.ReasonUnclassified
@@ -35,7 +35,7 @@ func hostileLetter(t testing.TB, id, tool, errText string) triage.Message {
 	}
 	attrs, err := deadletter.EncodeDeadLetter(m, nil)
 	require.NoError(t, err)
-	return triage.Message{MessageID: id, Body: body("key-"+id, tool, "t"), Attributes: attrs, SentTimestamp: at}
+	return dlq.Message{MessageID: id, Body: body("key-"+id, tool, "t"), Attributes: attrs, SentTimestamp: at}
 }
 
 // TestLongTokensWrap: in Chromium, a 128-character tool name and a long
@@ -44,7 +44,7 @@ func hostileLetter(t testing.TB, id, tool, errText string) triage.Message {
 func TestLongTokensWrap(t *testing.T) {
 	bin := chromium(t)
 	tool := strings.Repeat("t", 124) + ".run"
-	f := newFixtureOf(t, []triage.Message{hostileLetter(t, "m-long", tool, "boom:"+strings.Repeat("x", 300))})
+	f := newFixtureOf(t, []dlq.Message{hostileLetter(t, "m-long", tool, "boom:"+strings.Repeat("x", 300))})
 	ts := httptest.NewServer(f.s)
 	defer ts.Close()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
@@ -91,7 +91,7 @@ func TestPagesEscapeControls(t *testing.T) {
 	}
 	attrs, err := deadletter.EncodeDeadLetter(m, map[string]deadletter.Attribute{"note": {DataType: "String", StringValue: "attr" + hostile}})
 	require.NoError(t, err)
-	f := newFixtureOf(t, []triage.Message{{MessageID: "m-hostile", Body: `{"q":"body` + strings.ReplaceAll(hostile, "\n", `\n`) + `","raw":"` + "\u202e" + `"}`, Attributes: attrs, SentTimestamp: at}})
+	f := newFixtureOf(t, []dlq.Message{{MessageID: "m-hostile", Body: `{"q":"body` + strings.ReplaceAll(hostile, "\n", `\n`) + `","raw":"` + "\u202e" + `"}`, Attributes: attrs, SentTimestamp: at}})
 	require.Len(t, f.r.Groups, 1)
 	g := f.r.Groups[0]
 	for _, path := range []string{"/letter?p=agent-tasks&id=m-hostile", "/group?p=agent-tasks&r=" + string(g.Reason) + "&fp=" + g.Fingerprint, "/pipeline?p=agent-tasks"} {

@@ -7,8 +7,10 @@ import (
 	"strings"
 
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // pageFilter is a page's filter (the URL's tool, tenant, since, until and
@@ -18,7 +20,7 @@ type pageFilter struct {
 	// Raw are the values as the URL gave them, for the form.
 	Raw map[string]string
 	// F is the parsed filter (zero when none, or when Err is set).
-	F triage.Filter
+	F dlq.Filter
 	// Err says why the filter could not be read.
 	Err string
 	// Query is F as the query of a link ("&tool=…&since=…", times in RFC
@@ -31,7 +33,7 @@ type pageFilter struct {
 // filterOf reads the filter of r (its URL, or its form when posted).
 func (s *Server) filterOf(r *http.Request) pageFilter {
 	pf := pageFilter{Raw: map[string]string{}}
-	for _, k := range triage.FilterFields {
+	for _, k := range dlq.FilterFields {
 		if v := r.FormValue(k); v != "" {
 			pf.Raw[k] = v
 		}
@@ -58,7 +60,7 @@ func (pf pageFilter) On() bool { return !pf.F.IsZero() }
 // narrowed is the snapshot's report narrowed to the filter's letters; a
 // report read from the kept reports holds no letters: the error says to
 // refresh.
-func (s *Server) narrowed(p *pipeline.Pipeline, sn *snapshot, pf pageFilter) (*triage.Report, string) {
+func (s *Server) narrowed(p *pipeline.Pipeline, sn *snapshot, pf pageFilter) (*report.Report, string) {
 	if !pf.On() || sn == nil || sn.report == nil {
 		return reportOf(sn), ""
 	}
@@ -73,7 +75,7 @@ func (s *Server) narrowed(p *pipeline.Pipeline, sn *snapshot, pf pageFilter) (*t
 // to it, for the pages that cannot show the whole report instead (group,
 // redrive): a bad filter is rendered as a 400, a report without letters as
 // a 409 saying to refresh, and ok is false.
-func (s *Server) filteredReport(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline, sn *snapshot) (rep *triage.Report, pf pageFilter, ok bool) {
+func (s *Server) filteredReport(w http.ResponseWriter, r *http.Request, p *pipeline.Pipeline, sn *snapshot) (rep *report.Report, pf pageFilter, ok bool) {
 	pf = s.filterOf(r)
 	if pf.Err != "" {
 		s.render(w, r, http.StatusBadRequest, "message", page{Title: "Bad filter", P: p, Data: pf.Err})
@@ -87,7 +89,7 @@ func (s *Server) filteredReport(w http.ResponseWriter, r *http.Request, p *pipel
 	return rep, pf, true
 }
 
-func reportOf(sn *snapshot) *triage.Report {
+func reportOf(sn *snapshot) *report.Report {
 	if sn == nil {
 		return nil
 	}
@@ -96,7 +98,7 @@ func reportOf(sn *snapshot) *triage.Report {
 
 // filteredStepLinks is stepLinks on a filtered page: each link keeps the
 // filter (a select, a reconciliation and a plan are of its letters).
-func filteredStepLinks(p string, steps []redrive.Step, query template.URL) []stepLink {
+func filteredStepLinks(p string, steps []redrivetype.Step, query template.URL) []stepLink {
 	out := stepLinks(p, steps)
 	for i := range out {
 		if out[i].Href == "" || query == "" {

@@ -22,7 +22,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -53,7 +53,7 @@ func TestFiltersInTheURL(t *testing.T) {
 	body = w.Body.String()
 	assert.Contains(t, body, "Filtered:</b> tenant=")
 	assert.Contains(t, body, "&amp;tenant=tenant-1\">Redrive or reject this group")
-	for _, l := range g.Letters() {
+	for _, l := range g.Letters {
 		if l.Hints.Tenant == "tenant-1" {
 			assert.Contains(t, body, l.MessageID)
 		} else {
@@ -84,10 +84,10 @@ func TestFiltersInTheURL(t *testing.T) {
 }
 
 // stripped is r as read back from storage: no letters.
-func stripped(t *testing.T, r *triage.Report) *triage.Report {
+func stripped(t *testing.T, r *report.Report) *report.Report {
 	b, err := json.Marshal(r)
 	require.NoError(t, err)
-	var back triage.Report
+	var back report.Report
 	require.NoError(t, json.Unmarshal(b, &back))
 	return &back
 }

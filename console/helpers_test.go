@@ -23,6 +23,8 @@ import (
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/testkit/sqsfake"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -64,9 +66,9 @@ func body(key, tool, tenant string) string {
 // letters makes n dead letters the way the worker writes them, spread over
 // reasons and fingerprints: 3/4 budget_exhausted (two error signatures),
 // 1/4 schema_invalid.
-func letters(t testing.TB, n int) []triage.Message {
+func letters(t testing.TB, n int) []dlq.Message {
 	t.Helper()
-	out := make([]triage.Message, 0, n)
+	out := make([]dlq.Message, 0, n)
 	for i := range n {
 		key := fmt.Sprintf("key-%06d", i)
 		reason, class, errText := deadletter.ReasonBudgetExhausted, deadletter.ClassTransient, "search API 503 Service Unavailable"
@@ -94,17 +96,17 @@ func letters(t testing.TB, n int) []triage.Message {
 		}
 		attrs, err := deadletter.EncodeDeadLetter(m, map[string]deadletter.Attribute{"traceparent": {DataType: "String", StringValue: "00-abc-def-01"}})
 		require.NoError(t, err)
-		out = append(out, triage.Message{MessageID: fmt.Sprintf("m-%06d", i), Body: body(key, tool, m.Tenant), Attributes: attrs, SentTimestamp: at})
+		out = append(out, dlq.Message{MessageID: fmt.Sprintf("m-%06d", i), Body: body(key, tool, m.Tenant), Attributes: attrs, SentTimestamp: at})
 	}
 	return out
 }
 
 // effectUnknownLetters makes a dead letter for each key the way the worker
 // writes one after a timeout that followed the start of a mutating call.
-func effectUnknownLetters(t testing.TB, keys ...string) []triage.Message {
+func effectUnknownLetters(t testing.TB, keys ...string) []dlq.Message {
 	t.Helper()
 	reason := deadletter.ReasonEffectUnknown
-	var out []triage.Message
+	var out []dlq.Message
 	for i, key := range keys {
 		at := t0.Add(-time.Duration(i+1) * time.Minute)
 		m := deadletter.Meta{
@@ -115,7 +117,7 @@ func effectUnknownLetters(t testing.TB, keys ...string) []triage.Message {
 		}
 		attrs, err := deadletter.EncodeDeadLetter(m, nil)
 		require.NoError(t, err)
-		out = append(out, triage.Message{MessageID: "eu-" + key, Body: body(key, "email.send", m.Tenant), Attributes: attrs, SentTimestamp: at})
+		out = append(out, dlq.Message{MessageID: "eu-" + key, Body: body(key, "email.send", m.Tenant), Attributes: attrs, SentTimestamp: at})
 	}
 	return out
 }
@@ -178,7 +180,7 @@ type fixture struct {
 	audit *memAudit
 	led   *ledger.Memory
 	p     *pipeline.Pipeline
-	r     *triage.Report
+	r     *report.Report
 }
 
 func newFixture(t testing.TB, n int) *fixture {
@@ -187,7 +189,7 @@ func newFixture(t testing.TB, n int) *fixture {
 }
 
 // newFixtureOf is newFixture over the given dead letters.
-func newFixtureOf(t testing.TB, msgs []triage.Message) *fixture {
+func newFixtureOf(t testing.TB, msgs []dlq.Message) *fixture {
 	t.Helper()
 	n := len(msgs)
 	p := testPipeline(t)
@@ -246,8 +248,8 @@ func (f *fixture) postFollow(t testing.TB, path string, form url.Values) *httpte
 func parseDuration(s string) (time.Duration, error) { return time.ParseDuration(s) }
 
 // tagAll tags msgs as triage.Run does.
-func tagAll(msgs []triage.Message) []triage.Tagged {
-	out := make([]triage.Tagged, len(msgs))
+func tagAll(msgs []dlq.Message) []dlq.Tagged {
+	out := make([]dlq.Tagged, len(msgs))
 	for i, m := range msgs {
 		out[i] = triage.Tag(m)
 	}

@@ -10,13 +10,14 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // A refused redrive's job shows the refusal's next steps as links to the
 // forms that take them (the library returns them as data).
 func TestJobViewRefusalNext(t *testing.T) {
-	rf := &redrive.Refusal{Code: redrive.CodeForbidden, Reason: "schema_invalid needs the deployed fix",
-		Next: []redrive.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp1", Canary: 2, Needs: []string{"Ack.FixDeployed"}}}}
+	rf := &redrive.Refusal{Code: redrivetype.CodeForbidden, Reason: "schema_invalid needs the deployed fix",
+		Next: []redrivetype.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp1", Canary: 2, Needs: []string{"Ack.FixDeployed"}}}}
 	j := &Job{ID: "j1", Kind: "redrive", Pipeline: "agent-tasks", err: fmt.Errorf("redrive: %w", rf)}
 	v := j.view()
 	assert.True(t, v.Refused)

@@ -14,6 +14,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/render"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // Job is a refresh (a triage run), a redrive or a verify that runs after its POST
@@ -33,7 +34,7 @@ type Job struct {
 	total    int // refresh: the DLQ's approximate depth; redrive: the group's count; verify: the keys the scan found
 	err      error
 	result   *redrive.SelectResult
-	report   *triage.Report
+	report   *report.Report
 	// form is a dry run's or a redrive's form as submitted: the job's page
 	// links back to it with the values kept.
 	form *redriveForm
@@ -60,7 +61,7 @@ type JobView struct {
 	// a refresh).
 	Back   string
 	Result *redrive.SelectResult
-	Report *triage.Report
+	Report *report.Report
 }
 
 func (j *Job) view() JobView {

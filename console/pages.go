@@ -26,9 +26,12 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 	"github.com/agentdlq/agentdlq/triage/eval"
 	"github.com/agentdlq/agentdlq/triage/render"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // page is what the layout renders around a page's own data.
@@ -76,8 +79,23 @@ type overviewRow struct {
 	// NotCreated is set when the pipeline's queues do not exist
 	// (ErrQueuesNotFound, or SQS says so): Local says where.
 	NotCreated, Local bool
-	Report            *triage.Report
+	Report            *report.Report
 	Refreshing        bool
+}
+
+// Stale is true when the DLQ's depth now differs from what the row's
+// report counted: the overview marks the report older than the queue.
+func (row overviewRow) Stale() bool {
+	if row.Report == nil || row.NotCreated || row.QueueErr != "" {
+		return false
+	}
+	vis, err1 := strconv.Atoi(row.DLQVisible)
+	inf, err2 := strconv.Atoi(row.DLQInFlight)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	l := liveState{Known: true, Visible: vis, InFlight: inf, Counted: row.Report.Totals.Messages, Partial: !row.Report.Complete}
+	return l.Stale()
 }
 
 // onThisMachine says, for the overview's words only ("not created locally"
@@ -165,6 +183,8 @@ type pipelineData struct {
 	// could not be filtered.
 	Filter    pageFilter
 	FilterErr string
+	// Live is the DLQ's depth now beside the report's count and age.
+	Live *liveState
 }
 
 // consoleGroupLimit caps the groups a reason lists on the pipeline page.
@@ -187,8 +207,10 @@ func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
 		if rep == nil || d.Filter.Err != "" {
 			rep, d.Filter.Query = sn.report, "" // the whole report, and the notice says why
 		}
+		d.Live = s.live(r.Context(), p, sn)
+		pl, _ := s.plan(r.Context(), p, rep, planGroups(rep))
 		d.View = render.HTMLView{Report: rep, History: sn.history, Now: s.cfg.Now(), Console: true, GroupLimit: consoleGroupLimit,
-			Extra: map[string]any{"Page": &pg, "Data": &d}, Query: d.Filter.Query}
+			Extra: map[string]any{"Page": &pg, "Data": &d}, Query: d.Filter.Query, Notes: groupNotes(pl)}
 	}
 	s.render(w, r, code, "pipeline-page", pg)
 }
@@ -214,18 +236,18 @@ func (s *Server) reportHTML(w http.ResponseWriter, r *http.Request) {
 // ---- group ----
 
 type groupData struct {
-	G        *triage.Group
+	G        *report.Group
 	Letters  []letterRow
 	More     int
 	InMemory bool
-	Verdict  redrive.Verdict
+	Verdict  redrivetype.Verdict
 	Expiring int
 	Warning  int
 	// Decision is the group's line of the plan, marked with the owner's
 	// past decisions (a rejection; for effect_unknown, the keys reconciled)
 	// and the command to run next; DecisionsUnread says why the decisions
 	// could not be read.
-	Decision        redrive.PlanGroup
+	Decision        redrivetype.PlanGroup
 	DecisionsUnread string
 	// Keys are the effect_unknown group's idempotency keys from KeysFrom
 	// (at most groupKeyLimit), with their ledger state; KeysTotal counts the
@@ -240,6 +262,8 @@ type groupData struct {
 	Filter pageFilter
 	// Verify is the "Verify with the tools" form of an effect_unknown group.
 	Verify *verifyForm
+	// Live is the DLQ's depth now beside the report's count and age.
+	Live *liveState
 }
 
 type letterRow struct {
@@ -286,7 +310,11 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 	if g.Reason == deadletter.ReasonEffectUnknown {
 		d.Verify = &verifyForm{CSRF: s.csrf, Pipeline: p.Name, Owner: p.Owner, Reason: string(g.Reason), Fingerprint: g.Fingerprint}
 	}
-	d.Decision, d.DecisionsUnread = pl.Groups[0], pl.DecisionsUnread
+	if len(pl.Groups) > 0 {
+		d.Decision = pl.Groups[0]
+	}
+	d.DecisionsUnread = pl.DecisionsUnread
+	d.Live = s.live(r.Context(), p, sn)
 	if ks := g.IdempotencyKeys; len(ks) > 0 {
 		from, _ := strconv.Atoi(r.FormValue("ko"))
 		from = max(0, min(from, len(ks)-1))
@@ -301,7 +329,7 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if d.InMemory {
-		ls := g.Letters()
+		ls := g.Letters
 		window := time.Duration(p.Triage.WarningHours) * time.Hour
 		retention := time.Duration(rep.Expiry.DLQRetentionSeconds) * time.Second
 		for _, t := range ls {
@@ -335,8 +363,8 @@ func (s *Server) tenant(p *pipeline.Pipeline, tn string) string {
 
 type letterData struct {
 	ID        string
-	T         *triage.Tagged
-	Group     *triage.Group
+	T         *dlq.Tagged
+	Group     *report.Group
 	Expiry    triage.Expiry
 	Countdown string
 	Soon      bool
@@ -356,6 +384,60 @@ type letterData struct {
 	// effect is unknown.
 	KeyState, KeyClass string
 	Reconcile          *reconcileForm
+	// IDs are the task's tool, versions and ids as its group shows them.
+	IDs taskIDs
+	// Decision is the plan's line for the letter's group (nil when the
+	// plan could not be read): a rejected group offers no redrive.
+	Decision *redrivetype.PlanGroup
+}
+
+// taskIDs are a letter's task fields: dlq_meta's and, where the metadata
+// lacks one, the body's (triage groups by the same fallback, so that the
+// letter page shows the tool, versions and ids its group page shows).
+type taskIDs struct {
+	Tool, ToolVersion         string
+	Schema                    int
+	TaskID, RunID, Key, Trace string
+	// FromBody names the fields read from the body, not the metadata.
+	FromBody []string
+}
+
+// idsOf reads a letter's task fields from its metadata, then its body.
+func idsOf(t *dlq.Tagged) taskIDs {
+	var ids taskIDs
+	if m := t.Meta; m != nil {
+		ids = taskIDs{Tool: m.Tool, ToolVersion: m.ToolVersion, Schema: m.SchemaVersion, TaskID: m.TaskID, RunID: m.RunID, Key: m.IdempotencyKey, Trace: m.TraceID}
+	}
+	var b struct {
+		Tool          string `json:"tool"`
+		ToolVersion   string `json:"tool_version"`
+		SchemaVersion int    `json:"schema_version"`
+		TaskID        string `json:"task_id"`
+		RunID         string `json:"run_id"`
+		Key           string `json:"idempotency_key"`
+		Trace         string `json:"trace_id"`
+	}
+	if t.BodyErr != nil || json.Unmarshal([]byte(t.Body), &b) != nil {
+		// Not a JSON object: the hints triage read, if any.
+		b.Tool, b.ToolVersion, b.SchemaVersion, b.TaskID, b.Key = t.Hints.Tool, t.Hints.ToolVersion, t.Hints.SchemaVersion, t.Hints.TaskID, t.Hints.IdempotencyKey
+	}
+	fill := func(name string, dst *string, v string) {
+		if *dst == "" && v != "" {
+			*dst = v
+			ids.FromBody = append(ids.FromBody, name)
+		}
+	}
+	fill("tool", &ids.Tool, b.Tool)
+	fill("tool version", &ids.ToolVersion, b.ToolVersion)
+	if ids.Schema == 0 && b.SchemaVersion != 0 {
+		ids.Schema = b.SchemaVersion
+		ids.FromBody = append(ids.FromBody, "schema version")
+	}
+	fill("task id", &ids.TaskID, b.TaskID)
+	fill("run id", &ids.RunID, b.RunID)
+	fill("idempotency key", &ids.Key, b.Key)
+	fill("trace id", &ids.Trace, b.Trace)
+	return ids
 }
 
 type attrRow struct{ Name, Type, Value string }
@@ -409,6 +491,14 @@ func (s *Server) renderLetter(w http.ResponseWriter, r *http.Request, revealed b
 					Reason: string(t.Reason), Fingerprint: t.Fingerprint, LetterID: t.MessageID}
 			}
 		}
+	}
+	d.IDs = idsOf(t)
+	n := 1
+	if d.Group != nil {
+		n = d.Group.Count
+	}
+	if pl, _ := s.plan(r.Context(), p, sn.report, []redrive.Group{{Reason: t.Reason, Fingerprint: t.Fingerprint, Count: n}}); len(pl.Groups) > 0 {
+		d.Decision = &pl.Groups[0]
 	}
 	d.Revealed = revealed
 	d.Tenant = s.tenant(p, t.Hints.Tenant)
@@ -594,22 +684,28 @@ func consoleFuncs() template.FuncMap {
 			}
 			return min(100, n*100/total)
 		},
-		"join":       strings.Join,
-		"detail":     detailLine,
-		"counts":     countsLine,
-		"reconciled": reconciledLine,
-		"plus":       func(a, b int) int { return a + b },
-		"steps":      stepLinks,
-		"fsteps":     filteredStepLinks,
-		"repairForm": newRepairFormView,
-		"repairCard": newRepairCardView,
-		"need":       func(field string) string { return needLabel[field] },
+		"join":        strings.Join,
+		"detail":      detailLine,
+		"counts":      countsLine,
+		"reconciled":  reconciledLine,
+		"plus":        func(a, b int) int { return a + b },
+		"steps":       stepLinks,
+		"fsteps":      filteredStepLinks,
+		"repairForm":  newRepairFormView,
+		"repairCard":  newRepairCardView,
+		"need":        func(field string) string { return needLabel[field] },
+		"policyWhy":   policyWhy,
+		"decisionWhy": decisionWhy,
+		"closed":      closed,
+		"letters":     lettersWord,
+		"words":       wordBreaks,
+		"clock":       clockWords,
 	}
 }
 
 // reconciledLine is a plan group's reconciled keys in a line: "2/3 keys
 // reconciled (1 effect_confirmed, 1 no_effect)".
-func reconciledLine(g redrive.PlanGroup) string {
+func reconciledLine(g redrivetype.PlanGroup) string {
 	n := 0
 	var parts []string
 	for _, o := range ledger.AllOutcomes() {

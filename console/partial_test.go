@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // TestPartialReportPages: a report whose scan did not see every letter is
@@ -20,7 +21,7 @@ func TestPartialReportPages(t *testing.T) {
 	t.Parallel()
 	f := newFixtureOf(t, effectUnknownLetters(t, "k-1", "k-2"))
 	f.r.Complete, f.r.Partial = false, true
-	f.r.Scan = triage.ScanStats{Unique: 2, ApproxDepth: 2, ApproxInFlight: 13, Partial: true, PartialCause: triage.CauseInFlight, RetryAfterSeconds: 30,
+	f.r.Scan = report.ScanStats{Unique: 2, ApproxDepth: 2, ApproxInFlight: 13, Partial: true, PartialCause: triage.CauseInFlight, RetryAfterSeconds: 30,
 		PartialReason: "13 messages in flight when the scan started could not be read"}
 	f.r.PartialReasons = []string{"scan: " + f.r.Scan.PartialReason}
 	eu := func(at time.Duration, n int) triage.HistoryPoint {

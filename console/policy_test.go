@@ -13,7 +13,8 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // TestEveryReaderFollowsTheOnePolicy checks, for every reason, that what
@@ -25,10 +26,10 @@ import (
 // checks that `redrive repair` refuses the others).
 func TestEveryReaderFollowsTheOnePolicy(t *testing.T) {
 	t.Parallel()
-	var msgs []triage.Message
+	var msgs []dlq.Message
 	for i, r := range deadletter.AllReasons() {
 		key := fmt.Sprintf("pol-%02d", i)
-		m := triage.Message{MessageID: "m-" + string(r), Body: body(key, "web.search", "tenant-1"), SentTimestamp: t0.Add(-time.Hour)}
+		m := dlq.Message{MessageID: "m-" + string(r), Body: body(key, "web.search", "tenant-1"), SentTimestamp: t0.Add(-time.Hour)}
 		if r != deadletter.ReasonReceiveLimit { // inferred: the broker moved it, no worker metadata
 			attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: r, Attempts: 1, Error: "failed: " + string(r), IdempotencyKey: key,
 				MessageID: "orig-" + key, Tool: "web.search", ToolVersion: "1.2.0", Tenant: "tenant-1", DeadLetteredAt: t0.Add(-time.Hour)}, nil)
@@ -49,7 +50,7 @@ func TestEveryReaderFollowsTheOnePolicy(t *testing.T) {
 			require.True(t, ok)
 
 			// triage: the tag and the report's group.
-			var g *triage.Group
+			var g *report.Group
 			for i := range f.r.Groups {
 				if f.r.Groups[i].Reason == r {
 					g = &f.r.Groups[i]

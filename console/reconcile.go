@@ -13,7 +13,8 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // ---- past decisions ----
@@ -23,13 +24,13 @@ import (
 // snapshot's report: no scan, no audit record). It also returns the
 // decisions as the audit holds them. Without a Redriver (no ledger, queues
 // not resolved) the plan is empty and says why in DecisionsUnread.
-func (s *Server) plan(ctx context.Context, p *pipeline.Pipeline, rep *triage.Report, groups []redrive.Group) (*redrive.Plan, redrive.Decisions) {
-	none := redrive.Decisions{Reconciled: map[string]redrive.KeyDecision{}}
+func (s *Server) plan(ctx context.Context, p *pipeline.Pipeline, rep *report.Report, groups []redrive.Group) (*redrivetype.Plan, redrivetype.Decisions) {
+	none := redrivetype.Decisions{Reconciled: map[string]redrivetype.KeyDecision{}}
 	rd, err := s.redriver(ctx, p, nil)
 	if err != nil {
 		// No Redriver (the queues could not be resolved): the policy's plan,
 		// without the owner's decisions.
-		pl := &redrive.Plan{Pipeline: p.Name, Owner: p.Owner, DecisionsUnread: err.Error()}
+		pl := &redrivetype.Plan{Pipeline: p.Name, Owner: p.Owner, DecisionsUnread: err.Error()}
 		return pl, none
 	}
 	if groups == nil {
@@ -37,7 +38,7 @@ func (s *Server) plan(ctx context.Context, p *pipeline.Pipeline, rep *triage.Rep
 	}
 	pl, err := rd.Plan(ctx, redrive.PlanRequest{Report: rep, Groups: groups}) // a page view: no scan, no audit
 	if err != nil {
-		pl = &redrive.Plan{Pipeline: p.Name, Owner: p.Owner, DecisionsUnread: err.Error()}
+		pl = &redrivetype.Plan{Pipeline: p.Name, Owner: p.Owner, DecisionsUnread: err.Error()}
 		return pl, none
 	}
 	d, err := rd.Decisions(ctx)
@@ -63,7 +64,7 @@ type keyRow struct {
 	// Open is true when Reconcile accepts the key now (its effect is unknown).
 	Open bool
 	// Decision is the audit's latest reconciliation of the key (who, when, why).
-	Decision *redrive.KeyDecision
+	Decision *redrivetype.KeyDecision
 	Err      string
 }
 
@@ -90,7 +91,7 @@ func keyState(e *ledger.Entry, now time.Time) (state, class string) {
 }
 
 // keyRows reads the ledger entry of each key, a few at a time.
-func (s *Server) keyRows(ctx context.Context, p *pipeline.Pipeline, sn *snapshot, keys []string, d redrive.Decisions) []keyRow {
+func (s *Server) keyRows(ctx context.Context, p *pipeline.Pipeline, sn *snapshot, keys []string, d redrivetype.Decisions) []keyRow {
 	rows := make([]keyRow, len(keys))
 	now := s.cfg.Now()
 	var wg sync.WaitGroup
@@ -237,7 +238,7 @@ func (s *Server) takeDone(id string) (reconcileDone, bool) {
 func (s *Server) renderReconcile(w http.ResponseWriter, r *http.Request, code int, d reconcileData) {
 	p, sn, _ := s.pipeline(r)
 	key := d.Form.Key
-	var dec redrive.Decisions
+	var dec redrivetype.Decisions
 	if rd, err := s.redriver(r.Context(), p, nil); err != nil {
 		d.DecisionsErr = err.Error()
 	} else if dec, err = rd.Decisions(r.Context()); err != nil {
@@ -323,11 +324,11 @@ func refusalText(err error) string {
 	}
 	lead := ""
 	switch rf.Code {
-	case redrive.CodeReconciled:
+	case redrivetype.CodeReconciled:
 		lead = "another outcome was recorded for this key before: "
-	case redrive.CodeNotEffectUnknown:
+	case redrivetype.CodeNotEffectUnknown:
 		lead = "there is nothing to reconcile for this key now: "
-	case redrive.CodeNotSettled:
+	case redrivetype.CodeNotSettled:
 		lead = "reconcile the key as no effect first: "
 	}
 	if l, ok := fieldLabel[rf.Field]; ok {

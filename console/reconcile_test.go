@@ -17,16 +17,16 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/sqsfake"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // reconcileFixture is a console over 8 ordinary dead letters and one
 // effect_unknown letter for each key, whose ledger entries are what the
 // worker leaves (effect started, no receipt).
-func reconcileFixture(t *testing.T, keys ...string) (*fixture, *triage.Group) {
+func reconcileFixture(t *testing.T, keys ...string) (*fixture, *report.Group) {
 	t.Helper()
 	f := newFixtureOf(t, append(letters(t, 8), effectUnknownLetters(t, keys...)...))
 	for _, k := range keys {
@@ -42,7 +42,7 @@ func reconcileFixture(t *testing.T, keys ...string) (*fixture, *triage.Group) {
 	return nil, nil
 }
 
-func reconcileValues(g *triage.Group, key, outcome, receipt, owner, why string) url.Values {
+func reconcileValues(g *report.Group, key, outcome, receipt, owner, why string) url.Values {
 	return url.Values{"p": {"agent-tasks"}, "key": {key}, "r": {string(g.Reason)}, "fp": {g.Fingerprint},
 		"outcome": {outcome}, "receipt": {receipt}, "owner": {owner}, "why": {why}}
 }
@@ -191,7 +191,7 @@ func TestReconcileRefusals(t *testing.T) {
 		send    func() *httptest.ResponseRecorder
 		code    int
 		want    []string
-		refusal redrive.Code // "": not audited (refused before redrive)
+		refusal redrivetype.Code // "": not audited (refused before redrive)
 	}{
 		{name: "no CSRF token", code: http.StatusForbidden, want: []string{"CSRF token is missing or wrong"},
 			send: func() *httptest.ResponseRecorder {
@@ -201,30 +201,30 @@ func TestReconcileRefusals(t *testing.T) {
 			send: func() *httptest.ResponseRecorder {
 				return raw(withCSRF(reconcileValues(g, "eu-b", "no_effect", "", owner, "x")), "http://evil.example")
 			}},
-		{name: "wrong owner", code: http.StatusUnprocessableEntity, refusal: redrive.CodeOwner,
+		{name: "wrong owner", code: http.StatusUnprocessableEntity, refusal: redrivetype.CodeOwner,
 			want: []string{`Owner &#34;mallory&#34; may not reconcile the ledger keys of pipeline &#34;agent-tasks&#34;`},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "eu-b", "no_effect", "", "mallory", "x"))
 			}},
-		{name: "no why", code: http.StatusUnprocessableEntity, refusal: redrive.CodeWhy, want: []string{"say how the effect was reconciled"},
+		{name: "no why", code: http.StatusUnprocessableEntity, refusal: redrivetype.CodeWhy, want: []string{"say how the effect was reconciled"},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "eu-b", "no_effect", "", owner, " "))
 			}},
-		{name: "confirmed without a receipt", code: http.StatusUnprocessableEntity, refusal: redrive.CodeBadInput, want: []string{"needs the effect&#39;s receipt"},
+		{name: "confirmed without a receipt", code: http.StatusUnprocessableEntity, refusal: redrivetype.CodeBadInput, want: []string{"needs the effect&#39;s receipt"},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "eu-b", "effect_confirmed", "", owner, "x"))
 			}},
-		{name: "conflicting outcome", code: http.StatusUnprocessableEntity, refusal: redrive.CodeReconciled,
+		{name: "conflicting outcome", code: http.StatusUnprocessableEntity, refusal: redrivetype.CodeReconciled,
 			want: []string{"another outcome was recorded for this key before: ", "a reconciliation is not changed", "was reconciled as no_effect by " + owner, "reconciled: no_effect"},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "eu-a", "effect_confirmed", "msg-1", owner, "x"))
 			}},
-		{name: "live lease", code: http.StatusUnprocessableEntity, refusal: redrive.CodeNotEffectUnknown,
+		{name: "live lease", code: http.StatusUnprocessableEntity, refusal: redrivetype.CodeNotEffectUnknown,
 			want: []string{"there is nothing to reconcile for this key now", "a delivery holds &#34;eu-leased&#34; until", "in progress (a delivery holds it)"},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "eu-leased", "no_effect", "", owner, "x"))
 			}},
-		{name: "unknown key", code: http.StatusUnprocessableEntity, refusal: redrive.CodeNotEffectUnknown,
+		{name: "unknown key", code: http.StatusUnprocessableEntity, refusal: redrivetype.CodeNotEffectUnknown,
 			want: []string{"the ledger holds no entry for &#34;scope:11:agent-tasks:0::nope&#34;", "no ledger entry"},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "nope", "no_effect", "", owner, "x"))
@@ -284,22 +284,46 @@ func TestPastDecisionsShown(t *testing.T) {
 		Action: audit.ActionReject, Reasons: []string{"budget_exhausted"}, Why: "quota is final", Outcome: audit.OutcomeOK}))
 
 	plan := f.get(t, "/redrive?p=agent-tasks&r=schema_invalid").Body.String()
-	assert.Contains(t, plan, "<b>rejected</b> by "+owner+" at "+t0.Format("2006-01-02 15:04:05Z"))
+	assert.Contains(t, plan, `<b class="outcome-refused">rejected</b> by `+owner+" at "+t0.Format("2006-01-02 15:04:05Z"))
 	assert.Contains(t, plan, "why: producer bug, tenant told (INC-9)")
 	assert.Contains(t, plan, "nothing to do")
+	// Rejected with nothing to do: no redrive and no reject offered.
+	assert.Contains(t, plan, `id="closed"`)
+	assert.NotContains(t, plan, `action="/redrive"`)
+	assert.NotContains(t, plan, `action="/reject"`)
+	assert.Equal(t, 1, strings.Count(plan, "producer bug, tenant told"), "the rejection is said once")
 	again := f.get(t, "/redrive?p=agent-tasks&r=budget_exhausted").Body.String()
 	assert.Contains(t, again, "why: quota is final")
-	assert.Contains(t, again, "but dead letters arrived since")
+	assert.Contains(t, again, "dead letters arrived since the rejection")
 	assert.Contains(t, again, "decide again")
 	assert.NotContains(t, again, "nothing to do")
+	assert.Contains(t, again, `action="/redrive"`, "a group rejected before new letters arrived may be decided again")
 
 	for _, g := range f.r.Groups {
 		if g.Reason == deadletter.ReasonSchemaInvalid {
 			body := f.get(t, "/group?p=agent-tasks&r=schema_invalid&fp="+g.Fingerprint).Body.String()
-			assert.Contains(t, body, `<dd id="decision"><b>rejected</b> by `+owner)
+			assert.Contains(t, body, `<dd id="decision"><b class="outcome-refused">rejected</b> by `+owner)
 			assert.Contains(t, body, "nothing to do")
+			assert.Contains(t, body, `id="rejected"`)
+			assert.NotContains(t, body, `id="redrive-link"`, "a rejected group offers no redrive")
+			assert.Equal(t, 1, strings.Count(body, "producer bug, tenant told"), "the rejection is said once")
+			assert.Equal(t, 1, strings.Count(body, "redrive only after the fix is deployed"), "the policy is said once")
 		}
 	}
+	// The pipeline page marks the rejected group; the whole pipeline's plan
+	// lists every group with its decision.
+	pipe := f.get(t, "/pipeline?p=agent-tasks").Body.String()
+	assert.Contains(t, pipe, `<span class="badge no decided">rejected</span>`)
+	assert.Contains(t, pipe, `<span class="badge no decided">rejected, new letters since</span>`)
+	w = f.get(t, "/redrive?p=agent-tasks")
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	whole := w.Body.String()
+	assert.Contains(t, whole, "<h1>The plan of agent-tasks</h1>")
+	for _, g := range f.r.Groups {
+		assert.Contains(t, whole, "fp="+g.Fingerprint, "every group is in the plan")
+	}
+	assert.Contains(t, whole, "the dead letters stay until retention deletes them")
+	assert.NotContains(t, whole, `action="/redrive"`, "the whole plan is the plan, not a form")
 	assert.Len(t, f.audit.all(), 2, "page views record nothing")
 
 	// An audit that cannot be read back: the pages say so and stand.
@@ -307,7 +331,7 @@ func TestPastDecisionsShown(t *testing.T) {
 	w = f.get(t, "/redrive?p=agent-tasks&r=schema_invalid")
 	require.Equal(t, http.StatusOK, w.Code)
 	assert.Contains(t, w.Body.String(), "Past decisions not shown: the audit could not be read ("+audit.ErrUnreadable.Error())
-	assert.NotContains(t, w.Body.String(), "<b>rejected</b>")
+	assert.NotContains(t, w.Body.String(), ">rejected</b>")
 }
 
 // fakeSTS answers GetCallerIdentity with a fixed ARN.
@@ -345,7 +369,7 @@ func TestReconcileInAWSRecordsTheCaller(t *testing.T) {
 	effectUnknownKey(t, f.led, "eu-b")
 	w = f.post(t, "/reconcile", reconcileValues(g, "eu-b", "no_effect", "", f.p.Owner, "x"))
 	require.Equal(t, http.StatusUnprocessableEntity, w.Code)
-	assert.Contains(t, w.Body.String(), "Reconcile refused ("+string(redrive.CodeIdentity)+")")
+	assert.Contains(t, w.Body.String(), "Reconcile refused ("+string(redrivetype.CodeIdentity)+")")
 	e, _, err := f.led.Get(context.Background(), "eu-b")
 	require.NoError(t, err)
 	assert.True(t, e.EffectUnknown(t0))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // repairForm is the letter page's repair form as submitted.
@@ -20,7 +21,7 @@ type repairForm struct {
 // applied, where the original is kept and the repaired task was sent.
 type repairData struct {
 	Form   repairForm
-	Result *redrive.RepairResult
+	Result *redrivetype.RepairResult
 	// Applied: the repair was sent (Result holds the evidence and the hot
 	// message id); otherwise Result is a preview, to confirm.
 	Applied bool

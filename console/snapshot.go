@@ -7,6 +7,8 @@ import (
 
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // snapshot is what the pages of one pipeline render from: the latest kept
@@ -14,23 +16,23 @@ import (
 // process, the tagged letters themselves. It is replaced whole, never
 // changed, so a page reads it without a lock.
 type snapshot struct {
-	report  *triage.Report // nil: never triaged
+	report  *report.Report // nil: never triaged
 	key     string         // the report's JSON key in Reports
 	history []triage.HistoryPoint
 	// letters by message id; nil when the report was read from Reports.
-	letters map[string]*triage.Tagged
+	letters map[string]*dlq.Tagged
 	loadErr string
 }
 
-func newSnapshot(r *triage.Report, key string, history []triage.HistoryPoint) *snapshot {
+func newSnapshot(r *report.Report, key string, history []triage.HistoryPoint) *snapshot {
 	s := &snapshot{report: r, key: key, history: history}
 	if r == nil {
 		return s
 	}
 	for i := range r.Groups {
-		for _, t := range r.Groups[i].Letters() {
+		for _, t := range r.Groups[i].Letters {
 			if s.letters == nil {
-				s.letters = make(map[string]*triage.Tagged, r.Totals.Messages)
+				s.letters = make(map[string]*dlq.Tagged, r.Totals.Messages)
 			}
 			s.letters[t.MessageID] = t
 		}
@@ -53,7 +55,7 @@ func (s *Server) loadSnapshot(ctx context.Context, p *pipeline.Pipeline) (*snaps
 }
 
 // group finds a group of the snapshot's report.
-func (sn *snapshot) group(reason, fp string) *triage.Group {
+func (sn *snapshot) group(reason, fp string) *report.Group {
 	if sn == nil || sn.report == nil {
 		return nil
 	}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"net/url"
 
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // stepLink is a next step (redrive.Step) as the console offers it: a link to
@@ -37,7 +37,7 @@ var needLabel = map[string]string{
 // pipeline p: a select or a reject opens the group's redrive page (its
 // forms), a reconciliation the group's keys; a move task and the other
 // actions have no form here and say so.
-func stepLinks(p string, steps []redrive.Step) []stepLink {
+func stepLinks(p string, steps []redrivetype.Step) []stepLink {
 	out := make([]stepLink, 0, len(steps))
 	for _, s := range steps {
 		q := url.Values{"p": {p}}

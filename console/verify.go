@@ -12,6 +12,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // ---- verify with the tools ----
@@ -33,7 +34,7 @@ type verifyForm struct {
 // it), or the refusal.
 type verifyData struct {
 	Form   verifyForm
-	Result *redrive.VerifyResult
+	Result *redrivetype.VerifyResult
 	// Definite counts the proposal's confirmed and no_effect keys: what
 	// "Apply the definite ones" records.
 	Definite int
@@ -53,7 +54,7 @@ type verifyData struct {
 type verifyJob struct {
 	form  verifyForm
 	apply bool
-	res   *redrive.VerifyResult
+	res   *redrivetype.VerifyResult
 }
 
 // verifyProgress is a verify job's state on its page.
@@ -126,7 +127,7 @@ func (s *Server) verifyPost(w http.ResponseWriter, r *http.Request) {
 func (s *Server) runVerify(p *pipeline.Pipeline, j *Job) {
 	ctx := context.Background()
 	vj := j.verify
-	var res *redrive.VerifyResult
+	var res *redrivetype.VerifyResult
 	rd, err := s.redriver(ctx, p, nil)
 	if err == nil {
 		_, _ = rd.Identify(ctx) // the caller on every record, as reconcile's

@@ -28,6 +28,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 	"github.com/agentdlq/agentdlq/testkit/sqsfake"
 	"github.com/agentdlq/agentdlq/triage/store"
@@ -147,12 +148,12 @@ func TestVerifyInTheConsoleOnEmulators(t *testing.T) {
 	// Refusals: a stranger, no why; shown in words on the job's page,
 	// audited, nothing changed.
 	_, w1 := f.verifyRun(t, form("apply", "mallory", why))
-	assert.Contains(t, w1, "Verify refused ("+string(redrive.CodeOwner)+")")
+	assert.Contains(t, w1, "Verify refused ("+string(redrivetype.CodeOwner)+")")
 	assert.Contains(t, w1, "Nothing was verified or changed.")
 	assert.NotContains(t, w1, `id="verify-table"`)
 	assert.Contains(t, w1, `id="vf-owner" name="owner" value="mallory"`, "the form again, as filled")
 	_, w1 = f.verifyRun(t, form("apply", p.Owner, " "))
-	assert.Contains(t, w1, "Verify refused ("+string(redrive.CodeWhy)+")")
+	assert.Contains(t, w1, "Verify refused ("+string(redrivetype.CodeWhy)+")")
 	assert.Equal(t, before, entries(), "a refusal changes nothing")
 	recs := records()
 	require.Len(t, recs, 2)
@@ -276,7 +277,7 @@ func TestVerifyFormAndRefusals(t *testing.T) {
 
 	form.Set("mode", "apply")
 	job, body := f.verifyRun(t, form) // the fixture's console has no Catalog
-	assert.Contains(t, body, "Verify refused ("+string(redrive.CodeBadInput)+") no tools to verify with")
+	assert.Contains(t, body, "Verify refused ("+string(redrivetype.CodeBadInput)+") no tools to verify with")
 	assert.Contains(t, body, `id="verify-form"`, "the form again")
 	recs := f.audit.all()
 	require.Len(t, recs, 1)
@@ -295,8 +296,8 @@ func TestVerifyFormAndRefusals(t *testing.T) {
 func TestVerifyPartialIsSaid(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, 4)
-	res := &redrive.VerifyResult{Pipeline: "agent-tasks", Reason: deadletter.ReasonEffectUnknown, Seen: 3,
-		Keys:   []redrive.Verified{{Key: "eu-a", Tool: "email.send", Letters: 1, Verdict: agenttask.VerdictNoEffect, Evidence: "relay log: nothing sent"}},
+	res := &redrivetype.VerifyResult{Pipeline: "agent-tasks", Reason: deadletter.ReasonEffectUnknown, Seen: 3,
+		Keys:   []redrivetype.Verified{{Key: "eu-a", Tool: "email.send", Letters: 1, Verdict: agenttask.VerdictNoEffect, Evidence: "relay log: nothing sent"}},
 		Counts: map[string]int{"no_effect": 1}}
 	pe := &redrive.PartialError{Seen: 3, Depth: 9}
 	for _, applied := range []bool{false, true} {

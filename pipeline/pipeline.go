@@ -187,6 +187,16 @@ type Pipeline struct {
 	// against max_receive_count (batch.Config.RetryAfterRequeues). Off, a
 	// Retry-After hides the message for that long and the receive counts.
 	RetryAfterRequeues int `json:"retry_after_requeues,omitempty"`
+	// FairQueueTenant is optional (default true on a standard queue, false
+	// on a FIFO queue): producers (agentdlq send, the sample producer,
+	// examples/worker's producer helper) set each task's MessageGroupId to
+	// its tenant on the standard hot queue, which makes it an SQS fair
+	// queue: a tenant with a backlog no longer raises the other tenants'
+	// dwell time (FairQueueTenants). True is an error on a FIFO queue,
+	// whose MessageGroupId is the ordering group (the run).
+	FairQueueTenant *bool `json:"fair_queue_tenant,omitempty"`
+	// SLO is optional: the dead-letter service level objective (defaults below).
+	SLO SLO `json:"slo"`
 	// Alarms is optional: thresholds of the alarms (defaults below).
 	Alarms Alarms `json:"alarms"`
 	// Triage is optional: how the triage scans and warns.
@@ -239,6 +249,25 @@ type Alarms struct {
 	// failures, each a receive spent).
 	ESMFailedPercent int `json:"esm_failed_percent,omitempty"` // default 50 % in 5 minutes, 1..100
 }
+
+// SLO is the pipeline's service level objective on dead letters: every task
+// the worker finishes is a good event (its Processed metric), every task it
+// dead-letters a bad one (DeadLettered), over a rolling 30 days. The
+// construct makes it a CloudWatch Application Signals SLO with burn-rate
+// alarms; triage states the error budget a period spent.
+type SLO struct {
+	// TargetPercent is optional (default 99.9): the share of tasks that
+	// must not be dead-lettered, above 50 and below 100 (at 100 any one
+	// dead letter breaks the objective, and no budget is left to burn).
+	TargetPercent float64 `json:"target_percent,omitempty"`
+}
+
+// DefaultSLOTargetPercent is SLO.TargetPercent's default.
+const DefaultSLOTargetPercent = 99.9
+
+// ErrorBudget is the share of tasks the objective allows to be
+// dead-lettered, as a fraction (0.001 for 99.9 %).
+func (s SLO) ErrorBudget() float64 { return (100 - s.TargetPercent) / 100 }
 
 // Triage configures the read-only triage.
 type Triage struct {
@@ -377,6 +406,9 @@ func (p *Pipeline) ApplyDefaults() {
 		def(&p.Backoff.MaxSeconds, 120)
 	}
 	def(&p.RedriveLoopAfter, 2)
+	if p.SLO.TargetPercent == 0 {
+		p.SLO.TargetPercent = DefaultSLOTargetPercent
+	}
 	if p.FIFOPoison == "" {
 		p.FIFOPoison = FIFOPoisonDeadLetter
 	}
@@ -530,6 +562,12 @@ func (p *Pipeline) validateWorker(bad func(format string, args ...any)) {
 	case p.RetryAfterRequeues > 0 && p.FIFO:
 		bad("retry_after_requeues needs a standard queue: a FIFO queue takes no per-message delay, and a requeued copy would leave its message group's order")
 	}
+	if p.FIFO && p.FairQueueTenant != nil && *p.FairQueueTenant {
+		bad("fair_queue_tenant needs a standard queue: on a FIFO queue MessageGroupId is the ordering group (the run), not the tenant")
+	}
+	if t := p.SLO.TargetPercent; !(t > 50 && t < 100) { // NaN fails too
+		bad("slo.target_percent %g is outside 50..100 (both excluded): at 100 one dead letter breaks the objective", t)
+	}
 	if p.FIFOPoison != FIFOPoisonDeadLetter && p.FIFOPoison != FIFOPoisonHoldGroup {
 		bad("fifo_poison %q must be %q or %q", p.FIFOPoison, FIFOPoisonDeadLetter, FIFOPoisonHoldGroup)
 	}
@@ -611,6 +649,16 @@ func (p *Pipeline) BatchWindow() time.Duration {
 	return time.Duration(p.BatchWindowSeconds) * time.Second
 }
 
+// FairQueueTenants reports whether producers set each task's
+// MessageGroupId to its tenant (SQS fair queues): FairQueueTenant, which
+// defaults to true on a standard queue; always false on a FIFO queue.
+func (p *Pipeline) FairQueueTenants() bool {
+	if p.FIFO {
+		return false
+	}
+	return p.FairQueueTenant == nil || *p.FairQueueTenant
+}
+
 // MappingConcurrency is the most invocations of the worker the event
 // source makes at once: MaxConcurrency, or in provisioned mode
 // PollerInvokes for each of ProvisionedPollers.Maximum pollers. The
@@ -683,3 +731,27 @@ const (
 	// when its SenderId is one of them (triage.Senders).
 	TagSenders = "agentdlq:dlq-senders"
 )
+
+// MaxMessageGroupIDLen is SQS's limit on a MessageGroupId: 128 characters,
+// each a letter, a digit or ASCII punctuation.
+const MaxMessageGroupIDLen = 128
+
+// TenantGroupID is the MessageGroupId of a task of tenant on a fair
+// (standard) queue: the tenant itself, or "" when it cannot be one (empty,
+// longer than 128 characters, or holding a character SQS refuses in a
+// MessageGroupId: a space, a non-ASCII letter). A message sent without a
+// MessageGroupId is a tenant of its own to SQS, which keeps it from being
+// held behind a noisy tenant but makes no tenant of it either; a producer
+// whose tenants are not such identifiers should map them to ones that are.
+func TenantGroupID(tenant string) string {
+	if tenant == "" || len(tenant) > MaxMessageGroupIDLen {
+		return ""
+	}
+	for i := 0; i < len(tenant); i++ {
+		c := tenant[i]
+		if c <= ' ' || c > '~' { // ASCII letters, digits and punctuation are '!'..'~'
+			return ""
+		}
+	}
+	return tenant
+}

@@ -18,6 +18,8 @@ func valid() Pipeline {
 	return Pipeline{Name: "agent-tasks", Owner: "platform-oncall", MaxReceiveCount: 4}
 }
 
+func ptr[T any](v T) *T { return &v }
+
 func TestDefaults(t *testing.T) {
 	t.Parallel()
 	p := valid()
@@ -54,8 +56,11 @@ func TestDefaults(t *testing.T) {
 	back, err := ParseOne(b)
 	require.NoError(t, err, "%s", b)
 	assert.Equal(t, pp, *back)
+	assert.Equal(t, 99.9, p.SLO.TargetPercent)
+	assert.InDelta(t, 0.001, p.SLO.ErrorBudget(), 1e-12)
+	assert.True(t, p.FairQueueTenants(), "a standard queue's producers set the tenant as MessageGroupId by default")
 	p.FIFO = true
-	assert.Equal(t, "agent-tasks.fifo", p.HotQueueName())
+	assert.False(t, p.FairQueueTenants(), "a FIFO queue's MessageGroupId is the run")
 	assert.Equal(t, "agent-tasks-dlq.fifo", p.DLQName())
 }
 
@@ -151,6 +156,17 @@ func TestValidate(t *testing.T) {
 		{"provisioned keeps the batch window rule", func(p *Pipeline) { p.BatchSize, p.ProvisionedPollers = 100, &ProvisionedPollers{Maximum: 5} },
 			"needs batch_window_seconds"},
 		{"esm failed percent 101", func(p *Pipeline) { p.Alarms.ESMFailedPercent = 101 }, "alarms.esm_failed_percent 101"},
+		// Fair queues: the tenant as MessageGroupId on standard queues only.
+		{"fair queue tenant off", func(p *Pipeline) { p.FairQueueTenant = ptr(false) }, ""},
+		{"fair queue tenant on a FIFO queue", func(p *Pipeline) { p.FIFO, p.FairQueueTenant = true, ptr(true) },
+			"fair_queue_tenant needs a standard queue"},
+		{"fair queue tenant off on a FIFO queue", func(p *Pipeline) { p.FIFO, p.FairQueueTenant = true, ptr(false) }, ""},
+		// The dead-letter SLO's target.
+		{"slo target 99", func(p *Pipeline) { p.SLO.TargetPercent = 99 }, ""},
+		{"slo target 99.99", func(p *Pipeline) { p.SLO.TargetPercent = 99.99 }, ""},
+		{"slo target 100", func(p *Pipeline) { p.SLO.TargetPercent = 100 }, "slo.target_percent 100 is outside 50..100"},
+		{"slo target 50", func(p *Pipeline) { p.SLO.TargetPercent = 50 }, "slo.target_percent 50 is outside"},
+		{"slo target negative", func(p *Pipeline) { p.SLO.TargetPercent = -1 }, "slo.target_percent -1 is outside"},
 		{"esm dropped events negative", func(p *Pipeline) { p.Alarms.ESMDroppedEvents = -1 }, "alarms.esm_dropped_events -1 must be at least 1"},
 	}
 	for _, tt := range tests {
@@ -317,5 +333,49 @@ func TestWorkerDLQMaxMessageBytes(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
 		})
+	}
+}
+
+func TestFairQueueTenants(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		fifo bool
+		set  *bool
+		want bool
+	}{
+		{"standard, unset: on", false, nil, true},
+		{"standard, on", false, ptr(true), true},
+		{"standard, off", false, ptr(false), false},
+		{"FIFO, unset: off (MessageGroupId is the run)", true, nil, false},
+		{"FIFO, off", true, ptr(false), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			p := valid()
+			p.FIFO, p.FairQueueTenant = tt.fifo, tt.set
+			p.ApplyDefaults()
+			require.NoError(t, p.Validate())
+			assert.Equal(t, tt.want, p.FairQueueTenants())
+		})
+	}
+}
+
+func TestTenantGroupID(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ tenant, want string }{
+		{"acme", "acme"},
+		{"tenant-0042", "tenant-0042"},
+		{"org:acme/team_1@eu", "org:acme/team_1@eu"},
+		{"", ""},
+		{"acme corp", ""}, // a space
+		{"café", ""},      // non-ASCII
+		{"acme\n", ""},    // a control character
+		{strings.Repeat("a", 128), strings.Repeat("a", 128)},
+		{strings.Repeat("a", 129), ""},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, TenantGroupID(tt.tenant), "%q", tt.tenant)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // Refuse audits a refusal that came before a Redriver could act — bad
@@ -17,7 +18,7 @@ import (
 // Redriver's own actions are audited by the actions themselves.
 func Refuse(ctx context.Context, a *audit.Auditor, pipelineName string, action audit.Action, who Who, err error) error {
 	if !errors.Is(err, ErrRefused) {
-		err = &Refusal{Code: CodeBadInput, Reason: err.Error()}
+		err = &Refusal{Code: redrivetype.CodeBadInput, Reason: err.Error()}
 	}
 	entry := audit.Entry{Actor: who.Owner, Pipeline: audit.Name(pipelineName), Action: action, Why: who.Why, Outcome: audit.OutcomeRefused, Error: err.Error()}
 	if aerr := a.Record(ctx, entry); aerr != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // lookupCaller asks STS who the caller is (one GetCallerIdentity call), or,
@@ -19,12 +20,12 @@ func lookupCaller(ctx context.Context, api IdentityAPI, local bool) (audit.Calle
 	}
 	if api == nil {
 		c.Check, c.Error = audit.CallerSTSFailed, "no STS client"
-		return c, refuse(CodeIdentity, "no STS client to check the caller's identity")
+		return c, refuse(redrivetype.CodeIdentity, "no STS client to check the caller's identity")
 	}
 	out, err := api.GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	if err != nil {
 		c.Check, c.Error = audit.CallerSTSFailed, err.Error()
-		return c, refuse(CodeIdentity, "sts GetCallerIdentity: %v", err)
+		return c, refuse(redrivetype.CodeIdentity, "sts GetCallerIdentity: %v", err)
 	}
 	c.Check, c.ARN, c.Account = audit.CallerSTS, aws.ToString(out.Arn), aws.ToString(out.Account)
 	return c, nil

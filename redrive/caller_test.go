@@ -16,7 +16,8 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // countingSTS answers GetCallerIdentity (or fails with err) and counts the calls.
@@ -51,7 +52,7 @@ func TestLocality(t *testing.T) {
 		name  string
 		eps   []endpoint
 		local bool
-		code  Code // a refusal, "" for none
+		code  redrivetype.Code // a refusal, "" for none
 	}{
 		{"all local, STS unset (make local-env)", []endpoint{ep("SQS", lo), ep("DynamoDB", host), ep("S3", lo6), ep("STS", "")}, true, ""},
 		{"all local, STS local too", []endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", lo)}, true, ""},
@@ -65,12 +66,12 @@ func TestLocality(t *testing.T) {
 		{"local, but STS set to AWS: mixed, checked", []endpoint{ep("SQS", lo), ep("DynamoDB", lo), ep("STS", awsSTS)}, false, ""},
 		{"an emulator on another host is not local", []endpoint{ep("SQS", remote), ep("DynamoDB", remote), ep("STS", "")}, false, ""},
 		// A fake STS is never believed once the check must run.
-		{"AWS SQS, local STS: refused", []endpoint{ep("SQS", awsSQS), ep("DynamoDB", ""), ep("STS", lo)}, false, CodeSTSEndpoint},
-		{"AWS SQS, STS elsewhere: refused", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "https://sts.example.com")}, false, CodeSTSEndpoint},
-		{"SQS local, DynamoDB AWS, STS local: refused", []endpoint{ep("SQS", lo), ep("DynamoDB", ""), ep("STS", lo)}, false, CodeSTSEndpoint},
-		{"STS on an API Gateway host: refused", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "https://abc123.execute-api.us-east-1.amazonaws.com")}, false, CodeSTSEndpoint},
-		{"STS over plain http: refused", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "http://sts.amazonaws.com")}, false, CodeSTSEndpoint},
-		{"no STS named", []endpoint{ep("SQS", "")}, false, CodeSTSEndpoint},
+		{"AWS SQS, local STS: refused", []endpoint{ep("SQS", awsSQS), ep("DynamoDB", ""), ep("STS", lo)}, false, redrivetype.CodeSTSEndpoint},
+		{"AWS SQS, STS elsewhere: refused", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "https://sts.example.com")}, false, redrivetype.CodeSTSEndpoint},
+		{"SQS local, DynamoDB AWS, STS local: refused", []endpoint{ep("SQS", lo), ep("DynamoDB", ""), ep("STS", lo)}, false, redrivetype.CodeSTSEndpoint},
+		{"STS on an API Gateway host: refused", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "https://abc123.execute-api.us-east-1.amazonaws.com")}, false, redrivetype.CodeSTSEndpoint},
+		{"STS over plain http: refused", []endpoint{ep("SQS", ""), ep("DynamoDB", ""), ep("STS", "http://sts.amazonaws.com")}, false, redrivetype.CodeSTSEndpoint},
+		{"no STS named", []endpoint{ep("SQS", "")}, false, redrivetype.CodeSTSEndpoint},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,7 +152,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		t.Parallel()
 		st := &countingSTS{arn: arn}
 		r, store, _, _ := inAWS(t, st)
-		r.cfg.Scan = func(context.Context) (*triage.Report, error) { return &triage.Report{}, nil }
+		r.cfg.Scan = func(context.Context) (*report.Report, error) { return &report.Report{}, nil }
 		_, err := r.Plan(context.Background(), PlanRequest{Actor: "alice"})
 		require.NoError(t, err)
 		_, err = r.Status(context.Background(), StatusRequest{Actor: "alice"})
@@ -168,7 +169,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		req := selReq(p, deadletter.ReasonBudgetExhausted)
 		req.Why = " "
 		_, err := r.Select(context.Background(), req)
-		assert.Equal(t, CodeWhy, RefusalCode(err))
+		assert.Equal(t, redrivetype.CodeWhy, RefusalCode(err))
 		recs := store.all()
 		require.Len(t, recs, 1)
 		assert.Equal(t, &audit.Caller{Check: audit.CallerNotChecked, OSUser: audit.OSUser()}, recs[0].Caller)
@@ -182,7 +183,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, *want, c)
 		_, err = r.Reconcile(context.Background(), ReconcileRequest{Who: Who{Owner: "mallory", Why: "x"}, Key: "k", Outcome: ledger.OutcomeNoEffect})
-		assert.Equal(t, CodeOwner, RefusalCode(err))
+		assert.Equal(t, redrivetype.CodeOwner, RefusalCode(err))
 		recs := store.all()
 		require.Len(t, recs, 1)
 		assert.Equal(t, want, recs[0].Caller)
@@ -193,7 +194,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		st := &countingSTS{arn: "arn:aws:sts::000000000000:assumed-role/PowerUser/mallory"}
 		r, store, f, q := inAWS(t, st)
 		_, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
-		assert.Equal(t, CodeIdentity, RefusalCode(err))
+		assert.Equal(t, redrivetype.CodeIdentity, RefusalCode(err))
 		recs := store.all()
 		require.Len(t, recs, 1)
 		assert.Equal(t, audit.OutcomeRefused, recs[0].Outcome)
@@ -206,7 +207,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		st := &countingSTS{err: errors.New("ExpiredToken: the security token included in the request is expired")}
 		r, store, _, _ := inAWS(t, st)
 		_, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
-		assert.Equal(t, CodeIdentity, RefusalCode(err))
+		assert.Equal(t, redrivetype.CodeIdentity, RefusalCode(err))
 		recs := store.all()
 		require.Len(t, recs, 1)
 		assert.Equal(t, audit.CallerSTSFailed, recs[0].Caller.Check)
@@ -234,7 +235,7 @@ func TestAuditCallerField(t *testing.T) {
 	store := &memStore{}
 	a := &audit.Auditor{Store: store}
 	err := Refuse(context.Background(), a, "agent-tasks", audit.ActionSelect, Who{Owner: "x"}, errors.New("--rate: not a number"))
-	assert.Equal(t, CodeBadInput, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeBadInput, RefusalCode(err))
 	recs := store.all()
 	require.Len(t, recs, 1)
 	require.NotNil(t, recs[0].Caller)

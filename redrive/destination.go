@@ -2,6 +2,7 @@ package redrive
 
 import (
 	"encoding/json"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"slices"
 )
 
@@ -11,16 +12,16 @@ import (
 // must allow hotARN (allowAll, or byQueue listing it; denyAll refuses).
 func checkRedrivePolicies(hotARN, dlqARN, hotRedrivePolicy, dlqRedriveAllowPolicy string) error {
 	if hotRedrivePolicy == "" {
-		return refuse(CodeDestination, "the hot queue %s has no RedrivePolicy: it is not the source of DLQ %s", hotARN, dlqARN)
+		return refuse(redrivetype.CodeDestination, "the hot queue %s has no RedrivePolicy: it is not the source of DLQ %s", hotARN, dlqARN)
 	}
 	var rp struct {
 		DeadLetterTargetArn string `json:"deadLetterTargetArn"`
 	}
 	if err := json.Unmarshal([]byte(hotRedrivePolicy), &rp); err != nil {
-		return refuse(CodeDestination, "the hot queue's RedrivePolicy is not JSON: %v", err)
+		return refuse(redrivetype.CodeDestination, "the hot queue's RedrivePolicy is not JSON: %v", err)
 	}
 	if rp.DeadLetterTargetArn != dlqARN {
-		return refuse(CodeDestination, "the hot queue %s dead-letters to %s, not to %s: it is not this DLQ's source", hotARN, rp.DeadLetterTargetArn, dlqARN)
+		return refuse(redrivetype.CodeDestination, "the hot queue %s dead-letters to %s, not to %s: it is not this DLQ's source", hotARN, rp.DeadLetterTargetArn, dlqARN)
 	}
 	if dlqRedriveAllowPolicy == "" {
 		return nil
@@ -30,7 +31,7 @@ func checkRedrivePolicies(hotARN, dlqARN, hotRedrivePolicy, dlqRedriveAllowPolic
 		SourceQueueArns   []string `json:"sourceQueueArns"`
 	}
 	if err := json.Unmarshal([]byte(dlqRedriveAllowPolicy), &ap); err != nil {
-		return refuse(CodeDestination, "the DLQ's RedriveAllowPolicy is not JSON: %v", err)
+		return refuse(redrivetype.CodeDestination, "the DLQ's RedriveAllowPolicy is not JSON: %v", err)
 	}
 	switch ap.RedrivePermission {
 	case "allowAll", "":
@@ -39,8 +40,8 @@ func checkRedrivePolicies(hotARN, dlqARN, hotRedrivePolicy, dlqRedriveAllowPolic
 		if slices.Contains(ap.SourceQueueArns, hotARN) {
 			return nil
 		}
-		return refuse(CodeDestination, "the DLQ's RedriveAllowPolicy does not list %s as a source", hotARN)
+		return refuse(redrivetype.CodeDestination, "the DLQ's RedriveAllowPolicy does not list %s as a source", hotARN)
 	default: // denyAll
-		return refuse(CodeDestination, "the DLQ's RedriveAllowPolicy is %q", ap.RedrivePermission)
+		return refuse(redrivetype.CodeDestination, "the DLQ's RedriveAllowPolicy is %q", ap.RedrivePermission)
 	}
 }

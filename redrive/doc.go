@@ -15,7 +15,7 @@
 // One method per action, each with a request struct:
 //
 //   - Plan: each group of the DLQ, whether it may be redriven and why, and
-//     its next steps (Step: data the CLI renders as a command line and the
+//     its next steps (redrivetype.Step: data the CLI renders as a command line and the
 //     console as a form), marked with the owner's past decisions.
 //   - Select: the redrive SQS does not have. It receives from the DLQ, tags
 //     each letter as triage does, sends the chosen ones' original body and
@@ -41,8 +41,10 @@
 //
 // # Outcomes
 //
-// Libraries return data; faces render it. A refusal is a *Refusal
-// (errors.Is ErrRefused): a Code (errors.go lists them), the request Field
+// Libraries return data; faces render it. The data an action returns and a
+// caller only reads (the plan, the results, the refusal codes) is in
+// package redrive/redrivetype. A refusal is a *Refusal
+// (errors.Is ErrRefused): a redrivetype.Code (the package lists them), the request Field
 // at fault by its Go name, a Reason in words, and Next steps; nothing
 // moved. A command that saw only part of the DLQ returns a *PartialError
 // (errors.Is triage.ErrScanPartial) with when to retry; what it did with what it

@@ -20,6 +20,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
@@ -57,7 +58,7 @@ func TestEmulatorRedriveRestoresClaimCheckAttributes(t *testing.T) {
 	assert.Contains(t, err.Error(), "claim check")
 	assert.Equal(t, 0, res.Moved)
 	assert.Equal(t, 2, res.ClaimCheckFailed, "both tried, both left")
-	assert.Equal(t, map[ClaimCheckCause]int{ClaimCheckNoClient: 2}, res.ClaimCheckFailedBy)
+	assert.Equal(t, map[redrivetype.ClaimCheckCause]int{redrivetype.ClaimCheckNoClient: 2}, res.ClaimCheckFailedBy)
 	assert.Equal(t, 0, res.SendFailed, "not a failed send")
 	assert.Equal(t, 0, l.depth(l.q.HotURL))
 	assert.Equal(t, 2, l.depth(l.q.DLQURL), "both stay in the DLQ")
@@ -69,7 +70,7 @@ func TestEmulatorRedriveRestoresClaimCheckAttributes(t *testing.T) {
 	res, err = r.Select(ctx, req)
 	require.Error(t, err)
 	assert.Equal(t, 0, res.Moved)
-	assert.Equal(t, map[ClaimCheckCause]int{ClaimCheckOtherBucket: 2}, res.ClaimCheckFailedBy)
+	assert.Equal(t, map[redrivetype.ClaimCheckCause]int{redrivetype.ClaimCheckOtherBucket: 2}, res.ClaimCheckFailedBy)
 	assert.Equal(t, 2, l.depth(l.q.DLQURL), "both stay in the DLQ")
 
 	// With the S3 client and the eval bucket, as the CLI wires them.
@@ -133,7 +134,7 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	assert.Equal(t, 1, res.WouldMove)
 	assert.Equal(t, 1, res.ClaimCheckFailed)
 	require.Len(t, res.Unrestored, 1)
-	assert.Equal(t, ClaimCheckMissing, res.Unrestored[0].Cause)
+	assert.Equal(t, redrivetype.ClaimCheckMissing, res.Unrestored[0].Cause)
 	require.Len(t, res.Letters, 1, "only the letter that would move is listed as moving")
 	assert.Equal(t, "claim-kept", res.Letters[0].IdempotencyKey)
 	assert.Equal(t, 0, res.Moved)
@@ -145,18 +146,18 @@ func TestEmulatorSelectGoesOnPastAMissingClaimCheck(t *testing.T) {
 	res, err = r.Select(ctx, req)
 	require.ErrorContains(t, err, "claim check restored nothing", "the pass says what it left")
 	require.Len(t, res.Unrestored, 1)
-	assert.Equal(t, ClaimCheckMissing, res.Unrestored[0].Cause)
+	assert.Equal(t, redrivetype.ClaimCheckMissing, res.Unrestored[0].Cause)
 	assert.Equal(t, refs["claim-gone"], res.Unrestored[0].ClaimCheck)
 	assert.Equal(t, 2, res.Seen)
 	assert.Equal(t, 2, res.Matched)
 	assert.Equal(t, 1, res.Moved, "the letter behind it moved")
 	assert.Equal(t, 1, res.ClaimCheckFailed)
-	assert.Equal(t, map[ClaimCheckCause]int{ClaimCheckMissing: 1}, res.ClaimCheckFailedBy)
+	assert.Equal(t, map[redrivetype.ClaimCheckCause]int{redrivetype.ClaimCheckMissing: 1}, res.ClaimCheckFailedBy)
 	assert.Equal(t, 0, res.SendFailed, "not a failed send")
 	assert.Empty(t, res.Partial)
 	require.Len(t, res.Unrestored, 1)
 	assert.Equal(t, refs["claim-gone"], res.Unrestored[0].ClaimCheck)
-	assert.Equal(t, ClaimCheckMissing, res.Unrestored[0].Cause)
+	assert.Equal(t, redrivetype.ClaimCheckMissing, res.Unrestored[0].Cause)
 	require.Len(t, res.Letters, 1)
 	assert.Equal(t, "claim-kept", res.Letters[0].IdempotencyKey)
 

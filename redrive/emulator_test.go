@@ -25,6 +25,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 	"github.com/agentdlq/agentdlq/triage"
 )
@@ -230,15 +231,15 @@ func TestEmulatorSelectiveRedrive(t *testing.T) {
 
 	// Refused without the deployed fix, and for a wrong owner: nothing moves.
 	_, err := r.Select(ctx, req)
-	assert.Equal(t, CodeForbidden, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeForbidden, RefusalCode(err))
 	bad := req
 	bad.Owner, bad.Ack.FixDeployed = "mallory", "v2"
 	_, err = r.Select(ctx, bad)
-	assert.Equal(t, CodeOwner, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeOwner, RefusalCode(err))
 	bad = req
 	bad.Reasons, bad.Ack.FixDeployed = []deadletter.Reason{deadletter.ReasonPolicyLimit}, "v2"
 	_, err = r.Select(ctx, bad)
-	assert.Equal(t, CodeForbidden, RefusalCode(err), "policy_limit is never redriven, fix or not")
+	assert.Equal(t, redrivetype.CodeForbidden, RefusalCode(err), "policy_limit is never redriven, fix or not")
 	assert.Equal(t, 0, l.depth(l.q.HotURL))
 	assert.Equal(t, 8, l.depth(l.q.DLQURL))
 
@@ -397,11 +398,11 @@ func TestEmulatorWrongQueueRefused(t *testing.T) {
 	r.cfg.Queues.HotURL, r.cfg.Queues.HotARN = other.HotURL, other.HotARN // aimed at a queue that is not this DLQ's source
 	_, err := r.Select(context.Background(), SelectRequest{Who: Who{Owner: l.p.Owner, Why: "x"}, Ack: Ack{FixDeployed: "v2"},
 		Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}, Rate: 10})
-	assert.Equal(t, CodeDestination, RefusalCode(err), err)
+	assert.Equal(t, redrivetype.CodeDestination, RefusalCode(err), err)
 	r = l.redriver()
 	_, err = r.Start(context.Background(), StartRequest{Who: Who{Owner: l.p.Owner, Why: "x"}, Rate: 10, Destination: other.HotARN,
 		Groups: []Group{{deadletter.ReasonBudgetExhausted, "fp", 1}}})
-	assert.Equal(t, CodeDestination, RefusalCode(err), err)
+	assert.Equal(t, redrivetype.CodeDestination, RefusalCode(err), err)
 	assert.Equal(t, 0, l.depth(other.HotURL))
 	assert.Equal(t, 2, l.depth(l.q.DLQURL))
 }
@@ -414,7 +415,7 @@ func TestEmulatorOwnerTagMismatchRefused(t *testing.T) {
 	require.NoError(t, err)
 	_, err = l.redriver().Select(context.Background(), SelectRequest{Who: Who{Owner: l.p.Owner, Why: "x"}, Ack: Ack{FixDeployed: "v2"},
 		Reasons: []deadletter.Reason{deadletter.ReasonUnclassified}, Rate: 10})
-	assert.Equal(t, CodeOwnerTag, RefusalCode(err), err)
+	assert.Equal(t, redrivetype.CodeOwnerTag, RefusalCode(err), err)
 	assert.Equal(t, 0, l.depth(l.q.HotURL))
 }
 
@@ -438,7 +439,7 @@ func TestEmulatorConcurrentSelectOfTheSameGroup(t *testing.T) {
 			defer wg.Done()
 			res, err := l.redriver().Select(ctx, req)
 			if err != nil && !errors.Is(err, triage.ErrScanPartial) { // the other run holds letters
-				assert.Equal(t, CodeNothingSelected, RefusalCode(err), err)
+				assert.Equal(t, redrivetype.CodeNothingSelected, RefusalCode(err), err)
 			}
 			moved[i] = res.Moved
 		}()
@@ -582,5 +583,5 @@ func TestEmulatorRedriveLoop(t *testing.T) {
 	assert.Equal(t, "redrive_loop", reasons[len(reasons)-1])
 	req.Reasons = []deadletter.Reason{deadletter.ReasonRedriveLoop}
 	_, err = r.Select(ctx, req)
-	assert.Equal(t, CodeForbidden, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeForbidden, RefusalCode(err))
 }

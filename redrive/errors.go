@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -21,92 +22,20 @@ var (
 	ErrCanaryFailed = errors.New("canary failed")
 )
 
-// Code says what was refused: stable for tests, the audit log and the
-// callers that branch on it (RefusalCode).
-type Code string
-
-// The refusal codes.
-const (
-	// CodeBadInput: a request or configuration that cannot be acted on (a
-	// malformed flag, an override without a justification, no ledger).
-	CodeBadInput Code = "bad_input"
-	// CodeUnknownReason: no reason given, or one that is not in the taxonomy.
-	CodeUnknownReason Code = "unknown_reason"
-	// CodeUnknownGroup: no group of the reason has that fingerprint.
-	CodeUnknownGroup Code = "unknown_fingerprint"
-	// CodeAmbiguousGroup: a fingerprint prefix matches more than one group.
-	CodeAmbiguousGroup Code = "ambiguous_fingerprint"
-	// CodeRate: the rate is outside 1..500 messages a second.
-	CodeRate Code = "rate_out_of_range"
-	// CodeWhy: the why is missing or blank.
-	CodeWhy Code = "why_missing"
-	// CodeOwnerMissing: no owner was given (Who.Owner is empty).
-	CodeOwnerMissing Code = "owner_missing"
-	// CodeOwner: the actor is not the pipeline's declared owner.
-	CodeOwner Code = "owner_mismatch"
-	// CodeOwnerTag: the DLQ's agentdlq:owner tag disagrees with the pipeline.
-	CodeOwnerTag Code = "owner_tag_mismatch"
-	// CodeIdentity: in AWS, the caller is not the pipeline's redrive role
-	// (or its identity could not be checked).
-	CodeIdentity Code = "identity_not_redrive_role"
-	// CodeSTSEndpoint: the caller check must run (not every endpoint is
-	// local) but the STS endpoint is not AWS's own (see Locality).
-	CodeSTSEndpoint Code = "sts_endpoint_untrusted"
-	// CodeForbidden: policy forbids a chosen reason without an
-	// acknowledgement (Ack.FixDeployed, Ack.Reviewed, Ack.Overrides).
-	CodeForbidden Code = "reason_not_redrivable"
-	// CodeDestination: the destination is not the pipeline's own hot queue,
-	// or the queues' redrive policies do not pair them.
-	CodeDestination Code = "destination_refused"
-	// CodeTaskActive: a move task already runs on the DLQ.
-	CodeTaskActive Code = "move_task_active"
-	// CodeNoTask: no move task to cancel.
-	CodeNoTask Code = "no_move_task"
-	// CodeDLQEmpty: the DLQ holds nothing to redrive.
-	CodeDLQEmpty Code = "dlq_empty"
-	// CodeDLQMissing: the pipeline's queues do not exist.
-	CodeDLQMissing Code = "dlq_missing"
-	// CodeNothingSelected: the DLQ holds no dead letter of the chosen reasons.
-	CodeNothingSelected Code = "nothing_selected"
-	// CodeScanPartial: the command saw only part of the DLQ (a *PartialError,
-	// triage.ErrScanPartial), the code its callers report it under. It is not a
-	// refusal: RefusalCode never returns it.
-	CodeScanPartial Code = "scan_partial"
-	// CodeNoMapping: pause or resume found no event source mapping on the
-	// hot queue, or more than one.
-	CodeNoMapping Code = "no_event_source_mapping"
-	// CodeNotEffectUnknown: reconcile of a key whose effect is not unknown
-	// (no ledger entry, no mutating call started, done, or leased by a
-	// delivery now).
-	CodeNotEffectUnknown Code = "not_effect_unknown"
-	// CodeReconciled: the key was reconciled with another outcome (or
-	// receipt) already; a reconciliation is never changed.
-	CodeReconciled Code = "already_reconciled"
-	// CodeLetterNotFound: repair found no dead letter of that message id in
-	// the DLQ, seen whole (already repaired, redriven, or never there).
-	CodeLetterNotFound Code = "letter_not_found"
-	// CodeRepairInvalid: the repaired task breaks the agent task contract,
-	// or the dead letter holds no task args to patch.
-	CodeRepairInvalid Code = "repair_invalid"
-	// CodeNotSettled: repair of a mutating tool's task whose effect the
-	// ledger does not settle as none (reconcile it as no effect first).
-	CodeNotSettled Code = "effect_not_settled"
-)
-
 // allCodes lists every refusal code in the order above.
-func allCodes() []Code {
-	return []Code{CodeBadInput, CodeUnknownReason, CodeUnknownGroup, CodeAmbiguousGroup, CodeRate, CodeWhy,
-		CodeOwnerMissing, CodeOwner, CodeOwnerTag, CodeIdentity, CodeSTSEndpoint, CodeForbidden, CodeDestination, CodeTaskActive, CodeNoTask,
-		CodeDLQEmpty, CodeDLQMissing, CodeNothingSelected, CodeScanPartial, CodeNoMapping, CodeNotEffectUnknown, CodeReconciled,
-		CodeLetterNotFound, CodeRepairInvalid, CodeNotSettled}
+func allCodes() []redrivetype.Code {
+	return []redrivetype.Code{redrivetype.CodeBadInput, redrivetype.CodeUnknownReason, redrivetype.CodeUnknownGroup, redrivetype.CodeAmbiguousGroup, redrivetype.CodeRate, redrivetype.CodeWhy,
+		redrivetype.CodeOwnerMissing, redrivetype.CodeOwner, redrivetype.CodeOwnerTag, redrivetype.CodeIdentity, redrivetype.CodeSTSEndpoint, redrivetype.CodeForbidden, redrivetype.CodeDestination, redrivetype.CodeTaskActive, redrivetype.CodeNoTask,
+		redrivetype.CodeDLQEmpty, redrivetype.CodeDLQMissing, redrivetype.CodeNothingSelected, redrivetype.CodeScanPartial, redrivetype.CodeNoMapping, redrivetype.CodeNotEffectUnknown, redrivetype.CodeReconciled,
+		redrivetype.CodeLetterNotFound, redrivetype.CodeRepairInvalid, redrivetype.CodeNotSettled}
 }
 
 // Refusal is a refused action: a code, the request field at fault and a
 // one-line reason. Nothing moved.
 type Refusal struct {
-	Code Code
+	Code redrivetype.Code
 	// Field is the request field at fault, by its Go name: "Owner", "Why",
-	// "Rate", "Reasons", "Fingerprints", "Canary", "Limit", "Destination",
+	// "Rate", "Reasons", "Fingerprints", "Canary", "Limit", "PerTenant", "Destination",
 	// "Ack.FixDeployed", "Ack.Reviewed", "Ack.Overrides", "Key", "Outcome",
 	// "Receipt", "Filter", "MessageID", "Patch"; empty when the refusal is about the DLQ, its tags, the
 	// caller or the policy rather than one input. A caller names it in its
@@ -118,7 +47,7 @@ type Refusal struct {
 	// Next are the steps that would get past the refusal, when there are
 	// some to suggest (a select with the acknowledgement the policy wants,
 	// a reconciliation, a look at the plan).
-	Next []Step
+	Next []redrivetype.Step
 }
 
 // Error is "refused (code): Field reason", or without a Field
@@ -133,17 +62,17 @@ func (r *Refusal) Error() string {
 // Is makes errors.Is(err, ErrRefused) true for every refusal.
 func (r *Refusal) Is(target error) bool { return target == ErrRefused }
 
-func refuse(code Code, format string, args ...any) *Refusal {
+func refuse(code redrivetype.Code, format string, args ...any) *Refusal {
 	return &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}
 }
 
 // refuseField is a refusal of one request field; format follows its name.
-func refuseField(code Code, field, format string, args ...any) *Refusal {
+func refuseField(code redrivetype.Code, field, format string, args ...any) *Refusal {
 	return &Refusal{Code: code, Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // RefusalCode returns the code of the refusal in err's chain, or "".
-func RefusalCode(err error) Code {
+func RefusalCode(err error) redrivetype.Code {
 	var r *Refusal
 	if errors.As(err, &r) {
 		return r.Code

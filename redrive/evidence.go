@@ -15,6 +15,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // EvidenceAPI is the S3 call that reads a claim check back: a dead letter
@@ -30,34 +31,6 @@ type EvidenceAPI interface {
 // original attributes of a message of at most 1 MiB.
 const maxEvidenceBytes = 4 << 20
 
-// ClaimCheckCause says why a dead letter's claim check did not restore its
-// attributes (SelectResult.ClaimCheckFailedBy, the audit's
-// claim_check_failed.<cause> counts).
-type ClaimCheckCause string
-
-// The causes of a claim check that restored nothing.
-const (
-	// ClaimCheckOutsidePrefix: the reference is not s3://<bucket>/<pipeline>/evidence/….
-	ClaimCheckOutsidePrefix ClaimCheckCause = "outside_prefix"
-	// ClaimCheckNoClient: no S3 client to read it (Config.Evidence).
-	ClaimCheckNoClient ClaimCheckCause = "no_client"
-	// ClaimCheckNoBucket: no eval bucket configured (Config.EvidenceBucket),
-	// so no bucket is trusted.
-	ClaimCheckNoBucket ClaimCheckCause = "no_bucket"
-	// ClaimCheckOtherBucket: the reference is in another bucket than the eval bucket.
-	ClaimCheckOtherBucket ClaimCheckCause = "other_bucket"
-	// ClaimCheckMissing: there is no such object (or bucket).
-	ClaimCheckMissing ClaimCheckCause = "missing"
-	// ClaimCheckUnreadable: S3 refused or failed the read.
-	ClaimCheckUnreadable ClaimCheckCause = "unreadable"
-	// ClaimCheckTooLarge: the object is larger than a claim check can be.
-	ClaimCheckTooLarge ClaimCheckCause = "too_large"
-	// ClaimCheckNotClaimCheck: the object does not parse as a claim check.
-	ClaimCheckNotClaimCheck ClaimCheckCause = "not_a_claim_check"
-	// ClaimCheckOtherMessage: the claim check is of another message.
-	ClaimCheckOtherMessage ClaimCheckCause = "other_message"
-)
-
 // claimCheckFailure is why a dead letter's claim check restored nothing.
 // The letter is never sent without the attributes it gave up: Select leaves
 // it in the DLQ, counts it (SelectResult.ClaimCheckFailed, Unrestored) and
@@ -65,7 +38,7 @@ const (
 type claimCheckFailure struct {
 	// Ref is the reference the dead letter carries (dlq_meta's evidence).
 	Ref   string
-	Cause ClaimCheckCause
+	Cause redrivetype.ClaimCheckCause
 	Err   error
 }
 
@@ -85,49 +58,49 @@ func (r *Redriver) restoreEvidence(ctx context.Context, o *original) *claimCheck
 	if o.Evidence == "" {
 		return nil
 	}
-	fail := func(cause ClaimCheckCause, format string, args ...any) *claimCheckFailure {
+	fail := func(cause redrivetype.ClaimCheckCause, format string, args ...any) *claimCheckFailure {
 		return &claimCheckFailure{Ref: o.Evidence, Cause: cause, Err: fmt.Errorf(format, args...)}
 	}
 	rest, ok := strings.CutPrefix(o.Evidence, "s3://")
 	bucket, key, _ := strings.Cut(rest, "/")
 	prefix := r.cfg.Pipeline.Name + "/evidence/"
 	if !ok || bucket == "" || !strings.HasPrefix(key, prefix) || strings.Contains(key, "..") {
-		return fail(ClaimCheckOutsidePrefix, "claim check %q is not under s3://<eval bucket>/%s", o.Evidence, prefix)
+		return fail(redrivetype.ClaimCheckOutsidePrefix, "claim check %q is not under s3://<eval bucket>/%s", o.Evidence, prefix)
 	}
 	if r.cfg.Evidence == nil {
-		return fail(ClaimCheckNoClient, "the dead letter's attributes are in claim check %s and redrive has no S3 client to read it (Config.Evidence)", o.Evidence)
+		return fail(redrivetype.ClaimCheckNoClient, "the dead letter's attributes are in claim check %s and redrive has no S3 client to read it (Config.Evidence)", o.Evidence)
 	}
 	if r.cfg.EvidenceBucket == "" {
-		return fail(ClaimCheckNoBucket, "the dead letter's attributes are in claim check %s and no eval bucket is configured, so no bucket is read (Config.EvidenceBucket: the eval bucket, the stack output EvalBucketName)", o.Evidence)
+		return fail(redrivetype.ClaimCheckNoBucket, "the dead letter's attributes are in claim check %s and no eval bucket is configured, so no bucket is read (Config.EvidenceBucket: the eval bucket, the stack output EvalBucketName)", o.Evidence)
 	}
 	if bucket != r.cfg.EvidenceBucket {
-		return fail(ClaimCheckOtherBucket, "claim check %s is not in the eval bucket %s", o.Evidence, r.cfg.EvidenceBucket)
+		return fail(redrivetype.ClaimCheckOtherBucket, "claim check %s is not in the eval bucket %s", o.Evidence, r.cfg.EvidenceBucket)
 	}
 	out, err := r.cfg.Evidence.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String(key)})
 	if err != nil {
-		cause := ClaimCheckUnreadable
+		cause := redrivetype.ClaimCheckUnreadable
 		var nk *s3types.NoSuchKey
 		var nb *s3types.NoSuchBucket
 		var api smithy.APIError
 		if errors.As(err, &nk) || errors.As(err, &nb) || (errors.As(err, &api) && (api.ErrorCode() == "NotFound" || api.ErrorCode() == "NoSuchKey" || api.ErrorCode() == "NoSuchBucket")) {
-			cause = ClaimCheckMissing
+			cause = redrivetype.ClaimCheckMissing
 		}
 		return fail(cause, "read claim check %s: %w", o.Evidence, err)
 	}
 	defer out.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(out.Body, maxEvidenceBytes+1))
 	if err != nil {
-		return fail(ClaimCheckUnreadable, "read claim check %s: %w", o.Evidence, err)
+		return fail(redrivetype.ClaimCheckUnreadable, "read claim check %s: %w", o.Evidence, err)
 	}
 	if len(data) > maxEvidenceBytes {
-		return fail(ClaimCheckTooLarge, "claim check %s is larger than %d bytes", o.Evidence, maxEvidenceBytes)
+		return fail(redrivetype.ClaimCheckTooLarge, "claim check %s is larger than %d bytes", o.Evidence, maxEvidenceBytes)
 	}
 	var ev deadletter.Evidence
 	if err := json.Unmarshal(data, &ev); err != nil {
-		return fail(ClaimCheckNotClaimCheck, "claim check %s is not a claim check: %w", o.Evidence, err)
+		return fail(redrivetype.ClaimCheckNotClaimCheck, "claim check %s is not a claim check: %w", o.Evidence, err)
 	}
 	if ev.Meta.MessageID != o.OriginalMessageID {
-		return fail(ClaimCheckOtherMessage, "claim check %s is of message %q, not %q", o.Evidence, ev.Meta.MessageID, o.OriginalMessageID)
+		return fail(redrivetype.ClaimCheckOtherMessage, "claim check %s is of message %q, not %q", o.Evidence, ev.Meta.MessageID, o.OriginalMessageID)
 	}
 	// Every original attribute; those the dead letter carried (kept, or
 	// folded into dlq_meta) are the same ones, as the message carried them.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // evidenceS3 serves claim checks by key.
@@ -53,18 +54,18 @@ func TestRestoreEvidence(t *testing.T) {
 	kept := map[string]deadletter.Attribute{"kept": {DataType: "String", StringValue: "k"}}
 	for _, tt := range []struct {
 		name, ref, msgID, err string
-		cause                 ClaimCheckCause
+		cause                 redrivetype.ClaimCheckCause
 	}{
 		{"restored", "s3://eval/agent-tasks/evidence/2026-11-29/m-1.json", "m-1", "", ""},
-		{"another pipeline's prefix", "s3://eval/agent-steps/evidence/2026-11-29/m-1.json", "m-1", "not under", ClaimCheckOutsidePrefix},
-		{"a path that climbs", "s3://eval/agent-tasks/evidence/../audit/x.json", "m-1", "not under", ClaimCheckOutsidePrefix},
-		{"not s3", "https://eval/agent-tasks/evidence/m-1.json", "m-1", "not under", ClaimCheckOutsidePrefix},
-		{"missing", "s3://eval/agent-tasks/evidence/2026-11-29/m-2.json", "m-2", "NoSuchKey", ClaimCheckMissing},
-		{"not a claim check", "s3://eval/agent-tasks/evidence/2026-11-29/bad.json", "m-1", "is not a claim check", ClaimCheckNotClaimCheck},
-		{"another message's", "s3://eval/agent-tasks/evidence/2026-11-29/m-1.json", "m-9", `of message "m-1", not "m-9"`, ClaimCheckOtherMessage},
-		{"unreadable", "s3://eval/agent-tasks/evidence/2026-11-29/denied.json", "m-1", "AccessDenied", ClaimCheckUnreadable},
-		{"too large", "s3://eval/agent-tasks/evidence/2026-11-29/huge.json", "m-1", "larger than", ClaimCheckTooLarge},
-		{"another bucket", "s3://other/agent-tasks/evidence/2026-11-29/m-1.json", "m-1", "not in the eval bucket eval", ClaimCheckOtherBucket},
+		{"another pipeline's prefix", "s3://eval/agent-steps/evidence/2026-11-29/m-1.json", "m-1", "not under", redrivetype.ClaimCheckOutsidePrefix},
+		{"a path that climbs", "s3://eval/agent-tasks/evidence/../audit/x.json", "m-1", "not under", redrivetype.ClaimCheckOutsidePrefix},
+		{"not s3", "https://eval/agent-tasks/evidence/m-1.json", "m-1", "not under", redrivetype.ClaimCheckOutsidePrefix},
+		{"missing", "s3://eval/agent-tasks/evidence/2026-11-29/m-2.json", "m-2", "NoSuchKey", redrivetype.ClaimCheckMissing},
+		{"not a claim check", "s3://eval/agent-tasks/evidence/2026-11-29/bad.json", "m-1", "is not a claim check", redrivetype.ClaimCheckNotClaimCheck},
+		{"another message's", "s3://eval/agent-tasks/evidence/2026-11-29/m-1.json", "m-9", `of message "m-1", not "m-9"`, redrivetype.ClaimCheckOtherMessage},
+		{"unreadable", "s3://eval/agent-tasks/evidence/2026-11-29/denied.json", "m-1", "AccessDenied", redrivetype.ClaimCheckUnreadable},
+		{"too large", "s3://eval/agent-tasks/evidence/2026-11-29/huge.json", "m-1", "larger than", redrivetype.ClaimCheckTooLarge},
+		{"another bucket", "s3://other/agent-tasks/evidence/2026-11-29/m-1.json", "m-1", "not in the eval bucket eval", redrivetype.ClaimCheckOtherBucket},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			o := original{Evidence: tt.ref, OriginalMessageID: tt.msgID, Attributes: kept}
@@ -87,7 +88,7 @@ func TestRestoreEvidence(t *testing.T) {
 	o := original{Evidence: "s3://eval/agent-tasks/evidence/2026-11-29/m-1.json", OriginalMessageID: "m-1"}
 	cc := r.restoreEvidence(context.Background(), &o)
 	require.NotNil(t, cc)
-	assert.Equal(t, ClaimCheckNoBucket, cc.Cause)
+	assert.Equal(t, redrivetype.ClaimCheckNoBucket, cc.Cause)
 	assert.Contains(t, cc.message(), "no eval bucket is configured")
 	assert.Contains(t, cc.message(), "Config.EvidenceBucket")
 	assert.Empty(t, o.Attributes)
@@ -95,7 +96,7 @@ func TestRestoreEvidence(t *testing.T) {
 	r.cfg.Evidence = nil
 	cc = r.restoreEvidence(context.Background(), &o)
 	require.NotNil(t, cc)
-	assert.Equal(t, ClaimCheckNoClient, cc.Cause)
+	assert.Equal(t, redrivetype.ClaimCheckNoClient, cc.Cause)
 	assert.Contains(t, cc.message(), "no S3 client")
 }
 
@@ -133,7 +134,7 @@ func TestSelectClaimCheckLeftIsNotCountedInTheLimit(t *testing.T) {
 	require.ErrorContains(t, err, "claim check restored nothing")
 	assert.Equal(t, 1, strings.Count(err.Error(), "in the DLQ"), "where the letters are, said once: %v", err)
 	require.Len(t, res.Unrestored, 1)
-	assert.Equal(t, ClaimCheckMissing, res.Unrestored[0].Cause)
+	assert.Equal(t, redrivetype.ClaimCheckMissing, res.Unrestored[0].Cause)
 	assert.Equal(t, 1, res.Moved)
 	assert.Equal(t, 1, res.ClaimCheckFailed)
 	require.Len(t, res.Letters, 1)

@@ -4,20 +4,22 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // matchFilter reports whether the tagged letter l is one f chooses
 // (triage.Filter, on the tag the pass made). The zero Filter chooses every
 // letter.
-func matchFilter(f triage.Filter, l *letter) bool {
+func matchFilter(f dlq.Filter, l *letter) bool {
 	return f.IsZero() || f.Match(&l.Tagged)
 }
 
 // filterText is f as an audit record names it (detail "filter"): its
 // tenant hashed when the pipeline hashes tenants (eval.hash_fields), as
 // the triage report shows them.
-func (r *Redriver) filterText(f triage.Filter) string {
+func (r *Redriver) filterText(f dlq.Filter) string {
 	if f.Tenant != "" && !strings.HasPrefix(f.Tenant, "sha256:") && slices.Contains(r.cfg.Pipeline.Eval.HashFields, "tenant") {
 		f.Tenant = triage.HashValue(f.Tenant)
 	}
@@ -25,18 +27,18 @@ func (r *Redriver) filterText(f triage.Filter) string {
 }
 
 // checkFilter refuses a filter whose window is empty.
-func checkFilter(f triage.Filter) error {
+func checkFilter(f dlq.Filter) error {
 	if err := f.Validate(); err != nil {
-		return refuseField(CodeBadInput, "Filter", "%v", err)
+		return refuseField(redrivetype.CodeBadInput, "Filter", "%v", err)
 	}
 	return nil
 }
 
-// narrowed marks a plan as the plan of the letters a filter chose: a move
+// narrowPlan marks a plan as the plan of the letters a filter chose: a move
 // task would move the whole DLQ, so it is never offered; each group's
 // select is of the filtered letters (the caller renders the filter with
 // the steps).
-func (pl *Plan) narrowed(fd *triage.Filtered) {
+func narrowPlan(pl *redrivetype.Plan, fd *dlq.Filtered) {
 	if fd == nil {
 		return
 	}

@@ -9,7 +9,9 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 func TestSelectByFilterMovesOnlyWhatItChoosesAndAuditsIt(t *testing.T) {
@@ -26,11 +28,11 @@ func TestSelectByFilterMovesOnlyWhatItChoosesAndAuditsIt(t *testing.T) {
 
 	// A filter that chooses none of the reason's letters: refused, nothing moves.
 	req := selReq(p, deadletter.ReasonBudgetExhausted)
-	req.Filter = triage.Filter{Tool: "email.send"}
+	req.Filter = dlq.Filter{Tool: "email.send"}
 	res, err := r.Select(context.Background(), req)
 	var rf *Refusal
 	require.ErrorAs(t, err, &rf)
-	assert.Equal(t, CodeNothingSelected, rf.Code)
+	assert.Equal(t, redrivetype.CodeNothingSelected, rf.Code)
 	assert.Equal(t, "Filter", rf.Field)
 	assert.Contains(t, err.Error(), "tool=email.send")
 	assert.Contains(t, err.Error(), "5 of the reason seen")
@@ -38,13 +40,13 @@ func TestSelectByFilterMovesOnlyWhatItChoosesAndAuditsIt(t *testing.T) {
 	assert.Len(t, f.snapshot(q.DLQURL), 5, "nothing moved")
 
 	// An empty window: refused before anything is received.
-	req.Filter = triage.Filter{Since: f.Now(), Until: f.Now()}
+	req.Filter = dlq.Filter{Since: f.Now(), Until: f.Now()}
 	_, err = r.Select(context.Background(), req)
 	require.ErrorAs(t, err, &rf)
-	assert.Equal(t, CodeBadInput, rf.Code)
+	assert.Equal(t, redrivetype.CodeBadInput, rf.Code)
 	assert.Len(t, f.snapshot(q.DLQURL), 5, "nothing moved")
 
-	req.Filter = triage.Filter{Tool: "sql.query", Tenant: "acme"}
+	req.Filter = dlq.Filter{Tool: "sql.query", Tenant: "acme"}
 	res, err = r.Select(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.Moved)
@@ -75,7 +77,7 @@ func TestPlanWithAFilter(t *testing.T) {
 	f.put(q.DLQURL, d.body, d.attrs, "")
 	r, store, _ := newRedriver(t, p, f, q)
 
-	pl, err := r.Plan(context.Background(), PlanRequest{Actor: "alice", Filter: triage.Filter{Tool: "sql.query"}})
+	pl, err := r.Plan(context.Background(), PlanRequest{Actor: "alice", Filter: dlq.Filter{Tool: "sql.query"}})
 	require.NoError(t, err)
 	require.NotNil(t, pl.Filter)
 	assert.Equal(t, 1, pl.Total)
@@ -92,7 +94,7 @@ func TestPlanWithAFilter(t *testing.T) {
 	assert.Nil(t, all.Filter)
 	assert.Equal(t, 5, all.Total)
 
-	none, err := r.Plan(context.Background(), PlanRequest{Actor: "alice", Filter: triage.Filter{Contains: "no such error"}})
+	none, err := r.Plan(context.Background(), PlanRequest{Actor: "alice", Filter: dlq.Filter{Contains: "no such error"}})
 	require.NoError(t, err)
 	assert.Equal(t, 0, none.Total)
 	assert.Equal(t, "no dead letter the filter chooses", none.StartWhy)
@@ -103,19 +105,19 @@ func TestPlanWithAFilter(t *testing.T) {
 func TestMatchFilterOnTheTagTheSelectionMade(t *testing.T) {
 	t.Parallel()
 	d := newDeadLetter(t, "k1", "sql.query", deadletter.ReasonBudgetExhausted, 0, "")
-	l := &letter{Tagged: triage.Tag(triage.Message{MessageID: "m1", Body: d.body, Attributes: d.attrs})}
+	l := &letter{Tagged: triage.Tag(dlq.Message{MessageID: "m1", Body: d.body, Attributes: d.attrs})}
 	assert.Equal(t, deadletter.ReasonBudgetExhausted, l.Reason)
 	for _, tt := range []struct {
-		f    triage.Filter
+		f    dlq.Filter
 		want bool
 	}{
-		{triage.Filter{}, true},
-		{triage.Filter{Tool: "sql.query"}, true},
-		{triage.Filter{Tool: "email.send"}, false},
+		{dlq.Filter{}, true},
+		{dlq.Filter{Tool: "sql.query"}, true},
+		{dlq.Filter{Tool: "email.send"}, false},
 	} {
 		assert.Equal(t, tt.want, matchFilter(tt.f, l), "triage's tag: %s", tt.f)
 	}
 	l.Hints.Tool = "email.send" // as if the pass had tagged it so
-	assert.True(t, matchFilter(triage.Filter{Tool: "email.send"}, l), "the letter's tag, not a new one")
-	assert.False(t, matchFilter(triage.Filter{Tool: "sql.query"}, l))
+	assert.True(t, matchFilter(dlq.Filter{Tool: "email.send"}, l), "the letter's tag, not a new one")
+	assert.False(t, matchFilter(dlq.Filter{Tool: "sql.query"}, l))
 }

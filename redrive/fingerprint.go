@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -44,8 +45,8 @@ func resolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups 
 	for _, p := range prefixes {
 		p = strings.TrimSpace(p)
 		if len(p) < minFingerprintPrefix {
-			rf := refuseField(CodeUnknownGroup, "Fingerprints", "%q is too short: give at least %d characters of it (the plan lists each group's)", p, minFingerprintPrefix)
-			rf.Next = []Step{{Action: audit.ActionPlan}}
+			rf := refuseField(redrivetype.CodeUnknownGroup, "Fingerprints", "%q is too short: give at least %d characters of it (the plan lists each group's)", p, minFingerprintPrefix)
+			rf.Next = []redrivetype.Step{{Action: audit.ActionPlan}}
 			return nil, rf
 		}
 		seen := map[string]bool{}
@@ -59,14 +60,14 @@ func resolveFingerprints(prefixes []string, reasons []deadletter.Reason, groups 
 		}
 		switch len(candidates) {
 		case 0:
-			rf := refuseField(CodeUnknownGroup, "Fingerprints", "%s: no group of reason %s has a fingerprint starting so (the plan lists each group's)", p, joinReasons(reasons))
-			rf.Next = []Step{{Action: audit.ActionPlan}}
+			rf := refuseField(redrivetype.CodeUnknownGroup, "Fingerprints", "%s: no group of reason %s has a fingerprint starting so (the plan lists each group's)", p, joinReasons(reasons))
+			rf.Next = []redrivetype.Step{{Action: audit.ActionPlan}}
 			return nil, rf
 		case 1:
 			out = append(out, candidates[0])
 		default:
 			sort.Strings(candidates)
-			return nil, refuseField(CodeAmbiguousGroup, "Fingerprints", "%s is ambiguous: it starts %s; give more characters", p, strings.Join(candidates, " and "))
+			return nil, refuseField(redrivetype.CodeAmbiguousGroup, "Fingerprints", "%s is ambiguous: it starts %s; give more characters", p, strings.Join(candidates, " and "))
 		}
 	}
 	return out, nil

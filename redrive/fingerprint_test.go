@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 func TestResolveFingerprints(t *testing.T) {
@@ -23,18 +24,18 @@ func TestResolveFingerprints(t *testing.T) {
 		name     string
 		prefixes []string
 		reasons  []deadletter.Reason
-		want     []string // the full fingerprints
-		code     Code     // the refusal's code, "" when resolved
+		want     []string         // the full fingerprints
+		code     redrivetype.Code // the refusal's code, "" when resolved
 	}{
 		{name: "full fingerprint", prefixes: []string{"7c0e99aa12345678"}, reasons: budget, want: []string{"7c0e99aa12345678"}},
 		{name: "unique 8-character prefix", prefixes: []string{"7c0e99aa"}, reasons: budget, want: []string{"7c0e99aa12345678"}},
 		{name: "unique 12-character prefix", prefixes: []string{"3f9a2c1d8e7b"}, reasons: budget, want: []string{"3f9a2c1d8e7b6a50"}},
-		{name: "ambiguous prefix", prefixes: []string{"3f9a2c1d"}, reasons: budget, code: CodeAmbiguousGroup},
-		{name: "prefix unique among the chosen reason", prefixes: []string{"7c0e99a"}, reasons: budget, code: CodeUnknownGroup},
-		{name: "other reason's group not chosen", prefixes: []string{"7c0e99ab"}, reasons: budget, code: CodeUnknownGroup},
-		{name: "shared prefix across reasons, no reason filter", prefixes: []string{"7c0e99a0"}, code: CodeUnknownGroup},
-		{name: "too short", prefixes: []string{"7c0e99a"}, reasons: budget, code: CodeUnknownGroup},
-		{name: "no such group", prefixes: []string{"deadbeef"}, reasons: budget, code: CodeUnknownGroup},
+		{name: "ambiguous prefix", prefixes: []string{"3f9a2c1d"}, reasons: budget, code: redrivetype.CodeAmbiguousGroup},
+		{name: "prefix unique among the chosen reason", prefixes: []string{"7c0e99a"}, reasons: budget, code: redrivetype.CodeUnknownGroup},
+		{name: "other reason's group not chosen", prefixes: []string{"7c0e99ab"}, reasons: budget, code: redrivetype.CodeUnknownGroup},
+		{name: "shared prefix across reasons, no reason filter", prefixes: []string{"7c0e99a0"}, code: redrivetype.CodeUnknownGroup},
+		{name: "too short", prefixes: []string{"7c0e99a"}, reasons: budget, code: redrivetype.CodeUnknownGroup},
+		{name: "no such group", prefixes: []string{"deadbeef"}, reasons: budget, code: redrivetype.CodeUnknownGroup},
 		{name: "several prefixes", prefixes: []string{"7c0e99aa", "3f9a2c1d1"}, reasons: budget, want: []string{"7c0e99aa12345678", "3f9a2c1d11111111"}},
 		{name: "none", reasons: budget},
 	}
@@ -77,7 +78,7 @@ func TestSelectAndRejectAcceptAPrefix(t *testing.T) {
 	req.Groups = groups
 	req.Fingerprints = []string{"fp-schema"}
 	_, err := r.Select(ctx, req)
-	assert.Equal(t, CodeAmbiguousGroup, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeAmbiguousGroup, RefusalCode(err))
 	assert.Empty(t, f.snapshot(q.HotURL), "an ambiguous prefix moves nothing")
 
 	req.Fingerprints = []string{"fp-schema_invalid-sql"}

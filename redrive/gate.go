@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // Rate bounds: SQS move tasks take at most 500 messages a second, and select
@@ -56,29 +57,29 @@ type gateInput struct {
 func gate(in gateInput) error {
 	p := in.Pipeline
 	if p == nil {
-		return refuse(CodeBadInput, "no pipeline")
+		return refuse(redrivetype.CodeBadInput, "no pipeline")
 	}
 	if err := requireOwner(p, in.Action, in.Owner); err != nil {
 		return err
 	}
 	if strings.TrimSpace(in.Why) == "" {
-		return refuseField(CodeWhy, "Why", "is required: %s", whyNeeded(in.Action))
+		return refuseField(redrivetype.CodeWhy, "Why", "is required: %s", whyNeeded(in.Action))
 	}
 	if err := checkRate(in.Rate); err != nil {
 		return err
 	}
 	if in.Owner != p.Owner {
-		return refuseField(CodeOwner, "Owner", "%q may not %s pipeline %q: only its owner %q may", in.Owner, verb(in.Action), p.Name, p.Owner)
+		return refuseField(redrivetype.CodeOwner, "Owner", "%q may not %s pipeline %q: only its owner %q may", in.Owner, verb(in.Action), p.Name, p.Owner)
 	}
 	tag, ok := in.QueueTags[pipeline.TagOwner]
 	if !ok {
-		return refuse(CodeOwnerTag, "the DLQ of pipeline %q has no %s tag: it was not created from the pipeline definition", p.Name, pipeline.TagOwner)
+		return refuse(redrivetype.CodeOwnerTag, "the DLQ of pipeline %q has no %s tag: it was not created from the pipeline definition", p.Name, pipeline.TagOwner)
 	}
 	if tag != p.Owner {
-		return refuse(CodeOwnerTag, "the DLQ's %s tag %q disagrees with the pipeline definition's owner %q: fix the definition or redeploy", pipeline.TagOwner, tag, p.Owner)
+		return refuse(redrivetype.CodeOwnerTag, "the DLQ's %s tag %q disagrees with the pipeline definition's owner %q: fix the definition or redeploy", pipeline.TagOwner, tag, p.Owner)
 	}
 	if pt, ok := in.QueueTags[pipeline.TagPipeline]; ok && pt != p.Name {
-		return refuse(CodeOwnerTag, "the DLQ is tagged %s=%q, not %q", pipeline.TagPipeline, pt, p.Name)
+		return refuse(redrivetype.CodeOwnerTag, "the DLQ is tagged %s=%q, not %q", pipeline.TagPipeline, pt, p.Name)
 	}
 	if in.identity.Local {
 		return nil
@@ -97,14 +98,14 @@ func RequireOwner(p *pipeline.Pipeline, action audit.Action, who Who) error {
 		return nil
 	}
 	if p == nil {
-		return refuse(CodeBadInput, "no pipeline")
+		return refuse(redrivetype.CodeBadInput, "no pipeline")
 	}
 	return requireOwner(p, action, who.Owner)
 }
 
 func requireOwner(p *pipeline.Pipeline, action audit.Action, owner string) error {
 	if strings.TrimSpace(owner) == "" {
-		return refuseField(CodeOwnerMissing, "Owner", "is required: only the owner of pipeline %q (%q) may %s it", p.Name, p.Owner, verb(action))
+		return refuseField(redrivetype.CodeOwnerMissing, "Owner", "is required: only the owner of pipeline %q (%q) may %s it", p.Name, p.Owner, verb(action))
 	}
 	return nil
 }
@@ -150,7 +151,7 @@ func verb(a audit.Action) string {
 // checkRate refuses a rate outside 1..500 messages a second.
 func checkRate(rate int) error {
 	if rate < minRate || rate > maxRate {
-		return refuseField(CodeRate, "Rate", "%d is outside %d..%d messages a second", rate, minRate, maxRate)
+		return refuseField(redrivetype.CodeRate, "Rate", "%d is outside %d..%d messages a second", rate, minRate, maxRate)
 	}
 	return nil
 }
@@ -162,13 +163,13 @@ func checkRate(rate int) error {
 func checkCaller(callerARN, role string) error {
 	role = strings.TrimSpace(role)
 	if role == "" {
-		return refuse(CodeIdentity, "the DLQ carries no %s tag naming the pipeline's redrive role: deploy it with the CDK app", pipeline.TagRedriveRole)
+		return refuse(redrivetype.CodeIdentity, "the DLQ carries no %s tag naming the pipeline's redrive role: deploy it with the CDK app", pipeline.TagRedriveRole)
 	}
 	wantName, wantAccount := role, ""
 	if strings.HasPrefix(role, "arn:") {
 		parts := strings.SplitN(role, ":", 6)
 		if len(parts) != 6 || parts[2] != "iam" || !strings.HasPrefix(parts[5], "role/") {
-			return refuse(CodeIdentity, "the %s tag %q is not an IAM role ARN", pipeline.TagRedriveRole, role)
+			return refuse(redrivetype.CodeIdentity, "the %s tag %q is not an IAM role ARN", pipeline.TagRedriveRole, role)
 		}
 		wantAccount = parts[4]
 		path := strings.Split(parts[5], "/")
@@ -176,11 +177,11 @@ func checkCaller(callerARN, role string) error {
 	}
 	parts := strings.SplitN(callerARN, ":", 6)
 	if len(parts) != 6 || parts[2] != "sts" || !strings.HasPrefix(parts[5], "assumed-role/") {
-		return refuse(CodeIdentity, "caller %q is not an assumed role: assume the pipeline's redrive role %q first", callerARN, wantName)
+		return refuse(redrivetype.CodeIdentity, "caller %q is not an assumed role: assume the pipeline's redrive role %q first", callerARN, wantName)
 	}
 	name := strings.Split(strings.TrimPrefix(parts[5], "assumed-role/"), "/")[0]
 	if name != wantName || (wantAccount != "" && parts[4] != wantAccount) {
-		return refuse(CodeIdentity, "caller %q is not the pipeline's redrive role %q", callerARN, role)
+		return refuse(redrivetype.CodeIdentity, "caller %q is not the pipeline's redrive role %q", callerARN, role)
 	}
 	return nil
 }
@@ -248,10 +249,10 @@ func localityOf(eps []endpoint) (local bool, err error) {
 		return true, nil
 	}
 	if !haveSTS {
-		return false, refuse(CodeSTSEndpoint, "no STS endpoint: the caller check needs one")
+		return false, refuse(redrivetype.CodeSTSEndpoint, "no STS endpoint: the caller check needs one")
 	}
 	if sts != "" && !isAWSSTSEndpoint(sts) {
-		return false, refuse(CodeSTSEndpoint, "the STS endpoint %s is not AWS's, and %s: a caller identity from it proves nothing. Unset AWS_ENDPOINT_URL_STS (or the services section's sts) to check the caller in AWS, or point every endpoint at the local emulators",
+		return false, refuse(redrivetype.CodeSTSEndpoint, "the STS endpoint %s is not AWS's, and %s: a caller identity from it proves nothing. Unset AWS_ENDPOINT_URL_STS (or the services section's sts) to check the caller in AWS, or point every endpoint at the local emulators",
 			redactURL(sts), notLocal(eps))
 	}
 	return false, nil

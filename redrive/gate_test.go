@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 func TestGate(t *testing.T) {
@@ -21,25 +22,25 @@ func TestGate(t *testing.T) {
 	tests := []struct {
 		name string
 		in   gateInput
-		code Code // want: refusal code, "" for allowed
+		code redrivetype.Code // want: refusal code, "" for allowed
 	}{
 		{"owner, why, rate, tag: allowed locally", gateInput{Owner: p.Owner, Why: "fix v2 deployed", Rate: 10, QueueTags: tags(p.Owner), identity: local}, ""},
-		{"wrong owner", gateInput{Owner: "mallory", Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: local}, CodeOwner},
-		{"owner differs in case", gateInput{Owner: "Platform-Oncall", Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: local}, CodeOwner},
-		{"missing why", gateInput{Owner: p.Owner, Rate: 10, QueueTags: tags(p.Owner), identity: local}, CodeWhy},
-		{"blank why", gateInput{Owner: p.Owner, Why: " \t", Rate: 10, QueueTags: tags(p.Owner), identity: local}, CodeWhy},
-		{"rate 0", gateInput{Owner: p.Owner, Why: "x", Rate: 0, QueueTags: tags(p.Owner), identity: local}, CodeRate},
-		{"rate 501", gateInput{Owner: p.Owner, Why: "x", Rate: 501, QueueTags: tags(p.Owner), identity: local}, CodeRate},
+		{"wrong owner", gateInput{Owner: "mallory", Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: local}, redrivetype.CodeOwner},
+		{"owner differs in case", gateInput{Owner: "Platform-Oncall", Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: local}, redrivetype.CodeOwner},
+		{"missing why", gateInput{Owner: p.Owner, Rate: 10, QueueTags: tags(p.Owner), identity: local}, redrivetype.CodeWhy},
+		{"blank why", gateInput{Owner: p.Owner, Why: " \t", Rate: 10, QueueTags: tags(p.Owner), identity: local}, redrivetype.CodeWhy},
+		{"rate 0", gateInput{Owner: p.Owner, Why: "x", Rate: 0, QueueTags: tags(p.Owner), identity: local}, redrivetype.CodeRate},
+		{"rate 501", gateInput{Owner: p.Owner, Why: "x", Rate: 501, QueueTags: tags(p.Owner), identity: local}, redrivetype.CodeRate},
 		{"rate 500", gateInput{Owner: p.Owner, Why: "x", Rate: 500, QueueTags: tags(p.Owner), identity: local}, ""},
-		{"tag disagrees with the definition", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags("someone-else"), identity: local}, CodeOwnerTag},
-		{"no owner tag", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: map[string]string{}, identity: local}, CodeOwnerTag},
-		{"tagged for another pipeline", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: map[string]string{pipeline.TagOwner: p.Owner, pipeline.TagPipeline: "agent-steps"}, identity: local}, CodeOwnerTag},
+		{"tag disagrees with the definition", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags("someone-else"), identity: local}, redrivetype.CodeOwnerTag},
+		{"no owner tag", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: map[string]string{}, identity: local}, redrivetype.CodeOwnerTag},
+		{"tagged for another pipeline", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: map[string]string{pipeline.TagOwner: p.Owner, pipeline.TagPipeline: "agent-steps"}, identity: local}, redrivetype.CodeOwnerTag},
 		{"AWS: the redrive role", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice")}, ""},
-		{"AWS: another role", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:sts::123456789012:assumed-role/Admin/alice")}, CodeIdentity},
-		{"AWS: the role in another account", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:sts::999999999999:assumed-role/AgentTasksRedrive/alice")}, CodeIdentity},
-		{"AWS: an IAM user", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:iam::123456789012:user/alice")}, CodeIdentity},
-		{"AWS: no redrive role tag", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: identity{CallerARN: "arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice"}}, CodeIdentity},
-		{"AWS: the owner check comes first", gateInput{Owner: "mallory", Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice")}, CodeOwner},
+		{"AWS: another role", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:sts::123456789012:assumed-role/Admin/alice")}, redrivetype.CodeIdentity},
+		{"AWS: the role in another account", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:sts::999999999999:assumed-role/AgentTasksRedrive/alice")}, redrivetype.CodeIdentity},
+		{"AWS: an IAM user", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:iam::123456789012:user/alice")}, redrivetype.CodeIdentity},
+		{"AWS: no redrive role tag", gateInput{Owner: p.Owner, Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: identity{CallerARN: "arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice"}}, redrivetype.CodeIdentity},
+		{"AWS: the owner check comes first", gateInput{Owner: "mallory", Why: "x", Rate: 10, QueueTags: tags(p.Owner), identity: aws("arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice")}, redrivetype.CodeOwner},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,7 +106,7 @@ func TestCheckRedrivePolicies(t *testing.T) {
 			if tt.ok {
 				assert.NoError(t, err)
 			} else {
-				assert.Equal(t, CodeDestination, RefusalCode(err), err)
+				assert.Equal(t, redrivetype.CodeDestination, RefusalCode(err), err)
 			}
 		})
 	}

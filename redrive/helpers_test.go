@@ -15,6 +15,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // testPipeline returns a pipeline of the project's definition file.
@@ -34,7 +35,7 @@ func testPipeline(t testing.TB, name string) *pipeline.Pipeline {
 
 // testTag tags from the worker's metadata like triage does (reason from
 // dlq_meta, receive_limit without it), with a fingerprint of reason and tool.
-func testTag(m triage.Message) triage.Tagged {
+func testTag(m dlq.Message) dlq.Tagged {
 	t := triage.Tag(m) // the hints and signature a filter matches on
 	meta, _, err := deadletter.DecodeDeadLetter(m.Attributes)
 	switch {

@@ -13,7 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // letter is one dead letter as redrive sees it: the message as triage reads
@@ -22,7 +22,7 @@ import (
 // triage report and the plan show and a filter matches on. A letter only
 // released or hidden again is never tagged.
 type letter struct {
-	triage.Tagged
+	dlq.Tagged
 }
 
 // selector chooses the dead letters a selective redrive moves: the letter's

@@ -15,16 +15,10 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
-
-// moveAPI is the SQS calls of the native move task actions (part of API).
-type moveAPI interface {
-	queueAPI
-	StartMessageMoveTask(ctx context.Context, params *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
-	ListMessageMoveTasks(ctx context.Context, params *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
-	CancelMessageMoveTask(ctx context.Context, params *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error)
-}
 
 // Group is one group of dead letters: a reason, a fingerprint and a count
 // (from triage's report).
@@ -32,6 +26,14 @@ type Group struct {
 	Reason      deadletter.Reason
 	Fingerprint string
 	Count       int
+}
+
+// moveAPI is the SQS calls of the native move task actions (part of API).
+type moveAPI interface {
+	queueAPI
+	StartMessageMoveTask(ctx context.Context, params *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
+	ListMessageMoveTasks(ctx context.Context, params *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
+	CancelMessageMoveTask(ctx context.Context, params *sqs.CancelMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.CancelMessageMoveTaskOutput, error)
 }
 
 // StartRequest asks for a native move task of the whole DLQ.
@@ -51,22 +53,9 @@ type StartRequest struct {
 	Ack         Ack
 }
 
-// MoveTask is one message move task, as ListMessageMoveTasks reports it.
-type MoveTask struct {
-	TaskHandle     string    `json:"task_handle,omitempty"`
-	Status         string    `json:"status"`
-	SourceARN      string    `json:"source_arn"`
-	DestinationARN string    `json:"destination_arn,omitempty"`
-	Rate           int       `json:"max_messages_per_second,omitempty"`
-	Moved          int64     `json:"moved"`
-	ToMove         int64     `json:"to_move"`
-	FailureReason  string    `json:"failure_reason,omitempty"`
-	StartedAt      time.Time `json:"started_at"`
-}
-
 // progress is "moved/total" ("moved/?" while the total is unknown), as a
 // refusal says it.
-func (t MoveTask) progress() string {
+func progress(t redrivetype.MoveTask) string {
 	if t.ToMove == 0 && t.Status == "RUNNING" {
 		return fmt.Sprintf("%d/?", t.Moved)
 	}
@@ -152,12 +141,12 @@ func ackDetail(ack Ack) map[string]string {
 // is nil, Start scans the DLQ itself (Config.Scan), after the gate's checks
 // that need no AWS call: a wrong owner or a bad rate is refused, and
 // audited, before any scan.
-func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error) {
+func (r *Redriver) Start(ctx context.Context, req StartRequest) (redrivetype.MoveTask, error) {
 	var scanErr error
 	var partial *PartialError
 	if req.Groups == nil {
 		if scanErr = r.pureGate(req.Who, req.Rate); scanErr == nil {
-			var rep *triage.Report
+			var rep *report.Report
 			if req.Groups, rep, scanErr = r.scan(ctx); scanErr == nil && rep.Scan.Partial {
 				req.ScanPartial = rep.Scan.PartialReason
 				partial = scanPartial(rep)
@@ -170,7 +159,7 @@ func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error
 	rec.Detail["destination_arn"] = r.cfg.Queues.HotARN
 	rec.Detail["rate"] = strconv.Itoa(req.Rate)
 	if scanErr != nil {
-		return MoveTask{}, r.record(ctx, rec, scanErr)
+		return redrivetype.MoveTask{}, r.record(ctx, rec, scanErr)
 	}
 	task, err := r.start(ctx, req, partial)
 	if task.TaskHandle != "" {
@@ -179,44 +168,44 @@ func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error
 	return task, r.record(ctx, rec, err)
 }
 
-func (r *Redriver) start(ctx context.Context, req StartRequest, partial *PartialError) (MoveTask, error) {
+func (r *Redriver) start(ctx context.Context, req StartRequest, partial *PartialError) (redrivetype.MoveTask, error) {
 	api := r.cfg.SQS
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
-		return MoveTask{}, err
+		return redrivetype.MoveTask{}, err
 	}
 	if err := r.checkDestination(ctx, req.Destination); err != nil {
-		return MoveTask{}, err
+		return redrivetype.MoveTask{}, err
 	}
 	visible, inFlight, err := r.Depth(ctx)
 	if err != nil {
-		return MoveTask{}, err
+		return redrivetype.MoveTask{}, err
 	}
 	total := 0
 	for _, g := range req.Groups {
 		total += g.Count
 	}
 	if visible+inFlight == 0 && total == 0 {
-		return MoveTask{}, refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.cfg.Pipeline.Name)
+		return redrivetype.MoveTask{}, refuse(redrivetype.CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.cfg.Pipeline.Name)
 	}
 	if req.ScanPartial != "" {
 		// A move task moves everything, and not every group was seen.
 		if partial == nil {
 			partial = &PartialError{Why: req.ScanPartial}
 		}
-		return MoveTask{}, partial
+		return redrivetype.MoveTask{}, partial
 	}
 	if err := startForbidden(req.Groups, req.Ack); err != nil {
-		return MoveTask{}, err
+		return redrivetype.MoveTask{}, err
 	}
 	tasks, err := r.listTasks(ctx, api)
 	if err != nil {
-		return MoveTask{}, err
+		return redrivetype.MoveTask{}, err
 	}
 	for _, t := range tasks {
 		if t.Status == "RUNNING" {
-			rf := refuse(CodeTaskActive, "a move task is already running on this DLQ (%s, %s moved): wait for it, or cancel it", t.TaskHandle, t.progress())
-			rf.Next = []Step{{Action: audit.ActionStatus}, {Action: audit.ActionCancel}}
-			return MoveTask{}, rf
+			rf := refuse(redrivetype.CodeTaskActive, "a move task is already running on this DLQ (%s, %s moved): wait for it, or cancel it", t.TaskHandle, progress(t))
+			rf.Next = []redrivetype.Step{{Action: audit.ActionStatus}, {Action: audit.ActionCancel}}
+			return redrivetype.MoveTask{}, rf
 		}
 	}
 	out, err := api.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{
@@ -225,20 +214,20 @@ func (r *Redriver) start(ctx context.Context, req StartRequest, partial *Partial
 		MaxNumberOfMessagesPerSecond: aws.Int32(int32(req.Rate)),
 	})
 	if err != nil {
-		return MoveTask{}, r.unsupported("StartMessageMoveTask", err)
+		return redrivetype.MoveTask{}, r.unsupported("StartMessageMoveTask", err)
 	}
-	return MoveTask{TaskHandle: aws.ToString(out.TaskHandle), Status: "RUNNING", SourceARN: r.cfg.Queues.DLQARN,
+	return redrivetype.MoveTask{TaskHandle: aws.ToString(out.TaskHandle), Status: "RUNNING", SourceARN: r.cfg.Queues.DLQARN,
 		DestinationARN: r.cfg.Queues.HotARN, Rate: req.Rate, StartedAt: r.now().UTC()}, nil
 }
 
-func (r *Redriver) listTasks(ctx context.Context, api moveAPI) ([]MoveTask, error) {
+func (r *Redriver) listTasks(ctx context.Context, api moveAPI) ([]redrivetype.MoveTask, error) {
 	out, err := api.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(r.cfg.Queues.DLQARN), MaxResults: aws.Int32(10)})
 	if err != nil {
 		return nil, r.unsupported("ListMessageMoveTasks", err)
 	}
-	tasks := make([]MoveTask, 0, len(out.Results))
+	tasks := make([]redrivetype.MoveTask, 0, len(out.Results))
 	for _, e := range out.Results {
-		t := MoveTask{
+		t := redrivetype.MoveTask{
 			TaskHandle: aws.ToString(e.TaskHandle), Status: aws.ToString(e.Status),
 			SourceARN: aws.ToString(e.SourceArn), DestinationARN: aws.ToString(e.DestinationArn),
 			Moved: e.ApproximateNumberOfMessagesMoved, ToMove: aws.ToInt64(e.ApproximateNumberOfMessagesToMove),
@@ -260,7 +249,7 @@ type StatusRequest struct {
 
 // Status lists the DLQ's recent move tasks (newest first, as SQS returns
 // them), with their progress and failure reason. It is read-only and audited.
-func (r *Redriver) Status(ctx context.Context, req StatusRequest) ([]MoveTask, error) {
+func (r *Redriver) Status(ctx context.Context, req StatusRequest) ([]redrivetype.MoveTask, error) {
 	api := r.cfg.SQS
 	// Not gated, but its record says who looked: in AWS the STS caller (a
 	// failure to ask is recorded, and does not hide the status).
@@ -313,7 +302,7 @@ func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string
 			}
 		}
 		if handle == "" {
-			return 0, "", refuse(CodeNoTask, "no move task is running on the DLQ of pipeline %q", r.cfg.Pipeline.Name)
+			return 0, "", refuse(redrivetype.CodeNoTask, "no move task is running on the DLQ of pipeline %q", r.cfg.Pipeline.Name)
 		}
 	}
 	out, err := api.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(handle)})
@@ -345,7 +334,7 @@ func startForbidden(groups []Group, ack Ack) error {
 	for _, reason := range sortedReasons(counts) {
 		parts = append(parts, fmt.Sprintf("%s %d (%s)", reason, counts[reason], startNeeds(reason)))
 	}
-	rf := refuse(CodeForbidden, "a move task moves everything, and the DLQ holds dead letters it may not move: %s; redrive the others selectively, reason by reason",
+	rf := refuse(redrivetype.CodeForbidden, "a move task moves everything, and the DLQ holds dead letters it may not move: %s; redrive the others selectively, reason by reason",
 		strings.Join(parts, ", "))
 	for _, reason := range sortedReasons(counts) {
 		rf.Next = append(rf.Next, policySteps(reason, "", counts[reason])...)

@@ -20,6 +20,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -33,39 +34,39 @@ func TestStartRefusals(t *testing.T) {
 		name  string
 		setup func(f *fakeSQS, q pipeline.Queues, r *Redriver)
 		req   func(StartRequest) StartRequest
-		code  Code // want: the refusal code
+		code  redrivetype.Code // want: the refusal code
 	}{
-		{"wrong owner", nil, func(s StartRequest) StartRequest { s.Owner = "mallory"; return s }, CodeOwner},
-		{"missing why", nil, func(s StartRequest) StartRequest { s.Why = ""; return s }, CodeWhy},
-		{"rate 0", nil, func(s StartRequest) StartRequest { s.Rate = 0; return s }, CodeRate},
-		{"rate above 500", nil, func(s StartRequest) StartRequest { s.Rate = 501; return s }, CodeRate},
+		{"wrong owner", nil, func(s StartRequest) StartRequest { s.Owner = "mallory"; return s }, redrivetype.CodeOwner},
+		{"missing why", nil, func(s StartRequest) StartRequest { s.Why = ""; return s }, redrivetype.CodeWhy},
+		{"rate 0", nil, func(s StartRequest) StartRequest { s.Rate = 0; return s }, redrivetype.CodeRate},
+		{"rate above 500", nil, func(s StartRequest) StartRequest { s.Rate = 501; return s }, redrivetype.CodeRate},
 		{"forbidden group without override", nil, func(s StartRequest) StartRequest {
 			s.Groups = append(s.Groups, Group{deadletter.ReasonPolicyLimit, "fp-pl", 1})
 			return s
-		}, CodeForbidden},
+		}, redrivetype.CodeForbidden},
 		{"poison without the fix", nil, func(s StartRequest) StartRequest {
 			s.Groups = append(s.Groups, Group{deadletter.ReasonSchemaInvalid, "fp-si", 1})
 			return s
-		}, CodeForbidden},
+		}, redrivetype.CodeForbidden},
 		{"owner tag mismatch", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) {
 			f.Queue(q.DLQURL).Tags[pipeline.TagOwner] = "someone-else"
-		}, nil, CodeOwnerTag},
+		}, nil, redrivetype.CodeOwnerTag},
 		{"another destination", nil, func(s StartRequest) StartRequest {
 			s.Destination = "arn:aws:sqs:us-east-1:000000000000:other"
 			return s
-		}, CodeDestination},
+		}, redrivetype.CodeDestination},
 		{"hot queue dead-letters elsewhere", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) {
 			f.Queue(q.HotURL).Attributes["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:other-dlq","maxReceiveCount":4}`
-		}, nil, CodeDestination},
+		}, nil, redrivetype.CodeDestination},
 		{"a task is running", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) {
 			f.MoveTasks = []sqstypes.ListMessageMoveTasksResultEntry{{TaskHandle: aws.String("t0"), Status: aws.String("RUNNING"), SourceArn: aws.String(q.DLQARN)}}
-		}, nil, CodeTaskActive},
-		{"empty DLQ", nil, func(s StartRequest) StartRequest { s.Groups = nil; return s }, CodeDLQEmpty},
-		{"DLQ missing", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) { f.RemoveQueue(q.DLQURL) }, nil, CodeDLQMissing},
+		}, nil, redrivetype.CodeTaskActive},
+		{"empty DLQ", nil, func(s StartRequest) StartRequest { s.Groups = nil; return s }, redrivetype.CodeDLQEmpty},
+		{"DLQ missing", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) { f.RemoveQueue(q.DLQURL) }, nil, redrivetype.CodeDLQMissing},
 		{"AWS: caller is not the redrive role", func(f *fakeSQS, q pipeline.Queues, r *Redriver) {
 			f.Queue(q.DLQURL).Tags[pipeline.TagRedriveRole] = "AgentTasksRedrive"
 			r.local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::123456789012:assumed-role/Developer/bob"}
-		}, nil, CodeIdentity},
+		}, nil, redrivetype.CodeIdentity},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,21 +134,21 @@ func TestStartWithOverrideStatusAndCancel(t *testing.T) {
 	assert.Equal(t, int32(500), aws.ToInt32(f.Started[0].MaxNumberOfMessagesPerSecond))
 
 	_, err = r.Start(ctx, req)
-	assert.Equal(t, CodeTaskActive, RefusalCode(err), "one active task a queue")
+	assert.Equal(t, redrivetype.CodeTaskActive, RefusalCode(err), "one active task a queue")
 
 	tasks, err := r.Status(ctx, StatusRequest{Actor: "alice"})
 	require.NoError(t, err)
 	require.Len(t, tasks, 1)
 	assert.Equal(t, "RUNNING", tasks[0].Status)
-	assert.Equal(t, "0/?", tasks[0].progress())
+	assert.Equal(t, "0/?", progress(tasks[0]))
 
 	_, err = r.Cancel(ctx, CancelRequest{Who: Who{Owner: "mallory", Why: "x"}})
-	assert.Equal(t, CodeOwner, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeOwner, RefusalCode(err))
 	_, err = r.Cancel(ctx, CancelRequest{Who: Who{Owner: p.Owner, Why: "wrong fix, stop"}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"task-1"}, f.Canceled)
 	_, err = r.Cancel(ctx, CancelRequest{Who: Who{Owner: p.Owner, Why: "again"}})
-	assert.Equal(t, CodeNoTask, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeNoTask, RefusalCode(err))
 
 	var actions []string
 	for _, rec := range store.all() {

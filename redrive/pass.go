@@ -44,6 +44,10 @@ type pass struct {
 	copies map[string]*copyState
 	keptAs map[string]*copyState
 
+	// tenants is each tenant's share of the pass, with a per-tenant
+	// budget (SelectRequest.PerTenant; tenant.go).
+	tenants map[string]*tenantState
+
 	canary     []canaryItem // the canary's letters, once moved
 	canaryDone bool         // no canary, or it passed
 	planned    int          // moves started: the limit and the canary count these
@@ -103,7 +107,8 @@ func (r *Redriver) newPass(api selectAPI, req SelectRequest, res *SelectResult) 
 		idleMax: req.IdleReceives, wait: req.WaitSeconds,
 		seen: map[string]bool{}, held: map[string]string{}, sent: map[string]bool{}, back: map[string]bool{},
 		copies: map[string]*copyState{}, keptAs: map[string]*copyState{},
-		canaryDone: req.Canary == 0 || req.DryRun}
+		tenants:    map[string]*tenantState{},
+		canaryDone: req.Canary == 0 || req.DryRun || req.PerTenant > 0} // with a per-tenant budget, the canary is per tenant
 	if p.idleMax <= 0 {
 		p.idleMax = defaultIdleReceives
 	}
@@ -155,8 +160,19 @@ func (p *pass) run(ctx context.Context) error {
 		if err := p.checkCanary(ctx); err != nil {
 			return err
 		}
+		if p.req.PerTenant > 0 && !p.req.DryRun {
+			if err := p.checkTenantCanaries(ctx); err != nil {
+				return err
+			}
+		}
 	}
-	return nil
+	if n := len(p.res.TenantsCanaryFailed); n > 0 && p.res.Partial == "" {
+		p.res.Partial = fmt.Sprintf("the canary of %d tenant(s) failed", n)
+	}
+	if p.res.OverTenantBudget > 0 && p.res.Partial == "" {
+		p.res.Partial = fmt.Sprintf("per-tenant budget of %d reached: %d letters stay for the next pass", p.req.PerTenant, p.res.OverTenantBudget)
+	}
+	return tenantsErr(p.res)
 }
 
 // exhausted: a few receives in a row brought nothing new. Released letters
@@ -238,8 +254,12 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []letter
 			}
 		}
 		full := (p.req.Limit > 0 && p.planned >= p.req.Limit) || (!p.canaryDone && p.planned >= p.req.Canary)
+		verdict := tenantMove
+		if match && !full && p.req.PerTenant > 0 {
+			verdict = p.tenantCheck(&l)
+		}
 		switch {
-		case match && full:
+		case match && (full || verdict == tenantDefer):
 			p.r.release(ctx, p.api, &l)
 			delete(p.seen, l.MessageID) // deferred, not handled yet: see it again later
 			p.res.Seen--
@@ -247,6 +267,16 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []letter
 		case !match:
 			p.leave(ctx, &l)
 			p.res.Released++
+		case verdict == tenantOver || verdict == tenantStopped:
+			// Chosen, but its tenant has had its share of this pass: it
+			// stays for the next, held like the letters not chosen.
+			p.leave(ctx, &l)
+			p.res.Released++
+			if verdict == tenantOver {
+				p.res.OverTenantBudget++
+			} else {
+				p.res.TenantStopped++
+			}
 		default:
 			p.res.Matched++
 			p.planned++
@@ -296,6 +326,12 @@ func (p *pass) moveChosen(ctx context.Context, todo []letter) error {
 		p.leave(ctx, l)
 		p.planned--
 		delete(moved, l.MessageID)
+		if p.req.PerTenant > 0 {
+			p.tenantLeft(l)
+		}
+	}
+	if p.req.PerTenant > 0 {
+		p.tenantMoved(todo, items)
 	}
 	// Copies wait for the move of their letter: deleted only after it
 	// moved, whatever stopped the others.
@@ -319,8 +355,7 @@ func (p *pass) checkCanary(ctx context.Context) error {
 	}
 	cr, err := p.r.waitCanary(ctx, p.api, p.req, p.canary, p.seen)
 	p.res.Canary = cr
-	if aerr := p.r.record(ctx, audit.Entry{Actor: p.req.Owner, Action: audit.ActionCanary, Why: p.req.Why,
-		Reasons: p.r.selectRecord(p.req).Reasons, Fingerprints: p.req.Fingerprints, Counts: cr.counts()}, err); aerr != nil && err == nil {
+	if aerr := p.r.record(ctx, p.canaryRecord(cr.counts()), err); aerr != nil && err == nil {
 		return aerr
 	}
 	if err != nil {
@@ -330,6 +365,12 @@ func (p *pass) checkCanary(ctx context.Context) error {
 	p.canaryDone = true
 	p.idle = 0
 	return nil
+}
+
+// canaryRecord is the audit record of a canary's outcome.
+func (p *pass) canaryRecord(counts map[string]int) audit.Entry {
+	return audit.Entry{Actor: p.req.Owner, Action: audit.ActionCanary, Why: p.req.Why,
+		Reasons: p.r.selectRecord(p.req).Reasons, Fingerprints: p.req.Fingerprints, Counts: counts}
 }
 
 // leave keeps a letter the pass does not move hidden until it ends (in a

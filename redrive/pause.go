@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // LambdaAPI is the Lambda calls Pause makes: find the event source mapping
@@ -16,17 +17,6 @@ import (
 type LambdaAPI interface {
 	ListEventSourceMappings(ctx context.Context, params *lambda.ListEventSourceMappingsInput, optFns ...func(*lambda.Options)) (*lambda.ListEventSourceMappingsOutput, error)
 	UpdateEventSourceMapping(ctx context.Context, params *lambda.UpdateEventSourceMappingInput, optFns ...func(*lambda.Options)) (*lambda.UpdateEventSourceMappingOutput, error)
-}
-
-// PauseResult says which mapping was switched and its state afterwards.
-type PauseResult struct {
-	UUID     string `json:"uuid"`
-	Function string `json:"function,omitempty"`
-	// State is the mapping's state as Lambda reports it ("Disabling",
-	// "Enabling", "Disabled", "Enabled").
-	State string `json:"state"`
-	// Paused is what was asked: true for pause, false for resume.
-	Paused bool `json:"paused"`
 }
 
 // PauseRequest asks to pause (Paused) or resume the worker.
@@ -43,7 +33,7 @@ type PauseRequest struct {
 // from the DLQ (that is a redrive's job). It is gated like a redrive (the
 // owner, a why, the DLQ's owner tag, in AWS the redrive role) and audited
 // (pause or resume). The hot queue must have exactly one mapping.
-func (r *Redriver) Pause(ctx context.Context, req PauseRequest) (*PauseResult, error) {
+func (r *Redriver) Pause(ctx context.Context, req PauseRequest) (*redrivetype.PauseResult, error) {
 	who, paused := req.Who, req.Paused
 	action := audit.ActionResume
 	if paused {
@@ -57,7 +47,7 @@ func (r *Redriver) Pause(ctx context.Context, req PauseRequest) (*PauseResult, e
 	return res, r.record(ctx, rec, err)
 }
 
-func (r *Redriver) pause(ctx context.Context, action audit.Action, who Who, paused bool) (*PauseResult, error) {
+func (r *Redriver) pause(ctx context.Context, action audit.Action, who Who, paused bool) (*redrivetype.PauseResult, error) {
 	if err := r.authorizeAs(ctx, action, who, minRate); err != nil {
 		return nil, err
 	}
@@ -65,7 +55,7 @@ func (r *Redriver) pause(ctx context.Context, action audit.Action, who Who, paus
 		return nil, fmt.Errorf("redrive: pause needs a Lambda client (Config.Lambda)")
 	}
 	if r.cfg.Queues.HotARN == "" {
-		return nil, refuse(CodeBadInput, "the pipeline's hot queue ARN is unknown")
+		return nil, refuse(redrivetype.CodeBadInput, "the pipeline's hot queue ARN is unknown")
 	}
 	out, err := r.cfg.Lambda.ListEventSourceMappings(ctx, &lambda.ListEventSourceMappingsInput{EventSourceArn: aws.String(r.cfg.Queues.HotARN)})
 	if err != nil {
@@ -73,15 +63,15 @@ func (r *Redriver) pause(ctx context.Context, action audit.Action, who Who, paus
 	}
 	switch n := len(out.EventSourceMappings); n {
 	case 0:
-		return nil, refuse(CodeNoMapping, "no event source mapping reads %s: is the worker deployed?", r.cfg.Queues.HotARN)
+		return nil, refuse(redrivetype.CodeNoMapping, "no event source mapping reads %s: is the worker deployed?", r.cfg.Queues.HotARN)
 	case 1:
 	default:
-		return nil, refuse(CodeNoMapping, "%d event source mappings read %s: pause expects exactly one, the pipeline's worker", n, r.cfg.Queues.HotARN)
+		return nil, refuse(redrivetype.CodeNoMapping, "%d event source mappings read %s: pause expects exactly one, the pipeline's worker", n, r.cfg.Queues.HotARN)
 	}
 	m := out.EventSourceMappings[0]
 	up, err := r.cfg.Lambda.UpdateEventSourceMapping(ctx, &lambda.UpdateEventSourceMappingInput{UUID: m.UUID, Enabled: aws.Bool(!paused)})
 	if err != nil {
 		return nil, fmt.Errorf("lambda UpdateEventSourceMapping %s enabled=%s: %w", aws.ToString(m.UUID), strconv.FormatBool(!paused), err)
 	}
-	return &PauseResult{UUID: aws.ToString(up.UUID), Function: aws.ToString(up.FunctionArn), State: aws.ToString(up.State), Paused: paused}, nil
+	return &redrivetype.PauseResult{UUID: aws.ToString(up.UUID), Function: aws.ToString(up.FunctionArn), State: aws.ToString(up.State), Paused: paused}, nil
 }

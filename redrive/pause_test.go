@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // fakeLambda is LambdaAPI with behaviour switches: how many mappings the
@@ -53,10 +54,10 @@ func TestPauseAndResume(t *testing.T) {
 		lambda  *fakeLambda
 		who     Who
 		paused  bool
-		code    Code          // the refusal's code, "" when none
-		failed  bool          // an error that is not a refusal
-		enabled *bool         // want: the mapping's Enabled afterwards (nil: untouched)
-		outcome audit.Outcome // want: the audit entry's outcome
+		code    redrivetype.Code // the refusal's code, "" when none
+		failed  bool             // an error that is not a refusal
+		enabled *bool            // want: the mapping's Enabled afterwards (nil: untouched)
+		outcome audit.Outcome    // want: the audit entry's outcome
 		wantAct audit.Action
 	}{
 		{name: "pause disables the mapping", lambda: &fakeLambda{mappings: 1}, who: Who{Owner: p.Owner, Why: "INC-9: stop the bleeding"}, paused: true,
@@ -64,13 +65,13 @@ func TestPauseAndResume(t *testing.T) {
 		{name: "resume enables it", lambda: &fakeLambda{mappings: 1}, who: Who{Owner: p.Owner, Why: "fix deployed"}, paused: false,
 			enabled: aws.Bool(true), outcome: audit.OutcomeOK, wantAct: audit.ActionResume},
 		{name: "not the owner", lambda: &fakeLambda{mappings: 1}, who: Who{Owner: "mallory", Why: "x"}, paused: true,
-			code: CodeOwner, outcome: audit.OutcomeRefused, wantAct: audit.ActionPause},
+			code: redrivetype.CodeOwner, outcome: audit.OutcomeRefused, wantAct: audit.ActionPause},
 		{name: "no why", lambda: &fakeLambda{mappings: 1}, who: Who{Owner: p.Owner}, paused: true,
-			code: CodeWhy, outcome: audit.OutcomeRefused, wantAct: audit.ActionPause},
+			code: redrivetype.CodeWhy, outcome: audit.OutcomeRefused, wantAct: audit.ActionPause},
 		{name: "no mapping", lambda: &fakeLambda{}, who: Who{Owner: p.Owner, Why: "x"}, paused: true,
-			code: CodeNoMapping, outcome: audit.OutcomeRefused, wantAct: audit.ActionPause},
+			code: redrivetype.CodeNoMapping, outcome: audit.OutcomeRefused, wantAct: audit.ActionPause},
 		{name: "two mappings", lambda: &fakeLambda{mappings: 2}, who: Who{Owner: p.Owner, Why: "x"}, paused: true,
-			code: CodeNoMapping, outcome: audit.OutcomeRefused, wantAct: audit.ActionPause},
+			code: redrivetype.CodeNoMapping, outcome: audit.OutcomeRefused, wantAct: audit.ActionPause},
 		{name: "the update fails", lambda: &fakeLambda{mappings: 1, updateErr: errors.New("AccessDenied")}, who: Who{Owner: p.Owner, Why: "x"}, paused: true,
 			failed: true, outcome: audit.OutcomeFailed, wantAct: audit.ActionPause},
 	}

@@ -11,74 +11,15 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
-// Plan says, for each group of dead letters in a DLQ, whether it may be
-// redriven, why or why not, and what to do next (Steps, which the CLI and
-// the console render as commands and forms).
-type Plan struct {
-	Pipeline string      `json:"pipeline"`
-	Owner    string      `json:"owner"`
-	Total    int         `json:"total"`
-	Groups   []PlanGroup `json:"groups"`
-	// Start is the move task of the whole DLQ when every group may be
-	// redriven by policy alone; nil otherwise, and StartWhy says why.
-	Start    *Step  `json:"start,omitempty"`
-	StartWhy string `json:"start_why"`
-	// Partial says why the triage scan behind the plan may have missed dead
-	// letters (counts may be low); empty when it saw the whole DLQ.
-	Partial []string `json:"partial,omitempty"`
-	// DecisionsUnread says why the owner's past decisions (rejections,
-	// reconciliations) could not be read from the audit; empty when they were.
-	DecisionsUnread string `json:"decisions_unread,omitempty"`
-	// Filter is set when the plan is of the dead letters a filter chose
-	// (PlanRequest.Filter): its groups and counts are of those, and each
-	// step moves only those (a select with the same filter).
-	Filter *triage.Filtered `json:"filter,omitempty"`
-	// Copies counts the extra copies of the dead letters the DLQ holds
-	// more than once (triage's totals.copies: a dead-letter send retried
-	// after SQS took it), which Total and the groups do not count;
-	// CopiedLetters the dead letters that have them. A select moves one of
-	// each and deletes the identical others after the move;
-	// CopiesDiffering counts the copies whose dlq_meta or attributes differ
-	// (dead-lettered again, not sent twice), which it moves as letters of
-	// their own.
-	Copies          int `json:"copies,omitempty"`
-	CopiedLetters   int `json:"copied_letters,omitempty"`
-	CopiesDiffering int `json:"copies_differing,omitempty"`
-}
-
-// PlanGroup is one group and its decision.
-type PlanGroup struct {
-	Reason      deadletter.Reason     `json:"reason"`
-	Fingerprint string                `json:"fingerprint"`
-	Count       int                   `json:"count"`
-	NextAction  deadletter.NextAction `json:"next_action"`
-	Redrivable  deadletter.Redrivable `json:"redrivable"`
-	// MayRedrive is true when policy alone allows it; false when it needs an
-	// acknowledgement (Needs) or may never be redriven.
-	MayRedrive bool   `json:"may_redrive"`
-	Why        string `json:"why"`
-	// Needs names the acknowledgement the policy wants (the request field:
-	// "Ack.FixDeployed", "Ack.Reviewed", "Ack.Overrides"); "" when allowed.
-	Needs string `json:"needs,omitempty"`
-	// Next are the steps to take for this group, in order; empty when
-	// nothing is left to do (rejected).
-	Next []Step `json:"next"`
-	// Rejected is the owner's latest rejection of the group, read from the
-	// audit: its Time, Actor and Why; nil when there is none.
-	Rejected *decision `json:"rejected,omitempty"`
-	// Keys counts the idempotency keys the triage report listed for an
-	// effect_unknown group; Reconciled counts those the owner reconciled,
-	// by outcome, read from the audit.
-	Keys       int                    `json:"keys,omitempty"`
-	Reconciled map[ledger.Outcome]int `json:"reconciled,omitempty"`
-}
-
 // buildPlan is pure: the plan for the groups a triage scan found.
-func buildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
-	pl := &Plan{Pipeline: p.Name, Owner: p.Owner}
+func buildPlan(p *pipeline.Pipeline, groups []Group) *redrivetype.Plan {
+	pl := &redrivetype.Plan{Pipeline: p.Name, Owner: p.Owner}
 	gs := append([]Group(nil), groups...)
 	sort.SliceStable(gs, func(i, j int) bool {
 		if order(gs[i].Reason) != order(gs[j].Reason) {
@@ -92,7 +33,7 @@ func buildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
 	allYes := len(gs) > 0
 	for _, g := range gs {
 		v := Decide(g.Reason, Ack{})
-		pg := PlanGroup{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count, NextAction: g.Reason.NextAction(),
+		pg := redrivetype.PlanGroup{Reason: g.Reason, Fingerprint: g.Fingerprint, Count: g.Count, NextAction: g.Reason.NextAction(),
 			Redrivable: g.Reason.Redrivable(), MayRedrive: v.Allowed, Why: v.Why, Needs: v.Needs, Next: policySteps(g.Reason, g.Fingerprint, g.Count)}
 		if g.Reason.Redrivable() == deadletter.RedriveYes {
 			// Redrivable by policy is not "will succeed": these letters
@@ -109,7 +50,7 @@ func buildPlan(p *pipeline.Pipeline, groups []Group) *Plan {
 	case len(gs) == 0:
 		pl.StartWhy = "nothing to redrive: the DLQ is empty"
 	case allYes:
-		pl.Start = &Step{Action: audit.ActionStart}
+		pl.Start = &redrivetype.Step{Action: audit.ActionStart}
 		pl.StartWhy = "every group may be redriven by policy: a move task of the whole DLQ, or group by group with a canary"
 	default:
 		pl.StartWhy = "not a move task: the DLQ holds groups that need an acknowledgement or may never be redriven; redrive group by group"
@@ -134,17 +75,17 @@ type groupInfo struct {
 	LastSeen time.Time
 }
 
-// annotate marks the plan's groups with the owner's past decisions (infos:
+// markDecisions marks the plan's groups with the owner's past decisions (infos:
 // by groupID, from the triage report, groupInfos): a group already rejected
 // (nothing to do, unless dead letters arrived after the rejection), and, in
 // an effect_unknown group, how many of its keys were reconciled, and what to
 // run next: a reject when every key's effect was confirmed, a select
 // without an override when some were reconciled as no effect.
-func (pl *Plan) annotate(d Decisions, infos map[string]groupInfo) {
+func markDecisions(pl *redrivetype.Plan, d redrivetype.Decisions, infos map[string]groupInfo) {
 	for i := range pl.Groups {
 		g := &pl.Groups[i]
 		info := infos[groupID(g.Reason, g.Fingerprint)]
-		if prev, ok := d.rejection(g.Reason, g.Fingerprint); ok {
+		if prev, ok := rejection(d, g.Reason, g.Fingerprint); ok {
 			g.Rejected = &prev
 			at := prev.Time.UTC().Format(time.RFC3339)
 			if info.LastSeen.After(prev.Time) {
@@ -173,7 +114,7 @@ func (pl *Plan) annotate(d Decisions, infos map[string]groupInfo) {
 		switch {
 		case g.Keys > 0 && conf == g.Keys:
 			g.Why = "reconciled: effect confirmed, reject or let retention drop it (select never moves these)"
-			g.Next = []Step{{Action: audit.ActionReject, Reason: g.Reason, Fingerprint: g.Fingerprint}}
+			g.Next = []redrivetype.Step{{Action: audit.ActionReject, Reason: g.Reason, Fingerprint: g.Fingerprint}}
 		case none > 0:
 			parts := []string{fmt.Sprintf("%d of %d keys no effect (select moves them without an override)", none, g.Keys)}
 			if conf > 0 {
@@ -183,7 +124,7 @@ func (pl *Plan) annotate(d Decisions, infos map[string]groupInfo) {
 				parts = append(parts, fmt.Sprintf("%d not reconciled yet (left in the DLQ)", open))
 			}
 			g.Why = "reconciled: " + strings.Join(parts, ", ")
-			g.Next = []Step{selectStep(g.Reason, g.Fingerprint, none)}
+			g.Next = []redrivetype.Step{selectStep(g.Reason, g.Fingerprint, none)}
 		case conf > 0:
 			g.Why = fmt.Sprintf("reconciled: %d of %d keys effect confirmed (never moved); reconcile the other %d first", conf, g.Keys, open)
 		}
@@ -199,14 +140,14 @@ type PlanRequest struct {
 	// nor audits, a refusal (a bad Filter) included: a page view. Without
 	// both, Plan scans the DLQ read-only (Config.Scan) and audits that the
 	// plan was shown, or why it was refused.
-	Report *triage.Report
+	Report *report.Report
 	// Groups is optional: the groups to plan (by default every group of
 	// Report, or of the scan).
 	Groups []Group
 	// Filter is optional: plan only the dead letters it chooses (the
 	// report's or the scan's letters, narrowed with triage.Narrow). A
 	// Report read back from storage holds no letters: refused.
-	Filter triage.Filter
+	Filter dlq.Filter
 }
 
 // Plan is the one plan entry point: for each group of the DLQ, whether it
@@ -217,7 +158,7 @@ type PlanRequest struct {
 //
 // A scan that saw only part of the DLQ returns the plan of what it saw
 // and a *PartialError; a scan that failed is audited too.
-func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
+func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*redrivetype.Plan, error) {
 	badFilter := checkFilter(req.Filter)
 	if badFilter != nil && (req.Report != nil || req.Groups != nil) {
 		// A page view audits nothing, its refusal included.
@@ -226,7 +167,7 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 	if req.Report != nil && !req.Filter.IsZero() {
 		rep, err := triage.Narrow(req.Report, r.cfg.Pipeline, req.Filter)
 		if err != nil {
-			return nil, refuseField(CodeBadInput, "Filter", "%v", err)
+			return nil, refuseField(redrivetype.CodeBadInput, "Filter", "%v", err)
 		}
 		req.Report = rep
 	}
@@ -240,7 +181,7 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 			pl.Partial = req.Report.PartialReasons
 		}
 		if req.Report != nil {
-			pl.narrowed(req.Report.Filter)
+			narrowPlan(pl, req.Report.Filter)
 			pl.Copies, pl.CopiedLetters, pl.CopiesDiffering = req.Report.Totals.Copies, req.Report.Totals.CopiedLetters, req.Report.Totals.CopiesDiffering
 		}
 		r.annotatePlan(ctx, pl, req.Report)
@@ -279,7 +220,7 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 		pl.Partial = rep.PartialReasons
 	}
 	if rep != nil {
-		pl.narrowed(rep.Filter)
+		narrowPlan(pl, rep.Filter)
 		pl.Copies, pl.CopiedLetters, pl.CopiesDiffering = rep.Totals.Copies, rep.Totals.CopiedLetters, rep.Totals.CopiesDiffering
 	}
 	r.annotatePlan(ctx, pl, rep)
@@ -299,7 +240,7 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 }
 
 // scanPartial is the outcome of a triage scan that saw part of the DLQ.
-func scanPartial(rep *triage.Report) *PartialError {
+func scanPartial(rep *report.Report) *PartialError {
 	st := rep.Scan
 	return &PartialError{Seen: st.Unique, Depth: st.ApproxDepth + st.ApproxInFlight, Why: st.PartialReason, FIFO: st.FIFO,
 		RetryAfter: time.Duration(st.VisibilityTimeoutSeconds) * time.Second}
@@ -308,13 +249,13 @@ func scanPartial(rep *triage.Report) *PartialError {
 // annotatePlan marks pl with the owner's past decisions: it reads them from
 // the audit (pl.DecisionsUnread says why it could not) and counts a key
 // reconciled as no effect only while the ledger still holds it so.
-func (r *Redriver) annotatePlan(ctx context.Context, pl *Plan, rep *triage.Report) {
+func (r *Redriver) annotatePlan(ctx context.Context, pl *redrivetype.Plan, rep *report.Report) {
 	d, derr := r.Decisions(ctx)
 	if derr != nil {
 		pl.DecisionsUnread = derr.Error()
 	}
 	infos := groupInfos(rep)
-	pl.annotate(r.stillReconciled(ctx, d, infos), infos)
+	markDecisions(pl, r.stillReconciled(ctx, d, infos), infos)
 }
 
 // stillReconciled is d without the no-effect reconciliations the ledger no
@@ -323,12 +264,12 @@ func (r *Redriver) annotatePlan(ctx context.Context, pl *Plan, rep *triage.Repor
 // and select refuses to move it until it is reconciled again, so the plan
 // must not count it as reconciled nor offer a select for it. A key the
 // ledger cannot be read for is not counted either: select would not move it.
-func (r *Redriver) stillReconciled(ctx context.Context, d Decisions, infos map[string]groupInfo) Decisions {
+func (r *Redriver) stillReconciled(ctx context.Context, d redrivetype.Decisions, infos map[string]groupInfo) redrivetype.Decisions {
 	if len(d.Reconciled) == 0 {
 		return d
 	}
 	out := d
-	out.Reconciled = make(map[string]KeyDecision, len(d.Reconciled))
+	out.Reconciled = make(map[string]redrivetype.KeyDecision, len(d.Reconciled))
 	for _, info := range infos {
 		for _, k := range info.Keys {
 			kd, ok := d.Reconciled[k]
@@ -348,7 +289,7 @@ func (r *Redriver) stillReconciled(ctx context.Context, d Decisions, infos map[s
 
 // groupInfos maps each group of a triage report (by groupID) to what
 // annotate needs of it.
-func groupInfos(rep *triage.Report) map[string]groupInfo {
+func groupInfos(rep *report.Report) map[string]groupInfo {
 	out := map[string]groupInfo{}
 	if rep == nil {
 		return out
@@ -372,26 +313,14 @@ type RejectRequest struct {
 	Groups []Group
 }
 
-// RejectResult is what a rejection recorded, and the warnings it gave.
-type RejectResult struct {
-	Pipeline     string         `json:"pipeline"`
-	Reasons      []string       `json:"reasons"`
-	Fingerprints []string       `json:"fingerprints,omitempty"`
-	Counts       map[string]int `json:"counts"`
-	// Warnings say what should make the owner think twice:
-	// a group rejected before, a reason the policy would let be redriven.
-	// They are in the audit record too (detail "warnings"); they refuse nothing.
-	Warnings []string `json:"warnings,omitempty"`
-}
-
 // Reject records that the owner rejects a group that must not be redriven:
 // an audit entry only; the dead letters stay until retention deletes them
 // (or the owner deletes them after archiving). It returns what was
 // recorded and its warnings (a group rejected before, a reason the policy
 // would let be redriven), which refuse nothing and are audited too.
-func (r *Redriver) Reject(ctx context.Context, req RejectRequest) (*RejectResult, error) {
+func (r *Redriver) Reject(ctx context.Context, req RejectRequest) (*redrivetype.RejectResult, error) {
 	who, reasons, fingerprints, groups := req.Who, req.Reasons, req.Fingerprints, req.Groups
-	res := &RejectResult{Pipeline: r.cfg.Pipeline.Name}
+	res := &redrivetype.RejectResult{Pipeline: r.cfg.Pipeline.Name}
 	rs := make([]string, len(reasons))
 	for i, x := range reasons {
 		rs[i] = string(x)
@@ -400,14 +329,14 @@ func (r *Redriver) Reject(ctx context.Context, req RejectRequest) (*RejectResult
 	var partial *PartialError
 	err := func() error {
 		if len(reasons) == 0 {
-			return refuseField(CodeUnknownReason, "Reasons", "is required: reject one class of cause at a time")
+			return refuseField(redrivetype.CodeUnknownReason, "Reasons", "is required: reject one class of cause at a time")
 		}
 		if groups == nil {
 			if err := r.pureGateAs(audit.ActionReject, who, minRate); err != nil {
 				return err
 			}
 			var err error
-			var rep *triage.Report
+			var rep *report.Report
 			if groups, rep, err = r.scan(ctx); err != nil {
 				return err
 			}
@@ -436,7 +365,7 @@ func (r *Redriver) Reject(ctx context.Context, req RejectRequest) (*RejectResult
 			if partial != nil {
 				return partial // the letters of the reason may be among those not seen
 			}
-			return refuse(CodeNothingSelected, "the DLQ holds no dead letter of reason %s", joinReasons(reasons))
+			return refuse(redrivetype.CodeNothingSelected, "the DLQ holds no dead letter of reason %s", joinReasons(reasons))
 		}
 		d, derr := r.Decisions(ctx)
 		if derr != nil {

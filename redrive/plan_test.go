@@ -12,7 +12,10 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 func TestBuildPlan(t *testing.T) {
@@ -34,32 +37,32 @@ func TestBuildPlan(t *testing.T) {
 		got = append(got, g.Reason)
 	}
 	assert.Equal(t, []deadletter.Reason{deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid, deadletter.ReasonEffectUnknown, deadletter.ReasonPolicyLimit, deadletter.ReasonReceiveLimit}, got)
-	byReason := map[deadletter.Reason]PlanGroup{}
+	byReason := map[deadletter.Reason]redrivetype.PlanGroup{}
 	for _, g := range pl.Groups {
 		byReason[g.Reason] = g
 	}
 	be := byReason[deadletter.ReasonBudgetExhausted]
 	assert.True(t, be.MayRedrive)
-	assert.Equal(t, []Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp-be", Canary: 5}}, be.Next)
+	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp-be", Canary: 5}}, be.Next)
 	assert.Contains(t, be.Why, "failed on every receive", "redrivable by policy is not a promise: canary first")
 	si := byReason[deadletter.ReasonSchemaInvalid]
 	assert.False(t, si.MayRedrive)
 	assert.Contains(t, si.Why, "fix is deployed")
 	assert.Equal(t, "Ack.FixDeployed", si.Needs)
-	assert.Equal(t, []Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp-si", Canary: 4, Needs: []string{"Ack.FixDeployed"}}}, si.Next)
+	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp-si", Canary: 4, Needs: []string{"Ack.FixDeployed"}}}, si.Next)
 	eu := byReason[deadletter.ReasonEffectUnknown]
-	assert.Equal(t, []Step{
+	assert.Equal(t, []redrivetype.Step{
 		{Action: audit.ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Fingerprint: "fp-eu", Needs: []string{"Key", "Outcome"}},
 		{Action: audit.ActionSelect, Reason: deadletter.ReasonEffectUnknown, Fingerprint: "fp-eu", Canary: 2},
 	}, eu.Next, "reconcile first; then a select that needs no made-up override")
 	pll := byReason[deadletter.ReasonPolicyLimit]
-	assert.Equal(t, []Step{{Action: audit.ActionReject, Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl"}}, pll.Next)
+	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionReject, Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl"}}, pll.Next)
 	assert.Equal(t, []string{"Ack.Reviewed"}, byReason[deadletter.ReasonReceiveLimit].Next[0].Needs)
 	assert.Nil(t, pl.Start)
 	assert.True(t, strings.HasPrefix(pl.StartWhy, "not a move task"))
 
 	onlyTransient := buildPlan(p, []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}, {deadletter.ReasonDependencyOpen, "fp2", 1}})
-	assert.Equal(t, &Step{Action: audit.ActionStart}, onlyTransient.Start)
+	assert.Equal(t, &redrivetype.Step{Action: audit.ActionStart}, onlyTransient.Start)
 	assert.Contains(t, buildPlan(p, nil).StartWhy, "empty")
 
 	// Data, not words for a shell: no command line anywhere in the plan.
@@ -76,8 +79,8 @@ func TestPlanIsAuditedWhenItScans(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	r, store, _ := newRedriver(t, p, f, f.addPair(p))
-	rep := &triage.Report{Groups: []triage.Group{{Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp", Count: 2}}}
-	r.cfg.Scan = func(context.Context) (*triage.Report, error) { return rep, nil }
+	rep := &report.Report{Groups: []report.Group{{Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp", Count: 2}}}
+	r.cfg.Scan = func(context.Context) (*report.Report, error) { return rep, nil }
 	held, err := r.Plan(context.Background(), PlanRequest{Actor: "alice", Report: rep})
 	require.NoError(t, err)
 	assert.Equal(t, 2, held.Total)
@@ -86,10 +89,10 @@ func TestPlanIsAuditedWhenItScans(t *testing.T) {
 	// An empty window over a held report is refused, and audits nothing
 	// either: a page view's refusal is the caller's to show.
 	now := time.Date(2026, 12, 2, 8, 0, 0, 0, time.UTC)
-	empty := triage.Filter{Since: now, Until: now}
+	empty := dlq.Filter{Since: now, Until: now}
 	for _, req := range []PlanRequest{{Actor: "alice", Report: rep, Filter: empty}, {Actor: "alice", Groups: []Group{{deadletter.ReasonBudgetExhausted, "fp", 2}}, Filter: empty}} {
 		_, err = r.Plan(context.Background(), req)
-		assert.Equal(t, CodeBadInput, RefusalCode(err))
+		assert.Equal(t, redrivetype.CodeBadInput, RefusalCode(err))
 		assert.Empty(t, store.all(), "a refused page view audits nothing")
 	}
 
@@ -106,9 +109,9 @@ func TestPlanIsAuditedWhenItScans(t *testing.T) {
 	// scan, and audited, as every refusal of a command that reached a
 	// pipeline is.
 	scanned := 0
-	r.cfg.Scan = func(context.Context) (*triage.Report, error) { scanned++; return rep, nil }
+	r.cfg.Scan = func(context.Context) (*report.Report, error) { scanned++; return rep, nil }
 	_, err = r.Plan(context.Background(), PlanRequest{Actor: "alice", Filter: empty})
-	assert.Equal(t, CodeBadInput, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeBadInput, RefusalCode(err))
 	assert.Zero(t, scanned, "refused before the scan")
 	recs = store.all()
 	require.Len(t, recs, 2)
@@ -127,9 +130,9 @@ func TestRejectIsAuditedAndGated(t *testing.T) {
 	_, err := r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner, Why: "cost cap is right; tenant told"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Groups: groups})
 	require.NoError(t, err)
 	_, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: "mallory", Why: "x"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Groups: groups})
-	assert.Equal(t, CodeOwner, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeOwner, RefusalCode(err))
 	_, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner, Why: "x"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Fingerprints: []string{"fp-none"}, Groups: groups})
-	assert.Equal(t, CodeUnknownGroup, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeUnknownGroup, RefusalCode(err))
 	recs := store.all()
 	require.Len(t, recs, 3)
 	assert.Equal(t, audit.OutcomeOK, recs[0].Outcome)
@@ -146,9 +149,9 @@ func TestPlanOnAPartialScan(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	r, store, _ := newRedriver(t, p, f, f.addPair(p))
-	r.cfg.Scan = func(context.Context) (*triage.Report, error) {
-		rep := &triage.Report{Partial: true, PartialReasons: []string{"scan: saw 0 of about 3 messages"}}
-		rep.Scan = triage.ScanStats{Unique: 0, ApproxDepth: 0, ApproxInFlight: 3, VisibilityTimeoutSeconds: 30,
+	r.cfg.Scan = func(context.Context) (*report.Report, error) {
+		rep := &report.Report{Partial: true, PartialReasons: []string{"scan: saw 0 of about 3 messages"}}
+		rep.Scan = report.ScanStats{Unique: 0, ApproxDepth: 0, ApproxInFlight: 3, VisibilityTimeoutSeconds: 30,
 			Partial: true, PartialReason: "3 messages in flight elsewhere when the scan started could not be read"}
 		return rep, nil
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // Ack is what the owner acknowledges on the command line, each item
@@ -22,29 +23,13 @@ type Ack struct {
 	Overrides map[deadletter.Reason]string
 }
 
-// Verdict is the policy's answer for one reason.
-type Verdict struct {
-	Reason     deadletter.Reason
-	Redrivable deadletter.Redrivable
-	// Allowed is true when the reason may be redriven with the given Ack.
-	Allowed bool
-	// Via says what allowed it: "policy", "fix_deployed", "reviewed" or "override".
-	Via string
-	// Why is one line: why it may not be redriven (when !Allowed), or what allowed it.
-	Why string
-	// Needs is the Ack field that would allow it ("Ack.FixDeployed",
-	// "Ack.Reviewed", "Ack.Overrides"; "" when allowed), by the name
-	// Refusal.Field and Step.Needs use.
-	Needs string
-}
-
 // Decide is the redrive policy for one reason. It is pure.
-func Decide(r deadletter.Reason, ack Ack) Verdict {
+func Decide(r deadletter.Reason, ack Ack) redrivetype.Verdict {
 	info, ok := r.Info()
 	if !ok {
-		return Verdict{Reason: r, Why: fmt.Sprintf("unknown reason %q", r)}
+		return redrivetype.Verdict{Reason: r, Why: fmt.Sprintf("unknown reason %q", r)}
 	}
-	v := Verdict{Reason: r, Redrivable: info.Redrivable}
+	v := redrivetype.Verdict{Reason: r, Redrivable: info.Redrivable}
 	just := strings.TrimSpace(ack.Overrides[r])
 	switch info.Redrivable {
 	case deadletter.RedriveYes:
@@ -101,7 +86,7 @@ func neverWhy(info deadletter.ReasonInfo) string {
 // does not allow with ack, naming every refused one.
 func checkReasons(reasons []deadletter.Reason, ack Ack) error {
 	var refused []string
-	var next []Step
+	var next []redrivetype.Step
 	rs := append([]deadletter.Reason(nil), reasons...)
 	sort.Slice(rs, func(i, j int) bool { return order(rs[i]) < order(rs[j]) })
 	for _, r := range rs {
@@ -111,7 +96,7 @@ func checkReasons(reasons []deadletter.Reason, ack Ack) error {
 		}
 	}
 	if len(refused) > 0 {
-		rf := refuse(CodeForbidden, "%s", strings.Join(refused, "; "))
+		rf := refuse(redrivetype.CodeForbidden, "%s", strings.Join(refused, "; "))
 		rf.Next = next
 		return rf
 	}

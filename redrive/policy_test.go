@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 func TestDecide(t *testing.T) {
@@ -70,7 +71,7 @@ func TestCheckReasons(t *testing.T) {
 	err := checkReasons([]deadletter.Reason{deadletter.ReasonPolicyLimit, deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid}, Ack{})
 	require.Error(t, err)
 	assert.True(t, errors.Is(err, ErrRefused))
-	assert.Equal(t, CodeForbidden, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeForbidden, RefusalCode(err))
 	assert.Contains(t, err.Error(), "schema_invalid")
 	assert.Contains(t, err.Error(), "policy_limit")
 	assert.NotContains(t, err.Error(), "budget_exhausted")

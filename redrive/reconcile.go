@@ -8,6 +8,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // ReconcileRequest asks to record what an effect_unknown key's mutating
@@ -60,14 +61,14 @@ func (r *Redriver) Reconcile(ctx context.Context, req ReconcileRequest) (ledger.
 	var e ledger.Entry
 	err := func() error {
 		if strings.TrimSpace(req.Key) == "" {
-			return refuseField(CodeBadInput, "Key", "is required: an idempotency key of an effect_unknown dead letter (the triage report lists them)")
+			return refuseField(redrivetype.CodeBadInput, "Key", "is required: an idempotency key of an effect_unknown dead letter (the triage report lists them)")
 		}
 		rc := ledger.Reconciliation{Outcome: req.Outcome, Receipt: strings.TrimSpace(req.Receipt), By: req.Owner}
 		if rc.By == "" {
 			rc.By = "-" // the gate refuses it below; Validate must not speak first
 		}
 		if err := rc.Validate(); err != nil {
-			return refuseField(CodeBadInput, "Outcome", "%s", strings.TrimPrefix(err.Error(), ledger.ErrInvalid.Error()+": "))
+			return refuseField(redrivetype.CodeBadInput, "Outcome", "%s", strings.TrimPrefix(err.Error(), ledger.ErrInvalid.Error()+": "))
 		}
 		if err := r.authorizeAs(ctx, audit.ActionReconcile, req.Who, minRate); err != nil {
 			return err
@@ -82,9 +83,9 @@ func (r *Redriver) Reconcile(ctx context.Context, req ReconcileRequest) (ledger.
 			}
 			return nil
 		case errors.Is(err, ledger.ErrReconciled):
-			return refuse(CodeReconciled, "%v: a reconciliation is not changed", err)
+			return refuse(redrivetype.CodeReconciled, "%v: a reconciliation is not changed", err)
 		case errors.Is(err, ledger.ErrNotEffectUnknown), errors.Is(err, ledger.ErrLeased):
-			return refuseField(CodeNotEffectUnknown, "Key", "%q of tenant %q: %v: only a key whose mutating call started without a receipt may be reconciled (its ledger entry shows why not)", req.Key, req.Tenant, err)
+			return refuseField(redrivetype.CodeNotEffectUnknown, "Key", "%q of tenant %q: %v: only a key whose mutating call started without a receipt may be reconciled (its ledger entry shows why not)", req.Key, req.Tenant, err)
 		}
 		return err
 	}()

@@ -13,7 +13,8 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // effectUnknownKey makes key what the worker leaves for an effect_unknown
@@ -36,23 +37,23 @@ func TestGateSpeaksOfTheAction(t *testing.T) {
 	tests := []struct {
 		action      audit.Action
 		owner, why  string
-		code        Code
+		code        redrivetype.Code
 		contains    string
 		notContains string
 	}{
-		{"", p.Owner, "", CodeWhy, "why this redrive is safe now", "reject"},
-		{audit.ActionSelect, p.Owner, " ", CodeWhy, "why this redrive is safe now", "reject"},
-		{audit.ActionReject, p.Owner, "", CodeWhy, "why these dead letters are rejected, never redriven", "redrive is safe"},
-		{audit.ActionReconcile, p.Owner, "", CodeWhy, "how the effect was reconciled", "redrive is safe"},
-		{"", "mallory", "x", CodeOwner, `Owner "mallory" may not redrive pipeline "agent-tasks"`, ""},
-		{"", "", "x", CodeOwnerMissing, `Owner is required: only the owner of pipeline "agent-tasks" ("platform-oncall") may redrive it`, "mismatch"},
-		{audit.ActionPause, "", "", CodeOwnerMissing, "may pause the worker of it", "redrive"},
-		{audit.ActionPause, p.Owner, "", CodeWhy, "Why is required: say why the worker must stop now", "redrive"},
-		{audit.ActionResume, p.Owner, "", CodeWhy, "why the worker may run again", "redrive is safe"},
-		{audit.ActionPause, "mallory", "x", CodeOwner, `may not pause the worker of pipeline "agent-tasks"`, "may not redrive"},
-		{audit.ActionCancel, "mallory", "x", CodeOwner, `may not cancel the move task of pipeline "agent-tasks"`, "may not redrive"},
-		{audit.ActionReject, "mallory", "x", CodeOwner, `may not reject the dead letters of pipeline "agent-tasks"`, "may not redrive"},
-		{audit.ActionReconcile, "mallory", "x", CodeOwner, `may not reconcile the ledger keys of pipeline "agent-tasks"`, "may not redrive"},
+		{"", p.Owner, "", redrivetype.CodeWhy, "why this redrive is safe now", "reject"},
+		{audit.ActionSelect, p.Owner, " ", redrivetype.CodeWhy, "why this redrive is safe now", "reject"},
+		{audit.ActionReject, p.Owner, "", redrivetype.CodeWhy, "why these dead letters are rejected, never redriven", "redrive is safe"},
+		{audit.ActionReconcile, p.Owner, "", redrivetype.CodeWhy, "how the effect was reconciled", "redrive is safe"},
+		{"", "mallory", "x", redrivetype.CodeOwner, `Owner "mallory" may not redrive pipeline "agent-tasks"`, ""},
+		{"", "", "x", redrivetype.CodeOwnerMissing, `Owner is required: only the owner of pipeline "agent-tasks" ("platform-oncall") may redrive it`, "mismatch"},
+		{audit.ActionPause, "", "", redrivetype.CodeOwnerMissing, "may pause the worker of it", "redrive"},
+		{audit.ActionPause, p.Owner, "", redrivetype.CodeWhy, "Why is required: say why the worker must stop now", "redrive"},
+		{audit.ActionResume, p.Owner, "", redrivetype.CodeWhy, "why the worker may run again", "redrive is safe"},
+		{audit.ActionPause, "mallory", "x", redrivetype.CodeOwner, `may not pause the worker of pipeline "agent-tasks"`, "may not redrive"},
+		{audit.ActionCancel, "mallory", "x", redrivetype.CodeOwner, `may not cancel the move task of pipeline "agent-tasks"`, "may not redrive"},
+		{audit.ActionReject, "mallory", "x", redrivetype.CodeOwner, `may not reject the dead letters of pipeline "agent-tasks"`, "may not redrive"},
+		{audit.ActionReconcile, "mallory", "x", redrivetype.CodeOwner, `may not reconcile the ledger keys of pipeline "agent-tasks"`, "may not redrive"},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.action)+"/"+tt.owner+"/"+string(tt.code), func(t *testing.T) {
@@ -111,21 +112,21 @@ func TestReconcileIsGatedConditionalAndAudited(t *testing.T) {
 	steps := []struct {
 		name string
 		req  ReconcileRequest
-		code Code // "" : done
+		code redrivetype.Code // "" : done
 	}{
-		{"wrong owner", with(none, func(r *ReconcileRequest) { r.Owner = "mallory" }), CodeOwner},
-		{"no why", with(none, func(r *ReconcileRequest) { r.Why = "" }), CodeWhy},
-		{"no key", with(none, func(r *ReconcileRequest) { r.Key = " " }), CodeBadInput},
-		{"confirmed without a receipt", with(done, func(r *ReconcileRequest) { r.Receipt = "" }), CodeBadInput},
-		{"no effect with a receipt", with(none, func(r *ReconcileRequest) { r.Receipt = "x" }), CodeBadInput},
-		{"no such outcome", with(none, func(r *ReconcileRequest) { r.Outcome = "maybe" }), CodeBadInput},
-		{"a key the ledger does not hold", with(none, func(r *ReconcileRequest) { r.Key = "k-nowhere" }), CodeNotEffectUnknown},
-		{"a key whose effect never started", with(none, func(r *ReconcileRequest) { r.Key = "k-poison" }), CodeNotEffectUnknown},
+		{"wrong owner", with(none, func(r *ReconcileRequest) { r.Owner = "mallory" }), redrivetype.CodeOwner},
+		{"no why", with(none, func(r *ReconcileRequest) { r.Why = "" }), redrivetype.CodeWhy},
+		{"no key", with(none, func(r *ReconcileRequest) { r.Key = " " }), redrivetype.CodeBadInput},
+		{"confirmed without a receipt", with(done, func(r *ReconcileRequest) { r.Receipt = "" }), redrivetype.CodeBadInput},
+		{"no effect with a receipt", with(none, func(r *ReconcileRequest) { r.Receipt = "x" }), redrivetype.CodeBadInput},
+		{"no such outcome", with(none, func(r *ReconcileRequest) { r.Outcome = "maybe" }), redrivetype.CodeBadInput},
+		{"a key the ledger does not hold", with(none, func(r *ReconcileRequest) { r.Key = "k-nowhere" }), redrivetype.CodeNotEffectUnknown},
+		{"a key whose effect never started", with(none, func(r *ReconcileRequest) { r.Key = "k-poison" }), redrivetype.CodeNotEffectUnknown},
 		{"no effect", none, ""},
 		{"no effect again: a no-op", none, ""},
-		{"then confirmed: refused", with(none, func(r *ReconcileRequest) { r.Outcome, r.Receipt = ledger.OutcomeEffectConfirmed, "ch_1" }), CodeReconciled},
+		{"then confirmed: refused", with(none, func(r *ReconcileRequest) { r.Outcome, r.Receipt = ledger.OutcomeEffectConfirmed, "ch_1" }), redrivetype.CodeReconciled},
 		{"confirmed", done, ""},
-		{"confirmed with another receipt: refused", with(done, func(r *ReconcileRequest) { r.Receipt = "ch_999" }), CodeReconciled},
+		{"confirmed with another receipt: refused", with(done, func(r *ReconcileRequest) { r.Receipt = "ch_999" }), redrivetype.CodeReconciled},
 	}
 	for _, s := range steps {
 		before, _, err := led.Get(ctx, s.req.Key)
@@ -250,12 +251,12 @@ func TestSelectRefusesWhenNoEffectUnknownKeyIsSettled(t *testing.T) {
 		Outcome: ledger.OutcomeEffectConfirmed, Receipt: "msg-1"})
 	require.NoError(t, err)
 	res, err := r.Select(ctx, selReq(p, deadletter.ReasonEffectUnknown))
-	assert.Equal(t, CodeForbidden, RefusalCode(err), err)
+	assert.Equal(t, redrivetype.CodeForbidden, RefusalCode(err), err)
 	assert.Contains(t, err.Error(), "1 not reconciled as no effect")
 	assert.Contains(t, err.Error(), "1 with their effect confirmed")
 	var rf *Refusal
 	require.ErrorAs(t, err, &rf)
-	assert.Equal(t, []Step{{Action: audit.ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Needs: []string{"Key", "Outcome"}},
+	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Needs: []string{"Key", "Outcome"}},
 		{Action: audit.ActionReject, Reason: deadletter.ReasonEffectUnknown}}, rf.Next, "the ways out, as data")
 	assert.Equal(t, 0, res.Moved)
 	assert.Empty(t, f.snapshot(q.HotURL))
@@ -271,7 +272,7 @@ func TestStartRefusesEffectUnknownEvenOverridden(t *testing.T) {
 	_, err := r.Start(context.Background(), StartRequest{Who: Who{Owner: p.Owner, Why: "all checked"}, Rate: 10,
 		Ack:    Ack{Overrides: map[deadletter.Reason]string{deadletter.ReasonEffectUnknown: "checked"}},
 		Groups: []Group{{deadletter.ReasonEffectUnknown, "fp", 2}, {deadletter.ReasonBudgetExhausted, "fp2", 1}}})
-	assert.Equal(t, CodeForbidden, RefusalCode(err), err)
+	assert.Equal(t, redrivetype.CodeForbidden, RefusalCode(err), err)
 	assert.Contains(t, err.Error(), "effect_unknown 2 (never by a move task: reconcile each key")
 }
 
@@ -295,7 +296,7 @@ func TestPlanShowsDecisions(t *testing.T) {
 		{Who: who, Key: "a2", Outcome: ledger.OutcomeEffectConfirmed, Receipt: "r-a2"},
 		{Who: who, Key: "b1", Outcome: ledger.OutcomeNoEffect},
 		{Who: who, Key: "b2", Outcome: ledger.OutcomeEffectConfirmed, Receipt: "r-b2"},
-		{Who: Who{Owner: "mallory", Why: "x"}, Key: "c1", Outcome: ledger.OutcomeNoEffect}, // refused: not a decision
+		{Who: Who{Owner: "mallory", Why: "x"}, Key: "c1", Outcome: ledger.OutcomeNoEffect}, // refused: not a redrivetype.Decision
 	} {
 		_, _ = r.Reconcile(ctx, rc)
 	}
@@ -309,11 +310,11 @@ func TestPlanShowsDecisions(t *testing.T) {
 	assert.Len(t, d.Reconciled, 4, "refused reconciliations are not decisions")
 	pl := buildPlan(p, groups)
 	rejectedAt := d.Rejections[0].Time
-	pl.annotate(d, map[string]groupInfo{
+	markDecisions(pl, d, map[string]groupInfo{
 		groupID(eu, "fp-all-confirmed"): {Keys: []string{"a1", "a2"}}, groupID(eu, "fp-some-none"): {Keys: []string{"b1", "b2"}},
 		groupID(eu, "fp-open"): {Keys: []string{"c1"}}, groupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(-time.Hour)},
 	})
-	by := map[string]PlanGroup{}
+	by := map[string]redrivetype.PlanGroup{}
 	for _, g := range pl.Groups {
 		by[g.Fingerprint] = g
 	}
@@ -324,12 +325,12 @@ func TestPlanShowsDecisions(t *testing.T) {
 
 	all := by["fp-all-confirmed"]
 	assert.Equal(t, "reconciled: effect confirmed, reject or let retention drop it (select never moves these)", all.Why)
-	assert.Equal(t, []Step{{Action: audit.ActionReject, Reason: eu, Fingerprint: "fp-all-confirmed"}}, all.Next)
+	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionReject, Reason: eu, Fingerprint: "fp-all-confirmed"}}, all.Next)
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeEffectConfirmed: 2}, all.Reconciled)
 
 	some := by["fp-some-none"]
 	assert.Equal(t, "reconciled: 1 of 2 keys no effect (select moves them without an override), 1 effect confirmed (never moved)", some.Why)
-	assert.Equal(t, []Step{{Action: audit.ActionSelect, Reason: eu, Fingerprint: "fp-some-none", Canary: 1}}, some.Next)
+	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionSelect, Reason: eu, Fingerprint: "fp-some-none", Canary: 1}}, some.Next)
 
 	open := by["fp-open"]
 	assert.Nil(t, open.Reconciled)
@@ -339,23 +340,23 @@ func TestPlanShowsDecisions(t *testing.T) {
 	// Every listed key confirmed, but the report left keys out: no reject of
 	// the whole group, whose other keys nobody has looked at.
 	capped := buildPlan(p, groups)
-	capped.annotate(d, map[string]groupInfo{groupID(eu, "fp-all-confirmed"): {Keys: []string{"a1", "a2"}, Omitted: 3}})
+	markDecisions(capped, d, map[string]groupInfo{groupID(eu, "fp-all-confirmed"): {Keys: []string{"a1", "a2"}, Omitted: 3}})
 	for _, g := range capped.Groups {
 		if g.Fingerprint == "fp-all-confirmed" {
 			assert.Equal(t, 5, g.Keys)
 			assert.Equal(t, "reconciled: 2 of 5 keys effect confirmed (never moved); reconcile the other 3 first", g.Why)
-			assert.NotContains(t, g.Next, Step{Action: audit.ActionReject, Reason: eu, Fingerprint: "fp-all-confirmed"})
+			assert.NotContains(t, g.Next, redrivetype.Step{Action: audit.ActionReject, Reason: eu, Fingerprint: "fp-all-confirmed"})
 		}
 	}
 
 	// Dead letters of a rejected group that arrived after the rejection: decide again.
 	again := buildPlan(p, groups)
-	again.annotate(d, map[string]groupInfo{groupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(time.Minute)}})
+	markDecisions(again, d, map[string]groupInfo{groupID(deadletter.ReasonPolicyLimit, "fp-pl"): {LastSeen: rejectedAt.Add(time.Minute)}})
 	for _, g := range again.Groups {
 		if g.Fingerprint == "fp-pl" {
 			require.NotNil(t, g.Rejected)
 			assert.Contains(t, g.Why, "but dead letters arrived since")
-			assert.Equal(t, []Step{{Action: audit.ActionReject, Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl"}}, g.Next)
+			assert.Equal(t, []redrivetype.Step{{Action: audit.ActionReject, Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl"}}, g.Next)
 		}
 	}
 
@@ -393,7 +394,7 @@ func TestRejectWarns(t *testing.T) {
 
 	// A refused rejection gives no warning and reads no audit.
 	res, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner}, Reasons: pl, Groups: groups})
-	assert.Equal(t, CodeWhy, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeWhy, RefusalCode(err))
 	assert.Contains(t, err.Error(), "rejected, never redriven")
 	assert.Empty(t, res.Warnings)
 }
@@ -443,14 +444,14 @@ func TestPlanCountsOnlyReconciliationsTheLedgerHolds(t *testing.T) {
 		_, err := r.Reconcile(ctx, ReconcileRequest{Who: Who{Owner: p.Owner, Why: "nothing sent"}, Key: k, Outcome: ledger.OutcomeNoEffect})
 		require.NoError(t, err)
 	}
-	eu := func(pl *Plan) PlanGroup {
+	eu := func(pl *redrivetype.Plan) redrivetype.PlanGroup {
 		for _, g := range pl.Groups {
 			if g.Reason == deadletter.ReasonEffectUnknown {
 				return g
 			}
 		}
 		t.Fatalf("no effect_unknown group in %+v", pl.Groups)
-		return PlanGroup{}
+		return redrivetype.PlanGroup{}
 	}
 	pl, err := r.Plan(ctx, PlanRequest{Actor: "viewer"})
 	require.NoError(t, err)
@@ -490,7 +491,7 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	r, _, led := newRedriver(t, p, f, f.addPair(p))
 	store := &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}
 	r.cfg.Audit.Store = store
-	r.cfg.Scan = func(context.Context) (*triage.Report, error) {
+	r.cfg.Scan = func(context.Context) (*report.Report, error) {
 		t.Error("a plan over a held report must not scan the DLQ")
 		return nil, nil
 	}
@@ -517,7 +518,7 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	before, err := store.Entries(ctx, p.Name)
 	require.NoError(t, err)
 
-	rep := &triage.Report{Groups: []triage.Group{
+	rep := &report.Report{Groups: []report.Group{
 		{Reason: eu, Fingerprint: "fp-eu", Count: 3, IdempotencyKeys: []string{"k-again", "k-none", "k-open"}},
 		{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl", Count: 2, LastSeen: time.Date(2026, 11, 29, 11, 0, 0, 0, time.UTC)},
 	}}
@@ -528,7 +529,7 @@ func TestAnnotatePlanFromAHeldReport(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, d.Reconciled, 2, "the decisions as the audit holds them")
 	assert.Equal(t, "mail log: nothing sent", d.Reconciled["k-none"].Why)
-	by := map[string]PlanGroup{}
+	by := map[string]redrivetype.PlanGroup{}
 	for _, g := range pl.Groups {
 		by[g.Fingerprint] = g
 	}

@@ -19,7 +19,10 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // queueAPI is the SQS calls every redrive action makes: the DLQ's tags for
@@ -109,7 +112,7 @@ type Config struct {
 	Audit *audit.Auditor
 	// Scan is optional (default: a read-only triage scan of the DLQ,
 	// triage.Run): the groups the DLQ holds, for Plan, Start and Reject.
-	Scan func(ctx context.Context) (*triage.Report, error)
+	Scan func(ctx context.Context) (*report.Report, error)
 	// Logger is optional (default slog.Default()).
 	Logger *slog.Logger
 	// Now is optional (default time.Now).
@@ -131,12 +134,12 @@ type Config struct {
 
 // errConfig wraps every error of New. It is also a refusal (errors.Is
 // ErrRefused, code bad_input): nothing moved.
-var errConfig = &Refusal{Code: CodeBadInput, Reason: "redrive: invalid configuration"}
+var errConfig = &Refusal{Code: redrivetype.CodeBadInput, Reason: "redrive: invalid configuration"}
 
 // ErrNoLedger is New's refusal of a Config without a Ledger: the ledger
 // counts every redrive, which is how a key that keeps coming back becomes
 // redrive_loop, and the canary reads its outcome there. No redrive without it.
-var ErrNoLedger = &Refusal{Code: CodeBadInput, Reason: "no ledger: the ledger counts every redrive, which is how a key that keeps coming back becomes redrive_loop; no redrive without it"}
+var ErrNoLedger = &Refusal{Code: redrivetype.CodeBadInput, Reason: "no ledger: the ledger counts every redrive, which is how a key that keeps coming back becomes redrive_loop; no redrive without it"}
 
 // Redriver runs the redrive actions of one pipeline. Every action passes the
 // gate first and leaves an audit entry, refusals included. Build it with
@@ -147,7 +150,7 @@ type Redriver struct {
 	// of the pipeline's queues' Tag, so that dlq_reason/dlq_meta count only
 	// on letters the worker sent (tests swap it for one with fingerprints
 	// they can spell).
-	tag func(triage.Message) triage.Tagged
+	tag func(dlq.Message) dlq.Tagged
 	// local is New's locality decision (see Config.STS).
 	local bool
 
@@ -279,7 +282,7 @@ func (r *Redriver) authorize(ctx context.Context, who Who, rate int) error {
 // authorizeAs is authorize for action, whose refusals speak of it.
 func (r *Redriver) authorizeAs(ctx context.Context, action audit.Action, who Who, rate int) error {
 	if r.cfg.Pipeline == nil {
-		return refuse(CodeBadInput, "no pipeline")
+		return refuse(redrivetype.CodeBadInput, "no pipeline")
 	}
 	// The pure checks first, so that bad input costs no AWS call.
 	if err := r.pureGateAs(action, who, rate); err != nil {
@@ -309,7 +312,7 @@ func (r *Redriver) queueErr(err error, url string) error {
 	var nf *sqstypes.QueueDoesNotExist
 	var api smithy.APIError
 	if errors.As(err, &nf) || (errors.As(err, &api) && (api.ErrorCode() == "AWS.SimpleQueueService.NonExistentQueue" || api.ErrorCode() == "QueueDoesNotExist")) {
-		return refuse(CodeDLQMissing, "queue %s does not exist", url)
+		return refuse(redrivetype.CodeDLQMissing, "queue %s does not exist", url)
 	}
 	return fmt.Errorf("%s: %w", url, err)
 }
@@ -356,7 +359,7 @@ func (r *Redriver) depth(ctx context.Context) (dlqDepth, error) {
 func (r *Redriver) checkDestination(ctx context.Context, dest string) error {
 	q := r.cfg.Queues
 	if dest != "" && dest != q.HotARN {
-		return refuse(CodeDestination, "destination %s is not the pipeline's hot queue %s: a DLQ is redriven only to its own source", dest, q.HotARN)
+		return refuse(redrivetype.CodeDestination, "destination %s is not the pipeline's hot queue %s: a DLQ is redriven only to its own source", dest, q.HotARN)
 	}
 	hot, err := r.cfg.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(q.HotURL),
@@ -366,7 +369,7 @@ func (r *Redriver) checkDestination(ctx context.Context, dest string) error {
 		return r.queueErr(err, q.HotURL)
 	}
 	if arn := hot.Attributes[string(sqstypes.QueueAttributeNameQueueArn)]; arn != "" && arn != q.HotARN {
-		return refuse(CodeDestination, "the hot queue's ARN %s is not %s", arn, q.HotARN)
+		return refuse(redrivetype.CodeDestination, "the hot queue's ARN %s is not %s", arn, q.HotARN)
 	}
 	dlq, err := r.cfg.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
 		QueueUrl:       aws.String(q.DLQURL),

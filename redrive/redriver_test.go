@@ -19,7 +19,8 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // hiddenSQS is an SQS client that does not say where it runs (a wrapper
@@ -40,8 +41,8 @@ func TestNewDecidesLocality(t *testing.T) {
 	tests := []struct {
 		name  string
 		mod   func(*Config)
-		local bool // want: the check is skipped
-		code  Code // want: New's refusal
+		local bool             // want: the check is skipped
+		code  redrivetype.Code // want: New's refusal
 	}{
 		{"every client on loopback", func(*Config) {}, true, ""},
 		{"the ledger's DynamoDB on loopback too", func(c *Config) { c.Ledger = ddb(lo) }, true, ""},
@@ -53,7 +54,7 @@ func TestNewDecidesLocality(t *testing.T) {
 		}, false, ""},
 		{"SQS local, the ledger in AWS, STS local: refused", func(c *Config) {
 			c.Ledger, c.STS = ddb(aws_), sts.New(sts.Options{Region: "us-east-1", BaseEndpoint: lo})
-		}, false, CodeSTSEndpoint},
+		}, false, redrivetype.CodeSTSEndpoint},
 		{"a client that does not say where it runs, with STS", func(c *Config) { c.SQS, c.STS = hiddenSQS{f}, fakeSTS{} }, false, ""},
 	}
 	for _, tt := range tests {
@@ -113,7 +114,7 @@ func TestNewValidates(t *testing.T) {
 			assert.Nil(t, r)
 			assert.ErrorIs(t, err, errConfig)
 			assert.ErrorIs(t, err, ErrRefused, "a Config New refuses moves nothing")
-			assert.Equal(t, CodeBadInput, RefusalCode(err))
+			assert.Equal(t, redrivetype.CodeBadInput, RefusalCode(err))
 			assert.Contains(t, err.Error(), tt.wantErr)
 			assert.Equal(t, tt.noLedger, errors.Is(err, ErrNoLedger))
 		})
@@ -131,20 +132,20 @@ func TestStartScansAfterThePureGate(t *testing.T) {
 	store := &memStore{}
 	r, err := New(Config{Pipeline: p, Queues: q, SQS: f, Ledger: ledger.NewMemory(),
 		Audit: &audit.Auditor{Store: store, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))}, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
-		Scan: func(context.Context) (*triage.Report, error) {
+		Scan: func(context.Context) (*report.Report, error) {
 			scans++
-			return &triage.Report{Groups: []triage.Group{{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp", Count: 1}}}, nil
+			return &report.Report{Groups: []report.Group{{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp", Count: 1}}}, nil
 		}})
 	require.NoError(t, err)
 	r.tag = testTag
 	ctx := context.Background()
 
 	_, err = r.Start(ctx, StartRequest{Who: Who{Owner: "mallory", Why: "x"}, Rate: 10})
-	assert.Equal(t, CodeOwner, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeOwner, RefusalCode(err))
 	assert.Zero(t, scans, "no scan for a wrong owner")
 
 	_, err = r.Start(ctx, StartRequest{Who: Who{Owner: p.Owner, Why: "x"}, Rate: 10})
-	assert.Equal(t, CodeForbidden, RefusalCode(err), "the scan found policy_limit")
+	assert.Equal(t, redrivetype.CodeForbidden, RefusalCode(err), "the scan found policy_limit")
 	assert.Equal(t, 1, scans)
 
 	_, err = r.Reject(ctx, RejectRequest{Who: Who{Owner: p.Owner, Why: "over budget by design"}, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}})
@@ -172,11 +173,11 @@ func TestRefuseAuditsEarlyRefusals(t *testing.T) {
 		pipeline string
 		err      error
 		wantFile string // where the entry is filed: never a path from unchecked input
-		wantCode Code
+		wantCode redrivetype.Code
 	}{
-		{name: "plain error becomes bad input", pipeline: "agent-tasks", err: errors.New("--pipeline is required"), wantFile: "agent-tasks", wantCode: CodeBadInput},
-		{name: "a refusal keeps its code", pipeline: "agent-tasks", err: refuse(CodeDLQMissing, "gone"), wantFile: "agent-tasks", wantCode: CodeDLQMissing},
-		{name: "a path as a pipeline name", pipeline: "../../etc/passwd", err: errors.New("unknown pipeline"), wantFile: "_unknown", wantCode: CodeBadInput},
+		{name: "plain error becomes bad input", pipeline: "agent-tasks", err: errors.New("--pipeline is required"), wantFile: "agent-tasks", wantCode: redrivetype.CodeBadInput},
+		{name: "a refusal keeps its code", pipeline: "agent-tasks", err: refuse(redrivetype.CodeDLQMissing, "gone"), wantFile: "agent-tasks", wantCode: redrivetype.CodeDLQMissing},
+		{name: "a path as a pipeline name", pipeline: "../../etc/passwd", err: errors.New("unknown pipeline"), wantFile: "_unknown", wantCode: redrivetype.CodeBadInput},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // RepairRequest asks to repair one dead letter's task and send it back:
@@ -43,42 +44,6 @@ type RepairRequest struct {
 	Hold time.Duration
 	// WaitSeconds is the receive long-poll wait (default 1).
 	WaitSeconds int32
-}
-
-// RepairResult is what a repair did (or, in a preview, would do). Before
-// and After are the task's args: shown to the owner who asked, never
-// written to the audit (which holds their digests and the patch).
-type RepairResult struct {
-	Pipeline          string            `json:"pipeline"`
-	DLQMessageID      string            `json:"dlq_message_id"`
-	OriginalMessageID string            `json:"original_message_id,omitempty"`
-	Reason            deadletter.Reason `json:"reason"`
-	Tool              string            `json:"tool"`
-	IdempotencyKey    string            `json:"idempotency_key"`
-	// RepairedKey is the repaired task's idempotency key (repairedKey):
-	// the repaired task is another task, so it has a key of its own.
-	RepairedKey      string          `json:"repaired_idempotency_key"`
-	Patch            json.RawMessage `json:"patch"`
-	Before           json.RawMessage `json:"args_before"`
-	After            json.RawMessage `json:"args_after"`
-	ArgsBeforeSHA256 string          `json:"args_before_sha256"`
-	ArgsAfterSHA256  string          `json:"args_after_sha256"`
-	BodyBeforeSHA256 string          `json:"body_before_sha256"`
-	BodyAfterSHA256  string          `json:"body_after_sha256"`
-	// Evidence is where the original was kept (s3://<eval bucket>/<pipeline>/repairs/<date>/<dlq message id>.json).
-	Evidence string `json:"evidence,omitempty"`
-	// HotMessageID is the repaired task's message id on the hot queue.
-	HotMessageID string `json:"hot_message_id,omitempty"`
-	Preview      bool   `json:"preview"`
-	// Seen counts the dead letters received while looking for this one
-	// (and, after a repair, for its copies).
-	Seen int `json:"seen"`
-	// CopiesDeleted are the DLQ message ids of the copies of the dead
-	// letter (identical to it: a dead-letter send retried after SQS took
-	// it) deleted after the repaired task was sent and the letter deleted;
-	// CopiesLeft says why some may stay (a receive or delete failed).
-	CopiesDeleted []string `json:"copies_deleted,omitempty"`
-	CopiesLeft    string   `json:"copies_left,omitempty"`
 }
 
 // maxAuditedPatch bounds the patch an audit record holds (the evidence
@@ -136,8 +101,8 @@ type repairEvidence struct {
 // effect in the ledger (see repairSettled); or the DLQ holds no such
 // letter (a rerun after a repair finds none, and says when it was
 // repaired). A DLQ seen only in part is a *PartialError, as in Select.
-func (r *Redriver) Repair(ctx context.Context, req RepairRequest) (*RepairResult, error) {
-	res := &RepairResult{Pipeline: r.cfg.Pipeline.Name, Preview: req.Preview}
+func (r *Redriver) Repair(ctx context.Context, req RepairRequest) (*redrivetype.RepairResult, error) {
+	res := &redrivetype.RepairResult{Pipeline: r.cfg.Pipeline.Name, Preview: req.Preview}
 	rec := audit.Entry{Actor: req.Owner, Action: audit.ActionRepair, Why: req.Why,
 		Detail: map[string]string{"message_id": req.MessageID, "destination_arn": r.cfg.Queues.HotARN}}
 	if json.Valid(req.Patch) {
@@ -177,23 +142,23 @@ func (r *Redriver) Repair(ctx context.Context, req RepairRequest) (*RepairResult
 // gate and the configuration.
 func (r *Redriver) checkRepair(ctx context.Context, req RepairRequest) (jsonpatch.Patch, error) {
 	if strings.TrimSpace(req.MessageID) == "" {
-		return nil, refuseField(CodeBadInput, "MessageID", "is required: the dead letter's message id (the triage report and the console list them)")
+		return nil, refuseField(redrivetype.CodeBadInput, "MessageID", "is required: the dead letter's message id (the triage report and the console list them)")
 	}
 	if len(bytes.TrimSpace(req.Patch)) == 0 {
-		return nil, refuseField(CodeBadInput, "Patch", "is required: an RFC 6902 JSON Patch of the task's args, such as [{\"op\":\"replace\",\"path\":\"/max_results\",\"value\":10}]")
+		return nil, refuseField(redrivetype.CodeBadInput, "Patch", "is required: an RFC 6902 JSON Patch of the task's args, such as [{\"op\":\"replace\",\"path\":\"/max_results\",\"value\":10}]")
 	}
 	patch, err := jsonpatch.DecodePatch(req.Patch)
 	if err != nil {
-		return nil, refuseField(CodeBadInput, "Patch", "is not an RFC 6902 JSON Patch (a JSON array of operations): %v", err)
+		return nil, refuseField(redrivetype.CodeBadInput, "Patch", "is not an RFC 6902 JSON Patch (a JSON array of operations): %v", err)
 	}
 	if len(patch) == 0 {
-		return nil, refuseField(CodeBadInput, "Patch", "holds no operation: it would change nothing")
+		return nil, refuseField(redrivetype.CodeBadInput, "Patch", "holds no operation: it would change nothing")
 	}
 	if err := r.authorizeAs(ctx, audit.ActionRepair, req.Who, minRate); err != nil {
 		return nil, err
 	}
 	if !req.Preview && (r.cfg.EvidenceWriter == nil || r.cfg.EvidenceBucket == "") {
-		return nil, refuse(CodeBadInput, "no eval bucket to keep the original in (Config.EvidenceWriter and EvidenceBucket): a repair never sends a task without keeping the one it replaces")
+		return nil, refuse(redrivetype.CodeBadInput, "no eval bucket to keep the original in (Config.EvidenceWriter and EvidenceBucket): a repair never sends a task without keeping the one it replaces")
 	}
 	if err := r.checkDestination(ctx, ""); err != nil {
 		return nil, err
@@ -282,7 +247,7 @@ func (r *Redriver) findLetter(ctx context.Context, req RepairRequest) (*letter, 
 		return nil, s, err
 	}
 	if d.visible+d.inFlight == 0 {
-		return nil, s, refuse(CodeLetterNotFound, "the DLQ of pipeline %q is empty: no dead letter %s", r.cfg.Pipeline.Name, req.MessageID)
+		return nil, s, refuse(redrivetype.CodeLetterNotFound, "the DLQ of pipeline %q is empty: no dead letter %s", r.cfg.Pipeline.Name, req.MessageID)
 	}
 	s.depth, s.vis = d.visible+d.inFlight, d.visibility
 	if s.hold <= 0 {
@@ -315,7 +280,7 @@ func (r *Redriver) findLetter(ctx context.Context, req RepairRequest) (*letter, 
 	if len(s.seen) < s.depth {
 		return nil, s, &PartialError{Seen: len(s.seen), Depth: s.depth, FIFO: r.cfg.Queues.FIFO, RetryAfter: max(s.hold, s.vis)}
 	}
-	return nil, s, refuseField(CodeLetterNotFound, "MessageID", "%s: the DLQ of pipeline %q, seen whole (%d dead letters), holds no such dead letter", req.MessageID, r.cfg.Pipeline.Name, len(s.seen))
+	return nil, s, refuseField(redrivetype.CodeLetterNotFound, "MessageID", "%s: the DLQ of pipeline %q, seen whole (%d dead letters), holds no such dead letter", req.MessageID, r.cfg.Pipeline.Name, len(s.seen))
 }
 
 // deleteCopies deletes, after l was repaired and deleted, its copies (the
@@ -384,7 +349,7 @@ func originalID(l *letter) string {
 // success says what happened.
 func (r *Redriver) notFoundWhy(ctx context.Context, req RepairRequest, err error) error {
 	var rf *Refusal
-	if !errors.As(err, &rf) || rf.Code != CodeLetterNotFound {
+	if !errors.As(err, &rf) || rf.Code != redrivetype.CodeLetterNotFound {
 		return err
 	}
 	es, aerr := r.cfg.Audit.Entries(ctx, r.cfg.Pipeline.Name, audit.ActionRepair)
@@ -405,7 +370,7 @@ func (r *Redriver) notFoundWhy(ctx context.Context, req RepairRequest, err error
 
 // repairLetter repairs the found letter l (held by this receive): patch,
 // check, keep, send, delete. Whatever stops it releases l untouched.
-func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch jsonpatch.Patch, l *letter, res *RepairResult, rec *audit.Entry) (err error) {
+func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch jsonpatch.Patch, l *letter, res *redrivetype.RepairResult, rec *audit.Entry) (err error) {
 	deleted := false
 	defer func() {
 		if !deleted {
@@ -421,7 +386,7 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 	}
 	rec.Detail["dlq_message_id"], rec.Detail["original_message_id"] = l.MessageID, o.OriginalMessageID
 	if !l.Reason.Patchable() {
-		return refuse(CodeForbidden, "a %s dead letter is never repaired: %s", l.Reason, notPatchableWhy(l.Reason))
+		return refuse(redrivetype.CodeForbidden, "a %s dead letter is never repaired: %s", l.Reason, notPatchableWhy(l.Reason))
 	}
 	if cc := r.restoreEvidence(ctx, &o); cc != nil {
 		return fmt.Errorf("the dead letter's claim check restored nothing, so its attributes cannot be sent back: %w (the dead letter stays in the DLQ)", cc.Err)
@@ -498,23 +463,23 @@ func notPatchableWhy(r deadletter.Reason) string {
 // repairedBody applies patch to the args of body and checks the repaired
 // task against the contract (agenttask.DecodeTask, with catalog when one
 // is given). It fills res's diff and digests.
-func repairedBody(body string, patch jsonpatch.Patch, catalog agenttask.Catalog, res *RepairResult) (string, agenttask.Task, error) {
+func repairedBody(body string, patch jsonpatch.Patch, catalog agenttask.Catalog, res *redrivetype.RepairResult) (string, agenttask.Task, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(body), &raw); err != nil || raw == nil {
-		return "", agenttask.Task{}, refuse(CodeRepairInvalid, "the dead letter's body is not a JSON object: there are no args to patch (reject it, and send a new task)")
+		return "", agenttask.Task{}, refuse(redrivetype.CodeRepairInvalid, "the dead letter's body is not a JSON object: there are no args to patch (reject it, and send a new task)")
 	}
 	args, ok := raw["args"]
 	if !ok || len(bytes.TrimSpace(args)) == 0 || bytes.TrimSpace(args)[0] != '{' {
-		return "", agenttask.Task{}, refuse(CodeRepairInvalid, "the task has no args object to patch")
+		return "", agenttask.Task{}, refuse(redrivetype.CodeRepairInvalid, "the task has no args object to patch")
 	}
 	after, err := patch.Apply(args)
 	if err != nil {
-		return "", agenttask.Task{}, refuseField(CodeBadInput, "Patch", "does not apply to the task's args: %v", err)
+		return "", agenttask.Task{}, refuseField(redrivetype.CodeBadInput, "Patch", "does not apply to the task's args: %v", err)
 	}
 	res.Before, res.After = compactJSON(args), compactJSON(after)
 	res.ArgsBeforeSHA256, res.ArgsAfterSHA256 = bodySHA256(string(res.Before)), bodySHA256(string(res.After))
 	if bytes.Equal(res.Before, res.After) {
-		return "", agenttask.Task{}, refuseField(CodeBadInput, "Patch", "changes nothing in the task's args")
+		return "", agenttask.Task{}, refuseField(redrivetype.CodeBadInput, "Patch", "changes nothing in the task's args")
 	}
 	raw["args"] = after
 	var key string
@@ -523,12 +488,12 @@ func repairedBody(body string, patch jsonpatch.Patch, catalog agenttask.Catalog,
 	}
 	nb, err := json.Marshal(raw)
 	if err != nil {
-		return "", agenttask.Task{}, refuseField(CodeBadInput, "Patch", "makes args that are not JSON: %v", err)
+		return "", agenttask.Task{}, refuseField(redrivetype.CodeBadInput, "Patch", "makes args that are not JSON: %v", err)
 	}
 	res.BodyBeforeSHA256, res.BodyAfterSHA256 = bodySHA256(body), bodySHA256(string(nb))
 	task, err := agenttask.DecodeTask(nb, catalog)
 	if err != nil {
-		return "", agenttask.Task{}, refuse(CodeRepairInvalid, "the repaired task breaks the agent task contract: %v", err)
+		return "", agenttask.Task{}, refuse(redrivetype.CodeRepairInvalid, "the repaired task breaks the agent task contract: %v", err)
 	}
 	return string(nb), task, nil
 }
@@ -570,23 +535,23 @@ func (r *Redriver) repairSettled(ctx context.Context, l *letter, toolName, key s
 	if !mutates {
 		return nil
 	}
-	next := []Step{{Action: audit.ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Needs: []string{"Key", "Outcome"}}}
+	next := []redrivetype.Step{{Action: audit.ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Needs: []string{"Key", "Outcome"}}}
 	e, found, err := r.cfg.Ledger.Get(ctx, key)
 	switch {
 	case err != nil:
 		return fmt.Errorf("%s mutates, and the ledger could not be read for key %q, so its effect is not known to be none: %w (nothing changed; rerun)", toolName, key, err)
 	case found && e.EffectConfirmed():
-		return refuse(CodeNotSettled, "%s mutates and key %q was reconciled as effect confirmed: the task must never run again; reject it", toolName, key)
+		return refuse(redrivetype.CodeNotSettled, "%s mutates and key %q was reconciled as effect confirmed: the task must never run again; reject it", toolName, key)
 	case found && e.State == ledger.StateDone:
-		return refuse(CodeNotSettled, "%s mutates and key %q is done in the ledger: a repaired task would be acknowledged as a no-op; send a new task with a new key if the work is still wanted", toolName, key)
+		return refuse(redrivetype.CodeNotSettled, "%s mutates and key %q is done in the ledger: a repaired task would be acknowledged as a no-op; send a new task with a new key if the work is still wanted", toolName, key)
 	case found && e.NoEffect():
 		return nil
 	case found && e.EffectStarted:
-		rf := refuse(CodeNotSettled, "%s mutates and key %q has a mutating call started without a receipt: reconcile it as no effect first", toolName, key)
+		rf := refuse(redrivetype.CodeNotSettled, "%s mutates and key %q has a mutating call started without a receipt: reconcile it as no effect first", toolName, key)
 		rf.Next = next
 		return rf
 	case l.Reason == deadletter.ReasonEffectUnknown:
-		rf := refuse(CodeNotSettled, "%s mutates and the dead letter is effect_unknown: reconcile key %q as no effect first", toolName, key)
+		rf := refuse(redrivetype.CodeNotSettled, "%s mutates and the dead letter is effect_unknown: reconcile key %q as no effect first", toolName, key)
 		rf.Next = next
 		return rf
 	case found:
@@ -594,7 +559,7 @@ func (r *Redriver) repairSettled(ctx context.Context, l *letter, toolName, key s
 	case l.Meta != nil && l.Meta.Effect == deadletter.EffectNone:
 		return nil // never begun: the worker said no mutating call started
 	}
-	rf := refuse(CodeNotSettled, "%s mutates, and neither the ledger (no entry for key %q) nor the dead letter says no mutating call started: its effect is not known to be none", toolName, key)
+	rf := refuse(redrivetype.CodeNotSettled, "%s mutates, and neither the ledger (no entry for key %q) nor the dead letter says no mutating call started: its effect is not known to be none", toolName, key)
 	rf.Next = next
 	return rf
 }
@@ -602,7 +567,7 @@ func (r *Redriver) repairSettled(ctx context.Context, l *letter, toolName, key s
 // keepOriginal writes the evidence document of a repair to the eval
 // bucket, under <pipeline>/repairs/<yyyy-mm-dd>/<dlq message id>.json, and
 // returns its s3:// reference. A rerun of the same repair overwrites it.
-func (r *Redriver) keepOriginal(ctx context.Context, req RepairRequest, l *letter, o original, res *RepairResult, now time.Time) (string, error) {
+func (r *Redriver) keepOriginal(ctx context.Context, req RepairRequest, l *letter, o original, res *redrivetype.RepairResult, now time.Time) (string, error) {
 	doc := repairEvidence{Version: repairRecordVersion, Kind: "repair", Pipeline: r.cfg.Pipeline.Name, DLQMessageID: l.MessageID,
 		OriginalMessageID: o.OriginalMessageID, Reason: l.Reason, RepairedAt: now.UTC(), Actor: req.Owner, Why: req.Why,
 		Patch: res.Patch, BodyBeforeSHA256: res.BodyBeforeSHA256, BodyAfterSHA256: res.BodyAfterSHA256, RepairedKey: res.RepairedKey,

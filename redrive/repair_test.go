@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // repairRig is a Redriver on the fake SQS with an eval bucket and the
@@ -130,7 +131,7 @@ func TestRepairSendsTheRepairedTaskKeepsTheOriginalAndDeletesAfter(t *testing.T)
 	_, err = g.r.Repair(context.Background(), g.req(id, patch))
 	var rf *Refusal
 	require.ErrorAs(t, err, &rf)
-	assert.Equal(t, CodeLetterNotFound, rf.Code)
+	assert.Equal(t, redrivetype.CodeLetterNotFound, rf.Code)
 	assert.Contains(t, err.Error(), "it was repaired by platform-oncall at")
 	assert.Len(t, g.f.snapshot(g.q.HotURL), 1)
 	assert.Len(t, g.f.snapshot(g.q.DLQURL), 1)
@@ -147,21 +148,21 @@ func TestRepairRefusalsChangeNothing(t *testing.T) {
 	tests := []struct {
 		name  string
 		req   RepairRequest
-		code  Code
+		code  redrivetype.Code
 		field string
 	}{
-		{"a stranger", RepairRequest{Who: Who{Owner: "mallory", Why: "x"}, MessageID: ok, Patch: []byte(fix)}, CodeOwner, "Owner"},
-		{"no why", RepairRequest{Who: Who{Owner: g.p.Owner}, MessageID: ok, Patch: []byte(fix)}, CodeWhy, "Why"},
-		{"no message id", g.req("", fix), CodeBadInput, "MessageID"},
-		{"not a patch", g.req(ok, `{"op":"replace"}`), CodeBadInput, "Patch"},
-		{"an empty patch", g.req(ok, `[]`), CodeBadInput, "Patch"},
-		{"a patch that does not apply", g.req(ok, `[{"op":"remove","path":"/nope"}]`), CodeBadInput, "Patch"},
-		{"a patch that changes nothing", g.req(ok, `[{"op":"replace","path":"/q","value":"hello ok"}]`), CodeBadInput, "Patch"},
-		{"a task the patch breaks", g.req(ok, `[{"op":"replace","path":"","value":[1]}]`), CodeRepairInvalid, ""},
-		{"a mutating tool's task not reconciled", g.req(mail, `[{"op":"replace","path":"/q","value":"y"}]`), CodeNotSettled, ""},
-		{"a security reason", g.req(forged, fix), CodeForbidden, ""},
-		{"a reused key", g.req(reused, fix), CodeForbidden, ""},
-		{"no such letter", g.req("m-9999", fix), CodeLetterNotFound, "MessageID"},
+		{"a stranger", RepairRequest{Who: Who{Owner: "mallory", Why: "x"}, MessageID: ok, Patch: []byte(fix)}, redrivetype.CodeOwner, "Owner"},
+		{"no why", RepairRequest{Who: Who{Owner: g.p.Owner}, MessageID: ok, Patch: []byte(fix)}, redrivetype.CodeWhy, "Why"},
+		{"no message id", g.req("", fix), redrivetype.CodeBadInput, "MessageID"},
+		{"not a patch", g.req(ok, `{"op":"replace"}`), redrivetype.CodeBadInput, "Patch"},
+		{"an empty patch", g.req(ok, `[]`), redrivetype.CodeBadInput, "Patch"},
+		{"a patch that does not apply", g.req(ok, `[{"op":"remove","path":"/nope"}]`), redrivetype.CodeBadInput, "Patch"},
+		{"a patch that changes nothing", g.req(ok, `[{"op":"replace","path":"/q","value":"hello ok"}]`), redrivetype.CodeBadInput, "Patch"},
+		{"a task the patch breaks", g.req(ok, `[{"op":"replace","path":"","value":[1]}]`), redrivetype.CodeRepairInvalid, ""},
+		{"a mutating tool's task not reconciled", g.req(mail, `[{"op":"replace","path":"/q","value":"y"}]`), redrivetype.CodeNotSettled, ""},
+		{"a security reason", g.req(forged, fix), redrivetype.CodeForbidden, ""},
+		{"a reused key", g.req(reused, fix), redrivetype.CodeForbidden, ""},
+		{"no such letter", g.req("m-9999", fix), redrivetype.CodeLetterNotFound, "MessageID"},
 	}
 	for _, tt := range tests {
 		res, err := g.r.Repair(context.Background(), tt.req)
@@ -337,7 +338,7 @@ func TestRepairFollowsThePolicy(t *testing.T) {
 		}
 		var rf *Refusal
 		require.ErrorAs(t, err, &rf, "%s is never patched", r)
-		assert.Equal(t, CodeForbidden, rf.Code, "%s: %v", r, err)
+		assert.Equal(t, redrivetype.CodeForbidden, rf.Code, "%s: %v", r, err)
 		assert.Contains(t, err.Error(), "a "+string(r)+" dead letter is never repaired", r)
 		if r.Class() != deadletter.ClassSecurity && r != deadletter.ReasonRedriveLoop {
 			assert.Contains(t, err.Error(), "next action "+string(r.NextAction()), r)

@@ -17,8 +17,10 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // selectAPI is the SQS calls of a selective redrive (part of API).
@@ -66,7 +68,7 @@ type SelectRequest struct {
 	// Filter is optional: of the dead letters of Reasons (and
 	// Fingerprints), only those it chooses move (triage.Filter: tool,
 	// tenant, time window, error text). The audit record names it.
-	Filter triage.Filter
+	Filter dlq.Filter
 	// Groups is optional: the DLQ's groups from a read-only scan
 	// (a triage report's). With them, each of Fingerprints may be a
 	// unique prefix of at least 8 characters. Without them, Select scans
@@ -82,7 +84,11 @@ type SelectRequest struct {
 	DryRun bool
 	// Limit is optional: move at most this many (0: all that match).
 	Limit int
-	Ack   Ack
+	// PerTenant is optional (0: none): move at most this many letters of
+	// any one tenant this pass, the rest staying for the next; with
+	// Canary, the canary is per tenant (tenant.go).
+	PerTenant int
+	Ack       Ack
 
 	// Workers is optional (default 8): concurrent moves.
 	Workers int
@@ -116,17 +122,6 @@ type movedLetter struct {
 	BodySHA256        string            `json:"body_sha256"`
 }
 
-// Unrestored is a chosen dead letter that a selective redrive left in the
-// DLQ because its claim check restored nothing.
-type Unrestored struct {
-	DLQMessageID      string            `json:"dlq_message_id"`
-	OriginalMessageID string            `json:"original_message_id,omitempty"`
-	Reason            deadletter.Reason `json:"reason"`
-	ClaimCheck        string            `json:"claim_check"`
-	Cause             ClaimCheckCause   `json:"cause"`
-	Error             string            `json:"error"`
-}
-
 // SelectResult counts what a selective redrive saw and did. Every message
 // seen is either moved, released (not chosen, or a dry run), deleted as a
 // copy of one moved (CopiesDeleted), left in the DLQ because its claim
@@ -151,10 +146,10 @@ type SelectResult struct {
 	// it again; the pass goes on with the others, and Select then returns
 	// an error that says so. A dry run reads the claim checks as a move
 	// would and counts here the letters that would stay (no error).
-	ClaimCheckFailed   int                     `json:"claim_check_failed"`
-	ClaimCheckFailedBy map[ClaimCheckCause]int `json:"claim_check_failed_by,omitempty"`
+	ClaimCheckFailed   int                                 `json:"claim_check_failed"`
+	ClaimCheckFailedBy map[redrivetype.ClaimCheckCause]int `json:"claim_check_failed_by,omitempty"`
 	// Unrestored lists the first MaxLetters of them.
-	Unrestored []Unrestored `json:"unrestored,omitempty"`
+	Unrestored []redrivetype.Unrestored `json:"unrestored,omitempty"`
 	// DeleteFailed: sent, but the delete failed: the dead letter stays in the
 	// DLQ and a rerun sends it again (absorbed by the idempotency key).
 	DeleteFailed int `json:"delete_failed"`
@@ -205,6 +200,13 @@ type SelectResult struct {
 	CopiesDeleted    int             `json:"copies_deleted,omitempty"`
 	Copies           []copiesDeleted `json:"copies,omitempty"`
 	CopyDeleteFailed int             `json:"copy_delete_failed,omitempty"`
+	// OverTenantBudget: chosen letters left in the DLQ because their
+	// tenant had its PerTenant share of the pass (a rerun moves the next);
+	// TenantStopped: those of tenants whose canary failed, named (hashed
+	// as reports hash tenants) in TenantsCanaryFailed.
+	OverTenantBudget    int      `json:"over_tenant_budget,omitempty"`
+	TenantStopped       int      `json:"tenant_canary_stopped,omitempty"`
+	TenantsCanaryFailed []string `json:"tenants_canary_failed,omitempty"`
 
 	// claimCheckErr is the first claim check error, for Select's error.
 	claimCheckErr *claimCheckFailure
@@ -226,6 +228,9 @@ func (r *Redriver) selectRecord(req SelectRequest) audit.Entry {
 	d["destination_arn"] = r.cfg.Queues.HotARN
 	if req.Canary > 0 {
 		d["canary"] = strconv.Itoa(req.Canary)
+	}
+	if req.PerTenant > 0 {
+		d["per_tenant"] = strconv.Itoa(req.PerTenant)
 	}
 	var only []string
 	for _, x := range req.Reasons {
@@ -260,6 +265,12 @@ func (res *SelectResult) counts() map[string]int {
 	}
 	if res.CopyDeleteFailed > 0 {
 		c["copy_delete_failed"] = res.CopyDeleteFailed
+	}
+	if res.OverTenantBudget > 0 {
+		c["over_tenant_budget"] = res.OverTenantBudget
+	}
+	if res.TenantStopped > 0 {
+		c["tenant_canary_stopped"] = res.TenantStopped
 	}
 	for k, v := range res.ClaimCheckFailedBy {
 		c["claim_check_failed."+string(k)] = v
@@ -389,36 +400,36 @@ func unrestoredErr(res *SelectResult) error {
 func (r *Redriver) nothingMatched(req SelectRequest, res *SelectResult) error {
 	if res.EffectConfirmed+res.NotReconciled > 0 {
 		var why []string
-		var next []Step
+		var next []redrivetype.Step
 		eu := deadletter.ReasonEffectUnknown
 		if res.NotReconciled > 0 {
 			why = append(why, fmt.Sprintf("%d not reconciled as no effect: reconcile each key first (the triage report lists them)", res.NotReconciled))
-			next = append(next, Step{Action: audit.ActionReconcile, Reason: eu, Needs: []string{"Key", "Outcome"}})
+			next = append(next, redrivetype.Step{Action: audit.ActionReconcile, Reason: eu, Needs: []string{"Key", "Outcome"}})
 		}
 		if res.EffectConfirmed > 0 {
 			why = append(why, fmt.Sprintf("%d with their effect confirmed: they never run again; reject them or let retention drop them", res.EffectConfirmed))
-			next = append(next, Step{Action: audit.ActionReject, Reason: eu})
+			next = append(next, redrivetype.Step{Action: audit.ActionReject, Reason: eu})
 		}
-		rf := refuse(CodeForbidden, "no effect_unknown dead letter may move: %s", strings.Join(why, "; "))
+		rf := refuse(redrivetype.CodeForbidden, "no effect_unknown dead letter may move: %s", strings.Join(why, "; "))
 		rf.Next = next
 		return rf
 	}
 	if len(req.Fingerprints) > 0 {
 		// Letters a canary moved are on the hot queue until the worker
 		// dead-letters them again: a rerun then finds them.
-		rf := refuseField(CodeUnknownGroup, "Fingerprints", "%s: the DLQ, seen whole, holds no dead letter of reason %s with it now (letters a canary moved come back only when the worker dead-letters them again)",
+		rf := refuseField(redrivetype.CodeUnknownGroup, "Fingerprints", "%s: the DLQ, seen whole, holds no dead letter of reason %s with it now (letters a canary moved come back only when the worker dead-letters them again)",
 			strings.Join(req.Fingerprints, ", "), joinReasons(req.Reasons))
-		rf.Next = []Step{{Action: audit.ActionPlan}}
+		rf.Next = []redrivetype.Step{{Action: audit.ActionPlan}}
 		return rf
 	}
 	if !req.Filter.IsZero() {
-		rf := refuseField(CodeNothingSelected, "Filter", "%s: the DLQ, seen whole, holds no dead letter of reason %s that the filter chooses (%d of the reason seen)",
+		rf := refuseField(redrivetype.CodeNothingSelected, "Filter", "%s: the DLQ, seen whole, holds no dead letter of reason %s that the filter chooses (%d of the reason seen)",
 			r.filterText(req.Filter), joinReasons(req.Reasons), res.ofReason)
-		rf.Next = []Step{{Action: audit.ActionPlan}}
+		rf.Next = []redrivetype.Step{{Action: audit.ActionPlan}}
 		return rf
 	}
-	rf := refuseField(CodeNothingSelected, "Reasons", "%s: the DLQ, seen whole, holds no dead letter of it", joinReasons(req.Reasons))
-	rf.Next = []Step{{Action: audit.ActionPlan}}
+	rf := refuseField(redrivetype.CodeNothingSelected, "Reasons", "%s: the DLQ, seen whole, holds no dead letter of it", joinReasons(req.Reasons))
+	rf.Next = []redrivetype.Step{{Action: audit.ActionPlan}}
 	return rf
 }
 
@@ -433,18 +444,24 @@ func joinReasons(rs []deadletter.Reason) string {
 // checkSelect is everything that must hold before a message moves.
 func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *SelectResult) error {
 	if len(req.Reasons) == 0 {
-		return refuseField(CodeUnknownReason, "Reasons", "is required: redrive one class of cause at a time")
+		return refuseField(redrivetype.CodeUnknownReason, "Reasons", "is required: redrive one class of cause at a time")
 	}
 	for _, x := range req.Reasons {
 		if !x.Valid() {
-			return refuseField(CodeUnknownReason, "Reasons", "%q is not a reason of the taxonomy", x)
+			return refuseField(redrivetype.CodeUnknownReason, "Reasons", "%q is not a reason of the taxonomy", x)
 		}
 	}
 	if req.Canary < 0 {
-		return refuseField(CodeBadInput, "Canary", "%d is negative: give 0 (no canary) or more", req.Canary)
+		return refuseField(redrivetype.CodeBadInput, "Canary", "%d is negative: give 0 (no canary) or more", req.Canary)
 	}
 	if req.Limit < 0 {
-		return refuseField(CodeBadInput, "Limit", "%d is negative: give 0 (every chosen letter) or more", req.Limit)
+		return refuseField(redrivetype.CodeBadInput, "Limit", "%d is negative: give 0 (every chosen letter) or more", req.Limit)
+	}
+	switch {
+	case req.PerTenant < 0:
+		return refuseField(redrivetype.CodeBadInput, "PerTenant", "%d is negative: give 0 (no per-tenant budget) or more", req.PerTenant)
+	case req.PerTenant > 0 && req.Canary > req.PerTenant:
+		return refuseField(redrivetype.CodeBadInput, "Canary", "%d is more than the per-tenant budget %d: with a per-tenant budget the canary is per tenant, and must fit in it", req.Canary, req.PerTenant)
 	}
 	if err := checkFilter(req.Filter); err != nil {
 		return err
@@ -469,7 +486,7 @@ func (r *Redriver) checkSelect(ctx context.Context, req SelectRequest, res *Sele
 		return err
 	}
 	if d.visible+d.inFlight == 0 {
-		return refuse(CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.cfg.Pipeline.Name)
+		return refuse(redrivetype.CodeDLQEmpty, "the DLQ of pipeline %q is empty: nothing to redrive", r.cfg.Pipeline.Name)
 	}
 	res.DepthAtStart, res.dlqVisibility = d.visible+d.inFlight, d.visibility
 	return nil
@@ -601,14 +618,14 @@ func (st moveStatus) apply(res *SelectResult, reason deadletter.Reason, mv moved
 	if cc := st.claimCheck; cc != nil {
 		res.ClaimCheckFailed++
 		if res.ClaimCheckFailedBy == nil {
-			res.ClaimCheckFailedBy = map[ClaimCheckCause]int{}
+			res.ClaimCheckFailedBy = map[redrivetype.ClaimCheckCause]int{}
 		}
 		res.ClaimCheckFailedBy[cc.Cause]++
 		if res.claimCheckErr == nil {
 			res.claimCheckErr = cc
 		}
 		if len(res.Unrestored) < MaxLetters {
-			res.Unrestored = append(res.Unrestored, Unrestored{DLQMessageID: mv.DLQMessageID, OriginalMessageID: mv.OriginalMessageID,
+			res.Unrestored = append(res.Unrestored, redrivetype.Unrestored{DLQMessageID: mv.DLQMessageID, OriginalMessageID: mv.OriginalMessageID,
 				Reason: reason, ClaimCheck: cc.Ref, Cause: cc.Cause, Error: cc.message()})
 		}
 	}
@@ -668,6 +685,8 @@ func (r *Redriver) moveOne(ctx context.Context, api selectAPI, limiter *rate.Lim
 		}
 		in.MessageGroupId = aws.String(o.GroupID)
 		in.MessageDeduplicationId = aws.String(o.DedupID)
+	} else if g := pipeline.TenantGroupID(l.Hints.Tenant); g != "" && r.cfg.Pipeline.FairQueueTenants() {
+		in.MessageGroupId = aws.String(g) // the tenant, as its producer sent it: a fair queue
 	}
 	out, err := api.SendMessage(ctx, in)
 	if err != nil {

@@ -20,7 +20,9 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // seed puts a mixed DLQ: n dead letters of each reason, the first ones with
@@ -111,10 +113,10 @@ func TestSelectTagsEachLetterOnce(t *testing.T) {
 	seed(t, f, q, 3, deadletter.ReasonBudgetExhausted, deadletter.ReasonSchemaInvalid)
 	r, _, _ := newRedriver(t, p, f, q)
 	tags := map[string]int{}
-	r.tag = func(m triage.Message) triage.Tagged { tags[m.MessageID]++; return testTag(m) }
+	r.tag = func(m dlq.Message) dlq.Tagged { tags[m.MessageID]++; return testTag(m) }
 
 	req := selReq(p, deadletter.ReasonBudgetExhausted)
-	req.Filter = triage.Filter{Tool: "web.search"}
+	req.Filter = dlq.Filter{Tool: "web.search"}
 	res, err := r.Select(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, 3, res.Moved)
@@ -138,7 +140,7 @@ func TestSelectByFingerprintAndAcknowledgedPoison(t *testing.T) {
 	req := selReq(p, deadletter.ReasonSchemaInvalid)
 	req.Fingerprints = []string{"fp-schema_invalid-sql.query"}
 	_, err := r.Select(ctx, req)
-	assert.Equal(t, CodeForbidden, RefusalCode(err), "poison needs the deployed fix")
+	assert.Equal(t, redrivetype.CodeForbidden, RefusalCode(err), "poison needs the deployed fix")
 	assert.Empty(t, f.snapshot(q.HotURL))
 
 	req.Ack.FixDeployed = "worker v1.3.0"
@@ -151,7 +153,7 @@ func TestSelectByFingerprintAndAcknowledgedPoison(t *testing.T) {
 
 	req.Fingerprints = []string{"fp-nope"}
 	_, err = r.Select(ctx, req)
-	assert.Equal(t, CodeUnknownGroup, RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeUnknownGroup, RefusalCode(err))
 	assert.Len(t, f.snapshot(q.HotURL), 1, "nothing more moved")
 	assert.Len(t, f.snapshot(q.DLQURL), 2)
 }
@@ -207,33 +209,33 @@ func TestSelectBadInputMovesNothing(t *testing.T) {
 		name  string
 		setup func(f *fakeSQS, q pipeline.Queues)
 		req   func(SelectRequest) SelectRequest
-		code  Code // want: refusal code
+		code  redrivetype.Code // want: refusal code
 	}{
-		{"wrong owner", nil, func(s SelectRequest) SelectRequest { s.Owner = "mallory"; return s }, CodeOwner},
-		{"missing why", nil, func(s SelectRequest) SelectRequest { s.Why = ""; return s }, CodeWhy},
-		{"rate 0", nil, func(s SelectRequest) SelectRequest { s.Rate = 0; return s }, CodeRate},
-		{"rate 501", nil, func(s SelectRequest) SelectRequest { s.Rate = 501; return s }, CodeRate},
-		{"no reason", nil, func(s SelectRequest) SelectRequest { s.Reasons = nil; return s }, CodeUnknownReason},
-		{"unknown reason", nil, func(s SelectRequest) SelectRequest { s.Reasons = []deadletter.Reason{"bogus"}; return s }, CodeUnknownReason},
+		{"wrong owner", nil, func(s SelectRequest) SelectRequest { s.Owner = "mallory"; return s }, redrivetype.CodeOwner},
+		{"missing why", nil, func(s SelectRequest) SelectRequest { s.Why = ""; return s }, redrivetype.CodeWhy},
+		{"rate 0", nil, func(s SelectRequest) SelectRequest { s.Rate = 0; return s }, redrivetype.CodeRate},
+		{"rate 501", nil, func(s SelectRequest) SelectRequest { s.Rate = 501; return s }, redrivetype.CodeRate},
+		{"no reason", nil, func(s SelectRequest) SelectRequest { s.Reasons = nil; return s }, redrivetype.CodeUnknownReason},
+		{"unknown reason", nil, func(s SelectRequest) SelectRequest { s.Reasons = []deadletter.Reason{"bogus"}; return s }, redrivetype.CodeUnknownReason},
 		{"forbidden reason", nil, func(s SelectRequest) SelectRequest {
 			s.Reasons = []deadletter.Reason{deadletter.ReasonGuardrailReject}
 			return s
-		}, CodeForbidden},
+		}, redrivetype.CodeForbidden},
 		{"effect_unknown without reconciliation", nil, func(s SelectRequest) SelectRequest {
 			s.Reasons = []deadletter.Reason{deadletter.ReasonEffectUnknown}
 			return s
-		}, CodeForbidden},
-		{"owner tag mismatch", func(f *fakeSQS, q pipeline.Queues) { f.Queue(q.DLQURL).Tags[pipeline.TagOwner] = "x" }, nil, CodeOwnerTag},
+		}, redrivetype.CodeForbidden},
+		{"owner tag mismatch", func(f *fakeSQS, q pipeline.Queues) { f.Queue(q.DLQURL).Tags[pipeline.TagOwner] = "x" }, nil, redrivetype.CodeOwnerTag},
 		{"reason not in the DLQ", nil, func(s SelectRequest) SelectRequest {
 			s.Reasons = []deadletter.Reason{deadletter.ReasonDependencyOpen}
 			return s
-		}, CodeNothingSelected},
-		{"unknown fingerprint", nil, func(s SelectRequest) SelectRequest { s.Fingerprints = []string{"nope"}; return s }, CodeUnknownGroup},
-		{"empty DLQ", func(f *fakeSQS, q pipeline.Queues) { f.Queue(q.DLQURL).Messages = nil }, nil, CodeDLQEmpty},
-		{"DLQ missing", func(f *fakeSQS, q pipeline.Queues) { f.RemoveQueue(q.DLQURL) }, nil, CodeDLQMissing},
+		}, redrivetype.CodeNothingSelected},
+		{"unknown fingerprint", nil, func(s SelectRequest) SelectRequest { s.Fingerprints = []string{"nope"}; return s }, redrivetype.CodeUnknownGroup},
+		{"empty DLQ", func(f *fakeSQS, q pipeline.Queues) { f.Queue(q.DLQURL).Messages = nil }, nil, redrivetype.CodeDLQEmpty},
+		{"DLQ missing", func(f *fakeSQS, q pipeline.Queues) { f.RemoveQueue(q.DLQURL) }, nil, redrivetype.CodeDLQMissing},
 		{"aimed at the wrong queue", func(f *fakeSQS, q pipeline.Queues) {
 			f.Queue(q.HotURL).Attributes["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:elsewhere","maxReceiveCount":4}`
-		}, nil, CodeDestination},
+		}, nil, redrivetype.CodeDestination},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,7 +256,7 @@ func TestSelectBadInputMovesNothing(t *testing.T) {
 			require.ErrorIs(t, err, ErrRefused)
 			assert.Equal(t, tt.code, RefusalCode(err), err)
 			assert.Empty(t, f.snapshot(q.HotURL), "nothing moved")
-			if f.Queue(q.DLQURL) != nil && tt.code != CodeDLQEmpty {
+			if f.Queue(q.DLQURL) != nil && tt.code != redrivetype.CodeDLQEmpty {
 				assert.Len(t, f.snapshot(q.DLQURL), before)
 			}
 			assert.Equal(t, 0, led.Len())
@@ -473,7 +475,7 @@ func TestSelectFIFOGroupAndDedup(t *testing.T) {
 	require.Len(t, sent, 2)
 	for _, in := range sent {
 		key := keyOf(t, aws.ToString(in.MessageBody))
-		want := restore(&letter{Tagged: triage.Tagged{Message: triage.Message{MessageID: "x", Attributes: mustEncode(t, key)}}})
+		want := restore(&letter{Tagged: dlq.Tagged{Message: dlq.Message{MessageID: "x", Attributes: mustEncode(t, key)}}})
 		assert.Equal(t, "run-"+key[len(key)-1:], aws.ToString(in.MessageGroupId))
 		assert.Equal(t, want.DedupID, aws.ToString(in.MessageDeduplicationId), "derived from the original message id")
 		assert.Len(t, aws.ToString(in.MessageDeduplicationId), 64)
@@ -504,7 +506,7 @@ func TestSelectConcurrentRunsOfTheSameGroup(t *testing.T) {
 			defer wg.Done()
 			res, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
 			// The other run holds letters: this one saw part of the DLQ.
-			assert.True(t, err == nil || RefusalCode(err) == CodeNothingSelected || errors.Is(err, triage.ErrScanPartial), err)
+			assert.True(t, err == nil || RefusalCode(err) == redrivetype.CodeNothingSelected || errors.Is(err, triage.ErrScanPartial), err)
 			results[i] = res
 		}()
 	}
@@ -528,11 +530,11 @@ func TestSelectInAWSChecksTheCaller(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	for _, tt := range []struct {
 		name, caller, roleTag string
-		code                  Code // want: refusal code, "" for allowed
+		code                  redrivetype.Code // want: refusal code, "" for allowed
 	}{
 		{"the redrive role", "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice", "arn:aws:iam::000000000000:role/AgentTasksRedrive", ""},
-		{"another role", "arn:aws:sts::000000000000:assumed-role/PowerUser/alice", "arn:aws:iam::000000000000:role/AgentTasksRedrive", CodeIdentity},
-		{"no role tag on the DLQ", "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice", "", CodeIdentity},
+		{"another role", "arn:aws:sts::000000000000:assumed-role/PowerUser/alice", "arn:aws:iam::000000000000:role/AgentTasksRedrive", redrivetype.CodeIdentity},
+		{"no role tag on the DLQ", "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice", "", redrivetype.CodeIdentity},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()

@@ -6,11 +6,13 @@ import (
 
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // groupsFromReport turns a triage report's groups into redrive groups.
-func groupsFromReport(r *triage.Report) []Group {
+func groupsFromReport(r *report.Report) []Group {
 	if r == nil {
 		return nil
 	}
@@ -22,17 +24,17 @@ func groupsFromReport(r *triage.Report) []Group {
 }
 
 // triageScan is the default Config.Scan: a read-only triage scan of the DLQ.
-func (r *Redriver) triageScan(ctx context.Context) (*triage.Report, error) {
+func (r *Redriver) triageScan(ctx context.Context) (*report.Report, error) {
 	return triage.Run(ctx, triage.Config{Pipeline: r.cfg.Pipeline, DLQURL: r.cfg.Queues.DLQURL, SQS: r.cfg.SQS, Senders: r.cfg.Queues.Senders, Ledger: r.cfg.Ledger, Logger: r.cfg.Logger})
 }
 
 // scan returns the groups the DLQ holds and the report they came from. A
 // DLQ that does not exist is a refusal.
-func (r *Redriver) scan(ctx context.Context) ([]Group, *triage.Report, error) {
+func (r *Redriver) scan(ctx context.Context) ([]Group, *report.Report, error) {
 	rep, err := r.cfg.Scan(ctx)
 	if err != nil {
 		if errors.Is(err, triage.ErrQueueNotFound) {
-			return nil, nil, refuse(CodeDLQMissing, "%v", err)
+			return nil, nil, refuse(redrivetype.CodeDLQMissing, "%v", err)
 		}
 		return nil, nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -44,46 +45,6 @@ const defaultVerifyTimeout = 30 * time.Second
 // maxEvidence is how many characters of a verifier's evidence are kept.
 const maxEvidence = 512
 
-// Verified is what Verify found for one idempotency key.
-type Verified struct {
-	Key string `json:"idempotency_key"`
-	// Tenant is the task's tenant: with the pipeline it scopes Key in the
-	// ledger, so two tenants' same key are two rows.
-	Tenant string `json:"tenant,omitempty"`
-	// Tool is the task's tool; MessageID the id of (the first of) the key's
-	// dead letters, and Letters how many the scan saw with the reason.
-	Tool      string `json:"tool,omitempty"`
-	MessageID string `json:"message_id"`
-	Letters   int    `json:"letters"`
-	// Verdict, Receipt and Evidence are the verifier's answer (evidence
-	// redacted, at most 512 characters); Verdict is empty when the key was
-	// not verified, and Skipped says why: its effect is not unknown in the
-	// ledger (reconciled, done, no call started, a delivery holds it), the
-	// ledger holds no entry, or the dead letter is not an agent task.
-	Verdict  agenttask.Verdict `json:"verdict,omitempty"`
-	Receipt  string            `json:"receipt,omitempty"`
-	Evidence string            `json:"evidence,omitempty"`
-	Skipped  string            `json:"skipped,omitempty"`
-	// Reconciled is the outcome Apply recorded for the key; Refused is why
-	// its reconciliation was refused (nothing was written for it).
-	Reconciled ledger.Outcome `json:"reconciled,omitempty"`
-	Refused    string         `json:"refused,omitempty"`
-}
-
-// VerifyResult is Verify's answer.
-type VerifyResult struct {
-	Pipeline string            `json:"pipeline"`
-	Reason   deadletter.Reason `json:"reason"`
-	Applied  bool              `json:"applied"`
-	// Seen counts the distinct dead letters the scan saw (of every reason).
-	Seen int `json:"seen"`
-	// Keys are the keys of the reason's dead letters, sorted.
-	Keys []Verified `json:"keys"`
-	// Counts are the keys by verdict (confirmed, no_effect, unknown), and
-	// skipped, reconciled and refused.
-	Counts map[string]int `json:"counts"`
-}
-
 // Verify runs, after the gate (as for Reconcile: the pipeline's owner, a
 // why, the DLQ's tags and, in AWS, the caller's identity), the verifiers
 // of Config.Catalog's tools (agenttask.Tool.Verify; it is required here)
@@ -104,7 +65,7 @@ type VerifyResult struct {
 // A scan that saw part of the DLQ returns the result with a *PartialError:
 // what was verified (and, with Apply, reconciled) stands; a rerun after
 // PartialError.RetryAfter verifies the rest.
-func (r *Redriver) Verify(ctx context.Context, req VerifyRequest) (*VerifyResult, error) {
+func (r *Redriver) Verify(ctx context.Context, req VerifyRequest) (*redrivetype.VerifyResult, error) {
 	if req.Reason == "" {
 		req.Reason = deadletter.ReasonEffectUnknown
 	}
@@ -112,7 +73,7 @@ func (r *Redriver) Verify(ctx context.Context, req VerifyRequest) (*VerifyResult
 	if req.Apply {
 		mode = "apply"
 	}
-	res := &VerifyResult{Pipeline: r.cfg.Pipeline.Name, Reason: req.Reason, Applied: req.Apply, Keys: []Verified{}, Counts: map[string]int{}}
+	res := &redrivetype.VerifyResult{Pipeline: r.cfg.Pipeline.Name, Reason: req.Reason, Applied: req.Apply, Keys: []redrivetype.Verified{}, Counts: map[string]int{}}
 	rec := audit.Entry{Actor: req.Owner, Action: audit.ActionReconcile, Why: req.Why, Reasons: []string{string(req.Reason)},
 		Detail: map[string]string{"verify": mode}}
 	partial, err := r.verify(ctx, req, res)
@@ -127,15 +88,15 @@ func (r *Redriver) Verify(ctx context.Context, req VerifyRequest) (*VerifyResult
 	return res, r.record(ctx, rec, err)
 }
 
-func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *VerifyResult) (*PartialError, error) {
+func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *redrivetype.VerifyResult) (*PartialError, error) {
 	if !req.Reason.Valid() {
-		return nil, refuseField(CodeUnknownReason, "Reason", "%q is not a reason (the taxonomy: docs/reasons.md)", req.Reason)
+		return nil, refuseField(redrivetype.CodeUnknownReason, "Reason", "%q is not a reason (the taxonomy: docs/reasons.md)", req.Reason)
 	}
 	if len(r.cfg.Catalog) == 0 {
-		return nil, refuse(CodeBadInput, "no tools to verify with (Config.Catalog): the verifiers are registered on the catalog's tools (agenttask.Tool.Verify)")
+		return nil, refuse(redrivetype.CodeBadInput, "no tools to verify with (Config.Catalog): the verifiers are registered on the catalog's tools (agenttask.Tool.Verify)")
 	}
 	if req.Timeout < 0 {
-		return nil, refuseField(CodeBadInput, "Timeout", "%s is negative", req.Timeout)
+		return nil, refuseField(redrivetype.CodeBadInput, "Timeout", "%s is negative", req.Timeout)
 	}
 	if req.Timeout == 0 {
 		req.Timeout = defaultVerifyTimeout
@@ -146,7 +107,7 @@ func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *VerifyRes
 	msgs, st, err := triage.Scan(ctx, r.cfg.SQS, r.cfg.Queues.DLQURL, triage.ScanOptions{})
 	if err != nil {
 		if errors.Is(err, triage.ErrQueueNotFound) {
-			return nil, refuse(CodeDLQMissing, "%v", err)
+			return nil, refuse(redrivetype.CodeDLQMissing, "%v", err)
 		}
 		return nil, err
 	}
@@ -159,7 +120,7 @@ func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *VerifyRes
 
 	// The reason's letters, by key: one verification a key.
 	type keyed struct {
-		row  Verified
+		row  redrivetype.Verified
 		body string
 	}
 	byKey := map[string]*keyed{}
@@ -188,7 +149,7 @@ func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *VerifyRes
 		}
 		k := byKey[id]
 		if k == nil {
-			k = &keyed{row: Verified{Key: key, Tenant: tenant, MessageID: l.MessageID}, body: l.Body}
+			k = &keyed{row: redrivetype.Verified{Key: key, Tenant: tenant, MessageID: l.MessageID}, body: l.Body}
 			byKey[id] = k
 		}
 		k.row.Letters++
@@ -212,7 +173,7 @@ func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *VerifyRes
 // verifyKey fills row: why the key is skipped, or its verdict and, with
 // req.Apply, its reconciliation. An error is a ledger or audit failure:
 // the pass stops.
-func (r *Redriver) verifyKey(ctx context.Context, req VerifyRequest, row *Verified, body string) error {
+func (r *Redriver) verifyKey(ctx context.Context, req VerifyRequest, row *redrivetype.Verified, body string) error {
 	task, terr := agenttask.DecodeTask([]byte(body), nil)
 	if terr == nil {
 		row.Tool = task.Tool
@@ -329,7 +290,7 @@ func notUnknown(e ledger.Entry, now time.Time) string {
 	return fmt.Sprintf("its effect is not unknown (state %s)", e.State)
 }
 
-func countVerified(res *VerifyResult) {
+func countVerified(res *redrivetype.VerifyResult) {
 	c := map[string]int{}
 	for _, k := range res.Keys {
 		switch {

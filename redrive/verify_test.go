@@ -17,6 +17,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -122,13 +123,13 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 		name    string
 		catalog agenttask.Catalog
 		req     VerifyRequest
-		code    Code
+		code    redrivetype.Code
 	}{
-		{"a stranger", catalog, VerifyRequest{Who: Who{Owner: "mallory", Why: "x"}}, CodeOwner},
-		{"no why", catalog, VerifyRequest{Who: Who{Owner: p.Owner}}, CodeWhy},
-		{"no such reason", catalog, VerifyRequest{Who: who, Reason: "maybe"}, CodeUnknownReason},
-		{"no tools", nil, VerifyRequest{Who: who}, CodeBadInput},
-		{"a negative timeout", catalog, VerifyRequest{Who: who, Timeout: -time.Second}, CodeBadInput},
+		{"a stranger", catalog, VerifyRequest{Who: Who{Owner: "mallory", Why: "x"}}, redrivetype.CodeOwner},
+		{"no why", catalog, VerifyRequest{Who: Who{Owner: p.Owner}}, redrivetype.CodeWhy},
+		{"no such reason", catalog, VerifyRequest{Who: who, Reason: "maybe"}, redrivetype.CodeUnknownReason},
+		{"no tools", nil, VerifyRequest{Who: who}, redrivetype.CodeBadInput},
+		{"a negative timeout", catalog, VerifyRequest{Who: who, Timeout: -time.Second}, redrivetype.CodeBadInput},
 	} {
 		r.cfg.Catalog = tt.catalog
 		_, err := r.Verify(ctx, tt.req)
@@ -158,7 +159,7 @@ func TestVerifyProposesThenApplies(t *testing.T) {
 	assert.False(t, res.Applied)
 	assert.Equal(t, eu, res.Reason)
 	assert.Equal(t, 15, res.Seen)
-	got := map[string]Verified{}
+	got := map[string]redrivetype.Verified{}
 	for _, k := range res.Keys {
 		got[k.Key] = k
 	}

@@ -7,12 +7,14 @@ import (
 
 	"github.com/agentdlq/agentdlq/bench/rusage"
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // synthetic makes n dead letters: 60 % written by the worker (12 reasons ×
 // 8 tools, error texts with varying ids and numbers), 35 % broker moves with
 // task bodies, 5 % with unreadable metadata; tenants and keys spread out.
-func synthetic(tb testing.TB, n int) []Message {
+func synthetic(tb testing.TB, n int) []dlq.Message {
 	tb.Helper()
 	tools := []string{"web.search", "http.fetch", "code.exec", "file.read", "file.write", "sql.query", "vector.search", "email.send"}
 	var reasons []deadletter.Reason
@@ -37,18 +39,18 @@ func synthetic(tb testing.TB, n int) []Message {
 		tmpls = append(tmpls, tmpl{attrs})
 	}
 	bad := map[string]deadletter.Attribute{deadletter.AttrMeta: {DataType: "String", StringValue: `{"v":9}`}}
-	out := make([]Message, n)
+	out := make([]dlq.Message, n)
 	for i := range out {
 		id := fmt.Sprintf("%08d-0000-4000-8000-%012d", i, i)
 		body := task(fmt.Sprintf("t%d", i), fmt.Sprintf("tenant-%d", i%50), tools[i%len(tools)], "1", `{"query":"weather in paris","limit":10}`)
 		sent := t0.Add(-time.Duration(i%20000) * time.Minute)
 		switch {
 		case i%20 == 0:
-			out[i] = Message{MessageID: id, Body: body, Attributes: bad, SentTimestamp: sent}
+			out[i] = dlq.Message{MessageID: id, Body: body, Attributes: bad, SentTimestamp: sent}
 		case i%20 < 8:
 			out[i] = brokerMoved(id, body, sent)
 		default:
-			out[i] = Message{MessageID: id, Body: body, Attributes: tmpls[i%len(tmpls)].attrs, SentTimestamp: sent, ReceiveCount: 1}
+			out[i] = dlq.Message{MessageID: id, Body: body, Attributes: tmpls[i%len(tmpls)].attrs, SentTimestamp: sent, ReceiveCount: 1}
 		}
 	}
 	return out
@@ -61,7 +63,7 @@ func BenchmarkTriage100k(b *testing.B) {
 	p := testPipeline(b, false)
 	b.ReportAllocs()
 	cpu0 := rusage.CPUTime()
-	var r *Report
+	var r *report.Report
 	for b.Loop() {
 		r = Build(tagAll(msgs, nil), p, t0)
 	}

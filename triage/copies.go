@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // maxCopySetsListed bounds the copy sets a report lists (Report.Copies);
@@ -18,34 +20,12 @@ const maxCopySetsListed = 1000
 // line about copies names.
 const maxCopyIDsInAttention = 5
 
-// CopySet is one dead letter that the DLQ holds more than once: the
-// worker's SendMessageBatch reached SQS, its response was lost, and the
-// worker (or its SDK's retry) sent the same dead letter again. Copies are
-// letters with readable dlq_meta naming the same original message id
-// (dlq_meta's message_id), the same input digest (dlq_meta's
-// input_sha256) and a body of the same SHA-256. The report counts the
-// dead letter once: MessageID is the copy it counts (the earliest
-// SentTimestamp, then the smallest message id), CopyMessageIDs the others,
-// which no total, group, expiry, metric or eval candidate counts.
-// DifferingMessageIDs are those of them whose message attributes
-// (dlq_meta, dlq_reason, the kept originals) are not byte for byte the
-// counted one's: the message was dead-lettered again on another receive
-// (its own attempts, times or error), not sent twice. A selective redrive
-// deletes only the identical copies; it moves these as letters of their
-// own.
-type CopySet struct {
-	OriginalMessageID   string   `json:"original_message_id"`
-	MessageID           string   `json:"message_id"`
-	CopyMessageIDs      []string `json:"copy_message_ids"`
-	DifferingMessageIDs []string `json:"differing_message_ids,omitempty"`
-}
-
 // copyKey is what makes two dead letters copies of one: the original
 // message id, the input digest dlq_meta names, and the body's SHA-256.
 // Letters without readable metadata naming their original message have
 // none ("", false): they are never copies (the broker's own move of a
 // message makes one letter, never two).
-func copyKey(t *Tagged) (string, bool) {
+func copyKey(t *dlq.Tagged) (string, bool) {
 	if t.Meta == nil || t.MetaErr != nil || t.Meta.MessageID == "" {
 		return "", false
 	}
@@ -57,7 +37,7 @@ func copyKey(t *Tagged) (string, bool) {
 // counted, and the copy sets sorted by original message id. The body is
 // hashed only for letters whose original message id is seen more than
 // once.
-func findCopies(tagged []Tagged) ([]bool, []CopySet) {
+func findCopies(tagged []dlq.Tagged) ([]bool, []report.CopySet) {
 	// The first letter of each original message id, and the ids seen more
 	// than once with all their letters (few: no slice per letter).
 	first := make(map[string]int, len(tagged))
@@ -82,7 +62,7 @@ func findCopies(tagged []Tagged) ([]bool, []CopySet) {
 		byOrig[id] = append(byOrig[id], i)
 	}
 	var isCopy []bool
-	var sets []CopySet
+	var sets []report.CopySet
 	for _, idx := range byOrig {
 		byKey := map[string][]int{}
 		var keys []string
@@ -109,7 +89,7 @@ func findCopies(tagged []Tagged) ([]bool, []CopySet) {
 				isCopy = make([]bool, len(tagged))
 			}
 			first := &tagged[members[0]]
-			set := CopySet{OriginalMessageID: first.Meta.MessageID, MessageID: first.MessageID, CopyMessageIDs: make([]string, 0, len(members)-1)}
+			set := report.CopySet{OriginalMessageID: first.Meta.MessageID, MessageID: first.MessageID, CopyMessageIDs: make([]string, 0, len(members)-1)}
 			for _, i := range members[1:] {
 				isCopy[i] = true
 				set.CopyMessageIDs = append(set.CopyMessageIDs, tagged[i].MessageID)
@@ -148,7 +128,7 @@ func sameAttributes(a, b map[string]deadletter.Attribute) bool {
 }
 
 // copiesAttention is the "Attention" line about copies ("" without any).
-func copiesAttention(r *Report) string {
+func copiesAttention(r *report.Report) string {
 	if r.Totals.Copies == 0 {
 		return ""
 	}

@@ -10,13 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // copiesFixture is a DLQ holding one dead letter three times (the worker's
 // send retried twice after SQS took it), once more dead-lettered again on
 // another receive (its metadata differs), a near-copy of it (same original
 // message, another body), and a letter of another task.
-func copiesFixture(t *testing.T) []Tagged {
+func copiesFixture(t *testing.T) []dlq.Tagged {
 	t.Helper()
 	body := task("t1", "acme", "web.search", "2.1.0", `{"query":"q"}`)
 	meta := poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "2.1.0", "acme", "key-t1", "args.query: wrong type")
@@ -32,7 +34,7 @@ func copiesFixture(t *testing.T) []Tagged {
 	again := meta
 	again.Attempts++
 	// The copies arrive out of order; the earliest SentTimestamp is counted.
-	msgs := []Message{
+	msgs := []dlq.Message{
 		deadLetter(t, "dlq-d", body, again, sent.Add(time.Minute)),
 		deadLetter(t, "dlq-c", body, meta, sent.Add(2*time.Second)),
 		deadLetter(t, "dlq-a", body, meta, sent),
@@ -57,7 +59,7 @@ func TestBuildCountsCopiesOnce(t *testing.T) {
 	require.Len(t, r.Groups, 1)
 	g := r.Groups[0]
 	assert.Equal(t, 3, g.Count)
-	assert.Len(t, g.Letters(), 3, "the eval export's candidates hold the counted copy only")
+	assert.Len(t, g.Letters, 3, "the eval export's candidates hold the counted copy only")
 	assert.True(t, g.Recurring, "three messages reach the eval threshold of 3")
 	assert.NotContains(t, g.SampleMessageIDs, "dlq-b")
 	assert.NotContains(t, g.SampleMessageIDs, "dlq-c")
@@ -65,7 +67,7 @@ func TestBuildCountsCopiesOnce(t *testing.T) {
 	// The copies' key is not a repeat key: it was dead-lettered once.
 	assert.Equal(t, 1, r.Totals.RepeatKeys, "key-t1 of the near-copy is still seen twice")
 
-	require.Equal(t, []CopySet{{OriginalMessageID: "orig-1", MessageID: "dlq-a", CopyMessageIDs: []string{"dlq-b", "dlq-c", "dlq-d"}, DifferingMessageIDs: []string{"dlq-d"}}}, r.Copies)
+	require.Equal(t, []report.CopySet{{OriginalMessageID: "orig-1", MessageID: "dlq-a", CopyMessageIDs: []string{"dlq-b", "dlq-c", "dlq-d"}, DifferingMessageIDs: []string{"dlq-d"}}}, r.Copies)
 	var line string
 	for _, a := range r.Attention {
 		if strings.Contains(a, "held more than once") {
@@ -87,7 +89,7 @@ func TestBuildCopiesNeedReadableMeta(t *testing.T) {
 	body := task("t1", "acme", "web.search", "2.1.0", `{}`)
 	// Two broker moves of equal bodies are two messages: nothing names
 	// their original message.
-	r := Build(tagAll([]Message{brokerMoved("m1", body, t0), brokerMoved("m2", body, t0)}, nil), p, t0)
+	r := Build(tagAll([]dlq.Message{brokerMoved("m1", body, t0), brokerMoved("m2", body, t0)}, nil), p, t0)
 	assert.Equal(t, 2, r.Totals.Messages)
 	assert.Zero(t, r.Totals.Copies)
 	assert.Empty(t, r.Copies)
@@ -97,7 +99,7 @@ func TestNarrowKeepsCopies(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
 	r := Build(copiesFixture(t), p, t0)
-	n, err := Narrow(r, p, Filter{Tool: "web.search"})
+	n, err := Narrow(r, p, dlq.Filter{Tool: "web.search"})
 	require.NoError(t, err)
 	assert.Equal(t, 3, n.Totals.Messages)
 	assert.Equal(t, 3, n.Totals.Copies)

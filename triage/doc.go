@@ -11,10 +11,10 @@
 //     visibility timeout, stops on an empty receive, a receive of only
 //     repeats or its bounds, then releases what it holds. It never deletes,
 //     sends, purges or moves: ScanAPI does not even name those calls. When
-//     it may have missed letters, ScanStats says why (PartialCause) and when
-//     a rerun may see everything (RetryAfterSeconds); the Report is then not
-//     Complete, and ScanStats.Err (ErrScanPartial) is what a caller that
-//     must see every letter returns instead of its answer.
+//     it may have missed letters, report.ScanStats says why (PartialCause)
+//     and when a rerun may see everything (RetryAfterSeconds); the report is
+//     then not Complete, and ErrScanPartial is what a caller that must see
+//     every letter returns instead of its answer.
 //   - Tag (message.go) gives each dead letter a reason: dlq_reason/dlq_meta
 //     where the worker wrote them; receive_limit, labelled inferred, without
 //     them (the broker moved it after maxReceiveCount); for metadata that
@@ -28,15 +28,20 @@
 //     reason taxonomy, and what stands out (redrive loops, repeat keys,
 //     recurring poison).
 //   - Expiry (expiry.go): deletion time = SentTimestamp as SQS reports it in
-//     the DLQ + DLQ retention; ClockFIFOReset explains the FIFO reading.
-//   - Filter (filter.go) chooses letters by tool, tenant, time and error
-//     text; FilterFields are its fields' names as flags and URLs spell them.
-//   - The Report is JSON (report_version 1, report.schema.json). Run hands
+//     the DLQ + DLQ retention; report.ClockFIFOReset explains the FIFO
+//     reading.
+//   - dlq.Filter chooses letters by tool, tenant, time and error text
+//     (ParseFilter reads one from flags and URLs; Narrow rebuilds a report
+//     of the letters it chose); dlq.FilterFields are its fields' names.
+//   - The report.Report is JSON (report_version 1, report.schema.json). Run hands
 //     it to an Exporter (Config.Export) and a Keeper (Config.Keep) when the
 //     caller gives them; reports are kept, one set per run, under
 //     ReportBase (History for the chart, LatestReport for the console).
 //
-// What is done with a report lives beside it, each used by whoever needs
+// The report's types (Report, Group, Totals, ScanStats, the letters as
+// Message and Tagged, Filter) are plain data in package triage/report,
+// which imports nothing of triage. What is done with a report lives beside
+// it, each used by whoever needs
 // it: package triage/render writes it as text, Markdown and HTML (and
 // keeps it: render.KeepIn), package triage/eval exports its eval cases
 // (eval.To), and triage/lambda is the Lambda's handler, EMF metrics and

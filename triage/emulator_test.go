@@ -20,6 +20,7 @@ import (
 	"github.com/agentdlq/agentdlq/triage/eval"
 	"github.com/agentdlq/agentdlq/triage/internal/triagetest"
 	"github.com/agentdlq/agentdlq/triage/render"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -144,7 +145,7 @@ func TestEmulatorTriageLeavesDLQUnchanged(t *testing.T) {
 	require.NoError(t, err)
 	clock := triagetest.NewClock()
 	clock.Set(seeded.Add(time.Minute)) // frozen just after seeding
-	run := func() *triage.Report {
+	run := func() *report.Report {
 		t.Helper()
 		r, err := triage.Run(ctx, triage.Config{Pipeline: p, DLQURL: q.DLQURL, SQS: client, Export: eval.To(dest), Keep: render.KeepIn(dest), Now: clock.Now, Logger: triagetest.Quiet,
 			Scan: triage.ScanOptions{VisibilityTimeout: 30 * time.Second, Receivers: 2}})
@@ -179,8 +180,8 @@ func TestEmulatorTriageLeavesDLQUnchanged(t *testing.T) {
 	late := run()
 	assert.Equal(t, 8, late.Expiry.ExpiringSoon)
 	assert.Len(t, late.Expiry.Expiring, 8)
-	assert.Equal(t, 2, late.Expiry.ByBasis[triage.ClockOriginalSend], "the message sent without metadata and the broker move")
-	assert.Equal(t, 6, late.Expiry.ByBasis[triage.ClockWorkerSend])
+	assert.Equal(t, 2, late.Expiry.ByBasis[report.ClockOriginalSend], "the message sent without metadata and the broker move")
+	assert.Equal(t, 6, late.Expiry.ByBasis[report.ClockWorkerSend])
 	clock.Set(seeded.Add(time.Minute))
 
 	// A second run sees everything again (the release worked) and exports nothing twice.

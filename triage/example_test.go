@@ -7,6 +7,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // Tag a dead letter the worker wrote, and one the broker moved.
@@ -15,8 +16,8 @@ func ExampleTag() {
 		Reason: deadletter.ReasonToolUnknown, Tool: "web.crawl", ToolVersion: "1", SchemaVersion: 1,
 		Error: `tool "web.crawl" is not in the catalog (task 4711)`,
 	}, nil)
-	worker := triage.Tag(triage.Message{MessageID: "m1", Body: `{"tool":"web.crawl"}`, Attributes: attrs})
-	broker := triage.Tag(triage.Message{MessageID: "m2", Body: `{"tool":"code.exec","tool_version":"1"}`})
+	worker := triage.Tag(dlq.Message{MessageID: "m1", Body: `{"tool":"web.crawl"}`, Attributes: attrs})
+	broker := triage.Tag(dlq.Message{MessageID: "m2", Body: `{"tool":"code.exec","tool_version":"1"}`})
 
 	fmt.Println(worker.Reason, worker.Inferred, worker.Signature)
 	fmt.Println(broker.Reason, broker.Inferred, broker.Hints.Tool)
@@ -31,11 +32,11 @@ func ExampleBuild() {
 	p := &pipeline.Pipeline{Name: "agent-tasks", Owner: "platform-oncall", MaxReceiveCount: 4}
 	p.ApplyDefaults() // DLQ retention 336 h, warning window 48 h
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
-	msgs := []triage.Message{
+	msgs := []dlq.Message{
 		{MessageID: "old", Body: "{}", SentTimestamp: now.Add(-300 * time.Hour)},
 		{MessageID: "new", Body: "{}", SentTimestamp: now.Add(-time.Hour)},
 	}
-	tagged := make([]triage.Tagged, len(msgs))
+	tagged := make([]dlq.Tagged, len(msgs))
 	for i, m := range msgs {
 		tagged[i] = triage.Tag(m)
 	}

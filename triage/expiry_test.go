@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 func TestExpiryOf(t *testing.T) {
@@ -16,40 +18,40 @@ func TestExpiryOf(t *testing.T) {
 	meta := poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "acme", "k1", "bad")
 	tests := []struct {
 		name string
-		msg  Message
+		msg  dlq.Message
 		fifo bool
 		// want
-		basis     ClockBasis
+		basis     report.ClockBasis
 		deletesAt time.Time
 	}{
 		{
 			// A standard broker move keeps the original enqueue time: sent 3 days
 			// ago in the hot queue, the DLQ deletes it 11 days from now.
 			name: "standard, broker move: original enqueue time", msg: brokerMoved("a", "{}", t0.Add(-72*time.Hour)),
-			basis: ClockOriginalSend, deletesAt: t0.Add(-72 * time.Hour).Add(retention),
+			basis: report.ClockOriginalSend, deletesAt: t0.Add(-72 * time.Hour).Add(retention),
 		},
 		{
 			// The worker's own send is a new message: its SentTimestamp is the DLQ send.
 			name: "standard, worker send: new clock", msg: deadLetter(t, "b", "{}", meta, t0.Add(-time.Hour)),
-			basis: ClockWorkerSend, deletesAt: t0.Add(-time.Hour).Add(retention),
+			basis: report.ClockWorkerSend, deletesAt: t0.Add(-time.Hour).Add(retention),
 		},
 		{
 			name: "FIFO, broker move: reset enqueue time", msg: brokerMoved("c", "{}", t0.Add(-5*time.Hour)), fifo: true,
-			basis: ClockFIFOReset, deletesAt: t0.Add(-5 * time.Hour).Add(retention),
+			basis: report.ClockFIFOReset, deletesAt: t0.Add(-5 * time.Hour).Add(retention),
 		},
 		{
 			name: "FIFO, worker send", msg: deadLetter(t, "d", "{}", meta, t0.Add(-2*time.Hour)), fifo: true,
-			basis: ClockWorkerSend, deletesAt: t0.Add(-2 * time.Hour).Add(retention),
+			basis: report.ClockWorkerSend, deletesAt: t0.Add(-2 * time.Hour).Add(retention),
 		},
 		{
 			name: "unreadable metadata still means a worker send",
-			msg: Message{MessageID: "e", SentTimestamp: t0.Add(-time.Hour), Attributes: map[string]deadletter.Attribute{
+			msg: dlq.Message{MessageID: "e", SentTimestamp: t0.Add(-time.Hour), Attributes: map[string]deadletter.Attribute{
 				deadletter.AttrMeta: {DataType: "String", StringValue: "nope"}}},
-			basis: ClockWorkerSend, deletesAt: t0.Add(-time.Hour).Add(retention),
+			basis: report.ClockWorkerSend, deletesAt: t0.Add(-time.Hour).Add(retention),
 		},
 		{
 			name: "no SentTimestamp: now stands in", msg: brokerMoved("f", "{}", time.Time{}),
-			basis: ClockUnknown, deletesAt: t0.Add(retention),
+			basis: report.ClockUnknown, deletesAt: t0.Add(retention),
 		},
 	}
 	for _, tt := range tests {
@@ -67,7 +69,7 @@ func TestBuildExpiryWindow(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false) // retention 336 h, window 48 h
 	// Deletion at sent+336h; "within 48h" means sent before now-288h.
-	msgs := []Message{
+	msgs := []dlq.Message{
 		brokerMoved("old-1", "{}", t0.Add(-330*time.Hour)),   // 6 h left
 		brokerMoved("old-2", "{}", t0.Add(-300*time.Hour)),   // 36 h left
 		brokerMoved("edge", "{}", t0.Add(-288*time.Hour)),    // exactly 48 h left: inside
@@ -87,7 +89,7 @@ func TestBuildExpiryWindow(t *testing.T) {
 	}
 	assert.Equal(t, []string{"overdue", "old-1", "old-2", "edge"}, ids, "soonest first")
 	assert.Equal(t, int64(340*3600), r.Expiry.OldestAgeSeconds)
-	assert.Equal(t, map[ClockBasis]int{ClockOriginalSend: 6}, r.Expiry.ByBasis)
+	assert.Equal(t, map[report.ClockBasis]int{report.ClockOriginalSend: 6}, r.Expiry.ByBasis)
 }
 
 func TestBuildEmpty(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/testkit/sqsfake"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 var _ ScanAPI = (*sqsfake.Fake)(nil)
@@ -14,7 +15,7 @@ var _ ScanAPI = (*sqsfake.Fake)(nil)
 // the test on any call that would change the queue's contents (delete,
 // send, purge, move), on a receive that does not ask for every attribute,
 // and it refuses a handle whose visibility lapsed, as SQS does.
-func newFakeSQS(t testing.TB, clock *fakeClock, msgs []Message) *sqsfake.Fake {
+func newFakeSQS(t testing.TB, clock *fakeClock, msgs []dlq.Message) *sqsfake.Fake {
 	f := sqsfake.New(clock)
 	f.T, f.ReadOnly, f.CheckReceive, f.StrictHandles, f.AnyURL = t, true, true, true, true
 	q := f.AddQueue(&sqsfake.Queue{URL: "http://q/agent-tasks-dlq", Attributes: map[string]string{"FifoQueue": "false"}})
@@ -24,20 +25,20 @@ func newFakeSQS(t testing.TB, clock *fakeClock, msgs []Message) *sqsfake.Fake {
 	return f
 }
 
-// dlq is the fake's one queue.
-func dlq(f *sqsfake.Fake) *sqsfake.Queue { return f.Queue("http://q/agent-tasks-dlq") }
+// theDLQ is the fake's one queue.
+func theDLQ(f *sqsfake.Fake) *sqsfake.Queue { return f.Queue("http://q/agent-tasks-dlq") }
 
 // setFIFO makes the fake's queue a FIFO queue: a message group with a
 // message in flight hands out nothing more.
 func setFIFO(f *sqsfake.Fake) {
-	dlq(f).Attributes["FifoQueue"] = "true"
-	dlq(f).LockGroups = true
+	theDLQ(f).Attributes["FifoQueue"] = "true"
+	theDLQ(f).LockGroups = true
 }
 
 // setDuration sets a queue attribute SQS gives in seconds
 // (VisibilityTimeout, MessageRetentionPeriod).
 func setDuration(f *sqsfake.Fake, name string, d time.Duration) {
-	dlq(f).Attributes[name] = strconv.Itoa(int(d / time.Second))
+	theDLQ(f).Attributes[name] = strconv.Itoa(int(d / time.Second))
 }
 
 // snapshot is the queue's content for before/after comparisons: id → body.

@@ -13,17 +13,20 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/internal/filtering"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // filterLetters are four dead letters that differ in tool, tenant, time and error.
-func filterLetters(t *testing.T) []Tagged {
+func filterLetters(t *testing.T) []dlq.Tagged {
 	t.Helper()
-	m := func(id, tool, tenant, errText string, at time.Time) Message {
+	m := func(id, tool, tenant, errText string, at time.Time) dlq.Message {
 		meta := poisonMeta(deadletter.ReasonSchemaInvalid, tool, "1", tenant, "key-"+id, errText)
 		meta.ErrorCode = "field:args"
 		return deadLetter(t, id, task(id, tenant, tool, "1", `{}`), meta, at)
 	}
-	return tagAll([]Message{
+	return tagAll([]dlq.Message{
 		m("a", "web.search", "acme", "schema_invalid: args: query is missing", t0.Add(-3*time.Hour)),
 		m("b", "web.search", "globex", "schema_invalid: args: max_results is not an integer", t0.Add(-30*time.Minute)),
 		m("c", "email.send", "acme", "schema_invalid: args: To is empty", t0.Add(-10*time.Minute)),
@@ -31,7 +34,7 @@ func filterLetters(t *testing.T) []Tagged {
 	}, nil)
 }
 
-func messageIDs(ts []Tagged) []string {
+func messageIDs(ts []dlq.Tagged) []string {
 	var out []string
 	for _, t := range ts {
 		out = append(out, t.MessageID)
@@ -44,21 +47,21 @@ func TestFilterMatch(t *testing.T) {
 	all := filterLetters(t)
 	tests := []struct {
 		name string
-		f    Filter
+		f    dlq.Filter
 		want []string
 	}{
-		{"zero matches all", Filter{}, []string{"a", "b", "c", "d"}},
-		{"tool, from the metadata or the body", Filter{Tool: "web.search"}, []string{"a", "b"}},
-		{"tool of a letter the broker moved (body hints)", Filter{Tool: "http.fetch"}, []string{"d"}},
-		{"tenant", Filter{Tenant: "acme"}, []string{"a", "c", "d"}},
-		{"tenant hashed as reports show it", Filter{Tenant: HashValue("globex")}, []string{"b"}},
-		{"since (inclusive)", Filter{Since: t0.Add(-30 * time.Minute)}, []string{"b", "c", "d"}},
-		{"until (exclusive)", Filter{Until: t0.Add(-30 * time.Minute)}, []string{"a"}},
-		{"window", Filter{Since: t0.Add(-time.Hour), Until: t0.Add(-7 * time.Minute)}, []string{"b", "c"}},
-		{"contains, case-insensitive, in the error", Filter{Contains: "MAX_RESULTS"}, []string{"b"}},
-		{"contains in the error code", Filter{Contains: "field:args"}, []string{"a", "b", "c"}},
-		{"every field must match", Filter{Tool: "web.search", Tenant: "acme", Contains: "query"}, []string{"a"}},
-		{"nothing", Filter{Tool: "web.search", Tenant: "nobody"}, nil},
+		{"zero matches all", dlq.Filter{}, []string{"a", "b", "c", "d"}},
+		{"tool, from the metadata or the body", dlq.Filter{Tool: "web.search"}, []string{"a", "b"}},
+		{"tool of a letter the broker moved (body hints)", dlq.Filter{Tool: "http.fetch"}, []string{"d"}},
+		{"tenant", dlq.Filter{Tenant: "acme"}, []string{"a", "c", "d"}},
+		{"tenant hashed as reports show it", dlq.Filter{Tenant: HashValue("globex")}, []string{"b"}},
+		{"since (inclusive)", dlq.Filter{Since: t0.Add(-30 * time.Minute)}, []string{"b", "c", "d"}},
+		{"until (exclusive)", dlq.Filter{Until: t0.Add(-30 * time.Minute)}, []string{"a"}},
+		{"window", dlq.Filter{Since: t0.Add(-time.Hour), Until: t0.Add(-7 * time.Minute)}, []string{"b", "c"}},
+		{"contains, case-insensitive, in the error", dlq.Filter{Contains: "MAX_RESULTS"}, []string{"b"}},
+		{"contains in the error code", dlq.Filter{Contains: "field:args"}, []string{"a", "b", "c"}},
+		{"every field must match", dlq.Filter{Tool: "web.search", Tenant: "acme", Contains: "query"}, []string{"a"}},
+		{"nothing", dlq.Filter{Tool: "web.search", Tenant: "nobody"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -72,13 +75,13 @@ func TestParseFilter(t *testing.T) {
 	t.Parallel()
 	f, err := ParseFilter(" web.search ", "acme", "2h", "2026-11-29T11:30:00Z", "timeout", t0)
 	require.NoError(t, err)
-	assert.Equal(t, Filter{Tool: "web.search", Tenant: "acme", Since: t0.Add(-2 * time.Hour), Until: t0.Add(-30 * time.Minute), Contains: "timeout"}, f)
+	assert.Equal(t, dlq.Filter{Tool: "web.search", Tenant: "acme", Since: t0.Add(-2 * time.Hour), Until: t0.Add(-30 * time.Minute), Contains: "timeout"}, f)
 	assert.Equal(t, "tool=web.search tenant=acme since=2026-11-29T10:00:00Z until=2026-11-29T11:30:00Z contains=timeout", f.String())
 	assert.Equal(t, map[string]string{"tool": "web.search", "tenant": "acme", "since": "2026-11-29T10:00:00Z", "until": "2026-11-29T11:30:00Z", "contains": "timeout"}, f.Fields())
 	// A field added to Filter is named in the one list String, the CLI's
 	// flags and the console's form go by.
-	assert.Equal(t, reflect.TypeFor[Filter]().NumField(), len(FilterFields))
-	for _, k := range FilterFields {
+	assert.Equal(t, reflect.TypeFor[dlq.Filter]().NumField(), len(dlq.FilterFields))
+	for _, k := range dlq.FilterFields {
 		assert.Contains(t, f.Fields(), k)
 	}
 
@@ -94,7 +97,7 @@ func TestParseFilter(t *testing.T) {
 	} {
 		_, err := ParseFilter("", "", bad.since, bad.until, "", t0)
 		require.Error(t, err, bad)
-		assert.True(t, errors.Is(err, errBadFilter), "%v: %v", bad, err)
+		assert.True(t, errors.Is(err, filtering.ErrBadFilter), "%v: %v", bad, err)
 		// The field whose value does not parse is named by the error's
 		// type, as the message names it; an empty window names none.
 		var fe *FilterFieldError
@@ -123,7 +126,7 @@ func TestRunWithAFilter(t *testing.T) {
 	require.NotEmpty(t, tool)
 	want := 0
 	for _, g := range full.Groups {
-		for _, l := range g.Letters() {
+		for _, l := range g.Letters {
 			if l.Hints.Tool == tool {
 				want++
 			}
@@ -131,27 +134,27 @@ func TestRunWithAFilter(t *testing.T) {
 	}
 	require.Less(t, want, full.Totals.Messages, "the fixture holds letters of other tools")
 
-	r, err := Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Now: clock.Now, Logger: quiet, Filter: Filter{Tool: tool}})
+	r, err := Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Now: clock.Now, Logger: quiet, Filter: dlq.Filter{Tool: tool}})
 	require.NoError(t, err)
 	require.NotNil(t, r.Filter)
 	assert.Equal(t, want, r.Totals.Messages)
-	assert.Equal(t, Filtered{Filter: Filter{Tool: tool}, Scanned: full.Totals.Messages, Matched: want}, *r.Filter)
+	assert.Equal(t, dlq.Filtered{Filter: dlq.Filter{Tool: tool}, Scanned: full.Totals.Messages, Matched: want}, *r.Filter)
 	for _, g := range r.Groups {
 		assert.Equal(t, tool, g.Tool)
 	}
 	assert.Equal(t, before, snapshot(f), "a filtered triage changes nothing either")
 
 	// Narrow gives the same report from the full one.
-	n, err := Narrow(full, p, Filter{Tool: tool})
+	n, err := Narrow(full, p, dlq.Filter{Tool: tool})
 	require.NoError(t, err)
 	assert.Equal(t, r.Totals, n.Totals)
 	assert.Equal(t, r.Filter, n.Filter)
 	assert.Nil(t, full.Filter, "Narrow never changes the report it narrows")
 
 	// A filtered run keeps and exports nothing: refused before any receive.
-	_, err = Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Export: refuseExport{t}, Now: clock.Now, Logger: quiet, Filter: Filter{Tool: tool}})
+	_, err = Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Export: refuseExport{t}, Now: clock.Now, Logger: quiet, Filter: dlq.Filter{Tool: tool}})
 	require.ErrorIs(t, err, ErrBadOptions)
-	_, err = Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Now: clock.Now, Logger: quiet, Filter: Filter{Since: t0, Until: t0}})
+	_, err = Run(t.Context(), Config{Pipeline: p, DLQURL: "http://q/agent-tasks-dlq", SQS: f, Now: clock.Now, Logger: quiet, Filter: dlq.Filter{Since: t0, Until: t0}})
 	require.ErrorIs(t, err, ErrBadOptions)
 }
 
@@ -160,16 +163,16 @@ func TestNarrowNeedsTheLetters(t *testing.T) {
 	p := testPipeline(t, false)
 	r := Build(filterLetters(t), p, t0)
 	back := *r
-	back.Groups = append([]Group(nil), r.Groups...)
+	back.Groups = append([]report.Group(nil), r.Groups...)
 	for i := range back.Groups {
-		back.Groups[i].tagged = nil // as read back from storage
+		back.Groups[i].Letters = nil // as read back from storage
 	}
-	_, err := Narrow(&back, p, Filter{Tool: "web.search"})
+	_, err := Narrow(&back, p, dlq.Filter{Tool: "web.search"})
 	require.ErrorIs(t, err, errNoLetters)
-	same, err := Narrow(&back, p, Filter{})
+	same, err := Narrow(&back, p, dlq.Filter{})
 	require.NoError(t, err)
 	assert.Same(t, &back, same)
-	n, err := Narrow(r, p, Filter{Tenant: "acme", Since: t0.Add(-time.Hour)})
+	n, err := Narrow(r, p, dlq.Filter{Tenant: "acme", Since: t0.Add(-time.Hour)})
 	require.NoError(t, err)
 	assert.Equal(t, 2, n.Totals.Messages)
 	assert.Equal(t, "tenant=acme since=2026-11-29T11:00:00Z: 2 of 4 dead letters seen", n.Filter.Summary())
@@ -178,7 +181,7 @@ func TestNarrowNeedsTheLetters(t *testing.T) {
 // refuseExport fails the test when a run exports.
 type refuseExport struct{ t *testing.T }
 
-func (e refuseExport) Export(context.Context, *Report, *pipeline.Pipeline, time.Time) (*ExportResult, error) {
+func (e refuseExport) Export(context.Context, *report.Report, *pipeline.Pipeline, time.Time) (*report.ExportResult, error) {
 	e.t.Error("a filtered run exported")
 	return nil, nil
 }

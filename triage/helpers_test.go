@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
@@ -66,7 +67,7 @@ func task(id, tenant, tool, version, args string) string {
 }
 
 // deadLetter is a message the worker dead-lettered itself, sent at sent.
-func deadLetter(t testing.TB, id, body string, m deadletter.Meta, sent time.Time) Message {
+func deadLetter(t testing.TB, id, body string, m deadletter.Meta, sent time.Time) dlq.Message {
 	t.Helper()
 	if m.DeadLetteredAt.IsZero() {
 		m.DeadLetteredAt = sent
@@ -75,12 +76,12 @@ func deadLetter(t testing.TB, id, body string, m deadletter.Meta, sent time.Time
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Message{MessageID: id, ReceiptHandle: "rh-" + id, Body: body, Attributes: attrs, SentTimestamp: sent, ReceiveCount: 1}
+	return dlq.Message{MessageID: id, ReceiptHandle: "rh-" + id, Body: body, Attributes: attrs, SentTimestamp: sent, ReceiveCount: 1}
 }
 
 // brokerMoved is a message the redrive policy moved (no dlq_* attributes).
-func brokerMoved(id, body string, sent time.Time) Message {
-	return Message{MessageID: id, ReceiptHandle: "rh-" + id, Body: body, Attributes: map[string]deadletter.Attribute{}, SentTimestamp: sent, ReceiveCount: 5}
+func brokerMoved(id, body string, sent time.Time) dlq.Message {
+	return dlq.Message{MessageID: id, ReceiptHandle: "rh-" + id, Body: body, Attributes: map[string]deadletter.Attribute{}, SentTimestamp: sent, ReceiveCount: 5}
 }
 
 // poisonMeta is the metadata of a schema_invalid dead letter of a task.

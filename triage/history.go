@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -25,7 +26,7 @@ func reportsPrefix(pipelineName string) string { return pipelineName + "/reports
 // time): a keeper (package triage/render's) writes the report's forms
 // beside one another under it, and History and LatestReport read the
 // ".json" one back.
-func ReportBase(r *Report, now time.Time) string {
+func ReportBase(r *report.Report, now time.Time) string {
 	return reportsPrefix(r.Pipeline) + now.UTC().Format("20060102T150405Z") + "-" + r.SHA256()[:8]
 }
 
@@ -44,7 +45,7 @@ type HistoryPoint struct {
 }
 
 // PointOf is a report's point in the history.
-func PointOf(r *Report, key string) HistoryPoint {
+func PointOf(r *report.Report, key string) HistoryPoint {
 	p := HistoryPoint{Key: key, GeneratedAt: r.GeneratedAt, Messages: r.Totals.Messages, Partial: !r.Complete, ByReason: map[deadletter.Reason]int{}}
 	for _, rt := range r.Totals.ByReason {
 		p.ByReason[rt.Reason] = rt.Count
@@ -104,7 +105,7 @@ func reportKeys(ctx context.Context, dest store.Destination, pipelineName string
 
 // LatestReport reads a pipeline's newest report from dest; nil without error
 // when there is none yet.
-func LatestReport(ctx context.Context, dest store.Destination, pipelineName string) (*Report, string, error) {
+func LatestReport(ctx context.Context, dest store.Destination, pipelineName string) (*report.Report, string, error) {
 	keys, err := reportKeys(ctx, dest, pipelineName)
 	if err != nil || len(keys) == 0 {
 		return nil, "", err
@@ -114,7 +115,7 @@ func LatestReport(ctx context.Context, dest store.Destination, pipelineName stri
 	if err != nil {
 		return nil, k, fmt.Errorf("triage: read report %s: %w", k, err)
 	}
-	var r Report
+	var r report.Report
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, k, fmt.Errorf("triage: report %s: %w", k, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // KeyReader is what triage reads of the ledger: one key's entry.
@@ -21,7 +22,7 @@ const maxLedgerLookups = 5000
 // and redrive counts. It stops at the first error and returns it with what
 // it had read; the entries are only ever read. A key is read scoped to
 // the pipeline and the letter's tenant (ledger.Key), as the worker wrote it.
-func lookupLedger(ctx context.Context, pipeline string, tagged []Tagged, kr KeyReader) (looked int, err error) {
+func lookupLedger(ctx context.Context, pipeline string, tagged []dlq.Tagged, kr KeyReader) (looked int, err error) {
 	entries := map[string]*ledger.Entry{}
 	for i := range tagged {
 		if tagged[i].Hints.IdempotencyKey == "" {

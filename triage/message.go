@@ -7,86 +7,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
-	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
-
-// Message is one dead letter as a scan saw it, independent of any SDK.
-type Message struct {
-	MessageID     string
-	ReceiptHandle string
-	Body          string
-	// Attributes are the message attributes (dlq_reason, dlq_meta and the
-	// original ones the worker kept).
-	Attributes map[string]deadletter.Attribute
-	// SentTimestamp is the SentTimestamp system attribute SQS reports for the
-	// message in the DLQ. See Expiry for what it means in each case.
-	SentTimestamp time.Time
-	// ReceiveCount is ApproximateReceiveCount (after the scan's own receive).
-	ReceiveCount int
-	// MessageGroupID is set in FIFO queues.
-	MessageGroupID string
-	// System holds the other system attributes as SQS returned them
-	// (ApproximateFirstReceiveTimestamp, DeadLetterQueueSourceArn, ...).
-	System map[string]string
-}
-
-// Tagged is a message with its reason and fingerprint.
-type Tagged struct {
-	Message
-	// Reason is dlq_reason where the worker wrote readable metadata, else inferred.
-	Reason deadletter.Reason
-	// Inferred is true when the reason did not come from readable worker metadata.
-	Inferred bool
-	// Fingerprint groups dead letters of the same cause; see fingerprintOf.
-	Fingerprint string
-	// Meta is the decoded dlq_meta (nil without metadata or when it is unreadable,
-	// except on a reason mismatch, where it holds what was decoded).
-	Meta *deadletter.Meta
-	// MetaErr says why the metadata could not be read (wraps deadletter.ErrMeta*).
-	MetaErr error
-
-	// Hints are the task fields read from the metadata or, without it, from
-	// the body when it is a JSON object.
-	Hints Hints
-	// Signature is the normalised error signature in the fingerprint.
-	Signature string
-	// BodyErr is set when the body is not valid UTF-8 (errBodyNotUTF8).
-	BodyErr error
-	// DeadLetteredAt is when the message became a dead letter, as far as it is
-	// known: dlq_meta's dead_lettered_at, else the DLQ SentTimestamp.
-	DeadLetteredAt time.Time
-	// Ledger is the ledger entry of the idempotency key, when lookupLedger found one.
-	Ledger *ledger.Entry
-	// Untrusted says why the letter's dlq_reason/dlq_meta attributes were not
-	// taken as evidence ("" when they were, or when it has none): the broker
-	// moved the letter (DeadLetterQueueSourceArn), so whoever sent the task
-	// wrote them, or a principal other than the worker sent it (SenderId
-	// against Senders). Such a letter is tagged receive_limit, inferred, as
-	// SQS knows it, and Meta is nil: a producer's word never makes a letter
-	// redrivable.
-	Untrusted string
-	// StaleMeta is set when the dlq_meta predates the message's own enqueue
-	// time: most likely an earlier dead letter, redriven with its attributes
-	// (a native move task keeps them) and moved back by the broker after a
-	// crash. The reason stays the metadata's (it is what the worker wrote);
-	// the report counts these under "Attention".
-	StaleMeta bool
-}
 
 // staleMetaAfter is how much later than dlq_meta's dead_lettered_at a
 // message's SentTimestamp must be for the metadata to count as stale (the
 // worker's send lands within seconds; the margin absorbs clock skew).
 const staleMetaAfter = 5 * time.Minute
-
-// Hints are the fields of an agent task that triage groups by. All optional.
-type Hints struct {
-	Tool           string `json:"tool,omitempty"`
-	ToolVersion    string `json:"tool_version,omitempty"`
-	SchemaVersion  int    `json:"schema_version,omitempty"`
-	Tenant         string `json:"tenant,omitempty"`
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
-	TaskID         string `json:"task_id,omitempty"`
-}
 
 // errBodyNotUTF8 marks a body that is not valid UTF-8: it is tagged and
 // counted, but not read for hints and not exported to an eval dataset.
@@ -110,16 +37,16 @@ var errBodyNotUTF8 = errors.New("body is not valid UTF-8")
 // Dead-letter attributes count as evidence only on a letter the worker sent:
 // see Senders.Tag, which also checks the sender. Tag checks only what SQS
 // marks on every letter the broker moved (DeadLetterQueueSourceArn).
-func Tag(m Message) Tagged { return tag(m, nil, nil) }
+func Tag(m dlq.Message) dlq.Tagged { return tag(m, nil, nil) }
 
 // Tag is Tag that also trusts dlq_reason/dlq_meta only on letters whose
 // SenderId is one of s (see Senders). A nil or empty s checks no sender.
-func (s Senders) Tag(m Message) Tagged { return tag(m, nil, s) }
+func (s Senders) Tag(m dlq.Message) dlq.Tagged { return tag(m, nil, s) }
 
 // tag is Tag with an optional memo of error signatures (the normalisation's
 // regular expressions are the costly part, and a DLQ repeats its errors).
-func tag(m Message, sigs map[[2]string]string, senders Senders) Tagged {
-	t := Tagged{Message: m, DeadLetteredAt: m.SentTimestamp}
+func tag(m dlq.Message, sigs map[[2]string]string, senders Senders) dlq.Tagged {
+	t := dlq.Tagged{Message: m, DeadLetteredAt: m.SentTimestamp}
 	if !utf8.ValidString(m.Body) {
 		t.BodyErr = errBodyNotUTF8
 	}
@@ -168,7 +95,7 @@ func tag(m Message, sigs map[[2]string]string, senders Senders) Tagged {
 		}
 	}
 	if t.Meta != nil {
-		t.Hints = Hints{
+		t.Hints = dlq.Hints{
 			Tool: t.Meta.Tool, ToolVersion: t.Meta.ToolVersion, SchemaVersion: t.Meta.SchemaVersion,
 			Tenant: t.Meta.Tenant, IdempotencyKey: t.Meta.IdempotencyKey, TaskID: t.Meta.TaskID,
 		}
@@ -199,7 +126,7 @@ func metaProblem(err error) string {
 
 // bodyHints reads the task fields of a body that is a JSON object, keeping
 // what base already holds. Fields of the wrong type are ignored.
-func bodyHints(body string, base Hints) Hints {
+func bodyHints(body string, base dlq.Hints) dlq.Hints {
 	if len(body) == 0 || body[0] != '{' {
 		return base
 	}
@@ -235,8 +162,8 @@ const maxSignatureMemo = 10000
 
 // tagAll tags every message (as Tag does, remembering the error signatures
 // it has made: a DLQ repeats its errors).
-func tagAll(msgs []Message, senders Senders) []Tagged {
-	out := make([]Tagged, len(msgs))
+func tagAll(msgs []dlq.Message, senders Senders) []dlq.Tagged {
+	out := make([]dlq.Tagged, len(msgs))
 	sigs := map[[2]string]string{}
 	for i, m := range msgs {
 		out[i] = tag(m, sigs, senders)

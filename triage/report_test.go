@@ -17,6 +17,8 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -39,11 +41,11 @@ func golden(t *testing.T, name string, got []byte) {
 // fixture is a mixed DLQ: recurring and one-off poison, broker moves,
 // loops, repeats, unreadable metadata, a non-UTF-8 body, and messages
 // close to expiry. Returned in receive order.
-func fixture(t testing.TB) []Message {
+func fixture(t testing.TB) []dlq.Message {
 	t.Helper()
 	h := time.Hour
-	var msgs []Message
-	add := func(m Message) { msgs = append(msgs, m) }
+	var msgs []dlq.Message
+	add := func(m dlq.Message) { msgs = append(msgs, m) }
 	// Recurring schema_invalid on web.search v1: 4 messages, two of them the
 	// same input (a producer retrying), one carrying secrets.
 	si := func(id, tenant, body string, sent time.Time) {
@@ -81,7 +83,7 @@ func fixture(t testing.TB) []Message {
 		add(deadLetter(t, "eu-"+string(rune('1'+i)), task("e1", "initech", "email.send", "1", `{"to":"[hashed]"}`), eu, t0.Add(-time.Duration(6+i)*h)))
 	}
 	// Unreadable metadata: a version this build does not read.
-	add(Message{MessageID: "bad-meta", Body: task("x1", "acme", "sql.query", "1", `{}`), SentTimestamp: t0.Add(-h),
+	add(dlq.Message{MessageID: "bad-meta", Body: task("x1", "acme", "sql.query", "1", `{}`), SentTimestamp: t0.Add(-h),
 		Attributes: map[string]deadletter.Attribute{
 			deadletter.AttrReason: {DataType: "String", StringValue: "schema_invalid"},
 			deadletter.AttrMeta:   {DataType: "String", StringValue: `{"v":9,"reason":"schema_invalid"}`},
@@ -115,14 +117,14 @@ func TestBuildGroups(t *testing.T) {
 	require.Len(t, r.Skipped, 1)
 	assert.Equal(t, "not-utf8", r.Skipped[0].MessageID)
 
-	find := func(reason deadletter.Reason) Group {
+	find := func(reason deadletter.Reason) report.Group {
 		for _, g := range r.Groups {
 			if g.Reason == reason {
 				return g
 			}
 		}
 		t.Fatalf("no group of %s", reason)
-		return Group{}
+		return report.Group{}
 	}
 	si := find(deadletter.ReasonSchemaInvalid)
 	assert.Equal(t, 4, si.Count, "ids and numbers in the error are stripped: one group")
@@ -168,7 +170,7 @@ func TestBuildTenantsListedWhenNotHashed(t *testing.T) {
 func TestBuildWithLedger(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
-	msgs := []Message{deadLetter(t, "a", "{}", poisonMeta(deadletter.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-a", "503"), t0)}
+	msgs := []dlq.Message{deadLetter(t, "a", "{}", poisonMeta(deadletter.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-a", "503"), t0)}
 	tagged := tagAll(msgs, nil)
 	l := fakeLedger{ledger.Key(p.Name, "acme", "key-a"): {DeadLetterCount: 3, RedriveCount: 1}}
 	n, err := lookupLedger(t.Context(), p.Name, tagged, l)
@@ -186,7 +188,7 @@ func TestReportGolden(t *testing.T) {
 	t.Parallel()
 	r := Build(tagAll(fixture(t), nil), testPipeline(t, false), t0)
 	r.Queue = "http://127.0.0.1:4566/000000000000/agent-tasks-dlq"
-	r.Scan = ScanStats{Queue: r.Queue, ApproxDepth: 16, Receives: 3, EmptyReceives: 1, Received: 16, Unique: 16, Released: 16,
+	r.Scan = report.ScanStats{Queue: r.Queue, ApproxDepth: 16, Receives: 3, EmptyReceives: 1, Received: 16, Unique: 16, Released: 16,
 		Receivers: 1, VisibilityTimeoutSeconds: 30, StartedAt: t0.Add(-2 * time.Second), DurationSeconds: 2, MessagesPerSecond: 8, StopReason: stopEmpty}
 
 	data, err := json.MarshalIndent(r, "", "  ")
@@ -205,10 +207,10 @@ func TestReportGolden(t *testing.T) {
 func TestEffectUnknownKeys(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
-	var tagged []Tagged
+	var tagged []dlq.Tagged
 	add := func(reason deadletter.Reason, key string) {
-		tagged = append(tagged, Tagged{Message: Message{MessageID: fmt.Sprintf("m%d", len(tagged))}, Reason: reason, Fingerprint: "fp-" + string(reason),
-			Hints: Hints{IdempotencyKey: key}})
+		tagged = append(tagged, dlq.Tagged{Message: dlq.Message{MessageID: fmt.Sprintf("m%d", len(tagged))}, Reason: reason, Fingerprint: "fp-" + string(reason),
+			Hints: dlq.Hints{IdempotencyKey: key}})
 	}
 	for i := range maxKeysListed + 2 {
 		add(deadletter.ReasonEffectUnknown, fmt.Sprintf("k%05d", maxKeysListed+1-i)) // reverse order
@@ -242,7 +244,7 @@ func TestEffectUnknownKeys(t *testing.T) {
 func TestKeyReused(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
-	var msgs []Tagged
+	var msgs []dlq.Tagged
 	for i, key := range []string{"acme:run-1:t1", "acme:run-2:t7", "acme:run-1:t1"} {
 		m := poisonMeta(deadletter.ReasonIdempotencyKeyReused, "email.send", "1", "acme", key,
 			fmt.Sprintf("security: ledger: idempotency key reused with other args: the ledger holds the key with args digest jcs-sha256:%012x…, this task's is jcs-sha256:%012x…", 1000+i, 2000+i))

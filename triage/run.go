@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/pipeline"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // ScanReasonPrefix starts the partial reason of a scan that did not see
@@ -19,13 +21,13 @@ const ScanReasonPrefix = "scan: "
 // failure, when it marks the report partial). Package triage/eval's To is
 // agentdlq's.
 type Exporter interface {
-	Export(ctx context.Context, r *Report, p *pipeline.Pipeline, now time.Time) (*ExportResult, error)
+	Export(ctx context.Context, r *report.Report, p *pipeline.Pipeline, now time.Time) (*report.ExportResult, error)
 }
 
 // A Keeper keeps one run's report and returns the keys it wrote, the
 // JSON's first. Package triage/render's KeepIn is agentdlq's.
 type Keeper interface {
-	Keep(ctx context.Context, r *Report, now time.Time) ([]string, error)
+	Keep(ctx context.Context, r *report.Report, now time.Time) ([]string, error)
 }
 
 // Config is one triage run of one pipeline's DLQ.
@@ -52,12 +54,18 @@ type Config struct {
 	// chooses (Report.Filter says so). A filtered run exports nothing and
 	// keeps no report (Export and Keep are refused with it): the
 	// DLQ's kept reports and their chart are of the whole DLQ.
-	Filter Filter
+	Filter dlq.Filter
 	// Senders is optional: the principals whose dead letters carry evidence
 	// (see Senders; pipeline.Queues.Senders, from the DLQ's
 	// pipeline.TagSenders tag). Without it only the broker's mark
 	// (DeadLetterQueueSourceArn) is checked.
 	Senders Senders
+	// Processed is optional: how many tasks the worker processed in the
+	// SLO's period (the last schedule_minutes; its Processed metric), with
+	// which the report states the error budget the period spent
+	// (SLOStatus.SpendBudget). Without it the report states the target and
+	// the period's dead letters only: triage does not read metrics.
+	Processed *int
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger is optional (default slog.Default()).
@@ -70,7 +78,7 @@ type Config struct {
 // (ErrQueueNotFound, ...). When the export fails it returns the report,
 // marked partial with the reason, and the error: the DLQ is unchanged
 // either way, since Run never deletes, sends or moves a message.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	if cfg.Pipeline == nil || cfg.DLQURL == "" || cfg.SQS == nil {
 		return nil, errors.New("triage: Config needs Pipeline, DLQURL and SQS")
 	}
@@ -107,11 +115,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	tagged := tagAll(msgs, cfg.Senders)
-	var filtered *Filtered
+	var filtered *dlq.Filtered
 	if !cfg.Filter.IsZero() {
 		scanned := len(tagged)
 		tagged = filterTagged(tagged, cfg.Filter)
-		filtered = &Filtered{Filter: cfg.Filter, Scanned: scanned, Matched: len(tagged)}
+		filtered = &dlq.Filtered{Filter: cfg.Filter, Scanned: scanned, Matched: len(tagged)}
 	}
 	var ledgerErr error
 	if cfg.Ledger != nil {
@@ -121,6 +129,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	now := cfg.Now()
 	r := buildWith(tagged, p, now, buildOptions{Retention: time.Duration(stats.RetentionSeconds) * time.Second, FIFO: stats.FIFO})
+	if cfg.Processed != nil {
+		r.SLO.SpendBudget(*cfg.Processed)
+	}
 	r.Queue, r.Scan, r.Filter = cfg.DLQURL, stats, filtered
 	if stats.Partial {
 		r.Complete, r.Partial = false, true

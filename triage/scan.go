@@ -15,6 +15,8 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/agentdlq/agentdlq/internal/sqsio"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // ScanAPI is what a scan needs of SQS: receive, release and read the
@@ -122,48 +124,6 @@ const (
 	CauseReceiveFailed = "receive_failed"
 )
 
-// ScanStats say what a scan did and whether it covered the queue.
-type ScanStats struct {
-	Queue string `json:"queue"`
-	// ApproxDepth is ApproximateNumberOfMessages at the start (visible
-	// messages), ApproxInFlight ApproximateNumberOfMessagesNotVisible.
-	ApproxDepth    int `json:"approx_depth"`
-	ApproxInFlight int `json:"approx_in_flight"`
-	// RetentionSeconds is the DLQ's MessageRetentionPeriod (0 if not reported);
-	// FIFO is true for a FIFO queue.
-	RetentionSeconds int  `json:"retention_seconds"`
-	FIFO             bool `json:"fifo"`
-	Receives         int  `json:"receives"`
-	EmptyReceives    int  `json:"empty_receives"`
-	Received         int  `json:"received"`
-	Unique           int  `json:"unique"`
-	Duplicates       int  `json:"duplicates"`
-	Released         int  `json:"released"`
-	ReleaseFailed    int  `json:"release_failed"`
-	Receivers        int  `json:"receivers"`
-	// VisibilityTimeoutSeconds is the scan's visibility timeout.
-	VisibilityTimeoutSeconds int       `json:"visibility_timeout_seconds"`
-	StartedAt                time.Time `json:"started_at"`
-	DurationSeconds          float64   `json:"duration_seconds"`
-	MessagesPerSecond        float64   `json:"messages_per_second"`
-	// StopReason is why the scan stopped: "empty" (a receive returned
-	// nothing), "repeats" (only messages already seen), "max_messages" or
-	// "max_duration" (a bound), "canceled" or "error" (a receive failed).
-	StopReason string `json:"stop_reason"`
-	// QueueVisibilityTimeoutSeconds is the DLQ's own VisibilityTimeout: how
-	// long a reader that sets none holds what it receives (0 if not reported).
-	QueueVisibilityTimeoutSeconds int `json:"queue_visibility_timeout_seconds"`
-	// Partial is true when the scan may have missed messages: Unique is then
-	// a lower bound of the DLQ's letters. PartialReason says why in words,
-	// PartialCause as one of the Cause… values, and RetryAfterSeconds when a
-	// rerun may see everything (0: a rerun now, or only a changed bound,
-	// helps; see the cause).
-	Partial           bool   `json:"partial"`
-	PartialReason     string `json:"partial_reason,omitempty"`
-	PartialCause      string `json:"partial_cause,omitempty"`
-	RetryAfterSeconds int    `json:"retry_after_seconds,omitempty"`
-}
-
 // Errors of Scan; test with errors.Is.
 var (
 	// ErrQueueNotFound: the DLQ does not exist (bad input: nothing was read).
@@ -189,11 +149,11 @@ var (
 // A FIFO queue hands out no further message of a group while one of it is in
 // flight, so a read-only scan sees at most one batch per message group; the
 // stats compare what was seen with the queue's depth and say so.
-func Scan(ctx context.Context, api ScanAPI, dlqURL string, opts ScanOptions) ([]Message, ScanStats, error) {
+func Scan(ctx context.Context, api ScanAPI, dlqURL string, opts ScanOptions) ([]dlq.Message, report.ScanStats, error) {
 	if err := opts.applyDefaults(); err != nil {
-		return nil, ScanStats{}, err
+		return nil, report.ScanStats{}, err
 	}
-	st := ScanStats{
+	st := report.ScanStats{
 		Queue: dlqURL, StartedAt: opts.Now().UTC(),
 		VisibilityTimeoutSeconds: int(opts.VisibilityTimeout / time.Second),
 	}
@@ -261,9 +221,9 @@ type scanner struct {
 	start time.Time
 
 	mu       sync.Mutex
-	st       *ScanStats
+	st       *report.ScanStats
 	seen     map[string]int // message id -> index in msgs
-	msgs     []Message
+	msgs     []dlq.Message
 	handles  map[string]string // message id -> latest receipt handle, to release
 	stopped  string
 	firstErr error
@@ -410,8 +370,8 @@ func (s *scanner) judge() {
 }
 
 // fromSQS converts an SDK message.
-func fromSQS(m types.Message) Message {
-	out := Message{
+func fromSQS(m types.Message) dlq.Message {
+	out := dlq.Message{
 		MessageID:     aws.ToString(m.MessageId),
 		ReceiptHandle: aws.ToString(m.ReceiptHandle),
 		Body:          aws.ToString(m.Body),

@@ -15,11 +15,13 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/testkit/sqsfake"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // many makes n broker-moved messages.
-func many(n int) []Message {
-	out := make([]Message, n)
+func many(n int) []dlq.Message {
+	out := make([]dlq.Message, n)
 	for i := range out {
 		out[i] = brokerMoved(fmt.Sprintf("m%04d", i), fmt.Sprintf(`{"n":%d}`, i), t0.Add(-time.Duration(i)*time.Minute))
 	}
@@ -57,18 +59,18 @@ func TestScan(t *testing.T) {
 		{name: "a receive fails mid-scan", msgs: 35, setup: func(f *sqsfake.Fake) { f.FailReceive = 3 }, unique: 20, stop: stopError,
 			partial: "a receive failed after 20 messages: triage: scan", cause: CauseReceiveFailed, retryAfter: 30, wantRelease: true},
 		{name: "the first receive fails", msgs: 35, setup: func(f *sqsfake.Fake) { f.FailReceive = 1 }, wantErr: fmt.Errorf("connection reset by peer")},
-		{name: "messages in flight elsewhere", msgs: 15, setup: func(f *sqsfake.Fake) { dlq(f).Messages[0].VisibleAt = t0.Add(time.Hour) },
+		{name: "messages in flight elsewhere", msgs: 15, setup: func(f *sqsfake.Fake) { theDLQ(f).Messages[0].VisibleAt = t0.Add(time.Hour) },
 			unique: 14, stop: stopEmpty, partial: "1 message in flight when the scan started", cause: CauseInFlight, retryAfter: 30,
 			wantRelease: true, hiddenAfter: 1},
 		{name: "in flight elsewhere, the queue's visibility timeout longer than the scan's", msgs: 15,
 			setup: func(f *sqsfake.Fake) {
-				dlq(f).Messages[3].VisibleAt = t0.Add(time.Hour)
+				theDLQ(f).Messages[3].VisibleAt = t0.Add(time.Hour)
 				setDuration(f, "VisibilityTimeout", 2*time.Minute)
 			},
 			unique: 14, stop: stopEmpty, partial: "(about 120s: the longer of the queue's and this scan's", cause: CauseInFlight, retryAfter: 120, wantRelease: true, hiddenAfter: 1},
 		{name: "in flight at the start, back and read during the scan: complete", msgs: 15,
 			setup: func(f *sqsfake.Fake) {
-				dlq(f).Messages[0].VisibleAt = t0.Add(time.Second)
+				theDLQ(f).Messages[0].VisibleAt = t0.Add(time.Second)
 				f.ReceiveTakes = time.Second
 			},
 			unique: 15, stop: stopEmpty, wantRelease: true},
@@ -223,7 +225,7 @@ func TestFromSQS(t *testing.T) {
 			"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:1:hot",
 		},
 	})
-	assert.Equal(t, Message{
+	assert.Equal(t, dlq.Message{
 		MessageID: "id-1", ReceiptHandle: "rh", Body: "{}",
 		Attributes: map[string]deadletter.Attribute{
 			"dlq_reason": {DataType: "String", StringValue: "json_invalid"},
@@ -258,7 +260,7 @@ func TestRunLedgerUnavailable(t *testing.T) {
 func TestRunExpiryFollowsTheQueue(t *testing.T) {
 	t.Parallel()
 	clock := newClock()
-	f := newFakeSQS(t, clock, []Message{brokerMoved("a", "{}", t0.Add(-10*time.Hour))})
+	f := newFakeSQS(t, clock, []dlq.Message{brokerMoved("a", "{}", t0.Add(-10*time.Hour))})
 	setDuration(f, "MessageRetentionPeriod", 24*time.Hour)
 	r, err := Run(t.Context(), Config{Pipeline: testPipeline(t, false), DLQURL: "q", SQS: f, Now: clock.Now, Logger: quiet})
 	require.NoError(t, err)
@@ -269,10 +271,10 @@ func TestRunExpiryFollowsTheQueue(t *testing.T) {
 	assert.Contains(t, r.Attention[0], "the DLQ's retention is 24h0m0s, the pipeline definition says 336h")
 
 	// A FIFO queue is read as FIFO even when the definition says otherwise.
-	g := newFakeSQS(t, clock, []Message{brokerMoved("b", "{}", t0)})
+	g := newFakeSQS(t, clock, []dlq.Message{brokerMoved("b", "{}", t0)})
 	setFIFO(g)
 	r, err = Run(t.Context(), Config{Pipeline: testPipeline(t, false), DLQURL: "q", SQS: g, Now: clock.Now, Logger: quiet})
 	require.NoError(t, err)
 	assert.True(t, r.FIFO)
-	assert.Equal(t, map[ClockBasis]int{ClockFIFOReset: 1}, r.Expiry.ByBasis)
+	assert.Equal(t, map[report.ClockBasis]int{report.ClockFIFOReset: 1}, r.Expiry.ByBasis)
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 func TestTag(t *testing.T) {
@@ -18,12 +20,12 @@ func TestTag(t *testing.T) {
 	body := task("t1", "acme", "web.search", "2", `{"q":"x"}`)
 	withMeta := deadLetter(t, "m1", body, poisonMeta(deadletter.ReasonToolVersionUnsupported, "web.search", "9", "acme", "key-t1", "tool web.search has no version 9"), sent)
 	str := func(s string) deadletter.Attribute { return deadletter.Attribute{DataType: "String", StringValue: s} }
-	raw := func(attrs map[string]deadletter.Attribute) Message {
-		return Message{MessageID: "m", Body: body, Attributes: attrs, SentTimestamp: sent}
+	raw := func(attrs map[string]deadletter.Attribute) dlq.Message {
+		return dlq.Message{MessageID: "m", Body: body, Attributes: attrs, SentTimestamp: sent}
 	}
 	tests := []struct {
 		name string
-		msg  Message
+		msg  dlq.Message
 		// want
 		reason    deadletter.Reason
 		inferred  bool
@@ -51,7 +53,7 @@ func TestTag(t *testing.T) {
 		{name: "dlq_reason without dlq_meta: the attribute's reason, reported unreadable", msg: raw(map[string]deadletter.Attribute{deadletter.AttrReason: str("json_invalid")}),
 			reason: deadletter.ReasonJSONInvalid, inferred: false, metaErr: deadletter.ErrMetaInvalid, tool: "web.search", version: "2",
 			signature: "dlq_meta unreadable: not valid metadata"},
-		{name: "dlq_reason disagrees with dlq_meta: metadata kept for its tool", msg: func() Message {
+		{name: "dlq_reason disagrees with dlq_meta: metadata kept for its tool", msg: func() dlq.Message {
 			m := withMeta
 			m.Attributes = map[string]deadletter.Attribute{deadletter.AttrReason: str("json_invalid"), deadletter.AttrMeta: withMeta.Attributes[deadletter.AttrMeta]}
 			return m
@@ -88,15 +90,15 @@ func TestTagHintsFromMetaWin(t *testing.T) {
 		poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "globex", "key-x", "args: required"), t0)
 	got := Tag(m)
 	require.NotNil(t, got.Meta)
-	assert.Equal(t, Hints{Tool: "web.search", ToolVersion: "1", SchemaVersion: 1, Tenant: "globex", IdempotencyKey: "key-x"}, got.Hints)
+	assert.Equal(t, dlq.Hints{Tool: "web.search", ToolVersion: "1", SchemaVersion: 1, Tenant: "globex", IdempotencyKey: "key-x"}, got.Hints)
 	assert.Equal(t, t0, got.DeadLetteredAt)
 }
 
 func TestBodyHintsIgnoresWrongTypes(t *testing.T) {
 	t.Parallel()
-	got := bodyHints(`{"tool":7,"tool_version":"1","schema_version":"one","tenant":["a"],"idempotency_key":"k"}`, Hints{})
-	assert.Equal(t, Hints{ToolVersion: "1", IdempotencyKey: "k"}, got)
-	got = bodyHints(`{"schema_version":2.5}`, Hints{})
+	got := bodyHints(`{"tool":7,"tool_version":"1","schema_version":"one","tenant":["a"],"idempotency_key":"k"}`, dlq.Hints{})
+	assert.Equal(t, dlq.Hints{ToolVersion: "1", IdempotencyKey: "k"}, got)
+	got = bodyHints(`{"schema_version":2.5}`, dlq.Hints{})
 	assert.Equal(t, 0, got.SchemaVersion)
 }
 
@@ -112,8 +114,8 @@ func TestTagStaleMeta(t *testing.T) {
 	got := Tag(moved)
 	assert.Equal(t, deadletter.ReasonBudgetExhausted, got.Reason)
 	assert.True(t, got.StaleMeta)
-	assert.Equal(t, ClockOriginalSend, ExpiryOf(&got, false, 336*time.Hour, t0).Basis)
-	r := Build([]Tagged{got}, testPipeline(t, false), t0)
+	assert.Equal(t, report.ClockOriginalSend, ExpiryOf(&got, false, 336*time.Hour, t0).Basis)
+	r := Build([]dlq.Tagged{got}, testPipeline(t, false), t0)
 	assert.Equal(t, 1, r.Totals.StaleMeta)
 	assert.Contains(t, r.Attention[0], "1 message enqueued well after")
 
@@ -121,5 +123,5 @@ func TestTagStaleMeta(t *testing.T) {
 	fresh := deadLetter(t, "m2", "{}", meta, meta.DeadLetteredAt.Add(3*time.Second))
 	got = Tag(fresh)
 	assert.False(t, got.StaleMeta)
-	assert.Equal(t, ClockWorkerSend, ExpiryOf(&got, false, 336*time.Hour, t0).Basis)
+	assert.Equal(t, report.ClockWorkerSend, ExpiryOf(&got, false, 336*time.Hour, t0).Basis)
 }

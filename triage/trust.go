@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // Senders are the principals whose dead letters carry evidence: the SenderId
@@ -47,7 +48,7 @@ func (s Senders) Trusts(senderID string) bool {
 
 // distrust says why m's dead-letter attributes are not evidence, or "" when
 // they are (or m has none).
-func (s Senders) distrust(m Message) string {
+func (s Senders) distrust(m dlq.Message) string {
 	_, hasReason := m.Attributes[deadletter.AttrReason]
 	_, hasMeta := m.Attributes[deadletter.AttrMeta]
 	if !hasReason && !hasMeta {

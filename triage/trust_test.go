@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // forgedAttrs are dead-letter attributes as a producer would copy them from a
@@ -49,7 +50,7 @@ func TestTrustOfDeadLetterEvidence(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			m := Message{MessageID: "m1", Body: `{"tool":"email.send"}`, Attributes: forgedAttrs(t), System: tc.system}
+			m := dlq.Message{MessageID: "m1", Body: `{"tool":"email.send"}`, Attributes: forgedAttrs(t), System: tc.system}
 			got := tc.senders.Tag(m)
 			if got.Reason != tc.wantReason {
 				t.Errorf("reason = %s, want %s", got.Reason, tc.wantReason)
@@ -74,7 +75,7 @@ func TestTrustOfDeadLetterEvidence(t *testing.T) {
 
 func TestBrokerMoveWithoutDeadLetterAttributesIsNotFlagged(t *testing.T) {
 	t.Parallel()
-	m := Message{MessageID: "m1", Body: `{}`, System: map[string]string{"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:1:hot", "SenderId": "AROAPRODUCER:p"}}
+	m := dlq.Message{MessageID: "m1", Body: `{}`, System: map[string]string{"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:1:hot", "SenderId": "AROAPRODUCER:p"}}
 	got := Senders{"AROAWORKER"}.Tag(m)
 	if got.Reason != deadletter.ReasonReceiveLimit || got.Untrusted != "" {
 		t.Errorf("an ordinary broker move: reason %s, untrusted %q", got.Reason, got.Untrusted)
@@ -84,8 +85,8 @@ func TestBrokerMoveWithoutDeadLetterAttributesIsNotFlagged(t *testing.T) {
 func TestReportCountsUntrustedEvidence(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
-	forged := Message{MessageID: "f", Body: `{}`, Attributes: forgedAttrs(t), System: map[string]string{"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:1:hot"}, SentTimestamp: t0.Add(-time.Hour)}
-	r := Build(tagAll([]Message{forged}, nil), p, t0)
+	forged := dlq.Message{MessageID: "f", Body: `{}`, Attributes: forgedAttrs(t), System: map[string]string{"DeadLetterQueueSourceArn": "arn:aws:sqs:us-east-1:1:hot"}, SentTimestamp: t0.Add(-time.Hour)}
+	r := Build(tagAll([]dlq.Message{forged}, nil), p, t0)
 	if r.Totals.Untrusted != 1 {
 		t.Fatalf("untrusted = %d, want 1", r.Totals.Untrusted)
 	}

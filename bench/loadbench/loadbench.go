@@ -30,6 +30,7 @@ import (
 	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // Config is one bench run.
@@ -374,7 +375,7 @@ func (res *Result) countEffects(pipelineName string, sent []workload.Sent, table
 // auth_config, dependency_open) or moved by the broker (receive_limit)
 // maxReceiveCount; a processed message that was retried shows how many
 // receives its recovery took.
-func (res *Result) countInvocations(l *runner.Local, sent []workload.Sent, tagged []triage.Tagged, maxReceiveCount int) {
+func (res *Result) countInvocations(l *runner.Local, sent []workload.Sent, tagged []dlq.Tagged, maxReceiveCount int) {
 	dead := map[string]deadletter.Reason{}
 	for _, d := range workload.DeadLetters(tagged) {
 		dead[d.OriginalMessageID] = d.Reason
@@ -753,9 +754,9 @@ func ledgerRate(ctx context.Context, l ledger.Ledger, conc int, d time.Duration)
 // (docs/local.md) hides its messages from the scan for the scan's visibility
 // timeout, so a short scan is repeated after it, the results joined by
 // message id.
-func deadLetters(ctx context.Context, l *runner.Local, api triage.ScanAPI, tasks int) ([]triage.Tagged, error) {
+func deadLetters(ctx context.Context, l *runner.Local, api triage.ScanAPI, tasks int) ([]dlq.Tagged, error) {
 	opts := triage.ScanOptions{MaxMessages: 10 * tasks, Receivers: 4, MaxDuration: 10 * time.Minute, VisibilityTimeout: 5 * time.Second}
-	byID := map[string]triage.Tagged{}
+	byID := map[string]dlq.Tagged{}
 	for try := 0; ; try++ {
 		depth, err := l.Depth(ctx, l.Queues.DLQURL)
 		if err != nil {
@@ -778,7 +779,7 @@ func deadLetters(ctx context.Context, l *runner.Local, api triage.ScanAPI, tasks
 		case <-time.After(opts.VisibilityTimeout + time.Second):
 		}
 	}
-	out := make([]triage.Tagged, 0, len(byID))
+	out := make([]dlq.Tagged, 0, len(byID))
 	for _, t := range byID {
 		out = append(out, t)
 	}
@@ -807,7 +808,7 @@ func ledgerTable(ctx context.Context, l *runner.Local) (map[string]ledger.Entry,
 }
 
 // lostDetail describes up to max messages neither dead-lettered nor done.
-func lostDetail(l *runner.Local, sent []workload.Sent, tagged []triage.Tagged, table map[string]ledger.Entry, completed map[string]int, max int) []string {
+func lostDetail(l *runner.Local, sent []workload.Sent, tagged []dlq.Tagged, table map[string]ledger.Entry, completed map[string]int, max int) []string {
 	dead := map[string]bool{}
 	for _, d := range workload.DeadLetters(tagged) {
 		dead[d.OriginalMessageID] = true

@@ -16,6 +16,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/local/esm"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
@@ -58,7 +59,7 @@ func TestOutputConventionsOnEmulators(t *testing.T) {
 		ExitCode int    `json:"exit_code"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &je), stdout)
-	assert.Equal(t, string(redrive.CodeOwner), je.Code)
+	assert.Equal(t, string(redrivetype.CodeOwner), je.Code)
 	assert.Equal(t, 2, je.ExitCode)
 
 	// No worker consumes the hot queue: the canary has no outcome, exit 3,

@@ -25,6 +25,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // runArgs runs the whole CLI as main does (run) and returns its stdout,
@@ -93,9 +94,9 @@ func TestClassify(t *testing.T) {
 		code string
 		exit int
 	}{
-		{&redrive.Refusal{Code: redrive.CodeOwner, Reason: "x"}, "owner_mismatch", 2},
-		{fmt.Errorf("select: %w", &redrive.Refusal{Code: redrive.CodeForbidden, Reason: "x"}), "reason_not_redrivable", 2},
-		{withExit(2, &redrive.Refusal{Code: redrive.CodeDLQMissing, Reason: "x"}), "dlq_missing", 2},
+		{&redrive.Refusal{Code: redrivetype.CodeOwner, Reason: "x"}, "owner_mismatch", 2},
+		{fmt.Errorf("select: %w", &redrive.Refusal{Code: redrivetype.CodeForbidden, Reason: "x"}), "reason_not_redrivable", 2},
+		{withExit(2, &redrive.Refusal{Code: redrivetype.CodeDLQMissing, Reason: "x"}), "dlq_missing", 2},
 		{fmt.Errorf("%w: 1 of 1 dead-lettered again", redrive.ErrCanaryFailed), "canary_failed", 3},
 		{withExit(3, errors.New("canary")), "canary_failed", 3},
 		{withExit(2, errors.New("--pipeline is required")), "bad_input", 2},
@@ -137,7 +138,7 @@ func TestJSONErrors(t *testing.T) {
 	o := addOutput(c, formatTable, formatJSON)
 	require.NoError(t, o.Set("json"))
 	var out, errb bytes.Buffer
-	exit := report(c, &redrive.Refusal{Code: redrive.CodeWhy, Reason: "--why <text> & more"}, &out, &errb)
+	exit := reportExit(c, &redrive.Refusal{Code: redrivetype.CodeWhy, Reason: "--why <text> & more"}, &out, &errb)
 	assert.Equal(t, 2, exit)
 	assert.Empty(t, errb.String())
 	assert.Contains(t, out.String(), `"error": "refused (why_missing): --why <text> & more"`)
@@ -145,7 +146,7 @@ func TestJSONErrors(t *testing.T) {
 	assert.NotContains(t, out.String(), `\u003c`)
 	// A result that comes with the error is in the same document.
 	out.Reset()
-	exit = report(c, withResult(fmt.Errorf("%w: dead-lettered again", redrive.ErrCanaryFailed), &redrive.SelectResult{Seen: 7, Moved: 1}), &out, &errb)
+	exit = reportExit(c, withResult(fmt.Errorf("%w: dead-lettered again", redrive.ErrCanaryFailed), &redrive.SelectResult{Seen: 7, Moved: 1}), &out, &errb)
 	assert.Equal(t, 3, exit)
 	var doc struct {
 		Code   string                `json:"code"`
@@ -159,7 +160,7 @@ func TestJSONErrors(t *testing.T) {
 	out.Reset()
 	errb.Reset()
 	require.NoError(t, o.Set("table"))
-	exit = report(c, errors.New("boom"), &out, &errb)
+	exit = reportExit(c, errors.New("boom"), &out, &errb)
 	assert.Equal(t, 1, exit)
 	assert.Empty(t, out.String())
 	assert.Equal(t, "agentdlq: boom\n", errb.String())
@@ -206,13 +207,13 @@ func TestOutputFlag(t *testing.T) {
 
 func TestPlanMarkdown(t *testing.T) {
 	do, si, sc := deadletter.ReasonDependencyOpen, deadletter.ReasonSignatureInvalid, deadletter.ReasonSchemaInvalid
-	pl := &redrive.Plan{Pipeline: "agent-tasks", Owner: "platform-oncall", Total: 17, StartWhy: "not a move task", Groups: []redrive.PlanGroup{
+	pl := &redrivetype.Plan{Pipeline: "agent-tasks", Owner: "platform-oncall", Total: 17, StartWhy: "not a move task", Groups: []redrivetype.PlanGroup{
 		{Reason: sc, Count: 3, Redrivable: sc.Redrivable(), Needs: "Ack.FixDeployed", Why: "after the fix",
-			Next: []redrive.Step{{Action: audit.ActionSelect, Reason: sc, Canary: 3, Needs: []string{"Ack.FixDeployed"}}}},
+			Next: []redrivetype.Step{{Action: audit.ActionSelect, Reason: sc, Canary: 3, Needs: []string{"Ack.FixDeployed"}}}},
 		{Reason: si, Fingerprint: "bbbbbbbbbbbb", Count: 2, Redrivable: si.Redrivable(), Needs: "Ack.Overrides", Why: "never",
-			Next: []redrive.Step{{Action: audit.ActionReject, Reason: si, Fingerprint: "bbbbbbbbbbbb"}}},
+			Next: []redrivetype.Step{{Action: audit.ActionReject, Reason: si, Fingerprint: "bbbbbbbbbbbb"}}},
 		{Reason: do, Fingerprint: "aaaaaaaaaaaa", Count: 12, Redrivable: do.Redrivable(), MayRedrive: true, Why: "a | pipe",
-			Next: []redrive.Step{{Action: audit.ActionSelect, Reason: do, Fingerprint: "aaaaaaaaaaaa", Canary: 5}}},
+			Next: []redrivetype.Step{{Action: audit.ActionSelect, Reason: do, Fingerprint: "aaaaaaaaaaaa", Canary: 5}}},
 	}}
 	var b bytes.Buffer
 	require.NoError(t, planMarkdown(&b, pl))
@@ -235,7 +236,7 @@ func TestPlanMarkdown(t *testing.T) {
 	assert.Equal(t, 3, strings.Count(md, "```sh\n"), "one command block a group")
 
 	b.Reset()
-	require.NoError(t, tasksMarkdown(&b, []redrive.MoveTask{{Status: "RUNNING", Moved: 3, ToMove: 9, Rate: 10, TaskHandle: "h1", FailureReason: "a|b"}}))
+	require.NoError(t, tasksMarkdown(&b, []redrivetype.MoveTask{{Status: "RUNNING", Moved: 3, ToMove: 9, Rate: 10, TaskHandle: "h1", FailureReason: "a|b"}}))
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	require.Len(t, lines, 3)
 	assert.Contains(t, lines[2], "| RUNNING | 3/9 | 10 |")
@@ -367,7 +368,7 @@ func TestProfileAndRegionFlags(t *testing.T) {
 		root.SetOut(&out)
 		root.SetErr(&errb)
 		c, err := root.ExecuteC()
-		return region, key, report(c, err, &out, &errb)
+		return region, key, reportExit(c, err, &out, &errb)
 	}
 	region, key, code := probe()
 	assert.Equal(t, []any{"us-east-1", "AKIDDEFAULT", 0}, []any{region, key, code})
@@ -501,10 +502,10 @@ func TestJSONErrorNextSteps(t *testing.T) {
 	o := addOutput(c, formatTable, formatJSON)
 	require.NoError(t, o.Set("json"))
 	p := &pipeline.Pipeline{Name: "agent-tasks", Owner: "platform-oncall"}
-	rf := &redrive.Refusal{Code: redrive.CodeForbidden, Reason: "schema_invalid: needs the deployed fix",
-		Next: []redrive.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp1", Canary: 3, Needs: []string{"Ack.FixDeployed"}}}}
+	rf := &redrive.Refusal{Code: redrivetype.CodeForbidden, Reason: "schema_invalid: needs the deployed fix",
+		Next: []redrivetype.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp1", Canary: 3, Needs: []string{"Ack.FixDeployed"}}}}
 	var out, errb bytes.Buffer
-	exit := report(c, inFlags(fmt.Errorf("select: %w", rf), p), &out, &errb)
+	exit := reportExit(c, inFlags(fmt.Errorf("select: %w", rf), p), &out, &errb)
 	assert.Equal(t, exitRefused, exit)
 	var doc struct {
 		Code string `json:"code"`
@@ -531,7 +532,7 @@ func TestJSONErrorNextSteps(t *testing.T) {
 
 	// Without the pipeline (it did not load) the steps are data only.
 	out.Reset()
-	report(c, rf, &out, &errb)
+	reportExit(c, rf, &out, &errb)
 	doc.Next = nil
 	require.NoError(t, json.Unmarshal(out.Bytes(), &doc), out.String())
 	require.Len(t, doc.Next, 1)

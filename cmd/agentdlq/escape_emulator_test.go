@@ -24,7 +24,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // The sequences a producer puts in a task to forge what the operator reads
@@ -92,11 +92,11 @@ func TestForgedOutputEndToEnd(t *testing.T) {
 	}
 
 	// The report as JSON: the sequences are there, as data (JSON escapes).
-	var r triage.Report
+	var r report.Report
 	jsonOut := run("-o", "json", "--reports", reports)
 	noRaw(t, "triage -o json", jsonOut, "\n")
 	require.NoError(t, json.Unmarshal([]byte(jsonOut), &r))
-	var forgedTool, errGroup, keyGroup *triage.Group
+	var forgedTool, errGroup, keyGroup *report.Group
 	for i, g := range r.Groups {
 		switch {
 		case strings.Contains(g.Tool, "\x1b[2J"):
@@ -160,12 +160,12 @@ func TestForgedOutputEndToEnd(t *testing.T) {
 	// the letter pages after a refresh loads the letters.
 	c := startConsole(t, reports)
 	noRaw(t, "console pipeline page", c.get("/pipeline?p=agent-tasks"), "\n\t")
-	for _, g := range []*triage.Group{forgedTool, errGroup, keyGroup} {
+	for _, g := range []*report.Group{forgedTool, errGroup, keyGroup} {
 		page := c.get("/group?p=agent-tasks&r=" + string(g.Reason) + "&fp=" + g.Fingerprint)
 		noRaw(t, "console group page "+string(g.Reason), page, "\n\t")
 	}
 	c.refresh()
-	for _, g := range []*triage.Group{forgedTool, errGroup, keyGroup} {
+	for _, g := range []*report.Group{forgedTool, errGroup, keyGroup} {
 		require.NotEmpty(t, g.SampleMessageIDs)
 		page := c.letter(g.SampleMessageIDs[0])
 		noRaw(t, "console letter page "+string(g.Reason), page, "\n\t")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/textutil"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // forged is what a producer can put in a key, a tool name or an error: a
@@ -34,8 +34,8 @@ func rawControl(s, keep string) (rune, bool) {
 	return 0, false
 }
 
-func keysReport(keys ...string) *triage.Report {
-	return &triage.Report{Pipeline: "agent-tasks", Groups: []triage.Group{{Reason: deadletter.ReasonEffectUnknown, IdempotencyKeys: keys}}}
+func keysReport(keys ...string) *report.Report {
+	return &report.Report{Pipeline: "agent-tasks", Groups: []report.Group{{Reason: deadletter.ReasonEffectUnknown, IdempotencyKeys: keys}}}
 }
 
 // TestPrintKeysForms: the plain form never prints a key as two nor drives

@@ -15,6 +15,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/textutil"
 
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -124,7 +125,7 @@ func classify(err error) (code string, exit int) {
 		return codeCanaryFailed, exitCanaryFailed
 	case errors.Is(err, triage.ErrScanPartial):
 		// Not the operator's input: the scan missed held letters; retry.
-		return string(redrive.CodeScanPartial), exitFailed
+		return string(redrivetype.CodeScanPartial), exitFailed
 	case errors.Is(err, redrive.ErrRefused):
 		return codeRefused, exitRefused
 	case errors.As(err, &ue):
@@ -185,14 +186,14 @@ type jsonError struct {
 // jsonStep is one next step of a JSON error: the library's step
 // (action, reason, fingerprint, canary, needs) and the command that takes it.
 type jsonStep struct {
-	redrive.Step
+	redrivetype.Step
 	Command string `json:"command,omitempty"`
 }
 
 // nextOf are the next steps err carries: those the CLI told in flags (with
 // their pipeline, so with commands), else a refusal's own.
 func nextOf(err error) []jsonStep {
-	var steps []redrive.Step
+	var steps []redrivetype.Step
 	var fe *flagError
 	var rf *redrive.Refusal
 	switch {
@@ -212,13 +213,13 @@ func nextOf(err error) []jsonStep {
 	return out
 }
 
-// report prints err for the command c that ran (or failed to parse) and
+// reportExit prints err for the command c that ran (or failed to parse) and
 // returns the process exit code. With -o json (or --json) on the command
 // line the error is one JSON object on
 // stdout ({"error","code","exit_code"}, a refusal's "next" steps and, when
 // the command had one, the "result"); otherwise it is "agentdlq: <error>" on stderr, with a pointer
 // to --help when the command line itself was wrong.
-func report(c *cobra.Command, err error, stdout, stderr io.Writer) int {
+func reportExit(c *cobra.Command, err error, stdout, stderr io.Writer) int {
 	code, exit := classify(err)
 	if err == nil {
 		return exit

@@ -7,8 +7,9 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // filterFlags are --tool, --tenant, --since, --until and --contains, the
@@ -29,14 +30,14 @@ func (ff *filterFlags) add(fs *pflag.FlagSet) {
 // parse reads the flags as of now; a bad time or an empty window is an error
 // naming the flag: the one whose value does not parse (the error says
 // which field), else both.
-func (ff *filterFlags) parse(now time.Time) (triage.Filter, error) {
+func (ff *filterFlags) parse(now time.Time) (dlq.Filter, error) {
 	f, err := triage.ParseFilter(ff.tool, ff.tenant, ff.since, ff.until, ff.contains, now)
 	var fe *triage.FilterFieldError
 	switch {
 	case errors.As(err, &fe):
-		return triage.Filter{}, fmt.Errorf("--%s: %w", fe.Field, fe.Err) // "--since: bad filter: …"
+		return dlq.Filter{}, fmt.Errorf("--%s: %w", fe.Field, fe.Err) // "--since: bad filter: …"
 	case err != nil:
-		return triage.Filter{}, fmt.Errorf("--since/--until: %w", err)
+		return dlq.Filter{}, fmt.Errorf("--since/--until: %w", err)
 	}
 	return f, nil
 }
@@ -45,10 +46,10 @@ func (ff *filterFlags) parse(now time.Time) (triage.Filter, error) {
 // ("" for the zero Filter): a rendered step keeps the filter it was
 // planned with. Times are absolute (RFC 3339): a command copied later
 // chooses the same letters.
-func filterArgs(f triage.Filter) string {
+func filterArgs(f dlq.Filter) string {
 	fs := f.Fields()
 	out := ""
-	for _, k := range triage.FilterFields {
+	for _, k := range dlq.FilterFields {
 		if v, ok := fs[k]; ok {
 			out += " --" + k + " " + shq(v)
 		}
@@ -57,14 +58,14 @@ func filterArgs(f triage.Filter) string {
 }
 
 // planFilter is the filter a plan was made with (the zero Filter for none).
-func planFilter(pl *redrive.Plan) triage.Filter {
+func planFilter(pl *redrivetype.Plan) dlq.Filter {
 	if pl == nil || pl.Filter == nil {
-		return triage.Filter{}
+		return dlq.Filter{}
 	}
 	return pl.Filter.Filter
 }
 
 // filterLine is the filter a plan was made with, as its header says it.
-func filterLine(fd *triage.Filtered) string {
+func filterLine(fd *dlq.Filtered) string {
 	return fmt.Sprintf("%s: %d of %d dead letters seen", fd.Filter.String(), fd.Matched, fd.Scanned)
 }

@@ -15,15 +15,17 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 func TestFilterArgs(t *testing.T) {
 	f, err := (&filterFlags{tool: "web.search", since: "2h", contains: "rate limit"}).parse(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
 	require.NoError(t, err)
 	assert.Equal(t, " --tool web.search --since 2026-12-02T08:00:00Z --contains 'rate limit'", filterArgs(f))
-	assert.Equal(t, "", filterArgs(triage.Filter{}))
+	assert.Equal(t, "", filterArgs(dlq.Filter{}))
 	_, err = (&filterFlags{since: "soon"}).parse(time.Now())
 	assert.EqualError(t, err, `--since: bad filter: "soon" is neither an RFC 3339 time (2026-12-02T08:00:00Z) nor a duration ago (2h, 90m, 7d)`)
 	_, err = (&filterFlags{since: "1h", until: "soon"}).parse(time.Now())
@@ -61,7 +63,7 @@ func TestFiltersOnEmulators(t *testing.T) {
 	// triage: the report of the chosen letters only, said so.
 	out, code := runCLI(t, "triage", "--pipeline", "agent-tasks", "--ledger-table", table, "--reports", "", "--no-progress", "--tool", "web.search", "--since", "2h", "-o", "json")
 	require.Equal(t, 0, code, out)
-	var rep triage.Report
+	var rep report.Report
 	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
 	require.NotNil(t, rep.Filter)
 	assert.Equal(t, 2, rep.Totals.Messages)
@@ -79,7 +81,7 @@ func TestFiltersOnEmulators(t *testing.T) {
 	out, code = runCLI(t, append([]string{"redrive", "plan", "--tool", "web.search", "--contains", "429", "-o", "json"}, common...)...)
 	require.Equal(t, 0, code, out)
 	var pl struct {
-		redrive.Plan
+		redrivetype.Plan
 		Groups []struct {
 			Count   int    `json:"count"`
 			Command string `json:"command"`

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // The locality decision reads each client's endpoint as the SDK resolved it
@@ -24,15 +25,15 @@ func TestLocalityAsTheSDKResolvesEndpoints(t *testing.T) {
 		name  string
 		env   map[string]string
 		local bool
-		code  redrive.Code
+		code  redrivetype.Code
 	}{
 		{"make local-env: SQS, DynamoDB, S3 local, STS unset", map[string]string{"AWS_ENDPOINT_URL_SQS": lo, "AWS_ENDPOINT_URL_DYNAMODB": lo, "AWS_ENDPOINT_URL_S3": lo}, true, ""},
 		{"AWS_ENDPOINT_URL alone covers every service", map[string]string{"AWS_ENDPOINT_URL": lo}, true, ""},
 		{"SQS local, DynamoDB the SDK's default (AWS)", map[string]string{"AWS_ENDPOINT_URL_SQS": lo, "AWS_ENDPOINT_URL_S3": lo}, false, ""},
-		{"global local, DynamoDB AWS: STS (the global one) is refused", map[string]string{"AWS_ENDPOINT_URL": lo, "AWS_ENDPOINT_URL_DYNAMODB": "https://dynamodb.us-east-1.amazonaws.com"}, false, redrive.CodeSTSEndpoint},
+		{"global local, DynamoDB AWS: STS (the global one) is refused", map[string]string{"AWS_ENDPOINT_URL": lo, "AWS_ENDPOINT_URL_DYNAMODB": "https://dynamodb.us-east-1.amazonaws.com"}, false, redrivetype.CodeSTSEndpoint},
 		{"endpoints ignored: all AWS", map[string]string{"AWS_ENDPOINT_URL": lo, "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true"}, false, ""},
 		{"the shared config's services section", map[string]string{"AWS_CONFIG_FILE": shared, "AWS_PROFILE": "emu"}, true, ""},
-		{"the services section, STS pointed elsewhere", map[string]string{"AWS_CONFIG_FILE": shared, "AWS_PROFILE": "emu", "AWS_ENDPOINT_URL_DYNAMODB": "https://dynamodb.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_STS": "http://10.1.2.3"}, false, redrive.CodeSTSEndpoint},
+		{"the services section, STS pointed elsewhere", map[string]string{"AWS_CONFIG_FILE": shared, "AWS_PROFILE": "emu", "AWS_ENDPOINT_URL_DYNAMODB": "https://dynamodb.us-east-1.amazonaws.com", "AWS_ENDPOINT_URL_STS": "http://10.1.2.3"}, false, redrivetype.CodeSTSEndpoint},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL_STS",

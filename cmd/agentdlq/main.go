@@ -25,5 +25,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	c, err := root.ExecuteContextC(ctx)
-	return report(c, err, stdout, stderr)
+	return reportExit(c, err, stdout, stderr)
 }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // checkoutTree is a temporary checkout: the repository's pipelines.json at
@@ -134,7 +134,7 @@ func TestTriageReportsBesidePipelinesJSON(t *testing.T) {
 
 	stdout, stderr, code := runHere("triage", "--pipeline", "agent-tasks", "--json", "--ledger-table", table, "--no-progress")
 	require.Equal(t, 0, code, stderr)
-	var r triage.Report
+	var r report.Report
 	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
 	assert.Equal(t, 1, r.Totals.Messages)
 	kept, err := filepath.Glob(filepath.Join(tree, "out", "agent-tasks", "reports", "*"))

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // A gated command without --owner is refused before anything is resolved:
@@ -53,7 +53,7 @@ func TestMissingOwnerRefusedBeforeResolving(t *testing.T) {
 			assert.Equal(t, exitRefused, code, stdout)
 			var je jsonError
 			require.NoError(t, json.Unmarshal([]byte(stdout), &je), stdout)
-			assert.Equal(t, string(redrive.CodeOwnerMissing), je.Code)
+			assert.Equal(t, string(redrivetype.CodeOwnerMissing), je.Code)
 			assert.Contains(t, je.Error, "--owner is required")
 			assert.Zero(t, calls.Load(), "no AWS call before the refusal")
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // parseOverrides reads --override values of the form reason=justification
@@ -16,11 +17,11 @@ func parseOverrides(values []string) (map[deadletter.Reason]string, error) {
 	for _, s := range values {
 		name, just, ok := strings.Cut(s, "=")
 		if !ok || strings.TrimSpace(just) == "" {
-			return nil, &redrive.Refusal{Code: redrive.CodeBadInput, Field: "Ack.Overrides", Reason: fmt.Sprintf("%q: want reason=justification, with a justification", s)}
+			return nil, &redrive.Refusal{Code: redrivetype.CodeBadInput, Field: "Ack.Overrides", Reason: fmt.Sprintf("%q: want reason=justification, with a justification", s)}
 		}
 		r, err := deadletter.ParseReason(name)
 		if err != nil {
-			return nil, &redrive.Refusal{Code: redrive.CodeUnknownReason, Field: "Ack.Overrides", Reason: fmt.Sprintf("%q: %v", s, err)}
+			return nil, &redrive.Refusal{Code: redrivetype.CodeUnknownReason, Field: "Ack.Overrides", Reason: fmt.Sprintf("%q: %v", s, err)}
 		}
 		out[r] = strings.TrimSpace(just)
 	}
@@ -39,7 +40,7 @@ func parseReasons(values []string) ([]deadletter.Reason, error) {
 			}
 			r, err := deadletter.ParseReason(s)
 			if err != nil {
-				return nil, &redrive.Refusal{Code: redrive.CodeUnknownReason, Field: "Reasons", Reason: fmt.Sprintf("%q: %v", strings.TrimSpace(s), err)}
+				return nil, &redrive.Refusal{Code: redrivetype.CodeUnknownReason, Field: "Reasons", Reason: fmt.Sprintf("%q: %v", strings.TrimSpace(s), err)}
 			}
 			if !seen[r] {
 				seen[r] = true

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 func TestParseOverrides(t *testing.T) {
@@ -20,7 +21,7 @@ func TestParseOverrides(t *testing.T) {
 		assert.ErrorIs(t, err, redrive.ErrRefused, bad)
 	}
 	_, err = parseOverrides([]string{"nope=x"})
-	assert.Equal(t, redrive.CodeUnknownReason, redrive.RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeUnknownReason, redrive.RefusalCode(err))
 }
 
 func TestParseReasons(t *testing.T) {
@@ -29,5 +30,5 @@ func TestParseReasons(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []deadletter.Reason{deadletter.ReasonSchemaInvalid, deadletter.ReasonToolUnknown}, got)
 	_, err = parseReasons([]string{"schema_invalid,bogus"})
-	assert.Equal(t, redrive.CodeUnknownReason, redrive.RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeUnknownReason, redrive.RefusalCode(err))
 }

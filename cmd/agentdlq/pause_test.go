@@ -12,7 +12,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/local/esm"
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // pause and resume locally: the switch every local worker reads flips, the
@@ -50,7 +50,7 @@ func TestPauseResumeCLI(t *testing.T) {
 		}
 		assert.Equal(t, s.enabled, sw.Enabled(q.HotARN), s.args)
 		if code == 0 && s.args[len(s.args)-1] == "--json" {
-			var res redrive.PauseResult
+			var res redrivetype.PauseResult
 			require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 			assert.Equal(t, "Enabled", res.State)
 		}

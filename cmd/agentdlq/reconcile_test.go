@@ -19,6 +19,7 @@ import (
 	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
@@ -118,7 +119,7 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
 	require.Len(t, plan.Groups, 1)
 	g := plan.Groups[0]
-	assert.Equal(t, []redrive.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonEffectUnknown, Fingerprint: g.Fingerprint, Canary: 1}}, g.Next)
+	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonEffectUnknown, Fingerprint: g.Fingerprint, Canary: 1}}, g.Next)
 	assert.Equal(t, 2, g.Keys)
 	assert.Equal(t, map[ledger.Outcome]int{ledger.OutcomeNoEffect: 1, ledger.OutcomeEffectConfirmed: 1}, g.Reconciled)
 	assert.NotContains(t, g.Command, "--override")

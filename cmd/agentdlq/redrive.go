@@ -29,6 +29,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -201,7 +202,7 @@ func (f *redriveFlags) open(ctx context.Context, action audit.Action, who redriv
 	q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
 	if err != nil {
 		if errors.Is(err, topology.ErrNotFound) {
-			return nil, f.refused(ctx, &cfg, action, who, &redrive.Refusal{Code: redrive.CodeDLQMissing, Reason: fmt.Sprintf("pipeline %q: %v", p.Name, err)})
+			return nil, f.refused(ctx, &cfg, action, who, &redrive.Refusal{Code: redrivetype.CodeDLQMissing, Reason: fmt.Sprintf("pipeline %q: %v", p.Name, err)})
 		}
 		return nil, fmt.Errorf("pipeline %q queues: %w", p.Name, err)
 	}
@@ -232,7 +233,7 @@ func (f *redriveFlags) open(ctx context.Context, action audit.Action, who redriv
 // (redrive.Refusal.Field).
 var flagOf = map[string]string{
 	"Owner": "--owner", "Why": "--why", "Rate": "--rate", "Reasons": "--reason", "Fingerprints": "--fingerprint",
-	"Canary": "--canary", "Limit": "--limit", "Destination": "--destination", "Ack.FixDeployed": "--fix-deployed",
+	"Canary": "--canary", "Limit": "--limit", "PerTenant": "--per-tenant", "Destination": "--destination", "Ack.FixDeployed": "--fix-deployed",
 	"Ack.Reviewed": "--reviewed", "Ack.Overrides": "--override", "Key": "--key",
 	"Outcome": "--no-effect or --effect-confirmed", "Receipt": "--effect-confirmed RECEIPT", "Hold": "--hold",
 	"Filter": "--tool/--tenant/--since/--until/--contains", "MessageID": "--message-id", "Patch": "--patch",
@@ -246,7 +247,7 @@ type flagError struct {
 	// p and next are the pipeline and the refusal's next steps, which
 	// a JSON error lists as data with their command lines.
 	p    *pipeline.Pipeline
-	next []redrive.Step
+	next []redrivetype.Step
 }
 
 func (e *flagError) Error() string { return e.msg }
@@ -258,7 +259,7 @@ func (e *flagError) Unwrap() error { return e.err }
 func inFlags(err error, p *pipeline.Pipeline) error {
 	if errors.Is(err, redrive.ErrUnsupported) && p != nil {
 		// No move tasks on this endpoint (the local emulator): select works.
-		next := []redrive.Step{{Action: audit.ActionSelect, Reason: "REASON"}}
+		next := []redrivetype.Step{{Action: audit.ActionSelect, Reason: "REASON"}}
 		return &flagError{msg: err.Error() + nextLines(p, next), err: err, p: p, next: next}
 	}
 	var rf *redrive.Refusal
@@ -350,7 +351,7 @@ func newRedrivePlanCmd(f *redriveFlags) *cobra.Command {
 			ctx := cmd.Context()
 			filter, err := ff.parse(time.Now())
 			if err != nil {
-				return f.refused(ctx, nil, audit.ActionPlan, redrive.Who{Owner: actorOr(actor)}, &redrive.Refusal{Code: redrive.CodeBadInput, Reason: err.Error()})
+				return f.refused(ctx, nil, audit.ActionPlan, redrive.Who{Owner: actorOr(actor)}, &redrive.Refusal{Code: redrivetype.CodeBadInput, Reason: err.Error()})
 			}
 			r, err := f.open(ctx, audit.ActionPlan, redrive.Who{Owner: actorOr(actor)}, nil)
 			if err != nil {
@@ -446,7 +447,7 @@ func newRedriveStatusCmd(f *redriveFlags) *cobra.Command {
 			switch {
 			case out.JSON():
 				if tasks == nil {
-					tasks = []redrive.MoveTask{}
+					tasks = []redrivetype.MoveTask{}
 				}
 				return writeJSON(w, tasks)
 			case out.Markdown():
@@ -505,6 +506,7 @@ func newRedriveSelectCmd(f *redriveFlags) *cobra.Command {
 	var (
 		reasons, fps  []string
 		canary, limit int
+		perTenant     int
 		dryRun        bool
 		canaryTimeout time.Duration
 		hold          time.Duration
@@ -532,11 +534,19 @@ TEXT (in the error). The reason stays required (its policy and gate
 apply); the audit record names the filter. A filter that chooses none of
 the reason's letters is refused (nothing_selected), and nothing moves.
 
+--per-tenant N moves at most N letters of any one tenant in this pass, so
+that the replay of one tenant's backlog cannot flood the hot queue ahead of
+the others; the rest stay in the DLQ for the next pass (over_tenant_budget).
+With --canary it is a canary per tenant: each tenant's first letters move
+and are awaited before its next; a tenant whose canary fails moves no more
+(tenants_canary_failed), the others go on, and the command exits 3.
+
 Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary failed.`,
 		Example: `  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "search-api is back (INC-412)" --canary 5
   agentdlq redrive select --pipeline agent-tasks --reason schema_invalid --fingerprint 3f9a2c1e --owner platform-oncall --why "schema v2 accepted" --fix-deployed v1.4.2 --dry-run
   agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "fixed" -o json | jq .moved
-  agentdlq redrive select --pipeline agent-tasks --reason budget_exhausted --tool web.search --since 2h --owner platform-oncall --why "search quota raised" --canary 3`,
+  agentdlq redrive select --pipeline agent-tasks --reason budget_exhausted --tool web.search --since 2h --owner platform-oncall --why "search quota raised" --canary 3
+  agentdlq redrive select --pipeline agent-tasks --reason dependency_open --owner platform-oncall --why "provider back (INC-415)" --per-tenant 50 --canary 1`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
@@ -551,7 +561,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 			}
 			filter, err := ff.parse(time.Now())
 			if err != nil {
-				return f.refused(ctx, nil, audit.ActionSelect, who, &redrive.Refusal{Code: redrive.CodeBadInput, Reason: err.Error()})
+				return f.refused(ctx, nil, audit.ActionSelect, who, &redrive.Refusal{Code: redrivetype.CodeBadInput, Reason: err.Error()})
 			}
 			var b *bar
 			f.onCanary = canaryProgress(f.g.console(cmd.ErrOrStderr()))
@@ -565,6 +575,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 			res, err := r.Select(ctx, redrive.SelectRequest{
 				Who: who, Reasons: rs, Fingerprints: fps, Filter: filter,
 				Rate: f.rate, Canary: canary, DryRun: dryRun, Limit: limit, Ack: ack, Hold: hold, CanaryTimeout: canaryTimeout,
+				PerTenant: perTenant,
 			})
 			b.Finish()
 			if res != nil {
@@ -589,6 +600,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	c.Flags().IntVar(&canary, "canary", 0, "move N first, wait for their outcome, stop if any failed")
 	c.Flags().DurationVar(&canaryTimeout, "canary-timeout", redrive.DefaultCanaryTimeout, "how long to wait for the canary's outcome")
 	c.Flags().IntVar(&limit, "limit", 0, "move at most N (0: all that match)")
+	c.Flags().IntVar(&perTenant, "per-tenant", 0, "move at most N letters of any one tenant this pass (0: no budget); with --canary, each tenant's canary first")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "move nothing; say what would move")
 	ff.add(c.Flags())
 	c.Flags().StringVar(&f.evidenceBucket, "evidence-bucket", "", "the eval bucket, the only one claim checks of oversized dead letters are read from (default $AGENTDLQ_EVAL_BUCKET, the stack output EvalBucketName; agentdlq-evals with local endpoints)")
@@ -660,6 +672,12 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult, scan
 	}
 	if res.CopyDeleteFailed > 0 {
 		fmt.Fprintf(w, "left in the DLQ: %d copies of moved dead letters whose delete failed (a rerun moves them; the idempotency key absorbs it)\n", res.CopyDeleteFailed)
+	}
+	if res.OverTenantBudget > 0 {
+		fmt.Fprintf(w, "left in the DLQ: %d over the per-tenant budget (the next pass moves the next share of each tenant)\n", res.OverTenantBudget)
+	}
+	if len(res.TenantsCanaryFailed) > 0 {
+		fmt.Fprintf(w, "left in the DLQ: %d of tenants whose canary failed: %s\n", res.TenantStopped, strings.Join(res.TenantsCanaryFailed, ", "))
 	}
 	if c := res.Canary; c != nil {
 		fmt.Fprintf(w, "canary: %d moved, %d processed, %d dead-lettered again, %d without outcome\n", c.Moved, c.Processed, c.DeadLettered, c.Pending)

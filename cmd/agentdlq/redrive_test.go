@@ -25,6 +25,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
@@ -185,7 +186,7 @@ func TestRedriveCLIMixedEndpointsAreNotLocal(t *testing.T) {
 			recs := auditLines(t, auditFile)
 			require.Len(t, recs, 1)
 			assert.Equal(t, audit.OutcomeRefused, recs[0].Outcome)
-			assert.Equal(t, string(redrive.CodeSTSEndpoint), redriveCode(recs[0].Error), recs[0].Error)
+			assert.Equal(t, string(redrivetype.CodeSTSEndpoint), redriveCode(recs[0].Error), recs[0].Error)
 			assert.Equal(t, audit.CallerNotChecked, recs[0].Caller.Check)
 		})
 	}
@@ -219,7 +220,7 @@ func TestRedriveCLIOnEmulators(t *testing.T) {
 
 	out, code := runCLI(t, append([]string{"redrive", "plan", "--json"}, common...)...)
 	require.Equal(t, 0, code, out)
-	var plan redrive.Plan
+	var plan redrivetype.Plan
 	require.NoError(t, json.Unmarshal([]byte(out), &plan), out)
 	assert.Equal(t, 4, plan.Total)
 	require.Len(t, plan.Groups, 2)
@@ -334,10 +335,10 @@ func TestRedriveCLICanaryWithoutAWorker(t *testing.T) {
 // restored nothing, by cause, and names each one, apart from failed sends.
 func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
 	res := &redrive.SelectResult{Seen: 3, Matched: 3, Moved: 1, ByReason: map[deadletter.Reason]int{deadletter.ReasonUnclassified: 1},
-		ClaimCheckFailed: 2, ClaimCheckFailedBy: map[redrive.ClaimCheckCause]int{redrive.ClaimCheckMissing: 1, redrive.ClaimCheckUnreadable: 1},
-		Unrestored: []redrive.Unrestored{
-			{DLQMessageID: "d-1", Reason: deadletter.ReasonUnclassified, Cause: redrive.ClaimCheckMissing, Error: "read claim check s3://b/k1: NoSuchKey: the dead letter stays in the DLQ"},
-			{DLQMessageID: "d-2", Reason: deadletter.ReasonUnclassified, Cause: redrive.ClaimCheckUnreadable, Error: "read claim check s3://b/k2: AccessDenied: the dead letter stays in the DLQ"},
+		ClaimCheckFailed: 2, ClaimCheckFailedBy: map[redrivetype.ClaimCheckCause]int{redrivetype.ClaimCheckMissing: 1, redrivetype.ClaimCheckUnreadable: 1},
+		Unrestored: []redrivetype.Unrestored{
+			{DLQMessageID: "d-1", Reason: deadletter.ReasonUnclassified, Cause: redrivetype.ClaimCheckMissing, Error: "read claim check s3://b/k1: NoSuchKey: the dead letter stays in the DLQ"},
+			{DLQMessageID: "d-2", Reason: deadletter.ReasonUnclassified, Cause: redrivetype.ClaimCheckUnreadable, Error: "read claim check s3://b/k2: AccessDenied: the dead letter stays in the DLQ"},
 		}}
 	var out strings.Builder
 	writeSelectResult(&out, "agent-tasks", res, false)
@@ -395,7 +396,7 @@ func TestRedriveCLIClaimCheckBucket(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &je), out)
 	assert.Equal(t, codeFailed, je.Code)
 	assert.Equal(t, 0, je.Result.Moved)
-	assert.Equal(t, map[redrive.ClaimCheckCause]int{redrive.ClaimCheckOtherBucket: 1}, je.Result.ClaimCheckFailedBy)
+	assert.Equal(t, map[redrivetype.ClaimCheckCause]int{redrivetype.ClaimCheckOtherBucket: 1}, je.Result.ClaimCheckFailedBy)
 	require.Len(t, je.Result.Unrestored, 1)
 	assert.Contains(t, je.Result.Unrestored[0].Error, "is not in the eval bucket "+bucket+"-other")
 
@@ -465,4 +466,29 @@ func TestSelectBarTotal(t *testing.T) {
 		Audit: &audit.Auditor{Store: &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}})
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, selectBarTotal(ctx, r.Depth, 0, log))
+}
+
+// --per-tenant on the emulators: a flooding tenant's letters move two a
+// pass, the others' at once; the summary says what stays; a canary larger
+// than the budget is refused.
+func TestRedriveCLIPerTenant(t *testing.T) {
+	cfg, _, q, table := onEmulators(t, "agent-tasks")
+	client := sqs.NewFromConfig(cfg)
+	ctx := context.Background()
+	for i, tenant := range []string{"flood", "flood", "flood", "flood", "flood", "quiet"} {
+		key := "pt-" + strconv.Itoa(i)
+		body := `{"task_id":"t","run_id":"r","tenant":"` + tenant + `","idempotency_key":"` + key + `","tool":"web.search","tool_version":"1","trace_id":"x","created_at":"2026-11-29T10:00:00Z","schema_version":1,"args":{}}`
+		attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: "orig-" + key, Tool: "web.search", Tenant: tenant}, nil)
+		require.NoError(t, err)
+		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: localtest.SQSAttributes(attrs)})
+		require.NoError(t, err)
+	}
+	args := []string{"redrive", "select", "--pipeline", "agent-tasks", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"), "--ledger-table", table,
+		"--reason", "budget_exhausted", "--owner", "platform-oncall", "--why", "503s over", "--per-tenant", "2"}
+	out, code := runCLI(t, append(args, "--canary", "3")...)
+	assert.Equal(t, 2, code, "a canary larger than the per-tenant budget is refused: %s", out)
+	out, code = runCLI(t, args...)
+	assert.Equal(t, 0, code, out)
+	assert.Contains(t, out, "agent-tasks: moved 3 of 6 dead letters seen")
+	assert.Contains(t, out, "left in the DLQ: 3 over the per-tenant budget")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // maxPatchBytes bounds a --patch file: a patch of a task's args, which fit
@@ -68,7 +69,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing changed).`,
 			who := redrive.Who{Owner: f.owner, Why: f.why}
 			patch, err := readPatch(patchFile, cmd.InOrStdin())
 			if err != nil {
-				return f.refused(ctx, nil, audit.ActionRepair, who, &redrive.Refusal{Code: redrive.CodeBadInput, Field: "--patch", Reason: err.Error()})
+				return f.refused(ctx, nil, audit.ActionRepair, who, &redrive.Refusal{Code: redrivetype.CodeBadInput, Field: "--patch", Reason: err.Error()})
 			}
 			r, err := f.open(ctx, audit.ActionRepair, who, nil)
 			if err != nil {
@@ -123,7 +124,7 @@ func readPatch(name string, stdin io.Reader) ([]byte, error) {
 }
 
 // writeRepairResult prints what a repair did (or would do), with the diff.
-func writeRepairResult(w io.Writer, res *redrive.RepairResult) {
+func writeRepairResult(w io.Writer, res *redrivetype.RepairResult) {
 	verb := "repaired"
 	if res.Preview {
 		verb = "would repair"

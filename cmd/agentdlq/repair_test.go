@@ -18,10 +18,10 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/local/workload"
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // TestRepairWalkOnEmulators walks RUNBOOK.md's repair section on the
@@ -47,7 +47,7 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	// The letters' ids, as triage lists them.
 	out, code := runCLI(t, "triage", "--pipeline", "agent-tasks", "--ledger-table", table, "--reports", "", "--no-progress", "-o", "json")
 	require.Equal(t, 0, code, out)
-	var rep triage.Report
+	var rep report.Report
 	require.NoError(t, json.Unmarshal([]byte(out[strings.Index(out, "{\n"):]), &rep), out)
 	ids := map[deadletter.Reason]string{}
 	for _, g := range rep.Groups {
@@ -107,7 +107,7 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	// The repair.
 	out, code = run(append([]string{"--message-id", bad, "--patch", fix, "-o", "json"}, owner...)...)
 	require.Equal(t, 0, code, out)
-	var res redrive.RepairResult
+	var res redrivetype.RepairResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	assert.NotContains(t, string(res.After), "fault")
 	assert.Equal(t, 1, depthOf(t, client, q.DLQURL), "the repaired letter is deleted")

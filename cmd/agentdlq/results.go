@@ -11,7 +11,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/ledger"
-	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // cancelResult is what `redrive cancel -o json` prints.
@@ -36,7 +36,7 @@ type rejectResult struct {
 
 // planMarkdown prints a redrive plan as Markdown: a heading, the groups as a
 // table, and the command of each group.
-func planMarkdown(w io.Writer, pl *redrive.Plan) error {
+func planMarkdown(w io.Writer, pl *redrivetype.Plan) error {
 	fmt.Fprintf(w, "## Redrive plan: %s\n\nOwner %s. %s in %s.\n\n", textutil.Markdown(pl.Pipeline), textutil.Markdown(pl.Owner), textutil.Count(pl.Total, "dead letter", "dead letters"), textutil.Count(len(pl.Groups), "group", "groups"))
 	for _, p := range pl.Partial {
 		fmt.Fprintf(w, "> The triage scan was partial (%s): counts may be low.\n\n", textutil.Markdown(p))
@@ -65,7 +65,7 @@ func planMarkdown(w io.Writer, pl *redrive.Plan) error {
 }
 
 // tasksMarkdown prints a DLQ's move tasks as a Markdown table.
-func tasksMarkdown(w io.Writer, tasks []redrive.MoveTask) error {
+func tasksMarkdown(w io.Writer, tasks []redrivetype.MoveTask) error {
 	rows := make([][]string, 0, len(tasks))
 	for _, t := range tasks {
 		rows = append(rows, []string{t.Status, taskProgress(t), strconv.Itoa(t.Rate), t.StartedAt.Format(time.RFC3339), code(t.TaskHandle), t.FailureReason})
@@ -125,7 +125,7 @@ func ledgerRow(e ledger.Entry) []string {
 
 // taskProgress is a move task's "moved/total" ("moved/?" while SQS does
 // not know the total yet).
-func taskProgress(t redrive.MoveTask) string {
+func taskProgress(t redrivetype.MoveTask) string {
 	if t.ToMove == 0 && t.Status == "RUNNING" {
 		return fmt.Sprintf("%d/?", t.Moved)
 	}
@@ -134,7 +134,7 @@ func taskProgress(t redrive.MoveTask) string {
 
 // copiesLine says how many extra copies of dead letters a plan's DLQ holds
 // (not in its counts) and what a select does with them.
-func copiesLine(pl *redrive.Plan) string {
+func copiesLine(pl *redrivetype.Plan) string {
 	line := fmt.Sprintf("the DLQ also holds %s of %s (a dead-letter send retried after SQS took it), not counted above: a select moves one and deletes the identical others after the move",
 		textutil.Count(pl.Copies, "extra copy", "extra copies"), textutil.Count(pl.CopiedLetters, "dead letter", "dead letters"))
 	if pl.CopiesDiffering > 0 {

@@ -61,7 +61,9 @@ input is a file, or - for stdin, in one of three shapes detected from the conten
 
 Bodies are sent as they are, valid or not: the worker classifies them. On a
 FIFO queue each task's run_id is its message group and its task_id the
-deduplication id.
+deduplication id. On a standard queue each task's tenant is its message group
+(SQS fair queues: one tenant's backlog does not hold up the others), unless
+the pipeline sets fair_queue_tenant to false.
 
 Each SendMessageBatch request holds at most 10 messages and 1 MiB of bodies
 (SQS's limits per request). When SQS refuses a request part-way, send stops
@@ -118,6 +120,9 @@ the rest.`,
 				return fmt.Errorf("pipeline %q: %w", p.Name, err)
 			}
 			bar := g.newBar(c.ErrOrStderr(), int64(len(tasks)), "sending")
+			if !q.FIFO {
+				tasks = workload.FairQueue(p, tasks) // the tenant as MessageGroupId (fair_queue_tenant)
+			}
 			sent, err := workload.SendProgress(ctx, client, q.HotURL, q.FIFO, tasks, 4, bar.Add)
 			bar.Finish()
 			if se, ok := errors.AsType[*workload.SendError](err); ok && se.Resume < len(tasks) {

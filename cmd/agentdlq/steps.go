@@ -11,7 +11,8 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // The library returns next steps as data (redrive.Step); this file is where
@@ -24,13 +25,13 @@ var placeholderOf = map[string]string{
 }
 
 // stepCommand is the command line that takes step s on pipeline p.
-func stepCommand(p *pipeline.Pipeline, s redrive.Step) string {
-	return filteredStep(p, s, triage.Filter{})
+func stepCommand(p *pipeline.Pipeline, s redrivetype.Step) string {
+	return filteredStep(p, s, dlq.Filter{})
 }
 
 // filteredStep is stepCommand for the letters filter f chose: a select, a
 // plan and a triage carry the filter's flags (filterArgs).
-func filteredStep(p *pipeline.Pipeline, s redrive.Step, f triage.Filter) string {
+func filteredStep(p *pipeline.Pipeline, s redrivetype.Step, f dlq.Filter) string {
 	owner := shq(p.Owner)
 	fa := filterArgs(f)
 	group := ""
@@ -77,7 +78,7 @@ func filteredStep(p *pipeline.Pipeline, s redrive.Step, f triage.Filter) string 
 // stepsCommand is a group's steps as one line, in order: "nothing to do"
 // when there are none; a reconciliation comes first, each key at a time,
 // and says so.
-func stepsCommand(p *pipeline.Pipeline, steps []redrive.Step, f triage.Filter) string {
+func stepsCommand(p *pipeline.Pipeline, steps []redrivetype.Step, f dlq.Filter) string {
 	if len(steps) == 0 {
 		return "nothing to do: already rejected"
 	}
@@ -105,13 +106,13 @@ func shq(s string) string {
 }
 
 // planPipeline is the pipeline a plan speaks of, for its commands.
-func planPipeline(pl *redrive.Plan) *pipeline.Pipeline {
+func planPipeline(pl *redrivetype.Plan) *pipeline.Pipeline {
 	return &pipeline.Pipeline{Name: pl.Pipeline, Owner: pl.Owner}
 }
 
 // startLine is the plan's "Whole DLQ" line: the move task's command, or why
 // it is not the tool.
-func startLine(pl *redrive.Plan) string {
+func startLine(pl *redrivetype.Plan) string {
 	if pl.Start == nil {
 		return pl.StartWhy
 	}
@@ -119,7 +120,7 @@ func startLine(pl *redrive.Plan) string {
 }
 
 // mayText is the plan's REDRIVE column.
-func mayText(g redrive.PlanGroup) string {
+func mayText(g redrivetype.PlanGroup) string {
 	switch {
 	case g.MayRedrive:
 		return "yes, canary first"
@@ -132,7 +133,7 @@ func mayText(g redrive.PlanGroup) string {
 }
 
 // decisionText is the plan's DECISION column.
-func decisionText(g redrive.PlanGroup) string {
+func decisionText(g redrivetype.PlanGroup) string {
 	switch {
 	case g.Rejected != nil:
 		return "rejected " + g.Rejected.Time.UTC().Format("2006-01-02")
@@ -144,7 +145,7 @@ func decisionText(g redrive.PlanGroup) string {
 
 // writePlanText renders a plan for a terminal: the groups, then each
 // group's command, then the whole DLQ's.
-func writePlanText(w io.Writer, pl *redrive.Plan) error {
+func writePlanText(w io.Writer, pl *redrivetype.Plan) error {
 	if pl.Filter != nil {
 		fmt.Fprintf(w, "FILTERED: %s; the plan and its commands are of those only\n", textutil.Escape(filterLine(pl.Filter)))
 	}
@@ -181,17 +182,17 @@ func writePlanText(w io.Writer, pl *redrive.Plan) error {
 // group's steps the command line that takes them ("command"), and the
 // whole DLQ's line ("start_command").
 type planJSON struct {
-	*redrive.Plan
+	*redrivetype.Plan
 	Groups       []planGroupJSON `json:"groups"`
 	StartCommand string          `json:"start_command"`
 }
 
 type planGroupJSON struct {
-	redrive.PlanGroup
+	redrivetype.PlanGroup
 	Command string `json:"command"`
 }
 
-func planView(pl *redrive.Plan) planJSON {
+func planView(pl *redrivetype.Plan) planJSON {
 	v := planJSON{Plan: pl, Groups: make([]planGroupJSON, 0, len(pl.Groups)), StartCommand: startLine(pl)}
 	p := planPipeline(pl)
 	for _, g := range pl.Groups {
@@ -201,7 +202,7 @@ func planView(pl *redrive.Plan) planJSON {
 }
 
 // nextLines are a refusal's next steps as command lines, one a line.
-func nextLines(p *pipeline.Pipeline, steps []redrive.Step) string {
+func nextLines(p *pipeline.Pipeline, steps []redrivetype.Step) string {
 	var b strings.Builder
 	for _, s := range steps {
 		fmt.Fprintf(&b, "\n  next: %s", stepCommand(p, s))

@@ -24,10 +24,12 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/eval"
 	"github.com/agentdlq/agentdlq/triage/render"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 type triageFlags struct {
+	processed   int
 	pipeline    string
 	out         *output
 	keys        bool
@@ -123,6 +125,7 @@ the kept reports and their chart are of the whole DLQ.`,
 	fl.IntVar(&f.maxMessages, "max-messages", 0, "bound on messages read (default: the pipeline's triage.max_messages)")
 	fl.IntVar(&f.maxSeconds, "max-seconds", 0, "bound on the scan's duration (default: the pipeline's triage.max_seconds)")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar")
+	fl.IntVar(&f.processed, "processed", -1, "tasks the worker processed in the SLO period (the last triage.schedule_minutes; the AgentDLQ Processed metric's sum): the report then states the error budget spent")
 	f.filter.add(fl)
 	f.out = addOutput(cmd, formatTable, formatJSON, formatMarkdown)
 	return cmd
@@ -144,6 +147,9 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	}
 	if f.keys && (f.out.Markdown() || (f.null && f.out.JSON())) {
 		return withExit(2, errors.New("--keys prints a list: plain, NUL-terminated (--keys0) or JSON (-o json); it excludes -o markdown, and --null excludes -o json"))
+	}
+	if cmd.Flags().Changed("processed") && f.processed < 0 {
+		return withExit(2, errors.New("--processed must not be negative"))
 	}
 	if f.maxMessages < 0 || f.maxSeconds < 0 || f.receivers < 0 || f.receivers > 32 {
 		return withExit(2, errors.New("--max-messages and --max-seconds must not be negative, --receivers is 0..32"))
@@ -197,6 +203,9 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		VisibilityTimeout: f.visibility, Receivers: f.receivers, MaxMessages: f.maxMessages,
 		MaxDuration: time.Duration(f.maxSeconds) * time.Second,
 	}}
+	if f.processed >= 0 {
+		rc.Processed = &f.processed
+	}
 	if dest != nil {
 		rc.Export = eval.To(dest)
 	}
@@ -242,7 +251,7 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 
 // partialScanError says that the scan did not see every dead letter, why,
 // and when or how a rerun may; it wraps triage.ErrScanPartial.
-func partialScanError(st triage.ScanStats, pipelineName string, keys bool) error {
+func partialScanError(st report.ScanStats, pipelineName string, keys bool) error {
 	rerun := "agentdlq triage --pipeline " + pipelineName
 	if keys {
 		rerun += " --keys"
@@ -307,7 +316,7 @@ var errKeyWithNUL = errors.New("a key holds a NUL byte, which would end it early
 // (keysNull), or as JSON (keysJSON, JSON-escaped: exact). Keys beyond the
 // report's cap, and plain keys printed escaped, are said on stderr, so that
 // stdout stays a list. A partial scan prints none (run).
-func printKeys(w, stderr io.Writer, r *triage.Report, form keysForm) error {
+func printKeys(w, stderr io.Writer, r *report.Report, form keysForm) error {
 	keys, omitted := effectUnknownKeys(r)
 	if form == keysJSON {
 		if keys == nil {
@@ -351,7 +360,7 @@ func printKeys(w, stderr io.Writer, r *triage.Report, form keysForm) error {
 // ledger is the ledger table to read, if any.
 func (f *triageFlags) ledger() string { return ledgerTableName(f.ledgerTable) }
 
-func (f *triageFlags) print(w io.Writer, r *triage.Report) error {
+func (f *triageFlags) print(w io.Writer, r *report.Report) error {
 	switch {
 	case f.out.JSON():
 		return writeJSON(w, r)
@@ -400,7 +409,7 @@ func (b *scanBar) finish() {
 
 // effectUnknownKeys returns the idempotency keys the report lists for its
 // effect_unknown groups, sorted and distinct, and how many it left out.
-func effectUnknownKeys(r *triage.Report) (keys []string, omitted int) {
+func effectUnknownKeys(r *report.Report) (keys []string, omitted int) {
 	seen := map[string]bool{}
 	for _, g := range r.Groups {
 		if g.Reason != deadletter.ReasonEffectUnknown {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -29,6 +30,7 @@ func TestTriageCLIBadInput(t *testing.T) {
 		"negative bound":           {"triage", "--pipeline", "agent-tasks", "--max-messages", "-1"},
 		"visibility out of range":  {"triage", "--pipeline", "agent-tasks", "--visibility", "500ms"},
 		"flag that does not parse": {"triage", "--pipeline", "agent-tasks", "--receivers", "many"},
+		"negative processed count": {"triage", "--pipeline", "agent-tasks", "--processed", "-2"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, code := runCLI(t, args...)
@@ -62,7 +64,7 @@ func TestTriageCLIEmulator(t *testing.T) {
 	out, reports := t.TempDir(), t.TempDir()
 	stdout, code := runCLI(t, "triage", "--pipeline", "agent-tasks", "--json", "--ledger-table", table, "--export-evals", out, "--reports", reports, "--no-progress")
 	require.Equal(t, 0, code, stdout)
-	var r triage.Report
+	var r report.Report
 	require.NoError(t, json.Unmarshal([]byte(stdout), &r))
 	assert.Equal(t, 5, r.Totals.Messages)
 	assert.False(t, r.Partial, r.PartialReasons)
@@ -74,6 +76,20 @@ func TestTriageCLIEmulator(t *testing.T) {
 	kept, err := filepath.Glob(filepath.Join(reports, "agent-tasks", "reports", "*"))
 	require.NoError(t, err)
 	assert.Len(t, kept, 3, "one report per run: JSON, Markdown, HTML")
+
+	// The SLO: the target, and with the period's processed count the budget spent.
+	assert.Equal(t, 99.9, r.SLO.TargetPercent)
+	assert.Nil(t, r.SLO.BudgetSpentPercent, "without --processed, triage does not know it")
+	require.NotEmpty(t, r.Tenants)
+	stdout, code = runCLI(t, "triage", "--pipeline", "agent-tasks", "--json", "--processed", "996", "--reports", "", "--no-progress")
+	require.Equal(t, 0, code, stdout)
+	var withCount report.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &withCount))
+	require.NotNil(t, withCount.SLO.Processed)
+	assert.Equal(t, 996, *withCount.SLO.Processed)
+	require.NotNil(t, withCount.SLO.BudgetSpentPercent)
+	dl := float64(withCount.SLO.DeadLettered)
+	assert.InDelta(t, 100*(100*dl/(996+dl))/0.1, *withCount.SLO.BudgetSpentPercent, 0.1)
 
 	// A destination that refuses the write: the report is printed, marked partial; exit 1.
 	file := filepath.Join(t.TempDir(), "a-file")
@@ -145,7 +161,7 @@ func TestTriageCLIPartialScan(t *testing.T) {
 		Error    string        `json:"error"`
 		Code     string        `json:"code"`
 		ExitCode int           `json:"exit_code"`
-		Result   triage.Report `json:"result"`
+		Result   report.Report `json:"result"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), "one JSON document: %s", stdout)
 	assert.Equal(t, "scan_partial", doc.Code, "a partial scan is the same outcome whether triage or redrive scanned")

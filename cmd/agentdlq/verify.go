@@ -15,6 +15,7 @@ import (
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
 // localEffects is the sample tools' effect store every local worker of
@@ -95,10 +96,10 @@ scan saw only part of the DLQ (what was verified stands; rerun later).`,
 			who := redrive.Who{Owner: f.owner, Why: f.why}
 			rs, err := deadletter.ParseReason(reason)
 			if err != nil { // ParseReason's error names the known reasons
-				return f.refused(ctx, nil, audit.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeUnknownReason, Field: "--reason", Reason: fmt.Sprintf("%q: %v", reason, err)})
+				return f.refused(ctx, nil, audit.ActionReconcile, who, &redrive.Refusal{Code: redrivetype.CodeUnknownReason, Field: "--reason", Reason: fmt.Sprintf("%q: %v", reason, err)})
 			}
 			if timeout <= 0 {
-				return f.refused(ctx, nil, audit.ActionReconcile, who, &redrive.Refusal{Code: redrive.CodeBadInput, Field: "--timeout", Reason: fmt.Sprintf("%s is not positive", timeout)})
+				return f.refused(ctx, nil, audit.ActionReconcile, who, &redrive.Refusal{Code: redrivetype.CodeBadInput, Field: "--timeout", Reason: fmt.Sprintf("%s is not positive", timeout)})
 			}
 			var note string
 			f.catalog = func(local bool) (c agenttask.Catalog) {
@@ -144,7 +145,7 @@ var verifyHeader = []string{"key", "tool", "letters", "verdict", "receipt", "evi
 
 // writeVerifyResult prints verify's rows, then on stderr what was done and
 // the next command.
-func writeVerifyResult(w, stderr io.Writer, pipelineName string, res *redrive.VerifyResult) {
+func writeVerifyResult(w, stderr io.Writer, pipelineName string, res *redrivetype.VerifyResult) {
 	header := verifyHeader
 	if res.Applied {
 		header = append(append([]string(nil), header...), "reconciled")

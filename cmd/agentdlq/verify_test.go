@@ -17,8 +17,8 @@ import (
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/local/workload"
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 )
 
@@ -115,10 +115,10 @@ func TestVerifyWalkOnEmulators(t *testing.T) {
 	why := []string{"--owner", "platform-oncall", "--why", "INC-77: check the mail relay"}
 	stdout, stderr, code := verify(append(why, "-o", "json")...)
 	require.Equal(t, 0, code, stdout+stderr)
-	var res redrive.VerifyResult
+	var res redrivetype.VerifyResult
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res), stdout)
 	assert.False(t, res.Applied)
-	got := map[string]redrive.Verified{}
+	got := map[string]redrivetype.Verified{}
 	for _, k := range res.Keys {
 		got[k.Key] = k
 	}
@@ -157,7 +157,7 @@ func TestVerifyWalkOnEmulators(t *testing.T) {
 	// Again: the two are skipped as reconciled.
 	stdout, stderr, code = verify(append(why, "--apply", "-o", "json")...)
 	require.Equal(t, 0, code, stdout+stderr)
-	res = redrive.VerifyResult{}
+	res = redrivetype.VerifyResult{}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &res), stdout)
 	assert.Equal(t, map[string]int{"skipped": 2, "unknown": 1}, res.Counts)
 

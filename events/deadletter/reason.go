@@ -9,7 +9,7 @@ import (
 // the worker does with the message.
 type Class string
 
-// The failure classes, one closed set. See ARCHITECTURE.md and docs/reasons.md.
+// The failure classes, one closed set. See docs/architecture.md and docs/reasons.md.
 const (
 	// ClassTransient: 429, 5xx, a timeout before any effect. Retried inside the budget.
 	ClassTransient Class = "transient"

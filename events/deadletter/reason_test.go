@@ -9,9 +9,10 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
-// architectureRows is the "Failure classes and reasons" table of
-// ARCHITECTURE.md, row by row, in the words of that table (shared/ is not in
-// the repository, so the rows are written out here). The taxonomy in
+// architectureRows is the founding design's "Failure classes and reasons"
+// table, row by row, in the words of that table (the design is not in the
+// repository, so the rows are written out here; docs/architecture.md points
+// to the table generated from the code, docs/reasons.md). The taxonomy in
 // reason.go must say the same. Issue 29 changed the next actions where the
 // table contradicted itself: a reason never redriven is rejected, or
 // patched where its args may be at fault (guardrail_reject,

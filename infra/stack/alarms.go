@@ -36,7 +36,7 @@ const (
 func AllAlarms() []string {
 	return []string{AlarmDLQDepth, AlarmNewDeadLetters, AlarmDLQAge, AlarmExpiryRisk,
 		AlarmHotBacklogAge, AlarmWorkerErrors, AlarmWorkerThrottles, AlarmDLQSendFailures,
-		AlarmESMDroppedEvents, AlarmESMFailedEvents}
+		AlarmESMDroppedEvents, AlarmESMFailedEvents, AlarmSLOFastBurn, AlarmSLOSlowBurn}
 }
 
 // The event source mapping's metrics with MetricsConfig EventCount on

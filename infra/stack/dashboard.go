@@ -32,6 +32,8 @@ const (
 	GraphWorkerDuration = "Worker duration (ms): p50 and p99"
 	GraphRedrive        = "Redrive tasks: messages leaving the DLQ"
 	GraphESM            = "Event source mapping: events polled, invoked, failed, dropped, deleted"
+	GraphSLOBurnRate    = "Dead-letter SLO: burn rate"
+	GraphSLOEvents      = "Dead-letter SLO: processed (good) and dead-lettered (bad) tasks"
 )
 
 // graph draws left and right metrics; an annotation with a label that ends
@@ -80,6 +82,14 @@ func (p *Pipeline) newDashboard(def pipeline.Pipeline, runbook string) {
 		"Dead letters: `agentdlq triage --pipeline %[1]s` · redrive plan: `agentdlq redrive plan --pipeline %[1]s` (owner only, through the redrive role) · runbook: [%[3]s](%[3]s)",
 		def.Name, def.Owner, runbook)
 
+	var burnRates []awscloudwatch.IMetric
+	var burnLines []*awscloudwatch.HorizontalAnnotation
+	for _, b := range burnAlarms {
+		for _, w := range []int{b.long, b.short} {
+			burnRates = append(burnRates, p.burnRate(w).With(&awscloudwatch.MetricOptions{Label: jsii.String(fmt.Sprintf("over %d min", w))}))
+		}
+		burnLines = append(burnLines, &awscloudwatch.HorizontalAnnotation{Value: jsii.Number(b.threshold), Label: jsii.String(b.anchor + " alarm")})
+	}
 	p.Dashboard = awscloudwatch.NewDashboard(p.Construct, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
 		Widgets: &[]*[]awscloudwatch.IWidget{
 			{
@@ -141,6 +151,15 @@ func (p *Pipeline) newDashboard(def pipeline.Pipeline, runbook string) {
 						sumOf(p.esmMetric(ESMInvokedEventCount, "Sum", five), "invoked"),
 						sumOf(p.esmMetric(ESMDeletedEventCount, "Sum", five), "deleted")},
 					&awscloudwatch.HorizontalAnnotation{Value: jsii.Number(float64(def.Alarms.ESMDroppedEvents)), Label: jsii.String("esm-dropped-events alarm")}),
+			},
+			{
+				// The SLO's burn rate over each look-back window (1 spends
+				// the budget exactly over the 30 days), against the
+				// burn-rate alarms; and the SLI's good and bad events.
+				graph(fmt.Sprintf("%s (target %g %% over %d days)", GraphSLOBurnRate, def.SLO.TargetPercent, SLOIntervalDays), burnRates, nil, burnLines...),
+				graph(GraphSLOEvents,
+					[]awscloudwatch.IMetric{sumOf(agentMetric(def, "DeadLettered", "Sum", five), "dead-lettered (bad)")},
+					[]awscloudwatch.IMetric{sumOf(agentMetric(def, "Processed", "Sum", five), "processed (good)")}),
 			},
 		},
 	})

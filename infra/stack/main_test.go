@@ -152,6 +152,7 @@ func setup() (err error) {
 	extra.Name, extra.Owner = "agent-tasks-extra", "extra-team"
 	extra.MaxMessageBytes = 256 * 1024 // a hot queue of the classic size: its DLQ is 16 KiB larger
 	extra.RetryAfterRequeues = 3       // requeues after a Retry-After: the worker may send to its hot queue
+	extra.SLO.TargetPercent = 99.5     // a dead-letter SLO of its own
 	// Provisioned mode: dedicated pollers instead of a maximum concurrency,
 	// and a reserved concurrency of ten invocations a poller (the default).
 	extra.MaxConcurrency, extra.ReservedConcurrency = 0, 0

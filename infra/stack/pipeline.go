@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapplicationsignals"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
@@ -125,6 +126,10 @@ type Pipeline struct {
 	// DLQAlarms are the alarms that start the triage Lambda.
 	DLQAlarms []awscloudwatch.Alarm
 	Dashboard awscloudwatch.Dashboard
+	// SLO is the dead-letter service level objective (newSLO), SLOName its
+	// name.
+	SLO     awsapplicationsignals.CfnServiceLevelObjective
+	SLOName string
 }
 
 // validate applies the defaults to a copy of the definition and reports every
@@ -256,6 +261,7 @@ func NewPipeline(scope constructs.Construct, id string, props *PipelineProps) (p
 
 	p.newAlarmTopic(def, props)
 	p.newAlarms(def, props.RunbookURL, *props.Bucket.BucketName())
+	p.newSLO(def, props.RunbookURL)
 	p.newDashboard(def, props.RunbookURL)
 	p.outputs(def)
 	return p, nil

@@ -35,16 +35,17 @@ func TestResourceCounts(t *testing.T) {
 		n := float64(len(s.defs))
 		triageFunctions := float64(len(s.stack.Triage.Functions))
 		for typ, want := range map[string]float64{
-			"AWS::SQS::Queue":                 2 * n, // a hot queue and its own DLQ per pipeline
-			"AWS::SQS::QueuePolicy":           2 * n,
-			"AWS::Lambda::Function":           n + triageFunctions, // a worker per pipeline, and the triage
-			"AWS::Lambda::EventSourceMapping": n,
-			"AWS::CloudWatch::Alarm":          float64(len(AllAlarms())) * n,
-			"AWS::CloudWatch::Dashboard":      n,
-			"AWS::SNS::Topic":                 n,
-			"AWS::DynamoDB::Table":            1,
-			"AWS::S3::Bucket":                 2, // eval bucket and its access logs
-			"AWS::Events::Rule":               2 * n,
+			"AWS::SQS::Queue":                                2 * n, // a hot queue and its own DLQ per pipeline
+			"AWS::SQS::QueuePolicy":                          2 * n,
+			"AWS::Lambda::Function":                          n + triageFunctions, // a worker per pipeline, and the triage
+			"AWS::Lambda::EventSourceMapping":                n,
+			"AWS::CloudWatch::Alarm":                         float64(len(AllAlarms())) * n,
+			"AWS::CloudWatch::Dashboard":                     n,
+			"AWS::ApplicationSignals::ServiceLevelObjective": n, // the dead-letter SLO
+			"AWS::SNS::Topic":                                n,
+			"AWS::DynamoDB::Table":                           1,
+			"AWS::S3::Bucket":                                2, // eval bucket and its access logs
+			"AWS::Events::Rule":                              2 * n,
 		} {
 			jsiiCheck(t, name+" "+typ, func() { s.assert.ResourceCountIs(jsii.String(typ), jsii.Number(want)) })
 		}
@@ -772,7 +773,7 @@ func TestRunbookNamesGraphsThatExist(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(fx.root, "RUNBOOK.md"))
 	require.NoError(t, err)
 	titles := map[string]bool{}
-	for _, title := range []string{GraphHotQueue, GraphDLQ, GraphByReason, GraphExpiryRisk, GraphWorker, GraphWorkerDuration, GraphRedrive, GraphESM} {
+	for _, title := range []string{GraphHotQueue, GraphDLQ, GraphByReason, GraphExpiryRisk, GraphWorker, GraphWorkerDuration, GraphRedrive, GraphESM, GraphSLOEvents} {
 		titles[title] = true
 	}
 	named := 0

@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // Config says which pipeline to set up, and how.
@@ -143,9 +144,11 @@ func Setup(ctx context.Context, cfg Config) (*Local, error) {
 	return l, nil
 }
 
-// Send puts the tasks on the hot queue with `senders` concurrent senders.
+// Send puts the tasks on the hot queue with `senders` concurrent senders,
+// each task's tenant its MessageGroupId on a standard queue (fair queues,
+// workload.FairQueue), as a producer of the pipeline does.
 func (l *Local) Send(ctx context.Context, tasks []workload.Task, senders int) ([]workload.Sent, error) {
-	return workload.Send(ctx, l.SQS, l.Queues.HotURL, l.Pipeline.FIFO, tasks, senders)
+	return workload.Send(ctx, l.SQS, l.Queues.HotURL, l.Pipeline.FIFO, workload.FairQueue(l.Pipeline, tasks), senders)
 }
 
 // DrainOptions bound a drain. Every field is optional.
@@ -278,12 +281,12 @@ func (l *Local) HandlerTime() time.Duration {
 }
 
 // DeadLetters scans the DLQ read-only and tags every message as triage does.
-func (l *Local) DeadLetters(ctx context.Context, o triage.ScanOptions) ([]triage.Tagged, error) {
+func (l *Local) DeadLetters(ctx context.Context, o triage.ScanOptions) ([]dlq.Tagged, error) {
 	msgs, _, err := triage.Scan(ctx, l.SQS, l.Queues.DLQURL, o)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]triage.Tagged, len(msgs))
+	out := make([]dlq.Tagged, len(msgs))
 	for i, m := range msgs {
 		out[i] = triage.Tag(m)
 	}
@@ -298,7 +301,7 @@ func (l *Local) Depth(ctx context.Context, url string) (int, error) {
 // Account says where every sent message ended up: processed (done is
 // asked whether a key is done), dead-lettered by reason (the tagged DLQ),
 // in flight (the hot queue's depth), or lost.
-func (l *Local) Account(ctx context.Context, sent []workload.Sent, dead []triage.Tagged, done func(key string) bool) (workload.Accounting, error) {
+func (l *Local) Account(ctx context.Context, sent []workload.Sent, dead []dlq.Tagged, done func(key string) bool) (workload.Accounting, error) {
 	depth, err := l.Depth(ctx, l.Queues.HotURL)
 	if err != nil {
 		return workload.Accounting{}, err

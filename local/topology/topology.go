@@ -90,7 +90,15 @@ func senders(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline, dlqURL s
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %q: ListQueueTags %s: %w", p.Name, dlqURL, err)
 	}
-	return strings.Fields(tags.Tags[pipeline.TagSenders]), nil
+	return sendersOf(tags.Tags[pipeline.TagSenders]), nil
+}
+
+// sendersOf splits a pipeline.TagSenders value (nil when it names none).
+func sendersOf(v string) []string {
+	if f := strings.Fields(v); len(f) > 0 {
+		return f
+	}
+	return nil
 }
 
 func byName(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (pipeline.Queues, error) {
@@ -136,7 +144,7 @@ func byTags(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (pipeline
 				q.HotURL = url
 			case RoleDLQ:
 				q.DLQURL = url
-				q.Senders = strings.Fields(tags.Tags[pipeline.TagSenders])
+				q.Senders = sendersOf(tags.Tags[pipeline.TagSenders])
 			}
 		}
 	}

@@ -95,7 +95,8 @@ func (e *SendError) Unwrap() error { return e.Err }
 
 // Send sends tasks to queueURL in batches within SQS's limits (Batches)
 // with `senders` concurrent senders and returns them with their message
-// ids, in task order. A FIFO queue gets each task's run as its message
+// ids, in task order. A standard queue gets a task's TenantGroup, when
+// it has one, as its MessageGroupId (FairQueue). A FIFO queue gets each task's run as its message
 // group and its task id as the deduplication id. Any entry that fails fails
 // the whole Send with a *SendError.
 func Send(ctx context.Context, api SendAPI, queueURL string, fifo bool, tasks []Task, senders int) ([]Sent, error) {
@@ -132,6 +133,8 @@ func SendProgress(ctx context.Context, api SendAPI, queueURL string, fifo bool, 
 					if fifo {
 						e.MessageGroupId = aws.String(tasks[i].Group)
 						e.MessageDeduplicationId = aws.String(tasks[i].TaskID)
+					} else if g := tasks[i].TenantGroup; g != "" {
+						e.MessageGroupId = aws.String(g) // the tenant: a fair queue
 					}
 					entries = append(entries, e)
 				}

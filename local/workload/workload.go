@@ -110,6 +110,10 @@ type Task struct {
 	// 1-based line in JSON Lines, its element in a JSON array, its record
 	// in an SQS event; 0 for a task made here.
 	Line int
+	// TenantGroup is the MessageGroupId on a standard queue: the task's
+	// tenant when the pipeline makes its hot queue a fair queue
+	// (FairQueue); "" sends none.
+	TenantGroup string
 }
 
 // KindOf reads the kind back from a body's task id (or from the raw body

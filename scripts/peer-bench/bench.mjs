@@ -88,7 +88,7 @@ const required = [
 const tooLong = (s, max) => s.length > max && (s.length > 2 * max || [...s].length > max);
 
 // The tool's work is the SHA-256 of the raw args bytes as they stand in
-// the body (ARCHITECTURE.md), which JSON.parse does not keep. A compact
+// the body (the agent task contract: docs/architecture.md, docs/worker.md), which JSON.parse does not keep. A compact
 // producer's args are JSON.stringify of the parsed args, and stand in the
 // body after "args": — found with one indexOf (about 0.2 µs a KB). Other
 // args (white space, escapes, exponents) are found by rawArgs, which walks

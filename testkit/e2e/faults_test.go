@@ -24,8 +24,10 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // Fault: poison input — every kind of body that can never succeed, mixed
@@ -363,7 +365,7 @@ func TestFaultNearRetentionExpiry(t *testing.T) {
 	assert.Equal(t, 2, h.depth(h.q.DLQURL))
 }
 
-func ids(tagged []triage.Tagged) []string {
+func ids(tagged []dlq.Tagged) []string {
 	var out []string
 	for _, t := range tagged {
 		out = append(out, t.MessageID)
@@ -463,7 +465,7 @@ func TestFaultRedriveToTheWrongQueue(t *testing.T) {
 		Groups: []redrive.Group{{Reason: deadletter.ReasonBudgetExhausted, Count: 1}},
 	})
 	require.ErrorIs(t, err, redrive.ErrRefused)
-	assert.Equal(t, redrive.CodeDestination, redrive.RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeDestination, redrive.RefusalCode(err))
 
 	mis := newRedriverTo(t, h, other.HotURL, other.HotARN) // its redrive policy names the other DLQ
 	_, err = mis.Select(context.Background(), redrive.SelectRequest{
@@ -471,7 +473,7 @@ func TestFaultRedriveToTheWrongQueue(t *testing.T) {
 		Reasons: []deadletter.Reason{deadletter.ReasonBudgetExhausted},
 	})
 	require.ErrorIs(t, err, redrive.ErrRefused)
-	assert.Equal(t, redrive.CodeDestination, redrive.RefusalCode(err))
+	assert.Equal(t, redrivetype.CodeDestination, redrive.RefusalCode(err))
 
 	assert.Equal(t, 1, h.depth(h.q.DLQURL), "nothing moved")
 	assert.Zero(t, h.depth(other.HotURL))

@@ -21,6 +21,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // harness is one test's pipeline on the emulators: fresh queues and ledger
@@ -122,7 +123,7 @@ func (h *harness) drainWith(api esm.API, handler esm.Handler) esm.Stats {
 func (h *harness) attemptsOf(id string) int { return h.lp.Attempts(id) }
 
 // deadLetters scans the DLQ read-only and tags every message as triage does.
-func (h *harness) deadLetters() []triage.Tagged {
+func (h *harness) deadLetters() []dlq.Tagged {
 	h.t.Helper()
 	tagged, err := h.lp.DeadLetters(context.Background(), triage.ScanOptions{VisibilityTimeout: 5 * time.Second})
 	require.NoError(h.t, err)
@@ -148,8 +149,8 @@ func (h *harness) account(sent []workload.Sent) workload.Accounting {
 }
 
 // byOriginal indexes tagged dead letters by the hot-queue message id they were.
-func byOriginal(tagged []triage.Tagged) map[string]triage.Tagged {
-	out := map[string]triage.Tagged{}
+func byOriginal(tagged []dlq.Tagged) map[string]dlq.Tagged {
+	out := map[string]dlq.Tagged{}
 	for _, t := range tagged {
 		id := t.MessageID
 		if t.Meta != nil && t.Meta.MessageID != "" {

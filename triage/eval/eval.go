@@ -13,6 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // evalRecord is one eval case, one JSONL line, Braintrust-shaped (it converts
@@ -73,9 +74,9 @@ type evalMetadata struct {
 // identifiers; the first message of a case is its input, the others count as
 // occurrences), ordered by group then id. Messages
 // that cannot be exported (a body that is not UTF-8) are returned as skipped.
-func evalRecords(r *triage.Report, p *pipeline.Pipeline) ([]evalRecord, []triage.Entry) {
+func evalRecords(r *report.Report, p *pipeline.Pipeline) ([]evalRecord, []report.Entry) {
 	var out []evalRecord
-	var skipped []triage.Entry
+	var skipped []report.Entry
 	for gi := range r.Groups {
 		g := &r.Groups[gi]
 		if !g.Recurring {
@@ -83,9 +84,9 @@ func evalRecords(r *triage.Report, p *pipeline.Pipeline) ([]evalRecord, []triage
 		}
 		byID := map[string]int{}
 		start := len(out)
-		for _, t := range g.Letters() {
+		for _, t := range g.Letters {
 			if t.BodyErr != nil {
-				skipped = append(skipped, triage.Entry{MessageID: t.MessageID, Stage: "export", Reason: t.Reason, Problem: t.BodyErr.Error() + ": not exported"})
+				skipped = append(skipped, report.Entry{MessageID: t.MessageID, Stage: "export", Reason: t.Reason, Problem: t.BodyErr.Error() + ": not exported"})
 				continue
 			}
 			input := RedactInput(t.Body, p.Eval)

@@ -17,6 +17,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 	"github.com/agentdlq/agentdlq/triage/internal/triagetest"
 	"github.com/agentdlq/agentdlq/triage/render"
 	"github.com/agentdlq/agentdlq/triage/store"
@@ -138,7 +139,7 @@ func TestEvalRecordsOneCasePerContent(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
 	// The same bad task sent 50 times with fresh ids, and a second one 10 times.
-	var msgs []triage.Message
+	var msgs []dlq.Message
 	for i := range 60 {
 		args := `{"query":"a"}`
 		if i >= 50 {
@@ -169,7 +170,7 @@ func ids(recs []evalRecord) []string {
 func TestEvalRecordsSkipNonUTF8(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
-	var msgs []triage.Message
+	var msgs []dlq.Message
 	for i := range 3 {
 		m := deadLetter(t, "m"+string(rune('0'+i)), "{\"q\":\"\xff\"}", poisonMeta(deadletter.ReasonJSONInvalid, "", "", "", "", "not JSON"), t0)
 		msgs = append(msgs, m)

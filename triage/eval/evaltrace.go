@@ -2,7 +2,7 @@ package eval
 
 import (
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // awsTraceHeader is the SQS system attribute of the X-Ray trace header.
@@ -12,7 +12,7 @@ const awsTraceHeader = "AWSTraceHeader"
 // when the input is a task object (so drop_fields and hash_fields apply as
 // they do to the input), else dlq_meta's trace id, dropped, hashed or
 // redacted by the same rules (RedactInput's, on {"trace_id": …}).
-func traceOf(t *triage.Tagged, input any, cfg pipeline.Eval) string {
+func traceOf(t *dlq.Tagged, input any, cfg pipeline.Eval) string {
 	obj, ok := input.(map[string]any)
 	if !ok {
 		if t.Meta == nil || t.Meta.TraceID == "" {

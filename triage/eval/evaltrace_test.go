@@ -11,6 +11,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 )
 
 // TestEvalRecordsKeepTheTrace: an eval item links back to its run. The
@@ -20,8 +21,8 @@ import (
 // body that is not a task object takes dlq_meta's trace id.
 func TestEvalRecordsKeepTheTrace(t *testing.T) {
 	t.Parallel()
-	letters := func(body func(i int) string, header bool) []triage.Tagged {
-		var msgs []triage.Message
+	letters := func(body func(i int) string, header bool) []dlq.Tagged {
+		var msgs []dlq.Message
 		for i := range 3 {
 			id := fmt.Sprintf("t%d", i)
 			meta := poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", "acme", "key-"+id, "bad")

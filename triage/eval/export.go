@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -46,7 +47,7 @@ type manifest struct {
 	AlreadyExported int            `json:"already_exported"`
 	ByReason        map[string]int `json:"by_reason"`
 	IDs             []string       `json:"ids"`
-	Skipped         []triage.Entry `json:"skipped"`
+	Skipped         []report.Entry `json:"skipped"`
 }
 
 // exportPrefix is the key prefix of a pipeline's eval exports on a
@@ -65,11 +66,11 @@ func stamp(now time.Time, reportHash string) string {
 // pipeline holds are left out, so a case is never exported twice. It sets
 // r.Export (also on failure, with the error, and marks the report partial)
 // and adds what it skipped to r.Skipped.
-func Export(ctx context.Context, dest store.Destination, r *triage.Report, p *pipeline.Pipeline, now time.Time) (*triage.ExportResult, error) {
+func Export(ctx context.Context, dest store.Destination, r *report.Report, p *pipeline.Pipeline, now time.Time) (*report.ExportResult, error) {
 	hash := r.SHA256()
-	res := &triage.ExportResult{Destination: dest.String(), IDs: []string{}, SampleIDs: []string{}}
+	res := &report.ExportResult{Destination: dest.String(), IDs: []string{}, SampleIDs: []string{}}
 	r.Export = res
-	fail := func(err error) (*triage.ExportResult, error) {
+	fail := func(err error) (*report.ExportResult, error) {
 		res.Error = err.Error()
 		r.Partial = true
 		r.PartialReasons = append(r.PartialReasons, "eval export failed: "+err.Error())
@@ -112,7 +113,7 @@ func Export(ctx context.Context, dest store.Destination, r *triage.Report, p *pi
 	m := manifest{
 		ManifestVersion: manifestVersion, Pipeline: p.Name, ExportedAt: now.UTC(), ReportSHA256: hash,
 		RecordsKey: res.RecordsKey, Candidates: res.Candidates, Exported: res.Exported, AlreadyExported: res.AlreadyExported,
-		ByReason: byReason, IDs: res.IDs, Skipped: append([]triage.Entry{}, skipped...),
+		ByReason: byReason, IDs: res.IDs, Skipped: append([]report.Entry{}, skipped...),
 	}
 	data, _ := json.MarshalIndent(&m, "", "  ")
 	msum := sha256.Sum256(data)
@@ -167,6 +168,6 @@ func To(dest store.Destination) triage.Exporter { return exporter{dest} }
 
 type exporter struct{ dest store.Destination }
 
-func (e exporter) Export(ctx context.Context, r *triage.Report, p *pipeline.Pipeline, now time.Time) (*triage.ExportResult, error) {
+func (e exporter) Export(ctx context.Context, r *report.Report, p *pipeline.Pipeline, now time.Time) (*report.ExportResult, error) {
 	return Export(ctx, e.dest, r, p, now)
 }

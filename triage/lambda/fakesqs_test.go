@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/testkit/sqsfake"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 	"github.com/agentdlq/agentdlq/triage/internal/triagetest"
 )
 
@@ -16,7 +16,7 @@ const dlqURL = "http://q/agent-tasks-dlq"
 // newFakeSQS is an SQS with a DLQ at each URL holding its messages, on
 // clock (with one DLQ, any URL reaches it). Like triage's tests, it fails
 // the test on any call that would change a queue's contents.
-func newFakeSQS(t testing.TB, clock *triagetest.Clock, dlqs map[string][]triage.Message) *sqsfake.Fake {
+func newFakeSQS(t testing.TB, clock *triagetest.Clock, dlqs map[string][]dlq.Message) *sqsfake.Fake {
 	f := sqsfake.New(clock)
 	f.T, f.ReadOnly, f.CheckReceive, f.StrictHandles, f.AnyURL = t, true, true, true, len(dlqs) == 1
 	for url, msgs := range dlqs {

@@ -20,6 +20,7 @@ import (
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/eval"
 	"github.com/agentdlq/agentdlq/triage/render"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -378,7 +379,7 @@ func lastSegment(s, sep string) string {
 // reasons, the soonest expiry, and next, the lines Handler.Next gives (the
 // Lambda's: what to run). SNS subjects are at most 100 characters; the
 // subject names the product, as a sender does, never a command.
-func summary(r *triage.Report, alarmName string, links alarmLinks, next []string) (subject, body string) {
+func summary(r *report.Report, alarmName string, links alarmLinks, next []string) (subject, body string) {
 	subject = fmt.Sprintf("agentdlq %s: %d dead letters", r.Pipeline, r.Totals.Messages)
 	if !r.Complete {
 		subject = fmt.Sprintf("agentdlq %s: at least %d dead letters (partial scan)", r.Pipeline, r.Totals.Messages)

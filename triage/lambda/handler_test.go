@@ -17,6 +17,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/testkit/sqsfake"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -106,7 +107,7 @@ func newHandler(t *testing.T) (*Handler, *fakeSNS, *bytes.Buffer, *sqsfake.Fake)
 	ts, err := ParseTargets(targetsJSON(t))
 	require.NoError(t, err)
 	clock := newClock()
-	queues := newFakeSQS(t, clock, map[string][]triage.Message{ts[0].DLQURL: fixture(t), ts[1].DLQURL: many(3)})
+	queues := newFakeSQS(t, clock, map[string][]dlq.Message{ts[0].DLQURL: fixture(t), ts[1].DLQURL: many(3)})
 	pub := &fakeSNS{}
 	var metrics bytes.Buffer
 	h := &Handler{Targets: ts, SQS: queues, Dest: store.Folder{Root: t.TempDir()}, SNS: pub, Metrics: &metrics, Now: clock.Now, Logger: quiet,

@@ -5,7 +5,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // namespace is the CloudWatch namespace of every agentdlq metric.
@@ -41,7 +41,7 @@ type emfMeta struct {
 // The first document also carries the property ScanComplete (not a metric:
 // CloudWatch Logs Insights reads it). When it is false the scan did not see
 // every dead letter and the counts are a lower bound; the report says why.
-func writeEMF(w io.Writer, r *triage.Report, now time.Time) error {
+func writeEMF(w io.Writer, r *report.Report, now time.Time) error {
 	enc := json.NewEncoder(w)
 	ts := now.UnixMilli()
 	doc := map[string]any{

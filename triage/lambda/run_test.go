@@ -12,9 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 	"github.com/agentdlq/agentdlq/triage/eval"
 	"github.com/agentdlq/agentdlq/triage/internal/triagetest"
 	"github.com/agentdlq/agentdlq/triage/render"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -34,7 +36,7 @@ func TestRunMarksAPartialScan(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			clock := newClock()
-			f := newFakeSQS(t, clock, map[string][]triage.Message{dlqURL: fixture(t)})
+			f := newFakeSQS(t, clock, map[string][]dlq.Message{dlqURL: fixture(t)})
 			setDuration(f, dlqURL, "VisibilityTimeout", 45*time.Second)
 			if held {
 				f.Queue(dlqURL).Messages[2].VisibleAt = t0.Add(time.Hour)
@@ -95,7 +97,7 @@ func TestRunNeverChangesTheDLQ(t *testing.T) {
 		t.Run(fmt.Sprintf("refuse=%v", refuse), func(t *testing.T) {
 			t.Parallel()
 			clock := newClock()
-			f := newFakeSQS(t, clock, map[string][]triage.Message{dlqURL: fixture(t)})
+			f := newFakeSQS(t, clock, map[string][]dlq.Message{dlqURL: fixture(t)})
 			before := snapshot(f, dlqURL)
 			var dest store.Destination = store.Folder{Root: t.TempDir()}
 			if refuse {
@@ -125,7 +127,7 @@ func TestRunNeverChangesTheDLQ(t *testing.T) {
 // an attention line that quotes a message with its controls escaped.
 func TestSummaryEscapes(t *testing.T) {
 	t.Parallel()
-	r := &triage.Report{Pipeline: "agent-tasks", Complete: true, Attention: []string{"tool web.search\x1b[2J\nfake line task-\u202egnp.exe failed"}}
+	r := &report.Report{Pipeline: "agent-tasks", Complete: true, Attention: []string{"tool web.search\x1b[2J\nfake line task-\u202egnp.exe failed"}}
 	_, body := summary(r, "dlq-alarm", alarmLinks{}, nil)
 	assert.NotContains(t, body, "\x1b")
 	assert.NotContains(t, body, "\u202e")

@@ -13,6 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // forged is what a producer can put in a tool name and an error text: a
@@ -21,7 +22,7 @@ import (
 const forgedTool = "web.search\x1b[2J\x1b]52;c;ZXZpbA==\x07"
 const forgedSig = "boom\n| fake_reason | 999 |\x1b]8;;http://evil.example\x1b\\here\x1b]8;;\x1b\\ [click me](http://evil.example) <img src=x> task-\u202egnp.exe"
 
-func hostileReport(t *testing.T) *triage.Report {
+func hostileReport(t *testing.T) *report.Report {
 	t.Helper()
 	r := triage.Build(tagAll(fixture(t)), testPipeline(t, false), t0)
 	for i := range r.Groups {

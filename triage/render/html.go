@@ -12,6 +12,8 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 //go:embed html
@@ -35,7 +37,7 @@ func HTMLStyle() []byte {
 
 // HTMLView is what the "pipeline" template renders.
 type HTMLView struct {
-	Report *triage.Report
+	Report *report.Report
 	// History is the pipeline's kept reports, oldest first (History,
 	// PointOf): the page charts them.
 	History []triage.HistoryPoint
@@ -53,6 +55,10 @@ type HTMLView struct {
 	// Query is appended to the console's links to groups and redrives
 	// ("&tool=…": the page's filter, which they keep); "" in report.html.
 	Query template.URL
+	// Notes are words the console shows beside a group, by
+	// "reason/fingerprint" (the owner's decision: "rejected"); nil in
+	// report.html.
+	Notes map[string]string
 }
 
 // HTMLTemplates parses the report's templates (the "report" page and the
@@ -86,23 +92,26 @@ func htmlFuncs() template.FuncMap {
 		// (textutil.Escape); visBlock keeps line breaks and tabs (a body).
 		"vis":          textutil.Escape,
 		"visBlock":     textutil.EscapeBlock,
-		"filterLine":   func(fd *triage.Filtered) string { return fd.Summary() },
+		"filterLine":   func(fd *dlq.Filtered) string { return fd.Summary() },
 		"chart":        buildChart,
 		"since":        since,
 		"condition":    condition,
 		"coverage":     Coverage,
+		"tenantLabel":  TenantLabel,
+		"topReasons":   TopReasons,
+		"sloLine":      SLOLine,
 		"otherPartial": otherPartialReasons,
 		"add":          func(a, b float64) float64 { return a + b },
 		"sub":          func(a, b float64) float64 { return a - b },
 		"half":         func(a float64) float64 { return a / 2 },
-		"groupsOf": func(r *triage.Report, reason deadletter.Reason, limit int) []triage.Group {
+		"groupsOf": func(r *report.Report, reason deadletter.Reason, limit int) []report.Group {
 			gs := groupsOf(r, reason)
 			if limit > 0 && len(gs) > limit {
 				gs = gs[:limit]
 			}
 			return gs
 		},
-		"moreGroups": func(r *triage.Report, reason deadletter.Reason, limit int) int {
+		"moreGroups": func(r *report.Report, reason deadletter.Reason, limit int) int {
 			if n := len(groupsOf(r, reason)); limit > 0 && n > limit {
 				return n - limit
 			}
@@ -113,7 +122,7 @@ func htmlFuncs() template.FuncMap {
 
 // groupsOf returns the report's groups of one reason (a sub-slice: the
 // report keeps a reason's groups together).
-func groupsOf(r *triage.Report, reason deadletter.Reason) []triage.Group {
+func groupsOf(r *report.Report, reason deadletter.Reason) []report.Group {
 	start := -1
 	for i := range r.Groups {
 		if r.Groups[i].Reason == reason {
@@ -155,7 +164,7 @@ const reportGroupLimit = 200
 
 // HTML writes the report as one self-contained page: inline styles, the
 // chart of history as inline SVG, no script and nothing fetched.
-func HTML(w io.Writer, r *triage.Report, history []triage.HistoryPoint) error {
+func HTML(w io.Writer, r *report.Report, history []triage.HistoryPoint) error {
 	t, err := HTMLTemplates("report", nil)
 	if err != nil {
 		return err

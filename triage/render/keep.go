@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -17,7 +18,7 @@ func KeepIn(dest store.Destination) triage.Keeper { return keeper{dest} }
 
 type keeper struct{ dest store.Destination }
 
-func (k keeper) Keep(ctx context.Context, r *triage.Report, now time.Time) ([]string, error) {
+func (k keeper) Keep(ctx context.Context, r *report.Report, now time.Time) ([]string, error) {
 	return WriteReport(ctx, k.dest, r, now)
 }
 
@@ -26,7 +27,7 @@ func (k keeper) Keep(ctx context.Context, r *triage.Report, now time.Time) ([]st
 // page, whose chart shows this run and the HistoryLimit-1 before it). It
 // returns the keys in that order. An earlier report that cannot be read only
 // leaves a gap in the chart.
-func WriteReport(ctx context.Context, dest store.Destination, r *triage.Report, now time.Time) ([]string, error) {
+func WriteReport(ctx context.Context, dest store.Destination, r *report.Report, now time.Time) ([]string, error) {
 	base := triage.ReportBase(r, now)
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -95,7 +96,7 @@ func TestHistoryPartial(t *testing.T) {
 	scanPartial := triage.Build(tagAll(fixture(t)[:4]), p, t0.Add(2*time.Hour))
 	scanPartial.Complete, scanPartial.Partial = false, true
 	scanPartial.Scan.Partial, scanPartial.Scan.PartialReason = true, "saw 4 of about 16 messages"
-	for _, r := range []*triage.Report{complete, exportFailed, scanPartial} {
+	for _, r := range []*report.Report{complete, exportFailed, scanPartial} {
 		_, err := WriteReport(ctx, dest, r, r.GeneratedAt)
 		require.NoError(t, err)
 	}

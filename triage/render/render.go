@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // esc is a value for a line of the text report (textutil.Escape): message
@@ -18,7 +19,7 @@ var esc = textutil.Escape
 
 // Text writes the report for a terminal: a header, the expiry risk, an
 // aligned table by reason and group, and what needs attention.
-func Text(w io.Writer, r *triage.Report) error {
+func Text(w io.Writer, r *report.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "triage of %s (owner %s)%s\n", esc(r.Pipeline), esc(r.Owner), fifoNote(r.FIFO))
 	if r.Queue != "" {
@@ -34,7 +35,11 @@ func Text(w io.Writer, r *triage.Report) error {
 	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "PARTIAL: %s\n", esc(why))
 	}
-	fmt.Fprintf(&b, "%s\n\n", esc(ExpiryLine(r)))
+	fmt.Fprintf(&b, "%s\n", esc(ExpiryLine(r)))
+	if l := SLOLine(r); l != "" {
+		fmt.Fprintf(&b, "%s\n", esc(l))
+	}
+	b.WriteString("\n")
 	if r.Totals.Messages == 0 {
 		b.WriteString("The DLQ is empty.\n")
 	} else {
@@ -54,6 +59,9 @@ func Text(w io.Writer, r *triage.Report) error {
 			}
 		}
 		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if err := textTenants(&b, r); err != nil {
 			return err
 		}
 	}
@@ -81,7 +89,7 @@ func Text(w io.Writer, r *triage.Report) error {
 }
 
 // Markdown writes the report as Markdown (for the report file and tickets).
-func Markdown(w io.Writer, r *triage.Report) error {
+func Markdown(w io.Writer, r *report.Report) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Triage of %s\n\n", textutil.MarkdownCode(r.Pipeline))
 	if c := Coverage(r); c != "" {
@@ -98,7 +106,11 @@ func Markdown(w io.Writer, r *triage.Report) error {
 	for _, why := range otherPartialReasons(r) {
 		fmt.Fprintf(&b, "- **partial**: %s\n", md(why))
 	}
-	fmt.Fprintf(&b, "- %s\n\n", esc(ExpiryLine(r)))
+	fmt.Fprintf(&b, "- %s\n", esc(ExpiryLine(r)))
+	if l := SLOLine(r); l != "" {
+		fmt.Fprintf(&b, "- %s\n", md(l))
+	}
+	b.WriteString("\n")
 	if r.Totals.Messages == 0 {
 		b.WriteString("The DLQ is empty.\n")
 	} else {
@@ -117,6 +129,7 @@ func Markdown(w io.Writer, r *triage.Report) error {
 				}
 			}
 		}
+		markdownTenants(&b, r)
 	}
 	if len(r.Attention) > 0 {
 		b.WriteString("\n## Attention\n\n")
@@ -150,7 +163,7 @@ func fifoNote(fifo bool) string {
 	return ""
 }
 
-func scanLine(r *triage.Report) string {
+func scanLine(r *report.Report) string {
 	s := r.Scan
 	state := "complete"
 	if r.Partial {
@@ -163,7 +176,7 @@ func scanLine(r *triage.Report) string {
 // Coverage is the banner of a report whose scan did not see every dead
 // letter ("" for a complete one): what it saw against the queue's depth,
 // why, and when or how a rerun may see everything.
-func Coverage(r *triage.Report) string {
+func Coverage(r *report.Report) string {
 	if r.Complete {
 		return ""
 	}
@@ -178,7 +191,7 @@ func Coverage(r *triage.Report) string {
 
 // otherPartialReasons are the report's partial reasons the coverage banner
 // does not already say (an export or a ledger read that fell short).
-func otherPartialReasons(r *triage.Report) []string {
+func otherPartialReasons(r *report.Report) []string {
 	if r.Complete {
 		return r.PartialReasons
 	}
@@ -192,7 +205,7 @@ func otherPartialReasons(r *triage.Report) []string {
 }
 
 // retryAdvice says when, or with what change, a rerun may see everything.
-func retryAdvice(s triage.ScanStats) string {
+func retryAdvice(s report.ScanStats) string {
 	switch {
 	case s.RetryAfterSeconds > 0:
 		return fmt.Sprintf("Rerun in about %s, when the hidden letters are visible again.", age(int64(s.RetryAfterSeconds)))
@@ -209,7 +222,7 @@ func retryAdvice(s triage.ScanStats) string {
 
 // ExpiryLine is the report's expiry risk in one line: the soonest deletion
 // and how many fall within the warning window.
-func ExpiryLine(r *triage.Report) string {
+func ExpiryLine(r *report.Report) string {
 	e := r.Expiry
 	if e.SoonestExpiry.IsZero() {
 		return fmt.Sprintf("expiry: nothing to lose (DLQ retention %dh, warning window %dh)", e.DLQRetentionHours, e.WarningHours)
@@ -218,7 +231,7 @@ func ExpiryLine(r *triage.Report) string {
 		until(e.SoonestExpiry, r.GeneratedAt), e.SoonestMessageID, e.ExpiringSoon, e.WarningHours, e.DLQRetentionHours)
 }
 
-func exportLine(e *triage.ExportResult) string {
+func exportLine(e *report.ExportResult) string {
 	if e.Error != "" {
 		return fmt.Sprintf("eval export to %s FAILED: %s", e.Destination, e.Error)
 	}
@@ -227,7 +240,7 @@ func exportLine(e *triage.ExportResult) string {
 }
 
 // groupLabel is a group's short name: fingerprint start, tool and signature.
-func groupLabel(g triage.Group, max int) string {
+func groupLabel(g report.Group, max int) string {
 	parts := []string{g.Fingerprint}
 	if g.Tool != "" {
 		t := g.Tool

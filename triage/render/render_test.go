@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -39,7 +41,7 @@ func TestReportGolden(t *testing.T) {
 	t.Parallel()
 	r := triage.Build(tagAll(fixture(t)), testPipeline(t, false), t0)
 	r.Queue = "http://127.0.0.1:4566/000000000000/agent-tasks-dlq"
-	r.Scan = triage.ScanStats{Queue: r.Queue, ApproxDepth: 16, Receives: 3, EmptyReceives: 1, Received: 16, Unique: 16, Released: 16,
+	r.Scan = report.ScanStats{Queue: r.Queue, ApproxDepth: 16, Receives: 3, EmptyReceives: 1, Received: 16, Unique: 16, Released: 16,
 		Receivers: 1, VisibilityTimeoutSeconds: 30, StartedAt: t0.Add(-2 * time.Second), DurationSeconds: 2, MessagesPerSecond: 8, StopReason: "empty"}
 
 	var text, mdown bytes.Buffer
@@ -55,7 +57,7 @@ func TestFilteredReport(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)
 	r := triage.Build(tagAll(fixture(t)), p, t0)
-	n, err := triage.Narrow(r, p, triage.Filter{Tenant: "acme", Since: t0.Add(-4 * time.Hour)})
+	n, err := triage.Narrow(r, p, dlq.Filter{Tenant: "acme", Since: t0.Add(-4 * time.Hour)})
 	require.NoError(t, err)
 	var text, mdown strings.Builder
 	require.NoError(t, Text(&text, n))

@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -87,7 +88,7 @@ func Task(id, tenant, tool, version, args string) string {
 }
 
 // DeadLetter is a message the worker dead-lettered itself, sent at sent.
-func DeadLetter(t testing.TB, id, body string, m deadletter.Meta, sent time.Time) triage.Message {
+func DeadLetter(t testing.TB, id, body string, m deadletter.Meta, sent time.Time) dlq.Message {
 	t.Helper()
 	if m.DeadLetteredAt.IsZero() {
 		m.DeadLetteredAt = sent
@@ -96,12 +97,12 @@ func DeadLetter(t testing.TB, id, body string, m deadletter.Meta, sent time.Time
 	if err != nil {
 		t.Fatal(err)
 	}
-	return triage.Message{MessageID: id, ReceiptHandle: "rh-" + id, Body: body, Attributes: attrs, SentTimestamp: sent, ReceiveCount: 1}
+	return dlq.Message{MessageID: id, ReceiptHandle: "rh-" + id, Body: body, Attributes: attrs, SentTimestamp: sent, ReceiveCount: 1}
 }
 
 // BrokerMoved is a message the redrive policy moved (no dlq_* attributes).
-func BrokerMoved(id, body string, sent time.Time) triage.Message {
-	return triage.Message{MessageID: id, ReceiptHandle: "rh-" + id, Body: body, Attributes: map[string]deadletter.Attribute{}, SentTimestamp: sent, ReceiveCount: 5}
+func BrokerMoved(id, body string, sent time.Time) dlq.Message {
+	return dlq.Message{MessageID: id, ReceiptHandle: "rh-" + id, Body: body, Attributes: map[string]deadletter.Attribute{}, SentTimestamp: sent, ReceiveCount: 5}
 }
 
 // PoisonMeta is the metadata of a dead letter the worker rejected.
@@ -130,11 +131,11 @@ func (f Ledger) Get(_ context.Context, key string) (ledger.Entry, bool, error) {
 // Fixture is a mixed DLQ: recurring and one-off poison, broker moves,
 // loops, repeats, unreadable metadata, a non-UTF-8 body, and messages
 // close to expiry. Returned in receive order.
-func Fixture(t testing.TB) []triage.Message {
+func Fixture(t testing.TB) []dlq.Message {
 	t.Helper()
 	h := time.Hour
-	var msgs []triage.Message
-	add := func(m triage.Message) { msgs = append(msgs, m) }
+	var msgs []dlq.Message
+	add := func(m dlq.Message) { msgs = append(msgs, m) }
 	// Recurring schema_invalid on web.search v1: 4 messages, two of them the
 	// same input (a producer retrying), one carrying secrets.
 	si := func(id, tenant, body string, sent time.Time) {
@@ -172,7 +173,7 @@ func Fixture(t testing.TB) []triage.Message {
 		add(DeadLetter(t, "eu-"+string(rune('1'+i)), Task("e1", "initech", "email.send", "1", `{"to":"[hashed]"}`), eu, T0.Add(-time.Duration(6+i)*h)))
 	}
 	// Unreadable metadata: a version this build does not read.
-	add(triage.Message{MessageID: "bad-meta", Body: Task("x1", "acme", "sql.query", "1", `{}`), SentTimestamp: T0.Add(-h),
+	add(dlq.Message{MessageID: "bad-meta", Body: Task("x1", "acme", "sql.query", "1", `{}`), SentTimestamp: T0.Add(-h),
 		Attributes: map[string]deadletter.Attribute{
 			deadletter.AttrReason: {DataType: "String", StringValue: "schema_invalid"},
 			deadletter.AttrMeta:   {DataType: "String", StringValue: `{"v":9,"reason":"schema_invalid"}`},
@@ -183,8 +184,8 @@ func Fixture(t testing.TB) []triage.Message {
 }
 
 // TagAll tags every message, as a scan's run does.
-func TagAll(msgs []triage.Message) []triage.Tagged {
-	out := make([]triage.Tagged, len(msgs))
+func TagAll(msgs []dlq.Message) []dlq.Tagged {
+	out := make([]dlq.Tagged, len(msgs))
 	for i, m := range msgs {
 		out[i] = triage.Tag(m)
 	}
@@ -192,8 +193,8 @@ func TagAll(msgs []triage.Message) []triage.Tagged {
 }
 
 // Many is n broker-moved letters, one a minute before T0.
-func Many(n int) []triage.Message {
-	out := make([]triage.Message, n)
+func Many(n int) []dlq.Message {
+	out := make([]dlq.Message, n)
 	for i := range out {
 		out[i] = BrokerMoved(fmt.Sprintf("m%04d", i), fmt.Sprintf(`{"n":%d}`, i), T0.Add(-time.Duration(i)*time.Minute))
 	}

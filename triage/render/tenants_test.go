@@ -1,0 +1,53 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/triage/report"
+)
+
+func TestSLOLine(t *testing.T) {
+	t.Parallel()
+	known := &report.SLOStatus{TargetPercent: 99.9, PeriodSeconds: 3600, DeadLettered: 4}
+	known.SpendBudget(3996)
+	tests := []struct {
+		name string
+		slo  *report.SLOStatus
+		want string
+	}{
+		{"no SLO section", nil, ""},
+		{"processed unknown", &report.SLOStatus{TargetPercent: 99.9, PeriodSeconds: 3600, DeadLettered: 4},
+			"SLO 99.9 % of tasks not dead-lettered: 4 dead letters in the last 1h0m (error budget spent: not known to triage; give the period's processed count, agentdlq triage --processed N)"},
+		{"processed given", known,
+			"SLO 99.9 % of tasks not dead-lettered: 4 dead letters in the last 1h0m of 4000 tasks (0.1 % bad): 100 % of the period's error budget spent"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			assert.Equal(t, tt.want, SLOLine(&report.Report{SLO: tt.slo}))
+		})
+	}
+}
+
+func TestTenantsRenderTheDominantTenant(t *testing.T) {
+	t.Parallel()
+	r := &report.Report{Pipeline: "agent-tasks", Totals: report.Totals{Messages: 14}, Tenants: []report.TenantTotal{
+		{Tenant: "acme", Count: 12, SharePercent: 85.7, Dominant: true, ByReason: []report.TenantReason{{Reason: deadletter.ReasonSchemaInvalid, Count: 12}}},
+		{Tenant: "", Count: 2, SharePercent: 14.3, ByReason: []report.TenantReason{{Reason: deadletter.ReasonJSONInvalid, Count: 2}}},
+	}}
+	var text, mdown strings.Builder
+	require.NoError(t, Text(&text, r))
+	require.NoError(t, Markdown(&mdown, r))
+	assert.Contains(t, text.String(), "acme !")
+	assert.Contains(t, text.String(), "(no tenant)")
+	assert.Contains(t, mdown.String(), "| **acme** (dominates) | 12 | 85.7 % |")
+	var html strings.Builder
+	require.NoError(t, HTML(&html, r, nil))
+	assert.Contains(t, html.String(), `id="tenants"`)
+	assert.Contains(t, html.String(), "dominates")
+}
