@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -185,9 +186,10 @@ func depth(t *testing.T, c *sqs.Client, url string) int {
 	out, err := c.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
 	require.NoError(t, err)
-	var a, b int
-	fmt.Sscan(out.Attributes["ApproximateNumberOfMessages"], &a)
-	fmt.Sscan(out.Attributes["ApproximateNumberOfMessagesNotVisible"], &b)
+	a, err := strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
+	require.NoError(t, err)
+	b, err := strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
+	require.NoError(t, err)
 	return a + b
 }
 

@@ -72,10 +72,10 @@ func letters(t testing.TB, n int) []dlq.Message {
 	for i := range n {
 		key := fmt.Sprintf("key-%06d", i)
 		reason, class, errText := deadletter.ReasonBudgetExhausted, deadletter.ClassTransient, "search API 503 Service Unavailable"
-		switch {
-		case i%4 == 3:
+		switch i % 4 {
+		case 3:
 			reason, class, errText = deadletter.ReasonSchemaInvalid, deadletter.ClassPoison, "args.q: expected string <script>alert(1)</script>"
-		case i%4 == 2:
+		case 2:
 			errText = "search API 429 Too Many Requests"
 		}
 		at := t0.Add(-time.Duration(i%300) * time.Minute)

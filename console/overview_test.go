@@ -68,8 +68,11 @@ func TestOverviewSaysWhatIsNotCreated(t *testing.T) {
 				assert.NotContains(t, body, s)
 			}
 			assert.Contains(t, body, "<b>7</b>", "the pipeline that has queues shows its depth")
-			steps := body[strings.Index(body, "<b>agent-steps</b>"):]
-			assert.Contains(t, steps[:strings.Index(steps, "</tr>")], `data-k="DLQ"><b>-</b>`, "no depth for queues that do not exist")
+			_, steps, found := strings.Cut(body, "<b>agent-steps</b>")
+			require.True(t, found, "the agent-steps row")
+			steps, _, found = strings.Cut(steps, "</tr>")
+			require.True(t, found, "the end of the agent-steps row")
+			assert.Contains(t, steps, `data-k="DLQ"><b>-</b>`, "no depth for queues that do not exist")
 		})
 	}
 }

@@ -281,7 +281,7 @@ func (s *Server) reconcilePost(w http.ResponseWriter, r *http.Request) {
 		after, err = rd.Reconcile(ctx, redrive.ReconcileRequest{Who: redrive.Who{Owner: f.Actor, Why: f.Why}, Key: f.Key, Tenant: f.Tenant,
 			Outcome: ledger.Outcome(f.Outcome), Receipt: f.Receipt})
 	}
-	code := http.StatusOK
+	var code int // a refusal's or a failure's: a recorded reconcile redirects
 	switch {
 	case errors.Is(err, redrive.ErrRefused):
 		code, d.Code = http.StatusUnprocessableEntity, string(redrive.RefusalCode(err))

@@ -237,7 +237,9 @@ func (s *scanner) receive(ctx context.Context) {
 		WaitTimeSeconds:             int32(s.opts.WaitTime / time.Second),
 		MessageAttributeNames:       []string{"All"},
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
-		AttributeNames:              []types.QueueAttributeName{types.QueueAttributeNameAll}, // older endpoints read this one
+		// Deprecated for MessageSystemAttributeNames, but older endpoints
+		// read only this one: both are sent.
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}, //nolint:staticcheck // SA1019: see above
 	}
 	for {
 		if s.stop(ctx) {

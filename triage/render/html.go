@@ -85,7 +85,7 @@ func htmlFuncs() template.FuncMap {
 			}
 			return t.UTC().Format("2006-01-02 15:04Z")
 		},
-		"age": func(sec int64) string { return age(sec) },
+		"age": age,
 		// vis is message content as the page shows it: html/template
 		// escapes HTML, not the bidi controls that reorder what follows
 		// them, nor the controls a copied line would carry

@@ -125,7 +125,7 @@ func TestHistoryPartial(t *testing.T) {
 	latest, _, err := triage.LatestReport(ctx, dest, p.Name)
 	require.NoError(t, err)
 	assert.False(t, latest.Complete, "an old partial report reads as incomplete")
-	require.NoError(t, dest.Put(ctx, triage.ReportBase(old, old.GeneratedAt.Add(time.Hour))+".json", bytes.Replace(data, []byte(`"partial":true`), []byte(`"partial":false`), -1), "application/json"))
+	require.NoError(t, dest.Put(ctx, triage.ReportBase(old, old.GeneratedAt.Add(time.Hour))+".json", bytes.ReplaceAll(data, []byte(`"partial":true`), []byte(`"partial":false`)), "application/json"))
 	latest, _, err = triage.LatestReport(ctx, dest, p.Name)
 	require.NoError(t, err)
 	assert.True(t, latest.Complete, "an old complete report reads as complete")

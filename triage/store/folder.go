@@ -37,18 +37,22 @@ func (f Folder) Put(_ context.Context, key string, data []byte, _ string) error 
 	if err != nil {
 		return err
 	}
+	// After a failed write the temporary file is dropped, best effort: the
+	// write's error is the one to report, and List skips a leftover .tmp-*.
 	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
 		return err
 	}
 	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name())
 		return err
 	}
 	return os.Rename(tmp.Name(), p)
 }
 
+// List returns the keys under the folder that start with prefix, sorted
+// (none when the folder does not exist yet).
 func (f Folder) List(_ context.Context, prefix string) ([]string, error) {
 	var keys []string
 	err := filepath.WalkDir(f.Root, func(p string, d os.DirEntry, err error) error {
@@ -74,6 +78,7 @@ func (f Folder) List(_ context.Context, prefix string) ([]string, error) {
 	return keys, err
 }
 
+// Get returns the file of key.
 func (f Folder) Get(_ context.Context, key string) ([]byte, error) {
 	p, err := f.path(key)
 	if err != nil {
@@ -82,5 +87,5 @@ func (f Folder) Get(_ context.Context, key string) ([]byte, error) {
 	return os.ReadFile(p)
 }
 
-// ErrBadDestination: a destination that cannot be used as written (bad input).
+// ErrBadDestination is returned for a destination that cannot be used as written (bad input).
 var ErrBadDestination = errors.New("triage: bad export destination")

@@ -51,6 +51,7 @@ func Parse(dest string, api S3API) (Destination, error) {
 
 func (d *S3) String() string { return "s3://" + d.Bucket + "/" + d.Prefix }
 
+// Put writes the object of key under the prefix.
 func (d *S3) Put(ctx context.Context, key string, data []byte, contentType string) error {
 	_, err := d.API.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: aws.String(d.Bucket), Key: aws.String(d.Prefix + key),
@@ -59,6 +60,8 @@ func (d *S3) Put(ctx context.Context, key string, data []byte, contentType strin
 	return err
 }
 
+// List returns the keys under the prefix that start with prefix, every
+// page of them.
 func (d *S3) List(ctx context.Context, prefix string) ([]string, error) {
 	var keys []string
 	in := &s3.ListObjectsV2Input{Bucket: aws.String(d.Bucket), Prefix: aws.String(d.Prefix + prefix)}
@@ -77,6 +80,7 @@ func (d *S3) List(ctx context.Context, prefix string) ([]string, error) {
 	}
 }
 
+// Get returns the object of key under the prefix.
 func (d *S3) Get(ctx context.Context, key string) ([]byte, error) {
 	out, err := d.API.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(d.Bucket), Key: aws.String(d.Prefix + key)})
 	if err != nil {

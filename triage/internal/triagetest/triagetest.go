@@ -40,6 +40,7 @@ type Clock struct {
 	now time.Time
 }
 
+// NewClock returns a clock at T0.
 func NewClock() *Clock { return &Clock{now: T0} }
 
 // Now is the clock's time.
@@ -120,6 +121,7 @@ type Ledger map[string]ledger.Entry
 
 var _ triage.KeyReader = Ledger(nil)
 
+// Get returns the entry of key, as a ledger does.
 func (f Ledger) Get(_ context.Context, key string) (ledger.Entry, bool, error) {
 	e, ok := f[key]
 	if ok {
@@ -211,6 +213,7 @@ type RefusingDest struct {
 // ErrRefused is what a RefusingDest answers.
 var ErrRefused = errors.New("AccessDenied: not allowed")
 
+// List refuses when RefuseList says so, else lists the folder.
 func (d RefusingDest) List(ctx context.Context, prefix string) ([]string, error) {
 	if d.RefuseList {
 		return nil, ErrRefused
@@ -218,6 +221,7 @@ func (d RefusingDest) List(ctx context.Context, prefix string) ([]string, error)
 	return d.Folder.List(ctx, prefix)
 }
 
+// Put refuses when RefusePut says so, else writes to the folder.
 func (d RefusingDest) Put(ctx context.Context, key string, data []byte, ct string) error {
 	if d.RefusePut {
 		return ErrRefused
