@@ -50,34 +50,8 @@ type buildOptions struct {
 
 // buildWith is Build with the queue's own retention and type.
 func buildWith(tagged []dlq.Tagged, p *pipeline.Pipeline, now time.Time, o buildOptions) *report.Report {
-	now = now.UTC()
-	retention, source := p.DLQRetention(), "pipeline"
-	if o.Retention > 0 {
-		retention, source = o.Retention, "queue"
-	}
-	fifo := p.FIFO || o.FIFO
-	window := time.Duration(p.Triage.WarningHours) * time.Hour
-	hashTenants := slices.Contains(p.Eval.HashFields, tenantFieldHashName)
-
-	r := &report.Report{
-		ReportVersion: reportVersion, Pipeline: p.Name, Owner: p.Owner, FIFO: fifo, GeneratedAt: now, Complete: true,
-		Expiry: report.ExpirySummary{
-			DLQRetentionHours: p.DLQRetentionHours, DLQRetentionSeconds: int64(retention / time.Second), RetentionSource: source,
-			WarningHours: p.Triage.WarningHours,
-			ByBasis:      map[report.ClockBasis]int{}, Expiring: []report.ExpiringMessage{},
-		},
-		Groups: []report.Group{}, Unreadable: []report.Entry{}, Skipped: []report.Entry{},
-	}
-
-	type groupAcc struct {
-		g       *report.Group
-		tenants map[string]bool
-		keys    map[string]int
-		repeat  map[string]bool
-	}
-	groups := map[string]*groupAcc{} // by reason + fingerprint
-	tenants := map[string]*tenantAcc{}
-	var order []*groupAcc
+	b := newBuilder(p, now, o)
+	r := b.r
 	// Copies of one dead letter count once: only the one findCopies keeps
 	// is counted, anywhere.
 	isCopy, sets := findCopies(tagged)
@@ -90,127 +64,191 @@ func buildWith(tagged []dlq.Tagged, p *pipeline.Pipeline, now time.Time, o build
 		sets = sets[:maxCopySetsListed]
 	}
 	r.Copies = sets
-	keyCount := map[string]int{} // idempotency key -> messages in this DLQ
 	for i := range tagged {
 		if k := tagged[i].Hints.IdempotencyKey; k != "" && !isCopy[i] {
-			keyCount[k]++
+			b.keyCount[k]++
 		}
 	}
-
 	for i := range tagged {
 		t := &tagged[i]
 		if isCopy[i] {
 			r.CopyLetters = append(r.CopyLetters, t)
 			continue
 		}
-		exp := ExpiryOf(t, fifo, retention, now)
-		age := int64(now.Sub(exp.ClockStart) / time.Second)
-		if age < 0 {
-			age = 0
-		}
-		r.Totals.Messages++
-		if t.Inferred {
-			r.Totals.Inferred++
-		}
-		r.Expiry.ByBasis[exp.Basis]++
-		if age > r.Expiry.OldestAgeSeconds {
-			r.Expiry.OldestAgeSeconds = age
-		}
-		if r.Expiry.SoonestExpiry.IsZero() || exp.DeletesAt.Before(r.Expiry.SoonestExpiry) ||
-			(exp.DeletesAt.Equal(r.Expiry.SoonestExpiry) && t.MessageID < r.Expiry.SoonestMessageID) {
-			r.Expiry.SoonestExpiry, r.Expiry.SoonestMessageID = exp.DeletesAt.UTC(), t.MessageID
-		}
-		soon := exp.DeletesAt.Sub(now) <= window
-		if soon {
-			r.Expiry.ExpiringSoon++
-			r.Expiry.Expiring = append(r.Expiry.Expiring, report.ExpiringMessage{
-				MessageID: t.MessageID, Reason: t.Reason, Fingerprint: t.Fingerprint, DeletesAt: exp.DeletesAt.UTC(), Basis: exp.Basis,
-			})
-		}
-		if t.StaleMeta {
-			r.Totals.StaleMeta++
-		}
-		if t.Untrusted != "" {
-			r.Totals.Untrusted++
-		}
-		if t.MetaErr != nil {
-			r.Totals.Unreadable++
-			r.Unreadable = append(r.Unreadable, report.Entry{MessageID: t.MessageID, Stage: "tag", Reason: t.Reason, Problem: t.MetaErr.Error()})
-		}
-		if t.BodyErr != nil {
-			r.Skipped = append(r.Skipped, report.Entry{MessageID: t.MessageID, Stage: "tag", Reason: t.Reason, Problem: t.BodyErr.Error() + ": tagged from its attributes only; not exported"})
-		}
-
-		id := string(t.Reason) + "/" + t.Fingerprint
-		acc := groups[id]
-		if acc == nil {
-			info, _ := t.Reason.Info()
-			acc = &groupAcc{
-				g: &report.Group{
-					Reason: t.Reason, Class: info.Class, Fingerprint: t.Fingerprint,
-					Tool: t.Hints.Tool, ToolVersion: t.Hints.ToolVersion, SchemaVersion: t.Hints.SchemaVersion,
-					Signature: t.Signature, NextAction: info.Next, Redrivable: info.Redrivable,
-					FirstSeen: t.DeadLetteredAt.UTC(), LastSeen: t.DeadLetteredAt.UTC(), SoonestExpiry: exp.DeletesAt.UTC(),
-					SampleMessageIDs: []string{},
-				},
-				tenants: map[string]bool{}, keys: map[string]int{}, repeat: map[string]bool{},
-			}
-			groups[id] = acc
-			order = append(order, acc)
-		}
-		g := acc.g
-		g.Count++
-		g.Letters = append(g.Letters, t)
-		if t.Inferred {
-			g.Inferred++
-		}
-		if t.DeadLetteredAt.Before(g.FirstSeen) {
-			g.FirstSeen = t.DeadLetteredAt.UTC()
-		}
-		if t.DeadLetteredAt.After(g.LastSeen) {
-			g.LastSeen = t.DeadLetteredAt.UTC()
-		}
-		if age > g.OldestAgeSeconds {
-			g.OldestAgeSeconds = age
-		}
-		if exp.DeletesAt.Before(g.SoonestExpiry) {
-			g.SoonestExpiry = exp.DeletesAt.UTC()
-		}
-		if soon {
-			g.ExpiringSoon++
-		}
-		if tn := t.Hints.Tenant; tn != "" {
-			acc.tenants[tn] = true
-		}
-		ta := tenants[t.Hints.Tenant]
-		if ta == nil {
-			ta = &tenantAcc{byReason: map[deadletter.Reason]int{}}
-			tenants[t.Hints.Tenant] = ta
-		}
-		ta.add(t, age)
-		if len(g.SampleMessageIDs) < maxSampleIDs {
-			g.SampleMessageIDs = append(g.SampleMessageIDs, t.MessageID)
-		}
-		// Loops and repeats: dlq_meta's redrive count, the ledger's counts.
-		redrives, deadLetters := 0, 0
-		if t.Meta != nil {
-			redrives = t.Meta.RedriveCount
-		}
-		if t.Ledger != nil {
-			redrives = max(redrives, t.Ledger.RedriveCount)
-			deadLetters = t.Ledger.DeadLetterCount
-		}
-		g.MaxRedriveCount = max(g.MaxRedriveCount, redrives)
-		g.MaxDeadLetterCount = max(g.MaxDeadLetterCount, deadLetters)
-		if t.Reason == deadletter.ReasonRedriveLoop || redrives >= p.RedriveLoopAfter {
-			g.RedriveLoop++
-			r.Totals.RedriveLoop++
-		}
-		if k := t.Hints.IdempotencyKey; k != "" && (keyCount[k] > 1 || redrives > 0 || deadLetters > 1) {
-			acc.repeat[k] = true
-		}
+		exp := ExpiryOf(t, b.fifo, b.retention, b.now)
+		age := max(int64(b.now.Sub(exp.ClockStart)/time.Second), 0)
+		soon := exp.DeletesAt.Sub(b.now) <= b.window
+		b.count(t, exp, age, soon)
+		b.group(t, exp, age, soon)
 	}
+	b.finishExpiry()
+	b.finishGroups()
+	r.Tenants, r.TenantsOmitted = tenantTotals(b.tenants, r.Totals.Messages, b.now, b.hashTenants)
+	r.SLO = sloStatus(tagged, p, b.now)
+	r.Attention = attention(r, p)
+	return r
+}
 
+// builder is a report being built, letter by letter.
+type builder struct {
+	r           *report.Report
+	p           *pipeline.Pipeline
+	now         time.Time
+	fifo        bool
+	retention   time.Duration
+	window      time.Duration // the expiry warning window
+	hashTenants bool
+	groups      map[string]*groupAcc // by reason + fingerprint
+	order       []*groupAcc          // the groups, in the order of their first letter
+	tenants     map[string]*tenantAcc
+	keyCount    map[string]int // idempotency key -> messages in this DLQ
+}
+
+// groupAcc is a group being built, with the sets its counts come from.
+type groupAcc struct {
+	g       *report.Group
+	tenants map[string]bool
+	keys    map[string]int
+	repeat  map[string]bool
+}
+
+// newBuilder starts an empty report of p as of now.
+func newBuilder(p *pipeline.Pipeline, now time.Time, o buildOptions) *builder {
+	now = now.UTC()
+	retention, source := p.DLQRetention(), "pipeline"
+	if o.Retention > 0 {
+		retention, source = o.Retention, "queue"
+	}
+	fifo := p.FIFO || o.FIFO
+	r := &report.Report{
+		ReportVersion: reportVersion, Pipeline: p.Name, Owner: p.Owner, FIFO: fifo, GeneratedAt: now, Complete: true,
+		Expiry: report.ExpirySummary{
+			DLQRetentionHours: p.DLQRetentionHours, DLQRetentionSeconds: int64(retention / time.Second), RetentionSource: source,
+			WarningHours: p.Triage.WarningHours,
+			ByBasis:      map[report.ClockBasis]int{}, Expiring: []report.ExpiringMessage{},
+		},
+		Groups: []report.Group{}, Unreadable: []report.Entry{}, Skipped: []report.Entry{},
+	}
+	return &builder{r: r, p: p, now: now, fifo: fifo, retention: retention,
+		window:      time.Duration(p.Triage.WarningHours) * time.Hour,
+		hashTenants: slices.Contains(p.Eval.HashFields, tenantFieldHashName),
+		groups:      map[string]*groupAcc{}, tenants: map[string]*tenantAcc{}, keyCount: map[string]int{}}
+}
+
+// count counts a letter in the report's totals and expiry summary, and
+// lists what could not be read of it.
+func (b *builder) count(t *dlq.Tagged, exp Expiry, age int64, soon bool) {
+	r := b.r
+	r.Totals.Messages++
+	if t.Inferred {
+		r.Totals.Inferred++
+	}
+	r.Expiry.ByBasis[exp.Basis]++
+	if age > r.Expiry.OldestAgeSeconds {
+		r.Expiry.OldestAgeSeconds = age
+	}
+	if r.Expiry.SoonestExpiry.IsZero() || exp.DeletesAt.Before(r.Expiry.SoonestExpiry) ||
+		(exp.DeletesAt.Equal(r.Expiry.SoonestExpiry) && t.MessageID < r.Expiry.SoonestMessageID) {
+		r.Expiry.SoonestExpiry, r.Expiry.SoonestMessageID = exp.DeletesAt.UTC(), t.MessageID
+	}
+	if soon {
+		r.Expiry.ExpiringSoon++
+		r.Expiry.Expiring = append(r.Expiry.Expiring, report.ExpiringMessage{
+			MessageID: t.MessageID, Reason: t.Reason, Fingerprint: t.Fingerprint, DeletesAt: exp.DeletesAt.UTC(), Basis: exp.Basis,
+		})
+	}
+	if t.StaleMeta {
+		r.Totals.StaleMeta++
+	}
+	if t.Untrusted != "" {
+		r.Totals.Untrusted++
+	}
+	if t.MetaErr != nil {
+		r.Totals.Unreadable++
+		r.Unreadable = append(r.Unreadable, report.Entry{MessageID: t.MessageID, Stage: "tag", Reason: t.Reason, Problem: t.MetaErr.Error()})
+	}
+	if t.BodyErr != nil {
+		r.Skipped = append(r.Skipped, report.Entry{MessageID: t.MessageID, Stage: "tag", Reason: t.Reason, Problem: t.BodyErr.Error() + ": tagged from its attributes only; not exported"})
+	}
+}
+
+// group adds a letter to its group (reason and fingerprint) and to its
+// tenant's totals.
+func (b *builder) group(t *dlq.Tagged, exp Expiry, age int64, soon bool) {
+	id := string(t.Reason) + "/" + t.Fingerprint
+	acc := b.groups[id]
+	if acc == nil {
+		info, _ := t.Reason.Info()
+		acc = &groupAcc{
+			g: &report.Group{
+				Reason: t.Reason, Class: info.Class, Fingerprint: t.Fingerprint,
+				Tool: t.Hints.Tool, ToolVersion: t.Hints.ToolVersion, SchemaVersion: t.Hints.SchemaVersion,
+				Signature: t.Signature, NextAction: info.Next, Redrivable: info.Redrivable,
+				FirstSeen: t.DeadLetteredAt.UTC(), LastSeen: t.DeadLetteredAt.UTC(), SoonestExpiry: exp.DeletesAt.UTC(),
+				SampleMessageIDs: []string{},
+			},
+			tenants: map[string]bool{}, keys: map[string]int{}, repeat: map[string]bool{},
+		}
+		b.groups[id] = acc
+		b.order = append(b.order, acc)
+	}
+	g := acc.g
+	g.Count++
+	g.Letters = append(g.Letters, t)
+	if t.Inferred {
+		g.Inferred++
+	}
+	if t.DeadLetteredAt.Before(g.FirstSeen) {
+		g.FirstSeen = t.DeadLetteredAt.UTC()
+	}
+	if t.DeadLetteredAt.After(g.LastSeen) {
+		g.LastSeen = t.DeadLetteredAt.UTC()
+	}
+	if age > g.OldestAgeSeconds {
+		g.OldestAgeSeconds = age
+	}
+	if exp.DeletesAt.Before(g.SoonestExpiry) {
+		g.SoonestExpiry = exp.DeletesAt.UTC()
+	}
+	if soon {
+		g.ExpiringSoon++
+	}
+	if tn := t.Hints.Tenant; tn != "" {
+		acc.tenants[tn] = true
+	}
+	ta := b.tenants[t.Hints.Tenant]
+	if ta == nil {
+		ta = &tenantAcc{byReason: map[deadletter.Reason]int{}}
+		b.tenants[t.Hints.Tenant] = ta
+	}
+	ta.add(t, age)
+	if len(g.SampleMessageIDs) < maxSampleIDs {
+		g.SampleMessageIDs = append(g.SampleMessageIDs, t.MessageID)
+	}
+	// Loops and repeats: dlq_meta's redrive count, the ledger's counts.
+	redrives, deadLetters := 0, 0
+	if t.Meta != nil {
+		redrives = t.Meta.RedriveCount
+	}
+	if t.Ledger != nil {
+		redrives = max(redrives, t.Ledger.RedriveCount)
+		deadLetters = t.Ledger.DeadLetterCount
+	}
+	g.MaxRedriveCount = max(g.MaxRedriveCount, redrives)
+	g.MaxDeadLetterCount = max(g.MaxDeadLetterCount, deadLetters)
+	if t.Reason == deadletter.ReasonRedriveLoop || redrives >= b.p.RedriveLoopAfter {
+		g.RedriveLoop++
+		b.r.Totals.RedriveLoop++
+	}
+	if k := t.Hints.IdempotencyKey; k != "" && (b.keyCount[k] > 1 || redrives > 0 || deadLetters > 1) {
+		acc.repeat[k] = true
+	}
+}
+
+// finishExpiry sorts and caps the expiring letters and the lists of
+// entries, and says the hours to the soonest expiry.
+func (b *builder) finishExpiry() {
+	r := b.r
 	sort.SliceStable(r.Expiry.Expiring, func(i, j int) bool {
 		a, b := r.Expiry.Expiring[i], r.Expiry.Expiring[j]
 		if !a.DeletesAt.Equal(b.DeletesAt) {
@@ -222,20 +260,24 @@ func buildWith(tagged []dlq.Tagged, p *pipeline.Pipeline, now time.Time, o build
 		r.Expiry.Expiring, r.Expiry.ExpiringTruncated = r.Expiry.Expiring[:maxExpiringListed], true
 	}
 	if r.Totals.Messages > 0 {
-		h := r.Expiry.SoonestExpiry.Sub(now).Hours()
+		h := r.Expiry.SoonestExpiry.Sub(b.now).Hours()
 		r.Expiry.HoursToSoonest = &h
 	}
 	r.Unreadable = capEntries(r.Unreadable)
 	r.Skipped = capEntries(r.Skipped)
+}
 
-	// Reasons, most messages first (taxonomy order breaks ties); groups
-	// inside a reason, most messages first (fingerprint breaks ties).
+// finishGroups completes each group and totals them by reason: reasons,
+// most messages first (taxonomy order breaks ties); groups inside a reason,
+// most messages first (fingerprint breaks ties).
+func (b *builder) finishGroups() {
+	r := b.r
 	byReason := map[deadletter.Reason]*report.ReasonTotal{}
 	repeatKeys := map[string]bool{}
-	for _, acc := range order {
+	for _, acc := range b.order {
 		g := acc.g
 		g.TenantsAffected = len(acc.tenants)
-		g.Tenants = tenantList(acc.tenants, hashTenants)
+		g.Tenants = tenantList(acc.tenants, b.hashTenants)
 		g.RepeatKeys = len(acc.repeat)
 		if g.Reason == deadletter.ReasonEffectUnknown || g.Reason == deadletter.ReasonIdempotencyKeyReused {
 			g.IdempotencyKeys, g.IdempotencyKeysOmitted = keyList(g.Letters)
@@ -243,7 +285,7 @@ func buildWith(tagged []dlq.Tagged, p *pipeline.Pipeline, now time.Time, o build
 		for k := range acc.repeat {
 			repeatKeys[k] = true
 		}
-		g.Recurring = recurringClass(g.Reason) && g.Count >= p.Eval.Threshold
+		g.Recurring = recurringClass(g.Reason) && g.Count >= b.p.Eval.Threshold
 		rt := byReason[g.Reason]
 		if rt == nil {
 			rt = &report.ReasonTotal{Reason: g.Reason, Class: g.Class, NextAction: g.NextAction, Redrivable: g.Redrivable, SoonestExpiry: g.SoonestExpiry}
@@ -280,7 +322,7 @@ func buildWith(tagged []dlq.Tagged, p *pipeline.Pipeline, now time.Time, o build
 	for i, rt := range r.Totals.ByReason {
 		reasonPos[rt.Reason] = i
 	}
-	for _, acc := range order {
+	for _, acc := range b.order {
 		r.Groups = append(r.Groups, *acc.g)
 	}
 	sort.SliceStable(r.Groups, func(i, j int) bool {
@@ -299,10 +341,6 @@ func buildWith(tagged []dlq.Tagged, p *pipeline.Pipeline, now time.Time, o build
 			r.Totals.RecurringPoisonGroups++
 		}
 	}
-	r.Tenants, r.TenantsOmitted = tenantTotals(tenants, r.Totals.Messages, now, hashTenants)
-	r.SLO = sloStatus(tagged, p, now)
-	r.Attention = attention(r, p)
-	return r
 }
 
 // recurringClass says whether a reason's groups are eval-export candidates:

@@ -141,24 +141,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 		r.Partial = true
 		r.PartialReasons = append(r.PartialReasons, "ledger counts incomplete: "+ledgerErr.Error())
 	}
-	// One log line per unreadable dead letter, up to ten; the report lists them all (up to 1000).
-	logged := 0
-	for _, t := range tagged {
-		if t.MetaErr != nil && logged < 10 {
-			logged++
-			log.WarnContext(ctx, "dead letter with unreadable metadata", "message_id", t.MessageID, "queue", cfg.DLQURL, "reason", string(t.Reason), "error", t.MetaErr.Error())
-		}
-	}
-	if r.Totals.Unreadable > logged {
-		log.WarnContext(ctx, "more dead letters with unreadable metadata", "queue", cfg.DLQURL, "count", r.Totals.Unreadable-logged)
-	}
-	log.InfoContext(ctx, "triage scanned", "pipeline", p.Name, "queue", cfg.DLQURL, "messages", r.Totals.Messages,
-		"groups", r.Totals.Groups, "complete", r.Complete, "partial", r.Partial, "duration_s", stats.DurationSeconds, "messages_per_s", stats.MessagesPerSecond)
-	if stats.Partial {
-		log.WarnContext(ctx, "triage scan partial: the report's counts are a lower bound", "pipeline", p.Name, "queue", cfg.DLQURL,
-			"partial_cause", stats.PartialCause, "seen", stats.Unique, "approx_visible", stats.ApproxDepth, "approx_in_flight", stats.ApproxInFlight,
-			"retry_after_s", stats.RetryAfterSeconds)
-	}
+	logScan(ctx, log, cfg.DLQURL, tagged, r)
 
 	var errs []error
 	if cfg.Export != nil {
@@ -182,4 +165,28 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 		return r, fmt.Errorf("triage %s: %w", p.Name, errors.Join(errs...))
 	}
 	return r, nil
+}
+
+// logScan logs what the scan of queue found: up to ten unreadable dead
+// letters one by one, then their count; the report's totals; and, for a
+// partial scan, why.
+func logScan(ctx context.Context, log *slog.Logger, queue string, tagged []dlq.Tagged, r *report.Report) {
+	// One log line per unreadable dead letter, up to ten; the report lists them all (up to 1000).
+	logged := 0
+	for _, t := range tagged {
+		if t.MetaErr != nil && logged < 10 {
+			logged++
+			log.WarnContext(ctx, "dead letter with unreadable metadata", "message_id", t.MessageID, "queue", queue, "reason", string(t.Reason), "error", t.MetaErr.Error())
+		}
+	}
+	if r.Totals.Unreadable > logged {
+		log.WarnContext(ctx, "more dead letters with unreadable metadata", "queue", queue, "count", r.Totals.Unreadable-logged)
+	}
+	log.InfoContext(ctx, "triage scanned", "pipeline", r.Pipeline, "queue", queue, "messages", r.Totals.Messages,
+		"groups", r.Totals.Groups, "complete", r.Complete, "partial", r.Partial, "duration_s", r.Scan.DurationSeconds, "messages_per_s", r.Scan.MessagesPerSecond)
+	if r.Scan.Partial {
+		log.WarnContext(ctx, "triage scan partial: the report's counts are a lower bound", "pipeline", r.Pipeline, "queue", queue,
+			"partial_cause", r.Scan.PartialCause, "seen", r.Scan.Unique, "approx_visible", r.Scan.ApproxDepth, "approx_in_flight", r.Scan.ApproxInFlight,
+			"retry_after_s", r.Scan.RetryAfterSeconds)
+	}
 }
