@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -173,9 +174,10 @@ func (l *local) empty(url string) bool {
 		out, err := l.client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
 			AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
 		require.NoError(l.t, err)
-		var visible, inFlight int
-		fmt.Sscan(out.Attributes["ApproximateNumberOfMessages"], &visible)
-		fmt.Sscan(out.Attributes["ApproximateNumberOfMessagesNotVisible"], &inFlight)
+		visible, err := strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
+		require.NoError(l.t, err)
+		inFlight, err := strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
+		require.NoError(l.t, err)
 		switch {
 		case visible > 0:
 			return false
@@ -193,9 +195,10 @@ func (l *local) depth(url string) int {
 	out, err := l.client.GetQueueAttributes(context.Background(), &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
 		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages, sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
 	require.NoError(l.t, err)
-	var a, b int
-	fmt.Sscan(out.Attributes["ApproximateNumberOfMessages"], &a)
-	fmt.Sscan(out.Attributes["ApproximateNumberOfMessagesNotVisible"], &b)
+	a, err := strconv.Atoi(out.Attributes["ApproximateNumberOfMessages"])
+	require.NoError(l.t, err)
+	b, err := strconv.Atoi(out.Attributes["ApproximateNumberOfMessagesNotVisible"])
+	require.NoError(l.t, err)
 	return a + b
 }
 

@@ -64,11 +64,16 @@ figures one a line.`,
 				if err != nil {
 					return err
 				}
-				defer pf.Close()
 				if err := pprof.StartCPUProfile(pf); err != nil {
+					_ = pf.Close() // the profile never started: that error is the one to say
 					return err
 				}
-				defer pprof.StopCPUProfile()
+				defer func() {
+					pprof.StopCPUProfile()
+					if err := pf.Close(); err != nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), "agentdlq bench: --cpuprofile:", err)
+					}
+				}()
 			}
 			res, err := runBench(cmd, f, ev, repeats, warmup)
 			if err != nil {

@@ -347,7 +347,7 @@ func TestProfileAndRegionFlags(t *testing.T) {
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(dir, "none"))
 	for _, k := range []string{"AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
 		t.Setenv(k, "")
-		os.Unsetenv(k)
+		require.NoError(t, os.Unsetenv(k))
 	}
 	probe := func(args ...string) (region, key string, code int) {
 		root := newRootCmd()

@@ -144,7 +144,9 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	if err != nil {
 		return err
 	}
-	defer logFile.Close()
+	// The worker's log: slog writes each line whole, so a close error
+	// could lose nothing written.
+	defer func() { _ = logFile.Close() }()
 	log := slog.New(slog.NewJSONHandler(logFile, nil))
 
 	step("2/9 topology of pipeline %q from %s", p.Name, g.configPath)

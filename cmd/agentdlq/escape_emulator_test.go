@@ -200,8 +200,8 @@ func startConsole(t *testing.T, reports string) *consoleClient {
 	root.SetErr(io.Discard)
 	root.SetArgs([]string{"--config", filepath.Join("..", "..", pipeline.DefaultFile), "ui", "--no-browser", "--reports", reports})
 	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx); pw.Close() }()
-	t.Cleanup(func() { cancel(); <-done })
+	go func() { done <- root.ExecuteContext(ctx); _ = pw.Close() }() // Close of a pipe's writer returns nil
+	t.Cleanup(func() { cancel(); assert.NoError(t, <-done, "the cancel stops it cleanly") })
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	require.NoError(t, err)
 	go func() { _, _ = io.Copy(io.Discard, pr) }()

@@ -344,7 +344,8 @@ func harden(root *cobra.Command) {
 				return unknownCommand(c, args[0])
 			}
 			if s := flagSuggestions(c, ne.GetSpecifiedName()); ne.GetSpecifiedShortnames() == "" && len(s) > 0 {
-				err = fmt.Errorf("%w\n\nDid you mean this?\n\t%s\n", err, strings.Join(s, "\n\t"))
+				// As cobra's own suggestions, ending in a line break.
+				err = fmt.Errorf("%w\n\nDid you mean this?\n\t%s\n", err, strings.Join(s, "\n\t")) //nolint:staticcheck // ST1005: see above
 			}
 		}
 		return badUsage(c, err)

@@ -28,11 +28,14 @@ func checkLogFormat(f string) error {
 	return fmt.Errorf("--log-format %q: auto, json or text", f)
 }
 
-// isTerminal reports whether w is a terminal (a *errConsole reports on the
-// writer it wraps).
+// isTerminal reports whether w is a terminal (a *errConsole or a
+// *checkedWriter reports on the writer it wraps).
 func isTerminal(w io.Writer) bool {
 	if c, ok := w.(*errConsole); ok {
 		return c.tty
+	}
+	if c, ok := w.(*checkedWriter); ok {
+		return isTerminal(c.w)
 	}
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))

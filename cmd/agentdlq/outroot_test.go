@@ -171,7 +171,7 @@ func TestUIAuditBesidePipelinesJSON(t *testing.T) {
 	root.SetArgs([]string{"ui", "--no-browser"})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
-	go func() { done <- root.ExecuteContext(ctx); pw.Close() }()
+	go func() { done <- root.ExecuteContext(ctx); _ = pw.Close() }() // Close of a pipe's writer returns nil
 	line, err := bufio.NewReader(pr).ReadString('\n')
 	require.NoError(t, err)
 	go func() { _, _ = io.Copy(io.Discard, pr) }()

@@ -31,7 +31,7 @@ func shell(t *testing.T, local string) {
 		"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_WEB_IDENTITY_TOKEN_FILE",
 		"AGENTDLQ_HOT_QUEUE_URL", "AGENTDLQ_HOT_QUEUE_ARN", "AGENTDLQ_DLQ_URL", "AGENTDLQ_DLQ_ARN"} {
 		t.Setenv(k, "")
-		os.Unsetenv(k)
+		require.NoError(t, os.Unsetenv(k))
 	}
 	if local == "" {
 		local = filepath.Join(t.TempDir(), "no-such-dir")

@@ -104,13 +104,13 @@ func readPatch(name string, stdin io.Reader) ([]byte, error) {
 	if name == "" {
 		return nil, errors.New("is required: a file holding an RFC 6902 JSON Patch of the task's args (\"-\" for stdin)")
 	}
-	var r io.Reader = stdin
+	r := stdin
 	if name != "-" {
 		fh, err := os.Open(name)
 		if err != nil {
 			return nil, fmt.Errorf("cannot be read: %w", err)
 		}
-		defer fh.Close()
+		defer func() { _ = fh.Close() }() // only read
 		r = fh
 	}
 	b, err := io.ReadAll(io.LimitReader(r, maxPatchBytes+1))

@@ -48,7 +48,9 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	out, code := runCLI(t, "triage", "--pipeline", "agent-tasks", "--ledger-table", table, "--reports", "", "--no-progress", "-o", "json")
 	require.Equal(t, 0, code, out)
 	var rep report.Report
-	require.NoError(t, json.Unmarshal([]byte(out[strings.Index(out, "{\n"):]), &rep), out)
+	i := strings.Index(out, "{\n")
+	require.GreaterOrEqual(t, i, 0, out)
+	require.NoError(t, json.Unmarshal([]byte(out[i:]), &rep), out)
 	ids := map[deadletter.Reason]string{}
 	for _, g := range rep.Groups {
 		require.Len(t, g.SampleMessageIDs, 1)

@@ -87,7 +87,7 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if err != nil {
 		return withExit(2, fmt.Errorf("--addr %s: %w", f.addr, err))
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // a stopped server has closed it already
 	addr := ln.Addr().(*net.TCPAddr)
 	loopback := addr.IP.IsLoopback()
 

@@ -34,7 +34,7 @@ func TestUIFirstLineAndStop(t *testing.T) {
 		root.SetErr(io.Discard)
 		root.SetArgs([]string{"--config", filepath.Join("..", "..", pipeline.DefaultFile), "ui", "--no-browser", "--reports", t.TempDir()})
 		done := make(chan error, 1)
-		go func() { done <- root.ExecuteContext(ctx); pw.Close() }()
+		go func() { done <- root.ExecuteContext(ctx); _ = pw.Close() }() // Close of a pipe's writer returns nil
 		line, err := bufio.NewReader(pr).ReadString('\n')
 		require.NoError(t, err)
 		go func() { _, _ = io.Copy(io.Discard, pr) }()

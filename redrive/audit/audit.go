@@ -214,7 +214,7 @@ func (s *FileStore) Append(_ context.Context, r Entry) error {
 		return err
 	}
 	if _, err := f.Write(line); err != nil {
-		f.Close()
+		_ = f.Close() // the write failed: that error is the one to report
 		return err
 	}
 	return f.Close()

@@ -31,7 +31,7 @@ type Reader interface {
 	Entries(ctx context.Context, pipelineName string, actions ...Action) ([]Entry, error)
 }
 
-// ErrUnreadable: the audit store cannot be read back (a store that
+// ErrUnreadable is returned when the audit store cannot be read back (a store that
 // only appends, or an S3 store without a reading client).
 var ErrUnreadable = errors.New("the audit store cannot be read back")
 
@@ -77,7 +77,7 @@ func (s *FileStore) Read(lenient bool) ([]Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read
 	var out []Entry
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)

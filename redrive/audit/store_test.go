@@ -40,7 +40,7 @@ func TestFileStoreAppendsJSONLines(t *testing.T) {
 	require.NoError(t, a.Record(ctx, Entry{Actor: "mallory", Pipeline: "agent-tasks", Action: ActionStart, Outcome: OutcomeRefused, Error: "refused (owner_mismatch): x"}))
 	f, err := os.Open(path)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }() // only read
 	var recs []Entry
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
