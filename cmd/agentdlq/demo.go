@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
@@ -24,11 +25,13 @@ import (
 	"github.com/agentdlq/agentdlq/local/runner"
 	"github.com/agentdlq/agentdlq/local/topology"
 	"github.com/agentdlq/agentdlq/local/workload"
+	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/eval"
 	"github.com/agentdlq/agentdlq/triage/render"
+	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -86,19 +89,81 @@ this run's plan, console and chart show only this run.`,
 	return cmd
 }
 
+// demoRun is what the demo's steps share: the flags, the writers, the
+// pipeline and what each step leaves for the next.
+type demoRun struct {
+	ctx         context.Context
+	g           *globalFlags
+	f           *demoFlags
+	out, stderr io.Writer
+	start       time.Time
+	p           *pipeline.Pipeline
+	// stopEmulators stops the emulators the demo started, with
+	// --stop-emulators (once; it does nothing otherwise).
+	stopEmulators func()
+	deps          sampleworker.DependencyDir
+	cfg           aws.Config
+	logPath       string
+	logFile       *os.File
+	log           *slog.Logger
+	lp            *runner.Local
+	sent          []workload.Sent
+	report        *report.Report
+}
+
+// demoSteps are the demo's steps, in order: what each is called (the
+// heading it prints, numbered) and what it does. A step's error ends the
+// demo.
+var demoSteps = []struct {
+	title func(d *demoRun) string
+	run   func(d *demoRun) error
+}{
+	{func(*demoRun) string { return "local emulators (127.0.0.1 only)" }, (*demoRun).emulators},
+	{func(d *demoRun) string {
+		return fmt.Sprintf("topology of pipeline %q from %s", d.p.Name, d.g.configPath)
+	}, (*demoRun).topology},
+	{func(*demoRun) string {
+		return fmt.Sprintf("an outage: %s goes down; send a mixed workload", demoDependency)
+	}, (*demoRun).outage},
+	{func(*demoRun) string { return "drain with the real worker through the local event source mapping" }, (*demoRun).drain},
+	{func(*demoRun) string { return "triage the DLQ (read-only) and export the eval dataset" }, (*demoRun).triage},
+	{func(*demoRun) string { return "redrive plan" }, (*demoRun).plan},
+	{func(*demoRun) string { return fmt.Sprintf("the fix: %s is back up", demoDependency) }, (*demoRun).fix},
+	{func(*demoRun) string {
+		return fmt.Sprintf("redrive the %s dead letters: a canary first, while the worker consumes", deadletter.ReasonDependencyOpen)
+	}, (*demoRun).redrive},
+	{func(*demoRun) string { return "account for every message sent" }, (*demoRun).account},
+}
+
 func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.Writer) error {
-	start := time.Now()
-	step := func(format string, args ...any) {
-		fmt.Fprintf(out, "\n== %s  [%.1fs]\n", fmt.Sprintf(format, args...), time.Since(start).Seconds())
-	}
+	d := &demoRun{ctx: ctx, g: g, f: f, out: out, stderr: stderr, start: time.Now(), stopEmulators: func() {}}
 	base, err := g.loadPipeline(f.pipeline)
 	if err != nil {
 		return withExit(2, err)
 	}
-	p := workload.Quick(base)
+	d.p = workload.Quick(base)
+	defer func() { d.stopEmulators() }()
+	defer func() {
+		if d.logFile != nil {
+			// The worker's log: slog writes each line whole, so a close
+			// error could lose nothing written.
+			_ = d.logFile.Close()
+		}
+	}()
+	for i, s := range demoSteps {
+		fmt.Fprintf(out, "\n== %d/%d %s  [%.1fs]\n", i+1, len(demoSteps), s.title(d), time.Since(d.start).Seconds())
+		if err := s.run(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
-	step("1/9 local emulators (127.0.0.1 only)")
-	stopEmulators := func() {}
+// emulators starts the local emulators (unless the environment names
+// running ones), checks that every endpoint is on this machine, sets an
+// earlier run's outputs aside and opens the worker's log.
+func (d *demoRun) emulators() error {
+	ctx, out, f := d.ctx, d.out, d.f
 	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
 		if err := startLocalEmulators(ctx, out); err != nil {
 			return err
@@ -106,57 +171,55 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 		if f.stop {
 			var once sync.Once
 			// AGENTDLQ_KEEP_OUT: this run's outputs stay where they are.
-			stopEmulators = func() {
+			d.stopEmulators = func() {
 				once.Do(func() { _ = runLocalScriptEnv(context.Background(), "down", out, os.Stderr, "AGENTDLQ_KEEP_OUT=1") })
 			}
-			defer stopEmulators()
 		}
 	} else {
 		fmt.Fprintln(out, "using the running emulators at", os.Getenv("AWS_ENDPOINT_URL_SQS"))
 	}
-	deps, err := localDependencies()
-	if err != nil {
+	var err error
+	if d.deps, err = localDependencies(); err != nil {
 		return err
 	}
-	// The pipeline's own queues: what the demo leaves there is what
-	// RUNBOOK.md walks through afterwards.
-	names := topology.LocalNames(p)
-	cfg, err := localConfig(ctx)
-	if err != nil {
+	if d.cfg, err = localConfig(ctx); err != nil {
 		return err
 	}
 	// The demo runs on this machine only (its redrive then skips the caller
 	// check: redrive decides so from its clients, as New will).
-	if local, err := redrive.Locality(clientsOf(cfg, topology.LocalLedgerTable)); err != nil || !local {
+	if local, err := redrive.Locality(clientsOf(d.cfg, topology.LocalLedgerTable)); err != nil || !local {
 		return withExit(2, fmt.Errorf("agentdlq demo runs on the local emulators only, and not every endpoint (SQS %s, DynamoDB, S3) is on this machine: unset AWS_ENDPOINT_URL* to let it start its own", os.Getenv("AWS_ENDPOINT_URL_SQS")))
 	}
 	// Start over: an earlier run's audit and reports would show in this
 	// run's plan, console and chart. They are set aside, not deleted, once
 	// nothing can refuse the demo any more.
-	if err := startOver(out, start, g.outRoot(), f.out); err != nil {
+	if err := startOver(out, d.start, d.g.outRoot(), f.out); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}
-	logPath := filepath.Join(f.out, "worker.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
+	d.logPath = filepath.Join(f.out, "worker.log")
+	if d.logFile, err = os.Create(d.logPath); err != nil {
 		return err
 	}
-	// The worker's log: slog writes each line whole, so a close error
-	// could lose nothing written.
-	defer func() { _ = logFile.Close() }()
-	log := slog.New(slog.NewJSONHandler(logFile, nil))
+	d.log = slog.New(slog.NewJSONHandler(d.logFile, nil))
+	return nil
+}
 
-	step("2/9 topology of pipeline %q from %s", p.Name, g.configPath)
-	lp, err := runner.Setup(ctx, runner.Config{AWS: cfg, Pipeline: p, Names: names, WorkerVersion: "demo",
-		Concurrency: sampleworker.LambdaConcurrency, Dependencies: deps, Logger: log, Metrics: logFile})
+// topology creates the pipeline's own queues, ledger and eval bucket (what
+// the demo leaves there is what RUNBOOK.md walks through afterwards), and
+// empties what an earlier run left on the queues.
+func (d *demoRun) topology() error {
+	ctx, out, p := d.ctx, d.out, d.p
+	lp, err := runner.Setup(ctx, runner.Config{AWS: d.cfg, Pipeline: p, Names: topology.LocalNames(p), WorkerVersion: "demo",
+		Concurrency: sampleworker.LambdaConcurrency, Dependencies: d.deps, Logger: d.log, Metrics: d.logFile})
 	if err != nil {
 		return err
 	}
-	q, sqsc, l := lp.Queues, lp.SQS, lp.Ledger
-	if err := topology.CreateBucket(ctx, s3.NewFromConfig(cfg), topology.LocalEvalBucket); err != nil {
+	d.lp = lp
+	q, sqsc := lp.Queues, lp.SQS
+	if err := topology.CreateBucket(ctx, s3.NewFromConfig(d.cfg), topology.LocalEvalBucket); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "hot queue %s (maxReceiveCount %d, visibility %ds)\nDLQ       %s (retention %dh)\nledger    %s, eval bucket %s\n",
@@ -167,29 +230,37 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 		fmt.Fprintf(out, "emptied %s an earlier run left on the pipeline's local queues\n", textutil.Count(n, "message", "messages"))
 	}
 	fmt.Fprintf(out, "demo timings (shortened so that retries happen within seconds): worker timeout %ds, visibility %ds, backoff %d-%ds; the rest as in %s\n",
-		p.WorkerTimeoutSeconds, p.VisibilityTimeoutSeconds, p.Backoff.BaseSeconds, p.Backoff.MaxSeconds, g.configPath)
+		p.WorkerTimeoutSeconds, p.VisibilityTimeoutSeconds, p.Backoff.BaseSeconds, p.Backoff.MaxSeconds, d.g.configPath)
+	return nil
+}
 
-	step("3/9 an outage: %s goes down; send a mixed workload", demoDependency)
-	if err := deps.Set(demoDependency, true); err != nil {
+// outage takes the demo's dependency down and sends the demo's workload.
+func (d *demoRun) outage() error {
+	if err := d.deps.Set(demoDependency, true); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "$ agentdlq local dependency down %s   (tasks calling it fail until it is back)\n", demoDependency)
+	fmt.Fprintf(d.out, "$ agentdlq local dependency down %s   (tasks calling it fail until it is back)\n", demoDependency)
 	prefix := "demo" + time.Now().UTC().Format("150405")
 	tasks := workload.Demo(prefix)
-	sent, err := lp.Send(ctx, tasks, 4)
+	sent, err := d.lp.Send(d.ctx, tasks, 4)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "sent %d tasks: %s\n", len(sent), runner.KindCounts(tasks))
+	d.sent = sent
+	fmt.Fprintf(d.out, "sent %d tasks: %s\n", len(sent), runner.KindCounts(tasks))
+	return nil
+}
 
-	step("4/9 drain with the real worker through the local event source mapping")
+// drain runs the real worker through the local event source mapping until
+// the hot queue is idle.
+func (d *demoRun) drain() error {
 	// A running count of the records acknowledged (a terminal only): the
 	// drain waits out retried records' backoff and then 20 s of an empty
 	// queue, which would otherwise look like a hang.
 	var drain *bar
-	stats, mc, err := lp.Drain(ctx, runner.DrainOptions{IdleTimeout: 20 * time.Second, Progress: func(deleted int, done bool) {
+	stats, mc, err := d.lp.Drain(d.ctx, runner.DrainOptions{IdleTimeout: 20 * time.Second, Progress: func(deleted int, done bool) {
 		if drain == nil && !done {
-			drain = g.newBar(stderr, int64(len(sent)), "acknowledged")
+			drain = d.g.newBar(d.stderr, int64(len(d.sent)), "acknowledged")
 		}
 		drain.Set(deleted)
 		if done {
@@ -199,56 +270,69 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%d pollers, batch size %d, window %ds: %d invocations, %d records received, %d deleted, %d left to their visibility timeout or backoff (worker log and metrics: %s)\n",
-		mc.Pollers, mc.BatchSize, p.BatchWindowSeconds, stats.Batches, stats.Received, stats.Deleted, stats.Failed, logPath)
+	fmt.Fprintf(d.out, "%d pollers, batch size %d, window %ds: %d invocations, %d records received, %d deleted, %d left to their visibility timeout or backoff (worker log and metrics: %s)\n",
+		mc.Pollers, mc.BatchSize, d.p.BatchWindowSeconds, stats.Batches, stats.Received, stats.Deleted, stats.Failed, d.logPath)
+	return nil
+}
 
-	step("5/9 triage the DLQ (read-only) and export the eval dataset")
-	evalDir := filepath.Join(f.out, "evals")
-	report, err := triage.Run(ctx, triage.Config{
-		Pipeline: p, DLQURL: q.DLQURL, SQS: sqsc, Ledger: l, Senders: q.Senders,
-		Export: eval.To(store.Folder{Root: evalDir}), Keep: render.KeepIn(store.Folder{Root: f.out}), Logger: log,
+// triage triages the DLQ (read-only), exports the eval dataset and prints
+// the report as agentdlq triage does.
+func (d *demoRun) triage() error {
+	lp := d.lp
+	evalDir := filepath.Join(d.f.out, "evals")
+	report, err := triage.Run(d.ctx, triage.Config{
+		Pipeline: d.p, DLQURL: lp.Queues.DLQURL, SQS: lp.SQS, Ledger: lp.Ledger, Senders: lp.Queues.Senders,
+		Export: eval.To(store.Folder{Root: evalDir}), Keep: render.KeepIn(store.Folder{Root: d.f.out}), Logger: d.log,
 	})
 	if err != nil && report == nil {
 		return err
 	}
+	d.report = report
 	// The report as agentdlq triage prints it, its eval export line
 	// included ("eval export to DIR: N new records … KEY"): said once.
-	if err := render.Text(out, report); err != nil {
-		return err
-	}
+	return render.Text(d.out, report)
+}
 
-	step("6/9 redrive plan")
-	// The plan of the report triage just wrote: no second scan, no audit.
-	rd, err := demoRedriver(lp, g.auditPath(lp.Pipeline.Name), log)
+// plan prints the redrive plan of the report triage just wrote: no second
+// scan, no audit.
+func (d *demoRun) plan() error {
+	rd, err := demoRedriver(d.lp, d.g.auditPath(d.lp.Pipeline.Name), d.log)
 	if err != nil {
 		return err
 	}
-	pl, err := rd.Plan(ctx, redrive.PlanRequest{Report: report})
+	pl, err := rd.Plan(d.ctx, redrive.PlanRequest{Report: d.report})
 	if err != nil {
 		return err
 	}
-	if err := writePlanText(out, pl); err != nil {
+	return writePlanText(d.out, pl)
+}
+
+// fix brings the demo's dependency back up.
+func (d *demoRun) fix() error {
+	if err := d.deps.Set(demoDependency, false); err != nil {
 		return err
 	}
+	fmt.Fprintf(d.out, "$ agentdlq local dependency up %s\n", demoDependency)
+	return nil
+}
 
-	step("7/9 the fix: %s is back up", demoDependency)
-	if err := deps.Set(demoDependency, false); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "$ agentdlq local dependency up %s\n", demoDependency)
+// redrive redrives the dependency_open dead letters, a canary first, while
+// the worker consumes.
+func (d *demoRun) redrive() error {
+	return demoRedrive(d.ctx, d.out, d.lp, d.g.auditPath(d.lp.Pipeline.Name), d.log)
+}
 
-	step("8/9 redrive the %s dead letters: a canary first, while the worker consumes", deadletter.ReasonDependencyOpen)
-	if err := demoRedrive(ctx, out, lp, g.auditPath(lp.Pipeline.Name), log); err != nil {
-		return err
-	}
-
-	step("9/9 account for every message sent")
+// account accounts for every message sent, and fails the demo when the
+// numbers do not add up; without --stop-emulators it says how to walk
+// RUNBOOK.md on what is left.
+func (d *demoRun) account() error {
+	ctx, out, lp, p := d.ctx, d.out, d.lp, d.p
 	dead, err := lp.DeadLetters(ctx, triage.ScanOptions{})
 	if err != nil {
 		return err
 	}
 	var ledgerErr error
-	acct, err := lp.Account(ctx, sent, dead, lp.DoneInLedger(ctx, &ledgerErr))
+	acct, err := lp.Account(ctx, d.sent, dead, lp.DoneInLedger(ctx, &ledgerErr))
 	if err != nil {
 		return err
 	}
@@ -258,12 +342,12 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	for _, u := range acct.Unexpected {
 		fmt.Fprintln(out, "unexpected:", u)
 	}
-	stopEmulators()
-	fmt.Fprintf(out, "\n%s  [%.1fs]\n", acct.Line(), time.Since(start).Seconds())
+	d.stopEmulators()
+	fmt.Fprintf(out, "\n%s  [%.1fs]\n", acct.Line(), time.Since(d.start).Seconds())
 	if !acct.AddsUp() || acct.Lost > 0 || len(acct.Unexpected) > 0 || acct.ExtraDeadLetters > 0 {
 		return errors.New("demo: the accounting does not hold (see above)")
 	}
-	if !f.stop {
+	if !d.f.stop {
 		fmt.Fprintf(out, `
 What is left is real: %s on pipeline %s's DLQ, on emulators that keep running.
 Walk RUNBOOK.md on them:
