@@ -578,20 +578,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 				PerTenant: perTenant,
 			})
 			b.Finish()
-			if res != nil {
-				w := cmd.OutOrStdout()
-				switch {
-				case out.JSON() && errors.Is(err, redrive.ErrRefused):
-					return err // nothing was done: the error alone
-				case out.JSON() && err != nil:
-					return withResult(err, res) // one document: the error and what was done
-				case out.JSON():
-					return writeJSON(w, res)
-				case !errors.Is(err, redrive.ErrRefused):
-					writeSelectResult(w, f.pipeline, res, errors.Is(err, triage.ErrScanPartial))
-				}
-			}
-			return err
+			return printSelect(cmd.OutOrStdout(), out, f.pipeline, res, err)
 		},
 	}
 	f.gateFlags(c, true, true)
@@ -607,6 +594,27 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	out = addOutput(c, formatTable, formatJSON)
 	c.Flags().DurationVar(&hold, "hold", redrive.DefaultHold, "visibility timeout of the dead letters a pass receives: how long one is hidden while it moves, and, after a crash, how long the letters the pass left stay hidden")
 	return c
+}
+
+// printSelect writes what select did (res, when not nil) as out says, and
+// returns the command's error: with -o json a refusal is the error alone,
+// another error one document with what was done; a refusal's table is the
+// error's.
+func printSelect(w io.Writer, out *output, pipelineName string, res *redrive.SelectResult, err error) error {
+	if res == nil {
+		return err
+	}
+	switch {
+	case out.JSON() && errors.Is(err, redrive.ErrRefused):
+		return err // nothing was done: the error alone
+	case out.JSON() && err != nil:
+		return withResult(err, res) // one document: the error and what was done
+	case out.JSON():
+		return writeJSON(w, res)
+	case !errors.Is(err, redrive.ErrRefused):
+		writeSelectResult(w, pipelineName, res, errors.Is(err, triage.ErrScanPartial))
+	}
+	return err
 }
 
 // selectBarTotal is the total of select's progress bar: what the DLQ holds

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 
@@ -40,6 +41,34 @@ func (e *sendFailed) Error() string {
 }
 
 func (e *sendFailed) Unwrap() error { return e.se }
+
+// readTasks reads the tasks of file ("-" for stdin), from the input line
+// fromLine on when it is not 0.
+func readTasks(file string, stdin io.Reader, fromLine int) ([]workload.Task, error) {
+	var tasks []workload.Task
+	var err error
+	if file == "-" {
+		tasks, err = workload.Read("stdin", stdin)
+	} else {
+		tasks, err = workload.ReadFile(file)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: no such file: give a file of tasks (JSON Lines, a JSON array or a Lambda SQS event), or - for stdin", file)
+	}
+	if err != nil || fromLine <= 0 {
+		return tasks, err
+	}
+	kept := tasks[:0]
+	for _, t := range tasks {
+		if t.Line >= fromLine {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) == 0 {
+		return nil, fmt.Errorf("--from-line %d: the input has nothing from there (its last message is at %d)", fromLine, tasks[len(tasks)-1].Line)
+	}
+	return kept, nil
+}
 
 func newSendCmd(g *globalFlags) *cobra.Command {
 	var (
@@ -82,29 +111,9 @@ the rest.`,
 			if err != nil {
 				return withExit(2, err)
 			}
-			var tasks []workload.Task
-			if args[0] == "-" {
-				tasks, err = workload.Read("stdin", c.InOrStdin())
-			} else {
-				tasks, err = workload.ReadFile(args[0])
-			}
-			if errors.Is(err, fs.ErrNotExist) {
-				return withExit(2, fmt.Errorf("%s: no such file: give a file of tasks (JSON Lines, a JSON array or a Lambda SQS event), or - for stdin", args[0]))
-			}
+			tasks, err := readTasks(args[0], c.InOrStdin(), fromLine)
 			if err != nil {
 				return withExit(2, err)
-			}
-			if fromLine > 0 {
-				kept := tasks[:0]
-				for _, t := range tasks {
-					if t.Line >= fromLine {
-						kept = append(kept, t)
-					}
-				}
-				if len(kept) == 0 {
-					return withExit(2, fmt.Errorf("--from-line %d: the input has nothing from there (its last message is at %d)", fromLine, tasks[len(tasks)-1].Line))
-				}
-				tasks = kept
 			}
 			ctx := c.Context()
 			cfg, err := awscfg.Load(ctx)

@@ -136,26 +136,8 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if !cmd.Flags().Changed("reports") {
 		f.reports = g.outRoot()
 	}
-	if f.pipeline == "" {
-		return withExit(2, errors.New("--pipeline is required"))
-	}
-	if f.keys0 {
-		f.keys, f.null = true, true
-	}
-	if f.null && !f.keys {
-		return withExit(2, errors.New("--null is a form of --keys: use --keys --null or --keys0"))
-	}
-	if f.keys && (f.out.Markdown() || (f.null && f.out.JSON())) {
-		return withExit(2, errors.New("--keys prints a list: plain, NUL-terminated (--keys0) or JSON (-o json); it excludes -o markdown, and --null excludes -o json"))
-	}
-	if cmd.Flags().Changed("processed") && f.processed < 0 {
-		return withExit(2, errors.New("--processed must not be negative"))
-	}
-	if f.maxMessages < 0 || f.maxSeconds < 0 || f.receivers < 0 || f.receivers > 32 {
-		return withExit(2, errors.New("--max-messages and --max-seconds must not be negative, --receivers is 0..32"))
-	}
-	if f.visibility < time.Second || f.visibility > 12*time.Hour {
-		return withExit(2, fmt.Errorf("--visibility %s is outside 1s..12h", f.visibility))
+	if err := f.check(cmd); err != nil {
+		return err
 	}
 	filter, err := f.filter.parse(time.Now())
 	if err != nil {
@@ -247,6 +229,32 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		return err
 	}
 	return runErr // a partial scan or an export failure: the report (marked partial) is printed above
+}
+
+// check checks the flags that stand on their own.
+func (f *triageFlags) check(cmd *cobra.Command) error {
+	if f.pipeline == "" {
+		return withExit(2, errors.New("--pipeline is required"))
+	}
+	if f.keys0 {
+		f.keys, f.null = true, true
+	}
+	if f.null && !f.keys {
+		return withExit(2, errors.New("--null is a form of --keys: use --keys --null or --keys0"))
+	}
+	if f.keys && (f.out.Markdown() || (f.null && f.out.JSON())) {
+		return withExit(2, errors.New("--keys prints a list: plain, NUL-terminated (--keys0) or JSON (-o json); it excludes -o markdown, and --null excludes -o json"))
+	}
+	if cmd.Flags().Changed("processed") && f.processed < 0 {
+		return withExit(2, errors.New("--processed must not be negative"))
+	}
+	if f.maxMessages < 0 || f.maxSeconds < 0 || f.receivers < 0 || f.receivers > 32 {
+		return withExit(2, errors.New("--max-messages and --max-seconds must not be negative, --receivers is 0..32"))
+	}
+	if f.visibility < time.Second || f.visibility > 12*time.Hour {
+		return withExit(2, fmt.Errorf("--visibility %s is outside 1s..12h", f.visibility))
+	}
+	return nil
 }
 
 // partialScanError says that the scan did not see every dead letter, why,
