@@ -95,7 +95,7 @@ func (r *Redriver) record(ctx context.Context, rec audit.Entry, err error) error
 		rec.Caller = &c
 	}
 	if err != nil && rec.Error == "" {
-		rec.Error = err.Error()
+		rec.Error = Told(err, r.cfg.FieldNames)
 	}
 	if rec.Outcome == "" {
 		switch {

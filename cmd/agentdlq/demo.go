@@ -363,7 +363,7 @@ const demoDependency = "search-api"
 // every client on this machine).
 func demoRedriver(lp *runner.Local, auditPath string, log *slog.Logger) (*redrive.Redriver, error) {
 	return redrive.New(redrive.Config{
-		Pipeline: lp.Pipeline, Queues: lp.Queues, SQS: lp.SQS, Ledger: lp.Ledger, Logger: log,
+		Pipeline: lp.Pipeline, Queues: lp.Queues, SQS: lp.SQS, Ledger: lp.Ledger, Logger: log, FieldNames: flagName,
 		Audit: &audit.Auditor{Store: &audit.FileStore{Path: auditPath}, Logger: log},
 	})
 }

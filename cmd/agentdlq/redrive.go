@@ -142,7 +142,8 @@ func (f *redriveFlags) refused(ctx context.Context, cfg *aws.Config, action audi
 		s3api = s3.NewFromConfig(*cfg)
 	}
 	if a, aerr := audit.Open(f.g.auditDest(f.audit, f.pipeline), f.pipeline, s3api, f.g.auditLog()); aerr == nil {
-		err = redrive.Refuse(ctx, a, f.pipeline, action, who, err)
+		// Recorded as the terminal shows it: the flag at fault.
+		err = redrive.Refuse(ctx, a, f.pipeline, action, who, inFlags(err, nil))
 	}
 	return withExit(exitRefused, err)
 }
@@ -218,6 +219,7 @@ func (f *redriveFlags) open(ctx context.Context, action audit.Action, who redriv
 	rc.Pipeline, rc.Queues, rc.Audit = p, q, a
 	rc.EvidenceBucket = evalBucketName(f.evidenceBucket)
 	rc.Logger, rc.OnMove, rc.OnCanary = logger, onMove, f.onCanary
+	rc.FieldNames = flagName
 	if f.catalog != nil {
 		rc.Catalog = f.catalog(local)
 	}
@@ -237,6 +239,10 @@ var flagOf = map[string]string{
 	"Outcome": "--no-effect or --effect-confirmed", "Receipt": "--effect-confirmed RECEIPT", "Hold": "--hold",
 	"Filter": "--tool/--tenant/--since/--until/--contains", "MessageID": "--message-id", "Patch": "--patch",
 }
+
+// flagName is the flag of a refusal's field (redrive.Config.FieldNames):
+// the words the audit records a refusal in, as the terminal shows it.
+func flagName(field string) string { return flagOf[field] }
 
 // flagError is a refusal told in the command line's words: the flag at
 // fault instead of the request field (redrive.Refusal.Field).
@@ -265,12 +271,7 @@ func inFlags(err error, p *pipeline.Pipeline) error {
 	if !errors.As(err, &rf) || (rf.Field == "" && (len(rf.Next) == 0 || p == nil)) {
 		return err
 	}
-	told := *rf
-	if flag, ok := flagOf[rf.Field]; ok {
-		told.Field = flag
-	}
-	msg := strings.Replace(err.Error(), rf.Error(), told.Error(), 1)
-	fe := &flagError{msg: msg, err: err, p: p}
+	fe := &flagError{msg: redrive.Told(err, flagName), err: err, p: p}
 	if p != nil {
 		fe.msg += nextLines(p, rf.Next)
 		fe.next = rf.Next
