@@ -46,3 +46,18 @@ func TestJobPageShowsTheLettersReturned(t *testing.T) {
 	j.result.Returned = 0
 	assert.NotContains(t, f.get(t, "/job?id=j-returned").Body.String(), "dead-lettered again, left")
 }
+
+// A dry run's page says its counts as the CLI does, against the DLQ's
+// depth: no bare "released 15" (every letter of a dry run is released).
+func TestJobPageSaysCountsAgainstTheDepth(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 3)
+	j := &Job{ID: "j-dry", Kind: "dry_run", Pipeline: "agent-tasks", Started: t0, done: true,
+		result: &redrive.SelectResult{DryRun: true, Seen: 15, Matched: 4, WouldMove: 4, Released: 15, DepthAtStart: 15}}
+	f.s.mu.Lock()
+	f.s.jobs[j.ID] = j
+	f.s.mu.Unlock()
+	body := f.get(t, "/job?id=j-dry").Body.String()
+	assert.Contains(t, body, "would move 4 (a dry run: nothing moved); 11 seen and left in the DLQ (not chosen); the DLQ held 15 when the pass began")
+	assert.NotContains(t, body, "released")
+}

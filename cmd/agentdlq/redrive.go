@@ -628,12 +628,7 @@ func writeRejectWarnings(w io.Writer, warnings []string) {
 // pass's error is a partial scan, which the error itself explains (on
 // stderr, with when to retry).
 func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult, scanPartial bool) {
-	verb := "moved"
-	n := res.Moved
-	if res.DryRun {
-		verb, n = "would move", res.WouldMove
-	}
-	fmt.Fprintf(w, "%s: %s %d of %d dead letters seen (released %d)\n", name, verb, n, res.Seen, res.Released)
+	fmt.Fprintf(w, "%s: %s\n", name, res.Summary())
 	for _, reason := range deadletter.AllReasons() { // taxonomy order
 		if _, ok := res.ByReason[reason]; !ok {
 			continue

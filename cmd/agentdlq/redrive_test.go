@@ -333,7 +333,7 @@ func TestRedriveCLICanaryWithoutAWorker(t *testing.T) {
 // The summary says how many chosen letters stay because their claim check
 // restored nothing, by cause, and names each one, apart from failed sends.
 func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
-	res := &redrive.SelectResult{Seen: 3, Matched: 3, Moved: 1, ByReason: map[deadletter.Reason]int{deadletter.ReasonUnclassified: 1},
+	res := &redrive.SelectResult{Seen: 3, Matched: 3, Moved: 1, DepthAtStart: 3, ByReason: map[deadletter.Reason]int{deadletter.ReasonUnclassified: 1},
 		ClaimCheckFailed: 2, ClaimCheckFailedBy: map[redrive.ClaimCheckCause]int{redrive.ClaimCheckMissing: 1, redrive.ClaimCheckUnreadable: 1},
 		Unrestored: []redrive.Unrestored{
 			{DLQMessageID: "d-1", Reason: deadletter.ReasonUnclassified, Cause: redrive.ClaimCheckMissing, Error: "read claim check s3://b/k1: NoSuchKey: the dead letter stays in the DLQ"},
@@ -342,7 +342,7 @@ func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
 	var out strings.Builder
 	writeSelectResult(&out, "agent-tasks", res, false)
 	s := out.String()
-	assert.Contains(t, s, "agent-tasks: moved 1 of 3 dead letters seen")
+	assert.Contains(t, s, "agent-tasks: moved 1; 2 chosen and left in the DLQ (below: why); the DLQ held 3 when the pass began")
 	assert.Contains(t, s, "left in the DLQ: 2 whose claim check restored nothing (missing 1, unreadable 1)")
 	assert.Contains(t, s, "  d-1  reason unclassified  missing: read claim check s3://b/k1: NoSuchKey")
 	assert.Contains(t, s, "  d-2  reason unclassified  unreadable: ")
@@ -354,7 +354,7 @@ func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
 	out.Reset()
 	writeSelectResult(&out, "agent-tasks", res, false)
 	s = out.String()
-	assert.Contains(t, s, "agent-tasks: would move 1 of 3 dead letters seen")
+	assert.Contains(t, s, "agent-tasks: would move 1 (a dry run: nothing moved); 2 chosen that would stay in the DLQ (below: why); the DLQ held 3 when the pass began")
 	assert.Contains(t, s, "would stay in the DLQ: 2 whose claim check restores nothing (missing 1, unreadable 1)")
 	assert.NotContains(t, s, "left in the DLQ")
 }
