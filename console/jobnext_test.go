@@ -61,3 +61,23 @@ func TestJobPageSaysCountsAgainstTheDepth(t *testing.T) {
 	assert.Contains(t, body, "would move 4 (a dry run: nothing moved); 11 seen and left in the DLQ (not chosen); the DLQ held 15 when the pass began")
 	assert.NotContains(t, body, "released")
 }
+
+// The redrive form starts from the plan's canary, as the plan's command
+// line says it (redrive.SuggestedCanary): never the whole group, and the
+// same number the plan prints above the form.
+func TestRedriveFormCanaryIsThePlans(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{4, 100} {
+		f := newFixture(t, n)
+		g := f.r.Groups[0]
+		body := f.get(t, "/redrive?p=agent-tasks&r="+string(g.Reason)+"&fp="+g.Fingerprint).Body.String()
+		want := redrive.SuggestedCanary(g.Count)
+		assert.Contains(t, body, fmt.Sprintf(`name="canary" type="number" min="0" value="%d"`, want), "n=%d", n)
+		if g.Count > 1 {
+			assert.Less(t, want, g.Count)
+		}
+		if n == 100 {
+			assert.Greater(t, want, 1, "a group of %d: more than the old default of 1", g.Count)
+		}
+	}
+}

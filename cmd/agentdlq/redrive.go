@@ -587,7 +587,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	f.gateFlags(c, true, true)
 	c.Flags().StringArrayVar(&reasons, "reason", nil, "reason to redrive (repeatable or comma-separated; required)")
 	c.Flags().StringArrayVar(&fps, "fingerprint", nil, "only these groups of the reason: a fingerprint from redrive plan or triage, or any unique prefix of at least 8 characters (repeatable)")
-	c.Flags().IntVar(&canary, "canary", 0, "move N first, wait for their outcome, stop if any failed")
+	c.Flags().IntVar(&canary, "canary", 0, "move N first, wait for their outcome, stop if any failed (default none; the plan suggests a tenth of the group, 1 to 10, never all of it)")
 	c.Flags().DurationVar(&canaryTimeout, "canary-timeout", redrive.DefaultCanaryTimeout, "how long to wait for the canary's outcome")
 	c.Flags().IntVar(&limit, "limit", 0, "move at most N (0: all that match)")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "move nothing; say what would move")
