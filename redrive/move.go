@@ -205,10 +205,23 @@ func (r *Redriver) start(ctx context.Context, req StartRequest, partial *Partial
 		}
 		return MoveTask{}, partial
 	}
-	if err := startForbidden(req.Groups, req.Ack); err != nil {
-		return MoveTask{}, err
+	// The owner's rejections: a rejected group is told as rejected (a move
+	// task would move it anyway), never offered a rejection again.
+	d, derr := r.Decisions(ctx)
+	if derr != nil {
+		r.log().WarnContext(ctx, "start: past rejections not read", "error", derr.Error())
 	}
+	forbidden := startForbidden(req.Groups, req.Ack, d)
 	tasks, err := r.listTasks(ctx, api)
+	if errors.Is(err, ErrUnsupported) && forbidden != nil {
+		// Both: the groups a move task may not move, and no move tasks
+		// here at all (the local emulator).
+		forbidden.Reason += "; besides, this endpoint has no message move tasks (the local emulator, fauxqs, has no StartMessageMoveTask): redrive selectively, reason by reason (agentdlq redrive select)"
+		return MoveTask{}, forbidden
+	}
+	if forbidden != nil {
+		return MoveTask{}, forbidden
+	}
 	if err != nil {
 		return MoveTask{}, err
 	}
@@ -326,29 +339,45 @@ func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string
 // startForbidden refuses a move task while the DLQ holds a group that the
 // policy does not let go with ack, naming each such reason once, with its
 // count and what it would take: one short line, however many groups.
-func startForbidden(groups []Group, ack Ack) error {
+func startForbidden(groups []Group, ack Ack, d Decisions) *Refusal {
 	counts := map[deadletter.Reason]int{}
+	rejected := map[deadletter.Reason]int{}
+	allowed := map[deadletter.Reason]int{}
 	for _, g := range groups {
+		if _, ok := d.rejection(g.Reason, g.Fingerprint); ok {
+			rejected[g.Reason] += g.Count
+			continue
+		}
 		switch {
 		case g.Reason.Redrivable() == deadletter.RedriveNeverBlind:
 			// Even overridden: a move task cannot leave behind the keys
 			// whose effect the owner confirmed. select can.
 		case Decide(g.Reason, ack).Allowed:
+			allowed[g.Reason] += g.Count
 			continue
 		}
 		counts[g.Reason] += g.Count
 	}
-	if len(counts) == 0 {
+	if len(counts) == 0 && len(rejected) == 0 {
 		return nil
 	}
 	var parts []string
 	for _, reason := range sortedReasons(counts) {
 		parts = append(parts, fmt.Sprintf("%s %d (%s)", reason, counts[reason], startNeeds(reason)))
 	}
+	for _, reason := range sortedReasons(rejected) {
+		parts = append(parts, fmt.Sprintf("%s %d (rejected: never redriven, and a move task would move them anyway)", reason, rejected[reason]))
+	}
 	rf := refuse(CodeForbidden, "a move task moves everything, and the DLQ holds dead letters it may not move: %s; redrive the others selectively, reason by reason",
 		strings.Join(parts, ", "))
 	for _, reason := range sortedReasons(counts) {
 		rf.Next = append(rf.Next, policySteps(reason, "", counts[reason])...)
+	}
+	if len(rf.Next) == 0 {
+		// Only rejected groups stand in the way: the others, selectively.
+		for _, reason := range sortedReasons(allowed) {
+			rf.Next = append(rf.Next, selectStep(reason, "", allowed[reason]))
+		}
 	}
 	return rf
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -277,4 +279,54 @@ func TestStartUnsupportedEndpoint(t *testing.T) {
 	recs := store.all()
 	require.Len(t, recs, 2)
 	assert.Equal(t, audit.OutcomeFailed, recs[0].Outcome)
+}
+
+// start reads the owner's past rejections: a rejected group is told as
+// rejected (a move task would move it anyway), and never offered a
+// rejection again; the next steps are the others' selects.
+func TestStartReadsPastRejections(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	r, _, _ := newRedriver(t, p, f, q)
+	r.cfg.Audit.Store = &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")} // one that reads back
+	ctx := context.Background()
+	groups := append(transientGroups(3), Group{deadletter.ReasonPolicyLimit, "fp-pl", 1})
+	who := Who{Owner: p.Owner, Why: "quota raised"}
+
+	_, err := r.Start(ctx, StartRequest{Who: who, Rate: 10, Groups: groups})
+	var rf *Refusal
+	require.ErrorAs(t, err, &rf)
+	assert.Equal(t, []Step{{Action: audit.ActionReject, Reason: deadletter.ReasonPolicyLimit}}, rf.Next, "before the rejection: reject it")
+
+	_, err = r.Reject(ctx, RejectRequest{Who: who, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Groups: groups})
+	require.NoError(t, err)
+	_, err = r.Start(ctx, StartRequest{Who: who, Rate: 10, Groups: groups})
+	require.ErrorAs(t, err, &rf)
+	assert.Equal(t, CodeForbidden, rf.Code, "a move task would move the rejected group: still refused")
+	assert.Contains(t, rf.Reason, "policy_limit 1 (rejected: never redriven, and a move task would move them anyway)")
+	assert.Equal(t, []Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonBudgetExhausted, Canary: 1}}, rf.Next, "no rejection again: the others, selectively")
+	assert.Empty(t, f.started)
+}
+
+// Where move tasks do not exist (the local emulator), start says so, beside
+// the groups a move task may not move, and points to select.
+func TestStartWhereMoveTasksDoNotExist(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	f.startErr = &smithy.GenericAPIError{Code: "UnknownOperationException", Message: "unknown operation"}
+	r, _, _ := newRedriver(t, p, f, q)
+	ctx := context.Background()
+	who := Who{Owner: p.Owner, Why: "quota raised"}
+
+	_, err := r.Start(ctx, StartRequest{Who: who, Rate: 10, Groups: transientGroups(3)})
+	require.ErrorIs(t, err, ErrUnsupported)
+	assert.Contains(t, err.Error(), "The local emulator (fauxqs) has no move tasks: redrive selectively")
+
+	_, err = r.Start(ctx, StartRequest{Who: who, Rate: 10, Groups: append(transientGroups(3), Group{deadletter.ReasonPolicyLimit, "fp-pl", 1})})
+	assert.Equal(t, CodeForbidden, RefusalCode(err))
+	assert.Contains(t, err.Error(), "this endpoint has no message move tasks (the local emulator, fauxqs, has no StartMessageMoveTask): redrive selectively")
 }
