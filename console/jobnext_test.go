@@ -81,3 +81,11 @@ func TestRedriveFormCanaryIsThePlans(t *testing.T) {
 		}
 	}
 }
+
+// The audit page says a select's counts in the job page's words: no bare
+// "released" (what the pass left in the DLQ) or "matched" (chosen).
+func TestAuditCountsInWords(t *testing.T) {
+	t.Parallel()
+	got := countsLine(map[string]int{"seen": 15, "matched": 4, "moved": 0, "released": 15})
+	assert.Equal(t, "chosen 4, moved 0, left in the DLQ 15, seen 15", got)
+}
