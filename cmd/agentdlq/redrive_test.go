@@ -401,7 +401,7 @@ func TestRedriveCLIClaimCheckBucket(t *testing.T) {
 
 	out, stderr, code = runArgs(t, append(common, "--evidence-bucket", bucket)...)
 	require.Equal(t, 0, code, out+stderr)
-	assert.Contains(t, out, "moved 1 of 1")
+	assert.Contains(t, out, "moved 1; the DLQ held 1 when the pass began")
 	m, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.HotURL), MessageAttributeNames: []string{"All"}, WaitTimeSeconds: 1})
 	require.NoError(t, err)
 	require.Len(t, m.Messages, 1)
