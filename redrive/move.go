@@ -155,10 +155,13 @@ func ackDetail(ack Ack) map[string]string {
 func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error) {
 	var scanErr error
 	var partial *PartialError
+	var infos map[string]groupInfo
 	if req.Groups == nil {
 		if scanErr = r.pureGate(req.Who, req.Rate); scanErr == nil {
 			var rep *triage.Report
-			if req.Groups, rep, scanErr = r.scan(ctx); scanErr == nil && rep.Scan.Partial {
+			req.Groups, rep, scanErr = r.scan(ctx)
+			infos = groupInfos(rep)
+			if scanErr == nil && rep.Scan.Partial {
 				req.ScanPartial = rep.Scan.PartialReason
 				partial = scanPartial(rep)
 			}
@@ -172,14 +175,14 @@ func (r *Redriver) Start(ctx context.Context, req StartRequest) (MoveTask, error
 	if scanErr != nil {
 		return MoveTask{}, r.record(ctx, rec, scanErr)
 	}
-	task, err := r.start(ctx, req, partial)
+	task, err := r.start(ctx, req, partial, infos)
 	if task.TaskHandle != "" {
 		rec.Detail["task_handle"] = task.TaskHandle
 	}
 	return task, r.record(ctx, rec, err)
 }
 
-func (r *Redriver) start(ctx context.Context, req StartRequest, partial *PartialError) (MoveTask, error) {
+func (r *Redriver) start(ctx context.Context, req StartRequest, partial *PartialError, infos map[string]groupInfo) (MoveTask, error) {
 	api := r.cfg.SQS
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
 		return MoveTask{}, err
@@ -211,7 +214,7 @@ func (r *Redriver) start(ctx context.Context, req StartRequest, partial *Partial
 	if derr != nil {
 		r.log().WarnContext(ctx, "start: past rejections not read", "error", derr.Error())
 	}
-	forbidden := startForbidden(req.Groups, req.Ack, d)
+	forbidden := startForbidden(req.Groups, req.Ack, d, infos)
 	tasks, err := r.listTasks(ctx, api)
 	if errors.Is(err, ErrUnsupported) && forbidden != nil {
 		// Both: the groups a move task may not move, and no move tasks
@@ -339,12 +342,14 @@ func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string
 // startForbidden refuses a move task while the DLQ holds a group that the
 // policy does not let go with ack, naming each such reason once, with its
 // count and what it would take: one short line, however many groups.
-func startForbidden(groups []Group, ack Ack, d Decisions) *Refusal {
+func startForbidden(groups []Group, ack Ack, d Decisions, infos map[string]groupInfo) *Refusal {
 	counts := map[deadletter.Reason]int{}
 	rejected := map[deadletter.Reason]int{}
 	allowed := map[deadletter.Reason]int{}
 	for _, g := range groups {
-		if _, ok := d.rejection(g.Reason, g.Fingerprint); ok {
+		// Rejected, as the plan says it: unless dead letters arrived
+		// after the rejection (then the policy's steps stand).
+		if prev, ok := d.rejection(g.Reason, g.Fingerprint); ok && !infos[groupID(g.Reason, g.Fingerprint)].LastSeen.After(prev.Time) {
 			rejected[g.Reason] += g.Count
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -308,6 +309,18 @@ func TestStartReadsPastRejections(t *testing.T) {
 	assert.Contains(t, rf.Reason, "policy_limit 1 (rejected: never redriven, and a move task would move them anyway)")
 	assert.Equal(t, []Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonBudgetExhausted, Canary: 1}}, rf.Next, "no rejection again: the others, selectively")
 	assert.Empty(t, f.started)
+
+	// Dead letters that arrived after the rejection: decide again, as the
+	// plan says (the scan's report says when the group's latest arrived).
+	r.cfg.Scan = func(context.Context) (*triage.Report, error) {
+		return &triage.Report{Groups: []triage.Group{
+			{Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp-be", Count: 3},
+			{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl", Count: 2, LastSeen: time.Now().Add(time.Hour)},
+		}}, nil
+	}
+	_, err = r.Start(ctx, StartRequest{Who: who, Rate: 10})
+	require.ErrorAs(t, err, &rf)
+	assert.Equal(t, []Step{{Action: audit.ActionReject, Reason: deadletter.ReasonPolicyLimit}}, rf.Next, "arrived since: reject again")
 }
 
 // Where move tasks do not exist (the local emulator), start says so, beside
