@@ -466,3 +466,38 @@ func TestSelectBarTotal(t *testing.T) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, selectBarTotal(ctx, r.Depth, 0, log))
 }
+
+// redrive start on the local emulator: it says that move tasks do not
+// exist here beside what a move task may not move, and after the owner
+// rejected policy_limit it tells that group as rejected and offers the
+// other group's select, never the rejection again (the plan says "nothing
+// to do" for it).
+func TestRedriveCLIStartReadsRejections(t *testing.T) {
+	cfg, _, q, table := onEmulators(t, "agent-tasks")
+	client := sqs.NewFromConfig(cfg)
+	ctx := context.Background()
+	for _, l := range []struct {
+		key    string
+		reason deadletter.Reason
+	}{{"sr-be", deadletter.ReasonBudgetExhausted}, {"sr-pl", deadletter.ReasonPolicyLimit}} {
+		body := `{"task_id":"t","run_id":"r","tenant":"acme","idempotency_key":"` + l.key + `","tool":"web.search","tool_version":"1","trace_id":"x","created_at":"2026-11-29T10:00:00Z","schema_version":1,"args":{}}`
+		attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: l.reason, IdempotencyKey: l.key, MessageID: "orig-" + l.key, Tool: "web.search"}, nil)
+		require.NoError(t, err)
+		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: localtest.SQSAttributes(attrs)})
+		require.NoError(t, err)
+	}
+	common := []string{"--pipeline", "agent-tasks", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"), "--ledger-table", table}
+	start := append([]string{"redrive", "start", "--owner", "platform-oncall", "--why", "quota raised"}, common...)
+
+	msg := cliErr(t, start...)
+	assert.Contains(t, msg, "policy_limit 1 (never, without an override)")
+	assert.Contains(t, msg, "this endpoint has no message move tasks (the local emulator, fauxqs, has no StartMessageMoveTask): redrive selectively")
+	assert.Contains(t, msg, "next: agentdlq redrive reject --pipeline agent-tasks --reason policy_limit")
+
+	out, code := runCLI(t, append([]string{"redrive", "reject", "--reason", "policy_limit", "--owner", "platform-oncall", "--why", "cap is right"}, common...)...)
+	require.Equal(t, 0, code, out)
+	msg = cliErr(t, start...)
+	assert.Contains(t, msg, "policy_limit 1 (rejected: never redriven, and a move task would move them anyway)")
+	assert.NotContains(t, msg, "redrive reject", "rejected a minute ago: not offered again")
+	assert.Contains(t, msg, "next: agentdlq redrive select --pipeline agent-tasks --reason budget_exhausted")
+}
