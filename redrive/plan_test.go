@@ -168,7 +168,7 @@ func TestPlanOnAPartialScan(t *testing.T) {
 }
 
 // The suggested canary is a sample, never the whole group: a tenth, at
-// least one, at most MaxSuggestedCanary, fewer than n when n > 1 (the plan
+// least one, at most maxSuggestedCanary, fewer than n when n > 1 (the plan
 // once suggested --canary 4 for a group of 4).
 func TestSuggestedCanary(t *testing.T) {
 	t.Parallel()

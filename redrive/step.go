@@ -30,7 +30,7 @@ type Step struct {
 }
 
 // SuggestedCanary is the canary the plan suggests for a selection of n
-// letters — a tenth of them, at least one and at most MaxSuggestedCanary,
+// letters — a tenth of them, at least one and at most maxSuggestedCanary,
 // and fewer than n when n > 1, so that a canary is never the whole group:
 // 1 for 1 to 19 letters, 2 for 20, 10 from 100. The plan's steps carry it
 // (and so its printed `--canary N`), and the console's form starts from the
@@ -40,11 +40,11 @@ func SuggestedCanary(n int) int {
 	if n <= 1 {
 		return 1
 	}
-	return min(max(1, n/10), MaxSuggestedCanary, n-1)
+	return min(max(1, n/10), maxSuggestedCanary, n-1)
 }
 
-// MaxSuggestedCanary caps SuggestedCanary: a canary is a sample, not a batch.
-const MaxSuggestedCanary = 10
+// maxSuggestedCanary caps SuggestedCanary: a canary is a sample, not a batch.
+const maxSuggestedCanary = 10
 
 func canaryOf(n int) int { return SuggestedCanary(n) }
 
