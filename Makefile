@@ -88,16 +88,13 @@ bench-cost:
 	@$(BUILD_CLI)
 	@.local/bin/agentdlq local bench --mix cost --tasks $(COST_TASKS)
 
-## bench-chaos: the load bench through a fault-injecting proxy (toxiproxy, in-process): each toxic (latency, reset, timeout, truncate, slicer; none is the proxy alone) on the SQS path, then on the DynamoDB path, TASKS (default 20000) tasks each; CHAOS / CHAOS_PATHS pick a subset
+## bench-chaos: the load bench through a fault-injecting proxy (toxiproxy, in-process): each toxic (latency, reset, timeout, truncate, slicer; none is the proxy alone) on the SQS path, then on the DynamoDB path, TASKS (default 20000) tasks each; CHAOS / CHAOS_PATHS pick a subset; runs every pair, keeps each one's output (and the log of an emulator that failed to start) in .local/bench/, ends with a table of results and exits 1 if any failed
 .PHONY: bench-chaos
 CHAOS ?= none latency reset timeout truncate slicer
 CHAOS_PATHS ?= sqs dynamodb
 bench-chaos:
 	@mkdir -p .local/bench && $(BUILD_CLI)
-	@set -o pipefail; rc=0; for path in $(CHAOS_PATHS); do for toxic in $(CHAOS); do \
-	  echo "== $$toxic on $$path, $(TASKS) tasks"; \
-	  .local/bin/agentdlq local bench --tasks $(TASKS) --raw-messages 1000 --chaos $$toxic --chaos-path $$path | tee .local/bench/chaos-$$toxic-$$path.txt | grep -E '^(lost|chaos|active|sent|keys done|receives lost|  dead-lettered budget)' || rc=1; \
-	done; done; exit $$rc
+	@CHAOS="$(CHAOS)" CHAOS_PATHS="$(CHAOS_PATHS)" TASKS="$(TASKS)" scripts/bench-chaos.sh
 
 ## lint: gofmt and go vet
 .PHONY: lint

@@ -319,7 +319,10 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, text(`#outcome`), "Proposal: nothing changed")
 	assert.Regexp(t, key+`\s+email.send\s+1\s+no_effect`, text(`#verify-table`))
 	assert.Contains(t, text(`#verify-table`), "none took effect")
-	e, found, err := s.led.Get(ctx, key)
+	// The ledger's key is scoped to the pipeline and the task's tenant,
+	// which the workload's keys start with (tenant:run:task).
+	lkey := ledger.Key(s.p.Name, strings.SplitN(key, ":", 2)[0], key)
+	e, found, err := s.led.Get(ctx, lkey)
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.True(t, e.EffectUnknown(time.Now()), "a proposal changes nothing")
@@ -330,7 +333,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.Click(css(`#reconcile button[type="submit"]`)), chromedp.WaitVisible(css(`#outcome`)), shoot("reconciled"))
 	assert.Contains(t, text(`#outcome`), key+" is reconciled as no_effect by "+s.p.Owner)
 	assert.Regexp(t, `effect started\s+true\s+false`, text(`#changed`))
-	e, found, err = s.led.Get(ctx, key)
+	e, found, err = s.led.Get(ctx, lkey)
 	require.NoError(t, err)
 	require.True(t, found)
 	assert.True(t, e.NoEffect(), "the ledger holds the reconciliation")

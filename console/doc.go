@@ -45,7 +45,7 @@
 //     script at all (progress pages refresh themselves with a meta refresh);
 //     the stylesheet is embedded (go:embed), nothing is fetched from outside.
 //   - html/template escapes everything. Bodies are shown through the same
-//     redaction as eval exports (triage.RedactInput: secret-named keys,
+//     redaction as eval exports (eval.RedactInput: secret-named keys,
 //     tokens, e-mails, the pipeline's drop and hash fields); the raw body
 //     is shown only after a reveal, which names who and why in the audit.
 package console

@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/testkit/sqsfake"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
@@ -41,22 +41,19 @@ func testPipeline(t testing.TB) *pipeline.Pipeline {
 	return &cp
 }
 
-// fakeSQS answers GetQueueAttributes (the overview) and ListQueueTags (the
-// gate of an action: reject, reconcile) only; a page that called anything
-// else would panic on the nil interface: pages never scan.
-type fakeSQS struct {
-	inAWS bool // Options says AWS (the caller check runs), not loopback
-	SQSAPI
-	depth string
-	tags  map[string]string // the DLQ's
-}
+var _ SQSAPI = (*sqsfake.Fake)(nil)
 
-func (f *fakeSQS) ListQueueTags(context.Context, *sqs.ListQueueTagsInput, ...func(*sqs.Options)) (*sqs.ListQueueTagsOutput, error) {
-	return &sqs.ListQueueTagsOutput{Tags: f.tags}, nil
-}
-
-func (f *fakeSQS) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttributesInput, _ ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error) {
-	return &sqs.GetQueueAttributesOutput{Attributes: map[string]string{"ApproximateNumberOfMessages": f.depth, "ApproximateNumberOfMessagesNotVisible": "0"}}, nil
+// newFakeSQS is the shared in-memory SQS (testkit/sqsfake) with one queue,
+// which every URL reaches: it carries the DLQ's tags and says it holds
+// depth letters (ApproximateNumberOfMessages), though it holds none. It
+// fails the test on a receive (pages never scan: a test that scans clears
+// NoReceive) and on anything that would change a queue.
+func newFakeSQS(t testing.TB, depth string, tags map[string]string) *sqsfake.Fake {
+	f := sqsfake.New(nil)
+	f.T, f.AnyURL, f.NoReceive, f.ReadOnly = t, true, true, true
+	f.AddQueue(&sqsfake.Queue{URL: "http://q/dlq", Tags: tags,
+		Attributes: map[string]string{"ApproximateNumberOfMessages": depth, "ApproximateNumberOfMessagesNotVisible": "0"}})
+	return f
 }
 
 // body is an agent task with a secret in its args.
@@ -197,7 +194,7 @@ func newFixtureOf(t testing.TB, msgs []triage.Message) *fixture {
 	f := &fixture{audit: &memAudit{}, led: ledger.NewMemory(), p: p}
 	tags := map[string]string{pipeline.TagOwner: p.Owner, pipeline.TagPipeline: p.Name}
 	s, err := New(context.Background(), Config{
-		Pipelines: []*pipeline.Pipeline{p}, SQS: &fakeSQS{depth: fmt.Sprint(n), tags: tags}, Ledger: f.led,
+		Pipelines: []*pipeline.Pipeline{p}, SQS: newFakeSQS(t, fmt.Sprint(n), tags), Ledger: f.led,
 		Reports: store.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return f.audit },
 		Resolve: func(context.Context, *pipeline.Pipeline) (pipeline.Queues, error) {
 			return pipeline.Queues{HotURL: "http://q/hot", HotARN: "arn:aws:sqs:us-east-1:000000000000:hot", DLQURL: "http://q/dlq", DLQARN: "arn:aws:sqs:us-east-1:000000000000:dlq"}, nil
@@ -248,17 +245,6 @@ func (f *fixture) postFollow(t testing.TB, path string, form url.Values) *httpte
 
 func parseDuration(s string) (time.Duration, error) { return time.ParseDuration(s) }
 
-// Options says where the fake runs, as an *sqs.Client does: on this
-// machine, so redrive.New skips the caller check (there is no IAM here).
-// With inAWS it is AWS's own endpoint (the SDK's default).
-func (f *fakeSQS) Options() sqs.Options {
-	if f.inAWS {
-		return sqs.Options{}
-	}
-	lo := "http://127.0.0.1:4566"
-	return sqs.Options{BaseEndpoint: &lo}
-}
-
 // tagAll tags msgs as triage.Run does.
 func tagAll(msgs []triage.Message) []triage.Tagged {
 	out := make([]triage.Tagged, len(msgs))
@@ -266,4 +252,17 @@ func tagAll(msgs []triage.Message) []triage.Tagged {
 		out[i] = triage.Tag(m)
 	}
 	return out
+}
+
+// scanning lets f be received from: a test whose code scans the DLQ.
+func scanning(f *sqsfake.Fake) *sqsfake.Fake {
+	f.NoReceive = false
+	return f
+}
+
+// inAWS makes f say it is AWS's own endpoint (aws true), not this
+// machine's: the caller check runs.
+func inAWS(f *sqsfake.Fake, aws bool) *sqsfake.Fake {
+	f.InAWS = aws
+	return f
 }

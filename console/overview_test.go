@@ -47,7 +47,7 @@ func TestOverviewSaysWhatIsNotCreated(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			s, err := New(context.Background(), Config{
-				Pipelines: ps, SQS: &fakeSQS{depth: "7", inAWS: !tc.local}, STS: nil,
+				Pipelines: ps, SQS: inAWS(newFakeSQS(t, "7", nil), !tc.local), STS: nil,
 				Reports: store.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return &memAudit{} },
 				Resolve: func(_ context.Context, p *pipeline.Pipeline) (pipeline.Queues, error) {
 					if p.Name == "agent-steps" {

@@ -291,7 +291,7 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 		from, _ := strconv.Atoi(r.FormValue("ko"))
 		from = max(0, min(from, len(ks)-1))
 		to := min(from+groupKeyLimit, len(ks))
-		d.Keys = s.keyRows(r.Context(), ks[from:to], dec)
+		d.Keys = s.keyRows(r.Context(), p, sn, ks[from:to], dec)
 		d.KeysFrom, d.KeysTotal, d.KeysOmitted = from, len(ks), g.IdempotencyKeysOmitted
 		if from > 0 {
 			d.KeysPrev = max(0, from-groupKeyLimit)
@@ -395,7 +395,7 @@ func (s *Server) renderLetter(w http.ResponseWriter, r *http.Request, revealed b
 	case s.cfg.Ledger == nil:
 		d.LedgerMsg = "no ledger configured"
 	default:
-		e, found, err := s.cfg.Ledger.Get(r.Context(), key)
+		e, found, err := s.cfg.Ledger.Get(r.Context(), ledger.Key(p.Name, t.Hints.Tenant, key))
 		switch {
 		case err != nil:
 			d.LedgerMsg = "ledger read failed: " + err.Error()
@@ -405,7 +405,7 @@ func (s *Server) renderLetter(w http.ResponseWriter, r *http.Request, revealed b
 			d.Ledger = &e
 			d.KeyState, d.KeyClass = keyState(&e, now)
 			if e.EffectUnknown(now) {
-				d.Reconcile = &reconcileForm{CSRF: s.csrf, Pipeline: p.Name, Owner: p.Owner, Key: key,
+				d.Reconcile = &reconcileForm{CSRF: s.csrf, Pipeline: p.Name, Owner: p.Owner, Key: key, Tenant: t.Hints.Tenant,
 					Reason: string(t.Reason), Fingerprint: t.Fingerprint, LetterID: t.MessageID}
 			}
 		}

@@ -53,6 +53,9 @@ func (s *Server) plan(ctx context.Context, p *pipeline.Pipeline, rep *triage.Rep
 // holds it now, with the owner's latest reconciliation from the audit.
 type keyRow struct {
 	Key string
+	// Tenant is the task's tenant (from the snapshot's letters): with the
+	// pipeline it scopes Key in the ledger (ledger.Key).
+	Tenant string
 	// State is the key's ledger state in a word or two (keyState); Class
 	// its badge class.
 	State, Class string
@@ -87,13 +90,13 @@ func keyState(e *ledger.Entry, now time.Time) (state, class string) {
 }
 
 // keyRows reads the ledger entry of each key, a few at a time.
-func (s *Server) keyRows(ctx context.Context, keys []string, d redrive.Decisions) []keyRow {
+func (s *Server) keyRows(ctx context.Context, p *pipeline.Pipeline, sn *snapshot, keys []string, d redrive.Decisions) []keyRow {
 	rows := make([]keyRow, len(keys))
 	now := s.cfg.Now()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 8)
 	for i, k := range keys {
-		rows[i].Key = k
+		rows[i].Key, rows[i].Tenant = k, sn.tenantOf(k)
 		if kd, ok := d.Reconciled[k]; ok {
 			rows[i].Decision = &kd
 		}
@@ -106,7 +109,7 @@ func (s *Server) keyRows(ctx context.Context, keys []string, d redrive.Decisions
 		go func(row *keyRow) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			e, found, err := s.cfg.Ledger.Get(ctx, row.Key)
+			e, found, err := s.cfg.Ledger.Get(ctx, ledger.Key(p.Name, row.Tenant, row.Key))
 			switch {
 			case err != nil:
 				row.State, row.Err = "?", "ledger read failed: "+err.Error()
@@ -128,6 +131,8 @@ func (s *Server) keyRows(ctx context.Context, keys []string, d redrive.Decisions
 type reconcileForm struct {
 	CSRF, Pipeline, Owner string // Owner: the pipeline's, for the hint
 	Key                   string
+	// Tenant scopes Key in the ledger (the task's tenant).
+	Tenant string
 	// Reason, Fingerprint and LetterID say where the form was opened from
 	// (a group, a letter), for the way back.
 	Reason, Fingerprint, LetterID string
@@ -151,8 +156,12 @@ type reconcileData struct {
 	DecisionsErr string
 }
 
-func (s *Server) reconcileFormOf(r *http.Request, p *pipeline.Pipeline, key string) reconcileForm {
-	return reconcileForm{CSRF: s.csrf, Pipeline: p.Name, Owner: p.Owner, Key: key,
+func (s *Server) reconcileFormOf(r *http.Request, p *pipeline.Pipeline, sn *snapshot, key string) reconcileForm {
+	tenant := r.FormValue("tenant")
+	if tenant == "" {
+		tenant = sn.tenantOf(key)
+	}
+	return reconcileForm{CSRF: s.csrf, Pipeline: p.Name, Owner: p.Owner, Key: key, Tenant: tenant,
 		Reason: r.FormValue("r"), Fingerprint: r.FormValue("fp"), LetterID: r.FormValue("id"),
 		Outcome: r.PostFormValue("outcome"), Receipt: strings.TrimSpace(r.PostFormValue("receipt")),
 		Actor: strings.TrimSpace(r.PostFormValue("owner")), Why: strings.TrimSpace(r.PostFormValue("why"))}
@@ -162,7 +171,7 @@ func (s *Server) reconcileFormOf(r *http.Request, p *pipeline.Pipeline, key stri
 // reconciliation, the letters that carry it and, while its effect is
 // unknown, the form.
 func (s *Server) reconcilePage(w http.ResponseWriter, r *http.Request) {
-	p, _, ok := s.pipeline(r)
+	p, sn, ok := s.pipeline(r)
 	if !ok {
 		s.notFound(w, r, "No such pipeline.")
 		return
@@ -172,7 +181,7 @@ func (s *Server) reconcilePage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r, "No idempotency key: open a key from an effect_unknown group's page.")
 		return
 	}
-	d := reconcileData{Form: s.reconcileFormOf(r, p, key)}
+	d := reconcileData{Form: s.reconcileFormOf(r, p, sn, key)}
 	if rd, ok := s.takeDone(r.FormValue("done")); ok {
 		d.Done, d.Repeat, d.Before, d.After = true, rd.repeat, rd.before, &rd.after
 	}
@@ -234,9 +243,10 @@ func (s *Server) renderReconcile(w http.ResponseWriter, r *http.Request, code in
 	} else if dec, err = rd.Decisions(r.Context()); err != nil {
 		d.DecisionsErr = err.Error()
 	}
-	d.Row = s.keyRows(r.Context(), []string{key}, dec)[0]
+	d.Row = s.keyRows(r.Context(), p, sn, []string{key}, dec)[0]
+	d.Row.Tenant = d.Form.Tenant
 	for _, t := range sn.letters {
-		if t.Hints.IdempotencyKey == key {
+		if t.Hints.IdempotencyKey == key && t.Hints.Tenant == d.Form.Tenant {
 			d.Letters = append(d.Letters, t.MessageID)
 		}
 	}
@@ -248,16 +258,16 @@ func (s *Server) renderReconcile(w http.ResponseWriter, r *http.Request, code in
 // key: redrive.Redriver.Reconcile, the gate and the audit of `agentdlq
 // ledger reconcile`. A refusal is audited there and shown here (422).
 func (s *Server) reconcilePost(w http.ResponseWriter, r *http.Request) {
-	p, _, ok := s.pipeline(r)
+	p, sn, ok := s.pipeline(r)
 	if !ok {
 		s.notFound(w, r, "No such pipeline.")
 		return
 	}
-	f := s.reconcileFormOf(r, p, r.PostFormValue("key"))
+	f := s.reconcileFormOf(r, p, sn, r.PostFormValue("key"))
 	d := reconcileData{Form: f}
 	ctx := r.Context()
 	if s.cfg.Ledger != nil && strings.TrimSpace(f.Key) != "" {
-		if e, found, err := s.cfg.Ledger.Get(ctx, f.Key); err == nil && found {
+		if e, found, err := s.cfg.Ledger.Get(ctx, ledger.Key(p.Name, f.Tenant, f.Key)); err == nil && found {
 			d.Before = &e
 		}
 	}
@@ -267,7 +277,7 @@ func (s *Server) reconcilePost(w http.ResponseWriter, r *http.Request) {
 		// Who runs the console, as reveal records it: in AWS the STS caller,
 		// on refusals of the gate's pure checks too.
 		_, _ = rd.Identify(ctx)
-		after, err = rd.Reconcile(ctx, redrive.ReconcileRequest{Who: redrive.Who{Owner: f.Actor, Why: f.Why}, Key: f.Key,
+		after, err = rd.Reconcile(ctx, redrive.ReconcileRequest{Who: redrive.Who{Owner: f.Actor, Why: f.Why}, Key: f.Key, Tenant: f.Tenant,
 			Outcome: ledger.Outcome(f.Outcome), Receipt: f.Receipt})
 	}
 	code := http.StatusOK
@@ -286,7 +296,7 @@ func (s *Server) reconcilePost(w http.ResponseWriter, r *http.Request) {
 		repeat := d.Before != nil && d.Before.Reconciled == after.Reconciled && d.Before.ReconciledAt.Equal(after.ReconciledAt)
 		id := s.keepDone(reconcileDone{before: d.Before, after: after, repeat: repeat})
 		q := url.Values{"p": {p.Name}, "key": {f.Key}, "done": {id}}
-		for k, v := range map[string]string{"r": f.Reason, "fp": f.Fingerprint, "id": f.LetterID} {
+		for k, v := range map[string]string{"r": f.Reason, "fp": f.Fingerprint, "id": f.LetterID, "tenant": f.Tenant} {
 			if v != "" {
 				q.Set(k, v)
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
+	"github.com/agentdlq/agentdlq/testkit/sqsfake"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -56,7 +57,7 @@ func TestReconcileInTheConsole(t *testing.T) {
 	body := f.get(t, groupPath).Body.String()
 	assert.Contains(t, body, `id="keys-table"`)
 	for _, k := range []string{"eu-a", "eu-b", "eu-c"} {
-		assert.Contains(t, body, `/reconcile?p=agent-tasks&amp;key=`+k+`&amp;r=effect_unknown&amp;fp=`+g.Fingerprint)
+		assert.Contains(t, body, `/reconcile?p=agent-tasks&amp;key=`+k+`&amp;tenant=tenant-1&amp;r=effect_unknown&amp;fp=`+g.Fingerprint)
 	}
 	assert.Equal(t, 3, strings.Count(body, `<span class="badge no">effect_unknown</span>`))
 	assert.Contains(t, body, "0/3 keys reconciled")
@@ -76,7 +77,7 @@ func TestReconcileInTheConsole(t *testing.T) {
 	w = f.post(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", owner, "mail log: nothing sent (INC-77)"))
 	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
 	done := w.Header().Get("Location")
-	assert.Regexp(t, `^/reconcile\?done=[0-9a-f]{16}&fp=[0-9a-f]+&key=eu-a&p=agent-tasks&r=effect_unknown$`, done)
+	assert.Regexp(t, `^/reconcile\?done=[0-9a-f]{16}&fp=[0-9a-f]+&key=eu-a&p=agent-tasks&r=effect_unknown&tenant=tenant-1$`, done)
 	w = f.get(t, done)
 	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
 	body = w.Body.String()
@@ -126,9 +127,18 @@ func TestReconcileInTheConsole(t *testing.T) {
 		assert.Equal(t, owner, rec.Actor)
 		assert.Equal(t, &audit.Caller{Check: audit.CallerLocal, OSUser: audit.OSUser()}, rec.Caller, "who ran the console")
 	}
-	assert.Equal(t, map[string]string{"idempotency_key": "eu-a", "outcome": "no_effect"}, recs[0].Detail)
+	// The audit names the key's scope (issue 28): its tenant, pipeline
+	// and ledger key.
+	scope := func(k string) map[string]string {
+		return map[string]string{"idempotency_key": k, "tenant": "tenant-1", "pipeline": "agent-tasks", "ledger_key": ledger.Key("agent-tasks", "tenant-1", k)}
+	}
+	want := scope("eu-a")
+	want["outcome"] = "no_effect"
+	assert.Equal(t, want, recs[0].Detail)
 	assert.Equal(t, "mail log: nothing sent (INC-77)", recs[0].Why)
-	assert.Equal(t, map[string]string{"idempotency_key": "eu-b", "outcome": "effect_confirmed", "receipt": "msg-7731"}, recs[1].Detail)
+	want = scope("eu-b")
+	want["outcome"], want["receipt"] = "effect_confirmed", "msg-7731"
+	assert.Equal(t, want, recs[1].Detail)
 	assert.Equal(t, "eu-a", recs[2].Detail["idempotency_key"], "a repeat is audited too")
 
 	// The group and the plan now show the decisions, and what comes next.
@@ -215,7 +225,7 @@ func TestReconcileRefusals(t *testing.T) {
 				return f.post(t, "/reconcile", reconcileValues(g, "eu-leased", "no_effect", "", owner, "x"))
 			}},
 		{name: "unknown key", code: http.StatusUnprocessableEntity, refusal: redrive.CodeNotEffectUnknown,
-			want: []string{"the ledger holds no entry for &#34;nope&#34;", "no ledger entry"},
+			want: []string{"the ledger holds no entry for &#34;scope:11:agent-tasks:0::nope&#34;", "no ledger entry"},
 			send: func() *httptest.ResponseRecorder {
 				return f.post(t, "/reconcile", reconcileValues(g, "nope", "no_effect", "", owner, "x"))
 			}},
@@ -314,8 +324,9 @@ func TestReconcileInAWSRecordsTheCaller(t *testing.T) {
 	t.Parallel()
 	f, g := reconcileFixture(t, "eu-a")
 	const arn = "arn:aws:sts::123456789012:assumed-role/AgentTasksRedrive/alice"
-	f.s.cfg.SQS.(*fakeSQS).inAWS, f.s.cfg.STS = true, fakeSTS{arn: arn}
-	f.s.cfg.SQS.(*fakeSQS).tags[pipeline.TagRedriveRole] = "AgentTasksRedrive"
+	fake := f.s.cfg.SQS.(*sqsfake.Fake)
+	fake.InAWS, f.s.cfg.STS = true, fakeSTS{arn: arn}
+	fake.Queue("http://q/dlq").Tags[pipeline.TagRedriveRole] = "AgentTasksRedrive"
 	want := &audit.Caller{Check: audit.CallerSTS, ARN: arn, Account: "123456789012", OSUser: audit.OSUser()}
 
 	w := f.post(t, "/reconcile", reconcileValues(g, "eu-a", "no_effect", "", "mallory", "x"))

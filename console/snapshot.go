@@ -87,3 +87,20 @@ func countdown(t, now time.Time) string {
 		return fmt.Sprintf("%dm", max(mins, 1))
 	}
 }
+
+// tenantOf is the tenant of the first letter (by message id) that carries
+// idempotency key key, "" when the snapshot holds no such letter (or no
+// letters: a report read from Reports). With the pipeline it scopes the key
+// in the ledger; "" finds only an entry written before keys were scoped.
+func (sn *snapshot) tenantOf(key string) string {
+	if sn == nil {
+		return ""
+	}
+	best, tenant := "", ""
+	for id, t := range sn.letters {
+		if t.Hints.IdempotencyKey == key && (best == "" || id < best) {
+			best, tenant = id, t.Hints.Tenant
+		}
+	}
+	return tenant
+}

@@ -3,7 +3,6 @@ package console
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,14 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -32,7 +29,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
-	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/testkit/sqsfake"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -95,11 +92,15 @@ func TestVerifyInTheConsoleOnEmulators(t *testing.T) {
 	require.NoError(t, err)
 
 	keys := []string{none.Key, done.Key, elsewhere}
+	tenantOf := map[string]string{none.Key: none.Tenant, done.Key: done.Tenant}
 	entries := func() map[string]ledger.Entry {
 		t.Helper()
 		out := map[string]ledger.Entry{}
 		for _, k := range keys {
-			e, ok, err := led.Get(ctx, k)
+			// The worker's keys are scoped to the pipeline and the task's
+			// tenant; elsewhere's entry is a bare key (written as before
+			// scoping), which the scoped key falls back to.
+			e, ok, err := led.Get(ctx, ledger.Key(p.Name, tenantOf[k], k))
 			require.NoError(t, err)
 			require.True(t, ok, k)
 			out[k] = e
@@ -314,14 +315,6 @@ func TestVerifyPartialIsSaid(t *testing.T) {
 	}
 }
 
-// emptyDLQ is a DLQ that says it holds five letters and gives none: a
-// verify's scan of it is partial.
-type emptyDLQ struct{ *fakeSQS }
-
-func (emptyDLQ) ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	return &sqs.ReceiveMessageOutput{}, nil
-}
-
 // downAudit is an audit store that cannot be written.
 type downAudit struct{ *memAudit }
 
@@ -334,8 +327,9 @@ func TestVerifyPartialWithTheAuditDownSaysTheAudit(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t)
 	tags := map[string]string{pipeline.TagOwner: p.Owner, pipeline.TagPipeline: p.Name}
+	dlq := scanning(newFakeSQS(t, "5", tags)) // says five letters, gives none: a verify's scan of it is partial
 	s, err := New(context.Background(), Config{
-		Pipelines: []*pipeline.Pipeline{p}, SQS: emptyDLQ{&fakeSQS{depth: "5", tags: tags}}, Ledger: ledger.NewMemory(),
+		Pipelines: []*pipeline.Pipeline{p}, SQS: dlq, Ledger: ledger.NewMemory(),
 		Reports: store.Folder{Root: t.TempDir()}, Audit: func(string) AuditLog { return downAudit{&memAudit{}} },
 		Catalog: sampleworker.Catalog(nil),
 		Resolve: func(context.Context, *pipeline.Pipeline) (pipeline.Queues, error) {
@@ -385,8 +379,11 @@ func (f *fixture) verifyRunDone(t *testing.T, job string) (string, string) {
 func TestVerifyJobShowsProgress(t *testing.T) {
 	t.Parallel()
 	f, g := reconcileFixture(t, "eu-a", "eu-b")
-	f.s.cfg.SQS = &lettersDLQ{fakeSQS: &fakeSQS{depth: "2", tags: map[string]string{pipeline.TagOwner: f.p.Owner, pipeline.TagPipeline: f.p.Name}},
-		msgs: effectUnknownLetters(t, "eu-a", "eu-b")}
+	dlq := scanning(newFakeSQS(t, "2", map[string]string{pipeline.TagOwner: f.p.Owner, pipeline.TagPipeline: f.p.Name}))
+	for _, m := range effectUnknownLetters(t, "eu-a", "eu-b") {
+		dlq.Put("http://q/dlq", sqsfake.Message{ID: m.MessageID, Body: m.Body, Sent: m.SentTimestamp, Attributes: sqsfake.Attributes(m.Attributes)})
+	}
+	f.s.cfg.SQS = dlq
 	release := make(chan struct{})
 	cat := agenttask.Catalog{}
 	for name, tool := range sampleworker.Catalog(nil) {
@@ -425,29 +422,4 @@ func TestVerifyJobShowsProgress(t *testing.T) {
 	recs := f.audit.all()
 	require.Len(t, recs, 1)
 	assert.Equal(t, audit.OutcomeDryRun, recs[0].Outcome)
-}
-
-// lettersDLQ is a DLQ that gives its letters to the first receive and
-// none after.
-type lettersDLQ struct {
-	*fakeSQS
-	mu   sync.Mutex
-	msgs []triage.Message
-}
-
-func (d *lettersDLQ) ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := &sqs.ReceiveMessageOutput{}
-	for _, m := range d.msgs {
-		out.Messages = append(out.Messages, sqstypes.Message{MessageId: aws.String(m.MessageID), ReceiptHandle: aws.String("rh-" + m.MessageID),
-			Body: aws.String(m.Body), MessageAttributes: localtest.SQSAttributes(m.Attributes),
-			Attributes: map[string]string{"SentTimestamp": fmt.Sprint(m.SentTimestamp.UnixMilli()), "ApproximateReceiveCount": "1"}})
-	}
-	d.msgs = nil
-	return out, nil
-}
-
-func (d *lettersDLQ) ChangeMessageVisibilityBatch(context.Context, *sqs.ChangeMessageVisibilityBatchInput, ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error) {
-	return &sqs.ChangeMessageVisibilityBatchOutput{}, nil
 }

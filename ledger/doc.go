@@ -40,6 +40,17 @@
 // concurrent increments are never lost. Every change sets UpdatedAt to the
 // caller's now and ExpiresAt to now+DefaultTTL.
 //
+// # Whose key it is
+//
+// A key is the producer's only within its pipeline and tenant: callers
+// pass Key(pipeline, tenant, idempotencyKey), a length-prefixed form no
+// choice of parts can forge, so that no tenant's task reads, claims or
+// counts another's entry. Memory and Dynamo (and WithUnscopedFallback) fall
+// back, for a scoped key with no entry of its own beyond a claim, to the
+// entry the version before scoping wrote under the bare key, when its args
+// digest is the task's: a task done before the upgrade stays a no-op.
+// docs/worker.md ("Whose key it is") says why.
+//
 // # Time and expiry
 //
 // Every call takes now from the caller: the ledger reads no clock, so lease
@@ -61,7 +72,7 @@
 //
 // # The DynamoDB table
 //
-// Partition key pk (a string: the idempotency key), on-demand billing, TTL
+// Partition key pk (a string: the scoped key, Key), on-demand billing, TTL
 // on expires_at. The shared parts of infra/stack create it and grant each
 // function its calls; Dynamo makes only GetItem and UpdateItem (DynamoAPI).
 package ledger

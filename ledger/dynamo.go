@@ -76,11 +76,11 @@ func (d *Dynamo) touch(vals map[string]types.AttributeValue, now time.Time) map[
 	return vals
 }
 
-// Begin implements Ledger: one conditional update that claims the key
+// beginExact is Begin on key as it is: one conditional update that claims the key
 // unless it is done, leased by another owner until after now, or (with a
 // digest) holds another args digest; it records the digest where the item
 // has none (if_not_exists).
-func (d *Dynamo) Begin(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error) {
+func (d *Dynamo) beginExact(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error) {
 	update := "SET #st = :inprog, #ow = :owner, lease_until = :lease, updated_at = :now, expires_at = :exp"
 	cond := "attribute_not_exists(pk) OR (#st <> :done AND (#st <> :inprog OR #ow = :owner OR attribute_not_exists(lease_until) OR lease_until <= :now))"
 	vals := d.touch(map[string]types.AttributeValue{
@@ -114,7 +114,7 @@ func (d *Dynamo) Begin(ctx context.Context, key, owner, digest string, now time.
 	}
 	item := ccf.Item
 	if item == nil { // the emulator does not return the item: read it
-		e, ok, gerr := d.Get(ctx, key)
+		e, ok, gerr := d.getExact(ctx, key)
 		if gerr != nil {
 			return Entry{}, gerr
 		}
@@ -229,13 +229,13 @@ func (d *Dynamo) Redriven(ctx context.Context, key string, now time.Time) (Entry
 	return decodeEntry(out.Attributes)
 }
 
-// Reconcile implements Ledger: one conditional update, on the condition
+// reconcileExact is Reconcile on key as it is: one conditional update, on the condition
 // that the effect is unknown (Entry.EffectUnknown). It writes state and
 // receipt (effect confirmed) or removes effect_started (no effect), and
 // sets reconciled, reconciled_by, reconciled_at, updated_at and expires_at;
 // its condition reads effect_started, state, receipt and lease_until. When the condition fails it reads the item
 // to tell a repeat (a no-op) from a conflict.
-func (d *Dynamo) Reconcile(ctx context.Context, key string, rc Reconciliation, now time.Time) (Entry, error) {
+func (d *Dynamo) reconcileExact(ctx context.Context, key string, rc Reconciliation, now time.Time) (Entry, error) {
 	if err := rc.Validate(); err != nil {
 		return Entry{}, err
 	}
@@ -267,7 +267,7 @@ func (d *Dynamo) Reconcile(ctx context.Context, key string, rc Reconciliation, n
 		return Entry{}, wrap("reconcile", err)
 	}
 	if ccf.Item == nil { // the emulator does not return the item: read it
-		e, ok, gerr := d.Get(ctx, key)
+		e, ok, gerr := d.getExact(ctx, key)
 		if gerr != nil {
 			return Entry{}, gerr
 		}
@@ -280,8 +280,8 @@ func (d *Dynamo) Reconcile(ctx context.Context, key string, rc Reconciliation, n
 	return reconcileRefusal(key, e, true, rc, now)
 }
 
-// Get implements Ledger with a strongly consistent read.
-func (d *Dynamo) Get(ctx context.Context, key string) (Entry, bool, error) {
+// getExact is Get on key as it is, with a strongly consistent read.
+func (d *Dynamo) getExact(ctx context.Context, key string) (Entry, bool, error) {
 	out, err := d.api.GetItem(ctx, &dynamodb.GetItemInput{TableName: d.tableName(), Key: d.key(key), ConsistentRead: aws.Bool(true)})
 	if err != nil {
 		return Entry{}, false, wrap("get", err)
@@ -373,4 +373,20 @@ func wrap(op string, err error) error {
 		return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
 	}
 	return fmt.Errorf("ledger: %s: %w", op, err)
+}
+
+// Begin implements Ledger; a scoped key (Key) falls back to the task's
+// unscoped entry while its own is unsettled (see Key and the package doc).
+func (d *Dynamo) Begin(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error) {
+	return beginScoped(ctx, d, key, owner, digest, now, lease)
+}
+
+// Get implements Ledger, with the unscoped fallback of Begin.
+func (d *Dynamo) Get(ctx context.Context, key string) (Entry, bool, error) {
+	return getScoped(ctx, d, key)
+}
+
+// Reconcile implements Ledger, with the unscoped fallback of Begin.
+func (d *Dynamo) Reconcile(ctx context.Context, key string, rc Reconciliation, now time.Time) (Entry, error) {
+	return reconcileScoped(ctx, d, key, rc, now)
 }

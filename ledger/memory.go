@@ -34,8 +34,8 @@ func NewMemory() *Memory {
 	return &Memory{entries: make(map[string]*Entry, 16), ttl: DefaultTTL}
 }
 
-// Begin implements Ledger.
-func (m *Memory) Begin(_ context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error) {
+// beginExact is Begin on key as it is.
+func (m *Memory) beginExact(_ context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.lookup(key)
@@ -113,8 +113,8 @@ func (m *Memory) Redriven(_ context.Context, key string, now time.Time) (Entry, 
 	return out, nil
 }
 
-// Reconcile implements Ledger.
-func (m *Memory) Reconcile(_ context.Context, key string, rc Reconciliation, now time.Time) (Entry, error) {
+// reconcileExact is Reconcile on key as it is.
+func (m *Memory) reconcileExact(_ context.Context, key string, rc Reconciliation, now time.Time) (Entry, error) {
 	if err := rc.Validate(); err != nil {
 		return Entry{}, err
 	}
@@ -138,8 +138,8 @@ func (m *Memory) Reconcile(_ context.Context, key string, rc Reconciliation, now
 	return *e, nil
 }
 
-// Get implements Ledger.
-func (m *Memory) Get(_ context.Context, key string) (Entry, bool, error) {
+// getExact is Get on key as it is.
+func (m *Memory) getExact(_ context.Context, key string) (Entry, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.lookup(key)
@@ -202,4 +202,20 @@ func (m *Memory) newEntry(key string) *Entry {
 func (m *Memory) touch(e *Entry, now time.Time) {
 	e.UpdatedAt = now
 	e.ExpiresAt = now.Add(m.ttl)
+}
+
+// Begin implements Ledger; a scoped key (Key) falls back to the task's
+// unscoped entry while its own is unsettled (see Key and the package doc).
+func (m *Memory) Begin(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error) {
+	return beginScoped(ctx, m, key, owner, digest, now, lease)
+}
+
+// Get implements Ledger, with the unscoped fallback of Begin.
+func (m *Memory) Get(ctx context.Context, key string) (Entry, bool, error) {
+	return getScoped(ctx, m, key)
+}
+
+// Reconcile implements Ledger, with the unscoped fallback of Begin.
+func (m *Memory) Reconcile(ctx context.Context, key string, rc Reconciliation, now time.Time) (Entry, error) {
+	return reconcileScoped(ctx, m, key, rc, now)
 }

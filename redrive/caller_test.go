@@ -126,7 +126,7 @@ func TestEveryRecordCarriesTheCaller(t *testing.T) {
 		f := newFakeSQS()
 		q := f.addPair(p)
 		seed(t, f, q, 2, deadletter.ReasonBudgetExhausted)
-		f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
+		f.Queue(q.DLQURL).Tags[pipeline.TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
 		r, store, _ := newRedriver(t, p, f, q)
 		r.local, r.cfg.STS = false, st
 		return r, store, f, q

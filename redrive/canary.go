@@ -93,7 +93,7 @@ func (r *Redriver) waitCanary(ctx context.Context, api selectAPI, req SelectRequ
 			if it.state != canaryPending || it.moved.IdempotencyKey == "" {
 				continue
 			}
-			e, ok, err := r.cfg.Ledger.Get(ctx, it.moved.IdempotencyKey)
+			e, ok, err := r.cfg.Ledger.Get(ctx, r.ledgerKey(it.moved.Tenant, it.moved.IdempotencyKey))
 			if err != nil {
 				r.log().WarnContext(ctx, "canary: ledger read failed", "error", err.Error())
 				continue

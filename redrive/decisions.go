@@ -28,6 +28,7 @@ type KeyDecision struct {
 	Actor   string         `json:"actor"`
 	Why     string         `json:"why,omitempty"`
 	Key     string         `json:"idempotency_key"`
+	Tenant  string         `json:"tenant,omitempty"`
 	Outcome ledger.Outcome `json:"outcome"`
 	Receipt string         `json:"receipt,omitempty"`
 }
@@ -63,7 +64,7 @@ func decisionsFrom(entries []audit.Entry) Decisions {
 			if k == "" {
 				continue
 			}
-			d.Reconciled[k] = KeyDecision{Time: e.Time, Actor: e.Actor, Why: e.Why, Key: k,
+			d.Reconciled[k] = KeyDecision{Time: e.Time, Actor: e.Actor, Why: e.Why, Key: k, Tenant: e.Detail["tenant"],
 				Outcome: ledger.Outcome(e.Detail["outcome"]), Receipt: e.Detail["receipt"]}
 		}
 	}

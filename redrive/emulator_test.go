@@ -257,7 +257,7 @@ func TestEmulatorSelectiveRedrive(t *testing.T) {
 		assert.Contains(t, key, "uncl-")
 		assert.Equal(t, orig.body, aws.ToString(m.Body), "body byte-identical")
 		assert.Equal(t, orig.attrs, attributesFromSQS(m.MessageAttributes), "attributes as the producer sent them")
-		e, ok, err := l.led.Get(ctx, key)
+		e, ok, err := l.led.Get(ctx, ledger.Key(l.p.Name, "acme", key))
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, 1, e.RedriveCount)
@@ -336,14 +336,14 @@ func TestEmulatorInterruptedBetweenSendAndDelete(t *testing.T) {
 	assert.Equal(t, 0, l.depth(l.q.DLQURL), "nothing dead-lettered again, nothing lost")
 	// Every key is done once; the duplicate of int-? was a no-op through the ledger.
 	for i := range 3 {
-		e, ok, err := l.led.Get(ctx, fmt.Sprintf("int-%d", i))
+		e, ok, err := l.led.Get(ctx, ledger.Key(l.p.Name, "acme", fmt.Sprintf("int-%d", i)))
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, ledger.StateDone, e.State)
 	}
 	redriven := 0
 	for i := range 3 {
-		e, _, _ := l.led.Get(ctx, fmt.Sprintf("int-%d", i))
+		e, _, _ := l.led.Get(ctx, ledger.Key(l.p.Name, "acme", fmt.Sprintf("int-%d", i)))
 		redriven += e.RedriveCount
 	}
 	assert.Equal(t, 4, redriven, "four sends for three keys: one duplicate, absorbed")
@@ -462,7 +462,7 @@ func TestEmulatorConcurrentSelectOfTheSameGroup(t *testing.T) {
 	handled := l.work()
 	done, redriven := 0, 0
 	for i := range n {
-		e, ok, err := l.led.Get(ctx, fmt.Sprintf("cc-%02d", i))
+		e, ok, err := l.led.Get(ctx, ledger.Key(l.p.Name, "acme", fmt.Sprintf("cc-%02d", i)))
 		require.NoError(t, err)
 		require.True(t, ok)
 		if e.State == ledger.StateDone {
@@ -575,7 +575,7 @@ func TestEmulatorRedriveLoop(t *testing.T) {
 		l.work()
 	}
 	reasons = append(reasons, reasonInDLQ())
-	e, _, err := l.led.Get(ctx, "loop-1")
+	e, _, err := l.led.Get(ctx, ledger.Key(l.p.Name, "acme", "loop-1"))
 	require.NoError(t, err)
 	t.Logf("reasons after each round: %v; ledger: redriven %d, dead-lettered %d", reasons, e.RedriveCount, e.DeadLetterCount)
 	assert.Equal(t, l.p.RedriveLoopAfter, e.RedriveCount)

@@ -143,7 +143,7 @@ func TestSelectClaimCheckLeftIsNotCountedInTheLimit(t *testing.T) {
 	assert.Equal(t, map[string]deadletter.Attribute{"kept": {DataType: "String", StringValue: "k"}, "given-up": {DataType: "String", StringValue: "g"}},
 		attributesFromSQS(hot[0].attrs))
 	require.Len(t, dlq, 1, "counts conserved: 2 = 1 moved + 1 left")
-	assert.False(t, dlq[0].visibleAt.After(f.now), "visible again when the pass ended")
+	assert.False(t, dlq[0].visibleAt.After(f.Now()), "visible again when the pass ended")
 	recs := store.all()
 	assert.Equal(t, 1, recs[len(recs)-1].Counts["claim_check_failed.missing"])
 }
@@ -168,7 +168,7 @@ func TestSelectInterruptedDuringClaimCheckRead(t *testing.T) {
 	assert.NotEmpty(t, res.Partial)
 	dlq := f.snapshot(q.DLQURL)
 	require.Len(t, dlq, 1)
-	assert.False(t, dlq[0].visibleAt.After(f.now), "visible again")
+	assert.False(t, dlq[0].visibleAt.After(f.Now()), "visible again")
 }
 
 // cancelingS3 cancels the pass as it reads a claim check.

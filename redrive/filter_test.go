@@ -38,7 +38,7 @@ func TestSelectByFilterMovesOnlyWhatItChoosesAndAuditsIt(t *testing.T) {
 	assert.Len(t, f.snapshot(q.DLQURL), 5, "nothing moved")
 
 	// An empty window: refused before anything is received.
-	req.Filter = triage.Filter{Since: f.now, Until: f.now}
+	req.Filter = triage.Filter{Since: f.Now(), Until: f.Now()}
 	_, err = r.Select(context.Background(), req)
 	require.ErrorAs(t, err, &rf)
 	assert.Equal(t, CodeBadInput, rf.Code)

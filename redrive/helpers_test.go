@@ -137,3 +137,7 @@ func (c *testClock) advance(d time.Duration) time.Time {
 	c.t = c.t.Add(d)
 	return c.t
 }
+
+// acmeKey is the ledger key of tenant acme's task with idempotency key k on
+// agent-tasks (the tests' letters are acme's).
+func acmeKey(k string) string { return ledger.Key("agent-tasks", "acme", k) }

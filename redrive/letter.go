@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/triage"
 )
 
@@ -63,6 +64,9 @@ type original struct {
 	Attributes map[string]deadletter.Attribute
 	// IdempotencyKey is the task's key ("" when the body has none: a json_invalid body).
 	IdempotencyKey string
+	// Tenant is the task's tenant, from where the key came from: with the
+	// pipeline it scopes the key in the ledger (Redriver.ledgerKey).
+	Tenant string
 	// OriginalMessageID is the message id on the hot queue before dead-lettering.
 	OriginalMessageID string
 	// GroupID is the FIFO message group ("" for standard queues).
@@ -87,7 +91,7 @@ func restore(l *letter) original {
 	}
 	o := original{Body: l.Body, Attributes: attrs, OriginalMessageID: l.MessageID, GroupID: l.MessageGroupID}
 	if meta != nil {
-		o.IdempotencyKey = meta.IdempotencyKey
+		o.IdempotencyKey, o.Tenant = meta.IdempotencyKey, meta.Tenant
 		if meta.MessageID != "" {
 			o.OriginalMessageID = meta.MessageID
 		}
@@ -96,17 +100,31 @@ func restore(l *letter) original {
 		}
 		o.Evidence = meta.Evidence
 	}
-	if o.IdempotencyKey == "" {
+	if o.IdempotencyKey == "" || o.Tenant == "" {
+		// The body is the task the worker scoped the key with.
 		var probe struct {
-			Key string `json:"idempotency_key"`
+			Key    string `json:"idempotency_key"`
+			Tenant string `json:"tenant"`
 		}
 		if json.Unmarshal([]byte(l.Body), &probe) == nil {
-			o.IdempotencyKey = probe.Key
+			if o.IdempotencyKey == "" {
+				o.IdempotencyKey = probe.Key
+			}
+			if o.Tenant == "" {
+				o.Tenant = probe.Tenant
+			}
 		}
 	}
 	sum := sha256.Sum256([]byte("agentdlq-redrive:" + o.OriginalMessageID))
 	o.DedupID = hex.EncodeToString(sum[:])
 	return o
+}
+
+// ledgerKey is the ledger's key of a task of tenant with idempotency key
+// key on this pipeline (ledger.Key): keys are scoped to their pipeline and
+// tenant, so that no other tenant's letter reads or counts this one's.
+func (r *Redriver) ledgerKey(tenant, key string) string {
+	return ledger.Key(r.cfg.Pipeline.Name, tenant, key)
 }
 
 // bodySHA256 is the hex SHA-256 of a body.

@@ -51,22 +51,22 @@ func TestStartRefusals(t *testing.T) {
 			return s
 		}, CodeForbidden},
 		{"owner tag mismatch", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) {
-			f.queues[q.DLQURL].tags[pipeline.TagOwner] = "someone-else"
+			f.Queue(q.DLQURL).Tags[pipeline.TagOwner] = "someone-else"
 		}, nil, CodeOwnerTag},
 		{"another destination", nil, func(s StartRequest) StartRequest {
 			s.Destination = "arn:aws:sqs:us-east-1:000000000000:other"
 			return s
 		}, CodeDestination},
 		{"hot queue dead-letters elsewhere", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) {
-			f.queues[q.HotURL].attrs["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:other-dlq","maxReceiveCount":4}`
+			f.Queue(q.HotURL).Attributes["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:other-dlq","maxReceiveCount":4}`
 		}, nil, CodeDestination},
 		{"a task is running", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) {
-			f.moveTasks = []sqstypes.ListMessageMoveTasksResultEntry{{TaskHandle: aws.String("t0"), Status: aws.String("RUNNING"), SourceArn: aws.String(q.DLQARN)}}
+			f.MoveTasks = []sqstypes.ListMessageMoveTasksResultEntry{{TaskHandle: aws.String("t0"), Status: aws.String("RUNNING"), SourceArn: aws.String(q.DLQARN)}}
 		}, nil, CodeTaskActive},
 		{"empty DLQ", nil, func(s StartRequest) StartRequest { s.Groups = nil; return s }, CodeDLQEmpty},
-		{"DLQ missing", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
+		{"DLQ missing", func(f *fakeSQS, q pipeline.Queues, _ *Redriver) { f.RemoveQueue(q.DLQURL) }, nil, CodeDLQMissing},
 		{"AWS: caller is not the redrive role", func(f *fakeSQS, q pipeline.Queues, r *Redriver) {
-			f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = "AgentTasksRedrive"
+			f.Queue(q.DLQURL).Tags[pipeline.TagRedriveRole] = "AgentTasksRedrive"
 			r.local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::123456789012:assumed-role/Developer/bob"}
 		}, nil, CodeIdentity},
 	}
@@ -86,7 +86,7 @@ func TestStartRefusals(t *testing.T) {
 			_, err := r.Start(context.Background(), req)
 			require.ErrorIs(t, err, ErrRefused)
 			assert.Equal(t, tt.code, RefusalCode(err), err)
-			assert.Empty(t, f.started, "nothing started")
+			assert.Empty(t, f.Started, "nothing started")
 			recs := store.all()
 			require.Len(t, recs, 1, "the refusal is audited")
 			assert.Equal(t, audit.OutcomeRefused, recs[0].Outcome)
@@ -109,7 +109,7 @@ func TestStartOnAPartialScan(t *testing.T) {
 	require.ErrorIs(t, err, triage.ErrScanPartial)
 	assert.NotErrorIs(t, err, ErrRefused)
 	assert.Contains(t, err.Error(), "stopped at the message bound (10)")
-	assert.Empty(t, f.started, "nothing started")
+	assert.Empty(t, f.Started, "nothing started")
 	recs := store.all()
 	require.Len(t, recs, 1)
 	assert.Equal(t, audit.OutcomePartial, recs[0].Outcome)
@@ -122,7 +122,7 @@ func TestStartWithOverrideStatusAndCancel(t *testing.T) {
 	q := f.addPair(p)
 	r, store, _ := newRedriver(t, p, f, q)
 	r.local, r.cfg.STS = false, fakeSTS{arn: "arn:aws:sts::000000000000:assumed-role/AgentTasksRedrive/alice"}
-	f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
+	f.Queue(q.DLQURL).Tags[pipeline.TagRedriveRole] = "arn:aws:iam::000000000000:role/AgentTasksRedrive"
 	ctx := context.Background()
 	req := StartRequest{Who: Who{Owner: p.Owner, Why: "cap raised for tenant acme"}, Rate: 500,
 		Groups: append(transientGroups(2), Group{deadletter.ReasonPolicyLimit, "fp-pl", 1}),
@@ -130,10 +130,10 @@ func TestStartWithOverrideStatusAndCancel(t *testing.T) {
 	task, err := r.Start(ctx, req)
 	require.NoError(t, err)
 	assert.Equal(t, "task-1", task.TaskHandle)
-	require.Len(t, f.started, 1)
-	assert.Equal(t, q.DLQARN, aws.ToString(f.started[0].SourceArn))
-	assert.Equal(t, q.HotARN, aws.ToString(f.started[0].DestinationArn))
-	assert.Equal(t, int32(500), aws.ToInt32(f.started[0].MaxNumberOfMessagesPerSecond))
+	require.Len(t, f.Started, 1)
+	assert.Equal(t, q.DLQARN, aws.ToString(f.Started[0].SourceArn))
+	assert.Equal(t, q.HotARN, aws.ToString(f.Started[0].DestinationArn))
+	assert.Equal(t, int32(500), aws.ToInt32(f.Started[0].MaxNumberOfMessagesPerSecond))
 
 	_, err = r.Start(ctx, req)
 	assert.Equal(t, CodeTaskActive, RefusalCode(err), "one active task a queue")
@@ -148,7 +148,7 @@ func TestStartWithOverrideStatusAndCancel(t *testing.T) {
 	assert.Equal(t, CodeOwner, RefusalCode(err))
 	_, err = r.Cancel(ctx, CancelRequest{Who: Who{Owner: p.Owner, Why: "wrong fix, stop"}})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"task-1"}, f.canceled)
+	assert.Equal(t, []string{"task-1"}, f.Canceled)
 	_, err = r.Cancel(ctx, CancelRequest{Who: Who{Owner: p.Owner, Why: "again"}})
 	assert.Equal(t, CodeNoTask, RefusalCode(err))
 
@@ -308,7 +308,7 @@ func TestStartReadsPastRejections(t *testing.T) {
 	assert.Equal(t, CodeForbidden, rf.Code, "a move task would move the rejected group: still refused")
 	assert.Contains(t, rf.Reason, "policy_limit 1 (rejected: never redriven, and a move task would move them anyway)")
 	assert.Equal(t, []Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonBudgetExhausted, Canary: 1}}, rf.Next, "no rejection again: the others, selectively")
-	assert.Empty(t, f.started)
+	assert.Empty(t, f.Started)
 
 	// Dead letters that arrived after the rejection: decide again, as the
 	// plan says (the scan's report says when the group's latest arrived).
@@ -330,7 +330,7 @@ func TestStartWhereMoveTasksDoNotExist(t *testing.T) {
 	p := testPipeline(t, "agent-tasks")
 	f := newFakeSQS()
 	q := f.addPair(p)
-	f.startErr = &smithy.GenericAPIError{Code: "UnknownOperationException", Message: "unknown operation"}
+	f.StartErr = &smithy.GenericAPIError{Code: "UnknownOperationException", Message: "unknown operation"}
 	r, _, _ := newRedriver(t, p, f, q)
 	ctx := context.Background()
 	who := Who{Owner: p.Owner, Why: "quota raised"}

@@ -39,6 +39,10 @@ type pass struct {
 	// again), which it never moves a second time.
 	sent map[string]bool
 	back map[string]bool
+	// copies are the letters the pass chose, by copyKeyOf; keptAs the
+	// ones of them whose move has not ended, by DLQ message id.
+	copies map[string]*copyState
+	keptAs map[string]*copyState
 
 	canary     []canaryItem // the canary's letters, once moved
 	canaryDone bool         // no canary, or it passed
@@ -98,6 +102,7 @@ func (r *Redriver) newPass(api selectAPI, req SelectRequest, res *SelectResult) 
 	p := &pass{r: r, api: api, req: req, res: res, hold: selectHold(req),
 		idleMax: req.IdleReceives, wait: req.WaitSeconds,
 		seen: map[string]bool{}, held: map[string]string{}, sent: map[string]bool{}, back: map[string]bool{},
+		copies: map[string]*copyState{}, keptAs: map[string]*copyState{},
 		canaryDone: req.Canary == 0 || req.DryRun}
 	if p.idleMax <= 0 {
 		p.idleMax = defaultIdleReceives
@@ -223,6 +228,15 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []letter
 			p.res.ofReason++
 			match = matchFilter(p.req.Filter, &l) && p.r.settled(ctx, p.req, &l, p.res)
 		}
+		key := ""
+		if match {
+			var cs *copyState
+			if cs, key = p.copyOf(&l); cs != nil {
+				// A copy of a letter this pass chose: never moved twice.
+				p.onCopy(ctx, cs, l)
+				continue
+			}
+		}
 		full := (p.req.Limit > 0 && p.planned >= p.req.Limit) || (!p.canaryDone && p.planned >= p.req.Canary)
 		switch {
 		case match && full:
@@ -236,6 +250,7 @@ func (p *pass) sort(ctx context.Context, msgs []sqstypes.Message) (todo []letter
 		default:
 			p.res.Matched++
 			p.planned++
+			p.chosen(&l, key)
 			todo = append(todo, l)
 		}
 	}
@@ -265,15 +280,26 @@ func (p *pass) moveChosen(ctx context.Context, todo []letter) error {
 		return nil
 	}
 	items, left, err := p.mover.move(ctx, p, todo)
+	moved := make(map[string]bool, len(items))
 	for _, it := range items {
 		if it.moved.HotMessageID != "" {
 			p.sent[it.moved.HotMessageID] = true
+		}
+		moved[it.moved.DLQMessageID] = true
+	}
+	if p.req.DryRun {
+		for i := range todo {
+			moved[todo[i].MessageID] = true // would move
 		}
 	}
 	for _, l := range left {
 		p.leave(ctx, l)
 		p.planned--
+		delete(moved, l.MessageID)
 	}
+	// Copies wait for the move of their letter: deleted only after it
+	// moved, whatever stopped the others.
+	p.settleCopies(context.WithoutCancel(ctx), todo, moved)
 	if !p.canaryDone {
 		p.canary = append(p.canary, items...)
 	}

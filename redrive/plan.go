@@ -36,6 +36,17 @@ type Plan struct {
 	// (PlanRequest.Filter): its groups and counts are of those, and each
 	// step moves only those (a select with the same filter).
 	Filter *triage.Filtered `json:"filter,omitempty"`
+	// Copies counts the extra copies of the dead letters the DLQ holds
+	// more than once (triage's totals.copies: a dead-letter send retried
+	// after SQS took it), which Total and the groups do not count;
+	// CopiedLetters the dead letters that have them. A select moves one of
+	// each and deletes the identical others after the move;
+	// CopiesDiffering counts the copies whose dlq_meta or attributes differ
+	// (dead-lettered again, not sent twice), which it moves as letters of
+	// their own.
+	Copies          int `json:"copies,omitempty"`
+	CopiedLetters   int `json:"copied_letters,omitempty"`
+	CopiesDiffering int `json:"copies_differing,omitempty"`
 }
 
 // PlanGroup is one group and its decision.
@@ -230,6 +241,7 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 		}
 		if req.Report != nil {
 			pl.narrowed(req.Report.Filter)
+			pl.Copies, pl.CopiedLetters, pl.CopiesDiffering = req.Report.Totals.Copies, req.Report.Totals.CopiedLetters, req.Report.Totals.CopiesDiffering
 		}
 		r.annotatePlan(ctx, pl, req.Report)
 		return pl, nil
@@ -268,10 +280,14 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*Plan, error) {
 	}
 	if rep != nil {
 		pl.narrowed(rep.Filter)
+		pl.Copies, pl.CopiedLetters, pl.CopiesDiffering = rep.Totals.Copies, rep.Totals.CopiedLetters, rep.Totals.CopiesDiffering
 	}
 	r.annotatePlan(ctx, pl, rep)
 	reasons, fps, counts := groupFacts(groups)
 	counts["total"] = pl.Total
+	if pl.Copies > 0 {
+		counts["copies"] = pl.Copies
+	}
 	rec.Reasons, rec.Fingerprints, rec.Counts, rec.Outcome = reasons, fps, counts, audit.OutcomeShown
 	if partial != nil {
 		// Shown, but it cannot vouch for the letters the scan missed: the
@@ -320,7 +336,7 @@ func (r *Redriver) stillReconciled(ctx context.Context, d Decisions, infos map[s
 				continue
 			}
 			if kd.Outcome == ledger.OutcomeNoEffect {
-				if e, found, err := r.cfg.Ledger.Get(ctx, k); err != nil || !found || !e.NoEffect() {
+				if e, found, err := r.cfg.Ledger.Get(ctx, r.ledgerKey(kd.Tenant, k)); err != nil || !found || !e.NoEffect() {
 					continue
 				}
 			}

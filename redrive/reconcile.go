@@ -16,6 +16,10 @@ type ReconcileRequest struct {
 	Who
 	// Key is the idempotency key (the triage report lists them).
 	Key string
+	// Tenant is the task's tenant: the ledger key is ledger.Key(the
+	// pipeline, Tenant, Key), as the worker claimed it. Without it, only an
+	// entry written before keys were scoped (under Key alone) is found.
+	Tenant string
 	// Outcome is ledger.OutcomeEffectConfirmed or ledger.OutcomeNoEffect.
 	Outcome ledger.Outcome
 	// Receipt is the external system's proof of the effect: required with
@@ -45,7 +49,8 @@ type ReconcileRequest struct {
 func (r *Redriver) Reconcile(ctx context.Context, req ReconcileRequest) (ledger.Entry, error) {
 	rec := audit.Entry{Actor: req.Owner, Action: audit.ActionReconcile, Why: req.Why,
 		Reasons: []string{string(deadletter.ReasonEffectUnknown)},
-		Detail:  map[string]string{"idempotency_key": req.Key, "outcome": string(req.Outcome)}}
+		Detail: map[string]string{"idempotency_key": req.Key, "tenant": req.Tenant, "pipeline": r.cfg.Pipeline.Name,
+			"ledger_key": r.ledgerKey(req.Tenant, req.Key), "outcome": string(req.Outcome)}}
 	if req.Receipt != "" {
 		rec.Detail["receipt"] = req.Receipt
 	}
@@ -69,7 +74,7 @@ func (r *Redriver) Reconcile(ctx context.Context, req ReconcileRequest) (ledger.
 		}
 		now := r.now()
 		var err error
-		e, err = r.cfg.Ledger.Reconcile(ctx, req.Key, rc, now)
+		e, err = r.cfg.Ledger.Reconcile(ctx, r.ledgerKey(req.Tenant, req.Key), rc, now)
 		switch {
 		case err == nil:
 			if !e.ReconciledAt.Equal(now) {
@@ -79,7 +84,7 @@ func (r *Redriver) Reconcile(ctx context.Context, req ReconcileRequest) (ledger.
 		case errors.Is(err, ledger.ErrReconciled):
 			return refuse(CodeReconciled, "%v: a reconciliation is not changed", err)
 		case errors.Is(err, ledger.ErrNotEffectUnknown), errors.Is(err, ledger.ErrLeased):
-			return refuseField(CodeNotEffectUnknown, "Key", "%q: %v: only a key whose mutating call started without a receipt may be reconciled (its ledger entry shows why not)", req.Key, err)
+			return refuseField(CodeNotEffectUnknown, "Key", "%q of tenant %q: %v: only a key whose mutating call started without a receipt may be reconciled (its ledger entry shows why not)", req.Key, req.Tenant, err)
 		}
 		return err
 	}()

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,8 +70,15 @@ type RepairResult struct {
 	// HotMessageID is the repaired task's message id on the hot queue.
 	HotMessageID string `json:"hot_message_id,omitempty"`
 	Preview      bool   `json:"preview"`
-	// Seen counts the dead letters received while looking for this one.
+	// Seen counts the dead letters received while looking for this one
+	// (and, after a repair, for its copies).
 	Seen int `json:"seen"`
+	// CopiesDeleted are the DLQ message ids of the copies of the dead
+	// letter (identical to it: a dead-letter send retried after SQS took
+	// it) deleted after the repaired task was sent and the letter deleted;
+	// CopiesLeft says why some may stay (a receive or delete failed).
+	CopiesDeleted []string `json:"copies_deleted,omitempty"`
+	CopiesLeft    string   `json:"copies_left,omitempty"`
 }
 
 // maxAuditedPatch bounds the patch an audit record holds (the evidence
@@ -140,13 +148,28 @@ func (r *Redriver) Repair(ctx context.Context, req RepairRequest) (*RepairResult
 	if err != nil {
 		return res, r.record(ctx, rec, err)
 	}
-	l, held, seen, err := r.findLetter(ctx, req)
-	res.Seen = seen
-	defer r.releaseHeld(context.WithoutCancel(ctx), r.cfg.SQS, held)
+	l, search, err := r.findLetter(ctx, req)
+	defer func() { r.releaseHeld(context.WithoutCancel(ctx), r.cfg.SQS, search.held) }()
+	res.Seen = len(search.seen)
 	if err != nil {
 		return res, r.record(ctx, rec, r.notFoundWhy(ctx, req, err))
 	}
 	err = r.repairLetter(ctx, req, patch, l, res, &rec)
+	if err == nil && !req.Preview {
+		// The repaired task replaces the letter and every copy of it.
+		deleted, cerr := search.deleteCopies(ctx, l)
+		res.Seen = len(search.seen)
+		if len(deleted) > 0 {
+			res.CopiesDeleted = deleted
+			rec.Detail["copies_deleted"] = copiesDetail([]copiesDeleted{{DLQMessageID: l.MessageID, OriginalMessageID: res.OriginalMessageID, Deleted: deleted}})
+		}
+		if cerr != nil {
+			// The repair is done; only copies stay, which triage lists.
+			res.CopiesLeft = cerr.Error()
+			rec.Detail["copies_left"] = cerr.Error()
+			r.log().WarnContext(ctx, "copies of the repaired dead letter may stay in the DLQ", "message_id", l.MessageID, "error", cerr.Error())
+		}
+	}
 	return res, r.record(ctx, rec, err)
 }
 
@@ -178,83 +201,172 @@ func (r *Redriver) checkRepair(ctx context.Context, req RepairRequest) (jsonpatc
 	return patch, nil
 }
 
+// letterSearch is a repair's walk through the DLQ: receives that hide
+// what they bring (held: released when the repair ends), each letter seen
+// once, until the DLQ is exhausted. keys are the copy keys of the held
+// letters that have one (copyKey), so that the copies of the repaired
+// letter among them are known.
+type letterSearch struct {
+	r     *Redriver
+	hold  time.Duration
+	wait  int32
+	depth int // visible and in flight at the start
+	vis   time.Duration
+	seen  map[string]bool
+	held  map[string]string
+	keys  map[string]string
+	idle  int
+}
+
+// exhausted: the search saw the whole DLQ (a few receives in a row brought
+// nothing new), or gave up (ten times as many while it saw fewer letters
+// than the DLQ held).
+func (s *letterSearch) exhausted() bool {
+	return len(s.seen) >= s.depth && s.idle >= defaultIdleReceives || s.idle >= 10*defaultIdleReceives
+}
+
+// next receives once and returns the letters not seen before.
+func (s *letterSearch) next(ctx context.Context) ([]letter, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out, err := s.r.cfg.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(s.r.cfg.Queues.DLQURL), MaxNumberOfMessages: 10, VisibilityTimeout: int32(s.hold / time.Second),
+		WaitTimeSeconds: s.wait, MessageAttributeNames: []string{"All"},
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+	})
+	if err != nil {
+		return nil, s.r.queueErr(err, s.r.cfg.Queues.DLQURL)
+	}
+	var fresh []letter
+	for _, m := range out.Messages {
+		l := fromSQS(m)
+		if s.seen[l.MessageID] {
+			if _, ok := s.held[l.MessageID]; ok {
+				s.held[l.MessageID] = l.ReceiptHandle // back after its hold: keep the new handle
+			}
+			continue
+		}
+		s.seen[l.MessageID] = true
+		fresh = append(fresh, l)
+	}
+	if len(fresh) == 0 {
+		s.idle++
+	} else {
+		s.idle = 0
+	}
+	return fresh, nil
+}
+
+// keep hides a letter the repair does not change until the repair ends.
+func (s *letterSearch) keep(ctx context.Context, l *letter) {
+	if s.r.cfg.Queues.FIFO || len(s.held) >= maxHeld {
+		// Released at once, as a pass leaves them (pass.leave): held,
+		// a FIFO letter would block its message group.
+		s.r.release(ctx, s.r.cfg.SQS, l)
+		return
+	}
+	s.held[l.MessageID] = l.ReceiptHandle
+	if orig := originalID(l); orig != "" {
+		s.keys[l.MessageID] = copyKey(orig, l)
+	}
+}
+
 // findLetter receives from the DLQ until it finds the letter of id, hiding
 // the others (held: released when the repair ends). Without it, a DLQ seen
 // whole is a refusal (CodeLetterNotFound); one seen in part a *PartialError.
-func (r *Redriver) findLetter(ctx context.Context, req RepairRequest) (*letter, map[string]string, int, error) {
-	held := map[string]string{}
+func (r *Redriver) findLetter(ctx context.Context, req RepairRequest) (*letter, *letterSearch, error) {
+	s := &letterSearch{r: r, hold: req.Hold, wait: req.WaitSeconds, seen: map[string]bool{}, held: map[string]string{}, keys: map[string]string{}}
 	d, err := r.depth(ctx)
 	if err != nil {
-		return nil, held, 0, err
+		return nil, s, err
 	}
 	if d.visible+d.inFlight == 0 {
-		return nil, held, 0, refuse(CodeLetterNotFound, "the DLQ of pipeline %q is empty: no dead letter %s", r.cfg.Pipeline.Name, req.MessageID)
+		return nil, s, refuse(CodeLetterNotFound, "the DLQ of pipeline %q is empty: no dead letter %s", r.cfg.Pipeline.Name, req.MessageID)
 	}
-	hold := req.Hold
-	if hold <= 0 {
-		hold = DefaultHold
+	s.depth, s.vis = d.visible+d.inFlight, d.visibility
+	if s.hold <= 0 {
+		s.hold = DefaultHold
 	}
-	wait := req.WaitSeconds
 	switch {
-	case wait == 0:
-		wait = 1
-	case wait < 0:
-		wait = 0
+	case s.wait == 0:
+		s.wait = 1
+	case s.wait < 0:
+		s.wait = 0
 	}
-	seen := map[string]bool{}
-	idle := 0
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, held, len(seen), err
-		}
-		if len(seen) >= d.visible+d.inFlight && idle >= defaultIdleReceives || idle >= 10*defaultIdleReceives {
-			break
-		}
-		out, err := r.cfg.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl: aws.String(r.cfg.Queues.DLQURL), MaxNumberOfMessages: 10, VisibilityTimeout: int32(hold / time.Second),
-			WaitTimeSeconds: wait, MessageAttributeNames: []string{"All"},
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-		})
+	for !s.exhausted() {
+		fresh, err := s.next(ctx)
 		if err != nil {
-			return nil, held, len(seen), r.queueErr(err, r.cfg.Queues.DLQURL)
+			return nil, s, err
 		}
-		fresh := 0
 		var found *letter
-		for _, m := range out.Messages {
-			l := fromSQS(m)
-			if seen[l.MessageID] {
-				if _, ok := held[l.MessageID]; ok {
-					held[l.MessageID] = l.ReceiptHandle // back after its hold: keep the new handle
-				}
+		for i := range fresh {
+			l := &fresh[i]
+			if found == nil && (l.MessageID == req.MessageID || originalID(l) == req.MessageID) {
+				found = l
 				continue
 			}
-			seen[l.MessageID] = true
-			fresh++
-			if found == nil && (l.MessageID == req.MessageID || originalID(&l) == req.MessageID) {
-				found = &l
-				continue
-			}
-			if r.cfg.Queues.FIFO || len(held) >= maxHeld {
-				// Released at once, as a pass leaves them (pass.leave): held,
-				// a FIFO letter would block its message group.
-				r.release(ctx, r.cfg.SQS, &l)
-				continue
-			}
-			held[l.MessageID] = l.ReceiptHandle
+			s.keep(ctx, l)
 		}
 		if found != nil {
-			return found, held, len(seen), nil
-		}
-		if fresh == 0 {
-			idle++
-		} else {
-			idle = 0
+			return found, s, nil
 		}
 	}
-	if len(seen) < d.visible+d.inFlight {
-		return nil, held, len(seen), &PartialError{Seen: len(seen), Depth: d.visible + d.inFlight, FIFO: r.cfg.Queues.FIFO, RetryAfter: max(hold, d.visibility)}
+	if len(s.seen) < s.depth {
+		return nil, s, &PartialError{Seen: len(s.seen), Depth: s.depth, FIFO: r.cfg.Queues.FIFO, RetryAfter: max(s.hold, s.vis)}
 	}
-	return nil, held, len(seen), refuseField(CodeLetterNotFound, "MessageID", "%s: the DLQ of pipeline %q, seen whole (%d dead letters), holds no such dead letter", req.MessageID, r.cfg.Pipeline.Name, len(seen))
+	return nil, s, refuseField(CodeLetterNotFound, "MessageID", "%s: the DLQ of pipeline %q, seen whole (%d dead letters), holds no such dead letter", req.MessageID, r.cfg.Pipeline.Name, len(s.seen))
+}
+
+// deleteCopies deletes, after l was repaired and deleted, its copies (the
+// letters identical to it: copyKeyOf): the ones the search held, then the
+// ones the rest of the DLQ holds (the search goes on to its end). It
+// returns the DLQ message ids it deleted; a receive that fails stops it
+// (the copies not reached stay in the DLQ, and triage lists them), and a
+// delete that fails leaves that copy.
+func (s *letterSearch) deleteCopies(ctx context.Context, l *letter) ([]string, error) {
+	key, ok := copyKeyOf(l)
+	if !ok {
+		return nil, nil
+	}
+	var deleted []string
+	var firstErr error
+	del := func(id, receipt string) {
+		if _, err := s.r.cfg.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(s.r.cfg.Queues.DLQURL), ReceiptHandle: aws.String(receipt)}); err != nil {
+			s.r.log().WarnContext(ctx, "copy of a repaired dead letter not deleted: it stays in the DLQ", "message_id", id, "copy_of", l.MessageID, "error", err.Error())
+			if firstErr == nil {
+				firstErr = fmt.Errorf("delete copy %s: %w", id, err)
+			}
+			return
+		}
+		delete(s.held, id)
+		deleted = append(deleted, id)
+	}
+	ids := make([]string, 0)
+	for id, k := range s.keys {
+		if k == key {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		del(id, s.held[id])
+	}
+	for !s.exhausted() {
+		fresh, err := s.next(ctx)
+		if err != nil {
+			return deleted, err
+		}
+		for i := range fresh {
+			c := &fresh[i]
+			if orig := originalID(c); orig != "" && copyKey(orig, c) == key {
+				del(c.MessageID, c.ReceiptHandle)
+				continue
+			}
+			s.keep(ctx, c)
+		}
+	}
+	return deleted, firstErr
 }
 
 // originalID is the hot queue's message id of the letter's task, as
@@ -322,7 +434,8 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 	rec.Detail["tool"], rec.Detail["idempotency_key"], rec.Detail["repaired_idempotency_key"] = task.Tool, o.IdempotencyKey, task.IdempotencyKey
 	rec.Detail["args_before_sha256"], rec.Detail["args_after_sha256"] = res.ArgsBeforeSHA256, res.ArgsAfterSHA256
 	rec.Detail["body_before_sha256"], rec.Detail["body_after_sha256"] = res.BodyBeforeSHA256, res.BodyAfterSHA256
-	if err := r.repairSettled(ctx, l, task.Tool, o.IdempotencyKey); err != nil {
+	rec.Detail["tenant"] = o.Tenant
+	if err := r.repairSettled(ctx, l, task.Tool, r.ledgerKey(o.Tenant, o.IdempotencyKey)); err != nil {
 		return err
 	}
 	if req.Preview {
@@ -357,7 +470,7 @@ func (r *Redriver) repairLetter(ctx context.Context, req RepairRequest, patch js
 	res.HotMessageID = aws.ToString(out.MessageId)
 	rec.Detail["hot_message_id"] = res.HotMessageID
 	if task.IdempotencyKey != "" {
-		if _, err := r.cfg.Ledger.Redriven(ctx, task.IdempotencyKey, r.now()); err != nil {
+		if _, err := r.cfg.Ledger.Redriven(ctx, r.ledgerKey(task.Tenant, task.IdempotencyKey), r.now()); err != nil {
 			r.log().WarnContext(ctx, "redrive count not incremented after a repair", "message_id", l.MessageID, "error", err.Error())
 			rec.Detail["ledger_failed"] = "true"
 		}

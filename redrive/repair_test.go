@@ -119,7 +119,7 @@ func TestRepairSendsTheRepairedTaskKeepsTheOriginalAndDeletesAfter(t *testing.T)
 	assert.Equal(t, res.Evidence, last.Detail["evidence"])
 	assert.Equal(t, res.HotMessageID, last.Detail["hot_message_id"])
 	assert.NotContains(t, last.Detail["patch"]+last.Detail["args_before_sha256"], "hello k1", "the args are not in the audit")
-	e, ok, err := g.led.Get(context.Background(), res.RepairedKey)
+	e, ok, err := g.led.Get(context.Background(), acmeKey(res.RepairedKey))
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, 1, e.RedriveCount, "the repaired key's redrive count: a repair that keeps failing becomes redrive_loop")
@@ -172,7 +172,7 @@ func TestRepairRefusalsChangeNothing(t *testing.T) {
 		require.NotNil(t, res, tt.name)
 		assert.Len(t, g.f.snapshot(g.q.DLQURL), 4, "%s: the DLQ keeps every letter", tt.name)
 		for _, m := range g.f.snapshot(g.q.DLQURL) {
-			assert.False(t, m.visibleAt.After(g.f.now), "%s: every letter released", tt.name)
+			assert.False(t, m.visibleAt.After(g.f.Now()), "%s: every letter released", tt.name)
 		}
 		assert.Empty(t, g.f.snapshot(g.q.HotURL), tt.name)
 		assert.Empty(t, g.s3.objs, tt.name)
@@ -209,7 +209,7 @@ func TestRepairKeepsNothingSentWhenTheEvidenceCannotBeKept(t *testing.T) {
 
 	// A failed send leaves the letter too.
 	g.r.cfg.EvidenceWriter = g.s3
-	g.f.sendErr = errors.New("throttled")
+	g.f.SendErr = errors.New("throttled")
 	_, err = g.r.Repair(context.Background(), g.req(id, `[{"op":"replace","path":"/q","value":"x"}]`))
 	require.ErrorContains(t, err, "the dead letter stays in the DLQ")
 	assert.Len(t, g.f.snapshot(g.q.DLQURL), 1)

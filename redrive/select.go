@@ -112,6 +112,7 @@ type movedLetter struct {
 	Reason            deadletter.Reason `json:"reason"`
 	Fingerprint       string            `json:"fingerprint,omitempty"`
 	IdempotencyKey    string            `json:"idempotency_key,omitempty"`
+	Tenant            string            `json:"tenant,omitempty"`
 	BodySHA256        string            `json:"body_sha256"`
 }
 
@@ -127,9 +128,10 @@ type Unrestored struct {
 }
 
 // SelectResult counts what a selective redrive saw and did. Every message
-// seen is either moved, released (not chosen, or a dry run), left in the
-// DLQ because its claim check restored nothing, or left in the DLQ after a
-// failure (it becomes visible again after the hold).
+// seen is either moved, released (not chosen, or a dry run), deleted as a
+// copy of one moved (CopiesDeleted), left in the DLQ because its claim
+// check restored nothing, or left in the DLQ after a failure (it becomes
+// visible again after the hold).
 type SelectResult struct {
 	// Seen counts distinct dead letters looked at; Matched those chosen;
 	// Moved those sent and deleted; Released those not chosen (or, in a dry
@@ -192,6 +194,17 @@ type SelectResult struct {
 	Partial string `json:"partial,omitempty"`
 	// LettersOmitted counts moved letters beyond MaxLetters, not listed in Letters.
 	LettersOmitted int `json:"letters_omitted,omitempty"`
+	// CopiesDeleted counts chosen dead letters that were copies of one the
+	// pass moved (the same original message id, body and attributes: a
+	// dead-letter send retried after SQS took it), deleted from the DLQ
+	// after that move succeeded; in a dry run, that would be. They are not
+	// in Seen's other counts (Matched, Moved, Released). Copies lists the
+	// first MaxLetters moved letters that had copies, and the copies' DLQ
+	// message ids. CopyDeleteFailed: copies whose delete failed; they stay
+	// in the DLQ.
+	CopiesDeleted    int             `json:"copies_deleted,omitempty"`
+	Copies           []copiesDeleted `json:"copies,omitempty"`
+	CopyDeleteFailed int             `json:"copy_delete_failed,omitempty"`
 
 	// claimCheckErr is the first claim check error, for Select's error.
 	claimCheckErr *claimCheckFailure
@@ -242,6 +255,12 @@ func (res *SelectResult) counts() map[string]int {
 	if res.Returned > 0 {
 		c["returned"] = res.Returned
 	}
+	if res.CopiesDeleted > 0 {
+		c["copies_deleted"] = res.CopiesDeleted
+	}
+	if res.CopyDeleteFailed > 0 {
+		c["copy_delete_failed"] = res.CopyDeleteFailed
+	}
 	for k, v := range res.ClaimCheckFailedBy {
 		c["claim_check_failed."+string(k)] = v
 	}
@@ -252,6 +271,13 @@ func (res *SelectResult) counts() map[string]int {
 // chosen dead letters (release the others at once), send each one's original
 // body and attributes to the hot queue, increment its key's redrive count,
 // and delete it from the DLQ only after the send succeeded.
+//
+// A chosen dead letter identical to one the pass moved (a copy: the same
+// original message id, body and attributes, from a dead-letter send
+// retried after SQS took it) is never sent: it is deleted from the DLQ
+// once that move succeeded, and left there when it did not
+// (CopiesDeleted, Copies; the audit record's detail copies_deleted names
+// the moved letter and its deleted copies).
 //
 // A chosen effect_unknown dead letter moves only when its key's effect is
 // settled: never when the owner confirmed the effect (ledger reconcile
@@ -318,6 +344,9 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 			RetryAfter: max(selectHold(req), res.dlqVisibility)}
 	}
 	rec.Counts = res.counts()
+	if len(res.Copies) > 0 {
+		rec.Detail["copies_deleted"] = copiesDetail(res.Copies)
+	}
 	switch {
 	case err == nil && res.Matched == 0 && (partial == nil || res.EffectConfirmed+res.NotReconciled > 0):
 		err = r.nothingMatched(req, res)
@@ -468,12 +497,13 @@ func (r *Redriver) settled(ctx context.Context, req SelectRequest, l *letter, re
 	if l.Reason.Redrivable() != deadletter.RedriveNeverBlind {
 		return true
 	}
-	key := restore(l).IdempotencyKey
+	o := restore(l)
+	key := o.IdempotencyKey
 	var e ledger.Entry
 	ok := false
 	if key != "" {
 		var err error
-		if e, ok, err = r.cfg.Ledger.Get(ctx, key); err != nil {
+		if e, ok, err = r.cfg.Ledger.Get(ctx, r.ledgerKey(o.Tenant, key)); err != nil {
 			// Unknown is not "no effect": leave it.
 			r.log().WarnContext(ctx, "ledger read failed: the effect_unknown dead letter stays in the DLQ", "message_id", l.MessageID, "error", err.Error())
 			res.NotReconciled++
@@ -599,11 +629,11 @@ func (r *Redriver) moveOne(ctx context.Context, api selectAPI, limiter *rate.Lim
 	var st moveStatus
 	o := restore(l)
 	mv := movedLetter{DLQMessageID: l.MessageID, OriginalMessageID: o.OriginalMessageID, Reason: l.Reason,
-		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, BodySHA256: bodySHA256(l.Body)}
+		Fingerprint: l.Fingerprint, IdempotencyKey: o.IdempotencyKey, Tenant: o.Tenant, BodySHA256: bodySHA256(l.Body)}
 	log := r.log().With("message_id", l.MessageID, "queue", r.cfg.Queues.HotURL, "reason", string(l.Reason), "pipeline", r.cfg.Pipeline.Name)
 	var before ledger.Entry
 	if o.IdempotencyKey != "" {
-		if e, ok, err := r.cfg.Ledger.Get(ctx, o.IdempotencyKey); err == nil && ok {
+		if e, ok, err := r.cfg.Ledger.Get(ctx, r.ledgerKey(o.Tenant, o.IdempotencyKey)); err == nil && ok {
 			before = e
 		}
 	}
@@ -649,7 +679,7 @@ func (r *Redriver) moveOne(ctx context.Context, api selectAPI, limiter *rate.Lim
 	mv.HotMessageID = aws.ToString(out.MessageId)
 	if o.IdempotencyKey == "" {
 		st.noKey = true
-	} else if _, err := r.cfg.Ledger.Redriven(ctx, o.IdempotencyKey, r.now()); err != nil {
+	} else if _, err := r.cfg.Ledger.Redriven(ctx, r.ledgerKey(o.Tenant, o.IdempotencyKey), r.now()); err != nil {
 		st.ledgerFailed = true
 		log.WarnContext(ctx, "redrive count not incremented", "error", err.Error())
 	}

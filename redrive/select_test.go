@@ -84,14 +84,14 @@ func TestSelectMovesOnlyTheChosenByteIdentical(t *testing.T) {
 		assert.Equal(t, deadletter.ReasonBudgetExhausted, d.reason)
 		assert.Equal(t, d.body, m.body, "body byte-identical")
 		assert.Equal(t, d.original, attributesFromSQS(m.attrs), "original attributes, dlq_* removed, folded restored")
-		e, ok, err := led.Get(context.Background(), d.key)
+		e, ok, err := led.Get(context.Background(), acmeKey(d.key))
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, 1, e.RedriveCount)
 	}
 	for _, m := range dlq {
 		assert.NotEqual(t, "budget_exhausted", attributesFromSQS(m.attrs)[deadletter.AttrReason].StringValue)
-		assert.True(t, m.visibleAt.IsZero() || !m.visibleAt.After(f.now), "the others were released at once")
+		assert.True(t, m.visibleAt.IsZero() || !m.visibleAt.After(f.Now()), "the others were released at once")
 	}
 	var actions []string
 	for _, rec := range store.all() {
@@ -223,16 +223,16 @@ func TestSelectBadInputMovesNothing(t *testing.T) {
 			s.Reasons = []deadletter.Reason{deadletter.ReasonEffectUnknown}
 			return s
 		}, CodeForbidden},
-		{"owner tag mismatch", func(f *fakeSQS, q pipeline.Queues) { f.queues[q.DLQURL].tags[pipeline.TagOwner] = "x" }, nil, CodeOwnerTag},
+		{"owner tag mismatch", func(f *fakeSQS, q pipeline.Queues) { f.Queue(q.DLQURL).Tags[pipeline.TagOwner] = "x" }, nil, CodeOwnerTag},
 		{"reason not in the DLQ", nil, func(s SelectRequest) SelectRequest {
 			s.Reasons = []deadletter.Reason{deadletter.ReasonDependencyOpen}
 			return s
 		}, CodeNothingSelected},
 		{"unknown fingerprint", nil, func(s SelectRequest) SelectRequest { s.Fingerprints = []string{"nope"}; return s }, CodeUnknownGroup},
-		{"empty DLQ", func(f *fakeSQS, q pipeline.Queues) { f.queues[q.DLQURL].msgs = nil }, nil, CodeDLQEmpty},
-		{"DLQ missing", func(f *fakeSQS, q pipeline.Queues) { delete(f.queues, q.DLQURL) }, nil, CodeDLQMissing},
+		{"empty DLQ", func(f *fakeSQS, q pipeline.Queues) { f.Queue(q.DLQURL).Messages = nil }, nil, CodeDLQEmpty},
+		{"DLQ missing", func(f *fakeSQS, q pipeline.Queues) { f.RemoveQueue(q.DLQURL) }, nil, CodeDLQMissing},
 		{"aimed at the wrong queue", func(f *fakeSQS, q pipeline.Queues) {
-			f.queues[q.HotURL].attrs["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:elsewhere","maxReceiveCount":4}`
+			f.Queue(q.HotURL).Attributes["RedrivePolicy"] = `{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:elsewhere","maxReceiveCount":4}`
 		}, nil, CodeDestination},
 	}
 	for _, tt := range tests {
@@ -254,7 +254,7 @@ func TestSelectBadInputMovesNothing(t *testing.T) {
 			require.ErrorIs(t, err, ErrRefused)
 			assert.Equal(t, tt.code, RefusalCode(err), err)
 			assert.Empty(t, f.snapshot(q.HotURL), "nothing moved")
-			if _, ok := f.queues[q.DLQURL]; ok && tt.code != CodeDLQEmpty {
+			if f.Queue(q.DLQURL) != nil && tt.code != CodeDLQEmpty {
 				assert.Len(t, f.snapshot(q.DLQURL), before)
 			}
 			assert.Equal(t, 0, led.Len())
@@ -271,7 +271,7 @@ func TestSelectSendFailureLosesNothing(t *testing.T) {
 	f := newFakeSQS()
 	q := f.addPair(p)
 	seed(t, f, q, 3, deadletter.ReasonBudgetExhausted)
-	f.sendErr = errors.New("AccessDenied")
+	f.SendErr = errors.New("AccessDenied")
 	r, store, _ := newRedriver(t, p, f, q)
 	req := selReq(p, deadletter.ReasonBudgetExhausted)
 	req.Workers = 1 // one move at a time: the first failure stops the run
@@ -282,7 +282,7 @@ func TestSelectSendFailureLosesNothing(t *testing.T) {
 	assert.Equal(t, 2, res.Released, "the two not started are released")
 	assert.Len(t, f.snapshot(q.DLQURL), 3, "all still in the DLQ")
 	for _, m := range f.snapshot(q.DLQURL) {
-		assert.False(t, m.visibleAt.After(f.now), "released at once")
+		assert.False(t, m.visibleAt.After(f.Now()), "released at once")
 	}
 	recs := store.all()
 	assert.Equal(t, audit.OutcomeFailed, recs[len(recs)-1].Outcome)
@@ -321,7 +321,7 @@ func (w *simWorker) drain() {
 func (w *simWorker) handle(ctx context.Context, id, body string, attrs map[string]sqstypes.MessageAttributeValue) {
 	key := keyOf(w.t, body)
 	now := time.Now()
-	if _, err := w.led.Begin(ctx, key, id, "", now, time.Minute); errors.Is(err, ledger.ErrDone) {
+	if _, err := w.led.Begin(ctx, acmeKey(key), id, "", now, time.Minute); errors.Is(err, ledger.ErrDone) {
 		w.mu.Lock()
 		w.noops++
 		w.mu.Unlock()
@@ -331,11 +331,11 @@ func (w *simWorker) handle(ctx context.Context, id, body string, attrs map[strin
 		dl, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: id}, attributesFromSQS(attrs))
 		require.NoError(w.t, err)
 		w.f.put(w.q.DLQURL, body, dl, "")
-		_, err = w.led.DeadLettered(ctx, key, deadletter.ReasonBudgetExhausted, now)
+		_, err = w.led.DeadLettered(ctx, acmeKey(key), deadletter.ReasonBudgetExhausted, now)
 		require.NoError(w.t, err)
 		return
 	}
-	require.NoError(w.t, w.led.Complete(ctx, key, id, "receipt-"+key, now))
+	require.NoError(w.t, w.led.Complete(ctx, acmeKey(key), id, "receipt-"+key, now))
 	w.mu.Lock()
 	w.processed[key]++
 	w.mu.Unlock()
@@ -350,7 +350,7 @@ func TestSelectInterruptedBetweenSendAndDelete(t *testing.T) {
 	r, store, led := newRedriver(t, p, f, q)
 	ctx, cancel := context.WithCancel(context.Background())
 	var deletes atomic.Int32
-	f.onDelete = func(queue, _ string) error {
+	f.OnDelete = func(queue, _ string) error {
 		if queue != q.DLQURL {
 			return nil
 		}
@@ -375,8 +375,8 @@ func TestSelectInterruptedBetweenSendAndDelete(t *testing.T) {
 	w.drain()
 
 	// The hold runs out; the owner reruns.
-	f.onDelete = nil
-	f.expire(q.DLQURL)
+	f.OnDelete = nil
+	f.Expire(q.DLQURL)
 	res, err = r.Select(context.Background(), req)
 	require.NoError(t, err)
 	assert.Equal(t, 2, res.Moved, "the interrupted one is sent again, and the unsent one")
@@ -386,7 +386,7 @@ func TestSelectInterruptedBetweenSendAndDelete(t *testing.T) {
 	// Every key took effect exactly once; the resend was a no-op.
 	assert.Equal(t, map[string]int{"budget_exhausted-a": 1, "budget_exhausted-b": 1, "budget_exhausted-c": 1}, w.processed)
 	assert.Equal(t, 1, w.noops, "one duplicate, absorbed by the idempotency key")
-	e, _, _ := led.Get(context.Background(), "budget_exhausted-b")
+	e, _, _ := led.Get(context.Background(), acmeKey("budget_exhausted-b"))
 	assert.Equal(t, 2, e.RedriveCount, "the redrive count counts both sends")
 }
 
@@ -466,7 +466,7 @@ func TestSelectFIFOGroupAndDedup(t *testing.T) {
 		mu   sync.Mutex
 		sent []*sqs.SendMessageInput
 	)
-	f.onSend = func(_ string, in *sqs.SendMessageInput) { mu.Lock(); sent = append(sent, in); mu.Unlock() }
+	f.OnSend = func(_ string, in *sqs.SendMessageInput) { mu.Lock(); sent = append(sent, in); mu.Unlock() }
 	r, _, _ := newRedriver(t, p, f, q)
 	_, err := r.Select(context.Background(), selReq(p, deadletter.ReasonBudgetExhausted))
 	require.NoError(t, err)
@@ -540,7 +540,7 @@ func TestSelectInAWSChecksTheCaller(t *testing.T) {
 			q := f.addPair(p)
 			seed(t, f, q, 2, deadletter.ReasonBudgetExhausted)
 			if tt.roleTag != "" {
-				f.queues[q.DLQURL].tags[pipeline.TagRedriveRole] = tt.roleTag
+				f.Queue(q.DLQURL).Tags[pipeline.TagRedriveRole] = tt.roleTag
 			}
 			r, _, _ := newRedriver(t, p, f, q)
 			r.local, r.cfg.STS = false, fakeSTS{arn: tt.caller}
@@ -577,7 +577,7 @@ func TestSelectReachesLettersBehindManyOthers(t *testing.T) {
 	dlq := f.snapshot(q.DLQURL)
 	require.Len(t, dlq, 60)
 	for _, m := range dlq {
-		assert.False(t, m.visibleAt.After(f.now), "released when the pass ended: %s", m.id)
+		assert.False(t, m.visibleAt.After(f.Now()), "released when the pass ended: %s", m.id)
 	}
 }
 
@@ -589,9 +589,7 @@ type slowReceives struct {
 }
 
 func (s *slowReceives) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opt ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	s.mu.Lock()
-	s.now = s.now.Add(s.step)
-	s.mu.Unlock()
+	s.Advance(s.step)
 	return s.fakeSQS.ReceiveMessage(ctx, in, opt...)
 }
 
@@ -616,7 +614,7 @@ func TestSelectHoldLapsingMidPassLosesNothing(t *testing.T) {
 	dlq := f.snapshot(q.DLQURL)
 	require.Len(t, dlq, 40)
 	for _, m := range dlq {
-		assert.False(t, m.visibleAt.After(f.now), "released with its latest receipt handle: %s", m.id)
+		assert.False(t, m.visibleAt.After(f.Now()), "released with its latest receipt handle: %s", m.id)
 	}
 }
 
@@ -639,7 +637,7 @@ func TestSelectInterruptedReleasesWhatItHeld(t *testing.T) {
 	dlq := f.snapshot(q.DLQURL)
 	require.Len(t, dlq, 17)
 	for _, m := range dlq {
-		assert.False(t, m.visibleAt.After(f.now), "visible again: %s", m.id)
+		assert.False(t, m.visibleAt.After(f.Now()), "visible again: %s", m.id)
 	}
 }
 
@@ -660,10 +658,9 @@ func (c *cancelAfterReceives) ReceiveMessage(ctx context.Context, in *sqs.Receiv
 // hide makes every message of url in flight for d (another reader holds
 // it, or a receive whose response was lost).
 func (f *fakeSQS) hide(url string, d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, m := range f.queues[url].msgs {
-		m.visibleAt = f.now.Add(d)
+	now := f.Now()
+	for _, m := range f.Queue(url).Messages {
+		m.VisibleAt = now.Add(d)
 	}
 }
 
@@ -687,7 +684,7 @@ func TestSelectPartialScanIsItsOwnOutcome(t *testing.T) {
 			t.Parallel()
 			f := newFakeSQS()
 			q := f.addPair(p)
-			f.queues[q.DLQURL].attrs["VisibilityTimeout"] = "90"
+			f.Queue(q.DLQURL).Attributes["VisibilityTimeout"] = "90"
 			seed(t, f, q, tt.hidden, deadletter.ReasonBudgetExhausted)
 			f.hide(q.DLQURL, time.Hour)
 			r, store, _ := newRedriver(t, p, f, q)
@@ -771,13 +768,13 @@ func TestSelectNeverMovesALetterTwice(t *testing.T) {
 			assert.Equal(t, 3, res.Seen)
 			assert.Len(t, f.snapshot(q.DLQURL), 3, "each dead-lettered again once")
 			for key := range fail {
-				e, _, err := led.Get(context.Background(), key)
+				e, _, err := led.Get(context.Background(), acmeKey(key))
 				require.NoError(t, err)
 				assert.Equal(t, 1, e.RedriveCount, key)
 			}
 			assert.Equal(t, 3, res.Returned, "back in the DLQ while the pass ran")
 			for _, m := range f.snapshot(q.DLQURL) {
-				assert.False(t, m.visibleAt.After(f.now), "released when the pass ended: %s", m.id)
+				assert.False(t, m.visibleAt.After(f.Now()), "released when the pass ended: %s", m.id)
 			}
 		})
 	}

@@ -47,6 +47,9 @@ const maxEvidence = 512
 // Verified is what Verify found for one idempotency key.
 type Verified struct {
 	Key string `json:"idempotency_key"`
+	// Tenant is the task's tenant: with the pipeline it scopes Key in the
+	// ledger, so two tenants' same key are two rows.
+	Tenant string `json:"tenant,omitempty"`
 	// Tool is the task's tool; MessageID the id of (the first of) the key's
 	// dead letters, and Letters how many the scan saw with the reason.
 	Tool      string `json:"tool,omitempty"`
@@ -165,22 +168,27 @@ func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *VerifyRes
 		if l.Reason != req.Reason {
 			continue
 		}
-		key := ""
+		key, tenant := "", ""
 		if l.Meta != nil {
-			key = l.Meta.IdempotencyKey
+			key, tenant = l.Meta.IdempotencyKey, l.Meta.Tenant
 		}
-		if key == "" {
+		if key == "" || tenant == "" {
 			if t, err := agenttask.DecodeTask([]byte(l.Body), nil); err == nil {
-				key = t.IdempotencyKey
+				if key == "" {
+					key = t.IdempotencyKey
+				}
+				if tenant == "" {
+					tenant = t.Tenant
+				}
 			}
 		}
-		id := key
-		if id == "" {
+		id := r.ledgerKey(tenant, key)
+		if key == "" {
 			id = "\x00" + l.MessageID // no key: a row of its own
 		}
 		k := byKey[id]
 		if k == nil {
-			k = &keyed{row: Verified{Key: key, MessageID: l.MessageID}, body: l.Body}
+			k = &keyed{row: Verified{Key: key, Tenant: tenant, MessageID: l.MessageID}, body: l.Body}
 			byKey[id] = k
 		}
 		k.row.Letters++
@@ -217,7 +225,7 @@ func (r *Redriver) verifyKey(ctx context.Context, req VerifyRequest, row *Verifi
 		row.Skipped = fmt.Sprintf("the dead letter's body is not an agent task (%v): nothing to verify", terr)
 		return nil
 	}
-	e, ok, err := r.cfg.Ledger.Get(ctx, row.Key)
+	e, ok, err := r.cfg.Ledger.Get(ctx, r.ledgerKey(row.Tenant, row.Key))
 	if err != nil {
 		return fmt.Errorf("ledger %q: %w", row.Key, err)
 	}
@@ -243,7 +251,7 @@ func (r *Redriver) verifyKey(ctx context.Context, req VerifyRequest, row *Verifi
 	if !req.Apply || v.Verdict == agenttask.VerdictUnknown {
 		return nil
 	}
-	rr := ReconcileRequest{Who: req.Who, Key: row.Key, Outcome: ledger.OutcomeNoEffect,
+	rr := ReconcileRequest{Who: req.Who, Key: row.Key, Tenant: row.Tenant, Outcome: ledger.OutcomeNoEffect,
 		Evidence: fmt.Sprintf("%s verifier: %s", task.Tool, v.Evidence)}
 	if v.Verdict == agenttask.VerdictConfirmed {
 		rr.Outcome, rr.Receipt = ledger.OutcomeEffectConfirmed, v.Receipt
@@ -287,7 +295,7 @@ func (r *Redriver) runVerifier(ctx context.Context, req VerifyRequest, task agen
 				done <- answer{err: fmt.Errorf("panicked: %v", p)}
 			}
 		}()
-		v, err := tool.Verify(vctx, agenttask.Call{Key: e.Key, Task: task, StartedBy: e.Owner, Before: e.UpdatedAt, ArgsDigest: e.ArgsDigest})
+		v, err := tool.Verify(vctx, agenttask.Call{Key: task.IdempotencyKey, Task: task, StartedBy: e.Owner, Before: e.UpdatedAt, ArgsDigest: e.ArgsDigest})
 		done <- answer{v, err}
 	}()
 	var a answer

@@ -15,6 +15,8 @@
 #   AGENTDLQ_S3_PORT         default 4568  } running `make local-up`)
 #   AGENTDLQ_NODE            the Node.js 22 binary (default: the one npm installed)
 #   AGENTDLQ_KEEP_OUT        1: down leaves out/ as it is (agentdlq demo --stop-emulators)
+#   AGENTDLQ_LOG_TAIL        lines of an emulator's log printed when it fails to start (default 20;
+#                            0: none, as local/runner prints them itself)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -24,6 +26,8 @@ case "$DIR" in /*) ;; *) DIR="$ROOT/$DIR" ;; esac
 SERVICES=(sqs dynamodb s3)
 # Built helper binaries are shared by every state directory (make test and the demo use fresh ones).
 BIN="$ROOT/.local/bin"
+# Lines of an emulator's log printed when it fails to start.
+TAIL="${AGENTDLQ_LOG_TAIL:-20}"
 
 log() { echo "local: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -43,6 +47,23 @@ alive() {
   pid="$(cat "$pidf")"
   [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null || return 1
   grep -qaE 'fauxqs\.mjs|dynalite\.cjs|s3server' "/proc/$pid/cmdline" 2>/dev/null
+}
+
+# started SERVICE: the process this script has just started for SERVICE still
+# runs (wait_ready's check). Not alive: between bash's fork and its exec of
+# nohup the child is still this bash, its command line this script's, and on
+# a loaded machine (2 cores, load 20) that lasts past the first check: alive
+# then said "exited during start" of an emulator that came up a moment later
+# (issue 33). The child is ours by its parent process id instead.
+started() {
+  local pidf="$DIR/$1.pid" pid stat state ppid
+  [[ -f "$pidf" ]] || return 1
+  pid="$(cat "$pidf")"
+  [[ -n "$pid" ]] && stat="$(cat "/proc/$pid/stat" 2>/dev/null)" || return 1
+  # /proc/PID/stat: pid (comm) state ppid ...; comm may hold spaces.
+  stat="${stat##*) }"
+  read -r state ppid _ <<<"$stat"
+  [[ "$state" != Z && "$ppid" == "$$" ]]
 }
 
 node_bin() {
@@ -94,7 +115,10 @@ start() {
 wait_ready() {
   local svc="$1" port code i
   for ((i = 0; i < 300; i++)); do
-    alive "$svc" || { tail -n 20 "$DIR/$svc.log" >&2 || true; die "$svc exited during start (log: $DIR/$svc.log)"; }
+    started "$svc" || {
+      if ((TAIL > 0)); then tail -n "$TAIL" "$DIR/$svc.log" >&2 || true; fi
+      die "$svc exited during start (log: $DIR/$svc.log)"
+    }
     if [[ -s "$DIR/$svc.port" ]]; then
       port="$(cat "$DIR/$svc.port")"
       code="$(curl -s -o /dev/null -m 2 -w '%{http_code}' "http://127.0.0.1:$port/" || true)"
@@ -102,6 +126,7 @@ wait_ready() {
     fi
     sleep 0.1
   done
+  if ((TAIL > 0)); then tail -n "$TAIL" "$DIR/$svc.log" >&2 || true; fi
   die "$svc did not answer within 30s (log: $DIR/$svc.log)"
 }
 

@@ -8,6 +8,8 @@ import (
 	"github.com/agentdlq/agentdlq/testkit/sqsfake"
 )
 
+var _ ScanAPI = (*sqsfake.Fake)(nil)
+
 // newFakeSQS is a DLQ of msgs on clock, which any URL reaches. It fails
 // the test on any call that would change the queue's contents (delete,
 // send, purge, move), on a receive that does not ask for every attribute,

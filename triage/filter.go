@@ -243,6 +243,9 @@ func Narrow(r *Report, p *pipeline.Pipeline, f Filter) (*Report, error) {
 	if len(all) < r.Totals.Messages {
 		return nil, errNoLetters
 	}
+	for _, t := range r.copyLetters {
+		all = append(all, *t)
+	}
 	o := buildOptions{FIFO: r.FIFO}
 	if r.Expiry.RetentionSource == "queue" {
 		o.Retention = time.Duration(r.Expiry.DLQRetentionSeconds) * time.Second

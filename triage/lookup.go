@@ -19,14 +19,15 @@ const maxLedgerLookups = 5000
 // lookupLedger reads the ledger entry of each distinct idempotency key (up
 // to maxLedgerLookups) and sets Tagged.Ledger, so that Build sees dead-letter
 // and redrive counts. It stops at the first error and returns it with what
-// it had read; the entries are only ever read.
-func lookupLedger(ctx context.Context, tagged []Tagged, kr KeyReader) (looked int, err error) {
+// it had read; the entries are only ever read. A key is read scoped to
+// the pipeline and the letter's tenant (ledger.Key), as the worker wrote it.
+func lookupLedger(ctx context.Context, pipeline string, tagged []Tagged, kr KeyReader) (looked int, err error) {
 	entries := map[string]*ledger.Entry{}
 	for i := range tagged {
-		key := tagged[i].Hints.IdempotencyKey
-		if key == "" {
+		if tagged[i].Hints.IdempotencyKey == "" {
 			continue
 		}
+		key := ledger.Key(pipeline, tagged[i].Hints.Tenant, tagged[i].Hints.IdempotencyKey)
 		e, seen := entries[key]
 		if !seen {
 			if looked >= maxLedgerLookups {

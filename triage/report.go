@@ -32,7 +32,8 @@ const (
 )
 
 // Report is what triage found in one DLQ. Its JSON form is versioned by
-// ReportVersion; Text and Markdown render it for people.
+// ReportVersion; package triage/render writes it for people (text,
+// Markdown, HTML).
 type Report struct {
 	ReportVersion int       `json:"report_version"`
 	Pipeline      string    `json:"pipeline"`
@@ -70,10 +71,16 @@ type Report struct {
 	// Filter is set when the report holds only the dead letters a Filter
 	// chose (added within version 1): its counts are of those.
 	Filter *Filtered `json:"filter,omitempty"`
-	// Written holds the keys of the report files Run wrote, JSON, Markdown
+	// Copies lists the dead letters the DLQ holds more than once (added
+	// within version 1; see CopySet), by original message id, at most 1000
+	// (Totals.CopiedLetters counts them all). Each is counted once.
+	Copies []CopySet `json:"copies,omitempty"`
+	// Written holds the keys of the report files Run kept (Config.Keep), JSON, Markdown
 	// and HTML (not serialised:
 	// the report cannot name its own file's hash).
 	Written []string `json:"-"`
+
+	copyLetters []*Tagged // the copies not counted, for Narrow; not serialised
 }
 
 // Totals sums the report.
@@ -90,6 +97,15 @@ type Totals struct {
 	RedriveLoop           int           `json:"redrive_loop"`
 	RepeatKeys            int           `json:"repeat_keys"`
 	ByReason              []ReasonTotal `json:"by_reason"`
+	// Copies counts the extra copies of dead letters the DLQ holds more
+	// than once (CopySet), which no other count includes; CopiedLetters the
+	// dead letters that have them (added within version 1). The DLQ holds
+	// Messages + Copies letters.
+	Copies        int `json:"copies,omitempty"`
+	CopiedLetters int `json:"copied_letters,omitempty"`
+	// CopiesDiffering counts the copies whose message attributes differ
+	// from the counted letter's (CopySet.DifferingMessageIDs).
+	CopiesDiffering int `json:"copies_differing,omitempty"`
 }
 
 // ReasonTotal is one reason's line.
@@ -268,15 +284,31 @@ func buildWith(tagged []Tagged, p *pipeline.Pipeline, now time.Time, o buildOpti
 	}
 	groups := map[string]*groupAcc{} // by reason + fingerprint
 	var order []*groupAcc
+	// Copies of one dead letter count once: only the one findCopies keeps
+	// is counted, anywhere.
+	isCopy, sets := findCopies(tagged)
+	for _, s := range sets {
+		r.Totals.Copies += len(s.CopyMessageIDs)
+		r.Totals.CopiesDiffering += len(s.DifferingMessageIDs)
+	}
+	r.Totals.CopiedLetters = len(sets)
+	if len(sets) > maxCopySetsListed {
+		sets = sets[:maxCopySetsListed]
+	}
+	r.Copies = sets
 	keyCount := map[string]int{} // idempotency key -> messages in this DLQ
 	for i := range tagged {
-		if k := tagged[i].Hints.IdempotencyKey; k != "" {
+		if k := tagged[i].Hints.IdempotencyKey; k != "" && !isCopy[i] {
 			keyCount[k]++
 		}
 	}
 
 	for i := range tagged {
 		t := &tagged[i]
+		if isCopy[i] {
+			r.copyLetters = append(r.copyLetters, t)
+			continue
+		}
 		exp := ExpiryOf(t, fifo, retention, now)
 		age := int64(now.Sub(exp.ClockStart) / time.Second)
 		if age < 0 {
@@ -542,6 +574,9 @@ func attention(r *Report, p *pipeline.Pipeline) []string {
 		if rt.Reason == deadletter.ReasonEffectUnknown {
 			out = append(out, plural(rt.Count, "message")+" effect_unknown: reconcile the external effect of each key in the ledger before anything else (the keys are in the group's idempotency_keys)")
 		}
+	}
+	if line := copiesAttention(r); line != "" {
+		out = append(out, line)
 	}
 	return out
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -169,8 +170,8 @@ func TestBuildWithLedger(t *testing.T) {
 	p := testPipeline(t, false)
 	msgs := []Message{deadLetter(t, "a", "{}", poisonMeta(deadletter.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-a", "503"), t0)}
 	tagged := tagAll(msgs, nil)
-	l := fakeLedger{"key-a": {DeadLetterCount: 3, RedriveCount: 1}}
-	n, err := lookupLedger(t.Context(), tagged, l)
+	l := fakeLedger{ledger.Key(p.Name, "acme", "key-a"): {DeadLetterCount: 3, RedriveCount: 1}}
+	n, err := lookupLedger(t.Context(), p.Name, tagged, l)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	r := Build(tagged, p, t0)

@@ -115,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	var ledgerErr error
 	if cfg.Ledger != nil {
-		if _, ledgerErr = lookupLedger(ctx, tagged, cfg.Ledger); ledgerErr != nil {
+		if _, ledgerErr = lookupLedger(ctx, p.Name, tagged, cfg.Ledger); ledgerErr != nil {
 			log.WarnContext(ctx, "triage ledger lookup failed", "pipeline", p.Name, "error", ledgerErr.Error())
 		}
 	}

@@ -248,8 +248,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	seen := map[string]bool{}
 	for _, s := range sent {
-		k := s.Task.Key
-		if k != "" && !seen[k] && table[k].State == ledger.StateDone && completed[k] == 0 {
+		k := ledger.Key(p.Name, s.Task.Tenant, s.Task.Key) // the ledger's key, as the worker scopes it
+		if s.Task.Key != "" && !seen[k] && table[k].State == ledger.StateDone && completed[k] == 0 {
 			res.DoneUnseen++
 		}
 		seen[k] = true
@@ -711,7 +711,8 @@ func lostDetail(l *runner.Local, sent []workload.Sent, tagged []triage.Tagged, t
 		if len(out) == max {
 			break
 		}
-		e, ok := table[s.Task.Key]
+		lk := ledger.Key(l.Pipeline.Name, s.Task.Tenant, s.Task.Key)
+		e, ok := table[lk]
 		if dead[s.MessageID] || (ok && e.State == ledger.StateDone) {
 			continue
 		}
@@ -720,7 +721,7 @@ func lostDetail(l *runner.Local, sent []workload.Sent, tagged []triage.Tagged, t
 			entry = fmt.Sprintf("ledger %s, owner is this message %v, effect started %v, receipt %v, dead-lettered %d, lease until %s",
 				e.State, e.Owner == s.MessageID, e.EffectStarted, e.Receipt != "", e.DeadLetterCount, e.LeaseUntil.Format(time.RFC3339))
 		}
-		out = append(out, fmt.Sprintf("%s (%s, key %q): %d deliveries, %d completes seen; %s", s.MessageID, s.Task.Kind, s.Task.Key, l.Attempts(s.MessageID), completed[s.Task.Key], entry))
+		out = append(out, fmt.Sprintf("%s (%s, key %q): %d deliveries, %d completes seen; %s", s.MessageID, s.Task.Kind, s.Task.Key, l.Attempts(s.MessageID), completed[lk], entry))
 	}
 	return out
 }

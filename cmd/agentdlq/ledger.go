@@ -23,15 +23,15 @@ func newLedgerCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ledger",
 		Short: "Read the idempotency ledger (state, effect receipt, counts of a key), verify and reconcile effect_unknown keys (owner only)",
-		Example: `  agentdlq ledger get --key acme:r-w:w-1
-  agentdlq ledger get --key acme:r-w:w-1 --key acme:r-w:w-2 -o json
-  agentdlq ledger reconcile --pipeline agent-tasks --key acme:r-w:w-1 --no-effect --owner platform-oncall --why "mail log: nothing sent"
+		Example: `  agentdlq ledger get --pipeline agent-tasks --tenant acme --key acme:r-w:w-1
+  agentdlq ledger get --pipeline agent-tasks --tenant acme --key acme:r-w:w-1 --key acme:r-w:w-2 -o json
+  agentdlq ledger reconcile --pipeline agent-tasks --tenant acme --key acme:r-w:w-1 --no-effect --owner platform-oncall --why "mail log: nothing sent"
   agentdlq ledger verify --pipeline agent-tasks --owner platform-oncall --why "INC-77" [--apply]`,
 	}
-	var table string
+	var table, pipelineName, tenant string
 	var out *output
 	get := &cobra.Command{
-		Use:   "get --key KEY [--key KEY ...] [-o table|json]",
+		Use:   "get --pipeline NAME --tenant TENANT --key KEY [--key KEY ...] [-o table|json]",
 		Short: "Print the ledger entries of idempotency keys",
 		Long: `get prints, for each key, its state (in_progress, done, dead_lettered), the
 effect receipt when the task finished, whether a mutating call was started
@@ -47,15 +47,26 @@ with exit 2 naming the others ("agentdlq: ledger get: not in the ledger: K"
 on stderr; with -o json the error object {"error":…,"code":"not_found",
 "exit_code":2} after the entries' lines).
 
+A key is the producer's only within its pipeline and tenant: the ledger
+holds it as scope:<len>:<pipeline>:<len>:<tenant>:<key> (docs/worker.md,
+"Whose key it is"), which --pipeline and --tenant make. A --key that is
+already in that form is read as it is; without --pipeline and --tenant, a
+key is read as it was written before keys were scoped. A scoped key not
+found reads as the entry written before the upgrade, when there is one
+(its key is then the bare key).
+
 The keys of effect_unknown dead letters: agentdlq triage --pipeline NAME --keys.`,
-		Example: `  agentdlq ledger get --key acme:r-w:w-1
-  agentdlq ledger get --key acme:r-w:w-1 --key acme:r-w:w-2 -o json | jq -r .state
+		Example: `  agentdlq ledger get --pipeline agent-tasks --tenant acme --key acme:r-w:w-1
+  agentdlq ledger get --pipeline agent-tasks --tenant acme --key acme:r-w:w-1 --key acme:r-w:w-2 -o json | jq -r .state
   keys=$(agentdlq triage --pipeline agent-tasks --keys --reports "") && while read -r k; do agentdlq ledger get --key "$k"; done <<<"$keys"`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			keys, _ := cmd.Flags().GetStringArray("key")
 			if len(keys) == 0 {
 				return withExit(2, errors.New("ledger get: --key is required"))
+			}
+			if (pipelineName == "") != !cmd.Flags().Changed("tenant") {
+				return withExit(2, errors.New("ledger get: give --pipeline and --tenant together (a key is its tenant's within its pipeline), or neither for a key as written before keys were scoped"))
 			}
 			name := ledgerTableName(table)
 			if name == "" {
@@ -69,6 +80,9 @@ The keys of effect_unknown dead letters: agentdlq triage --pipeline NAME --keys.
 			var rows [][]string
 			var missing []string
 			for _, key := range keys {
+				if _, _, _, scoped := ledger.ParseKey(key); !scoped && pipelineName != "" {
+					key = ledger.Key(pipelineName, tenant, key)
+				}
 				e, ok, err := l.Get(cmd.Context(), key)
 				if err != nil {
 					return fmt.Errorf("ledger get %q: %w", key, err)
@@ -95,6 +109,8 @@ The keys of effect_unknown dead letters: agentdlq triage --pipeline NAME --keys.
 		},
 	}
 	get.Flags().StringArray("key", nil, "idempotency key (repeatable)")
+	get.Flags().StringVar(&pipelineName, "pipeline", "", "the pipeline whose key it is (with --tenant: the key's scope)")
+	get.Flags().StringVar(&tenant, "tenant", "", "the task's tenant (with --pipeline: the key's scope)")
 	get.Flags().StringVar(&table, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	out = addOutput(get, formatTable, formatJSON)
 	cmd.AddCommand(get, newLedgerReconcileCmd(g), newLedgerVerifyCmd(g))
@@ -105,11 +121,11 @@ The keys of effect_unknown dead letters: agentdlq triage --pipeline NAME --keys.
 // effect_unknown key's mutating call did (redrive.Redriver.Reconcile).
 func newLedgerReconcileCmd(g *globalFlags) *cobra.Command {
 	f := &redriveFlags{g: g}
-	var key, receipt string
+	var key, tenant, receipt string
 	var noEffect bool
 	var out *output
 	c := &cobra.Command{
-		Use:   "reconcile --pipeline NAME --key KEY (--effect-confirmed RECEIPT | --no-effect) --owner WHO --why TEXT [-o table|json]",
+		Use:   "reconcile --pipeline NAME --tenant TENANT --key KEY (--effect-confirmed RECEIPT | --no-effect) --owner WHO --why TEXT [-o table|json]",
 		Short: "Record what an effect_unknown key's mutating call did, after checking the external system (owner only, audited)",
 		Long: `reconcile records, in the ledger and the audit, what the owner found out in the
 external system about a key whose mutating call started and left no receipt
@@ -130,15 +146,15 @@ different one is refused. It prints the key's ledger entry: a table (the
 default) with the next command on stderr, or with -o json one JSON line.
 
 Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
-		Example: `  agentdlq ledger reconcile --pipeline agent-tasks --key acme:r-w:w-1 --no-effect \
+		Example: `  agentdlq ledger reconcile --pipeline agent-tasks --tenant acme --key acme:r-w:w-1 --no-effect \
     --owner platform-oncall --why "mail provider log: nothing sent for the run (INC-77)"
-  agentdlq ledger reconcile --pipeline agent-tasks --key acme:r-w:w-2 --effect-confirmed msg-7731 \
+  agentdlq ledger reconcile --pipeline agent-tasks --tenant acme --key acme:r-w:w-2 --effect-confirmed msg-7731 \
     --owner platform-oncall --why "mail provider log: sent as msg-7731 (INC-77)" -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			who := redrive.Who{Owner: f.owner, Why: f.why}
-			req := redrive.ReconcileRequest{Who: who, Key: key, Receipt: receipt}
+			req := redrive.ReconcileRequest{Who: who, Key: key, Tenant: tenant, Receipt: receipt}
 			switch {
 			case cmd.Flags().Changed("effect-confirmed") == noEffect:
 				return f.refused(ctx, nil, audit.ActionReconcile, who, errors.New("give exactly one of --effect-confirmed RECEIPT and --no-effect"))
@@ -187,6 +203,7 @@ Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
 	fl := c.Flags()
 	fl.StringVar(&f.pipeline, "pipeline", "", "pipeline name (required: its owner is the only one who may reconcile)")
 	fl.StringVar(&key, "key", "", "the idempotency key (agentdlq triage --keys)")
+	fl.StringVar(&tenant, "tenant", "", "the task's tenant: with the pipeline, the key's scope (without it, only an entry written before keys were scoped is found)")
 	fl.StringVar(&receipt, "effect-confirmed", "", "the effect happened: the external system's id of it (its receipt)")
 	fl.BoolVar(&noEffect, "no-effect", false, "the effect did not happen: the key may be redriven without --override")
 	fl.StringVar(&f.owner, "owner", "", "who reconciles: must be the pipeline's owner (required)")

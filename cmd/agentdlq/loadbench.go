@@ -34,6 +34,9 @@ type loadFlags struct {
 	// mix is a loadbench.MixNames name, or "cost" (the three cost mixes
 	// in turn).
 	mix string
+	// emulatorLogs is where a failed start of the private emulators keeps
+	// their logs (runner.StartConfig.Logs).
+	emulatorLogs string
 }
 
 func newLoadBenchCmd(g *globalFlags) *cobra.Command {
@@ -79,7 +82,11 @@ a JSON array of bodies, or a Lambda SQS event): every message is accounted for
 the same way, the idempotency key read from each body, and the invocation
 checks judge each message by where it ended.
 
-It starts private emulators unless AWS_ENDPOINT_URL_SQS is set. It is a bench
+It starts private emulators unless AWS_ENDPOINT_URL_SQS is set, and tries a
+failed start once more: an emulator that exits during start has its log kept
+(--emulator-logs PREFIX: PREFIX.<attempt>.<service>.log; default
+.local/bench/emulators-<UTC time>) and its last 20 lines printed on stderr,
+with -o json too. It is a bench
 command, not a timed test: the rates are measurements, not assertions. What it
 is doing goes to stderr; the result to stdout, as text (-o table, the default)
 or one JSON line (-o json, or --json).`,
@@ -104,6 +111,7 @@ or one JSON line (-o json, or --json).`,
 	cmd.Flags().StringVar(&f.chaos, "chaos", "", "put a fault-injecting proxy (toxiproxy) in front of --chaos-path: "+strings.Join(chaos.ScenarioNames(), ", "))
 	cmd.Flags().StringVar(&f.chaosPath, "chaos-path", "sqs", "the path the --chaos proxy sits on: sqs (the pollers' receives and deletes, the worker's DLQ sends) or dynamodb (the ledger)")
 	cmd.Flags().StringVar(&f.mix, "mix", "demo", "generated workload: "+strings.Join(loadbench.MixNames(), ", ")+", or cost (the three cost mixes in turn)")
+	cmd.Flags().StringVar(&f.emulatorLogs, "emulator-logs", "", "where a failed start of the private emulators keeps their logs: PREFIX.<attempt>.<service>.log (default .local/bench/emulators-<UTC time>)")
 	cmd.Flags().StringVar(&f.file, "workload", "", "send the bodies of this file instead of the generated mix: JSON Lines (one body a line), a JSON array, or a Lambda SQS event")
 	return cmd
 }
@@ -153,7 +161,7 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out, stderr
 		progress = io.Discard
 	}
 	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
-		em, err := runner.StartEmulators(ctx, progress, false)
+		em, err := runner.StartEmulatorsWith(ctx, runner.StartConfig{Progress: progress, Stderr: g.console(stderr), Logs: f.emulatorLogs})
 		if err != nil {
 			return err
 		}

@@ -69,9 +69,15 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	none, done := keys[0], keys[1]
 
 	// ledger get: effect started, no receipt.
-	out, code = runCLI(t, "ledger", "get", "--ledger-table", table, "--key", none, "--key", done, "-o", "json")
-	require.Equal(t, 0, code, out)
-	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+	// (A key is its tenant's within the pipeline: the workload's keys start
+	// with their tenant.)
+	var lines []string
+	for _, k := range []string{none, done} {
+		out, code = runCLI(t, "ledger", "get", "--ledger-table", table, "--pipeline", "agent-tasks", "--tenant", tenantOfKey(k), "--key", k, "-o", "json")
+		require.Equal(t, 0, code, out)
+		lines = append(lines, strings.TrimSpace(out))
+	}
+	for _, line := range lines {
 		var e ledger.Entry
 		require.NoError(t, json.Unmarshal([]byte(line), &e))
 		assert.True(t, e.EffectUnknown(time.Now()), "%+v", e)
@@ -83,28 +89,28 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	owner := []string{"--owner", "platform-oncall"}
 
 	// A stranger may not reconcile; the owner must say why.
-	_, code = runCLI(t, append([]string{"ledger", "reconcile", "--key", none, "--no-effect", "--owner", "mallory", "--why", "x"}, common...)...)
+	_, code = runCLI(t, append([]string{"ledger", "reconcile", "--tenant", tenantOfKey(none), "--key", none, "--no-effect", "--owner", "mallory", "--why", "x"}, common...)...)
 	assert.Equal(t, exitRefused, code)
-	_, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", none, "--no-effect"}, owner...), common...)...)
+	_, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--tenant", tenantOfKey(none), "--key", none, "--no-effect"}, owner...), common...)...)
 	assert.Equal(t, exitRefused, code)
 
-	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", none, "--no-effect", "--why", "mail provider log: nothing sent for the run"}, owner...), common...)...)
+	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--tenant", tenantOfKey(none), "--key", none, "--no-effect", "--why", "mail provider log: nothing sent for the run"}, owner...), common...)...)
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "no_effect")
 	assert.Contains(t, out, "redrive it without --override", "the next command")
 	assert.NotContains(t, out, "already reconciled", "the first reconciliation changed the ledger")
-	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", none, "--no-effect", "--why", "mail provider log: nothing sent for the run", "-o", "json"}, owner...), common...)...)
+	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--tenant", tenantOfKey(none), "--key", none, "--no-effect", "--why", "mail provider log: nothing sent for the run", "-o", "json"}, owner...), common...)...)
 	require.Equal(t, 0, code, out)
 	var e ledger.Entry
 	require.NoError(t, json.Unmarshal([]byte(out), &e), out)
 	assert.True(t, e.NoEffect())
 	assert.Contains(t, out, `"repeat":true`, "the same reconciliation again changed nothing, and says so")
-	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", done, "--effect-confirmed", "msg-7731", "--why", "mail provider log: sent as msg-7731"}, owner...), common...)...)
+	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--tenant", tenantOfKey(done), "--key", done, "--effect-confirmed", "msg-7731", "--why", "mail provider log: sent as msg-7731"}, owner...), common...)...)
 	require.Equal(t, 0, code, out)
 	// A second, different reconciliation is refused; the same one is a no-op.
-	_, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", done, "--no-effect", "--why", "second thoughts"}, owner...), common...)...)
+	_, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--tenant", tenantOfKey(done), "--key", done, "--no-effect", "--why", "second thoughts"}, owner...), common...)...)
 	assert.Equal(t, exitRefused, code)
-	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--key", none, "--no-effect", "--why", "again"}, owner...), common...)...)
+	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--tenant", tenantOfKey(none), "--key", none, "--no-effect", "--why", "again"}, owner...), common...)...)
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "key "+none+": already reconciled (no_effect by platform-oncall at ")
 	assert.Contains(t, out, "), nothing changed")
@@ -134,13 +140,13 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	// incident; the confirmed key is never claimed.
 	workUntilIdle(t, table)
 	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
-	a, _, err := l.Get(ctx, none)
+	a, _, err := l.Get(ctx, ledger.Key("agent-tasks", tenantOfKey(none), none))
 	require.NoError(t, err)
 	assert.Equal(t, 1, a.RedriveCount)
 	assert.Equal(t, 2, a.DeadLetterCount, "it ran again")
 	assert.True(t, a.EffectStarted, "and started its mutating call again")
 	assert.False(t, a.NoEffect(), "the old reconciliation does not cover the new incident")
-	b, _, err := l.Get(ctx, done)
+	b, _, err := l.Get(ctx, ledger.Key("agent-tasks", tenantOfKey(done), done))
 	require.NoError(t, err)
 	assert.True(t, b.EffectConfirmed())
 	assert.Equal(t, "msg-7731", b.Receipt)
@@ -186,3 +192,6 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	assert.Equal(t, []string{"reconcile:refused", "reconcile:refused", "reconcile:ok", "reconcile:ok", "reconcile:ok", "reconcile:refused", "reconcile:ok",
 		"plan:shown", "select:begun", "select:ok", "select:refused", "select:dry_run", "reject:ok", "reject:ok", "plan:shown"}, actions)
 }
+
+// tenantOfKey is the tenant of a key the workload made: tenant:run:task.
+func tenantOfKey(k string) string { return strings.SplitN(k, ":", 2)[0] }

@@ -647,6 +647,16 @@ func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult, scan
 	if res.Returned > 0 {
 		fmt.Fprintf(w, "left in the DLQ: %d moved by this run and dead-lettered again while it ran (never moved twice by one run)\n", res.Returned)
 	}
+	if res.CopiesDeleted > 0 {
+		what := "deleted from the DLQ: %d copies of dead letters this run moved (sent twice to the DLQ, identical byte for byte)\n"
+		if res.DryRun {
+			what = "would delete from the DLQ: %d copies of dead letters this run would move (sent twice to the DLQ, identical byte for byte)\n"
+		}
+		fmt.Fprintf(w, what, res.CopiesDeleted)
+	}
+	if res.CopyDeleteFailed > 0 {
+		fmt.Fprintf(w, "left in the DLQ: %d copies of moved dead letters whose delete failed (a rerun moves them; the idempotency key absorbs it)\n", res.CopyDeleteFailed)
+	}
 	if c := res.Canary; c != nil {
 		fmt.Fprintf(w, "canary: %d moved, %d processed, %d dead-lettered again, %d without outcome\n", c.Moved, c.Processed, c.DeadLettered, c.Pending)
 	}

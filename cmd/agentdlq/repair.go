@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -136,6 +137,12 @@ func writeRepairResult(w io.Writer, res *redrive.RepairResult) {
 		return
 	}
 	fmt.Fprintf(w, "  original kept at %s\n  sent to the hot queue as %s, key %s; the dead letter is deleted\n", res.Evidence, res.HotMessageID, res.RepairedKey)
+	if len(res.CopiesDeleted) > 0 {
+		fmt.Fprintf(w, "  copies of it deleted from the DLQ: %s\n", strings.Join(res.CopiesDeleted, " "))
+	}
+	if res.CopiesLeft != "" {
+		fmt.Fprintf(w, "  copies of it may stay in the DLQ: %s\n", res.CopiesLeft)
+	}
 }
 
 func short12(s string) string {

@@ -132,13 +132,13 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	assert.Equal(t, tasks[0].Key+"~repair-"+res.ArgsAfterSHA256[:12], res.RepairedKey)
 	workUntilIdle(t, table)
 	led := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
-	e, ok, err := led.Get(ctx, res.RepairedKey)
+	e, ok, err := led.Get(ctx, ledger.Key("agent-tasks", tasks[0].Tenant, res.RepairedKey))
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, ledger.StateDone, e.State)
 
 	// The mutating task, once reconciled as no effect.
-	out, code = runCLI(t, "ledger", "reconcile", "--pipeline", "agent-tasks", "--audit", auditFile, "--ledger-table", table, "--key", tasks[1].Key, "--no-effect",
+	out, code = runCLI(t, "ledger", "reconcile", "--pipeline", "agent-tasks", "--audit", auditFile, "--ledger-table", table, "--tenant", tasks[1].Tenant, "--key", tasks[1].Key, "--no-effect",
 		"--owner", "platform-oncall", "--why", "mail provider log: nothing sent")
 	require.Equal(t, 0, code, out)
 	out, code = run(append([]string{"--message-id", mail, "--patch", fix, "-o", "json"}, owner...)...)
@@ -146,7 +146,7 @@ func TestRepairWalkOnEmulators(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	assert.Equal(t, 0, depthOf(t, client, q.DLQURL))
 	workUntilIdle(t, table)
-	e, ok, err = led.Get(ctx, res.RepairedKey)
+	e, ok, err = led.Get(ctx, ledger.Key("agent-tasks", tasks[1].Tenant, res.RepairedKey))
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, ledger.StateDone, e.State, "the repaired email ran")

@@ -41,6 +41,9 @@ func planMarkdown(w io.Writer, pl *redrive.Plan) error {
 	for _, p := range pl.Partial {
 		fmt.Fprintf(w, "> The triage scan was partial (%s): counts may be low.\n\n", p)
 	}
+	if pl.Copies > 0 {
+		fmt.Fprintf(w, "> %s.\n\n", copiesLine(pl))
+	}
 	if pl.Filter != nil {
 		fmt.Fprintf(w, "> **Filtered**: %s; the plan and its commands are of those only.\n\n", filterLine(pl.Filter))
 	}
@@ -114,4 +117,15 @@ func taskProgress(t redrive.MoveTask) string {
 		return fmt.Sprintf("%d/?", t.Moved)
 	}
 	return fmt.Sprintf("%d/%d", t.Moved, t.ToMove)
+}
+
+// copiesLine says how many extra copies of dead letters a plan's DLQ holds
+// (not in its counts) and what a select does with them.
+func copiesLine(pl *redrive.Plan) string {
+	line := fmt.Sprintf("the DLQ also holds %s of %s (a dead-letter send retried after SQS took it), not counted above: a select moves one and deletes the identical others after the move",
+		textutil.Count(pl.Copies, "extra copy", "extra copies"), textutil.Count(pl.CopiedLetters, "dead letter", "dead letters"))
+	if pl.CopiesDiffering > 0 {
+		line += fmt.Sprintf("; %d of the copies differ in their dlq_meta (dead-lettered again): a select moves those too", pl.CopiesDiffering)
+	}
+	return line
 }

@@ -20,12 +20,32 @@ type sendResult struct {
 	Pipeline string `json:"pipeline"`
 	QueueURL string `json:"queue_url"`
 	Sent     int    `json:"sent"`
+	// FromLine is --from-line when given (the tasks before it were skipped).
+	FromLine int `json:"from_line,omitempty"`
 }
+
+// sendFailed is `agentdlq send`'s error when SQS refused a request part-way:
+// how many were sent, and the --from-line a rerun takes.
+type sendFailed struct {
+	se         *workload.SendError
+	resumeLine int // the input line (element, record) of the first task not sent
+}
+
+func (e *sendFailed) Error() string {
+	msg := fmt.Sprintf("send: %d of %d messages sent; the first not sent is at input line %d: rerun with --from-line %d to send the rest", e.se.Sent, e.se.Total, e.resumeLine, e.resumeLine)
+	if e.se.SentAfter > 0 {
+		msg += fmt.Sprintf(" (%d messages after it were sent too: the rerun sends them again)", e.se.SentAfter)
+	}
+	return msg + ": " + e.se.Err.Error()
+}
+
+func (e *sendFailed) Unwrap() error { return e.se }
 
 func newSendCmd(g *globalFlags) *cobra.Command {
 	var (
-		name string
-		out  *output
+		name     string
+		fromLine int
+		out      *output
 	)
 	cmd := &cobra.Command{
 		Use:   "send --pipeline NAME FILE|-",
@@ -41,11 +61,19 @@ input is a file, or - for stdin, in one of three shapes detected from the conten
 
 Bodies are sent as they are, valid or not: the worker classifies them. On a
 FIFO queue each task's run_id is its message group and its task_id the
-deduplication id.`,
+deduplication id.
+
+Each SendMessageBatch request holds at most 10 messages and 1 MiB of bodies
+(SQS's limits per request). When SQS refuses a request part-way, send stops
+starting requests, says how many messages were sent and from which line
+(JSON Lines; the element of a JSON array, the record of an event) a rerun
+resumes, and exits 1: rerun with --from-line N to send the rest, and only
+the rest.`,
 		Example: `  agentdlq send --pipeline agent-tasks events/testdata/sqs-mixed.json
   agentdlq send --pipeline agent-tasks tasks.jsonl
   printf '%s\n' "$TASK_JSON" | agentdlq send --pipeline agent-tasks -
-  agentdlq send --pipeline agent-tasks tasks.jsonl -o json   # {"pipeline":…,"queue_url":…,"sent":N}`,
+  agentdlq send --pipeline agent-tasks tasks.jsonl -o json   # {"pipeline":…,"queue_url":…,"sent":N}
+  agentdlq send --pipeline agent-tasks tasks.jsonl --from-line 2741   # after a failure said so`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			p, err := g.loadPipeline(name)
@@ -64,6 +92,18 @@ deduplication id.`,
 			if err != nil {
 				return withExit(2, err)
 			}
+			if fromLine > 0 {
+				kept := tasks[:0]
+				for _, t := range tasks {
+					if t.Line >= fromLine {
+						kept = append(kept, t)
+					}
+				}
+				if len(kept) == 0 {
+					return withExit(2, fmt.Errorf("--from-line %d: the input has nothing from there (its last message is at %d)", fromLine, tasks[len(tasks)-1].Line))
+				}
+				tasks = kept
+			}
 			ctx := c.Context()
 			cfg, err := awscfg.Load(ctx)
 			if err != nil {
@@ -80,10 +120,13 @@ deduplication id.`,
 			bar := g.newBar(c.ErrOrStderr(), int64(len(tasks)), "sending")
 			sent, err := workload.SendProgress(ctx, client, q.HotURL, q.FIFO, tasks, 4, bar.Add)
 			bar.Finish()
+			if se, ok := errors.AsType[*workload.SendError](err); ok && se.Resume < len(tasks) {
+				return &sendFailed{se: se, resumeLine: tasks[se.Resume].Line}
+			}
 			if err != nil {
 				return err
 			}
-			res := sendResult{Pipeline: p.Name, QueueURL: q.HotURL, Sent: len(sent)}
+			res := sendResult{Pipeline: p.Name, QueueURL: q.HotURL, Sent: len(sent), FromLine: fromLine}
 			switch {
 			case out.JSON():
 				return writeJSON(c.OutOrStdout(), res)
@@ -96,6 +139,7 @@ deduplication id.`,
 		},
 	}
 	cmd.Flags().StringVar(&name, "pipeline", "", "pipeline of the definition file (required)")
+	cmd.Flags().IntVar(&fromLine, "from-line", 0, "send only the messages from this input line on (the element of a JSON array, the record of an event): where a failed send said to resume")
 	out = addOutput(cmd, formatTable, formatJSON, formatMarkdown)
 	_ = cmd.MarkFlagRequired("pipeline")
 	return cmd

@@ -155,6 +155,9 @@ func writePlanText(w io.Writer, pl *redrive.Plan) error {
 		fmt.Fprintf(w, "note: past decisions not shown, the audit could not be read (%s)\n", pl.DecisionsUnread)
 	}
 	fmt.Fprintf(w, "Redrive plan for %s (owner %s): %s in %s\n\n", pl.Pipeline, pl.Owner, textutil.Count(pl.Total, "dead letter", "dead letters"), textutil.Count(len(pl.Groups), "group", "groups"))
+	if pl.Copies > 0 {
+		fmt.Fprintf(w, "note: %s\n\n", copiesLine(pl))
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REASON\tFINGERPRINT\tCOUNT\tREDRIVE\tDECISION\tWHY")
 	for _, g := range pl.Groups {

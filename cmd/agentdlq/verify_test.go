@@ -81,8 +81,9 @@ func TestVerifyWalkOnEmulators(t *testing.T) {
 	l := ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
 	entries := func() map[string]ledger.Entry {
 		out := map[string]ledger.Entry{}
-		for _, k := range []string{none.Key, done.Key, elsewhere.Key} {
-			e, ok, err := l.Get(ctx, k)
+		for _, task := range []workload.Task{none, done, elsewhere} {
+			k := task.Key
+			e, ok, err := l.Get(ctx, ledger.Key("agent-tasks", task.Tenant, k)) // a key is its tenant's within the pipeline
 			require.NoError(t, err)
 			require.True(t, ok, k)
 			out[k] = e

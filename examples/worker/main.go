@@ -60,7 +60,7 @@ func handler(tools Tools) batch.Handler {
 		if err != nil {
 			return err // unreachable: DecodeTask checked that args is JSON
 		}
-		if err := r.Begin(ctx, task.IdempotencyKey, digest, tool.Mutates); err != nil {
+		if err := r.Begin(ctx, task.Tenant, task.IdempotencyKey, digest, tool.Mutates); err != nil {
 			return err // done (a no-op), the key reused with other args, leased elsewhere, ledger down
 		}
 		if tool.Mutates {

@@ -94,11 +94,11 @@ func TestHandler(t *testing.T) {
 				batchtest.RequireAcked(t, res, "m1")
 			}
 			if tt.wantState == "" {
-				_, ok := w.Entry("k")
+				_, ok := w.Entry(w.Key("acme", "k"))
 				assert.False(t, ok, "poison never reaches the ledger")
 				return
 			}
-			e := batchtest.RequireLedgerState(t, w, "k", tt.wantState)
+			e := batchtest.RequireLedgerState(t, w, w.Key("acme", "k"), tt.wantState)
 			if tt.wantState == ledger.StateDone {
 				assert.Equal(t, "rcpt-k", e.Receipt)
 			}

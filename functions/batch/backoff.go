@@ -53,7 +53,7 @@ func (p *Processor) retry(ctx context.Context, rec Record, c Classification, err
 func (p *Processor) release(ctx context.Context, rec Record) {
 	if rec.st.begun && !rec.st.released && p.ledger != nil {
 		rec.st.released = true
-		if err := p.ledger.Release(ctx, rec.st.key, rec.MessageID(), p.now()); err != nil {
+		if err := p.ledger.Release(ctx, rec.st.ledgerKey, rec.MessageID(), p.now()); err != nil {
 			p.logFailure(ctx, slog.LevelWarn, "ledger release failed; the lease expires by itself", rec, "", err)
 		}
 	}

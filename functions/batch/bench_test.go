@@ -29,7 +29,7 @@ func BenchmarkProcessor(b *testing.B) {
 		if id := r.MessageID(); id[len(id)-1] == 'p' {
 			return Poison(deadletter.ReasonSchemaInvalid, &agenttask.ValidationError{Reason: deadletter.ReasonSchemaInvalid, Field: "tenant", Detail: "required field is missing"})
 		}
-		if err := r.Begin(ctx, r.MessageID(), "", false); err != nil {
+		if err := r.Begin(ctx, "t", r.MessageID(), "", false); err != nil {
 			return err
 		}
 		r.SetReceipt("receipt")

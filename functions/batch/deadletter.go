@@ -82,6 +82,9 @@ func (p *Processor) deadLetter(ctx context.Context, rec Record, c Classification
 			meta.IdempotencyKey = t.IdempotencyKey
 		}
 	}
+	if meta.Tenant == "" {
+		meta.Tenant = st.tenant // the scope of the key, when Describe named none
+	}
 	p.enqueue(ctx, rec, &meta, c.Code, cause, m)
 	return resultPending
 }

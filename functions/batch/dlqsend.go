@@ -326,7 +326,7 @@ func (p *Processor) settle(ctx context.Context, l *pendingLetter, err error, m *
 	}
 	st.result = resultDeadLettered
 	if st.begun && p.ledger != nil {
-		if _, lerr := p.ledger.DeadLettered(ctx, st.key, l.reason, l.now); lerr != nil {
+		if _, lerr := p.ledger.DeadLettered(ctx, st.ledgerKey, l.reason, l.now); lerr != nil {
 			// The dead letter is safe in the DLQ; only its count is missing.
 			p.logFailure(ctx, slog.LevelError, "ledger could not count the dead letter", rec, l.reason, lerr)
 		}

@@ -57,7 +57,7 @@ func TestDeadLettersAreSentTenABatch(t *testing.T) {
 				if o == acked {
 					continue
 				}
-				e, ok, err := h.ledger.Get(context.Background(), "k"+id)
+				e, ok, err := h.ledger.Get(context.Background(), lkey("k"+id))
 				require.NoError(t, err)
 				require.True(t, ok)
 				assert.Equal(t, ledger.StateDeadLettered, e.State, id)
@@ -112,7 +112,7 @@ func TestBatchSendPartialFailure(t *testing.T) {
 	assert.Contains(t, logs, "InvalidMessageContents")
 	assert.Contains(t, logs, "reported neither success nor failure")
 	for i := range 14 {
-		e, ok, err := h.ledger.Get(context.Background(), fmt.Sprintf("k%02d", i))
+		e, ok, err := h.ledger.Get(context.Background(), lkey(fmt.Sprintf("k%02d", i)))
 		require.NoError(t, err)
 		require.True(t, ok)
 		if want[fmt.Sprintf("m%02d", i)] == retried {

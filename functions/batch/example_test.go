@@ -40,7 +40,7 @@ func Example() {
 			return err // poison: dead-lettered at once with its reason
 		}
 		r.Describe(&task) // dead letters and logs carry the task's ids
-		if err := r.Begin(ctx, task.IdempotencyKey, "", catalog[task.Tool].Mutates); err != nil {
+		if err := r.Begin(ctx, task.Tenant, task.IdempotencyKey, "", catalog[task.Tool].Mutates); err != nil {
 			return err // done already, leased elsewhere, or ledger down
 		}
 		if bytes.Contains(task.Args, []byte(`"flaky"`)) {

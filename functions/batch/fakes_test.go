@@ -189,3 +189,7 @@ func (f *fakeS3) PutObject(_ context.Context, in *s3.PutObjectInput, _ ...func(*
 	f.keys = append(f.keys, aws.ToString(in.Key))
 	return &s3.PutObjectOutput{}, nil
 }
+
+// lkey is the ledger key of a task of tenant "t" with idempotency key k on
+// newHarness's pipeline: the handlers' Begin scopes their keys so.
+func lkey(k string) string { return ledger.Key("agent-tasks", "t", k) }

@@ -198,7 +198,7 @@ func (p *Processor) process(ctx context.Context, rec Record, m *counters) result
 	st := rec.st
 	if err == nil {
 		if st.begun && p.ledger != nil {
-			if lerr := p.ledger.Complete(ctx, st.key, rec.MessageID(), st.receipt, st.now); lerr != nil {
+			if lerr := p.ledger.Complete(ctx, st.ledgerKey, rec.MessageID(), st.receipt, st.now); lerr != nil {
 				p.logFailure(ctx, slog.LevelError, "ledger unavailable: could not record done; retried", rec, "", lerr)
 				return resultRetry
 			}

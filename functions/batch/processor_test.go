@@ -82,7 +82,7 @@ func scripted(ctx context.Context, r Record) error {
 		m["x"] = 1 // a nil map write: a real runtime panic
 		return nil
 	case "begin", "begin-mutate":
-		if err := r.Begin(ctx, key, "", action == "begin-mutate"); err != nil {
+		if err := r.Begin(ctx, "t", key, "", action == "begin-mutate"); err != nil {
 			return err
 		}
 		r.SetReceipt("receipt-" + key)
@@ -92,18 +92,18 @@ func scripted(ctx context.Context, r Record) error {
 		return Transient(errors.New("upstream returned 429")).After(time.Duration(secs) * time.Second)
 	case "digest": // digest:<key>|<args digest>
 		k, digest, _ := strings.Cut(key, "|")
-		if err := r.Begin(ctx, k, digest, true); err != nil {
+		if err := r.Begin(ctx, "t", k, digest, true); err != nil {
 			return err
 		}
 		r.SetReceipt("receipt-" + digest)
 		return nil
 	case "begin-fail":
-		if err := r.Begin(ctx, key, "", false); err != nil {
+		if err := r.Begin(ctx, "t", key, "", false); err != nil {
 			return err
 		}
 		return errors.New("tool failed")
 	case "begin-mutate-timeout":
-		if err := r.Begin(ctx, key, "", true); err != nil {
+		if err := r.Begin(ctx, "t", key, "", true); err != nil {
 			return err
 		}
 		if err := r.StartEffect(ctx); err != nil {
@@ -399,7 +399,7 @@ func TestLedger(t *testing.T) {
 		h := newHarness(t, nil)
 		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "begin:k", 1), sqsMsg("m2", "begin:k", 1)}})
 		assert.Equal(t, map[string]outcome{"m1": acked, "m2": acked}, got)
-		e, found, _ := h.ledger.Get(context.Background(), "k")
+		e, found, _ := h.ledger.Get(context.Background(), lkey("k"))
 		require.True(t, found)
 		assert.Equal(t, ledger.StateDone, e.State)
 		assert.Equal(t, "receipt-k", e.Receipt)
@@ -412,13 +412,13 @@ func TestLedger(t *testing.T) {
 		h := newHarness(t, nil)
 		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "digest:k|jcs-sha256:aaaaaaaaaaaaaaaa", 1)}})
 		require.Equal(t, acked, got["m1"])
-		before, _, _ := h.ledger.Get(context.Background(), "k")
+		before, _, _ := h.ledger.Get(context.Background(), lkey("k"))
 		got = h.run(t, events.SQSEvent{Records: []events.SQSMessage{
 			sqsMsg("m2", "digest:k|jcs-sha256:bbbbbbbbbbbbbbbb", 1), // another task with the key
 			sqsMsg("m3", "digest:k|jcs-sha256:aaaaaaaaaaaaaaaa", 1), // the first task again
 		}})
 		assert.Equal(t, map[string]outcome{"m2": deadLettered(deadletter.ReasonIdempotencyKeyReused), "m3": acked}, got)
-		after, _, _ := h.ledger.Get(context.Background(), "k")
+		after, _, _ := h.ledger.Get(context.Background(), lkey("k"))
 		assert.Equal(t, before, after, "the entry is the first task's: not dead-lettered, not counted, receipt kept")
 		assert.Equal(t, "receipt-jcs-sha256:aaaaaaaaaaaaaaaa", after.Receipt)
 		require.Len(t, h.sqs.sent, 1)
@@ -441,7 +441,7 @@ func TestLedger(t *testing.T) {
 	t.Run("a key leased by another delivery is retried", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)
-		_, err := h.ledger.Begin(context.Background(), "k", "other", "", testNow, time.Minute)
+		_, err := h.ledger.Begin(context.Background(), lkey("k"), "other", "", testNow, time.Minute)
 		require.NoError(t, err)
 		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "begin:k", 1)}})
 		assert.Equal(t, retried, got["m1"])
@@ -472,12 +472,12 @@ func TestLedger(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)
 		// The first delivery started the effect and crashed (no failure reported).
-		_, err := h.ledger.Begin(context.Background(), "k", "m1", "", testNow.Add(-time.Hour), time.Minute)
+		_, err := h.ledger.Begin(context.Background(), lkey("k"), "m1", "", testNow.Add(-time.Hour), time.Minute)
 		require.NoError(t, err)
-		require.NoError(t, h.ledger.StartEffect(context.Background(), "k", "m1", testNow.Add(-time.Hour)))
+		require.NoError(t, h.ledger.StartEffect(context.Background(), lkey("k"), "m1", testNow.Add(-time.Hour)))
 		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "begin-mutate:k", 2)}})
 		assert.Equal(t, deadLettered(deadletter.ReasonEffectUnknown), got["m1"])
-		e, _, _ := h.ledger.Get(context.Background(), "k")
+		e, _, _ := h.ledger.Get(context.Background(), lkey("k"))
 		assert.Equal(t, ledger.StateDeadLettered, e.State)
 		assert.Equal(t, 1, e.DeadLetterCount)
 	})
@@ -492,10 +492,10 @@ func TestLedger(t *testing.T) {
 				want = deadLettered(deadletter.ReasonRedriveLoop) // redrive count 2 = RedriveLoopAfter
 			}
 			assert.Equal(t, want, got[fmt.Sprint("m", i)], "delivery %d", i)
-			_, err := h.ledger.Redriven(ctx, "k", testNow)
+			_, err := h.ledger.Redriven(ctx, lkey("k"), testNow)
 			require.NoError(t, err)
 		}
-		e, _, _ := h.ledger.Get(ctx, "k")
+		e, _, _ := h.ledger.Get(ctx, lkey("k"))
 		assert.Equal(t, 3, e.DeadLetterCount)
 		assert.Equal(t, deadletter.ReasonRedriveLoop, e.LastReason)
 		assert.Equal(t, []deadletter.Reason{deadletter.ReasonUnclassified, deadletter.ReasonUnclassified, deadletter.ReasonRedriveLoop}, h.sqs.sentReasons())
@@ -805,7 +805,7 @@ func TestLedgerPanics(t *testing.T) {
 					c.Concurrency = concurrency
 					c.Handler = func(ctx context.Context, r Record) error {
 						if key, ok := strings.CutPrefix(string(r.Body()), "transient-begin:"); ok {
-							if err := r.Begin(ctx, key, "", false); err != nil {
+							if err := r.Begin(ctx, "t", key, "", false); err != nil {
 								return err
 							}
 							return Transient(errors.New("upstream 503"))

@@ -46,7 +46,7 @@ func TestRedriveAfterReconcile(t *testing.T) {
 			var attempts, calls atomic.Int32
 			h := newHarness(t, func(c *Config) {
 				c.Handler = func(ctx context.Context, r Record) error {
-					if err := r.Begin(ctx, "k", "", true); err != nil {
+					if err := r.Begin(ctx, "t", "k", "", true); err != nil {
 						return err
 					}
 					if attempts.Add(1) == 1 {
@@ -62,16 +62,16 @@ func TestRedriveAfterReconcile(t *testing.T) {
 			})
 			ctx := context.Background()
 			earlier := testNow.Add(-time.Hour)
-			_, err := h.ledger.Begin(ctx, "k", "m0", "", earlier, time.Minute)
+			_, err := h.ledger.Begin(ctx, lkey("k"), "m0", "", earlier, time.Minute)
 			require.NoError(t, err)
-			require.NoError(t, h.ledger.StartEffect(ctx, "k", "m0", earlier))
-			_, err = h.ledger.DeadLettered(ctx, "k", deadletter.ReasonEffectUnknown, earlier)
+			require.NoError(t, h.ledger.StartEffect(ctx, lkey("k"), "m0", earlier))
+			_, err = h.ledger.DeadLettered(ctx, lkey("k"), deadletter.ReasonEffectUnknown, earlier)
 			require.NoError(t, err)
 			if tt.reconcile != nil {
-				_, err = h.ledger.Reconcile(ctx, "k", *tt.reconcile, earlier.Add(time.Minute))
+				_, err = h.ledger.Reconcile(ctx, lkey("k"), *tt.reconcile, earlier.Add(time.Minute))
 				require.NoError(t, err)
 			}
-			_, err = h.ledger.Redriven(ctx, "k", earlier.Add(2*time.Minute))
+			_, err = h.ledger.Redriven(ctx, lkey("k"), earlier.Add(2*time.Minute))
 			require.NoError(t, err)
 
 			var got []outcome
@@ -80,7 +80,7 @@ func TestRedriveAfterReconcile(t *testing.T) {
 				got = append(got, res["m1"])
 			}
 			assert.Equal(t, tt.want, got)
-			e, _, err := h.ledger.Get(ctx, "k")
+			e, _, err := h.ledger.Get(ctx, lkey("k"))
 			require.NoError(t, err)
 			assert.Equal(t, tt.state, e.State)
 			assert.Equal(t, tt.receipt, e.Receipt)

@@ -47,7 +47,9 @@ type Record struct {
 type recordState struct {
 	fields        deadletter.TaskFields // what Describe named
 	described     bool
-	key           string
+	key           string // the task's idempotency key, as the task gives it
+	tenant        string // the tenant Begin scoped the key to
+	ledgerKey     string // ledger.Key(pipeline, tenant, key): the ledger's key
 	begun         bool
 	released      bool // the lease was given back (release): not twice
 	mutates       bool
@@ -126,7 +128,11 @@ func (r Record) Describe(d Describer) {
 }
 
 // Begin takes the task's idempotency key in the ledger for this delivery
-// (owner: the message id) with a lease, before any work. digest is the
+// (owner: the message id) with a lease, before any work. The ledger's key
+// is ledger.Key(Config.Pipeline, tenant, key): a key is the producer's
+// only within its pipeline and tenant, so that no task of another tenant
+// or pipeline with the same key makes this one a duplicate or a reused
+// key (docs/worker.md, "Whose key it is"). digest is the
 // digest of the task's canonical args (agenttask.ArgsDigest; "" checks
 // nothing): the ledger keeps the first one a key is claimed with, and a
 // task that brings another is not the task the key was issued for. Return
@@ -145,15 +151,16 @@ func (r Record) Describe(d Describer) {
 //   - a ledger outage: retried, never dead-lettered.
 //
 // Without a ledger in the Config, Begin only records the key and returns nil.
-func (r Record) Begin(ctx context.Context, key, digest string, mutates bool) error {
+func (r Record) Begin(ctx context.Context, tenant, key, digest string, mutates bool) error {
 	if r.st == nil {
 		return nil
 	}
-	r.st.key, r.st.mutates = key, mutates
+	r.st.key, r.st.tenant, r.st.mutates = key, tenant, mutates
 	if r.p == nil || r.p.ledger == nil {
 		return nil
 	}
-	prev, err := r.p.ledger.Begin(ctx, key, r.MessageID(), digest, r.st.now, r.p.lease)
+	r.st.ledgerKey = ledger.Key(r.p.pipeline, tenant, key)
+	prev, err := r.p.ledger.Begin(ctx, r.st.ledgerKey, r.MessageID(), digest, r.st.now, r.p.lease)
 	switch {
 	case err == nil:
 	case errors.Is(err, ledger.ErrKeyReused):
@@ -184,7 +191,7 @@ func (r Record) StartEffect(ctx context.Context) error {
 		return nil
 	}
 	if r.st.begun && r.p != nil && r.p.ledger != nil {
-		if err := r.p.ledger.StartEffect(ctx, r.st.key, r.MessageID(), r.st.now); err != nil {
+		if err := r.p.ledger.StartEffect(ctx, r.st.ledgerKey, r.MessageID(), r.st.now); err != nil {
 			if errors.Is(err, ledger.ErrLeased) {
 				return Transient(err)
 			}

@@ -195,14 +195,14 @@ func TestRetryAfterRequeue(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, three)
 		h.p.handler = func(ctx context.Context, r Record) error {
-			if err := r.Begin(ctx, "k", "", false); err != nil {
+			if err := r.Begin(ctx, "t", "k", "", false); err != nil {
 				return err
 			}
 			return Transient(errors.New("429")).After(time.Second)
 		}
 		_, requeued, _ := h.handle(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "x", 1)}})
 		require.Len(t, requeued, 1)
-		e, _, _ := h.ledger.Get(context.Background(), "k")
+		e, _, _ := h.ledger.Get(context.Background(), lkey("k"))
 		assert.Equal(t, ledger.StateInProgress, e.State)
 		assert.True(t, e.LeaseUntil.IsZero(), "released: the copy finds the key free")
 	})

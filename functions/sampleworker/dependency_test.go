@@ -6,11 +6,15 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
 )
@@ -110,6 +114,37 @@ func TestFaultFollowsItsDependency(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, resp.BatchItemFailures, tt.failures)
 			assert.Len(t, rec.Sent(), tt.sent)
+		})
+	}
+}
+
+// A fault whose dependency is no dependency name is the producer's bug: it
+// is dead-lettered at once as schema_invalid (poison), on its first
+// receive, and never retried as if an outage could end. It used to be read
+// as a health read failure: four receives, then a redrivable
+// budget_exhausted.
+func TestInvalidDependencyNameIsPoison(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"../etc/passwd", "Search API", "-search", strings.Repeat("a", 65), "search/api"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for _, deps := range []Dependencies{DependencyDir{Dir: t.TempDir()}, nil} {
+				ev, _ := loadEvent(t, "sqs-dependency-open.json")
+				ev.Records = ev.Records[:1]
+				body := strings.Replace(ev.Records[0].Body, `"dependency":"search-api"`, `"dependency":`+strconv.Quote(name), 1)
+				require.NotEqual(t, ev.Records[0].Body, body)
+				ev.Records[0].Body = body
+				rec := &sqsio.Recorder{}
+				p, q := testPipeline(t, false, 4)
+				w, err := New(Config{Pipeline: p, Queues: q, SQS: rec, Ledger: ledger.NewMemory(), Dependencies: deps,
+					Logger: slog.New(slog.DiscardHandler), Metrics: io.Discard, Rand: func(int64) int64 { return 0 }})
+				require.NoError(t, err)
+				resp, err := w.Handle(context.Background(), ev)
+				require.NoError(t, err)
+				assert.Empty(t, resp.BatchItemFailures, "not retried")
+				require.Len(t, rec.Sent(), 1, "dead-lettered on the first receive")
+				assert.Equal(t, string(deadletter.ReasonSchemaInvalid), aws.ToString(rec.Sent()[0].MessageAttributes[deadletter.AttrReason].StringValue))
+			}
 		})
 	}
 }

@@ -41,6 +41,8 @@
 // health as files that `agentdlq local dependency down|up NAME` switches, so
 // an outage can end and its dead letters be redriven and processed. Without
 // it, the fault fails on every receive (the fixtures and the benchmarks).
+// A dependency name that is not one (CheckDependencyName: a-z, 0-9, '.',
+// '_', '-', at most 64) is the producer's bug: schema_invalid, poison.
 //
 // Other producers' spellings of the same faults are read too: "type" for
 // "kind"; kinds "timeout" and "effect_unknown" as timeout_after_effect,

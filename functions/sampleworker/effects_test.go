@@ -184,7 +184,7 @@ func TestWorkerRecordsEffects(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, c.want, v.Verdict, "%s: %s", c.key, v.Evidence)
 		if c.reason == deadletter.ReasonEffectUnknown {
-			e, _, err := led.Get(ctx, c.key)
+			e, _, err := led.Get(ctx, ledger.Key(p.Name, "acme", c.key))
 			require.NoError(t, err)
 			assert.True(t, strings.HasPrefix(string(e.State), "dead"), "%+v", e)
 			assert.True(t, e.EffectStarted && e.Receipt == "", "the ledger still says unknown: only a verifier knows")

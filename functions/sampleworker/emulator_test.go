@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/sqsio"
 	"github.com/agentdlq/agentdlq/ledger"
@@ -102,7 +103,9 @@ func TestDeadLettersOnTheEmulator(t *testing.T) {
 				require.NoError(t, err)
 				assert.Len(t, original, dl.attrs, "every original attribute of %s", id)
 				if dl.key != "" {
-					e, found, err := l.Get(context.Background(), dl.key)
+					task, err := agenttask.DecodeTask([]byte(dl.body), nil)
+					require.NoError(t, err)
+					e, found, err := l.Get(context.Background(), ledger.Key(p.Name, task.Tenant, dl.key))
 					require.NoError(t, err)
 					require.True(t, found)
 					assert.Equal(t, ledger.StateDeadLettered, e.State)

@@ -153,7 +153,7 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 	if err != nil {
 		return batch.Poison(deadletter.ReasonSchemaInvalid, err)
 	}
-	if err := r.Begin(ctx, task.IdempotencyKey, digest, tool.Mutates); err != nil {
+	if err := r.Begin(ctx, task.Tenant, task.IdempotencyKey, digest, tool.Mutates); err != nil {
 		return err
 	}
 	fault, err := ParseFault(task.Args)
@@ -161,6 +161,15 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 		// DecodeTask checked that args is JSON; a fault of the wrong shape
 		// is the producer's bug.
 		return batch.Poison(deadletter.ReasonSchemaInvalid, err)
+	}
+	if fault != nil && fault.Dependency != "" {
+		// A name no dependency can have is the producer's bug, as a fault
+		// of the wrong shape: no retry can make it valid (checked before
+		// the health is read, which would fail on it as if it were an
+		// outage, and whether or not health is kept at all).
+		if err := CheckDependencyName(fault.Dependency); err != nil {
+			return batch.Poison(deadletter.ReasonSchemaInvalid, fmt.Errorf("args.fault.dependency: %w", err))
+		}
 	}
 	if fault != nil && fault.Dependency != "" && w.deps != nil {
 		down, err := w.deps.Down(ctx, fault.Dependency)

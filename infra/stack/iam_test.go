@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -158,17 +159,36 @@ func TestIAMBoundaries(t *testing.T) {
 			assert.Equal(t, []string{"dynamodb:GetItem"}, filter(keys(tr), "dynamodb:"), "the triage reads ledger entries one by one")
 			assert.Contains(t, tr, "sns:Publish")
 			assert.NotContains(t, tr, "cloudwatch:PutMetricData", "metrics go through EMF in the logs")
-			// Its bucket writes stay under <pipeline>/ and never reach <pipeline>/audit/.
-			for _, r := range tr["s3:PutObject"] {
-				assert.Regexp(t, `^\$\{`+s.prefix+`SharedEvalBucket[0-9A-F]+\.Arn\}/[a-z0-9-]+/\*$`, r)
+			// Its bucket reads and writes are its reports and eval exports
+			// only (issue 28): never the redrive's repairs/ (the unredacted
+			// originals) or audit/, never the worker's evidence/ (claim
+			// checks a redrive trusts).
+			bucket := `^\$\{` + s.prefix + `SharedEvalBucket[0-9A-F]+\.Arn\}`
+			var theirs []string
+			for _, def := range s.defs {
+				theirs = append(theirs, "/"+def.Name+"/audit/*", "/"+def.Name+"/evidence/*", "/"+def.Name+"/repairs/*")
 			}
-			denied := false
-			for _, g := range grants[triage] {
-				if g.effect == "Deny" && slices.Contains(g.actions, "s3:PutObject") {
-					denied = len(g.resources) == len(s.defs) && strings.HasSuffix(g.resources[0], "/audit/*")
+			for _, a := range []string{"s3:PutObject", "s3:GetObject"} {
+				require.Len(t, tr[a], 2*len(s.defs), a)
+				var own []string
+				for _, r := range tr[a] {
+					assert.Regexp(t, bucket+`/[a-z0-9-]+/(reports|\?\?\?\?-\?\?-\?\?)/\*$`, r, a)
+					own = append(own, regexp.MustCompile(bucket).ReplaceAllString(r, ""))
+				}
+				for _, def := range s.defs {
+					assert.Contains(t, own, "/"+def.Name+"/reports/*", a)
+					assert.Contains(t, own, "/"+def.Name+"/????-??-??/*", a)
 				}
 			}
-			assert.True(t, denied, "the triage is denied the audit prefixes")
+			var denied []string
+			for _, g := range grants[triage] {
+				if g.effect == "Deny" && slices.Contains(g.actions, "s3:PutObject") && slices.Contains(g.actions, "s3:GetObject") {
+					for _, r := range g.resources {
+						denied = append(denied, regexp.MustCompile(bucket).ReplaceAllString(r, ""))
+					}
+				}
+			}
+			assert.ElementsMatch(t, theirs, denied, "the triage is denied the redrive's and the worker's prefixes")
 
 			for _, def := range s.defs {
 				hotID, _ := s.resourceOf(t, "AWS::SQS::Queue", def.Name, "hot")

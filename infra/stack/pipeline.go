@@ -366,6 +366,7 @@ func GoMaxProcs(memoryMB int) string { return strconv.Itoa(lambdaenv.VCPUs(memor
 // role and its SQS event source.
 func (p *Pipeline) newWorker(def pipeline.Pipeline, defJSON string, props *PipelineProps) {
 	p.WorkerLogs = awslogs.NewLogGroup(p.Construct, jsii.String("WorkerLogs"), &awslogs.LogGroupProps{
+		LogGroupName:  jsii.String(LogGroupPrefix(p.Construct) + "worker/" + def.Name),
 		Retention:     awslogs.RetentionDays_ONE_YEAR,
 		EncryptionKey: props.LogKey,
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,

@@ -72,12 +72,14 @@ func NewShared(scope constructs.Construct, id string) (shared *Shared, err error
 	})
 	stack := awscdk.Stack_Of(s.Construct)
 	s.DataKey.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid:        jsii.String("CloudWatchLogsEncryptsTheLogGroupsOfThisAccount"),
+		Sid:        jsii.String("CloudWatchLogsEncryptsTheLogGroupsOfThisStack"),
 		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("logs."+*awscdk.Aws_REGION()+".amazonaws.com"), nil)},
 		Actions:    jsii.Strings("kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"),
 		Resources:  jsii.Strings("*"),
 		Conditions: &map[string]any{"ArnLike": map[string]any{"kms:EncryptionContext:aws:logs:arn": stack.FormatArn(&awscdk.ArnComponents{
-			Service: jsii.String("logs"), Resource: jsii.String("log-group"), ResourceName: jsii.String("*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+			// The stack's own log groups only (LogGroupPrefix), not
+			// log-group:* (any log group of the account could use the key).
+			Service: jsii.String("logs"), Resource: jsii.String("log-group"), ResourceName: jsii.String(LogGroupPrefix(s.Construct) + "*"), ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
 		})}},
 	}), nil)
 	denyForeignGrants(s.DataKey)
@@ -161,4 +163,12 @@ func denyForeignGrants(key awskms.Key) {
 		Resources:  jsii.Strings("*"),
 		Conditions: &map[string]any{"BoolIfExists": map[string]any{"kms:GrantIsForAWSResource": "false", "aws:PrincipalIsAWSService": "false"}},
 	}), nil)
+}
+
+// LogGroupPrefix is the name prefix of the log groups the stack's
+// constructs create (the workers' and the triage's):
+// /agentdlq/<stack name>/. The shared data key lets CloudWatch Logs use it
+// for log groups under that prefix only.
+func LogGroupPrefix(scope constructs.Construct) string {
+	return "/agentdlq/" + *awscdk.Stack_Of(scope).StackName() + "/"
 }

@@ -556,12 +556,31 @@ func TestShared(t *testing.T) {
 	for _, id := range kids {
 		assert.Equal(t, true, props(keys[id])["EnableKeyRotation"], id)
 	}
-	// Every log group is encrypted and kept a year.
+	// The data key lets CloudWatch Logs encrypt the stack's own log groups
+	// only (issue 28: not log-group:*): one statement, on a name prefix.
+	var logPrefix string
+	for _, id := range kids {
+		for _, st := range statements(props(keys[id])["KeyPolicy"]) {
+			cond, _ := st["Condition"].(map[string]any)
+			arnLike, _ := cond["ArnLike"].(map[string]any)
+			arn, ok := arnLike["kms:EncryptionContext:aws:logs:arn"]
+			if !ok {
+				continue
+			}
+			require.Empty(t, logPrefix, "one key policy statement lets CloudWatch Logs use a key")
+			m := regexp.MustCompile(`:log-group:(/agentdlq/[A-Za-z0-9-]+/)\*$`).FindStringSubmatch(flat(arn))
+			require.Len(t, m, 2, "%s: the stack's log groups only: %s", id, flat(arn))
+			logPrefix = m[1]
+		}
+	}
+	require.NotEmpty(t, logPrefix)
+	// Every log group is encrypted, kept a year, and named under that prefix.
 	lids, logs := s.resources("AWS::Logs::LogGroup")
 	require.Len(t, lids, len(s.defs)+1)
 	for _, id := range lids {
 		assert.NotNil(t, props(logs[id])["KmsKeyId"], id)
 		assert.Equal(t, float64(365), props(logs[id])["RetentionInDays"], id)
+		assert.True(t, strings.HasPrefix(flat(props(logs[id])["LogGroupName"]), logPrefix), "%s: %s", id, flat(props(logs[id])["LogGroupName"]))
 	}
 }
 

@@ -193,8 +193,15 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (t *Tr
 		defs = append(defs, def)
 		dlqARNs = append(dlqARNs, *p.DLQ.QueueArn())
 		topicARNs = append(topicARNs, *p.AlarmTopic.TopicArn())
-		objectARNs = append(objectARNs, *props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/*")))
-		auditARNs = append(auditARNs, *props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/audit/*")))
+		// What triage writes and reads back: its reports (<pipeline>/reports/)
+		// and its eval exports (<pipeline>/<yyyy-mm-dd>/). Never the
+		// worker's claim checks (evidence/), the redrive's repairs (the
+		// unredacted originals) or its audit records.
+		objectARNs = append(objectARNs, *props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/reports/*")),
+			*props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/????-??-??/*")))
+		for _, theirs := range []string{"audit", "evidence", "repairs"} {
+			auditARNs = append(auditARNs, *props.Bucket.ArnForObjects(jsii.String(p.Def.Name + "/" + theirs + "/*")))
+		}
 		prefixes = append(prefixes, p.Def.Name+"/*")
 		maxSeconds = max(maxSeconds, p.Def.Triage.MaxSeconds)
 	}
@@ -204,6 +211,7 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (t *Tr
 	}
 
 	t.Logs = awslogs.NewLogGroup(t.Construct, jsii.String("Logs"), &awslogs.LogGroupProps{
+		LogGroupName:  jsii.String(LogGroupPrefix(t.Construct) + "triage"),
 		Retention:     awslogs.RetentionDays_ONE_YEAR,
 		EncryptionKey: props.LogKey,
 		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
@@ -223,11 +231,15 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (t *Tr
 			Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
 			Resources: jsii.Strings(objectARNs...),
 		}),
-		// <pipeline>/audit/ holds the redrive's audit records: never the triage's to write.
+		// <pipeline>/audit/ holds the redrive's audit records, evidence/ the
+		// worker's claim checks (which a redrive trusts), repairs/ the
+		// unredacted originals of repaired tasks: never the triage's to
+		// write or read (denied as well as not allowed, should a broader
+		// grant ever be added).
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:       jsii.String("NotTheAuditRecords"),
+			Sid:       jsii.String("NotTheRedriveOrWorkerObjects"),
 			Effect:    awsiam.Effect_DENY,
-			Actions:   jsii.Strings("s3:PutObject"),
+			Actions:   jsii.Strings("s3:PutObject", "s3:GetObject"),
 			Resources: jsii.Strings(auditARNs...),
 		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -273,8 +285,8 @@ func NewTriage(scope constructs.Construct, id string, props *TriageProps) (t *Tr
 	}
 	t.Policy = awsiam.NewPolicy(t.Construct, jsii.String("Policy"), &awsiam.PolicyProps{Roles: &[]awsiam.IRole{t.Role}, Statements: &statements})
 	suppress(t.Policy, "AwsSolutions-IAM5",
-		"reports and eval exports are objects under each pipeline's own prefix <pipeline>/*, named at run time (date, export id); <pipeline>/audit/* is denied",
-		`/^Resource::<.*\.Arn>\/[a-z0-9-]+\/(audit\/)?\*$/`)
+		"reports and eval exports are objects named at run time (time, report hash, export id) under each pipeline's <pipeline>/reports/ and <pipeline>/<yyyy-mm-dd>/ prefixes; <pipeline>/audit/*, evidence/* and repairs/* are denied",
+		`/^Resource::<.*\.Arn>\/[a-z0-9-]+\/(reports|\?\?\?\?-\?\?-\?\?|audit|evidence|repairs)\/\*$/`)
 
 	for i, chunk := range chunks {
 		chunkTargets := make([]any, 0, len(chunk))

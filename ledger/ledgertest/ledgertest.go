@@ -713,4 +713,123 @@ var cases = []testCase{
 		prev := s.begin(t, b, "m2", t0)
 		assert.Equal(t, ledger.Entry{}, prev, "b is a new key")
 	}},
+	{"Scoped keys of other pipelines and tenants are apart", func(t testing.TB, s *suite) {
+		// One raw idempotency key, four owners: what one does to its entry
+		// changes nothing for the others (a key is the producer's only
+		// within its pipeline and tenant).
+		raw := s.key("acme:run-0042:task-0007")
+		victim := ledger.Key(s.prefix+"-agent-tasks", "acme", raw)
+		others := []string{
+			ledger.Key(s.prefix+"-agent-steps", "mallory", raw),
+			ledger.Key(s.prefix+"-agent-tasks", "mallory", raw),
+			ledger.Key(s.prefix+"-agent-steps", "acme", raw),
+		}
+		for i, k := range others {
+			_, err := s.l.Begin(ctx, k, fmt.Sprint("attacker-", i), digestB, t0, lease)
+			require.NoError(t, err)
+			require.NoError(t, s.l.Complete(ctx, k, fmt.Sprint("attacker-", i), "r-attacker", t0))
+		}
+		_, err := s.l.Redriven(ctx, others[1], t0)
+		require.NoError(t, err)
+		prev, err := s.l.Begin(ctx, victim, "m1", digestA, t0, lease)
+		require.NoError(t, err, "the victim's task is neither a duplicate nor a reused key")
+		assert.Zero(t, prev.RedriveCount, "and counts nothing of the others'")
+		assert.Empty(t, prev.Receipt)
+		require.NoError(t, s.l.Complete(ctx, victim, "m1", "r-victim", t0))
+		assert.Equal(t, "r-victim", s.get(t, victim).Receipt)
+		for _, k := range others {
+			assert.Equal(t, "r-attacker", s.get(t, k).Receipt, "each scope keeps its own entry")
+		}
+	}},
+	{"Scoped keys cannot be forged with separators", func(t testing.TB, s *suite) {
+		// Parts that join to the same text are different keys.
+		p := s.prefix
+		forged := [][2]string{
+			{ledger.Key(p, "acme", "x:k"), ledger.Key(p, "acme:x", "k")},
+			{ledger.Key(p+":acme", "x", "k2"), ledger.Key(p, "acme:x", "k2")},
+			{ledger.Key(p, "4:acme", "k"), ledger.Key(p, "4", "acme:k")},
+			{ledger.Key(p, "", "acme:k"), ledger.Key(p, "acme", "k")},
+		}
+		for i, f := range forged {
+			require.NotEqual(t, f[0], f[1])
+			for j, g := range forged {
+				require.True(t, i == j || g[0] != f[1] && g[1] != f[1], "the cases are apart")
+			}
+			_, err := s.l.Begin(ctx, f[0], "m1", digestB, t0, lease)
+			require.NoError(t, err)
+			require.NoError(t, s.l.Complete(ctx, f[0], "m1", "r-forged", t0))
+			_, err = s.l.Begin(ctx, f[1], "m2", digestA, t0, lease)
+			require.NoError(t, err, "%q is not %q", f[1], f[0])
+			require.NoError(t, s.l.Complete(ctx, f[1], "m2", "r-own", t0))
+		}
+	}},
+	{"A task done under its unscoped key stays done", func(t testing.TB, s *suite) {
+		// The upgrade: the version before scoping wrote the bare key. The
+		// same task (the same digest, or an entry without one) is a no-op.
+		for _, d := range []struct{ name, old, now string }{{"same digest", digestA, digestA}, {"no digest then", "", digestA}, {"no digest now", digestA, ""}} {
+			raw := s.key("old-" + d.name)
+			s.begin(t, raw, "m0", t0)
+			if d.old != "" {
+				_, err := s.l.Begin(ctx, raw, "m0", d.old, t0, lease)
+				require.NoError(t, err)
+			}
+			require.NoError(t, s.l.Complete(ctx, raw, "m0", "r-before", t0))
+			k := ledger.Key(s.prefix, "acme", raw)
+			prev, err := s.l.Begin(ctx, k, "m1", d.now, t0.Add(time.Hour), lease)
+			require.ErrorIs(t, err, ledger.ErrDone, d.name)
+			assert.Equal(t, "r-before", prev.Receipt, "the entry that made it done")
+			e, ok, err := s.l.Get(ctx, k)
+			require.NoError(t, err)
+			require.True(t, ok)
+			assert.Equal(t, ledger.StateDone, e.State, "Get of the scoped key tells it done too")
+			assert.Equal(t, "r-before", e.Receipt)
+			_, err = s.l.Begin(ctx, k, "m2", d.now, t0.Add(2*time.Hour), lease)
+			require.ErrorIs(t, err, ledger.ErrDone, "and stays so")
+		}
+	}},
+	{"An unscoped entry of other args is another task's", func(t testing.TB, s *suite) {
+		// An unscoped entry cannot say whose it was: with another digest it
+		// neither makes the task a duplicate nor a reused key.
+		raw := s.key("old")
+		_, err := s.l.Begin(ctx, raw, "m0", digestB, t0, lease)
+		require.NoError(t, err)
+		require.NoError(t, s.l.Complete(ctx, raw, "m0", "r-other", t0))
+		k := ledger.Key(s.prefix, "acme", raw)
+		_, err = s.l.Begin(ctx, k, "m1", digestA, t0, lease)
+		require.NoError(t, err)
+		require.NoError(t, s.l.Complete(ctx, k, "m1", "r-own", t0))
+		assert.Equal(t, "r-own", s.get(t, k).Receipt)
+		assert.Equal(t, "r-other", s.get(t, raw).Receipt, "the unscoped entry is left as it was")
+	}},
+	{"An unscoped unknown effect stays unknown and is reconciled", func(t testing.TB, s *suite) {
+		// Left by the version before scoping, and redelivered after it:
+		// the task must not run again on a fresh scoped entry.
+		raw := s.key("unknown")
+		s.effectUnknown(t, raw)
+		k := ledger.Key(s.prefix, "acme", raw)
+		e, ok, err := s.l.Get(ctx, k)
+		require.NoError(t, err)
+		require.True(t, ok, "Get of the scoped key finds the unscoped entry")
+		assert.True(t, e.EffectUnknown(t0.Add(time.Hour)))
+		prev, err := s.l.Begin(ctx, k, "m2", "", t0.Add(time.Hour), lease)
+		require.NoError(t, err)
+		assert.True(t, prev.EffectStarted, "Begin says the effect started: %+v", prev)
+		_, err = s.l.DeadLettered(ctx, k, deadletter.ReasonEffectUnknown, t0.Add(time.Hour))
+		require.NoError(t, err)
+		after, err := s.l.Reconcile(ctx, k, confirmed, t0.Add(3*time.Hour))
+		require.NoError(t, err, "the scoped entry carries the unknown effect")
+		assert.Equal(t, ledger.StateDone, after.State)
+		_, err = s.l.Begin(ctx, k, "m3", "", t0.Add(4*time.Hour), lease)
+		require.ErrorIs(t, err, ledger.ErrDone)
+
+		// Never redelivered: the reconciliation of the scoped key reaches
+		// the unscoped entry.
+		raw2 := s.key("unknown-2")
+		s.effectUnknown(t, raw2)
+		k2 := ledger.Key(s.prefix, "acme", raw2)
+		_, err = s.l.Reconcile(ctx, k2, confirmed, t0.Add(time.Hour))
+		require.NoError(t, err)
+		_, err = s.l.Begin(ctx, k2, "m2", "", t0.Add(2*time.Hour), lease)
+		require.ErrorIs(t, err, ledger.ErrDone)
+	}},
 }

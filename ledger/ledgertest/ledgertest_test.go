@@ -39,7 +39,35 @@ const (
 	reusedAfterDone                 // ErrDone comes before ErrKeyReused
 	overwritesDigest                // every Begin records its digest
 	keepsNoDigest                   // Begin records no digest
+	unscoped                        // every key is its bare idempotency key (before scoping)
+	noUnscopedFallback              // scoped keys never consult the unscoped entry (no upgrade)
 )
+
+// unscoping is a ledger that keys entries by the bare idempotency key, as
+// every version before scoping did.
+type unscoping struct{ ledger.Ledger }
+
+func (u unscoping) Begin(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (ledger.Entry, error) {
+	return u.Ledger.Begin(ctx, ledger.Unscoped(key), owner, digest, now, lease)
+}
+
+func (u unscoping) StartEffect(ctx context.Context, key, owner string, now time.Time) error {
+	return u.Ledger.StartEffect(ctx, ledger.Unscoped(key), owner, now)
+}
+
+func (u unscoping) Complete(ctx context.Context, key, owner, receipt string, now time.Time) error {
+	return u.Ledger.Complete(ctx, ledger.Unscoped(key), owner, receipt, now)
+}
+
+func (u unscoping) Redriven(ctx context.Context, key string, now time.Time) (ledger.Entry, error) {
+	return u.Ledger.Redriven(ctx, ledger.Unscoped(key), now)
+}
+
+func (u unscoping) Get(ctx context.Context, key string) (ledger.Entry, bool, error) {
+	e, ok, err := u.Ledger.Get(ctx, ledger.Unscoped(key))
+	e.Key = key
+	return e, ok, err
+}
 
 // naive is a ledger written from the package doc alone, with switches that
 // break one rule each: the suite must pass it as it is and fail it broken.
@@ -224,7 +252,15 @@ func runCases(t *testing.T, b broken) []string {
 	var failed []string
 	for _, c := range cases {
 		bad, msgs := tbrec.Run(t, func(tb testing.TB) {
-			c.run(tb, &suite{l: &naive{entries: map[string]ledger.Entry{}, broken: b}, prefix: "self-test"})
+			var l ledger.Ledger = &naive{entries: map[string]ledger.Entry{}, broken: b}
+			switch b {
+			case unscoped:
+				l = unscoping{ledger.WithUnscopedFallback(l)}
+			case noUnscopedFallback:
+			default:
+				l = ledger.WithUnscopedFallback(l)
+			}
+			c.run(tb, &suite{l: l, prefix: "self-test"})
 		})
 		if bad {
 			failed = append(failed, c.name)
@@ -274,6 +310,10 @@ func TestSuiteFailsBrokenLedgers(t *testing.T) {
 		{name: "Begin overwrites the digest", broken: overwritesDigest, want: "Begin without a digest checks nothing and keeps the digest"},
 		{name: "Begin keeps no digest", broken: keepsNoDigest, want: "Begin records the args digest"},
 		{name: "Begin keeps no digest: older rows", broken: keepsNoDigest, want: "An entry without a digest takes the first one"},
+		{name: "keys are not scoped", broken: unscoped, want: "Scoped keys of other pipelines and tenants are apart"},
+		{name: "keys are not scoped: forged", broken: unscoped, want: "Scoped keys cannot be forged with separators"},
+		{name: "no fallback to unscoped entries: done", broken: noUnscopedFallback, want: "A task done under its unscoped key stays done"},
+		{name: "no fallback to unscoped entries: unknown effect", broken: noUnscopedFallback, want: "An unscoped unknown effect stays unknown and is reconciled"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

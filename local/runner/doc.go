@@ -4,7 +4,8 @@
 //
 //   - StartEmulators starts private emulators (scripts/local.sh on free
 //     ports of 127.0.0.1, a fresh state directory) and points this process
-//     at them;
+//     at them; a start that fails keeps its emulators' logs, prints the
+//     failed one's last lines and is tried once more (StartEmulatorsWith);
 //   - Setup creates the pipeline's hot queue and DLQ (or takes queues made
 //     elsewhere), the ledger table, and builds the real sample worker over a
 //     counting DynamoDB ledger (ledger.Counting);

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
@@ -78,7 +79,7 @@ func Account(p *pipeline.Pipeline, sent []Sent, dlq []DeadLetter, inFlight int, 
 			}
 			continue
 		}
-		if s.Task.Key != "" && done(s.Task.Key) {
+		if s.Task.Key != "" && done(ledger.Key(p.Name, s.Task.Tenant, s.Task.Key)) {
 			a.Processed++
 			if keys[s.Task.Key] > 1 {
 				a.Duplicates++

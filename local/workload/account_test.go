@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
+	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -19,7 +20,7 @@ func TestAccount(t *testing.T) {
 	ex := workload.Make("a", 3, workload.BudgetExhausted, 0)
 	ok4 := workload.Make("a", 4, workload.OK, 0)
 	sent := []workload.Sent{{"m0", ok0}, {"m1", dup}, {"m2", bad}, {"m3", ex}, {"m4", ok4}}
-	done := func(key string) bool { return key == ok0.Key }
+	done := func(key string) bool { return key == ledger.Key(p.Name, ok0.Tenant, ok0.Key) } // the ledger key, scoped as the worker writes it
 	tests := []struct {
 		name     string
 		dlq      []workload.DeadLetter

@@ -41,7 +41,7 @@ func Read(name string, r io.Reader) ([]Task, error) {
 
 // Parse is ReadFile of data (name says where it came from).
 func Parse(name string, data []byte) ([]Task, error) {
-	bodies, err := parseBodies(data)
+	bodies, lines, err := parseBodies(data)
 	if err != nil {
 		return nil, fmt.Errorf("workload %s: %w", name, err)
 	}
@@ -51,19 +51,22 @@ func Parse(name string, data []byte) ([]Task, error) {
 	tasks := make([]Task, len(bodies))
 	for i, b := range bodies {
 		tasks[i] = FromBody(b, i)
+		tasks[i].Line = lines[i]
 	}
 	return tasks, nil
 }
 
-func parseBodies(data []byte) ([]string, error) {
+// parseBodies returns the bodies and, for each, its 1-based place in the
+// input: its line (JSON Lines), element (a JSON array) or record (an event).
+func parseBodies(data []byte) ([]string, []int, error) {
 	trimmed := bytes.TrimSpace(data)
 	switch {
 	case len(trimmed) == 0:
-		return nil, nil
+		return nil, nil, nil
 	case trimmed[0] == '[':
 		var elems []json.RawMessage
 		if err := json.Unmarshal(trimmed, &elems); err != nil {
-			return nil, fmt.Errorf("a JSON array that does not parse: %w", err)
+			return nil, nil, fmt.Errorf("a JSON array that does not parse: %w", err)
 		}
 		out := make([]string, len(elems))
 		for i, e := range elems {
@@ -74,7 +77,7 @@ func parseBodies(data []byte) ([]string, error) {
 				out[i] = string(e)
 			}
 		}
-		return out, nil
+		return out, ordinals(len(out)), nil
 	case trimmed[0] == '{':
 		var ev struct {
 			Records []struct {
@@ -85,25 +88,36 @@ func parseBodies(data []byte) ([]string, error) {
 			out := make([]string, 0, len(ev.Records))
 			for i, r := range ev.Records {
 				if r.Body == nil {
-					return nil, fmt.Errorf("record %d has no body", i)
+					return nil, nil, fmt.Errorf("record %d has no body", i)
 				}
 				out = append(out, *r.Body)
 			}
-			return out, nil
+			return out, ordinals(len(out)), nil
 		}
 	}
 	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
+	var lines []int
+	for n, line := range strings.Split(string(data), "\n") {
 		line = strings.TrimSuffix(line, "\r")
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
 		out = append(out, line)
+		lines = append(lines, n+1)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("no message bodies")
+		return nil, nil, errors.New("no message bodies")
 	}
-	return out, nil
+	return out, lines, nil
+}
+
+// ordinals is 1, 2, … n.
+func ordinals(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i + 1
+	}
+	return out
 }
 
 // FromBody makes the task of a body from elsewhere (n numbers it): its
@@ -115,10 +129,14 @@ func FromBody(body string, n int) Task {
 		TaskID         any `json:"task_id"`
 		RunID          any `json:"run_id"`
 		IdempotencyKey any `json:"idempotency_key"`
+		Tenant         any `json:"tenant"`
 	}
 	if json.Unmarshal([]byte(body), &fields) == nil {
 		if s, ok := fields.IdempotencyKey.(string); ok {
 			t.Key = s
+		}
+		if s, ok := fields.Tenant.(string); ok {
+			t.Tenant = s
 		}
 		if s, ok := fields.TaskID.(string); ok && s != "" {
 			t.TaskID = s

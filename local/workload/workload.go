@@ -99,11 +99,17 @@ func (k Kind) Expect(p *pipeline.Pipeline) Expect {
 type Task struct {
 	Kind   Kind
 	TaskID string
-	// Key is the idempotency key ("" for bodies that have none).
-	Key  string
-	Body string
+	// Key is the idempotency key ("" for bodies that have none); Tenant the
+	// task's tenant, which with the pipeline scopes Key in the ledger.
+	Key    string
+	Tenant string
+	Body   string
 	// Group is the FIFO message group (the run id).
 	Group string
+	// Line is where a task read from input was (ReadFile, Parse): its
+	// 1-based line in JSON Lines, its element in a JSON array, its record
+	// in an SQS event; 0 for a task made here.
+	Line int
 }
 
 // KindOf reads the kind back from a body's task id (or from the raw body
@@ -174,8 +180,11 @@ func Make(prefix string, n int, k Kind, dupOf int) Task {
 		// The same task again (a producer's re-send): the key, tool and args
 		// of task dupOf, so that the ledger's args digest matches and the
 		// second delivery is a no-op, not idempotency_key_reused.
+		// The same tenant too: a key is the producer's only within its
+		// tenant (and pipeline), so another tenant's is another task.
 		dupRun := fmt.Sprintf("%s-run-%03d", prefix, dupOf%97)
-		key = fmt.Sprintf("%s:%s:%s", tenants[dupOf%len(tenants)], dupRun, fmt.Sprintf("%s-%06d~%s", prefix, dupOf, OK))
+		tenant = tenants[dupOf%len(tenants)]
+		key = fmt.Sprintf("%s:%s:%s", tenant, dupRun, fmt.Sprintf("%s-%06d~%s", prefix, dupOf, OK))
 		tool = readTools[dupOf%len(readTools)]
 		args = fmt.Sprintf(`{"query":"step %d of %s","max_results":%d}`, dupOf, dupRun, 1+dupOf%10)
 	case ToolUnknown:
@@ -187,7 +196,7 @@ func Make(prefix string, n int, k Kind, dupOf int) Task {
 			args = fmt.Sprintf(`{"query":"step %d of %s","fault":%s}`, n, run, f)
 		}
 	}
-	t := Task{Kind: k, TaskID: id, Key: key, Group: run}
+	t := Task{Kind: k, TaskID: id, Key: key, Tenant: tenant, Group: run}
 	switch k {
 	case JSONInvalid:
 		t.Key = ""

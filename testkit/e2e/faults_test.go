@@ -93,8 +93,8 @@ func TestFaultAckLost(t *testing.T) {
 	assert.Equal(t, int64(1), stats.DeleteErrors)
 	assert.Equal(t, 2, h.attemptsOf(sent[0].MessageID), "delivered again")
 	started, completed := h.ledger.counts()
-	assert.Equal(t, 1, started[task.Key], "the effect happened once")
-	assert.Equal(t, 1, completed[task.Key])
+	assert.Equal(t, 1, started[h.lkey(task)], "the effect happened once")
+	assert.Equal(t, 1, completed[h.lkey(task)])
 	assert.Zero(t, h.depth(h.q.HotURL))
 	assert.Empty(t, h.deadLetters())
 }
@@ -149,9 +149,9 @@ func TestFaultLedgerUnavailable(t *testing.T) {
 	started, completed := h.ledger.counts()
 	for _, s := range sent {
 		assert.Equal(t, 3, h.attemptsOf(s.MessageID))
-		assert.Equal(t, 1, completed[s.Task.Key])
+		assert.Equal(t, 1, completed[h.lkey(s.Task)])
 	}
-	assert.Equal(t, 1, started[tasks[1].Key])
+	assert.Equal(t, 1, started[h.lkey(tasks[1])])
 	assert.Empty(t, h.deadLetters())
 	assert.Zero(t, h.depth(h.q.HotURL))
 }
@@ -226,8 +226,8 @@ func TestFaultWorkerCrashMidBatch(t *testing.T) {
 	require.True(t, crashed.Load(), "the crash was injected")
 	started, completed := h.ledger.counts()
 	for _, s := range sent {
-		assert.Equal(t, 1, started[s.Task.Key], s.Task.TaskID)
-		assert.Equal(t, 1, completed[s.Task.Key], s.Task.TaskID)
+		assert.Equal(t, 1, started[h.lkey(s.Task)], s.Task.TaskID)
+		assert.Equal(t, 1, completed[h.lkey(s.Task)], s.Task.TaskID)
 	}
 	acct := h.account(sent)
 	assert.True(t, acct.AddsUp(), acct.Line())
@@ -246,8 +246,8 @@ func TestFaultDuplicateDelivery(t *testing.T) {
 	sent := h.send(task, task, task)
 	h.drain(h.worker().Handle)
 	started, completed := h.ledger.counts()
-	assert.Equal(t, 1, started[task.Key])
-	assert.Equal(t, 1, completed[task.Key])
+	assert.Equal(t, 1, started[h.lkey(task)])
+	assert.Equal(t, 1, completed[h.lkey(task)])
 	acct := h.account(sent)
 	assert.Equal(t, 3, acct.Processed, acct.Line())
 	assert.Zero(t, h.depth(h.q.HotURL))
@@ -328,7 +328,7 @@ func TestFaultConcurrentSelectiveRedrive(t *testing.T) {
 	require.Len(t, bodies, 6)
 	for _, task := range tasks {
 		assert.Equal(t, 1, bodies[task.Body], "byte-identical, once")
-		e, ok, err := h.ledger.Get(context.Background(), task.Key)
+		e, ok, err := h.ledger.Get(context.Background(), h.lkey(task))
 		require.NoError(t, err)
 		require.True(t, ok)
 		assert.Equal(t, 1, e.RedriveCount)
@@ -399,7 +399,7 @@ func TestFaultRedriveOfATaskThatFailsAgain(t *testing.T) {
 		want = append(want, dead[0].Reason)
 	}
 	assert.Equal(t, []deadletter.Reason{deadletter.ReasonUnclassified, deadletter.ReasonUnclassified, deadletter.ReasonRedriveLoop}, want)
-	e, ok, err := h.ledger.Get(context.Background(), task.Key)
+	e, ok, err := h.ledger.Get(context.Background(), h.lkey(task))
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, 3, e.DeadLetterCount)

@@ -232,3 +232,9 @@ func (l *lossyDeletes) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMes
 	l.mu.Unlock()
 	return l.Client.DeleteMessageBatch(ctx, in, opts...)
 }
+
+// lkey is the ledger key of task: its idempotency key scoped to the
+// harness's pipeline and the task's tenant, as the worker writes it.
+func (h *harness) lkey(task workload.Task) string {
+	return ledger.Key(h.p.Name, task.Tenant, task.Key)
+}

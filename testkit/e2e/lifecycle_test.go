@@ -67,8 +67,8 @@ func TestLifecycleEveryFailureClass(t *testing.T) {
 	started, completed := h.ledger.counts()
 	for _, s := range sent {
 		if s.Task.Kind == workload.OKMutating {
-			assert.Equal(t, 1, started[s.Task.Key])
-			assert.Equal(t, 1, completed[s.Task.Key])
+			assert.Equal(t, 1, started[h.lkey(s.Task)])
+			assert.Equal(t, 1, completed[h.lkey(s.Task)])
 		}
 	}
 }
@@ -111,23 +111,23 @@ func TestRedriveOfADoneTaskIsANoOp(t *testing.T) {
 	w := h.worker()
 	h.drain(w.Handle)
 	ctx := context.Background()
-	first, ok, err := h.ledger.Get(ctx, task.Key)
+	first, ok, err := h.ledger.Get(ctx, h.lkey(task))
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Equal(t, ledger.StateDone, first.State)
 
-	_, err = h.ledger.Redriven(ctx, task.Key, time.Now())
+	_, err = h.ledger.Redriven(ctx, h.lkey(task), time.Now())
 	require.NoError(t, err)
 	again := h.send(task)
 	stats := h.drain(w.Handle)
 	assert.Equal(t, int64(1), stats.Deleted, "acknowledged")
 	assert.Equal(t, 1, h.attemptsOf(again[0].MessageID))
-	after, _, err := h.ledger.Get(ctx, task.Key)
+	after, _, err := h.ledger.Get(ctx, h.lkey(task))
 	require.NoError(t, err)
 	assert.Equal(t, first.Receipt, after.Receipt)
 	started, completed := h.ledger.counts()
-	assert.Equal(t, 1, started[task.Key], "the mutating call started once")
-	assert.Equal(t, 1, completed[task.Key])
+	assert.Equal(t, 1, started[h.lkey(task)], "the mutating call started once")
+	assert.Equal(t, 1, completed[h.lkey(task)])
 	assert.Empty(t, h.deadLetters())
 	assert.Zero(t, h.depth(h.q.HotURL))
 }

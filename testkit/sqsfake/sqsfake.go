@@ -78,6 +78,9 @@ type Fake struct {
 	// ReadOnly fails the test on any call that would change a queue's
 	// contents (send, delete, purge, move), whatever interface reaches it.
 	ReadOnly bool
+	// NoReceive fails the test on any receive: code that must never scan
+	// (the console's pages).
+	NoReceive bool
 	// CheckReceive fails the test on a receive that asks for more than 10
 	// messages or not for every attribute.
 	CheckReceive bool
@@ -143,6 +146,13 @@ func (f *Fake) now() time.Time {
 		return f.clock.Now()
 	}
 	return f.own
+}
+
+// Advance moves the fake's clock on by d (a Clock without Advance stays).
+func (f *Fake) Advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.advance(d)
 }
 
 // advance moves the clock by d.
@@ -313,6 +323,9 @@ func (f *Fake) ReceiveMessage(_ context.Context, in *sqs.ReceiveMessageInput, _ 
 	q, err := f.q(in.QueueUrl)
 	if err != nil {
 		return nil, err
+	}
+	if f.NoReceive && f.T != nil {
+		f.T.Errorf("ReceiveMessage called on %s: this code must not scan", aws.ToString(in.QueueUrl))
 	}
 	if f.FailReceive == f.Receives {
 		return nil, errors.New("connection reset by peer")

@@ -82,7 +82,7 @@ type Handler struct {
 	SNS PublishAPI
 	// Ledger is optional.
 	Ledger triage.KeyReader
-	// Scan is optional (see Config.Scan).
+	// Scan is optional (see triage.Config.Scan).
 	Scan triage.ScanOptions
 	// Metrics receives the EMF documents (default os.Stdout).
 	Metrics io.Writer

@@ -166,8 +166,9 @@ type Worker struct {
 	// Record on both.
 	Handle bool
 
-	t    testing.TB
-	logs syncBuffer
+	t        testing.TB
+	logs     syncBuffer
+	pipeline string
 }
 
 // NewWorker builds a Processor from cfg, which needs only a Handler, after
@@ -207,9 +208,14 @@ func NewWorker(t testing.TB, cfg batch.Config) *Worker {
 	if err != nil {
 		t.Fatalf("batchtest: %v", err)
 	}
-	w.Processor, w.Ledger = p, cfg.Ledger
+	w.Processor, w.Ledger, w.pipeline = p, cfg.Ledger, cfg.Pipeline
 	return w
 }
+
+// Key is the ledger key of a task of tenant with idempotency key key, as
+// Record.Begin scopes it on this Worker's pipeline (ledger.Key): what Entry
+// and RequireLedgerState take.
+func (w *Worker) Key(tenant, key string) string { return ledger.Key(w.pipeline, tenant, key) }
 
 // Run hands ev to the processor as Lambda would (by default as the payload
 // of lambda.Start(p), see Worker.Handle) and returns what happened to each
@@ -258,7 +264,8 @@ func (w *Worker) RunContext(ctx context.Context, ev events.SQSEvent) *Result {
 // Logs returns the processor's log lines (JSON) of every run so far.
 func (w *Worker) Logs() string { return w.logs.String() }
 
-// Entry returns key's ledger entry; ok is false when there is none.
+// Entry returns the ledger entry of key (a ledger key: Worker.Key); ok is
+// false when there is none.
 func (w *Worker) Entry(key string) (e ledger.Entry, ok bool) {
 	w.t.Helper()
 	e, ok, err := w.Ledger.Get(context.Background(), key)
@@ -481,7 +488,8 @@ func RequireNoDeadLetters(t testing.TB, res *Result) {
 	}
 }
 
-// RequireLedgerState fails the test unless the ledger holds key in state;
+// RequireLedgerState fails the test unless the ledger holds key (a ledger
+// key: Worker.Key) in state;
 // it returns the entry.
 func RequireLedgerState(t testing.TB, w *Worker, key string, state ledger.State) ledger.Entry {
 	t.Helper()

@@ -78,9 +78,9 @@ func TestRequire(t *testing.T) {
 		{name: "no dead letters: clean", check: func(t testing.TB) { batchtest.RequireNoDeadLetters(t, clean) }},
 		{name: "no dead letters: one", check: func(t testing.TB) { batchtest.RequireNoDeadLetters(t, res) }, wantFail: true, wantMsg: "torn as json_invalid"},
 
-		{name: "ledger: done", check: func(t testing.TB) { batchtest.RequireLedgerState(t, w, "r-1", ledger.StateDone) }},
-		{name: "ledger: another state", check: func(t testing.TB) { batchtest.RequireLedgerState(t, w, "r-1", ledger.StateDeadLettered) }, wantFail: true},
-		{name: "ledger: no entry", check: func(t testing.TB) { batchtest.RequireLedgerState(t, w, "r-404", ledger.StateDone) }, wantFail: true,
+		{name: "ledger: done", check: func(t testing.TB) { batchtest.RequireLedgerState(t, w, w.Key("", "r-1"), ledger.StateDone) }},
+		{name: "ledger: another state", check: func(t testing.TB) { batchtest.RequireLedgerState(t, w, w.Key("", "r-1"), ledger.StateDeadLettered) }, wantFail: true},
+		{name: "ledger: no entry", check: func(t testing.TB) { batchtest.RequireLedgerState(t, w, w.Key("", "r-404"), ledger.StateDone) }, wantFail: true,
 			wantMsg: "no entry"},
 	}
 	for _, tt := range tests {
@@ -141,7 +141,7 @@ func TestWorkerKeepsState(t *testing.T) {
 	t.Parallel()
 	worked := 0 // records that got past Begin
 	w := batchtest.NewWorker(t, batch.Config{Handler: func(ctx context.Context, r batch.Record) error {
-		if err := r.Begin(ctx, string(r.Body()), "", false); err != nil {
+		if err := r.Begin(ctx, "acme", string(r.Body()), "", false); err != nil {
 			return err
 		}
 		worked++
@@ -159,7 +159,7 @@ func TestWorkerKeepsState(t *testing.T) {
 	assert.Equal(t, 3, worked, "good once (then a no-op: Begin said done) and bad twice")
 	assert.Len(t, second.DeadLetters, 1, "a Result holds its own run's letters")
 	assert.Len(t, w.DLQ.Sent(), 2, "the DLQ holds every run's")
-	e, ok := w.Entry("bad")
+	e, ok := w.Entry(w.Key("acme", "bad"))
 	require.True(t, ok)
 	assert.Equal(t, 2, e.DeadLetterCount)
 	assert.Contains(t, w.Logs(), `"reason":"policy_limit"`, "the processor's logs are kept")

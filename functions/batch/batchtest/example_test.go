@@ -19,6 +19,8 @@ type refund struct {
 	ID     string `json:"refund_id"`
 	Amount int    `json:"amount_cents"`
 	Flaky  bool   `json:"flaky"`
+	// Tenant scopes the refund id in the ledger ("" in these tests).
+	Tenant string `json:"tenant"`
 }
 
 // handleRefund is the handler under test.
@@ -30,7 +32,7 @@ func handleRefund(ctx context.Context, r batch.Record) error {
 	if rf.ID == "" || rf.Amount <= 0 {
 		return batch.Poison(deadletter.ReasonSchemaInvalid, errors.New("refund_id and a positive amount_cents are required"))
 	}
-	if err := r.Begin(ctx, rf.ID, "", true); err != nil {
+	if err := r.Begin(ctx, rf.Tenant, rf.ID, "", true); err != nil {
 		return err // done already (a no-op), leased elsewhere, or the ledger is down
 	}
 	if rf.Flaky {
@@ -109,7 +111,7 @@ func ExampleWorker_Run() {
 	res := w.Run(ev) // SQS delivered it again
 
 	batchtest.RequireAcked(t, res, "m1")
-	e := batchtest.RequireLedgerState(t, w, "r-1", ledger.StateDone)
+	e := batchtest.RequireLedgerState(t, w, w.Key("", "r-1"), ledger.StateDone)
 	fmt.Println(e.Receipt)
 	// Output:
 	// pay-r-1
