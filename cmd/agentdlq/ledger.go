@@ -187,7 +187,7 @@ Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
 			}
 			if repeat {
 				fmt.Fprintf(cmd.ErrOrStderr(), "key %s: already reconciled (%s by %s at %s), nothing changed\n",
-					e.Key, e.Reconciled, e.ReconciledBy, e.ReconciledAt.UTC().Format(time.RFC3339))
+					key, e.Reconciled, e.ReconciledBy, e.ReconciledAt.UTC().Format(time.RFC3339))
 			}
 			if e.EffectConfirmed() {
 				fmt.Fprintf(cmd.ErrOrStderr(), "key %s: effect confirmed (receipt %s); it never runs again. Reject its dead letter: agentdlq redrive reject --pipeline %s --reason effect_unknown --owner %s --why '<why>'\n",
