@@ -148,8 +148,15 @@ func runDemo(ctx context.Context, g *globalFlags, f *demoFlags, out, stderr io.W
 	log := slog.New(slog.NewJSONHandler(logFile, nil))
 
 	step("2/9 topology of pipeline %q from %s", p.Name, g.configPath)
+	// The effect store agentdlq work writes and ledger verify reads: the
+	// effect_unknown letter the demo leaves reached it, so that RUNBOOK's
+	// verify step gives a definite answer on what the demo left.
+	effects, err := localEffects()
+	if err != nil {
+		return err
+	}
 	lp, err := runner.Setup(ctx, runner.Config{AWS: cfg, Pipeline: p, Names: names, WorkerVersion: "demo",
-		Concurrency: sampleworker.LambdaConcurrency, Dependencies: deps, Logger: log, Metrics: logFile})
+		Concurrency: sampleworker.LambdaConcurrency, Dependencies: deps, Effects: effects, Logger: log, Metrics: logFile})
 	if err != nil {
 		return err
 	}
@@ -363,7 +370,7 @@ const demoDependency = "search-api"
 // every client on this machine).
 func demoRedriver(lp *runner.Local, auditPath string, log *slog.Logger) (*redrive.Redriver, error) {
 	return redrive.New(redrive.Config{
-		Pipeline: lp.Pipeline, Queues: lp.Queues, SQS: lp.SQS, Ledger: lp.Ledger, Logger: log,
+		Pipeline: lp.Pipeline, Queues: lp.Queues, SQS: lp.SQS, Ledger: lp.Ledger, Logger: log, FieldNames: flagName,
 		Audit: &audit.Auditor{Store: &audit.FileStore{Path: auditPath}, Logger: log},
 	})
 }
