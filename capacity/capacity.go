@@ -33,13 +33,14 @@ type Input struct {
 }
 
 // MeasuredMostlyOK are the drain's requests per task on the mostly-ok mix
-// (97 % valid), measured on 2026-12-07 with `agentdlq local bench --mix
-// cost --tasks 2000` (docs/performance.md, "What a task costs"): the
-// figures Size scales when Input.PerTask is nil. LogBytes holds Lambda's
-// platform lines at the measured 0.104 invocations a task.
+// (97 % valid, 90 % read-only), measured on 2026-12-07 with `agentdlq local
+// bench --mix mostly-ok --tasks 2000` after a read-only tool's task went to
+// one ledger write (docs/performance.md, "What a task costs"): the figures
+// Size scales when Input.PerTask is nil. LogBytes holds Lambda's platform
+// lines at the measured 0.1015 invocations a task.
 var MeasuredMostlyOK = PerTask{
-	SQSRequests: 0.243, WorkerSQSRequests: 0.0365, WriteUnits: 2.0265, ReadUnits: 0.040, LedgerCalls: 2.072,
-	LogBytes: 97, Invocations: 0.104, BilledMsPerInvocation: 25, Deliveries: 1.032, DeadLetters: 0.0205,
+	SQSRequests: 0.2325, WorkerSQSRequests: 0.0295, WriteUnits: 1.08, ReadUnits: 0.09, LedgerCalls: 1.17,
+	LogBytes: 89.928, Invocations: 0.1015, BilledMsPerInvocation: 18, Deliveries: 1.01, DeadLetters: 0.02,
 }
 
 // Recommendation is what to set: each field but ProcessorConcurrency (the
