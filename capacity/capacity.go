@@ -33,18 +33,20 @@ type Input struct {
 }
 
 // MeasuredMostlyOK are the drain's requests per task on the mostly-ok mix
-// (97 % valid), measured on 2026-12-07 with `agentdlq local bench --mix
-// cost --tasks 2000` (docs/performance.md, "What a task costs"): the
-// figures Size scales when Input.PerTask is nil. LogBytes holds Lambda's
-// platform lines at the measured 0.104 invocations a task.
+// (97 % valid, 90 % read-only), measured on 2026-12-07 with `agentdlq local
+// bench --mix mostly-ok --tasks 2000` after a read-only tool's task went to
+// one ledger write (docs/performance.md, "What a task costs"): the figures
+// Size scales when Input.PerTask is nil. LogBytes holds Lambda's platform
+// lines at the measured 0.1015 invocations a task.
 var MeasuredMostlyOK = PerTask{
-	SQSRequests: 0.243, WorkerSQSRequests: 0.0365, WriteUnits: 2.0265, ReadUnits: 0.040, LedgerCalls: 2.072,
-	LogBytes: 97, Invocations: 0.104, BilledMsPerInvocation: 25, Deliveries: 1.032, DeadLetters: 0.0205,
+	SQSRequests: 0.2325, WorkerSQSRequests: 0.0295, WriteUnits: 1.08, ReadUnits: 0.09, LedgerCalls: 1.17,
+	LogBytes: 89.928, Invocations: 0.1015, BilledMsPerInvocation: 18, Deliveries: 1.01, DeadLetters: 0.02,
 }
 
-// Recommendation is what to set. Fields that have no pipeline setting yet
-// (ProvisionedPollers, ReservedConcurrency, ProcessorConcurrency) are
-// values to set in the construct or the worker by hand.
+// Recommendation is what to set: each field but ProcessorConcurrency (the
+// worker's batch.Config.Concurrency) and VisibilityTimeoutSeconds (a
+// floor) is a setting of pipelines.json; Plan.Checks compares them with the
+// pipeline's.
 type Recommendation struct {
 	BatchSize          int `json:"batch_size"`
 	BatchWindowSeconds int `json:"batch_window_seconds"`
@@ -131,6 +133,36 @@ type Plan struct {
 	FirstQuota string  `json:"first_quota"`
 	MaxRate    float64 `json:"max_rate"`
 	Prices     Prices  `json:"prices"`
+	// Checks compare the pipeline's own settings (pipelines.json, with
+	// their defaults) with what the rate needs: a Check that is not OK
+	// says what goes wrong at this rate with the pipeline as it is.
+	Checks []Check `json:"checks"`
+}
+
+// Check is one pipeline setting against the rate.
+type Check struct {
+	Setting string `json:"setting"`
+	// Pipeline is the setting as the pipeline has it; Recommended what
+	// Plan.Recommend says.
+	Pipeline    string `json:"pipeline"`
+	Recommended string `json:"recommended"`
+	// OK is false when the setting, as it is, fails the rate (a backlog,
+	// throttles, a setting Lambda refuses); a setting that only differs
+	// from the recommendation (more than needed, another mode) is OK with
+	// a Note.
+	OK   bool   `json:"ok"`
+	Note string `json:"note,omitempty"`
+}
+
+// Failed returns the checks that are not OK.
+func (pl *Plan) Failed() []Check {
+	var out []Check
+	for _, c := range pl.Checks {
+		if !c.OK {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // The documented figures Plan checks against (docs/deploying.md, "Sizing a
@@ -166,6 +198,10 @@ const (
 	InFlightFIFO     = 120000
 	// DefaultAccountConcurrency: a Region's Lambda concurrency quota.
 	DefaultAccountConcurrency = 1000
+	// UnreservedMinimum: Lambda keeps this much of the account's
+	// concurrency unreserved; a function's reserved concurrency may take
+	// the rest.
+	UnreservedMinimum = 100
 )
 
 // Sources of the figures, each checked on 2026-12-07 (docs/deploying.md).
@@ -179,6 +215,7 @@ var Sources = map[string]string{
 	"movetask":   "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_StartMessageMoveTask.html",
 	"inflight":   "https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-fifo.html",
 	"visibility": "https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html",
+	"reserved":   "https://docs.aws.amazon.com/lambda/latest/dg/configuration-concurrency.html",
 }
 
 // ErrInput is returned (wrapped) for inputs Plan cannot use.
@@ -250,7 +287,7 @@ func Size(in Input) (*Plan, error) {
 	// takes more than a minute of scaling (300 a minute), or the payload
 	// bytes need more than a few pollers, provisioned mode (about three
 	// times faster scaling, pollers always on) is the answer.
-	target := rec.concurrency(pr, p.FIFO, in.Rate*deliveries*float64(in.PayloadBytes))
+	target := rec.concurrency(pr, p.FIFO, p.ProvisionedPollers != nil, in.Rate*deliveries*float64(in.PayloadBytes))
 	rec.Why = append(rec.Why, fmt.Sprintf("reserved concurrency %d: not below the mapping's maximum, so the drain never throttles itself (a throttled batch returns with its receive count spent, and can reach the DLQ as receive_limit unseen)", rec.ReservedConcurrency))
 	timeout := p.WorkerTimeoutSeconds
 	if timeout == 0 {
@@ -275,6 +312,7 @@ func Size(in Input) (*Plan, error) {
 	pr.DeadLettersPerSecond = in.Rate * pt.DeadLetters
 	pr.RedriveSecondsPerHour = pr.DeadLettersPerSecond * 3600 / MoveTaskPerSecond
 
+	out.Checks = checks(in, out)
 	out.Quotas = quotas(in, out, target)
 	sort.SliceStable(out.Quotas, func(i, j int) bool { return out.Quotas[i].Share > out.Quotas[j].Share })
 	for _, q := range out.Quotas {
@@ -349,23 +387,30 @@ func (in *Input) check() error {
 	return nil
 }
 
-// concurrency chooses the maximum concurrency, or provisioned pollers, and
-// the reserved concurrency, for the predicted p99 concurrency and the
-// payload bytes a second; it returns the target concurrency.
-func (rec *Recommendation) concurrency(pr *Prediction, fifo bool, bytesPerS float64) int {
+// concurrency chooses the maximum concurrency, or provisioned pollers (for
+// a pipeline already in provisioned mode too), and the reserved
+// concurrency, for the predicted p99 concurrency and the payload bytes a
+// second; it returns the target concurrency.
+func (rec *Recommendation) concurrency(pr *Prediction, fifo, provisioned bool, bytesPerS float64) int {
 	target := int(math.Ceil(pr.LambdaConcurrencyP99 * 1.5))
 	target = max(target, 2)
 	pr.SecondsToScale = math.Max(0, (float64(target)-ESMStartBatches)/ESMScalePerMinute*60)
-	if !fifo && (target > ESMScalePerMinute || bytesPerS > 2*PollerBytesPerSecond) {
+	if provisioned || !fifo && (target > ESMScalePerMinute || bytesPerS > 2*PollerBytesPerSecond) {
 		// The minimum covers the bytes (about 5 MB/s a poller, documented);
 		// the maximum also the concurrency at about ten invocations a
 		// poller (an assumption: the figure is not in the API reference).
 		minP := max(MinPollers, int(math.Ceil(bytesPerS/PollerBytesPerSecond)))
 		maxP := max(2*minP, int(math.Ceil(float64(target)/PollerInvocations)))
 		rec.ProvisionedPollers = &Pollers{Min: min(minP, 200), Max: min(MaxPollers, maxP)}
-		rec.ReservedConcurrency = target
-		rec.Why = append(rec.Why, fmt.Sprintf("provisioned pollers %d..%d (no maximum concurrency: the two do not combine): %d concurrent invocations take %.0f s to reach at 300 a minute from 5; a poller moves about 5 MB/s (%.1f MB/s here), and is assumed to keep about %d invocations going",
-			rec.ProvisionedPollers.Min, rec.ProvisionedPollers.Max, target, pr.SecondsToScale, bytesPerS/1e6, PollerInvocations))
+		// The reserved concurrency covers every invocation the pollers can
+		// make (pipeline.MappingConcurrency), as the pipeline requires.
+		rec.ReservedConcurrency = max(target, rec.ProvisionedPollers.Max*pipeline.PollerInvokes)
+		why := fmt.Sprintf("%d concurrent invocations take %.0f s to reach at 300 a minute from 5", target, pr.SecondsToScale)
+		if provisioned {
+			why = "the pipeline is in provisioned mode"
+		}
+		rec.Why = append(rec.Why, fmt.Sprintf("provisioned pollers %d..%d (no maximum concurrency: the two do not combine): %s; a poller moves about 5 MB/s (%.1f MB/s here), and is assumed to keep about %d invocations going",
+			rec.ProvisionedPollers.Min, rec.ProvisionedPollers.Max, why, bytesPerS/1e6, PollerInvocations))
 	} else {
 		rec.MaxConcurrency = min(max(target, 2), ESMMaxBatches)
 		rec.ReservedConcurrency = rec.MaxConcurrency
@@ -431,6 +476,91 @@ func quotas(in Input, pl *Plan, target int) []Quota {
 		qs[i].Share = qs[i].Used / qs[i].Limit
 	}
 	return qs
+}
+
+// checks compares the pipeline's settings with the rate's needs.
+func checks(in Input, pl *Plan) []Check {
+	p, rec, pr := in.Pipeline, pl.Recommend, pl.Predict
+	need := int(math.Ceil(pr.LambdaConcurrencyP99)) // invocations at once at p99
+	var out []Check
+	add := func(setting, have, want string, ok bool, note string) {
+		out = append(out, Check{Setting: setting, Pipeline: have, Recommended: want, OK: ok, Note: note})
+	}
+	itoa := func(n int) string { return fmt.Sprint(n) }
+	pollers := func(pp *Pollers) string { return fmt.Sprintf("%d..%d", pp.Min, pp.Max) }
+
+	// The event source's concurrency: what it can invoke at once.
+	mapping := p.MappingConcurrency()
+	have := fmt.Sprintf("max_concurrency %d", p.MaxConcurrency)
+	if pp := p.ProvisionedPollers; pp != nil {
+		have = fmt.Sprintf("provisioned_pollers %d..%d (%d invocations at once)", pp.Minimum, pp.Maximum, mapping)
+	}
+	want := fmt.Sprintf("max_concurrency %d", rec.MaxConcurrency)
+	if rec.ProvisionedPollers != nil {
+		want = "provisioned_pollers " + pollers(rec.ProvisionedPollers)
+	}
+	switch {
+	case mapping < need:
+		add("event source concurrency", have, want, false, fmt.Sprintf(
+			"the event source invokes the worker at most %d times at once and the rate needs %d at p99 (%.1f): the backlog grows and tasks wait until their retention runs out", mapping, need, pr.LambdaConcurrencyP99))
+	case p.ProvisionedPollers == nil && rec.ProvisionedPollers != nil:
+		add("event source concurrency", have, want, true, fmt.Sprintf(
+			"enough at the rate's pace, but on-demand polling takes %.0f s to scale to it (300 a minute from 5): provisioned mode scales about 3x faster", pr.SecondsToScale))
+	default:
+		add("event source concurrency", have, want, true, fmt.Sprintf("room for the p99 concurrency %.1f", pr.LambdaConcurrencyP99))
+	}
+	if pp := p.ProvisionedPollers; pp != nil && rec.ProvisionedPollers != nil && pp.Minimum < rec.ProvisionedPollers.Min {
+		add("provisioned_pollers.minimum", itoa(pp.Minimum), itoa(rec.ProvisionedPollers.Min), true, fmt.Sprintf(
+			"%d pollers move about %.0f MB/s and the tasks bring %.1f MB/s: the pollers scale up from the minimum before the backlog clears", pp.Minimum, float64(pp.Minimum)*PollerBytesPerSecond/1e6, in.Rate*math.Max(pr.DrainPerTask.Deliveries, 1)*float64(pl.Payload)/1e6))
+	}
+
+	// The worker's reserved concurrency: the drain's own ceiling.
+	reserved := p.ReservedConcurrency
+	switch {
+	case reserved == 0:
+		add("reserved_concurrency", "unset (the account's unreserved pool)", itoa(rec.ReservedConcurrency), true,
+			"the worker shares the account's unreserved concurrency: another function's burst can throttle the drain, and a throttled batch returns with its receive spent")
+	case reserved < need:
+		add("reserved_concurrency", itoa(reserved), itoa(rec.ReservedConcurrency), false, fmt.Sprintf(
+			"below the %d invocations at once the rate needs at p99 (%.1f): the worker is throttled or the backlog grows; raise it to at least %d", need, pr.LambdaConcurrencyP99, need))
+	case reserved < mapping:
+		add("reserved_concurrency", itoa(reserved), itoa(rec.ReservedConcurrency), false, fmt.Sprintf(
+			"below the %d invocations the event source can make at once: a throttled invocation returns its messages with the receive spent, and a healthy task can reach the DLQ as receive_limit", mapping))
+	case reserved > in.AccountConcurrency-UnreservedMinimum:
+		add("reserved_concurrency", itoa(reserved), itoa(rec.ReservedConcurrency), false, fmt.Sprintf(
+			"more than the account's %d less the %d Lambda keeps unreserved: Lambda refuses it (%s)", in.AccountConcurrency, UnreservedMinimum, Sources["reserved"]))
+	default:
+		add("reserved_concurrency", itoa(reserved), itoa(rec.ReservedConcurrency), true, fmt.Sprintf("covers the event source's %d and the rate's %d at p99", mapping, need))
+	}
+	if rec.ReservedConcurrency > in.AccountConcurrency-UnreservedMinimum {
+		out = append(out, Check{Setting: "account concurrency", Pipeline: itoa(in.AccountConcurrency), Recommended: itoa(rec.ReservedConcurrency + UnreservedMinimum), OK: false,
+			Note: fmt.Sprintf("the rate needs a reserved concurrency of %d and Lambda keeps %d of the account's %d unreserved: ask for a higher quota (%s)", rec.ReservedConcurrency, UnreservedMinimum, in.AccountConcurrency, Sources["account"])})
+	}
+
+	// Batching and memory: a difference costs money or latency, not tasks.
+	fits := float64(p.BatchSize)*float64(pl.Payload+500) <= 6e6
+	add("batch_size", itoa(p.BatchSize), itoa(rec.BatchSize), fits,
+		unless(fits, fmt.Sprintf("%d payloads of %d bytes exceed Lambda's 6 MB invocation", p.BatchSize, pl.Payload)))
+	add("batch_window_seconds", itoa(p.BatchWindowSeconds), itoa(rec.BatchWindowSeconds), true,
+		unless(p.BatchWindowSeconds == rec.BatchWindowSeconds, "a different window changes the invocations and requests a task (the prediction uses the recommended one), not what the drain can take"))
+	enough := p.WorkerMemoryMB >= rec.WorkerMemoryMB
+	add("worker_memory_mb", itoa(p.WorkerMemoryMB), itoa(rec.WorkerMemoryMB), enough,
+		unless(enough, "a batch's payloads need more: the worker can run out of memory"))
+	// Lambda's advice: six times the function's timeout plus the window
+	// (a slower batch's messages reappear while it runs: a second delivery,
+	// which the ledger catches, and a receive spent).
+	floor := 6*p.WorkerTimeoutSeconds + p.BatchWindowSeconds
+	add("visibility_timeout_seconds", itoa(p.VisibilityTimeoutSeconds), ">= "+itoa(floor), true,
+		unless(p.VisibilityTimeoutSeconds >= floor, fmt.Sprintf("%d s below Lambda's advice of six times worker_timeout_seconds plus the batching window (%s): a batch that runs to its timeout has its messages delivered again and a receive spent", floor-p.VisibilityTimeoutSeconds, Sources["visibility"])))
+	return out
+}
+
+// unless is note when ok is false, else "".
+func unless(ok bool, note string) string {
+	if ok {
+		return ""
+	}
+	return note
 }
 
 // DrainMs is the drain's own time in one invocation of records records

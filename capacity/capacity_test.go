@@ -126,8 +126,13 @@ func TestPredictionMatchesMeasuredCounts(t *testing.T) {
 	// what full batches save.
 	bench := p.PerMillion(measured, 256, false)
 	assert.InDelta(t, bench.Total, pr.DrainCostPerMillion.Total, 0.05*bench.Total)
-	// The goal of issue 31: the drain's DynamoDB share is most of it.
+	// The drain's DynamoDB share is still most of it, and the goal of
+	// issue 31 holds on the measured counts: at most $1.00 a million
+	// tasks on the mostly-ok mix, in full batches as in the bench's own
+	// pricing.
 	assert.Greater(t, pr.DrainCostPerMillion.DynamoDB, pr.DrainCostPerMillion.Total/2)
+	assert.LessOrEqual(t, pr.DrainCostPerMillion.Total, 1.00)
+	assert.LessOrEqual(t, bench.Total, 1.00)
 }
 
 func TestPricesPerMillion(t *testing.T) {
@@ -141,4 +146,96 @@ func TestPricesPerMillion(t *testing.T) {
 	assert.InDelta(t, 0.5, c.Logs, 1e-12)
 	fifo := p.PerMillion(capacity.PerTask{SQSRequests: 1}, 128, true)
 	assert.InDelta(t, 0.50, fifo.SQS, 1e-12)
+}
+
+// check returns the plan's check of setting.
+func check(t *testing.T, pl *capacity.Plan, setting string) capacity.Check {
+	t.Helper()
+	for _, c := range pl.Checks {
+		if c.Setting == setting {
+			return c
+		}
+	}
+	t.Fatalf("no check of %s in %+v", setting, pl.Checks)
+	return capacity.Check{}
+}
+
+// The plan checks the pipeline's own event source and reserved concurrency
+// against what the rate needs, and says which fails.
+func TestChecksAgainstThePipeline(t *testing.T) {
+	base := agentTasks(t, "agent-tasks") // max_concurrency 10, reserved 10 (its default)
+	with := func(f func(p *pipeline.Pipeline)) *pipeline.Pipeline {
+		p := *base
+		f(&p)
+		return &p
+	}
+	size := func(p *pipeline.Pipeline, rate float64) *capacity.Plan {
+		pl, err := capacity.Size(capacity.Input{Pipeline: p, Rate: rate})
+		require.NoError(t, err)
+		return pl
+	}
+
+	// A trickle: the pipeline as it is holds.
+	pl := size(base, 2)
+	assert.Empty(t, pl.Failed(), "agent-tasks at 2 tasks/s: %+v", pl.Checks)
+	assert.Equal(t, "10", check(t, pl, "reserved_concurrency").Pipeline)
+
+	// 200 tasks/s needs about 21 invocations at once at p99: ten are not
+	// enough, for the event source nor for the reserved concurrency.
+	pl = size(base, 200)
+	need := int(math.Ceil(pl.Predict.LambdaConcurrencyP99))
+	require.Greater(t, need, 10)
+	src, res := check(t, pl, "event source concurrency"), check(t, pl, "reserved_concurrency")
+	assert.False(t, src.OK)
+	assert.Contains(t, src.Note, "at most 10 times at once")
+	assert.False(t, res.OK)
+	assert.Contains(t, res.Note, "below the")
+	assert.Contains(t, res.Note, "the rate needs at p99")
+
+	// Raised to the recommendation, both hold.
+	rec := pl.Recommend
+	pl = size(with(func(p *pipeline.Pipeline) {
+		p.MaxConcurrency, p.ReservedConcurrency = rec.MaxConcurrency, rec.ReservedConcurrency
+	}), 200)
+	assert.True(t, check(t, pl, "event source concurrency").OK)
+	assert.True(t, check(t, pl, "reserved_concurrency").OK)
+
+	// A reserved concurrency the rate fits but the event source exceeds
+	// (pipelines.json refuses it; a stack edited by hand may have it).
+	pl = size(with(func(p *pipeline.Pipeline) { p.MaxConcurrency, p.ReservedConcurrency = 100, need+2 }), 200)
+	res = check(t, pl, "reserved_concurrency")
+	assert.False(t, res.OK)
+	assert.Contains(t, res.Note, "receive_limit")
+
+	// More than the account can reserve.
+	pl, err := capacity.Size(capacity.Input{Pipeline: with(func(p *pipeline.Pipeline) { p.MaxConcurrency, p.ReservedConcurrency = 100, 950 }), Rate: 200})
+	require.NoError(t, err)
+	res = check(t, pl, "reserved_concurrency")
+	assert.False(t, res.OK)
+	assert.Contains(t, res.Note, "unreserved")
+}
+
+// A pipeline in provisioned mode is sized in provisioned mode, and its
+// pollers' invocations are checked against the rate.
+func TestChecksProvisionedPollers(t *testing.T) {
+	base := agentTasks(t, "agent-tasks")
+	p := *base
+	p.MaxConcurrency = 0
+	p.ProvisionedPollers = &pipeline.ProvisionedPollers{Minimum: 2, Maximum: 5}
+	p.ReservedConcurrency = p.MappingConcurrency() // 50
+	pl, err := capacity.Size(capacity.Input{Pipeline: &p, Rate: 200})
+	require.NoError(t, err)
+	r := pl.Recommend
+	require.NotNil(t, r.ProvisionedPollers, "the pipeline's mode is kept")
+	assert.Zero(t, r.MaxConcurrency)
+	assert.GreaterOrEqual(t, r.ReservedConcurrency, r.ProvisionedPollers.Max*pipeline.PollerInvokes, "the reserved concurrency covers the pollers' invocations")
+	assert.Empty(t, pl.Failed(), "50 invocations at once hold 200 tasks/s: %+v", pl.Checks)
+	assert.Contains(t, check(t, pl, "event source concurrency").Pipeline, "provisioned_pollers 2..5")
+
+	// A slow tool at a high rate outgrows five pollers.
+	pl, err = capacity.Size(capacity.Input{Pipeline: &p, Rate: 3000, ToolP50: 300 * time.Millisecond, ToolP99: 2 * time.Second})
+	require.NoError(t, err)
+	assert.False(t, check(t, pl, "event source concurrency").OK)
+	assert.False(t, check(t, pl, "reserved_concurrency").OK)
+	assert.Greater(t, pl.Recommend.ProvisionedPollers.Max, 5)
 }

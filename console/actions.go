@@ -68,7 +68,7 @@ const planLimit = 50
 
 // redrivePage shows the plan of a reason or one group, the form, and reject.
 func (s *Server) redrivePage(w http.ResponseWriter, r *http.Request) {
-	f := redriveForm{Reason: r.FormValue("r"), Fingerprint: r.FormValue("fp"), Rate: redrive.DefaultRate, Canary: 1}
+	f := redriveForm{Reason: r.FormValue("r"), Fingerprint: r.FormValue("fp"), Rate: redrive.DefaultRate, Canary: canaryFromPlan}
 	// Back from a dry run's or a redrive's page: its values, to change or run.
 	if j := s.job(r.FormValue("job")); j != nil && j.Pipeline == r.FormValue("p") && j.form != nil {
 		f = *j.form
@@ -116,6 +116,9 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 	if n := len(d.Plan.Groups); n > planLimit {
 		d.Plan.Groups, d.PlanMore = d.Plan.Groups[:planLimit], n-planLimit
 	}
+	if d.Form.Canary == canaryFromPlan {
+		d.Form.Canary = planCanary(d.Plan, d.Total)
+	}
 	d.Verdict = redrive.Decide(deadletter.Reason(f.Reason), redrive.Ack{})
 	title := "Redrive " + f.Reason
 	if f.Fingerprint != "" {
@@ -125,6 +128,23 @@ func (s *Server) renderRedrive(w http.ResponseWriter, r *http.Request, code int,
 		title = "The plan of " + p.Name
 	}
 	s.render(w, r, code, "redrive", page{Title: title, Nav: "pipeline", P: p, Data: d})
+}
+
+// canaryFromPlan marks a fresh form's canary: the plan's suggestion, as
+// the plan's command line says it (redrive.SuggestedCanary).
+const canaryFromPlan = -1
+
+// planCanary is the canary of the plan's select step when the plan has one
+// group with one; else the same rule on the selection's total.
+func planCanary(pl *redrivetype.Plan, total int) int {
+	if pl != nil && len(pl.Groups) == 1 {
+		for _, st := range pl.Groups[0].Next {
+			if st.Action == audit.ActionSelect && st.Canary > 0 {
+				return st.Canary
+			}
+		}
+	}
+	return redrive.SuggestedCanary(total)
 }
 
 func readForm(r *http.Request) (redriveForm, error) {

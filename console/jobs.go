@@ -206,6 +206,8 @@ func (s *Server) redriver(ctx context.Context, p *pipeline.Pipeline, onMove func
 		EvidenceWriter: s.cfg.EvidenceWriter, Catalog: s.cfg.Catalog,
 		Audit:  &audit.Auditor{Store: s.cfg.Audit(p.Name), Logger: s.log, Now: s.cfg.Now},
 		Logger: s.log, Now: s.cfg.Now, OnMove: onMove,
+		// Refusals recorded in the form's words, as refusalText shows them.
+		FieldNames: func(f string) string { return fieldLabel[f] },
 	})
 }
 

@@ -734,6 +734,13 @@ func detailLine(m map[string]string) string {
 	return strings.Join(parts, " ")
 }
 
+// countWords are the audit's count names an operator would not read as
+// meant: a select's "matched" are the letters it chose, its "released" the
+// ones it made visible again at once, which stay in the DLQ (not chosen,
+// or all of a dry run's): as the CLI and the job page say them
+// (redrive.SelectResult.Summary).
+var countWords = map[string]string{"matched": "chosen", "released": "left in the DLQ"}
+
 func countsLine(m map[string]int) string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -742,7 +749,11 @@ func countsLine(m map[string]int) string {
 	slices.Sort(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + " " + strconv.Itoa(m[k])
+		name := k
+		if w, ok := countWords[k]; ok {
+			name = w
+		}
+		parts[i] = name + " " + strconv.Itoa(m[k])
 	}
 	return strings.Join(parts, ", ")
 }

@@ -10,9 +10,10 @@ import (
 )
 
 // Counting wraps a Ledger and counts, per key, the effects it recorded
-// (StartEffect and Complete calls that succeeded; more than one for a key is
-// a duplicate side effect), and every call a worker makes (Begin,
-// StartEffect, Complete, Release, DeadLettered). The load bench and the
+// (StartEffect, Complete and CompleteReadOnly calls that succeeded; more
+// than one for a key is a duplicate side effect), and every call a worker
+// makes (Begin, StartEffect, Complete, CompleteReadOnly, Release,
+// DeadLettered). The load bench and the
 // end-to-end tests count with it. It is safe for concurrent use.
 type Counting struct {
 	Ledger
@@ -65,6 +66,15 @@ func (c *Counting) Complete(ctx context.Context, key, owner, receipt string, now
 	err := c.Ledger.Complete(ctx, key, owner, receipt, now)
 	c.record(c.completed, key, err)
 	return err
+}
+
+// CompleteReadOnly counts a call and, when it succeeded, a completion
+// (an effect recorded, as Complete): more than one for a key is a
+// duplicate.
+func (c *Counting) CompleteReadOnly(ctx context.Context, key, owner, digest, receipt string, now time.Time) (Entry, error) {
+	e, err := c.Ledger.CompleteReadOnly(ctx, key, owner, digest, receipt, now)
+	c.record(c.completed, key, err)
+	return e, err
 }
 
 // Release calls the ledger's Release and counts the call.

@@ -27,6 +27,10 @@
 //	     (lease cleared, ◄──┘  │                        │
 //	      still in_progress)   └────────Begin───────────┘  (a redrive runs it again)
 //
+// A task whose tool declares that it changes nothing skips the claim:
+// CompleteReadOnly takes any state but done (and another owner's live
+// lease) to done in one conditional write, with the checks Begin makes.
+//
 // Begin on a done key fails with ErrDone, so a redelivery or a redrive of
 // done work is a no-op. Begin keeps the first digest of the task's
 // canonical args a key is claimed with (Entry.ArgsDigest), and a Begin
@@ -63,7 +67,7 @@
 // # Errors
 //
 // Test with errors.Is: ErrKeyReused, ErrDone and ErrLeased (Begin,
-// StartEffect),
+// CompleteReadOnly, StartEffect),
 // ErrNotEffectUnknown, ErrReconciled and ErrInvalid (Reconcile), and
 // ErrUnavailable for an outage (throttling, a server fault, the network, a
 // deadline): the worker retries the record and never dead-letters it on a

@@ -176,6 +176,59 @@ func (d *Dynamo) Complete(ctx context.Context, key, owner, receipt string, now t
 	return wrap("complete", err)
 }
 
+// CompleteReadOnly implements Ledger: one conditional update, Begin's
+// condition (the digest, not done, no other owner's unexpired lease) with
+// Complete's changes.
+func (d *Dynamo) CompleteReadOnly(ctx context.Context, key, owner, digest, receipt string, now time.Time) (Entry, error) {
+	update := "SET #st = :done, receipt = :receipt, #ow = :owner, updated_at = :now, expires_at = :exp"
+	cond := "attribute_not_exists(pk) OR ((attribute_not_exists(#st) OR #st <> :done) AND (attribute_not_exists(#st) OR #st <> :inprog OR #ow = :owner OR attribute_not_exists(lease_until) OR lease_until <= :now))"
+	vals := d.touch(map[string]types.AttributeValue{
+		":inprog": s(string(StateInProgress)), ":done": s(string(StateDone)),
+		":owner": s(owner), ":receipt": s(receipt),
+	}, now)
+	if digest != "" {
+		update += ", args_digest = if_not_exists(args_digest, :digest)"
+		cond = "(attribute_not_exists(args_digest) OR args_digest = :digest) AND (" + cond + ")"
+		vals[":digest"] = s(digest)
+	}
+	out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           d.tableName(),
+		Key:                                 d.key(key),
+		UpdateExpression:                    aws.String(update + " REMOVE lease_until"),
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           vals,
+		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		if len(out.Attributes) == 0 {
+			return Entry{}, nil
+		}
+		return decodeEntry(out.Attributes)
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return Entry{}, wrap("complete read-only", err)
+	}
+	item := ccf.Item
+	if item == nil { // the emulator does not return the item: read it
+		e, ok, gerr := d.getExact(ctx, key)
+		if gerr != nil {
+			return Entry{}, gerr
+		}
+		if !ok {
+			return Entry{}, fmt.Errorf("%w: the entry changed during the completion", ErrLeased)
+		}
+		return conflict(e, digest)
+	}
+	e, derr := decodeEntry(item)
+	if derr != nil {
+		return Entry{}, derr
+	}
+	return conflict(e, digest)
+}
+
 // Release implements Ledger: it ends the caller's lease, and does nothing
 // when the caller does not hold it.
 func (d *Dynamo) Release(ctx context.Context, key, owner string, now time.Time) error {

@@ -227,6 +227,21 @@ type Ledger interface {
 	// It is unconditional: the effect happened, and its receipt must not be
 	// lost because a lease ran out.
 	Complete(ctx context.Context, key, owner, receipt string, now time.Time) error
+	// CompleteReadOnly settles, in one conditional write and with no Begin
+	// before it, a task whose tool declares that it changes nothing: it
+	// marks key done with receipt and owner, records digest where the
+	// entry has none (as Begin does), clears the lease and returns the
+	// entry as it was before (the zero Entry for a new key). It is refused,
+	// changing nothing, with the errors of Begin in Begin's precedence:
+	// ErrKeyReused when the entry holds another digest (Entry.KeyReused);
+	// ErrDone when the key is done (so that a redelivery of done work is
+	// acknowledged as a no-op, and of concurrent calls on one key exactly
+	// one succeeds); ErrLeased when another owner holds an unexpired lease
+	// (a Begin's claim). It keeps the counts, and anyone may complete a
+	// dead-lettered, released, expired or stateless key. Unlike Begin it
+	// does not consult the entry the version before scoping wrote (see
+	// Key): the task it settles had no effect to repeat.
+	CompleteReadOnly(ctx context.Context, key, owner, digest, receipt string, now time.Time) (Entry, error)
 	// Release gives up the lease after a failure that will be retried, so
 	// that the next delivery need not wait for it to expire. It does nothing
 	// (and returns nil) when the caller does not hold the key, or the key is

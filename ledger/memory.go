@@ -83,6 +83,33 @@ func (m *Memory) Complete(_ context.Context, key, owner, receipt string, now tim
 	return nil
 }
 
+// CompleteReadOnly implements Ledger.
+func (m *Memory) CompleteReadOnly(_ context.Context, key, owner, digest, receipt string, now time.Time) (Entry, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e, ok := m.lookup(key)
+	var before Entry // a new key: the zero Entry
+	if ok {
+		before = *e
+		switch {
+		case e.KeyReused(digest):
+			return before, ErrKeyReused
+		case e.State == StateDone:
+			return before, ErrDone
+		case e.State == StateInProgress && e.Owner != owner && now.Before(e.LeaseUntil):
+			return before, ErrLeased
+		}
+	} else {
+		e = m.newEntry(key)
+	}
+	e.State, e.Receipt, e.Owner, e.LeaseUntil = StateDone, receipt, owner, time.Time{}
+	if e.ArgsDigest == "" {
+		e.ArgsDigest = digest
+	}
+	m.touch(e, now)
+	return before, nil
+}
+
 // Release implements Ledger.
 func (m *Memory) Release(_ context.Context, key, owner string, now time.Time) error {
 	m.mu.Lock()

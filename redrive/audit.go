@@ -14,7 +14,8 @@ import (
 // audit.Name, with the caller not checked (the OS user: STS was not asked),
 // and returns it as a refusal
 // (errors.Is(err, ErrRefused); an error that was not one becomes a refusal
-// with code bad_input). A failure to audit is joined to it. Refusals of a
+// with code bad_input). err is recorded as given: a caller tells a refusal's
+// field in its users' words first (Told, as Config.FieldNames). A failure to audit is joined to it. Refusals of a
 // Redriver's own actions are audited by the actions themselves.
 func Refuse(ctx context.Context, a *audit.Auditor, pipelineName string, action audit.Action, who Who, err error) error {
 	if !errors.Is(err, ErrRefused) {

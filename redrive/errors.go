@@ -3,6 +3,7 @@ package redrive
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/agentdlq/agentdlq/redrive/redrivetype"
@@ -61,6 +62,25 @@ func (r *Refusal) Error() string {
 
 // Is makes errors.Is(err, ErrRefused) true for every refusal.
 func (r *Refusal) Is(target error) bool { return target == ErrRefused }
+
+// Told is err's text with the refusal in its chain naming its field in the
+// caller's words (names, as Config.FieldNames): "refused (owner_missing):
+// --owner is required ..." where Error says "Owner is required ...". An
+// error without a refusal, a refusal without a field, a nil names or a field
+// names does not know keep their text.
+func Told(err error, names func(field string) string) string {
+	var rf *Refusal
+	if names == nil || !errors.As(err, &rf) || rf.Field == "" {
+		return err.Error()
+	}
+	n := names(rf.Field)
+	if n == "" || n == rf.Field {
+		return err.Error()
+	}
+	told := *rf
+	told.Field = n
+	return strings.Replace(err.Error(), rf.Error(), told.Error(), 1)
+}
 
 func refuse(code redrivetype.Code, format string, args ...any) *Refusal {
 	return &Refusal{Code: code, Reason: fmt.Sprintf(format, args...)}

@@ -95,3 +95,40 @@ func TestSelectAndRejectAcceptAPrefix(t *testing.T) {
 	assert.Equal(t, []string{"fp-schema_invalid-web.search"}, last.Fingerprints)
 	assert.Equal(t, 2, last.Counts["schema_invalid"])
 }
+
+// A refusal of one field is audited in the caller's words
+// (Config.FieldNames): the record says what the person saw, while the
+// returned refusal keeps the Go name for callers that branch on it.
+func TestRefusalAuditedInTheCallersWords(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	seed(t, f, q, 2, deadletter.ReasonSchemaInvalid)
+	r, store, _ := newRedriver(t, p, f, q)
+	r.cfg.FieldNames = func(field string) string {
+		return map[string]string{"Fingerprints": "--fingerprint", "Owner": "--owner"}[field]
+	}
+	ctx := context.Background()
+
+	req := selReq(p, deadletter.ReasonSchemaInvalid)
+	req.Ack.FixDeployed = "worker v1.3.0"
+	req.Groups = []Group{{deadletter.ReasonSchemaInvalid, "fp-schema_invalid-web.search", 2}}
+	req.Fingerprints = []string{"d09"}
+	_, err := r.Select(ctx, req)
+	var rf *Refusal
+	require.ErrorAs(t, err, &rf)
+	assert.Equal(t, "Fingerprints", rf.Field, "the refusal keeps the Go name")
+	last := store.all()[len(store.all())-1]
+	assert.Contains(t, last.Error, `--fingerprint "d09" is too short`)
+	assert.NotContains(t, last.Error, "Fingerprints")
+
+	req.Fingerprints, req.Who.Owner = nil, ""
+	_, err = r.Select(ctx, req)
+	require.ErrorAs(t, err, &rf)
+	last = store.all()[len(store.all())-1]
+	assert.Contains(t, last.Error, "--owner is required")
+
+	// A field the caller does not name keeps its Go name.
+	assert.Equal(t, err.Error(), Told(err, func(string) string { return "" }))
+}

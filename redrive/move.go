@@ -84,7 +84,7 @@ func (r *Redriver) record(ctx context.Context, rec audit.Entry, err error) error
 		rec.Caller = &c
 	}
 	if err != nil && rec.Error == "" {
-		rec.Error = err.Error()
+		rec.Error = Told(err, r.cfg.FieldNames)
 	}
 	if rec.Outcome == "" {
 		switch {
@@ -144,10 +144,13 @@ func ackDetail(ack Ack) map[string]string {
 func (r *Redriver) Start(ctx context.Context, req StartRequest) (redrivetype.MoveTask, error) {
 	var scanErr error
 	var partial *PartialError
+	var infos map[string]groupInfo
 	if req.Groups == nil {
 		if scanErr = r.pureGate(req.Who, req.Rate); scanErr == nil {
 			var rep *report.Report
-			if req.Groups, rep, scanErr = r.scan(ctx); scanErr == nil && rep.Scan.Partial {
+			req.Groups, rep, scanErr = r.scan(ctx)
+			infos = groupInfos(rep)
+			if scanErr == nil && rep.Scan.Partial {
 				req.ScanPartial = rep.Scan.PartialReason
 				partial = scanPartial(rep)
 			}
@@ -161,14 +164,14 @@ func (r *Redriver) Start(ctx context.Context, req StartRequest) (redrivetype.Mov
 	if scanErr != nil {
 		return redrivetype.MoveTask{}, r.record(ctx, rec, scanErr)
 	}
-	task, err := r.start(ctx, req, partial)
+	task, err := r.start(ctx, req, partial, infos)
 	if task.TaskHandle != "" {
 		rec.Detail["task_handle"] = task.TaskHandle
 	}
 	return task, r.record(ctx, rec, err)
 }
 
-func (r *Redriver) start(ctx context.Context, req StartRequest, partial *PartialError) (redrivetype.MoveTask, error) {
+func (r *Redriver) start(ctx context.Context, req StartRequest, partial *PartialError, infos map[string]groupInfo) (redrivetype.MoveTask, error) {
 	api := r.cfg.SQS
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
 		return redrivetype.MoveTask{}, err
@@ -194,10 +197,23 @@ func (r *Redriver) start(ctx context.Context, req StartRequest, partial *Partial
 		}
 		return redrivetype.MoveTask{}, partial
 	}
-	if err := startForbidden(req.Groups, req.Ack); err != nil {
-		return redrivetype.MoveTask{}, err
+	// The owner's rejections: a rejected group is told as rejected (a move
+	// task would move it anyway), never offered a rejection again.
+	d, derr := r.Decisions(ctx)
+	if derr != nil {
+		r.log().WarnContext(ctx, "start: past rejections not read", "error", derr.Error())
 	}
+	forbidden := startForbidden(req.Groups, req.Ack, d, infos)
 	tasks, err := r.listTasks(ctx, api)
+	if errors.Is(err, ErrUnsupported) && forbidden != nil {
+		// Both: the groups a move task may not move, and no move tasks
+		// here at all (the local emulator).
+		forbidden.Reason += "; besides, this endpoint has no message move tasks (the local emulator, fauxqs, has no StartMessageMoveTask): redrive selectively, reason by reason (agentdlq redrive select)"
+		return redrivetype.MoveTask{}, forbidden
+	}
+	if forbidden != nil {
+		return redrivetype.MoveTask{}, forbidden
+	}
 	if err != nil {
 		return redrivetype.MoveTask{}, err
 	}
@@ -315,29 +331,47 @@ func (r *Redriver) cancel(ctx context.Context, req CancelRequest) (int64, string
 // startForbidden refuses a move task while the DLQ holds a group that the
 // policy does not let go with ack, naming each such reason once, with its
 // count and what it would take: one short line, however many groups.
-func startForbidden(groups []Group, ack Ack) error {
+func startForbidden(groups []Group, ack Ack, d redrivetype.Decisions, infos map[string]groupInfo) *Refusal {
 	counts := map[deadletter.Reason]int{}
+	rejected := map[deadletter.Reason]int{}
+	allowed := map[deadletter.Reason]int{}
 	for _, g := range groups {
+		// Rejected, as the plan says it: unless dead letters arrived
+		// after the rejection (then the policy's steps stand).
+		if prev, ok := rejection(d, g.Reason, g.Fingerprint); ok && !infos[groupID(g.Reason, g.Fingerprint)].LastSeen.After(prev.Time) {
+			rejected[g.Reason] += g.Count
+			continue
+		}
 		switch {
 		case g.Reason.Redrivable() == deadletter.RedriveNeverBlind:
 			// Even overridden: a move task cannot leave behind the keys
 			// whose effect the owner confirmed. select can.
 		case Decide(g.Reason, ack).Allowed:
+			allowed[g.Reason] += g.Count
 			continue
 		}
 		counts[g.Reason] += g.Count
 	}
-	if len(counts) == 0 {
+	if len(counts) == 0 && len(rejected) == 0 {
 		return nil
 	}
 	var parts []string
 	for _, reason := range sortedReasons(counts) {
 		parts = append(parts, fmt.Sprintf("%s %d (%s)", reason, counts[reason], startNeeds(reason)))
 	}
+	for _, reason := range sortedReasons(rejected) {
+		parts = append(parts, fmt.Sprintf("%s %d (rejected: never redriven, and a move task would move them anyway)", reason, rejected[reason]))
+	}
 	rf := refuse(redrivetype.CodeForbidden, "a move task moves everything, and the DLQ holds dead letters it may not move: %s; redrive the others selectively, reason by reason",
 		strings.Join(parts, ", "))
 	for _, reason := range sortedReasons(counts) {
 		rf.Next = append(rf.Next, policySteps(reason, "", counts[reason])...)
+	}
+	if len(rf.Next) == 0 {
+		// Only rejected groups stand in the way: the others, selectively.
+		for _, reason := range sortedReasons(allowed) {
+			rf.Next = append(rf.Next, selectStep(reason, "", allowed[reason]))
+		}
 	}
 	return rf
 }

@@ -6,14 +6,17 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -22,6 +25,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 func transientGroups(n int) []Group { return []Group{{deadletter.ReasonBudgetExhausted, "fp-be", n}} }
@@ -278,4 +282,66 @@ func TestStartUnsupportedEndpoint(t *testing.T) {
 	recs := store.all()
 	require.Len(t, recs, 2)
 	assert.Equal(t, audit.OutcomeFailed, recs[0].Outcome)
+}
+
+// start reads the owner's past rejections: a rejected group is told as
+// rejected (a move task would move it anyway), and never offered a
+// rejection again; the next steps are the others' selects.
+func TestStartReadsPastRejections(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	r, _, _ := newRedriver(t, p, f, q)
+	r.cfg.Audit.Store = &audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")} // one that reads back
+	ctx := context.Background()
+	groups := append(transientGroups(3), Group{deadletter.ReasonPolicyLimit, "fp-pl", 1})
+	who := Who{Owner: p.Owner, Why: "quota raised"}
+
+	_, err := r.Start(ctx, StartRequest{Who: who, Rate: 10, Groups: groups})
+	var rf *Refusal
+	require.ErrorAs(t, err, &rf)
+	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionReject, Reason: deadletter.ReasonPolicyLimit}}, rf.Next, "before the rejection: reject it")
+
+	_, err = r.Reject(ctx, RejectRequest{Who: who, Reasons: []deadletter.Reason{deadletter.ReasonPolicyLimit}, Groups: groups})
+	require.NoError(t, err)
+	_, err = r.Start(ctx, StartRequest{Who: who, Rate: 10, Groups: groups})
+	require.ErrorAs(t, err, &rf)
+	assert.Equal(t, redrivetype.CodeForbidden, rf.Code, "a move task would move the rejected group: still refused")
+	assert.Contains(t, rf.Reason, "policy_limit 1 (rejected: never redriven, and a move task would move them anyway)")
+	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonBudgetExhausted, Canary: 1}}, rf.Next, "no rejection again: the others, selectively")
+	assert.Empty(t, f.Started)
+
+	// Dead letters that arrived after the rejection: decide again, as the
+	// plan says (the scan's report says when the group's latest arrived).
+	r.cfg.Scan = func(context.Context) (*report.Report, error) {
+		return &report.Report{Groups: []report.Group{
+			{Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp-be", Count: 3},
+			{Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl", Count: 2, LastSeen: time.Now().Add(time.Hour)},
+		}}, nil
+	}
+	_, err = r.Start(ctx, StartRequest{Who: who, Rate: 10})
+	require.ErrorAs(t, err, &rf)
+	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionReject, Reason: deadletter.ReasonPolicyLimit}}, rf.Next, "arrived since: reject again")
+}
+
+// Where move tasks do not exist (the local emulator), start says so, beside
+// the groups a move task may not move, and points to select.
+func TestStartWhereMoveTasksDoNotExist(t *testing.T) {
+	t.Parallel()
+	p := testPipeline(t, "agent-tasks")
+	f := newFakeSQS()
+	q := f.addPair(p)
+	f.StartErr = &smithy.GenericAPIError{Code: "UnknownOperationException", Message: "unknown operation"}
+	r, _, _ := newRedriver(t, p, f, q)
+	ctx := context.Background()
+	who := Who{Owner: p.Owner, Why: "quota raised"}
+
+	_, err := r.Start(ctx, StartRequest{Who: who, Rate: 10, Groups: transientGroups(3)})
+	require.ErrorIs(t, err, ErrUnsupported)
+	assert.Contains(t, err.Error(), "The local emulator (fauxqs) has no move tasks: redrive selectively")
+
+	_, err = r.Start(ctx, StartRequest{Who: who, Rate: 10, Groups: append(transientGroups(3), Group{deadletter.ReasonPolicyLimit, "fp-pl", 1})})
+	assert.Equal(t, redrivetype.CodeForbidden, RefusalCode(err))
+	assert.Contains(t, err.Error(), "this endpoint has no message move tasks (the local emulator, fauxqs, has no StartMessageMoveTask): redrive selectively")
 }

@@ -43,17 +43,17 @@ func TestBuildPlan(t *testing.T) {
 	}
 	be := byReason[deadletter.ReasonBudgetExhausted]
 	assert.True(t, be.MayRedrive)
-	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp-be", Canary: 5}}, be.Next)
+	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonBudgetExhausted, Fingerprint: "fp-be", Canary: 1}}, be.Next, "7 letters: one canary, never the whole group")
 	assert.Contains(t, be.Why, "failed on every receive", "redrivable by policy is not a promise: canary first")
 	si := byReason[deadletter.ReasonSchemaInvalid]
 	assert.False(t, si.MayRedrive)
 	assert.Contains(t, si.Why, "fix is deployed")
 	assert.Equal(t, "Ack.FixDeployed", si.Needs)
-	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp-si", Canary: 4, Needs: []string{"Ack.FixDeployed"}}}, si.Next)
+	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionSelect, Reason: deadletter.ReasonSchemaInvalid, Fingerprint: "fp-si", Canary: 1, Needs: []string{"Ack.FixDeployed"}}}, si.Next)
 	eu := byReason[deadletter.ReasonEffectUnknown]
 	assert.Equal(t, []redrivetype.Step{
 		{Action: audit.ActionReconcile, Reason: deadletter.ReasonEffectUnknown, Fingerprint: "fp-eu", Needs: []string{"Key", "Outcome"}},
-		{Action: audit.ActionSelect, Reason: deadletter.ReasonEffectUnknown, Fingerprint: "fp-eu", Canary: 2},
+		{Action: audit.ActionSelect, Reason: deadletter.ReasonEffectUnknown, Fingerprint: "fp-eu", Canary: 1},
 	}, eu.Next, "reconcile first; then a select that needs no made-up override")
 	pll := byReason[deadletter.ReasonPolicyLimit]
 	assert.Equal(t, []redrivetype.Step{{Action: audit.ActionReject, Reason: deadletter.ReasonPolicyLimit, Fingerprint: "fp-pl"}}, pll.Next)
@@ -168,4 +168,17 @@ func TestPlanOnAPartialScan(t *testing.T) {
 	recs := store.all()
 	require.Len(t, recs, 1)
 	assert.Equal(t, audit.OutcomePartial, recs[0].Outcome)
+}
+
+// The suggested canary is a sample, never the whole group: a tenth, at
+// least one, at most maxSuggestedCanary, fewer than n when n > 1 (the plan
+// once suggested --canary 4 for a group of 4).
+func TestSuggestedCanary(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int]int{0: 1, 1: 1, 2: 1, 4: 1, 19: 1, 20: 2, 35: 3, 100: 10, 5000: 10} {
+		assert.Equal(t, want, SuggestedCanary(n), "n=%d", n)
+		if n > 1 {
+			assert.Less(t, SuggestedCanary(n), n)
+		}
+	}
 }

@@ -130,6 +130,13 @@ type Config struct {
 	// no outcome, how long it has waited and its timeout (a progress line:
 	// without a worker consuming the hot queue nothing ever comes).
 	OnCanary func(pending, moved int, waited, timeout time.Duration)
+	// FieldNames is optional: the caller's name for a request field a
+	// refusal names (Refusal.Field: "Owner", "Fingerprints", ...), as its
+	// users know it — the CLI its flag ("--owner"), the console its form
+	// field. The audit records a refusal in these words, so that the record
+	// says what the person saw; "" (or nil) keeps the Go name. The returned
+	// *Refusal keeps the Go name in Field, for callers that branch on it.
+	FieldNames func(field string) string
 }
 
 // errConfig wraps every error of New. It is also a refusal (errors.Is

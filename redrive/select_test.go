@@ -322,22 +322,28 @@ func (w *simWorker) drain() {
 
 func (w *simWorker) handle(ctx context.Context, id, body string, attrs map[string]sqstypes.MessageAttributeValue) {
 	key := keyOf(w.t, body)
+	var task struct {
+		Tenant string `json:"tenant"`
+	}
+	require.NoError(w.t, json.Unmarshal([]byte(body), &task))
+	// The key as the worker claims it: scoped to the pipeline and the task's tenant.
+	scoped := ledger.Key("agent-tasks", task.Tenant, key) // every test here runs agent-tasks (acmeKey)
 	now := time.Now()
-	if _, err := w.led.Begin(ctx, acmeKey(key), id, "", now, time.Minute); errors.Is(err, ledger.ErrDone) {
+	if _, err := w.led.Begin(ctx, scoped, id, "", now, time.Minute); errors.Is(err, ledger.ErrDone) {
 		w.mu.Lock()
 		w.noops++
 		w.mu.Unlock()
 		return
 	}
 	if w.fail[key] {
-		dl, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: id}, attributesFromSQS(attrs))
+		dl, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: deadletter.ReasonBudgetExhausted, IdempotencyKey: key, MessageID: id, Tenant: task.Tenant}, attributesFromSQS(attrs))
 		require.NoError(w.t, err)
 		w.f.put(w.q.DLQURL, body, dl, "")
-		_, err = w.led.DeadLettered(ctx, acmeKey(key), deadletter.ReasonBudgetExhausted, now)
+		_, err = w.led.DeadLettered(ctx, scoped, deadletter.ReasonBudgetExhausted, now)
 		require.NoError(w.t, err)
 		return
 	}
-	require.NoError(w.t, w.led.Complete(ctx, acmeKey(key), id, "receipt-"+key, now))
+	require.NoError(w.t, w.led.Complete(ctx, scoped, id, "receipt-"+key, now))
 	w.mu.Lock()
 	w.processed[key]++
 	w.mu.Unlock()

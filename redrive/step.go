@@ -6,9 +6,24 @@ import (
 	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 )
 
-// canaryOf is the canary the plan suggests for a group of n letters: up to
-// five, at least one.
-func canaryOf(n int) int { return max(1, min(5, n)) }
+// SuggestedCanary is the canary the plan suggests for a selection of n
+// letters — a tenth of them, at least one and at most maxSuggestedCanary,
+// and fewer than n when n > 1, so that a canary is never the whole group:
+// 1 for 1 to 19 letters, 2 for 20, 10 from 100. The plan's steps carry it
+// (and so its printed `--canary N`), and the console's form starts from the
+// plan's. The CLI's --canary has no default of its own: without it there
+// is no canary.
+func SuggestedCanary(n int) int {
+	if n <= 1 {
+		return 1
+	}
+	return min(max(1, n/10), maxSuggestedCanary, n-1)
+}
+
+// maxSuggestedCanary caps SuggestedCanary: a canary is a sample, not a batch.
+const maxSuggestedCanary = 10
+
+func canaryOf(n int) int { return SuggestedCanary(n) }
 
 // selectStep is a canaried select of a group, with what the policy needs.
 func selectStep(reason deadletter.Reason, fingerprint string, n int, needs ...string) redrivetype.Step {

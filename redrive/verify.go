@@ -221,7 +221,7 @@ func (r *Redriver) verifyKey(ctx context.Context, req VerifyRequest, row *redriv
 	var rf *Refusal
 	switch {
 	case errors.As(err, &rf):
-		row.Refused = rf.Error()
+		row.Refused = Told(rf, r.cfg.FieldNames) // as the audit records it
 	case err != nil:
 		return err
 	default:

@@ -150,18 +150,24 @@ func TestRunCountsRequests(t *testing.T) {
 	assert.Positive(t, recv.Calls)
 	assert.EqualValues(t, res.Receives, recv.Entries, "every delivery came through the counted receive")
 	assert.Positive(t, del.Entries)
-	// Two ledger writes a valid task (Begin, Complete), one unit each: the
-	// items are under 1 KB, and DynamoDB's reported units say so.
-	assert.GreaterOrEqual(t, upd.Calls, int64(2*90))
-	assert.InDelta(t, float64(upd.Calls), upd.WriteUnits+float64(upd.ConditionFailed), 0.5)
+	// One ledger write a processed read-only task (CompleteReadOnly), three
+	// a mutating one (Begin, StartEffect, Complete), one unit each: the
+	// items are under 1 KB, and DynamoDB's reported units say so. A call
+	// that failed (on a loaded machine the emulator can time out) reports
+	// no capacity: the units are those of the calls that answered.
+	answered := upd.Calls - upd.Errors
+	assert.GreaterOrEqual(t, answered, int64(res.Processed), "%+v", upd.Stats)
+	assert.InDelta(t, float64(answered), upd.WriteUnits+float64(upd.ConditionFailed), 0.5, "%+v", upd.Stats)
 	assert.Positive(t, q.Items.Count)
 	assert.Zero(t, q.Items.Over1KB)
 	assert.Positive(t, q.LogBytes)
-	assert.InDelta(t, 2.0, q.PerTask.WriteUnits, 0.5)
+	if upd.Errors == 0 {
+		assert.InDelta(t, 1.1, q.PerTask.WriteUnits, 0.3)
+	}
 	assert.Positive(t, q.Cost.DynamoDB)
 	assert.InDelta(t, q.Cost.SQS+q.Cost.DynamoDB+q.Cost.S3+q.Cost.LambdaRequests+q.Cost.LambdaDuration+q.Cost.Logs, q.Cost.Total, 1e-9)
 	assert.Positive(t, q.PowertoolsCost.Total)
-	require.Len(t, q.Options, 3)
+	require.Len(t, q.Options, 2)
 	var out bytes.Buffer
 	res.Print(&out)
 	assert.Contains(t, out.String(), "requests per 1,000 tasks (mostly-ok mix")

@@ -37,7 +37,10 @@ processor's Concurrency and the worker's reserved concurrency (never below the
 mapping's maximum, so the drain does not throttle itself); it predicts the
 Lambda concurrency (p50 and p99), the billed GB-seconds, the ledger's write
 units a second, the drain's and the worker's cost per million tasks and a
-month; and it lists the quotas the rate comes near, the nearest first, each
+month; it checks the pipeline's own settings against the rate (the event
+source's maximum concurrency or provisioned pollers, the reserved
+concurrency, batching, memory, visibility timeout) and says which fails and
+why; and it lists the quotas the rate comes near, the nearest first, each
 with its documented figure and source: the mapping's scaling (300 a minute,
 1,000 batches), the account's concurrency (1,000 by default), FIFO
 throughput, DynamoDB's table and partition throughput, StartMessageMoveTask's
@@ -143,18 +146,38 @@ func printPlan(out io.Writer, p *pipeline.Pipeline, pl *capacity.Plan) {
 	row := func(name string, v, now string) { fmt.Fprintf(out, "  %-30s %-14s %s\n", name, v, now) }
 	row("batch size", strconv.Itoa(rec.BatchSize), strconv.Itoa(p.BatchSize))
 	row("batching window (s)", strconv.Itoa(rec.BatchWindowSeconds), strconv.Itoa(p.BatchWindowSeconds))
-	if rec.ProvisionedPollers != nil {
-		row("provisioned pollers", fmt.Sprintf("%d..%d", rec.ProvisionedPollers.Min, rec.ProvisionedPollers.Max), "(no setting yet)")
-		row("maximum concurrency", "none", strconv.Itoa(p.MaxConcurrency))
+	nowPollers, nowMax := "none", "none"
+	if pp := p.ProvisionedPollers; pp != nil {
+		nowPollers = fmt.Sprintf("%d..%d", pp.Minimum, pp.Maximum)
 	} else {
-		row("maximum concurrency", strconv.Itoa(rec.MaxConcurrency), strconv.Itoa(p.MaxConcurrency))
+		nowMax = strconv.Itoa(p.MaxConcurrency)
 	}
-	row("reserved concurrency", strconv.Itoa(rec.ReservedConcurrency), "(no setting yet)")
+	if rec.ProvisionedPollers != nil {
+		row("provisioned pollers", fmt.Sprintf("%d..%d", rec.ProvisionedPollers.Min, rec.ProvisionedPollers.Max), nowPollers)
+		row("maximum concurrency", "none", nowMax)
+	} else {
+		row("maximum concurrency", strconv.Itoa(rec.MaxConcurrency), nowMax)
+		if p.ProvisionedPollers != nil {
+			row("provisioned pollers", "none", nowPollers)
+		}
+	}
+	row("reserved concurrency", strconv.Itoa(rec.ReservedConcurrency), strconv.Itoa(p.ReservedConcurrency))
 	row("worker memory (MB)", strconv.Itoa(rec.WorkerMemoryMB), strconv.Itoa(p.WorkerMemoryMB))
 	row("processor Concurrency", strconv.Itoa(rec.ProcessorConcurrency), "16 (the sample worker's)")
 	row("visibility timeout (s) >=", strconv.Itoa(rec.VisibilityTimeoutSeconds), strconv.Itoa(p.VisibilityTimeoutSeconds))
 	for _, w := range rec.Why {
 		fmt.Fprintf(out, "  - %s\n", w)
+	}
+	fmt.Fprintf(out, "\nthe pipeline's settings at this rate\n")
+	for _, c := range pl.Checks {
+		mark := "ok  "
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(out, "  %s %-28s %s (recommended %s)\n", mark, c.Setting, c.Pipeline, c.Recommended)
+		if c.Note != "" {
+			fmt.Fprintf(out, "       %s\n", c.Note)
+		}
 	}
 	fmt.Fprintf(out, "\npredicted\n")
 	fmt.Fprintf(out, "  records per invocation         %.1f (%.1f invocations/s)\n", pr.RecordsPerInvocation, pr.InvocationsPerSecond)

@@ -30,6 +30,13 @@ func TestCapacityCommand(t *testing.T) {
 	for _, want := range []string{"maximum concurrency", "reserved concurrency", "billed GB-seconds", "cost per million tasks", "first quota:", "https://docs.aws.amazon.com/"} {
 		assert.Contains(t, out, want)
 	}
+	// At 200 tasks/s agent-tasks's reserved concurrency of 10 is too low,
+	// and the command says so.
+	out, errOut, code = runArgs(t, "capacity", "--pipeline", "agent-tasks", "--rate", "200")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "the pipeline's settings at this rate")
+	assert.Regexp(t, `FAIL reserved_concurrency +10 \(recommended \d+\)`, out)
+	assert.Contains(t, out, "the rate needs at p99")
 
 	for name, args := range map[string][]string{
 		"no rate":            {"capacity", "--pipeline", "agent-tasks"},

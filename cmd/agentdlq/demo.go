@@ -212,8 +212,15 @@ func (d *demoRun) emulators() error {
 // empties what an earlier run left on the queues.
 func (d *demoRun) topology() error {
 	ctx, out, p := d.ctx, d.out, d.p
+	// The effect store agentdlq work writes and ledger verify reads: the
+	// effect_unknown letter the demo leaves reached it, so that RUNBOOK's
+	// verify step gives a definite answer on what the demo left.
+	effects, err := localEffects()
+	if err != nil {
+		return err
+	}
 	lp, err := runner.Setup(ctx, runner.Config{AWS: d.cfg, Pipeline: p, Names: topology.LocalNames(p), WorkerVersion: "demo",
-		Concurrency: sampleworker.LambdaConcurrency, Dependencies: d.deps, Logger: d.log, Metrics: d.logFile})
+		Concurrency: sampleworker.LambdaConcurrency, Dependencies: d.deps, Effects: effects, Logger: d.log, Metrics: d.logFile})
 	if err != nil {
 		return err
 	}
@@ -449,7 +456,7 @@ const demoDependency = "search-api"
 // every client on this machine).
 func demoRedriver(lp *runner.Local, auditPath string, log *slog.Logger) (*redrive.Redriver, error) {
 	return redrive.New(redrive.Config{
-		Pipeline: lp.Pipeline, Queues: lp.Queues, SQS: lp.SQS, Ledger: lp.Ledger, Logger: log,
+		Pipeline: lp.Pipeline, Queues: lp.Queues, SQS: lp.SQS, Ledger: lp.Ledger, Logger: log, FieldNames: flagName,
 		Audit: &audit.Auditor{Store: &audit.FileStore{Path: auditPath}, Logger: log},
 	})
 }

@@ -23,7 +23,10 @@ import (
 func TestDemoAccountsForEveryMessage(t *testing.T) {
 	localtest.AWS(t) // skip or fail without emulators; the demo reads the same environment
 	var out bytes.Buffer
-	dir := t.TempDir()
+	// The demo's out/ is ./out of the folder the runbook walk then runs in
+	// (AGENTDLQ_CONFIG: the CLI's outputs go to ./out there).
+	work := t.TempDir()
+	dir := filepath.Join(work, "out")
 	g := &globalFlags{configPath: filepath.Join("..", "..", "pipelines.json"), outDir: dir}
 	f := &demoFlags{pipeline: "agent-tasks", out: dir}
 	outTree(t, dir) // an earlier run's audit, evals, worker log and reports
@@ -59,4 +62,7 @@ func TestDemoAccountsForEveryMessage(t *testing.T) {
 	assert.FileExists(t, filepath.Join(dir, "mine.txt"), "what is not a run's output stays")
 	assert.Contains(t, out.String(), "agentdlq ui ", "the demo ends with the console among the next commands")
 	assert.True(t, strings.HasSuffix(out.String(), "then make demo (which sets them aside too).\n"), "and with how to start over")
+
+	// RUNBOOK.md walks on what the demo left (walk_test.go).
+	walkRunbook(t, work)
 }

@@ -109,7 +109,7 @@ func TestFiltersOnEmulators(t *testing.T) {
 	// A dry run, then the move: only the letters chosen.
 	out, code = runCLI(t, append(append([]string{"redrive", "select", "--reason", "budget_exhausted", "--tool", "web.search", "--since", "2h", "--dry-run"}, owner...), common...)...)
 	require.Equal(t, 0, code, out)
-	assert.Contains(t, out, "would move 2 of 4")
+	assert.Contains(t, out, "would move 2 (a dry run: nothing moved); 2 seen and left in the DLQ (not chosen); the DLQ held 4 when the pass began")
 	assert.Equal(t, 4, depthOf(t, client, q.DLQURL), "a dry run moves nothing")
 	out, code = runCLI(t, append(append([]string{"redrive", "select", "--reason", "budget_exhausted", "--tool", "web.search", "--since", "2h", "-o", "json"}, owner...), common...)...)
 	require.Equal(t, 0, code, out)

@@ -168,17 +168,27 @@ Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
 			if err != nil {
 				return err
 			}
+			// A reconciliation recorded before this command (the same
+			// one again: a no-op the ledger leaves as it was) is older
+			// than its start; one this command wrote is stamped after it
+			// (the ledger keeps the Redriver's clock, this process's).
+			start := time.Now()
 			e, err := r.Reconcile(ctx, req)
 			if err != nil {
 				return err
 			}
+			repeat := e.ReconciledAt.Before(start)
 			if out.JSON() {
-				return writeJSONLine(cmd.OutOrStdout(), e)
+				return writeJSONLine(cmd.OutOrStdout(), reconciled{Entry: e, Repeat: repeat})
 			}
 			writeTable(cmd.OutOrStdout(), reconcileHeader, [][]string{reconcileRow(e)})
 			p, err := f.g.loadPipeline(f.pipeline)
 			if err != nil {
 				return err
+			}
+			if repeat {
+				fmt.Fprintf(cmd.ErrOrStderr(), "key %s: already reconciled (%s by %s at %s), nothing changed\n",
+					key, e.Reconciled, e.ReconciledBy, e.ReconciledAt.UTC().Format(time.RFC3339))
 			}
 			if e.EffectConfirmed() {
 				fmt.Fprintf(cmd.ErrOrStderr(), "key %s: effect confirmed (receipt %s); it never runs again. Reject its dead letter: agentdlq redrive reject --pipeline %s --reason effect_unknown --owner %s --why '<why>'\n",
@@ -203,6 +213,13 @@ Exit codes: 0 done, 2 refused or bad input (nothing written), 1 failed.`,
 	fl.StringVar(&f.ledgerTable, "ledger-table", "", "ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	out = addOutput(c, formatTable, formatJSON)
 	return c
+}
+
+// reconciled is reconcile's JSON line: the key's ledger entry, and repeat
+// when the same reconciliation had been recorded before (nothing changed).
+type reconciled struct {
+	ledger.Entry
+	Repeat bool `json:"repeat,omitempty"`
 }
 
 var reconcileHeader = []string{"key", "state", "reconciled", "receipt", "by", "at"}

@@ -62,8 +62,36 @@ func TestMissingOwnerRefusedBeforeResolving(t *testing.T) {
 			var rec audit.Entry
 			require.NoError(t, json.Unmarshal(data, &rec))
 			assert.Equal(t, audit.OutcomeRefused, rec.Outcome)
+			assert.Contains(t, rec.Error, "--owner is required", "the audit says what the terminal said")
 			require.NotNil(t, rec.Caller)
 			assert.Equal(t, audit.CallerNotChecked, rec.Caller.Check)
 		})
+	}
+}
+
+// A misspelt reason is refused and audited in the flag's words, as the
+// terminal shows it, never the request's Go field ("Reasons").
+func TestUnknownReasonAuditedAsItsFlag(t *testing.T) {
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("AWS_PROFILE", "no-such-profile")
+	for _, args := range [][]string{
+		{"redrive", "select", "--reason", "budget_exhaustd"},
+		{"redrive", "select", "--reason", "budget_exhausted", "--override", "budget_exhaustd=x"},
+	} {
+		auditFile := filepath.Join(t.TempDir(), "audit.jsonl")
+		full := append(append([]string{}, args...), "--owner", "team-agents", "--why", "503s over", "--pipeline", "agent-tasks", "--audit", auditFile, "--ledger-table", "t", "-o", "json")
+		stdout, _, code := runArgs(t, full...)
+		assert.Equal(t, exitRefused, code, stdout)
+		var je jsonError
+		require.NoError(t, json.Unmarshal([]byte(stdout), &je), stdout)
+		data, err := os.ReadFile(auditFile)
+		require.NoError(t, err, "the refusal is audited")
+		var rec audit.Entry
+		require.NoError(t, json.Unmarshal(data, &rec))
+		flag := map[bool]string{true: "--override", false: "--reason"}[len(args) > 4]
+		assert.Contains(t, je.Error, flag+` "budget_exhaustd`)
+		assert.Contains(t, rec.Error, flag+` "budget_exhaustd`, "the audit says what the terminal said")
+		assert.NotContains(t, rec.Error, "Reasons")
+		assert.NotContains(t, rec.Error, "Ack.Overrides")
 	}
 }

@@ -99,18 +99,22 @@ func TestEffectUnknownWalkOnEmulators(t *testing.T) {
 	require.Equal(t, 0, code, out)
 	assert.Contains(t, out, "no_effect")
 	assert.Contains(t, out, "redrive it without --override", "the next command")
+	assert.NotContains(t, out, "already reconciled", "the first reconciliation changed the ledger")
 	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--tenant", tenantOfKey(none), "--key", none, "--no-effect", "--why", "mail provider log: nothing sent for the run", "-o", "json"}, owner...), common...)...)
 	require.Equal(t, 0, code, out)
 	var e ledger.Entry
 	require.NoError(t, json.Unmarshal([]byte(out), &e), out)
 	assert.True(t, e.NoEffect())
+	assert.Contains(t, out, `"repeat":true`, "the same reconciliation again changed nothing, and says so")
 	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--tenant", tenantOfKey(done), "--key", done, "--effect-confirmed", "msg-7731", "--why", "mail provider log: sent as msg-7731"}, owner...), common...)...)
 	require.Equal(t, 0, code, out)
 	// A second, different reconciliation is refused; the same one is a no-op.
 	_, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--tenant", tenantOfKey(done), "--key", done, "--no-effect", "--why", "second thoughts"}, owner...), common...)...)
 	assert.Equal(t, exitRefused, code)
-	_, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--tenant", tenantOfKey(none), "--key", none, "--no-effect", "--why", "again"}, owner...), common...)...)
+	out, code = runCLI(t, append(append([]string{"ledger", "reconcile", "--tenant", tenantOfKey(none), "--key", none, "--no-effect", "--why", "again"}, owner...), common...)...)
 	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "key "+none+": already reconciled (no_effect by platform-oncall at ")
+	assert.Contains(t, out, "), nothing changed")
 
 	// plan reads the audit: the group's keys are reconciled.
 	out, code = runCLI(t, append([]string{"redrive", "plan", "--json"}, common...)...)

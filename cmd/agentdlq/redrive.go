@@ -143,7 +143,8 @@ func (f *redriveFlags) refused(ctx context.Context, cfg *aws.Config, action audi
 		s3api = s3.NewFromConfig(*cfg)
 	}
 	if a, aerr := audit.Open(f.g.auditDest(f.audit, f.pipeline), f.pipeline, s3api, f.g.auditLog()); aerr == nil {
-		err = redrive.Refuse(ctx, a, f.pipeline, action, who, err)
+		// Recorded as the terminal shows it: the flag at fault.
+		err = redrive.Refuse(ctx, a, f.pipeline, action, who, inFlags(err, nil))
 	}
 	return withExit(exitRefused, err)
 }
@@ -219,6 +220,7 @@ func (f *redriveFlags) open(ctx context.Context, action audit.Action, who redriv
 	rc.Pipeline, rc.Queues, rc.Audit = p, q, a
 	rc.EvidenceBucket = evalBucketName(f.evidenceBucket)
 	rc.Logger, rc.OnMove, rc.OnCanary = logger, onMove, f.onCanary
+	rc.FieldNames = flagName
 	if f.catalog != nil {
 		rc.Catalog = f.catalog(local)
 	}
@@ -238,6 +240,10 @@ var flagOf = map[string]string{
 	"Outcome": "--no-effect or --effect-confirmed", "Receipt": "--effect-confirmed RECEIPT", "Hold": "--hold",
 	"Filter": "--tool/--tenant/--since/--until/--contains", "MessageID": "--message-id", "Patch": "--patch",
 }
+
+// flagName is the flag of a refusal's field (redrive.Config.FieldNames):
+// the words the audit records a refusal in, as the terminal shows it.
+func flagName(field string) string { return flagOf[field] }
 
 // flagError is a refusal told in the command line's words: the flag at
 // fault instead of the request field (redrive.Refusal.Field).
@@ -266,12 +272,7 @@ func inFlags(err error, p *pipeline.Pipeline) error {
 	if !errors.As(err, &rf) || (rf.Field == "" && (len(rf.Next) == 0 || p == nil)) {
 		return err
 	}
-	told := *rf
-	if flag, ok := flagOf[rf.Field]; ok {
-		told.Field = flag
-	}
-	msg := strings.Replace(err.Error(), rf.Error(), told.Error(), 1)
-	fe := &flagError{msg: msg, err: err, p: p}
+	fe := &flagError{msg: redrive.Told(err, flagName), err: err, p: p}
 	if p != nil {
 		fe.msg += nextLines(p, rf.Next)
 		fe.next = rf.Next
@@ -584,7 +585,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input (nothing moved), 3 canary f
 	f.gateFlags(c, true, true)
 	c.Flags().StringArrayVar(&reasons, "reason", nil, "reason to redrive (repeatable or comma-separated; required)")
 	c.Flags().StringArrayVar(&fps, "fingerprint", nil, "only these groups of the reason: a fingerprint from redrive plan or triage, or any unique prefix of at least 8 characters (repeatable)")
-	c.Flags().IntVar(&canary, "canary", 0, "move N first, wait for their outcome, stop if any failed")
+	c.Flags().IntVar(&canary, "canary", 0, "move N first, wait for their outcome, stop if any failed (default none; the plan suggests a tenth of the group, 1 to 10, never all of it)")
 	c.Flags().DurationVar(&canaryTimeout, "canary-timeout", redrive.DefaultCanaryTimeout, "how long to wait for the canary's outcome")
 	c.Flags().IntVar(&limit, "limit", 0, "move at most N (0: all that match)")
 	c.Flags().IntVar(&perTenant, "per-tenant", 0, "move at most N letters of any one tenant this pass (0: no budget); with --canary, each tenant's canary first")
@@ -647,12 +648,7 @@ func writeRejectWarnings(w io.Writer, warnings []string) {
 // pass's error is a partial scan, which the error itself explains (on
 // stderr, with when to retry).
 func writeSelectResult(w io.Writer, name string, res *redrive.SelectResult, scanPartial bool) {
-	verb := "moved"
-	n := res.Moved
-	if res.DryRun {
-		verb, n = "would move", res.WouldMove
-	}
-	fmt.Fprintf(w, "%s: %s %d of %d dead letters seen (released %d)\n", name, verb, n, res.Seen, res.Released)
+	fmt.Fprintf(w, "%s: %s\n", name, res.Summary())
 	for _, reason := range deadletter.AllReasons() { // taxonomy order
 		if _, ok := res.ByReason[reason]; !ok {
 			continue

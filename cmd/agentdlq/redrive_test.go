@@ -334,7 +334,7 @@ func TestRedriveCLICanaryWithoutAWorker(t *testing.T) {
 // The summary says how many chosen letters stay because their claim check
 // restored nothing, by cause, and names each one, apart from failed sends.
 func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
-	res := &redrive.SelectResult{Seen: 3, Matched: 3, Moved: 1, ByReason: map[deadletter.Reason]int{deadletter.ReasonUnclassified: 1},
+	res := &redrive.SelectResult{Seen: 3, Matched: 3, Moved: 1, DepthAtStart: 3, ByReason: map[deadletter.Reason]int{deadletter.ReasonUnclassified: 1},
 		ClaimCheckFailed: 2, ClaimCheckFailedBy: map[redrivetype.ClaimCheckCause]int{redrivetype.ClaimCheckMissing: 1, redrivetype.ClaimCheckUnreadable: 1},
 		Unrestored: []redrivetype.Unrestored{
 			{DLQMessageID: "d-1", Reason: deadletter.ReasonUnclassified, Cause: redrivetype.ClaimCheckMissing, Error: "read claim check s3://b/k1: NoSuchKey: the dead letter stays in the DLQ"},
@@ -343,7 +343,7 @@ func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
 	var out strings.Builder
 	writeSelectResult(&out, "agent-tasks", res, false)
 	s := out.String()
-	assert.Contains(t, s, "agent-tasks: moved 1 of 3 dead letters seen")
+	assert.Contains(t, s, "agent-tasks: moved 1; 2 chosen and left in the DLQ (below: why); the DLQ held 3 when the pass began")
 	assert.Contains(t, s, "left in the DLQ: 2 whose claim check restored nothing (missing 1, unreadable 1)")
 	assert.Contains(t, s, "  d-1  reason unclassified  missing: read claim check s3://b/k1: NoSuchKey")
 	assert.Contains(t, s, "  d-2  reason unclassified  unreadable: ")
@@ -355,7 +355,7 @@ func TestWriteSelectResultClaimCheckLeft(t *testing.T) {
 	out.Reset()
 	writeSelectResult(&out, "agent-tasks", res, false)
 	s = out.String()
-	assert.Contains(t, s, "agent-tasks: would move 1 of 3 dead letters seen")
+	assert.Contains(t, s, "agent-tasks: would move 1 (a dry run: nothing moved); 2 chosen that would stay in the DLQ (below: why); the DLQ held 3 when the pass began")
 	assert.Contains(t, s, "would stay in the DLQ: 2 whose claim check restores nothing (missing 1, unreadable 1)")
 	assert.NotContains(t, s, "left in the DLQ")
 }
@@ -402,7 +402,7 @@ func TestRedriveCLIClaimCheckBucket(t *testing.T) {
 
 	out, stderr, code = runArgs(t, append(common, "--evidence-bucket", bucket)...)
 	require.Equal(t, 0, code, out+stderr)
-	assert.Contains(t, out, "moved 1 of 1")
+	assert.Contains(t, out, "moved 1; the DLQ held 1 when the pass began")
 	m, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(q.HotURL), MessageAttributeNames: []string{"All"}, WaitTimeSeconds: 1})
 	require.NoError(t, err)
 	require.Len(t, m.Messages, 1)
@@ -491,4 +491,39 @@ func TestRedriveCLIPerTenant(t *testing.T) {
 	assert.Equal(t, 0, code, out)
 	assert.Contains(t, out, "agent-tasks: moved 3 of 6 dead letters seen")
 	assert.Contains(t, out, "left in the DLQ: 3 over the per-tenant budget")
+}
+
+// redrive start on the local emulator: it says that move tasks do not
+// exist here beside what a move task may not move, and after the owner
+// rejected policy_limit it tells that group as rejected and offers the
+// other group's select, never the rejection again (the plan says "nothing
+// to do" for it).
+func TestRedriveCLIStartReadsRejections(t *testing.T) {
+	cfg, _, q, table := onEmulators(t, "agent-tasks")
+	client := sqs.NewFromConfig(cfg)
+	ctx := context.Background()
+	for _, l := range []struct {
+		key    string
+		reason deadletter.Reason
+	}{{"sr-be", deadletter.ReasonBudgetExhausted}, {"sr-pl", deadletter.ReasonPolicyLimit}} {
+		body := `{"task_id":"t","run_id":"r","tenant":"acme","idempotency_key":"` + l.key + `","tool":"web.search","tool_version":"1","trace_id":"x","created_at":"2026-11-29T10:00:00Z","schema_version":1,"args":{}}`
+		attrs, err := deadletter.EncodeDeadLetter(deadletter.Meta{Reason: l.reason, IdempotencyKey: l.key, MessageID: "orig-" + l.key, Tool: "web.search"}, nil)
+		require.NoError(t, err)
+		_, err = client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(q.DLQURL), MessageBody: aws.String(body), MessageAttributes: localtest.SQSAttributes(attrs)})
+		require.NoError(t, err)
+	}
+	common := []string{"--pipeline", "agent-tasks", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"), "--ledger-table", table}
+	start := append([]string{"redrive", "start", "--owner", "platform-oncall", "--why", "quota raised"}, common...)
+
+	msg := cliErr(t, start...)
+	assert.Contains(t, msg, "policy_limit 1 (never, without an override)")
+	assert.Contains(t, msg, "this endpoint has no message move tasks (the local emulator, fauxqs, has no StartMessageMoveTask): redrive selectively")
+	assert.Contains(t, msg, "next: agentdlq redrive reject --pipeline agent-tasks --reason policy_limit")
+
+	out, code := runCLI(t, append([]string{"redrive", "reject", "--reason", "policy_limit", "--owner", "platform-oncall", "--why", "cap is right"}, common...)...)
+	require.Equal(t, 0, code, out)
+	msg = cliErr(t, start...)
+	assert.Contains(t, msg, "policy_limit 1 (rejected: never redriven, and a move task would move them anyway)")
+	assert.NotContains(t, msg, "redrive reject", "rejected a minute ago: not offered again")
+	assert.Contains(t, msg, "next: agentdlq redrive select --pipeline agent-tasks --reason budget_exhausted")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"maps"
 	"sync"
 	"time"
 
@@ -113,9 +114,31 @@ func (f *fakeSQS) sentReasons() []deadletter.Reason {
 }
 
 // fakeLedger is a Memory ledger whose operations can be switched to an outage.
+// complete is the done write of either path: Complete after a claim and
+// CompleteReadOnly for a read-only tool. calls counts the calls by method.
 type fakeLedger struct {
 	*ledger.Memory
-	begin, startEffect, complete, release, deadLettered behaviour
+	begin, startEffect, complete, release, deadLettered, get behaviour
+
+	callsMu sync.Mutex
+	calls   map[string]int
+}
+
+// count records a call of op.
+func (f *fakeLedger) count(op string) {
+	f.callsMu.Lock()
+	defer f.callsMu.Unlock()
+	if f.calls == nil {
+		f.calls = map[string]int{}
+	}
+	f.calls[op]++
+}
+
+// callCounts returns a copy of the calls by method.
+func (f *fakeLedger) callCounts() map[string]int {
+	f.callsMu.Lock()
+	defer f.callsMu.Unlock()
+	return maps.Clone(f.calls)
 }
 
 var _ ledger.Ledger = (*fakeLedger)(nil)
@@ -134,13 +157,31 @@ func (f *fakeLedger) act(op string, b behaviour) error {
 }
 
 func (f *fakeLedger) Begin(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (ledger.Entry, error) {
+	f.count("Begin")
 	if err := f.act("Begin", f.begin); err != nil {
 		return ledger.Entry{}, err
 	}
 	return f.Memory.Begin(ctx, key, owner, digest, now, lease)
 }
 
+func (f *fakeLedger) CompleteReadOnly(ctx context.Context, key, owner, digest, receipt string, now time.Time) (ledger.Entry, error) {
+	f.count("CompleteReadOnly")
+	if err := f.act("CompleteReadOnly", f.complete); err != nil {
+		return ledger.Entry{}, err
+	}
+	return f.Memory.CompleteReadOnly(ctx, key, owner, digest, receipt, now)
+}
+
+func (f *fakeLedger) Get(ctx context.Context, key string) (ledger.Entry, bool, error) {
+	f.count("Get")
+	if err := f.act("Get", f.get); err != nil {
+		return ledger.Entry{}, false, err
+	}
+	return f.Memory.Get(ctx, key)
+}
+
 func (f *fakeLedger) Complete(ctx context.Context, key, owner, receipt string, now time.Time) error {
+	f.count("Complete")
 	if err := f.act("Complete", f.complete); err != nil {
 		return err
 	}
@@ -148,6 +189,7 @@ func (f *fakeLedger) Complete(ctx context.Context, key, owner, receipt string, n
 }
 
 func (f *fakeLedger) DeadLettered(ctx context.Context, key string, reason deadletter.Reason, now time.Time) (ledger.Entry, error) {
+	f.count("DeadLettered")
 	if err := f.act("DeadLettered", f.deadLettered); err != nil {
 		return ledger.Entry{}, err
 	}
@@ -155,6 +197,7 @@ func (f *fakeLedger) DeadLettered(ctx context.Context, key string, reason deadle
 }
 
 func (f *fakeLedger) StartEffect(ctx context.Context, key, owner string, now time.Time) error {
+	f.count("StartEffect")
 	if err := f.act("StartEffect", f.startEffect); err != nil {
 		return err
 	}
@@ -162,6 +205,7 @@ func (f *fakeLedger) StartEffect(ctx context.Context, key, owner string, now tim
 }
 
 func (f *fakeLedger) Release(ctx context.Context, key, owner string, now time.Time) error {
+	f.count("Release")
 	if err := f.act("Release", f.release); err != nil {
 		return err
 	}

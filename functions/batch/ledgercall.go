@@ -41,6 +41,11 @@ func (r recoveringLedger) Complete(ctx context.Context, key, owner, receipt stri
 	return r.l.Complete(ctx, key, owner, receipt, now)
 }
 
+func (r recoveringLedger) CompleteReadOnly(ctx context.Context, key, owner, digest, receipt string, now time.Time) (e ledger.Entry, err error) {
+	defer guard("CompleteReadOnly", &err)
+	return r.l.CompleteReadOnly(ctx, key, owner, digest, receipt, now)
+}
+
 func (r recoveringLedger) Release(ctx context.Context, key, owner string, now time.Time) (err error) {
 	defer guard("Release", &err)
 	return r.l.Release(ctx, key, owner, now)

@@ -196,6 +196,9 @@ func CheckSQSEvent(ev events.SQSEvent) error { return sqsevent.CheckSQSEvent(ev)
 func (p *Processor) process(ctx context.Context, rec Record, m *counters) result {
 	err := p.call(ctx, rec)
 	st := rec.st
+	if st.readOnly && p.ledger != nil {
+		err = p.settleReadOnly(ctx, rec, err) // no claim was taken: one write, or a read on failure
+	}
 	if err == nil {
 		if st.begun && p.ledger != nil {
 			if lerr := p.ledger.Complete(ctx, st.ledgerKey, rec.MessageID(), st.receipt, st.now); lerr != nil {

@@ -97,11 +97,21 @@ func scripted(ctx context.Context, r Record) error {
 		}
 		r.SetReceipt("receipt-" + digest)
 		return nil
-	case "begin-fail":
-		if err := r.Begin(ctx, "t", key, "", false); err != nil {
+	case "begin-fail": // a claimed key (a mutating tool's), failing before its call
+		if err := r.Begin(ctx, "t", key, "", true); err != nil {
 			return err
 		}
 		return errors.New("tool failed")
+	case "ro", "ro-fail": // a read-only tool's task: ro:<key>|<args digest>
+		k, digest, _ := strings.Cut(key, "|")
+		if err := r.Begin(ctx, "t", k, digest, false); err != nil {
+			return err
+		}
+		if action == "ro-fail" {
+			return errors.New("tool failed")
+		}
+		r.SetReceipt("receipt-" + k)
+		return nil
 	case "begin-mutate-timeout":
 		if err := r.Begin(ctx, "t", key, "", true); err != nil {
 			return err
@@ -450,7 +460,7 @@ func TestLedger(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)
 		h.ledger.begin = outage
-		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "begin:k", 1), sqsMsg("m2", "begin:j", 4)}})
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m1", "begin-mutate:k", 1), sqsMsg("m2", "begin-mutate:j", 4)}})
 		assert.Equal(t, map[string]outcome{"m1": retried, "m2": retried}, got)
 		assert.Empty(t, h.sqs.sent)
 	})
@@ -790,8 +800,8 @@ func TestLedgerPanics(t *testing.T) {
 		want    outcome
 		sent    int // dead letters sent for the record
 	}{
-		{"Begin: a ledger outage, retried", func(l *fakeLedger) { l.begin = panics }, "begin:k", 1, retried, 0},
-		{"Begin on the last receive: still retried, never dead-lettered", func(l *fakeLedger) { l.begin = panics }, "begin:k", 4, retried, 0},
+		{"Begin: a ledger outage, retried", func(l *fakeLedger) { l.begin = panics }, "begin-mutate:k", 1, retried, 0},
+		{"Begin on the last receive: still retried, never dead-lettered", func(l *fakeLedger) { l.begin = panics }, "begin-mutate:k", 4, retried, 0},
 		{"StartEffect: retried, the mutating call not made", func(l *fakeLedger) { l.startEffect = panics }, "begin-mutate-timeout:k", 1, retried, 0},
 		{"Complete: retried", func(l *fakeLedger) { l.complete = panics }, "begin:k", 1, retried, 0},
 		{"DeadLettered: the dead letter sent once and acknowledged", func(l *fakeLedger) { l.deadLettered = panics }, "begin-fail:k", 1, deadLettered(deadletter.ReasonUnclassified), 1},
@@ -805,7 +815,7 @@ func TestLedgerPanics(t *testing.T) {
 					c.Concurrency = concurrency
 					c.Handler = func(ctx context.Context, r Record) error {
 						if key, ok := strings.CutPrefix(string(r.Body()), "transient-begin:"); ok {
-							if err := r.Begin(ctx, "t", key, "", false); err != nil {
+							if err := r.Begin(ctx, "t", key, "", true); err != nil {
 								return err
 							}
 							return Transient(errors.New("upstream 503"))

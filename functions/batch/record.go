@@ -51,7 +51,9 @@ type recordState struct {
 	tenant        string // the tenant Begin scoped the key to
 	ledgerKey     string // ledger.Key(pipeline, tenant, key): the ledger's key
 	begun         bool
-	released      bool // the lease was given back (release): not twice
+	readOnly      bool   // the tool changes nothing: no claim; settled by one write (settleReadOnly)
+	digest        string // the args digest Begin was given
+	released      bool   // the lease was given back (release): not twice
 	mutates       bool
 	effectStarted bool
 	redriveCount  int
@@ -150,22 +152,42 @@ func (r Record) Describe(d Describer) {
 //     started the mutating call without leaving a receipt;
 //   - a ledger outage: retried, never dead-lettered.
 //
+// With mutates false (the tool declares that it changes nothing) Begin
+// makes no ledger call: the record is settled after the handler in one
+// conditional write (ledger.Ledger.CompleteReadOnly), which checks the
+// digest and a done key as the claim would, and a failed record reads its
+// entry before it is retried or dead-lettered, so that a done key is still
+// acknowledged as a no-op and a reused one dead-lettered as
+// idempotency_key_reused. Two deliveries of one key at once may then both
+// run the read-only call (docs/worker.md, "One write for a read-only
+// tool"). A handler that calls StartEffect on such a record claims the key
+// there, as Begin with mutates true would have.
+//
 // Without a ledger in the Config, Begin only records the key and returns nil.
 func (r Record) Begin(ctx context.Context, tenant, key, digest string, mutates bool) error {
 	if r.st == nil {
 		return nil
 	}
-	r.st.key, r.st.tenant, r.st.mutates = key, tenant, mutates
+	r.st.key, r.st.tenant, r.st.mutates, r.st.digest = key, tenant, mutates, digest
 	if r.p == nil || r.p.ledger == nil {
 		return nil
 	}
 	r.st.ledgerKey = ledger.Key(r.p.pipeline, tenant, key)
+	if !mutates {
+		r.st.readOnly = true
+		return nil
+	}
+	return r.claim(ctx)
+}
+
+// claim takes the record's key in the ledger (Begin's claim path).
+func (r Record) claim(ctx context.Context) error {
+	digest := r.st.digest
 	prev, err := r.p.ledger.Begin(ctx, r.st.ledgerKey, r.MessageID(), digest, r.st.now, r.p.lease)
 	switch {
 	case err == nil:
 	case errors.Is(err, ledger.ErrKeyReused):
-		return Security(deadletter.ReasonIdempotencyKeyReused,
-			fmt.Errorf("%w: the ledger holds the key with args digest %s, this task's is %s", err, ledger.ShortDigest(prev.ArgsDigest), ledger.ShortDigest(digest)))
+		return keyReused(err, prev, digest)
 	case errors.Is(err, ledger.ErrDone):
 		return ErrAlreadyDone
 	case errors.Is(err, ledger.ErrLeased):
@@ -175,11 +197,17 @@ func (r Record) Begin(ctx context.Context, tenant, key, digest string, mutates b
 	}
 	r.st.begun = true
 	r.st.redriveCount = prev.RedriveCount
-	if mutates && prev.State == ledger.StateInProgress && prev.EffectStarted && prev.Receipt == "" {
+	if r.st.mutates && prev.State == ledger.StateInProgress && prev.EffectStarted && prev.Receipt == "" {
 		r.st.effectStarted = true
 		return EffectUnknown(errors.New("an earlier delivery started the mutating call and left no receipt"))
 	}
 	return nil
+}
+
+// keyReused is the outcome of a key the ledger holds with another digest.
+func keyReused(err error, prev ledger.Entry, digest string) error {
+	return Security(deadletter.ReasonIdempotencyKeyReused,
+		fmt.Errorf("%w: the ledger holds the key with args digest %s, this task's is %s", err, ledger.ShortDigest(prev.ArgsDigest), ledger.ShortDigest(digest)))
 }
 
 // StartEffect records, before a mutating call, that its effect may happen.
@@ -189,6 +217,14 @@ func (r Record) Begin(ctx context.Context, tenant, key, digest string, mutates b
 func (r Record) StartEffect(ctx context.Context) error {
 	if r.st == nil {
 		return nil
+	}
+	if r.st.readOnly && !r.st.begun {
+		// The tool was declared read-only and makes a mutating call after
+		// all: claim the key now, as a mutating tool's Begin would have.
+		r.st.readOnly, r.st.mutates = false, true
+		if err := r.claim(ctx); err != nil {
+			return err
+		}
 	}
 	if r.st.begun && r.p != nil && r.p.ledger != nil {
 		if err := r.p.ledger.StartEffect(ctx, r.st.ledgerKey, r.MessageID(), r.st.now); err != nil {

@@ -195,7 +195,7 @@ func TestRetryAfterRequeue(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, three)
 		h.p.handler = func(ctx context.Context, r Record) error {
-			if err := r.Begin(ctx, "t", "k", "", false); err != nil {
+			if err := r.Begin(ctx, "t", "k", "", true); err != nil {
 				return err
 			}
 			return Transient(errors.New("429")).After(time.Second)

@@ -832,4 +832,153 @@ var cases = []testCase{
 		_, err = s.l.Begin(ctx, k2, "m2", "", t0.Add(2*time.Hour), lease)
 		require.ErrorIs(t, err, ledger.ErrDone)
 	}},
+	{"CompleteReadOnly of a new key", func(t testing.TB, s *suite) {
+		// A read-only tool's task: no claim before, one write after.
+		k := s.key("k")
+		prev, err := s.l.CompleteReadOnly(ctx, k, "m1", digestA, "receipt-1", t0)
+		require.NoError(t, err)
+		assert.Equal(t, ledger.Entry{}, prev, "a new key: the entry before is the zero Entry")
+		e := s.get(t, k)
+		assert.Equal(t, ledger.StateDone, e.State)
+		assert.Equal(t, "receipt-1", e.Receipt)
+		assert.Equal(t, "m1", e.Owner)
+		assert.Equal(t, digestA, e.ArgsDigest, "the digest is recorded")
+		assert.True(t, e.LeaseUntil.IsZero(), "no lease, got %v", e.LeaseUntil)
+		assert.False(t, e.EffectStarted)
+		assert.Zero(t, e.DeadLetterCount)
+		touched(t, e, t0)
+	}},
+	{"CompleteReadOnly of a done key is a no-op", func(t testing.TB, s *suite) {
+		// Done by the claim path or by CompleteReadOnly itself: refused
+		// with ErrDone, the entry untouched; Begin refuses it too.
+		kc, kr := s.key("claimed"), s.key("read-only")
+		s.begin(t, kc, "m1", t0)
+		require.NoError(t, s.l.Complete(ctx, kc, "m1", "receipt-1", t0.Add(time.Second)))
+		_, err := s.l.CompleteReadOnly(ctx, kr, "m1", "", "receipt-1", t0.Add(time.Second))
+		require.NoError(t, err)
+		for _, k := range []string{kc, kr} {
+			before := s.get(t, k)
+			for _, owner := range []string{"m1", "m2"} {
+				prev, err := s.l.CompleteReadOnly(ctx, k, owner, "", "receipt-2", t0.Add(time.Hour))
+				require.ErrorIs(t, err, ledger.ErrDone, "%s, owner %s", k, owner)
+				assert.NotErrorIs(t, err, ledger.ErrLeased)
+				assert.Equal(t, ledger.StateDone, prev.State, "ErrDone returns the entry")
+				assert.Equal(t, "receipt-1", prev.Receipt, "with its receipt")
+			}
+			_, err := s.l.Begin(ctx, k, "m3", "", t0.Add(time.Hour), lease)
+			require.ErrorIs(t, err, ledger.ErrDone, "Begin of %s", k)
+			assert.Equal(t, before, s.get(t, k), "a refused CompleteReadOnly changes nothing, not even UpdatedAt")
+		}
+	}},
+	{"CompleteReadOnly with another digest is refused in every state", func(t testing.TB, s *suite) {
+		for _, st := range []struct {
+			name string
+			make func(k string)
+		}{
+			{"done read-only", func(k string) {
+				_, err := s.l.CompleteReadOnly(ctx, k, "m1", digestA, "receipt-1", t0)
+				require.NoError(t, err)
+			}},
+			{"done", func(k string) {
+				_, err := s.l.Begin(ctx, k, "m1", digestA, t0, lease)
+				require.NoError(t, err)
+				require.NoError(t, s.l.Complete(ctx, k, "m1", "receipt-1", t0))
+			}},
+			{"in progress", func(k string) {
+				_, err := s.l.Begin(ctx, k, "m1", digestA, t0, lease)
+				require.NoError(t, err)
+			}},
+			{"dead-lettered", func(k string) {
+				_, err := s.l.Begin(ctx, k, "m1", digestA, t0, lease)
+				require.NoError(t, err)
+				_, err = s.l.DeadLettered(ctx, k, deadletter.ReasonUnclassified, t0)
+				require.NoError(t, err)
+			}},
+		} {
+			k := s.key(strings.ReplaceAll(st.name, " ", "_"))
+			st.make(k)
+			before := s.get(t, k)
+			prev, err := s.l.CompleteReadOnly(ctx, k, "m2", digestB, "receipt-2", t0.Add(2*lease))
+			require.ErrorIs(t, err, ledger.ErrKeyReused, st.name)
+			assert.NotErrorIs(t, err, ledger.ErrDone, st.name)
+			assert.Equal(t, digestA, prev.ArgsDigest, "%s: ErrKeyReused returns the entry", st.name)
+			assert.Equal(t, before, s.get(t, k), "%s: a refused CompleteReadOnly changes nothing", st.name)
+		}
+		// Without a digest nothing is checked, and the digest is kept.
+		k := s.key("dead-lettered")
+		_, err := s.l.CompleteReadOnly(ctx, k, "m2", "", "receipt-2", t0.Add(2*lease))
+		require.NoError(t, err)
+		assert.Equal(t, digestA, s.get(t, k).ArgsDigest)
+	}},
+	{"CompleteReadOnly of a key leased by another owner", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		s.begin(t, k, "m1", t0)
+		before := s.get(t, k)
+		prev, err := s.l.CompleteReadOnly(ctx, k, "m2", "", "receipt-2", t0.Add(lease-time.Millisecond))
+		require.ErrorIs(t, err, ledger.ErrLeased, "the claim holds until LeaseUntil")
+		assert.Equal(t, "m1", prev.Owner, "ErrLeased returns the entry: the holder")
+		assert.Equal(t, before, s.get(t, k), "a refused CompleteReadOnly changes nothing")
+		_, err = s.l.CompleteReadOnly(ctx, k, "m2", "", "receipt-2", t0.Add(lease))
+		require.NoError(t, err, "at LeaseUntil the lease has expired")
+		e := s.get(t, k)
+		assert.Equal(t, ledger.StateDone, e.State)
+		assert.Equal(t, "m2", e.Owner)
+		// The holder itself may complete its own claim so.
+		k2 := s.key("own")
+		s.begin(t, k2, "m1", t0)
+		_, err = s.l.CompleteReadOnly(ctx, k2, "m1", "", "receipt-1", t0.Add(time.Second))
+		require.NoError(t, err)
+		assert.Equal(t, ledger.StateDone, s.get(t, k2).State)
+	}},
+	{"CompleteReadOnly of a dead-lettered key keeps the counts", func(t testing.TB, s *suite) {
+		// A redrive of a read-only task's dead letter, and a key only
+		// Redriven touched.
+		k, kr := s.key("k"), s.key("redriven-only")
+		_, err := s.l.DeadLettered(ctx, k, deadletter.ReasonBudgetExhausted, t0)
+		require.NoError(t, err)
+		_, err = s.l.Redriven(ctx, k, t0.Add(time.Hour))
+		require.NoError(t, err)
+		_, err = s.l.Redriven(ctx, kr, t0.Add(time.Hour))
+		require.NoError(t, err)
+		prev, err := s.l.CompleteReadOnly(ctx, k, "m9", digestA, "receipt-9", t0.Add(2*time.Hour))
+		require.NoError(t, err)
+		assert.Equal(t, ledger.StateDeadLettered, prev.State)
+		assert.Equal(t, 1, prev.DeadLetterCount)
+		assert.Equal(t, 1, prev.RedriveCount)
+		e := s.get(t, k)
+		assert.Equal(t, ledger.StateDone, e.State)
+		assert.Equal(t, "receipt-9", e.Receipt)
+		assert.Equal(t, 1, e.DeadLetterCount, "the counts stay")
+		assert.Equal(t, 1, e.RedriveCount, "the counts stay")
+		touched(t, e, t0.Add(2*time.Hour))
+		prev, err = s.l.CompleteReadOnly(ctx, kr, "m9", digestA, "receipt-9", t0.Add(2*time.Hour))
+		require.NoError(t, err)
+		assert.Equal(t, 1, prev.RedriveCount)
+		assert.Equal(t, ledger.StateDone, s.get(t, kr).State)
+		assert.Equal(t, 1, s.get(t, kr).RedriveCount)
+	}},
+	{"CompleteReadOnly concurrently on one key: exactly one wins", func(t testing.TB, s *suite) {
+		k := s.key("k")
+		errs := make([]error, Concurrency)
+		var wg sync.WaitGroup
+		for i := range Concurrency {
+			wg.Go(func() {
+				_, errs[i] = s.l.CompleteReadOnly(ctx, k, fmt.Sprint("m", i), digestA, fmt.Sprint("receipt-", i), t0)
+			})
+		}
+		wg.Wait()
+		won := -1
+		for i, err := range errs {
+			if err == nil {
+				assert.Equal(t, -1, won, "m%d and m%d both completed", won, i)
+				won = i
+				continue
+			}
+			assert.ErrorIs(t, err, ledger.ErrDone, "m%d", i)
+		}
+		require.NotEqual(t, -1, won, "one CompleteReadOnly must win")
+		e := s.get(t, k)
+		assert.Equal(t, fmt.Sprint("m", won), e.Owner, "the winner's completion is the entry")
+		assert.Equal(t, fmt.Sprint("receipt-", won), e.Receipt)
+	}},
 }

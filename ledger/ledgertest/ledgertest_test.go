@@ -41,6 +41,9 @@ const (
 	keepsNoDigest                   // Begin records no digest
 	unscoped                        // every key is its bare idempotency key (before scoping)
 	noUnscopedFallback              // scoped keys never consult the unscoped entry (no upgrade)
+	readOnlyOverwritesDone          // CompleteReadOnly completes a done key again
+	readOnlyIgnoresDigest           // CompleteReadOnly never compares digests
+	readOnlyIgnoresLeases           // CompleteReadOnly completes a key another owner holds
 )
 
 // unscoping is a ledger that keys entries by the bare idempotency key, as
@@ -57,6 +60,10 @@ func (u unscoping) StartEffect(ctx context.Context, key, owner string, now time.
 
 func (u unscoping) Complete(ctx context.Context, key, owner, receipt string, now time.Time) error {
 	return u.Ledger.Complete(ctx, ledger.Unscoped(key), owner, receipt, now)
+}
+
+func (u unscoping) CompleteReadOnly(ctx context.Context, key, owner, digest, receipt string, now time.Time) (ledger.Entry, error) {
+	return u.Ledger.CompleteReadOnly(ctx, ledger.Unscoped(key), owner, digest, receipt, now)
 }
 
 func (u unscoping) Redriven(ctx context.Context, key string, now time.Time) (ledger.Entry, error) {
@@ -151,6 +158,32 @@ func (n *naive) Complete(_ context.Context, key, owner, receipt string, now time
 	n.touch(&e, now)
 	n.entries[key] = e
 	return nil
+}
+
+func (n *naive) CompleteReadOnly(_ context.Context, key, owner, digest, receipt string, now time.Time) (ledger.Entry, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e, ok := n.entries[key]
+	before := e
+	if !ok {
+		before = ledger.Entry{}
+		e.Key = key
+	}
+	switch {
+	case digest != "" && e.ArgsDigest != "" && e.ArgsDigest != digest && n.broken != readOnlyIgnoresDigest:
+		return before, ledger.ErrKeyReused
+	case e.State == ledger.StateDone && n.broken != readOnlyOverwritesDone:
+		return before, ledger.ErrDone
+	case e.State == ledger.StateInProgress && e.Owner != owner && now.Before(e.LeaseUntil) && n.broken != readOnlyIgnoresLeases:
+		return before, ledger.ErrLeased
+	}
+	e.State, e.Owner, e.Receipt, e.LeaseUntil = ledger.StateDone, owner, receipt, time.Time{}
+	if e.ArgsDigest == "" {
+		e.ArgsDigest = digest
+	}
+	n.touch(&e, now)
+	n.entries[key] = e
+	return before, nil
 }
 
 func (n *naive) Release(_ context.Context, key, owner string, now time.Time) error {
@@ -313,6 +346,10 @@ func TestSuiteFailsBrokenLedgers(t *testing.T) {
 		{name: "keys are not scoped", broken: unscoped, want: "Scoped keys of other pipelines and tenants are apart"},
 		{name: "keys are not scoped: forged", broken: unscoped, want: "Scoped keys cannot be forged with separators"},
 		{name: "no fallback to unscoped entries: done", broken: noUnscopedFallback, want: "A task done under its unscoped key stays done"},
+		{name: "CompleteReadOnly completes a done key", broken: readOnlyOverwritesDone, want: "CompleteReadOnly of a done key is a no-op"},
+		{name: "CompleteReadOnly completes a done key: the race", broken: readOnlyOverwritesDone, want: "CompleteReadOnly concurrently on one key: exactly one wins"},
+		{name: "CompleteReadOnly ignores the digest", broken: readOnlyIgnoresDigest, want: "CompleteReadOnly with another digest is refused in every state"},
+		{name: "CompleteReadOnly ignores leases", broken: readOnlyIgnoresLeases, want: "CompleteReadOnly of a key leased by another owner"},
 		{name: "no fallback to unscoped entries: unknown effect", broken: noUnscopedFallback, want: "An unscoped unknown effect stays unknown and is reconciled"},
 	}
 	for _, tt := range tests {

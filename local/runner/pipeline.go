@@ -58,6 +58,9 @@ type Config struct {
 	Concurrency int
 	// Dependencies is optional: the sample dependencies' up/down switches.
 	Dependencies sampleworker.DependencyDir
+	// Effects is optional: the sample tools' effect store (the local state
+	// dir's effects/, as agentdlq work's), which ledger verify reads back.
+	Effects sampleworker.Effects
 	// Logger is optional (default: discarded): the worker's and the
 	// mapping's log.
 	Logger *slog.Logger
@@ -136,7 +139,7 @@ func Setup(ctx context.Context, cfg Config) (*Local, error) {
 	}
 	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: l.Queues, SQS: workerSQS, Ledger: workerLedger,
 		WorkerVersion: cfg.WorkerVersion, Logger: cfg.Logger, Metrics: cfg.Metrics, Concurrency: cfg.Concurrency, Dependencies: cfg.Dependencies,
-		DLQMaxMessageBytes: p.DLQMaxMessageBytes()}) // the DLQ's size as the topology made it
+		Effects: cfg.Effects, DLQMaxMessageBytes: p.DLQMaxMessageBytes()}) // the DLQ's size as the topology made it
 	if err != nil {
 		return nil, err
 	}

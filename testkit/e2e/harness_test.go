@@ -166,7 +166,9 @@ func byOriginal(tagged []dlq.Tagged) map[string]dlq.Tagged {
 type countingLedger struct {
 	*ledger.Counting
 	mu sync.Mutex
-	// failBegin, when set, is asked before each Begin; a non-nil error is returned instead.
+	// failBegin, when set, is asked before each Begin and each
+	// CompleteReadOnly (a read-only tool's one ledger write, its claim and
+	// settle at once); a non-nil error is returned instead.
 	failBegin func(key string) error
 }
 
@@ -182,6 +184,18 @@ func (c *countingLedger) Begin(ctx context.Context, key, owner, digest string, n
 		}
 	}
 	return c.Counting.Begin(ctx, key, owner, digest, now, lease)
+}
+
+func (c *countingLedger) CompleteReadOnly(ctx context.Context, key, owner, digest, receipt string, now time.Time) (ledger.Entry, error) {
+	c.mu.Lock()
+	fail := c.failBegin
+	c.mu.Unlock()
+	if fail != nil {
+		if err := fail(key); err != nil {
+			return ledger.Entry{}, err
+		}
+	}
+	return c.Counting.CompleteReadOnly(ctx, key, owner, digest, receipt, now)
 }
 
 // counts is the effects recorded per key.

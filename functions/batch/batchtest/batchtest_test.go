@@ -141,7 +141,9 @@ func TestWorkerKeepsState(t *testing.T) {
 	t.Parallel()
 	worked := 0 // records that got past Begin
 	w := batchtest.NewWorker(t, batch.Config{Handler: func(ctx context.Context, r batch.Record) error {
-		if err := r.Begin(ctx, "acme", string(r.Body()), "", false); err != nil {
+		// mutates: the claim path, where Begin itself says done (a
+		// read-only tool's Begin claims nothing: TestWorkerReadOnlyDone).
+		if err := r.Begin(ctx, "acme", string(r.Body()), "", true); err != nil {
 			return err
 		}
 		worked++
@@ -214,4 +216,32 @@ func TestRunTakesThePathOfTheLambdaEntry(t *testing.T) {
 	require.Len(t, got, 2)
 	assert.Equal(t, got[1], got[0])
 	assert.Equal(t, body, got[0].body, "the body byte for byte")
+}
+
+// TestWorkerReadOnlyDone: a read-only tool's Begin claims nothing, so a
+// redelivery of its done work runs the handler again; the one conditional
+// write after it is refused and the record is acknowledged as a no-op, the
+// entry as the first delivery left it.
+func TestWorkerReadOnlyDone(t *testing.T) {
+	t.Parallel()
+	worked := 0
+	w := batchtest.NewWorker(t, batch.Config{Handler: func(ctx context.Context, r batch.Record) error {
+		if err := r.Begin(ctx, "acme", string(r.Body()), "", false); err != nil {
+			return err
+		}
+		worked++
+		r.SetReceipt("receipt-" + r.MessageID())
+		return nil
+	}})
+	first := w.Run(batchtest.Bodies("good"))
+	batchtest.RequireAcked(t, first, "m1")
+	before, ok := w.Entry(w.Key("acme", "good"))
+	require.True(t, ok)
+	assert.Equal(t, "receipt-m1", before.Receipt)
+	second := w.Run(batchtest.Event(batchtest.Msg{ID: "m9", Body: "good"}))
+	batchtest.RequireAcked(t, second, "m9")
+	assert.Equal(t, 2, worked, "the read-only call ran again: the trade-off of one write")
+	after, _ := w.Entry(w.Key("acme", "good"))
+	assert.Equal(t, before, after, "the done entry is untouched: the redelivery was a no-op")
+	assert.Empty(t, w.DLQ.Sent())
 }
