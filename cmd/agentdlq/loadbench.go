@@ -116,27 +116,35 @@ or one JSON line (-o json, or --json).`,
 	return cmd
 }
 
-// runLoadBench reads the flags, starts private emulators unless
-// AWS_ENDPOINT_URL_SQS is set, runs loadbench.Run and prints its Result.
-func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out, stderr io.Writer) error {
+// workload returns the mixes to run (--mix; cost is the three cost mixes
+// in turn), or the tasks of --workload.
+func (f *loadFlags) workload() (mixes []string, external []workload.Task, err error) {
 	if f.tasks < 1 && f.file == "" {
-		return withExit(2, errors.New("--tasks must be at least 1"))
+		return nil, nil, errors.New("--tasks must be at least 1")
 	}
-	mixes := []string{f.mix}
+	mixes = []string{f.mix}
 	if f.mix == "cost" {
 		mixes = loadbench.CostMixes
 	} else if !slices.Contains(loadbench.MixNames(), f.mix) {
-		return withExit(2, fmt.Errorf("--mix %q: one of %s, or cost", f.mix, strings.Join(loadbench.MixNames(), ", ")))
+		return nil, nil, fmt.Errorf("--mix %q: one of %s, or cost", f.mix, strings.Join(loadbench.MixNames(), ", "))
 	}
 	if f.file != "" && f.mix != "demo" {
-		return withExit(2, errors.New("--mix and --workload: one or the other"))
+		return nil, nil, errors.New("--mix and --workload: one or the other")
 	}
-	var external []workload.Task
 	if f.file != "" {
-		var err error
 		if external, err = workload.ReadFile(f.file); err != nil {
-			return withExit(2, err)
+			return nil, nil, err
 		}
+	}
+	return mixes, external, nil
+}
+
+// runLoadBench reads the flags, starts private emulators unless
+// AWS_ENDPOINT_URL_SQS is set, runs loadbench.Run and prints its Result.
+func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out, stderr io.Writer) error {
+	mixes, external, err := f.workload()
+	if err != nil {
+		return withExit(2, err)
 	}
 	base, err := g.loadPipeline(f.pipeline)
 	if err != nil {
