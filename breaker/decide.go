@@ -68,7 +68,9 @@ func Admit(s State, cfg Settings, now time.Time, r float64) (Decision, State, bo
 		if now.Before(s.Until) {
 			// Back when probing may start, spread over half an OpenFor so
 			// that the deferred tasks do not come back together.
-			w := s.Until.Sub(now) + time.Duration(r*float64(cfg.OpenFor)/2)
+			// At least a quarter of OpenFor (pipeline.Breaker.RequiredRequeues
+			// counts on it).
+			w := max(s.Until.Sub(now), cfg.OpenFor/4) + time.Duration(r*float64(cfg.OpenFor)/2)
 			return Decision{Wait: clampWait(w), Mode: Open}, s, false, nil
 		}
 		t := transition(&s, HalfOpen, CauseProbing, now)

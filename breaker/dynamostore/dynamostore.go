@@ -1,7 +1,7 @@
 // Package dynamostore keeps breaker states in DynamoDB, shared by every
 // worker instance of a pipeline: one item per (pipeline, dependency) in a
 // table whose partition key is the string `pk` (the pipeline's ledger
-// table serves). Every write is a PutItem conditioned on the version it was
+// table serves). Every write is an UpdateItem conditioned on the version it was
 // based on, so two workers never both move a breaker.
 //
 // The item: pk = "breaker:<len(pipeline)>:<pipeline>:<dependency>" (the
@@ -28,11 +28,11 @@ import (
 )
 
 // API is what Store calls on DynamoDB, with the SDK's signatures: a
-// *dynamodb.Client satisfies it. IAM: dynamodb:GetItem and dynamodb:PutItem
-// on the table.
+// *dynamodb.Client satisfies it. IAM: dynamodb:GetItem and dynamodb:UpdateItem
+// on the table (the worker's ledger grant: no new action).
 type API interface {
 	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	PutItem(ctx context.Context, params *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
 }
 
 // Store is a breaker.Store on a DynamoDB table.
@@ -81,7 +81,7 @@ func (s *Store) Get(ctx context.Context, pipeline, dependency string) (breaker.S
 	return st, nil
 }
 
-// Put implements breaker.Store: a PutItem conditioned on the version.
+// Put implements breaker.Store: an UpdateItem conditioned on the version.
 func (s *Store) Put(ctx context.Context, pipeline, dependency string, st breaker.State) (breaker.State, error) {
 	base := st.Version
 	st.Version = base + 1
@@ -93,23 +93,24 @@ func (s *Store) Put(ctx context.Context, pipeline, dependency string, st breaker
 	if mode == "" {
 		mode = breaker.Closed
 	}
-	in := &dynamodb.PutItemInput{
-		TableName: aws.String(s.table),
-		Item: map[string]types.AttributeValue{
-			"pk":              &types.AttributeValueMemberS{Value: Key(pipeline, dependency)},
-			"breaker_version": &types.AttributeValueMemberN{Value: strconv.FormatInt(st.Version, 10)},
-			"breaker_mode":    &types.AttributeValueMemberS{Value: string(mode)},
-			"breaker_state":   &types.AttributeValueMemberS{Value: string(body)},
-			"updated_at":      &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)},
+	in := &dynamodb.UpdateItemInput{
+		TableName:        aws.String(s.table),
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: Key(pipeline, dependency)}},
+		UpdateExpression: aws.String("SET breaker_version = :n, breaker_mode = :m, breaker_state = :s, updated_at = :u"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":n": &types.AttributeValueMemberN{Value: strconv.FormatInt(st.Version, 10)},
+			":m": &types.AttributeValueMemberS{Value: string(mode)},
+			":s": &types.AttributeValueMemberS{Value: string(body)},
+			":u": &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)},
 		},
 	}
 	if base == 0 {
 		in.ConditionExpression = aws.String("attribute_not_exists(pk)")
 	} else {
 		in.ConditionExpression = aws.String("breaker_version = :v")
-		in.ExpressionAttributeValues = map[string]types.AttributeValue{":v": &types.AttributeValueMemberN{Value: strconv.FormatInt(base, 10)}}
+		in.ExpressionAttributeValues[":v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(base, 10)}
 	}
-	if _, err := s.api.PutItem(ctx, in); err != nil {
+	if _, err := s.api.UpdateItem(ctx, in); err != nil {
 		var ae smithy.APIError
 		if errors.As(err, &ae) && ae.ErrorCode() == "ConditionalCheckFailedException" {
 			return breaker.State{}, breaker.ErrConflict

@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/agentdlq/agentdlq/breaker/dynamostore"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/local/esm"
@@ -57,6 +58,8 @@ type Config struct {
 	Concurrency int
 	// Dependencies is optional: the sample dependencies' up/down switches.
 	Dependencies sampleworker.DependencyDir
+	// Observe is optional: sampleworker.Config.Observe.
+	Observe func(tenant, key string, receives int, err error)
 	// Logger is optional (default: discarded): the worker's and the
 	// mapping's log.
 	Logger *slog.Logger
@@ -134,6 +137,8 @@ func Setup(ctx context.Context, cfg Config) (*Local, error) {
 		workerLedger = cfg.WrapLedger(l.Ledger)
 	}
 	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: l.Queues, SQS: workerSQS, Ledger: workerLedger,
+		BreakerStore:  dynamostore.New(ddb, cfg.Table), // the breakers on the ledger table, as in AWS
+		Observe:       cfg.Observe,
 		WorkerVersion: cfg.WorkerVersion, Logger: cfg.Logger, Metrics: cfg.Metrics, Concurrency: cfg.Concurrency, Dependencies: cfg.Dependencies,
 		DLQMaxMessageBytes: p.DLQMaxMessageBytes()}) // the DLQ's size as the topology made it
 	if err != nil {
