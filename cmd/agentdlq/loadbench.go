@@ -88,8 +88,8 @@ Powertools' BatchProcessor and Idempotency.
 --outage DURATION runs a simulated outage instead: tasks at a steady --rate a
 second for --before, the outage and --after, every other one needing
 search-api, which is down for DURATION. --breaker on runs it with the
-pipeline's circuit breaker on (its settings scaled to the outage:
-loadbench.WithOutageBreaker), off without it, both (the default) one after the
+pipeline's circuit breaker on (its settings scaled to the outage, as
+docs/performance.md lists them), off without it, both (the default) one after the
 other. With the breaker on the musts are: no task dead-lettered because of the
 outage, the healthy half at least 90 % of its throughput, at most 2 receives
 spent per affected task, the backlog drained, 0 lost, 0 duplicate effects.
