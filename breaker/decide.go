@@ -45,10 +45,17 @@ func transition(s *State, to Mode, cause string, now time.Time) *Transition {
 	return t
 }
 
-// open moves s to Open until now + max(OpenFor, retryAfter).
+// open moves s to Open until now + max(OpenFor, retryAfter), OpenFor
+// doubled for each failed probing since it last closed (at most
+// MaxOpenFactor × OpenFor, and MaxWait).
 func open(s *State, cfg Settings, now time.Time, retryAfter time.Duration, cause string) *Transition {
 	t := transition(s, Open, cause, now)
-	s.Until = now.Add(max(cfg.OpenFor, retryAfter))
+	d := cfg.OpenFor
+	if cause == CauseProbeFailed {
+		s.Reopens++
+		d = min(cfg.OpenFor<<min(s.Reopens, 8), MaxOpenFactor*cfg.OpenFor, MaxWait)
+	}
+	s.Until = now.Add(max(d, retryAfter))
 	s.WindowStart, s.Failures = time.Time{}, 0
 	s.Probes, s.Passed, s.ProbeSince = 0, 0, time.Time{}
 	s.RampFrom = time.Time{}
@@ -137,7 +144,7 @@ func Succeed(s State, cfg Settings, now time.Time) (State, bool, *Transition) {
 		return s, true, nil
 	}
 	t := transition(&s, Closed, CauseProbesPassed, now)
-	s.Probes, s.Passed, s.ProbeSince = 0, 0, time.Time{}
+	s.Probes, s.Passed, s.ProbeSince, s.Reopens = 0, 0, time.Time{}, 0
 	s.WindowStart, s.Failures, s.Until = time.Time{}, 0, time.Time{}
 	s.RampFrom = now
 	return s, true, t
@@ -166,7 +173,7 @@ func Force(s State, cfg Settings, open bool, owner, why string, now time.Time) (
 	} else {
 		s.Cause, s.Changed = CauseForcedClosed, now
 	}
-	s.Held, s.Until = false, time.Time{}
+	s.Held, s.Until, s.Reopens = false, time.Time{}, 0
 	s.WindowStart, s.Failures, s.Probes, s.Passed, s.ProbeSince = time.Time{}, 0, 0, 0, time.Time{}
 	return s, t
 }

@@ -33,7 +33,9 @@ func TestFail(t *testing.T) {
 		{name: "open: a failure changes nothing", s: breaker.State{Mode: breaker.Open, Until: t0.Add(20 * time.Second)}, at: time.Second, wantMode: breaker.Open, wantUntil: 20 * time.Second},
 		{name: "open: a longer Retry-After extends it", s: breaker.State{Mode: breaker.Open, Until: t0.Add(20 * time.Second)}, at: time.Second, retryAfter: time.Minute, wantMode: breaker.Open, wantWrite: true, wantUntil: 61 * time.Second},
 		{name: "held open: even a Retry-After changes nothing", s: breaker.State{Mode: breaker.Open, Held: true, Until: t0}, at: time.Second, retryAfter: time.Minute, wantMode: breaker.Open, wantUntil: 0},
-		{name: "half-open: a failed probe reopens", s: breaker.State{Mode: breaker.HalfOpen, Probes: 2, ProbeSince: t0}, at: time.Second, wantMode: breaker.Open, wantWrite: true, wantCause: breaker.CauseProbeFailed, wantUntil: 21 * time.Second},
+		{name: "half-open: a failed probe reopens", s: breaker.State{Mode: breaker.HalfOpen, Probes: 2, ProbeSince: t0}, at: time.Second, wantMode: breaker.Open, wantWrite: true, wantCause: breaker.CauseProbeFailed, wantUntil: 41 * time.Second},
+		{name: "half-open: a second failed probing doubles the open time", s: breaker.State{Mode: breaker.HalfOpen, Probes: 2, ProbeSince: t0, Reopens: 1}, at: time.Second, wantMode: breaker.Open, wantWrite: true, wantCause: breaker.CauseProbeFailed, wantUntil: 81 * time.Second},
+		{name: "half-open: the open time stops growing at MaxOpenFactor", s: breaker.State{Mode: breaker.HalfOpen, Probes: 2, ProbeSince: t0, Reopens: 5}, at: time.Second, wantMode: breaker.Open, wantWrite: true, wantCause: breaker.CauseProbeFailed, wantUntil: 81 * time.Second},
 		{name: "ramping: failures count again", s: breaker.State{RampFrom: t0, WindowStart: t0, Failures: 2}, at: time.Second, wantMode: breaker.Open, wantWrite: true, wantCause: breaker.CauseThreshold, wantUntil: 21 * time.Second},
 	}
 	for _, tt := range tests {

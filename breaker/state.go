@@ -48,6 +48,9 @@ type State struct {
 	Failures    int       `json:"failures,omitempty"`
 	// Until: while open, when probing may start.
 	Until time.Time `json:"until,omitzero"`
+	// Reopens: the failed probings since it last closed; each doubles the
+	// time it stays open, up to MaxOpenFactor times OpenFor.
+	Reopens int `json:"reopens,omitempty"`
 	// Probes, Passed and ProbeSince: while half-open, the probes admitted,
 	// the successes seen, and when the probing began.
 	Probes     int       `json:"probes,omitempty"`
@@ -100,6 +103,12 @@ const (
 	DefaultProbes    = 3
 	DefaultRamp      = 60 * time.Second
 )
+
+// MaxOpenFactor bounds the time a breaker stays open after failed probes:
+// OpenFor doubles with each reopening, up to this many times OpenFor, so a
+// long outage costs fewer deferrals and probes while recovery is still
+// seen within MaxOpenFactor × OpenFor.
+const MaxOpenFactor = 4
 
 // MaxWait is the longest a Decision defers a task: SQS's longest message
 // delay, which the uncounted requeue uses.

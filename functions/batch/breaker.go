@@ -40,44 +40,65 @@ func Deferred(dependency string, wait time.Duration) *Outcome {
 }
 
 // Guarded runs call, which needs the dependency dep, under the breaker b:
-//
-//   - not admitted (open, half-open with its probes out, or not yet its
-//     turn in the ramp), call is not made and Guarded returns Deferred;
-//   - admitted, call's result is reported to b (DependencyFailure says
-//     which failures count; a success closes a half-open breaker), and a
-//     failure of the dependency that finds the breaker open (this failure
-//     opened it, or another worker's did) is deferred too: the outage
-//     costs the task no receive once the breaker knows of it.
-//
-// A breaker whose store cannot be read admits the task (logged on log):
-// it must not stop the pipeline. A nil b runs call as it is.
+// AdmitDependency, then call, then ReportDependency. A nil b runs call as
+// it is.
 func Guarded(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep string, call func() error) error {
-	if b == nil || dep == "" {
-		return call()
+	if err := AdmitDependency(ctx, b, log, dep); err != nil {
+		return err
 	}
-	if log == nil {
-		log = slog.Default()
+	return ReportDependency(ctx, b, log, dep, call())
+}
+
+// AdmitDependency asks the breaker b whether a task that needs dep may call
+// it: nil when it may, else the Deferred outcome to return from the handler
+// (open, half-open with its probes out, or not yet the task's turn in the
+// ramp). Ask before any other work of the task (before Record.Begin): a
+// deferral then costs one receive and one send. A breaker whose store
+// cannot be read admits the task (logged on log): it must not stop the
+// pipeline. A nil b, or an empty dep, admits.
+func AdmitDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep string) error {
+	if b == nil || dep == "" {
+		return nil
 	}
 	d, err := b.Admit(ctx, dep)
 	if err != nil {
-		log.LogAttrs(ctx, slog.LevelWarn, "breaker unavailable; the task is admitted", slog.String("dependency", dep), slog.String("error", err.Error()))
+		logOf(log).LogAttrs(ctx, slog.LevelWarn, "breaker unavailable; the task is admitted", slog.String("dependency", dep), slog.String("error", err.Error()))
 	}
 	if !d.Admit {
 		return Deferred(dep, d.Wait)
 	}
-	cerr := call()
-	failed, retryAfter := DependencyFailure(cerr)
-	if cerr != nil && !failed {
-		return cerr // not the dependency's failure
+	return nil
+}
+
+// ReportDependency reports the result of an admitted task's call to dep
+// (DependencyFailure says which failures count; a success closes a
+// half-open breaker) and returns what the handler should: err itself, or,
+// for a failure of the dependency that finds the breaker open (this
+// failure opened it, or another worker's did), the Deferred outcome, so
+// that the outage costs the task no receive once the breaker knows of it.
+func ReportDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep string, err error) error {
+	if b == nil || dep == "" {
+		return err
+	}
+	failed, retryAfter := DependencyFailure(err)
+	if err != nil && !failed {
+		return err // not the dependency's failure
 	}
 	if rerr := b.Record(ctx, dep, failed, retryAfter); rerr != nil {
-		log.LogAttrs(ctx, slog.LevelWarn, "breaker: result not recorded", slog.String("dependency", dep), slog.String("error", rerr.Error()))
-		return cerr
+		logOf(log).LogAttrs(ctx, slog.LevelWarn, "breaker: result not recorded", slog.String("dependency", dep), slog.String("error", rerr.Error()))
+		return err
 	}
 	if failed {
-		if d, err := b.Admit(ctx, dep); err == nil && !d.Admit {
+		if d, aerr := b.Admit(ctx, dep); aerr == nil && !d.Admit {
 			return Deferred(dep, d.Wait)
 		}
 	}
-	return cerr
+	return err
+}
+
+func logOf(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.Default()
+	}
+	return l
 }

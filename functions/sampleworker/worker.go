@@ -188,6 +188,17 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) (err error) {
 	if err != nil {
 		return batch.Poison(deadletter.ReasonSchemaInvalid, err)
 	}
+	// The breaker first, before the ledger: a task deferred while its
+	// dependency's breaker is open costs no ledger write. (A fault that
+	// does not parse, or names no valid dependency, is judged below as
+	// before.)
+	dep := ""
+	if f, ferr := ParseFault(task.Args); ferr == nil && f != nil && CheckDependencyName(f.Dependency) == nil {
+		dep = f.Dependency
+	}
+	if err := batch.AdmitDependency(ctx, w.breaker, w.log, dep); err != nil {
+		return err
+	}
 	if err := r.Begin(ctx, task.Tenant, task.IdempotencyKey, digest, tool.Mutates); err != nil {
 		return err
 	}
@@ -209,8 +220,8 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) (err error) {
 	if fault == nil || fault.Dependency == "" {
 		return w.run(ctx, r, &task, tool, fault)
 	}
-	// The task needs the dependency: it runs under its breaker.
-	return batch.Guarded(ctx, w.breaker, w.log, fault.Dependency, func() error { return w.run(ctx, r, &task, tool, fault) })
+	// The task needs the dependency (admitted above): its result is the breaker's.
+	return batch.ReportDependency(ctx, w.breaker, w.log, fault.Dependency, w.run(ctx, r, &task, tool, fault))
 }
 
 // run calls the tool, with the fault the task asks for when it applies.
