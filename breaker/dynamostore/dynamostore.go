@@ -27,6 +27,14 @@ import (
 	"github.com/agentdlq/agentdlq/breaker"
 )
 
+// Attributes are every attribute a Store writes (the IAM condition
+// dynamodb:Attributes of a role that may force a breaker), and KeyPrefix
+// starts every item's pk (dynamodb:LeadingKeys).
+var Attributes = []string{"pk", "breaker_version", "breaker_mode", "breaker_state", "updated_at"}
+
+// KeyPrefix starts the pk of every breaker item.
+const KeyPrefix = "breaker:"
+
 // API is what Store calls on DynamoDB, with the SDK's signatures: a
 // *dynamodb.Client satisfies it. IAM: dynamodb:GetItem and dynamodb:UpdateItem
 // on the table (the worker's ledger grant: no new action).
