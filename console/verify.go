@@ -157,7 +157,7 @@ func (s *Server) verifyJobPage(w http.ResponseWriter, r *http.Request, p *pipeli
 		return
 	}
 	res := vj.res
-	var pe *redrive.PartialError
+	var pe *redrivetype.PartialError
 	switch {
 	case errors.Is(err, redrive.ErrRefused):
 		d.Code = string(redrive.RefusalCode(err))

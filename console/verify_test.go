@@ -26,7 +26,6 @@ import (
 	"github.com/agentdlq/agentdlq/local/esm"
 	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/redrive/redrivetype"
 	"github.com/agentdlq/agentdlq/testkit/localtest"
@@ -299,7 +298,7 @@ func TestVerifyPartialIsSaid(t *testing.T) {
 	res := &redrivetype.VerifyResult{Pipeline: "agent-tasks", Reason: deadletter.ReasonEffectUnknown, Seen: 3,
 		Keys:   []redrivetype.Verified{{Key: "eu-a", Tool: "email.send", Letters: 1, Verdict: agenttask.VerdictNoEffect, Evidence: "relay log: nothing sent"}},
 		Counts: map[string]int{"no_effect": 1}}
-	pe := &redrive.PartialError{Seen: 3, Depth: 9}
+	pe := &redrivetype.PartialError{Seen: 3, Depth: 9}
 	for _, applied := range []bool{false, true} {
 		res.Applied = applied
 		req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8080/verify?p=agent-tasks", nil)

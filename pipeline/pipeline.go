@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/agentdlq/agentdlq/breaker"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
@@ -197,12 +198,58 @@ type Pipeline struct {
 	FairQueueTenant *bool `json:"fair_queue_tenant,omitempty"`
 	// SLO is optional: the dead-letter service level objective (defaults below).
 	SLO SLO `json:"slo"`
+	// Breaker is optional (default off): the per-dependency circuit breaker
+	// of the worker (package breaker), which defers the tasks that need a
+	// dependency that is failing with uncounted requeues.
+	Breaker Breaker `json:"breaker,omitzero"`
 	// Alarms is optional: thresholds of the alarms (defaults below).
 	Alarms Alarms `json:"alarms"`
 	// Triage is optional: how the triage scans and warns.
 	Triage Triage `json:"triage"`
 	// Eval is optional: the eval dataset export.
 	Eval Eval `json:"eval"`
+}
+
+// Breaker is a pipeline's circuit breaker settings (breaker.Settings). On,
+// it needs a standard queue and retry_after_requeues of at least
+// RequiredRequeues: every deferral is an uncounted requeue, and a task
+// must be able to ride out tolerance_seconds of them.
+type Breaker struct {
+	// Enabled is optional (default false): the worker runs the breaker.
+	Enabled bool `json:"enabled,omitempty"`
+	// Threshold is optional (default 5): dependency failures (dependency_open,
+	// rate_limited, auth_config, a Retry-After) within the window that open it.
+	Threshold int `json:"threshold,omitempty"`
+	// WindowSeconds is optional (default 60): the failure window.
+	WindowSeconds int `json:"window_seconds,omitempty"`
+	// OpenSeconds is optional (default 30): how long it stays open before
+	// probing (longer when the provider's Retry-After asks).
+	OpenSeconds int `json:"open_seconds,omitempty"`
+	// Probes is optional (default 3): probes half-open, and the successes
+	// that close it.
+	Probes int `json:"probes,omitempty"`
+	// RampSeconds is optional (default 60): after it closes, how long the
+	// share of admitted tasks takes to reach all of them.
+	RampSeconds int `json:"ramp_seconds,omitempty"`
+	// ToleranceSeconds is optional (default 600): an outage shorter than
+	// this dead-letters no task that needs the dependency (bounded by
+	// retry_after_requeues, see RequiredRequeues).
+	ToleranceSeconds int `json:"tolerance_seconds,omitempty"`
+}
+
+// Settings returns the breaker's decision settings.
+func (b Breaker) Settings() breaker.Settings {
+	return breaker.Settings{Threshold: b.Threshold, Window: time.Duration(b.WindowSeconds) * time.Second,
+		OpenFor: time.Duration(b.OpenSeconds) * time.Second, Probes: b.Probes, Ramp: time.Duration(b.RampSeconds) * time.Second}
+}
+
+// RequiredRequeues is the retry_after_requeues a task needs to be deferred
+// for ToleranceSeconds: every deferral while open or half-open waits at
+// least a quarter of open_seconds (breaker.Admit), and two more cover the
+// ramp.
+func (b Breaker) RequiredRequeues() int {
+	q := max(b.OpenSeconds/4, 1)
+	return (b.ToleranceSeconds+q-1)/q + 2
 }
 
 // ProvisionedPollers is the event source's provisioned mode: Lambda keeps
@@ -409,6 +456,14 @@ func (p *Pipeline) ApplyDefaults() {
 	if p.SLO.TargetPercent == 0 {
 		p.SLO.TargetPercent = DefaultSLOTargetPercent
 	}
+	if b := &p.Breaker; b.Enabled {
+		def(&b.Threshold, breaker.DefaultThreshold)
+		def(&b.WindowSeconds, int(breaker.DefaultWindow/time.Second))
+		def(&b.OpenSeconds, int(breaker.DefaultOpenFor/time.Second))
+		def(&b.Probes, breaker.DefaultProbes)
+		def(&b.RampSeconds, int(breaker.DefaultRamp/time.Second))
+		def(&b.ToleranceSeconds, 600)
+	}
 	if p.FIFOPoison == "" {
 		p.FIFOPoison = FIFOPoisonDeadLetter
 	}
@@ -567,6 +622,20 @@ func (p *Pipeline) validateWorker(bad func(format string, args ...any)) {
 	}
 	if t := p.SLO.TargetPercent; !(t > 50 && t < 100) { // NaN fails too
 		bad("slo.target_percent %g is outside 50..100 (both excluded): at 100 one dead letter breaks the objective", t)
+	}
+	if b := p.Breaker; b.Enabled {
+		if err := b.Settings().Validate(); err != nil {
+			bad("breaker: %v", err)
+		}
+		switch {
+		case p.FIFO:
+			bad("breaker needs a standard queue: it defers tasks with uncounted requeues, which a FIFO queue cannot take")
+		case !within(b.ToleranceSeconds, 1, 24*3600):
+			bad("breaker.tolerance_seconds %d is outside 1..86400", b.ToleranceSeconds)
+		case p.RetryAfterRequeues < b.RequiredRequeues():
+			bad("breaker needs retry_after_requeues of at least %d to defer a task for tolerance_seconds %d (every deferral is an uncounted requeue of at least open_seconds/4 = %ds, two more for the ramp); got %d",
+				b.RequiredRequeues(), b.ToleranceSeconds, max(b.OpenSeconds/4, 1), p.RetryAfterRequeues)
+		}
 	}
 	if p.FIFOPoison != FIFOPoisonDeadLetter && p.FIFOPoison != FIFOPoisonHoldGroup {
 		bad("fifo_poison %q must be %q or %q", p.FIFOPoison, FIFOPoisonDeadLetter, FIFOPoisonHoldGroup)

@@ -92,6 +92,18 @@ func TestValidate(t *testing.T) {
 		{"retry-after requeues on a FIFO queue", func(p *Pipeline) { p.FIFO, p.RetryAfterRequeues = true, 3 }, "retry_after_requeues needs a standard queue"},
 		{"retry-after requeues 101", func(p *Pipeline) { p.RetryAfterRequeues = 101 }, "retry_after_requeues 101 is outside 0..100"},
 		{"retry-after requeues negative", func(p *Pipeline) { p.RetryAfterRequeues = -1 }, "retry_after_requeues -1 is outside"},
+		{"breaker without enough requeues", func(p *Pipeline) {
+			p.Breaker = Breaker{Enabled: true, Threshold: 5, WindowSeconds: 60, OpenSeconds: 30, Probes: 3, RampSeconds: 60, ToleranceSeconds: 600}
+			p.RetryAfterRequeues = 10
+		}, "breaker needs retry_after_requeues of at least 88"},
+		{"breaker on a FIFO queue", func(p *Pipeline) {
+			p.Breaker = Breaker{Enabled: true, Threshold: 5, WindowSeconds: 60, OpenSeconds: 30, Probes: 3, RampSeconds: 60, ToleranceSeconds: 600}
+			p.FIFO = true
+		}, "breaker needs a standard queue"},
+		{"breaker probes out of range", func(p *Pipeline) {
+			p.Breaker = Breaker{Enabled: true, Threshold: 5, WindowSeconds: 60, OpenSeconds: 30, Probes: 101, RampSeconds: 60, ToleranceSeconds: 60}
+			p.RetryAfterRequeues = 100
+		}, "probes 101 is outside"},
 		{"backoff inverted", func(p *Pipeline) { p.Backoff = Backoff{BaseSeconds: 10, MaxSeconds: 5} }, "backoff needs"},
 		{"expiry alarm beyond retention", func(p *Pipeline) { p.Alarms.ExpiryRiskHours = 400 }, "expiry_risk_hours"},
 		// Raw integers are bounded before they become durations: these

@@ -125,6 +125,10 @@ func whyNeeded(a audit.Action) string {
 		return "say why the move task must stop (the incident)"
 	case audit.ActionRepair:
 		return "say why this repair is right (what was wrong in the args, the incident)"
+	case audit.ActionBreakerOpen:
+		return "say why the dependency's tasks must wait (the provider's incident)"
+	case audit.ActionBreakerClose:
+		return "say why the dependency may be called again (the provider's recovery)"
 	}
 	return "say why this redrive is safe now (the fix, the incident)"
 }
@@ -144,6 +148,10 @@ func verb(a audit.Action) string {
 		return "cancel the move task of"
 	case audit.ActionRepair:
 		return "repair the dead letters of"
+	case audit.ActionBreakerOpen:
+		return "hold a breaker open on"
+	case audit.ActionBreakerClose:
+		return "close a breaker on"
 	}
 	return "redrive"
 }

@@ -143,7 +143,7 @@ func ackDetail(ack Ack) map[string]string {
 // audited, before any scan.
 func (r *Redriver) Start(ctx context.Context, req StartRequest) (redrivetype.MoveTask, error) {
 	var scanErr error
-	var partial *PartialError
+	var partial *redrivetype.PartialError
 	var infos map[string]groupInfo
 	if req.Groups == nil {
 		if scanErr = r.pureGate(req.Who, req.Rate); scanErr == nil {
@@ -171,7 +171,7 @@ func (r *Redriver) Start(ctx context.Context, req StartRequest) (redrivetype.Mov
 	return task, r.record(ctx, rec, err)
 }
 
-func (r *Redriver) start(ctx context.Context, req StartRequest, partial *PartialError, infos map[string]groupInfo) (redrivetype.MoveTask, error) {
+func (r *Redriver) start(ctx context.Context, req StartRequest, partial *redrivetype.PartialError, infos map[string]groupInfo) (redrivetype.MoveTask, error) {
 	api := r.cfg.SQS
 	if err := r.authorize(ctx, req.Who, req.Rate); err != nil {
 		return redrivetype.MoveTask{}, err
@@ -193,7 +193,7 @@ func (r *Redriver) start(ctx context.Context, req StartRequest, partial *Partial
 	if req.ScanPartial != "" {
 		// A move task moves everything, and not every group was seen.
 		if partial == nil {
-			partial = &PartialError{Why: req.ScanPartial}
+			partial = &redrivetype.PartialError{Why: req.ScanPartial}
 		}
 		return redrivetype.MoveTask{}, partial
 	}

@@ -211,7 +211,7 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*redrivetype.Plan
 	if req.Groups != nil {
 		groups = req.Groups
 	}
-	var partial *PartialError
+	var partial *redrivetype.PartialError
 	if rep != nil && rep.Scan.Partial {
 		partial = scanPartial(rep)
 	}
@@ -240,9 +240,9 @@ func (r *Redriver) Plan(ctx context.Context, req PlanRequest) (*redrivetype.Plan
 }
 
 // scanPartial is the outcome of a triage scan that saw part of the DLQ.
-func scanPartial(rep *report.Report) *PartialError {
+func scanPartial(rep *report.Report) *redrivetype.PartialError {
 	st := rep.Scan
-	return &PartialError{Seen: st.Unique, Depth: st.ApproxDepth + st.ApproxInFlight, Why: st.PartialReason, FIFO: st.FIFO,
+	return &redrivetype.PartialError{Seen: st.Unique, Depth: st.ApproxDepth + st.ApproxInFlight, Why: st.PartialReason, FIFO: st.FIFO,
 		RetryAfter: time.Duration(st.VisibilityTimeoutSeconds) * time.Second}
 }
 
@@ -326,7 +326,7 @@ func (r *Redriver) Reject(ctx context.Context, req RejectRequest) (*redrivetype.
 		rs[i] = string(x)
 	}
 	rec := audit.Entry{Actor: who.Owner, Action: audit.ActionReject, Why: who.Why, Reasons: rs, Fingerprints: fingerprints}
-	var partial *PartialError
+	var partial *redrivetype.PartialError
 	err := func() error {
 		if len(reasons) == 0 {
 			return refuseField(redrivetype.CodeUnknownReason, "Reasons", "is required: reject one class of cause at a time")

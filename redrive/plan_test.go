@@ -159,7 +159,7 @@ func TestPlanOnAPartialScan(t *testing.T) {
 	require.ErrorIs(t, err, triage.ErrScanPartial)
 	require.NotNil(t, pl, "what was seen is still shown")
 	assert.Equal(t, []string{"scan: saw 0 of about 3 messages"}, pl.Partial)
-	var pe *PartialError
+	var pe *redrivetype.PartialError
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, 3, pe.Depth)
 	assert.Equal(t, 30*time.Second, pe.RetryAfter)

@@ -278,7 +278,7 @@ func (r *Redriver) findLetter(ctx context.Context, req RepairRequest) (*letter, 
 		}
 	}
 	if len(s.seen) < s.depth {
-		return nil, s, &PartialError{Seen: len(s.seen), Depth: s.depth, FIFO: r.cfg.Queues.FIFO, RetryAfter: max(s.hold, s.vis)}
+		return nil, s, &redrivetype.PartialError{Seen: len(s.seen), Depth: s.depth, FIFO: r.cfg.Queues.FIFO, RetryAfter: max(s.hold, s.vis)}
 	}
 	return nil, s, refuseField(redrivetype.CodeLetterNotFound, "MessageID", "%s: the DLQ of pipeline %q, seen whole (%d dead letters), holds no such dead letter", req.MessageID, r.cfg.Pipeline.Name, len(s.seen))
 }

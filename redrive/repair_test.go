@@ -246,7 +246,7 @@ func TestRepairOnAPartialScan(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, out.Messages, 1)
 	_, err = g.r.Repair(context.Background(), g.req("m-9999", `[{"op":"replace","path":"/q","value":"x"}]`))
-	var pe *PartialError
+	var pe *redrivetype.PartialError
 	require.ErrorAs(t, err, &pe)
 	assert.NotErrorIs(t, err, ErrRefused)
 	recs := g.store.all()

@@ -343,7 +343,7 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 	if err == nil && res.ClaimCheckFailed > 0 && !req.DryRun {
 		err = unrestoredErr(res)
 	}
-	var partial *PartialError
+	var partial *redrivetype.PartialError
 	if err == nil && res.Partial == "" && res.Seen < res.DepthAtStart {
 		// Letters held by another receive (or by one of ours whose response
 		// was lost) stay hidden until their visibility timeout; in a FIFO
@@ -351,7 +351,7 @@ func (r *Redriver) Select(ctx context.Context, req SelectRequest) (*SelectResult
 		// cannot vouch for what it did not see: that is its own outcome,
 		// never "nothing selected", and a rerun after the hold goes on.
 		res.Partial = fmt.Sprintf("saw %d of about %d dead letters", res.Seen, res.DepthAtStart)
-		partial = &PartialError{Seen: res.Seen, Depth: res.DepthAtStart, FIFO: r.cfg.Queues.FIFO,
+		partial = &redrivetype.PartialError{Seen: res.Seen, Depth: res.DepthAtStart, FIFO: r.cfg.Queues.FIFO,
 			RetryAfter: max(selectHold(req), res.dlqVisibility)}
 	}
 	rec.Counts = res.counts()

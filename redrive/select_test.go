@@ -702,7 +702,7 @@ func TestSelectPartialScanIsItsOwnOutcome(t *testing.T) {
 			require.ErrorIs(t, err, triage.ErrScanPartial)
 			assert.NotErrorIs(t, err, ErrRefused, "not a refusal: the selection was sound")
 			assert.Empty(t, RefusalCode(err))
-			var pe *PartialError
+			var pe *redrivetype.PartialError
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, 0, pe.Seen)
 			assert.Equal(t, tt.hidden, pe.Depth)

@@ -88,7 +88,7 @@ func (r *Redriver) Verify(ctx context.Context, req VerifyRequest) (*redrivetype.
 	return res, r.record(ctx, rec, err)
 }
 
-func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *redrivetype.VerifyResult) (*PartialError, error) {
+func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *redrivetype.VerifyResult) (*redrivetype.PartialError, error) {
 	if !req.Reason.Valid() {
 		return nil, refuseField(redrivetype.CodeUnknownReason, "Reason", "%q is not a reason (the taxonomy: docs/reasons.md)", req.Reason)
 	}
@@ -112,9 +112,9 @@ func (r *Redriver) verify(ctx context.Context, req VerifyRequest, res *redrivety
 		return nil, err
 	}
 	res.Seen = st.Unique
-	var partial *PartialError
+	var partial *redrivetype.PartialError
 	if st.Partial {
-		partial = &PartialError{Seen: st.Unique, Depth: st.ApproxDepth + st.ApproxInFlight, Why: st.PartialReason, FIFO: st.FIFO,
+		partial = &redrivetype.PartialError{Seen: st.Unique, Depth: st.ApproxDepth + st.ApproxInFlight, Why: st.PartialReason, FIFO: st.FIFO,
 			RetryAfter: time.Duration(st.VisibilityTimeoutSeconds) * time.Second}
 	}
 

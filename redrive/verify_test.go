@@ -315,7 +315,7 @@ func TestVerifyOnAPartialScan(t *testing.T) {
 	res, err := r.Verify(ctx, VerifyRequest{Who: Who{Owner: r.cfg.Pipeline.Owner, Why: "x"}, Apply: true})
 	require.ErrorIs(t, err, triage.ErrScanPartial)
 	assert.NotErrorIs(t, err, ErrRefused)
-	var pe *PartialError
+	var pe *redrivetype.PartialError
 	require.ErrorAs(t, err, &pe)
 	require.NotNil(t, res)
 	require.Len(t, res.Keys, 1, "the letter seen")

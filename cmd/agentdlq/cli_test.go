@@ -105,8 +105,8 @@ func TestClassify(t *testing.T) {
 		{fmt.Errorf("scan: %w", context.Canceled), "interrupted", 1},
 		// A partial scan is not the operator's fault (exit 2) but the command's
 		// unfinished job: exit 1, with a code of its own, never nothing_selected.
-		{&redrive.PartialError{Seen: 0, Depth: 3}, "scan_partial", 1},
-		{withResult(&redrive.PartialError{Seen: 1, Depth: 3}, struct{}{}), "scan_partial", 1},
+		{&redrivetype.PartialError{Seen: 0, Depth: 3}, "scan_partial", 1},
+		{withResult(&redrivetype.PartialError{Seen: 1, Depth: 3}, struct{}{}), "scan_partial", 1},
 	}
 	for _, tt := range tests {
 		code, exit := classify(tt.err)

@@ -16,6 +16,7 @@ import (
 	"github.com/agentdlq/agentdlq/bench/loadbench"
 	"github.com/agentdlq/agentdlq/local/runner"
 	"github.com/agentdlq/agentdlq/local/workload"
+	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 type loadFlags struct {
@@ -37,6 +38,13 @@ type loadFlags struct {
 	// emulatorLogs is where a failed start of the private emulators keeps
 	// their logs (runner.StartConfig.Logs).
 	emulatorLogs string
+	// outage runs the simulated outage instead (loadbench.RunOutage):
+	// its length, the steady rate, and the breaker on, off or both.
+	outage        time.Duration
+	outageRate    int
+	outageBefore  time.Duration
+	outageAfter   time.Duration
+	outageBreaker string
 }
 
 func newLoadBenchCmd(g *globalFlags) *cobra.Command {
@@ -77,6 +85,15 @@ them per 1,000 tasks, and prices them per million tasks (us-east-1, arm64, the
 pipeline's worker memory; docs/performance.md) beside the same work done with
 Powertools' BatchProcessor and Idempotency.
 
+--outage DURATION runs a simulated outage instead: tasks at a steady --rate a
+second for --before, the outage and --after, every other one needing
+search-api, which is down for DURATION. --breaker on runs it with the
+pipeline's circuit breaker on (its settings scaled to the outage, as
+docs/performance.md lists them), off without it, both (the default) one after the
+other. With the breaker on the musts are: no task dead-lettered because of the
+outage, the healthy half at least 90 % of its throughput, at most 2 receives
+spent per affected task, the backlog drained, 0 lost, 0 duplicate effects.
+
 --workload FILE sends a workload made elsewhere instead (JSON Lines of bodies,
 a JSON array of bodies, or a Lambda SQS event): every message is accounted for
 the same way, the idempotency key read from each body, and the invocation
@@ -95,7 +112,8 @@ or one JSON line (-o json, or --json).`,
   agentdlq local bench --tasks 2000 --mix mostly-ok
   agentdlq local bench --tasks 5000 --mix cost              # make bench-cost
   agentdlq local bench --tasks 2000 --chaos reset --chaos-path sqs
-  agentdlq local bench --workload tasks.jsonl`,
+  agentdlq local bench --workload tasks.jsonl
+  agentdlq local bench --outage 90s --rate 20 --breaker both   # issue 32's outage, scaled`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runLoadBench(c.Context(), g, f, c.OutOrStdout(), c.ErrOrStderr())
@@ -113,6 +131,11 @@ or one JSON line (-o json, or --json).`,
 	cmd.Flags().StringVar(&f.mix, "mix", "demo", "generated workload: "+strings.Join(loadbench.MixNames(), ", ")+", or cost (the three cost mixes in turn)")
 	cmd.Flags().StringVar(&f.emulatorLogs, "emulator-logs", "", "where a failed start of the private emulators keeps their logs: PREFIX.<attempt>.<service>.log (default .local/bench/emulators-<UTC time>)")
 	cmd.Flags().StringVar(&f.file, "workload", "", "send the bodies of this file instead of the generated mix: JSON Lines (one body a line), a JSON array, or a Lambda SQS event")
+	cmd.Flags().DurationVar(&f.outage, "outage", 0, "run a simulated outage of search-api this long at a steady rate instead (see --rate, --breaker)")
+	cmd.Flags().IntVar(&f.outageRate, "rate", 20, "with --outage: tasks sent a second, half of them needing search-api")
+	cmd.Flags().DurationVar(&f.outageBefore, "before", 30*time.Second, "with --outage: steady sending before the outage")
+	cmd.Flags().DurationVar(&f.outageAfter, "after", 30*time.Second, "with --outage: steady sending after the outage")
+	cmd.Flags().StringVar(&f.outageBreaker, "breaker", "both", "with --outage: the breaker on, off, or both (one run each)")
 	return cmd
 }
 
@@ -152,6 +175,9 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out, stderr
 	}
 	if base.FIFO {
 		return withExit(2, fmt.Errorf("pipeline %q is FIFO: the load bench runs standard pipelines", base.Name))
+	}
+	if f.outage > 0 {
+		return runOutageBench(ctx, g, f, base, out, stderr)
 	}
 	var toxic *chaos.Toxic
 	if f.chaos != "" {
@@ -228,6 +254,70 @@ func runLoadBench(ctx context.Context, g *globalFlags, f *loadFlags, out, stderr
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("load bench: %s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// runOutageBench runs loadbench.RunOutage with the breaker on, off or both.
+func runOutageBench(ctx context.Context, g *globalFlags, f *loadFlags, base *pipeline.Pipeline, out, stderr io.Writer) error {
+	var modes []bool
+	switch f.outageBreaker {
+	case "on":
+		modes = []bool{true}
+	case "off":
+		modes = []bool{false}
+	case "both":
+		modes = []bool{true, false}
+	default:
+		return withExit(2, fmt.Errorf("--breaker %q: on, off or both", f.outageBreaker))
+	}
+	if f.outageRate < 1 || f.outageRate > 500 {
+		return withExit(2, fmt.Errorf("--rate %d is outside 1..500", f.outageRate))
+	}
+	var progress io.Writer = g.console(stderr)
+	if f.out.JSON() {
+		progress = io.Discard
+	}
+	if os.Getenv("AWS_ENDPOINT_URL_SQS") == "" {
+		em, err := runner.StartEmulatorsWith(ctx, runner.StartConfig{Progress: progress, Stderr: g.console(stderr), Logs: f.emulatorLogs})
+		if err != nil {
+			return err
+		}
+		defer em.Stop()
+	}
+	cfg, err := localConfig(ctx)
+	if err != nil {
+		return err
+	}
+	var failed []string
+	for _, on := range modes {
+		p := workload.Quick(base)
+		p.Breaker = pipeline.Breaker{}
+		if on {
+			p = loadbench.WithOutageBreaker(p, f.outage)
+		}
+		p.ApplyDefaults()
+		if err := p.Validate(); err != nil {
+			return withExit(2, err)
+		}
+		res, err := loadbench.RunOutage(ctx, loadbench.OutageConfig{AWS: cfg, Pipeline: p, Rate: f.outageRate,
+			Before: f.outageBefore, Outage: f.outage, After: f.outageAfter, Pollers: f.pollers, Progress: progress})
+		if err != nil {
+			return err
+		}
+		if f.out.JSON() {
+			if err := writeJSONLine(out, res); err != nil {
+				return err
+			}
+		} else {
+			res.Print(out)
+		}
+		for _, fl := range res.Failures {
+			failed = append(failed, fmt.Sprintf("breaker %v: %s", on, fl))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("outage bench: %s", strings.Join(failed, "; "))
 	}
 	return nil
 }

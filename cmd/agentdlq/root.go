@@ -111,6 +111,7 @@ Conventions of every command:
 		newVersionCmd(),
 		newPauseCmd(g, true),
 		newPauseCmd(g, false),
+		newBreakerCmd(g),
 	)
 	harden(root)
 	return root

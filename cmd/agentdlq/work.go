@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/breaker/dynamostore"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/local/esm"
@@ -205,6 +206,7 @@ func newLocalRuntime(ctx context.Context, p *pipeline.Pipeline, table string, lo
 	}
 	w, err := sampleworker.New(sampleworker.Config{
 		Pipeline: p, Queues: q, SQS: sqsc, Ledger: l, Dependencies: deps, Effects: effects,
+		BreakerStore: dynamostore.New(dynamodb.NewFromConfig(cfg), table), // shared with every local worker, as in AWS
 		// Claim checks of dead letters too large for the DLQ, as in AWS.
 		Evidence: s3.NewFromConfig(cfg), EvidenceBucket: topology.LocalEvalBucket,
 		WorkerVersion: "local", Logger: log, Metrics: metrics,

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/smithy-go"
 
+	"github.com/agentdlq/agentdlq/breaker"
 	"github.com/agentdlq/agentdlq/events/agenttask"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/batch"
@@ -45,6 +46,19 @@ type Config struct {
 	// Effects; EffectDir locally), which their verifiers read. Without it
 	// the calls leave no trace but the ledger's.
 	Effects Effects
+	// BreakerStore is required when the pipeline's breaker is on
+	// (pipeline.Breaker.Enabled): where the breakers' state is shared by
+	// every worker instance (dynamostore.Store on the ledger table in AWS
+	// and locally; breaker.NewMemory in tests). A task whose args.fault
+	// names a dependency needs that dependency, and runs under its breaker
+	// (batch.Guarded). Ignored when the breaker is off.
+	BreakerStore breaker.Store
+	// Observe is optional: called after each task's handling with its
+	// tenant and idempotency key, the receives it has spent of its budget
+	// (batch.Record.ReceiveCount: this one and those a requeue carried)
+	// and the handler's result (nil: done). The load bench's outage run
+	// counts the receives a task spent with it. Safe for concurrent use.
+	Observe func(tenant, key string, receives int, err error)
 	// Concurrency is optional (default 1): records (standard queue) or
 	// message groups (FIFO) handled at once; see batch.Config.Concurrency.
 	Concurrency int
@@ -74,6 +88,9 @@ type Worker struct {
 	deps    Dependencies
 	effects Effects
 	proc    *batch.Processor
+	breaker *breaker.Breaker
+	log     *slog.Logger
+	observe func(tenant, key string, receives int, err error)
 }
 
 // New builds a Worker. It fails when the pipeline, the DLQ, the SQS client
@@ -91,6 +108,21 @@ func New(cfg Config) (*Worker, error) {
 	w := &Worker{catalog: cfg.Catalog, deps: cfg.Dependencies, effects: cfg.Effects}
 	if w.catalog == nil {
 		w.catalog = Catalog(nil)
+	}
+	if b := cfg.Pipeline.Breaker; b.Enabled {
+		if cfg.BreakerStore == nil {
+			return nil, fmt.Errorf("%w: worker: pipeline %q has its breaker on: BreakerStore is required", batch.ErrConfig, cfg.Pipeline.Name)
+		}
+		br, err := breaker.New(breaker.Config{Pipeline: cfg.Pipeline.Name, Store: cfg.BreakerStore, Settings: b.Settings(),
+			Logger: cfg.Logger, Metrics: cfg.Metrics, Now: cfg.Now})
+		if err != nil {
+			return nil, fmt.Errorf("%w: worker: %w", batch.ErrConfig, err)
+		}
+		w.breaker = br
+	}
+	w.log, w.observe = cfg.Logger, cfg.Observe
+	if w.log == nil {
+		w.log = slog.Default()
 	}
 	bc := batchpipeline.Config(cfg.Pipeline)
 	bc.Handler = w.handle
@@ -137,7 +169,7 @@ func (w *Worker) HandleEvent(ctx context.Context, ev *batch.Event) (events.SQSEv
 }
 
 // handle runs one agent task.
-func (w *Worker) handle(ctx context.Context, r batch.Record) error {
+func (w *Worker) handle(ctx context.Context, r batch.Record) (err error) {
 	// The tool is checked apart so that the catalog is searched once.
 	task, err := agenttask.DecodeTask(r.Body(), nil)
 	if err != nil {
@@ -148,10 +180,24 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 		return err // tool_unknown or tool_version_unsupported
 	}
 	r.Describe(&task)
+	if w.observe != nil {
+		defer func() { w.observe(task.Tenant, task.IdempotencyKey, r.ReceiveCount, err) }()
+	}
 	// DecodeTask checked that args is a JSON object: the digest is taken.
 	digest, err := agenttask.ArgsDigest(task.Args)
 	if err != nil {
 		return batch.Poison(deadletter.ReasonSchemaInvalid, err)
+	}
+	// The breaker first, before the ledger: a task deferred while its
+	// dependency's breaker is open costs no ledger write. (A fault that
+	// does not parse, or names no valid dependency, is judged below as
+	// before.)
+	dep := ""
+	if f, ferr := ParseFault(task.Args); ferr == nil && f != nil && CheckDependencyName(f.Dependency) == nil {
+		dep = f.Dependency
+	}
+	if err := batch.AdmitDependency(ctx, w.breaker, w.log, dep); err != nil {
+		return err
 	}
 	if err := r.Begin(ctx, task.Tenant, task.IdempotencyKey, digest, tool.Mutates); err != nil {
 		return err
@@ -171,6 +217,15 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) error {
 			return batch.Poison(deadletter.ReasonSchemaInvalid, fmt.Errorf("args.fault.dependency: %w", err))
 		}
 	}
+	if fault == nil || fault.Dependency == "" {
+		return w.run(ctx, r, &task, tool, fault)
+	}
+	// The task needs the dependency (admitted above): its result is the breaker's.
+	return batch.ReportDependency(ctx, w.breaker, w.log, fault.Dependency, w.run(ctx, r, &task, tool, fault))
+}
+
+// run calls the tool, with the fault the task asks for when it applies.
+func (w *Worker) run(ctx context.Context, r batch.Record, task *agenttask.Task, tool agenttask.Tool, fault *Fault) error {
 	if fault != nil && fault.Dependency != "" && w.deps != nil {
 		down, err := w.deps.Down(ctx, fault.Dependency)
 		if err != nil {

@@ -30,6 +30,9 @@ const (
 	// The event source mapping's own alarms, on its EventCount metrics.
 	AlarmESMDroppedEvents = "esm-dropped-events"
 	AlarmESMFailedEvents  = "esm-failed-events"
+	// AlarmBreakerOpen: a dependency's circuit breaker opened (only for a
+	// pipeline whose breaker is on; not in AllAlarms).
+	AlarmBreakerOpen = "breaker-open"
 )
 
 // AllAlarms lists the alarm anchors in the order of RUNBOOK.md.
@@ -175,6 +178,14 @@ func (p *Pipeline) newAlarms(def pipeline.Pipeline, runbook, bucket string) {
 			def.Alarms.ESMFailedPercent, ge, notBreaching,
 			fmt.Sprintf("at least %d %% of the events the event source mapping invoked the worker with came back failed in 5 minutes (batch item failures, throttles, failed invocations: each a receive spent)", def.Alarms.ESMFailedPercent),
 			"check worker-throttles and worker-errors, then aws logs tail " + *p.WorkerLogs.LogGroupName() + " --since 15m --filter-pattern retried"},
+	}
+	if def.Breaker.Enabled {
+		// BreakerOpened is the worker's count of moves to open (package
+		// breaker), by Pipeline (and by Dependency, which the alarm cannot
+		// name in advance).
+		specs = append(specs, alarmSpec{AlarmBreakerOpen, agentMetric(def, "BreakerOpened", "Sum", five), 1, ge, notBreaching,
+			"a dependency's circuit breaker opened in the last 5 minutes: the tasks that need it are deferred, no receive spent",
+			"agentdlq breaker status --pipeline " + name + " --dependency D (the dependency is in the worker's \"breaker open\" log line)"})
 	}
 	action := awscloudwatchactions.NewSnsAction(p.AlarmTopic)
 	for _, s := range specs {

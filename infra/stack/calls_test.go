@@ -135,7 +135,10 @@ var ledgerCall = map[string]func(ctx context.Context, l *ledger.Dynamo){
 	},
 	"StartEffect": func(ctx context.Context, l *ledger.Dynamo) { _ = l.StartEffect(ctx, "k", "o", time.Now()) },
 	"Complete":    func(ctx context.Context, l *ledger.Dynamo) { _ = l.Complete(ctx, "k", "o", "r", time.Now()) },
-	"Release":     func(ctx context.Context, l *ledger.Dynamo) { _ = l.Release(ctx, "k", "o", time.Now()) },
+	"CompleteReadOnly": func(ctx context.Context, l *ledger.Dynamo) {
+		_, _ = l.CompleteReadOnly(ctx, "k", "o", "d", "r", time.Now())
+	},
+	"Release": func(ctx context.Context, l *ledger.Dynamo) { _ = l.Release(ctx, "k", "o", time.Now()) },
 	"DeadLettered": func(ctx context.Context, l *ledger.Dynamo) {
 		_, _ = l.DeadLettered(ctx, "k", "json_invalid", time.Now())
 	},

@@ -78,6 +78,9 @@ func (p *Pipeline) newDashboard(def pipeline.Pipeline, runbook string) {
 	for _, a := range AllAlarms() {
 		alarms = append(alarms, p.Alarms[a])
 	}
+	if a, ok := p.Alarms[AlarmBreakerOpen]; ok {
+		alarms = append(alarms, a)
+	}
 	text := fmt.Sprintf("# agentdlq · %[1]s (owner: %[2]s)\n"+
 		"Dead letters: `agentdlq triage --pipeline %[1]s` · redrive plan: `agentdlq redrive plan --pipeline %[1]s` (owner only, through the redrive role) · runbook: [%[3]s](%[3]s)",
 		def.Name, def.Owner, runbook)

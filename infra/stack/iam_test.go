@@ -243,10 +243,16 @@ func TestIAMBoundaries(t *testing.T) {
 						updates = append(updates, g.condition)
 					}
 				}
-				assert.ElementsMatch(t, []any{
+				wantUpdates := []any{
 					map[string]any{"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": toAny(RedriveLedgerAttributes)}},
 					map[string]any{"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": toAny(ReconcileLedgerAttributes)}},
-				}, updates, "the redrive's UpdateItem is restricted to %v (the redrive count) or %v (reconcile)", RedriveLedgerAttributes, ReconcileLedgerAttributes)
+				}
+				if def.Breaker.Enabled {
+					// agentdlq breaker open|close: breaker items only (issue 32).
+					wantUpdates = append(wantUpdates, map[string]any{"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": toAny(BreakerLedgerAttributes)},
+						"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{"breaker:*"}}})
+				}
+				assert.ElementsMatch(t, wantUpdates, updates, "the redrive's UpdateItem is restricted to %v (the redrive count), %v (reconcile) or %v on breaker items", RedriveLedgerAttributes, ReconcileLedgerAttributes, BreakerLedgerAttributes)
 				// Pause and resume: the worker's event source mapping only.
 				esmID, _ := s.resources("AWS::Lambda::EventSourceMapping")
 				var esm string

@@ -153,11 +153,15 @@ func setup() (err error) {
 	extra.MaxMessageBytes = 256 * 1024 // a hot queue of the classic size: its DLQ is 16 KiB larger
 	extra.RetryAfterRequeues = 3       // requeues after a Retry-After: the worker may send to its hot queue
 	extra.SLO.TargetPercent = 99.5     // a dead-letter SLO of its own
+	// The circuit breaker on (issue 32), with the requeues its tolerance needs:
+	// its alarm and the redrive role's breaker control.
+	extra.Breaker = pipeline.Breaker{Enabled: true}
 	// Provisioned mode: dedicated pollers instead of a maximum concurrency,
 	// and a reserved concurrency of ten invocations a poller (the default).
 	extra.MaxConcurrency, extra.ReservedConcurrency = 0, 0
 	extra.ProvisionedPollers = &pipeline.ProvisionedPollers{Minimum: 2, Maximum: 3}
 	extra.ApplyDefaults() // as pipeline.Load leaves the file's: reserved_concurrency 30
+	extra.RetryAfterRequeues = extra.Breaker.RequiredRequeues()
 	kms.Pipelines = append(append([]pipeline.Pipeline(nil), fx.file.Pipelines...), extra)
 	kms.QueueKMS = true
 	kms.RedrivePrincipals = principals(kmsStack, kms.Pipelines)

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/agentdlq/agentdlq/breaker/dynamostore"
 	"github.com/agentdlq/agentdlq/internal/lambdaenv"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
@@ -52,6 +53,12 @@ var DLQDeployerOnlyActions = []string{"sqs:SetQueueAttributes", "sqs:DeleteQueue
 // write (UpdateItem, restricted with dynamodb:Attributes): the key and what
 // ledger.Dynamo's Redriven sets. The role reads whole items with GetItem.
 var RedriveLedgerAttributes = []string{LedgerPartitionKey, "redrive_count", "updated_at", LedgerTTLAttribute}
+
+// BreakerLedgerAttributes are the attributes of a breaker item in the
+// ledger table (dynamostore): the redrive role's `agentdlq breaker
+// open|close` writes them, and only on items whose pk starts with
+// "breaker:" (dynamodb:LeadingKeys), never a ledger entry.
+var BreakerLedgerAttributes = dynamostore.Attributes
 
 // ReconcileLedgerAttributes are the ledger attributes the redrive role's
 // reconcile (`agentdlq ledger reconcile`, ledger.Ledger.Reconcile) may
@@ -557,6 +564,20 @@ func newRedriveRole(p *Pipeline, def pipeline.Pipeline, principalARN string) aws
 // claim checks of oversized dead letters back.
 func (p *Pipeline) grantRedrive(def pipeline.Pipeline, props *PipelineProps) {
 	statements := append(p.redriveQueueAndLedgerStatements(props), p.redriveMappingAndObjectStatements(def, props)...)
+	if def.Breaker.Enabled {
+		// The owner's breaker control (agentdlq breaker open|close): the
+		// breaker items of the ledger table and their attributes, nothing
+		// of an idempotency entry.
+		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("LedgerBreakers"),
+			Actions:   jsii.Strings("dynamodb:UpdateItem"),
+			Resources: jsii.Strings(*props.Ledger.TableArn()),
+			Conditions: &map[string]any{
+				"ForAllValues:StringEquals": map[string]any{"dynamodb:Attributes": BreakerLedgerAttributes},
+				"ForAllValues:StringLike":   map[string]any{"dynamodb:LeadingKeys": []string{dynamostore.KeyPrefix + "*"}},
+			},
+		}))
+	}
 	if props.QueueKey != nil {
 		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("QueueKey"),

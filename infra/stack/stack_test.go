@@ -34,12 +34,18 @@ func TestResourceCounts(t *testing.T) {
 		s := fx.stacks[name]
 		n := float64(len(s.defs))
 		triageFunctions := float64(len(s.stack.Triage.Functions))
+		breakers := 0.0 // a breaker-open alarm for each pipeline with the breaker on
+		for _, d := range s.defs {
+			if d.Breaker.Enabled {
+				breakers++
+			}
+		}
 		for typ, want := range map[string]float64{
 			"AWS::SQS::Queue":                                2 * n, // a hot queue and its own DLQ per pipeline
 			"AWS::SQS::QueuePolicy":                          2 * n,
 			"AWS::Lambda::Function":                          n + triageFunctions, // a worker per pipeline, and the triage
 			"AWS::Lambda::EventSourceMapping":                n,
-			"AWS::CloudWatch::Alarm":                         float64(len(AllAlarms())) * n,
+			"AWS::CloudWatch::Alarm":                         float64(len(AllAlarms()))*n + breakers,
 			"AWS::CloudWatch::Dashboard":                     n,
 			"AWS::ApplicationSignals::ServiceLevelObjective": n, // the dead-letter SLO
 			"AWS::SNS::Topic":                                n,
@@ -969,4 +975,36 @@ func TestAddRefusesWithErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBreakerAlarmAndControl: a pipeline with its breaker on has a
+// breaker-open alarm on the worker's BreakerOpened count, to its topic and
+// linking its runbook section, and its redrive role may write the breaker
+// items of the ledger table, their attributes only.
+func TestBreakerAlarmAndControl(t *testing.T) {
+	require.True(t, fx.synthOK)
+	s := fx.stacks[kmsStack]
+	var def pipeline.Pipeline
+	for _, d := range s.defs {
+		if d.Breaker.Enabled {
+			def = d
+		}
+	}
+	require.NotEmpty(t, def.Name, "the kms stack has a pipeline with the breaker on")
+	found := false
+	ids, res := s.resources("AWS::CloudWatch::Alarm")
+	for _, id := range ids {
+		p, _ := res[id]["Properties"].(map[string]any)
+		if p["MetricName"] != "BreakerOpened" {
+			continue
+		}
+		found = true
+		assert.Equal(t, "AgentDLQ", p["Namespace"])
+		assert.Contains(t, flat(p["Dimensions"]), def.Name)
+		assert.True(t, strings.HasSuffix(flat(p["AlarmDescription"]), "RUNBOOK.md#"+AlarmBreakerOpen), flat(p["AlarmDescription"]))
+	}
+	assert.True(t, found, "no BreakerOpened alarm")
+	b, _ := json.Marshal(s.tmpl)
+	assert.Contains(t, string(b), `"LedgerBreakers"`)
+	assert.Contains(t, string(b), `"breaker:*"`)
 }

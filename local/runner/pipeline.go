@@ -17,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/agentdlq/agentdlq/breaker/dynamostore"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/local/esm"
@@ -61,6 +62,8 @@ type Config struct {
 	// Effects is optional: the sample tools' effect store (the local state
 	// dir's effects/, as agentdlq work's), which ledger verify reads back.
 	Effects sampleworker.Effects
+	// Observe is optional: sampleworker.Config.Observe.
+	Observe func(tenant, key string, receives int, err error)
 	// Logger is optional (default: discarded): the worker's and the
 	// mapping's log.
 	Logger *slog.Logger
@@ -138,6 +141,8 @@ func Setup(ctx context.Context, cfg Config) (*Local, error) {
 		workerLedger = cfg.WrapLedger(l.Ledger)
 	}
 	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: l.Queues, SQS: workerSQS, Ledger: workerLedger,
+		BreakerStore:  dynamostore.New(ddb, cfg.Table), // the breakers on the ledger table, as in AWS
+		Observe:       cfg.Observe,
 		WorkerVersion: cfg.WorkerVersion, Logger: cfg.Logger, Metrics: cfg.Metrics, Concurrency: cfg.Concurrency, Dependencies: cfg.Dependencies,
 		Effects: cfg.Effects, DLQMaxMessageBytes: p.DLQMaxMessageBytes()}) // the DLQ's size as the topology made it
 	if err != nil {

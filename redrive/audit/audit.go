@@ -59,11 +59,19 @@ const (
 	// before and after, where the original is kept (evidence), both keys
 	// and the hot message id.
 	ActionRepair Action = "repair"
+	// ActionBreakerOpen: the owner held a dependency's circuit breaker open
+	// (package breaker): the tasks that need it are deferred until the
+	// owner closes it. Detail holds the dependency and the state before
+	// and after.
+	ActionBreakerOpen Action = "breaker_open"
+	// ActionBreakerClose: the owner closed a dependency's circuit breaker;
+	// the tasks come back over its ramp. Detail as breaker_open.
+	ActionBreakerClose Action = "breaker_close"
 )
 
 // allActions lists every action in the order above.
 func allActions() []Action {
-	return []Action{ActionPlan, ActionStart, ActionSelect, ActionCanary, ActionStatus, ActionCancel, ActionReject, ActionPause, ActionResume, ActionReveal, ActionReconcile, ActionRepair}
+	return []Action{ActionPlan, ActionStart, ActionSelect, ActionCanary, ActionStatus, ActionCancel, ActionReject, ActionPause, ActionResume, ActionReveal, ActionReconcile, ActionRepair, ActionBreakerOpen, ActionBreakerClose}
 }
 
 // Outcome is what came of an audited action.

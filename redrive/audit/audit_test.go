@@ -31,6 +31,6 @@ func TestTypedValues(t *testing.T) {
 	for _, o := range allOutcomes() {
 		outcomes = append(outcomes, string(o))
 	}
-	check(t, actions, 12)
+	check(t, actions, 14) // breaker_open and breaker_close (issue 32)
 	check(t, outcomes, 9)
 }

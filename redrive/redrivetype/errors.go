@@ -1,7 +1,5 @@
 package redrivetype
 
-import ()
-
 // Code says what was refused: stable for tests, the audit log and the
 // callers that branch on it (redrive.RefusalCode).
 type Code string
@@ -49,7 +47,7 @@ const (
 	CodeDLQMissing Code = "dlq_missing"
 	// CodeNothingSelected: the DLQ holds no dead letter of the chosen reasons.
 	CodeNothingSelected Code = "nothing_selected"
-	// CodeScanPartial: the command saw only part of the DLQ (a *redrive.PartialError,
+	// CodeScanPartial: the command saw only part of the DLQ (a *redrivetype.PartialError,
 	// triage.ErrScanPartial), the code its callers report it under. It is not a
 	// refusal: redrive.RefusalCode never returns it.
 	CodeScanPartial Code = "scan_partial"

@@ -1,7 +1,5 @@
 package redrivetype
 
-import ()
-
 // ClaimCheckCause says why a dead letter's claim check did not restore its
 // attributes (redrive.SelectResult.ClaimCheckFailedBy, the audit's
 // claim_check_failed.<cause> counts).

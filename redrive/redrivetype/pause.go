@@ -1,7 +1,5 @@
 package redrivetype
 
-import ()
-
 // PauseResult says which mapping was switched and its state afterwards.
 type PauseResult struct {
 	UUID     string `json:"uuid"`

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/agentdlq/agentdlq/breaker/dynamostore"
 	"github.com/agentdlq/agentdlq/functions/batch"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/internal/lambdaenv"
@@ -65,15 +66,15 @@ func setup(log *slog.Logger) (*sampleworker.Worker, error) {
 	if bucket != "" {
 		evidence = s3.NewFromConfig(cfg, func(o *s3.Options) { o.BaseEndpoint = lambdaenv.Endpoint(os.Getenv, "S3") })
 	}
+	ddb := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.BaseEndpoint = lambdaenv.Endpoint(os.Getenv, "DynamoDB") })
 	return sampleworker.New(sampleworker.Config{
 		Evidence: evidence, EvidenceBucket: bucket, DLQMaxMessageBytes: dlqMax,
 		Pipeline: p,
 		Queues: pipeline.Queues{HotURL: os.Getenv("AGENTDLQ_HOT_QUEUE_URL"), HotARN: os.Getenv("AGENTDLQ_HOT_QUEUE_ARN"),
 			DLQURL: os.Getenv("AGENTDLQ_DLQ_URL"), DLQARN: os.Getenv("AGENTDLQ_DLQ_ARN"), FIFO: p.FIFO},
-		SQS: sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = lambdaenv.Endpoint(os.Getenv, "SQS") }),
-		Ledger: ledger.NewDynamo(dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
-			o.BaseEndpoint = lambdaenv.Endpoint(os.Getenv, "DynamoDB")
-		}), table),
+		SQS:           sqs.NewFromConfig(cfg, func(o *sqs.Options) { o.BaseEndpoint = lambdaenv.Endpoint(os.Getenv, "SQS") }),
+		Ledger:        ledger.NewDynamo(ddb, table),
+		BreakerStore:  dynamostore.New(ddb, table), // read only when the pipeline's breaker is on
 		WorkerVersion: os.Getenv("AGENTDLQ_WORKER_VERSION"),
 		Concurrency:   sampleworker.LambdaConcurrency,
 		Logger:        log,

@@ -1,0 +1,179 @@
+package breaker
+
+import "time"
+
+// Decision is what Admit says about one task that needs the dependency.
+type Decision struct {
+	// Admit: call the dependency. When false, defer the task for Wait.
+	Admit bool
+	// Probe: the task is one of the half-open probes; report its result.
+	Probe bool
+	// Wait: how long to defer a task not admitted (at least a second, at
+	// most MaxWait).
+	Wait time.Duration
+	// Mode: the breaker's mode the decision was made in.
+	Mode Mode
+}
+
+// Transition is a change of mode, which a Breaker logs and counts.
+type Transition struct {
+	From, To Mode
+	// Cause says why, in a few words: "threshold", "retry_after", "probing",
+	// "probe_failed", "probes_passed", "forced_open", "forced_closed".
+	Cause string
+	// Failures: the failures in the window when it opened on the threshold.
+	Failures int
+}
+
+// Causes of a Transition.
+const (
+	CauseThreshold    = "threshold"
+	CauseProbing      = "probing"
+	CauseProbeFailed  = "probe_failed"
+	CauseProbesPassed = "probes_passed"
+	CauseForcedOpen   = "forced_open"
+	CauseForcedClosed = "forced_closed"
+)
+
+func clampWait(d time.Duration) time.Duration {
+	return min(max(d, time.Second), MaxWait)
+}
+
+func transition(s *State, to Mode, cause string, now time.Time) *Transition {
+	t := &Transition{From: s.mode(), To: to, Cause: cause, Failures: s.Failures}
+	s.Mode, s.Changed, s.Cause = to, now, cause
+	return t
+}
+
+// open moves s to Open until now + max(OpenFor, retryAfter), OpenFor
+// doubled for each failed probing since it last closed (at most
+// MaxOpenFactor × OpenFor, and MaxWait).
+func open(s *State, cfg Settings, now time.Time, retryAfter time.Duration, cause string) *Transition {
+	t := transition(s, Open, cause, now)
+	d := cfg.OpenFor
+	if cause == CauseProbeFailed {
+		s.Reopens++
+		d = min(cfg.OpenFor<<min(s.Reopens, 8), MaxOpenFactor*cfg.OpenFor, MaxWait)
+	}
+	s.Until = now.Add(max(d, retryAfter))
+	s.WindowStart, s.Failures = time.Time{}, 0
+	s.Probes, s.Passed, s.ProbeSince = 0, 0, time.Time{}
+	s.RampFrom = time.Time{}
+	return t
+}
+
+// Admit decides about one task that needs the dependency. r is a random
+// value in [0, 1) (the jitter and the ramp's draw). It returns the decision,
+// the next state, whether that state must be written (a compare-and-set on
+// s.Version) before the decision holds, and the transition it makes, if any.
+func Admit(s State, cfg Settings, now time.Time, r float64) (Decision, State, bool, *Transition) {
+	switch s.mode() {
+	case Open:
+		if s.Held {
+			return Decision{Wait: clampWait(cfg.OpenFor + time.Duration(r*float64(cfg.OpenFor)/2)), Mode: Open}, s, false, nil
+		}
+		if now.Before(s.Until) {
+			// Back when probing may start, spread over half an OpenFor so
+			// that the deferred tasks do not come back together.
+			// At least a quarter of OpenFor (pipeline.Breaker.RequiredRequeues
+			// counts on it).
+			w := max(s.Until.Sub(now), cfg.OpenFor/4) + time.Duration(r*float64(cfg.OpenFor)/2)
+			return Decision{Wait: clampWait(w), Mode: Open}, s, false, nil
+		}
+		t := transition(&s, HalfOpen, CauseProbing, now)
+		s.Probes, s.Passed, s.ProbeSince = 1, 0, now
+		return Decision{Admit: true, Probe: true, Mode: HalfOpen}, s, true, t
+	case HalfOpen:
+		if s.Probes < cfg.Probes {
+			s.Probes++
+			return Decision{Admit: true, Probe: true, Mode: HalfOpen}, s, true, nil
+		}
+		if !now.Before(s.ProbeSince.Add(cfg.OpenFor)) {
+			// The probes never reported back (a worker died): probe again.
+			s.Probes, s.Passed, s.ProbeSince = 1, 0, now
+			return Decision{Admit: true, Probe: true, Mode: HalfOpen}, s, true, nil
+		}
+		w := cfg.OpenFor/4 + time.Duration(r*float64(cfg.OpenFor)/4)
+		return Decision{Wait: clampWait(w), Mode: HalfOpen}, s, false, nil
+	}
+	if s.RampFrom.IsZero() || cfg.Ramp <= 0 {
+		return Decision{Admit: true, Mode: Closed}, s, false, nil
+	}
+	elapsed := now.Sub(s.RampFrom)
+	if elapsed >= cfg.Ramp || r*float64(cfg.Ramp) < float64(elapsed) {
+		return Decision{Admit: true, Mode: Closed}, s, false, nil
+	}
+	// This task's turn comes when the ramp reaches its draw.
+	return Decision{Wait: clampWait(time.Duration(r*float64(cfg.Ramp)) - elapsed), Mode: Closed}, s, false, nil
+}
+
+// Fail records a failure of the dependency (retryAfter: the provider's
+// Retry-After, 0 without one). It returns the next state, whether it must
+// be written, and the transition it makes, if any.
+func Fail(s State, cfg Settings, now time.Time, retryAfter time.Duration) (State, bool, *Transition) {
+	switch s.mode() {
+	case Open:
+		if !s.Held && retryAfter > 0 && now.Add(retryAfter).After(s.Until) {
+			// The provider asked for longer: stay open that long.
+			s.Until = now.Add(retryAfter)
+			return s, true, nil
+		}
+		return s, false, nil
+	case HalfOpen:
+		return s, true, open(&s, cfg, now, retryAfter, CauseProbeFailed)
+	}
+	if s.WindowStart.IsZero() || !now.Before(s.WindowStart.Add(cfg.Window)) {
+		s.WindowStart, s.Failures = now, 0
+	}
+	s.Failures++
+	if s.Failures >= cfg.Threshold {
+		return s, true, open(&s, cfg, now, retryAfter, CauseThreshold)
+	}
+	return s, true, nil
+}
+
+// Succeed records a success of the dependency. In the closed state it
+// changes nothing (and writes nothing); half-open, Probes successes close
+// the breaker and start the ramp.
+func Succeed(s State, cfg Settings, now time.Time) (State, bool, *Transition) {
+	if s.mode() != HalfOpen {
+		return s, false, nil
+	}
+	s.Passed++
+	if s.Passed < cfg.Probes {
+		return s, true, nil
+	}
+	t := transition(&s, Closed, CauseProbesPassed, now)
+	s.Probes, s.Passed, s.ProbeSince, s.Reopens = 0, 0, time.Time{}, 0
+	s.WindowStart, s.Failures, s.Until = time.Time{}, 0, time.Time{}
+	s.RampFrom = now
+	return s, true, t
+}
+
+// Force is an owner's change: open holds the breaker open until the owner
+// closes it; !open closes it and starts the ramp. The transition is nil
+// when the mode does not change (the owner and why are recorded all the
+// same).
+func Force(s State, cfg Settings, open bool, owner, why string, now time.Time) (State, *Transition) {
+	s.Owner, s.Why = owner, why
+	var t *Transition
+	if open {
+		if s.mode() != Open {
+			t = transition(&s, Open, CauseForcedOpen, now)
+		} else {
+			s.Cause, s.Changed = CauseForcedOpen, now
+		}
+		s.Held, s.Until = true, now.Add(cfg.OpenFor)
+		s.WindowStart, s.Failures, s.Probes, s.Passed, s.ProbeSince, s.RampFrom = time.Time{}, 0, 0, 0, time.Time{}, time.Time{}
+		return s, t
+	}
+	if s.mode() != Closed {
+		t = transition(&s, Closed, CauseForcedClosed, now)
+		s.RampFrom = now
+	} else {
+		s.Cause, s.Changed = CauseForcedClosed, now
+	}
+	s.Held, s.Until, s.Reopens = false, time.Time{}, 0
+	s.WindowStart, s.Failures, s.Probes, s.Passed, s.ProbeSince = time.Time{}, 0, 0, 0, time.Time{}
+	return s, t
+}

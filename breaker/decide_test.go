@@ -1,0 +1,164 @@
+package breaker_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/agentdlq/agentdlq/breaker"
+)
+
+var (
+	t0  = time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+	cfg = breaker.Settings{Threshold: 3, Window: 10 * time.Second, OpenFor: 20 * time.Second, Probes: 2, Ramp: 30 * time.Second}
+)
+
+func TestFail(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name       string
+		s          breaker.State
+		at         time.Duration // after t0
+		retryAfter time.Duration
+		wantMode   breaker.Mode
+		wantFails  int
+		wantWrite  bool
+		wantCause  string        // "" when no transition
+		wantUntil  time.Duration // after t0; 0 to skip
+	}{
+		{name: "first failure starts the window", at: 0, wantMode: breaker.Closed, wantFails: 1, wantWrite: true},
+		{name: "below the threshold", s: breaker.State{WindowStart: t0, Failures: 1}, at: 5 * time.Second, wantMode: breaker.Closed, wantFails: 2, wantWrite: true},
+		{name: "the threshold opens", s: breaker.State{WindowStart: t0, Failures: 2}, at: 9 * time.Second, wantMode: breaker.Open, wantWrite: true, wantCause: breaker.CauseThreshold, wantUntil: 29 * time.Second},
+		{name: "an expired window starts over", s: breaker.State{WindowStart: t0, Failures: 2}, at: 10 * time.Second, wantMode: breaker.Closed, wantFails: 1, wantWrite: true},
+		{name: "a long Retry-After keeps it open longer", s: breaker.State{WindowStart: t0, Failures: 2}, at: time.Second, retryAfter: time.Minute, wantMode: breaker.Open, wantWrite: true, wantCause: breaker.CauseThreshold, wantUntil: 61 * time.Second},
+		{name: "open: a failure changes nothing", s: breaker.State{Mode: breaker.Open, Until: t0.Add(20 * time.Second)}, at: time.Second, wantMode: breaker.Open, wantUntil: 20 * time.Second},
+		{name: "open: a longer Retry-After extends it", s: breaker.State{Mode: breaker.Open, Until: t0.Add(20 * time.Second)}, at: time.Second, retryAfter: time.Minute, wantMode: breaker.Open, wantWrite: true, wantUntil: 61 * time.Second},
+		{name: "held open: even a Retry-After changes nothing", s: breaker.State{Mode: breaker.Open, Held: true, Until: t0}, at: time.Second, retryAfter: time.Minute, wantMode: breaker.Open, wantUntil: 0},
+		{name: "half-open: a failed probe reopens", s: breaker.State{Mode: breaker.HalfOpen, Probes: 2, ProbeSince: t0}, at: time.Second, wantMode: breaker.Open, wantWrite: true, wantCause: breaker.CauseProbeFailed, wantUntil: 41 * time.Second},
+		{name: "half-open: a second failed probing doubles the open time", s: breaker.State{Mode: breaker.HalfOpen, Probes: 2, ProbeSince: t0, Reopens: 1}, at: time.Second, wantMode: breaker.Open, wantWrite: true, wantCause: breaker.CauseProbeFailed, wantUntil: 81 * time.Second},
+		{name: "half-open: the open time stops growing at MaxOpenFactor", s: breaker.State{Mode: breaker.HalfOpen, Probes: 2, ProbeSince: t0, Reopens: 5}, at: time.Second, wantMode: breaker.Open, wantWrite: true, wantCause: breaker.CauseProbeFailed, wantUntil: 81 * time.Second},
+		{name: "ramping: failures count again", s: breaker.State{RampFrom: t0, WindowStart: t0, Failures: 2}, at: time.Second, wantMode: breaker.Open, wantWrite: true, wantCause: breaker.CauseThreshold, wantUntil: 21 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, write, tr := breaker.Fail(tt.s, cfg, t0.Add(tt.at), tt.retryAfter)
+			if got.Mode == "" {
+				got.Mode = breaker.Closed
+			}
+			if got.Mode != tt.wantMode || write != tt.wantWrite {
+				t.Errorf("mode %s write %v, want %s %v", got.Mode, write, tt.wantMode, tt.wantWrite)
+			}
+			if tt.wantMode == breaker.Closed && got.Failures != tt.wantFails {
+				t.Errorf("failures %d, want %d", got.Failures, tt.wantFails)
+			}
+			switch {
+			case tt.wantCause == "" && tr != nil:
+				t.Errorf("transition %+v, want none", tr)
+			case tt.wantCause != "" && (tr == nil || tr.Cause != tt.wantCause || tr.To != tt.wantMode):
+				t.Errorf("transition %+v, want to %s by %s", tr, tt.wantMode, tt.wantCause)
+			}
+			if tt.wantUntil > 0 && !got.Until.Equal(t0.Add(tt.wantUntil)) {
+				t.Errorf("until %s, want t0+%s", got.Until.Sub(t0), tt.wantUntil)
+			}
+		})
+	}
+}
+
+func TestAdmit(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name      string
+		s         breaker.State
+		at        time.Duration
+		r         float64
+		wantAdmit bool
+		wantProbe bool
+		wantWrite bool
+		wantMode  breaker.Mode     // the next state's mode
+		wantWait  [2]time.Duration // bounds of Wait when not admitted
+		wantTo    breaker.Mode     // transition's target; "" for none
+	}{
+		{name: "closed admits", wantAdmit: true, wantMode: breaker.Closed},
+		{name: "open defers until probing, with jitter", s: breaker.State{Mode: breaker.Open, Until: t0.Add(20 * time.Second)}, at: 5 * time.Second, r: 0.5,
+			wantMode: breaker.Open, wantWait: [2]time.Duration{20 * time.Second, 20 * time.Second}},
+		{name: "open defers at least a quarter of OpenFor", s: breaker.State{Mode: breaker.Open, Until: t0.Add(time.Millisecond)}, r: 0,
+			wantMode: breaker.Open, wantWait: [2]time.Duration{5 * time.Second, 5 * time.Second}},
+		{name: "open past its time: the first probe", s: breaker.State{Mode: breaker.Open, Until: t0}, at: time.Second,
+			wantAdmit: true, wantProbe: true, wantWrite: true, wantMode: breaker.HalfOpen, wantTo: breaker.HalfOpen},
+		{name: "held open never probes", s: breaker.State{Mode: breaker.Open, Held: true, Until: t0}, at: time.Hour, r: 0,
+			wantMode: breaker.Open, wantWait: [2]time.Duration{20 * time.Second, 20 * time.Second}},
+		{name: "half-open admits the second probe", s: breaker.State{Mode: breaker.HalfOpen, Probes: 1, ProbeSince: t0}, at: time.Second,
+			wantAdmit: true, wantProbe: true, wantWrite: true, wantMode: breaker.HalfOpen},
+		{name: "half-open with its probes out defers the rest", s: breaker.State{Mode: breaker.HalfOpen, Probes: 2, ProbeSince: t0}, at: time.Second, r: 0,
+			wantMode: breaker.HalfOpen, wantWait: [2]time.Duration{5 * time.Second, 5 * time.Second}},
+		{name: "half-open probes lost for OpenFor are replaced", s: breaker.State{Mode: breaker.HalfOpen, Probes: 2, ProbeSince: t0}, at: 20 * time.Second,
+			wantAdmit: true, wantProbe: true, wantWrite: true, wantMode: breaker.HalfOpen},
+		{name: "ramp: a draw past the ramp's share waits its turn", s: breaker.State{RampFrom: t0}, at: 6 * time.Second, r: 0.5,
+			wantMode: breaker.Closed, wantWait: [2]time.Duration{9 * time.Second, 9 * time.Second}},
+		{name: "ramp: a draw under the share is admitted", s: breaker.State{RampFrom: t0}, at: 6 * time.Second, r: 0.1,
+			wantAdmit: true, wantMode: breaker.Closed},
+		{name: "ramp over admits all", s: breaker.State{RampFrom: t0}, at: 30 * time.Second, r: 0.99,
+			wantAdmit: true, wantMode: breaker.Closed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			d, next, write, tr := breaker.Admit(tt.s, cfg, t0.Add(tt.at), tt.r)
+			if next.Mode == "" {
+				next.Mode = breaker.Closed
+			}
+			if d.Admit != tt.wantAdmit || d.Probe != tt.wantProbe || write != tt.wantWrite || next.Mode != tt.wantMode {
+				t.Errorf("admit %v probe %v write %v mode %s, want %v %v %v %s", d.Admit, d.Probe, write, next.Mode, tt.wantAdmit, tt.wantProbe, tt.wantWrite, tt.wantMode)
+			}
+			if !d.Admit && (d.Wait < tt.wantWait[0] || d.Wait > tt.wantWait[1]) {
+				t.Errorf("wait %s, want %s..%s", d.Wait, tt.wantWait[0], tt.wantWait[1])
+			}
+			if (tr == nil) != (tt.wantTo == "") || tr != nil && tr.To != tt.wantTo {
+				t.Errorf("transition %+v, want to %q", tr, tt.wantTo)
+			}
+		})
+	}
+}
+
+func TestSucceedClosesAfterProbesAndRamps(t *testing.T) {
+	t.Parallel()
+	s := breaker.State{Mode: breaker.HalfOpen, Probes: 2, ProbeSince: t0}
+	s, write, tr := breaker.Succeed(s, cfg, t0.Add(time.Second))
+	if !write || tr != nil || s.Mode != breaker.HalfOpen || s.Passed != 1 {
+		t.Fatalf("after one probe: %+v write %v transition %+v", s, write, tr)
+	}
+	s, write, tr = breaker.Succeed(s, cfg, t0.Add(2*time.Second))
+	if !write || tr == nil || tr.Cause != breaker.CauseProbesPassed || s.Mode != breaker.Closed || !s.RampFrom.Equal(t0.Add(2*time.Second)) {
+		t.Fatalf("after two probes: %+v write %v transition %+v", s, write, tr)
+	}
+	// Closed, a success writes nothing.
+	if _, write, tr := breaker.Succeed(s, cfg, t0.Add(3*time.Second)); write || tr != nil {
+		t.Errorf("closed success wrote (%v) or moved (%+v)", write, tr)
+	}
+}
+
+func TestForce(t *testing.T) {
+	t.Parallel()
+	s, tr := breaker.Force(breaker.State{}, cfg, true, "oncall", "provider incident", t0)
+	if tr == nil || tr.To != breaker.Open || !s.Held || s.Owner != "oncall" || s.Why != "provider incident" {
+		t.Fatalf("forced open: %+v %+v", s, tr)
+	}
+	s, tr = breaker.Force(s, cfg, false, "oncall", "fixed", t0.Add(time.Minute))
+	if tr == nil || tr.To != breaker.Closed || s.Held || !s.RampFrom.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("forced closed: %+v %+v", s, tr)
+	}
+	if _, tr = breaker.Force(s, cfg, false, "oncall", "again", t0.Add(2*time.Minute)); tr != nil {
+		t.Errorf("closing a closed breaker made a transition: %+v", tr)
+	}
+}
+
+func TestSettings(t *testing.T) {
+	t.Parallel()
+	d := breaker.Settings{}.WithDefaults()
+	if d.Threshold != breaker.DefaultThreshold || d.Window != breaker.DefaultWindow || d.Validate() != nil {
+		t.Errorf("defaults %+v: %v", d, d.Validate())
+	}
+	if err := (breaker.Settings{Threshold: -1, Window: time.Millisecond, OpenFor: time.Hour, Probes: 1000, Ramp: -1}).Validate(); err == nil {
+		t.Error("bad settings validated")
+	}
+}

@@ -1,0 +1,129 @@
+// Package dynamostore keeps breaker states in DynamoDB, shared by every
+// worker instance of a pipeline: one item per (pipeline, dependency) in a
+// table whose partition key is the string `pk` (the pipeline's ledger
+// table serves). Every write is an UpdateItem conditioned on the version it was
+// based on, so two workers never both move a breaker.
+//
+// The item: pk = "breaker:<len(pipeline)>:<pipeline>:<dependency>" (the
+// length makes the form injective, as the ledger's scoped keys; no ledger
+// key starts with "breaker:"), breaker_version (N), breaker_mode (S, for a
+// reader of the table), breaker_state (S: the breaker.State as JSON) and
+// updated_at. It has no expires_at: a breaker's state does not expire.
+package dynamostore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/agentdlq/agentdlq/breaker"
+)
+
+// Attributes are every attribute a Store writes (the IAM condition
+// dynamodb:Attributes of a role that may force a breaker), and KeyPrefix
+// starts every item's pk (dynamodb:LeadingKeys).
+var Attributes = []string{"pk", "breaker_version", "breaker_mode", "breaker_state", "updated_at"}
+
+// KeyPrefix starts the pk of every breaker item.
+const KeyPrefix = "breaker:"
+
+// API is what Store calls on DynamoDB, with the SDK's signatures: a
+// *dynamodb.Client satisfies it. IAM: dynamodb:GetItem and dynamodb:UpdateItem
+// on the table (the worker's ledger grant: no new action).
+type API interface {
+	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+}
+
+// Store is a breaker.Store on a DynamoDB table.
+type Store struct {
+	api   API
+	table string
+}
+
+var _ breaker.Store = (*Store)(nil)
+
+// New returns the store on table.
+func New(api API, table string) *Store { return &Store{api: api, table: table} }
+
+// Key is the item's pk of a pipeline's dependency.
+func Key(pipeline, dependency string) string {
+	return "breaker:" + strconv.Itoa(len(pipeline)) + ":" + pipeline + ":" + dependency
+}
+
+// Get implements breaker.Store, with a strongly consistent read.
+func (s *Store) Get(ctx context.Context, pipeline, dependency string) (breaker.State, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: Key(pipeline, dependency)}},
+	})
+	if err != nil {
+		return breaker.State{}, fmt.Errorf("breaker %s/%s: get: %w", pipeline, dependency, err)
+	}
+	if out == nil || len(out.Item) == 0 {
+		return breaker.State{}, nil
+	}
+	raw, ok := out.Item["breaker_state"].(*types.AttributeValueMemberS)
+	if !ok {
+		return breaker.State{}, fmt.Errorf("breaker %s/%s: the item has no breaker_state", pipeline, dependency)
+	}
+	var st breaker.State
+	if err := json.Unmarshal([]byte(raw.Value), &st); err != nil {
+		return breaker.State{}, fmt.Errorf("breaker %s/%s: breaker_state: %w", pipeline, dependency, err)
+	}
+	if v, ok := out.Item["breaker_version"].(*types.AttributeValueMemberN); ok {
+		n, err := strconv.ParseInt(v.Value, 10, 64)
+		if err != nil {
+			return breaker.State{}, fmt.Errorf("breaker %s/%s: breaker_version: %w", pipeline, dependency, err)
+		}
+		st.Version = n
+	}
+	return st, nil
+}
+
+// Put implements breaker.Store: an UpdateItem conditioned on the version.
+func (s *Store) Put(ctx context.Context, pipeline, dependency string, st breaker.State) (breaker.State, error) {
+	base := st.Version
+	st.Version = base + 1
+	body, err := json.Marshal(st)
+	if err != nil {
+		return breaker.State{}, err
+	}
+	mode := st.Mode
+	if mode == "" {
+		mode = breaker.Closed
+	}
+	in := &dynamodb.UpdateItemInput{
+		TableName:        aws.String(s.table),
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: Key(pipeline, dependency)}},
+		UpdateExpression: aws.String("SET breaker_version = :n, breaker_mode = :m, breaker_state = :s, updated_at = :u"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":n": &types.AttributeValueMemberN{Value: strconv.FormatInt(st.Version, 10)},
+			":m": &types.AttributeValueMemberS{Value: string(mode)},
+			":s": &types.AttributeValueMemberS{Value: string(body)},
+			":u": &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)},
+		},
+	}
+	if base == 0 {
+		in.ConditionExpression = aws.String("attribute_not_exists(pk)")
+	} else {
+		in.ConditionExpression = aws.String("breaker_version = :v")
+		in.ExpressionAttributeValues[":v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(base, 10)}
+	}
+	if _, err := s.api.UpdateItem(ctx, in); err != nil {
+		var ae smithy.APIError
+		if errors.As(err, &ae) && ae.ErrorCode() == "ConditionalCheckFailedException" {
+			return breaker.State{}, breaker.ErrConflict
+		}
+		return breaker.State{}, fmt.Errorf("breaker %s/%s: put: %w", pipeline, dependency, err)
+	}
+	return st, nil
+}

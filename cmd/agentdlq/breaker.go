@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/spf13/cobra"
+
+	"github.com/agentdlq/agentdlq/breaker"
+	"github.com/agentdlq/agentdlq/breaker/dynamostore"
+	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/redrive"
+	"github.com/agentdlq/agentdlq/redrive/audit"
+)
+
+// newBreakerCmd is `agentdlq breaker status|open|close`.
+func newBreakerCmd(g *globalFlags) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "breaker status|open|close --pipeline NAME --dependency NAME",
+		Short: "Show a dependency's circuit breaker, or hold it open or close it (the owner, gated and audited)",
+		Long: `breaker shows or changes the circuit breaker the worker keeps per dependency
+(pipelines.json "breaker"; docs/worker.md). Its state is one item in the
+pipeline's ledger table, shared by every worker instance.
+
+status prints the mode (closed, open, half_open), the failures in the
+window, until when it is open, the probes, the ramp, and who forced it last.
+It reads only.
+
+open holds the breaker open: the tasks that need the dependency are deferred
+(uncounted requeues) until the owner closes it; a held breaker never closes
+by itself. close closes it: the tasks come back over the ramp. Both are gated
+like pause (the pipeline's owner, a why; in AWS the redrive role) and audited
+(breaker_open, breaker_close).
+
+Exit codes: 0 done, 1 failed, 2 refused or bad input.`,
+		Example: `  agentdlq breaker status --pipeline agent-tasks --dependency search-api
+  agentdlq breaker open --pipeline agent-tasks --dependency search-api --owner platform-oncall --why "provider incident INC-77"
+  agentdlq breaker close --pipeline agent-tasks --dependency search-api --owner platform-oncall --why "provider recovered (INC-77)"`,
+	}
+	c.AddCommand(newBreakerStatusCmd(g), newBreakerForceCmd(g, true), newBreakerForceCmd(g, false))
+	return c
+}
+
+func breakerStore(ctx context.Context, tableFlag string) (breaker.Store, error) {
+	table := ledgerTableName(tableFlag)
+	if table == "" {
+		return nil, withExit(exitRefused, errors.New("no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (the stack output LedgerTableName)"))
+	}
+	cfg, err := awscfg.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	return dynamostore.New(dynamodb.NewFromConfig(cfg), table), nil
+}
+
+func newBreakerStatusCmd(g *globalFlags) *cobra.Command {
+	var pipelineName, dep, table string
+	var out *output
+	c := &cobra.Command{
+		Use:     "status --pipeline NAME --dependency NAME",
+		Short:   "Show a dependency's circuit breaker (read only)",
+		Example: "  agentdlq breaker status --pipeline agent-tasks --dependency search-api\n  agentdlq breaker status --pipeline agent-tasks --dependency search-api -o json",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			if pipelineName == "" || dep == "" {
+				return withExit(exitRefused, errors.New("--pipeline and --dependency are required"))
+			}
+			p, err := g.loadPipeline(pipelineName)
+			if err != nil {
+				return withExit(exitRefused, err)
+			}
+			st, err := breakerStore(ctx, table)
+			if err != nil {
+				return err
+			}
+			s, err := st.Get(ctx, p.Name, dep)
+			if err != nil {
+				return err
+			}
+			if out.JSON() {
+				return writeJSON(cmd.OutOrStdout(), map[string]any{"pipeline": p.Name, "dependency": dep, "enabled": p.Breaker.Enabled, "state": s})
+			}
+			printBreaker(cmd.OutOrStdout(), p.Name, dep, p.Breaker.Enabled, s, time.Now())
+			return nil
+		},
+	}
+	c.Flags().StringVar(&pipelineName, "pipeline", "", "pipeline name (required)")
+	c.Flags().StringVar(&dep, "dependency", "", "dependency name (required)")
+	c.Flags().StringVar(&table, "ledger-table", "", "the ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
+	out = addOutput(c, formatTable, formatJSON)
+	return c
+}
+
+func newBreakerForceCmd(g *globalFlags, open bool) *cobra.Command {
+	f := &redriveFlags{g: g}
+	var dep string
+	var out *output
+	use, short, action := "close", "Close a dependency's breaker: its tasks come back over the ramp", audit.ActionBreakerClose
+	if open {
+		use, short, action = "open", "Hold a dependency's breaker open until the owner closes it: its tasks are deferred, no receive spent", audit.ActionBreakerOpen
+	}
+	c := &cobra.Command{
+		Use:     use + " --pipeline NAME --dependency NAME --owner WHO --why TEXT",
+		Short:   short,
+		Example: "  agentdlq breaker " + use + " --pipeline agent-tasks --dependency search-api --owner platform-oncall --why \"provider incident INC-77\"",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			who := redrive.Who{Owner: f.owner, Why: f.why}
+			r, err := f.open(ctx, action, who, nil)
+			if err != nil {
+				return err
+			}
+			st, err := breakerStore(ctx, f.ledgerTable)
+			if err != nil {
+				return err
+			}
+			res, err := r.ForceBreaker(ctx, redrive.BreakerRequest{Who: who, Dependency: dep, Open: open, Store: st})
+			if err != nil {
+				return err
+			}
+			if out.JSON() {
+				return writeJSON(cmd.OutOrStdout(), res)
+			}
+			p, _ := g.loadPipeline(f.pipeline)
+			printBreaker(cmd.OutOrStdout(), f.pipeline, dep, p != nil && p.Breaker.Enabled, res.After, time.Now())
+			return nil
+		},
+	}
+	c.RunE = refusalsInFlags(f, c.RunE)
+	c.Flags().StringVar(&f.pipeline, "pipeline", "", "pipeline name (required)")
+	c.Flags().StringVar(&dep, "dependency", "", "dependency name (required)")
+	c.Flags().StringVar(&f.audit, "audit", "", "audit store: a JSONL file, or s3://bucket/prefix ("+outHelp("audit/<pipeline>.jsonl")+")")
+	c.Flags().StringVar(&f.ledgerTable, "ledger-table", "", "the ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
+	out = addOutput(c, formatTable, formatJSON)
+	c.Flags().StringVar(&f.owner, "owner", "", "who acts: must be the pipeline's owner (required)")
+	c.Flags().StringVar(&f.why, "why", "", "why: the provider's incident or its recovery (required)")
+	return c
+}
+
+// printBreaker writes one breaker's state as text.
+func printBreaker(w io.Writer, pipelineName, dep string, enabled bool, s breaker.State, now time.Time) {
+	mode := s.Mode
+	if mode == "" {
+		mode = breaker.Closed
+	}
+	on := "on"
+	if !enabled {
+		on = "off in pipelines.json: the worker does not read it"
+	}
+	fmt.Fprintf(w, "breaker %s/%s: %s (breaker %s)\n", pipelineName, dep, mode, on)
+	switch mode {
+	case breaker.Open:
+		if s.Held {
+			fmt.Fprintf(w, "  held open by %s: %s (until the owner closes it)\n", s.Owner, s.Why)
+		} else {
+			fmt.Fprintf(w, "  open until %s (%s from now): the tasks that need %s are deferred, no receive spent\n",
+				s.Until.UTC().Format(time.RFC3339), s.Until.Sub(now).Round(time.Second), dep)
+		}
+	case breaker.HalfOpen:
+		fmt.Fprintf(w, "  probing since %s: %d probes admitted, %d passed\n", s.ProbeSince.UTC().Format(time.RFC3339), s.Probes, s.Passed)
+	default:
+		if !s.RampFrom.IsZero() {
+			fmt.Fprintf(w, "  ramping since %s\n", s.RampFrom.UTC().Format(time.RFC3339))
+		}
+		if s.Failures > 0 {
+			fmt.Fprintf(w, "  %d failures in the window since %s\n", s.Failures, s.WindowStart.UTC().Format(time.RFC3339))
+		}
+	}
+	if !s.Changed.IsZero() {
+		fmt.Fprintf(w, "  last change %s: %s (version %d)\n", s.Changed.UTC().Format(time.RFC3339), s.Cause, s.Version)
+	}
+	if s.Owner != "" && !s.Held {
+		fmt.Fprintf(w, "  last forced by %s: %s\n", s.Owner, s.Why)
+	}
+}

@@ -1,0 +1,104 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/agentdlq/agentdlq/breaker"
+)
+
+// DependencyFailure reports whether err is a failure a dependency's circuit
+// breaker counts: an outcome of class dependency (dependency_open) or
+// authorization (auth_config), or any retryable outcome with the
+// provider's Retry-After (a 429's rate_limited); retryAfter is that
+// Retry-After. Other failures (poison, a bug, an unknown effect) are the
+// task's, not the dependency's.
+func DependencyFailure(err error) (failed bool, retryAfter time.Duration) {
+	var o *Outcome
+	if err == nil || !errors.As(err, &o) {
+		return false, 0
+	}
+	switch {
+	case o.class == ErrDependencyOpen.class || o.class == ErrAuthConfig.class:
+		return true, o.after
+	case o.after > 0 && o.class.Retryable():
+		return true, o.after
+	}
+	return false, 0
+}
+
+// Deferred is the outcome of a task a breaker did not admit: dependency_open
+// with the breaker's wait as its Retry-After. With Config.RetryAfterRequeues
+// the processor sends the message back to the hot queue with that delay and
+// acknowledges it, so the receive does not count against its budget; past
+// the requeues it is retried as any dependency_open (counted).
+func Deferred(dependency string, wait time.Duration) *Outcome {
+	return DependencyOpen(fmt.Errorf("breaker open for %q: deferred %s without calling it", dependency, wait.Round(time.Second))).After(wait)
+}
+
+// Guarded runs call, which needs the dependency dep, under the breaker b:
+// AdmitDependency, then call, then ReportDependency. A nil b runs call as
+// it is.
+func Guarded(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep string, call func() error) error {
+	if err := AdmitDependency(ctx, b, log, dep); err != nil {
+		return err
+	}
+	return ReportDependency(ctx, b, log, dep, call())
+}
+
+// AdmitDependency asks the breaker b whether a task that needs dep may call
+// it: nil when it may, else the Deferred outcome to return from the handler
+// (open, half-open with its probes out, or not yet the task's turn in the
+// ramp). Ask before any other work of the task (before Record.Begin): a
+// deferral then costs one receive and one send. A breaker whose store
+// cannot be read admits the task (logged on log): it must not stop the
+// pipeline. A nil b, or an empty dep, admits.
+func AdmitDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep string) error {
+	if b == nil || dep == "" {
+		return nil
+	}
+	d, err := b.Admit(ctx, dep)
+	if err != nil {
+		logOf(log).LogAttrs(ctx, slog.LevelWarn, "breaker unavailable; the task is admitted", slog.String("dependency", dep), slog.String("error", err.Error()))
+	}
+	if !d.Admit {
+		return Deferred(dep, d.Wait)
+	}
+	return nil
+}
+
+// ReportDependency reports the result of an admitted task's call to dep
+// (DependencyFailure says which failures count; a success closes a
+// half-open breaker) and returns what the handler should: err itself, or,
+// for a failure of the dependency that finds the breaker open (this
+// failure opened it, or another worker's did), the Deferred outcome, so
+// that the outage costs the task no receive once the breaker knows of it.
+func ReportDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep string, err error) error {
+	if b == nil || dep == "" {
+		return err
+	}
+	failed, retryAfter := DependencyFailure(err)
+	if err != nil && !failed {
+		return err // not the dependency's failure
+	}
+	if rerr := b.Record(ctx, dep, failed, retryAfter); rerr != nil {
+		logOf(log).LogAttrs(ctx, slog.LevelWarn, "breaker: result not recorded", slog.String("dependency", dep), slog.String("error", rerr.Error()))
+		return err
+	}
+	if failed {
+		if d, aerr := b.Admit(ctx, dep); aerr == nil && !d.Admit {
+			return Deferred(dep, d.Wait)
+		}
+	}
+	return err
+}
+
+func logOf(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.Default()
+	}
+	return l
+}
