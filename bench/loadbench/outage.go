@@ -94,39 +94,18 @@ func RunOutage(ctx context.Context, cfg OutageConfig) (*OutageResult, error) {
 	if p == nil || p.FIFO {
 		return nil, errors.New("loadbench: the outage needs a standard pipeline")
 	}
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&cfg.Before, 30*time.Second)
-	def(&cfg.Outage, 90*time.Second)
-	def(&cfg.After, 30*time.Second)
-	def(&cfg.Settle, 5*time.Minute)
-	if cfg.Rate == 0 {
-		cfg.Rate = 20
-	}
-	if cfg.Run == "" {
-		cfg.Run = "outage-" + time.Now().UTC().Format("150405")
-	}
-	if cfg.Progress == nil {
-		cfg.Progress = io.Discard
-	}
+	cfg.defaults()
 	say := func(format string, args ...any) { fmt.Fprintf(cfg.Progress, format+"\n", args...) }
 	dir, err := os.MkdirTemp("", "agentdlq-outage-")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: a leftover costs nothing
 	deps := sampleworker.DependencyDir{Dir: dir}
 
-	type fate struct {
-		receives int
-		at       time.Time
-	}
 	var (
 		mu   sync.Mutex
-		done = map[string]fate{} // ledger key -> the receive that finished it
+		done = map[string]outageFate{} // ledger key -> the receive that finished it
 		emf  bytes.Buffer
 	)
 	lc := runner.Config{AWS: cfg.AWS, Pipeline: p, Names: topology.Names{Hot: p.Name + "-" + cfg.Run, DLQ: p.Name + "-" + cfg.Run + "-dlq"},
@@ -137,7 +116,7 @@ func RunOutage(ctx context.Context, cfg OutageConfig) (*OutageResult, error) {
 				return
 			}
 			mu.Lock()
-			done[ledger.Key(p.Name, tenant, key)] = fate{receives, time.Now()}
+			done[ledger.Key(p.Name, tenant, key)] = outageFate{receives, time.Now()}
 			mu.Unlock()
 		}}
 	l, err := runner.Setup(ctx, lc)
@@ -165,47 +144,11 @@ func RunOutage(ctx context.Context, cfg OutageConfig) (*OutageResult, error) {
 		cfg.Run, p.Breaker.Enabled, cfg.Rate, cfg.Before+cfg.Outage+cfg.After, OutageDependency, cfg.Before, cfg.Outage, mc.Pollers)
 
 	// Steady sending, a tick every 100 ms.
-	var sent []workload.Sent
 	start := time.Now()
-	downAt, upAt, end := start.Add(cfg.Before), start.Add(cfg.Before+cfg.Outage), start.Add(cfg.Before+cfg.Outage+cfg.After)
-	isDown := false
-	n := 0
-	tick := time.NewTicker(100 * time.Millisecond)
-	for now := start; now.Before(end); now = <-tick.C {
-		switch {
-		case !isDown && !now.Before(downAt) && now.Before(upAt):
-			if err := deps.Set(OutageDependency, true); err != nil {
-				return nil, err
-			}
-			isDown = true
-			say("%s down", OutageDependency)
-		case isDown && !now.Before(upAt):
-			if err := deps.Set(OutageDependency, false); err != nil {
-				return nil, err
-			}
-			isDown = false
-			say("%s up", OutageDependency)
-		}
-		want := int(now.Sub(start).Seconds()*float64(cfg.Rate)) + 1
-		var batch []workload.Task
-		for ; n < want; n++ {
-			k := workload.OK
-			if n%2 == 0 {
-				k = workload.DependencyOpen
-			}
-			batch = append(batch, workload.Make(cfg.Run, n, k, -1))
-		}
-		if len(batch) > 0 {
-			s, err := l.Send(ctx, batch, 2)
-			if err != nil {
-				return nil, err
-			}
-			sent = append(sent, s...)
-		}
-	}
-	tick.Stop()
-	if isDown {
-		_ = deps.Set(OutageDependency, false)
+	downAt, upAt := start.Add(cfg.Before), start.Add(cfg.Before+cfg.Outage)
+	sent, err := sendSteadily(ctx, l, cfg, deps, start, say)
+	if err != nil {
+		return nil, err
 	}
 	say("sent %d; draining", len(sent))
 	if err := l.WaitEmpty(ctx, l.Queues.HotURL, cfg.Settle); err != nil {
@@ -233,15 +176,96 @@ func RunOutage(ctx context.Context, cfg OutageConfig) (*OutageResult, error) {
 		return nil, err
 	}
 	res.InFlight = depth
-	started, completed, _ := l.Ledger.Counts()
-	for k, c := range completed {
-		res.DuplicateEffects += max(c-1, 0)
-		if started[k] > 1 {
-			res.DuplicateEffects += started[k] - 1
-		}
-	}
+	res.countDuplicates(l.Ledger.Counts())
 	mu.Lock()
 	defer mu.Unlock()
+	res.tally(sent, done, table, deadBody, start, downAt, upAt, cfg)
+	res.readMetrics(emf.String(), start)
+	res.judge()
+	return res, nil
+}
+
+// defaults fills in what cfg leaves zero.
+func (cfg *OutageConfig) defaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&cfg.Before, 30*time.Second)
+	def(&cfg.Outage, 90*time.Second)
+	def(&cfg.After, 30*time.Second)
+	def(&cfg.Settle, 5*time.Minute)
+	if cfg.Rate == 0 {
+		cfg.Rate = 20
+	}
+	if cfg.Run == "" {
+		cfg.Run = "outage-" + time.Now().UTC().Format("150405")
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = io.Discard
+	}
+}
+
+// outageFate is the receive that finished a task, and when.
+type outageFate struct {
+	receives int
+	at       time.Time
+}
+
+// sendSteadily sends cfg.Rate tasks a second from start, every other one
+// needing the outage's dependency, which is down from cfg.Before for
+// cfg.Outage; it returns what was sent.
+func sendSteadily(ctx context.Context, l *runner.Local, cfg OutageConfig, deps sampleworker.DependencyDir, start time.Time, say func(string, ...any)) ([]workload.Sent, error) {
+	var sent []workload.Sent
+	downAt, upAt, end := start.Add(cfg.Before), start.Add(cfg.Before+cfg.Outage), start.Add(cfg.Before+cfg.Outage+cfg.After)
+	isDown := false
+	n := 0
+	tick := time.NewTicker(100 * time.Millisecond)
+	for now := start; now.Before(end); now = <-tick.C {
+		switch {
+		case !isDown && !now.Before(downAt) && now.Before(upAt):
+			if err := deps.Set(OutageDependency, true); err != nil {
+				return sent, err
+			}
+			isDown = true
+			say("%s down", OutageDependency)
+		case isDown && !now.Before(upAt):
+			if err := deps.Set(OutageDependency, false); err != nil {
+				return sent, err
+			}
+			isDown = false
+			say("%s up", OutageDependency)
+		}
+		want := int(now.Sub(start).Seconds()*float64(cfg.Rate)) + 1
+		var batch []workload.Task
+		for ; n < want; n++ {
+			k := workload.OK
+			if n%2 == 0 {
+				k = workload.DependencyOpen
+			}
+			batch = append(batch, workload.Make(cfg.Run, n, k, -1))
+		}
+		if len(batch) > 0 {
+			s, err := l.Send(ctx, batch, 2)
+			if err != nil {
+				return sent, err
+			}
+			sent = append(sent, s...)
+		}
+	}
+	tick.Stop()
+	if isDown {
+		_ = deps.Set(OutageDependency, false)
+	}
+	return sent, nil
+}
+
+// tally counts what became of each task sent: done (by half, and when),
+// dead-lettered (by reason) or missing, and the healthy half's throughput
+// before and during the outage.
+func (res *OutageResult) tally(sent []workload.Sent, done map[string]outageFate, table map[string]ledger.Entry, deadBody map[string]deadletter.Reason,
+	start, downAt, upAt time.Time, cfg OutageConfig) {
 	var recv []int
 	var healthyBefore, healthyDuring int
 	var lastAffected time.Time
@@ -256,7 +280,7 @@ func RunOutage(ctx context.Context, cfg OutageConfig) (*OutageResult, error) {
 			res.Healthy++
 		}
 		res.Sent++
-		k := ledger.Key(p.Name, s.Task.Tenant, s.Task.Key)
+		k := ledger.Key(res.Pipeline, s.Task.Tenant, s.Task.Key)
 		f, ok := done[k]
 		if !ok && table[k].State == ledger.StateDone {
 			ok = true // done though the worker did not see its Complete succeed
@@ -301,7 +325,23 @@ func RunOutage(ctx context.Context, cfg OutageConfig) (*OutageResult, error) {
 	if !lastAffected.IsZero() {
 		res.DrainSeconds = max(lastAffected.Sub(upAt).Seconds(), 0)
 	}
-	for line := range strings.Lines(emf.String()) {
+}
+
+// countDuplicates counts the side effects completed or started more than
+// once, from the ledger's counts.
+func (res *OutageResult) countDuplicates(started, completed map[string]int, _ int) {
+	for k, c := range completed {
+		res.DuplicateEffects += max(c-1, 0)
+		if started[k] > 1 {
+			res.DuplicateEffects += started[k] - 1
+		}
+	}
+}
+
+// readMetrics reads the worker's metric lines (EMF): the requeues, and the
+// breaker's transitions, timed from start.
+func (res *OutageResult) readMetrics(emf string, start time.Time) {
+	for line := range strings.Lines(emf) {
 		var d struct {
 			To         string `json:"To"`
 			Cause      string `json:"Cause"`
@@ -320,6 +360,13 @@ func RunOutage(ctx context.Context, cfg OutageConfig) (*OutageResult, error) {
 			res.Transitions = append(res.Transitions, fmt.Sprintf("%.0fs %s (%s)", at, d.To, d.Cause))
 		}
 	}
+}
+
+// judge lists the musts the run broke: 0 lost and 0 duplicate effects;
+// with the breaker on, nothing dead-lettered as dependency_open, the
+// healthy half at 90 % of its throughput, at most 2 receives an affected
+// task, and the backlog drained.
+func (res *OutageResult) judge() {
 	fail := func(f string, a ...any) { res.Failures = append(res.Failures, fmt.Sprintf(f, a...)) }
 	if res.Lost > 0 {
 		fail("%d lost", res.Lost)
@@ -341,7 +388,6 @@ func RunOutage(ctx context.Context, cfg OutageConfig) (*OutageResult, error) {
 			fail("backlog not drained: %d affected done of %d, %d in flight", res.Done["affected"], res.Affected, res.InFlight)
 		}
 	}
-	return res, nil
 }
 
 // Print writes the result as text.
