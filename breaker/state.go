@@ -10,12 +10,12 @@ import (
 type Mode string
 
 const (
-	// Closed: every task is admitted (subject to the ramp after a close);
+	// Closed means every task is admitted (subject to the ramp after a close);
 	// failures are counted in the window.
 	Closed Mode = "closed"
-	// Open: tasks that need the dependency are deferred without calling it.
+	// Open means tasks that need the dependency are deferred without calling it.
 	Open Mode = "open"
-	// HalfOpen: a few probes are admitted; the rest are deferred.
+	// HalfOpen means a few probes are admitted; the rest are deferred.
 	HalfOpen Mode = "half_open"
 )
 

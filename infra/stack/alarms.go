@@ -103,36 +103,7 @@ func (p *Pipeline) newAlarms(def pipeline.Pipeline, runbook, bucket string) {
 	name := def.Name
 	triageCmd := "agentdlq triage --pipeline " + name
 	five := minutes(5)
-	dlqVisible := p.DLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: five})
-	dlqHidden := p.DLQ.MetricApproximateNumberOfMessagesNotVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: five})
-	// New dead letters: the worker's own dead letters (DeadLettered), and the
-	// broker's moves after maxReceiveCount, which no metric counts
-	// (NumberOfMessagesSent on a DLQ misses them): they show as a rise of the
-	// DLQ's visible + in-flight count (in-flight included, so that a triage
-	// scan, which hides messages for a while, does not look like a rise).
-	newDeadLetters := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-		Expression: jsii.String("MAX([FILL(dl, 0), DIFF(FILL(vis, 0) + FILL(hid, 0))])"),
-		UsingMetrics: &map[string]awscloudwatch.IMetric{
-			"dl":  agentMetric(def, "DeadLettered", "Sum", five),
-			"vis": dlqVisible,
-			"hid": dlqHidden,
-		},
-		Label:  jsii.String("new dead letters"),
-		Period: five,
-	})
-	// The share of the invoked events that came back failed: failed
-	// invocations (a throttle, a crash, a timeout) and batch item failures
-	// alike, each a receive spent towards maxReceiveCount. No invocation,
-	// no share.
-	esmFailedPercent := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-		Expression: jsii.String("IF(FILL(invoked, 0) > 0, 100 * FILL(failed, 0) / invoked, 0)"),
-		UsingMetrics: &map[string]awscloudwatch.IMetric{
-			"failed":  p.esmMetric(ESMFailedInvokeEventCount, "Sum", five),
-			"invoked": p.esmMetric(ESMInvokedEventCount, "Sum", five),
-		},
-		Label:  jsii.String("failed events (% of invoked)"),
-		Period: five,
-	})
+	newDeadLetters, esmFailedPercent := p.alarmExpressions(def)
 	ge := awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 	notBreaching := awscloudwatch.TreatMissingData_NOT_BREACHING
 	specs := []alarmSpec{
@@ -205,6 +176,43 @@ func (p *Pipeline) newAlarms(def pipeline.Pipeline, runbook, bucket string) {
 	for _, a := range dlqAlarms {
 		p.DLQAlarms = append(p.DLQAlarms, p.Alarms[a])
 	}
+}
+
+// alarmExpressions are the metric math of two alarms: the new dead letters
+// in 5 minutes, and the share of the invoked events that came back failed.
+func (p *Pipeline) alarmExpressions(def pipeline.Pipeline) (newDeadLetters, esmFailedPercent awscloudwatch.MathExpression) {
+	five := minutes(5)
+	dlqVisible := p.DLQ.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: five})
+	dlqHidden := p.DLQ.MetricApproximateNumberOfMessagesNotVisible(&awscloudwatch.MetricOptions{Statistic: jsii.String("Maximum"), Period: five})
+	// New dead letters: the worker's own dead letters (DeadLettered), and the
+	// broker's moves after maxReceiveCount, which no metric counts
+	// (NumberOfMessagesSent on a DLQ misses them): they show as a rise of the
+	// DLQ's visible + in-flight count (in-flight included, so that a triage
+	// scan, which hides messages for a while, does not look like a rise).
+	newDeadLetters = awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("MAX([FILL(dl, 0), DIFF(FILL(vis, 0) + FILL(hid, 0))])"),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"dl":  agentMetric(def, "DeadLettered", "Sum", five),
+			"vis": dlqVisible,
+			"hid": dlqHidden,
+		},
+		Label:  jsii.String("new dead letters"),
+		Period: five,
+	})
+	// The share of the invoked events that came back failed: failed
+	// invocations (a throttle, a crash, a timeout) and batch item failures
+	// alike, each a receive spent towards maxReceiveCount. No invocation,
+	// no share.
+	esmFailedPercent = awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String("IF(FILL(invoked, 0) > 0, 100 * FILL(failed, 0) / invoked, 0)"),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"failed":  p.esmMetric(ESMFailedInvokeEventCount, "Sum", five),
+			"invoked": p.esmMetric(ESMInvokedEventCount, "Sum", five),
+		},
+		Label:  jsii.String("failed events (% of invoked)"),
+		Period: five,
+	})
+	return newDeadLetters, esmFailedPercent
 }
 
 // alarmDescription is what the person paged reads first.

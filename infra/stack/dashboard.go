@@ -36,6 +36,19 @@ const (
 	GraphSLOEvents      = "Dead-letter SLO: processed (good) and dead-lettered (bad) tasks"
 )
 
+// alarmRefs are the pipeline's alarms for the dashboard's status widget:
+// every alarm AllAlarms names, then the breaker's when it has one.
+func (p *Pipeline) alarmRefs() []interfacesawscloudwatch.IAlarmRef {
+	alarms := make([]interfacesawscloudwatch.IAlarmRef, 0, len(p.Alarms))
+	for _, a := range AllAlarms() {
+		alarms = append(alarms, p.Alarms[a])
+	}
+	if a, ok := p.Alarms[AlarmBreakerOpen]; ok {
+		alarms = append(alarms, a)
+	}
+	return alarms
+}
+
 // graph draws left and right metrics; an annotation with a label that ends
 // in "(s)" goes on the right axis (ages), any other on the left.
 func graph(title string, left, right []awscloudwatch.IMetric, annotations ...*awscloudwatch.HorizontalAnnotation) awscloudwatch.IWidget {
@@ -74,13 +87,7 @@ func (p *Pipeline) newDashboard(def pipeline.Pipeline, runbook string) {
 	sumOf := func(m awscloudwatch.Metric, label string) awscloudwatch.IMetric {
 		return m.With(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Label: jsii.String(label), Period: five})
 	}
-	alarms := make([]interfacesawscloudwatch.IAlarmRef, 0, len(p.Alarms))
-	for _, a := range AllAlarms() {
-		alarms = append(alarms, p.Alarms[a])
-	}
-	if a, ok := p.Alarms[AlarmBreakerOpen]; ok {
-		alarms = append(alarms, a)
-	}
+	alarms := p.alarmRefs()
 	text := fmt.Sprintf("# agentdlq · %[1]s (owner: %[2]s)\n"+
 		"Dead letters: `agentdlq triage --pipeline %[1]s` · redrive plan: `agentdlq redrive plan --pipeline %[1]s` (owner only, through the redrive role) · runbook: [%[3]s](%[3]s)",
 		def.Name, def.Owner, runbook)
