@@ -499,7 +499,8 @@ func (p *Pipeline) Validate() error {
 	return errors.Join(errs...)
 }
 
-// validateIdentity reports the problems of the name, the owner and the receive count.
+// validateIdentity reports the problems of the name, the owner and the
+// receive count.
 func (p *Pipeline) validateIdentity(bad func(format string, args ...any)) {
 	if !nameRE.MatchString(p.Name) {
 		bad("name must be 3-40 lower-case letters, digits and dashes, starting with a letter")
@@ -547,7 +548,8 @@ func (p *Pipeline) validateTimes(bad func(format string, args ...any)) {
 	}
 }
 
-// validateMapping reports the problems of the event source: batches, concurrency or pollers, and the reserved concurrency that covers them.
+// validateMapping reports the problems of the event source: batches,
+// concurrency or pollers, and the reserved concurrency that covers them.
 func (p *Pipeline) validateMapping(bad func(format string, args ...any)) {
 	maxBatch := MaxBatchSizeStandard
 	if p.FIFO {
@@ -594,7 +596,9 @@ func (p *Pipeline) validateMapping(bad func(format string, args ...any)) {
 	}
 }
 
-// validateWorker reports the problems of the worker: memory, message size, backoff, redrive loops, requeues and FIFO poison.
+// validateWorker reports the problems of the worker: memory, message size,
+// backoff, redrive loops, requeues, fair queues, the SLO, the breaker and
+// FIFO poison.
 func (p *Pipeline) validateWorker(bad func(format string, args ...any)) {
 	if p.WorkerMemoryMB < 128 || p.WorkerMemoryMB > 10240 {
 		bad("worker_memory_mb %d is outside 128..10240", p.WorkerMemoryMB)
@@ -642,7 +646,8 @@ func (p *Pipeline) validateWorker(bad func(format string, args ...any)) {
 	}
 }
 
-// validateAlarms reports the problems of the alarms, the triage and the eval export.
+// validateAlarms reports the problems of the alarms, the triage and the
+// eval export.
 func (p *Pipeline) validateAlarms(bad func(format string, args ...any)) {
 	a := p.Alarms
 	for name, v := range map[string]int{
