@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/textutil"
+	"github.com/agentdlq/agentdlq/triage/dlq"
 	"github.com/agentdlq/agentdlq/triage/report"
 )
 
@@ -124,4 +125,29 @@ func TestKeysFlags(t *testing.T) {
 		assert.Equal(t, 2, code, "%v: %s", args, stderr)
 		assert.Contains(t, stdout+stderr, "--keys", "%v (a JSON refusal is on stdout)", args)
 	}
+}
+
+// TestPrintKeysJSONNamesTenants: a key is its tenant's within the pipeline
+// (ledger get and reconcile take --tenant), so -o json says each key's
+// tenants, from the letters the scan read — two tenants' same key included.
+func TestPrintKeysJSONNamesTenants(t *testing.T) {
+	t.Parallel()
+	letter := func(tenant, key string) *dlq.Tagged {
+		return &dlq.Tagged{Reason: deadletter.ReasonEffectUnknown, Hints: dlq.Hints{Tenant: tenant, IdempotencyKey: key}}
+	}
+	r := &report.Report{Pipeline: "agent-tasks", Groups: []report.Group{
+		{Reason: deadletter.ReasonEffectUnknown, IdempotencyKeys: []string{"k1", "k2"},
+			Letters: []*dlq.Tagged{letter("umbrella", "k1"), letter("acme", "k1"), letter("acme", "k2")}},
+		{Reason: deadletter.ReasonSchemaInvalid, Letters: []*dlq.Tagged{letter("globex", "k3")}},
+	}}
+	var out, errb bytes.Buffer
+	require.NoError(t, printKeys(&out, &errb, r, keysJSON))
+	var kr keysResult
+	require.NoError(t, json.Unmarshal(out.Bytes(), &kr), out.String())
+	assert.Equal(t, []string{"k1", "k2"}, kr.Keys)
+	assert.Equal(t, map[string][]string{"k1": {"acme", "umbrella"}, "k2": {"acme"}}, kr.Tenants, "only effect_unknown keys, every tenant of each")
+
+	out.Reset()
+	require.NoError(t, printKeys(&out, &errb, keysReport("k1"), keysJSON))
+	assert.NotContains(t, out.String(), `"tenants"`, "a report read back holds no letters: no tenants, not empty ones")
 }

@@ -313,6 +313,42 @@ type keysResult struct {
 	// Omitted is how many effect_unknown keys the report left out (it
 	// lists a bounded number a group).
 	Omitted int `json:"omitted"`
+	// Tenants are each key's tenants, as stored (a key is its tenant's
+	// within the pipeline: ledger get and reconcile take --tenant), from
+	// the letters the scan read; absent where the report holds no letters.
+	Tenants map[string][]string `json:"tenants,omitempty"`
+}
+
+// keyTenants maps each effect_unknown key of the scan's letters to its
+// tenants, sorted (one key may be several tenants' own).
+func keyTenants(r *report.Report) map[string][]string {
+	sets := map[string]map[string]bool{}
+	for _, g := range r.Groups {
+		if g.Reason != deadletter.ReasonEffectUnknown {
+			continue
+		}
+		for _, l := range g.Letters {
+			k := l.Hints.IdempotencyKey
+			if k == "" {
+				continue
+			}
+			if sets[k] == nil {
+				sets[k] = map[string]bool{}
+			}
+			sets[k][l.Hints.Tenant] = true
+		}
+	}
+	if len(sets) == 0 {
+		return nil
+	}
+	out := make(map[string][]string, len(sets))
+	for k, ts := range sets {
+		for t := range ts {
+			out[k] = append(out[k], t)
+		}
+		sort.Strings(out[k])
+	}
+	return out
 }
 
 // errKeyWithNUL is --keys0 leaving out a key it cannot print.
@@ -330,7 +366,7 @@ func printKeys(w, stderr io.Writer, r *report.Report, form keysForm) error {
 		if keys == nil {
 			keys = []string{}
 		}
-		return writeJSON(w, keysResult{Pipeline: r.Pipeline, Keys: keys, Omitted: omitted})
+		return writeJSON(w, keysResult{Pipeline: r.Pipeline, Keys: keys, Omitted: omitted, Tenants: keyTenants(r)})
 	}
 	var b bytes.Buffer
 	escaped, withNUL := 0, 0
