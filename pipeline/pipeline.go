@@ -806,6 +806,15 @@ const (
 	TagSenders = "agentdlq:dlq-senders"
 )
 
+// SendersOfTag splits a TagSenders value into its sender ids (nil when it
+// names none).
+func SendersOfTag(v string) []string {
+	if f := strings.Fields(v); len(f) > 0 {
+		return f
+	}
+	return nil
+}
+
 // MaxMessageGroupIDLen is SQS's limit on a MessageGroupId: 128 characters,
 // each a letter, a digit or ASCII punctuation.
 const MaxMessageGroupIDLen = 128

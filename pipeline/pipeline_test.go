@@ -391,3 +391,13 @@ func TestTenantGroupID(t *testing.T) {
 		assert.Equal(t, tt.want, TenantGroupID(tt.tenant), "%q", tt.tenant)
 	}
 }
+
+func TestSendersOfTag(t *testing.T) {
+	t.Parallel()
+	if got := SendersOfTag(" AROA1  AROA2 "); len(got) != 2 || got[0] != "AROA1" || got[1] != "AROA2" {
+		t.Errorf("SendersOfTag = %q", got)
+	}
+	if SendersOfTag("  ") != nil {
+		t.Error("a tag naming no sender is nil, not an empty list (Queues compare whole)")
+	}
+}

@@ -11,7 +11,8 @@ import (
 // values SQS reports for the worker (and the redrive role), each an IAM
 // unique id — a role's AROA… id matches every session of the role
 // ("AROA…:session") — or an exact SenderId. The construct tags each DLQ
-// with them (pipeline.TagSenders, read by SendersFromTag).
+// with them (pipeline.TagSenders, read by pipeline.SendersOfTag into
+// pipeline.Queues.Senders).
 //
 // On a shared platform any producer can put dlq_reason and dlq_meta
 // attributes on a task: the broker then moves the task, attributes and all,
@@ -65,14 +66,4 @@ func (s Senders) distrust(m dlq.Message) string {
 		return "sent by " + sender + ", not by the worker: its dlq_reason/dlq_meta are not evidence"
 	}
 	return ""
-}
-
-// SendersFromTag reads the value of the DLQ's pipeline.TagSenders tag: the
-// trusted sender ids, separated by spaces or commas.
-func SendersFromTag(v string) Senders {
-	f := strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ',' })
-	if len(f) == 0 {
-		return nil
-	}
-	return Senders(f)
 }

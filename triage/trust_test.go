@@ -101,14 +101,3 @@ func TestReportCountsUntrustedEvidence(t *testing.T) {
 		t.Errorf("attention %q does not name the untrusted evidence", r.Attention)
 	}
 }
-
-func TestSendersFromTag(t *testing.T) {
-	t.Parallel()
-	got := SendersFromTag(" AROA1  AROA2,AKID3 ")
-	if len(got) != 3 || got[0] != "AROA1" || got[2] != "AKID3" {
-		t.Errorf("SendersFromTag = %q", got)
-	}
-	if SendersFromTag("  ") != nil {
-		t.Error("an empty tag is no senders")
-	}
-}

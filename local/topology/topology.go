@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -90,15 +89,7 @@ func senders(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline, dlqURL s
 	if err != nil {
 		return nil, fmt.Errorf("pipeline %q: ListQueueTags %s: %w", p.Name, dlqURL, err)
 	}
-	return sendersOf(tags.Tags[pipeline.TagSenders]), nil
-}
-
-// sendersOf splits a pipeline.TagSenders value (nil when it names none).
-func sendersOf(v string) []string {
-	if f := strings.Fields(v); len(f) > 0 {
-		return f
-	}
-	return nil
+	return pipeline.SendersOfTag(tags.Tags[pipeline.TagSenders]), nil
 }
 
 func byName(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (pipeline.Queues, error) {
@@ -144,7 +135,7 @@ func byTags(ctx context.Context, api ResolveAPI, p *pipeline.Pipeline) (pipeline
 				q.HotURL = url
 			case RoleDLQ:
 				q.DLQURL = url
-				q.Senders = sendersOf(tags.Tags[pipeline.TagSenders])
+				q.Senders = pipeline.SendersOfTag(tags.Tags[pipeline.TagSenders])
 			}
 		}
 	}
