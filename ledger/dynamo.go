@@ -81,24 +81,45 @@ func (d *Dynamo) touch(vals map[string]types.AttributeValue, now time.Time) map[
 // digest) holds another args digest; it records the digest where the item
 // has none (if_not_exists).
 func (d *Dynamo) beginExact(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error) {
-	update := "SET #st = :inprog, #ow = :owner, lease_until = :lease, updated_at = :now, expires_at = :exp"
-	cond := "attribute_not_exists(pk) OR (#st <> :done AND (#st <> :inprog OR #ow = :owner OR attribute_not_exists(lease_until) OR lease_until <= :now))"
-	vals := d.touch(map[string]types.AttributeValue{
-		":inprog": s(string(StateInProgress)), ":done": s(string(StateDone)),
-		":owner": s(owner), ":lease": s(ts(now.Add(lease))),
-	}, now)
+	return d.claim(ctx, key, digest, claimWrite{
+		op: "begin", during: "the claim",
+		set:  "SET #st = :inprog, #ow = :owner, lease_until = :lease, updated_at = :now, expires_at = :exp",
+		cond: "attribute_not_exists(pk) OR (#st <> :done AND (#st <> :inprog OR #ow = :owner OR attribute_not_exists(lease_until) OR lease_until <= :now))",
+		vals: d.touch(map[string]types.AttributeValue{
+			":inprog": s(string(StateInProgress)), ":done": s(string(StateDone)),
+			":owner": s(owner), ":lease": s(ts(now.Add(lease))),
+		}, now),
+	})
+}
+
+// claimWrite is what Begin and CompleteReadOnly each give claim: the
+// operation's name (for errors), the SET clause, the clause after it
+// (REMOVE, or none), the condition and the expression values.
+type claimWrite struct {
+	op, during        string
+	set, remove, cond string
+	vals              map[string]types.AttributeValue
+}
+
+// claim is the conditional update Begin and CompleteReadOnly share: with
+// a digest it adds the digest's condition and records it where the item
+// has none (if_not_exists); it returns the item as it was (the zero Entry
+// for a new key) or, when the condition fails, Begin's error for it
+// (conflict), reading the item where the emulator does not return it.
+func (d *Dynamo) claim(ctx context.Context, key, digest string, w claimWrite) (Entry, error) {
+	update, cond := w.set, w.cond
 	if digest != "" {
 		update += ", args_digest = if_not_exists(args_digest, :digest)"
 		cond = "(attribute_not_exists(args_digest) OR args_digest = :digest) AND (" + cond + ")"
-		vals[":digest"] = s(digest)
+		w.vals[":digest"] = s(digest)
 	}
 	out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           d.tableName(),
 		Key:                                 d.key(key),
-		UpdateExpression:                    aws.String(update),
+		UpdateExpression:                    aws.String(update + w.remove),
 		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            names,
-		ExpressionAttributeValues:           vals,
+		ExpressionAttributeValues:           w.vals,
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -110,7 +131,7 @@ func (d *Dynamo) beginExact(ctx context.Context, key, owner, digest string, now 
 	}
 	var ccf *types.ConditionalCheckFailedException
 	if !errors.As(err, &ccf) {
-		return Entry{}, wrap("begin", err)
+		return Entry{}, wrap(w.op, err)
 	}
 	item := ccf.Item
 	if item == nil { // the emulator does not return the item: read it
@@ -119,7 +140,7 @@ func (d *Dynamo) beginExact(ctx context.Context, key, owner, digest string, now 
 			return Entry{}, gerr
 		}
 		if !ok {
-			return Entry{}, fmt.Errorf("%w: the entry changed during the claim", ErrLeased)
+			return Entry{}, fmt.Errorf("%w: the entry changed during %s", ErrLeased, w.during)
 		}
 		return conflict(e, digest)
 	}
@@ -180,53 +201,16 @@ func (d *Dynamo) Complete(ctx context.Context, key, owner, receipt string, now t
 // condition (the digest, not done, no other owner's unexpired lease) with
 // Complete's changes.
 func (d *Dynamo) CompleteReadOnly(ctx context.Context, key, owner, digest, receipt string, now time.Time) (Entry, error) {
-	update := "SET #st = :done, receipt = :receipt, #ow = :owner, updated_at = :now, expires_at = :exp"
-	cond := "attribute_not_exists(pk) OR ((attribute_not_exists(#st) OR #st <> :done) AND (attribute_not_exists(#st) OR #st <> :inprog OR #ow = :owner OR attribute_not_exists(lease_until) OR lease_until <= :now))"
-	vals := d.touch(map[string]types.AttributeValue{
-		":inprog": s(string(StateInProgress)), ":done": s(string(StateDone)),
-		":owner": s(owner), ":receipt": s(receipt),
-	}, now)
-	if digest != "" {
-		update += ", args_digest = if_not_exists(args_digest, :digest)"
-		cond = "(attribute_not_exists(args_digest) OR args_digest = :digest) AND (" + cond + ")"
-		vals[":digest"] = s(digest)
-	}
-	out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                           d.tableName(),
-		Key:                                 d.key(key),
-		UpdateExpression:                    aws.String(update + " REMOVE lease_until"),
-		ConditionExpression:                 aws.String(cond),
-		ExpressionAttributeNames:            names,
-		ExpressionAttributeValues:           vals,
-		ReturnValues:                        types.ReturnValueAllOld,
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	return d.claim(ctx, key, digest, claimWrite{
+		op: "complete read-only", during: "the completion",
+		set:    "SET #st = :done, receipt = :receipt, #ow = :owner, updated_at = :now, expires_at = :exp",
+		remove: " REMOVE lease_until",
+		cond:   "attribute_not_exists(pk) OR ((attribute_not_exists(#st) OR #st <> :done) AND (attribute_not_exists(#st) OR #st <> :inprog OR #ow = :owner OR attribute_not_exists(lease_until) OR lease_until <= :now))",
+		vals: d.touch(map[string]types.AttributeValue{
+			":inprog": s(string(StateInProgress)), ":done": s(string(StateDone)),
+			":owner": s(owner), ":receipt": s(receipt),
+		}, now),
 	})
-	if err == nil {
-		if len(out.Attributes) == 0 {
-			return Entry{}, nil
-		}
-		return decodeEntry(out.Attributes)
-	}
-	var ccf *types.ConditionalCheckFailedException
-	if !errors.As(err, &ccf) {
-		return Entry{}, wrap("complete read-only", err)
-	}
-	item := ccf.Item
-	if item == nil { // the emulator does not return the item: read it
-		e, ok, gerr := d.getExact(ctx, key)
-		if gerr != nil {
-			return Entry{}, gerr
-		}
-		if !ok {
-			return Entry{}, fmt.Errorf("%w: the entry changed during the completion", ErrLeased)
-		}
-		return conflict(e, digest)
-	}
-	e, derr := decodeEntry(item)
-	if derr != nil {
-		return Entry{}, derr
-	}
-	return conflict(e, digest)
 }
 
 // Release implements Ledger: it ends the caller's lease, and does nothing

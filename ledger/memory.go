@@ -36,6 +36,17 @@ func NewMemory() *Memory {
 
 // beginExact is Begin on key as it is.
 func (m *Memory) beginExact(_ context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error) {
+	return m.claim(key, owner, digest, now, func(e *Entry) {
+		e.State, e.Owner, e.LeaseUntil = StateInProgress, owner, now.Add(lease)
+	})
+}
+
+// claim is the write Begin and CompleteReadOnly share: under the lock, it
+// refuses key with Begin's errors in Begin's precedence (another digest,
+// done, another owner's unexpired lease), else applies set, records digest
+// where the entry has none and touches it. It returns the entry as it was
+// before (the zero Entry for a new key).
+func (m *Memory) claim(key, owner, digest string, now time.Time, set func(*Entry)) (Entry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	e, ok := m.lookup(key)
@@ -53,7 +64,7 @@ func (m *Memory) beginExact(_ context.Context, key, owner, digest string, now ti
 	} else {
 		e = m.newEntry(key)
 	}
-	e.State, e.Owner, e.LeaseUntil = StateInProgress, owner, now.Add(lease)
+	set(e)
 	if e.ArgsDigest == "" {
 		e.ArgsDigest = digest
 	}
@@ -83,31 +94,11 @@ func (m *Memory) Complete(_ context.Context, key, owner, receipt string, now tim
 	return nil
 }
 
-// CompleteReadOnly implements Ledger.
+// CompleteReadOnly implements Ledger: Begin's refusals with Complete's changes.
 func (m *Memory) CompleteReadOnly(_ context.Context, key, owner, digest, receipt string, now time.Time) (Entry, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.lookup(key)
-	var before Entry // a new key: the zero Entry
-	if ok {
-		before = *e
-		switch {
-		case e.KeyReused(digest):
-			return before, ErrKeyReused
-		case e.State == StateDone:
-			return before, ErrDone
-		case e.State == StateInProgress && e.Owner != owner && now.Before(e.LeaseUntil):
-			return before, ErrLeased
-		}
-	} else {
-		e = m.newEntry(key)
-	}
-	e.State, e.Receipt, e.Owner, e.LeaseUntil = StateDone, receipt, owner, time.Time{}
-	if e.ArgsDigest == "" {
-		e.ArgsDigest = digest
-	}
-	m.touch(e, now)
-	return before, nil
+	return m.claim(key, owner, digest, now, func(e *Entry) {
+		e.State, e.Receipt, e.Owner, e.LeaseUntil = StateDone, receipt, owner, time.Time{}
+	})
 }
 
 // Release implements Ledger.

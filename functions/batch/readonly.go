@@ -48,7 +48,7 @@ func (p *Processor) settleReadOnly(ctx context.Context, rec Record, err error) e
 	if gerr != nil {
 		return fmt.Errorf("%w: read before the failure is acted on: %w (the failure: %w)", errLedger, gerr, err)
 	}
-	if found && e.Key != st.ledgerKey && e.ArgsDigest != "" && st.digest != "" && e.ArgsDigest != st.digest {
+	if found && e.Key != st.ledgerKey && e.KeyReused(st.digest) {
 		// The entry of before scoping (Get's fallback) with other args is
 		// another task's: it says nothing of this one.
 		found, e = false, ledger.Entry{}
