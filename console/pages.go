@@ -353,7 +353,7 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 // tenant shows a tenant as the report does: hashed when the pipeline's
 // eval.hash_fields names it.
 func (s *Server) tenant(p *pipeline.Pipeline, tn string) string {
-	if tn != "" && slices.Contains(p.Eval.HashFields, "tenant") {
+	if tn != "" && triage.HashesTenants(p) {
 		return triage.HashValue(tn)
 	}
 	return tn
