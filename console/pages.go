@@ -565,7 +565,7 @@ func prettyBody(body string, p *pipeline.Pipeline, revealed bool) string {
 }
 
 // ActionReveal is the audit action of revealing a letter's body
-// (audit.ActionReveal, listed by redrive.AllActions with the others).
+// (audit.ActionReveal).
 const ActionReveal = audit.ActionReveal
 
 // reveal shows one letter's body unredacted, after recording who and why.
