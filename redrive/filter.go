@@ -9,7 +9,7 @@ import (
 )
 
 // matchFilter reports whether the tagged letter l is one f chooses
-// (triage.Filter, on the tag the pass made). The zero Filter chooses every
+// (dlq.Filter, on the tag the pass made). The zero Filter chooses every
 // letter.
 func matchFilter(f dlq.Filter, l *letter) bool {
 	return f.IsZero() || f.Match(&l.Tagged)
