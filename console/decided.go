@@ -83,7 +83,7 @@ func wordBreaks(s string) template.HTML {
 }
 
 // clockWords says in words what a dead letter's retention clock runs from
-// (triage.ClockBasis), for the letter page's "deleted by retention".
+// (report.ClockBasis), for the letter page's "deleted by retention".
 func clockWords(b report.ClockBasis) string {
 	switch b {
 	case report.ClockWorkerSend:

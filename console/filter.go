@@ -14,8 +14,8 @@ import (
 )
 
 // pageFilter is a page's filter (the URL's tool, tenant, since, until and
-// contains: the CLI's flags), parsed into a triage.Filter: the console
-// only reads it, triage matches it.
+// contains: the CLI's flags), parsed into a dlq.Filter: the console
+// only reads it, Filter.Match matches it.
 type pageFilter struct {
 	// Raw are the values as the URL gave them, for the form.
 	Raw map[string]string

@@ -353,7 +353,7 @@ func (s *Server) groupPage(w http.ResponseWriter, r *http.Request) {
 // tenant shows a tenant as the report does: hashed when the pipeline's
 // eval.hash_fields names it.
 func (s *Server) tenant(p *pipeline.Pipeline, tn string) string {
-	if tn != "" && slices.Contains(p.Eval.HashFields, "tenant") {
+	if tn != "" && triage.HashesTenants(p) {
 		return triage.HashValue(tn)
 	}
 	return tn
@@ -565,7 +565,7 @@ func prettyBody(body string, p *pipeline.Pipeline, revealed bool) string {
 }
 
 // ActionReveal is the audit action of revealing a letter's body
-// (audit.ActionReveal, listed by redrive.AllActions with the others).
+// (audit.ActionReveal).
 const ActionReveal = audit.ActionReveal
 
 // reveal shows one letter's body unredacted, after recording who and why.

@@ -1,7 +1,6 @@
 package redrive
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/agentdlq/agentdlq/redrive/redrivetype"
@@ -10,7 +9,7 @@ import (
 )
 
 // matchFilter reports whether the tagged letter l is one f chooses
-// (triage.Filter, on the tag the pass made). The zero Filter chooses every
+// (dlq.Filter, on the tag the pass made). The zero Filter chooses every
 // letter.
 func matchFilter(f dlq.Filter, l *letter) bool {
 	return f.IsZero() || f.Match(&l.Tagged)
@@ -20,7 +19,7 @@ func matchFilter(f dlq.Filter, l *letter) bool {
 // tenant hashed when the pipeline hashes tenants (eval.hash_fields), as
 // the triage report shows them.
 func (r *Redriver) filterText(f dlq.Filter) string {
-	if f.Tenant != "" && !strings.HasPrefix(f.Tenant, "sha256:") && slices.Contains(r.cfg.Pipeline.Eval.HashFields, "tenant") {
+	if f.Tenant != "" && !strings.HasPrefix(f.Tenant, "sha256:") && triage.HashesTenants(r.cfg.Pipeline) {
 		f.Tenant = triage.HashValue(f.Tenant)
 	}
 	return f.String()

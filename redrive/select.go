@@ -66,7 +66,7 @@ type SelectRequest struct {
 	Reasons      []deadletter.Reason
 	Fingerprints []string
 	// Filter is optional: of the dead letters of Reasons (and
-	// Fingerprints), only those it chooses move (triage.Filter: tool,
+	// Fingerprints), only those it chooses move (dlq.Filter: tool,
 	// tenant, time window, error text). The audit record names it.
 	Filter dlq.Filter
 	// Groups is optional: the DLQ's groups from a read-only scan

@@ -145,7 +145,7 @@ func (p *pass) shownTenant(t string) string {
 	switch {
 	case t == "":
 		return "(no tenant)"
-	case slices.Contains(p.r.cfg.Pipeline.Eval.HashFields, "tenant"):
+	case triage.HashesTenants(p.r.cfg.Pipeline):
 		return triage.HashValue(t)
 	}
 	return t

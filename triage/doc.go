@@ -38,11 +38,11 @@
 //     caller gives them; reports are kept, one set per run, under
 //     ReportBase (History for the chart, LatestReport for the console).
 //
-// The report's types (Report, Group, Totals, ScanStats, the letters as
-// Message and Tagged, Filter) are plain data in package triage/report,
-// which imports nothing of triage. What is done with a report lives beside
-// it, each used by whoever needs
-// it: package triage/render writes it as text, Markdown and HTML (and
+// The report's types (Report, Group, Totals, ScanStats) are plain data in
+// package triage/report, and the letters (Message, Tagged) and the Filter
+// that picks them in package triage/dlq; neither imports triage. What is
+// done with a report lives beside it, each used by whoever needs it:
+// package triage/render writes it as text, Markdown and HTML (and
 // keeps it: render.KeepIn), package triage/eval exports its eval cases
 // (eval.To), and triage/lambda is the Lambda's handler, EMF metrics and
 // alarm summary. Package triage/store is where exports and reports go.

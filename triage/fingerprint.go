@@ -16,7 +16,7 @@ const fingerprintVersion = "fp1"
 
 // FingerprintLen is the length of a fingerprint: 16 hexadecimal characters.
 // An operator may name a group by any unique prefix of at least 8
-// (redrive.MinFingerprintPrefix).
+// (redrive refuses a shorter one).
 const FingerprintLen = 16
 
 // fingerprintOf is the stable hash (16 hex digits of SHA-256) of what makes

@@ -131,7 +131,7 @@ func newBuilder(p *pipeline.Pipeline, now time.Time, o buildOptions) *builder {
 	}
 	return &builder{r: r, p: p, now: now, fifo: fifo, retention: retention,
 		window:      time.Duration(p.Triage.WarningHours) * time.Hour,
-		hashTenants: slices.Contains(p.Eval.HashFields, tenantFieldHashName),
+		hashTenants: HashesTenants(p),
 		groups:      map[string]*groupAcc{}, tenants: map[string]*tenantAcc{}, keyCount: map[string]int{}}
 }
 
@@ -367,6 +367,13 @@ func tenantList(set map[string]bool, hashed bool) []string {
 // HashValue is how triage hashes a value it must not show: "sha256:" and the
 // first 16 hex digits of the SHA-256 of the value.
 func HashValue(s string) string { return filtering.HashValue(s) }
+
+// HashesTenants reports whether p's reports show tenants hashed (with
+// HashValue): its eval.hash_fields names "tenant". Whatever shows a tenant
+// beside a report asks this, so both name it alike.
+func HashesTenants(p *pipeline.Pipeline) bool {
+	return slices.Contains(p.Eval.HashFields, tenantFieldHashName)
+}
 
 func capEntries(es []report.Entry) []report.Entry {
 	if len(es) > maxEntriesListed {

@@ -1,4 +1,4 @@
-// Package render writes a triage.Report for people: Text for a terminal,
+// Package render writes a report.Report for people: Text for a terminal,
 // Markdown for a file or a ticket, and HTML, one self-contained page with
 // an SVG chart of the pipeline's kept reports and no script (html/, whose
 // templates and stylesheet the console parses into its own pages:

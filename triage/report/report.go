@@ -1,7 +1,7 @@
 // Package report holds the read model triage builds: the Report of one
-// DLQ and its parts (Totals, Group, ExpirySummary, ScanStats …), the dead
-// letters it is built from (Message, Tagged) and the Filter that narrows
-// them. Its types are plain data with a stable JSON form
+// DLQ and its parts (Totals, Group, ExpirySummary, ScanStats …); the dead
+// letters it is built from and the Filter that narrows them are
+// triage/dlq's. Its types are plain data with a stable JSON form
 // (triage/report.schema.json); package triage scans, tags and builds them,
 // package triage/render writes them for people, and redrive, the console,
 // the eval export and the Lambda read them. It imports no AWS SDK and

@@ -1,5 +1,5 @@
 // Package filtering is what triage (ParseFilter, HashValue) and
-// triage/report (Filter.Match, Filter.Validate) share without an import of
+// triage/dlq (Filter.Match, Filter.Validate) share without an import of
 // one by the other.
 package filtering
 
