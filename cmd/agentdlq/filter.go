@@ -14,7 +14,7 @@ import (
 
 // filterFlags are --tool, --tenant, --since, --until and --contains, the
 // flags of triage, redrive plan and redrive select: parsed here into a
-// triage.Filter, matched there.
+// dlq.Filter, matched there.
 type filterFlags struct {
 	tool, tenant, since, until, contains string
 }
