@@ -357,14 +357,21 @@ func (res *Result) countEffects(pipelineName string, sent []workload.Sent, table
 		}
 		seen[k] = true
 	}
-	for k, n := range completed {
-		if n > 1 {
-			res.DuplicateEffects += n - 1
-		}
+	res.DuplicateEffects += duplicateEffects(started, completed)
+}
+
+// duplicateEffects counts the side effects completed or started more than
+// once, from the ledger's counts (ledger.Counting): the no-loss and the
+// outage bench judge duplicates the same way.
+func duplicateEffects(started, completed map[string]int) int {
+	n := 0
+	for k, c := range completed {
+		n += max(c-1, 0)
 		if started[k] > 1 {
-			res.DuplicateEffects += started[k] - 1
+			n += started[k] - 1
 		}
 	}
+	return n
 }
 
 // countInvocations counts the receives and the invocations by outcome, so

@@ -176,7 +176,8 @@ func RunOutage(ctx context.Context, cfg OutageConfig) (*OutageResult, error) {
 		return nil, err
 	}
 	res.InFlight = depth
-	res.countDuplicates(l.Ledger.Counts())
+	started, completed, _ := l.Ledger.Counts()
+	res.DuplicateEffects = duplicateEffects(started, completed)
 	mu.Lock()
 	defer mu.Unlock()
 	res.tally(sent, done, table, deadBody, start, downAt, upAt, cfg)
@@ -324,17 +325,6 @@ func (res *OutageResult) tally(sent []workload.Sent, done map[string]outageFate,
 	}
 	if !lastAffected.IsZero() {
 		res.DrainSeconds = max(lastAffected.Sub(upAt).Seconds(), 0)
-	}
-}
-
-// countDuplicates counts the side effects completed or started more than
-// once, from the ledger's counts.
-func (res *OutageResult) countDuplicates(started, completed map[string]int, _ int) {
-	for k, c := range completed {
-		res.DuplicateEffects += max(c-1, 0)
-		if started[k] > 1 {
-			res.DuplicateEffects += started[k] - 1
-		}
 	}
 }
 

@@ -31,23 +31,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/agentdlq/agentdlq/internal/awsmeter"
 	"github.com/agentdlq/agentdlq/local/runner"
 	"github.com/agentdlq/agentdlq/local/workload"
 	"github.com/agentdlq/agentdlq/pipeline"
 )
 
-// ChunkBytes is SQS's billing chunk: each 64 KiB of a request's payload is
-// billed as one request.
-const ChunkBytes = 64 * 1024
-
 // Billed is the number of requests SQS bills for one call carrying payload
-// bytes of messages: one, and one more for each further 64 KiB chunk.
-func Billed(payload int) int {
-	if payload <= ChunkBytes {
-		return 1
-	}
-	return (payload + ChunkBytes - 1) / ChunkBytes
-}
+// bytes of messages: one, and one more for each further 64 KiB chunk
+// (awsmeter.BilledSQS, the load bench's count).
+func Billed(payload int) int { return int(awsmeter.BilledSQS(payload)) }
 
 // EmptyReceive is the operation name under which a Counter counts the
 // ReceiveMessage calls that returned nothing.

@@ -48,7 +48,7 @@ Exit codes: 0 done, 1 failed, 2 refused or bad input.`,
 func breakerStore(ctx context.Context, tableFlag string) (breaker.Store, error) {
 	table := ledgerTableName(tableFlag)
 	if table == "" {
-		return nil, withExit(exitRefused, errors.New("no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (the stack output LedgerTableName)"))
+		return nil, withExit(exitRefused, errors.New(noLedgerTable))
 	}
 	cfg, err := awscfg.Load(ctx)
 	if err != nil {

@@ -71,7 +71,7 @@ The keys of effect_unknown dead letters: agentdlq triage --pipeline NAME --keys.
 			}
 			name := ledgerTableName(table)
 			if name == "" {
-				return withExit(2, errors.New("ledger get: no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (the stack output LedgerTableName)"))
+				return withExit(2, errors.New("ledger get: "+noLedgerTable))
 			}
 			cfg, err := awscfg.Load(cmd.Context())
 			if err != nil {
@@ -228,6 +228,10 @@ var reconcileHeader = []string{"key", "state", "reconciled", "receipt", "by", "a
 func reconcileRow(e ledger.Entry) []string {
 	return []string{e.Key, string(e.State), string(e.Reconciled), orDash(e.Receipt), e.ReconciledBy, e.ReconciledAt.UTC().Format(time.RFC3339)}
 }
+
+// noLedgerTable is the refusal of a command that needs the ledger and has
+// no table (ledgerTableName is "").
+const noLedgerTable = "no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (the stack output LedgerTableName)"
 
 // ledgerTableName is the ledger table to use: the flag, else
 // AGENTDLQ_LEDGER_TABLE, else the local topology's table when the endpoints

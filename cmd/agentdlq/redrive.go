@@ -188,7 +188,7 @@ func (f *redriveFlags) open(ctx context.Context, action audit.Action, who redriv
 	// Checked before any AWS call; redrive.New refuses a Config without it too.
 	table := ledgerTableName(f.ledgerTable)
 	if table == "" {
-		return nil, f.refused(ctx, &cfg, action, who, fmt.Errorf("no ledger table: pass --ledger-table or set AGENTDLQ_LEDGER_TABLE (the stack output LedgerTableName): %w", redrive.ErrNoLedger))
+		return nil, f.refused(ctx, &cfg, action, who, fmt.Errorf("%s: %w", noLedgerTable, redrive.ErrNoLedger))
 	}
 	logger := f.g.log()
 	rc := clientsOf(cfg, table)
