@@ -56,10 +56,60 @@ func open(s *State, cfg Settings, now time.Time, retryAfter time.Duration, cause
 		d = min(cfg.OpenFor<<min(s.Reopens, 8), MaxOpenFactor*cfg.OpenFor, MaxWait)
 	}
 	s.Until = now.Add(max(d, retryAfter))
-	s.WindowStart, s.Failures = time.Time{}, 0
+	s.WindowStart, s.Buckets, s.Failures = time.Time{}, nil, 0
 	s.Probes, s.Passed, s.ProbeSince = 0, 0, time.Time{}
 	s.RampFrom = time.Time{}
 	return t
+}
+
+// FailuresAt returns the failures of s's window still within the last
+// window at now (the stored Failures is the count at the last failure).
+func (s State) FailuresAt(window time.Duration, now time.Time) int {
+	w := max(int64(window/WindowBuckets), 1)
+	if len(s.Buckets) == 0 {
+		if s.WindowStart.IsZero() || !now.Before(s.WindowStart.Add(window)) {
+			return 0
+		}
+		return s.Failures
+	}
+	idx, first, n := now.UnixNano()/w, s.WindowStart.UnixNano()/w, 0
+	for i, c := range s.Buckets {
+		if first+int64(i) > idx-WindowBuckets {
+			n += c
+		}
+	}
+	return n
+}
+
+// countFailure counts a failure at now in s's sliding window: the buckets
+// that fell out of the last window are dropped, the failure is added to
+// now's bucket (or, when another worker's clock ran ahead, to the newest),
+// and Failures becomes the sum.
+func countFailure(s *State, window time.Duration, now time.Time) {
+	w := max(int64(window/WindowBuckets), 1)
+	idx := now.UnixNano() / w
+	first := s.WindowStart.UnixNano() / w
+	if len(s.Buckets) == 0 && s.Failures > 0 && !s.WindowStart.IsZero() {
+		s.Buckets = []int{s.Failures} // stored with a window fixed at its first failure
+	}
+	buckets := s.Buckets
+	if len(buckets) == 0 || idx-(first+int64(len(buckets))-1) >= WindowBuckets {
+		buckets, first = nil, idx
+	}
+	buckets = append([]int(nil), buckets...)
+	for first+int64(len(buckets)) <= idx {
+		buckets = append(buckets, 0)
+	}
+	buckets[min(max(idx-first, 0), int64(len(buckets))-1)]++
+	// Keep only the buckets of the last window, and from the first one
+	// that holds a failure.
+	for len(buckets) > 1 && (first <= idx-WindowBuckets || buckets[0] == 0) {
+		buckets, first = buckets[1:], first+1
+	}
+	s.Buckets, s.WindowStart, s.Failures = buckets, time.Unix(0, first*w).UTC(), 0
+	for _, n := range buckets {
+		s.Failures += n
+	}
 }
 
 // Admit decides about one task that needs the dependency. r is a random
@@ -122,10 +172,7 @@ func Fail(s State, cfg Settings, now time.Time, retryAfter time.Duration) (State
 	case HalfOpen:
 		return s, true, open(&s, cfg, now, retryAfter, CauseProbeFailed)
 	}
-	if s.WindowStart.IsZero() || !now.Before(s.WindowStart.Add(cfg.Window)) {
-		s.WindowStart, s.Failures = now, 0
-	}
-	s.Failures++
+	countFailure(&s, cfg.Window, now)
 	if s.Failures >= cfg.Threshold {
 		return s, true, open(&s, cfg, now, retryAfter, CauseThreshold)
 	}
@@ -145,7 +192,7 @@ func Succeed(s State, cfg Settings, now time.Time) (State, bool, *Transition) {
 	}
 	t := transition(&s, Closed, CauseProbesPassed, now)
 	s.Probes, s.Passed, s.ProbeSince, s.Reopens = 0, 0, time.Time{}, 0
-	s.WindowStart, s.Failures, s.Until = time.Time{}, 0, time.Time{}
+	s.WindowStart, s.Buckets, s.Failures, s.Until = time.Time{}, nil, 0, time.Time{}
 	s.RampFrom = now
 	return s, true, t
 }
@@ -164,7 +211,7 @@ func Force(s State, cfg Settings, open bool, owner, why string, now time.Time) (
 			s.Cause, s.Changed = CauseForcedOpen, now
 		}
 		s.Held, s.Until = true, now.Add(cfg.OpenFor)
-		s.WindowStart, s.Failures, s.Probes, s.Passed, s.ProbeSince, s.RampFrom = time.Time{}, 0, 0, 0, time.Time{}, time.Time{}
+		s.WindowStart, s.Buckets, s.Failures, s.Probes, s.Passed, s.ProbeSince, s.RampFrom = time.Time{}, nil, 0, 0, 0, time.Time{}, time.Time{}
 		return s, t
 	}
 	if s.mode() != Closed {
@@ -174,6 +221,6 @@ func Force(s State, cfg Settings, open bool, owner, why string, now time.Time) (
 		s.Cause, s.Changed = CauseForcedClosed, now
 	}
 	s.Held, s.Until, s.Reopens = false, time.Time{}, 0
-	s.WindowStart, s.Failures, s.Probes, s.Passed, s.ProbeSince = time.Time{}, 0, 0, 0, time.Time{}
+	s.WindowStart, s.Buckets, s.Failures, s.Probes, s.Passed, s.ProbeSince = time.Time{}, nil, 0, 0, 0, time.Time{}
 	return s, t
 }

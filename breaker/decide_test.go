@@ -162,3 +162,92 @@ func TestSettings(t *testing.T) {
 		t.Error("bad settings validated")
 	}
 }
+
+// TestFailSlidingWindow checks that the window slides: a burst that
+// straddles the end of a window fixed at its first failure still opens the
+// breaker, and failures older than Window are never counted.
+func TestFailSlidingWindow(t *testing.T) {
+	t.Parallel()
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	tests := []struct {
+		name     string
+		at       []time.Duration // the failures, after t0, in order
+		wantMode breaker.Mode
+		wantFail int // the failures counted after the last one, while closed
+	}{
+		// A window fixed at the failure at 0 would end at 10 s and start
+		// over with the failure at 10.5 s: 1 + 1, closed.
+		{name: "a burst across a fixed window's end opens", at: []time.Duration{0, ms(9500), ms(10500), ms(11000)}, wantMode: breaker.Open},
+		{name: "failures a window apart never add up", at: []time.Duration{0, ms(10500), ms(21000), ms(31500)}, wantMode: breaker.Closed, wantFail: 1},
+		{name: "the oldest bucket falls out after a window", at: []time.Duration{ms(100), ms(9000), ms(10200)}, wantMode: breaker.Closed, wantFail: 2},
+		{name: "within a window less a bucket every failure counts", at: []time.Duration{ms(100), ms(5000), ms(9050)}, wantMode: breaker.Open},
+		{name: "a clock behind the newest bucket still counts", at: []time.Duration{ms(5000), ms(7000), ms(4000)}, wantMode: breaker.Open},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var s breaker.State
+			for _, at := range tt.at {
+				s, _, _ = breaker.Fail(s, cfg, t0.Add(at), 0)
+			}
+			mode := s.Mode
+			if mode == "" {
+				mode = breaker.Closed
+			}
+			if mode != tt.wantMode {
+				t.Fatalf("mode %s after %v, want %s (state %+v)", mode, tt.at, tt.wantMode, s)
+			}
+			if mode != breaker.Closed {
+				return
+			}
+			if s.Failures != tt.wantFail || len(s.Buckets) > breaker.WindowBuckets {
+				t.Errorf("failures %d in %d buckets, want %d in at most %d", s.Failures, len(s.Buckets), tt.wantFail, breaker.WindowBuckets)
+			}
+			if last := t0.Add(tt.at[len(tt.at)-1]); last.Sub(s.WindowStart) >= cfg.Window || s.WindowStart.After(last) {
+				t.Errorf("window start %s, not within the window before %s", s.WindowStart, last)
+			}
+		})
+	}
+}
+
+// TestFailReadsAFixedWindowState checks that a state stored before the
+// window slid (Failures and WindowStart, no Buckets) counts on.
+func TestFailReadsAFixedWindowState(t *testing.T) {
+	t.Parallel()
+	old := breaker.State{Version: 4, WindowStart: t0, Failures: 1}
+	s, write, tr := breaker.Fail(old, cfg, t0.Add(3*time.Second), 0)
+	if !write || tr != nil || s.Failures != 2 || !s.WindowStart.Equal(t0) {
+		t.Fatalf("write %v transition %v failures %d from %s, want a write, no transition, 2 from %s", write, tr, s.Failures, s.WindowStart, t0)
+	}
+	if s, _, tr = breaker.Fail(s, cfg, t0.Add(4*time.Second), 0); tr == nil || tr.To != breaker.Open || tr.Failures != 3 {
+		t.Fatalf("third failure: transition %+v, want open on 3 failures", tr)
+	}
+	if s.Buckets != nil || s.Failures != 0 || !s.WindowStart.IsZero() {
+		t.Errorf("open state keeps a window: %+v", s)
+	}
+}
+
+// TestFailuresAt checks the count a status shows later: only the buckets
+// still within the last window at that time.
+func TestFailuresAt(t *testing.T) {
+	t.Parallel()
+	var s breaker.State
+	for _, at := range []time.Duration{500 * time.Millisecond, 4200 * time.Millisecond} { // below cfg's threshold
+		s, _, _ = breaker.Fail(s, cfg, t0.Add(at), 0)
+	}
+	for _, tt := range []struct {
+		at   time.Duration
+		want int
+	}{{5 * time.Second, 2}, {10 * time.Second, 1}, {14 * time.Second, 0}, {time.Hour, 0}} {
+		if got := s.FailuresAt(cfg.Window, t0.Add(tt.at)); got != tt.want {
+			t.Errorf("FailuresAt(%s) = %d, want %d", tt.at, got, tt.want)
+		}
+	}
+	old := breaker.State{WindowStart: t0, Failures: 2} // stored before the window slid
+	if got := old.FailuresAt(cfg.Window, t0.Add(9*time.Second)); got != 2 {
+		t.Errorf("fixed-window state at 9s: %d, want 2", got)
+	}
+	if got := old.FailuresAt(cfg.Window, t0.Add(10*time.Second)); got != 0 {
+		t.Errorf("fixed-window state at 10s: %d, want 0", got)
+	}
+}

@@ -15,8 +15,8 @@
 //	closed     every task is admitted. A failure of the dependency (the
 //	           worker's dependency_open, rate_limited, auth_config, or a
 //	           Retry-After the provider sent) is counted in a window of
-//	           Settings.Window that starts at its first failure; at
-//	           Settings.Threshold failures in the window it opens.
+//	           Settings.Window that slides (WindowBuckets buckets); at
+//	           Settings.Threshold failures in the last window it opens.
 //	open       no task that needs the dependency is admitted: each is
 //	           deferred (Decision.Wait: until the breaker may probe, spread
 //	           with jitter), which a worker turns into an uncounted requeue

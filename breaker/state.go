@@ -43,8 +43,13 @@ type State struct {
 	// Version is the store's version of the state: every write is a
 	// compare-and-set on it, 0 while nothing was stored.
 	Version int64 `json:"version"`
-	// WindowStart and Failures: the current failure window (closed).
+	// WindowStart, Buckets and Failures: the failures of the last Window
+	// (closed), counted in WindowBuckets buckets of Window/WindowBuckets:
+	// Buckets[0] is the oldest bucket kept, which begins at WindowStart;
+	// Failures is their sum. A state stored before Buckets existed (a
+	// window fixed at its first failure) reads as one bucket at WindowStart.
 	WindowStart time.Time `json:"window_start,omitzero"`
+	Buckets     []int     `json:"buckets,omitempty"`
 	Failures    int       `json:"failures,omitempty"`
 	// Until: while open, when probing may start.
 	Until time.Time `json:"until,omitzero"`
@@ -82,7 +87,9 @@ func (s State) mode() Mode {
 type Settings struct {
 	// Threshold is optional (default 5): the failures within Window that open it.
 	Threshold int
-	// Window is optional (default 60 s): the failure window, from its first failure.
+	// Window is optional (default 60 s): the failure window. It slides: the
+	// failures counted are those of the last Window, to a bucket
+	// (Window/WindowBuckets).
 	Window time.Duration
 	// OpenFor is optional (default 30 s): how long it stays open before
 	// probing (longer when the provider's Retry-After says so).
@@ -103,6 +110,13 @@ const (
 	DefaultProbes    = 3
 	DefaultRamp      = 60 * time.Second
 )
+
+// WindowBuckets is the number of buckets a Window is counted in. A failure
+// older than Window is never counted; one younger than Window less a
+// bucket always is. Ten buckets keep the stored state small (one write a
+// failure while closed) whatever the threshold, as Resilience4j's
+// time-based sliding window keeps one partial count per second.
+const WindowBuckets = 10
 
 // MaxOpenFactor bounds the time a breaker stays open after failed probes:
 // OpenFor doubles with each reopening, up to this many times OpenFor, so a

@@ -220,7 +220,8 @@ type Breaker struct {
 	// Threshold is optional (default 5): dependency failures (dependency_open,
 	// rate_limited, auth_config, a Retry-After) within the window that open it.
 	Threshold int `json:"threshold,omitempty"`
-	// WindowSeconds is optional (default 60): the failure window.
+	// WindowSeconds is optional (default 60): the failure window, which
+	// slides (breaker.Settings.Window).
 	WindowSeconds int `json:"window_seconds,omitempty"`
 	// OpenSeconds is optional (default 30): how long it stays open before
 	// probing (longer when the provider's Retry-After asks).

@@ -39,7 +39,7 @@ func Run(t *testing.T, newStore func(*testing.T) breaker.Store) {
 	})
 	t.Run("put then get round-trips every field", func(t *testing.T) {
 		st, p := newStore(t), unique()
-		in := breaker.State{Mode: breaker.Open, Until: t0.Add(time.Minute), WindowStart: t0, Failures: 3, Probes: 1, Passed: 1,
+		in := breaker.State{Mode: breaker.Open, Until: t0.Add(time.Minute), WindowStart: t0, Buckets: []int{2, 0, 1}, Failures: 3, Probes: 1, Passed: 1,
 			ProbeSince: t0, RampFrom: t0, Held: true, Owner: "oncall", Why: "incident", Changed: t0, Cause: breaker.CauseForcedOpen}
 		out, err := st.Put(ctx, p, "search-api", in)
 		if err != nil || out.Version != 1 {

@@ -13,6 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/breaker"
 	"github.com/agentdlq/agentdlq/breaker/dynamostore"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 )
@@ -85,7 +86,7 @@ func newBreakerStatusCmd(g *globalFlags) *cobra.Command {
 			if out.JSON() {
 				return writeJSON(cmd.OutOrStdout(), map[string]any{"pipeline": p.Name, "dependency": dep, "enabled": p.Breaker.Enabled, "state": s})
 			}
-			printBreaker(cmd.OutOrStdout(), p.Name, dep, p.Breaker.Enabled, s, time.Now())
+			printBreaker(cmd.OutOrStdout(), p.Name, dep, p.Breaker, s, time.Now())
 			return nil
 		},
 	}
@@ -128,7 +129,11 @@ func newBreakerForceCmd(g *globalFlags, open bool) *cobra.Command {
 				return writeJSON(cmd.OutOrStdout(), res)
 			}
 			p, _ := g.loadPipeline(f.pipeline)
-			printBreaker(cmd.OutOrStdout(), f.pipeline, dep, p != nil && p.Breaker.Enabled, res.After, time.Now())
+			var bs pipeline.Breaker
+			if p != nil {
+				bs = p.Breaker
+			}
+			printBreaker(cmd.OutOrStdout(), f.pipeline, dep, bs, res.After, time.Now())
 			return nil
 		},
 	}
@@ -143,8 +148,10 @@ func newBreakerForceCmd(g *globalFlags, open bool) *cobra.Command {
 	return c
 }
 
-// printBreaker writes one breaker's state as text.
-func printBreaker(w io.Writer, pipelineName, dep string, enabled bool, s breaker.State, now time.Time) {
+// printBreaker writes one breaker's state as text, under the pipeline's
+// breaker settings bs.
+func printBreaker(w io.Writer, pipelineName, dep string, bs pipeline.Breaker, s breaker.State, now time.Time) {
+	enabled, window := bs.Enabled, bs.Settings().WithDefaults().Window
 	mode := s.Mode
 	if mode == "" {
 		mode = breaker.Closed
@@ -168,8 +175,8 @@ func printBreaker(w io.Writer, pipelineName, dep string, enabled bool, s breaker
 		if !s.RampFrom.IsZero() {
 			fmt.Fprintf(w, "  ramping since %s\n", s.RampFrom.UTC().Format(time.RFC3339))
 		}
-		if s.Failures > 0 {
-			fmt.Fprintf(w, "  %d failures in the window since %s\n", s.Failures, s.WindowStart.UTC().Format(time.RFC3339))
+		if n := s.FailuresAt(window, now); n > 0 {
+			fmt.Fprintf(w, "  %d failures in the last %s (it opens at %d)\n", n, window, bs.Settings().WithDefaults().Threshold)
 		}
 	}
 	if !s.Changed.IsZero() {
