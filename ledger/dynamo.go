@@ -76,42 +76,48 @@ func (d *Dynamo) touch(vals map[string]types.AttributeValue, now time.Time) map[
 	return vals
 }
 
-// beginExact is Begin on key as it is: one conditional update that claims the key
-// unless it is done, leased by another owner until after now, or (with a
-// digest) holds another args digest; it records the digest where the item
-// has none (if_not_exists).
+// beginExact is Begin on key as it is: the claim (see claimCond) that sets
+// in_progress and the lease.
 func (d *Dynamo) beginExact(ctx context.Context, key, owner, digest string, now time.Time, lease time.Duration) (Entry, error) {
-	return d.claim(ctx, key, digest, claimWrite{
+	return d.claim(ctx, key, owner, digest, now, claimWrite{
 		op: "begin", during: "the claim",
 		set:  "SET #st = :inprog, #ow = :owner, lease_until = :lease, updated_at = :now, expires_at = :exp",
-		cond: "attribute_not_exists(pk) OR (#st <> :done AND (#st <> :inprog OR #ow = :owner OR attribute_not_exists(lease_until) OR lease_until <= :now))",
-		vals: d.touch(map[string]types.AttributeValue{
-			":inprog": s(string(StateInProgress)), ":done": s(string(StateDone)),
-			":owner": s(owner), ":lease": s(ts(now.Add(lease))),
-		}, now),
+		vals: map[string]types.AttributeValue{":lease": s(ts(now.Add(lease)))},
 	})
 }
 
+// claimCond is the condition of Begin and CompleteReadOnly, Memory's claim
+// written for DynamoDB: the item has no state (a new key, or one only
+// Redriven touched), or it is not done and no other owner holds an
+// unexpired lease on it. The first clause is spelled out although DynamoDB
+// would let a stateless item through the rest (there `#st <> :done` is true
+// for a missing attribute), so that neither write rests on a rule some
+// emulators get wrong.
+const claimCond = "attribute_not_exists(#st) OR (#st <> :done AND (#st <> :inprog OR #ow = :owner OR attribute_not_exists(lease_until) OR lease_until <= :now))"
+
 // claimWrite is what Begin and CompleteReadOnly each give claim: the
 // operation's name (for errors), the SET clause, the clause after it
-// (REMOVE, or none), the condition and the expression values.
+// (REMOVE, or none) and the expression values of its own.
 type claimWrite struct {
-	op, during        string
-	set, remove, cond string
-	vals              map[string]types.AttributeValue
+	op, during  string
+	set, remove string
+	vals        map[string]types.AttributeValue
 }
 
-// claim is the conditional update Begin and CompleteReadOnly share: with
-// a digest it adds the digest's condition and records it where the item
-// has none (if_not_exists); it returns the item as it was (the zero Entry
-// for a new key) or, when the condition fails, Begin's error for it
-// (conflict), reading the item where the emulator does not return it.
-func (d *Dynamo) claim(ctx context.Context, key, digest string, w claimWrite) (Entry, error) {
-	update, cond := w.set, w.cond
+// claim is the conditional update Begin and CompleteReadOnly share, on
+// claimCond: with a digest it adds the digest's condition and records it
+// where the item has none (if_not_exists); it returns the item as it was
+// (the zero Entry for a new key) or, when the condition fails, Begin's
+// error for it (conflict), reading the item where the emulator does not
+// return it.
+func (d *Dynamo) claim(ctx context.Context, key, owner, digest string, now time.Time, w claimWrite) (Entry, error) {
+	update, cond := w.set, claimCond
+	vals := d.touch(w.vals, now)
+	vals[":inprog"], vals[":done"], vals[":owner"] = s(string(StateInProgress)), s(string(StateDone)), s(owner)
 	if digest != "" {
 		update += ", args_digest = if_not_exists(args_digest, :digest)"
 		cond = "(attribute_not_exists(args_digest) OR args_digest = :digest) AND (" + cond + ")"
-		w.vals[":digest"] = s(digest)
+		vals[":digest"] = s(digest)
 	}
 	out, err := d.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                           d.tableName(),
@@ -119,7 +125,7 @@ func (d *Dynamo) claim(ctx context.Context, key, digest string, w claimWrite) (E
 		UpdateExpression:                    aws.String(update + w.remove),
 		ConditionExpression:                 aws.String(cond),
 		ExpressionAttributeNames:            names,
-		ExpressionAttributeValues:           w.vals,
+		ExpressionAttributeValues:           vals,
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -198,18 +204,13 @@ func (d *Dynamo) Complete(ctx context.Context, key, owner, receipt string, now t
 }
 
 // CompleteReadOnly implements Ledger: one conditional update, Begin's
-// condition (the digest, not done, no other owner's unexpired lease) with
-// Complete's changes.
+// condition (claimCond and the digest) with Complete's changes.
 func (d *Dynamo) CompleteReadOnly(ctx context.Context, key, owner, digest, receipt string, now time.Time) (Entry, error) {
-	return d.claim(ctx, key, digest, claimWrite{
+	return d.claim(ctx, key, owner, digest, now, claimWrite{
 		op: "complete read-only", during: "the completion",
 		set:    "SET #st = :done, receipt = :receipt, #ow = :owner, updated_at = :now, expires_at = :exp",
 		remove: " REMOVE lease_until",
-		cond:   "attribute_not_exists(pk) OR ((attribute_not_exists(#st) OR #st <> :done) AND (attribute_not_exists(#st) OR #st <> :inprog OR #ow = :owner OR attribute_not_exists(lease_until) OR lease_until <= :now))",
-		vals: d.touch(map[string]types.AttributeValue{
-			":inprog": s(string(StateInProgress)), ":done": s(string(StateDone)),
-			":owner": s(owner), ":receipt": s(receipt),
-		}, now),
+		vals:   map[string]types.AttributeValue{":receipt": s(receipt)},
 	})
 }
 

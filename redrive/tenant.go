@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // A per-tenant budget (SelectRequest.PerTenant) bounds what one pass moves
@@ -140,15 +141,13 @@ func (p *pass) checkTenantCanaries(ctx context.Context) error {
 }
 
 // shownTenant is a tenant as a result names it: hashed when the pipeline
-// hashes tenants (eval.hash_fields), "(no tenant)" for none.
+// hashes tenants (eval.hash_fields), as a report's reads
+// (report.TenantLabel: "(no tenant)" for none).
 func (p *pass) shownTenant(t string) string {
-	switch {
-	case t == "":
-		return "(no tenant)"
-	case triage.HashesTenants(p.r.cfg.Pipeline):
-		return triage.HashValue(t)
+	if t != "" && triage.HashesTenants(p.r.cfg.Pipeline) {
+		t = triage.HashValue(t)
 	}
-	return t
+	return report.TenantLabel(t)
 }
 
 // tenantsErr is the error of a pass some of whose tenants' canaries failed.

@@ -13,6 +13,7 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/report"
 )
 
 // seedTenants puts, for each tenant, n budget_exhausted dead letters of
@@ -183,4 +184,16 @@ func TestSelectPerTenantBadInput(t *testing.T) {
 			assert.Len(t, f.snapshot(q.DLQURL), 2, "nothing moved")
 		})
 	}
+}
+
+// TestShownTenant: a result names a tenant as the pipeline's reports do:
+// hashed where the pipeline hashes tenants, and the letters that name none
+// as a report labels them (report.TenantLabel), never as a hash of "".
+func TestShownTenant(t *testing.T) {
+	t.Parallel()
+	p := &pass{r: &Redriver{cfg: Config{Pipeline: testPipeline(t, "agent-tasks")}}}
+	require.True(t, triage.HashesTenants(p.r.cfg.Pipeline), "agent-tasks hashes tenants (eval.hash_fields)")
+	assert.Equal(t, triage.HashValue("acme"), p.shownTenant("acme"))
+	assert.Equal(t, report.TenantLabel(""), p.shownTenant(""))
+	assert.Equal(t, "(no tenant)", p.shownTenant(""))
 }

@@ -38,61 +38,6 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// fixture is a mixed DLQ: recurring and one-off poison, broker moves,
-// loops, repeats, unreadable metadata, a non-UTF-8 body, and messages
-// close to expiry. Returned in receive order.
-func fixture(t testing.TB) []dlq.Message {
-	t.Helper()
-	h := time.Hour
-	var msgs []dlq.Message
-	add := func(m dlq.Message) { msgs = append(msgs, m) }
-	// Recurring schema_invalid on web.search v1: 4 messages, two of them the
-	// same input (a producer retrying), one carrying secrets.
-	si := func(id, tenant, body string, sent time.Time) {
-		m := poisonMeta(deadletter.ReasonSchemaInvalid, "web.search", "1", tenant, "key-"+id, "args.q: required field is missing in task "+id)
-		add(deadLetter(t, "si-"+id, body, m, sent))
-	}
-	same := task("s1", "acme", "web.search", "1", `{"query":"weather"}`)
-	si("1", "acme", same, t0.Add(-30*h))
-	si("2", "acme", same, t0.Add(-20*h))
-	si("3", "globex", task("s3", "globex", "web.search", "1", `{"query":"mail ops@example.com","password":"hunter2","token":"sk-abcdefghijklmnopqrstuv"}`), t0.Add(-10*h))
-	si("4", "initech", task("s4", "initech", "web.search", "1", `{"query":"news"}`), t0.Add(-5*h))
-	// One-off tool_unknown.
-	add(deadLetter(t, "tu-1", task("u1", "acme", "web.crawl", "1", `{}`),
-		poisonMeta(deadletter.ReasonToolUnknown, "web.crawl", "1", "acme", "key-u1", `tool "web.crawl" is not in the catalog`), t0.Add(-3*h)))
-	// Recurring json_invalid: bodies that are not JSON.
-	for i, body := range []string{"{\"task_id\": 1,", "<xml>nope</xml> from ops@example.com", "{\"task_id\": 1,"} {
-		m := poisonMeta(deadletter.ReasonJSONInvalid, "", "", "", "", "the body is not a JSON object")
-		m.SchemaVersion = 0
-		add(deadLetter(t, "ji-"+string(rune('1'+i)), body, m, t0.Add(-time.Duration(i+1)*h)))
-	}
-	// Broker moves (no metadata): one close to expiry (sent 320 h ago in the hot queue).
-	add(brokerMoved("rl-1", task("r1", "acme", "code.exec", "1", `{"src":"loop"}`), t0.Add(-320*h)))
-	add(brokerMoved("rl-2", task("r2", "globex", "code.exec", "1", `{"src":"loop"}`), t0.Add(-50*h)))
-	// A redrive loop and a budget_exhausted key redriven twice already.
-	loop := poisonMeta(deadletter.ReasonRedriveLoop, "http.fetch", "1", "acme", "key-loop", "dead-lettered again after 2 redrives")
-	loop.RedriveCount = 2
-	add(deadLetter(t, "loop-1", task("l1", "acme", "http.fetch", "1", `{"url":"https://x.test"}`), loop, t0.Add(-2*h)))
-	be := poisonMeta(deadletter.ReasonBudgetExhausted, "http.fetch", "1", "acme", "key-be", "HTTP 503 from upstream after 4 receives")
-	be.ErrorCode, be.RedriveCount, be.Attempts = "HTTP503", 2, 4
-	add(deadLetter(t, "be-1", task("b1", "acme", "http.fetch", "1", `{"url":"https://y.test"}`), be, t0.Add(-4*h)))
-	// The same key dead-lettered twice: effect_unknown on email.send.
-	for i := range 2 {
-		eu := poisonMeta(deadletter.ReasonEffectUnknown, "email.send", "1", "initech", "key-mail", "timeout after the send started")
-		eu.Effect = deadletter.EffectUnknown
-		add(deadLetter(t, "eu-"+string(rune('1'+i)), task("e1", "initech", "email.send", "1", `{"to":"[hashed]"}`), eu, t0.Add(-time.Duration(6+i)*h)))
-	}
-	// Unreadable metadata: a version this build does not read.
-	add(dlq.Message{MessageID: "bad-meta", Body: task("x1", "acme", "sql.query", "1", `{}`), SentTimestamp: t0.Add(-h),
-		Attributes: map[string]deadletter.Attribute{
-			deadletter.AttrReason: {DataType: "String", StringValue: "schema_invalid"},
-			deadletter.AttrMeta:   {DataType: "String", StringValue: `{"v":9,"reason":"schema_invalid"}`},
-		}})
-	// A body that is not UTF-8.
-	add(brokerMoved("not-utf8", "{\"tool\":\"\xff\xfe\"}", t0.Add(-100*h)))
-	return msgs
-}
-
 func TestBuildGroups(t *testing.T) {
 	t.Parallel()
 	p := testPipeline(t, false)

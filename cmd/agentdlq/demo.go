@@ -441,12 +441,7 @@ func startLocalEmulators(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for k, v := range runner.ParseExports(string(env)) {
-		if err := os.Setenv(k, v); err != nil {
-			return err
-		}
-	}
-	return nil
+	return runner.SetExports(string(env))
 }
 
 // demoDependency is the sample dependency whose outage the demo shows.

@@ -110,10 +110,8 @@ func initFromScriptEnv(ctx context.Context, g *globalFlags) error {
 	if err != nil {
 		return fmt.Errorf("scripts/local.sh env: %w", err)
 	}
-	for k, v := range runner.ParseExports(string(out)) {
-		if err := os.Setenv(k, v); err != nil {
-			return err
-		}
+	if err := runner.SetExports(string(out)); err != nil {
+		return err
 	}
 	return initLocal(ctx, g, os.Stderr)
 }

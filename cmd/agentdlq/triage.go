@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
 
-	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/ledger"
@@ -319,38 +317,6 @@ type keysResult struct {
 	Tenants map[string][]string `json:"tenants,omitempty"`
 }
 
-// keyTenants maps each effect_unknown key of the scan's letters to its
-// tenants, sorted (one key may be several tenants' own).
-func keyTenants(r *report.Report) map[string][]string {
-	sets := map[string]map[string]bool{}
-	for _, g := range r.Groups {
-		if g.Reason != deadletter.ReasonEffectUnknown {
-			continue
-		}
-		for _, l := range g.Letters {
-			k := l.Hints.IdempotencyKey
-			if k == "" {
-				continue
-			}
-			if sets[k] == nil {
-				sets[k] = map[string]bool{}
-			}
-			sets[k][l.Hints.Tenant] = true
-		}
-	}
-	if len(sets) == 0 {
-		return nil
-	}
-	out := make(map[string][]string, len(sets))
-	for k, ts := range sets {
-		for t := range ts {
-			out[k] = append(out[k], t)
-		}
-		sort.Strings(out[k])
-	}
-	return out
-}
-
 // errKeyWithNUL is --keys0 leaving out a key it cannot print.
 var errKeyWithNUL = errors.New("a key holds a NUL byte, which would end it early in --keys0: it is not listed; agentdlq triage --keys -o json has it")
 
@@ -361,12 +327,12 @@ var errKeyWithNUL = errors.New("a key holds a NUL byte, which would end it early
 // report's cap, and plain keys printed escaped, are said on stderr, so that
 // stdout stays a list. A partial scan prints none (run).
 func printKeys(w, stderr io.Writer, r *report.Report, form keysForm) error {
-	keys, omitted := effectUnknownKeys(r)
+	keys, omitted := r.EffectUnknownKeys()
 	if form == keysJSON {
 		if keys == nil {
 			keys = []string{}
 		}
-		return writeJSON(w, keysResult{Pipeline: r.Pipeline, Keys: keys, Omitted: omitted, Tenants: keyTenants(r)})
+		return writeJSON(w, keysResult{Pipeline: r.Pipeline, Keys: keys, Omitted: omitted, Tenants: r.EffectUnknownTenants()})
 	}
 	var b bytes.Buffer
 	escaped, withNUL := 0, 0
@@ -449,24 +415,4 @@ func (b *scanBar) finish() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.bar.Finish()
-}
-
-// effectUnknownKeys returns the idempotency keys the report lists for its
-// effect_unknown groups, sorted and distinct, and how many it left out.
-func effectUnknownKeys(r *report.Report) (keys []string, omitted int) {
-	seen := map[string]bool{}
-	for _, g := range r.Groups {
-		if g.Reason != deadletter.ReasonEffectUnknown {
-			continue
-		}
-		omitted += g.IdempotencyKeysOmitted
-		for _, k := range g.IdempotencyKeys {
-			if !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
-		}
-	}
-	sort.Strings(keys)
-	return keys, omitted
 }

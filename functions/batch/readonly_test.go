@@ -134,6 +134,66 @@ func TestReadOnlyTool(t *testing.T) {
 		assert.Equal(t, retried, got["m1"])
 		assert.Equal(t, map[string]int{"Get": 1}, h.ledger.callCounts())
 	})
+	t.Run("another task's unscoped entry says nothing of this one", func(t *testing.T) {
+		// Issue 28: an entry of before scoping sits under the bare key, and
+		// any tenant may have written it. With another digest it is another
+		// task's: done, it must not make this task a no-op; dead-lettered
+		// and redriven, it must not make it reused nor lend it its redrive
+		// count. The task is settled on its own scoped entry.
+		t.Parallel()
+		h := newHarness(t, nil)
+		_, err := h.ledger.Begin(ctx, "done", "m0", roDigestB, testNow, time.Minute)
+		require.NoError(t, err)
+		require.NoError(t, h.ledger.Complete(ctx, "done", "m0", "receipt-other", testNow))
+		_, err = h.ledger.Begin(ctx, "dl", "m0", roDigestB, testNow, time.Minute)
+		require.NoError(t, err)
+		_, err = h.ledger.DeadLettered(ctx, "dl", deadletter.ReasonUnclassified, testNow)
+		require.NoError(t, err)
+		for range 2 {
+			_, err = h.ledger.Redriven(ctx, "dl", testNow)
+			require.NoError(t, err)
+		}
+		beforeDone, _, _ := h.ledger.Get(ctx, "done")
+		beforeDL, _, _ := h.ledger.Get(ctx, "dl")
+		// Get falls back to them: the scoped keys hold nothing yet.
+		e, ok, err := h.ledger.Get(ctx, lkey("done"))
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, "done", e.Key, "the scoped key reads as the unscoped entry")
+
+		got := h.run(t, events.SQSEvent{Records: []events.SQSMessage{
+			sqsMsg("m1", "ro-fail:done|"+roDigestA, 1),
+			sqsMsg("m2", "ro-fail:dl|"+roDigestA, 1),
+		}})
+		failed := deadLettered(deadletter.ReasonUnclassified)
+		assert.Equal(t, map[string]outcome{"m1": failed, "m2": failed}, got,
+			"not a no-op, not reused, not a redrive loop: the tool's failure")
+		for _, k := range []string{"done", "dl"} {
+			e, ok, err := h.ledger.Get(ctx, lkey(k))
+			require.NoError(t, err)
+			require.True(t, ok)
+			assert.Equal(t, lkey(k), e.Key, "counted on its own scoped entry")
+			assert.Equal(t, ledger.StateDeadLettered, e.State, k)
+			assert.Equal(t, 1, e.DeadLetterCount, k)
+			assert.Zero(t, e.RedriveCount, k)
+		}
+
+		// A success completes its own scoped entry with its own receipt
+		// (CompleteReadOnly never consults the unscoped entry).
+		got = h.run(t, events.SQSEvent{Records: []events.SQSMessage{sqsMsg("m3", "ro:done|"+roDigestA, 1)}})
+		assert.Equal(t, acked, got["m3"])
+		e, _, _ = h.ledger.Get(ctx, lkey("done"))
+		assert.Equal(t, ledger.StateDone, e.State)
+		assert.Equal(t, "receipt-done", e.Receipt, "its own receipt, not the other task's")
+		emf := parseEMF(t, h.metrics.String())
+		last := emf[len(emf)-1]
+		assert.Equal(t, 1.0, last["Processed"])
+		assert.Equal(t, 0.0, last["DuplicatesSkipped"], "processed, not skipped as a duplicate")
+		afterDone, _, _ := h.ledger.Get(ctx, "done")
+		afterDL, _, _ := h.ledger.Get(ctx, "dl")
+		assert.Equal(t, beforeDone, afterDone, "the other task's entry is untouched")
+		assert.Equal(t, beforeDL, afterDL, "the other task's entry is untouched")
+	})
 	t.Run("a key another delivery claimed is retried", func(t *testing.T) {
 		t.Parallel()
 		h := newHarness(t, nil)

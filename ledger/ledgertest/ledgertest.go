@@ -957,6 +957,35 @@ var cases = []testCase{
 		assert.Equal(t, ledger.StateDone, s.get(t, kr).State)
 		assert.Equal(t, 1, s.get(t, kr).RedriveCount)
 	}},
+	{"A key with no state: Begin and CompleteReadOnly take it alike", func(t testing.TB, s *suite) {
+		// Only Redriven writes an entry without a state (a letter the
+		// broker moved, redriven: the worker never recorded its key). The
+		// claim and the read-only completion make the same checks, so
+		// both take it, with any digest (it has none yet), whoever asks,
+		// and keep its count.
+		kb, kr := s.key("begin"), s.key("read-only")
+		for _, k := range []string{kb, kr} {
+			_, err := s.l.Redriven(ctx, k, t0)
+			require.NoError(t, err)
+		}
+		prev, err := s.l.Begin(ctx, kb, "m1", digestA, t0.Add(time.Second), lease)
+		require.NoError(t, err, "Begin of a stateless key")
+		assert.Empty(t, prev.State, "Begin returns the stateless entry")
+		assert.Equal(t, 1, prev.RedriveCount)
+		prev, err = s.l.CompleteReadOnly(ctx, kr, "m1", digestA, "receipt-1", t0.Add(time.Second))
+		require.NoError(t, err, "CompleteReadOnly of a stateless key, as Begin")
+		assert.Empty(t, prev.State, "CompleteReadOnly returns the stateless entry")
+		assert.Equal(t, 1, prev.RedriveCount)
+		eb, er := s.get(t, kb), s.get(t, kr)
+		assert.Equal(t, ledger.StateInProgress, eb.State)
+		assert.Equal(t, ledger.StateDone, er.State)
+		assert.Equal(t, "receipt-1", er.Receipt)
+		for _, e := range []ledger.Entry{eb, er} {
+			assert.Equal(t, digestA, e.ArgsDigest, "%s: the digest is recorded", e.Key)
+			assert.Equal(t, 1, e.RedriveCount, "%s: the count stays", e.Key)
+			assert.Equal(t, "m1", e.Owner, e.Key)
+		}
+	}},
 	{"CompleteReadOnly concurrently on one key: exactly one wins", func(t testing.TB, s *suite) {
 		k := s.key("k")
 		errs := make([]error, Concurrency)

@@ -44,6 +44,8 @@ const (
 	readOnlyOverwritesDone          // CompleteReadOnly completes a done key again
 	readOnlyIgnoresDigest           // CompleteReadOnly never compares digests
 	readOnlyIgnoresLeases           // CompleteReadOnly completes a key another owner holds
+	refusesStateless                // Begin refuses a key with no state (ErrLeased)
+	readOnlyRefusesStateless        // CompleteReadOnly refuses a key with no state (ErrLeased)
 )
 
 // unscoping is a ledger that keys entries by the bare idempotency key, as
@@ -110,6 +112,8 @@ func (n *naive) Begin(_ context.Context, key, owner, digest string, now time.Tim
 	switch {
 	case reused && n.broken != reusedAfterDone:
 		return before, ledger.ErrKeyReused
+	case ok && e.State == "" && n.broken == refusesStateless:
+		return before, ledger.ErrLeased
 	case e.State == ledger.StateDone && n.broken != claimsDone:
 		if n.broken == beginTouchesDone {
 			n.touch(&e, now)
@@ -175,6 +179,8 @@ func (n *naive) CompleteReadOnly(_ context.Context, key, owner, digest, receipt 
 	case e.State == ledger.StateDone && n.broken != readOnlyOverwritesDone:
 		return before, ledger.ErrDone
 	case e.State == ledger.StateInProgress && e.Owner != owner && now.Before(e.LeaseUntil) && n.broken != readOnlyIgnoresLeases:
+		return before, ledger.ErrLeased
+	case ok && e.State == "" && n.broken == readOnlyRefusesStateless:
 		return before, ledger.ErrLeased
 	}
 	e.State, e.Owner, e.Receipt, e.LeaseUntil = ledger.StateDone, owner, receipt, time.Time{}
@@ -350,6 +356,8 @@ func TestSuiteFailsBrokenLedgers(t *testing.T) {
 		{name: "CompleteReadOnly completes a done key: the race", broken: readOnlyOverwritesDone, want: "CompleteReadOnly concurrently on one key: exactly one wins"},
 		{name: "CompleteReadOnly ignores the digest", broken: readOnlyIgnoresDigest, want: "CompleteReadOnly with another digest is refused in every state"},
 		{name: "CompleteReadOnly ignores leases", broken: readOnlyIgnoresLeases, want: "CompleteReadOnly of a key leased by another owner"},
+		{name: "Begin refuses a stateless key", broken: refusesStateless, want: "A key with no state: Begin and CompleteReadOnly take it alike"},
+		{name: "CompleteReadOnly refuses a stateless key", broken: readOnlyRefusesStateless, want: "A key with no state: Begin and CompleteReadOnly take it alike"},
 		{name: "no fallback to unscoped entries: unknown effect", broken: noUnscopedFallback, want: "An unscoped unknown effect stays unknown and is reconciled"},
 	}
 	for _, tt := range tests {

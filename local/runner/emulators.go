@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -186,8 +187,9 @@ func startOnce(ctx context.Context, cfg StartConfig) (*Emulators, error) {
 		e.Stop()
 		return nil, err
 	}
-	for k, v := range ParseExports(string(env)) {
-		_ = os.Setenv(k, v)
+	if err := SetExports(string(env)); err != nil {
+		e.Stop()
+		return nil, err
 	}
 	return e, nil
 }
@@ -260,6 +262,30 @@ func (e *Emulators) Stop() {
 		_ = os.RemoveAll(e.Dir)
 		fmt.Fprintln(e.out, "emulators stopped")
 	})
+}
+
+// SetExports sets this process's environment from `export K=V` lines
+// (scripts/local.sh env, ParseExports): what points the AWS SDK at the
+// emulators. It sets nothing and fails when a variable cannot be set (a
+// NUL byte), and fails on the first Setenv that fails: a process left
+// without an emulator's endpoint would call AWS instead, so no caller may
+// go on.
+func SetExports(s string) error {
+	env := ParseExports(s)
+	keys := make([]string, 0, len(env))
+	for k, v := range env {
+		if strings.ContainsRune(k, 0) || strings.ContainsRune(v, 0) {
+			return fmt.Errorf("local: the emulators' environment: %q holds a NUL byte: nothing set", k)
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if err := os.Setenv(k, env[k]); err != nil {
+			return fmt.Errorf("local: the emulators' environment: set %s: %w", k, err)
+		}
+	}
+	return nil
 }
 
 // ParseExports reads `export K=V` lines (scripts/local.sh env).

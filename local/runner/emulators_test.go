@@ -23,6 +23,25 @@ func TestParseExports(t *testing.T) {
 	assert.Equal(t, map[string]string{"AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:4566", "AWS_REGION": "us-east-1"}, got)
 }
 
+// TestSetExports: the script's variables are set; one that cannot be set
+// fails the call before any is (a process half pointed at the emulators
+// would call AWS with the rest). Not parallel: it sets the environment.
+func TestSetExports(t *testing.T) {
+	for _, k := range []string{"AGENTDLQ_TEST_A", "AGENTDLQ_TEST_B", "AGENTDLQ_TEST_C", "AGENTDLQ_TEST_D"} {
+		t.Setenv(k, "") // restored after the test
+		require.NoError(t, os.Unsetenv(k))
+	}
+	require.NoError(t, SetExports("export AGENTDLQ_TEST_A=http://127.0.0.1:4566\nexport AGENTDLQ_TEST_B='two'\n"))
+	assert.Equal(t, "http://127.0.0.1:4566", os.Getenv("AGENTDLQ_TEST_A"))
+	assert.Equal(t, "two", os.Getenv("AGENTDLQ_TEST_B"))
+
+	err := SetExports("export AGENTDLQ_TEST_C=3\nexport AGENTDLQ_TEST_D=a\x00b\n")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "AGENTDLQ_TEST_D")
+	_, set := os.LookupEnv("AGENTDLQ_TEST_C")
+	assert.False(t, set, "nothing is set when one variable cannot be")
+}
+
 func TestLastLines(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, []string{"c", "d"}, lastLines([]byte("a\nb\nc\nd\n"), 2))

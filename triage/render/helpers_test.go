@@ -1,6 +1,10 @@
 package render
 
-import "github.com/agentdlq/agentdlq/triage/internal/triagetest"
+import (
+	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/internal/triagetest"
+)
 
 // The shared fixture and helpers (package triagetest), under the names the
 // tests of package triage use for theirs (those this package's tests use).
@@ -8,5 +12,5 @@ var (
 	t0           = triagetest.T0
 	testPipeline = triagetest.Pipeline
 	fixture      = triagetest.Fixture
-	tagAll       = triagetest.TagAll
+	tagAll       = func(msgs []dlq.Message) []dlq.Tagged { return triagetest.TagAll(msgs, triage.Tag) }
 )

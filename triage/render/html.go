@@ -97,7 +97,7 @@ func htmlFuncs() template.FuncMap {
 		"since":        since,
 		"condition":    condition,
 		"coverage":     Coverage,
-		"tenantLabel":  TenantLabel,
+		"tenantLabel":  report.TenantLabel,
 		"topReasons":   TopReasons,
 		"sloLine":      SLOLine,
 		"otherPartial": otherPartialReasons,

@@ -12,15 +12,6 @@ import (
 // HTML and the JSON carry the report's (at most 50).
 const maxTextTenants = 10
 
-// TenantLabel is how a tenant reads in a report: "(no tenant)" for the
-// letters that name none.
-func TenantLabel(t string) string {
-	if t == "" {
-		return "(no tenant)"
-	}
-	return t
-}
-
 // TopReasons is a tenant's reasons, most first, as "reason n, reason n"
 // (at most three, then "…").
 func TopReasons(t report.TenantTotal) string {
@@ -51,7 +42,7 @@ func textTenants(b *strings.Builder, r *report.Report) error {
 		if t.Dominant {
 			mark = " !"
 		}
-		fmt.Fprintf(tw, "%s%s\t%d\t%.1f %%\t%s\t%s\n", TenantLabel(t.Tenant), mark, t.Count, t.SharePercent, age(t.DwellSeconds), TopReasons(t))
+		fmt.Fprintf(tw, "%s%s\t%d\t%.1f %%\t%s\t%s\n", report.TenantLabel(t.Tenant), mark, t.Count, t.SharePercent, age(t.DwellSeconds), TopReasons(t))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -69,7 +60,7 @@ func markdownTenants(b *strings.Builder, r *report.Report) {
 	}
 	b.WriteString("\n## By tenant\n\n| tenant | count | share | oldest in DLQ | reasons |\n|---|---:|---:|---|---|\n")
 	for _, t := range r.Tenants {
-		label := md(TenantLabel(t.Tenant))
+		label := md(report.TenantLabel(t.Tenant))
 		if t.Dominant {
 			label = "**" + label + "** (dominates)"
 		}

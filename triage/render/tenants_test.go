@@ -50,4 +50,5 @@ func TestTenantsRenderTheDominantTenant(t *testing.T) {
 	require.NoError(t, HTML(&html, r, nil))
 	assert.Contains(t, html.String(), `id="tenants"`)
 	assert.Contains(t, html.String(), "dominates")
+	assert.Contains(t, html.String(), `<td class="lead">(no tenant)</td>`, "the HTML labels it as the text does")
 }

@@ -34,6 +34,17 @@ type TenantTotal struct {
 	Dominant bool `json:"dominant,omitempty"`
 }
 
+// TenantLabel is how a tenant reads for people (a report, a redrive's
+// result): "(no tenant)" for "", the tenant of the letters that name none;
+// any other tenant as it is given (hashed already where the pipeline
+// hashes tenants).
+func TenantLabel(t string) string {
+	if t == "" {
+		return "(no tenant)"
+	}
+	return t
+}
+
 // TenantReason is one reason's count within a tenant.
 type TenantReason struct {
 	Reason deadletter.Reason `json:"reason"`

@@ -1,8 +1,9 @@
 // Package triagetest holds the dead letters and pipeline the tests of
-// triage's sub-packages (render, eval, the Lambda) share: a Fixture of
-// sixteen letters of every kind, the helpers that build them, and a clock.
-// The tests of package triage itself keep their own copies, since a test
-// inside triage cannot import a package that imports it.
+// package triage and of its sub-packages (render, eval, the Lambda) share:
+// a Fixture of sixteen letters of every kind, the helpers that build them,
+// and a clock. It must not import package triage: triage's own tests
+// import it (the caller passes triage.Tag to TagAll, and triage's tests
+// check that Ledger is a triage.KeyReader).
 package triagetest
 
 import (
@@ -23,7 +24,6 @@ import (
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/ledger"
 	"github.com/agentdlq/agentdlq/pipeline"
-	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/dlq"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
@@ -116,10 +116,8 @@ func PoisonMeta(reason deadletter.Reason, tool, version, tenant, key, errText st
 	}
 }
 
-// Ledger is a read-only ledger of fixed entries.
+// Ledger is a read-only ledger of fixed entries (a triage.KeyReader).
 type Ledger map[string]ledger.Entry
-
-var _ triage.KeyReader = Ledger(nil)
 
 // Get returns the entry of key, as a ledger does.
 func (f Ledger) Get(_ context.Context, key string) (ledger.Entry, bool, error) {
@@ -185,11 +183,11 @@ func Fixture(t testing.TB) []dlq.Message {
 	return msgs
 }
 
-// TagAll tags every message, as a scan's run does.
-func TagAll(msgs []dlq.Message) []dlq.Tagged {
+// TagAll tags every message with tag (triage.Tag), as a scan's run does.
+func TagAll(msgs []dlq.Message, tag func(dlq.Message) dlq.Tagged) []dlq.Tagged {
 	out := make([]dlq.Tagged, len(msgs))
 	for i, m := range msgs {
-		out[i] = triage.Tag(m)
+		out[i] = tag(m)
 	}
 	return out
 }
