@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/agentdlq/agentdlq/breaker"
+	"github.com/agentdlq/agentdlq/breaker/dynamostore"
 )
 
 var _ BreakerReader = (*breaker.Memory)(nil)
@@ -137,4 +138,21 @@ func TestBreakersStates(t *testing.T) {
 			}
 		})
 	}
+}
+
+var _ BreakerReader = (*dynamostore.Store)(nil)
+
+// A pipeline never triaged still shows its breakers, under the notice
+// that no report is kept.
+func TestBreakersWithoutAReport(t *testing.T) {
+	f := newFixture(t, 8)
+	f.p.Breaker.Enabled = true
+	m := breaker.NewMemory()
+	f.s.cfg.Breakers = m
+	put(t, m, "search-api", breaker.State{Mode: breaker.Open, Until: t0.Add(time.Minute), Changed: t0, Cause: breaker.CauseThreshold})
+	f.s.snaps[f.p.Name] = newSnapshot(nil, "", nil)
+	w := f.get(t, "/pipeline?p=agent-tasks")
+	require.Equal(t, http.StatusOK, w.Code)
+	assert.Contains(t, w.Body.String(), "No triage report of this pipeline is kept yet.")
+	assert.Contains(t, w.Body.String(), `<tr class="brk-open" data-dependency="search-api">`)
 }
