@@ -34,6 +34,11 @@
 // An owner can hold a breaker open (Force) until the owner closes it; a
 // held breaker never closes by itself. Closing by hand ramps too.
 //
+// A store that also implements Lister (Memory, dynamostore.Store) lists the
+// dependencies of a pipeline whose state it ever stored, so that List reads
+// every breaker of a pipeline without knowing their names: what
+// `agentdlq breaker status --pipeline P` and the console show.
+//
 // While closed and healthy a Breaker costs one store read per dependency
 // per Config.Refresh per process, and no write: successes in the closed
 // state write nothing.

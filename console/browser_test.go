@@ -25,6 +25,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentdlq/agentdlq/breaker"
+	"github.com/agentdlq/agentdlq/breaker/dynamostore"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/ledger"
@@ -82,6 +84,9 @@ type seeded struct {
 	// effects is the worker's effect store, which the console's catalog
 	// verifies against (as agentdlq ui's does locally).
 	effects sampleworker.EffectDir
+	// breakers is where the worker (its breaker on) and the console share
+	// the circuit breakers: the ledger table, as in AWS.
+	breakers *dynamostore.Store
 }
 
 // seed fills a fresh DLQ: the real worker dead-letters poison of several
@@ -93,13 +98,16 @@ func seed(t *testing.T) *seeded {
 	cfg := localtest.AWS(t)
 	ctx := t.Context()
 	p := workload.Quick(testPipeline(t))
+	p.Breaker.Enabled = true // the worker guards its dependencies; the console shows the breakers
 	s := &seeded{p: p, client: sqs.NewFromConfig(cfg), budget: 4, effects: sampleworker.EffectDir{Dir: t.TempDir()}}
 	s.q = localtest.Queues(t, cfg, p)
-	s.led = ledger.NewDynamo(dynamodb.NewFromConfig(cfg), localtest.Table(t, cfg))
+	table := localtest.Table(t, cfg)
+	s.led = ledger.NewDynamo(dynamodb.NewFromConfig(cfg), table)
+	s.breakers = dynamostore.New(dynamodb.NewFromConfig(cfg), table)
 
 	// The worker, as Lambda's event source runs it.
 	w, err := sampleworker.New(sampleworker.Config{Pipeline: p, Queues: s.q, SQS: s.client, Ledger: s.led, WorkerVersion: "ui-test", Logger: quiet, Metrics: io.Discard,
-		Effects: s.effects})
+		Effects: s.effects, BreakerStore: s.breakers})
 	require.NoError(t, err)
 	mc := esm.FromPipeline(p, s.q, cfg.Region)
 	mc.Logger, mc.WaitTime = quiet, time.Second
@@ -172,8 +180,8 @@ func seed(t *testing.T) *seeded {
 	s.audit = &FileAudit{FileStore: audit.FileStore{Path: filepath.Join(t.TempDir(), "audit.jsonl")}}
 	s.srv, err = New(ctx, Config{
 		Pipelines: []*pipeline.Pipeline{p}, SQS: s.client, Ledger: s.led, Reports: reports, Loopback: true, Logger: quiet,
-		Catalog: sampleworker.Catalog(s.effects),
-		Audit:   func(string) AuditLog { return s.audit },
+		Catalog: sampleworker.Catalog(s.effects), Breakers: s.breakers,
+		Audit: func(string) AuditLog { return s.audit },
 		Resolve: func(context.Context, *pipeline.Pipeline) (pipeline.Queues, error) {
 			return s.q, nil
 		},
@@ -439,7 +447,35 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, text(`#audit`), "idempotency_key="+key)
 	assert.Contains(t, text(`#audit`), "local: "+audit.OSUser())
 
-	// 7. Refused: a request without the token, a POST without the CSRF token.
+	// 7. The circuit breakers: a real breaker on the emulator's DynamoDB
+	// opens search-api after its failures, and the owner holds crm open
+	// (why in a producer's or an owner's words: escaped). The pipeline page
+	// lists both, open first; the overview names them.
+	run("no breaker stored", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.WaitVisible(css(`#breakers`)))
+	assert.Contains(t, text(`#breakers`), "every one closed")
+	b, err := breaker.New(breaker.Config{Pipeline: s.p.Name, Store: s.breakers, Settings: s.p.Breaker.Settings(), Logger: quiet, Metrics: io.Discard})
+	require.NoError(t, err)
+	for range b.Settings().Threshold {
+		require.NoError(t, b.Record(ctx, "search-api", true, 0))
+	}
+	require.NoError(t, b.Record(ctx, "mail-relay", true, 0))
+	_, _, err = b.Force(ctx, "crm", true, s.p.Owner, "INC-77 <b>provider</b> down")
+	require.NoError(t, err)
+	st, err := s.breakers.Get(ctx, s.p.Name, "search-api")
+	require.NoError(t, err)
+	require.Equal(t, breaker.Open, st.Mode, "the real breaker opened")
+	run("breakers", chromedp.Navigate(ts.URL+"/pipeline?p=agent-tasks"), chromedp.WaitVisible(css(`#breaker-table`)), shoot("breakers"))
+	assert.Contains(t, text(`#breakers-open`), "2 of 3 not closed.")
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll('#breaker-table tbody tr')).map(r => r.dataset.dependency + ' ' + r.className)`))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"crm brk-open", "search-api brk-open", "mail-relay brk-closed"}, rows)
+	assert.Contains(t, text(`#breaker-table`), "INC-77 <b>provider</b> down", "the owner's why shown as written, not as markup")
+	assert.Contains(t, text(`#breaker-table`), "until the owner closes it")
+	assert.Contains(t, text(`#breaker-table`), breaker.CauseThreshold)
+	run("overview with breakers", chromedp.Navigate(ts.URL+"/"), chromedp.WaitVisible(css(`#breakers-agent-tasks`)), shoot("overview-breakers"))
+	assert.Equal(t, "breaker crm: open (held) search-api: open", strings.Join(strings.Fields(text(`#breakers-agent-tasks`)), " "))
+
+	// 8. Refused: a request without the token, a POST without the CSRF token.
 	resp, err := http.Get(ts.URL + "/pipeline?p=agent-tasks")
 	require.NoError(t, err)
 	resp.Body.Close()

@@ -78,6 +78,11 @@ type Config struct {
 	// a redrive (a dry run included) needs it: redrive.New refuses without
 	// one (redrive.ErrNoLedger).
 	Ledger ledger.Ledger
+	// Breakers is optional: the circuit breakers' store, read only (agentdlq
+	// ui: dynamostore.Store on the ledger table). The pipeline page and the
+	// overview show each dependency's breaker of a pipeline whose breaker is
+	// on; without a store they say the breakers are not read here.
+	Breakers BreakerReader
 	// Reports is required: where triage reports are kept and read
 	// (locally a store.Folder: agentdlq ui's is out/ beside the
 	// pipelines.json it found; the eval bucket in AWS).

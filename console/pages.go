@@ -81,6 +81,8 @@ type overviewRow struct {
 	NotCreated, Local bool
 	Report            *report.Report
 	Refreshing        bool
+	// Breakers are the pipeline's circuit breakers (read each time).
+	Breakers *breakerView
 }
 
 // Stale is true when the DLQ's depth now differs from what the row's
@@ -125,7 +127,11 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 	var wg sync.WaitGroup
 	for i, p := range s.cfg.Pipelines {
 		rows[i] = overviewRow{P: p, Report: s.snapshotOf(p.Name).report, HotVisible: "-", HotInFlight: "-", DLQVisible: "-", DLQInFlight: "-", Local: s.onThisMachine()}
-		wg.Add(1)
+		wg.Add(2)
+		go func(row *overviewRow) {
+			defer wg.Done()
+			row.Breakers = s.breakers(r.Context(), row.P)
+		}(&rows[i])
 		go func(row *overviewRow) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
@@ -185,6 +191,8 @@ type pipelineData struct {
 	FilterErr string
 	// Live is the DLQ's depth now beside the report's count and age.
 	Live *liveState
+	// Breakers are the pipeline's circuit breakers, read now.
+	Breakers *breakerView
 }
 
 // consoleGroupLimit caps the groups a reason lists on the pipeline page.
@@ -196,7 +204,7 @@ func (s *Server) pipelinePage(w http.ResponseWriter, r *http.Request) {
 		s.notFound(w, r, "No such pipeline.")
 		return
 	}
-	d := pipelineData{Key: sn.key, LoadErr: sn.loadErr, Letters: sn.letters != nil, Filter: s.filterOf(r)}
+	d := pipelineData{Key: sn.key, LoadErr: sn.loadErr, Letters: sn.letters != nil, Filter: s.filterOf(r), Breakers: s.breakers(r.Context(), p)}
 	pg := page{Title: p.Name, Nav: "pipeline", P: p, Data: &d, CSRF: s.csrf}
 	code := http.StatusOK
 	if sn.report != nil {

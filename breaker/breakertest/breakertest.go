@@ -6,6 +6,10 @@
 //		breakertest.Run(t, func(*testing.T) breaker.Store { return mystore.New(...) })
 //	}
 //
+// A store that implements breaker.Lister is checked to list every
+// dependency whose state it stored; the listing subtests skip a store that
+// does not.
+//
 // Pipelines are unique to each run and subtest, so a shared table does not
 // mix them.
 package breakertest
@@ -76,6 +80,70 @@ func Run(t *testing.T, newStore func(*testing.T) breaker.Store) {
 			if got, _ := st.Get(ctx, k[0], k[1]); got.Version != 0 {
 				t.Errorf("%v sees %+v", k, got)
 			}
+		}
+	})
+	lister := func(t *testing.T) (breaker.Store, breaker.Lister) {
+		t.Helper()
+		st := newStore(t)
+		l, ok := st.(breaker.Lister)
+		if !ok {
+			t.Skip("the store does not implement breaker.Lister")
+		}
+		return st, l
+	}
+	t.Run("a pipeline with nothing stored lists no dependency", func(t *testing.T) {
+		_, l := lister(t)
+		deps, err := l.Dependencies(ctx, unique())
+		if err != nil || len(deps) != 0 {
+			t.Fatalf("Dependencies = %q, %v; want none", deps, err)
+		}
+		got, err := breaker.List(ctx, l.(breaker.Store), unique())
+		if err != nil || len(got) != 0 {
+			t.Fatalf("List = %+v, %v; want none", got, err)
+		}
+	})
+	t.Run("every stored dependency is listed once, sorted, apart by pipeline", func(t *testing.T) {
+		st, l := lister(t)
+		p, q := unique(), unique()
+		for _, d := range []string{"search-api", "model:gpt", "crm"} {
+			if _, err := st.Put(ctx, p, d, breaker.State{Failures: 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Later writes and a conflicting first write add nothing.
+		if _, err := st.Put(ctx, p, "crm", breaker.State{Version: 1, Mode: breaker.Open}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Put(ctx, p, "crm", breaker.State{Failures: 2}); !errors.Is(err, breaker.ErrConflict) {
+			t.Fatalf("second create: %v, want ErrConflict", err)
+		}
+		if _, err := st.Put(ctx, q, "other", breaker.State{Failures: 1}); err != nil {
+			t.Fatal(err)
+		}
+		deps, err := l.Dependencies(ctx, p)
+		if want := []string{"crm", "model:gpt", "search-api"}; err != nil || fmt.Sprint(deps) != fmt.Sprint(want) {
+			t.Fatalf("Dependencies(%s) = %q, %v; want %q", p, deps, err, want)
+		}
+		got, err := breaker.List(ctx, st, p)
+		if err != nil || len(got) != 3 || got[0].Dependency != "crm" || got[0].State.Mode != breaker.Open || got[0].State.Version != 2 ||
+			got[2].Dependency != "search-api" || got[2].State.Failures != 1 {
+			t.Fatalf("List = %+v, %v", got, err)
+		}
+		if deps, err := l.Dependencies(ctx, q); err != nil || fmt.Sprint(deps) != "[other]" {
+			t.Fatalf("Dependencies(%s) = %q, %v; want [other]", q, deps, err)
+		}
+	})
+	t.Run("concurrent first writes list the dependency once", func(t *testing.T) {
+		st, l := lister(t)
+		p := unique()
+		var wg sync.WaitGroup
+		for range 6 {
+			wg.Go(func() { _, _ = st.Put(ctx, p, "d", breaker.State{Failures: 1}) })
+		}
+		wg.Wait()
+		deps, err := l.Dependencies(ctx, p)
+		if err != nil || fmt.Sprint(deps) != "[d]" {
+			t.Fatalf("Dependencies = %q, %v; want [d]", deps, err)
 		}
 	})
 	t.Run("concurrent breakers count every failure once and open once", func(t *testing.T) {

@@ -9,6 +9,15 @@
 // key starts with "breaker:"), breaker_version (N), breaker_mode (S, for a
 // reader of the table), breaker_state (S: the breaker.State as JSON) and
 // updated_at. It has no expires_at: a breaker's state does not expire.
+//
+// Beside them, one index item a pipeline lists its dependencies
+// (breaker.Lister): pk = "breaker:dependencies:<pipeline>" (no breaker
+// state's pk has a letter after "breaker:"), breaker_dependencies (SS). The
+// first Put of a dependency (version 0 to 1) adds its name there with an
+// UpdateItem ADD, which is idempotent, before it writes the state: a stored
+// state is always listed, and listing is one GetItem, never a Scan. The
+// index item's pk starts with KeyPrefix too, so a role held to the breaker
+// items (dynamodb:LeadingKeys) may write it.
 package dynamostore
 
 import (
@@ -16,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -30,14 +40,18 @@ import (
 // Attributes are every attribute a Store writes (the IAM condition
 // dynamodb:Attributes of a role that may force a breaker), and KeyPrefix
 // starts every item's pk (dynamodb:LeadingKeys).
-var Attributes = []string{"pk", "breaker_version", "breaker_mode", "breaker_state", "updated_at"}
+var Attributes = []string{"pk", "breaker_version", "breaker_mode", "breaker_state", "updated_at", IndexAttribute}
+
+// IndexAttribute is the index item's string set of dependency names.
+const IndexAttribute = "breaker_dependencies"
 
 // KeyPrefix starts the pk of every breaker item.
 const KeyPrefix = "breaker:"
 
 // API is what Store calls on DynamoDB, with the SDK's signatures: a
 // *dynamodb.Client satisfies it. IAM: dynamodb:GetItem and dynamodb:UpdateItem
-// on the table (the worker's ledger grant: no new action).
+// on the table (the worker's ledger grant: no new action), on items whose
+// pk starts with KeyPrefix, writing only Attributes.
 type API interface {
 	GetItem(ctx context.Context, params *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
 	UpdateItem(ctx context.Context, params *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
@@ -49,7 +63,10 @@ type Store struct {
 	table string
 }
 
-var _ breaker.Store = (*Store)(nil)
+var (
+	_ breaker.Store  = (*Store)(nil)
+	_ breaker.Lister = (*Store)(nil)
+)
 
 // New returns the store on table.
 func New(api API, table string) *Store { return &Store{api: api, table: table} }
@@ -57,6 +74,51 @@ func New(api API, table string) *Store { return &Store{api: api, table: table} }
 // Key is the item's pk of a pipeline's dependency.
 func Key(pipeline, dependency string) string {
 	return "breaker:" + strconv.Itoa(len(pipeline)) + ":" + pipeline + ":" + dependency
+}
+
+// IndexKey is the pk of the item that lists a pipeline's dependencies.
+func IndexKey(pipeline string) string { return KeyPrefix + "dependencies:" + pipeline }
+
+// ErrEmptyDependency is returned by Put for a dependency named "" (a
+// DynamoDB string set cannot hold an empty string).
+var ErrEmptyDependency = errors.New("breaker: the dependency name is empty")
+
+// Dependencies implements breaker.Lister: one strongly consistent GetItem
+// of the pipeline's index item.
+func (s *Store) Dependencies(ctx context.Context, pipeline string) ([]string, error) {
+	out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
+		Key:                  map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: IndexKey(pipeline)}},
+		ProjectionExpression: aws.String(IndexAttribute),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("breaker %s: list dependencies: %w", pipeline, err)
+	}
+	deps := []string{}
+	if out == nil || len(out.Item) == 0 {
+		return deps, nil
+	}
+	set, ok := out.Item[IndexAttribute].(*types.AttributeValueMemberSS)
+	if !ok {
+		return nil, fmt.Errorf("breaker %s: the index item's %s is not a string set", pipeline, IndexAttribute)
+	}
+	deps = append(deps, set.Value...)
+	slices.Sort(deps)
+	return deps, nil
+}
+
+// index adds dependency to the pipeline's index item (idempotent).
+func (s *Store) index(ctx context.Context, pipeline, dependency string) error {
+	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.table),
+		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: IndexKey(pipeline)}},
+		UpdateExpression:          aws.String("ADD " + IndexAttribute + " :d"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":d": &types.AttributeValueMemberSS{Value: []string{dependency}}},
+	})
+	if err != nil {
+		return fmt.Errorf("breaker %s/%s: list the dependency: %w", pipeline, dependency, err)
+	}
+	return nil
 }
 
 // Get implements breaker.Store, with a strongly consistent read.
@@ -90,8 +152,18 @@ func (s *Store) Get(ctx context.Context, pipeline, dependency string) (breaker.S
 }
 
 // Put implements breaker.Store: an UpdateItem conditioned on the version.
+// The first (version 0) is preceded by the index's UpdateItem: a failure
+// there stores nothing.
 func (s *Store) Put(ctx context.Context, pipeline, dependency string, st breaker.State) (breaker.State, error) {
+	if dependency == "" {
+		return breaker.State{}, fmt.Errorf("breaker %s: %w", pipeline, ErrEmptyDependency)
+	}
 	base := st.Version
+	if base == 0 {
+		if err := s.index(ctx, pipeline, dependency); err != nil {
+			return breaker.State{}, err
+		}
+	}
 	st.Version = base + 1
 	body, err := json.Marshal(st)
 	if err != nil {

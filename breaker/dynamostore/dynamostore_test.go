@@ -1,9 +1,14 @@
 package dynamostore_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/agentdlq/agentdlq/breaker"
 	"github.com/agentdlq/agentdlq/breaker/breakertest"
@@ -20,4 +25,50 @@ func TestDynamoConformance(t *testing.T) {
 	cfg := localtest.AWS(t)
 	s := dynamostore.New(dynamodb.NewFromConfig(cfg), localtest.Table(t, cfg))
 	breakertest.Run(t, func(*testing.T) breaker.Store { return s })
+}
+
+// fakeAPI records the pks of the UpdateItem calls and fails those on failPK.
+type fakeAPI struct {
+	dynamostore.API
+	updates []string
+	failPK  string
+}
+
+func (f *fakeAPI) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	pk := in.Key["pk"].(*types.AttributeValueMemberS).Value
+	f.updates = append(f.updates, pk)
+	if pk == f.failPK {
+		return nil, errors.New("throttled")
+	}
+	return &dynamodb.UpdateItemOutput{}, nil
+}
+
+// TestFirstPutListsBeforeItStores: the index is written before a
+// dependency's first state, and a failed index write stores no state, so
+// that every stored state is listed; later writes do not touch the index.
+func TestFirstPutListsBeforeItStores(t *testing.T) {
+	ctx := context.Background()
+	idx, key := dynamostore.IndexKey("agent-tasks"), dynamostore.Key("agent-tasks", "search-api")
+	f := &fakeAPI{}
+	s := dynamostore.New(f, "t")
+	if _, err := s.Put(ctx, "agent-tasks", "search-api", breaker.State{Failures: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Put(ctx, "agent-tasks", "search-api", breaker.State{Version: 1, Failures: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{idx, key, key}; fmt.Sprint(f.updates) != fmt.Sprint(want) {
+		t.Fatalf("UpdateItem on %q, want %q", f.updates, want)
+	}
+	f = &fakeAPI{failPK: idx}
+	if _, err := dynamostore.New(f, "t").Put(ctx, "agent-tasks", "search-api", breaker.State{Failures: 1}); err == nil || len(f.updates) != 1 {
+		t.Fatalf("index write failed: Put = %v after %q, want an error and no state written", err, f.updates)
+	}
+	if _, err := s.Put(ctx, "agent-tasks", "", breaker.State{}); !errors.Is(err, dynamostore.ErrEmptyDependency) {
+		t.Fatalf("empty dependency: %v", err)
+	}
+	// No breaker state's pk is an index's: a pipeline named like an index is apart.
+	if dynamostore.IndexKey("7") == dynamostore.Key("dependencies", "7") || !strings.HasPrefix(idx, dynamostore.KeyPrefix) {
+		t.Fatal("the index key collides or leaves KeyPrefix")
+	}
 }

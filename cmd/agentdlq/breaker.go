@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"text/tabwriter"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -13,6 +15,7 @@ import (
 	"github.com/agentdlq/agentdlq/breaker"
 	"github.com/agentdlq/agentdlq/breaker/dynamostore"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
+	"github.com/agentdlq/agentdlq/internal/textutil"
 	"github.com/agentdlq/agentdlq/pipeline"
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
@@ -21,15 +24,17 @@ import (
 // newBreakerCmd is `agentdlq breaker status|open|close`.
 func newBreakerCmd(g *globalFlags) *cobra.Command {
 	c := &cobra.Command{
-		Use:   "breaker status|open|close --pipeline NAME --dependency NAME",
-		Short: "Show a dependency's circuit breaker, or hold it open or close it (the owner, gated and audited)",
+		Use:   "breaker status|open|close --pipeline NAME [--dependency NAME]",
+		Short: "Show a pipeline's circuit breakers, or hold one open or close it (the owner, gated and audited)",
 		Long: `breaker shows or changes the circuit breaker the worker keeps per dependency
 (pipelines.json "breaker"; docs/worker.md). Its state is one item in the
 pipeline's ledger table, shared by every worker instance.
 
-status prints the mode (closed, open, half_open), the failures in the
-window, until when it is open, the probes, the ramp, and who forced it last.
-It reads only.
+status without --dependency lists every dependency's breaker (the first
+step after a breaker-open alarm: which dependency); with --dependency it
+prints one: the mode (closed, open, half_open), the failures in the window,
+until when it is open, the probes, the ramp, and who forced it last. It
+reads only.
 
 open holds the breaker open: the tasks that need the dependency are deferred
 (uncounted requeues) until the owner closes it; a held breaker never closes
@@ -38,7 +43,8 @@ like pause (the pipeline's owner, a why; in AWS the redrive role) and audited
 (breaker_open, breaker_close).
 
 Exit codes: 0 done, 1 failed, 2 refused or bad input.`,
-		Example: `  agentdlq breaker status --pipeline agent-tasks --dependency search-api
+		Example: `  agentdlq breaker status --pipeline agent-tasks
+  agentdlq breaker status --pipeline agent-tasks --dependency search-api
   agentdlq breaker open --pipeline agent-tasks --dependency search-api --owner platform-oncall --why "provider incident INC-77"
   agentdlq breaker close --pipeline agent-tasks --dependency search-api --owner platform-oncall --why "provider recovered (INC-77)"`,
 	}
@@ -62,14 +68,20 @@ func newBreakerStatusCmd(g *globalFlags) *cobra.Command {
 	var pipelineName, dep, table string
 	var out *output
 	c := &cobra.Command{
-		Use:     "status --pipeline NAME --dependency NAME",
-		Short:   "Show a dependency's circuit breaker (read only)",
-		Example: "  agentdlq breaker status --pipeline agent-tasks --dependency search-api\n  agentdlq breaker status --pipeline agent-tasks --dependency search-api -o json",
+		Use:   "status --pipeline NAME [--dependency NAME]",
+		Short: "Show the circuit breakers of a pipeline, or one dependency's in full (read only)",
+		Long: `status without --dependency lists every dependency of the pipeline whose
+breaker state was ever stored (one read of the pipeline's index item, then
+one a dependency; never a scan): the first step after a breaker-open alarm.
+A dependency that never failed under the breaker and was never forced has
+no state, and its breaker is closed. With --dependency it shows that one
+in full.`,
+		Example: "  agentdlq breaker status --pipeline agent-tasks\n  agentdlq breaker status --pipeline agent-tasks --dependency search-api\n  agentdlq breaker status --pipeline agent-tasks -o json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			if pipelineName == "" || dep == "" {
-				return withExit(exitRefused, errors.New("--pipeline and --dependency are required"))
+			if pipelineName == "" {
+				return withExit(exitRefused, errors.New("--pipeline is required"))
 			}
 			p, err := g.loadPipeline(pipelineName)
 			if err != nil {
@@ -78,6 +90,17 @@ func newBreakerStatusCmd(g *globalFlags) *cobra.Command {
 			st, err := breakerStore(ctx, table)
 			if err != nil {
 				return err
+			}
+			if dep == "" {
+				list, err := breaker.List(ctx, st, p.Name)
+				if err != nil {
+					return err
+				}
+				if out.JSON() {
+					return writeJSON(cmd.OutOrStdout(), map[string]any{"pipeline": p.Name, "enabled": p.Breaker.Enabled, "breakers": list})
+				}
+				printBreakers(cmd.OutOrStdout(), p.Name, p.Breaker, list, time.Now())
+				return nil
 			}
 			s, err := st.Get(ctx, p.Name, dep)
 			if err != nil {
@@ -91,7 +114,7 @@ func newBreakerStatusCmd(g *globalFlags) *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&pipelineName, "pipeline", "", "pipeline name (required)")
-	c.Flags().StringVar(&dep, "dependency", "", "dependency name (required)")
+	c.Flags().StringVar(&dep, "dependency", "", "dependency name (default: list every dependency's breaker)")
 	c.Flags().StringVar(&table, "ledger-table", "", "the ledger table (default $AGENTDLQ_LEDGER_TABLE; agentdlq-ledger with local endpoints)")
 	out = addOutput(c, formatTable, formatJSON)
 	return c
@@ -148,6 +171,75 @@ func newBreakerForceCmd(g *globalFlags, open bool) *cobra.Command {
 	return c
 }
 
+// breakerSwitch is how a text line names the pipeline's breaker setting.
+func breakerSwitch(enabled bool) string {
+	if enabled {
+		return "on"
+	}
+	return "off in pipelines.json: the worker does not read it"
+}
+
+// printBreakers writes the breakers of a pipeline as a table, open and
+// half-open first, with the commands to go further.
+func printBreakers(w io.Writer, pipelineName string, bs pipeline.Breaker, list []breaker.Entry, now time.Time) {
+	esc, enabled, window := textutil.Escape, bs.Enabled, bs.Settings().WithDefaults().Window
+	if len(list) == 0 {
+		fmt.Fprintf(w, "breakers of %s (breaker %s): no dependency of %s has a stored breaker state.\n", pipelineName, breakerSwitch(enabled), pipelineName)
+		fmt.Fprintln(w, "  None has failed under the breaker (dependency_open, rate_limited, auth_config, a Retry-After) or been forced by its owner, ever: every one is closed.")
+		return
+	}
+	rank := map[breaker.Mode]int{breaker.Open: 0, breaker.HalfOpen: 1, breaker.Closed: 2}
+	sorted := slices.Clone(list)
+	slices.SortStableFunc(sorted, func(a, b breaker.Entry) int { return rank[modeOf(a.State)] - rank[modeOf(b.State)] })
+	notClosed := 0
+	for _, e := range sorted {
+		if modeOf(e.State) != breaker.Closed {
+			notClosed++
+		}
+	}
+	fmt.Fprintf(w, "breakers of %s (breaker %s): %d dependencies, %d not closed\n", pipelineName, breakerSwitch(enabled), len(list), notClosed)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEPENDENCY\tMODE\tSINCE\tCAUSE\tUNTIL\tFAILURES\tPROBES\tFORCED BY")
+	for _, e := range sorted {
+		s := e.State
+		mode := modeOf(s)
+		since, cause, until, failures, probes, forced := "-", "-", "-", "-", "-", "-"
+		if !s.Changed.IsZero() {
+			since = s.Changed.UTC().Format(time.RFC3339) + " (" + now.Sub(s.Changed).Round(time.Second).String() + " ago)"
+		}
+		if s.Cause != "" {
+			cause = esc(s.Cause)
+		}
+		switch mode {
+		case breaker.Open:
+			until = s.Until.UTC().Format(time.RFC3339)
+			if s.Held {
+				until = "held: until the owner closes it"
+			}
+		case breaker.HalfOpen:
+			probes = fmt.Sprintf("%d admitted, %d passed", s.Probes, s.Passed)
+		default:
+			if n := s.FailuresAt(window, now); n > 0 {
+				failures = fmt.Sprintf("%d in the last %s", n, window)
+			}
+		}
+		if s.Owner != "" {
+			forced = esc(s.Owner) + ": " + esc(s.Why)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", esc(e.Dependency), mode, since, cause, until, failures, probes, forced)
+	}
+	_ = tw.Flush()
+	fmt.Fprintf(w, "One in full: agentdlq breaker status --pipeline %s --dependency NAME; hold open or close: agentdlq breaker open|close (the owner, gated).\n", pipelineName)
+}
+
+// modeOf is s.Mode with "" read as closed.
+func modeOf(s breaker.State) breaker.Mode {
+	if s.Mode == "" {
+		return breaker.Closed
+	}
+	return s.Mode
+}
+
 // printBreaker writes one breaker's state as text, under the pipeline's
 // breaker settings bs.
 func printBreaker(w io.Writer, pipelineName, dep string, bs pipeline.Breaker, s breaker.State, now time.Time) {
@@ -160,11 +252,12 @@ func printBreaker(w io.Writer, pipelineName, dep string, bs pipeline.Breaker, s 
 	if !enabled {
 		on = "off in pipelines.json: the worker does not read it"
 	}
+	dep = textutil.Escape(dep)
 	fmt.Fprintf(w, "breaker %s/%s: %s (breaker %s)\n", pipelineName, dep, mode, on)
 	switch mode {
 	case breaker.Open:
 		if s.Held {
-			fmt.Fprintf(w, "  held open by %s: %s (until the owner closes it)\n", s.Owner, s.Why)
+			fmt.Fprintf(w, "  held open by %s: %s (until the owner closes it)\n", textutil.Escape(s.Owner), textutil.Escape(s.Why))
 		} else {
 			fmt.Fprintf(w, "  open until %s (%s from now): the tasks that need %s are deferred, no receive spent\n",
 				s.Until.UTC().Format(time.RFC3339), s.Until.Sub(now).Round(time.Second), dep)
@@ -183,6 +276,6 @@ func printBreaker(w io.Writer, pipelineName, dep string, bs pipeline.Breaker, s 
 		fmt.Fprintf(w, "  last change %s: %s (version %d)\n", s.Changed.UTC().Format(time.RFC3339), s.Cause, s.Version)
 	}
 	if s.Owner != "" && !s.Held {
-		fmt.Fprintf(w, "  last forced by %s: %s\n", s.Owner, s.Why)
+		fmt.Fprintf(w, "  last forced by %s: %s\n", textutil.Escape(s.Owner), textutil.Escape(s.Why))
 	}
 }

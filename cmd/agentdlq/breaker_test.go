@@ -2,7 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"log/slog"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -54,4 +57,63 @@ func TestBreakerCLI(t *testing.T) {
 	assert.Contains(t, got, "breaker_open:refused")
 	assert.Contains(t, got, "breaker_open:ok")
 	assert.Contains(t, got, "breaker_close:ok")
+}
+
+// breaker status without --dependency lists every dependency's breaker, in
+// words when none is stored, open first, with a name from a producer
+// escaped; -o json carries every state.
+func TestBreakerStatusListsEveryDependency(t *testing.T) {
+	cfg, _, _, table := onEmulators(t, "agent-tasks")
+	store := dynamostore.New(dynamodb.NewFromConfig(cfg), table)
+	list := []string{"breaker", "status", "--pipeline", "agent-tasks", "--ledger-table", table}
+
+	out, code := runCLI(t, list...)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "no dependency of agent-tasks has a stored breaker state")
+	out, code = runCLI(t, append(list, "-o", "json")...)
+	require.Equal(t, 0, code, out)
+	assert.JSONEq(t, `{"pipeline":"agent-tasks","enabled":false,"breakers":[]}`, out)
+
+	// A real breaker opens search-api; a failure of another dependency (its
+	// name a producer's, with an escape sequence) leaves it closed; the
+	// owner holds crm open.
+	b, err := breaker.New(breaker.Config{Pipeline: "agent-tasks", Store: store, Metrics: io.Discard,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Settings: breaker.Settings{Threshold: 2}})
+	require.NoError(t, err)
+	for range 2 {
+		require.NoError(t, b.Record(t.Context(), "search-api", true, 0))
+	}
+	require.NoError(t, b.Record(t.Context(), "evil\x1b[2J", true, 0))
+	out, code = runCLI(t, "breaker", "open", "--pipeline", "agent-tasks", "--dependency", "crm", "--ledger-table", table,
+		"--owner", "platform-oncall", "--why", "INC-77 provider down", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"))
+	require.Equal(t, 0, code, out)
+
+	out, code = runCLI(t, list...)
+	require.Equal(t, 0, code, out)
+	assert.Contains(t, out, "3 dependencies, 2 not closed")
+	assert.Contains(t, out, `evil\x1b[2J`)
+	assert.NotContains(t, out, "\x1b")
+	assert.Contains(t, out, "platform-oncall: INC-77 provider down")
+	assert.Contains(t, out, "held: until the owner closes it")
+	lines := strings.Split(out, "\n")
+	require.Greater(t, len(lines), 4, out)
+	assert.True(t, strings.HasPrefix(lines[2], "crm ") || strings.HasPrefix(lines[2], "search-api "), "open first: %s", out)
+	assert.True(t, strings.HasPrefix(lines[4], "evil"), "closed last: %s", out)
+
+	out, code = runCLI(t, append(list, "-o", "json")...)
+	require.Equal(t, 0, code, out)
+	var res struct {
+		Enabled  bool            `json:"enabled"`
+		Breakers []breaker.Entry `json:"breakers"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
+	got := map[string]breaker.State{}
+	for _, e := range res.Breakers {
+		got[e.Dependency] = e.State
+	}
+	require.Len(t, got, 3, out)
+	assert.Equal(t, breaker.Open, got["search-api"].Mode)
+	assert.Equal(t, breaker.CauseThreshold, got["search-api"].Cause)
+	assert.True(t, got["crm"].Held)
+	assert.Equal(t, 1, got["evil\x1b[2J"].Failures)
 }

@@ -11,11 +11,13 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/spf13/cobra"
 
+	"github.com/agentdlq/agentdlq/breaker/dynamostore"
 	"github.com/agentdlq/agentdlq/console"
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/local/topology"
@@ -131,8 +133,10 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 			return &console.S3Audit{S3Store: audit.S3Store{API: s3c, Bucket: bucket, Prefix: prefix}, Read: s3c, Pipeline: name}
 		}
 	}
-	if ledgerTableName(f.ledgerTable) != "" {
+	if table := ledgerTableName(f.ledgerTable); table != "" {
 		cc.Ledger = rc.Ledger
+		// The breakers the workers share on the ledger table, read only.
+		cc.Breakers = dynamostore.New(dynamodb.NewFromConfig(cfg), table)
 	}
 	srv, err := console.New(ctx, cc)
 	if err != nil {
