@@ -197,7 +197,11 @@ func printBreakers(w io.Writer, pipelineName string, bs pipeline.Breaker, list [
 			notClosed++
 		}
 	}
-	fmt.Fprintf(w, "breakers of %s (breaker %s): %d dependencies, %d not closed\n", pipelineName, breakerSwitch(enabled), len(list), notClosed)
+	deps := "dependencies"
+	if len(list) == 1 {
+		deps = "dependency"
+	}
+	fmt.Fprintf(w, "breakers of %s (breaker %s): %d %s, %d not closed\n", pipelineName, breakerSwitch(enabled), len(list), deps, notClosed)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "DEPENDENCY\tMODE\tSINCE\tCAUSE\tUNTIL\tFAILURES\tPROBES\tFORCED BY")
 	for _, e := range sorted {

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/stretchr/testify/assert"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/breaker"
 	"github.com/agentdlq/agentdlq/breaker/dynamostore"
+	"github.com/agentdlq/agentdlq/pipeline"
 )
 
 // breaker open, status and close locally: the item in the ledger table the
@@ -116,4 +118,20 @@ func TestBreakerStatusListsEveryDependency(t *testing.T) {
 	assert.Equal(t, breaker.CauseThreshold, got["search-api"].Cause)
 	assert.True(t, got["crm"].Held)
 	assert.Equal(t, 1, got["evil\x1b[2J"].Failures)
+}
+
+// One dependency is said in the singular, and its failures are those of
+// the last window at the time of the listing.
+func TestPrintBreakersOne(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 7, 6, 0, 30, 0, time.UTC)
+	var s breaker.State
+	s, _, _ = breaker.Fail(s, breaker.Settings{}.WithDefaults(), now.Add(-10*time.Second), 0)
+	var b strings.Builder
+	printBreakers(&b, "agent-tasks", pipeline.Breaker{Enabled: true}, []breaker.Entry{{Dependency: "search-api", State: s}}, now)
+	assert.Contains(t, b.String(), "1 dependency, 0 not closed")
+	assert.Contains(t, b.String(), "1 in the last 1m0s")
+	b.Reset()
+	printBreakers(&b, "agent-tasks", pipeline.Breaker{Enabled: true}, []breaker.Entry{{Dependency: "search-api", State: s}}, now.Add(2*time.Minute))
+	assert.NotContains(t, b.String(), "in the last", "a failure older than the window is not shown")
 }
