@@ -16,7 +16,8 @@ import (
 // A short outage with the breaker on, its tolerance longer than the
 // outage: the musts of issue 32 that do not depend on the machine's speed
 // hold (the healthy half's throughput, which does, is the bench's to
-// report, not this test's). Nothing is lost, no effect is repeated, no
+// report, not this test's: its FAIL line in the log, if any, is not this
+// test's verdict). Nothing is lost, no effect is repeated, no
 // task is dead-lettered, the backlog drains after recovery, and no task
 // that needs the dependency spends more than 2 receives of its budget.
 func TestRunOutageWithBreaker(t *testing.T) {
@@ -27,15 +28,15 @@ func TestRunOutageWithBreaker(t *testing.T) {
 	require.NoError(t, p.Validate())
 	require.Greater(t, p.Breaker.ToleranceSeconds, int(outage.Seconds()), "the tolerance is longer than the outage")
 	res, err := loadbench.RunOutage(context.Background(), loadbench.OutageConfig{AWS: cfg, Pipeline: p, Rate: 4,
-		Before: 5 * time.Second, Outage: outage, After: 5 * time.Second, Pollers: 4, Run: localtest.Unique("lbout")})
+		Before: 10 * time.Second, Outage: outage, After: 5 * time.Second, Pollers: 4, Run: localtest.Unique("lbout")})
 	require.NoError(t, err)
 	var out bytes.Buffer
 	res.Print(&out)
 	t.Log(out.String())
 
 	require.True(t, res.Breaker)
-	assert.Equal(t, 100, res.Sent, "4 tasks a second for 25 s")
-	assert.Equal(t, 50, res.Affected, "every other task needs the dependency")
+	assert.Equal(t, 120, res.Sent, "4 tasks a second for 30 s")
+	assert.Equal(t, 60, res.Affected, "every other task needs the dependency")
 	assert.Zero(t, res.Lost, "lost")
 	assert.Zero(t, res.DuplicateEffects, "duplicate effects")
 	assert.Empty(t, res.Dead, "dead-lettered with the breaker on and the tolerance longer than the outage")
@@ -54,7 +55,7 @@ func TestRunOutageReceivesPerAffectedTask(t *testing.T) {
 	cfg := localtest.AWS(t)
 	outage := 15 * time.Second
 	res, err := loadbench.RunOutage(context.Background(), loadbench.OutageConfig{AWS: cfg, Pipeline: loadbench.WithOutageBreaker(agentTasks(t), outage), Rate: 4,
-		Before: 5 * time.Second, Outage: outage, After: 5 * time.Second, Pollers: 4, Run: localtest.Unique("lbrcv")})
+		Before: 10 * time.Second, Outage: outage, After: 5 * time.Second, Pollers: 4, Run: localtest.Unique("lbrcv")})
 	require.NoError(t, err)
 	var out bytes.Buffer
 	res.Print(&out)
