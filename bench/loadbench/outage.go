@@ -402,16 +402,44 @@ func (r *OutageResult) Print(w io.Writer) {
 }
 
 // WithOutageBreaker returns a copy of p with the breaker on, its window,
-// open time and ramp scaled to an outage of the given length (the defaults
-// are for ten minutes): threshold 5 in 20 s, open 10 s, 3 probes, ramp
-// 15 s, tolerance the outage and a minute, and retry_after_requeues as many
-// as that needs.
+// open time and ramp scaled to a short outage (the defaults are for ten
+// minutes): threshold 5 in 20 s, open 10 s, 3 probes, ramp 15 s,
+// tolerance the outage and a minute, and retry_after_requeues as many as
+// that needs.
 func WithOutageBreaker(p *pipeline.Pipeline, outage time.Duration) *pipeline.Pipeline {
 	cp := *p
 	cp.Breaker = pipeline.Breaker{Enabled: true, Threshold: 5, WindowSeconds: 20, OpenSeconds: 10, Probes: 3, RampSeconds: 15,
 		ToleranceSeconds: int(outage.Seconds()) + 60}
 	cp.RetryAfterRequeues = min(max(cp.RetryAfterRequeues, cp.Breaker.RequiredRequeues()), 100)
 	return &cp
+}
+
+// ScaledBreakerBelow is the outage below which OutageBreaker scales the
+// breaker's settings (WithOutageBreaker): from it on, the pipeline's
+// defaults are the settings a platform team would run for such an outage.
+const ScaledBreakerBelow = 5 * time.Minute
+
+// WithDefaultBreaker returns a copy of p with the breaker on with the
+// pipeline's defaults (threshold 5 in 60 s, open 30 s, 3 probes, ramp
+// 60 s), tolerance the outage and a minute, and retry_after_requeues as
+// many as that needs (at most 100: with open 30 s a tolerance of up to
+// 686 s, so an outage of up to about 10 minutes and a half).
+func WithDefaultBreaker(p *pipeline.Pipeline, outage time.Duration) *pipeline.Pipeline {
+	cp := *p
+	cp.Breaker = pipeline.Breaker{Enabled: true, ToleranceSeconds: int(outage.Seconds()) + 60}
+	cp.ApplyDefaults()
+	cp.RetryAfterRequeues = min(max(cp.RetryAfterRequeues, cp.Breaker.RequiredRequeues()), 100)
+	return &cp
+}
+
+// OutageBreaker is the breaker the outage bench runs with: scaled
+// (WithOutageBreaker) for an outage shorter than ScaledBreakerBelow, the
+// pipeline's defaults (WithDefaultBreaker) for a longer one.
+func OutageBreaker(p *pipeline.Pipeline, outage time.Duration) *pipeline.Pipeline {
+	if outage < ScaledBreakerBelow {
+		return WithOutageBreaker(p, outage)
+	}
+	return WithDefaultBreaker(p, outage)
 }
 
 type lockedWriter struct {

@@ -88,9 +88,12 @@ Powertools' BatchProcessor and Idempotency.
 --outage DURATION runs a simulated outage instead: tasks at a steady --rate a
 second for --before, the outage and --after, every other one needing
 search-api, which is down for DURATION. --breaker on runs it with the
-pipeline's circuit breaker on (its settings scaled to the outage, as
-docs/performance.md lists them), off without it, both (the default) one after the
-other. With the breaker on the musts are: no task dead-lettered because of the
+pipeline's circuit breaker on, off without it, both (the default) one after the
+other. The breaker's settings: for an outage of 5 minutes or more, the
+pipeline's defaults (threshold 5 in 60 s, open 30 s, 3 probes, ramp 60 s);
+for a shorter one, scaled to it (threshold 5 in 20 s, open 10 s, 3 probes,
+ramp 15 s), as docs/performance.md lists them; tolerance the outage and a
+minute either way, and retry_after_requeues as many as that needs. With the breaker on the musts are: no task dead-lettered because of the
 outage, the healthy half at least 90 % of its throughput, at most 2 receives
 spent per affected task, the backlog drained, 0 lost, 0 duplicate effects.
 
@@ -113,7 +116,8 @@ or one JSON line (-o json, or --json).`,
   agentdlq local bench --tasks 5000 --mix cost              # make bench-cost
   agentdlq local bench --tasks 2000 --chaos reset --chaos-path sqs
   agentdlq local bench --workload tasks.jsonl
-  agentdlq local bench --outage 90s --rate 20 --breaker both   # issue 32's outage, scaled`,
+  agentdlq local bench --outage 90s --rate 20 --breaker both   # issue 32's outage, scaled
+  agentdlq local bench --outage 10m --rate 10 --breaker both   # issue 32's outage, the breaker's defaults`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return runLoadBench(c.Context(), g, f, c.OutOrStdout(), c.ErrOrStderr())
@@ -294,7 +298,7 @@ func runOutageBench(ctx context.Context, g *globalFlags, f *loadFlags, base *pip
 		p := workload.Quick(base)
 		p.Breaker = pipeline.Breaker{}
 		if on {
-			p = loadbench.WithOutageBreaker(p, f.outage)
+			p = loadbench.OutageBreaker(p, f.outage)
 		}
 		p.ApplyDefaults()
 		if err := p.Validate(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/agentdlq/agentdlq/breaker"
@@ -40,13 +41,13 @@ func Deferred(dependency string, wait time.Duration) *Outcome {
 }
 
 // Guarded runs call, which needs the dependency dep, under the breaker b:
-// AdmitDependency, then call, then ReportDependency. A nil b runs call as
-// it is.
-func Guarded(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep string, call func() error) error {
+// AdmitDependency, then call, then ReportDependency (receives: the
+// record's Record.ReceiveCount). A nil b runs call as it is.
+func Guarded(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep string, receives int, call func() error) error {
 	if err := AdmitDependency(ctx, b, log, dep); err != nil {
 		return err
 	}
-	return ReportDependency(ctx, b, log, dep, call())
+	return ReportDependency(ctx, b, log, dep, receives, call())
 }
 
 // AdmitDependency asks the breaker b whether a task that needs dep may call
@@ -73,10 +74,18 @@ func AdmitDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger, 
 // ReportDependency reports the result of an admitted task's call to dep
 // (DependencyFailure says which failures count; a success closes a
 // half-open breaker) and returns what the handler should: err itself, or,
-// for a failure of the dependency that finds the breaker open (this
-// failure opened it, or another worker's did), the Deferred outcome, so
-// that the outage costs the task no receive once the breaker knows of it.
-func ReportDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep string, err error) error {
+// for a failure of the dependency, the Deferred outcome when the failure
+// finds the breaker open (this failure opened it, or another worker's
+// did), or when the task already spent a receive (receives, its
+// Record.ReceiveCount, is 2 or more) while the breaker is still counting
+// failures towards its threshold. So an outage costs a task at most one
+// receive: the one before the breaker could know, even when the
+// dependency's failures come slower than the task's backoff and the
+// threshold is not reached before its retry. That deferral waits a
+// quarter of the open time and up to as much again (the least a deferral
+// waits, which pipeline.Breaker.RequiredRequeues counts on); past its
+// requeues the failure counts, as any dependency_open.
+func ReportDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep string, receives int, err error) error {
 	if b == nil || dep == "" {
 		return err
 	}
@@ -88,10 +97,18 @@ func ReportDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger,
 		logOf(log).LogAttrs(ctx, slog.LevelWarn, "breaker: result not recorded", slog.String("dependency", dep), slog.String("error", rerr.Error()))
 		return err
 	}
-	if failed {
-		if d, aerr := b.Admit(ctx, dep); aerr == nil && !d.Admit {
-			return Deferred(dep, d.Wait)
-		}
+	if !failed {
+		return err
+	}
+	d, aerr := b.Admit(ctx, dep)
+	switch {
+	case aerr != nil:
+		return err
+	case !d.Admit:
+		return Deferred(dep, d.Wait)
+	case receives >= 2:
+		q := b.Settings().OpenFor / 4
+		return Deferred(dep, q+rand.N(q+1))
 	}
 	return err
 }
