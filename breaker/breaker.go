@@ -176,6 +176,19 @@ func (b *Breaker) Admit(ctx context.Context, dep string) (Decision, error) {
 	return d, nil
 }
 
+// Deferral says whether a task that needs dep and has just failed should be
+// deferred, and for how long (the package's Deferral, on the state this
+// process last read or wrote). It writes nothing and claims no probe, so a
+// task that already failed never takes a probe's place.
+func (b *Breaker) Deferral(ctx context.Context, dep string) (time.Duration, bool, error) {
+	s, err := b.state(ctx, dep, false)
+	if err != nil {
+		return 0, false, err
+	}
+	w, ok := Deferral(s, b.cfg.Settings, b.cfg.Now(), b.cfg.Rand())
+	return w, ok, nil
+}
+
 // Record reports the result of a call to dep: failed (a dependency
 // failure: dependency_open, rate_limited, auth_config, or a Retry-After)
 // with the provider's retryAfter, or a success. Other failures of a task

@@ -112,6 +112,45 @@ func countFailure(s *State, window time.Duration, now time.Time) {
 	}
 }
 
+// openWait is how long an open breaker defers a task: while held, about
+// OpenFor; otherwise until probing may start, spread over half an OpenFor
+// so that the deferred tasks do not come back together, and at least a
+// quarter of OpenFor (pipeline.Breaker.RequiredRequeues counts on it).
+// It is false once probing may start.
+func openWait(s State, cfg Settings, now time.Time, r float64) (time.Duration, bool) {
+	if s.Held {
+		return clampWait(cfg.OpenFor + time.Duration(r*float64(cfg.OpenFor)/2)), true
+	}
+	if !now.Before(s.Until) {
+		return 0, false
+	}
+	return clampWait(max(s.Until.Sub(now), cfg.OpenFor/4) + time.Duration(r*float64(cfg.OpenFor)/2)), true
+}
+
+// halfOpenWait is how long a half-open breaker defers a task it does not
+// admit as a probe.
+func halfOpenWait(cfg Settings, r float64) time.Duration {
+	return clampWait(cfg.OpenFor/4 + time.Duration(r*float64(cfg.OpenFor)/4))
+}
+
+// Deferral says whether a task that needs the dependency and has just
+// failed should be deferred rather than retried, and for how long: while
+// the breaker is open or half-open, as Admit would defer it. Unlike Admit
+// it never claims a probe or moves the breaker: an open breaker whose time
+// is up defers the task as half-open would.
+func Deferral(s State, cfg Settings, now time.Time, r float64) (time.Duration, bool) {
+	switch s.mode() {
+	case Open:
+		if w, ok := openWait(s, cfg, now, r); ok {
+			return w, true
+		}
+		return halfOpenWait(cfg, r), true
+	case HalfOpen:
+		return halfOpenWait(cfg, r), true
+	}
+	return 0, false
+}
+
 // Admit decides about one task that needs the dependency. r is a random
 // value in [0, 1) (the jitter and the ramp's draw). It returns the decision,
 // the next state, whether that state must be written (a compare-and-set on
@@ -119,16 +158,8 @@ func countFailure(s *State, window time.Duration, now time.Time) {
 func Admit(s State, cfg Settings, now time.Time, r float64) (Decision, State, bool, *Transition) {
 	switch s.mode() {
 	case Open:
-		if s.Held {
-			return Decision{Wait: clampWait(cfg.OpenFor + time.Duration(r*float64(cfg.OpenFor)/2)), Mode: Open}, s, false, nil
-		}
-		if now.Before(s.Until) {
-			// Back when probing may start, spread over half an OpenFor so
-			// that the deferred tasks do not come back together.
-			// At least a quarter of OpenFor (pipeline.Breaker.RequiredRequeues
-			// counts on it).
-			w := max(s.Until.Sub(now), cfg.OpenFor/4) + time.Duration(r*float64(cfg.OpenFor)/2)
-			return Decision{Wait: clampWait(w), Mode: Open}, s, false, nil
+		if w, ok := openWait(s, cfg, now, r); ok {
+			return Decision{Wait: w, Mode: Open}, s, false, nil
 		}
 		t := transition(&s, HalfOpen, CauseProbing, now)
 		s.Probes, s.Passed, s.ProbeSince = 1, 0, now
@@ -143,8 +174,7 @@ func Admit(s State, cfg Settings, now time.Time, r float64) (Decision, State, bo
 			s.Probes, s.Passed, s.ProbeSince = 1, 0, now
 			return Decision{Admit: true, Probe: true, Mode: HalfOpen}, s, true, nil
 		}
-		w := cfg.OpenFor/4 + time.Duration(r*float64(cfg.OpenFor)/4)
-		return Decision{Wait: clampWait(w), Mode: HalfOpen}, s, false, nil
+		return Decision{Wait: halfOpenWait(cfg, r), Mode: HalfOpen}, s, false, nil
 	}
 	if s.RampFrom.IsZero() || cfg.Ramp <= 0 {
 		return Decision{Admit: true, Mode: Closed}, s, false, nil

@@ -251,3 +251,28 @@ func TestFailuresAt(t *testing.T) {
 		t.Errorf("fixed-window state at 10s: %d, want 0", got)
 	}
 }
+
+// TestDeferral checks the deferral of a task that just failed: as Admit
+// would defer it while open or half-open, never a probe, nothing closed.
+func TestDeferral(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name     string
+		s        breaker.State
+		want     bool
+		min, max time.Duration
+	}{
+		{name: "closed", s: breaker.State{}, want: false},
+		{name: "open: until probing may start, spread", s: breaker.State{Mode: breaker.Open, Until: t0.Add(15 * time.Second)}, want: true, min: 15 * time.Second, max: 25 * time.Second},
+		{name: "open, time up: as half-open", s: breaker.State{Mode: breaker.Open, Until: t0.Add(-time.Second)}, want: true, min: 5 * time.Second, max: 10 * time.Second},
+		{name: "half-open", s: breaker.State{Mode: breaker.HalfOpen, Probes: 2, ProbeSince: t0}, want: true, min: 5 * time.Second, max: 10 * time.Second},
+		{name: "held", s: breaker.State{Mode: breaker.Open, Held: true}, want: true, min: 20 * time.Second, max: 30 * time.Second},
+	} {
+		for _, r := range []float64{0, 0.999} {
+			w, ok := breaker.Deferral(tt.s, cfg, t0, r)
+			if ok != tt.want || (ok && (w < tt.min || w > tt.max)) {
+				t.Errorf("%s (r %v): %s %v, want %v within %s..%s", tt.name, r, w, ok, tt.want, tt.min, tt.max)
+			}
+		}
+	}
+}

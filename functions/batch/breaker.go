@@ -100,12 +100,14 @@ func ReportDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger,
 	if !failed {
 		return err
 	}
-	d, aerr := b.Admit(ctx, dep)
+	// Deferral, not Admit: a task that just failed must not take one of a
+	// half-open breaker's probes, which only an admitted task reports back.
+	wait, deferred, aerr := b.Deferral(ctx, dep)
 	switch {
 	case aerr != nil:
 		return err
-	case !d.Admit:
-		return Deferred(dep, d.Wait)
+	case deferred:
+		return Deferred(dep, wait)
 	case receives >= 2:
 		q := b.Settings().OpenFor / 4
 		return Deferred(dep, q+rand.N(q+1))

@@ -115,3 +115,36 @@ func TestReportDependencyRetriedTask(t *testing.T) {
 		t.Errorf("success: %v", err)
 	}
 }
+
+// A task whose call failed after its breaker's open time ran out (a call
+// that outlasted it) is deferred without taking a half-open probe: only an
+// admitted task reports a probe back, so a probe taken here would be lost
+// and the breaker would wait OpenFor before probing again.
+func TestReportDependencyTakesNoProbe(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	now := time.Date(2026, 12, 7, 7, 0, 0, 0, time.UTC)
+	store := breaker.NewMemory()
+	b, err := breaker.New(breaker.Config{Pipeline: "p", Store: store, Settings: breaker.Settings{Threshold: 1, OpenFor: 20 * time.Second, Probes: 1},
+		Logger: quiet, Metrics: io.Discard, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := batch.DependencyOpen(errors.New("search-api down"))
+	if err := batch.ReportDependency(ctx, b, quiet, "search-api", 1, down); !errors.Is(err, batch.ErrDependencyOpen) {
+		t.Fatalf("the failure that opens it: %v", err)
+	}
+	now = now.Add(21 * time.Second) // the open time is up: the next admitted task probes
+	err = batch.ReportDependency(ctx, b, quiet, "search-api", 1, down)
+	if o := (*batch.Outcome)(nil); !errors.As(err, &o) || o.RetryAfter() < time.Second {
+		t.Fatalf("a failure as the open time ran out: %v, want deferred", err)
+	}
+	st, _ := b.Status(ctx, "search-api")
+	if st.Mode != breaker.Open || st.Probes != 0 {
+		t.Fatalf("breaker %s with %d probes taken, want still open with none taken", st.Mode, st.Probes)
+	}
+	if d, err := b.Admit(ctx, "search-api"); err != nil || !d.Admit || !d.Probe {
+		t.Errorf("the next task: %+v, %v; want admitted as the probe", d, err)
+	}
+}
