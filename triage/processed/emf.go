@@ -145,7 +145,7 @@ func (f EMFFile) Processed(ctx context.Context, pipeline string, from, to time.T
 	if err != nil {
 		return 0, readErr(err, "%s", err.Error()) // the path is the caller's own
 	}
-	defer fh.Close()
+	defer func() { _ = fh.Close() }() // only read
 	c, err := ReadEMF(fh, pipeline, from, to)
 	if err != nil {
 		return 0, readErr(err, "reading %s: %s", f.Path, err.Error())
