@@ -48,7 +48,13 @@ type CloudWatch struct {
 	// Logger is optional (default slog.Default()): a failed read's whole
 	// error is logged; the error returned is worded for the report.
 	Logger *slog.Logger
+	// Timeout bounds the read, every page (default DefaultTimeout): the
+	// triage Lambda reads it within the time it keeps for the report.
+	Timeout time.Duration
 }
+
+// DefaultTimeout is CloudWatch.Timeout's default.
+const DefaultTimeout = 10 * time.Second
 
 // String says where the count is read, for the report.
 func (CloudWatch) String() string {
@@ -102,6 +108,12 @@ func (c CloudWatch) Processed(ctx context.Context, pipeline string, from, to tim
 	if c.API == nil {
 		return 0, readErr(nil, "no CloudWatch client")
 	}
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	in := Query(pipeline, from, to)
 	sum := 0.0
 	for page := 0; ; page++ {

@@ -142,3 +142,20 @@ var (
 	_ triage.ProcessedSource = CloudWatch{}
 	_ triage.ProcessedSource = EMFFile{}
 )
+
+// blockingCW answers only when its context ends.
+type blockingCW struct{}
+
+func (blockingCW) GetMetricData(ctx context.Context, _ *cloudwatch.GetMetricDataInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestCloudWatchTimeout: a CloudWatch that does not answer cannot hold the
+// triage past the source's Timeout.
+func TestCloudWatchTimeout(t *testing.T) {
+	t.Parallel()
+	_, err := CloudWatch{API: blockingCW{}, Logger: quiet, Timeout: time.Millisecond}.Processed(t.Context(), "agent-tasks", from, to)
+	require.Error(t, err)
+	assert.Equal(t, "CloudWatch GetMetricData: timed out", err.Error())
+}
