@@ -30,6 +30,21 @@ type Keeper interface {
 	Keep(ctx context.Context, r *report.Report, now time.Time) ([]string, error)
 }
 
+// A ProcessedSource reads how many tasks the worker processed for a
+// pipeline between from and to (the worker's Processed metric, summed): the
+// count with which a report states the period's error budget spent.
+// Package triage/processed has agentdlq's: CloudWatch (GetMetricData) and
+// the EMF lines a local worker wrote. String says where it reads, in words
+// fit for the report (no secret, no ARN).
+//
+// An error is the report's, never the run's: the report then says the
+// budget spent is not known and why (SLOStatus.BudgetUnknown, the error's
+// text: a source words its errors for the report).
+type ProcessedSource interface {
+	Processed(ctx context.Context, pipeline string, from, to time.Time) (int, error)
+	String() string
+}
+
 // Config is one triage run of one pipeline's DLQ.
 type Config struct {
 	// Pipeline is required (defaults applied).
@@ -63,9 +78,13 @@ type Config struct {
 	// Processed is optional: how many tasks the worker processed in the
 	// SLO's period (the last schedule_minutes; its Processed metric), with
 	// which the report states the error budget the period spent
-	// (SLOStatus.SpendBudget). Without it the report states the target and
-	// the period's dead letters only: triage does not read metrics.
+	// (SLOStatus.SpendBudget). It wins over ProcessedFrom.
 	Processed *int
+	// ProcessedFrom is optional: where the processed count of the SLO's
+	// period is read when Processed is not given (triage/processed's
+	// CloudWatch or EMFFile). Without either the report states the target
+	// and the period's dead letters only.
+	ProcessedFrom ProcessedSource
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 	// Logger is optional (default slog.Default()).
@@ -129,9 +148,7 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 	}
 	now := cfg.Now()
 	r := buildWith(tagged, p, now, buildOptions{Retention: time.Duration(stats.RetentionSeconds) * time.Second, FIFO: stats.FIFO})
-	if cfg.Processed != nil {
-		r.SLO.SpendBudget(*cfg.Processed)
-	}
+	spendBudget(ctx, log, r, cfg, now)
 	r.Queue, r.Scan, r.Filter = cfg.DLQURL, stats, filtered
 	if stats.Partial {
 		r.Complete, r.Partial = false, true
@@ -165,6 +182,30 @@ func Run(ctx context.Context, cfg Config) (*report.Report, error) {
 		return r, fmt.Errorf("triage %s: %w", p.Name, errors.Join(errs...))
 	}
 	return r, nil
+}
+
+// spendBudget states the SLO period's error budget spent: with the count
+// given, or read from cfg.ProcessedFrom over the report's period (its
+// failure is said in the report and logged, never the run's).
+func spendBudget(ctx context.Context, log *slog.Logger, r *report.Report, cfg Config, now time.Time) {
+	switch {
+	case r.SLO == nil:
+	case cfg.Processed != nil:
+		r.SLO.SpendBudget(*cfg.Processed)
+	case cfg.ProcessedFrom != nil:
+		r.SLO.ProcessedSource = cfg.ProcessedFrom.String()
+		n, err := cfg.ProcessedFrom.Processed(ctx, r.Pipeline, r.SLO.PeriodStart, now)
+		if err == nil && n < 0 {
+			err = fmt.Errorf("the source gave a negative count (%d)", n)
+		}
+		if err != nil {
+			r.SLO.BudgetUnknown = "the processed count could not be read: " + err.Error()
+			log.WarnContext(ctx, "triage processed count unknown: the report states no budget spent", "pipeline", r.Pipeline,
+				"source", r.SLO.ProcessedSource, "error", err.Error())
+			return
+		}
+		r.SLO.SpendBudget(n)
+	}
 }
 
 // logScan logs what the scan of queue found: up to ten unreadable dead

@@ -1,6 +1,8 @@
 package triage
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -189,4 +191,74 @@ func TestRunStatesTheBudgetSpent(t *testing.T) {
 	assert.Nil(t, r.SLO.BudgetSpentPercent)
 	require.Len(t, r.Tenants, 1)
 	assert.Equal(t, 2, r.Tenants[0].Count, "the body's tenant, for letters the broker moved")
+}
+
+// fakeSource is a ProcessedSource that records what it was asked.
+type fakeSource struct {
+	n        int
+	err      error
+	calls    int
+	pipeline string
+	from, to time.Time
+}
+
+func (s *fakeSource) Processed(_ context.Context, pipeline string, from, to time.Time) (int, error) {
+	s.calls++
+	s.pipeline, s.from, s.to = pipeline, from, to
+	return s.n, s.err
+}
+
+func (*fakeSource) String() string { return "the fake's metric" }
+
+// TestRunReadsTheProcessedCount: without a given count, Run reads it from
+// ProcessedFrom over the report's SLO period; a failed read is the
+// report's (budget unknown, and why), not the run's; a given count wins.
+func TestRunReadsTheProcessedCount(t *testing.T) {
+	t.Parallel()
+	msgs := []dlq.Message{brokerMoved("a", `{"tenant":"acme"}`, t0.Add(-10*time.Minute))}
+	run := func(t *testing.T, cfg Config) *report.Report {
+		t.Helper()
+		clock := newClock()
+		cfg.Pipeline, cfg.DLQURL, cfg.SQS, cfg.Now, cfg.Logger = testPipeline(t, false), "q", newFakeSQS(t, clock, msgs), clock.Now, quiet
+		r, err := Run(t.Context(), cfg)
+		require.NoError(t, err, "a processed count's read never fails the run")
+		require.NotNil(t, r.SLO)
+		return r
+	}
+	t.Run("read over the period", func(t *testing.T) {
+		t.Parallel()
+		src := &fakeSource{n: 999}
+		r := run(t, Config{ProcessedFrom: src})
+		assert.Equal(t, 1, src.calls)
+		assert.Equal(t, "agent-tasks", src.pipeline)
+		assert.Equal(t, r.SLO.PeriodStart, src.from)
+		assert.Equal(t, time.Hour, src.to.Sub(src.from), "the last schedule_minutes")
+		require.NotNil(t, r.SLO.BudgetSpentPercent)
+		assert.InDelta(t, 100.0, *r.SLO.BudgetSpentPercent, 1e-9)
+		assert.Equal(t, "the fake's metric", r.SLO.ProcessedSource)
+		assert.Empty(t, r.SLO.BudgetUnknown)
+	})
+	t.Run("a failed read: unknown, and why", func(t *testing.T) {
+		t.Parallel()
+		r := run(t, Config{ProcessedFrom: &fakeSource{err: errors.New("CloudWatch GetMetricData: AccessDenied")}})
+		assert.Nil(t, r.SLO.BudgetSpentPercent)
+		assert.Nil(t, r.SLO.Processed)
+		assert.Equal(t, "the processed count could not be read: CloudWatch GetMetricData: AccessDenied", r.SLO.BudgetUnknown)
+		assert.False(t, r.Partial, "the DLQ's counts are whole: only the budget is unknown")
+	})
+	t.Run("a negative count: unknown", func(t *testing.T) {
+		t.Parallel()
+		r := run(t, Config{ProcessedFrom: &fakeSource{n: -3}})
+		assert.Nil(t, r.SLO.BudgetSpentPercent)
+		assert.Contains(t, r.SLO.BudgetUnknown, "negative")
+	})
+	t.Run("a given count wins", func(t *testing.T) {
+		t.Parallel()
+		src, given := &fakeSource{n: 5}, 9999
+		r := run(t, Config{ProcessedFrom: src, Processed: &given})
+		assert.Zero(t, src.calls, "not read")
+		require.NotNil(t, r.SLO.Processed)
+		assert.Equal(t, 9999, *r.SLO.Processed)
+		assert.Empty(t, r.SLO.ProcessedSource)
+	})
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/eval"
+	"github.com/agentdlq/agentdlq/triage/processed"
 	"github.com/agentdlq/agentdlq/triage/render"
 	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
@@ -290,6 +291,9 @@ func (d *demoRun) triage() error {
 	report, err := triage.Run(d.ctx, triage.Config{
 		Pipeline: d.p, DLQURL: lp.Queues.DLQURL, SQS: lp.SQS, Ledger: lp.Ledger, Senders: lp.Queues.Senders,
 		Export: eval.To(store.Folder{Root: evalDir}), Keep: render.KeepIn(store.Folder{Root: d.f.out}), Logger: d.log,
+		// The worker's EMF lines in worker.log: the report states the SLO
+		// period's budget spent, as the triage Lambda does from CloudWatch.
+		ProcessedFrom: processed.EMFFile{Path: d.logPath, Logger: d.log},
 	})
 	if err != nil && report == nil {
 		return err

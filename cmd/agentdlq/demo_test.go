@@ -49,6 +49,20 @@ func TestDemoAccountsForEveryMessage(t *testing.T) {
 	assert.Contains(t, out.String(), "agentdlq local dependency up search-api")
 	assert.Contains(t, out.String(), "canary: 1 moved, 1 processed, 0 dead-lettered again")
 	assert.Contains(t, out.String(), "redriven 3 dead letters of dependency_open")
+	// The triage's report states the SLO period's budget spent, from the
+	// worker's EMF lines in worker.log (locally there is no CloudWatch).
+	slo := regexp.MustCompile(`SLO 99.9 % of tasks not dead-lettered: (\d+) dead letters in the last 1h0m of (\d+) tasks \([0-9.]+ % bad\): [0-9.e+]+ % of the period's error budget spent \(processed: the EMF lines of (.*) \(a local worker's Processed\)\)`).FindStringSubmatch(out.String())
+	require.NotNil(t, slo, out.String())
+	sharing := regexp.MustCompile(`processed \d+ \((\d+) sharing an idempotency key\)`).FindStringSubmatch(out.String())
+	require.NotNil(t, sharing)
+	dup, _ := strconv.Atoi(sharing[1])
+	dead, _ := strconv.Atoi(slo[1])
+	tasks, _ := strconv.Atoi(slo[2])
+	assert.Equal(t, n(3)+3, dead, "at the triage: the dead letters the demo ends with, and the 3 it redrives later")
+	// workload.Demo sends one duplicate of a valid task: of the messages
+	// sharing its key one is Processed, the others DuplicatesSkipped.
+	assert.Equal(t, dead+n(2)-3-(dup-1), tasks, "and the tasks Processed before the redrive")
+	assert.Equal(t, filepath.Join(dir, "worker.log"), slo[3])
 	entries, err := os.ReadDir(filepath.Join(f.out, "evals", "agent-tasks"))
 	require.NoError(t, err)
 	assert.NotEmpty(t, entries)

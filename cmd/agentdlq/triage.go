@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -21,27 +24,29 @@ import (
 	"github.com/agentdlq/agentdlq/local/topology"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/eval"
+	"github.com/agentdlq/agentdlq/triage/processed"
 	"github.com/agentdlq/agentdlq/triage/render"
 	"github.com/agentdlq/agentdlq/triage/report"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
 type triageFlags struct {
-	processed   int
-	pipeline    string
-	out         *output
-	keys        bool
-	null        bool // --null (--keys0): the keys NUL-terminated
-	keys0       bool
-	exportEvals string
-	reports     string
-	ledgerTable string
-	visibility  time.Duration
-	receivers   int
-	maxMessages int
-	maxSeconds  int
-	noProgress  bool
-	filter      filterFlags
+	processed     int
+	processedFrom string
+	pipeline      string
+	out           *output
+	keys          bool
+	null          bool // --null (--keys0): the keys NUL-terminated
+	keys0         bool
+	exportEvals   string
+	reports       string
+	ledgerTable   string
+	visibility    time.Duration
+	receivers     int
+	maxMessages   int
+	maxSeconds    int
+	noProgress    bool
+	filter        filterFlags
 }
 
 func newTriageCmd(g *globalFlags) *cobra.Command {
@@ -71,6 +76,15 @@ The report prints as text (-o table, the default), JSON (-o json or --json,
 report_version 1) or Markdown (-o markdown or --markdown). On a terminal a
 progress bar shows the scan against the DLQ's approximate depth; logs go to
 stderr, progress (info) only with --verbose.
+
+The report states the pipeline's dead-letter SLO: its target, the dead
+letters of the last triage.schedule_minutes and the error budget they
+spent, with the period's processed count: --processed N when given; else
+the sum of the pipeline's Processed in --processed-from FILE, a local
+worker's EMF lines; else, against AWS (no local SQS endpoint), the sum of
+the worker's Processed metric read from CloudWatch (GetMetricData). A read
+that fails leaves the budget unknown, and the report says why; it fails
+nothing.
 
 Exit codes: 0 done; 1 failed: a partial scan (letters in flight, hidden,
 beyond a bound, a failed receive) or an export failure; 2 bad input
@@ -123,7 +137,8 @@ the kept reports and their chart are of the whole DLQ.`,
 	fl.IntVar(&f.maxMessages, "max-messages", 0, "bound on messages read (default: the pipeline's triage.max_messages)")
 	fl.IntVar(&f.maxSeconds, "max-seconds", 0, "bound on the scan's duration (default: the pipeline's triage.max_seconds)")
 	fl.BoolVar(&f.noProgress, "no-progress", false, "no progress bar")
-	fl.IntVar(&f.processed, "processed", -1, "tasks the worker processed in the SLO period (the last triage.schedule_minutes; the AgentDLQ Processed metric's sum): the report then states the error budget spent")
+	fl.IntVar(&f.processed, "processed", -1, "tasks the worker processed in the SLO period (the last triage.schedule_minutes; the AgentDLQ Processed metric's sum): the report then states the error budget spent; wins over --processed-from and CloudWatch")
+	fl.StringVar(&f.processedFrom, "processed-from", "", "a file of a local worker's EMF lines (agentdlq work's stderr, agentdlq demo's out/worker.log): the processed count is the sum of the pipeline's Processed in the SLO period (default against AWS: the worker's Processed metric in CloudWatch; on local endpoints: none)")
 	f.filter.add(fl)
 	f.out = addOutput(cmd, formatTable, formatJSON, formatMarkdown)
 	return cmd
@@ -185,6 +200,8 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	}}
 	if f.processed >= 0 {
 		rc.Processed = &f.processed
+	} else {
+		rc.ProcessedFrom = f.processedSource(cfg, os.Getenv, log)
 	}
 	if dest != nil {
 		rc.Export = eval.To(dest)
@@ -229,6 +246,21 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	return runErr // a partial scan or an export failure: the report (marked partial) is printed above
 }
 
+// processedSource is where the report reads the SLO period's processed
+// count when --processed is not given: --processed-from's file; else
+// CloudWatch, when the DLQ is AWS's (no local SQS endpoint) or a CloudWatch
+// endpoint is set; else none (the local emulators have no CloudWatch: the
+// report says the budget spent is not known, and how to give it).
+func (f *triageFlags) processedSource(cfg aws.Config, getenv func(string) string, log *slog.Logger) triage.ProcessedSource {
+	switch {
+	case f.processedFrom != "":
+		return processed.EMFFile{Path: f.processedFrom, Logger: log}
+	case getenv("AWS_ENDPOINT_URL_CLOUDWATCH") != "" || (getenv("AWS_ENDPOINT_URL_SQS") == "" && getenv("AWS_ENDPOINT_URL") == ""):
+		return processed.CloudWatch{API: cloudwatch.NewFromConfig(cfg), Logger: log}
+	}
+	return nil
+}
+
 // check checks the flags that stand on their own.
 func (f *triageFlags) check(cmd *cobra.Command) error {
 	if f.pipeline == "" {
@@ -245,6 +277,11 @@ func (f *triageFlags) check(cmd *cobra.Command) error {
 	}
 	if cmd.Flags().Changed("processed") && f.processed < 0 {
 		return withExit(2, errors.New("--processed must not be negative"))
+	}
+	if f.processedFrom != "" {
+		if st, err := os.Stat(f.processedFrom); err != nil || st.IsDir() {
+			return withExit(2, fmt.Errorf("--processed-from %s: not a file of EMF lines (agentdlq work's stderr, agentdlq demo's worker.log)", f.processedFrom))
+		}
 	}
 	if f.maxMessages < 0 || f.maxSeconds < 0 || f.receivers < 0 || f.receivers > 32 {
 		return withExit(2, errors.New("--max-messages and --max-seconds must not be negative, --receivers is 0..32"))

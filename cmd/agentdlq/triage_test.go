@@ -4,9 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -20,6 +24,54 @@ import (
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
+// emfProcessed is a worker's main EMF document (functions/batch's form).
+func emfProcessed(pipelineName string, at time.Time, processed int) string {
+	return fmt.Sprintf(`{"_aws":{"Timestamp":%d,"CloudWatchMetrics":[{"Namespace":"AgentDLQ","Dimensions":[["Pipeline"]],"Metrics":[{"Name":"Processed","Unit":"Count"}]}]},"Pipeline":%q,"Processed":%d}`,
+		at.UnixMilli(), pipelineName, processed)
+}
+
+// TestTriageProcessedSource: --processed-from's file; else CloudWatch
+// against AWS (or a CloudWatch endpoint set); else, on local endpoints,
+// none. (--processed, when given, is used before any source: run.)
+func TestTriageProcessedSource(t *testing.T) {
+	t.Parallel()
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	local := []string{"AWS_ENDPOINT_URL_SQS", "http://127.0.0.1:9324", "AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8000"}
+	tests := []struct {
+		name, from string
+		env        []string
+		want       string // the source's type, "" for none
+	}{
+		{"AWS", "", nil, "processed.CloudWatch"},
+		{"AWS, a file given", "w.log", nil, "processed.EMFFile"},
+		{"local endpoints", "", local, ""},
+		{"local endpoints, a file given", "w.log", local, "processed.EMFFile"},
+		{"one endpoint for all", "", []string{"AWS_ENDPOINT_URL", "http://127.0.0.1:4566"}, ""},
+		{"a CloudWatch endpoint set", "", append(slices.Clone(local), "AWS_ENDPOINT_URL_CLOUDWATCH", "http://127.0.0.1:4566"), "processed.CloudWatch"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			f := &triageFlags{processed: -1, processedFrom: tt.from}
+			src := f.processedSource(aws.Config{}, env(tt.env...), slog.New(slog.DiscardHandler))
+			if tt.want == "" {
+				assert.Nil(t, src)
+				return
+			}
+			assert.Equal(t, tt.want, fmt.Sprintf("%T", src))
+		})
+	}
+}
+
 func TestTriageCLIBadInput(t *testing.T) {
 	for name, args := range map[string][]string{
 		"no pipeline":              {"triage"},
@@ -31,6 +83,8 @@ func TestTriageCLIBadInput(t *testing.T) {
 		"visibility out of range":  {"triage", "--pipeline", "agent-tasks", "--visibility", "500ms"},
 		"flag that does not parse": {"triage", "--pipeline", "agent-tasks", "--receivers", "many"},
 		"negative processed count": {"triage", "--pipeline", "agent-tasks", "--processed", "-2"},
+		"processed-from missing":   {"triage", "--pipeline", "agent-tasks", "--processed-from", "/nonexistent/worker.log"},
+		"processed-from a folder":  {"triage", "--pipeline", "agent-tasks", "--processed-from", os.TempDir()},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, code := runCLI(t, args...)
@@ -90,6 +144,38 @@ func TestTriageCLIEmulator(t *testing.T) {
 	require.NotNil(t, withCount.SLO.BudgetSpentPercent)
 	dl := float64(withCount.SLO.DeadLettered)
 	assert.InDelta(t, 100*(100*dl/(996+dl))/0.1, *withCount.SLO.BudgetSpentPercent, 0.1)
+
+	// Locally there is no CloudWatch: the EMF lines a local worker wrote
+	// (agentdlq work's stderr), the pipeline's Processed of the period
+	// summed; another pipeline's, an old one and a malformed line skipped.
+	now := time.Now()
+	emf := filepath.Join(t.TempDir(), "worker.log")
+	require.NoError(t, os.WriteFile(emf, []byte(strings.Join([]string{
+		emfProcessed("agent-tasks", now.Add(-5*time.Minute), 990),
+		`{"time":"x","level":"INFO","msg":"batch done"}`,
+		emfProcessed("agent-tasks", now.Add(-time.Minute), 6),
+		emfProcessed("agent-steps", now.Add(-time.Minute), 5000),
+		emfProcessed("agent-tasks", now.Add(-3*time.Hour), 7000),
+		"not json",
+	}, "\n")+"\n"), 0o600))
+	stdout, stderr, code := runArgs(t, "triage", "--pipeline", "agent-tasks", "--json", "--processed-from", emf, "--reports", "", "--no-progress")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stderr, "EMF lines skipped", "the malformed line is said, not fatal")
+	var fromEMF report.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &fromEMF))
+	require.NotNil(t, fromEMF.SLO.Processed)
+	assert.Equal(t, 996, *fromEMF.SLO.Processed)
+	require.NotNil(t, fromEMF.SLO.BudgetSpentPercent)
+	assert.InDelta(t, *withCount.SLO.BudgetSpentPercent, *fromEMF.SLO.BudgetSpentPercent, 1e-9, "the same count, the same budget")
+	assert.Contains(t, fromEMF.SLO.ProcessedSource, emf)
+	// --processed wins over --processed-from.
+	stdout, stderr, code = runArgs(t, "triage", "--pipeline", "agent-tasks", "--json", "--processed", "5", "--processed-from", emf, "--reports", "", "--no-progress")
+	require.Equal(t, 0, code, stderr)
+	var both report.Report
+	require.NoError(t, json.Unmarshal([]byte(stdout), &both))
+	require.NotNil(t, both.SLO.Processed)
+	assert.Equal(t, 5, *both.SLO.Processed)
+	assert.Empty(t, both.SLO.ProcessedSource)
 
 	// A destination that refuses the write: the report is printed, marked partial; exit 1.
 	file := filepath.Join(t.TempDir(), "a-file")

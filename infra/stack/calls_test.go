@@ -24,6 +24,7 @@ import (
 	"github.com/agentdlq/agentdlq/redrive"
 	"github.com/agentdlq/agentdlq/redrive/audit"
 	"github.com/agentdlq/agentdlq/triage"
+	"github.com/agentdlq/agentdlq/triage/processed"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -231,11 +232,12 @@ func deriveCalls(t *testing.T) codeCalls {
 	c.worker = append(sdkActions(t, iface[batch.SQSAPI](), iface[batch.S3API]()), workerLedger...)
 	c.worker = append(c.worker, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 
-	// The triage Lambda: the scan, the alarm summary, the eval bucket and
-	// the ledger read (triage.KeyReader). The summary's SNS Publish is
+	// The triage Lambda: the scan, the alarm summary, the eval bucket, the
+	// ledger read (triage.KeyReader) and the worker's Processed metric
+	// (processed.CloudWatch, main.go's triage.ProcessedSource). The summary's SNS Publish is
 	// triage/lambda's PublishAPI, in package main, which no test imports.
 	triageLedger, _ := ledgerActions(t, methodNames(iface[triage.KeyReader]())...)
-	c.triage = append(sdkActions(t, iface[triage.ScanAPI](), iface[store.S3API]()), triageLedger...)
+	c.triage = append(sdkActions(t, iface[triage.ScanAPI](), iface[store.S3API](), iface[processed.GetMetricDataAPI]()), triageLedger...)
 	c.triage = append(c.triage, "sns:Publish")
 
 	// The redrive role: what `agentdlq redrive` (and pause) calls in AWS:
@@ -320,7 +322,7 @@ func TestDerivedCalls(t *testing.T) {
 	calls := deriveCalls(t)
 	assert.Equal(t, []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "s3:PutObject", "sqs:ChangeMessageVisibility", "sqs:DeleteMessage",
 		"sqs:GetQueueAttributes", "sqs:ReceiveMessage", "sqs:SendMessage"}, uniq(calls.worker))
-	assert.Equal(t, []string{"dynamodb:GetItem", "s3:GetObject", "s3:ListBucket", "s3:PutObject", "sns:Publish",
+	assert.Equal(t, []string{"cloudwatch:GetMetricData", "dynamodb:GetItem", "s3:GetObject", "s3:ListBucket", "s3:PutObject", "sns:Publish",
 		"sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"}, uniq(calls.triage))
 	assert.NotContains(t, calls.worker, "dynamodb:PutItem")
 	assert.NotContains(t, calls.worker, "dynamodb:DeleteItem")

@@ -159,6 +159,20 @@ func TestIAMBoundaries(t *testing.T) {
 			assert.Equal(t, []string{"dynamodb:GetItem"}, filter(keys(tr), "dynamodb:"), "the triage reads ledger entries one by one")
 			assert.Contains(t, tr, "sns:Publish")
 			assert.NotContains(t, tr, "cloudwatch:PutMetricData", "metrics go through EMF in the logs")
+			// Its one read of CloudWatch (issue 32): the worker's Processed
+			// metric, for the report's SLO budget spent. GetMetricData has no
+			// resource-level permission: "*", in a statement of its own, held
+			// to the stack's region; no other CloudWatch action (no alarm
+			// changed, deleted or silenced).
+			assert.Equal(t, []string{"cloudwatch:GetMetricData"}, filter(keys(tr), "cloudwatch:"), "the triage reads metrics, nothing more")
+			assert.Equal(t, []string{"*"}, tr["cloudwatch:GetMetricData"])
+			for _, g := range grants[triage] {
+				if slices.Contains(g.actions, "cloudwatch:GetMetricData") {
+					assert.Equal(t, []string{"cloudwatch:GetMetricData"}, g.actions, "a statement of its own, so that its * covers nothing else")
+					eq, _ := g.condition["StringEquals"].(map[string]any)
+					assert.Equal(t, "${Ref:AWS::Region}", flat(eq["aws:RequestedRegion"]), "held to the stack's region")
+				}
+			}
 			// Its bucket reads and writes are its reports and eval exports
 			// only (issue 28): never the redrive's repairs/ (the unredacted
 			// originals) or audit/, never the worker's evidence/ (claim

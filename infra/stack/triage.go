@@ -287,6 +287,17 @@ func (t *Triage) newPolicy(props *TriageProps, in triageInputs) {
 			Actions:   jsii.Strings("dynamodb:GetItem"),
 			Resources: jsii.Strings(*props.Ledger.TableArn()),
 		}),
+		// The worker's Processed metric over the SLO period, so that each
+		// report states the error budget spent. GetMetricData supports no
+		// resource-level permission and no condition key of its own: "*",
+		// held to the stack's region (aws:RequestedRegion). It reads
+		// metrics only; it cannot write, alarm or delete.
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String("ReadTheProcessedMetric"),
+			Actions:    jsii.Strings("cloudwatch:GetMetricData"),
+			Resources:  jsii.Strings("*"),
+			Conditions: &map[string]any{"StringEquals": map[string]any{"aws:RequestedRegion": *awscdk.Stack_Of(t.Construct).Region()}},
+		}),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("WriteItsLogs"),
 			Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
@@ -311,6 +322,9 @@ func (t *Triage) newPolicy(props *TriageProps, in triageInputs) {
 	suppress(t.Policy, "AwsSolutions-IAM5",
 		"reports and eval exports are objects named at run time (time, report hash, export id) under each pipeline's <pipeline>/reports/ and <pipeline>/<yyyy-mm-dd>/ prefixes; <pipeline>/audit/*, evidence/* and repairs/* are denied",
 		`/^Resource::<.*\.Arn>\/[a-z0-9-]+\/(reports|\?\?\?\?-\?\?-\?\?|audit|evidence|repairs)\/\*$/`)
+	suppress(t.Policy, "AwsSolutions-IAM5",
+		"cloudwatch:GetMetricData supports no resource-level permission (nor a condition key of its own): the triage reads the worker's AgentDLQ Processed metric with it, to state each report's SLO budget spent; the statement allows that one read-only action, in the stack's region only (aws:RequestedRegion)",
+		"Resource::*")
 
 }
 

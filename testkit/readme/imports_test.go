@@ -72,6 +72,8 @@ func TestNeverImports(t *testing.T) {
 				t.Errorf("%s (the decision core) depends on %s: it must import no AWS SDK", r, d)
 			case (r == "triage" || r == "redrive") && d == "html/template":
 				t.Errorf("%s depends on html/template: rendering is triage/render's and the console's", r)
+			case r == "triage" && d == "github.com/aws/aws-sdk-go-v2/service/cloudwatch":
+				t.Errorf("%s depends on %s: the processed count is triage/processed's, wired by a face", r, d)
 			case !under(p.ImportPath, "cmd", "console", "local", "bench", "testkit", "infra", "scripts", "events/gen", "functions/sampleworker/bench") &&
 				strings.HasPrefix(d, module) && under(d, "cmd", "console", "local", "bench", "testkit"):
 				t.Errorf("library %s depends on %s (a face or a harness)", r, rel(d))

@@ -83,6 +83,11 @@ type Handler struct {
 	SNS PublishAPI
 	// Ledger is optional.
 	Ledger triage.KeyReader
+	// Processed is optional: where each report reads the worker's processed
+	// count of the SLO period, to state the error budget spent
+	// (triage.Config.ProcessedFrom; main.go's is CloudWatch). A failed
+	// read fails no triage: the report says the budget is not known, and why.
+	Processed triage.ProcessedSource
 	// Scan is optional (see triage.Config.Scan).
 	Scan triage.ScanOptions
 	// Metrics receives the EMF documents (default os.Stdout).
@@ -167,8 +172,11 @@ type PipelineResult struct {
 	Partial   bool   `json:"partial"`
 	Exported  int    `json:"exported"`
 	ReportKey string `json:"report_key,omitempty"`
-	Published bool   `json:"published"`
-	Error     string `json:"error,omitempty"`
+	// BudgetSpentPercent is the report's: the share of the SLO period's
+	// error budget its dead letters spent, when the processed count was read.
+	BudgetSpentPercent *float64 `json:"budget_spent_percent,omitempty"`
+	Published          bool     `json:"published"`
+	Error              string   `json:"error,omitempty"`
 }
 
 // Handle triages on a schedule (every target) or on a DLQ alarm (the
@@ -231,7 +239,8 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 	for i := range targets {
 		t := &targets[i]
 		pr := PipelineResult{Pipeline: t.Pipeline.Name}
-		cfg := triage.Config{Pipeline: &t.Pipeline, DLQURL: t.DLQURL, SQS: h.SQS, Senders: t.Senders, Ledger: h.Ledger, Scan: h.Scan, Now: now, Logger: log}
+		cfg := triage.Config{Pipeline: &t.Pipeline, DLQURL: t.DLQURL, SQS: h.SQS, Senders: t.Senders, Ledger: h.Ledger, Scan: h.Scan, Now: now, Logger: log,
+			ProcessedFrom: h.Processed}
 		if h.Dest != nil {
 			cfg.Export, cfg.Keep = eval.To(h.Dest), render.KeepIn(h.Dest)
 		}
@@ -248,6 +257,9 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 			}
 			if len(r.Written) > 0 {
 				pr.ReportKey = r.Written[0]
+			}
+			if r.SLO != nil {
+				pr.BudgetSpentPercent = r.SLO.BudgetSpentPercent
 			}
 			if err := writeEMF(metrics, r, now()); err != nil {
 				errs = append(errs, err)
@@ -408,6 +420,9 @@ func summary(r *report.Report, alarmName string, links alarmLinks, next []string
 		fmt.Fprintf(&b, "  %-26s %6d  next: %-15s redrivable: %s\n", rt.Reason, rt.Count, rt.NextAction, rt.Redrivable)
 	}
 	fmt.Fprintf(&b, "\n%s\n", render.ExpiryLine(r))
+	if l := render.SLOLine(r); l != "" {
+		fmt.Fprintf(&b, "%s\n", textutil.Escape(l))
+	}
 	for _, a := range r.Attention {
 		fmt.Fprintf(&b, "! %s\n", textutil.Escape(a)) // may quote a message: shown, never a control
 	}

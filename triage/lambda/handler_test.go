@@ -5,12 +5,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
+	cwtypes "github.com/aws/aws-sdk-go-v2/service/cloudwatch/types"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
+	"github.com/aws/smithy-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,6 +22,7 @@ import (
 	"github.com/agentdlq/agentdlq/testkit/sqsfake"
 	"github.com/agentdlq/agentdlq/triage"
 	"github.com/agentdlq/agentdlq/triage/dlq"
+	"github.com/agentdlq/agentdlq/triage/processed"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -325,4 +330,73 @@ func TestS3ConsoleURL(t *testing.T) {
 	assert.Equal(t, "https://eu-west-1.console.aws.amazon.com/s3/object/evals-bucket?bucketType=general&prefix=agent-tasks%2Freports%2F20261129T120000Z-0a1b2c3d.html&region=eu-west-1",
 		s3ConsoleURL("eu-west-1", "evals-bucket", "agent-tasks/reports/20261129T120000Z-0a1b2c3d.html"))
 	assert.True(t, strings.HasPrefix(s3ConsoleURL("", "b", "k"), "https://console.aws.amazon.com/s3/object/b?"))
+}
+
+// fakeCloudWatch answers GetMetricData with the sum of a pipeline's
+// Processed in two pages, recording the queries.
+type fakeCloudWatch struct {
+	byPipeline map[string][]float64
+	err        error
+	queries    []*cloudwatch.GetMetricDataInput
+}
+
+func (f *fakeCloudWatch) GetMetricData(_ context.Context, in *cloudwatch.GetMetricDataInput, _ ...func(*cloudwatch.Options)) (*cloudwatch.GetMetricDataOutput, error) {
+	f.queries = append(f.queries, in)
+	if f.err != nil {
+		return nil, f.err
+	}
+	values := f.byPipeline[*in.MetricDataQueries[0].MetricStat.Metric.Dimensions[0].Value]
+	out := &cloudwatch.GetMetricDataOutput{}
+	if in.NextToken == nil && len(values) > 1 {
+		values, out.NextToken = values[:1], aws.String("page-2")
+	} else if in.NextToken != nil {
+		values = values[1:]
+	}
+	out.MetricDataResults = []cwtypes.MetricDataResult{{Id: aws.String("processed"), Values: values, StatusCode: cwtypes.StatusCodeComplete}}
+	return out, nil
+}
+
+// TestHandleStatesTheBudgetSpent: the scheduled triage reads each
+// pipeline's Processed from CloudWatch over its SLO period, and its report
+// (the kept JSON, and the result) states the budget spent; a failed read
+// fails no triage and the report says why the budget is not known.
+func TestHandleStatesTheBudgetSpent(t *testing.T) {
+	t.Parallel()
+	h, _, _, _ := newHandler(t)
+	cw := &fakeCloudWatch{byPipeline: map[string][]float64{"agent-tasks": {600, 400}, "agent-steps": {30}}}
+	h.Processed = processed.CloudWatch{API: cw, Logger: quiet}
+	res, err := h.Handle(t.Context(), json.RawMessage(`{"trigger":"schedule","pipeline":"agent-tasks"}`))
+	require.NoError(t, err)
+	require.Len(t, res.Pipelines, 1)
+	require.Len(t, cw.queries, 2, "two pages")
+	q := cw.queries[0]
+	assert.Equal(t, time.Hour, q.EndTime.Sub(*q.StartTime), "the SLO period: the last schedule_minutes")
+
+	data, err := h.Dest.Get(t.Context(), res.Pipelines[0].ReportKey)
+	require.NoError(t, err)
+	var kept struct {
+		SLO map[string]any `json:"slo"`
+	}
+	require.NoError(t, json.Unmarshal(data, &kept))
+	require.NotNil(t, kept.SLO)
+	assert.InDelta(t, 1000.0, kept.SLO["processed"], 0)
+	dead := kept.SLO["dead_lettered"].(float64)
+	want := math.Round(10*100*(100*dead/(1000+dead))/(100-99.9)) / 10
+	require.Contains(t, kept.SLO, "budget_spent_percent")
+	assert.InDelta(t, want, kept.SLO["budget_spent_percent"], 1e-9)
+	require.NotNil(t, res.Pipelines[0].BudgetSpentPercent)
+	assert.InDelta(t, want, *res.Pipelines[0].BudgetSpentPercent, 1e-9)
+
+	// CloudWatch refuses: the triage is whole, its budget unknown, and why.
+	h2, _, _, _ := newHandler(t)
+	h2.Processed = processed.CloudWatch{API: &fakeCloudWatch{err: &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "arn:aws:iam::1:role/x"}}, Logger: quiet}
+	res, err = h2.Handle(t.Context(), json.RawMessage(`{"trigger":"schedule","pipeline":"agent-tasks"}`))
+	require.NoError(t, err, "a failed read of the processed count fails no triage")
+	assert.Nil(t, res.Pipelines[0].BudgetSpentPercent)
+	data, err = h2.Dest.Get(t.Context(), res.Pipelines[0].ReportKey)
+	require.NoError(t, err)
+	kept.SLO = nil
+	require.NoError(t, json.Unmarshal(data, &kept))
+	assert.NotContains(t, kept.SLO, "budget_spent_percent")
+	assert.Equal(t, "the processed count could not be read: CloudWatch GetMetricData: AccessDeniedException (the caller needs cloudwatch:GetMetricData)", kept.SLO["budget_unknown"])
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/cloudwatch"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sns"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/agentdlq/agentdlq/internal/awscfg"
 	"github.com/agentdlq/agentdlq/ledger"
+	"github.com/agentdlq/agentdlq/triage/processed"
 	"github.com/agentdlq/agentdlq/triage/store"
 )
 
@@ -40,7 +42,10 @@ func setup(log *slog.Logger) (*Handler, error) {
 		return nil, err
 	}
 	h := &Handler{Targets: targets, SQS: sqs.NewFromConfig(cfg), SNS: sns.NewFromConfig(cfg), Metrics: os.Stdout, Region: cfg.Region, Logger: log,
-		Next: nextCommands}
+		Next: nextCommands,
+		// Every report states the SLO period's budget spent from the
+		// worker's Processed metric (the role may cloudwatch:GetMetricData).
+		Processed: processed.CloudWatch{API: cloudwatch.NewFromConfig(cfg), Logger: log}}
 	if bucket := os.Getenv("AGENTDLQ_EVAL_BUCKET"); bucket != "" {
 		h.Dest = &store.S3{API: s3.NewFromConfig(cfg), Bucket: bucket}
 	}

@@ -72,8 +72,9 @@ func markdownTenants(b *strings.Builder, r *report.Report) {
 }
 
 // SLOLine is the report's dead-letter SLO in one line: the target, the
-// period's dead letters and, when the processed count was given, the error
-// budget spent; "" when the report has no SLO section.
+// period's dead letters and, when the processed count was given or read,
+// the error budget spent (and, when read, where from); when a read failed,
+// why the budget is not known; "" when the report has no SLO section.
 func SLOLine(r *report.Report) string {
 	s := r.SLO
 	if s == nil {
@@ -82,7 +83,14 @@ func SLOLine(r *report.Report) string {
 	line := fmt.Sprintf("SLO %g %% of tasks not dead-lettered: %s in the last %s", s.TargetPercent,
 		plural(s.DeadLettered, "dead letter"), age(s.PeriodSeconds))
 	if s.BudgetSpentPercent == nil {
+		if s.BudgetUnknown != "" {
+			return line + " (error budget spent: not known; " + s.BudgetUnknown + ")"
+		}
 		return line + " (error budget spent: not known to triage; give the period's processed count, agentdlq triage --processed N)"
 	}
-	return line + fmt.Sprintf(" of %d tasks (%g %% bad): %g %% of the period's error budget spent", *s.Processed+s.DeadLettered, *s.BadPercent, *s.BudgetSpentPercent)
+	line += fmt.Sprintf(" of %d tasks (%g %% bad): %g %% of the period's error budget spent", *s.Processed+s.DeadLettered, *s.BadPercent, *s.BudgetSpentPercent)
+	if s.ProcessedSource != "" {
+		line += " (processed: " + s.ProcessedSource + ")"
+	}
+	return line
 }

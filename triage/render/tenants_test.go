@@ -15,6 +15,8 @@ func TestSLOLine(t *testing.T) {
 	t.Parallel()
 	known := &report.SLOStatus{TargetPercent: 99.9, PeriodSeconds: 3600, DeadLettered: 4}
 	known.SpendBudget(3996)
+	read := &report.SLOStatus{TargetPercent: 99.9, PeriodSeconds: 3600, DeadLettered: 4, ProcessedSource: "CloudWatch AgentDLQ Processed"}
+	read.SpendBudget(39996)
 	tests := []struct {
 		name string
 		slo  *report.SLOStatus
@@ -25,6 +27,10 @@ func TestSLOLine(t *testing.T) {
 			"SLO 99.9 % of tasks not dead-lettered: 4 dead letters in the last 1h0m (error budget spent: not known to triage; give the period's processed count, agentdlq triage --processed N)"},
 		{"processed given", known,
 			"SLO 99.9 % of tasks not dead-lettered: 4 dead letters in the last 1h0m of 4000 tasks (0.1 % bad): 100 % of the period's error budget spent"},
+		{"processed read", read,
+			"SLO 99.9 % of tasks not dead-lettered: 4 dead letters in the last 1h0m of 40000 tasks (0.01 % bad): 10 % of the period's error budget spent (processed: CloudWatch AgentDLQ Processed)"},
+		{"read failed", &report.SLOStatus{TargetPercent: 99.9, PeriodSeconds: 3600, DeadLettered: 4, BudgetUnknown: "the processed count could not be read: AccessDenied"},
+			"SLO 99.9 % of tasks not dead-lettered: 4 dead letters in the last 1h0m (error budget spent: not known; the processed count could not be read: AccessDenied)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -56,10 +56,12 @@ type TenantReason struct {
 // the caller knows how many tasks the worker processed in the period
 // (SpendBudget), the share of the period's error budget they spent.
 //
-// Triage reads the DLQ, not the worker's metrics: the Processed count
-// comes from the caller (`agentdlq triage --processed N`, from the
-// worker's Processed metric). Without it the report states the target and
-// the period's dead letters only. The period's dead letters are the
+// Triage reads the DLQ; the Processed count comes from the caller, given
+// as a number or read from a source of the worker's Processed metric
+// (triage.Config.ProcessedFrom: CloudWatch, or a local worker's EMF
+// lines). Without it, or when the read failed (BudgetUnknown says why),
+// the report states the target and the period's dead letters only. The
+// period's dead letters are the
 // letters still in the DLQ whose dead-letter time falls in the period: a
 // lower bound once some were redriven or rejected.
 type SLOStatus struct {
@@ -75,6 +77,12 @@ type SLOStatus struct {
 	// above 100 the period alone breaks the objective. Both need Processed.
 	BadPercent         *float64 `json:"bad_percent,omitempty"`
 	BudgetSpentPercent *float64 `json:"budget_spent_percent,omitempty"`
+	// ProcessedSource says where Processed was read from (the source's
+	// own words, e.g. the CloudWatch metric), when it was read rather than given.
+	ProcessedSource string `json:"processed_source,omitempty"`
+	// BudgetUnknown says why the budget spent is not stated although a
+	// source was given: its read failed (a reason without secrets).
+	BudgetUnknown string `json:"budget_unknown,omitempty"`
 }
 
 // SpendBudget states the period's error budget spent, given how many tasks
