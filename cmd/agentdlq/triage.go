@@ -172,17 +172,9 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	if err != nil {
 		return fmt.Errorf("aws config: %w", err)
 	}
-	var dest store.Destination
-	if f.exportEvals != "" {
-		if dest, err = store.Parse(f.exportEvals, s3.NewFromConfig(cfg)); err != nil {
-			return withExit(2, err)
-		}
-	}
-	var reports store.Destination
-	if f.reports != "" {
-		if reports, err = store.Parse(f.reports, s3.NewFromConfig(cfg)); err != nil {
-			return withExit(2, fmt.Errorf("--reports: %w", err))
-		}
+	dest, reports, err := f.destinations(cfg)
+	if err != nil {
+		return err
 	}
 	client := sqs.NewFromConfig(cfg)
 	q, err := topology.ResolveWith(ctx, client, p, topology.OverrideFromEnv(os.Getenv))
@@ -244,6 +236,22 @@ func (f *triageFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		return err
 	}
 	return runErr // a partial scan or an export failure: the report (marked partial) is printed above
+}
+
+// destinations are where the run exports evals (--export-evals) and keeps
+// its report (--reports), each nil when not asked for.
+func (f *triageFlags) destinations(cfg aws.Config) (dest, reports store.Destination, err error) {
+	if f.exportEvals != "" {
+		if dest, err = store.Parse(f.exportEvals, s3.NewFromConfig(cfg)); err != nil {
+			return nil, nil, withExit(2, err)
+		}
+	}
+	if f.reports != "" {
+		if reports, err = store.Parse(f.reports, s3.NewFromConfig(cfg)); err != nil {
+			return nil, nil, withExit(2, fmt.Errorf("--reports: %w", err))
+		}
+	}
+	return dest, reports, nil
 }
 
 // processedSource is where the report reads the SLO period's processed

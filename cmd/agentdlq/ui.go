@@ -116,22 +116,8 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 	for i := range def.Pipelines {
 		cc.Pipelines = append(cc.Pipelines, &def.Pipelines[i])
 	}
-	// The file audit of agentdlq redrive (g.auditPath), not the console's
-	// default (audit.DefaultPath, under ./out of the working directory).
-	cc.Audit = func(name string) console.AuditLog {
-		return &console.FileAudit{FileStore: audit.FileStore{Path: g.auditPath(name)}}
-	}
-	if f.audit != "" {
-		bucket, prefix, _, err := audit.ParseDest(f.audit)
-		if err != nil {
-			return withExit(2, fmt.Errorf("--audit: %w", err))
-		}
-		if bucket == "" {
-			return withExit(2, errors.New("--audit: the console keeps one file per pipeline (the default, out/audit/<pipeline>.jsonl) or s3://bucket/prefix"))
-		}
-		cc.Audit = func(name string) console.AuditLog {
-			return &console.S3Audit{S3Store: audit.S3Store{API: s3c, Bucket: bucket, Prefix: prefix}, Read: s3c, Pipeline: name}
-		}
+	if cc.Audit, err = f.consoleAudit(g, s3c); err != nil {
+		return err
 	}
 	if table := ledgerTableName(f.ledgerTable); table != "" {
 		cc.Ledger = rc.Ledger
@@ -169,6 +155,28 @@ func (f *uiFlags) run(cmd *cobra.Command, g *globalFlags) error {
 		fmt.Fprintln(cmd.ErrOrStderr(), "agentdlq ui: stopped")
 		return nil
 	}
+}
+
+// consoleAudit is where the console keeps its audit: the file audit of
+// agentdlq redrive (g.auditPath), not the console's default
+// (audit.DefaultPath, under ./out of the working directory), or --audit's
+// s3://bucket/prefix.
+func (f *uiFlags) consoleAudit(g *globalFlags, s3c *s3.Client) (func(string) console.AuditLog, error) {
+	if f.audit == "" {
+		return func(name string) console.AuditLog {
+			return &console.FileAudit{FileStore: audit.FileStore{Path: g.auditPath(name)}}
+		}, nil
+	}
+	bucket, prefix, _, err := audit.ParseDest(f.audit)
+	if err != nil {
+		return nil, withExit(2, fmt.Errorf("--audit: %w", err))
+	}
+	if bucket == "" {
+		return nil, withExit(2, errors.New("--audit: the console keeps one file per pipeline (the default, out/audit/<pipeline>.jsonl) or s3://bucket/prefix"))
+	}
+	return func(name string) console.AuditLog {
+		return &console.S3Audit{S3Store: audit.S3Store{API: s3c, Bucket: bucket, Prefix: prefix}, Read: s3c, Pipeline: name}
+	}, nil
 }
 
 // openBrowser opens url in the desktop's browser, if there is one.
