@@ -220,6 +220,18 @@ func (b *Breaker) FailingTenants(ctx context.Context, dep string) (int, error) {
 	return s.TenantsAt(b.cfg.Settings.Window, b.cfg.Now()), nil
 }
 
+// RetryDeferral is the package's RetryDeferral for a task of tenant that
+// needs dep, on the state this process last read or wrote (after Record:
+// the state it wrote). It writes nothing.
+func (b *Breaker) RetryDeferral(ctx context.Context, dep, tenant string) (time.Duration, bool, error) {
+	s, err := b.state(ctx, dep, false)
+	if err != nil {
+		return 0, false, err
+	}
+	w, ok := RetryDeferral(s, b.cfg.Settings, b.cfg.Now(), tenant, b.cfg.Rand())
+	return w, ok, nil
+}
+
 // Status returns the dependency's state as stored (not cached).
 func (b *Breaker) Status(ctx context.Context, dep string) (State, error) {
 	return b.state(ctx, dep, true)

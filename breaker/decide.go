@@ -121,15 +121,15 @@ func countFailure(s *State, window time.Duration, now time.Time, tenant string) 
 	buckets := s.Buckets
 	// The tenants by absolute bucket number while the buckets move.
 	type seen struct {
-		hash string
-		at   int64
+		hash      string
+		at, since int64
 	}
 	var tenants []seen
 	if len(buckets) == 0 || idx-(first+int64(len(buckets))-1) >= WindowBuckets {
 		buckets, first = nil, idx
 	} else {
 		for _, t := range s.Tenants {
-			tenants = append(tenants, seen{t.Hash, first + int64(min(max(t.Bucket, 0), len(buckets)-1))})
+			tenants = append(tenants, seen{t.Hash, first + int64(min(max(t.Bucket, 0), len(buckets)-1)), t.Since})
 		}
 	}
 	buckets = append([]int(nil), buckets...)
@@ -146,7 +146,7 @@ func countFailure(s *State, window time.Duration, now time.Time, tenant string) 
 		}
 	}
 	if !found {
-		tenants = append(tenants, seen{tenant, at})
+		tenants = append(tenants, seen{tenant, at, now.Unix()})
 	}
 	// Keep only the buckets of the last window, and from the first one
 	// that holds a failure.
@@ -157,7 +157,7 @@ func countFailure(s *State, window time.Duration, now time.Time, tenant string) 
 	s.Tenants = nil
 	for _, t := range tenants {
 		if t.at >= first {
-			s.Tenants = append(s.Tenants, TenantSeen{Hash: t.hash, Bucket: int(t.at - first)})
+			s.Tenants = append(s.Tenants, TenantSeen{Hash: t.hash, Bucket: int(t.at - first), Since: t.since})
 		}
 	}
 	if n := len(s.Tenants); n > MaxTenants {
@@ -206,6 +206,39 @@ func Deferral(s State, cfg Settings, now time.Time, r float64) (time.Duration, b
 		return halfOpenWait(cfg, r), true
 	}
 	return 0, false
+}
+
+// RetryDeferral says whether a task of tenant that needs the dependency,
+// has already spent a receive and has just failed on it again while the
+// breaker is closed should be deferred rather than retried (counted), and
+// for how long. So it is while the window holds failures of at least
+// MinTenants tenants (an outage building up: the breaker may open before
+// the task's next receive), and while its own tenant has been failing for
+// less than a Window (another tenant's failures may yet show an outage).
+// A tenant that has failed alone for a whole window has a problem of its
+// own (its revoked key, its quota): false, and its task is retried as any
+// failure of its class, not deferred for as long as its requeues last.
+// The wait is a quarter of OpenFor and up to as much again (r in [0, 1)),
+// the least a deferral waits. Open or half-open: false (see Deferral).
+func RetryDeferral(s State, cfg Settings, now time.Time, tenant string, r float64) (time.Duration, bool) {
+	if s.mode() != Closed {
+		return 0, false
+	}
+	ok := s.TenantsAt(cfg.Window, now) >= max(cfg.MinTenants, 1)
+	if !ok && len(s.Buckets) > 0 {
+		w := max(int64(cfg.Window/WindowBuckets), 1)
+		idx, first, h := now.UnixNano()/w, s.WindowStart.UnixNano()/w, TenantHash(tenant)
+		for _, t := range s.Tenants {
+			if t.Hash == h && first+int64(t.Bucket) > idx-WindowBuckets && t.Since > 0 {
+				ok = now.Sub(time.Unix(t.Since, 0)) < cfg.Window
+			}
+		}
+	}
+	if !ok {
+		return 0, false
+	}
+	q := cfg.OpenFor / 4
+	return clampWait(q + time.Duration(r*float64(q))), true
 }
 
 // Admit decides about one task that needs the dependency. r is a random

@@ -443,3 +443,53 @@ func TestDeferral(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryDeferral checks when a retried task's failure is deferred while
+// the breaker is closed: while min_tenants tenants fail, or while its own
+// tenant has failed for less than a window; not once its tenant has failed
+// alone for a whole window.
+func TestRetryDeferral(t *testing.T) {
+	t.Parallel()
+	high := cfg // threshold out of reach: the breaker stays closed
+	high.Threshold, high.MinTenants = 100, 2
+	one := high
+	one.MinTenants = 1
+	s := time.Second
+	type failure struct {
+		at     time.Duration
+		tenant string
+	}
+	for _, tt := range []struct {
+		name     string
+		cfg      breaker.Settings
+		failures []failure
+		at       time.Duration
+		tenant   string
+		want     bool
+	}{
+		{name: "a tenant failing for a second", cfg: high, failures: []failure{{0, "acme"}, {s, "acme"}}, at: s, tenant: "acme", want: true},
+		{name: "a tenant failing alone for less than a window", cfg: high, failures: []failure{{0, "acme"}, {4 * s, "acme"}, {8 * s, "acme"}, {9 * s, "acme"}}, at: 9 * s, tenant: "acme", want: true},
+		{name: "a tenant failing alone for a whole window", cfg: high, failures: []failure{{0, "acme"}, {4 * s, "acme"}, {8 * s, "acme"}, {10 * s, "acme"}}, at: 10 * s, tenant: "acme", want: false},
+		{name: "two tenants failing", cfg: high, failures: []failure{{0, "acme"}, {8 * s, "acme"}, {9 * s, "globex"}, {10 * s, "acme"}}, at: 10 * s, tenant: "acme", want: true},
+		{name: "a tenant back after a window without failing starts over", cfg: high, failures: []failure{{0, "acme"}, {11 * s, "acme"}}, at: 11 * s, tenant: "acme", want: true},
+		{name: "min_tenants 1: always, as before", cfg: one, failures: []failure{{0, "acme"}, {4 * s, "acme"}, {8 * s, "acme"}, {10 * s, "acme"}}, at: 10 * s, tenant: "acme", want: true},
+		{name: "open: not this function's (Deferral)", cfg: high, at: s, tenant: "acme", want: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var st breaker.State
+			if tt.failures == nil {
+				st = breaker.State{Mode: breaker.Open, Until: t0.Add(time.Minute)}
+			}
+			for _, f := range tt.failures {
+				st, _, _ = breaker.Fail(st, tt.cfg, t0.Add(f.at), f.tenant, 0)
+			}
+			for _, r := range []float64{0, 0.999} {
+				w, ok := breaker.RetryDeferral(st, tt.cfg, t0.Add(tt.at), tt.tenant, r)
+				if ok != tt.want || (ok && (w < tt.cfg.OpenFor/4 || w > tt.cfg.OpenFor/2)) {
+					t.Errorf("r %v: %s %v, want %v within %s..%s (state %+v)", r, w, ok, tt.want, tt.cfg.OpenFor/4, tt.cfg.OpenFor/2, st)
+				}
+			}
+		})
+	}
+}

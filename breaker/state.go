@@ -55,8 +55,9 @@ type State struct {
 	Failures    int       `json:"failures,omitempty"`
 	// Tenants: the most recent distinct tenants whose failures are in the
 	// window, at most MaxTenants, oldest first, each as its TenantHash
-	// (never the tenant itself) with the bucket it last failed in. A state
-	// stored before Tenants existed has none and counts on.
+	// (never the tenant itself) with the bucket it last failed in and
+	// since when it fails. A state stored before Tenants existed has none
+	// and counts on.
 	Tenants []TenantSeen `json:"tenants,omitempty"`
 	// Until: while open, when probing may start.
 	Until time.Time `json:"until,omitzero"`
@@ -82,11 +83,14 @@ type State struct {
 }
 
 // TenantSeen is one tenant whose failures are in a closed breaker's
-// window: its TenantHash, and Bucket, the index in State.Buckets of the
-// bucket it last failed in.
+// window: its TenantHash; Bucket, the index in State.Buckets of the
+// bucket it last failed in; and Since, when it began failing (Unix
+// seconds: its first failure since it was last absent from the window),
+// which RetryDeferral reads.
 type TenantSeen struct {
 	Hash   string `json:"hash"`
 	Bucket int    `json:"bucket"`
+	Since  int64  `json:"since,omitempty"`
 }
 
 // TenantHash is how a State keeps a tenant: the first 8 hex digits of the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/agentdlq/agentdlq/breaker"
@@ -79,18 +78,19 @@ func AdmitDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger, 
 // finds the breaker open (this failure opened it, or another worker's
 // did), or when the task already spent a receive (receives, its
 // Record.ReceiveCount, is 2 or more) while the breaker is still counting
-// failures of at least min_tenants tenants (breaker.Settings.MinTenants)
-// towards its threshold. So an outage costs a task at most one receive:
-// the one before the breaker could know, even when the dependency's
-// failures come slower than the task's backoff and the threshold is not
-// reached before its retry. That deferral waits a quarter of the open
-// time and up to as much again (the least a deferral waits, which
-// pipeline.Breaker.RequiredRequeues counts on); past its requeues the
-// failure counts, as any dependency_open. A failure while the window
-// holds fewer tenants (the task's tenant alone fails: its revoked key,
-// its quota) is not deferred: the task is retried, counted, as any
-// failure of its class, and dead-lettered with its reason within its
-// budget, where its owner sees it.
+// failures towards its threshold (breaker.RetryDeferral): while they come
+// from at least min_tenants tenants, or while the task's own tenant has
+// been failing for less than the window. So an outage costs a task at
+// most one receive: the one before the breaker could know, even when the
+// dependency's failures come slower than the task's backoff and the
+// threshold is not reached before its retry. That deferral waits a
+// quarter of the open time and up to as much again (the least a deferral
+// waits, which pipeline.Breaker.RequiredRequeues counts on); past its
+// requeues the failure counts, as any dependency_open. Once a tenant has
+// failed alone for a whole window (its revoked key, its quota), its
+// task's failure is not deferred: it is retried, counted, as any failure
+// of its class, and dead-lettered with its reason within its budget,
+// where its owner sees it.
 func ReportDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep, tenant string, receives int, err error) error {
 	if b == nil || dep == "" {
 		return err
@@ -115,11 +115,9 @@ func ReportDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger,
 	case deferred:
 		return Deferred(dep, wait)
 	case receives >= 2:
-		if n, terr := b.FailingTenants(ctx, dep); terr != nil || n < b.Settings().MinTenants {
-			return err // one tenant's failure (so far): retried as its class
+		if w, ok, rerr := b.RetryDeferral(ctx, dep, tenant); rerr == nil && ok {
+			return Deferred(dep, w)
 		}
-		q := b.Settings().OpenFor / 4
-		return Deferred(dep, q+rand.N(q+1))
 	}
 	return err
 }

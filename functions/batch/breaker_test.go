@@ -125,13 +125,14 @@ func TestReportDependencyRetriedTask(t *testing.T) {
 }
 
 // TestReportDependencyOneTenantAlone: the failures of one tenant (its own
-// key revoked: auth_config) never open the breaker with min_tenants 2, and
-// its retried tasks are not deferred: each failure is returned as it is
-// (counted, no Retry-After), so the task is dead-lettered with its reason
-// within its budget. Another tenant's task that needs the dependency is
-// admitted, called and succeeds. With min_tenants 1 the same failures open
-// the breaker and defer the other tenant's task (the behaviour before
-// min_tenants).
+// key revoked: auth_config) never open the breaker with min_tenants 2.
+// Its retried tasks are deferred while it has been failing for less than
+// the window (another tenant may yet fail too: an outage), then not: each
+// failure is returned as it is (counted, no Retry-After), so the task is
+// dead-lettered with its reason within its budget. Another tenant's task
+// that needs the dependency is admitted, called and succeeds. With
+// min_tenants 1 the same failures open the breaker and defer the other
+// tenant's task (the behaviour before min_tenants).
 func TestReportDependencyOneTenantAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -142,14 +143,18 @@ func TestReportDependencyOneTenantAlone(t *testing.T) {
 	}{{0, false}, {2, false}, {1, true}} { // 0: the default, 2
 		t.Run(fmt.Sprint("min_tenants ", tt.minTenants), func(t *testing.T) {
 			t.Parallel()
+			now := time.Date(2026, 12, 7, 7, 0, 0, 0, time.UTC)
 			b, err := breaker.New(breaker.Config{Pipeline: "p", Store: breaker.NewMemory(), Settings: breaker.Settings{Threshold: 3, MinTenants: tt.minTenants},
-				Logger: quiet, Metrics: io.Discard})
+				Logger: quiet, Metrics: io.Discard, Now: func() time.Time { return now }})
 			if err != nil {
 				t.Fatal(err)
 			}
 			revoked := func() error { return batch.AuthConfig(errors.New("401: the key of tenant revoked-co was revoked")) }
-			for receive := 1; receive <= 4; receive++ {
+			// One receive every 20 s: the window (60 s) keeps three.
+			for receive := 1; receive <= 5; receive++ {
 				err := batch.Guarded(ctx, b, quiet, "model-api", "revoked-co", receive, revoked)
+				failingFor := time.Duration(receive-1) * 20 * time.Second
+				now = now.Add(20 * time.Second)
 				o := (*batch.Outcome)(nil)
 				if !errors.As(err, &o) {
 					t.Fatalf("receive %d: %v, want an outcome", receive, err)
@@ -157,13 +162,16 @@ func TestReportDependencyOneTenantAlone(t *testing.T) {
 				if tt.wantOpen {
 					continue
 				}
-				if !errors.Is(err, batch.ErrAuthConfig) || o.RetryAfter() != 0 {
-					t.Fatalf("receive %d of the revoked tenant: %v (Retry-After %s), want auth_config itself, counted", receive, err, o.RetryAfter())
+				switch counted := receive == 1 || failingFor >= breaker.DefaultWindow; {
+				case counted && (!errors.Is(err, batch.ErrAuthConfig) || o.RetryAfter() != 0):
+					t.Fatalf("receive %d, failing alone for %s: %v (Retry-After %s), want auth_config itself, counted", receive, failingFor, err, o.RetryAfter())
+				case !counted && (!errors.Is(err, batch.ErrDependencyOpen) || o.RetryAfter() < time.Second):
+					t.Fatalf("receive %d, failing alone for %s: %v, want deferred while it may be an outage", receive, failingFor, err)
 				}
 			}
 			st, _ := b.Status(ctx, "model-api")
-			if n, _ := b.FailingTenants(ctx, "model-api"); !tt.wantOpen && (st.Mode == breaker.Open || st.Failures != 4 || n != 1) {
-				t.Fatalf("breaker %s with %d failures of %d tenants, want closed, 4 failures of 1 tenant", st.Mode, st.Failures, n)
+			if n, _ := b.FailingTenants(ctx, "model-api"); !tt.wantOpen && (st.Mode == breaker.Open || st.Failures != 3 || n != 1) {
+				t.Fatalf("breaker %s with %d failures of %d tenants, want closed, 3 failures of 1 tenant", st.Mode, st.Failures, n)
 			}
 			called := false
 			err = batch.Guarded(ctx, b, quiet, "model-api", "acme", 1, func() error { called = true; return nil })
@@ -214,13 +222,15 @@ func TestReportDependencyTakesNoProbe(t *testing.T) {
 // guards its call with the breaker: one tenant's key is revoked, so every
 // one of its tasks fails auth_config, on every receive; another tenant's
 // task that needs the same dependency, received after them, is admitted
-// and acknowledged, and the revoked tenant's task ends in the DLQ as
-// auth_config on its last allowed receive, as any auth_config.
+// and acknowledged, and the revoked tenant's task, received every 25 s,
+// ends in the DLQ as auth_config on its last allowed receive, as any
+// auth_config, once its tenant has failed alone for a whole window.
 func TestProcessorOneTenantsRevokedKey(t *testing.T) {
 	t.Parallel()
 	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	now := time.Date(2026, 12, 7, 7, 0, 0, 0, time.UTC)
 	b, err := breaker.New(breaker.Config{Pipeline: "test", Store: breaker.NewMemory(), Settings: breaker.Settings{Threshold: 3},
-		Logger: quiet, Metrics: io.Discard})
+		Logger: quiet, Metrics: io.Discard, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +257,7 @@ func TestProcessorOneTenantsRevokedKey(t *testing.T) {
 			batchtest.Msg{ID: "r1", Body: revoked, ReceiveCount: receive},
 			batchtest.Msg{ID: "r2", Body: revoked, ReceiveCount: receive}))
 		batchtest.RequireRetried(t, res, "r1", "r2")
+		now = now.Add(25 * time.Second)
 	}
 	res := w.Run(batchtest.Event(
 		batchtest.Msg{ID: "r1", Body: revoked, ReceiveCount: batchtest.MaxReceiveCount},
