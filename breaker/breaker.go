@@ -189,14 +189,17 @@ func (b *Breaker) Deferral(ctx context.Context, dep string) (time.Duration, bool
 	return w, ok, nil
 }
 
-// Record reports the result of a call to dep: failed (a dependency
-// failure: dependency_open, rate_limited, auth_config, or a Retry-After)
-// with the provider's retryAfter, or a success. Other failures of a task
-// (poison, a bug) are not the dependency's and are not recorded.
-func (b *Breaker) Record(ctx context.Context, dep string, failed bool, retryAfter time.Duration) error {
+// Record reports the result of a call to dep by a task of tenant (""
+// when it names none): failed (a dependency failure: dependency_open,
+// rate_limited, auth_config, or a Retry-After) with the provider's
+// retryAfter, or a success. Other failures of a task (poison, a bug) are
+// not the dependency's and are not recorded. The breaker opens on the
+// failures of at least Settings.MinTenants tenants (Fail); it keeps a
+// short hash of the tenant, never the tenant.
+func (b *Breaker) Record(ctx context.Context, dep, tenant string, failed bool, retryAfter time.Duration) error {
 	if failed {
 		_, _, err := b.change(ctx, dep, func(s State, now time.Time) (State, bool, *Transition) {
-			return Fail(s, b.cfg.Settings, now, retryAfter)
+			return Fail(s, b.cfg.Settings, now, tenant, retryAfter)
 		})
 		return err
 	}
@@ -204,6 +207,29 @@ func (b *Breaker) Record(ctx context.Context, dep string, failed bool, retryAfte
 		return Succeed(s, b.cfg.Settings, now)
 	})
 	return err
+}
+
+// FailingTenants returns the distinct tenants whose failures of dep are in
+// the window (State.TenantsAt, at most MaxTenants), on the state this
+// process last read or wrote: after Record, the state it wrote.
+func (b *Breaker) FailingTenants(ctx context.Context, dep string) (int, error) {
+	s, err := b.state(ctx, dep, false)
+	if err != nil {
+		return 0, err
+	}
+	return s.TenantsAt(b.cfg.Settings.Window, b.cfg.Now()), nil
+}
+
+// RetryDeferral is the package's RetryDeferral for a task of tenant that
+// needs dep, on the state this process last read or wrote (after Record:
+// the state it wrote). It writes nothing.
+func (b *Breaker) RetryDeferral(ctx context.Context, dep, tenant string) (time.Duration, bool, error) {
+	s, err := b.state(ctx, dep, false)
+	if err != nil {
+		return 0, false, err
+	}
+	w, ok := RetryDeferral(s, b.cfg.Settings, b.cfg.Now(), tenant, b.cfg.Rand())
+	return w, ok, nil
 }
 
 // Status returns the dependency's state as stored (not cached).
@@ -237,7 +263,7 @@ func (b *Breaker) audit(ctx context.Context, dep string, s State, t *Transition)
 	b.cfg.Logger.LogAttrs(ctx, level, "breaker "+string(t.To),
 		slog.String("pipeline", b.cfg.Pipeline), slog.String("dependency", dep),
 		slog.String("from", string(t.From)), slog.String("to", string(t.To)), slog.String("cause", t.Cause),
-		slog.Int("failures", t.Failures), slog.Time("until", s.Until), slog.Int64("version", s.Version),
+		slog.Int("failures", t.Failures), slog.Int("tenants", t.Tenants), slog.String("tenant_hash", t.Tenant), slog.Time("until", s.Until), slog.Int64("version", s.Version),
 		slog.String("owner", s.Owner), slog.String("why", s.Why))
 	opened := 0
 	if t.To == Open {

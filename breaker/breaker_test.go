@@ -26,11 +26,12 @@ func TestBreakerLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range cfg.Threshold {
+	for i := range cfg.Threshold {
 		if d, _ := b.Admit(ctx, "search-api"); !d.Admit {
 			t.Fatal("closed breaker deferred a task")
 		}
-		if err := b.Record(ctx, "search-api", true, 0); err != nil {
+		// Two tenants fail (min_tenants 2 by default).
+		if err := b.Record(ctx, "search-api", []string{"acme", "globex"}[i%2], true, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -52,7 +53,7 @@ func TestBreakerLifecycle(t *testing.T) {
 		t.Fatalf("a task past the probes was admitted: %+v", d)
 	}
 	for range cfg.Probes {
-		if err := b.Record(ctx, "search-api", false, 0); err != nil {
+		if err := b.Record(ctx, "search-api", "acme", false, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,10 @@
 package breaker
 
-import "time"
+import (
+	"cmp"
+	"slices"
+	"time"
+)
 
 // Decision is what Admit says about one task that needs the dependency.
 type Decision struct {
@@ -21,8 +25,12 @@ type Transition struct {
 	// Cause says why, in a few words: "threshold", "retry_after", "probing",
 	// "probe_failed", "probes_passed", "forced_open", "forced_closed".
 	Cause string
-	// Failures: the failures in the window when it opened on the threshold.
-	Failures int
+	// Failures and Tenants: the failures in the window when it opened on
+	// the threshold, and the distinct tenants they came from.
+	Failures, Tenants int
+	// Tenant: the TenantHash of the failure that moved it (threshold,
+	// probe_failed), "" otherwise.
+	Tenant string
 }
 
 // Causes of a Transition.
@@ -40,7 +48,7 @@ func clampWait(d time.Duration) time.Duration {
 }
 
 func transition(s *State, to Mode, cause string, now time.Time) *Transition {
-	t := &Transition{From: s.mode(), To: to, Cause: cause, Failures: s.Failures}
+	t := &Transition{From: s.mode(), To: to, Cause: cause, Failures: s.Failures, Tenants: len(s.Tenants)}
 	s.Mode, s.Changed, s.Cause = to, now, cause
 	return t
 }
@@ -56,7 +64,7 @@ func open(s *State, cfg Settings, now time.Time, retryAfter time.Duration, cause
 		d = min(cfg.OpenFor<<min(s.Reopens, 8), MaxOpenFactor*cfg.OpenFor, MaxWait)
 	}
 	s.Until = now.Add(max(d, retryAfter))
-	s.WindowStart, s.Buckets, s.Failures = time.Time{}, nil, 0
+	s.WindowStart, s.Buckets, s.Failures, s.Tenants = time.Time{}, nil, 0, nil
 	s.Probes, s.Passed, s.ProbeSince = 0, 0, time.Time{}
 	s.RampFrom = time.Time{}
 	return t
@@ -81,11 +89,29 @@ func (s State) FailuresAt(window time.Duration, now time.Time) int {
 	return n
 }
 
-// countFailure counts a failure at now in s's sliding window: the buckets
-// that fell out of the last window are dropped, the failure is added to
-// now's bucket (or, when another worker's clock ran ahead, to the newest),
-// and Failures becomes the sum.
-func countFailure(s *State, window time.Duration, now time.Time) {
+// TenantsAt returns the distinct tenants whose failures are in s's window
+// at now (at most MaxTenants: the most recent are kept).
+func (s State) TenantsAt(window time.Duration, now time.Time) int {
+	if len(s.Buckets) == 0 {
+		return 0
+	}
+	w := max(int64(window/WindowBuckets), 1)
+	idx, first, n := now.UnixNano()/w, s.WindowStart.UnixNano()/w, 0
+	for _, t := range s.Tenants {
+		if first+int64(t.Bucket) > idx-WindowBuckets {
+			n++
+		}
+	}
+	return n
+}
+
+// countFailure counts a failure of tenant (its TenantHash) at now in s's
+// sliding window: the buckets that fell out of the last window are
+// dropped with the tenants last seen in them, the failure is added to
+// now's bucket (or, when another worker's clock ran ahead, to the
+// newest), the tenant is marked as seen in it (the oldest tenant dropped
+// past MaxTenants), and Failures becomes the sum.
+func countFailure(s *State, window time.Duration, now time.Time, tenant string) {
 	w := max(int64(window/WindowBuckets), 1)
 	idx := now.UnixNano() / w
 	first := s.WindowStart.UnixNano() / w
@@ -93,18 +119,49 @@ func countFailure(s *State, window time.Duration, now time.Time) {
 		s.Buckets = []int{s.Failures} // stored with a window fixed at its first failure
 	}
 	buckets := s.Buckets
+	// The tenants by absolute bucket number while the buckets move.
+	type seen struct {
+		hash      string
+		at, since int64
+	}
+	var tenants []seen
 	if len(buckets) == 0 || idx-(first+int64(len(buckets))-1) >= WindowBuckets {
 		buckets, first = nil, idx
+	} else {
+		for _, t := range s.Tenants {
+			tenants = append(tenants, seen{t.Hash, first + int64(min(max(t.Bucket, 0), len(buckets)-1)), t.Since})
+		}
 	}
 	buckets = append([]int(nil), buckets...)
 	for first+int64(len(buckets)) <= idx {
 		buckets = append(buckets, 0)
 	}
-	buckets[min(max(idx-first, 0), int64(len(buckets))-1)]++
+	at := min(max(idx-first, 0), int64(len(buckets))-1)
+	buckets[at]++
+	at += first
+	found := false
+	for i := range tenants {
+		if tenants[i].hash == tenant {
+			tenants[i].at, found = max(tenants[i].at, at), true
+		}
+	}
+	if !found {
+		tenants = append(tenants, seen{tenant, at, now.Unix()})
+	}
 	// Keep only the buckets of the last window, and from the first one
 	// that holds a failure.
 	for len(buckets) > 1 && (first <= idx-WindowBuckets || buckets[0] == 0) {
 		buckets, first = buckets[1:], first+1
+	}
+	slices.SortStableFunc(tenants, func(a, b seen) int { return cmp.Compare(a.at, b.at) })
+	s.Tenants = nil
+	for _, t := range tenants {
+		if t.at >= first {
+			s.Tenants = append(s.Tenants, TenantSeen{Hash: t.hash, Bucket: int(t.at - first), Since: t.since})
+		}
+	}
+	if n := len(s.Tenants); n > MaxTenants {
+		s.Tenants = s.Tenants[n-MaxTenants:]
 	}
 	s.Buckets, s.WindowStart, s.Failures = buckets, time.Unix(0, first*w).UTC(), 0
 	for _, n := range buckets {
@@ -151,6 +208,39 @@ func Deferral(s State, cfg Settings, now time.Time, r float64) (time.Duration, b
 	return 0, false
 }
 
+// RetryDeferral says whether a task of tenant that needs the dependency,
+// has already spent a receive and has just failed on it again while the
+// breaker is closed should be deferred rather than retried (counted), and
+// for how long. So it is while the window holds failures of at least
+// MinTenants tenants (an outage building up: the breaker may open before
+// the task's next receive), and while its own tenant has been failing for
+// less than a Window (another tenant's failures may yet show an outage).
+// A tenant that has failed alone for a whole window has a problem of its
+// own (its revoked key, its quota): false, and its task is retried as any
+// failure of its class, not deferred for as long as its requeues last.
+// The wait is a quarter of OpenFor and up to as much again (r in [0, 1)),
+// the least a deferral waits. Open or half-open: false (see Deferral).
+func RetryDeferral(s State, cfg Settings, now time.Time, tenant string, r float64) (time.Duration, bool) {
+	if s.mode() != Closed {
+		return 0, false
+	}
+	ok := s.TenantsAt(cfg.Window, now) >= max(cfg.MinTenants, 1)
+	if !ok && len(s.Buckets) > 0 {
+		w := max(int64(cfg.Window/WindowBuckets), 1)
+		idx, first, h := now.UnixNano()/w, s.WindowStart.UnixNano()/w, TenantHash(tenant)
+		for _, t := range s.Tenants {
+			if t.Hash == h && first+int64(t.Bucket) > idx-WindowBuckets && t.Since > 0 {
+				ok = now.Sub(time.Unix(t.Since, 0)) < cfg.Window
+			}
+		}
+	}
+	if !ok {
+		return 0, false
+	}
+	q := cfg.OpenFor / 4
+	return clampWait(q + time.Duration(r*float64(q))), true
+}
+
 // Admit decides about one task that needs the dependency. r is a random
 // value in [0, 1) (the jitter and the ramp's draw). It returns the decision,
 // the next state, whether that state must be written (a compare-and-set on
@@ -187,10 +277,17 @@ func Admit(s State, cfg Settings, now time.Time, r float64) (Decision, State, bo
 	return Decision{Wait: clampWait(time.Duration(r*float64(cfg.Ramp)) - elapsed), Mode: Closed}, s, false, nil
 }
 
-// Fail records a failure of the dependency (retryAfter: the provider's
-// Retry-After, 0 without one). It returns the next state, whether it must
-// be written, and the transition it makes, if any.
-func Fail(s State, cfg Settings, now time.Time, retryAfter time.Duration) (State, bool, *Transition) {
+// Fail records a failure of the dependency for a task of tenant (""
+// when the task names none: one tenant like any other; the State keeps
+// its TenantHash) with the provider's retryAfter (0 without one). Closed,
+// it opens when the window holds Threshold failures from at least
+// MinTenants distinct tenants: one tenant's failures alone keep counting
+// but do not open it. Half-open, any failure reopens it, whatever the
+// tenant. It returns the next state, whether it must be written, and the
+// transition it makes, if any.
+func Fail(s State, cfg Settings, now time.Time, tenant string, retryAfter time.Duration) (State, bool, *Transition) {
+	h := TenantHash(tenant)
+	var t *Transition
 	switch s.mode() {
 	case Open:
 		if !s.Held && retryAfter > 0 && now.Add(retryAfter).After(s.Until) {
@@ -200,13 +297,16 @@ func Fail(s State, cfg Settings, now time.Time, retryAfter time.Duration) (State
 		}
 		return s, false, nil
 	case HalfOpen:
-		return s, true, open(&s, cfg, now, retryAfter, CauseProbeFailed)
+		t = open(&s, cfg, now, retryAfter, CauseProbeFailed)
+	default:
+		countFailure(&s, cfg.Window, now, h)
+		if s.Failures < cfg.Threshold || len(s.Tenants) < max(cfg.MinTenants, 1) {
+			return s, true, nil
+		}
+		t = open(&s, cfg, now, retryAfter, CauseThreshold)
 	}
-	countFailure(&s, cfg.Window, now)
-	if s.Failures >= cfg.Threshold {
-		return s, true, open(&s, cfg, now, retryAfter, CauseThreshold)
-	}
-	return s, true, nil
+	t.Tenant = h
+	return s, true, t
 }
 
 // Succeed records a success of the dependency. In the closed state it
@@ -222,7 +322,7 @@ func Succeed(s State, cfg Settings, now time.Time) (State, bool, *Transition) {
 	}
 	t := transition(&s, Closed, CauseProbesPassed, now)
 	s.Probes, s.Passed, s.ProbeSince, s.Reopens = 0, 0, time.Time{}, 0
-	s.WindowStart, s.Buckets, s.Failures, s.Until = time.Time{}, nil, 0, time.Time{}
+	s.WindowStart, s.Buckets, s.Failures, s.Tenants, s.Until = time.Time{}, nil, 0, nil, time.Time{}
 	s.RampFrom = now
 	return s, true, t
 }
@@ -241,7 +341,7 @@ func Force(s State, cfg Settings, open bool, owner, why string, now time.Time) (
 			s.Cause, s.Changed = CauseForcedOpen, now
 		}
 		s.Held, s.Until = true, now.Add(cfg.OpenFor)
-		s.WindowStart, s.Buckets, s.Failures, s.Probes, s.Passed, s.ProbeSince, s.RampFrom = time.Time{}, nil, 0, 0, 0, time.Time{}, time.Time{}
+		s.WindowStart, s.Buckets, s.Failures, s.Tenants, s.Probes, s.Passed, s.ProbeSince, s.RampFrom = time.Time{}, nil, 0, nil, 0, 0, time.Time{}, time.Time{}
 		return s, t
 	}
 	if s.mode() != Closed {
@@ -251,6 +351,6 @@ func Force(s State, cfg Settings, open bool, owner, why string, now time.Time) (
 		s.Cause, s.Changed = CauseForcedClosed, now
 	}
 	s.Held, s.Until, s.Reopens = false, time.Time{}, 0
-	s.WindowStart, s.Buckets, s.Failures, s.Probes, s.Passed, s.ProbeSince = time.Time{}, nil, 0, 0, 0, time.Time{}
+	s.WindowStart, s.Buckets, s.Failures, s.Tenants, s.Probes, s.Passed, s.ProbeSince = time.Time{}, nil, 0, nil, 0, 0, time.Time{}
 	return s, t
 }

@@ -1,6 +1,9 @@
 package breaker_test
 
 import (
+	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +44,7 @@ func TestFail(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			got, write, tr := breaker.Fail(tt.s, cfg, t0.Add(tt.at), tt.retryAfter)
+			got, write, tr := breaker.Fail(tt.s, cfg, t0.Add(tt.at), "", tt.retryAfter)
 			if got.Mode == "" {
 				got.Mode = breaker.Closed
 			}
@@ -161,6 +164,167 @@ func TestSettings(t *testing.T) {
 	if err := (breaker.Settings{Threshold: -1, Window: time.Millisecond, OpenFor: time.Hour, Probes: 1000, Ramp: -1}).Validate(); err == nil {
 		t.Error("bad settings validated")
 	}
+	if d.MinTenants != breaker.DefaultMinTenants || breaker.DefaultMinTenants != 2 {
+		t.Errorf("min tenants by default %d, want 2", d.MinTenants)
+	}
+	for _, n := range []int{-1, breaker.MaxTenants + 1} {
+		s := d
+		s.MinTenants = n
+		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "min_tenants") {
+			t.Errorf("min tenants %d: %v, want an error naming min_tenants", n, err)
+		}
+	}
+}
+
+// TestFailTenants checks that the breaker opens only on the failures of at
+// least MinTenants distinct tenants in the window, with a bounded list of
+// hashed tenants.
+func TestFailTenants(t *testing.T) {
+	t.Parallel()
+	two := cfg // threshold 3 in 10 s, buckets of 1 s
+	two.MinTenants = 2
+	type failure struct {
+		at     time.Duration // after t0
+		tenant string
+	}
+	fails := func(tenant string, ats ...time.Duration) []failure {
+		var out []failure
+		for _, at := range ats {
+			out = append(out, failure{at, tenant})
+		}
+		return out
+	}
+	s := time.Second
+	tests := []struct {
+		name        string
+		cfg         breaker.Settings
+		failures    []failure
+		wantMode    breaker.Mode
+		wantFails   int // while closed
+		wantTenants int // while closed, or the transition's when open
+	}{
+		{name: "one tenant never opens", cfg: two, failures: fails("acme", 0, s, 2*s, 3*s, 4*s, 5*s), wantMode: breaker.Closed, wantFails: 6, wantTenants: 1},
+		{name: "a task without a tenant is one tenant", cfg: two, failures: fails("", 0, s, 2*s, 3*s), wantMode: breaker.Closed, wantFails: 4, wantTenants: 1},
+		{name: "two tenants open", cfg: two, failures: append(fails("acme", 0, s), failure{2 * s, "globex"}), wantMode: breaker.Open, wantTenants: 2},
+		{name: "a second tenant below the threshold does not open", cfg: two, failures: append(fails("acme", 0), failure{s, "globex"}), wantMode: breaker.Closed, wantFails: 2, wantTenants: 2},
+		{name: "no tenant and the empty tenant are two", cfg: two, failures: append(fails("acme", 0, s), failure{2 * s, ""}), wantMode: breaker.Open, wantTenants: 2},
+		// Globex's failure at 0.5 s leaves the window at 10.5 s: three
+		// failures in the window, acme's alone.
+		{name: "the window slides an old tenant out", cfg: two,
+			failures: append(fails("globex", 500*time.Millisecond), fails("acme", 5*s, 10*s+500*time.Millisecond, 11*s)...), wantMode: breaker.Closed, wantFails: 3, wantTenants: 1},
+		{name: "the old tenant back in the window opens", cfg: two,
+			failures: append(fails("globex", 500*time.Millisecond), append(fails("acme", 5*s, 10*s+500*time.Millisecond, 11*s), failure{12 * s, "globex"})...), wantMode: breaker.Open, wantTenants: 2},
+		{name: "a clock behind the newest bucket counts its tenant", cfg: two, failures: append(fails("acme", 5*s, 7*s), failure{4 * s, "globex"}), wantMode: breaker.Open, wantTenants: 2},
+		{name: "min_tenants 1 opens on one tenant", cfg: func() breaker.Settings { c := two; c.MinTenants = 1; return c }(), failures: fails("acme", 0, s, 2*s), wantMode: breaker.Open, wantTenants: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var st breaker.State
+			var tr *breaker.Transition
+			for _, f := range tt.failures {
+				var tf *breaker.Transition
+				if st, _, tf = breaker.Fail(st, tt.cfg, t0.Add(f.at), f.tenant, 0); tf != nil {
+					tr = tf
+				}
+			}
+			mode := st.Mode
+			if mode == "" {
+				mode = breaker.Closed
+			}
+			if mode != tt.wantMode {
+				t.Fatalf("mode %s, want %s (state %+v)", mode, tt.wantMode, st)
+			}
+			if mode == breaker.Open {
+				last := tt.failures[len(tt.failures)-1]
+				if tr == nil || tr.Cause != breaker.CauseThreshold || tr.Tenants != tt.wantTenants || tr.Tenant != breaker.TenantHash(last.tenant) {
+					t.Errorf("transition %+v, want the threshold with %d tenants, the last one's hash %s", tr, tt.wantTenants, breaker.TenantHash(last.tenant))
+				}
+				if st.Tenants != nil {
+					t.Errorf("an open state keeps tenants: %+v", st.Tenants)
+				}
+				return
+			}
+			last := t0.Add(tt.failures[len(tt.failures)-1].at)
+			if st.Failures != tt.wantFails || len(st.Tenants) != tt.wantTenants || st.TenantsAt(tt.cfg.Window, last) != tt.wantTenants {
+				t.Errorf("failures %d, tenants %+v (%d at the last failure), want %d failures of %d tenants",
+					st.Failures, st.Tenants, st.TenantsAt(tt.cfg.Window, last), tt.wantFails, tt.wantTenants)
+			}
+			for _, seen := range st.Tenants {
+				if seen.Bucket < 0 || seen.Bucket >= len(st.Buckets) || st.Buckets[seen.Bucket] == 0 {
+					t.Errorf("tenant %+v is not in a bucket with a failure: %v", seen, st.Buckets)
+				}
+				for _, f := range tt.failures {
+					if f.tenant != "" && strings.Contains(seen.Hash, f.tenant) {
+						t.Errorf("the state holds the tenant %q in clear: %+v", f.tenant, seen)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestFailTenantsBounded checks that the state keeps at most MaxTenants
+// tenants, the most recent, whatever the tenants that fail.
+func TestFailTenantsBounded(t *testing.T) {
+	t.Parallel()
+	many := cfg
+	many.Threshold, many.MinTenants = 1000, breaker.MaxTenants
+	var s breaker.State
+	for i := range 50 {
+		s, _, _ = breaker.Fail(s, many, t0.Add(time.Duration(i)*100*time.Millisecond), fmt.Sprint("tenant-", i), 0)
+	}
+	if len(s.Tenants) != breaker.MaxTenants || s.Failures != 50 {
+		t.Fatalf("%d tenants kept of 50 (failures %d), want %d", len(s.Tenants), s.Failures, breaker.MaxTenants)
+	}
+	for i, seen := range s.Tenants {
+		if want := breaker.TenantHash(fmt.Sprint("tenant-", 50-breaker.MaxTenants+i)); seen.Hash != want {
+			t.Errorf("tenant %d: %s, want %s (the most recent, oldest first)", i, seen.Hash, want)
+		}
+	}
+	// A tenant already kept is not kept twice.
+	s, _, _ = breaker.Fail(s, many, t0.Add(5*time.Second), "tenant-45", 0)
+	if len(s.Tenants) != breaker.MaxTenants || s.Tenants[len(s.Tenants)-1].Hash != breaker.TenantHash("tenant-45") {
+		t.Errorf("after tenant-45 again: %+v", s.Tenants)
+	}
+	body, err := json.Marshal(s)
+	if err != nil || len(body) > 1024 {
+		t.Errorf("the stored state is %d bytes (%v), want at most 1 KiB", len(body), err)
+	}
+}
+
+// TestFailReadsAStateWithoutTenants checks that a state stored before
+// Tenants existed reads and counts on: its failures still count towards the
+// threshold, and its tenants are unknown, so the tenants of the failures
+// from now on decide.
+func TestFailReadsAStateWithoutTenants(t *testing.T) {
+	t.Parallel()
+	two := cfg
+	two.MinTenants = 2
+	var old breaker.State
+	stored := `{"mode":"closed","version":4,"window_start":"2026-12-07T04:00:00Z","buckets":[2],"failures":2,"changed":"2026-12-07T03:00:00Z","cause":"probes_passed"}`
+	if err := json.Unmarshal([]byte(stored), &old); err != nil || old.Failures != 2 || old.Tenants != nil {
+		t.Fatalf("the old state reads as %+v (%v)", old, err)
+	}
+	s, write, tr := breaker.Fail(old, two, t0.Add(time.Second), "acme", 0)
+	if !write || tr != nil || s.Failures != 3 || len(s.Tenants) != 1 {
+		t.Fatalf("write %v transition %+v, failures %d tenants %+v: want a write, closed on 3 failures of 1 tenant", write, tr, s.Failures, s.Tenants)
+	}
+	if _, _, tr = breaker.Fail(s, two, t0.Add(2*time.Second), "globex", 0); tr == nil || tr.To != breaker.Open || tr.Failures != 4 || tr.Tenants != 2 {
+		t.Fatalf("a second tenant: transition %+v, want open on 4 failures of 2 tenants", tr)
+	}
+}
+
+// TestFailedProbeReopensWhateverTheTenant: half-open, one tenant's failed
+// probe reopens the breaker (MinTenants counts only while closed).
+func TestFailedProbeReopensWhateverTheTenant(t *testing.T) {
+	t.Parallel()
+	two := cfg
+	two.MinTenants = 2
+	s, _, tr := breaker.Fail(breaker.State{Mode: breaker.HalfOpen, Probes: 1, ProbeSince: t0}, two, t0.Add(time.Second), "acme", 0)
+	if s.Mode != breaker.Open || tr == nil || tr.Cause != breaker.CauseProbeFailed || tr.Tenant != breaker.TenantHash("acme") {
+		t.Fatalf("mode %s, transition %+v: want reopened by acme's probe", s.Mode, tr)
+	}
 }
 
 // TestFailSlidingWindow checks that the window slides: a burst that
@@ -188,7 +352,7 @@ func TestFailSlidingWindow(t *testing.T) {
 			t.Parallel()
 			var s breaker.State
 			for _, at := range tt.at {
-				s, _, _ = breaker.Fail(s, cfg, t0.Add(at), 0)
+				s, _, _ = breaker.Fail(s, cfg, t0.Add(at), "", 0)
 			}
 			mode := s.Mode
 			if mode == "" {
@@ -215,11 +379,11 @@ func TestFailSlidingWindow(t *testing.T) {
 func TestFailReadsAFixedWindowState(t *testing.T) {
 	t.Parallel()
 	old := breaker.State{Version: 4, WindowStart: t0, Failures: 1}
-	s, write, tr := breaker.Fail(old, cfg, t0.Add(3*time.Second), 0)
+	s, write, tr := breaker.Fail(old, cfg, t0.Add(3*time.Second), "", 0)
 	if !write || tr != nil || s.Failures != 2 || !s.WindowStart.Equal(t0) {
 		t.Fatalf("write %v transition %v failures %d from %s, want a write, no transition, 2 from %s", write, tr, s.Failures, s.WindowStart, t0)
 	}
-	if s, _, tr = breaker.Fail(s, cfg, t0.Add(4*time.Second), 0); tr == nil || tr.To != breaker.Open || tr.Failures != 3 {
+	if s, _, tr = breaker.Fail(s, cfg, t0.Add(4*time.Second), "", 0); tr == nil || tr.To != breaker.Open || tr.Failures != 3 {
 		t.Fatalf("third failure: transition %+v, want open on 3 failures", tr)
 	}
 	if s.Buckets != nil || s.Failures != 0 || !s.WindowStart.IsZero() {
@@ -232,8 +396,8 @@ func TestFailReadsAFixedWindowState(t *testing.T) {
 func TestFailuresAt(t *testing.T) {
 	t.Parallel()
 	var s breaker.State
-	for _, at := range []time.Duration{500 * time.Millisecond, 4200 * time.Millisecond} { // below cfg's threshold
-		s, _, _ = breaker.Fail(s, cfg, t0.Add(at), 0)
+	for i, at := range []time.Duration{500 * time.Millisecond, 4200 * time.Millisecond} { // below cfg's threshold
+		s, _, _ = breaker.Fail(s, cfg, t0.Add(at), []string{"acme", "globex"}[i], 0)
 	}
 	for _, tt := range []struct {
 		at   time.Duration
@@ -241,6 +405,9 @@ func TestFailuresAt(t *testing.T) {
 	}{{5 * time.Second, 2}, {10 * time.Second, 1}, {14 * time.Second, 0}, {time.Hour, 0}} {
 		if got := s.FailuresAt(cfg.Window, t0.Add(tt.at)); got != tt.want {
 			t.Errorf("FailuresAt(%s) = %d, want %d", tt.at, got, tt.want)
+		}
+		if got := s.TenantsAt(cfg.Window, t0.Add(tt.at)); got != tt.want { // one failure a tenant
+			t.Errorf("TenantsAt(%s) = %d, want %d", tt.at, got, tt.want)
 		}
 	}
 	old := breaker.State{WindowStart: t0, Failures: 2} // stored before the window slid
@@ -274,5 +441,55 @@ func TestDeferral(t *testing.T) {
 				t.Errorf("%s (r %v): %s %v, want %v within %s..%s", tt.name, r, w, ok, tt.want, tt.min, tt.max)
 			}
 		}
+	}
+}
+
+// TestRetryDeferral checks when a retried task's failure is deferred while
+// the breaker is closed: while min_tenants tenants fail, or while its own
+// tenant has failed for less than a window; not once its tenant has failed
+// alone for a whole window.
+func TestRetryDeferral(t *testing.T) {
+	t.Parallel()
+	high := cfg // threshold out of reach: the breaker stays closed
+	high.Threshold, high.MinTenants = 100, 2
+	one := high
+	one.MinTenants = 1
+	s := time.Second
+	type failure struct {
+		at     time.Duration
+		tenant string
+	}
+	for _, tt := range []struct {
+		name     string
+		cfg      breaker.Settings
+		failures []failure
+		at       time.Duration
+		tenant   string
+		want     bool
+	}{
+		{name: "a tenant failing for a second", cfg: high, failures: []failure{{0, "acme"}, {s, "acme"}}, at: s, tenant: "acme", want: true},
+		{name: "a tenant failing alone for less than a window", cfg: high, failures: []failure{{0, "acme"}, {4 * s, "acme"}, {8 * s, "acme"}, {9 * s, "acme"}}, at: 9 * s, tenant: "acme", want: true},
+		{name: "a tenant failing alone for a whole window", cfg: high, failures: []failure{{0, "acme"}, {4 * s, "acme"}, {8 * s, "acme"}, {10 * s, "acme"}}, at: 10 * s, tenant: "acme", want: false},
+		{name: "two tenants failing", cfg: high, failures: []failure{{0, "acme"}, {8 * s, "acme"}, {9 * s, "globex"}, {10 * s, "acme"}}, at: 10 * s, tenant: "acme", want: true},
+		{name: "a tenant back after a window without failing starts over", cfg: high, failures: []failure{{0, "acme"}, {11 * s, "acme"}}, at: 11 * s, tenant: "acme", want: true},
+		{name: "min_tenants 1: always, as before", cfg: one, failures: []failure{{0, "acme"}, {4 * s, "acme"}, {8 * s, "acme"}, {10 * s, "acme"}}, at: 10 * s, tenant: "acme", want: true},
+		{name: "open: not this function's (Deferral)", cfg: high, at: s, tenant: "acme", want: false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var st breaker.State
+			if tt.failures == nil {
+				st = breaker.State{Mode: breaker.Open, Until: t0.Add(time.Minute)}
+			}
+			for _, f := range tt.failures {
+				st, _, _ = breaker.Fail(st, tt.cfg, t0.Add(f.at), f.tenant, 0)
+			}
+			for _, r := range []float64{0, 0.999} {
+				w, ok := breaker.RetryDeferral(st, tt.cfg, t0.Add(tt.at), tt.tenant, r)
+				if ok != tt.want || (ok && (w < tt.cfg.OpenFor/4 || w > tt.cfg.OpenFor/2)) {
+					t.Errorf("r %v: %s %v, want %v within %s..%s (state %+v)", r, w, ok, tt.want, tt.cfg.OpenFor/4, tt.cfg.OpenFor/2, st)
+				}
+			}
+		})
 	}
 }

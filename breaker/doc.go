@@ -16,16 +16,22 @@
 //	           worker's dependency_open, rate_limited, auth_config, or a
 //	           Retry-After the provider sent) is counted in a window of
 //	           Settings.Window that slides (WindowBuckets buckets); at
-//	           Settings.Threshold failures in the last window it opens.
+//	           Settings.Threshold failures in the last window, from at
+//	           least Settings.MinTenants distinct tenants, it opens. One
+//	           tenant's failures alone (its revoked key, its quota) keep
+//	           counting but never open it: a noisy tenant cannot defer
+//	           every tenant's tasks. The state keeps the most recent
+//	           tenants of the window (at most MaxTenants, as TenantHash).
 //	open       no task that needs the dependency is admitted: each is
 //	           deferred (Decision.Wait: until the breaker may probe, spread
 //	           with jitter), which a worker turns into an uncounted requeue
 //	           (batch.Deferred). It stays open Settings.OpenFor, or as long
 //	           as the provider's Retry-After asked, whichever is longer.
 //	half_open  Settings.Probes tasks are admitted as probes, one write each,
-//	           the others deferred a short while. A failure reopens it; as
-//	           many successes as probes close it. Probes that never report
-//	           back are given up after OpenFor and new ones admitted.
+//	           the others deferred a short while. A failure reopens it,
+//	           whatever its tenant; as many successes as probes close it.
+//	           Probes that never report back are given up after OpenFor
+//	           and new ones admitted.
 //	closed,    after the probes: a ramp of Settings.Ramp. A task is admitted
 //	ramping    with a chance that grows linearly from 0 to 1 over the ramp,
 //	           and one not admitted waits until its turn, so the backlog

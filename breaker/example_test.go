@@ -10,7 +10,7 @@ import (
 	"github.com/agentdlq/agentdlq/breaker"
 )
 
-// A dependency fails three times: its breaker opens, and a task that needs
+// A dependency fails three times, for two tenants: its breaker opens, and a task that needs
 // it is deferred until probing may start; another dependency is untouched.
 func ExampleBreaker() {
 	ctx := context.Background()
@@ -21,8 +21,8 @@ func ExampleBreaker() {
 		Logger:   slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: io.Discard,
 		Now: func() time.Time { return now }, Rand: func() float64 { return 0 },
 	})
-	for range 3 {
-		_ = b.Record(ctx, "search-api", true, 0)
+	for _, tenant := range []string{"acme", "globex", "acme"} {
+		_ = b.Record(ctx, "search-api", tenant, true, 0)
 	}
 	d, _ := b.Admit(ctx, "search-api")
 	fmt.Println(d.Mode, d.Admit, d.Wait)

@@ -1,6 +1,8 @@
 package breaker
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -51,6 +53,12 @@ type State struct {
 	WindowStart time.Time `json:"window_start,omitzero"`
 	Buckets     []int     `json:"buckets,omitempty"`
 	Failures    int       `json:"failures,omitempty"`
+	// Tenants: the most recent distinct tenants whose failures are in the
+	// window, at most MaxTenants, oldest first, each as its TenantHash
+	// (never the tenant itself) with the bucket it last failed in and
+	// since when it fails. A state stored before Tenants existed has none
+	// and counts on.
+	Tenants []TenantSeen `json:"tenants,omitempty"`
 	// Until: while open, when probing may start.
 	Until time.Time `json:"until,omitzero"`
 	// Reopens: the failed probings since it last closed; each doubles the
@@ -74,6 +82,26 @@ type State struct {
 	Cause   string    `json:"cause,omitempty"`
 }
 
+// TenantSeen is one tenant whose failures are in a closed breaker's
+// window: its TenantHash; Bucket, the index in State.Buckets of the
+// bucket it last failed in; and Since, when it began failing (Unix
+// seconds: its first failure since it was last absent from the window),
+// which RetryDeferral reads.
+type TenantSeen struct {
+	Hash   string `json:"hash"`
+	Bucket int    `json:"bucket"`
+	Since  int64  `json:"since,omitempty"`
+}
+
+// TenantHash is how a State keeps a tenant: the first 8 hex digits of the
+// SHA-256 of the tenant ("" is a tenant too: a task without one). It is a
+// prefix of triage's hashed tenant (triage.HashValue), so the two can be
+// matched; it keeps the tenant out of the store in clear.
+func TenantHash(tenant string) string {
+	h := sha256.Sum256([]byte(tenant))
+	return hex.EncodeToString(h[:4])
+}
+
 // mode is s.Mode with "" read as Closed.
 func (s State) mode() Mode {
 	if s.Mode == "" {
@@ -87,6 +115,13 @@ func (s State) mode() Mode {
 type Settings struct {
 	// Threshold is optional (default 5): the failures within Window that open it.
 	Threshold int
+	// MinTenants is optional (default 2 with WithDefaults; below 1 reads as
+	// 1): the distinct tenants whose failures must be in the window, beside
+	// Threshold, for it to open, so that one tenant's failures (its revoked
+	// key, its exhausted quota, a hostile producer) cannot defer every
+	// tenant's tasks. 1 opens on any tenant's failures: what a pipeline of a
+	// single tenant needs. At most MaxTenants.
+	MinTenants int
 	// Window is optional (default 60 s): the failure window. It slides: the
 	// failures counted are those of the last Window, to a bucket
 	// (Window/WindowBuckets).
@@ -104,11 +139,12 @@ type Settings struct {
 
 // Defaults of Settings.
 const (
-	DefaultThreshold = 5
-	DefaultWindow    = 60 * time.Second
-	DefaultOpenFor   = 30 * time.Second
-	DefaultProbes    = 3
-	DefaultRamp      = 60 * time.Second
+	DefaultThreshold  = 5
+	DefaultMinTenants = 2
+	DefaultWindow     = 60 * time.Second
+	DefaultOpenFor    = 30 * time.Second
+	DefaultProbes     = 3
+	DefaultRamp       = 60 * time.Second
 )
 
 // WindowBuckets is the number of buckets a Window is counted in. A failure
@@ -117,6 +153,11 @@ const (
 // failure while closed) whatever the threshold, as Resilience4j's
 // time-based sliding window keeps one partial count per second.
 const WindowBuckets = 10
+
+// MaxTenants bounds State.Tenants, whatever the tenant count of the
+// pipeline: the most recent distinct tenants of the window are kept, and
+// Settings.MinTenants may be at most this many.
+const MaxTenants = 8
 
 // MaxOpenFactor bounds the time a breaker stays open after failed probes:
 // OpenFor doubles with each reopening, up to this many times OpenFor, so a
@@ -135,6 +176,9 @@ var ErrSettings = errors.New("breaker: invalid settings")
 func (s Settings) WithDefaults() Settings {
 	if s.Threshold == 0 {
 		s.Threshold = DefaultThreshold
+	}
+	if s.MinTenants == 0 {
+		s.MinTenants = DefaultMinTenants
 	}
 	if s.Window == 0 {
 		s.Window = DefaultWindow
@@ -159,6 +203,9 @@ func (s Settings) Validate() error {
 	}
 	if s.Threshold < 1 || s.Threshold > 10000 {
 		bad("threshold %d is outside 1..10000", s.Threshold)
+	}
+	if s.MinTenants < 1 || s.MinTenants > MaxTenants {
+		bad("min_tenants %d is outside 1..%d (1: a pipeline of a single tenant)", s.MinTenants, MaxTenants)
 	}
 	if s.Window < time.Second || s.Window > time.Hour {
 		bad("window %s is outside 1s..1h", s.Window)

@@ -455,10 +455,10 @@ func TestBrowser(t *testing.T) {
 	assert.Contains(t, text(`#breakers`), "every one closed")
 	b, err := breaker.New(breaker.Config{Pipeline: s.p.Name, Store: s.breakers, Settings: s.p.Breaker.Settings(), Logger: quiet, Metrics: io.Discard})
 	require.NoError(t, err)
-	for range b.Settings().Threshold {
-		require.NoError(t, b.Record(ctx, "search-api", true, 0))
+	for i := range b.Settings().Threshold { // of two tenants: min_tenants 2
+		require.NoError(t, b.Record(ctx, "search-api", []string{"acme", "globex"}[i%2], true, 0))
 	}
-	require.NoError(t, b.Record(ctx, "mail-relay", true, 0))
+	require.NoError(t, b.Record(ctx, "mail-relay", "acme", true, 0))
 	_, _, err = b.Force(ctx, "crm", true, s.p.Owner, "INC-77 <b>provider</b> down")
 	require.NoError(t, err)
 	st, err := s.breakers.Get(ctx, s.p.Name, "search-api")

@@ -220,6 +220,15 @@ type Breaker struct {
 	// Threshold is optional (default 5): dependency failures (dependency_open,
 	// rate_limited, auth_config, a Retry-After) within the window that open it.
 	Threshold int `json:"threshold,omitempty"`
+	// MinTenants is optional (default 2): the distinct tenants whose
+	// failures must be among them for it to open (at most
+	// breaker.MaxTenants), so that one tenant's failures (its revoked key,
+	// its exhausted quota, a hostile producer) cannot defer every tenant's
+	// tasks: they keep counting, and that tenant's tasks are retried and
+	// dead-lettered as any failure of their class. 1 opens on any
+	// tenant's failures: set it for a pipeline of a single tenant, whose
+	// outage would otherwise never open the breaker.
+	MinTenants int `json:"min_tenants,omitempty"`
 	// WindowSeconds is optional (default 60): the failure window, which
 	// slides (breaker.Settings.Window).
 	WindowSeconds int `json:"window_seconds,omitempty"`
@@ -240,7 +249,7 @@ type Breaker struct {
 
 // Settings returns the breaker's decision settings.
 func (b Breaker) Settings() breaker.Settings {
-	return breaker.Settings{Threshold: b.Threshold, Window: time.Duration(b.WindowSeconds) * time.Second,
+	return breaker.Settings{Threshold: b.Threshold, MinTenants: b.MinTenants, Window: time.Duration(b.WindowSeconds) * time.Second,
 		OpenFor: time.Duration(b.OpenSeconds) * time.Second, Probes: b.Probes, Ramp: time.Duration(b.RampSeconds) * time.Second}
 }
 
@@ -459,6 +468,7 @@ func (p *Pipeline) ApplyDefaults() {
 	}
 	if b := &p.Breaker; b.Enabled {
 		def(&b.Threshold, breaker.DefaultThreshold)
+		def(&b.MinTenants, breaker.DefaultMinTenants)
 		def(&b.WindowSeconds, int(breaker.DefaultWindow/time.Second))
 		def(&b.OpenSeconds, int(breaker.DefaultOpenFor/time.Second))
 		def(&b.Probes, breaker.DefaultProbes)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/agentdlq/agentdlq/breaker"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 )
 
@@ -62,6 +63,17 @@ func TestDefaults(t *testing.T) {
 	p.FIFO = true
 	assert.False(t, p.FairQueueTenants(), "a FIFO queue's MessageGroupId is the run")
 	assert.Equal(t, "agent-tasks-dlq.fifo", p.DLQName())
+	// The breaker's defaults: it opens on the failures of two tenants at least.
+	bp := valid()
+	bp.Breaker, bp.RetryAfterRequeues = Breaker{Enabled: true}, 88
+	bp.ApplyDefaults()
+	require.NoError(t, bp.Validate())
+	assert.Equal(t, 2, bp.Breaker.MinTenants, "one tenant's failures do not open the breaker by default")
+	assert.Equal(t, 2, bp.Breaker.Settings().MinTenants)
+	require.NoError(t, json.Unmarshal([]byte(`{"enabled":true,"min_tenants":1}`), &bp.Breaker))
+	bp.ApplyDefaults()
+	require.NoError(t, bp.Validate())
+	assert.Equal(t, 1, bp.Breaker.Settings().MinTenants, "a single-tenant pipeline sets min_tenants 1")
 }
 
 func TestValidate(t *testing.T) {
@@ -104,6 +116,18 @@ func TestValidate(t *testing.T) {
 			p.Breaker = Breaker{Enabled: true, Threshold: 5, WindowSeconds: 60, OpenSeconds: 30, Probes: 101, RampSeconds: 60, ToleranceSeconds: 60}
 			p.RetryAfterRequeues = 100
 		}, "probes 101 is outside"},
+		{"breaker of one tenant", func(p *Pipeline) {
+			p.Breaker = Breaker{Enabled: true, Threshold: 5, MinTenants: 1, WindowSeconds: 60, OpenSeconds: 30, Probes: 3, RampSeconds: 60, ToleranceSeconds: 600}
+			p.RetryAfterRequeues = 88
+		}, ""},
+		{"breaker min_tenants above what the state keeps", func(p *Pipeline) {
+			p.Breaker = Breaker{Enabled: true, Threshold: 5, MinTenants: breaker.MaxTenants + 1, WindowSeconds: 60, OpenSeconds: 30, Probes: 3, RampSeconds: 60, ToleranceSeconds: 600}
+			p.RetryAfterRequeues = 88
+		}, "min_tenants 9 is outside 1..8 (1: a pipeline of a single tenant)"},
+		{"breaker min_tenants negative", func(p *Pipeline) {
+			p.Breaker = Breaker{Enabled: true, Threshold: 5, MinTenants: -1, WindowSeconds: 60, OpenSeconds: 30, Probes: 3, RampSeconds: 60, ToleranceSeconds: 600}
+			p.RetryAfterRequeues = 88
+		}, "min_tenants -1 is outside"},
 		{"backoff inverted", func(p *Pipeline) { p.Backoff = Backoff{BaseSeconds: 10, MaxSeconds: 5} }, "backoff needs"},
 		{"expiry alarm beyond retention", func(p *Pipeline) { p.Alarms.ExpiryRiskHours = 400 }, "expiry_risk_hours"},
 		// Raw integers are bounded before they become durations: these

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/agentdlq/agentdlq/breaker"
 	"github.com/agentdlq/agentdlq/events/deadletter"
 	"github.com/agentdlq/agentdlq/functions/sampleworker"
 	"github.com/agentdlq/agentdlq/ledger"
@@ -137,8 +138,8 @@ func RunOutage(ctx context.Context, cfg OutageConfig) (*OutageResult, error) {
 		Before: cfg.Before.Seconds(), Outage: cfg.Outage.Seconds(), After: cfg.After.Seconds(),
 		Done: map[string]int{}, Dead: map[string]int{}}
 	if b := p.Breaker; b.Enabled {
-		res.Settings = fmt.Sprintf("threshold %d in %ds, open %ds, %d probes, ramp %ds, tolerance %ds, retry_after_requeues %d",
-			b.Threshold, b.WindowSeconds, b.OpenSeconds, b.Probes, b.RampSeconds, b.ToleranceSeconds, p.RetryAfterRequeues)
+		res.Settings = fmt.Sprintf("threshold %d in %ds of %d tenants at least, open %ds, %d probes, ramp %ds, tolerance %ds, retry_after_requeues %d",
+			b.Threshold, b.WindowSeconds, b.MinTenants, b.OpenSeconds, b.Probes, b.RampSeconds, b.ToleranceSeconds, p.RetryAfterRequeues)
 	}
 	say("outage run %s (breaker %v): %d tasks/s for %s, %s down from %s for %s; %d pollers",
 		cfg.Run, p.Breaker.Enabled, cfg.Rate, cfg.Before+cfg.Outage+cfg.After, OutageDependency, cfg.Before, cfg.Outage, mc.Pollers)
@@ -403,12 +404,13 @@ func (r *OutageResult) Print(w io.Writer) {
 
 // WithOutageBreaker returns a copy of p with the breaker on, its window,
 // open time and ramp scaled to a short outage (the defaults are for ten
-// minutes): threshold 5 in 20 s, open 10 s, 3 probes, ramp 15 s,
-// tolerance the outage and a minute, and retry_after_requeues as many as
-// that needs.
+// minutes): threshold 5 in 20 s of 2 tenants at least (the default: the
+// affected tasks are acme's and initech's), open 10 s, 3 probes, ramp
+// 15 s, tolerance the outage and a minute, and retry_after_requeues as
+// many as that needs.
 func WithOutageBreaker(p *pipeline.Pipeline, outage time.Duration) *pipeline.Pipeline {
 	cp := *p
-	cp.Breaker = pipeline.Breaker{Enabled: true, Threshold: 5, WindowSeconds: 20, OpenSeconds: 10, Probes: 3, RampSeconds: 15,
+	cp.Breaker = pipeline.Breaker{Enabled: true, Threshold: 5, MinTenants: breaker.DefaultMinTenants, WindowSeconds: 20, OpenSeconds: 10, Probes: 3, RampSeconds: 15,
 		ToleranceSeconds: int(outage.Seconds()) + 60}
 	cp.RetryAfterRequeues = min(max(cp.RetryAfterRequeues, cp.Breaker.RequiredRequeues()), 100)
 	return &cp

@@ -43,7 +43,8 @@ func Run(t *testing.T, newStore func(*testing.T) breaker.Store) {
 	})
 	t.Run("put then get round-trips every field", func(t *testing.T) {
 		st, p := newStore(t), unique()
-		in := breaker.State{Mode: breaker.Open, Until: t0.Add(time.Minute), WindowStart: t0, Buckets: []int{2, 0, 1}, Failures: 3, Probes: 1, Passed: 1,
+		in := breaker.State{Mode: breaker.Open, Until: t0.Add(time.Minute), WindowStart: t0, Buckets: []int{2, 0, 1}, Failures: 3,
+			Tenants: []breaker.TenantSeen{{Hash: breaker.TenantHash("acme"), Bucket: 0, Since: t0.Unix()}, {Hash: breaker.TenantHash(""), Bucket: 2, Since: t0.Unix() + 2}}, Probes: 1, Passed: 1,
 			ProbeSince: t0, RampFrom: t0, Held: true, Owner: "oncall", Why: "incident", Changed: t0, Cause: breaker.CauseForcedOpen}
 		out, err := st.Put(ctx, p, "search-api", in)
 		if err != nil || out.Version != 1 {
@@ -147,6 +148,7 @@ func Run(t *testing.T, newStore func(*testing.T) breaker.Store) {
 		}
 	})
 	t.Run("concurrent breakers count every failure once and open once", func(t *testing.T) {
+		// Four workers, each with its own tenant (min_tenants 2 by default).
 		st, p := newStore(t), unique()
 		var opened sync.Mutex
 		opens := 0
@@ -164,7 +166,7 @@ func Run(t *testing.T, newStore func(*testing.T) breaker.Store) {
 			}
 			wg.Go(func() {
 				for range 2 {
-					if err := b.Record(ctx, "d", true, 0); err != nil {
+					if err := b.Record(ctx, "d", fmt.Sprint("tenant-", i), true, 0); err != nil {
 						t.Errorf("worker %d: %v", i, err)
 					}
 				}

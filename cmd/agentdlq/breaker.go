@@ -32,8 +32,10 @@ pipeline's ledger table, shared by every worker instance.
 
 status without --dependency lists every dependency's breaker (the first
 step after a breaker-open alarm: which dependency); with --dependency it
-prints one: the mode (closed, open, half_open), the failures in the window,
-until when it is open, the probes, the ramp, and who forced it last. It
+prints one: the mode (closed, open, half_open), the failures in the window
+and how many tenants they came from (it opens on breaker.min_tenants of
+them, default 2: one tenant's failures alone never open it), until when
+it is open, the probes, the ramp, and who forced it last. It
 reads only.
 
 open holds the breaker open: the tasks that need the dependency are deferred
@@ -224,7 +226,7 @@ func printBreakers(w io.Writer, pipelineName string, bs pipeline.Breaker, list [
 			probes = fmt.Sprintf("%d admitted, %d passed", s.Probes, s.Passed)
 		default:
 			if n := s.FailuresAt(window, now); n > 0 {
-				failures = fmt.Sprintf("%d in the last %s", n, window)
+				failures = fmt.Sprintf("%d in the last %s, %s", n, window, tenantsText(s.TenantsAt(window, now)))
 			}
 		}
 		if s.Owner != "" {
@@ -234,6 +236,18 @@ func printBreakers(w io.Writer, pipelineName string, bs pipeline.Breaker, list [
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "One in full: agentdlq breaker status --pipeline %s --dependency NAME; hold open or close: agentdlq breaker open|close (the owner, gated).\n", pipelineName)
+}
+
+// tenantsText says n distinct tenants of a breaker's window, which keeps
+// at most breaker.MaxTenants of them.
+func tenantsText(n int) string {
+	switch {
+	case n == 1:
+		return "1 tenant"
+	case n >= breaker.MaxTenants:
+		return fmt.Sprintf("%d tenants or more", n)
+	}
+	return fmt.Sprintf("%d tenants", n)
 }
 
 // modeOf is s.Mode with "" read as closed.
@@ -273,7 +287,9 @@ func printBreaker(w io.Writer, pipelineName, dep string, bs pipeline.Breaker, s 
 			fmt.Fprintf(w, "  ramping since %s\n", s.RampFrom.UTC().Format(time.RFC3339))
 		}
 		if n := s.FailuresAt(window, now); n > 0 {
-			fmt.Fprintf(w, "  %d failures in the last %s (it opens at %d)\n", n, window, bs.Settings().WithDefaults().Threshold)
+			set := bs.Settings().WithDefaults()
+			fmt.Fprintf(w, "  %d failures in the last %s, %s (it opens at %d of at least %s)\n",
+				n, window, tenantsText(s.TenantsAt(window, now)), set.Threshold, tenantsText(set.MinTenants))
 		}
 	}
 	if !s.Changed.IsZero() {

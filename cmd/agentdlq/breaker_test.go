@@ -82,10 +82,10 @@ func TestBreakerStatusListsEveryDependency(t *testing.T) {
 	b, err := breaker.New(breaker.Config{Pipeline: "agent-tasks", Store: store, Metrics: io.Discard,
 		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Settings: breaker.Settings{Threshold: 2}})
 	require.NoError(t, err)
-	for range 2 {
-		require.NoError(t, b.Record(t.Context(), "search-api", true, 0))
+	for _, tenant := range []string{"acme", "globex"} { // two tenants: min_tenants 2
+		require.NoError(t, b.Record(t.Context(), "search-api", tenant, true, 0))
 	}
-	require.NoError(t, b.Record(t.Context(), "evil\x1b[2J", true, 0))
+	require.NoError(t, b.Record(t.Context(), "evil\x1b[2J", "acme", true, 0))
 	out, code = runCLI(t, "breaker", "open", "--pipeline", "agent-tasks", "--dependency", "crm", "--ledger-table", table,
 		"--owner", "platform-oncall", "--why", "INC-77 provider down", "--audit", filepath.Join(t.TempDir(), "audit.jsonl"))
 	require.Equal(t, 0, code, out)
@@ -126,12 +126,15 @@ func TestPrintBreakersOne(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 7, 6, 0, 30, 0, time.UTC)
 	var s breaker.State
-	s, _, _ = breaker.Fail(s, breaker.Settings{}.WithDefaults(), now.Add(-10*time.Second), 0)
+	s, _, _ = breaker.Fail(s, breaker.Settings{}.WithDefaults(), now.Add(-10*time.Second), "acme", 0)
 	var b strings.Builder
 	printBreakers(&b, "agent-tasks", pipeline.Breaker{Enabled: true}, []breaker.Entry{{Dependency: "search-api", State: s}}, now)
 	assert.Contains(t, b.String(), "1 dependency, 0 not closed")
-	assert.Contains(t, b.String(), "1 in the last 1m0s")
+	assert.Contains(t, b.String(), "1 in the last 1m0s, 1 tenant")
 	b.Reset()
 	printBreakers(&b, "agent-tasks", pipeline.Breaker{Enabled: true}, []breaker.Entry{{Dependency: "search-api", State: s}}, now.Add(2*time.Minute))
 	assert.NotContains(t, b.String(), "in the last", "a failure older than the window is not shown")
+	b.Reset()
+	printBreaker(&b, "agent-tasks", "search-api", pipeline.Breaker{Enabled: true}, s, now)
+	assert.Contains(t, b.String(), "1 failures in the last 1m0s, 1 tenant (it opens at 5 of at least 2 tenants)")
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/agentdlq/agentdlq/breaker"
@@ -40,14 +39,14 @@ func Deferred(dependency string, wait time.Duration) *Outcome {
 	return DependencyOpen(fmt.Errorf("breaker open for %q: deferred %s without calling it", dependency, wait.Round(time.Second))).After(wait)
 }
 
-// Guarded runs call, which needs the dependency dep, under the breaker b:
-// AdmitDependency, then call, then ReportDependency (receives: the
-// record's Record.ReceiveCount). A nil b runs call as it is.
-func Guarded(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep string, receives int, call func() error) error {
+// Guarded runs call, which needs the dependency dep, for a task of tenant
+// under the breaker b: AdmitDependency, then call, then ReportDependency
+// (receives: the record's Record.ReceiveCount). A nil b runs call as it is.
+func Guarded(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep, tenant string, receives int, call func() error) error {
 	if err := AdmitDependency(ctx, b, log, dep); err != nil {
 		return err
 	}
-	return ReportDependency(ctx, b, log, dep, receives, call())
+	return ReportDependency(ctx, b, log, dep, tenant, receives, call())
 }
 
 // AdmitDependency asks the breaker b whether a task that needs dep may call
@@ -72,20 +71,27 @@ func AdmitDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger, 
 }
 
 // ReportDependency reports the result of an admitted task's call to dep
-// (DependencyFailure says which failures count; a success closes a
+// for the task's tenant ("" when it names none: one tenant like any
+// other) (DependencyFailure says which failures count; a success closes a
 // half-open breaker) and returns what the handler should: err itself, or,
 // for a failure of the dependency, the Deferred outcome when the failure
 // finds the breaker open (this failure opened it, or another worker's
 // did), or when the task already spent a receive (receives, its
 // Record.ReceiveCount, is 2 or more) while the breaker is still counting
-// failures towards its threshold. So an outage costs a task at most one
-// receive: the one before the breaker could know, even when the
+// failures towards its threshold (breaker.RetryDeferral): while they come
+// from at least min_tenants tenants, or while the task's own tenant has
+// been failing for less than the window. So an outage costs a task at
+// most one receive: the one before the breaker could know, even when the
 // dependency's failures come slower than the task's backoff and the
 // threshold is not reached before its retry. That deferral waits a
 // quarter of the open time and up to as much again (the least a deferral
 // waits, which pipeline.Breaker.RequiredRequeues counts on); past its
-// requeues the failure counts, as any dependency_open.
-func ReportDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep string, receives int, err error) error {
+// requeues the failure counts, as any dependency_open. Once a tenant has
+// failed alone for a whole window (its revoked key, its quota), its
+// task's failure is not deferred: it is retried, counted, as any failure
+// of its class, and dead-lettered with its reason within its budget,
+// where its owner sees it.
+func ReportDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger, dep, tenant string, receives int, err error) error {
 	if b == nil || dep == "" {
 		return err
 	}
@@ -93,7 +99,7 @@ func ReportDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger,
 	if err != nil && !failed {
 		return err // not the dependency's failure
 	}
-	if rerr := b.Record(ctx, dep, failed, retryAfter); rerr != nil {
+	if rerr := b.Record(ctx, dep, tenant, failed, retryAfter); rerr != nil {
 		logOf(log).LogAttrs(ctx, slog.LevelWarn, "breaker: result not recorded", slog.String("dependency", dep), slog.String("error", rerr.Error()))
 		return err
 	}
@@ -109,8 +115,9 @@ func ReportDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger,
 	case deferred:
 		return Deferred(dep, wait)
 	case receives >= 2:
-		q := b.Settings().OpenFor / 4
-		return Deferred(dep, q+rand.N(q+1))
+		if w, ok, rerr := b.RetryDeferral(ctx, dep, tenant); rerr == nil && ok {
+			return Deferred(dep, w)
+		}
 	}
 	return err
 }

@@ -221,7 +221,7 @@ func (w *Worker) handle(ctx context.Context, r batch.Record) (err error) {
 		return w.run(ctx, r, &task, tool, fault)
 	}
 	// The task needs the dependency (admitted above): its result is the breaker's.
-	return batch.ReportDependency(ctx, w.breaker, w.log, fault.Dependency, r.ReceiveCount, w.run(ctx, r, &task, tool, fault))
+	return batch.ReportDependency(ctx, w.breaker, w.log, fault.Dependency, task.Tenant, r.ReceiveCount, w.run(ctx, r, &task, tool, fault))
 }
 
 // run calls the tool, with the fault the task asks for when it applies.
