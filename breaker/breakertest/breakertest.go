@@ -31,10 +31,20 @@ import (
 // Run runs the suite; newStore is called once per subtest.
 func Run(t *testing.T, newStore func(*testing.T) breaker.Store) {
 	t.Helper()
-	ctx := context.Background()
-	t0 := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
-	unique := func() string { return "p-" + rand.Text()[:10] }
+	runStates(t, newStore)
+	runListing(t, newStore)
+	runConcurrent(t, newStore)
+}
 
+var t0 = time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+
+// unique is a pipeline name no other run or subtest uses.
+func unique() string { return "p-" + rand.Text()[:10] }
+
+// runStates checks Get and Put: absence, the round trip, conflicts, keys.
+func runStates(t *testing.T, newStore func(*testing.T) breaker.Store) {
+	t.Helper()
+	ctx := context.Background()
 	t.Run("absent reads as a closed breaker of version 0", func(t *testing.T) {
 		s, err := newStore(t).Get(ctx, unique(), "search-api")
 		if err != nil || s.Version != 0 || (s.Mode != "" && s.Mode != breaker.Closed) {
@@ -83,6 +93,12 @@ func Run(t *testing.T, newStore func(*testing.T) breaker.Store) {
 			}
 		}
 	})
+}
+
+// runListing checks a breaker.Lister (skipped for a store that is not one).
+func runListing(t *testing.T, newStore func(*testing.T) breaker.Store) {
+	t.Helper()
+	ctx := context.Background()
 	lister := func(t *testing.T) (breaker.Store, breaker.Lister) {
 		t.Helper()
 		st := newStore(t)
@@ -147,6 +163,13 @@ func Run(t *testing.T, newStore func(*testing.T) breaker.Store) {
 			t.Fatalf("Dependencies = %q, %v; want [d]", deps, err)
 		}
 	})
+}
+
+// runConcurrent checks that Breakers sharing the store count every failure
+// once and open once.
+func runConcurrent(t *testing.T, newStore func(*testing.T) breaker.Store) {
+	t.Helper()
+	ctx := context.Background()
 	t.Run("concurrent breakers count every failure once and open once", func(t *testing.T) {
 		// Four workers, each with its own tenant (min_tenants 2 by default).
 		st, p := newStore(t), unique()
