@@ -159,7 +159,11 @@ func (b *Breaker) change(ctx context.Context, dep string, step func(State, time.
 
 // Admit decides about one task that needs dep. On a store error the task is
 // admitted (a breaker that cannot be read must not stop the pipeline) and
-// the error returned beside the decision for the caller to log.
+// the error returned beside the decision for the caller to log. A task
+// that loses every compare-and-set (Admit writes only to start probing or
+// to claim a probe: other workers took them) is deferred as half-open
+// defers, without error: admitting it would send the herd behind the
+// probes.
 func (b *Breaker) Admit(ctx context.Context, dep string) (Decision, error) {
 	var d Decision
 	r := b.cfg.Rand()
@@ -170,6 +174,9 @@ func (b *Breaker) Admit(ctx context.Context, dep string) (Decision, error) {
 		d, next, write, t = Admit(s, b.cfg.Settings, now, r)
 		return next, write, t
 	})
+	if errors.Is(err, ErrConflict) {
+		return Decision{Wait: halfOpenWait(b.cfg.Settings, r), Mode: HalfOpen}, nil
+	}
 	if err != nil {
 		return Decision{Admit: true, Mode: Closed}, err
 	}

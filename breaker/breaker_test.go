@@ -114,3 +114,42 @@ func (failing) Get(context.Context, string, string) (breaker.State, error) {
 func (failing) Put(context.Context, string, string, breaker.State) (breaker.State, error) {
 	return breaker.State{}, io.ErrUnexpectedEOF
 }
+
+// TestBreakerContendedProbesDefer: a task that loses every compare-and-set
+// for a half-open breaker's probes to other workers is deferred, not
+// admitted as if the store were down: under a herd of workers the probes
+// would otherwise be followed by every task that lost the race.
+func TestBreakerContendedProbesDefer(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	set := cfg
+	set.Probes = 100
+	mem := breaker.NewMemory()
+	if _, err := mem.Put(ctx, "p", "d", breaker.State{Mode: breaker.HalfOpen, ProbeSince: t0}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := breaker.New(breaker.Config{Pipeline: "p", Store: rivals{mem}, Settings: set, Now: func() time.Time { return t0 },
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), Metrics: io.Discard, Rand: func() float64 { return 0.5 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := b.Admit(ctx, "d")
+	if d.Admit || d.Wait <= 0 {
+		t.Errorf("Admit = %+v, %v; want deferred (the probes went to other workers)", d, err)
+	}
+	if st, _ := mem.Get(ctx, "p", "d"); st.Probes > set.Probes {
+		t.Errorf("%d probes claimed, at most %d", st.Probes, set.Probes)
+	}
+}
+
+// rivals is a Memory where another worker claims a probe just before each Put.
+type rivals struct{ *breaker.Memory }
+
+func (r rivals) Put(ctx context.Context, p, d string, s breaker.State) (breaker.State, error) {
+	cur, _ := r.Memory.Get(ctx, p, d)
+	cur.Probes++
+	if _, err := r.Memory.Put(ctx, p, d, cur); err != nil {
+		return breaker.State{}, err
+	}
+	return r.Memory.Put(ctx, p, d, s)
+}

@@ -283,10 +283,13 @@ func Admit(s State, cfg Settings, now time.Time, r float64) (Decision, State, bo
 // it opens when the window holds Threshold failures from at least
 // MinTenants distinct tenants: one tenant's failures alone keep counting
 // but do not open it. Half-open, any failure reopens it, whatever the
-// tenant. It returns the next state, whether it must be written, and the
-// transition it makes, if any.
+// tenant. The provider's retryAfter keeps it open at most MaxWait: one
+// task's Retry-After (a tenant's daily quota: hours) must not stop every
+// tenant's probing for that long. It returns the next state, whether it
+// must be written, and the transition it makes, if any.
 func Fail(s State, cfg Settings, now time.Time, tenant string, retryAfter time.Duration) (State, bool, *Transition) {
 	h := TenantHash(tenant)
+	retryAfter = min(retryAfter, MaxWait)
 	var t *Transition
 	switch s.mode() {
 	case Open:

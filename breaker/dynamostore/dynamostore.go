@@ -15,7 +15,9 @@
 // state's pk has a letter after "breaker:"), breaker_dependencies (SS). The
 // first Put of a dependency (version 0 to 1) adds its name there with an
 // UpdateItem ADD, which is idempotent, before it writes the state: a stored
-// state is always listed, and listing is one GetItem, never a Scan. The
+// state is always listed, and listing is one GetItem, never a Scan. A
+// Store's first write of a state already stored (by code before the
+// index) adds it too. The
 // index item's pk starts with KeyPrefix too, so a role held to the breaker
 // items (dynamodb:LeadingKeys) may write it.
 package dynamostore
@@ -27,6 +29,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -61,6 +64,11 @@ type API interface {
 type Store struct {
 	api   API
 	table string
+	// listed: the (pipeline, dependency) this Store has added to the
+	// index. A state at version 1 or more that this Store has not listed
+	// yet is listed before it is written (best effort), so that a state
+	// stored before the index existed is listed by its next write.
+	listed sync.Map
 }
 
 var (
@@ -153,15 +161,22 @@ func (s *Store) Get(ctx context.Context, pipeline, dependency string) (breaker.S
 
 // Put implements breaker.Store: an UpdateItem conditioned on the version.
 // The first (version 0) is preceded by the index's UpdateItem: a failure
-// there stores nothing.
+// there stores nothing. A later one is preceded by it once a Store and
+// dependency (a state stored before the index existed gets listed), and a
+// failure there is tried again with the next write.
 func (s *Store) Put(ctx context.Context, pipeline, dependency string, st breaker.State) (breaker.State, error) {
 	if dependency == "" {
 		return breaker.State{}, fmt.Errorf("breaker %s: %w", pipeline, ErrEmptyDependency)
 	}
 	base := st.Version
-	if base == 0 {
-		if err := s.index(ctx, pipeline, dependency); err != nil {
+	k := [2]string{pipeline, dependency}
+	if _, ok := s.listed.Load(k); !ok {
+		err := s.index(ctx, pipeline, dependency)
+		if err != nil && base == 0 {
 			return breaker.State{}, err
+		}
+		if err == nil {
+			s.listed.Store(k, true)
 		}
 	}
 	st.Version = base + 1

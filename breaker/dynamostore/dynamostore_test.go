@@ -72,3 +72,34 @@ func TestFirstPutListsBeforeItStores(t *testing.T) {
 		t.Fatal("the index key collides or leaves KeyPrefix")
 	}
 }
+
+// TestStateStoredBeforeTheIndexIsListed: a state stored before the index
+// item existed (its first Put was made by a Store that kept no index) is
+// listed by the first write a Store makes of it; later writes of the same
+// Store do not touch the index again.
+func TestStateStoredBeforeTheIndexIsListed(t *testing.T) {
+	ctx := context.Background()
+	idx, key := dynamostore.IndexKey("agent-tasks"), dynamostore.Key("agent-tasks", "search-api")
+	f := &fakeAPI{}
+	s := dynamostore.New(f, "t")
+	for v := int64(3); v < 5; v++ {
+		if _, err := s.Put(ctx, "agent-tasks", "search-api", breaker.State{Version: v, Mode: breaker.Open}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{idx, key, key}; fmt.Sprint(f.updates) != fmt.Sprint(want) {
+		t.Fatalf("UpdateItem on %q, want %q", f.updates, want)
+	}
+	// The index write failing then does not lose the state's write: it is
+	// tried again with the next one.
+	f = &fakeAPI{failPK: idx}
+	s = dynamostore.New(f, "t")
+	for v := int64(3); v < 5; v++ {
+		if _, err := s.Put(ctx, "agent-tasks", "search-api", breaker.State{Version: v}); err != nil {
+			t.Fatalf("Put of version %d: %v", v, err)
+		}
+	}
+	if want := []string{idx, key, idx, key}; fmt.Sprint(f.updates) != fmt.Sprint(want) {
+		t.Fatalf("UpdateItem on %q, want %q", f.updates, want)
+	}
+}

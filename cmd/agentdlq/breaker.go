@@ -232,7 +232,7 @@ func printBreakers(w io.Writer, pipelineName string, bs pipeline.Breaker, list [
 		if s.Owner != "" {
 			forced = esc(s.Owner) + ": " + esc(s.Why)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", esc(e.Dependency), mode, since, cause, until, failures, probes, forced)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", esc(e.Dependency), esc(string(mode)), since, cause, until, failures, probes, forced)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "One in full: agentdlq breaker status --pipeline %s --dependency NAME; hold open or close: agentdlq breaker open|close (the owner, gated).\n", pipelineName)
@@ -271,7 +271,7 @@ func printBreaker(w io.Writer, pipelineName, dep string, bs pipeline.Breaker, s 
 		on = "off in pipelines.json: the worker does not read it"
 	}
 	dep = textutil.Escape(dep)
-	fmt.Fprintf(w, "breaker %s/%s: %s (breaker %s)\n", pipelineName, dep, mode, on)
+	fmt.Fprintf(w, "breaker %s/%s: %s (breaker %s)\n", pipelineName, dep, textutil.Escape(string(mode)), on)
 	switch mode {
 	case breaker.Open:
 		if s.Held {
@@ -293,7 +293,7 @@ func printBreaker(w io.Writer, pipelineName, dep string, bs pipeline.Breaker, s 
 		}
 	}
 	if !s.Changed.IsZero() {
-		fmt.Fprintf(w, "  last change %s: %s (version %d)\n", s.Changed.UTC().Format(time.RFC3339), s.Cause, s.Version)
+		fmt.Fprintf(w, "  last change %s: %s (version %d)\n", s.Changed.UTC().Format(time.RFC3339), textutil.Escape(s.Cause), s.Version)
 	}
 	if s.Owner != "" && !s.Held {
 		fmt.Fprintf(w, "  last forced by %s: %s\n", textutil.Escape(s.Owner), textutil.Escape(s.Why))

@@ -138,3 +138,16 @@ func TestPrintBreakersOne(t *testing.T) {
 	printBreaker(&b, "agent-tasks", "search-api", pipeline.Breaker{Enabled: true}, s, now)
 	assert.Contains(t, b.String(), "1 failures in the last 1m0s, 1 tenant (it opens at 5 of at least 2 tenants)")
 }
+
+// A stored state is text from the table: its mode and cause reach the
+// terminal escaped, as its owner and why do.
+func TestPrintBreakerEscapesStoredText(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 7, 6, 0, 30, 0, time.UTC)
+	s := breaker.State{Mode: "open\x1b[2J", Cause: "threshold\x1b]0;pwned\x07", Changed: now, Version: 3}
+	var b strings.Builder
+	printBreaker(&b, "agent-tasks", "search-api", pipeline.Breaker{Enabled: true}, s, now)
+	printBreakers(&b, "agent-tasks", pipeline.Breaker{Enabled: true}, []breaker.Entry{{Dependency: "search-api", State: s}}, now)
+	assert.NotContains(t, b.String(), "\x1b")
+	assert.NotContains(t, b.String(), "\x07")
+}

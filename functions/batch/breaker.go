@@ -101,7 +101,11 @@ func ReportDependency(ctx context.Context, b *breaker.Breaker, log *slog.Logger,
 	}
 	if rerr := b.Record(ctx, dep, tenant, failed, retryAfter); rerr != nil {
 		logOf(log).LogAttrs(ctx, slog.LevelWarn, "breaker: result not recorded", slog.String("dependency", dep), slog.String("error", rerr.Error()))
-		return err
+		// Lost to other workers' writes (the herd of an outage's start):
+		// the state it knows still says whether to defer the task.
+		if !errors.Is(rerr, breaker.ErrConflict) {
+			return err
+		}
 	}
 	if !failed {
 		return err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -267,4 +268,45 @@ func TestProcessorOneTenantsRevokedKey(t *testing.T) {
 	if calls["acme"] != 1 || calls["revoked-co"] != 2*(batchtest.MaxReceiveCount-1)+1 {
 		t.Errorf("calls %v: want acme's task called once, each of revoked-co's receives called", calls)
 	}
+}
+
+// TestReportDependencyContendedStillDefers: a retried task's failure that
+// the breaker could not record (every compare-and-set lost to other
+// workers recording theirs, the herd of an outage's start) is still
+// deferred on the state the breaker knows, not retried counted.
+func TestReportDependencyContendedStillDefers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	quiet := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	store := &contended{Memory: breaker.NewMemory()}
+	b, err := breaker.New(breaker.Config{Pipeline: "p", Store: store, Settings: breaker.Settings{Threshold: 5, OpenFor: 20 * time.Second},
+		Logger: quiet, Metrics: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := batch.DependencyOpen(errors.New("search-api down"))
+	for _, tenant := range []string{"acme", "globex"} {
+		_ = batch.ReportDependency(ctx, b, quiet, "search-api", tenant, 1, down)
+	}
+	store.on.Store(true)
+	err = batch.ReportDependency(ctx, b, quiet, "search-api", "acme", 2, down)
+	if o := (*batch.Outcome)(nil); !errors.As(err, &o) || o.RetryAfter() == 0 {
+		t.Fatalf("second receive, its failure not recorded: %v, want deferred (two tenants fail)", err)
+	}
+}
+
+// contended is a Memory where, once on, another worker writes just before each Put.
+type contended struct {
+	*breaker.Memory
+	on atomic.Bool
+}
+
+func (c *contended) Put(ctx context.Context, p, d string, s breaker.State) (breaker.State, error) {
+	if c.on.Load() {
+		cur, _ := c.Memory.Get(ctx, p, d)
+		if _, err := c.Memory.Put(ctx, p, d, cur); err != nil {
+			return breaker.State{}, err
+		}
+	}
+	return c.Memory.Put(ctx, p, d, s)
 }
