@@ -65,7 +65,7 @@ func open(s *State, cfg Settings, now time.Time, retryAfter time.Duration, cause
 	}
 	s.Until = now.Add(max(d, retryAfter))
 	s.WindowStart, s.Buckets, s.Failures, s.Tenants = time.Time{}, nil, 0, nil
-	s.Probes, s.Passed, s.ProbeSince = 0, 0, time.Time{}
+	s.Probes, s.Passed, s.ProbeSince, s.ProbeFailures = 0, 0, time.Time{}, nil
 	s.RampFrom = time.Time{}
 	return t
 }
@@ -261,7 +261,7 @@ func Admit(s State, cfg Settings, now time.Time, r float64) (Decision, State, bo
 		}
 		if !now.Before(s.ProbeSince.Add(cfg.OpenFor)) {
 			// The probes never reported back (a worker died): probe again.
-			s.Probes, s.Passed, s.ProbeSince = 1, 0, now
+			s.Probes, s.Passed, s.ProbeSince, s.ProbeFailures = 1, 0, now, nil
 			return Decision{Admit: true, Probe: true, Mode: HalfOpen}, s, true, nil
 		}
 		return Decision{Wait: halfOpenWait(cfg, r), Mode: HalfOpen}, s, false, nil
@@ -282,8 +282,9 @@ func Admit(s State, cfg Settings, now time.Time, r float64) (Decision, State, bo
 // its TenantHash) with the provider's retryAfter (0 without one). Closed,
 // it opens when the window holds Threshold failures from at least
 // MinTenants distinct tenants: one tenant's failures alone keep counting
-// but do not open it. Half-open, any failure reopens it, whatever the
-// tenant. The provider's retryAfter keeps it open at most MaxWait: one
+// but do not open it. Half-open, failed probes of MinTenants distinct
+// tenants reopen it; a failed probe of a tenant alone frees its slot for
+// another task. The provider's retryAfter keeps it open at most MaxWait: one
 // task's Retry-After (a tenant's daily quota: hours) must not stop every
 // tenant's probing for that long. It returns the next state, whether it
 // must be written, and the transition it makes, if any.
@@ -300,6 +301,17 @@ func Fail(s State, cfg Settings, now time.Time, tenant string, retryAfter time.D
 		}
 		return s, false, nil
 	case HalfOpen:
+		if !slices.Contains(s.ProbeFailures, h) {
+			s.ProbeFailures = append(slices.Clone(s.ProbeFailures), h)
+		}
+		if len(s.ProbeFailures) < max(cfg.MinTenants, 1) {
+			// One tenant's failed probe may be its own (a revoked key, its
+			// quota): it frees its probe slot for another task, so that a
+			// tenant whose every call fails cannot keep the breaker from
+			// closing while the provider serves the others.
+			s.Probes = max(s.Probes-1, 0)
+			return s, true, nil
+		}
 		t = open(&s, cfg, now, retryAfter, CauseProbeFailed)
 	default:
 		countFailure(&s, cfg.Window, now, h)
@@ -324,7 +336,7 @@ func Succeed(s State, cfg Settings, now time.Time) (State, bool, *Transition) {
 		return s, true, nil
 	}
 	t := transition(&s, Closed, CauseProbesPassed, now)
-	s.Probes, s.Passed, s.ProbeSince, s.Reopens = 0, 0, time.Time{}, 0
+	s.Probes, s.Passed, s.ProbeSince, s.ProbeFailures, s.Reopens = 0, 0, time.Time{}, nil, 0
 	s.WindowStart, s.Buckets, s.Failures, s.Tenants, s.Until = time.Time{}, nil, 0, nil, time.Time{}
 	s.RampFrom = now
 	return s, true, t
@@ -345,6 +357,7 @@ func Force(s State, cfg Settings, open bool, owner, why string, now time.Time) (
 		}
 		s.Held, s.Until = true, now.Add(cfg.OpenFor)
 		s.WindowStart, s.Buckets, s.Failures, s.Tenants, s.Probes, s.Passed, s.ProbeSince, s.RampFrom = time.Time{}, nil, 0, nil, 0, 0, time.Time{}, time.Time{}
+		s.ProbeFailures = nil
 		return s, t
 	}
 	if s.mode() != Closed {
@@ -355,5 +368,6 @@ func Force(s State, cfg Settings, open bool, owner, why string, now time.Time) (
 	}
 	s.Held, s.Until, s.Reopens = false, time.Time{}, 0
 	s.WindowStart, s.Buckets, s.Failures, s.Tenants, s.Probes, s.Passed, s.ProbeSince = time.Time{}, nil, 0, nil, 0, 0, time.Time{}
+	s.ProbeFailures = nil
 	return s, t
 }

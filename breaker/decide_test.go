@@ -318,15 +318,42 @@ func TestFailReadsAStateWithoutTenants(t *testing.T) {
 	}
 }
 
-// TestFailedProbeReopensWhateverTheTenant: half-open, one tenant's failed
-// probe reopens the breaker (MinTenants counts only while closed).
-func TestFailedProbeReopensWhateverTheTenant(t *testing.T) {
+// TestFailedProbesOfOneTenantDoNotReopen checks the half-open breaker with
+// MinTenants 2: a tenant whose own calls fail (a revoked key) frees its
+// probe slot instead of reopening, so the others' probes can close it; a
+// second tenant's failed probe reopens it (the provider is down).
+func TestFailedProbesOfOneTenantDoNotReopen(t *testing.T) {
 	t.Parallel()
-	two := cfg
+	two := cfg // Probes 2
 	two.MinTenants = 2
-	s, _, tr := breaker.Fail(breaker.State{Mode: breaker.HalfOpen, Probes: 1, ProbeSince: t0}, two, t0.Add(time.Second), "acme", 0)
-	if s.Mode != breaker.Open || tr == nil || tr.Cause != breaker.CauseProbeFailed || tr.Tenant != breaker.TenantHash("acme") {
-		t.Fatalf("mode %s, transition %+v: want reopened by acme's probe", s.Mode, tr)
+	s := breaker.State{Mode: breaker.HalfOpen, Probes: 2, ProbeSince: t0}
+	for i := range 3 { // acme's tasks keep taking the probe slots, and failing
+		var tr *breaker.Transition
+		s, _, tr = breaker.Fail(s, two, t0.Add(time.Duration(i)*time.Second), "acme", 0)
+		if s.Mode != breaker.HalfOpen || tr != nil || s.Probes != 1 {
+			t.Fatalf("acme's failed probe %d: mode %s, %d probes, transition %+v; want half-open with its slot freed", i, s.Mode, s.Probes, tr)
+		}
+		d, next, write, _ := breaker.Admit(s, two, t0.Add(time.Duration(i)*time.Second), 0.5)
+		if !d.Admit || !d.Probe || !write {
+			t.Fatalf("after acme's failed probe %d: %+v, want the freed slot given to the next task", i, d)
+		}
+		s = next
+	}
+	closed := s
+	for range two.Probes { // the other tenants' probes pass: the provider serves them
+		closed, _, _ = breaker.Succeed(closed, two, t0.Add(5*time.Second))
+	}
+	if closed.Mode != breaker.Closed {
+		t.Fatalf("after the probes passed: %s, want closed", closed.Mode)
+	}
+	s, _, tr := breaker.Fail(s, two, t0.Add(6*time.Second), "initech", 0)
+	if s.Mode != breaker.Open || tr == nil || tr.Cause != breaker.CauseProbeFailed || tr.Tenant != breaker.TenantHash("initech") || s.ProbeFailures != nil {
+		t.Fatalf("a second tenant's failed probe: mode %s, transition %+v, %v; want reopened", s.Mode, tr, s.ProbeFailures)
+	}
+	one := cfg
+	one.MinTenants = 1
+	if s, _, _ := breaker.Fail(breaker.State{Mode: breaker.HalfOpen, Probes: 1, ProbeSince: t0}, one, t0, "acme", 0); s.Mode != breaker.Open {
+		t.Errorf("min_tenants 1: a failed probe left it %s, want open", s.Mode)
 	}
 }
 

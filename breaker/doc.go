@@ -28,8 +28,9 @@
 //	           (batch.Deferred). It stays open Settings.OpenFor, or as long
 //	           as the provider's Retry-After asked, whichever is longer.
 //	half_open  Settings.Probes tasks are admitted as probes, one write each,
-//	           the others deferred a short while. A failure reopens it,
-//	           whatever its tenant; as many successes as probes close it.
+//	           the others deferred a short while. Failed probes of
+//	           Settings.MinTenants tenants reopen it (one tenant's alone
+//	           free their slots); as many successes as probes close it.
 //	           Probes that never report back are given up after OpenFor
 //	           and new ones admitted.
 //	closed,    after the probes: a ramp of Settings.Ramp. A task is admitted

@@ -69,6 +69,10 @@ type State struct {
 	Probes     int       `json:"probes,omitempty"`
 	Passed     int       `json:"passed,omitempty"`
 	ProbeSince time.Time `json:"probe_since,omitzero"`
+	// ProbeFailures: while half-open, the TenantHash of each distinct
+	// tenant whose probe failed in this probing (fewer than MinTenants:
+	// at MinTenants it reopens).
+	ProbeFailures []string `json:"probe_failures,omitempty"`
 	// RampFrom: while closed after an open, when the ramp began (zero: no ramp).
 	RampFrom time.Time `json:"ramp_from,omitzero"`
 	// Held: an owner holds the breaker open (Force); it does not close by itself.

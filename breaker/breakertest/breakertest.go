@@ -54,7 +54,7 @@ func runStates(t *testing.T, newStore func(*testing.T) breaker.Store) {
 	t.Run("put then get round-trips every field", func(t *testing.T) {
 		st, p := newStore(t), unique()
 		in := breaker.State{Mode: breaker.Open, Until: t0.Add(time.Minute), WindowStart: t0, Buckets: []int{2, 0, 1}, Failures: 3,
-			Tenants: []breaker.TenantSeen{{Hash: breaker.TenantHash("acme"), Bucket: 0, Since: t0.Unix()}, {Hash: breaker.TenantHash(""), Bucket: 2, Since: t0.Unix() + 2}}, Probes: 1, Passed: 1,
+			Tenants: []breaker.TenantSeen{{Hash: breaker.TenantHash("acme"), Bucket: 0, Since: t0.Unix()}, {Hash: breaker.TenantHash(""), Bucket: 2, Since: t0.Unix() + 2}}, Probes: 1, Passed: 1, ProbeFailures: []string{breaker.TenantHash("initech")},
 			ProbeSince: t0, RampFrom: t0, Held: true, Owner: "oncall", Why: "incident", Changed: t0, Cause: breaker.CauseForcedOpen}
 		out, err := st.Put(ctx, p, "search-api", in)
 		if err != nil || out.Version != 1 {
