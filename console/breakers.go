@@ -28,6 +28,9 @@ type breakerView struct {
 	Now      time.Time
 	// Window is the pipeline's failure window (breaker.Settings.Window).
 	Window time.Duration
+	// Threshold and MinTenants: it opens on Threshold failures in Window
+	// from MinTenants distinct tenants at least (breaker.Settings).
+	Threshold, MinTenants int
 	// Enabled: the pipeline's breaker is on (pipelines.json "breaker");
 	// off, nothing is read and the page says "breaker off".
 	Enabled bool
@@ -47,10 +50,15 @@ type breakerRow struct {
 	Dependency string
 	Mode       breaker.Mode
 	S          breaker.State
-	// Failures: those of the last window at the view's Now (State.FailuresAt).
-	Failures int
-	Err      string // its state could not be read
+	// Failures: those of the last window at the view's Now (State.FailuresAt);
+	// Tenants: the distinct tenants they came from (State.TenantsAt, at most
+	// breaker.MaxTenants; 0 for a state stored before tenants were kept).
+	Failures, Tenants int
+	Err               string // its state could not be read
 }
+
+// ManyTenants says Tenants is the most a state keeps: there may be more.
+func (r breakerRow) ManyTenants() bool { return r.Tenants >= breaker.MaxTenants }
 
 // Open and HalfOpen say which mode the row is in, for the templates.
 func (r breakerRow) Open() bool     { return r.Mode == breaker.Open }
@@ -60,7 +68,8 @@ func (r breakerRow) HalfOpen() bool { return r.Mode == breaker.HalfOpen }
 // read a dependency). A store that cannot be read is said in the view,
 // never an error of the page.
 func (s *Server) breakers(ctx context.Context, p *pipeline.Pipeline) *breakerView {
-	v := &breakerView{Pipeline: p.Name, Now: s.cfg.Now(), Enabled: p.Breaker.Enabled, Window: p.Breaker.Settings().WithDefaults().Window}
+	set := p.Breaker.Settings().WithDefaults()
+	v := &breakerView{Pipeline: p.Name, Now: s.cfg.Now(), Enabled: p.Breaker.Enabled, Window: set.Window, Threshold: set.Threshold, MinTenants: set.MinTenants}
 	if !v.Enabled {
 		return v
 	}
@@ -88,7 +97,7 @@ func (s *Server) breakers(ctx context.Context, p *pipeline.Pipeline) *breakerVie
 		default:
 			row.S = st
 		}
-		row.Failures = row.S.FailuresAt(v.Window, v.Now)
+		row.Failures, row.Tenants = row.S.FailuresAt(v.Window, v.Now), row.S.TenantsAt(v.Window, v.Now)
 		if row.Err == "" && row.Mode != breaker.Closed {
 			v.NotClosed++
 		}

@@ -91,6 +91,34 @@ func TestBreakersShown(t *testing.T) {
 	assert.NotContains(t, over, "a-closed", "the overview names only what is not closed")
 }
 
+// A closed breaker's row says how many tenants its window's failures came
+// from and what opens it: one tenant's failures (its revoked key) keep it
+// closed under min_tenants 2, and the owner sees why.
+func TestBreakerTenantsShown(t *testing.T) {
+	f := newFixture(t, 8)
+	f.p.Breaker.Enabled = true
+	set := f.p.Breaker.Settings().WithDefaults()
+	m := breaker.NewMemory()
+	f.s.cfg.Breakers = m
+	var one, three breaker.State
+	for i := range 7 {
+		at := t0.Add(time.Duration(i-7) * time.Second)
+		var moved *breaker.Transition
+		one, _, moved = breaker.Fail(one, set, at, "acme", 0)
+		require.Nil(t, moved, "one tenant's failures never open it (min_tenants %d)", set.MinTenants)
+		if i < 3 {
+			three, _, _ = breaker.Fail(three, set, at, []string{"acme", "globex", "initech"}[i], 0)
+		}
+	}
+	put(t, m, "crm", one)
+	put(t, m, "search-api", three)
+
+	page := f.get(t, "/pipeline?p=agent-tasks").Body.String()
+	assert.Contains(t, page, "7 failures in the last 1m0s, from 1 tenant<")
+	assert.Contains(t, page, "3 failures in the last 1m0s, from 3 tenants<")
+	assert.Contains(t, page, "opens at 5 from 2 tenants")
+}
+
 // Off, none stored, no store, a store that cannot be read: each said in
 // words; the page still renders.
 func TestBreakersStates(t *testing.T) {
