@@ -91,6 +91,27 @@ func IndexKey(pipeline string) string { return KeyPrefix + "dependencies:" + pip
 // DynamoDB string set cannot hold an empty string).
 var ErrEmptyDependency = errors.New("breaker: the dependency name is empty")
 
+// MaxDependencies bounds a pipeline's index item, and MaxDependencyBytes a
+// dependency's name, so that the item stays far under DynamoDB's 400 KB
+// (256 names of 256 bytes: 64 KB) whatever names reach the store. A
+// handler that takes a dependency's name from the task (the sample worker
+// does) lets a producer write names; past the bound, Put refuses a new
+// dependency (ErrTooManyDependencies), which stores no state for it, and
+// the breaker admits its tasks as it does on any store error. The
+// dependencies already listed keep their breakers.
+const (
+	MaxDependencies    = 256
+	MaxDependencyBytes = 256
+)
+
+// ErrTooManyDependencies is returned by Put for a dependency not yet listed
+// when the pipeline's index already holds MaxDependencies, and
+// ErrDependencyTooLong for a name over MaxDependencyBytes.
+var (
+	ErrTooManyDependencies = fmt.Errorf("breaker: the pipeline already lists %d dependencies", MaxDependencies)
+	ErrDependencyTooLong   = fmt.Errorf("breaker: the dependency name is over %d bytes", MaxDependencyBytes)
+)
+
 // Dependencies implements breaker.Lister: one strongly consistent GetItem
 // of the pipeline's index item.
 func (s *Store) Dependencies(ctx context.Context, pipeline string) ([]string, error) {
@@ -115,18 +136,34 @@ func (s *Store) Dependencies(ctx context.Context, pipeline string) ([]string, er
 	return deps, nil
 }
 
-// index adds dependency to the pipeline's index item (idempotent).
+// index adds dependency to the pipeline's index item (idempotent), unless
+// it holds MaxDependencies others (ErrTooManyDependencies).
 func (s *Store) index(ctx context.Context, pipeline, dependency string) error {
 	_, err := s.api.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.table),
-		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: IndexKey(pipeline)}},
-		UpdateExpression:          aws.String("ADD " + IndexAttribute + " :d"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":d": &types.AttributeValueMemberSS{Value: []string{dependency}}},
+		TableName:        aws.String(s.table),
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: IndexKey(pipeline)}},
+		UpdateExpression: aws.String("ADD " + IndexAttribute + " :d"),
+		ConditionExpression: aws.String("attribute_not_exists(" + IndexAttribute + ") OR size(" + IndexAttribute + ") < :max OR contains(" +
+			IndexAttribute + ", :name)"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":d":    &types.AttributeValueMemberSS{Value: []string{dependency}},
+			":name": &types.AttributeValueMemberS{Value: dependency},
+			":max":  &types.AttributeValueMemberN{Value: strconv.Itoa(MaxDependencies)},
+		},
 	})
+	if conditionFailed(err) {
+		return fmt.Errorf("breaker %s/%s: %w", pipeline, dependency, ErrTooManyDependencies)
+	}
 	if err != nil {
 		return fmt.Errorf("breaker %s/%s: list the dependency: %w", pipeline, dependency, err)
 	}
 	return nil
+}
+
+// conditionFailed says err is DynamoDB's ConditionalCheckFailedException.
+func conditionFailed(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ConditionalCheckFailedException"
 }
 
 // Get implements breaker.Store, with a strongly consistent read.
@@ -168,6 +205,9 @@ func (s *Store) Put(ctx context.Context, pipeline, dependency string, st breaker
 	if dependency == "" {
 		return breaker.State{}, fmt.Errorf("breaker %s: %w", pipeline, ErrEmptyDependency)
 	}
+	if len(dependency) > MaxDependencyBytes {
+		return breaker.State{}, fmt.Errorf("breaker %s: %w", pipeline, ErrDependencyTooLong)
+	}
 	base := st.Version
 	k := [2]string{pipeline, dependency}
 	if _, ok := s.listed.Load(k); !ok {
@@ -175,7 +215,9 @@ func (s *Store) Put(ctx context.Context, pipeline, dependency string, st breaker
 		if err != nil && base == 0 {
 			return breaker.State{}, err
 		}
-		if err == nil {
+		if err == nil || errors.Is(err, ErrTooManyDependencies) {
+			// A full index is not tried again on every write of a state
+			// stored before the index existed.
 			s.listed.Store(k, true)
 		}
 	}
@@ -206,8 +248,7 @@ func (s *Store) Put(ctx context.Context, pipeline, dependency string, st breaker
 		in.ExpressionAttributeValues[":v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(base, 10)}
 	}
 	if _, err := s.api.UpdateItem(ctx, in); err != nil {
-		var ae smithy.APIError
-		if errors.As(err, &ae) && ae.ErrorCode() == "ConditionalCheckFailedException" {
+		if conditionFailed(err) {
 			return breaker.State{}, breaker.ErrConflict
 		}
 		return breaker.State{}, fmt.Errorf("breaker %s/%s: put: %w", pipeline, dependency, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,5 +102,51 @@ func TestStateStoredBeforeTheIndexIsListed(t *testing.T) {
 	}
 	if want := []string{idx, key, idx, key}; fmt.Sprint(f.updates) != fmt.Sprint(want) {
 		t.Fatalf("UpdateItem on %q, want %q", f.updates, want)
+	}
+}
+
+// TestIndexBounded: a producer that names dependencies (the sample worker
+// takes them from the task) cannot grow a pipeline's index item towards
+// DynamoDB's 400 KB: past MaxDependencies a new dependency is refused and
+// no state is stored for it; the listed ones keep being written, and a
+// name over MaxDependencyBytes is refused before any call. On the
+// emulator, whose condition expressions are DynamoDB's.
+func TestIndexBounded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := localtest.AWS(t)
+	api, table := dynamodb.NewFromConfig(cfg), localtest.Table(t, cfg)
+	s := dynamostore.New(api, table)
+	for i := range dynamostore.MaxDependencies {
+		if _, err := s.Put(ctx, "agent-tasks", fmt.Sprintf("dep-%03d", i), breaker.State{Failures: 1}); err != nil {
+			t.Fatalf("dependency %d of %d: %v", i+1, dynamostore.MaxDependencies, err)
+		}
+	}
+	_, err := s.Put(ctx, "agent-tasks", "one-too-many", breaker.State{Failures: 1})
+	if !errors.Is(err, dynamostore.ErrTooManyDependencies) {
+		t.Fatalf("dependency %d: %v, want ErrTooManyDependencies", dynamostore.MaxDependencies+1, err)
+	}
+	if st, err := s.Get(ctx, "agent-tasks", "one-too-many"); err != nil || st.Version != 0 {
+		t.Fatalf("the refused dependency's state: %+v, %v; want none stored", st, err)
+	}
+	// Another worker's Store, which lost the race to store dep-000 first:
+	// the name is in the index, so a full index lets it through, and the
+	// state's own condition says who won.
+	if _, err := dynamostore.New(api, table).Put(ctx, "agent-tasks", "dep-000", breaker.State{Failures: 2}); !errors.Is(err, breaker.ErrConflict) {
+		t.Fatalf("a listed dependency's first write on a full index: %v, want breaker.ErrConflict", err)
+	}
+	if _, err := dynamostore.New(api, table).Put(ctx, "agent-tasks", "dep-000", breaker.State{Version: 1, Failures: 2}); err != nil {
+		t.Fatalf("a listed dependency of a full index: %v", err)
+	}
+	deps, err := s.Dependencies(ctx, "agent-tasks")
+	if err != nil || len(deps) != dynamostore.MaxDependencies || slices.Contains(deps, "one-too-many") {
+		t.Fatalf("listed %d dependencies (%v), want %d without the refused one", len(deps), err, dynamostore.MaxDependencies)
+	}
+	// Another pipeline's index is its own.
+	if _, err := s.Put(ctx, "agent-steps", "one-too-many", breaker.State{Failures: 1}); err != nil {
+		t.Fatalf("another pipeline: %v", err)
+	}
+	if _, err := s.Put(ctx, "agent-tasks", strings.Repeat("a", dynamostore.MaxDependencyBytes+1), breaker.State{}); !errors.Is(err, dynamostore.ErrDependencyTooLong) {
+		t.Fatalf("a long name: %v, want ErrDependencyTooLong", err)
 	}
 }
