@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -88,7 +89,18 @@ func SLOLine(r *report.Report) string {
 		}
 		return line + " (error budget spent: not known to triage; give the period's processed count, agentdlq triage --processed N)"
 	}
-	line += fmt.Sprintf(" of %d tasks (%g %% bad): %g %% of the period's error budget spent", *s.Processed+s.DeadLettered, *s.BadPercent, *s.BudgetSpentPercent)
+	spent := *s.BudgetSpentPercent
+	line += fmt.Sprintf(" of %d tasks (%g %% bad): %s %% of the period's error budget spent", *s.Processed+s.DeadLettered, *s.BadPercent,
+		strconv.FormatFloat(spent, 'f', -1, 64))
+	if x := spent / 100; x > 1 {
+		// Over budget: how many times faster than the target allows, which
+		// a percentage in the thousands does not say at a glance.
+		prec := 1
+		if x >= 10 {
+			prec = 0
+		}
+		line += ", " + strconv.FormatFloat(x, 'f', prec, 64) + "× the rate the target allows"
+	}
 	if s.ProcessedSource != "" {
 		line += " (processed: " + s.ProcessedSource + ")"
 	}

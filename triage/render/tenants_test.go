@@ -17,6 +17,12 @@ func TestSLOLine(t *testing.T) {
 	known.SpendBudget(3996)
 	read := &report.SLOStatus{TargetPercent: 99.9, PeriodSeconds: 3600, DeadLettered: 4, ProcessedSource: "CloudWatch AgentDLQ Processed"}
 	read.SpendBudget(39996)
+	over := &report.SLOStatus{TargetPercent: 99.9, PeriodSeconds: 3600, DeadLettered: 18, ProcessedSource: "CloudWatch AgentDLQ Processed"}
+	over.SpendBudget(8)
+	little := &report.SLOStatus{TargetPercent: 99.9, PeriodSeconds: 3600, DeadLettered: 3}
+	little.SpendBudget(1997)
+	huge := &report.SLOStatus{TargetPercent: 99.999, PeriodSeconds: 3600, DeadLettered: 100000}
+	huge.SpendBudget(0)
 	tests := []struct {
 		name string
 		slo  *report.SLOStatus
@@ -29,6 +35,12 @@ func TestSLOLine(t *testing.T) {
 			"SLO 99.9 % of tasks not dead-lettered: 4 dead letters in the last 1h0m of 4000 tasks (0.1 % bad): 100 % of the period's error budget spent"},
 		{"processed read", read,
 			"SLO 99.9 % of tasks not dead-lettered: 4 dead letters in the last 1h0m of 40000 tasks (0.01 % bad): 10 % of the period's error budget spent (processed: CloudWatch AgentDLQ Processed)"},
+		{"over budget", over,
+			"SLO 99.9 % of tasks not dead-lettered: 18 dead letters in the last 1h0m of 26 tasks (69.231 % bad): 69230.8 % of the period's error budget spent, 692× the rate the target allows (processed: CloudWatch AgentDLQ Processed)"},
+		{"a little over", little,
+			"SLO 99.9 % of tasks not dead-lettered: 3 dead letters in the last 1h0m of 2000 tasks (0.15 % bad): 150 % of the period's error budget spent, 1.5× the rate the target allows"},
+		{"no exponent", huge,
+			"SLO 99.999 % of tasks not dead-lettered: 100000 dead letters in the last 1h0m of 100000 tasks (100 % bad): 10000000 % of the period's error budget spent, 100000× the rate the target allows"},
 		{"read failed", &report.SLOStatus{TargetPercent: 99.9, PeriodSeconds: 3600, DeadLettered: 4, BudgetUnknown: "the processed count could not be read: AccessDenied"},
 			"SLO 99.9 % of tasks not dead-lettered: 4 dead letters in the last 1h0m (error budget spent: not known; the processed count could not be read: AccessDenied)"},
 	}
