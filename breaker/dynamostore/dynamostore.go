@@ -7,8 +7,11 @@
 // The item: pk = "breaker:<len(pipeline)>:<pipeline>:<dependency>" (the
 // length makes the form injective, as the ledger's scoped keys; no ledger
 // key starts with "breaker:"), breaker_version (N), breaker_mode (S, for a
-// reader of the table), breaker_state (S: the breaker.State as JSON) and
-// updated_at. It has no expires_at: a breaker's state does not expire.
+// reader of the table), breaker_state (S: the breaker.State as JSON),
+// breaker_writer (S: a random token of the write, so that a write whose
+// response was lost and whose retry failed its own condition is known as
+// applied, not taken for a conflict and applied twice) and updated_at. It
+// has no expires_at: a breaker's state does not expire.
 //
 // Beside them, one index item a pipeline lists its dependencies
 // (breaker.Lister): pk = "breaker:dependencies:<pipeline>" (no breaker
@@ -24,6 +27,7 @@ package dynamostore
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,7 +47,7 @@ import (
 // Attributes are every attribute a Store writes (the IAM condition
 // dynamodb:Attributes of a role that may force a breaker), and KeyPrefix
 // starts every item's pk (dynamodb:LeadingKeys).
-var Attributes = []string{"pk", "breaker_version", "breaker_mode", "breaker_state", "updated_at", IndexAttribute}
+var Attributes = []string{"pk", "breaker_version", "breaker_mode", "breaker_state", "breaker_writer", "updated_at", IndexAttribute}
 
 // IndexAttribute is the index item's string set of dependency names.
 const IndexAttribute = "breaker_dependencies"
@@ -230,16 +234,19 @@ func (s *Store) Put(ctx context.Context, pipeline, dependency string, st breaker
 	if mode == "" {
 		mode = breaker.Closed
 	}
+	writer := rand.Text()
 	in := &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.table),
 		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: Key(pipeline, dependency)}},
-		UpdateExpression: aws.String("SET breaker_version = :n, breaker_mode = :m, breaker_state = :s, updated_at = :u"),
+		UpdateExpression: aws.String("SET breaker_version = :n, breaker_mode = :m, breaker_state = :s, breaker_writer = :w, updated_at = :u"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":n": &types.AttributeValueMemberN{Value: strconv.FormatInt(st.Version, 10)},
 			":m": &types.AttributeValueMemberS{Value: string(mode)},
 			":s": &types.AttributeValueMemberS{Value: string(body)},
+			":w": &types.AttributeValueMemberS{Value: writer},
 			":u": &types.AttributeValueMemberS{Value: time.Now().UTC().Format(time.RFC3339Nano)},
 		},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}
 	if base == 0 {
 		in.ConditionExpression = aws.String("attribute_not_exists(pk)")
@@ -247,11 +254,41 @@ func (s *Store) Put(ctx context.Context, pipeline, dependency string, st breaker
 		in.ConditionExpression = aws.String("breaker_version = :v")
 		in.ExpressionAttributeValues[":v"] = &types.AttributeValueMemberN{Value: strconv.FormatInt(base, 10)}
 	}
-	if _, err := s.api.UpdateItem(ctx, in); err != nil {
-		if conditionFailed(err) {
-			return breaker.State{}, breaker.ErrConflict
-		}
+	_, err = s.api.UpdateItem(ctx, in)
+	var ccf *types.ConditionalCheckFailedException
+	switch {
+	case errors.As(err, &ccf):
+		return s.settleConflict(ctx, pipeline, dependency, st, writer, ccf.Item)
+	case err != nil:
 		return breaker.State{}, fmt.Errorf("breaker %s/%s: put: %w", pipeline, dependency, err)
 	}
 	return st, nil
+}
+
+// settleConflict tells a write that lost its condition from one that was
+// applied: the SDK retries an UpdateItem whose response was lost (a
+// connection reset, a timeout), and the retry fails the condition the
+// first attempt made false. Taken as a conflict, the breaker would apply
+// its change again (a failure or a probe counted twice). item is the item
+// as the condition found it (DynamoDB returns it; where an emulator does
+// not, it is read): at st's version and with this write's writer, the
+// write was applied.
+func (s *Store) settleConflict(ctx context.Context, pipeline, dependency string, st breaker.State, writer string, item map[string]types.AttributeValue) (breaker.State, error) {
+	if item == nil {
+		out, err := s.api.GetItem(ctx, &dynamodb.GetItemInput{
+			TableName: aws.String(s.table), ConsistentRead: aws.Bool(true),
+			Key:                  map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: Key(pipeline, dependency)}},
+			ProjectionExpression: aws.String("breaker_version, breaker_writer"),
+		})
+		if err != nil || out == nil {
+			return breaker.State{}, breaker.ErrConflict // read again by the breaker, as any conflict
+		}
+		item = out.Item
+	}
+	v, _ := item["breaker_version"].(*types.AttributeValueMemberN)
+	w, _ := item["breaker_writer"].(*types.AttributeValueMemberS)
+	if v != nil && w != nil && v.Value == strconv.FormatInt(st.Version, 10) && w.Value == writer {
+		return st, nil
+	}
+	return breaker.State{}, breaker.ErrConflict
 }

@@ -1,13 +1,18 @@
 package dynamostore_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -148,5 +153,131 @@ func TestIndexBounded(t *testing.T) {
 	}
 	if _, err := s.Put(ctx, "agent-tasks", strings.Repeat("a", dynamostore.MaxDependencyBytes+1), breaker.State{}); !errors.Is(err, dynamostore.ErrDependencyTooLong) {
 		t.Fatalf("a long name: %v, want ErrDependencyTooLong", err)
+	}
+}
+
+// lossyClient passes every request to the emulator and, for the first
+// drop UpdateItem calls that write a breaker state, throws the response
+// away and reports a connection reset, as a network that breaks after the
+// request reached DynamoDB: the SDK sends the same UpdateItem again.
+type lossyClient struct {
+	base    aws.HTTPClient
+	mu      sync.Mutex
+	drop    int
+	dropped int
+}
+
+func (c *lossyClient) Do(req *http.Request) (*http.Response, error) {
+	lose := false
+	if req.Header.Get("X-Amz-Target") == "DynamoDB_20120810.UpdateItem" && req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		c.mu.Lock()
+		if bytes.Contains(body, []byte("breaker_writer")) && c.dropped < c.drop {
+			c.dropped++
+			lose = true
+		}
+		c.mu.Unlock()
+	}
+	resp, err := c.base.Do(req)
+	if err != nil || !lose {
+		return resp, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	return nil, errors.New("read tcp 127.0.0.1: connection reset by peer")
+}
+
+// TestLostResponseIsNotAConflict: when an UpdateItem was applied but its
+// response was lost, the SDK's retry fails the condition the first attempt
+// made false. The store must take that as the write it was, not as a
+// conflict the breaker would answer by applying its change again (a
+// failure or a probe counted twice). A real conflict stays one. On the
+// emulator, through the SDK's own retry.
+func TestLostResponseIsNotAConflict(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cfg := localtest.AWS(t)
+	table := localtest.Table(t, cfg)
+	lossy := &lossyClient{base: cfg.HTTPClient, drop: 2}
+	lcfg := cfg.Copy()
+	lcfg.HTTPClient = lossy
+	s := dynamostore.New(dynamodb.NewFromConfig(lcfg), table)
+
+	st, err := s.Put(ctx, "agent-tasks", "search-api", breaker.State{Failures: 1})
+	if err != nil || st.Version != 1 {
+		t.Fatalf("first write, its response lost: %+v, %v; want version 1", st, err)
+	}
+	st.Failures = 2
+	st, err = s.Put(ctx, "agent-tasks", "search-api", st)
+	if err != nil || st.Version != 2 {
+		t.Fatalf("second write, its response lost: %+v, %v; want version 2", st, err)
+	}
+	if lossy.dropped != 2 {
+		t.Fatalf("%d responses lost, want 2: the test did not exercise the retry", lossy.dropped)
+	}
+	got, err := s.Get(ctx, "agent-tasks", "search-api")
+	if err != nil || got.Version != 2 || got.Failures != 2 {
+		t.Fatalf("stored %+v, %v; want version 2 with 2 failures", got, err)
+	}
+	// Another writer's change since: a conflict, as before.
+	other := dynamostore.New(dynamodb.NewFromConfig(cfg), table)
+	if _, err := other.Put(ctx, "agent-tasks", "search-api", breaker.State{Version: 1, Failures: 9}); !errors.Is(err, breaker.ErrConflict) {
+		t.Fatalf("a stale write: %v, want breaker.ErrConflict", err)
+	}
+	if _, err := other.Put(ctx, "agent-tasks", "search-api", breaker.State{Failures: 9}); !errors.Is(err, breaker.ErrConflict) {
+		t.Fatalf("a second first write: %v, want breaker.ErrConflict", err)
+	}
+}
+
+// conflictAPI fails every state write's condition, returning the item as
+// DynamoDB does with ReturnValuesOnConditionCheckFailure ALL_OLD: at
+// version and by writer ("" for the writer of the request itself).
+type conflictAPI struct {
+	dynamostore.API
+	version, writer string
+}
+
+func (f *conflictAPI) UpdateItem(_ context.Context, in *dynamodb.UpdateItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	w, ok := in.ExpressionAttributeValues[":w"].(*types.AttributeValueMemberS)
+	if !ok {
+		return &dynamodb.UpdateItemOutput{}, nil // the index
+	}
+	if in.ReturnValuesOnConditionCheckFailure != types.ReturnValuesOnConditionCheckFailureAllOld {
+		return nil, errors.New("the write asks for no item on a failed condition")
+	}
+	writer := f.writer
+	if writer == "" {
+		writer = w.Value
+	}
+	return nil, &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed"), Item: map[string]types.AttributeValue{
+		"breaker_version": &types.AttributeValueMemberN{Value: f.version},
+		"breaker_writer":  &types.AttributeValueMemberS{Value: writer},
+	}}
+}
+
+// TestConflictItemSettles: where DynamoDB returns the item with the failed
+// condition, the store reads no more: this write's version and writer are
+// the write applied; anything else is a conflict.
+func TestConflictItemSettles(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, version, writer string
+		conflict              bool
+	}{
+		{"applied: this write's version and writer", "4", "", false},
+		{"another writer at the same version", "4", "someone-else", true},
+		{"moved on since", "5", "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := dynamostore.New(&conflictAPI{version: c.version, writer: c.writer}, "t")
+			st, err := s.Put(ctx, "agent-tasks", "search-api", breaker.State{Version: 3})
+			if got := errors.Is(err, breaker.ErrConflict); got != c.conflict || (!c.conflict && (err != nil || st.Version != 4)) {
+				t.Fatalf("Put = %+v, %v; want conflict %v", st, err, c.conflict)
+			}
+		})
 	}
 }
