@@ -41,8 +41,9 @@ type breakerView struct {
 	// Rows: open first, then half-open, then closed, by name within each.
 	Rows []breakerRow
 	// NotClosed counts the rows open or half-open; Unread those whose
-	// state could not be read.
-	NotClosed, Unread int
+	// state could not be read; Failing the closed rows with failures in
+	// the window (below what opens them, or one tenant's alone).
+	NotClosed, Unread, Failing int
 }
 
 // breakerRow is one dependency's breaker.
@@ -98,8 +99,12 @@ func (s *Server) breakers(ctx context.Context, p *pipeline.Pipeline) *breakerVie
 			row.S = st
 		}
 		row.Failures, row.Tenants = row.S.FailuresAt(v.Window, v.Now), row.S.TenantsAt(v.Window, v.Now)
-		if row.Err == "" && row.Mode != breaker.Closed {
+		switch {
+		case row.Err != "":
+		case row.Mode != breaker.Closed:
 			v.NotClosed++
+		case row.Failures > 0:
+			v.Failing++
 		}
 		v.Rows = append(v.Rows, row)
 	}

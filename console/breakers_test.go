@@ -117,6 +117,7 @@ func TestBreakerTenantsShown(t *testing.T) {
 	assert.Contains(t, page, "7 failures in the last 1m0s, from 1 tenant<")
 	assert.Contains(t, page, "3 failures in the last 1m0s, from 3 tenants<")
 	assert.Contains(t, page, "opens at 5 from 2 tenants")
+	assert.Contains(t, page, "Every breaker closed: tasks flow. 2 dependencies are failing below what opens a breaker")
 }
 
 // Off, none stored, no store, a store that cannot be read: each said in
