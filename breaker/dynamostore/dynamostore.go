@@ -39,7 +39,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/agentdlq/agentdlq/breaker"
 )
@@ -155,19 +154,14 @@ func (s *Store) index(ctx context.Context, pipeline, dependency string) error {
 			":max":  &types.AttributeValueMemberN{Value: strconv.Itoa(MaxDependencies)},
 		},
 	})
-	if conditionFailed(err) {
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
 		return fmt.Errorf("breaker %s/%s: %w", pipeline, dependency, ErrTooManyDependencies)
 	}
 	if err != nil {
 		return fmt.Errorf("breaker %s/%s: list the dependency: %w", pipeline, dependency, err)
 	}
 	return nil
-}
-
-// conditionFailed says err is DynamoDB's ConditionalCheckFailedException.
-func conditionFailed(err error) bool {
-	var ae smithy.APIError
-	return errors.As(err, &ae) && ae.ErrorCode() == "ConditionalCheckFailedException"
 }
 
 // Get implements breaker.Store, with a strongly consistent read.
