@@ -523,3 +523,13 @@ func TestRetryDeferral(t *testing.T) {
 		})
 	}
 }
+
+// TestTenantsText: a state keeps at most MaxTenants tenants, so that many
+// may be more; the CLI and the console say so with the same words.
+func TestTenantsText(t *testing.T) {
+	for n, want := range map[int]string{1: "1 tenant", 3: "3 tenants", breaker.MaxTenants: fmt.Sprintf("%d tenants or more", breaker.MaxTenants)} {
+		if got := breaker.TenantsText(n); got != want {
+			t.Errorf("TenantsText(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -163,6 +163,19 @@ const WindowBuckets = 10
 // Settings.MinTenants may be at most this many.
 const MaxTenants = 8
 
+// TenantsText says n, a count of State.TenantsAt, in words: "1 tenant",
+// "3 tenants", and "8 tenants or more" at MaxTenants, since a state keeps
+// no more than that.
+func TenantsText(n int) string {
+	switch {
+	case n == 1:
+		return "1 tenant"
+	case n >= MaxTenants:
+		return fmt.Sprintf("%d tenants or more", n)
+	}
+	return fmt.Sprintf("%d tenants", n)
+}
+
 // MaxOpenFactor bounds the time a breaker stays open after failed probes:
 // OpenFor doubles with each reopening, up to this many times OpenFor, so a
 // long outage costs fewer deferrals and probes while recovery is still

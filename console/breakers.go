@@ -26,11 +26,9 @@ const breakerTimeout = 3 * time.Second
 type breakerView struct {
 	Pipeline string
 	Now      time.Time
-	// Window is the pipeline's failure window (breaker.Settings.Window).
-	Window time.Duration
-	// Threshold and MinTenants: it opens on Threshold failures in Window
-	// from MinTenants distinct tenants at least (breaker.Settings).
-	Threshold, MinTenants int
+	// Settings are the pipeline's breaker settings, defaults applied: the
+	// window the failures are counted in and what opens a breaker.
+	Settings breaker.Settings
 	// Enabled: the pipeline's breaker is on (pipelines.json "breaker");
 	// off, nothing is read and the page says "breaker off".
 	Enabled bool
@@ -58,8 +56,8 @@ type breakerRow struct {
 	Err               string // its state could not be read
 }
 
-// ManyTenants says Tenants is the most a state keeps: there may be more.
-func (r breakerRow) ManyTenants() bool { return r.Tenants >= breaker.MaxTenants }
+// TenantsText is Tenants in words (breaker.TenantsText).
+func (r breakerRow) TenantsText() string { return breaker.TenantsText(r.Tenants) }
 
 // Open and HalfOpen say which mode the row is in, for the templates.
 func (r breakerRow) Open() bool     { return r.Mode == breaker.Open }
@@ -69,8 +67,7 @@ func (r breakerRow) HalfOpen() bool { return r.Mode == breaker.HalfOpen }
 // read a dependency). A store that cannot be read is said in the view,
 // never an error of the page.
 func (s *Server) breakers(ctx context.Context, p *pipeline.Pipeline) *breakerView {
-	set := p.Breaker.Settings().WithDefaults()
-	v := &breakerView{Pipeline: p.Name, Now: s.cfg.Now(), Enabled: p.Breaker.Enabled, Window: set.Window, Threshold: set.Threshold, MinTenants: set.MinTenants}
+	v := &breakerView{Pipeline: p.Name, Now: s.cfg.Now(), Enabled: p.Breaker.Enabled, Settings: p.Breaker.Settings().WithDefaults()}
 	if !v.Enabled {
 		return v
 	}
@@ -98,7 +95,7 @@ func (s *Server) breakers(ctx context.Context, p *pipeline.Pipeline) *breakerVie
 		default:
 			row.S = st
 		}
-		row.Failures, row.Tenants = row.S.FailuresAt(v.Window, v.Now), row.S.TenantsAt(v.Window, v.Now)
+		row.Failures, row.Tenants = row.S.FailuresAt(v.Settings.Window, v.Now), row.S.TenantsAt(v.Settings.Window, v.Now)
 		switch {
 		case row.Err != "":
 		case row.Mode != breaker.Closed:

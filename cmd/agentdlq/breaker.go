@@ -226,7 +226,7 @@ func printBreakers(w io.Writer, pipelineName string, bs pipeline.Breaker, list [
 			probes = fmt.Sprintf("%d admitted, %d passed", s.Probes, s.Passed)
 		default:
 			if n := s.FailuresAt(window, now); n > 0 {
-				failures = fmt.Sprintf("%d in the last %s, %s", n, window, tenantsText(s.TenantsAt(window, now)))
+				failures = fmt.Sprintf("%d in the last %s, %s", n, window, breaker.TenantsText(s.TenantsAt(window, now)))
 			}
 		}
 		if s.Owner != "" {
@@ -236,18 +236,6 @@ func printBreakers(w io.Writer, pipelineName string, bs pipeline.Breaker, list [
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "One in full: agentdlq breaker status --pipeline %s --dependency NAME; hold open or close: agentdlq breaker open|close (the owner, gated).\n", pipelineName)
-}
-
-// tenantsText says n distinct tenants of a breaker's window, which keeps
-// at most breaker.MaxTenants of them.
-func tenantsText(n int) string {
-	switch {
-	case n == 1:
-		return "1 tenant"
-	case n >= breaker.MaxTenants:
-		return fmt.Sprintf("%d tenants or more", n)
-	}
-	return fmt.Sprintf("%d tenants", n)
 }
 
 // modeOf is s.Mode with "" read as closed.
@@ -288,8 +276,12 @@ func printBreaker(w io.Writer, pipelineName, dep string, bs pipeline.Breaker, s 
 		}
 		if n := s.FailuresAt(window, now); n > 0 {
 			set := bs.Settings().WithDefaults()
-			fmt.Fprintf(w, "  %d failures in the last %s, %s (it opens at %d of at least %s)\n",
-				n, window, tenantsText(s.TenantsAt(window, now)), set.Threshold, tenantsText(set.MinTenants))
+			least := "tenants"
+			if set.MinTenants == 1 {
+				least = "tenant"
+			}
+			fmt.Fprintf(w, "  %d failures in the last %s, %s (it opens at %d of at least %d %s)\n",
+				n, window, breaker.TenantsText(s.TenantsAt(window, now)), set.Threshold, set.MinTenants, least)
 		}
 	}
 	if !s.Changed.IsZero() {
